@@ -1,0 +1,61 @@
+# rlab — build, test, demo. `make help` lists the targets.
+SHELL   := /bin/bash
+GO      ?= go
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+BIN     := bin
+AGENT_SRC := $(shell find agent -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
+# Local VM images are cached here (never in the checkout).
+RLAB_CACHE ?= /var/tmp/rlab-cache
+export RLAB_CACHE
+
+.PHONY: help deps agent build test test-unit test-netns test-vm fuzz-smoke lint demo vm-image bench clean
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+deps: ## install the Debian packages the tests and the demo need (root)
+	./testdata/deps.sh
+
+agent: agent/dist/bin/rlab-agent-linux-amd64 agent/dist/bin/rlab-agent-linux-arm64 ## build the agent for linux/amd64 and arm64
+
+agent/dist/bin/rlab-agent-linux-%: $(AGENT_SRC)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $@ ./agent/cmd/rlab-agent
+
+build: agent ## build bin/rlab with the agent embedded
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/rlab ./cmd/rlab
+
+test: deps build ## the whole suite: unit, fuzz smoke, netns sshd hosts, real rxe in QEMU VMs (root)
+	$(MAKE) lint
+	$(MAKE) test-unit
+	$(MAKE) fuzz-smoke
+	$(MAKE) test-netns
+	$(MAKE) test-vm
+
+test-unit: agent ## unit tests only (fast, no root)
+	$(GO) test -count=1 ./...
+
+test-netns: build ## integration tests on network-namespace hosts with real sshd (root)
+	RLAB_NETNS=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 20m ./...
+
+test-vm: build ## real Soft-RoCE end to end in two QEMU VMs (root; builds the image once)
+	RLAB_VM_E2E=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 40m -run 'E2E' -v ./engine/vm/...
+
+fuzz-smoke: agent ## run every fuzz target briefly (the lab parser for 60 s)
+	./testdata/fuzz-smoke.sh
+
+lint: agent ## gofmt, go vet, staticcheck
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...
+
+vm-image: build ## build (or reuse) the cached Debian VM image with rdma_rxe, perftest, tcpdump
+	$(BIN)/rlab image build
+
+demo: deps build vm-image ## boot two local VMs and run labs/quickstart.hcl on them
+	$(BIN)/rlab run labs/quickstart.hcl
+
+bench: build ## benchmarks (see BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./engine/...
+
+clean:
+	rm -rf $(BIN) agent/dist/bin/rlab-agent-*

@@ -1,0 +1,372 @@
+// Package proto defines the wire protocol between the rlab controller and the
+// rlab-agent it ships to every host: newline-delimited JSON over the agent's
+// stdin/stdout (one SSH session). It is shared by both sides and must import
+// nothing but the standard library.
+//
+// The conversation:
+//
+//  1. The agent writes one Hello line first. Anything a login script printed
+//     to stdout before it is skipped by the controller (bounded), so the hello
+//     starts with Magic.
+//  2. The controller sends Request lines; each carries a unique ID.
+//  3. The agent answers each request with exactly one Response line (Result or
+//     Error), possibly preceded by Event lines carrying the same ID (progress,
+//     log lines, readiness).
+//
+// stdout carries the protocol only; the agent's own log (log/slog) goes to
+// stderr. When stdin closes the agent stops every process it started and
+// undoes what it created, unless it was told to keep it.
+package proto
+
+import "encoding/json"
+
+// Magic starts every hello line.
+const Magic = "rlab-agent"
+
+// Version is the protocol version. Bump on any incompatible change; the
+// controller refuses an agent speaking another version.
+const Version = 1
+
+// MaxLine bounds one protocol line in either direction. A peer sending a longer
+// line is broken or hostile and the connection is dropped.
+const MaxLine = 8 << 20
+
+// Hello is the first line the agent writes.
+type Hello struct {
+	Magic   string `json:"magic"`
+	Proto   int    `json:"proto"`
+	Hash    string `json:"hash"`    // sha256 of the agent binary, hex
+	Version string `json:"version"` // build version string
+	PID     int    `json:"pid"`
+	UID     int    `json:"uid"`
+	WorkDir string `json:"work_dir"` // per-run directory the agent writes into (0700)
+}
+
+// Request is one call from the controller.
+type Request struct {
+	ID     uint64          `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Response is the single final answer to a Request.
+type Response struct {
+	ID     uint64          `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+// Event is streamed for a request before its Response. Kind is one of the
+// Event* constants.
+type Event struct {
+	ID    uint64          `json:"id"`
+	Event string          `json:"event"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// A line from the agent is an Event when it has an "event" member, else a
+// Response. Envelope decodes either.
+type Envelope struct {
+	ID     uint64          `json:"id"`
+	Event  string          `json:"event,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+const (
+	EventLog      = "log"      // Data: {"msg": "..."}
+	EventProgress = "progress" // Data: {"done": n, "total": m}
+	EventReady    = "ready"    // Data: ProcReady; a started process became ready
+)
+
+// Error is a failed request. Code is one of the Code* constants so the
+// controller can branch on it; Message is for humans.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Command, ExitCode and Stderr are set when a host command failed, so the
+	// controller can name the command, its exit code and its stderr.
+	Command  []string `json:"command,omitempty"`
+	ExitCode int      `json:"exit_code,omitempty"`
+	Stderr   string   `json:"stderr,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+const (
+	CodeBadRequest  = "bad_request" // malformed params
+	CodeUnknown     = "unknown_method"
+	CodeNotFound    = "not_found"   // no such netdev, device, process, file
+	CodeExists      = "exists"      // e.g. a process handle already in use
+	CodePermission  = "permission"  // needs root (become)
+	CodeNoRXE       = "no_rxe"      // kernel has no rdma_rxe
+	CodeNoSpace     = "no_space"    // not enough free disk
+	CodeTimeout     = "timeout"     // a wait or readiness check timed out
+	CodeCommand     = "command"     // a command the agent ran failed
+	CodeUnsupported = "unsupported" // the host cannot do this
+	CodeInternal    = "internal"
+)
+
+// Methods.
+const (
+	MethodPing         = "ping"          // -> Pong
+	MethodFacts        = "facts"         // -> Facts
+	MethodRXEEnsure    = "rxe.ensure"    // RXEEnsureParams -> RXEInfo
+	MethodRXEDelete    = "rxe.delete"    // RXEDeleteParams -> RXEDeleteResult
+	MethodProcStart    = "proc.start"    // ProcStartParams -> ProcStarted (after readiness)
+	MethodProcWait     = "proc.wait"     // ProcWaitParams -> ProcResult
+	MethodProcStop     = "proc.stop"     // ProcStopParams -> ProcResult
+	MethodCaptureStart = "capture.start" // CaptureStartParams -> CaptureStarted
+	MethodCaptureStop  = "capture.stop"  // CaptureStopParams -> CaptureResult
+	MethodTCPServe     = "tcp.serve"     // TCPServeParams -> TCPServing
+	MethodTCPSend      = "tcp.send"      // TCPSendParams -> TCPResult
+	MethodTCPWait      = "tcp.wait"      // TCPWaitParams -> TCPResult (server side)
+	MethodFilesList    = "files.list"    // FilesListParams -> FilesList
+	MethodCleanup      = "cleanup"       // CleanupParams -> CleanupResult
+)
+
+type Pong struct {
+	Time int64 `json:"time_unix_nano"`
+}
+
+// Facts is what a host can do. Every field is read, never guessed; a field
+// the agent could not read is left empty and named in Errors.
+type Facts struct {
+	Hostname string       `json:"hostname"`
+	Kernel   string       `json:"kernel"` // uname -r
+	OS       string       `json:"os"`     // os-release PRETTY_NAME
+	Arch     string       `json:"arch"`   // uname -m
+	CPUs     int          `json:"cpus"`
+	MemBytes uint64       `json:"mem_bytes"`
+	User     string       `json:"user"`
+	UID      int          `json:"uid"`
+	Root     bool         `json:"root"` // agent runs with euid 0 (directly or via become)
+	Netdevs  []Netdev     `json:"netdevs"`
+	RDMA     []RDMADevice `json:"rdma_devices"`
+	// RXEModule: "loaded", "builtin", "loadable" (a module file exists for the
+	// running kernel), or "absent".
+	RXEModule string `json:"rxe_module"`
+	// Tools maps a tool name (rdma, ibv_devinfo, ib_write_bw, ..., rping,
+	// tcpdump) to where it is and its version; absent tools are missing.
+	Tools map[string]Tool `json:"tools"`
+	// PerftestJSON is true when the installed perftest accepts --out_json.
+	PerftestJSON bool `json:"perftest_json"`
+	// MemlockSoft/Hard are RLIMIT_MEMLOCK in bytes; -1 means unlimited.
+	MemlockSoft int64    `json:"memlock_soft"`
+	MemlockHard int64    `json:"memlock_hard"`
+	WorkDir     string   `json:"work_dir"`
+	FreeBytes   uint64   `json:"work_dir_free_bytes"`
+	Errors      []string `json:"errors,omitempty"`
+}
+
+type Netdev struct {
+	Name   string   `json:"name"`
+	MTU    int      `json:"mtu"`
+	State  string   `json:"state"` // operstate: up, down, unknown...
+	MAC    string   `json:"mac,omitempty"`
+	Driver string   `json:"driver,omitempty"`
+	Addrs  []string `json:"addrs,omitempty"` // CIDR notation
+}
+
+type RDMADevice struct {
+	Name         string     `json:"name"`
+	Kind         string     `json:"kind"`             // "rxe", "siw" or "hw"
+	Parent       string     `json:"parent,omitempty"` // netdev, for rxe
+	NodeGUID     string     `json:"node_guid,omitempty"`
+	SysImageGUID string     `json:"sys_image_guid,omitempty"`
+	Ports        []RDMAPort `json:"ports"`
+}
+
+type RDMAPort struct {
+	Port      int    `json:"port"`
+	State     string `json:"state"`      // e.g. "ACTIVE"
+	PhysState string `json:"phys_state"` // e.g. "LINK_UP"
+	ActiveMTU int    `json:"active_mtu"` // bytes: 256..4096
+	MaxMTU    int    `json:"max_mtu"`
+	LinkLayer string `json:"link_layer,omitempty"`
+	GIDs      []GID  `json:"gids,omitempty"` // non-zero entries only
+}
+
+type GID struct {
+	Index  int    `json:"index"`
+	GID    string `json:"gid"`
+	Type   string `json:"type"` // "RoCE v2", "IB/RoCE v1"
+	Netdev string `json:"netdev,omitempty"`
+}
+
+type Tool struct {
+	Path    string `json:"path"`
+	Version string `json:"version,omitempty"`
+}
+
+type RXEEnsureParams struct {
+	Name   string `json:"name"`   // e.g. rxe_eth1
+	Netdev string `json:"netdev"` // e.g. eth1
+	// WaitMs bounds the wait for the port to become ACTIVE.
+	WaitMs int `json:"wait_ms,omitempty"`
+}
+
+// RXEInfo describes a ready rxe device.
+type RXEInfo struct {
+	Name      string `json:"name"`
+	Netdev    string `json:"netdev"`
+	Created   bool   `json:"created"` // false: it existed already and is not ours
+	Port      int    `json:"port"`
+	GIDIndex  int    `json:"gid_index"` // the RoCE v2 GID mapping the netdev's IPv4 address
+	GID       string `json:"gid"`
+	IPv4      string `json:"ipv4"`
+	ActiveMTU int    `json:"active_mtu"`
+	NodeGUID  string `json:"node_guid,omitempty"`
+}
+
+type RXEDeleteParams struct {
+	Name string `json:"name"`
+}
+
+type RXEDeleteResult struct {
+	Deleted bool `json:"deleted"` // false: there was nothing to delete
+}
+
+// Ready says how the agent knows a started process is ready. At most one of
+// the fields is set; none means ready once started.
+type Ready struct {
+	TCPListen    int    `json:"tcp_listen,omitempty"`     // a TCP socket of the process listens on this port
+	RDMACMListen int    `json:"rdma_cm_listen,omitempty"` // an rdma_cm id listens on this port
+	OutputRegex  string `json:"output_regex,omitempty"`   // stdout or stderr matches
+	TimeoutMs    int    `json:"timeout_ms,omitempty"`
+}
+
+type ProcStartParams struct {
+	Handle    string   `json:"handle"` // caller-chosen, unique per agent
+	Argv      []string `json:"argv"`   // never passed through a shell
+	Env       []string `json:"env,omitempty"`
+	Ready     *Ready   `json:"ready,omitempty"`
+	Become    bool     `json:"become,omitempty"`     // reserved: the agent itself runs as root when become is set
+	TimeoutMs int      `json:"timeout_ms,omitempty"` // killed after this long (0: no limit)
+	// Output files are written under the agent's work dir as
+	// <Handle>.stdout / <Handle>.stderr.
+}
+
+type ProcStarted struct {
+	Handle  string `json:"handle"`
+	PID     int    `json:"pid"`
+	ReadyMs int64  `json:"ready_ms"`
+}
+
+type ProcWaitParams struct {
+	Handle    string `json:"handle"`
+	TimeoutMs int    `json:"timeout_ms,omitempty"`
+}
+
+type ProcStopParams struct {
+	Handle  string `json:"handle"`
+	GraceMs int    `json:"grace_ms,omitempty"` // SIGTERM, then SIGKILL after this
+}
+
+// ProcResult is a finished process. Stdout/Stderr hold at most OutputLimit
+// bytes each (the tail when longer; Truncated says so); the whole output stays
+// in the work dir files and is pulled with the artifacts.
+type ProcResult struct {
+	Handle        string   `json:"handle"`
+	Argv          []string `json:"argv"`
+	ExitCode      int      `json:"exit_code"` // -1 when killed by a signal
+	Signal        string   `json:"signal,omitempty"`
+	TimedOut      bool     `json:"timed_out,omitempty"`
+	Stopped       bool     `json:"stopped,omitempty"` // ended by proc.stop or cleanup
+	StartUnixNano int64    `json:"start_unix_nano"`
+	EndUnixNano   int64    `json:"end_unix_nano"`
+	Stdout        string   `json:"stdout"`
+	Stderr        string   `json:"stderr"`
+	Truncated     bool     `json:"truncated,omitempty"`
+	StdoutFile    string   `json:"stdout_file"` // relative to the work dir
+	StderrFile    string   `json:"stderr_file"`
+}
+
+const OutputLimit = 1 << 20
+
+type CaptureStartParams struct {
+	Handle   string `json:"handle"`
+	Netdev   string `json:"netdev"`
+	Filter   string `json:"filter,omitempty"` // one argv element to tcpdump
+	Snaplen  int    `json:"snaplen"`
+	MaxBytes int64  `json:"max_bytes"`      // bound on all files of this capture
+	File     string `json:"file"`           // base name under the work dir, e.g. roce.pcap
+	User     string `json:"user,omitempty"` // tcpdump -Z
+}
+
+type CaptureStarted struct {
+	Handle string `json:"handle"`
+	PID    int    `json:"pid"`
+}
+
+type CaptureStopParams struct {
+	Handle string `json:"handle"`
+}
+
+type CaptureResult struct {
+	Handle string     `json:"handle"`
+	Files  []FileInfo `json:"files"`
+	Stderr string     `json:"stderr,omitempty"` // tcpdump's own report ("N packets captured")
+}
+
+type TCPServeParams struct {
+	Handle string `json:"handle"`
+	Addr   string `json:"addr,omitempty"` // listen address; default all
+	Port   int    `json:"port,omitempty"` // 0: any free port
+}
+
+type TCPServing struct {
+	Handle string `json:"handle"`
+	Port   int    `json:"port"`
+}
+
+type TCPSendParams struct {
+	Handle    string `json:"handle"`
+	Addr      string `json:"addr"`
+	Port      int    `json:"port"`
+	Bytes     int64  `json:"bytes"`
+	TimeoutMs int    `json:"timeout_ms,omitempty"`
+}
+
+type TCPWaitParams struct {
+	Handle    string `json:"handle"`
+	TimeoutMs int    `json:"timeout_ms,omitempty"`
+}
+
+type TCPResult struct {
+	Handle  string  `json:"handle"`
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	MiBps   float64 `json:"mib_per_sec"`
+	Gbps    float64 `json:"gbit_per_sec"`
+}
+
+type FilesListParams struct {
+	Dir string `json:"dir,omitempty"` // relative to the work dir; "" is the work dir
+}
+
+type FilesList struct {
+	Root  string     `json:"root"` // absolute path of the work dir on the host
+	Files []FileInfo `json:"files"`
+}
+
+// FileInfo names a regular file relative to the work dir. The controller
+// treats Path as hostile: it must be local (filepath.IsLocal) or it is refused.
+type FileInfo struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	Mode   uint32 `json:"mode"`
+}
+
+type CleanupParams struct {
+	// Keep names rxe devices to leave in place.
+	Keep []string `json:"keep,omitempty"`
+}
+
+type CleanupResult struct {
+	Stopped    []string `json:"stopped"` // process handles
+	RXEDeleted []string `json:"rxe_deleted"`
+	Errors     []string `json:"errors,omitempty"`
+}

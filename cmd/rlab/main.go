@@ -1,0 +1,59 @@
+// Command rlab is the CLI of rlab, a declarative lab orchestrator for
+// multi-VM RDMA (Soft-RoCE) environments. This package holds flags, wiring and
+// exit codes only; every behaviour lives in engine/, steps/ and agent/ where
+// tests reach it without the CLI.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Exit codes, shared by every command.
+const (
+	exitOK          = 0   // success; lab valid; all workloads ran and every expect held
+	exitFail        = 1   // invalid input, a workload failed or an expect did not hold
+	exitInfra       = 2   // infrastructure: host unreachable, agent lost, preflight failed
+	exitInterrupted = 130 // SIGINT
+)
+
+// exitError carries an exit code through cobra's error return.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode wraps err so main exits with code. A nil err with a non-zero code
+// means the command already printed what went wrong.
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "Error:", err)
+	return exitFail
+}

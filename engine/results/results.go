@@ -1,0 +1,33 @@
+// Package results is the model of what a run measured: samples (metric,
+// value, unit, metadata) as PerfKitBenchmarker shapes them, and per-workload
+// outcomes. It writes results.json, summary.md and junit.xml. It imports no
+// other rlab package, so parsers, the engine and reports can all share it.
+package results
+
+// Sample is one measured number. Unit is always set ("Gb/s", "MiB/s",
+// "Mpps", "usec", "Mbit/s", "usec/iter", "bytes", "s").
+type Sample struct {
+	Metric string  `json:"metric"` // e.g. bw_avg, bw_peak, msg_rate, lat_typical, lat_p99
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Meta   Meta    `json:"metadata"`
+}
+
+// Meta is what a sample was measured on: enough to reproduce it and to match
+// it against the same sample of another run.
+type Meta struct {
+	Workload    string   `json:"workload"`
+	Tool        string   `json:"tool"`
+	Size        int64    `json:"size,omitempty"` // message size in bytes
+	Iterations  int64    `json:"iterations,omitempty"`
+	Repeat      int      `json:"repeat"`          // 0-based
+	Hosts       []string `json:"hosts,omitempty"` // server first, then client
+	Devices     []string `json:"devices,omitempty"`
+	GIDIndex    *int     `json:"gid_index,omitempty"`
+	MTU         int      `json:"mtu,omitempty"`
+	Transport   string   `json:"transport,omitempty"`
+	QPs         int      `json:"qps,omitempty"`
+	ToolVersion string   `json:"tool_version,omitempty"`
+	// Extra holds anything else worth keeping (e.g. "source": "json"|"text").
+	Extra map[string]string `json:"extra,omitempty"`
+}
