@@ -123,6 +123,7 @@ const (
 	MethodTCPSend      = "tcp.send"      // TCPSendParams -> TCPResult
 	MethodTCPWait      = "tcp.wait"      // TCPWaitParams -> TCPResult (server side)
 	MethodFilesList    = "files.list"    // FilesListParams -> FilesList
+	MethodFilesRead    = "files.read"    // FilesReadParams -> FileData (small files: perftest JSON, logs)
 	MethodCleanup      = "cleanup"       // CleanupParams -> CleanupResult
 )
 
@@ -358,6 +359,18 @@ type FileInfo struct {
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
 	Mode   uint32 `json:"mode"`
+}
+
+type FilesReadParams struct {
+	Path     string `json:"path"`      // relative to the work dir; must be local
+	MaxBytes int64  `json:"max_bytes"` // at most this much (capped at OutputLimit)
+}
+
+type FileData struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	Data      []byte `json:"data"` // base64 in JSON
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 type CleanupParams struct {
