@@ -1,0 +1,93 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// Capture runs tcpdump on a host (through the agent, always bounded by
+// snaplen and a size limit) from Apply until Undo, which stops it with a
+// flush. One pcap per capture per workload window.
+type Capture struct {
+	Name     string
+	Slug     string
+	Host     string
+	Netdev   string
+	Filter   string
+	Snaplen  int
+	MaxBytes int64
+	// Window names the workloads the capture covers ("" = the whole run); it
+	// is part of the file name.
+	Window string
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	Files   []proto.FileInfo // what the stop reported
+}
+
+// Handle is the agent handle (and file stem) of this capture.
+func (s *Capture) Handle() string {
+	h := "cap." + s.Slug
+	if s.Window != "" {
+		h += "." + s.Window
+	}
+	return h
+}
+
+func (s *Capture) Describe() string {
+	d := fmt.Sprintf("capture %s: tcpdump on %s of host %s", s.Name, s.Netdev, s.Host)
+	if s.Filter != "" {
+		d += fmt.Sprintf(" filter %q", s.Filter)
+	}
+	if s.Window != "" {
+		d += " during " + s.Window
+	}
+	return d
+}
+
+func (s *Capture) Apply(ctx context.Context, env *Env) error {
+	h, err := env.Host(s.Host)
+	if err != nil {
+		return err
+	}
+	hd := s.Handle()
+	if err := env.note(Effect{Host: s.Host, Kind: "capture", ID: hd, Netdev: s.Netdev, Pending: true}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
+	p := proto.CaptureStartParams{Handle: hd, Netdev: s.Netdev, Filter: s.Filter, Snaplen: s.Snaplen, MaxBytes: s.MaxBytes, File: hd + ".pcap"}
+	var st proto.CaptureStarted
+	if err := h.Call(ctx, proto.MethodCaptureStart, p, &st); err != nil {
+		return fmt.Errorf("start capture %q on %s of host %q: %w", s.Name, s.Netdev, s.Host, err)
+	}
+	return env.note(Effect{Host: s.Host, Kind: "capture", ID: hd, Netdev: s.Netdev, PID: st.PID})
+}
+
+// Undo stops tcpdump (it flushes its file); idempotent.
+func (s *Capture) Undo(ctx context.Context, env *Env) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started || s.stopped {
+		return nil
+	}
+	h, err := env.Host(s.Host)
+	if err != nil {
+		return err
+	}
+	var res proto.CaptureResult
+	err = h.Call(ctx, proto.MethodCaptureStop, proto.CaptureStopParams{Handle: s.Handle()}, &res)
+	var pe *proto.Error
+	if err != nil && !(errors.As(err, &pe) && pe.Code == proto.CodeNotFound) {
+		return fmt.Errorf("stop capture %q on host %q: %w", s.Name, s.Host, err)
+	}
+	s.stopped = true
+	s.Files = res.Files
+	return env.note(Effect{Host: s.Host, Kind: "capture", ID: s.Handle(), Netdev: s.Netdev, Undone: true})
+}

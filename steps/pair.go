@@ -1,0 +1,173 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// pairRun is what a two-sided kind builds for one run (one size × repeat).
+type pairRun struct {
+	Server, Client procSpec
+	Meta           results.Meta
+	// JSONFile, when set, is the path (on the client host) of a JSON report
+	// the tool writes; it is read back with files.read and parsed instead of
+	// the client's stdout. JSONRel is the same file relative to the agent's
+	// work dir.
+	JSONFile, JSONRel string
+}
+
+// pairBuilder builds run n (0-based over sizes × repeats) of a workload.
+type pairBuilder func(env *Env, size int64, repeat, n int) (*pairRun, error)
+
+// pairWorkload is the common driver of every two-sided tool (perftest,
+// pingpong, rping): one server/client pair per size × repeat, outputs parsed
+// into samples.
+type pairWorkload struct {
+	w     *Workload
+	build pairBuilder
+	desc  string
+	procs procs
+	out   Outcome
+}
+
+func (s *pairWorkload) Describe() string { return s.desc }
+
+func (s *pairWorkload) Outcome() *Outcome { return &s.out }
+
+func (s *pairWorkload) Undo(ctx context.Context, env *Env) error {
+	return s.procs.stopAll(ctx, env)
+}
+
+func (s *pairWorkload) Apply(ctx context.Context, env *Env) error {
+	w := s.w
+	s.out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
+	if w.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.Timeout)
+		defer cancel()
+	}
+	err := s.apply(ctx, env)
+	s.out.End = time.Now()
+	return finish(ctx, &s.out, w, err)
+}
+
+func (s *pairWorkload) apply(ctx context.Context, env *Env) error {
+	w := s.w
+	n := 0
+	for _, size := range sizesOr(w) {
+		for rep := 0; rep < repeats(w); rep++ {
+			r, err := s.build(env, size, rep, n)
+			if err != nil {
+				return err
+			}
+			n++
+			sr, cr, err := runPair(ctx, env, &s.procs, w.Tool, r.Server, r.Client)
+			rec := RunRecord{Size: size, Repeat: rep}
+			if sr != nil {
+				rec.Server = ref(r.Server.Host, sr)
+			}
+			if cr != nil {
+				rec.Client = ref(r.Client.Host, cr)
+			}
+			if err != nil {
+				s.out.Runs = append(s.out.Runs, rec)
+				return err
+			}
+			ss, source, err := s.parse(ctx, env, r, cr)
+			rec.Source = source
+			s.out.Runs = append(s.out.Runs, rec)
+			if err != nil {
+				return err
+			}
+			ss = append(ss, commonSamples(cr.ExitCode, rec.Client.Seconds)...)
+			fillMeta(ss, r.Meta)
+			s.out.Samples = append(s.out.Samples, ss...)
+		}
+	}
+	return nil
+}
+
+func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *proto.ProcResult) ([]results.Sample, string, error) {
+	if env.Parse == nil {
+		return nil, "", nil
+	}
+	data, source := []byte(cr.Stdout), "text"
+	if r.JSONRel != "" {
+		h, err := env.Host(r.Client.Host)
+		if err != nil {
+			return nil, "", err
+		}
+		var fd proto.FileData
+		if err := h.Call(ctx, proto.MethodFilesRead, proto.FilesReadParams{Path: r.JSONRel, MaxBytes: proto.OutputLimit}, &fd); err != nil {
+			return nil, "", fmt.Errorf("read %s JSON report %q on host %q: %w", s.w.Tool, r.JSONRel, r.Client.Host, err)
+		}
+		data, source = fd.Data, "json"
+	}
+	ss, err := env.Parse(s.w.Tool, data, source == "json")
+	if err != nil {
+		return nil, source, fmt.Errorf("parse %s output (%s) of %q on host %q: %w", s.w.Tool, source, r.Client.Handle, r.Client.Host, err)
+	}
+	for i := range ss {
+		if ss[i].Meta.Extra == nil {
+			ss[i].Meta.Extra = map[string]string{}
+		}
+		ss[i].Meta.Extra["source"] = source
+	}
+	return ss, source, nil
+}
+
+// finish sets a workload outcome's status from the error Apply ends with.
+func finish(ctx context.Context, out *Outcome, w *Workload, err error) error {
+	switch {
+	case err == nil:
+		out.Status = StatusOK
+		return nil
+	case errors.Is(err, ErrTimedOut) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		out.Status = StatusTimedOut
+		if !errors.Is(err, ErrTimedOut) {
+			err = fmt.Errorf("%w after %s: %w", ErrTimedOut, w.Timeout, err)
+		}
+	default:
+		out.Status = StatusFailed
+	}
+	err = fmt.Errorf("workload %q (%s): %w", w.Name, w.Tool, err)
+	out.Error = err.Error()
+	return err
+}
+
+// rdmaEnds returns the rxe info of both ends of an RDMA workload and the
+// smaller active MTU of the two.
+func rdmaEnds(env *Env, w *Workload) (srv, cli *proto.RXEInfo, mtu int, err error) {
+	if srv, err = env.RXE(w.ServerRXE); err != nil {
+		return nil, nil, 0, fmt.Errorf("workload %q server: %w", w.Name, err)
+	}
+	if cli, err = env.RXE(w.ClientRXE); err != nil {
+		return nil, nil, 0, fmt.Errorf("workload %q client: %w", w.Name, err)
+	}
+	mtu = srv.ActiveMTU
+	if cli.ActiveMTU != 0 && (mtu == 0 || cli.ActiveMTU < mtu) {
+		mtu = cli.ActiveMTU
+	}
+	if srv.IPv4 == "" {
+		return nil, nil, 0, fmt.Errorf("workload %q: rxe %q on host %q has no IPv4 address on %s for the client to reach", w.Name, srv.Name, w.ServerHost, srv.Netdev)
+	}
+	return srv, cli, mtu, nil
+}
+
+func rdmaMeta(env *Env, w *Workload, srv, cli *proto.RXEInfo, mtu int, size int64, rep int) results.Meta {
+	gid := cli.GIDIndex
+	m := results.Meta{
+		Workload: w.Name, Tool: w.Tool, Size: size, Iterations: w.Iterations, Repeat: rep,
+		Hosts: []string{w.ServerHost, w.ClientHost}, Devices: []string{srv.Name, cli.Name},
+		GIDIndex: &gid, MTU: mtu, Transport: w.Transport, QPs: w.QPs,
+	}
+	if t, ok := env.facts(w.ClientHost).Tools[w.Tool]; ok {
+		m.ToolVersion = t.Version
+	}
+	return m
+}

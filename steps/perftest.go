@@ -1,0 +1,85 @@
+package steps
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.
+
+func newPerftest(w *Workload) (Step, error) {
+	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
+	s.build = func(env *Env, size int64, rep, n int) (*pairRun, error) {
+		srv, cli, mtu, err := rdmaEnds(env, w)
+		if err != nil {
+			return nil, err
+		}
+		port := PortFor(w, n)
+		r := &pairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
+		r.Server = procSpec{Host: w.ServerHost, Handle: handle(w, "server", size, rep), Role: "server",
+			Ready: &proto.Ready{TCPListen: port}}
+		r.Client = procSpec{Host: w.ClientHost, Handle: handle(w, "client", size, rep), Role: "client"}
+		cf := env.facts(w.ClientHost)
+		if cf.PerftestJSON {
+			r.JSONRel = r.Client.Handle + ".json"
+			r.JSONFile = r.JSONRel
+			if cf.WorkDir != "" {
+				r.JSONFile = path.Join(cf.WorkDir, r.JSONRel)
+			}
+		}
+		r.Server.Argv = PerftestArgv(w, PerftestEnd{Device: srv.Name, GIDIndex: srv.GIDIndex}, mtu, port, size, "", "")
+		r.Client.Argv = PerftestArgv(w, PerftestEnd{Device: cli.Name, GIDIndex: cli.GIDIndex}, mtu, port, size, srv.IPv4, r.JSONFile)
+		return r, nil
+	}
+	return s, nil
+}
+
+// PerftestEnd is one side's device as perftest is told it.
+type PerftestEnd struct {
+	Device   string
+	GIDIndex int
+}
+
+// PerftestArgv builds one side's perftest command. serverAddr is "" for the
+// server side; jsonFile, when set, adds --out_json (perftest ≥ 4.5-0.20).
+func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serverAddr, jsonFile string) []string {
+	argv := []string{w.Tool,
+		"-d", end.Device,
+		"-x", strconv.Itoa(end.GIDIndex),
+		"-p", strconv.Itoa(port),
+	}
+	if mtu > 0 {
+		argv = append(argv, "-m", strconv.Itoa(mtu))
+	}
+	bw := strings.HasSuffix(w.Tool, "_bw")
+	if bw {
+		argv = append(argv, "--report_gbits")
+	}
+	// Atomic tests have a fixed 8-byte message; perftest rejects -s there.
+	if size > 0 && !strings.HasPrefix(w.Tool, "ib_atomic_") {
+		argv = append(argv, "-s", strconv.FormatInt(size, 10))
+	}
+	if w.Duration > 0 {
+		argv = append(argv, "-D", strconv.Itoa(int((w.Duration+999e6)/1e9)))
+	} else if w.Iterations > 0 {
+		argv = append(argv, "-n", strconv.FormatInt(w.Iterations, 10))
+	}
+	if w.QPs > 1 {
+		argv = append(argv, "-q", strconv.Itoa(w.QPs))
+	}
+	if w.Transport != "" {
+		argv = append(argv, "-c", w.Transport)
+	}
+	argv = append(argv, w.Args...)
+	if jsonFile != "" {
+		argv = append(argv, "--out_json", "--out_json_file="+jsonFile)
+	}
+	if serverAddr != "" {
+		argv = append(argv, serverAddr)
+	}
+	return argv
+}

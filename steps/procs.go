@@ -1,0 +1,256 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// serverGrace is how long a server side may take to exit after its client
+// finished before it is stopped.
+const serverGrace = 30 * time.Second
+
+// procs tracks the processes a step started so Undo can stop the ones still
+// running.
+type procs struct {
+	mu      sync.Mutex
+	running map[[2]string]bool // host, handle
+}
+
+func (p *procs) add(host, h string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running == nil {
+		p.running = map[[2]string]bool{}
+	}
+	p.running[[2]string{host, h}] = true
+}
+
+func (p *procs) done(host, h string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.running, [2]string{host, h})
+}
+
+// stopAll stops every process still running; idempotent.
+func (p *procs) stopAll(ctx context.Context, env *Env) error {
+	p.mu.Lock()
+	var left [][2]string
+	for k := range p.running {
+		left = append(left, k)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, k := range left {
+		if _, err := stopProc(ctx, env, k[0], k[1]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.done(k[0], k[1])
+	}
+	return errors.Join(errs...)
+}
+
+// procSpec is one process to start on a host.
+type procSpec struct {
+	Host   string
+	Handle string
+	Argv   []string
+	Ready  *proto.Ready
+	Role   string // "server", "client", "command": for error messages
+}
+
+func startProc(ctx context.Context, env *Env, p *procs, tool string, s procSpec) (*proto.ProcStarted, error) {
+	h, err := env.Host(s.Host)
+	if err != nil {
+		return nil, err
+	}
+	if err := env.note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, Pending: true}); err != nil {
+		return nil, err
+	}
+	p.add(s.Host, s.Handle)
+	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, TimeoutMs: ms(remaining(ctx))}
+	var started proto.ProcStarted
+	if err := h.Call(ctx, proto.MethodProcStart, params, &started); err != nil {
+		return nil, fmt.Errorf("start %s %s on host %q: %s: %w", tool, s.Role, s.Host, strings.Join(s.Argv, " "), err)
+	}
+	if err := env.note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, PID: started.PID}); err != nil {
+		return nil, err
+	}
+	return &started, nil
+}
+
+func waitProc(ctx context.Context, env *Env, p *procs, host, hd string, timeout time.Duration) (*proto.ProcResult, error) {
+	h, err := env.Host(host)
+	if err != nil {
+		return nil, err
+	}
+	var res proto.ProcResult
+	if err := h.Call(ctx, proto.MethodProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: ms(timeout)}, &res); err != nil {
+		return nil, err
+	}
+	p.done(host, hd)
+	_ = env.note(Effect{Host: host, Kind: "proc", ID: hd, Argv: res.Argv, Undone: true})
+	return &res, nil
+}
+
+func stopProc(ctx context.Context, env *Env, host, hd string) (*proto.ProcResult, error) {
+	h, err := env.Host(host)
+	if err != nil {
+		return nil, err
+	}
+	var res proto.ProcResult
+	err = h.Call(ctx, proto.MethodProcStop, proto.ProcStopParams{Handle: hd, GraceMs: 2000}, &res)
+	var pe *proto.Error
+	if err != nil && !(errors.As(err, &pe) && pe.Code == proto.CodeNotFound) {
+		return nil, fmt.Errorf("stop process %q on host %q: %w", hd, host, err)
+	}
+	_ = env.note(Effect{Host: host, Kind: "proc", ID: hd, Undone: true})
+	return &res, nil
+}
+
+// ErrTimedOut marks a workload that ran past its timeout.
+var ErrTimedOut = errors.New("timed out")
+
+// procError describes a process that did not exit 0.
+func procError(tool, role, host string, r *proto.ProcResult) error {
+	msg := fmt.Sprintf("%s %s on host %q: %s", tool, role, host, strings.Join(r.Argv, " "))
+	switch {
+	case r.TimedOut:
+		return fmt.Errorf("%s: %w (killed)", msg, ErrTimedOut)
+	case r.Signal != "":
+		msg += fmt.Sprintf(": killed by %s", r.Signal)
+	default:
+		msg += fmt.Sprintf(": exit %d", r.ExitCode)
+	}
+	if s := tail(r.Stderr, 2000); s != "" {
+		msg += ": " + s
+	} else if s := tail(r.Stdout, 500); s != "" {
+		msg += ": " + s
+	}
+	return errors.New(msg)
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func ref(host string, r *proto.ProcResult) *ProcRef {
+	return &ProcRef{
+		Host: host, Handle: r.Handle, Argv: r.Argv, ExitCode: r.ExitCode, TimedOut: r.TimedOut,
+		Seconds: float64(r.EndUnixNano-r.StartUnixNano) / 1e9,
+	}
+}
+
+// runPair runs one server/client pair: the server is started and ready (the
+// agent waits for its readiness, never a sleep), then the client runs to its
+// end, then the server is waited for (and stopped if it lingers).
+func runPair(ctx context.Context, env *Env, p *procs, tool string, srv, cli procSpec) (sr, cr *proto.ProcResult, err error) {
+	if _, err := startProc(ctx, env, p, tool, srv); err != nil {
+		return nil, nil, err
+	}
+	if _, err := startProc(ctx, env, p, tool, cli); err != nil {
+		p.stopAll(context.WithoutCancel(ctx), env)
+		return nil, nil, err
+	}
+	cr, err = waitProc(ctx, env, p, cli.Host, cli.Handle, remaining(ctx))
+	if err != nil {
+		p.stopAll(context.WithoutCancel(ctx), env)
+		return nil, nil, fmt.Errorf("wait for %s client on host %q: %w", tool, cli.Host, err)
+	}
+	grace := serverGrace
+	if r := remaining(ctx); r > 0 && r < grace {
+		grace = r
+	}
+	if cr.ExitCode != 0 || cr.TimedOut {
+		grace = time.Second // the server waits for a client that is gone
+	}
+	wctx, cancel := context.WithTimeout(ctx, grace+5*time.Second)
+	sr, werr := waitProc(wctx, env, p, srv.Host, srv.Handle, grace)
+	cancel()
+	if werr != nil || (sr != nil && sr.TimedOut) {
+		sr, _ = stopProc(context.WithoutCancel(ctx), env, srv.Host, srv.Handle)
+		p.done(srv.Host, srv.Handle)
+	}
+	if cr.ExitCode != 0 || cr.TimedOut {
+		return sr, cr, procError(tool, "client", cli.Host, cr)
+	}
+	if sr != nil && sr.ExitCode != 0 && !sr.Stopped && sr.Handle != "" {
+		return sr, cr, procError(tool, "server", srv.Host, sr)
+	}
+	return sr, cr, nil
+}
+
+// fillMeta sets the metadata every sample of a run carries.
+func fillMeta(ss []results.Sample, m results.Meta) {
+	for i := range ss {
+		s := &ss[i]
+		s.Meta.Workload = m.Workload
+		s.Meta.Tool = m.Tool
+		s.Meta.Repeat = m.Repeat
+		if m.Size != 0 {
+			s.Meta.Size = m.Size
+		}
+		if m.Iterations != 0 && s.Meta.Iterations == 0 {
+			s.Meta.Iterations = m.Iterations
+		}
+		s.Meta.Hosts = m.Hosts
+		if len(m.Devices) > 0 {
+			s.Meta.Devices = m.Devices
+		}
+		if m.GIDIndex != nil {
+			s.Meta.GIDIndex = m.GIDIndex
+		}
+		if m.MTU != 0 {
+			s.Meta.MTU = m.MTU
+		}
+		if m.Transport != "" {
+			s.Meta.Transport = m.Transport
+		}
+		if m.QPs != 0 {
+			s.Meta.QPs = m.QPs
+		}
+		if m.ToolVersion != "" {
+			s.Meta.ToolVersion = m.ToolVersion
+		}
+		for k, v := range m.Extra {
+			if s.Meta.Extra == nil {
+				s.Meta.Extra = map[string]string{}
+			}
+			s.Meta.Extra[k] = v
+		}
+	}
+}
+
+// common samples every workload run records: exit code and wall time.
+func commonSamples(exit int, seconds float64) []results.Sample {
+	return []results.Sample{
+		{Metric: "exit_code", Value: float64(exit), Unit: "code"},
+		{Metric: "duration", Value: seconds, Unit: "s"},
+	}
+}
+
+// sizesOr returns w's sizes or one entry (0 = the tool's default).
+func sizesOr(w *Workload) []int64 {
+	if len(w.Sizes) == 0 {
+		return []int64{0}
+	}
+	return w.Sizes
+}
+
+func repeats(w *Workload) int {
+	if w.Repeat < 1 {
+		return 1
+	}
+	return w.Repeat
+}

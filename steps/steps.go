@@ -1,0 +1,307 @@
+// Package steps holds the kinds of step the run engine drives on hosts: rxe
+// devices, captures, every workload tool (perftest, pingpong, rping, tcp,
+// exec) and the artifact fetch. Each kind is a type behind one small
+// interface (Describe, Apply, Undo); optional abilities are extra one-method
+// interfaces. Kinds talk to hosts only through the agent protocol
+// (agent/proto) via the Host interface defined here.
+//
+// steps imports agent/proto and engine/results only; it must not import the
+// lab model, the SSH layer or the engine, so every kind is testable against
+// an in-process agent.
+package steps
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// Step is one unit of work the engine applies on hosts. Undo reverses what
+// Apply did and is idempotent: calling it twice, or after a failed or
+// never-run Apply, is harmless.
+type Step interface {
+	// Describe is the one-line text shown in plans, progress and events.
+	Describe() string
+	Apply(ctx context.Context, env *Env) error
+	Undo(ctx context.Context, env *Env) error
+}
+
+// Outcomer is a step that measured something (a workload).
+type Outcomer interface {
+	Outcome() *Outcome
+}
+
+// Host is one host's agent as the steps see it.
+type Host interface {
+	Name() string
+	// Call sends one request to the agent and decodes its result. Agent
+	// errors are returned as (wrapped) *proto.Error.
+	Call(ctx context.Context, method string, params, result any) error
+}
+
+// Effect is one side effect on a host, journaled before it happens (Pending)
+// and again once it is known (or undone), so `rlab down` can undo it later.
+type Effect struct {
+	Host    string   `json:"host"`
+	Kind    string   `json:"kind"` // "rxe", "proc", "capture", "tcp"
+	ID      string   `json:"id"`   // rxe device name or agent handle
+	Netdev  string   `json:"netdev,omitempty"`
+	Argv    []string `json:"argv,omitempty"`
+	PID     int      `json:"pid,omitempty"`
+	Created bool     `json:"created,omitempty"` // rxe: made by us (false: found, not ours)
+	Keep    bool     `json:"keep,omitempty"`
+	Pending bool     `json:"pending,omitempty"` // about to happen
+	Undone  bool     `json:"undone,omitempty"`  // reversed or ended
+}
+
+// Journal records side effects. Note upserts by (Host, Kind, ID) and must
+// persist before it returns.
+type Journal interface {
+	Note(e Effect) error
+}
+
+// ParseFunc turns a tool's output into samples. json says out is perftest's
+// --out_json file rather than its text report.
+type ParseFunc func(tool string, out []byte, json bool) ([]results.Sample, error)
+
+// Env is what steps share during one run.
+type Env struct {
+	Hosts   map[string]Host         // by lab host name
+	Facts   map[string]*proto.Facts // by host name (may be missing: then defaults apply)
+	Journal Journal
+	Parse   ParseFunc
+	Log     *slog.Logger
+	// Keep leaves rxe devices in place on Undo (rlab run --keep).
+	Keep bool
+
+	mu  sync.Mutex
+	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply
+}
+
+// Host returns the named host or an error naming it.
+func (e *Env) Host(name string) (Host, error) {
+	h, ok := e.Hosts[name]
+	if !ok || h == nil {
+		return nil, fmt.Errorf("host %q is not connected", name)
+	}
+	return h, nil
+}
+
+// SetRXE records what rxe.ensure reported for an rxe block.
+func (e *Env) SetRXE(name string, info *proto.RXEInfo) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rxe == nil {
+		e.rxe = map[string]*proto.RXEInfo{}
+	}
+	e.rxe[name] = info
+}
+
+// RXE returns what rxe.ensure reported for an rxe block.
+func (e *Env) RXE(name string) (*proto.RXEInfo, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	info, ok := e.rxe[name]
+	if !ok {
+		return nil, fmt.Errorf("rxe %q is not ready (its rxe step did not run or failed)", name)
+	}
+	return info, nil
+}
+
+func (e *Env) note(ef Effect) error {
+	if e.Journal == nil {
+		return nil
+	}
+	if err := e.Journal.Note(ef); err != nil {
+		return fmt.Errorf("journal %s %q on host %q: %w", ef.Kind, ef.ID, ef.Host, err)
+	}
+	return nil
+}
+
+func (e *Env) logger() *slog.Logger {
+	if e.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return e.Log
+}
+
+func (e *Env) facts(host string) *proto.Facts {
+	if f := e.Facts[host]; f != nil {
+		return f
+	}
+	return &proto.Facts{}
+}
+
+// Workload is what a workload step needs, resolved from the lab model by the
+// engine (host and rxe references become names).
+type Workload struct {
+	Name  string // reference form, e.g. write_bw or bw["ana"]
+	Slug  string // filesystem-safe, unique: used in agent handles and file names
+	Index int    // position in file order
+	Tool  string
+
+	ServerHost, ClientHost string // host names (2-sided tools)
+	ServerRXE, ClientRXE   string // rxe names (RDMA tools)
+	ServerAddr             string // tcp: the address the client dials (default: the server host's name)
+	Host                   string // exec
+	Command                []string
+
+	Sizes      []int64
+	Iterations int64
+	Duration   time.Duration
+	QPs        int
+	Transport  string
+	Bytes      int64 // tcp
+	Timeout    time.Duration
+	Repeat     int
+	Args       []string
+	// Port is the first of the ports this workload may use (one per run, in
+	// order); 0 lets the engine's PortFor decide.
+	Port int
+}
+
+// hosts returns the hosts a workload touches, server first.
+func (w *Workload) hosts() []string {
+	if w.Host != "" {
+		return []string{w.Host}
+	}
+	if w.ServerHost == w.ClientHost {
+		return []string{w.ServerHost}
+	}
+	return []string{w.ServerHost, w.ClientHost}
+}
+
+// PortsPerWorkload is how many ports each workload's block holds.
+const PortsPerWorkload = 10
+
+// BasePort is the first port a workload block starts at.
+const BasePort = 20000
+
+// PortFor returns the deterministic port of a workload's run number n: each
+// workload owns a block of PortsPerWorkload ports from BasePort, so workloads
+// running at the same time never share one and a capture filter can name it
+// (workload index i, first run: BasePort + PortsPerWorkload*i).
+func PortFor(w *Workload, n int) int {
+	if w.Port != 0 {
+		return w.Port + n%PortsPerWorkload
+	}
+	return BasePort + PortsPerWorkload*w.Index + n%PortsPerWorkload
+}
+
+// Outcome is what one workload did.
+type Outcome struct {
+	Workload string           `json:"workload"`
+	Tool     string           `json:"tool"`
+	Status   string           `json:"status"` // ok, failed, timed_out, skipped
+	Error    string           `json:"error,omitempty"`
+	Runs     []RunRecord      `json:"runs"`
+	Samples  []results.Sample `json:"-"`
+	Start    time.Time        `json:"start"`
+	End      time.Time        `json:"end"`
+}
+
+// Outcome statuses.
+const (
+	StatusOK       = "ok"
+	StatusFailed   = "failed"
+	StatusTimedOut = "timed_out"
+	StatusSkipped  = "skipped"
+)
+
+// RunRecord is one run of a tool (one size × repeat): its commands and exits.
+type RunRecord struct {
+	Size   int64    `json:"size,omitempty"`
+	Repeat int      `json:"repeat"`
+	Server *ProcRef `json:"server,omitempty"`
+	Client *ProcRef `json:"client,omitempty"`
+	Source string   `json:"source,omitempty"` // "json" or "text": what the samples were parsed from
+}
+
+// ProcRef is one process a run started.
+type ProcRef struct {
+	Host     string   `json:"host"`
+	Handle   string   `json:"handle"`
+	Argv     []string `json:"argv"`
+	ExitCode int      `json:"exit_code"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+	Seconds  float64  `json:"seconds"`
+}
+
+// Kind builds a workload step from its resolved description.
+type Kind func(w *Workload) (Step, error)
+
+// Kinds is every workload tool rlab runs, in one visible place.
+var Kinds = map[string]Kind{
+	"ib_write_bw":      newPerftest,
+	"ib_read_bw":       newPerftest,
+	"ib_send_bw":       newPerftest,
+	"ib_atomic_bw":     newPerftest,
+	"ib_write_lat":     newPerftest,
+	"ib_read_lat":      newPerftest,
+	"ib_send_lat":      newPerftest,
+	"ib_atomic_lat":    newPerftest,
+	"ibv_rc_pingpong":  newPingpong,
+	"ibv_uc_pingpong":  newPingpong,
+	"ibv_ud_pingpong":  newPingpong,
+	"ibv_srq_pingpong": newPingpong,
+	"rping":            newRping,
+	"tcp":              newTCP,
+	"exec":             newExec,
+}
+
+// KindNames lists the valid tools, sorted.
+func KindNames() []string {
+	names := make([]string, 0, len(Kinds))
+	for k := range Kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewWorkload returns the step for w's tool, or an error listing the valid
+// tools.
+func NewWorkload(w *Workload) (Step, error) {
+	k, ok := Kinds[w.Tool]
+	if !ok {
+		return nil, fmt.Errorf("workload %q: unknown tool %q (valid: %s)", w.Name, w.Tool, strings.Join(KindNames(), ", "))
+	}
+	return k(w)
+}
+
+// handle makes an agent handle for a workload's run, unique per agent.
+func handle(w *Workload, side string, size int64, repeat int) string {
+	h := "wl." + w.Slug + "." + side
+	if size > 0 {
+		h += fmt.Sprintf(".s%d", size)
+	}
+	return h + fmt.Sprintf(".r%d", repeat)
+}
+
+func ms(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int(d / time.Millisecond)
+}
+
+// remaining is the time left before ctx's deadline (0: none).
+func remaining(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	r := time.Until(dl)
+	if r < time.Millisecond {
+		r = time.Millisecond
+	}
+	return r
+}
