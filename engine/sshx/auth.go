@@ -1,0 +1,114 @@
+package sshx
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// auth holds the signers of a run: ssh-agent keys first, then identity
+// files, each file read and parsed once however many hosts use it. The agent
+// connection is only ever used to sign; it is never forwarded.
+type auth struct {
+	agentSock string
+
+	mu        sync.Mutex
+	agentDone bool
+	agentKeys []ssh.Signer
+	agentErr  error
+	files     map[string]fileSigner
+}
+
+type fileSigner struct {
+	signer ssh.Signer
+	note   string // why the file gave no key (encrypted, unreadable)
+}
+
+func (a *auth) agentSigners() ([]ssh.Signer, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.agentDone {
+		return a.agentKeys, a.agentErr
+	}
+	a.agentDone = true
+	if a.agentSock == "" {
+		return nil, nil
+	}
+	conn, err := net.Dial("unix", a.agentSock)
+	if err != nil {
+		a.agentErr = fmt.Errorf("ssh-agent at SSH_AUTH_SOCK: %w", err)
+		return nil, a.agentErr
+	}
+	// The connection stays open for the run: signing needs it.
+	keys, err := agent.NewClient(conn).Signers()
+	if err != nil {
+		conn.Close()
+		a.agentErr = fmt.Errorf("ssh-agent: list keys: %w", err)
+		return nil, a.agentErr
+	}
+	a.agentKeys = keys
+	return keys, nil
+}
+
+func (a *auth) fileSigner(path string) fileSigner {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if fs, ok := a.files[path]; ok {
+		return fs
+	}
+	var fs fileSigner
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fs.note = fmt.Sprintf("identity file %s: %v", path, err)
+	} else if s, err := ssh.ParsePrivateKey(b); err != nil {
+		var pm *ssh.PassphraseMissingError
+		if errors.As(err, &pm) {
+			fs.note = fmt.Sprintf("identity file %s is encrypted with a passphrase, which rlab never asks for: load it into ssh-agent (ssh-add %s) and make sure SSH_AUTH_SOCK is set", path, path)
+		} else {
+			fs.note = fmt.Sprintf("identity file %s: %v", path, err)
+		}
+	} else {
+		fs.signer = s
+	}
+	if a.files == nil {
+		a.files = map[string]fileSigner{}
+	}
+	a.files[path] = fs
+	return fs
+}
+
+// methods returns the auth methods for one host and the notes to add to an
+// authentication failure.
+func (a *auth) methods(identities []string) ([]ssh.AuthMethod, []string, error) {
+	var signers []ssh.Signer
+	var notes []string
+	ak, err := a.agentSigners()
+	if err != nil {
+		notes = append(notes, err.Error())
+	}
+	signers = append(signers, ak...)
+	if a.agentSock == "" {
+		notes = append(notes, "SSH_AUTH_SOCK is not set (no ssh-agent)")
+	} else if err == nil {
+		notes = append(notes, fmt.Sprintf("ssh-agent offered %d key(s)", len(ak)))
+	}
+	for _, p := range identities {
+		fs := a.fileSigner(p)
+		if fs.signer != nil {
+			signers = append(signers, fs.signer)
+			notes = append(notes, "tried identity file "+p)
+		} else {
+			notes = append(notes, fs.note)
+		}
+	}
+	if len(signers) == 0 {
+		return nil, notes, fmt.Errorf("no SSH key to log in with: %s", strings.Join(notes, "; "))
+	}
+	return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, notes, nil
+}

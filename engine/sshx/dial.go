@@ -1,0 +1,382 @@
+package sshx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Options configure a Dialer. Zero values mean the defaults noted.
+type Options struct {
+	// KnownHosts are the known_hosts files to verify host keys with; new
+	// keys are recorded in the first. Default ~/.ssh/known_hosts.
+	KnownHosts []string
+	// AcceptNewHostKeys records the key of a host known_hosts has no entry
+	// for (trust on first use). A changed key is refused regardless.
+	AcceptNewHostKeys bool
+	// SSHConfig is the ssh config file to honour; "" ~/.ssh/config, "none" none.
+	SSHConfig string
+	// AgentSocket is the ssh-agent socket; "" uses $SSH_AUTH_SOCK, "none" none.
+	AgentSocket string
+
+	DialTimeout       time.Duration // TCP connect; default 10s
+	HandshakeTimeout  time.Duration // SSH handshake and auth; default 20s
+	KeepaliveInterval time.Duration // default 15s; <0 disables
+	KeepaliveTimeout  time.Duration // a keepalive unanswered this long closes the link; default 15s
+	// MaxHandshakes caps concurrent handshakes per destination sshd and per
+	// bastion (sshd's default MaxStartups 10:30:100 drops bursts above 10).
+	// Default 8.
+	MaxHandshakes int
+	// Retries is how many times a handshake reset by the server (EOF,
+	// connection reset: what MaxStartups does) is retried, with jitter.
+	// Default 4.
+	Retries int
+
+	Logger *slog.Logger
+}
+
+// Dialer connects to hosts. One Dialer serves a whole run: it shares
+// bastion connections, host key state and handshake slots between hosts.
+// It is safe for concurrent use.
+type Dialer struct {
+	opts   Options
+	keys   *hostKeys
+	auth   *auth
+	sshCfg *sshConfig
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	slots    map[string]chan struct{}
+	bastions map[string]*bastion
+	closed   bool
+}
+
+type bastion struct {
+	done   chan struct{}
+	client *Client
+	err    error
+}
+
+// NewDialer checks the options and reads known_hosts and the ssh config.
+func NewDialer(opts Options) (*Dialer, error) {
+	if len(opts.KnownHosts) == 0 {
+		opts.KnownHosts = []string{ExpandHome("~/.ssh/known_hosts")}
+	}
+	for i, f := range opts.KnownHosts {
+		opts.KnownHosts[i] = ExpandHome(f)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&opts.DialTimeout, 10*time.Second)
+	def(&opts.HandshakeTimeout, 20*time.Second)
+	def(&opts.KeepaliveInterval, 15*time.Second)
+	def(&opts.KeepaliveTimeout, 15*time.Second)
+	if opts.MaxHandshakes <= 0 {
+		opts.MaxHandshakes = 8
+	}
+	if opts.Retries == 0 {
+		opts.Retries = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	keys, err := newHostKeys(opts.KnownHosts, opts.AcceptNewHostKeys)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := loadSSHConfig(opts.SSHConfig)
+	if err != nil {
+		return nil, err
+	}
+	sock := opts.AgentSocket
+	switch sock {
+	case "":
+		sock = os.Getenv("SSH_AUTH_SOCK")
+	case "none":
+		sock = ""
+	}
+	return &Dialer{
+		opts:     opts,
+		keys:     keys,
+		auth:     &auth{agentSock: sock},
+		sshCfg:   cfg,
+		log:      opts.Logger,
+		slots:    map[string]chan struct{}{},
+		bastions: map[string]*bastion{},
+	}, nil
+}
+
+// Client is one host's SSH connection, kept for the whole run. Open a
+// session per command or stream on it.
+type Client struct {
+	*ssh.Client
+	Name string // the target's name
+	Addr string // host:port dialed
+	User string
+	Via  *Client // bastion, nil when direct
+
+	closeOnce sync.Once
+	stop      chan struct{}
+}
+
+// Close closes the connection (not the bastion, which the Dialer owns).
+func (c *Client) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		err = c.Client.Close()
+	})
+	return err
+}
+
+// Close closes every bastion connection. Clients to hosts behind them stop
+// working; close those first.
+func (d *Dialer) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	bs := d.bastions
+	d.bastions = map[string]*bastion{}
+	d.mu.Unlock()
+	for _, b := range bs {
+		<-b.done
+		if b.client != nil {
+			b.client.Close()
+		}
+	}
+	return nil
+}
+
+// Dial connects to t and authenticates. Errors say what was being done to
+// which address; callers add the host's name.
+func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
+	r, err := d.resolve(&t, 0)
+	if err != nil {
+		return nil, err
+	}
+	return d.dial(ctx, r)
+}
+
+func (d *Dialer) dial(ctx context.Context, r *resolved) (*Client, error) {
+	var via *Client
+	if r.jump != nil {
+		b, err := d.bastion(ctx, r.jump)
+		if err != nil {
+			return nil, fmt.Errorf("via jump host %s: %w", r.jump.key(), err)
+		}
+		via = b
+	}
+	methods, notes, err := d.auth.methods(r.identities)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s@%s: %w", r.user, r.addr(), err)
+	}
+	cfg := &ssh.ClientConfig{
+		User:              r.user,
+		Auth:              methods,
+		HostKeyCallback:   d.keys.callback(r.name, via != nil),
+		HostKeyAlgorithms: d.keys.algorithms(r.addr()),
+		Timeout:           d.opts.DialTimeout,
+		ClientVersion:     "SSH-2.0-rlab",
+	}
+	var lastErr error
+	for attempt := 0; attempt <= d.opts.Retries; attempt++ {
+		if attempt > 0 {
+			// Exponential backoff with full jitter spreads a burst that
+			// MaxStartups refused.
+			backoff := time.Duration(100<<min(attempt, 5)) * time.Millisecond
+			sleep := backoff/2 + rand.N(backoff)
+			d.log.Debug("retry ssh handshake", "addr", r.addr(), "attempt", attempt, "after", sleep, "err", lastErr)
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("connect to %s@%s: %w (last error: %v)", r.user, r.addr(), ctx.Err(), lastErr)
+			case <-time.After(sleep):
+			}
+		}
+		c, err := d.handshake(ctx, r, via, cfg)
+		if err == nil {
+			if attempt > 0 {
+				d.log.Info("ssh handshake succeeded after retry (sshd MaxStartups?)", "addr", r.addr(), "attempts", attempt+1)
+			}
+			return c, nil
+		}
+		lastErr = err
+		if !retryable(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("connect to %s@%s: %w", r.user, r.addr(), explain(lastErr, r, notes, d.opts))
+}
+
+func (d *Dialer) handshake(ctx context.Context, r *resolved, via *Client, cfg *ssh.ClientConfig) (*Client, error) {
+	release, err := d.acquire(ctx, r.addr())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if via != nil {
+		// Hosts behind one bastion also share its slots: their handshakes
+		// all pass through it.
+		rel2, err := d.acquire(ctx, "via "+via.Addr)
+		if err != nil {
+			return nil, err
+		}
+		defer rel2()
+	}
+	var conn net.Conn
+	if via != nil {
+		dctx, cancel := context.WithTimeout(ctx, d.opts.DialTimeout)
+		conn, err = via.DialContext(dctx, "tcp", r.addr())
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("open tunnel through %s: %w", via.Addr, err)
+		}
+	} else {
+		nd := net.Dialer{Timeout: d.opts.DialTimeout, KeepAlive: 30 * time.Second}
+		conn, err = nd.DialContext(ctx, "tcp", r.addr())
+		if err != nil {
+			return nil, err
+		}
+	}
+	conn.SetDeadline(time.Now().Add(d.opts.HandshakeTimeout))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	cc, chans, reqs, err := ssh.NewClientConn(conn, r.addr(), cfg)
+	stopped := stop()
+	if err != nil {
+		conn.Close()
+		if !stopped && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	conn.SetDeadline(time.Time{})
+	c := &Client{Client: ssh.NewClient(cc, chans, reqs), Name: r.name, Addr: r.addr(), User: r.user, Via: via, stop: make(chan struct{})}
+	if d.opts.KeepaliveInterval > 0 {
+		go d.keepalive(c)
+	}
+	return c, nil
+}
+
+// keepalive sends keepalive@openssh.com requests; one unanswered within
+// KeepaliveTimeout closes the connection, so every session on it fails
+// instead of hanging on a dead link.
+func (d *Dialer) keepalive(c *Client) {
+	t := time.NewTicker(d.opts.KeepaliveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		reply := make(chan error, 1)
+		go func() {
+			_, _, err := c.SendRequest("keepalive@openssh.com", true, nil)
+			reply <- err
+		}()
+		select {
+		case <-c.stop:
+			return
+		case err := <-reply:
+			if err != nil {
+				return // connection already gone
+			}
+		case <-time.After(d.opts.KeepaliveTimeout):
+			d.log.Warn("ssh keepalive unanswered; closing connection", "host", c.Name, "addr", c.Addr, "timeout", d.opts.KeepaliveTimeout)
+			c.Close()
+			return
+		}
+	}
+}
+
+func (d *Dialer) acquire(ctx context.Context, key string) (func(), error) {
+	d.mu.Lock()
+	s, ok := d.slots[key]
+	if !ok {
+		s = make(chan struct{}, d.opts.MaxHandshakes)
+		d.slots[key] = s
+	}
+	d.mu.Unlock()
+	select {
+	case s <- struct{}{}:
+		return func() { <-s }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// bastion returns the shared connection to a jump host, dialing it once.
+func (d *Dialer) bastion(ctx context.Context, r *resolved) (*Client, error) {
+	key := r.key()
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, errors.New("dialer closed")
+	}
+	b, ok := d.bastions[key]
+	if !ok {
+		b = &bastion{done: make(chan struct{})}
+		d.bastions[key] = b
+		d.mu.Unlock()
+		// Not tied to one host's ctx: the bastion serves every host behind it.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.DialTimeout+d.opts.HandshakeTimeout*time.Duration(d.opts.Retries+1))
+		b.client, b.err = d.dial(bctx, r)
+		cancel()
+		close(b.done)
+	} else {
+		d.mu.Unlock()
+	}
+	select {
+	case <-b.done:
+		return b.client, b.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// retryable: the server dropped us during key exchange, as sshd does past
+// MaxStartups. Auth and host key failures are final.
+func retryable(err error) bool {
+	var (
+		uk *UnknownHostKeyError
+		ck *ChangedHostKeyError
+		rk *RevokedHostKeyError
+	)
+	if errors.As(err, &uk) || errors.As(err, &ck) || errors.As(err, &rk) {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "handshake failed: EOF") || strings.Contains(s, "connection reset by peer")
+}
+
+// explain turns an x/crypto error into a sentence that says what to do.
+func explain(err error, r *resolved, notes []string, o Options) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("no SSH answer within %s (host silent: sshd hung, a firewall dropping packets, or the wrong port): %w", o.HandshakeTimeout, err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("connection refused: nothing listens on port %d (sshd not running, or the wrong port): %w", r.port, err)
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Errorf("host unreachable (no route; is it only reachable through a jump host?): %w", err)
+	case strings.Contains(err.Error(), "unable to authenticate"):
+		return fmt.Errorf("login as %q refused (wrong user, or the key is not in its authorized_keys): %s: %w", r.user, strings.Join(notes, "; "), err)
+	}
+	return err
+}

@@ -1,0 +1,11 @@
+// Package sshx dials the hosts of a lab over SSH (golang.org/x/crypto/ssh):
+// one *ssh.Client per host for the whole run, host keys always verified
+// against known_hosts (trust on first use only when asked, and recorded),
+// authentication from ssh-agent then identity files (never agent
+// forwarding), the user's ~/.ssh/config honoured, ProxyJump chains with each
+// bastion authenticated once and shared, a per-destination cap on concurrent
+// handshakes with retry and jitter, dial/handshake timeouts and keepalives.
+//
+// It knows nothing of labs or agents: it must not import engine/lab or
+// engine/remote.
+package sshx
