@@ -1,0 +1,285 @@
+package toolout
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// perftest's text report is a header block of "Key : value" pairs (two to a
+// line, separated by tabs, sometimes with a tab inside the key), the local and
+// remote QP addresses, then a table: a "#bytes ..." header naming columns
+// with their units in brackets and one row per message size (several with
+// -a). Rows mix tabs and spaces and the precision of the BW columns varies
+// between builds, so columns are found by name, not position.
+
+// headerPair matches one "Key : value" pair of the header block.
+var headerPair = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_ .*/()-]*?)[ \t]*:[ \t]*(\S+)`)
+
+// mibToGbit converts perftest's MB/sec (2^20 bytes per second) to Gb/s.
+const mibToGbit = 1048576 * 8 / 1e9
+
+type column struct {
+	name string // without the unit: "BW average", "t_min", "99% percentile"
+	unit string // inside the brackets: "Gb/sec", "MB/sec", "usec", "Mpps"
+}
+
+// perftestColumns maps a column name to the metric it holds.
+var perftestColumns = map[string]string{
+	"BW peak":          "bw_peak",
+	"BW average":       "bw_avg",
+	"MsgRate":          "msg_rate",
+	"t_min":            "lat_min",
+	"t_max":            "lat_max",
+	"t_typical":        "lat_typical",
+	"t_avg":            "lat_avg",
+	"t_stdev":          "lat_stdev",
+	"99% percentile":   "lat_p99",
+	"99.9% percentile": "lat_p999",
+}
+
+func parsePerftestText(b []byte) ([]row, Info, error) {
+	info := Info{Source: "text"}
+	lines := splitLines(b)
+	var (
+		cols     []column
+		rows     []row
+		inHeader bool
+	)
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == "":
+			continue
+		case cols == nil && strings.HasPrefix(t, "#bytes"):
+			var err error
+			cols, err = tableColumns(t)
+			if err != nil {
+				return nil, info, err
+			}
+			if cols[0].unit == "Gb/sec" || cols[0].unit == "MB/sec" {
+				info.BWUnit = cols[0].unit
+			}
+			inHeader = false
+			continue
+		case cols != nil:
+			r, ok, err := tableRow(t, cols)
+			if err != nil {
+				return nil, info, err
+			}
+			if ok {
+				rows = append(rows, r)
+			} else if !strings.HasPrefix(t, "---") {
+				info.Warnings = append(info.Warnings, t)
+			}
+			continue
+		case strings.HasPrefix(t, "---"):
+			continue
+		case strings.HasSuffix(t, " Test") && !strings.Contains(t, ":"):
+			info.Test = t
+			inHeader = true
+			continue
+		case strings.HasPrefix(t, "local address:"):
+			inHeader = false
+			continue
+		case strings.HasPrefix(t, "remote address:"), strings.HasPrefix(t, "GID:"), strings.HasPrefix(t, "*"):
+			continue
+		}
+		if inHeader {
+			for _, m := range headerPair.FindAllStringSubmatch(l, -1) {
+				headerFact(&info, m[1], m[2])
+			}
+			continue
+		}
+		if isPerftestWarning(t) {
+			info.Warnings = append(info.Warnings, t)
+		}
+	}
+	if cols == nil {
+		return nil, info, fmt.Errorf("no result table (no \"#bytes\" header line)%s", errorHint(lines))
+	}
+	if len(rows) == 0 {
+		return nil, info, fmt.Errorf("result table has no rows%s", errorHint(lines))
+	}
+	return rows, info, nil
+}
+
+// isPerftestWarning tells the lines perftest prints around its report that
+// are worth keeping (skipping banners like "Waiting for client to connect").
+func isPerftestWarning(t string) bool {
+	lt := strings.ToLower(t)
+	for _, s := range []string{"warning", "correlation coefficient", "not recognized", "error", "fail", "couldn't", "unable"} {
+		if strings.Contains(lt, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func headerFact(info *Info, key, val string) {
+	k := strings.ToLower(strings.Join(strings.Fields(key), " "))
+	switch k {
+	case "device":
+		info.Device = val
+	case "transport type":
+		info.Transport = val
+	case "connection type":
+		info.Connection = val
+	case "mtu":
+		if n, err := strconv.Atoi(leadingDigits(val)); err == nil {
+			info.MTU = n
+		}
+	case "link type":
+		info.LinkType = val
+	case "gid index":
+		if n, err := strconv.Atoi(val); err == nil {
+			info.GIDIndex = &n
+		}
+	case "number of qps":
+		if n, err := strconv.Atoi(val); err == nil {
+			info.QPs = n
+		}
+	case "rdma_cm qps":
+		info.RDMACM = strings.EqualFold(val, "ON")
+	case "data ex. method":
+		info.DataExchg = val
+	}
+}
+
+func leadingDigits(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
+}
+
+// tableColumns splits a table header into named columns. A name runs over
+// several words until the one carrying the unit ("BW peak[Gb/sec]",
+// "99% percentile[usec]"); "#bytes", "#iterations" and "#sl" stand alone.
+// cols[0] is "#bytes"; its unit is set to the table's bandwidth unit, if any,
+// so each row knows how to convert.
+func tableColumns(h string) ([]column, error) {
+	var (
+		cols []column
+		cur  []string
+	)
+	flush := func() {
+		if len(cur) == 0 {
+			return
+		}
+		name := strings.Join(cur, " ")
+		c := column{name: name}
+		if i := strings.IndexByte(name, '['); i >= 0 && strings.HasSuffix(name, "]") {
+			c.name, c.unit = name[:i], name[i+1:len(name)-1]
+		}
+		cols = append(cols, c)
+		cur = nil
+	}
+	for _, f := range strings.Fields(h) {
+		if strings.HasPrefix(f, "#") {
+			flush()
+			cols = append(cols, column{name: f})
+			continue
+		}
+		cur = append(cur, f)
+		if strings.Contains(f, "]") {
+			flush()
+		}
+	}
+	flush()
+	if len(cols) < 3 || cols[0].name != "#bytes" {
+		return nil, fmt.Errorf("result table header %q not understood", h)
+	}
+	known := false
+	for i, c := range cols {
+		if c.name == "BW average" {
+			cols[0].unit = c.unit
+			if c.unit != "Gb/sec" && c.unit != "MB/sec" {
+				return nil, fmt.Errorf("bandwidth unit %q in column %d not understood", c.unit, i+1)
+			}
+		}
+		if m, ok := perftestColumns[c.name]; ok {
+			known = true
+			if strings.HasPrefix(m, "lat_") && c.unit != "usec" {
+				return nil, fmt.Errorf("latency column %q is in %q, not usec (drop --report-cycles)", c.name, c.unit)
+			}
+		}
+	}
+	if !known {
+		return nil, fmt.Errorf("result table header %q has no bandwidth or latency column", h)
+	}
+	return cols, nil
+}
+
+var errRowShape = errors.New("row shape")
+
+// tableRow reads one table row. ok is false for a line that is not a row (a
+// separator, a warning printed after the table).
+func tableRow(t string, cols []column) (row, bool, error) {
+	f := strings.Fields(t)
+	if len(f) == 0 {
+		return row{}, false, nil
+	}
+	if _, err := strconv.ParseUint(f[0], 10, 63); err != nil {
+		return row{}, false, nil
+	}
+	if len(f) < len(cols) {
+		// perftest prints every column it announced; a short row is a
+		// truncated output (the process died mid-line).
+		if len(f) < 3 {
+			return row{}, false, nil
+		}
+		return row{}, false, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
+	}
+	var r row
+	for i, c := range cols {
+		v := f[i]
+		switch c.name {
+		case "#bytes":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return row{}, false, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
+			}
+			r.size = n
+			continue
+		case "#iterations":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return row{}, false, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
+			}
+			r.iters = n
+			continue
+		}
+		m, ok := perftestColumns[c.name]
+		if !ok {
+			continue // #sl, CPU_Util, per-port columns, tps average
+		}
+		x, err := parseNumber(v)
+		if err != nil {
+			return row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
+		}
+		if c.unit == "MB/sec" {
+			x *= mibToGbit
+		}
+		r.values = append(r.values, metricValue{m, x})
+	}
+	if cols[0].unit != "" {
+		r.extra = map[string]string{"reported_unit": cols[0].unit}
+	}
+	return r, true, nil
+}
+
+// parseNumber accepts the finite, non-negative decimals perftest prints.
+func parseNumber(s string) (float64, error) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number: %q", s)
+	}
+	if x != x || x < 0 || x > 1e300 {
+		return 0, fmt.Errorf("value out of range: %q", s)
+	}
+	return x, nil
+}

@@ -1,0 +1,83 @@
+package toolout
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ibv_*_pingpong (rdma-core libibverbs/examples) ends with two lines:
+//
+//	2457600 bytes in 1.38 seconds = 14.27 Mbit/sec
+//	300 iters in 1.38 seconds = 4593.58 usec/iter
+//
+// The byte count is size x iters x 2 (each iteration is a ping and a pong),
+// which gives back the message size. The address lines before them carry
+// the GIDs used.
+
+var (
+	ppBytes = regexp.MustCompile(`^(\d+) bytes in ([0-9.]+) seconds = ([0-9.]+) Mbit/sec$`)
+	ppIters = regexp.MustCompile(`^(\d+) iters in ([0-9.]+) seconds = ([0-9.]+) usec/iter$`)
+	ppAddr  = regexp.MustCompile(`^(local|remote) address:.*GID ([0-9a-fA-F:.]+)$`)
+)
+
+func parsePingpong(b []byte) ([]row, Info, error) {
+	info := Info{Source: "text"}
+	lines := splitLines(b)
+	var (
+		r                  row
+		haveBytes, haveIts bool
+		bytes              int64
+	)
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		if m := ppAddr.FindStringSubmatch(t); m != nil {
+			if m[1] == "local" {
+				info.LocalGID = m[2]
+			} else {
+				info.RemoteGID = m[2]
+			}
+			continue
+		}
+		if m := ppBytes.FindStringSubmatch(t); m != nil {
+			n, err := strconv.ParseInt(m[1], 10, 64)
+			if err != nil {
+				return nil, info, fmt.Errorf("byte count in %q: %w", t, err)
+			}
+			x, err := parseNumber(m[3])
+			if err != nil {
+				return nil, info, fmt.Errorf("throughput in %q: %w", t, err)
+			}
+			bytes, haveBytes = n, true
+			r.values = append(r.values, metricValue{"pp_bw", x})
+			continue
+		}
+		if m := ppIters.FindStringSubmatch(t); m != nil {
+			n, err := strconv.ParseInt(m[1], 10, 64)
+			if err != nil {
+				return nil, info, fmt.Errorf("iteration count in %q: %w", t, err)
+			}
+			x, err := parseNumber(m[3])
+			if err != nil {
+				return nil, info, fmt.Errorf("time per iteration in %q: %w", t, err)
+			}
+			r.iters, haveIts = n, true
+			r.values = append(r.values, metricValue{"pp_lat", x})
+			continue
+		}
+		if isPerftestWarning(t) {
+			info.Warnings = append(info.Warnings, t)
+		}
+	}
+	if !haveBytes || !haveIts {
+		return nil, info, fmt.Errorf("no \"N bytes in S seconds\" and \"N iters in S seconds\" summary lines%s", errorHint(lines))
+	}
+	if r.iters > 0 && bytes%(2*r.iters) == 0 {
+		r.size = bytes / (2 * r.iters)
+	}
+	return []row{r}, info, nil
+}

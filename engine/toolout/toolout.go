@@ -1,0 +1,251 @@
+// Package toolout turns what RDMA tools print into results.Samples: perftest
+// text reports of every ib_{write,read,send,atomic}_{bw,lat}, perftest
+// --out_json files (the valid modern format and the broken pre-2024 one),
+// ibv_*_pingpong summaries and rping ping-data lines.
+//
+// Parsers are pure functions of their input: no I/O, no side effects, and
+// garbage gives an error, never a panic. Metric names and units come from
+// engine/results (metrics.go); every sample carries its unit. Bandwidth is
+// always recorded in Gb/s whatever the tool printed (perftest prints MB/sec,
+// meaning MiB/s, unless run with --report_gbits); the unit the tool printed
+// is kept in Meta.Extra["reported_unit"].
+//
+// This package imports only engine/results and the standard library.
+package toolout
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// Options says what a tool output was measured on; it fills the samples'
+// metadata. Only JSON and ReportGbits change how the output is read.
+type Options struct {
+	Workload    string
+	Repeat      int      // 0-based
+	Hosts       []string // server first, then client
+	Devices     []string // rxe devices, server first; default: the device the tool names
+	ToolVersion string
+
+	// JSON says stdout is the content of a perftest --out_json file rather
+	// than its text report.
+	JSON bool
+	// ReportGbits says perftest ran with --report_gbits. Only the JSON
+	// format needs it: it does not state its bandwidth unit, while the text
+	// table header does.
+	ReportGbits bool
+
+	// Stderr of the same process, if kept apart from stdout: read for
+	// warnings and error lines (rping reports its failures there).
+	Stderr []byte
+}
+
+// Info holds the facts a tool states about its own run (the perftest header
+// block, the GIDs pingpong prints), for the run record and for checks such as
+// "both ends used the same MTU".
+type Info struct {
+	Tool       string `json:"tool"`
+	Source     string `json:"source"`         // "text" or "json"
+	Test       string `json:"test,omitempty"` // perftest title, e.g. "RDMA_Write BW Test"
+	Device     string `json:"device,omitempty"`
+	Transport  string `json:"transport,omitempty"`  // perftest "Transport type": IB
+	Connection string `json:"connection,omitempty"` // RC, UC, UD, XRC, DC
+	MTU        int    `json:"mtu,omitempty"`        // bytes
+	LinkType   string `json:"link_type,omitempty"`  // Ethernet, IB
+	GIDIndex   *int   `json:"gid_index,omitempty"`
+	QPs        int    `json:"qps,omitempty"`
+	RDMACM     bool   `json:"rdma_cm,omitempty"`
+	DataExchg  string `json:"data_exchange,omitempty"` // "Ethernet" or "rdma_cm"
+	// BWUnit is the bandwidth unit the tool printed ("Gb/sec" or "MB/sec");
+	// samples are converted to Gb/s.
+	BWUnit    string `json:"bw_unit,omitempty"`
+	LocalGID  string `json:"local_gid,omitempty"`
+	RemoteGID string `json:"remote_gid,omitempty"`
+	// Warnings are lines the tool printed that did not stop it, e.g.
+	// "Correlation coefficient r^2: 0.894008 < 0.9".
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ErrNoParser is returned for tools whose output rlab does not parse (tcp is
+// measured by the agent itself; exec output is kept, not read).
+var ErrNoParser = errors.New("no output parser for this tool")
+
+// ErrUnusableJSON is returned (wrapped) when a perftest --out_json file cannot
+// be read even leniently; the caller should parse the text report instead.
+var ErrUnusableJSON = errors.New("perftest JSON output unusable")
+
+// Supported reports whether Parse reads the output of tool.
+func Supported(tool string) bool {
+	_, ok := kindOf(tool)
+	return ok
+}
+
+type kind int
+
+const (
+	kindPerftest kind = iota + 1
+	kindPingpong
+	kindRping
+)
+
+func kindOf(tool string) (kind, bool) {
+	switch tool {
+	case "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
+		"ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat":
+		return kindPerftest, true
+	case "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong", "ibv_xsrq_pingpong":
+		return kindPingpong, true
+	case "rping":
+		return kindRping, true
+	}
+	return 0, false
+}
+
+// Parse reads the output of one run of tool and returns its samples (one per
+// metric and message size) and the facts the tool stated about the run.
+// stdout is the process's standard output, or with opts.JSON the content of
+// perftest's --out_json file. Errors name the tool and workload; for
+// perftest JSON that cannot be read they wrap ErrUnusableJSON.
+func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, error) {
+	k, ok := kindOf(tool)
+	if !ok {
+		return nil, Info{Tool: tool}, fmt.Errorf("parse output of %s: %w", what(tool, opts), ErrNoParser)
+	}
+	var (
+		rows []row
+		info Info
+		err  error
+	)
+	switch k {
+	case kindPerftest:
+		if opts.JSON {
+			rows, info, err = parsePerftestJSON(stdout, opts.ReportGbits)
+		} else {
+			rows, info, err = parsePerftestText(stdout)
+		}
+	case kindPingpong:
+		rows, info, err = parsePingpong(stdout)
+	case kindRping:
+		rows, info, err = parseRping(stdout, opts.Stderr)
+	}
+	info.Tool = tool
+	if len(opts.Stderr) > 0 && k != kindRping {
+		info.Warnings = append(info.Warnings, warningLines(opts.Stderr)...)
+	}
+	if err != nil {
+		return nil, info, fmt.Errorf("parse output of %s: %w", what(tool, opts), err)
+	}
+	return toSamples(tool, rows, info, opts), info, nil
+}
+
+func what(tool string, opts Options) string {
+	if opts.Workload != "" {
+		return fmt.Sprintf("%s (workload %q)", tool, opts.Workload)
+	}
+	return tool
+}
+
+// row is one line of a result table: a message size and its metrics, values
+// already in the unit of results.Metrics.
+type row struct {
+	size, iters int64
+	values      []metricValue
+	extra       map[string]string
+}
+
+type metricValue struct {
+	metric string
+	value  float64
+}
+
+func toSamples(tool string, rows []row, info Info, opts Options) []results.Sample {
+	devices := opts.Devices
+	if len(devices) == 0 && info.Device != "" {
+		devices = []string{info.Device}
+	}
+	var out []results.Sample
+	for _, r := range rows {
+		for _, mv := range r.values {
+			m, ok := results.MetricByName(mv.metric)
+			if !ok {
+				continue // every metric a parser emits is in the table; a test checks it
+			}
+			meta := results.Meta{
+				Workload:    opts.Workload,
+				Tool:        tool,
+				Size:        r.size,
+				Iterations:  r.iters,
+				Repeat:      opts.Repeat,
+				Hosts:       cloneStrings(opts.Hosts),
+				Devices:     cloneStrings(devices),
+				MTU:         info.MTU,
+				Transport:   info.Connection,
+				QPs:         info.QPs,
+				ToolVersion: opts.ToolVersion,
+				Extra:       map[string]string{"source": info.Source},
+			}
+			if info.GIDIndex != nil {
+				g := *info.GIDIndex
+				meta.GIDIndex = &g
+			}
+			if info.RDMACM {
+				meta.Extra["rdma_cm"] = "on"
+			}
+			for k, v := range r.extra {
+				meta.Extra[k] = v
+			}
+			out = append(out, results.Sample{Metric: m.Name, Value: mv.value, Unit: m.Unit, Meta: meta})
+		}
+	}
+	return out
+}
+
+func cloneStrings(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
+
+// splitLines splits on \n, dropping \r and trailing blanks, and bounds the
+// work done on huge garbage inputs.
+func splitLines(b []byte) []string {
+	s := strings.ReplaceAll(string(b), "\r", "")
+	return strings.Split(s, "\n")
+}
+
+// warningLines returns the non-empty lines of a tool's stderr.
+func warningLines(b []byte) []string {
+	var out []string
+	for _, l := range splitLines(b) {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// errorHint picks lines of an output that look like the reason a tool
+// failed, to put in an error message.
+func errorHint(lines []string) string {
+	var hits []string
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		lt := strings.ToLower(t)
+		if strings.Contains(lt, "error") || strings.Contains(lt, "fail") || strings.Contains(lt, "couldn't") ||
+			strings.Contains(lt, "unable") || strings.Contains(lt, "no such") || strings.Contains(lt, "cannot") ||
+			strings.Contains(lt, "not found") {
+			hits = append(hits, t)
+			if len(hits) == 3 {
+				break
+			}
+		}
+	}
+	if len(hits) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(hits, "; ")
+}
