@@ -39,7 +39,9 @@ func fuzzParse(t *testing.T, tool string, in []byte, opts Options) {
 }
 
 func FuzzPerftestText(f *testing.F) {
-	seed(f, func(n string) bool { return strings.HasPrefix(strings.TrimPrefix(n, "mtu9000-"), "ib_") && strings.HasSuffix(n, ".txt") })
+	seed(f, func(n string) bool {
+		return strings.HasPrefix(strings.TrimPrefix(n, "mtu9000-"), "ib_") && strings.HasSuffix(n, ".txt")
+	})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fuzzParse(t, "ib_write_bw", in, Options{})
 		fuzzParse(t, "ib_send_lat", in, Options{})
