@@ -1,0 +1,1094 @@
+package lab
+
+import (
+	"fmt"
+		"net/netip"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Defaults the model promises.
+const (
+	DefaultPort        = 22
+	DefaultSnaplen     = 128
+	DefaultMaxBytes    = 256 << 20
+	DefaultTimeout     = 5 * time.Minute
+	DefaultTCPBytes    = 1 << 30
+	DefaultVMMemory    = 1 << 30
+	DefaultVMBoot      = 10 * time.Minute
+	DefaultMTU         = 1500
+	defaultRepeatLimit = 1000
+)
+
+// instance is one expansion of a block (count / for_each).
+type instance struct {
+	name, slug, key string
+	sc              *scope
+}
+
+var metaSchema = []hcl.AttributeSchema{{Name: "count"}, {Name: "for_each"}}
+
+// expand evaluates count or for_each of a block and returns its instances.
+func (l *loader) expand(label string, content *hcl.BodyContent, sc *scope) []instance {
+	cnt, fe := content.Attributes["count"], content.Attributes["for_each"]
+	child := func(vars map[string]cty.Value, each, count bool) *scope {
+		ctx := sc.ctx.NewChild()
+		ctx.Variables = vars
+		s := *sc
+		s.ctx, s.each, s.count = ctx, each, count
+		return &s
+	}
+	switch {
+	case cnt != nil && fe != nil:
+		l.errorf(fe.NameRange.Ptr(), `Invalid combination of "count" and "for_each"`, "A block may set count or for_each, not both. Keep one.")
+		return nil
+	case cnt != nil:
+		n, ok := l.integer(cnt, sc, 0, MaxInstances)
+		if !ok {
+			return nil
+		}
+		out := make([]instance, n)
+		for i := range out {
+			k := strconv.Itoa(i)
+			out[i] = instance{
+				name: fmt.Sprintf("%s[%d]", label, i), slug: label + "." + k, key: k,
+				sc: child(map[string]cty.Value{"count": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(i))})}, false, true),
+			}
+		}
+		return out
+	case fe != nil:
+		v, ok := l.value(fe, sc)
+		if !ok {
+			return nil
+		}
+		keys, vals, ok := l.forEachItems(v, fe)
+		if !ok {
+			return nil
+		}
+		out := make([]instance, len(keys))
+		for i, k := range keys {
+			out[i] = instance{
+				name: fmt.Sprintf("%s[%q]", label, k), slug: label + "." + slugKey(k), key: k,
+				sc: child(map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k), "value": vals[i]})}, true, false),
+			}
+		}
+		return out
+	}
+	return []instance{{name: label, slug: label, sc: sc}}
+}
+
+// forEachItems turns a for_each value into sorted keys and values: a map or
+// object (key => value), or a set or list of strings (each.value = each.key).
+func (l *loader) forEachItems(v cty.Value, a *hcl.Attribute) ([]string, []cty.Value, bool) {
+	t := v.Type()
+	bad := func(why string) ([]string, []cty.Value, bool) {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid for_each argument", "for_each takes a map, an object, or a set or list of strings; %s.", why)
+		return nil, nil, false
+	}
+	var keys []string
+	var vals []cty.Value
+	switch {
+	case t.IsMapType() || t.IsObjectType():
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			keys, vals = append(keys, k.AsString()), append(vals, e)
+		}
+	case t.IsSetType() || t.IsListType() || t.IsTupleType():
+		seen := map[string]bool{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			if e.IsNull() || !e.IsKnown() || e.Type() != cty.String {
+				return bad("this collection holds something other than strings")
+			}
+			k := e.AsString()
+			if seen[k] {
+				return bad(fmt.Sprintf("the key %q appears twice", k))
+			}
+			seen[k] = true
+			keys, vals = append(keys, k), append(vals, e)
+		}
+	default:
+		return bad("got " + article(t))
+	}
+	if len(keys) > MaxInstances {
+		return bad(fmt.Sprintf("it has %d items, more than the limit of %d", len(keys), MaxInstances))
+	}
+	idx := make([]int, len(keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return keys[idx[i]] < keys[idx[j]] })
+	sk, sv := make([]string, len(keys)), make([]cty.Value, len(keys))
+	for i, j := range idx {
+		sk[i], sv[i] = keys[j], vals[j]
+	}
+	return sk, sv, true
+}
+
+var slugUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+func slugKey(k string) string {
+	s := slugUnsafe.ReplaceAllString(k, "_")
+	if s == "" || s == "." || s == ".." {
+		s = "_" + s
+	}
+	return s
+}
+
+// refObject builds the value a reference like host.server evaluates to.
+func refObject(kind, name string, attrs map[string]cty.Value) cty.Value {
+	m := map[string]cty.Value{"kind": cty.StringVal(kind), "name": cty.StringVal(name)}
+	for k, v := range attrs {
+		m[k] = v
+	}
+	return cty.ObjectVal(m)
+}
+
+// collect groups instance objects by block label: plain blocks are the
+// object itself, count blocks a tuple, for_each blocks an object by key.
+func collect(decls map[string]*decl, objs map[string][]keyedObj) cty.Value {
+	out := map[string]cty.Value{}
+	for label, d := range decls {
+		list := objs[label]
+		switch {
+		case !d.repeated:
+			if len(list) == 1 {
+				out[label] = list[0].v
+			} else {
+				out[label] = cty.DynamicVal // its errors are reported
+			}
+		case d.countStyle:
+			vs := make([]cty.Value, len(list))
+			for i, o := range list {
+				vs[i] = o.v
+			}
+			if len(vs) == 0 {
+				out[label] = cty.EmptyTupleVal
+			} else {
+				out[label] = cty.TupleVal(vs)
+			}
+		default:
+			m := map[string]cty.Value{}
+			for _, o := range list {
+				m[o.key] = o.v
+			}
+			out[label] = objOrEmpty(m)
+		}
+	}
+	return objOrEmpty(out)
+}
+
+type keyedObj struct {
+	key string
+	v   cty.Value
+}
+
+// resolveRef turns an evaluated reference into the name of an instance of
+// kind, reporting strings, other kinds and whole collections.
+func (l *loader) resolveRef(a *hcl.Attribute, v cty.Value, kind, what string) (string, bool) {
+	return l.resolveRefAt(a.Expr.Range().Ptr(), v, kind, what)
+}
+
+func (l *loader) resolveRefAt(rng *hcl.Range, v cty.Value, kind, what string) (string, bool) {
+	t := v.Type()
+	if t == cty.String {
+		l.errorf(rng, "Invalid reference", "%s takes a reference such as %s.NAME, not a string. Write %s.%s without quotes.", what, kind, kind, v.AsString())
+		return "", false
+	}
+	if t.IsObjectType() && t.HasAttribute("kind") && t.HasAttribute("name") {
+		k, n := v.GetAttr("kind"), v.GetAttr("name")
+		if k.Type() == cty.String && n.Type() == cty.String && k.IsKnown() && n.IsKnown() && !k.IsNull() && !n.IsNull() {
+			if k.AsString() != kind {
+				l.errorf(rng, "Wrong kind of reference", "%s needs %s (%s.NAME); this is %s %s.%s.", what, article2(kind), kind, article2(k.AsString()), k.AsString(), n.AsString())
+				return "", false
+			}
+			return n.AsString(), true
+		}
+	}
+	if t.IsObjectType() || t.IsTupleType() {
+		l.errorf(rng, "Missing instance key", "%s needs one %s, but this names all instances of a block with for_each or count. Pick one, like %s.NAME[each.key] or %s.NAME[0].", what, kind, kind, kind)
+		return "", false
+	}
+	l.errorf(rng, "Invalid reference", "%s takes a reference such as %s.NAME; got %s.", what, kind, article(t))
+	return "", false
+}
+
+func article2(kind string) string {
+	if strings.IndexByte("aeiou", kind[0]) >= 0 {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// ---- ssh defaults and hosts ----
+
+var sshAttrs = []hcl.AttributeSchema{
+	{Name: "user"}, {Name: "port"}, {Name: "identity_file"}, {Name: "known_hosts"}, {Name: "jump"}, {Name: "become"},
+}
+
+type sshSettings struct {
+	attrs map[string]*hcl.Attribute
+	sc    *scope
+}
+
+func (l *loader) decodeSSHDefaults(blocks []*hcl.Block) *sshSettings {
+	if len(blocks) == 0 {
+		return nil
+	}
+	for _, b := range blocks[1:] {
+		l.errorf(b.DefRange.Ptr(), "Duplicate ssh block", "A lab has one top-level ssh block of defaults; the first is at %s. Merge them.", blocks[0].DefRange)
+	}
+	content, diags := blocks[0].Body.Content(&hcl.BodySchema{Attributes: sshAttrs})
+	l.add(diags...)
+	return &sshSettings{attrs: content.Attributes, sc: &scope{ctx: l.baseCtx(), where: "the ssh block"}}
+}
+
+var hostSchema = &hcl.BodySchema{
+	Attributes: append([]hcl.AttributeSchema{{Name: "address"}}, append(sshAttrs, metaSchema...)...),
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "ssh"}, {Type: "vm"}},
+}
+
+type hostInst struct {
+	h    *Host
+	jump *hcl.Attribute
+	sc   *scope
+}
+
+func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
+	l.hostByName = map[string]*Host{}
+	objs := map[string][]keyedObj{}
+	var insts []hostInst
+	for _, b := range blocks {
+		label := b.Labels[0]
+		if d := l.decls["host"][label]; d == nil || d.block != b {
+			continue
+		}
+		content, diags := b.Body.Content(hostSchema)
+		l.add(diags...)
+		sc := &scope{ctx: l.baseCtx(), where: "a host block"}
+		var sshBlock *hcl.BodyContent
+		var vmBlock *hcl.Block
+		for _, nb := range content.Blocks {
+			switch nb.Type {
+			case "ssh":
+				if sshBlock != nil {
+					l.errorf(nb.DefRange.Ptr(), "Duplicate ssh block", "A host has at most one ssh block.")
+					continue
+				}
+				c, diags := nb.Body.Content(&hcl.BodySchema{Attributes: sshAttrs})
+				l.add(diags...)
+				sshBlock = c
+				for n, a := range c.Attributes {
+					if prev := content.Attributes[n]; prev != nil {
+						l.errorf(a.NameRange.Ptr(), "Duplicate argument", "%q is already set on this host at %s; set it in one place.", n, prev.NameRange)
+					}
+				}
+			case "vm":
+				if vmBlock != nil {
+					l.errorf(nb.DefRange.Ptr(), "Duplicate vm block", "A host has at most one vm block.")
+					continue
+				}
+				vmBlock = nb
+			}
+		}
+		// Host settings: the host's own, then its ssh block, then the defaults.
+		pick := func(n string) (*hcl.Attribute, bool) {
+			if a := content.Attributes[n]; a != nil {
+				return a, false
+			}
+			if sshBlock != nil && sshBlock.Attributes[n] != nil {
+				return sshBlock.Attributes[n], false
+			}
+			if defaults != nil && defaults.attrs[n] != nil {
+				return defaults.attrs[n], true
+			}
+			return nil, false
+		}
+		for _, in := range l.expand(label, content, sc) {
+			h := &Host{Name: in.name, Slug: in.slug, Block: label, Key: in.key, Port: DefaultPort, Range: b.DefRange}
+			isc := in.sc
+			get := func(n string) (*hcl.Attribute, *scope) {
+				a, def := pick(n)
+				if def {
+					return a, defaults.sc
+				}
+				return a, isc
+			}
+			if a, s := get("address"); a != nil {
+				h.Address, _ = l.str(a, s)
+				if h.Address == "" && a != nil {
+					l.errorf(a.Expr.Range().Ptr(), "Empty address", "A host address is a DNS name or IP address; it cannot be empty.")
+				}
+			}
+			if a, s := get("port"); a != nil {
+				if p, ok := l.integer(a, s, 1, 65535); ok {
+					h.Port = int(p)
+				}
+			}
+			if a, s := get("user"); a != nil {
+				h.User, _ = l.str(a, s)
+			}
+			if a, s := get("identity_file"); a != nil {
+				h.IdentityFile, _ = l.str(a, s)
+			}
+			if a, s := get("known_hosts"); a != nil {
+				h.KnownHosts, _ = l.str(a, s)
+			}
+			if a, s := get("become"); a != nil {
+				h.Become, _ = l.boolean(a, s)
+			}
+			if vmBlock != nil {
+				h.VM = l.decodeVM(vmBlock, isc)
+				if a := content.Attributes["address"]; a != nil {
+					l.errorf(a.NameRange.Ptr(), "Conflicting host form", "Host %s has a vm block, so rlab boots it and knows its address. Remove address, or remove the vm block to reach an existing machine over SSH.", h.Name)
+				}
+			} else if _, def := pick("address"); content.Attributes["address"] == nil && !def {
+				l.errorf(b.DefRange.Ptr(), "Missing address", "Host %s needs an address (a DNS name or IP reached over SSH), or a vm { } block to boot a local VM.", h.Name)
+			}
+			ja, _ := pick("jump")
+			jsc := isc
+			if _, def := pick("jump"); def {
+				jsc = defaults.sc
+			}
+			insts = append(insts, hostInst{h: h, jump: ja, sc: jsc})
+			if prev := l.hostByName[h.Name]; prev == nil {
+				l.hostByName[h.Name] = h
+			}
+			l.lab.Hosts = append(l.lab.Hosts, h)
+			objs[label] = append(objs[label], keyedObj{in.key, refObject("host", h.Name, map[string]cty.Value{
+				"address": cty.StringVal(h.Address), "port": cty.NumberIntVal(int64(h.Port)),
+				"user": cty.StringVal(h.User), "slug": cty.StringVal(h.Slug),
+			})})
+		}
+	}
+	l.checkSlugs("host", func(yield func(string, string, hcl.Range)) {
+		for _, h := range l.lab.Hosts {
+			yield(h.Slug, h.Name, h.Range)
+		}
+	})
+	l.hostObjs = map[string]cty.Value{"host": collect(l.decls["host"], objs)}
+
+	// Jumps may name other hosts, so they are evaluated once all hosts exist.
+	for _, in := range insts {
+		if in.jump == nil {
+			continue
+		}
+		sc := *in.sc
+		sc.ctx = in.sc.ctx.NewChild()
+		sc.ctx.Variables = l.hostObjs
+		sc.kinds = []string{"host"}
+		v, ok := l.value(in.jump, &sc)
+		if !ok {
+			continue
+		}
+		if v.Type() == cty.String {
+			in.h.Jump = v.AsString()
+			if in.h.Jump == "" {
+				l.errorf(in.jump.Expr.Range().Ptr(), "Empty jump", `jump is "user@host:port" or a host reference like host.bastion; remove it for a direct connection.`)
+			}
+			continue
+		}
+		name, ok := l.resolveRef(in.jump, v, "host", "jump")
+		if !ok {
+			continue
+		}
+		if name == in.h.Name {
+			if _, def := defaultsJump(defaults, in.jump); def {
+				continue // the bastion named by the defaults does not jump through itself
+			}
+		}
+		in.h.Jump = name
+		in.h.JumpHost = l.hostByName[name]
+	}
+	for _, in := range insts {
+		seen := map[*Host]bool{}
+		for h := in.h; h != nil; h = h.JumpHost {
+			if seen[h] {
+				rng := in.h.Range
+				if in.jump != nil {
+					rng = in.jump.Expr.Range()
+				}
+				l.errorf(&rng, "Jump host cycle", "Host %s reaches itself through its jump hosts; one of them must connect directly.", in.h.Name)
+				in.h.JumpHost, in.h.Jump = nil, ""
+				break
+			}
+			seen[h] = true
+		}
+	}
+}
+
+func defaultsJump(d *sshSettings, a *hcl.Attribute) (*hcl.Attribute, bool) {
+	if d != nil && d.attrs["jump"] == a {
+		return a, true
+	}
+	return nil, false
+}
+
+// checkSlugs reports two instances whose filesystem names collide (keys
+// "a b" and "a_b" both become a_b).
+func (l *loader) checkSlugs(kind string, each func(func(slug, name string, r hcl.Range))) {
+	seen := map[string]string{}
+	each(func(slug, name string, r hcl.Range) {
+		if prev, ok := seen[slug]; ok && prev != name {
+			l.errorf(&r, "Conflicting "+kind+" names", "%s %s and %s share the file name %q in the run folder; change one for_each key.", kind, prev, name, slug)
+		}
+		seen[slug] = name
+	})
+}
+
+var vmSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "image"}, {Name: "memory"}, {Name: "cpus"}, {Name: "boot_timeout"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "network", LabelNames: []string{"name"}}},
+}
+
+func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
+	content, diags := b.Body.Content(vmSchema)
+	l.add(diags...)
+	vm := &VM{MemoryBytes: DefaultVMMemory, CPUs: 1, BootTimeout: DefaultVMBoot}
+	if a := content.Attributes["image"]; a != nil {
+		vm.Image, _ = l.str(a, sc)
+	}
+	if a := content.Attributes["memory"]; a != nil {
+		if n, ok := l.size(a, sc); ok {
+			if n < 256<<20 {
+				l.errorf(a.Expr.Range().Ptr(), "VM memory too small", "A VM needs at least 256MiB to boot Debian with rdma_rxe.")
+			} else {
+				vm.MemoryBytes = n
+			}
+		}
+	}
+	if a := content.Attributes["cpus"]; a != nil {
+		if n, ok := l.integer(a, sc, 1, 64); ok {
+			vm.CPUs = int(n)
+		}
+	}
+	if a := content.Attributes["boot_timeout"]; a != nil {
+		if d, ok := l.duration(a, sc); ok {
+			vm.BootTimeout = d
+		}
+	}
+	seen := map[string]hcl.Range{}
+	for _, nb := range content.Blocks {
+		name := nb.Labels[0]
+		if prev, ok := seen[name]; ok {
+			l.errorf(nb.LabelRanges[0].Ptr(), "Duplicate network", "This VM already joins network %q at %s; a VM has one NIC per network.", name, prev)
+			continue
+		}
+		seen[name] = nb.DefRange
+		c, diags := nb.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "address"}, {Name: "mtu"}}})
+		l.add(diags...)
+		n := VMNetwork{Name: name, MTU: DefaultMTU}
+		if a := c.Attributes["address"]; a != nil {
+			if s, ok := l.str(a, sc); ok {
+				if _, err := netip.ParsePrefix(s); err != nil {
+					l.errorf(a.Expr.Range().Ptr(), "Invalid network address", "A VM network address is an address with its prefix length, like \"10.99.0.1/24\": %s.", err)
+				} else {
+					n.Address = s
+				}
+			}
+		}
+		if a := c.Attributes["mtu"]; a != nil {
+			if m, ok := l.integer(a, sc, 576, 9000); ok {
+				n.MTU = int(m)
+			}
+		}
+		vm.Networks = append(vm.Networks, n)
+	}
+	return vm
+}
+
+// ---- rxe ----
+
+var rxeSchema = &hcl.BodySchema{Attributes: append([]hcl.AttributeSchema{
+	{Name: "host", Required: true}, {Name: "netdev", Required: true}, {Name: "name"}, {Name: "keep"},
+}, metaSchema...)}
+
+var netdevRe = regexp.MustCompile(`^[^/:\s]{1,15}$`)
+var rxeNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
+
+func (l *loader) decodeRXEs(blocks []*hcl.Block) {
+	l.rxeByName = map[string]*RXE{}
+	objs := map[string][]keyedObj{}
+	type placed struct {
+		r   *RXE
+		rng hcl.Range
+	}
+	byNetdev, byDevice := map[string]placed{}, map[string]placed{}
+	for _, b := range blocks {
+		label := b.Labels[0]
+		if d := l.decls["rxe"][label]; d == nil || d.block != b {
+			continue
+		}
+		content, diags := b.Body.Content(rxeSchema)
+		l.add(diags...)
+		ctx := l.baseCtx().NewChild()
+		ctx.Variables = l.hostObjs
+		sc := &scope{ctx: ctx, where: "an rxe block", kinds: []string{"host"}}
+		for _, in := range l.expand(label, content, sc) {
+			r := &RXE{Name: in.name, Slug: in.slug, Range: b.DefRange}
+			ok := true
+			if a := content.Attributes["host"]; a != nil {
+				if v, vok := l.value(a, in.sc); vok {
+					if n, rok := l.resolveRef(a, v, "host", "host"); rok {
+						r.Host = l.hostByName[n]
+					}
+				}
+				ok = ok && r.Host != nil
+			}
+			netdevRange := b.DefRange
+			if a := content.Attributes["netdev"]; a != nil {
+				netdevRange = a.Expr.Range()
+				if s, sok := l.str(a, in.sc); sok {
+					if !netdevRe.MatchString(s) || s == "." || s == ".." {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid netdev name", "%q is not a Linux interface name: 1 to 15 characters, without '/', ':' or spaces (e.g. \"eth1\", \"ens4\").", s)
+						ok = false
+					}
+					r.Netdev = s
+				} else {
+					ok = false
+				}
+			}
+			r.Device = "rxe_" + r.Netdev
+			deviceRange := netdevRange
+			if a := content.Attributes["name"]; a != nil {
+				deviceRange = a.Expr.Range()
+				if s, sok := l.str(a, in.sc); sok {
+					if !rxeNameRe.MatchString(s) {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid rxe device name", "%q is not a valid RDMA device name: 1 to 63 letters, digits, '_', '.' or '-'.", s)
+					}
+					r.Device = s
+				}
+			}
+			if a := content.Attributes["keep"]; a != nil {
+				r.Keep, _ = l.boolean(a, in.sc)
+			}
+			if ok && r.Host != nil && r.Netdev != "" {
+				k := r.Host.Name + "\x00" + r.Netdev
+				if prev, dup := byNetdev[k]; dup {
+					l.errorf(&netdevRange, "Duplicate rxe for netdev", "rxe %s already binds %s on host %s (at %s); a netdev carries one rxe device. Reuse rxe.%s.", prev.r.Name, r.Netdev, r.Host.Name, prev.rng, prev.r.Name)
+				} else {
+					byNetdev[k] = placed{r, netdevRange}
+					dk := r.Host.Name + "\x00" + r.Device
+					if prev, dup := byDevice[dk]; dup {
+						l.errorf(&deviceRange, "Duplicate rxe device name", "rxe %s already creates device %q on host %s (at %s); give this one another name.", prev.r.Name, r.Device, r.Host.Name, prev.rng)
+					} else {
+						byDevice[dk] = placed{r, deviceRange}
+					}
+				}
+			}
+			l.rxeByName[r.Name] = r
+			l.lab.RXEs = append(l.lab.RXEs, r)
+			hostObj := cty.DynamicVal
+			if r.Host != nil {
+				hostObj = l.hostObj(r.Host)
+			}
+			objs[label] = append(objs[label], keyedObj{in.key, refObject("rxe", r.Name, map[string]cty.Value{
+				"device": cty.StringVal(r.Device), "netdev": cty.StringVal(r.Netdev), "host": hostObj,
+			})})
+		}
+	}
+	l.rxeObjs = map[string]cty.Value{"host": l.hostObjs["host"], "rxe": collect(l.decls["rxe"], objs)}
+}
+
+// hostObj returns the object value host.NAME[...] evaluates to.
+func (l *loader) hostObj(h *Host) cty.Value {
+	v := l.hostObjs["host"]
+	if !v.Type().IsObjectType() || !v.Type().HasAttribute(h.Block) {
+		return cty.DynamicVal
+	}
+	v = v.GetAttr(h.Block)
+	if h.Key == "" {
+		return v
+	}
+	t := v.Type()
+	switch {
+	case t.IsTupleType():
+		i, _ := strconv.Atoi(h.Key)
+		if i < t.Length() {
+			return v.Index(cty.NumberIntVal(int64(i)))
+		}
+	case t.IsObjectType() && t.HasAttribute(h.Key):
+		return v.GetAttr(h.Key)
+	}
+	return cty.DynamicVal
+}
+
+// ---- workloads ----
+
+var workloadSchema = &hcl.BodySchema{
+	Attributes: append([]hcl.AttributeSchema{
+		{Name: "tool"}, {Name: "server"}, {Name: "client"}, {Name: "host"}, {Name: "command"},
+		{Name: "sizes"}, {Name: "iterations"}, {Name: "duration"}, {Name: "qps"}, {Name: "transport"},
+		{Name: "bytes"}, {Name: "timeout"}, {Name: "repeat"}, {Name: "args"},
+	}, metaSchema...),
+	Blocks: []hcl.BlockHeaderSchema{{Type: "expect"}},
+}
+
+func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
+	l.workloadByName = map[string]*Workload{}
+	objs := map[string][]keyedObj{}
+	for _, b := range blocks {
+		label := b.Labels[0]
+		if d := l.decls["workload"][label]; d == nil || d.block != b {
+			continue
+		}
+		content, diags := b.Body.Content(workloadSchema)
+		l.add(diags...)
+		ctx := l.baseCtx().NewChild()
+		ctx.Variables = l.rxeObjs
+		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe"}}
+		for _, in := range l.expand(label, content, sc) {
+			w := l.decodeWorkload(b, content, in)
+			w.Index = len(l.lab.Workloads)
+			l.workloadByName[w.Name] = w
+			l.lab.Workloads = append(l.lab.Workloads, w)
+			objs[label] = append(objs[label], keyedObj{in.key, refObject("workload", w.Name, map[string]cty.Value{
+				"tool": cty.StringVal(w.Tool),
+			})})
+		}
+	}
+	l.workloadObjs = map[string]cty.Value{
+		"host": l.rxeObjs["host"], "rxe": l.rxeObjs["rxe"],
+		"workload": collect(l.decls["workload"], objs),
+	}
+}
+
+func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in instance) *Workload {
+	w := &Workload{Name: in.name, Slug: in.slug, Range: b.DefRange, Timeout: DefaultTimeout, Repeat: 1}
+	attrs := content.Attributes
+	sc := in.sc
+	ta := attrs["tool"]
+	if ta == nil {
+		l.errorf(b.DefRange.Ptr(), "Missing tool", "Workload %s needs tool = one of: %s.", w.Name, strings.Join(ToolNames(), ", "))
+		return w
+	}
+	name, ok := l.str(ta, sc)
+	if !ok {
+		return w
+	}
+	tool, ok := LookupTool(name)
+	if !ok {
+		l.errorf(ta.Expr.Range().Ptr(), "Unsupported tool", "%q is not a workload tool.%s The tools are: %s.", name, didYouMean(name, ToolNames()), strings.Join(ToolNames(), ", "))
+		return w
+	}
+	w.Tool = name
+
+	notFor := func(attr, why string) {
+		if a := attrs[attr]; a != nil {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "%s %s", attr, why)
+		}
+	}
+	// Sides.
+	switch {
+	case tool.Kind == KindExec:
+		notFor("server", "is not an exec argument; exec runs one command on host.")
+		notFor("client", "is not an exec argument; exec runs one command on host.")
+		if a := attrs["host"]; a == nil {
+			l.errorf(b.DefRange.Ptr(), "Missing host", "An exec workload needs host = host.NAME, the host to run the command on.")
+		} else if v, ok := l.value(a, sc); ok {
+			if n, ok := l.resolveRef(a, v, "host", "host"); ok {
+				w.Host = l.hostByName[n]
+			}
+		}
+		if a := attrs["command"]; a == nil {
+			l.errorf(b.DefRange.Ptr(), "Missing command", `An exec workload needs command, an argv list like ["ip", "-br", "addr"].`)
+		} else if cmd, ok := l.strList(a, sc); ok {
+			if len(cmd) == 0 || cmd[0] == "" {
+				l.errorf(a.Expr.Range().Ptr(), "Empty command", `command is an argv list whose first element is the program, like ["ip", "-br", "addr"].`)
+			}
+			w.Command = cmd
+		}
+	default:
+		notFor("host", fmt.Sprintf("is only for exec workloads; %s runs between server and client.", name))
+		notFor("command", fmt.Sprintf("is only for exec workloads; %s takes server and client (extra tool flags go in args).", name))
+		kind := "host"
+		if tool.RDMA {
+			kind = "rxe"
+		}
+		for _, side := range []string{"server", "client"} {
+			a := attrs[side]
+			if a == nil {
+				l.errorf(b.DefRange.Ptr(), "Missing "+side, "%s runs between two sides; set %s = %s.NAME.", name, side, kind)
+				continue
+			}
+			v, ok := l.value(a, sc)
+			if !ok {
+				continue
+			}
+			n, ok := l.resolveRef(a, v, kind, side+" of "+name)
+			if !ok {
+				continue
+			}
+			if tool.RDMA {
+				r := l.rxeByName[n]
+				if r == nil {
+					continue
+				}
+				if side == "server" {
+					w.ServerRXE, w.ServerHost = r, r.Host
+				} else {
+					w.ClientRXE, w.ClientHost = r, r.Host
+				}
+			} else if side == "server" {
+				w.ServerHost = l.hostByName[n]
+			} else {
+				w.ClientHost = l.hostByName[n]
+			}
+		}
+	}
+
+	// Options.
+	if a := attrs["transport"]; a != nil {
+		if s, ok := l.str(a, sc); ok {
+			switch {
+			case tool.Transports == nil:
+				l.errorf(a.Expr.Range().Ptr(), "Argument not valid for "+name, "transport cannot be set: %s.", tool.TransportWhy)
+			case !contains(tool.Transports, s):
+				hint := ""
+				if contains(tool.Transports, strings.ToUpper(s)) {
+					hint = fmt.Sprintf(" Write %q in capitals.", strings.ToUpper(s))
+				} else if tool.TransportWhy != "" {
+					hint = " " + upperFirst(tool.TransportWhy) + "."
+				}
+				l.errorf(a.Expr.Range().Ptr(), "Unsupported transport", "%s supports transport %s; not %q.%s", name, strings.Join(tool.Transports, " or "), s, hint)
+			default:
+				w.Transport = s
+			}
+		}
+	} else if tool.Transports != nil {
+		w.Transport = tool.Transports[0]
+	}
+	if a := attrs["sizes"]; a != nil {
+		if !tool.Sizes {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "sizes is for RDMA tools; %s moves bytes (tcp) or runs a command (exec).", name)
+		} else {
+			w.Sizes = l.sizes(a, sc, tool)
+		}
+	}
+	if a := attrs["iterations"]; a != nil {
+		if !tool.Iterations {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "iterations is not an option of %s.%s", name, map[bool]string{true: " Use duration or bytes.", false: ""}[tool.Kind == KindTCP])
+		} else if n, ok := l.integer(a, sc, 1, 1<<40); ok {
+			w.Iterations = n
+		}
+	}
+	if a := attrs["duration"]; a != nil {
+		if !tool.Duration {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "duration is not an option of %s; it runs a number of iterations.", name)
+		} else if d, ok := l.duration(a, sc); ok {
+			w.Duration = d
+			if it := attrs["iterations"]; it != nil && tool.Iterations {
+				l.errorf(a.NameRange.Ptr(), "Conflicting iterations and duration", "%s runs either a number of iterations or for a duration; keep one of them.", name)
+			}
+		}
+	}
+	if a := attrs["qps"]; a != nil {
+		if !tool.QPs {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "qps is an option of the perftest bandwidth tools (ib_*_bw); %s uses one QP.", name)
+		} else if n, ok := l.integer(a, sc, 1, 16384); ok {
+			w.QPs = int(n)
+		}
+	}
+	if a := attrs["bytes"]; a != nil {
+		if tool.Kind != KindTCP {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "bytes is the amount a tcp workload sends; %s takes sizes and iterations.", name)
+		} else if n, ok := l.size(a, sc); ok {
+			w.Bytes = n
+			if attrs["duration"] != nil {
+				l.errorf(a.NameRange.Ptr(), "Conflicting bytes and duration", "A tcp workload sends a number of bytes or for a duration; keep one of them.")
+			}
+		}
+	} else if tool.Kind == KindTCP && attrs["duration"] == nil {
+		w.Bytes = DefaultTCPBytes
+	}
+	if a := attrs["timeout"]; a != nil {
+		if d, ok := l.duration(a, sc); ok {
+			w.Timeout = d
+		}
+	}
+	if a := attrs["repeat"]; a != nil {
+		if n, ok := l.integer(a, sc, 1, defaultRepeatLimit); ok {
+			w.Repeat = int(n)
+		}
+	}
+	if a := attrs["args"]; a != nil {
+		if tool.Kind == KindExec {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for exec", "args adds flags to a workload tool; for exec put the whole argv in command.")
+		} else if args, ok := l.strList(a, sc); ok {
+			w.Args = args
+		}
+	}
+	for _, eb := range content.Blocks {
+		if e := l.decodeExpect(eb, w, sc); e != nil {
+			w.Expects = append(w.Expects, e)
+		}
+	}
+	return w
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) sizes(a *hcl.Attribute, sc *scope, tool Tool) []int64 {
+	v, ok := l.value(a, sc)
+	if !ok {
+		return nil
+	}
+	var elems []cty.Value
+	var rs []hcl.Range
+	t := v.Type()
+	if t.IsListType() || t.IsTupleType() || t.IsSetType() {
+		elems = v.AsValueSlice()
+		rs = elemRanges(a.Expr, len(elems))
+	} else {
+		elems, rs = []cty.Value{v}, []hcl.Range{a.Expr.Range()}
+	}
+	if len(elems) == 0 {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid size", "sizes is empty; remove it to use the tool's default size, or list at least one.")
+		return nil
+	}
+	var out []int64
+	for i, e := range elems {
+		n, ok := l.sizeValue(e, rs[i].Ptr(), "sizes")
+		if !ok {
+			continue
+		}
+		switch {
+		case tool.FixedSize != 0 && n != tool.FixedSize:
+			l.errorf(rs[i].Ptr(), "Invalid size for "+tool.Name, "%s moves %d-byte atomic operands, so sizes must be [%d]; got %d.", tool.Name, tool.FixedSize, tool.FixedSize, n)
+		case tool.MaxSize != 0 && n > tool.MaxSize:
+			l.errorf(rs[i].Ptr(), "Invalid size for "+tool.Name, "%s sends each message as one UD datagram, which must fit the path MTU (at most %d bytes); got %d.", tool.Name, tool.MaxSize, n)
+		default:
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+var expectSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "condition", Required: true}, {Name: "message"}}}
+
+// ResultAttrs lists the attributes result.* has in an expect condition of
+// the given tool: its metrics' expect names, plus size and repeat.
+func ResultAttrs(tool string) []string {
+	var out []string
+	for _, n := range results.ToolMetrics(tool) {
+		if m, ok := results.MetricByName(n); ok {
+			out = append(out, m.Attr)
+		}
+	}
+	return append(out, "size", "repeat")
+}
+
+func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
+	content, diags := b.Body.Content(expectSchema)
+	l.add(diags...)
+	ca := content.Attributes["condition"]
+	if ca == nil || w.Tool == "" {
+		return nil
+	}
+	e := &Expect{Condition: ca.Expr, Range: b.DefRange, ctx: sc.ctx}
+	if a := content.Attributes["message"]; a != nil {
+		e.Message, _ = l.str(a, sc)
+	}
+	esc := *sc
+	esc.result = ResultAttrs(w.Tool)
+	if !l.checkRefs(ca.Expr, &esc) {
+		return nil
+	}
+	// Evaluate once with unknown numbers to catch type errors now.
+	unknown := map[string]cty.Value{}
+	for _, n := range esc.result {
+		unknown[n] = cty.UnknownVal(cty.Number)
+	}
+	_, diags = e.Eval(unknown)
+	for _, d := range diags {
+		if d.Summary != "Expect condition not decided" {
+			l.add(d)
+		}
+	}
+	if diags.HasErrors() {
+		return nil
+	}
+	return e
+}
+
+// Eval evaluates the condition against a result object (attribute name to
+// value; see ResultAttrs). Missing attributes are null, so a condition over a
+// metric the run did not record is an error, not a silent pass.
+func (e *Expect) Eval(result map[string]cty.Value) (bool, hcl.Diagnostics) {
+	ctx := e.ctx
+	if ctx == nil {
+		ctx = &hcl.EvalContext{}
+	}
+	child := ctx.NewChild()
+	child.Variables = map[string]cty.Value{"result": objOrEmpty(result)}
+	v, diags := e.Condition.Value(child)
+	if diags.HasErrors() {
+		return false, diags
+	}
+	rng := e.Condition.Range()
+	if v.IsNull() {
+		return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid expect condition", Detail: "The condition is null; it must be true or false.", Subject: &rng}}
+	}
+	if !v.IsKnown() {
+		if v.Type() == cty.Bool || v.Type() == cty.DynamicPseudoType {
+			return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Expect condition not decided", Detail: "The condition depends on a result value that is missing.", Subject: &rng}}
+		}
+	}
+	if v.Type() != cty.Bool {
+		return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid expect condition", Detail: fmt.Sprintf("The condition must be true or false; it is %s. Compare a result, like result.bw_avg_gbps > 1.", article(v.Type())), Subject: &rng}}
+	}
+	return v.True(), nil
+}
+
+// ---- captures ----
+
+var captureSchema = &hcl.BodySchema{Attributes: append([]hcl.AttributeSchema{
+	{Name: "host", Required: true}, {Name: "netdev", Required: true}, {Name: "filter"},
+	{Name: "snaplen"}, {Name: "max_size"}, {Name: "during"},
+}, metaSchema...)}
+
+func (l *loader) decodeCaptures(blocks []*hcl.Block) {
+	for _, b := range blocks {
+		label := b.Labels[0]
+		if d := l.decls["capture"][label]; d == nil || d.block != b {
+			continue
+		}
+		content, diags := b.Body.Content(captureSchema)
+		l.add(diags...)
+		ctx := l.baseCtx().NewChild()
+		ctx.Variables = l.workloadObjs
+		sc := &scope{ctx: ctx, where: "a capture block", kinds: []string{"host", "rxe", "workload"}}
+		for _, in := range l.expand(label, content, sc) {
+			c := &Capture{Name: in.name, Slug: in.slug, Range: b.DefRange, Snaplen: DefaultSnaplen, MaxBytes: DefaultMaxBytes}
+			attrs := content.Attributes
+			if a := attrs["host"]; a != nil {
+				if v, ok := l.value(a, in.sc); ok {
+					if n, ok := l.resolveRef(a, v, "host", "host"); ok {
+						c.Host = l.hostByName[n]
+					}
+				}
+			}
+			if a := attrs["netdev"]; a != nil {
+				if s, ok := l.str(a, in.sc); ok {
+					if !netdevRe.MatchString(s) && s != "any" {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid netdev name", "%q is not a Linux interface name: 1 to 15 characters, without '/', ':' or spaces (e.g. \"eth1\").", s)
+					}
+					c.Netdev = s
+				}
+			}
+			if a := attrs["filter"]; a != nil {
+				if s, ok := l.str(a, in.sc); ok {
+					if msg := checkFilter(s); msg != "" {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid capture filter", "%s", msg)
+					}
+					c.Filter = s
+				}
+			}
+			if a := attrs["snaplen"]; a != nil {
+				if n, ok := l.integer(a, in.sc, 64, 262144); ok {
+					c.Snaplen = int(n)
+				}
+			}
+			if a := attrs["max_size"]; a != nil {
+				if n, ok := l.size(a, in.sc); ok {
+					if n < 1<<20 {
+						l.errorf(a.Expr.Range().Ptr(), "Capture size too small", "max_size must be at least 1MiB; tcpdump rotates files in whole MB.")
+					} else {
+						c.MaxBytes = n
+					}
+				}
+			}
+			if a := attrs["during"]; a != nil {
+				c.During = l.during(a, in.sc, c)
+			}
+			l.lab.Captures = append(l.lab.Captures, c)
+		}
+	}
+}
+
+func (l *loader) during(a *hcl.Attribute, sc *scope, c *Capture) []*Workload {
+	v, ok := l.value(a, sc)
+	if !ok {
+		return nil
+	}
+	t := v.Type()
+	if !(t.IsListType() || t.IsTupleType() || t.IsSetType()) {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid during", "during is a list of workloads, like [workload.write_bw]; got %s.", article(t))
+		return nil
+	}
+	elems := v.AsValueSlice()
+	rs := elemRanges(a.Expr, len(elems))
+	var out []*Workload
+	for i, e := range elems {
+		// A whole for_each workload expands to all its instances.
+		if et := e.Type(); (et.IsObjectType() && !et.HasAttribute("kind")) || et.IsTupleType() {
+			for it := e.ElementIterator(); it.Next(); {
+				_, inst := it.Element()
+				if n, ok := l.resolveRefAt(rs[i].Ptr(), inst, "workload", "during"); ok {
+					out = append(out, l.workloadByName[n])
+				}
+			}
+			continue
+		}
+		if n, ok := l.resolveRefAt(rs[i].Ptr(), e, "workload", "during"); ok {
+			w := l.workloadByName[n]
+			if w == nil {
+				continue
+			}
+			if c.Host != nil && !runsOn(w, c.Host) {
+				l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Capture host not in workload",
+					Detail:  fmt.Sprintf("Workload %s does not run on host %s, so this capture may see none of its traffic.", w.Name, c.Host.Name),
+					Subject: rs[i].Ptr()})
+			}
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func runsOn(w *Workload, h *Host) bool {
+	for _, x := range w.Hosts() {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFilter catches the pcap filter mistakes that are cheap to see without
+// libpcap: unbalanced parentheses and quotes. tcpdump checks the rest on the
+// host at preflight.
+func checkFilter(s string) string {
+	depth := 0
+	for _, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth < 0 {
+				return "The filter closes a parenthesis it never opened."
+			}
+		case '"', '\'', '`', ';', '|', '$':
+			return fmt.Sprintf("The filter holds %q, which is not part of the pcap filter language (e.g. \"udp port 4791\").", r)
+		}
+	}
+	if depth != 0 {
+		return "The filter opens a parenthesis it never closes."
+	}
+	return ""
+}

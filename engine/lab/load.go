@@ -1,0 +1,298 @@
+package lab
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// Bounds on input: lab files are written by hand, so anything past these is
+// a mistake (or hostile), and rejecting it early keeps the loader fast.
+const (
+	MaxFileBytes  = 4 << 20 // one lab file
+	MaxNesting    = 128     // brackets, braces and parentheses
+	MaxInstances  = 10000   // instances of one block (count / for_each)
+	maxSuggestGap = 3       // edit distance for "did you mean"
+)
+
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "lab", LabelNames: []string{"name"}},
+		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "locals"},
+		{Type: "ssh"},
+		{Type: "host", LabelNames: []string{"name"}},
+		{Type: "rxe", LabelNames: []string{"name"}},
+		{Type: "capture", LabelNames: []string{"name"}},
+		{Type: "workload", LabelNames: []string{"name"}},
+	},
+}
+
+// loader holds the state of one Load call.
+type loader struct {
+	opts  LoadOptions
+	lab   *Lab
+	diags hcl.Diagnostics
+	funcs map[string]function.Function
+
+	vars   map[string]cty.Value
+	locals map[string]cty.Value
+	localNames []string
+
+	// Declarations by kind and label, for reference checks before evaluation.
+	decls map[string]map[string]*decl
+
+	hostObjs, rxeObjs, workloadObjs map[string]cty.Value
+	hostByName                      map[string]*Host
+	rxeByName                       map[string]*RXE
+	workloadByName                  map[string]*Workload
+}
+
+// decl is one labelled block before expansion.
+type decl struct {
+	kind, name string
+	block      *hcl.Block
+	repeated   bool // has count or for_each
+	countStyle bool // count (tuple) rather than for_each (object)
+}
+
+func (l *loader) add(d ...*hcl.Diagnostic) { l.diags = append(l.diags, d...) }
+
+func (l *loader) errorf(subj *hcl.Range, summary, detail string, args ...any) {
+	l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: subj})
+}
+
+// Load parses one file or a folder of *.hcl, evaluates variables, locals,
+// for_each and count, resolves references and validates. lab is nil only when
+// the files could not be parsed at all.
+func Load(paths []string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
+	l := &loader{
+		opts: opts,
+		lab:  &Lab{Files: map[string][]byte{}},
+	}
+	files := l.readFiles(paths)
+	if l.diags.HasErrors() || len(files) == 0 {
+		return nil, l.diags
+	}
+	l.funcs = functions(l.lab.Dir)
+	l.decode(files)
+	return l.lab, l.diags
+}
+
+type parsedFile struct {
+	name string
+	body hcl.Body
+	file *hcl.File
+}
+
+func (l *loader) readFiles(paths []string) []parsedFile {
+	var names []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			l.errorf(nil, "Cannot read lab", "Could not read %s: %s. Give a lab file or a folder of *.hcl files.", p, err)
+			continue
+		}
+		if l.lab.Dir == "" {
+			l.lab.Dir = p
+			if !st.IsDir() {
+				l.lab.Dir = filepath.Dir(p)
+			}
+		}
+		if !st.IsDir() {
+			names = append(names, p)
+			continue
+		}
+		m, _ := filepath.Glob(filepath.Join(p, "*.hcl"))
+		sort.Strings(m)
+		if len(m) == 0 {
+			l.errorf(nil, "No lab files", "The folder %s has no *.hcl files. Give a lab file or a folder holding one.", p)
+		}
+		names = append(names, m...)
+	}
+	var out []parsedFile
+	for _, n := range names {
+		src, err := os.ReadFile(n)
+		if err != nil {
+			l.errorf(nil, "Cannot read lab file", "Could not read %s: %s.", n, err)
+			continue
+		}
+		if f := l.parse(n, src); f != nil {
+			out = append(out, *f)
+		}
+	}
+	return out
+}
+
+// ParseSource parses one lab file's bytes, with the bounds rlab applies
+// before HCL sees the text.
+func (l *loader) parse(name string, src []byte) *parsedFile {
+	l.lab.Files[name] = src
+	start := hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.Pos{Line: 1, Column: 1, Byte: 0}}
+	if len(src) > MaxFileBytes {
+		l.errorf(&start, "Lab file too large", "%s has %d bytes; a lab file may have at most %d. Split it, or read bulk data with file() and jsondecode().", name, len(src), MaxFileBytes)
+		return nil
+	}
+	if i := bytes.IndexByte(src, 0); i >= 0 {
+		r := rangeAt(name, src, i)
+		l.errorf(&r, "Lab file is not text", "%s holds a NUL byte, so it is binary, not an HCL lab file.", name)
+		return nil
+	}
+	if !utf8.Valid(src) {
+		i := 0
+		for i < len(src) {
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		r := rangeAt(name, src, i)
+		l.errorf(&r, "Invalid UTF-8", "Lab files must be UTF-8; the byte 0x%02x here is not. Re-save the file as UTF-8.", src[i])
+		return nil
+	}
+	if i := tooDeep(src); i >= 0 {
+		r := rangeAt(name, src, i)
+		l.errorf(&r, "Nesting too deep", "Brackets, braces and parentheses nest more than %d levels here. Flatten the expression, or use locals.", MaxNesting)
+		return nil
+	}
+	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	if diags.HasErrors() {
+		// The first syntax error is the one to fix; the ones after it are
+		// mostly the parser losing its place.
+		l.add(diags[0])
+		return nil
+	}
+	l.add(diags...)
+	return &parsedFile{name: name, body: f.Body, file: f}
+}
+
+// tooDeep returns the offset where bracket nesting first passes MaxNesting,
+// or -1. It ignores quoting: a string with that many open brackets is as
+// unlikely in a lab as it is harmless to reject.
+func tooDeep(src []byte) int {
+	depth := 0
+	for i, c := range src {
+		switch c {
+		case '(', '[', '{':
+			depth++
+			if depth > MaxNesting {
+				return i
+			}
+		case ')', ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return -1
+}
+
+// rangeAt returns a one-byte range at offset off of src.
+func rangeAt(name string, src []byte, off int) hcl.Range {
+	line, col := 1, 1
+	for i := 0; i < off && i < len(src); {
+		_, n := utf8.DecodeRune(src[i:])
+		if src[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += n
+	}
+	p := hcl.Pos{Line: line, Column: col, Byte: off}
+	e := p
+	if off < len(src) {
+		e = hcl.Pos{Line: line, Column: col + 1, Byte: off + 1}
+	}
+	return hcl.Range{Filename: name, Start: p, End: e}
+}
+
+// decode runs the phases: root blocks of every file; variables; locals;
+// declarations; then hosts, rxe, workloads and captures, each evaluated with
+// the objects of the kinds before it in scope.
+func (l *loader) decode(files []parsedFile) {
+	byType := map[string][]*hcl.Block{}
+	for _, f := range files {
+		content, diags := f.body.Content(rootSchema)
+		l.add(diags...)
+		for _, b := range content.Blocks {
+			byType[b.Type] = append(byType[b.Type], b)
+		}
+	}
+	l.decodeLab(byType["lab"], files[0].name)
+	l.decodeVariables(byType["variable"])
+	l.decodeLocals(byType["locals"])
+	l.declare(byType)
+	defaults := l.decodeSSHDefaults(byType["ssh"])
+	l.decodeHosts(byType["host"], defaults)
+	l.decodeRXEs(byType["rxe"])
+	l.decodeWorkloads(byType["workload"])
+	l.decodeCaptures(byType["capture"])
+}
+
+func (l *loader) decodeLab(blocks []*hcl.Block, first string) {
+	if len(blocks) == 0 {
+		r := hcl.Range{Filename: first, Start: hcl.InitialPos, End: hcl.InitialPos}
+		l.errorf(&r, "Missing lab block", `Every lab needs one block naming it, like lab "quickstart" { description = "..." }.`)
+		return
+	}
+	for _, b := range blocks[1:] {
+		l.errorf(b.DefRange.Ptr(), "Duplicate lab block", "A lab has one lab block; the first is at %s. Remove this one.", blocks[0].DefRange)
+	}
+	b := blocks[0]
+	l.lab.Name = b.Labels[0]
+	l.lab.Range = b.DefRange
+	if !validName(b.Labels[0]) {
+		l.errorf(b.LabelRanges[0].Ptr(), "Invalid lab name", "A lab name starts with a letter and holds letters, digits, '_' and '-'; it names the run folder.")
+	}
+	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "description"}}})
+	l.add(diags...)
+	if a := content.Attributes["description"]; a != nil {
+		l.lab.Description, _ = l.evalString(a, l.baseCtx())
+	}
+}
+
+// validName reports whether s is a valid HCL identifier (block labels that
+// are referenced must be).
+func validName(s string) bool { return hclsyntax.ValidIdentifier(s) }
+
+// declare records every host, rxe, capture and workload label, reporting
+// invalid and duplicate names, so references can be checked before any of
+// them is evaluated.
+func (l *loader) declare(byType map[string][]*hcl.Block) {
+	l.decls = map[string]map[string]*decl{}
+	for _, kind := range []string{"host", "rxe", "capture", "workload"} {
+		l.decls[kind] = map[string]*decl{}
+		for _, b := range byType[kind] {
+			name := b.Labels[0]
+			if !validName(name) {
+				l.errorf(b.LabelRanges[0].Ptr(), "Invalid "+kind+" name", "A %s name must start with a letter or '_' and hold only letters, digits, '_' and '-', so it can be referenced as %s.NAME.", kind, kind)
+				continue
+			}
+			if prev := l.decls[kind][name]; prev != nil {
+				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate "+kind+" "+fmt.Sprintf("%q", name), "A %s named %q is already declared at %s. Names of %s blocks must be unique; rename one of them.", kind, name, prev.block.DefRange, kind)
+				continue
+			}
+			d := &decl{kind: kind, name: name, block: b}
+			content, _, _ := b.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "for_each"}}})
+			if content != nil {
+				if content.Attributes["count"] != nil {
+					d.repeated, d.countStyle = true, true
+				}
+				if content.Attributes["for_each"] != nil {
+					d.repeated, d.countStyle = true, false
+				}
+			}
+			l.decls[kind][name] = d
+		}
+	}
+}

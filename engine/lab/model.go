@@ -1,0 +1,193 @@
+// Package lab turns lab files (HCL) into a typed, fully expanded model plus
+// hcl.Diagnostics. Loading has no side effects beyond reading the lab files
+// and the files a lab reads with file(); it never touches a host. Variables,
+// locals, for_each and count are evaluated in one phase (Load), so every
+// consumer sees concrete hosts, rxe devices, captures and workloads.
+//
+// It must not import the run engine, SSH or the agent: it is the contract
+// those packages build on.
+package lab
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// LoadOptions carries the values given to a lab from outside its files.
+type LoadOptions struct {
+	Vars     map[string]string // -var k=v (raw strings, parsed per the variable's type)
+	VarFiles []string          // -var-file
+	Env      []string          // os.Environ() for RLAB_VAR_name
+}
+
+// Lab is one loaded, expanded and validated lab.
+type Lab struct {
+	Name, Description string
+	Dir               string            // folder the lab was loaded from; file() paths are relative to it
+	Files             map[string][]byte // source of every file loaded (for the run dir and diagnostics)
+	Hosts             []*Host           // file order, instances expanded
+	RXEs              []*RXE
+	Captures          []*Capture
+	Workloads         []*Workload // file order
+	Sensitive         []string    // values of sensitive variables (for redaction)
+	Variables         []*Variable // declared variables with their final values
+	Range             hcl.Range   // the lab block's definition range
+}
+
+// Variable is a declared input variable with the value it ended up with.
+type Variable struct {
+	Name        string
+	Description string
+	Type        cty.Type
+	Sensitive   bool
+	Value       cty.Value
+	Source      string // "default", "env", "var-file", "var"
+	Range       hcl.Range
+}
+
+// Host is a machine the lab runs on: reached over SSH, or a local QEMU VM.
+type Host struct {
+	Name  string // reference form: `server` or `server["ana"]` or `server[0]`
+	Slug  string // filesystem-safe unique form: `server`, `server.ana`, `server.0`
+	Block string // block label
+	Key   string // for_each key or count index, "" if none
+
+	Address      string
+	Port         int // default 22
+	User         string
+	IdentityFile string
+	KnownHosts   string
+	Jump         string // "" | "user@host:port" | another host's Name (then JumpHost is set)
+	JumpHost     *Host
+	Become       bool
+	VM           *VM // local QEMU VM form; nil for SSH hosts (then Address is required)
+	Range        hcl.Range
+}
+
+// VM is the local-VM form of a host: `host "a" { vm { ... } }`.
+type VM struct {
+	Image       string // "" = the built-in default image
+	MemoryBytes int64  // default 1 GiB
+	CPUs        int    // default 1
+	BootTimeout time.Duration
+	Networks    []VMNetwork // data NICs eth1, eth2... in order
+}
+
+// VMNetwork is one data NIC of a VM: `network "NAME" { address, mtu }`.
+// VMs naming the same network are linked on one segment.
+type VMNetwork struct {
+	Name    string
+	Address string // CIDR form, e.g. 10.99.0.1/24
+	MTU     int    // default 1500
+}
+
+// RXE is a Soft-RoCE device to create on a host's netdev.
+type RXE struct {
+	Name   string // reference form, like Host.Name
+	Slug   string
+	Device string // the rxe device name: `name` attribute, default "rxe_<netdev>"
+	Host   *Host
+	Netdev string
+	Keep   bool
+	Range  hcl.Range
+}
+
+// Capture is a bounded packet capture on a host's netdev.
+type Capture struct {
+	Name, Slug string
+	Host       *Host
+	Netdev     string
+	Filter     string
+	Snaplen    int         // default 128
+	MaxBytes   int64       // default 256 MiB
+	During     []*Workload // empty = whole run on that host
+	Range      hcl.Range
+}
+
+// Workload is one tool run between two sides (or one command, for exec).
+type Workload struct {
+	Name, Slug string
+	Index      int    // position in file order
+	Tool       string // see Tools
+
+	ServerRXE, ClientRXE   *RXE  // RDMA tools
+	ServerHost, ClientHost *Host // always set for 2-sided tools
+
+	Host    *Host    // exec
+	Command []string // exec
+
+	Sizes      []int64
+	Iterations int64
+	Duration   time.Duration
+	QPs        int
+	Transport  string // RC, UC or UD; "" when the tool fixes it
+	Bytes      int64  // tcp
+	Timeout    time.Duration
+	Repeat     int
+	Args       []string // extra argv appended to the tool
+	Expects    []*Expect
+	Range      hcl.Range
+}
+
+// Hosts returns the hosts a workload runs on: server then client, or the
+// exec host.
+func (w *Workload) Hosts() []*Host {
+	if w.Host != nil {
+		return []*Host{w.Host}
+	}
+	if w.ServerHost == w.ClientHost {
+		return []*Host{w.ServerHost}
+	}
+	return []*Host{w.ServerHost, w.ClientHost}
+}
+
+// Expect is a condition over a workload's result.
+type Expect struct {
+	Condition hcl.Expression // over result.<attr>
+	Message   string
+	Range     hcl.Range
+
+	ctx *hcl.EvalContext // var, local, each, count of the workload instance
+}
+
+// HostByName returns the host with reference name n (`server["ana"]`), or nil.
+func (l *Lab) HostByName(n string) *Host {
+	for _, h := range l.Hosts {
+		if h.Name == n {
+			return h
+		}
+	}
+	return nil
+}
+
+// RXEByName returns the rxe with reference name n, or nil.
+func (l *Lab) RXEByName(n string) *RXE {
+	for _, r := range l.RXEs {
+		if r.Name == n {
+			return r
+		}
+	}
+	return nil
+}
+
+// WorkloadByName returns the workload with reference name n, or nil.
+func (l *Lab) WorkloadByName(n string) *Workload {
+	for _, w := range l.Workloads {
+		if w.Name == n {
+			return w
+		}
+	}
+	return nil
+}
+
+// CaptureByName returns the capture with reference name n, or nil.
+func (l *Lab) CaptureByName(n string) *Capture {
+	for _, c := range l.Captures {
+		if c.Name == n {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,378 @@
+package lab
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// scope says what an expression may refer to besides var, local and path.
+type scope struct {
+	ctx    *hcl.EvalContext
+	where  string   // "a host block", for messages
+	kinds  []string // block kinds whose objects are in scope
+	each   bool
+	count  bool
+	result []string // result.<attr> names, inside expect
+}
+
+func (s *scope) allows(kind string) bool {
+	for _, k := range s.kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRefs checks every reference in expr against the declarations, so a
+// misspelt or dangling name gets a diagnostic at its exact range with a
+// suggestion, rather than HCL's generic one. It reports whether all were fine.
+func (l *loader) checkRefs(expr hcl.Expression, sc *scope) bool {
+	ok := true
+	for _, t := range expr.Variables() {
+		if !l.checkRef(t, sc) {
+			ok = false
+		}
+	}
+	return ok
+}
+
+func attrStep(t hcl.Traversal, i int) (hcl.TraverseAttr, bool) {
+	if len(t) <= i {
+		return hcl.TraverseAttr{}, false
+	}
+	a, ok := t[i].(hcl.TraverseAttr)
+	return a, ok
+}
+
+func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
+	root := t.RootName()
+	rng := t.SourceRange().Ptr()
+	step, hasStep := attrStep(t, 1)
+	if hasStep {
+		r := hcl.RangeBetween(t[0].SourceRange(), step.SrcRange)
+		rng = &r
+	}
+	switch root {
+	case "var":
+		if !hasStep {
+			l.errorf(rng, "Invalid reference", "A variable is referenced as var.NAME.")
+			return false
+		}
+		if _, ok := l.vars[step.Name]; !ok {
+			l.errorf(rng, "Reference to undeclared input variable", "No variable named %q is declared.%s Declare it with variable %q { }.", step.Name, didYouMean(step.Name, mapKeys(l.vars)), step.Name)
+			return false
+		}
+	case "local":
+		if !hasStep {
+			l.errorf(rng, "Invalid reference", "A local value is referenced as local.NAME.")
+			return false
+		}
+		found := false
+		for _, n := range l.localNames {
+			found = found || n == step.Name
+		}
+		if !found {
+			l.errorf(rng, "Reference to undeclared local value", "No local value named %q is defined.%s", step.Name, didYouMean(step.Name, l.localNames))
+			return false
+		}
+	case "each":
+		if !sc.each {
+			l.errorf(t.SourceRange().Ptr(), `Reference to "each" without for_each`, "each.key and each.value exist only inside a block that sets for_each.")
+			return false
+		}
+		if !hasStep || (step.Name != "key" && step.Name != "value") {
+			l.errorf(rng, "Invalid each attribute", "each has two attributes: each.key and each.value.")
+			return false
+		}
+	case "count":
+		if !sc.count {
+			l.errorf(t.SourceRange().Ptr(), `Reference to "count" without count`, "count.index exists only inside a block that sets count.")
+			return false
+		}
+		if !hasStep || step.Name != "index" {
+			l.errorf(rng, "Invalid count attribute", "count has one attribute: count.index.")
+			return false
+		}
+	case "result":
+		if sc.result == nil {
+			l.errorf(t.SourceRange().Ptr(), "Invalid reference to result", "result.* exists only in the condition of an expect block.")
+			return false
+		}
+		if !hasStep {
+			l.errorf(rng, "Invalid reference", "A result value is referenced as result.NAME, e.g. result.%s.", sc.result[0])
+			return false
+		}
+		found := false
+		for _, a := range sc.result {
+			found = found || a == step.Name
+		}
+		if !found {
+			l.errorf(rng, "Unsupported result attribute", "This workload's result has no attribute %q.%s It has: %s.", step.Name, didYouMean(step.Name, sc.result), strings.Join(sc.result, ", "))
+			return false
+		}
+	case "host", "rxe", "capture", "workload":
+		if !hasStep {
+			l.errorf(rng, "Invalid reference", "A %s is referenced as %s.NAME.", root, root)
+			return false
+		}
+		d := l.decls[root][step.Name]
+		if d == nil {
+			l.errorf(rng, "Reference to undeclared "+root, "No %s named %q is declared.%s", root, step.Name, didYouMean(step.Name, declNames(l.decls[root])))
+			return false
+		}
+		if !sc.allows(root) {
+			l.errorf(rng, "Invalid reference to "+root, "%s cannot refer to %s blocks here. %s", upperFirst(sc.where), root, allowedText(sc))
+			return false
+		}
+	}
+	return true
+}
+
+func allowedText(sc *scope) string {
+	if len(sc.kinds) == 0 {
+		return "Only var, local and path are in scope."
+	}
+	var ks []string
+	for _, k := range sc.kinds {
+		ks = append(ks, k+".NAME")
+	}
+	return "References here may name " + strings.Join(ks, ", ") + "."
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func declNames(m map[string]*decl) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func mapKeys(m map[string]cty.Value) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// didYouMean returns ` Did you mean "x"?` for the closest candidate, or "".
+func didYouMean(name string, candidates []string) string {
+	best, bestD := "", maxSuggestGap+1
+	for _, c := range candidates {
+		if d := levenshtein(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" || bestD > maxSuggestGap || bestD >= len(name) {
+		return ""
+	}
+	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// value evaluates one attribute: references checked, then evaluated; a null
+// or unknown result is reported.
+func (l *loader) value(a *hcl.Attribute, sc *scope) (cty.Value, bool) {
+	if !l.checkRefs(a.Expr, sc) {
+		return cty.NilVal, false
+	}
+	v, diags := a.Expr.Value(sc.ctx)
+	l.add(diags...)
+	if diags.HasErrors() {
+		return cty.NilVal, false
+	}
+	if !v.IsWhollyKnown() {
+		// Unknown only follows an error reported elsewhere (e.g. a missing
+		// required variable).
+		return cty.NilVal, false
+	}
+	if v.IsNull() {
+		l.errorf(a.Expr.Range().Ptr(), "Null value for "+a.Name, "%q must have a value; remove the argument to use its default.", a.Name)
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+func (l *loader) typed(a *hcl.Attribute, sc *scope, t cty.Type) (cty.Value, bool) {
+	v, ok := l.value(a, sc)
+	if !ok {
+		return v, false
+	}
+	cv, err := convert.Convert(v, t)
+	if err != nil {
+		l.errorf(a.Expr.Range().Ptr(), "Incorrect attribute value type", "Inappropriate value for attribute %q: %s required.", a.Name, article(t))
+		return cty.NilVal, false
+	}
+	return cv, true
+}
+
+func article(t cty.Type) string {
+	n := t.FriendlyName()
+	if strings.IndexByte("aeiou", n[0]) >= 0 {
+		return "an " + n
+	}
+	return "a " + n
+}
+
+func (l *loader) evalString(a *hcl.Attribute, ctx *hcl.EvalContext) (string, bool) {
+	return l.str(a, &scope{ctx: ctx, where: "this block"})
+}
+
+func (l *loader) evalBool(a *hcl.Attribute, ctx *hcl.EvalContext) (bool, bool) {
+	return l.boolean(a, &scope{ctx: ctx, where: "this block"})
+}
+
+func (l *loader) str(a *hcl.Attribute, sc *scope) (string, bool) {
+	v, ok := l.typed(a, sc, cty.String)
+	if !ok {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+func (l *loader) boolean(a *hcl.Attribute, sc *scope) (bool, bool) {
+	v, ok := l.typed(a, sc, cty.Bool)
+	if !ok {
+		return false, false
+	}
+	return v.True(), true
+}
+
+// integer evaluates a whole number in [lo, hi].
+func (l *loader) integer(a *hcl.Attribute, sc *scope, lo, hi int64) (int64, bool) {
+	v, ok := l.typed(a, sc, cty.Number)
+	if !ok {
+		return 0, false
+	}
+	f := v.AsBigFloat()
+	n, acc := f.Int64()
+	if !f.IsInt() || acc != big.Exact || n < lo || n > hi {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid value for "+a.Name, "%q must be a whole number from %d to %d; got %s.", a.Name, lo, hi, f.Text('g', -1))
+		return 0, false
+	}
+	return n, true
+}
+
+// sizeValue reads a byte size from a number or a string with a unit.
+func (l *loader) sizeValue(v cty.Value, rng *hcl.Range, name string) (int64, bool) {
+	var n int64
+	var err error
+	switch {
+	case v.IsNull() || !v.IsKnown():
+		err = fmt.Errorf("no value")
+	case v.Type() == cty.Number:
+		n, err = sizeFromNumber(v.AsBigFloat())
+	case v.Type() == cty.String:
+		n, err = ParseSize(v.AsString())
+	default:
+		err = fmt.Errorf("a size is a number of bytes or a string like \"64KiB\", not %s", article(v.Type()))
+	}
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("a size must be more than 0 bytes")
+	}
+	if err != nil {
+		l.errorf(rng, "Invalid size", "%s: %s. Write a whole number of bytes or a string like \"4096\", \"64KiB\", \"1GiB\".", name, err)
+		return 0, false
+	}
+	return n, true
+}
+
+func (l *loader) size(a *hcl.Attribute, sc *scope) (int64, bool) {
+	v, ok := l.value(a, sc)
+	if !ok {
+		return 0, false
+	}
+	return l.sizeValue(v, a.Expr.Range().Ptr(), a.Name)
+}
+
+func (l *loader) duration(a *hcl.Attribute, sc *scope) (time.Duration, bool) {
+	v, ok := l.value(a, sc)
+	if !ok {
+		return 0, false
+	}
+	var d time.Duration
+	var err error
+	if v.Type() != cty.String {
+		err = fmt.Errorf("a duration is a string with a unit, like \"30s\"")
+	} else {
+		d, err = ParseDuration(v.AsString())
+	}
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("a duration must be more than zero")
+	}
+	if err != nil {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid duration", "%s: %s.", a.Name, err)
+		return 0, false
+	}
+	return d, true
+}
+
+// elemRanges returns the source range of each element of a literal list,
+// so a bad element is pointed at exactly; otherwise the whole expression.
+func elemRanges(expr hcl.Expression, n int) []hcl.Range {
+	out := make([]hcl.Range, n)
+	tc, ok := expr.(*hclsyntax.TupleConsExpr)
+	for i := range out {
+		if ok && len(tc.Exprs) == n {
+			out[i] = tc.Exprs[i].Range()
+		} else {
+			out[i] = expr.Range()
+		}
+	}
+	return out
+}
+
+func (l *loader) strList(a *hcl.Attribute, sc *scope) ([]string, bool) {
+	v, ok := l.typed(a, sc, cty.List(cty.String))
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	rs := elemRanges(a.Expr, v.LengthInt())
+	for i, e := range v.AsValueSlice() {
+		if e.IsNull() {
+			l.errorf(rs[i].Ptr(), "Null value in list", "Element %d of %q is null; every element must be a string.", i, a.Name)
+			return nil, false
+		}
+		out = append(out, e.AsString())
+	}
+	return out, true
+}

@@ -1,0 +1,390 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// EnvPrefix names environment variables that set lab variables:
+// RLAB_VAR_user=alice sets var.user.
+const EnvPrefix = "RLAB_VAR_"
+
+// baseCtx is the scope every expression sees: var, local, path and the
+// functions.
+func (l *loader) baseCtx() *hcl.EvalContext {
+	vars := map[string]cty.Value{
+		"var":   objOrEmpty(l.vars),
+		"local": objOrEmpty(l.locals),
+		"path":  cty.ObjectVal(map[string]cty.Value{"lab": cty.StringVal(l.lab.Dir)}),
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: l.funcs}
+}
+
+func objOrEmpty(m map[string]cty.Value) cty.Value {
+	if len(m) == 0 {
+		return cty.EmptyObjectVal
+	}
+	return cty.ObjectVal(m)
+}
+
+var variableSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}, {Name: "description"}, {Name: "sensitive"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "validation"}},
+}
+
+type varDecl struct {
+	v          *Variable
+	typ        cty.Type
+	hasDefault bool
+	valueRange *hcl.Range // where the value came from, for diagnostics
+	validation []*hcl.Block
+}
+
+func (l *loader) decodeVariables(blocks []*hcl.Block) {
+	l.vars = map[string]cty.Value{}
+	decls := map[string]*varDecl{}
+	var order []string
+	for _, b := range blocks {
+		name := b.Labels[0]
+		if !validName(name) {
+			l.errorf(b.LabelRanges[0].Ptr(), "Invalid variable name", "A variable name must start with a letter or '_' and hold only letters, digits, '_' and '-'.")
+			continue
+		}
+		if prev := decls[name]; prev != nil {
+			l.errorf(b.LabelRanges[0].Ptr(), fmt.Sprintf("Duplicate variable %q", name), "A variable named %q is already declared at %s. Remove or rename one of them.", name, prev.v.Range)
+			continue
+		}
+		content, diags := b.Body.Content(variableSchema)
+		l.add(diags...)
+		d := &varDecl{v: &Variable{Name: name, Range: b.DefRange}, typ: cty.DynamicPseudoType, validation: nil}
+		if a := content.Attributes["type"]; a != nil {
+			t, diags := typeexpr.TypeConstraint(a.Expr)
+			l.add(diags...)
+			if !diags.HasErrors() {
+				d.typ = t
+			}
+		}
+		d.v.Type = d.typ
+		if a := content.Attributes["description"]; a != nil {
+			d.v.Description, _ = l.evalString(a, &hcl.EvalContext{Functions: l.funcs})
+		}
+		if a := content.Attributes["sensitive"]; a != nil {
+			d.v.Sensitive, _ = l.evalBool(a, &hcl.EvalContext{Functions: l.funcs})
+		}
+		if a := content.Attributes["default"]; a != nil {
+			v, diags := a.Expr.Value(&hcl.EvalContext{Functions: l.funcs})
+			l.add(diags...)
+			if !diags.HasErrors() {
+				if cv, ok := l.convertVar(d, v, a.Expr.Range().Ptr()); ok {
+					d.v.Value, d.v.Source, d.hasDefault = cv, "default", true
+					d.valueRange = a.Expr.Range().Ptr()
+				}
+			}
+		}
+		for _, vb := range content.Blocks {
+			d.validation = append(d.validation, vb)
+		}
+		decls[name] = d
+		order = append(order, name)
+	}
+
+	// Sources in rising precedence: environment, var files, -var.
+	for _, kv := range l.opts.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, EnvPrefix) {
+			continue
+		}
+		name := strings.TrimPrefix(k, EnvPrefix)
+		if d := decls[name]; d != nil { // like Terraform, unknown env vars are ignored
+			l.setRaw(d, v, "env", EnvPrefix+name)
+		}
+	}
+	for _, vf := range l.opts.VarFiles {
+		l.readVarFile(vf, decls)
+	}
+	keys := make([]string, 0, len(l.opts.Vars))
+	for k := range l.opts.Vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d := decls[k]
+		if d == nil {
+			l.errorf(nil, "Value for undeclared variable", "A -var was given for %q, but the lab declares no such variable.%s Declare it with variable %q { }, or drop the -var.", k, didYouMean(k, order), k)
+			continue
+		}
+		l.setRaw(d, l.opts.Vars[k], "var", "-var "+k)
+	}
+
+	for _, name := range order {
+		d := decls[name]
+		if d.v.Source == "" {
+			l.errorf(d.v.Range.Ptr(), "No value for required variable", "Variable %q has no default. Give it one, or set it with -var %s=VALUE, a -var-file, or %s%s.", name, name, EnvPrefix, name)
+			d.v.Value = cty.UnknownVal(d.typ)
+		}
+		l.vars[name] = d.v.Value
+		l.lab.Variables = append(l.lab.Variables, d.v)
+		if d.v.Sensitive && d.v.Value.IsWhollyKnown() {
+			l.lab.Sensitive = append(l.lab.Sensitive, leafStrings(d.v.Value)...)
+		}
+	}
+	for _, name := range order {
+		l.checkValidations(decls[name])
+	}
+}
+
+// convertVar converts v to the variable's type.
+func (l *loader) convertVar(d *varDecl, v cty.Value, rng *hcl.Range) (cty.Value, bool) {
+	cv, err := convert.Convert(v, d.typ)
+	if err != nil {
+		l.errorf(rng, "Invalid value for variable", "The value for variable %q is not a %s: %s.", d.v.Name, d.typ.FriendlyName(), err)
+		return cty.NilVal, false
+	}
+	return cv, true
+}
+
+// setRaw sets a variable from a command-line or environment string: taken
+// literally for string variables, parsed as an HCL expression otherwise (as
+// Terraform does).
+func (l *loader) setRaw(d *varDecl, raw, source, what string) {
+	var v cty.Value
+	if d.typ == cty.String || d.typ == cty.DynamicPseudoType {
+		v = cty.StringVal(raw)
+	} else {
+		expr, diags := hclsyntax.ParseExpression([]byte(raw), what, hcl.InitialPos)
+		if diags.HasErrors() {
+			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q is not a valid %s expression: %s.", what, raw, d.v.Name, d.typ.FriendlyName(), diags[0].Summary)
+			return
+		}
+		var vd hcl.Diagnostics
+		v, vd = expr.Value(&hcl.EvalContext{Functions: l.funcs})
+		if vd.HasErrors() {
+			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q: %s.", what, raw, d.v.Name, vd[0].Detail)
+			return
+		}
+	}
+	if cv, ok := l.convertVar(d, v, nil); ok {
+		d.v.Value, d.v.Source, d.valueRange = cv, source, nil
+	}
+}
+
+func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		l.errorf(nil, "Cannot read variable file", "Could not read -var-file %s: %s.", path, err)
+		return
+	}
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		ty, err := ctyjson.ImpliedType(src)
+		if err != nil {
+			l.errorf(nil, "Invalid variable file", "-var-file %s is not valid JSON: %s.", path, err)
+			return
+		}
+		v, err := ctyjson.Unmarshal(src, ty)
+		if err != nil || !v.Type().IsObjectType() {
+			l.errorf(nil, "Invalid variable file", "-var-file %s must hold one JSON object of variable values.", path)
+			return
+		}
+		for name, val := range v.AsValueMap() {
+			d := decls[name]
+			if d == nil {
+				l.errorf(nil, "Value for undeclared variable", "-var-file %s sets %q, but the lab declares no such variable.", path, name)
+				continue
+			}
+			if cv, ok := l.convertVar(d, val, nil); ok {
+				d.v.Value, d.v.Source, d.valueRange = cv, "var-file", nil
+			}
+		}
+		return
+	}
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	if diags.HasErrors() {
+		l.add(diags[0])
+		return
+	}
+	l.lab.Files[path] = src
+	attrs, diags := f.Body.JustAttributes()
+	l.add(diags...)
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var declared []string
+	for n := range decls {
+		declared = append(declared, n)
+	}
+	for _, n := range names {
+		a := attrs[n]
+		d := decls[n]
+		if d == nil {
+			l.errorf(a.NameRange.Ptr(), "Value for undeclared variable", "The lab declares no variable %q.%s", n, didYouMean(n, declared))
+			continue
+		}
+		v, diags := a.Expr.Value(&hcl.EvalContext{Functions: l.funcs})
+		l.add(diags...)
+		if diags.HasErrors() {
+			continue
+		}
+		if cv, ok := l.convertVar(d, v, a.Expr.Range().Ptr()); ok {
+			d.v.Value, d.v.Source, d.valueRange = cv, "var-file", a.Expr.Range().Ptr()
+		}
+	}
+}
+
+var validationSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "condition", Required: true}, {Name: "error_message", Required: true},
+}}
+
+func (l *loader) checkValidations(d *varDecl) {
+	for _, vb := range d.validation {
+		content, diags := vb.Body.Content(validationSchema)
+		l.add(diags...)
+		cond, msgAttr := content.Attributes["condition"], content.Attributes["error_message"]
+		if cond == nil || msgAttr == nil {
+			continue
+		}
+		ok := true
+		for _, t := range cond.Expr.Variables() {
+			if t.RootName() != "var" || len(t) < 2 {
+				l.errorf(t.SourceRange().Ptr(), "Invalid reference in variable validation", "A validation condition may refer only to the variable it validates, var.%s.", d.v.Name)
+				ok = false
+				continue
+			}
+			if a, isAttr := t[1].(hcl.TraverseAttr); !isAttr || a.Name != d.v.Name {
+				l.errorf(t.SourceRange().Ptr(), "Invalid reference in variable validation", "A validation condition may refer only to the variable it validates, var.%s.", d.v.Name)
+				ok = false
+			}
+		}
+		if !ok || !d.v.Value.IsWhollyKnown() {
+			continue
+		}
+		ctx := &hcl.EvalContext{
+			Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{d.v.Name: d.v.Value})},
+			Functions: l.funcs,
+		}
+		res, diags := cond.Expr.Value(ctx)
+		l.add(diags...)
+		if diags.HasErrors() {
+			continue
+		}
+		res, err := convert.Convert(res, cty.Bool)
+		if err != nil || res.IsNull() || !res.IsKnown() {
+			l.errorf(cond.Expr.Range().Ptr(), "Invalid validation condition", "The condition must be true or false.")
+			continue
+		}
+		if res.False() {
+			msg, _ := l.evalString(msgAttr, &hcl.EvalContext{Functions: l.funcs})
+			subj := d.valueRange
+			if subj == nil {
+				subj = d.v.Range.Ptr()
+			}
+			l.errorf(subj, "Invalid value for variable", "%s\n\nThis was checked by the validation rule at %s.", msg, cond.Range)
+		}
+	}
+}
+
+// leafStrings lists the string forms of every primitive in v, for redaction.
+func leafStrings(v cty.Value) []string {
+	if v.IsNull() || !v.IsKnown() {
+		return nil
+	}
+	t := v.Type()
+	switch {
+	case t == cty.String:
+		if s := v.AsString(); s != "" {
+			return []string{s}
+		}
+	case t == cty.Number:
+		return []string{v.AsBigFloat().Text('f', -1)}
+	case t.IsListType() || t.IsSetType() || t.IsTupleType() || t.IsMapType() || t.IsObjectType():
+		var out []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			out = append(out, leafStrings(e)...)
+		}
+		return out
+	}
+	return nil
+}
+
+// decodeLocals evaluates every local value in dependency order.
+func (l *loader) decodeLocals(blocks []*hcl.Block) {
+	l.locals = map[string]cty.Value{}
+	attrs := map[string]*hcl.Attribute{}
+	var names []string
+	for _, b := range blocks {
+		as, diags := b.Body.JustAttributes()
+		l.add(diags...)
+		var bn []string
+		for n := range as {
+			bn = append(bn, n)
+		}
+		sort.Slice(bn, func(i, j int) bool { return as[bn[i]].Range.Start.Byte < as[bn[j]].Range.Start.Byte })
+		for _, n := range bn {
+			if prev := attrs[n]; prev != nil {
+				l.errorf(as[n].NameRange.Ptr(), fmt.Sprintf("Duplicate local value %q", n), "A local value named %q is already defined at %s. Rename or remove one of them.", n, prev.NameRange)
+				continue
+			}
+			attrs[n] = as[n]
+			names = append(names, n)
+		}
+	}
+	l.localNames = names
+	state := map[string]int{} // 0 new, 1 in progress, 2 done
+	var visit func(n string, path []string)
+	visit = func(n string, path []string) {
+		switch state[n] {
+		case 2:
+			return
+		case 1:
+			a := attrs[n]
+			l.errorf(a.NameRange.Ptr(), "Cycle in local values", "local.%s depends on itself: %s. Break the cycle.", n, strings.Join(append(path, "local."+n), " -> "))
+			l.locals[n] = cty.DynamicVal
+			state[n] = 2
+			return
+		}
+		state[n] = 1
+		a := attrs[n]
+		for _, t := range a.Expr.Variables() {
+			if t.RootName() != "local" || len(t) < 2 {
+				continue
+			}
+			ta, ok := t[1].(hcl.TraverseAttr)
+			if !ok {
+				continue
+			}
+			if attrs[ta.Name] == nil {
+				continue // checkRefs reports it
+			}
+			visit(ta.Name, append(path, "local."+n))
+		}
+		if state[n] == 2 { // set by a cycle report
+			return
+		}
+		if l.checkRefs(a.Expr, &scope{where: "locals"}) {
+			v, diags := a.Expr.Value(l.baseCtx())
+			l.add(diags...)
+			if diags.HasErrors() {
+				v = cty.DynamicVal
+			}
+			l.locals[n] = v
+		} else {
+			l.locals[n] = cty.DynamicVal
+		}
+		state[n] = 2
+	}
+	for _, n := range names {
+		visit(n, nil)
+	}
+}
