@@ -18,6 +18,7 @@ pulls back pcaps, logs and a structured result summary.`,
 	// Every command is registered here, in one visible place.
 	root.AddCommand(
 		newVersionCmd(),
+		newPcapCmd(),
 	)
 	return root
 }

@@ -1,0 +1,142 @@
+// Package iograph turns the frames of a capture into throughput over time
+// (bits per second per interval, per series: all RoCEv2, each RDMA
+// operation class, TCP) and draws it as a self-contained SVG chart that a
+// run report can embed inline. It depends on engine/roce for decoded frames
+// and on nothing outside the standard library for drawing.
+package iograph
+
+import (
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/roce"
+)
+
+// Series is one line of the graph.
+type Series struct {
+	Name    string    `json:"name"`
+	Packets int64     `json:"packets"`
+	Bytes   int64     `json:"bytes"`
+	BPS     []float64 `json:"bits_per_second"` // one value per interval
+}
+
+// Graph is throughput over time.
+type Graph struct {
+	Start    time.Time     `json:"start"`
+	Interval time.Duration `json:"interval_ns"`
+	Series   []Series      `json:"series"`
+	// Dropped counts frames after MaxBuckets intervals (a clock jump).
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+// MaxBuckets bounds the intervals of one graph so a frame with a wild
+// timestamp cannot make it allocate without end.
+const MaxBuckets = 1 << 20
+
+// Series names, in legend order.
+const (
+	SeriesRoCE   = "RoCEv2"
+	SeriesWrite  = "WRITE"
+	SeriesRead   = "READ"
+	SeriesSend   = "SEND"
+	SeriesAtomic = "ATOMIC"
+	SeriesAck    = "ACK"
+	SeriesTCP    = "TCP"
+)
+
+var seriesNames = []string{SeriesRoCE, SeriesWrite, SeriesRead, SeriesSend, SeriesAtomic, SeriesAck, SeriesTCP}
+
+const (
+	sRoCE = iota
+	sWrite
+	sRead
+	sSend
+	sAtomic
+	sAck
+	sTCP
+	nSeries
+)
+
+// classSeries maps an operation class to its series (-1: only in RoCEv2).
+var classSeries = [...]int{
+	roce.ClassOther: -1, roce.ClassSend: sSend, roce.ClassWrite: sWrite, roce.ClassRead: sRead,
+	roce.ClassAtomic: sAtomic, roce.ClassAck: sAck, roce.ClassCNP: -1, roce.ClassFlush: -1,
+}
+
+// Builder accumulates frames into a Graph.
+type Builder struct {
+	interval time.Duration
+	start    int64 // ns
+	started  bool
+	bytes    [nSeries][]int64
+	packets  [nSeries]int64
+	total    [nSeries]int64
+	dropped  int64
+}
+
+// NewBuilder returns a Builder with buckets of the given width.
+func NewBuilder(interval time.Duration) *Builder { return &Builder{interval: interval} }
+
+// Add accounts one decoded frame by its length on the wire.
+func (b *Builder) Add(p *roce.Packet) {
+	var s1, s2 = -1, -1
+	switch p.Kind {
+	case roce.KindTCP:
+		s1 = sTCP
+	case roce.KindRoCE:
+		s1 = sRoCE
+		if p.Problem != roce.ProblemMalformed && p.Problem != roce.ProblemBadOpcode {
+			if c := p.Op().Class; int(c) < len(classSeries) {
+				s2 = classSeries[c]
+			}
+		}
+	default:
+		return
+	}
+	t := p.Time.UnixNano()
+	if !b.started {
+		b.start, b.started = t, true
+	}
+	i := 0
+	if t > b.start {
+		i64 := (t - b.start) / int64(b.interval)
+		if i64 >= MaxBuckets {
+			b.dropped++
+			return
+		}
+		i = int(i64)
+	}
+	n := int64(p.WireLen)
+	for _, s := range [2]int{s1, s2} {
+		if s < 0 {
+			continue
+		}
+		for len(b.bytes[s]) <= i {
+			b.bytes[s] = append(b.bytes[s], 0)
+		}
+		b.bytes[s][i] += n
+		b.packets[s]++
+		b.total[s] += n
+	}
+}
+
+// Graph returns the graph so far: every series with at least one packet,
+// all of the same length, in bits per second.
+func (b *Builder) Graph() *Graph {
+	g := &Graph{Start: time.Unix(0, b.start).UTC(), Interval: b.interval, Dropped: b.dropped}
+	n := 0
+	for s := range b.bytes {
+		n = max(n, len(b.bytes[s]))
+	}
+	perSec := 8 / b.interval.Seconds()
+	for s := 0; s < nSeries; s++ {
+		if b.packets[s] == 0 {
+			continue
+		}
+		bps := make([]float64, n)
+		for i, v := range b.bytes[s] {
+			bps[i] = float64(v) * perSec
+		}
+		g.Series = append(g.Series, Series{Name: seriesNames[s], Packets: b.packets[s], Bytes: b.total[s], BPS: bps})
+	}
+	return g
+}

@@ -1,0 +1,155 @@
+package roce
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+)
+
+// Ladder collects the first N RoCE packets between the two ends of the
+// first RoCE packet seen, for a sequence ("ladder") diagram.
+type Ladder struct {
+	N    int
+	A, B netip.Addr // left and right ends
+	rows []ladderRow
+	seen bool
+}
+
+type ladderRow struct {
+	number   int
+	t        float64 // seconds since the first row
+	toRight  bool
+	label    string
+	detail   string
+	rawFirst int64
+}
+
+// NewLadder returns a Ladder that keeps n packets.
+func NewLadder(n int) *Ladder { return &Ladder{N: n} }
+
+// Add considers one decoded frame.
+func (l *Ladder) Add(p *Packet) {
+	if len(l.rows) >= l.N || !p.HasBTH {
+		return
+	}
+	if !l.seen {
+		l.A, l.B, l.seen = p.Src, p.Dst, true
+	}
+	var right bool
+	switch {
+	case p.Src == l.A && p.Dst == l.B:
+		right = true
+	case p.Src == l.B && p.Dst == l.A:
+	default:
+		return
+	}
+	r := ladderRow{number: p.Number, toRight: right, rawFirst: p.Time.UnixNano()}
+	if len(l.rows) > 0 {
+		r.t = float64(r.rawFirst-l.rows[0].rawFirst) / 1e9
+	}
+	r.label, r.detail = describe(p)
+	l.rows = append(l.rows, r)
+}
+
+// describe returns the arrow label and the detail of one packet.
+func describe(p *Packet) (string, string) {
+	op := p.Op()
+	label := fmt.Sprintf("%s PSN %d", op.Name, p.BTH.PSN)
+	if op.Transport != RC {
+		label = op.Transport.String() + " " + label
+	}
+	switch {
+	case p.CM.Attr != 0:
+		label = "CM " + p.CM.Name()
+	case op.Transport == CNP:
+		label = "CNP"
+	}
+	var d []string
+	add := func(f string, a ...any) { d = append(d, fmt.Sprintf(f, a...)) }
+	add("QP 0x%06x", p.BTH.DestQP)
+	if p.Headers&HdrDETH != 0 {
+		add("QKey 0x%08x src QP 0x%06x", p.DETH.QKey, p.DETH.SrcQP)
+	}
+	if p.Headers&HdrRETH != 0 {
+		add("VA 0x%x rkey 0x%x len %d", p.RETH.VA, p.RETH.RKey, p.RETH.DMALen)
+	}
+	if p.Headers&HdrAtomicETH != 0 {
+		add("VA 0x%x rkey 0x%x swap/add 0x%x compare 0x%x", p.Atomic.VA, p.Atomic.RKey, p.Atomic.SwapAdd, p.Atomic.Compare)
+	}
+	if p.Headers&HdrAETH != 0 {
+		switch p.AETH.Kind() {
+		case AETHAck:
+			add("ACK MSN %d", p.AETH.MSN)
+		case AETHRNRNak:
+			add("RNR NAK timer %d MSN %d", p.AETH.Value(), p.AETH.MSN)
+		case AETHNak:
+			add("NAK %s MSN %d", NAKName(p.AETH.Value()), p.AETH.MSN)
+		default:
+			add("AETH syndrome 0x%02x MSN %d", p.AETH.Syndrome, p.AETH.MSN)
+		}
+	}
+	if p.Headers&HdrAtomicAckETH != 0 {
+		add("original 0x%x", p.OrigData)
+	}
+	if p.Headers&HdrImmDt != 0 {
+		add("imm 0x%08x", p.ImmDt)
+	}
+	if p.Headers&HdrIETH != 0 {
+		add("invalidate rkey 0x%x", p.IETH)
+	}
+	if c := &p.CM; c.Attr != 0 {
+		add("comm ID 0x%08x/0x%08x", c.LocalCommID, c.RemoteCommID)
+		if c.LocalQPN != 0 {
+			add("QPN 0x%06x", c.LocalQPN)
+		}
+		if c.Attr == CMDreq {
+			add("QPN 0x%06x", c.RemoteQPN)
+		}
+	} else if p.PayloadLen > 0 {
+		add("payload %d", p.PayloadLen)
+	}
+	if p.BTH.FECN {
+		add("FECN")
+	}
+	if p.BTH.AckReq {
+		add("ack req")
+	}
+	if p.Problem != ProblemNone {
+		add("[%s]", p.Problem)
+	}
+	return label, strings.Join(d, ", ")
+}
+
+// arrowWidth is the width of the space between the two lifelines.
+const arrowWidth = 46
+
+// WriteLadder draws the diagram: the left end's lifeline, arrows, the
+// right end's lifeline and each packet's header fields.
+func (l *Ladder) WriteLadder(w io.Writer) error {
+	b := &strings.Builder{}
+	if !l.seen {
+		b.WriteString("no RoCEv2 packets\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	fmt.Fprintf(b, "first %d RoCEv2 packets between %s and %s\n\n", len(l.rows), l.A, l.B)
+	left, right := l.A.String(), l.B.String()
+	fmt.Fprintf(b, "%6s %9s  %-*s%s\n", "frame", "time", arrowWidth+1, left, right)
+	for _, r := range l.rows {
+		label := " " + r.label + " "
+		if len(label) > arrowWidth-4 {
+			label = label[:arrowWidth-4]
+		}
+		dash := strings.Repeat("-", arrowWidth-3-len(label))
+		var arrow string
+		if r.toRight {
+			arrow = "|--" + label + dash + ">|"
+		} else {
+			arrow = "|<" + dash + label + "--|"
+		}
+		fmt.Fprintf(b, "%6d %9.6f  %s  %s\n", r.number, r.t, arrow, r.detail)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,108 @@
+package roce
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/google/gopacket/pcapgo"
+)
+
+// ScanResult says how reading a capture file ended.
+type ScanResult struct {
+	Frames int
+	// CutShort is set when the file ends in the middle of a frame (tcpdump
+	// killed before it flushed): every whole frame was still read.
+	CutShort bool
+}
+
+// ScanFile reads the pcap or pcapng file at path and calls fn with each
+// frame decoded into one reused Packet (fn must copy what it keeps).
+func ScanFile(path string, fn func(*Packet) error) (ScanResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ScanResult{}, fmt.Errorf("read capture: %w", err)
+	}
+	defer f.Close()
+	res, err := Scan(f, fn)
+	if err != nil {
+		return res, fmt.Errorf("read capture %q: %w", path, err)
+	}
+	return res, nil
+}
+
+// Scan is ScanFile on an open reader (a pcap, pcapng or gzipped pcap).
+func Scan(r io.Reader, fn func(*Packet) error) (ScanResult, error) {
+	var res ScanResult
+	br := bufio.NewReaderSize(r, 1<<20)
+	magic, err := br.Peek(4)
+	if err != nil {
+		return res, fmt.Errorf("read file header: %w", err)
+	}
+	var next func() ([]byte, int, int, error) // data, wire length, link type
+	var p Packet
+	if string(magic) == "\x0a\x0d\x0d\x0a" {
+		ng, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			return res, fmt.Errorf("read pcapng header: %w", err)
+		}
+		var links []int
+		next = func() ([]byte, int, int, error) {
+			data, ci, err := ng.ZeroCopyReadPacketData()
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			if ci.InterfaceIndex >= len(links) {
+				links = links[:0]
+				for i := 0; i < ng.NInterfaces(); i++ {
+					ifc, _ := ng.Interface(i)
+					links = append(links, int(ifc.LinkType))
+				}
+			}
+			link := -1
+			if ci.InterfaceIndex < len(links) {
+				link = links[ci.InterfaceIndex]
+			}
+			p.Time = ci.Timestamp
+			return data, ci.Length, link, nil
+		}
+	} else {
+		pr, err := pcapgo.NewReader(br)
+		if err != nil {
+			return res, fmt.Errorf("read pcap header: %w", err)
+		}
+		// Some writers record snaplen 0 or smaller than their frames;
+		// trust the frames, as tshark does.
+		pr.SetSnaplen(1 << 18)
+		link := int(pr.LinkType())
+		next = func() ([]byte, int, int, error) {
+			data, ci, err := pr.ZeroCopyReadPacketData()
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			p.Time = ci.Timestamp
+			return data, ci.Length, link, nil
+		}
+	}
+	for {
+		data, wire, link, err := next()
+		if err == io.EOF {
+			return res, nil
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			res.CutShort = true
+			return res, nil
+		}
+		if err != nil {
+			return res, fmt.Errorf("frame %d: %w", res.Frames+1, err)
+		}
+		res.Frames++
+		p.Number = res.Frames
+		Decode(link, data, wire, &p)
+		if err := fn(&p); err != nil {
+			return res, err
+		}
+	}
+}

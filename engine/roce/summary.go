@@ -1,0 +1,245 @@
+package roce
+
+import (
+	"net/netip"
+	"sort"
+	"time"
+)
+
+// OpStats counts the packets of one opcode.
+type OpStats struct {
+	Opcode       uint8     `json:"opcode"`
+	Name         string    `json:"name"`
+	Transport    string    `json:"transport"`
+	Packets      int64     `json:"packets"`
+	Bytes        int64     `json:"bytes"`         // frame bytes on the wire
+	PayloadBytes int64     `json:"payload_bytes"` // IB payload bytes
+	First        time.Time `json:"first"`
+	Last         time.Time `json:"last"`
+}
+
+func (o *OpStats) add(p *Packet) {
+	if o.Packets == 0 {
+		o.First = p.Time
+	}
+	o.Packets++
+	o.Bytes += int64(p.WireLen)
+	o.PayloadBytes += int64(p.PayloadLen)
+	o.Last = p.Time
+}
+
+// FlowKey names one direction of a RoCE conversation: the IP addresses and
+// the destination QP of the packets.
+type FlowKey struct {
+	Src, Dst netip.Addr
+	DestQP   uint32
+}
+
+// Flow is what was seen on one FlowKey.
+type Flow struct {
+	Src          netip.Addr `json:"src"`
+	Dst          netip.Addr `json:"dst"`
+	DestQP       uint32     `json:"dest_qp"`
+	Packets      int64      `json:"packets"`
+	Bytes        int64      `json:"bytes"`
+	PayloadBytes int64      `json:"payload_bytes"`
+	First        time.Time  `json:"first"`
+	Last         time.Time  `json:"last"`
+	// Retransmits counts request packets whose PSN was not after the
+	// highest PSN already seen on this flow (go-back-N resends).
+	Retransmits int64 `json:"retransmitted_psns"`
+	NAKs        int64 `json:"naks"`
+	RNRNAKs     int64 `json:"rnr_naks"`
+	CNPs        int64 `json:"cnps"`
+	ECN         int64 `json:"fecn_marked"`
+	// NAKCodes counts NAKs by code (0 PSN sequence error, 1 invalid
+	// request, 2 remote access error, 3 remote operational error).
+	NAKCodes map[uint8]int64 `json:"nak_codes,omitempty"`
+	Ops      []*OpStats      `json:"opcodes"`
+
+	opIdx   [256]uint16 // index+1 into Ops
+	maxPSN  uint32
+	havePSN bool
+}
+
+// CMEvent is one Communication Manager message: the control plane.
+type CMEvent struct {
+	Number       int        `json:"frame"`
+	Time         time.Time  `json:"time"`
+	Src          netip.Addr `json:"src"`
+	Dst          netip.Addr `json:"dst"`
+	Message      string     `json:"message"`
+	LocalCommID  uint32     `json:"local_comm_id"`
+	RemoteCommID uint32     `json:"remote_comm_id"`
+	QPN          uint32     `json:"qpn,omitempty"` // REQ/REP local QPN, DREQ remote QPN
+	StartPSN     uint32     `json:"start_psn,omitempty"`
+	Port         uint16     `json:"port,omitempty"` // RDMA-CM port of a REQ
+	Reason       uint16     `json:"reject_reason,omitempty"`
+}
+
+// maxCMEvents bounds the control-plane list of a summary (a class lab
+// capture may hold thousands of connections).
+const maxCMEvents = 1000
+
+// Summary is the analysis of one capture file.
+type Summary struct {
+	File        string    `json:"file,omitempty"`
+	Frames      int64     `json:"frames"`
+	Bytes       int64     `json:"bytes"`
+	First       time.Time `json:"first"`
+	Last        time.Time `json:"last"`
+	RoCEPackets int64     `json:"roce_packets"`
+	RoCEBytes   int64     `json:"roce_bytes"`
+	TCPPackets  int64     `json:"tcp_packets"`
+	TCPBytes    int64     `json:"tcp_bytes"`
+	Other       int64     `json:"other_packets"`
+	// Truncated counts frames the capture kept only part of (snaplen);
+	// HeadersCut those of them cut inside the headers this decoder reads.
+	Truncated  int64 `json:"truncated"`
+	HeadersCut int64 `json:"headers_truncated"`
+	Malformed  int64 `json:"malformed"`
+	BadOpcode  int64 `json:"reserved_opcode"`
+	BadLink    int64 `json:"unknown_link_type"`
+	// CutShort: the file ends inside a frame.
+	CutShort  bool       `json:"file_cut_short,omitempty"`
+	Flows     []*Flow    `json:"connections"`
+	Opcodes   []*OpStats `json:"opcodes"`
+	CM        []CMEvent  `json:"cm,omitempty"`
+	CMDropped int64      `json:"cm_not_listed,omitempty"`
+
+	flows   map[FlowKey]*Flow
+	last    *Flow
+	lastKey FlowKey
+	ops     [256]*OpStats
+}
+
+// NewSummary returns an empty Summary ready for Add.
+func NewSummary() *Summary { return &Summary{flows: map[FlowKey]*Flow{}} }
+
+// Add accounts one decoded frame.
+func (s *Summary) Add(p *Packet) {
+	if s.Frames == 0 {
+		s.First = p.Time
+	}
+	s.Frames++
+	s.Bytes += int64(p.WireLen)
+	s.Last = p.Time
+	if p.Truncated {
+		s.Truncated++
+	}
+	switch p.Problem {
+	case ProblemTruncated:
+		s.HeadersCut++
+	case ProblemMalformed:
+		s.Malformed++
+	case ProblemBadOpcode:
+		s.BadOpcode++
+	case ProblemUnknownLink:
+		s.BadLink++
+	}
+	switch p.Kind {
+	case KindTCP:
+		s.TCPPackets++
+		s.TCPBytes += int64(p.WireLen)
+		return
+	case KindOther:
+		s.Other++
+		return
+	}
+	s.RoCEPackets++
+	s.RoCEBytes += int64(p.WireLen)
+	if p.Problem == ProblemMalformed || !p.HasBTH {
+		return // no BTH to account by
+	}
+	k := FlowKey{p.Src, p.Dst, p.BTH.DestQP}
+	f := s.last
+	if f == nil || k != s.lastKey {
+		f = s.flows[k]
+		if f == nil {
+			f = &Flow{Src: p.Src, Dst: p.Dst, DestQP: p.BTH.DestQP, First: p.Time}
+			s.flows[k] = f
+			s.Flows = append(s.Flows, f)
+		}
+		s.last, s.lastKey = f, k
+	}
+	f.Packets++
+	f.Bytes += int64(p.WireLen)
+	f.PayloadBytes += int64(p.PayloadLen)
+	f.Last = p.Time
+	op := p.BTH.Opcode
+	i := f.opIdx[op]
+	if i == 0 {
+		info := &opTable[op]
+		f.Ops = append(f.Ops, &OpStats{Opcode: op, Name: info.Name, Transport: info.Transport.String()})
+		i = uint16(len(f.Ops))
+		f.opIdx[op] = i
+	}
+	f.Ops[i-1].add(p)
+	t := s.ops[op]
+	if t == nil {
+		info := &opTable[op]
+		t = &OpStats{Opcode: op, Name: info.Name, Transport: info.Transport.String()}
+		s.ops[op] = t
+	}
+	t.add(p)
+	if p.BTH.FECN {
+		f.ECN++
+	}
+	info := &opTable[op]
+	switch {
+	case info.Class == ClassCNP:
+		f.CNPs++
+	case info.request && info.Transport != UD:
+		psn := p.BTH.PSN
+		if f.havePSN {
+			d := (psn - f.maxPSN) & 0xffffff
+			if d == 0 || d >= 1<<23 {
+				f.Retransmits++
+				break
+			}
+		}
+		f.maxPSN, f.havePSN = psn, true
+	}
+	if p.Headers&HdrAETH != 0 {
+		switch p.AETH.Kind() {
+		case AETHRNRNak:
+			f.RNRNAKs++
+		case AETHNak:
+			f.NAKs++
+			if f.NAKCodes == nil {
+				f.NAKCodes = map[uint8]int64{}
+			}
+			f.NAKCodes[p.AETH.Value()]++
+		}
+	}
+	if p.CM.Attr != 0 {
+		if len(s.CM) >= maxCMEvents {
+			s.CMDropped++
+			return
+		}
+		c := &p.CM
+		e := CMEvent{Number: p.Number, Time: p.Time, Src: p.Src, Dst: p.Dst, Message: c.Name(),
+			LocalCommID: c.LocalCommID, RemoteCommID: c.RemoteCommID, StartPSN: c.StartPSN,
+			Port: c.Port(), Reason: c.Reason, QPN: c.LocalQPN}
+		if c.Attr == CMDreq {
+			e.QPN = c.RemoteQPN
+		}
+		s.CM = append(s.CM, e)
+	}
+}
+
+// Finish sorts the per-opcode lists; call it once after the last Add.
+func (s *Summary) Finish() {
+	s.Opcodes = s.Opcodes[:0]
+	for _, o := range s.ops {
+		if o != nil {
+			s.Opcodes = append(s.Opcodes, o)
+		}
+	}
+	for _, f := range s.Flows {
+		sort.Slice(f.Ops, func(i, j int) bool { return f.Ops[i].Opcode < f.Ops[j].Opcode })
+		for i, o := range f.Ops {
+			f.opIdx[o.Opcode] = uint16(i + 1)
+		}
+	}
+}
