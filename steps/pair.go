@@ -108,7 +108,14 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *prot
 		}
 		data, source = fd.Data, "json"
 	}
-	ss, err := env.Parse(s.w.Tool, data, source == "json")
+	ss, err := env.Parse(s.w.Tool, data, []byte(cr.Stderr), source == "json")
+	if err != nil && source == "json" {
+		// A perftest JSON report that cannot be read is not the end: the
+		// text report on stdout says the same.
+		env.logger().Warn("perftest JSON report unusable, reading the text report", "host", r.Client.Host, "handle", r.Client.Handle, "err", err)
+		source = "text"
+		ss, err = env.Parse(s.w.Tool, []byte(cr.Stdout), []byte(cr.Stderr), false)
+	}
 	if err != nil {
 		return nil, source, fmt.Errorf("parse %s output (%s) of %q on host %q: %w", s.w.Tool, source, r.Client.Handle, r.Client.Host, err)
 	}

@@ -93,6 +93,10 @@ func waitProc(ctx context.Context, env *Env, p *procs, host, hd string, timeout 
 	}
 	var res proto.ProcResult
 	if err := h.Call(ctx, proto.MethodProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: ms(timeout)}, &res); err != nil {
+		var pe *proto.Error
+		if errors.As(err, &pe) && pe.Code == proto.CodeTimeout {
+			return nil, fmt.Errorf("%w: %w", ErrTimedOut, err)
+		}
 		return nil, err
 	}
 	p.done(host, hd)

@@ -69,8 +69,9 @@ type Journal interface {
 }
 
 // ParseFunc turns a tool's output into samples. json says out is perftest's
-// --out_json file rather than its text report.
-type ParseFunc func(tool string, out []byte, json bool) ([]results.Sample, error)
+// --out_json file rather than its text report; stderr is the same process's
+// stderr (warnings, rping's errors).
+type ParseFunc func(tool string, out, stderr []byte, json bool) ([]results.Sample, error)
 
 // Env is what steps share during one run.
 type Env struct {
