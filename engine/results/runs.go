@@ -1,0 +1,107 @@
+package results
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ListRuns finds the run directories under root (a directory holding
+// results.json, at most three levels down: runs/<lab>/<timestamp>/) and reads
+// them, oldest first. Directories whose results.json cannot be read are
+// returned as errors beside the runs that could.
+func ListRuns(root string) ([]*Run, []error) {
+	var (
+		runs []*Run
+		errs []error
+	)
+	base := strings.Count(filepath.Clean(root), string(filepath.Separator))
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == root {
+				return err
+			}
+			errs = append(errs, err)
+			return nil
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if strings.Count(filepath.Clean(path), string(filepath.Separator))-base > 3 {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, ResultsFile)); err != nil {
+			return nil
+		}
+		r, err := ReadRun(path)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			runs = append(runs, r)
+		}
+		return filepath.SkipDir // a run directory holds no other runs
+	})
+	if err != nil {
+		return nil, []error{fmt.Errorf("list runs under %s: %w", root, err)}
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		if !runs[i].Started.Equal(runs[j].Started) {
+			return runs[i].Started.Before(runs[j].Started)
+		}
+		return runs[i].Dir < runs[j].Dir
+	})
+	return runs, errs
+}
+
+// Headline picks a run's figures worth a glance, one per workload that has
+// one: bandwidth (bw_avg, tcp_bw, pp_bw) at the largest size, or typical
+// latency (lat_typical, pp_lat) at the smallest, medians over repeats.
+func Headline(r *Run) []string {
+	prefer := []string{"bw_avg", "tcp_bw", "lat_typical", "pp_bw", "rping_count"}
+	aggs := Aggregate(r.Samples)
+	var order []string
+	pick := map[string]Agg{}
+	for _, a := range aggs {
+		rank := indexOf(prefer, a.Metric)
+		if rank < 0 {
+			continue
+		}
+		cur, ok := pick[a.Workload]
+		if !ok {
+			order = append(order, a.Workload)
+			pick[a.Workload] = a
+			continue
+		}
+		cr := indexOf(prefer, cur.Metric)
+		switch {
+		case rank < cr:
+			pick[a.Workload] = a
+		case rank == cr && strings.HasPrefix(a.Metric, "lat") && a.Size < cur.Size:
+			pick[a.Workload] = a
+		case rank == cr && !strings.HasPrefix(a.Metric, "lat") && a.Size > cur.Size:
+			pick[a.Workload] = a
+		}
+	}
+	var out []string
+	for _, wl := range order {
+		a := pick[wl]
+		s := fmt.Sprintf("%s %s %s", wl, FormatValue(a.Median), a.Unit)
+		if a.Metric == "lat_typical" {
+			s = fmt.Sprintf("%s %s %s typ", wl, FormatValue(a.Median), a.Unit)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}

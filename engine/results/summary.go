@@ -1,0 +1,359 @@
+package results
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Summary renders summary.md: the run's outcome, one table per workload
+// (bandwidth and message rate, or latency percentiles, per message size;
+// medians over repeats), the expects and whether they held, RDMA and TCP
+// throughput side by side when the lab measured both, and where the run
+// directory is. dir is printed as given ("" leaves the line out).
+func Summary(r *Run, dir string) []byte {
+	var b bytes.Buffer
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	title := r.Lab
+	if title == "" {
+		title = "(unnamed lab)"
+	}
+	w("# rlab run: %s: %s\n\n", mdText(title), statusWord(r.Status))
+	if r.Description != "" {
+		w("%s\n\n", mdText(r.Description))
+	}
+	w("| | |\n|---|---|\n")
+	if r.ID != "" {
+		w("| run | `%s` |\n", mdCode(r.ID))
+	}
+	if !r.Started.IsZero() {
+		w("| started | %s |\n", r.Started.UTC().Format(time.RFC3339))
+	}
+	if r.Duration > 0 {
+		w("| duration | %s |\n", seconds(r.Duration))
+	}
+	w("| status | %s |\n", statusWord(r.Status))
+	if r.Error != "" {
+		w("| error | %s |\n", mdCell(r.Error))
+	}
+	if dir != "" {
+		w("| directory | `%s` |\n", mdCode(dir))
+	}
+	w("\n")
+
+	if len(r.Workloads) > 0 {
+		w("## Workloads\n\n| workload | tool | hosts | status | duration | expects |\n|---|---|---|---|---:|---|\n")
+		for _, wl := range r.Workloads {
+			w("| %s | %s | %s | %s | %s | %s |\n", mdCell(wl.Name), mdCell(wl.Tool), mdCell(strings.Join(wl.Hosts, " → ")),
+				statusWord(wl.Status), seconds(wl.Duration), expectCount(wl.Expects))
+		}
+		w("\n")
+	}
+
+	aggs := Aggregate(r.Samples)
+	byWL := map[string][]Agg{}
+	for _, a := range aggs {
+		byWL[a.Workload] = append(byWL[a.Workload], a)
+	}
+	seen := map[string]bool{}
+	for _, wl := range r.Workloads {
+		seen[wl.Name] = true
+		workloadSection(&b, wl, byWL[wl.Name])
+	}
+	// samples of workloads the run did not list (should not happen, but a
+	// summary must not hide numbers)
+	for _, a := range aggs {
+		if !seen[a.Workload] {
+			seen[a.Workload] = true
+			workloadSection(&b, Workload{Name: a.Workload, Tool: a.Tool}, byWL[a.Workload])
+		}
+	}
+	rdmaVsTCP(&b, r, aggs)
+	return b.Bytes()
+}
+
+func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	w("## %s (%s)\n\n", mdText(wl.Name), mdText(wl.Tool))
+	if wl.Status != "" && wl.Status != StatusOK {
+		w("**%s**", statusWord(wl.Status))
+		if wl.Error != "" {
+			w(": %s", mdText(oneLine(wl.Error)))
+		}
+		w("\n\n")
+	}
+	// one table per host pair (a workload normally has one)
+	var groups [][]Agg
+	for _, a := range aggs {
+		if n := len(groups); n > 0 && groups[n-1][0].Hosts == a.Hosts {
+			groups[n-1] = append(groups[n-1], a)
+		} else {
+			groups = append(groups, []Agg{a})
+		}
+	}
+	for _, g := range groups {
+		if len(groups) > 1 && g[0].Hosts != "" {
+			w("Hosts %s:\n\n", mdText(strings.ReplaceAll(g[0].Hosts, ",", " → ")))
+		}
+		metricTable(b, g)
+	}
+	if len(aggs) == 0 && len(wl.Expects) == 0 {
+		w("No samples.\n\n")
+	}
+	if len(wl.Expects) > 0 {
+		w("Expects:\n\n")
+		for _, e := range wl.Expects {
+			mark := "held"
+			if !e.Held {
+				mark = "**NOT HELD**"
+			}
+			w("- %s: `%s`", mark, mdCode(e.Condition))
+			var where []string
+			if e.Size > 0 {
+				where = append(where, "size "+HumanSize(e.Size))
+			}
+			if e.Repeat != nil {
+				where = append(where, fmt.Sprintf("repeat %d", *e.Repeat+1))
+			}
+			if len(where) > 0 {
+				w(" (%s)", strings.Join(where, ", "))
+			}
+			if e.Value != nil {
+				w(" with %s", mdText(*e.Value))
+			}
+			if !e.Held && e.Message != "" {
+				w(": %s", mdText(oneLine(e.Message)))
+			}
+			if e.Error != "" {
+				w(": error: %s", mdText(oneLine(e.Error)))
+			}
+			w("\n")
+		}
+		w("\n")
+	}
+}
+
+// metricTable prints one row per size and one column per metric (medians),
+// with the repeat count and, for the headline metric, the spread.
+func metricTable(b *bytes.Buffer, aggs []Agg) {
+	var metrics []string
+	units := map[string]string{}
+	var sizes []int64
+	cell := map[int64]map[string]Agg{}
+	for _, a := range aggs {
+		if _, ok := units[a.Metric]; !ok {
+			metrics = append(metrics, a.Metric)
+			units[a.Metric] = a.Unit
+		}
+		if cell[a.Size] == nil {
+			cell[a.Size] = map[string]Agg{}
+			sizes = append(sizes, a.Size)
+		}
+		cell[a.Size][a.Metric] = a
+	}
+	sortInt64(sizes)
+	hasSize := len(sizes) > 1 || sizes[0] != 0
+	n := 0
+	for _, a := range aggs {
+		n = max(n, a.N)
+	}
+	head, sep := "|", "|"
+	if hasSize {
+		head += " size |"
+		sep += "---:|"
+	}
+	for _, m := range metrics {
+		head += fmt.Sprintf(" %s (%s) |", m, units[m])
+		sep += "---:|"
+	}
+	if n > 1 {
+		head += " repeats |"
+		sep += "---:|"
+	}
+	fmt.Fprintf(b, "%s\n%s\n", head, sep)
+	for _, s := range sizes {
+		line := "|"
+		if hasSize {
+			line += " " + HumanSize(s) + " |"
+		}
+		reps := 0
+		for _, m := range metrics {
+			a, ok := cell[s][m]
+			if !ok {
+				line += " |"
+				continue
+			}
+			reps = max(reps, a.N)
+			v := FormatValue(a.Median)
+			if a.N > 1 && a.Min != a.Max {
+				v += fmt.Sprintf(" (%s–%s)", FormatValue(a.Min), FormatValue(a.Max))
+			}
+			line += " " + v + " |"
+		}
+		if n > 1 {
+			line += fmt.Sprintf(" %d |", reps)
+		}
+		fmt.Fprintf(b, "%s\n", line)
+	}
+	fmt.Fprintf(b, "\n")
+}
+
+// rdmaVsTCP puts the throughput of every RDMA bandwidth workload (median
+// bw_avg at its largest size) next to every TCP workload's, in Gb/s.
+func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
+	type line struct {
+		wl, tool, what string
+		gbps           float64
+	}
+	var rdma, tcp []line
+	best := map[string]Agg{}
+	var order []string
+	for _, a := range aggs {
+		if a.Metric != "bw_avg" && a.Metric != "tcp_bw" {
+			continue
+		}
+		id := a.Workload + "\x00" + a.Hosts
+		if cur, ok := best[id]; !ok || a.Size >= cur.Size {
+			if !ok {
+				order = append(order, id)
+			}
+			best[id] = a
+		}
+	}
+	for _, id := range order {
+		a := best[id]
+		what := "bulk"
+		if a.Size > 0 {
+			what = HumanSize(a.Size) + " messages"
+		}
+		l := line{a.Workload, a.Tool, what, a.Median}
+		if a.Metric == "tcp_bw" {
+			tcp = append(tcp, l)
+		} else {
+			rdma = append(rdma, l)
+		}
+	}
+	if len(rdma) == 0 || len(tcp) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## RDMA vs TCP\n\n| transport | workload | tool | measured | throughput (Gb/s) | vs TCP |\n|---|---|---|---|---:|---:|\n")
+	ref := tcp[0].gbps
+	for _, l := range rdma {
+		ratio := "–"
+		if ref > 0 {
+			ratio = fmt.Sprintf("%.2fx", l.gbps/ref)
+		}
+		fmt.Fprintf(b, "| RDMA | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, FormatValue(l.gbps), ratio)
+	}
+	for i, l := range tcp {
+		ratio := "1.00x"
+		if i > 0 && ref > 0 {
+			ratio = fmt.Sprintf("%.2fx", l.gbps/ref)
+		}
+		fmt.Fprintf(b, "| TCP | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, FormatValue(l.gbps), ratio)
+	}
+	fmt.Fprintf(b, "\n")
+}
+
+func expectCount(es []Expect) string {
+	if len(es) == 0 {
+		return "–"
+	}
+	held := 0
+	for _, e := range es {
+		if e.Held {
+			held++
+		}
+	}
+	if held == len(es) {
+		return fmt.Sprintf("%d/%d held", held, len(es))
+	}
+	return fmt.Sprintf("**%d/%d held**", held, len(es))
+}
+
+func statusWord(s string) string {
+	switch s {
+	case RunOK:
+		return "ok"
+	case "":
+		return "unknown"
+	case StatusTimedOut:
+		return "**TIMED OUT**"
+	}
+	return "**" + strings.ToUpper(strings.ReplaceAll(s, "_", " ")) + "**"
+}
+
+func seconds(s float64) string {
+	if s <= 0 {
+		return "–"
+	}
+	if s < 10 {
+		return strconv.FormatFloat(s, 'f', 2, 64) + " s"
+	}
+	return strconv.FormatFloat(s, 'f', 1, 64) + " s"
+}
+
+// FormatValue prints a measured value with 4 significant digits, without an
+// exponent for the magnitudes rdma tools report.
+func FormatValue(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 1e4:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) < 1e-4:
+		return strconv.FormatFloat(v, 'e', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// HumanSize prints a message size in bytes with a binary unit when exact:
+// 2 B, 4 KiB, 64 KiB, 1 MiB; other values in bytes.
+func HumanSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.n && n%u.n == 0 {
+			return fmt.Sprintf("%d %s", n/u.n, u.s)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func sortInt64(s []int64) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}
+
+// mdText escapes what Markdown would otherwise interpret in free text. "_"
+// is left alone: names like write_bw are common and intraword underscores
+// are not emphasis in CommonMark.
+func mdText(s string) string {
+	r := strings.NewReplacer("\\", "\\\\", "*", "\\*", "`", "\\`", "<", "&lt;", ">", "&gt;", "|", "\\|", "[", "\\[", "]", "\\]", "\n", " ")
+	return r.Replace(s)
+}
+
+// mdCell is mdText for a table cell.
+func mdCell(s string) string { return mdText(oneLine(s)) }
+
+// mdCode makes s safe inside a single-backtick code span.
+func mdCode(s string) string {
+	return strings.NewReplacer("`", "'", "\n", " ", "|", "\\|").Replace(s)
+}
