@@ -249,3 +249,13 @@ func errorHint(lines []string) string {
 	}
 	return ": " + strings.Join(hits, "; ")
 }
+
+// ParseOutput is Parse in the shape of steps.ParseFunc, for the run engine:
+// tool output in, samples out, metadata filled in by the caller. perftest
+// bandwidth runs are taken to use --report_gbits, as rlab always passes it;
+// a JSON file that cannot be read gives an error wrapping ErrUnusableJSON,
+// and the caller then parses the text report.
+func ParseOutput(tool string, out, stderr []byte, json bool) ([]results.Sample, error) {
+	ss, _, err := Parse(tool, out, Options{JSON: json, ReportGbits: true, Stderr: stderr})
+	return ss, err
+}

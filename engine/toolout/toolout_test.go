@@ -338,3 +338,20 @@ func TestLenient(t *testing.T) {
 		}
 	}
 }
+
+func TestParseOutput(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join(fixtures, "ib_write_bw.client.composed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := ParseOutput("ib_write_bw", in, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := value(ss, "bw_avg", 65536); !ok || v != 0.075529 {
+		t.Errorf("bw_avg = %v, %v; want 0.075529 Gb/s as written (--report_gbits)", v, ok)
+	}
+	if _, err := ParseOutput("ib_write_bw", []byte("{"), nil, true); !errors.Is(err, ErrUnusableJSON) {
+		t.Errorf("broken JSON: %v, want ErrUnusableJSON", err)
+	}
+}
