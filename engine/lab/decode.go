@@ -2,7 +2,7 @@ package lab
 
 import (
 	"fmt"
-		"net/netip"
+	"net/netip"
 	"regexp"
 	"sort"
 	"strconv"
@@ -245,8 +245,7 @@ func (l *loader) decodeSSHDefaults(blocks []*hcl.Block) *sshSettings {
 	for _, b := range blocks[1:] {
 		l.errorf(b.DefRange.Ptr(), "Duplicate ssh block", "A lab has one top-level ssh block of defaults; the first is at %s. Merge them.", blocks[0].DefRange)
 	}
-	content, diags := blocks[0].Body.Content(&hcl.BodySchema{Attributes: sshAttrs})
-	l.add(diags...)
+	content := l.content(blocks[0].Body, &hcl.BodySchema{Attributes: sshAttrs})
 	return &sshSettings{attrs: content.Attributes, sc: &scope{ctx: l.baseCtx(), where: "the ssh block"}}
 }
 
@@ -270,8 +269,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 		if d := l.decls["host"][label]; d == nil || d.block != b {
 			continue
 		}
-		content, diags := b.Body.Content(hostSchema)
-		l.add(diags...)
+		content := l.content(b.Body, hostSchema)
 		sc := &scope{ctx: l.baseCtx(), where: "a host block"}
 		var sshBlock *hcl.BodyContent
 		var vmBlock *hcl.Block
@@ -282,8 +280,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 					l.errorf(nb.DefRange.Ptr(), "Duplicate ssh block", "A host has at most one ssh block.")
 					continue
 				}
-				c, diags := nb.Body.Content(&hcl.BodySchema{Attributes: sshAttrs})
-				l.add(diags...)
+				c := l.content(nb.Body, &hcl.BodySchema{Attributes: sshAttrs})
 				sshBlock = c
 				for n, a := range c.Attributes {
 					if prev := content.Attributes[n]; prev != nil {
@@ -322,8 +319,8 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 				return a, isc
 			}
 			if a, s := get("address"); a != nil {
-				h.Address, _ = l.str(a, s)
-				if h.Address == "" && a != nil {
+				var ok bool
+				if h.Address, ok = l.str(a, s); ok && h.Address == "" {
 					l.errorf(a.Expr.Range().Ptr(), "Empty address", "A host address is a DNS name or IP address; it cannot be empty.")
 				}
 			}
@@ -449,8 +446,7 @@ var vmSchema = &hcl.BodySchema{
 }
 
 func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
-	content, diags := b.Body.Content(vmSchema)
-	l.add(diags...)
+	content := l.content(b.Body, vmSchema)
 	vm := &VM{MemoryBytes: DefaultVMMemory, CPUs: 1, BootTimeout: DefaultVMBoot}
 	if a := content.Attributes["image"]; a != nil {
 		vm.Image, _ = l.str(a, sc)
@@ -482,8 +478,7 @@ func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
 			continue
 		}
 		seen[name] = nb.DefRange
-		c, diags := nb.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "address"}, {Name: "mtu"}}})
-		l.add(diags...)
+		c := l.content(nb.Body, &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "address"}, {Name: "mtu"}}})
 		n := VMNetwork{Name: name, MTU: DefaultMTU}
 		if a := c.Attributes["address"]; a != nil {
 			if s, ok := l.str(a, sc); ok {
@@ -526,8 +521,7 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 		if d := l.decls["rxe"][label]; d == nil || d.block != b {
 			continue
 		}
-		content, diags := b.Body.Content(rxeSchema)
-		l.add(diags...)
+		content := l.content(b.Body, rxeSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.hostObjs
 		sc := &scope{ctx: ctx, where: "an rxe block", kinds: []string{"host"}}
@@ -639,8 +633,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		if d := l.decls["workload"][label]; d == nil || d.block != b {
 			continue
 		}
-		content, diags := b.Body.Content(workloadSchema)
-		l.add(diags...)
+		content := l.content(b.Body, workloadSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.rxeObjs
 		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe"}}
@@ -893,13 +886,12 @@ func ResultAttrs(tool string) []string {
 }
 
 func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
-	content, diags := b.Body.Content(expectSchema)
-	l.add(diags...)
+	content := l.content(b.Body, expectSchema)
 	ca := content.Attributes["condition"]
 	if ca == nil || w.Tool == "" {
 		return nil
 	}
-	e := &Expect{Condition: ca.Expr, Range: b.DefRange, ctx: sc.ctx}
+	e := &Expect{Condition: ca.Expr, Range: b.DefRange, ctx: sc.ctx, attrs: ResultAttrs(w.Tool)}
 	if a := content.Attributes["message"]; a != nil {
 		e.Message, _ = l.str(a, sc)
 	}
@@ -913,13 +905,15 @@ func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
 	for _, n := range esc.result {
 		unknown[n] = cty.UnknownVal(cty.Number)
 	}
-	_, diags = e.Eval(unknown)
+	_, diags := e.Eval(unknown)
+	var errs hcl.Diagnostics
 	for _, d := range diags {
 		if d.Summary != "Expect condition not decided" {
-			l.add(d)
+			errs = append(errs, d)
 		}
 	}
-	if diags.HasErrors() {
+	l.add(errs...)
+	if errs.HasErrors() {
 		return nil
 	}
 	return e
@@ -933,8 +927,15 @@ func (e *Expect) Eval(result map[string]cty.Value) (bool, hcl.Diagnostics) {
 	if ctx == nil {
 		ctx = &hcl.EvalContext{}
 	}
+	full := map[string]cty.Value{}
+	for _, a := range e.attrs {
+		full[a] = cty.NullVal(cty.Number)
+	}
+	for k, v := range result {
+		full[k] = v
+	}
 	child := ctx.NewChild()
-	child.Variables = map[string]cty.Value{"result": objOrEmpty(result)}
+	child.Variables = map[string]cty.Value{"result": objOrEmpty(full)}
 	v, diags := e.Condition.Value(child)
 	if diags.HasErrors() {
 		return false, diags
@@ -967,8 +968,7 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 		if d := l.decls["capture"][label]; d == nil || d.block != b {
 			continue
 		}
-		content, diags := b.Body.Content(captureSchema)
-		l.add(diags...)
+		content := l.content(b.Body, captureSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.workloadObjs
 		sc := &scope{ctx: ctx, where: "a capture block", kinds: []string{"host", "rxe", "workload"}}

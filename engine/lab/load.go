@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -43,8 +45,8 @@ type loader struct {
 	diags hcl.Diagnostics
 	funcs map[string]function.Function
 
-	vars   map[string]cty.Value
-	locals map[string]cty.Value
+	vars       map[string]cty.Value
+	locals     map[string]cty.Value
 	localNames []string
 
 	// Declarations by kind and label, for reference checks before evaluation.
@@ -222,8 +224,7 @@ func rangeAt(name string, src []byte, off int) hcl.Range {
 func (l *loader) decode(files []parsedFile) {
 	byType := map[string][]*hcl.Block{}
 	for _, f := range files {
-		content, diags := f.body.Content(rootSchema)
-		l.add(diags...)
+		content := l.content(f.body, rootSchema)
 		for _, b := range content.Blocks {
 			byType[b.Type] = append(byType[b.Type], b)
 		}
@@ -254,8 +255,7 @@ func (l *loader) decodeLab(blocks []*hcl.Block, first string) {
 	if !validName(b.Labels[0]) {
 		l.errorf(b.LabelRanges[0].Ptr(), "Invalid lab name", "A lab name starts with a letter and holds letters, digits, '_' and '-'; it names the run folder.")
 	}
-	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "description"}}})
-	l.add(diags...)
+	content := l.content(b.Body, &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "description"}}})
 	if a := content.Attributes["description"]; a != nil {
 		l.lab.Description, _ = l.evalString(a, l.baseCtx())
 	}
@@ -295,4 +295,30 @@ func (l *loader) declare(byType map[string][]*hcl.Block) {
 			l.decls[kind][name] = d
 		}
 	}
+}
+
+var unsupportedRe = regexp.MustCompile(`^(?:An argument named|Blocks of type) "([^"]+)" (?:is|are) not expected here\.$`)
+
+// content is Body.Content with a "did you mean" added to unsupported
+// argument and block diagnostics, from the schema's names.
+func (l *loader) content(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyContent {
+	c, diags := body.Content(schema)
+	var names []string
+	for _, a := range schema.Attributes {
+		names = append(names, a.Name)
+	}
+	for _, b := range schema.Blocks {
+		names = append(names, b.Type)
+	}
+	for _, d := range diags {
+		if m := unsupportedRe.FindStringSubmatch(d.Detail); m != nil && !strings.Contains(d.Detail, "Did you mean") {
+			if s := didYouMean(m[1], names); s != "" {
+				d.Detail += s
+			} else {
+				d.Detail += " Valid names here: " + strings.Join(names, ", ") + "."
+			}
+		}
+	}
+	l.add(diags...)
+	return c
 }

@@ -149,7 +149,8 @@ type Expect struct {
 	Message   string
 	Range     hcl.Range
 
-	ctx *hcl.EvalContext // var, local, each, count of the workload instance
+	ctx   *hcl.EvalContext // var, local, each, count of the workload instance
+	attrs []string         // result attributes of the workload's tool
 }
 
 // HostByName returns the host with reference name n (`server["ana"]`), or nil.

@@ -64,8 +64,7 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 			l.errorf(b.LabelRanges[0].Ptr(), fmt.Sprintf("Duplicate variable %q", name), "A variable named %q is already declared at %s. Remove or rename one of them.", name, prev.v.Range)
 			continue
 		}
-		content, diags := b.Body.Content(variableSchema)
-		l.add(diags...)
+		content := l.content(b.Body, variableSchema)
 		d := &varDecl{v: &Variable{Name: name, Range: b.DefRange}, typ: cty.DynamicPseudoType, validation: nil}
 		if a := content.Attributes["type"]; a != nil {
 			t, diags := typeexpr.TypeConstraint(a.Expr)
@@ -82,11 +81,12 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 			d.v.Sensitive, _ = l.evalBool(a, &hcl.EvalContext{Functions: l.funcs})
 		}
 		if a := content.Attributes["default"]; a != nil {
+			d.hasDefault = true // even when invalid: its error is reported
 			v, diags := a.Expr.Value(&hcl.EvalContext{Functions: l.funcs})
 			l.add(diags...)
 			if !diags.HasErrors() {
 				if cv, ok := l.convertVar(d, v, a.Expr.Range().Ptr()); ok {
-					d.v.Value, d.v.Source, d.hasDefault = cv, "default", true
+					d.v.Value, d.v.Source = cv, "default"
 					d.valueRange = a.Expr.Range().Ptr()
 				}
 			}
@@ -128,8 +128,11 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 
 	for _, name := range order {
 		d := decls[name]
-		if d.v.Source == "" {
+		if d.v.Source == "" && !d.hasDefault {
 			l.errorf(d.v.Range.Ptr(), "No value for required variable", "Variable %q has no default. Give it one, or set it with -var %s=VALUE, a -var-file, or %s%s.", name, name, EnvPrefix, name)
+			d.v.Value = cty.UnknownVal(d.typ)
+		}
+		if d.v.Source == "" {
 			d.v.Value = cty.UnknownVal(d.typ)
 		}
 		l.vars[name] = d.v.Value
@@ -248,8 +251,7 @@ var validationSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 
 func (l *loader) checkValidations(d *varDecl) {
 	for _, vb := range d.validation {
-		content, diags := vb.Body.Content(validationSchema)
-		l.add(diags...)
+		content := l.content(vb.Body, validationSchema)
 		cond, msgAttr := content.Attributes["condition"], content.Attributes["error_message"]
 		if cond == nil || msgAttr == nil {
 			continue

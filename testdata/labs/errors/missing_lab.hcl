@@ -1,0 +1,4 @@
+# ERROR: Missing lab block
+host "c" {
+  address = "192.0.2.3"
+}

@@ -1,0 +1,24 @@
+lab "t" {
+  description = "error case"
+}
+host "a" {
+  address = "192.0.2.1"
+}
+host "b" {
+  address = "192.0.2.2"
+}
+rxe "a" {
+  host   = host.a
+  netdev = "eth1"
+}
+rxe "b" {
+  host   = host.b
+  netdev = "eth1"
+}
+host "server" {
+  address = "192.0.2.3"
+}
+capture "c" {
+  host   = host.sever # ERROR: Reference to undeclared host
+  netdev = "eth1"
+}

@@ -1,0 +1,384 @@
+import os
+D='/work/main/testdata/labs/errors'
+os.makedirs(D,exist_ok=True)
+LAB='lab "t" {\n  description = "error case"\n}\n'
+PAIR=LAB+'''host "a" {
+  address = "192.0.2.1"
+}
+host "b" {
+  address = "192.0.2.2"
+}
+rxe "a" {
+  host   = host.a
+  netdev = "eth1"
+}
+rxe "b" {
+  host   = host.b
+  netdev = "eth1"
+}
+'''
+def W(name, body, pre=PAIR):
+    open(os.path.join(D,name+'.hcl'),'w').write(pre+body)
+def wl(tool, extra, server='rxe.a', client='rxe.b'):
+    return f'''workload "w" {{
+  tool   = "{tool}"
+  server = {server}
+  client = {client}
+{extra}}}
+'''
+W('unknown_attribute','''host "c" {
+  address = "192.0.2.3"
+  adress  = "192.0.2.3" # ERROR: Unsupported argument
+}
+''')
+W('unknown_block','''hots "c" { # ERROR: Unsupported block type
+}
+''')
+W('port_wrong_type','''host "c" {
+  address = "192.0.2.3"
+  port    = "ssh" # ERROR: Incorrect attribute value type
+}
+''')
+W('port_out_of_range','''host "c" {
+  address = "192.0.2.3"
+  port    = 70000 # ERROR: Invalid value for port
+}
+''')
+W('undeclared_host','''rxe "c" {
+  host   = host.sever # ERROR: Reference to undeclared host
+  netdev = "eth2"
+}
+''')
+W('rxe_where_host_needed','''capture "c" {
+  host   = rxe.a # ERROR: Wrong kind of reference
+  netdev = "eth1"
+}
+''')
+W('host_where_rxe_needed', wl('ib_write_bw','', server='host.a # ERROR: Wrong kind of reference'))
+W('rxe_for_tcp', wl('tcp','', client='rxe.b # ERROR: Wrong kind of reference', server='host.a'))
+W('string_reference','''rxe "c" {
+  host   = "a" # ERROR: Invalid reference
+  netdev = "eth2"
+}
+''')
+W('duplicate_host','''host "a" { # ERROR: Duplicate host "a"
+  address = "192.0.2.9"
+}
+''')
+W('duplicate_variable','''variable "u" {
+  default = "x"
+}
+variable "u" { # ERROR: Duplicate variable "u"
+  default = "y"
+}
+''')
+W('duplicate_local','''locals {
+  x = 1
+}
+locals {
+  x = 2 # ERROR: Duplicate local value "x"
+}
+''')
+W('local_cycle','''locals {
+  a = local.b # ERROR: Cycle in local values
+  b = local.a
+}
+''')
+W('jump_cycle','''host "c" {
+  address = "192.0.2.3"
+  jump    = host.d # ERROR: Jump host cycle
+}
+host "d" {
+  address = "192.0.2.4"
+  jump    = host.c
+}
+''')
+W('rxe_twice_on_netdev','''rxe "again" {
+  host   = host.a
+  netdev = "eth1" # ERROR: Duplicate rxe for netdev
+}
+''')
+W('rxe_duplicate_device','''rxe "c" {
+  host   = host.a
+  netdev = "eth2"
+  name   = "rxe_eth1" # ERROR: Duplicate rxe device name
+}
+''')
+W('ud_for_write', wl('ib_write_bw','  transport = "UD" # ERROR: Unsupported transport\n'))
+W('uc_for_read', wl('ib_read_lat','  transport = "UC" # ERROR: Unsupported transport\n'))
+W('transport_lowercase', wl('ib_send_bw','  transport = "ud" # ERROR: Unsupported transport\n'))
+W('transport_pingpong', wl('ibv_rc_pingpong','  transport = "RC" # ERROR: Argument not valid for ibv_rc_pingpong\n'))
+W('atomic_size', wl('ib_atomic_bw','  sizes = [8, 64] # ERROR: Invalid size for ib_atomic_bw\n'))
+W('ud_pingpong_size', wl('ibv_ud_pingpong','  sizes = ["8KiB"] # ERROR: Invalid size for ibv_ud_pingpong\n'))
+W('command_not_exec', wl('ib_write_bw','  command = ["ls"] # ERROR: Argument not valid for ib_write_bw\n'))
+W('exec_missing_command','''workload "w" { # ERROR: Missing command
+  tool = "exec"
+  host = host.a
+}
+''')
+W('exec_with_server','''workload "w" {
+  tool    = "exec"
+  host    = host.a
+  server  = rxe.a # ERROR: Argument not valid for exec
+  command = ["ip", "-br", "addr"]
+}
+''')
+W('unknown_tool','''workload "w" {
+  tool   = "ib_writ_bw" # ERROR: Unsupported tool
+  server = rxe.a
+  client = rxe.b
+}
+''')
+W('missing_tool','''workload "w" { # ERROR: Missing tool
+  server = rxe.a
+  client = rxe.b
+}
+''')
+W('missing_client','''workload "w" { # ERROR: Missing client
+  tool   = "ib_write_bw"
+  server = rxe.a
+}
+''')
+W('size_lowercase_unit', wl('ib_write_bw','  sizes = [4096, "64kib"] # ERROR: Invalid size\n'))
+W('size_fraction', wl('ib_write_bw','  sizes = [1.5] # ERROR: Invalid size\n'))
+W('size_negative', wl('ib_send_bw','  sizes = -4 # ERROR: Invalid size\n'))
+W('duration_no_unit', wl('ib_write_bw','  duration = "30" # ERROR: Invalid duration\n'))
+W('duration_number', wl('ib_write_bw','  duration = 30 # ERROR: Invalid duration\n'))
+W('timeout_garbage', wl('ib_write_bw','  timeout = "5 minutes" # ERROR: Invalid duration\n'))
+W('iterations_and_duration', wl('ib_write_bw','  iterations = 100\n  duration   = "10s" # ERROR: Conflicting iterations and duration\n'))
+W('qps_on_latency', wl('ib_write_lat','  qps = 4 # ERROR: Argument not valid for ib_write_lat\n'))
+W('bytes_on_rdma', wl('ib_write_bw','  bytes = "1GiB" # ERROR: Argument not valid for ib_write_bw\n'))
+W('duration_on_pingpong', wl('ibv_uc_pingpong','  duration = "10s" # ERROR: Argument not valid for ibv_uc_pingpong\n'))
+W('repeat_zero', wl('ib_write_bw','  repeat = 0 # ERROR: Invalid value for repeat\n'))
+W('unknown_result_attr', wl('ib_write_bw','''  expect {
+    condition = result.bw_avg > 1 # ERROR: Unsupported result attribute
+  }
+'''))
+W('latency_attr_on_bw', wl('ib_read_bw','''  expect {
+    condition = result.lat_avg_us < 50 # ERROR: Unsupported result attribute
+  }
+'''))
+W('expect_not_bool', wl('ib_write_bw','''  expect {
+    condition = result.bw_avg_gbps + 1 # ERROR: Invalid expect condition
+    message   = "not a comparison"
+  }
+'''))
+W('expect_missing_condition', wl('ib_write_bw','''  expect { # ERROR: Missing required argument
+    message = "no condition"
+  }
+'''))
+W('result_outside_expect', wl('ib_write_bw','  iterations = result.bw_avg_gbps # ERROR: Invalid reference to result\n'))
+W('undeclared_variable','''host "c" {
+  address = var.adress # ERROR: Reference to undeclared input variable
+}
+''')
+W('undeclared_local','''host "c" {
+  address = local.nope # ERROR: Reference to undeclared local value
+}
+''')
+W('required_variable','''variable "token" { # ERROR: No value for required variable
+  type = string
+}
+''')
+W('variable_validation','''variable "mtu" {
+  type    = number
+  default = 1400 # ERROR: Invalid value for variable
+  validation {
+    condition     = contains([1024, 2048, 4096], var.mtu)
+    error_message = "RoCE MTU is 1024, 2048 or 4096."
+  }
+}
+''')
+W('variable_default_type','''variable "n" {
+  type    = number
+  default = "many" # ERROR: Invalid value for variable
+}
+''')
+W('each_without_for_each','''host "c" {
+  address = each.value # ERROR: Reference to "each" without for_each
+}
+''')
+W('count_and_for_each','''host "c" {
+  count    = 2
+  for_each = toset(["x"]) # ERROR: Invalid combination of "count" and "for_each"
+  address  = "192.0.2.3"
+}
+''')
+W('for_each_number','''host "c" {
+  for_each = 3 # ERROR: Invalid for_each argument
+  address  = "192.0.2.3"
+}
+''')
+W('for_each_duplicate_key','''host "c" {
+  for_each = ["x", "y", "x"] # ERROR: Invalid for_each argument
+  address  = "192.0.2.3"
+}
+''')
+W('missing_instance_key','''host "s" {
+  for_each = { ana = 10, bo = 11 }
+  address  = "192.0.2.${each.value}"
+}
+rxe "s" {
+  host   = host.s # ERROR: Missing instance key
+  netdev = "eth1"
+}
+''')
+W('index_unknown_key','''host "s" {
+  for_each = { ana = 10, bo = 11 }
+  address  = "192.0.2.${each.value}"
+}
+rxe "s" {
+  host   = host.s["cy"] # ERROR: Invalid index
+  netdev = "eth1"
+}
+''')
+W('missing_address','''host "c" { # ERROR: Missing address
+  user = "root"
+}
+''')
+W('vm_and_address','''host "c" {
+  address = "192.0.2.3" # ERROR: Conflicting host form
+  vm {}
+}
+''')
+W('vm_bad_network','''host "c" {
+  vm {
+    network "rdma" {
+      address = "10.99.0.300/24" # ERROR: Invalid network address
+    }
+  }
+}
+''')
+W('vm_memory_too_small','''host "c" {
+  vm {
+    memory = "64MiB" # ERROR: VM memory too small
+  }
+}
+''')
+W('bad_netdev','''rxe "c" {
+  host   = host.a
+  netdev = "eth 2" # ERROR: Invalid netdev name
+}
+''')
+W('during_wrong_kind','''capture "c" {
+  host   = host.a
+  netdev = "eth1"
+  during = [rxe.a] # ERROR: Wrong kind of reference
+}
+''')
+W('during_undeclared','''capture "c" {
+  host   = host.a
+  netdev = "eth1"
+  during = [workload.write] # ERROR: Reference to undeclared workload
+}
+''')
+W('filter_unbalanced','''capture "c" {
+  host   = host.a
+  netdev = "eth1"
+  filter = "udp and (port 4791" # ERROR: Invalid capture filter
+}
+''')
+W('filter_shell','''capture "c" {
+  host   = host.a
+  netdev = "eth1"
+  filter = "udp; rm -rf /" # ERROR: Invalid capture filter
+}
+''')
+W('snaplen_too_small','''capture "c" {
+  host    = host.a
+  netdev  = "eth1"
+  snaplen = 10 # ERROR: Invalid value for snaplen
+}
+''')
+W('missing_lab','''# ERROR: Missing lab block
+host "c" {
+  address = "192.0.2.3"
+}
+''', pre='')
+W('duplicate_lab','''lab "again" { # ERROR: Duplicate lab block
+}
+''')
+W('unclosed_block','''host "c" { # ERROR: Unclosed configuration block
+  address = "192.0.2.3"
+''')
+W('missing_equals','''host "c" {
+  address "192.0.2.3" # ERROR: Invalid block definition
+}
+''')
+W('attribute_redefined','''host "c" {
+  address = "192.0.2.3"
+  address = "192.0.2.4" # ERROR: Attribute redefined
+}
+''')
+W('invalid_name','''host "2fast" { # ERROR: Invalid host name
+  address = "192.0.2.3"
+}
+''')
+W('unknown_function','''host "c" {
+  address = upper2("x") # ERROR: Call to unknown function
+}
+''')
+W('file_missing','''locals {
+  hosts = jsondecode(file("no-such-terraform-output.json")) # ERROR: Error in function call
+}
+''')
+W('slug_conflict','''host "s" { # ERROR: Conflicting host names
+  for_each = toset(["a b", "a_b"])
+  address  = "192.0.2.3"
+}
+''')
+W('capture_reference','''workload "w" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", capture.c.name] # ERROR: Reference to undeclared capture
+}
+''')
+W('empty_jump','''host "c" {
+  address = "192.0.2.3"
+  jump    = "" # ERROR: Empty jump
+}
+''')
+W('args_on_exec','''workload "w" {
+  tool    = "exec"
+  host    = host.a
+  command = ["true"]
+  args    = ["-x"] # ERROR: Argument not valid for exec
+}
+''')
+W('count_index_out_of_count','''host "c" {
+  address = "192.0.2.${count.index}" # ERROR: Reference to "count" without count
+}
+''')
+W('null_value','''host "c" {
+  address = null # ERROR: Null value for address
+}
+''')
+W('capture_small_max', '''capture "c" {
+  host     = host.a
+  netdev   = "eth1"
+  max_size = "100KiB" # ERROR: Capture size too small
+}
+''')
+W('multiple_errors_at_once', '''host "c" {
+  address = "192.0.2.3"
+  port    = 0 # ERROR: Invalid value for port
+}
+workload "w" {
+  tool   = "ib_write_bw"
+  server = rxe.a
+  client = rxe.zz # ERROR: Reference to undeclared rxe
+  sizes  = ["1 GiB"] # ERROR: Invalid size
+}
+''')
+W('misspelt_host','''host "server" {
+  address = "192.0.2.3"
+}
+capture "c" {
+  host   = host.sever # ERROR: Reference to undeclared host
+  netdev = "eth1"
+}
+''')
+# binary garbage, non-UTF-8, deep nesting
+open(os.path.join(D,'binary_garbage.hcl'),'wb').write(bytes([0x7f,0x45,0x4c,0x46,0x02,0x01,0x01,0x00,0x00,0x00,0xff,0xfe,0x10,0x20])+b' # ERROR: Lab file is not text\n'+bytes(range(1,10))+b'\n')
+open(os.path.join(D,'not_utf8.hcl'),'wb').write(PAIR.encode()+b'host "caf\xe9" { # ERROR: Invalid UTF-8\n  address = "192.0.2.3"\n}\n')
+open(os.path.join(D,'deep_nesting.hcl'),'w').write(LAB+'locals {\n  x = '+'['*200+']'*200+' # ERROR: Nesting too deep\n}\n')
