@@ -1,0 +1,117 @@
+// Command rlab-agent is the program rlab ships to every lab host and starts
+// over one SSH session. `rlab-agent serve` speaks the agent/proto protocol on
+// stdin/stdout (its log goes to stderr) until stdin closes, then stops and
+// undoes everything it started. `rlab-agent version` prints its version and
+// its own sha256, the name it is installed under.
+//
+// It is pure Go (CGO_ENABLED=0) and must stay small: no cobra, no engine.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/server"
+)
+
+// version is set by the Makefile with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  rlab-agent serve --run-id ID [--work-dir DIR] [--owner UID:GID] [--log-level debug|info|warn]
+  rlab-agent version
+`
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "version":
+		h, err := server.SelfHash()
+		if err != nil {
+			fmt.Fprintln(stderr, "rlab-agent:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "rlab-agent %s proto %d sha256 %s\n", version, proto.Version, h)
+		return 0
+	case "serve":
+		return serve(args[1:], stdin, stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "rlab-agent: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
+
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runID := fs.String("run-id", "", "run id; names the default work dir")
+	workDir := fs.String("work-dir", "", "work dir (default $HOME/.cache/rlab/runs/<run-id>)")
+	owner := fs.String("owner", "", "UID:GID to own what the agent writes (when root on a user's behalf)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rlab-agent serve: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(stderr, "rlab-agent serve: --log-level %q: %v\n", *level, err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	if err := server.ValidRunID(*runID); err != nil {
+		fmt.Fprintln(stderr, "rlab-agent serve: --run-id:", err)
+		return 2
+	}
+	opts := server.Options{WorkDir: *workDir, Version: version, Logger: log}
+	if opts.WorkDir == "" {
+		d, err := server.DefaultWorkDir(*runID)
+		if err != nil {
+			fmt.Fprintln(stderr, "rlab-agent serve:", err)
+			return 1
+		}
+		opts.WorkDir = d
+	}
+	if *owner != "" {
+		o, err := server.ParseOwner(*owner)
+		if err != nil {
+			fmt.Fprintln(stderr, "rlab-agent serve: --owner:", err)
+			return 2
+		}
+		opts.Owner = o
+	}
+	srv, err := server.New(opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "rlab-agent serve:", err)
+		return 1
+	}
+	// SIGHUP/SIGTERM (the SSH session torn down) end the agent like EOF:
+	// everything it started is stopped first.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := srv.Serve(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("serve ended", "err", err)
+		return 1
+	}
+	return 0
+}

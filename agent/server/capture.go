@@ -1,0 +1,267 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+const (
+	defaultSnaplen     = 128
+	defaultCaptureMax  = 256 << 20
+	captureRingFiles   = 4
+	captureStopTimeout = 10 * time.Second
+)
+
+// capture is one running tcpdump.
+type capture struct {
+	handle string
+	file   string // base name in the work dir
+	pr     *proc
+
+	once sync.Once
+	res  proto.CaptureResult
+	err  error
+}
+
+var tcpdumpReady = regexp.MustCompile(`listening on `)
+
+// ValidNetdev checks a name by the kernel's rules for interface names
+// (dev_valid_name): 1-15 bytes, not "." or "..", no '/', ':' or whitespace.
+func ValidNetdev(name string) error {
+	if name == "" || len(name) > 15 || name == "." || name == ".." {
+		return fmt.Errorf("netdev name %q: want 1-15 characters, not . or ..", name)
+	}
+	for _, r := range name {
+		if r == '/' || r == ':' || r <= ' ' || r == 0x7f {
+			return fmt.Errorf("netdev name %q: no '/', ':', spaces or control characters", name)
+		}
+	}
+	return nil
+}
+
+// captureRing splits maxBytes into tcpdump's -C (millions of bytes per file)
+// and -W (number of files in the ring), so the ring never holds much more
+// than maxBytes (one packet per file over at most).
+func captureRing(maxBytes int64) (cMB, files int64) {
+	files = min(max(maxBytes/1_000_000, 1), captureRingFiles)
+	cMB = max(maxBytes/files/1_000_000, 1)
+	return cMB, files
+}
+
+func netdevNames() string {
+	ifs, _ := net.Interfaces()
+	names := make([]string, 0, len(ifs))
+	for _, i := range ifs {
+		names = append(names, i.Name)
+	}
+	return strings.Join(names, " ")
+}
+
+func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.CaptureStartParams
+	if err := decode(proto.MethodCaptureStart, params, &p); err != nil {
+		return nil, err
+	}
+	if err := validHandle(proto.MethodCaptureStart, p.Handle); err != nil {
+		return nil, err
+	}
+	if err := ValidNetdev(p.Netdev); err != nil {
+		return nil, perr(proto.CodeBadRequest, "capture %q: %v", p.Handle, err)
+	}
+	if p.Netdev != "any" {
+		if _, err := net.InterfaceByName(p.Netdev); err != nil {
+			return nil, perr(proto.CodeNotFound, "capture %q: netdev %q not found, have: %s", p.Handle, p.Netdev, netdevNames())
+		}
+	}
+	if p.File == "" {
+		p.File = p.Handle + ".pcap"
+	}
+	if err := ValidRunID(p.File); err != nil {
+		return nil, perr(proto.CodeBadRequest, "capture %q: file %q: want a plain file name of [A-Za-z0-9._-]", p.Handle, p.File)
+	}
+	if p.Snaplen == 0 {
+		p.Snaplen = defaultSnaplen
+	}
+	if p.Snaplen < 0 || p.Snaplen > 262144 {
+		return nil, perr(proto.CodeBadRequest, "capture %q: snaplen %d out of range 1..262144", p.Handle, p.Snaplen)
+	}
+	if p.MaxBytes == 0 {
+		p.MaxBytes = defaultCaptureMax
+	}
+	if p.MaxBytes < 0 {
+		return nil, perr(proto.CodeBadRequest, "capture %q: max_bytes %d is negative", p.Handle, p.MaxBytes)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.opts.WorkDir, &st); err != nil {
+		return nil, perr(proto.CodeInternal, "capture %q: statfs %q: %v", p.Handle, s.opts.WorkDir, err)
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < 2*uint64(p.MaxBytes) {
+		return nil, perr(proto.CodeNoSpace, "capture %q: %d bytes free in %s, need twice max_bytes (%d): free disk space or lower max_size",
+			p.Handle, free, s.opts.WorkDir, 2*p.MaxBytes)
+	}
+	tcpdump, err := lookTool("tcpdump")
+	if err != nil {
+		return nil, perr(proto.CodeUnsupported, "capture %q: %v: install tcpdump", p.Handle, err)
+	}
+	s.mu.Lock()
+	_, dup := s.captures[p.Handle]
+	if !dup {
+		s.captures[p.Handle] = &capture{handle: p.Handle} // reserve
+	}
+	s.mu.Unlock()
+	if dup {
+		return nil, perr(proto.CodeExists, "capture.start: handle %q already in use", p.Handle)
+	}
+	unreserve := func() {
+		s.mu.Lock()
+		delete(s.captures, p.Handle)
+		s.mu.Unlock()
+	}
+
+	cMB, files := captureRing(p.MaxBytes)
+	argv := []string{tcpdump, "-i", p.Netdev, "-n", "-s", strconv.Itoa(p.Snaplen),
+		"-w", p.File, "-C", strconv.FormatInt(cMB, 10), "-W", strconv.FormatInt(files, 10)}
+	if os.Geteuid() == 0 {
+		z, err := s.captureUser(p.User)
+		if err != nil {
+			unreserve()
+			return nil, perr(proto.CodeBadRequest, "capture %q: %v", p.Handle, err)
+		}
+		argv = append(argv, "-Z", z)
+	}
+	if p.Filter != "" {
+		// "--" so a filter can never be read as an option; the whole filter
+		// is one argument.
+		argv = append(argv, "--", p.Filter)
+	}
+	pr, err := s.startProc(p.Handle+".tcpdump", argv, nil, 0, false)
+	if err != nil {
+		unreserve()
+		return nil, err
+	}
+	if err := s.waitReady(ctx, pr, &proto.Ready{OutputRegex: tcpdumpReady.String()}, tcpdumpReady); err != nil {
+		pr.stop(s.opts.StopGrace)
+		unreserve()
+		if pe, ok := err.(*proto.Error); ok && pe.Code == proto.CodeCommand {
+			if strings.Contains(pe.Stderr, "ermission") || strings.Contains(pe.Stderr, "not permitted") {
+				pe.Code = proto.CodePermission
+				pe.Message += ": capturing needs root (become = true)"
+			}
+			pe.Message = fmt.Sprintf("capture %q on %s: %s", p.Handle, p.Netdev, pe.Message)
+		}
+		return nil, err
+	}
+	cp := &capture{handle: p.Handle, file: p.File, pr: pr}
+	s.mu.Lock()
+	s.captures[p.Handle] = cp
+	s.mu.Unlock()
+	s.log.Info("capturing", "handle", p.Handle, "netdev", p.Netdev, "argv", argv)
+	return proto.CaptureStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid}, nil
+}
+
+// captureUser is who tcpdump runs as after opening the interface (-Z): the
+// requested user, else the owner the agent works for, else root (only when
+// the agent itself logged in as root).
+func (s *Server) captureUser(want string) (string, error) {
+	if want != "" {
+		if _, err := user.Lookup(want); err != nil {
+			return "", fmt.Errorf("tcpdump user %q: %w", want, err)
+		}
+		return want, nil
+	}
+	if s.opts.Owner != nil {
+		u, err := user.LookupId(strconv.Itoa(s.opts.Owner.UID))
+		if err != nil {
+			return "", fmt.Errorf("owner uid %d has no user name for tcpdump -Z: %w", s.opts.Owner.UID, err)
+		}
+		return u.Username, nil
+	}
+	return "root", nil
+}
+
+func (s *Server) captureStop(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.CaptureStopParams
+	if err := decode(proto.MethodCaptureStop, params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cp, ok := s.captures[p.Handle]
+	s.mu.Unlock()
+	if !ok || cp.pr == nil {
+		return nil, perr(proto.CodeNotFound, "capture.stop: no capture with handle %q", p.Handle)
+	}
+	return s.stopCapture(cp)
+}
+
+// stopCapture ends tcpdump with SIGINT (it flushes and closes the file) and
+// waits for it, then reports the ring's files. Safe to call twice.
+func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
+	if cp.pr == nil {
+		return proto.CaptureResult{}, nil // still starting; its starter cleans up
+	}
+	cp.once.Do(func() {
+		pid := cp.pr.cmd.Process.Pid
+		_ = syscall.Kill(pid, syscall.SIGINT)
+		select {
+		case <-cp.pr.done:
+		case <-time.After(captureStopTimeout):
+			killGroup(pid, syscall.SIGKILL)
+			<-cp.pr.done
+		}
+		res := cp.pr.result()
+		cp.res = proto.CaptureResult{Handle: cp.handle, Files: []proto.FileInfo{}, Stderr: tailString(res.Stderr, 4096)}
+		names, err := captureFiles(s.opts.WorkDir, cp.file)
+		if err != nil {
+			cp.err = perr(proto.CodeInternal, "capture %q: list files: %v", cp.handle, err)
+			return
+		}
+		for _, n := range names {
+			_ = s.own(filepath.Join(s.opts.WorkDir, n))
+			fi, err := s.fileInfo(n)
+			if err != nil {
+				cp.err = perr(proto.CodeInternal, "capture %q: %v", cp.handle, err)
+				return
+			}
+			cp.res.Files = append(cp.res.Files, fi)
+		}
+		s.log.Info("capture stopped", "handle", cp.handle, "files", len(names))
+	})
+	return cp.res, cp.err
+}
+
+// captureFiles lists the files tcpdump wrote for base: "base" itself, or
+// with -C/-W "base0", "base1", ...
+func captureFiles(dir, base string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), base)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if _, err := strconv.Atoi(rest); rest == "" || err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

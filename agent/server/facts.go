@@ -1,0 +1,525 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// Where facts come from. Variables so tests can point them at fixtures.
+var (
+	sysClassNet = "/sys/class/net"
+	sysClassIB  = "/sys/class/infiniband"
+	procModules = "/proc/modules"
+	sysModule   = "/sys/module"
+	libModules  = "/lib/modules"
+)
+
+// toolNames are the tools facts looks for, in report order.
+var toolNames = []string{
+	"rdma", "ibv_devinfo", "ibv_devices",
+	"ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat",
+	"ib_send_bw", "ib_send_lat", "ib_atomic_bw", "ib_atomic_lat",
+	"ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
+	"rping", "tcpdump", "modprobe",
+}
+
+// extraToolDirs are searched after $PATH: a non-login SSH session often has
+// no sbin directories in PATH, where rdma, modprobe and tcpdump may live.
+var extraToolDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// lookTool finds an executable by name in $PATH, then in extraToolDirs.
+func lookTool(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, nil
+		}
+		return p, nil
+	}
+	for _, d := range extraToolDirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in PATH or %s", name, strings.Join(extraToolDirs, ":"))
+}
+
+func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	return collectFacts(ctx, s.opts.WorkDir), nil
+}
+
+// collectFacts reads everything proto.Facts holds. It never fails: what it
+// cannot read stays empty and is named in Errors.
+func collectFacts(ctx context.Context, workDir string) proto.Facts {
+	f := proto.Facts{
+		CPUs:    runtime.NumCPU(),
+		UID:     os.Geteuid(),
+		Root:    os.Geteuid() == 0,
+		WorkDir: workDir,
+		Tools:   map[string]proto.Tool{},
+	}
+	fail := func(what string, err error) { f.Errors = append(f.Errors, what+": "+err.Error()) }
+
+	// Tool versions run processes; start them first and read sysfs meanwhile.
+	var wg sync.WaitGroup
+	var tools map[string]proto.Tool
+	var perftestJSON bool
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tools, perftestJSON = collectTools(ctx)
+	}()
+
+	var err error
+	if f.Hostname, err = os.Hostname(); err != nil {
+		fail("hostname", err)
+	}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		fail("uname", err)
+	} else {
+		f.Kernel = unix.ByteSliceToString(uts.Release[:])
+		f.Arch = unix.ByteSliceToString(uts.Machine[:])
+	}
+	if f.OS, err = readOSRelease(); err != nil {
+		fail("os-release", err)
+	}
+	if f.MemBytes, err = memTotal(); err != nil {
+		fail("meminfo", err)
+	}
+	if u, err := user.Current(); err != nil {
+		fail("user", err)
+	} else {
+		f.User = u.Username
+	}
+	if f.Netdevs, err = readNetdevs(); err != nil {
+		fail("netdevs", err)
+	}
+	if f.RDMA, err = readRDMADevices(); err != nil {
+		fail("rdma devices", err)
+	}
+	f.RXEModule = rxeModuleState(f.Kernel)
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
+		fail("getrlimit memlock", err)
+	} else {
+		f.MemlockSoft, f.MemlockHard = rlim(rl.Cur), rlim(rl.Max)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(workDir, &st); err != nil {
+		fail("statfs work dir", err)
+	} else {
+		f.FreeBytes = st.Bavail * uint64(st.Bsize)
+	}
+	wg.Wait()
+	f.Tools, f.PerftestJSON = tools, perftestJSON
+	return f
+}
+
+func rlim(v uint64) int64 {
+	if v == unix.RLIM_INFINITY || v > 1<<62 {
+		return -1
+	}
+	return int64(v)
+}
+
+func readOSRelease() (string, error) {
+	var firstErr error
+	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		return parseOSRelease(b), nil
+	}
+	return "", firstErr
+}
+
+// parseOSRelease returns PRETTY_NAME, else NAME VERSION_ID, from an
+// os-release file (shell-like KEY=value lines, values maybe quoted).
+func parseOSRelease(b []byte) string {
+	kv := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		kv[k] = strings.ReplaceAll(v, `\"`, `"`)
+	}
+	if p := kv["PRETTY_NAME"]; p != "" {
+		return p
+	}
+	return strings.TrimSpace(kv["NAME"] + " " + kv["VERSION_ID"])
+}
+
+func memTotal() (uint64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse MemTotal %q: %w", line, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, errors.New("no MemTotal in /proc/meminfo")
+}
+
+func readSysfs(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func readNetdevs() ([]proto.Netdev, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]proto.Netdev, 0, len(ifs))
+	for _, ifc := range ifs {
+		nd := proto.Netdev{
+			Name:  ifc.Name,
+			MTU:   ifc.MTU,
+			MAC:   ifc.HardwareAddr.String(),
+			State: readSysfs(filepath.Join(sysClassNet, ifc.Name, "operstate")),
+		}
+		if drv, err := os.Readlink(filepath.Join(sysClassNet, ifc.Name, "device", "driver")); err == nil {
+			nd.Driver = filepath.Base(drv)
+		}
+		if addrs, err := ifc.Addrs(); err == nil {
+			for _, a := range addrs {
+				nd.Addrs = append(nd.Addrs, a.String())
+			}
+		}
+		out = append(out, nd)
+	}
+	return out, nil
+}
+
+// readRDMADevices reads every RDMA device from sysfs. rxe devices are told
+// from hardware by their "parent" attribute (the netdev they sit on).
+func readRDMADevices() ([]proto.RDMADevice, error) {
+	ents, err := os.ReadDir(sysClassIB)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []proto.RDMADevice{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]proto.RDMADevice, 0, len(ents))
+	for _, e := range ents {
+		devs = append(devs, readRDMADevice(e.Name()))
+	}
+	return devs, nil
+}
+
+func readRDMADevice(name string) proto.RDMADevice {
+	dir := filepath.Join(sysClassIB, name)
+	d := proto.RDMADevice{
+		Name:         name,
+		Kind:         "hw",
+		NodeGUID:     readSysfs(filepath.Join(dir, "node_guid")),
+		SysImageGUID: readSysfs(filepath.Join(dir, "sys_image_guid")),
+		Ports:        []proto.RDMAPort{},
+	}
+	if parent := readSysfs(filepath.Join(dir, "parent")); parent != "" {
+		d.Kind, d.Parent = "rxe", parent
+	} else if _, err := os.Lstat(filepath.Join(dir, "device")); err != nil {
+		// No bus device behind it: a software device that is not rxe.
+		d.Kind = "siw"
+	}
+	ports, _ := os.ReadDir(filepath.Join(dir, "ports"))
+	for _, pe := range ports {
+		n, err := strconv.Atoi(pe.Name())
+		if err != nil {
+			continue
+		}
+		d.Ports = append(d.Ports, readRDMAPort(d, filepath.Join(dir, "ports", pe.Name()), n))
+	}
+	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Port < d.Ports[j].Port })
+	return d
+}
+
+func readRDMAPort(d proto.RDMADevice, dir string, n int) proto.RDMAPort {
+	p := proto.RDMAPort{
+		Port:      n,
+		State:     sysfsEnum(readSysfs(filepath.Join(dir, "state"))),
+		PhysState: sysfsEnum(readSysfs(filepath.Join(dir, "phys_state"))),
+		LinkLayer: readSysfs(filepath.Join(dir, "link_layer")),
+	}
+	if d.Kind == "rxe" {
+		// sysfs has no MTU attribute; rxe derives its port MTU from the
+		// parent netdev's MTU (drivers/infiniband/sw/rxe rxe_set_mtu).
+		if mtu, err := strconv.Atoi(readSysfs(filepath.Join(sysClassNet, d.Parent, "mtu"))); err == nil {
+			p.ActiveMTU = RXEActiveMTU(mtu)
+			p.MaxMTU = 4096
+		}
+	}
+	gids, _ := os.ReadDir(filepath.Join(dir, "gids"))
+	for _, ge := range gids {
+		i, err := strconv.Atoi(ge.Name())
+		if err != nil {
+			continue
+		}
+		// netip keeps v4-mapped GIDs as ::ffff:a.b.c.d, as ibv_devinfo shows them.
+		g, err := netip.ParseAddr(readSysfs(filepath.Join(dir, "gids", ge.Name())))
+		if err != nil || g.IsUnspecified() {
+			continue
+		}
+		p.GIDs = append(p.GIDs, proto.GID{
+			Index:  i,
+			GID:    g.String(),
+			Type:   readSysfs(filepath.Join(dir, "gid_attrs", "types", ge.Name())),
+			Netdev: readSysfs(filepath.Join(dir, "gid_attrs", "ndevs", ge.Name())),
+		})
+	}
+	sort.Slice(p.GIDs, func(i, j int) bool { return p.GIDs[i].Index < p.GIDs[j].Index })
+	return p
+}
+
+// sysfsEnum turns a sysfs port state such as "4: ACTIVE" or "5: LinkUp" into
+// the verbs spelling: "ACTIVE", "LINK_UP".
+func sysfsEnum(s string) string {
+	if _, v, ok := strings.Cut(s, ":"); ok {
+		s = strings.TrimSpace(v)
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' && i > 0 && s[i-1] >= 'a' && s[i-1] <= 'z' {
+			b.WriteByte('_')
+		}
+		if r == ' ' {
+			r = '_'
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
+// RXEActiveMTU is the IB MTU rxe uses on a netdev of the given MTU: the
+// largest of 256..4096 that fits after rxe's 80 bytes of headers.
+func RXEActiveMTU(netdevMTU int) int {
+	avail := netdevMTU - 80
+	for _, m := range []int{4096, 2048, 1024, 512} {
+		if avail >= m {
+			return m
+		}
+	}
+	return 256
+}
+
+// rxeModuleState says whether the running kernel has rdma_rxe: "loaded",
+// "builtin", "loadable" or "absent".
+func rxeModuleState(kernel string) string {
+	if b, err := os.ReadFile(procModules); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.HasPrefix(line, "rdma_rxe ") {
+				return "loaded"
+			}
+		}
+	}
+	if kernel != "" {
+		dir := filepath.Join(libModules, kernel)
+		if modulesListHas(filepath.Join(dir, "modules.builtin"), "rdma_rxe") {
+			return "builtin"
+		}
+		if modulesListHas(filepath.Join(dir, "modules.dep"), "rdma_rxe") {
+			return "loadable"
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sysModule, "rdma_rxe")); err == nil {
+		// Built in but modules.builtin missing (custom kernels).
+		return "builtin"
+	}
+	return "absent"
+}
+
+// modulesListHas reports whether a modules.dep / modules.builtin file lists
+// module (as .../module.ko, maybe compressed).
+func modulesListHas(path, module string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		p, _, _ := strings.Cut(sc.Text(), ":")
+		base := filepath.Base(p)
+		if m, _, ok := strings.Cut(base, ".ko"); ok && (m == module || strings.ReplaceAll(m, "-", "_") == module) {
+			return true
+		}
+	}
+	return false
+}
+
+var versionRE = regexp.MustCompile(`[0-9]+(\.[0-9]+)+`)
+
+// toolVersionArgs is how to ask a tool its version; tools not listed report
+// none (rping, the pingpongs: rdma-core's version is ibv_devinfo's).
+var toolVersionArgs = map[string][]string{
+	"rdma":        {"-V"},
+	"ibv_devinfo": {"--version"},
+	"ib_write_bw": {"--version"},
+	"tcpdump":     {"--version"},
+	"modprobe":    {"--version"},
+}
+
+// collectTools finds every tool in toolNames and its version. perftest's
+// binaries share one package, so ib_write_bw's version and its --help (for
+// --out_json) stand for all of them: no network test is ever run.
+func collectTools(ctx context.Context) (map[string]proto.Tool, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	tools := map[string]proto.Tool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	perftestJSON := false
+	for _, name := range toolNames {
+		p, err := lookTool(name)
+		if err != nil {
+			continue
+		}
+		tools[name] = proto.Tool{Path: p}
+	}
+	for name, args := range toolVersionArgs {
+		t, ok := tools[name]
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := runQuiet(ctx, t.Path, args...)
+			if v := versionRE.FindString(out); v != "" {
+				mu.Lock()
+				t.Version = v
+				tools[name] = t
+				mu.Unlock()
+			}
+		}()
+	}
+	if t, ok := tools["ib_write_bw"]; ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			help := runQuiet(ctx, t.Path, "--help")
+			mu.Lock()
+			perftestJSON = PerftestHelpHasJSON(help)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if v := tools["ib_write_bw"].Version; v != "" {
+		for name, t := range tools {
+			if strings.HasPrefix(name, "ib_") {
+				t.Version = v
+				tools[name] = t
+			}
+		}
+	}
+	if v := tools["ibv_devinfo"].Version; v != "" {
+		for name, t := range tools {
+			if strings.HasPrefix(name, "ibv_") && t.Version == "" {
+				t.Version = v
+				tools[name] = t
+			}
+		}
+	}
+	return tools, perftestJSON
+}
+
+// PerftestHelpHasJSON reports whether perftest's --help output offers
+// --out_json.
+func PerftestHelpHasJSON(help string) bool {
+	return strings.Contains(help, "--out_json")
+}
+
+// runQuiet runs argv and returns its combined output (bounded), ignoring the
+// exit status: --help and --version exit non-zero in some tools.
+func runQuiet(ctx context.Context, path string, args ...string) string {
+	out, _, _ := runCmd(ctx, path, args...)
+	return out
+}
+
+// runCmd runs path with args (no shell) and returns its combined output
+// (the first 64 KiB) and exit code.
+func runCmd(ctx context.Context, path string, args ...string) (string, int, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	buf := limitedBuffer{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	code := 0
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	return buf.String(), code, err
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		if len(p) > room {
+			b.buf.Write(p[:room])
+		} else {
+			b.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

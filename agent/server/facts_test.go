@@ -1,0 +1,234 @@
+package server
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// TestFactsHere runs facts on this machine, whose kernel has no RDMA: the
+// agent must say so (rxe_module absent, no devices) and still report the rest.
+func TestFactsHere(t *testing.T) {
+	if _, err := os.Stat("/sys/class/infiniband"); err == nil {
+		t.Skip("this machine has RDMA devices; the test expects a kernel without them")
+	}
+	c, srv := startAgent(t, Options{})
+	var f proto.Facts
+	c.mustCall(proto.MethodFacts, nil, &f)
+
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if f.Kernel != unix.ByteSliceToString(uts.Release[:]) || f.Arch != unix.ByteSliceToString(uts.Machine[:]) || f.Hostname != host {
+		t.Errorf("kernel %q arch %q hostname %q do not match uname", f.Kernel, f.Arch, f.Hostname)
+	}
+	if f.RXEModule != "absent" || len(f.RDMA) != 0 {
+		t.Errorf("rxe_module %q, rdma devices %v; want absent and none on this kernel", f.RXEModule, f.RDMA)
+	}
+	if f.CPUs < 1 || f.MemBytes == 0 || f.OS == "" || f.User == "" || f.UID != os.Geteuid() {
+		t.Errorf("facts incomplete: %+v", f)
+	}
+	if f.WorkDir != srv.WorkDir() || f.FreeBytes == 0 {
+		t.Errorf("work dir %q free %d", f.WorkDir, f.FreeBytes)
+	}
+	if f.MemlockSoft == 0 || f.MemlockHard == 0 {
+		t.Errorf("memlock %d/%d", f.MemlockSoft, f.MemlockHard)
+	}
+	i := slices.IndexFunc(f.Netdevs, func(n proto.Netdev) bool { return n.Name == "lo" })
+	if i < 0 {
+		t.Fatalf("no lo in netdevs %+v", f.Netdevs)
+	}
+	if lo := f.Netdevs[i]; lo.MTU == 0 || !slices.Contains(lo.Addrs, "127.0.0.1/8") {
+		t.Errorf("lo = %+v", lo)
+	}
+	if p, err := exec.LookPath("tcpdump"); err == nil {
+		if tool := f.Tools["tcpdump"]; tool.Path == "" || tool.Version == "" {
+			t.Errorf("tcpdump at %s reported as %+v", p, tool)
+		}
+	}
+	if _, ok := f.Tools["no-such-tool"]; ok {
+		t.Error("invented a tool")
+	}
+	if len(f.Errors) != 0 {
+		t.Errorf("errors: %v", f.Errors)
+	}
+}
+
+// writeTree creates files (path -> content) under root.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRDMADevicesFromSysfs reads a sysfs tree laid out as on the Debian 12
+// VM of shared/vmlab (rxe0 on eth1, 10.99.0.1/24, MTU 1500 -> active MTU
+// 1024 as ibv_devinfo showed there), plus a hardware device.
+func TestRDMADevicesFromSysfs(t *testing.T) {
+	root := t.TempDir()
+	ib, netc := filepath.Join(root, "infiniband"), filepath.Join(root, "net")
+	writeTree(t, ib, map[string]string{
+		"rxe0/parent":                      "eth1",
+		"rxe0/node_guid":                   "5054:00ff:fe99:0001",
+		"rxe0/sys_image_guid":              "5054:00ff:fe99:0001",
+		"rxe0/ports/1/state":               "4: ACTIVE",
+		"rxe0/ports/1/phys_state":          "5: LinkUp",
+		"rxe0/ports/1/link_layer":          "Ethernet",
+		"rxe0/ports/1/gids/0":              "fe80:0000:0000:0000:5054:00ff:fe99:0001",
+		"rxe0/ports/1/gids/1":              "0000:0000:0000:0000:0000:ffff:0a63:0001",
+		"rxe0/ports/1/gids/2":              "0000:0000:0000:0000:0000:0000:0000:0000",
+		"rxe0/ports/1/gid_attrs/types/0":   "RoCE v2",
+		"rxe0/ports/1/gid_attrs/types/1":   "RoCE v2",
+		"rxe0/ports/1/gid_attrs/ndevs/0":   "eth1",
+		"rxe0/ports/1/gid_attrs/ndevs/1":   "eth1",
+		"mlx5_0/node_guid":                 "b859:9f03:00a1:b2c3",
+		"mlx5_0/sys_image_guid":            "b859:9f03:00a1:b2c3",
+		"mlx5_0/device/vendor":             "0x15b3",
+		"mlx5_0/ports/1/state":             "1: DOWN",
+		"mlx5_0/ports/1/phys_state":        "3: Disabled",
+		"mlx5_0/ports/1/link_layer":        "Ethernet",
+		"mlx5_0/ports/1/gids/0":            "fe80:0000:0000:0000:ba59:9fff:fea1:b2c3",
+		"mlx5_0/ports/1/gid_attrs/types/0": "IB/RoCE v1",
+	})
+	writeTree(t, netc, map[string]string{"eth1/mtu": "1500"})
+	oldIB, oldNet := sysClassIB, sysClassNet
+	sysClassIB, sysClassNet = ib, netc
+	t.Cleanup(func() { sysClassIB, sysClassNet = oldIB, oldNet })
+
+	got, err := readRDMADevices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []proto.RDMADevice{
+		{Name: "mlx5_0", Kind: "hw", NodeGUID: "b859:9f03:00a1:b2c3", SysImageGUID: "b859:9f03:00a1:b2c3",
+			Ports: []proto.RDMAPort{{Port: 1, State: "DOWN", PhysState: "DISABLED", LinkLayer: "Ethernet",
+				GIDs: []proto.GID{{Index: 0, GID: "fe80::ba59:9fff:fea1:b2c3", Type: "IB/RoCE v1"}}}}},
+		{Name: "rxe0", Kind: "rxe", Parent: "eth1", NodeGUID: "5054:00ff:fe99:0001", SysImageGUID: "5054:00ff:fe99:0001",
+			Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", PhysState: "LINK_UP", ActiveMTU: 1024, MaxMTU: 4096, LinkLayer: "Ethernet",
+				GIDs: []proto.GID{
+					{Index: 0, GID: "fe80::5054:ff:fe99:1", Type: "RoCE v2", Netdev: "eth1"},
+					{Index: 1, GID: "::ffff:10.99.0.1", Type: "RoCE v2", Netdev: "eth1"},
+				}}}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("devices (-want +got):\n%s", d)
+	}
+	g, ok := RoCEv2GID(got[1].Ports[0].GIDs, net.ParseIP("10.99.0.1"))
+	if !ok || g.Index != 1 {
+		t.Errorf("RoCE v2 GID for 10.99.0.1 = %+v, %v; want index 1", g, ok)
+	}
+	if _, ok := RoCEv2GID(got[1].Ports[0].GIDs, net.ParseIP("10.99.0.2")); ok {
+		t.Error("found a GID for an address the device does not have")
+	}
+	if on := rxeOn("eth1"); on != "rxe0" {
+		t.Errorf("rxeOn(eth1) = %q", on)
+	}
+}
+
+func TestRXEActiveMTU(t *testing.T) {
+	for _, tt := range []struct{ netdev, want int }{
+		{9000, 4096}, {4176, 4096}, {4175, 2048}, {1500, 1024}, {1400, 1024}, {1104, 1024}, {1103, 512}, {576, 256}, {68, 256},
+	} {
+		if got := RXEActiveMTU(tt.netdev); got != tt.want {
+			t.Errorf("RXEActiveMTU(%d) = %d, want %d", tt.netdev, got, tt.want)
+		}
+	}
+}
+
+func TestRXEModuleState(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"loaded", map[string]string{"proc/modules": "ib_core 4 1 rdma_rxe, Live 0x0\nrdma_rxe 1 0 - Live 0x0"}, "loaded"},
+		{"builtin", map[string]string{"lib/K/modules.builtin": "kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko"}, "builtin"},
+		{"loadable xz", map[string]string{"lib/K/modules.dep": "kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko.xz: kernel/drivers/infiniband/core/ib_core.ko.xz"}, "loadable"},
+		{"other modules only", map[string]string{"proc/modules": "rdma_rxe_not 1 0", "lib/K/modules.dep": "kernel/net/rxe_helper.ko:"}, "absent"},
+		{"nothing", nil, "absent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, root, tt.files)
+			op, om, ol := procModules, sysModule, libModules
+			procModules, sysModule, libModules = filepath.Join(root, "proc/modules"), filepath.Join(root, "sys/module"), filepath.Join(root, "lib")
+			t.Cleanup(func() { procModules, sysModule, libModules = op, om, ol })
+			if got := rxeModuleState("K"); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRXEEnsureWithoutRXE(t *testing.T) {
+	if rxeModuleState(kernelRelease()) != "absent" {
+		t.Skip("this kernel has rdma_rxe")
+	}
+	c, _ := startAgent(t, Options{})
+	e := c.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, nil)
+	if e == nil || e.Code != proto.CodeNoRXE || !strings.Contains(e.Message, "no rdma_rxe module") || !strings.Contains(e.Message, "CONFIG_RDMA_RXE") {
+		t.Errorf("rxe.ensure on lo: %v, want %s with advice", e, proto.CodeNoRXE)
+	}
+	e = c.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "eth99x"}, nil)
+	if e == nil || e.Code != proto.CodeNotFound || !strings.Contains(e.Message, "have: ") || !strings.Contains(e.Message, "lo") {
+		t.Errorf("rxe.ensure on a missing netdev: %v, want not_found listing the netdevs", e)
+	}
+	var del proto.RXEDeleteResult
+	c.mustCall(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: "rxe_nothing"}, &del)
+	if del.Deleted {
+		t.Error("deleted a device that does not exist")
+	}
+}
+
+func TestParseOSRelease(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\n", "Debian GNU/Linux 12 (bookworm)"},
+		{"NAME=Fedora\nVERSION_ID=40\n", "Fedora 40"},
+		{"# comment\nNAME='Alpine Linux'\n", "Alpine Linux"},
+		{"garbage", ""},
+	} {
+		if got := parseOSRelease([]byte(tt.in)); got != tt.want {
+			t.Errorf("parseOSRelease(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSysfsEnum(t *testing.T) {
+	for in, want := range map[string]string{
+		"4: ACTIVE": "ACTIVE", "5: LinkUp": "LINK_UP", "2: Polling": "POLLING", "1: DOWN": "DOWN",
+		"7: PortConfigurationTraining": "PORT_CONFIGURATION_TRAINING", "": "",
+	} {
+		if got := sysfsEnum(in); got != want {
+			t.Errorf("sysfsEnum(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPerftestHelpHasJSON(t *testing.T) {
+	// perftest >= 4.5-0.20 lists the option in its usage text.
+	if !PerftestHelpHasJSON(" --out_json  Save the report in a json file\n") {
+		t.Error("missed --out_json")
+	}
+	if PerftestHelpHasJSON(" -F, --CPU-freq  Do not show a warning\n") {
+		t.Error("invented --out_json")
+	}
+}

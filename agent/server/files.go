@@ -1,0 +1,160 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// The work dir is opened as an os.Root for every file operation the
+// controller asks for, so neither ".." nor a symlink can reach outside it.
+
+func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.FilesListParams
+	if err := decode(proto.MethodFilesList, params, &p); err != nil {
+		return nil, err
+	}
+	dir := p.Dir
+	if dir == "" {
+		dir = "."
+	}
+	if !filepath.IsLocal(dir) {
+		return nil, perr(proto.CodeBadRequest, "files.list: dir %q is not inside the work dir", p.Dir)
+	}
+	root, err := os.OpenRoot(s.opts.WorkDir)
+	if err != nil {
+		return nil, perr(proto.CodeInternal, "files.list: open work dir %q: %v", s.opts.WorkDir, err)
+	}
+	defer root.Close()
+	if dir != "." {
+		// Confirm the start is a real directory inside the root (not a
+		// symlink out of it) before walking.
+		fi, err := root.Lstat(dir)
+		if err != nil {
+			return nil, perr(proto.CodeNotFound, "files.list: %v", rootErr(err))
+		}
+		if !fi.IsDir() {
+			return nil, perr(proto.CodeBadRequest, "files.list: %q is not a directory (symlinks are not followed)", p.Dir)
+		}
+	}
+	res := proto.FilesList{Root: s.opts.WorkDir, Files: []proto.FileInfo{}}
+	err = fs.WalkDir(root.FS(), filepath.ToSlash(dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// WalkDir never follows symlinks; listing only regular files also
+		// leaves out sockets, fifos and devices.
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, sum, err := hashRootFile(root, p)
+		if err != nil {
+			return err
+		}
+		res.Files = append(res.Files, proto.FileInfo{
+			Path:   path.Clean(p),
+			Size:   fi.Size(),
+			SHA256: sum,
+			Mode:   uint32(fi.Mode().Perm()),
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, perr(proto.CodeInternal, "files.list %q: %v", p.Dir, rootErr(err))
+	}
+	sort.Slice(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
+	return res, nil
+}
+
+func rootErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return err
+}
+
+// hashRootFile opens name inside root (refusing symlinks out of it) and
+// returns its info and sha256.
+func hashRootFile(root *os.Root, name string) (fs.FileInfo, string, error) {
+	f, err := root.Open(filepath.FromSlash(name))
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, "", err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, "", err
+	}
+	return fi, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// fileInfo describes one file of the work dir for a result.
+func (s *Server) fileInfo(rel string) (proto.FileInfo, error) {
+	root, err := os.OpenRoot(s.opts.WorkDir)
+	if err != nil {
+		return proto.FileInfo{}, err
+	}
+	defer root.Close()
+	fi, sum, err := hashRootFile(root, rel)
+	if err != nil {
+		return proto.FileInfo{}, err
+	}
+	return proto.FileInfo{Path: filepath.ToSlash(rel), Size: fi.Size(), SHA256: sum, Mode: uint32(fi.Mode().Perm())}, nil
+}
+
+func (s *Server) filesRead(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.FilesReadParams
+	if err := decode(proto.MethodFilesRead, params, &p); err != nil {
+		return nil, err
+	}
+	if p.Path == "" || !filepath.IsLocal(p.Path) {
+		return nil, perr(proto.CodeBadRequest, "files.read: path %q is not inside the work dir", p.Path)
+	}
+	max := p.MaxBytes
+	if max <= 0 || max > proto.OutputLimit {
+		max = proto.OutputLimit
+	}
+	root, err := os.OpenRoot(s.opts.WorkDir)
+	if err != nil {
+		return nil, perr(proto.CodeInternal, "files.read: open work dir %q: %v", s.opts.WorkDir, err)
+	}
+	defer root.Close()
+	f, err := root.Open(p.Path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, perr(proto.CodeNotFound, "files.read: %v", rootErr(err))
+		}
+		return nil, perr(proto.CodeBadRequest, "files.read: %v", rootErr(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, perr(proto.CodeInternal, "files.read %q: %v", p.Path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, perr(proto.CodeBadRequest, "files.read: %q is not a regular file", p.Path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil, perr(proto.CodeInternal, "files.read %q: %v", p.Path, err)
+	}
+	return proto.FileData{Path: filepath.ToSlash(p.Path), Size: fi.Size(), Data: data, Truncated: fi.Size() > int64(len(data))}, nil
+}

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// mkdirAllOwned is os.MkdirAll(dir, 0700) that also chowns every directory
+// it creates to owner, so a root agent working for a user leaves nothing the
+// user cannot read or delete.
+func mkdirAllOwned(dir string, owner *Owner) error {
+	var created []string
+	for d := dir; ; d = filepath.Dir(d) {
+		_, err := os.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	// MkdirAll honours umask; the work dir must be exactly 0700.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	if owner == nil {
+		return nil
+	}
+	for _, d := range created {
+		if err := os.Chown(d, owner.UID, owner.GID); err != nil {
+			return fmt.Errorf("chown %q to %d:%d: %w", d, owner.UID, owner.GID, err)
+		}
+	}
+	return os.Chown(dir, owner.UID, owner.GID)
+}
+
+// own chowns path to the owner, when there is one.
+func (s *Server) own(path string) error {
+	if s.opts.Owner == nil {
+		return nil
+	}
+	if err := os.Lchown(path, s.opts.Owner.UID, s.opts.Owner.GID); err != nil {
+		return fmt.Errorf("chown %q to %d:%d: %w", path, s.opts.Owner.UID, s.opts.Owner.GID, err)
+	}
+	return nil
+}
+
+// createFile creates (truncates) a 0600 file in the work dir, owned by the
+// owner.
+func (s *Server) createFile(name string) (*os.File, error) {
+	p := filepath.Join(s.opts.WorkDir, name)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.own(p); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

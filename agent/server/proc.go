@@ -1,0 +1,295 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// proc is a child process the agent started. It runs in its own process
+// group so stopping it also stops whatever it forked.
+type proc struct {
+	handle string
+	argv   []string
+	cmd    *exec.Cmd
+	start  time.Time
+
+	done     chan struct{} // closed once the process has been reaped
+	mu       sync.Mutex
+	res      proto.ProcResult
+	stopped  bool
+	timedOut bool
+}
+
+// validHandle accepts handles usable as one file name element.
+func validHandle(method, h string) error {
+	if err := ValidRunID(h); err != nil {
+		return perr(proto.CodeBadRequest, "%s: handle %q: want 1-128 of [A-Za-z0-9._-]", method, h)
+	}
+	return nil
+}
+
+func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.ProcStartParams
+	if err := decode(proto.MethodProcStart, params, &p); err != nil {
+		return nil, err
+	}
+	if err := validHandle(proto.MethodProcStart, p.Handle); err != nil {
+		return nil, err
+	}
+	if len(p.Argv) == 0 || p.Argv[0] == "" {
+		return nil, perr(proto.CodeBadRequest, "proc.start %q: empty argv", p.Handle)
+	}
+	var re *regexp.Regexp
+	if p.Ready != nil && p.Ready.OutputRegex != "" {
+		var err error
+		if re, err = regexp.Compile(p.Ready.OutputRegex); err != nil {
+			return nil, perr(proto.CodeBadRequest, "proc.start %q: ready output_regex: %v", p.Handle, err)
+		}
+	}
+	pr, err := s.startProc(p.Handle, p.Argv, p.Env, p.TimeoutMs, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(ctx, pr, p.Ready, re); err != nil {
+		pr.stop(s.opts.StopGrace)
+		return nil, err
+	}
+	ready := time.Since(pr.start).Milliseconds()
+	c.event(proto.EventReady, proto.ProcStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ReadyMs: ready})
+	return proto.ProcStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ReadyMs: ready}, nil
+}
+
+// startProc starts argv (never through a shell) with output to
+// <handle>.stdout/.stderr in the work dir and, when register is set, records
+// it under handle for proc.wait/proc.stop.
+func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, register bool) (*proc, error) {
+	pr := &proc{handle: handle, argv: argv, done: make(chan struct{})}
+	unreserve := func() {}
+	if register {
+		s.mu.Lock()
+		if _, ok := s.procs[handle]; ok {
+			s.mu.Unlock()
+			return nil, perr(proto.CodeExists, "proc.start: handle %q already in use", handle)
+		}
+		s.procs[handle] = pr // reserve the handle
+		s.mu.Unlock()
+		unreserve = func() {
+			s.mu.Lock()
+			delete(s.procs, handle)
+			s.mu.Unlock()
+		}
+	}
+
+	path := argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := lookTool(path)
+		if err != nil {
+			unreserve()
+			return nil, perr(proto.CodeNotFound, "start %q: %v", argv[0], err)
+		}
+		path = p
+	}
+	stdout, err := s.createFile(handle + ".stdout")
+	if err != nil {
+		unreserve()
+		return nil, perr(proto.CodeInternal, "start %q: create output file: %v", argv[0], err)
+	}
+	stderr, err := s.createFile(handle + ".stderr")
+	if err != nil {
+		stdout.Close()
+		unreserve()
+		return nil, perr(proto.CodeInternal, "start %q: create output file: %v", argv[0], err)
+	}
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Dir = s.opts.WorkDir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	stdout.Close()
+	stderr.Close()
+	if err != nil {
+		unreserve()
+		code := proto.CodeCommand
+		if errors.Is(err, os.ErrNotExist) {
+			code = proto.CodeNotFound
+		} else if errors.Is(err, os.ErrPermission) {
+			code = proto.CodePermission
+		}
+		return nil, &proto.Error{Code: code, Message: fmt.Sprintf("start %q: %v", argv[0], err), Command: argv}
+	}
+	s.mu.Lock() // lookupProc reads cmd under s.mu
+	pr.cmd, pr.start = cmd, time.Now()
+	s.mu.Unlock()
+	s.log.Info("started", "handle", handle, "pid", cmd.Process.Pid, "argv", argv)
+	go func() {
+		var timer *time.Timer
+		if timeoutMs > 0 {
+			timer = time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() {
+				pr.mu.Lock()
+				pr.timedOut = true
+				pr.mu.Unlock()
+				s.log.Warn("timed out; killing process group", "handle", handle, "pid", cmd.Process.Pid)
+				killGroup(cmd.Process.Pid, syscall.SIGKILL)
+			})
+		}
+		werr := cmd.Wait()
+		if timer != nil {
+			timer.Stop()
+		}
+		// The leader is gone; anything it forked into its group goes too.
+		killGroup(cmd.Process.Pid, syscall.SIGKILL)
+		s.finishProc(pr, werr)
+		close(pr.done)
+	}()
+	return pr, nil
+}
+
+func killGroup(pid int, sig syscall.Signal) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, sig)
+	}
+}
+
+func (s *Server) finishProc(pr *proc, werr error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	r := proto.ProcResult{
+		Handle:        pr.handle,
+		Argv:          pr.argv,
+		StartUnixNano: pr.start.UnixNano(),
+		EndUnixNano:   time.Now().UnixNano(),
+		TimedOut:      pr.timedOut,
+		Stopped:       pr.stopped,
+		StdoutFile:    pr.handle + ".stdout",
+		StderrFile:    pr.handle + ".stderr",
+	}
+	r.ExitCode = pr.cmd.ProcessState.ExitCode()
+	if ws, ok := pr.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		r.ExitCode = -1
+		r.Signal = ws.Signal().String()
+	}
+	var t1, t2 bool
+	r.Stdout, t1 = readTail(filepath.Join(s.opts.WorkDir, r.StdoutFile), proto.OutputLimit)
+	r.Stderr, t2 = readTail(filepath.Join(s.opts.WorkDir, r.StderrFile), proto.OutputLimit)
+	r.Truncated = t1 || t2
+	pr.res = r
+	s.log.Info("exited", "handle", pr.handle, "exit", r.ExitCode, "signal", r.Signal, "err", werr)
+}
+
+// readTail returns the last max bytes of a file and whether it was longer.
+func readTail(path string, max int64) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", false
+	}
+	trunc := false
+	if fi.Size() > max {
+		trunc = true
+		if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
+			return "", false
+		}
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	return strings.ToValidUTF8(string(b), "\uFFFD"), trunc
+}
+
+// stop ends a running process: SIGTERM to its group, SIGKILL after grace.
+// It reports whether the process was still running.
+func (pr *proc) stop(grace time.Duration) bool {
+	select {
+	case <-pr.done:
+		return false
+	default:
+	}
+	pr.mu.Lock()
+	pr.stopped = true
+	pr.mu.Unlock()
+	pid := pr.cmd.Process.Pid
+	killGroup(pid, syscall.SIGTERM)
+	select {
+	case <-pr.done:
+	case <-time.After(grace):
+		killGroup(pid, syscall.SIGKILL)
+		<-pr.done
+	}
+	return true
+}
+
+func (pr *proc) result() proto.ProcResult {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.res
+}
+
+func (s *Server) lookupProc(method, handle string) (*proc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pr, ok := s.procs[handle]
+	if !ok || pr.cmd == nil || pr.cmd.Process == nil {
+		return nil, perr(proto.CodeNotFound, "%s: no process with handle %q", method, handle)
+	}
+	return pr, nil
+}
+
+func (s *Server) procWait(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.ProcWaitParams
+	if err := decode(proto.MethodProcWait, params, &p); err != nil {
+		return nil, err
+	}
+	pr, err := s.lookupProc(proto.MethodProcWait, p.Handle)
+	if err != nil {
+		return nil, err
+	}
+	var timeout <-chan time.Time
+	if p.TimeoutMs > 0 {
+		t := time.NewTimer(time.Duration(p.TimeoutMs) * time.Millisecond)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-pr.done:
+		return pr.result(), nil
+	case <-timeout:
+		return nil, perr(proto.CodeTimeout, "wait for %q (%s): still running after %d ms", p.Handle, strings.Join(pr.argv, " "), p.TimeoutMs)
+	case <-ctx.Done():
+		return nil, perr(proto.CodeInternal, "wait for %q: agent shutting down", p.Handle)
+	}
+}
+
+func (s *Server) procStop(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.ProcStopParams
+	if err := decode(proto.MethodProcStop, params, &p); err != nil {
+		return nil, err
+	}
+	pr, err := s.lookupProc(proto.MethodProcStop, p.Handle)
+	if err != nil {
+		return nil, err
+	}
+	grace := s.opts.StopGrace
+	if p.GraceMs > 0 {
+		grace = time.Duration(p.GraceMs) * time.Millisecond
+	}
+	pr.stop(grace)
+	<-pr.done
+	return pr.result(), nil
+}

@@ -1,0 +1,240 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+const (
+	defaultReadyTimeout = 10 * time.Second
+	readyPoll           = 20 * time.Millisecond
+)
+
+// waitReady blocks until the process is ready by r, exits, or the readiness
+// timeout passes. Readiness is observed (a listening socket, an rdma_cm id,
+// output), never assumed after a sleep.
+func (s *Server) waitReady(ctx context.Context, pr *proc, r *proto.Ready, re *regexp.Regexp) error {
+	if r == nil || (r.TCPListen == 0 && r.RDMACMListen == 0 && re == nil) {
+		return nil
+	}
+	timeout := defaultReadyTimeout
+	if r.TimeoutMs > 0 {
+		timeout = time.Duration(r.TimeoutMs) * time.Millisecond
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(readyPoll)
+	defer tick.Stop()
+	var what string
+	var check func() bool
+	switch {
+	case r.TCPListen != 0:
+		what = fmt.Sprintf("a TCP listener on port %d", r.TCPListen)
+		check = func() bool { return tcpListening(pr.cmd.Process.Pid, r.TCPListen) }
+	case r.RDMACMListen != 0:
+		rdmaPath, err := lookTool("rdma")
+		if err != nil {
+			return perr(proto.CodeUnsupported, "wait for %q to listen on rdma_cm port %d: %v (install iproute2)", pr.handle, r.RDMACMListen, err)
+		}
+		what = fmt.Sprintf("an rdma_cm listener on port %d", r.RDMACMListen)
+		check = func() bool {
+			out := runQuiet(ctx, rdmaPath, "-j", "res", "show", "cm_id")
+			return RDMACMListening([]byte(out), groupPIDs(pr.cmd.Process.Pid), r.RDMACMListen)
+		}
+	default:
+		what = fmt.Sprintf("output matching %q", re.String())
+		out := filepath.Join(s.opts.WorkDir, pr.handle+".stdout")
+		errf := filepath.Join(s.opts.WorkDir, pr.handle+".stderr")
+		check = func() bool {
+			a, _ := readTail(out, proto.OutputLimit)
+			b, _ := readTail(errf, proto.OutputLimit)
+			return re.MatchString(a) || re.MatchString(b)
+		}
+	}
+	for {
+		if check() {
+			return nil
+		}
+		select {
+		case <-pr.done:
+			if check() {
+				// Ready and already finished (a fast server); the caller
+				// learns the outcome from proc.wait.
+				return nil
+			}
+			res := pr.result()
+			return &proto.Error{
+				Code:     proto.CodeCommand,
+				Message:  fmt.Sprintf("start %q: exited with code %d before %s", pr.handle, res.ExitCode, what),
+				Command:  pr.argv,
+				ExitCode: res.ExitCode,
+				Stderr:   tailString(res.Stderr, 4096),
+			}
+		case <-deadline.C:
+			return perr(proto.CodeTimeout, "start %q: no %s after %s", pr.handle, what, timeout)
+		case <-ctx.Done():
+			return perr(proto.CodeInternal, "start %q: agent shutting down", pr.handle)
+		case <-tick.C:
+		}
+	}
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// groupPIDs lists the processes in the process group led by pgid (the
+// started process and whatever it forked).
+func groupPIDs(pgid int) map[int]bool {
+	pids := map[int]bool{pgid: true}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return pids
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == pgid {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name may hold spaces and parens: fields start after
+		// the last ')'. Then: state ppid pgrp ...
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) {
+			pids[pid] = true
+		}
+	}
+	return pids
+}
+
+// socketInodes returns the inodes of the sockets the given processes hold.
+func socketInodes(pids map[int]bool) map[uint64]bool {
+	inodes := map[uint64]bool{}
+	for pid := range pids {
+		dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			l, err := os.Readlink(filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
+			if rest, ok := strings.CutPrefix(l, "socket:["); ok {
+				if n, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64); err == nil {
+					inodes[n] = true
+				}
+			}
+		}
+	}
+	return inodes
+}
+
+// tcpListening reports whether a process of the group led by pid has a TCP
+// socket in LISTEN on port (IPv4 or IPv6), as /proc/<pid>/net/tcp{,6} show.
+func tcpListening(pid, port int) bool {
+	inodes := socketInodes(groupPIDs(pid))
+	if len(inodes) == 0 {
+		return false
+	}
+	for _, f := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "net", f))
+		if err != nil {
+			continue
+		}
+		for _, s := range ParseProcNetTCP(b) {
+			if s.State == tcpListen && s.LocalPort == port && inodes[s.Inode] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+const tcpListen = 0x0A
+
+// TCPSocket is one line of /proc/net/tcp or tcp6.
+type TCPSocket struct {
+	LocalPort int
+	State     int
+	Inode     uint64
+}
+
+// ParseProcNetTCP parses /proc/net/tcp{,6}; malformed lines are skipped.
+func ParseProcNetTCP(b []byte) []TCPSocket {
+	var out []TCPSocket
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		// sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+		if len(f) < 10 || !strings.HasSuffix(f[0], ":") {
+			continue
+		}
+		_, portHex, ok := strings.Cut(f[1], ":")
+		if !ok {
+			continue
+		}
+		port, err := strconv.ParseUint(portHex, 16, 16)
+		if err != nil {
+			continue
+		}
+		st, err := strconv.ParseUint(f[3], 16, 8)
+		if err != nil {
+			continue
+		}
+		inode, err := strconv.ParseUint(f[9], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, TCPSocket{LocalPort: int(port), State: int(st), Inode: inode})
+	}
+	return out
+}
+
+// RDMACMListening reports whether `rdma -j res show cm_id` output shows an
+// rdma_cm id in LISTEN on port owned by one of pids (any owner when the
+// output names none).
+func RDMACMListening(out []byte, pids map[int]bool, port int) bool {
+	var ids []map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(out), &ids); err != nil {
+		return false
+	}
+	for _, id := range ids {
+		state, _ := id["state"].(string)
+		if state != "LISTEN" {
+			continue
+		}
+		p, ok := id["src-port"].(float64)
+		if !ok || int(p) != port {
+			continue
+		}
+		if pid, ok := id["pid"].(float64); ok && len(pids) > 0 && !pids[int(pid)] {
+			continue
+		}
+		return true
+	}
+	return false
+}

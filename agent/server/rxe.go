@@ -1,0 +1,290 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+const defaultRXEWait = 10 * time.Second
+
+// rxeLinks is how rxe devices are added and removed; netlink first, the
+// rdma tool when netlink RDMA fails for a reason other than permissions.
+var (
+	rdmaLinkAdd = netlink.RdmaLinkAdd
+	rdmaLinkDel = netlink.RdmaLinkDel
+)
+
+// NoRXEMessage is what a user reads when the kernel has no rdma_rxe.
+func NoRXEMessage(kernel string) string {
+	return fmt.Sprintf("kernel %s has no rdma_rxe module: install the distribution's extra kernel modules package "+
+		"(Debian: linux-image-amd64 ships it; Ubuntu: linux-modules-extra-%s), or use a kernel built with CONFIG_RDMA_RXE", kernel, kernel)
+}
+
+func kernelRelease() string {
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return "?"
+	}
+	return unix.ByteSliceToString(uts.Release[:])
+}
+
+// rxeOn returns the rxe device whose parent is netdev, if any.
+func rxeOn(netdev string) string {
+	ents, _ := os.ReadDir(sysClassIB)
+	for _, e := range ents {
+		if readSysfs(filepath.Join(sysClassIB, e.Name(), "parent")) == netdev {
+			return e.Name()
+		}
+	}
+	return ""
+}
+
+func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.RXEEnsureParams
+	if err := decode(proto.MethodRXEEnsure, params, &p); err != nil {
+		return nil, err
+	}
+	if err := ValidNetdev(p.Netdev); err != nil {
+		return nil, perr(proto.CodeBadRequest, "rxe.ensure: %v", err)
+	}
+	if p.Name == "" {
+		p.Name = "rxe_" + p.Netdev
+	}
+	if err := validRDMAName(p.Name); err != nil {
+		return nil, perr(proto.CodeBadRequest, "rxe.ensure: %v", err)
+	}
+	what := fmt.Sprintf("create rxe %q on netdev %q", p.Name, p.Netdev)
+	ifc, err := net.InterfaceByName(p.Netdev)
+	if err != nil {
+		return nil, perr(proto.CodeNotFound, "%s: netdev %q not found, have: %s", what, p.Netdev, netdevNames())
+	}
+	info := proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1}
+	if existing := rxeOn(p.Netdev); existing != "" {
+		info.Name = existing
+		s.log.Info("rxe exists; reusing, not ours", "name", existing, "netdev", p.Netdev)
+	} else {
+		kernel := kernelRelease()
+		switch rxeModuleState(kernel) {
+		case "absent":
+			return nil, perr(proto.CodeNoRXE, "%s: %s", what, NoRXEMessage(kernel))
+		case "loadable":
+			if err := s.modprobeRXE(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := os.Stat(filepath.Join(sysClassIB, p.Name)); err == nil {
+			return nil, perr(proto.CodeExists, "%s: an RDMA device named %q exists on another netdev", what, p.Name)
+		}
+		if err := s.addRXE(ctx, p.Name, p.Netdev); err != nil {
+			return nil, err
+		}
+		info.Created = true
+		s.mu.Lock()
+		s.rxes[p.Name] = p.Netdev
+		s.mu.Unlock()
+		s.log.Info("rxe created", "name", p.Name, "netdev", p.Netdev)
+	}
+
+	wait := defaultRXEWait
+	if p.WaitMs > 0 {
+		wait = time.Duration(p.WaitMs) * time.Millisecond
+	}
+	ipv4 := firstIPv4(ifc)
+	deadline := time.Now().Add(wait)
+	for {
+		dev := readRDMADevice(info.Name)
+		port, ok := portN(dev, info.Port)
+		state := "missing"
+		if ok {
+			state = port.State
+		}
+		if ok && port.State == "ACTIVE" {
+			info.ActiveMTU = port.ActiveMTU
+			info.NodeGUID = dev.NodeGUID
+			if ipv4 == nil {
+				info.GIDIndex = -1
+				return info, nil
+			}
+			if g, ok := RoCEv2GID(port.GIDs, ipv4); ok {
+				info.GIDIndex, info.GID, info.IPv4 = g.Index, g.GID, ipv4.String()
+				return info, nil
+			}
+			state = "ACTIVE without a RoCE v2 GID for " + ipv4.String()
+		}
+		if time.Now().After(deadline) {
+			return nil, perr(proto.CodeTimeout, "%s: port %d not ready after %s (state %s): is netdev %q up with an IPv4 address?",
+				what, info.Port, wait, state, p.Netdev)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, perr(proto.CodeInternal, "%s: agent shutting down", what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// validRDMAName accepts RDMA device names the kernel takes (IB_DEVICE_NAME_MAX
+// is 64, and the name becomes a sysfs directory).
+func validRDMAName(name string) error {
+	if len(name) > 63 {
+		return fmt.Errorf("rdma device name %q: longer than 63 characters", name)
+	}
+	if name == "" || name == "." || name == ".." {
+		return fmt.Errorf("rdma device name %q: want letters, digits, '_', '-' or '.'", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Errorf("rdma device name %q: want letters, digits, '_', '-' or '.'", name)
+		}
+	}
+	return nil
+}
+
+func portN(d proto.RDMADevice, n int) (proto.RDMAPort, bool) {
+	for _, p := range d.Ports {
+		if p.Port == n {
+			return p, true
+		}
+	}
+	return proto.RDMAPort{}, false
+}
+
+func firstIPv4(ifc *net.Interface) net.IP {
+	addrs, _ := ifc.Addrs()
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if v4 := ipn.IP.To4(); v4 != nil {
+				return v4
+			}
+		}
+	}
+	return nil
+}
+
+// RoCEv2GID picks the RoCE v2 GID that maps ipv4 (::ffff:a.b.c.d).
+func RoCEv2GID(gids []proto.GID, ipv4 net.IP) (proto.GID, bool) {
+	for _, g := range gids {
+		if g.Type != "RoCE v2" {
+			continue
+		}
+		ip, err := netip.ParseAddr(g.GID)
+		want, ok := netip.AddrFromSlice(ipv4.To4())
+		if err == nil && ok && ip.Is4In6() && ip.Unmap() == want {
+			return g, true
+		}
+	}
+	return proto.GID{}, false
+}
+
+func (s *Server) modprobeRXE(ctx context.Context) error {
+	what := "load kernel module rdma_rxe"
+	mp, err := lookTool("modprobe")
+	if err != nil {
+		return perr(proto.CodeUnsupported, "%s: %v (install kmod)", what, err)
+	}
+	argv := []string{mp, "rdma_rxe"}
+	out, code, err := runArgv(ctx, argv)
+	if err != nil {
+		pe := &proto.Error{Code: proto.CodeCommand, Message: fmt.Sprintf("%s: %v", what, err), Command: argv, ExitCode: code, Stderr: out}
+		if os.Geteuid() != 0 {
+			pe.Code = proto.CodePermission
+			pe.Message += ": needs root (become = true)"
+		}
+		return pe
+	}
+	return nil
+}
+
+// addRXE creates the link over netlink RDMA, falling back to
+// `rdma link add NAME type rxe netdev DEV`.
+func (s *Server) addRXE(ctx context.Context, name, netdev string) error {
+	what := fmt.Sprintf("create rxe %q on netdev %q", name, netdev)
+	err := rdmaLinkAdd(name, "rxe", netdev)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return perr(proto.CodePermission, "%s: %v: needs root (become = true)", what, err)
+	}
+	s.log.Warn("netlink rdma link add failed; trying the rdma tool", "err", err)
+	rdma, lerr := lookTool("rdma")
+	if lerr != nil {
+		return perr(proto.CodeCommand, "%s: netlink: %v", what, err)
+	}
+	argv := []string{rdma, "link", "add", name, "type", "rxe", "netdev", netdev}
+	out, code, rerr := runArgv(ctx, argv)
+	if rerr != nil {
+		return &proto.Error{Code: proto.CodeCommand, Message: fmt.Sprintf("%s: netlink: %v; rdma tool: %v", what, err, rerr),
+			Command: argv, ExitCode: code, Stderr: out}
+	}
+	return nil
+}
+
+func (s *Server) rxeDelete(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.RXEDeleteParams
+	if err := decode(proto.MethodRXEDelete, params, &p); err != nil {
+		return nil, err
+	}
+	if err := validRDMAName(p.Name); err != nil || p.Name == "" {
+		return nil, perr(proto.CodeBadRequest, "rxe.delete: bad device name %q", p.Name)
+	}
+	deleted, err := s.deleteRXE(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return proto.RXEDeleteResult{Deleted: deleted}, nil
+}
+
+// deleteRXE removes an rxe device; a device already gone is not an error.
+func (s *Server) deleteRXE(ctx context.Context, name string) (bool, error) {
+	what := fmt.Sprintf("delete rxe %q", name)
+	defer func() {
+		s.mu.Lock()
+		delete(s.rxes, name)
+		s.mu.Unlock()
+	}()
+	if _, err := os.Stat(filepath.Join(sysClassIB, name)); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if readSysfs(filepath.Join(sysClassIB, name, "parent")) == "" {
+		return false, perr(proto.CodeBadRequest, "%s: %q is not an rxe device", what, name)
+	}
+	err := rdmaLinkDel(name)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return false, perr(proto.CodePermission, "%s: %v: needs root (become = true)", what, err)
+	}
+	rdma, lerr := lookTool("rdma")
+	if lerr != nil {
+		return false, perr(proto.CodeCommand, "%s: netlink: %v", what, err)
+	}
+	argv := []string{rdma, "link", "delete", name}
+	out, code, rerr := runArgv(ctx, argv)
+	if rerr != nil {
+		return false, &proto.Error{Code: proto.CodeCommand, Message: fmt.Sprintf("%s: netlink: %v; rdma tool: %v", what, err, rerr),
+			Command: argv, ExitCode: code, Stderr: out}
+	}
+	return true, nil
+}
+
+// runArgv runs argv (no shell) with a timeout and returns its combined
+// output (bounded) and exit code.
+func runArgv(ctx context.Context, argv []string) (string, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return runCmd(ctx, argv[0], argv[1:]...)
+}

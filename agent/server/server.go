@@ -1,0 +1,477 @@
+// Package server is the serve loop of rlab-agent, the program rlab ships to
+// every lab host: it speaks the agent/proto protocol on a reader/writer pair
+// (the SSH session's stdin/stdout in production, an io.Pipe in tests), answers
+// each request in its own goroutine, and owns everything it starts — child
+// processes, captures, TCP workload listeners, rxe devices — undoing it all
+// when its input closes.
+//
+// It imports only the standard library, agent/proto, golang.org/x/sys and
+// vishvananda/netlink; never anything from engine/ or cmd/.
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// Owner is the user the agent writes files for when it runs as root on that
+// user's behalf (become): everything it creates in the work dir is chowned to
+// Owner so the user can pull it over SFTP.
+type Owner struct {
+	UID, GID int
+}
+
+// ParseOwner parses "UID:GID".
+func ParseOwner(s string) (*Owner, error) {
+	u, g, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, fmt.Errorf("parse owner %q: want UID:GID", s)
+	}
+	uid, err := strconv.Atoi(u)
+	if err != nil || uid < 0 {
+		return nil, fmt.Errorf("parse owner %q: bad uid", s)
+	}
+	gid, err := strconv.Atoi(g)
+	if err != nil || gid < 0 {
+		return nil, fmt.Errorf("parse owner %q: bad gid", s)
+	}
+	return &Owner{UID: uid, GID: gid}, nil
+}
+
+// Options configure a Server.
+type Options struct {
+	// WorkDir is where everything the agent writes goes; created 0700.
+	WorkDir string
+	// Owner, when set, receives ownership of what the agent writes.
+	Owner *Owner
+	// Version is the build version reported in the hello.
+	Version string
+	// Hash is the agent binary's sha256 (hex); empty means hash /proc/self/exe.
+	Hash string
+	// Logger receives the agent's own log; nil discards it.
+	Logger *slog.Logger
+	// StopGrace is how long a child gets between SIGTERM and SIGKILL when the
+	// agent shuts down; 0 means 3s.
+	StopGrace time.Duration
+
+	// misbehave, when set (only from this package's tests, or from test
+	// builds of the security suite), rewrites each outgoing line.
+	misbehave func(line []byte) []byte
+}
+
+// Server is one agent: its work dir and everything it has started.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	wmu sync.Mutex // serialises writes to out
+	out io.Writer
+
+	mu       sync.Mutex
+	procs    map[string]*proc
+	captures map[string]*capture
+	tcps     map[string]*tcpServer
+	rxes     map[string]string // rxe devices this agent created: name -> netdev
+}
+
+// DefaultWorkDir is $HOME/.cache/rlab/runs/<runID>.
+func DefaultWorkDir(runID string) (string, error) {
+	if err := ValidRunID(runID); err != nil {
+		return "", err
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find home directory for work dir: %w", err)
+	}
+	return filepath.Join(home, ".cache", "rlab", "runs", runID), nil
+}
+
+// ValidRunID accepts run ids that are one plain path element.
+func ValidRunID(id string) error {
+	if id == "" || len(id) > 128 || id == "." || id == ".." {
+		return fmt.Errorf("run id %q: want 1-128 of [A-Za-z0-9._-]", id)
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("run id %q: want 1-128 of [A-Za-z0-9._-]", id)
+		}
+	}
+	return nil
+}
+
+// New creates the work dir (0700, owned by Owner when set) and a Server.
+func New(opts Options) (*Server, error) {
+	if opts.WorkDir == "" {
+		return nil, errors.New("new agent server: no work dir")
+	}
+	wd, err := filepath.Abs(opts.WorkDir)
+	if err != nil {
+		return nil, fmt.Errorf("new agent server: work dir %q: %w", opts.WorkDir, err)
+	}
+	opts.WorkDir = wd
+	if err := mkdirAllOwned(wd, opts.Owner); err != nil {
+		return nil, fmt.Errorf("create work dir %q: %w", wd, err)
+	}
+	if opts.Hash == "" {
+		h, err := SelfHash()
+		if err != nil {
+			return nil, err
+		}
+		opts.Hash = h
+	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 3 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		opts:     opts,
+		log:      log,
+		procs:    map[string]*proc{},
+		captures: map[string]*capture{},
+		tcps:     map[string]*tcpServer{},
+		rxes:     map[string]string{},
+	}, nil
+}
+
+// WorkDir is the absolute work dir.
+func (s *Server) WorkDir() string { return s.opts.WorkDir }
+
+// SelfHash is the sha256 (hex) of the running executable.
+func SelfHash() (string, error) {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return "", fmt.Errorf("hash own binary: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash own binary: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ErrLineTooLong is returned by Serve when the peer sent a line longer than
+// proto.MaxLine; the connection is dropped.
+var ErrLineTooLong = errors.New("request line longer than proto.MaxLine")
+
+// Serve writes the hello, then answers requests read from in until in ends
+// or ctx is cancelled. Before returning it stops every process and capture it
+// started and deletes the rxe devices it created (Cleanup with no keep list).
+// It returns nil when in reached EOF.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	s.out = out
+	hello := proto.Hello{
+		Magic:   proto.Magic,
+		Proto:   proto.Version,
+		Hash:    s.opts.Hash,
+		Version: s.opts.Version,
+		PID:     os.Getpid(),
+		UID:     os.Geteuid(),
+		WorkDir: s.opts.WorkDir,
+	}
+	if err := s.writeJSON(hello); err != nil {
+		return fmt.Errorf("write hello: %w", err)
+	}
+	s.log.Info("serving", "work_dir", s.opts.WorkDir, "pid", hello.PID, "uid", hello.UID)
+
+	reqCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), proto.MaxLine)
+		for sc.Scan() {
+			line := bytes.Clone(sc.Bytes())
+			select {
+			case lines <- line:
+			case <-reqCtx.Done():
+				readErr <- nil
+				return
+			}
+		}
+		readErr <- sc.Err()
+	}()
+
+	var result error
+loop:
+	for {
+		select {
+		case line := <-lines:
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.handleLine(reqCtx, line)
+			}()
+		case err := <-readErr:
+			if errors.Is(err, bufio.ErrTooLong) {
+				s.writeResponse(proto.Response{Error: &proto.Error{Code: proto.CodeBadRequest,
+					Message: fmt.Sprintf("request line longer than %d bytes: closing", proto.MaxLine)}})
+				result = ErrLineTooLong
+			} else if err != nil {
+				result = fmt.Errorf("read requests: %w", err)
+			}
+			s.log.Info("input closed; cleaning up", "err", err)
+			break loop
+		case <-ctx.Done():
+			result = ctx.Err()
+			break loop
+		}
+	}
+	// Stop what we started before waiting for handlers: a proc.wait or
+	// tcp.wait in flight returns once its process or listener is gone.
+	cancel()
+	cres := s.cleanup(context.Background(), nil)
+	for _, e := range cres.Errors {
+		s.log.Warn("cleanup", "err", e)
+	}
+	wg.Wait()
+	return result
+}
+
+// handleLine decodes one request and answers it.
+func (s *Server) handleLine(ctx context.Context, line []byte) {
+	var req proto.Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		s.writeResponse(proto.Response{Error: &proto.Error{Code: proto.CodeBadRequest,
+			Message: "decode request: " + err.Error()}})
+		return
+	}
+	resp := s.dispatch(ctx, req)
+	s.writeResponse(resp)
+}
+
+// call is one request in flight; handlers emit events through it.
+type call struct {
+	s  *Server
+	id uint64
+}
+
+func (c *call) event(kind string, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	if err := c.s.writeJSON(proto.Event{ID: c.id, Event: kind, Data: raw}); err != nil {
+		c.s.log.Warn("write event", "id", c.id, "err", err)
+	}
+}
+
+type handler func(ctx context.Context, c *call, params json.RawMessage) (any, error)
+
+func (s *Server) handlers() map[string]handler {
+	return map[string]handler{
+		proto.MethodPing:         s.ping,
+		proto.MethodFacts:        s.facts,
+		proto.MethodRXEEnsure:    s.rxeEnsure,
+		proto.MethodRXEDelete:    s.rxeDelete,
+		proto.MethodProcStart:    s.procStart,
+		proto.MethodProcWait:     s.procWait,
+		proto.MethodProcStop:     s.procStop,
+		proto.MethodCaptureStart: s.captureStart,
+		proto.MethodCaptureStop:  s.captureStop,
+		proto.MethodTCPServe:     s.tcpServe,
+		proto.MethodTCPSend:      s.tcpSend,
+		proto.MethodTCPWait:      s.tcpWait,
+		proto.MethodFilesList:    s.filesList,
+		proto.MethodFilesRead:    s.filesRead,
+		proto.MethodCleanup:      s.cleanupMethod,
+	}
+}
+
+// dispatch runs one request; it never panics out (a handler panic becomes an
+// internal error reply) so one bad request cannot take the agent down.
+func (s *Server) dispatch(ctx context.Context, req proto.Request) (resp proto.Response) {
+	resp.ID = req.ID
+	h, ok := s.handlers()[req.Method]
+	if !ok {
+		resp.Error = &proto.Error{Code: proto.CodeUnknown, Message: fmt.Sprintf("unknown method %q", req.Method)}
+		return resp
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panic", "method", req.Method, "panic", r)
+			resp.Result = nil
+			resp.Error = &proto.Error{Code: proto.CodeInternal, Message: fmt.Sprintf("%s: internal error: %v", req.Method, r)}
+		}
+	}()
+	start := time.Now()
+	res, err := h(ctx, &call{s: s, id: req.ID}, req.Params)
+	s.log.Debug("request", "id", req.ID, "method", req.Method, "ms", time.Since(start).Milliseconds(), "err", err)
+	if err != nil {
+		resp.Error = toProtoError(req.Method, err)
+		return resp
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		resp.Error = &proto.Error{Code: proto.CodeInternal, Message: fmt.Sprintf("%s: encode result: %v", req.Method, err)}
+		return resp
+	}
+	resp.Result = raw
+	return resp
+}
+
+func toProtoError(method string, err error) *proto.Error {
+	var pe *proto.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &proto.Error{Code: proto.CodeInternal, Message: method + ": " + err.Error()}
+}
+
+// perr builds a proto error with a formatted message.
+func perr(code, format string, args ...any) *proto.Error {
+	return &proto.Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// decode unmarshals params into v; empty params leave v as is.
+func decode(method string, params json.RawMessage, v any) error {
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		return perr(proto.CodeBadRequest, "%s: decode params: %v", method, err)
+	}
+	return nil
+}
+
+func (s *Server) writeResponse(r proto.Response) {
+	if err := s.writeJSON(r); err != nil {
+		s.log.Warn("write response", "id", r.ID, "err", err)
+	}
+}
+
+func (s *Server) writeJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > proto.MaxLine-1 {
+		// Never send a line the peer must drop; results are bounded by
+		// design, so this is a bug: say so instead.
+		if r, ok := v.(proto.Response); ok {
+			r.Result = nil
+			r.Error = &proto.Error{Code: proto.CodeInternal, Message: fmt.Sprintf("result of %d bytes exceeds the line limit", len(b))}
+			b, _ = json.Marshal(r)
+		} else {
+			return fmt.Errorf("line of %d bytes exceeds the limit", len(b))
+		}
+	}
+	b = append(b, '\n')
+	if s.opts.misbehave != nil {
+		b = s.opts.misbehave(b)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_, err = s.out.Write(b)
+	return err
+}
+
+func (s *Server) ping(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	return proto.Pong{Time: time.Now().UnixNano()}, nil
+}
+
+func (s *Server) cleanupMethod(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.CleanupParams
+	if err := decode(proto.MethodCleanup, params, &p); err != nil {
+		return nil, err
+	}
+	return s.cleanup(ctx, p.Keep), nil
+}
+
+// cleanup stops every process, capture and TCP listener this agent started
+// and deletes the rxe devices it created, except those named in keep.
+func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult {
+	res := proto.CleanupResult{Stopped: []string{}, RXEDeleted: []string{}}
+	s.mu.Lock()
+	procs := make([]*proc, 0, len(s.procs))
+	for _, p := range s.procs {
+		procs = append(procs, p)
+	}
+	caps := make([]*capture, 0, len(s.captures))
+	for _, c := range s.captures {
+		caps = append(caps, c)
+	}
+	tcps := make([]*tcpServer, 0, len(s.tcps))
+	for _, t := range s.tcps {
+		tcps = append(tcps, t)
+	}
+	rxes := map[string]string{}
+	for n, d := range s.rxes {
+		rxes[n] = d
+	}
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	var rmu sync.Mutex
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if p.stop(s.opts.StopGrace) {
+				rmu.Lock()
+				res.Stopped = append(res.Stopped, p.handle)
+				rmu.Unlock()
+			}
+		}()
+	}
+	for _, c := range caps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.stopCapture(c); err != nil {
+				rmu.Lock()
+				res.Errors = append(res.Errors, err.Error())
+				rmu.Unlock()
+				return
+			}
+			rmu.Lock()
+			res.Stopped = append(res.Stopped, c.handle)
+			rmu.Unlock()
+		}()
+	}
+	for _, t := range tcps {
+		if t.close() {
+			res.Stopped = append(res.Stopped, t.handle)
+		}
+	}
+	wg.Wait()
+
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[k] = true
+	}
+	for name := range rxes {
+		if kept[name] {
+			continue
+		}
+		if _, err := s.deleteRXE(ctx, name); err != nil {
+			res.Errors = append(res.Errors, err.Error())
+			continue
+		}
+		res.RXEDeleted = append(res.RXEDeleted, name)
+	}
+	return res
+}

@@ -1,0 +1,505 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// TestMain lets the test binary double as a helper process: a real child
+// that listens on a TCP port, or a real agent serving on stdin/stdout (used
+// inside a network namespace by the capture test).
+func TestMain(m *testing.M) {
+	switch os.Getenv("RLAB_AGENT_TEST_HELPER") {
+	case "":
+		os.Exit(m.Run())
+	case "listen":
+		ln, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("RLAB_TEST_PORT"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		defer ln.Close()
+		fmt.Println("listening")
+		select {}
+	case "serve":
+		srv, err := New(Options{WorkDir: os.Getenv("RLAB_TEST_WORKDIR"), Version: "helper"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		if err := srv.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
+// client is the controller side of an agent, as the tests need it.
+type client struct {
+	t     *testing.T
+	in    io.WriteCloser
+	hello proto.Hello
+	done  chan error // Serve's result (in-process) or the helper's exit
+
+	mu      sync.Mutex
+	nextID  uint64
+	waiters map[uint64]chan proto.Envelope
+	events  map[uint64][]proto.Event
+	stray   []proto.Envelope // responses with id 0 (undecodable requests)
+	lines   chan proto.Envelope
+}
+
+// startAgent runs a Server in-process over io.Pipe.
+func startAgent(t *testing.T, opts Options) (*client, *Server) {
+	t.Helper()
+	if opts.WorkDir == "" {
+		opts.WorkDir = t.TempDir()
+	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 2 * time.Second
+	}
+	srv, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := srv.Serve(context.Background(), inR, outW)
+		outW.Close()
+		inR.Close()
+		done <- err
+	}()
+	c := newClient(t, inW, outR, done)
+	return c, srv
+}
+
+func newClient(t *testing.T, in io.WriteCloser, out io.Reader, done chan error) *client {
+	t.Helper()
+	c := &client{t: t, in: in, done: done, waiters: map[uint64]chan proto.Envelope{},
+		events: map[uint64][]proto.Event{}, lines: make(chan proto.Envelope, 16)}
+	br := bufio.NewReader(out)
+	first, err := br.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("read hello: %v", err)
+	}
+	if err := json.Unmarshal(first, &c.hello); err != nil {
+		t.Fatalf("decode hello %q: %v", first, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(br)
+		sc.Buffer(nil, proto.MaxLine)
+		for sc.Scan() {
+			var env proto.Envelope
+			if err := json.Unmarshal(sc.Bytes(), &env); err != nil {
+				t.Errorf("agent wrote a line that is not JSON: %q", sc.Bytes())
+				continue
+			}
+			c.mu.Lock()
+			if env.Event != "" {
+				c.events[env.ID] = append(c.events[env.ID], proto.Event{ID: env.ID, Event: env.Event, Data: env.Data})
+				c.mu.Unlock()
+				continue
+			}
+			w, ok := c.waiters[env.ID]
+			if !ok {
+				c.stray = append(c.stray, env)
+				c.mu.Unlock()
+				c.lines <- env
+				continue
+			}
+			delete(c.waiters, env.ID)
+			c.mu.Unlock()
+			w <- env
+		}
+	}()
+	t.Cleanup(func() { c.close() })
+	return c
+}
+
+func (c *client) close() error {
+	c.in.Close()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return err
+	case <-time.After(60 * time.Second):
+		c.t.Errorf("agent did not exit after stdin closed")
+		return errors.New("agent did not exit")
+	}
+}
+
+// send writes a request and returns a channel for its response.
+func (c *client) send(method string, params any) (uint64, chan proto.Envelope) {
+	c.t.Helper()
+	raw, err := json.Marshal(params)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	ch := make(chan proto.Envelope, 1)
+	c.waiters[id] = ch
+	c.mu.Unlock()
+	line, _ := json.Marshal(proto.Request{ID: id, Method: method, Params: raw})
+	if _, err := c.in.Write(append(line, '\n')); err != nil {
+		c.t.Fatalf("write %s request: %v", method, err)
+	}
+	return id, ch
+}
+
+func (c *client) wait(method string, ch chan proto.Envelope) proto.Envelope {
+	c.t.Helper()
+	select {
+	case env := <-ch:
+		return env
+	case <-time.After(60 * time.Second):
+		c.t.Fatalf("no response to %s", method)
+	}
+	return proto.Envelope{}
+}
+
+// call sends a request and decodes its result into res (when non-nil). It
+// returns the protocol error, if any.
+func (c *client) call(method string, params, res any) *proto.Error {
+	c.t.Helper()
+	_, ch := c.send(method, params)
+	env := c.wait(method, ch)
+	if env.Error != nil {
+		return env.Error
+	}
+	if res != nil {
+		if err := json.Unmarshal(env.Result, res); err != nil {
+			c.t.Fatalf("decode %s result %s: %v", method, env.Result, err)
+		}
+	}
+	return nil
+}
+
+func (c *client) mustCall(method string, params, res any) {
+	c.t.Helper()
+	if e := c.call(method, params, res); e != nil {
+		c.t.Fatalf("%s: %v (stderr %q)", method, e, e.Stderr)
+	}
+}
+
+func (c *client) eventsFor(id uint64) []proto.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.events[id]
+}
+
+func TestHelloFirst(t *testing.T) {
+	dir := t.TempDir() + "/nested/work"
+	c, _ := startAgent(t, Options{WorkDir: dir, Version: "v-test"})
+	want, err := SelfHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.hello
+	if h.Magic != proto.Magic || h.Proto != proto.Version || h.Hash != want || h.Version != "v-test" ||
+		h.PID != os.Getpid() || h.UID != os.Geteuid() || h.WorkDir != dir {
+		t.Errorf("hello = %+v, want magic %q proto %d hash %s pid %d work dir %s", h, proto.Magic, proto.Version, want, os.Getpid(), dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("work dir mode %o, want 700", fi.Mode().Perm())
+	}
+	var pong proto.Pong
+	c.mustCall(proto.MethodPing, nil, &pong)
+	if pong.Time == 0 {
+		t.Error("pong without time")
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	tests := []struct {
+		name     string
+		line     string
+		wantID   uint64
+		wantCode string
+	}{
+		{"not json", "hello there", 0, proto.CodeBadRequest},
+		{"truncated json", `{"id": 5, "method": "pi`, 0, proto.CodeBadRequest},
+		{"wrong type", `{"id": "x", "method": "ping"}`, 0, proto.CodeBadRequest},
+		{"unknown method", `{"id": 7, "method": "rm -rf /"}`, 7, proto.CodeUnknown},
+		{"empty method", `{"id": 8}`, 8, proto.CodeUnknown},
+		{"bad params", `{"id": 9, "method": "proc.start", "params": [1,2]}`, 9, proto.CodeBadRequest},
+		{"empty argv", `{"id": 10, "method": "proc.start", "params": {"handle": "a"}}`, 10, proto.CodeBadRequest},
+		{"handle with slash", `{"id": 11, "method": "proc.start", "params": {"handle": "../a", "argv": ["true"]}}`, 11, proto.CodeBadRequest},
+		{"unknown process", `{"id": 12, "method": "proc.wait", "params": {"handle": "nope"}}`, 12, proto.CodeNotFound},
+		{"netdev with slash", `{"id": 13, "method": "capture.start", "params": {"handle": "c", "netdev": "../x", "max_bytes": 1000}}`, 13, proto.CodeBadRequest},
+		{"netdev with space", `{"id": 14, "method": "rxe.ensure", "params": {"netdev": "no such dev"}}`, 14, proto.CodeBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ch chan proto.Envelope
+			if tt.wantID != 0 {
+				ch = make(chan proto.Envelope, 1)
+				c.mu.Lock()
+				c.waiters[tt.wantID] = ch
+				c.mu.Unlock()
+			} else {
+				ch = c.lines
+			}
+			if _, err := c.in.Write([]byte(tt.line + "\n")); err != nil {
+				t.Fatal(err)
+			}
+			env := c.wait(tt.name, ch)
+			if env.ID != tt.wantID || env.Error == nil || env.Error.Code != tt.wantCode {
+				t.Errorf("reply %+v (error %v), want id %d code %s", env, env.Error, tt.wantID, tt.wantCode)
+			}
+		})
+	}
+	// Still serving after all that.
+	c.mustCall(proto.MethodPing, nil, nil)
+}
+
+func TestOversizedLineDropsConnection(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	big := make([]byte, proto.MaxLine+10)
+	for i := range big {
+		big[i] = 'x'
+	}
+	go c.in.Write(big) // the agent stops reading; don't block the test on it
+	select {
+	case env := <-c.lines:
+		if env.Error == nil || env.Error.Code != proto.CodeBadRequest || !strings.Contains(env.Error.Message, "longer than") {
+			t.Errorf("reply %+v, want a bad_request error about the line length", env)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no reply to an oversized line")
+	}
+	select {
+	case err := <-c.done:
+		c.done <- err
+		if !errors.Is(err, ErrLineTooLong) {
+			t.Errorf("Serve returned %v, want ErrLineTooLong", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("agent kept serving after an oversized line")
+	}
+}
+
+// TestConcurrentRequests shows requests are answered independently: a ping
+// is answered while a proc.wait is still blocked on a running process.
+func TestConcurrentRequests(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "sleeper", Argv: []string{"sleep", "1000"}}, nil)
+	_, waitCh := c.send(proto.MethodProcWait, proto.ProcWaitParams{Handle: "sleeper"})
+	var chans []chan proto.Envelope
+	for range 20 {
+		_, ch := c.send(proto.MethodPing, nil)
+		chans = append(chans, ch)
+	}
+	for _, ch := range chans {
+		if env := c.wait("ping", ch); env.Error != nil {
+			t.Errorf("ping: %v", env.Error)
+		}
+	}
+	select {
+	case env := <-waitCh:
+		t.Fatalf("proc.wait answered before the process ended: %+v", env)
+	default:
+	}
+	var stopped proto.ProcResult
+	c.mustCall(proto.MethodProcStop, proto.ProcStopParams{Handle: "sleeper"}, &stopped)
+	env := c.wait("proc.wait", waitCh)
+	var waited proto.ProcResult
+	if env.Error != nil {
+		t.Fatalf("proc.wait: %v", env.Error)
+	}
+	if err := json.Unmarshal(env.Result, &waited); err != nil {
+		t.Fatal(err)
+	}
+	if !waited.Stopped || waited.Signal != "terminated" || waited.ExitCode != -1 {
+		t.Errorf("proc.wait after stop = %+v, want stopped by SIGTERM", waited)
+	}
+}
+
+// processGone reports whether pid no longer runs (gone or a zombie).
+func processGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] == 'Z'
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for range 300 {
+		if processGone(pid) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("process %d still running", pid)
+}
+
+func TestStdinCloseStopsChildren(t *testing.T) {
+	c, srv := startAgent(t, Options{})
+	var started proto.ProcStarted
+	// A shell that forks a grandchild and prints its pid: both must go.
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{
+		Handle: "tree",
+		Argv:   []string{"sh", "-c", "sleep 1000 & echo child=$!; wait"},
+		Ready:  &proto.Ready{OutputRegex: `child=[0-9]+`},
+	}, &started)
+	var lone proto.ProcStarted
+	// One that ignores SIGTERM: the agent must escalate to SIGKILL.
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{
+		Handle: "stubborn",
+		Argv:   []string{"sh", "-c", "trap '' TERM; echo armed; while :; do sleep 1; done"},
+		Ready:  &proto.Ready{OutputRegex: `armed`},
+	}, &lone)
+	out, _ := os.ReadFile(srv.WorkDir() + "/tree.stdout")
+	_, childStr, _ := strings.Cut(strings.TrimSpace(string(out)), "child=")
+	child, err := strconv.Atoi(childStr)
+	if err != nil {
+		t.Fatalf("grandchild pid from %q: %v", out, err)
+	}
+	for _, pid := range []int{started.PID, child, lone.PID} {
+		if processGone(pid) {
+			t.Fatalf("process %d not running before stdin closed", pid)
+		}
+	}
+	if err := c.close(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	for _, pid := range []int{started.PID, child, lone.PID} {
+		waitGone(t, pid)
+	}
+}
+
+func TestProcReadiness(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	freePort := func() int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	// A port this test process listens on: a child waiting for it must not
+	// count someone else's socket as its own.
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	otherPort := other.Addr().(*net.TCPAddr).Port
+	lp := freePort()
+	tests := []struct {
+		name     string
+		p        proto.ProcStartParams
+		wantCode string // "" ready
+	}{
+		{"no readiness", proto.ProcStartParams{Argv: []string{"sleep", "1000"}}, ""},
+		{"output regex on stderr", proto.ProcStartParams{Argv: []string{"sh", "-c", "echo server up >&2; sleep 1000"},
+			Ready: &proto.Ready{OutputRegex: `server\s+up`}}, ""},
+		{"tcp listen", proto.ProcStartParams{Argv: []string{self}, Env: []string{"RLAB_AGENT_TEST_HELPER=listen", "RLAB_TEST_PORT=" + strconv.Itoa(lp)},
+			Ready: &proto.Ready{TCPListen: lp}}, ""},
+		{"tcp listen by another process", proto.ProcStartParams{Argv: []string{"sleep", "1000"},
+			Ready: &proto.Ready{TCPListen: otherPort, TimeoutMs: 300}}, proto.CodeTimeout},
+		{"exits before ready", proto.ProcStartParams{Argv: []string{"sh", "-c", "echo no device >&2; exit 3"},
+			Ready: &proto.Ready{TCPListen: freePort()}}, proto.CodeCommand},
+		{"rdma_cm listen without rdma", proto.ProcStartParams{Argv: []string{"sleep", "1000"},
+			Ready: &proto.Ready{RDMACMListen: 7471, TimeoutMs: 300}}, proto.CodeTimeout},
+		{"bad regex", proto.ProcStartParams{Argv: []string{"true"}, Ready: &proto.Ready{OutputRegex: `(`}}, proto.CodeBadRequest},
+		{"missing program", proto.ProcStartParams{Argv: []string{"no-such-program-rlab"}}, proto.CodeNotFound},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.p.Handle = "p" + strconv.Itoa(i)
+			var st proto.ProcStarted
+			e := c.call(proto.MethodProcStart, tt.p, &st)
+			if tt.wantCode == "" {
+				if e != nil {
+					t.Fatalf("proc.start: %v", e)
+				}
+				if processGone(st.PID) {
+					t.Errorf("process %d not running once ready", st.PID)
+				}
+				var r proto.ProcResult
+				c.mustCall(proto.MethodProcStop, proto.ProcStopParams{Handle: tt.p.Handle}, &r)
+				return
+			}
+			if e == nil || e.Code != tt.wantCode {
+				t.Fatalf("proc.start error %v, want code %s", e, tt.wantCode)
+			}
+			if tt.wantCode == proto.CodeCommand && (e.ExitCode != 3 || !strings.Contains(e.Stderr, "no device")) {
+				t.Errorf("error %+v lacks the exit code 3 and stderr", e)
+			}
+		})
+	}
+}
+
+func TestProcTimeoutKillsGroup(t *testing.T) {
+	c, srv := startAgent(t, Options{})
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{
+		Handle: "hung", Argv: []string{"sh", "-c", "sleep 1000 & echo child=$!; wait"},
+		Ready: &proto.Ready{OutputRegex: `child=[0-9]+`}, TimeoutMs: 200,
+	}, nil)
+	var r proto.ProcResult
+	c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "hung"}, &r)
+	if !r.TimedOut || r.Signal != "killed" || r.ExitCode != -1 {
+		t.Errorf("result %+v, want timed out and killed", r)
+	}
+	if !strings.Contains(r.Stdout, "child=") || r.StdoutFile != "hung.stdout" {
+		t.Errorf("result %+v lacks the output", r)
+	}
+	out, _ := os.ReadFile(srv.WorkDir() + "/hung.stdout")
+	_, childStr, _ := strings.Cut(strings.TrimSpace(string(out)), "child=")
+	child, err := strconv.Atoi(childStr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, child)
+}
+
+func TestProcExitCodeAndOutput(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "x",
+		Argv: []string{"sh", "-c", `printf 'a b; $(c)\n'; echo err >&2; exit 7`}}, nil)
+	var r proto.ProcResult
+	c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "x"}, &r)
+	if r.ExitCode != 7 || r.Stdout != "a b; $(c)\n" || r.Stderr != "err\n" || r.Signal != "" || r.Stopped {
+		t.Errorf("result %+v", r)
+	}
+	// Arguments are passed as they are, never through a shell.
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "y", Argv: []string{"echo", "$(id)", "; rm -rf /", "`x`"}}, nil)
+	c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "y"}, &r)
+	if r.Stdout != "$(id) ; rm -rf / `x`\n" {
+		t.Errorf("echo printed %q", r.Stdout)
+	}
+	if e := c.call(proto.MethodProcStart, proto.ProcStartParams{Handle: "y", Argv: []string{"true"}}, nil); e == nil || e.Code != proto.CodeExists {
+		t.Errorf("reused handle: %v, want %s", e, proto.CodeExists)
+	}
+}

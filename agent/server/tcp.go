@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// The built-in TCP workload: a bulk transfer of N bytes over one connection,
+// measured on both sides, so a lab can set RDMA beside plain TCP. The
+// receiver answers with the byte count it got after the sender's FIN, which
+// makes the sender's time cover delivery, not just its socket buffer.
+
+const tcpChunk = 256 << 10
+
+type tcpServer struct {
+	handle string
+	ln     net.Listener
+
+	mu     sync.Mutex
+	conn   net.Conn
+	done   chan struct{}
+	res    proto.TCPResult
+	err    error
+	closed bool
+}
+
+func (s *Server) tcpServe(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.TCPServeParams
+	if err := decode(proto.MethodTCPServe, params, &p); err != nil {
+		return nil, err
+	}
+	if err := validHandle(proto.MethodTCPServe, p.Handle); err != nil {
+		return nil, err
+	}
+	if p.Port < 0 || p.Port > 65535 {
+		return nil, perr(proto.CodeBadRequest, "tcp.serve %q: port %d out of range", p.Handle, p.Port)
+	}
+	s.mu.Lock()
+	_, dup := s.tcps[p.Handle]
+	s.mu.Unlock()
+	if dup {
+		return nil, perr(proto.CodeExists, "tcp.serve: handle %q already in use", p.Handle)
+	}
+	addr := net.JoinHostPort(p.Addr, strconv.Itoa(p.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, perr(proto.CodeCommand, "tcp.serve %q: listen on %s: %v", p.Handle, addr, err)
+	}
+	t := &tcpServer{handle: p.Handle, ln: ln, done: make(chan struct{})}
+	s.mu.Lock()
+	if _, dup := s.tcps[p.Handle]; dup {
+		s.mu.Unlock()
+		ln.Close()
+		return nil, perr(proto.CodeExists, "tcp.serve: handle %q already in use", p.Handle)
+	}
+	s.tcps[p.Handle] = t
+	s.mu.Unlock()
+	go t.run(s)
+	port := ln.Addr().(*net.TCPAddr).Port
+	s.log.Info("tcp serving", "handle", p.Handle, "port", port)
+	return proto.TCPServing{Handle: p.Handle, Port: port}, nil
+}
+
+// run accepts one connection, closes the listener (nothing listens longer
+// than the workload needs), and receives until the sender's FIN.
+func (t *tcpServer) run(s *Server) {
+	defer close(t.done)
+	conn, err := t.ln.Accept()
+	t.ln.Close()
+	if err != nil {
+		t.setErr(fmt.Errorf("accept: %w", err))
+		return
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		conn.Close()
+		t.setErr(errors.New("stopped"))
+		return
+	}
+	t.conn = conn
+	t.mu.Unlock()
+	defer conn.Close()
+	buf := make([]byte, tcpChunk)
+	var n int64
+	var start time.Time
+	for {
+		m, err := conn.Read(buf)
+		if m > 0 && n == 0 {
+			start = time.Now()
+		}
+		n += int64(m)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.setErr(fmt.Errorf("receive after %d bytes: %w", n, err))
+			return
+		}
+	}
+	elapsed := time.Since(start)
+	if n == 0 {
+		elapsed = 0
+	}
+	var ack [8]byte
+	binary.BigEndian.PutUint64(ack[:], uint64(n))
+	if _, err := conn.Write(ack[:]); err != nil {
+		s.log.Warn("tcp ack", "handle", t.handle, "err", err)
+	}
+	t.mu.Lock()
+	t.res = tcpResult(t.handle, n, elapsed)
+	t.mu.Unlock()
+	s.log.Info("tcp received", "handle", t.handle, "bytes", n, "seconds", elapsed.Seconds())
+}
+
+func (t *tcpServer) setErr(err error) {
+	t.mu.Lock()
+	t.err = err
+	t.mu.Unlock()
+}
+
+// close stops the listener and any transfer; it reports whether anything was
+// still running.
+func (t *tcpServer) close() bool {
+	select {
+	case <-t.done:
+		return false
+	default:
+	}
+	t.mu.Lock()
+	t.closed = true
+	if t.conn != nil {
+		t.conn.Close()
+	}
+	t.mu.Unlock()
+	t.ln.Close()
+	<-t.done
+	return true
+}
+
+func tcpResult(handle string, n int64, d time.Duration) proto.TCPResult {
+	r := proto.TCPResult{Handle: handle, Bytes: n, Seconds: d.Seconds()}
+	if d > 0 {
+		r.MiBps = float64(n) / (1 << 20) / d.Seconds()
+		r.Gbps = float64(n) * 8 / 1e9 / d.Seconds()
+	}
+	return r
+}
+
+func (s *Server) tcpWait(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.TCPWaitParams
+	if err := decode(proto.MethodTCPWait, params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	t, ok := s.tcps[p.Handle]
+	s.mu.Unlock()
+	if !ok {
+		return nil, perr(proto.CodeNotFound, "tcp.wait: no tcp.serve with handle %q", p.Handle)
+	}
+	var timeout <-chan time.Time
+	if p.TimeoutMs > 0 {
+		tm := time.NewTimer(time.Duration(p.TimeoutMs) * time.Millisecond)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	select {
+	case <-t.done:
+	case <-timeout:
+		return nil, perr(proto.CodeTimeout, "tcp.wait %q: no complete transfer after %d ms", p.Handle, p.TimeoutMs)
+	case <-ctx.Done():
+		return nil, perr(proto.CodeInternal, "tcp.wait %q: agent shutting down", p.Handle)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return nil, perr(proto.CodeCommand, "tcp.wait %q: %v", p.Handle, t.err)
+	}
+	return t.res, nil
+}
+
+func (s *Server) tcpSend(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.TCPSendParams
+	if err := decode(proto.MethodTCPSend, params, &p); err != nil {
+		return nil, err
+	}
+	if p.Bytes < 0 || p.Port <= 0 || p.Port > 65535 || p.Addr == "" {
+		return nil, perr(proto.CodeBadRequest, "tcp.send %q: want addr, port 1-65535 and bytes >= 0", p.Handle)
+	}
+	addr := net.JoinHostPort(p.Addr, strconv.Itoa(p.Port))
+	if p.TimeoutMs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMs)*time.Millisecond)
+		defer cancel()
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, perr(proto.CodeCommand, "tcp.send %q: connect to %s: %v", p.Handle, addr, err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	buf := make([]byte, tcpChunk)
+	start := time.Now()
+	var sent int64
+	for sent < p.Bytes {
+		m := min(int64(len(buf)), p.Bytes-sent)
+		w, err := conn.Write(buf[:m])
+		sent += int64(w)
+		if err != nil {
+			return nil, s.sendErr(ctx, p, addr, fmt.Sprintf("send after %d bytes", sent), err)
+		}
+		if p.Bytes > 0 && sent%(64*tcpChunk) == 0 {
+			c.event(proto.EventProgress, map[string]int64{"done": sent, "total": p.Bytes})
+		}
+	}
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		return nil, s.sendErr(ctx, p, addr, "close write", err)
+	}
+	var ack [8]byte
+	if _, err := io.ReadFull(conn, ack[:]); err != nil {
+		return nil, s.sendErr(ctx, p, addr, "read receiver's count", err)
+	}
+	elapsed := time.Since(start)
+	if got := int64(binary.BigEndian.Uint64(ack[:])); got != sent {
+		return nil, perr(proto.CodeCommand, "tcp.send %q to %s: receiver got %d of %d bytes", p.Handle, addr, got, sent)
+	}
+	return tcpResult(p.Handle, sent, elapsed), nil
+}
+
+func (s *Server) sendErr(ctx context.Context, p proto.TCPSendParams, addr, what string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return perr(proto.CodeTimeout, "tcp.send %q to %s: %s: timed out after %d ms", p.Handle, addr, what, p.TimeoutMs)
+	}
+	return perr(proto.CodeCommand, "tcp.send %q to %s: %s: %v", p.Handle, addr, what, err)
+}
