@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+const fixtureRuns = "../../testdata/runs"
+
+func fixtureRun(id string) string { return filepath.Join(fixtureRuns, "nightly", id) }
+
+var (
+	runBase   = fixtureRun("2026-11-20T020000Z")
+	runNoise  = fixtureRun("2026-11-21T020000Z")
+	runDrop   = fixtureRun("2026-11-22T020000Z") // planted 20% bandwidth drop
+	runFailed = fixtureRun("2026-11-23T020000Z")
+)
+
+// execute runs one command as main does and returns its exit code and output.
+func execute(t *testing.T, cmd *cobra.Command, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.Execute()
+	code := exitOK
+	if err != nil {
+		code = exitFail
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		errb.WriteString(err.Error())
+	}
+	return code, out.String(), errb.String()
+}
+
+func TestCompareCmd(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		out     []string // substrings of stdout
+		errText string   // substring of the error
+	}{
+		{name: "within noise passes", args: []string{runBase, runNoise}, code: exitOK, out: []string{"PASS: 0 regressed"}},
+		{name: "planted 20% drop fails", args: []string{runBase, runDrop}, code: exitFail,
+			out: []string{"REGRESSED (higher is better)", "-20.0%", "FAIL: 6 regressed"}, errText: "6 measurement(s) regressed"},
+		{name: "looser limits pass", args: []string{"--threshold", "25%", "--metric-threshold", "bw_avg=21%", runBase, runDrop}, code: exitOK},
+		{name: "per-metric limit", args: []string{"--metric-threshold", "bw_peak=30", "--metric-threshold", "msg_rate=30", "--metric-threshold", "bw_avg=30", runBase, runDrop}, code: exitOK},
+		{name: "failed workload is missing", args: []string{runBase, runFailed}, code: exitFail, out: []string{"MISSING in B"}},
+		{name: "bad threshold", args: []string{"--threshold", "lots", runBase, runNoise}, code: exitFail, errText: "--threshold"},
+		{name: "unknown metric", args: []string{"--metric-threshold", "speed=5%", runBase, runNoise}, code: exitFail, errText: `unknown metric "speed"`},
+		{name: "not a run", args: []string{t.TempDir(), runNoise}, code: exitFail, errText: "not a run directory"},
+		{name: "one arg", args: []string{runBase}, code: exitFail, errText: "accepts 2 arg"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errText := execute(t, newCompareCmd(), tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nerr: %s", code, tc.code, out, errText)
+			}
+			for _, w := range tc.out {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			if tc.errText != "" && !strings.Contains(errText, tc.errText) {
+				t.Errorf("error %q lacks %q", errText, tc.errText)
+			}
+		})
+	}
+}
+
+func TestCompareCmdJSONAndJUnit(t *testing.T) {
+	junit := filepath.Join(t.TempDir(), "compare.xml")
+	code, out, _ := execute(t, newCompareCmd(), "--json", "--junit", junit, runBase, runDrop)
+	if code != exitFail {
+		t.Errorf("exit %d, want %d", code, exitFail)
+	}
+	var c results.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("--json output does not decode: %v\n%s", err, out)
+	}
+	if c.Regressed != 6 || len(c.Deltas) == 0 {
+		t.Errorf("JSON: regressed %d, %d deltas", c.Regressed, len(c.Deltas))
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x results.JUnitSuites
+	if err := xml.Unmarshal(b, &x); err != nil {
+		t.Fatalf("--junit file does not parse: %v", err)
+	}
+	if x.Failures != 6 || x.Tests != len(c.Deltas) {
+		t.Errorf("JUnit: %d tests %d failures, want %d and 6", x.Tests, x.Failures, len(c.Deltas))
+	}
+}
+
+func TestRunsCmd(t *testing.T) {
+	code, out, errText := execute(t, newRunsCmd(), fixtureRuns)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errText)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want header + 4 runs:\n%s", len(lines), out)
+	}
+	for i, w := range []string{"HEADLINE", "nightly/2026-11-20T020000Z", "2026-11-21", "2026-11-22", "nightly/2026-11-23T020000Z"} {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d %q lacks %q", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[1], "write_bw 0.0755 Gb/s") || !strings.Contains(lines[1], "4/4") {
+		t.Errorf("baseline line lacks its headline: %q", lines[1])
+	}
+	if !strings.Contains(lines[4], "failed") || !strings.Contains(lines[4], "3/4") {
+		t.Errorf("failed run line: %q", lines[4])
+	}
+
+	// the last good run, as labs/ci/nightly.sh asks for it
+	code, out, _ = execute(t, newRunsCmd(), "--lab", "nightly", "--status", "ok", "--json", fixtureRuns)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var list []runListing
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 3 || list[2].ID != "2026-11-22T020000Z" {
+		t.Errorf("ok runs: %+v", list)
+	}
+
+	code, out, _ = execute(t, newRunsCmd(), t.TempDir())
+	if code != exitOK || !strings.Contains(out, "no runs under") {
+		t.Errorf("empty dir: exit %d, %q", code, out)
+	}
+	code, _, errText = execute(t, newRunsCmd(), filepath.Join(t.TempDir(), "missing"))
+	if code != exitFail || !strings.Contains(errText, "missing") {
+		t.Errorf("missing dir: exit %d, %q", code, errText)
+	}
+}
+
+func TestShowCmd(t *testing.T) {
+	// no summary.md in the fixture: rendered from results.json
+	code, out, errText := execute(t, newShowCmd(), runBase)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errText)
+	}
+	for _, w := range []string{"# rlab run: nightly: ok", "## write_bw (ib_write_bw)", "## RDMA vs TCP", runBase} {
+		if !strings.Contains(out, w) {
+			t.Errorf("show lacks %q:\n%s", w, out)
+		}
+	}
+	// a summary.md present is printed as it is
+	dir := t.TempDir()
+	r, err := results.ReadRun(runFailed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := results.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte("# kept as written\n"), 0o644)
+	if _, out, _ := execute(t, newShowCmd(), dir); out != "# kept as written\n" {
+		t.Errorf("show printed %q, want summary.md as it is", out)
+	}
+	if _, out, _ := execute(t, newShowCmd(), "--render", dir); !strings.Contains(out, "**NOT HELD**") {
+		t.Errorf("show --render:\n%s", out)
+	}
+	if code, _, errText := execute(t, newShowCmd(), t.TempDir()); code != exitFail || !strings.Contains(errText, "not a run directory") {
+		t.Errorf("show of a non-run: exit %d, %q", code, errText)
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// runListing is one line of `rlab runs --json`.
+type runListing struct {
+	Dir       string   `json:"dir"`
+	Lab       string   `json:"lab"`
+	ID        string   `json:"id"`
+	Started   string   `json:"started,omitempty"`
+	Status    string   `json:"status"`
+	Workloads int      `json:"workloads"`
+	OK        int      `json:"ok"`
+	Headline  []string `json:"headline,omitempty"`
+}
+
+func newRunsCmd() *cobra.Command {
+	var (
+		asJSON bool
+		lab    string
+		status string
+	)
+	cmd := &cobra.Command{
+		Use:   "runs [DIR]",
+		Short: "List run directories with their status and headline numbers",
+		Long: `runs lists the run directories under DIR (default "runs", where rlab run
+writes them as runs/<lab>/<UTC timestamp>/), oldest first, with each run's
+status, how many workloads ended ok, and one headline figure per workload
+(bandwidth at the largest size, or typical latency). --status ok --json gives a
+nightly job the last good run to compare against.`,
+		Example: `  rlab runs
+  rlab runs --lab nightly --status ok --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := "runs"
+			if len(args) == 1 {
+				root = args[0]
+			}
+			runs, errs := results.ListRuns(root)
+			if len(runs) == 0 && len(errs) > 0 {
+				return withCode(exitFail, errs[0])
+			}
+			var list []runListing
+			for _, r := range runs {
+				if lab != "" && r.Lab != lab {
+					continue
+				}
+				if status != "" && r.Status != status {
+					continue
+				}
+				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Status: r.Status, Workloads: len(r.Workloads), Headline: results.Headline(r)}
+				if !r.Started.IsZero() {
+					l.Started = r.Started.UTC().Format("2006-01-02 15:04:05")
+				}
+				for _, w := range r.Workloads {
+					if w.Status == results.StatusOK {
+						l.OK++
+					}
+				}
+				list = append(list, l)
+			}
+			out := cmd.OutOrStdout()
+			for _, err := range errs {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
+			}
+			if asJSON {
+				if list == nil {
+					list = []runListing{}
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintf(out, "no runs under %s\n", root)
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tSTATUS\tWORKLOADS OK\tHEADLINE")
+			for _, l := range list {
+				dir := l.Dir
+				if rel, err := filepath.Rel(root, l.Dir); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
+					dir = rel
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", dir, l.Started, l.Status, l.OK, l.Workloads, strings.Join(l.Headline, "; "))
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the list as JSON")
+	f.StringVar(&lab, "lab", "", "only runs of this lab")
+	f.StringVar(&status, "status", "", "only runs with this status (ok, failed, error, interrupted)")
+	return cmd
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+func newShowCmd() *cobra.Command {
+	var render bool
+	cmd := &cobra.Command{
+		Use:   "show RUN_DIR",
+		Short: "Print a run's summary",
+		Long: `show prints the summary.md of a run directory: per-workload tables of
+bandwidth, message rate and latency percentiles (medians over repeats), the
+expects and whether they held, RDMA vs TCP, and where the run's files are.
+When the run has no summary.md (or with --render) it is rendered from
+results.json.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if !render {
+				b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+				if err == nil {
+					_, err = cmd.OutOrStdout().Write(b)
+					return err
+				}
+				if !errors.Is(err, os.ErrNotExist) {
+					return withCode(exitFail, fmt.Errorf("show run %s: %w", dir, err))
+				}
+			}
+			r, err := results.ReadRun(dir)
+			if err != nil {
+				return withCode(exitFail, fmt.Errorf("show: %w", err))
+			}
+			_, err = cmd.OutOrStdout().Write(results.Summary(r, r.Dir))
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&render, "render", false, "render the summary from results.json even when summary.md exists")
+	return cmd
+}
