@@ -19,6 +19,9 @@ pulls back pcaps, logs and a structured result summary.`,
 	root.AddCommand(
 		newVersionCmd(),
 		newPcapCmd(),
+		newCompareCmd(),
+		newRunsCmd(),
+		newShowCmd(),
 	)
 	return root
 }
