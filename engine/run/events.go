@@ -1,0 +1,73 @@
+package run
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// EventsFile is the run's event log: one JSON object per line.
+const EventsFile = "events.jsonl"
+
+// Event is one line of events.jsonl.
+type Event struct {
+	Time     time.Time `json:"time"`
+	Type     string    `json:"type"` // run.start, step.start, step.end, error, run.end
+	Step     string    `json:"step,omitempty"`
+	Host     string    `json:"host,omitempty"`
+	Workload string    `json:"workload,omitempty"`
+	Status   string    `json:"status,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Seconds  float64   `json:"seconds,omitempty"`
+	Message  string    `json:"message,omitempty"`
+}
+
+// events appends events to events.jsonl with every sensitive value redacted.
+type events struct {
+	mu     sync.Mutex
+	f      *os.File
+	redact *strings.Replacer
+	notify func(Event)
+}
+
+func newRedactor(secrets []string) *strings.Replacer {
+	var pairs []string
+	for _, s := range secrets {
+		if s != "" {
+			pairs = append(pairs, s, "(sensitive)")
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+func (e *events) emit(ev Event) {
+	if e == nil {
+		return
+	}
+	ev.Time = time.Now().UTC()
+	ev.Step = e.redact.Replace(ev.Step)
+	ev.Error = e.redact.Replace(ev.Error)
+	ev.Message = e.redact.Replace(ev.Message)
+	b, _ := json.Marshal(ev)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.f != nil {
+		e.f.Write(append(b, '\n'))
+	}
+	if e.notify != nil {
+		e.notify(ev)
+	}
+}
+
+func (e *events) close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.f == nil {
+		return nil
+	}
+	err := e.f.Close()
+	e.f = nil
+	return err
+}

@@ -1,0 +1,135 @@
+package run
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// ExpectResult is one `expect` block evaluated at one message size.
+type ExpectResult struct {
+	Workload  string `json:"workload"`
+	Condition string `json:"condition"`
+	Message   string `json:"message,omitempty"`
+	Size      int64  `json:"size,omitempty"`
+	Held      bool   `json:"held"`
+	Skipped   bool   `json:"skipped,omitempty"` // the workload did not complete
+	Error     string `json:"error,omitempty"`   // the condition could not be evaluated
+}
+
+// ResultObject builds the `result` object an expect condition reads for one
+// size: every metric of the tool (median over repeats, as results.Metrics
+// names its attribute), plus size and repeat (the number of repeats). Metrics
+// the run did not produce are null.
+func ResultObject(tool string, samples []results.Sample, size int64) map[string]cty.Value {
+	vals := map[string][]float64{}
+	repeats := map[int]bool{}
+	for _, s := range samples {
+		if s.Meta.Size != size {
+			continue
+		}
+		vals[s.Metric] = append(vals[s.Metric], s.Value)
+		repeats[s.Meta.Repeat] = true
+	}
+	obj := map[string]cty.Value{
+		"size":   cty.NumberIntVal(size),
+		"repeat": cty.NumberIntVal(int64(len(repeats))),
+	}
+	for _, name := range results.ToolMetrics(tool) {
+		m, ok := results.MetricByName(name)
+		if !ok {
+			continue
+		}
+		if v := vals[name]; len(v) > 0 {
+			obj[m.Attr] = cty.NumberFloatVal(median(v))
+		} else {
+			obj[m.Attr] = cty.NullVal(cty.Number)
+		}
+	}
+	return obj
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// sizesOf returns the distinct sizes of samples, in order of appearance.
+func sizesOf(samples []results.Sample) []int64 {
+	var out []int64
+	seen := map[int64]bool{}
+	for _, s := range samples {
+		if !seen[s.Meta.Size] {
+			seen[s.Meta.Size] = true
+			out = append(out, s.Meta.Size)
+		}
+	}
+	return out
+}
+
+type evaler interface {
+	Eval(result map[string]cty.Value) (bool, hcl.Diagnostics)
+}
+
+// evalOne evaluates an expect against one result object.
+func evalOne(e *lab.Expect, obj map[string]cty.Value) (bool, hcl.Diagnostics) {
+	if ev, ok := any(e).(evaler); ok {
+		return ev.Eval(obj)
+	}
+	v, diags := e.Condition.Value(&hcl.EvalContext{Variables: map[string]cty.Value{"result": cty.ObjectVal(obj)}})
+	if diags.HasErrors() {
+		return false, diags
+	}
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.Bool {
+		return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Condition is not a bool", Detail: fmt.Sprintf("the condition gave %s", v.GoString())}}
+	}
+	return v.True(), nil
+}
+
+func (r *runner) conditionText(e *lab.Expect) string {
+	rng := e.Condition.Range()
+	src := r.lab.Files[rng.Filename]
+	if rng.End.Byte <= len(src) && rng.Start.Byte < rng.End.Byte {
+		return strings.TrimSpace(string(src[rng.Start.Byte:rng.End.Byte]))
+	}
+	return rng.String()
+}
+
+func (r *runner) evalExpects() []ExpectResult {
+	var out []ExpectResult
+	for _, n := range r.workloads {
+		o := n.outcome()
+		for _, e := range n.lab.Expects {
+			base := ExpectResult{Workload: n.lab.Name, Condition: r.conditionText(e), Message: e.Message}
+			if o.Status != steps.StatusOK {
+				base.Skipped = true
+				base.Error = fmt.Sprintf("workload %s", o.Status)
+				out = append(out, base)
+				continue
+			}
+			for _, size := range sizesOf(o.Samples) {
+				er := base
+				er.Size = size
+				held, diags := evalOne(e, ResultObject(n.lab.Tool, o.Samples, size))
+				er.Held = held && !diags.HasErrors()
+				if diags.HasErrors() {
+					er.Error = diags.Error()
+				}
+				out = append(out, er)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,558 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// select_ picks the workloads (--only), and the hosts, rxe devices and
+// captures they need.
+func (r *runner) select_() error {
+	want := map[string]bool{}
+	for _, n := range r.opts.Only {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if r.lab.WorkloadByName(n) == nil {
+			var names []string
+			for _, w := range r.lab.Workloads {
+				names = append(names, w.Name)
+			}
+			return fmt.Errorf("--only: no workload %q in lab %q (workloads: %s)", n, r.lab.Name, strings.Join(names, ", "))
+		}
+		want[n] = true
+	}
+	usedHost := map[*lab.Host]bool{}
+	usedRXE := map[*lab.RXE]bool{}
+	selected := map[*lab.Workload]bool{}
+	for _, w := range r.lab.Workloads {
+		if len(want) > 0 && !want[w.Name] {
+			continue
+		}
+		selected[w] = true
+		for _, h := range w.Hosts() {
+			usedHost[h] = true
+		}
+		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE} {
+			if x != nil {
+				usedRXE[x] = true
+			}
+		}
+	}
+	if len(want) == 0 {
+		// A full run prepares everything the lab declares, used or not.
+		for _, h := range r.lab.Hosts {
+			usedHost[h] = true
+		}
+		for _, x := range r.lab.RXEs {
+			usedRXE[x] = true
+		}
+	}
+	for _, h := range r.lab.Hosts {
+		if usedHost[h] {
+			r.hosts = append(r.hosts, h)
+		}
+	}
+	for _, x := range r.lab.RXEs {
+		if usedRXE[x] {
+			usedHost[x.Host] = true
+			r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Keep: x.Keep})
+		}
+	}
+	byLab := map[*lab.Workload]*workloadNode{}
+	for _, w := range r.lab.Workloads {
+		if !selected[w] {
+			continue
+		}
+		sw := stepWorkload(w)
+		st, err := steps.NewWorkload(sw)
+		if err != nil {
+			return err
+		}
+		n := &workloadNode{lab: w, spec: sw, step: st, done: make(chan struct{})}
+		byLab[w] = n
+		r.workloads = append(r.workloads, n)
+	}
+	// Dependencies: a workload waits for the previous selected workload (in
+	// file order) on each of its hosts.
+	last := map[*lab.Host]*workloadNode{}
+	for _, n := range r.workloads {
+		for _, h := range n.lab.Hosts() {
+			if p := last[h]; p != nil && !slices.Contains(n.deps, p) {
+				n.deps = append(n.deps, p)
+			}
+			last[h] = n
+		}
+	}
+	for _, c := range r.lab.Captures {
+		if !usedHost[c.Host] {
+			continue
+		}
+		cw := &captureWindow{lab: c}
+		for _, d := range c.During {
+			if n := byLab[d]; n != nil {
+				cw.during = append(cw.during, n)
+			}
+		}
+		if len(c.During) > 0 && len(cw.during) == 0 {
+			continue // scoped to workloads not in this run
+		}
+		window := ""
+		if len(c.During) > 0 {
+			var names []string
+			for _, n := range cw.during {
+				names = append(names, n.lab.Slug)
+			}
+			window = strings.Join(names, "+")
+			if len(window) > 64 {
+				window = fmt.Sprintf("%s+%d", cw.during[0].lab.Slug, len(cw.during)-1)
+			}
+		}
+		cw.step = &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name, Netdev: c.Netdev, Filter: c.Filter,
+			Snaplen: c.Snaplen, MaxBytes: c.MaxBytes, Window: window}
+		cw.remaining = len(cw.during)
+		r.captures = append(r.captures, cw)
+		for _, n := range cw.during {
+			n.captures = append(n.captures, cw)
+		}
+	}
+	return nil
+}
+
+// stepWorkload resolves a lab workload for the steps package.
+func stepWorkload(w *lab.Workload) *steps.Workload {
+	sw := &steps.Workload{
+		Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool,
+		Command: w.Command, Sizes: w.Sizes, Iterations: w.Iterations, Duration: w.Duration,
+		QPs: w.QPs, Transport: w.Transport, Bytes: w.Bytes, Timeout: w.Timeout, Repeat: w.Repeat, Args: w.Args,
+	}
+	if w.ServerHost != nil {
+		sw.ServerHost = w.ServerHost.Name
+		sw.ServerAddr = dataAddress(w.ServerHost)
+	}
+	if w.ClientHost != nil {
+		sw.ClientHost = w.ClientHost.Name
+	}
+	if w.Host != nil {
+		sw.Host = w.Host.Name
+	}
+	if w.ServerRXE != nil {
+		sw.ServerRXE = w.ServerRXE.Name
+	}
+	if w.ClientRXE != nil {
+		sw.ClientRXE = w.ClientRXE.Name
+	}
+	return sw
+}
+
+// dataAddress is the address a peer dials for a host's workloads: a VM's
+// first data network address (its SSH address is a port forward on the
+// controller), else the host's address.
+func dataAddress(h *lab.Host) string {
+	if h.VM != nil && len(h.VM.Networks) > 0 {
+		a, _, _ := strings.Cut(h.VM.Networks[0].Address, "/")
+		return a
+	}
+	return h.Address
+}
+
+// PlanStep is one entry of plan.json.
+type PlanStep struct {
+	ID        string   `json:"id"`
+	Kind      string   `json:"kind"`
+	Hosts     []string `json:"hosts"`
+	Describe  string   `json:"describe"`
+	DependsOn []string `json:"depends_on,omitempty"`
+}
+
+// Plan is plan.json: the steps of this run in order, with dependencies.
+type Plan struct {
+	Lab   string     `json:"lab"`
+	Steps []PlanStep `json:"steps"`
+}
+
+func (r *runner) plan() *Plan {
+	p := &Plan{Lab: r.lab.Name}
+	var connect []string
+	for _, h := range r.hosts {
+		id := "connect." + h.Slug
+		connect = append(connect, id)
+		p.Steps = append(p.Steps, PlanStep{ID: id, Kind: "connect", Hosts: []string{h.Name}, Describe: fmt.Sprintf("connect to host %s, ship and start the agent, read facts", h.Name)})
+	}
+	p.Steps = append(p.Steps, PlanStep{ID: "preflight", Kind: "preflight", Describe: "check every host can run its part", DependsOn: connect})
+	setup := []string{"preflight"}
+	for _, x := range r.rxes {
+		id := "rxe." + slugify(x.Name)
+		setup = append(setup, id)
+		p.Steps = append(p.Steps, PlanStep{ID: id, Kind: "rxe", Hosts: []string{x.Host}, Describe: x.Describe(), DependsOn: []string{"preflight"}})
+	}
+	var whole []string
+	for _, c := range r.captures {
+		if len(c.during) == 0 {
+			id := "capture." + c.lab.Slug
+			whole = append(whole, id)
+			p.Steps = append(p.Steps, PlanStep{ID: id, Kind: "capture.start", Hosts: []string{c.step.Host}, Describe: c.step.Describe(), DependsOn: setup})
+		}
+	}
+	deps := append(append([]string{}, setup...), whole...)
+	var wls []string
+	for _, n := range r.workloads {
+		id := "workload." + n.lab.Slug
+		wls = append(wls, id)
+		d := []string{}
+		for _, p := range n.deps {
+			d = append(d, "workload."+p.lab.Slug)
+		}
+		if len(d) == 0 {
+			d = deps
+		}
+		var hs []string
+		for _, h := range n.lab.Hosts() {
+			hs = append(hs, h.Name)
+		}
+		p.Steps = append(p.Steps, PlanStep{ID: id, Kind: n.lab.Tool, Hosts: hs, Describe: n.step.Describe(), DependsOn: d})
+	}
+	p.Steps = append(p.Steps,
+		PlanStep{ID: "capture.stop", Kind: "capture.stop", Describe: "stop captures (flush)", DependsOn: wls},
+		PlanStep{ID: "fetch", Kind: "fetch", Describe: "pull artifacts from every host", DependsOn: []string{"capture.stop"}},
+		PlanStep{ID: "teardown", Kind: "teardown", Describe: "stop processes, delete rxe devices this run created, clean up agents, stop VMs", DependsOn: []string{"fetch"}},
+	)
+	return p
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// bootVMs starts the lab's local VM hosts and points their targets at them.
+func (r *runner) bootVMs(ctx context.Context) error {
+	var vmHosts []*lab.Host
+	for _, h := range r.hosts {
+		if h.VM != nil {
+			vmHosts = append(vmHosts, h)
+		}
+	}
+	if len(vmHosts) == 0 {
+		return nil
+	}
+	if r.opts.VMs == nil {
+		return errors.New("boot local VM hosts: this rlab cannot start VMs")
+	}
+	set, err := r.opts.VMs.Boot(ctx, vmHosts, r.dir)
+	if set != nil {
+		r.vms = set
+		if b, serr := set.State(); serr == nil {
+			r.journal.update(func(st *State) { st.VMs = b })
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("boot local VM hosts: %w", err)
+	}
+	return r.journal.update(func(st *State) {
+		for i := range st.Hosts {
+			if ep, ok := set.Endpoint(st.Hosts[i].Name); ok {
+				ep.Name, ep.Slug, ep.VM = st.Hosts[i].Name, st.Hosts[i].Slug, true
+				st.Hosts[i] = ep
+			}
+		}
+	})
+}
+
+// conn wraps a Host so that transport failures (anything but an agent's
+// answer) count as infrastructure errors and mark the host lost.
+type conn struct {
+	Host
+	r *runner
+}
+
+func (c *conn) wrap(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	var pe *proto.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	c.r.mu.Lock()
+	if _, ok := c.r.lost[c.Name()]; !ok {
+		c.r.lost[c.Name()] = err
+	}
+	c.r.mu.Unlock()
+	return &infraError{err}
+}
+
+func (c *conn) Call(ctx context.Context, method string, params, result any) error {
+	return c.wrap(ctx, c.Host.Call(ctx, method, params, result))
+}
+
+func (c *conn) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {
+	return c.wrap(ctx, c.Host.Pull(ctx, files, dst))
+}
+
+// connectAll connects every host in parallel, reads its facts and saves
+// them; every host's failure is reported, not only the first.
+func (r *runner) connectAll(ctx context.Context) error {
+	targets := map[string]Target{}
+	for _, sh := range r.journal.snapshot().Hosts {
+		targets[sh.Name] = Target{StateHost: sh}
+	}
+	return each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+		t := targets[h.Name]
+		t.Lab = h
+		start := time.Now()
+		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name})
+		err := r.connect(ctx, h, t)
+		ev := Event{Type: "step.end", Step: "connect", Host: h.Name, Status: "ok", Seconds: time.Since(start).Seconds()}
+		if err != nil {
+			ev.Status, ev.Error = "failed", err.Error()
+		}
+		r.emit(ev)
+		return err
+	})
+}
+
+func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
+	c, err := r.opts.Connector.Connect(ctx, t, r.runID)
+	if err != nil {
+		return fmt.Errorf("connect to host %q (%s): %w", h.Name, t.Address, err)
+	}
+	cw := &conn{Host: c, r: r}
+	r.mu.Lock()
+	r.conns[h.Name] = cw
+	r.env.Hosts[h.Name] = cw
+	r.mu.Unlock()
+	var f proto.Facts
+	if err := cw.Call(ctx, proto.MethodFacts, nil, &f); err != nil {
+		return fmt.Errorf("read facts of host %q: %w", h.Name, err)
+	}
+	r.mu.Lock()
+	r.env.Facts[h.Name] = &f
+	r.mu.Unlock()
+	hd := r.hostDir(h)
+	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o755); err != nil {
+		return fmt.Errorf("create host folder: %w", err)
+	}
+	if err := writeJSON(filepath.Join(hd, "facts.json"), &f); err != nil {
+		return err
+	}
+	pid := 0
+	if hp, ok := c.(interface{ Hello() proto.Hello }); ok {
+		pid = hp.Hello().PID
+	}
+	return r.journal.update(func(st *State) {
+		for i := range st.Hosts {
+			if st.Hosts[i].Name == h.Name {
+				st.Hosts[i].Connected, st.Hosts[i].WorkDir, st.Hosts[i].AgentPID = true, f.WorkDir, pid
+			}
+		}
+	})
+}
+
+func (r *runner) preflight(ctx context.Context) error {
+	if r.opts.Preflight == nil {
+		return nil
+	}
+	probs := r.opts.Preflight(r.lab, r.env.Facts)
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("preflight found %d problem(s):\n  %s", len(probs), strings.Join(probs, "\n  "))
+}
+
+func (r *runner) createRXE(ctx context.Context) error {
+	return each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.RXE) error {
+		return r.apply(ctx, x, x.Host, "")
+	})
+}
+
+// apply runs one step with its events.
+func (r *runner) apply(ctx context.Context, s steps.Step, host, workload string) error {
+	start := time.Now()
+	r.emit(Event{Type: "step.start", Step: s.Describe(), Host: host, Workload: workload})
+	err := s.Apply(ctx, r.env)
+	ev := Event{Type: "step.end", Step: s.Describe(), Host: host, Workload: workload, Status: "ok", Seconds: time.Since(start).Seconds()}
+	if o, ok := s.(steps.Outcomer); ok && o.Outcome().Status != "" {
+		ev.Status = o.Outcome().Status
+	}
+	if err != nil {
+		if ev.Status == "ok" {
+			ev.Status = "failed"
+		}
+		ev.Error = err.Error()
+	}
+	r.emit(ev)
+	return err
+}
+
+// captureWindow is a capture and the workloads it covers (none: the whole
+// run).
+type captureWindow struct {
+	lab    *lab.Capture
+	step   *steps.Capture
+	during []*workloadNode
+
+	mu        sync.Mutex
+	started   bool
+	err       error
+	remaining int
+}
+
+func (r *runner) startCaptures(ctx context.Context) error {
+	var whole []*captureWindow
+	for _, c := range r.captures {
+		if len(c.during) == 0 {
+			whole = append(whole, c)
+		}
+	}
+	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, c *captureWindow) error {
+		return c.start(ctx, r)
+	})
+}
+
+func (c *captureWindow) start(ctx context.Context, r *runner) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return c.err
+	}
+	c.started = true
+	c.err = r.apply(ctx, c.step, c.step.Host, "")
+	return c.err
+}
+
+// finished is called after each covered workload; the last one stops the
+// capture.
+func (c *captureWindow) finished(ctx context.Context, r *runner) {
+	c.mu.Lock()
+	c.remaining--
+	last := c.remaining == 0
+	c.mu.Unlock()
+	if last {
+		r.stopCapture(ctx, c)
+	}
+}
+
+func (r *runner) stopCapture(ctx context.Context, c *captureWindow) {
+	start := time.Now()
+	err := c.step.Undo(ctx, r.env)
+	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		ev.Status, ev.Error = "failed", err.Error()
+		r.addErr(&infraError{err})
+	}
+	r.emit(ev)
+}
+
+func (r *runner) stopCaptures(ctx context.Context) {
+	each(ctx, r.captures, r.opts.Parallel, func(ctx context.Context, c *captureWindow) error {
+		r.stopCapture(ctx, c) // idempotent: windows already stopped are no-ops
+		return nil
+	})
+}
+
+// fetchAll pulls every connected host's work dir into hosts/<slug>/.
+func (r *runner) fetchAll(ctx context.Context) {
+	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+		r.mu.Lock()
+		_, ok := r.conns[h.Name]
+		_, lost := r.lost[h.Name]
+		r.mu.Unlock()
+		if !ok || lost {
+			return nil
+		}
+		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
+		if err := r.apply(ctx, f, h.Name, ""); err != nil {
+			r.addErr(&infraError{err})
+		}
+		return nil
+	})
+}
+
+// teardown stops what is left, deletes the rxe devices this run created
+// (unless kept), asks each agent to clean up, closes the sessions and stops
+// the VMs; everything is journaled.
+func (r *runner) teardown(ctx context.Context) {
+	r.emit(Event{Type: "step.start", Step: "teardown"})
+	for _, n := range r.workloads {
+		if err := n.step.Undo(ctx, r.env); err != nil {
+			r.log.Warn("teardown: stop workload processes", "workload", n.lab.Name, "err", err)
+		}
+	}
+	each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.RXE) error {
+		if err := x.Undo(ctx, r.env); err != nil {
+			r.addErr(&infraError{fmt.Errorf("teardown: %w", err)})
+		}
+		return nil
+	})
+	var keep []string
+	if r.opts.Keep {
+		for _, x := range r.rxes {
+			keep = append(keep, x.Device)
+		}
+	} else {
+		for _, x := range r.rxes {
+			if x.Keep {
+				keep = append(keep, x.Device)
+			}
+		}
+	}
+	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+		r.mu.Lock()
+		c, ok := r.conns[h.Name]
+		_, lost := r.lost[h.Name]
+		r.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		if !lost {
+			var cr proto.CleanupResult
+			if err := c.Call(ctx, proto.MethodCleanup, proto.CleanupParams{Keep: keep}, &cr); err != nil {
+				r.log.Warn("teardown: agent cleanup", "host", h.Name, "err", err)
+			}
+		}
+		if err := c.Close(); err != nil {
+			r.log.Debug("teardown: close agent session", "host", h.Name, "err", err)
+		}
+		return nil
+	})
+	if r.vms != nil {
+		if err := r.vms.Shutdown(ctx); err != nil {
+			r.addErr(&infraError{fmt.Errorf("teardown: stop VMs: %w", err)})
+		}
+	}
+	now := r.opts.Now().UTC()
+	r.journal.update(func(st *State) {
+		for i := range st.Effects {
+			e := &st.Effects[i]
+			// The agents' cleanup stopped every process and capture and
+			// deleted the rxe devices they created.
+			if e.Kind != "rxe" || (e.Created && !e.Keep && !r.opts.Keep) {
+				if h := r.conns[e.Host]; h != nil && r.lost[e.Host] == nil {
+					e.Undone = true
+				}
+			}
+		}
+		st.TornDown = &now
+	})
+	r.emit(Event{Type: "step.end", Step: "teardown", Status: "ok"})
+}

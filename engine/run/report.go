@@ -1,0 +1,128 @@
+package run
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// writeResults writes results.json, summary.md and junit.xml.
+func (r *runner) writeResults(res *Result) error {
+	fin := r.opts.Now()
+	doc := &results.Run{
+		Lab: r.lab.Name, Description: r.lab.Description, ID: filepath.Base(r.dir),
+		Started: r.started.UTC(), Finished: fin.UTC(), Duration: fin.Sub(r.started).Seconds(),
+		Status: statusText(res.Code),
+	}
+	if res.Err != nil {
+		doc.Error = newRedactor(r.lab.Sensitive).Replace(res.Err.Error())
+	}
+	byWL := map[string][]ExpectResult{}
+	for _, e := range res.Expects {
+		byWL[e.Workload] = append(byWL[e.Workload], e)
+	}
+	for i, o := range res.Outcomes {
+		n := r.workloads[i]
+		w := results.Workload{Name: n.lab.Name, Tool: n.lab.Tool, Status: o.Status, Error: o.Error}
+		if w.Status == "" {
+			w.Status = results.StatusSkipped
+		}
+		for _, h := range n.lab.Hosts() {
+			w.Hosts = append(w.Hosts, h.Name)
+		}
+		for _, x := range []string{n.spec.ServerRXE, n.spec.ClientRXE} {
+			if x != "" {
+				if info, err := r.env.RXE(x); err == nil {
+					w.Devices = append(w.Devices, info.Name)
+				}
+			}
+		}
+		if !o.End.IsZero() {
+			w.Duration = o.End.Sub(o.Start).Seconds()
+		}
+		for _, run := range o.Runs {
+			for _, p := range []*steps.ProcRef{run.Server, run.Client} {
+				if p == nil {
+					continue
+				}
+				if h := r.lab.HostByName(p.Host); h != nil {
+					for _, ext := range []string{".stdout", ".stderr"} {
+						rel := path.Join("hosts", h.Slug, "logs", p.Handle+ext)
+						if _, err := os.Stat(filepath.Join(r.dir, rel)); err == nil {
+							w.Logs = append(w.Logs, rel)
+						}
+					}
+				}
+			}
+		}
+		for _, e := range byWL[n.lab.Name] {
+			x := results.Expect{Condition: e.Condition, Message: e.Message, Held: e.Held, Size: e.Size, Error: e.Error}
+			w.Expects = append(w.Expects, x)
+		}
+		doc.Workloads = append(doc.Workloads, w)
+		doc.Samples = append(doc.Samples, o.Samples...)
+	}
+	if doc.Samples == nil {
+		doc.Samples = []results.Sample{}
+	}
+	write := r.opts.WriteResults
+	if write == nil {
+		write = results.WriteRun
+	}
+	if err := write(r.dir, doc); err != nil {
+		return fmt.Errorf("write results of run %s: %w", r.dir, err)
+	}
+	return writeJSON(filepath.Join(r.dir, "outcomes.json"), res.Outcomes)
+}
+
+// ManifestFile lists every file of a run directory with its sha256.
+const ManifestFile = "manifest.json"
+
+// ManifestEntry is one file of the run directory.
+type ManifestEntry struct {
+	Path   string `json:"path"` // slash-separated, relative to the run directory
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+func writeManifest(dir string) error {
+	var entries []ManifestEntry
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == ManifestFile {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, ManifestEntry{Path: filepath.ToSlash(rel), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write manifest of %s: %w", dir, err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	return writeJSON(filepath.Join(dir, ManifestFile), entries)
+}

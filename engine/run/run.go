@@ -1,0 +1,491 @@
+// Package run is the engine behind `rlab run` and `rlab down`: it takes a
+// loaded lab, boots its local VMs, connects to every host's agent, checks
+// them, creates rxe devices, starts captures, runs the workloads along their
+// dependency graph (workloads sharing a host in file order, disjoint ones at
+// the same time), pulls artifacts, evaluates `expect` blocks, writes the run
+// directory and tears down what it created.
+//
+// The engine reaches hosts only through the Host interface defined here
+// (satisfied by the SSH agent client and, in tests, by an in-process agent);
+// it must not import the CLI.
+package run
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// Exit codes of a run.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1   // a workload failed or an expect did not hold
+	ExitInfra       = 2   // host unreachable, agent lost, preflight, rxe/capture set-up
+	ExitInterrupted = 130 // cancelled (SIGINT)
+)
+
+// Host is one host's agent as the engine uses it.
+type Host interface {
+	Name() string
+	Call(ctx context.Context, method string, params, result any) error
+	// Pull copies files of the agent's work dir into dstDir (verified,
+	// confined to dstDir).
+	Pull(ctx context.Context, files []proto.FileInfo, dstDir string) error
+	// Close ends the agent session; the agent then stops what it started.
+	Close() error
+}
+
+// Target is how to reach one host: from the lab, or from state.json.
+type Target struct {
+	StateHost
+	Lab *lab.Host `json:"-"` // nil when read back from state.json
+}
+
+// Connector opens one host's agent for a run (SSH: dial, install, start).
+type Connector interface {
+	Connect(ctx context.Context, t Target, runID string) (Host, error)
+}
+
+// ConnectFunc adapts a function to Connector.
+type ConnectFunc func(ctx context.Context, t Target, runID string) (Host, error)
+
+func (f ConnectFunc) Connect(ctx context.Context, t Target, runID string) (Host, error) {
+	return f(ctx, t, runID)
+}
+
+// VMBooter starts a lab's local VM hosts.
+type VMBooter interface {
+	Boot(ctx context.Context, hosts []*lab.Host, runDir string) (VMSet, error)
+}
+
+// VMSet is booted VMs: their SSH endpoints, their record for state.json, and
+// their shutdown.
+type VMSet interface {
+	// Endpoint returns how to reach the VM of the named host.
+	Endpoint(host string) (StateHost, bool)
+	State() ([]byte, error)
+	Shutdown(ctx context.Context) error
+}
+
+// Options configure a run.
+type Options struct {
+	// Out is the run directory; "" means RunsDir/<lab>/<UTC timestamp>.
+	Out     string
+	RunsDir string // default "runs"
+	// Only limits the run to these workloads (names as in the lab).
+	Only []string
+	// Keep leaves rxe devices in place.
+	Keep bool
+	// Parallel bounds hosts connected and workloads run at once (default 64).
+	Parallel  int
+	Connector Connector
+	VMs       VMBooter // needed only when the lab has VM hosts
+	// Preflight returns the problems that stop the run (exit 2), each
+	// naming its host and fix.
+	Preflight func(l *lab.Lab, facts map[string]*proto.Facts) []string
+	// Parse turns tool outputs into samples (engine/toolout).
+	Parse steps.ParseFunc
+	// WriteResults writes results.json, summary.md and junit.xml into dir
+	// (default results.WriteRun).
+	WriteResults func(dir string, r *results.Run) error
+	Log          *slog.Logger
+	// OnEvent sees every event (progress display).
+	OnEvent func(Event)
+	// TeardownTimeout bounds the teardown after a cancel (default 30s).
+	TeardownTimeout time.Duration
+	// Hard, when closed (a second Ctrl-C), stops the teardown at once.
+	Hard <-chan struct{}
+	Now  func() time.Time
+}
+
+// Result is what a run ended with.
+type Result struct {
+	Dir      string
+	Code     int
+	Err      error // what went wrong, joined; nil when Code is 0
+	Outcomes []*steps.Outcome
+	Expects  []ExpectResult
+}
+
+// infraError marks a failure of the infrastructure (exit 2) rather than of a
+// workload (exit 1).
+type infraError struct{ err error }
+
+func (e *infraError) Error() string { return e.err.Error() }
+func (e *infraError) Unwrap() error { return e.err }
+
+// runner is one run in progress.
+type runner struct {
+	opts    Options
+	lab     *lab.Lab
+	dir     string
+	runID   string
+	log     *slog.Logger
+	journal *journal
+	ev      *events
+	env     *steps.Env
+
+	hosts     []*lab.Host // hosts this run uses
+	rxes      []*steps.RXE
+	captures  []*captureWindow
+	workloads []*workloadNode
+	vms       VMSet
+
+	mu      sync.Mutex
+	conns   map[string]Host
+	lost    map[string]error // hosts whose agent was lost
+	infra   []error
+	failed  []error
+	started time.Time
+}
+
+// Run executes a lab and returns the run's result; it never panics on host
+// failures and always tears down what it created.
+func Run(ctx context.Context, l *lab.Lab, opts Options) *Result {
+	if opts.Parallel <= 0 {
+		opts.Parallel = 64
+	}
+	if opts.TeardownTimeout <= 0 {
+		opts.TeardownTimeout = 30 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	r := &runner{opts: opts, lab: l, log: opts.Log, conns: map[string]Host{}, lost: map[string]error{}, started: opts.Now()}
+	res := &Result{}
+	if err := r.prepare(); err != nil {
+		res.Dir, res.Code, res.Err = r.dir, ExitFailed, err
+		return res
+	}
+	res.Dir = r.dir
+	r.execute(ctx, res)
+	return res
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func slugify(s string) string {
+	s = strings.Trim(unsafeChars.ReplaceAllString(s, "-"), "-.")
+	if s == "" {
+		s = "lab"
+	}
+	return s
+}
+
+// prepare selects what runs, creates the run directory and writes the lab
+// files, plan.json, state.json and events.jsonl.
+func (r *runner) prepare() error {
+	if r.opts.Connector == nil {
+		return errors.New("run: no connector")
+	}
+	if err := r.select_(); err != nil {
+		return err
+	}
+	now := r.opts.Now().UTC()
+	stamp := now.Format("20060102T150405Z")
+	dir := r.opts.Out
+	if dir == "" {
+		root := r.opts.RunsDir
+		if root == "" {
+			root = "runs"
+		}
+		dir = filepath.Join(root, slugify(r.lab.Name), stamp)
+	}
+	made, err := makeRunDir(dir)
+	if err != nil {
+		return err
+	}
+	r.dir = made
+	var rnd [3]byte
+	rand.Read(rnd[:])
+	r.runID = slugify(r.lab.Name) + "-" + stamp + "-" + hex.EncodeToString(rnd[:])
+	if err := writeLabFiles(r.dir, r.lab); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.plan()); err != nil {
+		return err
+	}
+	st := State{Lab: r.lab.Name, RunID: r.runID, Started: now}
+	for _, h := range r.hosts {
+		st.Hosts = append(st.Hosts, targetOf(h).StateHost)
+	}
+	if r.journal, err = newJournal(r.dir, st); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("create event log: %w", err)
+	}
+	r.ev = &events{f: f, redact: newRedactor(r.lab.Sensitive), notify: r.opts.OnEvent}
+	r.env = &steps.Env{
+		Hosts:   map[string]steps.Host{},
+		Facts:   map[string]*proto.Facts{},
+		Journal: r.journal,
+		Parse:   r.opts.Parse,
+		Log:     r.log,
+		Keep:    r.opts.Keep,
+	}
+	return nil
+}
+
+// makeRunDir creates dir, never reusing an existing one: a second run in the
+// same second gets a -2, -3... suffix; an explicit --out that exists and is
+// not empty is refused.
+func makeRunDir(dir string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("create run directory: %w", err)
+	}
+	for i := 1; i < 100; i++ {
+		d := dir
+		if i > 1 {
+			d = fmt.Sprintf("%s-%d", dir, i)
+		}
+		err := os.Mkdir(d, 0o755)
+		if err == nil {
+			return d, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("create run directory: %w", err)
+		}
+		if ents, rerr := os.ReadDir(d); rerr == nil && len(ents) == 0 {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("create run directory %s: it and its numbered variants exist", dir)
+}
+
+func writeLabFiles(dir string, l *lab.Lab) error {
+	ld := filepath.Join(dir, "lab")
+	if err := os.MkdirAll(ld, 0o755); err != nil {
+		return fmt.Errorf("save lab files: %w", err)
+	}
+	names := make([]string, 0, len(l.Files))
+	for n := range l.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		rel := filepath.Base(n)
+		if l.Dir != "" {
+			if r, err := filepath.Rel(l.Dir, n); err == nil && filepath.IsLocal(r) {
+				rel = r
+			}
+		}
+		p := filepath.Join(ld, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("save lab file %s: %w", n, err)
+		}
+		if err := os.WriteFile(p, l.Files[n], 0o644); err != nil {
+			return fmt.Errorf("save lab file %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+func targetOf(h *lab.Host) Target {
+	t := Target{Lab: h, StateHost: StateHost{
+		Name: h.Name, Slug: h.Slug, Address: h.Address, Port: h.Port, User: h.User,
+		IdentityFile: h.IdentityFile, KnownHosts: h.KnownHosts, Become: h.Become, VM: h.VM != nil,
+	}}
+	if h.JumpHost != nil {
+		j := h.JumpHost
+		t.Jump = fmt.Sprintf("%s@%s:%d", j.User, j.Address, j.Port)
+	} else {
+		t.Jump = h.Jump
+	}
+	return t
+}
+
+func (r *runner) emit(ev Event) { r.ev.emit(ev) }
+
+func (r *runner) hostDir(h *lab.Host) string { return filepath.Join(r.dir, "hosts", h.Slug) }
+
+// addErr records an error as infrastructure (exit 2) or workload (exit 1).
+func (r *runner) addErr(err error) {
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ie *infraError
+	if errors.As(err, &ie) {
+		r.infra = append(r.infra, err)
+	} else {
+		r.failed = append(r.failed, err)
+	}
+	r.emit(Event{Type: "error", Error: err.Error()})
+}
+
+// execute runs the phases; teardown always runs.
+func (r *runner) execute(ctx context.Context, res *Result) {
+	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
+	ok := r.phase(ctx, "boot", r.bootVMs) &&
+		r.phase(ctx, "connect", r.connectAll) &&
+		r.phase(ctx, "preflight", r.preflight) &&
+		r.phase(ctx, "rxe", r.createRXE) &&
+		r.phase(ctx, "capture", r.startCaptures)
+	if ok {
+		r.runWorkloads(ctx)
+	}
+	// From here on, a cancelled run still stops captures, pulls what exists
+	// and tears down, bounded by TeardownTimeout and the second Ctrl-C.
+	tctx, cancel := r.teardownContext(ctx)
+	defer cancel()
+	r.stopCaptures(tctx)
+	r.fetchAll(tctx)
+	res.Outcomes = r.outcomes()
+	res.Expects = r.evalExpects()
+	for _, e := range res.Expects {
+		if !e.Held {
+			r.addErr(fmt.Errorf("workload %q: expect %s did not hold: %s", e.Workload, e.Condition, e.Message))
+		}
+	}
+	r.teardown(tctx)
+	code := ExitOK
+	switch {
+	case ctx.Err() != nil:
+		code = ExitInterrupted
+		r.addErr(&infraError{fmt.Errorf("interrupted: %w", context.Cause(ctx))})
+	case len(r.infra) > 0:
+		code = ExitInfra
+	case len(r.failed) > 0:
+		code = ExitFailed
+	}
+	res.Code = code
+	res.Err = errors.Join(append(append([]error{}, r.infra...), r.failed...)...)
+	if err := r.writeResults(res); err != nil {
+		r.addErr(&infraError{err})
+		if res.Code == ExitOK {
+			res.Code = ExitInfra
+		}
+		res.Err = errors.Join(res.Err, err)
+	}
+	fin := r.opts.Now().UTC()
+	r.journal.update(func(st *State) { st.Finished = &fin })
+	r.emit(Event{Type: "run.end", Status: statusText(res.Code), Seconds: fin.Sub(r.started).Seconds()})
+	r.ev.close()
+	if err := writeManifest(r.dir); err != nil {
+		res.Err = errors.Join(res.Err, err)
+		if res.Code == ExitOK {
+			res.Code = ExitInfra
+		}
+	}
+}
+
+func statusText(code int) string {
+	switch code {
+	case ExitOK:
+		return "ok"
+	case ExitFailed:
+		return "failed"
+	case ExitInfra:
+		return "error"
+	default:
+		return "interrupted"
+	}
+}
+
+// phase runs one set-up phase; false stops the run before the workloads.
+func (r *runner) phase(ctx context.Context, name string, f func(context.Context) error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	start := time.Now()
+	r.emit(Event{Type: "step.start", Step: name})
+	err := f(ctx)
+	ev := Event{Type: "step.end", Step: name, Status: "ok", Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		ev.Status, ev.Error = "failed", err.Error()
+	}
+	r.emit(ev)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.addErr(&infraError{err})
+		}
+		return false
+	}
+	return true
+}
+
+// teardownContext is the context of the teardown: not cancelled by the first
+// Ctrl-C, but bounded by TeardownTimeout once it was, and ended at once by
+// the second.
+func (r *runner) teardownContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	base := context.WithoutCancel(ctx)
+	var tctx context.Context
+	var cancel context.CancelFunc
+	if ctx.Err() != nil {
+		tctx, cancel = context.WithTimeout(base, r.opts.TeardownTimeout)
+	} else {
+		tctx, cancel = context.WithCancel(base)
+		// A Ctrl-C during the teardown itself starts the bound then.
+		stop := context.AfterFunc(ctx, func() {
+			t := time.AfterFunc(r.opts.TeardownTimeout, cancel)
+			context.AfterFunc(tctx, func() { t.Stop() })
+		})
+		prev := cancel
+		cancel = func() { stop(); prev() }
+	}
+	if r.opts.Hard != nil {
+		hard := r.opts.Hard
+		go func() {
+			select {
+			case <-hard:
+				cancel()
+			case <-tctx.Done():
+			}
+		}()
+	}
+	return tctx, cancel
+}
+
+func (r *runner) outcomes() []*steps.Outcome {
+	var out []*steps.Outcome
+	for _, n := range r.workloads {
+		o := n.outcome()
+		out = append(out, o)
+	}
+	return out
+}
+
+// each runs f for every item with at most n at once and joins the errors.
+func each[T any](ctx context.Context, items []T, n int, f func(context.Context, T) error) error {
+	sem := make(chan struct{}, max(n, 1))
+	var wg sync.WaitGroup
+	errs := make([]error, len(items))
+	for i, it := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			errs[i] = f(ctx, it)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

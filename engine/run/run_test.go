@@ -1,0 +1,452 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+const twoHosts = `
+lab "t" {}
+host "a" { address = "127.0.0.1" }
+host "b" { address = "127.0.0.1" }
+`
+
+func runLab(t *testing.T, src string, opts Options) (*Result, *pipeBed) {
+	t.Helper()
+	bed := newPipeBed(t)
+	opts.Connector = bed
+	if opts.Out == "" {
+		opts.Out = filepath.Join(t.TempDir(), "run")
+	}
+	res := Run(context.Background(), loadLab(t, src), opts)
+	return res, bed
+}
+
+func readRun(t *testing.T, dir string) *results.Run {
+	t.Helper()
+	r, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRunExecAndTCP(t *testing.T) {
+	res, _ := runLab(t, twoHosts+`
+workload "hello" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", "hello from a"]
+}
+workload "bulk" {
+  tool   = "tcp"
+  server = host.a
+  client = host.b
+  bytes  = "8MiB"
+  repeat = 2
+}
+`, Options{})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d, err %v", res.Code, res.Err)
+	}
+	r := readRun(t, res.Dir)
+	if r.Status != results.RunOK || len(r.Workloads) != 2 {
+		t.Fatalf("results: status %q, %d workloads", r.Status, len(r.Workloads))
+	}
+	var tcp []results.Sample
+	for _, s := range r.Samples {
+		if s.Metric == "tcp_bw" {
+			tcp = append(tcp, s)
+		}
+	}
+	if len(tcp) != 2 || tcp[0].Value <= 0 || tcp[0].Unit != "Gb/s" || tcp[1].Meta.Repeat != 1 || tcp[0].Meta.Size != 8<<20 {
+		t.Errorf("tcp samples = %+v, want 2 repeats of 8 MiB with Gb/s > 0", tcp)
+	}
+	// The exec output was pulled into the host's logs.
+	out, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "a", "logs", "wl.hello.exec.r0.stdout"))
+	if err != nil || string(out) != "hello from a\n" {
+		t.Errorf("exec stdout = %q, %v", out, err)
+	}
+	for _, f := range []string{"lab/lab.hcl", "plan.json", "events.jsonl", "state.json", "results.json", "summary.md", "junit.xml", "manifest.json", "hosts/a/facts.json", "hosts/b/facts.json"} {
+		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+			t.Errorf("run dir: %v", err)
+		}
+	}
+	var ju struct {
+		XMLName xml.Name
+	}
+	b, _ := os.ReadFile(filepath.Join(res.Dir, "junit.xml"))
+	if err := xml.Unmarshal(b, &ju); err != nil {
+		t.Errorf("junit.xml: %v", err)
+	}
+	// The manifest covers every file with its sha256.
+	var man []ManifestEntry
+	b, _ = os.ReadFile(filepath.Join(res.Dir, ManifestFile))
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]bool{}
+	for _, m := range man {
+		paths[m.Path] = true
+		if len(m.SHA256) != 64 {
+			t.Errorf("manifest %s: sha256 %q", m.Path, m.SHA256)
+		}
+	}
+	for _, p := range []string{"results.json", "state.json", "hosts/a/logs/wl.hello.exec.r0.stdout", "lab/lab.hcl"} {
+		if !paths[p] {
+			t.Errorf("manifest lacks %s", p)
+		}
+	}
+	st := readState(t, res.Dir)
+	if st.TornDown == nil || st.Finished == nil || len(st.Hosts) != 2 || !st.Hosts[0].Connected || st.Hosts[0].WorkDir == "" {
+		t.Errorf("state = %+v", st)
+	}
+	for _, e := range st.Effects {
+		if !e.Undone {
+			t.Errorf("effect left undone after the run: %+v", e)
+		}
+	}
+}
+
+func readState(t *testing.T, dir string) State {
+	t.Helper()
+	j, err := openJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.snapshot()
+}
+
+func readEvents(t *testing.T, dir string) []Event {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []Event
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("events.jsonl line %q: %v", line, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+func TestRunExitCodes(t *testing.T) {
+	tests := []struct {
+		name     string
+		src      string
+		code     int
+		status   map[string]string
+		errMatch string
+		expect   []string // workload, condition, message
+	}{
+		{
+			name: "command fails",
+			src: `workload "bad" {
+  tool = "exec"
+  host = host.a
+  command = ["sh", "-c", "echo oops >&2; exit 3"]
+}`,
+			code: ExitFailed, status: map[string]string{"bad": "failed"}, errMatch: `exit 3: oops`,
+		},
+		{
+			name: "expect fails",
+			src: `workload "slow" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`,
+			expect: []string{"slow", "result.exit_code != 0", "should have failed"},
+			code:   ExitFailed, status: map[string]string{"slow": "ok"}, errMatch: "should have failed",
+		},
+		{
+			name: "expect holds",
+			src: `workload "fine" {
+  tool = "exec"
+  host = host.b
+  command = ["true"]
+}`,
+			expect: []string{"fine", "result.exit_code == 0 && result.duration_s < 600 && result.repeat == 1", ""},
+			code:   ExitOK, status: map[string]string{"fine": "ok"},
+		},
+		{
+			name: "timeout kills a hung workload",
+			src: `workload "hang" {
+  tool = "exec"
+  host = host.a
+  command = ["sleep", "60"]
+  timeout = "1s"
+}
+workload "after" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`,
+			code: ExitFailed, status: map[string]string{"hang": "timed_out", "after": "ok"}, errMatch: "timed out",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := loadLab(t, twoHosts+tt.src)
+			if tt.expect != nil {
+				addExpect(t, l, tt.expect[0], tt.expect[1], tt.expect[2])
+			}
+			res := Run(context.Background(), l, Options{Connector: newPipeBed(t), Out: filepath.Join(t.TempDir(), "run")})
+			if res.Code != tt.code {
+				t.Fatalf("code = %d, want %d (err %v)", res.Code, tt.code, res.Err)
+			}
+			if tt.errMatch != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), tt.errMatch)) {
+				t.Errorf("err = %v, want it to mention %q", res.Err, tt.errMatch)
+			}
+			r := readRun(t, res.Dir)
+			for _, w := range r.Workloads {
+				if want := tt.status[w.Name]; want != "" && w.Status != want {
+					t.Errorf("workload %s status %q, want %q (%s)", w.Name, w.Status, want, w.Error)
+				}
+			}
+		})
+	}
+}
+
+// TestRunDAG checks workloads sharing a host run one after another in file
+// order while workloads on disjoint hosts overlap.
+func TestRunDAG(t *testing.T) {
+	src := `
+lab "dag" {}
+host "a" { address = "127.0.0.1" }
+host "b" { address = "127.0.0.1" }
+host "c" { address = "127.0.0.1" }
+host "d" { address = "127.0.0.1" }
+workload "a1" {
+  tool = "exec"
+  host = host.a
+  command = ["sleep", "0.5"]
+}
+workload "b1" {
+  tool = "exec"
+  host = host.b
+  command = ["sleep", "0.5"]
+}
+workload "a2" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}
+workload "ab" {
+  tool = "tcp"
+  server = host.a
+  client = host.b
+  bytes = "1MiB"
+}
+workload "cd" {
+  tool = "tcp"
+  server = host.c
+  client = host.d
+  bytes = "1MiB"
+}
+`
+	res, _ := runLab(t, src, Options{})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	start, end := map[string]time.Time{}, map[string]time.Time{}
+	for _, o := range res.Outcomes {
+		start[o.Workload], end[o.Workload] = o.Start, o.End
+	}
+	before := func(x, y string) {
+		t.Helper()
+		if end[x].After(start[y]) {
+			t.Errorf("%s ended %v after %s started %v: they share a host and must run in file order", x, end[x], y, start[y])
+		}
+	}
+	before("a1", "a2")
+	before("a2", "ab")
+	before("b1", "ab")
+	// Disjoint workloads overlap: b1 started before a1 ended, cd before a1 ended.
+	for _, w := range []string{"b1", "cd"} {
+		if !start[w].Before(end["a1"]) {
+			t.Errorf("%s started %v, after a1 ended %v: disjoint workloads must run at once", w, start[w], end["a1"])
+		}
+	}
+	// plan.json has the same dependencies.
+	var p Plan
+	b, _ := os.ReadFile(filepath.Join(res.Dir, "plan.json"))
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	deps := map[string][]string{}
+	for _, s := range p.Steps {
+		deps[s.ID] = s.DependsOn
+	}
+	if d := deps["workload.ab"]; !slices.Contains(d, "workload.a2") || !slices.Contains(d, "workload.b1") {
+		t.Errorf("plan: workload.ab depends on %v, want workload.a2 and workload.b1", d)
+	}
+	if d := deps["workload.cd"]; slices.Contains(d, "workload.ab") {
+		t.Errorf("plan: workload.cd depends on %v; it shares no host with ab", d)
+	}
+}
+
+func TestRunOnlyAndParallel(t *testing.T) {
+	src := twoHosts + `
+workload "x" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}
+workload "y" {
+  tool = "exec"
+  host = host.b
+  command = ["true"]
+}
+`
+	res, bed := runLab(t, src, Options{Only: []string{"y"}, Parallel: 1})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	if len(res.Outcomes) != 1 || res.Outcomes[0].Workload != "y" {
+		t.Errorf("outcomes = %+v, want only y", res.Outcomes)
+	}
+	if bed.host("a") != nil {
+		t.Error("--only y connected host a, which y does not use")
+	}
+	bad := Run(context.Background(), loadLab(t, src), Options{Connector: bed, Only: []string{"z"}, Out: filepath.Join(t.TempDir(), "r")})
+	if bad.Code != ExitFailed || bad.Err == nil || !strings.Contains(bad.Err.Error(), `no workload "z"`) || !strings.Contains(bad.Err.Error(), "x, y") {
+		t.Errorf("--only z: code %d err %v", bad.Code, bad.Err)
+	}
+}
+
+func TestRunUnreachableHost(t *testing.T) {
+	bed := newPipeBed(t)
+	bed.fail["b"] = os.ErrDeadlineExceeded
+	l := loadLab(t, twoHosts+`
+workload "x" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`)
+	res := Run(context.Background(), l, Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r")})
+	if res.Code != ExitInfra || !strings.Contains(res.Err.Error(), `connect to host "b"`) {
+		t.Fatalf("code %d err %v, want 2 naming host b", res.Code, res.Err)
+	}
+	// Host a was connected and is torn down: its agent ended.
+	select {
+	case <-bed.host("a").served:
+	case <-time.After(10 * time.Second):
+		t.Error("agent of host a still serving after the run")
+	}
+	r := readRun(t, res.Dir)
+	if r.Status != results.RunError {
+		t.Errorf("results status %q", r.Status)
+	}
+}
+
+func TestRunPreflightFails(t *testing.T) {
+	bed := newPipeBed(t)
+	l := loadLab(t, twoHosts+`
+workload "x" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`)
+	res := Run(context.Background(), l, Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r"),
+		Preflight: func(*lab.Lab, map[string]*proto.Facts) []string {
+			return []string{`host "a": kernel has no rdma_rxe module`}
+		}})
+	if res.Code != ExitInfra || !strings.Contains(res.Err.Error(), "rdma_rxe") {
+		t.Fatalf("code %d err %v", res.Code, res.Err)
+	}
+	if res.Outcomes[0].Status != steps.StatusSkipped {
+		t.Errorf("workload status %q, want skipped", res.Outcomes[0].Status)
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	bed := newPipeBed(t)
+	l := loadLab(t, twoHosts+`
+workload "long" {
+  tool = "exec"
+  host = host.a
+  command = ["sleep", "60"]
+}
+workload "next" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r"), OnEvent: func(e Event) {
+		if e.Type == "step.start" && e.Workload == "long" {
+			go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+		}
+	}}
+	res := Run(ctx, l, opts)
+	if res.Code != ExitInterrupted {
+		t.Fatalf("code %d err %v", res.Code, res.Err)
+	}
+	st := readState(t, res.Dir)
+	for _, e := range st.Effects {
+		if !e.Undone {
+			t.Errorf("left running after interrupt: %+v", e)
+		}
+	}
+	if res.Outcomes[1].Status != steps.StatusSkipped {
+		t.Errorf("next: %q, want skipped", res.Outcomes[1].Status)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, "results.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRunDirNeverOverwritten(t *testing.T) {
+	bed := newPipeBed(t)
+	src := twoHosts + `
+workload "x" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`
+	root := t.TempDir()
+	fixed := func() time.Time { return time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC) }
+	var dirs []string
+	for range 2 {
+		res := Run(context.Background(), loadLab(t, src), Options{Connector: bed, RunsDir: root, Now: fixed})
+		if res.Code != 0 {
+			t.Fatal(res.Err)
+		}
+		dirs = append(dirs, res.Dir)
+	}
+	want := []string{filepath.Join(root, "t", "20261125T220000Z"), filepath.Join(root, "t", "20261125T220000Z-2")}
+	if !slices.Equal(dirs, want) {
+		t.Errorf("run dirs = %v, want %v", dirs, want)
+	}
+}
+
+// addExpect adds an expect block to a loaded workload (the condition is
+// parsed as the lab loader would).
+func addExpect(t *testing.T, l *lab.Lab, workload, cond, msg string) {
+	t.Helper()
+	w := l.WorkloadByName(workload)
+	expr, diags := hclsyntax.ParseExpression([]byte(cond), "test.hcl", hcl.InitialPos)
+	if w == nil || diags.HasErrors() {
+		t.Fatalf("add expect to %s: %v", workload, diags)
+	}
+	w.Expects = append(w.Expects, &lab.Expect{Condition: expr, Message: msg})
+}

@@ -1,0 +1,141 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// workloadNode is one workload in the run's dependency graph.
+type workloadNode struct {
+	lab      *lab.Workload
+	spec     *steps.Workload
+	step     steps.Step
+	deps     []*workloadNode // previous workloads on its hosts, in file order
+	captures []*captureWindow
+	done     chan struct{}
+
+	mu      sync.Mutex
+	skipped string // why it did not run
+}
+
+func (n *workloadNode) outcome() *steps.Outcome {
+	o := n.step.(steps.Outcomer).Outcome()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if o.Status == "" {
+		reason := n.skipped
+		if reason == "" {
+			reason = "not run: the run stopped before its workloads"
+		}
+		o.Workload, o.Tool, o.Status, o.Error = n.lab.Name, n.lab.Tool, steps.StatusSkipped, reason
+	}
+	return o
+}
+
+// runWorkloads runs every workload once its dependencies are done, at most
+// Parallel at once: workloads sharing a host in file order, disjoint ones
+// concurrently.
+func (r *runner) runWorkloads(ctx context.Context) {
+	sem := make(chan struct{}, r.opts.Parallel)
+	var wg sync.WaitGroup
+	for _, n := range r.workloads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(n.done)
+			for _, d := range n.deps {
+				select {
+				case <-d.done:
+				case <-ctx.Done():
+				}
+			}
+			if reason := r.skipReason(ctx, n); reason != "" {
+				n.mu.Lock()
+				n.skipped = reason
+				n.mu.Unlock()
+				r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.lab.Name, Status: steps.StatusSkipped, Error: reason})
+				for _, c := range n.captures {
+					c.finished(context.WithoutCancel(ctx), r)
+				}
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				n.mu.Lock()
+				n.skipped = "interrupted before it started"
+				n.mu.Unlock()
+				return
+			}
+			defer func() { <-sem }()
+			r.runWorkload(ctx, n)
+		}()
+	}
+	wg.Wait()
+}
+
+// skipReason says why a workload cannot run: interrupted, or one of its
+// hosts' agent is lost.
+func (r *runner) skipReason(ctx context.Context, n *workloadNode) string {
+	if ctx.Err() != nil {
+		return "interrupted before it started"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range n.lab.Hosts() {
+		if err := r.lost[h.Name]; err != nil {
+			return fmt.Sprintf("host %q lost: %v", h.Name, err)
+		}
+	}
+	return ""
+}
+
+func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
+	for _, c := range n.captures {
+		if err := c.start(ctx, r); err != nil {
+			r.addErr(&infraError{err})
+		}
+	}
+	err := r.apply(ctx, n.step, "", n.lab.Name)
+	if err != nil {
+		r.addErr(err)
+	}
+	// The processes of a failed run are stopped now, not at the end: the
+	// next workload on these hosts needs them gone.
+	if err != nil {
+		if uerr := n.step.Undo(context.WithoutCancel(ctx), r.env); uerr != nil {
+			r.log.Warn("stop workload processes", "workload", n.lab.Name, "err", uerr)
+		}
+	}
+	if errors.Is(err, steps.ErrTimedOut) {
+		r.saveDmesg(context.WithoutCancel(ctx), n)
+	}
+	for _, c := range n.captures {
+		c.finished(context.WithoutCancel(ctx), r)
+	}
+}
+
+// saveDmesg keeps the kernel log tail of a hung workload's hosts in
+// hosts/<slug>/logs/dmesg.<workload>.txt.
+func (r *runner) saveDmesg(ctx context.Context, n *workloadNode) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, h := range n.lab.Hosts() {
+		out, err := steps.DmesgTail(ctx, r.env, h.Name, "dmesg."+n.lab.Slug, 200)
+		if err != nil {
+			out = fmt.Sprintf("(dmesg unavailable: %v)\n", err)
+		}
+		p := filepath.Join(r.hostDir(h), "logs", "dmesg."+n.lab.Slug+".txt")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+			os.WriteFile(p, []byte(out), 0o644)
+		}
+	}
+}
