@@ -229,9 +229,9 @@ func (l *loader) decode(files []parsedFile) {
 			byType[b.Type] = append(byType[b.Type], b)
 		}
 	}
-	l.decodeLab(byType["lab"], files[0].name)
 	l.decodeVariables(byType["variable"])
 	l.decodeLocals(byType["locals"])
+	l.decodeLab(byType["lab"], files[0].name)
 	l.declare(byType)
 	defaults := l.decodeSSHDefaults(byType["ssh"])
 	l.decodeHosts(byType["host"], defaults)

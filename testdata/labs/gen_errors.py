@@ -1,5 +1,6 @@
 import os
-D='/work/main/testdata/labs/errors'
+# Regenerates errors/*.hcl: python3 testdata/labs/gen_errors.py (the corpus files are committed; edit here, rerun).
+D=os.path.join(os.path.dirname(os.path.abspath(__file__)),'errors')
 os.makedirs(D,exist_ok=True)
 LAB='lab "t" {\n  description = "error case"\n}\n'
 PAIR=LAB+'''host "a" {

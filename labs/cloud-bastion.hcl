@@ -1,0 +1,70 @@
+# A cloud pair reachable only through a bastion host (ProxyJump): rlab
+# connects to the bastion, then through it to each VM's private address.
+lab "cloud-bastion" {
+  description = "Two cloud VMs behind a bastion: Soft-RoCE WRITE bandwidth and a TCP baseline"
+}
+
+variable "bastion" {
+  type    = string
+  default = "203.0.113.10"
+}
+
+variable "private_addresses" {
+  type = map(string)
+  default = {
+    server = "10.0.1.10"
+    client = "10.0.1.11"
+  }
+}
+
+ssh {
+  user          = "ubuntu"
+  identity_file = "~/.ssh/cloud_ed25519"
+  known_hosts   = "~/.ssh/known_hosts"
+  jump          = host.bastion
+}
+
+host "bastion" {
+  address = var.bastion
+}
+
+host "server" {
+  address = var.private_addresses["server"]
+  become  = true
+}
+
+host "client" {
+  address = var.private_addresses["client"]
+  become  = true
+}
+
+rxe "server" {
+  host   = host.server
+  netdev = "ens5"
+}
+
+rxe "client" {
+  host   = host.client
+  netdev = "ens5"
+}
+
+capture "roce" {
+  host   = host.client
+  netdev = "ens5"
+  filter = "udp port 4791"
+}
+
+workload "write_bw" {
+  tool     = "ib_write_bw"
+  server   = rxe.server
+  client   = rxe.client
+  duration = "20s"
+  qps      = 2
+}
+
+workload "tcp" {
+  tool   = "tcp"
+  server = host.server
+  client = host.client
+  bytes  = "2GiB"
+}

@@ -1,0 +1,34 @@
+# Hosts as network namespaces with their own sshd on this machine (the
+# test bed of testdata/): no RDMA there, so a TCP transfer and commands.
+lab "netns-tcp" {
+  description = "Two network-namespace hosts: TCP baseline and exec"
+}
+
+variable "known_hosts" {
+  type    = string
+  default = "/tmp/rlab-netns/known_hosts"
+}
+
+ssh {
+  user          = "rlab"
+  identity_file = "/tmp/rlab-netns/id_ed25519"
+  known_hosts   = var.known_hosts
+}
+
+host "h" {
+  count   = 2
+  address = cidrhost("10.200.0.0/24", count.index + 1)
+}
+
+workload "addrs" {
+  tool    = "exec"
+  host    = host.h[0]
+  command = ["ip", "-br", "addr"]
+}
+
+workload "tcp" {
+  tool   = "tcp"
+  server = host.h[0]
+  client = host.h[1]
+  bytes  = "64MiB"
+}

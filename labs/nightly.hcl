@@ -1,0 +1,98 @@
+# Nightly regression on a pair of CI VMs: rlab exits non-zero when a number
+# falls below its threshold. Point it at the pair with
+#   RLAB_VAR_server=... RLAB_VAR_client=... rlab run labs/nightly.hcl
+lab "nightly" {
+  description = "Nightly Soft-RoCE regression with expect thresholds"
+}
+
+variable "server" {
+  type    = string
+  default = "192.0.2.20"
+}
+
+variable "client" {
+  type    = string
+  default = "192.0.2.21"
+}
+
+variable "min_write_gbps" {
+  type        = number
+  default     = 1
+  description = "Lowest acceptable RDMA WRITE average bandwidth, Gb/s"
+  validation {
+    condition     = var.min_write_gbps > 0
+    error_message = "The bandwidth threshold must be positive."
+  }
+}
+
+variable "max_write_lat_us" {
+  type    = number
+  default = 200
+}
+
+ssh {
+  user        = "ci"
+  known_hosts = "~/.ssh/known_hosts"
+}
+
+host "server" {
+  address = var.server
+  become  = true
+}
+
+host "client" {
+  address = var.client
+  become  = true
+}
+
+rxe "server" {
+  host   = host.server
+  netdev = "eth1"
+}
+
+rxe "client" {
+  host   = host.client
+  netdev = "eth1"
+}
+
+workload "write_bw" {
+  tool       = "ib_write_bw"
+  server     = rxe.server
+  client     = rxe.client
+  sizes      = ["64KiB", "1MiB"]
+  iterations = 2000
+  repeat     = 3
+  timeout    = "2m"
+  expect {
+    condition = result.bw_avg_gbps >= var.min_write_gbps
+    message   = "RDMA WRITE bandwidth below ${var.min_write_gbps} Gb/s"
+  }
+}
+
+workload "write_lat" {
+  tool       = "ib_write_lat"
+  server     = rxe.server
+  client     = rxe.client
+  sizes      = [64]
+  iterations = 5000
+  repeat     = 3
+  expect {
+    condition = result.lat_typical_us <= var.max_write_lat_us
+    message   = "RDMA WRITE latency above ${var.max_write_lat_us} us"
+  }
+  expect {
+    condition = result.lat_p99_us <= 4 * var.max_write_lat_us
+    message   = "RDMA WRITE tail latency too high"
+  }
+}
+
+workload "tcp" {
+  tool     = "tcp"
+  server   = host.server
+  client   = host.client
+  duration = "10s"
+  expect {
+    condition = result.tcp_gbps > 0.5
+    message   = "TCP baseline below 0.5 Gb/s: the network itself is slow"
+  }
+}

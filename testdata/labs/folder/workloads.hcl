@@ -1,0 +1,5 @@
+workload "bw" {
+  tool   = "ib_write_bw"
+  server = rxe.server
+  client = rxe.client
+}
