@@ -144,6 +144,15 @@ func TestRunsCmd(t *testing.T) {
 		t.Errorf("ok runs: %+v", list)
 	}
 
+	code, out, _ = execute(t, newRunsCmd(), "--lab", "nightly", "--status", "ok", "--last", fixtureRuns)
+	if code != exitOK || strings.TrimSpace(out) != runDrop {
+		t.Errorf("--last: exit %d, %q, want %q", code, out, runDrop)
+	}
+	code, out, _ = execute(t, newRunsCmd(), "--lab", "other", "--last", fixtureRuns)
+	if code != exitOK || out != "" {
+		t.Errorf("--last with no match: exit %d, %q", code, out)
+	}
+
 	code, out, _ = execute(t, newRunsCmd(), t.TempDir())
 	if code != exitOK || !strings.Contains(out, "no runs under") {
 		t.Errorf("empty dir: exit %d, %q", code, out)
@@ -183,5 +192,23 @@ func TestShowCmd(t *testing.T) {
 	}
 	if code, _, errText := execute(t, newShowCmd(), t.TempDir()); code != exitFail || !strings.Contains(errText, "not a run directory") {
 		t.Errorf("show of a non-run: exit %d, %q", code, errText)
+	}
+}
+
+// TestExitCodes goes through main's run, as a CI job sees rlab.
+func TestExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"compare", runBase, runNoise}, exitOK},
+		{[]string{"compare", runBase, runDrop}, exitFail},
+		{[]string{"runs", "--last", fixtureRuns}, exitOK},
+		{[]string{"show", "--render", runBase}, exitOK},
+		{[]string{"show", filepath.Join(fixtureRuns, "nightly")}, exitFail},
+	} {
+		if got := run(tc.args); got != tc.code {
+			t.Errorf("rlab %s: exit %d, want %d", strings.Join(tc.args, " "), got, tc.code)
+		}
 	}
 }

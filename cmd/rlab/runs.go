@@ -27,6 +27,7 @@ type runListing struct {
 func newRunsCmd() *cobra.Command {
 	var (
 		asJSON bool
+		last   bool
 		lab    string
 		status string
 	)
@@ -37,9 +38,11 @@ func newRunsCmd() *cobra.Command {
 writes them as runs/<lab>/<UTC timestamp>/), oldest first, with each run's
 status, how many workloads ended ok, and one headline figure per workload
 (bandwidth at the largest size, or typical latency). --status ok --json gives a
-nightly job the last good run to compare against.`,
+nightly job the runs to compare against; --last prints only the newest matching
+run's directory (nothing when none matches), for scripts.`,
 		Example: `  rlab runs
-  rlab runs --lab nightly --status ok --json`,
+  rlab runs --lab nightly --status ok --json
+  prev=$(rlab runs --lab nightly --status ok --last)`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root := "runs"
@@ -73,6 +76,12 @@ nightly job the last good run to compare against.`,
 			for _, err := range errs {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
 			}
+			if last {
+				if len(list) > 0 {
+					fmt.Fprintln(out, list[len(list)-1].Dir)
+				}
+				return nil
+			}
 			if asJSON {
 				if list == nil {
 					list = []runListing{}
@@ -99,6 +108,7 @@ nightly job the last good run to compare against.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, "print the list as JSON")
+	f.BoolVar(&last, "last", false, "print only the directory of the newest matching run")
 	f.StringVar(&lab, "lab", "", "only runs of this lab")
 	f.StringVar(&status, "status", "", "only runs with this status (ok, failed, error, interrupted)")
 	return cmd
