@@ -1,0 +1,594 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// Options changes how a report is built. The zero value is the default.
+type Options struct {
+	// Summarize reads one capture file; nil uses the built-in RoCEv2 reader.
+	Summarize Summarizer
+}
+
+// maxSource bounds how much of one lab file is shown inline.
+const maxSource = 256 << 10
+
+// Build reads a run directory into the report's data. A run directory that
+// is missing parts (a failed run, a run still going) still gives a report:
+// what could not be read is named in Data.Warnings. Only a directory that
+// does not exist is an error.
+func Build(runDir string, opts Options) (*Data, error) {
+	st, err := os.Stat(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("read run directory %q: %w", runDir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("read run directory %q: not a directory", runDir)
+	}
+	if opts.Summarize == nil {
+		opts.Summarize = SummarizePcap
+	}
+	abs, _ := filepath.Abs(runDir)
+	d := &Data{RunID: filepath.Base(abs)}
+	b := &builder{dir: runDir, d: d, opts: opts}
+
+	b.files()
+	doc := b.runDoc()
+	b.lab(doc)
+	b.hosts()
+	b.workloads(doc)
+	b.compare()
+	b.captures()
+	return d, nil
+}
+
+type builder struct {
+	dir  string
+	d    *Data
+	opts Options
+	all  []Link // every file in the run dir
+	// samples of each workload, by name, for the RDMA vs TCP comparison
+	samples map[string][]results.Sample
+}
+
+func (b *builder) warn(format string, args ...any) {
+	b.d.Warnings = append(b.d.Warnings, fmt.Sprintf(format, args...))
+}
+
+// files lists every regular file of the run directory for the raw-outputs
+// section. Symlinks are listed but never followed.
+func (b *builder) files() {
+	_ = filepath.WalkDir(b.dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			b.warn("list %s: %v", p, err)
+			return nil
+		}
+		if e.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(b.dir, p)
+		if err != nil || rel == "report.html" || strings.HasPrefix(filepath.Base(rel), ".") {
+			return nil
+		}
+		l := Link{Path: filepath.ToSlash(rel), Label: filepath.ToSlash(rel)}
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			l.Size = humanBytes(info.Size())
+		}
+		b.all = append(b.all, l)
+		return nil
+	})
+	sort.Slice(b.all, func(i, j int) bool { return b.all[i].Path < b.all[j].Path })
+	b.d.Files = b.all
+	if b.d.Files == nil {
+		b.d.Files = []Link{}
+	}
+}
+
+func (b *builder) read(rel string) ([]byte, bool) {
+	data, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(rel)))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			b.warn("read %s: %v", rel, err)
+		}
+		return nil, false
+	}
+	return data, true
+}
+
+func (b *builder) runDoc() *runDoc {
+	data, ok := b.read("results.json")
+	if !ok {
+		b.warn("results.json is missing: the run recorded no results")
+		return &runDoc{}
+	}
+	doc, err := parseRunDoc(data)
+	if err != nil {
+		b.warn("read results.json: %v", err)
+		return &runDoc{}
+	}
+	b.d.Run = RunInfo{Status: doc.Status, Started: doc.Started, Finished: doc.Finished,
+		Duration: durationText(doc.Duration), Error: doc.Error}
+	return doc
+}
+
+// lab fills the lab's name, description and sources from lab/ (the files
+// as run) and results.json.
+func (b *builder) lab(doc *runDoc) {
+	l := &b.d.Lab
+	l.Name, l.Description = doc.Lab, doc.Description
+	l.Sources = []SourceFile{}
+	for _, f := range b.all {
+		if !strings.HasPrefix(f.Path, "lab/") {
+			continue
+		}
+		data, ok := b.read(f.Path)
+		if !ok {
+			continue
+		}
+		name, desc := labHeader(f.Path, data)
+		if l.Name == "" {
+			l.Name = name
+		}
+		if l.Description == "" {
+			l.Description = desc
+		}
+		text := string(data)
+		if len(text) > maxSource {
+			text = text[:maxSource] + "\n… (cut; see the file)"
+		}
+		l.Sources = append(l.Sources, SourceFile{Path: f.Path, Text: text})
+	}
+	if l.Name == "" {
+		l.Name = b.d.RunID
+	}
+}
+
+// labHeader reads `lab "NAME" { description = "..." }` from one lab file.
+// Only literal values are taken: the report has no variables to evaluate.
+func labHeader(filename string, src []byte) (name, desc string) {
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() || f == nil {
+		return "", ""
+	}
+	body, ok := f.Body.(*hclsyntax.Body)
+	if !ok {
+		return "", ""
+	}
+	for _, blk := range body.Blocks {
+		if blk.Type != "lab" || len(blk.Labels) != 1 {
+			continue
+		}
+		name = blk.Labels[0]
+		if a, ok := blk.Body.Attributes["description"]; ok {
+			if v, d := a.Expr.Value(nil); !d.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type().FriendlyName() == "string" {
+				desc = v.AsString()
+			}
+		}
+		return name, desc
+	}
+	return "", ""
+}
+
+func (b *builder) hosts() {
+	b.d.Hosts = []Host{}
+	seen := map[string]bool{}
+	for _, f := range b.all {
+		parts := strings.Split(f.Path, "/")
+		if len(parts) < 3 || parts[0] != "hosts" || seen[parts[1]] {
+			continue
+		}
+		seen[parts[1]] = true
+		b.d.Hosts = append(b.d.Hosts, b.host(parts[1]))
+	}
+}
+
+func (b *builder) host(slug string) Host {
+	h := Host{Slug: slug}
+	rel := "hosts/" + slug + "/facts.json"
+	data, ok := b.read(rel)
+	if !ok {
+		h.Errors = append(h.Errors, "no facts.json: the host's facts were not gathered")
+		return h
+	}
+	var f proto.Facts
+	if err := json.Unmarshal(data, &f); err != nil {
+		h.Errors = append(h.Errors, fmt.Sprintf("read %s: %v", rel, err))
+		return h
+	}
+	h.FactsLink = rel
+	h.Hostname, h.Kernel, h.OS, h.Arch, h.CPUs = f.Hostname, f.Kernel, f.OS, f.Arch, f.CPUs
+	if f.MemBytes > 0 {
+		h.Memory = humanBytes(int64(min(f.MemBytes, math.MaxInt64)))
+	}
+	h.RXEModule = f.RXEModule
+	h.Memlock = memlock(f.MemlockSoft)
+	h.Errors = append(h.Errors, f.Errors...)
+	names := make([]string, 0, len(f.Tools))
+	for n := range f.Tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v := f.Tools[n].Version
+		if v == "" {
+			v = "present"
+		}
+		h.Tools = append(h.Tools, KV{n, v})
+	}
+	rxeOn := map[string][]string{}
+	for _, r := range f.RDMA {
+		d := RDMADev{Name: r.Name, Kind: r.Kind, Parent: r.Parent, NodeGUID: r.NodeGUID}
+		if len(r.Ports) > 0 {
+			p := r.Ports[0]
+			d.Port, d.State, d.ActiveMTU, d.MaxMTU = p.Port, p.State, p.ActiveMTU, p.MaxMTU
+			for _, g := range p.GIDs {
+				d.GIDs = append(d.GIDs, KV{fmt.Sprintf("%d (%s)", g.Index, g.Type), g.GID})
+			}
+		}
+		h.RDMA = append(h.RDMA, d)
+		if r.Parent != "" {
+			rxeOn[r.Parent] = append(rxeOn[r.Parent], r.Name)
+		}
+	}
+	for _, n := range f.Netdevs {
+		h.Netdevs = append(h.Netdevs, Netdev{Name: n.Name, MTU: n.MTU, State: n.State, MAC: n.MAC,
+			Addrs: strings.Join(n.Addrs, " "), RXE: strings.Join(rxeOn[n.Name], " ")})
+	}
+	return h
+}
+
+func memlock(v int64) string {
+	switch {
+	case v < 0:
+		return "unlimited"
+	case v == 0:
+		return ""
+	}
+	return humanBytes(v)
+}
+
+// workloads groups the samples by workload, in the order results.json
+// lists workloads (file order), then any workload only the samples name.
+func (b *builder) workloads(doc *runDoc) {
+	b.d.Workloads = []Workload{}
+	byName := map[string][]results.Sample{}
+	var order []string
+	add := func(s results.Sample) {
+		if _, ok := byName[s.Meta.Workload]; !ok {
+			order = append(order, s.Meta.Workload)
+		}
+		byName[s.Meta.Workload] = append(byName[s.Meta.Workload], s)
+	}
+	for _, w := range doc.Workloads {
+		if _, ok := byName[w.Name]; !ok {
+			order = append(order, w.Name)
+			byName[w.Name] = nil
+		}
+		for _, s := range w.Samples {
+			if s.Meta.Workload == "" {
+				s.Meta.Workload = w.Name
+			}
+			add(s)
+		}
+	}
+	for _, s := range doc.Samples {
+		add(s)
+	}
+	b.samples = byName
+	docs := map[string]workloadDoc{}
+	for _, w := range doc.Workloads {
+		docs[w.Name] = w
+	}
+	for i, name := range order {
+		wd := docs[name]
+		w := b.workload(i, name, wd, byName[name])
+		b.d.Workloads = append(b.d.Workloads, w)
+	}
+}
+
+func (b *builder) workload(i int, name string, wd workloadDoc, samples []results.Sample) Workload {
+	w := Workload{Name: name, Anchor: fmt.Sprintf("w%d", i), Tool: wd.Tool, Status: wd.Status,
+		Error: wd.Error, Hosts: wd.Hosts, Devices: wd.Devices, Duration: durationText(wd.Duration)}
+	if len(samples) > 0 {
+		m := samples[0].Meta
+		if w.Tool == "" {
+			w.Tool = m.Tool
+		}
+		if len(w.Hosts) == 0 {
+			w.Hosts = m.Hosts
+		}
+		if len(w.Devices) == 0 {
+			w.Devices = m.Devices
+		}
+	}
+	w.Kind = toolKind(w.Tool)
+	for _, e := range wd.Expects {
+		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.held() && e.Error == "", Where: e.where(), Value: e.Value, Error: e.Error}
+		if x.Held {
+			b.d.Expects.Held++
+		} else {
+			b.d.Expects.Failed++
+		}
+		w.Expects = append(w.Expects, x)
+	}
+	w.Table = sampleTable(samples)
+	w.Charts = workloadCharts(w.Anchor, samples)
+	w.Links = b.workloadLinks(name, wd)
+	return w
+}
+
+// toolKind sorts a tool into the family that decides its charts.
+func toolKind(tool string) string {
+	switch {
+	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_bw"):
+		return "bw"
+	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_lat"):
+		return "lat"
+	case strings.HasSuffix(tool, "_pingpong"):
+		return "pingpong"
+	case tool == "rping", tool == "tcp", tool == "exec":
+		return tool
+	}
+	return "other"
+}
+
+// rdmaTool is true for the tools that run over an rxe device.
+func rdmaTool(tool string) bool {
+	k := toolKind(tool)
+	return k == "bw" || k == "lat" || k == "pingpong" || k == "rping"
+}
+
+// workloadLinks are the raw outputs of one workload: what results.json
+// names, else the logs whose file name starts with the workload's slug.
+func (b *builder) workloadLinks(name string, wd workloadDoc) []Link {
+	var out []Link
+	if len(wd.Logs) > 0 {
+		have := map[string]Link{}
+		for _, l := range b.all {
+			have[l.Path] = l
+		}
+		for _, p := range wd.Logs {
+			p = path.Clean(filepath.ToSlash(p))
+			if !filepath.IsLocal(p) {
+				continue
+			}
+			l, ok := have[p]
+			if !ok {
+				l = Link{Path: p, Label: p + " (missing)"}
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	slug := wd.Slug
+	if slug == "" {
+		slug = slugOf(name)
+	}
+	for _, l := range b.all {
+		parts := strings.Split(l.Path, "/")
+		if len(parts) >= 4 && parts[0] == "hosts" && parts[2] == "logs" {
+			base := parts[len(parts)-1]
+			if base == slug || strings.HasPrefix(base, slug+".") || strings.HasPrefix(base, slug+"-") || strings.HasPrefix(base, slug+"_") || parts[3] == slug {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// slugOf turns a reference name into the run directory's form:
+// write_bw["ana"] -> write_bw.ana, write_bw[0] -> write_bw.0.
+func slugOf(name string) string {
+	r := strings.NewReplacer(`["`, ".", `"]`, "", "[", ".", "]", "")
+	return r.Replace(name)
+}
+
+// key is one row of a workload's table: a message size and a repeat.
+type key struct {
+	Size   int64
+	Repeat int
+}
+
+// sampleTable pivots samples into rows (size, repeat) and one column per
+// metric, in the order of results.Metrics.
+func sampleTable(samples []results.Sample) Table {
+	t := Table{Columns: []string{}, Rows: [][]string{}}
+	if len(samples) == 0 {
+		return t
+	}
+	present := map[string]bool{}
+	rows := map[key]map[string]results.Sample{}
+	var keys []key
+	hasSize := false
+	for _, s := range samples {
+		present[s.Metric] = true
+		k := key{s.Meta.Size, s.Meta.Repeat}
+		if s.Meta.Size > 0 {
+			hasSize = true
+		}
+		if rows[k] == nil {
+			rows[k] = map[string]results.Sample{}
+			keys = append(keys, k)
+		}
+		rows[k][s.Metric] = s
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Size != keys[j].Size {
+			return keys[i].Size < keys[j].Size
+		}
+		return keys[i].Repeat < keys[j].Repeat
+	})
+	var cols []string
+	for _, m := range results.Metrics {
+		if present[m.Name] {
+			cols = append(cols, m.Name)
+		}
+	}
+	var other []string // metrics not in the table: keep them, sorted
+	for n := range present {
+		if _, ok := results.MetricByName(n); !ok {
+			other = append(other, n)
+		}
+	}
+	sort.Strings(other)
+	cols = append(cols, other...)
+	if hasSize {
+		t.Columns = append(t.Columns, "size")
+	}
+	t.Columns = append(t.Columns, "repeat")
+	for _, c := range cols {
+		unit := ""
+		for _, k := range keys {
+			if s, ok := rows[k][c]; ok {
+				unit = s.Unit
+				break
+			}
+		}
+		t.Columns = append(t.Columns, fmt.Sprintf("%s [%s]", c, unit))
+	}
+	for _, k := range keys {
+		var row []string
+		if hasSize {
+			row = append(row, strconv.FormatInt(k.Size, 10))
+		}
+		row = append(row, strconv.Itoa(k.Repeat+1))
+		for _, c := range cols {
+			if s, ok := rows[k][c]; ok {
+				row = append(row, fmtNum(s.Value))
+			} else {
+				row = append(row, "")
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// meanBySize averages one metric over repeats, per message size, sorted
+// by size. n is how many repeats each mean covers.
+func meanBySize(samples []results.Sample, metric string) (sizes []int64, means []float64, n []int) {
+	sum := map[int64]float64{}
+	cnt := map[int64]int{}
+	for _, s := range samples {
+		if s.Metric != metric || math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+			continue
+		}
+		if _, ok := cnt[s.Meta.Size]; !ok {
+			sizes = append(sizes, s.Meta.Size)
+		}
+		sum[s.Meta.Size] += s.Value
+		cnt[s.Meta.Size]++
+	}
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+	for _, sz := range sizes {
+		means = append(means, sum[sz]/float64(cnt[sz]))
+		n = append(n, cnt[sz])
+	}
+	return sizes, means, n
+}
+
+func unitOf(samples []results.Sample, metric string) string {
+	for _, s := range samples {
+		if s.Metric == metric {
+			return s.Unit
+		}
+	}
+	if m, ok := results.MetricByName(metric); ok {
+		return m.Unit
+	}
+	return ""
+}
+
+func has(samples []results.Sample, metric string) bool {
+	for _, s := range samples {
+		if s.Metric == metric {
+			return true
+		}
+	}
+	return false
+}
+
+// series builds one chart series: a metric's mean per size.
+func series(samples []results.Sample, metric, name string) seriesIn {
+	sizes, means, n := meanBySize(samples, metric)
+	unit := unitOf(samples, metric)
+	s := seriesIn{Name: name}
+	for i, sz := range sizes {
+		title := fmt.Sprintf("%s at %s B: %s %s", name, strconv.FormatInt(sz, 10), fmtNum(means[i]), unit)
+		if n[i] > 1 {
+			title += fmt.Sprintf(" (mean of %d repeats)", n[i])
+		}
+		s.Pts = append(s.Pts, xy{float64(sz), means[i], title})
+	}
+	return s
+}
+
+// workloadCharts draws what a workload's metrics call for: bandwidth and
+// message rate against message size for bandwidth tools, latency
+// percentiles for latency tools, pingpong throughput when several sizes ran.
+func workloadCharts(anchor string, samples []results.Sample) []*Chart {
+	var out []*Chart
+	if has(samples, "bw_avg") || has(samples, "bw_peak") {
+		var in []seriesIn
+		if has(samples, "bw_avg") {
+			in = append(in, series(samples, "bw_avg", "average"))
+		}
+		if has(samples, "bw_peak") {
+			in = append(in, series(samples, "bw_peak", "peak"))
+		}
+		out = append(out, lineChart(anchor+"-bw", "Bandwidth vs message size", "message size [bytes]", "Gb/s", true, in))
+	}
+	if has(samples, "msg_rate") {
+		out = append(out, lineChart(anchor+"-rate", "Message rate vs message size", "message size [bytes]", unitOf(samples, "msg_rate"),
+			true, []seriesIn{series(samples, "msg_rate", "message rate")}))
+	}
+	lat := []struct{ metric, name string }{
+		{"lat_min", "min"}, {"lat_typical", "typical"}, {"lat_avg", "avg"},
+		{"lat_p99", "p99"}, {"lat_p999", "p99.9"}, {"lat_max", "max"},
+	}
+	if has(samples, "lat_typical") || has(samples, "lat_avg") {
+		bySize := map[int64]*barGroup{}
+		var sizes []int64
+		for _, l := range lat {
+			ss, means, _ := meanBySize(samples, l.metric)
+			for i, sz := range ss {
+				g, ok := bySize[sz]
+				if !ok {
+					g = &barGroup{Label: humanSize(sz) + " B"}
+					bySize[sz] = g
+					sizes = append(sizes, sz)
+				}
+				g.Bars = append(g.Bars, barIn{l.name, means[i], unitOf(samples, l.metric)})
+			}
+		}
+		sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+		var groups []barGroup
+		for _, sz := range sizes {
+			groups = append(groups, *bySize[sz])
+		}
+		out = append(out, barChart(anchor+"-lat", "Latency percentiles by message size", "usec", groups))
+	}
+	if has(samples, "pp_bw") {
+		sizes, _, _ := meanBySize(samples, "pp_bw")
+		if len(sizes) > 1 {
+			out = append(out, lineChart(anchor+"-pp", "Pingpong throughput vs message size", "message size [bytes]", "Mbit/s",
+				true, []seriesIn{series(samples, "pp_bw", "throughput")}))
+		}
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzResultsJSON feeds any results.json through Build and the template:
+// whatever a run (or a hand edit) left there, the report renders.
+func FuzzResultsJSON(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join(fixture, "results.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"samples":[{"metric":"bw_avg","value":1e308,"unit":"Gb/s","metadata":{"workload":"w","tool":"ib_write_bw","size":-1}}]}`))
+	f.Add([]byte(`{"workloads":[{"name":"","tool":"ib_write_lat","expects":[{"repeat":-5}]}],"samples":[{"metric":"lat_p99","value":-3,"metadata":{"size":0}}]}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Build(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(io.Discard, d); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzSummarizePcap feeds any bytes to the capture reader: a truncated or
+// corrupt capture is an error or a count of invalid packets, never a panic.
+func FuzzSummarizePcap(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join(fixture, "hosts/server/captures/roce.pcap"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(seed[:200])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := summarize(bufio.NewReader(bytes.NewReader(b)))
+		if err != nil {
+			return
+		}
+		_ = captureSection("c", "h", "hosts/h/captures/c.pcap", "", st)
+	})
+}
+
+// FuzzLabHeader reads the lab block of any file without panicking.
+func FuzzLabHeader(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join(fixture, "lab/quickstart.hcl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`lab "x" { description = 1 }`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		labHeader("f.hcl", b)
+	})
+}

@@ -1,0 +1,162 @@
+// Package report renders report.html, the one self-contained page of a run
+// directory: the lab, the facts of every host, each workload's numbers as
+// tables and hand-built SVG charts, RDMA beside TCP, each capture's opcode
+// summary and IO graph, the expect results and links to the raw outputs.
+//
+// It reads only the run directory (results.json, hosts/*/facts.json, lab/,
+// logs and captures) and writes only report.html. It must not import the run
+// engine, SSH or the agent: a report can be re-rendered anywhere, long after
+// the run, from the directory alone.
+package report
+
+// Data is everything the page shows, computed from a run directory before
+// any HTML is written. Build returns it; the template only lays it out. It is
+// plain data so a golden test can pin it down.
+type Data struct {
+	RunID     string       `json:"run_id"` // the run directory's base name
+	Lab       LabInfo      `json:"lab"`
+	Run       RunInfo      `json:"run"`
+	Hosts     []Host       `json:"hosts"`
+	Workloads []Workload   `json:"workloads"`
+	Compare   *Compare     `json:"compare,omitempty"` // RDMA vs TCP; nil without both
+	Captures  []Capture    `json:"captures"`
+	Expects   ExpectTotals `json:"expect_totals"`
+	Files     []Link       `json:"files"`              // every raw output, relative to the run dir
+	Warnings  []string     `json:"warnings,omitempty"` // what could not be read
+}
+
+// LabInfo is the lab as it was run.
+type LabInfo struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description,omitempty"`
+	Sources     []SourceFile `json:"sources"`
+}
+
+// SourceFile is one lab file copied into the run directory.
+type SourceFile struct {
+	Path string `json:"path"` // relative to the run dir, e.g. lab/quickstart.hcl
+	Text string `json:"text"`
+}
+
+// RunInfo is the run's own outcome, as results.json records it.
+type RunInfo struct {
+	Status   string `json:"status,omitempty"` // passed, failed, error...
+	Started  string `json:"started,omitempty"`
+	Finished string `json:"finished,omitempty"`
+	Duration string `json:"duration,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Host is one host's facts.
+type Host struct {
+	Slug      string    `json:"slug"`
+	Hostname  string    `json:"hostname,omitempty"`
+	Kernel    string    `json:"kernel,omitempty"`
+	OS        string    `json:"os,omitempty"`
+	Arch      string    `json:"arch,omitempty"`
+	CPUs      int       `json:"cpus,omitempty"`
+	Memory    string    `json:"memory,omitempty"`
+	RXEModule string    `json:"rxe_module,omitempty"`
+	Tools     []KV      `json:"tools,omitempty"` // rdma-core, perftest... with versions
+	Netdevs   []Netdev  `json:"netdevs,omitempty"`
+	RDMA      []RDMADev `json:"rdma,omitempty"`
+	Errors    []string  `json:"errors,omitempty"`
+	FactsLink string    `json:"facts_link,omitempty"`
+	Memlock   string    `json:"memlock,omitempty"`
+}
+
+// KV is a labelled value.
+type KV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Netdev is one network interface of a host.
+type Netdev struct {
+	Name  string `json:"name"`
+	MTU   int    `json:"mtu"`
+	State string `json:"state,omitempty"`
+	MAC   string `json:"mac,omitempty"`
+	Addrs string `json:"addrs,omitempty"`
+	RXE   string `json:"rxe,omitempty"` // rxe devices on top of it
+}
+
+// RDMADev is one RDMA device with its first port's state and GIDs.
+type RDMADev struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	Parent    string `json:"parent,omitempty"`
+	NodeGUID  string `json:"node_guid,omitempty"`
+	Port      int    `json:"port,omitempty"`
+	State     string `json:"state,omitempty"`
+	ActiveMTU int    `json:"active_mtu,omitempty"`
+	MaxMTU    int    `json:"max_mtu,omitempty"`
+	GIDs      []KV   `json:"gids,omitempty"` // "1 (RoCE v2)" -> gid
+}
+
+// Workload is one workload's outcome, numbers and charts.
+type Workload struct {
+	Name     string   `json:"name"`
+	Anchor   string   `json:"anchor"` // id attribute, safe characters only
+	Tool     string   `json:"tool"`
+	Kind     string   `json:"kind"` // bw, lat, pingpong, rping, tcp, exec
+	Hosts    []string `json:"hosts,omitempty"`
+	Devices  []string `json:"devices,omitempty"`
+	Status   string   `json:"status,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Expects  []Expect `json:"expects,omitempty"`
+	Table    Table    `json:"table"`
+	Charts   []*Chart `json:"charts,omitempty"`
+	Links    []Link   `json:"links,omitempty"`
+	Duration string   `json:"duration,omitempty"`
+}
+
+// Table is a rendered table: every cell already formatted.
+type Table struct {
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+}
+
+// Expect is one expect check.
+type Expect struct {
+	Condition string `json:"condition"`
+	Message   string `json:"message,omitempty"`
+	Held      bool   `json:"held"`
+	Where     string `json:"where,omitempty"` // "size 4K, repeat 1"
+	Value     string `json:"value,omitempty"` // what the condition read
+	Error     string `json:"error,omitempty"` // the condition could not be evaluated
+}
+
+// ExpectTotals counts expect checks over the run.
+type ExpectTotals struct {
+	Held   int `json:"held"`
+	Failed int `json:"failed"`
+}
+
+// Compare puts the RDMA bandwidth workloads beside the TCP baseline.
+type Compare struct {
+	Table Table  `json:"table"`
+	Chart *Chart `json:"chart"`
+}
+
+// Capture is one pcap's summary.
+type Capture struct {
+	Name    string   `json:"name"`
+	Host    string   `json:"host"`
+	Link    Link     `json:"link"`
+	Packets int64    `json:"packets"`
+	Bytes   int64    `json:"bytes"`
+	Invalid int64    `json:"invalid,omitempty"`
+	Span    string   `json:"span,omitempty"` // first to last packet
+	Opcodes Table    `json:"opcodes"`
+	IOGraph *Chart   `json:"io_graph,omitempty"`
+	Notes   []string `json:"notes,omitempty"` // naks, retransmissions, truncation
+	Error   string   `json:"error,omitempty"`
+}
+
+// Link is a relative link into the run directory.
+type Link struct {
+	Path  string `json:"path"` // slash-separated, relative to the run dir
+	Label string `json:"label"`
+	Size  string `json:"size,omitempty"`
+}

@@ -1,0 +1,99 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	reporttmpl "github.com/rlab-dev/rlab/templates/report"
+)
+
+// FileName is the report's name inside a run directory.
+const FileName = "report.html"
+
+var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+	"add":         func(a, b float64) float64 { return a + b },
+	"sub":         func(a, b float64) float64 { return a - b },
+	"half":        func(a float64) float64 { return a / 2 },
+	"join":        strings.Join,
+	"href":        href,
+	"statusClass": statusClass,
+}).ParseFS(reporttmpl.FS, "report.html.tmpl"))
+
+// Render writes report.html into runDir from what the directory holds.
+// The run engine calls it at the end of every run; `rlab report` calls it
+// again on an old run directory.
+func Render(runDir string) error { return RenderWith(runDir, Options{}) }
+
+// RenderWith is Render with options (another capture reader).
+func RenderWith(runDir string, opts Options) error {
+	d, err := Build(runDir, opts)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, d); err != nil {
+		return err
+	}
+	// Write beside, then rename: a reader never sees half a report, and a
+	// failed render leaves the previous one in place.
+	dst := filepath.Join(runDir, FileName)
+	tmp, err := os.CreateTemp(runDir, ".report-*.html")
+	if err != nil {
+		return fmt.Errorf("write report in %q: %w", runDir, err)
+	}
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write report %q: %w", dst, err)
+	}
+	return nil
+}
+
+// Write executes the report template for d.
+func Write(w io.Writer, d *Data) error {
+	if err := tmpl.Execute(w, d); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	return nil
+}
+
+// href turns a run-directory-relative path into a relative URL: every
+// segment escaped, and "./" first so no file name can read as a scheme
+// (a file called "javascript:..." stays a file).
+func href(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return "./" + strings.Join(segs, "/")
+}
+
+// statusClass maps a status word to a CSS class (ok, bad or neutral).
+func statusClass(s string) string {
+	switch strings.ToLower(s) {
+	case "ok", "passed", "pass", "success", "succeeded", "done":
+		return "ok"
+	case "failed", "fail", "error", "timeout", "timed_out", "interrupted", "infra":
+		return "bad"
+	}
+	return "neutral"
+}

@@ -1,0 +1,93 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const fixture = "../../testdata/report/run"
+
+// copyDir copies the fixture run directory so a test may write into it.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "20261125T210211Z")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, d)
+	}
+}
+
+// TestBuildGolden pins the report's data model for the fixture run: every
+// table cell, chart coordinate and link.
+func TestBuildGolden(t *testing.T) {
+	dir := copyDir(t, fixture)
+	d, err := Build(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fixture.data.json", append(b, '\n'))
+}
+
+func TestRenderWritesReport(t *testing.T) {
+	dir := copyDir(t, fixture)
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "quickstart", "Bandwidth vs message size", "RDMA vs TCP", "RC RDMA WRITE First", "NOT held"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
