@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -210,5 +211,66 @@ func TestExitCodes(t *testing.T) {
 		if got := run(tc.args); got != tc.code {
 			t.Errorf("rlab %s: exit %d, want %d", strings.Join(tc.args, " "), got, tc.code)
 		}
+	}
+}
+
+// TestNightlyScript runs labs/ci/nightly.sh with the real rlab binary on
+// copies of the fixture runs: a night within noise passes and moves the
+// baseline; a 20% drop fails and keeps it; a failed run fails.
+func TestNightlyScript(t *testing.T) {
+	bin := os.Getenv("RLAB_BIN")
+	if bin == "" {
+		t.Skip("RLAB_BIN not set (make test sets it to the built rlab)")
+	}
+	runs := t.TempDir()
+	for _, id := range []string{"2026-11-20T020000Z", "2026-11-21T020000Z", "2026-11-22T020000Z", "2026-11-23T020000Z"} {
+		b, err := os.ReadFile(filepath.Join(fixtureRun(id), "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join(runs, "nightly", id)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "results.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lastGood := filepath.Join(runs, "nightly", "last-good")
+	os.WriteFile(lastGood, []byte(filepath.Join(runs, "nightly", "2026-11-20T020000Z")+"\n"), 0o644)
+	script, err := filepath.Abs("../../labs/ci/nightly.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	night := func(id string) (int, string) {
+		out := filepath.Join(t.TempDir(), "ci-out")
+		cmd := exec.Command(script)
+		cmd.Env = append(os.Environ(), "RLAB="+bin, "RUNS="+runs, "OUT="+out, "LAB_NAME=nightly",
+			"RUN_DIR="+filepath.Join(runs, "nightly", id))
+		b, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(out, "compare-junit.xml")); err != nil {
+			t.Errorf("night %s: no compare-junit.xml: %v\n%s", id, err, b)
+		}
+		return code, string(b)
+	}
+	baseline := func() string {
+		b, _ := os.ReadFile(lastGood)
+		return filepath.Base(strings.TrimSpace(string(b)))
+	}
+	if code, out := night("2026-11-21T020000Z"); code != 0 || baseline() != "2026-11-21T020000Z" {
+		t.Errorf("night within noise: exit %d, baseline %s\n%s", code, baseline(), out)
+	}
+	if code, out := night("2026-11-22T020000Z"); code != 1 || baseline() != "2026-11-21T020000Z" || !strings.Contains(out, "REGRESSED") {
+		t.Errorf("night with a 20%% drop: exit %d, baseline %s\n%s", code, baseline(), out)
+	}
+	if code, out := night("2026-11-23T020000Z"); code != 1 || baseline() != "2026-11-21T020000Z" || !strings.Contains(out, "MISSING") {
+		t.Errorf("night with a failed workload: exit %d, baseline %s\n%s", code, baseline(), out)
 	}
 }
