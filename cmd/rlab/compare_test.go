@@ -149,6 +149,10 @@ func TestRunsCmd(t *testing.T) {
 	if code != exitOK || strings.TrimSpace(out) != runDrop {
 		t.Errorf("--last: exit %d, %q, want %q", code, out, runDrop)
 	}
+	code, out, _ = execute(t, newRunsCmd(), "--status", "ok", "--last", "--before", runDrop, fixtureRuns)
+	if code != exitOK || strings.TrimSpace(out) != runNoise {
+		t.Errorf("--last --before: exit %d, %q, want %q", code, out, runNoise)
+	}
 	code, out, _ = execute(t, newRunsCmd(), "--lab", "other", "--last", fixtureRuns)
 	if code != exitOK || out != "" {
 		t.Errorf("--last with no match: exit %d, %q", code, out)
@@ -237,7 +241,6 @@ func TestNightlyScript(t *testing.T) {
 		}
 	}
 	lastGood := filepath.Join(runs, "nightly", "last-good")
-	os.WriteFile(lastGood, []byte(filepath.Join(runs, "nightly", "2026-11-20T020000Z")+"\n"), 0o644)
 	script, err := filepath.Abs("../../labs/ci/nightly.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +267,8 @@ func TestNightlyScript(t *testing.T) {
 		b, _ := os.ReadFile(lastGood)
 		return filepath.Base(strings.TrimSpace(string(b)))
 	}
-	if code, out := night("2026-11-21T020000Z"); code != 0 || baseline() != "2026-11-21T020000Z" {
+	// no last-good yet: the newest ok run before this one (the 20th) is the baseline
+	if code, out := night("2026-11-21T020000Z"); code != 0 || baseline() != "2026-11-21T020000Z" || !strings.Contains(out, "2026-11-20T020000Z") {
 		t.Errorf("night within noise: exit %d, baseline %s\n%s", code, baseline(), out)
 	}
 	if code, out := night("2026-11-22T020000Z"); code != 1 || baseline() != "2026-11-21T020000Z" || !strings.Contains(out, "REGRESSED") {

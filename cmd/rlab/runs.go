@@ -30,6 +30,7 @@ func newRunsCmd() *cobra.Command {
 		last   bool
 		lab    string
 		status string
+		before string
 	)
 	cmd := &cobra.Command{
 		Use:   "runs [DIR]",
@@ -53,12 +54,23 @@ run's directory (nothing when none matches), for scripts.`,
 			if len(runs) == 0 && len(errs) > 0 {
 				return withCode(exitFail, errs[0])
 			}
+			var ref *results.Run
+			if before != "" {
+				r, err := results.ReadRun(before)
+				if err != nil {
+					return withCode(exitFail, fmt.Errorf("--before: %w", err))
+				}
+				ref = r
+			}
 			var list []runListing
 			for _, r := range runs {
 				if lab != "" && r.Lab != lab {
 					continue
 				}
 				if status != "" && r.Status != status {
+					continue
+				}
+				if ref != nil && (!r.Started.Before(ref.Started) || sameDir(r.Dir, ref.Dir)) {
 					continue
 				}
 				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Status: r.Status, Workloads: len(r.Workloads), Headline: results.Headline(r)}
@@ -111,5 +123,12 @@ run's directory (nothing when none matches), for scripts.`,
 	f.BoolVar(&last, "last", false, "print only the directory of the newest matching run")
 	f.StringVar(&lab, "lab", "", "only runs of this lab")
 	f.StringVar(&status, "status", "", "only runs with this status (ok, failed, error, interrupted)")
+	f.StringVar(&before, "before", "", "only runs that started before the run in `RUN_DIR`")
 	return cmd
+}
+
+func sameDir(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
 }

@@ -39,7 +39,9 @@ if [ -f "$baseline_file" ]; then
   [ -f "$prev/results.json" ] || { echo "nightly: baseline $prev in $baseline_file is gone; using the newest ok run" >&2; prev=; }
 fi
 if [ -z "$prev" ]; then
-  prev=$("$RLAB" runs "$RUNS" --lab "$LAB_NAME" --status ok --last) || prev=
+  before=()
+  [ -n "${RUN_DIR:-}" ] && before=(--before "$RUN_DIR")
+  prev=$("$RLAB" runs "$RUNS" --lab "$LAB_NAME" --status ok --last "${before[@]}") || prev=
 fi
 
 # 2. The run (argv only: no user string goes through a shell).
