@@ -1,0 +1,429 @@
+// Package plan turns a loaded lab (engine/lab) into the steps a run takes:
+// per host, in order, connect, ship the agent, preflight, create rxe
+// devices, start captures, run each workload's server and client sides,
+// stop captures, fetch artifacts and tear down; and across hosts, a DAG of
+// explicit dependencies (step IDs) so the run engine can execute steps as
+// soon as what they wait for is done. Workloads that share a host run in
+// file order; workloads on disjoint hosts run at the same time.
+//
+// It is pure: no I/O, no SSH, no agent. It must not import the run engine.
+//
+// # JSON form
+//
+// `rlab plan -json` prints Plan as JSON:
+//
+//	{
+//	  "lab": "quickstart",
+//	  "hosts": [{"name": "server", "slug": "server", "address": "...", "user": "",
+//	             "port": 22, "jump": "", "vm": true, "jump_only": false,
+//	             "steps": ["server/connect", ...]}],
+//	  "steps": [{"id": "server/connect", "kind": "connect", "host": "server",
+//	             "subject": "", "description": "...", "depends_on": [], "level": 0}],
+//	  "waves": [{"wave": 1, "workloads": ["write_bw"]}, ...]
+//	}
+//
+// steps is in a topological order (every step after the steps it depends
+// on); level is the step's depth in the DAG (0 = no dependencies). A
+// workload's wave is one more than the latest wave of the workloads before
+// it on any of its hosts, so the workloads of one wave run at the same time.
+// Values of sensitive variables are replaced by "(sensitive)".
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+// Kind is what a step does.
+type Kind string
+
+// Step kinds, in the order they appear on a host.
+const (
+	Connect        Kind = "connect"         // open the SSH connection (through the jump host, if any)
+	ShipAgent      Kind = "ship-agent"      // upload the agent unless cached, start it
+	Preflight      Kind = "preflight"       // facts, kernel module and tools check
+	CreateRXE      Kind = "create-rxe"      // rxe.ensure
+	StartCapture   Kind = "start-capture"   // capture.start
+	WorkloadServer Kind = "workload-server" // the listening side of a two-sided workload
+	WorkloadClient Kind = "workload-client" // the side that connects; its end is the workload's end
+	WorkloadRun    Kind = "workload-run"    // an exec workload's command
+	StopCapture    Kind = "stop-capture"    // capture.stop
+	Fetch          Kind = "fetch"           // pull logs, captures, results into the run folder
+	Teardown       Kind = "teardown"        // delete rxe devices not kept, stop leftovers
+)
+
+// Step is one node of the plan DAG.
+type Step struct {
+	ID          string   `json:"id"`
+	Kind        Kind     `json:"kind"`
+	Host        string   `json:"host"`    // lab.Host.Name
+	Subject     string   `json:"subject"` // name of the rxe, capture or workload; "" for host steps
+	Description string   `json:"description"`
+	DependsOn   []string `json:"depends_on"`
+	Level       int      `json:"level"`
+
+	// The model objects the step acts on, for the run engine.
+	HostRef  *lab.Host     `json:"-"`
+	RXE      *lab.RXE      `json:"-"`
+	Capture  *lab.Capture  `json:"-"`
+	Workload *lab.Workload `json:"-"`
+}
+
+// HostPlan is one host's steps in order.
+type HostPlan struct {
+	Name     string   `json:"name"`
+	Slug     string   `json:"slug"`
+	Address  string   `json:"address"`
+	User     string   `json:"user"`
+	Port     int      `json:"port"`
+	Jump     string   `json:"jump"`
+	VM       bool     `json:"vm"`
+	JumpOnly bool     `json:"jump_only"` // only a jump host: connected, no agent
+	Steps    []string `json:"steps"`
+}
+
+// Wave is a set of workloads that run at the same time.
+type Wave struct {
+	Wave      int      `json:"wave"`
+	Workloads []string `json:"workloads"`
+}
+
+// Plan is the whole plan of a lab.
+type Plan struct {
+	Lab   string      `json:"lab"`
+	Hosts []*HostPlan `json:"hosts"`
+	Steps []*Step     `json:"steps"`
+	Waves []Wave      `json:"waves"`
+
+	byID map[string]*Step
+}
+
+// Step returns the step with the given ID, or nil.
+func (p *Plan) Step(id string) *Step { return p.byID[id] }
+
+// StepID builds a step ID: host slug, kind, and the subject's slug if any.
+func StepID(hostSlug string, k Kind, subjectSlug string) string {
+	if subjectSlug == "" {
+		return hostSlug + "/" + string(k)
+	}
+	return hostSlug + "/" + string(k) + "/" + subjectSlug
+}
+
+type builder struct {
+	p     *Plan
+	l     *lab.Lab
+	steps []*Step
+	hosts map[*lab.Host]*HostPlan
+}
+
+func (b *builder) add(s *Step) *Step {
+	if b.p.byID[s.ID] != nil {
+		panic("plan: duplicate step " + s.ID) // slugs are unique after lab.Load
+	}
+	b.p.byID[s.ID] = s
+	b.steps = append(b.steps, s)
+	b.hosts[s.HostRef].Steps = append(b.hosts[s.HostRef].Steps, s.ID)
+	return s
+}
+
+func (s *Step) after(ids ...string) {
+	for _, id := range ids {
+		if id == "" || id == s.ID {
+			continue
+		}
+		dup := false
+		for _, d := range s.DependsOn {
+			dup = dup || d == id
+		}
+		if !dup {
+			s.DependsOn = append(s.DependsOn, id)
+		}
+	}
+}
+
+// New computes the plan of a lab. The lab must have loaded without errors.
+func New(l *lab.Lab) (*Plan, error) {
+	b := &builder{p: &Plan{Lab: l.Name, byID: map[string]*Step{}}, l: l, hosts: map[*lab.Host]*HostPlan{}}
+	for _, h := range l.Hosts {
+		if h == nil {
+			return nil, fmt.Errorf("plan lab %q: nil host", l.Name)
+		}
+	}
+	// Which hosts work, and which only carry connections.
+	used := map[*lab.Host]bool{}
+	for _, r := range l.RXEs {
+		used[r.Host] = true
+	}
+	for _, c := range l.Captures {
+		used[c.Host] = true
+	}
+	for _, w := range l.Workloads {
+		for _, h := range w.Hosts() {
+			if h == nil {
+				return nil, fmt.Errorf("plan workload %q: a side has no host", w.Name)
+			}
+			used[h] = true
+		}
+	}
+	jumps := map[*lab.Host]bool{}
+	for h := range used {
+		for j := h.JumpHost; j != nil && !jumps[j]; j = j.JumpHost {
+			jumps[j] = true
+		}
+	}
+	for _, h := range l.Hosts {
+		if !used[h] && !jumps[h] {
+			continue
+		}
+		hp := &HostPlan{Name: h.Name, Slug: h.Slug, Address: h.Address, User: h.User, Port: h.Port, Jump: h.Jump, VM: h.VM != nil, JumpOnly: !used[h]}
+		b.hosts[h] = hp
+		b.p.Hosts = append(b.p.Hosts, hp)
+	}
+
+	// Per host: connect, ship, preflight.
+	ready := map[*lab.Host]string{} // host -> preflight step ID
+	for _, h := range l.Hosts {
+		if b.hosts[h] == nil {
+			continue
+		}
+		c := b.add(&Step{ID: StepID(h.Slug, Connect, ""), Kind: Connect, Host: h.Name, HostRef: h, Description: connectText(h)})
+		if h.JumpHost != nil {
+			c.after(StepID(h.JumpHost.Slug, Connect, ""))
+		}
+		if !used[h] {
+			continue
+		}
+		s := b.add(&Step{ID: StepID(h.Slug, ShipAgent, ""), Kind: ShipAgent, Host: h.Name, HostRef: h, Description: "ship the rlab agent (skipped when the host has this build cached) and start it"})
+		s.after(c.ID)
+		pf := b.add(&Step{ID: StepID(h.Slug, Preflight, ""), Kind: Preflight, Host: h.Name, HostRef: h, Description: preflightText(l, h)})
+		pf.after(s.ID)
+		ready[h] = pf.ID
+	}
+
+	// rxe devices.
+	rxeStep := map[*lab.RXE]string{}
+	for _, r := range l.RXEs {
+		s := b.add(&Step{ID: StepID(r.Host.Slug, CreateRXE, r.Slug), Kind: CreateRXE, Host: r.Host.Name, Subject: r.Name, HostRef: r.Host, RXE: r,
+			Description: fmt.Sprintf("create rxe %s on %s (load rdma_rxe if needed)%s", r.Device, r.Netdev, map[bool]string{true: "; kept after the run", false: ""}[r.Keep])})
+		s.after(ready[r.Host])
+		rxeStep[r] = s.ID
+	}
+
+	// Capture starts; which workloads each covers.
+	type capInfo struct {
+		start, stop *Step
+		covers      []*lab.Workload
+	}
+	var caps []*capInfo
+	for _, c := range l.Captures {
+		s := b.add(&Step{ID: StepID(c.Host.Slug, StartCapture, c.Slug), Kind: StartCapture, Host: c.Host.Name, Subject: c.Name, HostRef: c.Host, Capture: c, Description: captureText(c)})
+		s.after(ready[c.Host])
+		ci := &capInfo{start: s, covers: c.During}
+		if len(c.During) == 0 {
+			for _, w := range l.Workloads {
+				for _, h := range w.Hosts() {
+					if h == c.Host {
+						ci.covers = append(ci.covers, w)
+						break
+					}
+				}
+			}
+		}
+		caps = append(caps, ci)
+	}
+
+	// Workloads, in file order; each waits for the previous workload on
+	// each of its hosts.
+	last := map[*lab.Host][]string{}     // host -> steps of its latest workload
+	lastWave := map[*lab.Host]int{}      // host -> wave of its latest workload
+	done := map[*lab.Workload][]string{} // workload -> its steps
+	wave := map[*lab.Workload]int{}      // workload -> wave
+	onHost := map[*lab.Host][]string{}   // host -> workload step IDs on it
+	capsFor := map[*lab.Workload][]string{}
+	for _, ci := range caps {
+		for _, w := range ci.covers {
+			capsFor[w] = append(capsFor[w], ci.start.ID)
+		}
+	}
+	for _, w := range l.Workloads {
+		hosts := w.Hosts()
+		var before []string
+		wv := 1
+		for _, h := range hosts {
+			before = append(before, last[h]...)
+			if lastWave[h]+1 > wv {
+				wv = lastWave[h] + 1
+			}
+		}
+		wave[w] = wv
+		var all []string
+		if w.Tool == "exec" {
+			s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run")})
+			s.after(ready[w.Host])
+			s.after(before...)
+			s.after(capsFor[w]...)
+			onHost[w.Host] = append(onHost[w.Host], s.ID)
+			all = []string{s.ID}
+		} else {
+			srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server")})
+			srv.after(ready[w.ServerHost])
+			if w.ServerRXE != nil {
+				srv.after(rxeStep[w.ServerRXE])
+			}
+			srv.after(before...)
+			srv.after(capsFor[w]...)
+			cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client")})
+			cli.after(ready[w.ClientHost])
+			if w.ClientRXE != nil {
+				cli.after(rxeStep[w.ClientRXE])
+			}
+			cli.after(srv.ID)
+			onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
+			if w.ClientHost != w.ServerHost {
+				onHost[w.ClientHost] = append(onHost[w.ClientHost], cli.ID)
+			}
+			all = []string{srv.ID, cli.ID}
+		}
+		done[w] = all
+		for _, h := range hosts {
+			last[h] = all
+			lastWave[h] = wv
+		}
+	}
+
+	// Capture stops.
+	stopsOn := map[*lab.Host][]string{}
+	for _, ci := range caps {
+		c := ci.start.Capture
+		s := b.add(&Step{ID: StepID(c.Host.Slug, StopCapture, c.Slug), Kind: StopCapture, Host: c.Host.Name, Subject: c.Name, HostRef: c.Host, Capture: c,
+			Description: fmt.Sprintf("stop capture %s", c.Name)})
+		s.after(ci.start.ID)
+		for _, w := range ci.covers {
+			s.after(done[w]...)
+		}
+		ci.stop = s
+		stopsOn[c.Host] = append(stopsOn[c.Host], s.ID)
+	}
+
+	// Fetch and teardown per working host.
+	for _, h := range l.Hosts {
+		if !used[h] {
+			continue
+		}
+		f := b.add(&Step{ID: StepID(h.Slug, Fetch, ""), Kind: Fetch, Host: h.Name, HostRef: h, Description: "fetch facts, logs and captures into the run folder"})
+		f.after(ready[h])
+		f.after(onHost[h]...)
+		f.after(stopsOn[h]...)
+		for _, r := range l.RXEs {
+			if r.Host == h {
+				f.after(rxeStep[r])
+			}
+		}
+		t := b.add(&Step{ID: StepID(h.Slug, Teardown, ""), Kind: Teardown, Host: h.Name, HostRef: h, Description: teardownText(l, h)})
+		t.after(f.ID)
+	}
+
+	if err := b.order(); err != nil {
+		return nil, err
+	}
+	b.waves(wave)
+	b.redact()
+	return b.p, nil
+}
+
+// order sorts the steps topologically (stable: among ready steps, the one
+// created first) and sets each step's level.
+func (b *builder) order() error {
+	idx := map[string]int{}
+	for i, s := range b.steps {
+		idx[s.ID] = i
+	}
+	indeg := make([]int, len(b.steps))
+	next := make([][]int, len(b.steps))
+	for i, s := range b.steps {
+		for _, d := range s.DependsOn {
+			j, ok := idx[d]
+			if !ok {
+				return fmt.Errorf("plan: step %s depends on unknown step %s", s.ID, d)
+			}
+			indeg[i]++
+			next[j] = append(next[j], i)
+		}
+	}
+	var ready []int
+	for i := range b.steps {
+		if indeg[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	var out []*Step
+	for len(ready) > 0 {
+		sort.Ints(ready)
+		i := ready[0]
+		ready = ready[1:]
+		s := b.steps[i]
+		for _, d := range s.DependsOn {
+			if lv := b.p.byID[d].Level + 1; lv > s.Level {
+				s.Level = lv
+			}
+		}
+		out = append(out, s)
+		for _, j := range next[i] {
+			indeg[j]--
+			if indeg[j] == 0 {
+				ready = append(ready, j)
+			}
+		}
+	}
+	if len(out) != len(b.steps) {
+		return fmt.Errorf("plan: the step dependencies form a cycle")
+	}
+	b.p.Steps = out
+	for _, s := range out {
+		if s.DependsOn == nil {
+			s.DependsOn = []string{}
+		}
+	}
+	return nil
+}
+
+func (b *builder) waves(wave map[*lab.Workload]int) {
+	byWave := map[int][]string{}
+	max := 0
+	for _, w := range b.l.Workloads {
+		byWave[wave[w]] = append(byWave[wave[w]], w.Name)
+		if wave[w] > max {
+			max = wave[w]
+		}
+	}
+	b.p.Waves = []Wave{}
+	for i := 1; i <= max; i++ {
+		b.p.Waves = append(b.p.Waves, Wave{Wave: i, Workloads: byWave[i]})
+	}
+}
+
+// redact replaces sensitive variable values in every text of the plan.
+func (b *builder) redact() {
+	var pairs []string
+	secrets := append([]string(nil), b.l.Sensitive...)
+	// Longest first, so a secret containing another is replaced whole.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	for _, s := range secrets {
+		if s != "" {
+			pairs = append(pairs, s, "(sensitive)")
+		}
+	}
+	if len(pairs) == 0 {
+		return
+	}
+	r := strings.NewReplacer(pairs...)
+	for _, s := range b.p.Steps {
+		s.Description = r.Replace(s.Description)
+	}
+	for _, h := range b.p.Hosts {
+		h.Address, h.User, h.Jump = r.Replace(h.Address), r.Replace(h.User), r.Replace(h.Jump)
+	}
+}

@@ -1,0 +1,193 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func load(t testing.TB, path string, opts lab.LoadOptions) *lab.Lab {
+	t.Helper()
+	l, diags := lab.Load([]string{path}, opts)
+	if diags.HasErrors() {
+		t.Fatalf("load %s: %s", path, diags.Error())
+	}
+	return l
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got; go test -update to accept):\n%s", name, d)
+	}
+}
+
+// TestGolden renders the plan of every example lab and some corpus labs as
+// text and JSON and compares with testdata/.
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("../../labs/*.hcl")
+	files = append(files, "../../testdata/labs/valid/for_each_map.hcl", "../../testdata/labs/valid/vars_locals_funcs.hcl", "../../testdata/labs/valid/ssh_forms.hcl")
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".hcl")
+		t.Run(name, func(t *testing.T) {
+			p, err := New(load(t, f, lab.LoadOptions{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDAG(t, p)
+			var txt bytes.Buffer
+			if err := p.WriteText(&txt); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".txt", txt.Bytes())
+			js, err := json.MarshalIndent(p, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".json", append(js, '\n'))
+		})
+	}
+}
+
+// checkDAG: every dependency exists and comes earlier; workloads that share
+// a host are ordered (the later one depends, transitively, on the earlier).
+func checkDAG(t *testing.T, p *Plan) {
+	t.Helper()
+	pos := map[string]int{}
+	for i, s := range p.Steps {
+		pos[s.ID] = i
+	}
+	for i, s := range p.Steps {
+		for _, d := range s.DependsOn {
+			j, ok := pos[d]
+			if !ok || j >= i {
+				t.Fatalf("step %s depends on %s, which is missing or later", s.ID, d)
+			}
+		}
+	}
+	reach := func(from, to string) bool {
+		seen := map[string]bool{}
+		stack := []string{from}
+		for len(stack) > 0 {
+			id := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if id == to {
+				return true
+			}
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			stack = append(stack, p.Step(id).DependsOn...)
+		}
+		return false
+	}
+	first := map[string]string{} // workload -> its first step
+	lastOf := map[string]string{}
+	for _, s := range p.Steps {
+		if s.Workload == nil {
+			continue
+		}
+		if first[s.Subject] == "" {
+			first[s.Subject] = s.ID
+		}
+		lastOf[s.Subject] = s.ID
+	}
+	for _, a := range p.Steps {
+		for _, b := range p.Steps {
+			if a.Workload == nil || b.Workload == nil || a.Workload.Index >= b.Workload.Index || a.ID != lastOf[a.Subject] || b.ID != first[b.Subject] {
+				continue
+			}
+			share := false
+			for _, x := range a.Workload.Hosts() {
+				for _, y := range b.Workload.Hosts() {
+					share = share || x == y
+				}
+			}
+			if got := reach(b.ID, a.ID); got != share {
+				t.Errorf("workload %s after %s: ordered=%v, share a host=%v", b.Subject, a.Subject, got, share)
+			}
+		}
+	}
+}
+
+// TestClassConcurrency is the issue's done-when check: 30 students give 60
+// hosts with steps, and every pair's workload runs in the same wave.
+func TestClassConcurrency(t *testing.T) {
+	l := load(t, "../../labs/class.hcl", lab.LoadOptions{})
+	p, err := New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	working := 0
+	for _, h := range p.Hosts {
+		if !h.JumpOnly {
+			working++
+			if len(h.Steps) < 6 {
+				t.Errorf("host %s has %d steps", h.Name, len(h.Steps))
+			}
+		}
+	}
+	if working != 60 {
+		t.Errorf("%d hosts with steps, want 60", working)
+	}
+	want := []int{30, 30, 30}
+	var got []int
+	for _, w := range p.Waves {
+		got = append(got, len(w.Workloads))
+	}
+	if !cmp.Equal(want, got) {
+		t.Errorf("wave sizes %v, want %v", got, want)
+	}
+	// The second workload of a pair waits for the first of that pair only.
+	s := p.Step(`server.ana/workload-server/write_lat.ana`)
+	if s == nil {
+		t.Fatal("no server step for write_lat[ana]")
+	}
+	for _, d := range s.DependsOn {
+		if strings.Contains(d, "workload") && !strings.Contains(d, ".ana") {
+			t.Errorf("write_lat[ana] waits for another pair's step %s", d)
+		}
+	}
+	if b := p.Step("bastion/connect"); b == nil || p.Step("server.ana/connect").DependsOn[0] != "bastion/connect" {
+		t.Errorf("student hosts must connect through the bastion")
+	}
+}
+
+func TestRedaction(t *testing.T) {
+	p, err := New(load(t, "../../testdata/labs/valid/vars_locals_funcs.hcl", lab.LoadOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt bytes.Buffer
+	p.WriteText(&txt)
+	js, _ := json.Marshal(p)
+	for _, out := range []string{txt.String(), string(js)} {
+		if strings.Contains(out, "s3cr3t-token") {
+			t.Error("plan output shows a sensitive value")
+		}
+		if !strings.Contains(out, "(sensitive)") {
+			t.Error("plan output does not mark the redacted value")
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+func connectText(h *lab.Host) string {
+	if h.VM != nil {
+		var nets []string
+		for _, n := range h.VM.Networks {
+			nets = append(nets, n.Name)
+		}
+		s := fmt.Sprintf("boot local VM (%s, %d CPU) and connect over SSH", sizeText(h.VM.MemoryBytes), h.VM.CPUs)
+		if len(nets) > 0 {
+			s += "; networks " + strings.Join(nets, ", ")
+		}
+		return s
+	}
+	s := "connect over SSH to "
+	if h.User != "" {
+		s += h.User + "@"
+	}
+	s += h.Address
+	if h.Port != lab.DefaultPort {
+		s += fmt.Sprintf(":%d", h.Port)
+	}
+	if h.Jump != "" {
+		s += " via " + h.Jump
+	}
+	return s
+}
+
+func preflightText(l *lab.Lab, h *lab.Host) string {
+	tools := map[string]bool{}
+	rxe, capture := false, false
+	for _, r := range l.RXEs {
+		rxe = rxe || r.Host == h
+	}
+	for _, c := range l.Captures {
+		capture = capture || c.Host == h
+	}
+	for _, w := range l.Workloads {
+		for _, x := range w.Hosts() {
+			if x == h && w.Tool != "tcp" {
+				if w.Tool == "exec" {
+					tools[w.Command[0]] = true
+				} else {
+					tools[w.Tool] = true
+				}
+			}
+		}
+	}
+	var need []string
+	for t := range tools {
+		need = append(need, t)
+	}
+	sort.Strings(need)
+	if rxe {
+		need = append([]string{"rdma_rxe"}, need...)
+	}
+	if capture {
+		need = append(need, "tcpdump")
+	}
+	s := "gather facts"
+	if len(need) > 0 {
+		s += "; check " + strings.Join(need, ", ")
+	}
+	if h.Become {
+		s += "; check sudo -n"
+	}
+	return s
+}
+
+func captureText(c *lab.Capture) string {
+	s := fmt.Sprintf("start capture %s on %s", c.Name, c.Netdev)
+	if c.Filter != "" {
+		s += fmt.Sprintf(" filter %q", c.Filter)
+	}
+	s += fmt.Sprintf(", snaplen %d, at most %s", c.Snaplen, sizeText(c.MaxBytes))
+	if len(c.During) > 0 {
+		var ws []string
+		for _, w := range c.During {
+			ws = append(ws, w.Name)
+		}
+		s += ", during " + strings.Join(ws, ", ")
+	}
+	return s
+}
+
+func workloadText(w *lab.Workload, side string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", w.Name, w.Tool)
+	switch side {
+	case "server":
+		b.WriteString(" server")
+		if w.ServerRXE != nil {
+			b.WriteString(" on " + w.ServerRXE.Device)
+		}
+	case "client":
+		b.WriteString(" client")
+		if w.ClientRXE != nil {
+			b.WriteString(" on " + w.ClientRXE.Device)
+		}
+		b.WriteString(" to " + w.ServerHost.Name)
+	case "run":
+		b.WriteString(" " + quoteArgv(w.Command))
+	}
+	if w.Transport != "" && w.Transport != "RC" {
+		b.WriteString(" " + w.Transport)
+	}
+	if len(w.Sizes) > 0 {
+		var ss []string
+		for _, s := range w.Sizes {
+			ss = append(ss, sizeText(s))
+		}
+		b.WriteString(", sizes " + strings.Join(ss, " "))
+	}
+	if w.Iterations > 0 {
+		fmt.Fprintf(&b, ", %d iterations", w.Iterations)
+	}
+	if w.Duration > 0 {
+		fmt.Fprintf(&b, ", for %s", w.Duration)
+	}
+	if w.QPs > 1 {
+		fmt.Fprintf(&b, ", %d QPs", w.QPs)
+	}
+	if w.Bytes > 0 {
+		fmt.Fprintf(&b, ", %s", sizeText(w.Bytes))
+	}
+	if len(w.Args) > 0 {
+		b.WriteString(", args " + quoteArgv(w.Args))
+	}
+	if w.Repeat > 1 {
+		fmt.Fprintf(&b, ", %d repeats", w.Repeat)
+	}
+	if w.Timeout != lab.DefaultTimeout {
+		fmt.Fprintf(&b, ", timeout %s", w.Timeout)
+	}
+	if side != "server" && len(w.Expects) > 0 {
+		fmt.Fprintf(&b, ", %d expect", len(w.Expects))
+	}
+	return b.String()
+}
+
+func teardownText(l *lab.Lab, h *lab.Host) string {
+	var del, keep []string
+	for _, r := range l.RXEs {
+		if r.Host != h {
+			continue
+		}
+		if r.Keep {
+			keep = append(keep, r.Device)
+		} else {
+			del = append(del, r.Device)
+		}
+	}
+	s := "stop leftover processes"
+	if len(del) > 0 {
+		s += "; delete rxe " + strings.Join(del, ", ")
+	}
+	if len(keep) > 0 {
+		s += "; keep rxe " + strings.Join(keep, ", ")
+	}
+	if h.VM != nil {
+		s += "; shut the VM down"
+	}
+	return s
+}
+
+func quoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\"'\\$") {
+			q[i] = fmt.Sprintf("%q", a)
+		} else {
+			q[i] = a
+		}
+	}
+	return "[" + strings.Join(q, " ") + "]"
+}
+
+// sizeText prints a byte count in the largest binary unit that divides it.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d%s", n/u.m, u.s)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// WriteText prints the plan for people: the workload waves, then each
+// host's steps in order with what each waits for on other hosts.
+func (p *Plan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	working := 0
+	for _, h := range p.Hosts {
+		if !h.JumpOnly {
+			working++
+		}
+	}
+	nw := 0
+	for _, wv := range p.Waves {
+		nw += len(wv.Workloads)
+	}
+	fmt.Fprintf(&b, "Plan for lab %q: %d hosts with steps", p.Lab, working)
+	if working != len(p.Hosts) {
+		fmt.Fprintf(&b, " (+%d jump only)", len(p.Hosts)-working)
+	}
+	fmt.Fprintf(&b, ", %d steps, %d workloads in %d waves.\n\n", len(p.Steps), nw, len(p.Waves))
+
+	b.WriteString("Workloads: each wave runs at the same time (its workloads share no host);\na wave starts on a host when that host's earlier workloads are done.\n")
+	for _, wv := range p.Waves {
+		fmt.Fprintf(&b, "  wave %d (%d at once): %s\n", wv.Wave, len(wv.Workloads), strings.Join(wv.Workloads, ", "))
+	}
+	for _, h := range p.Hosts {
+		fmt.Fprintf(&b, "\nhost %s", h.Name)
+		switch {
+		case h.VM:
+			b.WriteString(" (local VM)")
+		case h.JumpOnly:
+			fmt.Fprintf(&b, " (%s, jump host only)", h.Address)
+		default:
+			fmt.Fprintf(&b, " (%s)", h.Address)
+		}
+		b.WriteString("\n")
+		for i, id := range h.Steps {
+			s := p.byID[id]
+			fmt.Fprintf(&b, "  %2d. %-15s %s", i+1, s.Kind, s.Description)
+			var other []string
+			for _, d := range s.DependsOn {
+				if ds := p.byID[d]; ds != nil && ds.Host != s.Host {
+					other = append(other, d)
+				}
+			}
+			if len(other) > 0 {
+				fmt.Fprintf(&b, "\n      after %s", strings.Join(other, ", "))
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
