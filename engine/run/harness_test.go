@@ -34,6 +34,7 @@ type pipeHost struct {
 	served  chan error
 	calls   atomic.Int64
 	cancel  context.CancelFunc
+	out     *io.PipeReader
 }
 
 func startPipeHost(t testing.TB, name, workDir string) *pipeHost {
@@ -45,7 +46,7 @@ func startPipeHost(t testing.TB, name, workDir string) *pipeHost {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &pipeHost{name: name, w: inW, pending: map[uint64]chan proto.Envelope{}, served: make(chan error, 1), cancel: cancel}
+	h := &pipeHost{name: name, w: inW, pending: map[uint64]chan proto.Envelope{}, served: make(chan error, 1), cancel: cancel, out: outR}
 	go func() {
 		err := srv.Serve(ctx, inR, outW)
 		outW.CloseWithError(io.EOF)
@@ -170,9 +171,10 @@ func (h *pipeHost) Close() error {
 	return err
 }
 
-// kill drops the agent as a lost SSH session would.
+// kill drops the agent as a lost SSH session would: the controller sees
+// its output end mid-call; the agent then sees its stdin close.
 func (h *pipeHost) kill() {
-	h.cancel()
+	h.out.CloseWithError(errors.New("connection lost"))
 	h.w.CloseWithError(errors.New("killed"))
 }
 

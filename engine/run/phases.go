@@ -319,6 +319,10 @@ func (r *runner) connectAll(ctx context.Context) error {
 	return each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
 		t := targets[h.Name]
 		t.Lab = h
+		t.LogDir = filepath.Join(r.hostDir(h), "logs")
+		if err := os.MkdirAll(t.LogDir, 0o755); err != nil {
+			return fmt.Errorf("create host folder: %w", err)
+		}
 		start := time.Now()
 		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name})
 		err := r.connect(ctx, h, t)

@@ -55,6 +55,8 @@ type Host interface {
 type Target struct {
 	StateHost
 	Lab *lab.Host `json:"-"` // nil when read back from state.json
+	// LogDir, when set, is where the agent's own log (its stderr) goes.
+	LogDir string `json:"-"`
 }
 
 // Connector opens one host's agent for a run (SSH: dial, install, start).
@@ -308,7 +310,10 @@ func targetOf(h *lab.Host) Target {
 	}}
 	if h.JumpHost != nil {
 		j := h.JumpHost
-		t.Jump = fmt.Sprintf("%s@%s:%d", j.User, j.Address, j.Port)
+		t.Jump = fmt.Sprintf("%s:%d", j.Address, j.Port)
+		if j.User != "" {
+			t.Jump = j.User + "@" + t.Jump
+		}
 	} else {
 		t.Jump = h.Jump
 	}

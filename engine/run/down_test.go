@@ -1,0 +1,164 @@
+package run
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// TestDownFromState undoes what a crashed run left, from state.json alone:
+// a process still running is stopped (only when its pid still runs that
+// program), an rxe device it created is deleted, one it found is left alone;
+// a second down does nothing and connects to nobody.
+func TestDownFromState(t *testing.T) {
+	sleeper := exec.Command("sleep", "300")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- sleeper.Wait() }()
+	t.Cleanup(func() { sleeper.Process.Kill() })
+
+	// A pid that does not run what the journal says must not be killed.
+	bystander := exec.Command("sleep", "300")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
+
+	dir := t.TempDir()
+	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
+		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
+		Effects: []steps.Effect{
+			{Host: "a", Kind: "proc", ID: "wl.x.server.r0", Argv: []string{"sleep", "300"}, PID: sleeper.Process.Pid},
+			{Host: "a", Kind: "proc", ID: "wl.y.server.r0", Argv: []string{"ib_write_bw", "-d", "rxe0"}, PID: bystander.Process.Pid},
+			{Host: "a", Kind: "rxe", ID: "rxe_ours", Netdev: "eth1", Created: true},
+			{Host: "a", Kind: "rxe", ID: "rxe_found", Netdev: "eth2", Created: false},
+			{Host: "a", Kind: "proc", ID: "done", Argv: []string{"true"}, Undone: true},
+		},
+	}
+	if _, err := newJournal(dir, st); err != nil {
+		t.Fatal(err)
+	}
+	bed := newPipeBed(t)
+	res, err := Down(context.Background(), dir, DownOptions{Connector: bed})
+	if err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("down left the run's process running")
+	}
+	if err := bystander.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("down killed pid %d, which no longer ran what the journal recorded: %v", bystander.Process.Pid, err)
+	}
+	got := strings.Join(res.Undone, "\n")
+	for _, want := range []string{"a: proc wl.x.server.r0", "a: rxe rxe_ours"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("undone = %q, want %q", got, want)
+		}
+	}
+	if strings.Contains(got, "rxe_found") || strings.Contains(got, "a: proc done") {
+		t.Errorf("undone = %q: touched what was not ours or already undone", got)
+	}
+	after := readState(t, dir)
+	if after.TornDown == nil {
+		t.Error("state.json: torn_down not set")
+	}
+	for _, e := range after.Effects {
+		if !e.Undone && e.ID != "rxe_found" {
+			t.Errorf("still pending after down: %+v", e)
+		}
+	}
+
+	// Twice is harmless: nothing left, nobody contacted.
+	bed2 := newPipeBed(t)
+	res, err = Down(context.Background(), dir, DownOptions{Connector: bed2})
+	if err != nil || len(res.Undone) != 0 || len(bed2.all) != 0 {
+		t.Errorf("second down: undone %v, err %v, connected %d hosts", res.Undone, err, len(bed2.all))
+	}
+}
+
+func TestDownNotARunDir(t *testing.T) {
+	_, err := Down(context.Background(), t.TempDir(), DownOptions{Connector: newPipeBed(t)})
+	if err == nil || !strings.Contains(err.Error(), "state") {
+		t.Errorf("down of an empty dir: %v", err)
+	}
+}
+
+// TestRunAgentLost kills one host's agent during its workload: exit 2, the
+// workload fails naming the host, the other host's workload and artifacts
+// are kept, and the lost host's leftovers stay pending for `rlab down`.
+func TestRunAgentLost(t *testing.T) {
+	bed := newPipeBed(t)
+	l := loadLab(t, twoHosts+`
+workload "long" {
+  tool = "exec"
+  host = host.a
+  command = ["sleep", "30"]
+}
+workload "other" {
+  tool = "exec"
+  host = host.b
+  command = ["echo", "b was here"]
+}
+workload "later" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`)
+	opts := Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r"), OnEvent: func(e Event) {
+		if e.Type == "step.start" && e.Workload == "long" {
+			go func() { time.Sleep(300 * time.Millisecond); bed.host("a").kill() }()
+		}
+	}}
+	res := Run(context.Background(), l, opts)
+	if res.Code != ExitInfra {
+		t.Fatalf("code %d, err %v", res.Code, res.Err)
+	}
+	status := map[string]string{}
+	for _, o := range res.Outcomes {
+		status[o.Workload] = o.Status
+	}
+	if status["long"] != "failed" || status["other"] != "ok" || status["later"] != "skipped" {
+		t.Errorf("statuses = %v", status)
+	}
+	if !strings.Contains(res.Err.Error(), `"a"`) {
+		t.Errorf("error does not name host a: %v", res.Err)
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "b", "logs", "wl.other.exec.r0.stdout"))
+	if err != nil || string(b) != "b was here\n" {
+		t.Errorf("host b's artifacts: %q, %v", b, err)
+	}
+	st := readState(t, res.Dir)
+	pending := 0
+	for _, e := range st.Effects {
+		if !e.Undone {
+			pending++
+			if e.Host != "a" {
+				t.Errorf("pending on a host that was not lost: %+v", e)
+			}
+		}
+	}
+	if pending == 0 {
+		t.Error("the lost host's process is not left pending for rlab down")
+	}
+	// rlab down finishes it (the in-process agent already stopped it; the
+	// pid no longer runs sleep, so down only records it).
+	if _, err := Down(context.Background(), res.Dir, DownOptions{Connector: newPipeBed(t)}); err != nil {
+		t.Errorf("down after a lost agent: %v", err)
+	}
+	for _, e := range readState(t, res.Dir).Effects {
+		if !e.Undone {
+			t.Errorf("pending after down: %+v", e)
+		}
+	}
+}
