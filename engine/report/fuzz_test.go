@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bufio"
-	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -43,12 +41,19 @@ func FuzzSummarizePcap(f *testing.F) {
 	}
 	f.Add(seed)
 	f.Add(seed[:200])
+	file := filepath.Join(f.TempDir(), "c.pcap")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		st, err := summarize(bufio.NewReader(bytes.NewReader(b)))
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, err := SummarizePcap(file)
 		if err != nil {
 			return
 		}
-		_ = captureSection("c", "h", "hosts/h/captures/c.pcap", "", st)
+		c := captureSection("c", "h", Link{Path: "hosts/h/captures/c.pcap"}, st)
+		if err := Write(io.Discard, &Data{Captures: []Capture{c}}); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 

@@ -141,17 +141,20 @@ type Compare struct {
 
 // Capture is one pcap's summary.
 type Capture struct {
-	Name    string   `json:"name"`
-	Host    string   `json:"host"`
-	Link    Link     `json:"link"`
-	Packets int64    `json:"packets"`
-	Bytes   int64    `json:"bytes"`
-	Invalid int64    `json:"invalid,omitempty"`
-	Span    string   `json:"span,omitempty"` // first to last packet
-	Opcodes Table    `json:"opcodes"`
-	IOGraph *Chart   `json:"io_graph,omitempty"`
-	Notes   []string `json:"notes,omitempty"` // naks, retransmissions, truncation
-	Error   string   `json:"error,omitempty"`
+	Name        string   `json:"name"`
+	Host        string   `json:"host"`
+	Link        Link     `json:"link"`
+	Packets     int64    `json:"packets"`
+	Bytes       int64    `json:"bytes"`
+	Invalid     int64    `json:"invalid,omitempty"`
+	Span        string   `json:"span,omitempty"`    // first to last packet
+	Traffic     string   `json:"traffic,omitempty"` // RoCEv2 / TCP / other totals
+	Opcodes     Table    `json:"opcodes"`
+	Connections Table    `json:"connections"`
+	CM          *Table   `json:"cm,omitempty"` // RDMA-CM messages, the control plane
+	IOGraph     *Chart   `json:"io_graph,omitempty"`
+	Notes       []string `json:"notes,omitempty"` // naks, retransmissions, truncation
+	Error       string   `json:"error,omitempty"`
 }
 
 // Link is a relative link into the run directory.

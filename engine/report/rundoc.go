@@ -12,15 +12,15 @@ import (
 // report can still be drawn from a results.json of an older or newer rlab:
 // unknown members are ignored, missing ones leave gaps, never an error.
 type runDoc struct {
-	Lab         string            `json:"lab"`
-	Description string            `json:"description"`
-	Status      string            `json:"status"`
-	Started     string            `json:"started"`
-	Finished    string            `json:"finished"`
-	Duration    json.RawMessage   `json:"duration"` // seconds, or a Go duration string
-	Error       string            `json:"error"`
-	Workloads   []workloadDoc     `json:"workloads"`
-	Samples     []results.Sample  `json:"samples"`
+	Lab         string           `json:"lab"`
+	Description string           `json:"description"`
+	Status      string           `json:"status"`
+	Started     string           `json:"started"`
+	Finished    string           `json:"finished"`
+	Duration    json.RawMessage  `json:"duration"` // seconds, or a Go duration string
+	Error       string           `json:"error"`
+	Workloads   []workloadDoc    `json:"workloads"`
+	Samples     []results.Sample `json:"samples"`
 }
 
 type workloadDoc struct {

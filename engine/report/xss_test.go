@@ -87,7 +87,7 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 
 	allowed := map[string]bool{}
 	for _, e := range strings.Fields(`html head meta title style body header h1 h2 h3 p span code nav a main
-		section ul li table thead tbody tr th td article small pre div figure svg text line rect polyline
+		section ul li table thead tbody tr th td h4 article small pre div figure svg text line rect polyline
 		circle details summary footer`) {
 		allowed[e] = true
 	}
