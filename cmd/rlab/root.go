@@ -22,6 +22,7 @@ pulls back pcaps, logs and a structured result summary.`,
 		newCompareCmd(),
 		newRunsCmd(),
 		newShowCmd(),
+		newImageCmd(),
 	)
 	return root
 }

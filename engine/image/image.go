@@ -1,0 +1,499 @@
+// Package image builds and caches the Debian VM image that rlab boots for
+// local `vm {}` hosts: a raw ext4 root file system with rdma-core, perftest,
+// tcpdump and sshd, plus the kernel and initrd taken out of it. Images are
+// cached under $RLAB_CACHE named by the hash of their recipe and rebuilt only
+// when the recipe changes. The image carries no SSH host key: each VM gets
+// one from rlab at boot through QEMU fw_cfg (see guest.go).
+//
+// Building runs mmdebstrap and mke2fs as root. This package must not import
+// engine/vm or anything that talks to hosts.
+package image
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// recipeVersion is bumped when the build steps change in a way the recipe
+// fields don't show.
+const recipeVersion = 1
+
+// DefaultRelease is the Debian release built when none is asked for.
+const DefaultRelease = "bookworm"
+
+// DefaultPackages is the package list of the image (variant minbase plus these).
+var DefaultPackages = []string{
+	"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "iputils-ping", "procps", "less", "ethtool",
+	"openssh-server",
+	"linux-image-amd64", "initramfs-tools", "zstd",
+	"rdma-core", "ibverbs-providers", "ibverbs-utils", "rdmacm-utils", "infiniband-diags", "perftest",
+	"tcpdump",
+}
+
+// Recipe is everything an image is made from. Its Hash names the cached image.
+type Recipe struct {
+	Release   string   // Debian suite, e.g. "bookworm"
+	Mirror    string   // "" = the build machine's apt sources
+	Packages  []string // installed on top of variant minbase
+	SizeBytes int64    // ext4 file system size (sparse)
+}
+
+// DefaultRecipe returns the recipe for release ("" = DefaultRelease).
+func DefaultRecipe(release string) Recipe {
+	if release == "" {
+		release = DefaultRelease
+	}
+	return Recipe{Release: release, Packages: append([]string(nil), DefaultPackages...), SizeBytes: 2 << 30}
+}
+
+// Hash identifies the recipe: the fields, the guest files and the build
+// version. 16 hex digits.
+func (r Recipe) Hash() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "v%d\nrelease=%s\nmirror=%s\nsize=%d\n", recipeVersion, r.Release, r.Mirror, r.SizeBytes)
+	pk := append([]string(nil), r.Packages...)
+	sort.Strings(pk)
+	fmt.Fprintf(h, "packages=%s\n", strings.Join(pk, ","))
+	for _, f := range guestFiles {
+		fmt.Fprintf(h, "file %s %o %d\n%s\n", f.path, f.mode, len(f.content), f.content)
+	}
+	for _, l := range guestLinks {
+		fmt.Fprintf(h, "link %s %s\n", l[0], l[1])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Name is the folder name of the recipe's image in the cache.
+func (r Recipe) Name() string { return "debian-" + r.Release + "-" + r.Hash() }
+
+// Image is a built image on disk.
+type Image struct {
+	Dir       string            `json:"dir"`
+	Root      string            `json:"root"`   // raw ext4 root file system
+	Kernel    string            `json:"kernel"` // vmlinuz
+	Initrd    string            `json:"initrd"`
+	Hash      string            `json:"hash"`
+	Release   string            `json:"release"`
+	Packages  map[string]string `json:"packages"` // installed versions of the recipe's packages
+	Kver      string            `json:"kernel_version"`
+	RootBytes int64             `json:"root_bytes"`      // allocated (the file is sparse)
+	Apparent  int64             `json:"root_size_bytes"` // apparent size
+	BuildTime time.Duration     `json:"build_time_ns"`
+	BuiltAt   time.Time         `json:"built_at"`
+	Cached    bool              `json:"-"` // found in the cache, not built now
+}
+
+// Bytes is the disk space the image takes (root allocated + kernel + initrd).
+func (im *Image) Bytes() int64 {
+	n := im.RootBytes
+	for _, p := range []string{im.Kernel, im.Initrd} {
+		if st, err := os.Stat(p); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+const (
+	manifestName = "image.json"
+	rootName     = "root.ext4"
+	kernelName   = "vmlinuz"
+	initrdName   = "initrd.img"
+)
+
+// CacheDir returns $RLAB_CACHE, or /var/tmp/rlab-cache.
+func CacheDir() string {
+	if d := os.Getenv("RLAB_CACHE"); d != "" {
+		return d
+	}
+	return "/var/tmp/rlab-cache"
+}
+
+// Lookup returns the cached image of r under dir, if it is complete.
+func Lookup(dir string, r Recipe) (*Image, error) {
+	d := filepath.Join(dir, r.Name())
+	b, err := os.ReadFile(filepath.Join(d, manifestName))
+	if err != nil {
+		return nil, err
+	}
+	var im Image
+	if err := json.Unmarshal(b, &im); err != nil {
+		return nil, fmt.Errorf("read image manifest %s: %w", filepath.Join(d, manifestName), err)
+	}
+	// The folder may have moved since it was built.
+	im.Dir, im.Root, im.Kernel, im.Initrd = d, filepath.Join(d, rootName), filepath.Join(d, kernelName), filepath.Join(d, initrdName)
+	for _, p := range []string{im.Root, im.Kernel, im.Initrd} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("cached image %s is incomplete: %w", d, err)
+		}
+	}
+	im.Cached = true
+	return &im, nil
+}
+
+// Stage names reported to Options.Progress, in order.
+var Stages = []string{"bootstrap", "configure", "kernel", "filesystem"}
+
+// Options tune Build.
+type Options struct {
+	Dir   string    // cache folder; "" = CacheDir()
+	Force bool      // rebuild even when cached
+	Log   io.Writer // mmdebstrap and mke2fs output; nil = discarded (kept in build.log either way)
+	// Progress is called when a stage starts (index into Stages) and for
+	// every output line of the current stage (line != "").
+	Progress func(stage int, line string)
+}
+
+// Ensure returns the cached image of r, building it first when it is
+// missing (or when opts.Force).
+func Ensure(ctx context.Context, r Recipe, opts Options) (*Image, error) {
+	if opts.Dir == "" {
+		opts.Dir = CacheDir()
+	}
+	if !opts.Force {
+		if im, err := Lookup(opts.Dir, r); err == nil {
+			return im, nil
+		}
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("build image %s: %w", r.Name(), err)
+	}
+	// One build per recipe at a time; a second caller waits and then finds it.
+	lock, err := os.OpenFile(filepath.Join(opts.Dir, "."+r.Name()+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("build image %s: %w", r.Name(), err)
+	}
+	defer lock.Close()
+	if err := flock(ctx, lock); err != nil {
+		return nil, fmt.Errorf("build image %s: wait for another build: %w", r.Name(), err)
+	}
+	if !opts.Force {
+		if im, err := Lookup(opts.Dir, r); err == nil {
+			return im, nil
+		}
+	}
+	return build(ctx, r, opts)
+}
+
+func flock(ctx context.Context, f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func build(ctx context.Context, r Recipe, opts Options) (*Image, error) {
+	t0 := time.Now()
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("build image %s: must run as root (mmdebstrap and mke2fs create device nodes and owned files)", r.Name())
+	}
+	for _, tool := range []string{"mmdebstrap", "mke2fs"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("build image %s: %s not found (apt-get install mmdebstrap e2fsprogs): %w", r.Name(), tool, err)
+		}
+	}
+	final := filepath.Join(opts.Dir, r.Name())
+	tmp := filepath.Join(opts.Dir, fmt.Sprintf(".build-%s-%d", r.Name(), os.Getpid()))
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("build image %s: %w", r.Name(), err)
+	}
+	defer os.RemoveAll(tmp)
+	logf, err := os.Create(filepath.Join(tmp, "build.log"))
+	if err != nil {
+		return nil, fmt.Errorf("build image %s: %w", r.Name(), err)
+	}
+	defer logf.Close()
+	var out io.Writer = logf
+	if opts.Log != nil {
+		out = io.MultiWriter(logf, opts.Log)
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(int, string) {}
+	}
+	b := &builder{r: r, tmp: tmp, rootfs: filepath.Join(tmp, "rootfs"), out: out, progress: progress}
+
+	progress(0, "")
+	if err := b.bootstrap(ctx); err != nil {
+		return nil, b.fail("bootstrap", err)
+	}
+	progress(1, "")
+	if err := b.configure(ctx); err != nil {
+		return nil, b.fail("configure guest", err)
+	}
+	progress(2, "")
+	kver, err := b.kernel()
+	if err != nil {
+		return nil, b.fail("copy kernel", err)
+	}
+	versions, err := installedVersions(filepath.Join(b.rootfs, "var/lib/dpkg/status"), r.Packages)
+	if err != nil {
+		return nil, b.fail("read package versions", err)
+	}
+	progress(3, "")
+	if err := b.mkfs(ctx); err != nil {
+		return nil, b.fail("make file system", err)
+	}
+	if err := os.RemoveAll(b.rootfs); err != nil {
+		return nil, b.fail("remove rootfs", err)
+	}
+	st, err := os.Stat(filepath.Join(tmp, rootName))
+	if err != nil {
+		return nil, b.fail("stat image", err)
+	}
+	im := &Image{
+		Hash: r.Hash(), Release: r.Release, Packages: versions, Kver: kver,
+		Apparent: st.Size(), BuildTime: time.Since(t0), BuiltAt: time.Now().UTC(),
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		im.RootBytes = sys.Blocks * 512
+	}
+	mb, _ := json.MarshalIndent(im, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, manifestName), append(mb, '\n'), 0o644); err != nil {
+		return nil, b.fail("write manifest", err)
+	}
+	logf.Close()
+	if err := os.RemoveAll(final); err != nil {
+		return nil, b.fail("replace old image", err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return nil, b.fail("move image into the cache", err)
+	}
+	im, err = Lookup(opts.Dir, r)
+	if err != nil {
+		return nil, err
+	}
+	im.Cached = false
+	return im, nil
+}
+
+type builder struct {
+	r        Recipe
+	tmp      string
+	rootfs   string
+	out      io.Writer
+	progress func(int, string)
+	tail     []string // last output lines, for errors
+}
+
+func (b *builder) fail(step string, err error) error {
+	msg := fmt.Sprintf("build image %s: %s: %v", b.r.Name(), step, err)
+	if len(b.tail) > 0 {
+		msg += "\n" + strings.Join(b.tail, "\n")
+	}
+	return errors.New(msg)
+}
+
+// run runs argv, streaming its output lines to the log and progress.
+func (b *builder) run(ctx context.Context, stage int, argv ...string) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C.UTF-8")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	b.tail = nil
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(b.out, line)
+			b.tail = append(b.tail, line)
+			if len(b.tail) > 20 {
+				b.tail = b.tail[1:]
+			}
+			b.progress(stage, line)
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Wait()
+	pw.Close()
+	<-done
+	if err != nil {
+		return fmt.Errorf("%s: %w", argv[0], err)
+	}
+	return nil
+}
+
+func (b *builder) bootstrap(ctx context.Context) error {
+	argv := []string{"mmdebstrap", "--variant=minbase", "--mode=root", "--format=directory",
+		"--include=" + strings.Join(b.r.Packages, ","),
+		"--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+		"--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/locale/*",
+		b.r.Release, b.rootfs}
+	if b.r.Mirror != "" {
+		argv = append(argv, b.r.Mirror)
+	}
+	return b.run(ctx, 0, argv...)
+}
+
+func (b *builder) configure(ctx context.Context) error {
+	R := b.rootfs
+	// No host key may be baked in: openssh-server's postinst made some.
+	keys, _ := filepath.Glob(filepath.Join(R, "etc/ssh/ssh_host_*"))
+	for _, k := range keys {
+		if err := os.Remove(k); err != nil {
+			return err
+		}
+	}
+	_ = os.Remove(filepath.Join(R, "var/lib/dbus/machine-id"))
+	for _, f := range guestFiles {
+		p := filepath.Join(R, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		_ = os.Remove(p)
+		if err := os.WriteFile(p, []byte(f.content), os.FileMode(f.mode)); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, os.FileMode(f.mode)); err != nil {
+			return err
+		}
+	}
+	for _, l := range guestLinks {
+		p := filepath.Join(R, l[0])
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		_ = os.Remove(p)
+		if err := os.Symlink(l[1], p); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(R, "root/.ssh"), 0o700); err != nil {
+		return err
+	}
+	// Root without a password: sshd refuses it (keys only), the serial
+	// console accepts it, for debugging a VM that did not come up.
+	if err := b.run(ctx, 1, "passwd", "-R", R, "-d", "root"); err != nil {
+		return err
+	}
+	for _, pat := range []string{"var/cache/apt/archives/*.deb", "var/lib/apt/lists/*_Packages", "var/lib/apt/lists/*_Translation-*"} {
+		m, _ := filepath.Glob(filepath.Join(R, pat))
+		for _, p := range m {
+			_ = os.Remove(p)
+		}
+	}
+	return nil
+}
+
+// kernel copies vmlinuz and the initrd out of the rootfs and checks that the
+// kernel has rdma_rxe. It returns the kernel version.
+func (b *builder) kernel() (string, error) {
+	mods, _ := filepath.Glob(filepath.Join(b.rootfs, "lib/modules/*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko*"))
+	if len(mods) == 0 {
+		return "", errors.New("the installed kernel has no rdma_rxe module")
+	}
+	rel, _ := filepath.Rel(filepath.Join(b.rootfs, "lib/modules"), mods[0])
+	kver := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+	for src, dst := range map[string]string{"boot/vmlinuz-" + kver: kernelName, "boot/initrd.img-" + kver: initrdName} {
+		if err := copyFile(filepath.Join(b.rootfs, src), filepath.Join(b.tmp, dst)); err != nil {
+			return "", err
+		}
+	}
+	return kver, nil
+}
+
+func (b *builder) mkfs(ctx context.Context) error {
+	return b.run(ctx, 3, "mke2fs", "-q", "-F", "-t", "ext4", "-L", "rlabroot", "-d", b.rootfs,
+		filepath.Join(b.tmp, rootName), fmt.Sprintf("%dk", b.r.SizeBytes/1024))
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Close()
+}
+
+// installedVersions reads a dpkg status file and returns the installed
+// version of each package in names.
+func installedVersions(statusFile string, names []string) (map[string]string, error) {
+	f, err := os.Open(statusFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseDpkgStatus(f, names)
+}
+
+// parseDpkgStatus returns package -> version for the installed packages of
+// names found in a dpkg status stream.
+func parseDpkgStatus(r io.Reader, names []string) (map[string]string, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]string{}
+	var pkg, ver, status string
+	flush := func() {
+		if pkg != "" && want[pkg] && strings.HasSuffix(status, " installed") && ver != "" {
+			out[pkg] = ver
+		}
+		pkg, ver, status = "", "", ""
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			flush()
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.HasPrefix(line, " ") {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "Package":
+			pkg = v
+		case "Version":
+			ver = v
+		case "Status":
+			status = v
+		}
+	}
+	flush()
+	return out, sc.Err()
+}

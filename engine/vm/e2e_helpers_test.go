@@ -1,0 +1,128 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// shellQuote quotes one argv element for the remote login shell: the SSH
+// protocol carries a command string, so each argument is single-quoted.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func commandLine(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// guest is one VM reached over SSH in the end-to-end test.
+type guest struct {
+	name string
+	c    *ssh.Client
+}
+
+// run runs argv (with a timeout) and returns stdout and stderr.
+func (g *guest) run(ctx context.Context, timeout time.Duration, argv ...string) (string, string, error) {
+	s, err := g.c.NewSession()
+	if err != nil {
+		return "", "", fmt.Errorf("%s: new session: %w", g.name, err)
+	}
+	defer s.Close()
+	var o, e bytes.Buffer
+	s.Stdout, s.Stderr = &o, &e
+	full := append([]string{"timeout", "-k", "5", fmt.Sprintf("%.0f", timeout.Seconds())}, argv...)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(commandLine(full)) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = s.Signal(ssh.SIGKILL)
+		err = ctx.Err()
+	}
+	if err != nil {
+		return o.String(), e.String(), fmt.Errorf("%s: %s: %w: %s", g.name, commandLine(argv), err, strings.TrimSpace(e.String()))
+	}
+	return o.String(), e.String(), nil
+}
+
+func (g *guest) must(t *testing.T, ctx context.Context, argv ...string) string {
+	t.Helper()
+	out, _, err := g.run(ctx, 2*time.Minute, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// bg is a command running in the background on a guest.
+type bg struct {
+	s      *ssh.Session
+	o, e   bytes.Buffer
+	done   chan error
+	argv   []string
+	guest  string
+	result error
+}
+
+func (g *guest) start(timeout time.Duration, argv ...string) (*bg, error) {
+	s, err := g.c.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("%s: new session: %w", g.name, err)
+	}
+	b := &bg{s: s, done: make(chan error, 1), argv: argv, guest: g.name}
+	s.Stdout, s.Stderr = &b.o, &b.e
+	full := append([]string{"timeout", "-k", "5", fmt.Sprintf("%.0f", timeout.Seconds())}, argv...)
+	if err := s.Start(commandLine(full)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: start %s: %w", g.name, commandLine(argv), err)
+	}
+	go func() { b.done <- s.Wait() }()
+	return b, nil
+}
+
+func (b *bg) wait(ctx context.Context) (string, string, error) {
+	defer b.s.Close()
+	var err error
+	select {
+	case err = <-b.done:
+	case <-ctx.Done():
+		_ = b.s.Signal(ssh.SIGKILL)
+		err = ctx.Err()
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: %s: %w: %s", b.guest, commandLine(b.argv), err, strings.TrimSpace(b.e.String()))
+	}
+	return b.o.String(), b.e.String(), err
+}
+
+// waitUntil polls argv on g until its stdout contains want.
+func (g *guest) waitUntil(ctx context.Context, d time.Duration, want string, argv ...string) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		out, _, _ := g.run(ctx, 20*time.Second, argv...)
+		if strings.Contains(out, want) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s: %q never showed %q", g.name, commandLine(argv), want)
+}

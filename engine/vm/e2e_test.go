@@ -1,0 +1,406 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+	"github.com/rlab-dev/rlab/engine/image"
+)
+
+// The real-rxe end-to-end test: two QEMU VMs from the rlab image, rxe on
+// their data NICs, every RDMA operation run between them with a capture.
+// It needs root, qemu and mmdebstrap, and takes minutes: it runs only with
+// RLAB_VM_E2E=1 (make test-vm). RLAB_VM_RECORD=<repo root> also writes the
+// tool outputs and pcaps as fixtures under testdata/.
+
+const rxeDev = "rxe_eth1"
+
+// op is one RDMA workload of the operations tour.
+type op struct {
+	name    string   // fixture base name
+	server  []string // argv on the server; nil = none
+	client  []string // argv on the client; the server's address is appended
+	cm      bool     // rdma_cm: wait for a listening cm_id instead of TCP 18515
+	check   func(out string) error
+	pcap    string // "" = no capture; else the pcap fixture name
+	opcodes []int  // BTH opcodes the capture must hold
+}
+
+func perftest(tool string, gid string, extra ...string) []string {
+	return append([]string{tool, "-d", rxeDev, "-x", gid, "-F", "--report_gbits"}, extra...)
+}
+
+func tour(gid string) []op {
+	var ops []op
+	for _, tool := range []string{"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw"} {
+		n := []string{"-n", "1000"}
+		for _, js := range []bool{false, true} {
+			extra := append([]string(nil), n...)
+			name := tool
+			if js {
+				extra = append(extra, "--out_json")
+				name += ".json"
+			}
+			ops = append(ops, op{name: name, server: perftest(tool, gid, extra...), client: perftest(tool, gid, extra...), check: checkBW})
+		}
+	}
+	for _, tool := range []string{"ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat"} {
+		for _, js := range []bool{false, true} {
+			extra := []string{"-n", "300"}
+			name := tool
+			if js {
+				extra = append(extra, "--out_json")
+				name += ".json"
+			}
+			ops = append(ops, op{name: name, server: perftest(tool, gid, extra...), client: perftest(tool, gid, extra...), check: checkLat})
+		}
+	}
+	ops = append(ops, op{name: "ib_write_bw_rdma_cm", server: perftest("ib_write_bw", gid, "-R", "-n", "1000"), client: perftest("ib_write_bw", gid, "-R", "-n", "1000"), cm: true, check: checkBW})
+	for _, pp := range []string{"ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong"} {
+		argv := []string{pp, "-d", rxeDev, "-g", gid, "-n", "300"}
+		if pp == "ibv_ud_pingpong" {
+			argv = append(argv, "-s", "1024") // UD messages must fit the IB MTU
+		}
+		ops = append(ops, op{name: pp, server: argv, client: argv, check: checkPingpong})
+	}
+	ops = append(ops, op{name: "rping", server: []string{"rping", "-s", "-a", "10.99.0.1", "-C", "5", "-v"},
+		client: []string{"rping", "-c", "-a", "10.99.0.1", "-C", "5", "-v"}, cm: true, check: checkRping})
+
+	// Captures, one small run per operation at full snaplen.
+	ops = append(ops,
+		op{name: "cap-write", server: perftest("ib_write_bw", gid, "-n", "10", "-s", "4096"), client: perftest("ib_write_bw", gid, "-n", "10", "-s", "4096"), check: checkBW,
+			pcap: "rdma-write-10x4KiB", opcodes: []int{6, 8, 17}},
+		op{name: "cap-read", server: perftest("ib_read_bw", gid, "-n", "10", "-s", "4096"), client: perftest("ib_read_bw", gid, "-n", "10", "-s", "4096"), check: checkBW,
+			pcap: "rdma-read-10x4KiB", opcodes: []int{12, 13, 15}},
+		op{name: "cap-send", server: perftest("ib_send_bw", gid, "-n", "10", "-s", "4096"), client: perftest("ib_send_bw", gid, "-n", "10", "-s", "4096"), check: checkBW,
+			pcap: "send-10x4KiB", opcodes: []int{0, 2, 17}},
+		op{name: "cap-write-imm", server: perftest("ib_write_bw", gid, "-n", "10", "-s", "1024", "--write_with_imm"), client: perftest("ib_write_bw", gid, "-n", "10", "-s", "1024", "--write_with_imm"), check: checkBW,
+			pcap: "rdma-write-imm-10x1KiB", opcodes: []int{11}},
+		op{name: "cap-send-imm", server: []string{"ibv_rc_pingpong", "-d", rxeDev, "-g", gid, "-n", "5", "-s", "512"}, client: []string{"ibv_rc_pingpong", "-d", rxeDev, "-g", gid, "-n", "5", "-s", "512"}, check: checkPingpong,
+			pcap: "send-rc-pingpong-5x512B", opcodes: []int{4}},
+		op{name: "cap-atomic", server: perftest("ib_atomic_bw", gid, "-n", "10"), client: perftest("ib_atomic_bw", gid, "-n", "10"), check: checkBW,
+			pcap: "atomic-fetch-add-10", opcodes: []int{20, 18}},
+		op{name: "cap-ud", server: []string{"ibv_ud_pingpong", "-d", rxeDev, "-g", gid, "-n", "5", "-s", "512"}, client: []string{"ibv_ud_pingpong", "-d", rxeDev, "-g", gid, "-n", "5", "-s", "512"}, check: checkPingpong,
+			pcap: "ud-send-pingpong-5x512B", opcodes: []int{100}},
+		op{name: "cap-rdma-cm", server: []string{"rping", "-s", "-a", "10.99.0.1", "-C", "2", "-v"}, client: []string{"rping", "-c", "-a", "10.99.0.1", "-C", "2", "-v"}, cm: true, check: checkRping,
+			pcap: "rdma-cm-rping-2", opcodes: []int{100}},
+	)
+	return ops
+}
+
+func numbersAfterHeader(out, header string) [][]float64 {
+	var rows [][]float64
+	seen := false
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, header) {
+			seen = true
+			continue
+		}
+		if !seen {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		var row []float64
+		for _, s := range f {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				row = nil
+				break
+			}
+			row = append(row, v)
+		}
+		if row != nil {
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+func checkBW(out string) error {
+	rows := numbersAfterHeader(out, "#bytes")
+	if len(rows) == 0 || len(rows[0]) < 4 || rows[0][3] <= 0 {
+		return fmt.Errorf("no positive BW average in:\n%s", out)
+	}
+	return nil
+}
+
+func checkLat(out string) error {
+	rows := numbersAfterHeader(out, "#bytes")
+	if len(rows) == 0 || len(rows[0]) < 6 || rows[0][5] <= 0 {
+		return fmt.Errorf("no positive t_avg in:\n%s", out)
+	}
+	return nil
+}
+
+func checkPingpong(out string) error {
+	if !strings.Contains(out, "Mbit/sec") || !strings.Contains(out, "usec/iter") {
+		return fmt.Errorf("no pingpong summary in:\n%s", out)
+	}
+	return nil
+}
+
+func checkRping(out string) error {
+	if !strings.Contains(out, "ping data:") {
+		return fmt.Errorf("no rping data lines in:\n%s", out)
+	}
+	return nil
+}
+
+// bthOpcodes counts the BTH opcodes of the RoCEv2 (UDP 4791) packets in a pcap.
+func bthOpcodes(pcap []byte) (map[int]int, int, error) {
+	r, err := pcapgo.NewReader(bytes.NewReader(pcap))
+	if err != nil {
+		return nil, 0, err
+	}
+	counts := map[int]int{}
+	total := 0
+	for {
+		data, _, err := r.ReadPacketData()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		p := gopacket.NewPacket(data, r.LinkType(), gopacket.Default)
+		udp, _ := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+		if udp == nil || udp.DstPort != 4791 || len(udp.Payload) < 12 {
+			continue
+		}
+		total++
+		counts[int(udp.Payload[0])]++
+	}
+	return counts, total, nil
+}
+
+func TestE2ERealRXE(t *testing.T) {
+	if os.Getenv("RLAB_VM_E2E") != "1" {
+		t.Skip("real-rxe end-to-end test: set RLAB_VM_E2E=1 (root, qemu, mmdebstrap; see make test-vm)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+
+	t0 := time.Now()
+	im, err := image.Ensure(ctx, image.DefaultRecipe(""), image.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image %s (cached=%v) in %s; root %d MiB allocated", im.Dir, im.Cached, time.Since(t0).Round(time.Second), im.RootBytes>>20)
+
+	runDir := t.TempDir()
+	ms := []Machine{
+		{Name: "server", Slug: "server", BootTimeout: 10 * time.Minute, Networks: []Network{{Name: "rdma", Address: "10.99.0.1/24"}}},
+		{Name: "client", Slug: "client", BootTimeout: 10 * time.Minute, Networks: []Network{{Name: "rdma", Address: "10.99.0.2/24"}}},
+	}
+	set, err := Boot(ctx, ms, runDir, Options{Image: im, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{}
+	for _, v := range set.VMs {
+		pids = append(pids, v.PID)
+		t.Logf("vm %s up in %s (%s), ssh %s", v.Name, v.BootTime.Round(100*time.Millisecond), set.AccelNote, v.Addr)
+	}
+	t.Cleanup(func() {
+		sctx, c := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer c()
+		if err := set.Shutdown(sctx); err != nil {
+			t.Error(err)
+		}
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, 0); err == nil {
+				t.Errorf("qemu pid %d still running after Shutdown", pid)
+			}
+		}
+	})
+
+	var gs []*guest
+	for _, v := range set.VMs {
+		c, err := v.Dial(ctx)
+		if err != nil {
+			t.Fatalf("ssh to %s with its known host key: %v", v.Name, err)
+		}
+		defer c.Close()
+		gs = append(gs, &guest{name: v.Name, c: c})
+	}
+	srv, cli := gs[0], gs[1]
+
+	// The guest got the data NIC settings through fw_cfg.
+	for i, g := range gs {
+		out := g.must(t, ctx, "ip", "-o", "-4", "addr", "show", "dev", "eth1")
+		if want := fmt.Sprintf("10.99.0.%d/24", i+1); !strings.Contains(out, want) {
+			t.Fatalf("%s eth1: want %s, got %q", g.name, want, out)
+		}
+	}
+	for _, g := range gs {
+		g.must(t, ctx, "rdma", "link", "add", rxeDev, "type", "rxe", "netdev", "eth1")
+		g.must(t, ctx, "test", "-d", "/sys/class/infiniband/"+rxeDev)
+	}
+	gid := ""
+	for i := 0; i < 8 && gid == ""; i++ {
+		base := fmt.Sprintf("/sys/class/infiniband/%s/ports/1/", rxeDev)
+		g, _, _ := srv.run(ctx, 10*time.Second, "cat", base+"gids/"+strconv.Itoa(i), base+"gid_attrs/types/"+strconv.Itoa(i))
+		if strings.Contains(g, "0000:0000:0000:0000:0000:ffff:0a63") && strings.Contains(g, "RoCE v2") {
+			gid = strconv.Itoa(i)
+		}
+	}
+	if gid == "" {
+		t.Fatal("no RoCE v2 IPv4 GID on the server's rxe device")
+	}
+	record := os.Getenv("RLAB_VM_RECORD")
+	if record != "" {
+		writeVersions(t, ctx, srv, filepath.Join(record, "testdata/toolout/recorded"))
+	}
+
+	only := os.Getenv("RLAB_VM_OPS") // comma-separated op names, for quick runs
+	for _, o := range tour(gid) {
+		if only != "" && !strings.Contains(","+only+",", ","+o.name+",") {
+			continue
+		}
+		t.Run(o.name, func(t *testing.T) {
+			runOp(t, ctx, srv, cli, o, record)
+		})
+	}
+
+	// Teardown deletes the rxe devices; check over SSH before the VMs stop.
+	for _, g := range gs {
+		g.must(t, ctx, "rdma", "link", "delete", rxeDev)
+		if out, _, _ := g.run(ctx, 10*time.Second, "ls", "/sys/class/infiniband"); strings.TrimSpace(out) != "" {
+			t.Errorf("%s: rdma devices left after delete: %q", g.name, out)
+		}
+	}
+}
+
+func runOp(t *testing.T, ctx context.Context, srv, cli *guest, o op, record string) {
+	octx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	var capture *bg
+	pcapPath := "/tmp/" + o.name + ".pcap"
+	if o.pcap != "" {
+		var err error
+		capture, err = srv.start(2*time.Minute, "tcpdump", "-i", "eth1", "-s", "0", "-U", "-n", "-w", pcapPath, "udp", "port", "4791")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// tcpdump writes the file header once it listens.
+		if err := srv.waitUntil(octx, time.Minute, "24", "stat", "-c", "%s", pcapPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server, err := srv.start(2*time.Minute, o.server...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cm {
+		err = srv.waitUntil(octx, time.Minute, "LISTEN", "rdma", "resource", "show", "cm_id")
+	} else {
+		err = srv.waitUntil(octx, time.Minute, ":18515", "ss", "-Htln", "sport = :18515")
+	}
+	if err != nil {
+		server.wait(octx)
+		t.Fatalf("server %s never listened: %v\n%s%s", o.name, err, server.o.String(), server.e.String())
+	}
+	cargv := append(append([]string(nil), o.client...), "10.99.0.1")
+	if strings.HasPrefix(o.client[0], "rping") {
+		cargv = o.client
+	}
+	cout, cerr, err := cli.run(octx, 2*time.Minute, cargv...)
+	sout, serr, serrr := server.wait(octx)
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, cout)
+	}
+	if serrr != nil {
+		t.Fatalf("server: %v\n%s", serrr, sout)
+	}
+	for side, out := range map[string]string{"client": cout, "server": sout} {
+		if err := o.check(out); err != nil {
+			t.Errorf("%s %s: %v", o.name, side, err)
+		}
+	}
+	if record != "" && o.pcap == "" {
+		dir := filepath.Join(record, "testdata/toolout/recorded")
+		for f, s := range map[string]string{".client.txt": cout, ".client.err": cerr, ".server.txt": sout, ".server.err": serr} {
+			writeFixture(t, filepath.Join(dir, o.name+f), []byte(s))
+		}
+	}
+	if capture == nil {
+		return
+	}
+	_ = capture.s.Signal("INT")
+	if _, _, err := srv.run(octx, 20*time.Second, "pkill", "-INT", "-x", "tcpdump"); err != nil {
+		t.Logf("pkill tcpdump: %v", err)
+	}
+	_, _, _ = capture.wait(octx)
+	data, _, err := srv.run(octx, time.Minute, "cat", pcapPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, total, err := bthOpcodes([]byte(data))
+	if err != nil {
+		t.Fatalf("read capture %s: %v", o.pcap, err)
+	}
+	if total == 0 {
+		t.Fatalf("capture %s holds no RoCEv2 (UDP 4791) packets", o.pcap)
+	}
+	var keys []int
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	t.Logf("capture %s: %d RoCEv2 packets, opcodes %v", o.pcap, total, counts)
+	for _, want := range o.opcodes {
+		if counts[want] == 0 {
+			t.Errorf("capture %s: no packet with BTH opcode %d (got %v)", o.pcap, want, counts)
+		}
+	}
+	if record != "" {
+		writeFixture(t, filepath.Join(record, "testdata/pcap/recorded", o.pcap+".pcap"), []byte(data))
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s\n# server: %s\n# client: %s\n# RoCEv2 packets: %d\n# BTH opcode counts:\n", o.pcap, commandLine(o.server), commandLine(cargv), total)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%d\t%d\n", k, counts[k])
+		}
+		writeFixture(t, filepath.Join(record, "testdata/pcap/recorded", o.pcap+".opcodes.txt"), []byte(b.String()))
+	}
+}
+
+func writeFixture(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeVersions(t *testing.T, ctx context.Context, g *guest, dir string) {
+	out := g.must(t, ctx, "dpkg-query", "-W", "-f", "${Package} ${Version}\n", "perftest", "rdma-core", "ibverbs-providers", "ibverbs-utils", "rdmacm-utils", "tcpdump", "iproute2", "linux-image-amd64")
+	k := g.must(t, ctx, "uname", "-r")
+	writeFixture(t, filepath.Join(dir, "versions.txt"), []byte("kernel "+k+out))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

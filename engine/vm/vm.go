@@ -1,0 +1,659 @@
+// Package vm boots local QEMU VMs as lab hosts, from the image engine/image
+// builds: a copy-on-write overlay per VM under the run directory, a
+// management NIC (user-mode, restrict=on) with SSH forwarded from a free
+// loopback port, one data NIC per lab network joined between the two VMs on
+// it over a unix stream socket, and a fresh ed25519 host key per VM made here
+// and handed to the guest through fw_cfg, so the run's known_hosts holds the
+// exact key before the VM boots (no trust on first use).
+//
+// qemu runs as a child with a parent-death signal: a controller that dies
+// takes its VMs with it. State records what was started so `rlab down` can
+// stop VMs of a run that is gone (StopFromState), checking each pid is still
+// that qemu before signalling it.
+//
+// This package knows nothing of agents or workloads; it must not import
+// engine/run or steps.
+package vm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/image"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// Machine is one VM to boot (the lab's `host "x" { vm { ... } }`).
+type Machine struct {
+	Name        string // the host's reference name, for messages
+	Slug        string // filesystem-safe unique name; names its folder and hostname
+	MemoryBytes int64  // default 1 GiB
+	CPUs        int    // default 1
+	BootTimeout time.Duration
+	Networks    []Network // data NICs eth1, eth2, ... in order
+}
+
+// Network is one data NIC. VMs naming the same network are linked.
+type Network struct {
+	Name    string
+	Address string // CIDR, "" = no address
+	MTU     int    // 0 = 1500
+}
+
+// Options tune Boot.
+type Options struct {
+	Image            *image.Image // required
+	Accel            string       // "" or "auto", "kvm", "tcg"; RLAB_VM_ACCEL overrides ""
+	QEMU             string       // default qemu-system-x86_64
+	Logger           *slog.Logger
+	PowerdownTimeout time.Duration // ACPI grace at shutdown; default 20s
+	// Detach leaves the VMs running when the controller exits (no
+	// parent-death signal); they are then stopped by StopFromState.
+	Detach bool
+	// Progress, when set, is told each VM's state: "starting", "booting", "up".
+	Progress func(host, state string)
+}
+
+// VM is a booted VM and how to reach it over SSH.
+type VM struct {
+	Machine
+	Addr         string        // 127.0.0.1:port forwarded to the guest's sshd
+	User         string        // root
+	IdentityFile string        // the run's login key (0600)
+	KnownHosts   string        // known_hosts with this VM's host key
+	HostKey      ssh.PublicKey // the key rlab generated for it
+	Console      string        // serial console log
+	BootTime     time.Duration // qemu start to sshd accepting our key
+	PID          int
+
+	dir    string
+	state  VMState
+	cmd    *exec.Cmd
+	exited chan struct{}
+	waitMu sync.Mutex
+	waitEr error
+}
+
+// Set is the VMs of one run.
+type Set struct {
+	VMs       []*VM
+	Accel     string // kvm or tcg
+	AccelNote string // for the user: "KVM" or "TCG software emulation (why)"
+	Dir       string // <runDir>/vm
+	opts      Options
+	sockDir   string // "" or a short temp folder for sockets (long run paths)
+	mu        sync.Mutex
+	down      bool
+}
+
+// State is what `rlab down` needs to stop the VMs of a run with no lab file.
+// The run engine stores it in state.json.
+type State struct {
+	VMs     []VMState `json:"vms"`
+	SockDir string    `json:"sock_dir,omitempty"`
+}
+
+// VMState names one qemu process for good.
+type VMState struct {
+	Host      string `json:"host"`
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"` // /proc/<pid>/stat field 22
+	PIDFile   string `json:"pid_file"`   // on its command line; checked before signalling
+	QMP       string `json:"qmp"`
+	Addr      string `json:"ssh_addr"`
+}
+
+const (
+	defaultMemory  = 1 << 30
+	defaultTimeout = 10 * time.Minute
+	maxUnixPath    = 100 // sun_path is 108 bytes; keep a margin
+)
+
+var hostnameBad = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+
+// Boot starts the machines and waits until sshd in each accepts the run's key
+// with the host key rlab gave it. On error every VM started is stopped.
+func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set, error) {
+	if opts.Image == nil {
+		return nil, errors.New("boot vms: no image")
+	}
+	if opts.QEMU == "" {
+		opts.QEMU = "qemu-system-x86_64"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.PowerdownTimeout == 0 {
+		opts.PowerdownTimeout = 20 * time.Second
+	}
+	if opts.Accel == "" {
+		opts.Accel = os.Getenv("RLAB_VM_ACCEL")
+	}
+	if opts.Progress == nil {
+		opts.Progress = func(string, string) {}
+	}
+	links, err := planLinks(ms)
+	if err != nil {
+		return nil, err
+	}
+	for _, tool := range []string{opts.QEMU, "qemu-img"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("boot vms: %s not found (apt-get install qemu-system-x86 qemu-utils): %w", tool, err)
+		}
+	}
+	accel, note, err := chooseAccel(ctx, opts.Accel, opts.QEMU, opts.Image.Kernel)
+	if err != nil {
+		return nil, fmt.Errorf("boot vms: %w", err)
+	}
+	s := &Set{Accel: accel, AccelNote: note, Dir: filepath.Join(runDir, "vm"), opts: opts}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("boot vms: %w", err)
+	}
+	sockDir := s.Dir
+	if len(filepath.Join(s.Dir, "zzzzzzzzzzzzzzzz", "qmp.sock")) > maxUnixPath || len(filepath.Join(s.Dir, "net-zzzzzzzzzzzzzzzz.sock")) > maxUnixPath {
+		if sockDir, err = os.MkdirTemp("", "rlab-vm-"); err != nil {
+			return nil, fmt.Errorf("boot vms: %w", err)
+		}
+		s.sockDir = sockDir
+	}
+	login, err := newKeyPair("rlab-run")
+	if err != nil {
+		return nil, fmt.Errorf("boot vms: %w", err)
+	}
+	idFile := filepath.Join(s.Dir, "id_ed25519")
+	if err := login.writeFiles(idFile); err != nil {
+		return nil, fmt.Errorf("boot vms: write login key: %w", err)
+	}
+	opts.Logger.Info("booting vms", "count", len(ms), "accel", accel, "note", note, "image", opts.Image.Dir)
+
+	ok := false
+	defer func() {
+		if !ok {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			s.opts.PowerdownTimeout = -1 // failed boot: no ACPI grace
+			_ = s.Shutdown(sctx)
+		}
+	}()
+	for i := range ms {
+		v, err := s.start(ctx, ms[i], i, links, sockDir, login, idFile)
+		if err != nil {
+			return nil, err
+		}
+		s.VMs = append(s.VMs, v)
+	}
+	if err := s.writeKnownHosts(); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(s.VMs))
+	var wg sync.WaitGroup
+	for i, v := range s.VMs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.waitSSH(ctx, v, login)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// link is one data network: the first VM on it listens, the second connects.
+type link struct {
+	name    string
+	members []int // machine indexes, at most 2
+}
+
+func planLinks(ms []Machine) (map[string]*link, error) {
+	links := map[string]*link{}
+	var order []string
+	for i, m := range ms {
+		seen := map[string]bool{}
+		for _, n := range m.Networks {
+			if seen[n.Name] {
+				return nil, fmt.Errorf("vm %q: network %q named twice (one NIC per network)", m.Name, n.Name)
+			}
+			seen[n.Name] = true
+			l := links[n.Name]
+			if l == nil {
+				l = &link{name: n.Name}
+				links[n.Name] = l
+				order = append(order, n.Name)
+			}
+			l.members = append(l.members, i)
+		}
+	}
+	for _, name := range order {
+		if l := links[name]; len(l.members) > 2 {
+			var names []string
+			for _, i := range l.members {
+				names = append(names, strconv.Quote(ms[i].Name))
+			}
+			return nil, fmt.Errorf("network %q joins %d VMs (%s): a local VM network is a point-to-point link between exactly two VMs; give each pair its own network", name, len(l.members), strings.Join(names, ", "))
+		}
+	}
+	return links, nil
+}
+
+// mac returns a stable locally administered MAC for NIC nic of machine i.
+func mac(i, nic int) string {
+	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", 0x10+nic, (i>>8)&0xff, i&0xff)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// networkFile is the systemd-networkd file the guest gets for a data NIC.
+func networkFile(macAddr string, n Network) string {
+	mtu := n.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Match]\nMACAddress=%s\n\n[Link]\nMTUBytes=%d\n\n[Network]\n", macAddr, mtu)
+	if n.Address != "" {
+		fmt.Fprintf(&b, "Address=%s\n", n.Address)
+	}
+	b.WriteString("LinkLocalAddressing=no\nIPv6AcceptRA=no\nConfigureWithoutCarrier=yes\n")
+	return b.String()
+}
+
+func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*link, sockDir string, login *keyPair, idFile string) (*VM, error) {
+	if m.MemoryBytes == 0 {
+		m.MemoryBytes = defaultMemory
+	}
+	if m.CPUs == 0 {
+		m.CPUs = 1
+	}
+	if m.BootTimeout == 0 {
+		m.BootTimeout = defaultTimeout
+	}
+	if m.Slug == "" {
+		m.Slug = m.Name
+	}
+	fail := func(what string, err error) error { return fmt.Errorf("boot vm %q: %s: %w", m.Name, what, err) }
+	dir := filepath.Join(s.Dir, m.Slug)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fail("make folder", err)
+	}
+	v := &VM{Machine: m, User: "root", IdentityFile: idFile, KnownHosts: filepath.Join(s.Dir, "known_hosts"),
+		Console: filepath.Join(dir, "console.log"), dir: dir, exited: make(chan struct{})}
+	s.opts.Progress(m.Name, "starting")
+
+	hk, err := newKeyPair("rlab-vm-" + m.Slug)
+	if err != nil {
+		return nil, fail("host key", err)
+	}
+	v.HostKey = hk.public
+	hkFile := filepath.Join(dir, "ssh_host_ed25519_key")
+	if err := hk.writeFiles(hkFile); err != nil {
+		return nil, fail("write host key", err)
+	}
+	akFile := filepath.Join(dir, "authorized_keys")
+	if err := os.WriteFile(akFile, login.authorizedLine(), 0o600); err != nil {
+		return nil, fail("write authorized_keys", err)
+	}
+	overlay := filepath.Join(dir, "overlay.qcow2")
+	_ = os.Remove(overlay)
+	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", s.opts.Image.Root, overlay).CombinedOutput(); err != nil {
+		return nil, fail("create overlay", fmt.Errorf("qemu-img: %w: %s", err, strings.TrimSpace(string(out))))
+	}
+	sockBase := sockDir
+	if sockDir != s.Dir {
+		sockBase = filepath.Join(sockDir, m.Slug)
+		if err := os.MkdirAll(sockBase, 0o700); err != nil {
+			return nil, fail("make socket folder", err)
+		}
+	} else {
+		sockBase = dir
+	}
+	qmp := filepath.Join(sockBase, "qmp.sock")
+	pidFile := filepath.Join(dir, "qemu.pid")
+
+	hostname := strings.Trim(hostnameBad.ReplaceAllString(m.Slug, "-"), "-")
+	args := []string{
+		"-name", "rlab-" + m.Slug,
+		"-accel", s.Accel, "-machine", "pc", "-smp", strconv.Itoa(m.CPUs), "-m", strconv.FormatInt(m.MemoryBytes>>20, 10),
+		"-nodefaults", "-no-user-config", "-display", "none",
+		"-serial", "file:" + v.Console,
+		"-qmp", "unix:" + qmp + ",server=on,wait=off",
+		"-pidfile", pidFile,
+		"-kernel", s.opts.Image.Kernel, "-initrd", s.opts.Image.Initrd,
+		"-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname=" + hostname + " mitigations=off tsc=reliable",
+		"-drive", "file=" + overlay + ",if=none,id=d0,format=qcow2,discard=unmap,cache=unsafe",
+		"-device", "virtio-blk-pci,drive=d0,addr=0x4",
+		"-device", "virtio-rng-pci,addr=0x5",
+		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKey + ",file=" + hkFile,
+		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKeyPub + ",file=" + hkFile + ".pub",
+		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwAuthorizedKeys + ",file=" + akFile,
+	}
+	if s.Accel == AccelKVM {
+		args = append(args, "-cpu", "host")
+	} else {
+		args = append(args, "-cpu", "max")
+	}
+	for j, n := range m.Networks {
+		l := links[n.Name]
+		sock := filepath.Join(sockDir, "net-"+hostnameBad.ReplaceAllString(n.Name, "_")+".sock")
+		if len(sock) > maxUnixPath {
+			return nil, fail("link "+n.Name, fmt.Errorf("socket path %s too long", sock))
+		}
+		server := l.members[0] == idx
+		netdev := "stream,id=l" + strconv.Itoa(j) + ",addr.type=unix,addr.path=" + sock
+		if server {
+			_ = os.Remove(sock)
+			netdev += ",server=on"
+		} else {
+			netdev += ",server=off"
+			// The listening VM started before this one; its socket may take a moment.
+			if err := waitFile(ctx, sock, 30*time.Second); err != nil {
+				return nil, fail("link "+n.Name, fmt.Errorf("peer socket %s: %w", sock, err))
+			}
+		}
+		macAddr := mac(idx, j+1)
+		nf := filepath.Join(dir, fmt.Sprintf("net-%d.network", j+1))
+		if err := os.WriteFile(nf, []byte(networkFile(macAddr, n)), 0o644); err != nil {
+			return nil, fail("write network file", err)
+		}
+		args = append(args,
+			"-netdev", netdev,
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=l%d,mac=%s,addr=0x%x", j, macAddr, 0x6+j),
+			"-fw_cfg", fmt.Sprintf("name=%s%s%d,file=%s", image.FwCfgPrefix, image.FwNetworkPrefix, j+1, nf))
+	}
+
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken before qemu binds it
+		port, err := freePort()
+		if err != nil {
+			return nil, fail("pick ssh port", err)
+		}
+		v.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		full := append(append([]string(nil), args...),
+			"-netdev", fmt.Sprintf("user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:22", port),
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,addr=0x3", mac(idx, 0)))
+		lastErr = s.exec(v, full, pidFile, qmp)
+		if lastErr == nil {
+			break
+		}
+		if !strings.Contains(lastErr.Error(), "host forwarding") {
+			break
+		}
+	}
+	if lastErr != nil {
+		return nil, fail("start qemu", lastErr)
+	}
+	s.opts.Progress(m.Name, "booting")
+	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel)
+	return v, nil
+}
+
+// exec starts qemu and returns once it runs (or failed early).
+func (s *Set) exec(v *VM, args []string, pidFile, qmp string) error {
+	cmd := exec.Command(s.opts.QEMU, args...)
+	errf, err := os.Create(filepath.Join(v.dir, "qemu.stderr"))
+	if err != nil {
+		return err
+	}
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = errf, errf
+	// Own process group: a Ctrl-C at the terminal reaches the controller,
+	// which tears down in order, not qemu directly.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !s.opts.Detach {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	v.cmd, v.PID = cmd, cmd.Process.Pid
+	v.exited = make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		v.waitMu.Lock()
+		v.waitEr = err
+		v.waitMu.Unlock()
+		close(v.exited)
+	}()
+	st, _ := procStartTime(v.PID)
+	v.state = VMState{Host: v.Name, PID: v.PID, StartTime: st, PIDFile: pidFile, QMP: qmp, Addr: v.Addr}
+	// qemu fails fast on bad arguments or a taken port; it creates the QMP
+	// socket once it is past that.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-v.exited:
+			b, _ := os.ReadFile(filepath.Join(v.dir, "qemu.stderr"))
+			return fmt.Errorf("qemu exited: %v: %s", v.waitErr(), strings.TrimSpace(string(b)))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if _, err := os.Stat(qmp); err == nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (v *VM) waitErr() error {
+	v.waitMu.Lock()
+	defer v.waitMu.Unlock()
+	return v.waitEr
+}
+
+func waitFile(ctx context.Context, p string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Stat(p); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("not there")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Set) writeKnownHosts() error {
+	var b strings.Builder
+	for _, v := range s.VMs {
+		b.WriteString(knownhosts.Line([]string{knownhosts.Normalize(v.Addr)}, v.HostKey))
+		b.WriteByte('\n')
+	}
+	for _, v := range s.VMs {
+		if err := os.WriteFile(v.KnownHosts, []byte(b.String()), 0o600); err != nil {
+			return fmt.Errorf("boot vms: write known_hosts: %w", err)
+		}
+	}
+	return nil
+}
+
+// ClientConfig is an SSH client config for v: the run's key, and only v's
+// host key accepted.
+func (v *VM) ClientConfig() (*ssh.ClientConfig, error) {
+	cb, err := knownhosts.New(v.KnownHosts)
+	if err != nil {
+		return nil, err
+	}
+	login, err := loadKeyPair(v.IdentityFile)
+	if err != nil {
+		return nil, err
+	}
+	return &ssh.ClientConfig{
+		User:              v.User,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(login.signer)},
+		HostKeyCallback:   cb,
+		HostKeyAlgorithms: []string{ssh.KeyAlgoED25519},
+		Timeout:           30 * time.Second,
+	}, nil
+}
+
+// Dial opens an SSH connection to v, verifying its host key.
+func (v *VM) Dial(ctx context.Context) (*ssh.Client, error) {
+	cfg, err := v.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: cfg.Timeout}
+	c, err := d.DialContext(ctx, "tcp", v.Addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	_ = c.SetDeadline(time.Now().Add(cfg.Timeout))
+	conn, chans, reqs, err := ssh.NewClientConn(c, v.Addr, cfg)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Time{})
+	return ssh.NewClient(conn, chans, reqs), nil
+}
+
+func (s *Set) waitSSH(ctx context.Context, v *VM, login *keyPair) error {
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, v.BootTimeout)
+	defer cancel()
+	var last error
+	for {
+		select {
+		case <-v.exited:
+			return fmt.Errorf("boot vm %q: qemu exited (%v) before sshd answered%s", v.Name, v.waitErr(), consoleTail(v.Console, 25))
+		default:
+		}
+		c, err := v.Dial(ctx)
+		if err == nil {
+			c.Close()
+			v.BootTime = time.Since(t0)
+			s.opts.Progress(v.Name, "up")
+			s.opts.Logger.Info("vm up", "host", v.Name, "ssh", v.Addr, "boot_time", v.BootTime.Round(time.Millisecond), "accel", s.Accel)
+			return nil
+		}
+		var kerr *knownhosts.KeyError
+		if errors.As(err, &kerr) {
+			// The guest presented a key other than the one we gave it: never accept.
+			return fmt.Errorf("boot vm %q: sshd at %s presented an unexpected host key: %w%s", v.Name, v.Addr, err, consoleTail(v.Console, 25))
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("boot vm %q: sshd at %s did not answer within %s (last: %v); console log %s ends:%s", v.Name, v.Addr, v.BootTimeout, last, v.Console, consoleTail(v.Console, 25))
+			}
+			return fmt.Errorf("boot vm %q: %w", v.Name, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// consoleTail returns the last n lines of the console log, indented.
+func consoleTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > 64<<10 {
+		_, _ = f.Seek(st.Size()-64<<10, 0)
+	}
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n    " + strings.Join(lines, "\n    ")
+}
+
+// State returns the record StopFromState needs.
+func (s *Set) State() State {
+	st := State{SockDir: s.sockDir}
+	for _, v := range s.VMs {
+		st.VMs = append(st.VMs, v.state)
+	}
+	return st
+}
+
+// Shutdown stops every VM (ACPI powerdown, then SIGTERM/SIGKILL) in
+// parallel. It is idempotent.
+func (s *Set) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return nil
+	}
+	errs := make([]error, len(s.VMs))
+	var wg sync.WaitGroup
+	for i, v := range s.VMs {
+		if v.cmd == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			grace := s.opts.PowerdownTimeout
+			if grace < 0 {
+				grace = 0
+			}
+			errs[i] = stopVM(ctx, v.state, grace, v.exited)
+		}()
+	}
+	wg.Wait()
+	if s.sockDir != "" {
+		_ = os.RemoveAll(s.sockDir)
+	}
+	s.down = true
+	return errors.Join(errs...)
+}
+
+// StopFromState stops the VMs a State names, if they still run. Each pid is
+// signalled only while it is still that qemu.
+func StopFromState(ctx context.Context, st State, grace time.Duration) error {
+	errs := make([]error, len(st.VMs))
+	var wg sync.WaitGroup
+	for i, v := range st.VMs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = stopVM(ctx, v, grace, nil)
+		}()
+	}
+	wg.Wait()
+	if st.SockDir != "" && strings.HasPrefix(filepath.Base(st.SockDir), "rlab-vm-") {
+		_ = os.RemoveAll(st.SockDir)
+	}
+	return errors.Join(errs...)
+}
