@@ -230,6 +230,10 @@ func (r *runner) plan() *Plan {
 		PlanStep{ID: "fetch", Kind: "fetch", Describe: "pull artifacts from every host", DependsOn: []string{"capture.stop"}},
 		PlanStep{ID: "teardown", Kind: "teardown", Describe: "stop processes, delete rxe devices this run created, clean up agents, stop VMs", DependsOn: []string{"fetch"}},
 	)
+	red := newRedactor(r.lab.Sensitive)
+	for i := range p.Steps {
+		p.Steps[i].Describe = red.Replace(p.Steps[i].Describe)
+	}
 	return p
 }
 

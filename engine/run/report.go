@@ -3,6 +3,7 @@ package run
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -23,8 +24,9 @@ func (r *runner) writeResults(res *Result) error {
 		Started: r.started.UTC(), Finished: fin.UTC(), Duration: fin.Sub(r.started).Seconds(),
 		Status: statusText(res.Code),
 	}
+	red := newRedactor(r.lab.Sensitive)
 	if res.Err != nil {
-		doc.Error = newRedactor(r.lab.Sensitive).Replace(res.Err.Error())
+		doc.Error = red.Replace(res.Err.Error())
 	}
 	byWL := map[string][]ExpectResult{}
 	for _, e := range res.Expects {
@@ -32,7 +34,7 @@ func (r *runner) writeResults(res *Result) error {
 	}
 	for i, o := range res.Outcomes {
 		n := r.workloads[i]
-		w := results.Workload{Name: n.lab.Name, Tool: n.lab.Tool, Status: o.Status, Error: o.Error}
+		w := results.Workload{Name: n.lab.Name, Tool: n.lab.Tool, Status: o.Status, Error: red.Replace(o.Error)}
 		if w.Status == "" {
 			w.Status = results.StatusSkipped
 		}
@@ -65,7 +67,7 @@ func (r *runner) writeResults(res *Result) error {
 			}
 		}
 		for _, e := range byWL[n.lab.Name] {
-			x := results.Expect{Condition: e.Condition, Message: e.Message, Held: e.Held, Size: e.Size, Error: e.Error}
+			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Size: e.Size, Error: red.Replace(e.Error)}
 			w.Expects = append(w.Expects, x)
 		}
 		doc.Workloads = append(doc.Workloads, w)
@@ -81,7 +83,15 @@ func (r *runner) writeResults(res *Result) error {
 	if err := write(r.dir, doc); err != nil {
 		return fmt.Errorf("write results of run %s: %w", r.dir, err)
 	}
-	return writeJSON(filepath.Join(r.dir, "outcomes.json"), res.Outcomes)
+	b, err := json.MarshalIndent(res.Outcomes, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write outcomes.json: %w", err)
+	}
+	b = []byte(newRedactor(r.lab.Sensitive).Replace(string(b)))
+	if err := os.WriteFile(filepath.Join(r.dir, "outcomes.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write outcomes.json: %w", err)
+	}
+	return nil
 }
 
 // ManifestFile lists every file of a run directory with its sha256.

@@ -233,6 +233,7 @@ func (r *runner) prepare() error {
 	if r.journal, err = newJournal(r.dir, st); err != nil {
 		return err
 	}
+	r.journal.redact = newRedactor(r.lab.Sensitive)
 	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("create event log: %w", err)
@@ -388,6 +389,12 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	r.journal.update(func(st *State) { st.Finished = &fin })
 	r.emit(Event{Type: "run.end", Status: statusText(res.Code), Seconds: fin.Sub(r.started).Seconds()})
 	r.ev.close()
+	if res.Err != nil && len(r.lab.Sensitive) > 0 {
+		// What the CLI prints is redacted like the run's files.
+		if red := newRedactor(r.lab.Sensitive).Replace(res.Err.Error()); red != res.Err.Error() {
+			res.Err = errors.New(red)
+		}
+	}
 	if err := writeManifest(r.dir); err != nil {
 		res.Err = errors.Join(res.Err, err)
 		if res.Code == ExitOK {

@@ -450,3 +450,35 @@ func addExpect(t *testing.T, l *lab.Lab, workload, cond, msg string) {
 	}
 	w.Expects = append(w.Expects, &lab.Expect{Condition: expr, Message: msg})
 }
+
+// TestRunRedactsSensitive checks a sensitive variable's value never reaches
+// the run's own records (the tool's raw output is the user's).
+func TestRunRedactsSensitive(t *testing.T) {
+	const secret = "s3cr3t-t0ken-value"
+	res, _ := runLab(t, `
+lab "t" {}
+variable "token" {
+  type      = string
+  default   = "`+secret+`"
+  sensitive = true
+}
+host "a" { address = "127.0.0.1" }
+workload "use" {
+  tool    = "exec"
+  host    = host.a
+  command = ["sh", "-c", "exit 4", var.token]
+}
+`, Options{})
+	if res.Code != ExitFailed {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	for _, f := range []string{EventsFile, StateFile, "results.json", "outcomes.json", "summary.md", "junit.xml", "plan.json"} {
+		b, err := os.ReadFile(filepath.Join(res.Dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%s holds the sensitive value", f)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,9 +51,10 @@ type StateHost struct {
 // journal is the live state.json of a run: every change is written (to a
 // temp file, then renamed) before the call that changes a host returns.
 type journal struct {
-	mu   sync.Mutex
-	path string
-	st   State
+	mu     sync.Mutex
+	path   string
+	st     State
+	redact *strings.Replacer // sensitive values never reach the file
 }
 
 func newJournal(dir string, st State) (*journal, error) {
@@ -77,6 +79,13 @@ func openJournal(dir string) (*journal, error) {
 func (j *journal) Note(e steps.Effect) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.redact != nil && len(e.Argv) > 0 {
+		argv := make([]string, len(e.Argv))
+		for i, a := range e.Argv {
+			argv[i] = j.redact.Replace(a)
+		}
+		e.Argv = argv
+	}
 	for i := range j.st.Effects {
 		o := &j.st.Effects[i]
 		if o.Host == e.Host && o.Kind == e.Kind && o.ID == e.ID {
