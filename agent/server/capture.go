@@ -135,7 +135,9 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 	}
 
 	cMB, files := captureRing(p.MaxBytes)
-	argv := []string{tcpdump, "-i", p.Netdev, "-n", "-s", strconv.Itoa(p.Snaplen),
+	// --immediate-mode: packets reach tcpdump as they arrive, so none is
+	// left in the kernel's ring when SIGINT ends the capture.
+	argv := []string{tcpdump, "-i", p.Netdev, "-n", "--immediate-mode", "-s", strconv.Itoa(p.Snaplen),
 		"-w", p.File, "-C", strconv.FormatInt(cMB, 10), "-W", strconv.FormatInt(files, 10)}
 	if os.Geteuid() == 0 {
 		z, err := s.captureUser(p.User)
@@ -232,7 +234,9 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 			return
 		}
 		for _, n := range names {
-			_ = s.own(filepath.Join(s.opts.WorkDir, n))
+			full := filepath.Join(s.opts.WorkDir, n)
+			_ = os.Chmod(full, 0o600)
+			_ = s.own(full)
 			fi, err := s.fileInfo(n)
 			if err != nil {
 				cp.err = perr(proto.CodeInternal, "capture %q: %v", cp.handle, err)

@@ -423,6 +423,7 @@ func collectTools(ctx context.Context) (map[string]proto.Tool, bool) {
 		}
 		tools[name] = proto.Tool{Path: p}
 	}
+	versions := map[string]string{}
 	for name, args := range toolVersionArgs {
 		t, ok := tools[name]
 		if !ok {
@@ -434,8 +435,7 @@ func collectTools(ctx context.Context) (map[string]proto.Tool, bool) {
 			out := runQuiet(ctx, t.Path, args...)
 			if v := versionRE.FindString(out); v != "" {
 				mu.Lock()
-				t.Version = v
-				tools[name] = t
+				versions[name] = v
 				mu.Unlock()
 			}
 		}()
@@ -451,6 +451,11 @@ func collectTools(ctx context.Context) (map[string]proto.Tool, bool) {
 		}()
 	}
 	wg.Wait()
+	for name, v := range versions {
+		t := tools[name]
+		t.Version = v
+		tools[name] = t
+	}
 	if v := tools["ib_write_bw"].Version; v != "" {
 		for name, t := range tools {
 			if strings.HasPrefix(name, "ib_") {

@@ -216,25 +216,40 @@ func ParseProcNetTCP(b []byte) []TCPSocket {
 
 // RDMACMListening reports whether `rdma -j res show cm_id` output shows an
 // rdma_cm id in LISTEN on port owned by one of pids (any owner when the
-// output names none).
+// entry names none). iproute2 prints the address and port together
+// ("src-addr": "0.0.0.0:7174"); a separate numeric "src-port" is accepted too.
 func RDMACMListening(out []byte, pids map[int]bool, port int) bool {
 	var ids []map[string]any
 	if err := json.Unmarshal(bytes.TrimSpace(out), &ids); err != nil {
 		return false
 	}
 	for _, id := range ids {
-		state, _ := id["state"].(string)
-		if state != "LISTEN" {
+		if state, _ := id["state"].(string); state != "LISTEN" {
 			continue
 		}
-		p, ok := id["src-port"].(float64)
-		if !ok || int(p) != port {
+		if cmSrcPort(id) != port {
 			continue
 		}
-		if pid, ok := id["pid"].(float64); ok && len(pids) > 0 && !pids[int(pid)] {
+		if pid, ok := id["pid"].(float64); ok && pid != 0 && len(pids) > 0 && !pids[int(pid)] {
 			continue
 		}
 		return true
 	}
 	return false
+}
+
+func cmSrcPort(id map[string]any) int {
+	if p, ok := id["src-port"].(float64); ok {
+		return int(p)
+	}
+	addr, _ := id["src-addr"].(string)
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return -1
+	}
+	p, err := strconv.Atoi(addr[i+1:])
+	if err != nil {
+		return -1
+	}
+	return p
 }

@@ -1,0 +1,246 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+func TestCaptureRefusesWithoutDiskSpace(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	e := c.call(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "big", Netdev: "lo", MaxBytes: 1 << 60}, nil)
+	if e == nil || e.Code != proto.CodeNoSpace || !strings.Contains(e.Message, "need twice max_bytes") {
+		t.Errorf("capture.start with max_bytes 1 EiB: %v, want %s", e, proto.CodeNoSpace)
+	}
+	e = c.call(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "x", Netdev: "nosuchdev0", MaxBytes: 1 << 20}, nil)
+	if e == nil || e.Code != proto.CodeNotFound || !strings.Contains(e.Message, "have: ") {
+		t.Errorf("capture on a missing netdev: %v", e)
+	}
+	e = c.call(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "x", Netdev: "lo", File: "../x.pcap", MaxBytes: 1 << 20}, nil)
+	if e == nil || e.Code != proto.CodeBadRequest {
+		t.Errorf("capture to ../x.pcap: %v", e)
+	}
+}
+
+func TestCaptureRing(t *testing.T) {
+	for _, tt := range []struct {
+		max         int64
+		cMB, nFiles int64
+	}{
+		{256 << 20, 67, 4}, {8_000_000, 2, 4}, {2_000_000, 1, 2}, {1000, 1, 1}, {5_500_000, 1, 4},
+	} {
+		c, n := captureRing(tt.max)
+		if c != tt.cMB || n != tt.nFiles {
+			t.Errorf("captureRing(%d) = -C %d -W %d, want -C %d -W %d", tt.max, c, n, tt.cMB, tt.nFiles)
+		}
+		if tt.max >= 1_000_000 && c*n*1_000_000 > tt.max {
+			t.Errorf("captureRing(%d): ring %d bytes exceeds the bound", tt.max, c*n*1_000_000)
+		}
+	}
+}
+
+func TestValidNetdev(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"eth0": true, "enp0s31f6": true, "veth-a.100": true, "any": true, "123456789012345": true,
+		"": false, ".": false, "..": false, "a/b": false, "a b": false, "a:1": false, "eth0\n": false,
+		"1234567890123456": false, "$(reboot)": true, // odd but a legal name; it is only ever an argv element
+	} {
+		if err := ValidNetdev(name); (err == nil) != ok {
+			t.Errorf("ValidNetdev(%q) = %v, want ok=%v", name, err, ok)
+		}
+	}
+}
+
+// netnsPair creates a veth pair: one end in this namespace (10.231.N.1/30),
+// the other in a new network namespace (10.231.N.2/30). Root only.
+func netnsPair(t *testing.T) (ns, localDev, localIP, peerIP string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace")
+	}
+	for _, tool := range []string{"ip", "tcpdump"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+	id := os.Getpid() % 100000
+	ns = fmt.Sprintf("rlabt%d", id)
+	localDev, peerDev := fmt.Sprintf("rlt%da", id), fmt.Sprintf("rlt%db", id)
+	octet := id % 250
+	localIP, peerIP = fmt.Sprintf("10.231.%d.1", octet), fmt.Sprintf("10.231.%d.2", octet)
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("netns", "add", ns)
+	t.Cleanup(func() {
+		exec.Command("ip", "link", "del", localDev).Run()
+		exec.Command("ip", "netns", "del", ns).Run()
+	})
+	ip("link", "add", localDev, "type", "veth", "peer", "name", peerDev)
+	ip("link", "set", peerDev, "netns", ns)
+	ip("addr", "add", localIP+"/30", "dev", localDev)
+	ip("link", "set", localDev, "up")
+	ip("-n", ns, "addr", "add", peerIP+"/30", "dev", peerDev)
+	ip("-n", ns, "link", "set", peerDev, "up")
+	ip("-n", ns, "link", "set", "lo", "up")
+	return ns, localDev, localIP, peerIP
+}
+
+// TestCaptureTCPOverVeth: a real tcpdump captures a real agent-to-agent TCP
+// transfer over a veth pair (the receiver is a second agent, this test
+// binary, inside a network namespace); the pcap is read back and its TCP
+// packets counted.
+func TestCaptureTCPOverVeth(t *testing.T) {
+	ns, dev, _, peerIP := netnsPair(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The peer agent: `ip netns exec NS <test binary>` in helper mode.
+	peerDir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, self)
+	cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+peerDir)
+	peerIn, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerOut, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peerErr bytes.Buffer
+	cmd.Stderr = &peerErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	peerDone := make(chan error, 1)
+	go func() { peerDone <- cmd.Wait() }()
+	peer := newClient(t, peerIn, peerOut, peerDone)
+
+	local, srv := startAgent(t, Options{})
+	var started proto.CaptureStarted
+	local.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{
+		Handle: "tcp", Netdev: dev, Filter: "tcp port 5201", Snaplen: 96, MaxBytes: 8 << 20, File: "tcp.pcap",
+	}, &started)
+	var serving proto.TCPServing
+	peer.mustCall(proto.MethodTCPServe, proto.TCPServeParams{Handle: "rx", Addr: peerIP, Port: 5201}, &serving)
+	const n = 4 << 20
+	var tx, rx proto.TCPResult
+	local.mustCall(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx", Addr: peerIP, Port: 5201, Bytes: n, TimeoutMs: 60000}, &tx)
+	peer.mustCall(proto.MethodTCPWait, proto.TCPWaitParams{Handle: "rx"}, &rx)
+	if tx.Bytes != n || rx.Bytes != n {
+		t.Errorf("sent %d, received %d; want %d", tx.Bytes, rx.Bytes, n)
+	}
+	var res proto.CaptureResult
+	local.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "tcp"}, &res)
+	if len(res.Files) == 0 {
+		t.Fatalf("no capture files; tcpdump said %q", res.Stderr)
+	}
+	if !strings.Contains(res.Stderr, "packets captured") {
+		t.Errorf("tcpdump's report missing: %q", res.Stderr)
+	}
+	var tcpPackets, payload int
+	for _, f := range res.Files {
+		if !strings.HasPrefix(f.Path, "tcp.pcap") {
+			t.Errorf("capture file %q not named after the capture", f.Path)
+		}
+		b, err := os.ReadFile(filepath.Join(srv.WorkDir(), f.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Mode != 0o600 {
+			t.Errorf("%s mode %o, want 600", f.Path, f.Mode)
+		}
+		if sha(b) != f.SHA256 || int64(len(b)) != f.Size {
+			t.Errorf("%s: reported size %d sha %s, file has %d bytes sha %s", f.Path, f.Size, f.SHA256, len(b), sha(b))
+		}
+		r, err := pcapgo.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("read %s: %v", f.Path, err)
+		}
+		if r.Snaplen() != 96 {
+			t.Errorf("snaplen %d, want 96", r.Snaplen())
+		}
+		for {
+			data, ci, err := r.ReadPacketData()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("read packet from %s: %v", f.Path, err)
+			}
+			if ci.CaptureLength > 96 {
+				t.Errorf("packet of %d bytes beyond the snaplen", ci.CaptureLength)
+			}
+			p := gopacket.NewPacket(data, r.LinkType(), gopacket.NoCopy)
+			if tl, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP); ok && (tl.DstPort == 5201 || tl.SrcPort == 5201) {
+				tcpPackets++
+				payload += ci.Length
+			}
+		}
+	}
+	// 4 MiB cross the link in at least 4 MiB / 64 KiB (GSO) segments.
+	if tcpPackets < n/(64<<10) || payload < n {
+		t.Errorf("pcap holds %d TCP packets (%d bytes on the wire) for a %d-byte transfer", tcpPackets, payload, n)
+	}
+	// Stopping twice gives the same answer; the tcpdump is gone.
+	var again proto.CaptureResult
+	local.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "tcp"}, &again)
+	if len(again.Files) != len(res.Files) {
+		t.Errorf("second stop: %+v", again)
+	}
+	waitGone(t, started.PID)
+	if err := peer.close(); err != nil {
+		t.Errorf("peer agent: %v: %s", err, peerErr.String())
+	}
+}
+
+// TestCaptureStoppedWhenStdinCloses: a running tcpdump is stopped (and its
+// file flushed) when the controller goes away.
+func TestCaptureStoppedWhenStdinCloses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for tcpdump")
+	}
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("needs tcpdump")
+	}
+	c, srv := startAgent(t, Options{})
+	var started proto.CaptureStarted
+	c.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "lo", Netdev: "lo", Filter: "tcp port 1", MaxBytes: 1 << 20}, &started)
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, started.PID)
+	names, err := captureFiles(srv.WorkDir(), "lo.pcap")
+	if err != nil || len(names) != 1 {
+		t.Fatalf("capture files %v, %v; want one", names, err)
+	}
+	b, err := os.ReadFile(filepath.Join(srv.WorkDir(), names[0]))
+	if err != nil {
+		t.Fatalf("capture file: %v", err)
+	}
+	if _, err := pcapgo.NewReader(bytes.NewReader(b)); err != nil {
+		t.Errorf("capture file is not a complete pcap: %v", err)
+	}
+}

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+func TestTCPTransfer(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	var serving proto.TCPServing
+	c.mustCall(proto.MethodTCPServe, proto.TCPServeParams{Handle: "rx", Addr: "127.0.0.1"}, &serving)
+	if serving.Port == 0 {
+		t.Fatal("no port")
+	}
+	const n = 48<<20 + 12345 // not a multiple of the chunk size
+	id, sendCh := c.send(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx", Addr: "127.0.0.1", Port: serving.Port, Bytes: n})
+	var rx proto.TCPResult
+	c.mustCall(proto.MethodTCPWait, proto.TCPWaitParams{Handle: "rx"}, &rx)
+	env := c.wait("tcp.send", sendCh)
+	if env.Error != nil {
+		t.Fatalf("tcp.send: %v", env.Error)
+	}
+	var tx proto.TCPResult
+	mustUnmarshal(t, env.Result, &tx)
+	for _, r := range []proto.TCPResult{rx, tx} {
+		if r.Bytes != n || r.Seconds <= 0 || r.MiBps <= 0 || r.Gbps <= 0 {
+			t.Errorf("result %+v, want %d bytes with rates", r, n)
+		}
+		if got := r.Gbps / r.MiBps; got < 0.0083 || got > 0.0085 { // 8*2^20/1e9
+			t.Errorf("Gb/s and MiB/s disagree: %+v", r)
+		}
+	}
+	if len(c.eventsFor(id)) == 0 {
+		t.Error("no progress events from tcp.send")
+	}
+	// The listener is gone once the transfer is done.
+	if conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(serving.Port))); err == nil {
+		conn.Close()
+		t.Error("still listening after the transfer")
+	}
+	if e := c.call(proto.MethodTCPServe, proto.TCPServeParams{Handle: "rx"}, nil); e == nil || e.Code != proto.CodeExists {
+		t.Errorf("reused tcp.serve handle: %v", e)
+	}
+	if e := c.call(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx2", Addr: "127.0.0.1", Port: serving.Port, Bytes: 1}, nil); e == nil || e.Code != proto.CodeCommand {
+		t.Errorf("send to a closed port: %v", e)
+	}
+}
+
+// TestTCPServeStoppedByCleanup: a listener nobody connects to is closed by
+// cleanup, and its waiter is answered.
+func TestTCPServeStoppedByCleanup(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	var serving proto.TCPServing
+	c.mustCall(proto.MethodTCPServe, proto.TCPServeParams{Handle: "idle", Addr: "127.0.0.1"}, &serving)
+	_, waitCh := c.send(proto.MethodTCPWait, proto.TCPWaitParams{Handle: "idle"})
+	var res proto.CleanupResult
+	c.mustCall(proto.MethodCleanup, proto.CleanupParams{}, &res)
+	if d := cmp.Diff([]string{"idle"}, res.Stopped); d != "" {
+		t.Errorf("stopped (-want +got):\n%s", d)
+	}
+	if env := c.wait("tcp.wait", waitCh); env.Error == nil || env.Error.Code != proto.CodeCommand {
+		t.Errorf("tcp.wait on a stopped listener: %+v", env)
+	}
+	if conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(serving.Port))); err == nil {
+		conn.Close()
+		t.Error("still listening after cleanup")
+	}
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func TestFilesListAndRead(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("outside"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, srv := startAgent(t, Options{})
+	wd := srv.WorkDir()
+	writeTree(t, wd, map[string]string{"a.log": "alpha", "sub/b.json": `{"b":1}`})
+	for name, target := range map[string]string{
+		"escape":      filepath.Join(outside, "secret"),
+		"escape-dir":  outside,
+		"dotdot":      "../../../../../../../etc/passwd",
+		"sub/inside":  "../a.log", // a symlink that stays inside is still not listed
+		"dangling":    "/nonexistent/rlab",
+		"sub/up-link": "..",
+	} {
+		if err := os.Symlink(target, filepath.Join(wd, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list proto.FilesList
+	c.mustCall(proto.MethodFilesList, proto.FilesListParams{}, &list)
+	want := proto.FilesList{Root: wd, Files: []proto.FileInfo{
+		{Path: "a.log", Size: 6, SHA256: sha([]byte("alpha\n")), Mode: 0o644},
+		{Path: "sub/b.json", Size: 8, SHA256: sha([]byte("{\"b\":1}\n")), Mode: 0o644},
+	}}
+	if d := cmp.Diff(want, list); d != "" {
+		t.Errorf("files.list (-want +got):\n%s", d)
+	}
+	c.mustCall(proto.MethodFilesList, proto.FilesListParams{Dir: "sub"}, &list)
+	if len(list.Files) != 1 || list.Files[0].Path != "sub/b.json" {
+		t.Errorf("files.list sub = %+v", list.Files)
+	}
+
+	for _, tt := range []struct {
+		method string
+		params any
+		code   string
+	}{
+		{proto.MethodFilesList, proto.FilesListParams{Dir: ".."}, proto.CodeBadRequest},
+		{proto.MethodFilesList, proto.FilesListParams{Dir: "/etc"}, proto.CodeBadRequest},
+		{proto.MethodFilesList, proto.FilesListParams{Dir: "escape-dir"}, proto.CodeBadRequest},
+		{proto.MethodFilesList, proto.FilesListParams{Dir: "nope"}, proto.CodeNotFound},
+		{proto.MethodFilesRead, proto.FilesReadParams{Path: "escape"}, proto.CodeBadRequest},
+		{proto.MethodFilesRead, proto.FilesReadParams{Path: "escape-dir/secret"}, proto.CodeBadRequest},
+		{proto.MethodFilesRead, proto.FilesReadParams{Path: "dotdot"}, proto.CodeBadRequest},
+		{proto.MethodFilesRead, proto.FilesReadParams{Path: "../x"}, proto.CodeBadRequest},
+		{proto.MethodFilesRead, proto.FilesReadParams{Path: "/etc/passwd"}, proto.CodeBadRequest},
+		{proto.MethodFilesRead, proto.FilesReadParams{Path: "sub"}, proto.CodeBadRequest},
+		{proto.MethodFilesRead, proto.FilesReadParams{Path: "missing"}, proto.CodeNotFound},
+	} {
+		e := c.call(tt.method, tt.params, nil)
+		if e == nil || e.Code != tt.code {
+			t.Errorf("%s %+v: %v, want %s", tt.method, tt.params, e, tt.code)
+		}
+		if e != nil && strings.Contains(e.Message, "outside\n") {
+			t.Errorf("error leaks the outside file: %v", e)
+		}
+	}
+
+	var data proto.FileData
+	c.mustCall(proto.MethodFilesRead, proto.FilesReadParams{Path: "sub/b.json"}, &data)
+	if string(data.Data) != "{\"b\":1}\n" || data.Truncated || data.Size != 8 {
+		t.Errorf("files.read = %+v", data)
+	}
+	c.mustCall(proto.MethodFilesRead, proto.FilesReadParams{Path: "sub/inside", MaxBytes: 3}, &data)
+	if string(data.Data) != "alp" || !data.Truncated || data.Size != 6 {
+		t.Errorf("files.read through an inside symlink, 3 bytes = %+v", data)
+	}
+}
+
+func TestProcOutputFilesOwnedAndPrivate(t *testing.T) {
+	c, srv := startAgent(t, Options{})
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "w", Argv: []string{"true"}}, nil)
+	c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "w"}, nil)
+	for _, f := range []string{"w.stdout", "w.stderr"} {
+		fi, err := os.Stat(filepath.Join(srv.WorkDir(), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %o, want 600", f, fi.Mode().Perm())
+		}
+	}
+}
+
+func mustUnmarshal(t *testing.T, raw []byte, v any) {
+	t.Helper()
+	if err := jsonUnmarshal(raw, v); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+}

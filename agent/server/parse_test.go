@@ -1,0 +1,153 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+func TestParseProcNetTCP(t *testing.T) {
+	in := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:9ACD 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 105226 1 0000000074b5de12 100 0 0 10 0
+   1: 0200000A:0016 0100000A:D431 01 00000000:00000000 02:0009A2E3 00000000     0        0 77 2 0000000000000000 20 4 1 10 -1
+   2: garbage
+   3: 00000000:ZZZZ 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 9 1
+   0: 00000000000000000000000000000000:1451 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 555 1 0 100 0 0 10 0
+`
+	want := []TCPSocket{{LocalPort: 0x9ACD, State: 0x0A, Inode: 105226}, {LocalPort: 22, State: 1, Inode: 77}, {LocalPort: 5201, State: 0x0A, Inode: 555}}
+	if d := cmp.Diff(want, ParseProcNetTCP([]byte(in))); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+func TestRDMACMListening(t *testing.T) {
+	sample, err := os.ReadFile("testdata/rdma-res-cm_id.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		out  string
+		pids map[int]bool
+		port int
+		want bool
+	}{
+		{"rping listening", string(sample), map[int]bool{4242: true}, 7174, true},
+		{"perftest on ipv6 wildcard", string(sample), map[int]bool{4300: true}, 18515, true},
+		{"someone else's listener", string(sample), map[int]bool{9999: true}, 7174, false},
+		{"connecting is not listening", string(sample), map[int]bool{4250: true}, 40512, false},
+		{"other port", string(sample), map[int]bool{4242: true}, 7175, false},
+		{"separate src-port", `[{"state":"LISTEN","src-port":7000,"pid":1}]`, map[int]bool{1: true}, 7000, true},
+		{"kernel owned, no pid", `[{"state":"LISTEN","src-addr":"0.0.0.0:7000"}]`, map[int]bool{1: true}, 7000, true},
+		{"empty", `[]`, nil, 1, false},
+		{"not json", `error: no devices`, nil, 1, false},
+		{"address without port", `[{"state":"LISTEN","src-addr":"0.0.0.0"}]`, nil, 0, false},
+	}
+	for _, tt := range tests {
+		if got := RDMACMListening([]byte(tt.out), tt.pids, tt.port); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseProcNetTCP(f *testing.F) {
+	for _, p := range []string{"testdata/proc-net-tcp.txt", "testdata/proc-net-tcp6.txt"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, s := range ParseProcNetTCP(b) {
+			if s.LocalPort < 0 || s.LocalPort > 65535 || s.State < 0 || s.State > 255 {
+				t.Errorf("out of range: %+v", s)
+			}
+		}
+	})
+}
+
+func FuzzRDMACMListening(f *testing.F) {
+	b, err := os.ReadFile("testdata/rdma-res-cm_id.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b, 7174)
+	f.Add([]byte(`[{"state":"LISTEN","src-port":1e300}]`), 0)
+	f.Fuzz(func(t *testing.T, b []byte, port int) {
+		RDMACMListening(b, map[int]bool{4242: true}, port)
+	})
+}
+
+func FuzzParseOSRelease(f *testing.F) {
+	b, err := os.ReadFile("testdata/os-release")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) { parseOSRelease(b) })
+}
+
+// safeFuzzMethods may run with any params in a fuzz loop: none starts a
+// process, opens a socket or touches the kernel's RDMA state.
+var safeFuzzMethods = map[string]bool{
+	proto.MethodPing: true, proto.MethodFilesList: true, proto.MethodFilesRead: true,
+	proto.MethodProcWait: true, proto.MethodProcStop: true, proto.MethodCaptureStop: true,
+	proto.MethodTCPWait: true, proto.MethodCleanup: true,
+}
+
+// FuzzRequestLine feeds arbitrary lines to the decoder and dispatcher: every
+// line gets exactly one well-formed reply and nothing panics.
+func FuzzRequestLine(f *testing.F) {
+	for _, s := range []string{
+		`{"id":1,"method":"ping"}`,
+		`{"id":2,"method":"files.list","params":{"dir":"sub"}}`,
+		`{"id":3,"method":"files.read","params":{"path":"../../etc/passwd","max_bytes":10}}`,
+		`{"id":4,"method":"proc.wait","params":{"handle":"x","timeout_ms":1}}`,
+		`{"id":5,"method":"nope","params":null}`,
+		`{"id":6,"method":"cleanup","params":{"keep":["rxe0"]}}`,
+		`{"id":7,"method":"files.read","params":{"path":"a.log"}}`,
+		`not json`,
+		`{"id":18446744073709551615,"method":"ping","params":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	if err := os.WriteFile(dir+"/a.log", []byte("alpha\n"), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	srv, err := New(Options{WorkDir: dir, Hash: "fuzz"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var req proto.Request
+		decoded := json.Unmarshal(line, &req) == nil
+		if decoded && !safeFuzzMethods[req.Method] && srv.handlers()[req.Method] != nil {
+			t.Skip("method not safe to fuzz")
+		}
+		var out bytes.Buffer
+		srv.out = &out
+		srv.handleLine(context.Background(), line)
+		lines := bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n"))
+		if len(lines) != 1 {
+			t.Fatalf("%d reply lines for one request: %q", len(lines), out.Bytes())
+		}
+		var resp proto.Response
+		if err := json.Unmarshal(lines[0], &resp); err != nil {
+			t.Fatalf("reply is not JSON: %q", lines[0])
+		}
+		if (resp.Error == nil) == (resp.Result == nil) {
+			t.Fatalf("reply must have exactly one of result and error: %q", lines[0])
+		}
+		if decoded && resp.ID != req.ID {
+			t.Fatalf("reply id %d for request id %d", resp.ID, req.ID)
+		}
+	})
+}
