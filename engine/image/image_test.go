@@ -1,0 +1,129 @@
+package image
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRecipeHash(t *testing.T) {
+	base := DefaultRecipe("")
+	if base.Release != DefaultRelease {
+		t.Fatalf("default release %q", base.Release)
+	}
+	if got := base.Hash(); got != DefaultRecipe("bookworm").Hash() || len(got) != 16 {
+		t.Fatalf("hash %q not stable", got)
+	}
+	reordered := DefaultRecipe("")
+	reordered.Packages[0], reordered.Packages[1] = reordered.Packages[1], reordered.Packages[0]
+	if reordered.Hash() != base.Hash() {
+		t.Error("package order changed the hash")
+	}
+	tests := []struct {
+		name   string
+		change func(r *Recipe)
+	}{
+		{"release", func(r *Recipe) { r.Release = "trixie" }},
+		{"mirror", func(r *Recipe) { r.Mirror = "http://deb.example.org/debian" }},
+		{"package added", func(r *Recipe) { r.Packages = append(r.Packages, "strace") }},
+		{"size", func(r *Recipe) { r.SizeBytes *= 2 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := DefaultRecipe("")
+			tt.change(&r)
+			if r.Hash() == base.Hash() {
+				t.Errorf("%s did not change the recipe hash", tt.name)
+			}
+			if !strings.HasPrefix(r.Name(), "debian-"+r.Release+"-") {
+				t.Errorf("name %q", r.Name())
+			}
+		})
+	}
+}
+
+// The image must not carry a host key and must hand sshd the one from fw_cfg.
+func TestGuestFilesNoBakedKeys(t *testing.T) {
+	for _, f := range guestFiles {
+		if strings.Contains(f.content, "PRIVATE KEY") {
+			t.Errorf("%s holds a private key", f.path)
+		}
+	}
+	for _, want := range []string{FwHostKey, FwHostKeyPub, FwAuthorizedKeys, FwNetworkPrefix} {
+		if !strings.Contains(fwcfgScript, want) {
+			t.Errorf("fw_cfg script does not read %q", want)
+		}
+	}
+	if !strings.Contains(fwcfgUnit, "Before=") || !strings.Contains(fwcfgUnit, "ssh.service") {
+		t.Error("fw_cfg unit is not ordered before ssh.service")
+	}
+}
+
+func TestParseDpkgStatus(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "dpkg-status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := parseDpkgStatus(f, []string{"perftest", "rdma-core", "openssh-server", "absent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"perftest": "4.5+0.17-1", "rdma-core": "44.0-2"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("versions (-want +got):\n%s", d)
+	}
+}
+
+func FuzzParseDpkgStatus(f *testing.F) {
+	b, err := os.ReadFile(filepath.Join("testdata", "dpkg-status"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(b))
+	f.Add("Package: a\nStatus: install ok installed\nVersion: 1\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parseDpkgStatus(strings.NewReader(s), []string{"a", "perftest"})
+		if err != nil {
+			return
+		}
+		for k, v := range m {
+			if v == "" || (k != "a" && k != "perftest") {
+				t.Fatalf("bad entry %q=%q", k, v)
+			}
+		}
+	})
+}
+
+func TestLookupIncomplete(t *testing.T) {
+	dir := t.TempDir()
+	r := DefaultRecipe("")
+	if _, err := Lookup(dir, r); err == nil {
+		t.Fatal("found an image in an empty cache")
+	}
+	d := filepath.Join(dir, r.Name())
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, manifestName), []byte(`{"hash":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lookup(dir, r); err == nil || !strings.Contains(err.Error(), "incomplete") {
+		t.Fatalf("want incomplete error, got %v", err)
+	}
+	for _, n := range []string{rootName, kernelName, initrdName} {
+		if err := os.WriteFile(filepath.Join(d, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	im, err := Lookup(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !im.Cached || im.Root != filepath.Join(d, rootName) {
+		t.Errorf("lookup: %+v", im)
+	}
+}
