@@ -355,3 +355,67 @@ func TestParseOutput(t *testing.T) {
 		t.Errorf("broken JSON: %v, want ErrUnusableJSON", err)
 	}
 }
+
+// TestTableVariants covers table shapes perftest prints with other flags:
+// -D on a latency test (average and transactions per second only), raw QoS
+// (an #sl column), --cpu_util (an extra column), per-port columns.
+func TestTableVariants(t *testing.T) {
+	tests := []struct {
+		name, tool, table string
+		want              map[string]float64
+	}{
+		{"latency with -D", "ib_send_lat",
+			" #bytes        #iterations       t_avg[usec]    tps average\n 2             1234              3.21           311526.73\n",
+			map[string]float64{"lat_avg": 3.21}},
+		{"raw QoS", "ib_write_bw",
+			" #bytes    #sl      #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536    3           1000           0.08            0.07                  0.000134\n",
+			map[string]float64{"bw_peak": 0.08, "bw_avg": 0.07, "msg_rate": 0.000134}},
+		{"cpu util", "ib_write_bw",
+			" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]    CPU_Util[%]\n 65536      1000           0.076004            0.075529            0.000144\t    12.50\n",
+			map[string]float64{"bw_peak": 0.076004, "bw_avg": 0.075529, "msg_rate": 0.000144}},
+		{"per port", "ib_write_bw",
+			" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]   BW Port1[MB/sec]   MsgRate Port1[Mpps]   BW Port2[MB/sec]   MsgRate Port2[Mpps]\n 65536      1000           10.00              8.00\t\t   0.000122        4.00            0.000061              4.00            0.000061\n",
+			map[string]float64{"bw_peak": 10 * mibToGbit, "bw_avg": 8 * mibToGbit, "msg_rate": 0.000122}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ss, _, err := Parse(tc.tool, []byte(tc.table), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, s := range ss {
+				got[s.Metric] = s.Value
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestToolMetrics checks that every parser emits only metrics that
+// results.ToolMetrics announces for its tool (what expect conditions are
+// checked against at load time).
+func TestToolMetrics(t *testing.T) {
+	for _, name := range fixtureNames(t) {
+		in, err := os.ReadFile(filepath.Join(fixtures, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool, opts := fixtureCase(t, name)
+		ss, _, err := Parse(tool, in, opts)
+		if err != nil {
+			continue
+		}
+		allowed := map[string]bool{}
+		for _, m := range results.ToolMetrics(tool) {
+			allowed[m] = true
+		}
+		for _, s := range ss {
+			if !allowed[s.Metric] {
+				t.Errorf("%s: %s emits %s, not in results.ToolMetrics(%q)", name, tool, s.Metric, tool)
+			}
+		}
+	}
+}

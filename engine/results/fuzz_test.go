@@ -1,0 +1,43 @@
+package results
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"testing"
+)
+
+// FuzzRender decodes arbitrary results.json content and renders it: the
+// summary must not panic and junit.xml must stay well-formed XML with counts
+// that match its cases, whatever a (hand-edited, truncated) file holds.
+func FuzzRender(f *testing.F) {
+	// Small seeds: the fuzzer's coverage-guided minimisation crawls on the
+	// 20 KB fixture runs; these hold every kind of field they do.
+	f.Add([]byte(`{"schema":1,"lab":"n","id":"t","started":"2026-11-20T02:00:00Z","duration":65.2,"status":"failed",` +
+		`"workloads":[{"name":"bw","tool":"ib_write_bw","status":"failed","error":"e","hosts":["s","c"],"duration":2,` +
+		`"expects":[{"condition":"result.bw_avg_gbps > 1","message":"m","held":false,"size":4096,"repeat":0,"value":"v"}],` +
+		`"thresholds":{"bw_avg":15}},{"name":"t","tool":"tcp","status":"ok"}],` +
+		`"samples":[{"metric":"bw_avg","value":0.07,"unit":"Gb/s","metadata":{"workload":"bw","tool":"ib_write_bw","size":65536,"repeat":1,"hosts":["s","c"]}},` +
+		`{"metric":"bw_avg","value":0.06,"unit":"Gb/s","metadata":{"workload":"bw","tool":"ib_write_bw","size":65536,"repeat":0,"hosts":["s","c"]}},` +
+		`{"metric":"lat_p99","value":3817.4,"unit":"usec","metadata":{"workload":"bw","size":2}},` +
+		`{"metric":"tcp_bw","value":0.42,"unit":"Gb/s","metadata":{"workload":"t","tool":"tcp"}}]}`))
+	f.Add([]byte(`{"lab":"x","status":"error","error":"\u0000<&>","workloads":[{"name":"w","status":"skipped"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r Run
+		if json.Unmarshal(b, &r) != nil {
+			return
+		}
+		Summary(&r, "runs/x")
+		Compare(&r, &r, CompareOptions{})
+		x, err := JUnit(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back JUnitSuites
+		if err := xml.Unmarshal(x, &back); err != nil {
+			t.Fatalf("junit.xml does not parse: %v\n%s", err, x)
+		}
+		if back.Tests != len(back.Suites[0].Cases) {
+			t.Fatalf("tests=%d but %d cases", back.Tests, len(back.Suites[0].Cases))
+		}
+	})
+}
