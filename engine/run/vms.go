@@ -1,0 +1,82 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/image"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/vm"
+)
+
+// LocalVMs boots a lab's `vm {}` hosts as QEMU VMs (engine/vm) from the
+// cached image (`rlab image build` makes it).
+type LocalVMs struct {
+	Log      *slog.Logger
+	Progress func(host, state string)
+}
+
+// Boot implements VMBooter.
+func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (VMSet, error) {
+	release := ""
+	for _, h := range hosts {
+		if h.VM.Image != "" {
+			release = h.VM.Image
+		}
+	}
+	img, err := image.Lookup(image.CacheDir(), image.DefaultRecipe(release))
+	if err != nil {
+		return nil, fmt.Errorf("no VM image in %s (build it once with `rlab image build` or `make vm-image`, as root): %w", image.CacheDir(), err)
+	}
+	var ms []vm.Machine
+	for _, h := range hosts {
+		m := vm.Machine{Name: h.Name, Slug: h.Slug, MemoryBytes: h.VM.MemoryBytes, CPUs: h.VM.CPUs, BootTimeout: h.VM.BootTimeout}
+		for _, n := range h.VM.Networks {
+			m.Networks = append(m.Networks, vm.Network{Name: n.Name, Address: n.Address, MTU: n.MTU})
+		}
+		ms = append(ms, m)
+	}
+	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Image: img, Logger: v.Log, Progress: v.Progress})
+	if err != nil {
+		if set != nil {
+			return &vmSet{set}, err
+		}
+		return nil, err
+	}
+	return &vmSet{set}, nil
+}
+
+type vmSet struct{ s *vm.Set }
+
+func (v *vmSet) Endpoint(host string) (StateHost, bool) {
+	for _, m := range v.s.VMs {
+		if m.Name != host {
+			continue
+		}
+		h, p, err := net.SplitHostPort(m.Addr)
+		if err != nil {
+			return StateHost{}, false
+		}
+		port, _ := strconv.Atoi(p)
+		return StateHost{Address: h, Port: port, User: m.User, IdentityFile: m.IdentityFile, KnownHosts: m.KnownHosts}, true
+	}
+	return StateHost{}, false
+}
+
+func (v *vmSet) State() ([]byte, error) { return json.Marshal(v.s.State()) }
+
+func (v *vmSet) Shutdown(ctx context.Context) error { return v.s.Shutdown(ctx) }
+
+// StopVMs stops the VMs a state.json records (for Down).
+func StopVMs(ctx context.Context, state []byte) error {
+	var st vm.State
+	if err := json.Unmarshal(state, &st); err != nil {
+		return fmt.Errorf("read VM state: %w", err)
+	}
+	return vm.StopFromState(ctx, st, 20*time.Second)
+}
