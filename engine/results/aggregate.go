@@ -80,6 +80,16 @@ func Aggregate(samples []Sample) []Agg {
 		}
 		out = append(out, a)
 	}
+	mIdx := make(map[string]int, len(Metrics))
+	for i, m := range Metrics {
+		mIdx[m.Name] = i
+	}
+	metricIndex := func(name string) int {
+		if i, ok := mIdx[name]; ok {
+			return i
+		}
+		return len(Metrics)
+	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Workload != b.Workload {
@@ -112,14 +122,4 @@ func Median(v []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// metricIndex orders metrics as the Metrics table does; unknown ones last.
-func metricIndex(name string) int {
-	for i, m := range Metrics {
-		if m.Name == name {
-			return i
-		}
-	}
-	return len(Metrics)
 }

@@ -109,8 +109,9 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 		}
 		return def, false
 	}
-	bAggs := map[Key]Agg{}
-	for _, g := range Aggregate(b.Samples) {
+	bList := Aggregate(b.Samples)
+	bAggs := make(map[Key]Agg, len(bList))
+	for _, g := range bList {
 		bAggs[g.Key] = g
 	}
 	seen := map[Key]bool{}
@@ -151,7 +152,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 		}
 		c.Deltas = append(c.Deltas, d)
 	}
-	for _, gb := range Aggregate(b.Samples) {
+	for _, gb := range bList {
 		if seen[gb.Key] {
 			continue
 		}

@@ -89,7 +89,10 @@ func JUnit(r *Run) ([]byte, error) {
 		c.Error = &JUnitProblem{Message: oneLine(msg), Type: r.Status, Text: msg}
 		suite.Cases = append(suite.Cases, c)
 	}
-	aggs := Aggregate(r.Samples)
+	byWL := map[string][]Agg{}
+	for _, a := range Aggregate(r.Samples) {
+		byWL[a.Workload] = append(byWL[a.Workload], a)
+	}
 	for _, wl := range r.Workloads {
 		c := JUnitCase{Classname: class, Name: wl.Name, Time: secs(wl.Duration)}
 		switch wl.Status {
@@ -105,7 +108,7 @@ func JUnit(r *Run) ([]byte, error) {
 			}
 			c.Failure = &JUnitProblem{Message: oneLine(msg), Type: wl.Status, Text: msg}
 		}
-		c.SystemOut = samplesText(wl.Name, aggs)
+		c.SystemOut = samplesText(byWL[wl.Name])
 		suite.Cases = append(suite.Cases, c)
 		for _, e := range wl.Expects {
 			name := "expect " + e.Condition
@@ -153,12 +156,9 @@ func JUnit(r *Run) ([]byte, error) {
 	return append([]byte(xml.Header), append(b, '\n')...), nil
 }
 
-func samplesText(workload string, aggs []Agg) string {
+func samplesText(aggs []Agg) string {
 	var b strings.Builder
 	for _, a := range aggs {
-		if a.Workload != workload {
-			continue
-		}
 		fmt.Fprintf(&b, "%s", a.Metric)
 		if a.Size > 0 {
 			fmt.Fprintf(&b, " size=%d", a.Size)

@@ -419,3 +419,29 @@ func TestToolMetrics(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkParsePerftestSweep(b *testing.B) {
+	in, err := os.ReadFile(filepath.Join(fixtures, "ib_write_bw_sweep.composed.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		if _, _, err := Parse("ib_write_bw", in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParsePerftestJSONPre2024(b *testing.B) {
+	in, err := os.ReadFile(filepath.Join(fixtures, "ib_write_bw.client.pre2024.composed.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		if _, _, err := Parse("ib_write_bw", in, Options{JSON: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
