@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlab-dev/rlab/engine/graph"
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+func newGraphCmd() *cobra.Command {
+	var (
+		format string
+		out    string
+		vars   []string
+	)
+	cmd := &cobra.Command{
+		Use:   "graph PATH_OR_RUN_DIR",
+		Short: "Draw a lab's topology: hosts, netdevs, rxe devices, captures and the workloads between them",
+		Long: `graph draws the topology of a lab file or folder, or of a run directory: every
+host with the netdevs the lab uses, the rxe devices on them, the captures, and
+each workload as an edge from its client to its server, labelled with its name
+and tool (RDMA workloads solid between rxe devices, TCP dashed between hosts,
+exec workloads beside their host).
+
+Given a run directory, the hosts' facts from that run add what only a live host
+knows: hostname, OS and kernel, addresses and MTU, and for each RDMA device its
+kind, parent netdev, node GUID, port state, active/max MTU and RoCE v2 GIDs.
+
+--format dot (the default) prints Graphviz DOT; --format svg renders it with
+Graphviz's dot, which must be installed (apt-get install graphviz).`,
+		Example: `  rlab graph labs/quickstart.hcl | dot -Tpng > topology.png
+  rlab graph --format svg -o topology.svg runs/quickstart/20261125T210211Z
+  rlab graph --var students='{ana=10}' labs/class.hcl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "dot" && format != "svg" {
+				return withCode(exitFail, fmt.Errorf("--format must be dot or svg, not %q", format))
+			}
+			opts := lab.LoadOptions{Vars: map[string]string{}, Env: os.Environ()}
+			for _, v := range vars {
+				k, val, ok := strings.Cut(v, "=")
+				if !ok || k == "" {
+					return withCode(exitFail, fmt.Errorf("--var %q: want NAME=VALUE", v))
+				}
+				opts.Vars[k] = val
+			}
+			g, diags, err := graph.Load(args[0], opts)
+			if len(diags) > 0 {
+				for _, d := range diags {
+					fmt.Fprintln(cmd.ErrOrStderr(), d.Error())
+				}
+			}
+			if err != nil {
+				return withCode(exitFail, fmt.Errorf("graph: %w", err))
+			}
+			var w io.Writer = cmd.OutOrStdout()
+			var f *os.File
+			if out != "" && out != "-" {
+				f, err = os.Create(out)
+				if err != nil {
+					return withCode(exitFail, fmt.Errorf("graph: %w", err))
+				}
+				w = f
+			}
+			if format == "svg" {
+				err = graph.WriteSVG(cmd.Context(), w, g)
+			} else {
+				err = graph.WriteDOT(w, g)
+			}
+			if f != nil {
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if errors.Is(err, graph.ErrNoDot) {
+				return withCode(exitInfra, fmt.Errorf("graph: %w", err))
+			}
+			if err != nil {
+				return withCode(exitFail, fmt.Errorf("graph: write %s: %w", format, err))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "dot", "output format: dot or svg")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a lab variable (NAME=VALUE), repeatable")
+	return cmd
+}

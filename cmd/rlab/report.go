@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlab-dev/rlab/engine/report"
+)
+
+func newReportCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "report RUN_DIR",
+		Short: "Render report.html of a run directory again",
+		Long: `report (re-)renders report.html in a run directory from what the directory
+holds: the lab files as run, every host's facts (kernel, OS, rdma-core and
+perftest versions, netdevs, rxe devices with GIDs and MTU), each workload's
+numbers as tables and charts (bandwidth and message rate against message size,
+latency percentiles), RDMA beside TCP, each capture's opcode summary,
+connections and IO graph, the expect results, and links to the raw outputs.
+
+The page is one self-contained file (inline CSS and SVG, no JavaScript, nothing
+fetched from the network): open it in any browser, mail it, attach it to CI.
+rlab run writes it at the end of every run; use this command after changing
+rlab, or on a run directory copied from elsewhere.`,
+		Example: `  rlab report runs/quickstart/20261125T210211Z
+  xdg-open runs/quickstart/20261125T210211Z/report.html`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if err := report.Render(dir); err != nil {
+				return withCode(exitFail, fmt.Errorf("report: %w", err))
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(dir, report.FileName))
+			return nil
+		},
+	}
+	return cmd
+}

@@ -1,0 +1,308 @@
+// Package graph draws a lab's topology: hosts, their netdevs, the rxe
+// devices on them (with parent netdev, GUIDs and GIDs when a run's facts
+// are known), the captures, and the workloads between them as edges
+// labelled with the tool. It writes Graphviz DOT, and SVG through `dot`.
+//
+// It reads the lab model and facts only; it must not import the run
+// engine, SSH or the agent.
+package graph
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+// Graph is the topology, laid out as a tree per host (host → netdev → rxe
+// device, capture) plus workload edges between the leaves.
+type Graph struct {
+	Name      string
+	Hosts     []*Host
+	Workloads []*Edge
+}
+
+// Host is one host of the lab.
+type Host struct {
+	ID      string // DOT node id
+	Name    string // reference form
+	Detail  []string
+	Netdevs []*Netdev
+	Execs   []*Exec
+}
+
+// Netdev is a network interface a lab or the facts name.
+type Netdev struct {
+	ID       string
+	Name     string
+	Detail   []string
+	RXEs     []*RXE
+	Captures []*Capture
+}
+
+// RXE is an RDMA device on a netdev.
+type RXE struct {
+	ID     string
+	Ref    string // the lab's rxe name, "" when only the facts know it
+	Device string
+	Detail []string
+}
+
+// Capture is a packet capture on a netdev.
+type Capture struct {
+	ID     string
+	Name   string
+	Detail []string
+}
+
+// Exec is a one-host workload.
+type Exec struct {
+	ID   string
+	Name string
+	Tool string
+}
+
+// Edge is a workload from its client side to its server side.
+type Edge struct {
+	From, To string // node ids
+	Name     string
+	Tool     string
+	RDMA     bool
+}
+
+// FromLab builds the topology of a loaded lab.
+func FromLab(l *lab.Lab) *Graph {
+	g := &Graph{Name: l.Name}
+	hosts := map[*lab.Host]*Host{}
+	for i, h := range l.Hosts {
+		gh := &Host{ID: fmt.Sprintf("h%d", i), Name: h.Name}
+		switch {
+		case h.VM != nil:
+			gh.Detail = append(gh.Detail, "local VM")
+			for j, n := range h.VM.Networks {
+				nd := gh.netdev(fmt.Sprintf("eth%d", j+1))
+				nd.add(fmt.Sprintf("%s on network %s", n.Address, n.Name))
+			}
+		case h.Address != "":
+			a := h.Address
+			if h.User != "" {
+				a = h.User + "@" + a
+			}
+			if h.Port != 0 && h.Port != 22 {
+				a += fmt.Sprintf(":%d", h.Port)
+			}
+			gh.Detail = append(gh.Detail, a)
+		}
+		if h.Jump != "" {
+			gh.Detail = append(gh.Detail, "via "+h.Jump)
+		}
+		hosts[h] = gh
+		g.Hosts = append(g.Hosts, gh)
+	}
+	rxes := map[*lab.RXE]*RXE{}
+	for _, r := range l.RXEs {
+		gh := hosts[r.Host]
+		if gh == nil {
+			continue
+		}
+		nd := gh.netdev(r.Netdev)
+		x := nd.rxe(r.Device)
+		x.Ref = r.Name
+		rxes[r] = x
+	}
+	for _, c := range l.Captures {
+		gh := hosts[c.Host]
+		if gh == nil {
+			continue
+		}
+		nd := gh.netdev(c.Netdev)
+		cp := &Capture{ID: fmt.Sprintf("%s_c%d", nd.ID, len(nd.Captures)), Name: c.Name}
+		if c.Filter != "" {
+			cp.Detail = append(cp.Detail, c.Filter)
+		}
+		if len(c.During) > 0 {
+			var ws []string
+			for _, w := range c.During {
+				ws = append(ws, w.Name)
+			}
+			cp.Detail = append(cp.Detail, "during "+strings.Join(ws, ", "))
+		}
+		nd.Captures = append(nd.Captures, cp)
+	}
+	for _, w := range l.Workloads {
+		switch {
+		case w.ClientRXE != nil && w.ServerRXE != nil && rxes[w.ClientRXE] != nil && rxes[w.ServerRXE] != nil:
+			g.Workloads = append(g.Workloads, &Edge{From: rxes[w.ClientRXE].ID, To: rxes[w.ServerRXE].ID, Name: w.Name, Tool: w.Tool, RDMA: true})
+		case w.ClientHost != nil && w.ServerHost != nil && hosts[w.ClientHost] != nil && hosts[w.ServerHost] != nil:
+			g.Workloads = append(g.Workloads, &Edge{From: hosts[w.ClientHost].ID, To: hosts[w.ServerHost].ID, Name: w.Name, Tool: w.Tool})
+		case w.Host != nil && hosts[w.Host] != nil:
+			gh := hosts[w.Host]
+			gh.Execs = append(gh.Execs, &Exec{ID: fmt.Sprintf("%s_x%d", gh.ID, len(gh.Execs)), Name: w.Name, Tool: w.Tool})
+		}
+	}
+	return g
+}
+
+func (h *Host) netdev(name string) *Netdev {
+	for _, n := range h.Netdevs {
+		if n.Name == name {
+			return n
+		}
+	}
+	n := &Netdev{ID: fmt.Sprintf("%s_n%d", h.ID, len(h.Netdevs)), Name: name}
+	h.Netdevs = append(h.Netdevs, n)
+	return n
+}
+
+func (n *Netdev) rxe(device string) *RXE {
+	for _, r := range n.RXEs {
+		if r.Device == device {
+			return r
+		}
+	}
+	r := &RXE{ID: fmt.Sprintf("%s_r%d", n.ID, len(n.RXEs)), Device: device}
+	n.RXEs = append(n.RXEs, r)
+	return r
+}
+
+func (n *Netdev) mentions(s string) bool {
+	for _, d := range n.Detail {
+		if strings.Contains(d, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Netdev) add(s string) {
+	for _, d := range n.Detail {
+		if d == s {
+			return
+		}
+	}
+	n.Detail = append(n.Detail, s)
+}
+
+// AddFacts annotates a host with what its agent reported: OS and kernel,
+// each netdev's addresses and MTU, and every RDMA device with its parent
+// netdev, node GUID, port state, MTU and RoCE GIDs. RDMA devices the lab
+// did not name (present already, or hardware) are added too.
+func (g *Graph) AddFacts(host string, f *proto.Facts) {
+	var h *Host
+	for _, x := range g.Hosts {
+		if x.Name == host {
+			h = x
+		}
+	}
+	if h == nil || f == nil {
+		return
+	}
+	if f.Hostname != "" {
+		h.Detail = append(h.Detail, "hostname "+f.Hostname)
+	}
+	if sys := strings.TrimSpace(f.OS + " " + f.Kernel); sys != "" {
+		h.Detail = append(h.Detail, sys)
+	}
+	// Netdevs the lab uses get their facts; so do the parents of RDMA
+	// devices. Others (lo, the management NIC) stay out of the picture.
+	want := map[string]bool{}
+	for _, n := range h.Netdevs {
+		want[n.Name] = true
+	}
+	for _, r := range f.RDMA {
+		if r.Parent != "" {
+			want[r.Parent] = true
+		}
+	}
+	for _, n := range f.Netdevs {
+		if !want[n.Name] {
+			continue
+		}
+		nd := h.netdev(n.Name)
+		var fresh []string // addresses the lab did not already show
+		for _, a := range n.Addrs {
+			if !nd.mentions(a) {
+				fresh = append(fresh, a)
+			}
+		}
+		if len(fresh) > 0 {
+			nd.add(strings.Join(fresh, " "))
+		}
+		nd.add(fmt.Sprintf("MTU %d, %s", n.MTU, n.State))
+	}
+	for _, r := range f.RDMA {
+		parent := r.Parent
+		if parent == "" {
+			parent = "(" + r.Kind + ")"
+		}
+		x := h.netdev(parent).rxe(r.Name)
+		x.Detail = append(x.Detail, r.Kind)
+		if r.NodeGUID != "" {
+			x.Detail = append(x.Detail, "node GUID "+r.NodeGUID)
+		}
+		if r.SysImageGUID != "" && r.SysImageGUID != r.NodeGUID {
+			x.Detail = append(x.Detail, "sys image GUID "+r.SysImageGUID)
+		}
+		for _, p := range r.Ports {
+			x.Detail = append(x.Detail, fmt.Sprintf("port %d %s, MTU %d/%d", p.Port, p.State, p.ActiveMTU, p.MaxMTU))
+			for _, gid := range p.GIDs {
+				if gid.Type == "RoCE v2" {
+					x.Detail = append(x.Detail, fmt.Sprintf("GID[%d] %s", gid.Index, gid.GID))
+				}
+			}
+		}
+	}
+}
+
+// IsRunDir tells a run directory (results.json or hosts/ beside lab/) from
+// a lab file or folder.
+func IsRunDir(p string) bool {
+	if _, err := os.Stat(filepath.Join(p, "results.json")); err == nil {
+		return true
+	}
+	st1, err1 := os.Stat(filepath.Join(p, "lab"))
+	st2, err2 := os.Stat(filepath.Join(p, "hosts"))
+	return err1 == nil && err2 == nil && st1.IsDir() && st2.IsDir()
+}
+
+// Load builds the graph of a lab file or folder, or of a run directory:
+// then the lab is the copy under lab/ and every hosts/<slug>/facts.json
+// adds what the hosts reported.
+func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
+	run := IsRunDir(p)
+	src := p
+	if run {
+		src = filepath.Join(p, "lab")
+	}
+	l, diags := lab.Load([]string{src}, opts)
+	if l == nil || diags.HasErrors() {
+		return nil, diags, fmt.Errorf("load lab %s: the lab has errors", src)
+	}
+	g := FromLab(l)
+	if !run {
+		return g, diags, nil
+	}
+	for _, h := range l.Hosts {
+		file := filepath.Join(p, "hosts", h.Slug, "facts.json")
+		b, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, diags, fmt.Errorf("read facts of host %q: %w", h.Name, err)
+		}
+		var f proto.Facts
+		if err := json.Unmarshal(b, &f); err != nil {
+			return nil, diags, fmt.Errorf("read facts of host %q from %s: %w", h.Name, file, err)
+		}
+		g.AddFacts(h.Name, &f)
+	}
+	return g, diags, nil
+}

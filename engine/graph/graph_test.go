@@ -1,0 +1,149 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, d)
+	}
+}
+
+// TestDOTGolden pins the DOT of a lab file, of a for_each class lab, and
+// of a run directory where the hosts' facts add GUIDs, GIDs and MTUs.
+func TestDOTGolden(t *testing.T) {
+	for _, tc := range []struct{ name, path, golden string }{
+		{"lab file", "../../testdata/report/run/lab/quickstart.hcl", "quickstart.lab.dot"},
+		{"run dir", "../../testdata/report/run", "quickstart.run.dot"},
+		{"class", "../../testdata/report/graph/class.hcl", "class.dot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, diags, err := Load(tc.path, lab.LoadOptions{})
+			if err != nil {
+				t.Fatalf("%v: %v", err, diags)
+			}
+			var b bytes.Buffer
+			if err := WriteDOT(&b, g); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.golden, b.Bytes())
+		})
+	}
+}
+
+func TestIsRunDir(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"../../testdata/report/run", true},
+		{"../../testdata/report/run/lab", false},
+		{"../../testdata/report/graph", false},
+	} {
+		if got := IsRunDir(tc.path); got != tc.want {
+			t.Errorf("IsRunDir(%s) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+}
+
+// hostileGraph is a topology whose every string tries to break out of a
+// DOT string or inject markup into the SVG.
+func hostileGraph() *Graph {
+	h := `x" ] ; evil [label="pwned"] ; "\" <script>alert(1)</script>` + "\nline"
+	g := &Graph{Name: h, Hosts: []*Host{{ID: "h0", Name: h, Detail: []string{h}}}}
+	g.AddFacts(h, &proto.Facts{Hostname: h, OS: h, Netdevs: []proto.Netdev{{Name: h, Addrs: []string{h}}},
+		RDMA: []proto.RDMADevice{{Name: h, Kind: "rxe", Parent: h, NodeGUID: h}}})
+	g.Workloads = []*Edge{{From: "h0_n0_r0", To: "h0", Name: h, Tool: h, RDMA: true}}
+	return g
+}
+
+func TestDOTQuotesHostileStrings(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteDOT(&b, hostileGraph()); err != nil {
+		t.Fatal(err)
+	}
+	dot := b.String()
+	// Outside quoted strings there must be no node named evil.
+	var outside strings.Builder
+	in, esc := false, false
+	for _, r := range dot {
+		switch {
+		case esc:
+			esc = false
+		case in && r == '\\':
+			esc = true
+		case r == '"':
+			in = !in
+		case !in:
+			outside.WriteRune(r)
+		}
+	}
+	if in {
+		t.Fatalf("DOT ends inside a string:\n%s", dot)
+	}
+	if strings.Contains(outside.String(), "evil") || strings.Contains(outside.String(), "pwned") {
+		t.Errorf("a hostile string escaped its quotes:\n%s", dot)
+	}
+	if _, err := exec.LookPath("dot"); err != nil {
+		t.Skip("no graphviz dot on PATH")
+	}
+	var svg bytes.Buffer
+	if err := WriteSVG(context.Background(), &svg, hostileGraph()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(svg.String(), "<script") {
+		t.Errorf("SVG carries a <script> element")
+	}
+}
+
+// TestSVGWithDot renders the run directory's graph with graphviz and checks
+// every host, rxe device, GUID and workload is drawn.
+func TestSVGWithDot(t *testing.T) {
+	if _, err := exec.LookPath("dot"); err != nil {
+		t.Skip("no graphviz dot on PATH (apt package graphviz)")
+	}
+	g, diags, err := Load("../../testdata/report/run", lab.LoadOptions{})
+	if err != nil {
+		t.Fatalf("%v: %v", err, diags)
+	}
+	var b bytes.Buffer
+	if err := WriteSVG(context.Background(), &b, g); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	for _, want := range []string{"<svg", "host server", "host client", "rdma rxe0", "node GUID 5054:00ff:fe99:0001",
+		"GID[1] ::ffff:10.99.0.2", "write_bw", "ib_write_bw", "capture roce", "tcp"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+}
