@@ -1,8 +1,12 @@
 package lab
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -90,4 +94,65 @@ func NewJSONResult(diags hcl.Diagnostics) JSONResult {
 // MarshalJSONResult renders diagnostics as indented JSON.
 func MarshalJSONResult(diags hcl.Diagnostics) ([]byte, error) {
 	return json.MarshalIndent(NewJSONResult(diags), "", "  ")
+}
+
+// WriteDiagnostics prints diagnostics as hcl.NewDiagnosticTextWriter does,
+// with two additions users of compilers expect: the location as
+// FILE:LINE,COL-COL (hcl.Range's form, which editors can jump to) and,
+// without colour, a ^~~~ line under the range in the source line.
+func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, width uint, color bool) error {
+	for _, d := range diags {
+		var buf bytes.Buffer
+		hw := hcl.NewDiagnosticTextWriter(&buf, files, width, color)
+		if err := hw.WriteDiagnostic(d); err != nil {
+			return err
+		}
+		out := buf.String()
+		if s := d.Subject; s != nil {
+			old := fmt.Sprintf("  on %s line %d", s.Filename, s.Start.Line)
+			out = strings.Replace(out, old, "  on "+s.String(), 1)
+			if !color {
+				out = addCaret(out, files[s.Filename], *s)
+			}
+		}
+		if _, err := io.WriteString(w, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addCaret inserts a marker line under the first source line of the range.
+func addCaret(out string, f *hcl.File, r hcl.Range) string {
+	if f == nil || r.Start.Byte > len(f.Bytes) {
+		return out
+	}
+	prefix := fmt.Sprintf("%4d: ", r.Start.Line)
+	lines := strings.SplitAfter(out, "\n")
+	for i, ln := range lines {
+		if !strings.HasPrefix(ln, prefix) {
+			continue
+		}
+		src := strings.TrimSuffix(ln[len(prefix):], "\n")
+		var pad strings.Builder
+		col := 1
+		for _, c := range src {
+			if col >= r.Start.Column {
+				break
+			}
+			if c == '\t' {
+				pad.WriteByte('\t')
+			} else {
+				pad.WriteByte(' ')
+			}
+			col++
+		}
+		n := 1
+		if r.End.Line == r.Start.Line && r.End.Column > r.Start.Column {
+			n = r.End.Column - r.Start.Column
+		}
+		marker := strings.Repeat(" ", len(prefix)) + pad.String() + "^" + strings.Repeat("~", n-1) + "\n"
+		return strings.Join(lines[:i+1], "") + marker + strings.Join(lines[i+1:], "")
+	}
+	return out
 }

@@ -35,8 +35,7 @@ func labFiles(t testing.TB) []string {
 
 func diagText(l *Lab, diags hcl.Diagnostics) string {
 	var b strings.Builder
-	w := hcl.NewDiagnosticTextWriter(&b, SourceFiles(l, diags), 100, false)
-	w.WriteDiagnostics(diags)
+	WriteDiagnostics(&b, SourceFiles(l, diags), diags, 100, false)
 	return b.String()
 }
 

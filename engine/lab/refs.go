@@ -126,7 +126,14 @@ func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
 		}
 		d := l.decls[root][step.Name]
 		if d == nil {
-			l.errorf(rng, "Reference to undeclared "+root, "No %s named %q is declared.%s", root, step.Name, didYouMean(step.Name, declNames(l.decls[root])))
+			sugg := didYouMean(step.Name, declNames(l.decls[root]))
+			if sugg == "" {
+				sugg = fmt.Sprintf(" Declare it with %s %q { ... }, or reference one of: %s.", root, step.Name, strings.Join(declNames(l.decls[root]), ", "))
+				if len(l.decls[root]) == 0 {
+					sugg = fmt.Sprintf(" Declare it with %s %q { ... }.", root, step.Name)
+				}
+			}
+			l.errorf(rng, "Reference to undeclared "+root, "No %s named %q is declared.%s", root, step.Name, sugg)
 			return false
 		}
 		if !sc.allows(root) {

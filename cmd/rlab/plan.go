@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/spf13/cobra"
+)
+
+func newPlanCmd() *cobra.Command {
+	var vf varFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plan [-json] [-var NAME=VALUE]... PATH",
+		Short: "Show the steps a run would take, per host, and what runs at the same time",
+		Long: `plan loads and validates a lab, then prints what rlab run would do, without
+touching any host: for every host, in order, connect, ship the agent,
+preflight, create rxe devices, start captures, each workload's server and
+client side, stop captures, fetch artifacts and tear down; and the workload
+waves: workloads that share a host run one after another in file order,
+workloads on disjoint hosts run at the same time.
+
+-json prints the plan DAG (hosts, steps with IDs and depends_on, waves); its
+fields are documented in the engine/plan package. Values of sensitive
+variables are shown as (sensitive).`,
+		Example: `  rlab plan labs/quickstart.hcl
+  rlab plan -json labs/class.hcl | jq '.waves'`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, done, err := parseLabFlags(cmd, args)
+			if done || err != nil {
+				return err
+			}
+			if len(paths) != 1 {
+				return withCode(exitFail, fmt.Errorf("plan takes one lab: a file or a folder (see rlab plan --help)"))
+			}
+			units, diags := lab.Units(paths[0])
+			writeDiags(cmd.ErrOrStderr(), nil, diags)
+			if diags.HasErrors() {
+				return withCode(exitFail, nil)
+			}
+			if len(units) != 1 {
+				return withCode(exitFail, fmt.Errorf("%s holds %d labs; give one of its files", paths[0], len(units)))
+			}
+			opts, err := vf.options()
+			if err != nil {
+				return err
+			}
+			l, diags := lab.Load(units[0], opts)
+			writeDiags(cmd.ErrOrStderr(), l, diags)
+			if diags.HasErrors() {
+				return withCode(exitFail, nil)
+			}
+			p, err := plan.New(l)
+			if err != nil {
+				return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(p, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+				return err
+			}
+			return p.WriteText(cmd.OutOrStdout())
+		},
+	}
+	vf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON on stdout")
+	return cmd
+}

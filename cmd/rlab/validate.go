@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/spf13/cobra"
+)
+
+func newValidateCmd() *cobra.Command {
+	var vf varFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate [-json] [-var NAME=VALUE]... PATH...",
+		Short: "Check lab files without touching any host",
+		Long: `validate loads each lab (a file, or a folder of *.hcl files), evaluates its
+variables, locals, for_each and count, and checks every reference, type, unit
+and tool option. It reports all errors at once, each with the file, line and
+column, the source line and how to fix it.
+
+A folder whose files each declare their own lab block (like labs/) is checked
+as that many labs; otherwise its files together make one lab.
+
+With -json, stdout holds only one JSON object:
+  {"valid": bool, "error_count": N, "warning_count": N,
+   "diagnostics": [{"severity": "error"|"warning", "summary": "...", "detail": "...",
+                    "range": {"filename": "...", "start": {"line","column","byte"},
+                              "end": {...}}}]}
+
+Exit status: 0 valid, 1 invalid.`,
+		Example: `  rlab validate labs/quickstart.hcl
+  rlab validate labs/
+  rlab validate -json -var server=10.0.0.5 labs/walkthrough.hcl`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, done, err := parseLabFlags(cmd, args)
+			if done || err != nil {
+				return err
+			}
+			if len(paths) == 0 {
+				paths = []string{"."}
+			}
+			opts, err := vf.options()
+			if err != nil {
+				return err
+			}
+			var all hcl.Diagnostics
+			for _, p := range paths {
+				units, diags := lab.Units(p)
+				all = append(all, diags...)
+				if !asJSON {
+					writeDiags(cmd.ErrOrStderr(), nil, diags)
+				}
+				for _, u := range units {
+					l, diags := lab.Load(u, opts)
+					all = append(all, diags...)
+					if asJSON {
+						continue
+					}
+					writeDiags(cmd.ErrOrStderr(), l, diags)
+					if !diags.HasErrors() {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: lab %q is valid (%s)\n", unitName(p, u), l.Name, counts(l))
+					}
+				}
+			}
+			if asJSON {
+				b, err := lab.MarshalJSONResult(all)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+			}
+			if all.HasErrors() {
+				if !asJSON {
+					n := 0
+					for _, d := range all {
+						if d.Severity == hcl.DiagError {
+							n++
+						}
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d error(s).\n", n)
+				}
+				return withCode(exitFail, nil)
+			}
+			return nil
+		},
+	}
+	vf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON on stdout")
+	return cmd
+}
+
+func unitName(arg string, files []string) string {
+	if len(files) == 1 {
+		return files[0]
+	}
+	return arg
+}
+
+func counts(l *lab.Lab) string {
+	plural := func(n int, s string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, s)
+		}
+		return fmt.Sprintf("%d %ss", n, s)
+	}
+	return fmt.Sprintf("%s, %s, %s, %s", plural(len(l.Hosts), "host"), fmt.Sprintf("%d rxe", len(l.RXEs)), plural(len(l.Captures), "capture"), plural(len(l.Workloads), "workload"))
+}

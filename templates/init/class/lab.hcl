@@ -1,0 +1,81 @@
+# A class lab: one server/client VM pair per student, provisioned by
+# Terraform. Save its outputs with
+#   terraform output -json > labs/class-terraform-output.json
+# and every pair gets Soft-RoCE and the same RDMA exercises, all pairs in
+# parallel (pairs share no host), reached through the class bastion.
+lab "class" {
+  description = "For each student: two VMs, rxe on both, WRITE bandwidth and latency, RC pingpong"
+}
+
+variable "terraform_output" {
+  type        = string
+  default     = "class-terraform-output.json"
+  description = "Saved `terraform output -json`, relative to the lab folder"
+}
+
+variable "netdev" {
+  type    = string
+  default = "eth1"
+}
+
+locals {
+  tf       = jsondecode(file(var.terraform_output))
+  students = local.tf.students.value
+}
+
+ssh {
+  user        = "student"
+  known_hosts = "~/.ssh/known_hosts_class"
+  jump        = host.bastion
+}
+
+host "bastion" {
+  address = local.tf.bastion_ip.value
+  user    = "instructor"
+}
+
+host "server" {
+  for_each = local.students
+  address  = each.value.server_ip
+}
+
+host "client" {
+  for_each = local.students
+  address  = each.value.client_ip
+}
+
+rxe "server" {
+  for_each = local.students
+  host     = host.server[each.key]
+  netdev   = var.netdev
+}
+
+rxe "client" {
+  for_each = local.students
+  host     = host.client[each.key]
+  netdev   = var.netdev
+}
+
+workload "write_bw" {
+  for_each   = local.students
+  tool       = "ib_write_bw"
+  server     = rxe.server[each.key]
+  client     = rxe.client[each.key]
+  sizes      = ["64KiB"]
+  iterations = 1000
+}
+
+workload "write_lat" {
+  for_each   = local.students
+  tool       = "ib_write_lat"
+  server     = rxe.server[each.key]
+  client     = rxe.client[each.key]
+  iterations = 1000
+}
+
+workload "pingpong" {
+  for_each = local.students
+  tool     = "ibv_rc_pingpong"
+  server   = rxe.server[each.key]
+  client   = rxe.client[each.key]
+}
