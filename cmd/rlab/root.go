@@ -23,6 +23,7 @@ pulls back pcaps, logs and a structured result summary.`,
 		newRunsCmd(),
 		newShowCmd(),
 		newImageCmd(),
+		newReportCmd(), newGraphCmd(),
 		newValidateCmd(), newPlanCmd(), newFmtCmd(), newInitCmd(),
 	)
 	return root
