@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -172,5 +174,43 @@ func mustUnmarshal(t *testing.T, raw []byte, v any) {
 	t.Helper()
 	if err := jsonUnmarshal(raw, v); err != nil {
 		t.Fatalf("decode %s: %v", raw, err)
+	}
+}
+
+// TestOwnerGetsEverything: a root agent working for a user (--owner) leaves
+// every directory and file it creates owned by that user, tcpdump included
+// (it drops to the user with -Z and writes into the user's work dir).
+func TestOwnerGetsEverything(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	const uid, gid = 65534, 65534 // nobody
+	base := t.TempDir()
+	wd := filepath.Join(base, "home", ".cache", "rlab", "runs", "r1")
+	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: gid}})
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "w", Argv: []string{"true"}}, nil)
+	c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "w"}, nil)
+	paths := []string{filepath.Join(base, "home"), wd, filepath.Join(wd, "w.stdout"), filepath.Join(wd, "w.stderr")}
+	if _, err := exec.LookPath("tcpdump"); err == nil {
+		c.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "cap", Netdev: "lo", MaxBytes: 1 << 20}, nil)
+		var res proto.CaptureResult
+		c.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "cap"}, &res)
+		if len(res.Files) == 0 {
+			t.Fatalf("no capture file: %s", res.Stderr)
+		}
+		paths = append(paths, filepath.Join(wd, res.Files[0].Path))
+	}
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != uid || st.Gid != gid {
+			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, uid, gid)
+		}
+	}
+	if fi, err := os.Stat(base); err == nil && fi.Sys().(*syscall.Stat_t).Uid == uid {
+		t.Errorf("chowned %s, which existed before", base)
 	}
 }

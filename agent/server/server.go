@@ -70,9 +70,10 @@ type Options struct {
 	// agent shuts down; 0 means 3s.
 	StopGrace time.Duration
 
-	// misbehave, when set (only from this package's tests, or from test
-	// builds of the security suite), rewrites each outgoing line.
-	misbehave func(line []byte) []byte
+	// hostile, when set (only from this package's tests, or through
+	// EnableHostile in binaries built with -tags rlabhostile for the
+	// security suite), makes the agent lie on the wire; see hostile.go.
+	hostile string
 }
 
 // Server is one agent: its work dir and everything it has started.
@@ -178,6 +179,9 @@ var ErrLineTooLong = errors.New("request line longer than proto.MaxLine")
 // started and deletes the rxe devices it created (Cleanup with no keep list).
 // It returns nil when in reached EOF.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	if s.opts.hostile != "" {
+		out = &hostileWriter{w: out, mode: s.opts.hostile}
+	}
 	s.out = out
 	hello := proto.Hello{
 		Magic:   proto.Magic,
@@ -380,9 +384,6 @@ func (s *Server) writeJSON(v any) error {
 		}
 	}
 	b = append(b, '\n')
-	if s.opts.misbehave != nil {
-		b = s.opts.misbehave(b)
-	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	_, err = s.out.Write(b)

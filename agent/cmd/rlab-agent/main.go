@@ -25,6 +25,10 @@ import (
 // version is set by the Makefile with -ldflags "-X main.version=...".
 var version = "dev"
 
+// testHooks adjusts the server options; only test builds (-tags
+// rlabhostile, see hostile.go) set it.
+var testHooks = func(*server.Options) error { return nil }
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -99,6 +103,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		opts.Owner = o
+	}
+	if err := testHooks(&opts); err != nil {
+		fmt.Fprintln(stderr, "rlab-agent serve:", err)
+		return 2
 	}
 	srv, err := server.New(opts)
 	if err != nil {

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// fakeRXEKernel stands in for the kernel's rdma_rxe on a machine that has
+// none: RdmaLinkAdd/Del create and remove a device directory in a sysfs tree
+// laid out as rdma_rxe lays it out (parent, port state, GID table with the
+// netdev's addresses as RoCE v2 GIDs). The real path runs in the VM tests.
+type fakeRXEKernel struct {
+	mu      sync.Mutex
+	ib      string
+	added   []string
+	deleted []string
+}
+
+func installFakeRXE(t *testing.T) *fakeRXEKernel {
+	t.Helper()
+	root := t.TempDir()
+	k := &fakeRXEKernel{ib: filepath.Join(root, "infiniband")}
+	if err := os.MkdirAll(k.ib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{"modules": "rdma_rxe 1 0 - Live 0x0"})
+	oldIB, oldMods, oldAdd, oldDel := sysClassIB, procModules, rdmaLinkAdd, rdmaLinkDel
+	sysClassIB, procModules = k.ib, filepath.Join(root, "modules")
+	rdmaLinkAdd = k.add
+	rdmaLinkDel = k.del
+	t.Cleanup(func() { sysClassIB, procModules, rdmaLinkAdd, rdmaLinkDel = oldIB, oldMods, oldAdd, oldDel })
+	return k
+}
+
+func (k *fakeRXEKernel) add(name, typ, netdev string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if typ != "rxe" {
+		return fmt.Errorf("link type %q", typ)
+	}
+	dir := filepath.Join(k.ib, name)
+	files := map[string]string{
+		"parent":                    netdev,
+		"node_guid":                 "0000:00ff:fe00:0001",
+		"ports/1/state":             "4: ACTIVE",
+		"ports/1/phys_state":        "5: LinkUp",
+		"ports/1/link_layer":        "Ethernet",
+		"ports/1/gids/0":            "fe80:0000:0000:0000:0000:00ff:fe00:0001",
+		"ports/1/gid_attrs/types/0": "IB/RoCE v1",
+		"ports/1/gids/1":            "fe80:0000:0000:0000:0000:00ff:fe00:0001",
+		"ports/1/gid_attrs/types/1": "RoCE v2",
+		"ports/1/gids/2":            "0000:0000:0000:0000:0000:ffff:7f00:0001", // 127.0.0.1
+		"ports/1/gid_attrs/types/2": "IB/RoCE v1",
+		"ports/1/gids/3":            "0000:0000:0000:0000:0000:ffff:7f00:0001",
+		"ports/1/gid_attrs/types/3": "RoCE v2",
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, []byte(c+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	k.added = append(k.added, name)
+	return nil
+}
+
+func (k *fakeRXEKernel) del(name string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.deleted = append(k.deleted, name)
+	return os.RemoveAll(filepath.Join(k.ib, name))
+}
+
+func (k *fakeRXEKernel) log() ([]string, []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.added), slices.Clone(k.deleted)
+}
+
+func TestRXELifecycle(t *testing.T) {
+	k := installFakeRXE(t)
+	c, _ := startAgent(t, Options{})
+
+	var info proto.RXEInfo
+	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, &info)
+	want := proto.RXEInfo{Name: "rxe_lo", Netdev: "lo", Created: true, Port: 1, GIDIndex: 3,
+		GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001"}
+	if d := cmp.Diff(want, info); d != "" {
+		t.Errorf("first ensure (-want +got):\n%s", d)
+	}
+	// Idempotent: the device on lo is found, whatever name is asked for.
+	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "other", Netdev: "lo"}, &info)
+	want.Created = false
+	if d := cmp.Diff(want, info); d != "" {
+		t.Errorf("second ensure (-want +got):\n%s", d)
+	}
+	// A device someone else made is reused, reported as not ours, and left
+	// alone by cleanup.
+	if err := k.add("theirs", "rxe", "dummy0"); err != nil {
+		t.Fatal(err)
+	}
+	var res proto.CleanupResult
+	c.mustCall(proto.MethodCleanup, proto.CleanupParams{}, &res)
+	if d := cmp.Diff([]string{"rxe_lo"}, res.RXEDeleted); d != "" {
+		t.Errorf("cleanup deleted (-want +got):\n%s", d)
+	}
+	var del proto.RXEDeleteResult
+	c.mustCall(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: "rxe_lo"}, &del)
+	if del.Deleted {
+		t.Error("deleted rxe_lo twice")
+	}
+	added, deleted := k.log()
+	if d := cmp.Diff([]string{"rxe_lo", "theirs"}, added); d != "" {
+		t.Errorf("added (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"rxe_lo"}, deleted); d != "" {
+		t.Errorf("deleted (-want +got):\n%s", d)
+	}
+}
+
+func TestRXEKeptAndDeletedOnStdinClose(t *testing.T) {
+	k := installFakeRXE(t)
+	c, _ := startAgent(t, Options{})
+	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe_keep", Netdev: "lo"}, nil)
+	var res proto.CleanupResult
+	c.mustCall(proto.MethodCleanup, proto.CleanupParams{Keep: []string{"rxe_keep"}}, &res)
+	if len(res.RXEDeleted) != 0 {
+		t.Errorf("cleanup with keep deleted %v", res.RXEDeleted)
+	}
+	// Still ours: closing stdin (no keep list) removes it.
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, deleted := k.log(); !slices.Equal(deleted, []string{"rxe_keep"}) {
+		t.Errorf("deleted on stdin close: %v, want [rxe_keep]", deleted)
+	}
+}
+
+func TestRXEEnsureBadNames(t *testing.T) {
+	installFakeRXE(t)
+	c, _ := startAgent(t, Options{})
+	for _, p := range []proto.RXEEnsureParams{
+		{Netdev: ""}, {Netdev: "lo", Name: "a/b"}, {Netdev: "lo", Name: "x y"}, {Netdev: "lo", Name: ".."},
+	} {
+		if e := c.call(proto.MethodRXEEnsure, p, nil); e == nil || e.Code != proto.CodeBadRequest {
+			t.Errorf("rxe.ensure %+v: %v, want %s", p, e, proto.CodeBadRequest)
+		}
+	}
+	if e := c.call(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: "../../x"}, nil); e == nil || e.Code != proto.CodeBadRequest {
+		t.Errorf("rxe.delete ../../x: %v", e)
+	}
+}
