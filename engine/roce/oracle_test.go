@@ -136,7 +136,7 @@ func parseTshark(f field, s string) (any, error) {
 }
 
 // fixtures returns every capture in testdata/pcap.
-func fixtures(t *testing.T) []string {
+func fixtures(t testing.TB) []string {
 	var files []string
 	for _, pat := range []string{"*.pcap", "*.pcapng"} {
 		m, err := filepath.Glob(filepath.Join(pcapDir, pat))

@@ -36,7 +36,7 @@ func ScanFile(path string, fn func(*Packet) error) (ScanResult, error) {
 // Scan is ScanFile on an open reader (a pcap, pcapng or gzipped pcap).
 func Scan(r io.Reader, fn func(*Packet) error) (ScanResult, error) {
 	var res ScanResult
-	br := bufio.NewReaderSize(r, 1<<20)
+	br := bufio.NewReaderSize(r, 64<<10)
 	magic, err := br.Peek(4)
 	if err != nil {
 		return res, fmt.Errorf("read file header: %w", err)
@@ -44,7 +44,7 @@ func Scan(r io.Reader, fn func(*Packet) error) (ScanResult, error) {
 	var next func() ([]byte, int, int, error) // data, wire length, link type
 	var p Packet
 	if string(magic) == "\x0a\x0d\x0d\x0a" {
-		ng, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+		ng, err := pcapgo.NewNgReader(newNgGuard(br), pcapgo.DefaultNgReaderOptions)
 		if err != nil {
 			return res, fmt.Errorf("read pcapng header: %w", err)
 		}

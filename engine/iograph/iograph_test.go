@@ -1,0 +1,153 @@
+package iograph
+
+import (
+	"bytes"
+	"encoding/xml"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/engine/roce"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const pcapDir = "../../testdata/pcap"
+
+func build(t *testing.T, file string, interval time.Duration) *Graph {
+	t.Helper()
+	b := NewBuilder(interval)
+	if _, err := roce.ScanFile(filepath.Join(pcapDir, file), func(p *roce.Packet) error {
+		b.Add(p)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Graph()
+}
+
+// TestBuckets checks the bits per second of each series against sums done
+// by hand from the fixtures' frame lengths.
+func TestBuckets(t *testing.T) {
+	// Frames 1-11 are WRITEs (3 First of 1098 bytes, 8 of 1082) and
+	// frame 12 an ACK (62 bytes), all in the first 2 ms of 4.27 ms.
+	g := build(t, "roce-ib_write_bw-10x4KiB.pcap", 2*time.Millisecond)
+	want := map[string]float64{
+		SeriesRoCE:  (3*1098 + 8*1082 + 62) * 8 / 0.002,
+		SeriesWrite: (3*1098 + 8*1082) * 8 / 0.002,
+		SeriesAck:   62 * 8 / 0.002,
+	}
+	got := map[string]float64{}
+	for _, s := range g.Series {
+		if len(s.BPS) != 3 {
+			t.Errorf("%s: %d buckets, want 3", s.Name, len(s.BPS))
+			continue
+		}
+		got[s.Name] = s.BPS[0]
+		var total float64
+		for _, v := range s.BPS {
+			total += v * 0.002 / 8
+		}
+		if int64(total+0.5) != s.Bytes {
+			t.Errorf("%s adds up to %v bytes, want %d", s.Name, total, s.Bytes)
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("first bucket, bit/s (-want +got):\n%s", d)
+	}
+	if g.Series[0].Bytes != 44060 {
+		t.Errorf("RoCEv2 series %d bytes, want 44060", g.Series[0].Bytes)
+	}
+}
+
+// TestSeriesPerClass: every operation class and TCP gets its own series,
+// each packet lands in RoCEv2 and in its class.
+func TestSeriesPerClass(t *testing.T) {
+	g := build(t, "synth-rc-ud-cm.pcap", time.Millisecond)
+	pk := map[string]int64{}
+	for _, s := range g.Series {
+		pk[s.Name] = s.Packets
+	}
+	want := map[string]int64{SeriesRoCE: 37, SeriesWrite: 6, SeriesRead: 4, SeriesSend: 14, SeriesAtomic: 4, SeriesAck: 7}
+	if d := cmp.Diff(want, pk); d != "" {
+		t.Errorf("packets per series (-want +got):\n%s", d)
+	}
+	g = build(t, "synth-vlan-ipv6-tcp.pcap", time.Millisecond)
+	pk = map[string]int64{}
+	for _, s := range g.Series {
+		pk[s.Name] = s.Packets
+	}
+	if pk[SeriesTCP] != 3 || pk[SeriesRoCE] != 5 {
+		t.Errorf("TCP %d, RoCEv2 %d packets; want 3, 5", pk[SeriesTCP], pk[SeriesRoCE])
+	}
+}
+
+// TestSVG renders each fixture's graph: well-formed XML, one path per
+// series, axis labels; golden files pin the drawing (-update rewrites).
+func TestSVG(t *testing.T) {
+	for _, file := range []string{"roce-ib_write_bw-10x4KiB.pcap", "synth-rc-ud-cm.pcap", "synth-vlan-ipv6-tcp.pcap"} {
+		t.Run(file, func(t *testing.T) {
+			g := build(t, file, 500*time.Microsecond)
+			var b bytes.Buffer
+			if err := WriteSVG(&b, g); err != nil {
+				t.Fatal(err)
+			}
+			paths, d := 0, xml.NewDecoder(bytes.NewReader(b.Bytes()))
+			for {
+				tok, err := d.Token()
+				if err != nil {
+					if err.Error() != "EOF" {
+						t.Fatalf("SVG is not well-formed XML: %v", err)
+					}
+					break
+				}
+				if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "path" {
+					for _, a := range se.Attr {
+						if a.Name.Local == "class" && a.Value == "series" {
+							paths++
+						}
+					}
+				}
+			}
+			if paths != len(g.Series) || paths == 0 {
+				t.Errorf("%d series paths, want %d", paths, len(g.Series))
+			}
+			for _, s := range []string{"time (s) since", "bit/s", "</svg>"} {
+				if !strings.Contains(b.String(), s) {
+					t.Errorf("SVG lacks %q", s)
+				}
+			}
+			golden := filepath.Join(pcapDir, "golden", file+".iograph.svg")
+			if *update {
+				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if d := cmp.Diff(string(want), b.String()); d != "" {
+				t.Errorf("%s differs (-want +got):\n%s", golden, d)
+			}
+		})
+	}
+}
+
+// TestNiceScale: axis tops are 1, 2 or 5 times a power of ten, above the data.
+func TestNiceScale(t *testing.T) {
+	tests := []struct{ v, step, top float64 }{
+		{0, 1, 1}, {0.0043, 0.001, 0.005}, {141e6, 50e6, 150e6}, {9.9e9, 2e9, 10e9}, {1, 0.2, 1},
+	}
+	for _, tc := range tests {
+		step, top := niceScale(tc.v)
+		if diff := step/tc.step - 1; diff > 1e-9 || diff < -1e-9 || top/tc.top-1 > 1e-9 || top/tc.top-1 < -1e-9 {
+			t.Errorf("niceScale(%v) = %v, %v; want %v, %v", tc.v, step, top, tc.step, tc.top)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package roce
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/pcapgo"
+)
+
+// FuzzDecode feeds arbitrary frames to the decoder and the summary: no
+// panic, and nothing read past what the capture kept.
+func FuzzDecode(f *testing.F) {
+	for _, file := range fixtures(f) {
+		if _, err := ScanFile(file, func(p *Packet) error { return nil }); err != nil {
+			f.Fatal(err)
+		}
+		raw := frames(f, file)
+		for _, fr := range raw {
+			f.Add(uint16(LinkEthernet), fr, uint16(len(fr)))
+		}
+	}
+	f.Add(uint16(LinkSLL), []byte{}, uint16(0))
+	f.Fuzz(func(t *testing.T, link uint16, data []byte, extra uint16) {
+		var p Packet
+		wire := len(data) + int(extra%4096)
+		Decode(int(link), data, wire, &p)
+		if p.CapLen != len(data) || p.WireLen != wire {
+			t.Fatalf("lengths %d/%d, want %d/%d", p.CapLen, p.WireLen, len(data), wire)
+		}
+		if p.PayloadLen < 0 {
+			t.Fatalf("negative payload length %d", p.PayloadLen)
+		}
+		s := NewSummary()
+		s.Add(&p)
+		s.Finish()
+		l := NewLadder(5)
+		l.Add(&p)
+		var b bytes.Buffer
+		if err := WriteText(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WriteLadder(&b); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzScan feeds arbitrary files to the reader (pcap and pcapng headers
+// and block structure): an error or a result, never a panic.
+func FuzzScan(f *testing.F) {
+	for _, file := range fixtures(f) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(b) > 4096 {
+			b = b[:4096]
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := NewSummary()
+		_, _ = Scan(bytes.NewReader(b), func(p *Packet) error {
+			s.Add(p)
+			return nil
+		})
+	})
+}
+
+// frames returns the raw bytes of each frame of a capture.
+func frames(tb testing.TB, file string) [][]byte {
+	tb.Helper()
+	fh, err := os.Open(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer fh.Close()
+	var next func() ([]byte, gopacket.CaptureInfo, error)
+	if strings.HasSuffix(file, ".pcapng") {
+		r, err := pcapgo.NewNgReader(fh, pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		next = r.ReadPacketData
+	} else {
+		r, err := pcapgo.NewReader(fh)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		next = r.ReadPacketData
+	}
+	var out [][]byte
+	for {
+		data, _, err := next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, data)
+	}
+}
+
+// TestHostilePcapng: files that would make pcapgo allocate gigabytes or
+// divide by zero are refused with an error.
+func TestHostilePcapng(t *testing.T) {
+	le := binary.LittleEndian
+	shb := func() []byte {
+		b := le.AppendUint32(nil, 0x0a0d0d0a)
+		b = le.AppendUint32(b, 28)
+		b = le.AppendUint32(b, 0x1a2b3c4d)
+		b = le.AppendUint32(b, 1)
+		b = le.AppendUint64(b, ^uint64(0))
+		return le.AppendUint32(b, 28)
+	}
+	idb := func(snap uint32, opts ...byte) []byte {
+		n := uint32(20 + len(opts))
+		b := le.AppendUint32(nil, 1)
+		b = le.AppendUint32(b, n)
+		b = le.AppendUint32(b, 1)
+		b = le.AppendUint32(b, snap)
+		b = append(b, opts...)
+		return le.AppendUint32(b, n)
+	}
+	epb := func(capLen uint32, data int) []byte {
+		n := uint32(32 + data)
+		b := le.AppendUint32(nil, 6)
+		b = le.AppendUint32(b, n)
+		b = append(b, make([]byte, 12)...)
+		b = le.AppendUint32(b, capLen)
+		b = le.AppendUint32(b, capLen)
+		b = append(b, make([]byte, data)...)
+		return le.AppendUint32(b, n)
+	}
+	tsresol := func(e byte) []byte { return []byte{9, 0, 1, 0, e, 0, 0, 0, 0, 0, 0, 0} }
+	tests := []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"capture length beyond block", cat(shb(), idb(0xffffffff), epb(0xfffffff0, 64)), "capture length beyond its block"},
+		{"binary resolution 2^-100", cat(shb(), idb(65535, tsresol(0x80|100)...), epb(60, 60)), "timestamp resolution"},
+		{"decimal resolution 10^-70", cat(shb(), idb(65535, tsresol(70)...), epb(60, 60)), "timestamp resolution"},
+		{"block length not a multiple of 4", cat(shb(), []byte{1, 0, 0, 0, 13, 0, 0, 0}), "bad length"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Scan(bytes.NewReader(tc.file), func(*Packet) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// Snaplen 0 means "unlimited" in pcapng: still read, with a bounded buffer.
+	res, err := Scan(bytes.NewReader(cat(shb(), idb(0), epb(60, 60))), func(*Packet) error { return nil })
+	if err != nil || res.Frames != 1 {
+		t.Fatalf("snaplen 0: %d frames, %v; want 1 frame", res.Frames, err)
+	}
+}
