@@ -184,7 +184,11 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 // WriteText prints the comparison as a table, one line per measurement, and
 // a closing line with the counts.
 func (c *Comparison) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n\n", refName(c.A), c.A.Status, refName(c.B), c.B.Status)
+	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n", refName(c.A), c.A.Status, refName(c.B), c.B.Status)
+	if c.A.Lab != c.B.Lab {
+		fmt.Fprintf(w, "note: the runs are of different labs (%q and %q); only same-named workloads match\n", c.A.Lab, c.B.Lab)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tMETRIC\tSIZE\tA\tB\tCHANGE\tLIMIT\tRESULT")
 	for _, d := range c.Deltas {

@@ -98,6 +98,13 @@ func TestCompareDirection(t *testing.T) {
 			t.Errorf("%s %v → %v: %+v, want %s", tc.metric, tc.a, tc.b, c.Deltas, tc.want)
 		}
 	}
+	// runs of different labs are compared, with a note
+	var buf bytes.Buffer
+	other := run("bw_avg", 1)
+	other.Lab = "other"
+	if err := Compare(run("bw_avg", 1), other, CompareOptions{}).WriteText(&buf); err != nil || !bytes.Contains(buf.Bytes(), []byte("different labs")) {
+		t.Errorf("no note on different labs: %v\n%s", err, buf.String())
+	}
 	// a measurement only B has is reported, not failed
 	c := Compare(&Run{}, run("bw_avg", 1), CompareOptions{})
 	if c.Failed() || c.New != 1 {
