@@ -195,6 +195,10 @@ func TestShowCmd(t *testing.T) {
 	if _, out, _ := execute(t, newShowCmd(), "--render", dir); !strings.Contains(out, "**NOT HELD**") {
 		t.Errorf("show --render:\n%s", out)
 	}
+	code, out, errText = execute(t, newShowCmd(), fixtureRuns)
+	if code != exitOK || !strings.Contains(errText, "newest run") || !strings.Contains(out, "`"+runFailed+"`") {
+		t.Errorf("show of a runs folder: exit %d, stderr %q\n%s", code, errText, out)
+	}
 	if code, _, errText := execute(t, newShowCmd(), t.TempDir()); code != exitFail || !strings.Contains(errText, "not a run directory") {
 		t.Errorf("show of a non-run: exit %d, %q", code, errText)
 	}
@@ -210,7 +214,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"compare", runBase, runDrop}, exitFail},
 		{[]string{"runs", "--last", fixtureRuns}, exitOK},
 		{[]string{"show", "--render", runBase}, exitOK},
-		{[]string{"show", filepath.Join(fixtureRuns, "nightly")}, exitFail},
+		{[]string{"show", filepath.Join(fixtureRuns, "nightly")}, exitOK}, // the newest run
+		{[]string{"show", filepath.Join(fixtureRuns, "missing")}, exitFail},
 	} {
 		if got := run(tc.args); got != tc.code {
 			t.Errorf("rlab %s: exit %d, want %d", strings.Join(tc.args, " "), got, tc.code)

@@ -20,10 +20,18 @@ func newShowCmd() *cobra.Command {
 bandwidth, message rate and latency percentiles (medians over repeats), the
 expects and whether they held, RDMA vs TCP, and where the run's files are.
 When the run has no summary.md (or with --render) it is rendered from
-results.json.`,
+results.json. Given a folder of runs (runs/, runs/<lab>/) it shows the newest.`,
+		Example: `  rlab show runs/nightly/2026-11-20T020000Z
+  rlab show runs/nightly        # the newest run of the lab`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
+			if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); errors.Is(err, os.ErrNotExist) {
+				if runs, _ := results.ListRuns(dir); len(runs) > 0 {
+					dir = runs[len(runs)-1].Dir
+					fmt.Fprintf(cmd.ErrOrStderr(), "showing the newest run under %s: %s\n", args[0], dir)
+				}
+			}
 			if !render {
 				b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
 				if err == nil {

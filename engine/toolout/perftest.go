@@ -47,6 +47,7 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 		cols     []column
 		rows     []row
 		inHeader bool
+		gidFor   *string // which GID the next "GID:" line is
 	)
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
@@ -82,9 +83,20 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 			inHeader = true
 			continue
 		case strings.HasPrefix(t, "local address:"):
-			inHeader = false
+			inHeader, gidFor = false, &info.LocalGID
 			continue
-		case strings.HasPrefix(t, "remote address:"), strings.HasPrefix(t, "GID:"), strings.HasPrefix(t, "*"):
+		case strings.HasPrefix(t, "remote address:"):
+			gidFor = &info.RemoteGID
+			continue
+		case strings.HasPrefix(t, "GID:"):
+			// the GID of the address line above, as perftest prints it:
+			// 16 decimal-or-hex bytes "00:...:255:255:10:99:00:02"
+			if gidFor != nil && *gidFor == "" {
+				*gidFor = strings.TrimSpace(strings.TrimPrefix(t, "GID:"))
+			}
+			gidFor = nil
+			continue
+		case strings.HasPrefix(t, "*"):
 			continue
 		}
 		if inHeader {

@@ -61,7 +61,10 @@ type Info struct {
 	DataExchg  string `json:"data_exchange,omitempty"` // "Ethernet" or "rdma_cm"
 	// BWUnit is the bandwidth unit the tool printed ("Gb/sec" or "MB/sec");
 	// samples are converted to Gb/s.
-	BWUnit    string `json:"bw_unit,omitempty"`
+	BWUnit string `json:"bw_unit,omitempty"`
+	// LocalGID and RemoteGID are the GIDs the tool reports for its QP and
+	// its peer's, as printed (pingpong: "::ffff:10.99.0.2"; perftest:
+	// "00:00:...:255:255:10:99:00:02").
 	LocalGID  string `json:"local_gid,omitempty"`
 	RemoteGID string `json:"remote_gid,omitempty"`
 	// Warnings are lines the tool printed that did not stop it, e.g.

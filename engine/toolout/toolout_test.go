@@ -246,6 +246,27 @@ func TestFigures(t *testing.T) {
 	}
 }
 
+func TestGIDs(t *testing.T) {
+	for _, tc := range []struct{ file, local, remote string }{
+		{"ib_write_bw.client.txt", "00:00:00:00:00:00:00:00:00:00:255:255:10:99:00:02", "00:00:00:00:00:00:00:00:00:00:255:255:10:99:00:01"},
+		{"ib_write_bw_rdma_cm.server.txt", "00:00:00:00:00:00:00:00:00:00:255:255:10:99:00:01", "00:00:00:00:00:00:00:00:00:00:255:255:10:99:00:02"},
+		{"ibv_rc_pingpong.client.txt", "::ffff:10.99.0.2", "::ffff:10.99.0.1"},
+	} {
+		in, err := os.ReadFile(filepath.Join(fixtures, tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool, opts := fixtureCase(t, tc.file)
+		_, info, err := Parse(tool, in, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.LocalGID != tc.local || info.RemoteGID != tc.remote {
+			t.Errorf("%s: GIDs %q, %q; want %q, %q", tc.file, info.LocalGID, info.RemoteGID, tc.local, tc.remote)
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		tool string
