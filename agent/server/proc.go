@@ -118,7 +118,10 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 	cmd.Dir = s.opts.WorkDir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group, so stop and timeout reach whatever it forks; and
+	// SIGKILL from the kernel should the agent itself be killed (-9) before
+	// it can clean up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	stdout.Close()
 	stderr.Close()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -502,4 +503,35 @@ func TestProcExitCodeAndOutput(t *testing.T) {
 	if e := c.call(proto.MethodProcStart, proto.ProcStartParams{Handle: "y", Argv: []string{"true"}}, nil); e == nil || e.Code != proto.CodeExists {
 		t.Errorf("reused handle: %v, want %s", e, proto.CodeExists)
 	}
+}
+
+// TestAgentKilledTakesChildren: an agent killed with SIGKILL cannot clean
+// up; its children still die (Pdeathsig) instead of running on.
+func TestAgentKilledTakesChildren(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+t.TempDir())
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	c := newClient(t, in, out, done)
+	var st proto.ProcStarted
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "orphan", Argv: []string{"sleep", "1000"}}, &st)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, st.PID)
 }

@@ -117,6 +117,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// everything it started is stopped first.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// A dropped link closes stdout; without this the first write would kill
+	// the agent with SIGPIPE before it stops its children. Notify (not
+	// Ignore) so the children still get the default SIGPIPE behaviour.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	if err := srv.Serve(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("serve ended", "err", err)
 		return 1
