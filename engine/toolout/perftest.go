@@ -100,6 +100,10 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 			continue
 		}
 		if inHeader {
+			if isPerftestWarning(t) {
+				info.Warnings = append(info.Warnings, t)
+				continue
+			}
 			for _, m := range headerPair.FindAllStringSubmatch(l, -1) {
 				headerFact(&info, m[1], m[2])
 			}
@@ -115,7 +119,41 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 	if len(rows) == 0 {
 		return nil, info, fmt.Errorf("result table has no rows%s", errorHint(lines))
 	}
+	dropUnmeasuredPeak(rows, &info)
 	return rows, info, nil
+}
+
+// dropUnmeasuredPeak removes "BW peak" values of 0 beside a non-zero
+// average: perftest prints 0 when it did not measure the peak (the passive
+// side of send, -D runs, several QPs), and a 0 recorded as a measurement would
+// fail expects and comparisons for no reason.
+func dropUnmeasuredPeak(rows []row, info *Info) {
+	dropped := false
+	for i, r := range rows {
+		var peak, avg = -1.0, -1.0
+		for _, v := range r.values {
+			switch v.metric {
+			case "bw_peak":
+				peak = v.value
+			case "bw_avg":
+				avg = v.value
+			}
+		}
+		if peak != 0 || avg <= 0 {
+			continue
+		}
+		kept := r.values[:0:0]
+		for _, v := range r.values {
+			if v.metric != "bw_peak" {
+				kept = append(kept, v)
+			}
+		}
+		rows[i].values = kept
+		dropped = true
+	}
+	if dropped {
+		info.Warnings = append(info.Warnings, "BW peak reported as 0 (not measured on this side or in this mode): no bw_peak sample")
+	}
 }
 
 // isPerftestWarning tells the lines perftest prints around its report that

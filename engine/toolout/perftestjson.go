@@ -111,6 +111,7 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 	if !hasBWRows(rows) {
 		info.BWUnit = ""
 	}
+	dropUnmeasuredPeak(rows, &info)
 	return rows, info, nil
 }
 
