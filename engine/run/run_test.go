@@ -216,6 +216,12 @@ workload "after" {
 			if tt.errMatch != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), tt.errMatch)) {
 				t.Errorf("err = %v, want it to mention %q", res.Err, tt.errMatch)
 			}
+			if tt.status["hang"] == "timed_out" {
+				// The kernel log of the hung workload's host is kept.
+				if b, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "a", "logs", "dmesg.hang.txt")); err != nil || len(b) == 0 {
+					t.Errorf("dmesg tail of the hung workload: %q, %v", b, err)
+				}
+			}
 			r := readRun(t, res.Dir)
 			for _, w := range r.Workloads {
 				if want := tt.status[w.Name]; want != "" && w.Status != want {

@@ -1,0 +1,67 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// FuzzDownState feeds Down any state.json: it must never panic, and must
+// contact only hosts that have something of ours to undo.
+func FuzzDownState(f *testing.F) {
+	seed := State{Version: 1, Lab: "t", RunID: "t-1", Started: time.Unix(0, 0),
+		Hosts: []StateHost{{Name: "a", Address: "192.0.2.1", Port: 22}, {Name: "vm", VM: true}},
+		Effects: []steps.Effect{
+			{Host: "a", Kind: "rxe", ID: "rxe0", Created: true},
+			{Host: "a", Kind: "proc", ID: "p", PID: 1, Argv: []string{"x"}},
+			{Host: "vm", Kind: "capture", ID: "c"},
+		},
+		VMs: json.RawMessage(`{"vms":[]}`),
+	}
+	b, _ := json.Marshal(seed)
+	f.Add(b)
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"hosts":[{"name":"a"}],"effects":[{"host":"a","kind":"rxe","id":"x","created":true,"keep":true}]}`))
+	f.Add([]byte(`not json`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, StateFile), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var st State
+		valid := json.Unmarshal(data, &st) == nil
+		want := map[string]bool{}
+		if valid {
+			vm := map[string]bool{}
+			for _, h := range st.Hosts {
+				vm[h.Name] = h.VM
+			}
+			for _, e := range st.Effects {
+				if !e.Undone && !(e.Kind == "rxe" && (!e.Created || e.Keep)) && !vm[e.Host] {
+					want[e.Host] = true
+				}
+			}
+		}
+		contacted := map[string]bool{}
+		conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+			contacted[tg.Name] = true
+			return nil, errors.New("unreachable")
+		})
+		_, err := Down(context.Background(), dir, DownOptions{Connector: conn, Parallel: 1,
+			StopVMs: func(context.Context, []byte) error { return nil }})
+		if !valid && err == nil {
+			t.Error("down accepted a state.json that is not JSON")
+		}
+		for h := range contacted {
+			if !want[h] {
+				t.Errorf("down contacted host %q with nothing to undo", h)
+			}
+		}
+	})
+}
