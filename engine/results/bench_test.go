@@ -18,12 +18,12 @@ func classRun(scale float64) *Run {
 		for rep := 0; rep < 3; rep++ {
 			for _, size := range []int64{4096, 65536, 1 << 20} {
 				for _, m := range []string{"bw_peak", "bw_avg", "msg_rate"} {
-					r.Samples = append(r.Samples, Sample{Metric: m, Value: scale * float64(size) / 1e6, Unit: "Gb/s",
+					r.Samples = append(r.Samples, Sample{Metric: m, Value: scale * float64(size) / 1e6, Unit: unitOf(m),
 						Meta: Meta{Workload: bw, Tool: "ib_write_bw", Size: size, Repeat: rep, Hosts: hosts}})
 				}
 			}
 			for _, m := range []string{"lat_min", "lat_typical", "lat_p99", "lat_p999"} {
-				r.Samples = append(r.Samples, Sample{Metric: m, Value: 600 / scale, Unit: "usec",
+				r.Samples = append(r.Samples, Sample{Metric: m, Value: 600 / scale, Unit: unitOf(m),
 					Meta: Meta{Workload: lat, Tool: "ib_write_lat", Size: 2, Repeat: rep, Hosts: hosts}})
 			}
 		}
@@ -55,4 +55,9 @@ func BenchmarkJUnitClass(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func unitOf(metric string) string {
+	m, _ := MetricByName(metric)
+	return m.Unit
 }

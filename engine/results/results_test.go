@@ -176,6 +176,27 @@ func TestSummaryGolden(t *testing.T) {
 	}
 }
 
+// TestSummaryClass checks the compact form of a large lab: one row per
+// workload, problems listed once.
+func TestSummaryClass(t *testing.T) {
+	r := classRun(1)
+	r.Workloads = r.Workloads[:20] // 10 pairs
+	r.Workloads[4].Status, r.Workloads[4].Error = StatusFailed, "connect to host \"s002\": connection refused"
+	r.Workloads[2].Expects[0].Held = false
+	r.Workloads[2].Expects[0].Message = "too slow"
+	got := Summary(r, "runs/class/bench")
+	checkGolden(t, "summary-class.golden.md", got)
+	for _, want := range []string{"20 workloads: 19 ok, 1 failed.", "## ib_write_bw (10 workloads)", "| bw_002 | s002 → c002 | **FAILED** |",
+		"| bw_001 | s001 → c001 | ok | **0/1 held** | 1 MiB | 1.049 | 1.049 | 1.049 |", "## Problems", "connection refused", "too slow"} {
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("class summary lacks %q", want)
+		}
+	}
+	if bytes.Contains(got, []byte("## bw_000")) {
+		t.Error("class summary has per-workload sections")
+	}
+}
+
 func TestSummaryEscapes(t *testing.T) {
 	r := &Run{Lab: "l|ab", Status: RunError, Error: "host `x` <b>unreachable</b>\nsecond line",
 		Workloads: []Workload{{Name: "w|1", Tool: "exec", Status: StatusFailed, Error: "exit 1: a|b"}}}

@@ -44,6 +44,10 @@ func Summary(r *Run, dir string) []byte {
 	}
 	w("\n")
 
+	if len(r.Workloads) >= compactAt {
+		compactSections(&b, r)
+		return b.Bytes()
+	}
 	if len(r.Workloads) > 0 {
 		w("## Workloads\n\n| workload | tool | hosts | status | duration | expects |\n|---|---|---|---|---:|---|\n")
 		for _, wl := range r.Workloads {
@@ -73,6 +77,129 @@ func Summary(r *Run, dir string) []byte {
 	}
 	rdmaVsTCP(&b, r, aggs)
 	return b.Bytes()
+}
+
+// compactAt is the number of workloads from which the summary has one
+// table per tool, a row per workload (a class lab of 100 pairs), instead of a
+// section per workload.
+const compactAt = 16
+
+// compactSections writes the summary of a large lab: per tool, one row per
+// workload with its status, expects and headline figures (medians at the
+// largest message size, or the smallest for latency tools), then the
+// problems in full.
+func compactSections(b *bytes.Buffer, r *Run) {
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	aggs := Aggregate(r.Samples)
+	byWL := map[string][]Agg{}
+	for _, a := range aggs {
+		byWL[a.Workload] = append(byWL[a.Workload], a)
+	}
+	var tools []string
+	byTool := map[string][]Workload{}
+	for _, wl := range r.Workloads {
+		if _, ok := byTool[wl.Tool]; !ok {
+			tools = append(tools, wl.Tool)
+		}
+		byTool[wl.Tool] = append(byTool[wl.Tool], wl)
+	}
+	counts := map[string]int{}
+	for _, wl := range r.Workloads {
+		counts[wl.Status]++
+	}
+	w("%d workloads: %d ok", len(r.Workloads), counts[StatusOK])
+	for _, st := range []string{StatusFailed, StatusTimedOut, StatusSkipped} {
+		if counts[st] > 0 {
+			w(", %d %s", counts[st], strings.ReplaceAll(st, "_", " "))
+		}
+	}
+	w(".\n\n")
+	for _, tool := range tools {
+		wls := byTool[tool]
+		smallest := strings.HasSuffix(tool, "_lat") || strings.HasSuffix(tool, "_pingpong")
+		var metrics []string
+		units := map[string]string{}
+		for _, wl := range wls {
+			for _, a := range byWL[wl.Name] {
+				if _, ok := units[a.Metric]; !ok && a.Metric != "exit_code" && a.Metric != "duration" {
+					units[a.Metric] = a.Unit
+					metrics = append(metrics, a.Metric)
+				}
+			}
+		}
+		sortMetrics(metrics)
+		w("## %s (%d workloads)\n\n| workload | hosts | status | expects | size |", mdText(tool), len(wls))
+		for _, m := range metrics {
+			w(" %s (%s) |", m, units[m])
+		}
+		w("\n|---|---|---|---|---:|%s\n", strings.Repeat("---:|", len(metrics)))
+		for _, wl := range wls {
+			pick := map[string]Agg{}
+			var size int64 = -1
+			for _, a := range byWL[wl.Name] {
+				if size == -1 || (smallest && a.Size < size) || (!smallest && a.Size > size) {
+					size = a.Size
+				}
+			}
+			for _, a := range byWL[wl.Name] {
+				if a.Size == size {
+					pick[a.Metric] = a
+				}
+			}
+			sz := "–"
+			if size > 0 {
+				sz = HumanSize(size)
+			}
+			w("| %s | %s | %s | %s | %s |", mdCell(wl.Name), mdCell(strings.Join(wl.Hosts, " → ")), statusWord(wl.Status), expectCount(wl.Expects), sz)
+			for _, m := range metrics {
+				if a, ok := pick[m]; ok {
+					w(" %s |", FormatValue(a.Median))
+				} else {
+					w(" |")
+				}
+			}
+			w("\n")
+		}
+		w("\n")
+	}
+	var problems []string
+	for _, wl := range r.Workloads {
+		if wl.Status != StatusOK && wl.Status != StatusSkipped {
+			p := fmt.Sprintf("- %s (%s): %s", mdText(wl.Name), statusWord(wl.Status), mdText(oneLine(wl.Error)))
+			problems = append(problems, p)
+		}
+		for _, e := range wl.Expects {
+			if !e.Held {
+				p := fmt.Sprintf("- %s: expect `%s` did not hold", mdText(wl.Name), mdCode(e.Condition))
+				if e.Message != "" {
+					p += ": " + mdText(oneLine(e.Message))
+				}
+				problems = append(problems, p)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		w("## Problems\n\n%s\n\n", strings.Join(problems, "\n"))
+	}
+}
+
+// sortMetrics orders metric names as the Metrics table does.
+func sortMetrics(names []string) {
+	idx := map[string]int{}
+	for i, m := range Metrics {
+		idx[m.Name] = i
+	}
+	rank := func(n string) int {
+		if i, ok := idx[n]; ok {
+			return i
+		}
+		return len(Metrics)
+	}
+	for i := 1; i < len(names); i++ {
+		for j := i; j > 0 && rank(names[j]) < rank(names[j-1]); j-- {
+			names[j], names[j-1] = names[j-1], names[j]
+		}
+	}
 }
 
 func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
