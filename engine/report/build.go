@@ -21,8 +21,10 @@ import (
 
 // Options changes how a report is built. The zero value is the default.
 type Options struct {
-	// Summarize reads one capture file; nil uses the built-in RoCEv2 reader.
+	// Summarize reads one capture file; nil uses SummarizePcap.
 	Summarize Summarizer
+	// NoGraphviz leaves the topology picture out (its DOT stays).
+	NoGraphviz bool
 }
 
 // maxSource bounds how much of one lab file is shown inline.
@@ -50,10 +52,11 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b.files()
 	doc := b.runDoc()
 	b.lab(doc)
-	b.hosts()
+	b.hosts(doc)
 	b.workloads(doc)
 	b.compare()
 	b.captures()
+	b.topology()
 	return d, nil
 }
 
@@ -184,16 +187,42 @@ func labHeader(filename string, src []byte) (name, desc string) {
 	return "", ""
 }
 
-func (b *builder) hosts() {
+// hosts lists every hosts/<slug>/ folder: first in the order the
+// workloads name them (server before client), then the rest by name.
+func (b *builder) hosts(doc *runDoc) {
 	b.d.Hosts = []Host{}
-	seen := map[string]bool{}
+	present := map[string]bool{}
+	var slugs []string
 	for _, f := range b.all {
 		parts := strings.Split(f.Path, "/")
-		if len(parts) < 3 || parts[0] != "hosts" || seen[parts[1]] {
-			continue
+		if len(parts) >= 3 && parts[0] == "hosts" && !present[parts[1]] {
+			present[parts[1]] = true
+			slugs = append(slugs, parts[1])
 		}
-		seen[parts[1]] = true
-		b.d.Hosts = append(b.d.Hosts, b.host(parts[1]))
+	}
+	rank := map[string]int{}
+	for _, w := range doc.Workloads {
+		for _, h := range w.Hosts {
+			if s := slugOf(h); present[s] {
+				if _, ok := rank[s]; !ok {
+					rank[s] = len(rank)
+				}
+			}
+		}
+	}
+	sort.SliceStable(slugs, func(i, j int) bool {
+		ri, oki := rank[slugs[i]]
+		rj, okj := rank[slugs[j]]
+		switch {
+		case oki && okj:
+			return ri < rj
+		case oki != okj:
+			return oki
+		}
+		return slugs[i] < slugs[j]
+	})
+	for _, s := range slugs {
+		b.d.Hosts = append(b.d.Hosts, b.host(s))
 	}
 }
 

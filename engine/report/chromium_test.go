@@ -74,6 +74,9 @@ func TestChromiumRendersReport(t *testing.T) {
 	if !regexp.MustCompile(`<rect class="bar"[^>]*height="[1-9]`).MatchString(dom) {
 		t.Errorf("no bar has a visible height")
 	}
+	if _, err := exec.LookPath("dot"); err == nil && !strings.Contains(dom, `<img src="data:image/svg+xml;base64,`) {
+		t.Errorf("graphviz is installed but the topology picture is missing")
+	}
 	checkConsole(t, log)
 
 	png := filepath.Join(t.TempDir(), "report.png")

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	reporttmpl "github.com/rlab-dev/rlab/templates/report"
@@ -23,6 +24,7 @@ var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"join":        strings.Join,
 	"href":        href,
 	"statusClass": statusClass,
+	"num":         isNum,
 }).ParseFS(reporttmpl.FS, "report.html.tmpl"))
 
 // Render writes report.html into runDir from what the directory holds.
@@ -85,6 +87,14 @@ func href(p string) string {
 		segs[i] = url.PathEscape(s)
 	}
 	return "./" + strings.Join(segs, "/")
+}
+
+// isNum is true for a cell that reads as a number ("12", "0.5", "20.0 %"),
+// which the table aligns right.
+func isNum(s string) bool {
+	s = strings.TrimSuffix(s, " %")
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // statusClass maps a status word to a CSS class (ok, bad or neutral).

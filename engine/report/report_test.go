@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -89,5 +92,48 @@ func TestRenderWritesReport(t *testing.T) {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}
+	}
+}
+
+// TestTopology: the report carries the lab's topology as DOT always, and
+// as a picture when graphviz is installed.
+func TestTopology(t *testing.T) {
+	dir := copyDir(t, fixture)
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Topology == nil || !strings.Contains(d.Topology.DOT, "node GUID 5054:00ff:fe99:0002") || d.Topology.Image != "" {
+		t.Fatalf("topology without graphviz = %+v, want the DOT with the facts' GUIDs and no picture", d.Topology)
+	}
+	if _, err := exec.LookPath("dot"); err != nil {
+		t.Skip("no graphviz dot on PATH")
+	}
+	d, err = Build(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(d.Topology.Image), "data:image/svg+xml;base64,") {
+		t.Errorf("topology picture = %.60q, want an SVG data URL", d.Topology.Image)
+	}
+}
+
+// TestTopologyNeedsVars: a lab whose variable has no default cannot be
+// loaded from the run directory alone; the report says so and renders.
+func TestTopologyNeedsVars(t *testing.T) {
+	dir := copyDir(t, fixture)
+	lab := "lab \"v\" {}\nvariable \"addr\" { type = string }\nhost \"a\" { address = var.addr }\n"
+	if err := os.WriteFile(filepath.Join(dir, "lab/quickstart.hcl"), []byte(lab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Topology == nil || d.Topology.DOT != "" || !strings.Contains(d.Topology.Note, "--var") {
+		t.Errorf("topology = %+v, want a note pointing to rlab graph --var", d.Topology)
+	}
+	if err := Write(io.Discard, d); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,57 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/graph"
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+// Topology is the lab's topology graph: the DOT text always, an SVG
+// picture when Graphviz is installed where the report is rendered.
+type Topology struct {
+	// Image is the SVG as a data: URL for an <img> element. An image
+	// cannot run script, so dot's output is shown without trusting it.
+	Image template.URL
+	DOT   string
+	Note  string
+}
+
+// topologyTimeout bounds dot on a very large class lab.
+const topologyTimeout = 30 * time.Second
+
+func (b *builder) topology() {
+	g, _, err := graph.Load(b.dir, lab.LoadOptions{})
+	if err != nil {
+		// A lab whose variables had no defaults needs its -var values,
+		// which a run directory does not keep; the rest of the report
+		// does not need the lab model.
+		b.d.Topology = &Topology{Note: "The topology could not be drawn: the lab files under lab/ do not load on their own (" + err.Error() + "). rlab graph --var NAME=VALUE RUN_DIR draws it."}
+		return
+	}
+	var dot bytes.Buffer
+	if err := graph.WriteDOT(&dot, g); err != nil {
+		return
+	}
+	t := &Topology{DOT: dot.String()}
+	b.d.Topology = t
+	if b.opts.NoGraphviz {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), topologyTimeout)
+	defer cancel()
+	var svg bytes.Buffer
+	switch err := graph.WriteSVG(ctx, &svg, g); {
+	case errors.Is(err, graph.ErrNoDot):
+		t.Note = "Install Graphviz (apt-get install graphviz) and run rlab report again to draw this graph; its DOT source is below."
+	case err != nil:
+		t.Note = "Graphviz could not draw the topology: " + err.Error()
+	default:
+		t.Image = template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg.Bytes()))
+	}
+}
