@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -53,12 +54,18 @@ func (r *runner) select_() error {
 		}
 	}
 	if len(want) == 0 {
-		// A full run prepares everything the lab declares, used or not.
-		for _, h := range r.lab.Hosts {
-			usedHost[h] = true
-		}
+		// A full run prepares every rxe device and capture the lab declares.
+		// Hosts no rxe, capture or workload uses (jump hosts) get no agent.
 		for _, x := range r.lab.RXEs {
 			usedRXE[x] = true
+		}
+		for _, c := range r.lab.Captures {
+			usedHost[c.Host] = true
+		}
+	}
+	for _, x := range r.lab.RXEs {
+		if usedRXE[x] {
+			usedHost[x.Host] = true
 		}
 	}
 	for _, h := range r.lab.Hosts {
@@ -68,7 +75,7 @@ func (r *runner) select_() error {
 	}
 	for _, x := range r.lab.RXEs {
 		if usedRXE[x] {
-			usedHost[x.Host] = true
+			r.labRXEs = append(r.labRXEs, x)
 			r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Keep: x.Keep})
 		}
 	}
@@ -121,6 +128,7 @@ func (r *runner) select_() error {
 				window = fmt.Sprintf("%s+%d", cw.during[0].lab.Slug, len(cw.during)-1)
 			}
 		}
+		r.labCaptures = append(r.labCaptures, c)
 		cw.step = &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name, Netdev: c.Netdev, Filter: c.Filter,
 			Snaplen: c.Snaplen, MaxBytes: c.MaxBytes, Window: window}
 		cw.remaining = len(cw.during)
@@ -182,6 +190,21 @@ type PlanStep struct {
 type Plan struct {
 	Lab   string     `json:"lab"`
 	Steps []PlanStep `json:"steps"`
+}
+
+// planJSON is the plan.json document: engine/plan's plan of what this run
+// runs (the same as `rlab plan -json` without --only), or, should that fail,
+// the engine's own step list.
+func (r *runner) planJSON() any {
+	sub := *r.lab
+	sub.Workloads, sub.RXEs, sub.Captures = nil, r.labRXEs, r.labCaptures
+	for _, n := range r.workloads {
+		sub.Workloads = append(sub.Workloads, n.lab)
+	}
+	if p, err := plan.New(&sub); err == nil {
+		return p
+	}
+	return r.plan()
 }
 
 func (r *runner) plan() *Plan {

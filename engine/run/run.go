@@ -143,11 +143,13 @@ type runner struct {
 	ev      *events
 	env     *steps.Env
 
-	hosts     []*lab.Host // hosts this run uses
-	rxes      []*steps.RXE
-	captures  []*captureWindow
-	workloads []*workloadNode
-	vms       VMSet
+	hosts       []*lab.Host // hosts this run uses
+	rxes        []*steps.RXE
+	labRXEs     []*lab.RXE
+	labCaptures []*lab.Capture
+	captures    []*captureWindow
+	workloads   []*workloadNode
+	vms         VMSet
 
 	mu      sync.Mutex
 	conns   map[string]Host
@@ -223,7 +225,7 @@ func (r *runner) prepare() error {
 	if err := writeLabFiles(r.dir, r.lab); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.plan()); err != nil {
+	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.planJSON()); err != nil {
 		return err
 	}
 	st := State{Lab: r.lab.Name, RunID: r.runID, Started: now}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,21 +293,26 @@ workload "cd" {
 			t.Errorf("%s started %v, after a1 ended %v: disjoint workloads must run at once", w, start[w], end["a1"])
 		}
 	}
-	// plan.json has the same dependencies.
-	var p Plan
+	// plan.json is engine/plan's plan: the same order as waves.
+	var p struct {
+		Waves []struct {
+			Wave      int
+			Workloads []string
+		}
+	}
 	b, _ := os.ReadFile(filepath.Join(res.Dir, "plan.json"))
 	if err := json.Unmarshal(b, &p); err != nil {
 		t.Fatal(err)
 	}
-	deps := map[string][]string{}
-	for _, s := range p.Steps {
-		deps[s.ID] = s.DependsOn
+	wave := map[string]int{}
+	for _, w := range p.Waves {
+		for _, n := range w.Workloads {
+			wave[n] = w.Wave
+		}
 	}
-	if d := deps["workload.ab"]; !slices.Contains(d, "workload.a2") || !slices.Contains(d, "workload.b1") {
-		t.Errorf("plan: workload.ab depends on %v, want workload.a2 and workload.b1", d)
-	}
-	if d := deps["workload.cd"]; slices.Contains(d, "workload.ab") {
-		t.Errorf("plan: workload.cd depends on %v; it shares no host with ab", d)
+	want := map[string]int{"a1": 1, "b1": 1, "cd": 1, "a2": 2, "ab": 3}
+	if !maps.Equal(wave, want) {
+		t.Errorf("plan.json waves = %v, want %v", wave, want)
 	}
 }
 
@@ -346,6 +352,11 @@ func TestRunUnreachableHost(t *testing.T) {
 workload "x" {
   tool = "exec"
   host = host.a
+  command = ["true"]
+}
+workload "y" {
+  tool = "exec"
+  host = host.b
   command = ["true"]
 }`)
 	res := Run(context.Background(), l, Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r")})
