@@ -499,3 +499,32 @@ workload "use" {
 		}
 	}
 }
+
+// TestRunNoRXE: on a kernel without rdma_rxe (this machine) the rxe step
+// fails with the agent's clear message, nothing runs, and the exit is 2.
+func TestRunNoRXE(t *testing.T) {
+	res, _ := runLab(t, twoHosts+`
+rxe "s" {
+  host   = host.a
+  netdev = "lo"
+}
+rxe "c" {
+  host   = host.b
+  netdev = "lo"
+}
+workload "bw" {
+  tool   = "ib_write_bw"
+  server = rxe.s
+  client = rxe.c
+}
+`, Options{})
+	if res.Code != ExitInfra {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	if !strings.Contains(res.Err.Error(), "rdma_rxe") || !strings.Contains(res.Err.Error(), `create rxe "rxe_lo" on lo of host "a"`) {
+		t.Errorf("err = %v, want the rxe step and rdma_rxe named", res.Err)
+	}
+	if res.Outcomes[0].Status != steps.StatusSkipped {
+		t.Errorf("workload %q, want skipped", res.Outcomes[0].Status)
+	}
+}
