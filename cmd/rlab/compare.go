@@ -16,6 +16,7 @@ func newCompareCmd() *cobra.Command {
 		threshold string
 		perMetric []string
 		asJSON    bool
+		asMD      bool
 		junitPath string
 	)
 	cmd := &cobra.Command{
@@ -36,7 +37,8 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 		Example: `  rlab compare runs/nightly/2026-11-20T020000Z runs/nightly/2026-11-21T020000Z
   rlab compare --threshold 5% --metric-threshold lat_p99=20% A B
   rlab compare --json A B > delta.json
-  rlab compare --junit compare.xml A B`,
+  rlab compare --junit compare.xml A B
+  rlab compare --markdown A B >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := results.CompareOptions{MetricThresholds: map[string]float64{}}
@@ -69,7 +71,14 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 			}
 			c := results.Compare(a, b, opts)
 			out := cmd.OutOrStdout()
-			if asJSON {
+			if asJSON && asMD {
+				return withCode(exitFail, fmt.Errorf("--json and --markdown: choose one"))
+			}
+			if asMD {
+				if err := c.WriteMarkdown(out); err != nil {
+					return withCode(exitFail, err)
+				}
+			} else if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(c); err != nil {
@@ -98,6 +107,7 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 	f.StringVar(&threshold, "threshold", "10%", "allowed change in the worse direction, for every metric without its own threshold")
 	f.StringArrayVar(&perMetric, "metric-threshold", nil, "`METRIC=PERCENT` threshold for one metric (repeatable), e.g. bw_avg=5%")
 	f.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	f.BoolVar(&asMD, "markdown", false, "print the comparison as a Markdown table (CI job summaries)")
 	f.StringVar(&junitPath, "junit", "", "also write the comparison as JUnit XML to `FILE`")
 	return cmd
 }

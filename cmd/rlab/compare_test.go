@@ -62,6 +62,8 @@ func TestCompareCmd(t *testing.T) {
 		{name: "looser limits pass", args: []string{"--threshold", "25%", "--metric-threshold", "bw_avg=21%", runBase, runDrop}, code: exitOK},
 		{name: "per-metric limit", args: []string{"--metric-threshold", "bw_peak=30", "--metric-threshold", "msg_rate=30", "--metric-threshold", "bw_avg=30", runBase, runDrop}, code: exitOK},
 		{name: "failed workload is missing", args: []string{runBase, runFailed}, code: exitFail, out: []string{"MISSING in B"}},
+		{name: "markdown", args: []string{"--markdown", runBase, runDrop}, code: exitFail, out: []string{"## rlab compare: **FAIL**", "| write_bw | bw_avg | 64 KiB |"}},
+		{name: "json and markdown", args: []string{"--markdown", "--json", runBase, runDrop}, code: exitFail, errText: "choose one"},
 		{name: "bad threshold", args: []string{"--threshold", "lots", runBase, runNoise}, code: exitFail, errText: "--threshold"},
 		{name: "unknown metric", args: []string{"--metric-threshold", "speed=5%", runBase, runNoise}, code: exitFail, errText: `unknown metric "speed"`},
 		{name: "not a run", args: []string{t.TempDir(), runNoise}, code: exitFail, errText: "not a run directory"},
@@ -263,8 +265,10 @@ func TestNightlyScript(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(out, "compare-junit.xml")); err != nil {
-			t.Errorf("night %s: no compare-junit.xml: %v\n%s", id, err, b)
+		for _, f := range []string{"compare-junit.xml", "compare.md", "compare.txt", "run-dir"} {
+			if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+				t.Errorf("night %s: no %s: %v\n%s", id, f, err, b)
+			}
 		}
 		return code, string(b)
 	}

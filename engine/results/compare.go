@@ -229,6 +229,50 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	return err
 }
 
+// WriteMarkdown prints the comparison as a Markdown table (for a CI job's
+// summary page or a pull request comment): regressions first.
+func (c *Comparison) WriteMarkdown(w io.Writer) error {
+	verdict := "PASS"
+	if c.Failed() {
+		verdict = "**FAIL**"
+	}
+	fmt.Fprintf(w, "## rlab compare: %s\n\nA `%s` (%s) → B `%s` (%s): %d regressed, %d missing, %d improved, %d within threshold, %d new.\n\n",
+		verdict, mdCode(refName(c.A)), c.A.Status, mdCode(refName(c.B)), c.B.Status, c.Regressed, c.Missing, c.Improved, c.Same, c.New)
+	fmt.Fprintf(w, "| workload | metric | size | A | B | change | limit | result |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	order := []string{DeltaRegressed, DeltaMissing, DeltaBetter, DeltaNew, DeltaSame, DeltaNoBase}
+	for _, st := range order {
+		for _, d := range c.Deltas {
+			if d.Status != st {
+				continue
+			}
+			size, av, bv, change := "", "–", "–", "–"
+			if d.Size > 0 {
+				size = HumanSize(d.Size)
+			}
+			if d.Status != DeltaNew {
+				av = FormatValue(d.A) + " " + d.Unit
+			}
+			if d.Status != DeltaMissing {
+				bv = FormatValue(d.B) + " " + d.Unit
+			}
+			if d.Status != DeltaNew && d.Status != DeltaMissing && d.Status != DeltaNoBase {
+				change = fmt.Sprintf("%+.1f%%", d.Change)
+			}
+			res := resultWord(d.Status, "higher is better")
+			if !d.HigherIsBetter {
+				res = resultWord(d.Status, "lower is better")
+			}
+			if d.Status == DeltaRegressed || d.Status == DeltaMissing {
+				res = "**" + res + "**"
+			}
+			if _, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %g%% | %s |\n", mdCell(d.Workload), d.Metric, size, av, bv, change, d.Threshold, res); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func resultWord(status, dir string) string {
 	switch status {
 	case DeltaRegressed:

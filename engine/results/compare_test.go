@@ -124,6 +124,14 @@ func TestCompareOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGolden(t, "compare-drop.golden.txt", buf.Bytes())
+	buf.Reset()
+	if err := c.WriteMarkdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "compare-drop.golden.md", buf.Bytes())
+	if !bytes.HasPrefix(buf.Bytes(), []byte("## rlab compare: **FAIL**")) || !bytes.Contains(buf.Bytes(), []byte("| write_bw | bw_peak | 4 KiB | 0.0501 Gb/s | 0.04008 Gb/s | -20.0% | 10% | **REGRESSED (higher is better)** |")) {
+		t.Errorf("markdown:\n%s", buf.String())
+	}
 	b, err := c.JUnit()
 	if err != nil {
 		t.Fatal(err)

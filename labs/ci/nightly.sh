@@ -10,7 +10,8 @@
 #   LAB_NAME    the lab's name, as in its lab "NAME" block (default: LAB_FILE's base name)
 #   THRESHOLD   allowed regression of every metric         (default: 10%)
 #   METRIC_THRESHOLDS  space-separated METRIC=PERCENT overrides, e.g. "bw_avg=5% lat_p99=25%"
-#   OUT         folder for the CI system: junit XML, compare output, run-dir path (default: ci-out)
+#   OUT         folder for the CI system (default: ci-out): run-junit.xml, compare-junit.xml,
+#               summary.md, compare.txt, compare.md, run-dir (the run directory's path)
 #   RUN_DIR     compare this existing run directory instead of running the lab
 #               (when another job ran it)
 #   RLAB_RUN_ARGS  extra arguments for `rlab run`, e.g. "-var server=10.0.0.5"
@@ -71,10 +72,11 @@ if [ -z "$prev" ]; then
 elif [ "$prev" = "$dir" ]; then
   echo "nightly: $dir is the baseline itself: nothing to compare"
 else
-  args=(compare --threshold "$THRESHOLD" --junit "$OUT/compare-junit.xml")
-  for mt in ${METRIC_THRESHOLDS:-}; do args+=(--metric-threshold "$mt"); done
-  "$RLAB" "${args[@]}" "$prev" "$dir" | tee "$OUT/compare.txt"
+  limits=(--threshold "$THRESHOLD")
+  for mt in ${METRIC_THRESHOLDS:-}; do limits+=(--metric-threshold "$mt"); done
+  "$RLAB" compare "${limits[@]}" --junit "$OUT/compare-junit.xml" "$prev" "$dir" | tee "$OUT/compare.txt"
   cmp_rc=${PIPESTATUS[0]}
+  "$RLAB" compare "${limits[@]}" --markdown "$prev" "$dir" >"$OUT/compare.md" 2>/dev/null
 fi
 
 # 4. Move the baseline forward only when everything passed.
