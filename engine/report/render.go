@@ -25,6 +25,7 @@ var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"href":        href,
 	"statusClass": statusClass,
 	"num":         isNum,
+	"hint":        hint,
 }).ParseFS(reporttmpl.FS, "report.html.tmpl"))
 
 // Render writes report.html into runDir from what the directory holds.
@@ -87,6 +88,19 @@ func href(p string) string {
 		segs[i] = url.PathEscape(s)
 	}
 	return "./" + strings.Join(segs, "/")
+}
+
+// hint explains a workload family's charts to a reader new to them.
+func hint(kind string) string {
+	switch kind {
+	case "bw":
+		return "perftest's bandwidth in Gb/s (10^9 bits per second) and message rate in millions of messages per second, for each message size; a point is the mean over repeats (hover it for the value)."
+	case "lat":
+		return "perftest's latency in microseconds for each message size: min, typical (median), average, 99th and 99.9th percentile and max. The gap between typical and p99 shows the jitter."
+	case "pingpong":
+		return "ibv_*_pingpong's throughput for each message size."
+	}
+	return ""
 }
 
 // isNum is true for a cell that reads as a number ("12", "0.5", "20.0 %"),
