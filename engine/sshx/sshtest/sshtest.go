@@ -10,15 +10,19 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -36,6 +40,7 @@ type Server struct {
 	Key     ssh.Signer   // the client key it accepts
 	KeyFile string       // Key as an unencrypted OpenSSH private key file
 	Handler Handler      // exec handler; nil: exit 0
+	SFTPDir string       // serve the sftp subsystem rooted here ("" none)
 	Silent  bool         // accept TCP, never speak SSH
 	DropN   atomic.Int32 // close this many next connections at once (MaxStartups)
 	Conns   atomic.Int32 // connections accepted
@@ -106,6 +111,40 @@ func WriteKey(t testing.TB, dir, name string, s ssh.Signer, passphrase string) s
 	}
 	return p
 }
+
+// ShellHandler runs each command with /bin/sh -c in home (as $HOME), as
+// sshd runs a user's command: a real shell and real processes, on this
+// machine, as the test's user.
+func ShellHandler(home string) Handler {
+	return func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		c := exec.Command("/bin/sh", "-c", cmd)
+		c.Dir = home
+		c.Env = []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL=C"}
+		c.Stdout, c.Stderr = stdout, stderr
+		// Copy stdin ourselves: exec would wait for a client that keeps
+		// stdin open after the command exited.
+		w, err := c.StdinPipe()
+		if err != nil {
+			return 127
+		}
+		c.WaitDelay = time.Second
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 127
+		}
+		go func() { io.Copy(w, stdin); w.Close() }()
+		if err := c.Wait(); err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return ee.ExitCode()
+			}
+			fmt.Fprintln(stderr, err)
+			return 127
+		}
+		return 0
+	}
+}
+
 
 // KnownHostsLine is the known_hosts line for this server's host key.
 func (s *Server) KnownHostsLine() string {
@@ -199,6 +238,16 @@ func (s *Server) handle(c net.Conn) {
 func (s *Server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
 	for r := range reqs {
+		if r.Type == "subsystem" && s.SFTPDir != "" {
+			r.Reply(true, nil)
+			srv, err := sftp.NewServer(ch, sftp.WithServerWorkingDirectory(s.SFTPDir))
+			if err != nil {
+				return
+			}
+			srv.Serve()
+			srv.Close()
+			return
+		}
 		if r.Type != "exec" {
 			r.Reply(false, nil)
 			continue

@@ -1,0 +1,442 @@
+package remote
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkg/sftp"
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/sshx"
+	"golang.org/x/crypto/ssh"
+)
+
+// StartOptions say how to start the agent on one host.
+type StartOptions struct {
+	Host   string // the host's name, for errors
+	RunID  string // [A-Za-z0-9._-]{1,128}
+	Become bool   // run it as root with sudo -n when the user isn't root
+	// WorkDir on the host; "" means <home>/.cache/rlab/runs/<RunID>.
+	WorkDir string
+	// OnEvent receives every event the agent streams (log, progress, ready).
+	OnEvent func(proto.Event)
+	// Stderr, when set, also receives the agent's stderr (its slog log) as
+	// it comes, e.g. the run's hosts/<name>/logs/agent.log.
+	Stderr io.Writer
+	// HelloTimeout bounds the wait for the hello; default 60s.
+	HelloTimeout time.Duration
+}
+
+// Limits on what a host can make us hold.
+const (
+	maxJunkBytes = 64 << 10 // login-script output before the hello
+	stderrTail   = 64 << 10 // agent stderr kept for errors and logs
+)
+
+// Agent is a running agent on one host and the client that speaks to it.
+type Agent struct {
+	Host      string
+	Hello     proto.Hello
+	Installed *Installed
+	client    *sshx.Client
+	sess      *ssh.Session
+	stdin     io.WriteCloser
+	opts      StartOptions
+	stderr    *tailBuffer
+
+	wmu     sync.Mutex // one line at a time on stdin
+	nextID  atomic.Uint64
+	mu      sync.Mutex
+	pending map[uint64]chan proto.Envelope
+	lostErr error
+	lost    chan struct{}
+
+	sftpOnce sync.Once
+	sftp     *sftp.Client
+	sftpErr  error
+	pulled   atomic.Int64
+}
+
+// CallError is an error the agent answered a call with.
+type CallError struct {
+	Host   string
+	Method string
+	Err    *proto.Error
+}
+
+func (e *CallError) Error() string {
+	s := fmt.Sprintf("host %q: %s: %s", e.Host, e.Method, e.Err.Message)
+	if len(e.Err.Command) > 0 {
+		s += fmt.Sprintf(" (command %q exited %d", e.Err.Command, e.Err.ExitCode)
+		if st := strings.TrimSpace(e.Err.Stderr); st != "" {
+			s += ": " + truncate(st, 2000)
+		}
+		s += ")"
+	}
+	return s
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// ErrAgentLost is wrapped by every error of an agent whose session ended.
+var ErrAgentLost = errors.New("agent lost")
+
+// Start launches `rlab-agent serve` as one long-lived session and reads its
+// hello. The session ends when the Agent is closed or the link drops; the
+// agent then stops everything it started.
+func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions) (*Agent, error) {
+	if err := validRunID(o.RunID); err != nil {
+		return nil, err
+	}
+	if o.WorkDir == "" {
+		o.WorkDir = path.Join(inst.Home, ".cache", "rlab", "runs", o.RunID)
+	}
+	if o.HelloTimeout == 0 {
+		o.HelloTimeout = 60 * time.Second
+	}
+	argv := []string{"exec"}
+	if o.Become && inst.UID != 0 {
+		argv = append(argv, "sudo", "-n", "--")
+	}
+	argv = append(argv, shellQuote(inst.Path), "serve", "--run-id", o.RunID, "--work-dir", shellQuote(o.WorkDir))
+	if o.Become && inst.UID != 0 {
+		argv = append(argv, "--owner", fmt.Sprintf("%d:%d", inst.UID, inst.GID))
+	}
+	sess, err := c.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("start agent: open session: %w", err)
+	}
+	a := &Agent{
+		Host: o.Host, Installed: inst, client: c, sess: sess, opts: o,
+		stderr:  &tailBuffer{max: stderrTail, also: o.Stderr},
+		pending: map[uint64]chan proto.Envelope{},
+		lost:    make(chan struct{}),
+	}
+	sess.Stderr = a.stderr
+	stdout, err := sess.StdoutPipe()
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("start agent: %w", err)
+	}
+	if a.stdin, err = sess.StdinPipe(); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("start agent: %w", err)
+	}
+	if err := sess.Start(strings.Join(argv, " ")); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("start agent: %w", err)
+	}
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	type helloResult struct {
+		h   proto.Hello
+		err error
+	}
+	hc := make(chan helloResult, 1)
+	go func() {
+		h, err := readHello(r)
+		hc <- helloResult{h, err}
+	}()
+	var hr helloResult
+	select {
+	case hr = <-hc:
+	case <-ctx.Done():
+		sess.Close()
+		return nil, fmt.Errorf("start agent: waiting for its hello: %w", ctx.Err())
+	case <-time.After(o.HelloTimeout):
+		sess.Close()
+		return nil, fmt.Errorf("start agent: no hello within %s%s", o.HelloTimeout, a.stderrNote())
+	}
+	if hr.err != nil {
+		// Let the session end so stderr is complete.
+		waitDone := make(chan struct{})
+		go func() { sess.Wait(); close(waitDone) }()
+		select {
+		case <-waitDone:
+		case <-time.After(2 * time.Second):
+		}
+		sess.Close()
+		return nil, fmt.Errorf("start agent: %w%s", a.explainStart(hr.err), a.stderrNote())
+	}
+	h := hr.h
+	if h.Proto != proto.Version {
+		sess.Close()
+		return nil, fmt.Errorf("start agent: it speaks protocol %d, this rlab speaks %d", h.Proto, proto.Version)
+	}
+	if h.Hash != inst.Hash {
+		sess.Close()
+		return nil, fmt.Errorf("start agent: it reports build hash %q, but we installed %s", truncate(h.Hash, 64), inst.Hash)
+	}
+	a.Hello = h
+	go a.readLoop(r)
+	return a, nil
+}
+
+func (a *Agent) explainStart(err error) error {
+	st := a.stderr.String()
+	switch {
+	case strings.Contains(st, "a password is required"), strings.Contains(st, "a terminal is required"):
+		return fmt.Errorf("sudo -n refused to run the agent as root without a password (become = true): give the user passwordless sudo for the agent (NOPASSWD), log in as root, or set become = false: %w", err)
+	case strings.Contains(st, "No space left"), strings.Contains(st, "no space left"):
+		return fmt.Errorf("the host's disk is full: %w", err)
+	}
+	return err
+}
+
+func (a *Agent) stderrNote() string {
+	if s := strings.TrimSpace(a.stderr.String()); s != "" {
+		return "; agent stderr: " + truncate(lastLines(s, 10), 2000)
+	}
+	return ""
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// readHello skips what a login script printed before the hello, bounded.
+func readHello(r *bufio.Reader) (proto.Hello, error) {
+	var junk int
+	var first string
+	for {
+		line, err := readLine(r, proto.MaxLine)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if first != "" {
+					return proto.Hello{}, fmt.Errorf("it exited before its hello (stdout began %q)", truncate(first, 120))
+				}
+				return proto.Hello{}, errors.New("it exited before its hello")
+			}
+			return proto.Hello{}, fmt.Errorf("read hello: %w", err)
+		}
+		trimmed := bytes.TrimSpace(line)
+		if bytes.HasPrefix(trimmed, []byte("{")) {
+			var h proto.Hello
+			if json.Unmarshal(trimmed, &h) == nil && h.Magic == proto.Magic {
+				return h, nil
+			}
+		}
+		if first == "" {
+			first = string(trimmed)
+		}
+		junk += len(line)
+		if junk > maxJunkBytes {
+			return proto.Hello{}, fmt.Errorf("no hello in the first %d bytes of its output (a login script printing a lot? it began %q)", maxJunkBytes, truncate(first, 120))
+		}
+	}
+}
+
+// readLine reads one newline-terminated line of at most max bytes.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var buf []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		buf = append(buf, frag...)
+		if len(buf) > max {
+			return nil, fmt.Errorf("line longer than %d bytes", max)
+		}
+		if err == nil {
+			return buf, nil
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(buf) > 0 && errors.Is(err, io.EOF) {
+			return buf, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+}
+
+func (a *Agent) readLoop(r *bufio.Reader) {
+	var err error
+	for {
+		var line []byte
+		line, err = readLine(r, proto.MaxLine)
+		if err != nil {
+			break
+		}
+		var env proto.Envelope
+		if jerr := json.Unmarshal(line, &env); jerr != nil {
+			err = fmt.Errorf("malformed line from agent: %v", jerr)
+			break
+		}
+		if env.Event != "" {
+			if a.opts.OnEvent != nil {
+				a.opts.OnEvent(proto.Event{ID: env.ID, Event: env.Event, Data: env.Data})
+			}
+			continue
+		}
+		a.mu.Lock()
+		ch := a.pending[env.ID]
+		delete(a.pending, env.ID)
+		a.mu.Unlock()
+		if ch != nil {
+			ch <- env
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = errors.New("its session ended")
+	}
+	// Tell the agent (and the session) we are done with it: a broken
+	// stream is not recoverable.
+	a.sess.Close()
+	a.sess.Wait()
+	a.mu.Lock()
+	a.lostErr = fmt.Errorf("agent on host %q lost: %w: %v%s", a.Host, ErrAgentLost, err, a.stderrNote())
+	pend := a.pending
+	a.pending = nil
+	a.mu.Unlock()
+	close(a.lost)
+	for _, ch := range pend {
+		close(ch)
+	}
+}
+
+// Call sends one request and waits for its response. Events for it go to
+// StartOptions.OnEvent. An error the agent answered is a *CallError
+// (errors.As to *proto.Error for its code).
+func (a *Agent) Call(ctx context.Context, method string, params, result any) error {
+	id := a.nextID.Add(1)
+	req := proto.Request{ID: id, Method: method}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("host %q: %s: encode params: %w", a.Host, method, err)
+		}
+		req.Params = b
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("host %q: %s: %w", a.Host, method, err)
+	}
+	ch := make(chan proto.Envelope, 1)
+	a.mu.Lock()
+	if a.pending == nil {
+		err := a.lostErr
+		a.mu.Unlock()
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	a.pending[id] = ch
+	a.mu.Unlock()
+	a.wmu.Lock()
+	_, werr := a.stdin.Write(append(line, '\n'))
+	a.wmu.Unlock()
+	if werr != nil {
+		a.forget(id)
+		select {
+		case <-a.lost:
+			return fmt.Errorf("%s: %w", method, a.lostErr)
+		case <-time.After(time.Second):
+		}
+		return fmt.Errorf("host %q: %s: send request: %w", a.Host, method, werr)
+	}
+	select {
+	case env, ok := <-ch:
+		if !ok {
+			return fmt.Errorf("%s: %w", method, a.lostErr)
+		}
+		if env.Error != nil {
+			return &CallError{Host: a.Host, Method: method, Err: env.Error}
+		}
+		if result != nil {
+			if err := json.Unmarshal(env.Result, result); err != nil {
+				return fmt.Errorf("host %q: %s: decode result: %w", a.Host, method, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		a.forget(id)
+		return fmt.Errorf("host %q: %s: %w", a.Host, method, ctx.Err())
+	}
+}
+
+func (a *Agent) forget(id uint64) {
+	a.mu.Lock()
+	if a.pending != nil {
+		delete(a.pending, id)
+	}
+	a.mu.Unlock()
+}
+
+// Lost is closed when the agent's session has ended.
+func (a *Agent) Lost() <-chan struct{} { return a.lost }
+
+// Stderr returns the tail of the agent's stderr (its log), bounded.
+func (a *Agent) Stderr() string { return a.stderr.String() }
+
+// Pulled is the number of artifact bytes pulled so far.
+func (a *Agent) Pulled() int64 { return a.pulled.Load() }
+
+// Close ends the agent: its stdin closes, it stops what it started, and the
+// session ends. It does not close the SSH connection.
+func (a *Agent) Close() error {
+	a.stdin.Close()
+	select {
+	case <-a.lost:
+	case <-time.After(10 * time.Second):
+		a.sess.Close()
+		<-a.lost
+	}
+	if a.sftp != nil {
+		a.sftp.Close()
+	}
+	return nil
+}
+
+func validRunID(id string) error {
+	if id == "" || len(id) > 128 || id == "." || id == ".." {
+		return fmt.Errorf("run id %q: want 1-128 of [A-Za-z0-9._-]", id)
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("run id %q: want 1-128 of [A-Za-z0-9._-]", id)
+		}
+	}
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written and passes everything on.
+type tailBuffer struct {
+	mu      sync.Mutex
+	max     int
+	buf     []byte
+	dropped int64
+	also    io.Writer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.also != nil {
+		t.also.Write(p)
+	}
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.dropped += int64(over)
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dropped > 0 {
+		return "[" + strconv.FormatInt(t.dropped, 10) + " bytes dropped]\n" + string(t.buf)
+	}
+	return string(t.buf)
+}
