@@ -302,7 +302,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-
 // ErrNotBuilt is what a Binaries function returns when this rlab carries no
 // agent for a platform (a plain `go build` without `make agent`).
 var ErrNotBuilt = errors.New("this rlab was built without the agent for that platform; run `make build` (it builds the agent first)")

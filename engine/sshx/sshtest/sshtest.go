@@ -145,7 +145,6 @@ func ShellHandler(home string) Handler {
 	}
 }
 
-
 // KnownHostsLine is the known_hosts line for this server's host key.
 func (s *Server) KnownHostsLine() string {
 	return knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, s.HostKey.PublicKey())
