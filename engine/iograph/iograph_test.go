@@ -81,8 +81,8 @@ func TestSeriesPerClass(t *testing.T) {
 	for _, s := range g.Series {
 		pk[s.Name] = s.Packets
 	}
-	if pk[SeriesTCP] != 3 || pk[SeriesRoCE] != 5 {
-		t.Errorf("TCP %d, RoCEv2 %d packets; want 3, 5", pk[SeriesTCP], pk[SeriesRoCE])
+	if pk[SeriesTCP] != 3 || pk[SeriesRoCE] != 6 {
+		t.Errorf("TCP %d, RoCEv2 %d packets; want 3, 6", pk[SeriesTCP], pk[SeriesRoCE])
 	}
 }
 

@@ -10,6 +10,8 @@ package roce
 
 import (
 	"encoding/binary"
+	"hash/crc32"
+	"math/bits"
 	"net/netip"
 	"time"
 )
@@ -157,7 +159,12 @@ type Packet struct {
 	PayloadLen int
 	ICRC       uint32
 	HasICRC    bool // the ICRC was captured
-	CM         CM   // valid when CM.Attr != 0: a CM MAD on QP1
+	// ICRCChecked: the whole packet was captured (IPv4 without options or
+	// IPv6 without extension headers) and its ICRC recomputed; ICRCValid:
+	// it matched.
+	ICRCChecked bool
+	ICRCValid   bool
+	CM          CM // valid when CM.Attr != 0: a CM MAD on QP1
 }
 
 // Op describes the packet's BTH opcode.
@@ -220,6 +227,7 @@ func Decode(link int, data []byte, wireLen int, p *Packet) {
 	// the capture may have cut short).
 	var proto uint8
 	var l4, wireEnd int
+	ipOff := off
 	switch etype {
 	case 0x0800:
 		if len(data) < off+20 {
@@ -309,17 +317,22 @@ func Decode(link int, data []byte, wireLen int, p *Packet) {
 		return
 	}
 	p.L4Payload = ulen - 8
-	decodeIB(data, l4+8, l4+ulen, p)
+	if l := l4 - ipOff; l != 20 && l != 40 {
+		ipOff = -1 // IP options or IPv6 extension headers: no ICRC check
+	}
+	decodeIB(data, ipOff, l4+8, l4+ulen, p)
 }
 
 // decodeIB decodes the IB transport headers starting at off; end is where
-// the UDP payload ends on the wire.
-func decodeIB(data []byte, off, end int, p *Packet) {
+// the UDP payload ends on the wire, ipOff where the IP header starts (-1:
+// the ICRC cannot be checked).
+func decodeIB(data []byte, ipOff, off, end int, p *Packet) {
 	if len(data) < off+12 {
 		p.Problem = ProblemTruncated
 		return
 	}
 	h := data[off : off+12]
+	ipLen := off - 8 - ipOff
 	b := &p.BTH
 	b.Opcode = h[0]
 	b.SE = h[1]&0x80 != 0
@@ -357,6 +370,10 @@ func decodeIB(data []byte, off, end int, p *Packet) {
 	if end <= len(data) {
 		p.ICRC = binary.BigEndian.Uint32(data[end-4 : end])
 		p.HasICRC = true
+		if ipOff >= 0 {
+			p.ICRCChecked = true
+			p.ICRCValid = ICRC(data[ipOff:end-4], ipLen) == p.ICRC
+		}
 	}
 	hs := op.Headers
 	if hs&HdrRDETH != 0 {
@@ -468,3 +485,34 @@ func need(data []byte, off, n int, p *Packet) bool {
 }
 
 func be24(b []byte) uint32 { return uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]) }
+
+// ff8 is the masked LRH that RoCEv2 puts in front of the ICRC's input.
+var ff8 = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// ICRC computes the RoCEv2 invariant CRC of pkt, which runs from the IP
+// header (ipLen bytes: 20 for IPv4, 40 for IPv6) to just before the ICRC,
+// with the fields routers may change masked to ones (IBA annex A17.3.3;
+// the kernel's rxe_icrc.c). It returns the value as the wire carries it,
+// read big-endian, as Packet.ICRC is.
+func ICRC(pkt []byte, ipLen int) uint32 {
+	var h [40 + 8 + 12]byte
+	n := copy(h[:ipLen+20], pkt)
+	if n < ipLen+20 {
+		return 0
+	}
+	if ipLen == 20 {
+		h[1] = 0xff               // TOS
+		h[8] = 0xff               // TTL
+		h[10], h[11] = 0xff, 0xff // header checksum
+	} else {
+		h[0] |= 0x0f // traffic class and flow label
+		h[1], h[2], h[3] = 0xff, 0xff, 0xff
+		h[7] = 0xff // hop limit
+	}
+	h[ipLen+6], h[ipLen+7] = 0xff, 0xff // UDP checksum
+	h[ipLen+8+4] = 0xff                 // BTH FECN, BECN, reserved
+	c := crc32.Update(0, crc32.IEEETable, ff8)
+	c = crc32.Update(c, crc32.IEEETable, h[:n])
+	c = crc32.Update(c, crc32.IEEETable, pkt[n:])
+	return bits.ReverseBytes32(c)
+}

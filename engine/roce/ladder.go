@@ -112,11 +112,17 @@ func describe(p *Packet) (string, string) {
 	if p.BTH.FECN {
 		add("FECN")
 	}
+	if p.BTH.BECN {
+		add("BECN")
+	}
 	if p.BTH.AckReq {
 		add("ack req")
 	}
 	if p.Problem != ProblemNone {
 		add("[%s]", p.Problem)
+	}
+	if p.ICRCChecked && !p.ICRCValid {
+		add("[bad ICRC]")
 	}
 	return label, strings.Join(d, ", ")
 }

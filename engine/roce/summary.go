@@ -100,6 +100,10 @@ type Summary struct {
 	Malformed  int64 `json:"malformed"`
 	BadOpcode  int64 `json:"reserved_opcode"`
 	BadLink    int64 `json:"unknown_link_type"`
+	// ICRCChecked counts RoCE packets captured whole, whose ICRC was
+	// recomputed; ICRCBad those where it did not match.
+	ICRCChecked int64 `json:"icrc_checked"`
+	ICRCBad     int64 `json:"icrc_bad"`
 	// CutShort: the file ends inside a frame.
 	CutShort  bool       `json:"file_cut_short,omitempty"`
 	Flows     []*Flow    `json:"connections"`
@@ -148,6 +152,12 @@ func (s *Summary) Add(p *Packet) {
 	}
 	s.RoCEPackets++
 	s.RoCEBytes += int64(p.WireLen)
+	if p.ICRCChecked {
+		s.ICRCChecked++
+		if !p.ICRCValid {
+			s.ICRCBad++
+		}
+	}
 	if p.Problem == ProblemMalformed || !p.HasBTH {
 		return // no BTH to account by
 	}

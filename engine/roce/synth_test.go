@@ -3,7 +3,6 @@ package roce
 import (
 	"encoding/binary"
 	"flag"
-	"hash/crc32"
 	"net"
 	"os"
 	"path/filepath"
@@ -61,9 +60,9 @@ func (x ib) bytes() []byte {
 	for i := 0; i < x.payload+int(x.pad); i++ {
 		b = append(b, byte(i))
 	}
-	// Not a real ICRC (that needs the masked IP/UDP headers); a stable
-	// value the decoder must read back as tshark does.
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	// The ICRC covers the IP and UDP headers too: frame.serialize fills it
+	// in once they are known.
+	return append(b, 0, 0, 0, 0)
 }
 
 func put24(b []byte, v uint32) { b[0], b[1], b[2] = byte(v>>16), byte(v>>8), byte(v) }
@@ -162,6 +161,7 @@ type frame struct {
 	tcp      int // >0: a TCP segment with this many payload bytes instead of RoCE
 	other    bool
 	roce     []byte
+	badICRC  bool // leave the ICRC zero
 }
 
 func ipOf(n int, v6 bool) net.IP {
@@ -218,7 +218,27 @@ func (f frame) serialize(t *testing.T) []byte {
 		}
 	}
 	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	if err := gopacket.SerializeLayers(buf, opts, ls...); err != nil {
+		t.Fatalf("serialize frame: %v", err)
+	}
+	if f.roce == nil || f.badICRC {
+		return buf.Bytes()
+	}
+	// Now that the IP and UDP headers are known, the ICRC (the kernel's
+	// algorithm, checked on the real rxe capture in TestICRC), then
+	// serialize again for the UDP checksum over it.
+	b := buf.Bytes()
+	ipOff, ipLen := 14, 20
+	if f.vlan != 0 {
+		ipOff += 4
+	}
+	if f.v6 {
+		ipLen = 40
+	}
+	binary.BigEndian.PutUint32(f.roce[len(f.roce)-4:], ICRC(b[ipOff:len(b)-4], ipLen))
+	buf = gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, opts, ls...); err != nil {
 		t.Fatalf("serialize frame: %v", err)
 	}
 	return buf.Bytes()
@@ -288,6 +308,7 @@ func synthCaptures() map[string][]frame {
 		{src: 1, dst: 2, v6: true, roce: ib{op: 0x04, qp: 0x22, psn: 2, ack: true, payload: 1000}.bytes()},
 		{src: 2, dst: 1, v6: true, roce: ib{op: 0x11, qp: 0x11, psn: 2, ext: aeth(0x1f, 2)}.bytes()},
 		{src: 1, dst: 2, v6: true, vlan: 7, roce: ib{op: 0x14, qp: 0x22, psn: 3, ack: true, ext: atomicETH(0x2000, 2, 1, 0)}.bytes()},
+		{src: 1, dst: 2, badICRC: true, roce: ib{op: 0x0a, qp: 0x22, psn: 4, ext: reth(0x1000, 1, 64), payload: 64}.bytes()},
 		{src: 1, dst: 2, tcp: 1448},
 		{src: 2, dst: 1, tcp: 1},
 		{src: 1, dst: 2, tcp: 1448, v6: true},

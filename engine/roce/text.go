@@ -32,6 +32,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		s.RoCEPackets, s.RoCEBytes, s.TCPPackets, s.TCPBytes, s.Other)
 	fmt.Fprintf(b, "truncated by snaplen %d (headers cut %d), malformed %d, reserved opcode %d, unknown link type %d\n",
 		s.Truncated, s.HeadersCut, s.Malformed, s.BadOpcode, s.BadLink)
+	fmt.Fprintf(b, "ICRC checked %d (packets captured whole), bad %d\n", s.ICRCChecked, s.ICRCBad)
 	if s.CutShort {
 		b.WriteString("warning: the file ends inside a frame (capture not flushed?); every whole frame was read\n")
 	}
@@ -79,7 +80,11 @@ func writeOps(b *strings.Builder, s *Summary, ops []*OpStats, indent string) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%sopcode\t#\tpackets\tbytes\tpayload\tfirst\tlast\t\n", indent)
 	for _, o := range ops {
-		fmt.Fprintf(tw, "%s%s %s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", indent, o.Transport, o.Name, o.Opcode,
+		name := o.Transport + " " + o.Name
+		if o.Transport == o.Name {
+			name = o.Name // CNP
+		}
+		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", indent, name, o.Opcode,
 			o.Packets, o.Bytes, o.PayloadBytes, rel(s, o.First), rel(s, o.Last))
 	}
 	tw.Flush()
