@@ -89,6 +89,19 @@ func Load(paths []string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
 	return l.lab, l.diags
 }
 
+// loadSource loads one lab file given as bytes, as Load does with a path;
+// file() reads relative to dir. For fuzzing without file I/O.
+func loadSource(name string, src []byte, dir string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
+	l := &loader{opts: opts, lab: &Lab{Files: map[string][]byte{}, Dir: dir}}
+	f := l.parse(name, src)
+	if f == nil || l.diags.HasErrors() {
+		return nil, l.diags
+	}
+	l.funcs = functions(dir)
+	l.decode([]parsedFile{*f})
+	return l.lab, l.diags
+}
+
 type parsedFile struct {
 	name string
 	body hcl.Body

@@ -1,0 +1,69 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzLoad feeds arbitrary bytes to the loader (parse, evaluate, validate)
+// and to fmt: nothing may panic or hang, every error must come back as a
+// diagnostic with a summary, and a lab returned without errors must be
+// consistent (every reference resolved).
+func FuzzLoad(f *testing.F) {
+	for _, g := range []string{"../../labs/*.hcl", corpus + "/valid/*.hcl", corpus + "/errors/*.hcl", corpus + "/folder/*.hcl"} {
+		files, _ := filepath.Glob(g)
+		for _, p := range files {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	dir, _ := filepath.Abs("../../labs")
+	f.Fuzz(func(t *testing.T, src []byte) {
+		l, diags := loadSource("fuzz.hcl", src, dir, LoadOptions{})
+		for _, d := range diags {
+			if d.Summary == "" {
+				t.Fatalf("diagnostic without summary: %+v", d)
+			}
+		}
+		if l != nil && !diags.HasErrors() {
+			checkModel(t, l)
+		}
+		Format("fuzz.hcl", src)
+	})
+}
+
+func checkModel(t *testing.T, l *Lab) {
+	t.Helper()
+	slugs := map[string]bool{}
+	for _, h := range l.Hosts {
+		if h.Slug == "" || slugs[h.Slug] {
+			t.Fatalf("host %q has an empty or repeated slug %q", h.Name, h.Slug)
+		}
+		slugs[h.Slug] = true
+		if h.VM == nil && h.Address == "" {
+			t.Fatalf("host %q has no address and no vm", h.Name)
+		}
+	}
+	for _, r := range l.RXEs {
+		if r.Host == nil || r.Netdev == "" || r.Device == "" {
+			t.Fatalf("rxe %q incomplete: %+v", r.Name, r)
+		}
+	}
+	for _, w := range l.Workloads {
+		for _, h := range w.Hosts() {
+			if h == nil {
+				t.Fatalf("workload %q has a side without host", w.Name)
+			}
+		}
+		if w.Tool == "exec" && len(w.Command) == 0 {
+			t.Fatalf("exec workload %q without command", w.Name)
+		}
+	}
+	for _, c := range l.Captures {
+		if c.Host == nil {
+			t.Fatalf("capture %q without host", c.Name)
+		}
+	}
+}
