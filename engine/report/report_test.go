@@ -137,3 +137,52 @@ func TestTopologyNeedsVars(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBrokenRunDirs: a run that died early or a directory edited by hand
+// still gives a report, naming what could not be read.
+func TestBrokenRunDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		files   map[string]string
+		warning string // a warning containing this, "" for none
+		hostErr string // an error on the first host containing this
+	}{
+		{"empty", nil, "results.json is missing", ""},
+		{"bad results", map[string]string{"results.json": "{"}, "read results.json", ""},
+		{"bad facts", map[string]string{"results.json": "{}", "hosts/a/facts.json": "[1]"}, "", "read hosts/a/facts.json"},
+		{"no facts", map[string]string{"results.json": "{}", "hosts/a/logs/x.txt": "x"}, "", "no facts.json"},
+		{"bad pcap", map[string]string{"results.json": "{}", "hosts/a/facts.json": "{}", "hosts/a/captures/c.pcap": "not a pcap"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tc.files {
+				p := filepath.Join(dir, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := Render(dir); err != nil {
+				t.Fatal(err)
+			}
+			d, err := Build(dir, Options{NoGraphviz: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.warning != "" && !strings.Contains(strings.Join(d.Warnings, "\n"), tc.warning) {
+				t.Errorf("warnings %q lack %q", d.Warnings, tc.warning)
+			}
+			if tc.hostErr != "" && (len(d.Hosts) == 0 || !strings.Contains(strings.Join(d.Hosts[0].Errors, "\n"), tc.hostErr)) {
+				t.Errorf("hosts %+v: want an error containing %q", d.Hosts, tc.hostErr)
+			}
+			if tc.name == "bad pcap" && (len(d.Captures) != 1 || d.Captures[0].Error == "") {
+				t.Errorf("captures %+v: want one with an error", d.Captures)
+			}
+		})
+	}
+	if _, err := Build(filepath.Join(t.TempDir(), "nope"), Options{}); err == nil {
+		t.Errorf("Build of a missing directory: want an error")
+	}
+}
