@@ -26,6 +26,7 @@ const (
 	defaultCaptureMax  = 256 << 20
 	captureRingFiles   = 4
 	captureStopTimeout = 10 * time.Second
+	captureDrainMax    = 5 * time.Second
 )
 
 // capture is one running tcpdump.
@@ -219,6 +220,7 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 	}
 	cp.once.Do(func() {
 		pid := cp.pr.cmd.Process.Pid
+		s.drainCapture(cp)
 		_ = syscall.Kill(pid, syscall.SIGINT)
 		select {
 		case <-cp.pr.done:
@@ -247,6 +249,85 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 		s.log.Info("capture stopped", "handle", cp.handle, "files", len(names))
 	})
 	return cp.res, cp.err
+}
+
+// drainCapture waits until tcpdump has written every packet the kernel
+// handed it: SIGINT makes tcpdump drop what is still queued, and a loaded
+// host lets it fall behind. SIGUSR1 makes tcpdump print its counters without
+// stopping; it is caught up when captured + dropped reaches received.
+func (s *Server) drainCapture(cp *capture) {
+	errPath := filepath.Join(s.opts.WorkDir, cp.pr.handle+".stderr")
+	deadline := time.Now().Add(captureDrainMax)
+	for time.Now().Before(deadline) && !cp.pr.finished() {
+		before := fileSize(errPath)
+		if err := syscall.Kill(cp.pr.cmd.Process.Pid, syscall.SIGUSR1); err != nil {
+			return
+		}
+		// Wait for the whole counters block (its last line names drops).
+		var st TcpdumpStats
+		ok := false
+		for wait := time.Now().Add(time.Second); time.Now().Before(wait) && !cp.pr.finished(); time.Sleep(10 * time.Millisecond) {
+			if fileSize(errPath) <= before {
+				continue
+			}
+			b, _ := readTail(errPath, 64<<10)
+			if st, ok = ParseTcpdumpStats(b); ok && strings.HasSuffix(strings.TrimRight(b, "\n"), "dropped by kernel") {
+				break
+			}
+			ok = false
+		}
+		if !ok {
+			s.log.Warn("capture: no counters from tcpdump on SIGUSR1; stopping without draining", "handle", cp.handle)
+			return
+		}
+		if st.Captured+st.Dropped >= st.Received {
+			return
+		}
+		s.log.Debug("capture draining", "handle", cp.handle, "captured", st.Captured, "received", st.Received)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !cp.pr.finished() {
+		s.log.Warn("capture: tcpdump still behind after draining; stopping", "handle", cp.handle, "waited", captureDrainMax)
+	}
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// TcpdumpStats are the counters tcpdump prints on SIGUSR1 (one line:
+// "tcpdump: 5 packets captured, 6 packets received by filter, 0 packets
+// dropped by kernel") and at exit (three lines).
+type TcpdumpStats struct {
+	Captured, Received, Dropped int64
+}
+
+var (
+	tcpdumpCaptured = regexp.MustCompile(`(\d+) packets? captured`)
+	tcpdumpReceived = regexp.MustCompile(`(\d+) packets? received by filter`)
+	tcpdumpDropped  = regexp.MustCompile(`(\d+) packets? dropped by kernel`)
+)
+
+// ParseTcpdumpStats reads the last counters block in tcpdump's stderr.
+func ParseTcpdumpStats(out string) (TcpdumpStats, bool) {
+	last := func(re *regexp.Regexp) (int64, bool) {
+		m := re.FindAllStringSubmatch(out, -1)
+		if len(m) == 0 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(m[len(m)-1][1], 10, 64)
+		return n, err == nil
+	}
+	var st TcpdumpStats
+	var ok1, ok2, ok3 bool
+	st.Captured, ok1 = last(tcpdumpCaptured)
+	st.Received, ok2 = last(tcpdumpReceived)
+	st.Dropped, ok3 = last(tcpdumpDropped)
+	return st, ok1 && ok2 && ok3
 }
 
 // captureFiles lists the files tcpdump wrote for base: "base" itself, or

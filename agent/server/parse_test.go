@@ -151,3 +151,36 @@ func FuzzRequestLine(f *testing.F) {
 		}
 	})
 }
+
+func TestParseTcpdumpStats(t *testing.T) {
+	tests := []struct {
+		in   string
+		want TcpdumpStats
+		ok   bool
+	}{
+		{"tcpdump: listening on lo, link-type EN10MB (Ethernet), snapshot length 96 bytes\n" +
+			"tcpdump: 3 packets captured, 153 packets received by filter, 0 packets dropped by kernel\n" +
+			"tcpdump: 150 packets captured, 153 packets received by filter, 2 packets dropped by kernel\n",
+			TcpdumpStats{Captured: 150, Received: 153, Dropped: 2}, true},
+		{"tcpdump: listening on eth1\n1 packet captured\n1 packet received by filter\n0 packets dropped by kernel\n",
+			TcpdumpStats{Captured: 1, Received: 1}, true},
+		{"tcpdump: listening on eth1\n", TcpdumpStats{}, false},
+		{"99999999999999999999 packets captured, 1 packets received by filter, 0 packets dropped by kernel", TcpdumpStats{Received: 1}, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseTcpdumpStats(tt.in)
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("ParseTcpdumpStats(%q) = %+v, %v; want %+v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzParseTcpdumpStats(f *testing.F) {
+	f.Add("tcpdump: 3 packets captured, 153 packets received by filter, 0 packets dropped by kernel\n")
+	f.Add("1 packet captured\n1 packet received by filter\n0 packets dropped by kernel\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		if st, ok := ParseTcpdumpStats(s); ok && (st.Captured < 0 || st.Received < 0 || st.Dropped < 0) {
+			t.Errorf("negative counters %+v", st)
+		}
+	})
+}

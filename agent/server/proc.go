@@ -78,6 +78,12 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, register bool) (*proc, error) {
 	pr := &proc{handle: handle, argv: argv, done: make(chan struct{})}
 	unreserve := func() {}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return nil, errClosing(proto.MethodProcStart)
+	}
 	if register {
 		s.mu.Lock()
 		if _, ok := s.procs[handle]; ok {
@@ -214,6 +220,15 @@ func readTail(path string, max int64) (string, bool) {
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, max))
 	return strings.ToValidUTF8(string(b), "\uFFFD"), trunc
+}
+
+func (pr *proc) finished() bool {
+	select {
+	case <-pr.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // stop ends a running process: SIGTERM to its group, SIGKILL after grace.

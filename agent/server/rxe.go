@@ -87,6 +87,12 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 		if _, err := os.Stat(filepath.Join(sysClassIB, p.Name)); err == nil {
 			return nil, perr(proto.CodeExists, "%s: an RDMA device named %q exists on another netdev", what, p.Name)
 		}
+		s.mu.Lock()
+		closing := s.closing
+		s.mu.Unlock()
+		if closing {
+			return nil, errClosing(proto.MethodRXEEnsure)
+		}
 		if err := s.addRXE(ctx, p.Name, p.Netdev); err != nil {
 			return nil, err
 		}

@@ -89,6 +89,12 @@ type Server struct {
 	captures map[string]*capture
 	tcps     map[string]*tcpServer
 	rxes     map[string]string // rxe devices this agent created: name -> netdev
+	closing  bool              // input ended: start nothing new
+}
+
+// errClosing refuses new work once the agent is shutting down.
+func errClosing(method string) error {
+	return perr(proto.CodeInternal, "%s: agent shutting down", method)
 }
 
 // DefaultWorkDir is $HOME/.cache/rlab/runs/<runID>.
@@ -245,13 +251,20 @@ loop:
 		}
 	}
 	// Stop what we started before waiting for handlers: a proc.wait or
-	// tcp.wait in flight returns once its process or listener is gone.
+	// tcp.wait in flight returns once its process or listener is gone. From
+	// here on nothing new starts; a start that was already past that check
+	// is caught by the second pass, once every handler has returned.
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	cancel()
 	cres := s.cleanup(context.Background(), nil)
-	for _, e := range cres.Errors {
+	wg.Wait()
+	late := s.cleanup(context.Background(), nil)
+	for _, e := range append(cres.Errors, late.Errors...) {
 		s.log.Warn("cleanup", "err", e)
 	}
-	wg.Wait()
+	s.log.Info("stopped", "processes", append(cres.Stopped, late.Stopped...), "rxe_deleted", append(cres.RXEDeleted, late.RXEDeleted...))
 	return result
 }
 
@@ -409,11 +422,15 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 	s.mu.Lock()
 	procs := make([]*proc, 0, len(s.procs))
 	for _, p := range s.procs {
-		procs = append(procs, p)
+		if p.cmd != nil { // nil: still starting; the final pass catches it
+			procs = append(procs, p)
+		}
 	}
 	caps := make([]*capture, 0, len(s.captures))
 	for _, c := range s.captures {
-		caps = append(caps, c)
+		if c.pr != nil && !c.pr.finished() {
+			caps = append(caps, c)
+		}
 	}
 	tcps := make([]*tcpServer, 0, len(s.tcps))
 	for _, t := range s.tcps {

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 
 // client is the controller side of an agent, as the tests need it.
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	in    io.WriteCloser
 	hello proto.Hello
 	done  chan error // Serve's result (in-process) or the helper's exit
@@ -65,7 +65,7 @@ type client struct {
 }
 
 // startAgent runs a Server in-process over io.Pipe.
-func startAgent(t *testing.T, opts Options) (*client, *Server) {
+func startAgent(t testing.TB, opts Options) (*client, *Server) {
 	t.Helper()
 	if opts.WorkDir == "" {
 		opts.WorkDir = t.TempDir()
@@ -90,7 +90,7 @@ func startAgent(t *testing.T, opts Options) (*client, *Server) {
 	return c, srv
 }
 
-func newClient(t *testing.T, in io.WriteCloser, out io.Reader, done chan error) *client {
+func newClient(t testing.TB, in io.WriteCloser, out io.Reader, done chan error) *client {
 	t.Helper()
 	c := &client{t: t, in: in, done: done, waiters: map[uint64]chan proto.Envelope{},
 		events: map[uint64][]proto.Event{}, lines: make(chan proto.Envelope, 16)}
@@ -534,4 +534,30 @@ func TestAgentKilledTakesChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, st.PID)
+}
+
+// TestStdinCloseDuringReadiness: a proc.start still waiting for readiness
+// when the controller goes away is answered, and its process is stopped.
+func TestStdinCloseDuringReadiness(t *testing.T) {
+	c, srv := startAgent(t, Options{})
+	_, ch := c.send(proto.MethodProcStart, proto.ProcStartParams{Handle: "slow",
+		Argv: []string{"sh", "-c", "echo pid=$$; exec sleep 1000"}, Ready: &proto.Ready{OutputRegex: "never printed", TimeoutMs: 600000}})
+	var pid int
+	for range 500 {
+		b, _ := os.ReadFile(srv.WorkDir() + "/slow.stdout")
+		if _, p, ok := strings.Cut(strings.TrimSpace(string(b)), "pid="); ok {
+			pid, _ = strconv.Atoi(p)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatal("process never started")
+	}
+	c.in.Close()
+	env := c.wait("proc.start", ch)
+	if env.Error == nil {
+		t.Errorf("proc.start answered %s, want an error", env.Result)
+	}
+	waitGone(t, pid)
 }

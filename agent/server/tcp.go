@@ -58,6 +58,11 @@ func (s *Server) tcpServe(ctx context.Context, c *call, params json.RawMessage) 
 	}
 	t := &tcpServer{handle: p.Handle, ln: ln, done: make(chan struct{})}
 	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return nil, errClosing(proto.MethodTCPServe)
+	}
 	if _, dup := s.tcps[p.Handle]; dup {
 		s.mu.Unlock()
 		ln.Close()
