@@ -185,6 +185,22 @@ func collect(decls map[string]*decl, objs map[string][]keyedObj) cty.Value {
 	return objOrEmpty(out)
 }
 
+// recordKeys notes the instance keys of every block of a kind.
+func (l *loader) recordKeys(kind string, objs map[string][]keyedObj) {
+	if l.keys == nil {
+		l.keys = map[string]map[string][]string{}
+	}
+	m := map[string][]string{}
+	for label := range l.decls[kind] {
+		ks := []string{}
+		for _, o := range objs[label] {
+			ks = append(ks, o.key)
+		}
+		m[label] = ks
+	}
+	l.keys[kind] = m
+}
+
 type keyedObj struct {
 	key string
 	v   cty.Value
@@ -371,6 +387,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 		}
 	})
 	l.hostObjs = map[string]cty.Value{"host": collect(l.decls["host"], objs)}
+	l.recordKeys("host", objs)
 
 	// Jumps may name other hosts, so they are evaluated once all hosts exist.
 	for _, in := range insts {
@@ -589,6 +606,7 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 		}
 	}
 	l.rxeObjs = map[string]cty.Value{"host": l.hostObjs["host"], "rxe": collect(l.decls["rxe"], objs)}
+	l.recordKeys("rxe", objs)
 }
 
 // hostObj returns the object value host.NAME[...] evaluates to.
@@ -651,6 +669,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		"host": l.rxeObjs["host"], "rxe": l.rxeObjs["rxe"],
 		"workload": collect(l.decls["workload"], objs),
 	}
+	l.recordKeys("workload", objs)
 }
 
 func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in instance) *Workload {

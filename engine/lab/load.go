@@ -51,6 +51,8 @@ type loader struct {
 
 	// Declarations by kind and label, for reference checks before evaluation.
 	decls map[string]map[string]*decl
+	// Instance keys by kind and label, once that kind is expanded.
+	keys map[string]map[string][]string
 
 	hostObjs, rxeObjs, workloadObjs map[string]cty.Value
 	hostByName                      map[string]*Host

@@ -140,8 +140,65 @@ func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
 			l.errorf(rng, "Invalid reference to "+root, "%s cannot refer to %s blocks here. %s", upperFirst(sc.where), root, allowedText(sc))
 			return false
 		}
+		return l.checkKey(t, root, step.Name, d)
+	default:
+		if !knownRoots[root] {
+			var names []string
+			for n := range knownRoots {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			l.errorf(t.SourceRange().Ptr(), "Unknown variable", "There is no variable named %q.%s References start with one of: %s.", root, didYouMean(root, names), strings.Join(names, ", "))
+			return false
+		}
 	}
 	return true
+}
+
+var knownRoots = map[string]bool{"var": true, "local": true, "path": true, "each": true, "count": true,
+	"host": true, "rxe": true, "capture": true, "workload": true, "result": true}
+
+// checkKey checks a literal instance key (host.server["ana"], rxe.a[0])
+// against the instances of a block already expanded, so a misspelt student
+// gets a suggestion rather than HCL's bare "Invalid index".
+func (l *loader) checkKey(t hcl.Traversal, kind, label string, d *decl) bool {
+	if len(t) < 3 {
+		return true
+	}
+	idx, ok := t[2].(hcl.TraverseIndex)
+	keys, expanded := l.keys[kind][label]
+	if !ok || !expanded || !idx.Key.IsKnown() || idx.Key.IsNull() {
+		return true
+	}
+	rng := hcl.RangeBetween(t[0].SourceRange(), idx.SrcRange)
+	if !d.repeated {
+		l.errorf(&rng, "Unexpected instance key", "%s.%s has no count or for_each, so it has no instances to index; write %s.%s.", kind, label, kind, label)
+		return false
+	}
+	var key string
+	switch {
+	case idx.Key.Type() == cty.String:
+		key = idx.Key.AsString()
+	case idx.Key.Type() == cty.Number:
+		key = idx.Key.AsBigFloat().Text('f', -1)
+	default:
+		return true
+	}
+	for _, k := range keys {
+		if k == key {
+			return true
+		}
+	}
+	shown := keys
+	if len(shown) > 10 {
+		shown = append(append([]string(nil), shown[:10]...), "...")
+	}
+	how := "for_each"
+	if d.countStyle {
+		how = "count"
+	}
+	l.errorf(&rng, "No such instance", "%s.%s has no instance %q; its %s gives %s.%s", kind, label, key, how, strings.Join(shown, ", "), didYouMean(key, keys))
+	return false
 }
 
 func allowedText(sc *scope) string {

@@ -201,7 +201,8 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		for name, val := range v.AsValueMap() {
 			d := decls[name]
 			if d == nil {
-				l.errorf(nil, "Value for undeclared variable", "-var-file %s sets %q, but the lab declares no such variable.", path, name)
+				l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable",
+					Detail: fmt.Sprintf("-var-file %s sets %q, but the lab declares no such variable, so it is ignored.", path, name)})
 				continue
 			}
 			if cv, ok := l.convertVar(d, val, nil); ok {
@@ -231,7 +232,10 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		a := attrs[n]
 		d := decls[n]
 		if d == nil {
-			l.errorf(a.NameRange.Ptr(), "Value for undeclared variable", "The lab declares no variable %q.%s", n, didYouMean(n, declared))
+			// A warning, as in Terraform: one variables file often serves
+			// several labs.
+			l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable", Subject: a.NameRange.Ptr(),
+				Detail: fmt.Sprintf("The lab declares no variable %q, so this value is ignored.%s", n, didYouMean(n, declared))})
 			continue
 		}
 		v, diags := a.Expr.Value(&hcl.EvalContext{Functions: l.funcs})

@@ -113,6 +113,7 @@ func StepID(hostSlug string, k Kind, subjectSlug string) string {
 }
 
 type builder struct {
+	err   error
 	p     *Plan
 	l     *lab.Lab
 	steps []*Step
@@ -120,8 +121,9 @@ type builder struct {
 }
 
 func (b *builder) add(s *Step) *Step {
-	if b.p.byID[s.ID] != nil {
-		panic("plan: duplicate step " + s.ID) // slugs are unique after lab.Load
+	if b.p.byID[s.ID] != nil && b.err == nil {
+		// Slugs are unique after lab.Load; a hand-built lab may break that.
+		b.err = fmt.Errorf("plan: two steps with ID %s (two %ss with one slug?)", s.ID, s.Kind)
 	}
 	b.p.byID[s.ID] = s
 	b.steps = append(b.steps, s)
@@ -326,6 +328,9 @@ func New(l *lab.Lab) (*Plan, error) {
 		t.after(f.ID)
 	}
 
+	if b.err != nil {
+		return nil, b.err
+	}
 	if err := b.order(); err != nil {
 		return nil, err
 	}

@@ -229,7 +229,7 @@ W('index_unknown_key','''host "s" {
   address  = "192.0.2.${each.value}"
 }
 rxe "s" {
-  host   = host.s["cy"] # ERROR: Invalid index
+  host   = host.s["cy"] # ERROR: No such instance
   netdev = "eth1"
 }
 ''')
@@ -377,6 +377,50 @@ W('misspelt_host','''host "server" {
 capture "c" {
   host   = host.sever # ERROR: Reference to undeclared host
   netdev = "eth1"
+}
+''')
+W('misspelt_instance_key','''host "s" {
+  for_each = { ana = 10, bo = 11 }
+  address  = "192.0.2.${each.value}"
+}
+rxe "s" {
+  host   = host.s["ama"] # ERROR: No such instance
+  netdev = "eth1"
+}
+''')
+W('count_index_out_of_range','''host "h" {
+  count   = 2
+  address = "192.0.2.${count.index + 1}"
+}
+workload "w" {
+  tool    = "exec"
+  host    = host.h[2] # ERROR: No such instance
+  command = ["true"]
+}
+''')
+W('key_on_single_block','''capture "c" {
+  host   = host.a["x"] # ERROR: Unexpected instance key
+  netdev = "eth1"
+}
+''')
+W('unknown_root','''capture "c" {
+  host   = hosts.a # ERROR: Unknown variable
+  netdev = "eth1"
+}
+''')
+W('host_refers_to_rxe','''host "c" {
+  address = rxe.a.netdev # ERROR: Invalid reference to rxe
+}
+''')
+W('validation_refers_elsewhere','''variable "x" {
+  default = "a"
+  validation {
+    condition     = var.x != local.y # ERROR: Invalid reference in variable validation
+    error_message = "x must differ from y."
+  }
+}
+locals {
+  y = "b"
 }
 ''')
 # binary garbage, non-UTF-8, deep nesting

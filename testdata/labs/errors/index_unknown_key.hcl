@@ -20,6 +20,6 @@ host "s" {
   address  = "192.0.2.${each.value}"
 }
 rxe "s" {
-  host   = host.s["cy"] # ERROR: Invalid index
+  host   = host.s["cy"] # ERROR: No such instance
   netdev = "eth1"
 }

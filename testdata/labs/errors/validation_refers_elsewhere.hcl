@@ -1,0 +1,27 @@
+lab "t" {
+  description = "error case"
+}
+host "a" {
+  address = "192.0.2.1"
+}
+host "b" {
+  address = "192.0.2.2"
+}
+rxe "a" {
+  host   = host.a
+  netdev = "eth1"
+}
+rxe "b" {
+  host   = host.b
+  netdev = "eth1"
+}
+variable "x" {
+  default = "a"
+  validation {
+    condition     = var.x != local.y # ERROR: Invalid reference in variable validation
+    error_message = "x must differ from y."
+  }
+}
+locals {
+  y = "b"
+}
