@@ -213,8 +213,8 @@ func cloneStrings(s []string) []string {
 	return append([]string(nil), s...)
 }
 
-// splitLines splits on \n, dropping \r and trailing blanks, and bounds the
-// work done on huge garbage inputs.
+// splitLines splits on \n and drops \r (outputs captured through a pty end
+// lines with \r\n).
 func splitLines(b []byte) []string {
 	s := strings.ReplaceAll(string(b), "\r", "")
 	return strings.Split(s, "\n")
