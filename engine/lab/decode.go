@@ -132,6 +132,30 @@ func (l *loader) forEachItems(v cty.Value, a *hcl.Attribute) ([]string, []cty.Va
 	return sk, sv, true
 }
 
+var hostnameRe = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9])?$`)
+
+// checkAddress returns why s is not a DNS name or IP address, or "".
+func checkAddress(s string) string {
+	switch {
+	case s == "":
+		return "A host address is a DNS name or IP address; it cannot be empty."
+	case strings.Contains(s, "@"):
+		return fmt.Sprintf("%q holds a user name; put the user in user = %q and the address alone in address.", s, s[:strings.Index(s, "@")])
+	case strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]"):
+		return fmt.Sprintf("Write the IPv6 address without brackets (%s); the port goes in port.", strings.Trim(s, "[]"))
+	}
+	if _, err := netip.ParseAddr(s); err == nil {
+		return ""
+	}
+	if h, p, ok := strings.Cut(s, ":"); ok && !strings.Contains(p, ":") {
+		return fmt.Sprintf("%q holds a port; write address = %q and port = %s.", s, h, p)
+	}
+	if len(s) > 253 || !hostnameRe.MatchString(s) {
+		return fmt.Sprintf("%q is neither an IP address nor a DNS name.", s)
+	}
+	return ""
+}
+
 var slugUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 
 func slugKey(k string) string {
@@ -336,8 +360,10 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			}
 			if a, s := get("address"); a != nil {
 				var ok bool
-				if h.Address, ok = l.str(a, s); ok && h.Address == "" {
-					l.errorf(a.Expr.Range().Ptr(), "Empty address", "A host address is a DNS name or IP address; it cannot be empty.")
+				if h.Address, ok = l.str(a, s); ok {
+					if msg := checkAddress(h.Address); msg != "" {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid address", "%s", msg)
+					}
 				}
 			}
 			if a, s := get("port"); a != nil {
@@ -365,10 +391,13 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			} else if _, def := pick("address"); content.Attributes["address"] == nil && !def {
 				l.errorf(b.DefRange.Ptr(), "Missing address", "Host %s needs an address (a DNS name or IP reached over SSH), or a vm { } block to boot a local VM.", h.Name)
 			}
-			ja, _ := pick("jump")
+			ja, jdef := pick("jump")
 			jsc := isc
-			if _, def := pick("jump"); def {
+			if jdef {
 				jsc = defaults.sc
+				if h.VM != nil {
+					ja = nil // a local VM is reached directly, whatever the defaults say
+				}
 			}
 			insts = append(insts, hostInst{h: h, jump: ja, sc: jsc})
 			if prev := l.hostByName[h.Name]; prev == nil {

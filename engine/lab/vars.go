@@ -160,19 +160,23 @@ func (l *loader) convertVar(d *varDecl, v cty.Value, rng *hcl.Range) (cty.Value,
 // literally for string variables, parsed as an HCL expression otherwise (as
 // Terraform does).
 func (l *loader) setRaw(d *varDecl, raw, source, what string) {
+	shown := raw
+	if d.v.Sensitive {
+		shown = "(sensitive)"
+	}
 	var v cty.Value
 	if d.typ == cty.String || d.typ == cty.DynamicPseudoType {
 		v = cty.StringVal(raw)
 	} else {
 		expr, diags := hclsyntax.ParseExpression([]byte(raw), what, hcl.InitialPos)
 		if diags.HasErrors() {
-			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q is not a valid %s expression: %s.", what, raw, d.v.Name, d.typ.FriendlyName(), diags[0].Summary)
+			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q is not a valid %s expression: %s.", what, shown, d.v.Name, d.typ.FriendlyName(), diags[0].Summary)
 			return
 		}
 		var vd hcl.Diagnostics
 		v, vd = expr.Value(&hcl.EvalContext{Functions: l.funcs})
 		if vd.HasErrors() {
-			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q: %s.", what, raw, d.v.Name, vd[0].Detail)
+			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q: %s.", what, shown, d.v.Name, vd[0].Detail)
 			return
 		}
 	}
