@@ -24,6 +24,8 @@ pulls back pcaps, logs and a structured result summary.`,
 		newShowCmd(),
 		newImageCmd(),
 		newReportCmd(), newGraphCmd(),
+		newRunCmd(),
+		newDownCmd(),
 		newValidateCmd(), newPlanCmd(), newFmtCmd(), newInitCmd(),
 	)
 	return root

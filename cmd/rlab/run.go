@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/rlab-dev/rlab/agent/dist"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/remote"
+	runengine "github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/toolout"
+)
+
+type runFlags struct {
+	vf         varFlags
+	out        string
+	only       []string
+	keep       bool
+	acceptNew  bool
+	parallel   int
+	knownHosts []string
+	verbose    bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [-var NAME=VALUE]... [--out DIR] [--only W,...] [--keep] PATH",
+		Short: "Run a lab: prepare hosts, run workloads, collect results, tear down",
+		Long: `run connects to every host of the lab (booting its local VMs first), ships the
+agent, checks the hosts, creates the rxe devices, starts the captures, runs the
+workloads (those sharing a host one after another in file order, the others at
+the same time), pulls pcaps and logs, evaluates the expect blocks and tears
+down what it created. Everything lands in a new run directory,
+runs/<lab>/<UTC timestamp>/ unless --out says otherwise; the last line printed
+names it.
+
+Exit status: 0 all workloads ran and every expect held; 1 a workload failed or
+an expect did not hold (or the lab is invalid); 2 infrastructure (host
+unreachable, agent lost, preflight); 130 interrupted. The first Ctrl-C tears
+down gracefully (at most 30 s); a second one stops at once. ` + "`rlab down RUN_DIR`" + `
+finishes a teardown later.`,
+		DisableFlagParsing: true, // parseLabFlags: -var and --var alike
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rest, done, err := parseLabFlags(cmd, args)
+			if done || err != nil {
+				return err
+			}
+			if len(rest) != 1 {
+				return withCode(exitFail, fmt.Errorf("run: want one lab file or folder, got %d arguments (see rlab run --help)", len(rest)))
+			}
+			return runLab(cmd, rest[0], &f)
+		},
+	}
+	fl := cmd.Flags()
+	f.vf.register(fl)
+	fl.StringVar(&f.out, "out", "", "run directory (default runs/<lab>/<UTC timestamp>)")
+	fl.StringSliceVar(&f.only, "only", nil, "run only these workloads (comma-separated names)")
+	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
+	fl.BoolVar(&f.acceptNew, "accept-new-host-keys", false, "trust and record the host key of hosts known_hosts has no entry for (a changed key is always refused)")
+	fl.IntVar(&f.parallel, "parallel", sshx.DefaultParallel, "hosts connected and workloads run at once")
+	fl.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with (default ~/.ssh/known_hosts)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every step to stderr")
+	return cmd
+}
+
+func runLab(cmd *cobra.Command, path string, f *runFlags) error {
+	stderr := cmd.ErrOrStderr()
+	lo, err := f.vf.options()
+	if err != nil {
+		return err
+	}
+	l, diags := lab.Load([]string{path}, lo)
+	writeDiags(stderr, l, diags)
+	if diags.HasErrors() || l == nil {
+		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
+	}
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	conn := &runengine.SSHConnector{
+		SSH:    sshx.Options{KnownHosts: f.knownHosts, AcceptNewHostKeys: f.acceptNew, Logger: log},
+		Agents: remote.NewAgents(dist.Binary),
+	}
+	defer conn.Close()
+
+	ctx, cancel := context.WithCancelCause(cmd.Context())
+	defer cancel(nil)
+	hard := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for s := range sigs {
+			n++
+			if n == 1 {
+				fmt.Fprintf(stderr, "\n%s: tearing down (at most 30 s; press Ctrl-C again to stop at once)\n", s)
+				cancel(fmt.Errorf("%s", s))
+			} else {
+				close(hard)
+				return
+			}
+		}
+	}()
+
+	prog := newProgress(stderr, l)
+	res := runengine.Run(ctx, l, runengine.Options{
+		Out: f.out, Only: f.only, Keep: f.keep, Parallel: f.parallel,
+		Connector: conn,
+		VMs:       &runengine.LocalVMs{Log: log},
+		Parse:     toolout.ParseOutput,
+		Log:       log,
+		OnEvent:   prog.event,
+		Hard:      hard,
+	})
+	prog.finish()
+	w := cmd.OutOrStdout()
+	if res.Err != nil {
+		fmt.Fprintf(stderr, "%s\n", res.Err)
+	}
+	for _, o := range res.Outcomes {
+		line := fmt.Sprintf("  %-10s %s (%s)", o.Status, o.Workload, o.Tool)
+		if o.Status != "ok" && o.Error != "" {
+			line += ": " + firstLine(o.Error)
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, e := range res.Expects {
+		if !e.Held && !e.Skipped {
+			fmt.Fprintf(w, "  expect     %s: %s did not hold at size %d: %s\n", e.Workload, e.Condition, e.Size, e.Message)
+		}
+	}
+	if res.Dir != "" {
+		fmt.Fprintf(w, "run directory: %s\n", res.Dir)
+	}
+	if res.Code != exitOK {
+		return withCode(res.Code, nil)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// progress shows a bar of workloads done on a TTY (stderr) and nothing
+// otherwise.
+type progress struct {
+	mu  sync.Mutex
+	bar *progressbar.ProgressBar
+}
+
+func newProgress(w io.Writer, l *lab.Lab) *progress {
+	p := &progress{}
+	fd, ok := w.(interface{ Fd() uintptr })
+	if !ok || !term.IsTerminal(int(fd.Fd())) {
+		return p
+	}
+	p.bar = progressbar.NewOptions(len(l.Workloads),
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("connecting"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionClearOnFinish(),
+	)
+	return p
+}
+
+func (p *progress) event(e runengine.Event) {
+	if p.bar == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case e.Type == "step.start" && e.Workload != "":
+		p.bar.Describe(e.Workload)
+	case e.Type == "step.start" && e.Host == "":
+		p.bar.Describe(e.Step)
+	case e.Type == "step.end" && e.Workload != "":
+		p.bar.Add(1)
+	}
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/dist"
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
+)
+
+// sshLab starts n in-process SSH servers running real shell commands and
+// returns the HCL of hosts h0..h(n-1) reaching them with verified host keys.
+func sshLab(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("lab \"cli\" {}\n")
+	for i := range n {
+		home := t.TempDir()
+		s := sshtest.Start(t, sshtest.ShellHandler(home))
+		s.SFTPDir = home
+		kh := sshtest.WriteKnownHosts(t, s.KnownHostsLine())
+		h, p, _ := net.SplitHostPort(s.Addr)
+		fmt.Fprintf(&b, "host \"h%d\" {\n  address = %q\n  port = %s\n  user = %q\n  identity_file = %q\n  known_hosts = %q\n}\n", i, h, p, s.User, s.KeyFile, kh)
+	}
+	return b.String()
+}
+
+func writeLab(t *testing.T, src string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lab.hcl")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunCmd(t *testing.T) {
+	if _, err := dist.Binary("linux", "amd64"); err != nil {
+		t.Skipf("agent not embedded (make agent): %v", err)
+	}
+	hosts := sshLab(t, 2)
+	tests := []struct {
+		name string
+		src  string
+		args []string
+		code int
+		out  []string // substrings of stdout
+	}{
+		{name: "ok", code: exitOK, src: `
+workload "hi" {
+  tool = "exec"
+  host = host.h0
+  command = ["echo", "hi"]
+}
+workload "bulk" {
+  tool = "tcp"
+  server = host.h0
+  client = host.h1
+  bytes = var.bytes
+}
+variable "bytes" {
+  type = string
+  default = "1MiB"
+}`, args: []string{"-var", "bytes=3MiB"}, out: []string{"ok         hi (exec)", "ok         bulk (tcp)"}},
+		{name: "failing expect", code: exitFail, src: `
+workload "hi" {
+  tool = "exec"
+  host = host.h1
+  command = ["true"]
+  expect {
+    condition = result.duration_s > 3600
+    message   = "too fast"
+  }
+}`, out: []string{"did not hold", "too fast"}},
+		{name: "only", code: exitOK, src: `
+workload "a" {
+  tool = "exec"
+  host = host.h0
+  command = ["false"]
+}
+workload "b" {
+  tool = "exec"
+  host = host.h1
+  command = ["true"]
+}`, args: []string{"--only", "b"}, out: []string{"ok         b (exec)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := writeLab(t, hosts+tt.src)
+			out := filepath.Join(t.TempDir(), "run")
+			args := append(append([]string{"run", "--out", out}, tt.args...), p)
+			stdout, stderr, code := rlab(t, args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			if last := lines[len(lines)-1]; last != "run directory: "+out {
+				t.Errorf("last line %q, want the run directory", last)
+			}
+			for _, want := range tt.out {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
+				}
+			}
+			if _, err := results.ReadRun(out); err != nil {
+				t.Error(err)
+			}
+			// down after a clean run has nothing to do, twice.
+			for range 2 {
+				if o, e, c := rlab(t, "down", out); c != exitOK {
+					t.Errorf("down: exit %d\n%s%s", c, o, e)
+				}
+			}
+		})
+	}
+}
+
+func TestRunCmdInvalid(t *testing.T) {
+	p := writeLab(t, `lab "x" {}
+host "a" { address = "192.0.2.1" }
+workload "w" {
+  tool = "ib_write_bandwidth"
+  host = host.a
+}`)
+	_, stderr, code := rlab(t, "run", p)
+	if code != exitFail || !strings.Contains(stderr, "lab.hcl:") {
+		t.Errorf("invalid lab: exit %d, stderr %s", code, stderr)
+	}
+	if _, stderr, code := rlab(t, "down", t.TempDir()); code != exitInfra || !strings.Contains(stderr, "state.json") {
+		t.Errorf("down of a non-run dir: exit %d, %s", code, stderr)
+	}
+}
+
+// TestRunCmdInterrupt sends SIGINT to a real rlab process during a workload:
+// it tears down, keeps what it has, exits 130, and leaves nothing running.
+// Needs the built binary (RLAB_BIN, set by make test-netns).
+func TestRunCmdInterrupt(t *testing.T) {
+	bin := os.Getenv("RLAB_BIN")
+	if bin == "" {
+		t.Skip("RLAB_BIN not set (make build; the Makefile's test targets set it)")
+	}
+	marker := fmt.Sprintf("rlab-sigint-%d", time.Now().UnixNano())
+	p := writeLab(t, sshLab(t, 1)+`
+workload "long" {
+  tool = "exec"
+  host = host.h0
+  command = ["sh", "-c", "sleep 300; :", "`+marker+`"]
+}`)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "--out", out, p)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(60 * time.Second)
+	for !running(marker) {
+		select {
+		case err := <-exited:
+			t.Fatalf("rlab ended (%v) before the workload ran\n%s%s", err, stdout.String(), stderr.String())
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatalf("workload never started\n%s", stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := <-exited
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit %v, want 130\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if running(marker) {
+		t.Error("the workload's process survived the interrupt")
+	}
+	if !strings.HasSuffix(strings.TrimSpace(stdout.String()), "run directory: "+out) {
+		t.Errorf("last line does not name the run directory:\n%s", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// running reports whether a process with marker in its command line runs.
+func running(marker string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(marker)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,130 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/sshx"
+)
+
+// SSHConnector reaches hosts over SSH (engine/sshx), installs the agent when
+// its cache lacks it and starts it (engine/remote). One SSH connection per
+// host for the whole run.
+type SSHConnector struct {
+	// Options of the dialers; KnownHosts is extended per host with the
+	// host's own known_hosts file (lab `known_hosts`, a VM's generated one).
+	SSH    sshx.Options
+	Agents *remote.Agents
+
+	mu      sync.Mutex
+	dialers map[string]*sshx.Dialer // by the host's own known_hosts file
+}
+
+func (s *SSHConnector) dialer(knownHosts string) (*sshx.Dialer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.dialers[knownHosts]; d != nil {
+		return d, nil
+	}
+	o := s.SSH
+	if knownHosts != "" {
+		o.KnownHosts = append([]string{sshx.ExpandHome(knownHosts)}, o.KnownHosts...)
+	}
+	d, err := sshx.NewDialer(o)
+	if err != nil {
+		return nil, err
+	}
+	if s.dialers == nil {
+		s.dialers = map[string]*sshx.Dialer{}
+	}
+	s.dialers[knownHosts] = d
+	return d, nil
+}
+
+// Close closes the dialers (and the bastion connections they share).
+func (s *SSHConnector) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.dialers {
+		d.Close()
+	}
+	s.dialers = nil
+	return nil
+}
+
+// Connect implements Connector.
+func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Host, error) {
+	d, err := s.dialer(t.KnownHosts)
+	if err != nil {
+		return nil, err
+	}
+	st := sshx.Target{Name: t.Name, Address: t.Address, Port: t.Port, User: t.User}
+	if t.IdentityFile != "" {
+		st.IdentityFiles = []string{sshx.ExpandHome(t.IdentityFile)}
+	}
+	if t.Jump != "" {
+		if st.Jump, err = sshx.ParseJump(t.Jump); err != nil {
+			return nil, err
+		}
+	}
+	c, err := d.Dial(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := s.Agents.Install(ctx, c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become}
+	var logf *os.File
+	if t.LogDir != "" {
+		if logf, err = os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+			so.Stderr = logf
+		}
+	}
+	a, err := remote.Start(ctx, c, inst, so)
+	if err != nil {
+		c.Close()
+		if logf != nil {
+			logf.Close()
+		}
+		return nil, err
+	}
+	return &sshHost{a: a, c: c, log: logf}, nil
+}
+
+// sshHost is a started agent over its SSH connection.
+type sshHost struct {
+	a   *remote.Agent
+	c   *sshx.Client
+	log *os.File
+}
+
+func (h *sshHost) Name() string       { return h.a.Host }
+func (h *sshHost) Hello() proto.Hello { return h.a.Hello }
+
+func (h *sshHost) Call(ctx context.Context, method string, params, result any) error {
+	return h.a.Call(ctx, method, params, result)
+}
+
+func (h *sshHost) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {
+	_, err := h.a.Pull(ctx, files, dst)
+	return err
+}
+
+func (h *sshHost) Close() error {
+	err := h.a.Close()
+	if cerr := h.c.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close ssh connection to %s: %w", h.a.Host, cerr)
+	}
+	if h.log != nil {
+		h.log.Close()
+	}
+	return err
+}
