@@ -27,7 +27,7 @@ const fixtures = "../../testdata/toolout"
 // was recorded without --report_gbits), and NAME.err next to NAME.txt is the
 // same process's stderr.
 func fixtureCase(t testing.TB, name string) (tool string, opts Options) {
-	base := name
+	base := filepath.Base(name)
 	if i := strings.Index(base, "-"); i >= 0 && !strings.HasPrefix(base, "ib") && !strings.HasPrefix(base, "rping") {
 		base = base[i+1:]
 	}
@@ -56,16 +56,24 @@ func fixtureCase(t testing.TB, name string) (tool string, opts Options) {
 	return tool, opts
 }
 
+// fixtureNames lists the fixtures: testdata/toolout/* and the outputs the VM
+// test bed records into testdata/toolout/recorded/ (engine/vm's E2E test with
+// RLAB_VM_RECORD), as paths relative to testdata/toolout.
 func fixtureNames(t testing.TB) []string {
-	ents, err := os.ReadDir(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for _, e := range ents {
-		n := e.Name()
-		if !e.IsDir() && (strings.HasSuffix(n, ".txt") || strings.HasSuffix(n, ".json")) {
-			names = append(names, n)
+	for _, sub := range []string{"", "recorded"} {
+		ents, err := os.ReadDir(filepath.Join(fixtures, sub))
+		if err != nil {
+			if sub != "" && os.IsNotExist(err) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			n := e.Name()
+			if !e.IsDir() && (strings.HasSuffix(n, ".txt") || strings.HasSuffix(n, ".json")) && n != "versions.txt" {
+				names = append(names, filepath.Join(sub, n))
+			}
 		}
 	}
 	sort.Strings(names)
@@ -199,6 +207,14 @@ func TestFigures(t *testing.T) {
 		{file: "ibv_rc_pingpong.client.txt", n: 2,
 			figs: []fig{{"pp_bw", 4096, 14.27}, {"pp_lat", 4096, 4593.58}}},
 		{file: "rping.client.txt", n: 1, figs: []fig{{"rping_count", 0, 5}}},
+		// recorded by the VM test bed (testdata/toolout/recorded)
+		{file: "recorded/ib_read_lat.client.txt", n: 7, mtu: 1024, gid: 1,
+			figs: []fig{{"lat_typical", 2, 359.06}, {"lat_p99", 2, 10391.61}}},
+		{file: "recorded/ib_atomic_lat.client.txt", n: 7, mtu: 1024, gid: 1,
+			figs: []fig{{"lat_typical", 8, 405.31}, {"lat_p999", 8, 18024.74}}},
+		{file: "recorded/ibv_uc_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 4096, 4.48}, {"pp_lat", 4096, 14643.93}}},
+		{file: "recorded/ibv_ud_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 1024, 9.48}, {"pp_lat", 1024, 1727.69}}},
+		{file: "recorded/ibv_srq_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 4096, 71.89}, {"pp_lat", 4096, 911.59}}},
 		{file: "rping.server.txt", n: 1, figs: []fig{{"rping_count", 0, 5}}},
 	}
 	for _, tc := range tests {
@@ -293,6 +309,8 @@ func TestErrors(t *testing.T) {
 		{tool: "rping", in: "", opts: Options{Stderr: []byte("rdma_resolve_addr: No such device\n")}, want: "No such device"},
 		{tool: "rping", in: "", want: "run with -v"},
 		{tool: "tcp", in: "x", is: ErrNoParser},
+		// the passive side of read/atomic latency prints no table (recorded)
+		{tool: "ib_read_lat", in: mustRead("recorded/ib_read_lat.server.txt"), want: "no result table"},
 		{tool: "exec", in: "x", opts: Options{Workload: "probe"}, want: `exec (workload "probe")`},
 	}
 	for _, tc := range tests {
@@ -315,6 +333,14 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustRead(name string) string {
+	b, err := os.ReadFile(filepath.Join(fixtures, name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func TestSupported(t *testing.T) {
