@@ -129,7 +129,7 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 		}
 		var in []seriesIn
 		for _, se := range series {
-			si := seriesIn{Name: se.Name}
+			si := seriesIn{Name: se.Name, Wide: se.Name == iograph.SeriesRoCE && len(series) > 1}
 			for i, v := range se.BPS {
 				t := float64(i) * iv.Seconds() * 1000
 				si.Pts = append(si.Pts, xy{t, v / 1e6, fmt.Sprintf("%s at %s ms: %s Mb/s", se.Name, fmtNum(t), fmtNum(v/1e6))})
@@ -193,7 +193,9 @@ func (b *builder) captures() {
 			continue
 		}
 		base := parts[3]
-		name := strings.TrimSuffix(strings.TrimSuffix(base, path.Ext(base)), ".pcap")
+		// The run engine names a capture's file cap.<slug>[.<window>].pcap,
+		// with a number after it for a ring of files.
+		name := strings.TrimPrefix(strings.TrimSuffix(strings.TrimSuffix(base, path.Ext(base)), ".pcap"), "cap.")
 		if !strings.Contains(base, ".pcap") {
 			continue
 		}

@@ -58,6 +58,8 @@ type Series struct {
 	Name   string  `json:"name"`
 	Color  string  `json:"color"`
 	Points string  `json:"points"` // SVG polyline points attribute
+	Width  float64 `json:"width"`
+	Alpha  float64 `json:"alpha"`
 	Dots   []Point `json:"dots"`
 }
 
@@ -108,6 +110,7 @@ type xy struct {
 type seriesIn struct {
 	Name string
 	Pts  []xy
+	Wide bool // a total drawn under its parts: wide and pale
 }
 
 // r1 rounds a coordinate to 0.1 px: enough for the eye, stable for goldens.
@@ -170,7 +173,10 @@ func lineChart(id, title, xlabel, ylabel string, logX bool, in []seriesIn) *Char
 		}
 	}
 	for i, s := range in {
-		se := Series{Name: s.Name, Color: color(i)}
+		se := Series{Name: s.Name, Color: color(i), Width: 2, Alpha: 1}
+		if s.Wide {
+			se.Width, se.Alpha = 6, 0.35
+		}
 		var pts []string
 		for _, p := range s.Pts {
 			if math.IsNaN(p.Y) || math.IsInf(p.Y, 0) || (logX && p.X <= 0) {

@@ -35,7 +35,7 @@ func FuzzResultsJSON(f *testing.F) {
 // FuzzSummarizePcap feeds any bytes to the capture reader: a truncated or
 // corrupt capture is an error or a count of invalid packets, never a panic.
 func FuzzSummarizePcap(f *testing.F) {
-	seed, err := os.ReadFile(filepath.Join(fixture, "hosts/server/captures/roce.pcap"))
+	seed, err := os.ReadFile(filepath.Join(fixture, "hosts/server/captures/cap.roce.pcap"))
 	if err != nil {
 		f.Fatal(err)
 	}

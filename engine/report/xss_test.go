@@ -65,7 +65,7 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pc, err := os.ReadFile(filepath.Join(dir, "hosts/server/captures/roce.pcap"))
+	pc, err := os.ReadFile(filepath.Join(dir, "hosts/server/captures/cap.roce.pcap"))
 	if err != nil {
 		t.Fatal(err)
 	}
