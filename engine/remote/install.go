@@ -282,17 +282,30 @@ func upload(ctx context.Context, c *sshx.Client, dir, final string, b *agentBin)
 		return fail(fmt.Errorf("chmod %s: %w", tmp, err))
 	}
 	// Verify what landed on the host's disk, not what we sent.
-	out, err := output(ctx, c.Client, "sha256sum "+shellQuote(tmp))
+	out, err := output(ctx, c.Client, "echo "+probeBegin+"; sha256sum "+shellQuote(tmp)+"; echo "+probeEnd)
 	if err != nil {
 		return fail(fmt.Errorf("verify %s: %w", tmp, err))
 	}
-	if sum, _, _ := strings.Cut(string(out), " "); sum != b.hash {
+	if sum := sumBetweenMarkers(out); sum != b.hash {
 		return fail(fmt.Errorf("verify %s: sha256 on the host is %q, want %s (upload corrupted)", tmp, truncate(sum, 64), b.hash))
 	}
 	if err := sc.PosixRename(tmp, final); err != nil {
 		return fail(fmt.Errorf("rename %s to %s: %w", tmp, final, err))
 	}
 	return n, nil
+}
+
+// sumBetweenMarkers returns the first word printed between the probe
+// markers (a login script may print before them).
+func sumBetweenMarkers(out []byte) string {
+	s := string(out)
+	i := strings.Index(s, probeBegin+"\n")
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(probeBegin)+1:]
+	sum, _, _ := strings.Cut(s, " ")
+	return sum
 }
 
 // shellQuote quotes s for a POSIX shell. Only paths rlab built itself (home

@@ -1,0 +1,148 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/sshx"
+)
+
+// Spec is one host to gather facts from.
+type Spec struct {
+	Target     sshx.Target
+	KnownHosts string // the host's own known_hosts file, tried before the run's ("" none)
+	Become     bool
+}
+
+// GatherOptions configure Gather.
+type GatherOptions struct {
+	SSH      sshx.Options
+	Agents   *Agents
+	Parallel int    // hosts at once; default sshx.DefaultParallel
+	RunID    string // default "facts-<unix nanos>"
+	// Progress, when set, is called as each host passes a stage:
+	// "connected", "installed", "done" (or "failed").
+	Progress func(host, stage string)
+}
+
+// Result is one host's facts, or why there are none.
+type Result struct {
+	Name  string
+	Facts *proto.Facts
+	Err   error // names the host and what was being done
+	Sent  int64 // agent bytes shipped to it
+	Hello proto.Hello
+}
+
+// GatherStats sums a Gather.
+type GatherStats struct {
+	Hosts, Failed int
+	AgentBytes    int64
+	Elapsed       time.Duration
+}
+
+// Gather connects to every host at once (bounded), installs and starts the
+// agent, asks for its facts and closes. A host that fails is reported in its
+// Result while the others go on.
+func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, GatherStats, error) {
+	start := time.Now()
+	if o.RunID == "" {
+		o.RunID = fmt.Sprintf("facts-%d", time.Now().UnixNano())
+	}
+	if o.Agents == nil {
+		return nil, GatherStats{}, errors.New("gather facts: no agent binaries")
+	}
+	progress := func(h, s string) {
+		if o.Progress != nil {
+			o.Progress(h, s)
+		}
+	}
+	dialers := map[string]*sshx.Dialer{}
+	var dmu sync.Mutex
+	dialer := func(kh string) (*sshx.Dialer, error) {
+		dmu.Lock()
+		defer dmu.Unlock()
+		if d := dialers[kh]; d != nil {
+			return d, nil
+		}
+		so := o.SSH
+		so.KnownHosts = append([]string(nil), o.SSH.KnownHosts...)
+		if kh != "" {
+			so.KnownHosts = append([]string{sshx.ExpandHome(kh)}, so.KnownHosts...)
+		}
+		d, err := sshx.NewDialer(so)
+		if err != nil {
+			return nil, err
+		}
+		dialers[kh] = d
+		return d, nil
+	}
+	defer func() {
+		for _, d := range dialers {
+			d.Close()
+		}
+	}()
+	res := make([]Result, len(specs))
+	var sent atomic.Int64
+	sshx.ForEach(ctx, len(specs), o.Parallel, func(ctx context.Context, i int) {
+		s := specs[i]
+		r := &res[i]
+		r.Name = s.Target.Name
+		err := func() error {
+			d, err := dialer(s.KnownHosts)
+			if err != nil {
+				return err
+			}
+			c, err := d.Dial(ctx, s.Target)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			progress(r.Name, "connected")
+			inst, err := o.Agents.Install(ctx, c)
+			if inst != nil {
+				r.Sent = inst.Sent
+				sent.Add(inst.Sent)
+			}
+			if err != nil {
+				return err
+			}
+			progress(r.Name, "installed")
+			a, err := Start(ctx, c, inst, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			r.Hello = a.Hello
+			var f proto.Facts
+			if err := a.Call(ctx, proto.MethodFacts, nil, &f); err != nil {
+				return err
+			}
+			r.Facts = &f
+			return nil
+		}()
+		if err != nil {
+			var ce *CallError
+			if errors.As(err, &ce) || errors.Is(err, ErrAgentLost) {
+				r.Err = err // already names the host
+			} else {
+				r.Err = fmt.Errorf("host %q: %w", r.Name, err)
+			}
+			progress(r.Name, "failed")
+			return
+		}
+		progress(r.Name, "done")
+	})
+	st := GatherStats{Hosts: len(specs), AgentBytes: sent.Load(), Elapsed: time.Since(start)}
+	for _, r := range res {
+		if r.Err != nil {
+			st.Failed++
+		}
+	}
+	return res, st, nil
+}
