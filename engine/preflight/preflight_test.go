@@ -1,0 +1,138 @@
+package preflight
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+func loadLab(t *testing.T) *lab.Lab {
+	t.Helper()
+	l, diags := lab.Load([]string{"testdata/two-hosts.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return l
+}
+
+// ready is a host that can run the lab.
+func ready(name string) *proto.Facts {
+	return &proto.Facts{
+		Hostname: name, Kernel: "6.1.0-27-amd64", Arch: "x86_64", User: "root", Root: true,
+		Netdevs: []proto.Netdev{
+			{Name: "lo", State: "unknown", Addrs: []string{"127.0.0.1/8"}},
+			{Name: "eth0", State: "up", Addrs: []string{"10.0.2.15/24"}},
+			{Name: "eth1", State: "up", Addrs: []string{"192.168.50.1/24", "fe80::1/64"}},
+		},
+		RXEModule: "loadable",
+		Tools: map[string]proto.Tool{
+			"ib_write_bw": {Path: "/usr/bin/ib_write_bw"}, "rping": {Path: "/usr/bin/rping"}, "tcpdump": {Path: "/usr/bin/tcpdump"},
+		},
+		MemlockSoft: 8 << 20, MemlockHard: 8 << 20,
+		WorkDir: "/root/.cache/rlab/runs/x", FreeBytes: 10 << 30,
+	}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name   string
+		server func(f *proto.Facts)
+		client func(f *proto.Facts)
+		want   []string
+	}{
+		{name: "ready"},
+		{
+			name:   "kernel without rdma_rxe",
+			server: func(f *proto.Facts) { f.Kernel = "6.18.44"; f.RXEModule = "absent" },
+			want:   []string{`host "server": kernel 6.18.44 has no rdma_rxe module: install the distribution's extra kernel modules package (e.g. linux-modules-extra-$(uname -r)), or use a kernel built with CONFIG_RDMA_RXE`},
+		},
+		{
+			name:   "perftest, rping and tcpdump missing",
+			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{} },
+			want: []string{
+				`host "server": ib_write_bw not installed: apt-get install perftest (dnf install perftest)`,
+				`host "server": rping not installed: apt-get install rdmacm-utils (dnf install rdmacm-utils)`,
+				`host "server": tcpdump not installed: apt-get install tcpdump (dnf install tcpdump)`,
+			},
+		},
+		{
+			name:   "client has no capture, so no tcpdump needed",
+			client: func(f *proto.Facts) { delete(f.Tools, "tcpdump") },
+		},
+		{
+			name: "netdev not found lists the ones present",
+			client: func(f *proto.Facts) {
+				f.Netdevs = f.Netdevs[:2]
+			},
+			want: []string{`host "client": netdev eth1 (for rxe "client") not found: have: lo eth0`},
+		},
+		{
+			name:   "netdev without IPv4",
+			client: func(f *proto.Facts) { f.Netdevs[2].Addrs = []string{"fe80::1/64"} },
+			want:   []string{`host "client": netdev eth1 (for rxe "client") has no IPv4 address, so rxe has no RoCEv2 GID to use: give it one (ip addr add ADDR/PREFIX dev eth1, or the distribution's network config)`},
+		},
+		{
+			name:   "netdev down",
+			client: func(f *proto.Facts) { f.Netdevs[2].State = "down" },
+			want:   []string{`host "client": netdev eth1 (for rxe "client") is down: ip link set eth1 up`},
+		},
+		{
+			name: "memlock too low for a non-root user who also lacks root for rxe",
+			client: func(f *proto.Facts) {
+				f.Root, f.User, f.UID = false, "ana", 1000
+			},
+			want: []string{
+				`host "client": creating rxe "rxe_eth1" needs root, and the agent runs as ana (uid 1000): set become = true on the host (with passwordless sudo for its user), or log in as root`,
+				"host \"client\": RLIMIT_MEMLOCK is 8.0 MiB (soft), too low for RDMA memory registration: raise it for ana (e.g. `ana hard memlock unlimited` and `soft memlock unlimited` in /etc/security/limits.conf, then log in again), or run with become = true",
+			},
+		},
+		{
+			name: "memlock unlimited is fine",
+			client: func(f *proto.Facts) {
+				f.Root, f.User, f.UID, f.MemlockSoft = false, "ana", 1000, -1
+				f.RXEModule = "loaded"
+			},
+			want: []string{`host "client": creating rxe "rxe_eth1" needs root, and the agent runs as ana (uid 1000): set become = true on the host (with passwordless sudo for its user), or log in as root`},
+		},
+		{
+			name:   "become set but sudo did not make it root",
+			server: func(f *proto.Facts) { f.Root, f.User, f.UID, f.MemlockSoft = false, "ops", 1001, -1 },
+			want:   []string{`host "server": creating rxe "rxe_eth1", capture "roce" (tcpdump) needs root, and the agent runs as ops (uid 1001): become is set but the agent did not run as root: check the user's sudo rights`},
+		},
+		{
+			name:   "low disk for the capture budget",
+			server: func(f *proto.Facts) { f.FreeBytes = 100 << 20 },
+			want:   []string{`host "server": only 100.0 MiB free in /root/.cache/rlab/runs/x, the lab may write 320.0 MiB there (captures + logs): free some disk on the host, or lower the captures' max_size`},
+		},
+	}
+	l := loadLab(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := ready("server"), ready("client")
+			if tc.server != nil {
+				tc.server(s)
+			}
+			if tc.client != nil {
+				tc.client(c)
+			}
+			var got []string
+			for _, p := range Check(l, map[string]*proto.Facts{"server": s, "client": c}) {
+				got = append(got, p.String())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckSkipsHostsWithoutFacts(t *testing.T) {
+	l := loadLab(t)
+	f := ready("server")
+	f.RXEModule = "absent"
+	if got := Check(l, map[string]*proto.Facts{"server": f}); len(got) != 1 || got[0].Code != CodeNoRXE {
+		t.Errorf("got %v", got)
+	}
+}
