@@ -113,7 +113,11 @@ run's directory (nothing when none matches), for scripts.`,
 				if rel, err := filepath.Rel(root, l.Dir); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
 					dir = rel
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", dir, l.Started, l.Status, l.OK, l.Workloads, strings.Join(l.Headline, "; "))
+				head := l.Headline
+				if len(head) > 3 { // a class lab has hundreds; --json has them all
+					head = append(head[:3:3], fmt.Sprintf("… %d more", len(l.Headline)-3))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", dir, l.Started, l.Status, l.OK, l.Workloads, strings.Join(head, "; "))
 			}
 			return tw.Flush()
 		},

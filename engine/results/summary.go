@@ -206,7 +206,7 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	w("## %s (%s)\n\n", mdText(wl.Name), mdText(wl.Tool))
 	if wl.Status != "" && wl.Status != StatusOK {
-		w("**%s**", statusWord(wl.Status))
+		w("%s", statusWord(wl.Status))
 		if wl.Error != "" {
 			w(": %s", mdText(oneLine(wl.Error)))
 		}
