@@ -116,6 +116,7 @@ var guestLinks = [][2]string{
 	{"/etc/systemd/system/apt-daily.timer", "/dev/null"},
 	{"/etc/systemd/system/apt-daily-upgrade.timer", "/dev/null"},
 	{"/etc/systemd/system/e2scrub_all.timer", "/dev/null"},
+	{"/etc/systemd/system/e2scrub_reap.service", "/dev/null"},
 	{"/etc/systemd/system/fstrim.timer", "/dev/null"},
 	{"/etc/systemd/system/dpkg-db-backup.timer", "/dev/null"},
 	{"/etc/systemd/system/man-db.timer", "/dev/null"},
