@@ -810,6 +810,9 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		if !tool.Sizes {
 			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "sizes is for RDMA tools; %s moves bytes (tcp) or runs a command (exec).", name)
 		} else {
+			if w.Transport == "UD" && tool.MaxSize == 0 {
+				tool.MaxSize = 4096 // one UD message is one packet
+			}
 			w.Sizes = l.sizes(a, sc, tool)
 		}
 	}

@@ -70,7 +70,7 @@ func TestTypedVars(t *testing.T) {
 		{"number", map[string]string{"pairs": "5"}, 10, ""},
 		{"not a number", map[string]string{"pairs": "five"}, 0, "Invalid value for variable"},
 		{"validation", map[string]string{"pairs": "99"}, 198, "Invalid value for variable"},
-		{"object", map[string]string{"opts": `{ sizes = ["1MiB"], iters = 3 }`}, 6, ""},
+		{"object", map[string]string{"opts": `{ sizes = ["2KiB"], iters = 3 }`}, 6, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestExpansion(t *testing.T) {
 	}
 	w := l.WorkloadByName("bw[2]")
 	if w == nil || w.ServerHost != l.HostByName("server[2]") || w.ClientRXE != l.RXEByName("client[2]") ||
-		w.QPs != 4 || w.Transport != "UD" || w.Timeout.Seconds() != 90 || !cmp.Equal(w.Sizes, []int64{4096, 65536}) {
+		w.QPs != 4 || w.Transport != "UD" || w.Timeout.Seconds() != 90 || !cmp.Equal(w.Sizes, []int64{1024, 4096}) {
 		t.Errorf("workload bw[2] = %+v", w)
 	}
 	if !cmp.Equal(l.Sensitive, []string{"s3cr3t-token"}) {

@@ -435,6 +435,7 @@ W('address_with_space','''host "c" {
   address = "192.0.2.3 -oProxyCommand=x" # ERROR: Invalid address
 }
 ''')
+W('ud_send_too_big', wl('ib_send_bw','  transport = "UD"\n  sizes     = [1024, "64KiB"] # ERROR: Invalid size for ib_send_bw\n'))
 # binary garbage, non-UTF-8, deep nesting
 open(os.path.join(D,'binary_garbage.hcl'),'wb').write(bytes([0x7f,0x45,0x4c,0x46,0x02,0x01,0x01,0x00,0x00,0x00,0xff,0xfe,0x10,0x20])+b' # ERROR: Lab file is not text\n'+bytes(range(1,10))+b'\n')
 open(os.path.join(D,'not_utf8.hcl'),'wb').write(PAIR.encode()+b'host "caf\xe9" { # ERROR: Invalid UTF-8\n  address = "192.0.2.3"\n}\n')

@@ -28,7 +28,7 @@ variable "opts" {
     iters = number
   })
   default = {
-    sizes = ["4KiB", "64KiB"]
+    sizes = ["1KiB", "4KiB"]
     iters = 500
   }
 }

@@ -1,0 +1,24 @@
+lab "t" {
+  description = "error case"
+}
+host "a" {
+  address = "192.0.2.1"
+}
+host "b" {
+  address = "192.0.2.2"
+}
+rxe "a" {
+  host   = host.a
+  netdev = "eth1"
+}
+rxe "b" {
+  host   = host.b
+  netdev = "eth1"
+}
+workload "w" {
+  tool   = "ib_send_bw"
+  server = rxe.a
+  client = rxe.b
+  transport = "UD"
+  sizes     = [1024, "64KiB"] # ERROR: Invalid size for ib_send_bw
+}
