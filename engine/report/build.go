@@ -508,27 +508,38 @@ func sampleTable(samples []results.Sample) Table {
 	return t
 }
 
-// meanBySize averages one metric over repeats, per message size, sorted
-// by size. n is how many repeats each mean covers.
-func meanBySize(samples []results.Sample, metric string) (sizes []int64, means []float64, n []int) {
-	sum := map[int64]float64{}
-	cnt := map[int64]int{}
+// bySize folds one metric's repeats per message size, sorted by size: the
+// median (the figure rlab reports and compares, as summary.md does), the
+// spread, and how many repeats each covers.
+type sizeAgg struct {
+	Size             int64
+	Median, Min, Max float64
+	N                int
+}
+
+func bySize(samples []results.Sample, metric string) []sizeAgg {
+	vals := map[int64][]float64{}
+	var sizes []int64
 	for _, s := range samples {
 		if s.Metric != metric || math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
 			continue
 		}
-		if _, ok := cnt[s.Meta.Size]; !ok {
+		if _, ok := vals[s.Meta.Size]; !ok {
 			sizes = append(sizes, s.Meta.Size)
 		}
-		sum[s.Meta.Size] += s.Value
-		cnt[s.Meta.Size]++
+		vals[s.Meta.Size] = append(vals[s.Meta.Size], s.Value)
 	}
 	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+	out := make([]sizeAgg, 0, len(sizes))
 	for _, sz := range sizes {
-		means = append(means, sum[sz]/float64(cnt[sz]))
-		n = append(n, cnt[sz])
+		v := vals[sz]
+		a := sizeAgg{Size: sz, Median: results.Median(v), Min: v[0], Max: v[0], N: len(v)}
+		for _, x := range v {
+			a.Min, a.Max = math.Min(a.Min, x), math.Max(a.Max, x)
+		}
+		out = append(out, a)
 	}
-	return sizes, means, n
+	return out
 }
 
 func unitOf(samples []results.Sample, metric string) string {
@@ -552,17 +563,20 @@ func has(samples []results.Sample, metric string) bool {
 	return false
 }
 
-// series builds one chart series: a metric's mean per size.
+// series builds one chart series: a metric's median per size, with the
+// spread of the repeats.
 func series(samples []results.Sample, metric, name string) seriesIn {
-	sizes, means, n := meanBySize(samples, metric)
 	unit := unitOf(samples, metric)
 	s := seriesIn{Name: name}
-	for i, sz := range sizes {
-		title := fmt.Sprintf("%s at %s B: %s %s", name, strconv.FormatInt(sz, 10), fmtNum(means[i]), unit)
-		if n[i] > 1 {
-			title += fmt.Sprintf(" (mean of %d repeats)", n[i])
+	for _, a := range bySize(samples, metric) {
+		title := fmt.Sprintf("%s at %s B: %s %s", name, strconv.FormatInt(a.Size, 10), fmtNum(a.Median), unit)
+		p := xy{X: float64(a.Size), Y: a.Median}
+		if a.N > 1 {
+			title += fmt.Sprintf(" (median of %d repeats, %s to %s)", a.N, fmtNum(a.Min), fmtNum(a.Max))
+			p.Lo, p.Hi, p.Spread = a.Min, a.Max, true
 		}
-		s.Pts = append(s.Pts, xy{float64(sz), means[i], title})
+		p.Title = title
+		s.Pts = append(s.Pts, p)
 	}
 	return s
 }
@@ -591,30 +605,28 @@ func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 		{"lat_p99", "p99"}, {"lat_p999", "p99.9"}, {"lat_max", "max"},
 	}
 	if has(samples, "lat_typical") || has(samples, "lat_avg") {
-		bySize := map[int64]*barGroup{}
+		groups := map[int64]*barGroup{}
 		var sizes []int64
 		for _, l := range lat {
-			ss, means, _ := meanBySize(samples, l.metric)
-			for i, sz := range ss {
-				g, ok := bySize[sz]
+			for _, a := range bySize(samples, l.metric) {
+				g, ok := groups[a.Size]
 				if !ok {
-					g = &barGroup{Label: humanSize(sz) + " B"}
-					bySize[sz] = g
-					sizes = append(sizes, sz)
+					g = &barGroup{Label: humanSize(a.Size) + " B"}
+					groups[a.Size] = g
+					sizes = append(sizes, a.Size)
 				}
-				g.Bars = append(g.Bars, barIn{l.name, means[i], unitOf(samples, l.metric)})
+				g.Bars = append(g.Bars, barIn{l.name, a.Median, unitOf(samples, l.metric)})
 			}
 		}
 		sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
-		var groups []barGroup
+		var bars []barGroup
 		for _, sz := range sizes {
-			groups = append(groups, *bySize[sz])
+			bars = append(bars, *groups[sz])
 		}
-		out = append(out, barChart(anchor+"-lat", "Latency percentiles by message size", "usec", groups))
+		out = append(out, barChart(anchor+"-lat", "Latency percentiles by message size", "usec", bars))
 	}
 	if has(samples, "pp_bw") {
-		sizes, _, _ := meanBySize(samples, "pp_bw")
-		if len(sizes) > 1 {
+		if len(bySize(samples, "pp_bw")) > 1 {
 			out = append(out, lineChart(anchor+"-pp", "Pingpong throughput vs message size", "message size [bytes]", "Mbit/s",
 				true, []seriesIn{series(samples, "pp_bw", "throughput")}))
 		}

@@ -132,7 +132,7 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 			si := seriesIn{Name: se.Name, Wide: se.Name == iograph.SeriesRoCE && len(series) > 1}
 			for i, v := range se.BPS {
 				t := float64(i) * iv.Seconds() * 1000
-				si.Pts = append(si.Pts, xy{t, v / 1e6, fmt.Sprintf("%s at %s ms: %s Mb/s", se.Name, fmtNum(t), fmtNum(v/1e6))})
+				si.Pts = append(si.Pts, xy{X: t, Y: v / 1e6, Title: fmt.Sprintf("%s at %s ms: %s Mb/s", se.Name, fmtNum(t), fmtNum(v/1e6))})
 			}
 			in = append(in, si)
 		}

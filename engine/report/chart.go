@@ -63,11 +63,15 @@ type Series struct {
 	Dots   []Point `json:"dots"`
 }
 
-// Point is a data point; Title is its tooltip.
+// Point is a data point; Title is its tooltip. A point folded from
+// repeats has a whisker from YLo to YHi (pixels) showing their spread.
 type Point struct {
-	X     float64 `json:"x"`
-	Y     float64 `json:"y"`
-	Title string  `json:"title"`
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	Title  string  `json:"title"`
+	Spread bool    `json:"spread,omitempty"`
+	YLo    float64 `json:"ylo,omitempty"`
+	YHi    float64 `json:"yhi,omitempty"`
 }
 
 // Bar is one bar with its tooltip and value label.
@@ -101,10 +105,12 @@ const (
 	legendW   = 100.0
 )
 
-// xy is one input point.
+// xy is one input point; Lo..Hi is the spread of its repeats.
 type xy struct {
-	X, Y  float64
-	Title string
+	X, Y   float64
+	Title  string
+	Lo, Hi float64
+	Spread bool
 }
 
 type seriesIn struct {
@@ -128,6 +134,9 @@ func lineChart(id, title, xlabel, ylabel string, logX bool, in []seriesIn) *Char
 			}
 			xs = append(xs, p.X)
 			ymax = math.Max(ymax, p.Y)
+			if p.Spread && !math.IsNaN(p.Hi) && !math.IsInf(p.Hi, 0) {
+				ymax = math.Max(ymax, p.Hi)
+			}
 		}
 	}
 	if len(xs) == 0 {
@@ -184,7 +193,11 @@ func lineChart(id, title, xlabel, ylabel string, logX bool, in []seriesIn) *Char
 			}
 			x, y := r1(tx(p.X)), r1(ty(p.Y))
 			pts = append(pts, fmtNum(x)+","+fmtNum(y))
-			se.Dots = append(se.Dots, Point{x, y, p.Title})
+			pt := Point{X: x, Y: y, Title: p.Title}
+			if p.Spread && !math.IsNaN(p.Lo+p.Hi) && !math.IsInf(p.Lo+p.Hi, 0) {
+				pt.Spread, pt.YLo, pt.YHi = true, r1(ty(p.Lo)), r1(ty(p.Hi))
+			}
+			se.Dots = append(se.Dots, pt)
 		}
 		se.Points = strings.Join(pts, " ")
 		c.Series = append(c.Series, se)

@@ -3,8 +3,8 @@ package report
 import "strconv"
 
 // compare puts every RDMA bandwidth workload beside every TCP baseline, in
-// Gb/s: for RDMA the best mean over message sizes (with the size it came
-// at), for TCP the mean over repeats. Nothing is drawn unless both kinds ran.
+// Gb/s: for RDMA the best median over message sizes (with the size it
+// came at), for TCP the median over repeats. Nothing is drawn unless both kinds ran.
 func (b *builder) compare() {
 	var rows [][]string
 	var groups []barGroup
@@ -13,22 +13,24 @@ func (b *builder) compare() {
 		ss := b.samples[w.Name]
 		switch {
 		case rdmaTool(w.Tool) && has(ss, "bw_avg"):
-			sizes, means, _ := meanBySize(ss, "bw_avg")
-			best := 0
-			for i := range means {
-				if means[i] > means[best] {
-					best = i
+			aggs := bySize(ss, "bw_avg")
+			if len(aggs) == 0 {
+				continue
+			}
+			best := aggs[0]
+			for _, a := range aggs {
+				if a.Median > best.Median {
+					best = a
 				}
 			}
 			rdma++
-			rows = append(rows, []string{w.Name, w.Tool, "RDMA", strconv.FormatInt(sizes[best], 10), fmtNum(means[best]), fmtNum(gbpsToMiBps(means[best]))})
-			groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"RDMA", means[best], "Gb/s"}}})
+			rows = append(rows, []string{w.Name, w.Tool, "RDMA", strconv.FormatInt(best.Size, 10), fmtNum(best.Median), fmtNum(gbpsToMiBps(best.Median))})
+			groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"RDMA", best.Median, "Gb/s"}}})
 		case w.Tool == "tcp" && has(ss, "tcp_bw"):
-			_, means, _ := meanBySize(ss, "tcp_bw")
 			tcp++
-			for _, m := range means { // one per bytes setting, usually one
-				rows = append(rows, []string{w.Name, w.Tool, "TCP", "", fmtNum(m), fmtNum(gbpsToMiBps(m))})
-				groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"TCP", m, "Gb/s"}}})
+			for _, a := range bySize(ss, "tcp_bw") { // one per bytes setting, usually one
+				rows = append(rows, []string{w.Name, w.Tool, "TCP", "", fmtNum(a.Median), fmtNum(gbpsToMiBps(a.Median))})
+				groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"TCP", a.Median, "Gb/s"}}})
 			}
 		}
 	}

@@ -94,9 +94,9 @@ func href(p string) string {
 func hint(kind string) string {
 	switch kind {
 	case "bw":
-		return "perftest's bandwidth in Gb/s (10^9 bits per second) and message rate in millions of messages per second, for each message size; a point is the mean over repeats (hover it for the value)."
+		return "perftest's bandwidth in Gb/s (10^9 bits per second) and message rate in millions of messages per second, for each message size; a point is the median over repeats, and a bar through it spans the slowest to the fastest repeat (hover a point for the values)."
 	case "lat":
-		return "perftest's latency in microseconds for each message size: min, typical (median), average, 99th and 99.9th percentile and max. The gap between typical and p99 shows the jitter."
+		return "perftest's latency in microseconds for each message size: min, typical (median), average, 99th and 99.9th percentile and max (each the median over repeats). The gap between typical and p99 shows the jitter."
 	case "pingpong":
 		return "ibv_*_pingpong's throughput for each message size."
 	}
