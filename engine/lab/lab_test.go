@@ -144,7 +144,6 @@ func testOptions(f string) LoadOptions {
 	return opts
 }
 
-var _ = fmt.Sprint
 
 // TestHugeFile: a 10 MB lab file is refused with one diagnostic before HCL
 // parses it.
@@ -260,5 +259,18 @@ workload "bw" {
 				t.Errorf("Eval = %v, %v; want %v, error %v", ok, diags, tt.want, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestReadmeTools keeps labs/README.md's tool table in step with the tools.
+func TestReadmeTools(t *testing.T) {
+	b, err := os.ReadFile("../../labs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ToolNames() {
+		if !strings.Contains(string(b), "| `"+n+"` |") {
+			t.Errorf("labs/README.md has no row for tool %s", n)
+		}
 	}
 }
