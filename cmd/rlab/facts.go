@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/spf13/cobra"
+)
+
+func newFactsCmd() *cobra.Command {
+	var f hostFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "facts [-json] [-var NAME=VALUE]... PATH",
+		Short: "Show what every host of a lab can do (kernel, netdevs, RDMA devices, rdma_rxe, tools)",
+		Long: `facts connects to every host of the lab at once, ships the agent (only when the
+host lacks that exact build) and prints each host's facts: kernel, OS, netdevs
+with MTU and addresses, RDMA devices with their GID tables, whether the kernel
+has rdma_rxe, the RDMA tools and their versions, RLIMIT_MEMLOCK and free disk.
+A host that cannot be reached is reported on its own line; the others are
+still printed. -json prints one object keyed by host name.
+
+Exit status: 0 every host answered; 2 some host could not be reached.`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rest, done, err := parseLabFlags(cmd, args)
+			if done || err != nil {
+				return err
+			}
+			if len(rest) != 1 {
+				return withCode(exitFail, fmt.Errorf("facts: want one lab file or folder, got %d arguments (see rlab facts --help)", len(rest)))
+			}
+			l, err := loadForHosts(cmd, rest[0], &f)
+			if err != nil {
+				return err
+			}
+			res, _, err := f.gather(cmd.Context(), l, cmd.ErrOrStderr())
+			if err != nil {
+				return withCode(exitInfra, err)
+			}
+			if asJSON {
+				err = writeFactsJSON(cmd.OutOrStdout(), res)
+			} else {
+				err = writeFactsTable(cmd.OutOrStdout(), res)
+			}
+			if err != nil {
+				return err
+			}
+			if n := unreachable(res); n > 0 {
+				return withCode(exitInfra, fmt.Errorf("%d of %d hosts could not be reached", n, len(res)))
+			}
+			return nil
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: one object per host, keyed by host name")
+	return cmd
+}
+
+func loadForHosts(cmd *cobra.Command, path string, f *hostFlags) (*lab.Lab, error) {
+	lo, err := f.vf.options()
+	if err != nil {
+		return nil, err
+	}
+	l, diags := lab.Load([]string{path}, lo)
+	writeDiags(cmd.ErrOrStderr(), l, diags)
+	if diags.HasErrors() || l == nil {
+		return nil, withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
+	}
+	return l, nil
+}
+
+func unreachable(res []remote.Result) int {
+	n := 0
+	for _, r := range res {
+		if r.Err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func writeFactsJSON(w io.Writer, res []remote.Result) error {
+	m := map[string]factsJSON{}
+	for _, r := range res {
+		if r.Err != nil {
+			m[r.Name] = factsJSON{Error: r.Err.Error()}
+		} else {
+			m[r.Name] = factsJSON{Facts: r.Facts}
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(m)
+}
+
+func writeFactsTable(w io.Writer, res []remote.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tKERNEL\tARCH\tCPUS\tMEM\tRDMA_RXE\tRDMA DEVICES\tNETDEVS\tTOOLS")
+	var errs []string
+	for _, r := range res {
+		if r.Err != nil {
+			fmt.Fprintf(tw, "%s\tunreachable\t\t\t\t\t\t\t\n", r.Name)
+			errs = append(errs, r.Err.Error())
+			continue
+		}
+		f := r.Facts
+		var nds []string
+		for _, nd := range f.Netdevs {
+			if nd.Name == "lo" {
+				continue
+			}
+			s := fmt.Sprintf("%s(%d)", nd.Name, nd.MTU)
+			if len(nd.Addrs) > 0 {
+				s += "=" + strings.Join(nd.Addrs, ",")
+			}
+			nds = append(nds, s)
+		}
+		var devs []string
+		for _, d := range f.RDMA {
+			s := d.Name + "/" + d.Kind
+			if d.Parent != "" {
+				s += "@" + d.Parent
+			}
+			devs = append(devs, s)
+		}
+		if len(devs) == 0 {
+			devs = []string{"-"}
+		}
+		tools := sortedTools(f.Tools)
+		if len(tools) == 0 {
+			tools = []string{"-"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Name, f.Kernel, f.Arch, f.CPUs, iec(int64(f.MemBytes)), f.RXEModule,
+			strings.Join(devs, " "), strings.Join(nds, " "), strings.Join(tools, ","))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range errs {
+		fmt.Fprintln(w, firstLineOf(e))
+	}
+	return nil
+}
+
+func iec(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

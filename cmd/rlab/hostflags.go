@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rlab-dev/rlab/agent/dist"
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+)
+
+// hostFlags are the flags of the commands that reach a lab's hosts over
+// SSH (facts, check).
+type hostFlags struct {
+	vf         varFlags
+	acceptNew  bool
+	parallel   int
+	knownHosts []string
+	identities []string
+	verbose    bool
+}
+
+func (h *hostFlags) register(fs *pflag.FlagSet) {
+	h.vf.register(fs)
+	fs.BoolVar(&h.acceptNew, "accept-new-host-keys", false, "trust and record the host key of hosts known_hosts has no entry for (a changed key is always refused)")
+	fs.IntVar(&h.parallel, "parallel", sshx.DefaultParallel, "hosts worked on at once")
+	fs.StringArrayVar(&h.knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with (default ~/.ssh/known_hosts; repeatable)")
+	fs.StringArrayVarP(&h.identities, "identity", "i", nil, "identity file for hosts the lab gives none (after ssh-agent; repeatable)")
+	fs.BoolVarP(&h.verbose, "verbose", "v", false, "log connection details to stderr")
+}
+
+// specs turns the lab's SSH hosts into gather specs. Local VM hosts are not
+// booted by these commands; they come back as per-host errors.
+func (h *hostFlags) specs(l *lab.Lab) ([]remote.Spec, map[string]error) {
+	var specs []remote.Spec
+	skipped := map[string]error{}
+	for _, host := range l.Hosts {
+		if host.VM != nil {
+			skipped[host.Name] = fmt.Errorf("host %q is a local VM: it runs only during `rlab run`, which boots it", host.Name)
+			continue
+		}
+		specs = append(specs, remote.Spec{Target: h.target(host, 0), KnownHosts: host.KnownHosts, Become: host.Become})
+	}
+	return specs, skipped
+}
+
+func (h *hostFlags) target(host *lab.Host, depth int) sshx.Target {
+	t := sshx.Target{Name: host.Name, Address: host.Address, Port: host.Port, User: host.User}
+	if host.IdentityFile != "" {
+		t.IdentityFiles = []string{sshx.ExpandHome(host.IdentityFile)}
+	} else {
+		t.IdentityFiles = h.identities
+	}
+	switch {
+	case host.JumpHost != nil && depth < 8:
+		// A lab host as bastion: its own user, key and jump apply.
+		j := h.target(host.JumpHost, depth+1)
+		t.Jump = &j
+	case host.Jump != "":
+		t.Jump, _ = sshx.ParseJump(host.Jump) // the lab loader validated it
+		// Bastions named by address are logged into with the host's key
+		// unless ~/.ssh/config says otherwise.
+		for j := t.Jump; j != nil; j = j.Jump {
+			if j.User == "" {
+				j.User = host.User
+			}
+			j.IdentityFiles = t.IdentityFiles
+		}
+	}
+	return t
+}
+
+func (h *hostFlags) logger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if h.verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// gather connects to every SSH host of the lab and returns each host's
+// facts or error, by host name, in lab order.
+func (h *hostFlags) gather(ctx context.Context, l *lab.Lab, stderr io.Writer) ([]remote.Result, remote.GatherStats, error) {
+	specs, skipped := h.specs(l)
+	log := h.logger(stderr)
+	bar := newHostBar(stderr, len(specs))
+	res, st, err := remote.Gather(ctx, specs, remote.GatherOptions{
+		SSH:      sshx.Options{KnownHosts: h.knownHosts, AcceptNewHostKeys: h.acceptNew, Logger: log},
+		Agents:   remote.NewAgents(dist.Binary),
+		Parallel: h.parallel,
+		Progress: bar.progress,
+	})
+	bar.finish()
+	if err != nil {
+		return nil, st, err
+	}
+	log.Info("gathered facts", "hosts", st.Hosts, "failed", st.Failed, "agent_bytes_shipped", st.AgentBytes, "elapsed", st.Elapsed)
+	if h.verbose || st.AgentBytes > 0 {
+		fmt.Fprintf(stderr, "agent: %d bytes shipped to %d hosts (0 when every host had it cached)\n", st.AgentBytes, st.Hosts)
+	}
+	// Back in lab order, VM hosts included.
+	byName := map[string]remote.Result{}
+	for _, r := range res {
+		byName[r.Name] = r
+	}
+	var out []remote.Result
+	for _, host := range l.Hosts {
+		if e, ok := skipped[host.Name]; ok {
+			out = append(out, remote.Result{Name: host.Name, Err: e})
+			continue
+		}
+		out = append(out, byName[host.Name])
+	}
+	return out, st, nil
+}
+
+// hostBar shows connecting/shipping progress on a terminal only.
+type hostBar struct {
+	mu  sync.Mutex
+	bar *progressbar.ProgressBar
+}
+
+func newHostBar(w io.Writer, n int) *hostBar {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || n == 0 {
+		return &hostBar{}
+	}
+	return &hostBar{bar: progressbar.NewOptions(n, progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("connecting, shipping the agent"),
+		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetElapsedTime(true))}
+}
+
+func (b *hostBar) progress(host, stage string) {
+	if b.bar == nil || (stage != "done" && stage != "failed") {
+		return
+	}
+	b.mu.Lock()
+	b.bar.Add(1)
+	b.mu.Unlock()
+}
+
+func (b *hostBar) finish() {
+	if b.bar != nil {
+		b.bar.Finish()
+	}
+}
+
+// factsJSON is one host in `rlab facts -json`.
+type factsJSON struct {
+	Facts *proto.Facts `json:"facts,omitempty"`
+	Error string       `json:"error,omitempty"`
+}
+
+func sortedTools(t map[string]proto.Tool) []string {
+	var names []string
+	for n := range t {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
