@@ -174,6 +174,11 @@ func killIfSame(ctx context.Context, c Host, pid int, name string) error {
 	if code != 0 || !strings.Contains(firstWord(out), name) {
 		return nil // gone, or another program now
 	}
+	// The agent starts each process as the leader of its own group: the
+	// group goes (a shell's children too), else the process alone.
+	if _, code, err := runArgv(ctx, c, "down.killpg."+p, []string{"kill", "-TERM", "--", "-" + p}); err == nil && code == 0 {
+		return nil
+	}
 	if _, code, err := runArgv(ctx, c, "down.kill."+p, []string{"kill", "-TERM", p}); err != nil || code != 0 {
 		return fmt.Errorf("kill %s (pid %d): exit %d: %v", name, pid, code, err)
 	}
