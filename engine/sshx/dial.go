@@ -40,7 +40,7 @@ type Options struct {
 	MaxHandshakes int
 	// Retries is how many times a handshake reset by the server (EOF,
 	// connection reset: what MaxStartups does) is retried, with jitter.
-	// Default 4.
+	// Default 4; negative: none.
 	Retries int
 
 	Logger *slog.Logger
@@ -88,8 +88,11 @@ func NewDialer(opts Options) (*Dialer, error) {
 	if opts.MaxHandshakes <= 0 {
 		opts.MaxHandshakes = 8
 	}
-	if opts.Retries == 0 {
+	switch {
+	case opts.Retries == 0:
 		opts.Retries = 4
+	case opts.Retries < 0:
+		opts.Retries = 0 // no retry
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -247,3 +247,28 @@ func (b *Bed) FullDisk(t testing.TB, h *Host, kb int) {
 	}
 	b.StartSSHD(t, h)
 }
+
+// FreezeHost stops every process of a host (its sshd, the sessions it
+// forked, an agent) with SIGSTOP, as a hung machine or a dead link looks
+// from outside: connections stay open and nothing answers. Thawed at
+// cleanup.
+func (b *Bed) FreezeHost(t testing.TB, h *Host) {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "pids", h.NS).Output()
+	if err != nil {
+		t.Fatalf("testbed: pids of %s: %v", h.Name, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		var pid int
+		if _, err := fmt.Sscan(f, &pid); err == nil {
+			syscall.Kill(pid, syscall.SIGSTOP)
+			pids = append(pids, pid)
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGCONT)
+		}
+	})
+}

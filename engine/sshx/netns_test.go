@@ -1,0 +1,69 @@
+package sshx
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/testbed"
+)
+
+// Many logins to one sshd left at its default MaxStartups (10:30:100) at
+// once: the per-destination handshake cap and the retry keep every one
+// from being dropped.
+func TestMaxStartupsNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 1, MaxStartups: "10:30:100"})
+	o := Options{KnownHosts: []string{bed.KnownHosts}}
+	if os.Getenv("RLAB_SSHX_NOCAP") == "1" { // shows the test can fail
+		o.MaxHandshakes, o.Retries = 1000, -1
+	}
+	d := newDialer(t, o)
+	h := bed.Hosts[0]
+	const n = 60
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	clients := make([]*Client, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			clients[i], errs[i] = d.Dial(context.Background(), Target{Name: h.Name, Address: h.Addr, Port: 22, User: bed.User, IdentityFiles: []string{bed.KeyFile}, NoJump: true})
+		}(i)
+	}
+	wg.Wait()
+	failed := 0
+	for i, err := range errs {
+		if err != nil {
+			failed++
+			t.Errorf("login %d: %v", i, err)
+		} else {
+			clients[i].Close()
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d logins failed", failed, n)
+	}
+}
+
+// A host that stops answering (hung, or the link dropped) is noticed by
+// the keepalive, which closes the connection instead of hanging.
+func TestKeepaliveNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 1})
+	d := newDialer(t, Options{KnownHosts: []string{bed.KnownHosts}, KeepaliveInterval: 200 * time.Millisecond, KeepaliveTimeout: time.Second})
+	h := bed.Hosts[0]
+	c, err := d.Dial(context.Background(), Target{Name: h.Name, Address: h.Addr, Port: 22, User: bed.User, IdentityFiles: []string{bed.KeyFile}, NoJump: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bed.FreezeHost(t, h)
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("connection to a frozen host still open after a minute: keepalive did not close it")
+	}
+}
