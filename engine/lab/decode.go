@@ -410,6 +410,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			})})
 		}
 	}
+	l.checkVMAddresses()
 	l.checkSlugs("host", func(yield func(string, string, hcl.Range)) {
 		for _, h := range l.lab.Hosts {
 			yield(h.Slug, h.Name, h.Range)
@@ -463,6 +464,28 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 				break
 			}
 			seen[h] = true
+		}
+	}
+}
+
+// checkVMAddresses reports two VMs given one address on one network.
+func (l *loader) checkVMAddresses() {
+	seen := map[string]*Host{}
+	for _, h := range l.lab.Hosts {
+		if h.VM == nil {
+			continue
+		}
+		for _, n := range h.VM.Networks {
+			if n.Address == "" {
+				continue
+			}
+			p, _ := netip.ParsePrefix(n.Address)
+			k := n.Name + "\x00" + p.Addr().String()
+			if prev := seen[k]; prev != nil {
+				l.errorf(h.Range.Ptr(), "Duplicate VM network address", "Hosts %s and %s both take %s on network %q; give each VM its own address.", prev.Name, h.Name, p.Addr(), n.Name)
+				continue
+			}
+			seen[k] = h
 		}
 	}
 }
@@ -593,6 +616,12 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 					r.Netdev = s
 				} else {
 					ok = false
+				}
+			}
+			if r.Host != nil && r.Host.VM != nil && r.Netdev != "" && ok {
+				if i, err := strconv.Atoi(strings.TrimPrefix(r.Netdev, "eth")); err != nil || !strings.HasPrefix(r.Netdev, "eth") || i < 1 || i > len(r.Host.VM.Networks) {
+					l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Netdev not on VM", Subject: netdevRange.Ptr(),
+						Detail: fmt.Sprintf("Host %s is a local VM with %d data network(s), which appear as eth1..eth%d; %s is probably not one of them. Add a network block, or use one of those names.", r.Host.Name, len(r.Host.VM.Networks), len(r.Host.VM.Networks), r.Netdev)})
 				}
 			}
 			r.Device = "rxe_" + r.Netdev

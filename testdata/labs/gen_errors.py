@@ -436,6 +436,33 @@ W('address_with_space','''host "c" {
 }
 ''')
 W('ud_send_too_big', wl('ib_send_bw','  transport = "UD"\n  sizes     = [1024, "64KiB"] # ERROR: Invalid size for ib_send_bw\n'))
+W('vm_duplicate_address','''host "c" {
+  vm {
+    network "rdma" {
+      address = "10.99.0.1/24"
+    }
+  }
+}
+host "d" { # ERROR: Duplicate VM network address
+  vm {
+    network "rdma" {
+      address = "10.99.0.1/24"
+    }
+  }
+}
+''')
+W('vm_netdev_missing','''host "c" {
+  vm {
+    network "rdma" {
+      address = "10.99.0.1/24"
+    }
+  }
+}
+rxe "c" {
+  host   = host.c
+  netdev = "eth2" # WARNING: Netdev not on VM
+}
+''')
 # binary garbage, non-UTF-8, deep nesting
 open(os.path.join(D,'binary_garbage.hcl'),'wb').write(bytes([0x7f,0x45,0x4c,0x46,0x02,0x01,0x01,0x00,0x00,0x00,0xff,0xfe,0x10,0x20])+b' # ERROR: Lab file is not text\n'+bytes(range(1,10))+b'\n')
 open(os.path.join(D,'not_utf8.hcl'),'wb').write(PAIR.encode()+b'host "caf\xe9" { # ERROR: Invalid UTF-8\n  address = "192.0.2.3"\n}\n')
