@@ -144,7 +144,6 @@ func testOptions(f string) LoadOptions {
 	return opts
 }
 
-
 // TestHugeFile: a 10 MB lab file is refused with one diagnostic before HCL
 // parses it.
 func TestHugeFile(t *testing.T) {
