@@ -226,6 +226,9 @@ workload "other" {
 		if b, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "h1", "logs", "wl.other.exec.r0.stdout")); err != nil || string(b) != "other done\n" {
 			t.Errorf("h1's artifacts: %q, %v", b, err)
 		}
+		if waitGone(marker, 10*time.Second) {
+			t.Error("the workload's process outlived its lost agent: it must stop its children when its session ends")
+		}
 		// Whatever the lost agent managed to stop, rlab down (sshd back)
 		// leaves nothing running, and twice is harmless.
 		for range 2 {
