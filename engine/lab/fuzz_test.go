@@ -3,6 +3,7 @@ package lab
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -66,4 +67,25 @@ func checkModel(t *testing.T, l *Lab) {
 			t.Fatalf("capture %q without host", c.Name)
 		}
 	}
+}
+
+// FuzzUnits: sizes and durations parse strictly and never panic; a size
+// that parses is not negative, and its bare number form parses to the same.
+func FuzzUnits(f *testing.F) {
+	for _, s := range []string{"4096", "64KiB", "1GiB", "10MB", "1.5GiB", "64kib", "-1", "30s", "1h30m", "30", "9223372036854775807", "8589934592GiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, err := ParseSize(s); err == nil {
+			if n < 0 {
+				t.Fatalf("ParseSize(%q) = %d", s, n)
+			}
+			if m, err := ParseSize(strconv.FormatInt(n, 10)); err != nil || m != n {
+				t.Fatalf("ParseSize(%q) = %d, but its number form gives %d, %v", s, n, m, err)
+			}
+		}
+		if d, err := ParseDuration(s); err == nil && d.String() == "" {
+			t.Fatalf("ParseDuration(%q) = %v", s, d)
+		}
+	})
 }
