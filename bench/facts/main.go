@@ -1,0 +1,212 @@
+// Command facts benchmarks `rlab facts` on N network-namespace sshd hosts
+// (engine/testbed), cold (no agent cached) and warm, side by side in the
+// same run with Ansible gathering the same facts with the raw module
+// (pipelining on, fact gathering off, forks = N) and the floor: N parallel
+// OpenSSH `ssh host true` logins. Rounds alternate the four; medians are
+// printed as a Markdown table and raw timings written as JSON.
+//
+//	go build -o bin/rlab ./cmd/rlab   # with the agent embedded: make build
+//	go run ./bench/facts -rlab bin/rlab -hosts 50 -rounds 5
+//
+// Needs root, openssh-server and ansible-core; no QEMU VM may be running.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/testbed"
+)
+
+// rawFacts is what the Ansible raw task runs on each host: the same facts
+// rlab's agent reports (kernel, OS, CPUs, memory, netdevs, RDMA devices,
+// rdma_rxe, tools, memlock, free disk).
+const rawFacts = `uname -srm; . /etc/os-release; echo "$PRETTY_NAME"; nproc; head -1 /proc/meminfo; ip -o addr; ls /sys/class/infiniband 2>/dev/null; modinfo -n rdma_rxe 2>/dev/null || echo no-rdma_rxe; for t in rdma ibv_devinfo ib_write_bw rping tcpdump; do command -v $t || true; done; ulimit -l; df -B1 --output=avail ~ | tail -1`
+
+func main() {
+	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
+	n := flag.Int("hosts", 50, "hosts")
+	rounds := flag.Int("rounds", 5, "alternating rounds")
+	out := flag.String("out", "bench/out/facts", "folder for raw results")
+	flag.Parse()
+	if err := run(*rlab, *n, *rounds, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/facts:", err)
+		os.Exit(1)
+	}
+}
+
+func run(rlab string, n, rounds int, out string) error {
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
+		return fmt.Errorf("needs root and openssh-server (testdata/deps.sh)")
+	}
+	if exec.Command("pgrep", "qemu").Run() == nil {
+		return fmt.Errorf("a QEMU VM is running: benchmarks would measure it; stop it first")
+	}
+	if _, err := exec.LookPath("ansible"); err != nil {
+		return fmt.Errorf("ansible not found: apt-get install ansible-core")
+	}
+	rlabAbs, err := filepath.Abs(rlab)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "rlab-bench-facts-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bed, err := testbed.Up(dir, testbed.Options{Hosts: n})
+	if err != nil {
+		return err
+	}
+	defer bed.Down()
+
+	labFile := filepath.Join(dir, "bench.hcl")
+	var lab strings.Builder
+	fmt.Fprintf(&lab, "lab \"bench\" {}\nssh {\n  user = %q\n  identity_file = %q\n  known_hosts = %q\n}\n", bed.User, bed.KeyFile, bed.KnownHosts)
+	var inv strings.Builder
+	inv.WriteString("[bed]\n")
+	for _, h := range bed.Hosts {
+		fmt.Fprintf(&lab, "host %q { address = %q }\n", h.Name, h.Addr)
+		fmt.Fprintf(&inv, "%s ansible_host=%s\n", h.Name, h.Addr)
+	}
+	if err := os.WriteFile(labFile, []byte(lab.String()), 0o600); err != nil {
+		return err
+	}
+	invFile := filepath.Join(dir, "inventory.ini")
+	os.WriteFile(invFile, []byte(inv.String()), 0o600)
+	cfg := filepath.Join(dir, "ansible.cfg")
+	// Every run logs in afresh, as rlab does: no ControlPersist master left
+	// over from the previous round.
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`[defaults]
+forks = %d
+gathering = explicit
+host_key_checking = True
+interpreter_python = auto_silent
+[ssh_connection]
+pipelining = True
+ssh_args = -o ControlMaster=no -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes
+`, n, bed.KnownHosts)), 0o600)
+
+	cache := filepath.Join(bed.Home, remote.CacheDir)
+	cases := []struct {
+		name string
+		prep func()
+		cmd  func() *exec.Cmd
+	}{
+		{"rlab facts, cold (agent shipped)", func() { os.RemoveAll(cache) }, func() *exec.Cmd {
+			return exec.Command(rlabAbs, "facts", "-json", "--parallel", fmt.Sprint(n), labFile)
+		}},
+		{"rlab facts, warm (agent cached)", nil, func() *exec.Cmd {
+			return exec.Command(rlabAbs, "facts", "-json", "--parallel", fmt.Sprint(n), labFile)
+		}},
+		{"ansible -m raw (same facts)", nil, func() *exec.Cmd {
+			c := exec.Command("ansible", "bed", "-i", invFile, "-m", "raw", "-a", rawFacts, "-f", fmt.Sprint(n), "-u", bed.User, "--private-key", bed.KeyFile)
+			c.Env = append(os.Environ(), "ANSIBLE_CONFIG="+cfg)
+			return c
+		}},
+		{"floor: parallel `ssh host true`", nil, nil},
+	}
+	times := map[string][]float64{}
+	for r := 0; r < rounds; r++ {
+		// Alternate the order each round so no case always runs first.
+		order := []int{0, 1, 2, 3}
+		if r%2 == 1 {
+			order = []int{3, 2, 0, 1}
+		}
+		for _, i := range order {
+			c := cases[i]
+			if c.prep != nil {
+				c.prep()
+			}
+			var d time.Duration
+			var err error
+			if c.cmd == nil {
+				d, err = sshFloor(bed)
+			} else {
+				cmd := c.cmd()
+				var stderr strings.Builder
+				cmd.Stdout, cmd.Stderr = nil, &stderr
+				start := time.Now()
+				err = cmd.Run()
+				d = time.Since(start)
+				if err != nil {
+					err = fmt.Errorf("%v: %s", err, tail(stderr.String()))
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", r, c.name, err)
+			}
+			times[c.name] = append(times[c.name], d.Seconds())
+			fmt.Fprintf(os.Stderr, "round %d  %-36s %.3fs\n", r, c.name, d.Seconds())
+		}
+	}
+	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "seconds": times, "when": time.Now().UTC()}, "", "  ")
+	os.WriteFile(filepath.Join(out, "facts.json"), raw, 0o644)
+	ansible := median(times[cases[2].name])
+	floor := median(times[cases[3].name])
+	fmt.Printf("| %d hosts, median of %d | seconds | vs Ansible | vs floor |\n|---|---|---|---|\n", n, rounds)
+	for _, c := range cases {
+		m := median(times[c.name])
+		fmt.Printf("| %s | %.3f | %.1fx faster | %.2fx |\n", c.name, m, ansible/m, m/floor)
+	}
+	return nil
+}
+
+// sshFloor is N parallel OpenSSH logins running `true`, each a fresh
+// connection with the same key exchange and host key checking.
+func sshFloor(bed *testbed.Bed) (time.Duration, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, len(bed.Hosts))
+	start := time.Now()
+	for i, h := range bed.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := exec.Command("ssh", "-F", "none", "-o", "BatchMode=yes", "-o", "ControlMaster=no",
+				"-o", "UserKnownHostsFile="+bed.KnownHosts, "-o", "StrictHostKeyChecking=yes",
+				"-i", bed.KeyFile, bed.User+"@"+h.Addr, "true").CombinedOutput()
+			if err != nil {
+				errs[i] = fmt.Errorf("ssh %s: %v: %s", h.Addr, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
