@@ -183,13 +183,31 @@ func (l *loader) parse(name string, src []byte) *parsedFile {
 	}
 	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	if diags.HasErrors() {
-		// The first syntax error is the one to fix; the ones after it are
-		// mostly the parser losing its place.
-		l.add(diags[0])
+		l.add(syntaxErrors(diags)...)
 		return nil
 	}
 	l.add(diags...)
 	return &parsedFile{name: name, body: f.Body, file: f}
+}
+
+// syntaxErrors orders syntax diagnostics by position and keeps the first of
+// each kind: after an unclosed quote or brace the parser reports the same
+// error on every following line, which would bury the real ones.
+func syntaxErrors(diags hcl.Diagnostics) hcl.Diagnostics {
+	ds := append(hcl.Diagnostics(nil), diags...)
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i].Subject, ds[j].Subject
+		return a != nil && (b == nil || a.Start.Byte < b.Start.Byte)
+	})
+	seen := map[string]bool{}
+	var out hcl.Diagnostics
+	for _, d := range ds {
+		if !seen[d.Summary] {
+			seen[d.Summary] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // tooDeep returns the offset where bracket nesting first passes MaxNesting,

@@ -463,6 +463,16 @@ rxe "c" {
   netdev = "eth2" # WARNING: Netdev not on VM
 }
 ''')
+W('two_syntax_errors','''host "c" {
+  address "192.0.2.3" # ERROR: Invalid block definition
+}
+host "d" {
+  address = "192.0.2.4 # ERROR: Invalid multi-line string
+}
+host "e" {
+  port = 22 +
+}
+''')
 # binary garbage, non-UTF-8, deep nesting
 open(os.path.join(D,'binary_garbage.hcl'),'wb').write(bytes([0x7f,0x45,0x4c,0x46,0x02,0x01,0x01,0x00,0x00,0x00,0xff,0xfe,0x10,0x20])+b' # ERROR: Lab file is not text\n'+bytes(range(1,10))+b'\n')
 open(os.path.join(D,'not_utf8.hcl'),'wb').write(PAIR.encode()+b'host "caf\xe9" { # ERROR: Invalid UTF-8\n  address = "192.0.2.3"\n}\n')

@@ -1,0 +1,26 @@
+lab "t" {
+  description = "error case"
+}
+host "a" {
+  address = "192.0.2.1"
+}
+host "b" {
+  address = "192.0.2.2"
+}
+rxe "a" {
+  host   = host.a
+  netdev = "eth1"
+}
+rxe "b" {
+  host   = host.b
+  netdev = "eth1"
+}
+host "c" {
+  address "192.0.2.3" # ERROR: Invalid block definition
+}
+host "d" {
+  address = "192.0.2.4 # ERROR: Invalid multi-line string
+}
+host "e" {
+  port = 22 +
+}
