@@ -223,7 +223,8 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 		var f proto.Facts
 		a.call(proto.MethodFacts, nil, &f)
 		t.Logf("%s facts: kernel %s os %q rxe_module %s perftest_json %v tools %v memlock %d", a.name, f.Kernel, f.OS, f.RXEModule, f.PerftestJSON, f.Tools, f.MemlockSoft)
-		if f.RXEModule == "absent" || f.Tools["ib_write_bw"].Path == "" || f.Tools["ib_write_bw"].Version == "" || f.Tools["rping"].Path == "" {
+		if f.RXEModule == "absent" || f.Tools["ib_write_bw"].Path == "" || f.Tools["ib_write_bw"].Version == "" || f.Tools["rping"].Path == "" ||
+			!f.PerftestJSON || f.Tools["tcpdump"].Version == "" || f.Tools["modprobe"].Version == "" {
 			t.Errorf("%s: facts %+v", a.name, f)
 		}
 		if len(f.Errors) > 0 {
@@ -304,7 +305,7 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 		case <-time.After(2 * time.Minute):
 			t.Errorf("%s: agent did not exit after stdin closed", a.name)
 		}
-		if out := run(t, clients[i], "ls /sys/class/infiniband; pgrep -a 'ib_|rping|tcpdump'"); strings.TrimSpace(out) != "" {
+		if out := run(t, clients[i], "ls /sys/class/infiniband; pgrep -a -x 'ib_write_bw|rping|tcpdump'"); strings.TrimSpace(out) != "" {
 			t.Errorf("%s: left behind after the agent exited: %q", a.name, out)
 		}
 	}

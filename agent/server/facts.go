@@ -86,10 +86,11 @@ func collectFacts(ctx context.Context, workDir string) proto.Facts {
 	var wg sync.WaitGroup
 	var tools map[string]proto.Tool
 	var perftestJSON bool
+	var toolErrs []string
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tools, perftestJSON = collectTools(ctx)
+		tools, perftestJSON, toolErrs = collectTools(ctx)
 	}()
 
 	var err error
@@ -135,6 +136,7 @@ func collectFacts(ctx context.Context, workDir string) proto.Facts {
 	}
 	wg.Wait()
 	f.Tools, f.PerftestJSON = tools, perftestJSON
+	f.Errors = append(f.Errors, toolErrs...)
 	return f
 }
 
@@ -394,27 +396,37 @@ func modulesListHas(path, module string) bool {
 	return false
 }
 
-var versionRE = regexp.MustCompile(`[0-9]+(\.[0-9]+)+`)
+var versionRE = regexp.MustCompile(`[0-9]+(?:\.[0-9]+)+`)
 
-// toolVersionArgs is how to ask a tool its version; tools not listed report
-// none (rping, the pingpongs: rdma-core's version is ibv_devinfo's).
-var toolVersionArgs = map[string][]string{
-	"rdma":        {"-V"},
-	"ibv_devinfo": {"--version"},
-	"ib_write_bw": {"--version"},
-	"tcpdump":     {"--version"},
-	"modprobe":    {"--version"},
+// toolVersion is how to ask a tool its version and where the version is in
+// the answer. Tools not listed report none: rping and the pingpongs have no
+// version option, nor has ibv_devinfo.
+type toolVersion struct {
+	args []string
+	re   *regexp.Regexp // first submatch, else the whole match
 }
+
+var toolVersions = map[string]toolVersion{
+	"rdma":        {[]string{"-V"}, versionRE},               // rdma utility, iproute2-6.1.0
+	"ib_write_bw": {[]string{"--version"}, versionRE},        // Version: 6.06
+	"tcpdump":     {[]string{"--version"}, versionRE},        // tcpdump version 4.99.3
+	"modprobe":    {[]string{"--version"}, regexp.MustCompile(`kmod version ([0-9][0-9.]*)`)},
+}
+
+// toolsTimeout bounds asking every tool its version. The first exec of a
+// binary on a cold, emulated VM takes seconds.
+const toolsTimeout = 30 * time.Second
 
 // collectTools finds every tool in toolNames and its version. perftest's
 // binaries share one package, so ib_write_bw's version and its --help (for
 // --out_json) stand for all of them: no network test is ever run.
-func collectTools(ctx context.Context) (map[string]proto.Tool, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+func collectTools(ctx context.Context) (map[string]proto.Tool, bool, []string) {
+	ctx, cancel := context.WithTimeout(ctx, toolsTimeout)
 	defer cancel()
 	tools := map[string]proto.Tool{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var errs []string
 	perftestJSON := false
 	for _, name := range toolNames {
 		p, err := lookTool(name)
@@ -424,31 +436,38 @@ func collectTools(ctx context.Context) (map[string]proto.Tool, bool) {
 		tools[name] = proto.Tool{Path: p}
 	}
 	versions := map[string]string{}
-	for name, args := range toolVersionArgs {
+	ask := func(name, path string, args []string, use func(string)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, _, err := runCmd(ctx, path, args...)
+			mu.Lock()
+			defer mu.Unlock()
+			if ctx.Err() != nil {
+				errs = append(errs, fmt.Sprintf("%s %s: no answer within %s", name, strings.Join(args, " "), toolsTimeout))
+				return
+			}
+			_ = err // --help and --version exit non-zero in some tools
+			use(out)
+		}()
+	}
+	for name, tv := range toolVersions {
 		t, ok := tools[name]
 		if !ok {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out := runQuiet(ctx, t.Path, args...)
-			if v := versionRE.FindString(out); v != "" {
-				mu.Lock()
-				versions[name] = v
-				mu.Unlock()
+		ask(name, t.Path, tv.args, func(out string) {
+			m := tv.re.FindStringSubmatch(out)
+			switch {
+			case len(m) > 1:
+				versions[name] = m[1]
+			case len(m) == 1:
+				versions[name] = m[0]
 			}
-		}()
+		})
 	}
 	if t, ok := tools["ib_write_bw"]; ok {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			help := runQuiet(ctx, t.Path, "--help")
-			mu.Lock()
-			perftestJSON = PerftestHelpHasJSON(help)
-			mu.Unlock()
-		}()
+		ask("ib_write_bw", t.Path, []string{"--help"}, func(out string) { perftestJSON = PerftestHelpHasJSON(out) })
 	}
 	wg.Wait()
 	for name, v := range versions {
@@ -464,15 +483,8 @@ func collectTools(ctx context.Context) (map[string]proto.Tool, bool) {
 			}
 		}
 	}
-	if v := tools["ibv_devinfo"].Version; v != "" {
-		for name, t := range tools {
-			if strings.HasPrefix(name, "ibv_") && t.Version == "" {
-				t.Version = v
-				tools[name] = t
-			}
-		}
-	}
-	return tools, perftestJSON
+	sort.Strings(errs)
+	return tools, perftestJSON, errs
 }
 
 // PerftestHelpHasJSON reports whether perftest's --help output offers

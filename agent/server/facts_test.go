@@ -232,3 +232,23 @@ func TestPerftestHelpHasJSON(t *testing.T) {
 		t.Error("invented --out_json")
 	}
 }
+
+func TestToolVersionPatterns(t *testing.T) {
+	for tool, tt := range map[string]struct{ out, want string }{
+		"rdma":        {"rdma utility, iproute2-6.1.0\n", "6.1.0"},
+		"ib_write_bw": {" Version: 6.06\n", "6.06"},
+		"tcpdump":     {"tcpdump version 4.99.3\nlibpcap version 1.10.3 (with TPACKET_V3)\nOpenSSL 3.0.15 3 Sep 2024\n", "4.99.3"},
+		"modprobe":    {"kmod version 30\n+ZSTD +XZ -ZLIB +LIBCRYPTO -EXPERIMENTAL\n", "30"},
+	} {
+		m := toolVersions[tool].re.FindStringSubmatch(tt.out)
+		got := ""
+		if len(m) > 1 {
+			got = m[1]
+		} else if len(m) == 1 {
+			got = m[0]
+		}
+		if got != tt.want {
+			t.Errorf("%s version from %q = %q, want %q", tool, tt.out, got, tt.want)
+		}
+	}
+}
