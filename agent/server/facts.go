@@ -407,9 +407,9 @@ type toolVersion struct {
 }
 
 var toolVersions = map[string]toolVersion{
-	"rdma":        {[]string{"-V"}, versionRE},               // rdma utility, iproute2-6.1.0
-	"ib_write_bw": {[]string{"--version"}, versionRE},        // Version: 6.06
-	"tcpdump":     {[]string{"--version"}, versionRE},        // tcpdump version 4.99.3
+	"rdma":        {[]string{"-V"}, versionRE},        // rdma utility, iproute2-6.1.0
+	"ib_write_bw": {[]string{"--version"}, versionRE}, // Version: 6.06
+	"tcpdump":     {[]string{"--version"}, versionRE}, // tcpdump version 4.99.3
 	"modprobe":    {[]string{"--version"}, regexp.MustCompile(`kmod version ([0-9][0-9.]*)`)},
 }
 
