@@ -26,7 +26,7 @@ type StartOptions struct {
 	Host   string // the host's name, for errors
 	RunID  string // [A-Za-z0-9._-]{1,128}
 	Become bool   // run it as root with sudo -n when the user isn't root
-	// WorkDir on the host; "" means <home>/.cache/rlab/runs/<RunID>.
+	// WorkDir on the host; "" means <home>/.cache/rlab/runs/<RunID>/<SafeName(Host)>.
 	WorkDir string
 	// OnEvent receives every event the agent streams (log, progress, ready).
 	OnEvent func(proto.Event)
@@ -99,7 +99,9 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 		return nil, err
 	}
 	if o.WorkDir == "" {
-		o.WorkDir = path.Join(inst.Home, ".cache", "rlab", "runs", o.RunID)
+		// Per host under the run: hosts sharing a home directory (NFS)
+		// must not share a work dir.
+		o.WorkDir = path.Join(inst.Home, ".cache", "rlab", "runs", o.RunID, SafeName(o.Host))
 	}
 	if o.HelloTimeout == 0 {
 		o.HelloTimeout = 60 * time.Second
@@ -395,6 +397,22 @@ func (a *Agent) Close() error {
 		a.sftp.Close()
 	}
 	return nil
+}
+
+// SafeName maps a host name (`server["ana"]`) to one path element made of
+// [A-Za-z0-9._-] (`server_ana_`).
+func SafeName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	s := string(b)
+	if s == "" || s == "." || s == ".." {
+		s = "host" + s
+	}
+	return s
 }
 
 func validRunID(id string) error {

@@ -24,7 +24,7 @@ type GatherOptions struct {
 	SSH      sshx.Options
 	Agents   *Agents
 	Parallel int    // hosts at once; default sshx.DefaultParallel
-	RunID    string // default "facts-<unix nanos>"
+	RunID    string // default "facts" (reused: facts leave nothing behind worth keeping)
 	// Progress, when set, is called as each host passes a stage:
 	// "connected", "installed", "done" (or "failed").
 	Progress func(host, stage string)
@@ -52,7 +52,7 @@ type GatherStats struct {
 func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, GatherStats, error) {
 	start := time.Now()
 	if o.RunID == "" {
-		o.RunID = fmt.Sprintf("facts-%d", time.Now().UnixNano())
+		o.RunID = "facts"
 	}
 	if o.Agents == nil {
 		return nil, GatherStats{}, errors.New("gather facts: no agent binaries")

@@ -19,9 +19,9 @@ import (
 )
 
 var (
-	agentOnce sync.Once
-	realAgentBin  []byte
-	realAgentErr  error
+	agentOnce    sync.Once
+	realAgentBin []byte
+	realAgentErr error
 )
 
 // realAgent is the agent rlab ships: the embedded one (make agent), else

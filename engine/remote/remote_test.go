@@ -247,7 +247,7 @@ func TestAgentCalls(t *testing.T) {
 	if a == nil {
 		t.Fatal("start failed")
 	}
-	if a.Hello.WorkDir != filepath.Join(h.home, ".cache/rlab/runs/r1") {
+	if a.Hello.WorkDir != filepath.Join(h.home, ".cache/rlab/runs/r1/server") {
 		t.Errorf("hello work dir %q", a.Hello.WorkDir)
 	}
 	// Concurrent calls each get their own answer.
@@ -343,6 +343,14 @@ func FuzzReadHello(f *testing.F) {
 	f.Add([]byte(`{"magic":"rlab-agent","proto":1,"hash":"ab"}` + "\n"))
 	f.Add([]byte("motd\n{\n"))
 	f.Fuzz(func(t *testing.T, b []byte) { readHello(bufioReader(string(b))) })
+}
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{"server": "server", `server["ana"]`: "server__ana__", "h[0]": "h_0_", "": "host", "..": "host..", "a/b": "a_b"} {
+		if got := SafeName(in); got != want {
+			t.Errorf("SafeName(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestConfinedPath(t *testing.T) {
