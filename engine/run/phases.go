@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -337,29 +338,63 @@ func (c *conn) Pull(ctx context.Context, files []proto.FileInfo, dst string) err
 }
 
 // connectAll connects every host in parallel, reads its facts and saves
-// them; every host's failure is reported, not only the first.
+// them. A host that cannot be reached is reported (exit 2) and its
+// workloads are skipped; the other hosts go on, so one dead machine of a
+// class does not stop the other pairs.
 func (r *runner) connectAll(ctx context.Context) error {
 	targets := map[string]Target{}
 	for _, sh := range r.journal.snapshot().Hosts {
 		targets[sh.Name] = Target{StateHost: sh}
 	}
-	return each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+	var failed atomic.Int32
+	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
 		t := targets[h.Name]
 		t.Lab = h
 		t.LogDir = filepath.Join(r.hostDir(h), "logs")
-		if err := os.MkdirAll(t.LogDir, 0o755); err != nil {
-			return fmt.Errorf("create host folder: %w", err)
-		}
 		start := time.Now()
 		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name})
-		err := r.connect(ctx, h, t)
+		err := os.MkdirAll(t.LogDir, 0o755)
+		if err == nil {
+			err = r.connect(ctx, h, t)
+		}
 		ev := Event{Type: "step.end", Step: "connect", Host: h.Name, Status: "ok", Seconds: time.Since(start).Seconds()}
 		if err != nil {
 			ev.Status, ev.Error = "failed", err.Error()
 		}
 		r.emit(ev)
-		return err
+		if err != nil && ctx.Err() == nil {
+			failed.Add(1)
+			r.markLost(h.Name, err)
+			r.addErr(&infraError{err})
+		}
+		return nil
 	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if n := int(failed.Load()); n > 0 && n == len(r.hosts) {
+		return errAllUnreachable
+	}
+	return nil
+}
+
+// errAllUnreachable stops a run no host of which could be reached (each
+// host's error is already reported).
+var errAllUnreachable = errors.New("no host could be reached")
+
+// markLost records that a host cannot be used any more.
+func (r *runner) markLost(host string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.lost[host]; !ok {
+		r.lost[host] = err
+	}
+}
+
+func (r *runner) isLost(host string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost[host] != nil
 }
 
 func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
@@ -412,6 +447,9 @@ func (r *runner) preflight(ctx context.Context) error {
 
 func (r *runner) createRXE(ctx context.Context) error {
 	return each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.RXE) error {
+		if r.isLost(x.Host) {
+			return nil // its workloads are skipped
+		}
 		return r.apply(ctx, x, x.Host, "")
 	})
 }
@@ -451,7 +489,7 @@ type captureWindow struct {
 func (r *runner) startCaptures(ctx context.Context) error {
 	var whole []*captureWindow
 	for _, c := range r.captures {
-		if len(c.during) == 0 {
+		if len(c.during) == 0 && !r.isLost(c.step.Host) {
 			whole = append(whole, c)
 		}
 	}

@@ -432,7 +432,7 @@ func (r *runner) phase(ctx context.Context, name string, f func(context.Context)
 	}
 	r.emit(ev)
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !errors.Is(err, errAllUnreachable) {
 			r.addErr(&infraError{err})
 		}
 		return false

@@ -373,6 +373,14 @@ workload "y" {
 	if r.Status != results.RunError {
 		t.Errorf("results status %q", r.Status)
 	}
+	// Host a's workload still ran; b's was skipped, naming why.
+	st := map[string]string{}
+	for _, w := range r.Workloads {
+		st[w.Name] = w.Status + ": " + w.Error
+	}
+	if !strings.HasPrefix(st["x"], "ok") || !strings.HasPrefix(st["y"], "skipped") || !strings.Contains(st["y"], `host "b"`) {
+		t.Errorf("workloads = %v, want x ok and y skipped naming host b", st)
+	}
 }
 
 func TestRunPreflightFails(t *testing.T) {
