@@ -327,6 +327,25 @@ func (b *builder) workloads(doc *runDoc) {
 		wd := docs[name]
 		w := b.workload(i, name, wd, byName[name])
 		b.d.Workloads = append(b.d.Workloads, w)
+		if w.Status != "" && statusClass(w.Status) == "bad" {
+			b.d.Problems = append(b.d.Problems, Problem{w.Anchor, fmt.Sprintf("workload %s (%s) %s", w.Name, w.Tool, w.Status), w.Error})
+		}
+		for _, e := range w.Expects {
+			if !e.Held {
+				what := fmt.Sprintf("workload %s: expect %s did not hold", w.Name, e.Condition)
+				if e.Where != "" {
+					what += " at " + e.Where
+				}
+				detail := e.Message
+				if e.Value != "" {
+					detail = strings.TrimSpace(detail + " (read " + e.Value + ")")
+				}
+				if e.Error != "" {
+					detail = strings.TrimSpace(detail + " " + e.Error)
+				}
+				b.d.Problems = append(b.d.Problems, Problem{w.Anchor, what, detail})
+			}
+		}
 	}
 }
 

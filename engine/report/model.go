@@ -21,6 +21,7 @@ type Data struct {
 	Compare   *Compare     `json:"compare,omitempty"` // RDMA vs TCP; nil without both
 	Captures  []Capture    `json:"captures"`
 	Expects   ExpectTotals `json:"expect_totals"`
+	Problems  []Problem    `json:"problems,omitempty"` // what needs a reader's eye first
 	Files     []Link       `json:"files"`              // every raw output, relative to the run dir
 	Warnings  []string     `json:"warnings,omitempty"` // what could not be read
 	// Topology depends on Graphviz being installed, so the golden data
@@ -128,6 +129,14 @@ type Expect struct {
 	Where     string `json:"where,omitempty"` // "size 4K, repeat 1"
 	Value     string `json:"value,omitempty"` // what the condition read
 	Error     string `json:"error,omitempty"` // the condition could not be evaluated
+}
+
+// Problem is a failed workload or an expect that did not hold, listed at
+// the top of the page with a link to its workload.
+type Problem struct {
+	Anchor string `json:"anchor"`
+	What   string `json:"what"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // ExpectTotals counts expect checks over the run.

@@ -72,11 +72,14 @@ func TestBuildGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the golden file is for people: keep < > & as they are
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(d); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "fixture.data.json", append(b, '\n'))
+	golden(t, "fixture.data.json", b.Bytes())
 }
 
 func TestRenderWritesReport(t *testing.T) {
