@@ -54,11 +54,11 @@ type Host struct {
 	Block string // block label
 	Key   string // for_each key or count index, "" if none
 
-	Address      string
-	Port         int // default 22
-	User         string
-	IdentityFile string
-	KnownHosts   string
+	Address      string // DNS name or IP; "" for a VM (the VM engine knows it)
+	Port         int    // default 22
+	User         string // "" = from ~/.ssh/config, else the local user
+	IdentityFile string // "" = ssh-agent and ~/.ssh/config
+	KnownHosts   string // "" = ~/.ssh/known_hosts
 	Jump         string // "" | "user@host:port" | another host's Name (then JumpHost is set)
 	JumpHost     *Host
 	Become       bool
@@ -118,12 +118,12 @@ type Workload struct {
 	Host    *Host    // exec
 	Command []string // exec
 
-	Sizes      []int64
-	Iterations int64
-	Duration   time.Duration
-	QPs        int
-	Transport  string // RC, UC or UD; "" when the tool fixes it
-	Bytes      int64  // tcp
+	Sizes      []int64       // nil = the tool's default size
+	Iterations int64         // 0 = the tool's default (or Duration)
+	Duration   time.Duration // 0 = run Iterations
+	QPs        int           // 0 = the tool's default (1)
+	Transport  string        // RC, UC or UD; "" when the tool fixes it
+	Bytes      int64         // tcp
 	Timeout    time.Duration
 	Repeat     int
 	Args       []string // extra argv appended to the tool
