@@ -26,7 +26,7 @@ type LoadOptions struct {
 type Lab struct {
 	Name, Description string
 	Dir               string            // folder the lab was loaded from; file() paths are relative to it
-	Files             map[string][]byte // source of every file loaded (for the run dir and diagnostics)
+	Files             map[string][]byte // source of every lab file loaded (for the run dir and diagnostics); -var-files are left out, as they often hold secrets
 	Hosts             []*Host           // file order, instances expanded
 	RXEs              []*RXE
 	Captures          []*Capture

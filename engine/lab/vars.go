@@ -220,7 +220,6 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		l.add(diags[0])
 		return
 	}
-	l.lab.Files[path] = src
 	attrs, diags := f.Body.JustAttributes()
 	l.add(diags...)
 	names := make([]string, 0, len(attrs))
