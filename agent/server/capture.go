@@ -46,7 +46,7 @@ var tcpdumpReady = regexp.MustCompile(`listening on `)
 // (dev_valid_name): 1-15 bytes, not "." or "..", no '/', ':' or whitespace.
 func ValidNetdev(name string) error {
 	if name == "" || len(name) > 15 || name == "." || name == ".." {
-		return fmt.Errorf("netdev name %q: want 1-15 characters, not . or ..", name)
+		return fmt.Errorf("netdev name %q: want 1-15 characters, and not \".\" or \"..\" alone", name)
 	}
 	for _, r := range name {
 		if r == '/' || r == ':' || r <= ' ' || r == 0x7f {

@@ -55,6 +55,9 @@ func readLine(t *testing.T, r *bufio.Reader) []byte {
 }
 
 func TestHostileModes(t *testing.T) {
+	if validHostile("endless") != nil || validHostile("friendly") == nil {
+		t.Error("validHostile accepts the wrong modes")
+	}
 	for _, mode := range HostileModes {
 		t.Run(mode, func(t *testing.T) {
 			in, out, _ := rawAgent(t, mode)
