@@ -16,6 +16,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -197,15 +198,20 @@ type Plan struct {
 // runs (the same as `rlab plan -json` without --only), or, should that fail,
 // the engine's own step list.
 func (r *runner) planJSON() any {
+	if p, err := plan.New(r.subLab()); err == nil {
+		return p
+	}
+	return r.plan()
+}
+
+// subLab is the lab limited to what this run runs (--only).
+func (r *runner) subLab() *lab.Lab {
 	sub := *r.lab
 	sub.Workloads, sub.RXEs, sub.Captures = nil, r.labRXEs, r.labCaptures
 	for _, n := range r.workloads {
 		sub.Workloads = append(sub.Workloads, n.lab)
 	}
-	if p, err := plan.New(&sub); err == nil {
-		return p
-	}
-	return r.plan()
+	return &sub
 }
 
 func (r *runner) plan() *Plan {
@@ -435,10 +441,17 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 }
 
 func (r *runner) preflight(ctx context.Context) error {
-	if r.opts.Preflight == nil {
-		return nil
+	check := r.opts.Preflight
+	if check == nil {
+		check = func(l *lab.Lab, facts map[string]*proto.Facts) []string {
+			var out []string
+			for _, p := range preflight.Check(l, facts) {
+				out = append(out, p.String())
+			}
+			return out
+		}
 	}
-	probs := r.opts.Preflight(r.lab, r.env.Facts)
+	probs := check(r.subLab(), r.env.Facts)
 	if len(probs) == 0 {
 		return nil
 	}

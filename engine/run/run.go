@@ -99,7 +99,7 @@ type Options struct {
 	Connector Connector
 	VMs       VMBooter // needed only when the lab has VM hosts
 	// Preflight returns the problems that stop the run (exit 2), each
-	// naming its host and fix.
+	// naming its host and fix; default engine/preflight.Check.
 	Preflight func(l *lab.Lab, facts map[string]*proto.Facts) []string
 	// Parse turns tool outputs into samples (engine/toolout).
 	Parse steps.ParseFunc
