@@ -196,8 +196,26 @@ func (s *Server) finishProc(pr *proc, werr error) {
 	r.Stdout, t1 = readTail(filepath.Join(s.opts.WorkDir, r.StdoutFile), proto.OutputLimit)
 	r.Stderr, t2 = readTail(filepath.Join(s.opts.WorkDir, r.StderrFile), proto.OutputLimit)
 	r.Truncated = t1 || t2
+	fitOutputs(&r)
 	pr.res = r
 	s.log.Info("exited", "handle", pr.handle, "exit", r.ExitCode, "signal", r.Signal, "err", werr)
+}
+
+// fitOutputs shrinks the output tails until the result fits one protocol
+// line: JSON escapes control bytes six-fold, so two 1 MiB tails of binary
+// output would not.
+func fitOutputs(r *proto.ProcResult) {
+	const room = proto.MaxLine - 64<<10 // argv, names and the envelope
+	for {
+		a, _ := json.Marshal(r.Stdout)
+		b, _ := json.Marshal(r.Stderr)
+		if len(a)+len(b) <= room || (r.Stdout == "" && r.Stderr == "") {
+			return
+		}
+		r.Stdout = tailString(r.Stdout, len(r.Stdout)/2)
+		r.Stderr = tailString(r.Stderr, len(r.Stderr)/2)
+		r.Truncated = true
+	}
 }
 
 // readTail returns the last max bytes of a file and whether it was longer.

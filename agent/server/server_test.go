@@ -561,3 +561,20 @@ func TestStdinCloseDuringReadiness(t *testing.T) {
 	}
 	waitGone(t, pid)
 }
+
+// TestProcBinaryOutputFits: two 1 MiB tails of control bytes would be 12 MiB
+// of JSON; the result still fits one line, truncated and saying so.
+func TestProcBinaryOutputFits(t *testing.T) {
+	c, srv := startAgent(t, Options{})
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "bin",
+		Argv: []string{"sh", "-c", "head -c 1048576 /dev/zero; head -c 1048576 /dev/zero >&2"}}, nil)
+	var r proto.ProcResult
+	c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "bin"}, &r)
+	if r.ExitCode != 0 || !r.Truncated || len(r.Stdout) == 0 || len(r.Stdout) >= 1<<20 {
+		t.Errorf("result: exit %d truncated %v stdout %d bytes", r.ExitCode, r.Truncated, len(r.Stdout))
+	}
+	fi, err := os.Stat(srv.WorkDir() + "/bin.stdout")
+	if err != nil || fi.Size() != 1<<20 {
+		t.Errorf("the whole output stays in the file: %v %v", fi, err)
+	}
+}
