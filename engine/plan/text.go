@@ -47,9 +47,14 @@ func preflightText(l *lab.Lab, h *lab.Host) string {
 	for _, w := range l.Workloads {
 		for _, x := range w.Hosts() {
 			if x == h && w.Tool != "tcp" {
-				if w.Tool == "exec" {
+				switch w.Tool {
+				case "exec":
 					tools[w.Command[0]] = true
-				} else {
+				case "rping":
+					// rping connects through the RDMA CM, which needs the
+					// rdma_cm module and an IP address on the rxe's netdev.
+					tools["rping"], tools["rdma_cm"] = true, true
+				default:
 					tools[w.Tool] = true
 				}
 			}
