@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,14 +23,10 @@ import (
 )
 
 type runFlags struct {
-	vf         varFlags
-	out        string
-	only       []string
-	keep       bool
-	acceptNew  bool
-	parallel   int
-	knownHosts []string
-	verbose    bool
+	hf   hostFlags // -var, --var-file, --accept-new-host-keys, --parallel, --known-hosts, -i, -v
+	out  string
+	only []string
+	keep bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -65,20 +60,16 @@ finishes a teardown later.`,
 		},
 	}
 	fl := cmd.Flags()
-	f.vf.register(fl)
+	f.hf.register(fl)
 	fl.StringVar(&f.out, "out", "", "run directory (default runs/<lab>/<UTC timestamp>)")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these workloads (comma-separated names)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
-	fl.BoolVar(&f.acceptNew, "accept-new-host-keys", false, "trust and record the host key of hosts known_hosts has no entry for (a changed key is always refused)")
-	fl.IntVar(&f.parallel, "parallel", sshx.DefaultParallel, "hosts connected and workloads run at once")
-	fl.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with (default ~/.ssh/known_hosts)")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every step to stderr")
 	return cmd
 }
 
 func runLab(cmd *cobra.Command, path string, f *runFlags) error {
 	stderr := cmd.ErrOrStderr()
-	lo, err := f.vf.options()
+	lo, err := f.hf.vf.options()
 	if err != nil {
 		return err
 	}
@@ -87,14 +78,12 @@ func runLab(cmd *cobra.Command, path string, f *runFlags) error {
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
 	}
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := f.hf.logger(stderr)
 	conn := &runengine.SSHConnector{
-		SSH:    sshx.Options{KnownHosts: f.knownHosts, AcceptNewHostKeys: f.acceptNew, Logger: log},
-		Agents: remote.NewAgents(dist.Binary),
+		SSH:        sshx.Options{KnownHosts: f.hf.knownHosts, AcceptNewHostKeys: f.hf.acceptNew, Logger: log},
+		Agents:     remote.NewAgents(dist.Binary),
+		Identities: f.hf.identities,
+		SSHTarget:  func(h *lab.Host) sshx.Target { return f.hf.target(h, 0) },
 	}
 	defer conn.Close()
 
@@ -120,7 +109,7 @@ func runLab(cmd *cobra.Command, path string, f *runFlags) error {
 
 	prog := newProgress(stderr, l)
 	res := runengine.Run(ctx, l, runengine.Options{
-		Out: f.out, Only: f.only, Keep: f.keep, Parallel: f.parallel,
+		Out: f.out, Only: f.only, Keep: f.keep, Parallel: f.hf.parallel,
 		Connector: conn,
 		VMs:       &runengine.LocalVMs{Log: log},
 		Parse:     toolout.ParseOutput,

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
@@ -20,6 +21,12 @@ type SSHConnector struct {
 	// host's own known_hosts file (lab `known_hosts`, a VM's generated one).
 	SSH    sshx.Options
 	Agents *remote.Agents
+	// Identities are tried for hosts that name no identity file.
+	Identities []string
+	// SSHTarget, when set, turns a lab host into its SSH target (the CLI's
+	// rules for jump hosts); VM hosts and hosts read back from state.json
+	// use the target's own fields.
+	SSHTarget func(h *lab.Host) sshx.Target
 
 	mu      sync.Mutex
 	dialers map[string]*sshx.Dialer // by the host's own known_hosts file
@@ -63,13 +70,26 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	if err != nil {
 		return nil, err
 	}
-	st := sshx.Target{Name: t.Name, Address: t.Address, Port: t.Port, User: t.User}
-	if t.IdentityFile != "" {
-		st.IdentityFiles = []string{sshx.ExpandHome(t.IdentityFile)}
-	}
-	if t.Jump != "" {
-		if st.Jump, err = sshx.ParseJump(t.Jump); err != nil {
-			return nil, err
+	var st sshx.Target
+	if t.Lab != nil && t.Lab.VM == nil && s.SSHTarget != nil {
+		st = s.SSHTarget(t.Lab)
+	} else {
+		st = sshx.Target{Name: t.Name, Address: t.Address, Port: t.Port, User: t.User, IdentityFiles: s.Identities}
+		if t.IdentityFile != "" {
+			st.IdentityFiles = []string{sshx.ExpandHome(t.IdentityFile)}
+		}
+		if t.VM {
+			st.NoJump = true // a local VM is reached directly, whatever ~/.ssh/config says
+		} else if t.Jump != "" {
+			if st.Jump, err = sshx.ParseJump(t.Jump); err != nil {
+				return nil, err
+			}
+			for j := st.Jump; j != nil; j = j.Jump {
+				if j.User == "" {
+					j.User = st.User
+				}
+				j.IdentityFiles = st.IdentityFiles
+			}
 		}
 	}
 	c, err := d.Dial(ctx, st)
