@@ -56,6 +56,7 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b.workloads(doc)
 	b.compare()
 	b.captures()
+	b.timeline()
 	b.topology()
 	return d, nil
 }

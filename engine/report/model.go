@@ -13,17 +13,19 @@ package report
 // any HTML is written. Build returns it; the template only lays it out. It is
 // plain data so a golden test can pin it down.
 type Data struct {
-	RunID     string       `json:"run_id"` // the run directory's base name
-	Lab       LabInfo      `json:"lab"`
-	Run       RunInfo      `json:"run"`
-	Hosts     []Host       `json:"hosts"`
-	Workloads []Workload   `json:"workloads"`
-	Compare   *Compare     `json:"compare,omitempty"` // RDMA vs TCP; nil without both
-	Captures  []Capture    `json:"captures"`
-	Expects   ExpectTotals `json:"expect_totals"`
-	Problems  []Problem    `json:"problems,omitempty"` // what needs a reader's eye first
-	Files     []Link       `json:"files"`              // every raw output, relative to the run dir
-	Warnings  []string     `json:"warnings,omitempty"` // what could not be read
+	RunID        string       `json:"run_id"` // the run directory's base name
+	Lab          LabInfo      `json:"lab"`
+	Run          RunInfo      `json:"run"`
+	Hosts        []Host       `json:"hosts"`
+	Workloads    []Workload   `json:"workloads"`
+	Compare      *Compare     `json:"compare,omitempty"` // RDMA vs TCP; nil without both
+	Captures     []Capture    `json:"captures"`
+	Timeline     *Chart       `json:"timeline,omitempty"` // steps over time, from events.jsonl
+	TimelineNote string       `json:"timeline_note,omitempty"`
+	Expects      ExpectTotals `json:"expect_totals"`
+	Problems     []Problem    `json:"problems,omitempty"` // what needs a reader's eye first
+	Files        []Link       `json:"files"`              // every raw output, relative to the run dir
+	Warnings     []string     `json:"warnings,omitempty"` // what could not be read
 	// Topology depends on Graphviz being installed, so the golden data
 	// leaves it out; its own test checks it.
 	Topology *Topology `json:"-"`

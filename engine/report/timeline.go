@@ -1,0 +1,165 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// event is the part of a line of events.jsonl (written by the run engine)
+// the timeline reads.
+type event struct {
+	Time     time.Time `json:"time"`
+	Type     string    `json:"type"`
+	Step     string    `json:"step"`
+	Host     string    `json:"host"`
+	Workload string    `json:"workload"`
+	Status   string    `json:"status"`
+	Error    string    `json:"error"`
+}
+
+const (
+	maxTimelineRows = 150
+	maxEventLine    = 1 << 20
+	ganttLabelW     = 300.0
+	ganttPlotW      = 600.0
+	ganttRowH       = 18.0
+)
+
+type ganttRow struct {
+	Label      string
+	Start, End float64 // seconds since the run started
+	Status     string
+	Detail     string
+}
+
+// parseEvents reads events.jsonl into timeline rows: one per step, from its
+// start to its end (or to the last event, for a step that never ended).
+// Lines that do not parse are skipped: the log may end mid-line when rlab
+// was killed.
+func parseEvents(b []byte) (rows []ganttRow, total float64) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), maxEventLine)
+	type key struct{ step, host, workload string }
+	open := map[key][]int{}
+	var t0, last time.Time
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Time.IsZero() {
+			continue
+		}
+		if t0.IsZero() || e.Type == "run.start" {
+			t0 = e.Time
+		}
+		if e.Time.After(last) {
+			last = e.Time
+		}
+		k := key{e.Step, e.Host, e.Workload}
+		at := e.Time.Sub(t0).Seconds()
+		switch e.Type {
+		case "step.start":
+			rows = append(rows, ganttRow{Label: rowLabel(e), Start: at, End: math.NaN(), Status: "running"})
+			open[k] = append(open[k], len(rows)-1)
+		case "step.end":
+			if idx := open[k]; len(idx) > 0 {
+				i := idx[0]
+				open[k] = idx[1:]
+				rows[i].End, rows[i].Status, rows[i].Detail = at, e.Status, e.Error
+			} else { // a skipped workload ends without having started
+				rows = append(rows, ganttRow{Label: rowLabel(e), Start: at, End: at, Status: e.Status, Detail: e.Error})
+			}
+		}
+	}
+	if t0.IsZero() {
+		return nil, 0
+	}
+	total = last.Sub(t0).Seconds()
+	for i := range rows {
+		if math.IsNaN(rows[i].End) {
+			rows[i].End = total
+			rows[i].Detail = "no end recorded (the run was stopped?)"
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Start < rows[j].Start })
+	return rows, total
+}
+
+func rowLabel(e event) string {
+	switch {
+	case e.Workload != "":
+		return "workload " + e.Workload
+	case e.Host != "" && e.Step == "connect":
+		return "connect " + e.Host
+	case e.Host != "":
+		return e.Step
+	}
+	return "phase " + e.Step
+}
+
+// statusColor colours a step by how it ended.
+func statusColor(s string) string {
+	switch statusClass(s) {
+	case "ok":
+		return "#2ca02c"
+	case "bad":
+		return "#d62728"
+	}
+	if s == "skipped" {
+		return "#afb8c1"
+	}
+	return "#1f77b4"
+}
+
+// ganttChart lays out one bar per row against seconds since the start.
+func ganttChart(id, title string, rows []ganttRow, total float64) *Chart {
+	c := &Chart{ID: id, Title: title, XLabel: "seconds since the run started", Width: ganttLabelW + ganttPlotW + 20}
+	c.Plot = Box{ganttLabelW, padTop, ganttPlotW, math.Max(float64(len(rows)), 1) * ganttRowH}
+	c.Height = c.Plot.Y + c.Plot.H + padBottom
+	if len(rows) == 0 {
+		c.Empty = "no events"
+		return c
+	}
+	top, ticks := niceScale(total)
+	tx := func(s float64) float64 { return c.Plot.X + s/top*c.Plot.W }
+	for _, t := range ticks {
+		x := r1(tx(t))
+		c.Grid = append(c.Grid, Line{x, c.Plot.Y, x, c.Plot.Y + c.Plot.H})
+		c.XTicks = append(c.XTicks, Text{x, r1(c.Plot.Y + c.Plot.H + 16), fmtNum(t), "middle"})
+	}
+	for i, r := range rows {
+		y := c.Plot.Y + float64(i)*ganttRowH
+		label := r.Label
+		if len([]rune(label)) > 44 {
+			label = string([]rune(label)[:43]) + "…"
+		}
+		c.YTicks = append(c.YTicks, Text{c.Plot.X - 6, r1(y + ganttRowH - 5), label, "end"})
+		x0, x1 := tx(math.Max(r.Start, 0)), tx(math.Max(r.End, 0))
+		title := fmt.Sprintf("%s: %s, %s s from %s s", r.Label, r.Status, fmtNum(r.End-r.Start), fmtNum(r.Start))
+		if r.Detail != "" {
+			title += ": " + r.Detail
+		}
+		c.Bars = append(c.Bars, Bar{Box: Box{r1(x0), r1(y + 3), r1(math.Max(x1-x0, 1.5)), ganttRowH - 6}, Color: statusColor(r.Status), Title: title})
+	}
+	return c
+}
+
+// timeline draws events.jsonl, when the run left one.
+func (b *builder) timeline() {
+	data, ok := b.read("events.jsonl")
+	if !ok {
+		return
+	}
+	rows, total := parseEvents(data)
+	if len(rows) == 0 {
+		return
+	}
+	if len(rows) > maxTimelineRows {
+		b.d.TimelineNote = fmt.Sprintf("The first %d of %d steps are drawn; events.jsonl has them all.", maxTimelineRows, len(rows))
+		rows = rows[:maxTimelineRows]
+	}
+	b.d.Timeline = ganttChart("timeline", "Timeline: every step of the run", rows, total)
+}

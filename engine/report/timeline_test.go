@@ -1,0 +1,58 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseEvents(t *testing.T) {
+	const start = `{"time":"2026-11-25T21:00:00Z","type":"run.start"}` + "\n"
+	for _, tc := range []struct {
+		name  string
+		in    string
+		want  []string // label status start end
+		total float64
+	}{
+		{"nothing", "", nil, 0},
+		{"garbage and a cut line", "not json\n{\"time\":\"2026-", nil, 0},
+		{"a step", start + `{"time":"2026-11-25T21:00:01Z","type":"step.start","step":"boot"}
+{"time":"2026-11-25T21:00:03.5Z","type":"step.end","step":"boot","status":"ok"}`, []string{"phase boot ok 1 3.5"}, 3.5},
+		{"same step on two hosts, ends out of order", start + `{"time":"2026-11-25T21:00:01Z","type":"step.start","step":"connect","host":"a"}
+{"time":"2026-11-25T21:00:02Z","type":"step.start","step":"connect","host":"b"}
+{"time":"2026-11-25T21:00:04Z","type":"step.end","step":"connect","host":"b","status":"failed","error":"refused"}
+{"time":"2026-11-25T21:00:05Z","type":"step.end","step":"connect","host":"a","status":"ok"}`,
+			[]string{"connect a ok 1 5", "connect b failed 2 4"}, 5},
+		{"skipped without a start, and one never ended", start + `{"time":"2026-11-25T21:00:01Z","type":"step.start","step":"x","workload":"w1"}
+{"time":"2026-11-25T21:00:02Z","type":"step.end","step":"y","workload":"w2","status":"skipped"}`,
+			[]string{"workload w1 running 1 2", "workload w2 skipped 2 2"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, total := parseEvents([]byte(tc.in))
+			var got []string
+			for _, r := range rows {
+				got = append(got, strings.Join([]string{r.Label, r.Status, fmtNum(r.Start), fmtNum(r.End)}, " "))
+			}
+			if d := cmp.Diff(tc.want, got); d != "" || total != tc.total {
+				t.Errorf("rows (-want +got):\n%s\ntotal %v, want %v", d, total, tc.total)
+			}
+		})
+	}
+}
+
+// FuzzEvents reads any events.jsonl into a drawable timeline.
+func FuzzEvents(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join(fixture, "events.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"time":"0001-01-01T00:00:01Z","type":"step.end","step":"s"}` + "\n" + `{"time":"9999-12-31T23:59:59Z","type":"step.start","step":"s"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rows, total := parseEvents(b)
+		ganttChart("t", "t", rows, total)
+	})
+}
