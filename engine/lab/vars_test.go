@@ -175,3 +175,24 @@ func TestUnits(t *testing.T) {
 		}
 	}
 }
+
+func TestUnitsOfPaths(t *testing.T) {
+	tests := []struct {
+		path string
+		want int
+	}{
+		{"../../labs", 7},                    // a folder of labs: one per file
+		{corpus + "/folder", 1},              // one lab in three files
+		{"../../labs/quickstart.hcl", 1},     // a file
+		{corpus + "/valid/ssh_forms.hcl", 1}, // a file
+	}
+	for _, tt := range tests {
+		units, diags := Units(tt.path)
+		if diags.HasErrors() || len(units) != tt.want {
+			t.Errorf("Units(%s) = %d units, %v; want %d", tt.path, len(units), diags, tt.want)
+		}
+	}
+	if _, diags := Units("no/such/dir"); !diags.HasErrors() {
+		t.Error("Units of a missing path gave no error")
+	}
+}
