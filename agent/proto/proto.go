@@ -309,6 +309,12 @@ type CaptureResult struct {
 	Handle string     `json:"handle"`
 	Files  []FileInfo `json:"files"`
 	Stderr string     `json:"stderr,omitempty"` // tcpdump's own report ("N packets captured")
+	// Tcpdump's final counters: packets written, packets the filter passed,
+	// and packets the kernel dropped because tcpdump fell behind (a capture
+	// with drops is incomplete).
+	Captured int64 `json:"packets_captured"`
+	Received int64 `json:"packets_received"`
+	Dropped  int64 `json:"packets_dropped"`
 }
 
 type TCPServeParams struct {

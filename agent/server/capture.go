@@ -137,8 +137,9 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 
 	cMB, files := captureRing(p.MaxBytes)
 	// --immediate-mode: packets reach tcpdump as they arrive, so none is
-	// left in the kernel's ring when SIGINT ends the capture.
-	argv := []string{tcpdump, "-i", p.Netdev, "-n", "--immediate-mode", "-s", strconv.Itoa(p.Snaplen),
+	// left in the kernel's ring when SIGINT ends the capture; -B: an 8 MiB
+	// kernel buffer so a busy host makes tcpdump drop less.
+	argv := []string{tcpdump, "-i", p.Netdev, "-n", "--immediate-mode", "-B", "8192", "-s", strconv.Itoa(p.Snaplen),
 		"-w", p.File, "-C", strconv.FormatInt(cMB, 10), "-W", strconv.FormatInt(files, 10)}
 	if os.Geteuid() == 0 {
 		z, err := s.captureUser(p.User)
@@ -230,7 +231,13 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 		}
 		res := cp.pr.result()
 		cp.res = proto.CaptureResult{Handle: cp.handle, Files: []proto.FileInfo{}, Stderr: tailString(res.Stderr, 4096)}
+		if st, ok := ParseTcpdumpStats(res.Stderr); ok {
+			cp.res.Captured, cp.res.Received, cp.res.Dropped = st.Captured, st.Received, st.Dropped
+		}
 		names, err := captureFiles(s.opts.WorkDir, cp.file)
+		if err == nil {
+			names, err = nameRing(s.opts.WorkDir, cp.file, names)
+		}
 		if err != nil {
 			cp.err = perr(proto.CodeInternal, "capture %q: list files: %v", cp.handle, err)
 			return
@@ -328,6 +335,51 @@ func ParseTcpdumpStats(out string) (TcpdumpStats, bool) {
 	st.Received, ok2 = last(tcpdumpReceived)
 	st.Dropped, ok3 = last(tcpdumpDropped)
 	return st, ok1 && ok2 && ok3
+}
+
+// nameRing gives the files of a stopped capture names a user can open: one
+// file is named exactly as asked (roce.pcap, not roce.pcap0); a ring of
+// several becomes roce.000.pcap, roce.001.pcap, ... oldest first.
+func nameRing(dir, file string, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return names, nil
+	}
+	type f struct {
+		name string
+		mod  time.Time
+		seq  int
+	}
+	fs := make([]f, 0, len(names))
+	for _, n := range names {
+		fi, err := os.Lstat(filepath.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		seq, _ := strconv.Atoi(strings.TrimPrefix(n, file))
+		fs = append(fs, f{n, fi.ModTime(), seq})
+	}
+	sort.Slice(fs, func(i, j int) bool {
+		if !fs[i].mod.Equal(fs[j].mod) {
+			return fs[i].mod.Before(fs[j].mod)
+		}
+		return fs[i].seq < fs[j].seq
+	})
+	ext := filepath.Ext(file)
+	stem := strings.TrimSuffix(file, ext)
+	out := make([]string, len(fs))
+	for i, x := range fs {
+		out[i] = file
+		if len(fs) > 1 {
+			out[i] = fmt.Sprintf("%s.%03d%s", stem, i, ext)
+		}
+		if x.name == out[i] {
+			continue
+		}
+		if err := os.Rename(filepath.Join(dir, x.name), filepath.Join(dir, out[i])); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // captureFiles lists the files tcpdump wrote for base: "base" itself, or

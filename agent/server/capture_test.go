@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
@@ -143,6 +145,11 @@ func TestCaptureTCPOverVeth(t *testing.T) {
 	local.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{
 		Handle: "tcp", Netdev: dev, Filter: "tcp port 5201", Snaplen: 96, MaxBytes: 8 << 20, File: "tcp.pcap",
 	}, &started)
+	// A second, full-snaplen capture bounded to 2 MB: the 4 MiB transfer
+	// wraps its ring of two 1 MB files.
+	local.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{
+		Handle: "ring", Netdev: dev, Filter: "tcp port 5201", Snaplen: 65535, MaxBytes: 2_000_000, File: "ring.pcap",
+	}, nil)
 	var serving proto.TCPServing
 	peer.mustCall(proto.MethodTCPServe, proto.TCPServeParams{Handle: "rx", Addr: peerIP, Port: 5201}, &serving)
 	const n = 4 << 20
@@ -157,12 +164,12 @@ func TestCaptureTCPOverVeth(t *testing.T) {
 	if len(res.Files) == 0 {
 		t.Fatalf("no capture files; tcpdump said %q", res.Stderr)
 	}
-	if !strings.Contains(res.Stderr, "packets captured") {
-		t.Errorf("tcpdump's report missing: %q", res.Stderr)
+	if !strings.Contains(res.Stderr, "packets captured") || res.Captured == 0 || res.Captured+res.Dropped < res.Received {
+		t.Errorf("tcpdump's report missing or incomplete: %+v", res)
 	}
 	var tcpPackets, payload int
 	for _, f := range res.Files {
-		if !strings.HasPrefix(f.Path, "tcp.pcap") {
+		if f.Path != "tcp.pcap" {
 			t.Errorf("capture file %q not named after the capture", f.Path)
 		}
 		b, err := os.ReadFile(filepath.Join(srv.WorkDir(), f.Path))
@@ -204,6 +211,21 @@ func TestCaptureTCPOverVeth(t *testing.T) {
 	if tcpPackets < n/(64<<10) || payload < n {
 		t.Errorf("pcap holds %d TCP packets (%d bytes on the wire) for a %d-byte transfer", tcpPackets, payload, n)
 	}
+	var ring proto.CaptureResult
+	local.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "ring"}, &ring)
+	// The bound always holds; two files when tcpdump kept up (on a loaded
+	// machine the kernel may drop full-size packets, and then says so).
+	if ring.Dropped == 0 && (len(ring.Files) != 2 || ring.Files[0].Path != "ring.000.pcap" || ring.Files[1].Path != "ring.001.pcap") {
+		t.Errorf("ring files %+v, want ring.000.pcap and ring.001.pcap; tcpdump: %s", ring.Files, ring.Stderr)
+	}
+	if len(ring.Files) > 2 || ring.Received == 0 || ring.Captured+ring.Dropped < ring.Received {
+		t.Errorf("ring capture %+v", ring)
+	}
+	for _, f := range ring.Files {
+		if f.Size > 1_000_000+65535+16 {
+			t.Errorf("%s: %d bytes, beyond the 1 MB file bound plus one packet", f.Path, f.Size)
+		}
+	}
 	// Stopping twice gives the same answer; the tcpdump is gone.
 	var again proto.CaptureResult
 	local.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "tcp"}, &again)
@@ -242,5 +264,51 @@ func TestCaptureStoppedWhenStdinCloses(t *testing.T) {
 	}
 	if _, err := pcapgo.NewReader(bytes.NewReader(b)); err != nil {
 		t.Errorf("capture file is not a complete pcap: %v", err)
+	}
+}
+
+func TestNameRing(t *testing.T) {
+	base := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		files map[string]int // name -> age order (0 oldest)
+		want  []string
+	}{
+		{"one suffixed file", map[string]int{"roce.pcap0": 0}, []string{"roce.pcap"}},
+		{"one plain file", map[string]int{"roce.pcap": 0}, []string{"roce.pcap"}},
+		{"wrapped ring", map[string]int{"roce.pcap0": 2, "roce.pcap1": 3, "roce.pcap2": 0, "roce.pcap3": 1},
+			[]string{"roce.000.pcap", "roce.001.pcap", "roce.002.pcap", "roce.003.pcap"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for n, age := range tt.files {
+				p := filepath.Join(dir, n)
+				if err := os.WriteFile(p, []byte(n), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				mt := base.Add(time.Duration(age) * time.Second)
+				if err := os.Chtimes(p, mt, mt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			names, err := captureFiles(dir, "roce.pcap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := nameRing(dir, "roce.pcap", names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Fatalf("(-want +got):\n%s", d)
+			}
+			// Oldest first: roce.000.pcap holds what was roce.pcap2.
+			if len(got) == 4 {
+				if b, _ := os.ReadFile(filepath.Join(dir, got[0])); string(b) != "roce.pcap2" {
+					t.Errorf("%s holds %q, want the oldest file roce.pcap2", got[0], b)
+				}
+			}
+		})
 	}
 }
