@@ -115,7 +115,7 @@ workload "later" {
   host = host.a
   command = ["true"]
 }`)
-	opts := Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r"), OnEvent: func(e Event) {
+	opts := Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"), OnEvent: func(e Event) {
 		if e.Type == "step.start" && e.Workload == "long" {
 			go func() { time.Sleep(300 * time.Millisecond); bed.host("a").kill() }()
 		}

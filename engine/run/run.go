@@ -28,6 +28,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -113,7 +114,9 @@ type Options struct {
 	TeardownTimeout time.Duration
 	// Hard, when closed (a second Ctrl-C), stops the teardown at once.
 	Hard <-chan struct{}
-	Now  func() time.Time
+	// NoReport skips report.html (engine/report).
+	NoReport bool
+	Now      func() time.Time
 }
 
 // Result is what a run ended with.
@@ -386,6 +389,14 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 			res.Code = ExitInfra
 		}
 		res.Err = errors.Join(res.Err, err)
+	}
+	if !r.opts.NoReport {
+		// The page is a view of the files above: a failure to draw it is
+		// reported, not a failure of the run.
+		if err := report.Render(r.dir); err != nil {
+			r.log.Warn("render report.html", "dir", r.dir, "err", err)
+			r.emit(Event{Type: "warning", Step: "report", Error: err.Error()})
+		}
 	}
 	fin := r.opts.Now().UTC()
 	r.journal.update(func(st *State) { st.Finished = &fin })

@@ -27,10 +27,13 @@ host "a" { address = "127.0.0.1" }
 host "b" { address = "127.0.0.1" }
 `
 
-func runLab(t *testing.T, src string, opts Options) (*Result, *pipeBed) {
+// runLab runs a lab on in-process agents; report.html is drawn only when
+// asked (graphviz makes it slow).
+func runLab(t *testing.T, src string, opts Options, report ...bool) (*Result, *pipeBed) {
 	t.Helper()
 	bed := newPipeBed(t)
 	opts.Connector = bed
+	opts.NoReport = len(report) == 0 || !report[0]
 	if opts.Out == "" {
 		opts.Out = filepath.Join(t.TempDir(), "run")
 	}
@@ -61,7 +64,7 @@ workload "bulk" {
   bytes  = "8MiB"
   repeat = 2
 }
-`, Options{})
+`, Options{}, true)
 	if res.Code != ExitOK {
 		t.Fatalf("code %d, err %v", res.Code, res.Err)
 	}
@@ -83,7 +86,7 @@ workload "bulk" {
 	if err != nil || string(out) != "hello from a\n" {
 		t.Errorf("exec stdout = %q, %v", out, err)
 	}
-	for _, f := range []string{"lab/lab.hcl", "plan.json", "events.jsonl", "state.json", "results.json", "summary.md", "junit.xml", "manifest.json", "hosts/a/facts.json", "hosts/b/facts.json"} {
+	for _, f := range []string{"lab/lab.hcl", "plan.json", "events.jsonl", "state.json", "results.json", "summary.md", "junit.xml", "report.html", "manifest.json", "hosts/a/facts.json", "hosts/b/facts.json"} {
 		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
 			t.Errorf("run dir: %v", err)
 		}
@@ -210,7 +213,7 @@ workload "after" {
 			if tt.expect != nil {
 				addExpect(t, l, tt.expect[0], tt.expect[1], tt.expect[2])
 			}
-			res := Run(context.Background(), l, Options{Connector: newPipeBed(t), Out: filepath.Join(t.TempDir(), "run")})
+			res := Run(context.Background(), l, Options{Connector: newPipeBed(t), Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
 			if res.Code != tt.code {
 				t.Fatalf("code = %d, want %d (err %v)", res.Code, tt.code, res.Err)
 			}
@@ -359,7 +362,7 @@ workload "y" {
   host = host.b
   command = ["true"]
 }`)
-	res := Run(context.Background(), l, Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r")})
+	res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r")})
 	if res.Code != ExitInfra || !strings.Contains(res.Err.Error(), `connect to host "b"`) {
 		t.Fatalf("code %d err %v, want 2 naming host b", res.Code, res.Err)
 	}
@@ -391,7 +394,7 @@ workload "x" {
   host = host.a
   command = ["true"]
 }`)
-	res := Run(context.Background(), l, Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r"),
+	res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"),
 		Preflight: func(*lab.Lab, map[string]*proto.Facts) []string {
 			return []string{`host "a": kernel has no rdma_rxe module`}
 		}})
@@ -417,7 +420,7 @@ workload "next" {
   command = ["true"]
 }`)
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := Options{Connector: bed, Out: filepath.Join(t.TempDir(), "r"), OnEvent: func(e Event) {
+	opts := Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"), OnEvent: func(e Event) {
 		if e.Type == "step.start" && e.Workload == "long" {
 			go func() { time.Sleep(200 * time.Millisecond); cancel() }()
 		}
@@ -452,7 +455,7 @@ workload "x" {
 	fixed := func() time.Time { return time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC) }
 	var dirs []string
 	for range 2 {
-		res := Run(context.Background(), loadLab(t, src), Options{Connector: bed, RunsDir: root, Now: fixed})
+		res := Run(context.Background(), loadLab(t, src), Options{Connector: bed, RunsDir: root, Now: fixed, NoReport: true})
 		if res.Code != 0 {
 			t.Fatal(res.Err)
 		}
