@@ -107,7 +107,11 @@ func runLab(cmd *cobra.Command, path string, f *runFlags) error {
 		}
 	}()
 
-	prog := newProgress(stderr, l)
+	total := len(l.Workloads)
+	if len(f.only) > 0 {
+		total = len(f.only)
+	}
+	prog := newProgress(stderr, total)
 	res := runengine.Run(ctx, l, runengine.Options{
 		Out: f.out, Only: f.only, Keep: f.keep, Parallel: f.hf.parallel,
 		Connector: conn,
@@ -155,13 +159,13 @@ type progress struct {
 	bar *progressbar.ProgressBar
 }
 
-func newProgress(w io.Writer, l *lab.Lab) *progress {
+func newProgress(w io.Writer, workloads int) *progress {
 	p := &progress{}
 	fd, ok := w.(interface{ Fd() uintptr })
 	if !ok || !term.IsTerminal(int(fd.Fd())) {
 		return p
 	}
-	p.bar = progressbar.NewOptions(len(l.Workloads),
+	p.bar = progressbar.NewOptions(workloads,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription("connecting"),
 		progressbar.OptionShowCount(),

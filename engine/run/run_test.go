@@ -542,3 +542,40 @@ workload "bw" {
 		t.Errorf("workload %q, want skipped", res.Outcomes[0].Status)
 	}
 }
+
+// TestTeardownContext: the teardown outlives the first Ctrl-C but is
+// bounded by TeardownTimeout, and a second Ctrl-C (Hard) ends it at once.
+func TestTeardownContext(t *testing.T) {
+	t.Run("bounded after a cancel", func(t *testing.T) {
+		r := &runner{opts: Options{TeardownTimeout: 50 * time.Millisecond}}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		tctx, stop := r.teardownContext(ctx)
+		defer stop()
+		if tctx.Err() != nil {
+			t.Fatal("teardown context cancelled with the run")
+		}
+		select {
+		case <-tctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("teardown not bounded by TeardownTimeout")
+		}
+	})
+	t.Run("second Ctrl-C", func(t *testing.T) {
+		hard := make(chan struct{})
+		r := &runner{opts: Options{TeardownTimeout: time.Hour, Hard: hard}}
+		ctx, cancel := context.WithCancel(context.Background())
+		tctx, stop := r.teardownContext(ctx)
+		defer stop()
+		cancel() // first Ctrl-C during the teardown itself
+		if tctx.Err() != nil {
+			t.Fatal("the first Ctrl-C ended the teardown")
+		}
+		close(hard)
+		select {
+		case <-tctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the second Ctrl-C did not end the teardown")
+		}
+	})
+}
