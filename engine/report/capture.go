@@ -3,8 +3,11 @@ package report
 import (
 	"fmt"
 	"path"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/iograph"
@@ -186,26 +189,43 @@ func anchorSafe(s string) string {
 
 // captures summarises every hosts/<slug>/captures/* file.
 func (b *builder) captures() {
-	b.d.Captures = []Capture{}
+	type job struct {
+		name, host string
+		link       Link
+	}
+	var jobs []job
 	for _, l := range b.all {
 		parts := strings.Split(l.Path, "/")
-		if len(parts) != 4 || parts[0] != "hosts" || parts[2] != "captures" {
+		if len(parts) != 4 || parts[0] != "hosts" || parts[2] != "captures" || !strings.Contains(parts[3], ".pcap") {
 			continue
 		}
 		base := parts[3]
 		// The run engine names a capture's file cap.<slug>[.<window>].pcap,
 		// with a number after it for a ring of files.
 		name := strings.TrimPrefix(strings.TrimSuffix(strings.TrimSuffix(base, path.Ext(base)), ".pcap"), "cap.")
-		if !strings.Contains(base, ".pcap") {
-			continue
-		}
-		st, err := b.opts.Summarize(b.dir + "/" + l.Path)
-		if err != nil {
-			b.d.Captures = append(b.d.Captures, Capture{Name: name, Host: parts[1], Link: l,
-				Opcodes: Table{Columns: []string{}, Rows: [][]string{}},
-				Error:   fmt.Sprintf("read capture %s: %v", l.Path, err)})
-			continue
-		}
-		b.d.Captures = append(b.d.Captures, captureSection(name, parts[1], l, st))
+		jobs = append(jobs, job{name, parts[1], l})
 	}
+	// Captures are the slow part of a report (a class run has one per
+	// pair, each up to its max_size): decode them on every CPU, keeping
+	// the page's order.
+	b.d.Captures = make([]Capture, len(jobs))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			st, err := b.opts.Summarize(filepath.Join(b.dir, filepath.FromSlash(j.link.Path)))
+			if err != nil {
+				b.d.Captures[i] = Capture{Name: j.name, Host: j.host, Link: j.link,
+					Opcodes: Table{Columns: []string{}, Rows: [][]string{}},
+					Error:   fmt.Sprintf("read capture %s: %v", j.link.Path, err)}
+				return
+			}
+			b.d.Captures[i] = captureSection(j.name, j.host, j.link, st)
+		}()
+	}
+	wg.Wait()
 }
