@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/agent/proto"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -107,6 +109,23 @@ func TestPortFor(t *testing.T) {
 	for _, tt := range tests {
 		if got := PortFor(&tt.w, tt.n); got != tt.want {
 			t.Errorf("PortFor(index %d, port %d, run %d) = %d, want %d", tt.w.Index, tt.w.Port, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestPerftestReady(t *testing.T) {
+	tests := []struct {
+		args []string
+		want proto.Ready
+	}{
+		{nil, proto.Ready{TCPListen: 20000}},
+		{[]string{"-F"}, proto.Ready{TCPListen: 20000}},
+		{[]string{"-R"}, proto.Ready{RDMACMListen: 20000}},
+		{[]string{"--rdma_cm", "-F"}, proto.Ready{RDMACMListen: 20000}},
+	}
+	for _, tt := range tests {
+		if got := PerftestReady(&Workload{Tool: "ib_write_bw", Args: tt.args}, 20000); *got != tt.want {
+			t.Errorf("args %q: ready %+v, want %+v", tt.args, *got, tt.want)
 		}
 	}
 }

@@ -21,7 +21,7 @@ func newPerftest(w *Workload) (Step, error) {
 		port := PortFor(w, n)
 		r := &pairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
 		r.Server = procSpec{Host: w.ServerHost, Handle: handle(w, "server", size, rep), Role: "server",
-			Ready: &proto.Ready{TCPListen: port}}
+			Ready: PerftestReady(w, port)}
 		r.Client = procSpec{Host: w.ClientHost, Handle: handle(w, "client", size, rep), Role: "client"}
 		cf := env.facts(w.ClientHost)
 		if cf.PerftestJSON {
@@ -82,4 +82,17 @@ func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 		argv = append(argv, serverAddr)
 	}
 	return argv
+}
+
+// PerftestReady says how the server side is known to be ready: it listens
+// on its TCP port for the out-of-band exchange, or, with -R/--rdma_cm in the
+// extra args, its rdma_cm id listens on that port instead (it opens no TCP
+// socket then).
+func PerftestReady(w *Workload, port int) *proto.Ready {
+	for _, a := range w.Args {
+		if a == "-R" || a == "--rdma_cm" {
+			return &proto.Ready{RDMACMListen: port}
+		}
+	}
+	return &proto.Ready{TCPListen: port}
 }
