@@ -16,6 +16,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
+	"github.com/rlab-dev/rlab/engine/testbed"
 )
 
 // sshLab starts n in-process SSH servers running real shell commands and
@@ -203,4 +204,49 @@ func running(marker string) bool {
 		}
 	}
 	return false
+}
+
+// TestRunCmdNetns runs `rlab run` and `rlab down` against real OpenSSH hosts
+// (the netns bed), the lab's hosts taking their login from an ssh block.
+func TestRunCmdNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 2})
+	if _, err := dist.Binary("linux", "amd64"); err != nil {
+		t.Fatalf("agent not embedded (make agent): %v", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "lab \"cli-netns\" {}\nssh {\n  user = %q\n  identity_file = %q\n  known_hosts = %q\n}\n", bed.User, bed.KeyFile, bed.KnownHosts)
+	for _, h := range bed.Hosts {
+		fmt.Fprintf(&b, "host %q { address = %q }\n", h.Name, h.Addr)
+	}
+	b.WriteString(`
+workload "hello" {
+  tool = "exec"
+  host = host.h0
+  command = ["hostname"]
+}
+workload "bulk" {
+  tool = "tcp"
+  server = host.h0
+  client = host.h1
+  bytes = "16MiB"
+}
+`)
+	p := writeLab(t, b.String())
+	out := filepath.Join(t.TempDir(), "run")
+	stdout, stderr, code := rlab(t, "run", "--out", out, p)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	r, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != results.RunOK || len(r.Samples) == 0 {
+		t.Errorf("results: %s, %d samples", r.Status, len(r.Samples))
+	}
+	for range 2 {
+		if o, e, c := rlab(t, "down", out); c != exitOK {
+			t.Errorf("down: exit %d\n%s%s", c, o, e)
+		}
+	}
 }
