@@ -22,7 +22,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	dir, _ := filepath.Abs("../../labs")
 	f.Fuzz(func(t *testing.T, src []byte) {
-		l, diags := loadSource("fuzz.hcl", src, dir, LoadOptions{})
+		l, diags := LoadSource("fuzz.hcl", src, dir, LoadOptions{})
 		for _, d := range diags {
 			if d.Summary == "" {
 				t.Fatalf("diagnostic without summary: %+v", d)

@@ -91,9 +91,9 @@ func Load(paths []string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
 	return l.lab, l.diags
 }
 
-// loadSource loads one lab file given as bytes, as Load does with a path;
-// file() reads relative to dir. For fuzzing without file I/O.
-func loadSource(name string, src []byte, dir string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
+// LoadSource loads one lab file given as bytes, as Load does with a path
+// (name is used in diagnostics); file() reads relative to dir.
+func LoadSource(name string, src []byte, dir string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
 	l := &loader{opts: opts, lab: &Lab{Files: map[string][]byte{}, Dir: dir}}
 	f := l.parse(name, src)
 	if f == nil || l.diags.HasErrors() {
