@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/roce"
 )
 
 func main() {
@@ -67,7 +69,7 @@ func frame(src, dst []byte, proto byte, l4 []byte) []byte {
 }
 
 // roce builds a RoCEv2 frame: UDP to 4791, BTH, extended headers, payload, ICRC.
-func roce(src, dst []byte, op byte, qp uint32, ackReq bool, ext []byte, payload int) []byte {
+func roceFrame(src, dst []byte, op byte, qp uint32, ackReq bool, ext []byte, payload int) []byte {
 	ib := []byte{op, 0, 0xff, 0xff, 0, byte(qp >> 16), byte(qp >> 8), byte(qp), 0, 0, 0, 0}
 	if ackReq {
 		ib[8] = 0x80
@@ -113,10 +115,10 @@ func write(path string, n, snaplen int, tcpShare float64) error {
 	binary.BigEndian.PutUint64(reth, 0x561cb5c95000)
 	binary.BigEndian.PutUint32(reth[8:], 0xd24)
 	binary.BigEndian.PutUint32(reth[12:], 65536)
-	first := roce(ipA, ipB, 0x06, 0x1a, false, reth, 1024)
-	middle := roce(ipA, ipB, 0x07, 0x1a, false, nil, 1024)
-	last := roce(ipA, ipB, 0x08, 0x1a, true, nil, 1024)
-	ack := roce(ipB, ipA, 0x11, 0x11, false, []byte{0x1f, 0, 0, 0}, 0)
+	first := roceFrame(ipA, ipB, 0x06, 0x1a, false, reth, 1024)
+	middle := roceFrame(ipA, ipB, 0x07, 0x1a, false, nil, 1024)
+	last := roceFrame(ipA, ipB, 0x08, 0x1a, true, nil, 1024)
+	ack := roceFrame(ipB, ipA, 0x11, 0x11, false, []byte{0x1f, 0, 0, 0}, 0)
 	seg := tcp(ipA, ipB, 1448)
 	tack := tcp(ipB, ipA, 0)
 
@@ -134,6 +136,9 @@ func write(path string, n, snaplen int, tcpShare float64) error {
 			fr[34+8+9], fr[34+8+10], fr[34+8+11] = byte(psn>>16), byte(psn>>8), byte(psn)
 			if fr[34+8] == 0x11 {
 				fr[34+8+13], fr[34+8+14], fr[34+8+15] = byte(msn>>16), byte(msn>>8), byte(msn)
+			}
+			if c == len(fr) { // kept whole: give it a true ICRC
+				binary.BigEndian.PutUint32(fr[len(fr)-4:], roce.ICRC(fr[14:len(fr)-4], 20))
 			}
 		}
 		w.Write(fr[:c])
