@@ -285,7 +285,7 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 	var capRes proto.CaptureResult
 	srv.call(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "roce"}, &capRes)
 	t.Logf("capture: %+v", capRes)
-	if len(capRes.Files) == 0 || capRes.Files[0].Size < 10_000 {
+	if len(capRes.Files) != 1 || capRes.Files[0].Path != "roce.pcap" || capRes.Files[0].Size < 10_000 || capRes.Captured == 0 || capRes.Dropped != 0 {
 		t.Errorf("RoCEv2 capture too small: %+v", capRes)
 	}
 	var list proto.FilesList
@@ -305,7 +305,7 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 		case <-time.After(2 * time.Minute):
 			t.Errorf("%s: agent did not exit after stdin closed", a.name)
 		}
-		if out := run(t, clients[i], "ls /sys/class/infiniband; pgrep -a -x 'ib_write_bw|rping|tcpdump'"); strings.TrimSpace(out) != "" {
+		if out := run(t, clients[i], "ls /sys/class/infiniband; ps -eo comm= | grep -xE 'ib_write_bw|rping|tcpdump'"); strings.TrimSpace(out) != "" {
 			t.Errorf("%s: left behind after the agent exited: %q", a.name, out)
 		}
 	}
