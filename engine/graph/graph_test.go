@@ -91,8 +91,39 @@ func TestDOTQuotesHostileStrings(t *testing.T) {
 	if err := WriteDOT(&b, hostileGraph()); err != nil {
 		t.Fatal(err)
 	}
-	dot := b.String()
-	// Outside quoted strings there must be no node named evil.
+	checkQuoted(t, b.String(), "evil", "pwned")
+	if _, err := exec.LookPath("dot"); err != nil {
+		t.Skip("no graphviz dot on PATH")
+	}
+	var svg bytes.Buffer
+	if err := WriteSVG(context.Background(), &svg, hostileGraph()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(svg.String(), "<script") {
+		t.Errorf("SVG carries a <script> element")
+	}
+}
+
+// FuzzDOTQuoting: whatever a name holds, it stays inside its DOT string.
+func FuzzDOTQuoting(f *testing.F) {
+	f.Add(`x" ] ; evil [label="pwned"] ; "\`)
+	f.Add("a\\\"" + "\n" + "b" + "\r")
+	f.Fuzz(func(t *testing.T, s string) {
+		g := &Graph{Name: s, Hosts: []*Host{{ID: "h0", Name: s, Detail: []string{s}}}}
+		g.AddFacts(s, &proto.Facts{Hostname: s, Netdevs: []proto.Netdev{{Name: s}}, RDMA: []proto.RDMADevice{{Name: s, Parent: s, NodeGUID: s}}})
+		g.Workloads = []*Edge{{From: "h0", To: "h0", Name: s, Tool: s}}
+		var b bytes.Buffer
+		if err := WriteDOT(&b, g); err != nil {
+			t.Fatal(err)
+		}
+		checkQuoted(t, b.String(), "ZZinjectedZZ")
+	})
+}
+
+// checkQuoted walks DOT's quoted strings: the text must not end inside
+// one, and none of bad may appear outside them.
+func checkQuoted(t *testing.T, dot string, bad ...string) {
+	t.Helper()
 	var outside strings.Builder
 	in, esc := false, false
 	for _, r := range dot {
@@ -110,18 +141,10 @@ func TestDOTQuotesHostileStrings(t *testing.T) {
 	if in {
 		t.Fatalf("DOT ends inside a string:\n%s", dot)
 	}
-	if strings.Contains(outside.String(), "evil") || strings.Contains(outside.String(), "pwned") {
-		t.Errorf("a hostile string escaped its quotes:\n%s", dot)
-	}
-	if _, err := exec.LookPath("dot"); err != nil {
-		t.Skip("no graphviz dot on PATH")
-	}
-	var svg bytes.Buffer
-	if err := WriteSVG(context.Background(), &svg, hostileGraph()); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(svg.String(), "<script") {
-		t.Errorf("SVG carries a <script> element")
+	for _, b := range bad {
+		if strings.Contains(outside.String(), b) {
+			t.Errorf("%q escaped its quotes:\n%s", b, dot)
+		}
 	}
 }
 

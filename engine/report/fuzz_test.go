@@ -69,3 +69,29 @@ func FuzzLabHeader(f *testing.F) {
 		labHeader("f.hcl", b)
 	})
 }
+
+// FuzzFacts renders any facts.json a host (or a hostile agent) reported.
+func FuzzFacts(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join(fixture, "hosts/server/facts.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"rdma_devices":[{"name":"x","ports":[{"gids":[{"index":-1}]}]}],"mem_bytes":18446744073709551615,"memlock_soft":-1}`))
+	dir := f.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "hosts/h"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, "hosts/h/facts.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Build(dir, Options{NoGraphviz: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(io.Discard, d); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
