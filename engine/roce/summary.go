@@ -77,6 +77,9 @@ type CMEvent struct {
 	Reason       uint16     `json:"reject_reason,omitempty"`
 }
 
+// MaxFlows bounds the connections a summary lists one by one.
+const MaxFlows = 10000
+
 // maxCMEvents bounds the control-plane list of a summary (a class lab
 // capture may hold thousands of connections).
 const maxCMEvents = 1000
@@ -105,8 +108,10 @@ type Summary struct {
 	ICRCChecked int64 `json:"icrc_checked"`
 	ICRCBad     int64 `json:"icrc_bad"`
 	// CutShort: the file ends inside a frame.
-	CutShort  bool       `json:"file_cut_short,omitempty"`
-	Flows     []*Flow    `json:"connections"`
+	CutShort bool    `json:"file_cut_short,omitempty"`
+	Flows    []*Flow `json:"connections"`
+	// Overflow holds the packets of connections beyond MaxFlows.
+	Overflow  *Flow      `json:"other_connections,omitempty"`
 	Opcodes   []*OpStats `json:"opcodes"`
 	CM        []CMEvent  `json:"cm,omitempty"`
 	CMDropped int64      `json:"cm_not_listed,omitempty"`
@@ -165,7 +170,14 @@ func (s *Summary) Add(p *Packet) {
 	f := s.last
 	if f == nil || k != s.lastKey {
 		f = s.flows[k]
-		if f == nil {
+		if f == nil && len(s.flows) >= MaxFlows {
+			// Garbage on port 4791 (or a huge class lab) must not grow
+			// the summary without end: the rest share one line.
+			if s.Overflow == nil {
+				s.Overflow = &Flow{First: p.Time}
+			}
+			f = s.Overflow
+		} else if f == nil {
 			f = &Flow{Src: p.Src, Dst: p.Dst, DestQP: p.BTH.DestQP, First: p.Time}
 			s.flows[k] = f
 			s.Flows = append(s.Flows, f)
@@ -246,7 +258,11 @@ func (s *Summary) Finish() {
 			s.Opcodes = append(s.Opcodes, o)
 		}
 	}
-	for _, f := range s.Flows {
+	flows := s.Flows
+	if s.Overflow != nil {
+		flows = append(flows[:len(flows):len(flows)], s.Overflow)
+	}
+	for _, f := range flows {
 		sort.Slice(f.Ops, func(i, j int) bool { return f.Ops[i].Opcode < f.Ops[j].Opcode })
 		for i, o := range f.Ops {
 			f.opIdx[o.Opcode] = uint16(i + 1)

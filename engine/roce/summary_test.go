@@ -157,3 +157,26 @@ func TestICRC(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowLimit: connections beyond MaxFlows share one overflow line and
+// every packet is still counted once.
+func TestFlowLimit(t *testing.T) {
+	raw := frames(t, filepath.Join(pcapDir, "roce-ib_write_bw-10x4KiB.pcap"))
+	s := NewSummary()
+	var p Packet
+	const n = MaxFlows + 500
+	for i := 0; i < n; i++ {
+		f := bytes.Clone(raw[0])
+		f[14+20+8+5], f[14+20+8+6], f[14+20+8+7] = byte(i>>16), byte(i>>8), byte(i) // dest QP
+		Decode(LinkEthernet, f, len(f), &p)
+		s.Add(&p)
+	}
+	s.Finish()
+	if len(s.Flows) != MaxFlows || s.Overflow == nil || s.Overflow.Packets != 500 {
+		t.Fatalf("%d flows, overflow %+v; want %d and 500 packets", len(s.Flows), s.Overflow, MaxFlows)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, s); err != nil || !bytes.Contains(b.Bytes(), []byte("connections beyond the first")) {
+		t.Errorf("text lacks the overflow line (err %v)", err)
+	}
+}

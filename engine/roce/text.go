@@ -43,6 +43,12 @@ func WriteText(w io.Writer, s *Summary) error {
 			f.Retransmits, f.NAKs, nakCodes(f.NAKCodes), f.RNRNAKs, f.CNPs, f.ECN)
 		writeOps(b, s, f.Ops, "  ")
 	}
+	if f := s.Overflow; f != nil {
+		fmt.Fprintf(b, "\nconnections beyond the first %d: %d packets, %d bytes, payload %d bytes, %s .. %s\n",
+			MaxFlows, f.Packets, f.Bytes, f.PayloadBytes, rel(s, f.First), rel(s, f.Last))
+		fmt.Fprintf(b, "  retransmitted PSNs %d, NAKs %d%s, RNR NAKs %d, CNPs %d, FECN-marked %d\n",
+			f.Retransmits, f.NAKs, nakCodes(f.NAKCodes), f.RNRNAKs, f.CNPs, f.ECN)
+	}
 	if len(s.Opcodes) > 0 {
 		b.WriteString("\nall connections\n")
 		writeOps(b, s, s.Opcodes, "  ")
