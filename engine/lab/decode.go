@@ -246,7 +246,7 @@ func (l *loader) resolveRefAt(rng *hcl.Range, v cty.Value, kind, what string) (s
 		k, n := v.GetAttr("kind"), v.GetAttr("name")
 		if k.Type() == cty.String && n.Type() == cty.String && k.IsKnown() && n.IsKnown() && !k.IsNull() && !n.IsNull() {
 			if k.AsString() != kind {
-				l.errorf(rng, "Wrong kind of reference", "%s needs %s (%s.NAME); this is %s %s.%s.", what, article2(kind), kind, article2(k.AsString()), k.AsString(), n.AsString())
+				l.errorf(rng, "Wrong kind of reference", "%s needs %s (%s.NAME); this is %s, %s.%s.", what, article2(kind), kind, article2(k.AsString()), k.AsString(), n.AsString())
 				return "", false
 			}
 			return n.AsString(), true
@@ -261,7 +261,7 @@ func (l *loader) resolveRefAt(rng *hcl.Range, v cty.Value, kind, what string) (s
 }
 
 func article2(kind string) string {
-	if strings.IndexByte("aeiou", kind[0]) >= 0 {
+	if kind == "rxe" || strings.IndexByte("aeiou", kind[0]) >= 0 { // "an rxe": ar-ex-ee
 		return "an " + kind
 	}
 	return "a " + kind
@@ -552,7 +552,11 @@ func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
 		if a := c.Attributes["address"]; a != nil {
 			if s, ok := l.str(a, sc); ok {
 				if _, err := netip.ParsePrefix(s); err != nil {
-					l.errorf(a.Expr.Range().Ptr(), "Invalid network address", "A VM network address is an address with its prefix length, like \"10.99.0.1/24\": %s.", err)
+					why := err.Error()
+					if i := strings.LastIndex(why, ": "); i >= 0 {
+						why = why[i+2:]
+					}
+					l.errorf(a.Expr.Range().Ptr(), "Invalid network address", "%q is not an address with its prefix length (%s); write e.g. \"10.99.0.1/24\".", s, why)
 				} else {
 					n.Address = s
 				}
@@ -827,7 +831,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 				} else if tool.TransportWhy != "" {
 					hint = " " + upperFirst(tool.TransportWhy) + "."
 				}
-				l.errorf(a.Expr.Range().Ptr(), "Unsupported transport", "%s supports transport %s; not %q.%s", name, strings.Join(tool.Transports, " or "), s, hint)
+				l.errorf(a.Expr.Range().Ptr(), "Unsupported transport", "%s supports transport %s; not %q.%s", name, orList(tool.Transports), s, hint)
 			default:
 				w.Transport = s
 			}
@@ -904,6 +908,14 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	return w
+}
+
+// orList joins "a", "b", "c" as "a, b or c".
+func orList(xs []string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 func contains(list []string, s string) bool {

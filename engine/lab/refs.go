@@ -81,7 +81,11 @@ func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
 			found = found || n == step.Name
 		}
 		if !found {
-			l.errorf(rng, "Reference to undeclared local value", "No local value named %q is defined.%s", step.Name, didYouMean(step.Name, l.localNames))
+			sugg := didYouMean(step.Name, l.localNames)
+			if sugg == "" {
+				sugg = fmt.Sprintf(" Define it in a locals block: locals { %s = ... }.", step.Name)
+			}
+			l.errorf(rng, "Reference to undeclared local value", "No local value named %q is defined.%s", step.Name, sugg)
 			return false
 		}
 	case "each":
@@ -302,7 +306,7 @@ func (l *loader) typed(a *hcl.Attribute, sc *scope, t cty.Type) (cty.Value, bool
 	}
 	cv, err := convert.Convert(v, t)
 	if err != nil {
-		l.errorf(a.Expr.Range().Ptr(), "Incorrect attribute value type", "Inappropriate value for attribute %q: %s required.", a.Name, article(t))
+		l.errorf(a.Expr.Range().Ptr(), "Incorrect attribute value type", "Inappropriate value for attribute %q: %s is required, not %s.", a.Name, article(t), article(v.Type()))
 		return cty.NilVal, false
 	}
 	return cv, true
