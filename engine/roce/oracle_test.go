@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // field is one tshark field and how to read the same value from a Packet;
@@ -274,5 +278,39 @@ func TestSnaplenKeepsHeaders(t *testing.T) {
 				t.Errorf("%d frames truncated, %d with headers cut: the fixture should have both", truncated, headersCut)
 			}
 		})
+	}
+}
+
+// TestAgreesWithRecordedTshark compares the decoder with the tshark
+// summary lines recorded beside the real capture, so the oracle still
+// speaks where tshark is not installed: addresses, length, transport,
+// operation and destination QP of every frame.
+func TestAgreesWithRecordedTshark(t *testing.T) {
+	rec, err := os.ReadFile(filepath.Join(pcapDir, "roce-ib_write_bw-10x4KiB.tshark.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "    1   0.000000    10.99.0.2 → 10.99.0.1    RRoCE 1098 RC RDMA Write First QP=0x00001a"
+	line := regexp.MustCompile(`^\s*(\d+)\s+\S+\s+(\S+) → (\S+)\s+RRoCE (\d+) (RC|UC|RD|UD) (.+?) QP=(0x[0-9a-f]+)\s*$`)
+	want := map[int]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(rec)), "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("recorded line %q: not understood", l)
+		}
+		n, _ := strconv.Atoi(m[1])
+		qp, _ := strconv.ParseUint(m[7], 0, 32)
+		want[n] = fmt.Sprintf("%s>%s %s %s %s QP %d", m[2], m[3], m[4], m[5], strings.ToLower(m[6]), qp)
+	}
+	got := map[int]string{}
+	if _, err := ScanFile(filepath.Join(pcapDir, "roce-ib_write_bw-10x4KiB.pcap"), func(p *Packet) error {
+		op := p.Op()
+		got[p.Number] = fmt.Sprintf("%s>%s %d %s %s QP %d", p.Src, p.Dst, p.WireLen, op.Transport, strings.ToLower(op.Name), p.BTH.DestQP)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("decoder vs recorded tshark (-tshark +decoder):\n%s", d)
 	}
 }
