@@ -370,7 +370,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 			r.addErr(fmt.Errorf("workload %q: expect %s did not hold: %s", e.Workload, e.Condition, e.Message))
 		}
 	}
-	r.teardown(tctx)
+	infraBefore := append([]error(nil), r.infra...)
 	code := ExitOK
 	switch {
 	case ctx.Err() != nil:
@@ -390,12 +390,29 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		}
 		res.Err = errors.Join(res.Err, err)
 	}
-	if !r.opts.NoReport {
-		// The page is a view of the files above: a failure to draw it is
-		// reported, not a failure of the run.
+	// report.html is drawn from the files above while the hosts are torn
+	// down. It is a view: a failure to draw it is reported, not a failure of
+	// the run.
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		if r.opts.NoReport {
+			return
+		}
 		if err := report.Render(r.dir); err != nil {
 			r.log.Warn("render report.html", "dir", r.dir, "err", err)
 			r.emit(Event{Type: "warning", Step: "report", Error: err.Error()})
+		}
+	}()
+	r.teardown(tctx)
+	<-reported
+	if len(r.infra) > len(infraBefore) && res.Code == ExitOK {
+		// The teardown failed (an rxe device could not be deleted): the
+		// results say so too.
+		res.Code = ExitInfra
+		res.Err = errors.Join(r.infra[len(infraBefore):]...)
+		if err := r.writeResults(res); err != nil {
+			res.Err = errors.Join(res.Err, err)
 		}
 	}
 	fin := r.opts.Now().UTC()

@@ -60,7 +60,7 @@ type journal struct {
 func newJournal(dir string, st State) (*journal, error) {
 	j := &journal{path: filepath.Join(dir, StateFile), st: st}
 	j.st.Version = 1
-	return j, j.saveLocked()
+	return j, j.saveLocked(true)
 }
 
 func openJournal(dir string) (*journal, error) {
@@ -102,18 +102,25 @@ func (j *journal) Note(e steps.Effect) error {
 			e.Created = e.Created || o.Created
 			e.Keep = e.Keep || o.Keep
 			*o = e
-			return j.saveLocked()
+			return j.saveLocked(durable(e))
 		}
 	}
 	j.st.Effects = append(j.st.Effects, e)
-	return j.saveLocked()
+	return j.saveLocked(durable(e))
 }
+
+// durable says whether an effect must reach the disk (fsync) before it
+// happens: an rxe device outlives everything, while processes and captures
+// belong to an agent that stops them when its session ends, so for them the
+// file written (surviving a crash of rlab, not of the machine) is enough.
+// This keeps one fsync per workload process off the run's critical path.
+func durable(e steps.Effect) bool { return e.Kind == "rxe" }
 
 func (j *journal) update(f func(st *State)) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	f(&j.st)
-	return j.saveLocked()
+	return j.saveLocked(true)
 }
 
 func (j *journal) snapshot() State {
@@ -125,7 +132,7 @@ func (j *journal) snapshot() State {
 	return st
 }
 
-func (j *journal) saveLocked() error {
+func (j *journal) saveLocked(sync bool) error {
 	b, err := json.MarshalIndent(&j.st, "", "  ")
 	if err != nil {
 		return err
@@ -136,7 +143,7 @@ func (j *journal) saveLocked() error {
 		return fmt.Errorf("write run state: %w", err)
 	}
 	_, err = f.Write(append(b, '\n'))
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
