@@ -36,7 +36,7 @@ type proc struct {
 // validHandle accepts handles usable as one file name element.
 func validHandle(method, h string) error {
 	if err := ValidRunID(h); err != nil {
-		return perr(proto.CodeBadRequest, "%s: handle %q: want 1-128 of [A-Za-z0-9._-]", method, h)
+		return perr(proto.CodeBadRequest, "%s: handle %q: want 1-200 of [A-Za-z0-9._-]", method, h)
 	}
 	return nil
 }

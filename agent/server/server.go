@@ -109,14 +109,16 @@ func DefaultWorkDir(runID string) (string, error) {
 	return filepath.Join(home, ".cache", "rlab", "runs", runID), nil
 }
 
-// ValidRunID accepts run ids that are one plain path element.
+// ValidRunID accepts run ids (and handles, and capture file names) that are
+// one plain path element: 1-200 of [A-Za-z0-9._-], leaving room in a file
+// name for suffixes such as ".tcpdump.stderr".
 func ValidRunID(id string) error {
-	if id == "" || len(id) > 128 || id == "." || id == ".." {
-		return fmt.Errorf("run id %q: want 1-128 of [A-Za-z0-9._-]", id)
+	if id == "" || len(id) > 200 || id == "." || id == ".." {
+		return fmt.Errorf("run id %q: want 1-200 of [A-Za-z0-9._-]", id)
 	}
 	for _, r := range id {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("run id %q: want 1-128 of [A-Za-z0-9._-]", id)
+			return fmt.Errorf("run id %q: want 1-200 of [A-Za-z0-9._-]", id)
 		}
 	}
 	return nil

@@ -578,3 +578,15 @@ func TestProcBinaryOutputFits(t *testing.T) {
 		t.Errorf("the whole output stays in the file: %v %v", fi, err)
 	}
 }
+
+func TestValidRunID(t *testing.T) {
+	for id, ok := range map[string]bool{
+		"20261125T220000Z": true, "wl.pair-042.server.s65536.r2": true, "cap.roce.write_bw": true,
+		strings.Repeat("a", 200): true, strings.Repeat("a", 201): false,
+		"": false, ".": false, "..": false, "a/b": false, "../x": false, "a b": false, "a\x00": false, "$(x)": false, "é": false,
+	} {
+		if err := ValidRunID(id); (err == nil) != ok {
+			t.Errorf("ValidRunID(%q) = %v, want ok=%v", id, err, ok)
+		}
+	}
+}
