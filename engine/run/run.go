@@ -217,7 +217,7 @@ func (r *runner) prepare() error {
 		}
 		dir = filepath.Join(root, slugify(r.lab.Name), stamp)
 	}
-	made, err := makeRunDir(dir)
+	made, err := makeRunDir(dir, r.opts.Out != "")
 	if err != nil {
 		return err
 	}
@@ -256,9 +256,9 @@ func (r *runner) prepare() error {
 }
 
 // makeRunDir creates dir, never reusing an existing one: a second run in the
-// same second gets a -2, -3... suffix; an explicit --out that exists and is
-// not empty is refused.
-func makeRunDir(dir string) (string, error) {
+// same second gets a -2, -3... suffix; an explicit --out (exact) that exists
+// and is not empty is refused.
+func makeRunDir(dir string, exact bool) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
@@ -276,6 +276,9 @@ func makeRunDir(dir string) (string, error) {
 		}
 		if ents, rerr := os.ReadDir(d); rerr == nil && len(ents) == 0 {
 			return d, nil
+		}
+		if exact {
+			return "", fmt.Errorf("run directory %s exists and is not empty: a run never overwrites another; choose another --out", d)
 		}
 	}
 	return "", fmt.Errorf("create run directory %s: it and its numbered variants exist", dir)

@@ -465,6 +465,11 @@ workload "x" {
 	if !slices.Equal(dirs, want) {
 		t.Errorf("run dirs = %v, want %v", dirs, want)
 	}
+	// An explicit --out that holds a run is refused, not reused.
+	res := Run(context.Background(), loadLab(t, src), Options{Connector: bed, Out: dirs[0], NoReport: true})
+	if res.Code != ExitFailed || res.Err == nil || !strings.Contains(res.Err.Error(), "not empty") {
+		t.Errorf("--out onto a run: code %d, err %v", res.Code, res.Err)
+	}
 }
 
 // addExpect adds an expect block to a loaded workload (the condition is
