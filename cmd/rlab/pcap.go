@@ -26,7 +26,8 @@ func newPcapCmd() *cobra.Command {
 IPv4 or IPv6; TCP is counted beside it) without Wireshark, and prints per connection
 (addresses and destination QP) and per opcode: packets, bytes, payload bytes, first
 and last time; NAKs, RNR NAKs, retransmitted PSNs and CNPs; the RDMA-CM messages on
-QP1; and how many frames the snaplen truncated or were malformed.
+QP1; how many frames the snaplen truncated or were malformed; and the ICRC of
+every RoCEv2 packet captured whole, recomputed and checked.
 
 --flow N draws the first N packets between the two ends as a ladder diagram.
 --iograph FILE.svg writes throughput over time (bits/s per --interval) for all
