@@ -211,6 +211,14 @@ func TestParseProbe(t *testing.T) {
 }
 
 func FuzzParseProbe(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/probe/*.txt")
+	for _, s := range seeds {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte("RLAB-PROBE-BEGIN\nLinux x86_64\n/home/u\n1000\n1000\nRLAB-PROBE-END\n"))
 	f.Add([]byte("x\nRLAB-PROBE-BEGIN\nLinux aarch64\n/\n0\n0\nzz  /a\nRLAB-PROBE-END"))
 	f.Fuzz(func(t *testing.T, b []byte) { parseProbe(b) })
@@ -340,8 +348,14 @@ func TestReadHello(t *testing.T) {
 }
 
 func FuzzReadHello(f *testing.F) {
-	f.Add([]byte(`{"magic":"rlab-agent","proto":1,"hash":"ab"}` + "\n"))
-	f.Add([]byte("motd\n{\n"))
+	seeds, _ := filepath.Glob("testdata/hello/*.txt")
+	for _, s := range seeds {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) { readHello(bufioReader(string(b))) })
 }
 
