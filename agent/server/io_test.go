@@ -50,11 +50,33 @@ func TestTCPTransfer(t *testing.T) {
 		conn.Close()
 		t.Error("still listening after the transfer")
 	}
+	// proc.stop on a finished tcp.serve handle: nothing was running.
+	var stopped proto.ProcResult
+	c.mustCall(proto.MethodProcStop, proto.ProcStopParams{Handle: "rx"}, &stopped)
+	if stopped.Stopped || stopped.Handle != "rx" {
+		t.Errorf("proc.stop of a finished tcp.serve = %+v", stopped)
+	}
 	if e := c.call(proto.MethodTCPServe, proto.TCPServeParams{Handle: "rx"}, nil); e == nil || e.Code != proto.CodeExists {
 		t.Errorf("reused tcp.serve handle: %v", e)
 	}
 	if e := c.call(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx2", Addr: "127.0.0.1", Port: serving.Port, Bytes: 1}, nil); e == nil || e.Code != proto.CodeCommand {
 		t.Errorf("send to a closed port: %v", e)
+	}
+}
+
+// TestTCPServeStoppedByProcStop: proc.stop closes a listener by its handle.
+func TestTCPServeStoppedByProcStop(t *testing.T) {
+	c, _ := startAgent(t, Options{})
+	var serving proto.TCPServing
+	c.mustCall(proto.MethodTCPServe, proto.TCPServeParams{Handle: "idle", Addr: "127.0.0.1"}, &serving)
+	var r proto.ProcResult
+	c.mustCall(proto.MethodProcStop, proto.ProcStopParams{Handle: "idle"}, &r)
+	if !r.Stopped || r.Argv[0] != "tcp.serve" {
+		t.Errorf("proc.stop of a listening tcp.serve = %+v", r)
+	}
+	if conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(serving.Port))); err == nil {
+		conn.Close()
+		t.Error("still listening after proc.stop")
 	}
 }
 

@@ -319,7 +319,17 @@ func (s *Server) procStop(ctx context.Context, c *call, params json.RawMessage) 
 	}
 	pr, err := s.lookupProc(proto.MethodProcStop, p.Handle)
 	if err != nil {
-		return nil, err
+		// proc.stop also stops a tcp.serve workload side by its handle, so
+		// a controller can stop any workload side the same way.
+		s.mu.Lock()
+		t, ok := s.tcps[p.Handle]
+		s.mu.Unlock()
+		if !ok {
+			return nil, err
+		}
+		now := time.Now().UnixNano()
+		return proto.ProcResult{Handle: p.Handle, Argv: []string{"tcp.serve", t.ln.Addr().String()},
+			Stopped: t.close(), StartUnixNano: now, EndUnixNano: now}, nil
 	}
 	grace := s.opts.StopGrace
 	if p.GraceMs > 0 {
