@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -50,6 +51,7 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b := &builder{dir: runDir, d: d, opts: opts}
 
 	b.files()
+	b.loadLab()
 	doc := b.runDoc()
 	b.lab(doc)
 	b.hosts(doc)
@@ -68,6 +70,7 @@ type builder struct {
 	all  []Link // every file in the run dir
 	// samples of each workload, by name, for the RDMA vs TCP comparison
 	samples map[string][]results.Sample
+	model   *lab.Lab // the lab as run, when it loads on its own
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -366,6 +369,11 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 		}
 	}
 	w.Kind = toolKind(w.Tool)
+	if b.model != nil {
+		if lw := b.model.WorkloadByName(name); lw != nil {
+			w.Config = workloadConfig(lw)
+		}
+	}
 	for _, e := range wd.Expects {
 		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.held() && e.Error == "", Where: e.where(), Value: e.Value, Error: e.Error}
 		if x.Held {

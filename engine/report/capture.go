@@ -225,6 +225,7 @@ func (b *builder) captures() {
 				return
 			}
 			b.d.Captures[i] = captureSection(j.name, j.host, j.link, st)
+			b.d.Captures[i].Config = b.captureConfig(j.name)
 		}()
 	}
 	wg.Wait()

@@ -115,6 +115,7 @@ type Workload struct {
 	Charts   []*Chart `json:"charts,omitempty"`
 	Links    []Link   `json:"links,omitempty"`
 	Duration string   `json:"duration,omitempty"`
+	Config   string   `json:"config,omitempty"` // how the lab asked it to run
 }
 
 // Table is a rendered table: every cell already formatted.
@@ -162,6 +163,7 @@ type Capture struct {
 	Bytes       int64    `json:"bytes"`
 	Invalid     int64    `json:"invalid,omitempty"`
 	Span        string   `json:"span,omitempty"`    // first to last packet
+	Config      string   `json:"config,omitempty"`  // what the lab asked tcpdump to take
 	Traffic     string   `json:"traffic,omitempty"` // RoCEv2 / TCP / other totals
 	Opcodes     Table    `json:"opcodes"`
 	Connections Table    `json:"connections"`
