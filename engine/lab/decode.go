@@ -642,6 +642,9 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 			if a := content.Attributes["keep"]; a != nil {
 				r.Keep, _ = l.boolean(a, in.sc)
 			}
+			if a := content.Attributes["host"]; a != nil {
+				l.needRoot(r.Host, "creating an rxe device", a.Expr.Range())
+			}
 			if ok && r.Host != nil && r.Netdev != "" {
 				k := r.Host.Name + "\x00" + r.Netdev
 				if prev, dup := byNetdev[k]; dup {
@@ -669,6 +672,20 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 	}
 	l.rxeObjs = map[string]cty.Value{"host": l.hostObjs["host"], "rxe": collect(l.decls["rxe"], objs)}
 	l.recordKeys("rxe", objs)
+}
+
+// needRoot warns when a host logs in as a user other than root without
+// become: creating rxe devices and capturing need root.
+func (l *loader) needRoot(h *Host, what string, rng hcl.Range) {
+	if h == nil || h.User == "" || h.User == "root" || h.Become || l.warnedRoot[h] {
+		return
+	}
+	if l.warnedRoot == nil {
+		l.warnedRoot = map[*Host]bool{}
+	}
+	l.warnedRoot[h] = true
+	l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Root needed without become", Subject: &rng,
+		Detail: fmt.Sprintf("%s needs root, but this host logs in as %q without become = true; the run will fail there unless that user is root. Set become = true on the host or in the ssh block (sudo -n).", upperFirst(what), h.User)})
 }
 
 // hostObj returns the object value host.NAME[...] evaluates to.
@@ -1073,6 +1090,9 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 						c.Host = l.hostByName[n]
 					}
 				}
+			}
+			if a := attrs["host"]; a != nil {
+				l.needRoot(c.Host, "capturing packets", a.Expr.Range())
 			}
 			if a := attrs["netdev"]; a != nil {
 				if s, ok := l.str(a, in.sc); ok {

@@ -56,6 +56,7 @@ type loader struct {
 
 	hostObjs, rxeObjs, workloadObjs map[string]cty.Value
 	hostByName                      map[string]*Host
+	warnedRoot                      map[*Host]bool
 	rxeByName                       map[string]*RXE
 	workloadByName                  map[string]*Workload
 }
@@ -88,7 +89,22 @@ func Load(paths []string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
 	}
 	l.funcs = functions(l.lab.Dir)
 	l.decode(files)
-	return l.lab, l.diags
+	return l.lab, dedupe(l.diags)
+}
+
+// dedupe drops repeats of one diagnostic (same severity, summary, detail
+// and range), which for_each and count produce once per instance.
+func dedupe(diags hcl.Diagnostics) hcl.Diagnostics {
+	seen := map[string]bool{}
+	out := diags[:0:0]
+	for _, d := range diags {
+		k := fmt.Sprintf("%d\x00%s\x00%s\x00%v", d.Severity, d.Summary, d.Detail, d.Subject)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // LoadSource loads one lab file given as bytes, as Load does with a path
@@ -101,7 +117,7 @@ func LoadSource(name string, src []byte, dir string, opts LoadOptions) (*Lab, hc
 	}
 	l.funcs = functions(dir)
 	l.decode([]parsedFile{*f})
-	return l.lab, l.diags
+	return l.lab, dedupe(l.diags)
 }
 
 type parsedFile struct {

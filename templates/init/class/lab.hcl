@@ -27,6 +27,7 @@ ssh {
   user        = "student"
   known_hosts = "~/.ssh/known_hosts_class"
   jump        = host.bastion
+  become      = true # rxe devices need root: sudo -n
 }
 
 host "bastion" {

@@ -1,0 +1,29 @@
+lab "t" {
+  description = "error case"
+}
+host "a" {
+  address = "192.0.2.1"
+}
+host "b" {
+  address = "192.0.2.2"
+}
+rxe "a" {
+  host   = host.a
+  netdev = "eth1"
+}
+rxe "b" {
+  host   = host.b
+  netdev = "eth1"
+}
+host "c" {
+  address = "192.0.2.3"
+  user    = "student"
+}
+rxe "c" {
+  host   = host.c # WARNING: Root needed without become
+  netdev = "eth1"
+}
+capture "c" {
+  host   = host.c
+  netdev = "eth1"
+}
