@@ -44,6 +44,7 @@ host "server" {
   count   = var.pairs
   address = local.servers[count.index]
   user    = lower(local.label)
+  become  = true
 }
 
 host "client" {
