@@ -269,6 +269,10 @@ workload "b" {
 		if r.Status != results.RunError {
 			t.Errorf("status %q", r.Status)
 		}
+		// The other host ran its workload and its artifacts are kept.
+		if b, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "h1", "logs", "wl.a.exec.r0.stdout")); err != nil || string(b) != "fine\n" {
+			t.Errorf("h1's artifacts: %q, %v", b, err)
+		}
 	})
 }
 
