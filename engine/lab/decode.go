@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -26,6 +27,23 @@ const (
 	DefaultMTU         = 1500
 	defaultRepeatLimit = 1000
 )
+
+// enter makes the diagnostics that follow name the instance they are about
+// (HCL's writer prints "with each.key as ..."), until the next enter.
+func (l *loader) enter(in instance) {
+	var root, attr string
+	switch {
+	case in.sc.each:
+		root, attr = "each", "key"
+	case in.sc.count:
+		root, attr = "count", "index"
+	default:
+		l.instExpr, l.instCtx = nil, nil
+		return
+	}
+	l.instExpr = &hclsyntax.ScopeTraversalExpr{Traversal: hcl.Traversal{hcl.TraverseRoot{Name: root}, hcl.TraverseAttr{Name: attr}}}
+	l.instCtx = in.sc.ctx
+}
 
 // instance is one expansion of a block (count / for_each).
 type instance struct {
@@ -349,6 +367,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			return nil, false
 		}
 		for _, in := range l.expand(label, content, sc) {
+			l.enter(in)
 			h := &Host{Name: in.name, Slug: in.slug, Block: label, Key: in.key, Port: DefaultPort, Range: b.DefRange}
 			isc := in.sc
 			get := func(n string) (*hcl.Attribute, *scope) {
@@ -599,6 +618,7 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 		ctx.Variables = l.hostObjs
 		sc := &scope{ctx: ctx, where: "an rxe block", kinds: []string{"host"}}
 		for _, in := range l.expand(label, content, sc) {
+			l.enter(in)
 			r := &RXE{Name: in.name, Slug: in.slug, Range: b.DefRange}
 			ok := true
 			if a := content.Attributes["host"]; a != nil {
@@ -735,6 +755,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		ctx.Variables = l.rxeObjs
 		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe"}}
 		for _, in := range l.expand(label, content, sc) {
+			l.enter(in)
 			w := l.decodeWorkload(b, content, in)
 			w.Index = len(l.lab.Workloads)
 			l.workloadByName[w.Name] = w
@@ -1082,6 +1103,7 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 		ctx.Variables = l.workloadObjs
 		sc := &scope{ctx: ctx, where: "a capture block", kinds: []string{"host", "rxe", "workload"}}
 		for _, in := range l.expand(label, content, sc) {
+			l.enter(in)
 			c := &Capture{Name: in.name, Slug: in.slug, Range: b.DefRange, Snaplen: DefaultSnaplen, MaxBytes: DefaultMaxBytes}
 			attrs := content.Attributes
 			if a := attrs["host"]; a != nil {

@@ -273,3 +273,19 @@ func TestReadmeTools(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceContext: a diagnostic about one instance of a for_each block
+// names the instance.
+func TestInstanceContext(t *testing.T) {
+	src := []byte("lab \"i\" {}\nhost \"s\" {\n  for_each = { ana = \"192.0.2.1\", bo = \"root@192.0.2.2\" }\n  address  = each.value\n}\n")
+	l, diags := LoadSource("inst.hcl", src, t.TempDir(), LoadOptions{})
+	if len(diags) != 1 {
+		t.Fatalf("want 1 diagnostic, got %v", diags)
+	}
+	var b strings.Builder
+	WriteDiagnostics(&b, map[string]*hcl.File{"inst.hcl": {Bytes: src}}, diags, 0, false)
+	if !strings.Contains(b.String(), `with each.key as "bo"`) {
+		t.Errorf("the diagnostic does not name the instance:\n%s", b.String())
+	}
+	_ = l
+}

@@ -57,6 +57,10 @@ type loader struct {
 	hostObjs, rxeObjs, workloadObjs map[string]cty.Value
 	hostByName                      map[string]*Host
 	warnedRoot                      map[*Host]bool
+
+	// The instance being decoded, for diagnostics (see enter).
+	instExpr hcl.Expression
+	instCtx  *hcl.EvalContext
 	rxeByName                       map[string]*RXE
 	workloadByName                  map[string]*Workload
 }
@@ -72,7 +76,8 @@ type decl struct {
 func (l *loader) add(d ...*hcl.Diagnostic) { l.diags = append(l.diags, d...) }
 
 func (l *loader) errorf(subj *hcl.Range, summary, detail string, args ...any) {
-	l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: subj})
+	l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: subj,
+		Expression: l.instExpr, EvalContext: l.instCtx})
 }
 
 // Load parses one file or a folder of *.hcl, evaluates variables, locals,
@@ -284,9 +289,13 @@ func (l *loader) decode(files []parsedFile) {
 	l.declare(byType)
 	defaults := l.decodeSSHDefaults(byType["ssh"])
 	l.decodeHosts(byType["host"], defaults)
+	l.instExpr, l.instCtx = nil, nil
 	l.decodeRXEs(byType["rxe"])
+	l.instExpr, l.instCtx = nil, nil
 	l.decodeWorkloads(byType["workload"])
+	l.instExpr, l.instCtx = nil, nil
 	l.decodeCaptures(byType["capture"])
+	l.instExpr, l.instCtx = nil, nil
 }
 
 func (l *loader) decodeLab(blocks []*hcl.Block, first string) {
