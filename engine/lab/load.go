@@ -59,10 +59,10 @@ type loader struct {
 	warnedRoot                      map[*Host]bool
 
 	// The instance being decoded, for diagnostics (see enter).
-	instExpr hcl.Expression
-	instCtx  *hcl.EvalContext
-	rxeByName                       map[string]*RXE
-	workloadByName                  map[string]*Workload
+	instExpr       hcl.Expression
+	instCtx        *hcl.EvalContext
+	rxeByName      map[string]*RXE
+	workloadByName map[string]*Workload
 }
 
 // decl is one labelled block before expansion.
