@@ -58,11 +58,12 @@ type loader struct {
 	hostByName                      map[string]*Host
 	warnedRoot                      map[*Host]bool
 
-	// The instance being decoded, for diagnostics (see enter).
-	instExpr       hcl.Expression
-	instCtx        *hcl.EvalContext
 	rxeByName      map[string]*RXE
 	workloadByName map[string]*Workload
+
+	// The instance being decoded, for diagnostics (see enter).
+	instExpr hcl.Expression
+	instCtx  *hcl.EvalContext
 }
 
 // decl is one labelled block before expansion.
