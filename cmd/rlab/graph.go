@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,7 +32,8 @@ knows: hostname, OS and kernel, addresses and MTU, and for each RDMA device its
 kind, parent netdev, node GUID, port state, active/max MTU and RoCE v2 GIDs.
 
 --format dot (the default) prints Graphviz DOT; --format svg renders it with
-Graphviz's dot, which must be installed (apt-get install graphviz).`,
+Graphviz's dot when it is installed (apt-get install graphviz), else with a
+simple built-in layout (hosts side by side, workloads as curves between them).`,
 		Example: `  rlab graph labs/quickstart.hcl | dot -Tpng > topology.png
   rlab graph --format svg -o topology.svg runs/quickstart/20261125T210211Z
   rlab graph --var students='{ana=10}' labs/class.hcl`,
@@ -69,7 +69,11 @@ Graphviz's dot, which must be installed (apt-get install graphviz).`,
 				w = f
 			}
 			if format == "svg" {
-				err = graph.WriteSVG(cmd.Context(), w, g)
+				var dot bool
+				dot, err = graph.RenderSVG(cmd.Context(), w, g)
+				if err == nil && !dot {
+					fmt.Fprintln(cmd.ErrOrStderr(), "note: graphviz `dot` is not installed; drew a simple layout (apt-get install graphviz for a better one)")
+				}
 			} else {
 				err = graph.WriteDOT(w, g)
 			}
@@ -77,9 +81,6 @@ Graphviz's dot, which must be installed (apt-get install graphviz).`,
 				if cerr := f.Close(); err == nil {
 					err = cerr
 				}
-			}
-			if errors.Is(err, graph.ErrNoDot) {
-				return withCode(exitInfra, fmt.Errorf("graph: %w", err))
 			}
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("graph: write %s: %w", format, err))

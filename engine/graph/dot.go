@@ -94,3 +94,18 @@ func WriteSVG(ctx context.Context, w io.Writer, g *Graph) error {
 	_, err = w.Write(out.Bytes())
 	return err
 }
+
+// RenderSVG draws g with Graphviz when `dot` is installed, else with
+// WriteSimpleSVG; dot says which drew it.
+func RenderSVG(ctx context.Context, w io.Writer, g *Graph) (dot bool, err error) {
+	var buf bytes.Buffer
+	err = WriteSVG(ctx, &buf, g)
+	if errors.Is(err, ErrNoDot) {
+		return false, WriteSimpleSVG(w, g)
+	}
+	if err != nil {
+		return true, err
+	}
+	_, err = w.Write(buf.Bytes())
+	return true, err
+}

@@ -170,3 +170,29 @@ func TestSVGWithDot(t *testing.T) {
 		}
 	}
 }
+
+// TestSimpleSVG pins the Graphviz-free drawing of the run directory and
+// checks hostile strings stay text in it.
+func TestSimpleSVG(t *testing.T) {
+	g, diags, err := Load("../../testdata/report/run", lab.LoadOptions{})
+	if err != nil {
+		t.Fatalf("%v: %v", err, diags)
+	}
+	var b bytes.Buffer
+	if err := WriteSimpleSVG(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "quickstart.run.simple.svg", b.Bytes())
+	for _, want := range []string{"host server", "rdma rxe0 (rxe.client)", "node GUID 5054:00ff:fe99:0002", "write_bw", "ib_write_bw", "capture roce"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("simple SVG lacks %q", want)
+		}
+	}
+	b.Reset()
+	if err := WriteSimpleSVG(&b, hostileGraph()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<script") || strings.Contains(b.String(), `label="pwned"`) {
+		t.Errorf("a hostile string became markup in the simple SVG")
+	}
+}

@@ -189,3 +189,17 @@ func TestBrokenRunDirs(t *testing.T) {
 		t.Errorf("Build of a missing directory: want an error")
 	}
 }
+
+// TestTopologyWithoutGraphviz: with no dot on PATH the picture is the
+// built-in layout, and the page says how to get a better one.
+func TestTopologyWithoutGraphviz(t *testing.T) {
+	dir := copyDir(t, fixture)
+	t.Setenv("PATH", t.TempDir())
+	d, err := Build(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(d.Topology.Image), "data:image/svg+xml;base64,") || !strings.Contains(d.Topology.Note, "without Graphviz") {
+		t.Errorf("topology = %.80q / %q: want the simple SVG and a note", d.Topology.Image, d.Topology.Note)
+	}
+}

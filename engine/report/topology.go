@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"html/template"
 	"time"
 
@@ -12,8 +11,9 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 )
 
-// Topology is the lab's topology graph: the DOT text always, an SVG
-// picture when Graphviz is installed where the report is rendered.
+// Topology is the lab's topology graph: its DOT text and an SVG picture,
+// drawn by Graphviz when it is installed where the report is rendered,
+// else by graph.WriteSimpleSVG.
 type Topology struct {
 	// Image is the SVG as a data: URL for an <img> element. An image
 	// cannot run script, so dot's output is shown without trusting it.
@@ -46,12 +46,13 @@ func (b *builder) topology() {
 	ctx, cancel := context.WithTimeout(context.Background(), topologyTimeout)
 	defer cancel()
 	var svg bytes.Buffer
-	switch err := graph.WriteSVG(ctx, &svg, g); {
-	case errors.Is(err, graph.ErrNoDot):
-		t.Note = "Install Graphviz (apt-get install graphviz) and run rlab report again to draw this graph; its DOT source is below."
-	case err != nil:
+	byDot, err := graph.RenderSVG(ctx, &svg, g)
+	if err != nil {
 		t.Note = "Graphviz could not draw the topology: " + err.Error()
-	default:
-		t.Image = template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg.Bytes()))
+		return
 	}
+	if !byDot {
+		t.Note = "Drawn without Graphviz; install it (apt-get install graphviz) and run rlab report again for a better layout."
+	}
+	t.Image = template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg.Bytes()))
 }
