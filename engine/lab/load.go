@@ -297,6 +297,7 @@ func (l *loader) decode(files []parsedFile) {
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeCaptures(byType["capture"])
 	l.instExpr, l.instCtx = nil, nil
+	l.checkUnusedHosts()
 }
 
 func (l *loader) decodeLab(blocks []*hcl.Block, first string) {
@@ -317,6 +318,40 @@ func (l *loader) decodeLab(blocks []*hcl.Block, first string) {
 	content := l.content(b.Body, &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "description"}}})
 	if a := content.Attributes["description"]; a != nil {
 		l.lab.Description, _ = l.evalString(a, l.baseCtx())
+	}
+}
+
+// checkUnusedHosts warns about hosts no rxe, capture or workload uses and
+// no other host jumps through: usually a forgotten workload or a typo.
+func (l *loader) checkUnusedHosts() {
+	if l.diags.HasErrors() {
+		return // an error is the likelier reason; say that first
+	}
+	used := map[*Host]bool{}
+	for _, h := range l.lab.Hosts {
+		for j := h.JumpHost; j != nil && !used[j]; j = j.JumpHost {
+			used[j] = true
+		}
+	}
+	for _, r := range l.lab.RXEs {
+		used[r.Host] = true
+	}
+	for _, c := range l.lab.Captures {
+		used[c.Host] = true
+	}
+	for _, w := range l.lab.Workloads {
+		for _, h := range w.Hosts() {
+			used[h] = true
+		}
+	}
+	warned := map[string]bool{}
+	for _, h := range l.lab.Hosts {
+		if used[h] || warned[h.Block] {
+			continue
+		}
+		warned[h.Block] = true // once per block, not per instance
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Unused host", Subject: h.Range.Ptr(),
+			Detail: fmt.Sprintf("No rxe, capture or workload uses host %s, and no host jumps through it, so a run only connects to it. Use it, or remove it.", h.Name)})
 	}
 }
 

@@ -61,3 +61,9 @@ workload "tcp" {
   client     = host.b
   duration   = "3s"
 }
+
+workload "vm_links" {
+  tool    = "exec"
+  host    = host.vm
+  command = ["ip", "-br", "link"]
+}
