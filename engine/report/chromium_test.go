@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"html"
 	"image/png"
 	"os"
 	"os/exec"
@@ -85,12 +86,59 @@ func TestChromiumRendersReport(t *testing.T) {
 	checkNotBlank(t, png)
 }
 
+// checkConsole fails on any console message: the report has no script,
+// so whatever reaches the console (Chromium logs console.error and
+// uncaught errors alike as INFO:CONSOLE lines) is an error of the page.
 func checkConsole(t *testing.T, log string) {
 	t.Helper()
 	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "CONSOLE") && (strings.Contains(line, ":ERROR:") || strings.Contains(line, "Uncaught") || strings.Contains(line, "Failed to load")) {
-			t.Errorf("console error: %s", line)
+		if strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught") {
+			t.Errorf("console message: %s", line)
 		}
+	}
+}
+
+func TestCheckConsoleCatchesErrors(t *testing.T) {
+	bin := chromium(t)
+	page := filepath.Join(t.TempDir(), "bad.html")
+	if err := os.WriteFile(page, []byte(`<html><body><script>console.error("boom"); undefinedFn();</script></body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, log := runChromium(t, bin, "--dump-dom", "file://"+page)
+	n := 0
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught") {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Errorf("chromium logged %d console lines for a page with console.error and an uncaught error, want 2; the console check would miss errors:\n%s", n, log)
+	}
+}
+
+// TestReportLoadsNothing: every src and href of the page is relative to the
+// run directory, an anchor, or inline data; nothing would be fetched.
+func TestReportLoadsNothing(t *testing.T) {
+	dir := copyDir(t, fixture)
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile(`(?i)\s(src|href|xlink:href)="([^"]*)"`).FindAllStringSubmatch(string(b), -1)
+	if len(refs) < 10 {
+		t.Fatalf("found %d links, want the report's many", len(refs))
+	}
+	for _, m := range refs {
+		u := html.UnescapeString(m[2]) // what the browser reads
+		if !(strings.HasPrefix(u, "./") || strings.HasPrefix(u, "#") || (m[1] == "src" && strings.HasPrefix(u, "data:image/svg+xml;base64,"))) {
+			t.Errorf("%s=%.80q would leave the page", m[1], u)
+		}
+	}
+	if regexp.MustCompile(`(?i)<(script|link|iframe|object|embed)\b`).Match(b) || strings.Contains(string(b), "url(") || strings.Contains(string(b), "@import") {
+		t.Errorf("the page has a script, link, frame or CSS url()")
 	}
 }
 
