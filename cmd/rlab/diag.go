@@ -87,5 +87,7 @@ func writeDiags(w io.Writer, l *lab.Lab, diags hcl.Diagnostics) {
 		}
 		color = os.Getenv("NO_COLOR") == ""
 	}
-	_ = lab.WriteDiagnostics(w, lab.SourceFiles(l, diags), diags, width, color)
+	var buf strings.Builder
+	_ = lab.WriteDiagnostics(&buf, lab.SourceFiles(l, diags), diags, width, color)
+	io.WriteString(w, lab.Redact(l)(buf.String()))
 }

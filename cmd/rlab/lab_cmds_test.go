@@ -186,3 +186,21 @@ func TestInitCmd(t *testing.T) {
 		t.Errorf("unknown template: exit %d, %s", code, errOut)
 	}
 }
+
+// TestValidateRedacts: a sensitive value in a diagnostic is never printed.
+func TestValidateRedacts(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "s.hcl")
+	src := "lab \"s\" {}\nvariable \"secret_host\" {\n  default   = \"root@hidden.example\"\n  sensitive = true\n}\nhost \"a\" {\n  address = var.secret_host\n}\n"
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"validate", f}, {"validate", "-json", f}} {
+		out, errOut, code := rlab(t, args...)
+		if code != 1 || !strings.Contains(out+errOut, "Invalid address") {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		if strings.Contains(out+errOut, "hidden.example\"") || !strings.Contains(out+errOut, "(sensitive)") {
+			t.Errorf("%v shows the sensitive value:\n%s%s", args, out, errOut)
+		}
+	}
+}

@@ -54,7 +54,12 @@ Exit status: 0 valid, 1 invalid.`,
 				}
 				for _, u := range units {
 					l, diags := lab.Load(u, opts)
-					all = append(all, diags...)
+					redact := lab.Redact(l)
+					for _, d := range diags {
+						c := *d
+						c.Summary, c.Detail = redact(d.Summary), redact(d.Detail)
+						all = append(all, &c)
+					}
 					if asJSON {
 						continue
 					}
