@@ -224,7 +224,7 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 		a.call(proto.MethodFacts, nil, &f)
 		t.Logf("%s facts: kernel %s os %q rxe_module %s perftest_json %v tools %v memlock %d", a.name, f.Kernel, f.OS, f.RXEModule, f.PerftestJSON, f.Tools, f.MemlockSoft)
 		if f.RXEModule == "absent" || f.Tools["ib_write_bw"].Path == "" || f.Tools["ib_write_bw"].Version == "" || f.Tools["rping"].Path == "" ||
-			!f.PerftestJSON || f.Tools["tcpdump"].Version == "" || f.Tools["modprobe"].Version == "" {
+			!f.PerftestJSON || f.Tools["tcpdump"].Version == "" || f.Tools["modprobe"].Version == "" || f.Tools["rping"].Version == "" {
 			t.Errorf("%s: facts %+v", a.name, f)
 		}
 		if len(f.Errors) > 0 {

@@ -483,8 +483,57 @@ func collectTools(ctx context.Context) (map[string]proto.Tool, bool, []string) {
 			}
 		}
 	}
+	// rping and the ibv_ tools have no version option; they come with
+	// rdma-core, whose version libibverbs carries in its file name.
+	if v := rdmaCoreVersion(); v != "" {
+		for name, t := range tools {
+			if strings.HasPrefix(name, "ibv_") || name == "rping" {
+				t.Version = v
+				tools[name] = t
+			}
+		}
+	}
 	sort.Strings(errs)
 	return tools, perftestJSON, errs
+}
+
+// libibverbsGlobs are where distributions put libibverbs.
+var libibverbsGlobs = []string{
+	"/usr/lib/*/libibverbs.so.1.*", "/usr/lib64/libibverbs.so.1.*", "/usr/lib/libibverbs.so.1.*", "/lib/*/libibverbs.so.1.*",
+}
+
+// rdmaCoreVersion reads rdma-core's version from libibverbs' file name:
+// rdma-core N.M installs libibverbs.so.1.<ABI>.N.M (Debian 12:
+// libibverbs.so.1.14.44.0 is rdma-core 44.0).
+func rdmaCoreVersion() string {
+	for _, g := range libibverbsGlobs {
+		matches, _ := filepath.Glob(g)
+		sort.Strings(matches)
+		for _, m := range matches {
+			if v := RDMACoreFromLibibverbs(filepath.Base(m)); v != "" {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// RDMACoreFromLibibverbs maps "libibverbs.so.1.14.44.0" to "44.0".
+func RDMACoreFromLibibverbs(name string) string {
+	rest, ok := strings.CutPrefix(name, "libibverbs.so.1.")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) < 3 {
+		return ""
+	}
+	for _, p := range parts {
+		if _, err := strconv.Atoi(p); err != nil {
+			return ""
+		}
+	}
+	return strings.Join(parts[1:], ".")
 }
 
 // PerftestHelpHasJSON reports whether perftest's --help output offers

@@ -252,3 +252,14 @@ func TestToolVersionPatterns(t *testing.T) {
 		}
 	}
 }
+
+func TestRDMACoreFromLibibverbs(t *testing.T) {
+	for in, want := range map[string]string{
+		"libibverbs.so.1.14.44.0": "44.0", "libibverbs.so.1.14.50.1": "50.1", "libibverbs.so.1": "",
+		"libibverbs.so.1.14": "", "libibverbs.so.1.x.44.0": "", "libmlx5.so.1.24.44.0": "",
+	} {
+		if got := RDMACoreFromLibibverbs(in); got != want {
+			t.Errorf("RDMACoreFromLibibverbs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
