@@ -9,6 +9,6 @@ for pkg in $(go list ./...); do
     t=$FUZZTIME
     case "$pkg" in */engine/lab) t=$LABFUZZTIME ;; esac
     echo "fuzz $pkg $f ($t)"
-    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" "$pkg"
+    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" -fuzzminimizetime 5s "$pkg"
   done
 done
