@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -128,9 +129,19 @@ func (b *builder) runDoc() *runDoc {
 		b.warn("read results.json: %v", err)
 		return &runDoc{}
 	}
-	b.d.Run = RunInfo{Status: doc.Status, Started: doc.Started, Finished: doc.Finished,
+	b.d.Run = RunInfo{Status: doc.Status, Started: when(doc.Started), Finished: when(doc.Finished),
 		Duration: durationText(doc.Duration), Error: doc.Error}
 	return doc
+}
+
+// when prints an RFC 3339 time as people read it, in UTC; anything else
+// as it is.
+func when(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
 // lab fills the lab's name, description and sources from lab/ (the files
