@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,5 +195,40 @@ func TestSimpleSVG(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "<script") || strings.Contains(b.String(), `label="pwned"`) {
 		t.Errorf("a hostile string became markup in the simple SVG")
+	}
+}
+
+// TestPlaceHosts: hosts joined by workloads share a row, next to each
+// other; a group that fits in a row never straddles two.
+func TestPlaceHosts(t *testing.T) {
+	hosts := func(n int) []*Host {
+		var hs []*Host
+		for i := 0; i < n; i++ {
+			hs = append(hs, &Host{ID: fmt.Sprintf("h%d", i)})
+		}
+		return hs
+	}
+	for _, tc := range []struct {
+		name  string
+		n     int
+		edges [][2]string
+		want  [][]int
+	}{
+		{"none", 0, nil, nil},
+		{"pair", 2, [][2]string{{"h1_n0_r0", "h0_n0_r0"}}, [][]int{{0, 1, -1, -1}}},
+		{"class order: servers then clients", 5, [][2]string{{"h3", "h1"}, {"h4_n0_r0", "h2_n0_r0"}},
+			[][]int{{0, 1, 3, -1}, {2, 4, -1, -1}}},
+		{"a group wider than a row wraps", 6, [][2]string{{"h0", "h1"}, {"h1", "h2"}, {"h2", "h3"}, {"h3", "h4"}, {"h5", "h0"}},
+			[][]int{{0, 1, 5, 2}, {3, 4, -1, -1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &Graph{Hosts: hosts(tc.n)}
+			for _, e := range tc.edges {
+				g.Workloads = append(g.Workloads, &Edge{From: e[0], To: e[1]})
+			}
+			if d := cmp.Diff(tc.want, placeHosts(g, 4)); d != "" {
+				t.Errorf("placeHosts (-want +got):\n%s", d)
+			}
+		})
 	}
 }

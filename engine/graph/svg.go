@@ -5,6 +5,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -38,11 +39,14 @@ func WriteSimpleSVG(w io.Writer, g *Graph) error {
 	textH := func(n int) float64 { return float64(n)*lineH + 2*pad - 4 }
 	y0 := titleH
 	maxW, maxH := 0.0, 0.0
-	for rowStart := 0; rowStart < len(g.Hosts); rowStart += perRow {
+	for _, row := range placeHosts(g, perRow) {
 		rowH := 0.0
-		for i := rowStart; i < len(g.Hosts) && i < rowStart+perRow; i++ {
+		for col, i := range row {
+			if i < 0 {
+				continue
+			}
 			h := g.Hosts[i]
-			x := 10 + float64(i-rowStart)*(colW+gap)
+			x := 10 + float64(col)*(colW+gap)
 			y := y0 + 22 // cluster label
 			add := func(id string, lines []string, fill string, note bool) {
 				for k, l := range lines {
@@ -147,6 +151,77 @@ func WriteSimpleSVG(w io.Writer, g *Graph) error {
 %s</svg>
 `, maxW, maxH, maxW, maxH, esc("lab "+g.Name), maxW/2, esc("lab "+g.Name), b.String())
 	return err
+}
+
+// placeHosts puts hosts into rows of perRow slots (-1: empty) so that hosts
+// joined by workloads sit next to each other: each group of connected hosts
+// in order of its first host in the lab, starting a new row when a group
+// that fits in a row would not fit in what is left of this one.
+func placeHosts(g *Graph, perRow int) [][]int {
+	hostOf := map[string]int{}
+	for i, h := range g.Hosts {
+		hostOf[h.ID] = i
+	}
+	owner := func(id string) int {
+		if i, ok := hostOf[id]; ok {
+			return i
+		}
+		if k := strings.IndexByte(id, '_'); k > 0 {
+			if i, ok := hostOf[id[:k]]; ok {
+				return i
+			}
+		}
+		return -1
+	}
+	adj := make([][]int, len(g.Hosts))
+	for _, e := range g.Workloads {
+		a, z := owner(e.From), owner(e.To)
+		if a >= 0 && z >= 0 && a != z {
+			adj[a] = append(adj[a], z)
+			adj[z] = append(adj[z], a)
+		}
+	}
+	for i := range adj {
+		sort.Ints(adj[i])
+	}
+	seen := make([]bool, len(g.Hosts))
+	var rows [][]int
+	var row []int
+	flush := func() {
+		if len(row) > 0 {
+			for len(row) < perRow {
+				row = append(row, -1)
+			}
+			rows = append(rows, row)
+			row = nil
+		}
+	}
+	for start := range g.Hosts {
+		if seen[start] {
+			continue
+		}
+		group := []int{start}
+		seen[start] = true
+		for k := 0; k < len(group); k++ {
+			for _, n := range adj[group[k]] {
+				if !seen[n] {
+					seen[n] = true
+					group = append(group, n)
+				}
+			}
+		}
+		if len(group) <= perRow && len(row)+len(group) > perRow {
+			flush()
+		}
+		for _, h := range group {
+			row = append(row, h)
+			if len(row) == perRow {
+				flush()
+			}
+		}
+	}
+	flush()
+	return rows
 }
 
 // esc escapes text for SVG (XML) content and attributes.
