@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -166,8 +167,11 @@ func (b *builder) lab(doc *runDoc) {
 			l.Description = desc
 		}
 		text := string(data)
-		if len(text) > maxSource {
-			text = text[:maxSource] + "\n… (cut; see the file)"
+		switch {
+		case !utf8.ValidString(text) || strings.ContainsRune(text, 0):
+			text = "(not text; see the file)"
+		case len(text) > maxSource:
+			text = strings.ToValidUTF8(text[:maxSource], "") + "\n… (cut; see the file)"
 		}
 		l.Sources = append(l.Sources, SourceFile{Path: f.Path, Text: text})
 	}
