@@ -34,7 +34,9 @@ func hostCert(t *testing.T, ca, key ssh.Signer, principal string) ssh.Signer {
 	return s
 }
 
-func authorized(s ssh.PublicKey) string { return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s))) }
+func authorized(s ssh.PublicKey) string {
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s)))
+}
 
 // TestHostKeyPolicy: host keys are always verified against known_hosts.
 // Unknown keys are refused unless --accept-new-host-keys (then recorded);

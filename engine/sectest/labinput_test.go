@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +22,28 @@ import (
 // hclString quotes s as an HCL string literal (escapes, and $${ / %%{ so
 // nothing is interpolated).
 func hclString(s string) string {
-	q := strconv.Quote(s)
-	q = strings.ReplaceAll(q, "${", "$${")
-	q = strings.ReplaceAll(q, "%{", "%%{")
-	return q
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	q := strings.ReplaceAll(b.String(), "${", "$${")
+	return strings.ReplaceAll(q, "%{", "%%{")
 }
 
 // TestNoShellAnywhere runs an exec workload whose argv and a -var are full
