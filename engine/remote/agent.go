@@ -167,7 +167,12 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 		case <-time.After(2 * time.Second):
 		}
 		sess.Close()
-		return nil, fmt.Errorf("start agent: %w%s", a.explainStart(hr.err), a.stderrNote())
+		err := fmt.Errorf("start agent: %w%s", a.explainStart(hr.err), a.stderrNote())
+		if !a.explained() {
+			// Perhaps a corrupt cached copy that cannot even run.
+			return nil, &staleError{err}
+		}
+		return nil, err
 	}
 	h := hr.h
 	if h.Proto != proto.Version {
@@ -176,7 +181,7 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 	}
 	if h.Hash != inst.Hash {
 		sess.Close()
-		return nil, fmt.Errorf("start agent: it reports build hash %q, but we installed %s", truncate(h.Hash, 64), inst.Hash)
+		return nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (the cached copy at %s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, inst.Path)}
 	}
 	a.Hello = h
 	go a.readLoop(r)
@@ -192,6 +197,51 @@ func (a *Agent) explainStart(err error) error {
 		return fmt.Errorf("the host's disk is full: %w", err)
 	}
 	return err
+}
+
+// explained reports whether stderr shows a cause that reinstalling the
+// agent cannot fix (sudo, disk).
+func (a *Agent) explained() bool {
+	st := a.stderr.String()
+	for _, s := range []string{"a password is required", "a terminal is required", "No space left", "no space left", "sudo:"} {
+		if strings.Contains(st, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// staleError: the cached agent did not start as the build we meant to run;
+// Open replaces it and tries once more.
+type staleError struct{ err error }
+
+func (e *staleError) Error() string { return e.err.Error() }
+func (e *staleError) Unwrap() error { return e.err }
+
+// Open installs the agent when needed and starts it. When a cached copy
+// turns out not to be the build we meant (its hello reports another hash,
+// or it cannot start at all), it is uploaded again and started once more:
+// "not installed, install, retry". The Installed it returns says how many
+// bytes were shipped.
+func (ag *Agents) Open(ctx context.Context, c *sshx.Client, o StartOptions) (*Agent, *Installed, error) {
+	inst, err := ag.install(ctx, c, false)
+	if err != nil {
+		return nil, inst, err
+	}
+	a, err := Start(ctx, c, inst, o)
+	var se *staleError
+	if err == nil || inst.Sent > 0 || !errors.As(err, &se) {
+		return a, inst, err
+	}
+	inst2, ierr := ag.install(ctx, c, true)
+	if inst2 != nil {
+		inst2.Sent += inst.Sent
+	}
+	if ierr != nil {
+		return nil, inst2, fmt.Errorf("%w; reinstalling it: %v", err, ierr)
+	}
+	a, err = Start(ctx, c, inst2, o)
+	return a, inst2, err
 }
 
 func (a *Agent) stderrNote() string {

@@ -104,7 +104,7 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			}
 			defer c.Close()
 			progress(r.Name, "connected")
-			inst, err := o.Agents.Install(ctx, c)
+			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become})
 			if inst != nil {
 				r.Sent = inst.Sent
 				sent.Add(inst.Sent)
@@ -113,10 +113,6 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 				return err
 			}
 			progress(r.Name, "installed")
-			a, err := Start(ctx, c, inst, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become})
-			if err != nil {
-				return err
-			}
 			defer a.Close()
 			r.Hello = a.Hello
 			var f proto.Facts

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,8 +90,10 @@ const (
 )
 
 // probeCmd prints, between markers (a login script may print before them),
-// the platform, home, uid, gid and the sha256 of each cached agent we might
-// use. Only hex hashes are interpolated.
+// the platform, home, uid, gid and the size of each cached agent we might
+// use. Only hex hashes are interpolated. The cache is not hashed here: the
+// agent hashes itself for its hello, which Start checks, and a stale or
+// corrupt copy is replaced then (Open).
 func probeCmd(hashes []string) string {
 	var paths []string
 	for _, h := range hashes {
@@ -100,7 +101,7 @@ func probeCmd(hashes []string) string {
 	}
 	cmd := "echo " + probeBegin + "; uname -sm; printf '%s\\n' \"$HOME\"; id -u; id -g"
 	if len(paths) > 0 {
-		cmd += "; sha256sum " + strings.Join(paths, " ") + " 2>/dev/null"
+		cmd += "; stat -c '%s %n' " + strings.Join(paths, " ") + " 2>/dev/null"
 	}
 	return cmd + "; echo " + probeEnd
 }
@@ -109,10 +110,8 @@ type probe struct {
 	os, machine string
 	home        string
 	uid, gid    int
-	sums        map[string]string // path -> sha256
+	sizes       map[string]int64 // cached agent path -> size
 }
-
-var hexRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func parseProbe(out []byte) (*probe, error) {
 	s := string(out)
@@ -125,7 +124,7 @@ func parseProbe(out []byte) (*probe, error) {
 	if len(lines) < 4 {
 		return nil, fmt.Errorf("unexpected output %q", truncate(s, 200))
 	}
-	p := &probe{sums: map[string]string{}}
+	p := &probe{sizes: map[string]int64{}}
 	f := strings.Fields(lines[0])
 	if len(f) != 2 {
 		return nil, fmt.Errorf("uname -sm printed %q", lines[0])
@@ -143,9 +142,9 @@ func parseProbe(out []byte) (*probe, error) {
 		return nil, fmt.Errorf("id -g printed %q", lines[3])
 	}
 	for _, l := range lines[4:] {
-		sum, file, ok := strings.Cut(l, "  ")
-		if ok && hexRe.MatchString(sum) {
-			p.sums[file] = sum
+		size, file, ok := strings.Cut(l, " ")
+		if n, err := strconv.ParseInt(size, 10, 64); ok && err == nil && n >= 0 {
+			p.sizes[file] = n
 		}
 	}
 	return p, nil
@@ -196,10 +195,16 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 }
 
 // Install makes sure the agent for the host's platform is in its cache,
-// uploading it only when missing or corrupt. Safe when many hosts share one
-// home directory and install at once: each uploads to its own temp name and
-// renames over the final path atomically; all write identical bytes.
+// uploading it only when missing (or of the wrong size). Safe when many
+// hosts share one home directory (NFS-style) and install at once: each
+// uploads to its own temp name, verifies it on the host and renames it over
+// the final path atomically; all write identical bytes. Use Open to also
+// replace a cached copy whose content turns out wrong when started.
 func (a *Agents) Install(ctx context.Context, c *sshx.Client) (*Installed, error) {
+	return a.install(ctx, c, false)
+}
+
+func (a *Agents) install(ctx context.Context, c *sshx.Client, force bool) (*Installed, error) {
 	var hashes []string
 	for _, arch := range []string{"amd64", "arm64"} {
 		if b := a.bin(arch); b.err == nil {
@@ -228,7 +233,7 @@ func (a *Agents) Install(ctx context.Context, c *sshx.Client) (*Installed, error
 	dir := path.Join(p.home, CacheDir, b.hash)
 	final := path.Join(dir, "rlab-agent")
 	inst := &Installed{Path: final, Hash: b.hash, GOARCH: arch, Home: p.home, UID: p.uid, GID: p.gid}
-	if p.sums[final] == b.hash {
+	if size, ok := p.sizes[final]; ok && size == int64(len(b.data)) && !force {
 		return inst, nil
 	}
 	n, err := upload(ctx, c, dir, final, b)

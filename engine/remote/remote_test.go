@@ -89,6 +89,11 @@ func TestInstallWarmAndCorrupt(t *testing.T) {
 		{name: "stale temp file from an interrupted upload: ignored", before: func(final string) {
 			os.WriteFile(final+".tmp-deadbeef", bin[:5], 0o600)
 		}, wantSent: 0},
+		{name: "same size, wrong content: Install trusts the size (Open catches it)", before: func(final string) {
+			bad := append([]byte(nil), bin...)
+			bad[len(bad)-2] ^= 1
+			os.WriteFile(final, bad, 0o700)
+		}, wantSent: 0},
 	}
 	final := filepath.Join(h.home, CacheDir, sum(bin), "rlab-agent")
 	for _, st := range steps {
@@ -106,7 +111,7 @@ func TestInstallWarmAndCorrupt(t *testing.T) {
 			t.Errorf("%s: installed %+v", st.name, inst)
 		}
 		got, err := os.ReadFile(final)
-		if err != nil || sum(got) != sum(bin) {
+		if err != nil || (sum(got) != sum(bin) && !strings.HasPrefix(st.name, "same size")) {
 			t.Errorf("%s: cached binary wrong (%v)", st.name, err)
 		}
 		if fi, err := os.Stat(final); err == nil && fi.Mode().Perm() != 0o700 {
@@ -187,13 +192,13 @@ func TestInstallInterrupted(t *testing.T) {
 func TestParseProbe(t *testing.T) {
 	h := strings.Repeat("a", 64)
 	tests := []struct {
-		name    string
-		out     string
-		wantErr bool
-		wantSum string
+		name     string
+		out      string
+		wantErr  bool
+		wantSize int64
 	}{
 		{name: "plain", out: "RLAB-PROBE-BEGIN\nLinux x86_64\n/home/u\n1000\n1000\nRLAB-PROBE-END\n"},
-		{name: "login noise before and cached sum", out: "motd\nRLAB-PROBE-BEGIN\nLinux aarch64\n/home/u\n0\n0\n" + h + "  /home/u/.cache/rlab/agent/" + h + "/rlab-agent\nRLAB-PROBE-END\n", wantSum: h},
+		{name: "login noise before and a cached agent", out: "motd\nRLAB-PROBE-BEGIN\nLinux aarch64\n/home/u\n0\n0\n3965090 /home/u/.cache/rlab/agent/" + h + "/rlab-agent\nRLAB-PROBE-END\n", wantSize: 3965090},
 		{name: "no markers", out: "Linux x86_64\n", wantErr: true},
 		{name: "relative home", out: "RLAB-PROBE-BEGIN\nLinux x86_64\nhome\n1\n1\nRLAB-PROBE-END\n", wantErr: true},
 		{name: "bad uid", out: "RLAB-PROBE-BEGIN\nLinux x86_64\n/h\nx\n1\nRLAB-PROBE-END\n", wantErr: true},
@@ -204,8 +209,8 @@ func TestParseProbe(t *testing.T) {
 			t.Errorf("%s: err %v, want error %v", tc.name, err, tc.wantErr)
 			continue
 		}
-		if tc.wantSum != "" && p.sums["/home/u/.cache/rlab/agent/"+h+"/rlab-agent"] != tc.wantSum {
-			t.Errorf("%s: sums %v", tc.name, p.sums)
+		if tc.wantSize != 0 && p.sizes["/home/u/.cache/rlab/agent/"+h+"/rlab-agent"] != tc.wantSize {
+			t.Errorf("%s: sizes %v", tc.name, p.sizes)
 		}
 	}
 }
@@ -299,6 +304,40 @@ func TestAgentCalls(t *testing.T) {
 	if !strings.Contains(a.Stderr(), "fake agent log line") {
 		t.Errorf("stderr not kept: %q", a.Stderr())
 	}
+}
+
+// A cached copy of the right size but the wrong content is caught by its
+// hello hash and replaced by Open, which then starts the right build.
+func TestOpenReplacesCorruptCache(t *testing.T) {
+	bin := fakeAgent(t)
+	h := newHost(t, "")
+	ag := agentsOf(bin)
+	if _, err := ag.Install(context.Background(), h.c); err != nil {
+		t.Fatal(err)
+	}
+	final := filepath.Join(h.home, CacheDir, sum(bin), "rlab-agent")
+	bad := []byte(strings.Replace(string(bin), "login script noise", "login script NOISE", 1))
+	if len(bad) != len(bin) {
+		t.Fatal("corrupt copy must keep the size")
+	}
+	os.WriteFile(final, bad, 0o700)
+	a, inst, err := ag.Open(context.Background(), h.c, StartOptions{Host: "server", RunID: "r1"})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer a.Close()
+	if inst.Sent != int64(len(bin)) {
+		t.Errorf("sent %d bytes, want the whole agent again (%d)", inst.Sent, len(bin))
+	}
+	if got, _ := os.ReadFile(final); sum(got) != sum(bin) {
+		t.Errorf("cache still corrupt")
+	}
+	// Warm again: nothing sent.
+	a2, inst2, err := ag.Open(context.Background(), h.c, StartOptions{Host: "server2", RunID: "r1"})
+	if err != nil || inst2.Sent != 0 {
+		t.Fatalf("warm open: sent %d, %v", inst2.Sent, err)
+	}
+	a2.Close()
 }
 
 func TestAgentWrongHash(t *testing.T) {
