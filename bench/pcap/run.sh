@@ -5,34 +5,60 @@
 # Generates FILE (default /var/tmp/rlab-bench.pcap, 8 M frames, snaplen 128,
 # ~1.1 GiB) when absent, then times RUNS (default 5) alternating runs of each
 # tool, reading the file once before to warm the page cache, and prints the
-# median wall and CPU time and frames/s. Refuses to run while QEMU VMs are up
-# (FORCE=1 overrides, to try the script, not for figures).
+# median wall and CPU time and frames/s. Runs only while no QEMU VM is up: it
+# waits for them to stop, and redoes a pair of runs that one interrupted.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FILE=${1:-/var/tmp/rlab-bench.pcap}
 RUNS=${2:-5}
 PACKETS=${PACKETS:-8000000}
 export PATH=/usr/local/go/bin:$PATH
-if [ -z "${FORCE:-}" ] && pgrep qemu >/dev/null; then
-  echo "QEMU VMs are running; benchmark later" >&2; exit 2
-fi
 go build -o /var/tmp/rlab-bench-rlab ./cmd/rlab
 [ -f "$FILE" ] || go run ./bench/pcap/gen -o "$FILE" -packets "$PACKETS"
 frames=$(/var/tmp/rlab-bench-rlab pcap --json "$FILE" | sed -n 's/^  "frames": \([0-9]*\),/\1/p')
 cat "$FILE" >/dev/null
-# t prints "wall cpu" seconds (cpu = user + sys) of one run.
+# t prints "wall cpu" seconds (cpu = user + sys) of one run. The benchmark
+# must not compete with QEMU VMs (other tests use them): if one starts
+# meanwhile, the run is stopped and t fails.
 t() {
-  local TIMEFORMAT='%R %U %S' out
-  out=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
-  awk '{printf "%s %.3f\n", $1, $2 + $3}' <<<"$out"
+  local out pid
+  out=$(mktemp)
+  ( TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>&1 ) 2>"$out" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if pgrep qemu >/dev/null; then
+      pkill -P "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      rm -f "$out"
+      return 1
+    fi
+    sleep 0.5
+  done
+  wait "$pid"
+  awk '{printf "%s %.3f\n", $1, $2 + $3}' "$out"
+  rm -f "$out"
 }
-rw=(); rc=(); sw=(); sc=()
-for i in $(seq "$RUNS"); do
-  read -r w c < <(t /var/tmp/rlab-bench-rlab pcap "$FILE" --iograph /var/tmp/rlab-bench.svg --interval 1s); rw+=("$w"); rc+=("$c")
-  read -r w c < <(t tshark -q -z io,stat,1 -r "$FILE"); sw+=("$w"); sc+=("$c")
+# idle waits until no QEMU VM runs (at most MAXWAIT seconds, default 3600).
+idle() {
+  local waited=0
+  while pgrep qemu >/dev/null; do
+    [ "$waited" -ge "${MAXWAIT:-3600}" ] && { echo "QEMU VMs still running after ${waited}s; giving up" >&2; exit 2; }
+    sleep 10; waited=$((waited + 10))
+  done
+}
+# Pairs of runs (rlab, then tshark) alternate; a pair a VM interrupted is
+# thrown away and run again once the machine is free of VMs.
+rw=(); rc=(); sw=(); sc=(); dropped=0
+while [ ${#rw[@]} -lt "$RUNS" ]; do
+  idle
+  a=$(t /var/tmp/rlab-bench-rlab pcap "$FILE" --iograph /var/tmp/rlab-bench.svg --interval 1s) &&
+    b=$(t tshark -q -z io,stat,1 -r "$FILE") || { dropped=$((dropped + 1)); continue; }
+  read -r w c <<<"$a"; rw+=("$w"); rc+=("$c")
+  read -r w c <<<"$b"; sw+=("$w"); sc+=("$c")
+  echo "pair ${#rw[@]}: rlab $a, tshark $b (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 done
 med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-echo "file: $FILE ($(du -h "$FILE" | cut -f1), $frames frames); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "file: $FILE ($(du -h "$FILE" | cut -f1), $frames frames); load average $(cut -d' ' -f1-3 /proc/loadavg); $dropped pairs interrupted by VMs and redone"
 echo "rlab pcap --iograph wall (s): ${rw[*]}; cpu (s): ${rc[*]}"
 echo "tshark -q -z io,stat,1 wall (s): ${sw[*]}; cpu (s): ${sc[*]}"
 for n in "rlab pcap --iograph:rw:rc" "tshark -q -z io,stat,1:sw:sc"; do
