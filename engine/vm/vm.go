@@ -343,7 +343,12 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		"-qmp", "unix:" + qmp + ",server=on,wait=off",
 		"-pidfile", pidFile,
 		"-kernel", s.opts.Image.Kernel, "-initrd", s.opts.Image.Initrd,
-		"-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname=" + hostname + " mitigations=off tsc=reliable",
+		"-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname=" + hostname + " mitigations=off tsc=reliable no_timer_check panic=-1",
+		// no_timer_check: under TCG on a loaded host the kernel's IO-APIC
+		// timer check can fail and panic ("IO-APIC + timer doesn't work").
+		// A guest that panics exits qemu (-no-reboot with panic=-1), so the
+		// boot wait fails at once with the console tail, not at the timeout.
+		"-no-reboot",
 		"-drive", "file=" + overlay + ",if=none,id=d0,format=qcow2,discard=unmap,cache=unsafe",
 		"-device", "virtio-blk-pci,drive=d0,addr=0x4",
 		"-device", "virtio-rng-pci,addr=0x5",
