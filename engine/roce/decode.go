@@ -317,7 +317,7 @@ func Decode(link int, data []byte, wireLen int, p *Packet) {
 		return
 	}
 	p.L4Payload = ulen - 8
-	if l := l4 - ipOff; l != 20 && l != 40 {
+	if l := l4 - ipOff; !(etype == 0x0800 && l == 20 || etype == 0x86dd && l == 40) {
 		ipOff = -1 // IP options or IPv6 extension headers: no ICRC check
 	}
 	decodeIB(data, ipOff, l4+8, l4+ulen, p)

@@ -180,3 +180,20 @@ func TestFlowLimit(t *testing.T) {
 		t.Errorf("text lacks the overflow line (err %v)", err)
 	}
 }
+
+// TestICRCNotCheckedWithIPOptions: the ICRC's pseudo-header has no room
+// for IPv4 options, so such a packet is decoded but its ICRC not judged.
+func TestICRCNotCheckedWithIPOptions(t *testing.T) {
+	raw := frames(t, filepath.Join(pcapDir, "roce-ib_write_bw-10x4KiB.pcap"))[11] // an ACK
+	for _, optLen := range []int{4, 20} {
+		f := append(append(bytes.Clone(raw[:34]), make([]byte, optLen)...), raw[34:]...)
+		f[14] = 0x40 | byte((20+optLen)/4)
+		total := int(f[16])<<8 | int(f[17]) + optLen
+		f[16], f[17] = byte(total>>8), byte(total)
+		var p Packet
+		Decode(LinkEthernet, f, len(f), &p)
+		if p.Problem != ProblemNone || p.AETH.MSN != 1 || p.ICRCChecked {
+			t.Errorf("IPv4 options of %d bytes: problem %s, MSN %d, ICRC checked %v", optLen, p.Problem, p.AETH.MSN, p.ICRCChecked)
+		}
+	}
+}
