@@ -3,6 +3,8 @@ package sshx
 import (
 	"context"
 	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,5 +67,42 @@ func TestKeepaliveNetns(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("connection to a frozen host still open after a minute: keepalive did not close it")
+	}
+}
+
+// Hosts behind one bastion share a single authenticated connection to it
+// (direct-tcpip channels), however many of them are dialed at once.
+func TestBastionSharedNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{BehindBastion: 4})
+	d := newDialer(t, Options{KnownHosts: []string{bed.KnownHosts}})
+	jump := &Target{Name: "bastion", Address: bed.Bastion.Addr, Port: 22, User: bed.User, IdentityFiles: []string{bed.KeyFile}, NoJump: true}
+	var wg sync.WaitGroup
+	for _, h := range bed.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := d.Dial(context.Background(), Target{Name: h.Name, Address: h.Addr, Port: 22, User: bed.User, IdentityFiles: []string{bed.KeyFile}, Jump: jump})
+			if err != nil {
+				t.Errorf("%s: %v", h.Name, err)
+				return
+			}
+			s, err := c.NewSession()
+			if err == nil {
+				out, _ := s.Output("hostname -I")
+				if !strings.Contains(string(out), h.Addr) {
+					t.Errorf("%s answered from %q", h.Name, out)
+				}
+				s.Close()
+			}
+			t.Cleanup(func() { c.Close() })
+		}()
+	}
+	wg.Wait()
+	out, err := exec.Command("ip", "netns", "exec", bed.Bastion.NS, "ss", "-Htn", "state", "established", "( sport = :22 )").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || lines[0] == "" {
+		t.Errorf("bastion has these SSH connections, want exactly 1:\n%s", out)
 	}
 }
