@@ -289,20 +289,30 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	if !run {
 		return g, diags, nil
 	}
+	if err := g.AddRunFacts(l, p); err != nil {
+		return nil, diags, err
+	}
+	return g, diags, nil
+}
+
+// AddRunFacts adds the facts a run recorded for each host of l under
+// runDir/hosts/<slug>/facts.json; hosts without one are left as the lab
+// describes them.
+func (g *Graph) AddRunFacts(l *lab.Lab, runDir string) error {
 	for _, h := range l.Hosts {
-		file := filepath.Join(p, "hosts", h.Slug, "facts.json")
+		file := filepath.Join(runDir, "hosts", h.Slug, "facts.json")
 		b, err := os.ReadFile(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, diags, fmt.Errorf("read facts of host %q: %w", h.Name, err)
+			return fmt.Errorf("read facts of host %q: %w", h.Name, err)
 		}
 		var f proto.Facts
 		if err := json.Unmarshal(b, &f); err != nil {
-			return nil, diags, fmt.Errorf("read facts of host %q from %s: %w", h.Name, file, err)
+			return fmt.Errorf("read facts of host %q from %s: %w", h.Name, file, err)
 		}
 		g.AddFacts(h.Name, &f)
 	}
-	return g, diags, nil
+	return nil
 }

@@ -28,6 +28,10 @@ type Options struct {
 	Summarize Summarizer
 	// NoGraphviz leaves the topology picture out (its DOT stays).
 	NoGraphviz bool
+	// Lab is the lab as the run loaded it (with its -var values). Nil: the
+	// report loads the copy under lab/, which works unless a variable had
+	// no default.
+	Lab *lab.Lab
 }
 
 // maxSource bounds how much of one lab file is shown inline.

@@ -13,6 +13,10 @@ import (
 // lab knows (a workload's sizes and options, a capture's filter). Nil when
 // they do not load on their own (a variable without a default).
 func (b *builder) loadLab() {
+	if b.opts.Lab != nil {
+		b.model = b.opts.Lab
+		return
+	}
 	if !b.hasLabDir() {
 		return
 	}

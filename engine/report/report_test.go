@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/engine/lab"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -201,5 +202,34 @@ func TestTopologyWithoutGraphviz(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(d.Topology.Image), "data:image/svg+xml;base64,") || !strings.Contains(d.Topology.Note, "without Graphviz") {
 		t.Errorf("topology = %.80q / %q: want the simple SVG and a note", d.Topology.Image, d.Topology.Note)
+	}
+}
+
+// TestOptionsLab: the run hands in the lab it loaded (with its -var
+// values), so even a lab that needs variables gets its topology and
+// workload settings.
+func TestOptionsLab(t *testing.T) {
+	dir := copyDir(t, fixture)
+	src := "lab \"v\" {}\nvariable \"addr\" { type = string }\nhost \"server\" { address = var.addr }\nhost \"client\" { address = \"192.0.2.2\" }\n" +
+		"workload \"tcp\" {\n  tool = \"tcp\"\n  server = host.server\n  client = host.client\n  bytes = \"1MiB\"\n}\n"
+	file := filepath.Join(dir, "lab/quickstart.hcl")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, diags := lab.Load([]string{file}, lab.LoadOptions{Vars: map[string]string{"addr": "192.0.2.1"}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	d, err := Build(dir, Options{Lab: l, NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Topology == nil || !strings.Contains(d.Topology.DOT, "192.0.2.1") || !strings.Contains(d.Topology.DOT, "hostname vm1") {
+		t.Errorf("topology = %+v, want the lab's address and the run's facts", d.Topology)
+	}
+	for _, w := range d.Workloads {
+		if w.Name == "tcp" && !strings.Contains(w.Config, "bytes 1.0 MiB") {
+			t.Errorf("tcp config = %q, want the lab's bytes", w.Config)
+		}
 	}
 }

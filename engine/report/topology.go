@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/graph"
-	"github.com/rlab-dev/rlab/engine/lab"
 )
 
 // Topology is the lab's topology graph: its DOT text and an SVG picture,
@@ -26,12 +25,19 @@ type Topology struct {
 const topologyTimeout = 30 * time.Second
 
 func (b *builder) topology() {
-	g, _, err := graph.Load(b.dir, lab.LoadOptions{})
-	if err != nil {
+	if b.model == nil {
+		if !b.hasLabDir() {
+			return
+		}
 		// A lab whose variables had no defaults needs its -var values,
 		// which a run directory does not keep; the rest of the report
 		// does not need the lab model.
-		b.d.Topology = &Topology{Note: "The topology could not be drawn: the lab files under lab/ do not load on their own (" + err.Error() + "). rlab graph --var NAME=VALUE RUN_DIR draws it."}
+		b.d.Topology = &Topology{Note: "The topology could not be drawn: the lab files under lab/ do not load on their own (a variable without a default?). rlab graph --var NAME=VALUE RUN_DIR draws it."}
+		return
+	}
+	g := graph.FromLab(b.model)
+	if err := g.AddRunFacts(b.model, b.dir); err != nil {
+		b.d.Topology = &Topology{Note: "The topology could not be drawn: " + err.Error()}
 		return
 	}
 	var dot bytes.Buffer
