@@ -90,6 +90,9 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 			return nil, perr(proto.CodeNotFound, "capture %q: netdev %q not found, have: %s", p.Handle, p.Netdev, netdevNames())
 		}
 	}
+	if strings.ContainsRune(p.Filter, 0) || len(p.Filter) > 64<<10 {
+		return nil, perr(proto.CodeBadRequest, "capture %q: filter has a NUL byte or is longer than 64 KiB", p.Handle)
+	}
 	if p.File == "" {
 		p.File = p.Handle + ".pcap"
 	}
@@ -135,25 +138,16 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 		s.mu.Unlock()
 	}
 
-	cMB, files := captureRing(p.MaxBytes)
-	// --immediate-mode: packets reach tcpdump as they arrive, so none is
-	// left in the kernel's ring when SIGINT ends the capture; -B: an 8 MiB
-	// kernel buffer so a busy host makes tcpdump drop less.
-	argv := []string{tcpdump, "-i", p.Netdev, "-n", "--immediate-mode", "-B", "8192", "-s", strconv.Itoa(p.Snaplen),
-		"-w", p.File, "-C", strconv.FormatInt(cMB, 10), "-W", strconv.FormatInt(files, 10)}
+	zuser := ""
 	if os.Geteuid() == 0 {
 		z, err := s.captureUser(p.User)
 		if err != nil {
 			unreserve()
 			return nil, perr(proto.CodeBadRequest, "capture %q: %v", p.Handle, err)
 		}
-		argv = append(argv, "-Z", z)
+		zuser = z
 	}
-	if p.Filter != "" {
-		// "--" so a filter can never be read as an option; the whole filter
-		// is one argument.
-		argv = append(argv, "--", p.Filter)
-	}
+	argv := tcpdumpArgv(tcpdump, p, zuser)
 	pr, err := s.startProc(p.Handle+".tcpdump", argv, nil, 0, false)
 	if err != nil {
 		unreserve()
@@ -177,6 +171,24 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 	s.mu.Unlock()
 	s.log.Info("capturing", "handle", p.Handle, "netdev", p.Netdev, "argv", argv)
 	return proto.CaptureStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid}, nil
+}
+
+// tcpdumpArgv is the tcpdump command line for a (validated) capture.
+// --immediate-mode: packets reach tcpdump as they arrive, so none is left in
+// the kernel's ring when SIGINT ends the capture; -B: an 8 MiB kernel buffer
+// so a busy host makes tcpdump drop less; -Z: the user it drops to (root
+// agents only). The filter is one argument after "--", never an option.
+func tcpdumpArgv(tcpdump string, p proto.CaptureStartParams, zuser string) []string {
+	cMB, files := captureRing(p.MaxBytes)
+	argv := []string{tcpdump, "-i", p.Netdev, "-n", "--immediate-mode", "-B", "8192", "-s", strconv.Itoa(p.Snaplen),
+		"-w", p.File, "-C", strconv.FormatInt(cMB, 10), "-W", strconv.FormatInt(files, 10)}
+	if zuser != "" {
+		argv = append(argv, "-Z", zuser)
+	}
+	if p.Filter != "" {
+		argv = append(argv, "--", p.Filter)
+	}
+	return argv
 }
 
 // captureUser is who tcpdump runs as after opening the interface (-Z): the

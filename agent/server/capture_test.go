@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,10 @@ func TestCaptureRefusesWithoutDiskSpace(t *testing.T) {
 	e = c.call(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "x", Netdev: "nosuchdev0", MaxBytes: 1 << 20}, nil)
 	if e == nil || e.Code != proto.CodeNotFound || !strings.Contains(e.Message, "have: ") {
 		t.Errorf("capture on a missing netdev: %v", e)
+	}
+	e = c.call(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "x", Netdev: "lo", Filter: "tcp\x00port 1", MaxBytes: 1 << 20}, nil)
+	if e == nil || e.Code != proto.CodeBadRequest {
+		t.Errorf("capture with a NUL in the filter: %v", e)
 	}
 	e = c.call(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "x", Netdev: "lo", File: "../x.pcap", MaxBytes: 1 << 20}, nil)
 	if e == nil || e.Code != proto.CodeBadRequest {
@@ -310,5 +315,20 @@ func TestNameRing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTcpdumpArgv(t *testing.T) {
+	p := proto.CaptureStartParams{Netdev: "eth1", Snaplen: 128, MaxBytes: 256 << 20, File: "roce.pcap",
+		Filter: "-w /etc/cron.d/x or udp port 4791; $(reboot)"}
+	got := tcpdumpArgv("/usr/bin/tcpdump", p, "alice")
+	want := []string{"/usr/bin/tcpdump", "-i", "eth1", "-n", "--immediate-mode", "-B", "8192", "-s", "128",
+		"-w", "roce.pcap", "-C", "67", "-W", "4", "-Z", "alice", "--", "-w /etc/cron.d/x or udp port 4791; $(reboot)"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	p.Filter = ""
+	if got := tcpdumpArgv("tcpdump", p, ""); slices.Contains(got, "--") || slices.Contains(got, "-Z") {
+		t.Errorf("no filter, not root: %q", got)
 	}
 }

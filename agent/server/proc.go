@@ -52,6 +52,16 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 	if len(p.Argv) == 0 || p.Argv[0] == "" {
 		return nil, perr(proto.CodeBadRequest, "proc.start %q: empty argv", p.Handle)
 	}
+	for i, a := range p.Argv {
+		if strings.ContainsRune(a, 0) {
+			return nil, perr(proto.CodeBadRequest, "proc.start %q: argv[%d] contains a NUL byte", p.Handle, i)
+		}
+	}
+	for _, e := range p.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || strings.ContainsRune(e, 0) {
+			return nil, perr(proto.CodeBadRequest, "proc.start %q: env entry %q: want NAME=value without NUL bytes", p.Handle, e)
+		}
+	}
 	var re *regexp.Regexp
 	if p.Ready != nil && p.Ready.OutputRegex != "" {
 		var err error

@@ -247,6 +247,8 @@ func TestBadRequests(t *testing.T) {
 		{"empty method", `{"id": 8}`, 8, proto.CodeUnknown},
 		{"bad params", `{"id": 9, "method": "proc.start", "params": [1,2]}`, 9, proto.CodeBadRequest},
 		{"empty argv", `{"id": 10, "method": "proc.start", "params": {"handle": "a"}}`, 10, proto.CodeBadRequest},
+		{"NUL in argv", `{"id": 15, "method": "proc.start", "params": {"handle": "n", "argv": ["echo", "a\u0000b"]}}`, 15, proto.CodeBadRequest},
+		{"env without =", `{"id": 16, "method": "proc.start", "params": {"handle": "n", "argv": ["true"], "env": ["PATH"]}}`, 16, proto.CodeBadRequest},
 		{"handle with slash", `{"id": 11, "method": "proc.start", "params": {"handle": "../a", "argv": ["true"]}}`, 11, proto.CodeBadRequest},
 		{"unknown process", `{"id": 12, "method": "proc.wait", "params": {"handle": "nope"}}`, 12, proto.CodeNotFound},
 		{"netdev with slash", `{"id": 13, "method": "capture.start", "params": {"handle": "c", "netdev": "../x", "max_bytes": 1000}}`, 13, proto.CodeBadRequest},
