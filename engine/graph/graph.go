@@ -316,3 +316,36 @@ func (g *Graph) AddRunFacts(l *lab.Lab, runDir string) error {
 	}
 	return nil
 }
+
+// Redact replaces every sensitive value in g's labels (r from the lab's
+// sensitive variables), so a drawing never shows a secret.
+func (g *Graph) Redact(r *strings.Replacer) {
+	all := func(ss []string) {
+		for i := range ss {
+			ss[i] = r.Replace(ss[i])
+		}
+	}
+	g.Name = r.Replace(g.Name)
+	for _, h := range g.Hosts {
+		h.Name = r.Replace(h.Name)
+		all(h.Detail)
+		for _, n := range h.Netdevs {
+			n.Name = r.Replace(n.Name)
+			all(n.Detail)
+			for _, x := range n.RXEs {
+				x.Ref, x.Device = r.Replace(x.Ref), r.Replace(x.Device)
+				all(x.Detail)
+			}
+			for _, c := range n.Captures {
+				c.Name = r.Replace(c.Name)
+				all(c.Detail)
+			}
+		}
+		for _, x := range h.Execs {
+			x.Name, x.Tool = r.Replace(x.Name), r.Replace(x.Tool)
+		}
+	}
+	for _, e := range g.Workloads {
+		e.Name, e.Tool = r.Replace(e.Name), r.Replace(e.Tool)
+	}
+}

@@ -390,7 +390,7 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 	w.Kind = toolKind(w.Tool)
 	if b.model != nil {
 		if lw := b.model.WorkloadByName(name); lw != nil {
-			w.Config = workloadConfig(lw)
+			w.Config = b.redactor().Replace(workloadConfig(lw))
 		}
 	}
 	for _, e := range wd.Expects {

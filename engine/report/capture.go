@@ -225,7 +225,7 @@ func (b *builder) captures() {
 				return
 			}
 			b.d.Captures[i] = captureSection(j.name, j.host, j.link, st)
-			b.d.Captures[i].Config = b.captureConfig(j.name)
+			b.d.Captures[i].Config = b.redactor().Replace(b.captureConfig(j.name))
 		}()
 	}
 	wg.Wait()

@@ -26,6 +26,20 @@ func (b *builder) loadLab() {
 	}
 }
 
+// redactor replaces the lab's sensitive values with "(sensitive)", as the
+// run engine does in its own files; nil without a lab model.
+func (b *builder) redactor() *strings.Replacer {
+	var pairs []string
+	if b.model != nil {
+		for _, s := range b.model.Sensitive {
+			if s != "" {
+				pairs = append(pairs, s, "(sensitive)")
+			}
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
 func (b *builder) hasLabDir() bool {
 	for _, f := range b.all {
 		if strings.HasPrefix(f.Path, "lab/") {

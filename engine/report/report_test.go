@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"io"
@@ -230,6 +231,54 @@ func TestOptionsLab(t *testing.T) {
 	for _, w := range d.Workloads {
 		if w.Name == "tcp" && !strings.Contains(w.Config, "bytes 1.0 MiB") {
 			t.Errorf("tcp config = %q, want the lab's bytes", w.Config)
+		}
+	}
+}
+
+// TestSensitiveRedacted: a sensitive variable's value (here in an exec
+// command and a host address) shows nowhere the report draws from the lab.
+func TestSensitiveRedacted(t *testing.T) {
+	dir := copyDir(t, fixture)
+	src := "lab \"v\" {}\nvariable \"token\" {\n  type = string\n  sensitive = true\n}\n" +
+		"host \"server\" { address = \"192.0.2.1\" }\nhost \"client\" { address = \"${var.token}.example.org\" }\n" +
+		"workload \"tcp\" {\n  tool = \"exec\"\n  host = host.server\n  command = [\"curl\", \"-H\", \"X-Token: ${var.token}\", \"https://example.org\"]\n}\n"
+	file := filepath.Join(dir, "lab/quickstart.hcl")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, diags := lab.Load([]string{file}, lab.LoadOptions{Vars: map[string]string{"token": "s3cr3tZZ"}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if err := RenderWith(dir, Options{Lab: l}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(dir, Options{Lab: l, NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.Topology.DOT, "(sensitive).example.org") {
+		t.Errorf("topology DOT lacks the redacted address:\n%s", d.Topology.DOT)
+	}
+	if strings.Contains(string(b), "s3cr3tZZ") || strings.Contains(d.Topology.DOT, "s3cr3tZZ") {
+		t.Errorf("the sensitive value is in the report")
+	}
+	// The picture is base64: decode it and look there too.
+	pic, err := Build(dir, Options{Lab: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(string(pic.Topology.Image), "data:image/svg+xml;base64,"))
+	if err != nil || !bytes.Contains(svg, []byte("<svg")) || bytes.Contains(svg, []byte("s3cr3tZZ")) {
+		t.Errorf("topology picture: %v; has svg %v, has the secret %v", err, bytes.Contains(svg, []byte("<svg")), bytes.Contains(svg, []byte("s3cr3tZZ")))
+	}
+	for _, w := range d.Workloads {
+		if strings.Contains(w.Config, "s3cr3tZZ") {
+			t.Errorf("workload %s config shows the secret: %s", w.Name, w.Config)
 		}
 	}
 }

@@ -40,6 +40,7 @@ func (b *builder) topology() {
 		b.d.Topology = &Topology{Note: "The topology could not be drawn: " + err.Error()}
 		return
 	}
+	g.Redact(b.redactor())
 	var dot bytes.Buffer
 	if err := graph.WriteDOT(&dot, g); err != nil {
 		return
