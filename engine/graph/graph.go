@@ -274,7 +274,7 @@ func IsRunDir(p string) bool {
 
 // Load builds the graph of a lab file or folder, or of a run directory:
 // then the lab is the copy under lab/ and every hosts/<slug>/facts.json
-// adds what the hosts reported.
+// adds what the hosts reported. Sensitive variables' values are redacted.
 func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	run := IsRunDir(p)
 	src := p
@@ -286,12 +286,18 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 		return nil, diags, fmt.Errorf("load lab %s: the lab has errors", src)
 	}
 	g := FromLab(l)
-	if !run {
-		return g, diags, nil
+	if run {
+		if err := g.AddRunFacts(l, p); err != nil {
+			return nil, diags, err
+		}
 	}
-	if err := g.AddRunFacts(l, p); err != nil {
-		return nil, diags, err
+	var pairs []string
+	for _, s := range l.Sensitive {
+		if s != "" {
+			pairs = append(pairs, s, "(sensitive)")
+		}
 	}
+	g.Redact(strings.NewReplacer(pairs...))
 	return g, diags, nil
 }
 

@@ -232,3 +232,22 @@ func TestPlaceHosts(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadRedactsSensitive(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "l.hcl")
+	src := "lab \"v\" {}\nvariable \"token\" {\n  type = string\n  sensitive = true\n}\nhost \"a\" { address = \"${var.token}.example.org\" }\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, diags, err := Load(file, lab.LoadOptions{Vars: map[string]string{"token": "s3cr3tZZ"}})
+	if err != nil {
+		t.Fatalf("%v: %v", err, diags)
+	}
+	var b bytes.Buffer
+	if err := WriteDOT(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "s3cr3tZZ") || !strings.Contains(b.String(), "(sensitive).example.org") {
+		t.Errorf("DOT should show the address redacted:\n%s", b.String())
+	}
+}
