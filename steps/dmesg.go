@@ -14,7 +14,7 @@ func DmesgTail(ctx context.Context, env *Env, host, hd string, n int) (string, e
 	var p procs
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if _, err := startProc(ctx, env, &p, "dmesg", procSpec{Host: host, Handle: hd, Argv: []string{"dmesg"}, Role: "command"}); err != nil {
+	if _, err := startProc(ctx, env, &p, "dmesg", procSpec{Host: host, Handle: hd, Argv: []string{"dmesg"}, Role: "command", Root: true}); err != nil {
 		return "", err
 	}
 	r, err := waitProc(ctx, env, &p, host, hd, remaining(ctx))

@@ -64,6 +64,9 @@ type procSpec struct {
 	Argv   []string
 	Ready  *proto.Ready
 	Role   string // "server", "client", "command": for error messages
+	// Root keeps root for this process when the agent runs as root for a
+	// user (become); everything else runs as the login user.
+	Root bool
 }
 
 func startProc(ctx context.Context, env *Env, p *procs, tool string, s procSpec) (*proto.ProcStarted, error) {
@@ -75,7 +78,7 @@ func startProc(ctx context.Context, env *Env, p *procs, tool string, s procSpec)
 		return nil, err
 	}
 	p.add(s.Host, s.Handle)
-	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, TimeoutMs: ms(remaining(ctx))}
+	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, Become: s.Root, TimeoutMs: ms(remaining(ctx))}
 	var started proto.ProcStarted
 	if err := h.Call(ctx, proto.MethodProcStart, params, &started); err != nil {
 		return nil, fmt.Errorf("start %s %s on host %q: %s: %w", tool, s.Role, s.Host, strings.Join(s.Argv, " "), err)

@@ -243,7 +243,7 @@ type ProcStartParams struct {
 	Argv      []string `json:"argv"`   // never passed through a shell
 	Env       []string `json:"env,omitempty"`
 	Ready     *Ready   `json:"ready,omitempty"`
-	Become    bool     `json:"become,omitempty"`     // reserved: the agent itself runs as root when become is set
+	Become    bool     `json:"become,omitempty"`     // keep root; without it a root agent working for a user (--owner) runs the process as that user
 	TimeoutMs int      `json:"timeout_ms,omitempty"` // killed after this long (0: no limit)
 	// Output files are written under the agent's work dir as
 	// <Handle>.stdout / <Handle>.stderr.

@@ -148,7 +148,7 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 		zuser = z
 	}
 	argv := tcpdumpArgv(tcpdump, p, zuser)
-	pr, err := s.startProc(p.Handle+".tcpdump", argv, nil, 0, false)
+	pr, err := s.startProc(p.Handle+".tcpdump", argv, nil, 0, false, false)
 	if err != nil {
 		unreserve()
 		return nil, err

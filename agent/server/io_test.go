@@ -208,6 +208,11 @@ func TestOwnerGetsEverything(t *testing.T) {
 	}
 	const uid, gid = 65534, 65534 // nobody
 	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} { // workloads run as the owner: it must reach its work dir
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	wd := filepath.Join(base, "home", ".cache", "rlab", "runs", "r1")
 	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: gid}})
 	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "w", Argv: []string{"true"}}, nil)
@@ -234,5 +239,37 @@ func TestOwnerGetsEverything(t *testing.T) {
 	}
 	if fi, err := os.Stat(base); err == nil && fi.Sys().(*syscall.Stat_t).Uid == uid {
 		t.Errorf("chowned %s, which existed before", base)
+	}
+}
+
+// TestWorkloadsRunAsOwner: a root agent working for a user runs workloads as
+// that user; only a process that asks for root (Become) keeps it.
+func TestWorkloadsRunAsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to drop privileges")
+	}
+	const uid, gid = 65534, 65534 // nobody
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} { // as a home directory's parents are
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wd := filepath.Join(base, "r1")
+	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: gid}})
+	for _, tc := range []struct {
+		handle string
+		become bool
+		want   string
+	}{
+		{"as-user", false, "65534"},
+		{"as-root", true, "0"},
+	} {
+		c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: tc.handle, Argv: []string{"id", "-u"}, Become: tc.become}, nil)
+		var res proto.ProcResult
+		c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: tc.handle}, &res)
+		if got := strings.TrimSpace(res.Stdout); got != tc.want {
+			t.Errorf("%s: id -u = %q (stderr %q), want %s", tc.handle, got, res.Stderr, tc.want)
+		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -69,4 +71,27 @@ func (s *Server) createFile(name string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// ownerCredential is the credential workloads run with when the agent is root
+// working for a user (--owner): that user's uid, gid and groups. It returns
+// nil when there is nothing to drop (no owner, or not root).
+func (s *Server) ownerCredential() (*syscall.Credential, string, error) {
+	if s.opts.Owner == nil || os.Geteuid() != 0 || s.opts.Owner.UID == 0 {
+		return nil, "", nil
+	}
+	o := s.opts.Owner
+	cred := &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.GID)}
+	home := "/"
+	if u, err := user.LookupId(strconv.Itoa(o.UID)); err == nil {
+		home = u.HomeDir
+		if gids, err := u.GroupIds(); err == nil {
+			for _, g := range gids {
+				if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+					cred.Groups = append(cred.Groups, uint32(n))
+				}
+			}
+		}
+	}
+	return cred, home, nil
 }

@@ -69,7 +69,7 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 			return nil, perr(proto.CodeBadRequest, "proc.start %q: ready output_regex: %v", p.Handle, err)
 		}
 	}
-	pr, err := s.startProc(p.Handle, p.Argv, p.Env, p.TimeoutMs, true)
+	pr, err := s.startProc(p.Handle, p.Argv, p.Env, p.TimeoutMs, true, !p.Become)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,10 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 // startProc starts argv (never through a shell) with output to
 // <handle>.stdout/.stderr in the work dir and, when register is set, records
 // it under handle for proc.wait/proc.stop.
-func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, register bool) (*proc, error) {
+// asOwner: when the agent runs as root on behalf of a user (become), the
+// process runs as that user unless it asked for root (ProcStartParams.Become):
+// privilege only for the steps that need it.
+func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, register, asOwner bool) (*proc, error) {
 	pr := &proc{handle: handle, argv: argv, done: make(chan struct{})}
 	unreserve := func() {}
 	s.mu.Lock()
@@ -138,6 +141,19 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 	// SIGKILL from the kernel should the agent itself be killed (-9) before
 	// it can clean up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if asOwner {
+		cred, home, cerr := s.ownerCredential()
+		if cerr != nil {
+			stdout.Close()
+			stderr.Close()
+			unreserve()
+			return nil, perr(proto.CodeInternal, "start %q: %v", argv[0], cerr)
+		}
+		if cred != nil {
+			cmd.SysProcAttr.Credential = cred
+			cmd.Env = append(cmd.Env, "HOME="+home)
+		}
+	}
 	err = cmd.Start()
 	stdout.Close()
 	stderr.Close()
