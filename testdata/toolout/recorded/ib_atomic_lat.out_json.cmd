@@ -1,0 +1,2 @@
+server: ib_atomic_lat -d rxe_eth1 -x 1 -F --report_gbits -n 200 --out_json --out_json_file=/tmp/ib_atomic_lat.out_json.server.json
+client: ib_atomic_lat -d rxe_eth1 -x 1 -F --report_gbits -n 200 --out_json --out_json_file=/tmp/ib_atomic_lat.out_json.client.json 10.99.0.1

@@ -1,0 +1,2 @@
+server: ib_read_bw -d rxe_eth1 -x 1 -F --report_gbits -n 500 --out_json --out_json_file=/tmp/ib_read_bw.out_json.server.json
+client: ib_read_bw -d rxe_eth1 -x 1 -F --report_gbits -n 500 --out_json --out_json_file=/tmp/ib_read_bw.out_json.client.json 10.99.0.1

@@ -1,0 +1,2 @@
+server: ib_write_lat -d rxe_eth1 -x 1 -F --report_gbits -n 200
+client: ib_write_lat -d rxe_eth1 -x 1 -F --report_gbits -n 200 10.99.0.1

@@ -1,0 +1,2 @@
+server: ibv_rc_pingpong -d rxe_eth1 -g 1 -n 300
+client: ibv_rc_pingpong -d rxe_eth1 -g 1 -n 300 10.99.0.1
