@@ -103,9 +103,6 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 		// must not share a work dir.
 		o.WorkDir = path.Join(inst.Home, ".cache", "rlab", "runs", o.RunID, SafeName(o.Host))
 	}
-	if o.HelloTimeout == 0 {
-		o.HelloTimeout = 60 * time.Second
-	}
 	argv := []string{"exec"}
 	if o.Become && inst.UID != 0 {
 		argv = append(argv, "sudo", "-n", "--")
@@ -114,9 +111,20 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 	if o.Become && inst.UID != 0 {
 		argv = append(argv, "--owner", fmt.Sprintf("%d:%d", inst.UID, inst.GID))
 	}
+	a, _, err := startCmd(ctx, c, inst, o, strings.Join(argv, " "), map[string]bool{inst.Hash: true})
+	return a, err
+}
+
+// startCmd runs cmd as the agent's session and reads its hello, which must
+// carry one of the hashes. When the session ends without a hello, what it
+// printed (bounded) is returned with the error.
+func startCmd(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions, cmd string, hashes map[string]bool) (*Agent, []byte, error) {
+	if o.HelloTimeout == 0 {
+		o.HelloTimeout = 60 * time.Second
+	}
 	sess, err := c.NewSession()
 	if err != nil {
-		return nil, fmt.Errorf("start agent: open session: %w", err)
+		return nil, nil, fmt.Errorf("start agent: open session: %w", err)
 	}
 	a := &Agent{
 		Host: o.Host, Installed: inst, client: c, sess: sess, opts: o,
@@ -128,35 +136,36 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 	stdout, err := sess.StdoutPipe()
 	if err != nil {
 		sess.Close()
-		return nil, fmt.Errorf("start agent: %w", err)
+		return nil, nil, fmt.Errorf("start agent: %w", err)
 	}
 	if a.stdin, err = sess.StdinPipe(); err != nil {
 		sess.Close()
-		return nil, fmt.Errorf("start agent: %w", err)
+		return nil, nil, fmt.Errorf("start agent: %w", err)
 	}
-	if err := sess.Start(strings.Join(argv, " ")); err != nil {
+	if err := sess.Start(cmd); err != nil {
 		sess.Close()
-		return nil, fmt.Errorf("start agent: %w", err)
+		return nil, nil, fmt.Errorf("start agent: %w", err)
 	}
 	r := bufio.NewReaderSize(stdout, 64<<10)
 	type helloResult struct {
-		h   proto.Hello
-		err error
+		h    proto.Hello
+		junk []byte
+		err  error
 	}
 	hc := make(chan helloResult, 1)
 	go func() {
-		h, err := readHello(r)
-		hc <- helloResult{h, err}
+		h, junk, err := readHello(r)
+		hc <- helloResult{h, junk, err}
 	}()
 	var hr helloResult
 	select {
 	case hr = <-hc:
 	case <-ctx.Done():
 		sess.Close()
-		return nil, fmt.Errorf("start agent: waiting for its hello: %w", ctx.Err())
+		return nil, nil, fmt.Errorf("start agent: waiting for its hello: %w", ctx.Err())
 	case <-time.After(o.HelloTimeout):
 		sess.Close()
-		return nil, fmt.Errorf("start agent: no hello within %s%s", o.HelloTimeout, a.stderrNote())
+		return nil, nil, fmt.Errorf("start agent: no hello within %s%s", o.HelloTimeout, a.stderrNote())
 	}
 	if hr.err != nil {
 		// Let the session end so stderr is complete.
@@ -170,22 +179,22 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 		err := fmt.Errorf("start agent: %w%s", a.explainStart(hr.err), a.stderrNote())
 		if !a.explained() {
 			// Perhaps a corrupt cached copy that cannot even run.
-			return nil, &staleError{err}
+			return nil, hr.junk, &staleError{err}
 		}
-		return nil, err
+		return nil, hr.junk, err
 	}
 	h := hr.h
 	if h.Proto != proto.Version {
 		sess.Close()
-		return nil, fmt.Errorf("start agent: it speaks protocol %d, this rlab speaks %d", h.Proto, proto.Version)
+		return nil, nil, fmt.Errorf("start agent: it speaks protocol %d, this rlab speaks %d", h.Proto, proto.Version)
 	}
-	if h.Hash != inst.Hash {
+	if !hashes[h.Hash] {
 		sess.Close()
-		return nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (the cached copy at %s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, inst.Path)}
+		return nil, nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (the cached copy at %s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, inst.Path)}
 	}
 	a.Hello = h
 	go a.readLoop(r)
-	return a, nil
+	return a, nil, nil
 }
 
 func (a *Agent) explainStart(err error) error {
@@ -218,12 +227,22 @@ type staleError struct{ err error }
 func (e *staleError) Error() string { return e.err.Error() }
 func (e *staleError) Unwrap() error { return e.err }
 
-// Open installs the agent when needed and starts it. When a cached copy
-// turns out not to be the build we meant (its hello reports another hash,
-// or it cannot start at all), it is uploaded again and started once more:
-// "not installed, install, retry". The Installed it returns says how many
-// bytes were shipped.
+// Open starts the agent on a host, installing it first when needed. The
+// warm path is one session: a small shell command checks the cached agent's
+// size and execs it; when it is missing, the same session prints the probe
+// instead, the agent is installed and started. When a cached copy turns out
+// not to be the build we meant (its hello reports another hash, or it
+// cannot start at all) it is uploaded again and started once more
+// ("not installed, install, retry"). Installed.Sent counts bytes shipped.
 func (ag *Agents) Open(ctx context.Context, c *sshx.Client, o StartOptions) (*Agent, *Installed, error) {
+	if err := validRunID(o.RunID); err != nil {
+		return nil, nil, err
+	}
+	if o.WorkDir == "" {
+		if a, inst, ok, err := ag.fastStart(ctx, c, o); ok {
+			return a, inst, err
+		}
+	}
 	inst, err := ag.install(ctx, c, false)
 	if err != nil {
 		return nil, inst, err
@@ -244,6 +263,68 @@ func (ag *Agents) Open(ctx context.Context, c *sshx.Client, o StartOptions) (*Ag
 	return a, inst2, err
 }
 
+// fastStart tries the one-session warm start. ok is false when the caller
+// should go the install path (agent not cached, or not the right build).
+func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions) (a *Agent, inst *Installed, ok bool, err error) {
+	type cand struct {
+		arch, hash string
+		size       int
+	}
+	var cands []cand
+	hashes := map[string]bool{}
+	arches := map[string]string{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		if b := ag.bin(arch); b.err == nil {
+			cands = append(cands, cand{arch, b.hash, len(b.data)})
+			hashes[b.hash] = true
+			arches[b.hash] = arch
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil, false, nil
+	}
+	// Only hex hashes, sizes, the validated run id and SafeName reach the
+	// shell.
+	var sb strings.Builder
+	sb.WriteString(`case "$(uname -m)" in`)
+	for _, cd := range cands {
+		pat := "x86_64|amd64"
+		if cd.arch == "arm64" {
+			pat = "aarch64|arm64"
+		}
+		fmt.Fprintf(&sb, " %s) h=%s s=%d;;", pat, cd.hash, cd.size)
+	}
+	sb.WriteString(` *) h= s=;; esac; a="$HOME/` + CacheDir + `/$h/rlab-agent"; `)
+	sb.WriteString(`if [ -n "$h" ] && [ "$(stat -c %s "$a" 2>/dev/null)" = "$s" ]; then `)
+	serve := `"$a" serve --run-id ` + o.RunID + ` --work-dir "$HOME/.cache/rlab/runs/` + o.RunID + "/" + SafeName(o.Host) + `"`
+	if o.Become {
+		sb.WriteString(`if [ "$(id -u)" = 0 ]; then exec ` + serve + `; fi; exec sudo -n -- ` + serve + ` --owner "$(id -u):$(id -g)"; fi; `)
+	} else {
+		sb.WriteString(`exec ` + serve + `; fi; `)
+	}
+	hs := make([]string, 0, len(cands))
+	for _, cd := range cands {
+		hs = append(hs, cd.hash)
+	}
+	sb.WriteString(probeCmd(hs))
+	fake := &Installed{Hash: strings.Join(hs, " or "), Path: "$HOME/" + CacheDir + "/<hash>/rlab-agent"}
+	a, junk, err := startCmd(ctx, c, fake, o, sb.String(), hashes)
+	if err == nil {
+		h := a.Hello.Hash
+		home := strings.TrimSuffix(a.Hello.WorkDir, "/.cache/rlab/runs/"+o.RunID+"/"+SafeName(o.Host))
+		a.Installed = &Installed{Path: path.Join(home, CacheDir, h, "rlab-agent"), Hash: h, GOARCH: arches[h], Home: home, UID: a.Hello.UID}
+		return a, a.Installed, true, nil
+	}
+	var se *staleError
+	if errors.As(err, &se) {
+		return nil, nil, false, nil // the cached copy is not our build: install
+	}
+	if _, perr := parseProbe(junk); perr == nil {
+		return nil, nil, false, nil // not cached: install
+	}
+	return nil, nil, true, err
+}
+
 func (a *Agent) stderrNote() string {
 	if s := strings.TrimSpace(a.stderr.String()); s != "" {
 		return "; agent stderr: " + truncate(lastLines(s, 10), 2000)
@@ -259,34 +340,36 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// readHello skips what a login script printed before the hello, bounded.
-func readHello(r *bufio.Reader) (proto.Hello, error) {
-	var junk int
+// readHello skips what a login script printed before the hello, bounded,
+// and returns it too (the fast start prints a probe there when the agent is
+// not cached).
+func readHello(r *bufio.Reader) (proto.Hello, []byte, error) {
+	var junk []byte
 	var first string
 	for {
 		line, err := readLine(r, proto.MaxLine)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				if first != "" {
-					return proto.Hello{}, fmt.Errorf("it exited before its hello (stdout began %q)", truncate(first, 120))
+					return proto.Hello{}, junk, fmt.Errorf("it exited before its hello (stdout began %q)", truncate(first, 120))
 				}
-				return proto.Hello{}, errors.New("it exited before its hello")
+				return proto.Hello{}, junk, errors.New("it exited before its hello")
 			}
-			return proto.Hello{}, fmt.Errorf("read hello: %w", err)
+			return proto.Hello{}, junk, fmt.Errorf("read hello: %w", err)
 		}
 		trimmed := bytes.TrimSpace(line)
 		if bytes.HasPrefix(trimmed, []byte("{")) {
 			var h proto.Hello
 			if json.Unmarshal(trimmed, &h) == nil && h.Magic == proto.Magic {
-				return h, nil
+				return h, junk, nil
 			}
 		}
 		if first == "" {
 			first = string(trimmed)
 		}
-		junk += len(line)
-		if junk > maxJunkBytes {
-			return proto.Hello{}, fmt.Errorf("no hello in the first %d bytes of its output (a login script printing a lot? it began %q)", maxJunkBytes, truncate(first, 120))
+		junk = append(junk, line...)
+		if len(junk) > maxJunkBytes {
+			return proto.Hello{}, junk, fmt.Errorf("no hello in the first %d bytes of its output (a login script printing a lot? it began %q)", maxJunkBytes, truncate(first, 120))
 		}
 	}
 }

@@ -332,10 +332,17 @@ func TestOpenReplacesCorruptCache(t *testing.T) {
 	if got, _ := os.ReadFile(final); sum(got) != sum(bin) {
 		t.Errorf("cache still corrupt")
 	}
-	// Warm again: nothing sent.
+	// Warm again: nothing sent, and one session (probe and start in one).
+	execs := h.srv.Execs.Load()
 	a2, inst2, err := ag.Open(context.Background(), h.c, StartOptions{Host: "server2", RunID: "r1"})
 	if err != nil || inst2.Sent != 0 {
 		t.Fatalf("warm open: sent %d, %v", inst2.Sent, err)
+	}
+	if n := h.srv.Execs.Load() - execs; n != 1 {
+		t.Errorf("warm open used %d sessions, want 1", n)
+	}
+	if inst2.Hash != sum(bin) || inst2.Path != final || inst2.Home != h.home {
+		t.Errorf("warm open installed %+v", inst2)
 	}
 	a2.Close()
 }
@@ -375,7 +382,7 @@ func TestReadHello(t *testing.T) {
 		{name: "endless noise", in: strings.Repeat("noise noise noise\n", 10000) + hello, wantErr: "no hello in the first"},
 	}
 	for _, tc := range tests {
-		h, err := readHello(bufioReader(tc.in))
+		h, _, err := readHello(bufioReader(tc.in))
 		if tc.wantErr == "" {
 			if err != nil || h.Hash != "ab" {
 				t.Errorf("%s: %+v %v", tc.name, h, err)
