@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,8 @@ import (
 // tool outputs and pcaps as fixtures under testdata/.
 
 const rxeDev = "rxe_eth1"
+
+var droppedRE = regexp.MustCompile(`(\d+) packets dropped by kernel`)
 
 // op is one RDMA workload of the operations tour.
 type op struct {
@@ -122,6 +125,9 @@ func numbersAfterHeader(out, header string) [][]float64 {
 		}
 		var row []float64
 		for _, s := range f {
+			if s == "-nan" || s == "nan" { // perftest prints t_stdev as -nan after a huge outlier
+				s = "NaN"
+			}
 			v, err := strconv.ParseFloat(s, 64)
 			if err != nil {
 				row = nil
@@ -371,13 +377,9 @@ func rlabVersusHand(t *testing.T, ctx context.Context, bin string, set *Set, gs 
 			v.Name, port, v.IdentityFile, v.KnownHosts)
 		fmt.Fprintf(&b, "rxe %q {\n  host = host.%s\n  netdev = \"eth1\"\n}\n", v.Name, v.Name)
 	}
-	fmt.Fprintf(&b, `capture "roce" {
-  host    = host.server
-  netdev  = "eth1"
-  filter  = "udp port 4791"
-  snaplen = 128
-}
-workload "write_bw" {
+	// No capture: the by-hand runs had none, and tcpdump in a TCG guest
+	// costs enough CPU to move the latency (the quickstart checks captures).
+	fmt.Fprintf(&b, `workload "write_bw" {
   tool       = "ib_write_bw"
   server     = rxe.server
   client     = rxe.client
@@ -408,7 +410,6 @@ workload "write_lat" {
 	}
 	checkResults(t, out)
 	checkRXETeardown(t, out)
-	checkCaptures(t, out, []int{6, 7, 8, 17})
 	// rlab's teardown deleted its rxe devices: check over SSH, VMs still up.
 	for _, g := range gs {
 		if o, _, _ := g.run(ctx, 10*time.Second, "ls", "/sys/class/infiniband"); strings.TrimSpace(o) != "" {
@@ -452,7 +453,7 @@ func runOp(t *testing.T, ctx context.Context, srv, cli *guest, o op, record stri
 			return err
 		}
 		var err error
-		capture, err = srv.start(2*time.Minute, "tcpdump", "-i", "eth1", "-s", "0", "-U", "--immediate-mode", "-n", "-w", pcapPath, "udp", "port", "4791")
+		capture, err = srv.start(2*time.Minute, "tcpdump", "-i", "eth1", "-s", "2048", "-B", "16384", "-U", "--immediate-mode", "-n", "-w", pcapPath, "udp", "port", "4791")
 		if err != nil {
 			return err
 		}
@@ -503,7 +504,11 @@ func runOp(t *testing.T, ctx context.Context, srv, cli *guest, o op, record stri
 		}
 		_, _, _ = srv.run(octx, 20*time.Second, "pkill", "-INT", "-x", "tcpdump")
 		_, tderr, _ := capture.wait(octx)
-		t.Logf("tcpdump: %s", strings.Join(strings.Fields(tderr), " "))
+		tderr = strings.Join(strings.Fields(tderr), " ")
+		t.Logf("tcpdump: %s", tderr)
+		if m := droppedRE.FindStringSubmatch(tderr); m != nil && m[1] != "0" {
+			return fmt.Errorf("capture %s: tcpdump: %s packets dropped by kernel", o.pcap, m[1])
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("client: %v\n%s", err, cout)
@@ -571,7 +576,7 @@ func runOp(t *testing.T, ctx context.Context, srv, cli *guest, o op, record stri
 	if record != "" {
 		writeFixture(t, filepath.Join(record, "testdata/pcap/recorded", o.pcap+".pcap"), []byte(data))
 		var b strings.Builder
-		fmt.Fprintf(&b, "# %s\n# capture (server): tcpdump -i eth1 -s 0 -U -n -w FILE udp port 4791\n# server: %s\n# client: %s\n# RoCEv2 packets: %d\n# BTH opcode\tcount\n", o.pcap, commandLine(sargv), commandLine(cargv), total)
+		fmt.Fprintf(&b, "# %s\n# capture (server): tcpdump -i eth1 -s 2048 -B 16384 -U --immediate-mode -n -w FILE udp port 4791\n# server: %s\n# client: %s\n# RoCEv2 packets: %d\n# BTH opcode\tcount\n", o.pcap, commandLine(sargv), commandLine(cargv), total)
 		for _, k := range keys {
 			fmt.Fprintf(&b, "%d\t%d\n", k, counts[k])
 		}
