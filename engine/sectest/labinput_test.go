@@ -267,6 +267,9 @@ func TestAgentRefusesBadNames(t *testing.T) {
 		{"rxe netdev newline", proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe0", Netdev: "lo\nx"}},
 		{"rxe name shell", proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe$(id)", Netdev: "lo"}},
 		{"proc handle traversal", proto.MethodProcStart, proto.ProcStartParams{Handle: "../../p", Argv: []string{"true"}}},
+		{"proc argv with NUL", proto.MethodProcStart, proto.ProcStartParams{Handle: "p2", Argv: []string{"echo", "a\x00b"}}},
+		{"proc env with NUL", proto.MethodProcStart, proto.ProcStartParams{Handle: "p3", Argv: []string{"true"}, Env: []string{"A=b\x00c"}}},
+		{"capture filter with NUL", proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "c6", Netdev: "lo", Filter: "udp\x00; id"}},
 		{"files.read absolute", proto.MethodFilesRead, proto.FilesReadParams{Path: "/etc/passwd", MaxBytes: 100}},
 		{"files.read dotdot", proto.MethodFilesRead, proto.FilesReadParams{Path: "../../../../etc/passwd", MaxBytes: 100}},
 	}
