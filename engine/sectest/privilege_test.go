@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,5 +248,35 @@ func TestBecomeOnlyWhereNeeded(t *testing.T) {
 	}
 	if uid, _ := strconv.Atoi(strings.TrimSpace(r.Stdout)); uid != 65534 {
 		t.Errorf("a workload of a become host ran as uid %q, want the owner 65534", strings.TrimSpace(r.Stdout))
+	}
+}
+
+// TestAgentRefusesForeignWorkDir: an agent running as root for a user
+// (become, --owner) must not take over a folder the user does not own: a
+// sudoers rule for the agent would otherwise let the user chown any folder
+// (/etc) to themselves.
+func TestAgentRefusesForeignWorkDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the agent must run as root for a user")
+	}
+	knownGap(t, "a root agent with --owner chmods 0700 and chowns an existing --work-dir to the owner whoever owned it (agent/server owner.go mkdirAllOwned), and cleans '..' out of it first: with `sudo rlab-agent serve --work-dir /etc --owner UID:GID` a user takes /etc")
+	base := t.TempDir()
+	foreign := filepath.Join(base, "root-owned")
+	if err := os.Mkdir(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, wd := range []string{foreign, filepath.Join(base, "user", "..", "root-owned")} {
+		os.Chown(foreign, 0, 0)
+		os.Chmod(foreign, 0o755)
+		// New creates (and hands over) the work dir.
+		server.New(server.Options{WorkDir: wd, Hash: "h", Owner: &server.Owner{UID: 65534, GID: 65534}})
+		fi, serr := os.Stat(foreign)
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 0 || fi.Mode().Perm() != 0o755 {
+			t.Errorf("work dir %s: the agent made root's folder uid %d mode %o", wd, st.Uid, fi.Mode().Perm())
+		}
 	}
 }
