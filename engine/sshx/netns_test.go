@@ -17,7 +17,7 @@ import (
 // from being dropped.
 func TestMaxStartupsNetns(t *testing.T) {
 	bed := testbed.Start(t, testbed.Options{Hosts: 1, MaxStartups: "10:30:100"})
-	o := Options{KnownHosts: []string{bed.KnownHosts}}
+	o := Options{KnownHosts: []string{bed.KnownHosts}, HandshakeTimeout: 30 * time.Second}
 	if os.Getenv("RLAB_SSHX_NOCAP") == "1" { // shows the test can fail
 		o.MaxHandshakes, o.Retries = 1000, -1
 	}
@@ -74,7 +74,7 @@ func TestKeepaliveNetns(t *testing.T) {
 // (direct-tcpip channels), however many of them are dialed at once.
 func TestBastionSharedNetns(t *testing.T) {
 	bed := testbed.Start(t, testbed.Options{BehindBastion: 4})
-	d := newDialer(t, Options{KnownHosts: []string{bed.KnownHosts}})
+	d := newDialer(t, Options{KnownHosts: []string{bed.KnownHosts}, HandshakeTimeout: 30 * time.Second})
 	jump := &Target{Name: "bastion", Address: bed.Bastion.Addr, Port: 22, User: bed.User, IdentityFiles: []string{bed.KeyFile}, NoJump: true}
 	var wg sync.WaitGroup
 	for _, h := range bed.Hosts {
