@@ -64,7 +64,7 @@ func bedSpec(bed *testbed.Bed, h *testbed.Host) Spec {
 
 func bedOptions(bed *testbed.Bed, ag *Agents) GatherOptions {
 	return GatherOptions{
-		SSH:    sshx.Options{KnownHosts: []string{bed.KnownHosts}, SSHConfig: "none", AgentSocket: "none", HandshakeTimeout: 3 * time.Second},
+		SSH:    sshx.Options{KnownHosts: []string{bed.KnownHosts}, SSHConfig: "none", AgentSocket: "none", HandshakeTimeout: 10 * time.Second},
 		Agents: ag,
 	}
 }
@@ -162,7 +162,7 @@ func TestGatherFaultsNetns(t *testing.T) {
 	want := map[string][]string{
 		"h0": nil,
 		"h1": {`host "h1"`, "connection refused"},
-		"h2": {`host "h2"`, "no SSH answer within 3s"},
+		"h2": {`host "h2"`, "no SSH answer within 10s"},
 		"h3": nil,
 		"h4": {`host "h4"`, "install agent", "no space left"},
 		"h5": {`host "h5"`, `login as "nosuchuser" refused`},
