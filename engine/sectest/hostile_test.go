@@ -282,8 +282,8 @@ func TestHostileHostDuringRun(t *testing.T) {
 		gap          string   // a known gap (SECURITY.md): skipped unless RLAB_SECTEST_GAPS=1
 	}{
 		{mode: "malformed", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "malformed line from agent"}},
-		{mode: "huge-line", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "line longer than"}, maxHeap: 256 << 20},
-		{mode: "endless", method: proto.MethodProcWait, want: []string{`workload "on_evil"`, "timed out"}, maxHeap: 256 << 20},
+		{mode: "huge-line", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "line longer than"}, maxHeap: 128 << 20},
+		{mode: "endless", method: proto.MethodProcWait, want: []string{`workload "on_evil"`, "timed out"}, maxHeap: 128 << 20},
 		{mode: "stuck", method: proto.MethodProcWait, want: []string{`"evil"`}, gap: "a host that keeps its session up but stops answering hangs the run for good: the workload's Undo calls proc.stop with context.WithoutCancel and no deadline (engine/run/workloads.go runWorkload, steps/procs.go stopProc), and Ctrl-C does not reach it"},
 		{mode: "traversal", method: proto.MethodFilesList, want: []string{`host "evil" reported files outside its work dir`, "escape-rel"}},
 		{mode: "symlink", method: proto.MethodFilesList, want: []string{`host "evil"`, "evil.stdout", "not a regular file"}},
