@@ -26,13 +26,15 @@ type CM struct {
 	Attr         uint16 // CMReq, CMRep, ...
 	Method       uint8
 	TID          uint64 // transaction ID
-	LocalCommID  uint32
+	LocalCommID  uint32 // the request ID of SIDR_REQ and SIDR_REP
 	RemoteCommID uint32 // REP, RTU, REJ, DREQ, DREP, MRA
-	LocalQPN     uint32 // REQ, REP
+	LocalQPN     uint32 // REQ, REP, SIDR_REP
 	RemoteQPN    uint32 // DREQ: the QP being disconnected
 	StartPSN     uint32 // REQ, REP
-	ServiceID    uint64 // REQ
+	ServiceID    uint64 // REQ, SIDR_REQ, SIDR_REP
 	Reason       uint16 // REJ
+	// Partial: the capture cut the message; fields past the cut are 0.
+	Partial bool
 }
 
 var cmNames = map[uint16]string{
@@ -79,8 +81,12 @@ func decodeMAD(data []byte, off, end int, p *Packet) {
 	c.Method = m[3]
 	c.TID = binary.BigEndian.Uint64(m[8:16])
 	c.Attr = binary.BigEndian.Uint16(m[16:18])
-	d := m[hdr:]
-	// want is how much of the message body each field read below needs.
+	// The capture may have cut the body (snaplen 128 keeps about 40 bytes
+	// of it): read what was kept, the rest as zeros, and say so.
+	var body [232]byte
+	d := body[:]
+	kept := copy(d, m[hdr:min(len(m), end-off)])
+	// want is how much of the message body the fields read below need.
 	want := 8
 	switch c.Attr {
 	case CMReq:
@@ -91,10 +97,19 @@ func decodeMAD(data []byte, off, end int, p *Packet) {
 		want = 12
 	case CMDreq:
 		want = 11
+	case CMSidrReq:
+		want = 16
+	case CMSidrRep:
+		want = 20
 	}
-	if len(d) < want || end-off-hdr < want {
-		p.Problem = ProblemTruncated
+	if end-off-hdr < want {
+		p.Problem = ProblemMalformed // too short on the wire, not just cut
+		c.Partial = true
 		return
+	}
+	if kept < want {
+		p.Problem = ProblemTruncated
+		c.Partial = true
 	}
 	c.LocalCommID = binary.BigEndian.Uint32(d[0:4])
 	switch c.Attr {
@@ -112,6 +127,11 @@ func decodeMAD(data []byte, off, end int, p *Packet) {
 	case CMDreq:
 		c.RemoteCommID = binary.BigEndian.Uint32(d[4:8])
 		c.RemoteQPN = be24(d[8:11])
+	case CMSidrReq: // request ID, P_Key, reserved, service ID
+		c.ServiceID = binary.BigEndian.Uint64(d[8:16])
+	case CMSidrRep: // request ID, status, info length, reserved, QPN, service ID
+		c.LocalQPN = be24(d[8:11])
+		c.ServiceID = binary.BigEndian.Uint64(d[12:20])
 	default:
 		c.RemoteCommID = binary.BigEndian.Uint32(d[4:8])
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,20 +140,35 @@ func parseTshark(f field, s string) (any, error) {
 	return strconv.ParseUint(s, 0, 64)
 }
 
-// fixtures returns every capture in testdata/pcap.
+// fixtures returns every capture under testdata/pcap: the synthesized ones
+// and the ones recorded on real rxe (recorded/), whoever adds them.
 func fixtures(t testing.TB) []string {
 	var files []string
-	for _, pat := range []string{"*.pcap", "*.pcapng"} {
-		m, err := filepath.Glob(filepath.Join(pcapDir, pat))
+	err := filepath.WalkDir(pcapDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		files = append(files, m...)
+		if ext := filepath.Ext(path); !d.IsDir() && (ext == ".pcap" || ext == ".pcapng") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(files) == 0 {
 		t.Fatalf("no captures in %s", pcapDir)
 	}
 	return files
+}
+
+// fixtureName names a fixture by its path under testdata/pcap.
+func fixtureName(path string) string {
+	rel, err := filepath.Rel(pcapDir, path)
+	if err != nil {
+		return filepath.Base(path)
+	}
+	return filepath.ToSlash(rel)
 }
 
 // TestAgreesWithTshark decodes every fixture and compares each packet's
@@ -164,7 +180,7 @@ func TestAgreesWithTshark(t *testing.T) {
 	}
 	fields := append(append([]field{}, oracleFields...), icrcField)
 	for _, file := range fixtures(t) {
-		t.Run(filepath.Base(file), func(t *testing.T) {
+		t.Run(fixtureName(file), func(t *testing.T) {
 			args := []string{"-r", file, "-d", "udp.port==4791,infiniband", "-T", "fields", "-E", "occurrence=f", "-e", "frame.number"}
 			for _, f := range fields {
 				args = append(args, "-e", f.name)
@@ -312,5 +328,43 @@ func TestAgreesWithRecordedTshark(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("decoder vs recorded tshark (-tshark +decoder):\n%s", d)
+	}
+}
+
+// TestRecordedOpcodeCounts: the opcode counts the VM end-to-end test took
+// (first byte after UDP 4791) beside each recorded capture equal the
+// decoder's.
+func TestRecordedOpcodeCounts(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(pcapDir, "recorded", "*.opcodes.txt"))
+	if len(files) == 0 {
+		t.Skip("no recorded captures yet")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[uint8]int{}
+			for _, l := range strings.Split(string(b), "\n") {
+				var op, n int
+				if _, err := fmt.Sscanf(l, "%d\t%d", &op, &n); err == nil && !strings.HasPrefix(l, "#") {
+					want[uint8(op)] = n
+				}
+			}
+			got := map[uint8]int{}
+			pcap := strings.TrimSuffix(f, ".opcodes.txt") + ".pcap"
+			if _, err := ScanFile(pcap, func(p *Packet) error {
+				if p.HasBTH {
+					got[p.BTH.Opcode]++
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("opcode counts (-recorded +decoder):\n%s", d)
+			}
+		})
 	}
 }

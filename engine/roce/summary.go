@@ -75,6 +75,8 @@ type CMEvent struct {
 	StartPSN     uint32     `json:"start_psn,omitempty"`
 	Port         uint16     `json:"port,omitempty"` // RDMA-CM port of a REQ
 	Reason       uint16     `json:"reject_reason,omitempty"`
+	// Truncated: the capture cut the message; fields past the cut read 0.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // MaxFlows bounds the connections a summary lists one by one.
@@ -242,7 +244,7 @@ func (s *Summary) Add(p *Packet) {
 		c := &p.CM
 		e := CMEvent{Number: p.Number, Time: p.Time, Src: p.Src, Dst: p.Dst, Message: c.Name(),
 			LocalCommID: c.LocalCommID, RemoteCommID: c.RemoteCommID, StartPSN: c.StartPSN,
-			Port: c.Port(), Reason: c.Reason, QPN: c.LocalQPN}
+			Port: c.Port(), Reason: c.Reason, QPN: c.LocalQPN, Truncated: c.Partial}
 		if c.Attr == CMDreq {
 			e.QPN = c.RemoteQPN
 		}

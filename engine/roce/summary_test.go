@@ -13,7 +13,7 @@ import (
 func summarize(t *testing.T, file string, ladderN int) (*Summary, *Ladder) {
 	t.Helper()
 	s := NewSummary()
-	s.File = filepath.Base(file)
+	s.File = fixtureName(file)
 	l := NewLadder(ladderN)
 	res, err := ScanFile(file, func(p *Packet) error {
 		s.Add(p)
@@ -72,7 +72,7 @@ func TestSummaryCounts(t *testing.T) {
 // and compares them with testdata/pcap/golden (rewrite with -update).
 func TestGolden(t *testing.T) {
 	for _, file := range fixtures(t) {
-		name := filepath.Base(file)
+		name := fixtureName(file)
 		t.Run(name, func(t *testing.T) {
 			s, l := summarize(t, file, 40)
 			var txt, js bytes.Buffer

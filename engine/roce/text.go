@@ -63,12 +63,19 @@ func WriteText(w io.Writer, s *Summary) error {
 				qpn = fmt.Sprintf("0x%06x", e.QPN)
 			}
 			switch {
+			case e.Message == "REQ" && e.Truncated:
+				detail = fmt.Sprintf("port %d", e.Port)
 			case e.Message == "REQ":
 				detail = fmt.Sprintf("port %d, start PSN %d", e.Port, e.StartPSN)
 			case e.Message == "REP":
 				detail = fmt.Sprintf("start PSN %d", e.StartPSN)
+			case strings.HasPrefix(e.Message, "SIDR_"):
+				detail = fmt.Sprintf("port %d", e.Port)
 			case e.Message == "REJ":
 				detail = fmt.Sprintf("reason %d", e.Reason)
+			}
+			if e.Truncated {
+				detail = strings.TrimPrefix(detail+", rest cut by snaplen", ", ")
 			}
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t0x%08x\t0x%08x\t%s\t%s\n", e.Number, rel(s, e.Time), e.Src, e.Dst,
 				e.Message, e.LocalCommID, e.RemoteCommID, qpn, detail)
