@@ -2,7 +2,11 @@ package steps
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -16,8 +20,17 @@ type Puller interface {
 	Pull(ctx context.Context, files []proto.FileInfo, dstDir string) error
 }
 
+// SmallFile is the size up to which a file is fetched through the agent's
+// protocol (files.read) rather than SFTP: most of a run's files are small
+// logs, and one SFTP session per host (a new channel and an sftp-server
+// process) costs more than the reads. Bigger files (captures) use SFTP with
+// its concurrent reads.
+const SmallFile = 256 << 10
+
 // Fetch pulls the files in a host's agent work dir into the run directory:
-// captures (*.pcap*) to Dir/captures, everything else to Dir/logs.
+// captures (*.pcap*) to Dir/captures, everything else to Dir/logs. Each file
+// is written to .part, checked against the size and sha256 the agent
+// listed, and renamed; a path that would leave the directory is refused.
 type Fetch struct {
 	Host string
 	Dir  string // the host's folder in the run directory: hosts/<slug>
@@ -32,10 +45,6 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	h, err := env.Host(s.Host)
 	if err != nil {
 		return err
-	}
-	p, ok := h.(Puller)
-	if !ok {
-		return fmt.Errorf("fetch artifacts of host %q: this connection cannot pull files", s.Host)
 	}
 	var list proto.FilesList
 	if err := h.Call(ctx, proto.MethodFilesList, proto.FilesListParams{}, &list); err != nil {
@@ -53,18 +62,40 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			logs = append(logs, f)
 		}
 	}
+	var errs []error
 	for _, set := range []struct {
 		files []proto.FileInfo
 		dir   string
 	}{{caps, "captures"}, {logs, "logs"}} {
-		if len(set.files) == 0 {
+		dst := filepath.Join(s.Dir, set.dir)
+		var big []proto.FileInfo
+		for _, f := range set.files {
+			if f.Size > SmallFile {
+				big = append(big, f)
+				continue
+			}
+			if err := readSmall(ctx, h, f, dst); err != nil {
+				errs = append(errs, fmt.Errorf("fetch %s from host %q: %w", f.Path, s.Host, err))
+				continue
+			}
+			s.Pulled = append(s.Pulled, f)
+		}
+		if len(big) == 0 {
 			continue
 		}
-		dst := filepath.Join(s.Dir, set.dir)
-		if err := p.Pull(ctx, set.files, dst); err != nil {
-			return fmt.Errorf("pull %d files from host %q into %s: %w", len(set.files), s.Host, dst, err)
+		p, ok := h.(Puller)
+		if !ok {
+			errs = append(errs, fmt.Errorf("fetch artifacts of host %q: this connection cannot pull files", s.Host))
+			continue
 		}
-		s.Pulled = append(s.Pulled, set.files...)
+		if err := p.Pull(ctx, big, dst); err != nil {
+			errs = append(errs, fmt.Errorf("pull %d files from host %q into %s: %w", len(big), s.Host, dst, err))
+			continue
+		}
+		s.Pulled = append(s.Pulled, big...)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	if len(s.Refused) > 0 {
 		return fmt.Errorf("host %q reported files outside its work dir (refused): %s", s.Host, strings.Join(s.Refused, ", "))
@@ -80,4 +111,27 @@ func (s *Fetch) Undo(context.Context, *Env) error { return nil }
 func IsCaptureFile(p string) bool {
 	b := filepath.Base(p)
 	return strings.HasSuffix(b, ".pcap") || strings.Contains(b, ".pcap") || strings.HasSuffix(b, ".pcapng")
+}
+
+// readSmall fetches one small file with files.read into dst/f.Path.
+func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string) error {
+	p := filepath.Join(dst, f.Path)
+	if rel, err := filepath.Rel(dst, p); err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("refusing path %q: it leaves %s", f.Path, dst)
+	}
+	var fd proto.FileData
+	if err := h.Call(ctx, proto.MethodFilesRead, proto.FilesReadParams{Path: f.Path, MaxBytes: SmallFile}, &fd); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(fd.Data)
+	if int64(len(fd.Data)) != f.Size || hex.EncodeToString(sum[:]) != f.SHA256 {
+		return fmt.Errorf("got %d bytes (sha256 %x), the listing said %d (sha256 %s): the file changed or was damaged", len(fd.Data), sum[:8], f.Size, f.SHA256)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p+".part", fd.Data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(p+".part", p)
 }

@@ -584,3 +584,34 @@ func TestTeardownContext(t *testing.T) {
 		}
 	})
 }
+
+// TestRunFetchSmallAndBig: small files come through the agent protocol,
+// bigger ones through the host's Pull (SFTP over SSH); both arrive whole.
+func TestRunFetchSmallAndBig(t *testing.T) {
+	res, _ := runLab(t, twoHosts+`
+workload "big" {
+  tool = "exec"
+  host = host.a
+  command = ["head", "-c", "600000", "/dev/urandom"]
+}
+workload "small" {
+  tool = "exec"
+  host = host.b
+  command = ["echo", "small"]
+}`, Options{})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	st, err := os.Stat(filepath.Join(res.Dir, "hosts", "a", "logs", "wl.big.exec.r0.stdout"))
+	if err != nil || st.Size() != 600000 {
+		t.Errorf("big file: %v, %v", st, err)
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "b", "logs", "wl.small.exec.r0.stdout"))
+	if err != nil || string(b) != "small\n" {
+		t.Errorf("small file: %q, %v", b, err)
+	}
+	parts, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "*", "*", "*.part"))
+	if len(parts) > 0 {
+		t.Errorf(".part files left: %v", parts)
+	}
+}
