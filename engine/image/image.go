@@ -81,10 +81,11 @@ func (r Recipe) Name() string { return "debian-" + r.Release + "-" + r.Hash() }
 
 // Image is a built image on disk.
 type Image struct {
-	Dir       string            `json:"dir"`
-	Root      string            `json:"root"`   // raw ext4 root file system
-	Kernel    string            `json:"kernel"` // vmlinuz
-	Initrd    string            `json:"initrd"`
+	// Paths are derived from where the image is found, not stored.
+	Dir       string            `json:"-"`
+	Root      string            `json:"-"` // raw ext4 root file system
+	Kernel    string            `json:"-"` // vmlinuz
+	Initrd    string            `json:"-"`
 	Hash      string            `json:"hash"`
 	Release   string            `json:"release"`
 	Packages  map[string]string `json:"packages"` // installed versions of the recipe's packages
