@@ -431,7 +431,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	if hp, ok := c.(interface{ Hello() proto.Hello }); ok {
 		pid = hp.Hello().PID
 	}
-	return r.journal.update(func(st *State) {
+	return r.journal.noteHost(func(st *State) {
 		for i := range st.Hosts {
 			if st.Hosts[i].Name == h.Name {
 				st.Hosts[i].Connected, st.Hosts[i].WorkDir, st.Hosts[i].AgentPID = true, f.WorkDir, pid

@@ -123,6 +123,15 @@ func (j *journal) update(f func(st *State)) error {
 	return j.saveLocked(true)
 }
 
+// noteHost records what is known of a host once it answered (agent pid, work
+// dir): written, not synced, like a process effect.
+func (j *journal) noteHost(f func(st *State)) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f(&j.st)
+	return j.saveLocked(false)
+}
+
 func (j *journal) snapshot() State {
 	j.mu.Lock()
 	defer j.mu.Unlock()
