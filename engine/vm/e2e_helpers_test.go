@@ -71,12 +71,11 @@ func (g *guest) must(t *testing.T, ctx context.Context, argv ...string) string {
 
 // bg is a command running in the background on a guest.
 type bg struct {
-	s      *ssh.Session
-	o, e   bytes.Buffer
-	done   chan error
-	argv   []string
-	guest  string
-	result error
+	s     *ssh.Session
+	o, e  bytes.Buffer
+	done  chan error
+	argv  []string
+	guest string
 }
 
 func (g *guest) start(timeout time.Duration, argv ...string) (*bg, error) {

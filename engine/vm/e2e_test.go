@@ -238,6 +238,20 @@ func TestE2ERealRXE(t *testing.T) {
 	t.Cleanup(func() {
 		sctx, c := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer c()
+		// Stop as `rlab down` does, from the recorded state alone (pid,
+		// start time, pid file on the command line, QMP), then Shutdown,
+		// which must find nothing left to do.
+		st := set.State()
+		for _, v := range st.VMs {
+			if !isOurQEMU(v) {
+				t.Errorf("state of %s (pid %d) does not identify its running qemu", v.Host, v.PID)
+			}
+		}
+		t0 := time.Now()
+		if err := StopFromState(sctx, st, 30*time.Second); err != nil {
+			t.Error(err)
+		}
+		t.Logf("StopFromState stopped %d VMs in %s", len(st.VMs), time.Since(t0).Round(100*time.Millisecond))
 		if err := set.Shutdown(sctx); err != nil {
 			t.Error(err)
 		}
