@@ -64,7 +64,9 @@ type Options struct {
 	// Detach leaves the VMs running when the controller exits (no
 	// parent-death signal); they are then stopped by StopFromState.
 	Detach bool
-	// Progress, when set, is told each VM's state: "starting", "booting", "up".
+	// Progress, when set, is told each VM's state: "starting", then
+	// "booting (<accelerator note>)", e.g. "booting (KVM)" or "booting (TCG
+	// software emulation (KVM not usable: ...))", then "up in <duration>".
 	Progress func(host, state string)
 }
 
@@ -411,7 +413,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	if lastErr != nil {
 		return nil, fail("start qemu", lastErr)
 	}
-	s.opts.Progress(m.Name, "booting")
+	s.opts.Progress(m.Name, "booting ("+s.AccelNote+")")
 	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel)
 	return v, nil
 }
@@ -557,7 +559,7 @@ func (s *Set) waitSSH(ctx context.Context, v *VM, login *keyPair) error {
 		if err == nil {
 			c.Close()
 			v.BootTime = time.Since(t0)
-			s.opts.Progress(v.Name, "up")
+			s.opts.Progress(v.Name, "up in "+v.BootTime.Round(100*time.Millisecond).String())
 			s.opts.Logger.Info("vm up", "host", v.Name, "ssh", v.Addr, "boot_time", v.BootTime.Round(time.Millisecond), "accel", s.Accel)
 			return nil
 		}
