@@ -249,6 +249,27 @@ func TestDialHostKeys(t *testing.T) {
 				return sshtest.WriteKnownHosts(t, s.KnownHostsLine()), Options{SSHConfig: cfg}, Target{Name: "server", Address: "labserver"}
 			},
 		},
+		{
+			name: "ssh config ProxyJump applies when the lab names no jump",
+			setup: func(t *testing.T, s *sshtest.Server) (string, Options, Target) {
+				tg := target(s, s.KeyFile)
+				cfg := filepath.Join(t.TempDir(), "config")
+				os.WriteFile(cfg, []byte(fmt.Sprintf("Host %s\n  Port 1\n  User mallory\n  IdentityFile /nonexistent\n  ProxyJump nowhere.invalid\n", tg.Address)), 0o600)
+				tg.NoJump = false // the lab names no jump; the config's ProxyJump applies...
+				tg.Jump = nil
+				return sshtest.WriteKnownHosts(t, s.KnownHostsLine()), Options{SSHConfig: cfg}, tg
+			},
+			wantErr: []string{"nowhere.invalid"}, // ...and is used (it does not exist)
+		},
+		{
+			name: "lab user, port and key win over the ssh config",
+			setup: func(t *testing.T, s *sshtest.Server) (string, Options, Target) {
+				tg := target(s, s.KeyFile)
+				cfg := filepath.Join(t.TempDir(), "config")
+				os.WriteFile(cfg, []byte(fmt.Sprintf("Host %s\n  Port 1\n  User mallory\n  IdentityFile /nonexistent\n", tg.Address)), 0o600)
+				return sshtest.WriteKnownHosts(t, s.KnownHostsLine()), Options{SSHConfig: cfg}, tg
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
