@@ -105,7 +105,7 @@ func writeFactsTable(w io.Writer, res []remote.Result) error {
 	var errs []string
 	for _, r := range res {
 		if r.Err != nil {
-			fmt.Fprintf(tw, "%s\tunreachable\t\t\t\t\t\t\t\n", r.Name)
+			fmt.Fprintf(tw, "%s\tunreachable\n", r.Name)
 			errs = append(errs, r.Err.Error())
 			continue
 		}
