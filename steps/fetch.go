@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 )
@@ -68,18 +69,37 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		dir   string
 	}{{caps, "captures"}, {logs, "logs"}} {
 		dst := filepath.Join(s.Dir, set.dir)
-		var big []proto.FileInfo
+		var big, small []proto.FileInfo
 		for _, f := range set.files {
 			if f.Size > SmallFile {
 				big = append(big, f)
-				continue
+			} else {
+				small = append(small, f)
 			}
-			if err := readSmall(ctx, h, f, dst); err != nil {
-				errs = append(errs, fmt.Errorf("fetch %s from host %q: %w", f.Path, s.Host, err))
-				continue
-			}
-			s.Pulled = append(s.Pulled, f)
 		}
+		// Small files are read a few at a time: one round trip each, not
+		// one after another.
+		var (
+			mu  sync.Mutex
+			wg  sync.WaitGroup
+			sem = make(chan struct{}, 8)
+		)
+		for _, f := range small {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				err := readSmall(ctx, h, f, dst)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("fetch %s from host %q: %w", f.Path, s.Host, err))
+					return
+				}
+				s.Pulled = append(s.Pulled, f)
+			}()
+		}
+		wg.Wait()
 		if len(big) == 0 {
 			continue
 		}

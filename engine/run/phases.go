@@ -606,7 +606,10 @@ func (r *runner) teardown(ctx context.Context) {
 		if !ok {
 			return nil
 		}
-		if !lost {
+		// Closing the session makes the agent clean up (stop what runs,
+		// delete the rxe devices it created); an explicit cleanup call is
+		// needed only to tell it what to keep.
+		if !lost && len(keep) > 0 {
 			var cr proto.CleanupResult
 			if err := c.Call(ctx, proto.MethodCleanup, proto.CleanupParams{Keep: keep}, &cr); err != nil {
 				r.log.Warn("teardown: agent cleanup", "host", h.Name, "err", err)
