@@ -169,17 +169,6 @@ type Workload struct {
 	Port int
 }
 
-// hosts returns the hosts a workload touches, server first.
-func (w *Workload) hosts() []string {
-	if w.Host != "" {
-		return []string{w.Host}
-	}
-	if w.ServerHost == w.ClientHost {
-		return []string{w.ServerHost}
-	}
-	return []string{w.ServerHost, w.ClientHost}
-}
-
 // PortsPerWorkload is how many ports each workload's block holds.
 const PortsPerWorkload = 10
 

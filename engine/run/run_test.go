@@ -116,6 +116,10 @@ workload "bulk" {
 			t.Errorf("manifest lacks %s", p)
 		}
 	}
+	evs := readEvents(t, res.Dir)
+	if len(evs) < 4 || evs[0].Type != "run.start" || evs[len(evs)-1].Type != "run.end" || evs[len(evs)-1].Status != "ok" {
+		t.Errorf("events.jsonl: %d events, first %+v, last %+v", len(evs), evs[0], evs[len(evs)-1])
+	}
 	st := readState(t, res.Dir)
 	if st.TornDown == nil || st.Finished == nil || len(st.Hosts) != 2 || !st.Hosts[0].Connected || st.Hosts[0].WorkDir == "" {
 		t.Errorf("state = %+v", st)
