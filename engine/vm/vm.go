@@ -636,6 +636,15 @@ func (s *Set) Shutdown(ctx context.Context) error {
 				grace = 0
 			}
 			errs[i] = stopVM(ctx, v.state, grace, v.exited)
+			// Return only once qemu is reaped: stopped from the state
+			// record (rlab down) it may have exited a moment ago.
+			select {
+			case <-v.exited:
+			case <-time.After(10 * time.Second):
+				if errs[i] == nil {
+					errs[i] = fmt.Errorf("stop vm %q: qemu pid %d not reaped", v.Name, v.PID)
+				}
+			}
 		}()
 	}
 	wg.Wait()
