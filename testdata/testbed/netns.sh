@@ -85,9 +85,14 @@ CONF
 }
 
 start_sshd() { # start_sshd DIR NAME
-  local dir="$1" name="$2" ns
-  ns=$(awk -v n="$name" '$1==n {print $2}' "$dir/hosts.tsv")
-  [ -n "$ns" ] || die "no host $name in $dir"
+  local ns
+  ns=$(awk -v n="$2" '$1==n {print $2}' "$1/hosts.tsv")
+  [ -n "$ns" ] || die "no host $2 in $1"
+  start_sshd_ns "$1" "$2" "$ns"
+}
+
+start_sshd_ns() { # start_sshd_ns DIR NAME NETNS
+  local dir="$1" name="$2" ns="$3"
   stop_sshd "$dir" "$name"
   local mounts=":"
   if [ -d "$dir/$name/private-home" ]; then
@@ -107,13 +112,22 @@ start_sshd() { # start_sshd DIR NAME
   die "sshd of $name did not start"
 }
 
+# alive PID: the process exists and is not a zombie (an exited sshd whose
+# parent, PID 1 of some containers, reaps it seconds later: its sockets are
+# already closed).
+alive() {
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
 stop_sshd() { # stop_sshd DIR NAME
   local pidf="$1/$2/sshd.pid"
   if [ -f "$pidf" ]; then
     local pid; pid=$(cat "$pidf")
     kill "$pid" 2>/dev/null || true
     # Until it has exited, the listener may still accept a connection.
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
     rm -f "$pidf"
   fi
 }
@@ -143,36 +157,54 @@ up() { # up DIR IDX N M [MAXSTARTUPS]
     hosts+=("bastion bastion $p3.0.2")
     for ((j = 0; j < m; j++)); do hosts+=("b$j b $(addr "$p3" 128 $((10 + j)))"); done
   fi
-  local k=0
+  # Hosts are made in parallel (JOBS at a time; 200 hosts take seconds,
+  # not minutes); each writes its own rows, joined in order afterwards.
+  local k=0 jobs="${RLAB_TESTBED_JOBS:-16}" pids=() h
   for h in "${hosts[@]}"; do
-    read -r name side ip <<<"$h"
-    local ns="rb${idx}-$name" veth="rb${idx}v$k"
     k=$((k + 1))
-    mkdir -p "$dir/$name"
-    # Names left by a bed torn down a moment ago (netns removal is lazy).
-    ip netns del "$ns" 2>/dev/null || true
-    ip link del "$veth" 2>/dev/null || true
-    ip link del "rb${idx}w$k" 2>/dev/null || true
-    ip netns add "$ns"
-    ip -n "$ns" link set lo up
-    local br="$ba"; [ "$side" = b ] && br="$bb"
-    ip link add "$veth" type veth peer name eth0 netns "$ns"
-    ip link set "$veth" master "$br" up
-    ip -n "$ns" addr add "$ip/17" dev eth0
-    ip -n "$ns" link set eth0 up
-    if [ "$side" = bastion ]; then
-      local veth2="rb${idx}w$k"
-      ip link add "$veth2" type veth peer name eth1 netns "$ns"
-      ip link set "$veth2" master "$bb" up
-      ip -n "$ns" addr add "$p3.128.2/17" dev eth1
-      ip -n "$ns" link set eth1 up
+    make_host "$dir" "$idx" "$k" "$ms" "$ba" "$bb" "$p3" $h &
+    pids+=($!)
+    if [ "${#pids[@]}" -ge "$jobs" ]; then
+      wait "${pids[0]}" || die "host ${pids[0]} failed"
+      pids=("${pids[@]:1}")
     fi
-    ssh-keygen -q -t ed25519 -N '' -C "$name" -f "$dir/$name/ssh_host_ed25519_key" <<<y >/dev/null
-    echo "$ip $(cut -d' ' -f1,2 "$dir/$name/ssh_host_ed25519_key.pub")" >>"$dir/known_hosts"
-    printf '%s\t%s\t%s\t%s\n' "$name" "$ns" "$ip" "$side" >>"$dir/hosts.tsv"
-    write_conf "$dir" "$name" "$ms"
-    start_sshd "$dir" "$name"
   done
+  local p
+  for p in "${pids[@]}"; do wait "$p" || die "a host failed"; done
+  for h in "${hosts[@]}"; do
+    read -r name _ _ <<<"$h"
+    cat "$dir/$name/known_hosts.row" >>"$dir/known_hosts"
+    cat "$dir/$name/hosts.row" >>"$dir/hosts.tsv"
+  done
+}
+
+make_host() { # make_host DIR IDX K MAXSTARTUPS BRIDGE_A BRIDGE_B PREFIX3 NAME SIDE IP
+  local dir="$1" idx="$2" k="$3" ms="$4" ba="$5" bb="$6" p3="$7" name="$8" side="$9" ip="${10}"
+  local ns="rb${idx}-$name" veth="rb${idx}v$((k - 1))"
+  mkdir -p "$dir/$name"
+  # Names left by a bed torn down a moment ago (netns removal is lazy).
+  ip netns del "$ns" 2>/dev/null || true
+  ip link del "$veth" 2>/dev/null || true
+  ip link del "rb${idx}w$k" 2>/dev/null || true
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  local br="$ba"; [ "$side" = b ] && br="$bb"
+  ip link add "$veth" type veth peer name eth0 netns "$ns"
+  ip link set "$veth" master "$br" up
+  ip -n "$ns" addr add "$ip/17" dev eth0
+  ip -n "$ns" link set eth0 up
+  if [ "$side" = bastion ]; then
+    local veth2="rb${idx}w$k"
+    ip link add "$veth2" type veth peer name eth1 netns "$ns"
+    ip link set "$veth2" master "$bb" up
+    ip -n "$ns" addr add "$p3.128.2/17" dev eth1
+    ip -n "$ns" link set eth1 up
+  fi
+  ssh-keygen -q -t ed25519 -N '' -C "$name" -f "$dir/$name/ssh_host_ed25519_key" <<<y >/dev/null
+  echo "$ip $(cut -d' ' -f1,2 "$dir/$name/ssh_host_ed25519_key.pub")" >"$dir/$name/known_hosts.row"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$ns" "$ip" "$side" >"$dir/$name/hosts.row"
+  write_conf "$dir" "$name" "$ms"
+  start_sshd_ns "$dir" "$name" "$ns"
 }
 
 down() { # down DIR
@@ -183,11 +215,17 @@ down() { # down DIR
   # and the next bed in this slot would trip over them.
   ip -o link show 2>/dev/null | awk -F': ' -v p="rb${idx}[vw]" '$2 ~ "^"p {sub(/@.*/, "", $2); print $2}' |
     while read -r l; do ip link del "$l" 2>/dev/null || true; done
+  # Every host at once: stop its sshd, kill what is left in its namespace,
+  # remove the namespace (200 hosts one by one took minutes).
+  local pids=()
   while IFS=$'\t' read -r name ns _ _; do
-    stop_sshd "$dir" "$name"
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del "$ns" 2>/dev/null || true
+    { stop_sshd "$dir" "$name"
+      ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+      ip netns del "$ns" 2>/dev/null || true; } &
+    pids+=($!)
+    if [ "${#pids[@]}" -ge 32 ]; then wait "${pids[0]}" || true; pids=("${pids[@]:1}"); fi
   done <"$dir/hosts.tsv"
+  wait || true
   ip link del "rb${idx}a" 2>/dev/null || true
   ip link del "rb${idx}b" 2>/dev/null || true
   rm -f "$dir/hosts.tsv"
