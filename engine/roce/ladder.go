@@ -25,6 +25,25 @@ type ladderRow struct {
 	rawFirst int64
 }
 
+// LadderRow is one arrow of the diagram, for callers that draw it
+// themselves (the HTML report).
+type LadderRow struct {
+	Frame   int     `json:"frame"`
+	Time    float64 `json:"time"`     // seconds since the first row
+	ToRight bool    `json:"to_right"` // from A to B
+	Label   string  `json:"label"`    // "RDMA WRITE First PSN 11302718"
+	Detail  string  `json:"detail"`   // "QP 0x00001a, VA 0x... rkey 0x... len 4096"
+}
+
+// Rows returns the arrows collected so far.
+func (l *Ladder) Rows() []LadderRow {
+	out := make([]LadderRow, len(l.rows))
+	for i, r := range l.rows {
+		out[i] = LadderRow{Frame: r.number, Time: r.t, ToRight: r.toRight, Label: r.label, Detail: r.detail}
+	}
+	return out
+}
+
 // NewLadder returns a Ladder that keeps n packets.
 func NewLadder(n int) *Ladder { return &Ladder{N: n} }
 

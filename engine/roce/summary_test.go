@@ -197,3 +197,18 @@ func TestICRCNotCheckedWithIPOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestLadderRows(t *testing.T) {
+	_, l := summarize(t, filepath.Join(pcapDir, "roce-ib_write_bw-10x4KiB.pcap"), 13)
+	rows := l.Rows()
+	if len(rows) != 13 {
+		t.Fatalf("%d rows, want 13", len(rows))
+	}
+	want := LadderRow{Frame: 12, Time: rows[11].Time, ToRight: false, Label: "Acknowledge PSN 11302721", Detail: "QP 0x00001a, ACK MSN 1"}
+	if d := cmp.Diff(want, rows[11]); d != "" || rows[11].Time <= 0 {
+		t.Errorf("row 12 (-want +got):\n%s", d)
+	}
+	if !rows[0].ToRight || l.A.String() != "10.99.0.2" || l.B.String() != "10.99.0.1" {
+		t.Errorf("ends %s -> %s, first row to the right %v", l.A, l.B, rows[0].ToRight)
+	}
+}
