@@ -1,0 +1,244 @@
+// Command exec benchmarks one trivial command on N network-namespace sshd
+// hosts (engine/testbed): `rlab run` of a lab with one exec workload
+// (`true`) per host, agent cached (warm) and not (cold), against `ansible
+// all -m raw -a true` (ansible-core; pipelining on, fact gathering off,
+// forks = N) and the floor, N parallel OpenSSH `ssh host true` logins, the
+// latter two with rlab's key exchange (as bench/facts pins it), Ansible also
+// with OpenSSH's default. Rounds alternate the order; medians are printed as
+// Markdown, raw timings written as JSON.
+//
+//	make build
+//	go run ./bench/exec -rlab bin/rlab -hosts 100 -rounds 5
+//
+// Needs root, openssh-server and ansible-core; no QEMU VM may be running.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/testbed"
+)
+
+// kex is the key exchange rlab's client (x/crypto/ssh) settles on with
+// Debian 12's OpenSSH 9.2; the OpenSSH client alone would pick
+// sntrup761x25519, about 3x the CPU per login (see bench/facts).
+const kex = "curve25519-sha256"
+
+func main() {
+	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
+	n := flag.Int("hosts", 100, "hosts")
+	rounds := flag.Int("rounds", 5, "alternating rounds")
+	out := flag.String("out", "bench/out/exec", "folder for raw results")
+	flag.Parse()
+	if err := run(*rlab, *n, *rounds, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/exec:", err)
+		os.Exit(1)
+	}
+}
+
+func run(rlab string, n, rounds int, out string) error {
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
+		return fmt.Errorf("needs root and openssh-server (testdata/deps.sh)")
+	}
+	if qemuRunning() {
+		return fmt.Errorf("a QEMU VM is running: benchmarks would measure it; stop it first")
+	}
+	if _, err := exec.LookPath("ansible"); err != nil {
+		return fmt.Errorf("ansible not found: apt-get install ansible-core")
+	}
+	rlabAbs, err := filepath.Abs(rlab)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "rlab-bench-exec-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bed, err := testbed.Up(dir, testbed.Options{Hosts: n})
+	if err != nil {
+		return err
+	}
+	defer bed.Down()
+
+	var lab, inv strings.Builder
+	fmt.Fprintf(&lab, "lab \"bench-exec\" {}\nssh {\n  user = %q\n  identity_file = %q\n  known_hosts = %q\n}\n", bed.User, bed.KeyFile, bed.KnownHosts)
+	inv.WriteString("[bed]\n")
+	for _, h := range bed.Hosts {
+		fmt.Fprintf(&lab, "host %q { address = %q }\n", h.Name, h.Addr)
+		fmt.Fprintf(&inv, "%s ansible_host=%s\n", h.Name, h.Addr)
+	}
+	for _, h := range bed.Hosts {
+		fmt.Fprintf(&lab, "workload \"true_%s\" {\n  tool = \"exec\"\n  host = host.%s\n  command = [\"true\"]\n}\n", h.Name, h.Name)
+	}
+	labFile := filepath.Join(dir, "bench.hcl")
+	if err := os.WriteFile(labFile, []byte(lab.String()), 0o644); err != nil {
+		return err
+	}
+	invFile := filepath.Join(dir, "inventory.ini")
+	if err := os.WriteFile(invFile, []byte(inv.String()), 0o600); err != nil {
+		return err
+	}
+	ansibleCfg := func(name, kexOpt string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(fmt.Sprintf(`[defaults]
+forks = %d
+gathering = explicit
+host_key_checking = True
+interpreter_python = auto_silent
+[ssh_connection]
+pipelining = True
+ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes
+`, n, kexOpt, bed.KnownHosts)), 0o600)
+		return p
+	}
+	cfg := ansibleCfg("ansible.cfg", "-o KexAlgorithms="+kex)
+	cfgDefault := ansibleCfg("ansible-default-kex.cfg", "")
+	ansible := func(cfg string) func() *exec.Cmd {
+		return func() *exec.Cmd {
+			c := exec.Command("ansible", "bed", "-i", invFile, "-m", "raw", "-a", "true", "-f", fmt.Sprint(n), "-u", bed.User, "--private-key", bed.KeyFile)
+			c.Env = append(os.Environ(), "ANSIBLE_CONFIG="+cfg)
+			return c
+		}
+	}
+	runs := 0
+	rlabRun := func() *exec.Cmd {
+		runs++
+		c := exec.Command(rlabAbs, "run", "--parallel", fmt.Sprint(n), "--out", filepath.Join(dir, "runs", fmt.Sprint(runs)), labFile)
+		c.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
+		return c
+	}
+	cache := filepath.Join(bed.Home, remote.CacheDir)
+	cases := []struct {
+		name string
+		prep func()
+		cmd  func() *exec.Cmd
+	}{
+		{"rlab run, exec `true` per host (agent cached)", nil, rlabRun},
+		{"ansible -m raw -a true (same kex)", nil, ansible(cfg)},
+		{"floor: parallel `ssh host true` (same kex)", nil, nil},
+		{"ansible -m raw -a true (OpenSSH default kex)", nil, ansible(cfgDefault)},
+		{"rlab run, cold (agent shipped)", func() { os.RemoveAll(cache) }, rlabRun},
+	}
+	// Warm the agent cache once.
+	if err := rlabRun().Run(); err != nil {
+		return fmt.Errorf("warm-up rlab run: %w", err)
+	}
+	times := map[string][]float64{}
+	for r := 0; r < rounds; r++ {
+		order := []int{0, 1, 2, 3, 4}
+		if r%2 == 1 {
+			order = []int{3, 2, 1, 0, 4} // cold last: it leaves the cache warm again
+		}
+		for _, i := range order {
+			c := cases[i]
+			if c.prep != nil {
+				c.prep()
+			}
+			var d time.Duration
+			var err error
+			if c.cmd == nil {
+				d, err = sshFloor(bed)
+			} else {
+				cmd := c.cmd()
+				var stderr strings.Builder
+				cmd.Stdout, cmd.Stderr = nil, &stderr
+				start := time.Now()
+				err = cmd.Run()
+				d = time.Since(start)
+				if err != nil {
+					err = fmt.Errorf("%v: %s", err, tail(stderr.String()))
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", r, c.name, err)
+			}
+			times[c.name] = append(times[c.name], d.Seconds())
+			fmt.Fprintf(os.Stderr, "round %d  %-48s %.3fs\n", r, c.name, d.Seconds())
+			if qemuRunning() {
+				return fmt.Errorf("a QEMU VM started during round %d: the numbers would measure it; run again when it is done", r)
+			}
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "kex": kex, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
+	if err := os.WriteFile(filepath.Join(out, "exec.json"), raw, 0o644); err != nil {
+		return err
+	}
+	ansibleMedian := median(times[cases[1].name])
+	floor := median(times[cases[2].name])
+	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible (same kex) / this | this / floor |\n|---|---|---|---|\n", n, rounds)
+	for _, c := range cases {
+		m := median(times[c.name])
+		fmt.Printf("| %s | %.2f | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, m/floor)
+	}
+	fmt.Printf("\nload average at the end: %s\nraw: %s\n", strings.TrimSpace(string(load)), filepath.Join(out, "exec.json"))
+	return nil
+}
+
+// sshFloor is N parallel OpenSSH logins running `true`, each a fresh
+// connection with the same key exchange and host key checking.
+func sshFloor(bed *testbed.Bed) (time.Duration, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, len(bed.Hosts))
+	start := time.Now()
+	for i, h := range bed.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := exec.Command("ssh", "-F", "none", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "KexAlgorithms="+kex,
+				"-o", "UserKnownHostsFile="+bed.KnownHosts, "-o", "StrictHostKeyChecking=yes",
+				"-i", bed.KeyFile, bed.User+"@"+h.Addr, "true").CombinedOutput()
+			if err != nil {
+				errs[i] = fmt.Errorf("ssh %s: %v: %s", h.Addr, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// qemuRunning says whether a QEMU VM runs here (it would be measured too).
+// RLAB_BENCH_SMOKE=1 ignores it to check the harness itself: its numbers
+// are then not figures.
+func qemuRunning() bool {
+	return os.Getenv("RLAB_BENCH_SMOKE") != "1" && exec.Command("pgrep", "qemu").Run() == nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
