@@ -38,7 +38,7 @@ func main() {
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
 	n := flag.Int("hosts", 100, "hosts")
 	rounds := flag.Int("rounds", 5, "alternating rounds")
-	out := flag.String("out", "bench/out/exec", "folder for raw results")
+	out := flag.String("out", "bench/exec/out", "folder for raw results")
 	flag.Parse()
 	if err := run(*rlab, *n, *rounds, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/exec:", err)

@@ -20,12 +20,14 @@
 package main
 
 import (
+	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -57,7 +59,7 @@ func main() {
 	bigMiB := flag.Int("big-mib", 1024, "size of the one big file (MiB)")
 	smallN := flag.Int("small", 1000, "number of small files")
 	midMiB := flag.Int("mid-mib", 10, "file size per host in the many-hosts case (MiB)")
-	out := flag.String("out", "bench/out/pull", "folder for raw results")
+	out := flag.String("out", "bench/pull/out", "folder for raw results")
 	flag.Parse()
 	if err := run(*n, *rounds, *bigMiB, *smallN, *midMiB, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/pull:", err)
@@ -69,9 +71,10 @@ func main() {
 var knownHosts, keyFile string
 
 type hostConn struct {
-	h     *testbed.Host
-	agent *remote.Agent
-	ctl   string // OpenSSH ControlPath
+	h      *testbed.Host
+	agent  *remote.Agent
+	client *sshx.Client
+	ctl    string // OpenSSH ControlPath
 }
 
 func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
@@ -149,6 +152,9 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 				fmt.Fprintf(&b, "get %s %s/\n", filepath.Join(h0.agent.Hello.WorkDir, "small", fmt.Sprintf("f%04d.log", i)), d)
 			}
 			return sftpBatch(h0, bed.User, dir, b.String())
+		}},
+		{"bundle: one tar stream over rlab's SSH connection (what a bundled files.read would do)", "small", func() error {
+			return bundle(h0, "small", fresh())
 		}},
 		{"scp -r of the folder", "small", func() error {
 			return ossh("scp", h0, "-q", "-r", bed.User+"@"+h0.h.Addr+":"+filepath.Join(h0.agent.Hello.WorkDir, "small"), fresh())
@@ -247,7 +253,7 @@ func connect(ctx context.Context, bed *testbed.Bed, dir string) ([]*hostConn, fu
 			errs[i] = err
 			return
 		}
-		hc := &hostConn{h: h, agent: a, ctl: filepath.Join(dir, "cm-"+h.Name)}
+		hc := &hostConn{h: h, agent: a, client: c, ctl: filepath.Join(dir, "cm-"+h.Name)}
 		m := exec.Command("ssh", append(sshOpts(hc), "-o", "ControlMaster=yes", "-o", "ControlPersist=yes", "-fN", bed.User+"@"+h.Addr)...)
 		if out, err := m.CombinedOutput(); err != nil {
 			errs[i] = fmt.Errorf("ssh ControlMaster to %s: %v: %s", h.Addr, err, out)
@@ -359,6 +365,64 @@ func readSmall(ctx context.Context, a *remote.Agent, f proto.FileInfo, dst strin
 	}
 	return os.Rename(p+".part", p)
 }
+
+// bundle is the fix the per-file paths lack: every small file in one
+// stream, one round trip. It runs tar on the host in a session of the
+// connection the agent uses and unpacks it here, refusing anything but
+// regular files with local paths.
+func bundle(c *hostConn, sub, dst string) error {
+	sess, err := c.client.NewSession()
+	if err != nil {
+		return fmt.Errorf("session on %s: %w", c.h.Name, err)
+	}
+	defer sess.Close()
+	r, err := sess.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	// The work dir comes from the agent's hello, sub is ours: quoted for the
+	// remote shell.
+	if err := sess.Start("tar -C " + shellQuote(c.agent.Hello.WorkDir) + " -cf - " + shellQuote(sub)); err != nil {
+		return fmt.Errorf("tar on %s: %w", c.h.Name, err)
+	}
+	tr := tar.NewReader(r)
+	for {
+		hd, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read tar from %s: %w", c.h.Name, err)
+		}
+		if hd.Typeflag == tar.TypeDir {
+			continue
+		}
+		if hd.Typeflag != tar.TypeReg {
+			return fmt.Errorf("tar from %s: %s is not a regular file", c.h.Name, hd.Name)
+		}
+		p, err := remote.ConfinedPath(dst, hd.Name)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return sess.Wait()
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // each runs fn for every host at once and returns the first error.
 func each(conns []*hostConn, fn func(*hostConn) error) error {

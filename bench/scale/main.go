@@ -34,7 +34,7 @@ func main() {
 	n := flag.Int("hosts", 200, "hosts (even: they are paired)")
 	rounds := flag.Int("rounds", 3, "alternating rounds at full size")
 	steps := flag.String("steps", "2,10,50,100,200", "host counts for the memory/CPU curve (direct bed); empty: none")
-	out := flag.String("out", "bench/out/scale", "folder for raw results")
+	out := flag.String("out", "bench/scale/out", "folder for raw results")
 	flag.Parse()
 	if err := run(*rlab, *n, *rounds, *steps, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scale:", err)
