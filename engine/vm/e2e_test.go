@@ -440,7 +440,34 @@ workload "write_lat" {
 	}
 	out := filepath.Join(dir, "run")
 	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, labFile)
+	// RLAB_VM_TOP=1: sample the guests' busiest processes during the run,
+	// to see what besides the tool takes the guests' one vCPU.
+	stopTop := make(chan struct{})
+	topDone := make(chan struct{})
+	go func() {
+		defer close(topDone)
+		if os.Getenv("RLAB_VM_TOP") != "1" {
+			return
+		}
+		for {
+			select {
+			case <-stopTop:
+				return
+			case <-time.After(3 * time.Second):
+			}
+			for _, g := range gs {
+				o, _, _ := g.run(ctx, 20*time.Second, "top", "-b", "-n", "1", "-d", "1", "-w", "120", "-o", "%CPU")
+				lines := strings.Split(o, "\n")
+				if len(lines) > 12 {
+					lines = lines[6:12]
+				}
+				t.Logf("top on %s:\n%s", g.name, strings.Join(lines, "\n"))
+			}
+		}
+	}()
 	res, err := cmd.CombinedOutput()
+	close(stopTop)
+	<-topDone
 	t.Logf("rlab run (SSH to the VMs):\n%s", res)
 	if err != nil {
 		t.Fatalf("rlab run: %v", err)
