@@ -487,14 +487,21 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 	}
 }
 
-// checkVMAddresses reports two VMs given one address on one network.
+// checkVMAddresses reports two VMs given one address on one network, and a
+// network joining more than two VMs: local VM networks are point-to-point
+// links (a QEMU stream socket between two VMs).
 func (l *loader) checkVMAddresses() {
 	seen := map[string]*Host{}
+	members := map[string][]*Host{}
 	for _, h := range l.lab.Hosts {
 		if h.VM == nil {
 			continue
 		}
 		for _, n := range h.VM.Networks {
+			members[n.Name] = append(members[n.Name], h)
+			if m := members[n.Name]; len(m) == 3 {
+				l.errorf(h.Range.Ptr(), "Too many VMs on one network", "Network %q already links %s and %s; a local VM network is a point-to-point link between two VMs. Give %s its own network (e.g. network %q) and pair it with one other VM.", n.Name, m[0].Name, m[1].Name, h.Name, n.Name+"2")
+			}
 			if n.Address == "" {
 				continue
 			}

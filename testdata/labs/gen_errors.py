@@ -451,6 +451,28 @@ host "d" { # ERROR: Duplicate VM network address
   }
 }
 ''')
+W('vm_three_on_network','''host "c" {
+  vm {
+    network "rdma" {
+      address = "10.99.0.1/24"
+    }
+  }
+}
+host "d" {
+  vm {
+    network "rdma" {
+      address = "10.99.0.2/24"
+    }
+  }
+}
+host "e" { # ERROR: Too many VMs on one network
+  vm {
+    network "rdma" {
+      address = "10.99.0.3/24"
+    }
+  }
+}
+''')
 W('vm_netdev_missing','''host "c" {
   vm {
     network "rdma" {
