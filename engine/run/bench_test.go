@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func BenchmarkRunNoop50(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		bed := newPipeBed(b)
-		res := Run(context.Background(), l, Options{Connector: bed, Out: filepath.Join(root, fmt.Sprint(i)), NoReport: true})
+		res := Run(context.Background(), l, Options{Connector: bed, Out: filepath.Join(root, fmt.Sprint(i)), NoReport: os.Getenv("RLAB_BENCH_REPORT") == ""})
 		if res.Code != ExitOK {
 			b.Fatalf("code %d: %v", res.Code, res.Err)
 		}

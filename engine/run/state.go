@@ -50,17 +50,26 @@ type StateHost struct {
 
 // journal is the live state.json of a run: every change is written (to a
 // temp file, then renamed) before the call that changes a host returns.
+//
+// Writes are group-committed: a change is applied under mu, then the caller
+// waits for a write that includes it. Many workloads noting at once share
+// one write instead of queueing one each.
 type journal struct {
 	mu     sync.Mutex
 	path   string
 	st     State
+	gen    uint64            // changes applied
 	redact *strings.Replacer // sensitive values never reach the file
+
+	wmu     sync.Mutex // one writer at a time
+	written uint64     // changes in the file
+	synced  uint64     // changes in the file and fsynced
 }
 
 func newJournal(dir string, st State) (*journal, error) {
 	j := &journal{path: filepath.Join(dir, StateFile), st: st}
 	j.st.Version = 1
-	return j, j.saveLocked(true)
+	return j, j.change(func(*State) {}, true)
 }
 
 func openJournal(dir string) (*journal, error) {
@@ -78,7 +87,6 @@ func openJournal(dir string) (*journal, error) {
 // Note implements steps.Journal.
 func (j *journal) Note(e steps.Effect) error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.redact != nil && len(e.Argv) > 0 {
 		argv := make([]string, len(e.Argv))
 		for i, a := range e.Argv {
@@ -86,6 +94,7 @@ func (j *journal) Note(e steps.Effect) error {
 		}
 		e.Argv = argv
 	}
+	found := false
 	for i := range j.st.Effects {
 		o := &j.st.Effects[i]
 		if o.Host == e.Host && o.Kind == e.Kind && o.ID == e.ID {
@@ -102,11 +111,17 @@ func (j *journal) Note(e steps.Effect) error {
 			e.Created = e.Created || o.Created
 			e.Keep = e.Keep || o.Keep
 			*o = e
-			return j.saveLocked(durable(e))
+			found = true
+			break
 		}
 	}
-	j.st.Effects = append(j.st.Effects, e)
-	return j.saveLocked(durable(e))
+	if !found {
+		j.st.Effects = append(j.st.Effects, e)
+	}
+	j.gen++
+	gen := j.gen
+	j.mu.Unlock()
+	return j.flush(gen, durable(e))
 }
 
 // durable says whether an effect must reach the disk (fsync) before it
@@ -117,19 +132,47 @@ func (j *journal) Note(e steps.Effect) error {
 func durable(e steps.Effect) bool { return e.Kind == "rxe" }
 
 func (j *journal) update(f func(st *State)) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	f(&j.st)
-	return j.saveLocked(true)
+	return j.change(f, true)
 }
 
-// noteHost records what is known of a host once it answered (agent pid, work
-// dir): written, not synced, like a process effect.
+// noteHost records what is known of a host once it answered (agent pid,
+// work dir): written, not synced, like a process effect.
 func (j *journal) noteHost(f func(st *State)) error {
+	return j.change(f, false)
+}
+
+func (j *journal) change(f func(st *State), sync bool) error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	f(&j.st)
-	return j.saveLocked(false)
+	j.gen++
+	gen := j.gen
+	j.mu.Unlock()
+	return j.flush(gen, sync)
+}
+
+// flush returns once the file holds change gen (synced when sync is set),
+// writing it unless a write that started after the change already did.
+func (j *journal) flush(gen uint64, sync bool) error {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	if j.written >= gen && (!sync || j.synced >= gen) {
+		return nil
+	}
+	j.mu.Lock()
+	b, err := json.MarshalIndent(&j.st, "", "  ")
+	cur := j.gen
+	j.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := j.write(b, sync); err != nil {
+		return err
+	}
+	j.written = cur
+	if sync {
+		j.synced = cur
+	}
+	return nil
 }
 
 func (j *journal) snapshot() State {
@@ -141,11 +184,8 @@ func (j *journal) snapshot() State {
 	return st
 }
 
-func (j *journal) saveLocked(sync bool) error {
-	b, err := json.MarshalIndent(&j.st, "", "  ")
-	if err != nil {
-		return err
-	}
+// write replaces the file with b (temp file, then rename).
+func (j *journal) write(b []byte, sync bool) error {
 	tmp := j.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
