@@ -65,5 +65,6 @@ for n in "rlab pcap --iograph:rw:rc" "tshark -q -z io,stat,1:sw:sc"; do
   IFS=: read -r name wv cv <<<"$n"
   declare -n W=$wv C=$cv
   mw=$(med "${W[@]}"); mc=$(med "${C[@]}")
-  printf '%-24s median wall %7.2f s (%5.2f M frames/s), median cpu %7.2f s (%5.2f M frames/s)\n' "$name" "$mw" "$(echo "$frames / $mw / 1000000" | bc -l)" "$mc" "$(echo "$frames / $mc / 1000000" | bc -l)"
+  awk -v n="$name" -v f="$frames" -v w="$mw" -v c="$mc" 'BEGIN {
+    printf "%-24s median wall %7.2f s (%5.2f M frames/s), median cpu %7.2f s (%5.2f M frames/s)\n", n, w, f / w / 1e6, c, f / c / 1e6 }'
 done

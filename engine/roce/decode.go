@@ -495,24 +495,40 @@ var ff8 = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // the kernel's rxe_icrc.c). It returns the value as the wire carries it,
 // read big-endian, as Packet.ICRC is.
 func ICRC(pkt []byte, ipLen int) uint32 {
-	var h [40 + 8 + 12]byte
-	n := copy(h[:ipLen+20], pkt)
-	if n < ipLen+20 {
+	if len(pkt) < ipLen+20 || ipLen != 20 && ipLen != 40 {
 		return 0
 	}
+	// The masked bytes are fed from constants, the rest straight from pkt:
+	// a local copy to mask would escape to the heap through crc32.Update.
+	t := crc32.IEEETable
+	c := crc32.Update(0, t, ff8)
 	if ipLen == 20 {
-		h[1] = 0xff               // TOS
-		h[8] = 0xff               // TTL
-		h[10], h[11] = 0xff, 0xff // header checksum
+		c = crc32.Update(c, t, pkt[0:1])
+		c = crc32.Update(c, t, ff8[:1]) // TOS
+		c = crc32.Update(c, t, pkt[2:8])
+		c = crc32.Update(c, t, ff8[:1]) // TTL
+		c = crc32.Update(c, t, pkt[9:10])
+		c = crc32.Update(c, t, ff8[:2]) // header checksum
+		c = crc32.Update(c, t, pkt[12:20+6])
 	} else {
-		h[0] |= 0x0f // traffic class and flow label
-		h[1], h[2], h[3] = 0xff, 0xff, 0xff
-		h[7] = 0xff // hop limit
+		c = crc32.Update(c, t, verTC[pkt[0]>>4][:]) // traffic class
+		c = crc32.Update(c, t, ff8[:3])             // and flow label
+		c = crc32.Update(c, t, pkt[4:7])
+		c = crc32.Update(c, t, ff8[:1]) // hop limit
+		c = crc32.Update(c, t, pkt[8:40+6])
 	}
-	h[ipLen+6], h[ipLen+7] = 0xff, 0xff // UDP checksum
-	h[ipLen+8+4] = 0xff                 // BTH FECN, BECN, reserved
-	c := crc32.Update(0, crc32.IEEETable, ff8)
-	c = crc32.Update(c, crc32.IEEETable, h[:n])
-	c = crc32.Update(c, crc32.IEEETable, pkt[n:])
+	c = crc32.Update(c, t, ff8[:2]) // UDP checksum
+	c = crc32.Update(c, t, pkt[ipLen+8:ipLen+8+4])
+	c = crc32.Update(c, t, ff8[:1]) // BTH FECN, BECN, reserved
+	c = crc32.Update(c, t, pkt[ipLen+8+5:])
 	return bits.ReverseBytes32(c)
 }
+
+// verTC[v] is the first IPv6 byte of version v with the traffic class
+// bits in it masked.
+var verTC = func() (t [16][1]byte) {
+	for v := range t {
+		t[v][0] = byte(v)<<4 | 0x0f
+	}
+	return t
+}()

@@ -25,6 +25,7 @@ type ngGuard struct {
 	pos   int
 	order binary.ByteOrder
 	err   error
+	hdr   [12]byte // a field, not a local: io.ReadFull would move it to the heap per block
 }
 
 func newNgGuard(r io.Reader) *ngGuard { return &ngGuard{r: r, order: binary.LittleEndian} }
@@ -50,7 +51,7 @@ func (g *ngGuard) Read(p []byte) (int, error) {
 // next reads and checks one block into buf.
 func (g *ngGuard) next() error {
 	g.buf, g.pos = g.buf[:0], 0
-	var hdr [12]byte
+	hdr := g.hdr[:]
 	n, err := io.ReadFull(g.r, hdr[:8])
 	if err != nil {
 		g.buf = append(g.buf, hdr[:n]...)
