@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -72,9 +73,18 @@ RoCEv2, each operation class and TCP.`,
 			sum.CutShort = res.CutShort
 			sum.Finish()
 			out := bufio.NewWriter(cmd.OutOrStdout())
-			if asJSON {
+			switch {
+			case asJSON && ladder != nil:
+				// The summary's fields and the ladder's arrows in one object.
+				e := json.NewEncoder(out)
+				e.SetIndent("", "  ")
+				err = e.Encode(struct {
+					*roce.Summary
+					Ladder []roce.LadderRow `json:"ladder"`
+				}{sum, ladder.Rows()})
+			case asJSON:
 				err = roce.WriteJSON(out, sum)
-			} else {
+			default:
 				err = roce.WriteText(out, sum)
 			}
 			if err == nil && ladder != nil && !asJSON {

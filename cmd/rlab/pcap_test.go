@@ -85,3 +85,24 @@ func TestPcapJSON(t *testing.T) {
 		t.Errorf("summary %+v", s)
 	}
 }
+
+func TestPcapJSONWithFlow(t *testing.T) {
+	out, err := runPcap(t, pcapFixture, "--json", "--flow", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Frames int `json:"frames"`
+		Ladder []struct {
+			Frame   int    `json:"frame"`
+			ToRight bool   `json:"to_right"`
+			Label   string `json:"label"`
+		} `json:"ladder"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("--json --flow output: %v\n%s", err, out)
+	}
+	if s.Frames != 50 || len(s.Ladder) != 3 || !s.Ladder[0].ToRight || s.Ladder[0].Label != "RDMA WRITE First PSN 11302718" {
+		t.Errorf("summary %+v", s)
+	}
+}
