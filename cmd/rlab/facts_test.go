@@ -26,8 +26,8 @@ func factsFixture() []remote.Result {
 		},
 		RDMA: []proto.RDMADevice{{Name: "rxe_eth1", Kind: "rxe", Parent: "eth1", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", ActiveMTU: 1024,
 			GIDs: []proto.GID{{Index: 1, GID: "0000:0000:0000:0000:0000:ffff:c0a8:3201", Type: "RoCE v2", Netdev: "eth1"}}}}}},
-		RXEModule: "loaded",
-		Tools:     map[string]proto.Tool{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: "6.15"}, "tcpdump": {Path: "/usr/bin/tcpdump", Version: "4.99.3"}},
+		RXEModule:   "loaded",
+		Tools:       map[string]proto.Tool{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: "6.15"}, "tcpdump": {Path: "/usr/bin/tcpdump", Version: "4.99.3"}},
 		MemlockSoft: -1, MemlockHard: -1, WorkDir: "/root/.cache/rlab/runs/facts/server", FreeBytes: 10 << 30,
 	}
 	return []remote.Result{
