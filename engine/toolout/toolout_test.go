@@ -209,12 +209,12 @@ func TestFigures(t *testing.T) {
 		{file: "rping.client.txt", n: 1, figs: []fig{{"rping_count", 0, 5}}},
 		// recorded by the VM test bed (testdata/toolout/recorded)
 		{file: "recorded/ib_read_lat.client.txt", n: 7, mtu: 1024, gid: 1,
-			figs: []fig{{"lat_typical", 2, 359.06}, {"lat_p99", 2, 10391.61}}},
+			figs: []fig{{"lat_typical", 2, 412.53}, {"lat_p99", 2, 4456.34}}},
 		{file: "recorded/ib_atomic_lat.client.txt", n: 7, mtu: 1024, gid: 1,
-			figs: []fig{{"lat_typical", 8, 405.31}, {"lat_p999", 8, 18024.74}}},
-		{file: "recorded/ibv_uc_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 4096, 4.48}, {"pp_lat", 4096, 14643.93}}},
-		{file: "recorded/ibv_ud_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 1024, 9.48}, {"pp_lat", 1024, 1727.69}}},
-		{file: "recorded/ibv_srq_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 4096, 71.89}, {"pp_lat", 4096, 911.59}}},
+			figs: []fig{{"lat_typical", 8, 342.20}, {"lat_p999", 8, 236714.57}}},
+		{file: "recorded/ibv_uc_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 4096, 11.62}, {"pp_lat", 4096, 5639.52}}},
+		{file: "recorded/ibv_ud_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 1024, 10.96}, {"pp_lat", 1024, 1494.93}}},
+		{file: "recorded/ibv_srq_pingpong.client.txt", n: 2, figs: []fig{{"pp_bw", 4096, 41.96}, {"pp_lat", 4096, 1562.00}}},
 		{file: "rping.server.txt", n: 1, figs: []fig{{"rping_count", 0, 5}}},
 	}
 	for _, tc := range tests {
