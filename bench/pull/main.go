@@ -60,12 +60,22 @@ func main() {
 	smallN := flag.Int("small", 1000, "number of small files")
 	midMiB := flag.Int("mid-mib", 10, "file size per host in the many-hosts case (MiB)")
 	out := flag.String("out", "bench/pull/out", "folder for raw results")
+	only := flag.String("only", "", "run only these cases: comma-separated of big, small, many")
 	flag.Parse()
+	groups = map[string]bool{}
+	for _, g := range strings.Split(*only, ",") {
+		if g != "" {
+			groups[g] = true
+		}
+	}
 	if err := run(*n, *rounds, *bigMiB, *smallN, *midMiB, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/pull:", err)
 		os.Exit(1)
 	}
 }
+
+// groups are the cases to run (-only); empty: all.
+var groups map[string]bool
 
 // knownHosts is the bed's known_hosts, for OpenSSH.
 var knownHosts, keyFile string
@@ -131,6 +141,11 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 		return dst
 	}
 	bigMB := float64(bigMiB) * (1 << 20) / 1e6
+	// The listing (the agent hashes every file) taken once, to time Pull alone.
+	var bigList proto.FilesList
+	if err := h0.agent.Call(ctx, proto.MethodFilesList, proto.FilesListParams{Dir: "big"}, &bigList); err != nil {
+		return fmt.Errorf("list big on %s: %w", h0.h.Name, err)
+	}
 	type cse struct {
 		name  string
 		group string
@@ -138,6 +153,7 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 	}
 	cases := []cse{
 		{"rlab: list + Pull (SFTP, concurrent reads)", "big", func() error { return rlabPull(ctx, h0, "big", fresh()) }},
+		{"rlab: Pull only (listed beforehand)", "big", func() error { return c0Pull(ctx, h0, bigList, fresh()) }},
 		{"scp", "big", func() error {
 			return ossh("scp", h0, "-q", bed.User+"@"+h0.h.Addr+":"+filepath.Join(h0.agent.Hello.WorkDir, "big", "capture.pcap"), fresh())
 		}},
@@ -169,6 +185,15 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 				return ossh("scp", c, "-q", bed.User+"@"+c.h.Addr+":"+filepath.Join(c.agent.Hello.WorkDir, "mid", "capture.pcap"), filepath.Join(d, c.h.Name+".pcap"))
 			})
 		}},
+	}
+	if len(groups) > 0 {
+		var keep []cse
+		for _, c := range cases {
+			if groups[c.group] {
+				keep = append(keep, c)
+			}
+		}
+		cases = keep
 	}
 	times := map[string][]float64{}
 	for r := 0; r < rounds; r++ {
@@ -305,6 +330,11 @@ func rlabPull(ctx context.Context, c *hostConn, sub, dst string) error {
 	if len(list.Files) == 0 {
 		return fmt.Errorf("list %s on %s: no files", sub, c.h.Name)
 	}
+	_, err := c.agent.Pull(ctx, list.Files, dst)
+	return err
+}
+
+func c0Pull(ctx context.Context, c *hostConn, list proto.FilesList, dst string) error {
 	_, err := c.agent.Pull(ctx, list.Files, dst)
 	return err
 }
