@@ -213,7 +213,14 @@ func TestOwnerGetsEverything(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wd := filepath.Join(base, "home", ".cache", "rlab", "runs", "r1")
+	home := filepath.Join(base, "home") // the owner's home, as sudo finds it
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(home, ".cache", "rlab", "runs", "r1")
 	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: gid}})
 	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "w", Argv: []string{"true"}}, nil)
 	c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "w"}, nil)
@@ -242,6 +249,49 @@ func TestOwnerGetsEverything(t *testing.T) {
 	}
 }
 
+// TestOwnerWorkDirRefused: a root agent working for a user refuses to take
+// over what the user does not own: an existing foreign folder, a folder to be
+// made under a foreign one (a symlink into /etc), a path with "..".
+func TestOwnerWorkDirRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	const uid, gid = 65534, 65534
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	foreign := filepath.Join(base, "etc")
+	for _, d := range []string{home, foreign} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(home, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(foreign, filepath.Join(home, ".cache")); err != nil {
+		t.Fatal(err)
+	}
+	for _, wd := range []string{
+		foreign,                               // an existing folder of root's
+		filepath.Join(home, ".cache", "rlab"), // made through a symlink into root's folder
+		filepath.Join(home, "..", "etc"),      // ".." in the path
+	} {
+		if _, err := New(Options{WorkDir: wd, Hash: "h", Owner: &Owner{UID: uid, GID: gid}}); err == nil {
+			t.Errorf("New(work dir %s) accepted", wd)
+		}
+	}
+	fi, err := os.Stat(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || fi.Mode().Perm() != 0o755 {
+		t.Errorf("%s is now uid %d mode %o", foreign, st.Uid, fi.Mode().Perm())
+	}
+	if _, err := os.Stat(filepath.Join(foreign, "rlab")); err == nil {
+		t.Errorf("made a folder inside %s", foreign)
+	}
+}
+
 // TestWorkloadsRunAsOwner: a root agent working for a user runs workloads as
 // that user; only a process that asks for root (Become) keeps it.
 func TestWorkloadsRunAsOwner(t *testing.T) {
@@ -254,6 +304,9 @@ func TestWorkloadsRunAsOwner(t *testing.T) {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Chown(base, uid, gid); err != nil { // the owner's home
+		t.Fatal(err)
 	}
 	wd := filepath.Join(base, "r1")
 	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: gid}})

@@ -8,17 +8,45 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
 // mkdirAllOwned is os.MkdirAll(dir, 0700) that also chowns every directory
 // it creates to owner, so a root agent working for a user leaves nothing the
 // user cannot read or delete.
+//
+// With an owner (a root agent working for a user) it refuses what the user
+// could not do alone: a path with ".." in it, an existing work dir the owner
+// does not own, or creating directories under one the owner does not own
+// (say a symlinked ~/.cache pointing into /etc). Otherwise a sudoers rule for
+// the agent would let a user take over any folder.
 func mkdirAllOwned(dir string, owner *Owner) error {
+	if owner != nil {
+		for _, e := range strings.Split(filepath.ToSlash(dir), "/") {
+			if e == ".." {
+				return fmt.Errorf("work dir %q: refusing a path with \"..\" in it", dir)
+			}
+		}
+	}
 	var created []string
 	for d := dir; ; d = filepath.Dir(d) {
-		_, err := os.Stat(d)
+		fi, err := os.Stat(d)
 		if err == nil {
+			if owner != nil {
+				st, ok := fi.Sys().(*syscall.Stat_t)
+				if !ok || !fi.IsDir() || int(st.Uid) != owner.UID {
+					what := "an existing work dir"
+					if len(created) > 0 {
+						what = "the folder the work dir would be made in"
+					}
+					uid := -1
+					if ok {
+						uid = int(st.Uid)
+					}
+					return fmt.Errorf("%s %q belongs to uid %d, not to the owner uid %d: refusing to take it over for the owner", what, d, uid, owner.UID)
+				}
+			}
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
