@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -604,7 +606,21 @@ var rxeSchema = &hcl.BodySchema{Attributes: append([]hcl.AttributeSchema{
 	{Name: "host", Required: true}, {Name: "netdev", Required: true}, {Name: "name"}, {Name: "keep"},
 }, metaSchema...)}
 
-var netdevRe = regexp.MustCompile(`^[^/:\s]{1,15}$`)
+// validNetdev follows the kernel's dev_valid_name: 1 to 15 bytes (IFNAMSIZ
+// counts bytes, not characters), not "." or "..", no '/', ':' or white
+// space; control characters (NUL among them) are refused as well.
+func validNetdev(s string) bool {
+	if len(s) == 0 || len(s) > 15 || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if r == '/' || r == ':' || unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
 var rxeNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
 
 func (l *loader) decodeRXEs(blocks []*hcl.Block) {
@@ -640,8 +656,8 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 			if a := content.Attributes["netdev"]; a != nil {
 				netdevRange = a.Expr.Range()
 				if s, sok := l.str(a, in.sc); sok {
-					if !netdevRe.MatchString(s) || s == "." || s == ".." {
-						l.errorf(a.Expr.Range().Ptr(), "Invalid netdev name", "%q is not a Linux interface name: 1 to 15 characters, without '/', ':' or spaces (e.g. \"eth1\", \"ens4\").", s)
+					if !validNetdev(s) {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid netdev name", "%q is not a Linux interface name: 1 to 15 bytes, without '/', ':' or spaces (e.g. \"eth1\", \"ens4\").", s)
 						ok = false
 					}
 					r.Netdev = s
@@ -1125,8 +1141,8 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 			}
 			if a := attrs["netdev"]; a != nil {
 				if s, ok := l.str(a, in.sc); ok {
-					if !netdevRe.MatchString(s) && s != "any" {
-						l.errorf(a.Expr.Range().Ptr(), "Invalid netdev name", "%q is not a Linux interface name: 1 to 15 characters, without '/', ':' or spaces (e.g. \"eth1\").", s)
+					if !validNetdev(s) && s != "any" {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid netdev name", "%q is not a Linux interface name: 1 to 15 bytes, without '/', ':' or spaces (e.g. \"eth1\").", s)
 					}
 					c.Netdev = s
 				}
