@@ -316,13 +316,46 @@ func TestWorkloadsRunAsOwner(t *testing.T) {
 		want   string
 	}{
 		{"as-user", false, "65534"},
-		{"as-root", true, "0"},
 	} {
 		c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: tc.handle, Argv: []string{"id", "-u"}, Become: tc.become}, nil)
 		var res proto.ProcResult
 		c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: tc.handle}, &res)
 		if got := strings.TrimSpace(res.Stdout); got != tc.want {
 			t.Errorf("%s: id -u = %q (stderr %q), want %s", tc.handle, got, res.Stderr, tc.want)
+		}
+	}
+}
+
+// TestRootOnlyForFixedCommands: a root agent working for a user keeps root
+// only for the fixed commands the engine needs (dmesg), never for what a lab
+// names, and never with environment a user chose (LD_PRELOAD).
+func TestRootOnlyForFixedCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	base := t.TempDir()
+	if err := os.Chown(base, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "w"), Owner: &Owner{UID: 65534, GID: 65534}})
+	for _, tc := range []struct {
+		name string
+		argv []string
+		env  []string
+		ok   bool
+	}{
+		{"dmesg", []string{"dmesg"}, nil, true},
+		{"id", []string{"id", "-u"}, nil, false},
+		{"dmesg reading a file", []string{"dmesg", "-F", "/etc/shadow"}, nil, false},
+		{"dmesg by path", []string{"/tmp/dmesg"}, nil, false},
+		{"dmesg with LD_PRELOAD", []string{"dmesg"}, []string{"LD_PRELOAD=/tmp/x.so"}, false},
+	} {
+		pe := c.call(proto.MethodProcStart, proto.ProcStartParams{Handle: strings.ReplaceAll(tc.name, " ", "-"), Argv: tc.argv, Env: tc.env, Become: true}, nil)
+		if tc.ok && pe != nil {
+			t.Errorf("%s: %v", tc.name, pe)
+		}
+		if !tc.ok && (pe == nil || pe.Code != proto.CodePermission) {
+			t.Errorf("%s: err %v, want a permission error", tc.name, pe)
 		}
 	}
 }

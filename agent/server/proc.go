@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,6 +62,13 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || strings.ContainsRune(e, 0) {
 			return nil, perr(proto.CodeBadRequest, "proc.start %q: env entry %q: want NAME=value without NUL bytes", p.Handle, e)
 		}
+	}
+	if p.Become && s.opts.Owner != nil && os.Geteuid() == 0 && !rootAllowed(p.Argv, p.Env) {
+		// A root agent working for a user (a sudo rule for the agent) must
+		// not be a way to run anything as root: only the fixed commands the
+		// engine needs keep root, without environment (LD_PRELOAD...).
+		return nil, &proto.Error{Code: proto.CodePermission, Command: p.Argv,
+			Message: fmt.Sprintf("proc.start %q: %q may not run as root; only %v keep root when the agent runs for a user (workloads run as that user: use sudo in the command if the host allows it)", p.Handle, p.Argv[0], rootArgvs)}
 	}
 	var re *regexp.Regexp
 	if p.Ready != nil && p.Ready.OutputRegex != "" {
@@ -364,4 +372,20 @@ func (s *Server) procStop(ctx context.Context, c *call, params json.RawMessage) 
 	pr.stop(grace)
 	<-pr.done
 	return pr.result(), nil
+}
+
+// rootArgvs are the only commands a root agent working for a user runs as
+// root on request: the kernel log of a hung workload.
+var rootArgvs = [][]string{{"dmesg"}}
+
+func rootAllowed(argv, env []string) bool {
+	if len(env) > 0 {
+		return false
+	}
+	for _, a := range rootArgvs {
+		if slices.Equal(a, argv) {
+			return true
+		}
+	}
+	return false
 }
