@@ -40,6 +40,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/remote"
@@ -154,6 +155,12 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 	cases := []cse{
 		{"rlab: list + Pull (SFTP, concurrent reads)", "big", func() error { return rlabPull(ctx, h0, "big", fresh()) }},
 		{"rlab: Pull only (listed beforehand)", "big", func() error { return c0Pull(ctx, h0, bigList, fresh()) }},
+		{"what would fix it: pkg/sftp with 256 KiB reads, sha256 while writing", "big", func() error {
+			return sftpBig(h0, filepath.Join(h0.agent.Hello.WorkDir, "big", "capture.pcap"), fresh())
+		}},
+		{"what would fix it: `cat` on an SSH session, sha256 while writing", "big", func() error {
+			return catBig(h0, filepath.Join(h0.agent.Hello.WorkDir, "big", "capture.pcap"), fresh())
+		}},
 		{"scp", "big", func() error {
 			return ossh("scp", h0, "-q", bed.User+"@"+h0.h.Addr+":"+filepath.Join(h0.agent.Hello.WorkDir, "big", "capture.pcap"), fresh())
 		}},
@@ -332,6 +339,61 @@ func rlabPull(ctx context.Context, c *hostConn, sub, dst string) error {
 	}
 	_, err := c.agent.Pull(ctx, list.Files, dst)
 	return err
+}
+
+// sftpBig is Agent.Pull's copy with bigger SFTP reads (OpenSSH's
+// sftp-server serves up to 256 KiB per read; pkg/sftp asks for 32 KiB).
+func sftpBig(c *hostConn, src, dst string) error {
+	sc, err := sftp.NewClient(c.client.Client, sftp.UseConcurrentReads(true), sftp.MaxPacketUnchecked(255<<10))
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	rf, err := sc.Open(src)
+	if err != nil {
+		return err
+	}
+	defer rf.Close()
+	lf, err := os.Create(filepath.Join(dst, "capture.pcap"))
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	_, err = rf.WriteTo(io.MultiWriter(lf, h))
+	if cerr := lf.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// catBig streams the file through `cat` on an exec channel, as scp's
+// old protocol did: no per-read round trips.
+func catBig(c *hostConn, src, dst string) error {
+	sess, err := c.client.NewSession()
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	r, err := sess.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := sess.Start("cat " + shellQuote(src)); err != nil {
+		return err
+	}
+	lf, err := os.Create(filepath.Join(dst, "capture.pcap"))
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(lf, h), r)
+	if cerr := lf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return sess.Wait()
 }
 
 func c0Pull(ctx context.Context, c *hostConn, list proto.FilesList, dst string) error {
