@@ -13,7 +13,8 @@
 #
 # IDX (0-49) keeps concurrent beds apart: subnets 10.(200+IDX).0.0/17 (A) and
 # 10.(200+IDX).128.0/17 (B); link names rb<IDX>... Hosts are written to
-# DIR/hosts.tsv: name, netns, address, side (a|bastion|b).
+# DIR/hosts.tsv: name, netns, address, side (a|bastion|b). Hosts are made
+# RLAB_TESTBED_JOBS (default 16) at a time and torn down 32 at a time.
 #
 # Traps met on these machines (see DESIGN.md, "Test beds"): root's ~/.bashrc
 # runs pyenv init, which serialises concurrent logins as root, so hosts are
