@@ -418,7 +418,8 @@ func (s *Server) cleanupMethod(ctx context.Context, c *call, params json.RawMess
 }
 
 // cleanup stops every process, capture and TCP listener this agent started
-// and deletes the rxe devices it created, except those named in keep.
+// and deletes the rxe devices it created, except those named in keep, which
+// it forgets (they outlive the agent).
 func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult {
 	res := proto.CleanupResult{Stopped: []string{}, RXEDeleted: []string{}}
 	s.mu.Lock()
@@ -485,6 +486,11 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 	}
 	for name := range rxes {
 		if kept[name] {
+			// Kept devices are no longer ours to undo: forget them, so the
+			// cleanup when the session ends leaves them in place too.
+			s.mu.Lock()
+			delete(s.rxes, name)
+			s.mu.Unlock()
 			continue
 		}
 		if _, err := s.deleteRXE(ctx, name); err != nil {
