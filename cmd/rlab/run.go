@@ -115,7 +115,7 @@ func runLab(cmd *cobra.Command, path string, f *runFlags) error {
 	res := runengine.Run(ctx, l, runengine.Options{
 		Out: f.out, Only: f.only, Keep: f.keep, Parallel: f.hf.parallel,
 		Connector: conn,
-		VMs:       &runengine.LocalVMs{Log: log},
+		VMs:       &runengine.LocalVMs{Log: log, Progress: prog.vm},
 		Parse:     toolout.ParseOutput,
 		Log:       log,
 		OnEvent:   prog.event,
@@ -156,11 +156,12 @@ func firstLine(s string) string {
 // otherwise.
 type progress struct {
 	mu  sync.Mutex
+	w   io.Writer
 	bar *progressbar.ProgressBar
 }
 
 func newProgress(w io.Writer, workloads int) *progress {
-	p := &progress{}
+	p := &progress{w: w}
 	fd, ok := w.(interface{ Fd() uintptr })
 	if !ok || !term.IsTerminal(int(fd.Fd())) {
 		return p
@@ -189,6 +190,18 @@ func (p *progress) event(e runengine.Event) {
 	case e.Type == "step.end" && e.Workload != "":
 		p.bar.Add(1)
 	}
+}
+
+// vm reports a local VM's boot state ("booting (TCG software emulation
+// (...))", "up in 41s") as a line of its own, TTY or not: which accelerator
+// runs the lab is part of what the user must see.
+func (p *progress) vm(host, state string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+	fmt.Fprintf(p.w, "vm %s: %s\n", host, state)
 }
 
 func (p *progress) finish() {

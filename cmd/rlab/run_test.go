@@ -250,3 +250,16 @@ workload "bulk" {
 		}
 	}
 }
+
+// TestVMProgressSaysAccelerator: a local VM's boot states (which name the
+// accelerator, KVM or TCG) are printed whether or not stderr is a TTY.
+func TestVMProgressSaysAccelerator(t *testing.T) {
+	var b strings.Builder
+	p := newProgress(&b, 1)
+	p.vm("server", "booting (TCG software emulation (KVM unusable))")
+	p.vm("server", "up in 41s")
+	want := "vm server: booting (TCG software emulation (KVM unusable))\nvm server: up in 41s\n"
+	if b.String() != want {
+		t.Errorf("printed %q, want %q", b.String(), want)
+	}
+}

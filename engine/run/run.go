@@ -402,7 +402,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		if r.opts.NoReport {
 			return
 		}
-		if err := report.Render(r.dir); err != nil {
+		if err := report.RenderWith(r.dir, report.Options{Lab: r.lab}); err != nil {
 			r.log.Warn("render report.html", "dir", r.dir, "err", err)
 			r.emit(Event{Type: "warning", Step: "report", Error: err.Error()})
 		}
