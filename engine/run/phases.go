@@ -357,6 +357,7 @@ func (r *runner) connectAll(ctx context.Context) error {
 		t := targets[h.Name]
 		t.Lab = h
 		t.LogDir = filepath.Join(r.hostDir(h), "logs")
+		t.Sensitive = r.lab.Sensitive
 		start := time.Now()
 		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name})
 		err := os.MkdirAll(t.LogDir, 0o755)

@@ -58,6 +58,9 @@ type Target struct {
 	Lab *lab.Host `json:"-"` // nil when read back from state.json
 	// LogDir, when set, is where the agent's own log (its stderr) goes.
 	LogDir string `json:"-"`
+	// Sensitive values are redacted from the agent's log as it is written
+	// (the agent logs the argv it starts).
+	Sensitive []string `json:"-"`
 }
 
 // Connector opens one host's agent for a run (SSH: dial, install, start).

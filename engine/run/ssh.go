@@ -1,10 +1,13 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -96,19 +99,17 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	if err != nil {
 		return nil, err
 	}
-	inst, err := s.Agents.Install(ctx, c)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
 	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become}
-	var logf *os.File
+	var logf *redactingWriter
 	if t.LogDir != "" {
-		if logf, err = os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); ferr == nil {
+			logf = &redactingWriter{w: f, c: f, r: newRedactor(t.Sensitive)}
 			so.Stderr = logf
 		}
 	}
-	a, err := remote.Start(ctx, c, inst, so)
+	// Open starts a cached agent in one session, else installs it (0 bytes
+	// when the host has this build) and starts it.
+	a, _, err := s.Agents.Open(ctx, c, so)
 	if err != nil {
 		c.Close()
 		if logf != nil {
@@ -123,7 +124,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 type sshHost struct {
 	a   *remote.Agent
 	c   *sshx.Client
-	log *os.File
+	log *redactingWriter
 }
 
 func (h *sshHost) Name() string       { return h.a.Host }
@@ -147,4 +148,46 @@ func (h *sshHost) Close() error {
 		h.log.Close()
 	}
 	return err
+}
+
+// redactingWriter writes the agent's log line by line with every sensitive
+// value replaced (a value never spans lines of the agent's log).
+type redactingWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	c   io.Closer
+	r   *strings.Replacer
+	buf []byte
+}
+
+func (rw *redactingWriter) Write(p []byte) (int, error) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.buf = append(rw.buf, p...)
+	for {
+		i := bytes.IndexByte(rw.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if _, err := io.WriteString(rw.w, rw.r.Replace(string(rw.buf[:i+1]))); err != nil {
+			return len(p), err
+		}
+		rw.buf = rw.buf[i+1:]
+	}
+	if len(rw.buf) > 64<<10 { // a line this long is flushed as it is, redacted
+		_, err := io.WriteString(rw.w, rw.r.Replace(string(rw.buf)))
+		rw.buf = rw.buf[:0]
+		return len(p), err
+	}
+	return len(p), nil
+}
+
+func (rw *redactingWriter) Close() error {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if len(rw.buf) > 0 {
+		io.WriteString(rw.w, rw.r.Replace(string(rw.buf)))
+		rw.buf = nil
+	}
+	return rw.c.Close()
 }

@@ -189,7 +189,6 @@ workload "fail_with_token" {
 		}
 	}
 	t.Run("agent log", func(t *testing.T) {
-		knownGap(t, "the agent logs every argv it starts (agent/server proc.go) and the controller copies the agent's stderr to hosts/<h>/logs/agent.log unredacted (engine/run ssh.go Connect); a sensitive value in a workload's argv lands there")
 		if agentLogLeak {
 			t.Error("hosts/a/logs/agent.log holds the sensitive -var")
 		}
