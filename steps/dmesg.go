@@ -19,7 +19,9 @@ func DmesgTail(ctx context.Context, env *Env, host, hd string, n int) (string, e
 	}
 	r, err := waitProc(ctx, env, &p, host, hd, remaining(ctx))
 	if err != nil {
-		p.stopAll(context.WithoutCancel(ctx), env)
+		uctx, ucancel := undoContext(ctx)
+		p.stopAll(uctx, env)
+		ucancel()
 		return "", fmt.Errorf("dmesg on host %q: %w", host, err)
 	}
 	if r.ExitCode != 0 {

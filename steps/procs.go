@@ -167,12 +167,16 @@ func runPair(ctx context.Context, env *Env, p *procs, tool string, srv, cli proc
 		return nil, nil, err
 	}
 	if _, err := startProc(ctx, env, p, tool, cli); err != nil {
-		p.stopAll(context.WithoutCancel(ctx), env)
+		uctx, cancel := undoContext(ctx)
+		p.stopAll(uctx, env)
+		cancel()
 		return nil, nil, err
 	}
 	cr, err = waitProc(ctx, env, p, cli.Host, cli.Handle, remaining(ctx))
 	if err != nil {
-		p.stopAll(context.WithoutCancel(ctx), env)
+		uctx, cancel := undoContext(ctx)
+		p.stopAll(uctx, env)
+		cancel()
 		return nil, nil, fmt.Errorf("wait for %s client on host %q: %w", tool, cli.Host, err)
 	}
 	grace := serverGrace
@@ -186,7 +190,9 @@ func runPair(ctx context.Context, env *Env, p *procs, tool string, srv, cli proc
 	sr, werr := waitProc(wctx, env, p, srv.Host, srv.Handle, grace)
 	cancel()
 	if werr != nil || (sr != nil && sr.TimedOut) {
-		sr, _ = stopProc(context.WithoutCancel(ctx), env, srv.Host, srv.Handle)
+		uctx, ucancel := undoContext(ctx)
+		sr, _ = stopProc(uctx, env, srv.Host, srv.Handle)
+		ucancel()
 		p.done(srv.Host, srv.Handle)
 	}
 	if cr.ExitCode != 0 || cr.TimedOut {
@@ -260,4 +266,14 @@ func repeats(w *Workload) int {
 		return 1
 	}
 	return w.Repeat
+}
+
+// UndoTimeout bounds one clean-up call on a host (stopping a process): it
+// runs even after the workload's context ended, but a host that keeps its
+// session up and never answers must not hang the run.
+const UndoTimeout = 20 * time.Second
+
+// undoContext is ctx without its cancellation, bounded by UndoTimeout.
+func undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), UndoTimeout)
 }

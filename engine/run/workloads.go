@@ -63,7 +63,9 @@ func (r *runner) runWorkloads(ctx context.Context) {
 				n.mu.Unlock()
 				r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.lab.Name, Status: steps.StatusSkipped, Error: reason})
 				for _, c := range n.captures {
-					c.finished(context.WithoutCancel(ctx), r)
+					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
+					c.finished(cctx, r)
+					cancel()
 				}
 				return
 			}
@@ -110,16 +112,33 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	}
 	// The processes of a failed run are stopped now, not at the end: the
 	// next workload on these hosts needs them gone.
+	// Clean-up runs even when ctx has ended, but each part is bounded: a host
+	// that keeps its session up and never answers must not hang the run.
+	bounded := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
+	}
 	if err != nil {
-		if uerr := n.step.Undo(context.WithoutCancel(ctx), r.env); uerr != nil {
+		uctx, cancel := bounded()
+		if uerr := n.step.Undo(uctx, r.env); uerr != nil {
 			r.log.Warn("stop workload processes", "workload", n.lab.Name, "err", uerr)
+			if uctx.Err() != nil {
+				// Its hosts did not answer a stop in time: give up on them
+				// (their sessions are closed, so every later call fails
+				// at once) rather than hang the run.
+				for _, h := range n.lab.Hosts() {
+					r.abandon(h.Name, fmt.Errorf("host %q did not answer a request to stop workload %q within %s", h.Name, n.lab.Name, 2*steps.UndoTimeout))
+				}
+			}
 		}
+		cancel()
 	}
 	if errors.Is(err, steps.ErrTimedOut) {
-		r.saveDmesg(context.WithoutCancel(ctx), n)
+		r.saveDmesg(context.WithoutCancel(ctx), n) // bounded inside
 	}
 	for _, c := range n.captures {
-		c.finished(context.WithoutCancel(ctx), r)
+		cctx, cancel := bounded()
+		c.finished(cctx, r)
+		cancel()
 	}
 }
 
@@ -137,5 +156,18 @@ func (r *runner) saveDmesg(ctx context.Context, n *workloadNode) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
 			os.WriteFile(p, []byte(out), 0o644)
 		}
+	}
+}
+
+// abandon marks a host lost and closes its agent session in the background,
+// which fails every call still waiting on it.
+func (r *runner) abandon(host string, err error) {
+	r.markLost(host, err)
+	r.addErr(&infraError{err})
+	r.mu.Lock()
+	c := r.conns[host]
+	r.mu.Unlock()
+	if c != nil {
+		go c.Close()
 	}
 }

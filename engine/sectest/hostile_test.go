@@ -284,7 +284,7 @@ func TestHostileHostDuringRun(t *testing.T) {
 		{mode: "malformed", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "malformed line from agent"}},
 		{mode: "huge-line", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "line longer than"}, maxHeap: 128 << 20},
 		{mode: "endless", method: proto.MethodProcWait, want: []string{`workload "on_evil"`, "timed out"}, maxHeap: 128 << 20},
-		{mode: "stuck", method: proto.MethodProcWait, want: []string{`"evil"`}, gap: "a host that keeps its session up but stops answering hangs the run for good: the workload's Undo calls proc.stop with context.WithoutCancel and no deadline (engine/run/workloads.go runWorkload, steps/procs.go stopProc), and Ctrl-C does not reach it"},
+		{mode: "stuck", method: proto.MethodProcWait, want: []string{`"evil"`}},
 		{mode: "traversal", method: proto.MethodFilesList, want: []string{`host "evil" reported files outside its work dir`, "escape-rel"}},
 		{mode: "symlink", method: proto.MethodFilesList, want: []string{`host "evil"`, "evil.stdout"}}, // refused by the SFTP pull (not a regular file) or by the agent's os.Root (files.read)
 		{mode: "lying-size", method: proto.MethodFilesList, want: []string{`host "evil"`, "the agent listed 1099511627776 bytes"}},
