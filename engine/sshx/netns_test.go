@@ -60,6 +60,14 @@ func TestKeepaliveNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// Run one command first: sshd forks the connection's post-auth process
+	// after the handshake returns, and a freeze that lists the host's
+	// processes before that fork would miss it (seen once on a loaded CI run).
+	if s, err := c.NewSession(); err != nil {
+		t.Fatal(err)
+	} else if err := s.Run("true"); err != nil {
+		t.Fatal(err)
+	}
 	bed.FreezeHost(t, h)
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
