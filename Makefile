@@ -51,8 +51,10 @@ lint: agent ## gofmt, go vet, staticcheck
 vm-image: build ## build (or reuse) the cached Debian VM image with rdma_rxe, perftest, tcpdump
 	$(BIN)/rlab image build
 
-demo: deps build vm-image ## boot two local VMs and run labs/quickstart.hcl on them
-	$(BIN)/rlab run labs/quickstart.hcl
+demo: deps build vm-image ## boot two local VMs and run labs/quickstart.hcl on them; print the summary and the run directory
+	$(BIN)/rlab run labs/quickstart.hcl; rc=$$?; \
+	dir=$$($(BIN)/rlab runs --lab quickstart --last runs); \
+	[ -n "$$dir" ] && $(BIN)/rlab show "$$dir" && echo "run directory: $$dir"; exit $$rc
 
 bench: build ## benchmarks (see BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./engine/...
