@@ -17,22 +17,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/rlab-dev/rlab/bench/internal/benchutil"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/testbed"
 )
-
-// kex is the key exchange rlab's client (x/crypto/ssh) settles on with
-// Debian 12's OpenSSH 9.2; the OpenSSH client alone would pick
-// sntrup761x25519, about 3x the CPU per login (see bench/facts).
-const kex = "curve25519-sha256"
 
 func main() {
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
@@ -50,7 +44,7 @@ func run(rlab string, n, rounds int, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
 		return fmt.Errorf("needs root and openssh-server (testdata/deps.sh)")
 	}
-	if qemuRunning() {
+	if benchutil.QEMURunning() {
 		return fmt.Errorf("a QEMU VM is running: benchmarks would measure it; stop it first")
 	}
 	if _, err := exec.LookPath("ansible"); err != nil {
@@ -105,7 +99,7 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 `, n, kexOpt, bed.KnownHosts)), 0o600)
 		return p
 	}
-	cfg := ansibleCfg("ansible.cfg", "-o KexAlgorithms="+kex)
+	cfg := ansibleCfg("ansible.cfg", "-o KexAlgorithms="+benchutil.Kex)
 	cfgDefault := ansibleCfg("ansible-default-kex.cfg", "")
 	ansible := func(cfg string) func() *exec.Cmd {
 		return func() *exec.Cmd {
@@ -151,7 +145,7 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 			var d time.Duration
 			var err error
 			if c.cmd == nil {
-				d, err = sshFloor(bed)
+				d, err = benchutil.SSHFloor(bed)
 			} else {
 				cmd := c.cmd()
 				var stderr strings.Builder
@@ -160,7 +154,7 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 				err = cmd.Run()
 				d = time.Since(start)
 				if err != nil {
-					err = fmt.Errorf("%v: %s", err, tail(stderr.String()))
+					err = fmt.Errorf("%v: %s", err, benchutil.Tail(stderr.String(), 2000))
 				}
 			}
 			if err != nil {
@@ -168,77 +162,23 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 			}
 			times[c.name] = append(times[c.name], d.Seconds())
 			fmt.Fprintf(os.Stderr, "round %d  %-48s %.3fs\n", r, c.name, d.Seconds())
-			if qemuRunning() {
+			if benchutil.QEMURunning() {
 				return fmt.Errorf("a QEMU VM started during round %d: the numbers would measure it; run again when it is done", r)
 			}
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "kex": kex, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
+	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "kex": benchutil.Kex, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "exec.json"), raw, 0o644); err != nil {
 		return err
 	}
-	ansibleMedian := median(times[cases[1].name])
-	floor := median(times[cases[2].name])
+	ansibleMedian := benchutil.Median(times[cases[1].name])
+	floor := benchutil.Median(times[cases[2].name])
 	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible (same kex) / this | this / floor |\n|---|---|---|---|\n", n, rounds)
 	for _, c := range cases {
-		m := median(times[c.name])
+		m := benchutil.Median(times[c.name])
 		fmt.Printf("| %s | %.2f | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, m/floor)
 	}
 	fmt.Printf("\nload average at the end: %s\nraw: %s\n", strings.TrimSpace(string(load)), filepath.Join(out, "exec.json"))
 	return nil
-}
-
-// sshFloor is N parallel OpenSSH logins running `true`, each a fresh
-// connection with the same key exchange and host key checking.
-func sshFloor(bed *testbed.Bed) (time.Duration, error) {
-	var wg sync.WaitGroup
-	errs := make([]error, len(bed.Hosts))
-	start := time.Now()
-	for i, h := range bed.Hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := exec.Command("ssh", "-F", "none", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "KexAlgorithms="+kex,
-				"-o", "UserKnownHostsFile="+bed.KnownHosts, "-o", "StrictHostKeyChecking=yes",
-				"-i", bed.KeyFile, bed.User+"@"+h.Addr, "true").CombinedOutput()
-			if err != nil {
-				errs[i] = fmt.Errorf("ssh %s: %v: %s", h.Addr, err, out)
-			}
-		}()
-	}
-	wg.Wait()
-	d := time.Since(start)
-	for _, err := range errs {
-		if err != nil {
-			return d, err
-		}
-	}
-	return d, nil
-}
-
-// qemuRunning says whether a QEMU VM runs here (it would be measured too).
-// RLAB_BENCH_SMOKE=1 ignores it to check the harness itself: its numbers
-// are then not figures.
-func qemuRunning() bool {
-	return os.Getenv("RLAB_BENCH_SMOKE") != "1" && exec.Command("pgrep", "qemu").Run() == nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func tail(s string) string {
-	if len(s) > 2000 {
-		return s[len(s)-2000:]
-	}
-	return s
 }

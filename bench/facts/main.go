@@ -15,12 +15,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/rlab-dev/rlab/bench/internal/benchutil"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/remote"
@@ -102,7 +101,7 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 `, n, kexOpt, bed.KnownHosts)), 0o600)
 		return p
 	}
-	cfg := ansibleCfg("ansible.cfg", "-o KexAlgorithms="+kex)
+	cfg := ansibleCfg("ansible.cfg", "-o KexAlgorithms="+benchutil.Kex)
 	cfgDefault := ansibleCfg("ansible-default-kex.cfg", "")
 	ansible := func(cfg string) func() *exec.Cmd {
 		return func() *exec.Cmd {
@@ -143,7 +142,7 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 			var d time.Duration
 			var err error
 			if c.cmd == nil {
-				d, err = sshFloor(bed)
+				d, err = benchutil.SSHFloor(bed)
 			} else {
 				cmd := c.cmd()
 				var stderr strings.Builder
@@ -152,7 +151,7 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 				err = cmd.Run()
 				d = time.Since(start)
 				if err != nil {
-					err = fmt.Errorf("%v: %s", err, tail(stderr.String()))
+					err = fmt.Errorf("%v: %s", err, benchutil.Tail(stderr.String(), 2000))
 				}
 			}
 			if err != nil {
@@ -168,66 +167,13 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 	load, _ := os.ReadFile("/proc/loadavg")
 	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
 	os.WriteFile(filepath.Join(out, "facts.json"), raw, 0o644)
-	ansibleMedian := median(times[cases[2].name])
-	floor := median(times[cases[3].name])
+	ansibleMedian := benchutil.Median(times[cases[2].name])
+	floor := benchutil.Median(times[cases[3].name])
 	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible / this | this / floor |\n|---|---|---|---|\n", n, rounds)
 	for _, c := range cases {
-		m := median(times[c.name])
+		m := benchutil.Median(times[c.name])
 		fmt.Printf("| %s | %.2f | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, m/floor)
 	}
 	fmt.Printf("\nload average at the end: %s\n", strings.TrimSpace(string(load)))
 	return nil
-}
-
-// kex is the key exchange rlab's client (x/crypto/ssh) settles on with
-// Debian 12's OpenSSH 9.2 (which lacks mlkem768x25519): the OpenSSH client
-// would otherwise pick sntrup761x25519, about 3x the CPU per login here.
-// Ansible and the floor use it too, so all sides do the same key exchange.
-const kex = "curve25519-sha256"
-
-// sshFloor is N parallel OpenSSH logins running `true`, each a fresh
-// connection with the same key exchange and host key checking.
-func sshFloor(bed *testbed.Bed) (time.Duration, error) {
-	var wg sync.WaitGroup
-	errs := make([]error, len(bed.Hosts))
-	start := time.Now()
-	for i, h := range bed.Hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := exec.Command("ssh", "-F", "none", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "KexAlgorithms="+kex,
-				"-o", "UserKnownHostsFile="+bed.KnownHosts, "-o", "StrictHostKeyChecking=yes",
-				"-i", bed.KeyFile, bed.User+"@"+h.Addr, "true").CombinedOutput()
-			if err != nil {
-				errs[i] = fmt.Errorf("ssh %s: %v: %s", h.Addr, err, out)
-			}
-		}()
-	}
-	wg.Wait()
-	d := time.Since(start)
-	for _, err := range errs {
-		if err != nil {
-			return d, err
-		}
-	}
-	return d, nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func tail(s string) string {
-	if len(s) > 2000 {
-		return s[len(s)-2000:]
-	}
-	return s
 }

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/rlab-dev/rlab/bench/internal/benchutil"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -34,7 +35,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +92,7 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
 		return fmt.Errorf("needs root and openssh-server (testdata/deps.sh)")
 	}
-	if qemuRunning() {
+	if benchutil.QEMURunning() {
 		return fmt.Errorf("a QEMU VM is running: benchmarks would measure it; stop it first")
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -220,7 +220,7 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 			d := time.Since(start).Seconds()
 			times[c.group+": "+c.name] = append(times[c.group+": "+c.name], d)
 			fmt.Fprintf(os.Stderr, "round %d  %-6s %-52s %.3fs\n", r, c.group, c.name, d)
-			if qemuRunning() {
+			if benchutil.QEMURunning() {
 				return fmt.Errorf("a QEMU VM started during round %d: the numbers would measure it; run again when it is done", r)
 			}
 		}
@@ -232,8 +232,8 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 	refs := map[string]string{"big": "scp", "small": "sftp, one get per file (one session)", "many": fmt.Sprintf("%d parallel scp", len(conns))}
 	fmt.Printf("| case | side | seconds (median of %d) | throughput | reference / this |\n|---|---|---|---|---|\n", rounds)
 	for _, c := range cases {
-		m := median(times[c.group+": "+c.name])
-		ref := median(times[c.group+": "+refs[c.group]])
+		m := benchutil.Median(times[c.group+": "+c.name])
+		ref := benchutil.Median(times[c.group+": "+refs[c.group]])
 		var tp string
 		switch c.group {
 		case "big":
@@ -316,7 +316,7 @@ func sshOpts(c *hostConn) []string {
 func ossh(tool string, c *hostConn, args ...string) error {
 	out, err := exec.Command(tool, append(sshOpts(c), args...)...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s from %s: %v: %s", tool, c.h.Addr, err, tail(string(out)))
+		return fmt.Errorf("%s from %s: %v: %s", tool, c.h.Addr, err, benchutil.Tail(string(out), 2000))
 	}
 	return nil
 }
@@ -577,30 +577,4 @@ func owner(name string) (int, int) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return uid, gid
-}
-
-// qemuRunning says whether a QEMU VM runs here (it would be measured too).
-// RLAB_BENCH_SMOKE=1 ignores it to check the harness itself: its numbers
-// are then not figures.
-func qemuRunning() bool {
-	return os.Getenv("RLAB_BENCH_SMOKE") != "1" && exec.Command("pgrep", "qemu").Run() == nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func tail(s string) string {
-	if len(s) > 2000 {
-		return s[len(s)-2000:]
-	}
-	return s
 }

@@ -18,8 +18,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/rlab-dev/rlab/bench/internal/benchutil"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -56,14 +56,14 @@ func (r *row) med(f func(Measure) float64) float64 {
 	for _, m := range r.Rounds {
 		xs = append(xs, f(m))
 	}
-	return median(xs)
+	return benchutil.Median(xs)
 }
 
 func run(rlab string, n, rounds int, steps, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
 		return fmt.Errorf("needs root and openssh-server (testdata/deps.sh)")
 	}
-	if qemuRunning() {
+	if benchutil.QEMURunning() {
 		return fmt.Errorf("a QEMU VM is running: benchmarks would measure it; stop it first")
 	}
 	if n%2 != 0 {
@@ -157,7 +157,7 @@ func benchBed(rlab, kind string, n, rounds int, steps string) ([]*row, error) {
 		}
 		r.Rounds = append(r.Rounds, m)
 		fmt.Fprintf(os.Stderr, "%-8s %3d hosts %-14s %6.2fs cpu %6.2fs rss %6.1f MiB fds %4d exit %d\n", kind, r.Hosts, r.Command, m.Wall, m.CPU, m.MaxRSSMB, m.PeakFDs, m.Exit)
-		if qemuRunning() {
+		if benchutil.QEMURunning() {
 			return fmt.Errorf("a QEMU VM started during the benchmark: the numbers would measure it; run again when it is done")
 		}
 		return nil
@@ -207,23 +207,4 @@ func benchBed(rlab, kind string, n, rounds int, steps string) ([]*row, error) {
 	}
 	sort.SliceStable(rows, func(a, b int) bool { return rows[a].Hosts < rows[b].Hosts })
 	return rows, nil
-}
-
-// qemuRunning says whether a QEMU VM runs here (it would be measured too).
-// RLAB_BENCH_SMOKE=1 ignores it to check the harness itself: its numbers
-// are then not figures.
-func qemuRunning() bool {
-	return os.Getenv("RLAB_BENCH_SMOKE") != "1" && exec.Command("pgrep", "qemu").Run() == nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/bench/internal/benchutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,7 +65,7 @@ func measure(bin string, args ...string) (Measure, error) {
 	m.Wall = time.Since(start).Seconds()
 	close(done)
 	m.PeakFDs = <-peak
-	m.Stdout, m.Stderr = o.String(), tail(e.String())
+	m.Stdout, m.Stderr = o.String(), benchutil.Tail(e.String(), 4000)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		m.Exit = ee.ExitCode()
@@ -159,11 +160,4 @@ func factsErrors(out string, want int) (failed int, firstErrs []string, err erro
 		}
 	}
 	return failed, firstErrs, nil
-}
-
-func tail(s string) string {
-	if len(s) > 4000 {
-		return s[len(s)-4000:]
-	}
-	return s
 }
