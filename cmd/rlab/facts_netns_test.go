@@ -162,3 +162,152 @@ func TestFactsHostKeysNetns(t *testing.T) {
 		t.Errorf("after recording: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestFactsJumpChainNetns: hosts behind two bastions (c0, c1 reached
+// through bastion, then bastion2), written both ways the lab language has
+// (host references, and a "u@b1,u@b2" ProxyJump string). rlab facts -json
+// reports every host, and each bastion is logged into once for the whole
+// command (counted in the bastions' sshd logs). With bastion2 down, the
+// hosts behind it fail with an error naming both hops while the others are
+// still reported.
+func TestFactsJumpChainNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 1, BehindBastion: 1, BehindBastion2: 2, MaxStartups: "10:30:100", LogLevel: "INFO"})
+	b1, b2 := bed.Bastion, bed.Bastion2
+	head := fmt.Sprintf("lab \"chain\" {}\n\nssh {\n  user          = %q\n  identity_file = %q\n  known_hosts   = %q\n}\n\n", bed.User, bed.KeyFile, bed.KnownHosts)
+	hostsHCL := func(jump func(h *testbed.Host) string) string {
+		var b strings.Builder
+		for _, h := range bed.Hosts {
+			fmt.Fprintf(&b, "host %q {\n  address = %q\n", h.Name, h.Addr)
+			if j := jump(h); j != "" {
+				fmt.Fprintf(&b, "  jump    = %s\n", j)
+			}
+			b.WriteString("}\n")
+		}
+		return b.String()
+	}
+	forms := []struct {
+		name     string
+		hcl      string
+		bastions []string // lab hosts that are bastions (facts gathered on them too)
+		logins   int      // logins each bastion sees for one rlab facts
+	}{
+		{
+			name: "host references",
+			hcl: head + fmt.Sprintf("host \"bastion\" {\n  address = %q\n}\nhost \"bastion2\" {\n  address = %q\n  jump    = host.bastion\n}\n", b1.Addr, b2.Addr) +
+				hostsHCL(func(h *testbed.Host) string {
+					switch len(h.Via) {
+					case 1:
+						return "host.bastion"
+					case 2:
+						return "host.bastion2"
+					}
+					return ""
+				}),
+			bastions: []string{"bastion", "bastion2"},
+			// One shared connection as a jump host, and one more for the
+			// bastion's own facts: sshx does not yet reuse a bastion's
+			// connection for the bastion as a lab host (reported; set this
+			// to 1 when it does).
+			logins: 2,
+		},
+		{
+			name: "proxyjump string",
+			hcl: head + hostsHCL(func(h *testbed.Host) string {
+				switch len(h.Via) {
+				case 1:
+					return fmt.Sprintf("%q", bed.User+"@"+b1.Addr)
+				case 2:
+					return fmt.Sprintf("%q", bed.User+"@"+b1.Addr+","+bed.User+"@"+b2.Addr+":22")
+				}
+				return ""
+			}),
+			logins: 1,
+		},
+	}
+	type result struct {
+		Facts *struct {
+			Netdevs []struct {
+				Addrs []string `json:"addrs"`
+			} `json:"netdevs"`
+		} `json:"facts"`
+		Error string `json:"error"`
+	}
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) {
+			labFile := filepath.Join(t.TempDir(), "chain.hcl")
+			if err := os.WriteFile(labFile, []byte(f.hcl), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before1, before2 := bed.Logins(t, b1), bed.Logins(t, b2)
+			out, stderr, code := runRlab(t, "facts", "-json", labFile)
+			if code != 0 {
+				t.Fatalf("rlab facts -json: exit %d\n%s%s", code, out, stderr)
+			}
+			var got map[string]result
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("facts -json output: %v\n%s", err, out)
+			}
+			want := map[string]string{}
+			for _, h := range bed.Hosts {
+				want[h.Name] = h.Addr
+			}
+			for _, n := range f.bastions {
+				want[n] = bed.Host(n).Addr
+			}
+			if len(got) != len(want) {
+				t.Errorf("facts for %d hosts, want %d:\n%s", len(got), len(want), out)
+			}
+			for name, addr := range want {
+				r := got[name]
+				if r.Facts == nil {
+					t.Errorf("no facts for %s: %+v", name, r)
+					continue
+				}
+				if !strings.Contains(fmt.Sprint(r.Facts.Netdevs), addr+"/") {
+					t.Errorf("%s: facts from another host? netdevs %v lack %s", name, r.Facts.Netdevs, addr)
+				}
+			}
+			// However many hosts are behind it, a bastion is logged into
+			// once as a jump host.
+			if n := bed.Logins(t, b1) - before1; n != f.logins {
+				t.Errorf("bastion: %d logins for one rlab facts, want %d", n, f.logins)
+			}
+			if n := bed.Logins(t, b2) - before2; n != f.logins {
+				t.Errorf("bastion2: %d logins for one rlab facts, want %d", n, f.logins)
+			}
+		})
+	}
+
+	bed.StopSSHD(t, b2)
+	for _, f := range forms {
+		t.Run(f.name+", bastion2 down", func(t *testing.T) {
+			labFile := filepath.Join(t.TempDir(), "chain.hcl")
+			if err := os.WriteFile(labFile, []byte(f.hcl), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, code := runRlab(t, "facts", "-json", labFile)
+			if code != 2 {
+				t.Errorf("exit %d, want 2\n%s", code, stderr)
+			}
+			var got map[string]result
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("facts -json output: %v\n%s", err, out)
+			}
+			for _, h := range bed.Hosts {
+				r := got[h.Name]
+				if len(h.Via) < 2 {
+					if r.Facts == nil {
+						t.Errorf("%s (not behind bastion2) not reported: %+v", h.Name, r)
+					}
+					continue
+				}
+				msg := strings.ToLower(r.Error)
+				for _, w := range []string{fmt.Sprintf("host %q", h.Name), b2.Addr + ":22 via", b1.Addr + ":22", "connection refused"} {
+					if !strings.Contains(msg, w) {
+						t.Errorf("%s: error %q lacks %q", h.Name, r.Error, w)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 // Package testbed brings up lab hosts for integration tests: network
 // namespaces on this machine, each running its own OpenSSH sshd, one of them
-// optionally a bastion that is the only way to reach a second subnet. It
+// optionally a bastion that is the only way to reach a second subnet, and
+// behind it optionally a second bastion, the only way to a third. It
 // drives testdata/testbed/netns.sh and tears everything down when the test
 // ends. Tests using it skip unless RLAB_NETNS=1 and they run as root.
 //
@@ -29,24 +30,36 @@ import (
 type Options struct {
 	Hosts         int // hosts on the directly reachable subnet
 	BehindBastion int // hosts reachable only through the bastion (adds the bastion)
-	// MaxStartups for every sshd; "" raises it (200:30:400) for fan-out;
-	// "10:30:100" is sshd's default, to test handshake pacing.
+	// BehindBastion2 hosts are reachable only through bastion2, itself
+	// reachable only from the bastion's subnet (adds both bastions): a
+	// two-hop jump chain.
+	BehindBastion2 int
+	// MaxStartups for every sshd, bastions included; "" raises it
+	// (200:30:400) for fan-out; "10:30:100" is sshd's default, to test
+	// handshake pacing.
 	MaxStartups string
+	// LogLevel of every sshd (its log is DIR/NAME/sshd.log); "" is ERROR.
+	// "INFO" logs each accepted login, which Logins counts.
+	LogLevel string
 }
 
 // Host is one lab host of the bed.
 type Host struct {
-	Name   string // h0.., "bastion", b0..
+	Name   string // h0.., "bastion", b0.., "bastion2", c0..
 	NS     string // network namespace
 	Addr   string // IPv4 address; port 22
-	Behind bool   // only reachable through the bastion
+	Behind bool   // only reachable through the bastion (and bastion2 for c0..)
+	// Via lists the bastions to go through, the first one reached
+	// directly: none, [bastion], or [bastion, bastion2].
+	Via []*Host
 }
 
 // Bed is a running test bed.
 type Bed struct {
 	Dir        string  // state: keys, configs, hosts.tsv
-	Hosts      []*Host // direct hosts first, then those behind the bastion
-	Bastion    *Host   // nil without BehindBastion
+	Hosts      []*Host // direct hosts first, then those behind the bastion, then behind bastion2
+	Bastion    *Host   // nil without BehindBastion or BehindBastion2
+	Bastion2   *Host   // nil without BehindBastion2; reachable only through Bastion
 	User       string  // login user with passwordless sudo (become works)
 	UserNoSudo string  // login user whose sudo asks for a password
 	KeyFile    string  // private key authorized for both users
@@ -119,14 +132,27 @@ func Up(dir string, o Options) (*Bed, error) {
 	// A bed left over by a crashed test in this slot: remove its links.
 	exec.Command("ip", "link", "del", fmt.Sprintf("rb%da", idx)).Run()
 	exec.Command("ip", "link", "del", fmt.Sprintf("rb%db", idx)).Run()
+	exec.Command("ip", "link", "del", fmt.Sprintf("rb%dc", idx)).Run()
 	for _, ns := range leftoverNS(idx) {
 		exec.Command("ip", "netns", "del", ns).Run()
 	}
 	args := []string{"up", dir, fmt.Sprint(idx), fmt.Sprint(o.Hosts), fmt.Sprint(o.BehindBastion)}
-	if o.MaxStartups != "" {
-		args = append(args, o.MaxStartups)
+	if o.MaxStartups != "" || o.BehindBastion2 > 0 {
+		ms := o.MaxStartups
+		if ms == "" {
+			ms = "200:30:400"
+		}
+		args = append(args, ms)
 	}
-	if out, err := exec.Command(b.script, args...).CombinedOutput(); err != nil {
+	if o.BehindBastion2 > 0 {
+		args = append(args, fmt.Sprint(o.BehindBastion2))
+	}
+	cmd := exec.Command(b.script, args...)
+	cmd.Env = os.Environ()
+	if o.LogLevel != "" {
+		cmd.Env = append(cmd.Env, "RLAB_TESTBED_LOGLEVEL="+o.LogLevel)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Down()
 		return nil, fmt.Errorf("testbed up: %v: %s", err, out)
 	}
@@ -137,17 +163,38 @@ func Up(dir string, o Options) (*Bed, error) {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
+	side := map[*Host]string{}
 	for sc.Scan() {
 		p := strings.Split(sc.Text(), "\t")
 		if len(p) != 4 {
 			continue
 		}
-		h := &Host{Name: p[0], NS: p[1], Addr: p[2], Behind: p[3] == "b"}
-		if p[3] == "bastion" {
+		h := &Host{Name: p[0], NS: p[1], Addr: p[2], Behind: p[3] == "b" || p[3] == "c"}
+		side[h] = p[3]
+		switch p[3] {
+		case "bastion":
 			b.Bastion = h
+			continue
+		case "bastion2":
+			b.Bastion2 = h
 			continue
 		}
 		b.Hosts = append(b.Hosts, h)
+	}
+	if err := sc.Err(); err != nil {
+		b.Down()
+		return nil, err
+	}
+	if b.Bastion2 != nil {
+		b.Bastion2.Via = []*Host{b.Bastion}
+	}
+	for _, h := range b.Hosts {
+		switch side[h] {
+		case "b":
+			h.Via = []*Host{b.Bastion}
+		case "c":
+			h.Via = []*Host{b.Bastion, b.Bastion2}
+		}
 	}
 	return b, nil
 }
@@ -180,10 +227,80 @@ func (b *Bed) Host(name string) *Host {
 			return h
 		}
 	}
-	if b.Bastion != nil && b.Bastion.Name == name {
-		return b.Bastion
+	for _, bh := range []*Host{b.Bastion, b.Bastion2} {
+		if bh != nil && bh.Name == name {
+			return bh
+		}
 	}
 	return nil
+}
+
+// Logins counts the logins a host's sshd accepted so far ("Accepted
+// publickey" in its log; the bed needs Options.LogLevel "INFO").
+func (b *Bed) Logins(t testing.TB, h *Host) int {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(b.Dir, h.Name, "sshd.log"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatalf("testbed: sshd log of %s: %v", h.Name, err)
+	}
+	return strings.Count(string(log), "Accepted publickey for ")
+}
+
+// Throttle limits the traffic towards a host to rate (a tc rate such as
+// "2mbit") with a token bucket on its bridge-side veth, so a transfer to it
+// lasts long enough to be interrupted. Lifted at cleanup.
+func (b *Bed) Throttle(t testing.TB, h *Host, rate string) {
+	t.Helper()
+	v, err := os.ReadFile(filepath.Join(b.Dir, h.Name, "veth"))
+	if err != nil {
+		t.Fatalf("testbed: veth of %s: %v", h.Name, err)
+	}
+	dev := strings.TrimSpace(string(v))
+	if out, err := exec.Command("tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kb", "latency", "1s").CombinedOutput(); err != nil {
+		t.Fatalf("testbed: throttle %s (%s) to %s: %v: %s", h.Name, dev, rate, err, out)
+	}
+	t.Cleanup(func() { exec.Command("tc", "qdisc", "del", "dev", dev, "root").Run() })
+}
+
+// KillSessions kills (SIGKILL) every process of a host but its listening
+// sshd: each SSH connection to it drops at once, as when the sshd child
+// serving a session dies; the host still accepts new logins.
+func (b *Bed) KillSessions(t testing.TB, h *Host) int {
+	t.Helper()
+	listener := b.pid(t, h)
+	out, err := exec.Command("ip", "netns", "pids", h.NS).Output()
+	if err != nil {
+		t.Fatalf("testbed: pids of %s: %v", h.Name, err)
+	}
+	n := 0
+	for _, f := range strings.Fields(string(out)) {
+		var pid int
+		if _, err := fmt.Sscan(f, &pid); err == nil && pid != listener {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Pids lists the processes running in a host's network namespace (its
+// sshd, sessions, agents), with their command lines.
+func (b *Bed) Pids(t testing.TB, h *Host) map[int]string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "pids", h.NS).Output()
+	if err != nil {
+		t.Fatalf("testbed: pids of %s: %v", h.Name, err)
+	}
+	m := map[int]string{}
+	for _, f := range strings.Fields(string(out)) {
+		var pid int
+		if _, err := fmt.Sscan(f, &pid); err == nil {
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			m[pid] = strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return m
 }
 
 func (b *Bed) run(t testing.TB, args ...string) {

@@ -3,18 +3,26 @@
 # running its own OpenSSH sshd (Debian openssh-server) with its own config
 # and host key. Needs root. Used by engine/testbed (Go) and bench/facts.
 #
-#   netns.sh up DIR IDX N M [MAXSTARTUPS]  N direct hosts on subnet A and, if M>0, a bastion
-#                                          (on A and B) and M hosts only on subnet B
+#   netns.sh up DIR IDX N M [MAXSTARTUPS [K]]
+#                                          N direct hosts on subnet A and, if M>0 or K>0, a
+#                                          bastion (on A and B) and M hosts only on subnet B;
+#                                          if K>0, a second bastion "bastion2" (on B and C)
+#                                          and K hosts only on subnet C: reached through
+#                                          the bastion, then bastion2. MAXSTARTUPS "" or
+#                                          omitted: raised (200:30:400)
 #   netns.sh down DIR                      remove everything `up` made in DIR
 #   netns.sh start-sshd DIR NAME           (re)start one host's sshd, applying
 #                                          DIR/NAME/private-home (bind over the login
 #                                          home) and DIR/NAME/disk-kb (tmpfs home)
 #   netns.sh stop-sshd DIR NAME            kill one host's sshd (SIGTERM)
 #
-# IDX (0-49) keeps concurrent beds apart: subnets 10.(200+IDX).0.0/17 (A) and
-# 10.(200+IDX).128.0/17 (B); link names rb<IDX>... Hosts are written to
-# DIR/hosts.tsv: name, netns, address, side (a|bastion|b). Hosts are made
-# RLAB_TESTBED_JOBS (default 16) at a time and torn down 32 at a time.
+# IDX (0-49) keeps concurrent beds apart: subnets 10.(200+IDX).0.0/17 (A),
+# 10.(200+IDX).128.0/18 (B) and 10.(200+IDX).192.0/18 (C); link names
+# rb<IDX>... Hosts are written to DIR/hosts.tsv: name, netns, address, side
+# (a|bastion|b|bastion2|c). Hosts are made RLAB_TESTBED_JOBS (default 16) at
+# a time and torn down 32 at a time. Each sshd logs to DIR/NAME/sshd.log at
+# RLAB_TESTBED_LOGLEVEL (default ERROR; INFO logs every accepted login). The
+# bridge-side veth of a host is named in DIR/NAME/veth (to shape its traffic).
 #
 # Traps met on these machines (see DESIGN.md, "Test beds"): root's ~/.bashrc
 # runs pyenv init, which serialises concurrent logins as root, so hosts are
@@ -80,7 +88,7 @@ PrintMotd no
 PrintLastLog no
 MaxStartups $3
 MaxSessions 64
-LogLevel ERROR
+LogLevel ${RLAB_TESTBED_LOGLEVEL:-ERROR}
 Subsystem sftp internal-sftp
 CONF
 }
@@ -107,7 +115,7 @@ start_sshd_ns() { # start_sshd_ns DIR NAME NETNS
   mkdir -p /run/sshd
   # ip netns exec gives the sshd its own mount namespace (slave of ours),
   # so these mounts are this host's only.
-  ip netns exec "$ns" sh -c "$mounts && exec /usr/sbin/sshd -f '$dir/$name/sshd_config'"
+  ip netns exec "$ns" sh -c "$mounts && exec /usr/sbin/sshd -f '$dir/$name/sshd_config' -E '$dir/$name/sshd.log'"
   # sshd writes its pid file after it forks; callers may stop it at once.
   for _ in $(seq 100); do [ -s "$dir/$name/sshd.pid" ] && return 0; sleep 0.05; done
   die "sshd of $name did not start"
@@ -133,12 +141,13 @@ stop_sshd() { # stop_sshd DIR NAME
   fi
 }
 
-up() { # up DIR IDX N M [MAXSTARTUPS]
-  local dir="$1" idx="$2" n="$3" m="$4" ms="${5:-200:30:400}"
+up() { # up DIR IDX N M [MAXSTARTUPS [K]]
+  local dir="$1" idx="$2" n="$3" m="$4" ms="${5:-200:30:400}" k2="${6:-0}"
   [[ "$idx" =~ ^[0-9]+$ ]] && [ "$idx" -lt 50 ] || die "bad index $idx"
+  [[ "$k2" =~ ^[0-9]+$ ]] || die "bad count $k2"
   mkdir -p "$dir"
   ensure_users
-  local p3="10.$((200 + idx))" ba="rb${idx}a" bb="rb${idx}b"
+  local p3="10.$((200 + idx))" ba="rb${idx}a" bb="rb${idx}b" bc="rb${idx}c"
   echo "$idx" >"$dir/index"
   : >"$dir/hosts.tsv"
   : >"$dir/known_hosts"
@@ -148,22 +157,30 @@ up() { # up DIR IDX N M [MAXSTARTUPS]
   ip link add "$ba" type bridge 2>/dev/null || true
   ip addr add "$p3.0.1/17" dev "$ba" 2>/dev/null || true
   ip link set "$ba" up
-  if [ "$m" -gt 0 ]; then
+  if [ "$m" -gt 0 ] || [ "$k2" -gt 0 ]; then
     ip link add "$bb" type bridge 2>/dev/null || true # no address: unreachable from here
     ip link set "$bb" up
   fi
+  if [ "$k2" -gt 0 ]; then
+    ip link add "$bc" type bridge 2>/dev/null || true # only bastion2 is on it
+    ip link set "$bc" up
+  fi
   local hosts=()
   for ((i = 0; i < n; i++)); do hosts+=("h$i a $(addr "$p3" 0 $((10 + i)))"); done
-  if [ "$m" -gt 0 ]; then
+  if [ "$m" -gt 0 ] || [ "$k2" -gt 0 ]; then
     hosts+=("bastion bastion $p3.0.2")
     for ((j = 0; j < m; j++)); do hosts+=("b$j b $(addr "$p3" 128 $((10 + j)))"); done
+  fi
+  if [ "$k2" -gt 0 ]; then
+    hosts+=("bastion2 bastion2 $p3.128.3")
+    for ((j = 0; j < k2; j++)); do hosts+=("c$j c $(addr "$p3" 192 $((10 + j)))"); done
   fi
   # Hosts are made in parallel (JOBS at a time; 200 hosts take seconds,
   # not minutes); each writes its own rows, joined in order afterwards.
   local k=0 jobs="${RLAB_TESTBED_JOBS:-16}" pids=() h
   for h in "${hosts[@]}"; do
     k=$((k + 1))
-    make_host "$dir" "$idx" "$k" "$ms" "$ba" "$bb" "$p3" $h &
+    make_host "$dir" "$idx" "$k" "$ms" "$ba" "$bb" "$bc" "$p3" $h &
     pids+=($!)
     if [ "${#pids[@]}" -ge "$jobs" ]; then
       wait "${pids[0]}" || die "host ${pids[0]} failed"
@@ -179,8 +196,8 @@ up() { # up DIR IDX N M [MAXSTARTUPS]
   done
 }
 
-make_host() { # make_host DIR IDX K MAXSTARTUPS BRIDGE_A BRIDGE_B PREFIX3 NAME SIDE IP
-  local dir="$1" idx="$2" k="$3" ms="$4" ba="$5" bb="$6" p3="$7" name="$8" side="$9" ip="${10}"
+make_host() { # make_host DIR IDX K MAXSTARTUPS BRIDGE_A BRIDGE_B BRIDGE_C PREFIX3 NAME SIDE IP
+  local dir="$1" idx="$2" k="$3" ms="$4" ba="$5" bb="$6" bc="$7" p3="$8" name="$9" side="${10}" ip="${11}"
   local ns="rb${idx}-$name" veth="rb${idx}v$((k - 1))"
   mkdir -p "$dir/$name"
   # Names left by a bed torn down a moment ago (netns removal is lazy).
@@ -189,16 +206,29 @@ make_host() { # make_host DIR IDX K MAXSTARTUPS BRIDGE_A BRIDGE_B PREFIX3 NAME S
   ip link del "rb${idx}w$k" 2>/dev/null || true
   ip netns add "$ns"
   ip -n "$ns" link set lo up
-  local br="$ba"; [ "$side" = b ] && br="$bb"
+  local br="$ba" plen=17
+  case "$side" in
+    b | bastion2) br="$bb" plen=18 ;;
+    c) br="$bc" plen=18 ;;
+  esac
   ip link add "$veth" type veth peer name eth0 netns "$ns"
   ip link set "$veth" master "$br" up
-  ip -n "$ns" addr add "$ip/17" dev eth0
+  echo "$veth" >"$dir/$name/veth"
+  ip -n "$ns" addr add "$ip/$plen" dev eth0
   ip -n "$ns" link set eth0 up
-  if [ "$side" = bastion ]; then
-    local veth2="rb${idx}w$k"
+  # A bastion's second leg: the subnet behind it (B for the bastion, C for
+  # bastion2), which nothing else on the path can reach.
+  local leg2=""
+  case "$side" in
+    bastion) leg2="$bb $p3.128.2" ;;
+    bastion2) leg2="$bc $p3.192.2" ;;
+  esac
+  if [ -n "$leg2" ]; then
+    local veth2="rb${idx}w$k" br2 ip2
+    read -r br2 ip2 <<<"$leg2"
     ip link add "$veth2" type veth peer name eth1 netns "$ns"
-    ip link set "$veth2" master "$bb" up
-    ip -n "$ns" addr add "$p3.128.2/17" dev eth1
+    ip link set "$veth2" master "$br2" up
+    ip -n "$ns" addr add "$ip2/18" dev eth1
     ip -n "$ns" link set eth1 up
   fi
   ssh-keygen -q -t ed25519 -N '' -C "$name" -f "$dir/$name/ssh_host_ed25519_key" <<<y >/dev/null
@@ -229,6 +259,7 @@ down() { # down DIR
   wait || true
   ip link del "rb${idx}a" 2>/dev/null || true
   ip link del "rb${idx}b" 2>/dev/null || true
+  ip link del "rb${idx}c" 2>/dev/null || true
   rm -f "$dir/hosts.tsv"
 }
 
@@ -238,5 +269,5 @@ case "$cmd" in
   down) down "$@" ;;
   start-sshd) start_sshd "$@" ;;
   stop-sshd) stop_sshd "$@" ;;
-  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,25p' "$0" >&2; exit 2 ;;
 esac
