@@ -29,6 +29,9 @@ type Run struct {
 	Error     string     `json:"error,omitempty"`
 	Workloads []Workload `json:"workloads"`
 	Samples   []Sample   `json:"samples"`
+	// Students is the per-student status of a class lab (workloads with
+	// for_each keys), in the order the lab lists them; empty otherwise.
+	Students []Student `json:"students,omitempty"`
 }
 
 // SchemaVersion is the version of Run this package writes.

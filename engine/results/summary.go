@@ -43,6 +43,9 @@ func Summary(r *Run, dir string) []byte {
 		w("| directory | `%s` |\n", mdCode(dir))
 	}
 	w("\n")
+	if len(r.Students) > 0 {
+		studentsSection(&b, r.Students)
+	}
 
 	if len(r.Workloads) >= compactAt {
 		compactSections(&b, r)

@@ -22,6 +22,8 @@ type ExpectResult struct {
 	Held      bool   `json:"held"`
 	Skipped   bool   `json:"skipped,omitempty"` // the workload did not complete
 	Error     string `json:"error,omitempty"`   // the condition could not be evaluated
+	// Got is what the condition read: "bw_avg_gbps = 0.07, size = 65536".
+	Got string `json:"got,omitempty"`
 }
 
 // ResultObject builds the `result` object an expect condition reads for one
@@ -122,7 +124,9 @@ func (r *runner) evalExpects() []ExpectResult {
 			for _, size := range sizesOf(o.Samples) {
 				er := base
 				er.Size = size
-				held, diags := evalOne(e, ResultObject(n.lab.Tool, o.Samples, size))
+				obj := ResultObject(n.lab.Tool, o.Samples, size)
+				held, diags := evalOne(e, obj)
+				er.Got = gotText(e, obj)
 				er.Held = held && !diags.HasErrors()
 				if diags.HasErrors() {
 					er.Error = diags.Error()
@@ -132,4 +136,32 @@ func (r *runner) evalExpects() []ExpectResult {
 		}
 	}
 	return out
+}
+
+// gotText lists the result attributes a condition reads with their values,
+// in the order it reads them.
+func gotText(e *lab.Expect, obj map[string]cty.Value) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, tr := range e.Condition.Variables() {
+		if tr.RootName() != "result" || len(tr) < 2 {
+			continue
+		}
+		a, ok := tr[1].(hcl.TraverseAttr)
+		if !ok || seen[a.Name] {
+			continue
+		}
+		seen[a.Name] = true
+		v, ok := obj[a.Name]
+		switch {
+		case !ok:
+			continue
+		case v.IsNull():
+			parts = append(parts, a.Name+" = null (not measured)")
+		case v.Type() == cty.Number:
+			f, _ := v.AsBigFloat().Float64()
+			parts = append(parts, a.Name+" = "+results.FormatValue(f))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,27 +24,27 @@ import (
 // select_ picks the workloads (--only), and the hosts, rxe devices and
 // captures they need.
 func (r *runner) select_() error {
-	want := map[string]bool{}
-	for _, n := range r.opts.Only {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
-		}
-		if r.lab.WorkloadByName(n) == nil {
-			var names []string
-			for _, w := range r.lab.Workloads {
-				names = append(names, w.Name)
-			}
-			return fmt.Errorf("--only: no workload %q in lab %q (workloads: %s)", n, r.lab.Name, strings.Join(names, ", "))
-		}
-		want[n] = true
+	sel, err := selectOnly(r.lab, r.opts.Only)
+	if err != nil {
+		return err
 	}
 	usedHost := map[*lab.Host]bool{}
 	usedRXE := map[*lab.RXE]bool{}
 	selected := map[*lab.Workload]bool{}
+	withExpects := false
+	if r.opts.Validate {
+		for _, w := range r.lab.Workloads {
+			if (sel == nil || sel.workloads[w]) && len(w.Expects) > 0 {
+				withExpects = true
+			}
+		}
+	}
 	for _, w := range r.lab.Workloads {
-		if len(want) > 0 && !want[w.Name] {
+		if sel != nil && !sel.workloads[w] {
 			continue
+		}
+		if withExpects && len(w.Expects) == 0 {
+			continue // a check runs the workloads that say what they expect
 		}
 		selected[w] = true
 		for _, h := range w.Hosts() {
@@ -55,14 +56,28 @@ func (r *runner) select_() error {
 			}
 		}
 	}
-	if len(want) == 0 {
+	switch {
+	case sel == nil:
 		// A full run prepares every rxe device and capture the lab declares.
 		// Hosts no rxe, capture or workload uses (jump hosts) get no agent.
 		for _, x := range r.lab.RXEs {
 			usedRXE[x] = true
 		}
-		for _, c := range r.lab.Captures {
-			usedHost[c.Host] = true
+		if !r.opts.Validate {
+			for _, c := range r.lab.Captures {
+				usedHost[c.Host] = true
+			}
+		}
+	default:
+		// A student key brings that student's rxe devices and captures
+		// (and so their hosts), and nothing of the other students.
+		for x := range sel.rxes {
+			usedRXE[x] = true
+		}
+		if !r.opts.Validate {
+			for c := range sel.captures {
+				usedHost[c.Host] = true
+			}
 		}
 	}
 	for _, x := range r.lab.RXEs {
@@ -107,8 +122,8 @@ func (r *runner) select_() error {
 		}
 	}
 	for _, c := range r.lab.Captures {
-		if !usedHost[c.Host] {
-			continue
+		if !usedHost[c.Host] || r.opts.Validate {
+			continue // a check takes no captures
 		}
 		cw := &captureWindow{lab: c}
 		for _, d := range c.During {
@@ -456,16 +471,57 @@ func (r *runner) preflight(ctx context.Context) error {
 	if len(probs) == 0 {
 		return nil
 	}
+	if len(r.students) > 0 {
+		// A class lab goes on with the students whose hosts are fine when
+		// every problem names its host.
+		byHost := map[string][]string{}
+		for _, p := range probs {
+			h := problemHost(p)
+			if h == "" || r.lab.HostByName(h) == nil {
+				byHost = nil
+				break
+			}
+			byHost[h] = append(byHost[h], p)
+		}
+		if byHost != nil {
+			for _, h := range r.hosts {
+				if ps := byHost[h.Name]; len(ps) > 0 {
+					r.breakHost(h.Name, fmt.Errorf("preflight of host %q found %d problem(s): %s", h.Name, len(ps), strings.Join(ps, "; ")))
+				}
+			}
+			return nil
+		}
+	}
 	return fmt.Errorf("preflight found %d problem(s):\n  %s", len(probs), strings.Join(probs, "\n  "))
 }
 
 func (r *runner) createRXE(ctx context.Context) error {
 	return each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.RXE) error {
-		if r.isLost(x.Host) {
+		if r.isLost(x.Host) || r.hostProblem(x.Host) != nil {
 			return nil // its workloads are skipped
 		}
-		return r.apply(ctx, x, x.Host, "")
+		err := r.apply(ctx, x, x.Host, "")
+		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
+			// One student's device must not stop the class.
+			r.breakHost(x.Host, err)
+			return nil
+		}
+		return err
 	})
+}
+
+// problemHost is the host a preflight problem names (`host "a": ...`).
+func problemHost(p string) string {
+	rest, ok := strings.CutPrefix(p, "host ")
+	if !ok {
+		return ""
+	}
+	q, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return ""
+	}
+	h, _ := strconv.Unquote(q)
+	return h
 }
 
 // apply runs one step with its events.

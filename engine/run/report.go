@@ -68,6 +68,10 @@ func (r *runner) writeResults(res *Result) error {
 		}
 		for _, e := range byWL[n.lab.Name] {
 			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Size: e.Size, Error: red.Replace(e.Error)}
+			if e.Got != "" {
+				got := e.Got
+				x.Value = &got
+			}
 			w.Expects = append(w.Expects, x)
 		}
 		doc.Workloads = append(doc.Workloads, w)
@@ -80,7 +84,11 @@ func (r *runner) writeResults(res *Result) error {
 	if write == nil {
 		write = results.WriteRun
 	}
+	doc.Students = res.Students
 	if err := write(r.dir, doc); err != nil {
+		return fmt.Errorf("write results of run %s: %w", r.dir, err)
+	}
+	if err := r.writeStudents(doc); err != nil {
 		return fmt.Errorf("write results of run %s: %w", r.dir, err)
 	}
 	b, err := json.MarshalIndent(res.Outcomes, "", "  ")

@@ -94,8 +94,18 @@ type Options struct {
 	// Out is the run directory; "" means RunsDir/<lab>/<UTC timestamp>.
 	Out     string
 	RunsDir string // default "runs"
-	// Only limits the run to these workloads (names as in the lab).
+	// Only limits the run: each value is a workload name (all its
+	// instances), an instance address (`write_bw["ana"]`) or a student's
+	// for_each key (`ana`: that student's workloads, rxe devices and
+	// captures). Only the hosts these use are connected and prepared.
 	Only []string
+	// Validate makes the run a student check (`rlab check --validate`): only
+	// the workloads with expect blocks run (all of them when none has one),
+	// no captures, rxe devices already there are used and left alone, the
+	// directory is RunsDir/<lab>/check-<UTC timestamp>, and the exit code
+	// is 0 when every student passes, 1 when one fails, 2 when a host
+	// cannot be reached.
+	Validate bool
 	// Keep leaves rxe devices in place.
 	Keep bool
 	// Parallel bounds hosts connected and workloads run at once (default 64).
@@ -129,6 +139,11 @@ type Result struct {
 	Err      error // what went wrong, joined; nil when Code is 0
 	Outcomes []*steps.Outcome
 	Expects  []ExpectResult
+	// Students is the per-student status of a class lab (nil otherwise).
+	Students []results.Student
+	// Unreachable names the hosts that could not be connected to or whose
+	// agent was lost, with the error.
+	Unreachable []string
 }
 
 // infraError marks a failure of the infrastructure (exit 2) rather than of a
@@ -157,9 +172,12 @@ type runner struct {
 	workloads   []*workloadNode
 	vms         VMSet
 
+	students []*student // class labs: the selected workloads by for_each key
+
 	mu      sync.Mutex
 	conns   map[string]Host
 	lost    map[string]error // hosts whose agent was lost
+	broken  map[string]error // class labs: hosts whose rxe or preflight failed (their workloads are skipped)
 	infra   []error
 	failed  []error
 	started time.Time
@@ -210,6 +228,7 @@ func (r *runner) prepare() error {
 	if err := r.select_(); err != nil {
 		return err
 	}
+	r.students = r.studentsOf()
 	now := r.opts.Now().UTC()
 	stamp := now.Format("20060102T150405Z")
 	dir := r.opts.Out
@@ -218,7 +237,11 @@ func (r *runner) prepare() error {
 		if root == "" {
 			root = "runs"
 		}
-		dir = filepath.Join(root, slugify(r.lab.Name), stamp)
+		name := stamp
+		if r.opts.Validate {
+			name = "check-" + stamp
+		}
+		dir = filepath.Join(root, slugify(r.lab.Name), name)
 	}
 	made, err := makeRunDir(dir, r.opts.Out != "")
 	if err != nil {
@@ -376,6 +399,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 			r.addErr(fmt.Errorf("workload %q: expect %s did not hold: %s", e.Workload, e.Condition, e.Message))
 		}
 	}
+	res.Students = r.studentResults(res)
 	infraBefore := append([]error(nil), r.infra...)
 	code := ExitOK
 	switch {
@@ -385,6 +409,19 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	case len(r.infra) > 0:
 		code = ExitInfra
 	case len(r.failed) > 0:
+		code = ExitFailed
+	}
+	r.mu.Lock()
+	for _, h := range r.hosts {
+		if err := r.lost[h.Name]; err != nil {
+			res.Unreachable = append(res.Unreachable, firstLineOf(err.Error()))
+		}
+	}
+	r.mu.Unlock()
+	if r.opts.Validate && code == ExitInfra && len(res.Unreachable) == 0 {
+		// A check's question is whether each student's pair works: what
+		// failed on a reachable host (its rxe device, its preflight) is the
+		// student's failure, exit 1; only unreachable hosts are exit 2.
 		code = ExitFailed
 	}
 	res.Code = code

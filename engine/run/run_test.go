@@ -347,7 +347,7 @@ workload "y" {
 		t.Error("--only y connected host a, which y does not use")
 	}
 	bad := Run(context.Background(), loadLab(t, src), Options{Connector: bed, Only: []string{"z"}, Out: filepath.Join(t.TempDir(), "r")})
-	if bad.Code != ExitFailed || bad.Err == nil || !strings.Contains(bad.Err.Error(), `no workload "z"`) || !strings.Contains(bad.Err.Error(), "x, y") {
+	if bad.Code != ExitFailed || bad.Err == nil || !strings.Contains(bad.Err.Error(), `--only "z": lab "t" has no workload`) || !strings.Contains(bad.Err.Error(), "x, y") {
 		t.Errorf("--only z: code %d err %v", bad.Code, bad.Err)
 	}
 }

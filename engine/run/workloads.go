@@ -96,6 +96,9 @@ func (r *runner) skipReason(ctx context.Context, n *workloadNode) string {
 		if err := r.lost[h.Name]; err != nil {
 			return fmt.Sprintf("host %q lost: %v", h.Name, err)
 		}
+		if err := r.broken[h.Name]; err != nil {
+			return fmt.Sprintf("host %q not prepared: %v", h.Name, err)
+		}
 	}
 	return ""
 }

@@ -1,0 +1,189 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+)
+
+// Student is how one student of a class lab ended: a student is a for_each
+// key (or count index) shared by instances of the lab; the unkeyed hosts
+// they use (a shared server, the bastion they jump through) count for every
+// student that uses them.
+type Student struct {
+	Key string `json:"key"`
+	// Folder is the student's hand-back folder, relative to the run
+	// directory (students/<slug>); "" when the run made none.
+	Folder    string   `json:"folder,omitempty"`
+	Hosts     []string `json:"hosts"`
+	Workloads []string `json:"workloads"`
+	OK        int      `json:"ok"`     // workloads that ran and whose expects held
+	Failed    int      `json:"failed"` // the others: failed, timed out, skipped, or an expect did not hold
+	Status    string   `json:"status"` // StudentReady or StudentFailed
+	// Reason is the first thing that went wrong, naming its host or
+	// workload and step.
+	Reason string `json:"reason,omitempty"`
+	// FailedExpects are the expects that did not hold, with what they read.
+	FailedExpects []StudentExpect `json:"failed_expects,omitempty"`
+}
+
+// StudentExpect is an expect of a student's workload that did not hold.
+type StudentExpect struct {
+	Workload string `json:"workload"`
+	Expect
+}
+
+// Student statuses.
+const (
+	StudentReady  = "ready"
+	StudentFailed = "failed"
+)
+
+// StudentsFile is students.json in a run directory of a class lab.
+const StudentsFile = "students.json"
+
+// WriteStudentsFile writes students.json into dir.
+func WriteStudentsFile(dir string, ss []Student) error {
+	b, err := json.MarshalIndent(ss, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", StudentsFile, err)
+	}
+	return writeAtomic(filepath.Join(dir, StudentsFile), append(b, '\n'))
+}
+
+// StatusText is the status column of a student: "ready" or
+// "failed: <reason>".
+func (s Student) StatusText() string {
+	if s.Status == StudentReady {
+		return StudentReady
+	}
+	if s.Reason == "" {
+		return StudentFailed
+	}
+	return StudentFailed + ": " + oneLine(s.Reason)
+}
+
+// ExpectText says what an expect that did not hold wanted and got:
+// `workload "w": bw_avg_gbps > 1 at 64 KiB: got bw_avg_gbps = 0.07 (below 1 Gb/s)`.
+func (e StudentExpect) ExpectText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "workload %q: wanted %s", e.Workload, e.Condition)
+	if e.Size > 0 {
+		fmt.Fprintf(&b, " at %s", HumanSize(e.Size))
+	}
+	switch {
+	case e.Error != "":
+		fmt.Fprintf(&b, ": %s", oneLine(e.Error))
+	case e.Value != nil:
+		fmt.Fprintf(&b, ": got %s", *e.Value)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, " (%s)", oneLine(e.Message))
+	}
+	return b.String()
+}
+
+// WriteStudentsTable prints the per-student status table `rlab run` and
+// `rlab check --validate` end with; verbose adds each failing expect under
+// its student.
+func WriteStudentsTable(w io.Writer, ss []Student, verbose bool) error {
+	ready := 0
+	for _, s := range ss {
+		if s.Status == StudentReady {
+			ready++
+		}
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "students: %d of %d ready\n", ready, len(ss))
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STUDENT\tHOSTS\tWORKLOADS\tSTATUS")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "  %s\t%d\t%d ok, %d failed\t%s\n", printable(s.Key), len(s.Hosts), s.OK, s.Failed, printable(s.StatusText()))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if verbose {
+		for _, s := range ss {
+			for _, e := range s.FailedExpects {
+				fmt.Fprintf(&buf, "  %s: %s\n", printable(s.Key), printable(e.ExpectText()))
+			}
+		}
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// printable keeps a user string (a for_each key) from moving the terminal's
+// cursor or breaking the table.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// studentsSection writes the "Students" section of summary.md.
+func studentsSection(b *bytes.Buffer, ss []Student) {
+	ready := 0
+	for _, s := range ss {
+		if s.Status == StudentReady {
+			ready++
+		}
+	}
+	fmt.Fprintf(b, "## Students\n\n%d of %d ready.\n\n| student | hosts | workloads | status | folder |\n|---|---|---|---|---|\n", ready, len(ss))
+	for _, s := range ss {
+		folder := "–"
+		if s.Folder != "" {
+			folder = "`" + mdCode(s.Folder) + "/`"
+		}
+		status := "ready"
+		if s.Status != StudentReady {
+			status = "**" + mdCell(s.StatusText()) + "**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %d ok, %d failed | %s | %s |\n", mdCell(s.Key), mdCell(strings.Join(s.Hosts, ", ")), s.OK, s.Failed, status, folder)
+	}
+	var fails []string
+	for _, s := range ss {
+		for _, e := range s.FailedExpects {
+			fails = append(fails, fmt.Sprintf("- %s: %s\n", mdCell(s.Key), mdCell(e.ExpectText())))
+		}
+	}
+	if len(fails) > 0 {
+		fmt.Fprintf(b, "\nExpects that did not hold:\n\n%s", strings.Join(fails, ""))
+	}
+	b.WriteString("\n")
+}
+
+// ForStudent is the part of a run that is one student's: their workloads
+// and samples, and their own line of the students table.
+func (r *Run) ForStudent(s Student) *Run {
+	out := *r
+	out.Workloads, out.Samples, out.Students = nil, []Sample{}, []Student{s}
+	mine := map[string]bool{}
+	for _, w := range s.Workloads {
+		mine[w] = true
+	}
+	for _, w := range r.Workloads {
+		if mine[w.Name] {
+			out.Workloads = append(out.Workloads, w)
+		}
+	}
+	for _, x := range r.Samples {
+		if mine[x.Meta.Workload] {
+			out.Samples = append(out.Samples, x)
+		}
+	}
+	out.Status = RunOK
+	if s.Status != StudentReady {
+		out.Status = RunFailed
+	}
+	out.Error = s.Reason
+	return &out
+}

@@ -1,0 +1,216 @@
+package run
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+// instanceKey splits an instance's reference name (`write_bw["ana"]`,
+// `server[0]`, `bastion`) into its block label and for_each key (or count
+// index); keyed is false for a block without for_each or count. engine/lab
+// formats keys with %q, so strconv.Unquote reads them back exactly.
+func instanceKey(name string) (block, key string, keyed bool) {
+	i := strings.IndexByte(name, '[')
+	if i < 0 || !strings.HasSuffix(name, "]") {
+		return name, "", false
+	}
+	block, inner := name[:i], name[i+1:len(name)-1]
+	if k, err := strconv.Unquote(inner); err == nil {
+		return block, k, true
+	}
+	return block, inner, true // count index
+}
+
+// selection is what --only picked: workloads, and the rxe devices and
+// captures named by a student key (their hosts come with them).
+type selection struct {
+	workloads map[*lab.Workload]bool
+	rxes      map[*lab.RXE]bool
+	captures  map[*lab.Capture]bool
+}
+
+// Prefixes that force how an --only value is read, for a value that is both
+// a workload name and a student key.
+const (
+	onlyWorkloadPrefix = "workload:"
+	onlyKeyPrefix      = "key:"
+)
+
+// selectOnly reads --only values: each is a workload name (every instance of
+// a for_each workload), a full instance address (`write_bw["ana"]`, or its
+// slug `write_bw.ana`), or a for_each key (`ana`: every workload, rxe device
+// and capture of that student). A value that is both a workload name and a
+// key is refused, naming the two readings; an unknown value gets a
+// did-you-mean. nil means no --only: run everything.
+func selectOnly(l *lab.Lab, only []string) (*selection, error) {
+	var vals []string
+	for _, v := range only {
+		if v = strings.TrimSpace(v); v != "" {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	blocks := map[string]bool{}
+	keys := map[string]bool{}
+	for _, w := range l.Workloads {
+		b, k, keyed := instanceKey(w.Name)
+		blocks[b] = true
+		if keyed {
+			keys[k] = true
+		}
+	}
+	for _, x := range l.RXEs {
+		if _, k, keyed := instanceKey(x.Name); keyed {
+			keys[k] = true
+		}
+	}
+	for _, c := range l.Captures {
+		if _, k, keyed := instanceKey(c.Name); keyed {
+			keys[k] = true
+		}
+	}
+	for _, h := range l.Hosts {
+		if h.Key != "" {
+			keys[h.Key] = true
+		}
+	}
+	sel := &selection{workloads: map[*lab.Workload]bool{}, rxes: map[*lab.RXE]bool{}, captures: map[*lab.Capture]bool{}}
+	for _, v := range vals {
+		asName, asKey := true, true
+		word := v
+		isName := blocks[v] || l.WorkloadByName(v) != nil || workloadBySlug(l, v) != nil
+		isKey := keys[v]
+		switch {
+		case isName && isKey:
+			return nil, fmt.Errorf("--only %q is ambiguous in lab %q: it is both a workload name and a student (for_each) key; write %s%s for the workload or %s%s for the student",
+				v, l.Name, onlyWorkloadPrefix, v, onlyKeyPrefix, v)
+		case isName || isKey:
+			asName, asKey = isName, isKey
+		case strings.HasPrefix(v, onlyWorkloadPrefix):
+			word, asKey = strings.TrimPrefix(v, onlyWorkloadPrefix), false
+		case strings.HasPrefix(v, onlyKeyPrefix):
+			word, asName = strings.TrimPrefix(v, onlyKeyPrefix), false
+		}
+		n := 0
+		if asName {
+			for _, w := range l.Workloads {
+				b, _, _ := instanceKey(w.Name)
+				if b == word || w.Name == word || w.Slug == word {
+					sel.workloads[w] = true
+					n++
+				}
+			}
+		}
+		if asKey {
+			for _, w := range l.Workloads {
+				if _, k, keyed := instanceKey(w.Name); keyed && k == word {
+					sel.workloads[w] = true
+					n++
+				}
+			}
+			for _, x := range l.RXEs {
+				if _, k, keyed := instanceKey(x.Name); keyed && k == word {
+					sel.rxes[x] = true
+					n++
+				}
+			}
+			for _, c := range l.Captures {
+				if _, k, keyed := instanceKey(c.Name); keyed && k == word {
+					sel.captures[c] = true
+					n++
+				}
+			}
+		}
+		if n == 0 {
+			return nil, unknownOnly(l, v, blocks, keys)
+		}
+	}
+	return sel, nil
+}
+
+func workloadBySlug(l *lab.Lab, s string) *lab.Workload {
+	for _, w := range l.Workloads {
+		if w.Slug == s {
+			return w
+		}
+	}
+	return nil
+}
+
+// maxListed bounds the names an error lists (a class has 200 students).
+const maxListed = 12
+
+func unknownOnly(l *lab.Lab, v string, blocks, keys map[string]bool) error {
+	names := sortedKeys(blocks)
+	ks := sortedKeys(keys)
+	var near []string
+	for _, c := range append(append([]string{}, names...), ks...) {
+		if d := levenshtein(strings.ToLower(v), strings.ToLower(c)); d > 0 && d <= min(len(v)/3, 3) {
+			near = append(near, strconv.Quote(c))
+		}
+	}
+	for _, w := range l.Workloads {
+		if strings.EqualFold(w.Name, v) || strings.EqualFold(w.Slug, v) {
+			near = append(near, strconv.Quote(w.Name))
+		}
+	}
+	near = slices.Compact(near)
+	if len(near) > 5 {
+		near = near[:5]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "--only %q: lab %q has no workload, instance or student key of that name", v, l.Name)
+	if len(near) > 0 {
+		fmt.Fprintf(&b, "; did you mean %s?", strings.Join(near, " or "))
+	}
+	fmt.Fprintf(&b, " (workloads: %s", listSome(names))
+	if len(ks) > 0 {
+		fmt.Fprintf(&b, "; student keys: %s", listSome(ks))
+	}
+	b.WriteString(")")
+	return fmt.Errorf("%s", b.String())
+}
+
+func listSome(s []string) string {
+	if len(s) <= maxListed {
+		return strings.Join(s, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(s[:maxListed], ", "), len(s)-maxListed)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
