@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -248,8 +249,9 @@ func (b *Bed) Logins(t testing.TB, h *Host) int {
 
 // Throttle limits the traffic towards a host to rate (a tc rate such as
 // "2mbit") with a token bucket on its bridge-side veth, so a transfer to it
-// lasts long enough to be interrupted. Lifted at cleanup.
-func (b *Bed) Throttle(t testing.TB, h *Host, rate string) {
+// lasts long enough to be interrupted. Lifted by the returned func, and
+// at cleanup.
+func (b *Bed) Throttle(t testing.TB, h *Host, rate string) (lift func()) {
 	t.Helper()
 	v, err := os.ReadFile(filepath.Join(b.Dir, h.Name, "veth"))
 	if err != nil {
@@ -259,7 +261,10 @@ func (b *Bed) Throttle(t testing.TB, h *Host, rate string) {
 	if out, err := exec.Command("tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kb", "latency", "1s").CombinedOutput(); err != nil {
 		t.Fatalf("testbed: throttle %s (%s) to %s: %v: %s", h.Name, dev, rate, err, out)
 	}
-	t.Cleanup(func() { exec.Command("tc", "qdisc", "del", "dev", dev, "root").Run() })
+	var once sync.Once
+	lift = func() { once.Do(func() { exec.Command("tc", "qdisc", "del", "dev", dev, "root").Run() }) }
+	t.Cleanup(lift)
+	return lift
 }
 
 // KillSessions kills (SIGKILL) every process of a host but its listening
