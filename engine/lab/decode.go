@@ -305,7 +305,8 @@ func (l *loader) decodeSSHDefaults(blocks []*hcl.Block) *sshSettings {
 	for _, b := range blocks[1:] {
 		l.errorf(b.DefRange.Ptr(), "Duplicate ssh block", "A lab has one top-level ssh block of defaults; the first is at %s. Merge them.", blocks[0].DefRange)
 	}
-	content := l.content(blocks[0].Body, &hcl.BodySchema{Attributes: sshAttrs})
+	schema := &hcl.BodySchema{Attributes: sshAttrs}
+	content := l.unsetNulls(l.content(blocks[0].Body, schema), schema, l.baseCtx())
 	return &sshSettings{attrs: content.Attributes, sc: &scope{ctx: l.baseCtx(), where: "the ssh block"}}
 }
 
@@ -318,6 +319,9 @@ type hostInst struct {
 	h    *Host
 	jump *hcl.Attribute
 	sc   *scope
+	// def is the defaults' jump, used when jump (the host's own) turns
+	// out null once hosts can be referred to.
+	def *hcl.Attribute
 }
 
 func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
@@ -355,23 +359,28 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 				vmBlock = nb
 			}
 		}
-		// Host settings: the host's own, then its ssh block, then the defaults.
-		pick := func(n string) (*hcl.Attribute, bool) {
-			if a := content.Attributes[n]; a != nil {
-				return a, false
-			}
-			if sshBlock != nil && sshBlock.Attributes[n] != nil {
-				return sshBlock.Attributes[n], false
-			}
-			if defaults != nil && defaults.attrs[n] != nil {
-				return defaults.attrs[n], true
-			}
-			return nil, false
-		}
-		for _, in := range l.expand(label, content, sc) {
+		blockContent, blockSSH := content, sshBlock
+		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
 			h := &Host{Name: in.name, Slug: in.slug, Block: label, Key: in.key, Port: DefaultPort, Range: b.DefRange}
 			isc := in.sc
+			// Null leaves an argument unset, per instance (each.value may
+			// be null for one host only).
+			content := l.unsetNulls(blockContent, hostSchema, isc.ctx)
+			sshBlock := l.unsetNulls(blockSSH, &hcl.BodySchema{Attributes: sshAttrs}, isc.ctx)
+			// Host settings: the host's own, then its ssh block, then the defaults.
+			pick := func(n string) (*hcl.Attribute, bool) {
+				if a := content.Attributes[n]; a != nil {
+					return a, false
+				}
+				if sshBlock != nil && sshBlock.Attributes[n] != nil {
+					return sshBlock.Attributes[n], false
+				}
+				if defaults != nil && defaults.attrs[n] != nil {
+					return defaults.attrs[n], true
+				}
+				return nil, false
+			}
 			get := func(n string) (*hcl.Attribute, *scope) {
 				a, def := pick(n)
 				if def {
@@ -410,17 +419,24 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 					l.errorf(a.NameRange.Ptr(), "Conflicting host form", "Host %s has a vm block, so rlab boots it and knows its address. Remove address, or remove the vm block to reach an existing machine over SSH.", h.Name)
 				}
 			} else if _, def := pick("address"); content.Attributes["address"] == nil && !def {
-				l.errorf(b.DefRange.Ptr(), "Missing address", "Host %s needs an address (a DNS name or IP reached over SSH), or a vm { } block to boot a local VM.", h.Name)
+				subj, why := b.DefRange, ""
+				if a := blockContent.Attributes["address"]; a != nil {
+					subj, why = a.Expr.Range(), " Its address is null, which leaves it unset."
+				}
+				l.errorf(subj.Ptr(), "Missing address", "Host %s needs an address (a DNS name or IP reached over SSH), or a vm { } block to boot a local VM.%s", h.Name, why)
 			}
 			ja, jdef := pick("jump")
 			jsc := isc
+			var fallback *hcl.Attribute
 			if jdef {
 				jsc = defaults.sc
 				if h.VM != nil {
 					ja = nil // a local VM is reached directly, whatever the defaults say
 				}
+			} else if defaults != nil && h.VM == nil {
+				fallback = defaults.attrs["jump"]
 			}
-			insts = append(insts, hostInst{h: h, jump: ja, sc: jsc})
+			insts = append(insts, hostInst{h: h, jump: ja, sc: jsc, def: fallback})
 			if prev := l.hostByName[h.Name]; prev == nil {
 				l.hostByName[h.Name] = h
 			}
@@ -441,16 +457,26 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 	l.recordKeys("host", objs)
 
 	// Jumps may name other hosts, so they are evaluated once all hosts exist.
-	for _, in := range insts {
-		if in.jump == nil {
-			continue
+	for i := range insts {
+		in := &insts[i]
+		l.enter(instance{sc: in.sc})
+		var v cty.Value
+		for in.jump != nil {
+			sc := *in.sc
+			sc.ctx = in.sc.ctx.NewChild()
+			sc.ctx.Variables = l.hostObjs
+			sc.kinds = []string{"host"}
+			var ok bool
+			if v, ok = l.valueOrNull(in.jump, &sc); !ok {
+				in.jump = nil
+			} else if v.IsNull() {
+				// Null leaves the host's jump unset: the defaults' applies.
+				in.jump, in.sc, in.def = in.def, defaults.sc, nil
+				continue
+			}
+			break
 		}
-		sc := *in.sc
-		sc.ctx = in.sc.ctx.NewChild()
-		sc.ctx.Variables = l.hostObjs
-		sc.kinds = []string{"host"}
-		v, ok := l.value(in.jump, &sc)
-		if !ok {
+		if in.jump == nil {
 			continue
 		}
 		if v.Type() == cty.String {
@@ -472,6 +498,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 		in.h.Jump = name
 		in.h.JumpHost = l.hostByName[name]
 	}
+	l.instExpr, l.instCtx = nil, nil
 	for _, in := range insts {
 		seen := map[*Host]bool{}
 		for h := in.h; h != nil; h = h.JumpHost {
@@ -543,7 +570,7 @@ var vmSchema = &hcl.BodySchema{
 }
 
 func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
-	content := l.content(b.Body, vmSchema)
+	content := l.unsetNulls(l.content(b.Body, vmSchema), vmSchema, sc.ctx)
 	vm := &VM{MemoryBytes: DefaultVMMemory, CPUs: 1, BootTimeout: DefaultVMBoot}
 	if a := content.Attributes["image"]; a != nil {
 		vm.Image, _ = l.str(a, sc)
@@ -575,7 +602,8 @@ func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
 			continue
 		}
 		seen[name] = nb.DefRange
-		c := l.content(nb.Body, &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "address"}, {Name: "mtu"}}})
+		ns := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "address"}, {Name: "mtu"}}}
+		c := l.unsetNulls(l.content(nb.Body, ns), ns, sc.ctx)
 		n := VMNetwork{Name: name, MTU: DefaultMTU}
 		if a := c.Attributes["address"]; a != nil {
 			if s, ok := l.str(a, sc); ok {
@@ -636,12 +664,13 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 		if d := l.decls["rxe"][label]; d == nil || d.block != b {
 			continue
 		}
-		content := l.content(b.Body, rxeSchema)
+		blockContent := l.content(b.Body, rxeSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.hostObjs
 		sc := &scope{ctx: ctx, where: "an rxe block", kinds: []string{"host"}}
-		for _, in := range l.expand(label, content, sc) {
+		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
+			content := l.unsetNulls(blockContent, rxeSchema, in.sc.ctx)
 			r := &RXE{Name: in.name, Slug: in.slug, Range: b.DefRange}
 			ok := true
 			if a := content.Attributes["host"]; a != nil {
@@ -779,7 +808,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe"}}
 		for _, in := range l.expand(label, content, sc) {
 			l.enter(in)
-			w := l.decodeWorkload(b, content, in)
+			w := l.decodeWorkload(b, l.unsetNulls(content, workloadSchema, in.sc.ctx), in)
 			w.Index = len(l.lab.Workloads)
 			l.workloadByName[w.Name] = w
 			l.lab.Workloads = append(l.lab.Workloads, w)
@@ -1039,7 +1068,7 @@ func ResultAttrs(tool string) []string {
 }
 
 func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
-	content := l.content(b.Body, expectSchema)
+	content := l.unsetNulls(l.content(b.Body, expectSchema), expectSchema, sc.ctx)
 	ca := content.Attributes["condition"]
 	if ca == nil || w.Tool == "" {
 		return nil
@@ -1128,7 +1157,7 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 		for _, in := range l.expand(label, content, sc) {
 			l.enter(in)
 			c := &Capture{Name: in.name, Slug: in.slug, Range: b.DefRange, Snaplen: DefaultSnaplen, MaxBytes: DefaultMaxBytes}
-			attrs := content.Attributes
+			attrs := l.unsetNulls(content, captureSchema, in.sc.ctx).Attributes
 			if a := attrs["host"]; a != nil {
 				if v, ok := l.value(a, in.sc); ok {
 					if n, ok := l.resolveRef(a, v, "host", "host"); ok {

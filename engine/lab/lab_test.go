@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
@@ -288,4 +289,67 @@ func TestInstanceContext(t *testing.T) {
 		t.Errorf("the diagnostic does not name the instance:\n%s", b.String())
 	}
 	_ = l
+}
+
+// TestNullIsUnset: an optional argument set to null takes its default, as
+// if it were absent; jump = cond ? null : host.bastion picks per host.
+func TestNullIsUnset(t *testing.T) {
+	type hostWant struct {
+		Port         int
+		User, Jump   string
+		IdentityFile string
+		Become       bool
+	}
+	for _, tc := range []struct {
+		direct string
+		hosts  map[string]hostWant
+	}{
+		{"true", map[string]hostWant{
+			"bastion": {Port: 22, User: "ops"},
+			"a":       {Port: 22, User: "ops", Become: true},
+			"b":       {Port: 22, User: "ops", Jump: "bastion", Become: true},
+			`s["x"]`:  {Port: 22, User: "ops"},
+			`s["y"]`:  {Port: 2200, User: "ops"},
+		}},
+		{"false", map[string]hostWant{
+			"bastion": {Port: 22, User: "ops"},
+			"a":       {Port: 22, User: "ops", Jump: "bastion", Become: true},
+			"b":       {Port: 22, User: "ops", Become: true},
+			`s["x"]`:  {Port: 22, User: "ops"},
+			`s["y"]`:  {Port: 2200, User: "ops"},
+		}},
+	} {
+		t.Run("direct="+tc.direct, func(t *testing.T) {
+			l, diags := Load([]string{corpus + "/valid/null_unset.hcl"}, LoadOptions{Vars: map[string]string{"direct": tc.direct}})
+			if len(diags) > 0 {
+				t.Fatalf("diagnostics:\n%s", diagText(l, diags))
+			}
+			got := map[string]hostWant{}
+			for _, h := range l.Hosts {
+				got[h.Name] = hostWant{Port: h.Port, User: h.User, Jump: h.Jump, IdentityFile: h.IdentityFile, Become: h.Become}
+				if (h.Jump == "") != (h.JumpHost == nil) {
+					t.Errorf("host %s: Jump %q but JumpHost %v", h.Name, h.Jump, h.JumpHost)
+				}
+			}
+			if d := cmp.Diff(tc.hosts, got); d != "" {
+				t.Errorf("hosts (-want +got):\n%s", d)
+			}
+			if l.Description != "" {
+				t.Errorf("description %q, want none", l.Description)
+			}
+			if r := l.RXEs[0]; r.Device != "rxe_eth1" || r.Keep {
+				t.Errorf("rxe a: device %q keep %v, want the defaults", r.Device, r.Keep)
+			}
+			w := l.Workloads[0]
+			if w.Sizes != nil || w.Iterations != 0 || w.Duration != 5*time.Second || w.QPs != 0 || w.Transport != "RC" || w.Timeout != DefaultTimeout || w.Repeat != 1 || w.Args != nil || len(w.Expects) != 1 || w.Expects[0].Message != "" {
+				t.Errorf("workload write_bw: %+v, want the defaults", w)
+			}
+			if tcp := l.Workloads[1]; tcp.Bytes != DefaultTCPBytes || tcp.Duration != 0 {
+				t.Errorf("workload tcp: bytes %d duration %v, want the defaults", tcp.Bytes, tcp.Duration)
+			}
+			if c := l.Captures[0]; c.Filter != "" || c.Snaplen != DefaultSnaplen || c.MaxBytes != DefaultMaxBytes || c.During != nil {
+				t.Errorf("capture: %+v, want the defaults", c)
+			}
+		})
+	}
 }

@@ -315,7 +315,8 @@ func (l *loader) decodeLab(blocks []*hcl.Block, first string) {
 	if !validName(b.Labels[0]) {
 		l.errorf(b.LabelRanges[0].Ptr(), "Invalid lab name", "A lab name starts with a letter and holds letters, digits, '_' and '-'; it names the run folder.")
 	}
-	content := l.content(b.Body, &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "description"}}})
+	schema := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "description"}}}
+	content := l.unsetNulls(l.content(b.Body, schema), schema, l.baseCtx())
 	if a := content.Attributes["description"]; a != nil {
 		l.lab.Description, _ = l.evalString(a, l.baseCtx())
 	}

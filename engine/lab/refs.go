@@ -277,8 +277,58 @@ func levenshtein(a, b string) int {
 }
 
 // value evaluates one attribute: references checked, then evaluated; a null
-// or unknown result is reported.
+// or unknown result is reported. Optional attributes that are null never get
+// here: unsetNulls drops them first.
 func (l *loader) value(a *hcl.Attribute, sc *scope) (cty.Value, bool) {
+	v, ok := l.valueOrNull(a, sc)
+	if ok && v.IsNull() {
+		l.errorf(a.Expr.Range().Ptr(), "Null value for "+a.Name, "%q must have a value; remove the argument to use its default.", a.Name)
+		return cty.NilVal, false
+	}
+	return v, ok
+}
+
+// unsetNulls returns content without the attributes whose value in ctx is
+// null: as in Terraform, null leaves an argument unset, so its default
+// applies (jump = var.direct ? null : host.bastion). A required argument set
+// to null is reported as missing. An attribute that cannot be evaluated in
+// ctx yet (it names a kind decoded later, or has an error) is kept: its
+// evaluation reports it. count and for_each are not arguments of the block
+// and are kept (null there is an error).
+func (l *loader) unsetNulls(content *hcl.BodyContent, schema *hcl.BodySchema, ctx *hcl.EvalContext) *hcl.BodyContent {
+	if content == nil {
+		return nil
+	}
+	out := *content
+	out.Attributes = hcl.Attributes{}
+	for n, a := range content.Attributes {
+		if n == "count" || n == "for_each" || !isNull(a.Expr, ctx) {
+			out.Attributes[n] = a
+			continue
+		}
+		for _, as := range schema.Attributes {
+			if as.Name == n && as.Required {
+				l.errorf(a.Expr.Range().Ptr(), "Missing required argument", "The argument %q is required, but its value is null, which leaves it unset. Give it a value.", n)
+			}
+		}
+	}
+	return &out
+}
+
+// isNull reports whether expr evaluates in ctx, without error, to null.
+func isNull(expr hcl.Expression, ctx *hcl.EvalContext) bool {
+	if lit, ok := expr.(*hclsyntax.LiteralValueExpr); ok {
+		return lit.Val.IsNull()
+	}
+	if _, ok := expr.(*hclsyntax.TemplateExpr); ok {
+		return false // a string
+	}
+	v, diags := expr.Value(ctx)
+	return !diags.HasErrors() && v.IsKnown() && v.IsNull()
+}
+
+// valueOrNull is value, with null a valid result.
+func (l *loader) valueOrNull(a *hcl.Attribute, sc *scope) (cty.Value, bool) {
 	if !l.checkRefs(a.Expr, sc) {
 		return cty.NilVal, false
 	}
@@ -290,10 +340,6 @@ func (l *loader) value(a *hcl.Attribute, sc *scope) (cty.Value, bool) {
 	if !v.IsWhollyKnown() {
 		// Unknown only follows an error reported elsewhere (e.g. a missing
 		// required variable).
-		return cty.NilVal, false
-	}
-	if v.IsNull() {
-		l.errorf(a.Expr.Range().Ptr(), "Null value for "+a.Name, "%q must have a value; remove the argument to use its default.", a.Name)
 		return cty.NilVal, false
 	}
 	return v, true

@@ -64,7 +64,14 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 			l.errorf(b.LabelRanges[0].Ptr(), fmt.Sprintf("Duplicate variable %q", name), "A variable named %q is already declared at %s. Remove or rename one of them.", name, prev.v.Range)
 			continue
 		}
+		// default = null is a value (the variable is optional and null);
+		// a null description or sensitive is unset.
 		content := l.content(b.Body, variableSchema)
+		def := content.Attributes["default"]
+		content = l.unsetNulls(content, variableSchema, &hcl.EvalContext{Functions: l.funcs})
+		if def != nil {
+			content.Attributes["default"] = def
+		}
 		d := &varDecl{v: &Variable{Name: name, Range: b.DefRange}, typ: cty.DynamicPseudoType, validation: nil}
 		if a := content.Attributes["type"]; a != nil {
 			t, diags := typeexpr.TypeConstraint(a.Expr)

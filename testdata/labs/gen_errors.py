@@ -351,7 +351,31 @@ W('count_index_out_of_count','''host "c" {
 }
 ''')
 W('null_value','''host "c" {
-  address = null # ERROR: Null value for address
+  address = null # ERROR: Missing address
+}
+''')
+# Null leaves an optional argument unset (valid/null_unset.hcl); a required
+# one set to null is missing, and count or for_each cannot be null.
+W('null_required','''rxe "c" {
+  host   = host.a
+  netdev = null # ERROR: Missing required argument
+}
+workload "w" { # ERROR: Missing tool
+  tool   = null
+  server = rxe.a
+  client = rxe.b
+}
+workload "x" {
+  tool   = "ib_write_bw"
+  server = rxe.a
+  client = rxe.b
+  expect {
+    condition = null # ERROR: Missing required argument
+  }
+}
+host "d" {
+  count   = null # ERROR: Null value for count
+  address = "192.0.2.4"
 }
 ''')
 W('capture_small_max', '''capture "c" {

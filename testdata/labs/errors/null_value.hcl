@@ -16,5 +16,5 @@ rxe "b" {
   netdev = "eth1"
 }
 host "c" {
-  address = null # ERROR: Null value for address
+  address = null # ERROR: Missing address
 }
