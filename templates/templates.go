@@ -1,6 +1,9 @@
 // Package templates holds the files rlab writes for users: the starter labs
 // of `rlab init` (init/<name>/), embedded so one rlab binary carries them.
-// It must not import anything of rlab.
+// The quickstart and class labs are copies of labs/ (go:embed cannot reach
+// outside this folder); the tests fail when a copy drifts, and
+// `go test ./templates -update` copies labs/ over them. It must not import
+// anything of rlab.
 package templates
 
 import (
