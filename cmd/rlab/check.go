@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -10,10 +11,11 @@ import (
 )
 
 func newCheckCmd() *cobra.Command {
-	var f hostFlags
-	var asJSON bool
+	var rf runFlags
+	f := &rf.hf
+	var asJSON, validate bool
 	cmd := &cobra.Command{
-		Use:   "check [-json] [-var NAME=VALUE]... PATH",
+		Use:   "check [-json] [-var NAME=VALUE]... [--validate [--only KEY,...] [--out DIR]] PATH",
 		Short: "Check that every host can run the lab (preflight), without changing anything",
 		Long: `check connects to every host of the lab, gathers its facts (shipping the agent
 when needed) and lists every problem that would stop the lab: a kernel without
@@ -22,7 +24,21 @@ no IPv4 address, RLIMIT_MEMLOCK too low, too little disk, root needed but not
 available. Each problem names the host and the fix.
 
 Exit status: 0 every host is ready; 1 problems found; 2 some host could not
-be reached (its error is printed; the others are still checked).`,
+be reached (its error is printed; the others are still checked).
+
+With --validate, check is a student check, as netlab's validate is for
+network labs: on hosts already prepared (say by rlab run --keep) it runs the
+lab's workloads that have expect blocks (all workloads when none has one),
+evaluates the expects and prints per student (for_each key) pass or fail
+with each failing expect: what it wanted and what it got. It is a run of the
+lab with these differences: no captures, no report.html, an rxe device of
+the right name and netdev that exists is used as it is and left in place
+(only devices this check created are removed), and its directory is
+runs/<lab>/check-<UTC timestamp>/ (results.json, students.json, logs).
+--only KEY,... checks those students only (workload names and instance
+addresses work too, as in rlab run --only), connecting only their hosts.
+Exit status with --validate: 0 every selected student passes; 1 one fails;
+2 a host could not be reached.`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rest, done, err := parseLabFlags(cmd, args)
@@ -32,7 +48,13 @@ be reached (its error is printed; the others are still checked).`,
 			if len(rest) != 1 {
 				return withCode(exitFail, fmt.Errorf("check: want one lab file or folder, got %d arguments (see rlab check --help)", len(rest)))
 			}
-			l, err := loadForHosts(cmd, rest[0], &f)
+			if validate {
+				return execLab(cmd, rest[0], &rf, true, asJSON)
+			}
+			if len(rf.only) > 0 || rf.out != "" {
+				return withCode(exitFail, errors.New("check: --only and --out need --validate (a preflight checks every host)"))
+			}
+			l, err := loadForHosts(cmd, rest[0], f)
 			if err != nil {
 				return err
 			}
@@ -84,6 +106,9 @@ be reached (its error is printed; the others are still checked).`,
 		},
 	}
 	f.register(cmd.Flags())
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print problems and unreachable hosts as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print problems and unreachable hosts as JSON (with --validate: the students)")
+	cmd.Flags().BoolVar(&validate, "validate", false, "run the lab's expect workloads on the prepared hosts and say which students pass")
+	cmd.Flags().StringSliceVar(&rf.only, "only", nil, "with --validate: check only these students (for_each keys), workloads or instances")
+	cmd.Flags().StringVar(&rf.out, "out", "", "with --validate: the check's run directory (default runs/<lab>/check-<UTC timestamp>)")
 	return cmd
 }

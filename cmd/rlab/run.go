@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/toolout"
@@ -32,7 +34,7 @@ type runFlags struct {
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run [-var NAME=VALUE]... [--out DIR] [--only W,...] [--keep] PATH",
+		Use:   "run [-var NAME=VALUE]... [--out DIR] [--only W|KEY,...] [--keep] PATH",
 		Short: "Run a lab: prepare hosts, run workloads, collect results, tear down",
 		Long: `run connects to every host of the lab (booting its local VMs first), ships the
 agent, checks the hosts, creates the rxe devices, starts the captures, runs the
@@ -41,6 +43,19 @@ the same time), pulls pcaps and logs, evaluates the expect blocks and tears
 down what it created. Everything lands in a new run directory,
 runs/<lab>/<UTC timestamp>/ unless --out says otherwise; the last line printed
 names it.
+
+Class labs (workloads with for_each keys, one key per student) end with a
+per-student table (ready, or failed with the first reason), also written to
+students.json and summary.md, and each student gets a folder to hand back,
+students/<key>/ (their hosts' files, their results, a summary). One
+student's unreachable host, failed rxe device or preflight problem skips
+that student's workloads only.
+
+--only takes workload names (every instance of a for_each workload),
+instance addresses (write_bw["ana"]) and student keys (ana): only the hosts
+the selected workloads, rxe devices and captures use are connected and
+prepared. A value that is both a workload name and a key must be written
+workload:NAME or key:KEY.
 
 Exit status: 0 all workloads ran and every expect held; 1 a workload failed or
 an expect did not hold (or the lab is invalid); 2 infrastructure (host
@@ -62,12 +77,18 @@ finishes a teardown later.`,
 	fl := cmd.Flags()
 	f.hf.register(fl)
 	fl.StringVar(&f.out, "out", "", "run directory (default runs/<lab>/<UTC timestamp>)")
-	fl.StringSliceVar(&f.only, "only", nil, "run only these workloads (comma-separated names)")
+	fl.StringSliceVar(&f.only, "only", nil, "run only these workloads, instances or students (comma-separated names, addresses or for_each keys)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
 	return cmd
 }
 
 func runLab(cmd *cobra.Command, path string, f *runFlags) error {
+	return execLab(cmd, path, f, false, false)
+}
+
+// execLab runs a lab, or checks it (validate: `rlab check --validate`), and
+// prints what happened; asJSON (validate only) prints the students as JSON.
+func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool) error {
 	stderr := cmd.ErrOrStderr()
 	lo, err := f.hf.vf.options()
 	if err != nil {
@@ -77,6 +98,10 @@ func runLab(cmd *cobra.Command, path string, f *runFlags) error {
 	writeDiags(stderr, l, diags)
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
+	}
+	selected, err := runengine.Selected(l, f.only, validate)
+	if err != nil {
+		return withCode(exitFail, err)
 	}
 	log := f.hf.logger(stderr)
 	conn := &runengine.SSHConnector{
@@ -107,25 +132,36 @@ func runLab(cmd *cobra.Command, path string, f *runFlags) error {
 		}
 	}()
 
-	total := len(l.Workloads)
-	if len(f.only) > 0 {
-		total = len(f.only)
-	}
-	prog := newProgress(stderr, total)
+	prog := newProgress(stderr, len(selected))
 	res := runengine.Run(ctx, l, runengine.Options{
-		Out: f.out, Only: f.only, Keep: f.keep, Parallel: f.hf.parallel,
+		Out: f.out, Only: f.only, Keep: f.keep, Validate: validate, Parallel: f.hf.parallel,
 		Connector: conn,
 		VMs:       &runengine.LocalVMs{Log: log, Progress: prog.vm},
 		Parse:     toolout.ParseOutput,
 		Log:       log,
 		OnEvent:   prog.event,
 		Hard:      hard,
+		NoReport:  validate,
 	})
 	prog.finish()
 	w := cmd.OutOrStdout()
 	if res.Err != nil {
 		fmt.Fprintf(stderr, "%s\n", res.Err)
 	}
+	if asJSON {
+		if err := printCheckJSON(w, res); err != nil {
+			return err
+		}
+	} else {
+		printOutcomes(w, res, validate)
+	}
+	if res.Code != exitOK {
+		return withCode(res.Code, nil)
+	}
+	return nil
+}
+
+func printOutcomes(w io.Writer, res *runengine.Result, validate bool) {
 	for _, o := range res.Outcomes {
 		line := fmt.Sprintf("  %-10s %s (%s)", o.Status, o.Workload, o.Tool)
 		if o.Status != "ok" && o.Error != "" {
@@ -134,17 +170,49 @@ func runLab(cmd *cobra.Command, path string, f *runFlags) error {
 		fmt.Fprintln(w, line)
 	}
 	for _, e := range res.Expects {
+		if validate && len(res.Students) > 0 {
+			break // listed under the students table
+		}
 		if !e.Held && !e.Skipped {
-			fmt.Fprintf(w, "  expect     %s: %s did not hold at size %d: %s\n", e.Workload, e.Condition, e.Size, e.Message)
+			at := ""
+			if e.Size > 0 {
+				at = fmt.Sprintf(" at size %d", e.Size)
+			}
+			line := fmt.Sprintf("  expect     %s: %s did not hold%s: %s", e.Workload, e.Condition, at, e.Message)
+			if e.Got != "" {
+				line += " (got " + e.Got + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if len(res.Students) > 0 {
+		// A check's answer is per student: each failing expect with what it
+		// wanted and got.
+		results.WriteStudentsTable(w, res.Students, validate)
+	} else if validate {
+		if res.Code == exitOK {
+			fmt.Fprintln(w, "check: pass")
+		} else {
+			fmt.Fprintln(w, "check: FAIL")
 		}
 	}
 	if res.Dir != "" {
 		fmt.Fprintf(w, "run directory: %s\n", res.Dir)
 	}
-	if res.Code != exitOK {
-		return withCode(res.Code, nil)
+}
+
+func printCheckJSON(w io.Writer, res *runengine.Result) error {
+	students := res.Students
+	if students == nil {
+		students = []results.Student{}
 	}
-	return nil
+	unreach := res.Unreachable
+	if unreach == nil {
+		unreach = []string{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"pass": res.Code == exitOK, "students": students, "unreachable": unreach, "run_dir": res.Dir})
 }
 
 func firstLine(s string) string {

@@ -214,3 +214,19 @@ func levenshtein(a, b string) int {
 	}
 	return prev[len(rb)]
 }
+
+// Selected returns the names of the workloads a run with these --only
+// values (and validate mode) would run, in file order, or the --only error;
+// `rlab run` sizes its progress bar with it and `rlab plan --only` can share
+// the selection.
+func Selected(l *lab.Lab, only []string, validate bool) ([]string, error) {
+	r := &runner{lab: l, opts: Options{Only: only, Validate: validate}}
+	if err := r.select_(); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(r.workloads))
+	for _, n := range r.workloads {
+		out = append(out, n.lab.Name)
+	}
+	return out, nil
+}
