@@ -2,62 +2,235 @@ package remote
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
-	"path"
 	"path/filepath"
+	"sort"
 	"sync"
+	"sync/atomic"
+	"syscall"
 
-	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/proto"
 )
 
-func (a *Agent) sftpClient() (*sftp.Client, error) {
-	a.sftpOnce.Do(func() {
-		a.sftp, a.sftpErr = sftp.NewClient(a.client.Client, sftp.UseConcurrentReads(true))
-		if a.sftpErr != nil {
-			a.sftpErr = fmt.Errorf("host %q: start sftp: %w", a.Host, a.sftpErr)
-		}
-	})
-	return a.sftp, a.sftpErr
+// DefaultMaxPullBytes is the default cap on the bytes pulled from one host
+// (PullOptions.MaxBytes): generous for captures, but a host cannot fill the
+// controller's disk.
+const DefaultMaxPullBytes int64 = 20 << 30
+
+// BundleMax is the size up to which a file travels in the bundle (one tar
+// stream per Pull) rather than by SFTP.
+const BundleMax int64 = 1 << 20
+
+// PullOptions tune a Pull.
+type PullOptions struct {
+	// MaxBytes caps the bytes pulled from this host, all Pulls on the Agent
+	// together; a listing over it is refused before anything is copied. 0
+	// means DefaultMaxPullBytes; negative, no cap.
+	MaxBytes int64
+	// Progress, when set, is called as bytes land (never concurrently) with
+	// the host's name, the bytes of this Pull written so far and the total it
+	// will write; a last call has done == total when everything landed.
+	Progress func(host string, done, total int64)
 }
 
-// Pull copies files from the agent's work dir into dstDir, each to a .part
-// file first, verified against the size and sha256 the agent listed, then
-// renamed. A path that is not local (absolute, "..", empty) is refused, as
-// is anything on the host that is not a regular file (a symlink out). It
-// returns the bytes pulled; the first error wins but every file is tried.
+// Pull is PullWith with the default options.
 func (a *Agent) Pull(ctx context.Context, files []proto.FileInfo, dstDir string) (int64, error) {
-	sc, err := a.sftpClient()
+	return a.PullWith(ctx, files, dstDir, PullOptions{})
+}
+
+// PullWith copies files from the agent's work dir into dstDir, each to a
+// .part file first, verified against the size and sha256 the agent listed,
+// then renamed. Files up to BundleMax come in one tar stream from
+// `rlab-agent bundle` (one round trip for all of them); bigger ones by SFTP
+// with large reads in flight. A path that is not local (absolute, "..",
+// empty) is refused, as is anything on the host that is not a regular file
+// (a symlink out) and a file that changed after the listing. The listing is
+// refused as a whole when it exceeds the host's byte cap or the free space
+// of dstDir's file system. It returns the bytes written; every file is
+// tried and the first error is returned, with a count of the others.
+func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir string, o PullOptions) (int64, error) {
+	var errs []error
+	var ok []proto.FileInfo
+	var total int64
+	for _, f := range files {
+		if _, err := ConfinedPath(dstDir, f.Path); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if f.Size < 0 {
+			errs = append(errs, fmt.Errorf("refusing %q: listed with a negative size", f.Path))
+			continue
+		}
+		ok = append(ok, f)
+		total += f.Size
+	}
+	if len(ok) == 0 {
+		return 0, a.pullErr(errs)
+	}
+	release, err := a.reserve(ok, total, o.MaxBytes)
 	if err != nil {
 		return 0, err
 	}
-	var (
-		mu    sync.Mutex
-		total int64
-		first error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, 4)
-	)
-	for _, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(f proto.FileInfo) {
-			defer func() { <-sem; wg.Done() }()
-			n, err := a.pullOne(ctx, sc, f, dstDir)
-			mu.Lock()
-			total += n
-			if err != nil && first == nil {
-				first = err
-			}
-			mu.Unlock()
-		}(f)
+	defer release()
+	if err := checkDisk(dstDir, total, len(ok), a.Host); err != nil {
+		return 0, err
 	}
+
+	d := newDests(dstDir)
+	var mu sync.Mutex // errs, progress calls
+	var done atomic.Int64
+	land := func(n int64) {
+		d := done.Add(n)
+		a.pulled.Add(n)
+		if o.Progress != nil {
+			mu.Lock()
+			o.Progress(a.Host, d, total)
+			mu.Unlock()
+		}
+	}
+	addErrs := func(e ...error) {
+		mu.Lock()
+		errs = append(errs, e...)
+		mu.Unlock()
+	}
+	var small, big []proto.FileInfo
+	for _, f := range ok {
+		if f.Size <= BundleMax {
+			small = append(small, f)
+		} else {
+			big = append(big, f)
+		}
+	}
+	var (
+		wg       sync.WaitGroup
+		fallback []proto.FileInfo
+	)
+	if len(small) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, fb, e := a.pullBundle(ctx, small, d, land)
+			if fb {
+				// Not an agent that bundles (or no exec session):
+				// SFTP one file at a time does the same, slower.
+				fallback = small
+				return
+			}
+			addErrs(e...)
+		}()
+	}
+	sftpAll := func(files []proto.FileInfo) {
+		if len(files) == 0 {
+			return
+		}
+		sc, err := a.sftpClient()
+		if err != nil {
+			addErrs(err)
+			return
+		}
+		var fw sync.WaitGroup
+		sem := make(chan struct{}, 2) // a few files at once, each with its reads in flight
+		for _, f := range sortedBySize(files) {
+			fw.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; fw.Done() }()
+				if err := a.pullSFTP(ctx, sc, f, d, land); err != nil {
+					addErrs(err)
+				}
+			}()
+		}
+		fw.Wait()
+	}
+	sftpAll(big)
 	wg.Wait()
-	return total, first
+	sftpAll(fallback)
+	return done.Load(), a.pullErr(errs)
+}
+
+// pullErr names the host and the first failure, and counts the others.
+func (a *Agent) pullErr(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("host %q: pull %w", a.Host, errs[0])
+	}
+	return fmt.Errorf("host %q: pull %w (and %d more files failed)", a.Host, errs[0], len(errs)-1)
+}
+
+// reserved counts, per Agent, the bytes of Pulls under way, so that
+// concurrent Pulls cannot together pass the cap.
+var reserved sync.Map // *Agent -> *atomic.Int64
+
+// reserve books total bytes against the host's cap, or refuses the whole
+// listing naming its biggest file.
+func (a *Agent) reserve(files []proto.FileInfo, total, max int64) (release func(), err error) {
+	if max == 0 {
+		max = DefaultMaxPullBytes
+	}
+	v, _ := reserved.LoadOrStore(a, new(atomic.Int64))
+	r := v.(*atomic.Int64)
+	for {
+		cur := r.Load()
+		already := a.pulled.Load() + cur
+		if max > 0 && (total > max || already+total > max) {
+			big := files[0]
+			for _, f := range files {
+				if f.Size > big.Size {
+					big = f
+				}
+			}
+			return nil, fmt.Errorf("host %q: refusing to pull %d files of %s (the largest %s, %s) with %s already pulled: over the cap of %s per host (PullOptions.MaxBytes)",
+				a.Host, len(files), human(total), truncate(big.Path, 200), human(big.Size), human(already), human(max))
+		}
+		if r.CompareAndSwap(cur, cur+total) {
+			return func() { r.Add(-total) }, nil
+		}
+	}
+}
+
+// freeBytes is the space left to an unprivileged writer in dir's file
+// system (a variable for tests).
+var freeBytes = func(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// checkDisk refuses a pull that cannot fit on the controller's disk.
+func checkDisk(dstDir string, need int64, n int, host string) error {
+	dir := dstDir
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	free, err := freeBytes(dir)
+	if err != nil {
+		return fmt.Errorf("host %q: pull: free space of %s: %w", host, dir, err)
+	}
+	if uint64(need) > free {
+		return fmt.Errorf("host %q: refusing to pull %d files of %s into %s: its file system has only %s free", host, n, human(need), dstDir, human(int64(free)))
+	}
+	return nil
+}
+
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(n)/float64(div), "KMGTP"[exp], n)
 }
 
 // ConfinedPath returns where a host-reported path lands under dstDir, or an
@@ -74,68 +247,50 @@ func ConfinedPath(dstDir, p string) (string, error) {
 	return dst, nil
 }
 
-func (a *Agent) pullOne(ctx context.Context, sc *sftp.Client, f proto.FileInfo, dstDir string) (int64, error) {
-	dst, err := ConfinedPath(dstDir, f.Path)
+// dests makes the folders files land in, checking each folder once.
+type dests struct {
+	root string
+	mu   sync.Mutex
+	ok   map[string]bool
+}
+
+func newDests(root string) *dests { return &dests{root: root, ok: map[string]bool{}} }
+
+// prepare returns where a (confined) path lands, its folder made, after
+// refusing a local symlink planted where a folder should be.
+func (d *dests) prepare(p string) (string, error) {
+	dst, err := ConfinedPath(d.root, p)
 	if err != nil {
-		return 0, fmt.Errorf("host %q: pull: %w", a.Host, err)
+		return "", err
 	}
-	src := path.Join(a.Hello.WorkDir, filepath.ToSlash(f.Path))
-	fail := func(err error) (int64, error) {
-		return 0, fmt.Errorf("host %q: pull %s: %w", a.Host, src, err)
+	dir := filepath.Dir(dst)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ok[dir] {
+		return dst, nil
 	}
-	st, err := sc.Lstat(src)
-	if err != nil {
-		return fail(err)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
 	}
-	if !st.Mode().IsRegular() {
-		return fail(fmt.Errorf("not a regular file (%s); refusing it", st.Mode().Type()))
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return fail(err)
-	}
-	// Refuse a local symlink planted where a parent folder should be.
-	if rp, err := filepath.EvalSymlinks(filepath.Dir(dst)); err == nil {
-		if base, err := filepath.EvalSymlinks(dstDir); err == nil {
+	if rp, err := filepath.EvalSymlinks(dir); err == nil {
+		if base, err := filepath.EvalSymlinks(d.root); err == nil {
 			if rel, err := filepath.Rel(base, rp); err != nil || !(rel == "." || filepath.IsLocal(rel)) {
-				return fail(fmt.Errorf("destination %s leaves %s", dst, dstDir))
+				return "", fmt.Errorf("%s: destination %s leaves %s", p, dst, d.root)
 			}
 		}
 	}
-	rf, err := sc.Open(src)
-	if err != nil {
-		return fail(err)
-	}
-	defer rf.Close()
-	stop := context.AfterFunc(ctx, func() { rf.Close() })
-	defer stop()
-	part := dst + ".part"
-	lf, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fail(err)
-	}
-	h := sha256.New()
-	// rf.WriteTo keeps sftp's concurrent reads (io.Copy would pick it too);
-	// wrapping rf in another reader would silently lose them.
-	n, err := rf.WriteTo(io.MultiWriter(lf, h))
-	a.pulled.Add(n)
-	if cerr := lf.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		os.Remove(part)
-		return fail(err)
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	if n != f.Size || (f.SHA256 != "" && sum != f.SHA256) {
-		os.Remove(part)
-		return fail(fmt.Errorf("got %d bytes with sha256 %s, the agent listed %d bytes with sha256 %s", n, sum, f.Size, f.SHA256))
-	}
-	if err := os.Rename(part, dst); err != nil {
-		os.Remove(part)
-		return fail(err)
-	}
-	return n, nil
+	d.ok[dir] = true
+	return dst, nil
+}
+
+// createPart creates a .part file, never through a symlink.
+func createPart(p string) (*os.File, error) {
+	return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+}
+
+// sortedBySize returns files biggest first (big files start early).
+func sortedBySize(files []proto.FileInfo) []proto.FileInfo {
+	s := append([]proto.FileInfo(nil), files...)
+	sort.SliceStable(s, func(i, j int) bool { return s[i].Size > s[j].Size })
+	return s
 }

@@ -1,8 +1,10 @@
 // Command rlab-agent is the program rlab ships to every lab host and starts
 // over one SSH session. `rlab-agent serve` speaks the agent/proto protocol on
 // stdin/stdout (its log goes to stderr) until stdin closes, then stops and
-// undoes everything it started. `rlab-agent version` prints its version and
-// its own sha256, the name it is installed under.
+// undoes everything it started. `rlab-agent bundle` writes the work dir
+// files named on its stdin as one tar stream (the controller's pull of many
+// small files; see agent/proto's BundleCommand). `rlab-agent version` prints
+// its version and its own sha256, the name it is installed under.
 //
 // It is pure Go (CGO_ENABLED=0) and must stay small: no cobra, no engine.
 package main
@@ -35,6 +37,7 @@ func main() {
 
 const usage = `usage:
   rlab-agent serve --run-id ID [--work-dir DIR] [--owner UID:GID] [--log-level debug|info|warn]
+  rlab-agent bundle --work-dir DIR   (files named on stdin as JSON, a tar stream on stdout)
   rlab-agent version
 `
 
@@ -54,6 +57,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serve(args[1:], stdin, stdout, stderr)
+	case proto.BundleCommand:
+		return bundle(args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

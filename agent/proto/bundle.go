@@ -1,0 +1,39 @@
+package proto
+
+// The bundle: many small files in one stream, so a pull of 1,000 logs costs
+// one round trip instead of 1,000. It does not go over the protocol session
+// (JSON would carry every byte as base64): the controller opens a second SSH
+// session on the same connection running
+//
+//	<agent binary> bundle --work-dir <work dir>
+//
+// as the login user (never through sudo: the stream reads only what the user
+// could read over SFTP, so a root agent's --owner refusals stay the only way
+// to root), writes one BundleRequest as JSON on its stdin and closes it. The
+// agent answers on stdout with a POSIX (PAX) tar stream holding, in request
+// order, one regular-file entry per requested file, named by its Path, and
+// then exits 0. Nothing else is ever in the stream: no directories, links or
+// devices, and a reader refuses them.
+//
+// An entry carries at most the requested Size bytes: a file that grew after
+// the listing is cut there, and its PAX record BundleSize says how long it
+// really was, so the reader fails it instead of filling its disk. A file the
+// agent could not send (gone, not a regular file, unreadable) is an entry of
+// size 0 with a PAX record BundleError saying why.
+
+// BundleCommand is the agent subcommand that writes a bundle.
+const BundleCommand = "bundle"
+
+// BundleRequest names the files to bundle, as files.list listed them.
+type BundleRequest struct {
+	Files []FileInfo `json:"files"`
+}
+
+// MaxBundleRequest bounds the request the agent reads from its stdin.
+const MaxBundleRequest = 64 << 20
+
+// PAX records of a bundle entry.
+const (
+	BundleSize  = "RLAB.size"  // decimal size of the file when the agent opened it
+	BundleError = "RLAB.error" // why the file is not in the stream
+)

@@ -1,0 +1,91 @@
+package remote
+
+import (
+	"context"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/testbed"
+)
+
+// On real OpenSSH with become: the agent runs as root for the login user,
+// the bundle runs as that user (so a root-only file in the work dir is
+// refused with a clear error instead of being read with root's rights),
+// big files come by OpenSSH's sftp-server with 255 KiB reads.
+func TestPullBecomeNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 1})
+	h := bed.Hosts[0]
+	d, err := sshx.NewDialer(bedOptions(bed, nil).SSH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	c, err := d.Dial(context.Background(), bedSpec(bed, h).Target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, _, err := freshAgent(t).Open(context.Background(), c, StartOptions{Host: h.Name, RunID: "pull-become", Become: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Hello.UID != 0 {
+		t.Fatalf("agent runs as uid %d, want root (become)", a.Hello.UID)
+	}
+	u, err := user.Lookup(bed.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	files := map[string][]byte{"roce.pcap": content(7, 9<<20+11)}
+	for i := 0; i < 200; i++ {
+		files[filepath.Join("logs", "w"+strconv.Itoa(i)+".stdout")] = content(i, 100+i*13)
+	}
+	writeAll(t, a.Hello.WorkDir, files)
+	for p := range files {
+		os.Chown(filepath.Join(a.Hello.WorkDir, p), uid, gid)
+	}
+	os.Chown(filepath.Join(a.Hello.WorkDir, "logs"), uid, gid)
+	// What a root process left behind without giving it to the user.
+	os.WriteFile(filepath.Join(a.Hello.WorkDir, "root-only.log"), []byte("secret"), 0o600)
+	defer os.RemoveAll(filepath.Join(bed.Home, ".cache", "rlab", "runs", "pull-become"))
+
+	listed := list(t, a) // the root agent lists (and hashes) everything
+	if len(listed) != len(files)+1 {
+		t.Fatalf("listed %d files", len(listed))
+	}
+	sc, err := a.sftpClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readSize(sc); got != sftpBigRead {
+		t.Errorf("read size against OpenSSH %d, want %d (limits@openssh.com)", got, sftpBigRead)
+	}
+	dst := t.TempDir()
+	var last int64
+	n, err := a.PullWith(context.Background(), listed, dst, PullOptions{Progress: func(_ string, done, _ int64) { last = done }})
+	if err == nil || !strings.Contains(err.Error(), "root-only.log: the host could not send it") || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("want only root-only.log refused (permission denied), got %v", err)
+	}
+	if strings.Contains(err.Error(), "more files failed") {
+		t.Errorf("other files failed too: %v", err)
+	}
+	checkTree(t, dst, files)
+	if n != last || n != int64(len(files["roce.pcap"]))+func() (s int64) {
+		for p, b := range files {
+			if p != "roce.pcap" {
+				s += int64(len(b))
+			}
+		}
+		return
+	}() {
+		t.Errorf("pulled %d bytes, progress said %d", n, last)
+	}
+}
