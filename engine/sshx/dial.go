@@ -43,6 +43,19 @@ type Options struct {
 	// Default 4; negative: none.
 	Retries int
 
+	// Persist keeps authenticated connections alive this long after their
+	// last use, in a per-user background process (rlab's ControlPersist):
+	// Dial then goes through that mux daemon, which dials upstream or
+	// reuses a live connection. 0: $RLAB_PERSIST if set, else off;
+	// negative: off.
+	Persist time.Duration
+	// MuxDir is the mux daemon's private folder; "" MuxDir().
+	MuxDir string
+	// MuxCommand starts the mux daemon (argv; "--dir" DIR "--persist" D are
+	// appended). Default: this executable with "mux serve" (rlab's hidden
+	// command); tests re-exec their own binary.
+	MuxCommand []string
+
 	Logger *slog.Logger
 }
 
@@ -66,6 +79,31 @@ type bastion struct {
 	done   chan struct{}
 	client *Client
 	err    error
+	at     time.Time // when the dial ended
+}
+
+// failedBastionTTL is how long a failed bastion dial is remembered: the
+// hosts behind it dialed in the same burst all get its error at once, and a
+// long-lived Dialer (the mux daemon's) tries again later.
+const failedBastionTTL = 10 * time.Second
+
+// dead: dialed, and the connection has ended since, or the dial failed a
+// while ago.
+func (b *bastion) dead() bool {
+	select {
+	case <-b.done:
+	default:
+		return false
+	}
+	if b.client == nil {
+		return time.Since(b.at) > failedBastionTTL
+	}
+	select {
+	case <-b.client.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 // NewDialer checks the options and reads known_hosts and the ssh config.
@@ -96,6 +134,15 @@ func NewDialer(opts Options) (*Dialer, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Persist == 0 {
+		if v := os.Getenv("RLAB_PERSIST"); v != "" {
+			p, err := ParsePersist(v)
+			if err != nil {
+				return nil, fmt.Errorf("RLAB_PERSIST: %w", err)
+			}
+			opts.Persist = p
+		}
 	}
 	keys, err := newHostKeys(opts.KnownHosts, opts.AcceptNewHostKeys)
 	if err != nil {
@@ -131,10 +178,28 @@ type Client struct {
 	Addr string // host:port dialed
 	User string
 	Via  *Client // bastion, nil when direct
+	// HostKey is the key the host proved it holds (through a mux: the key
+	// of the upstream connection).
+	HostKey ssh.PublicKey
 
 	closeOnce sync.Once
 	stop      chan struct{}
+	gone      chan struct{} // closed when the connection has ended
 }
+
+// newClient wraps an SSH connection and notes when it ends.
+func newClient(c *ssh.Client, name, addr, user string, via *Client, key ssh.PublicKey) *Client {
+	cl := &Client{Client: c, Name: name, Addr: addr, User: user, Via: via, HostKey: key, stop: make(chan struct{}), gone: make(chan struct{})}
+	go func() {
+		c.Wait()
+		close(cl.gone)
+	}()
+	return cl
+}
+
+// Gone is closed when the connection has ended (closed here, by the
+// server, or by an unanswered keepalive).
+func (c *Client) Gone() <-chan struct{} { return c.gone }
 
 // Close closes the connection (not the bastion, which the Dialer owns).
 func (c *Client) Close() error {
@@ -166,6 +231,9 @@ func (d *Dialer) Close() error {
 // Dial connects to t and authenticates. Errors say what was being done to
 // which address; callers add the host's name.
 func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
+	if d.opts.Persist > 0 {
+		return d.muxDial(ctx, t)
+	}
 	r, err := d.resolve(&t, 0)
 	if err != nil {
 		return nil, err
@@ -255,7 +323,18 @@ func (d *Dialer) handshake(ctx context.Context, r *resolved, via *Client, cfg *s
 	}
 	conn.SetDeadline(time.Now().Add(d.opts.HandshakeTimeout))
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	cc, chans, reqs, err := ssh.NewClientConn(conn, r.addr(), cfg)
+	// Remember the key the host proved, so a connection kept by the mux
+	// can be checked again against known_hosts when it is reused.
+	var hostKey ssh.PublicKey
+	ccfg := *cfg
+	ccfg.HostKeyCallback = func(addr string, remote net.Addr, key ssh.PublicKey) error {
+		err := cfg.HostKeyCallback(addr, remote, key)
+		if err == nil {
+			hostKey = key
+		}
+		return err
+	}
+	cc, chans, reqs, err := ssh.NewClientConn(conn, r.addr(), &ccfg)
 	stopped := stop()
 	if err != nil {
 		conn.Close()
@@ -265,7 +344,7 @@ func (d *Dialer) handshake(ctx context.Context, r *resolved, via *Client, cfg *s
 		return nil, err
 	}
 	conn.SetDeadline(time.Time{})
-	c := &Client{Client: ssh.NewClient(cc, chans, reqs), Name: r.name, Addr: r.addr(), User: r.user, Via: via, stop: make(chan struct{})}
+	c := newClient(ssh.NewClient(cc, chans, reqs), r.name, r.addr(), r.user, via, hostKey)
 	if d.opts.KeepaliveInterval > 0 {
 		go d.keepalive(c)
 	}
@@ -329,6 +408,11 @@ func (d *Dialer) bastion(ctx context.Context, r *resolved) (*Client, error) {
 		return nil, errors.New("dialer closed")
 	}
 	b, ok := d.bastions[key]
+	if ok && b.dead() {
+		// A bastion connection that ended (its keepalive gave up, or
+		// the bastion closed it) is dialed again rather than kept.
+		ok = false
+	}
 	if !ok {
 		b = &bastion{done: make(chan struct{})}
 		d.bastions[key] = b
@@ -336,6 +420,7 @@ func (d *Dialer) bastion(ctx context.Context, r *resolved) (*Client, error) {
 		// Not tied to one host's ctx: the bastion serves every host behind it.
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.DialTimeout+d.opts.HandshakeTimeout*time.Duration(d.opts.Retries+1))
 		b.client, b.err = d.dial(bctx, r)
+		b.at = time.Now()
 		cancel()
 		close(b.done)
 	} else {

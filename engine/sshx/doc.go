@@ -6,6 +6,11 @@
 // bastion authenticated once and shared, a per-destination cap on concurrent
 // handshakes with retry and jitter, dial/handshake timeouts and keepalives.
 //
+// With Options.Persist it also keeps logins alive between rlab runs, as
+// OpenSSH's ControlPersist does: a per-user mux daemon (ServeMux, run as
+// `rlab mux serve`) holds the upstream connections and callers reach it
+// over SSH on a private unix socket (mux.go, muxserve.go).
+//
 // It knows nothing of labs or agents: it must not import engine/lab or
 // engine/remote.
 package sshx

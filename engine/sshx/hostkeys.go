@@ -90,7 +90,8 @@ type hostKeys struct {
 	acceptNew bool
 
 	mu       sync.Mutex
-	cb       ssh.HostKeyCallback // reloaded after a key is recorded
+	cb       ssh.HostKeyCallback // reloaded after a key is recorded or a file changes
+	stamp    string              // the files' state cb was read from
 	accepted map[string]ssh.PublicKey
 }
 
@@ -105,7 +106,40 @@ func newHostKeys(files []string, acceptNew bool) (*hostKeys, error) {
 	return hk, nil
 }
 
+// fileStamp sums the files' state (size, mtime, inode): a change means
+// known_hosts was edited (a key added, removed or marked @revoked).
+func (hk *hostKeys) fileStamp() string {
+	var b strings.Builder
+	for _, f := range hk.files {
+		st, err := os.Stat(f)
+		if err != nil {
+			b.WriteString("-;")
+			continue
+		}
+		var ino uint64
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			ino = sys.Ino
+		}
+		fmt.Fprintf(&b, "%d:%d:%d;", st.Size(), st.ModTime().UnixNano(), ino)
+	}
+	return b.String()
+}
+
+// current returns the callback for the files as they are now: a Dialer
+// that lives long (the mux daemon's) sees keys added or revoked since.
+func (hk *hostKeys) current() ssh.HostKeyCallback {
+	hk.mu.Lock()
+	defer hk.mu.Unlock()
+	if hk.fileStamp() != hk.stamp {
+		// On a read error keep the last good callback; the next call
+		// tries again.
+		hk.reload()
+	}
+	return hk.cb
+}
+
 func (hk *hostKeys) reload() error {
+	stamp := hk.fileStamp()
 	var existing []string
 	for _, f := range hk.files {
 		if _, err := os.Stat(f); err == nil {
@@ -121,14 +155,14 @@ func (hk *hostKeys) reload() error {
 		if err != nil {
 			return err
 		}
-		hk.cb = cb
+		hk.cb, hk.stamp = cb, stamp
 		return nil
 	}
 	cb, err := knownhosts.New(existing...)
 	if err != nil {
 		return fmt.Errorf("read known_hosts: %w", err)
 	}
-	hk.cb = cb
+	hk.cb, hk.stamp = cb, stamp
 	return nil
 }
 
@@ -147,9 +181,7 @@ func (a fakeAddr) String() string  { return a.s }
 
 // knownKeys returns the keys known_hosts holds for addr (host:port).
 func (hk *hostKeys) knownKeys(addr string) []knownhosts.KnownKey {
-	hk.mu.Lock()
-	cb := hk.cb
-	hk.mu.Unlock()
+	cb := hk.current()
 	err := cb(addr, fakeAddr{addr}, fakeKey{})
 	var ke *knownhosts.KeyError
 	if errors.As(err, &ke) {
@@ -194,8 +226,8 @@ func (hk *hostKeys) algorithms(addr string) []string {
 // callback returns the HostKeyCallback for one host.
 func (hk *hostKeys) callback(name string, viaJump bool) ssh.HostKeyCallback {
 	return func(addr string, remote net.Addr, key ssh.PublicKey) error {
+		cb := hk.current()
 		hk.mu.Lock()
-		cb := hk.cb
 		if k, ok := hk.accepted[knownhosts.Normalize(addr)]; ok && bytes.Equal(k.Marshal(), key.Marshal()) {
 			hk.mu.Unlock()
 			return nil

@@ -175,6 +175,17 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
+// DropConns closes every open connection (the host's link dropped, sshd
+// restarted) and keeps listening.
+func (s *Server) DropConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.open {
+		c.Close()
+	}
+	s.open = nil
+}
+
 func (s *Server) serve() {
 	defer s.wg.Done()
 	for {
