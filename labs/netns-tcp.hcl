@@ -4,13 +4,19 @@ lab "netns-tcp" {
   description = "Two network-namespace hosts: TCP baseline and exec"
 }
 
+variable "user" {
+  type        = string
+  default     = "rlabbed"
+  description = "Login user of the hosts: the test bed's user with passwordless sudo (testdata/testbed/netns.sh)"
+}
+
 variable "known_hosts" {
   type    = string
   default = "/tmp/rlab-netns/known_hosts"
 }
 
 ssh {
-  user          = "rlab"
+  user          = var.user
   identity_file = "/tmp/rlab-netns/id_ed25519"
   known_hosts   = var.known_hosts
 }
