@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -29,6 +30,34 @@ type hostFlags struct {
 	knownHosts []string
 	identities []string
 	verbose    bool
+	persist    persistFlag
+}
+
+// persistFlag is --persist. Setting it also sets RLAB_PERSIST for this
+// process, which sshx.NewDialer reads when Options.Persist is 0, so every
+// command that dials honours it, including those that build their
+// sshx.Options themselves.
+type persistFlag struct{ d time.Duration }
+
+func (p *persistFlag) String() string {
+	if p.d <= 0 {
+		return ""
+	}
+	return p.d.String()
+}
+func (p *persistFlag) Type() string { return "duration" }
+func (p *persistFlag) Set(s string) error {
+	d, err := sshx.ParsePersist(s)
+	if err != nil {
+		return err
+	}
+	p.d = d
+	return os.Setenv("RLAB_PERSIST", s)
+}
+
+// sshOptions are the SSH options these flags give.
+func (h *hostFlags) sshOptions(log *slog.Logger) sshx.Options {
+	return sshx.Options{KnownHosts: h.knownHosts, AcceptNewHostKeys: h.acceptNew, Persist: h.persist.d, Logger: log}
 }
 
 func (h *hostFlags) register(fs *pflag.FlagSet) {
@@ -38,6 +67,7 @@ func (h *hostFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&h.knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with (default ~/.ssh/known_hosts; repeatable)")
 	fs.StringArrayVarP(&h.identities, "identity", "i", nil, "identity file for hosts the lab gives none (after ssh-agent; repeatable)")
 	fs.BoolVarP(&h.verbose, "verbose", "v", false, "log connection details to stderr")
+	fs.Var(&h.persist, "persist", "keep SSH logins open this long after use (e.g. 10m) in a background rlab process that later runs reuse, like OpenSSH's ControlPersist; default $RLAB_PERSIST, else off (see rlab mux)")
 }
 
 // specs turns the lab's SSH hosts into gather specs. Local VM hosts are not
@@ -96,7 +126,7 @@ func (h *hostFlags) gather(ctx context.Context, l *lab.Lab, stderr io.Writer) ([
 	log := h.logger(stderr)
 	bar := newHostBar(stderr, len(specs))
 	res, st, err := remote.Gather(ctx, specs, remote.GatherOptions{
-		SSH:      sshx.Options{KnownHosts: h.knownHosts, AcceptNewHostKeys: h.acceptNew, Logger: log},
+		SSH:      h.sshOptions(log),
 		Agents:   remote.NewAgents(dist.Binary),
 		Parallel: h.parallel,
 		Progress: bar.progress,

@@ -26,7 +26,7 @@ pulls back pcaps, logs and a structured result summary.`,
 		newReportCmd(), newGraphCmd(),
 		newRunCmd(),
 		newDownCmd(),
-		newFactsCmd(), newCheckCmd(),
+		newFactsCmd(), newCheckCmd(), newMuxCmd(),
 		newValidateCmd(), newPlanCmd(), newFmtCmd(), newInitCmd(),
 	)
 	return root
