@@ -158,3 +158,24 @@ func TestCheckValidateJSON(t *testing.T) {
 		t.Errorf("check json = %s", stdout)
 	}
 }
+
+func TestShowStudents(t *testing.T) {
+	dir := t.TempDir()
+	r := &results.Run{Lab: "class", ID: "x", Status: results.RunOK, Students: []results.Student{
+		{Key: "ana", Hosts: []string{`vm["ana"]`}, Workloads: []string{`w["ana"]`}, OK: 1, Status: results.StudentReady},
+	}}
+	if err := results.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := rlab(t, "show", "--students", dir)
+	if code != exitOK || !strings.Contains(stdout, "students: 1 of 1 ready") || !strings.Contains(stdout, "  ana      1      1 ok, 0 failed  ready") {
+		t.Errorf("show --students: exit %d\n%s%s", code, stdout, stderr)
+	}
+	plain := t.TempDir()
+	if err := results.WriteRun(plain, &results.Run{Lab: "pair", ID: "y", Status: results.RunOK}); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := rlab(t, "show", "--students", plain); code != exitFail || !strings.Contains(stderr, "not of a class lab") {
+		t.Errorf("show --students of a plain run: exit %d, %s", code, stderr)
+	}
+}

@@ -12,7 +12,7 @@ import (
 )
 
 func newShowCmd() *cobra.Command {
-	var render bool
+	var render, students bool
 	cmd := &cobra.Command{
 		Use:   "show RUN_DIR",
 		Short: "Print a run's summary",
@@ -20,9 +20,12 @@ func newShowCmd() *cobra.Command {
 bandwidth, message rate and latency percentiles (medians over repeats), the
 expects and whether they held, RDMA vs TCP, and where the run's files are.
 When the run has no summary.md (or with --render) it is rendered from
-results.json. Given a folder of runs (runs/, runs/<lab>/) it shows the newest.`,
+results.json. Given a folder of runs (runs/, runs/<lab>/) it shows the newest.
+With --students it prints the per-student table of a class lab run instead
+(as rlab run ends with), each failing expect with what it wanted and got.`,
 		Example: `  rlab show runs/nightly/2026-11-20T020000Z
-  rlab show runs/nightly        # the newest run of the lab`,
+  rlab show runs/nightly        # the newest run of the lab
+  rlab show --students runs/class  # who is ready in the last class run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
@@ -31,6 +34,16 @@ results.json. Given a folder of runs (runs/, runs/<lab>/) it shows the newest.`,
 					dir = runs[len(runs)-1].Dir
 					fmt.Fprintf(cmd.ErrOrStderr(), "showing the newest run under %s: %s\n", args[0], dir)
 				}
+			}
+			if students {
+				r, err := results.ReadRun(dir)
+				if err != nil {
+					return withCode(exitFail, fmt.Errorf("show: %w", err))
+				}
+				if len(r.Students) == 0 {
+					return withCode(exitFail, fmt.Errorf("show --students: run %s is not of a class lab (its workloads have no for_each keys)", dir))
+				}
+				return results.WriteStudentsTable(cmd.OutOrStdout(), r.Students, true)
 			}
 			if !render {
 				b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
@@ -51,5 +64,6 @@ results.json. Given a folder of runs (runs/, runs/<lab>/) it shows the newest.`,
 		},
 	}
 	cmd.Flags().BoolVar(&render, "render", false, "render the summary from results.json even when summary.md exists")
+	cmd.Flags().BoolVar(&students, "students", false, "print the per-student table of a class lab run")
 	return cmd
 }

@@ -149,6 +149,26 @@ func JUnit(r *Run) ([]byte, error) {
 	}
 	root := JUnitSuites{Name: "rlab", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
 		Skipped: suite.Skipped, Time: suite.Time, Suites: []JUnitSuite{suite}}
+	if len(r.Students) > 0 {
+		// A class lab's CI question is per student: one case each.
+		ss := JUnitSuite{Name: lab + ".students", Timestamp: suite.Timestamp}
+		for _, st := range r.Students {
+			c := JUnitCase{Classname: class + ".students", Name: printable(st.Key)}
+			if st.Status != StudentReady {
+				text := st.Reason
+				for _, e := range st.FailedExpects {
+					text += "\n" + e.ExpectText()
+				}
+				c.Failure = &JUnitProblem{Message: printable(oneLine(st.StatusText())), Type: "student", Text: printableLines(text)}
+				ss.Failures++
+			}
+			ss.Tests++
+			ss.Cases = append(ss.Cases, c)
+		}
+		root.Tests += ss.Tests
+		root.Failures += ss.Failures
+		root.Suites = append(root.Suites, ss)
+	}
 	b, err := xml.MarshalIndent(root, "", "  ")
 	if err != nil {
 		return nil, err

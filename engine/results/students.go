@@ -118,6 +118,15 @@ func WriteStudentsTable(w io.Writer, ss []Student, verbose bool) error {
 	return err
 }
 
+// printableLines is printable, keeping line breaks.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // printable keeps a user string (a for_each key) from moving the terminal's
 // cursor or breaking the table.
 func printable(s string) string {
@@ -145,14 +154,14 @@ func studentsSection(b *bytes.Buffer, ss []Student) {
 		}
 		status := "ready"
 		if s.Status != StudentReady {
-			status = "**" + mdCell(s.StatusText()) + "**"
+			status = "**" + mdCell(printable(s.StatusText())) + "**"
 		}
-		fmt.Fprintf(b, "| %s | %s | %d ok, %d failed | %s | %s |\n", mdCell(s.Key), mdCell(strings.Join(s.Hosts, ", ")), s.OK, s.Failed, status, folder)
+		fmt.Fprintf(b, "| %s | %s | %d ok, %d failed | %s | %s |\n", mdCell(printable(s.Key)), mdCell(strings.Join(s.Hosts, ", ")), s.OK, s.Failed, status, folder)
 	}
 	var fails []string
 	for _, s := range ss {
 		for _, e := range s.FailedExpects {
-			fails = append(fails, fmt.Sprintf("- %s: %s\n", mdCell(s.Key), mdCell(e.ExpectText())))
+			fails = append(fails, fmt.Sprintf("- %s: %s\n", mdCell(printable(s.Key)), mdCell(printable(e.ExpectText()))))
 		}
 	}
 	if len(fails) > 0 {

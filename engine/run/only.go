@@ -11,8 +11,9 @@ import (
 )
 
 // instanceKey splits an instance's reference name (`write_bw["ana"]`,
-// `server[0]`, `bastion`) into its block label and for_each key (or count
-// index); keyed is false for a block without for_each or count. engine/lab
+// `server[0]`, `bastion`) into its block label and for_each key; keyed is
+// false for a block without for_each. A count index is not a key: students
+// are named, and `--only 0` would read as nothing a user means. engine/lab
 // formats keys with %q, so strconv.Unquote reads them back exactly.
 func instanceKey(name string) (block, key string, keyed bool) {
 	i := strings.IndexByte(name, '[')
@@ -20,10 +21,10 @@ func instanceKey(name string) (block, key string, keyed bool) {
 		return name, "", false
 	}
 	block, inner := name[:i], name[i+1:len(name)-1]
-	if k, err := strconv.Unquote(inner); err == nil {
+	if k, err := strconv.Unquote(inner); err == nil && strings.HasPrefix(inner, `"`) {
 		return block, k, true
 	}
-	return block, inner, true // count index
+	return block, "", false // count index
 }
 
 // selection is what --only picked: workloads, and the rxe devices and
@@ -77,8 +78,8 @@ func selectOnly(l *lab.Lab, only []string) (*selection, error) {
 		}
 	}
 	for _, h := range l.Hosts {
-		if h.Key != "" {
-			keys[h.Key] = true
+		if _, k, keyed := instanceKey(h.Name); keyed {
+			keys[k] = true
 		}
 	}
 	sel := &selection{workloads: map[*lab.Workload]bool{}, rxes: map[*lab.RXE]bool{}, captures: map[*lab.Capture]bool{}}

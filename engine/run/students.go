@@ -75,7 +75,8 @@ func (r *runner) studentsOf() []*student {
 				s.hosts = append(s.hosts, h)
 				// A host is the student's own when it is keyed with their
 				// key or no other student uses it: all its files are theirs.
-				s.own[h] = h.Key == s.key || len(used[h]) == 1
+				_, hk, keyed := instanceKey(h.Name)
+				s.own[h] = (keyed && hk == s.key) || len(used[h]) == 1
 			}
 		}
 		s.slug = studentSlug(s.key)

@@ -506,3 +506,101 @@ func TestValidateReusesRXE(t *testing.T) {
 		t.Errorf("students %q: want ana ready and bob failed naming the rxe step and host", got)
 	}
 }
+
+// TestClassIsolation: in a class run, a student whose host fails preflight
+// or whose rxe device cannot be made is failed with that reason (exit 2),
+// and the other students run.
+func TestClassIsolation(t *testing.T) {
+	tests := []struct {
+		name      string
+		preflight []string
+		clash     bool // bob's device name is taken on another netdev
+		reason    string
+	}{
+		{name: "preflight", preflight: []string{`host "server[\"bob\"]": perftest not installed: apt install perftest`},
+			reason: `preflight of host "server[\"bob\"]" found 1 problem(s): host "server[\"bob\"]": perftest not installed`},
+		{name: "rxe", clash: true, reason: `create rxe "rxe_lo" on lo of host "server[\"bob\"]"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := &fakeKernel{devs: map[string]string{}}
+			if tt.clash {
+				k.devs[`server["bob"]/rxe_lo`] = "eth9"
+			}
+			res := Run(context.Background(), loadLab(t, classRXE), Options{
+				Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "run"), NoReport: true,
+				Only:      []string{"ana", "bob"},
+				Preflight: func(*lab.Lab, map[string]*proto.Facts) []string { return tt.preflight },
+			})
+			if res.Code != ExitInfra {
+				t.Fatalf("code %d, want %d: %v", res.Code, ExitInfra, res.Err)
+			}
+			got := map[string]results.Student{}
+			for _, s := range res.Students {
+				got[s.Key] = s
+			}
+			if got["ana"].Status != results.StudentReady || got["ana"].OK != 2 {
+				t.Errorf("ana = %+v, want ready with 2 ok", got["ana"])
+			}
+			if b := got["bob"]; b.Status != results.StudentFailed || b.Failed != 2 || !strings.Contains(b.Reason, tt.reason) {
+				t.Errorf("bob = %+v, want failed (2 workloads) because %s", b, tt.reason)
+			}
+			for _, o := range res.Outcomes {
+				if strings.Contains(o.Workload, "bob") && (o.Status != "skipped" || !strings.Contains(o.Error, `host "server[\"bob\"]" not prepared`)) {
+					t.Errorf("%s: %s %s, want skipped as its host was not prepared", o.Workload, o.Status, o.Error)
+				}
+			}
+		})
+	}
+}
+
+// FuzzOnly feeds --only any values: it never panics, an accepted value
+// selects something, and a student slug never leaves its folder.
+func FuzzOnly(f *testing.F) {
+	l := loadLab(f, classLab)
+	for _, s := range []string{"ana", `bulk["bob"]`, "bulk.cho", "hello", "key:ana", "workload:hello", "anna", "", `x["`, "[", "]", `a[""]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		sel, err := selectOnly(l, []string{v})
+		if err == nil && sel != nil && len(sel.workloads)+len(sel.rxes)+len(sel.captures) == 0 {
+			t.Errorf("--only %q accepted but selects nothing", v)
+		}
+		instanceKey(v)
+		if s := studentSlug(v); !filepath.IsLocal(s) || strings.ContainsAny(s, `/\`) || strings.HasPrefix(s, ".") {
+			t.Errorf("studentSlug(%q) = %q leaves its folder", v, s)
+		}
+	})
+}
+
+func TestInstanceKey(t *testing.T) {
+	tests := []struct {
+		name, block, key string
+		keyed            bool
+	}{
+		{`write_bw["ana"]`, "write_bw", "ana", true},
+		{`h["a\"]b"]`, "h", `a"]b`, true},
+		{`h[""]`, "h", "", true},
+		{"h[0]", "h", "", false},
+		{"bastion", "bastion", "", false},
+		{`x["`, `x["`, "", false},
+		{"[]", "", "", false},
+	}
+	for _, tt := range tests {
+		b, k, keyed := instanceKey(tt.name)
+		if b != tt.block || k != tt.key || keyed != tt.keyed {
+			t.Errorf("instanceKey(%q) = %q, %q, %v; want %q, %q, %v", tt.name, b, k, keyed, tt.block, tt.key, tt.keyed)
+		}
+	}
+	// A count lab is not a class lab.
+	res, _ := runLab(t, twoHosts+`
+workload "w" {
+  count   = 2
+  tool    = "exec"
+  host    = host.a
+  command = ["true"]
+}`, Options{Only: []string{"w"}})
+	if res.Code != ExitOK || res.Students != nil || len(res.Outcomes) != 2 {
+		t.Errorf("count lab: code %d, students %+v, %d outcomes", res.Code, res.Students, len(res.Outcomes))
+	}
+}

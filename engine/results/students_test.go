@@ -1,0 +1,64 @@
+package results
+
+import (
+	"encoding/xml"
+	"strings"
+	"testing"
+)
+
+func studentsRun() *Run {
+	got := "bw_avg_gbps = 0.07"
+	return &Run{Lab: "class", ID: "2026-11-26T010000Z", Status: RunFailed,
+		Workloads: []Workload{
+			{Name: `write_bw["ana"]`, Tool: "ib_write_bw", Status: StatusOK, Hosts: []string{`server["ana"]`, `client["ana"]`}},
+			{Name: `write_bw["bo|b"]`, Tool: "ib_write_bw", Status: StatusOK, Hosts: []string{`server["bo|b"]`, `client["bo|b"]`}},
+		},
+		Samples: []Sample{
+			{Metric: "bw_avg", Value: 5.1, Unit: "Gb/s", Meta: Meta{Workload: `write_bw["ana"]`, Tool: "ib_write_bw", Size: 65536}},
+			{Metric: "bw_avg", Value: 0.07, Unit: "Gb/s", Meta: Meta{Workload: `write_bw["bo|b"]`, Tool: "ib_write_bw", Size: 65536}},
+		},
+		Students: []Student{
+			{Key: "ana", Folder: "students/ana", Hosts: []string{"bastion", `server["ana"]`, `client["ana"]`}, Workloads: []string{`write_bw["ana"]`}, OK: 1, Status: StudentReady},
+			{Key: "bo|b\x1b[2J", Folder: "students/bo_b_2J", Hosts: []string{"bastion", `server["bo|b"]`, `client["bo|b"]`}, Workloads: []string{`write_bw["bo|b"]`}, Failed: 1, Status: StudentFailed,
+				Reason:        `expect on workload "write_bw[\"bo|b\"]": wanted result.bw_avg_gbps > 1 at 64 KiB: got bw_avg_gbps = 0.07 (too slow)`,
+				FailedExpects: []StudentExpect{{Workload: `write_bw["bo|b"]`, Expect: Expect{Condition: "result.bw_avg_gbps > 1", Message: "too slow", Size: 65536, Value: &got}}}},
+		},
+	}
+}
+
+func TestStudentsOutputs(t *testing.T) {
+	r := studentsRun()
+	var b strings.Builder
+	if err := WriteStudentsTable(&b, r.Students, true); err != nil {
+		t.Fatal(err)
+	}
+	j, err := JUnit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "students-table.golden.txt", []byte(b.String()))
+	checkGolden(t, "students-summary.golden.md", Summary(r, ""))
+	checkGolden(t, "students-junit.golden.xml", j)
+	if strings.Contains(b.String(), "\x1b") {
+		t.Error("a key's control characters reached the terminal")
+	}
+	var root JUnitSuites
+	if err := xml.Unmarshal(j, &root); err != nil {
+		t.Fatal(err)
+	}
+	if len(root.Suites) != 2 || root.Suites[1].Tests != 2 || root.Suites[1].Failures != 1 || root.Tests != 4 {
+		t.Errorf("junit suites %+v", root)
+	}
+}
+
+func TestForStudent(t *testing.T) {
+	r := studentsRun()
+	mine := r.ForStudent(r.Students[1])
+	if len(mine.Workloads) != 1 || mine.Workloads[0].Name != `write_bw["bo|b"]` || len(mine.Samples) != 1 || mine.Samples[0].Value != 0.07 ||
+		len(mine.Students) != 1 || mine.Status != RunFailed || !strings.Contains(mine.Error, "too slow") {
+		t.Errorf("ForStudent = %+v", mine)
+	}
+	if ana := r.ForStudent(r.Students[0]); ana.Status != RunOK || ana.Error != "" || len(ana.Samples) != 1 {
+		t.Errorf("ForStudent(ana) = %+v", ana)
+	}
+}
