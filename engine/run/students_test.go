@@ -604,3 +604,47 @@ workload "w" {
 		t.Errorf("count lab: code %d, students %+v, %d outcomes", res.Code, res.Students, len(res.Outcomes))
 	}
 }
+
+// TestSharedHostFiles: of a host every student uses, a student's folder
+// holds its facts and that student's own logs, not the others'.
+func TestSharedHostFiles(t *testing.T) {
+	res, bed := runLab(t, `
+lab "shared" {}
+host "lab_server" { address = "127.0.0.1" }
+workload "hello" {
+  for_each = toset(["ana", "bob"])
+  tool     = "exec"
+  host     = host.lab_server
+  command  = ["echo", each.key]
+}
+`, Options{Only: []string{"bob"}})
+	if res.Code != ExitOK || len(res.Students) != 1 || res.Students[0].Hosts[0] != "lab_server" {
+		t.Fatalf("code %d, students %+v: %v", res.Code, res.Students, res.Err)
+	}
+	if got := connected(bed); !slices.Equal(got, []string{"lab_server"}) {
+		t.Errorf("connected %v", got)
+	}
+	res, _ = runLab(t, `
+lab "shared" {}
+host "lab_server" { address = "127.0.0.1" }
+workload "hello" {
+  for_each = toset(["ana", "bob"])
+  tool     = "exec"
+  host     = host.lab_server
+  command  = ["echo", each.key]
+}
+`, Options{})
+	var files []string
+	root := filepath.Join(res.Dir, StudentsDir, "ana")
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	want := []string{"hosts/lab_server/facts.json", "hosts/lab_server/logs/wl.hello.ana.exec.r0.stderr", "hosts/lab_server/logs/wl.hello.ana.exec.r0.stdout", "results.json", "summary.md"}
+	if diff := cmp.Diff(want, files); diff != "" {
+		t.Errorf("students/ana (-want +got):\n%s", diff)
+	}
+}
