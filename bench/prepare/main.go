@@ -416,7 +416,12 @@ func (b *bench) rlabWarmup(labFile string, n int) error {
 		return fmt.Errorf("warm-up rlab check: %w", err)
 	}
 	if _, why := checkVerdict([]byte(stdout), exit, n); why != "" {
-		return fmt.Errorf("warm-up rlab check on %d hosts: %s\n%s", n, why, benchutil.Tail(stderr, 2000))
+		// Not fatal: the agent is cached either way unless every host
+		// failed (takeAgent says so), and the rounds record their own
+		// failures.
+		fmt.Fprintf(b.log, "n=%-3d warm-up rlab check: %s\n", n, why)
+		os.WriteFile(filepath.Join(b.out, fmt.Sprintf("warmup-n%d-rlab.stdout", n)), []byte(stdout), 0o644)
+		os.WriteFile(filepath.Join(b.out, fmt.Sprintf("warmup-n%d-rlab.stderr", n)), []byte(stderr), 0o644)
 	}
 	return nil
 }
@@ -427,7 +432,9 @@ func (b *bench) ansibleWarmup(c *exec.Cmd, names []string) error {
 		return fmt.Errorf("warm-up ansible-playbook: %w", err)
 	}
 	if _, why := playVerdict(stdout, exit, names); why != "" {
-		return fmt.Errorf("warm-up ansible-playbook on %d hosts: %s\n%s\n%s", len(names), why, benchutil.Tail(stdout, 3000), benchutil.Tail(stderr, 1000))
+		fmt.Fprintf(b.log, "n=%-3d warm-up ansible-playbook: %s\n", len(names), why)
+		os.WriteFile(filepath.Join(b.out, fmt.Sprintf("warmup-n%d-ansible.stdout", len(names))), []byte(stdout), 0o644)
+		os.WriteFile(filepath.Join(b.out, fmt.Sprintf("warmup-n%d-ansible.stderr", len(names))), []byte(stderr), 0o644)
 	}
 	return nil
 }

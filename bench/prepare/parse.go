@@ -23,15 +23,15 @@ type checkOut struct {
 // returns how many hosts had a problem (all of them on a kernel without
 // rdma_rxe) and why a run is not valid.
 func checkVerdict(stdout []byte, exit, hosts int) (problemHosts int, why string) {
-	if exit != 0 && exit != 1 {
-		return 0, fmt.Sprintf("rlab check exit %d", exit)
-	}
 	var c checkOut
-	if err := json.Unmarshal(stdout, &c); err != nil {
-		return 0, fmt.Sprintf("rlab check -json output: %v", err)
-	}
-	if len(c.Unreachable) > 0 {
-		return 0, fmt.Sprintf("%d hosts unreachable, first: %s", len(c.Unreachable), c.Unreachable[0])
+	jerr := json.Unmarshal(stdout, &c)
+	switch {
+	case jerr == nil && len(c.Unreachable) > 0:
+		return 0, fmt.Sprintf("rlab check exit %d: %d hosts unreachable, first: %s", exit, len(c.Unreachable), c.Unreachable[0])
+	case exit != 0 && exit != 1:
+		return 0, fmt.Sprintf("rlab check exit %d", exit)
+	case jerr != nil:
+		return 0, fmt.Sprintf("rlab check -json output: %v", jerr)
 	}
 	seen := map[string]bool{}
 	for _, p := range c.Problems {
