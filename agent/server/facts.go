@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -217,6 +218,7 @@ func readNetdevs() ([]proto.Netdev, error) {
 	if err != nil {
 		return nil, err
 	}
+	addrs, addrErr := addrsByIndex()
 	out := make([]proto.Netdev, 0, len(ifs))
 	for _, ifc := range ifs {
 		nd := proto.Netdev{
@@ -228,14 +230,35 @@ func readNetdevs() ([]proto.Netdev, error) {
 		if drv, err := os.Readlink(filepath.Join(sysClassNet, ifc.Name, "device", "driver")); err == nil {
 			nd.Driver = filepath.Base(drv)
 		}
-		if addrs, err := ifc.Addrs(); err == nil {
-			for _, a := range addrs {
+		if addrErr == nil {
+			nd.Addrs = addrs[ifc.Index]
+		} else if as, err := ifc.Addrs(); err == nil {
+			for _, a := range as {
 				nd.Addrs = append(nd.Addrs, a.String())
 			}
 		}
 		out = append(out, nd)
 	}
 	return out, nil
+}
+
+// addrsByIndex returns every address of every interface ("10.0.0.1/24"),
+// by interface index, in the kernel's order, from one netlink dump.
+// net.Interface.Addrs dumps all addresses and keeps one interface's, so
+// asking it per interface costs one dump per interface: quadratic on
+// hosts with many netdevs.
+func addrsByIndex() (map[int][]string, error) {
+	as, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	m := make(map[int][]string)
+	for _, a := range as {
+		if a.IPNet != nil {
+			m[a.LinkIndex] = append(m[a.LinkIndex], a.IPNet.String())
+		}
+	}
+	return m, nil
 }
 
 // readRDMADevices reads every RDMA device from sysfs. rxe devices are told

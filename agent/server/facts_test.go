@@ -1,10 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -261,5 +263,153 @@ func TestRDMACoreFromLibibverbs(t *testing.T) {
 		if got := RDMACoreFromLibibverbs(in); got != want {
 			t.Errorf("RDMACoreFromLibibverbs(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// perInterfaceAddrs is how facts read addresses before addrsByIndex: one
+// net.Interface.Addrs per interface. Kept as the reference the new way must
+// match, and the baseline of BenchmarkNetdevAddrs.
+func perInterfaceAddrs() (map[int][]string, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	m := map[int][]string{}
+	for _, ifc := range ifs {
+		as, err := ifc.Addrs()
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range as {
+			m[ifc.Index] = append(m[ifc.Index], a.String())
+		}
+	}
+	return m, nil
+}
+
+// manyLinksNetns makes a network namespace holding n veth links (n/2
+// pairs), each up with an IPv4 address and every fourth with a second one,
+// and removes it at cleanup. It needs RLAB_NETNS=1 and root.
+func manyLinksNetns(tb testing.TB, n int) string {
+	tb.Helper()
+	if os.Getenv("RLAB_NETNS") != "1" || os.Geteuid() != 0 {
+		tb.Skip("set RLAB_NETNS=1 (root) to test in a network namespace with many links")
+	}
+	ns := fmt.Sprintf("rlab-facts-%d", os.Getpid())
+	exec.Command("ip", "netns", "del", ns).Run()
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		tb.Fatalf("ip netns add %s: %v: %s", ns, err, out)
+	}
+	tb.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	var batch strings.Builder
+	batch.WriteString("link set lo up\n")
+	for i := 0; i < n/2; i++ {
+		fmt.Fprintf(&batch, "link add fa%d type veth peer name fb%d\n", i, i)
+		for _, side := range []string{"fa", "fb"} {
+			j := 2*i + map[string]int{"fa": 0, "fb": 1}[side]
+			fmt.Fprintf(&batch, "link set %s%d up\naddr add 10.77.%d.%d/24 dev %s%d\n", side, i, j/250, j%250+1, side, i)
+			if j%4 == 0 {
+				fmt.Fprintf(&batch, "addr add 10.78.%d.%d/16 dev %s%d\n", j/250, j%250+1, side, i)
+			}
+		}
+	}
+	cmd := exec.Command("ip", "-n", ns, "-batch", "-")
+	cmd.Stdin = strings.NewReader(batch.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("ip -n %s -batch: %v: %s", ns, err, out)
+	}
+	return ns
+}
+
+// enterNetns moves the calling goroutine's thread into ns for good: the
+// thread stays locked, so Go discards it when the goroutine ends.
+func enterNetns(ns string) error {
+	f, err := os.Open("/var/run/netns/" + ns)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.LockOSThread()
+	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("setns %s: %w", ns, err)
+	}
+	return nil
+}
+
+// TestAddrsByIndex: one dump gives each interface the addresses (and order)
+// net.Interface.Addrs gives it, here and in a namespace of 200 links.
+func TestAddrsByIndex(t *testing.T) {
+	check := func(t *testing.T, wantLinks int) {
+		want, err := perInterfaceAddrs()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got, err := addrsByIndex()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("addresses by interface index (-per interface +one dump):\n%s", d)
+		}
+		if len(got) < wantLinks {
+			t.Errorf("%d interfaces with addresses, want at least %d", len(got), wantLinks)
+		}
+	}
+	t.Run("this host", func(t *testing.T) { check(t, 1) })
+	t.Run("200 links", func(t *testing.T) {
+		ns := manyLinksNetns(t, 200)
+		done := make(chan struct{})
+		go func() { // its own thread, left in the namespace
+			defer close(done)
+			if err := enterNetns(ns); err != nil {
+				t.Error(err)
+				return
+			}
+			check(t, 201)
+			nds, err := readNetdevs()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// IPv4 first, in the order added; then the IPv6 link-local.
+			i := slices.IndexFunc(nds, func(n proto.Netdev) bool { return n.Name == "fa0" })
+			if i < 0 {
+				t.Errorf("readNetdevs: no fa0 among %d netdevs", len(nds))
+				return
+			}
+			if a := nds[i].Addrs; len(a) < 2 || a[0] != "10.77.0.1/24" || a[1] != "10.78.0.1/16" {
+				t.Errorf("readNetdevs: fa0 has %q, want 10.77.0.1/24 and 10.78.0.1/16 first", a)
+			}
+		}()
+		<-done
+	})
+}
+
+// BenchmarkNetdevAddrs: the addresses of every netdev of a namespace of 200
+// links, per interface (before) and from one dump (facts now). Needs
+// RLAB_NETNS=1 and root:
+//
+//	RLAB_NETNS=1 go test -run '^$' -bench NetdevAddrs -count 6 ./agent/server/
+func BenchmarkNetdevAddrs(b *testing.B) {
+	ns := manyLinksNetns(b, 200)
+	for _, bc := range []struct {
+		name string
+		fn   func() (map[int][]string, error)
+	}{
+		{"per-interface", perInterfaceAddrs},
+		{"one-dump", addrsByIndex},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if err := enterNetns(ns); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := bc.fn(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
