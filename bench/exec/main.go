@@ -4,7 +4,9 @@
 // all -m raw -a true` (ansible-core; pipelining on, fact gathering off,
 // forks = N) and the floor, N parallel OpenSSH `ssh host true` logins, the
 // latter two with rlab's key exchange (as bench/facts pins it), Ansible also
-// with OpenSSH's default. Rounds alternate the order; medians are printed as
+// with OpenSSH's default; and each with its logins kept between runs: rlab
+// --persist, Ansible's default ControlPersist=60s, the floor through
+// OpenSSH ControlMaster/ControlPersist. Rounds alternate the order; medians are printed as
 // Markdown, raw timings written as JSON.
 //
 //	make build
@@ -39,6 +41,8 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+func runQuiet(cmd *exec.Cmd) error { return benchutil.RunQuiet(cmd) }
 
 func run(rlab string, n, rounds int, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
@@ -86,21 +90,12 @@ func run(rlab string, n, rounds int, out string) error {
 	if err := os.WriteFile(invFile, []byte(inv.String()), 0o600); err != nil {
 		return err
 	}
-	ansibleCfg := func(name, kexOpt string) string {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, []byte(fmt.Sprintf(`[defaults]
-forks = %d
-gathering = explicit
-host_key_checking = True
-interpreter_python = auto_silent
-[ssh_connection]
-pipelining = True
-ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes
-`, n, kexOpt, bed.KnownHosts)), 0o600)
-		return p
+	cfg, err := benchutil.AnsibleConfig(dir, "ansible.cfg", n, bed.KnownHosts, benchutil.Kex, false)
+	if err != nil {
+		return err
 	}
-	cfg := ansibleCfg("ansible.cfg", "-o KexAlgorithms="+benchutil.Kex)
-	cfgDefault := ansibleCfg("ansible-default-kex.cfg", "")
+	cfgDefault, _ := benchutil.AnsibleConfig(dir, "ansible-default-kex.cfg", n, bed.KnownHosts, "", false)
+	cfgPersist, _ := benchutil.AnsibleConfig(dir, "ansible-persist.cfg", n, bed.KnownHosts, benchutil.Kex, true)
 	ansible := func(cfg string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			c := exec.Command("ansible", "bed", "-i", invFile, "-m", "raw", "-a", "true", "-f", fmt.Sprint(n), "-u", bed.User, "--private-key", bed.KeyFile)
@@ -108,34 +103,70 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 			return c
 		}
 	}
+	// rlab --persist keeps its logins in a mux daemon whose folder is
+	// private to this bench; it is stopped at the end.
+	xdg := filepath.Join(dir, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		return err
+	}
+	defer func() {
+		c := exec.Command(rlabAbs, "mux", "stop")
+		c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+		c.Run()
+	}()
+	cpDir := filepath.Join(dir, "cp")
+	if err := os.Mkdir(cpDir, 0o700); err != nil {
+		return err
+	}
 	runs := 0
-	rlabRun := func() *exec.Cmd {
-		runs++
-		c := exec.Command(rlabAbs, "run", "--parallel", fmt.Sprint(n), "--out", filepath.Join(dir, "runs", fmt.Sprint(runs)), labFile)
-		c.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
-		return c
+	rlabRun := func(extra ...string) func() *exec.Cmd {
+		return func() *exec.Cmd {
+			runs++
+			args := append([]string{"run", "--parallel", fmt.Sprint(n), "--out", filepath.Join(dir, "runs", fmt.Sprint(runs))}, extra...)
+			c := exec.Command(rlabAbs, append(args, labFile)...)
+			c.Env = append(os.Environ(), "SSH_AUTH_SOCK=", "XDG_RUNTIME_DIR="+xdg, "RLAB_PERSIST=")
+			return c
+		}
 	}
 	cache := filepath.Join(bed.Home, remote.CacheDir)
 	cases := []struct {
-		name string
-		prep func()
-		cmd  func() *exec.Cmd
+		name  string
+		prep  func()
+		cmd   func() *exec.Cmd
+		floor func() (time.Duration, error) // timed instead of a command
 	}{
-		{"rlab run, exec `true` per host (agent cached)", nil, rlabRun},
-		{"ansible -m raw -a true (same kex)", nil, ansible(cfg)},
-		{"floor: parallel `ssh host true` (same kex)", nil, nil},
-		{"ansible -m raw -a true (OpenSSH default kex)", nil, ansible(cfgDefault)},
-		{"rlab run, cold (agent shipped)", func() { os.RemoveAll(cache) }, rlabRun},
+		{"rlab run, exec `true` per host (agent cached)", nil, rlabRun(), nil},
+		{"ansible -m raw -a true (same kex)", nil, ansible(cfg), nil},
+		{"floor: parallel `ssh host true` (same kex)", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
+		{"ansible -m raw -a true (OpenSSH default kex)", nil, ansible(cfgDefault), nil},
+		{"rlab run, cold (agent shipped)", func() { os.RemoveAll(cache) }, rlabRun(), nil},
+		{"rlab run --persist 60s (logins kept)", nil, rlabRun("--persist", "60s"), nil},
+		{"ansible -m raw -a true, ControlPersist=60s (its default)", nil, ansible(cfgPersist), nil},
+		{"floor: parallel `ssh host true`, ControlPersist=60s", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir) }},
 	}
-	// Warm the agent cache once.
-	if err := rlabRun().Run(); err != nil {
+	// Warm the agent cache once, and open the kept logins of the
+	// persisting cases, as a user's first command does.
+	if err := runQuiet(rlabRun()()); err != nil {
 		return fmt.Errorf("warm-up rlab run: %w", err)
+	}
+	for _, i := range []int{5, 6, 7} {
+		c := cases[i]
+		var err error
+		if c.floor != nil {
+			_, err = c.floor()
+		} else {
+			err = runQuiet(c.cmd())
+		}
+		if err != nil {
+			return fmt.Errorf("warm-up %s: %w", c.name, err)
+		}
 	}
 	times := map[string][]float64{}
 	for r := 0; r < rounds; r++ {
-		order := []int{0, 1, 2, 3, 4}
+		// Cold last: it leaves the cache warm again.
+		order := []int{0, 1, 2, 3, 5, 6, 7, 4}
 		if r%2 == 1 {
-			order = []int{3, 2, 1, 0, 4} // cold last: it leaves the cache warm again
+			order = []int{7, 6, 5, 3, 2, 1, 0, 4}
 		}
 		for _, i := range order {
 			c := cases[i]
@@ -144,18 +175,12 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 			}
 			var d time.Duration
 			var err error
-			if c.cmd == nil {
-				d, err = benchutil.SSHFloor(bed)
+			if c.floor != nil {
+				d, err = c.floor()
 			} else {
-				cmd := c.cmd()
-				var stderr strings.Builder
-				cmd.Stdout, cmd.Stderr = nil, &stderr
 				start := time.Now()
-				err = cmd.Run()
+				err = runQuiet(c.cmd())
 				d = time.Since(start)
-				if err != nil {
-					err = fmt.Errorf("%v: %s", err, benchutil.Tail(stderr.String(), 2000))
-				}
 			}
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, c.name, err)
@@ -174,10 +199,11 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 	}
 	ansibleMedian := benchutil.Median(times[cases[1].name])
 	floor := benchutil.Median(times[cases[2].name])
-	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible (same kex) / this | this / floor |\n|---|---|---|---|\n", n, rounds)
+	ansiblePersist := benchutil.Median(times[cases[6].name])
+	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible (same kex) / this | Ansible ControlPersist / this | this / floor |\n|---|---|---|---|---|\n", n, rounds)
 	for _, c := range cases {
 		m := benchutil.Median(times[c.name])
-		fmt.Printf("| %s | %.2f | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, m/floor)
+		fmt.Printf("| %s | %.2f | %.1fx | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, ansiblePersist/m, m/floor)
 	}
 	fmt.Printf("\nload average at the end: %s\nraw: %s\n", strings.TrimSpace(string(load)), filepath.Join(out, "exec.json"))
 	return nil

@@ -2,8 +2,10 @@
 // (engine/testbed), cold (no agent cached) and warm, side by side in the
 // same run with Ansible gathering the same facts with the raw module
 // (pipelining on, fact gathering off, forks = N) and the floor: N parallel
-// OpenSSH `ssh host true` logins. Rounds alternate the four; medians are
-// printed as a Markdown table and raw timings written as JSON.
+// OpenSSH `ssh host true` logins. Each also with its logins kept between
+// runs: rlab --persist, Ansible's default ControlPersist=60s, and the floor
+// through OpenSSH ControlMaster/ControlPersist. Rounds alternate the order;
+// medians are printed as a Markdown table and raw timings written as JSON.
 //
 //	go build -o bin/rlab ./cmd/rlab   # with the agent embedded: make build
 //	go run ./bench/facts -rlab bin/rlab -hosts 50 -rounds 5
@@ -35,13 +37,15 @@ func main() {
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
 	n := flag.Int("hosts", 50, "hosts")
 	rounds := flag.Int("rounds", 5, "alternating rounds")
-	out := flag.String("out", "bench/out/facts", "folder for raw results")
+	out := flag.String("out", "bench/facts/out", "folder for raw results")
 	flag.Parse()
 	if err := run(*rlab, *n, *rounds, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/facts:", err)
 		os.Exit(1)
 	}
 }
+
+func runQuiet(cmd *exec.Cmd) error { return benchutil.RunQuiet(cmd) }
 
 func run(rlab string, n, rounds int, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
@@ -85,24 +89,16 @@ func run(rlab string, n, rounds int, out string) error {
 	}
 	invFile := filepath.Join(dir, "inventory.ini")
 	os.WriteFile(invFile, []byte(inv.String()), 0o600)
-	// Every run logs in afresh, as rlab does: no ControlPersist master left
-	// over from the previous round. cfg uses rlab's key exchange; cfgDefault
-	// OpenSSH's own default (what an Ansible user gets).
-	ansibleCfg := func(name, kexOpt string) string {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, []byte(fmt.Sprintf(`[defaults]
-forks = %d
-gathering = explicit
-host_key_checking = True
-interpreter_python = auto_silent
-[ssh_connection]
-pipelining = True
-ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes
-`, n, kexOpt, bed.KnownHosts)), 0o600)
-		return p
+	// cfg: a fresh login per run (ControlMaster off) with rlab's key
+	// exchange; cfgDefault: OpenSSH's default kex (what an Ansible user
+	// gets); cfgPersist: Ansible's default connection sharing
+	// (ControlPersist=60s), the fair reference for rlab --persist.
+	cfg, err := benchutil.AnsibleConfig(dir, "ansible.cfg", n, bed.KnownHosts, benchutil.Kex, false)
+	if err != nil {
+		return err
 	}
-	cfg := ansibleCfg("ansible.cfg", "-o KexAlgorithms="+benchutil.Kex)
-	cfgDefault := ansibleCfg("ansible-default-kex.cfg", "")
+	cfgDefault, _ := benchutil.AnsibleConfig(dir, "ansible-default-kex.cfg", n, bed.KnownHosts, "", false)
+	cfgPersist, _ := benchutil.AnsibleConfig(dir, "ansible-persist.cfg", n, bed.KnownHosts, benchutil.Kex, true)
 	ansible := func(cfg string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			c := exec.Command("ansible", "bed", "-i", invFile, "-m", "raw", "-a", rawFacts, "-f", fmt.Sprint(n), "-u", bed.User, "--private-key", bed.KeyFile)
@@ -110,29 +106,66 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 			return c
 		}
 	}
+	// rlab --persist keeps its logins in a mux daemon whose folder is
+	// private to this bench; it is stopped at the end.
+	xdg := filepath.Join(dir, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		return err
+	}
+	rlabCmd := func(extra ...string) func() *exec.Cmd {
+		return func() *exec.Cmd {
+			c := exec.Command(rlabAbs, append(append([]string{"facts", "-json", "--parallel", fmt.Sprint(n)}, extra...), labFile)...)
+			c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg, "RLAB_PERSIST=")
+			return c
+		}
+	}
+	defer func() {
+		c := exec.Command(rlabAbs, "mux", "stop")
+		c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+		c.Run()
+	}()
+	cpDir := filepath.Join(dir, "cp")
+	if err := os.Mkdir(cpDir, 0o700); err != nil {
+		return err
+	}
 
 	cache := filepath.Join(bed.Home, remote.CacheDir)
 	cases := []struct {
 		name string
 		prep func()
 		cmd  func() *exec.Cmd
+		// floor is the OpenSSH floor to time instead of a command.
+		floor func() (time.Duration, error)
 	}{
-		{"rlab facts, cold (agent shipped)", func() { os.RemoveAll(cache) }, func() *exec.Cmd {
-			return exec.Command(rlabAbs, "facts", "-json", "--parallel", fmt.Sprint(n), labFile)
-		}},
-		{"rlab facts, warm (agent cached)", nil, func() *exec.Cmd {
-			return exec.Command(rlabAbs, "facts", "-json", "--parallel", fmt.Sprint(n), labFile)
-		}},
-		{"ansible -m raw (same facts, same kex)", nil, ansible(cfg)},
-		{"floor: parallel `ssh host true`", nil, nil},
-		{"ansible -m raw (OpenSSH default kex)", nil, ansible(cfgDefault)},
+		{"rlab facts, cold (agent shipped)", func() { os.RemoveAll(cache) }, rlabCmd(), nil},
+		{"rlab facts, warm (agent cached)", nil, rlabCmd(), nil},
+		{"ansible -m raw (same facts, same kex)", nil, ansible(cfg), nil},
+		{"floor: parallel `ssh host true`", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
+		{"ansible -m raw (OpenSSH default kex)", nil, ansible(cfgDefault), nil},
+		{"rlab facts, warm, --persist 60s (logins kept)", nil, rlabCmd("--persist", "60s"), nil},
+		{"ansible -m raw, ControlPersist=60s (its default)", nil, ansible(cfgPersist), nil},
+		{"floor: parallel `ssh host true`, ControlPersist=60s", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir) }},
+	}
+	// The kept-login cases start from kept logins, as a user's second
+	// command does: one run each first opens them.
+	for _, i := range []int{5, 6, 7} {
+		c := cases[i]
+		var err error
+		if c.floor != nil {
+			_, err = c.floor()
+		} else {
+			err = runQuiet(c.cmd())
+		}
+		if err != nil {
+			return fmt.Errorf("warm-up %s: %w", c.name, err)
+		}
 	}
 	times := map[string][]float64{}
 	for r := 0; r < rounds; r++ {
 		// Alternate the order each round so no case always runs first.
-		order := []int{0, 1, 2, 3, 4}
+		order := []int{0, 1, 2, 3, 4, 5, 6, 7}
 		if r%2 == 1 {
-			order = []int{4, 3, 2, 0, 1}
+			order = []int{7, 6, 5, 4, 3, 2, 0, 1}
 		}
 		for _, i := range order {
 			c := cases[i]
@@ -141,18 +174,12 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 			}
 			var d time.Duration
 			var err error
-			if c.cmd == nil {
-				d, err = benchutil.SSHFloor(bed)
+			if c.floor != nil {
+				d, err = c.floor()
 			} else {
-				cmd := c.cmd()
-				var stderr strings.Builder
-				cmd.Stdout, cmd.Stderr = nil, &stderr
 				start := time.Now()
-				err = cmd.Run()
+				err = runQuiet(c.cmd())
 				d = time.Since(start)
-				if err != nil {
-					err = fmt.Errorf("%v: %s", err, benchutil.Tail(stderr.String(), 2000))
-				}
 			}
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, c.name, err)
@@ -169,10 +196,11 @@ ssh_args = -o ControlMaster=no %s -o UserKnownHostsFile=%s -o StrictHostKeyCheck
 	os.WriteFile(filepath.Join(out, "facts.json"), raw, 0o644)
 	ansibleMedian := benchutil.Median(times[cases[2].name])
 	floor := benchutil.Median(times[cases[3].name])
-	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible / this | this / floor |\n|---|---|---|---|\n", n, rounds)
+	ansiblePersist := benchutil.Median(times[cases[6].name])
+	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible / this | Ansible ControlPersist / this | this / floor |\n|---|---|---|---|---|\n", n, rounds)
 	for _, c := range cases {
 		m := benchutil.Median(times[c.name])
-		fmt.Printf("| %s | %.2f | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, m/floor)
+		fmt.Printf("| %s | %.2f | %.1fx | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, ansiblePersist/m, m/floor)
 	}
 	fmt.Printf("\nload average at the end: %s\n", strings.TrimSpace(string(load)))
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -21,6 +22,48 @@ const Kex = "curve25519-sha256"
 // SSHFloor times one parallel OpenSSH login running `true` on every host of
 // the bed, with the same key exchange as rlab.
 func SSHFloor(bed *testbed.Bed) (time.Duration, error) {
+	return sshFloor(bed, "-o", "ControlMaster=no")
+}
+
+// SSHFloorPersist is SSHFloor through OpenSSH's own connection sharing
+// (ControlMaster=auto, ControlPersist=60s, sockets in controlDir): the
+// floor for rlab --persist. The first call logs in and leaves the masters.
+func SSHFloorPersist(bed *testbed.Bed, controlDir string) (time.Duration, error) {
+	return sshFloor(bed, "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "ControlPath="+controlDir+"/%C")
+}
+
+// AnsibleConfig writes an ansible.cfg for a bed (forks, fact gathering
+// off, pipelining on, host keys checked) and returns its path. kex ""
+// leaves OpenSSH's default key exchange; persist uses Ansible's own default
+// connection sharing (ControlMaster=auto, ControlPersist=60s, its default
+// ssh_args) with control sockets in dir, else a fresh login per run.
+func AnsibleConfig(dir, name string, forks int, knownHosts, kex string, persist bool) (string, error) {
+	share := "-o ControlMaster=no"
+	if persist {
+		share = "-C -o ControlMaster=auto -o ControlPersist=60s"
+	}
+	if kex != "" {
+		share += " -o KexAlgorithms=" + kex
+	}
+	p := filepath.Join(dir, name)
+	cp := filepath.Join(dir, "ansible-cp")
+	if err := os.MkdirAll(cp, 0o700); err != nil {
+		return "", err
+	}
+	err := os.WriteFile(p, []byte(fmt.Sprintf(`[defaults]
+forks = %d
+gathering = explicit
+host_key_checking = True
+interpreter_python = auto_silent
+[ssh_connection]
+pipelining = True
+control_path_dir = %s
+ssh_args = %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes
+`, forks, cp, share, knownHosts)), 0o600)
+	return p, err
+}
+
+func sshFloor(bed *testbed.Bed, share ...string) (time.Duration, error) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(bed.Hosts))
 	start := time.Now()
@@ -28,10 +71,23 @@ func SSHFloor(bed *testbed.Bed) (time.Duration, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := exec.Command("ssh", "-F", "none", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "KexAlgorithms="+Kex,
+			args := append([]string{"-F", "none", "-o", "BatchMode=yes"}, share...)
+			args = append(args, "-o", "KexAlgorithms="+Kex,
 				"-o", "UserKnownHostsFile="+bed.KnownHosts, "-o", "StrictHostKeyChecking=yes",
-				"-i", bed.KeyFile, bed.User+"@"+h.Addr, "true").CombinedOutput()
+				"-i", bed.KeyFile, bed.User+"@"+h.Addr, "true")
+			// Output to a file, not a pipe: a ControlPersist master that
+			// ssh leaves in the background would hold a pipe open.
+			f, err := os.CreateTemp("", "rlab-floor-")
 			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer os.Remove(f.Name())
+			defer f.Close()
+			cmd := exec.Command("ssh", args...)
+			cmd.Stdout, cmd.Stderr = f, f
+			if err := cmd.Run(); err != nil {
+				out, _ := os.ReadFile(f.Name())
 				errs[i] = fmt.Errorf("ssh %s: %v: %s", h.Addr, err, out)
 			}
 		}()
@@ -44,6 +100,24 @@ func SSHFloor(bed *testbed.Bed) (time.Duration, error) {
 		}
 	}
 	return d, nil
+}
+
+// RunQuiet runs cmd with its output in a file (a pipe would be held open
+// by an OpenSSH ControlPersist master that Ansible leaves in the
+// background) and returns the output's tail with an error.
+func RunQuiet(cmd *exec.Cmd) error {
+	f, err := os.CreateTemp("", "rlab-bench-out-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		out, _ := os.ReadFile(f.Name())
+		return fmt.Errorf("%v: %s", err, Tail(string(out), 2000))
+	}
+	return nil
 }
 
 // QEMURunning says whether a QEMU VM runs here (it would be measured too).
