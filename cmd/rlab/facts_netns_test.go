@@ -192,16 +192,18 @@ func TestFactsJumpChainNetns(t *testing.T) {
 		logins   int      // logins each bastion sees for one rlab facts
 	}{
 		{
+			// null leaves jump unset: "var.via ? null : ..." is a direct host.
 			name: "host references",
-			hcl: head + fmt.Sprintf("host \"bastion\" {\n  address = %q\n}\nhost \"bastion2\" {\n  address = %q\n  jump    = host.bastion\n}\n", b1.Addr, b2.Addr) +
+			hcl: head + "variable \"via\" {\n  default = true\n}\n" +
+				fmt.Sprintf("host \"bastion\" {\n  address = %q\n}\nhost \"bastion2\" {\n  address = %q\n  jump    = host.bastion\n}\n", b1.Addr, b2.Addr) +
 				hostsHCL(func(h *testbed.Host) string {
 					switch len(h.Via) {
 					case 1:
-						return "host.bastion"
+						return "var.via ? host.bastion : null"
 					case 2:
 						return "host.bastion2"
 					}
-					return ""
+					return "var.via ? null : host.bastion"
 				}),
 			bastions: []string{"bastion", "bastion2"},
 			// One shared connection as a jump host, and one more for the
