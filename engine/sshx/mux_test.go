@@ -210,7 +210,7 @@ func TestMuxSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Upstream) != 1 || st.Upstream[0].Addr != s.Addr || st.PID != os.Getpid() {
+	if len(st.Upstream) != 1 || st.Upstream[0].Addr != s.Addr || st.PID != os.Getpid() || st.Clients != 1 || st.Upstream[0].Users != 1 {
 		t.Errorf("status: %+v", st)
 	}
 }

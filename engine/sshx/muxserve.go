@@ -271,18 +271,27 @@ func (m *muxServer) handle(c *net.UnixConn) {
 	m.mu.Unlock()
 
 	var (
-		upMu sync.Mutex
-		up   *upstream
+		upMu  sync.Mutex // held across a dial: the end waits for it
+		up    *upstream
+		ended bool
 	)
+	release := func(u *upstream) {
+		m.mu.Lock()
+		u.users--
+		u.lastUsed = time.Now()
+		m.mu.Unlock()
+	}
 	defer func() {
 		sc.Close()
+		upMu.Lock()
+		ended = true
+		if up != nil {
+			release(up)
+		}
+		upMu.Unlock()
 		m.mu.Lock()
 		delete(m.locals, sc)
 		m.lastUsed = time.Now()
-		if up != nil {
-			up.users--
-			up.lastUsed = m.lastUsed
-		}
 		m.mu.Unlock()
 	}()
 	go func() {
@@ -295,10 +304,15 @@ func (m *muxServer) handle(c *net.UnixConn) {
 					r.Reply(false, encodeMuxError(errors.New("rlab mux: this connection is already dialed")))
 					continue
 				}
-				u, reply, err := m.dial(sc, r.Payload)
+				u, reply, err := m.dial(r.Payload)
 				if err != nil {
 					upMu.Unlock()
 					r.Reply(false, encodeMuxError(err))
+					continue
+				}
+				if ended { // the caller left while we dialed
+					release(u)
+					upMu.Unlock()
 					continue
 				}
 				up = u
@@ -343,7 +357,7 @@ func (m *muxServer) handle(c *net.UnixConn) {
 // dial answers a dial@rlab request: the live connection for the same key,
 // its host keys checked again against the caller's known_hosts, or a new
 // one.
-func (m *muxServer) dial(sc *ssh.ServerConn, payload []byte) (*upstream, []byte, error) {
+func (m *muxServer) dial(payload []byte) (*upstream, []byte, error) {
 	var req muxDialReq
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return nil, nil, fmt.Errorf("rlab mux: bad dial request: %w", err)
@@ -375,6 +389,14 @@ func (m *muxServer) dial(sc *ssh.ServerConn, payload []byte) (*upstream, []byte,
 				ctx, cancel := context.WithTimeout(context.Background(), 2*(req.DialTimeout+req.HandshakeTimeout*time.Duration(req.Retries+1))+10*time.Second)
 				u.c, err = d.Dial(ctx, req.Target)
 				cancel()
+			}
+			if err == nil {
+				// The host's key was just verified; its bastions' may have
+				// been verified long ago by this long-lived Dialer.
+				if err = recheck(u.c, &req); err != nil {
+					u.c.Close()
+					u.c = nil
+				}
 			}
 			u.err = err
 			close(u.done)
@@ -514,7 +536,8 @@ func recheck(c *Client, req *muxDialReq) error {
 func (m *muxServer) status() MuxStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := MuxStatus{PID: os.Getpid(), Dir: m.o.Dir, Started: m.start, Persist: m.persist.String(), Clients: len(m.locals)}
+	// The connection asking is not counted.
+	st := MuxStatus{PID: os.Getpid(), Dir: m.o.Dir, Started: m.start, Persist: m.persist.String(), Clients: max(len(m.locals)-1, 0)}
 	for _, u := range m.ups {
 		if u.c == nil || u.dead() {
 			continue
