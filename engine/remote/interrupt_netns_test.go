@@ -107,6 +107,8 @@ func TestInstallInterruptedNetns(t *testing.T) {
 	if fi, err := os.Stat(final); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("%s: mode %v (%v), want 0700", final, fi.Mode(), err)
 	}
+	// Gather closed its session: the agent it started has stopped.
+	waitNoAgent(t, bed, h0)
 	// The agent runs from the verified name: the process's executable.
 	d, err := sshx.NewDialer(bedOptions(bed, ag).SSH)
 	if err != nil {
@@ -167,6 +169,25 @@ func waitPartial(t *testing.T, dir string, full int64) string {
 	}
 	t.Fatalf("no partial upload appeared in %s", dir)
 	return ""
+}
+
+// waitNoAgent waits until no agent runs on h (it stops when its session's
+// stdin closes). The deadline only bounds a broken test.
+func waitNoAgent(t *testing.T, bed *testbed.Bed, h *testbed.Host) {
+	t.Helper()
+	var left []string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		left = left[:0]
+		for _, cmd := range bed.Pids(t, h) {
+			if strings.Contains(cmd, "rlab-agent") {
+				left = append(left, cmd)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+	}
+	t.Errorf("agents still running on %s after their session closed: %q", h.Name, left)
 }
 
 func size(p string) int64 {
