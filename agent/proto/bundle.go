@@ -27,6 +27,21 @@ const BundleCommand = "bundle"
 // BundleRequest names the files to bundle, as files.list listed them.
 type BundleRequest struct {
 	Files []FileInfo `json:"files"`
+	// HashOnly asks for no data: every entry has size 0 and carries the
+	// sha256 of the file's first Size bytes in BundleSHA256 (and its real
+	// size in BundleSize). The controller asks for it while it copies big
+	// files listed without a sha256 (FilesListOptions.HashMax).
+	HashOnly bool `json:"hash_only,omitempty"`
+}
+
+// FilesListOptions are files.list's params (FilesListParams) with what was
+// added since. HashMax > 0 lists files bigger than that without their
+// sha256, so a 1 GiB capture is not read through on the host before its
+// pull can start; the pull gets the sum from the host while it copies
+// (BundleRequest.HashOnly). 0 hashes every file, as before.
+type FilesListOptions struct {
+	FilesListParams
+	HashMax int64 `json:"hash_max,omitempty"`
 }
 
 // MaxBundleRequest bounds the request the agent reads from its stdin.
@@ -34,6 +49,7 @@ const MaxBundleRequest = 64 << 20
 
 // PAX records of a bundle entry.
 const (
-	BundleSize  = "RLAB.size"  // decimal size of the file when the agent opened it
-	BundleError = "RLAB.error" // why the file is not in the stream
+	BundleSize   = "RLAB.size"   // decimal size of the file when the agent opened it
+	BundleError  = "RLAB.error"  // why the file is not in the stream
+	BundleSHA256 = "RLAB.sha256" // hash-only entries: sha256 (hex) of the file's first Size bytes
 )

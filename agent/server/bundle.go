@@ -3,6 +3,8 @@ package server
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -43,7 +45,7 @@ func Bundle(ctx context.Context, workDir string, req proto.BundleRequest, w io.W
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := bundleOne(root, tw, f, buf); err != nil {
+		if err := bundleOne(root, tw, f, buf, req.HashOnly); err != nil {
 			return fmt.Errorf("bundle %q: %w", f.Path, err)
 		}
 	}
@@ -52,7 +54,7 @@ func Bundle(ctx context.Context, workDir string, req proto.BundleRequest, w io.W
 
 // bundleOne writes one entry. Only errors of the stream are returned; a
 // file that cannot be sent is an entry saying why.
-func bundleOne(root *os.Root, tw *tar.Writer, f proto.FileInfo, buf []byte) error {
+func bundleOne(root *os.Root, tw *tar.Writer, f proto.FileInfo, buf []byte, hashOnly bool) error {
 	fail := func(why string) error {
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: 0o600, Format: tar.FormatPAX,
 			PAXRecords: map[string]string{proto.BundleError: why}})
@@ -84,6 +86,16 @@ func bundleOne(root *os.Root, tw *tar.Writer, f proto.FileInfo, buf []byte) erro
 	}
 	size := fi.Size()
 	send := min(size, f.Size) // grown since the listing: cut at the listed size
+	if hashOnly {
+		h := sha256.New()
+		src := &readErrs{r: io.LimitReader(file, send)}
+		n, _ := io.CopyBuffer(h, src, buf)
+		if src.err != nil || n != send {
+			return fail(fmt.Sprintf("read %d of %d bytes: %v", n, send, src.err))
+		}
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX,
+			PAXRecords: map[string]string{proto.BundleSize: strconv.FormatInt(size, 10), proto.BundleSHA256: hex.EncodeToString(h.Sum(nil))}})
+	}
 	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Size: send, Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX,
 		PAXRecords: map[string]string{proto.BundleSize: strconv.FormatInt(size, 10)}}
 	if err := tw.WriteHeader(hdr); err != nil {

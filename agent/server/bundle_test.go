@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -131,5 +132,67 @@ func TestBundleRefusesWorkDir(t *testing.T) {
 				t.Errorf("a refused work dir wrote %d bytes", out.Len())
 			}
 		})
+	}
+}
+
+func TestBundleHashOnly(t *testing.T) {
+	wd := t.TempDir()
+	os.WriteFile(filepath.Join(wd, "a.pcap"), []byte("0123456789"), 0o600)
+	req := proto.BundleRequest{HashOnly: true, Files: []proto.FileInfo{
+		{Path: "a.pcap", Size: 10},
+		{Path: "a.pcap", Size: 4}, // grown since: the sum of the listed bytes, and the real size
+		{Path: "gone.pcap", Size: 4},
+	}}
+	var out bytes.Buffer
+	if err := Bundle(context.Background(), wd, req, &out); err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(&out)
+	var got []string
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		got = append(got, fmt.Sprintf("%s size=%d host=%s sha=%.8s err=%.6s", h.Name, h.Size, h.PAXRecords[proto.BundleSize], h.PAXRecords[proto.BundleSHA256], h.PAXRecords[proto.BundleError]))
+	}
+	want := []string{
+		"a.pcap size=0 host=10 sha=" + sha8("0123456789") + " err=",
+		"a.pcap size=0 host=10 sha=" + sha8("0123") + " err=",
+		"gone.pcap size=0 host= sha= err=statat",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("hash-only entries (-want +got):\n%s", d)
+	}
+}
+
+func TestFilesListHashMax(t *testing.T) {
+	wd := t.TempDir()
+	os.WriteFile(filepath.Join(wd, "small.log"), []byte("abc"), 0o600)
+	os.WriteFile(filepath.Join(wd, "big.pcap"), make([]byte, 100), 0o600)
+	s, err := New(Options{WorkDir: wd, Hash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		params  string
+		wantBig string
+	}{
+		{`{}`, hex.EncodeToString(func() []byte { h := sha256.Sum256(make([]byte, 100)); return h[:] }())},
+		{`{"hash_max": 100}`, hex.EncodeToString(func() []byte { h := sha256.Sum256(make([]byte, 100)); return h[:] }())},
+		{`{"hash_max": 99}`, ""},
+	} {
+		res, err := s.filesList(context.Background(), nil, []byte(tc.params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := res.(proto.FilesList)
+		got := map[string]string{}
+		for _, f := range l.Files {
+			got[f.Path] = f.SHA256
+		}
+		if got["big.pcap"] != tc.wantBig || got["small.log"] != hex.EncodeToString(func() []byte { h := sha256.Sum256([]byte("abc")); return h[:] }()) {
+			t.Errorf("%s: listed sums %v", tc.params, got)
+		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // controller asks for, so neither ".." nor a symlink can reach outside it.
 
 func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage) (any, error) {
-	var p proto.FilesListParams
+	var p proto.FilesListOptions
 	if err := decode(proto.MethodFilesList, params, &p); err != nil {
 		return nil, err
 	}
@@ -48,6 +48,7 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 		}
 	}
 	res := proto.FilesList{Root: s.opts.WorkDir, Files: []proto.FileInfo{}}
+	hashMax := p.HashMax
 	err = fs.WalkDir(root.FS(), filepath.ToSlash(dir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -60,8 +61,12 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		fi, sum, err := hashRootFile(root, p)
-		if err != nil {
+		var fi fs.FileInfo
+		var sum string
+		if info, err := d.Info(); err == nil && hashMax > 0 && info.Size() > hashMax {
+			// Big: the pull asks for its sum while it copies.
+			fi = info
+		} else if fi, sum, err = hashRootFile(root, p); err != nil {
 			return err
 		}
 		res.Files = append(res.Files, proto.FileInfo{

@@ -1,7 +1,9 @@
 // Command pull benchmarks artifact pulls from network-namespace sshd hosts
-// (engine/testbed): rlab's engine/remote (Agent.Pull over SFTP for big
-// files; files.read through the agent, 8 at a time, for files ≤256 KiB, as
-// steps.Fetch does) against OpenSSH scp and sftp on the same files:
+// (engine/testbed): rlab's engine/remote Agent.Pull (files up to 1 MiB in
+// one `rlab-agent bundle` tar stream, bigger ones by SFTP with 255 KiB
+// reads; and, for reference, files.read through the agent, 8 at a time, as
+// steps.Fetch did for small files) against OpenSSH scp and sftp on the same
+// files:
 //
 //   - one 1 GiB capture from one host;
 //   - 1,000 small files (1–8 KiB) from one host;
@@ -13,14 +15,17 @@
 // cipher (curve25519-sha256, aes128-gcm@openssh.com). Rounds alternate the
 // order; medians are printed as Markdown, raw timings written as JSON.
 //
-//	make build
-//	go run ./bench/pull -hosts 100 -rounds 5
+//	make build   # the embedded agent must have the bundle command
+//	flock /tmp/rlab-bench.lock go run ./bench/pull -hosts 100 -rounds 5
+//
+// -cpuprofile FILE profiles the controller during one extra, untimed rlab
+// run of each selected case.
 //
 // Needs root and openssh-server; no QEMU VM may be running.
 package main
 
 import (
-	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,7 +33,6 @@ import (
 	"flag"
 	"fmt"
 	"github.com/rlab-dev/rlab/bench/internal/benchutil"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -40,12 +44,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/testbed"
+	"runtime/pprof"
 )
 
 const (
@@ -62,6 +66,7 @@ func main() {
 	midMiB := flag.Int("mid-mib", 10, "file size per host in the many-hosts case (MiB)")
 	out := flag.String("out", "bench/pull/out", "folder for raw results")
 	only := flag.String("only", "", "run only these cases: comma-separated of big, small, many")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of one extra rlab run of each selected case here")
 	flag.Parse()
 	groups = map[string]bool{}
 	for _, g := range strings.Split(*only, ",") {
@@ -77,6 +82,8 @@ func main() {
 
 // groups are the cases to run (-only); empty: all.
 var groups map[string]bool
+
+var cpuProfile string
 
 // knownHosts is the bed's known_hosts, for OpenSSH.
 var knownHosts, keyFile string
@@ -153,21 +160,16 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 		fn    func() error
 	}
 	cases := []cse{
-		{"rlab: list + Pull (SFTP, concurrent reads)", "big", func() error { return rlabPull(ctx, h0, "big", fresh()) }},
-		{"rlab: Pull only (listed beforehand)", "big", func() error { return c0Pull(ctx, h0, bigList, fresh()) }},
-		{"what would fix it: pkg/sftp with 256 KiB reads, sha256 while writing", "big", func() error {
-			return sftpBig(h0, filepath.Join(h0.agent.Hello.WorkDir, "big", "capture.pcap"), fresh())
-		}},
-		{"what would fix it: `cat` on an SSH session, sha256 while writing", "big", func() error {
-			return catBig(h0, filepath.Join(h0.agent.Hello.WorkDir, "big", "capture.pcap"), fresh())
-		}},
+		{"rlab: list (big files unhashed) + Pull", "big", func() error { return rlabPull(ctx, h0, "big", fresh()) }},
+		{"rlab: Pull only (listed and hashed beforehand)", "big", func() error { return c0Pull(ctx, h0, bigList, fresh()) }},
 		{"scp", "big", func() error {
 			return ossh("scp", h0, "-q", bed.User+"@"+h0.h.Addr+":"+filepath.Join(h0.agent.Hello.WorkDir, "big", "capture.pcap"), fresh())
 		}},
 		{"sftp get", "big", func() error {
 			return sftpBatch(h0, bed.User, dir, "get "+filepath.Join(h0.agent.Hello.WorkDir, "big", "capture.pcap")+" "+fresh()+"/\n")
 		}},
-		{"rlab: list + files.read, 8 at a time (steps.Fetch)", "small", func() error { return rlabSmall(ctx, h0, "small", fresh()) }},
+		{"rlab: list + Pull (one bundle)", "small", func() error { return rlabPull(ctx, h0, "small", fresh()) }},
+		{"rlab: list + files.read, 8 at a time (steps.Fetch before the bundle)", "small", func() error { return rlabSmall(ctx, h0, "small", fresh()) }},
 		{"sftp, one get per file (one session)", "small", func() error {
 			d := fresh()
 			var b strings.Builder
@@ -175,9 +177,6 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 				fmt.Fprintf(&b, "get %s %s/\n", filepath.Join(h0.agent.Hello.WorkDir, "small", fmt.Sprintf("f%04d.log", i)), d)
 			}
 			return sftpBatch(h0, bed.User, dir, b.String())
-		}},
-		{"bundle: one tar stream over rlab's SSH connection (what a bundled files.read would do)", "small", func() error {
-			return bundle(h0, "small", fresh())
 		}},
 		{"scp -r of the folder", "small", func() error {
 			return ossh("scp", h0, "-q", "-r", bed.User+"@"+h0.h.Addr+":"+filepath.Join(h0.agent.Hello.WorkDir, "small"), fresh())
@@ -201,6 +200,22 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 			}
 		}
 		cases = keep
+	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		for _, c := range cases {
+			if strings.HasPrefix(c.name, "rlab: list + Pull") {
+				if err := c.fn(); err != nil {
+					return fmt.Errorf("profiled run of %s: %w", c.name, err)
+				}
+			}
+		}
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 	times := map[string][]float64{}
 	for r := 0; r < rounds; r++ {
@@ -256,11 +271,18 @@ func connect(ctx context.Context, bed *testbed.Bed, dir string) ([]*hostConn, fu
 	if err != nil {
 		return nil, func() {}, err
 	}
+	bin, err := dist.Binary("linux", runtime.GOARCH)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	if !bytes.Contains(bin, []byte(proto.BundleCommand+" --work-dir")) {
+		return nil, func() {}, fmt.Errorf("the embedded agent has no %q command: make build first", proto.BundleCommand)
+	}
 	ag := remote.NewAgents(func(goos, goarch string) ([]byte, error) {
 		if goarch != runtime.GOARCH {
 			return nil, remote.ErrNotBuilt
 		}
-		return dist.Binary(goos, goarch)
+		return bin, nil
 	})
 	conns := make([]*hostConn, len(bed.Hosts))
 	var closers []func()
@@ -330,8 +352,10 @@ func sftpBatch(c *hostConn, user, dir, batch string) error {
 }
 
 func rlabPull(ctx context.Context, c *hostConn, sub, dst string) error {
+	// Big files listed unhashed: the host hashes them while they are
+	// copied (as steps.Fetch should list).
 	var list proto.FilesList
-	if err := c.agent.Call(ctx, proto.MethodFilesList, proto.FilesListParams{Dir: sub}, &list); err != nil {
+	if err := c.agent.Call(ctx, proto.MethodFilesList, proto.FilesListOptions{FilesListParams: proto.FilesListParams{Dir: sub}, HashMax: remote.BundleMax}, &list); err != nil {
 		return fmt.Errorf("list %s on %s: %w", sub, c.h.Name, err)
 	}
 	if len(list.Files) == 0 {
@@ -339,61 +363,6 @@ func rlabPull(ctx context.Context, c *hostConn, sub, dst string) error {
 	}
 	_, err := c.agent.Pull(ctx, list.Files, dst)
 	return err
-}
-
-// sftpBig is Agent.Pull's copy with bigger SFTP reads (OpenSSH's
-// sftp-server serves up to 256 KiB per read; pkg/sftp asks for 32 KiB).
-func sftpBig(c *hostConn, src, dst string) error {
-	sc, err := sftp.NewClient(c.client.Client, sftp.UseConcurrentReads(true), sftp.MaxPacketUnchecked(255<<10))
-	if err != nil {
-		return err
-	}
-	defer sc.Close()
-	rf, err := sc.Open(src)
-	if err != nil {
-		return err
-	}
-	defer rf.Close()
-	lf, err := os.Create(filepath.Join(dst, "capture.pcap"))
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	_, err = rf.WriteTo(io.MultiWriter(lf, h))
-	if cerr := lf.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// catBig streams the file through `cat` on an exec channel, as scp's
-// old protocol did: no per-read round trips.
-func catBig(c *hostConn, src, dst string) error {
-	sess, err := c.client.NewSession()
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
-	r, err := sess.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := sess.Start("cat " + shellQuote(src)); err != nil {
-		return err
-	}
-	lf, err := os.Create(filepath.Join(dst, "capture.pcap"))
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(lf, h), r)
-	if cerr := lf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return sess.Wait()
 }
 
 func c0Pull(ctx context.Context, c *hostConn, list proto.FilesList, dst string) error {
@@ -457,64 +426,6 @@ func readSmall(ctx context.Context, a *remote.Agent, f proto.FileInfo, dst strin
 	}
 	return os.Rename(p+".part", p)
 }
-
-// bundle is the fix the per-file paths lack: every small file in one
-// stream, one round trip. It runs tar on the host in a session of the
-// connection the agent uses and unpacks it here, refusing anything but
-// regular files with local paths.
-func bundle(c *hostConn, sub, dst string) error {
-	sess, err := c.client.NewSession()
-	if err != nil {
-		return fmt.Errorf("session on %s: %w", c.h.Name, err)
-	}
-	defer sess.Close()
-	r, err := sess.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	// The work dir comes from the agent's hello, sub is ours: quoted for the
-	// remote shell.
-	if err := sess.Start("tar -C " + shellQuote(c.agent.Hello.WorkDir) + " -cf - " + shellQuote(sub)); err != nil {
-		return fmt.Errorf("tar on %s: %w", c.h.Name, err)
-	}
-	tr := tar.NewReader(r)
-	for {
-		hd, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read tar from %s: %w", c.h.Name, err)
-		}
-		if hd.Typeflag == tar.TypeDir {
-			continue
-		}
-		if hd.Typeflag != tar.TypeReg {
-			return fmt.Errorf("tar from %s: %s is not a regular file", c.h.Name, hd.Name)
-		}
-		p, err := remote.ConfinedPath(dst, hd.Name)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, tr)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return sess.Wait()
-}
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // each runs fn for every host at once and returns the first error.
 func each(conns []*hostConn, fn func(*hostConn) error) error {

@@ -134,6 +134,7 @@ func TestBundleSeeds(t *testing.T) {
 		"dotdot.tar":      tarOf(t, []entry{reg("../a.log", "alpha")}, true),
 		"grown.tar":       tarOf(t, []entry{{name: "a.log", body: "alpha", pax: map[string]string{proto.BundleSize: "99"}}}, true),
 		"error-entry.tar": tarOf(t, []entry{{name: "a.log", pax: map[string]string{proto.BundleError: "gone"}}, reg("logs/b.log", "bravo")}, true),
+		"sums.tar":        tarOf(t, []entry{{name: "a.log", pax: map[string]string{proto.BundleSize: "5", proto.BundleSHA256: sum([]byte("alpha"))}}}, true),
 	}
 	for name, b := range seeds {
 		p := filepath.Join("testdata", "bundle", name)
@@ -152,7 +153,8 @@ func TestBundleSeeds(t *testing.T) {
 }
 
 // Whatever a host streams, nothing lands outside the destination, no
-// .part file is left, and what lands is what was listed.
+// .part file is left, and what lands is what was listed; read as sums, it
+// is an answer or an error.
 func FuzzReadBundle(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/bundle/*.tar")
 	for _, s := range seeds {
@@ -173,6 +175,7 @@ func FuzzReadBundle(f *testing.F) {
 		defer os.RemoveAll(top)
 		dst := filepath.Join(top, "dst")
 		os.Mkdir(dst, 0o700)
+		readSums(bytes.NewReader(b), bundleListing)
 		n, _, errs := readBundle(bytes.NewReader(b), bundleListing, newDests(dst), nil)
 		if n > 10 {
 			t.Fatalf("wrote %d bytes, at most 10 listed", n)
@@ -193,4 +196,52 @@ func FuzzReadBundle(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+func TestReadSumsHostile(t *testing.T) {
+	sumOf := func(s string) map[string]string {
+		return map[string]string{proto.BundleSize: "5", proto.BundleSHA256: sum([]byte(s))}
+	}
+	tests := []struct {
+		name    string
+		stream  []byte
+		wantErr string            // of the stream
+		want    map[string]string // path -> sha or error text
+	}{
+		{name: "good", stream: tarOf(t, []entry{{name: "a.log", pax: sumOf("alpha")}, {name: "logs/b.log", pax: sumOf("bravo")}}, true),
+			want: map[string]string{"a.log": sum([]byte("alpha")), "logs/b.log": sum([]byte("bravo"))}},
+		{name: "not asked", stream: tarOf(t, []entry{{name: "../x", pax: sumOf("alpha")}}, true), wantErr: "not a file we asked for"},
+		{name: "twice", stream: tarOf(t, []entry{{name: "a.log", pax: sumOf("alpha")}, {name: "a.log", pax: sumOf("alpha")}}, true), wantErr: "sent twice"},
+		{name: "with data", stream: tarOf(t, []entry{{name: "a.log", body: "alpha", pax: sumOf("alpha")}}, true), wantErr: "not an empty regular entry"},
+		{name: "symlink", stream: tarOf(t, []entry{{name: "a.log", typ: tar.TypeSymlink, link: "/"}}, true), wantErr: "not an empty regular entry"},
+		{name: "bad hex", stream: tarOf(t, []entry{{name: "a.log", pax: map[string]string{proto.BundleSize: "5", proto.BundleSHA256: "zz"}}}, true),
+			want: map[string]string{"a.log": "malformed sum"}},
+		{name: "error entry", stream: tarOf(t, []entry{{name: "a.log", pax: map[string]string{proto.BundleError: "gone"}}}, true),
+			want: map[string]string{"a.log": "could not hash it: gone"}},
+		{name: "not tar", stream: []byte("hello\n"), wantErr: "read sums"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sums, err := readSums(bytes.NewReader(tc.stream), bundleListing)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p, w := range tc.want {
+				s := sums[p]
+				got := s.sha
+				if s.err != nil {
+					got = s.err.Error()
+				}
+				if !strings.Contains(got, w) {
+					t.Errorf("%s: %q, want %q", p, got, w)
+				}
+			}
+		})
+	}
 }

@@ -41,7 +41,9 @@ func (a *Agent) Pull(ctx context.Context, files []proto.FileInfo, dstDir string)
 
 // PullWith copies files from the agent's work dir into dstDir, each to a
 // .part file first, verified against the size and sha256 the agent listed,
-// then renamed. Files up to BundleMax come in one tar stream from
+// then renamed. A big file listed without a sha256 (files.list with
+// FilesListOptions.HashMax) is checked against the sum the host computes
+// while it is copied. Files up to BundleMax come in one tar stream from
 // `rlab-agent bundle` (one round trip for all of them); bigger ones by SFTP
 // with large reads in flight. A path that is not local (absolute, "..",
 // empty) is refused, as is anything on the host that is not a regular file
@@ -79,15 +81,15 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 
 	d := newDests(dstDir)
 	var mu sync.Mutex // errs, progress calls
-	var done atomic.Int64
+	var done int64 // under mu: progress calls see it grow
 	land := func(n int64) {
-		d := done.Add(n)
 		a.pulled.Add(n)
+		mu.Lock()
+		done += n
 		if o.Progress != nil {
-			mu.Lock()
-			o.Progress(a.Host, d, total)
-			mu.Unlock()
+			o.Progress(a.Host, done, total)
 		}
+		mu.Unlock()
 	}
 	addErrs := func(e ...error) {
 		mu.Lock()
@@ -124,6 +126,18 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 		if len(files) == 0 {
 			return
 		}
+		var unsummed []proto.FileInfo
+		for _, f := range files {
+			// Small files listed without a sum (an agent that cannot
+			// bundle) are checked by size, as the bundle does.
+			if f.SHA256 == "" && f.Size > BundleMax {
+				unsummed = append(unsummed, f)
+			}
+		}
+		var sums *hostSums
+		if len(unsummed) > 0 {
+			sums = a.startHostSums(ctx, unsummed)
+		}
 		sc, err := a.sftpClient()
 		if err != nil {
 			addErrs(err)
@@ -136,7 +150,7 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; fw.Done() }()
-				if err := a.pullSFTP(ctx, sc, f, d, land); err != nil {
+				if err := a.pullSFTP(ctx, sc, f, d, land, sums); err != nil {
 					addErrs(err)
 				}
 			}()
@@ -146,7 +160,9 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 	sftpAll(big)
 	wg.Wait()
 	sftpAll(fallback)
-	return done.Load(), a.pullErr(errs)
+	mu.Lock()
+	defer mu.Unlock()
+	return done, a.pullErr(errs)
 }
 
 // pullErr names the host and the first failure, and counts the others.

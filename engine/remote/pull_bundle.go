@@ -1,53 +1,74 @@
 package remote
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"golang.org/x/crypto/ssh"
 )
 
-// pullBundle pulls files in one `rlab-agent bundle` stream over a second
-// session of the agent's connection. It runs as the login user even under
-// become (see proto.BundleCommand); a root agent has already given its
-// files to that user. fallback is true when no bundle could be read at all
-// (an agent without the command, a host that allows no second exec):
-// nothing was written and the caller should use SFTP.
-func (a *Agent) pullBundle(ctx context.Context, files []proto.FileInfo, d *dests, land func(int64)) (written int64, fallback bool, errs []error) {
+// bundleSession starts `rlab-agent bundle` for req in a second session of
+// the agent's connection. It runs as the login user even under become (see
+// proto.BundleCommand); a root agent has already given its files to that
+// user. ok is false when it cannot start at all.
+func (a *Agent) bundleSession(req proto.BundleRequest) (sess *ssh.Session, out io.Reader, stderr *tailBuffer, ok bool) {
 	if a.Installed == nil || a.Installed.Path == "" || a.Hello.WorkDir == "" {
-		return 0, true, nil
+		return nil, nil, nil, false
 	}
-	req, err := json.Marshal(proto.BundleRequest{Files: files})
-	if err != nil || len(req) > proto.MaxBundleRequest {
-		return 0, true, nil
+	b, err := json.Marshal(req)
+	if err != nil || len(b) > proto.MaxBundleRequest {
+		return nil, nil, nil, false
 	}
-	sess, err := a.client.NewSession()
+	sess, err = a.client.NewSession()
 	if err != nil {
-		return 0, true, nil
+		return nil, nil, nil, false
 	}
-	defer sess.Close()
-	stderr := &tailBuffer{max: 8 << 10}
-	sess.Stdin = bytes.NewReader(req)
+	stderr = &tailBuffer{max: 8 << 10}
+	sess.Stdin = bytes.NewReader(b)
 	sess.Stderr = stderr
-	out, err := sess.StdoutPipe()
+	out, err = sess.StdoutPipe()
 	if err != nil {
-		return 0, true, nil
+		sess.Close()
+		return nil, nil, nil, false
 	}
 	// Only the agent's path (our hash under the host's home) and the work
 	// dir its hello reported reach the remote shell, quoted.
 	cmd := "exec " + shellQuote(a.Installed.Path) + " " + proto.BundleCommand + " --work-dir " + shellQuote(a.Hello.WorkDir)
 	if err := sess.Start(cmd); err != nil {
+		sess.Close()
+		return nil, nil, nil, false
+	}
+	return sess, out, stderr, true
+}
+
+// finish lets the agent reach its exit and returns how it ended.
+func finish(sess *ssh.Session, out io.Reader) error {
+	io.Copy(io.Discard, io.LimitReader(out, 64<<10))
+	return sess.Wait()
+}
+
+// pullBundle pulls files in one bundle stream. fallback is true when no
+// bundle could be read at all (an agent without the command, a host that
+// allows no second exec): nothing was written and the caller should use
+// SFTP.
+func (a *Agent) pullBundle(ctx context.Context, files []proto.FileInfo, d *dests, land func(int64)) (written int64, fallback bool, errs []error) {
+	sess, out, stderr, ok := a.bundleSession(proto.BundleRequest{Files: files})
+	if !ok {
 		return 0, true, nil
 	}
+	defer sess.Close()
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
 	written, got, errs := readBundle(out, files, d, land)
-	io.Copy(io.Discard, io.LimitReader(out, 64<<10)) // let the agent reach its exit
-	werr := sess.Wait()
+	werr := finish(sess, out)
 	if ctx.Err() != nil {
 		return written, false, append([]error{fmt.Errorf("bundle of %d files: %w", len(files), ctx.Err())}, errs...)
 	}
@@ -60,4 +81,99 @@ func (a *Agent) pullBundle(ctx context.Context, files []proto.FileInfo, d *dests
 		}
 	}
 	return written, false, errs
+}
+
+// hostSum is what the host says of one file: its size and the sha256 of
+// its first listed bytes, or why it could not say.
+type hostSum struct {
+	size int64
+	sha  string
+	err  error
+}
+
+// hostSums are the sums of big files listed without one, asked of the host
+// (a hash-only bundle) while the files are copied.
+type hostSums struct {
+	done chan struct{}
+	sums map[string]hostSum
+	err  error
+}
+
+func (a *Agent) startHostSums(ctx context.Context, files []proto.FileInfo) *hostSums {
+	h := &hostSums{done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		sess, out, stderr, ok := a.bundleSession(proto.BundleRequest{Files: files, HashOnly: true})
+		if !ok {
+			h.err = fmt.Errorf("could not start %s to ask the host for it", proto.BundleCommand)
+			return
+		}
+		defer sess.Close()
+		stop := context.AfterFunc(ctx, func() { sess.Close() })
+		defer stop()
+		h.sums, h.err = readSums(out, files)
+		if werr := finish(sess, out); h.err != nil && werr != nil {
+			h.err = fmt.Errorf("%w (agent %s: %v: %s)", h.err, proto.BundleCommand, werr, truncate(lastLines(strings.TrimSpace(stderr.String()), 5), 1000))
+		}
+	}()
+	return h
+}
+
+// get waits for the host's answer about one file.
+func (h *hostSums) get(ctx context.Context, p string) (hostSum, error) {
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return hostSum{}, ctx.Err()
+	}
+	if s, ok := h.sums[p]; ok {
+		return s, s.err
+	}
+	if h.err != nil {
+		return hostSum{}, fmt.Errorf("no sha256 from the host: %w", h.err)
+	}
+	return hostSum{}, fmt.Errorf("no sha256 from the host")
+}
+
+// readSums reads a hash-only bundle: one empty entry per file, each named
+// as asked and at most once, carrying the size and sha256 of the file.
+func readSums(r io.Reader, files []proto.FileInfo) (map[string]hostSum, error) {
+	want := make(map[string]bool, len(files))
+	for _, f := range files {
+		want[f.Path] = true
+	}
+	lr := &limitedReader{r: r, left: int64(len(files)+1) * bundleEntryOverhead}
+	tr := tar.NewReader(lr)
+	sums := map[string]hostSum{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return sums, nil
+		}
+		if err != nil {
+			if lr.over {
+				err = fmt.Errorf("longer than %d sums allow", len(files))
+			}
+			return sums, fmt.Errorf("read sums: %w", err)
+		}
+		switch _, dup := sums[hdr.Name]; {
+		case !want[hdr.Name]:
+			return sums, fmt.Errorf("sum for %q: not a file we asked for", truncate(hdr.Name, 200))
+		case dup:
+			return sums, fmt.Errorf("sum for %q: sent twice", hdr.Name)
+		case hdr.Typeflag != tar.TypeReg || hdr.Size != 0:
+			return sums, fmt.Errorf("sum for %q: not an empty regular entry", hdr.Name)
+		}
+		if why := hdr.PAXRecords[proto.BundleError]; why != "" {
+			sums[hdr.Name] = hostSum{err: fmt.Errorf("the host could not hash it: %s", truncate(why, 500))}
+			continue
+		}
+		sha := hdr.PAXRecords[proto.BundleSHA256]
+		size, err := strconv.ParseInt(hdr.PAXRecords[proto.BundleSize], 10, 64)
+		if b, herr := hex.DecodeString(sha); herr != nil || len(b) != 32 || err != nil || size < 0 {
+			sums[hdr.Name] = hostSum{err: fmt.Errorf("the host sent a malformed sum (%q, size %q)", truncate(sha, 80), truncate(hdr.PAXRecords[proto.BundleSize], 40))}
+			continue
+		}
+		sums[hdr.Name] = hostSum{size: size, sha: sha}
+	}
 }

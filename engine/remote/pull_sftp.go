@@ -59,7 +59,9 @@ func readSize(sc *sftp.Client) int {
 }
 
 // pullSFTP copies one file by SFTP into d, verified, through .part.
-func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo, d *dests, land func(int64)) error {
+// A file listed without a sha256 is checked against the one sums gets
+// from the host.
+func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo, d *dests, land func(int64), sums *hostSums) error {
 	src := path.Join(a.Hello.WorkDir, filepath.ToSlash(f.Path))
 	fail := func(err error) error { return fmt.Errorf("%s: %w", src, err) }
 	dst, err := d.prepare(f.Path)
@@ -84,15 +86,22 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 		return fail(err)
 	}
 	h := sha256.New()
-	n, grew, err := copyAt(ctx, rf, f.Size, readSize(sc), io.MultiWriter(lf, h, landWriter(land)))
+	n, grew, err := copyAt(ctx, rf, f.Size, readSize(sc), io.MultiWriter(lf, landWriter(land)), h)
 	if cerr := lf.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		hostSize := f.Size
-		if grew {
-			hostSize = f.Size + 1
+	hostSize := f.Size
+	if grew {
+		hostSize = f.Size + 1
+	}
+	if err == nil && f.SHA256 == "" && sums != nil {
+		var hs hostSum
+		if hs, err = sums.get(ctx, f.Path); err == nil {
+			f.SHA256 = hs.sha
+			hostSize = max(hostSize, hs.size)
 		}
+	}
+	if err == nil {
 		err = verify(f, n, hex.EncodeToString(h.Sum(nil)), hostSize)
 	}
 	if err == nil {
@@ -105,40 +114,52 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 	return nil
 }
 
-// copyAt copies the first size bytes of r to w in order, with reads of
-// chunk bytes in flight (sftpInFlight in all), and reports whether r holds
-// more than size bytes (it is never read past size+1). A file shorter than
-// size is an error.
-func copyAt(ctx context.Context, r io.ReaderAt, size int64, chunk int, w io.Writer) (written int64, grew bool, err error) {
-	workers := max(1, min(sftpInFlight/chunk, int((size+int64(chunk)-1)/int64(chunk))))
+// copyAt copies the first size bytes of r in order to w and to hash, with
+// reads of chunk bytes in flight (sftpInFlight in all), and reports whether
+// r holds more than size bytes (it is never read past size+1). Writing and
+// hashing run side by side on different chunks. A file shorter than size is
+// an error.
+func copyAt(ctx context.Context, r io.ReaderAt, size int64, chunk int, w io.Writer, hash io.Writer) (written int64, grew bool, err error) {
+	n := (size + int64(chunk) - 1) / int64(chunk)
+	workers := int64(max(1, min(sftpInFlight/chunk, int(n))))
 	type piece struct {
 		b   []byte
 		err error
 	}
-	// Worker k reads chunks k, k+workers, ...; the writer takes them in
-	// order from each worker's channel in turn.
+	// Worker k reads chunks k, k+workers, ... into buffers from free; the
+	// writer takes them in order from each worker's channel in turn, then
+	// hands them to the hasher, which frees them. A worker holds at most
+	// two buffers (one queued, one in hand), so 2*workers+2 buffers always
+	// leave one for the worker whose chunk is next.
+	free := make(chan []byte, 2*workers+2)
+	for range cap(free) {
+		free <- make([]byte, chunk)
+	}
 	chans := make([]chan piece, workers)
 	stop := make(chan struct{})
 	defer close(stop)
 	for k := range chans {
 		chans[k] = make(chan piece, 1)
-		go func(k int, out chan<- piece) {
-			// One buffer waits in the channel, one is being written, one
-			// is being read into.
-			bufs := [3][]byte{make([]byte, chunk), make([]byte, chunk), make([]byte, chunk)}
-			for i, turn := int64(k), 0; i*int64(chunk) < size; i, turn = i+int64(workers), (turn+1)%3 {
+		go func(k int64, out chan<- piece) {
+			for i := k; i < n; i += workers {
+				var b []byte
+				select {
+				case b = <-free:
+				case <-stop:
+					return
+				}
 				off := i * int64(chunk)
-				b := bufs[turn][:min(int64(chunk), size-off)]
+				b = b[:min(int64(chunk), size-off)]
 				var err error
 				if ctx.Err() != nil {
 					err = ctx.Err()
 				} else {
-					var n int
-					n, err = r.ReadAt(b, off)
-					if n == len(b) {
+					var got int
+					got, err = r.ReadAt(b, off)
+					if got == len(b) {
 						err = nil
 					} else if err == nil || errors.Is(err, io.EOF) {
-						err = fmt.Errorf("the file ended at %d bytes, the agent listed %d bytes", off+int64(n), size)
+						err = fmt.Errorf("the file ended at %d bytes, the agent listed %d bytes", off+int64(got), size)
 					}
 				}
 				select {
@@ -150,22 +171,33 @@ func copyAt(ctx context.Context, r io.ReaderAt, size int64, chunk int, w io.Writ
 					return
 				}
 			}
-		}(k, chans[k])
+		}(int64(k), chans[k])
 	}
-	for i := int64(0); i*int64(chunk) < size; i++ {
-		p := <-chans[i%int64(workers)]
+	toHash := make(chan []byte, workers)
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		for b := range toHash {
+			hash.Write(b)
+			free <- b[:cap(b)]
+		}
+	}()
+	defer func() { close(toHash); <-hashed }()
+	for i := int64(0); i < n; i++ {
+		p := <-chans[i%workers]
 		if p.err != nil {
 			return written, false, p.err
 		}
-		n, err := w.Write(p.b)
-		written += int64(n)
+		k, err := w.Write(p.b)
+		written += int64(k)
 		if err != nil {
 			return written, false, err
 		}
+		toHash <- p.b
 	}
 	var one [1]byte
-	n, err := r.ReadAt(one[:], size)
-	if n > 0 {
+	k, err := r.ReadAt(one[:], size)
+	if k > 0 {
 		return written, true, nil
 	}
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -322,3 +322,35 @@ func TestPullCap(t *testing.T) {
 		})
 	}
 }
+
+// A listing that leaves big files unhashed (so the host does not read a
+// capture through before its pull starts) still ends verified: the host
+// hashes it while it is copied.
+func TestPullHostSums(t *testing.T) {
+	a, _ := startReal(t)
+	big := content(3, 3<<20+1)
+	files := map[string][]byte{"small.log": []byte("small"), "roce.pcap": big}
+	writeAll(t, a.Hello.WorkDir, files)
+	var l proto.FilesList
+	if err := a.Call(context.Background(), proto.MethodFilesList, proto.FilesListOptions{HashMax: BundleMax}, &l); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range l.Files {
+		if (f.SHA256 == "") != (f.Path == "roce.pcap") {
+			t.Fatalf("listing %+v: want only the big file unhashed", l.Files)
+		}
+	}
+	dst := t.TempDir()
+	if _, err := a.Pull(context.Background(), l.Files, dst); err != nil {
+		t.Fatal(err)
+	}
+	checkTree(t, dst, files)
+	// Changed on the host after the copy began: the host's sum is of what
+	// it holds now, which the copy must match; a file the host no longer
+	// has cannot be verified.
+	os.Remove(filepath.Join(a.Hello.WorkDir, "roce.pcap"))
+	_, err := a.Pull(context.Background(), []proto.FileInfo{{Path: "roce.pcap", Size: int64(len(big))}}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "roce.pcap") {
+		t.Errorf("pull of a vanished unhashed file: %v", err)
+	}
+}
