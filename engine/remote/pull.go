@@ -81,7 +81,7 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 
 	d := newDests(dstDir)
 	var mu sync.Mutex // errs, progress calls
-	var done int64 // under mu: progress calls see it grow
+	var done int64    // under mu: progress calls see it grow
 	land := func(n int64) {
 		a.pulled.Add(n)
 		mu.Lock()
