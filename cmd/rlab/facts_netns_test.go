@@ -171,6 +171,9 @@ func TestFactsHostKeysNetns(t *testing.T) {
 // hosts behind it fail with an error naming both hops while the others are
 // still reported.
 func TestFactsJumpChainNetns(t *testing.T) {
+	// Logins are counted per command: no persisting mux (a warm mux would
+	// log in 0 times).
+	t.Setenv("RLAB_PERSIST", "")
 	bed := testbed.Start(t, testbed.Options{Hosts: 1, BehindBastion: 1, BehindBastion2: 2, MaxStartups: "10:30:100", LogLevel: "INFO"})
 	b1, b2 := bed.Bastion, bed.Bastion2
 	head := fmt.Sprintf("lab \"chain\" {}\n\nssh {\n  user          = %q\n  identity_file = %q\n  known_hosts   = %q\n}\n\n", bed.User, bed.KeyFile, bed.KnownHosts)

@@ -17,6 +17,9 @@ import (
 // every host, and each bastion is logged into once however many hosts are
 // dialed through it at once (counted in the bastions' sshd logs).
 func TestJumpChainNetns(t *testing.T) {
+	// Logins are counted per command: no persisting mux (a warm mux would
+	// log in 0 times).
+	t.Setenv("RLAB_PERSIST", "")
 	bed := testbed.Start(t, testbed.Options{Hosts: 1, BehindBastion: 1, BehindBastion2: 2, MaxStartups: "10:30:100", LogLevel: "INFO"})
 	key := []string{bed.KeyFile}
 	chains := []struct {
