@@ -10,6 +10,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"golang.org/x/crypto/ssh"
@@ -49,10 +50,24 @@ func (a *Agent) bundleSession(req proto.BundleRequest) (sess *ssh.Session, out i
 	return sess, out, stderr, true
 }
 
+// finishWait bounds the wait for the agent's exit once its stream is read:
+// a host that keeps the session open does not hold the pull.
+const finishWait = 5 * time.Second
+
 // finish lets the agent reach its exit and returns how it ended.
 func finish(sess *ssh.Session, out io.Reader) error {
-	io.Copy(io.Discard, io.LimitReader(out, 64<<10))
-	return sess.Wait()
+	done := make(chan error, 1)
+	go func() {
+		io.Copy(io.Discard, io.LimitReader(out, 64<<10))
+		done <- sess.Wait()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(finishWait):
+		sess.Close()
+		return fmt.Errorf("%s did not exit within %s of its stream's end", proto.BundleCommand, finishWait)
+	}
 }
 
 // pullBundle pulls files in one bundle stream. fallback is true when no
