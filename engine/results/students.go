@@ -170,6 +170,22 @@ func studentsSection(b *bytes.Buffer, ss []Student) {
 	b.WriteString("\n")
 }
 
+// WriteStudentRun writes a student's results.json and summary.md (no
+// junit.xml: that is the whole run's CI report) into dir.
+func WriteStudentRun(dir string, r *Run) error {
+	if r.Schema == 0 {
+		r.Schema = SchemaVersion
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s of run %q: %w", ResultsFile, r.ID, err)
+	}
+	if err := writeAtomic(filepath.Join(dir, ResultsFile), append(b, '\n')); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, SummaryFile), Summary(r, ""))
+}
+
 // ForStudent is the part of a run that is one student's: their workloads
 // and samples, and their own line of the students table.
 func (r *Run) ForStudent(s Student) *Run {

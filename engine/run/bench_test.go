@@ -31,3 +31,37 @@ func BenchmarkRunNoop50(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRunStudents compares the same 100-host lab of one no-op exec
+// workload per host written without for_each (flat) and as a class of 100
+// students (class): the difference is the cost of the per-student table,
+// students.json and the 100 hand-back folders (hard links).
+func BenchmarkRunStudents(b *testing.B) {
+	const n = 100
+	var flat, class strings.Builder
+	flat.WriteString("lab \"bench\" {}\n")
+	for i := range n {
+		fmt.Fprintf(&flat, "host \"h%d\" { address = \"127.0.0.1\" }\nworkload \"w%d\" {\n  tool = \"exec\"\n  host = host.h%d\n  command = [\"true\"]\n}\n", i, i, i)
+	}
+	class.WriteString("lab \"bench\" {}\nlocals {\n  students = toset([for i in range(100) : format(\"s%03d\", i)])\n}\n")
+	class.WriteString("host \"h\" {\n  for_each = local.students\n  address  = \"127.0.0.1\"\n}\nworkload \"w\" {\n  for_each = local.students\n  tool     = \"exec\"\n  host     = host.h[each.key]\n  command  = [\"true\"]\n}\n")
+	for _, c := range []struct{ name, src string }{{"flat", flat.String()}, {"class", class.String()}} {
+		b.Run(c.name, func(b *testing.B) {
+			l := loadLab(b, c.src)
+			root := b.TempDir()
+			for i := range b.N {
+				res := Run(context.Background(), l, Options{Connector: newPipeBed(b), Out: filepath.Join(root, fmt.Sprint(i)), NoReport: true})
+				if res.Code != ExitOK || (c.name == "class") != (len(res.Students) == n) {
+					b.Fatalf("code %d, %d students: %v", res.Code, len(res.Students), res.Err)
+				}
+				if c.name == "class" {
+					for _, e := range readEvents(b, res.Dir) {
+						if e.Type == "step.end" && e.Step == "students" {
+							b.ReportMetric(e.Seconds*1000, "students-ms/op")
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
@@ -88,8 +89,17 @@ func (r *runner) writeResults(res *Result) error {
 	if err := write(r.dir, doc); err != nil {
 		return fmt.Errorf("write results of run %s: %w", r.dir, err)
 	}
-	if err := r.writeStudents(doc); err != nil {
-		return fmt.Errorf("write results of run %s: %w", r.dir, err)
+	if len(doc.Students) > 0 {
+		start := time.Now()
+		err := r.writeStudents(doc)
+		ev := Event{Type: "step.end", Step: "students", Status: "ok", Seconds: time.Since(start).Seconds(), Message: fmt.Sprintf("%d students", len(doc.Students))}
+		if err != nil {
+			ev.Status, ev.Error = "failed", err.Error()
+		}
+		r.emit(ev)
+		if err != nil {
+			return fmt.Errorf("write results of run %s: %w", r.dir, err)
+		}
 	}
 	b, err := json.MarshalIndent(res.Outcomes, "", "  ")
 	if err != nil {

@@ -140,7 +140,7 @@ func readState(t *testing.T, dir string) State {
 	return j.snapshot()
 }
 
-func readEvents(t *testing.T, dir string) []Event {
+func readEvents(t testing.TB, dir string) []Event {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {

@@ -272,12 +272,9 @@ func (r *runner) writeStudents(doc *results.Run) error {
 				return fmt.Errorf("write folder of student %q: files of host %q: %w", s.key, h.Name, err)
 			}
 		}
-		if err := results.WriteRun(dst, mine); err != nil {
+		if err := results.WriteStudentRun(dst, mine); err != nil {
 			return fmt.Errorf("write folder of student %q: %w", s.key, err)
 		}
-		// junit.xml is the whole run's CI report; a student's folder is for
-		// reading.
-		os.Remove(filepath.Join(dst, results.JUnitFile))
 	}
 	return nil
 }
