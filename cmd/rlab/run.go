@@ -105,7 +105,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	}
 	log := f.hf.logger(stderr)
 	conn := &runengine.SSHConnector{
-		SSH:        sshx.Options{KnownHosts: f.hf.knownHosts, AcceptNewHostKeys: f.hf.acceptNew, Logger: log},
+		SSH:        f.hf.sshOptions(log), // --persist too
 		Agents:     remote.NewAgents(dist.Binary),
 		Identities: f.hf.identities,
 		SSHTarget:  func(h *lab.Host) sshx.Target { return f.hf.target(h, 0) },
