@@ -231,3 +231,29 @@ func Selected(l *lab.Lab, only []string, validate bool) ([]string, error) {
 	}
 	return out, nil
 }
+
+// SubLab is the lab limited to what a run with these --only values (and
+// validate mode) would run: the selected workloads and the rxe devices and
+// captures they need, and the hosts those use (with the jump hosts they go
+// through), for `rlab plan --only` to plan exactly that run.
+func SubLab(l *lab.Lab, only []string, validate bool) (*lab.Lab, error) {
+	r := &runner{lab: l, opts: Options{Only: only, Validate: validate}}
+	if err := r.select_(); err != nil {
+		return nil, err
+	}
+	sub := r.subLab()
+	// Its hosts: those the run connects, and the jump hosts they go through.
+	keep := map[*lab.Host]bool{}
+	for _, h := range r.hosts {
+		for j := h; j != nil && !keep[j]; j = j.JumpHost {
+			keep[j] = true
+		}
+	}
+	sub.Hosts = nil
+	for _, h := range l.Hosts {
+		if keep[h] {
+			sub.Hosts = append(sub.Hosts, h)
+		}
+	}
+	return sub, nil
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -646,5 +647,32 @@ workload "hello" {
 	want := []string{"hosts/lab_server/facts.json", "hosts/lab_server/logs/wl.hello.ana.exec.r0.stderr", "hosts/lab_server/logs/wl.hello.ana.exec.r0.stdout", "results.json", "summary.md"}
 	if diff := cmp.Diff(want, files); diff != "" {
 		t.Errorf("students/ana (-want +got):\n%s", diff)
+	}
+}
+
+func TestSubLab(t *testing.T) {
+	l := loadLab(t, classRXE)
+	sub, err := SubLab(l, []string{"bob"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range sub.Workloads {
+		names = append(names, w.Name)
+	}
+	for _, x := range sub.RXEs {
+		names = append(names, x.Name)
+	}
+	for _, h := range sub.Hosts {
+		names = append(names, h.Name)
+	}
+	if want := []string{`hello["bob"]`, `bulk["bob"]`, `server["bob"]`, "bastion", `server["bob"]`, `client["bob"]`}; !slices.Equal(names, want) {
+		t.Errorf("sub-lab of bob: %v, want %v", names, want)
+	}
+	if _, err := plan.New(sub); err != nil {
+		t.Errorf("plan of the sub-lab: %v", err)
+	}
+	if _, err := SubLab(l, []string{"dan"}, false); err == nil || !strings.Contains(err.Error(), `--only "dan"`) {
+		t.Errorf("unknown key: %v", err)
 	}
 }
