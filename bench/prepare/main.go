@@ -124,6 +124,7 @@ type bench struct {
 	agent          agentJob
 	agentSize      int64
 	persist        time.Duration
+	xdg            string // XDG_RUNTIME_DIR for rlab: where its mux lives
 	log            io.Writer
 }
 
@@ -158,6 +159,12 @@ func run(rlab string, ns []int, rounds int, roundsFor map[int]int, persist time.
 		return err
 	}
 	defer os.RemoveAll(b.dir)
+	// rlab's connection mux is one per user: a private folder keeps this
+	// run's apart from any other rlab of this user (tests, other benches).
+	b.xdg = filepath.Join(b.dir, "x")
+	if err := os.Mkdir(b.xdg, 0o700); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	b.bed, err = testbed.Up(b.dir, testbed.Options{Hosts: slices.Max(ns)})
 	if err != nil {
@@ -167,6 +174,20 @@ func run(rlab string, ns []int, rounds int, roundsFor map[int]int, persist time.
 	fmt.Fprintf(b.log, "bed of %d hosts up in %v; rlab %s; persist %v\n", len(b.bed.Hosts), time.Since(t0).Round(time.Millisecond), rlabAbs, persist)
 
 	var results []*nRes
+	// Written after each host count, so a long run stopped midway keeps
+	// what it measured.
+	save := func() error {
+		raw, _ := json.MarshalIndent(map[string]any{
+			"kex": benchutil.Kex, "when": time.Now().UTC(), "rlab": rlabAbs, "agent_bytes": b.agentSize,
+			"persist": persist.String(), "results": results,
+		}, "", "  ")
+		if err := os.WriteFile(filepath.Join(out, "prepare.json"), raw, 0o644); err != nil {
+			return err
+		}
+		var md strings.Builder
+		writeTables(&md, results)
+		return os.WriteFile(filepath.Join(out, "prepare-table.md"), []byte(md.String()), 0o644)
+	}
 	for _, n := range ns {
 		r := rounds
 		if v, ok := roundsFor[n]; ok {
@@ -176,21 +197,17 @@ func run(rlab string, ns []int, rounds int, roundsFor map[int]int, persist time.
 		if res != nil {
 			results = append(results, res)
 		}
+		if serr := save(); err == nil {
+			err = serr
+		}
 		if err != nil {
 			return err
 		}
 	}
-	raw, _ := json.MarshalIndent(map[string]any{
-		"kex": benchutil.Kex, "when": time.Now().UTC(), "rlab": rlabAbs, "agent_bytes": b.agentSize,
-		"persist": persist.String(), "results": results,
-	}, "", "  ")
-	if err := os.WriteFile(filepath.Join(out, "prepare.json"), raw, 0o644); err != nil {
-		return err
-	}
 	var md strings.Builder
 	writeTables(&md, results)
 	fmt.Print(md.String())
-	return os.WriteFile(filepath.Join(out, "prepare-table.md"), []byte(md.String()), 0o644)
+	return nil
 }
 
 // hostCount measures one N: files for the first n bed hosts, warm-ups, then
@@ -245,7 +262,7 @@ func (b *bench) hostCount(n, rounds int) (*nRes, error) {
 	ansible := func(cfg string, persist bool) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			c := exec.Command("ansible-playbook", "-i", invFile, "-f", fmt.Sprint(n), "-u", bed.User, "--private-key", bed.KeyFile, pbFile)
-			c.Env = append(cleanEnv(), "ANSIBLE_CONFIG="+cfg, "ANSIBLE_NOCOLOR=1")
+			c.Env = append(b.env(), "ANSIBLE_CONFIG="+cfg, "ANSIBLE_NOCOLOR=1")
 			if persist {
 				c.Env = append(c.Env, "ANSIBLE_SSH_CONTROL_PATH_DIR="+cpDir)
 			}
@@ -256,7 +273,7 @@ func (b *bench) hostCount(n, rounds int) (*nRes, error) {
 		return func() *exec.Cmd {
 			args := append([]string{"check", "-json", "--parallel", fmt.Sprint(n)}, extra...)
 			c := exec.Command(b.rlab, append(args, labFile)...)
-			c.Env = cleanEnv()
+			c.Env = b.env()
 			return c
 		}
 	}
@@ -385,32 +402,32 @@ func timed(c *exec.Cmd) (stdout, stderr string, exit int, d time.Duration, err e
 	return o.String(), e.String(), exit, d, err
 }
 
-// cleanEnv is this process's environment without an ssh-agent (every side
-// uses the bed's key file) and without RLAB_PERSIST (only the --persist
-// case persists).
-func cleanEnv() []string {
+// env is this process's environment without an ssh-agent (every side uses
+// the bed's key file) and without RLAB_PERSIST (only the --persist case
+// persists), with this run's own XDG_RUNTIME_DIR.
+func (b *bench) env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "SSH_AUTH_SOCK=") || strings.HasPrefix(kv, "RLAB_PERSIST=") {
+		if strings.HasPrefix(kv, "SSH_AUTH_SOCK=") || strings.HasPrefix(kv, "RLAB_PERSIST=") || strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return env
+	return append(env, "XDG_RUNTIME_DIR="+b.xdg)
 }
 
 // muxStop ends rlab's connection mux daemon, if any (no-op without --persist).
 func (b *bench) muxStop() {
 	if b.persist > 0 {
 		c := exec.Command(b.rlab, "mux", "stop")
-		c.Env = cleanEnv()
+		c.Env = b.env()
 		c.Run()
 	}
 }
 
 func (b *bench) rlabWarmup(labFile string, n int) error {
 	c := exec.Command(b.rlab, "check", "-json", "--parallel", fmt.Sprint(n), labFile)
-	c.Env = cleanEnv()
+	c.Env = b.env()
 	stdout, stderr, exit, _, err := timed(c)
 	if err != nil {
 		return fmt.Errorf("warm-up rlab check: %w", err)
