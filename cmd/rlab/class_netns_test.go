@@ -117,4 +117,16 @@ workload "bulk" {
 			t.Errorf("check: bob's failing expect not shown with what it got:\n%s", stdout)
 		}
 	}
+
+	// bob's VM down: exit 2, ana still checked and ready, bob failed with
+	// the connect error.
+	bed.StopSSHD(t, b2)
+	defer bed.StartSSHD(t, b2)
+	stdout, stderr, code = runRlab(t, "check", "--validate", "--out", filepath.Join(t.TempDir(), "down"), p)
+	if code != exitInfra {
+		t.Fatalf("check with bob's host down: exit %d, want 2\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "ana      3      1 ok, 0 failed  ready") || !strings.Contains(stdout, `bob      3      0 ok, 1 failed  failed: connect to host "server[\"bob\"]"`) {
+		t.Errorf("check with bob's host down:\n%s", stdout)
+	}
 }

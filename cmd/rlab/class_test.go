@@ -179,3 +179,40 @@ func TestShowStudents(t *testing.T) {
 		t.Errorf("show --students of a plain run: exit %d, %s", code, stderr)
 	}
 }
+
+// TestCheckValidatePlainLab: a lab without for_each keys is checked as a
+// whole: "check: pass" and exit 0, "check: FAIL" and exit 1.
+func TestCheckValidatePlainLab(t *testing.T) {
+	if _, err := dist.Binary("linux", "amd64"); err != nil {
+		t.Skipf("agent not embedded (make agent): %v", err)
+	}
+	hosts := sshLab(t, 1)
+	for _, tt := range []struct {
+		cond string
+		code int
+		line string
+	}{
+		{"result.exit_code == 0", exitOK, "check: pass"},
+		{"result.exit_code == 1", exitFail, "check: FAIL"},
+	} {
+		p := writeLab(t, hosts+`
+workload "hi" {
+  tool    = "exec"
+  host    = host.h0
+  command = ["true"]
+  expect {
+    condition = `+tt.cond+`
+  }
+}
+workload "not_checked" {
+  tool    = "exec"
+  host    = host.h0
+  command = ["false"]
+}
+`)
+		stdout, stderr, code := rlab(t, "check", "--validate", "--out", filepath.Join(t.TempDir(), "c"), p)
+		if code != tt.code || !strings.Contains(stdout, "\n"+tt.line+"\n") || strings.Contains(stdout, "not_checked") {
+			t.Errorf("%s: exit %d, want %d and %q (and only the workload with an expect)\n%s%s", tt.cond, code, tt.code, tt.line, stdout, stderr)
+		}
+	}
+}
