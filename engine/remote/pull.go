@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,12 @@ import (
 // (PullOptions.MaxBytes): generous for captures, but a host cannot fill the
 // controller's disk.
 const DefaultMaxPullBytes int64 = 20 << 30
+
+// bigCopies bounds the SFTP copies under way in this process, all hosts
+// together: each holds about 4.5 MiB of read buffers, and a few per core
+// already keep the cores busy (a fetch from 200 hosts stays in bounded
+// memory).
+var bigCopies = make(chan struct{}, max(8, 4*runtime.GOMAXPROCS(0)))
 
 // BundleMax is the size up to which a file travels in the bundle (one tar
 // stream per Pull) rather than by SFTP.
@@ -150,6 +157,13 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; fw.Done() }()
+				select {
+				case bigCopies <- struct{}{}:
+				case <-ctx.Done():
+					addErrs(fmt.Errorf("%s: %w", f.Path, ctx.Err()))
+					return
+				}
+				defer func() { <-bigCopies }()
 				if err := a.pullSFTP(ctx, sc, f, d, land, sums); err != nil {
 					addErrs(err)
 				}
