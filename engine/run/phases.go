@@ -564,7 +564,15 @@ func (r *runner) startCaptures(ctx context.Context) error {
 		}
 	}
 	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, c *captureWindow) error {
-		return c.start(ctx, r)
+		if r.hostProblem(c.step.Host) != nil {
+			return nil // its workloads are skipped
+		}
+		err := c.start(ctx, r)
+		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
+			r.breakHost(c.step.Host, err) // one student's capture must not stop the class
+			return nil
+		}
+		return err
 	})
 }
 

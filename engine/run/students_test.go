@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -674,5 +675,33 @@ func TestSubLab(t *testing.T) {
 	}
 	if _, err := SubLab(l, []string{"dan"}, false); err == nil || !strings.Contains(err.Error(), `--only "dan"`) {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// TestClassCaptureIsolation: a student whose capture cannot start is failed
+// with that reason; the others run (exit 2).
+func TestClassCaptureIsolation(t *testing.T) {
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("tcpdump not installed")
+	}
+	res, _ := runLab(t, classLab+`
+capture "c" {
+  for_each = local.students
+  host     = host.client[each.key]
+  netdev   = each.key == "bob" ? "nosuchdev0" : "lo"
+}
+`, Options{Only: []string{"ana", "bob"}, Preflight: noPreflight}) // preflight would catch the netdev
+	if res.Code != ExitInfra {
+		t.Fatalf("code %d, want 2: %v", res.Code, res.Err)
+	}
+	got := map[string]results.Student{}
+	for _, s := range res.Students {
+		got[s.Key] = s
+	}
+	if got["ana"].Status != results.StudentReady {
+		t.Errorf("ana = %+v, want ready", got["ana"])
+	}
+	if b := got["bob"]; b.Status != results.StudentFailed || !strings.Contains(b.Reason, "nosuchdev0") || !strings.Contains(b.Reason, "capture") {
+		t.Errorf("bob = %+v, want failed naming the capture's netdev", b)
 	}
 }
