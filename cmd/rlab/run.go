@@ -48,8 +48,8 @@ Class labs (workloads with for_each keys, one key per student) end with a
 per-student table (ready, or failed with the first reason), also written to
 students.json and summary.md, and each student gets a folder to hand back,
 students/<key>/ (their hosts' files, their results, a summary). One
-student's unreachable host, failed rxe device or preflight problem skips
-that student's workloads only.
+student's unreachable host, failed rxe device, capture or preflight problem
+skips that student's workloads only (exit 2).
 
 --only takes workload names (every instance of a for_each workload),
 instance addresses (write_bw["ana"]) and student keys (ana): only the hosts
