@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/testbed"
 )
@@ -57,7 +58,13 @@ func TestPullBecomeNetns(t *testing.T) {
 	os.WriteFile(filepath.Join(a.Hello.WorkDir, "root-only.log"), []byte("secret"), 0o600)
 	defer os.RemoveAll(filepath.Join(bed.Home, ".cache", "rlab", "runs", "pull-become"))
 
-	listed := list(t, a) // the root agent lists (and hashes) everything
+	// The root agent lists everything, big files unhashed: the login
+	// user's hash-only bundle sums them while they are copied.
+	var l proto.FilesList
+	if err := a.Call(context.Background(), proto.MethodFilesList, proto.FilesListOptions{HashMax: BundleMax}, &l); err != nil {
+		t.Fatal(err)
+	}
+	listed := l.Files
 	if len(listed) != len(files)+1 {
 		t.Fatalf("listed %d files", len(listed))
 	}
