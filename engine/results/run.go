@@ -29,6 +29,9 @@ type Run struct {
 	Error     string     `json:"error,omitempty"`
 	Workloads []Workload `json:"workloads"`
 	Samples   []Sample   `json:"samples"`
+	// Check marks a student check (`rlab check --validate`): only the
+	// workloads with expects ran, so it is no baseline for `rlab compare`.
+	Check bool `json:"check,omitempty"`
 	// Students is the per-student status of a class lab (workloads with
 	// for_each keys), in the order the lab lists them; empty otherwise.
 	Students []Student `json:"students,omitempty"`

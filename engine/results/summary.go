@@ -21,7 +21,11 @@ func Summary(r *Run, dir string) []byte {
 	if title == "" {
 		title = "(unnamed lab)"
 	}
-	w("# rlab run: %s: %s\n\n", mdText(title), statusWord(r.Status))
+	cmd := "run"
+	if r.Check {
+		cmd = "check"
+	}
+	w("# rlab %s: %s: %s\n\n", cmd, mdText(title), statusWord(r.Status))
 	if r.Description != "" {
 		w("%s\n\n", mdText(r.Description))
 	}

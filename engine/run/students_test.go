@@ -416,6 +416,12 @@ func TestValidate(t *testing.T) {
 			if rel, _ := filepath.Rel(runs, res.Dir); !strings.HasPrefix(rel, "class/check-") {
 				t.Errorf("check run dir %s, want under class/check-<ts>", rel)
 			}
+			if r := readRun(t, res.Dir); !r.Check {
+				t.Error("results.json of a check does not say it is one")
+			}
+			if sum, _ := os.ReadFile(filepath.Join(res.Dir, results.SummaryFile)); !strings.HasPrefix(string(sum), "# rlab check: class: ") {
+				t.Errorf("summary.md of a check: %.40q", sum)
+			}
 			got := map[string]string{}
 			for _, s := range res.Students {
 				got[s.Key] = s.Status
