@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/engine/sshx"
@@ -259,6 +260,7 @@ func upload(ctx context.Context, c *sshx.Client, dir, final string, b *agentBin)
 	for d := dir; d != path.Dir(path.Dir(path.Dir(dir))); d = path.Dir(d) {
 		sc.Chmod(d, 0o700)
 	}
+	removeStaleTemps(sc, dir, path.Base(final)+".tmp-", time.Now())
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	tmp := final + ".tmp-" + hex.EncodeToString(rnd[:])
@@ -323,3 +325,27 @@ func shellQuote(s string) string {
 // ErrNotBuilt is what a Binaries function returns when this rlab carries no
 // agent for a platform (a plain `go build` without `make agent`).
 var ErrNotBuilt = errors.New("this rlab was built without the agent for that platform; run `make build` (it builds the agent first)")
+
+// staleTempAge is how old a temp file of an upload must be before another
+// install removes it. A connection cut mid-upload leaves its temp file
+// behind (nothing can remove it then); an hour is far longer than any
+// upload, so a temp file that old belongs to no live install even when
+// several hosts share this home directory and install at once.
+const staleTempAge = time.Hour
+
+// removeStaleTemps removes prefix* regular files in dir last written more
+// than staleTempAge before now. Best effort: a failure leaves the file,
+// which is harmless (it is never executed: only the verified, renamed
+// binary is).
+func removeStaleTemps(sc *sftp.Client, dir, prefix string, now time.Time) {
+	ents, err := sc.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Mode().IsRegular() || now.Sub(e.ModTime()) < staleTempAge {
+			continue
+		}
+		sc.Remove(path.Join(dir, e.Name()))
+	}
+}
