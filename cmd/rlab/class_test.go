@@ -83,8 +83,9 @@ func TestClassCmd(t *testing.T) {
 			hosts: []string{"vm.ana", "vm.bob", "vm.cho"}},
 		{name: "check validate passes", args: []string{"check", "--validate", "-only", "ana,bob"}, code: exitOK,
 			out: []string{"students: 2 of 2 ready"}, hosts: []string{"vm.ana", "vm.bob"}},
-		{name: "ambiguous", args: []string{"run", "--only", "hello,helo"}, code: exitFail,
+		{name: "unknown", args: []string{"run", "--only", "hello,helo"}, code: exitFail,
 			stderr: `--only "helo": lab "class-cli" has no workload, instance or student key of that name; did you mean "hello"? (workloads: hello; student keys: ana, bob, cho)`},
+		{name: "key or workload", args: []string{"run", "--only", "ana,hello"}, code: exitFail, out: []string{"students: 2 of 3 ready"}},
 		{name: "only needs validate", args: []string{"check", "--only", "ana"}, code: exitFail, stderr: "--only and --out need --validate"},
 	}
 	for _, tt := range tests {
