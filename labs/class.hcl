@@ -18,6 +18,19 @@ variable "netdev" {
   default = "eth1"
 }
 
+# What "this student's pair works" means for `rlab check --validate`. Loose
+# enough for VMs under software emulation (QEMU TCG measured ~0.13 Gb/s and
+# ~500 us); raise them on real hardware.
+variable "min_write_gbps" {
+  type    = number
+  default = 0.005
+}
+
+variable "max_write_lat_us" {
+  type    = number
+  default = 5000
+}
+
 locals {
   tf       = jsondecode(file(var.terraform_output))
   students = local.tf.students.value
@@ -64,6 +77,10 @@ workload "write_bw" {
   client     = rxe.client[each.key]
   sizes      = ["64KiB"]
   iterations = 1000
+  expect {
+    condition = result.bw_avg_gbps > var.min_write_gbps
+    message   = "RDMA WRITE bandwidth at or below ${var.min_write_gbps} Gb/s: check both VMs' rxe device and the link"
+  }
 }
 
 workload "write_lat" {
@@ -72,6 +89,10 @@ workload "write_lat" {
   server     = rxe.server[each.key]
   client     = rxe.client[each.key]
   iterations = 1000
+  expect {
+    condition = result.lat_typical_us < var.max_write_lat_us
+    message   = "RDMA WRITE latency at or above ${var.max_write_lat_us} us"
+  }
 }
 
 workload "pingpong" {
