@@ -108,7 +108,7 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 	f.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print problems and unreachable hosts as JSON (with --validate: the students)")
 	cmd.Flags().BoolVar(&validate, "validate", false, "run the lab's expect workloads on the prepared hosts and say which students pass")
-	cmd.Flags().StringSliceVar(&rf.only, "only", nil, "with --validate: check only these students (for_each keys), workloads or instances")
+	onlyFlag(cmd.Flags(), &rf.only, "with --validate: check only these students (for_each keys), workloads or instances")
 	cmd.Flags().StringVar(&rf.out, "out", "", "with --validate: the check's run directory (default runs/<lab>/check-<UTC timestamp>)")
 	return cmd
 }

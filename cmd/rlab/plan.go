@@ -6,14 +6,16 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/spf13/cobra"
 )
 
 func newPlanCmd() *cobra.Command {
 	var vf varFlags
 	var asJSON bool
+	var only []string
 	cmd := &cobra.Command{
-		Use:   "plan [-json] [-var NAME=VALUE]... PATH",
+		Use:   "plan [-json] [-var NAME=VALUE]... [--only W,...] PATH",
 		Short: "Show the steps a run would take, per host, and what runs at the same time",
 		Long: `plan loads and validates a lab, then prints what rlab run would do, without
 touching any host: for every host, in order, connect, ship the agent,
@@ -24,9 +26,14 @@ workloads on disjoint hosts run at the same time.
 
 -json prints the plan DAG (hosts, steps with IDs and depends_on, waves); its
 fields are documented in the engine/plan package. Values of sensitive
-variables are shown as (sensitive).`,
+variables are shown as (sensitive).
+
+--only plans what rlab run --only would run: workload names, instances
+(write_bw["ana"]) or student keys (ana), with only the hosts, rxe devices and
+captures those need.`,
 		Example: `  rlab plan labs/quickstart.hcl
-  rlab plan -json labs/class.hcl | jq '.waves'`,
+  rlab plan -json labs/class.hcl | jq '.waves'
+  rlab plan --only ana labs/class.hcl`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths, done, err := parseLabFlags(cmd, args)
@@ -53,6 +60,13 @@ variables are shown as (sensitive).`,
 			if diags.HasErrors() {
 				return withCode(exitFail, nil)
 			}
+			if len(only) > 0 {
+				sub, err := runengine.SubLab(l, only, false)
+				if err != nil {
+					return withCode(exitFail, fmt.Errorf("--only: %w", err))
+				}
+				l = sub
+			}
 			p, err := plan.New(l)
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
@@ -70,5 +84,6 @@ variables are shown as (sensitive).`,
 	}
 	vf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON on stdout")
+	onlyFlag(cmd.Flags(), &only, "plan only these workloads, instances or student keys (comma-separated), as rlab run --only")
 	return cmd
 }

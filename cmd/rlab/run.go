@@ -77,7 +77,7 @@ finishes a teardown later.`,
 	fl := cmd.Flags()
 	f.hf.register(fl)
 	fl.StringVar(&f.out, "out", "", "run directory (default runs/<lab>/<UTC timestamp>)")
-	fl.StringSliceVar(&f.only, "only", nil, "run only these workloads, instances or students (comma-separated names, addresses or for_each keys)")
+	onlyFlag(fl, &f.only, "run only these workloads, instances or students (comma-separated names, addresses or for_each keys)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
 	return cmd
 }

@@ -18,6 +18,7 @@ type runListing struct {
 	Lab       string   `json:"lab"`
 	ID        string   `json:"id"`
 	Started   string   `json:"started,omitempty"`
+	Kind      string   `json:"kind"` // "run", or "check" for rlab check --validate
 	Status    string   `json:"status"`
 	Workloads int      `json:"workloads"`
 	OK        int      `json:"ok"`
@@ -31,6 +32,7 @@ func newRunsCmd() *cobra.Command {
 		lab    string
 		status string
 		before string
+		kind   string
 	)
 	cmd := &cobra.Command{
 		Use:   "runs [DIR]",
@@ -40,7 +42,10 @@ writes them as runs/<lab>/<UTC timestamp>/), oldest first, with each run's
 status, how many workloads ended ok, and one headline figure per workload
 (bandwidth at the largest size, or typical latency). --status ok --json gives a
 nightly job the runs to compare against; --last prints only the newest matching
-run's directory (nothing when none matches), for scripts.`,
+run's directory (nothing when none matches), for scripts. Student checks
+(rlab check --validate, run directories named check-<timestamp>) are not
+runs of the whole lab and are left out unless --kind check or --kind all asks
+for them, so a check never becomes a nightly job's baseline.`,
 		Example: `  rlab runs
   rlab runs --lab nightly --status ok --json
   prev=$(rlab runs --lab nightly --status ok --last)`,
@@ -53,6 +58,11 @@ run's directory (nothing when none matches), for scripts.`,
 			runs, errs := results.ListRuns(root)
 			if len(runs) == 0 && len(errs) > 0 {
 				return withCode(exitFail, errs[0])
+			}
+			switch kind {
+			case "run", "check", "all":
+			default:
+				return withCode(exitFail, fmt.Errorf("--kind %q: want run, check or all", kind))
 			}
 			var ref *results.Run
 			if before != "" {
@@ -67,13 +77,20 @@ run's directory (nothing when none matches), for scripts.`,
 				if lab != "" && r.Lab != lab {
 					continue
 				}
+				k := "run"
+				if r.Check {
+					k = "check"
+				}
+				if kind != "all" && k != kind {
+					continue
+				}
 				if status != "" && r.Status != status {
 					continue
 				}
 				if ref != nil && (!r.Started.Before(ref.Started) || sameDir(r.Dir, ref.Dir)) {
 					continue
 				}
-				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Status: r.Status, Workloads: len(r.Workloads), Headline: results.Headline(r)}
+				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Kind: k, Status: r.Status, Workloads: len(r.Workloads), Headline: results.Headline(r)}
 				if !r.Started.IsZero() {
 					l.Started = r.Started.UTC().Format("2006-01-02 15:04:05")
 				}
@@ -117,7 +134,11 @@ run's directory (nothing when none matches), for scripts.`,
 				if len(head) > 3 { // a class lab has hundreds; --json has them all
 					head = append(head[:3:3], fmt.Sprintf("… %d more", len(l.Headline)-3))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", dir, l.Started, l.Status, l.OK, l.Workloads, strings.Join(head, "; "))
+				st := l.Status
+				if l.Kind == "check" {
+					st += " (check)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", dir, l.Started, st, l.OK, l.Workloads, strings.Join(head, "; "))
 			}
 			return tw.Flush()
 		},
@@ -127,6 +148,7 @@ run's directory (nothing when none matches), for scripts.`,
 	f.BoolVar(&last, "last", false, "print only the directory of the newest matching run")
 	f.StringVar(&lab, "lab", "", "only runs of this lab")
 	f.StringVar(&status, "status", "", "only runs with this status (ok, failed, error, interrupted)")
+	f.StringVar(&kind, "kind", "run", "which run directories: run (whole-lab runs), check (rlab check --validate) or all")
 	f.StringVar(&before, "before", "", "only runs that started before the run in `RUN_DIR`")
 	return cmd
 }
