@@ -212,8 +212,8 @@ func (a *Agent) reserve(files []proto.FileInfo, total, max int64) (release func(
 					big = f
 				}
 			}
-			return nil, fmt.Errorf("host %q: refusing to pull %d files of %s (the largest %s, %s) with %s already pulled: over the cap of %s per host (PullOptions.MaxBytes)",
-				a.Host, len(files), human(total), truncate(big.Path, 200), human(big.Size), human(already), human(max))
+			return nil, fmt.Errorf("host %q: refusing to pull %d files of %s with %s already pulled: over the cap of %s per host (PullOptions.MaxBytes); the largest is %s: the agent listed %d bytes",
+				a.Host, len(files), human(total), human(already), human(max), truncate(big.Path, 200), big.Size)
 		}
 		if r.CompareAndSwap(cur, cur+total) {
 			return func() { r.Add(-total) }, nil

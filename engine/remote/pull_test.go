@@ -277,7 +277,7 @@ func TestPullCap(t *testing.T) {
 		first []string // a first Pull of these files
 		want  string
 	}{
-		{name: "over the cap", max: 4000, want: `host "server": refusing to pull 3 files of 4.4 KiB (4500 bytes) (the largest big.pcap, 2.9 KiB (3000 bytes)) with 0 B already pulled: over the cap of 3.9 KiB (4000 bytes) per host`},
+		{name: "over the cap", max: 4000, want: `host "server": refusing to pull 3 files of 4.4 KiB (4500 bytes) with 0 B already pulled: over the cap of 3.9 KiB (4000 bytes) per host (PullOptions.MaxBytes); the largest is big.pcap: the agent listed 3000 bytes`},
 		{name: "over the cap with an earlier pull", max: 5000, first: []string{"a.log", "c.log"}, want: "with 1.5 KiB (1500 bytes) already pulled: over the cap"},
 		{name: "controller disk too small", max: -1, free: 4499, want: "its file system has only 4.4 KiB (4499 bytes) free"},
 		{name: "fits exactly", max: 4500, free: 4500},
