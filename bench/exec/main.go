@@ -34,6 +34,7 @@ func main() {
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
 	n := flag.Int("hosts", 100, "hosts")
 	rounds := flag.Int("rounds", 5, "alternating rounds")
+	persist = flag.String("persist", "60s", "how long rlab --persist, Ansible's and OpenSSH's ControlPersist keep logins (Ansible's default is 60s; rounds longer than it let them expire)")
 	out := flag.String("out", "bench/exec/out", "folder for raw results")
 	flag.Parse()
 	if err := run(*rlab, *n, *rounds, *out); err != nil {
@@ -41,6 +42,8 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+var persist *string
 
 func runQuiet(cmd *exec.Cmd) error { return benchutil.RunQuiet(cmd) }
 
@@ -90,12 +93,12 @@ func run(rlab string, n, rounds int, out string) error {
 	if err := os.WriteFile(invFile, []byte(inv.String()), 0o600); err != nil {
 		return err
 	}
-	cfg, err := benchutil.AnsibleConfig(dir, "ansible.cfg", n, bed.KnownHosts, benchutil.Kex, false)
+	cfg, err := benchutil.AnsibleConfig(dir, "ansible.cfg", n, bed.KnownHosts, benchutil.Kex, "")
 	if err != nil {
 		return err
 	}
-	cfgDefault, _ := benchutil.AnsibleConfig(dir, "ansible-default-kex.cfg", n, bed.KnownHosts, "", false)
-	cfgPersist, _ := benchutil.AnsibleConfig(dir, "ansible-persist.cfg", n, bed.KnownHosts, benchutil.Kex, true)
+	cfgDefault, _ := benchutil.AnsibleConfig(dir, "ansible-default-kex.cfg", n, bed.KnownHosts, "", "")
+	cfgPersist, _ := benchutil.AnsibleConfig(dir, "ansible-persist.cfg", n, bed.KnownHosts, benchutil.Kex, *persist)
 	ansible := func(cfg string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			c := exec.Command("ansible", "bed", "-i", invFile, "-m", "raw", "-a", "true", "-f", fmt.Sprint(n), "-u", bed.User, "--private-key", bed.KeyFile)
@@ -140,9 +143,9 @@ func run(rlab string, n, rounds int, out string) error {
 		{"floor: parallel `ssh host true` (same kex)", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
 		{"ansible -m raw -a true (OpenSSH default kex)", nil, ansible(cfgDefault), nil},
 		{"rlab run, cold (agent shipped)", func() { os.RemoveAll(cache) }, rlabRun(), nil},
-		{"rlab run --persist 60s (logins kept)", nil, rlabRun("--persist", "60s"), nil},
-		{"ansible -m raw -a true, ControlPersist=60s (its default)", nil, ansible(cfgPersist), nil},
-		{"floor: parallel `ssh host true`, ControlPersist=60s", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir) }},
+		{"rlab run --persist " + *persist + " (logins kept)", nil, rlabRun("--persist", *persist), nil},
+		{"ansible -m raw -a true, Ansible's ControlPersist=" + *persist, nil, ansible(cfgPersist), nil},
+		{"floor: parallel `ssh host true`, ControlPersist=" + *persist, nil, nil, func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir, *persist) }},
 	}
 	// Warm the agent cache once, and open the kept logins of the
 	// persisting cases, as a user's first command does.

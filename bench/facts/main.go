@@ -37,6 +37,7 @@ func main() {
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
 	n := flag.Int("hosts", 50, "hosts")
 	rounds := flag.Int("rounds", 5, "alternating rounds")
+	persist = flag.String("persist", "60s", "how long rlab --persist, Ansible's and OpenSSH's ControlPersist keep logins (Ansible's default is 60s; rounds longer than it let them expire)")
 	out := flag.String("out", "bench/facts/out", "folder for raw results")
 	flag.Parse()
 	if err := run(*rlab, *n, *rounds, *out); err != nil {
@@ -44,6 +45,8 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+var persist *string
 
 func runQuiet(cmd *exec.Cmd) error { return benchutil.RunQuiet(cmd) }
 
@@ -93,12 +96,12 @@ func run(rlab string, n, rounds int, out string) error {
 	// exchange; cfgDefault: OpenSSH's default kex (what an Ansible user
 	// gets); cfgPersist: Ansible's default connection sharing
 	// (ControlPersist=60s), the fair reference for rlab --persist.
-	cfg, err := benchutil.AnsibleConfig(dir, "ansible.cfg", n, bed.KnownHosts, benchutil.Kex, false)
+	cfg, err := benchutil.AnsibleConfig(dir, "ansible.cfg", n, bed.KnownHosts, benchutil.Kex, "")
 	if err != nil {
 		return err
 	}
-	cfgDefault, _ := benchutil.AnsibleConfig(dir, "ansible-default-kex.cfg", n, bed.KnownHosts, "", false)
-	cfgPersist, _ := benchutil.AnsibleConfig(dir, "ansible-persist.cfg", n, bed.KnownHosts, benchutil.Kex, true)
+	cfgDefault, _ := benchutil.AnsibleConfig(dir, "ansible-default-kex.cfg", n, bed.KnownHosts, "", "")
+	cfgPersist, _ := benchutil.AnsibleConfig(dir, "ansible-persist.cfg", n, bed.KnownHosts, benchutil.Kex, *persist)
 	ansible := func(cfg string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			c := exec.Command("ansible", "bed", "-i", invFile, "-m", "raw", "-a", rawFacts, "-f", fmt.Sprint(n), "-u", bed.User, "--private-key", bed.KeyFile)
@@ -142,9 +145,9 @@ func run(rlab string, n, rounds int, out string) error {
 		{"ansible -m raw (same facts, same kex)", nil, ansible(cfg), nil},
 		{"floor: parallel `ssh host true`", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
 		{"ansible -m raw (OpenSSH default kex)", nil, ansible(cfgDefault), nil},
-		{"rlab facts, warm, --persist 60s (logins kept)", nil, rlabCmd("--persist", "60s"), nil},
-		{"ansible -m raw, ControlPersist=60s (its default)", nil, ansible(cfgPersist), nil},
-		{"floor: parallel `ssh host true`, ControlPersist=60s", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir) }},
+		{"rlab facts, warm, --persist " + *persist + " (logins kept)", nil, rlabCmd("--persist", *persist), nil},
+		{"ansible -m raw, Ansible's ControlPersist=" + *persist, nil, ansible(cfgPersist), nil},
+		{"floor: parallel `ssh host true`, ControlPersist=" + *persist, nil, nil, func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir, *persist) }},
 	}
 	// The kept-login cases start from kept logins, as a user's second
 	// command does: one run each first opens them.

@@ -26,21 +26,22 @@ func SSHFloor(bed *testbed.Bed) (time.Duration, error) {
 }
 
 // SSHFloorPersist is SSHFloor through OpenSSH's own connection sharing
-// (ControlMaster=auto, ControlPersist=60s, sockets in controlDir): the
+// (ControlMaster=auto, ControlPersist=persist, sockets in controlDir): the
 // floor for rlab --persist. The first call logs in and leaves the masters.
-func SSHFloorPersist(bed *testbed.Bed, controlDir string) (time.Duration, error) {
-	return sshFloor(bed, "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "ControlPath="+controlDir+"/%C")
+func SSHFloorPersist(bed *testbed.Bed, controlDir, persist string) (time.Duration, error) {
+	return sshFloor(bed, "-o", "ControlMaster=auto", "-o", "ControlPersist="+persist, "-o", "ControlPath="+controlDir+"/%C")
 }
 
 // AnsibleConfig writes an ansible.cfg for a bed (forks, fact gathering
 // off, pipelining on, host keys checked) and returns its path. kex ""
-// leaves OpenSSH's default key exchange; persist uses Ansible's own default
-// connection sharing (ControlMaster=auto, ControlPersist=60s, its default
-// ssh_args) with control sockets in dir, else a fresh login per run.
-func AnsibleConfig(dir, name string, forks int, knownHosts, kex string, persist bool) (string, error) {
+// leaves OpenSSH's default key exchange; persist ("60s" is Ansible's
+// default) uses Ansible's own connection sharing (its default ssh_args:
+// -C -o ControlMaster=auto -o ControlPersist=...) with control sockets in
+// dir; "" a fresh login per run.
+func AnsibleConfig(dir, name string, forks int, knownHosts, kex, persist string) (string, error) {
 	share := "-o ControlMaster=no"
-	if persist {
-		share = "-C -o ControlMaster=auto -o ControlPersist=60s"
+	if persist != "" {
+		share = "-C -o ControlMaster=auto -o ControlPersist=" + persist
 	}
 	if kex != "" {
 		share += " -o KexAlgorithms=" + kex
