@@ -668,3 +668,53 @@ func FuzzDecodeMuxError(f *testing.F) {
 		}
 	})
 }
+
+// Hosts behind a bastion through the mux: one bastion login shared by
+// callers of separate runs, and a bastion key revoked since is refused on
+// reuse, naming the jump host.
+func TestMuxJumpChain(t *testing.T) {
+	bastion := sshtest.Start(t, nil)
+	bastion.Forward = true
+	h1 := sshtest.Start(t, echoHandler)
+	h2 := sshtest.Start(t, echoHandler)
+	kh := sshtest.WriteKnownHosts(t, bastion.KnownHostsLine(), h1.KnownHostsLine(), h2.KnownHostsLine())
+	jump := target(bastion, bastion.KeyFile)
+	jump.Name = "bastion"
+	behind := func(s *sshtest.Server, name string) Target {
+		tg := target(s, s.KeyFile)
+		tg.Name, tg.NoJump, tg.Jump = name, false, &jump
+		return tg
+	}
+	dir := muxDir(t)
+	startMux(t, MuxServeOptions{Dir: dir, Persist: time.Minute})
+	for i, tg := range []Target{behind(h1, "h1"), behind(h2, "h2"), behind(h1, "h1")} {
+		// A Dialer per dial: as separate rlab runs.
+		c, err := muxDialer(t, dir, Options{KnownHosts: []string{kh}}).Dial(context.Background(), tg)
+		if err != nil {
+			t.Fatalf("dial %d (%s): %v", i, tg.Name, err)
+		}
+		if out := run(t, c, tg.Name); out != "ran: "+tg.Name {
+			t.Errorf("%s answered %q", tg.Name, out)
+		}
+		c.Close()
+	}
+	if b, a1, a2 := bastion.Conns.Load(), h1.Conns.Load(), h2.Conns.Load(); b != 1 || a1 != 1 || a2 != 1 {
+		t.Errorf("logins: bastion %d, h1 %d, h2 %d; want 1 each", b, a1, a2)
+	}
+	st, err := QueryMux(context.Background(), dir)
+	if err != nil || len(st.Upstream) != 2 || !strings.Contains(st.Upstream[0].Via, bastion.Addr) {
+		t.Errorf("status: %+v, %v", st, err)
+	}
+
+	revoked := "@revoked * " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(bastion.HostKey.PublicKey())))
+	kh2 := kh + ".new"
+	os.WriteFile(kh2, []byte(strings.Join([]string{bastion.KnownHostsLine(), h1.KnownHostsLine(), h2.KnownHostsLine(), revoked}, "\n")+"\n"), 0o600)
+	if err := os.Rename(kh2, kh); err != nil {
+		t.Fatal(err)
+	}
+	_, err = muxDialer(t, dir, Options{KnownHosts: []string{kh}}).Dial(context.Background(), behind(h1, "h1"))
+	var re *RevokedHostKeyError
+	if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), "via jump host") || re.Addr != bastion.Addr {
+		t.Errorf("reuse behind a revoked bastion: %v", err)
+	}
+}

@@ -42,6 +42,7 @@ type Server struct {
 	Handler Handler      // exec handler; nil: exit 0
 	SFTPDir string       // serve the sftp subsystem rooted here ("" none)
 	Silent  bool         // accept TCP, never speak SSH
+	Forward bool         // serve direct-tcpip (a jump host); set before the first dial
 	DropN   atomic.Int32 // close this many next connections at once (MaxStartups)
 	Conns   atomic.Int32 // connections accepted
 	Execs   atomic.Int32 // exec requests served
@@ -233,6 +234,10 @@ func (s *Server) handle(c net.Conn) {
 	}
 	go ssh.DiscardRequests(reqs)
 	for nc := range chans {
+		if nc.ChannelType() == "direct-tcpip" && s.Forward {
+			go forward(nc)
+			continue
+		}
 		if nc.ChannelType() != "session" {
 			nc.Reject(ssh.UnknownChannelType, "only sessions")
 			continue
@@ -243,6 +248,37 @@ func (s *Server) handle(c net.Conn) {
 		}
 		go s.session(ch, creqs)
 	}
+}
+
+// forward serves a direct-tcpip channel (ssh -J) by dialing its target.
+func forward(nc ssh.NewChannel) {
+	var p struct {
+		Host     string
+		Port     uint32
+		OrigHost string
+		OrigPort uint32
+	}
+	if err := ssh.Unmarshal(nc.ExtraData(), &p); err != nil {
+		nc.Reject(ssh.ConnectionFailed, "bad direct-tcpip request")
+		return
+	}
+	c, err := net.Dial("tcp", net.JoinHostPort(p.Host, fmt.Sprint(p.Port)))
+	if err != nil {
+		nc.Reject(ssh.ConnectionFailed, err.Error())
+		return
+	}
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		c.Close()
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	go func() {
+		io.Copy(ch, c)
+		ch.Close()
+	}()
+	io.Copy(c, ch)
+	c.Close()
 }
 
 func (s *Server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
