@@ -565,15 +565,32 @@ func relayChannel(nc ssh.NewChannel, up *Client) {
 		uch.Close()
 		return
 	}
-	// Caller to host: stdin, then EOF; requests in order; its close
-	// closes the host's side.
-	go func() {
-		io.Copy(uch, lch)
-		uch.CloseWrite()
-	}()
-	go io.Copy(uch.Stderr(), lch.Stderr())
-	// A request's reply must reach the caller before the close does (a
-	// fast command's exit and close can overtake its exec reply).
+	// Each way, EOF is passed on only once data and extended data (stderr)
+	// are both through: nothing may follow an EOF.
+	pipe := func(dst, src ssh.Channel) <-chan struct{} {
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			io.Copy(dst, src)
+		}()
+		go func() {
+			defer wg.Done()
+			io.Copy(dst.Stderr(), src.Stderr())
+		}()
+		go func() {
+			wg.Wait()
+			dst.CloseWrite()
+			close(done)
+		}()
+		return done
+	}
+	// Caller to host: stdin; requests in order; the caller's close closes
+	// the host's side. A request's reply must reach the caller before the
+	// close does (a fast command's exit and close can overtake its exec
+	// reply).
+	pipe(uch, lch)
 	var replying sync.Mutex
 	go func() {
 		for r := range lreqs {
@@ -586,21 +603,11 @@ func relayChannel(nc ssh.NewChannel, up *Client) {
 		}
 		uch.Close()
 	}()
-	// Host to caller: stdout and stderr to their end, every request
-	// (exit-status comes before the close), then close.
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		io.Copy(lch, uch)
-		lch.CloseWrite()
-	}()
-	go func() {
-		defer wg.Done()
-		io.Copy(lch.Stderr(), uch.Stderr())
-	}()
+	// Host to caller: output, every request (exit-status comes before the
+	// close), then close.
+	out := pipe(lch, uch)
 	forwardRequests(ureqs, lch)
-	wg.Wait()
+	<-out
 	replying.Lock()
 	lch.Close()
 	replying.Unlock()
