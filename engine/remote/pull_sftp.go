@@ -79,7 +79,15 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 	if err != nil {
 		return fail(err)
 	}
-	defer rf.Close()
+	defer func() {
+		if ctx.Err() != nil {
+			// A read the server never answers holds the handle's
+			// lock: do not wait for it (the session's end frees it).
+			go rf.Close()
+			return
+		}
+		rf.Close()
+	}()
 	part := dst + ".part"
 	lf, err := createPart(part)
 	if err != nil {
@@ -184,7 +192,12 @@ func copyAt(ctx context.Context, r io.ReaderAt, size int64, chunk int, w io.Writ
 	}()
 	defer func() { close(toHash); <-hashed }()
 	for i := int64(0); i < n; i++ {
-		p := <-chans[i%workers]
+		var p piece
+		select {
+		case p = <-chans[i%workers]:
+		case <-ctx.Done():
+			return written, false, ctx.Err()
+		}
 		if p.err != nil {
 			return written, false, p.err
 		}

@@ -354,3 +354,36 @@ func TestPullHostSums(t *testing.T) {
 		t.Errorf("pull of a vanished unhashed file: %v", err)
 	}
 }
+
+// Cancelled once bytes start landing: the pull ends with the context's
+// error and leaves neither files nor .part files.
+func TestPullCancelled(t *testing.T) {
+	a, _ := startReal(t)
+	files := map[string][]byte{"big.pcap": content(5, 24<<20)}
+	for i := 0; i < 50; i++ {
+		files[fmt.Sprintf("logs/%d.log", i)] = content(i, 200000)
+	}
+	writeAll(t, a.Hello.WorkDir, files)
+	listed := list(t, a)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dst := t.TempDir()
+	_, err := a.PullWith(ctx, listed, dst, PullOptions{Progress: func(_ string, done, total int64) {
+		if done > 0 {
+			cancel()
+		}
+	}})
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("err %v, want context canceled", err)
+	}
+	filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".part") {
+			t.Errorf("left %s", p)
+		}
+		return nil
+	})
+	// The agent still pulls afterwards (teardown's pull, with a fresh ctx).
+	if _, err := a.Pull(context.Background(), listed, t.TempDir()); err != nil {
+		t.Errorf("pull after a cancelled one: %v", err)
+	}
+}
