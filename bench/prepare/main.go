@@ -125,6 +125,7 @@ type bench struct {
 	agentSize      int64
 	persist        time.Duration
 	xdg            string // XDG_RUNTIME_DIR for rlab: where its mux lives
+	saveRound      func(*nRes)
 	log            io.Writer
 }
 
@@ -174,9 +175,9 @@ func run(rlab string, ns []int, rounds int, roundsFor map[int]int, persist time.
 	fmt.Fprintf(b.log, "bed of %d hosts up in %v; rlab %s; persist %v\n", len(b.bed.Hosts), time.Since(t0).Round(time.Millisecond), rlabAbs, persist)
 
 	var results []*nRes
-	// Written after each host count, so a long run stopped midway keeps
-	// what it measured.
-	save := func() error {
+	// Written after each round and host count, so a long run stopped
+	// midway keeps what it measured.
+	save := func(results []*nRes) error {
 		raw, _ := json.MarshalIndent(map[string]any{
 			"kex": benchutil.Kex, "when": time.Now().UTC(), "rlab": rlabAbs, "agent_bytes": b.agentSize,
 			"persist": persist.String(), "results": results,
@@ -193,11 +194,12 @@ func run(rlab string, ns []int, rounds int, roundsFor map[int]int, persist time.
 		if v, ok := roundsFor[n]; ok {
 			r = v
 		}
+		b.saveRound = func(res *nRes) { save(append(slices.Clone(results), res)) }
 		res, err := b.hostCount(n, r)
 		if res != nil {
 			results = append(results, res)
 		}
-		if serr := save(); err == nil {
+		if serr := save(results); err == nil {
 			err = serr
 		}
 		if err != nil {
@@ -377,6 +379,9 @@ func (b *bench) hostCount(n, rounds int) (*nRes, error) {
 			if g[0].key == "rlab-persist-first" {
 				b.muxStop()
 			}
+		}
+		if b.saveRound != nil {
+			b.saveRound(res)
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
