@@ -677,6 +677,7 @@ func TestMuxJumpChain(t *testing.T) {
 	bastion.Forward = true
 	h1 := sshtest.Start(t, echoHandler)
 	h2 := sshtest.Start(t, echoHandler)
+	h3 := sshtest.Start(t, echoHandler) // first dialed after the revocation
 	kh := sshtest.WriteKnownHosts(t, bastion.KnownHostsLine(), h1.KnownHostsLine(), h2.KnownHostsLine())
 	jump := target(bastion, bastion.KeyFile)
 	jump.Name = "bastion"
@@ -708,13 +709,19 @@ func TestMuxJumpChain(t *testing.T) {
 
 	revoked := "@revoked * " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(bastion.HostKey.PublicKey())))
 	kh2 := kh + ".new"
-	os.WriteFile(kh2, []byte(strings.Join([]string{bastion.KnownHostsLine(), h1.KnownHostsLine(), h2.KnownHostsLine(), revoked}, "\n")+"\n"), 0o600)
+	os.WriteFile(kh2, []byte(strings.Join([]string{bastion.KnownHostsLine(), h1.KnownHostsLine(), h2.KnownHostsLine(), h3.KnownHostsLine(), revoked}, "\n")+"\n"), 0o600)
 	if err := os.Rename(kh2, kh); err != nil {
 		t.Fatal(err)
 	}
-	_, err = muxDialer(t, dir, Options{KnownHosts: []string{kh}}).Dial(context.Background(), behind(h1, "h1"))
-	var re *RevokedHostKeyError
-	if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), "via jump host") || re.Addr != bastion.Addr {
-		t.Errorf("reuse behind a revoked bastion: %v", err)
+	// Reused (h1), and new behind the daemon's kept bastion login (h3).
+	for _, tg := range []Target{behind(h1, "h1"), behind(h3, "h3")} {
+		_, err = muxDialer(t, dir, Options{KnownHosts: []string{kh}}).Dial(context.Background(), tg)
+		var re *RevokedHostKeyError
+		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), "via jump host") || re.Addr != bastion.Addr {
+			t.Errorf("%s behind a revoked bastion: %v", tg.Name, err)
+		}
+	}
+	if n := h3.Execs.Load(); n != 0 {
+		t.Errorf("h3 ran %d commands behind a revoked bastion", n)
 	}
 }
