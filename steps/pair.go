@@ -84,7 +84,19 @@ func (s *pairWorkload) apply(ctx context.Context, env *Env) error {
 			if err != nil {
 				return err
 			}
-			ss = append(ss, commonSamples(cr.ExitCode, rec.Client.Seconds)...)
+			common := commonSamples(cr.ExitCode, rec.Client.Seconds)
+			if size == 0 {
+				// The tool's default size: the run measured the size the
+				// tool reported, and its exit code and duration belong to
+				// that size too (else they form a group of their own that
+				// every expect is evaluated on, with its metrics null).
+				if got := reportedSize(ss); got != 0 {
+					for i := range common {
+						common[i].Meta.Size = got
+					}
+				}
+			}
+			ss = append(ss, common...)
 			fillMeta(ss, r.Meta)
 			s.out.Samples = append(s.out.Samples, ss...)
 		}
@@ -177,4 +189,20 @@ func rdmaMeta(env *Env, w *Workload, srv, cli *proto.RXEInfo, mtu int, size int6
 		m.ToolVersion = t.Version
 	}
 	return m
+}
+
+// reportedSize is the one message size the parsed samples of a run report,
+// or 0 when they report none or several.
+func reportedSize(ss []results.Sample) int64 {
+	var size int64
+	for _, s := range ss {
+		switch {
+		case s.Meta.Size == 0:
+		case size == 0:
+			size = s.Meta.Size
+		case s.Meta.Size != size:
+			return 0
+		}
+	}
+	return size
 }

@@ -133,6 +133,11 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 			metrics: []string{"bw_avg"}, runs: 1, argvHas: []string{"--out_json --out_json_file="}, wantUnit: "Gb/s"},
 		{name: "ib_write_lat", w: steps.Workload{Tool: "ib_write_lat", Sizes: []int64{2}, Iterations: 1000},
 			metrics: []string{"lat_typical", "lat_p99"}, runs: 1, argvHas: []string{"-s 2"}, wantUnit: "usec"},
+		// No sizes: the tool picks its default (2 B) and reports it; every
+		// sample of the run, exit code and duration included, carries that
+		// size, so an expect is evaluated once, on the measured size.
+		{name: "ib_write_lat tool default size", w: steps.Workload{Tool: "ib_write_lat", Iterations: 1000},
+			metrics: []string{"lat_typical", "exit_code", "duration"}, runs: 1, wantUnit: "usec"},
 		{name: "ibv_rc_pingpong", w: steps.Workload{Tool: "ibv_rc_pingpong", Sizes: []int64{4096}, Iterations: 300},
 			metrics: []string{"pp_bw", "pp_lat"}, runs: 1, argvHas: []string{"-g 3", "-m 1024"}, wantUnit: "Mbit/s"},
 	}
@@ -169,6 +174,13 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 				if m := tt.metrics[0]; s.Metric == m && s.Unit != tt.wantUnit {
 					t.Errorf("%s unit %q, want %q", m, s.Unit, tt.wantUnit)
 				}
+			}
+			sizes := map[int64]bool{}
+			for _, s := range o.Samples {
+				sizes[s.Meta.Size] = true
+			}
+			if len(tt.w.Sizes) == 0 && (len(sizes) != 1 || sizes[0]) {
+				t.Errorf("tool default size: samples carry sizes %v, want the one size the tool reported", sizes)
 			}
 			for _, m := range tt.metrics {
 				if got[m] != tt.runs {
