@@ -111,7 +111,7 @@ const (
 // Methods.
 const (
 	MethodPing         = "ping"          // -> Pong
-	MethodFacts        = "facts"         // -> Facts
+	MethodFacts        = "facts"         // FactsParams (optional) -> Facts
 	MethodRXEEnsure    = "rxe.ensure"    // RXEEnsureParams -> RXEInfo
 	MethodRXEDelete    = "rxe.delete"    // RXEDeleteParams -> RXEDeleteResult
 	MethodProcStart    = "proc.start"    // ProcStartParams -> ProcStarted (after readiness)
@@ -129,6 +129,14 @@ const (
 
 type Pong struct {
 	Time int64 `json:"time_unix_nano"`
+}
+
+// FactsParams are facts' optional parameters.
+type FactsParams struct {
+	// Refresh asks every tool its version again instead of taking the
+	// answer the agent cached for an unchanged binary, and rewrites the
+	// cache.
+	Refresh bool `json:"refresh,omitempty"`
 }
 
 // Facts is what a host can do. Every field is read, never guessed; a field
