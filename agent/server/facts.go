@@ -653,9 +653,16 @@ func rdmaCoreVersionGlobs() string {
 	return ""
 }
 
-// rdmaCoreVersionIn is rdmaCoreVersion for one directory: the first
-// libibverbs.so.1.* in name order that carries a version.
+// rdmaCoreVersionIn is rdmaCoreVersion for one directory: the target of
+// its libibverbs.so.1 link, else the first libibverbs.so.1.* in name order
+// that carries a version.
 func rdmaCoreVersionIn(dir string) string {
+	// The soname link names the file the loader uses: one syscall.
+	if l, err := os.Readlink(filepath.Join(dir, "libibverbs.so.1")); err == nil {
+		if v := RDMACoreFromLibibverbs(filepath.Base(l)); v != "" {
+			return v
+		}
+	}
 	ents, err := os.ReadDir(dir) // sorted by name
 	if err != nil {
 		return ""

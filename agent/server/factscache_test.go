@@ -385,11 +385,19 @@ func TestRDMACoreVersionFastPath(t *testing.T) {
 		{"debian 12", []string{"libibverbs.so.1", "libibverbs.so.1.14.44.0", "libc.so.6"}, "44.0"},
 		{"first in name order", []string{"libibverbs.so.1.14.50.0", "libibverbs.so.1.14.44.0"}, "44.0"},
 		{"not a version", []string{"libibverbs.so.1.x"}, ""},
+		{"soname link wins", []string{"libibverbs.so.1.14.39.0", "libibverbs.so.1->libibverbs.so.1.14.44.0", "libibverbs.so.1.14.44.0"}, "44.0"},
+		{"dangling link without version", []string{"libibverbs.so.1->libibverbs-dev", "libibverbs.so.1.14.44.0"}, "44.0"},
 		{"none", []string{"libc.so.6"}, ""},
 	}
 	for _, tc := range cases {
 		dir := t.TempDir()
 		for _, f := range tc.files {
+			if name, target, ok := strings.Cut(f, "->"); ok {
+				if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
 			if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}

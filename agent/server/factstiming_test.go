@@ -22,11 +22,15 @@ func TestFactsTimings(t *testing.T) {
 	ctx := context.Background()
 	tools, _, _ := collectTools(ctx)
 	cdir := cacheDirForTest(t)
+	oldDir := agentCacheDir
+	agentCacheDir = func() string { return cdir }
+	defer func() { agentCacheDir = oldDir }()
 	steps := []struct {
 		name string
 		fn   func()
 	}{
 		{"self hash (sha256 of the agent)", func() { _, _ = SelfHash() }},
+		{"self hash, cached (SelfHashCached)", func() { _, _ = SelfHashCached() }},
 		{"hostname+uname", func() { _, _ = os.Hostname(); var u unix.Utsname; _ = unix.Uname(&u) }},
 		{"os-release", func() { _, _ = readOSRelease() }},
 		{"meminfo", func() { _, _ = memTotal() }},
