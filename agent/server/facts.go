@@ -83,12 +83,6 @@ type toolsOptions struct {
 	refresh  bool   // ask every tool again and rewrite the cache
 }
 
-// collectFacts reads everything proto.Facts holds, asking every tool its
-// version (no cache).
-func collectFacts(ctx context.Context, workDir string) proto.Facts {
-	return collectFactsOpt(ctx, workDir, toolsOptions{})
-}
-
 // collectFactsOpt reads everything proto.Facts holds. It never fails: what
 // it cannot read stays empty and is named in Errors.
 func collectFactsOpt(ctx context.Context, workDir string, topts toolsOptions) proto.Facts {
