@@ -66,6 +66,7 @@ func main() {
 	midMiB := flag.Int("mid-mib", 10, "file size per host in the many-hosts case (MiB)")
 	out := flag.String("out", "bench/pull/out", "folder for raw results")
 	only := flag.String("only", "", "run only these cases: comma-separated of big, small, many")
+	flag.StringVar(&dstRoot, "dst", "", "folder the pulled files land in (default: a temp folder on the disk; /dev/shm takes the disk out)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of one extra rlab run of each selected case here")
 	flag.Parse()
 	groups = map[string]bool{}
@@ -83,7 +84,7 @@ func main() {
 // groups are the cases to run (-only); empty: all.
 var groups map[string]bool
 
-var cpuProfile string
+var cpuProfile, dstRoot string
 
 // knownHosts is the bed's known_hosts, for OpenSSH.
 var knownHosts, keyFile string
@@ -143,6 +144,14 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 		}
 	}
 	dst := filepath.Join(dir, "dst")
+	if dstRoot != "" {
+		d, err := os.MkdirTemp(dstRoot, "rlab-bench-pull-dst-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dst = filepath.Join(d, "dst")
+	}
 	fresh := func() string {
 		os.RemoveAll(dst)
 		os.MkdirAll(dst, 0o755)
@@ -208,7 +217,7 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 		}
 		pprof.StartCPUProfile(f)
 		for _, c := range cases {
-			if strings.HasPrefix(c.name, "rlab: list + Pull") {
+			if strings.HasPrefix(c.name, "rlab: list") {
 				if err := c.fn(); err != nil {
 					return fmt.Errorf("profiled run of %s: %w", c.name, err)
 				}
@@ -242,7 +251,7 @@ func run(n, rounds, bigMiB, smallN, midMiB int, out string) error {
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	raw, _ := json.MarshalIndent(map[string]any{"hosts": len(conns), "rounds": rounds, "big_mib": bigMiB, "small_files": smallN, "mid_mib": midMiB,
-		"kex": kex, "cipher": cipher, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
+		"kex": kex, "cipher": cipher, "dst": dst, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
 	os.WriteFile(filepath.Join(out, "pull.json"), raw, 0o644)
 	refs := map[string]string{"big": "scp", "small": "sftp, one get per file (one session)", "many": fmt.Sprintf("%d parallel scp", len(conns))}
 	fmt.Printf("| case | side | seconds (median of %d) | throughput | reference / this |\n|---|---|---|---|---|\n", rounds)
