@@ -158,6 +158,25 @@ func TestShippedBytes(t *testing.T) {
 	}
 }
 
+func TestColdWhy(t *testing.T) {
+	for _, tc := range []struct {
+		key            string
+		shipped, hosts int
+		bad            bool
+	}{
+		{"rlab-cold", 200, 200, false},
+		{"rlab-cold", 180, 200, false},
+		{"rlab-cold", 17, 200, true},
+		{"ansible-cp-cold", 0, 10, true},
+		{"rlab-warm", 0, 200, false},
+		{"floor", 0, 200, false},
+	} {
+		if got := coldWhy(tc.key, tc.shipped, tc.hosts); (got != "") != tc.bad {
+			t.Errorf("coldWhy(%s, %d of %d) = %q, want invalid %v", tc.key, tc.shipped, tc.hosts, got, tc.bad)
+		}
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
