@@ -39,9 +39,9 @@ func TestE2EStudentCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	type report struct {
-		Pass     bool               `json:"pass"`
+		Pass     bool              `json:"pass"`
 		Students []results.Student `json:"students"`
-		RunDir   string             `json:"run_dir"`
+		RunDir   string            `json:"run_dir"`
 	}
 	for _, tc := range []struct {
 		name     string
