@@ -21,11 +21,11 @@ type Puller interface {
 	Pull(ctx context.Context, files []proto.FileInfo, dstDir string) error
 }
 
-// SmallFile is the size up to which a file is fetched through the agent's
-// protocol (files.read) rather than SFTP: most of a run's files are small
-// logs, and one SFTP session per host (a new channel and an sftp-server
-// process) costs more than the reads. Bigger files (captures) use SFTP with
-// its concurrent reads.
+// SmallFile is the size up to which the listing carries a file's sha256
+// (bigger ones are hashed by the host while they are pulled), and up to which
+// a host that cannot pull has its files read through the agent's protocol
+// (files.read). A host that can pull gets every file through Pull: the
+// small ones in one bundle, the big ones by SFTP (engine/remote).
 const SmallFile = 256 << 10
 
 // Fetch pulls the files in a host's agent work dir into the run directory:
@@ -47,8 +47,11 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	// Big files are listed without their sha256: the host computes it
+	// while it sends them (engine/remote Pull), instead of reading every
+	// capture twice. Files up to SmallFile always carry theirs.
 	var list proto.FilesList
-	if err := h.Call(ctx, proto.MethodFilesList, proto.FilesListParams{}, &list); err != nil {
+	if err := h.Call(ctx, proto.MethodFilesList, proto.FilesListOptions{HashMax: hashMaxFor(h)}, &list); err != nil {
 		return fmt.Errorf("list artifacts on host %q: %w", s.Host, err)
 	}
 	var caps, logs []proto.FileInfo
@@ -69,6 +72,21 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		dir   string
 	}{{caps, "captures"}, {logs, "logs"}} {
 		dst := filepath.Join(s.Dir, set.dir)
+		if p, ok := h.(Puller); ok {
+			// Every file through Pull: small ones come in one bundle,
+			// and all of them count against the host's byte cap.
+			if len(set.files) == 0 {
+				continue
+			}
+			if err := p.Pull(ctx, set.files, dst); err != nil {
+				errs = append(errs, fmt.Errorf("pull %d files from host %q into %s: %w", len(set.files), s.Host, dst, err))
+				continue
+			}
+			s.Pulled = append(s.Pulled, set.files...)
+			continue
+		}
+		// A host that cannot pull (in-process test hosts): small files
+		// through files.read, bigger ones are an error.
 		var big, small []proto.FileInfo
 		for _, f := range set.files {
 			if f.Size > SmallFile {
@@ -100,19 +118,9 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			}()
 		}
 		wg.Wait()
-		if len(big) == 0 {
-			continue
+		if len(big) > 0 {
+			errs = append(errs, fmt.Errorf("fetch artifacts of host %q: this connection cannot pull files (%d over %d bytes)", s.Host, len(big), SmallFile))
 		}
-		p, ok := h.(Puller)
-		if !ok {
-			errs = append(errs, fmt.Errorf("fetch artifacts of host %q: this connection cannot pull files", s.Host))
-			continue
-		}
-		if err := p.Pull(ctx, big, dst); err != nil {
-			errs = append(errs, fmt.Errorf("pull %d files from host %q into %s: %w", len(big), s.Host, dst, err))
-			continue
-		}
-		s.Pulled = append(s.Pulled, big...)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -121,6 +129,23 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		return fmt.Errorf("host %q reported files outside its work dir (refused): %s", s.Host, strings.Join(s.Refused, ", "))
 	}
 	return nil
+}
+
+// hashMaxFor is the listing's HashMax: files bigger than SmallFile are
+// listed unhashed for a host whose pulls verify them against the sum the
+// host computes while sending; hashed for every other host.
+func hashMaxFor(h Host) int64 {
+	if p, ok := h.(HashingPuller); ok && p.HashesWhilePulling() {
+		return SmallFile
+	}
+	return 0
+}
+
+// HashingPuller is a Puller that verifies a file listed without a sha256
+// against the sum the host computes while sending it (engine/remote).
+type HashingPuller interface {
+	Puller
+	HashesWhilePulling() bool
 }
 
 // Undo does nothing: pulled files are the run's record.

@@ -29,6 +29,9 @@ type runFlags struct {
 	out  string
 	only []string
 	keep bool
+	// maxPull caps the bytes pulled from each host ("" = the default,
+	// remote.DefaultMaxPullBytes; "0" = no cap).
+	maxPull string
 }
 
 func newRunCmd() *cobra.Command {
@@ -79,6 +82,7 @@ finishes a teardown later.`,
 	fl.StringVar(&f.out, "out", "", "run directory (default runs/<lab>/<UTC timestamp>)")
 	onlyFlag(fl, &f.only, "run only these workloads, instances or students (comma-separated names, addresses or for_each keys)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
+	fl.StringVar(&f.maxPull, "max-pull", "", "cap on the artifact bytes pulled from each host, e.g. 5GiB; 0 = no cap (default 20GiB)")
 	return cmd
 }
 
@@ -103,8 +107,15 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if err != nil {
 		return withCode(exitFail, err)
 	}
+	pullOpts, err := f.pullOptions()
+	if err != nil {
+		return err
+	}
 	log := f.hf.logger(stderr)
+	prog := newProgress(stderr, len(selected))
+	pullOpts.Progress = prog.pull
 	conn := &runengine.SSHConnector{
+		Pull:       pullOpts,
 		SSH:        f.hf.sshOptions(log), // --persist too
 		Agents:     remote.NewAgents(dist.Binary),
 		Identities: f.hf.identities,
@@ -132,7 +143,6 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		}
 	}()
 
-	prog := newProgress(stderr, len(selected))
 	res := runengine.Run(ctx, l, runengine.Options{
 		Out: f.out, Only: f.only, Keep: f.keep, Validate: validate, Parallel: f.hf.parallel,
 		Connector: conn,
@@ -220,12 +230,35 @@ func firstLine(s string) string {
 	return s
 }
 
-// progress shows a bar of workloads done on a TTY (stderr) and nothing
-// otherwise.
+// pullOptions reads --max-pull.
+func (f *runFlags) pullOptions() (remote.PullOptions, error) {
+	var o remote.PullOptions
+	switch f.maxPull {
+	case "":
+	case "0":
+		o.MaxBytes = -1
+	default:
+		n, err := lab.ParseSize(f.maxPull)
+		if err != nil || n <= 0 {
+			return o, withCode(exitFail, fmt.Errorf("--max-pull %q: want a size such as 5GiB, or 0 for no cap", f.maxPull))
+		}
+		o.MaxBytes = n
+	}
+	return o, nil
+}
+
+// progress shows a bar of workloads done on a TTY (stderr), then one of the
+// artifact bytes pulled from every host, and nothing when stderr is not a
+// terminal.
 type progress struct {
-	mu  sync.Mutex
-	w   io.Writer
-	bar *progressbar.ProgressBar
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	bar   *progressbar.ProgressBar
+	bytes *progressbar.ProgressBar
+	done  map[string]int64 // per host, of its current pull
+	total map[string]int64
+	base  int64 // bytes of pulls that ended
 }
 
 func newProgress(w io.Writer, workloads int) *progress {
@@ -234,6 +267,7 @@ func newProgress(w io.Writer, workloads int) *progress {
 	if !ok || !term.IsTerminal(int(fd.Fd())) {
 		return p
 	}
+	p.tty = true
 	p.bar = progressbar.NewOptions(workloads,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription("connecting"),
@@ -272,7 +306,44 @@ func (p *progress) vm(host, state string) {
 	fmt.Fprintf(p.w, "vm %s: %s\n", host, state)
 }
 
+// pull is the remote.PullOptions Progress callback: one bar for the bytes
+// of every host's pulls together.
+func (p *progress) pull(host string, done, total int64) {
+	if !p.tty {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bytes == nil {
+		p.bar.Clear()
+		p.bytes = progressbar.NewOptions64(1,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription("pulling artifacts"),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionClearOnFinish(),
+		)
+		p.done, p.total = map[string]int64{}, map[string]int64{}
+	}
+	if done < p.done[host] { // a new pull of that host (captures, then logs)
+		p.base += p.done[host]
+	}
+	p.done[host], p.total[host] = done, total
+	var d, t int64
+	for h := range p.total {
+		d += p.done[h]
+		t += p.total[h]
+	}
+	if t+p.base > 0 {
+		p.bytes.ChangeMax64(t + p.base)
+	}
+	p.bytes.Set64(d + p.base)
+}
+
 func (p *progress) finish() {
+	if p.bytes != nil {
+		p.bytes.Finish()
+	}
 	if p.bar != nil {
 		p.bar.Finish()
 	}

@@ -3,8 +3,10 @@
 // named by the binary's sha256, verify on the host, rename; nothing sent
 // when already there), start (`serve` as one long-lived session, with
 // `sudo -n` for become), a protocol client (concurrent calls, events,
-// bounded stderr, "agent lost" on a dropped session) and Pull (artifacts
-// over SFTP, verified, confined to the destination folder).
+// bounded stderr, "agent lost" on a dropped session) and Pull (artifacts:
+// small files in one tar stream from `rlab-agent bundle`, big ones over SFTP
+// with large reads; each verified by size and sha256, confined to the
+// destination folder, within a per-host byte cap, with a progress hook).
 //
 // It builds on engine/sshx and agent/proto; it knows nothing of labs.
 package remote

@@ -26,6 +26,9 @@ type SSHConnector struct {
 	Agents *remote.Agents
 	// Identities are tried for hosts that name no identity file.
 	Identities []string
+	// Pull are the options of every artifact pull: the per-host byte cap
+	// (0: remote.DefaultMaxPullBytes) and a progress callback.
+	Pull remote.PullOptions
 	// SSHTarget, when set, turns a lab host into its SSH target (the CLI's
 	// rules for jump hosts); VM hosts and hosts read back from state.json
 	// use the target's own fields.
@@ -117,14 +120,15 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 		}
 		return nil, err
 	}
-	return &sshHost{a: a, c: c, log: logf}, nil
+	return &sshHost{a: a, c: c, log: logf, pull: s.Pull}, nil
 }
 
 // sshHost is a started agent over its SSH connection.
 type sshHost struct {
-	a   *remote.Agent
-	c   *sshx.Client
-	log *redactingWriter
+	a    *remote.Agent
+	c    *sshx.Client
+	log  *redactingWriter
+	pull remote.PullOptions
 }
 
 func (h *sshHost) Name() string       { return h.a.Host }
@@ -135,9 +139,13 @@ func (h *sshHost) Call(ctx context.Context, method string, params, result any) e
 }
 
 func (h *sshHost) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {
-	_, err := h.a.Pull(ctx, files, dst)
+	_, err := h.a.PullWith(ctx, files, dst, h.pull)
 	return err
 }
+
+// HashesWhilePulling: engine/remote checks a file listed without a sha256
+// against the sum the host computes while sending it.
+func (h *sshHost) HashesWhilePulling() bool { return true }
 
 func (h *sshHost) Close() error {
 	err := h.a.Close()
