@@ -1,0 +1,93 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// listHost answers files.list with a fixed listing and records the list
+// options and every Pull.
+type listHost struct {
+	files   []proto.FileInfo
+	hashMax int64
+	pulls   map[string][]string // destination folder -> paths
+	hashing bool
+}
+
+func (h *listHost) Name() string { return "h" }
+
+func (h *listHost) Call(_ context.Context, method string, params, result any) error {
+	if method != proto.MethodFilesList {
+		return &proto.Error{Code: "bad_request", Message: "unexpected " + method}
+	}
+	b, _ := json.Marshal(params)
+	var o proto.FilesListOptions
+	json.Unmarshal(b, &o)
+	h.hashMax = o.HashMax
+	*(result.(*proto.FilesList)) = proto.FilesList{Files: h.files}
+	return nil
+}
+
+func (h *listHost) Pull(_ context.Context, files []proto.FileInfo, dst string) error {
+	for _, f := range files {
+		h.pulls[filepath.Base(dst)] = append(h.pulls[filepath.Base(dst)], f.Path)
+	}
+	return nil
+}
+
+type hashingHost struct{ *listHost }
+
+func (h hashingHost) HashesWhilePulling() bool { return true }
+
+// Every file, small or big, goes through Pull (so all of them count against
+// the host's byte cap and the small ones come in one bundle), sorted into
+// captures/ and logs/; big files are listed unhashed only for a host whose
+// pulls check them against the host's own sum.
+func TestFetchPullsEverything(t *testing.T) {
+	files := []proto.FileInfo{
+		{Path: "w.r0.stdout", Size: 10, SHA256: "x"},
+		{Path: "agent.log", Size: SmallFile + 1},
+		{Path: "cap.w.pcap", Size: 3 << 30},
+		{Path: "cap.w.pcap1", Size: 100, SHA256: "y"},
+		{Path: "../escape", Size: 1, SHA256: "z"},
+	}
+	for _, tc := range []struct {
+		name        string
+		hashing     bool
+		wantHashMax int64
+	}{
+		{"puller", false, 0},
+		{"puller hashing while pulling", true, SmallFile},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lh := &listHost{files: files, pulls: map[string][]string{}}
+			var h Host = lh
+			if tc.hashing {
+				h = hashingHost{lh}
+			}
+			env := &Env{Hosts: map[string]Host{"h": h}}
+			f := &Fetch{Host: "h", Dir: t.TempDir()}
+			err := f.Apply(context.Background(), env)
+			if err == nil {
+				t.Error("a path leaving the work dir was not reported")
+			}
+			if lh.hashMax != tc.wantHashMax {
+				t.Errorf("listed with HashMax %d, want %d", lh.hashMax, tc.wantHashMax)
+			}
+			if got, want := lh.pulls["captures"], []string{"cap.w.pcap", "cap.w.pcap1"}; !slices.Equal(got, want) {
+				t.Errorf("captures pulled %q, want %q", got, want)
+			}
+			if got, want := lh.pulls["logs"], []string{"w.r0.stdout", "agent.log"}; !slices.Equal(got, want) {
+				t.Errorf("logs pulled %q, want %q", got, want)
+			}
+			if !slices.Equal(f.Refused, []string{"../escape"}) || len(f.Pulled) != 4 {
+				t.Errorf("refused %q, pulled %d", f.Refused, len(f.Pulled))
+			}
+		})
+	}
+}
