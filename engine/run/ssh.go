@@ -158,14 +158,40 @@ func (h *sshHost) Close() error {
 	return err
 }
 
+// agentLogMax bounds a host's agent.log in the run directory: the agent's
+// slog log is small in normal runs; a host that floods its stderr must not
+// fill the controller's disk.
+const agentLogMax = 32 << 20
+
 // redactingWriter writes the agent's log line by line with every sensitive
-// value replaced (a value never spans lines of the agent's log).
+// value replaced (a value never spans lines of the agent's log), up to max
+// bytes (agentLogMax when 0), then one line saying the rest was dropped.
 type redactingWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	c   io.Closer
-	r   *strings.Replacer
-	buf []byte
+	mu      sync.Mutex
+	w       io.Writer
+	c       io.Closer
+	r       *strings.Replacer
+	buf     []byte
+	max     int64
+	written int64
+	dropped int64
+}
+
+func (rw *redactingWriter) out(s string) error {
+	max := rw.max
+	if max == 0 {
+		max = agentLogMax
+	}
+	if rw.dropped > 0 || rw.written+int64(len(s)) > max {
+		if rw.dropped == 0 {
+			io.WriteString(rw.w, fmt.Sprintf("[rlab: agent.log reached %d bytes; the rest of the agent's stderr is dropped]\n", max))
+		}
+		rw.dropped += int64(len(s))
+		return nil
+	}
+	n, err := io.WriteString(rw.w, s)
+	rw.written += int64(n)
+	return err
 }
 
 func (rw *redactingWriter) Write(p []byte) (int, error) {
@@ -177,13 +203,13 @@ func (rw *redactingWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		if _, err := io.WriteString(rw.w, rw.r.Replace(string(rw.buf[:i+1]))); err != nil {
+		if err := rw.out(rw.r.Replace(string(rw.buf[:i+1]))); err != nil {
 			return len(p), err
 		}
 		rw.buf = rw.buf[i+1:]
 	}
 	if len(rw.buf) > 64<<10 { // a line this long is flushed as it is, redacted
-		_, err := io.WriteString(rw.w, rw.r.Replace(string(rw.buf)))
+		err := rw.out(rw.r.Replace(string(rw.buf)))
 		rw.buf = rw.buf[:0]
 		return len(p), err
 	}
@@ -194,7 +220,7 @@ func (rw *redactingWriter) Close() error {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	if len(rw.buf) > 0 {
-		io.WriteString(rw.w, rw.r.Replace(string(rw.buf)))
+		rw.out(rw.r.Replace(string(rw.buf)))
 		rw.buf = nil
 	}
 	return rw.c.Close()
