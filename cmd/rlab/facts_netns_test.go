@@ -209,11 +209,9 @@ func TestFactsJumpChainNetns(t *testing.T) {
 					return "var.via ? null : host.bastion"
 				}),
 			bastions: []string{"bastion", "bastion2"},
-			// One shared connection as a jump host, and one more for the
-			// bastion's own facts: sshx does not yet reuse a bastion's
-			// connection for the bastion as a lab host (reported; set this
-			// to 1 when it does).
-			logins: 2,
+			// The bastions are lab hosts too: their own facts and the jumps
+			// through them share one login each.
+			logins: 1,
 		},
 		{
 			name: "proxyjump string",

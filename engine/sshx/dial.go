@@ -75,11 +75,19 @@ type Dialer struct {
 	closed   bool
 }
 
+// bastion is one shared connection: a jump host's, and also any lab host's
+// (a host dialed for itself and as the bastion of others is logged into
+// once). Clients handed out by Dial are views on it; the connection ends
+// when the last view is closed, unless it serves as a bastion (pinned),
+// which the Dialer keeps until its Close.
 type bastion struct {
+	key    string
 	done   chan struct{}
 	client *Client
 	err    error
 	at     time.Time // when the dial ended
+	refs   int       // open views (and callers waiting for the dial); under Dialer.mu
+	pinned bool      // serves as a bastion; under Dialer.mu
 }
 
 // failedBastionTTL is how long a failed bastion dial is remembered: the
@@ -185,6 +193,7 @@ type Client struct {
 	closeOnce sync.Once
 	stop      chan struct{}
 	gone      chan struct{} // closed when the connection has ended
+	release   func()        // a view: Close gives its share back instead
 }
 
 // newClient wraps an SSH connection and notes when it ends.
@@ -206,6 +215,10 @@ func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		close(c.stop)
+		if c.release != nil {
+			c.release()
+			return
+		}
 		err = c.Client.Close()
 	})
 	return err
@@ -238,7 +251,13 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.dial(ctx, r)
+	b, err := d.shared(ctx, r, false)
+	if err != nil {
+		return nil, err
+	}
+	u := b.client
+	return &Client{Client: u.Client, Name: r.name, Addr: u.Addr, User: u.User, Via: u.Via, HostKey: u.HostKey,
+		stop: make(chan struct{}), gone: u.gone, release: func() { d.release(b) }}, nil
 }
 
 func (d *Dialer) dial(ctx context.Context, r *resolved) (*Client, error) {
@@ -401,6 +420,19 @@ func (d *Dialer) acquire(ctx context.Context, key string) (func(), error) {
 
 // bastion returns the shared connection to a jump host, dialing it once.
 func (d *Dialer) bastion(ctx context.Context, r *resolved) (*Client, error) {
+	b, err := d.shared(ctx, r, true)
+	if err != nil {
+		return nil, err
+	}
+	return b.client, nil
+}
+
+// shared returns the live connection to r, dialing it when there is none
+// (or the one there was has ended). A bastion caller (pin) keeps it for the
+// Dialer's life; any other caller holds one share, given back by release.
+// The dial itself is bound to no caller's ctx: others may be waiting for
+// it; a caller whose ctx ends stops waiting.
+func (d *Dialer) shared(ctx context.Context, r *resolved, pin bool) (*bastion, error) {
 	key := r.key()
 	d.mu.Lock()
 	if d.closed {
@@ -409,28 +441,80 @@ func (d *Dialer) bastion(ctx context.Context, r *resolved) (*Client, error) {
 	}
 	b, ok := d.bastions[key]
 	if ok && b.dead() {
-		// A bastion connection that ended (its keepalive gave up, or
-		// the bastion closed it) is dialed again rather than kept.
+		// A connection that ended (its keepalive gave up, or the host
+		// closed it) is dialed again rather than kept.
 		ok = false
 	}
 	if !ok {
-		b = &bastion{done: make(chan struct{})}
+		b = &bastion{key: key, done: make(chan struct{})}
 		d.bastions[key] = b
-		d.mu.Unlock()
-		// Not tied to one host's ctx: the bastion serves every host behind it.
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.DialTimeout+d.opts.HandshakeTimeout*time.Duration(d.opts.Retries+1))
-		b.client, b.err = d.dial(bctx, r)
-		b.at = time.Now()
-		cancel()
-		close(b.done)
+		go func() {
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.DialTimeout+d.opts.HandshakeTimeout*time.Duration(d.opts.Retries+1))
+			c, err := d.dial(bctx, r)
+			cancel()
+			d.mu.Lock()
+			b.client, b.err, b.at = c, err, time.Now()
+			close(b.done)
+			switch {
+			case err != nil && !b.pinned:
+				// A host's failed dial is not remembered: the next Dial
+				// tries again (a bastion's is, for failedBastionTTL).
+				if d.bastions[key] == b {
+					delete(d.bastions, key)
+				}
+			case err == nil && b.refs == 0 && !b.pinned:
+				// Everyone who asked gave up waiting.
+				d.drop(b)
+			}
+			d.mu.Unlock()
+		}()
+	}
+	if pin {
+		b.pinned = true
 	} else {
-		d.mu.Unlock()
+		b.refs++
+	}
+	d.mu.Unlock()
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		if !pin {
+			d.release(b)
+		}
+		return nil, ctx.Err()
+	}
+	if b.err != nil {
+		if !pin {
+			d.release(b)
+		}
+		return nil, b.err
+	}
+	return b, nil
+}
+
+// release gives back one share of b; the last one closes it unless it
+// serves as a bastion.
+func (d *Dialer) release(b *bastion) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b.refs--
+	if b.refs > 0 || b.pinned {
+		return
 	}
 	select {
 	case <-b.done:
-		return b.client, b.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		d.drop(b)
+	default: // still dialing: the dial drops it when it ends
+	}
+}
+
+// drop forgets b and closes its connection; d.mu held.
+func (d *Dialer) drop(b *bastion) {
+	if d.bastions[b.key] == b {
+		delete(d.bastions, b.key)
+	}
+	if b.client != nil {
+		go b.client.Close()
 	}
 }
 
