@@ -138,7 +138,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("create work dir %q: %w", wd, err)
 	}
 	if opts.Hash == "" {
-		h, err := SelfHash()
+		h, err := SelfHashCached()
 		if err != nil {
 			return nil, err
 		}
