@@ -69,6 +69,7 @@ func run(rlab string, n, rounds int, out string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	defer benchutil.StopControlMasters(dir)
 	bed, err := testbed.Up(dir, testbed.Options{Hosts: n})
 	if err != nil {
 		return err

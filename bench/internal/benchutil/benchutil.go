@@ -148,3 +148,14 @@ func Tail(s string, n int) string {
 	}
 	return s
 }
+
+// StopControlMasters ends the OpenSSH ControlPersist masters (ours and
+// Ansible's) whose control sockets are under dir: they would otherwise
+// outlive the bench by their persist time, holding connections to a bed
+// that is gone.
+func StopControlMasters(dir string) {
+	if dir == "" {
+		return
+	}
+	exec.Command("pkill", "-f", "--", "^ssh: "+dir+"/.*\\[mux\\]").Run()
+}
