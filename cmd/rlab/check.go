@@ -106,6 +106,7 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 		},
 	}
 	f.register(cmd.Flags())
+	f.registerRefresh(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print problems and unreachable hosts as JSON (with --validate: the students)")
 	cmd.Flags().BoolVar(&validate, "validate", false, "run the lab's expect workloads on the prepared hosts and say which students pass")
 	onlyFlag(cmd.Flags(), &rf.only, "with --validate: check only these students (for_each keys), workloads or instances")

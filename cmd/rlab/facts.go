@@ -58,6 +58,7 @@ Exit status: 0 every host answered; 2 some host could not be reached.`,
 		},
 	}
 	f.register(cmd.Flags())
+	f.registerRefresh(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: one object per host, keyed by host name")
 	return cmd
 }

@@ -31,6 +31,7 @@ type hostFlags struct {
 	identities []string
 	verbose    bool
 	persist    persistFlag
+	refresh    bool // facts and check: --refresh
 }
 
 // persistFlag is --persist. Setting it also sets RLAB_PERSIST for this
@@ -68,6 +69,11 @@ func (h *hostFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&h.identities, "identity", "i", nil, "identity file for hosts the lab gives none (after ssh-agent; repeatable)")
 	fs.BoolVarP(&h.verbose, "verbose", "v", false, "log connection details to stderr")
 	fs.Var(&h.persist, "persist", "keep SSH logins open this long after use (e.g. 10m) in a background rlab process that later runs reuse, like OpenSSH's ControlPersist; default $RLAB_PERSIST, else off (see rlab mux)")
+}
+
+// registerRefresh adds --refresh (facts and check, which gather facts).
+func (h *hostFlags) registerRefresh(fs *pflag.FlagSet) {
+	fs.BoolVar(&h.refresh, "refresh", false, "ask every tool its version again instead of the agent's per-binary cache")
 }
 
 // specs turns the lab's SSH hosts into gather specs. Local VM hosts are not
@@ -130,6 +136,9 @@ func (h *hostFlags) gather(ctx context.Context, l *lab.Lab, stderr io.Writer) ([
 		Agents:   remote.NewAgents(dist.Binary),
 		Parallel: h.parallel,
 		Progress: bar.progress,
+		// The agent caches tool versions per unchanged binary; --refresh
+		// asks every tool again.
+		RefreshFacts: h.refresh,
 	})
 	bar.finish()
 	if err != nil {

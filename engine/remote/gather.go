@@ -28,6 +28,9 @@ type GatherOptions struct {
 	// Progress, when set, is called as each host passes a stage:
 	// "connected", "installed", "done" (or "failed").
 	Progress func(host, stage string)
+	// RefreshFacts makes every agent ask its tools their versions again
+	// instead of using its cache (proto.FactsParams.Refresh).
+	RefreshFacts bool
 }
 
 // Result is one host's facts, or why there are none.
@@ -116,7 +119,11 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			defer a.Close()
 			r.Hello = a.Hello
 			var f proto.Facts
-			if err := a.Call(ctx, proto.MethodFacts, nil, &f); err != nil {
+			var params any
+			if o.RefreshFacts {
+				params = proto.FactsParams{Refresh: true}
+			}
+			if err := a.Call(ctx, proto.MethodFacts, params, &f); err != nil {
 				return err
 			}
 			r.Facts = &f

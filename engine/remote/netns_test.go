@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,8 +81,13 @@ func TestGatherNetns(t *testing.T) {
 	for _, h := range bed.Hosts {
 		specs = append(specs, bedSpec(bed, h))
 	}
-	for round, wantCold := range []bool{true, false} {
-		res, st, err := Gather(context.Background(), specs, bedOptions(bed, ag))
+	// Round 2 is warm too, with every tool asked its version again
+	// (rlab facts --refresh): the same facts come back.
+	var toolsBefore map[string]string
+	for round, wantCold := range []bool{true, false, false} {
+		o := bedOptions(bed, ag)
+		o.RefreshFacts = round == 2
+		res, st, err := Gather(context.Background(), specs, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,6 +104,16 @@ func TestGatherNetns(t *testing.T) {
 			}
 			if r.Facts.Kernel == "" || r.Facts.CPUs == 0 {
 				t.Errorf("round %d: host %s facts incomplete: %+v", round, r.Name, r.Facts)
+			}
+			tools := map[string]string{}
+			for name, tl := range r.Facts.Tools {
+				tools[name] = fmt.Sprintf("%+v", tl)
+			}
+			if i == 0 && round == 1 {
+				toolsBefore = tools
+			}
+			if i == 0 && round == 2 && fmt.Sprint(tools) != fmt.Sprint(toolsBefore) {
+				t.Errorf("refreshed tool versions %v, cached %v", tools, toolsBefore)
 			}
 		}
 		if wantCold && st.AgentBytes == 0 {
