@@ -16,7 +16,6 @@ type listHost struct {
 	files   []proto.FileInfo
 	hashMax int64
 	pulls   map[string][]string // destination folder -> paths
-	hashing bool
 }
 
 func (h *listHost) Name() string { return "h" }
