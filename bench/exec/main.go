@@ -45,8 +45,6 @@ func main() {
 
 var persist *string
 
-func runQuiet(cmd *exec.Cmd) error { return benchutil.RunQuiet(cmd) }
-
 func run(rlab string, n, rounds int, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
 		return fmt.Errorf("needs root and openssh-server (testdata/deps.sh)")
@@ -133,81 +131,45 @@ func run(rlab string, n, rounds int, out string) error {
 		}
 	}
 	cache := filepath.Join(bed.Home, remote.CacheDir)
-	cases := []struct {
-		name  string
-		prep  func()
-		cmd   func() *exec.Cmd
-		floor func() (time.Duration, error) // timed instead of a command
-	}{
-		{"rlab run, exec `true` per host (agent cached)", nil, rlabRun(), nil},
-		{"ansible -m raw -a true (same kex)", nil, ansible(cfg), nil},
-		{"floor: parallel `ssh host true` (same kex)", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
-		{"ansible -m raw -a true (OpenSSH default kex)", nil, ansible(cfgDefault), nil},
-		{"rlab run, cold (agent shipped)", func() { os.RemoveAll(cache) }, rlabRun(), nil},
-		{"rlab run --persist " + *persist + " (logins kept)", nil, rlabRun("--persist", *persist), nil},
-		{"ansible -m raw -a true, Ansible's ControlPersist=" + *persist, nil, ansible(cfgPersist), nil},
-		{"floor: parallel `ssh host true`, ControlPersist=" + *persist, nil, nil, func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir, *persist) }},
+	cases := []benchutil.Case{
+		{Name: "rlab run, exec `true` per host (agent cached)", Cmd: rlabRun()},
+		{Name: "ansible -m raw -a true (same kex)", Cmd: ansible(cfg)},
+		{Name: "floor: parallel `ssh host true` (same kex)", Floor: func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
+		{Name: "ansible -m raw -a true (OpenSSH default kex)", Cmd: ansible(cfgDefault)},
+		{Name: "rlab run, cold (agent shipped)", Prep: func() { os.RemoveAll(cache) }, Cmd: rlabRun()},
+		{Name: "rlab run --persist " + *persist + " (logins kept)", Cmd: rlabRun("--persist", *persist)},
+		{Name: "ansible -m raw -a true, Ansible's ControlPersist=" + *persist, Cmd: ansible(cfgPersist)},
+		{Name: "floor: parallel `ssh host true`, ControlPersist=" + *persist, Floor: func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir, *persist) }},
 	}
 	// Warm the agent cache once, and open the kept logins of the
 	// persisting cases, as a user's first command does.
-	if err := runQuiet(rlabRun()()); err != nil {
+	if err := benchutil.RunQuiet(rlabRun()()); err != nil {
 		return fmt.Errorf("warm-up rlab run: %w", err)
 	}
-	for _, i := range []int{5, 6, 7} {
-		c := cases[i]
-		var err error
-		if c.floor != nil {
-			_, err = c.floor()
-		} else {
-			err = runQuiet(c.cmd())
-		}
-		if err != nil {
-			return fmt.Errorf("warm-up %s: %w", c.name, err)
-		}
+	if err := benchutil.WarmUp(cases, 5, 6, 7); err != nil {
+		return err
 	}
-	times := map[string][]float64{}
-	for r := 0; r < rounds; r++ {
-		// Cold last: it leaves the cache warm again.
-		order := []int{0, 1, 2, 3, 5, 6, 7, 4}
+	times, err := benchutil.Rounds(cases, rounds, func(r int) []int {
 		if r%2 == 1 {
-			order = []int{7, 6, 5, 3, 2, 1, 0, 4}
+			return []int{7, 6, 5, 3, 2, 1, 0, 4}
 		}
-		for _, i := range order {
-			c := cases[i]
-			if c.prep != nil {
-				c.prep()
-			}
-			var d time.Duration
-			var err error
-			if c.floor != nil {
-				d, err = c.floor()
-			} else {
-				start := time.Now()
-				err = runQuiet(c.cmd())
-				d = time.Since(start)
-			}
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", r, c.name, err)
-			}
-			times[c.name] = append(times[c.name], d.Seconds())
-			fmt.Fprintf(os.Stderr, "round %d  %-48s %.3fs\n", r, c.name, d.Seconds())
-			if benchutil.QEMURunning() {
-				return fmt.Errorf("a QEMU VM started during round %d: the numbers would measure it; run again when it is done", r)
-			}
-		}
+		return []int{0, 1, 2, 3, 5, 6, 7, 4}
+	}, 48)
+	if err != nil {
+		return err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "kex": benchutil.Kex, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "exec.json"), raw, 0o644); err != nil {
 		return err
 	}
-	ansibleMedian := benchutil.Median(times[cases[1].name])
-	floor := benchutil.Median(times[cases[2].name])
-	ansiblePersist := benchutil.Median(times[cases[6].name])
+	ansibleMedian := benchutil.Median(times[cases[1].Name])
+	floor := benchutil.Median(times[cases[2].Name])
+	ansiblePersist := benchutil.Median(times[cases[6].Name])
 	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible (same kex) / this | Ansible ControlPersist / this | this / floor |\n|---|---|---|---|---|\n", n, rounds)
 	for _, c := range cases {
-		m := benchutil.Median(times[c.name])
-		fmt.Printf("| %s | %.2f | %.1fx | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, ansiblePersist/m, m/floor)
+		m := benchutil.Median(times[c.Name])
+		fmt.Printf("| %s | %.2f | %.1fx | %.1fx | %.2fx |\n", c.Name, m, ansibleMedian/m, ansiblePersist/m, m/floor)
 	}
 	fmt.Printf("\nload average at the end: %s\nraw: %s\n", strings.TrimSpace(string(load)), filepath.Join(out, "exec.json"))
 	return nil

@@ -48,8 +48,6 @@ func main() {
 
 var persist *string
 
-func runQuiet(cmd *exec.Cmd) error { return benchutil.RunQuiet(cmd) }
-
 func run(rlab string, n, rounds int, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
 		return fmt.Errorf("needs root and openssh-server (testdata/deps.sh)")
@@ -134,77 +132,38 @@ func run(rlab string, n, rounds int, out string) error {
 	}
 
 	cache := filepath.Join(bed.Home, remote.CacheDir)
-	cases := []struct {
-		name string
-		prep func()
-		cmd  func() *exec.Cmd
-		// floor is the OpenSSH floor to time instead of a command.
-		floor func() (time.Duration, error)
-	}{
-		{"rlab facts, cold (agent shipped)", func() { os.RemoveAll(cache) }, rlabCmd(), nil},
-		{"rlab facts, warm (agent cached)", nil, rlabCmd(), nil},
-		{"ansible -m raw (same facts, same kex)", nil, ansible(cfg), nil},
-		{"floor: parallel `ssh host true`", nil, nil, func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
-		{"ansible -m raw (OpenSSH default kex)", nil, ansible(cfgDefault), nil},
-		{"rlab facts, warm, --persist " + *persist + " (logins kept)", nil, rlabCmd("--persist", *persist), nil},
-		{"ansible -m raw, Ansible's ControlPersist=" + *persist, nil, ansible(cfgPersist), nil},
-		{"floor: parallel `ssh host true`, ControlPersist=" + *persist, nil, nil, func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir, *persist) }},
+	cases := []benchutil.Case{
+		{Name: "rlab facts, cold (agent shipped)", Prep: func() { os.RemoveAll(cache) }, Cmd: rlabCmd()},
+		{Name: "rlab facts, warm (agent cached)", Cmd: rlabCmd()},
+		{Name: "ansible -m raw (same facts, same kex)", Cmd: ansible(cfg)},
+		{Name: "floor: parallel `ssh host true`", Floor: func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
+		{Name: "ansible -m raw (OpenSSH default kex)", Cmd: ansible(cfgDefault)},
+		{Name: "rlab facts, warm, --persist " + *persist + " (logins kept)", Cmd: rlabCmd("--persist", *persist)},
+		{Name: "ansible -m raw, Ansible's ControlPersist=" + *persist, Cmd: ansible(cfgPersist)},
+		{Name: "floor: parallel `ssh host true`, ControlPersist=" + *persist, Floor: func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir, *persist) }},
 	}
-	// The kept-login cases start from kept logins, as a user's second
-	// command does: one run each first opens them.
-	for _, i := range []int{5, 6, 7} {
-		c := cases[i]
-		var err error
-		if c.floor != nil {
-			_, err = c.floor()
-		} else {
-			err = runQuiet(c.cmd())
-		}
-		if err != nil {
-			return fmt.Errorf("warm-up %s: %w", c.name, err)
-		}
+	if err := benchutil.WarmUp(cases, 5, 6, 7); err != nil {
+		return err
 	}
-	times := map[string][]float64{}
-	for r := 0; r < rounds; r++ {
-		// Alternate the order each round so no case always runs first.
-		order := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	times, err := benchutil.Rounds(cases, rounds, func(r int) []int {
 		if r%2 == 1 {
-			order = []int{7, 6, 5, 4, 3, 2, 0, 1}
+			return []int{7, 6, 5, 4, 3, 2, 0, 1}
 		}
-		for _, i := range order {
-			c := cases[i]
-			if c.prep != nil {
-				c.prep()
-			}
-			var d time.Duration
-			var err error
-			if c.floor != nil {
-				d, err = c.floor()
-			} else {
-				start := time.Now()
-				err = runQuiet(c.cmd())
-				d = time.Since(start)
-			}
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", r, c.name, err)
-			}
-			times[c.name] = append(times[c.name], d.Seconds())
-			fmt.Fprintf(os.Stderr, "round %d  %-40s %.3fs\n", r, c.name, d.Seconds())
-			if exec.Command("pgrep", "qemu").Run() == nil {
-				return fmt.Errorf("a QEMU VM started during round %d: the numbers would measure it; run again when it is done", r)
-			}
-		}
+		return []int{0, 1, 2, 3, 4, 5, 6, 7}
+	}, 40)
+	if err != nil {
+		return err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
 	os.WriteFile(filepath.Join(out, "facts.json"), raw, 0o644)
-	ansibleMedian := benchutil.Median(times[cases[2].name])
-	floor := benchutil.Median(times[cases[3].name])
-	ansiblePersist := benchutil.Median(times[cases[6].name])
+	ansibleMedian := benchutil.Median(times[cases[2].Name])
+	floor := benchutil.Median(times[cases[3].Name])
+	ansiblePersist := benchutil.Median(times[cases[6].Name])
 	fmt.Printf("| %d hosts, median of %d rounds | seconds | Ansible / this | Ansible ControlPersist / this | this / floor |\n|---|---|---|---|---|\n", n, rounds)
 	for _, c := range cases {
-		m := benchutil.Median(times[c.name])
-		fmt.Printf("| %s | %.2f | %.1fx | %.1fx | %.2fx |\n", c.name, m, ansibleMedian/m, ansiblePersist/m, m/floor)
+		m := benchutil.Median(times[c.Name])
+		fmt.Printf("| %s | %.2f | %.1fx | %.1fx | %.2fx |\n", c.Name, m, ansibleMedian/m, ansiblePersist/m, m/floor)
 	}
 	fmt.Printf("\nload average at the end: %s\n", strings.TrimSpace(string(load)))
 	return nil

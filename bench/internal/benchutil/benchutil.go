@@ -159,3 +159,59 @@ func StopControlMasters(dir string) {
 	}
 	exec.Command("pkill", "-f", "--", "^ssh: "+dir+"/.*\\[mux\\]").Run()
 }
+
+// Case is one side of a benchmark: a command to time, or a floor that
+// times itself; Prep runs before each timing, untimed.
+type Case struct {
+	Name  string
+	Prep  func()
+	Cmd   func() *exec.Cmd
+	Floor func() (time.Duration, error)
+}
+
+// Time runs the case once (Prep untimed) and returns how long it took.
+func (c Case) Time() (time.Duration, error) {
+	if c.Prep != nil {
+		c.Prep()
+	}
+	if c.Floor != nil {
+		return c.Floor()
+	}
+	start := time.Now()
+	err := RunQuiet(c.Cmd())
+	return time.Since(start), err
+}
+
+// WarmUp runs the cases at idx once, untimed: kept-login cases then start
+// from kept logins, as a user's second command does.
+func WarmUp(cases []Case, idx ...int) error {
+	for _, i := range idx {
+		if _, err := cases[i].Time(); err != nil {
+			return fmt.Errorf("warm-up %s: %w", cases[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// Rounds times every case in each round, in the order order(r) gives,
+// logging each timing to stderr (names padded to width), and returns the
+// seconds per case name. It stops at the first failure, and when a QEMU VM
+// starts (it would be measured too).
+func Rounds(cases []Case, rounds int, order func(r int) []int, width int) (map[string][]float64, error) {
+	times := map[string][]float64{}
+	for r := 0; r < rounds; r++ {
+		for _, i := range order(r) {
+			c := cases[i]
+			d, err := c.Time()
+			if err != nil {
+				return times, fmt.Errorf("round %d, %s: %w", r, c.Name, err)
+			}
+			times[c.Name] = append(times[c.Name], d.Seconds())
+			fmt.Fprintf(os.Stderr, "round %d  %-*s %.3fs\n", r, width, c.Name, d.Seconds())
+			if QEMURunning() {
+				return times, fmt.Errorf("a QEMU VM started during round %d: the numbers would measure it; run again when it is done", r)
+			}
+		}
+	}
+	return times, nil
+}
