@@ -245,7 +245,7 @@ func mapKeys(m map[string]cty.Value) []string {
 func didYouMean(name string, candidates []string) string {
 	best, bestD := "", maxSuggestGap+1
 	for _, c := range candidates {
-		if d := levenshtein(name, c); d < bestD {
+		if d := EditDistance(name, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -255,7 +255,9 @@ func didYouMean(name string, candidates []string) string {
 	return fmt.Sprintf(" Did you mean %q?", best)
 }
 
-func levenshtein(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in runes: what
+// "did you mean" suggestions (here and in rlab's other commands) rank by.
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)

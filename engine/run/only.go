@@ -153,7 +153,7 @@ func unknownOnly(l *lab.Lab, v string, blocks, keys map[string]bool) error {
 	ks := sortedKeys(keys)
 	var near []string
 	for _, c := range append(append([]string{}, names...), ks...) {
-		if d := levenshtein(strings.ToLower(v), strings.ToLower(c)); d > 0 && d <= min(len(v)/3, 3) {
+		if d := lab.EditDistance(strings.ToLower(v), strings.ToLower(c)); d > 0 && d <= min(len(v)/3, 3) {
 			near = append(near, strconv.Quote(c))
 		}
 	}
@@ -193,27 +193,6 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // Selected returns the names of the workloads a run with these --only
