@@ -2,7 +2,6 @@ package run
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -50,22 +49,12 @@ func ResultObject(tool string, samples []results.Sample, size int64) map[string]
 			continue
 		}
 		if v := vals[name]; len(v) > 0 {
-			obj[m.Attr] = cty.NumberFloatVal(median(v))
+			obj[m.Attr] = cty.NumberFloatVal(results.Median(v))
 		} else {
 			obj[m.Attr] = cty.NullVal(cty.Number)
 		}
 	}
 	return obj
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // sizesOf returns the distinct sizes of samples, in order of appearance.
