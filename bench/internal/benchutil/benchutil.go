@@ -1,6 +1,7 @@
 // Package benchutil holds what the benchmark harnesses under bench/ share:
 // the OpenSSH floor (N parallel logins running `true`), medians, the QEMU
-// guard and output tails. It is for bench/ only.
+// guard, output tails and the timed rounds of side-by-side cases. It is for
+// bench/ only.
 package benchutil
 
 import (
@@ -8,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/testbed"
 )
 
@@ -128,18 +129,8 @@ func QEMURunning() bool {
 	return os.Getenv("RLAB_BENCH_SMOKE") != "1" && exec.Command("pgrep", "qemu").Run() == nil
 }
 
-// Median of xs (0 for none).
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+// Median of xs (0 for none): the one median rlab reports with.
+func Median(xs []float64) float64 { return results.Median(xs) }
 
 // Tail is the last n bytes of s.
 func Tail(s string, n int) string {
