@@ -16,6 +16,24 @@
 // stdout carries the protocol only; the agent's own log (log/slog) goes to
 // stderr. When stdin closes the agent stops every process it started and
 // undoes what it created, unless it was told to keep it.
+//
+// One agent process can serve several clients in turn (a connection pool
+// keeps it, as ssh's ControlPersist keeps a login): a Release request ends
+// one client's lease without ending the agent. The agent undoes exactly what
+// it undoes when stdin closes — it cancels every request in flight, stops
+// every process, capture and TCP listener it started and deletes the rxe
+// devices it created — and then keeps serving. Its guarantees on the wire:
+//
+//   - Every Event and Response of a request sent before the release line is
+//     written before the release's Response: that Response is the last line
+//     of the lease. (A request cancelled by the release is still answered,
+//     with its result or an error.)
+//   - A request sent after the release line is not read, let alone started,
+//     until the release's Response has been written; it belongs to the next
+//     lease, which starts clean: no processes, every handle free.
+//   - No second Hello: the next client is given the first one.
+//   - Release deletes no files: what the lease wrote in the work dir stays
+//     (a later lease reusing a handle overwrites that handle's files).
 package proto
 
 import "encoding/json"
@@ -125,6 +143,12 @@ const (
 	MethodFilesList    = "files.list"    // FilesListParams -> FilesList
 	MethodFilesRead    = "files.read"    // FilesReadParams -> FileData (small files: perftest JSON, logs)
 	MethodCleanup      = "cleanup"       // CleanupParams -> CleanupResult
+	// MethodRelease ends the current client's lease and keeps the agent
+	// serving (see the package comment): no params (any are ignored) ->
+	// CleanupResult of everything the lease left running, with empty lists,
+	// not null, when there was nothing. Rxe devices a cleanup was told to
+	// keep stay.
+	MethodRelease = "release"
 )
 
 type Pong struct {

@@ -3,7 +3,8 @@
 // (the SSH session's stdin/stdout in production, an io.Pipe in tests), answers
 // each request in its own goroutine, and owns everything it starts — child
 // processes, captures, TCP workload listeners, rxe devices — undoing it all
-// when its input closes.
+// when its input closes, or when the controller releases it to serve the
+// next command (proto.MethodRelease).
 //
 // It imports only the standard library, agent/proto, golang.org/x/sys and
 // vishvananda/netlink; never anything from engine/ or cmd/.
@@ -185,7 +186,9 @@ var ErrLineTooLong = errors.New("request line longer than proto.MaxLine")
 // Serve writes the hello, then answers requests read from in until in ends
 // or ctx is cancelled. Before returning it stops every process and capture it
 // started and deletes the rxe devices it created (Cleanup with no keep list).
-// It returns nil when in reached EOF.
+// It returns nil when in reached EOF. A release request does the same
+// undoing without returning (release.go): the next lease is served by the
+// same process, without a second hello.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if s.opts.hostile != "" {
 		out = &hostileWriter{w: out, mode: s.opts.hostile}
@@ -205,8 +208,11 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	s.log.Info("serving", "work_dir", s.opts.WorkDir, "pid", hello.PID, "uid", hello.UID)
 
-	reqCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	// The reader outlives leases: a release ends the requests in flight,
+	// not the input.
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	l := newLease(ctx)
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -216,7 +222,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			line := bytes.Clone(sc.Bytes())
 			select {
 			case lines <- line:
-			case <-reqCtx.Done():
+			case <-readCtx.Done():
 				readErr <- nil
 				return
 			}
@@ -232,10 +238,17 @@ loop:
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			wg.Add(1)
+			if id, ok := releaseRequest(line); ok {
+				// In this loop, not a handler goroutine: the lines after
+				// the release wait until it has been answered.
+				l = s.release(ctx, l, id)
+				continue
+			}
+			cur := l
+			cur.wg.Add(1)
 			go func() {
-				defer wg.Done()
-				s.handleLine(reqCtx, line)
+				defer cur.wg.Done()
+				s.handleLine(cur.ctx, line)
 			}()
 		case err := <-readErr:
 			if errors.Is(err, bufio.ErrTooLong) {
@@ -252,21 +265,12 @@ loop:
 			break loop
 		}
 	}
-	// Stop what we started before waiting for handlers: a proc.wait or
-	// tcp.wait in flight returns once its process or listener is gone. From
-	// here on nothing new starts; a start that was already past that check
-	// is caught by the second pass, once every handler has returned.
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	cancel()
-	cres := s.cleanup(context.Background(), nil)
-	wg.Wait()
-	late := s.cleanup(context.Background(), nil)
-	for _, e := range append(cres.Errors, late.Errors...) {
+	stopReading()
+	res := s.endLease(l)
+	for _, e := range res.Errors {
 		s.log.Warn("cleanup", "err", e)
 	}
-	s.log.Info("stopped", "processes", append(cres.Stopped, late.Stopped...), "rxe_deleted", append(cres.RXEDeleted, late.RXEDeleted...))
+	s.log.Info("stopped", "processes", res.Stopped, "rxe_deleted", res.RXEDeleted)
 	return result
 }
 
@@ -475,7 +479,9 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 	}
 	for _, t := range tcps {
 		if t.close() {
+			rmu.Lock() // the goroutines above append too
 			res.Stopped = append(res.Stopped, t.handle)
+			rmu.Unlock()
 		}
 	}
 	wg.Wait()
