@@ -2,9 +2,11 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -35,9 +37,10 @@ type wire struct {
 	nextID  uint64
 }
 
-func startWire(t *testing.T) *wire {
+func startWire(t *testing.T, opts Options) *wire {
 	t.Helper()
-	srv, err := New(Options{WorkDir: t.TempDir(), StopGrace: 2 * time.Second})
+	opts.WorkDir, opts.StopGrace = t.TempDir(), 2*time.Second
+	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +297,7 @@ func TestReleaseEndsLease(t *testing.T) {
 			if tt.fake {
 				k = installFakeRXE(t)
 			}
-			w := startWire(t)
+			w := startWire(t, Options{})
 			for lease := range 2 {
 				pids, ports := tt.lease(w)
 				got, raw, _ := w.release()
@@ -328,6 +331,13 @@ func TestReleaseEndsLease(t *testing.T) {
 			if err := w.close(); err != nil {
 				t.Errorf("Serve after releases: %v", err)
 			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for _, l := range w.raw {
+				if strings.Contains(l, `"magic"`) {
+					t.Errorf("a second hello after a release: %s", l)
+				}
+			}
 		})
 	}
 }
@@ -337,7 +347,7 @@ func TestReleaseEndsLease(t *testing.T) {
 // cancelled) comes before the release's answer, and a request sent right
 // behind the release waits for it and belongs to the next lease.
 func TestReleaseLineOrder(t *testing.T) {
-	w := startWire(t)
+	w := startWire(t, Options{})
 	var a, b proto.ProcStarted
 	w.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "a", Argv: []string{"sleep", "1000"}}, &a)
 	w.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "b", Argv: []string{"sleep", "1000"}}, &b)
@@ -434,17 +444,85 @@ func TestReleaseLineOrder(t *testing.T) {
 }
 
 // TestEOFAfterRelease: the end of input still undoes the lease that was
-// running, as it does without releases.
+// running, as it does without releases; the log names what each release
+// and the end stopped.
 func TestEOFAfterRelease(t *testing.T) {
-	w := startWire(t)
+	var log bytes.Buffer // written by Serve's goroutine, read once Serve has returned
+	w := startWire(t, Options{Logger: slog.New(slog.NewJSONHandler(&log, nil))})
 	w.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "p", Argv: []string{"sleep", "1000"}}, nil)
 	w.release()
 	var st proto.ProcStarted
-	w.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "p", Argv: []string{"sleep", "1000"}}, &st)
+	w.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "q", Argv: []string{"sleep", "1000"}}, &st)
 	if err := w.close(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	waitGone(t, st.PID)
+
+	type record struct {
+		Msg       string   `json:"msg"`
+		Processes []string `json:"processes"`
+	}
+	var got []record
+	for l := range strings.Lines(log.String()) {
+		var r record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if r.Msg == "released" || r.Msg == "stopped" {
+			got = append(got, r)
+		}
+	}
+	want := []record{{"released", []string{"p"}}, {"stopped", []string{"q"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("log records of releases and the end (-want +got):\n%s", d)
+	}
+}
+
+// TestReleaseRealProcess: the rlab-agent serve loop as its own process on
+// pipes, as an SSH session runs it: a release leaves it running (no exit, no
+// second hello), and the end of input still ends it with status 0.
+func TestReleaseRealProcess(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+t.TempDir())
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	c := newClient(t, in, out, done)
+	for lease := range 3 {
+		var st proto.ProcStarted
+		c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "w", Argv: []string{"sleep", "1000"}}, &st)
+		var res proto.CleanupResult
+		c.mustCall(proto.MethodRelease, nil, &res)
+		if d := cmp.Diff(proto.CleanupResult{Stopped: []string{"w"}, RXEDeleted: []string{}}, res); d != "" {
+			t.Errorf("lease %d: release (-want +got):\n%s", lease, d)
+		}
+		waitGone(t, st.PID)
+	}
+	var st proto.ProcStarted
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "last", Argv: []string{"sleep", "1000"}}, &st)
+	if err := c.close(); err != nil {
+		t.Errorf("agent exit after releases and EOF: %v, want status 0", err)
+	}
+	waitGone(t, st.PID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.stray) != 0 {
+		t.Errorf("lines without a request (a second hello?): %+v", c.stray)
+	}
 }
 
 func TestReleaseRequest(t *testing.T) {
@@ -488,4 +566,50 @@ func FuzzReleaseRequest(f *testing.F) {
 			t.Errorf("releaseRequest(%q) = %d, %v; a full decode says release=%v id %d", line, id, ok, full, req.ID)
 		}
 	})
+}
+
+// go test -run '^$' -bench 'Release|AgentStart' -count 5 ./agent/server/
+
+// BenchmarkRelease is what a pooled agent costs the next command instead of
+// a new agent: one release of an empty lease, over io.Pipe.
+func BenchmarkRelease(b *testing.B) {
+	c, _ := startAgent(b, Options{})
+	for b.Loop() {
+		if e := c.call(proto.MethodRelease, nil, nil); e != nil {
+			b.Fatal(e)
+		}
+	}
+}
+
+// BenchmarkAgentStart is what BenchmarkRelease replaces, without SSH: a new
+// agent process (this test binary as a serve helper) until its hello, then
+// EOF until it has exited.
+func BenchmarkAgentStart(b *testing.B) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	for b.Loop() {
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+dir)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := bufio.NewReader(out).ReadBytes('\n'); err != nil {
+			b.Fatal(err)
+		}
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
