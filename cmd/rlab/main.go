@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 )
 
 // Exit codes, shared by every command.
@@ -37,6 +38,16 @@ func (e *exitError) Unwrap() error { return e.err }
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 func main() {
+	// RLAB_CPUPROFILE=FILE writes a CPU profile of the command (for the
+	// benchmarks in BENCHMARKS.md; `go tool pprof bin/rlab FILE`).
+	if f := os.Getenv("RLAB_CPUPROFILE"); f != "" {
+		if out, err := os.Create(f); err == nil && pprof.StartCPUProfile(out) == nil {
+			code := run(os.Args[1:])
+			pprof.StopCPUProfile()
+			out.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

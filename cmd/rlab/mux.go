@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/spf13/cobra"
 )
@@ -60,7 +61,7 @@ func newMuxStatusCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "HOST\tLOGIN\tVIA\tIN USE\tIDLE")
+			fmt.Fprintln(tw, "HOST\tLOGIN\tVIA\tIN USE\tIDLE\tAGENTS KEPT")
 			for _, c := range st.Upstream {
 				via := c.Via
 				if via == "" {
@@ -70,7 +71,7 @@ func newMuxStatusCmd() *cobra.Command {
 				if c.Users == 0 {
 					idle = time.Since(c.LastUsed).Round(time.Second).String()
 				}
-				fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%d\t%s\n", c.Name, c.User, c.Addr, via, c.Users, idle)
+				fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%d\t%s\t%d\n", c.Name, c.User, c.Addr, via, c.Users, idle, c.Kept)
 			}
 			return tw.Flush()
 		},
@@ -114,7 +115,8 @@ func newMuxServeCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := sshx.ServeMux(cmd.Context(), sshx.MuxServeOptions{Dir: dir, Persist: persist}); err != nil {
+			if err := sshx.ServeMux(cmd.Context(), sshx.MuxServeOptions{Dir: dir, Persist: persist,
+				Handlers: map[string]sshx.MuxChannelHandler{remote.KeptAgentChannel: &remote.KeptAgents{}}}); err != nil {
 				return withCode(exitInfra, err)
 			}
 			return nil

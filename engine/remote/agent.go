@@ -18,7 +18,6 @@ import (
 	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/sshx"
-	"golang.org/x/crypto/ssh"
 )
 
 // StartOptions say how to start the agent on one host.
@@ -35,6 +34,12 @@ type StartOptions struct {
 	Stderr io.Writer
 	// HelloTimeout bounds the wait for the hello; default 60s.
 	HelloTimeout time.Duration
+	// Keep asks, on a connection through the mux daemon (--persist), for
+	// an agent the daemon keeps running between commands (KeptAgents):
+	// the warm start then costs no process on the host. For commands that
+	// leave nothing behind (facts, check); an agent is released (everything
+	// it started stopped) before the next command gets it.
+	Keep bool
 }
 
 // Limits on what a host can make us hold.
@@ -49,7 +54,8 @@ type Agent struct {
 	Hello     proto.Hello
 	Installed *Installed
 	client    *sshx.Client
-	sess      *ssh.Session
+	sess      agentSession
+	cmd       string // the command it was started with
 	stdin     io.WriteCloser
 	opts      StartOptions
 	stderr    *tailBuffer
@@ -119,33 +125,60 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 // carry one of the hashes. When the session ends without a hello, what it
 // printed (bounded) is returned with the error.
 func startCmd(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions, cmd string, hashes map[string]bool) (*Agent, []byte, error) {
+	return startOn(ctx, c, inst, o, cmd, hashes, false)
+}
+
+// agentSession is the SSH session an agent runs in: an ordinary one, or a
+// kept agent's channel from the mux daemon.
+type agentSession interface {
+	Close() error
+	Wait() error
+}
+
+// startOn is startCmd; keep asks the mux daemon for a kept agent started by
+// the same command (KeptAgents), falling back to an ordinary session when
+// the daemon does not keep agents.
+func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions, cmd string, hashes map[string]bool, keep bool) (*Agent, []byte, error) {
 	if o.HelloTimeout == 0 {
 		o.HelloTimeout = 60 * time.Second
 	}
-	sess, err := c.NewSession()
-	if err != nil {
-		return nil, nil, fmt.Errorf("start agent: open session: %w", err)
-	}
 	a := &Agent{
-		Host: o.Host, Installed: inst, client: c, sess: sess, opts: o,
+		Host: o.Host, Installed: inst, client: c, opts: o, cmd: cmd,
 		stderr:  &tailBuffer{max: stderrTail, also: o.Stderr},
 		pending: map[uint64]chan proto.Envelope{},
 		lost:    make(chan struct{}),
 	}
-	sess.Stderr = a.stderr
-	stdout, err := sess.StdoutPipe()
-	if err != nil {
-		sess.Close()
-		return nil, nil, fmt.Errorf("start agent: %w", err)
+	var stdout io.Reader
+	if keep && c.Muxed {
+		k, err := openKept(c, cmd, a.stderr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start agent: %w", err)
+		}
+		if k != nil {
+			a.sess, a.stdin, stdout = k, k.stdin(), k.ch
+		}
 	}
-	if a.stdin, err = sess.StdinPipe(); err != nil {
-		sess.Close()
-		return nil, nil, fmt.Errorf("start agent: %w", err)
+	if a.sess == nil {
+		sess, err := c.NewSession()
+		if err != nil {
+			return nil, nil, fmt.Errorf("start agent: open session: %w", err)
+		}
+		a.sess = sess
+		sess.Stderr = a.stderr
+		if stdout, err = sess.StdoutPipe(); err != nil {
+			sess.Close()
+			return nil, nil, fmt.Errorf("start agent: %w", err)
+		}
+		if a.stdin, err = sess.StdinPipe(); err != nil {
+			sess.Close()
+			return nil, nil, fmt.Errorf("start agent: %w", err)
+		}
+		if err := sess.Start(cmd); err != nil {
+			sess.Close()
+			return nil, nil, fmt.Errorf("start agent: %w", err)
+		}
 	}
-	if err := sess.Start(cmd); err != nil {
-		sess.Close()
-		return nil, nil, fmt.Errorf("start agent: %w", err)
-	}
+	sess := a.sess
 	r := bufio.NewReaderSize(stdout, 64<<10)
 	type helloResult struct {
 		h    proto.Hello
@@ -313,7 +346,7 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 	}
 	sb.WriteString(probeCmd(hs))
 	fake := &Installed{Hash: strings.Join(hs, " or "), Path: "$HOME/" + CacheDir + "/<hash>/rlab-agent"}
-	a, junk, err := startCmd(ctx, c, fake, o, sb.String(), hashes)
+	a, junk, err := startOn(ctx, c, fake, o, sb.String(), hashes, o.Keep)
 	if err == nil {
 		h := a.Hello.Hash
 		home := strings.TrimSuffix(a.Hello.WorkDir, "/.cache/rlab/runs/"+o.RunID+"/"+SafeName(o.Host))

@@ -107,7 +107,7 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			}
 			defer c.Close()
 			progress(r.Name, "connected")
-			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become})
+			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become, Keep: true})
 			if inst != nil {
 				r.Sent = inst.Sent
 				sent.Add(inst.Sent)

@@ -189,6 +189,9 @@ type Client struct {
 	// HostKey is the key the host proved it holds (through a mux: the key
 	// of the upstream connection).
 	HostKey ssh.PublicKey
+	// Muxed: the connection goes through the mux daemon (Options.Persist),
+	// which may serve some channel types itself (MuxChannelHandler).
+	Muxed bool
 
 	closeOnce sync.Once
 	stop      chan struct{}

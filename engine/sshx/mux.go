@@ -320,7 +320,9 @@ func (d *Dialer) muxDial(ctx context.Context, t Target) (*Client, error) {
 		}
 		key, _ := ssh.ParsePublicKey(r.HostKey)
 		d.log.Debug("ssh connection through rlab mux", "host", r.Name, "addr", r.Addr, "reused", r.Reused)
-		return newClient(cc, r.Name, r.Addr, r.User, nil, key), nil
+		cl := newClient(cc, r.Name, r.Addr, r.User, nil, key)
+		cl.Muxed = true
+		return cl, nil
 	}
 	return nil, fmt.Errorf("rlab mux in %s: the daemon dropped the connection 3 times (see %s): %w", dir, filepath.Join(dir, muxLog), lastErr)
 }
@@ -511,6 +513,7 @@ type MuxConn struct {
 	User     string    `json:"user"`
 	Via      string    `json:"via,omitempty"`
 	Users    int       `json:"users"`
+	Kept     int       `json:"kept_sessions"` // e.g. agents kept running for reuse
 	Since    time.Time `json:"since"`
 	LastUsed time.Time `json:"last_used"`
 }

@@ -28,6 +28,10 @@ type MuxServeOptions struct {
 	Persist time.Duration // exit after this long with nothing in use; default 60s
 	// Log receives the daemon's log; nil: the bounded file "log" in Dir.
 	Log *slog.Logger
+	// Handlers serve channels of their type in the daemon itself instead
+	// of relaying them to the host (engine/remote keeps agents alive this
+	// way: remote.KeptAgentChannel).
+	Handlers map[string]MuxChannelHandler
 
 	uid   int           // peers allowed; tests set another to see refusals
 	ready chan struct{} // closed once listening (tests)
@@ -75,6 +79,15 @@ func ServeMux(ctx context.Context, o MuxServeOptions) error {
 		return err
 	}
 	return m.serve(ctx)
+}
+
+// MuxChannelHandler serves the channels of one type a caller opens on a
+// mux connection, given the upstream connection they are for.
+type MuxChannelHandler interface {
+	ServeChannel(nc ssh.NewChannel, up *Client, log *slog.Logger)
+	// Kept is how many sessions it holds on up while no caller uses them
+	// (shown by `rlab mux status`).
+	Kept(up *Client) int
 }
 
 type muxServer struct {
@@ -350,6 +363,10 @@ func (m *muxServer) handle(c *net.UnixConn) {
 			nc.Reject(ssh.Prohibited, "rlab mux: no host dialed on this connection")
 			continue
 		}
+		if h := m.o.Handlers[nc.ChannelType()]; h != nil {
+			go h.ServeChannel(nc, u.c, m.log)
+			continue
+		}
 		go relayChannel(nc, u.c)
 	}
 }
@@ -542,7 +559,11 @@ func (m *muxServer) status() MuxStatus {
 		if u.c == nil || u.dead() {
 			continue
 		}
-		st.Upstream = append(st.Upstream, MuxConn{Name: u.c.Name, Addr: u.c.Addr, User: u.c.User, Via: viaOf(u.c), Users: u.users, Since: u.since, LastUsed: u.lastUsed})
+		mc := MuxConn{Name: u.c.Name, Addr: u.c.Addr, User: u.c.User, Via: viaOf(u.c), Users: u.users, Since: u.since, LastUsed: u.lastUsed}
+		for _, h := range m.o.Handlers {
+			mc.Kept += h.Kept(u.c)
+		}
+		st.Upstream = append(st.Upstream, mc)
 	}
 	return st
 }

@@ -2,7 +2,8 @@
 # A test double of rlab-agent for engine/remote's unit tests: it prints what
 # a login script might, then a hello carrying its own sha256 (as the real
 # agent does), then answers requests line by line. Methods: ping -> result;
-# fail -> error; event -> one event then a result; die -> exits mid-call.
+# fail -> error; event -> one event then a result; die -> exits mid-call;
+# release -> an empty cleanup result (unknown with FAKE_NO_RELEASE=1).
 # $1=serve $2=--run-id $3=ID $4=--work-dir $5=DIR
 echo "Welcome to the lab host (login script noise)"
 h=$(sha256sum "$0" | cut -d' ' -f1)
@@ -16,6 +17,12 @@ while IFS= read -r line; do
     *'"method":"fail"'*) printf '{"id":%s,"error":{"code":"not_found","message":"no such netdev eth9","command":["ip","link"],"exit_code":1,"stderr":"boom"}}\n' "$id" ;;
     *'"method":"event"'*) printf '{"id":%s,"event":"log","data":{"msg":"hi"}}\n{"id":%s,"result":{}}\n' "$id" "$id" ;;
     *'"method":"die"'*) echo "dying" >&2; exit 3 ;;
+    *'"method":"release"'*)
+      if [ "$FAKE_NO_RELEASE" = 1 ]; then
+        printf '{"id":%s,"error":{"code":"unknown_method","message":"unknown method \"release\""}}\n' "$id"
+      else
+        printf '{"id":%s,"result":{"stopped":[],"rxe_deleted":[]}}\n' "$id"
+      fi ;;
     *) printf '{"id":%s,"error":{"code":"unknown_method","message":"unknown"}}\n' "$id" ;;
   esac
 done

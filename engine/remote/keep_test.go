@@ -1,0 +1,276 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
+)
+
+// keptBed is an in-process SSH host running the fake agent and an
+// in-process mux daemon that keeps agents (KeptAgents), with a Dialer that
+// goes through it, as `rlab facts --persist` does.
+type keptBed struct {
+	srv    *sshtest.Server
+	home   string
+	dir    string // the mux folder
+	d      *sshx.Dialer
+	target sshx.Target
+	agents *Agents
+}
+
+func newKeptBed(t *testing.T, env string) *keptBed {
+	t.Helper()
+	home := t.TempDir()
+	srv := sshtest.Start(t, sshtest.ShellHandler(home))
+	srv.SFTPDir = home
+	kh := sshtest.WriteKnownHosts(t, srv.KnownHostsLine())
+	dir, err := os.MkdirTemp("", "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o700)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		err := sshx.ServeMux(ctx, sshx.MuxServeOptions{Dir: dir, Persist: time.Minute, Log: slog.New(slog.DiscardHandler),
+			Handlers: map[string]sshx.MuxChannelHandler{KeptAgentChannel: &KeptAgents{MaxIdle: 2}}})
+		if err != nil {
+			t.Errorf("mux: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-served; os.RemoveAll(dir) })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "mux.sock")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("mux daemon not listening after 10s")
+		}
+	}
+	d, err := sshx.NewDialer(sshx.Options{KnownHosts: []string{kh}, SSHConfig: "none", AgentSocket: "none", Persist: time.Minute, MuxDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	h, p, _ := net.SplitHostPort(srv.Addr)
+	var port int
+	fmt.Sscan(p, &port)
+	bin := fakeAgent(t)
+	if env != "" {
+		bin = []byte(strings.Replace(string(bin), "#!/bin/sh\n", "#!/bin/sh\n"+env+"\n", 1))
+	}
+	return &keptBed{srv: srv, home: home, dir: dir, d: d, agents: agentsOf(bin),
+		target: sshx.Target{Name: "h", Address: h, Port: port, User: srv.User, IdentityFiles: []string{srv.KeyFile}, NoJump: true}}
+}
+
+// open connects through the mux and opens an agent as Gather does.
+func (b *keptBed) open(t *testing.T) (*Agent, *sshx.Client) {
+	t.Helper()
+	c, err := b.d.Dial(context.Background(), b.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Muxed {
+		t.Fatal("connection not through the mux")
+	}
+	a, _, err := b.agents.Open(context.Background(), c, StartOptions{Host: "h", RunID: "facts", Keep: true})
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return a, c
+}
+
+// use pings the agent, closes it and the connection, and returns its pid.
+func (b *keptBed) use(t *testing.T) int {
+	t.Helper()
+	a, c := b.open(t)
+	defer c.Close()
+	if err := a.Call(context.Background(), "ping", nil, nil); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	a.Close()
+	return a.Hello.PID
+}
+
+// kept is what `rlab mux status` reports for the host, once it is want
+// (a release runs after the caller's Close returned) or after 10s.
+func (b *keptBed) kept(t *testing.T, want int) int {
+	t.Helper()
+	var n int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		st, err := sshx.QueryMux(context.Background(), b.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = 0
+		for _, c := range st.Upstream {
+			n += c.Kept
+		}
+		if n == want {
+			break
+		}
+	}
+	return n
+}
+
+func TestKeptAgentReused(t *testing.T) {
+	b := newKeptBed(t, "")
+	first := b.use(t) // not cached yet: installs and starts an ordinary session
+	second := b.use(t)
+	if second == first {
+		t.Fatalf("the agent started after the install (pid %d) was kept; only the warm start's should be", first)
+	}
+	if n := b.kept(t, 1); n != 1 {
+		t.Fatalf("kept agents after the warm start: %d, want 1", n)
+	}
+	for i := 0; i < 3; i++ {
+		if pid := b.use(t); pid != second {
+			t.Fatalf("run %d: agent pid %d, want the kept %d", i+3, pid, second)
+		}
+	}
+}
+
+func TestKeptAgentNotReleasedIsEnded(t *testing.T) {
+	b := newKeptBed(t, "FAKE_NO_RELEASE=1")
+	b.use(t)
+	p1 := b.use(t)
+	p2 := b.use(t)
+	if p1 == p2 {
+		t.Fatalf("an agent that refused its release (pid %d) was handed out again", p1)
+	}
+	waitGone(t, p1)
+	if n := b.kept(t, 0); n != 0 {
+		t.Errorf("kept agents: %d, want 0", n)
+	}
+}
+
+func TestKeptAgentDiesMidLease(t *testing.T) {
+	b := newKeptBed(t, "")
+	b.use(t)
+	a, c := b.open(t)
+	defer c.Close()
+	err := a.Call(context.Background(), "die", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "lost") {
+		t.Fatalf("call to a dying kept agent: %v, want agent lost", err)
+	}
+	if !strings.Contains(a.Stderr(), "dying") {
+		t.Errorf("its stderr did not reach the caller: %q", a.Stderr())
+	}
+	a.Close()
+	if pid := b.use(t); pid == a.Hello.PID {
+		t.Fatal("a dead agent was handed out again")
+	}
+}
+
+func TestKeptAgentsAtOnce(t *testing.T) {
+	b := newKeptBed(t, "")
+	b.use(t)
+	b.use(t) // one kept now
+	// Three callers at once: each gets its own agent; two are kept after.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	pids := map[int]int{}
+	as := make([]*Agent, 3)
+	for i := range as {
+		a, c := b.open(t)
+		defer c.Close()
+		as[i] = a
+		mu.Lock()
+		pids[a.Hello.PID]++
+		mu.Unlock()
+	}
+	if len(pids) != 3 {
+		t.Fatalf("three leases at once shared agents: pids %v", pids)
+	}
+	for _, a := range as {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.Close()
+		}()
+	}
+	wg.Wait()
+	if n := b.kept(t, 2); n != 2 {
+		t.Errorf("kept agents after three leases with MaxIdle 2: %d, want 2", n)
+	}
+}
+
+// A caller that leaves half-way through a request line: the agent cannot
+// be trusted to be in step, so it is ended, not kept.
+func TestKeptAgentCallerLeavesMidLine(t *testing.T) {
+	b := newKeptBed(t, "")
+	b.use(t)
+	kept := b.use(t)
+	c, err := b.d.Dial(context.Background(), b.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The same command the warm start sends: take the kept agent.
+	a, c2 := b.open(t)
+	cmd := a.cmd
+	a.Close()
+	c2.Close()
+	extra, _ := json.Marshal(keptOpen{Cmd: cmd})
+	ch, reqs, err := c.OpenChannel(KeptAgentChannel, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range reqs {
+		}
+	}()
+	ch.Write([]byte(`{"id":1,"meth`))
+	ch.CloseWrite()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := ch.Read(buf); err != nil {
+			break
+		}
+	}
+	waitGone(t, kept)
+	if pid := b.use(t); pid == kept {
+		t.Fatal("an agent left half a request was handed out again")
+	}
+}
+
+func TestKeptAgentBadRequestRefused(t *testing.T) {
+	b := newKeptBed(t, "")
+	c, err := b.d.Dial(context.Background(), b.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, extra := range [][]byte{nil, []byte("{"), []byte(`{"Cmd":""}`), []byte(`{"Cmd":"` + strings.Repeat("x", maxKeptCmd) + `"}`)} {
+		if _, _, err := c.OpenChannel(KeptAgentChannel, extra); err == nil || !strings.Contains(err.Error(), "bad kept agent request") {
+			t.Errorf("open with %.40q: %v, want refused", extra, err)
+		}
+	}
+}
+
+// waitGone waits for a process to exit.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			return
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
+			return
+		}
+	}
+	t.Errorf("agent pid %d still running", pid)
+}
