@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/spf13/cobra"
@@ -69,6 +70,15 @@ func loadForHosts(cmd *cobra.Command, path string, f *hostFlags) (*lab.Lab, erro
 		return nil, err
 	}
 	l, diags := lab.Load([]string{path}, lo)
+	// Facts and check are about the hosts themselves: a host no workload
+	// uses is what they are for (an inventory), not worth a warning each.
+	kept := diags[:0:0]
+	for _, d := range diags {
+		if d.Severity != hcl.DiagWarning || d.Summary != lab.UnusedHostSummary {
+			kept = append(kept, d)
+		}
+	}
+	diags = kept
 	writeDiags(cmd.ErrOrStderr(), l, diags)
 	if diags.HasErrors() || l == nil {
 		return nil, withCode(exitFail, fmt.Errorf("lab %s is not valid", path))

@@ -204,3 +204,33 @@ func TestValidateRedacts(t *testing.T) {
 		}
 	}
 }
+
+// A host no workload uses is warned about by validate (a run would only
+// connect to it), but not by facts and check, whose whole point it is.
+func TestUnusedHostWarning(t *testing.T) {
+	dir := t.TempDir()
+	labFile := filepath.Join(dir, "inv.hcl")
+	// Port 1 on localhost: refused at once, so facts and check end fast.
+	src := "lab \"inv\" {}\nssh {\n  known_hosts = \"" + filepath.Join(dir, "known_hosts") + "\"\n}\nhost \"a\" {\n  address = \"127.0.0.1\"\n  port = 1\n}\n"
+	if err := os.WriteFile(labFile, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"validate", labFile}, true},
+		{[]string{"facts", labFile}, false},
+		{[]string{"check", labFile}, false},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			stdout, stderr, code := rlab(t, tc.args...)
+			if tc.args[0] != "validate" && (code != exitInfra || !strings.Contains(stdout+stderr, "127.0.0.1:1")) {
+				t.Fatalf("rlab %s: exit %d, want 2 with the refused host named\n%s%s", tc.args[0], code, stdout, stderr)
+			}
+			if got := strings.Contains(stderr, lab.UnusedHostSummary); got != tc.warn {
+				t.Errorf("rlab %s: warns %q = %v, want %v\n%s", strings.Join(tc.args, " "), lab.UnusedHostSummary, got, tc.warn, stderr)
+			}
+		})
+	}
+}

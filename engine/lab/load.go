@@ -351,10 +351,14 @@ func (l *loader) checkUnusedHosts() {
 			continue
 		}
 		warned[h.Block] = true // once per block, not per instance
-		l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Unused host", Subject: h.Range.Ptr(),
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: UnusedHostSummary, Subject: h.Range.Ptr(),
 			Detail: fmt.Sprintf("No rxe, capture or workload uses host %s, and no host jumps through it, so a run only connects to it. Use it, or remove it.", h.Name)})
 	}
 }
+
+// UnusedHostSummary is the summary of the warning for a host nothing uses
+// (commands about hosts alone, such as facts, leave it out).
+const UnusedHostSummary = "Unused host"
 
 // validName reports whether s is a valid HCL identifier (block labels that
 // are referenced must be).

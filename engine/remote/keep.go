@@ -22,6 +22,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -335,7 +336,18 @@ func releaseAnswer(line []byte, id uint64) (*proto.Error, bool) {
 	if json.Unmarshal(line, &env) != nil || env.ID != id || env.Event != "" {
 		return nil, false
 	}
-	return env.Error, true
+	if env.Error != nil {
+		return env.Error, true
+	}
+	// Something it could not undo (an rxe device, a capture): not clean.
+	var res proto.CleanupResult
+	if err := json.Unmarshal(env.Result, &res); err != nil {
+		return &proto.Error{Code: proto.CodeInternal, Message: "release: " + err.Error()}, true
+	}
+	if len(res.Errors) > 0 {
+		return &proto.Error{Code: proto.CodeInternal, Message: "release: " + strings.Join(res.Errors, "; ")}, true
+	}
+	return nil, true
 }
 
 // release asks the agent to end the caller's lease and waits for its

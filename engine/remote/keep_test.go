@@ -143,17 +143,23 @@ func TestKeptAgentReused(t *testing.T) {
 	}
 }
 
+// An agent whose release fails (an older agent without it, or one that
+// could not undo something) is ended, never handed to the next caller.
 func TestKeptAgentNotReleasedIsEnded(t *testing.T) {
-	b := newKeptBed(t, "FAKE_NO_RELEASE=1")
-	b.use(t)
-	p1 := b.use(t)
-	p2 := b.use(t)
-	if p1 == p2 {
-		t.Fatalf("an agent that refused its release (pid %d) was handed out again", p1)
-	}
-	waitGone(t, p1)
-	if n := b.kept(t, 0); n != 0 {
-		t.Errorf("kept agents: %d, want 0", n)
+	for _, env := range []string{"FAKE_NO_RELEASE=1", "FAKE_RELEASE_ERRORS=1"} {
+		t.Run(env, func(t *testing.T) {
+			b := newKeptBed(t, env)
+			b.use(t)
+			p1 := b.use(t)
+			p2 := b.use(t)
+			if p1 == p2 {
+				t.Fatalf("an agent whose release failed (pid %d) was handed out again", p1)
+			}
+			waitGone(t, p1)
+			if n := b.kept(t, 0); n != 0 {
+				t.Errorf("kept agents: %d, want 0", n)
+			}
+		})
 	}
 }
 

@@ -3,7 +3,8 @@
 # a login script might, then a hello carrying its own sha256 (as the real
 # agent does), then answers requests line by line. Methods: ping -> result;
 # fail -> error; event -> one event then a result; die -> exits mid-call;
-# release -> an empty cleanup result (unknown with FAKE_NO_RELEASE=1).
+# release -> an empty cleanup result (unknown with FAKE_NO_RELEASE=1, one
+# with an error it could not undo with FAKE_RELEASE_ERRORS=1).
 # $1=serve $2=--run-id $3=ID $4=--work-dir $5=DIR
 echo "Welcome to the lab host (login script noise)"
 h=$(sha256sum "$0" | cut -d' ' -f1)
@@ -18,7 +19,9 @@ while IFS= read -r line; do
     *'"method":"event"'*) printf '{"id":%s,"event":"log","data":{"msg":"hi"}}\n{"id":%s,"result":{}}\n' "$id" "$id" ;;
     *'"method":"die"'*) echo "dying" >&2; exit 3 ;;
     *'"method":"release"'*)
-      if [ "$FAKE_NO_RELEASE" = 1 ]; then
+      if [ "$FAKE_RELEASE_ERRORS" = 1 ]; then
+        printf '{"id":%s,"result":{"stopped":[],"rxe_deleted":[],"errors":["delete rxe \\"rxe0\\": busy"]}}\n' "$id"
+      elif [ "$FAKE_NO_RELEASE" = 1 ]; then
         printf '{"id":%s,"error":{"code":"unknown_method","message":"unknown method \"release\""}}\n' "$id"
       else
         printf '{"id":%s,"result":{"stopped":[],"rxe_deleted":[]}}\n' "$id"
