@@ -16,10 +16,19 @@ help:
 deps: ## install the Debian packages the tests and the demo need (root)
 	./testdata/deps.sh
 
-agent: agent/dist/bin/rlab-agent-linux-amd64 agent/dist/bin/rlab-agent-linux-arm64 ## build the agent for linux/amd64 and arm64
+agent: agent/dist/bin/rlab-agent-linux-amd64.gz agent/dist/bin/rlab-agent-linux-arm64.gz ## build the agent for linux/amd64 and arm64
 
-agent/dist/bin/rlab-agent-linux-%: $(AGENT_SRC)
+# The binaries are built outside the embedded folder (agent/dist/build);
+# rlab embeds them gzip'd, as they are shipped, with their sha256 beside.
+.SECONDARY: agent/dist/build/rlab-agent-linux-amd64 agent/dist/build/rlab-agent-linux-arm64
+agent/dist/build/rlab-agent-linux-%: $(AGENT_SRC)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $@ ./agent/cmd/rlab-agent
+
+agent/dist/bin/rlab-agent-linux-%.gz: agent/dist/build/rlab-agent-linux-%
+	@rm -f agent/dist/bin/rlab-agent-linux-$*
+	sha256sum $< | cut -d' ' -f1 > agent/dist/bin/rlab-agent-linux-$*.sha256.part
+	gzip -9 -n -c $< > $@.part
+	mv -f agent/dist/bin/rlab-agent-linux-$*.sha256.part agent/dist/bin/rlab-agent-linux-$*.sha256 && mv -f $@.part $@
 
 build: agent ## build bin/rlab with the agent embedded
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/rlab ./cmd/rlab
@@ -60,4 +69,4 @@ bench: build ## benchmarks (see BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./engine/...
 
 clean:
-	rm -rf $(BIN) agent/dist/bin/rlab-agent-*
+	rm -rf $(BIN) agent/dist/bin/rlab-agent-* agent/dist/build

@@ -1,37 +1,89 @@
 package dist
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
 )
 
-func TestBinaryNotEmbedded(t *testing.T) {
+func TestNotEmbedded(t *testing.T) {
 	_, err := Binary("plan9", "mips")
 	if !errors.Is(err, ErrNotEmbedded) || !strings.Contains(err.Error(), "agent for plan9/mips not embedded: build rlab with `make build`") {
 		t.Errorf("Binary(plan9, mips) error = %v", err)
 	}
+	if _, _, _, err := Packed("plan9", "mips"); !errors.Is(err, ErrNotEmbedded) {
+		t.Errorf("Packed(plan9, mips) error = %v", err)
+	}
 }
 
 // TestEmbeddedMatchesBuild checks, when `make agent` has run, that what is
-// embedded is what was built and that its hash is the file's sha256.
+// embedded inflates to what was built, that its recorded sha256 and size are
+// the file's, and that it is smaller than the binary.
 func TestEmbeddedMatchesBuild(t *testing.T) {
 	for _, p := range Platforms {
-		onDisk, err := os.ReadFile("bin/" + FileName(p[0], p[1]))
+		onDisk, err := os.ReadFile("build/" + FileName(p[0], p[1]))
 		if err != nil {
 			t.Logf("%s/%s not built (run make agent); skipping", p[0], p[1])
 			continue
 		}
+		want := sha256.Sum256(onDisk)
 		b, sum, err := SHA256(p[0], p[1])
 		if err != nil {
 			t.Fatalf("built but not embedded: %v", err)
 		}
-		want := sha256.Sum256(onDisk)
-		if len(b) != len(onDisk) || sum != hex.EncodeToString(want[:]) {
-			t.Errorf("%s/%s: embedded %d bytes sha256 %s, file %d bytes", p[0], p[1], len(b), sum, len(onDisk))
+		if !bytes.Equal(b, onDisk) || sum != hex.EncodeToString(want[:]) {
+			t.Errorf("%s/%s: embedded %d bytes sha256 %s, file %d bytes sha256 %x", p[0], p[1], len(b), sum, len(onDisk), want)
+		}
+		gz, psum, size, err := Packed(p[0], p[1])
+		if err != nil || psum != sum || size != int64(len(onDisk)) {
+			t.Errorf("%s/%s: Packed = sha256 %s, size %d, %v; want %s, %d", p[0], p[1], psum, size, err, sum, len(onDisk))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw, err := io.ReadAll(zr); err != nil || !bytes.Equal(raw, onDisk) {
+			t.Errorf("%s/%s: the gzip stream does not inflate to the build (%v)", p[0], p[1], err)
+		}
+		if zr.Header.Name != "" || !zr.Header.ModTime.IsZero() {
+			t.Errorf("%s/%s: gzip header carries name %q, time %v (want gzip -n: reproducible)", p[0], p[1], zr.Header.Name, zr.Header.ModTime)
+		}
+		if len(gz) >= len(onDisk)*2/3 {
+			t.Errorf("%s/%s: %d bytes gzip'd of %d: compression lost?", p[0], p[1], len(gz), len(onDisk))
+		}
+		t.Logf("%s/%s: %d bytes, %d gzip'd", p[0], p[1], len(onDisk), len(gz))
+	}
+}
+
+func TestInflateChecksHash(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte("agent"))
+	zw.Close()
+	good := sha256.Sum256([]byte("agent"))
+	for _, tc := range []struct {
+		name, sum string
+		gz        []byte
+		wantErr   string
+	}{
+		{name: "good", sum: hex.EncodeToString(good[:]), gz: buf.Bytes()},
+		{name: "hash mismatch", sum: strings.Repeat("0", 64), gz: buf.Bytes(), wantErr: "inflates to sha256"},
+		{name: "truncated", sum: hex.EncodeToString(good[:]), gz: buf.Bytes()[:buf.Len()-6], wantErr: "inflate embedded agent"},
+		{name: "not gzip", sum: hex.EncodeToString(good[:]), gz: []byte("agent"), wantErr: "inflate embedded agent"},
+	} {
+		raw, err := inflate(tc.gz, tc.sum, "linux", "amd64")
+		if tc.wantErr == "" {
+			if err != nil || string(raw) != "agent" {
+				t.Errorf("%s: %q, %v", tc.name, raw, err)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.wantErr)
 		}
 	}
 }

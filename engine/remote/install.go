@@ -1,24 +1,30 @@
 // Package remote puts the rlab agent on a host reached over SSH and talks to
-// it: install (probe `uname -sm`, upload with SFTP to a per-user cache path
-// named by the binary's sha256, verify on the host, rename; nothing sent
-// when already there), start (`serve` as one long-lived session, with
-// `sudo -n` for become), a protocol client (concurrent calls, events,
-// bounded stderr, "agent lost" on a dropped session) and Pull (artifacts:
-// small files in one tar stream from `rlab-agent bundle`, big ones over SFTP
-// with large reads; each verified by size and sha256, confined to the
-// destination folder, within a per-host byte cap, with a progress hook).
+// it: install (probe `uname -sm`; when the agent is not in the per-user
+// cache path named by its sha256, stream it gzip'd on one session's stdin
+// to a short sh script that inflates it to a temp name, checks its sha256,
+// chmods and renames it — over SFTP, uncompressed, when the host has no
+// gzip; nothing sent when already there), start (`serve` as one long-lived
+// session, with `sudo -n` for become), a protocol client (concurrent calls,
+// events, bounded stderr, "agent lost" on a dropped session) and Pull
+// (artifacts: small files in one tar stream from `rlab-agent bundle`, big
+// ones over SFTP with large reads; each verified by size and sha256,
+// confined to the destination folder, within a per-host byte cap, with a
+// progress hook).
 //
 // It builds on engine/sshx and agent/proto; it knows nothing of labs.
 package remote
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path"
 	"strconv"
@@ -34,21 +40,73 @@ import (
 // Binaries returns the agent binary for a platform (agent/dist.Binary).
 type Binaries func(goos, goarch string) ([]byte, error)
 
+// Packed returns the agent for a platform as it is shipped
+// (agent/dist.Packed): its gzip stream, and the sha256 (hex) and size of
+// the binary that stream inflates to.
+type Packed func(goos, goarch string) (gz []byte, sum string, size int64, err error)
+
 // Agents holds the agent binaries of a run and their hashes, computed once.
 type Agents struct {
-	get  Binaries
-	mu   sync.Mutex
-	bins map[string]*agentBin
+	get    Binaries
+	packed Packed
+	log    *slog.Logger
+	mu     sync.Mutex
+	bins   map[string]*agentBin
 }
 
+// agentBin is one platform's agent. It comes either as the binary (then
+// gzip'd once per process, at the fastest level, when a host needs it) or
+// as its gzip stream with hash and size (then inflated only for a host
+// without gzip).
 type agentBin struct {
-	data []byte
 	hash string
+	size int64
 	err  error
+
+	rawOnce sync.Once
+	raw     []byte
+	rawErr  error
+	loadRaw func() ([]byte, error)
+
+	gzOnce sync.Once
+	gz     []byte
+	gzErr  error
+	loadGz func() ([]byte, error)
 }
 
-// NewAgents wraps a Binaries function.
-func NewAgents(get Binaries) *Agents { return &Agents{get: get, bins: map[string]*agentBin{}} }
+// data is the agent binary.
+func (b *agentBin) data() ([]byte, error) {
+	b.rawOnce.Do(func() { b.raw, b.rawErr = b.loadRaw() })
+	return b.raw, b.rawErr
+}
+
+// gzipped is the agent's gzip stream, as it goes on the wire.
+func (b *agentBin) gzipped() ([]byte, error) {
+	b.gzOnce.Do(func() { b.gz, b.gzErr = b.loadGz() })
+	return b.gz, b.gzErr
+}
+
+// NewAgents wraps a Binaries function; each agent is gzip'd once per
+// process, the first time a host needs it.
+func NewAgents(get Binaries) *Agents {
+	return &Agents{get: get, bins: map[string]*agentBin{}, log: slog.New(slog.DiscardHandler)}
+}
+
+// NewPackedAgents wraps a Packed function (agent/dist.Packed): the agents
+// come gzip'd at build time, and a warm run never inflates or hashes them.
+func NewPackedAgents(get Packed) *Agents {
+	return &Agents{packed: get, bins: map[string]*agentBin{}, log: slog.New(slog.DiscardHandler)}
+}
+
+// WithLogger sets where installs log how each agent went to its host
+// (debug level: compressed or, without gzip on the host, over SFTP; bytes
+// shipped) and returns a.
+func (a *Agents) WithLogger(l *slog.Logger) *Agents {
+	if l != nil {
+		a.log = l
+	}
+	return a
+}
 
 func (a *Agents) bin(goarch string) *agentBin {
 	a.mu.Lock()
@@ -57,13 +115,61 @@ func (a *Agents) bin(goarch string) *agentBin {
 		return b
 	}
 	b := &agentBin{}
-	b.data, b.err = a.get("linux", goarch)
-	if b.err == nil {
-		s := sha256.Sum256(b.data)
-		b.hash = hex.EncodeToString(s[:])
-	}
 	a.bins[goarch] = b
+	if a.packed != nil {
+		var gz []byte
+		gz, b.hash, b.size, b.err = a.packed("linux", goarch)
+		if b.err == nil {
+			b.loadGz = func() ([]byte, error) { return gz, nil }
+			b.loadRaw = func() ([]byte, error) { return inflate(gz, b.hash, b.size) }
+		}
+		return b
+	}
+	var raw []byte
+	raw, b.err = a.get("linux", goarch)
+	if b.err == nil {
+		s := sha256.Sum256(raw)
+		b.hash = hex.EncodeToString(s[:])
+		b.size = int64(len(raw))
+		b.loadRaw = func() ([]byte, error) { return raw, nil }
+		b.loadGz = func() ([]byte, error) { return deflate(raw) }
+	}
 	return b
+}
+
+// deflate gzips an agent at the fastest level: done on every cold run of
+// an rlab whose agents are not gzip'd at build time, so time counts more
+// than the last few percent of size.
+func deflate(raw []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(raw); err != nil {
+		return nil, fmt.Errorf("gzip the agent: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("gzip the agent: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// inflate returns the binary a packed agent's gzip stream holds, checked
+// against its hash and size.
+func inflate(gz []byte, hash string, size int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, fmt.Errorf("inflate the agent: %w", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, size+1))
+	if err != nil {
+		return nil, fmt.Errorf("inflate the agent: %w", err)
+	}
+	if s := sha256.Sum256(raw); int64(len(raw)) != size || hex.EncodeToString(s[:]) != hash {
+		return nil, fmt.Errorf("inflate the agent: got %d bytes with sha256 %x, want %d bytes with sha256 %s", len(raw), s, size, hash)
+	}
+	return raw, nil
 }
 
 // CacheDir is where agents are kept on a host, relative to the home folder.
@@ -93,10 +199,11 @@ const (
 )
 
 // probeCmd prints, between markers (a login script may print before them),
-// the platform, home, uid, gid and the size of each cached agent we might
-// use. Only hex hashes are interpolated. The cache is not hashed here: the
-// agent hashes itself for its hello, which Start checks, and a stale or
-// corrupt copy is replaced then (Open).
+// the platform, home, uid, gid, the size of each cached agent we might use
+// and which of the tools an install uses the host has (shell builtins
+// only: no fork). Only hex hashes are interpolated. The cache is not hashed
+// here: the agent hashes itself for its hello, which Start checks, and a
+// stale or corrupt copy is replaced then (Open).
 func probeCmd(hashes []string) string {
 	var paths []string
 	for _, h := range hashes {
@@ -106,14 +213,33 @@ func probeCmd(hashes []string) string {
 	if len(paths) > 0 {
 		cmd += "; stat -c '%s %n' " + strings.Join(paths, " ") + " 2>/dev/null"
 	}
+	cmd += "; printf " + toolsTag + "; for t in " + strings.Join(probedTools, " ") + "; do command -v $t >/dev/null 2>&1 && printf ' %s' $t; done; echo"
 	return cmd + "; echo " + probeEnd
 }
+
+// toolsTag begins the probe's line naming the probedTools the host has.
+const toolsTag = "RLAB-TOOLS"
+
+// probedTools: gzip to inflate the agent, and one of the others to check
+// its sha256 (sha256sum: coreutils and busybox; shasum: perl; openssl).
+var probedTools = []string{"gzip", "sha256sum", "shasum", "openssl"}
 
 type probe struct {
 	os, machine string
 	home        string
 	uid, gid    int
 	sizes       map[string]int64 // cached agent path -> size
+	// tools the host has, of probedTools; nil when the probe did not say
+	// (then the compressed install is tried and fails clearly).
+	tools map[string]bool
+}
+
+// canInflate reports whether the host can take the agent gzip'd.
+func (p *probe) canInflate() bool { return p.tools == nil || p.tools["gzip"] }
+
+// canVerify reports whether the host has a tool to check the agent's sha256.
+func (p *probe) canVerify() bool {
+	return p.tools == nil || p.tools["sha256sum"] || p.tools["shasum"] || p.tools["openssl"]
 }
 
 func parseProbe(out []byte) (*probe, error) {
@@ -145,6 +271,13 @@ func parseProbe(out []byte) (*probe, error) {
 		return nil, fmt.Errorf("id -g printed %q", lines[3])
 	}
 	for _, l := range lines[4:] {
+		if rest, ok := strings.CutPrefix(l, toolsTag); ok {
+			p.tools = map[string]bool{}
+			for _, t := range strings.Fields(rest) {
+				p.tools[t] = true
+			}
+			continue
+		}
 		size, file, ok := strings.Cut(l, " ")
 		if n, err := strconv.ParseInt(size, 10, 64); ok && err == nil && n >= 0 {
 			p.sizes[file] = n
@@ -200,54 +333,93 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 // Install makes sure the agent for the host's platform is in its cache,
 // uploading it only when missing (or of the wrong size). Safe when many
 // hosts share one home directory (NFS-style) and install at once: each
-// uploads to its own temp name, verifies it on the host and renames it over
+// writes to its own temp name, verifies it on the host and renames it over
 // the final path atomically; all write identical bytes. Use Open to also
 // replace a cached copy whose content turns out wrong when started.
+//
+// The probe and the upload share one session (installGzip); a host
+// without gzip gets the agent uncompressed over SFTP instead (uploadSFTP).
 func (a *Agents) Install(ctx context.Context, c *sshx.Client) (*Installed, error) {
 	return a.install(ctx, c, false)
 }
 
 func (a *Agents) install(ctx context.Context, c *sshx.Client, force bool) (*Installed, error) {
-	var hashes []string
-	for _, arch := range []string{"amd64", "arm64"} {
-		if b := a.bin(arch); b.err == nil {
-			hashes = append(hashes, b.hash)
+	return a.installProbed(ctx, c, nil, force)
+}
+
+// installProbed installs the agent. p is the probe a warm-start shell
+// already printed (Open's fastStart), or nil: then the install's own
+// session probes first. force uploads even when a copy of the right size
+// is cached.
+func (a *Agents) installProbed(ctx context.Context, c *sshx.Client, p *probe, force bool) (*Installed, error) {
+	if p != nil {
+		inst, b, err := a.plan(p, force)
+		if err != nil || b == nil {
+			return inst, err
 		}
+		if !p.canInflate() || !p.canVerify() {
+			return a.installSFTP(ctx, c, p, inst, b)
+		}
+		return a.installGzip(ctx, c, p, force)
 	}
-	out, err := output(ctx, c.Client, probeCmd(hashes))
-	if err != nil {
-		return nil, fmt.Errorf("probe platform: %w", err)
-	}
-	p, err := parseProbe(out)
-	if err != nil {
-		return nil, fmt.Errorf("probe platform: %w", err)
-	}
+	return a.installGzip(ctx, c, nil, force)
+}
+
+// plan picks the agent for a probed host and where it goes. b is nil when
+// nothing needs to be sent.
+func (a *Agents) plan(p *probe, force bool) (*Installed, *agentBin, error) {
 	if p.os != "Linux" {
-		return nil, fmt.Errorf("probe platform: %s is not supported (the agent runs on Linux)", p.os)
+		return nil, nil, fmt.Errorf("probe platform: %s is not supported (the agent runs on Linux)", p.os)
 	}
 	arch, ok := goarchOf[p.machine]
 	if !ok {
-		return nil, fmt.Errorf("probe platform: machine %q is not supported (agents exist for x86_64 and aarch64)", p.machine)
+		return nil, nil, fmt.Errorf("probe platform: machine %q is not supported (agents exist for x86_64 and aarch64)", p.machine)
 	}
 	b := a.bin(arch)
 	if b.err != nil {
-		return nil, fmt.Errorf("agent for linux/%s: %w", arch, b.err)
+		return nil, nil, fmt.Errorf("agent for linux/%s: %w", arch, b.err)
 	}
-	dir := path.Join(p.home, CacheDir, b.hash)
-	final := path.Join(dir, "rlab-agent")
+	final := path.Join(p.home, CacheDir, b.hash, "rlab-agent")
 	inst := &Installed{Path: final, Hash: b.hash, GOARCH: arch, Home: p.home, UID: p.uid, GID: p.gid}
-	if size, ok := p.sizes[final]; ok && size == int64(len(b.data)) && !force {
-		return inst, nil
+	if size, ok := p.sizes[final]; ok && size == b.size && !force {
+		return inst, nil, nil
 	}
-	n, err := upload(ctx, c, dir, final, b)
+	return inst, b, nil
+}
+
+// hashes are the hashes of every agent this rlab carries.
+func (a *Agents) hashes() []string {
+	var hs []string
+	for _, arch := range []string{"amd64", "arm64"} {
+		if b := a.bin(arch); b.err == nil {
+			hs = append(hs, b.hash)
+		}
+	}
+	return hs
+}
+
+// installSFTP is the install for a host without gzip (or without a tool
+// to check a sha256, which then fails saying so): the binary uncompressed
+// over SFTP to a temp name, verified, renamed.
+func (a *Agents) installSFTP(ctx context.Context, c *sshx.Client, p *probe, inst *Installed, b *agentBin) (*Installed, error) {
+	if !p.canVerify() {
+		return inst, fmt.Errorf("install agent at %s: the host has none of sha256sum, shasum or openssl to verify the upload with: install coreutils", inst.Path)
+	}
+	a.log.Debug("agent install: the host has no gzip; shipping the agent uncompressed over SFTP", "host", c.Name, "bytes", b.size)
+	raw, err := b.data()
+	if err != nil {
+		return inst, fmt.Errorf("install agent at %s: %w", inst.Path, err)
+	}
+	n, err := uploadSFTP(ctx, c, path.Dir(inst.Path), inst.Path, raw, b.hash)
 	inst.Sent = n
 	if err != nil {
-		return inst, fmt.Errorf("install agent at %s: %w", final, err)
+		return inst, fmt.Errorf("install agent at %s: %w", inst.Path, err)
 	}
+	a.log.Debug("agent installed", "host", c.Name, "path", inst.Path, "how", "sftp", "bytes_shipped", n)
 	return inst, nil
 }
 
-func upload(ctx context.Context, c *sshx.Client, dir, final string, b *agentBin) (int64, error) {
+func uploadSFTP(ctx context.Context, c *sshx.Client, dir, final string, data []byte, hash string) (int64, error) {
 	sc, err := sftp.NewClient(c.Client)
 	if err != nil {
 		return 0, fmt.Errorf("start sftp: %w", err)
@@ -263,45 +435,57 @@ func upload(ctx context.Context, c *sshx.Client, dir, final string, b *agentBin)
 		sc.Chmod(d, 0o700)
 	}
 	removeStaleTemps(sc, dir, path.Base(final)+".tmp-", time.Now())
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := final + ".tmp-" + hex.EncodeToString(rnd[:])
+	tmp := final + ".tmp-" + randHex()
 	f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", tmp, err)
 	}
-	n, err := f.ReadFromWithConcurrency(bytes.NewReader(b.data), 0)
+	n, err := f.ReadFromWithConcurrency(bytes.NewReader(data), 0)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	fail := func(err error) (int64, error) {
 		sc.Remove(tmp)
 		if ctx.Err() != nil {
-			return n, fmt.Errorf("upload interrupted after %d of %d bytes: %w", n, len(b.data), ctx.Err())
+			return n, fmt.Errorf("upload interrupted after %d of %d bytes: %w", n, len(data), ctx.Err())
 		}
 		return n, err
 	}
 	if err != nil {
-		if st, serr := sc.StatVFS(dir); serr == nil && st.FreeSpace() < uint64(len(b.data)) {
-			return fail(fmt.Errorf("upload %d bytes to %s: no space left on the host's disk (%d bytes free): %w", len(b.data), tmp, st.FreeSpace(), err))
+		if st, serr := sc.StatVFS(dir); serr == nil && st.FreeSpace() < uint64(len(data)) {
+			return fail(fmt.Errorf("upload %d bytes to %s: no space left on the host's disk (%d bytes free): %w", len(data), tmp, st.FreeSpace(), err))
 		}
-		return fail(fmt.Errorf("upload to %s after %d of %d bytes: %w", tmp, n, len(b.data), err))
+		return fail(fmt.Errorf("upload to %s after %d of %d bytes: %w", tmp, n, len(data), err))
 	}
 	if err := sc.Chmod(tmp, 0o700); err != nil {
 		return fail(fmt.Errorf("chmod %s: %w", tmp, err))
 	}
 	// Verify what landed on the host's disk, not what we sent.
-	out, err := output(ctx, c.Client, "echo "+probeBegin+"; sha256sum "+shellQuote(tmp)+"; echo "+probeEnd)
+	out, err := output(ctx, c.Client, "echo "+probeBegin+"; t="+shellQuote(tmp)+"; "+sumSh+"; echo \"$s\"; echo "+probeEnd)
 	if err != nil {
 		return fail(fmt.Errorf("verify %s: %w", tmp, err))
 	}
-	if sum := sumBetweenMarkers(out); sum != b.hash {
-		return fail(fmt.Errorf("verify %s: sha256 on the host is %q, want %s (upload corrupted)", tmp, truncate(sum, 64), b.hash))
+	if sum := sumBetweenMarkers(out); sum != hash {
+		return fail(fmt.Errorf("verify %s: sha256 on the host is %q, want %s (upload corrupted)", tmp, truncate(sum, 64), hash))
 	}
 	if err := sc.PosixRename(tmp, final); err != nil {
 		return fail(fmt.Errorf("rename %s to %s: %w", tmp, final, err))
 	}
 	return n, nil
+}
+
+// sumSh sets s to the sha256 of the file "$t" followed by a space and
+// more, with the first of sha256sum, shasum, openssl the host has (all
+// print the hex digest first); s is empty when it has none.
+const sumSh = `if command -v sha256sum >/dev/null 2>&1; then s=$(sha256sum <"$t"); ` +
+	`elif command -v shasum >/dev/null 2>&1; then s=$(shasum -a 256 <"$t"); ` +
+	`elif command -v openssl >/dev/null 2>&1; then s=$(openssl dgst -sha256 -r <"$t"); else s=; fi`
+
+// randHex is 8 random bytes in hex: a temp name no other install picks.
+func randHex() string {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	return hex.EncodeToString(rnd[:])
 }
 
 // sumBetweenMarkers returns the first word printed between the probe
@@ -312,8 +496,8 @@ func sumBetweenMarkers(out []byte) string {
 	if i < 0 {
 		return ""
 	}
-	s = s[i+len(probeBegin)+1:]
-	sum, _, _ := strings.Cut(s, " ")
+	line, _, _ := strings.Cut(s[i+len(probeBegin)+1:], "\n")
+	sum, _, _ := strings.Cut(line, " ")
 	return sum
 }
 

@@ -37,8 +37,8 @@ func TestInstallRemovesStaleTemps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.Sent != int64(len(bin)) {
-		t.Fatalf("cold install sent %d bytes, want %d", inst.Sent, len(bin))
+	if inst.Sent != gzLen(bin) {
+		t.Fatalf("cold install sent %d bytes, want %d (the agent gzip'd)", inst.Sent, gzLen(bin))
 	}
 	for _, tc := range []struct {
 		path string

@@ -81,11 +81,11 @@ func TestInstallWarmAndCorrupt(t *testing.T) {
 		before   func(final string)
 		wantSent int64
 	}{
-		{name: "cold: uploads the whole binary", wantSent: int64(len(bin))},
+		{name: "cold: uploads the whole binary", wantSent: gzLen(bin)},
 		{name: "warm: nothing sent", wantSent: 0},
 		{name: "cached file truncated (interrupted earlier): re-sent", before: func(final string) {
 			os.WriteFile(final, bin[:10], 0o700)
-		}, wantSent: int64(len(bin))},
+		}, wantSent: gzLen(bin)},
 		{name: "stale temp file from an interrupted upload: ignored", before: func(final string) {
 			os.WriteFile(final+".tmp-deadbeef", bin[:5], 0o600)
 		}, wantSent: 0},
@@ -184,7 +184,7 @@ func TestInstallInterrupted(t *testing.T) {
 	}
 	// The next run installs cleanly.
 	inst, err := ag.Install(context.Background(), h.c)
-	if err != nil || inst.Sent != int64(len(bin)) {
+	if err != nil || inst.Sent != gzLen(bin) {
 		t.Fatalf("install after interruption: %+v %v", inst, err)
 	}
 }
@@ -326,8 +326,8 @@ func TestOpenReplacesCorruptCache(t *testing.T) {
 		t.Fatalf("open: %v", err)
 	}
 	defer a.Close()
-	if inst.Sent != int64(len(bin)) {
-		t.Errorf("sent %d bytes, want the whole agent again (%d)", inst.Sent, len(bin))
+	if inst.Sent != gzLen(bin) {
+		t.Errorf("sent %d bytes, want the whole agent again, gzip'd (%d)", inst.Sent, gzLen(bin))
 	}
 	if got, _ := os.ReadFile(final); sum(got) != sum(bin) {
 		t.Errorf("cache still corrupt")
