@@ -24,7 +24,7 @@ and captures still running, and its local VMs. Running it twice is harmless.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conn := &runengine.SSHConnector{
 				SSH:    sshx.Options{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew},
-				Agents: remote.NewAgents(dist.Binary),
+				Agents: remote.NewPackedAgents(dist.Packed),
 			}
 			defer conn.Close()
 			res, err := runengine.Down(cmd.Context(), args[0], runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs})

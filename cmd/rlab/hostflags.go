@@ -133,7 +133,7 @@ func (h *hostFlags) gather(ctx context.Context, l *lab.Lab, stderr io.Writer) ([
 	bar := newHostBar(stderr, len(specs))
 	res, st, err := remote.Gather(ctx, specs, remote.GatherOptions{
 		SSH:      h.sshOptions(log),
-		Agents:   remote.NewAgents(dist.Binary),
+		Agents:   remote.NewPackedAgents(dist.Packed).WithLogger(log),
 		Parallel: h.parallel,
 		Progress: bar.progress,
 		// The agent caches tool versions per unchanged binary; --refresh

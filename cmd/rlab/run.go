@@ -117,7 +117,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	conn := &runengine.SSHConnector{
 		Pull:       pullOpts,
 		SSH:        f.hf.sshOptions(log), // --persist too
-		Agents:     remote.NewAgents(dist.Binary),
+		Agents:     remote.NewPackedAgents(dist.Packed).WithLogger(log),
 		Identities: f.hf.identities,
 		SSHTarget:  func(h *lab.Host) sshx.Target { return f.hf.target(h, 0) },
 	}

@@ -271,15 +271,24 @@ func (ag *Agents) Open(ctx context.Context, c *sshx.Client, o StartOptions) (*Ag
 	if err := validRunID(o.RunID); err != nil {
 		return nil, nil, err
 	}
+	var probed *probe // what the warm start's shell printed when nothing was cached
 	if o.WorkDir == "" {
-		if a, inst, ok, err := ag.fastStart(ctx, c, o); ok {
+		a, inst, p, ok, err := ag.fastStart(ctx, c, o)
+		if ok {
 			return a, inst, err
 		}
+		probed = p
 	}
-	inst, err := ag.install(ctx, c, false)
+	inst, err := ag.installProbed(ctx, c, probed, false)
 	if err != nil {
 		return nil, inst, err
 	}
+	return ag.startInstalled(ctx, c, inst, o)
+}
+
+// startInstalled starts the agent just installed; one that is not the build
+// we meant is uploaded again and started once more.
+func (ag *Agents) startInstalled(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions) (*Agent, *Installed, error) {
 	a, err := Start(ctx, c, inst, o)
 	var se *staleError
 	if err == nil || inst.Sent > 0 || !errors.As(err, &se) {
@@ -297,8 +306,9 @@ func (ag *Agents) Open(ctx context.Context, c *sshx.Client, o StartOptions) (*Ag
 }
 
 // fastStart tries the one-session warm start. ok is false when the caller
-// should go the install path (agent not cached, or not the right build).
-func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions) (a *Agent, inst *Installed, ok bool, err error) {
+// should go the install path (agent not cached, or not the right build);
+// probed is then what the host's probe said, when it printed one.
+func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions) (a *Agent, inst *Installed, probed *probe, ok bool, err error) {
 	type cand struct{ arch, hash string }
 	var cands []cand
 	hashes := map[string]bool{}
@@ -311,7 +321,7 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 		}
 	}
 	if len(cands) == 0 {
-		return nil, nil, false, nil
+		return nil, nil, nil, false, nil
 	}
 	// Only hex hashes, the validated run id and SafeName reach the
 	// shell.
@@ -351,16 +361,16 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 		h := a.Hello.Hash
 		home := strings.TrimSuffix(a.Hello.WorkDir, "/.cache/rlab/runs/"+o.RunID+"/"+SafeName(o.Host))
 		a.Installed = &Installed{Path: path.Join(home, CacheDir, h, "rlab-agent"), Hash: h, GOARCH: arches[h], Home: home, UID: a.Hello.UID}
-		return a, a.Installed, true, nil
+		return a, a.Installed, nil, true, nil
 	}
 	var se *staleError
 	if errors.As(err, &se) {
-		return nil, nil, false, nil // the cached copy is not our build: install
+		return nil, nil, nil, false, nil // the cached copy is not our build: install
 	}
-	if _, perr := parseProbe(junk); perr == nil {
-		return nil, nil, false, nil // not cached: install
+	if p, perr := parseProbe(junk); perr == nil {
+		return nil, nil, p, false, nil // not cached: install, with what the probe said
 	}
-	return nil, nil, true, err
+	return nil, nil, nil, true, err
 }
 
 func (a *Agent) stderrNote() string {

@@ -280,3 +280,30 @@ func waitGone(t *testing.T, pid int) {
 	}
 	t.Errorf("agent pid %d still running", pid)
 }
+
+// A cold Open: the warm start's shell finds nothing cached and prints the
+// probe, which the install takes as it is (it then streams the agent at
+// once): three sessions in all (the warm-start shell, the one-session
+// install, the agent). The next Open is warm: one session.
+func TestOpenColdUsesTheWarmStartsProbe(t *testing.T) {
+	h := newHost(t, "")
+	ag := agentsOf(fakeAgent(t))
+	for _, tc := range []struct {
+		name      string
+		wantExecs int32
+		sent      bool
+	}{{"cold", 3, true}, {"warm", 1, false}} {
+		before := h.srv.Execs.Load()
+		a, inst, err := ag.Open(context.Background(), h.c, StartOptions{Host: "h", RunID: "r1"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		a.Close()
+		if n := h.srv.Execs.Load() - before; n != tc.wantExecs {
+			t.Errorf("%s Open: %d exec sessions, want %d", tc.name, n, tc.wantExecs)
+		}
+		if (inst.Sent > 0) != tc.sent {
+			t.Errorf("%s Open: sent %d bytes", tc.name, inst.Sent)
+		}
+	}
+}
