@@ -6,9 +6,12 @@
 // runs: rlab --persist, Ansible's default ControlPersist=60s, and the floor
 // through OpenSSH ControlMaster/ControlPersist. Rounds alternate the order;
 // medians are printed as a Markdown table and raw timings written as JSON.
+// Cold runs also report how many agent copies they shipped (the hosts share
+// one home: a late host may find a sibling's install). -rlab-ref times a
+// second rlab (the previous build) cold and warm in the same rounds.
 //
 //	go build -o bin/rlab ./cmd/rlab   # with the agent embedded: make build
-//	go run ./bench/facts -rlab bin/rlab -hosts 50 -rounds 5
+//	go run ./bench/facts -rlab bin/rlab -hosts 50 -rounds 5 [-rlab-ref old/rlab]
 //
 // Needs root, openssh-server and ansible-core; no QEMU VM may be running.
 package main
@@ -17,12 +20,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/rlab-dev/rlab/bench/internal/benchutil"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlab-dev/rlab/bench/internal/benchutil"
 
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/testbed"
@@ -39,6 +46,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "alternating rounds")
 	persist = flag.String("persist", "60s", "how long rlab --persist, Ansible's and OpenSSH's ControlPersist keep logins (Ansible's default is 60s; rounds longer than it let them expire)")
 	out := flag.String("out", "bench/facts/out", "folder for raw results")
+	flag.StringVar(&rlabRef, "rlab-ref", "", "a second rlab (e.g. the previous build) timed cold and warm in the same rounds, next to -rlab")
 	flag.Parse()
 	if err := run(*rlab, *n, *rounds, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/facts:", err)
@@ -46,7 +54,10 @@ func main() {
 	}
 }
 
-var persist *string
+var (
+	persist *string
+	rlabRef string
+)
 
 func run(rlab string, n, rounds int, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
@@ -132,8 +143,47 @@ func run(rlab string, n, rounds int, out string) error {
 	}
 
 	cache := filepath.Join(bed.Home, remote.CacheDir)
+	// Cold runs report what they shipped, in copies of the agent (the
+	// bytes one copy costs on the wire, measured on one host): the bed's
+	// hosts share one home, so a host that starts late may find a
+	// sibling's fresh install.
+	lab1 := filepath.Join(dir, "bench1.hcl")
+	var lab1hcl strings.Builder
+	fmt.Fprintf(&lab1hcl, "lab \"bench1\" {}\nssh {\n  user = %q\n  identity_file = %q\n  known_hosts = %q\n}\nhost %q { address = %q }\n", bed.User, bed.KeyFile, bed.KnownHosts, bed.Hosts[0].Name, bed.Hosts[0].Addr)
+	if err := os.WriteFile(lab1, []byte(lab1hcl.String()), 0o600); err != nil {
+		return err
+	}
+	shipped := map[string][]float64{}
+	cold := func(name, bin string) (benchutil.Case, error) {
+		unit, own, err := copyBytes(bin, lab1, cache, xdg)
+		if err != nil {
+			return benchutil.Case{}, err
+		}
+		fmt.Fprintf(os.Stderr, "%s: one agent copy is %d bytes on the wire; its agent is %s\n", bin, unit, filepath.Base(own))
+		return benchutil.Case{Name: name, Floor: func() (time.Duration, error) {
+			// Only this rlab's agent: the other's stays cached for its
+			// warm cases.
+			os.RemoveAll(own)
+			c := exec.Command(bin, "facts", "-json", "--parallel", fmt.Sprint(n), labFile)
+			c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg, "RLAB_PERSIST=")
+			var stderr strings.Builder
+			c.Stdout, c.Stderr = io.Discard, &stderr
+			start := time.Now()
+			err := c.Run()
+			d := time.Since(start)
+			if err != nil {
+				return d, fmt.Errorf("%v: %s", err, benchutil.Tail(stderr.String(), 2000))
+			}
+			shipped[name] = append(shipped[name], float64(shippedBytes(stderr.String()))/float64(unit))
+			return d, nil
+		}}, nil
+	}
+	coldCase, err := cold("rlab facts, cold (agent shipped)", rlabAbs)
+	if err != nil {
+		return err
+	}
 	cases := []benchutil.Case{
-		{Name: "rlab facts, cold (agent shipped)", Prep: func() { os.RemoveAll(cache) }, Cmd: rlabCmd()},
+		coldCase,
 		{Name: "rlab facts, warm (agent cached)", Cmd: rlabCmd()},
 		{Name: "ansible -m raw (same facts, same kex)", Cmd: ansible(cfg)},
 		{Name: "floor: parallel `ssh host true`", Floor: func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
@@ -142,20 +192,44 @@ func run(rlab string, n, rounds int, out string) error {
 		{Name: "ansible -m raw, Ansible's ControlPersist=" + *persist, Cmd: ansible(cfgPersist)},
 		{Name: "floor: parallel `ssh host true`, ControlPersist=" + *persist, Floor: func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir, *persist) }},
 	}
+	// Groups keep each warm case right after its cold one; odd rounds
+	// run the groups in reverse.
+	groups := [][]int{{0, 1}, {2}, {3}, {4}, {5}, {6}, {7}}
+	if rlabRef != "" {
+		refAbs, err := filepath.Abs(rlabRef)
+		if err != nil {
+			return err
+		}
+		refCold, err := cold("ref rlab facts, cold (agent shipped)", refAbs)
+		if err != nil {
+			return err
+		}
+		cases = append(cases, refCold, benchutil.Case{Name: "ref rlab facts, warm (agent cached)", Cmd: func() *exec.Cmd {
+			c := exec.Command(refAbs, "facts", "-json", "--parallel", fmt.Sprint(n), labFile)
+			c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg, "RLAB_PERSIST=")
+			return c
+		}})
+		groups = append(groups, []int{8, 9})
+	}
 	if err := benchutil.WarmUp(cases, 5, 6, 7); err != nil {
 		return err
 	}
 	times, err := benchutil.Rounds(cases, rounds, func(r int) []int {
-		if r%2 == 1 {
-			return []int{7, 6, 5, 4, 3, 2, 0, 1}
+		var order []int
+		for i := range groups {
+			g := groups[i]
+			if r%2 == 1 {
+				g = groups[len(groups)-1-i]
+			}
+			order = append(order, g...)
 		}
-		return []int{0, 1, 2, 3, 4, 5, 6, 7}
+		return order
 	}, 40)
 	if err != nil {
 		return err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
+	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "seconds": times, "cold_copies_shipped": shipped, "rlab": rlabAbs, "rlab_ref": rlabRef, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
 	os.WriteFile(filepath.Join(out, "facts.json"), raw, 0o644)
 	ansibleMedian := benchutil.Median(times[cases[2].Name])
 	floor := benchutil.Median(times[cases[3].Name])
@@ -165,6 +239,47 @@ func run(rlab string, n, rounds int, out string) error {
 		m := benchutil.Median(times[c.Name])
 		fmt.Printf("| %s | %.2f | %.1fx | %.1fx | %.2fx |\n", c.Name, m, ansibleMedian/m, ansiblePersist/m, m/floor)
 	}
-	fmt.Printf("\nload average at the end: %s\n", strings.TrimSpace(string(load)))
+	for _, c := range cases {
+		if cp, ok := shipped[c.Name]; ok {
+			fmt.Printf("\n%s: agent copies shipped per round %v", c.Name, cp)
+		}
+	}
+	fmt.Printf("\n\nload average at the end: %s\n", strings.TrimSpace(string(load)))
 	return nil
+}
+
+// copyBytes is what one agent copy costs on the wire for this rlab (what a
+// cold `rlab facts` of one host says it shipped) and the cache folder of
+// its agent.
+func copyBytes(rlab, lab, cache, xdg string) (int64, string, error) {
+	os.RemoveAll(cache)
+	c := exec.Command(rlab, "facts", "-json", lab)
+	c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg, "RLAB_PERSIST=")
+	var stderr strings.Builder
+	c.Stdout, c.Stderr = io.Discard, &stderr
+	if err := c.Run(); err != nil {
+		return 0, "", fmt.Errorf("%s facts of one host: %v: %s", rlab, err, benchutil.Tail(stderr.String(), 2000))
+	}
+	n := shippedBytes(stderr.String())
+	if n <= 0 {
+		return 0, "", fmt.Errorf("%s facts of one host, cold, said it shipped nothing: %s", rlab, benchutil.Tail(stderr.String(), 2000))
+	}
+	dirs, _ := filepath.Glob(filepath.Join(cache, "*", "rlab-agent"))
+	if len(dirs) != 1 {
+		return 0, "", fmt.Errorf("%s facts of one host, cold: want one agent in %s, found %d", rlab, cache, len(dirs))
+	}
+	return n, filepath.Dir(dirs[0]), nil
+}
+
+var shippedLine = regexp.MustCompile(`(?m)^agent: (\d+) bytes shipped to \d+ hosts`)
+
+// shippedBytes is what rlab said it shipped ("agent: N bytes shipped to M
+// hosts" on stderr); 0 when it did not say.
+func shippedBytes(stderr string) int64 {
+	g := shippedLine.FindStringSubmatch(stderr)
+	if g == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(g[1], 10, 64)
+	return n
 }

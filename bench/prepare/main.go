@@ -22,6 +22,9 @@
 //
 // Rounds alternate the order of the groups; medians, ratios and raw rounds
 // are printed as Markdown and kept with the raw outputs under -out.
+// -rlab-ref adds a second rlab (the previous build) cold and warm to the
+// same rounds. A cold run's copies are its bytes shipped over what one
+// copy costs on the wire for that rlab (a cold check of one host).
 //
 //	make build
 //	flock /tmp/rlab-bench.lock go run ./bench/prepare -rlab bin/rlab -hosts 10,50,200 -rounds 5
@@ -59,6 +62,7 @@ func main() {
 	roundsFor := flag.String("rounds-for", "", "fewer or more rounds for some host counts: HOSTS=ROUNDS,...")
 	persist := flag.Duration("persist", 2*time.Minute, "--persist DURATION for the rlab --persist case (run when rlab check offers it); 0: skip it")
 	out := flag.String("out", "bench/prepare/out", "folder for raw results")
+	flag.StringVar(&rlabRef, "rlab-ref", "", "a second rlab (e.g. the previous build) timed cold and warm in the same rounds, next to -rlab")
 	flag.Parse()
 	ns, err := parseHosts(*hosts)
 	if err == nil {
@@ -73,6 +77,8 @@ func main() {
 	}
 }
 
+var rlabRef string
+
 // runRec is one timed run of one case.
 type runRec struct {
 	Round   int     `json:"round"`
@@ -81,7 +87,7 @@ type runRec struct {
 	// Valid: every host reached and checked (see checkVerdict, playVerdict).
 	Valid bool   `json:"valid"`
 	Why   string `json:"why,omitempty"`
-	// Shipped: agent copies sent (rlab: bytes shipped / agent size; Ansible:
+	// Shipped: agent copies sent (rlab: bytes shipped / one copy on the wire; Ansible:
 	// hosts whose copy task changed). The hosts share one home, so a cold
 	// run may find the agent a sibling host just installed.
 	Shipped int `json:"shipped"`
@@ -122,13 +128,17 @@ func (n *nRes) get(key string) *caseRes {
 // bench is the state shared by every host count.
 type bench struct {
 	rlab, dir, out string
+	ref            string // -rlab-ref, absolute; "" without
 	bed            *testbed.Bed
 	agent          agentJob
 	agentSize      int64
-	persist        time.Duration
-	xdg            string // XDG_RUNTIME_DIR for rlab: where its mux lives
-	saveRound      func(*nRes)
-	log            io.Writer
+	// copies: per rlab binary, what one agent copy costs on the wire (a cold
+	// check of one host) and the cache folder of its agent.
+	copies    map[string]agentCopy
+	persist   time.Duration
+	xdg       string // XDG_RUNTIME_DIR for rlab: where its mux lives
+	saveRound func(*nRes)
+	log       io.Writer
 }
 
 func run(rlab string, ns []int, rounds int, roundsFor map[int]int, persist time.Duration, out string) error {
@@ -158,6 +168,11 @@ func run(rlab string, ns []int, rounds int, roundsFor map[int]int, persist time.
 	}
 	defer logf.Close()
 	b := &bench{rlab: rlabAbs, out: out, persist: persist, log: io.MultiWriter(os.Stderr, logf)}
+	if rlabRef != "" {
+		if b.ref, err = filepath.Abs(rlabRef); err != nil {
+			return err
+		}
+	}
 	if b.dir, err = os.MkdirTemp("", "rlab-bench-prepare-"); err != nil {
 		return err
 	}
@@ -181,7 +196,7 @@ func run(rlab string, ns []int, rounds int, roundsFor map[int]int, persist time.
 	// midway keeps what it measured.
 	save := func(results []*nRes) error {
 		raw, _ := json.MarshalIndent(map[string]any{
-			"kex": benchutil.Kex, "when": time.Now().UTC(), "rlab": rlabAbs, "agent_bytes": b.agentSize,
+			"kex": benchutil.Kex, "when": time.Now().UTC(), "rlab": rlabAbs, "rlab_ref": b.ref, "agent_bytes": b.agentSize, "copy_bytes": copyBytesOf(b.copies),
 			"persist": persist.String(), "results": results,
 		}, "", "  ")
 		if err := os.WriteFile(filepath.Join(out, "prepare.json"), raw, 0o644); err != nil {
@@ -256,6 +271,27 @@ func (b *bench) hostCount(n, rounds int) (*nRes, error) {
 		if err := b.takeAgent(rlabCache, ansCache); err != nil {
 			return nil, err
 		}
+		lab1 := filepath.Join(b.dir, "prepare1.hcl")
+		if err := os.WriteFile(lab1, []byte(labHCL(sc, ts[:1])), 0o644); err != nil {
+			return nil, err
+		}
+		b.copies = map[string]agentCopy{}
+		for _, bin := range []string{b.rlab, b.ref} {
+			if bin == "" {
+				continue
+			}
+			cp, err := b.copyOf(bin, lab1, rlabCache)
+			if err != nil {
+				return nil, err
+			}
+			b.copies[bin] = cp
+			fmt.Fprintf(b.log, "%s: one agent copy is %d bytes on the wire; its agent is %s\n", bin, cp.bytes, filepath.Base(cp.dir))
+		}
+		// Warm again for the cases that expect it.
+		os.RemoveAll(rlabCache)
+		if err := b.rlabWarmup(labFile, n); err != nil {
+			return nil, err
+		}
 	}
 	pbFile := filepath.Join(d, "playbook.yml")
 	if err := os.WriteFile(pbFile, []byte(playbook(b.agent)), 0o644); err != nil {
@@ -273,18 +309,23 @@ func (b *bench) hostCount(n, rounds int) (*nRes, error) {
 			return c
 		}
 	}
-	check := func(extra ...string) func() *exec.Cmd {
+	checkWith := func(bin string, extra ...string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			args := append([]string{"check", "-json", "--parallel", fmt.Sprint(n)}, extra...)
-			c := exec.Command(b.rlab, append(args, labFile)...)
+			c := exec.Command(bin, append(args, labFile)...)
 			c.Env = b.env()
 			return c
 		}
 	}
-	rlabVerdict := func(stdout, stderr string, exit int) (int, string) {
-		_, why := checkVerdict([]byte(stdout), exit, n)
-		return int((shippedBytes(stderr) + b.agentSize/2) / max(b.agentSize, 1)), why
+	check := func(extra ...string) func() *exec.Cmd { return checkWith(b.rlab, extra...) }
+	verdictOf := func(bin string) func(stdout, stderr string, exit int) (int, string) {
+		unit := max(b.copies[bin].bytes, 1)
+		return func(stdout, stderr string, exit int) (int, string) {
+			_, why := checkVerdict([]byte(stdout), exit, n)
+			return int((shippedBytes(stderr) + unit/2) / unit), why
+		}
 	}
+	rlabVerdict := verdictOf(b.rlab)
 	ansVerdict := func(stdout, stderr string, exit int) (int, string) {
 		return playVerdict(stdout, exit, names)
 	}
@@ -318,6 +359,15 @@ func (b *bench) hostCount(n, rounds int) (*nRes, error) {
 			{"ansible-cp-warm", "Ansible playbook, warm, ControlPersist=60s (masters reused)", nil, ansible(cfgCP, true), ansVerdict},
 		},
 		{{"floor", "floor: parallel `ssh host true`", nil, nil, nil}},
+	}
+	if b.ref != "" {
+		// Its cold prep removes only its own agent: the other rlab's
+		// stays cached for the cases that expect it.
+		own := b.copies[b.ref].dir
+		groups = slices.Insert(groups, 1, []step{
+			{"ref-rlab-cold", "ref rlab check, cold (agent shipped)", func() { os.RemoveAll(own) }, checkWith(b.ref), verdictOf(b.ref)},
+			{"ref-rlab-warm", "ref rlab check, warm (agent cached)", nil, checkWith(b.ref), verdictOf(b.ref)},
+		})
 	}
 	if b.persist > 0 {
 		p := b.persist.String()
@@ -476,6 +526,29 @@ func (b *bench) ansibleWarmup(c *exec.Cmd, names []string) error {
 	return nil
 }
 
+type agentCopy struct {
+	bytes int64
+	dir   string
+}
+
+// copyOf is what one agent copy costs on the wire for an rlab binary (what a
+// cold check of one host says it shipped) and the cache folder of its agent.
+func (b *bench) copyOf(bin, lab1, cache string) (agentCopy, error) {
+	os.RemoveAll(cache)
+	c := exec.Command(bin, "check", "-json", lab1)
+	c.Env = b.env()
+	_, stderr, _, _, err := timed(c)
+	if err != nil {
+		return agentCopy{}, fmt.Errorf("%s check of one host: %w", bin, err)
+	}
+	n := shippedBytes(stderr)
+	ms, _ := filepath.Glob(filepath.Join(cache, "*", "rlab-agent"))
+	if n <= 0 || len(ms) != 1 {
+		return agentCopy{}, fmt.Errorf("%s check of one host, cold: shipped %d bytes, %d agents in the cache; want some, and one: %s", bin, n, len(ms), benchutil.Tail(stderr, 2000))
+	}
+	return agentCopy{bytes: n, dir: filepath.Dir(ms[0])}, nil
+}
+
 // takeAgent copies the agent rlab installed (the one build in its cache) for
 // the playbook to ship.
 func (b *bench) takeAgent(rlabCache, ansCache string) error {
@@ -508,4 +581,12 @@ func (b *bench) takeAgent(rlabCache, ansCache string) error {
 		Owner:   u.Uid + ":" + u.Gid,
 	}
 	return nil
+}
+
+func copyBytesOf(m map[string]agentCopy) map[string]int64 {
+	out := map[string]int64{}
+	for bin, c := range m {
+		out[bin] = c.bytes
+	}
+	return out
 }
