@@ -40,10 +40,11 @@ func installScript(hashes []string, rnd string, withProbe bool) string {
 	sb.WriteString(`read -r op h || exit 0; [ "$op" = gz ] || exit 0; `)
 	sb.WriteString(`case $h in ` + pat + `) ;; *) st fail hash; exit 1;; esac; `)
 	sb.WriteString(`umask 077; r="$HOME/.cache/rlab"; d="$r/agent/$h"; f="$d/rlab-agent"; t="$f.tmp-` + rnd + `"; `)
-	sb.WriteString(`mkdir -p "$d" || { st fail mkdir; exit 1; }; chmod 700 "$r" "$r/agent" "$d" 2>/dev/null; `)
 	// Temp files of uploads cut off earlier (nothing could remove them),
-	// once older than any upload could take (staleTempAge).
-	sb.WriteString(`find "$d" -maxdepth 1 -type f -name 'rlab-agent.tmp-*' -mmin +` + fmt.Sprint(int(staleTempAge.Minutes())) + ` -exec rm -f {} + 2>/dev/null; `)
+	// once older than any upload could take (staleTempAge); a folder just
+	// made has none (one fork less on a cold host).
+	sb.WriteString(`if [ -d "$d" ]; then find "$d" -maxdepth 1 -type f -name 'rlab-agent.tmp-*' -mmin +` + fmt.Sprint(int(staleTempAge.Minutes())) + ` -exec rm -f {} + 2>/dev/null; `)
+	sb.WriteString(`else mkdir -p "$d" || { st fail mkdir; exit 1; }; fi; chmod 700 "$r" "$r/agent" "$d" 2>/dev/null; `)
 	sb.WriteString(`(set -C; exec gzip -dc >"$t") || { rm -f "$t"; st fail gunzip; exit 1; }; `)
 	sb.WriteString(sumSh + `; `)
 	sb.WriteString(`[ -n "$s" ] || { rm -f "$t"; st fail nosha; exit 1; }; `)
