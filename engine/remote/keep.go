@@ -81,6 +81,7 @@ type keptAgent struct {
 	ended   chan struct{} // stdout ended: the agent is gone
 	errDone chan struct{} // stderr ended
 	timer   *time.Timer   // idle timeout
+	pump    func()        // starts reading its output; nil once started
 }
 
 // Kept counts the idle agents on up.
@@ -140,7 +141,12 @@ func (p *KeptAgents) ServeChannel(nc ssh.NewChannel, up *sshx.Client, log *slog.
 	a.mu.Lock()
 	a.out, a.errw = ch, ch.Stderr()
 	hello := a.hello
+	pump := a.pump
+	a.pump = nil
 	a.mu.Unlock()
+	if pump != nil {
+		pump()
+	}
 	if reused {
 		ch.Write(hello)
 	}
@@ -167,12 +173,14 @@ func (p *KeptAgents) ServeChannel(nc ssh.NewChannel, up *sshx.Client, log *slog.
 	a.mu.Lock()
 	a.out, a.errw = nil, nil
 	a.mu.Unlock()
-	ch.Close()
-	if !ok {
+	// Kept (or ended) before the caller sees its channel close, so its
+	// next command finds the agent idle.
+	if ok {
+		p.put(a)
+	} else {
 		p.end(a, "not released cleanly")
-		return
 	}
-	p.put(a)
+	ch.Close()
 }
 
 // take pops an idle agent for key that is still alive.
@@ -266,8 +274,12 @@ func (p *KeptAgents) start(key keptKey, log *slog.Logger) (*keptAgent, error) {
 		sess.Close()
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	go a.pumpStderr(stderr)
-	go a.pumpStdout(stdout)
+	// The pumps start once the caller is attached (pump), so nothing the
+	// agent writes first, its hello included, goes to no one.
+	a.pump = func() {
+		go a.pumpStderr(stderr)
+		go a.pumpStdout(stdout)
+	}
 	return a, nil
 }
 
@@ -388,6 +400,13 @@ func (p *KeptAgents) release(a *keptAgent) bool {
 // end closes the agent's session: its input ends and it stops everything.
 func (p *KeptAgents) end(a *keptAgent, why string) {
 	a.log.Debug("kept agent ended", "host", a.key.up.Name, "why", why)
+	a.mu.Lock()
+	unread := a.pump != nil
+	a.mu.Unlock()
+	if unread { // never attached: nothing reads its output
+		a.sess.Close()
+		return
+	}
 	a.stdin.Close()
 	go func() {
 		select {

@@ -1,9 +1,11 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
+	"golang.org/x/crypto/ssh"
 )
 
 // keptBed is an in-process SSH host running the fake agent and an
@@ -306,4 +309,79 @@ func TestOpenColdUsesTheWarmStartsProbe(t *testing.T) {
 			t.Errorf("%s Open: sent %d bytes", tc.name, inst.Sent)
 		}
 	}
+}
+
+// pipeChannel is an ssh.Channel made of pipes: the daemon's end of a
+// caller's channel, for driving ServeChannel without an SSH connection.
+type pipeChannel struct {
+	io.Reader
+	w      *io.PipeWriter
+	errw   io.Writer
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *pipeChannel) Write(p []byte) (int, error) { return c.w.Write(p) }
+func (c *pipeChannel) CloseWrite() error           { return c.w.Close() }
+func (c *pipeChannel) Close() error {
+	c.once.Do(func() { close(c.closed); c.w.Close() })
+	return nil
+}
+func (c *pipeChannel) SendRequest(string, bool, []byte) (bool, error) { return false, nil }
+func (c *pipeChannel) Stderr() io.ReadWriter                          { return struct{ io.ReadWriter }{rwOf{c.errw}} }
+
+type rwOf struct{ io.Writer }
+
+func (rwOf) Read([]byte) (int, error) { return 0, io.EOF }
+
+// slowNewChannel is a caller's channel open whose Accept waits for gate.
+type slowNewChannel struct {
+	extra []byte
+	gate  func()
+	ch    ssh.Channel
+}
+
+func (n *slowNewChannel) Accept() (ssh.Channel, <-chan *ssh.Request, error) {
+	n.gate()
+	return n.ch, make(chan *ssh.Request), nil
+}
+func (n *slowNewChannel) Reject(ssh.RejectionReason, string) error { return nil }
+func (n *slowNewChannel) ChannelType() string                      { return KeptAgentChannel }
+func (n *slowNewChannel) ExtraData() []byte                        { return n.extra }
+
+// An agent that writes its hello before the daemon has accepted the
+// caller's channel: the hello still reaches the caller (nothing the agent
+// writes goes to no one).
+func TestKeptAgentHelloBeforeAccept(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "hello-written")
+	h := newHost(t, "")
+	bin := []byte(strings.Replace(string(fakeAgent(t)), "#!/bin/sh\n", "#!/bin/sh\nFAKE_MARK="+mark+"\n", 1))
+	inst, err := agentsOf(bin).Install(context.Background(), h.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, _ := json.Marshal(keptOpen{Cmd: shellQuote(inst.Path) + " serve --run-id r1 --work-dir " + shellQuote(h.home+"/w")})
+	toAgent, fromCaller := io.Pipe()
+	fromAgent, toCaller := io.Pipe()
+	ch := &pipeChannel{Reader: toAgent, w: toCaller, errw: io.Discard, closed: make(chan struct{})}
+	nc := &slowNewChannel{extra: extra, ch: ch, gate: func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(mark); err == nil {
+				return
+			}
+		}
+		t.Error("the fake agent never wrote its hello")
+	}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&KeptAgents{}).ServeChannel(nc, h.c, nil)
+	}()
+	hello, _, err := readHello(bufio.NewReader(fromAgent))
+	if err != nil || hello.Magic != "rlab-agent" {
+		t.Fatalf("caller's hello: %+v, %v", hello, err)
+	}
+	fromCaller.Close()
+	go io.Copy(io.Discard, fromAgent)
+	<-done
 }

@@ -4,13 +4,15 @@
 # agent does), then answers requests line by line. Methods: ping -> result;
 # fail -> error; event -> one event then a result; die -> exits mid-call;
 # release -> an empty cleanup result (unknown with FAKE_NO_RELEASE=1, one
-# with an error it could not undo with FAKE_RELEASE_ERRORS=1).
+# with an error it could not undo with FAKE_RELEASE_ERRORS=1). With
+# FAKE_MARK=FILE it creates FILE once its hello is written.
 # $1=serve $2=--run-id $3=ID $4=--work-dir $5=DIR
 echo "Welcome to the lab host (login script noise)"
 h=$(sha256sum "$0" | cut -d' ' -f1)
 [ "$FAKE_BAD_HASH" = 1 ] && h=0000
 echo "fake agent log line on stderr" >&2
 printf '{"magic":"rlab-agent","proto":1,"hash":"%s","version":"fake","pid":%d,"work_dir":"%s"}\n' "$h" $$ "$5"
+[ -n "$FAKE_MARK" ] && : > "$FAKE_MARK"
 while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
   case "$line" in
