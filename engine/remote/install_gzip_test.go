@@ -140,6 +140,8 @@ func TestInstallCompressed(t *testing.T) {
 		{name: "packed at build time", ag: packedOf(bin, gz), path: full, wantSent: int64(len(gz)), wantExecs: 1},
 		{name: "no gzip on the host: SFTP", ag: agentsOf(bin), path: noGzip, wantSent: int64(len(bin)), wantExecs: 2, wantLog: "has no gzip"},
 		{name: "no gzip, packed: inflated here, SFTP", ag: packedOf(bin, gz), path: noGzip, wantSent: int64(len(bin)), wantExecs: 2},
+		{name: "checked with shasum", ag: agentsOf(bin), path: toolFarm(t, "sha256sum", "openssl"), wantSent: int64(len(gz)), wantExecs: 1},
+		{name: "checked with openssl", ag: agentsOf(bin), path: toolFarm(t, "sha256sum", "shasum"), wantSent: int64(len(gz)), wantExecs: 1},
 		{name: "no sha256 tool", ag: agentsOf(bin), path: noSum, wantErr: []string{"install agent at", "none of sha256sum, shasum or openssl", "install coreutils"}},
 		{name: "stream of another build", ag: packedOf(bin, otherGz), path: full, wantErr: []string{"verify ", ".tmp-", "sha256 on the host is \"" + sum(other) + "\"", "upload corrupted"}},
 		{name: "truncated stream", ag: packedOf(bin, gz[:len(gz)/2]), path: full, wantErr: []string{"upload to ", "inflate after", "unexpected end of file"}},
