@@ -124,6 +124,7 @@ const (
 	CodeCommand     = "command"     // a command the agent ran failed
 	CodeUnsupported = "unsupported" // the host cannot do this
 	CodeInternal    = "internal"
+	CodeBusy        = "busy" // a lease asked for while a client is being served
 )
 
 // Methods.
@@ -149,7 +150,28 @@ const (
 	// not null, when there was nothing. Rxe devices a cleanup was told to
 	// keep stay.
 	MethodRelease = "release"
+	// MethodLease re-targets the agent at one client's run: LeaseParams ->
+	// LeaseResult. Valid only as the first request the agent reads after
+	// its start or after a release (CodeBusy otherwise), so nothing of an
+	// earlier client is running. The new work dir is not the caller's to
+	// name: it is the agent's runs base (the folder holding the run folder
+	// of its start work dir, .../runs/<run>/<host> -> .../runs) joined with
+	// the new run id and the start work dir's last element, created 0700
+	// (owned by --owner) as at start. Everything the agent writes from then
+	// on goes there, and files.* are confined to it. Agents from before it
+	// answer CodeUnknown.
+	MethodLease = "lease"
 )
+
+// LeaseParams name the run a lease is for.
+type LeaseParams struct {
+	RunID string `json:"run_id"` // [A-Za-z0-9._-]{1,200}, not "." or ".."
+}
+
+// LeaseResult is what a lease changes of the hello.
+type LeaseResult struct {
+	WorkDir string `json:"work_dir"`
+}
 
 type Pong struct {
 	Time int64 `json:"time_unix_nano"`

@@ -16,6 +16,7 @@ type lease struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // handlers of this lease still running
+	used   bool           // a request was read in it (a lease then comes too late); the serve loop's only
 }
 
 func newLease(ctx context.Context) *lease {

@@ -39,7 +39,10 @@ type wire struct {
 
 func startWire(t *testing.T, opts Options) *wire {
 	t.Helper()
-	opts.WorkDir, opts.StopGrace = t.TempDir(), 2*time.Second
+	if opts.WorkDir == "" {
+		opts.WorkDir = t.TempDir()
+	}
+	opts.StopGrace = 2 * time.Second
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

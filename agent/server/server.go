@@ -81,6 +81,9 @@ type Options struct {
 type Server struct {
 	opts Options
 	log  *slog.Logger
+	// startWorkDir is the work dir the agent started with; a lease moves
+	// opts.WorkDir next to it (lease.go).
+	startWorkDir string
 
 	wmu sync.Mutex // serialises writes to out
 	out io.Writer
@@ -153,12 +156,13 @@ func New(opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		opts:     opts,
-		log:      log,
-		procs:    map[string]*proc{},
-		captures: map[string]*capture{},
-		tcps:     map[string]*tcpServer{},
-		rxes:     map[string]string{},
+		opts:         opts,
+		log:          log,
+		startWorkDir: wd,
+		procs:        map[string]*proc{},
+		captures:     map[string]*capture{},
+		tcps:         map[string]*tcpServer{},
+		rxes:         map[string]string{},
 	}, nil
 }
 
@@ -188,7 +192,8 @@ var ErrLineTooLong = errors.New("request line longer than proto.MaxLine")
 // started and deletes the rxe devices it created (Cleanup with no keep list).
 // It returns nil when in reached EOF. A release request does the same
 // undoing without returning (release.go): the next lease is served by the
-// same process, without a second hello.
+// same process, without a second hello, and may first move the work dir to
+// its own run (lease.go).
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if s.opts.hostile != "" {
 		out = &hostileWriter{w: out, mode: s.opts.hostile}
@@ -244,6 +249,13 @@ loop:
 				l = s.release(ctx, l, id)
 				continue
 			}
+			if req, ok := leaseRequest(line); ok {
+				// In this loop too: the lines after it see the new work dir.
+				s.lease(l, req)
+				l.used = true
+				continue
+			}
+			l.used = true
 			cur := l
 			cur.wg.Add(1)
 			go func() {

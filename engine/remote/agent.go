@@ -42,6 +42,12 @@ type StartOptions struct {
 	Keep bool
 }
 
+// keptRunID is the run id every kept agent starts with, whoever asks for it
+// first, so facts, check and run find the same agent (the daemon keys its
+// pool by the start command). Each caller then leases it for its own run
+// id (proto.MethodLease), which moves its work dir to that run's.
+const keptRunID = "kept"
+
 // Limits on what a host can make us hold.
 const (
 	maxJunkBytes = 64 << 10 // login-script output before the hello
@@ -323,6 +329,10 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 	if len(cands) == 0 {
 		return nil, nil, nil, false, nil
 	}
+	hs := make([]string, 0, len(cands))
+	for _, cd := range cands {
+		hs = append(hs, cd.hash)
+	}
 	// Only hex hashes, the validated run id and SafeName reach the
 	// shell.
 	// Every fork in this script is paid on every host of every run (about
@@ -333,30 +343,48 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 	// start with our hash, and Open goes the probe-and-install path. The
 	// file is only tested to be executable: installs rename a verified
 	// copy into place, and the hello's self-hash is the check.
-	var sb strings.Builder
-	sb.WriteString(`case "${HOSTTYPE:-$(uname -m)}" in`)
-	for _, cd := range cands {
-		pat := "x86_64|amd64"
-		if cd.arch == "arm64" {
-			pat = "aarch64|arm64"
+	script := func(runID string) string {
+		var sb strings.Builder
+		sb.WriteString(`case "${HOSTTYPE:-$(uname -m)}" in`)
+		for _, cd := range cands {
+			pat := "x86_64|amd64"
+			if cd.arch == "arm64" {
+				pat = "aarch64|arm64"
+			}
+			fmt.Fprintf(&sb, " %s) h=%s;;", pat, cd.hash)
 		}
-		fmt.Fprintf(&sb, " %s) h=%s;;", pat, cd.hash)
+		sb.WriteString(` *) h=;; esac; a="$HOME/` + CacheDir + `/$h/rlab-agent"; `)
+		sb.WriteString(`if [ -n "$h" ] && [ -f "$a" ] && [ -x "$a" ]; then `)
+		serve := `"$a" serve --run-id ` + runID + ` --work-dir "$HOME/.cache/rlab/runs/` + runID + "/" + SafeName(o.Host) + `"`
+		if o.Become {
+			sb.WriteString(`if [ "${EUID:-$(id -u)}" = 0 ]; then exec ` + serve + `; fi; exec sudo -n -- ` + serve + ` --owner "$(id -u):$(id -g)"; fi; `)
+		} else {
+			sb.WriteString(`exec ` + serve + `; fi; `)
+		}
+		sb.WriteString(probeCmd(hs))
+		return sb.String()
 	}
-	sb.WriteString(` *) h=;; esac; a="$HOME/` + CacheDir + `/$h/rlab-agent"; `)
-	sb.WriteString(`if [ -n "$h" ] && [ -f "$a" ] && [ -x "$a" ]; then `)
-	serve := `"$a" serve --run-id ` + o.RunID + ` --work-dir "$HOME/.cache/rlab/runs/` + o.RunID + "/" + SafeName(o.Host) + `"`
-	if o.Become {
-		sb.WriteString(`if [ "${EUID:-$(id -u)}" = 0 ]; then exec ` + serve + `; fi; exec sudo -n -- ` + serve + ` --owner "$(id -u):$(id -g)"; fi; `)
-	} else {
-		sb.WriteString(`exec ` + serve + `; fi; `)
-	}
-	hs := make([]string, 0, len(cands))
-	for _, cd := range cands {
-		hs = append(hs, cd.hash)
-	}
-	sb.WriteString(probeCmd(hs))
 	fake := &Installed{Hash: strings.Join(hs, " or "), Path: "$HOME/" + CacheDir + "/<hash>/rlab-agent"}
-	a, junk, err := startOn(ctx, c, fake, o, sb.String(), hashes, o.Keep)
+	// A kept agent starts for no run in particular (keptRunID) and is
+	// leased for ours; one that cannot be leased (an agent from before
+	// leases) is given back and an ordinary one started.
+	leased := o.Keep && c.Muxed
+	cmd := script(o.RunID)
+	if leased {
+		cmd = script(keptRunID)
+	}
+	a, junk, err := startOn(ctx, c, fake, o, cmd, hashes, leased)
+	if err == nil && leased {
+		if lerr := a.lease(ctx, o.RunID); lerr != nil {
+			a.Close()
+			var ce *CallError
+			if !errors.As(lerr, &ce) || ce.Err.Code != proto.CodeUnknown {
+				return nil, nil, nil, true, fmt.Errorf("start agent: %w", lerr)
+			}
+			ag.log.Debug("kept agent cannot be leased: starting an ordinary one", "host", o.Host)
+			a, junk, err = startOn(ctx, c, fake, o, script(o.RunID), hashes, false)
+		}
+	}
 	if err == nil {
 		h := a.Hello.Hash
 		home := strings.TrimSuffix(a.Hello.WorkDir, "/.cache/rlab/runs/"+o.RunID+"/"+SafeName(o.Host))
@@ -553,6 +581,32 @@ func (a *Agent) forget(id uint64) {
 		delete(a.pending, id)
 	}
 	a.mu.Unlock()
+}
+
+// lease asks a kept agent to work for run runID (proto.MethodLease) and
+// takes the work dir it moved to as its hello's: what pulls, bundles and
+// the home derivation go by. The agent names the dir; one that is not
+// ours under the same home is refused.
+func (a *Agent) lease(ctx context.Context, runID string) error {
+	var res proto.LeaseResult
+	if err := a.Call(ctx, proto.MethodLease, proto.LeaseParams{RunID: runID}, &res); err != nil {
+		return err
+	}
+	tail := "/.cache/rlab/runs/" + keptRunID + "/" + SafeName(a.Host)
+	home, ok := strings.CutSuffix(a.Hello.WorkDir, tail)
+	if want := home + "/.cache/rlab/runs/" + runID + "/" + SafeName(a.Host); !ok || res.WorkDir != want {
+		return fmt.Errorf("host %q: lease: the agent moved to work dir %q, want %q", a.Host, res.WorkDir, want)
+	}
+	a.Hello.WorkDir = res.WorkDir
+	return nil
+}
+
+// Kept reports whether the agent is one the mux daemon keeps between
+// commands (StartOptions.Keep): it outlives this command, so it is not
+// this command's to end by its pid.
+func (a *Agent) Kept() bool {
+	_, ok := a.sess.(*keptConn)
+	return ok
 }
 
 // Lost is closed when the agent's session has ended.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
 	"golang.org/x/crypto/ssh"
@@ -81,6 +83,12 @@ func newKeptBed(t *testing.T, env string) *keptBed {
 // open connects through the mux and opens an agent as Gather does.
 func (b *keptBed) open(t *testing.T) (*Agent, *sshx.Client) {
 	t.Helper()
+	return b.openRun(t, "facts")
+}
+
+// openRun opens an agent for run id run, as rlab run --persist does.
+func (b *keptBed) openRun(t *testing.T, run string) (*Agent, *sshx.Client) {
+	t.Helper()
 	c, err := b.d.Dial(context.Background(), b.target)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +96,7 @@ func (b *keptBed) open(t *testing.T) (*Agent, *sshx.Client) {
 	if !c.Muxed {
 		t.Fatal("connection not through the mux")
 	}
-	a, _, err := b.agents.Open(context.Background(), c, StartOptions{Host: "h", RunID: "facts", Keep: true})
+	a, _, err := b.agents.Open(context.Background(), c, StartOptions{Host: "h", RunID: run, Keep: true})
 	if err != nil {
 		c.Close()
 		t.Fatal(err)
@@ -384,4 +392,86 @@ func TestKeptAgentHelloBeforeAccept(t *testing.T) {
 	fromCaller.Close()
 	go io.Copy(io.Discard, fromAgent)
 	<-done
+}
+
+// Kept agents start for no run (keptRunID) and are leased for each
+// caller's: facts and two runs in turn share one agent, each with its own
+// work dir, and the home is derived from the leased one.
+func TestKeptAgentLeasedPerRun(t *testing.T) {
+	b := newKeptBed(t, "")
+	b.use(t) // installs
+	kept := b.use(t)
+	for _, run := range []string{"facts", "20261126-0500-a", "20261126-0501-b", "facts"} {
+		a, c := b.openRun(t, run)
+		if a.Hello.PID != kept {
+			t.Errorf("run %s: agent pid %d, want the kept %d", run, a.Hello.PID, kept)
+		}
+		if !a.Kept() {
+			t.Errorf("run %s: Kept() false for a kept agent", run)
+		}
+		want := b.home + "/.cache/rlab/runs/" + run + "/h"
+		if a.Hello.WorkDir != want {
+			t.Errorf("run %s: work dir %q, want %q", run, a.Hello.WorkDir, want)
+		}
+		if a.Installed.Home != b.home || a.Installed.Path != b.home+"/"+CacheDir+"/"+a.Hello.Hash+"/rlab-agent" {
+			t.Errorf("run %s: installed %+v, want home %q", run, a.Installed, b.home)
+		}
+		// A second lease in the same lease is refused.
+		err := a.Call(context.Background(), proto.MethodLease, proto.LeaseParams{RunID: "other"}, nil)
+		var ce *CallError
+		if !errors.As(err, &ce) || ce.Err.Code != proto.CodeBusy {
+			t.Errorf("run %s: a lease mid-lease: %v, want busy", run, err)
+		}
+		a.Close()
+		c.Close()
+	}
+}
+
+// An agent from before leases (it answers unknown_method): the caller gives
+// it back and starts an ordinary agent for its run, with its run's work dir.
+func TestKeptAgentWithoutLeaseFallsBack(t *testing.T) {
+	b := newKeptBed(t, "FAKE_NO_LEASE=1")
+	b.use(t)
+	for i, run := range []string{"r1", "r2"} {
+		a, c := b.openRun(t, run)
+		if err := a.Call(context.Background(), "ping", nil, nil); err != nil {
+			t.Fatalf("%s: ping: %v", run, err)
+		}
+		if a.Kept() {
+			t.Errorf("%s: the fallback agent says it is kept", run)
+		}
+		if want := b.home + "/.cache/rlab/runs/" + run + "/h"; a.Hello.WorkDir != want {
+			t.Errorf("%s: work dir %q, want %q", run, a.Hello.WorkDir, want)
+		}
+		a.Close()
+		c.Close()
+		waitGone(t, a.Hello.PID)
+		if i == 0 && b.kept(t, 1) != 1 {
+			t.Errorf("the agent that could not be leased was not given back")
+		}
+	}
+}
+
+// A kept agent that says it moved to a work dir that is not its run's
+// under the same home is not used.
+func TestKeptAgentLeaseElsewhereRefused(t *testing.T) {
+	for _, dir := range []string{"/etc", "$HOME/.cache/rlab/runs/r1/other", "$HOME/.cache/rlab/runs/r2/h"} {
+		t.Run(dir, func(t *testing.T) {
+			b := newKeptBed(t, "FAKE_LEASE_DIR="+dir)
+			b.use(t)
+			c, err := b.d.Dial(context.Background(), b.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			a, _, err := b.agents.Open(context.Background(), c, StartOptions{Host: "h", RunID: "r1", Keep: true})
+			if err == nil {
+				a.Close()
+				t.Fatalf("Open: work dir %q accepted", a.Hello.WorkDir)
+			}
+			if !strings.Contains(err.Error(), "moved to work dir") {
+				t.Errorf("Open: %v, want refused", err)
+			}
+		})
+	}
 }
