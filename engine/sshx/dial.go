@@ -73,6 +73,9 @@ type Dialer struct {
 	slots    map[string]chan struct{}
 	bastions map[string]*bastion
 	closed   bool
+
+	muxMu sync.Mutex
+	link  *muxLink // to the mux daemon (Persist), shared by every host
 }
 
 // bastion is one shared connection: a jump host's, and also any lab host's
@@ -241,6 +244,12 @@ func (d *Dialer) Close() error {
 			b.client.Close()
 		}
 	}
+	d.muxMu.Lock()
+	if d.link != nil {
+		d.link.conn.Close()
+		d.link = nil
+	}
+	d.muxMu.Unlock()
 	return nil
 }
 

@@ -15,6 +15,7 @@ package sshx
 // and callers accept only the host key it wrote there (ssh.FixedHostKey).
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -22,12 +23,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,11 +47,17 @@ const (
 	muxServeLock = "serve.lock"  // held by the daemon for its whole life
 	muxLog       = "log"         // the daemon's log, bounded (log, log.1)
 
-	muxProto   = 1 // bumped when the dial request changes
-	muxReqDial = "dial@rlab"
-	muxReqStat = "status@rlab"
-	muxReqStop = "stop@rlab"
-	muxUser    = "rlab"
+	muxProto = 2 // bumped when the dial request changes
+	// A caller dials a host by opening a dial@rlab channel (the request in
+	// its extra data); the daemon answers on it with one muxDialAnswer
+	// line and keeps it open while the caller uses the host: the caller
+	// closes it when done, the daemon when the host's connection ends.
+	// Channels, unlike global requests, are answered concurrently.
+	muxChanDial = "dial@rlab"
+	muxChanFwd  = "fwd@rlab" // a channel to a dialed host: muxFwd in its extra data
+	muxReqStat  = "status@rlab"
+	muxReqStop  = "stop@rlab"
+	muxUser     = "rlab"
 )
 
 // ErrNoMux: no mux daemon is running in the folder.
@@ -173,11 +182,28 @@ func hashJSON(v any) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// muxDialReply is the daemon's answer to a dial that worked.
+// muxDialReply is the daemon's answer to a dial that worked. ID names the
+// host on this local connection: channels to it carry it (muxFwd).
 type muxDialReply struct {
+	ID               uint64
 	Name, Addr, User string
 	HostKey          []byte
 	Reused           bool
+}
+
+// muxFwd opens a channel of type Type with extra data Data to the host
+// dialed as ID.
+type muxFwd struct {
+	ID   uint64
+	Type string
+	Data []byte
+}
+
+// muxDialAnswer is the first line on a dial@rlab channel.
+type muxDialAnswer struct {
+	OK    bool
+	Reply *muxDialReply   `json:",omitempty"`
+	Error json.RawMessage `json:",omitempty"` // encodeMuxError
 }
 
 // muxError carries a dial error through the mux with its text unchanged
@@ -296,35 +322,237 @@ func (d *Dialer) muxDial(ctx context.Context, t Target) (*Client, error) {
 	// A daemon that was exiting as we connected drops the connection; a
 	// new one is started and asked again.
 	for attempt := 0; attempt < 3; attempt++ {
-		cc, err := d.muxConnect(ctx, dir, true)
+		link, err := d.muxLink(ctx, dir)
 		if err != nil {
 			return nil, err
 		}
-		ok, reply, err := sendRequestCtx(ctx, cc, muxReqDial, payload)
+		dch, r, err := link.dial(ctx, payload)
 		if err != nil {
-			cc.Close()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			link.conn.Close()
 			lastErr = err
 			continue
 		}
-		if !ok {
-			cc.Close()
-			return nil, decodeMuxError(reply)
+		if !r.OK {
+			return nil, decodeMuxError(r.Error)
 		}
-		var r muxDialReply
-		if err := json.Unmarshal(reply, &r); err != nil {
-			cc.Close()
-			return nil, fmt.Errorf("rlab mux: bad dial reply: %w", err)
-		}
-		key, _ := ssh.ParsePublicKey(r.HostKey)
-		d.log.Debug("ssh connection through rlab mux", "host", r.Name, "addr", r.Addr, "reused", r.Reused)
-		cl := newClient(cc, r.Name, r.Addr, r.User, nil, key)
+		key, _ := ssh.ParsePublicKey(r.Reply.HostKey)
+		d.log.Debug("ssh connection through rlab mux", "host", r.Reply.Name, "addr", r.Reply.Addr, "reused", r.Reply.Reused)
+		v := link.view(r.Reply.ID, dch)
+		cl := newClient(ssh.NewClient(v, v.chans, v.reqs), r.Reply.Name, r.Reply.Addr, r.Reply.User, nil, key)
 		cl.Muxed = true
 		return cl, nil
 	}
 	return nil, fmt.Errorf("rlab mux in %s: the daemon dropped the connection 3 times (see %s): %w", dir, filepath.Join(dir, muxLog), lastErr)
+}
+
+// muxLink is a Dialer's one connection to the mux daemon, shared by every
+// host it dials through it: one local handshake per rlab process, not per
+// host. Each dialed host is a view on it (muxView), its channels tagged
+// with the host's ID.
+type muxLink struct {
+	conn ssh.Conn
+	dead chan struct{}
+
+	mu    sync.Mutex
+	views map[uint64]*muxView
+}
+
+// muxLink returns the Dialer's live link to the daemon in dir, connecting
+// (and starting the daemon) when there is none.
+func (d *Dialer) muxLink(ctx context.Context, dir string) (*muxLink, error) {
+	d.muxMu.Lock()
+	defer d.muxMu.Unlock()
+	if l := d.link; l != nil {
+		select {
+		case <-l.dead:
+		default:
+			return l, nil
+		}
+	}
+	conn, chans, reqs, err := d.muxConnect(ctx, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	l := &muxLink{conn: conn, dead: make(chan struct{}), views: map[uint64]*muxView{}}
+	go ssh.DiscardRequests(reqs)
+	go func() {
+		for nc := range chans {
+			nc.Reject(ssh.Prohibited, "rlab: no channels to the caller")
+		}
+	}()
+	go func() {
+		conn.Wait()
+		close(l.dead)
+		l.mu.Lock()
+		vs := l.views
+		l.views = map[uint64]*muxView{}
+		l.mu.Unlock()
+		for _, v := range vs {
+			v.end()
+		}
+	}()
+	d.link = l
+	return l, nil
+}
+
+// dial asks the daemon for a host: a dial@rlab channel and the answer on
+// it. Gives up when ctx ends (the channel closed: the daemon lets go).
+func (l *muxLink) dial(ctx context.Context, payload []byte) (ssh.Channel, *muxDialAnswer, error) {
+	ch, reqs, err := l.conn.OpenChannel(muxChanDial, payload)
+	if err != nil {
+		var oe *ssh.OpenChannelError
+		if errors.As(err, &oe) && strings.Contains(oe.Message, "no host dialed on this connection") {
+			// A daemon of mux protocol 1 (dials were requests).
+			return nil, &muxDialAnswer{Error: encodeMuxError(fmt.Errorf("rlab mux: the running daemon speaks mux protocol 1, this rlab %d: stop it with `rlab mux stop`", muxProto))}, nil
+		}
+		return nil, nil, err
+	}
+	go ssh.DiscardRequests(reqs)
+	stop := context.AfterFunc(ctx, func() { ch.Close() })
+	line, err := bufio.NewReader(io.LimitReader(ch, 1<<20)).ReadBytes('\n')
+	stop()
+	if err != nil {
+		ch.Close()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("rlab mux: no answer to a dial: %w", err)
+	}
+	var a muxDialAnswer
+	if err := json.Unmarshal(line, &a); err != nil || (a.OK && a.Reply == nil) {
+		ch.Close()
+		return nil, nil, fmt.Errorf("rlab mux: bad dial answer %q", truncateBytes(line, 200))
+	}
+	if !a.OK {
+		ch.Close()
+	}
+	return ch, &a, nil
+}
+
+func truncateBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// view makes the ssh.Conn of one dialed host; dch is its dial channel,
+// open while the host is in use.
+func (l *muxLink) view(id uint64, dch ssh.Channel) *muxView {
+	v := &muxView{link: l, id: id, dch: dch, done: make(chan struct{}), chans: make(chan ssh.NewChannel), reqs: make(chan *ssh.Request)}
+	l.mu.Lock()
+	l.views[id] = v
+	l.mu.Unlock()
+	// The daemon closes the dial channel when the host's connection ends.
+	go func() {
+		io.Copy(io.Discard, dch)
+		v.end()
+	}()
+	select {
+	case <-l.dead:
+		v.end()
+	default:
+	}
+	return v
+}
+
+// muxView is one dialed host on a muxLink: the ssh.Conn under that host's
+// *ssh.Client. Its channels go to the daemon tagged with its ID; closing
+// it closes them and tells the daemon.
+type muxView struct {
+	link  *muxLink
+	id    uint64
+	dch   ssh.Channel // the dial channel
+	done  chan struct{}
+	chans chan ssh.NewChannel // the host opens none to us
+	reqs  chan *ssh.Request
+
+	mu   sync.Mutex
+	once sync.Once
+	open []ssh.Channel
+}
+
+func (v *muxView) User() string          { return v.link.conn.User() }
+func (v *muxView) SessionID() []byte     { return v.link.conn.SessionID() }
+func (v *muxView) ClientVersion() []byte { return v.link.conn.ClientVersion() }
+func (v *muxView) ServerVersion() []byte { return v.link.conn.ServerVersion() }
+func (v *muxView) RemoteAddr() net.Addr  { return v.link.conn.RemoteAddr() }
+func (v *muxView) LocalAddr() net.Addr   { return v.link.conn.LocalAddr() }
+
+// SendRequest: global requests are not relayed to hosts (as before the
+// link was shared: the daemon refused them).
+func (v *muxView) SendRequest(name string, wantReply bool, payload []byte) (bool, []byte, error) {
+	select {
+	case <-v.done:
+		return false, nil, io.EOF
+	default:
+	}
+	return false, nil, nil
+}
+
+func (v *muxView) OpenChannel(name string, data []byte) (ssh.Channel, <-chan *ssh.Request, error) {
+	select {
+	case <-v.done:
+		return nil, nil, io.EOF
+	default:
+	}
+	b, err := json.Marshal(muxFwd{ID: v.id, Type: name, Data: data})
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, reqs, err := v.link.conn.OpenChannel(muxChanFwd, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	v.mu.Lock()
+	select {
+	case <-v.done:
+		v.mu.Unlock()
+		ch.Close()
+		return nil, nil, io.EOF
+	default:
+	}
+	// Forget closed channels now and then, so a long-lived view does not
+	// grow without bound.
+	if len(v.open) >= 64 {
+		v.open = v.open[:0]
+	}
+	v.open = append(v.open, ch)
+	v.mu.Unlock()
+	return ch, reqs, nil
+}
+
+// Close ends the view: its channels close and the daemon lets the host go.
+func (v *muxView) Close() error {
+	v.end()
+	return nil
+}
+
+func (v *muxView) end() {
+	v.once.Do(func() {
+		v.mu.Lock()
+		close(v.done)
+		open := v.open
+		v.open = nil
+		v.mu.Unlock()
+		for _, ch := range open {
+			ch.Close()
+		}
+		close(v.chans)
+		close(v.reqs)
+		v.link.mu.Lock()
+		delete(v.link.views, v.id)
+		v.link.mu.Unlock()
+		v.dch.Close()
+	})
+}
+
+func (v *muxView) Wait() error {
+	<-v.done
+	return nil
 }
 
 // sendRequestCtx is SendRequest that gives up (closing c) when ctx ends.
@@ -336,13 +564,13 @@ func sendRequestCtx(ctx context.Context, c *ssh.Client, name string, payload []b
 
 // muxConnect opens an authenticated SSH connection to the daemon in dir,
 // starting the daemon when spawn is set and none answers.
-func (d *Dialer) muxConnect(ctx context.Context, dir string, spawn bool) (*ssh.Client, error) {
+func (d *Dialer) muxConnect(ctx context.Context, dir string, spawn bool) (ssh.Conn, <-chan ssh.NewChannel, <-chan *ssh.Request, error) {
 	conn, err := dialMuxSocket(dir)
 	if err != nil && spawn {
 		conn, err = d.spawnMux(ctx, dir)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	return muxHandshake(ctx, conn, dir)
 }
@@ -364,22 +592,22 @@ func dialMuxSocket(dir string) (*net.UnixConn, error) {
 	return c, nil
 }
 
-func muxHandshake(ctx context.Context, conn *net.UnixConn, dir string) (*ssh.Client, error) {
+func muxHandshake(ctx context.Context, conn *net.UnixConn, dir string) (ssh.Conn, <-chan ssh.NewChannel, <-chan *ssh.Request, error) {
 	// Read after connecting: the daemon writes both before it listens.
 	pubText, err := os.ReadFile(filepath.Join(dir, muxHostKey))
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("rlab mux: read its host key: %w", err)
+		return nil, nil, nil, fmt.Errorf("rlab mux: read its host key: %w", err)
 	}
 	pub, _, _, _, err := ssh.ParseAuthorizedKey(pubText)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("rlab mux: parse its host key %s: %w", filepath.Join(dir, muxHostKey), err)
+		return nil, nil, nil, fmt.Errorf("rlab mux: parse its host key %s: %w", filepath.Join(dir, muxHostKey), err)
 	}
 	token, err := os.ReadFile(filepath.Join(dir, muxToken))
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("rlab mux: read its token: %w", err)
+		return nil, nil, nil, fmt.Errorf("rlab mux: read its token: %w", err)
 	}
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -394,12 +622,12 @@ func muxHandshake(ctx context.Context, conn *net.UnixConn, dir string) (*ssh.Cli
 	if err != nil {
 		conn.Close()
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("rlab mux in %s: handshake: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("rlab mux in %s: handshake: %w", dir, err)
 	}
 	conn.SetDeadline(time.Time{})
-	return ssh.NewClient(cc, chans, reqs), nil
+	return cc, chans, reqs, nil
 }
 
 // spawnMux starts the daemon, once however many callers find none at the
@@ -556,10 +784,11 @@ func muxControl(ctx context.Context, dir, req string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := muxHandshake(ctx, conn, dir)
+	cc, chans, reqs, err := muxHandshake(ctx, conn, dir)
 	if err != nil {
 		return nil, err
 	}
+	c := ssh.NewClient(cc, chans, reqs)
 	defer c.Close()
 	ok, b, err := sendRequestCtx(ctx, c, req, nil)
 	if err != nil {

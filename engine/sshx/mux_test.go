@@ -203,6 +203,7 @@ func TestMuxSessions(t *testing.T) {
 		t.Errorf("second caller: %q", out)
 	}
 	c2.Close()
+	d2.Close() // its process ends: one caller left
 	if n := s.Conns.Load(); n != 1 {
 		t.Errorf("server saw %d logins, want 1 (the second caller should reuse the first)", n)
 	}
@@ -723,5 +724,85 @@ func TestMuxJumpChain(t *testing.T) {
 	}
 	if n := h3.Execs.Load(); n != 0 {
 		t.Errorf("h3 ran %d commands behind a revoked bastion", n)
+	}
+}
+
+// One rlab process dialing many hosts through the daemon at once uses one
+// local connection (one handshake), each host a view on it: sessions work
+// on all of them, closing one host's client leaves the others working and
+// closes its sessions, and the daemon counts each host's use.
+func TestMuxOneLinkPerCaller(t *testing.T) {
+	const n = 6
+	var srvs []*sshtest.Server
+	var lines []string
+	for i := 0; i < n; i++ {
+		s := sshtest.Start(t, sshtest.ShellHandler(t.TempDir()))
+		srvs = append(srvs, s)
+		lines = append(lines, s.KnownHostsLine())
+	}
+	kh := sshtest.WriteKnownHosts(t, lines...)
+	dir := muxDir(t)
+	startMux(t, MuxServeOptions{Dir: dir, Persist: time.Minute})
+	d := muxDialer(t, dir, Options{KnownHosts: []string{kh}})
+	cs := make([]*Client, n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range srvs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tg := target(srvs[i], srvs[i].KeyFile)
+			tg.Name = fmt.Sprintf("h%d", i)
+			cs[i], errs[i] = d.Dial(context.Background(), tg)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("dial h%d: %v", i, err)
+		}
+	}
+	st, err := QueryMux(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Clients != 1 || len(st.Upstream) != n {
+		t.Fatalf("status with %d hosts dialed by one Dialer: %d local connections, %d upstream; want 1 and %d", n, st.Clients, len(st.Upstream), n)
+	}
+	for _, u := range st.Upstream {
+		if u.Users != 1 {
+			t.Errorf("%s: %d users, want 1", u.Name, u.Users)
+		}
+	}
+	// A session left open on h0 ends when h0's client is closed.
+	sess, err := cs[0].NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Start("sleep 60"); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sess.Wait() }()
+	cs[0].Close()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a session stayed open after its host's client was closed")
+	}
+	for i := 1; i < n; i++ {
+		if out := run(t, cs[i], fmt.Sprintf("echo %d", i)); out != fmt.Sprintf("%d\n", i) {
+			t.Errorf("h%d after h0 closed: %q", i, out)
+		}
+	}
+	st, _ = QueryMux(context.Background(), dir)
+	for _, u := range st.Upstream {
+		if want := 1; u.Name == "h0" {
+			if u.Users != 0 {
+				t.Errorf("h0 after its client closed: %d users, want 0", u.Users)
+			}
+		} else if u.Users != want {
+			t.Errorf("%s: %d users, want %d", u.Name, u.Users, want)
+		}
 	}
 }

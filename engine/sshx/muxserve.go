@@ -104,6 +104,7 @@ type muxServer struct {
 	dialers  map[string]*Dialer
 	ups      map[string]*upstream
 	locals   map[*ssh.ServerConn]bool
+	dialing  int
 	lastUsed time.Time
 }
 
@@ -239,7 +240,14 @@ func (m *muxServer) idleLoop(ctx context.Context) {
 	for {
 		m.mu.Lock()
 		tick := min(max(m.persist/4, 10*time.Millisecond), time.Second)
-		idle := len(m.locals) == 0 && time.Since(m.lastUsed) >= m.persist
+		// In use: a host some caller holds, or a dial under way. A
+		// caller's connection alone (an rlab process between hosts) is
+		// not: it dials again, starting a daemon, if this one has gone.
+		busy := m.dialing > 0
+		for _, u := range m.ups {
+			busy = busy || u.users > 0
+		}
+		idle := !busy && time.Since(m.lastUsed) >= m.persist
 		m.mu.Unlock()
 		if idle {
 			m.shutdown("idle")
@@ -283,24 +291,28 @@ func (m *muxServer) handle(c *net.UnixConn) {
 	m.lastUsed = time.Now()
 	m.mu.Unlock()
 
+	// The hosts this caller dialed, by the ID it tags their channels with.
 	var (
-		upMu  sync.Mutex // held across a dial: the end waits for it
-		up    *upstream
-		ended bool
+		upMu   sync.Mutex // held across a dial: the end waits for it
+		ups    = map[uint64]*upstream{}
+		nextID uint64
+		ended  bool
 	)
 	release := func(u *upstream) {
 		m.mu.Lock()
 		u.users--
 		u.lastUsed = time.Now()
+		m.lastUsed = u.lastUsed
 		m.mu.Unlock()
 	}
 	defer func() {
 		sc.Close()
 		upMu.Lock()
 		ended = true
-		if up != nil {
-			release(up)
+		for _, u := range ups {
+			release(u)
 		}
+		ups = nil
 		upMu.Unlock()
 		m.mu.Lock()
 		delete(m.locals, sc)
@@ -310,36 +322,8 @@ func (m *muxServer) handle(c *net.UnixConn) {
 	go func() {
 		for r := range reqs {
 			switch r.Type {
-			case muxReqDial:
-				upMu.Lock()
-				if up != nil {
-					upMu.Unlock()
-					r.Reply(false, encodeMuxError(errors.New("rlab mux: this connection is already dialed")))
-					continue
-				}
-				u, reply, err := m.dial(r.Payload)
-				if err != nil {
-					upMu.Unlock()
-					r.Reply(false, encodeMuxError(err))
-					continue
-				}
-				if ended { // the caller left while we dialed
-					release(u)
-					upMu.Unlock()
-					continue
-				}
-				up = u
-				upMu.Unlock()
-				r.Reply(true, reply)
-				// A dead upstream ends the caller's connection too, so
-				// its sessions fail instead of hanging.
-				go func() {
-					select {
-					case <-u.c.Gone():
-						sc.Close()
-					case <-m.closed:
-					}
-				}()
+			case "dial@rlab": // a caller of mux protocol 1 (dials were requests)
+				r.Reply(false, encodeMuxError(fmt.Errorf("rlab mux: the running daemon speaks mux protocol %d, this rlab 1: stop it with `rlab mux stop`", muxProto)))
 			case muxReqStat:
 				b, _ := json.Marshal(m.status())
 				r.Reply(true, b)
@@ -356,20 +340,93 @@ func (m *muxServer) handle(c *net.UnixConn) {
 		}
 	}()
 	for nc := range chans {
+		if nc.ChannelType() == muxChanDial {
+			go func() {
+				ch, creqs, err := nc.Accept()
+				if err != nil {
+					return
+				}
+				go ssh.DiscardRequests(creqs)
+				defer ch.Close()
+				u, reply, err := m.dial(nc.ExtraData())
+				if err != nil {
+					b, _ := json.Marshal(muxDialAnswer{Error: encodeMuxError(err)})
+					ch.Write(append(b, '\n'))
+					return
+				}
+				upMu.Lock()
+				if ended { // the caller left while we dialed
+					upMu.Unlock()
+					release(u)
+					return
+				}
+				nextID++
+				id := nextID
+				ups[id] = u
+				upMu.Unlock()
+				var dr muxDialReply
+				json.Unmarshal(reply, &dr)
+				dr.ID = id
+				b, _ := json.Marshal(muxDialAnswer{OK: true, Reply: &dr})
+				ch.Write(append(b, '\n'))
+				// Open while the caller uses the host; a dead upstream
+				// closes it, so the caller's sessions fail instead of
+				// hanging.
+				callerDone := make(chan struct{})
+				go func() {
+					io.Copy(io.Discard, ch)
+					close(callerDone)
+				}()
+				select {
+				case <-callerDone:
+				case <-u.c.Gone():
+				case <-m.closed:
+				}
+				upMu.Lock()
+				_, mine := ups[id] // else the caller's end released it
+				delete(ups, id)
+				upMu.Unlock()
+				if mine {
+					release(u)
+				}
+			}()
+			continue
+		}
+		if nc.ChannelType() != muxChanFwd {
+			nc.Reject(ssh.Prohibited, fmt.Sprintf("rlab mux: channel type %q: open channels to a dialed host (%s, mux protocol %d)", nc.ChannelType(), muxChanFwd, muxProto))
+			continue
+		}
+		var f muxFwd
+		if err := json.Unmarshal(nc.ExtraData(), &f); err != nil || f.Type == "" {
+			nc.Reject(ssh.Prohibited, "rlab mux: bad channel request")
+			continue
+		}
 		upMu.Lock()
-		u := up
+		u := ups[f.ID]
 		upMu.Unlock()
 		if u == nil {
-			nc.Reject(ssh.Prohibited, "rlab mux: no host dialed on this connection")
+			nc.Reject(ssh.Prohibited, "rlab mux: no such host dialed on this connection")
 			continue
 		}
-		if h := m.o.Handlers[nc.ChannelType()]; h != nil {
-			go h.ServeChannel(nc, u.c, m.log)
+		fc := &fwdChannel{NewChannel: nc, typ: f.Type, extra: f.Data}
+		if h := m.o.Handlers[f.Type]; h != nil {
+			go h.ServeChannel(fc, u.c, m.log)
 			continue
 		}
-		go relayChannel(nc, u.c)
+		go relayChannel(fc, u.c)
 	}
 }
+
+// fwdChannel is a caller's channel to a dialed host: the type and extra
+// data it asked for, not the muxFwd it came as.
+type fwdChannel struct {
+	ssh.NewChannel
+	typ   string
+	extra []byte
+}
+
+func (f *fwdChannel) ChannelType() string { return f.typ }
+func (f *fwdChannel) ExtraData() []byte   { return f.extra }
 
 // dial answers a dial@rlab request: the live connection for the same key,
 // its host keys checked again against the caller's known_hosts, or a new
@@ -383,6 +440,15 @@ func (m *muxServer) dial(payload []byte) (*upstream, []byte, error) {
 		return nil, nil, fmt.Errorf("rlab mux: the running daemon speaks mux protocol %d, this rlab %d: stop it with `rlab mux stop`", muxProto, req.V)
 	}
 	key := req.connKey()
+	m.mu.Lock()
+	m.dialing++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.dialing--
+		m.lastUsed = time.Now()
+		m.mu.Unlock()
+	}()
 	for attempt := 0; ; attempt++ {
 		m.mu.Lock()
 		if req.Persist > 0 {
