@@ -21,11 +21,16 @@ hosts open after a command ends, as OpenSSH's ControlPersist does: a background
 rlab process per user holds them and later commands reuse them instead of
 logging in again. It exits after DURATION with nothing in use.
 
+It also keeps the agents those commands start on the hosts: the next command
+gets the same agent process, released in between (everything the previous
+command started stopped and undone), so nothing is started on the host.
+
 It listens on a unix socket in a private folder ($XDG_RUNTIME_DIR/rlab, else
 ~/.cache/rlab/mux; mode 0700, refused otherwise), serves only your own user,
 and checks each kept host key against known_hosts again whenever it is reused.
+Stopping it ends every kept login and agent.
 
-  rlab mux status   the connections it holds (like ssh -O check)
+  rlab mux status   the connections and agents it holds (like ssh -O check)
   rlab mux stop     close them all and exit (like ssh -O exit)`,
 	}
 	cmd.AddCommand(newMuxStatusCmd(), newMuxStopCmd(), newMuxServeCmd())
