@@ -9,8 +9,12 @@
 // OpenSSH ControlMaster/ControlPersist. Rounds alternate the order; medians are printed as
 // Markdown, raw timings written as JSON.
 //
+// -rlab-ref times a second rlab (e.g. the previous build) warm and with
+// --persist in the same alternating rounds, next to -rlab (its own mux
+// daemon; the cold case removes only -rlab's agent).
+//
 //	make build
-//	go run ./bench/exec -rlab bin/rlab -hosts 100 -rounds 5
+//	go run ./bench/exec -rlab bin/rlab -hosts 100 -rounds 5 [-rlab-ref old/rlab]
 //
 // Needs root, openssh-server and ansible-core; no QEMU VM may be running.
 package main
@@ -23,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +41,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "alternating rounds")
 	persist = flag.String("persist", "60s", "how long rlab --persist, Ansible's and OpenSSH's ControlPersist keep logins (Ansible's default is 60s; rounds longer than it let them expire)")
 	out := flag.String("out", "bench/exec/out", "folder for raw results")
+	flag.StringVar(&rlabRef, "rlab-ref", "", "a second rlab (e.g. the previous build) timed warm and with --persist in the same rounds, next to -rlab")
 	flag.Parse()
 	if err := run(*rlab, *n, *rounds, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/exec:", err)
@@ -43,7 +49,10 @@ func main() {
 	}
 }
 
-var persist *string
+var (
+	persist *string
+	rlabRef string
+)
 
 func run(rlab string, n, rounds int, out string) error {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {
@@ -116,50 +125,83 @@ func run(rlab string, n, rounds int, out string) error {
 		c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 		c.Run()
 	}()
+	refAbs, xdgRef := "", filepath.Join(dir, "xdg-ref")
+	if rlabRef != "" {
+		if refAbs, err = filepath.Abs(rlabRef); err != nil {
+			return err
+		}
+		if err := os.Mkdir(xdgRef, 0o700); err != nil {
+			return err
+		}
+		defer func() {
+			c := exec.Command(refAbs, "mux", "stop")
+			c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdgRef)
+			c.Run()
+		}()
+	}
 	cpDir := filepath.Join(dir, "cp")
 	if err := os.Mkdir(cpDir, 0o700); err != nil {
 		return err
 	}
 	runs := 0
-	rlabRun := func(extra ...string) func() *exec.Cmd {
+	var own []string // -rlab's agents in the cache
+	binRun := func(bin, xdg string, extra ...string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			runs++
 			args := append([]string{"run", "--parallel", fmt.Sprint(n), "--out", filepath.Join(dir, "runs", fmt.Sprint(runs))}, extra...)
-			c := exec.Command(rlabAbs, append(args, labFile)...)
+			c := exec.Command(bin, append(args, labFile)...)
 			c.Env = append(os.Environ(), "SSH_AUTH_SOCK=", "XDG_RUNTIME_DIR="+xdg, "RLAB_PERSIST=")
 			return c
 		}
 	}
+	rlabRun := func(extra ...string) func() *exec.Cmd { return binRun(rlabAbs, xdg, extra...) }
 	cache := filepath.Join(bed.Home, remote.CacheDir)
 	cases := []benchutil.Case{
 		{Name: "rlab run, exec `true` per host (agent cached)", Cmd: rlabRun()},
 		{Name: "ansible -m raw -a true (same kex)", Cmd: ansible(cfg)},
 		{Name: "floor: parallel `ssh host true` (same kex)", Floor: func() (time.Duration, error) { return benchutil.SSHFloor(bed) }},
 		{Name: "ansible -m raw -a true (OpenSSH default kex)", Cmd: ansible(cfgDefault)},
-		{Name: "rlab run, cold (agent shipped)", Prep: func() { os.RemoveAll(cache) }, Cmd: rlabRun()},
+		{Name: "rlab run, cold (agent shipped)", Prep: func() { removeOwn(cache, own) }, Cmd: rlabRun()},
 		{Name: "rlab run --persist " + *persist + " (logins kept)", Cmd: rlabRun("--persist", *persist)},
 		{Name: "ansible -m raw -a true, Ansible's ControlPersist=" + *persist, Cmd: ansible(cfgPersist)},
 		{Name: "floor: parallel `ssh host true`, ControlPersist=" + *persist, Floor: func() (time.Duration, error) { return benchutil.SSHFloorPersist(bed, cpDir, *persist) }},
 	}
 	// Warm the agent cache once, and open the kept logins of the
-	// persisting cases, as a user's first command does.
+	// persisting cases, as a user's first command does. What the first
+	// warm-up cached is -rlab's agent, the only one the cold case removes.
+	os.RemoveAll(cache)
 	if err := benchutil.RunQuiet(rlabRun()()); err != nil {
 		return fmt.Errorf("warm-up rlab run: %w", err)
 	}
-	if err := benchutil.WarmUp(cases, 5, 6, 7); err != nil {
+	ents, _ := os.ReadDir(cache)
+	for _, e := range ents {
+		own = append(own, e.Name())
+	}
+	warm := []int{5, 6, 7}
+	if refAbs != "" {
+		cases = append(cases,
+			benchutil.Case{Name: "ref rlab run, exec `true` per host (agent cached)", Cmd: binRun(refAbs, xdgRef)},
+			benchutil.Case{Name: "ref rlab run --persist " + *persist + " (logins kept)", Cmd: binRun(refAbs, xdgRef, "--persist", *persist)})
+		warm = append(warm, 8, 9)
+	}
+	if err := benchutil.WarmUp(cases, warm...); err != nil {
 		return err
 	}
 	times, err := benchutil.Rounds(cases, rounds, func(r int) []int {
-		if r%2 == 1 {
-			return []int{7, 6, 5, 3, 2, 1, 0, 4}
+		order := []int{0, 1, 2, 3, 5, 6, 7}
+		if refAbs != "" {
+			order = []int{0, 8, 1, 2, 3, 5, 9, 6, 7}
 		}
-		return []int{0, 1, 2, 3, 5, 6, 7, 4}
-	}, 48)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		return append(order, 4) // cold last: the rest stay warm
+	}, 52)
 	if err != nil {
 		return err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "kex": benchutil.Kex, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
+	raw, _ := json.MarshalIndent(map[string]any{"hosts": n, "rounds": rounds, "kex": benchutil.Kex, "rlab": rlabAbs, "rlab_ref": refAbs, "seconds": times, "when": time.Now().UTC(), "loadavg": strings.TrimSpace(string(load))}, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "exec.json"), raw, 0o644); err != nil {
 		return err
 	}
@@ -173,4 +215,12 @@ func run(rlab string, n, rounds int, out string) error {
 	}
 	fmt.Printf("\nload average at the end: %s\nraw: %s\n", strings.TrimSpace(string(load)), filepath.Join(out, "exec.json"))
 	return nil
+}
+
+// removeOwn removes the named agents from the cache (a cold start of one
+// rlab; the other's stays cached).
+func removeOwn(cache string, own []string) {
+	for _, h := range own {
+		os.RemoveAll(filepath.Join(cache, h))
+	}
 }

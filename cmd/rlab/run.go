@@ -120,6 +120,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		Agents:     remote.NewPackedAgents(dist.Packed).WithLogger(log),
 		Identities: f.hf.identities,
 		SSHTarget:  func(h *lab.Host) sshx.Target { return f.hf.target(h, 0) },
+		Keep:       true, // only through the mux (--persist): its kept agents
 	}
 	defer conn.Close()
 

@@ -33,6 +33,12 @@ type SSHConnector struct {
 	// rules for jump hosts); VM hosts and hosts read back from state.json
 	// use the target's own fields.
 	SSHTarget func(h *lab.Host) sshx.Target
+	// Keep asks, on connections through the mux daemon (--persist), for
+	// the agents it keeps between commands (remote.StartOptions.Keep),
+	// leased for this run: the run's cleanup undoes what it created, and
+	// the daemon's release stops whatever is left once the run lets go of
+	// the agent (Ctrl-C included). rlab down leaves it off.
+	Keep bool
 
 	mu      sync.Mutex
 	dialers map[string]*sshx.Dialer // by the host's own known_hosts file
@@ -102,7 +108,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	if err != nil {
 		return nil, err
 	}
-	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become}
+	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep}
 	var logf *redactingWriter
 	if t.LogDir != "" {
 		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); ferr == nil {
@@ -131,8 +137,19 @@ type sshHost struct {
 	pull remote.PullOptions
 }
 
-func (h *sshHost) Name() string       { return h.a.Host }
-func (h *sshHost) Hello() proto.Hello { return h.a.Hello }
+func (h *sshHost) Name() string { return h.a.Host }
+
+// Hello is the agent's hello; a kept agent's carries no pid: the state
+// records the pid for rlab down to end the run's agent, and a kept agent
+// is the mux daemon's, perhaps serving another command by then (the
+// daemon's release already stopped what this run left).
+func (h *sshHost) Hello() proto.Hello {
+	hello := h.a.Hello
+	if h.a.Kept() {
+		hello.PID = 0
+	}
+	return hello
+}
 
 func (h *sshHost) Call(ctx context.Context, method string, params, result any) error {
 	return h.a.Call(ctx, method, params, result)
