@@ -36,9 +36,11 @@ type StartOptions struct {
 	HelloTimeout time.Duration
 	// Keep asks, on a connection through the mux daemon (--persist), for
 	// an agent the daemon keeps running between commands (KeptAgents):
-	// the warm start then costs no process on the host. For commands that
-	// leave nothing behind (facts, check); an agent is released (everything
-	// it started stopped) before the next command gets it.
+	// the warm start then costs no process on the host. Every kept agent
+	// starts with run id keptRunID and is leased for RunID (its work dir
+	// moves to RunID's) before Open returns; it is released (everything it
+	// started stopped) before the next command gets it. facts, check and
+	// run (--persist) use it; rlab down does not.
 	Keep bool
 }
 

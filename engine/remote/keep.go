@@ -2,7 +2,9 @@ package remote
 
 // Kept agents: with --persist, the mux daemon (engine/sshx) keeps each
 // host's login open; KeptAgents, a handler the daemon runs, also keeps the
-// agents that facts and check start there. A caller opens a
+// agents that facts, check and run start there (all with one start
+// command per host, login and become: the caller leases the agent for its
+// own run afterwards, proto.MethodLease, Agent.lease). A caller opens a
 // KeptAgentChannel carrying the agent's start command; the daemon hands it
 // an idle agent started by the very same command on the very same
 // connection, replaying its hello, or starts one. When the caller is done
