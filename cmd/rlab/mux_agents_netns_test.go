@@ -4,49 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/testbed"
 )
-
-// keptAgentPIDs lists, per bed host, the rlab-agent processes serving
-// `rlab facts` in its network namespace, and whether each runs as root.
-func keptAgentPIDs(t *testing.T, hosts []*testbed.Host) map[string][]string {
-	t.Helper()
-	out, _ := exec.Command("pgrep", "-f", "rlab-agent serve --run-id facts ").Output()
-	byNS := map[string]string{}
-	for _, h := range hosts {
-		byNS[h.NS] = h.Name
-	}
-	got := map[string][]string{}
-	for _, f := range strings.Fields(string(out)) {
-		if comm, _ := os.ReadFile("/proc/" + f + "/comm"); strings.TrimSpace(string(comm)) != "rlab-agent" {
-			continue // sudo, the shell that starts it
-		}
-		ns, err := exec.Command("ip", "netns", "identify", f).Output()
-		if err != nil {
-			continue // gone meanwhile
-		}
-		name, ok := byNS[strings.TrimSpace(string(ns))]
-		if !ok {
-			continue // another test's bed
-		}
-		uid := "user"
-		if st, err := os.ReadFile("/proc/" + f + "/status"); err == nil && strings.Contains(string(st), "\nUid:\t0\t") {
-			uid = "root"
-		}
-		got[name] = append(got[name], f+"/"+uid)
-	}
-	for _, v := range got {
-		sort.Strings(v)
-	}
-	return got
-}
 
 // With --persist the mux daemon keeps the agents `rlab facts` starts: a
 // later `rlab facts` gets its answers from the same agent processes (none
@@ -112,7 +76,7 @@ func TestFactsKeptAgentsNetns(t *testing.T) {
 	facts(2)
 	var kept map[string][]string
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		kept = keptAgentPIDs(t, bed.Hosts)
+		kept = agentsOfRun(t, bed.Hosts, "kept")
 		ok := len(kept) == len(bed.Hosts)
 		for _, v := range kept {
 			ok = ok && len(v) == 1
@@ -151,16 +115,16 @@ func TestFactsKeptAgentsNetns(t *testing.T) {
 	// Third run: the same processes answer; none is started (a new one
 	// would be kept beside the old: two per host).
 	facts(3)
-	if now := keptAgentPIDs(t, bed.Hosts); fmt.Sprint(now) != fmt.Sprint(kept) {
+	if now := agentsOfRun(t, bed.Hosts, "kept"); fmt.Sprint(now) != fmt.Sprint(kept) {
 		t.Errorf("agents after the third run %v, want the kept %v", now, kept)
 	}
 
 	if _, stderr, code := runRlabEnv(t, env, "mux", "stop"); code != 0 {
 		t.Fatalf("mux stop: exit %d\n%s", code, stderr)
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(keptAgentPIDs(t, bed.Hosts)) > 0; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); len(agentsOfRun(t, bed.Hosts, "kept")) > 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("agents still running 30s after mux stop: %v", keptAgentPIDs(t, bed.Hosts))
+			t.Fatalf("agents still running 30s after mux stop: %v", agentsOfRun(t, bed.Hosts, "kept"))
 		}
 	}
 }
