@@ -127,22 +127,9 @@ func TestCaptureTCPOverVeth(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, self)
-	cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+peerDir)
-	peerIn, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerOut, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var peerErr bytes.Buffer
 	cmd.Stderr = &peerErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	peerDone := make(chan error, 1)
-	go func() { peerDone <- cmd.Wait() }()
+	peerIn, peerOut, peerDone := helperServe(t, cmd, peerDir)
 	peer := newClient(t, peerIn, peerOut, peerDone)
 
 	local, srv := startAgent(t, Options{})

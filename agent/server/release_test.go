@@ -490,20 +490,7 @@ func TestReleaseRealProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+t.TempDir())
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	in, out, done := helperServe(t, cmd, t.TempDir())
 	c := newClient(t, in, out, done)
 	for lease := range 3 {
 		var st proto.ProcStarted
@@ -594,24 +581,12 @@ func BenchmarkAgentStart(b *testing.B) {
 	}
 	dir := b.TempDir()
 	for b.Loop() {
-		cmd := exec.Command(self)
-		cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+dir)
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
+		in, out, done := helperServe(b, exec.Command(self), dir)
 		if _, err := bufio.NewReader(out).ReadBytes('\n'); err != nil {
 			b.Fatal(err)
 		}
 		in.Close()
-		if err := cmd.Wait(); err != nil {
+		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -90,6 +90,27 @@ func startAgent(t testing.TB, opts Options) (*client, *Server) {
 	return c, srv
 }
 
+// helperServe starts cmd (this test binary, perhaps under `ip netns exec`)
+// as an agent serving on pipes with work dir dir, as an SSH session runs
+// it; done receives its exit.
+func helperServe(t testing.TB, cmd *exec.Cmd, dir string) (in io.WriteCloser, out io.Reader, done chan error) {
+	t.Helper()
+	cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+dir)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return in, out, done
+}
+
 func newClient(t testing.TB, in io.WriteCloser, out io.Reader, done chan error) *client {
 	t.Helper()
 	c := &client{t: t, in: in, done: done, waiters: map[uint64]chan proto.Envelope{},
@@ -515,20 +536,7 @@ func TestAgentKilledTakesChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=serve", "RLAB_TEST_WORKDIR="+t.TempDir())
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	in, out, done := helperServe(t, cmd, t.TempDir())
 	c := newClient(t, in, out, done)
 	var st proto.ProcStarted
 	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "orphan", Argv: []string{"sleep", "1000"}}, &st)

@@ -3,19 +3,13 @@ package remote
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
 )
 
@@ -56,47 +50,11 @@ func shellHost(t *testing.T, home, pathDir, noise string) *host {
 	if home == "" {
 		home = t.TempDir()
 	}
-	handler := func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
-		c := exec.Command("/bin/sh", "-c", cmd)
-		c.Dir = home
-		c.Env = []string{"HOME=" + home, "PATH=" + pathDir, "LC_ALL=C"}
+	shell := sshtest.ShellHandlerPath(home, pathDir)
+	return newHostWith(t, home, func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, noise)
-		c.Stdout, c.Stderr = stdout, stderr
-		w, err := c.StdinPipe()
-		if err != nil {
-			return 127
-		}
-		c.WaitDelay = time.Second
-		if err := c.Start(); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 127
-		}
-		go func() { io.Copy(w, stdin); w.Close() }()
-		if err := c.Wait(); err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				return ee.ExitCode()
-			}
-			return 127
-		}
-		return 0
-	}
-	s := sshtest.Start(t, handler)
-	s.SFTPDir = home
-	kh := sshtest.WriteKnownHosts(t, s.KnownHostsLine())
-	d, err := sshx.NewDialer(sshx.Options{KnownHosts: []string{kh}, SSHConfig: "none", AgentSocket: "none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, p, _ := net.SplitHostPort(s.Addr)
-	var port int
-	fmt.Sscan(p, &port)
-	c, err := d.Dial(context.Background(), sshx.Target{Name: "h", Address: h, Port: port, User: s.User, IdentityFiles: []string{s.KeyFile}, NoJump: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(); d.Close() })
-	return &host{srv: s, home: home, c: c}
+		return shell(cmd, stdin, stdout, stderr)
+	})
 }
 
 // packedOf is a Packed source that ships gz for an agent b: gz need not

@@ -32,7 +32,13 @@ func newHost(t *testing.T, home string) *host {
 	if home == "" {
 		home = t.TempDir()
 	}
-	s := sshtest.Start(t, sshtest.ShellHandler(home))
+	return newHostWith(t, home, sshtest.ShellHandler(home))
+}
+
+// newHostWith is newHost with the server's exec handler.
+func newHostWith(t *testing.T, home string, handler sshtest.Handler) *host {
+	t.Helper()
+	s := sshtest.Start(t, handler)
 	s.SFTPDir = home
 	kh := sshtest.WriteKnownHosts(t, s.KnownHostsLine())
 	d, err := sshx.NewDialer(sshx.Options{KnownHosts: []string{kh}, SSHConfig: "none", AgentSocket: "none"})

@@ -117,10 +117,16 @@ func WriteKey(t testing.TB, dir, name string, s ssh.Signer, passphrase string) s
 // sshd runs a user's command: a real shell and real processes, on this
 // machine, as the test's user.
 func ShellHandler(home string) Handler {
+	return ShellHandlerPath(home, "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+}
+
+// ShellHandlerPath is ShellHandler with the commands' PATH (a host without
+// some tool: a folder of links to all the others).
+func ShellHandlerPath(home, path string) Handler {
 	return func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
 		c := exec.Command("/bin/sh", "-c", cmd)
 		c.Dir = home
-		c.Env = []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL=C"}
+		c.Env = []string{"HOME=" + home, "PATH=" + path, "LC_ALL=C"}
 		c.Stdout, c.Stderr = stdout, stderr
 		// Copy stdin ourselves: exec would wait for a client that keeps
 		// stdin open after the command exited.
