@@ -35,14 +35,7 @@ func TestFactsKeptAgentsNetns(t *testing.T) {
 	if err := os.WriteFile(labFile, []byte(lab.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runtime, err := os.MkdirTemp("", "xdg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(runtime) })
-	os.Chmod(runtime, 0o700)
-	env := []string{"XDG_RUNTIME_DIR=" + runtime}
-	t.Cleanup(func() { runRlabEnv(t, env, "mux", "stop") })
+	env := muxEnv(t)
 
 	type hostOut struct {
 		Facts *struct {

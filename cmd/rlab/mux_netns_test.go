@@ -31,6 +31,22 @@ func runRlabEnv(t *testing.T, env []string, args ...string) (stdout, stderr stri
 	return o.String(), e.String(), code
 }
 
+// muxEnv is the environment for rlab commands that share a private mux
+// folder (XDG_RUNTIME_DIR); its daemon is stopped and the folder removed
+// when the test ends.
+func muxEnv(t *testing.T) []string {
+	t.Helper()
+	runtime, err := os.MkdirTemp("", "xdg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runtime) })
+	os.Chmod(runtime, 0o700)
+	env := []string{"XDG_RUNTIME_DIR=" + runtime}
+	t.Cleanup(func() { runRlabEnv(t, env, "mux", "stop") })
+	return env
+}
+
 // sshPeers lists the established TCP connections to sshd (port 22) in a
 // host's namespace, as "peer-address:port".
 func sshPeers(t *testing.T, h *testbed.Host) []string {
@@ -56,14 +72,7 @@ func sshPeers(t *testing.T, h *testbed.Host) []string {
 func TestFactsPersistNetns(t *testing.T) {
 	bed := testbed.Start(t, testbed.Options{Hosts: 2, BehindBastion: 1})
 	labFile := bedLab(t, bed, bed.KnownHosts, "")
-	runtime, err := os.MkdirTemp("", "xdg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(runtime) })
-	os.Chmod(runtime, 0o700)
-	env := []string{"XDG_RUNTIME_DIR=" + runtime}
-	t.Cleanup(func() { runRlabEnv(t, env, "mux", "stop") })
+	env := muxEnv(t)
 
 	hosts := append([]*testbed.Host{bed.Bastion}, bed.Hosts...)
 	before := map[string][]string{}

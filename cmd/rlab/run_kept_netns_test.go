@@ -101,14 +101,7 @@ func TestRunKeptAgentsNetns(t *testing.T) {
 	if err := os.WriteFile(slowFile, []byte(slow), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runtime, err := os.MkdirTemp("", "xdg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(runtime) })
-	os.Chmod(runtime, 0o700)
-	env := []string{"XDG_RUNTIME_DIR=" + runtime}
-	t.Cleanup(func() { runRlabEnv(t, env, "mux", "stop") })
+	env := muxEnv(t)
 	u, err := user.Lookup(bed.User)
 	if err != nil {
 		t.Fatal(err)
