@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -337,6 +339,9 @@ func TestRootOnlyForFixedCommands(t *testing.T) {
 	if err := os.Chown(base, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
+	// The owner can reach its folder, as a user reaches its home (work
+	// folders are made as the owner).
+	os.Chmod(filepath.Dir(base), 0o711)
 	c, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "w"), Owner: &Owner{UID: 65534, GID: 65534}})
 	for _, tc := range []struct {
 		name string
@@ -356,6 +361,50 @@ func TestRootOnlyForFixedCommands(t *testing.T) {
 		}
 		if !tc.ok && (pe == nil || pe.Code != proto.CodePermission) {
 			t.Errorf("%s: err %v, want a permission error", tc.name, pe)
+		}
+	}
+}
+
+// TestWorkDirsMadeAsOwner: a root agent for a user and an agent of that
+// user sharing the home make their work dirs under one new run folder at
+// the same moment (two hosts, one home, NFS-style). The run folder is the
+// user's from its first instant, so the user's side never finds a folder of
+// root's it cannot write in.
+func TestWorkDirsMadeAsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	const uid = 65534
+	owner := &Owner{UID: uid, GID: uid}
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		run := filepath.Join(base, fmt.Sprintf("run%d", i))
+		user := exec.Command("mkdir", "-p", filepath.Join(run, "user-host"))
+		user.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		var out bytes.Buffer
+		user.Stderr = &out
+		if err := user.Start(); err != nil {
+			t.Fatal(err)
+		}
+		rootErr := mkdirAllOwned(filepath.Join(run, "root-host"), owner)
+		if err := user.Wait(); err != nil {
+			t.Fatalf("round %d: the user's mkdir beside the root agent's: %v: %s", i, err, out.String())
+		}
+		if rootErr != nil {
+			t.Fatalf("round %d: root agent: %v", i, rootErr)
+		}
+		for _, d := range []string{run, filepath.Join(run, "root-host")} {
+			fi, err := os.Stat(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != uid {
+				t.Fatalf("%s owned by %d:%d, want %d:%d", d, st.Uid, st.Gid, uid, uid)
+			}
 		}
 	}
 }

@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // mkdirAllOwned is os.MkdirAll(dir, 0700) that also chowns every directory
@@ -57,22 +60,67 @@ func mkdirAllOwned(dir string, owner *Owner) error {
 			break
 		}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+	// Outermost first. With an owner each folder is made as the owner (its
+	// filesystem uid and gid), so it is the owner's from its first instant:
+	// an agent of the owner's sharing the home (NFS) never finds a folder
+	// of root's it cannot write in.
+	for i := len(created) - 1; i >= 0; i-- {
+		d := created[i]
+		var err error
+		if owner != nil {
+			err = mkdirAs(d, owner)
+		} else {
+			err = os.Mkdir(d, 0o700)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			// Made meanwhile (an agent for another host sharing the home).
+			fi, serr := os.Lstat(d)
+			if serr != nil || !fi.IsDir() {
+				return fmt.Errorf("create %q: made meanwhile, and not a folder", d)
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); owner != nil && (!ok || int(st.Uid) != owner.UID) {
+				return fmt.Errorf("create %q: made meanwhile by another uid than the owner's %d: refusing it", d, owner.UID)
+			}
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	// MkdirAll honours umask; the work dir must be exactly 0700.
+	// Mkdir honours umask; the work dir must be exactly 0700.
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return err
 	}
 	if owner == nil {
 		return nil
 	}
-	for _, d := range created {
-		if err := os.Chown(d, owner.UID, owner.GID); err != nil {
-			return fmt.Errorf("chown %q to %d:%d: %w", d, owner.UID, owner.GID, err)
-		}
-	}
 	return os.Chown(dir, owner.UID, owner.GID)
+}
+
+// mkdirAs makes folder d (0700) with the owner's filesystem uid and gid
+// (setfsuid/setfsgid apply to this thread only, so it is locked for the
+// while): the folder is the owner's as it is made, and the owner's own
+// permissions decide whether it can be.
+func mkdirAs(d string, owner *Owner) error {
+	runtime.LockOSThread()
+	gid, _ := unix.SetfsgidRetGid(owner.GID)
+	uid, _ := unix.SetfsuidRetUid(owner.UID)
+	now, _ := unix.SetfsuidRetUid(-1)
+	var err error
+	if now != owner.UID {
+		err = fmt.Errorf("create %q as uid %d: setfsuid did not take", d, owner.UID)
+	} else {
+		err = os.Mkdir(d, 0o700)
+	}
+	unix.SetfsuidRetUid(uid)
+	unix.SetfsgidRetGid(gid)
+	if back, _ := unix.SetfsuidRetUid(-1); back != uid {
+		// Leave the thread locked: Go ends it with this goroutine rather
+		// than run others with the owner's file permissions.
+		return fmt.Errorf("create %q: could not restore the filesystem uid %d", d, uid)
+	}
+	runtime.UnlockOSThread()
+	return err
 }
 
 // own chowns path to the owner, when there is one.
