@@ -24,8 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -174,7 +172,7 @@ func run(rlab string, n, rounds int, out string) error {
 			if err != nil {
 				return d, fmt.Errorf("%v: %s", err, benchutil.Tail(stderr.String(), 2000))
 			}
-			shipped[name] = append(shipped[name], float64(shippedBytes(stderr.String()))/float64(unit))
+			shipped[name] = append(shipped[name], float64(benchutil.ShippedBytes(stderr.String()))/float64(unit))
 			return d, nil
 		}}, nil
 	}
@@ -260,7 +258,7 @@ func copyBytes(rlab, lab, cache, xdg string) (int64, string, error) {
 	if err := c.Run(); err != nil {
 		return 0, "", fmt.Errorf("%s facts of one host: %v: %s", rlab, err, benchutil.Tail(stderr.String(), 2000))
 	}
-	n := shippedBytes(stderr.String())
+	n := benchutil.ShippedBytes(stderr.String())
 	if n <= 0 {
 		return 0, "", fmt.Errorf("%s facts of one host, cold, said it shipped nothing: %s", rlab, benchutil.Tail(stderr.String(), 2000))
 	}
@@ -269,17 +267,4 @@ func copyBytes(rlab, lab, cache, xdg string) (int64, string, error) {
 		return 0, "", fmt.Errorf("%s facts of one host, cold: want one agent in %s, found %d", rlab, cache, len(dirs))
 	}
 	return n, filepath.Dir(dirs[0]), nil
-}
-
-var shippedLine = regexp.MustCompile(`(?m)^agent: (\d+) bytes shipped to \d+ hosts`)
-
-// shippedBytes is what rlab said it shipped ("agent: N bytes shipped to M
-// hosts" on stderr); 0 when it did not say.
-func shippedBytes(stderr string) int64 {
-	g := shippedLine.FindStringSubmatch(stderr)
-	if g == nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(g[1], 10, 64)
-	return n
 }

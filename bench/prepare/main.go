@@ -322,7 +322,7 @@ func (b *bench) hostCount(n, rounds int) (*nRes, error) {
 		unit := max(b.copies[bin].bytes, 1)
 		return func(stdout, stderr string, exit int) (int, string) {
 			_, why := checkVerdict([]byte(stdout), exit, n)
-			return int((shippedBytes(stderr) + unit/2) / unit), why
+			return int((benchutil.ShippedBytes(stderr) + unit/2) / unit), why
 		}
 	}
 	rlabVerdict := verdictOf(b.rlab)
@@ -541,7 +541,7 @@ func (b *bench) copyOf(bin, lab1, cache string) (agentCopy, error) {
 	if err != nil {
 		return agentCopy{}, fmt.Errorf("%s check of one host: %w", bin, err)
 	}
-	n := shippedBytes(stderr)
+	n := benchutil.ShippedBytes(stderr)
 	ms, _ := filepath.Glob(filepath.Join(cache, "*", "rlab-agent"))
 	if n <= 0 || len(ms) != 1 {
 		return agentCopy{}, fmt.Errorf("%s check of one host, cold: shipped %d bytes, %d agents in the cache; want some, and one: %s", bin, n, len(ms), benchutil.Tail(stderr, 2000))

@@ -138,19 +138,6 @@ func playVerdict(stdout string, exit int, hosts []string) (changed int, why stri
 	return changed, ""
 }
 
-var shippedLine = regexp.MustCompile(`(?m)^agent: (\d+) bytes shipped to (\d+) hosts`)
-
-// shippedBytes is what rlab said it shipped ("agent: N bytes shipped to M
-// hosts" on stderr); 0 when it did not say (nothing shipped).
-func shippedBytes(stderr string) int64 {
-	g := shippedLine.FindStringSubmatch(stderr)
-	if g == nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(g[1], 10, 64)
-	return n
-}
-
 // parseHosts reads -hosts: host counts, comma-separated, each ≥ 1.
 func parseHosts(s string) ([]int, error) {
 	var out []int

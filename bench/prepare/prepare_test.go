@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/bench/internal/benchutil"
 	"github.com/rlab-dev/rlab/engine/lab"
 )
 
@@ -152,8 +153,8 @@ func TestShippedBytes(t *testing.T) {
 		{"Error: 3 problems: the lab cannot run on these hosts as they are\n", 0},
 		{"noise agent: 12 bytes shipped to 3 hosts\n", 0}, // not at a line start
 	} {
-		if got := shippedBytes(tc.in); got != tc.want {
-			t.Errorf("shippedBytes(%q) = %d, want %d", tc.in, got, tc.want)
+		if got := benchutil.ShippedBytes(tc.in); got != tc.want {
+			t.Errorf("benchutil.ShippedBytes(%q) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
 }

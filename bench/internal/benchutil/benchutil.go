@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -205,4 +207,17 @@ func Rounds(cases []Case, rounds int, order func(r int) []int, width int) (map[s
 		}
 	}
 	return times, nil
+}
+
+var shippedLine = regexp.MustCompile(`(?m)^agent: (\d+) bytes shipped to \d+ hosts`)
+
+// ShippedBytes is what rlab said it shipped ("agent: N bytes shipped to M
+// hosts" on stderr); 0 when it did not say (nothing shipped).
+func ShippedBytes(stderr string) int64 {
+	g := shippedLine.FindStringSubmatch(stderr)
+	if g == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(g[1], 10, 64)
+	return n
 }
