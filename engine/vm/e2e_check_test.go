@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rlab-dev/rlab/engine/image"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -22,22 +20,10 @@ import (
 // naming the expect, what it wanted and what it read. Each check boots its
 // VMs, creates the rxe devices it needs and removes them again.
 func TestE2EStudentCheck(t *testing.T) {
-	if os.Getenv("RLAB_VM_E2E") != "1" {
-		t.Skip("real-rxe end-to-end test: set RLAB_VM_E2E=1 (root, qemu, mmdebstrap; see make test-vm)")
-	}
-	bin := os.Getenv("RLAB_BIN")
-	if bin == "" {
-		t.Skip("RLAB_BIN is not set (make test-vm sets it to the built rlab)")
-	}
+	bin := e2eBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	if _, err := image.Ensure(ctx, image.DefaultRecipe(""), image.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := e2eImage(ctx, t)
 	type report struct {
 		Pass     bool              `json:"pass"`
 		Students []results.Student `json:"students"`

@@ -17,12 +17,10 @@ import (
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
-// TestE2ERlabRun runs the example labs with the real rlab binary
-// ($RLAB_BIN, `make test-vm` sets it) on two local VMs and checks what a
-// user would: every workload ok with non-zero samples that carry units, the
-// capture holds RoCEv2 packets of the expected opcodes, the rxe devices were
-// deleted at teardown, and no qemu is left.
-func TestE2ERlabRun(t *testing.T) {
+// e2eBin skips unless the real-rxe bed is asked for, and returns the rlab
+// binary under test ($RLAB_BIN, `make test-vm` sets it).
+func e2eBin(t *testing.T) string {
+	t.Helper()
 	if os.Getenv("RLAB_VM_E2E") != "1" {
 		t.Skip("real-rxe end-to-end test: set RLAB_VM_E2E=1 (root, qemu, mmdebstrap; see make test-vm)")
 	}
@@ -30,11 +28,13 @@ func TestE2ERlabRun(t *testing.T) {
 	if bin == "" {
 		t.Skip("RLAB_BIN is not set (make test-vm sets it to the built rlab)")
 	}
-	if err := exec.Command(bin, "run", "--help").Run(); err != nil {
-		t.Skipf("%s has no working `run` command yet: %v", bin, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
+	return bin
+}
+
+// e2eImage builds (or finds cached) the VM image and returns the project
+// root, where the labs are.
+func e2eImage(ctx context.Context, t *testing.T) string {
+	t.Helper()
 	if _, err := image.Ensure(ctx, image.DefaultRecipe(""), image.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +42,22 @@ func TestE2ERlabRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root
+}
+
+// TestE2ERlabRun runs the example labs with the real rlab binary
+// ($RLAB_BIN, `make test-vm` sets it) on two local VMs and checks what a
+// user would: every workload ok with non-zero samples that carry units, the
+// capture holds RoCEv2 packets of the expected opcodes, the rxe devices were
+// deleted at teardown, and no qemu is left.
+func TestE2ERlabRun(t *testing.T) {
+	bin := e2eBin(t)
+	if err := exec.Command(bin, "run", "--help").Run(); err != nil {
+		t.Skipf("%s has no working `run` command yet: %v", bin, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	root := e2eImage(ctx, t)
 	tests := []struct {
 		lab     string
 		opcodes []int // BTH opcodes the lab's capture must hold
