@@ -58,8 +58,8 @@ func (e *linkDownError) Error() string { return e.link.String() + " down: " + e.
 func (e *linkDownError) Unwrap() error { return e.err }
 
 const (
-	linkProbeEvery   = 5 * time.Second
-	linkProbeTimeout = 5 * time.Second
+	linkProbeEvery   = 3 * time.Second
+	linkProbeTimeout = 4 * time.Second
 	linkProbeMisses  = 2 // failures in a row before the link is called down
 )
 
