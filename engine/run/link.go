@@ -124,13 +124,16 @@ func (r *runner) probeLink(ctx context.Context, l dataLink) error {
 	}
 	var sent, got proto.TCPResult
 	sendErr := cli.Call(ctx, proto.MethodTCPSend, proto.TCPSendParams{Handle: hd, Addr: l.addr, Port: serving.Port, TimeoutMs: int(linkProbeTimeout / time.Millisecond)}, &sent)
-	wait := 1 // ms: after a failed send only release the listener
-	if sendErr == nil {
-		wait = int(linkProbeTimeout / time.Millisecond)
-	}
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), linkProbeTimeout+time.Second)
 	defer wcancel()
-	_ = srv.Call(wctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: hd, TimeoutMs: wait}, &got)
+	if sendErr == nil {
+		_ = srv.Call(wctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: hd, TimeoutMs: int(linkProbeTimeout / time.Millisecond)}, &got)
+	} else {
+		// Close the listener now: left open on the workload's port it
+		// would take that port from a later run of the workload.
+		var pr proto.ProcResult
+		_ = srv.Call(wctx, proto.MethodProcStop, proto.ProcStopParams{Handle: hd}, &pr)
+	}
 	if sendErr != nil && ctx.Err() == nil || sendErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("host %q cannot reach %s:%d on host %q: %s", l.client, l.addr, serving.Port, l.server, firstLineOf(sendErr.Error()))
 	}
