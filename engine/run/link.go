@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -135,7 +136,7 @@ func (r *runner) probeLink(ctx context.Context, l dataLink) error {
 		_ = srv.Call(wctx, proto.MethodProcStop, proto.ProcStopParams{Handle: hd}, &pr)
 	}
 	if sendErr != nil && ctx.Err() == nil || sendErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("host %q cannot reach %s:%d on host %q: %s", l.client, l.addr, serving.Port, l.server, firstLineOf(sendErr.Error()))
+		return fmt.Errorf("host %q cannot reach %s:%d on host %q: %s", l.client, l.addr, serving.Port, l.server, plainText(firstLineOf(sendErr.Error())))
 	}
 	return nil
 }
@@ -222,4 +223,15 @@ func (r *runner) checkLinkAfter(ctx context.Context, n *workloadNode) {
 		}
 	}
 	r.markLinkDown(&linkDownError{link: l, err: err})
+}
+
+// plainText escapes control characters of text that came from a host (the
+// agent's error), since the link error is printed to the terminal as is.
+func plainText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
 }
