@@ -219,6 +219,12 @@ func scanKnownHosts(f string) (map[int]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	return caLines(b), nil
+}
+
+// caLines returns the numbers (from 1) of the @cert-authority lines of a
+// known_hosts file's content.
+func caLines(b []byte) map[int]bool {
 	marks := map[int]bool{}
 	for i, line := range bytes.Split(b, []byte("\n")) {
 		line = bytes.TrimSpace(line)
@@ -226,7 +232,7 @@ func scanKnownHosts(f string) (map[int]bool, error) {
 			marks[i+1] = true
 		}
 	}
-	return marks, nil
+	return marks
 }
 
 // fakeKey is offered to the callback to learn which keys are known for a

@@ -75,3 +75,19 @@ func TestFilesReadCapped(t *testing.T) {
 		})
 	}
 }
+
+// FuzzCALines: whatever a known_hosts file holds, scanning it for
+// @cert-authority lines does not panic, and every line it marks is one.
+func FuzzCALines(f *testing.F) {
+	f.Add([]byte("@cert-authority *.example.org ssh-ed25519 AAAA\nhost ssh-ed25519 AAAA\n"))
+	f.Add([]byte("\t@cert-authority\thost key\r\n@revoked * k\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		marks := caLines(data)
+		lines := strings.Split(string(data), "\n")
+		for n := range marks {
+			if n < 1 || n > len(lines) || !strings.HasPrefix(strings.TrimSpace(lines[n-1]), "@cert-authority") {
+				t.Fatalf("line %d marked as @cert-authority: %q", n, lines[max(0, min(n-1, len(lines)-1))])
+			}
+		}
+	})
+}
