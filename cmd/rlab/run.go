@@ -21,6 +21,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
@@ -228,7 +229,7 @@ func printCheckJSON(w io.Writer, res *runengine.Result) error {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return termsafe.Line(s) // host text: no terminal escapes
 }
 
 // pullOptions reads --max-pull.

@@ -3,12 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 func newShowCmd() *cobra.Command {
@@ -48,7 +50,9 @@ With --students it prints the per-student table of a class lab run instead
 			if !render {
 				b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
 				if err == nil {
-					_, err = cmd.OutOrStdout().Write(b)
+					// A summary.md written by another rlab (or edited) may
+					// hold a host's terminal escapes.
+					_, err = io.WriteString(cmd.OutOrStdout(), termsafe.Block(string(b)))
 					return err
 				}
 				if !errors.Is(err, os.ErrNotExist) {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // Summary renders summary.md: the run's outcome, one table per workload
@@ -481,7 +483,7 @@ func oneLine(s string) string {
 // are not emphasis in CommonMark.
 func mdText(s string) string {
 	r := strings.NewReplacer("\\", "\\\\", "*", "\\*", "`", "\\`", "<", "&lt;", ">", "&gt;", "|", "\\|", "[", "\\[", "]", "\\]", "\n", " ")
-	return r.Replace(s)
+	return termsafe.Line(r.Replace(s)) // host text: no terminal escapes (rlab show, cat)
 }
 
 // mdCell is mdText for a table cell.
@@ -489,5 +491,5 @@ func mdCell(s string) string { return mdText(oneLine(s)) }
 
 // mdCode makes s safe inside a single-backtick code span.
 func mdCode(s string) string {
-	return strings.NewReplacer("`", "'", "\n", " ", "|", "\\|").Replace(s)
+	return termsafe.Line(strings.NewReplacer("`", "'", "\n", " ", "|", "\\|").Replace(s))
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // EventsFile is the run's event log: one JSON object per line.
@@ -47,9 +49,13 @@ func (e *events) emit(ev Event) {
 		return
 	}
 	ev.Time = time.Now().UTC()
-	ev.Step = e.redact.Replace(ev.Step)
-	ev.Error = e.redact.Replace(ev.Error)
-	ev.Message = e.redact.Replace(ev.Message)
+	// Redacted first (a secret holding a control character is matched as
+	// written), then neutralised: the CLI prints events as they come, and an
+	// error's text may be a host's.
+	ev.Step = termsafe.Line(e.redact.Replace(ev.Step))
+	ev.Error = termsafe.Block(e.redact.Replace(ev.Error))
+	ev.Message = termsafe.Block(e.redact.Replace(ev.Message))
+	ev.Host, ev.Workload, ev.Status = termsafe.Line(ev.Host), termsafe.Line(ev.Workload), termsafe.Line(ev.Status)
 	b, _ := json.Marshal(ev)
 	e.mu.Lock()
 	defer e.mu.Unlock()
