@@ -113,6 +113,60 @@ func TestCompareCmdJSONAndJUnit(t *testing.T) {
 	}
 }
 
+// noiseRun writes a run directory of one bw_avg measurement with these
+// repeats.
+func noiseRun(t *testing.T, vals ...float64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "quickstart", "2026-11-26T100000Z")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &results.Run{Lab: "quickstart", ID: filepath.Base(dir), Status: results.RunOK}
+	for i, v := range vals {
+		r.Samples = append(r.Samples, results.Sample{Metric: "bw_avg", Value: v, Unit: "Gb/s",
+			Meta: results.Meta{Workload: "write_bw", Tool: "ib_write_bw", Size: 1 << 20, Repeat: i}})
+	}
+	if err := results.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestCompareCmdNoise: issue 13's case — B's median 11.8% below A's while
+// A's own repeats spanned 18.6-24.1 Gb/s — passes with "~" and a warning
+// about too few repeats, in every output; a drop outside the spread fails.
+func TestCompareCmdNoise(t *testing.T) {
+	a := noiseRun(t, 18.6, 21.1, 24.1)
+	noisy := noiseRun(t, 18.3, 18.61, 19.5)
+	dropped := noiseRun(t, 16.0, 16.2, 16.5)
+	junit := filepath.Join(t.TempDir(), "c.xml")
+	code, out, errText := execute(t, newCompareCmd(), "--junit", junit, a, noisy)
+	if code != exitOK || !strings.Contains(out, "~ within noise") || !strings.Contains(out, "warning: 1 measurement(s) have 2-3 repeats") ||
+		!strings.Contains(out, "21.1 Gb/s ±14%") {
+		t.Errorf("noise: exit %d\n%s%s", code, out, errText)
+	}
+	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), `name="warning"`) || strings.Contains(string(b), "<failure") {
+		t.Errorf("junit of a noisy comparison: %v\n%s", err, b)
+	}
+	code, out, _ = execute(t, newCompareCmd(), "--json", a, noisy)
+	var c results.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil || code != exitOK || c.Noise != 1 || c.Deltas[0].Status != results.DeltaNoise ||
+		c.Deltas[0].Test != results.TestRange || len(c.Warnings) != 1 {
+		t.Errorf("--json: exit %d, %v: %+v", code, err, c)
+	}
+	code, out, _ = execute(t, newCompareCmd(), a, dropped)
+	if code != exitFail || !strings.Contains(out, "REGRESSED") || !strings.Contains(out, "ranges apart n=3") {
+		t.Errorf("drop past the spread: exit %d\n%s", code, out)
+	}
+	// --threshold still decides first: a 25% limit lets the drop pass.
+	if code, out, _ = execute(t, newCompareCmd(), "--threshold", "25%", a, dropped); code != exitOK {
+		t.Errorf("--threshold 25%%: exit %d\n%s", code, out)
+	}
+	if code, out, _ = execute(t, newCompareCmd(), "--metric-threshold", "bw_avg=25%", a, dropped); code != exitOK {
+		t.Errorf("--metric-threshold bw_avg=25%%: exit %d\n%s", code, out)
+	}
+}
+
 func TestRunsCmd(t *testing.T) {
 	code, out, errText := execute(t, newRunsCmd(), fixtureRuns)
 	if code != exitOK {
