@@ -225,14 +225,24 @@ func TestRunsCmd(t *testing.T) {
 }
 
 func TestShowCmd(t *testing.T) {
-	// no summary.md in the fixture: rendered from results.json
+	// no summary.md in the fixture: rendered from results.json, laid out
+	// for a terminal; --markdown keeps the Markdown
 	code, out, errText := execute(t, newShowCmd(), runBase)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errText)
 	}
-	for _, w := range []string{"# rlab run: nightly: ok", "## write_bw (ib_write_bw)", "## RDMA vs TCP", runBase} {
+	for _, w := range []string{"rlab run: nightly: ok\n====", "write_bw (ib_write_bw)\n-----", "RDMA vs TCP", runBase} {
 		if !strings.Contains(out, w) {
 			t.Errorf("show lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "|---") || strings.Contains(out, "**") || strings.Contains(out, "`") {
+		t.Errorf("show printed Markdown marks to a terminal:\n%s", out)
+	}
+	code, out, _ = execute(t, newShowCmd(), "--markdown", runBase)
+	for _, w := range []string{"# rlab run: nightly: ok", "## write_bw (ib_write_bw)", "## RDMA vs TCP", "`" + runBase + "`"} {
+		if code != exitOK || !strings.Contains(out, w) {
+			t.Errorf("show --markdown lacks %q:\n%s", w, out)
 		}
 	}
 	// a summary.md present is printed as it is
@@ -245,18 +255,78 @@ func TestShowCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte("# kept as written\n"), 0o644)
-	if _, out, _ := execute(t, newShowCmd(), dir); out != "# kept as written\n" {
-		t.Errorf("show printed %q, want summary.md as it is", out)
+	if _, out, _ := execute(t, newShowCmd(), "--markdown", dir); out != "# kept as written\n" {
+		t.Errorf("show --markdown printed %q, want summary.md as it is", out)
 	}
-	if _, out, _ := execute(t, newShowCmd(), "--render", dir); !strings.Contains(out, "**NOT HELD**") {
+	if _, out, _ := execute(t, newShowCmd(), dir); out != "kept as written\n===============\n" {
+		t.Errorf("show printed %q, want summary.md laid out", out)
+	}
+	if _, out, _ := execute(t, newShowCmd(), "--render", "--markdown", dir); !strings.Contains(out, "**NOT HELD**") {
 		t.Errorf("show --render:\n%s", out)
 	}
 	code, out, errText = execute(t, newShowCmd(), fixtureRuns)
-	if code != exitOK || !strings.Contains(errText, "newest run") || !strings.Contains(out, "`"+runFailed+"`") {
+	if code != exitOK || !strings.Contains(errText, "newest run") || !strings.Contains(out, runFailed) {
 		t.Errorf("show of a runs folder: exit %d, stderr %q\n%s", code, errText, out)
 	}
 	if code, _, errText := execute(t, newShowCmd(), t.TempDir()); code != exitFail || !strings.Contains(errText, "not a run directory") {
 		t.Errorf("show of a non-run: exit %d, %q", code, errText)
+	}
+}
+
+// TestShowReportRunRefs: show and report take the names rlab runs prints
+// (LAB/ID), a run id, a lab name, and default to the newest run under runs/.
+func TestShowReportRunRefs(t *testing.T) {
+	abs, err := filepath.Abs(fixtureRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	for _, id := range []string{"2026-11-20T020000Z", "2026-11-21T020000Z"} {
+		r, err := results.ReadRun(filepath.Join(abs, "nightly", id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join(work, "runs", "nightly", id)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := results.WriteRun(d, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(work)
+	// the ids as rlab runs prints them
+	_, listing, _ := execute(t, newRunsCmd())
+	if !strings.Contains(listing, "nightly/2026-11-20T020000Z") {
+		t.Fatalf("rlab runs:\n%s", listing)
+	}
+	tests := []struct {
+		args    []string
+		code    int
+		out     string // substring of stdout
+		errText string // substring of stderr
+	}{
+		{[]string{"nightly/2026-11-20T020000Z"}, exitOK, "runs/nightly/2026-11-20T020000Z", ""},
+		{[]string{"2026-11-20T020000Z"}, exitOK, "runs/nightly/2026-11-20T020000Z", ""},
+		{[]string{}, exitOK, "runs/nightly/2026-11-21T020000Z", "the newest run under runs"},
+		{[]string{"nightly"}, exitOK, "runs/nightly/2026-11-21T020000Z", "newest run"},
+		{[]string{"nightly/nope"}, exitFail, "", `run "nightly/nope" not found`},
+	}
+	for _, tc := range tests {
+		t.Run("show "+strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errText := execute(t, newShowCmd(), tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errText, tc.errText) {
+				t.Errorf("exit %d (want %d), stderr %q (want %q)\n%s", code, tc.code, errText, tc.errText, out)
+			}
+		})
+	}
+	code, out, errText := execute(t, newReportCmd(), "nightly/2026-11-20T020000Z")
+	if code != exitOK || !strings.Contains(out, filepath.Join("runs", "nightly", "2026-11-20T020000Z", "report.html")) {
+		t.Errorf("report LAB/ID: exit %d %s\n%s", code, errText, out)
+	}
+	code, out, errText = execute(t, newReportCmd())
+	if code != exitOK || !strings.Contains(out, filepath.Join("runs", "nightly", "2026-11-21T020000Z", "report.html")) || !strings.Contains(errText, "newest run") {
+		t.Errorf("report without RUN: exit %d %s\n%s", code, errText, out)
 	}
 }
 
