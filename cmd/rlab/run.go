@@ -99,7 +99,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if err != nil {
 		return err
 	}
-	l, diags := lab.Load([]string{path}, lo)
+	l, diags := lab.LoadOne(path, lo)
 	writeDiags(stderr, l, diags)
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))

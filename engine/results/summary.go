@@ -178,7 +178,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			problems = append(problems, p)
 		}
 		for _, e := range wl.Expects {
-			if !e.Held {
+			if !e.Held && !e.Skipped {
 				p := fmt.Sprintf("- %s: expect `%s` did not hold", mdText(wl.Name), mdCode(e.Condition))
 				if e.Message != "" {
 					p += ": " + mdText(oneLine(e.Message))
@@ -398,13 +398,23 @@ func expectCount(es []Expect) string {
 	if len(es) == 0 {
 		return "–"
 	}
-	held := 0
+	held, skipped := 0, 0
 	for _, e := range es {
-		if e.Held {
+		switch {
+		case e.Held:
 			held++
+		case e.Skipped:
+			skipped++
 		}
 	}
-	if held == len(es) {
+	switch {
+	case skipped == len(es):
+		return fmt.Sprintf("%d skipped", skipped)
+	case skipped > 0 && held+skipped == len(es):
+		return fmt.Sprintf("%d/%d held, %d skipped", held, len(es)-skipped, skipped)
+	case skipped > 0:
+		return fmt.Sprintf("**%d/%d held**, %d skipped", held, len(es)-skipped, skipped)
+	case held == len(es):
 		return fmt.Sprintf("%d/%d held", held, len(es))
 	}
 	return fmt.Sprintf("**%d/%d held**", held, len(es))
