@@ -20,7 +20,6 @@ import (
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
-	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
@@ -120,7 +119,6 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		SSH:        f.hf.sshOptions(log), // --persist too
 		Agents:     remote.NewPackedAgents(dist.Packed).WithLogger(log),
 		Identities: f.hf.identities,
-		SSHTarget:  func(h *lab.Host) sshx.Target { return f.hf.target(h, 0) },
 		Keep:       true, // only through the mux (--persist): its kept agents
 	}
 	defer conn.Close()
