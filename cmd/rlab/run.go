@@ -279,11 +279,18 @@ func newProgress(w io.Writer, workloads int) *progress {
 }
 
 func (p *progress) event(e runengine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.Type == runengine.EventNotice { // a line of its own, TTY or not
+		if p.bar != nil {
+			p.bar.Clear()
+		}
+		fmt.Fprintln(p.w, e.Message)
+		return
+	}
 	if p.bar == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch {
 	case e.Type == "step.start" && e.Workload != "":
 		p.bar.Describe(e.Workload)

@@ -278,6 +278,7 @@ func (r *runner) prepare() error {
 		Parse:   r.opts.Parse,
 		Log:     r.log,
 		Keep:    r.opts.Keep,
+		Notify:  func(w, msg string) { r.emit(Event{Type: EventNotice, Workload: w, Message: msg}) },
 	}
 	return nil
 }
