@@ -851,7 +851,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 	}
 	// Sides.
 	switch {
-	case tool.Kind == KindExec:
+	case tool.OneHost:
 		notFor("server", "is not an exec argument; exec runs one command on host.")
 		notFor("client", "is not an exec argument; exec runs one command on host.")
 		if a := attrs["host"]; a == nil {
@@ -941,7 +941,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 	}
 	if a := attrs["iterations"]; a != nil {
 		if !tool.Iterations {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "iterations is not an option of %s.%s", name, map[bool]string{true: " Use duration or bytes.", false: ""}[tool.Kind == KindTCP])
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "iterations is not an option of %s.%s", name, map[bool]string{true: " Use duration or bytes.", false: ""}[tool.Bytes])
 		} else if n, ok := l.integer(a, sc, 1, 1<<40); ok {
 			w.Iterations = n
 		}
@@ -964,7 +964,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	if a := attrs["bytes"]; a != nil {
-		if tool.Kind != KindTCP {
+		if !tool.Bytes {
 			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "bytes is the amount a tcp workload sends; %s takes sizes and iterations.", name)
 		} else if n, ok := l.size(a, sc); ok {
 			w.Bytes = n
@@ -972,7 +972,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 				l.errorf(a.NameRange.Ptr(), "Conflicting bytes and duration", "A tcp workload sends a number of bytes or for a duration; keep one of them.")
 			}
 		}
-	} else if tool.Kind == KindTCP && attrs["duration"] == nil {
+	} else if tool.Bytes && attrs["duration"] == nil {
 		w.Bytes = DefaultTCPBytes
 	}
 	if a := attrs["timeout"]; a != nil {
@@ -986,7 +986,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	if a := attrs["args"]; a != nil {
-		if tool.Kind == KindExec {
+		if tool.OneHost {
 			l.errorf(a.NameRange.Ptr(), "Argument not valid for exec", "args adds flags to a workload tool; for exec put the whole argv in command.")
 		} else if args, ok := l.strList(a, sc); ok {
 			w.Args = args
