@@ -159,10 +159,31 @@ var metrics = []Metric{
 }
 
 // Metrics returns the metric vocabulary, in report order.
-func Metrics() []Metric { return append([]Metric(nil), metrics...) }
+func Metrics() []Metric {
+	mu.RLock()
+	defer mu.RUnlock()
+	return append([]Metric(nil), metrics...)
+}
+
+// RegisterMetric adds a metric to the vocabulary: what a made-up tool of a
+// test records. The built-in metrics are the table above. A name taken (as a
+// metric or an alias) panics: it is a programming error.
+func RegisterMetric(m Metric) {
+	if _, ok := MetricByName(m.Name); ok {
+		panic("tooldesc: metric " + m.Name + " registered twice")
+	}
+	if _, _, ok := MetricByAlias(m.Name); ok {
+		panic("tooldesc: metric " + m.Name + " is an alias already")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	metrics = append(metrics, m)
+}
 
 // MetricByName returns the metric named n (not an alias).
 func MetricByName(n string) (Metric, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
 	for _, m := range metrics {
 		if m.Name == n {
 			return m, true
@@ -173,6 +194,8 @@ func MetricByName(n string) (Metric, bool) {
 
 // MetricByAlias returns the metric an older name refers to, and the alias.
 func MetricByAlias(n string) (Metric, Alias, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
 	for _, m := range metrics {
 		for _, a := range m.Aliases {
 			if a.Name == n {

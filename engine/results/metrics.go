@@ -14,36 +14,40 @@ type Metric struct {
 	Doc            string
 }
 
-// Metrics lists every metric rlab records.
+// Metrics lists every metric rlab records, as the descriptor had them when
+// the program started (a test may register more; MetricByName sees them).
 var Metrics = metricsFromDescriptor()
 
 func metricsFromDescriptor() []Metric {
 	var out []Metric
 	for _, m := range tooldesc.Metrics() {
-		attr := m.Name
-		if len(m.Aliases) > 0 {
-			attr = m.Aliases[0].Name
-		}
-		out = append(out, Metric{Name: m.Name, Unit: m.Unit, Attr: attr, HigherIsBetter: m.HigherIsBetter, Doc: m.Doc})
+		out = append(out, fromDescriptor(m))
 	}
 	return out
 }
 
+func fromDescriptor(m tooldesc.Metric) Metric {
+	attr := m.Name
+	if len(m.Aliases) > 0 {
+		attr = m.Aliases[0].Name
+	}
+	return Metric{Name: m.Name, Unit: m.Unit, Attr: attr, HigherIsBetter: m.HigherIsBetter, Doc: m.Doc}
+}
+
 // MetricByName returns the metric named n.
 func MetricByName(n string) (Metric, bool) {
-	for _, m := range Metrics {
-		if m.Name == n {
-			return m, true
-		}
+	m, ok := tooldesc.MetricByName(n)
+	if !ok {
+		return Metric{}, false
 	}
-	return Metric{}, false
+	return fromDescriptor(m), true
 }
 
 // MetricByAttr returns the metric an expect attribute refers to.
 func MetricByAttr(a string) (Metric, bool) {
-	for _, m := range Metrics {
-		if m.Attr == a {
-			return m, true
+	for _, m := range tooldesc.Metrics() {
+		if r := fromDescriptor(m); r.Attr == a {
+			return r, true
 		}
 	}
 	return Metric{}, false
