@@ -831,15 +831,18 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 	ta := attrs["tool"]
 	if ta == nil {
 		l.errorf(b.DefRange.Ptr(), "Missing tool", "Workload %s needs tool = one of: %s.", w.Name, strings.Join(ToolNames(), ", "))
+		l.checkToolless(attrs, sc)
 		return w
 	}
 	name, ok := l.str(ta, sc)
 	if !ok {
+		l.checkToolless(attrs, sc)
 		return w
 	}
 	tool, ok := LookupTool(name)
 	if !ok {
 		l.errorf(ta.Expr.Range().Ptr(), "Unsupported tool", "%q is not a workload tool.%s The tools are: %s.", name, didYouMean(name, ToolNames()), strings.Join(ToolNames(), ", "))
+		l.checkToolless(attrs, sc)
 		return w
 	}
 	w.Tool = name
@@ -998,6 +1001,39 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	return w
+}
+
+// checkToolless reports what is wrong in a workload block whose tool is
+// missing or unknown, as far as it can be told without the tool: undeclared
+// references, and values that are no size, duration, number or list for any
+// tool. The tool's own rules (which arguments, which sides) wait for a known
+// tool; an unknown tool does not hide the block's other errors.
+func (l *loader) checkToolless(attrs hcl.Attributes, sc *scope) {
+	var inOrder []*hcl.Attribute // source order, so the diagnostics read top to bottom
+	for _, a := range attrs {
+		inOrder = append(inOrder, a)
+	}
+	sort.Slice(inOrder, func(i, j int) bool { return inOrder[i].Range.Start.Byte < inOrder[j].Range.Start.Byte })
+	for _, a := range inOrder {
+		switch a.Name {
+		case "server", "client", "host", "transport":
+			l.value(a, sc)
+		case "command", "args":
+			l.strList(a, sc)
+		case "sizes":
+			l.sizes(a, sc, Tool{})
+		case "bytes":
+			l.size(a, sc)
+		case "duration", "timeout":
+			l.duration(a, sc)
+		case "iterations":
+			l.integer(a, sc, 1, 1<<40)
+		case "qps":
+			l.integer(a, sc, 1, 16384)
+		case "repeat":
+			l.integer(a, sc, 1, defaultRepeatLimit)
+		}
+	}
 }
 
 // orList joins "a", "b", "c" as "a, b or c".
