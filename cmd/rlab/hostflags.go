@@ -17,6 +17,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/remote"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -187,5 +188,5 @@ func sortedTools(t map[string]proto.Tool) []string {
 
 func firstLineOf(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return termsafe.Line(s) // host text: no terminal escapes
 }

@@ -130,6 +130,22 @@ W('unknown_tool','''workload "w" {
   client = rxe.b
 }
 ''')
+# An unknown or missing tool hides none of the block's other errors.
+W('unknown_tool_other_errors','''workload "w" {
+  tool       = "ib_writ_bw" # ERROR: Unsupported tool
+  server     = rxe.a
+  client     = rxe.rb # ERROR: Reference to undeclared rxe
+  sizes      = [4096, "4kib"] # ERROR: Invalid size
+  iterations = 0 # ERROR: Invalid value for iterations
+  timeout    = "5 minutes" # ERROR: Invalid duration
+}
+''')
+W('missing_tool_other_errors','''workload "w" { # ERROR: Missing tool
+  server = rxe.a
+  client = host.bb # ERROR: Reference to undeclared host
+  repeat = 0 # ERROR: Invalid value for repeat
+}
+''')
 W('missing_tool','''workload "w" { # ERROR: Missing tool
   server = rxe.a
   client = rxe.b
