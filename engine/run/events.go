@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
@@ -34,15 +35,9 @@ type events struct {
 	notify func(Event)
 }
 
-func newRedactor(secrets []string) *strings.Replacer {
-	var pairs []string
-	for _, s := range secrets {
-		if s != "" {
-			pairs = append(pairs, s, "(sensitive)")
-		}
-	}
-	return strings.NewReplacer(pairs...)
-}
+// newRedactor matches each secret in every encoding the run writes
+// (lab.Redactor).
+func newRedactor(secrets []string) *strings.Replacer { return lab.Redactor(secrets) }
 
 func (e *events) emit(ev Event) {
 	if e == nil {

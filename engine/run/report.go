@@ -106,7 +106,7 @@ func (r *runner) writeResults(res *Result) error {
 		return fmt.Errorf("write outcomes.json: %w", err)
 	}
 	b = []byte(newRedactor(r.lab.Sensitive).Replace(string(b)))
-	if err := os.WriteFile(filepath.Join(r.dir, "outcomes.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.dir, "outcomes.json"), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write outcomes.json: %w", err)
 	}
 	return nil

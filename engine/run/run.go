@@ -266,7 +266,7 @@ func (r *runner) prepare() error {
 		return err
 	}
 	r.journal.redact = newRedactor(r.lab.Sensitive)
-	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create event log: %w", err)
 	}
@@ -286,7 +286,7 @@ func (r *runner) prepare() error {
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists
 // and is not empty is refused.
 func makeRunDir(dir string, exact bool) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
 	for i := 1; i < 100; i++ {
@@ -294,7 +294,7 @@ func makeRunDir(dir string, exact bool) (string, error) {
 		if i > 1 {
 			d = fmt.Sprintf("%s-%d", dir, i)
 		}
-		err := os.Mkdir(d, 0o755)
+		err := os.Mkdir(d, 0o700)
 		if err == nil {
 			return d, nil
 		}
@@ -313,7 +313,7 @@ func makeRunDir(dir string, exact bool) (string, error) {
 
 func writeLabFiles(dir string, l *lab.Lab) error {
 	ld := filepath.Join(dir, "lab")
-	if err := os.MkdirAll(ld, 0o755); err != nil {
+	if err := os.MkdirAll(ld, 0o700); err != nil {
 		return fmt.Errorf("save lab files: %w", err)
 	}
 	names := make([]string, 0, len(l.Files))
@@ -329,10 +329,10 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 			}
 		}
 		p := filepath.Join(ld, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
-		if err := os.WriteFile(p, l.Files[n], 0o644); err != nil {
+		if err := os.WriteFile(p, l.Files[n], 0o600); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
 	}
