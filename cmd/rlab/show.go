@@ -29,8 +29,15 @@ With --students it prints the per-student table of a class lab run instead
   rlab show runs/nightly        # the newest run of the lab
   rlab show --students runs/class  # who is ready in the last class run`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			dir := args[0]
+			defer func() {
+				// What exists is shown; a run whose files were not all
+				// written is an infrastructure failure (exit 2).
+				if r, rerr := results.ReadRun(dir); err == nil && rerr == nil && r.Incomplete != "" {
+					err = withCode(exitInfra, fmt.Errorf("run %s: %s", dir, r.Incomplete))
+				}
+			}()
 			if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); errors.Is(err, os.ErrNotExist) {
 				if runs, _ := results.ListRuns(dir); len(runs) > 0 {
 					dir = runs[len(runs)-1].Dir

@@ -33,6 +33,7 @@ type events struct {
 	f      *os.File
 	redact *strings.Replacer
 	notify func(Event)
+	err    error // the first write that failed
 }
 
 // newRedactor matches each secret in every encoding the run writes
@@ -55,7 +56,9 @@ func (e *events) emit(ev Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.f != nil {
-		e.f.Write(append(b, '\n'))
+		if _, err := e.f.Write(append(b, '\n')); err != nil && e.err == nil {
+			e.err = err // a line lost (disk full): the run directory is incomplete
+		}
 	}
 	if e.notify != nil {
 		e.notify(ev)
@@ -68,7 +71,13 @@ func (e *events) close() error {
 	if e.f == nil {
 		return nil
 	}
-	err := e.f.Close()
+	err := e.err
+	if serr := e.f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := e.f.Close(); err == nil {
+		err = cerr
+	}
 	e.f = nil
 	return err
 }
