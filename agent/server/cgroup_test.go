@@ -163,3 +163,27 @@ func TestCleanupRunRefusesPaths(t *testing.T) {
 	}
 	c.close()
 }
+
+// BenchmarkProcStart: proc.start and proc.wait of `true`, in a cgroup of its
+// own (made, entered at birth, killed and removed) and by process group only.
+func BenchmarkProcStart(b *testing.B) {
+	for _, mode := range []string{TrackCgroup, TrackProcessGroup} {
+		b.Run(mode, func(b *testing.B) {
+			if mode == TrackCgroup && cgroups.mode() != TrackCgroup {
+				b.Skip("no workload cgroups here")
+			}
+			was := cgroups.bad.Load()
+			cgroups.bad.Store(mode == TrackProcessGroup)
+			defer cgroups.bad.Store(was)
+			c, _ := startAgent(b, Options{})
+			defer c.close()
+			for i := 0; b.Loop(); i++ {
+				h := fmt.Sprintf("b%d", i)
+				var st proto.ProcStarted
+				c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: h, Argv: []string{"true"}}, &st)
+				var r proto.ProcResult
+				c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: h}, &r)
+			}
+		})
+	}
+}
