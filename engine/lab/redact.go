@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
@@ -20,6 +21,26 @@ import (
 // a JSON line inside a quoted log value). A value is replaced whole, longest
 // form first, so a secret holding another is not half replaced.
 func Redactor(secrets []string) *strings.Replacer {
+	// A run asks for its lab's redactor many times (events, state, each
+	// host's agent.log, results); a class lab's hundreds of values take
+	// milliseconds to build: the last one is kept.
+	key := strings.Join(secrets, "\x00")
+	lastMu.Lock()
+	defer lastMu.Unlock()
+	if last != nil && key == lastKey {
+		return last
+	}
+	last, lastKey = buildRedactor(secrets), key
+	return last
+}
+
+var (
+	lastMu  sync.Mutex
+	last    *strings.Replacer
+	lastKey string
+)
+
+func buildRedactor(secrets []string) *strings.Replacer {
 	seen := map[string]bool{}
 	var forms []string
 	add := func(s string) {

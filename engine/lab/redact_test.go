@@ -70,3 +70,30 @@ func TestRedactorEncodings(t *testing.T) {
 		t.Errorf("other text changed: %q", got)
 	}
 }
+
+// BenchmarkRedactor: a class lab's 200 sensitive values, each in its 57
+// encodings, over a 1 KiB log line that holds none.
+func BenchmarkRedactor(b *testing.B) {
+	var secrets []string
+	for i := range 200 {
+		secrets = append(secrets, fmt.Sprintf("student-%03d-token<&>\"x\\y", i))
+	}
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			buildRedactor(secrets)
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			Redactor(secrets)
+		}
+	})
+	r := Redactor(secrets)
+	line := strings.Repeat("exec wl.student-042 on host h42: exit 0 ", 26)
+	b.Run("replace 1KiB", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			r.Replace(line)
+		}
+	})
+}
