@@ -18,6 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -289,7 +290,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := results.WriteFileSynced(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
@@ -377,7 +378,7 @@ func (r *runner) connectAll(ctx context.Context) error {
 		t.Sensitive = r.lab.Sensitive
 		start := time.Now()
 		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name})
-		err := os.MkdirAll(t.LogDir, 0o755)
+		err := os.MkdirAll(t.LogDir, 0o700)
 		if err == nil {
 			err = r.connect(ctx, h, t)
 		}
@@ -439,7 +440,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.env.Facts[h.Name] = &f
 	r.mu.Unlock()
 	hd := r.hostDir(h)
-	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o700); err != nil {
 		return fmt.Errorf("create host folder: %w", err)
 	}
 	if err := writeJSON(filepath.Join(hd, "facts.json"), &f); err != nil {

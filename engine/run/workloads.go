@@ -156,8 +156,8 @@ func (r *runner) saveDmesg(ctx context.Context, n *workloadNode) {
 			out = fmt.Sprintf("(dmesg unavailable: %v)\n", err)
 		}
 		p := filepath.Join(r.hostDir(h), "logs", "dmesg."+n.lab.Slug+".txt")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
-			os.WriteFile(p, []byte(out), 0o644)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
+			os.WriteFile(p, []byte(out), 0o600)
 		}
 	}
 }
