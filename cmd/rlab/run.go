@@ -173,6 +173,9 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 }
 
 func printOutcomes(w io.Writer, res *runengine.Result, validate bool) {
+	if !validate && len(res.Students) == 0 && printHeadline(w, res.Dir) {
+		res = &runengine.Result{Dir: res.Dir, Expects: res.Expects} // outcomes are in the table
+	}
 	for _, o := range res.Outcomes {
 		line := fmt.Sprintf("  %-10s %s (%s)", o.Status, o.Workload, o.Tool)
 		if o.Status != "ok" && o.Error != "" {
@@ -260,6 +263,9 @@ type progress struct {
 	done  map[string]int64 // per host, of its current pull
 	total map[string]int64
 	base  int64 // bytes of pulls that ended
+
+	running runningWorkloads // workloads under way, for the bar's description
+	stop    chan struct{}    // ends the elapsed-time ticker (progress.go)
 }
 
 func newProgress(w io.Writer, workloads int) *progress {
@@ -274,23 +280,29 @@ func newProgress(w io.Writer, workloads int) *progress {
 		progressbar.OptionSetDescription("connecting"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionClearOnFinish(),
 	)
+	p.tick()
 	return p
 }
 
 func (p *progress) event(e runengine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failLine(e) // TTY or not (progress.go)
 	if p.bar == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch {
 	case e.Type == "step.start" && e.Workload != "":
-		p.bar.Describe(e.Workload)
+		p.running.start(e.Workload, e.Step)
+		p.bar.Describe(p.running.describe())
 	case e.Type == "step.start" && e.Host == "":
 		p.bar.Describe(e.Step)
 	case e.Type == "step.end" && e.Workload != "":
+		p.running.end(e.Workload)
+		p.bar.Describe(p.running.describe())
 		p.bar.Add(1)
 	}
 }
@@ -342,6 +354,12 @@ func (p *progress) pull(host string, done, total int64) {
 }
 
 func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
 	if p.bytes != nil {
 		p.bytes.Finish()
 	}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	runengine "github.com/rlab-dev/rlab/engine/run"
+)
+
+// runningWorkloads is the workloads under way, in the order they started, with the
+// step each is in (its plan description: tool, sides, sizes, iterations).
+type runningWorkloads struct {
+	names []string
+	step  map[string]string
+	since map[string]time.Time
+}
+
+func (r *runningWorkloads) start(wl, step string) {
+	if r.step == nil {
+		r.step, r.since = map[string]string{}, map[string]time.Time{}
+	}
+	if _, ok := r.step[wl]; !ok {
+		r.names = append(r.names, wl)
+		r.since[wl] = time.Now()
+	}
+	r.step[wl] = step
+}
+
+func (r *runningWorkloads) end(wl string) {
+	for i, n := range r.names {
+		if n == wl {
+			r.names = append(r.names[:i], r.names[i+1:]...)
+			break
+		}
+	}
+	delete(r.step, wl)
+	delete(r.since, wl)
+}
+
+// describe is the bar's description: the oldest running workload with its
+// step (sizes included) and how long it has run, and how many others run.
+// TODO(lead): the size and repeat under way need an event per size from the
+// engine (steps/pair.go); until then the step lists the workload's sizes.
+func (r *runningWorkloads) describe() string {
+	if len(r.names) == 0 {
+		return "between workloads"
+	}
+	wl := r.names[0]
+	d := termText(wl)
+	if st := r.step[wl]; st != "" {
+		// "workload-client write_bw: ib_write_bw client …, sizes 64KiB" → after the colon
+		if _, rest, ok := strings.Cut(st, ": "); ok {
+			st = rest
+		}
+		d += ": " + clip(termText(st), 60)
+	}
+	d += fmt.Sprintf(" (%s)", time.Since(r.since[wl]).Round(time.Second))
+	if n := len(r.names) - 1; n > 0 {
+		d += fmt.Sprintf(" +%d running", n)
+	}
+	return d
+}
+
+// failLine prints a line the moment a step or workload fails, times out or
+// is skipped: above the bar on a terminal, as a log line otherwise.
+func (p *progress) failLine(e runengine.Event) {
+	if e.Type != "step.end" || e.Status == "" || e.Status == "ok" {
+		return
+	}
+	what := e.Workload
+	if what == "" {
+		what = e.Step
+		if e.Host != "" {
+			what += " on host " + e.Host
+		}
+	}
+	line := fmt.Sprintf("%s %s", strings.ToUpper(strings.ReplaceAll(e.Status, "_", " ")), termText(what))
+	if e.Seconds > 0 {
+		line += fmt.Sprintf(" after %s", (time.Duration(e.Seconds * float64(time.Second))).Round(100*time.Millisecond))
+	}
+	if e.Error != "" {
+		line += ": " + termText(firstLine(e.Error))
+	}
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// tick redraws the bar every second so its elapsed time and the running
+// workload's time move while nothing else happens.
+func (p *progress) tick() {
+	p.stop = make(chan struct{})
+	stop := p.stop
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				if p.bytes == nil && p.bar != nil && len(p.running.names) > 0 {
+					p.bar.Describe(p.running.describe())
+				}
+				p.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// termText keeps text that came from a host or a lab from moving the
+// terminal's cursor.
+// TODO(lead): the host-text neutraliser (engine/termsafe) when it lands.
+func termText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
