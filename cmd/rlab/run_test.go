@@ -123,9 +123,10 @@ workload "b" {
 			if _, err := results.ReadRun(out); err != nil {
 				t.Error(err)
 			}
-			// down after a clean run has nothing to do, twice.
+			// down after a clean run has nothing to do, twice, and says so.
 			for range 2 {
-				if o, e, c := rlab(t, "down", out); c != exitOK {
+				o, e, c := rlab(t, "down", out)
+				if c != exitOK || !strings.Contains(o, "thing(s) itself\n") || strings.Contains("\n"+o, "\nundone ") || !strings.HasSuffix(o, "run "+out+" is down\n") {
 					t.Errorf("down: exit %d\n%s%s", c, o, e)
 				}
 			}
