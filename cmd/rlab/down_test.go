@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,5 +53,35 @@ func TestDownListing(t *testing.T) {
 				t.Errorf("listing (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestErrorLines: joined errors print one per line, a wrapped join's lines
+// too, without blanks, repeats or control characters.
+func TestErrorLines(t *testing.T) {
+	a := errors.New(`workload "w" failed: exit 1`)
+	b := errors.New(`host "h1" unreachable: dial tcp: timeout`)
+	tests := []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"nil", nil, nil},
+		{"one", a, []string{a.Error()}},
+		{"joined", errors.Join(a, b), []string{a.Error(), b.Error()}},
+		{"wrapped join", fmt.Errorf("run: %w", errors.Join(a, b, b)), []string{"run: " + a.Error(), b.Error()}},
+		{"control characters", errors.New("bad\x1b[2J\r\n\nnext"), []string{"bad?[2J", "next"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, errorLines(tc.err)); d != "" {
+				t.Errorf("lines (-want +got):\n%s", d)
+			}
+		})
+	}
+	var buf strings.Builder
+	printErrors(&buf, "Error: ", errors.Join(a, b))
+	if want := "Error: " + a.Error() + "\nError: " + b.Error() + "\n"; buf.String() != want {
+		t.Errorf("printed %q, want %q", buf.String(), want)
 	}
 }

@@ -156,9 +156,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	})
 	prog.finish()
 	w := cmd.OutOrStdout()
-	if res.Err != nil {
-		fmt.Fprintf(stderr, "%s\n", res.Err)
-	}
+	printErrors(stderr, "", res.Err) // one per line
 	if asJSON {
 		if err := printCheckJSON(w, res); err != nil {
 			return err
