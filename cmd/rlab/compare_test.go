@@ -181,7 +181,7 @@ func TestRunsCmd(t *testing.T) {
 			t.Errorf("line %d %q lacks %q", i, lines[i], w)
 		}
 	}
-	if !strings.Contains(lines[1], "write_bw 0.0755 Gb/s; write_lat 658.4 usec typ; tcp_1g 0.42 Gb/s") || !strings.Contains(lines[1], "4/4") {
+	if !strings.Contains(lines[1], "write_bw 75.5 Mb/s; write_lat 658.4 usec typ; tcp_1g 420 Mb/s") || !strings.Contains(lines[1], "4/4") {
 		t.Errorf("baseline line lacks its headline: %q", lines[1])
 	}
 	if !strings.Contains(lines[4], "failed") || !strings.Contains(lines[4], "3/4") {
