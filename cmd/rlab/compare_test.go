@@ -320,6 +320,9 @@ func TestShowReportRunRefs(t *testing.T) {
 			}
 		})
 	}
+	if code, out, errText := execute(t, newCompareCmd(), "nightly/2026-11-20T020000Z", "2026-11-21T020000Z"); code != exitOK || !strings.Contains(out, "A: runs/nightly/2026-11-20T020000Z") {
+		t.Errorf("compare LAB/ID ID: exit %d %s\n%s", code, errText, out)
+	}
 	code, out, errText := execute(t, newReportCmd(), "nightly/2026-11-20T020000Z")
 	if code != exitOK || !strings.Contains(out, filepath.Join("runs", "nightly", "2026-11-20T020000Z", "report.html")) {
 		t.Errorf("report LAB/ID: exit %d %s\n%s", code, errText, out)
