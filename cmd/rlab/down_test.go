@@ -44,7 +44,7 @@ func TestDownListing(t *testing.T) {
 		{"clean run", &runengine.State{Effects: []steps.Effect{{Kind: "proc", Undone: true}}}, &runengine.DownResult{}, true,
 			[]string{"the run had undone 1 thing(s) itself"}},
 		{"nothing", &runengine.State{}, &runengine.DownResult{}, true, []string{"nothing was left to undo"}},
-		{"host text", nil, &runengine.DownResult{Undone: []string{"h: proc \x1b[2J"}}, true, []string{"undone h: proc ?[2J"}},
+		{"host text", nil, &runengine.DownResult{Undone: []string{"h: proc \x1b[2J"}}, true, []string{`undone h: proc \x1b[2J`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestErrorLines(t *testing.T) {
 		{"one", a, []string{a.Error()}},
 		{"joined", errors.Join(a, b), []string{a.Error(), b.Error()}},
 		{"wrapped join", fmt.Errorf("run: %w", errors.Join(a, b, b)), []string{"run: " + a.Error(), b.Error()}},
-		{"control characters", errors.New("bad\x1b[2J\r\n\nnext"), []string{"bad?[2J", "next"}},
+		{"control characters", errors.New("bad\x1b[2J\r\n\nnext"), []string{`bad\x1b[2J`, "next"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	runengine "github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // runningWorkloads is the workloads under way, in the order they started, with the
@@ -14,7 +15,19 @@ import (
 type runningWorkloads struct {
 	names []string
 	step  map[string]string
+	unit  map[string]string // the size × repeat under way (run.EventUnit)
 	since map[string]time.Time
+}
+
+// setUnit records the unit (size × repeat) a running workload is in.
+func (r *runningWorkloads) setUnit(wl, u string) {
+	if _, ok := r.step[wl]; !ok {
+		return
+	}
+	if r.unit == nil {
+		r.unit = map[string]string{}
+	}
+	r.unit[wl] = u
 }
 
 func (r *runningWorkloads) start(wl, step string) {
@@ -36,20 +49,22 @@ func (r *runningWorkloads) end(wl string) {
 		}
 	}
 	delete(r.step, wl)
+	delete(r.unit, wl)
 	delete(r.since, wl)
 }
 
-// describe is the bar's description: the oldest running workload with its
-// step (sizes included) and how long it has run, and how many others run.
-// TODO(lead): the size and repeat under way need an event per size from the
-// engine (steps/pair.go); until then the step lists the workload's sizes.
+// describe is the bar's description: the oldest running workload with the
+// size and repeat under way (before the first: its step, which lists its
+// sizes) and how long it has run, and how many others run.
 func (r *runningWorkloads) describe() string {
 	if len(r.names) == 0 {
 		return "between workloads"
 	}
 	wl := r.names[0]
 	d := termText(wl)
-	if st := r.step[wl]; st != "" {
+	if u := r.unit[wl]; u != "" {
+		d += ": " + clip(termText(u), 60)
+	} else if st := r.step[wl]; st != "" {
 		// "workload-client write_bw: ib_write_bw client …, sizes 64KiB" → after the colon
 		if _, rest, ok := strings.Cut(st, ": "); ok {
 			st = rest
@@ -113,16 +128,8 @@ func (p *progress) tick() {
 }
 
 // termText keeps text that came from a host or a lab from moving the
-// terminal's cursor.
-// TODO(lead): the host-text neutraliser (engine/termsafe) when it lands.
-func termText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
-}
+// terminal's cursor: control characters are escaped, visibly.
+func termText(s string) string { return termsafe.Line(s) }
 
 func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -27,7 +27,7 @@ func TestProgressFailLine(t *testing.T) {
 		{"skipped", runengine.Event{Type: "step.end", Workload: "tcp", Status: "skipped", Error: "host h1 unreachable"}, "SKIPPED tcp: host h1 unreachable\n"},
 		{"host step", runengine.Event{Type: "step.end", Step: "rxe rxe_eth1", Host: "server", Status: "failed", Error: "modprobe: exit 1"},
 			"FAILED rxe rxe_eth1 on host server: modprobe: exit 1\n"},
-		{"control characters", runengine.Event{Type: "step.end", Workload: "w", Status: "failed", Error: "bad\x1b[2J\rx"}, "FAILED w: bad?[2J?x\n"},
+		{"control characters", runengine.Event{Type: "step.end", Workload: "w", Status: "failed", Error: "bad\x1b[2J\rx"}, `FAILED w: bad\x1b[2J\rx` + "\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,6 +54,10 @@ func TestProgressBar(t *testing.T) {
 	if d := p.running.describe(); !strings.HasPrefix(d, "write_bw: ib_write_bw client on rxe_eth1, sizes 4KiB, 64KiB, 1MiB, 20… (") || !strings.HasSuffix(d, "+1 running") {
 		t.Errorf("description %q", d)
 	}
+	p.event(runengine.Event{Type: runengine.EventUnit, Workload: "write_bw", Message: "size 1MiB, repeat 2 (4/6)"})
+	if d := p.running.describe(); !strings.HasPrefix(d, "write_bw: size 1MiB, repeat 2 (4/6) (") {
+		t.Errorf("description with a unit under way: %q", d)
+	}
 	p.event(runengine.Event{Type: "step.end", Workload: "write_bw", Status: "failed", Error: "boom"})
 	if d := p.running.describe(); !strings.HasPrefix(d, "tcp: tcp client (") || strings.Contains(d, "running") {
 		t.Errorf("description after write_bw ended: %q", d)
@@ -64,7 +68,7 @@ func TestProgressBar(t *testing.T) {
 	}
 	p.finish()
 	out := buf.String()
-	for _, w := range []string{"write_bw: ib_write_bw", "FAILED write_bw: boom\n", "(2/3", "[0s]"} {
+	for _, w := range []string{"write_bw: ib_write_bw", "write_bw: size 1MiB, repeat 2 (4/6)", "FAILED write_bw: boom\n", "(2/3", "[0s]"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("terminal output lacks %q:\n%q", w, out)
 		}

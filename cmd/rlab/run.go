@@ -20,7 +20,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
-	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
@@ -98,7 +98,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if err != nil {
 		return err
 	}
-	l, diags := lab.Load([]string{path}, lo)
+	l, diags := lab.LoadOne(path, lo)
 	writeDiags(stderr, l, diags)
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
@@ -119,7 +119,6 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		SSH:        f.hf.sshOptions(log), // --persist too
 		Agents:     remote.NewPackedAgents(dist.Packed).WithLogger(log),
 		Identities: f.hf.identities,
-		SSHTarget:  func(h *lab.Host) sshx.Target { return f.hf.target(h, 0) },
 		Keep:       true, // only through the mux (--persist): its kept agents
 	}
 	defer conn.Close()
@@ -229,7 +228,7 @@ func printCheckJSON(w io.Writer, res *runengine.Result) error {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return termsafe.Line(s) // host text: no terminal escapes
 }
 
 // pullOptions reads --max-pull.
@@ -288,6 +287,13 @@ func newProgress(w io.Writer, workloads int) *progress {
 func (p *progress) event(e runengine.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if e.Type == runengine.EventNotice { // a line of its own, TTY or not
+		if p.bar != nil {
+			p.bar.Clear()
+		}
+		fmt.Fprintln(p.w, e.Message)
+		return
+	}
 	p.failLine(e) // TTY or not (progress.go)
 	if p.bar == nil {
 		return
@@ -295,6 +301,9 @@ func (p *progress) event(e runengine.Event) {
 	switch {
 	case e.Type == "step.start" && e.Workload != "":
 		p.running.start(e.Workload, e.Step)
+		p.bar.Describe(p.running.describe())
+	case e.Type == runengine.EventUnit:
+		p.running.setUnit(e.Workload, e.Message)
 		p.bar.Describe(p.running.describe())
 	case e.Type == "step.start" && e.Host == "":
 		p.bar.Describe(e.Step)

@@ -3,12 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 func newShowCmd() *cobra.Command {
@@ -53,10 +55,13 @@ With --students it prints the per-student table of a class lab run instead
 			if !render {
 				b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
 				if err == nil {
+					// A summary.md written by another rlab (or edited) may
+					// hold a host's terminal escapes.
+					text := termsafe.Block(string(b))
 					if !markdown {
-						b = results.TerminalText(b)
+						text = string(results.TerminalText([]byte(text)))
 					}
-					_, err = cmd.OutOrStdout().Write(b)
+					_, err = io.WriteString(cmd.OutOrStdout(), text)
 					return err
 				}
 				if !errors.Is(err, os.ErrNotExist) {

@@ -391,7 +391,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			if a, s := get("address"); a != nil {
 				var ok bool
 				if h.Address, ok = l.str(a, s); ok {
-					if msg := checkAddress(h.Address); msg != "" {
+					if msg := checkSSHAddress(h.Address); msg != "" {
 						l.errorf(a.Expr.Range().Ptr(), "Invalid address", "%s", msg)
 					}
 				}
@@ -483,6 +483,8 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			in.h.Jump = v.AsString()
 			if in.h.Jump == "" {
 				l.errorf(in.jump.Expr.Range().Ptr(), "Empty jump", `jump is "user@host:port" or a host reference like host.bastion; remove it for a direct connection.`)
+			} else {
+				l.checkJump(in.jump, in.h.Jump)
 			}
 			continue
 		}
@@ -831,15 +833,18 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 	ta := attrs["tool"]
 	if ta == nil {
 		l.errorf(b.DefRange.Ptr(), "Missing tool", "Workload %s needs tool = one of: %s.", w.Name, strings.Join(ToolNames(), ", "))
+		l.checkToolless(attrs, sc)
 		return w
 	}
 	name, ok := l.str(ta, sc)
 	if !ok {
+		l.checkToolless(attrs, sc)
 		return w
 	}
 	tool, ok := LookupTool(name)
 	if !ok {
 		l.errorf(ta.Expr.Range().Ptr(), "Unsupported tool", "%q is not a workload tool.%s The tools are: %s.", name, didYouMean(name, ToolNames()), strings.Join(ToolNames(), ", "))
+		l.checkToolless(attrs, sc)
 		return w
 	}
 	w.Tool = name
@@ -851,7 +856,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 	}
 	// Sides.
 	switch {
-	case tool.Kind == KindExec:
+	case tool.OneHost:
 		notFor("server", "is not an exec argument; exec runs one command on host.")
 		notFor("client", "is not an exec argument; exec runs one command on host.")
 		if a := attrs["host"]; a == nil {
@@ -941,7 +946,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 	}
 	if a := attrs["iterations"]; a != nil {
 		if !tool.Iterations {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "iterations is not an option of %s.%s", name, map[bool]string{true: " Use duration or bytes.", false: ""}[tool.Kind == KindTCP])
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "iterations is not an option of %s.%s", name, map[bool]string{true: " Use duration or bytes.", false: ""}[tool.Bytes])
 		} else if n, ok := l.integer(a, sc, 1, 1<<40); ok {
 			w.Iterations = n
 		}
@@ -964,7 +969,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	if a := attrs["bytes"]; a != nil {
-		if tool.Kind != KindTCP {
+		if !tool.Bytes {
 			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "bytes is the amount a tcp workload sends; %s takes sizes and iterations.", name)
 		} else if n, ok := l.size(a, sc); ok {
 			w.Bytes = n
@@ -972,7 +977,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 				l.errorf(a.NameRange.Ptr(), "Conflicting bytes and duration", "A tcp workload sends a number of bytes or for a duration; keep one of them.")
 			}
 		}
-	} else if tool.Kind == KindTCP && attrs["duration"] == nil {
+	} else if tool.Bytes && attrs["duration"] == nil {
 		w.Bytes = DefaultTCPBytes
 	}
 	if a := attrs["timeout"]; a != nil {
@@ -986,7 +991,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	if a := attrs["args"]; a != nil {
-		if tool.Kind == KindExec {
+		if tool.OneHost {
 			l.errorf(a.NameRange.Ptr(), "Argument not valid for exec", "args adds flags to a workload tool; for exec put the whole argv in command.")
 		} else if args, ok := l.strList(a, sc); ok {
 			w.Args = args
@@ -998,6 +1003,39 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	return w
+}
+
+// checkToolless reports what is wrong in a workload block whose tool is
+// missing or unknown, as far as it can be told without the tool: undeclared
+// references, and values that are no size, duration, number or list for any
+// tool. The tool's own rules (which arguments, which sides) wait for a known
+// tool; an unknown tool does not hide the block's other errors.
+func (l *loader) checkToolless(attrs hcl.Attributes, sc *scope) {
+	var inOrder []*hcl.Attribute // source order, so the diagnostics read top to bottom
+	for _, a := range attrs {
+		inOrder = append(inOrder, a)
+	}
+	sort.Slice(inOrder, func(i, j int) bool { return inOrder[i].Range.Start.Byte < inOrder[j].Range.Start.Byte })
+	for _, a := range inOrder {
+		switch a.Name {
+		case "server", "client", "host", "transport":
+			l.value(a, sc)
+		case "command", "args":
+			l.strList(a, sc)
+		case "sizes":
+			l.sizes(a, sc, Tool{})
+		case "bytes":
+			l.size(a, sc)
+		case "duration", "timeout":
+			l.duration(a, sc)
+		case "iterations":
+			l.integer(a, sc, 1, 1<<40)
+		case "qps":
+			l.integer(a, sc, 1, 16384)
+		case "repeat":
+			l.integer(a, sc, 1, defaultRepeatLimit)
+		}
+	}
 }
 
 // orList joins "a", "b", "c" as "a, b or c".

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // headlineRows caps the rows of the end-of-run table; a class lab has
@@ -39,8 +41,8 @@ func WriteHeadline(w io.Writer, r *Run) error {
 		if st != StatusOK {
 			st = strings.ToUpper(strings.ReplaceAll(st, "_", " "))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(wl.Name), printable(wl.Tool), printable(strings.Join(wl.Hosts, " → ")),
-			st, printable(KeyNumbers(wl, byWL[wl.Name])), heldText(wl.Expects))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(wl.Name), termsafe.Line(wl.Tool), termsafe.Line(strings.Join(wl.Hosts, " → ")),
+			st, termsafe.Line(KeyNumbers(wl, byWL[wl.Name])), heldText(wl.Expects))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -51,7 +53,7 @@ func WriteHeadline(w io.Writer, r *Run) error {
 			break
 		}
 		if wl.Status != StatusOK && wl.Error != "" {
-			fmt.Fprintf(w, "%s %s: %s\n", strings.ToUpper(strings.ReplaceAll(wl.Status, "_", " ")), printable(wl.Name), printable(oneLine(wl.Error)))
+			fmt.Fprintf(w, "%s %s: %s\n", strings.ToUpper(strings.ReplaceAll(wl.Status, "_", " ")), termsafe.Line(wl.Name), termsafe.Line(oneLine(wl.Error)))
 		}
 	}
 	if line := rdmaTCPLine(r, aggs); line != "" {
@@ -146,15 +148,24 @@ func heldText(es []Expect) string {
 	if len(es) == 0 {
 		return "–"
 	}
-	held := 0
+	held, skipped := 0, 0
 	for _, e := range es {
-		if e.Held {
+		switch {
+		case e.Held:
 			held++
+		case e.Skipped:
+			skipped++
 		}
 	}
-	s := fmt.Sprintf("%d/%d held", held, len(es))
-	if held < len(es) {
+	if skipped == len(es) {
+		return fmt.Sprintf("%d skipped", skipped)
+	}
+	s := fmt.Sprintf("%d/%d held", held, len(es)-skipped)
+	if held < len(es)-skipped {
 		s = "NOT HELD " + s
+	}
+	if skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", skipped)
 	}
 	return s
 }
@@ -188,12 +199,12 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 	var s []string
 	for _, wl := range order {
 		a := best[wl]
-		s = append(s, fmt.Sprintf("%s %s at %s = %.2f× TCP", printable(wl), HumanValue(a.Median, a.Unit), HumanSize(a.Size), a.Median/tcp.Median))
+		s = append(s, fmt.Sprintf("%s %s at %s = %.2f× TCP", termsafe.Line(wl), HumanValue(a.Median, a.Unit), HumanSize(a.Size), a.Median/tcp.Median))
 	}
 	if len(s) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("RDMA vs TCP (%s %s): %s", printable(tcp.Workload), HumanValue(tcp.Median, tcp.Unit), strings.Join(s, "; "))
+	return fmt.Sprintf("RDMA vs TCP (%s %s): %s", termsafe.Line(tcp.Workload), HumanValue(tcp.Median, tcp.Unit), strings.Join(s, "; "))
 }
 
 // writeExecOutput prints the first lines of an exec workload's standard
@@ -225,10 +236,9 @@ func writeExecOutput(w io.Writer, dir string, wl Workload) {
 			continue
 		}
 		stream := strings.TrimPrefix(filepath.Ext(rel), ".")
-		fmt.Fprintf(w, "%s %s (%s):\n", printable(wl.Name), stream, rel)
+		fmt.Fprintf(w, "%s %s (%s):\n", termsafe.Line(wl.Name), stream, rel)
 		for _, l := range lines {
-			// TODO(lead): the host-text neutraliser (engine/termsafe) when it lands.
-			fmt.Fprintf(w, "  %s\n", printable(l))
+			fmt.Fprintf(w, "  %s\n", termsafe.Line(l))
 		}
 		if more {
 			fmt.Fprintf(w, "  … (the rest in %s)\n", rel)

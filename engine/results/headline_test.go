@@ -63,7 +63,7 @@ func TestHeadlineExecOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, w := range []string{"hi stdout (hosts/h0/logs/hi.stdout):\n  hello?[2J\n  2\n", "  5\n  … (the rest in hosts/h0/logs/hi.stdout)"} {
+	for _, w := range []string{"hi stdout (hosts/h0/logs/hi.stdout):\n  hello\\x1b[2J\n  2\n", "  5\n  … (the rest in hosts/h0/logs/hi.stdout)"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
