@@ -61,8 +61,9 @@ func TestRunUnits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var notices []string
-			env := &Env{Notify: func(w, msg string) { notices = append(notices, w+"|"+msg) }}
+			var notices, started []string
+			env := &Env{Notify: func(w, msg string) { notices = append(notices, w+"|"+msg) },
+				UnitStart: func(w, u string) { started = append(started, u) }}
 			w := &Workload{Name: "w", Tool: "ib_write_bw", Timeout: timeout, Repeat: tt.repeat}
 			var out Outcome
 			var ran []string
@@ -98,6 +99,14 @@ func TestRunUnits(t *testing.T) {
 			}
 			if tt.status == StatusTimedOut && !errors.Is(err, ErrTimedOut) {
 				t.Errorf("err %v does not wrap ErrTimedOut", err)
+			}
+			// Each unit is announced as it starts, with its place among all.
+			var want []string
+			for i, r := range tt.ran {
+				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(units(w, tt.sizes))))
+			}
+			if diff := cmp.Diff(want, started); diff != "" {
+				t.Errorf("units announced (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.notices, notices); diff != "" {
 				t.Errorf("notices (-want +got):\n%s", diff)

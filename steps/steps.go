@@ -85,6 +85,9 @@ type Env struct {
 	// Notify, when set, is told at once what a person watching the run
 	// should see before the workload ends (a size that timed out).
 	Notify func(workload, message string)
+	// UnitStart, when set, is told as each unit of a workload (one size ×
+	// repeat) starts, e.g. "size 1MiB, repeat 2 (4/6)": the live progress.
+	UnitStart func(workload, unit string)
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply

@@ -44,11 +44,13 @@ tool versions (from each host's facts.json).
 
 Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 		Example: `  rlab compare runs/nightly/2026-11-20T020000Z runs/nightly/2026-11-21T020000Z
+  rlab compare nightly/2026-11-20T020000Z nightly/2026-11-21T020000Z   # as rlab runs names them
   rlab compare --threshold 5% --metric-threshold lat_p99=20% A B
   rlab compare --json A B > delta.json
   rlab compare --junit compare.xml A B
   rlab compare --markdown A B >> "$GITHUB_STEP_SUMMARY"`,
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeRuns2,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := results.CompareOptions{MetricThresholds: map[string]float64{}}
 			t, err := results.ParsePercent(threshold)
@@ -69,6 +71,14 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 					return withCode(exitFail, fmt.Errorf("--metric-threshold %q: %w", kv, err))
 				}
 				opts.MetricThresholds[name] = v
+			}
+			// A run as rlab runs names it (LAB/ID, an id) as well as a directory.
+			for i, arg := range args {
+				if _, err := os.Stat(arg); err != nil {
+					if d, _, rerr := results.ResolveRun(results.DefaultRunsRoot, arg); rerr == nil {
+						args[i] = d
+					}
+				}
 			}
 			a, err := results.ReadRun(args[0])
 			if err != nil {

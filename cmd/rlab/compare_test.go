@@ -181,7 +181,7 @@ func TestRunsCmd(t *testing.T) {
 			t.Errorf("line %d %q lacks %q", i, lines[i], w)
 		}
 	}
-	if !strings.Contains(lines[1], "write_bw 0.0755 Gb/s; write_lat 658.4 usec typ; tcp_1g 0.42 Gb/s") || !strings.Contains(lines[1], "4/4") {
+	if !strings.Contains(lines[1], "write_bw 75.5 Mb/s; write_lat 658.4 usec typ; tcp_1g 420 Mb/s") || !strings.Contains(lines[1], "4/4") {
 		t.Errorf("baseline line lacks its headline: %q", lines[1])
 	}
 	if !strings.Contains(lines[4], "failed") || !strings.Contains(lines[4], "3/4") {
@@ -319,6 +319,9 @@ func TestShowReportRunRefs(t *testing.T) {
 				t.Errorf("exit %d (want %d), stderr %q (want %q)\n%s", code, tc.code, errText, tc.errText, out)
 			}
 		})
+	}
+	if code, out, errText := execute(t, newCompareCmd(), "nightly/2026-11-20T020000Z", "2026-11-21T020000Z"); code != exitOK || !strings.Contains(out, "A: runs/nightly/2026-11-20T020000Z") {
+		t.Errorf("compare LAB/ID ID: exit %d %s\n%s", code, errText, out)
 	}
 	code, out, errText := execute(t, newReportCmd(), "nightly/2026-11-20T020000Z")
 	if code != exitOK || !strings.Contains(out, filepath.Join("runs", "nightly", "2026-11-20T020000Z", "report.html")) {

@@ -155,9 +155,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	})
 	prog.finish()
 	w := cmd.OutOrStdout()
-	if res.Err != nil {
-		fmt.Fprintf(stderr, "%s\n", res.Err)
-	}
+	printErrors(stderr, "", res.Err) // one per line
 	if asJSON {
 		if err := printCheckJSON(w, res); err != nil {
 			return err
@@ -172,6 +170,9 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 }
 
 func printOutcomes(w io.Writer, res *runengine.Result, validate bool) {
+	if !validate && len(res.Students) == 0 && printHeadline(w, res.Dir) {
+		res = &runengine.Result{Dir: res.Dir, Expects: res.Expects} // outcomes are in the table
+	}
 	for _, o := range res.Outcomes {
 		line := fmt.Sprintf("  %-10s %s (%s)", o.Status, o.Workload, o.Tool)
 		if o.Status != "ok" && o.Error != "" {
@@ -259,6 +260,9 @@ type progress struct {
 	done  map[string]int64 // per host, of its current pull
 	total map[string]int64
 	base  int64 // bytes of pulls that ended
+
+	running runningWorkloads // workloads under way, for the bar's description
+	stop    chan struct{}    // ends the elapsed-time ticker (progress.go)
 }
 
 func newProgress(w io.Writer, workloads int) *progress {
@@ -273,8 +277,10 @@ func newProgress(w io.Writer, workloads int) *progress {
 		progressbar.OptionSetDescription("connecting"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionClearOnFinish(),
 	)
+	p.tick()
 	return p
 }
 
@@ -288,15 +294,22 @@ func (p *progress) event(e runengine.Event) {
 		fmt.Fprintln(p.w, e.Message)
 		return
 	}
+	p.failLine(e) // TTY or not (progress.go)
 	if p.bar == nil {
 		return
 	}
 	switch {
 	case e.Type == "step.start" && e.Workload != "":
-		p.bar.Describe(e.Workload)
+		p.running.start(e.Workload, e.Step)
+		p.bar.Describe(p.running.describe())
+	case e.Type == runengine.EventUnit:
+		p.running.setUnit(e.Workload, e.Message)
+		p.bar.Describe(p.running.describe())
 	case e.Type == "step.start" && e.Host == "":
 		p.bar.Describe(e.Step)
 	case e.Type == "step.end" && e.Workload != "":
+		p.running.end(e.Workload)
+		p.bar.Describe(p.running.describe())
 		p.bar.Add(1)
 	}
 }
@@ -348,6 +361,12 @@ func (p *progress) pull(host string, done, total int64) {
 }
 
 func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
 	if p.bytes != nil {
 		p.bytes.Finish()
 	}

@@ -132,3 +132,11 @@ func completeRuns(_ *cobra.Command, args []string, _ string) ([]string, cobra.Sh
 	}
 	return out, cobra.ShellCompDirectiveDefault
 }
+
+// completeRuns2 completes the two runs of compare.
+func completeRuns2(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) >= 2 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return completeRuns(cmd, nil, toComplete)
+}

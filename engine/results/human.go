@@ -52,3 +52,34 @@ func HumanBytes(n int64) string {
 	}
 	return HumanValue(float64(n), "bytes")
 }
+
+// displayScale picks one display unit for a column of values of one unit
+// (a summary table's metric): the one HumanValue would pick for the
+// column's median magnitude, so most cells read between 1 and 1000.
+func displayScale(unit string, vals []float64) scale {
+	sc, ok := unitScales[unit]
+	if !ok {
+		return scale{1, unit}
+	}
+	var mags []float64
+	for _, v := range vals {
+		if v != 0 && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			mags = append(mags, math.Abs(v))
+		}
+	}
+	if len(mags) == 0 {
+		for _, s := range sc {
+			if s.Per == 1 {
+				return s
+			}
+		}
+		return scale{1, unit}
+	}
+	m := Median(mags)
+	for _, s := range sc {
+		if m >= s.Per {
+			return s
+		}
+	}
+	return sc[len(sc)-1]
+}

@@ -94,9 +94,9 @@ func Headline(r *Run) []string {
 	var out []string
 	for _, wl := range order {
 		a := pick[wl]
-		s := fmt.Sprintf("%s %s %s", wl, FormatValue(a.Median), a.Unit)
+		s := fmt.Sprintf("%s %s", wl, HumanValue(a.Median, a.Unit))
 		if a.Metric == "lat_typical" {
-			s = fmt.Sprintf("%s %s %s typ", wl, FormatValue(a.Median), a.Unit)
+			s += " typ"
 		}
 		out = append(out, s)
 	}

@@ -5,16 +5,16 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // TerminalText renders the Markdown rlab writes (summary.md: headings,
 // pipe tables, lists, emphasis, code spans) as plain text for a terminal:
 // headings underlined, tables aligned in columns, emphasis and code marks
 // dropped, escapes undone. Control characters (text that came from hosts)
-// are replaced so it cannot move the cursor.
+// are escaped (termsafe) so it cannot move the cursor.
 func TerminalText(md []byte) []byte {
-	// TODO(lead): route through the host-text neutraliser (engine/termsafe)
-	// when it lands; printable keeps control characters out until then.
 	var out bytes.Buffer
 	lines := strings.Split(strings.TrimRight(string(md), "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
@@ -55,7 +55,7 @@ func inline(s string) string {
 	s = mdStrong.ReplaceAllString(s, "$1")
 	s = mdCodeSp.ReplaceAllString(s, "$1")
 	s = mdLink.ReplaceAllString(s, "$1 ($2)")
-	return printable(mdUnesc.Replace(s))
+	return termsafe.Line(mdUnesc.Replace(s))
 }
 
 // splitRow splits a pipe table row into its cells, honouring "\|".

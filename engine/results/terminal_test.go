@@ -22,7 +22,7 @@ func TestTerminalText(t *testing.T) {
 			"a           size\nlong name  4 KiB\nb            2 B\n"},
 		{"key-value table without header", "| | |\n|---|---|\n| run | `id` |\n", "run  id\n"},
 		{"escapes undone", "| `a\\|b` | x \\* y &lt;z&gt; |\n|---|---|\n", "a|b  x * y <z>\n"},
-		{"control characters replaced", "error: \x1b[2Jgone\r\n", "error: ?[2Jgone?\n"},
+		{"control characters escaped", "error: \x1b[2Jgone\r\n", `error: \x1b[2Jgone\r` + "\n"},
 		{"link", "see [report](report.html)\n", "see report (report.html)\n"},
 	}
 	for _, tc := range tests {

@@ -279,9 +279,15 @@ func (r *runner) prepare() error {
 		Log:     r.log,
 		Keep:    r.opts.Keep,
 		Notify:  func(w, msg string) { r.emit(Event{Type: EventNotice, Workload: w, Message: msg}) },
+		// The unit (size × repeat) under way, for the live progress.
+		UnitStart: func(w, u string) { r.emit(Event{Type: EventUnit, Workload: w, Message: u}) },
 	}
 	return nil
 }
+
+// EventUnit is the start of one unit of a workload (one size × repeat);
+// Message names it, e.g. "size 1MiB, repeat 2 (4/6)".
+const EventUnit = "unit"
 
 // makeRunDir creates dir, never reusing an existing one: a second run in the
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists
