@@ -104,6 +104,14 @@ capture "any" {
   netdev = "any"
   filter = "tcp port ` + itoa(port) + `"
 }
+capture "small" {
+  host     = host.b
+  netdev   = "lo"
+  filter   = "tcp port ` + itoa(port) + `"
+  snaplen  = 262144
+  max_size = "1MiB"
+  during   = [workload.bulk]
+}
 capture "both" {
   host   = host.b
   netdev = "lo"
@@ -135,6 +143,18 @@ capture "both" {
 			stderr, _ := os.ReadFile(filepath.Join(res.Dir, "hosts", c.host, "logs", strings.TrimSuffix(c.file, ".pcap")+".tcpdump.stderr"))
 			t.Errorf("%s on host %s: %d TCP packets on port %d in %v, want the transfer's (run dir: %v); tcpdump: %s", c.file, c.host, n, port, files, all, stderr)
 		}
+	}
+	// max_size bounds what a capture keeps: 1 MiB of a 4 MiB transfer
+	// captured whole (tcpdump's ring of one file, at most one packet over).
+	small, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "b", "captures", "cap.small.bulk.pcap*"))
+	var total int64
+	for _, f := range small {
+		if st, err := os.Stat(f); err == nil {
+			total += st.Size()
+		}
+	}
+	if total == 0 || total > 1<<20+70000 {
+		t.Errorf("capture with max_size 1MiB kept %d bytes in %v, want 1..%d", total, small, 1<<20+70000)
 	}
 	ents, _ := os.ReadDir(filepath.Join(res.Dir, "hosts", "a", "logs"))
 	for _, e := range ents {
