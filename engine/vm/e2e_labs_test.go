@@ -35,9 +35,16 @@ var (
 
 // exampleLab is one SSH example of labs/ run on the shared VM pair.
 type exampleLab struct {
-	name   string
-	vars   []string          // -var NAME=VALUE, sized for TCG
-	direct map[string]int    // host block → VM (index) it reaches at 127.0.0.1:<forwarded port>; the others keep their address (reached through a jump host)
+	name string
+	vars []string // -var NAME=VALUE, sized for TCG
+	// direct: the lab's own jump host → the VM (index) it is, reached at
+	// 127.0.0.1:<forwarded port>. data: a host block → the VM data address
+	// it gets, reached through an added jump host "vm_gateway" (the server
+	// VM): a workload dials its server's address, which must be the data
+	// network's, not a port forward on this machine. Other hosts keep their
+	// address (through the lab's jump host).
+	direct map[string]int
+	data   map[string]string
 	files  map[string]string // written beside the lab
 	// captures: capture file stem ("cap.control") → what its comment
 	// promises, checked on the summary of all its ring files.
@@ -120,7 +127,7 @@ func TestE2EExampleLabs(t *testing.T) {
 			}
 			dir := t.TempDir()
 			labFile := filepath.Join(dir, el.name+".hcl")
-			if err := os.WriteFile(labFile, retarget(t, src, direct, set.VMs[0].IdentityFile, khFile), 0o600); err != nil {
+			if err := os.WriteFile(labFile, retarget(t, src, direct, el.data, set.VMs[0].Addr, set.VMs[0].IdentityFile, khFile), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			for name, body := range el.files {
@@ -194,9 +201,9 @@ func exampleLabs() []exampleLab {
 			},
 		},
 		{
-			name:   "nightly",
-			vars:   []string{"iterations=200", "min_write_gbps=0.005", "max_write_lat_us=5000", "min_tcp_gbps=0.01"},
-			direct: map[string]int{"server": 0, "client": 1},
+			name: "nightly",
+			vars: []string{"iterations=200", "min_write_gbps=0.005", "max_write_lat_us=5000", "min_tcp_gbps=0.01"},
+			data: map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
 		},
 		{
 			name:   "cloud-bastion",
@@ -223,9 +230,10 @@ func exampleLabs() []exampleLab {
 
 // retarget points a lab's hosts at the VMs: every host and the ssh block
 // log in as root with key and knownHosts and without become; a host in
-// direct is reached at that 127.0.0.1:port, the others keep their address
-// (through their jump host).
-func retarget(t *testing.T, src []byte, direct map[string]string, key, knownHosts string) []byte {
+// direct is reached at that 127.0.0.1:port; a host in data gets that address
+// and jumps through an added host "vm_gateway" at gateway; the others keep
+// their address (through the lab's own jump host).
+func retarget(t *testing.T, src []byte, direct, data map[string]string, gateway, key, knownHosts string) []byte {
 	t.Helper()
 	f, diags := hclwrite.ParseConfig(src, "lab.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
@@ -237,6 +245,15 @@ func retarget(t *testing.T, src []byte, direct map[string]string, key, knownHost
 		b.SetAttributeValue("known_hosts", cty.StringVal(knownHosts))
 		b.SetAttributeValue("become", cty.False)
 	}
+	at := func(b *hclwrite.Body, hostport string) {
+		h, p, err := net.SplitHostPort(hostport)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(p)
+		b.SetAttributeValue("address", cty.StringVal(h))
+		b.SetAttributeValue("port", cty.NumberIntVal(int64(port)))
+	}
 	seen := map[string]bool{}
 	for _, b := range f.Body().Blocks() {
 		switch b.Type() {
@@ -246,13 +263,12 @@ func retarget(t *testing.T, src []byte, direct map[string]string, key, knownHost
 			login(b.Body())
 			name := b.Labels()[0]
 			if hp, ok := direct[name]; ok {
-				h, p, err := net.SplitHostPort(hp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				port, _ := strconv.Atoi(p)
-				b.Body().SetAttributeValue("address", cty.StringVal(h))
-				b.Body().SetAttributeValue("port", cty.NumberIntVal(int64(port)))
+				at(b.Body(), hp)
+				seen[name] = true
+			}
+			if addr, ok := data[name]; ok {
+				at(b.Body(), net.JoinHostPort(addr, "22"))
+				b.Body().SetAttributeTraversal("jump", hcl.Traversal{hcl.TraverseRoot{Name: "host"}, hcl.TraverseAttr{Name: "vm_gateway"}})
 				seen[name] = true
 			}
 		}
@@ -261,6 +277,16 @@ func retarget(t *testing.T, src []byte, direct map[string]string, key, knownHost
 		if !seen[name] {
 			t.Fatalf("the lab has no host %q", name)
 		}
+	}
+	for name := range data {
+		if !seen[name] {
+			t.Fatalf("the lab has no host %q", name)
+		}
+	}
+	if len(data) > 0 {
+		gw := f.Body().AppendNewBlock("host", []string{"vm_gateway"}).Body()
+		at(gw, gateway)
+		login(gw)
 	}
 	return f.Bytes()
 }
@@ -327,7 +353,7 @@ func TestRetargetExampleLabs(t *testing.T) {
 			}
 			dir := t.TempDir()
 			p := filepath.Join(dir, el.name+".hcl")
-			if err := os.WriteFile(p, retarget(t, src, direct, "/k/id", "/k/kh"), 0o600); err != nil {
+			if err := os.WriteFile(p, retarget(t, src, direct, el.data, vms[0], "/k/id", "/k/kh"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			for name, body := range el.files {
@@ -350,9 +376,17 @@ func TestRetargetExampleLabs(t *testing.T) {
 				}
 				addr := net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
 				switch {
-				case direct[h.Block] != "":
-					if addr != direct[h.Block] {
-						t.Errorf("host %s at %s, want %s", h.Name, addr, direct[h.Block])
+				case direct[h.Block] != "" || h.Block == "vm_gateway":
+					want := direct[h.Block]
+					if h.Block == "vm_gateway" {
+						want = vms[0]
+					}
+					if addr != want {
+						t.Errorf("host %s at %s, want %s", h.Name, addr, want)
+					}
+				case el.data[h.Block] != "":
+					if h.Address != el.data[h.Block] || h.Port != 22 || h.JumpHost == nil || h.JumpHost.Block != "vm_gateway" {
+						t.Errorf("host %s at %s jump %q, want %s:22 through vm_gateway", h.Name, addr, h.Jump, el.data[h.Block])
 					}
 				case !data[h.Address] || h.Port != 22 || h.JumpHost == nil || direct[h.JumpHost.Block] == "":
 					t.Errorf("host %s at %s jump %q: want a VM data address through a direct host", h.Name, addr, h.Jump)
