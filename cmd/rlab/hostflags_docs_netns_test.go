@@ -13,7 +13,7 @@ import (
 // TestHostFlagsNetns proves the shared host flags of facts, check and run
 // (hostFlags) on real sshd hosts, for a lab that names no key, no
 // known_hosts and no user (a variable without default): without them
-// nothing connects; --var-file gives the user, -i the key, --known-hosts the
+// nothing connects; --var-file or --var gives the user, -i the key, --known-hosts the
 // host keys; -v logs connection details; --refresh asks the tools again
 // (the agent's tools cache on the hosts' shared home is rewritten only
 // then). (--parallel is Options.Parallel: TestRunOnlyAndParallel.)
@@ -51,6 +51,8 @@ func TestHostFlagsNetns(t *testing.T) {
 		{"no --known-hosts", args(key, vf), 2, "unknown host key"},
 		{"no -i", args(kh, vf), 2, "could not be reached"},
 		{"all", args(key, kh, vf, []string{"--parallel", "1", "-v"}), 0, `msg="gathered facts"`},
+		{"--var", args(key, kh, []string{"--var", "user=" + bed.User}), 0, `"hostname"`},
+		{"--var wins over --var-file", args(key, kh, vf, []string{"--var", "user=nobody-here"}), 2, "could not be reached"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := runRlab(t, tc.args...)
@@ -95,5 +97,74 @@ func TestHostFlagsNetns(t *testing.T) {
 	}
 	if rewritten == 0 {
 		t.Errorf("--refresh rewrote no tools cache under %s", bed.Home)
+	}
+}
+
+// TestDownHostKeysNetns: `rlab down` verifies host keys as the run did, and
+// takes --known-hosts and --accept-new-host-keys as run does. A run on the
+// bed records its lab's known_hosts; once that file is gone (and an exec
+// process is marked not yet undone, so down must log in), down refuses the
+// unknown key, takes it from --known-hosts, or trusts and records it with
+// --accept-new-host-keys.
+func TestDownHostKeysNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 1})
+	dir := t.TempDir()
+	kh := filepath.Join(dir, "known_hosts")
+	b, err := os.ReadFile(bed.KnownHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := bed.Hosts[0]
+	src := "lab \"down\" {}\n\nhost \"h0\" {\n  address = \"" + h.Addr + "\"\n  user = \"" + bed.User + "\"\n  identity_file = \"" + bed.KeyFile + "\"\n  known_hosts = \"" + kh + "\"\n}\n\n" +
+		"workload \"x\" {\n  tool    = \"exec\"\n  host    = host.h0\n  command = [\"true\"]\n}\n"
+	labFile := filepath.Join(dir, "down.hcl")
+	if err := os.WriteFile(labFile, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	redo := func(t *testing.T) string { // a fresh run whose exec process down must undo
+		t.Helper()
+		if err := os.WriteFile(kh, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "run")
+		if stdout, stderr, code := runRlab(t, "run", "--out", out, labFile); code != 0 {
+			t.Fatalf("run: exit %d\n%s%s", code, stdout, stderr)
+		}
+		st, err := os.ReadFile(filepath.Join(out, "state.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		undone := strings.Count(string(st), `"undone": true`)
+		st = []byte(strings.ReplaceAll(string(st), `"undone": true`, `"undone": false`))
+		if undone == 0 {
+			t.Fatalf("state.json has no undone effect to redo:\n%s", st)
+		}
+		if err := os.WriteFile(filepath.Join(out, "state.json"), st, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(kh); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		code  int
+	}{
+		{"no flag", nil, 2},
+		{"--known-hosts", []string{"--known-hosts", bed.KnownHosts}, 0},
+		{"--accept-new-host-keys", []string{"--accept-new-host-keys"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := redo(t)
+			stdout, stderr, code := runRlab(t, append(append([]string{"down"}, tc.flags...), out)...)
+			if code != tc.code {
+				t.Errorf("down %v: exit %d, want %d\n%s%s", tc.flags, code, tc.code, stdout, stderr)
+			}
+			if tc.code == 2 && !strings.Contains(stdout+stderr, "host key") {
+				t.Errorf("down without a known key does not say why:\n%s%s", stdout, stderr)
+			}
+		})
 	}
 }

@@ -104,6 +104,13 @@ capture "any" {
   netdev = "any"
   filter = "tcp port ` + itoa(port) + `"
 }
+capture "per" {
+  count  = 2
+  host   = [host.a, host.b][count.index]
+  netdev = "lo"
+  filter = "tcp port ` + itoa(port) + `"
+  during = [workload.bulk]
+}
 capture "small" {
   host     = host.b
   netdev   = "lo"
@@ -131,6 +138,8 @@ capture "both" {
 		{"b", "cap.bulk_only.bulk.pcap", 10},
 		{"a", "cap.any.pcap", 10},             // tcpdump -i any (Linux cooked capture)
 		{"b", "cap.both.first-bulk.pcap", 10}, // scoped to two workloads
+		{"a", "cap.per.0.bulk.pcap", 10},      // count = 2: one per host
+		{"b", "cap.per.1.bulk.pcap", 10},
 	} {
 		// tcpdump's ring (-C/-W) numbers its files: cap.all.pcap0, ...
 		files, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", c.host, "captures", c.file+"*"))

@@ -66,11 +66,25 @@ func TestE2EExampleLabs(t *testing.T) {
 	bin := e2eBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	set, khFile, root := bootExamplePair(ctx, t)
+	only := os.Getenv("RLAB_VM_LABS")
+	for _, el := range exampleLabs() {
+		if only != "" && !strings.Contains(","+only+",", ","+el.name+",") {
+			continue
+		}
+		t.Run(el.name, func(t *testing.T) { runExampleLab(ctx, t, bin, root, set, khFile, el) })
+	}
+}
+
+// bootExamplePair boots the server/client pair the examples run on (torn
+// down at the test's end) and writes the known_hosts they use.
+func bootExamplePair(ctx context.Context, t *testing.T) (set *Set, khFile, root string) {
+	t.Helper()
 	im, err := image.Ensure(ctx, image.DefaultRecipe(""), image.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := filepath.Abs("../..")
+	root, err = filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +94,7 @@ func TestE2EExampleLabs(t *testing.T) {
 		{Name: "client", Slug: "client", BootTimeout: 10 * time.Minute, Networks: []Network{{Name: "rdma", Address: "10.99.0.2/24"}}},
 	}
 	t0 := time.Now()
-	set, err := Boot(ctx, ms, runDir, Options{Image: im, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	set, err = Boot(ctx, ms, runDir, Options{Image: im, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,60 +120,56 @@ func TestE2EExampleLabs(t *testing.T) {
 			kh.WriteString(knownhosts.Line([]string{name}, v.HostKey) + "\n")
 		}
 	}
-	khFile := filepath.Join(runDir, "known_hosts_labs")
+	khFile = filepath.Join(runDir, "known_hosts_labs")
 	if err := os.WriteFile(khFile, []byte(kh.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return set, khFile, root
+}
 
-	only := os.Getenv("RLAB_VM_LABS")
-	for _, el := range exampleLabs() {
-		if only != "" && !strings.Contains(","+only+",", ","+el.name+",") {
+// runExampleLab runs one example on the booted pair and checks it.
+func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set, khFile string, el exampleLab) {
+	src, err := os.ReadFile(filepath.Join(root, "labs", el.name+".hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := map[string]string{}
+	for h, i := range el.direct {
+		direct[h] = set.VMs[i].Addr
+	}
+	dir := t.TempDir()
+	labFile := filepath.Join(dir, el.name+".hcl")
+	if err := os.WriteFile(labFile, retarget(t, src, direct, el.data, set.VMs[0].Addr, set.VMs[0].IdentityFile, khFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range el.files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "run")
+	args := []string{"run", "--out", out}
+	for _, v := range el.vars {
+		args = append(args, "-var", v)
+	}
+	t0 := time.Now()
+	cmd := exec.CommandContext(ctx, bin, append(args, labFile)...)
+	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
+	b, err := cmd.CombinedOutput()
+	t.Logf("rlab %s (%s):\n%s", strings.Join(append(args, "labs/"+el.name+".hcl"), " "), time.Since(t0).Round(time.Second), b)
+	if err != nil {
+		t.Errorf("rlab run labs/%s.hcl: %v", el.name, err)
+	}
+	checkResults(t, out)
+	checkRXETeardown(t, out)
+	for stem, check := range el.captures {
+		s := sumCaptures(t, out, stem)
+		t.Logf("%s: %d frames, opcodes %v, CM %v", stem, s.frames, s.ops, s.cm)
+		if s.frames == 0 {
+			t.Errorf("capture %s is empty", stem)
 			continue
 		}
-		t.Run(el.name, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(root, "labs", el.name+".hcl"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			direct := map[string]string{}
-			for h, i := range el.direct {
-				direct[h] = set.VMs[i].Addr
-			}
-			dir := t.TempDir()
-			labFile := filepath.Join(dir, el.name+".hcl")
-			if err := os.WriteFile(labFile, retarget(t, src, direct, el.data, set.VMs[0].Addr, set.VMs[0].IdentityFile, khFile), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			for name, body := range el.files {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			out := filepath.Join(dir, "run")
-			args := []string{"run", "--out", out}
-			for _, v := range el.vars {
-				args = append(args, "-var", v)
-			}
-			t0 := time.Now()
-			cmd := exec.CommandContext(ctx, bin, append(args, labFile)...)
-			cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
-			b, err := cmd.CombinedOutput()
-			t.Logf("rlab %s (%s):\n%s", strings.Join(append(args, "labs/"+el.name+".hcl"), " "), time.Since(t0).Round(time.Second), b)
-			if err != nil {
-				t.Fatalf("rlab run labs/%s.hcl: %v", el.name, err)
-			}
-			checkResults(t, out)
-			checkRXETeardown(t, out)
-			for stem, check := range el.captures {
-				s := sumCaptures(t, out, stem)
-				t.Logf("%s: %d frames, opcodes %v, CM %v", stem, s.frames, s.ops, s.cm)
-				if s.frames == 0 {
-					t.Errorf("capture %s is empty", stem)
-					continue
-				}
-				check(t, s)
-			}
-		})
+		check(t, s)
 	}
 }
 
@@ -168,9 +178,9 @@ func exampleLabs() []exampleLab {
 	oneStudent := `{"bastion_ip": {"value": "127.0.0.1"}, "students": {"value": {"ana": {"server_ip": "10.99.0.1", "client_ip": "10.99.0.2"}}}}`
 	return []exampleLab{
 		{
-			name:   "walkthrough",
-			vars:   []string{"iterations=64"}, // 64 MiB each way, not 1 GiB: TCG moves ~0.1 Gb/s
-			direct: map[string]int{"server": 0, "client": 1},
+			name: "walkthrough",
+			vars: []string{"iterations=64"}, // 64 MiB each way, not 1 GiB: TCG moves ~0.1 Gb/s
+			data: map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
 			captures: map[string]func(*testing.T, *captureSum){
 				// "the REQ, REP and RTU that set up each connection ... are
 				// MADs sent to the well-known QP 1": two connections, nothing else.
