@@ -280,7 +280,7 @@ func readmeFlags(t *testing.T, flags []string) map[string][]string {
 	out := map[string][]string{}
 	for _, m := range regexp.MustCompile("(?:^|[ `\\[(])(--?[a-z][a-z0-9-]+)").FindAllStringSubmatch(string(b), -1) {
 		name := "--" + strings.TrimLeft(m[1], "-")
-		if name == "--update" { // go test -update, not rlab
+		if name == "--update" || name == "--help" { // go test -update; --help is every command's
 			continue
 		}
 		out[name] = nil
