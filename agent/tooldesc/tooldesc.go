@@ -111,7 +111,8 @@ type Tool struct {
 
 // Metric is one measured quantity: its name is the one results.json,
 // summary.md, the report, `rlab compare`, --metric-threshold and an expect
-// condition (result.<Name>) all use. Units are how it is recorded.
+// condition (result.<Name>) all use. Unit is how it is recorded; another unit
+// is a display choice, not another metric.
 type Metric struct {
 	Name           string
 	Unit           string
@@ -150,12 +151,28 @@ var metrics = []Metric{
 	{"pp_lat", "usec/iter", false, "pingpong time per iteration", []Alias{{"pp_usec_per_iter", 1}}},
 	// rping
 	{"rping_count", "count", true, "rping ping-pongs completed", nil},
-	// built-in TCP bulk transfer
-	{"tcp_bw", "Gb/s", true, "TCP bulk throughput", []Alias{{"tcp_gbps", 1}}},
-	{"tcp_bw_mib", "MiB/s", true, "TCP bulk throughput", []Alias{{"tcp_mibps", 1}}},
+	// built-in TCP bulk transfer: one quantity, recorded in Gb/s; MiB/s is
+	// a display choice (the old expect name tcp_mibps reads it so).
+	{"tcp_bw", "Gb/s", true, "TCP bulk throughput", []Alias{{"tcp_gbps", 1}, {"tcp_mibps", mibPerGb}}},
 	// every workload
 	{"exit_code", "code", false, "exit code of the client side (exec: the command)", nil},
 	{"duration", "s", false, "wall time of the workload run", []Alias{{"duration_s", 1}}},
+}
+
+// mibPerGb converts Gb/s into MiB/s.
+const mibPerGb = 1e9 / 8 / (1 << 20)
+
+// retired are metric names older runs recorded that are no longer metrics of
+// their own: the same quantity as another one in another unit. Readers of
+// old results.json drop them, so one quantity is counted once.
+var retired = map[string]string{
+	"tcp_bw_mib": "tcp_bw", // TCP throughput in MiB/s, until November 2026
+}
+
+// Retired returns the metric that replaced an old metric name, if n is one.
+func Retired(n string) (string, bool) {
+	m, ok := retired[n]
+	return m, ok
 }
 
 // Metrics returns the metric vocabulary, in report order.
@@ -380,6 +397,6 @@ func registerBuiltins() {
 		NeedsModules: []string{"rdma_cm"},
 		Chart:        "rping"})
 	Register(Tool{Name: "tcp", Family: TCP, TransportWhy: "the tcp workload is a TCP stream", Duration: true, Bytes: true,
-		Metrics: []string{"tcp_bw", "tcp_bw_mib"}, Chart: "tcp"})
+		Metrics: []string{"tcp_bw"}, Chart: "tcp"})
 	Register(Tool{Name: "exec", Family: Exec, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec"})
 }

@@ -1092,15 +1092,30 @@ func (l *loader) sizes(a *hcl.Attribute, sc *scope, tool Tool) []int64 {
 var expectSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "condition", Required: true}, {Name: "message"}}}
 
 // ResultAttrs lists the attributes result.* has in an expect condition of
-// the given tool: its metrics' expect names, plus size and repeat.
+// the given tool: its metrics' names (the names of results.json, summary.md,
+// the report and rlab compare), plus size and repeat.
 func ResultAttrs(tool string) []string {
 	var out []string
 	for _, n := range results.ToolMetrics(tool) {
 		if m, ok := results.MetricByName(n); ok {
-			out = append(out, m.Attr)
+			out = append(out, m.Name)
 		}
 	}
 	return append(out, "size", "repeat")
+}
+
+// resultAliases maps the older expect names of the tool's metrics (e.g.
+// bw_avg_gbps) to their metric's name. They are still read, with a warning.
+func resultAliases(tool string) map[string]string {
+	out := map[string]string{}
+	for _, n := range results.ToolMetrics(tool) {
+		if m, ok := results.MetricByName(n); ok {
+			for _, a := range m.Aliases {
+				out[a.Name] = m.Name
+			}
+		}
+	}
+	return out
 }
 
 func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
@@ -1109,18 +1124,24 @@ func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
 	if ca == nil || w.Tool == "" {
 		return nil
 	}
-	e := &Expect{Condition: ca.Expr, Range: b.DefRange, ctx: sc.ctx, attrs: ResultAttrs(w.Tool)}
+	aliases := resultAliases(w.Tool)
+	attrs := ResultAttrs(w.Tool)
+	for a := range aliases {
+		attrs = append(attrs, a)
+	}
+	e := &Expect{Condition: ca.Expr, Range: b.DefRange, ctx: sc.ctx, attrs: attrs}
 	if a := content.Attributes["message"]; a != nil {
 		e.Message, _ = l.str(a, sc)
 	}
 	esc := *sc
 	esc.result = ResultAttrs(w.Tool)
+	esc.resultAliases = aliases
 	if !l.checkRefs(ca.Expr, &esc) {
 		return nil
 	}
 	// Evaluate once with unknown numbers to catch type errors now.
 	unknown := map[string]cty.Value{}
-	for _, n := range esc.result {
+	for _, n := range attrs {
 		unknown[n] = cty.UnknownVal(cty.Number)
 	}
 	_, diags := e.Eval(unknown)
@@ -1168,7 +1189,7 @@ func (e *Expect) Eval(result map[string]cty.Value) (bool, hcl.Diagnostics) {
 		}
 	}
 	if v.Type() != cty.Bool {
-		return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid expect condition", Detail: fmt.Sprintf("The condition must be true or false; it is %s. Compare a result, like result.bw_avg_gbps > 1.", article(v.Type())), Subject: &rng}}
+		return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid expect condition", Detail: fmt.Sprintf("The condition must be true or false; it is %s. Compare a result, like result.bw_avg > 1.", article(v.Type())), Subject: &rng}}
 	}
 	return v.True(), nil
 }

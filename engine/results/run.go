@@ -137,6 +137,7 @@ func ReadRun(path string) (*Run, error) {
 		return nil, fmt.Errorf("read run %s: %s has schema %d, this rlab reads up to %d (upgrade rlab)", dir, ResultsFile, r.Schema, SchemaVersion)
 	}
 	r.Dir = dir
+	r.Samples = DropRetired(r.Samples)
 	return &r, nil
 }
 
