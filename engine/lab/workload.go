@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -53,7 +54,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 }
 
 func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in instance) *Workload {
-	w := &Workload{Name: in.name, Slug: in.slug, Range: b.DefRange, Timeout: DefaultTimeout, Repeat: 1}
+	w := &Workload{Name: in.name, Slug: in.slug, Range: b.DefRange, Options: tooldesc.Options{Timeout: DefaultTimeout, Repeat: 1}}
 	attrs := content.Attributes
 	sc := in.sc
 	ta := attrs["tool"]
