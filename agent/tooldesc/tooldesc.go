@@ -19,6 +19,7 @@ package tooldesc
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -47,6 +48,29 @@ type Packages struct {
 // distribution family, for error messages.
 func (p Packages) InstallHint() string {
 	return fmt.Sprintf("apt-get install %s (dnf install %s; zypper install %s)", p.Debian, p.RHEL, p.SUSE)
+}
+
+// InstallHintFor is the command line for the host's distribution, known by
+// its os-release PRETTY_NAME; InstallHint when the name says no family.
+func (p Packages) InstallHintFor(osName string) string {
+	n := strings.ToLower(osName)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(n, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("debian", "ubuntu", "mint", "raspbian", "pop!_os"):
+		return "apt-get install " + p.Debian
+	case has("fedora", "red hat", "rhel", "centos", "rocky", "alma", "oracle linux", "amazon linux"):
+		return "dnf install " + p.RHEL
+	case has("suse", "sles"):
+		return "zypper install " + p.SUSE
+	}
+	return p.InstallHint()
 }
 
 // Version says how to ask a program its version.
