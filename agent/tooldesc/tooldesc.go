@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Family groups tools that one step kind drives and one parser reads.
@@ -156,7 +157,7 @@ type Alias struct {
 // Common are the metrics every workload records.
 var Common = []string{"exit_code", "duration"}
 
-// metrics is the vocabulary, in report order.
+// metrics is the built-in vocabulary, in report order.
 var metrics = []Metric{
 	// perftest ib_*_bw (always run with --report_gbits)
 	{"bw_peak", "Gb/s", true, "perftest peak bandwidth", []Alias{{"bw_peak_gbps", 1}}},
@@ -199,50 +200,63 @@ func Retired(n string) (string, bool) {
 	return m, ok
 }
 
-// Metrics returns the metric vocabulary, in report order.
-func Metrics() []Metric {
-	mu.RLock()
-	defer mu.RUnlock()
-	return append([]Metric(nil), metrics...)
+// vocab is an immutable index of the metrics, swapped whole when one is
+// registered: readers (one lookup per sample) take no lock.
+type vocab struct {
+	list    []Metric
+	byName  map[string]int
+	byAlias map[string][2]int // metric index, alias index
 }
+
+var current atomic.Pointer[vocab]
+
+func init() { current.Store(index(metrics)) }
+
+func index(list []Metric) *vocab {
+	v := &vocab{list: list, byName: map[string]int{}, byAlias: map[string][2]int{}}
+	for i, m := range list {
+		v.byName[m.Name] = i
+		for j, a := range m.Aliases {
+			v.byAlias[a.Name] = [2]int{i, j}
+		}
+	}
+	return v
+}
+
+// Metrics returns the metric vocabulary, in report order.
+func Metrics() []Metric { return append([]Metric(nil), current.Load().list...) }
 
 // RegisterMetric adds a metric to the vocabulary: what a made-up tool of a
 // test records. The built-in metrics are the table above. A name taken (as a
 // metric or an alias) panics: it is a programming error.
 func RegisterMetric(m Metric) {
-	if _, ok := MetricByName(m.Name); ok {
-		panic("tooldesc: metric " + m.Name + " registered twice")
-	}
-	if _, _, ok := MetricByAlias(m.Name); ok {
-		panic("tooldesc: metric " + m.Name + " is an alias already")
-	}
 	mu.Lock()
 	defer mu.Unlock()
-	metrics = append(metrics, m)
+	v := current.Load()
+	if _, ok := v.byName[m.Name]; ok {
+		panic("tooldesc: metric " + m.Name + " registered twice")
+	}
+	if _, ok := v.byAlias[m.Name]; ok {
+		panic("tooldesc: metric " + m.Name + " is an alias already")
+	}
+	current.Store(index(append(append([]Metric(nil), v.list...), m)))
 }
 
 // MetricByName returns the metric named n (not an alias).
 func MetricByName(n string) (Metric, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	for _, m := range metrics {
-		if m.Name == n {
-			return m, true
-		}
+	v := current.Load()
+	if i, ok := v.byName[n]; ok {
+		return v.list[i], true
 	}
 	return Metric{}, false
 }
 
 // MetricByAlias returns the metric an older name refers to, and the alias.
 func MetricByAlias(n string) (Metric, Alias, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	for _, m := range metrics {
-		for _, a := range m.Aliases {
-			if a.Name == n {
-				return m, a, true
-			}
-		}
+	v := current.Load()
+	if ij, ok := v.byAlias[n]; ok {
+		m := v.list[ij[0]]
+		return m, m.Aliases[ij[1]], true
 	}
 	return Metric{}, Alias{}, false
 }
