@@ -132,6 +132,9 @@ type Tool struct {
 	// a reader new to them ("" for none).
 	Chart string
 	Hint  string
+	// HeadlineSmallest: the summary's headline number is at the smallest
+	// message size (latency), not the largest (bandwidth).
+	HeadlineSmallest bool
 }
 
 // Metric is one measured quantity: its name is the one results.json,
@@ -410,7 +413,7 @@ func registerBuiltins() {
 			Sizes: true, FixedSize: fixed, Iterations: true, Duration: true,
 			Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 			Program: &Program{Name: lat, Packages: perftestPkg, Version: Version{From: perftestFirst}},
-			Chart:   "lat", Hint: latHint})
+			Chart:   "lat", Hint: latHint, HeadlineSmallest: true})
 	}
 	// The pingpong tools fix their transport by name. XRC (ibv_xsrq_pingpong)
 	// is left out: rdma_rxe has no XRC, so it could never run on rxe.
@@ -425,7 +428,7 @@ func registerBuiltins() {
 			Sizes: true, MaxSize: max, Iterations: true,
 			Metrics: []string{"pp_bw", "pp_lat"},
 			Program: &Program{Name: name, Packages: ibverbsPkg, Version: Version{RDMACore: true}},
-			Chart:   "pingpong", Hint: ppHint})
+			Chart:   "pingpong", Hint: ppHint, HeadlineSmallest: true})
 	}
 	Register(Tool{Name: "rping", Family: Rping, RDMA: true, FixedTransport: "RC",
 		TransportWhy: "rping always uses an RC connection through the RDMA CM",

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // Summary renders summary.md: the run's outcome, one table per workload
@@ -123,7 +125,8 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	w(".\n\n")
 	for _, tool := range tools {
 		wls := byTool[tool]
-		smallest := strings.HasSuffix(tool, "_lat") || strings.HasSuffix(tool, "_pingpong")
+		desc, _ := tooldesc.Lookup(tool)
+		smallest := desc.HeadlineSmallest
 		var metrics []string
 		units := map[string]string{}
 		for _, wl := range wls {
