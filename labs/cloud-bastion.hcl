@@ -17,6 +17,12 @@ variable "private_addresses" {
   }
 }
 
+variable "netdev" {
+  type        = string
+  default     = "ens5"
+  description = "The VMs' private NIC, where rxe and the capture go"
+}
+
 ssh {
   user          = "ubuntu"
   identity_file = "~/.ssh/cloud_ed25519"
@@ -40,17 +46,17 @@ host "client" {
 
 rxe "server" {
   host   = host.server
-  netdev = "ens5"
+  netdev = var.netdev
 }
 
 rxe "client" {
   host   = host.client
-  netdev = "ens5"
+  netdev = var.netdev
 }
 
 capture "roce" {
   host   = host.client
-  netdev = "ens5"
+  netdev = var.netdev
   filter = "udp port 4791"
 }
 

@@ -30,6 +30,18 @@ variable "max_write_lat_us" {
   default = 200
 }
 
+variable "min_tcp_gbps" {
+  type        = number
+  default     = 0.5
+  description = "Below this the network itself is slow, whatever RDMA does"
+}
+
+variable "iterations" {
+  type        = number
+  default     = 2000
+  description = "RDMA WRITE messages per size and repeat"
+}
+
 ssh {
   user        = "ci"
   known_hosts = "~/.ssh/known_hosts"
@@ -60,7 +72,7 @@ workload "write_bw" {
   server     = rxe.server
   client     = rxe.client
   sizes      = ["64KiB", "1MiB"]
-  iterations = 2000
+  iterations = var.iterations
   repeat     = 3
   timeout    = "2m"
   expect {
@@ -92,7 +104,7 @@ workload "tcp" {
   client   = host.client
   duration = "10s"
   expect {
-    condition = result.tcp_bw > 0.5
-    message   = "TCP baseline below 0.5 Gb/s: the network itself is slow"
+    condition = result.tcp_bw > var.min_tcp_gbps
+    message   = "TCP baseline below ${var.min_tcp_gbps} Gb/s: the network itself is slow"
   }
 }

@@ -82,6 +82,9 @@ type Env struct {
 	Log     *slog.Logger
 	// Keep leaves rxe devices in place on Undo (rlab run --keep).
 	Keep bool
+	// Notify, when set, is told at once what a person watching the run
+	// should see before the workload ends (a size that timed out).
+	Notify func(workload, message string)
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply
@@ -125,6 +128,12 @@ func (e *Env) note(ef Effect) error {
 		return fmt.Errorf("journal %s %q on host %q: %w", ef.Kind, ef.ID, ef.Host, err)
 	}
 	return nil
+}
+
+func (e *Env) notify(workload, message string) {
+	if e.Notify != nil {
+		e.Notify(workload, message)
+	}
 }
 
 func (e *Env) logger() *slog.Logger {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // Exit codes, shared by every command.
@@ -61,10 +63,10 @@ func run(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", ee.err)
+			fmt.Fprintln(os.Stderr, "Error:", termsafe.Block(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "Error:", err)
+	fmt.Fprintln(os.Stderr, "Error:", termsafe.Block(err.Error()))
 	return exitFail
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
-	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
@@ -98,7 +98,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if err != nil {
 		return err
 	}
-	l, diags := lab.Load([]string{path}, lo)
+	l, diags := lab.LoadOne(path, lo)
 	writeDiags(stderr, l, diags)
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
@@ -119,7 +119,6 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		SSH:        f.hf.sshOptions(log), // --persist too
 		Agents:     remote.NewPackedAgents(dist.Packed).WithLogger(log),
 		Identities: f.hf.identities,
-		SSHTarget:  func(h *lab.Host) sshx.Target { return f.hf.target(h, 0) },
 		Keep:       true, // only through the mux (--persist): its kept agents
 	}
 	defer conn.Close()
@@ -228,7 +227,7 @@ func printCheckJSON(w io.Writer, res *runengine.Result) error {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return termsafe.Line(s) // host text: no terminal escapes
 }
 
 // pullOptions reads --max-pull.
@@ -280,11 +279,18 @@ func newProgress(w io.Writer, workloads int) *progress {
 }
 
 func (p *progress) event(e runengine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.Type == runengine.EventNotice { // a line of its own, TTY or not
+		if p.bar != nil {
+			p.bar.Clear()
+		}
+		fmt.Fprintln(p.w, e.Message)
+		return
+	}
 	if p.bar == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch {
 	case e.Type == "step.start" && e.Workload != "":
 		p.bar.Describe(e.Workload)

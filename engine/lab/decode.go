@@ -388,7 +388,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			if a, s := get("address"); a != nil {
 				var ok bool
 				if h.Address, ok = l.str(a, s); ok {
-					if msg := checkAddress(h.Address); msg != "" {
+					if msg := checkSSHAddress(h.Address); msg != "" {
 						l.errorf(a.Expr.Range().Ptr(), "Invalid address", "%s", msg)
 					}
 				}
@@ -480,6 +480,8 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			in.h.Jump = v.AsString()
 			if in.h.Jump == "" {
 				l.errorf(in.jump.Expr.Range().Ptr(), "Empty jump", `jump is "user@host:port" or a host reference like host.bastion; remove it for a direct connection.`)
+			} else {
+				l.checkJump(in.jump, in.h.Jump)
 			}
 			continue
 		}

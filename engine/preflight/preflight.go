@@ -85,7 +85,8 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 	for _, c := range l.Captures {
 		n := get(c.Host)
 		n.tools[capturer] = true
-		if _, ok := n.netdevs[c.Netdev]; !ok {
+		// "any" is tcpdump's pseudo-device for every interface, not a netdev.
+		if _, ok := n.netdevs[c.Netdev]; !ok && c.Netdev != "any" {
 			n.netdevs[c.Netdev] = fmt.Sprintf("capture %q", c.Name)
 		}
 		n.captures += c.MaxBytes

@@ -154,3 +154,18 @@ func TestCheckSkipsHostsWithoutFacts(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+// TestCheckCaptureAny: netdev = "any" is tcpdump's pseudo-device (documented
+// in labs/README.md), so preflight must not look for an interface of that
+// name; a host whose only interfaces are lo and eth0 is ready.
+func TestCheckCaptureAny(t *testing.T) {
+	l, diags := lab.Load([]string{"testdata/capture-any.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	a, b := ready("a"), ready("b")
+	a.Netdevs = a.Netdevs[:2]
+	if got := Check(l, map[string]*proto.Facts{"a": a, "b": b}); len(got) != 0 {
+		t.Errorf("problems for a capture on any: %v", got)
+	}
+}

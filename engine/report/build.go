@@ -355,7 +355,7 @@ func (b *builder) workloads(doc *runDoc) {
 			b.d.Problems = append(b.d.Problems, Problem{w.Anchor, fmt.Sprintf("workload %s (%s) %s", w.Name, w.Tool, w.Status), w.Error})
 		}
 		for _, e := range w.Expects {
-			if !e.Held {
+			if !e.Held && !e.Skipped {
 				what := fmt.Sprintf("workload %s: expect %s did not hold", w.Name, e.Condition)
 				if e.Where != "" {
 					what += " at " + e.Where
@@ -395,10 +395,13 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 		}
 	}
 	for _, e := range wd.Expects {
-		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.held() && e.Error == "", Where: e.where(), Value: e.Value, Error: e.Error}
-		if x.Held {
+		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.held() && e.Error == "", Skipped: e.Skipped, Where: e.where(), Value: e.Value, Error: e.Error}
+		switch {
+		case x.Held:
 			b.d.Expects.Held++
-		} else {
+		case x.Skipped:
+			b.d.Expects.Skipped++
+		default:
 			b.d.Expects.Failed++
 		}
 		w.Expects = append(w.Expects, x)

@@ -79,6 +79,7 @@ type Expect struct {
 	Condition string  `json:"condition"` // as written in the lab file
 	Message   string  `json:"message,omitempty"`
 	Held      bool    `json:"held"`
+	Skipped   bool    `json:"skipped,omitempty"` // its workload did not complete: not evaluated, neither held nor failed
 	Size      int64   `json:"size,omitempty"`
 	Repeat    *int    `json:"repeat,omitempty"`
 	Value     *string `json:"value,omitempty"` // the values it read, e.g. "bw_avg_gbps = 0.07"

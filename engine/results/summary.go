@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // Summary renders summary.md: the run's outcome, one table per workload
@@ -179,7 +180,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			problems = append(problems, p)
 		}
 		for _, e := range wl.Expects {
-			if !e.Held {
+			if !e.Held && !e.Skipped {
 				p := fmt.Sprintf("- %s: expect `%s` did not hold", mdText(wl.Name), mdCode(e.Condition))
 				if e.Message != "" {
 					p += ": " + mdText(oneLine(e.Message))
@@ -399,13 +400,23 @@ func expectCount(es []Expect) string {
 	if len(es) == 0 {
 		return "–"
 	}
-	held := 0
+	held, skipped := 0, 0
 	for _, e := range es {
-		if e.Held {
+		switch {
+		case e.Held:
 			held++
+		case e.Skipped:
+			skipped++
 		}
 	}
-	if held == len(es) {
+	switch {
+	case skipped == len(es):
+		return fmt.Sprintf("%d skipped", skipped)
+	case skipped > 0 && held+skipped == len(es):
+		return fmt.Sprintf("%d/%d held, %d skipped", held, len(es)-skipped, skipped)
+	case skipped > 0:
+		return fmt.Sprintf("**%d/%d held**, %d skipped", held, len(es)-skipped, skipped)
+	case held == len(es):
 		return fmt.Sprintf("%d/%d held", held, len(es))
 	}
 	return fmt.Sprintf("**%d/%d held**", held, len(es))
@@ -484,7 +495,7 @@ func oneLine(s string) string {
 // are not emphasis in CommonMark.
 func mdText(s string) string {
 	r := strings.NewReplacer("\\", "\\\\", "*", "\\*", "`", "\\`", "<", "&lt;", ">", "&gt;", "|", "\\|", "[", "\\[", "]", "\\]", "\n", " ")
-	return r.Replace(s)
+	return termsafe.Line(r.Replace(s)) // host text: no terminal escapes (rlab show, cat)
 }
 
 // mdCell is mdText for a table cell.
@@ -492,5 +503,5 @@ func mdCell(s string) string { return mdText(oneLine(s)) }
 
 // mdCode makes s safe inside a single-backtick code span.
 func mdCode(s string) string {
-	return strings.NewReplacer("`", "'", "\n", " ", "|", "\\|").Replace(s)
+	return termsafe.Line(strings.NewReplacer("`", "'", "\n", " ", "|", "\\|").Replace(s))
 }

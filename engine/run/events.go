@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // EventsFile is the run's event log: one JSON object per line.
@@ -14,7 +16,7 @@ const EventsFile = "events.jsonl"
 // Event is one line of events.jsonl.
 type Event struct {
 	Time     time.Time `json:"time"`
-	Type     string    `json:"type"` // run.start, step.start, step.end, error, run.end
+	Type     string    `json:"type"` // run.start, step.start, step.end, notice, error, run.end
 	Step     string    `json:"step,omitempty"`
 	Host     string    `json:"host,omitempty"`
 	Workload string    `json:"workload,omitempty"`
@@ -23,6 +25,10 @@ type Event struct {
 	Seconds  float64   `json:"seconds,omitempty"`
 	Message  string    `json:"message,omitempty"`
 }
+
+// EventNotice is an event a person watching the run should see at once, as
+// a line of its own (a workload size that timed out, a data link down).
+const EventNotice = "notice"
 
 // events appends events to events.jsonl with every sensitive value redacted.
 type events struct {
@@ -47,9 +53,13 @@ func (e *events) emit(ev Event) {
 		return
 	}
 	ev.Time = time.Now().UTC()
-	ev.Step = e.redact.Replace(ev.Step)
-	ev.Error = e.redact.Replace(ev.Error)
-	ev.Message = e.redact.Replace(ev.Message)
+	// Redacted first (a secret holding a control character is matched as
+	// written), then neutralised: the CLI prints events as they come, and an
+	// error's text may be a host's.
+	ev.Step = termsafe.Line(e.redact.Replace(ev.Step))
+	ev.Error = termsafe.Block(e.redact.Replace(ev.Error))
+	ev.Message = termsafe.Block(e.redact.Replace(ev.Message))
+	ev.Host, ev.Workload, ev.Status = termsafe.Line(ev.Host), termsafe.Line(ev.Workload), termsafe.Line(ev.Status)
 	b, _ := json.Marshal(ev)
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -140,9 +140,11 @@ func (r *runner) select_() error {
 			for _, n := range cw.during {
 				names = append(names, n.lab.Slug)
 			}
-			window = strings.Join(names, "+")
+			// The window is part of the agent handle and the file name, both
+			// [A-Za-z0-9._-] only: "write_bw-read_bw", not "write_bw+read_bw".
+			window = strings.Join(names, "-")
 			if len(window) > 64 {
-				window = fmt.Sprintf("%s+%d", cw.during[0].lab.Slug, len(cw.during)-1)
+				window = fmt.Sprintf("%s-and-%d-more", cw.during[0].lab.Slug, len(cw.during)-1)
 			}
 		}
 		r.labCaptures = append(r.labCaptures, c)

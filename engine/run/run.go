@@ -30,6 +30,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -277,6 +278,7 @@ func (r *runner) prepare() error {
 		Parse:   r.opts.Parse,
 		Log:     r.log,
 		Keep:    r.opts.Keep,
+		Notify:  func(w, msg string) { r.emit(Event{Type: EventNotice, Workload: w, Message: msg}) },
 	}
 	return nil
 }
@@ -395,7 +397,9 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	res.Outcomes = r.outcomes()
 	res.Expects = r.evalExpects()
 	for _, e := range res.Expects {
-		if !e.Held {
+		// An expect of a workload that did not complete was not evaluated:
+		// the workload's own failure (or skip) is the error, not the expect.
+		if !e.Held && !e.Skipped {
 			r.addErr(fmt.Errorf("workload %q: expect %s did not hold: %s", e.Workload, e.Condition, e.Message))
 		}
 	}
@@ -462,17 +466,40 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	r.journal.update(func(st *State) { st.Finished = &fin })
 	r.emit(Event{Type: "run.end", Status: statusText(res.Code), Seconds: fin.Sub(r.started).Seconds()})
 	r.ev.close()
-	if res.Err != nil && len(r.lab.Sensitive) > 0 {
-		// What the CLI prints is redacted like the run's files.
-		if red := newRedactor(r.lab.Sensitive).Replace(res.Err.Error()); red != res.Err.Error() {
-			res.Err = errors.New(red)
-		}
-	}
+	r.forDisplay(res)
 	if err := writeManifest(r.dir); err != nil {
 		res.Err = errors.Join(res.Err, err)
 		if res.Code == ExitOK {
 			res.Code = ExitInfra
 		}
+	}
+}
+
+// forDisplay makes what the caller prints of res (the CLI's error, status
+// lines and expects) redacted like the run's files and safe for a terminal:
+// the run's files are written by now, so this changes only the caller's copy.
+func (r *runner) forDisplay(res *Result) {
+	red := newRedactor(r.lab.Sensitive)
+	clean := func(s string) string { return termsafe.Block(red.Replace(s)) }
+	if res.Err != nil {
+		if c := clean(res.Err.Error()); c != res.Err.Error() {
+			res.Err = errors.New(c)
+		}
+	}
+	for i, o := range res.Outcomes {
+		if o == nil {
+			continue
+		}
+		c := *o
+		c.Error = clean(o.Error)
+		res.Outcomes[i] = &c
+	}
+	for i := range res.Expects {
+		e := &res.Expects[i]
+		e.Message, e.Error, e.Got = clean(e.Message), clean(e.Error), clean(e.Got)
+	}
+	for i, u := range res.Unreachable {
+		res.Unreachable[i] = clean(u)
 	}
 }
 

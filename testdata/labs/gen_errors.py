@@ -575,6 +575,38 @@ W('unused_host','''host "spare" { # WARNING: Unused host
   address = "192.0.2.9"
 }
 ''', pre=LAB)
+W('address_option_word','''host "c" {
+  address = "restrict" # ERROR: Invalid address
+}
+host "d" {
+  address = "No-PTY" # ERROR: Invalid address
+}
+''')
+W('jump_not_a_host','''host "c" {
+  address = "192.0.2.3"
+  jump    = "restrict" # ERROR: Invalid jump
+}
+host "d" {
+  address = "192.0.2.4"
+  jump    = "u@bastion.example.org:22,u@cert-authority" # ERROR: Invalid jump
+}
+host "e" {
+  address = "192.0.2.5"
+  jump    = "u@192.0.2.9 -oProxyCommand=x" # ERROR: Invalid jump
+}
+host "f" {
+  address = "192.0.2.6"
+  jump    = "u@bastion.example.org:99999" # ERROR: Invalid jump
+}
+host "g" {
+  address = "192.0.2.7"
+  jump    = "@bastion.example.org" # ERROR: Invalid jump
+}
+host "h" {
+  address = "192.0.2.8"
+  jump    = "u@[2001:db8::1]:22,ops@bastion.example.org"
+}
+''')
 # binary garbage, non-UTF-8, deep nesting
 open(os.path.join(D,'binary_garbage.hcl'),'wb').write(bytes([0x7f,0x45,0x4c,0x46,0x02,0x01,0x01,0x00,0x00,0x00,0xff,0xfe,0x10,0x20])+b' # ERROR: Lab file is not text\n'+bytes(range(1,10))+b'\n')
 open(os.path.join(D,'not_utf8.hcl'),'wb').write(PAIR.encode()+b'host "caf\xe9" { # ERROR: Invalid UTF-8\n  address = "192.0.2.3"\n}\n')
