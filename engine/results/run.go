@@ -158,6 +158,7 @@ func ReadRun(path string) (*Run, error) {
 		return nil, fmt.Errorf("read run %s: %s has schema %d, this rlab reads up to %d (upgrade rlab)", dir, ResultsFile, r.Schema, SchemaVersion)
 	}
 	r.Dir = dir
+	r.Samples = DropRetired(r.Samples)
 	if r.CompleteMarker {
 		if err := CheckComplete(dir); err != nil {
 			r.Incomplete = err.Error()

@@ -162,11 +162,7 @@ func (r *runner) select_() error {
 
 // stepWorkload resolves a lab workload for the steps package.
 func stepWorkload(w *lab.Workload) *steps.Workload {
-	sw := &steps.Workload{
-		Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool,
-		Command: w.Command, Sizes: w.Sizes, Iterations: w.Iterations, Duration: w.Duration,
-		QPs: w.QPs, Transport: w.Transport, Bytes: w.Bytes, Timeout: w.Timeout, Repeat: w.Repeat, Args: w.Args,
-	}
+	sw := &steps.Workload{Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool, Options: w.Options}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
 		sw.ServerAddr = dataAddress(w.ServerHost)
