@@ -182,6 +182,8 @@ type runner struct {
 	infra   []error
 	failed  []error
 	started time.Time
+
+	downLinks map[string]error // data links found down, by host pair (link.go)
 }
 
 // Run executes a lab and returns the run's result; it never panics on host
