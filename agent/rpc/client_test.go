@@ -1,14 +1,11 @@
 package rpc_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,109 +17,17 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/agent/rpc/rpctest"
 	"github.com/rlab-dev/rlab/agent/server"
 )
 
-// hostile says what the agent does with its answer to a method: "" answer,
-// "mute" never answer, "flood" stream events for the call forever instead.
-type hostile func(method string) string
-
-// pipeAgent is a real agent (agent/server) in-process over io.Pipe, its
-// answers passed through lie, spoken to with the client.
-func pipeAgent(t *testing.T, lie hostile, o rpc.Options) (*rpc.Client, proto.Hello) {
+// pipeAgent is a real agent in-process over io.Pipe, its answers passed
+// through lie, spoken to with the client.
+func pipeAgent(t *testing.T, lie rpctest.Lie, o rpc.Options) (*rpc.Client, proto.Hello) {
 	t.Helper()
-	srv, err := server.New(server.Options{WorkDir: t.TempDir(), Hash: "test", Version: "test", StopGrace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inR, inW := io.Pipe()   // client -> agent
-	srvR, srvW := io.Pipe() // agent -> filter
-	outR, outW := io.Pipe() // filter -> client
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(context.Background(), inR, srvW)
-		srvW.Close()
-	}()
-	var mu sync.Mutex
-	methods := map[uint64]string{}
-	tap := &tapWriter{w: inW, fn: func(line []byte) {
-		var q proto.Request
-		if json.Unmarshal(line, &q) == nil {
-			mu.Lock()
-			methods[q.ID] = q.Method
-			mu.Unlock()
-		}
-	}}
-	go func() {
-		br := bufio.NewReader(srvR)
-		// Once the client is gone the agent's output is drained, so its
-		// shutdown never blocks on a write.
-		defer io.Copy(io.Discard, br)
-		for {
-			line, err := rpc.ReadLine(br, proto.MaxLine)
-			if err != nil {
-				outW.CloseWithError(err)
-				return
-			}
-			var env proto.Envelope
-			if lie != nil && json.Unmarshal(line, &env) == nil && env.Event == "" && env.ID != 0 {
-				mu.Lock()
-				m := methods[env.ID]
-				mu.Unlock()
-				switch lie(m) {
-				case "mute":
-					continue
-				case "flood":
-					ev, _ := json.Marshal(proto.Event{ID: env.ID, Event: proto.EventLog, Data: json.RawMessage(`{"msg":"still going"}`)})
-					ev = append(ev, '\n')
-					go func() {
-						for {
-							if _, err := outW.Write(ev); err != nil {
-								return
-							}
-						}
-					}()
-					continue
-				}
-			}
-			if _, err := outW.Write(line); err != nil {
-				return
-			}
-		}
-	}()
-	closed := make(chan struct{})
-	var once sync.Once
-	o.Close = func() {
-		once.Do(func() {
-			inW.Close()
-			outR.CloseWithError(errors.New("closed by the client"))
-			close(closed)
-		})
-	}
-	c, hello, err := rpc.Dial(outR, tap, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		o.Close()
-		<-served
-	})
-	return c, hello
+	a := rpctest.Start(t, server.Options{WorkDir: t.TempDir(), Version: "test"}, o, lie)
+	return a.Client, a.Hello
 }
-
-// tapWriter passes lines on and shows each to fn.
-type tapWriter struct {
-	w  io.WriteCloser
-	fn func([]byte)
-}
-
-func (t *tapWriter) Write(p []byte) (int, error) {
-	t.fn(p)
-	return t.w.Write(p)
-}
-func (t *tapWriter) Close() error { return t.w.Close() }
 
 // paramsFor is a call of each method that the agent answers at once (an
 // error mostly: nothing of that name exists), bounded where the method
