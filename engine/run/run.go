@@ -28,6 +28,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -171,6 +172,7 @@ type runner struct {
 	labCaptures []*lab.Capture
 	captures    []*captureWindow
 	workloads   []*workloadNode
+	plan        *plan.Plan // of this run: what it executes and plan.json
 	vms         VMSet
 
 	students []*student // class labs: the selected workloads by for_each key
@@ -229,6 +231,9 @@ func (r *runner) prepare() error {
 	if err := r.select_(); err != nil {
 		return err
 	}
+	if err := r.schedule(); err != nil {
+		return err
+	}
 	r.students = r.studentsOf()
 	now := r.opts.Now().UTC()
 	stamp := now.Format("20060102T150405Z")
@@ -255,7 +260,7 @@ func (r *runner) prepare() error {
 	if err := writeLabFiles(r.dir, r.lab); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.planJSON()); err != nil {
+	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.plan); err != nil {
 		return err
 	}
 	st := State{Lab: r.lab.Name, RunID: r.runID, Started: now}
@@ -382,7 +387,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
 	ok := r.phase(ctx, "boot", r.bootVMs) &&
 		r.phase(ctx, "connect", r.connectAll) &&
-		r.phase(ctx, "preflight", r.preflight) &&
+		r.phase(ctx, "preflight", r.preflight, r.stepIDs("", "", plan.Preflight)...) &&
 		r.phase(ctx, "rxe", r.createRXE) &&
 		r.phase(ctx, "capture", r.startCaptures)
 	if ok {
@@ -517,14 +522,14 @@ func statusText(code int) string {
 }
 
 // phase runs one set-up phase; false stops the run before the workloads.
-func (r *runner) phase(ctx context.Context, name string, f func(context.Context) error) bool {
+func (r *runner) phase(ctx context.Context, name string, f func(context.Context) error, ids ...string) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	start := time.Now()
-	r.emit(Event{Type: "step.start", Step: name})
+	r.emit(Event{Type: "step.start", Step: name, IDs: ids})
 	err := f(ctx)
-	ev := Event{Type: "step.end", Step: name, Status: "ok", Seconds: time.Since(start).Seconds()}
+	ev := Event{Type: "step.end", Step: name, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: ids}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 	}

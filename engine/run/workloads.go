@@ -18,8 +18,9 @@ type workloadNode struct {
 	lab      *lab.Workload
 	spec     *steps.Workload
 	step     steps.Step
-	deps     []*workloadNode // previous workloads on its hosts, in file order
-	captures []*captureWindow
+	ids      []string         // its plan steps
+	deps     []*workloadNode  // the workloads its plan steps depend on
+	captures []*captureWindow // scoped captures that cover it
 	done     chan struct{}
 
 	mu      sync.Mutex
@@ -109,7 +110,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 			r.addErr(&infraError{err})
 		}
 	}
-	err := r.apply(ctx, n.step, "", n.lab.Name)
+	err := r.apply(ctx, n.step, "", n.lab.Name, n.ids...)
 	if err != nil {
 		r.addErr(err)
 	}
