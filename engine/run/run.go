@@ -1,9 +1,9 @@
 // Package run is the engine behind `rlab run` and `rlab down`: it takes a
 // loaded lab, boots its local VMs, connects to every host's agent, checks
-// them, creates rxe devices, starts captures, runs the workloads along their
-// dependency graph (workloads sharing a host in file order, disjoint ones at
-// the same time), pulls artifacts, evaluates `expect` blocks, writes the run
-// directory and tears down what it created.
+// them, creates rxe devices, starts captures, runs the workloads along
+// engine/plan's DAG (it keeps no order of its own; schedule.go), pulls
+// artifacts, evaluates `expect` blocks, writes the run directory and tears
+// down what it created.
 //
 // The engine reaches hosts only through the Host interface defined here
 // (satisfied by the SSH agent client and, in tests, by an in-process agent);
