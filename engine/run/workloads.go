@@ -41,9 +41,8 @@ func (n *workloadNode) outcome() *steps.Outcome {
 	return o
 }
 
-// runWorkloads runs every workload once its dependencies are done, at most
-// Parallel at once: workloads sharing a host in file order, disjoint ones
-// concurrently.
+// runWorkloads runs every workload once the workloads its plan steps depend
+// on are done (schedule.go), at most Parallel at once.
 func (r *runner) runWorkloads(ctx context.Context) {
 	sem := make(chan struct{}, r.opts.Parallel)
 	var wg sync.WaitGroup
