@@ -48,7 +48,10 @@ func units(w *Workload, sizes []int64) []unit {
 func runUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []unit, run func(ctx context.Context, u unit) error) error {
 	*out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
 	var err error
-	for _, u := range us {
+	for i, u := range us {
+		if env.UnitStart != nil {
+			env.UnitStart(w.Name, fmt.Sprintf("%s (%d/%d)", u, i+1, len(us)))
+		}
 		if err = runUnit(ctx, env, w, u, run); err != nil {
 			break
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // TestRunUnits drives the one workload prologue: the timeout bounds each
@@ -61,9 +62,10 @@ func TestRunUnits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var notices []string
-			env := &Env{Notify: func(w, msg string) { notices = append(notices, w+"|"+msg) }}
-			w := &Workload{Name: "w", Tool: "ib_write_bw", Timeout: timeout, Repeat: tt.repeat}
+			var notices, started []string
+			env := &Env{Notify: func(w, msg string) { notices = append(notices, w+"|"+msg) },
+				UnitStart: func(w, u string) { started = append(started, u) }}
+			w := &Workload{Name: "w", Tool: "ib_write_bw", Options: tooldesc.Options{Timeout: timeout, Repeat: tt.repeat}}
 			var out Outcome
 			var ran []string
 			var prevDL time.Time
@@ -99,6 +101,14 @@ func TestRunUnits(t *testing.T) {
 			if tt.status == StatusTimedOut && !errors.Is(err, ErrTimedOut) {
 				t.Errorf("err %v does not wrap ErrTimedOut", err)
 			}
+			// Each unit is announced as it starts, with its place among all.
+			var want []string
+			for i, r := range tt.ran {
+				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(units(w, tt.sizes))))
+			}
+			if diff := cmp.Diff(want, started); diff != "" {
+				t.Errorf("units announced (-want +got):\n%s", diff)
+			}
 			if diff := cmp.Diff(tt.notices, notices); diff != "" {
 				t.Errorf("notices (-want +got):\n%s", diff)
 			}
@@ -115,7 +125,7 @@ func TestRunUnitsStoppedRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var notices int
 	env := &Env{Notify: func(string, string) { notices++ }}
-	w := &Workload{Name: "w", Tool: "exec", Timeout: time.Hour}
+	w := &Workload{Name: "w", Tool: "exec", Options: tooldesc.Options{Timeout: time.Hour}}
 	var out Outcome
 	err := runUnits(ctx, env, &out, w, units(w, nil), func(ctx context.Context, u unit) error {
 		cancel()
