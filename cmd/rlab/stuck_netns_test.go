@@ -80,7 +80,7 @@ func stuckAgent(t *testing.T, bed *testbed.Bed, h *testbed.Host) {
 // RLAB_AGENT_TIMEOUT shortens every call's deadline (documented).
 func TestStuckHostNetns(t *testing.T) {
 	t.Setenv("RLAB_PERSIST", "")
-	t.Setenv("RLAB_AGENT_TIMEOUT", "10s")
+	t.Setenv("RLAB_AGENT_TIMEOUT", "20s")
 	bed := testbed.Start(t, testbed.Options{Hosts: 2})
 	stuckAgent(t, bed, bed.Host("h1"))
 	labFile := bedLab(t, bed, bed.KnownHosts, `
@@ -95,7 +95,7 @@ workload "on_h1" {
   command = ["echo", "h1 output"]
 }
 `)
-	const want = `host "h1": agent did not answer facts within 10s`
+	const want = `host "h1": agent did not answer facts within 20s`
 
 	out, stderr, code := runRlabBounded(t, "facts", "-json", labFile)
 	var got map[string]struct {
