@@ -52,9 +52,27 @@ func TestCheck(t *testing.T) {
 			name:   "perftest, rping and tcpdump missing",
 			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{} },
 			want: []string{
-				`host "server": ib_write_bw not installed: apt-get install perftest (dnf install perftest)`,
-				`host "server": rping not installed: apt-get install rdmacm-utils (dnf install rdmacm-utils)`,
-				`host "server": tcpdump not installed: apt-get install tcpdump (dnf install tcpdump)`,
+				`host "server": ib_write_bw not installed: apt-get install perftest (dnf install perftest; zypper install perftest)`,
+				`host "server": rping not installed: apt-get install rdmacm-utils (dnf install librdmacm-utils; zypper install librdmacm-utils)`,
+				`host "server": tcpdump not installed: apt-get install tcpdump (dnf install tcpdump; zypper install tcpdump)`,
+			},
+		},
+		{
+			name:   "the fix names the host's own package manager",
+			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{}; f.OS = "Rocky Linux 9.4 (Blue Onyx)" },
+			want: []string{
+				`host "server": ib_write_bw not installed: dnf install perftest`,
+				`host "server": rping not installed: dnf install librdmacm-utils`,
+				`host "server": tcpdump not installed: dnf install tcpdump`,
+			},
+		},
+		{
+			name:   "and on Debian, apt-get",
+			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{}; f.OS = "Debian GNU/Linux 12 (bookworm)" },
+			want: []string{
+				`host "server": ib_write_bw not installed: apt-get install perftest`,
+				`host "server": rping not installed: apt-get install rdmacm-utils`,
+				`host "server": tcpdump not installed: apt-get install tcpdump`,
 			},
 		},
 		{

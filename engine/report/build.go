@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
 )
@@ -411,25 +412,18 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 	return w
 }
 
-// toolKind sorts a tool into the family that decides its charts.
+// toolKind is the chart family of a tool, from the tool descriptor.
 func toolKind(tool string) string {
-	switch {
-	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_bw"):
-		return "bw"
-	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_lat"):
-		return "lat"
-	case strings.HasSuffix(tool, "_pingpong"):
-		return "pingpong"
-	case tool == "rping", tool == "tcp", tool == "exec":
-		return tool
+	if t, ok := tooldesc.Lookup(tool); ok && t.Chart != "" {
+		return t.Chart
 	}
 	return "other"
 }
 
 // rdmaTool is true for the tools that run over an rxe device.
 func rdmaTool(tool string) bool {
-	k := toolKind(tool)
-	return k == "bw" || k == "lat" || k == "pingpong" || k == "rping"
+	t, ok := tooldesc.Lookup(tool)
+	return ok && t.RDMA
 }
 
 // workloadLinks are the raw outputs of one workload: what results.json
