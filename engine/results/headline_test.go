@@ -35,7 +35,7 @@ func TestKeyNumbers(t *testing.T) {
 		{"latency", []Sample{s("lat_typical", 658.4, "usec", 2, 0), s("lat_p99", 3817, "usec", 2, 0)}, "typical 658.4 usec, p99 3.817 ms at 2 B"},
 		{"pingpong", []Sample{s("pp_bw", 1500, "Mbit/s", 4096, 0), s("pp_lat", 21.8, "usec/iter", 4096, 0)}, "1.5 Gb/s, 21.8 usec/iter at 4 KiB"},
 		{"tcp, one metric for one quantity", []Sample{s("tcp_bw", 0.42, "Gb/s", 0, 0), s("tcp_bw_mib", 50.07, "MiB/s", 0, 0)}, "420 Mb/s"},
-		{"exec", []Sample{s("exit_code", 0, "code", 0, 0), s("duration", 0.21, "s", 0, 0)}, "exit 0; in 0.21 s"},
+		{"exec", []Sample{s("exit_code", 0, "code", 0, 0), s("duration", 0.21, "s", 0, 0)}, "exit 0; in 210 ms"},
 		{"repeats", []Sample{s("tcp_bw", 0.4, "Gb/s", 0, 0), s("tcp_bw", 0.42, "Gb/s", 0, 1), s("tcp_bw", 0.5, "Gb/s", 0, 2)}, "420 Mb/s (median of 3)"},
 		{"nothing", nil, "–"},
 	}
