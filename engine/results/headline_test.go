@@ -72,3 +72,29 @@ func TestHeadlineExecOutput(t *testing.T) {
 		t.Errorf("stderr of an ok exec, or a control character, shown:\n%s", out)
 	}
 }
+
+// TestReadmeOutputExamples: the README's examples of rlab run's end table
+// and of rlab compare are what the code prints (the goldens).
+func TestReadmeOutputExamples(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, golden := range []string{"headline-2026-11-20T020000Z.golden.txt", "compare-noise.golden.txt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", golden))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The table of the golden (compare's: its header and rows).
+		want := string(b)
+		if i := strings.Index(want, "WORKLOAD"); i >= 0 {
+			want = want[i:]
+		}
+		if j := strings.Index(want, "\n\n"); j >= 0 {
+			want = want[:j+1]
+		}
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md lacks the output of %s:\n%s", golden, want)
+		}
+	}
+}
