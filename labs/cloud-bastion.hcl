@@ -23,6 +23,17 @@ variable "netdev" {
   description = "The VMs' private NIC, where rxe and the capture go"
 }
 
+variable "duration" {
+  type        = string
+  default     = "20s"
+  description = "How long ib_write_bw runs"
+}
+
+variable "qps" {
+  type    = number
+  default = 2
+}
+
 ssh {
   user          = "ubuntu"
   identity_file = "~/.ssh/cloud_ed25519"
@@ -64,8 +75,8 @@ workload "write_bw" {
   tool     = "ib_write_bw"
   server   = rxe.server
   client   = rxe.client
-  duration = "20s"
-  qps      = 2
+  duration = var.duration
+  qps      = var.qps
 }
 
 workload "tcp" {

@@ -5,7 +5,9 @@
 package labs
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,5 +56,43 @@ func TestWalkthroughCaptureFilters(t *testing.T) {
 		if strings.HasPrefix(w.Tool, "ib_") && !strings.Contains(strings.Join(w.Args, " "), "-R") {
 			t.Errorf("workload %s: no -R, so it connects over TCP and the control capture misses it", w.Name)
 		}
+	}
+}
+
+// TestEveryExampleRuns: each example lab is run end to end by a test (on
+// VMs or the netns bed), which names it in its source; a new example needs
+// its line here and its run there.
+func TestEveryExampleRuns(t *testing.T) {
+	runBy := map[string]string{ // lab → the test file that runs it
+		"quickstart":      "../engine/vm/e2e_rlab_test.go",  // TestE2ERlabRun: boots its own VMs
+		"operations-tour": "../engine/vm/e2e_rlab_test.go",  // TestE2ERlabRun
+		"walkthrough":     "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs: one VM pair for the SSH examples
+		"nightly":         "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
+		"cloud-bastion":   "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
+		"class":           "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
+		"netns-tcp":       "../cmd/rlab/labs_netns_test.go", // TestExampleNetnsLab
+	}
+	files, _ := filepath.Glob("*.hcl")
+	if len(files) == 0 {
+		t.Fatal("no example labs")
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(f, ".hcl")
+		src, ok := runBy[name]
+		if !ok {
+			t.Errorf("%s: no test runs it (add it to a VM or netns test and here)", f)
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"`+name+`"`) && !strings.Contains(string(b), name+".hcl") {
+			t.Errorf("%s: %s does not name it", f, src)
+		}
+		delete(runBy, name)
+	}
+	for name := range runBy {
+		t.Errorf("runBy has %s, which labs/ no longer holds", name)
 	}
 }

@@ -76,7 +76,7 @@ workload "write_bw" {
   repeat     = 3
   timeout    = "2m"
   expect {
-    condition = result.bw_avg_gbps >= var.min_write_gbps
+    condition = result.bw_avg >= var.min_write_gbps
     message   = "RDMA WRITE bandwidth below ${var.min_write_gbps} Gb/s"
   }
 }
@@ -89,11 +89,11 @@ workload "write_lat" {
   iterations = 5000
   repeat     = 3
   expect {
-    condition = result.lat_typical_us <= var.max_write_lat_us
+    condition = result.lat_typical <= var.max_write_lat_us
     message   = "RDMA WRITE latency above ${var.max_write_lat_us} us"
   }
   expect {
-    condition = result.lat_p99_us <= 4 * var.max_write_lat_us
+    condition = result.lat_p99 <= 4 * var.max_write_lat_us
     message   = "RDMA WRITE tail latency too high"
   }
 }
@@ -104,7 +104,7 @@ workload "tcp" {
   client   = host.client
   duration = "10s"
   expect {
-    condition = result.tcp_gbps > var.min_tcp_gbps
+    condition = result.tcp_bw > var.min_tcp_gbps
     message   = "TCP baseline below ${var.min_tcp_gbps} Gb/s: the network itself is slow"
   }
 }

@@ -56,6 +56,11 @@ func runUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []uni
 			break
 		}
 	}
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
+		// Stopped from outside for a reason (the engine found the data
+		// link down): that reason comes first.
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
 	out.End = time.Now()
 	return finish(out, w, err)
 }

@@ -165,17 +165,10 @@ type Workload struct {
 	ServerRXE, ClientRXE   string // rxe names (RDMA tools)
 	ServerAddr             string // tcp: the address the client dials (default: the server host's name)
 	Host                   string // exec
-	Command                []string
 
-	Sizes      []int64
-	Iterations int64
-	Duration   time.Duration
-	QPs        int
-	Transport  string
-	Bytes      int64 // tcp
-	Timeout    time.Duration
-	Repeat     int
-	Args       []string
+	// Options are the option values, as the lab model holds them (the same
+	// type, embedded there too).
+	tooldesc.Options
 	// Port is the first of the ports this workload may use (one per run, in
 	// order); 0 lets the engine's PortFor decide.
 	Port int

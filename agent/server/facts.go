@@ -75,7 +75,9 @@ func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (an
 	if err := decode(proto.MethodFacts, params, &p); err != nil {
 		return nil, err
 	}
-	return collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh}), nil
+	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh})
+	f.ProcTracking = cgroups.mode() // cgroup.go
+	return f, nil
 }
 
 // toolsOptions says how collectTools may use the tool-version cache

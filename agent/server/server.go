@@ -431,7 +431,13 @@ func (s *Server) cleanupMethod(ctx context.Context, c *call, params json.RawMess
 	if err := decode(proto.MethodCleanup, params, &p); err != nil {
 		return nil, err
 	}
-	return s.cleanup(ctx, p.Keep), nil
+	res := s.cleanup(ctx, p.Keep)
+	if p.Run != "" {
+		if err := s.killRun(p.Run); err != nil { // cgroup.go
+			res.Errors = append(res.Errors, err.Error())
+		}
+	}
+	return res, nil
 }
 
 // cleanup stops every process, capture and TCP listener this agent started

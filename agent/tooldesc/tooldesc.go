@@ -19,7 +19,9 @@ package tooldesc
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Family groups tools that one step kind drives and one parser reads.
@@ -47,6 +49,29 @@ type Packages struct {
 // distribution family, for error messages.
 func (p Packages) InstallHint() string {
 	return fmt.Sprintf("apt-get install %s (dnf install %s; zypper install %s)", p.Debian, p.RHEL, p.SUSE)
+}
+
+// InstallHintFor is the command line for the host's distribution, known by
+// its os-release PRETTY_NAME; InstallHint when the name says no family.
+func (p Packages) InstallHintFor(osName string) string {
+	n := strings.ToLower(osName)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(n, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("debian", "ubuntu", "mint", "raspbian", "pop!_os"):
+		return "apt-get install " + p.Debian
+	case has("fedora", "red hat", "rhel", "centos", "rocky", "alma", "oracle linux", "amazon linux"):
+		return "dnf install " + p.RHEL
+	case has("suse", "sles"):
+		return "zypper install " + p.SUSE
+	}
+	return p.InstallHint()
 }
 
 // Version says how to ask a program its version.
@@ -107,11 +132,15 @@ type Tool struct {
 	// a reader new to them ("" for none).
 	Chart string
 	Hint  string
+	// HeadlineSmallest: the summary's headline number is at the smallest
+	// message size (latency), not the largest (bandwidth).
+	HeadlineSmallest bool
 }
 
 // Metric is one measured quantity: its name is the one results.json,
 // summary.md, the report, `rlab compare`, --metric-threshold and an expect
-// condition (result.<Name>) all use. Units are how it is recorded.
+// condition (result.<Name>) all use. Unit is how it is recorded; another unit
+// is a display choice, not another metric.
 type Metric struct {
 	Name           string
 	Unit           string
@@ -131,7 +160,7 @@ type Alias struct {
 // Common are the metrics every workload records.
 var Common = []string{"exit_code", "duration"}
 
-// metrics is the vocabulary, in report order.
+// metrics is the built-in vocabulary, in report order.
 var metrics = []Metric{
 	// perftest ib_*_bw (always run with --report_gbits)
 	{"bw_peak", "Gb/s", true, "perftest peak bandwidth", []Alias{{"bw_peak_gbps", 1}}},
@@ -150,58 +179,87 @@ var metrics = []Metric{
 	{"pp_lat", "usec/iter", false, "pingpong time per iteration", []Alias{{"pp_usec_per_iter", 1}}},
 	// rping
 	{"rping_count", "count", true, "rping ping-pongs completed", nil},
-	// built-in TCP bulk transfer
-	{"tcp_bw", "Gb/s", true, "TCP bulk throughput", []Alias{{"tcp_gbps", 1}}},
-	{"tcp_bw_mib", "MiB/s", true, "TCP bulk throughput", []Alias{{"tcp_mibps", 1}}},
+	// built-in TCP bulk transfer: one quantity, recorded in Gb/s; MiB/s is
+	// a display choice (the old expect name tcp_mibps reads it so).
+	{"tcp_bw", "Gb/s", true, "TCP bulk throughput", []Alias{{"tcp_gbps", 1}, {"tcp_mibps", mibPerGb}}},
 	// every workload
 	{"exit_code", "code", false, "exit code of the client side (exec: the command)", nil},
 	{"duration", "s", false, "wall time of the workload run", []Alias{{"duration_s", 1}}},
 }
 
-// Metrics returns the metric vocabulary, in report order.
-func Metrics() []Metric {
-	mu.RLock()
-	defer mu.RUnlock()
-	return append([]Metric(nil), metrics...)
+// mibPerGb converts Gb/s into MiB/s.
+const mibPerGb = 1e9 / 8 / (1 << 20)
+
+// retired are metric names older runs recorded that are no longer metrics of
+// their own: the same quantity as another one in another unit. Readers of
+// old results.json drop them, so one quantity is counted once.
+var retired = map[string]string{
+	"tcp_bw_mib": "tcp_bw", // TCP throughput in MiB/s, until November 2026
 }
+
+// Retired returns the metric that replaced an old metric name, if n is one.
+func Retired(n string) (string, bool) {
+	m, ok := retired[n]
+	return m, ok
+}
+
+// vocab is an immutable index of the metrics, swapped whole when one is
+// registered: readers (one lookup per sample) take no lock.
+type vocab struct {
+	list    []Metric
+	byName  map[string]int
+	byAlias map[string][2]int // metric index, alias index
+}
+
+var current atomic.Pointer[vocab]
+
+func init() { current.Store(index(metrics)) }
+
+func index(list []Metric) *vocab {
+	v := &vocab{list: list, byName: map[string]int{}, byAlias: map[string][2]int{}}
+	for i, m := range list {
+		v.byName[m.Name] = i
+		for j, a := range m.Aliases {
+			v.byAlias[a.Name] = [2]int{i, j}
+		}
+	}
+	return v
+}
+
+// Metrics returns the metric vocabulary, in report order.
+func Metrics() []Metric { return append([]Metric(nil), current.Load().list...) }
 
 // RegisterMetric adds a metric to the vocabulary: what a made-up tool of a
 // test records. The built-in metrics are the table above. A name taken (as a
 // metric or an alias) panics: it is a programming error.
 func RegisterMetric(m Metric) {
-	if _, ok := MetricByName(m.Name); ok {
-		panic("tooldesc: metric " + m.Name + " registered twice")
-	}
-	if _, _, ok := MetricByAlias(m.Name); ok {
-		panic("tooldesc: metric " + m.Name + " is an alias already")
-	}
 	mu.Lock()
 	defer mu.Unlock()
-	metrics = append(metrics, m)
+	v := current.Load()
+	if _, ok := v.byName[m.Name]; ok {
+		panic("tooldesc: metric " + m.Name + " registered twice")
+	}
+	if _, ok := v.byAlias[m.Name]; ok {
+		panic("tooldesc: metric " + m.Name + " is an alias already")
+	}
+	current.Store(index(append(append([]Metric(nil), v.list...), m)))
 }
 
 // MetricByName returns the metric named n (not an alias).
 func MetricByName(n string) (Metric, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	for _, m := range metrics {
-		if m.Name == n {
-			return m, true
-		}
+	v := current.Load()
+	if i, ok := v.byName[n]; ok {
+		return v.list[i], true
 	}
 	return Metric{}, false
 }
 
 // MetricByAlias returns the metric an older name refers to, and the alias.
 func MetricByAlias(n string) (Metric, Alias, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	for _, m := range metrics {
-		for _, a := range m.Aliases {
-			if a.Name == n {
-				return m, a, true
-			}
-		}
+	v := current.Load()
+	if ij, ok := v.byAlias[n]; ok {
+		m := v.list[ij[0]]
+		return m, m.Aliases[ij[1]], true
 	}
 	return Metric{}, Alias{}, false
 }
@@ -355,7 +413,7 @@ func registerBuiltins() {
 			Sizes: true, FixedSize: fixed, Iterations: true, Duration: true,
 			Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 			Program: &Program{Name: lat, Packages: perftestPkg, Version: Version{From: perftestFirst}},
-			Chart:   "lat", Hint: latHint})
+			Chart:   "lat", Hint: latHint, HeadlineSmallest: true})
 	}
 	// The pingpong tools fix their transport by name. XRC (ibv_xsrq_pingpong)
 	// is left out: rdma_rxe has no XRC, so it could never run on rxe.
@@ -370,7 +428,7 @@ func registerBuiltins() {
 			Sizes: true, MaxSize: max, Iterations: true,
 			Metrics: []string{"pp_bw", "pp_lat"},
 			Program: &Program{Name: name, Packages: ibverbsPkg, Version: Version{RDMACore: true}},
-			Chart:   "pingpong", Hint: ppHint})
+			Chart:   "pingpong", Hint: ppHint, HeadlineSmallest: true})
 	}
 	Register(Tool{Name: "rping", Family: Rping, RDMA: true, FixedTransport: "RC",
 		TransportWhy: "rping always uses an RC connection through the RDMA CM",
@@ -380,6 +438,6 @@ func registerBuiltins() {
 		NeedsModules: []string{"rdma_cm"},
 		Chart:        "rping"})
 	Register(Tool{Name: "tcp", Family: TCP, TransportWhy: "the tcp workload is a TCP stream", Duration: true, Bytes: true,
-		Metrics: []string{"tcp_bw", "tcp_bw_mib"}, Chart: "tcp"})
+		Metrics: []string{"tcp_bw"}, Chart: "tcp"})
 	Register(Tool{Name: "exec", Family: Exec, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec"})
 }

@@ -63,9 +63,11 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 				if !ok {
 					return withCode(exitFail, fmt.Errorf("--metric-threshold %q: want METRIC=PERCENT, e.g. bw_avg=5%%", kv))
 				}
-				if _, known := results.MetricByName(name); !known {
+				m, _, known := results.ResolveMetric(name) // an older expect name means its metric
+				if !known {
 					return withCode(exitFail, fmt.Errorf("--metric-threshold %q: unknown metric %q (known: %s)", kv, name, metricNames()))
 				}
+				name = m.Name
 				v, err := results.ParsePercent(val)
 				if err != nil {
 					return withCode(exitFail, fmt.Errorf("--metric-threshold %q: %w", kv, err))

@@ -37,11 +37,18 @@ With --students it prints the per-student table of a class lab run instead
   rlab show --students runs/class  # who is ready in the last class run`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRuns,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			dir, err := resolveRunArg(cmd, args)
 			if err != nil {
 				return err
 			}
+			defer func() {
+				// What exists is shown; a run whose files were not all
+				// written is an infrastructure failure (exit 2).
+				if r, rerr := results.ReadRun(dir); err == nil && rerr == nil && r.Incomplete != "" {
+					err = withCode(exitInfra, fmt.Errorf("run %s: %s", dir, r.Incomplete))
+				}
+			}()
 			if students {
 				r, err := results.ReadRun(dir)
 				if err != nil {

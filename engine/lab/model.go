@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -116,20 +118,12 @@ type Workload struct {
 	ServerRXE, ClientRXE   *RXE  // RDMA tools
 	ServerHost, ClientHost *Host // always set for 2-sided tools
 
-	Host    *Host    // exec
-	Command []string // exec
+	Host *Host // exec
 
-	Sizes      []int64       // nil = the tool's default size
-	Iterations int64         // 0 = the tool's default (or Duration)
-	Duration   time.Duration // 0 = run Iterations
-	QPs        int           // 0 = the tool's default (1)
-	Transport  string        // RC, UC or UD; "" when the tool fixes it
-	Bytes      int64         // tcp
-	Timeout    time.Duration
-	Repeat     int
-	Args       []string // extra argv appended to the tool
-	Expects    []*Expect
-	Range      hcl.Range
+	// Options are the option values, the type steps.Workload embeds too.
+	tooldesc.Options
+	Expects []*Expect
+	Range   hcl.Range
 }
 
 // Hosts returns the hosts a workload runs on: server then client, or the

@@ -32,7 +32,6 @@ package plan
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 )
@@ -412,19 +411,11 @@ func (b *builder) waves(wave map[*lab.Workload]int) {
 
 // redact replaces sensitive variable values in every text of the plan.
 func (b *builder) redact() {
-	var pairs []string
-	secrets := append([]string(nil), b.l.Sensitive...)
-	// Longest first, so a secret containing another is replaced whole.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	for _, s := range secrets {
-		if s != "" {
-			pairs = append(pairs, s, "(sensitive)")
-		}
-	}
-	if len(pairs) == 0 {
+	if len(b.l.Sensitive) == 0 {
 		return
 	}
-	r := strings.NewReplacer(pairs...)
+	// As written in every encoding: descriptions quote argv with %q.
+	r := lab.Redactor(b.l.Sensitive)
 	for _, s := range b.p.Steps {
 		s.Description = r.Replace(s.Description)
 	}

@@ -160,7 +160,7 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 		missingPkg[p] = append(missingPkg[p], t)
 	}
 	for _, p := range pkgs {
-		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "%s", p.InstallHint())
+		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "%s", p.InstallHintFor(f.OS))
 	}
 	have := map[string]*proto.Netdev{}
 	var names []string

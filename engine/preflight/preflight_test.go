@@ -58,6 +58,24 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name:   "the fix names the host's own package manager",
+			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{}; f.OS = "Rocky Linux 9.4 (Blue Onyx)" },
+			want: []string{
+				`host "server": ib_write_bw not installed: dnf install perftest`,
+				`host "server": rping not installed: dnf install librdmacm-utils`,
+				`host "server": tcpdump not installed: dnf install tcpdump`,
+			},
+		},
+		{
+			name:   "and on Debian, apt-get",
+			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{}; f.OS = "Debian GNU/Linux 12 (bookworm)" },
+			want: []string{
+				`host "server": ib_write_bw not installed: apt-get install perftest`,
+				`host "server": rping not installed: apt-get install rdmacm-utils`,
+				`host "server": tcpdump not installed: apt-get install tcpdump`,
+			},
+		},
+		{
 			name:   "client has no capture, so no tcpdump needed",
 			client: func(f *proto.Facts) { delete(f.Tools, "tcpdump") },
 		},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -31,6 +32,10 @@ type GatherOptions struct {
 	// RefreshFacts makes every agent ask its tools their versions again
 	// instead of using its cache (proto.FactsParams.Refresh).
 	RefreshFacts bool
+	// CallTimeout bounds each agent call (StartOptions.CallTimeout): a host
+	// whose agent does not answer in time is reported with an error naming
+	// it and the call, while the others go on.
+	CallTimeout time.Duration
 }
 
 // Result is one host's facts, or why there are none.
@@ -109,7 +114,7 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			}
 			defer c.Close()
 			progress(r.Name, "connected")
-			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become, Keep: true})
+			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become, Keep: true, CallTimeout: o.CallTimeout})
 			if inst != nil {
 				r.Sent = inst.Sent
 				sent.Add(inst.Sent)
@@ -120,12 +125,8 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			progress(r.Name, "installed")
 			defer a.Close()
 			r.Hello = a.Hello
-			var f proto.Facts
-			var params any
-			if o.RefreshFacts {
-				params = proto.FactsParams{Refresh: true}
-			}
-			if err := a.Call(ctx, proto.MethodFacts, params, &f); err != nil {
+			f, err := rpc.Call(ctx, a.RPC(), rpc.Facts, proto.FactsParams{Refresh: o.RefreshFacts})
+			if err != nil {
 				return err
 			}
 			r.Facts = &f

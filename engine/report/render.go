@@ -56,7 +56,7 @@ func RenderWith(runDir string, opts Options) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write report %q: %w", tmp.Name(), err)

@@ -2,16 +2,24 @@ package results
 
 import "github.com/rlab-dev/rlab/agent/tooldesc"
 
-// Metric describes one kind of sample: its name in results.json, its unit,
-// the attribute an `expect` condition reads it as (result.<Attr>), and which
-// direction is better (for `rlab compare`). The names and units come from the
-// tool descriptor (agent/tooldesc), the one place they are defined.
+// Metric describes one kind of sample: its name, which results.json,
+// summary.md, the report, `rlab compare`, --metric-threshold and an expect
+// condition (result.<Name>) all use; its unit; and which direction is better
+// (for `rlab compare`). The names and units come from the tool descriptor
+// (agent/tooldesc), the one place they are defined.
 type Metric struct {
 	Name           string // Sample.Metric
 	Unit           string // Sample.Unit
-	Attr           string // result.<Attr> in expect conditions
 	HigherIsBetter bool
 	Doc            string
+	// Aliases are older expect names of the metric, still read (deprecated).
+	Aliases []tooldesc.Alias
+}
+
+// ExpectNames are the names an expect condition may read the metric by: its
+// name, then its older names, each with the factor its value is read with.
+func (m Metric) ExpectNames() []tooldesc.Alias {
+	return append([]tooldesc.Alias{{Name: m.Name, Scale: 1}}, m.Aliases...)
 }
 
 // Metrics lists every metric rlab records, as the descriptor had them when
@@ -27,11 +35,7 @@ func metricsFromDescriptor() []Metric {
 }
 
 func fromDescriptor(m tooldesc.Metric) Metric {
-	attr := m.Name
-	if len(m.Aliases) > 0 {
-		attr = m.Aliases[0].Name
-	}
-	return Metric{Name: m.Name, Unit: m.Unit, Attr: attr, HigherIsBetter: m.HigherIsBetter, Doc: m.Doc}
+	return Metric{Name: m.Name, Unit: m.Unit, HigherIsBetter: m.HigherIsBetter, Doc: m.Doc, Aliases: m.Aliases}
 }
 
 // MetricByName returns the metric named n.
@@ -43,14 +47,30 @@ func MetricByName(n string) (Metric, bool) {
 	return fromDescriptor(m), true
 }
 
-// MetricByAttr returns the metric an expect attribute refers to.
-func MetricByAttr(a string) (Metric, bool) {
-	for _, m := range tooldesc.Metrics() {
-		if r := fromDescriptor(m); r.Attr == a {
-			return r, true
+// ResolveMetric returns the metric a name given by a person refers to: a
+// metric name, or an older expect name of one (old is then true), so
+// `--metric-threshold tcp_gbps=5%` means tcp_bw.
+func ResolveMetric(n string) (m Metric, old bool, ok bool) {
+	if m, ok := MetricByName(n); ok {
+		return m, false, true
+	}
+	if dm, _, ok := tooldesc.MetricByAlias(n); ok {
+		return fromDescriptor(dm), true, true
+	}
+	return Metric{}, false, false
+}
+
+// DropRetired removes the samples of metric names that are no longer
+// metrics of their own (tcp_bw_mib: tcp_bw in MiB/s), which runs before
+// November 2026 recorded, so one quantity is read and compared once.
+func DropRetired(ss []Sample) []Sample {
+	out := ss[:0:0]
+	for _, s := range ss {
+		if _, gone := tooldesc.Retired(s.Metric); !gone {
+			out = append(out, s)
 		}
 	}
-	return Metric{}, false
+	return out
 }
 
 // ToolMetrics returns the metric names a tool produces, for checking expect

@@ -34,6 +34,12 @@ func ListRuns(root string) ([]*Run, []error) {
 			return filepath.SkipDir
 		}
 		if _, err := os.Stat(filepath.Join(path, ResultsFile)); err != nil {
+			if _, perr := os.Stat(filepath.Join(path, "plan.json")); perr == nil && path != root {
+				// A run directory that never got its results: a run still
+				// going, or one stopped (or out of disk) before them.
+				errs = append(errs, fmt.Errorf("run %s: incomplete: no %s (still running, or it stopped before writing its results)", path, ResultsFile))
+				return filepath.SkipDir
+			}
 			return nil
 		}
 		r, err := ReadRun(path)

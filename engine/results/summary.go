@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
@@ -125,7 +126,8 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	w(".\n\n")
 	for _, tool := range tools {
 		wls := byTool[tool]
-		smallest := strings.HasSuffix(tool, "_lat") || strings.HasSuffix(tool, "_pingpong")
+		desc, _ := tooldesc.Lookup(tool)
+		smallest := desc.HeadlineSmallest
 		var metrics []string
 		units := map[string]string{}
 		for _, wl := range wls {

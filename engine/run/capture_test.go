@@ -104,6 +104,21 @@ capture "any" {
   netdev = "any"
   filter = "tcp port ` + itoa(port) + `"
 }
+capture "per" {
+  count  = 2
+  host   = [host.a, host.b][count.index]
+  netdev = "lo"
+  filter = "tcp port ` + itoa(port) + `"
+  during = [workload.bulk]
+}
+capture "small" {
+  host     = host.b
+  netdev   = "lo"
+  filter   = "tcp port ` + itoa(port) + `"
+  snaplen  = 262144
+  max_size = "1MiB"
+  during   = [workload.bulk]
+}
 capture "both" {
   host   = host.b
   netdev = "lo"
@@ -123,6 +138,8 @@ capture "both" {
 		{"b", "cap.bulk_only.bulk.pcap", 10},
 		{"a", "cap.any.pcap", 10},             // tcpdump -i any (Linux cooked capture)
 		{"b", "cap.both.first-bulk.pcap", 10}, // scoped to two workloads
+		{"a", "cap.per.0.bulk.pcap", 10},      // count = 2: one per host
+		{"b", "cap.per.1.bulk.pcap", 10},
 	} {
 		// tcpdump's ring (-C/-W) numbers its files: cap.all.pcap0, ...
 		files, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", c.host, "captures", c.file+"*"))
@@ -135,6 +152,18 @@ capture "both" {
 			stderr, _ := os.ReadFile(filepath.Join(res.Dir, "hosts", c.host, "logs", strings.TrimSuffix(c.file, ".pcap")+".tcpdump.stderr"))
 			t.Errorf("%s on host %s: %d TCP packets on port %d in %v, want the transfer's (run dir: %v); tcpdump: %s", c.file, c.host, n, port, files, all, stderr)
 		}
+	}
+	// max_size bounds what a capture keeps: 1 MiB of a 4 MiB transfer
+	// captured whole (tcpdump's ring of one file, at most one packet over).
+	small, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "b", "captures", "cap.small.bulk.pcap*"))
+	var total int64
+	for _, f := range small {
+		if st, err := os.Stat(f); err == nil {
+			total += st.Size()
+		}
+	}
+	if total == 0 || total > 1<<20+70000 {
+		t.Errorf("capture with max_size 1MiB kept %d bytes in %v, want 1..%d", total, small, 1<<20+70000)
 	}
 	ents, _ := os.ReadDir(filepath.Join(res.Dir, "hosts", "a", "logs"))
 	for _, e := range ents {

@@ -157,7 +157,9 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 		}
 	}
 	var cr proto.CleanupResult
-	if err := c.Call(ctx, proto.MethodCleanup, proto.CleanupParams{}, &cr); err != nil {
+	// Run: what the run's workloads left in their cgroups (setsid'd,
+	// daemonised) goes too, should their agent have died before its cleanup.
+	if err := c.Call(ctx, proto.MethodCleanup, proto.CleanupParams{Run: runID}, &cr); err != nil {
 		opts.Log.Warn("down: agent cleanup", "host", h.Name, "err", err)
 	}
 	return undone, errors.Join(errs...)

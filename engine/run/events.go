@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
@@ -36,17 +37,12 @@ type events struct {
 	f      *os.File
 	redact *strings.Replacer
 	notify func(Event)
+	err    error // the first write that failed
 }
 
-func newRedactor(secrets []string) *strings.Replacer {
-	var pairs []string
-	for _, s := range secrets {
-		if s != "" {
-			pairs = append(pairs, s, "(sensitive)")
-		}
-	}
-	return strings.NewReplacer(pairs...)
-}
+// newRedactor matches each secret in every encoding the run writes
+// (lab.Redactor).
+func newRedactor(secrets []string) *strings.Replacer { return lab.Redactor(secrets) }
 
 func (e *events) emit(ev Event) {
 	if e == nil {
@@ -64,7 +60,9 @@ func (e *events) emit(ev Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.f != nil {
-		e.f.Write(append(b, '\n'))
+		if _, err := e.f.Write(append(b, '\n')); err != nil && e.err == nil {
+			e.err = err // a line lost (disk full): the run directory is incomplete
+		}
 	}
 	if e.notify != nil {
 		e.notify(ev)
@@ -77,7 +75,13 @@ func (e *events) close() error {
 	if e.f == nil {
 		return nil
 	}
-	err := e.f.Close()
+	err := e.err
+	if serr := e.f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := e.f.Close(); err == nil {
+		err = cerr
+	}
 	e.f = nil
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -161,11 +162,7 @@ func (r *runner) select_() error {
 
 // stepWorkload resolves a lab workload for the steps package.
 func stepWorkload(w *lab.Workload) *steps.Workload {
-	sw := &steps.Workload{
-		Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool,
-		Command: w.Command, Sizes: w.Sizes, Iterations: w.Iterations, Duration: w.Duration,
-		QPs: w.QPs, Transport: w.Transport, Bytes: w.Bytes, Timeout: w.Timeout, Repeat: w.Repeat, Args: w.Args,
-	}
+	sw := &steps.Workload{Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool, Options: w.Options}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
 		sw.ServerAddr = dataAddress(w.ServerHost)
@@ -289,7 +286,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := results.WriteFileSynced(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
@@ -377,7 +374,7 @@ func (r *runner) connectAll(ctx context.Context) error {
 		t.Sensitive = r.lab.Sensitive
 		start := time.Now()
 		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name})
-		err := os.MkdirAll(t.LogDir, 0o755)
+		err := os.MkdirAll(t.LogDir, 0o700)
 		if err == nil {
 			err = r.connect(ctx, h, t)
 		}
@@ -439,7 +436,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.env.Facts[h.Name] = &f
 	r.mu.Unlock()
 	hd := r.hostDir(h)
-	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o700); err != nil {
 		return fmt.Errorf("create host folder: %w", err)
 	}
 	if err := writeJSON(filepath.Join(hd, "facts.json"), &f); err != nil {

@@ -182,6 +182,8 @@ type runner struct {
 	infra   []error
 	failed  []error
 	started time.Time
+
+	downLinks map[string]error // data links found down, by host pair (link.go)
 }
 
 // Run executes a lab and returns the run's result; it never panics on host
@@ -266,7 +268,7 @@ func (r *runner) prepare() error {
 		return err
 	}
 	r.journal.redact = newRedactor(r.lab.Sensitive)
-	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create event log: %w", err)
 	}
@@ -293,7 +295,7 @@ const EventUnit = "unit"
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists
 // and is not empty is refused.
 func makeRunDir(dir string, exact bool) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
 	for i := 1; i < 100; i++ {
@@ -301,7 +303,7 @@ func makeRunDir(dir string, exact bool) (string, error) {
 		if i > 1 {
 			d = fmt.Sprintf("%s-%d", dir, i)
 		}
-		err := os.Mkdir(d, 0o755)
+		err := os.Mkdir(d, 0o700)
 		if err == nil {
 			return d, nil
 		}
@@ -320,7 +322,7 @@ func makeRunDir(dir string, exact bool) (string, error) {
 
 func writeLabFiles(dir string, l *lab.Lab) error {
 	ld := filepath.Join(dir, "lab")
-	if err := os.MkdirAll(ld, 0o755); err != nil {
+	if err := os.MkdirAll(ld, 0o700); err != nil {
 		return fmt.Errorf("save lab files: %w", err)
 	}
 	names := make([]string, 0, len(l.Files))
@@ -336,10 +338,10 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 			}
 		}
 		p := filepath.Join(ld, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
-		if err := os.WriteFile(p, l.Files[n], 0o644); err != nil {
+		if err := os.WriteFile(p, l.Files[n], 0o600); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
 	}
@@ -436,7 +438,12 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	}
 	res.Code = code
 	res.Err = errors.Join(append(append([]error{}, r.infra...), r.failed...)...)
+	// A run directory is complete only when every file is written and
+	// synced: what failed to be written is kept here, and only without any
+	// is complete.json written, last.
+	var unwritten []error
 	if err := r.writeResults(res); err != nil {
+		unwritten = append(unwritten, err)
 		r.addErr(&infraError{err})
 		if res.Code == ExitOK {
 			res.Code = ExitInfra
@@ -447,6 +454,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	// down. It is a view: a failure to draw it is reported, not a failure of
 	// the run.
 	reported := make(chan struct{})
+	var reportErr error
 	go func() {
 		defer close(reported)
 		if r.opts.NoReport {
@@ -455,6 +463,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		if err := report.RenderWith(r.dir, report.Options{Lab: r.lab}); err != nil {
 			r.log.Warn("render report.html", "dir", r.dir, "err", err)
 			r.emit(Event{Type: "warning", Step: "report", Error: err.Error()})
+			reportErr = fmt.Errorf("render report.html: %w", err)
 		}
 	}()
 	r.teardown(tctx)
@@ -465,20 +474,34 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		res.Code = ExitInfra
 		res.Err = errors.Join(r.infra[len(infraBefore):]...)
 		if err := r.writeResults(res); err != nil {
-			res.Err = errors.Join(res.Err, err)
+			unwritten = append(unwritten, err)
 		}
+	}
+	if reportErr != nil {
+		unwritten = append(unwritten, reportErr)
 	}
 	fin := r.opts.Now().UTC()
-	r.journal.update(func(st *State) { st.Finished = &fin })
+	if err := r.journal.update(func(st *State) { st.Finished = &fin }); err != nil {
+		unwritten = append(unwritten, err)
+	}
 	r.emit(Event{Type: "run.end", Status: statusText(res.Code), Seconds: fin.Sub(r.started).Seconds()})
-	r.ev.close()
-	r.forDisplay(res)
-	if err := writeManifest(r.dir); err != nil {
-		res.Err = errors.Join(res.Err, err)
-		if res.Code == ExitOK {
-			res.Code = ExitInfra
+	if err := r.ev.close(); err != nil {
+		unwritten = append(unwritten, fmt.Errorf("write %s: %w", EventsFile, err))
+	}
+	if len(unwritten) == 0 {
+		if err := writeManifest(r.dir); err != nil {
+			unwritten = append(unwritten, err)
+		} else if err := results.MarkComplete(r.dir); err != nil {
+			unwritten = append(unwritten, err)
 		}
 	}
+	if len(unwritten) > 0 {
+		// Whatever the workloads did, a run whose files are not all there
+		// is an infrastructure failure: `rlab runs` and `show` say so too.
+		res.Code = ExitInfra
+		res.Err = errors.Join(res.Err, fmt.Errorf("run directory %s is incomplete (no %s): %w", r.dir, results.CompleteFile, errors.Join(unwritten...)))
+	}
+	r.forDisplay(res)
 }
 
 // forDisplay makes what the caller prints of res (the CLI's error, status

@@ -178,7 +178,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep}
 	var logf *redactingWriter
 	if t.LogDir != "" {
-		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); ferr == nil {
+		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); ferr == nil {
 			logf = &redactingWriter{w: f, c: f, r: newRedactor(t.Sensitive)}
 			so.Stderr = logf
 		}

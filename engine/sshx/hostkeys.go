@@ -21,8 +21,9 @@ type UnknownHostKeyError struct {
 	Host       string // host's reference name in the lab
 	Addr       string // host:port as dialed (known_hosts form is knownhosts.Normalize(Addr))
 	Key        ssh.PublicKey
-	KnownHosts string // the file rlab would record the key in
+	KnownHosts string // the file rlab would record the key in (the user's)
 	ViaJump    bool
+	LabFiles   []string // the lab's known_hosts files, also without an entry
 }
 
 func (e *UnknownHostKeyError) Error() string {
@@ -31,8 +32,12 @@ func (e *UnknownHostKeyError) Error() string {
 	if e.ViaJump {
 		scan = fmt.Sprintf("ssh -J <bastion> -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=%s -p %s %s true", e.KnownHosts, p, h)
 	}
+	in := e.KnownHosts
+	if len(e.LabFiles) > 0 {
+		in += " nor in the lab's " + strings.Join(e.LabFiles, ", ")
+	}
 	return fmt.Sprintf("unknown host key for %s: %s %s is not in %s; if that fingerprint is right, re-run with --accept-new-host-keys to record it, or add it with: %s",
-		e.Addr, e.Key.Type(), ssh.FingerprintSHA256(e.Key), e.KnownHosts, scan)
+		e.Addr, e.Key.Type(), ssh.FingerprintSHA256(e.Key), in, scan)
 }
 
 // ChangedHostKeyError is returned when the host offers a key other than the
@@ -214,6 +219,12 @@ func scanKnownHosts(f string) (map[int]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	return caLines(b), nil
+}
+
+// caLines returns the numbers (from 1) of the @cert-authority lines of a
+// known_hosts file's content.
+func caLines(b []byte) map[int]bool {
 	marks := map[int]bool{}
 	for i, line := range bytes.Split(b, []byte("\n")) {
 		line = bytes.TrimSpace(line)
@@ -221,7 +232,7 @@ func scanKnownHosts(f string) (map[int]bool, error) {
 			marks[i+1] = true
 		}
 	}
-	return marks, nil
+	return marks
 }
 
 // fakeKey is offered to the callback to learn which keys are known for a
@@ -401,7 +412,7 @@ func (hk *hostKeys) callback(name string, viaJump bool) ssh.HostKeyCallback {
 			return ce
 		}
 		if !hk.acceptNew {
-			return &UnknownHostKeyError{Host: name, Addr: addr, Key: key, KnownHosts: hk.files[0], ViaJump: viaJump}
+			return &UnknownHostKeyError{Host: name, Addr: addr, Key: key, KnownHosts: hk.files[0], ViaJump: viaJump, LabFiles: hk.labFiles}
 		}
 		return hk.record(addr, key)
 	}

@@ -168,15 +168,32 @@ W('bytes_on_rdma', wl('ib_write_bw','  bytes = "1GiB" # ERROR: Argument not vali
 W('duration_on_pingpong', wl('ibv_uc_pingpong','  duration = "10s" # ERROR: Argument not valid for ibv_uc_pingpong\n'))
 W('repeat_zero', wl('ib_write_bw','  repeat = 0 # ERROR: Invalid value for repeat\n'))
 W('unknown_result_attr', wl('ib_write_bw','''  expect {
-    condition = result.bw_avg > 1 # ERROR: Unsupported result attribute
+    condition = result.bandwidth > 1 # ERROR: Unsupported result attribute
   }
 '''))
+# The older names with units still read their metric, with a warning.
+W('deprecated_result_name', wl('ib_write_bw','''  expect {
+    condition = result.bw_avg_gbps > 1 # WARNING: Deprecated result name
+  }
+'''))
+W('deprecated_tcp_result_name', '''host "c" {
+  address = "192.0.2.3"
+}
+workload "t" {
+  tool   = "tcp"
+  server = host.a
+  client = host.c
+  expect {
+    condition = result.tcp_mibps > 100 && result.tcp_bw > 1 # WARNING: Deprecated result name
+  }
+}
+''')
 W('latency_attr_on_bw', wl('ib_read_bw','''  expect {
-    condition = result.lat_avg_us < 50 # ERROR: Unsupported result attribute
+    condition = result.lat_avg < 50 # ERROR: Unsupported result attribute
   }
 '''))
 W('expect_not_bool', wl('ib_write_bw','''  expect {
-    condition = result.bw_avg_gbps + 1 # ERROR: Invalid expect condition
+    condition = result.bw_avg + 1 # ERROR: Invalid expect condition
     message   = "not a comparison"
   }
 '''))
@@ -184,7 +201,7 @@ W('expect_missing_condition', wl('ib_write_bw','''  expect { # ERROR: Missing re
     message = "no condition"
   }
 '''))
-W('result_outside_expect', wl('ib_write_bw','  iterations = result.bw_avg_gbps # ERROR: Invalid reference to result\n'))
+W('result_outside_expect', wl('ib_write_bw','  iterations = result.bw_avg # ERROR: Invalid reference to result\n'))
 W('undeclared_variable','''host "c" {
   address = var.adress # ERROR: Reference to undeclared input variable
 }
