@@ -128,6 +128,7 @@ var optionProofs = map[string]string{
 	"check --only":                "cmd/rlab.TestClassNetns",
 	"check --out":                 "cmd/rlab.TestCheckValidatePlainLab",
 	"check --validate":            "cmd/rlab.TestClassNetns",
+	"--version":                   "cmd/rlab.TestVersionFlag",
 	"compare --json":              "cmd/rlab.TestCompareCmdJSONAndJUnit",
 	"compare --junit":             "cmd/rlab.TestCompareCmdJSONAndJUnit",
 	"compare --markdown":          "cmd/rlab.TestCompareCmd",
@@ -167,6 +168,7 @@ var optionProofs = map[string]string{
 	"runs --lab":                  "cmd/rlab.TestRunsCmd",
 	"runs --last":                 "cmd/rlab.TestRunsCmd",
 	"runs --status":               "cmd/rlab.TestRunsCmd",
+	"show --markdown":             "cmd/rlab.TestShowCmd",
 	"show --render":               "cmd/rlab.TestShowCmd",
 	"show --students":             "cmd/rlab.TestShowStudents",
 	"validate --json":             "cmd/rlab.TestValidateCmd",
@@ -286,7 +288,7 @@ func readmeFlags(t *testing.T, flags []string) map[string][]string {
 		out[name] = nil
 	}
 	for _, k := range flags {
-		_, f, _ := strings.Cut(k, " --")
+		_, f, _ := strings.Cut(" "+k, " --") // " --version": the root's own flag
 		if _, ok := out["--"+f]; ok {
 			out["--"+f] = append(out["--"+f], k)
 		}
