@@ -128,6 +128,7 @@ var optionProofs = map[string]string{
 	"check --only":                "cmd/rlab.TestClassNetns",
 	"check --out":                 "cmd/rlab.TestCheckValidatePlainLab",
 	"check --validate":            "cmd/rlab.TestClassNetns",
+	"--version":                   "cmd/rlab.TestVersionFlag",
 	"compare --json":              "cmd/rlab.TestCompareCmdJSONAndJUnit",
 	"compare --junit":             "cmd/rlab.TestCompareCmdJSONAndJUnit",
 	"compare --markdown":          "cmd/rlab.TestCompareCmd",
@@ -167,9 +168,8 @@ var optionProofs = map[string]string{
 	"runs --lab":                  "cmd/rlab.TestRunsCmd",
 	"runs --last":                 "cmd/rlab.TestRunsCmd",
 	"runs --status":               "cmd/rlab.TestRunsCmd",
-	"show --render":               "cmd/rlab.TestShowCmd",
 	"show --markdown":             "cmd/rlab.TestShowCmd",
-	"--version":                   "cmd/rlab.TestVersionFlag",
+	"show --render":               "cmd/rlab.TestShowCmd",
 	"show --students":             "cmd/rlab.TestShowStudents",
 	"validate --json":             "cmd/rlab.TestValidateCmd",
 }
