@@ -34,8 +34,12 @@ With --students it prints the per-student table of a class lab run instead
 			defer func() {
 				// What exists is shown; a run whose files were not all
 				// written is an infrastructure failure (exit 2).
-				if r, rerr := results.ReadRun(dir); err == nil && rerr == nil && r.Incomplete != "" {
+				r, rerr := results.ReadRun(dir)
+				switch {
+				case err == nil && rerr == nil && r.Incomplete != "":
 					err = withCode(exitInfra, fmt.Errorf("run %s: %s", dir, r.Incomplete))
+				case rerr != nil && fileExists(filepath.Join(dir, "plan.json")) && !fileExists(filepath.Join(dir, results.ResultsFile)):
+					err = withCode(exitInfra, fmt.Errorf("run %s: incomplete: no %s (still running, or it stopped before writing its results)", dir, results.ResultsFile))
 				}
 			}()
 			if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); errors.Is(err, os.ErrNotExist) {
@@ -77,4 +81,9 @@ With --students it prints the per-student table of a class lab run instead
 	cmd.Flags().BoolVar(&render, "render", false, "render the summary from results.json even when summary.md exists")
 	cmd.Flags().BoolVar(&students, "students", false, "print the per-student table of a class lab run")
 	return cmd
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
