@@ -50,10 +50,24 @@ rxe "a" {
   host   = host.a
   netdev = "lo"
 }
+rxe "b" {
+  host   = host.b
+  netdev = "lo"
+}
 workload "w" {
   tool    = "exec"
   host    = host.a
   command = ["true"]
+}
+workload "v" {
+  tool    = "exec"
+  host    = host.b
+  command = ["true"]
+}
+capture "c" {
+  host   = host.a
+  netdev = "lo"
+  during = [workload.w]
 }
 `)
 	for _, tt := range []struct {
@@ -70,6 +84,18 @@ workload "w" {
 			s.DependsOn = append(s.DependsOn, "a/fetch")
 		}, "step a/preflight (run phase 1) depends on a/fetch (run phase 5)"},
 		{"a kind the run does not know", func(p *plan.Plan) { p.Step("a/fetch").Kind = "reboot" }, `step a/fetch is of kind "reboot"`},
+		{"one rxe after another", func(p *plan.Plan) {
+			s := p.Step("b/create-rxe/b")
+			s.DependsOn = append(s.DependsOn, "a/create-rxe/a")
+		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase 2 at once"},
+		{"a workload after a scoped capture's stop", func(p *plan.Plan) {
+			s := p.Step("b/workload-run/v")
+			s.DependsOn = append(s.DependsOn, "a/stop-capture/c")
+		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase 4 at once"},
+		{"a scoped capture's start needed by a workload its stop does not wait for", func(p *plan.Plan) {
+			s := p.Step("b/workload-run/v")
+			s.DependsOn = append(s.DependsOn, "a/start-capture/c")
+		}, `step b/workload-run/v needs capture "c" started, but the capture's stop does not wait for it`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := plan.New(l)
