@@ -51,6 +51,11 @@ func (r *runner) schedule() error {
 		return err
 	}
 	r.plan = p
+	r.planIDs = map[stepKey][]string{}
+	for _, s := range p.Steps {
+		k := stepKey{s.Kind, s.Host, s.Subject}
+		r.planIDs[k] = append(r.planIDs[k], s.ID)
+	}
 	nodes := map[*lab.Workload]*workloadNode{}
 	for _, n := range r.workloads {
 		nodes[n.lab] = n
@@ -147,17 +152,27 @@ func windowName(during []*workloadNode) string {
 	return window
 }
 
-// stepIDs are the IDs of the plan's steps of these kinds on host (any host
-// when "") about subject (any when ""), for the events that run them.
+// stepIDs are the IDs of the plan's steps of these kinds about subject on
+// host (the host's own steps when subject is ""), or, when host is "", of
+// every step of these kinds: what the events that run them name.
 func (r *runner) stepIDs(host, subject string, kinds ...plan.Kind) []string {
-	if r.plan == nil {
-		return nil
-	}
 	var ids []string
-	for _, s := range r.plan.Steps {
-		if slices.Contains(kinds, s.Kind) && (host == "" || s.Host == host) && (subject == "" || s.Subject == subject) {
-			ids = append(ids, s.ID)
+	for _, k := range kinds {
+		if host != "" {
+			ids = append(ids, r.planIDs[stepKey{k, host, subject}]...)
+			continue
+		}
+		for _, s := range r.plan.Steps {
+			if s.Kind == k {
+				ids = append(ids, s.ID)
+			}
 		}
 	}
 	return ids
+}
+
+// stepKey finds plan steps by kind, host and subject.
+type stepKey struct {
+	kind          plan.Kind
+	host, subject string
 }

@@ -347,3 +347,88 @@ func (h *barrierHost) Call(ctx context.Context, method string, params, result an
 	}
 	return h.Host.Call(ctx, method, params, result)
 }
+
+// BenchmarkScheduleClass200 is what following the plan costs a run of a
+// class of 200 students (400 hosts, 400 rxe, 400 workloads, 200 scoped
+// captures): plan it, wire the workloads and captures to its DAG, and look
+// up the plan steps every event of the run names.
+func BenchmarkScheduleClass200(b *testing.B) {
+	src := `
+lab "class" {}
+locals {
+  students = toset([for i in range(200) : format("s%03d", i)])
+}
+host "server" {
+  for_each = local.students
+  address  = "127.0.0.1"
+}
+host "client" {
+  for_each = local.students
+  address  = "127.0.0.1"
+}
+rxe "server" {
+  for_each = local.students
+  host     = host.server[each.key]
+  netdev   = "eth1"
+}
+rxe "client" {
+  for_each = local.students
+  host     = host.client[each.key]
+  netdev   = "eth1"
+}
+workload "hello" {
+  for_each = local.students
+  tool     = "exec"
+  host     = host.server[each.key]
+  command  = ["true"]
+}
+workload "bulk" {
+  for_each = local.students
+  tool     = "tcp"
+  server   = host.server[each.key]
+  client   = host.client[each.key]
+  bytes    = "1MiB"
+}
+capture "c" {
+  for_each = local.students
+  host     = host.client[each.key]
+  netdev   = "eth1"
+  during   = [workload.bulk[each.key]]
+}
+`
+	l := loadLab(b, src)
+	// "plan" is what a run did before it followed the plan (select, and plan
+	// for plan.json); "schedule" adds the wiring and the events' lookups.
+	b.Run("plan", func(b *testing.B) {
+		for range b.N {
+			r := &runner{lab: l}
+			if err := r.select_(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := plan.New(r.subLab()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("schedule", func(b *testing.B) {
+		for range b.N {
+			r := &runner{lab: l}
+			if err := r.select_(); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.schedule(); err != nil {
+				b.Fatal(err)
+			}
+			n := len(r.stepIDs("", "", plan.Preflight)) + len(r.stepIDs("", "", plan.Teardown))
+			for _, h := range r.hosts {
+				n += len(r.stepIDs(h.Name, "", plan.Connect, plan.ShipAgent)) + len(r.stepIDs(h.Name, "", plan.Fetch))
+			}
+			for _, x := range r.rxes {
+				n += len(r.stepIDs(x.Host, x.Name, plan.CreateRXE))
+			}
+			if n != 400*5+400 {
+				b.Fatalf("%d step ids, want %d", n, 400*5+400)
+			}
+		}
+	})
+}
