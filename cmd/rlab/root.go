@@ -17,6 +17,7 @@ pulls back pcaps, logs and a structured result summary.`,
 		Version:       versionString(),
 	}
 	root.SetVersionTemplate("rlab {{.Version}}\n")
+	root.InitDefaultVersionFlag() // now, so --help and the docs test see it
 	root.SetFlagErrorFunc(flagError)
 	// Every command is registered here, in one visible place.
 	root.AddCommand(

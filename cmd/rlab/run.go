@@ -187,9 +187,10 @@ func printOutcomes(w io.Writer, res *runengine.Result, validate bool) {
 		if !e.Held && !e.Skipped {
 			at := ""
 			if e.Size > 0 {
-				at = fmt.Sprintf(" at size %d", e.Size)
+				at = " at size " + results.HumanSize(e.Size)
 			}
-			line := fmt.Sprintf("  expect     %s: %s did not hold%s: %s", e.Workload, e.Condition, at, e.Message)
+			// One line each, under the end table's rows as its FAILED lines.
+			line := termText(fmt.Sprintf("NOT HELD %s: expect %s did not hold%s: %s", e.Workload, e.Condition, at, e.Message))
 			if e.Got != "" {
 				line += " (got " + e.Got + ")"
 			}

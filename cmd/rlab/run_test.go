@@ -84,7 +84,7 @@ workload "hi" {
     condition = result.duration_s > 3600
     message   = "too fast"
   }
-}`, out: []string{"did not hold", "too fast"}},
+}`, out: []string{"row:hi exec h1 ok", "NOT HELD 0/1 held", "\nNOT HELD hi: expect result.duration_s > 3600 did not hold: too fast (got duration_s = "}},
 		{name: "only", code: exitOK, src: `
 workload "a" {
   tool = "exec"
@@ -103,6 +103,9 @@ workload "b" {
 			out := filepath.Join(t.TempDir(), "run")
 			args := append(append([]string{"run", "--out", out}, tt.args...), p)
 			stdout, stderr, code := rlab(t, args...)
+			if os.Getenv("RLAB_SHOW_OUTPUT") != "" {
+				t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
 			}

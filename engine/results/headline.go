@@ -124,7 +124,7 @@ func KeyNumbers(wl Workload, aggs []Agg) string {
 			parts = append(parts, "exit "+FormatValue(ec[0].Median))
 		}
 		if d := by["duration"]; len(d) > 0 {
-			parts = append(parts, "in "+seconds(d[0].Median))
+			parts = append(parts, "in "+HumanValue(d[0].Median, d[0].Unit))
 		}
 	}
 	if n := maxRepeats(aggs); n > 1 && len(parts) > 0 {

@@ -35,7 +35,7 @@ func TestKeyNumbers(t *testing.T) {
 		{"latency", []Sample{s("lat_typical", 658.4, "usec", 2, 0), s("lat_p99", 3817, "usec", 2, 0)}, "typical 658.4 usec, p99 3.817 ms at 2 B"},
 		{"pingpong", []Sample{s("pp_bw", 1500, "Mbit/s", 4096, 0), s("pp_lat", 21.8, "usec/iter", 4096, 0)}, "1.5 Gb/s, 21.8 usec/iter at 4 KiB"},
 		{"tcp, one metric for one quantity", []Sample{s("tcp_bw", 0.42, "Gb/s", 0, 0), s("tcp_bw_mib", 50.07, "MiB/s", 0, 0)}, "420 Mb/s"},
-		{"exec", []Sample{s("exit_code", 0, "code", 0, 0), s("duration", 0.21, "s", 0, 0)}, "exit 0; in 0.21 s"},
+		{"exec", []Sample{s("exit_code", 0, "code", 0, 0), s("duration", 0.21, "s", 0, 0)}, "exit 0; in 210 ms"},
 		{"repeats", []Sample{s("tcp_bw", 0.4, "Gb/s", 0, 0), s("tcp_bw", 0.42, "Gb/s", 0, 1), s("tcp_bw", 0.5, "Gb/s", 0, 2)}, "420 Mb/s (median of 3)"},
 		{"nothing", nil, "–"},
 	}
@@ -70,5 +70,31 @@ func TestHeadlineExecOutput(t *testing.T) {
 	}
 	if strings.Contains(out, "warn") || strings.Contains(out, "\x1b") {
 		t.Errorf("stderr of an ok exec, or a control character, shown:\n%s", out)
+	}
+}
+
+// TestReadmeOutputExamples: the README's examples of rlab run's end table
+// and of rlab compare are what the code prints (the goldens).
+func TestReadmeOutputExamples(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, golden := range []string{"headline-2026-11-20T020000Z.golden.txt", "compare-noise.golden.txt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", golden))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The table of the golden (compare's: its header and rows).
+		want := string(b)
+		if i := strings.Index(want, "WORKLOAD"); i >= 0 {
+			want = want[i:]
+		}
+		if j := strings.Index(want, "\n\n"); j >= 0 {
+			want = want[:j+1]
+		}
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md lacks the output of %s:\n%s", golden, want)
+		}
 	}
 }

@@ -22,6 +22,7 @@ var unitScales = map[string][]scale{
 	"Mpps":      {{1, "Mpps"}, {1e-3, "kpps"}, {1e-6, "pps"}},
 	"usec":      {{1e6, "s"}, {1e3, "ms"}, {1, "usec"}, {1e-3, "nsec"}},
 	"usec/iter": {{1e6, "s/iter"}, {1e3, "ms/iter"}, {1, "usec/iter"}, {1e-3, "nsec/iter"}},
+	"s":         {{1, "s"}, {1e-3, "ms"}, {1e-6, "usec"}},
 	"bytes":     {{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}, {1, "B"}},
 }
 

@@ -53,6 +53,7 @@ func TestHumanValue(t *testing.T) {
 		{0, "Gb/s", "0 Gb/s"},
 		{3, "count", "3 count"},
 		{1.25, "s", "1.25 s"},
+		{0.0006041, "s", "604.1 usec"},
 	}
 	for _, tc := range tests {
 		if got := HumanValue(tc.v, tc.unit); got != tc.want {
