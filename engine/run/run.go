@@ -173,6 +173,7 @@ type runner struct {
 	captures    []*captureWindow
 	workloads   []*workloadNode
 	plan        *plan.Plan // of this run: what it executes and plan.json
+	planIDs     map[stepKey][]string
 	vms         VMSet
 
 	students []*student // class labs: the selected workloads by for_each key

@@ -14,10 +14,11 @@ import (
 // Set-up and tear-down run in phases, each a set of plan steps on every host
 // at once: connect (the plan's connect and ship-agent), preflight, rxe,
 // whole-run capture starts, then the workloads, capture stops, fetch and
-// teardown. phaseOf is that order; a plan edge that would point from a later
-// phase to an earlier one is refused (TestPhasesFollowThePlan checks every
-// example lab), so running the phases one after another is a topological
-// order of the DAG. Within the workload phase the DAG is followed edge by
+// teardown. phaseOf is that order; a plan edge the phases would not follow
+// (back to an earlier phase, or between steps one phase runs at once) is
+// refused by checkPhases (TestPhasesFollowThePlan runs it on every example
+// lab), so running the phases one after another is a topological order of
+// the DAG. Within the workload phase the DAG is followed edge by
 // edge: a workload starts once the workloads its plan steps depend on are
 // done, and a capture scoped with `during` starts before the first workload
 // that depends on its start and stops after the last one its stop depends on.
@@ -50,6 +51,11 @@ func (r *runner) schedule() error {
 		return err
 	}
 	r.plan = p
+	r.planIDs = map[stepKey][]string{}
+	for _, s := range p.Steps {
+		k := stepKey{s.Kind, s.Host, s.Subject}
+		r.planIDs[k] = append(r.planIDs[k], s.ID)
+	}
 	nodes := map[*lab.Workload]*workloadNode{}
 	for _, n := range r.workloads {
 		nodes[n.lab] = n
@@ -97,17 +103,34 @@ func (r *runner) schedule() error {
 	return nil
 }
 
-// checkPhases refuses a plan whose DAG the phases cannot follow: an edge from
-// a step of a later phase to one of an earlier phase.
+// checkPhases refuses a plan whose DAG the phases cannot follow: an edge
+// from a step of a later phase to one of an earlier phase, or between two
+// steps of one phase that the run does not order (it runs a phase's steps at
+// once, except a host's connect after its jump host's and the workload
+// phase, which it follows edge by edge), or a workload that needs a scoped
+// capture started but is not one whose end the capture's stop waits for.
 func checkPhases(p *plan.Plan) error {
+	workload := func(k plan.Kind) bool {
+		return k == plan.WorkloadServer || k == plan.WorkloadClient || k == plan.WorkloadRun
+	}
 	for _, s := range p.Steps {
 		ps, ok := phaseOf[s.Kind]
 		if !ok {
 			return fmt.Errorf("plan: step %s is of kind %q, which the run cannot execute", s.ID, s.Kind)
 		}
 		for _, d := range s.DependsOn {
-			if pd := phaseOf[p.Step(d).Kind]; pd > ps {
+			ds := p.Step(d)
+			pd := phaseOf[ds.Kind]
+			switch {
+			case pd > ps:
 				return fmt.Errorf("plan: step %s (run phase %d) depends on %s (run phase %d): the run executes its phases in order and cannot run that", s.ID, ps, d, pd)
+			case pd == ps && !(ps == 0 && ds.Kind == plan.Connect) && !(ps == 4 && workload(ds.Kind)):
+				return fmt.Errorf("plan: step %s depends on %s: the run executes the steps of phase %d at once and cannot order them", s.ID, d, ps)
+			case workload(s.Kind) && ds.Kind == plan.StartCapture && len(ds.Capture.During) > 0:
+				stop := p.Step(plan.StepID(ds.Capture.Host.Slug, plan.StopCapture, ds.Capture.Slug))
+				if stop == nil || !slices.ContainsFunc(stop.DependsOn, func(id string) bool { return p.Step(id).Workload == s.Workload }) {
+					return fmt.Errorf("plan: step %s needs capture %q started, but the capture's stop does not wait for it: the run starts a scoped capture for the workloads its stop waits for", s.ID, ds.Capture.Name)
+				}
 			}
 		}
 	}
@@ -129,17 +152,27 @@ func windowName(during []*workloadNode) string {
 	return window
 }
 
-// stepIDs are the IDs of the plan's steps of these kinds on host (any host
-// when "") about subject (any when ""), for the events that run them.
+// stepIDs are the IDs of the plan's steps of these kinds about subject on
+// host (the host's own steps when subject is ""), or, when host is "", of
+// every step of these kinds: what the events that run them name.
 func (r *runner) stepIDs(host, subject string, kinds ...plan.Kind) []string {
-	if r.plan == nil {
-		return nil
-	}
 	var ids []string
-	for _, s := range r.plan.Steps {
-		if slices.Contains(kinds, s.Kind) && (host == "" || s.Host == host) && (subject == "" || s.Subject == subject) {
-			ids = append(ids, s.ID)
+	for _, k := range kinds {
+		if host != "" {
+			ids = append(ids, r.planIDs[stepKey{k, host, subject}]...)
+			continue
+		}
+		for _, s := range r.plan.Steps {
+			if s.Kind == k {
+				ids = append(ids, s.ID)
+			}
 		}
 	}
 	return ids
+}
+
+// stepKey finds plan steps by kind, host and subject.
+type stepKey struct {
+	kind          plan.Kind
+	host, subject string
 }

@@ -50,10 +50,24 @@ rxe "a" {
   host   = host.a
   netdev = "lo"
 }
+rxe "b" {
+  host   = host.b
+  netdev = "lo"
+}
 workload "w" {
   tool    = "exec"
   host    = host.a
   command = ["true"]
+}
+workload "v" {
+  tool    = "exec"
+  host    = host.b
+  command = ["true"]
+}
+capture "c" {
+  host   = host.a
+  netdev = "lo"
+  during = [workload.w]
 }
 `)
 	for _, tt := range []struct {
@@ -70,6 +84,18 @@ workload "w" {
 			s.DependsOn = append(s.DependsOn, "a/fetch")
 		}, "step a/preflight (run phase 1) depends on a/fetch (run phase 5)"},
 		{"a kind the run does not know", func(p *plan.Plan) { p.Step("a/fetch").Kind = "reboot" }, `step a/fetch is of kind "reboot"`},
+		{"one rxe after another", func(p *plan.Plan) {
+			s := p.Step("b/create-rxe/b")
+			s.DependsOn = append(s.DependsOn, "a/create-rxe/a")
+		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase 2 at once"},
+		{"a workload after a scoped capture's stop", func(p *plan.Plan) {
+			s := p.Step("b/workload-run/v")
+			s.DependsOn = append(s.DependsOn, "a/stop-capture/c")
+		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase 4 at once"},
+		{"a scoped capture's start needed by a workload its stop does not wait for", func(p *plan.Plan) {
+			s := p.Step("b/workload-run/v")
+			s.DependsOn = append(s.DependsOn, "a/start-capture/c")
+		}, `step b/workload-run/v needs capture "c" started, but the capture's stop does not wait for it`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := plan.New(l)
@@ -320,4 +346,89 @@ func (h *barrierHost) Call(ctx context.Context, method string, params, result an
 		}
 	}
 	return h.Host.Call(ctx, method, params, result)
+}
+
+// BenchmarkScheduleClass200 is what following the plan costs a run of a
+// class of 200 students (400 hosts, 400 rxe, 400 workloads, 200 scoped
+// captures): plan it, wire the workloads and captures to its DAG, and look
+// up the plan steps every event of the run names.
+func BenchmarkScheduleClass200(b *testing.B) {
+	src := `
+lab "class" {}
+locals {
+  students = toset([for i in range(200) : format("s%03d", i)])
+}
+host "server" {
+  for_each = local.students
+  address  = "127.0.0.1"
+}
+host "client" {
+  for_each = local.students
+  address  = "127.0.0.1"
+}
+rxe "server" {
+  for_each = local.students
+  host     = host.server[each.key]
+  netdev   = "eth1"
+}
+rxe "client" {
+  for_each = local.students
+  host     = host.client[each.key]
+  netdev   = "eth1"
+}
+workload "hello" {
+  for_each = local.students
+  tool     = "exec"
+  host     = host.server[each.key]
+  command  = ["true"]
+}
+workload "bulk" {
+  for_each = local.students
+  tool     = "tcp"
+  server   = host.server[each.key]
+  client   = host.client[each.key]
+  bytes    = "1MiB"
+}
+capture "c" {
+  for_each = local.students
+  host     = host.client[each.key]
+  netdev   = "eth1"
+  during   = [workload.bulk[each.key]]
+}
+`
+	l := loadLab(b, src)
+	// "plan" is what a run did before it followed the plan (select, and plan
+	// for plan.json); "schedule" adds the wiring and the events' lookups.
+	b.Run("plan", func(b *testing.B) {
+		for range b.N {
+			r := &runner{lab: l}
+			if err := r.select_(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := plan.New(r.subLab()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("schedule", func(b *testing.B) {
+		for range b.N {
+			r := &runner{lab: l}
+			if err := r.select_(); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.schedule(); err != nil {
+				b.Fatal(err)
+			}
+			n := len(r.stepIDs("", "", plan.Preflight)) + len(r.stepIDs("", "", plan.Teardown))
+			for _, h := range r.hosts {
+				n += len(r.stepIDs(h.Name, "", plan.Connect, plan.ShipAgent)) + len(r.stepIDs(h.Name, "", plan.Fetch))
+			}
+			for _, x := range r.rxes {
+				n += len(r.stepIDs(x.Host, x.Name, plan.CreateRXE))
+			}
+			if n != 400*5+400 {
+				b.Fatalf("%d step ids, want %d", n, 400*5+400)
+			}
+		}
+	})
 }
