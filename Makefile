@@ -43,8 +43,14 @@ test: deps build ## the whole suite: unit, fuzz smoke, netns sshd hosts, real rx
 test-unit: agent ## unit tests only (fast, no root)
 	$(GO) test -count=1 ./...
 
+# The netns tests run with a home of their own: a test that records a host
+# key where the user's default known_hosts is (accept-new writes only there)
+# must never leave the bed's throwaway keys in the real ~/.ssh.
 test-netns: build ## integration tests on network-namespace hosts with real sshd (root)
-	RLAB_NETNS=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 20m ./...
+	home=$$(mktemp -d /tmp/rlab-test-home.XXXXXX) && \
+	HOME=$$home GOCACHE=$$($(GO) env GOCACHE) GOMODCACHE=$$($(GO) env GOMODCACHE) GOPATH=$$($(GO) env GOPATH) \
+	RLAB_NETNS=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 20m ./...; \
+	rc=$$?; rm -rf "$$home"; exit $$rc
 
 test-vm: build ## real Soft-RoCE end to end in two QEMU VMs (root; builds the image once)
 	RLAB_VM_E2E=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 40m -run 'E2E' -v ./agent/e2e/... ./engine/vm/...
