@@ -6,10 +6,9 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,22 +23,22 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/image"
 	"github.com/rlab-dev/rlab/engine/vm"
 )
 
-// agentConn is a minimal controller: one SSH session running the agent.
+// agentConn is one SSH session running the agent, spoken to with the
+// controller's protocol client (agent/rpc).
 type agentConn struct {
 	t     *testing.T
 	name  string
 	sess  *ssh.Session
-	in    io.WriteCloser
+	rc    *rpc.Client
 	hello proto.Hello
 
-	mu      sync.Mutex
-	next    uint64
-	waiters map[uint64]chan proto.Envelope
-	stderr  bytes.Buffer
+	mu     sync.Mutex
+	stderr bytes.Buffer
 }
 
 func startAgent(t *testing.T, ctx context.Context, name string, c *ssh.Client, bin []byte) *agentConn {
@@ -56,38 +55,18 @@ func startAgent(t *testing.T, ctx context.Context, name string, c *ssh.Client, b
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agentConn{t: t, name: name, sess: sess, waiters: map[uint64]chan proto.Envelope{}}
+	a := &agentConn{t: t, name: name, sess: sess}
 	sess.Stderr = &syncWriter{w: &a.stderr, mu: &a.mu}
 	out, _ := sess.StdoutPipe()
-	a.in, _ = sess.StdinPipe()
+	in, _ := sess.StdinPipe()
 	if err := sess.Start("/root/.cache/rlab/agent/rlab-agent serve --run-id e2e --log-level debug"); err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReaderSize(out, 64<<10)
-	line, err := br.ReadBytes('\n')
+	// Deadlines as in production, scaled up for the emulated VMs.
+	a.rc, a.hello, err = rpc.Dial(out, in, rpc.Options{Host: name, Timeout: 5 * time.Minute, Heartbeat: 15 * time.Second})
 	if err != nil {
 		t.Fatalf("%s: hello: %v", name, err)
 	}
-	if err := json.Unmarshal(line, &a.hello); err != nil || a.hello.Magic != proto.Magic {
-		t.Fatalf("%s: hello %q: %v", name, line, err)
-	}
-	go func() {
-		sc := bufio.NewScanner(br)
-		sc.Buffer(nil, proto.MaxLine)
-		for sc.Scan() {
-			var env proto.Envelope
-			if json.Unmarshal(sc.Bytes(), &env) != nil || env.Event != "" {
-				continue
-			}
-			a.mu.Lock()
-			w := a.waiters[env.ID]
-			delete(a.waiters, env.ID)
-			a.mu.Unlock()
-			if w != nil {
-				w <- env
-			}
-		}
-	}()
 	return a
 }
 
@@ -102,44 +81,15 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-func (a *agentConn) send(method string, params any) chan proto.Envelope {
-	raw, _ := json.Marshal(params)
-	a.mu.Lock()
-	a.next++
-	id := a.next
-	ch := make(chan proto.Envelope, 1)
-	a.waiters[id] = ch
-	a.mu.Unlock()
-	line, _ := json.Marshal(proto.Request{ID: id, Method: method, Params: raw})
-	if _, err := a.in.Write(append(line, '\n')); err != nil {
-		a.t.Fatalf("%s: send %s: %v", a.name, method, err)
-	}
-	return ch
-}
-
-func (a *agentConn) wait(method string, ch chan proto.Envelope, res any) *proto.Error {
-	a.t.Helper()
-	select {
-	case env := <-ch:
-		if env.Error != nil {
-			return env.Error
-		}
-		if res != nil {
-			if err := json.Unmarshal(env.Result, res); err != nil {
-				a.t.Fatalf("%s: decode %s: %v", a.name, method, err)
-			}
-		}
-		return nil
-	case <-time.After(5 * time.Minute):
-		a.t.Fatalf("%s: no answer to %s; agent log:\n%s", a.name, method, a.log())
-	}
-	return nil
-}
-
 func (a *agentConn) call(method string, params, res any) {
 	a.t.Helper()
-	if e := a.wait(method, a.send(method, params), res); e != nil {
-		a.t.Fatalf("%s: %s: %v (command %q exit %d stderr %q)\nagent log:\n%s", a.name, method, e, e.Command, e.ExitCode, e.Stderr, a.log())
+	err := a.rc.Do(context.Background(), method, params, res)
+	var pe *proto.Error
+	switch {
+	case errors.As(err, &pe):
+		a.t.Fatalf("%s: %s: %v (command %q exit %d stderr %q)\nagent log:\n%s", a.name, method, pe, pe.Command, pe.ExitCode, pe.Stderr, a.log())
+	case err != nil:
+		a.t.Fatalf("%s: %s: %v; agent log:\n%s", a.name, method, err, a.log())
 	}
 }
 
@@ -294,7 +244,7 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 
 	// Closing stdin deletes the rxe devices the agents created.
 	for i, a := range agents {
-		a.in.Close()
+		a.rc.Close()
 		done := make(chan error, 1)
 		go func() { done <- a.sess.Wait() }()
 		select {

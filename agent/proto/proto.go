@@ -388,11 +388,14 @@ type TCPServing struct {
 }
 
 type TCPSendParams struct {
-	Handle    string `json:"handle"`
-	Addr      string `json:"addr"`
-	Port      int    `json:"port"`
-	Bytes     int64  `json:"bytes"`
-	TimeoutMs int    `json:"timeout_ms,omitempty"`
+	Handle string `json:"handle"`
+	Addr   string `json:"addr"`
+	Port   int    `json:"port"`
+	Bytes  int64  `json:"bytes"`
+	// DurationMs, when > 0, sends until that much time has passed (Bytes
+	// is then ignored).
+	DurationMs int64 `json:"duration_ms,omitempty"`
+	TimeoutMs  int   `json:"timeout_ms,omitempty"`
 }
 
 type TCPWaitParams struct {

@@ -44,12 +44,12 @@ func BenchmarkTCPLoopback(b *testing.B) {
 		if e := c.call(proto.MethodTCPServe, proto.TCPServeParams{Handle: h, Addr: "127.0.0.1"}, &s); e != nil {
 			b.Fatal(e)
 		}
-		_, ch := c.send(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx", Addr: "127.0.0.1", Port: s.Port, Bytes: 64 << 20})
+		send := c.send(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx", Addr: "127.0.0.1", Port: s.Port, Bytes: 64 << 20})
 		var r proto.TCPResult
 		if e := c.call(proto.MethodTCPWait, proto.TCPWaitParams{Handle: h}, &r); e != nil {
 			b.Fatal(e)
 		}
-		c.wait("tcp.send", ch)
+		c.wait(send, nil)
 		gbps += r.Gbps
 	}
 	b.ReportMetric(gbps/float64(i), "Gb/s")

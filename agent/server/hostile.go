@@ -28,6 +28,7 @@ var HostileModes = []string{
 	"huge-line",   // every reply after the hello is one line longer than proto.MaxLine
 	"endless",     // every reply is replaced by events for its id, forever
 	"traversal",   // file paths in results escape the work dir (../, absolute)
+	"mute",        // answers the hello, then never writes anything again (a stuck host)
 }
 
 func validHostile(mode string) error {
@@ -53,6 +54,10 @@ func (h *hostileWriter) Write(line []byte) (int, error) {
 	switch h.mode {
 	case "silent":
 		return n, nil
+	case "mute":
+		if !first {
+			return n, nil
+		}
 	case "banner":
 		if first {
 			_, err = io.WriteString(h.w, "Welcome to the lab host!\nLast login: never\n")

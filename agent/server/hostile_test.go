@@ -90,6 +90,14 @@ func TestHostileModes(t *testing.T) {
 				t.Errorf("hello %+v altered in mode %s", h, mode)
 			}
 			io.WriteString(in, `{"id":1,"method":"files.list"}`+"\n")
+			if mode == "mute" {
+				io.WriteString(in, `{"id":2,"method":"ping"}`+"\n")
+				in.Close()
+				if b, _ := io.ReadAll(out); len(b) != 0 {
+					t.Errorf("mute agent answered %q", b)
+				}
+				return
+			}
 			reply := readLine(t, out)
 			var env proto.Envelope
 			jsonErr := json.Unmarshal(reply, &env)

@@ -27,15 +27,14 @@ func TestTCPTransfer(t *testing.T) {
 		t.Fatal("no port")
 	}
 	const n = 48<<20 + 12345 // not a multiple of the chunk size
-	id, sendCh := c.send(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx", Addr: "127.0.0.1", Port: serving.Port, Bytes: n})
+	send := c.send(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx", Addr: "127.0.0.1", Port: serving.Port, Bytes: n})
+	id := send.ID
 	var rx proto.TCPResult
 	c.mustCall(proto.MethodTCPWait, proto.TCPWaitParams{Handle: "rx"}, &rx)
-	env := c.wait("tcp.send", sendCh)
-	if env.Error != nil {
-		t.Fatalf("tcp.send: %v", env.Error)
-	}
 	var tx proto.TCPResult
-	mustUnmarshal(t, env.Result, &tx)
+	if e := c.wait(send, &tx); e != nil {
+		t.Fatalf("tcp.send: %v", e)
+	}
 	for _, r := range []proto.TCPResult{rx, tx} {
 		if r.Bytes != n || r.Seconds <= 0 || r.MiBps <= 0 || r.Gbps <= 0 {
 			t.Errorf("result %+v, want %d bytes with rates", r, n)
@@ -88,14 +87,14 @@ func TestTCPServeStoppedByCleanup(t *testing.T) {
 	c, _ := startAgent(t, Options{})
 	var serving proto.TCPServing
 	c.mustCall(proto.MethodTCPServe, proto.TCPServeParams{Handle: "idle", Addr: "127.0.0.1"}, &serving)
-	_, waitCh := c.send(proto.MethodTCPWait, proto.TCPWaitParams{Handle: "idle"})
+	waitCall := c.send(proto.MethodTCPWait, proto.TCPWaitParams{Handle: "idle"})
 	var res proto.CleanupResult
 	c.mustCall(proto.MethodCleanup, proto.CleanupParams{}, &res)
 	if d := cmp.Diff([]string{"idle"}, res.Stopped); d != "" {
 		t.Errorf("stopped (-want +got):\n%s", d)
 	}
-	if env := c.wait("tcp.wait", waitCh); env.Error == nil || env.Error.Code != proto.CodeCommand {
-		t.Errorf("tcp.wait on a stopped listener: %+v", env)
+	if e := c.wait(waitCall, nil); e == nil || e.Code != proto.CodeCommand {
+		t.Errorf("tcp.wait on a stopped listener: %v", e)
 	}
 	if conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(serving.Port))); err == nil {
 		conn.Close()
@@ -191,13 +190,6 @@ func TestProcOutputFilesOwnedAndPrivate(t *testing.T) {
 		if fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s mode %o, want 600", f, fi.Mode().Perm())
 		}
-	}
-}
-
-func mustUnmarshal(t *testing.T, raw []byte, v any) {
-	t.Helper()
-	if err := jsonUnmarshal(raw, v); err != nil {
-		t.Fatalf("decode %s: %v", raw, err)
 	}
 }
 

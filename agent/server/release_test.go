@@ -20,13 +20,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
-// wire is a controller that keeps every line the agent wrote, in order, so
-// the tests can check the line order a connection pool relies on.
+// wire is the controller's client (agent/rpc) keeping every line the agent
+// wrote, in order, so the tests can check the line order a connection pool
+// relies on.
 type wire struct {
 	t    *testing.T
-	in   io.WriteCloser
+	rc   *rpc.Client
 	srv  *Server
 	done chan error
 
@@ -34,7 +36,6 @@ type wire struct {
 	lines   []proto.Envelope
 	raw     []string
 	changed chan struct{}
-	nextID  uint64
 }
 
 func startWire(t *testing.T, opts Options) *wire {
@@ -49,43 +50,38 @@ func startWire(t *testing.T, opts Options) *wire {
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	w := &wire{t: t, in: inW, srv: srv, done: make(chan error, 1), changed: make(chan struct{}, 1)}
+	w := &wire{t: t, srv: srv, done: make(chan error, 1), changed: make(chan struct{}, 1)}
 	go func() {
 		err := srv.Serve(context.Background(), inR, outW)
 		outW.Close()
 		inR.Close()
 		w.done <- err
 	}()
-	br := bufio.NewReader(outR)
-	if _, err := br.ReadBytes('\n'); err != nil {
+	w.rc, _, err = rpc.Dial(outR, inW, rpc.Options{Host: "test", OnLine: func(line []byte) {
+		var env proto.Envelope
+		if err := json.Unmarshal(line, &env); err != nil {
+			t.Errorf("agent wrote a line that is not JSON: %q", line)
+			return
+		}
+		w.mu.Lock()
+		w.lines = append(w.lines, env)
+		w.raw = append(w.raw, strings.TrimSuffix(string(line), "\n"))
+		w.mu.Unlock()
+		select {
+		case w.changed <- struct{}{}:
+		default:
+		}
+	}})
+	if err != nil {
 		t.Fatalf("read hello: %v", err)
 	}
-	go func() {
-		sc := bufio.NewScanner(br)
-		sc.Buffer(nil, proto.MaxLine)
-		for sc.Scan() {
-			var env proto.Envelope
-			if err := json.Unmarshal(sc.Bytes(), &env); err != nil {
-				t.Errorf("agent wrote a line that is not JSON: %q", sc.Bytes())
-				continue
-			}
-			w.mu.Lock()
-			w.lines = append(w.lines, env)
-			w.raw = append(w.raw, sc.Text())
-			w.mu.Unlock()
-			select {
-			case w.changed <- struct{}{}:
-			default:
-			}
-		}
-	}()
 	t.Cleanup(func() { w.close() })
 	return w
 }
 
 // close ends the agent's input and returns Serve's result.
 func (w *wire) close() error {
-	w.in.Close()
+	w.rc.Close()
 	select {
 	case err := <-w.done:
 		w.done <- err
@@ -98,19 +94,11 @@ func (w *wire) close() error {
 
 func (w *wire) send(method string, params any) uint64 {
 	w.t.Helper()
-	raw, err := json.Marshal(params)
+	p, err := w.rc.Go(method, params)
 	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.mu.Lock()
-	w.nextID++
-	id := w.nextID
-	w.mu.Unlock()
-	line, _ := json.Marshal(proto.Request{ID: id, Method: method, Params: raw})
-	if _, err := w.in.Write(append(line, '\n')); err != nil {
 		w.t.Fatalf("write %s request: %v", method, err)
 	}
-	return id
+	return p.ID
 }
 
 // waitLine waits for the first line that match accepts and returns its

@@ -6,8 +6,9 @@
 // when its input closes, or when the controller releases it to serve the
 // next command (proto.MethodRelease).
 //
-// It imports only the standard library, agent/proto, golang.org/x/sys and
-// vishvananda/netlink; never anything from engine/ or cmd/.
+// It imports only the standard library, agent/proto, agent/tooldesc (which
+// programs to probe), golang.org/x/sys and vishvananda/netlink; never anything
+// from engine/ or cmd/.
 package server
 
 import (

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
 // TestMain lets the test binary double as a helper process: a real child
@@ -49,19 +48,19 @@ func TestMain(m *testing.M) {
 	}
 }
 
-// client is the controller side of an agent, as the tests need it.
+// client is the controller's protocol client (agent/rpc) with what the
+// tests look at besides answers: each call's events, and responses that
+// answer no call (to lines the agent could not decode).
 type client struct {
 	t     testing.TB
-	in    io.WriteCloser
+	rc    *rpc.Client
 	hello proto.Hello
 	done  chan error // Serve's result (in-process) or the helper's exit
 
-	mu      sync.Mutex
-	nextID  uint64
-	waiters map[uint64]chan proto.Envelope
-	events  map[uint64][]proto.Event
-	stray   []proto.Envelope // responses with id 0 (undecodable requests)
-	lines   chan proto.Envelope
+	mu     sync.Mutex
+	events map[uint64][]proto.Event
+	stray  []proto.Envelope // responses to no call (id 0: undecodable requests)
+	lines  chan proto.Envelope
 }
 
 // startAgent runs a Server in-process over io.Pipe.
@@ -113,49 +112,31 @@ func helperServe(t testing.TB, cmd *exec.Cmd, dir string) (in io.WriteCloser, ou
 
 func newClient(t testing.TB, in io.WriteCloser, out io.Reader, done chan error) *client {
 	t.Helper()
-	c := &client{t: t, in: in, done: done, waiters: map[uint64]chan proto.Envelope{},
-		events: map[uint64][]proto.Event{}, lines: make(chan proto.Envelope, 16)}
-	br := bufio.NewReader(out)
-	first, err := br.ReadBytes('\n')
+	c := &client{t: t, done: done, events: map[uint64][]proto.Event{}, lines: make(chan proto.Envelope, 16)}
+	rc, hello, err := rpc.Dial(out, in, rpc.Options{
+		Host: "test",
+		OnEvent: func(e proto.Event) {
+			c.mu.Lock()
+			c.events[e.ID] = append(c.events[e.ID], e)
+			c.mu.Unlock()
+		},
+		OnStray: func(env proto.Envelope) {
+			c.mu.Lock()
+			c.stray = append(c.stray, env)
+			c.mu.Unlock()
+			c.lines <- env
+		},
+	})
 	if err != nil {
 		t.Fatalf("read hello: %v", err)
 	}
-	if err := json.Unmarshal(first, &c.hello); err != nil {
-		t.Fatalf("decode hello %q: %v", first, err)
-	}
-	go func() {
-		sc := bufio.NewScanner(br)
-		sc.Buffer(nil, proto.MaxLine)
-		for sc.Scan() {
-			var env proto.Envelope
-			if err := json.Unmarshal(sc.Bytes(), &env); err != nil {
-				t.Errorf("agent wrote a line that is not JSON: %q", sc.Bytes())
-				continue
-			}
-			c.mu.Lock()
-			if env.Event != "" {
-				c.events[env.ID] = append(c.events[env.ID], proto.Event{ID: env.ID, Event: env.Event, Data: env.Data})
-				c.mu.Unlock()
-				continue
-			}
-			w, ok := c.waiters[env.ID]
-			if !ok {
-				c.stray = append(c.stray, env)
-				c.mu.Unlock()
-				c.lines <- env
-				continue
-			}
-			delete(c.waiters, env.ID)
-			c.mu.Unlock()
-			w <- env
-		}
-	}()
+	c.rc, c.hello = rc, hello
 	t.Cleanup(func() { c.close() })
 	return c
 }
 
 func (c *client) close() error {
-	c.in.Close()
+	c.rc.Close()
 	select {
 	case err := <-c.done:
 		c.done <- err
@@ -166,52 +147,38 @@ func (c *client) close() error {
 	}
 }
 
-// send writes a request and returns a channel for its response.
-func (c *client) send(method string, params any) (uint64, chan proto.Envelope) {
+// send writes a request and returns it in flight.
+func (c *client) send(method string, params any) *rpc.Pending {
 	c.t.Helper()
-	raw, err := json.Marshal(params)
+	p, err := c.rc.Go(method, params)
 	if err != nil {
-		c.t.Fatal(err)
+		c.t.Fatalf("send %s: %v", method, err)
 	}
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	ch := make(chan proto.Envelope, 1)
-	c.waiters[id] = ch
-	c.mu.Unlock()
-	line, _ := json.Marshal(proto.Request{ID: id, Method: method, Params: raw})
-	if _, err := c.in.Write(append(line, '\n')); err != nil {
-		c.t.Fatalf("write %s request: %v", method, err)
-	}
-	return id, ch
+	return p
 }
 
-func (c *client) wait(method string, ch chan proto.Envelope) proto.Envelope {
+// wait waits for p's answer, decodes its result into res (when non-nil)
+// and returns the protocol error, if any.
+func (c *client) wait(p *rpc.Pending, res any) *proto.Error {
 	c.t.Helper()
-	select {
-	case env := <-ch:
-		return env
-	case <-time.After(60 * time.Second):
-		c.t.Fatalf("no response to %s", method)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := p.Wait(ctx, res)
+	var pe *proto.Error
+	if errors.As(err, &pe) {
+		return pe
 	}
-	return proto.Envelope{}
+	if err != nil {
+		c.t.Fatalf("%s: %v", p.Method, err)
+	}
+	return nil
 }
 
 // call sends a request and decodes its result into res (when non-nil). It
 // returns the protocol error, if any.
 func (c *client) call(method string, params, res any) *proto.Error {
 	c.t.Helper()
-	_, ch := c.send(method, params)
-	env := c.wait(method, ch)
-	if env.Error != nil {
-		return env.Error
-	}
-	if res != nil {
-		if err := json.Unmarshal(env.Result, res); err != nil {
-			c.t.Fatalf("decode %s result %s: %v", method, env.Result, err)
-		}
-	}
-	return nil
+	return c.wait(c.send(method, params), res)
 }
 
 func (c *client) mustCall(method string, params, res any) {
@@ -277,19 +244,15 @@ func TestBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ch chan proto.Envelope
-			if tt.wantID != 0 {
-				ch = make(chan proto.Envelope, 1)
-				c.mu.Lock()
-				c.waiters[tt.wantID] = ch
-				c.mu.Unlock()
-			} else {
-				ch = c.lines
-			}
-			if _, err := c.in.Write([]byte(tt.line + "\n")); err != nil {
+			if err := c.rc.WriteLine([]byte(tt.line)); err != nil {
 				t.Fatal(err)
 			}
-			env := c.wait(tt.name, ch)
+			var env proto.Envelope
+			select {
+			case env = <-c.lines:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("no reply to %s", tt.name)
+			}
 			if env.ID != tt.wantID || env.Error == nil || env.Error.Code != tt.wantCode {
 				t.Errorf("reply %+v (error %v), want id %d code %s", env, env.Error, tt.wantID, tt.wantCode)
 			}
@@ -305,7 +268,7 @@ func TestOversizedLineDropsConnection(t *testing.T) {
 	for i := range big {
 		big[i] = 'x'
 	}
-	go c.in.Write(big) // the agent stops reading; don't block the test on it
+	go c.rc.WriteLine(big) // the agent stops reading; don't block the test on it
 	select {
 	case env := <-c.lines:
 		if env.Error == nil || env.Error.Code != proto.CodeBadRequest || !strings.Contains(env.Error.Message, "longer than") {
@@ -330,31 +293,26 @@ func TestOversizedLineDropsConnection(t *testing.T) {
 func TestConcurrentRequests(t *testing.T) {
 	c, _ := startAgent(t, Options{})
 	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "sleeper", Argv: []string{"sleep", "1000"}}, nil)
-	_, waitCh := c.send(proto.MethodProcWait, proto.ProcWaitParams{Handle: "sleeper"})
-	var chans []chan proto.Envelope
+	waitCall := c.send(proto.MethodProcWait, proto.ProcWaitParams{Handle: "sleeper"})
+	var pings []*rpc.Pending
 	for range 20 {
-		_, ch := c.send(proto.MethodPing, nil)
-		chans = append(chans, ch)
+		pings = append(pings, c.send(proto.MethodPing, nil))
 	}
-	for _, ch := range chans {
-		if env := c.wait("ping", ch); env.Error != nil {
-			t.Errorf("ping: %v", env.Error)
+	for _, p := range pings {
+		if e := c.wait(p, nil); e != nil {
+			t.Errorf("ping: %v", e)
 		}
 	}
 	select {
-	case env := <-waitCh:
-		t.Fatalf("proc.wait answered before the process ended: %+v", env)
+	case <-waitCall.Done():
+		t.Fatal("proc.wait answered before the process ended")
 	default:
 	}
 	var stopped proto.ProcResult
 	c.mustCall(proto.MethodProcStop, proto.ProcStopParams{Handle: "sleeper"}, &stopped)
-	env := c.wait("proc.wait", waitCh)
 	var waited proto.ProcResult
-	if env.Error != nil {
-		t.Fatalf("proc.wait: %v", env.Error)
-	}
-	if err := json.Unmarshal(env.Result, &waited); err != nil {
-		t.Fatal(err)
+	if e := c.wait(waitCall, &waited); e != nil {
+		t.Fatalf("proc.wait: %v", e)
 	}
 	if !waited.Stopped || waited.Signal != "terminated" || waited.ExitCode != -1 {
 		t.Errorf("proc.wait after stop = %+v, want stopped by SIGTERM", waited)
@@ -550,7 +508,7 @@ func TestAgentKilledTakesChildren(t *testing.T) {
 // when the controller goes away is answered, and its process is stopped.
 func TestStdinCloseDuringReadiness(t *testing.T) {
 	c, srv := startAgent(t, Options{})
-	_, ch := c.send(proto.MethodProcStart, proto.ProcStartParams{Handle: "slow",
+	slow := c.send(proto.MethodProcStart, proto.ProcStartParams{Handle: "slow",
 		Argv: []string{"sh", "-c", "echo pid=$$; exec sleep 1000"}, Ready: &proto.Ready{OutputRegex: "never printed", TimeoutMs: 600000}})
 	var pid int
 	for range 500 {
@@ -564,10 +522,10 @@ func TestStdinCloseDuringReadiness(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("process never started")
 	}
-	c.in.Close()
-	env := c.wait("proc.start", ch)
-	if env.Error == nil {
-		t.Errorf("proc.start answered %s, want an error", env.Result)
+	c.rc.Close()
+	var st proto.ProcStarted
+	if e := c.wait(slow, &st); e == nil {
+		t.Errorf("proc.start answered %+v, want an error", st)
 	}
 	waitGone(t, pid)
 }

@@ -70,7 +70,7 @@ func loadForHosts(cmd *cobra.Command, path string, f *hostFlags) (*lab.Lab, erro
 	if err != nil {
 		return nil, err
 	}
-	l, diags := lab.Load([]string{path}, lo)
+	l, diags := lab.LoadOne(path, lo)
 	// Facts and check are about the hosts themselves: a host no workload
 	// uses is what they are for (an inventory), not worth a warning each.
 	kept := diags[:0:0]

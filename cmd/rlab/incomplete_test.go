@@ -95,7 +95,7 @@ func TestIncompleteRun(t *testing.T) {
 			} else if !errors.As(err, &ee) || ee.code != exitInfra || !strings.Contains(err.Error(), "incomplete") {
 				t.Errorf("rlab show of an incomplete run: %v, want exit 2 saying incomplete", err)
 			}
-			if !strings.Contains(out.String(), "# rlab run") {
+			if !strings.Contains(out.String(), "rlab run: lab") { // laid out for a terminal: no "#"
 				t.Errorf("rlab show did not print the summary:\n%s", out.String())
 			}
 		})

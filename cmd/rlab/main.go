@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
-
-	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // Exit codes, shared by every command.
@@ -62,11 +60,9 @@ func run(args []string) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", termsafe.Block(ee.err.Error()))
-		}
+		printErrors(os.Stderr, "Error: ", ee.err)
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "Error:", termsafe.Block(err.Error()))
+	printErrors(os.Stderr, "Error: ", err)
 	return exitFail
 }

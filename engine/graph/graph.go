@@ -281,7 +281,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	if run {
 		src = filepath.Join(p, "lab")
 	}
-	l, diags := lab.Load([]string{src}, opts)
+	l, diags := lab.LoadOne(src, opts)
 	if l == nil || diags.HasErrors() {
 		return nil, diags, fmt.Errorf("load lab %s: the lab has errors", src)
 	}

@@ -2,12 +2,11 @@ package remote
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -34,6 +34,13 @@ type StartOptions struct {
 	Stderr io.Writer
 	// HelloTimeout bounds the wait for the hello; default 60s.
 	HelloTimeout time.Duration
+	// CallTimeout, when > 0, replaces every call's own deadline
+	// (rpc.Method.Base: 1 to 10 minutes by method) and the heartbeat's;
+	// default $RLAB_AGENT_TIMEOUT (a Go duration), else each method's.
+	CallTimeout time.Duration
+	// Heartbeat is how often the client pings an agent while a call waits
+	// (rpc.Options.Heartbeat); 0 means 15s, < 0 none.
+	Heartbeat time.Duration
 	// Keep asks, on a connection through the mux daemon (--persist), for
 	// an agent the daemon keeps running between commands (KeptAgents):
 	// the warm start then costs no process on the host. Every kept agent
@@ -67,13 +74,7 @@ type Agent struct {
 	stdin     io.WriteCloser
 	opts      StartOptions
 	stderr    *tailBuffer
-
-	wmu     sync.Mutex // one line at a time on stdin
-	nextID  atomic.Uint64
-	mu      sync.Mutex
-	pending map[uint64]chan proto.Envelope
-	lostErr error
-	lost    chan struct{}
+	rpc       *rpc.Client
 
 	sftpOnce sync.Once
 	sftp     *sftp.Client
@@ -82,28 +83,31 @@ type Agent struct {
 }
 
 // CallError is an error the agent answered a call with.
-type CallError struct {
-	Host   string
-	Method string
-	Err    *proto.Error
-}
+type CallError = rpc.CallError
 
-func (e *CallError) Error() string {
-	s := fmt.Sprintf("host %q: %s: %s", e.Host, e.Method, e.Err.Message)
-	if len(e.Err.Command) > 0 {
-		s += fmt.Sprintf(" (command %q exited %d", e.Err.Command, e.Err.ExitCode)
-		if st := strings.TrimSpace(e.Err.Stderr); st != "" {
-			s += ": " + truncate(st, 2000)
-		}
-		s += ")"
+// ErrAgentLost is wrapped by every error of an agent whose session ended
+// or that did not answer in time (rpc.StuckError).
+var ErrAgentLost = rpc.ErrLost
+
+// AgentTimeoutEnv names the environment variable that sets
+// StartOptions.CallTimeout when it is 0.
+const AgentTimeoutEnv = "RLAB_AGENT_TIMEOUT"
+
+// callTimeout is o's call timeout, or $RLAB_AGENT_TIMEOUT's.
+func callTimeout(o StartOptions) (time.Duration, error) {
+	if o.CallTimeout != 0 {
+		return o.CallTimeout, nil
 	}
-	return s
+	v := os.Getenv(AgentTimeoutEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 90s or 10m", AgentTimeoutEnv, v)
+	}
+	return d, nil
 }
-
-func (e *CallError) Unwrap() error { return e.Err }
-
-// ErrAgentLost is wrapped by every error of an agent whose session ended.
-var ErrAgentLost = errors.New("agent lost")
 
 // Start launches `rlab-agent serve` as one long-lived session and reads its
 // hello. The session ends when the Agent is closed or the link drops; the
@@ -150,11 +154,17 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 	if o.HelloTimeout == 0 {
 		o.HelloTimeout = 60 * time.Second
 	}
+	ct, err := callTimeout(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.CallTimeout = ct
+	if o.Heartbeat == 0 {
+		o.Heartbeat = 15 * time.Second
+	}
 	a := &Agent{
 		Host: o.Host, Installed: inst, client: c, opts: o, cmd: cmd,
-		stderr:  &tailBuffer{max: stderrTail, also: o.Stderr},
-		pending: map[uint64]chan proto.Envelope{},
-		lost:    make(chan struct{}),
+		stderr: &tailBuffer{max: stderrTail, also: o.Stderr},
 	}
 	var stdout io.Reader
 	if keep && c.Muxed {
@@ -195,7 +205,7 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 	}
 	hc := make(chan helloResult, 1)
 	go func() {
-		h, junk, err := readHello(r)
+		h, junk, err := rpc.ReadHello(r, maxJunkBytes)
 		hc <- helloResult{h, junk, err}
 	}()
 	var hr helloResult
@@ -234,7 +244,25 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 		return nil, nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (the cached copy at %s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, inst.Path)}
 	}
 	a.Hello = h
-	go a.readLoop(r)
+	a.rpc = rpc.New(r, a.stdin, rpc.Options{
+		Host:      o.Host,
+		OnEvent:   o.OnEvent,
+		Note:      a.stderrNote,
+		Timeout:   o.CallTimeout,
+		Heartbeat: max(o.Heartbeat, 0),
+		// A broken stream is not recoverable: end the session, and let
+		// it end (bounded) so the agent's stderr is complete for the
+		// error.
+		Close: func() {
+			sess.Close()
+			done := make(chan struct{})
+			go func() { sess.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+			}
+		},
+	})
 	return a, nil, nil
 }
 
@@ -418,180 +446,34 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// readHello skips what a login script printed before the hello, bounded,
-// and returns it too (the fast start prints a probe there when the agent is
-// not cached).
+// readHello is rpc.ReadHello with the junk bound of an SSH login.
 func readHello(r *bufio.Reader) (proto.Hello, []byte, error) {
-	var junk []byte
-	var first string
-	for {
-		line, err := readLine(r, proto.MaxLine)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				if first != "" {
-					return proto.Hello{}, junk, fmt.Errorf("it exited before its hello (stdout began %q)", truncate(first, 120))
-				}
-				return proto.Hello{}, junk, errors.New("it exited before its hello")
-			}
-			return proto.Hello{}, junk, fmt.Errorf("read hello: %w", err)
-		}
-		trimmed := bytes.TrimSpace(line)
-		if bytes.HasPrefix(trimmed, []byte("{")) {
-			var h proto.Hello
-			if json.Unmarshal(trimmed, &h) == nil && h.Magic == proto.Magic {
-				return h, junk, nil
-			}
-		}
-		if first == "" {
-			first = string(trimmed)
-		}
-		junk = append(junk, line...)
-		if len(junk) > maxJunkBytes {
-			return proto.Hello{}, junk, fmt.Errorf("no hello in the first %d bytes of its output (a login script printing a lot? it began %q)", maxJunkBytes, truncate(first, 120))
-		}
-	}
+	return rpc.ReadHello(r, maxJunkBytes)
 }
 
 // readLine reads one newline-terminated line of at most max bytes.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var buf []byte
-	for {
-		frag, err := r.ReadSlice('\n')
-		buf = append(buf, frag...)
-		if len(buf) > max {
-			return nil, fmt.Errorf("line longer than %d bytes", max)
-		}
-		if err == nil {
-			return buf, nil
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if len(buf) > 0 && errors.Is(err, io.EOF) {
-			return buf, io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-}
+func readLine(r *bufio.Reader, max int) ([]byte, error) { return rpc.ReadLine(r, max) }
 
-func (a *Agent) readLoop(r *bufio.Reader) {
-	var err error
-	for {
-		var line []byte
-		line, err = readLine(r, proto.MaxLine)
-		if err != nil {
-			break
-		}
-		var env proto.Envelope
-		if jerr := json.Unmarshal(line, &env); jerr != nil {
-			err = fmt.Errorf("malformed line from agent: %v", jerr)
-			break
-		}
-		if env.Event != "" {
-			if a.opts.OnEvent != nil {
-				a.opts.OnEvent(proto.Event{ID: env.ID, Event: env.Event, Data: env.Data})
-			}
-			continue
-		}
-		a.mu.Lock()
-		ch := a.pending[env.ID]
-		delete(a.pending, env.ID)
-		a.mu.Unlock()
-		if ch != nil {
-			ch <- env
-		}
-	}
-	if errors.Is(err, io.EOF) {
-		err = errors.New("its session ended")
-	}
-	// Tell the agent (and the session) we are done with it: a broken
-	// stream is not recoverable.
-	a.sess.Close()
-	a.sess.Wait()
-	a.mu.Lock()
-	a.lostErr = fmt.Errorf("agent on host %q lost: %w: %v%s", a.Host, ErrAgentLost, err, a.stderrNote())
-	pend := a.pending
-	a.pending = nil
-	a.mu.Unlock()
-	close(a.lost)
-	for _, ch := range pend {
-		close(ch)
-	}
-}
-
-// Call sends one request and waits for its response. Events for it go to
+// Call sends one request and waits for its response, at most the method's
+// deadline (rpc.Deadline; StartOptions.CallTimeout); an agent that does not
+// answer in time is given up on (an *rpc.StuckError, wrapping
+// ErrAgentLost) and every later call fails at once. Events for it go to
 // StartOptions.OnEvent. An error the agent answered is a *CallError
 // (errors.As to *proto.Error for its code).
 func (a *Agent) Call(ctx context.Context, method string, params, result any) error {
-	id := a.nextID.Add(1)
-	req := proto.Request{ID: id, Method: method}
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return fmt.Errorf("host %q: %s: encode params: %w", a.Host, method, err)
-		}
-		req.Params = b
-	}
-	line, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("host %q: %s: %w", a.Host, method, err)
-	}
-	ch := make(chan proto.Envelope, 1)
-	a.mu.Lock()
-	if a.pending == nil {
-		err := a.lostErr
-		a.mu.Unlock()
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	a.pending[id] = ch
-	a.mu.Unlock()
-	a.wmu.Lock()
-	_, werr := a.stdin.Write(append(line, '\n'))
-	a.wmu.Unlock()
-	if werr != nil {
-		a.forget(id)
-		select {
-		case <-a.lost:
-			return fmt.Errorf("%s: %w", method, a.lostErr)
-		case <-time.After(time.Second):
-		}
-		return fmt.Errorf("host %q: %s: send request: %w", a.Host, method, werr)
-	}
-	select {
-	case env, ok := <-ch:
-		if !ok {
-			return fmt.Errorf("%s: %w", method, a.lostErr)
-		}
-		if env.Error != nil {
-			return &CallError{Host: a.Host, Method: method, Err: env.Error}
-		}
-		if result != nil {
-			if err := json.Unmarshal(env.Result, result); err != nil {
-				return fmt.Errorf("host %q: %s: decode result: %w", a.Host, method, err)
-			}
-		}
-		return nil
-	case <-ctx.Done():
-		a.forget(id)
-		return fmt.Errorf("host %q: %s: %w", a.Host, method, ctx.Err())
-	}
+	return a.rpc.Do(ctx, method, params, result)
 }
 
-func (a *Agent) forget(id uint64) {
-	a.mu.Lock()
-	if a.pending != nil {
-		delete(a.pending, id)
-	}
-	a.mu.Unlock()
-}
+// RPC is the agent's protocol client (typed calls: rpc.Call).
+func (a *Agent) RPC() *rpc.Client { return a.rpc }
 
 // lease asks a kept agent to work for run runID (proto.MethodLease) and
 // takes the work dir it moved to as its hello's: what pulls, bundles and
 // the home derivation go by. The agent names the dir; one that is not
 // ours under the same home is refused.
 func (a *Agent) lease(ctx context.Context, runID string) error {
-	var res proto.LeaseResult
-	if err := a.Call(ctx, proto.MethodLease, proto.LeaseParams{RunID: runID}, &res); err != nil {
+	res, err := rpc.Call(ctx, a.rpc, rpc.Lease, proto.LeaseParams{RunID: runID})
+	if err != nil {
 		return err
 	}
 	tail := "/.cache/rlab/runs/" + keptRunID + "/" + SafeName(a.Host)
@@ -611,8 +493,8 @@ func (a *Agent) Kept() bool {
 	return ok
 }
 
-// Lost is closed when the agent's session has ended.
-func (a *Agent) Lost() <-chan struct{} { return a.lost }
+// Lost is closed when the agent's session has ended or it was given up on.
+func (a *Agent) Lost() <-chan struct{} { return a.rpc.Lost() }
 
 // Stderr returns the tail of the agent's stderr (its log), bounded.
 func (a *Agent) Stderr() string { return a.stderr.String() }
@@ -623,12 +505,11 @@ func (a *Agent) Pulled() int64 { return a.pulled.Load() }
 // Close ends the agent: its stdin closes, it stops what it started, and the
 // session ends. It does not close the SSH connection.
 func (a *Agent) Close() error {
-	a.stdin.Close()
+	a.rpc.Close()
 	select {
-	case <-a.lost:
+	case <-a.rpc.Lost():
 	case <-time.After(10 * time.Second):
-		a.sess.Close()
-		<-a.lost
+		a.rpc.Abort(errors.New("it did not end within 10s of its input closing"))
 	}
 	if a.sftp != nil {
 		a.sftp.Close()

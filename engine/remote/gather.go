@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
 // Spec is one host to gather facts from.
 type Spec struct {
 	Target     sshx.Target
-	KnownHosts string // the host's own known_hosts file, tried before the run's ("" none)
+	KnownHosts string // the lab's known_hosts file for the host (sshx.Options.LabKnownHosts; "" none)
 	Become     bool
 }
 
@@ -31,6 +32,10 @@ type GatherOptions struct {
 	// RefreshFacts makes every agent ask its tools their versions again
 	// instead of using its cache (proto.FactsParams.Refresh).
 	RefreshFacts bool
+	// CallTimeout bounds each agent call (StartOptions.CallTimeout): a host
+	// whose agent does not answer in time is reported with an error naming
+	// it and the call, while the others go on.
+	CallTimeout time.Duration
 }
 
 // Result is one host's facts, or why there are none.
@@ -76,7 +81,9 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 		so := o.SSH
 		so.KnownHosts = append([]string(nil), o.SSH.KnownHosts...)
 		if kh != "" {
-			so.KnownHosts = append([]string{sshx.ExpandHome(kh)}, so.KnownHosts...)
+			// A lab's file: read only, and only for hosts the user's
+			// files have no entry for (as in run.SSHConnector).
+			so.LabKnownHosts = append([]string{sshx.ExpandHome(kh)}, o.SSH.LabKnownHosts...)
 		}
 		d, err := sshx.NewDialer(so)
 		if err != nil {
@@ -107,7 +114,7 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			}
 			defer c.Close()
 			progress(r.Name, "connected")
-			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become, Keep: true})
+			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become, Keep: true, CallTimeout: o.CallTimeout})
 			if inst != nil {
 				r.Sent = inst.Sent
 				sent.Add(inst.Sent)
@@ -118,12 +125,8 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			progress(r.Name, "installed")
 			defer a.Close()
 			r.Hello = a.Hello
-			var f proto.Facts
-			var params any
-			if o.RefreshFacts {
-				params = proto.FactsParams{Refresh: true}
-			}
-			if err := a.Call(ctx, proto.MethodFacts, params, &f); err != nil {
+			f, err := rpc.Call(ctx, a.RPC(), rpc.Facts, proto.FactsParams{Refresh: o.RefreshFacts})
+			if err != nil {
 				return err
 			}
 			r.Facts = &f

@@ -89,6 +89,7 @@ type Expect struct {
 	Condition string  `json:"condition"` // as written in the lab file
 	Message   string  `json:"message,omitempty"`
 	Held      bool    `json:"held"`
+	Skipped   bool    `json:"skipped,omitempty"` // its workload did not complete: not evaluated, neither held nor failed
 	Size      int64   `json:"size,omitempty"`
 	Repeat    *int    `json:"repeat,omitempty"`
 	Value     *string `json:"value,omitempty"` // the values it read, e.g. "bw_avg_gbps = 0.07"
@@ -157,6 +158,7 @@ func ReadRun(path string) (*Run, error) {
 		return nil, fmt.Errorf("read run %s: %s has schema %d, this rlab reads up to %d (upgrade rlab)", dir, ResultsFile, r.Schema, SchemaVersion)
 	}
 	r.Dir = dir
+	r.Samples = DropRetired(r.Samples)
 	if r.CompleteMarker {
 		if err := CheckComplete(dir); err != nil {
 			r.Incomplete = err.Error()

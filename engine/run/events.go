@@ -17,7 +17,7 @@ const EventsFile = "events.jsonl"
 // Event is one line of events.jsonl.
 type Event struct {
 	Time     time.Time `json:"time"`
-	Type     string    `json:"type"` // run.start, step.start, step.end, error, run.end
+	Type     string    `json:"type"` // run.start, step.start, step.end, notice, error, run.end
 	Step     string    `json:"step,omitempty"`
 	Host     string    `json:"host,omitempty"`
 	Workload string    `json:"workload,omitempty"`
@@ -25,7 +25,13 @@ type Event struct {
 	Error    string    `json:"error,omitempty"`
 	Seconds  float64   `json:"seconds,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	// IDs are the plan.json steps the event is about.
+	IDs []string `json:"ids,omitempty"`
 }
+
+// EventNotice is an event a person watching the run should see at once, as
+// a line of its own (a workload size that timed out, a data link down).
+const EventNotice = "notice"
 
 // events appends events to events.jsonl with every sensitive value redacted.
 type events struct {

@@ -1,14 +1,10 @@
 package run
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,75 +12,34 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/agent/rpc/rpctest"
 	"github.com/rlab-dev/rlab/agent/server"
 	"github.com/rlab-dev/rlab/engine/lab"
 )
 
 // pipeHost is a real agent (agent/server) served in-process over io.Pipe,
-// spoken to with the wire protocol: the whole engine runs against it without
-// SSH.
+// spoken to with the controller's protocol client (agent/rpc, through
+// rpctest): the whole engine runs against it without SSH.
 type pipeHost struct {
-	name    string
-	w       *io.PipeWriter
-	hello   proto.Hello
-	mu      sync.Mutex
-	next    uint64
-	pending map[uint64]chan proto.Envelope
-	dead    error
-	served  chan error
-	calls   atomic.Int64
-	cancel  context.CancelFunc
-	out     *io.PipeReader
+	name  string
+	a     *rpctest.Agent
+	c     *rpc.Client
+	hello proto.Hello
+	calls atomic.Int64
 }
 
 func startPipeHost(t testing.TB, name, workDir string) *pipeHost {
-	t.Helper()
-	srv, err := server.New(server.Options{WorkDir: workDir, Hash: "test", Version: "test"})
-	if err != nil {
-		t.Fatalf("start in-process agent for %s: %v", name, err)
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &pipeHost{name: name, w: inW, pending: map[uint64]chan proto.Envelope{}, served: make(chan error, 1), cancel: cancel, out: outR}
-	go func() {
-		err := srv.Serve(ctx, inR, outW)
-		outW.CloseWithError(io.EOF)
-		h.served <- err
-	}()
-	sc := bufio.NewScanner(outR)
-	sc.Buffer(make([]byte, 64<<10), proto.MaxLine)
-	if !sc.Scan() {
-		t.Fatalf("agent %s: no hello", name)
-	}
-	if err := json.Unmarshal(sc.Bytes(), &h.hello); err != nil || h.hello.Magic != proto.Magic {
-		t.Fatalf("agent %s: bad hello %q: %v", name, sc.Bytes(), err)
-	}
-	go h.read(sc)
-	return h
+	return startLyingHost(t, name, workDir, nil, rpc.Options{})
 }
 
-func (h *pipeHost) read(sc *bufio.Scanner) {
-	for sc.Scan() {
-		var env proto.Envelope
-		if err := json.Unmarshal(sc.Bytes(), &env); err != nil || env.Event != "" {
-			continue
-		}
-		h.mu.Lock()
-		ch := h.pending[env.ID]
-		delete(h.pending, env.ID)
-		h.mu.Unlock()
-		if ch != nil {
-			ch <- env
-		}
-	}
-	h.mu.Lock()
-	h.dead = fmt.Errorf("agent on host %q lost", h.name)
-	for id, ch := range h.pending {
-		close(ch)
-		delete(h.pending, id)
-	}
-	h.mu.Unlock()
+// startLyingHost is a pipe host whose answers pass through lie, with client
+// options o (short deadlines for stuck hosts).
+func startLyingHost(t testing.TB, name, workDir string, lie rpctest.Lie, o rpc.Options) *pipeHost {
+	t.Helper()
+	o.Host = name
+	a := rpctest.Start(t, server.Options{WorkDir: workDir, Version: "test"}, o, lie)
+	return &pipeHost{name: name, a: a, c: a.Client, hello: a.Hello}
 }
 
 func (h *pipeHost) Name() string       { return h.name }
@@ -92,46 +47,7 @@ func (h *pipeHost) Hello() proto.Hello { return h.hello }
 
 func (h *pipeHost) Call(ctx context.Context, method string, params, result any) error {
 	h.calls.Add(1)
-	var raw json.RawMessage
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return err
-		}
-		raw = b
-	}
-	ch := make(chan proto.Envelope, 1)
-	h.mu.Lock()
-	if h.dead != nil {
-		h.mu.Unlock()
-		return h.dead
-	}
-	h.next++
-	id := h.next
-	h.pending[id] = ch
-	h.mu.Unlock()
-	b, _ := json.Marshal(proto.Request{ID: id, Method: method, Params: raw})
-	if _, err := h.w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("agent on host %q lost: %w", h.name, err)
-	}
-	select {
-	case env, ok := <-ch:
-		if !ok {
-			return fmt.Errorf("%s on host %q: agent lost", method, h.name)
-		}
-		if env.Error != nil {
-			return fmt.Errorf("%s on host %q: %w", method, h.name, env.Error)
-		}
-		if result != nil && len(env.Result) > 0 {
-			return json.Unmarshal(env.Result, result)
-		}
-		return nil
-	case <-ctx.Done():
-		h.mu.Lock()
-		delete(h.pending, id)
-		h.mu.Unlock()
-		return ctx.Err()
-	}
+	return h.c.Do(ctx, method, params, result)
 }
 
 // Pull copies from the agent's work dir (same machine), verifying size and
@@ -164,19 +80,11 @@ func (h *pipeHost) Pull(ctx context.Context, files []proto.FileInfo, dst string)
 }
 
 // Close ends the agent's stdin: it stops what it started and returns.
-func (h *pipeHost) Close() error {
-	h.w.Close()
-	err := <-h.served
-	h.served <- err
-	return err
-}
+func (h *pipeHost) Close() error { return h.a.Close() }
 
 // kill drops the agent as a lost SSH session would: the controller sees
 // its output end mid-call; the agent then sees its stdin close.
-func (h *pipeHost) kill() {
-	h.out.CloseWithError(errors.New("connection lost"))
-	h.w.CloseWithError(errors.New("killed"))
-}
+func (h *pipeHost) kill() { h.a.Kill() }
 
 // pipeBed connects lab hosts to in-process agents with work dirs under one
 // temp dir, and remembers them.
@@ -186,6 +94,11 @@ type pipeBed struct {
 	mu   sync.Mutex
 	all  map[string]*pipeHost
 	fail map[string]error // host name -> connect error
+	// lie, by host name, makes that host's agent stuck (rpctest.Lie);
+	// client, by host name, are the options of its client (short
+	// deadlines).
+	lie    map[string]rpctest.Lie
+	client map[string]rpc.Options
 }
 
 func newPipeBed(t testing.TB) *pipeBed {
@@ -196,7 +109,7 @@ func (b *pipeBed) Connect(ctx context.Context, tg Target, runID string) (Host, e
 	if err := b.fail[tg.Name]; err != nil {
 		return nil, err
 	}
-	h := startPipeHost(b.t, tg.Name, filepath.Join(b.root, tg.Slug, runID))
+	h := startLyingHost(b.t, tg.Name, filepath.Join(b.root, tg.Slug, runID), b.lie[tg.Name], b.client[tg.Name])
 	b.mu.Lock()
 	b.all[tg.Name] = h
 	b.mu.Unlock()

@@ -68,7 +68,7 @@ func (r *runner) writeResults(res *Result) error {
 			}
 		}
 		for _, e := range byWL[n.lab.Name] {
-			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Size: e.Size, Error: red.Replace(e.Error)}
+			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Skipped: e.Skipped, Size: e.Size, Error: red.Replace(e.Error)}
 			if e.Got != "" {
 				got := e.Got
 				x.Value = &got

@@ -372,7 +372,7 @@ workload "y" {
 	}
 	// Host a was connected and is torn down: its agent ended.
 	select {
-	case <-bed.host("a").served:
+	case <-bed.host("a").a.Done():
 	case <-time.After(10 * time.Second):
 		t.Error("agent of host a still serving after the run")
 	}

@@ -15,6 +15,7 @@ import (
 // go test -tags rlabhostile ./agent/cmd/rlab-agent
 func TestHostileFromEnv(t *testing.T) {
 	t.Setenv("RLAB_AGENT_HOSTILE", "wrong-proto")
+	t.Setenv("RLAB_AGENT_HOSTILE_HASH", "claimed")
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var errb bytes.Buffer
@@ -28,8 +29,8 @@ func TestHostileFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	var h proto.Hello
-	if err := json.Unmarshal(line, &h); err != nil || h.Proto != 999 {
-		t.Errorf("hello %q, want proto 999", line)
+	if err := json.Unmarshal(line, &h); err != nil || h.Proto != 999 || h.Hash != "claimed" {
+		t.Errorf("hello %q, want proto 999 and the claimed hash", line)
 	}
 	inW.Close()
 	go io.Copy(io.Discard, outR)
