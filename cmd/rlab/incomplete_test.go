@@ -68,6 +68,19 @@ func TestIncompleteRun(t *testing.T) {
 				t.Errorf("rlab runs:\n%s\nwant status %q", out.String(), tc.want)
 			}
 
+			// --status ok never picks an incomplete run (a baseline for compare).
+			out.Reset()
+			runs = newRunsCmd()
+			runs.SetOut(&out)
+			runs.SetErr(&out)
+			runs.SetArgs([]string{"--last", "--status", "ok", root})
+			if err := runs.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(out.String()) != ""; got != (tc.want == "ok") {
+				t.Errorf("rlab runs --last --status ok: %q", out.String())
+			}
+
 			out.Reset()
 			show := newShowCmd()
 			show.SetOut(&out)

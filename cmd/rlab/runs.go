@@ -84,13 +84,17 @@ for them, so a check never becomes a nightly job's baseline.`,
 				if kind != "all" && k != kind {
 					continue
 				}
-				if status != "" && r.Status != status {
+				st := r.Status
+				if r.Incomplete != "" {
+					st = "incomplete" // its files were not all written (disk full, stopped)
+				}
+				if status != "" && st != status {
 					continue
 				}
 				if ref != nil && (!r.Started.Before(ref.Started) || sameDir(r.Dir, ref.Dir)) {
 					continue
 				}
-				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Kind: k, Status: r.Status, Workloads: len(r.Workloads), Headline: results.Headline(r)}
+				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Kind: k, Status: st, Workloads: len(r.Workloads), Headline: results.Headline(r)}
 				if !r.Started.IsZero() {
 					l.Started = r.Started.UTC().Format("2006-01-02 15:04:05")
 				}
@@ -98,9 +102,6 @@ for them, so a check never becomes a nightly job's baseline.`,
 					if w.Status == results.StatusOK {
 						l.OK++
 					}
-				}
-				if r.Incomplete != "" {
-					l.Status = "incomplete" // its files were not all written (disk full, stopped)
 				}
 				list = append(list, l)
 			}
@@ -150,7 +151,7 @@ for them, so a check never becomes a nightly job's baseline.`,
 	f.BoolVar(&asJSON, "json", false, "print the list as JSON")
 	f.BoolVar(&last, "last", false, "print only the directory of the newest matching run")
 	f.StringVar(&lab, "lab", "", "only runs of this lab")
-	f.StringVar(&status, "status", "", "only runs with this status (ok, failed, error, interrupted)")
+	f.StringVar(&status, "status", "", "only runs with this status (ok, failed, error, interrupted, incomplete)")
 	f.StringVar(&kind, "kind", "run", "which run directories: run (whole-lab runs), check (rlab check --validate) or all")
 	f.StringVar(&before, "before", "", "only runs that started before the run in `RUN_DIR`")
 	return cmd

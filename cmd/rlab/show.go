@@ -38,6 +38,10 @@ With --students it prints the per-student table of a class lab run instead
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if len(args) > 0 && fileExists(filepath.Join(args[0], "plan.json")) && !fileExists(filepath.Join(args[0], results.ResultsFile)) {
+				// A run directory that never got its results.
+				return withCode(exitInfra, fmt.Errorf("run %s: incomplete: no %s (still running, or it stopped before writing its results)", args[0], results.ResultsFile))
+			}
 			dir, err := resolveRunArg(cmd, args)
 			if err != nil {
 				return err
@@ -45,12 +49,8 @@ With --students it prints the per-student table of a class lab run instead
 			defer func() {
 				// What exists is shown; a run whose files were not all
 				// written is an infrastructure failure (exit 2).
-				r, rerr := results.ReadRun(dir)
-				switch {
-				case err == nil && rerr == nil && r.Incomplete != "":
+				if r, rerr := results.ReadRun(dir); err == nil && rerr == nil && r.Incomplete != "" {
 					err = withCode(exitInfra, fmt.Errorf("run %s: %s", dir, r.Incomplete))
-				case rerr != nil && fileExists(filepath.Join(dir, "plan.json")) && !fileExists(filepath.Join(dir, results.ResultsFile)):
-					err = withCode(exitInfra, fmt.Errorf("run %s: incomplete: no %s (still running, or it stopped before writing its results)", dir, results.ResultsFile))
 				}
 			}()
 			if students {
