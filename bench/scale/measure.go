@@ -115,17 +115,20 @@ func ClassLab() string {
 	return filepath.Join(filepath.Dir(file), "class-scale.hcl")
 }
 
-// classLab returns the lab to run on the bed: class-scale.hcl itself when the
-// hosts are behind the bastion (the run passes --var jump=...), else a copy
-// without the jump line (the lab language refuses jump = null, so one file
-// cannot say "no jump" through a variable).
+// classLab returns the lab to run on the bed, copied into dir beside the bed
+// JSON it reads (file() reads only under the lab's folder): class-scale.hcl
+// itself when the hosts are behind the bastion (the run passes --var
+// jump=...), else without the jump line (the lab language refuses jump =
+// null, so one file cannot say "no jump" through a variable).
 func classLab(bed *testbed.Bed, dir string) (path string, vars []string, err error) {
-	if bed.Bastion != nil {
-		return ClassLab(), []string{"--var", "jump=" + bed.User + "@" + bed.Bastion.Addr + ":22"}, nil
-	}
 	src, err := os.ReadFile(ClassLab())
 	if err != nil {
 		return "", nil, err
+	}
+	if bed.Bastion != nil {
+		path = filepath.Join(dir, "class-scale.hcl")
+		vars = []string{"--var", "jump=" + bed.User + "@" + bed.Bastion.Addr + ":22"}
+		return path, vars, os.WriteFile(path, src, 0o644)
 	}
 	var out []string
 	for _, l := range strings.Split(string(src), "\n") {
