@@ -116,6 +116,9 @@ type Options struct {
 	// (it is in protocol 1 from the start; an agent without it would
 	// answer unknown_method, which is an answer too).
 	Heartbeat time.Duration
+	// HeartbeatTimeout, when > 0, is a heartbeat ping's deadline (else
+	// Timeout's, else ping's Base).
+	HeartbeatTimeout time.Duration
 }
 
 // Client is the controller's end of one agent.
@@ -410,6 +413,9 @@ func (c *Client) heartbeat() {
 		go func() {
 			defer c.beat.Store(false)
 			d, _ := Deadline(proto.MethodPing, nil, c.o.Timeout)
+			if c.o.HeartbeatTimeout > 0 {
+				d = c.o.HeartbeatTimeout
+			}
 			p, err := c.goNoDeadline(proto.MethodPing)
 			if err != nil {
 				return

@@ -111,7 +111,7 @@ func TestHeartbeatFindsSilentAgent(t *testing.T) {
 			return "mute"
 		}
 		return ""
-	}, rpc.Options{Host: "h2", Timeout: 200 * time.Millisecond, Heartbeat: 20 * time.Millisecond})
+	}, rpc.Options{Host: "h2", Timeout: time.Minute, Heartbeat: 20 * time.Millisecond, HeartbeatTimeout: 200 * time.Millisecond})
 	ctx := context.Background()
 	if _, err := rpc.Call(ctx, c, rpc.ProcStart, proto.ProcStartParams{Handle: "sleeper", Argv: []string{"sleep", "1000"}}); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +21,6 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 )
-
-func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 func TestCaptureRefusesWithoutDiskSpace(t *testing.T) {
 	c, _ := startAgent(t, Options{})

@@ -225,7 +225,8 @@ func killCgroup(dir string, parents bool) error {
 	}
 	err := removeCgroup(dir)
 	if parents {
-		for p := filepath.Dir(dir); strings.Contains(p, "/rlab/") && os.Remove(p) == nil; p = filepath.Dir(p) {
+		// Up to, not including, the tree's root <mount>/rlab.
+		for p := filepath.Dir(dir); cgroups.root != "" && strings.HasPrefix(p, cgroups.root+"/") && os.Remove(p) == nil; p = filepath.Dir(p) {
 		}
 	}
 	return err

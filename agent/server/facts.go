@@ -76,7 +76,7 @@ func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (an
 		return nil, err
 	}
 	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh})
-	f.ProcTracking = cgroups.mode() // cgroup.go
+	f.ProcTracking = trackingMode() // cgroup.go, reaper.go
 	return f, nil
 }
 

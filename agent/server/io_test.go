@@ -193,13 +193,6 @@ func TestProcOutputFilesOwnedAndPrivate(t *testing.T) {
 	}
 }
 
-func mustUnmarshal(t *testing.T, raw []byte, v any) {
-	t.Helper()
-	if err := jsonUnmarshal(raw, v); err != nil {
-		t.Fatalf("decode %s: %v", raw, err)
-	}
-}
-
 // TestOwnerGetsEverything: a root agent working for a user (--owner) leaves
 // every directory and file it creates owned by that user, tcpdump included
 // (it drops to the user with -Z and writes into the user's work dir).

@@ -171,6 +171,8 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 			cmd.Env = append(cmd.Env, "HOME="+home)
 		}
 	}
+	leadersMu.RLock() // reaper.go: the reaper must not take this child from its Wait
+	defer leadersMu.RUnlock()
 	err = cmd.Start()
 	if pr.cg != nil {
 		pr.cg.started()
@@ -201,6 +203,7 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 		}
 		return nil, &proto.Error{Code: code, Message: fmt.Sprintf("start %q: %v", argv[0], err), Command: argv}
 	}
+	leaders.Store(cmd.Process.Pid, struct{}{})
 	s.mu.Lock() // lookupProc reads cmd under s.mu
 	pr.cmd, pr.start = cmd, time.Now()
 	s.mu.Unlock()
@@ -218,6 +221,7 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 			})
 		}
 		werr := cmd.Wait()
+		leaders.Delete(cmd.Process.Pid)
 		if timer != nil {
 			timer.Stop()
 		}

@@ -524,5 +524,6 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 		}
 		res.RXEDeleted = append(res.RXEDeleted, name)
 	}
+	endAdopted() // reaper.go: what workloads detached, without cgroups
 	return res
 }

@@ -23,16 +23,17 @@ func TestDetachedNetns(t *testing.T) {
 	bed := testbed.Start(t, testbed.Options{Hosts: 1})
 	h := bed.Hosts[0]
 	stamp := time.Now().UnixNano()
-	mark := func(what string) string { return fmt.Sprintf("detached-%s-%d", what, stamp) }
+	n := 0
+	mark := func(what string) string { n++; return fmt.Sprintf("detached-%s-%d-%d", what, n, stamp) }
 	// A workload that detaches `sh -c 'sleep 1000; :' MARK` (the shell stays,
 	// holding the marker) and then, if long, goes on running itself.
-	lab := func(t *testing.T, marker string, long bool) string {
+	labFor := func(t *testing.T, marker string, long, become bool) string {
 		cmd := fmt.Sprintf(`["setsid", "-f", "sh", "-c", "sleep 1000; :", %q]`, marker)
 		if long {
 			cmd = fmt.Sprintf(`["sh", "-c", "setsid -f sh -c 'sleep 1000; :' %s; echo detached; exec sleep 1000"]`, marker)
 		}
-		src := fmt.Sprintf("lab \"detached\" {}\nhost %q {\n  address = %q\n  user = %q\n  identity_file = %q\n  known_hosts = %q\n  become = true\n}\nworkload \"daemon\" {\n  tool    = \"exec\"\n  host    = host.%s\n  command = %s\n}\n",
-			h.Name, h.Addr, bed.User, bed.KeyFile, bed.KnownHosts, h.Name, cmd)
+		src := fmt.Sprintf("lab \"detached\" {}\nhost %q {\n  address = %q\n  user = %q\n  identity_file = %q\n  known_hosts = %q\n  become = %v\n}\nworkload \"daemon\" {\n  tool    = \"exec\"\n  host    = host.%s\n  command = %s\n}\n",
+			h.Name, h.Addr, bed.User, bed.KeyFile, bed.KnownHosts, become, h.Name, cmd)
 		p := filepath.Join(t.TempDir(), "detached.hcl")
 		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
 			t.Fatal(err)
@@ -59,71 +60,86 @@ func TestDetachedNetns(t *testing.T) {
 		}
 	}
 
-	t.Run("after the run", func(t *testing.T) {
-		m := mark("run")
-		out := filepath.Join(t.TempDir(), "run")
-		if o, e, code := runRlab(t, "run", "--out", out, lab(t, m, false)); code != exitOK {
-			t.Fatalf("rlab run: exit %d\n%s%s", code, o, e)
+	for _, become := range []bool{true, false} {
+		// As root (become): a cgroup per workload. As the login user: the
+		// agent adopts detached descendants (child subreaper).
+		want := "cgroup"
+		if !become {
+			want = "subreaper"
 		}
-		survivors(t, m, "after rlab run ended")
-		var f map[string]any
-		b, _ := os.ReadFile(filepath.Join(out, "hosts", h.Name, "facts.json"))
-		json.Unmarshal(b, &f)
-		if f["proc_tracking"] != "cgroup" {
-			t.Errorf("facts.json: proc_tracking %v, want cgroup (a root agent on a cgroup v2 host)", f["proc_tracking"])
-		}
-	})
+		t.Run(want, func(t *testing.T) {
+			lab := func(t *testing.T, marker string, long bool) string { return labFor(t, marker, long, become) }
+			t.Run("after the run", func(t *testing.T) {
+				m := mark("run")
+				out := filepath.Join(t.TempDir(), "run")
+				if o, e, code := runRlab(t, "run", "--out", out, lab(t, m, false)); code != exitOK {
+					t.Fatalf("rlab run: exit %d\n%s%s", code, o, e)
+				}
+				survivors(t, m, "after rlab run ended")
+				var f map[string]any
+				b, _ := os.ReadFile(filepath.Join(out, "hosts", h.Name, "facts.json"))
+				json.Unmarshal(b, &f)
+				if f["proc_tracking"] != want {
+					t.Errorf("facts.json: proc_tracking %v, want %s", f["proc_tracking"], want)
+				}
+			})
 
-	t.Run("rlab killed", func(t *testing.T) {
-		m := mark("kill")
-		cmd := exec.Command(rlabBin(t), "run", "--out", filepath.Join(t.TempDir(), "run"), lab(t, m, true))
-		cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if !running(m, true) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatal("the workload never detached its child")
-		}
-		cmd.Process.Signal(syscall.SIGKILL) // no teardown of its own
-		cmd.Wait()
-		survivors(t, m, "after SIGKILL of rlab run")
-	})
+			t.Run("rlab killed", func(t *testing.T) {
+				m := mark("kill")
+				cmd := exec.Command(rlabBin(t), "run", "--out", filepath.Join(t.TempDir(), "run"), lab(t, m, true))
+				cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				if !running(m, true) {
+					cmd.Process.Kill()
+					cmd.Wait()
+					t.Fatal("the workload never detached its child")
+				}
+				cmd.Process.Signal(syscall.SIGKILL) // no teardown of its own
+				cmd.Wait()
+				survivors(t, m, "after SIGKILL of rlab run")
+			})
 
-	t.Run("agent killed, then rlab down", func(t *testing.T) {
-		m := mark("down")
-		out := filepath.Join(t.TempDir(), "run")
-		cmd := exec.Command(rlabBin(t), "run", "--out", out, lab(t, m, true))
-		cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if !running(m, true) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatal("the workload never detached its child")
-		}
-		// SIGKILL the run's agent: it cannot stop anything itself.
-		var st struct {
-			Hosts []struct {
-				AgentPID int `json:"agent_pid"`
-			} `json:"hosts"`
-		}
-		b, _ := os.ReadFile(filepath.Join(out, "state.json"))
-		if err := json.Unmarshal(b, &st); err != nil || len(st.Hosts) == 0 || st.Hosts[0].AgentPID == 0 {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("agent pid from state.json %s: %v", b, err)
-		}
-		syscall.Kill(st.Hosts[0].AgentPID, syscall.SIGKILL)
-		cmd.Wait() // the run ends: agent lost
-		if !running(m, true) {
-			t.Fatal("the detached process died with its agent: nothing left for rlab down to prove")
-		}
-		if o, e, code := runRlab(t, "down", out); code != exitOK {
-			t.Errorf("rlab down: exit %d\n%s%s", code, o, e)
-		}
-		survivors(t, m, "after rlab down")
-	})
+			t.Run("agent killed, then rlab down", func(t *testing.T) {
+				if !become {
+					t.Skip("an orphan of a SIGKILLed user agent goes to init: only cgroups (become) reach it (SECURITY 54)")
+				}
+				m := mark("down")
+				out := filepath.Join(t.TempDir(), "run")
+				cmd := exec.Command(rlabBin(t), "run", "--out", out, lab(t, m, true))
+				cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				if !running(m, true) {
+					cmd.Process.Kill()
+					cmd.Wait()
+					t.Fatal("the workload never detached its child")
+				}
+				// SIGKILL the run's agent: it cannot stop anything itself.
+				var st struct {
+					Hosts []struct {
+						AgentPID int `json:"agent_pid"`
+					} `json:"hosts"`
+				}
+				b, _ := os.ReadFile(filepath.Join(out, "state.json"))
+				if err := json.Unmarshal(b, &st); err != nil || len(st.Hosts) == 0 || st.Hosts[0].AgentPID == 0 {
+					cmd.Process.Kill()
+					cmd.Wait()
+					t.Fatalf("agent pid from state.json %s: %v", b, err)
+				}
+				syscall.Kill(st.Hosts[0].AgentPID, syscall.SIGKILL)
+				cmd.Wait() // the run ends: agent lost
+				if !running(m, true) {
+					t.Fatal("the detached process died with its agent: nothing left for rlab down to prove")
+				}
+				if o, e, code := runRlab(t, "down", out); code != exitOK {
+					t.Errorf("rlab down: exit %d\n%s%s", code, o, e)
+				}
+				survivors(t, m, "after rlab down")
+			})
+
+		})
+	}
 }

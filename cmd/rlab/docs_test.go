@@ -267,6 +267,7 @@ func cliFlags() []string {
 	}
 	root := newRootCmd()
 	root.InitDefaultHelpCmd()
+	root.InitDefaultVersionFlag() // --version, which cobra adds at Execute
 	walk(root)
 	return keys(seen)
 }
@@ -282,13 +283,17 @@ func readmeFlags(t *testing.T, flags []string) map[string][]string {
 	out := map[string][]string{}
 	for _, m := range regexp.MustCompile("(?:^|[ `\\[(])(--?[a-z][a-z0-9-]+)").FindAllStringSubmatch(string(b), -1) {
 		name := "--" + strings.TrimLeft(m[1], "-")
-		if name == "--update" || name == "--help" { // go test -update; --help is every command's
+		switch name {
+		case "--update", // go test -update
+			"--help",   // every command's
+			"--netdev", // QEMU's -netdev
+			"--kep":    // the mistyped flag of the did-you-mean example
 			continue
 		}
 		out[name] = nil
 	}
 	for _, k := range flags {
-		_, f, _ := strings.Cut(" "+k, " --") // " --version": the root's own flag
+		_, f, _ := strings.Cut(" "+k, " --") // root flags are "--name"
 		if _, ok := out["--"+f]; ok {
 			out["--"+f] = append(out["--"+f], k)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/engine/testbed"
 )
@@ -43,11 +45,24 @@ func rlabBin(t *testing.T) string {
 
 func runRlab(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(rlabBin(t), args...)
+	return runRlabWithin(t, 15*time.Minute, args...)
+}
+
+// runRlabWithin is runRlab with a liveness bound: a command still running
+// after it fails the test (not a timing assertion: the bounds are minutes).
+func runRlabWithin(t *testing.T, bound time.Duration, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, rlabBin(t), args...)
+	cmd.WaitDelay = 10 * time.Second
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("rlab %s did not end within %s\n%s%s", strings.Join(args, " "), bound, o.String(), e.String())
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()

@@ -32,6 +32,9 @@ func TestHostFlagsNetns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A home of its own: the default ~/.ssh/known_hosts (and config) must
+	// not answer for the bed's hosts, whatever other tests left in root's.
+	env := []string{"HOME=" + t.TempDir()}
 	key, kh := []string{"-i", bed.KeyFile}, []string{"--known-hosts", bed.KnownHosts}
 	vf := []string{"--var-file", varFile}
 	args := func(parts ...[]string) []string {
@@ -55,7 +58,7 @@ func TestHostFlagsNetns(t *testing.T) {
 		{"--var wins over --var-file", args(key, kh, vf, []string{"--var", "user=nobody-here"}), 2, "could not be reached"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, stderr, code := runRlab(t, tc.args...)
+			out, stderr, code := runRlabEnv(t, env, tc.args...)
 			if code != tc.code || !strings.Contains(out+stderr, tc.want) {
 				t.Errorf("rlab %v: exit %d, want %d with %q\n%s%s", tc.args, code, tc.code, tc.want, out, stderr)
 			}
@@ -78,7 +81,7 @@ func TestHostFlagsNetns(t *testing.T) {
 	if len(before) == 0 {
 		t.Fatalf("no tools cache under %s after facts", bed.Home)
 	}
-	if _, stderr, code := runRlab(t, args(key, kh, vf)...); code != 0 {
+	if _, stderr, code := runRlabEnv(t, env, args(key, kh, vf)...); code != 0 {
 		t.Fatalf("facts: exit %d\n%s", code, stderr)
 	}
 	for p, m := range caches() {
@@ -86,7 +89,7 @@ func TestHostFlagsNetns(t *testing.T) {
 			t.Errorf("%s rewritten without --refresh", p)
 		}
 	}
-	if _, stderr, code := runRlab(t, args(key, kh, vf, []string{"--refresh"})...); code != 0 {
+	if _, stderr, code := runRlabEnv(t, env, args(key, kh, vf, []string{"--refresh"})...); code != 0 {
 		t.Fatalf("facts --refresh: exit %d\n%s", code, stderr)
 	}
 	rewritten := 0
@@ -119,6 +122,8 @@ func TestDownHostKeysNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := bed.Hosts[0]
+	home := t.TempDir() // the default known_hosts, empty: only the flags may answer
+	env := []string{"HOME=" + home}
 	src := "lab \"down\" {}\n\nhost \"h0\" {\n  address = \"" + h.Addr + "\"\n  user = \"" + bed.User + "\"\n  identity_file = \"" + bed.KeyFile + "\"\n  known_hosts = \"" + kh + "\"\n}\n\n" +
 		"workload \"x\" {\n  tool    = \"exec\"\n  host    = host.h0\n  command = [\"true\"]\n}\n"
 	labFile := filepath.Join(dir, "down.hcl")
@@ -131,7 +136,7 @@ func TestDownHostKeysNetns(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := filepath.Join(t.TempDir(), "run")
-		if stdout, stderr, code := runRlab(t, "run", "--out", out, labFile); code != 0 {
+		if stdout, stderr, code := runRlabEnv(t, env, "run", "--out", out, labFile); code != 0 {
 			t.Fatalf("run: exit %d\n%s%s", code, stdout, stderr)
 		}
 		st, err := os.ReadFile(filepath.Join(out, "state.json"))
@@ -162,12 +167,19 @@ func TestDownHostKeysNetns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := redo(t)
-			stdout, stderr, code := runRlab(t, append(append([]string{"down"}, tc.flags...), out)...)
+			stdout, stderr, code := runRlabEnv(t, env, append(append([]string{"down"}, tc.flags...), out)...)
 			if code != tc.code {
 				t.Errorf("down %v: exit %d, want %d\n%s%s", tc.flags, code, tc.code, stdout, stderr)
 			}
 			if tc.code == 2 && !strings.Contains(stdout+stderr, "host key") {
 				t.Errorf("down without a known key does not say why:\n%s%s", stdout, stderr)
+			}
+			if tc.name == "--accept-new-host-keys" {
+				a, _ := os.ReadFile(kh)
+				b, _ := os.ReadFile(filepath.Join(home, ".ssh", "known_hosts"))
+				if !strings.Contains(string(a)+string(b), h.Addr) {
+					t.Errorf("the accepted key of %s is recorded neither in the run's known_hosts nor in ~/.ssh/known_hosts", h.Addr)
+				}
 			}
 		})
 	}

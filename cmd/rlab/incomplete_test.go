@@ -27,6 +27,19 @@ func TestIncompleteRun(t *testing.T) {
 		{"manifest cut short", func(dir string) { os.WriteFile(filepath.Join(dir, results.ManifestFile), nil, 0o600) }, "incomplete"},
 		{"marker damaged", func(dir string) { os.WriteFile(filepath.Join(dir, results.CompleteFile), []byte("{"), 0o600) }, "incomplete"},
 	}
+	t.Run("no results at all", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "plan.json"), []byte("{}\n"), 0o600)
+		show := newShowCmd()
+		var out bytes.Buffer
+		show.SetOut(&out)
+		show.SetErr(&out)
+		show.SetArgs([]string{dir})
+		var ee *exitError
+		if err := show.Execute(); !errors.As(err, &ee) || ee.code != exitInfra || !strings.Contains(err.Error(), "incomplete") {
+			t.Errorf("rlab show of a run without results: %v, want exit 2 saying incomplete", err)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()

@@ -45,8 +45,12 @@ With --students it prints the per-student table of a class lab run instead
 			defer func() {
 				// What exists is shown; a run whose files were not all
 				// written is an infrastructure failure (exit 2).
-				if r, rerr := results.ReadRun(dir); err == nil && rerr == nil && r.Incomplete != "" {
+				r, rerr := results.ReadRun(dir)
+				switch {
+				case err == nil && rerr == nil && r.Incomplete != "":
 					err = withCode(exitInfra, fmt.Errorf("run %s: %s", dir, r.Incomplete))
+				case rerr != nil && fileExists(filepath.Join(dir, "plan.json")) && !fileExists(filepath.Join(dir, results.ResultsFile)):
+					err = withCode(exitInfra, fmt.Errorf("run %s: incomplete: no %s (still running, or it stopped before writing its results)", dir, results.ResultsFile))
 				}
 			}()
 			if students {
@@ -139,4 +143,9 @@ func completeRuns2(cmd *cobra.Command, args []string, toComplete string) ([]stri
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return completeRuns(cmd, nil, toComplete)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -2,9 +2,13 @@
 // per host, in order, connect, ship the agent, preflight, create rxe
 // devices, start captures, run each workload's server and client sides,
 // stop captures, fetch artifacts and tear down; and across hosts, a DAG of
-// explicit dependencies (step IDs) so the run engine can execute steps as
-// soon as what they wait for is done. Workloads that share a host run in
-// file order; workloads on disjoint hosts run at the same time.
+// explicit dependencies (step IDs). Workloads that share a host run in file
+// order; workloads on disjoint hosts run at the same time.
+//
+// The DAG is the one schedule: engine/run executes it and orders nothing
+// itself (set-up and tear-down in phases by step kind, which it checks the
+// DAG allows; workloads and scoped captures edge by edge), so a new ordering
+// rule, such as a `depends_on`, is an edge added here and nowhere else.
 //
 // It is pure: no I/O, no SSH, no agent. It must not import the run engine.
 //

@@ -10,9 +10,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -82,10 +84,20 @@ func (a *Agent) pullBundle(ctx context.Context, files []proto.FileInfo, d *dests
 	defer sess.Close()
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
+	// A host that stops sending mid-stream is given up on, as an agent
+	// that stops answering is (rpc deadlines): no byte for idle ends it.
+	idle := a.idleLimit()
+	var stalled atomic.Bool
+	timer := time.AfterFunc(idle, func() { stalled.Store(true); sess.Close() })
+	defer timer.Stop()
+	out = &idleReader{r: out, reset: func() { timer.Reset(idle) }}
 	written, got, errs := readBundle(out, files, d, land)
 	werr := finish(sess, out)
 	if ctx.Err() != nil {
 		return written, false, append([]error{fmt.Errorf("bundle of %d files: %w", len(files), ctx.Err())}, errs...)
+	}
+	if stalled.Load() {
+		return written, false, append([]error{fmt.Errorf("host %q: %s of %d files: the host sent nothing for %s: %w", a.Host, proto.BundleCommand, len(files), rpc.FormatDuration(idle), ErrAgentLost)}, errs...)
 	}
 	if !got && len(errs) > 0 {
 		return 0, true, nil
@@ -96,6 +108,31 @@ func (a *Agent) pullBundle(ctx context.Context, files []proto.FileInfo, d *dests
 		}
 	}
 	return written, false, errs
+}
+
+// bundleIdle bounds the silence of a bundle stream (StartOptions.CallTimeout
+// replaces it).
+const bundleIdle = 2 * time.Minute
+
+func (a *Agent) idleLimit() time.Duration {
+	if a.opts.CallTimeout > 0 {
+		return a.opts.CallTimeout
+	}
+	return bundleIdle
+}
+
+// idleReader calls reset whenever bytes arrive.
+type idleReader struct {
+	r     io.Reader
+	reset func()
+}
+
+func (i *idleReader) Read(p []byte) (int, error) {
+	n, err := i.r.Read(p)
+	if n > 0 {
+		i.reset()
+	}
+	return n, err
 }
 
 // hostSum is what the host says of one file: its size and the sha256 of

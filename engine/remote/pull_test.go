@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 )
@@ -385,5 +387,25 @@ func TestPullCancelled(t *testing.T) {
 	// The agent still pulls afterwards (teardown's pull, with a fresh ctx).
 	if _, err := a.Pull(context.Background(), listed, t.TempDir()); err != nil {
 		t.Errorf("pull after a cancelled one: %v", err)
+	}
+}
+
+// TestPullBundleStalled: a host whose bundle stream goes silent is given up
+// on once nothing arrives for the agent's call timeout: the pull fails
+// naming the host, instead of hanging the run's fetch.
+func TestPullBundleStalled(t *testing.T) {
+	a, h := startReal(t)
+	writeAll(t, a.Hello.WorkDir, map[string][]byte{"a.log": content(1, 1000), "b.log": content(2, 1000)})
+	listed := list(t, a)
+	// The bundle command of this "agent" never writes a byte.
+	stall := filepath.Join(h.home, "stalled-agent")
+	if err := os.WriteFile(stall, []byte("#!/bin/sh\nexec sleep 1000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a.Installed.Path = stall
+	a.opts.CallTimeout = 300 * time.Millisecond
+	_, err := a.Pull(context.Background(), listed, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), `host "server": bundle of 2 files: the host sent nothing for 300ms`) || !errors.Is(err, ErrAgentLost) {
+		t.Fatalf("pull from a stalled bundle: %v", err)
 	}
 }

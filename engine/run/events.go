@@ -25,6 +25,8 @@ type Event struct {
 	Error    string    `json:"error,omitempty"`
 	Seconds  float64   `json:"seconds,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	// IDs are the plan.json steps the event is about.
+	IDs []string `json:"ids,omitempty"`
 }
 
 // EventNotice is an event a person watching the run should see at once, as

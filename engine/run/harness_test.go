@@ -95,9 +95,10 @@ type pipeBed struct {
 	all  map[string]*pipeHost
 	fail map[string]error // host name -> connect error
 	// lie, by host name, makes that host's agent stuck (rpctest.Lie);
-	// client are the options of every host's client (short deadlines).
+	// client, by host name, are the options of its client (short
+	// deadlines).
 	lie    map[string]rpctest.Lie
-	client rpc.Options
+	client map[string]rpc.Options
 }
 
 func newPipeBed(t testing.TB) *pipeBed {
@@ -108,7 +109,7 @@ func (b *pipeBed) Connect(ctx context.Context, tg Target, runID string) (Host, e
 	if err := b.fail[tg.Name]; err != nil {
 		return nil, err
 	}
-	h := startLyingHost(b.t, tg.Name, filepath.Join(b.root, tg.Slug, runID), b.lie[tg.Name], b.client)
+	h := startLyingHost(b.t, tg.Name, filepath.Join(b.root, tg.Slug, runID), b.lie[tg.Name], b.client[tg.Name])
 	b.mu.Lock()
 	b.all[tg.Name] = h
 	b.mu.Unlock()

@@ -29,7 +29,7 @@ type dataLink struct {
 	server, client string // host names
 	netdev         string // the server's netdev holding addr ("" unknown)
 	addr           string // the server's data address
-	port           int    // a port of the workload's own block (firewalls let it through)
+	port           int    // a port of the workload's block none of its runs uses; 0 any
 }
 
 func (l dataLink) String() string {
@@ -74,7 +74,13 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 	if w.ServerHost == "" || w.ClientHost == "" || w.ServerHost == w.ClientHost {
 		return dataLink{}, false
 	}
-	l := dataLink{server: w.ServerHost, client: w.ClientHost, port: steps.PortFor(w, steps.PortsPerWorkload-1)}
+	l := dataLink{server: w.ServerHost, client: w.ClientHost}
+	if units := max(len(w.Sizes), 1) * max(w.Repeat, 1); units < steps.PortsPerWorkload {
+		// The last port of the workload's block, which none of its runs
+		// takes: open where the workload's ports are. A workload using the
+		// whole block leaves the probe an ephemeral port (0).
+		l.port = steps.PortFor(w, steps.PortsPerWorkload-1)
+	}
 	if w.ServerRXE != "" {
 		info, err := r.env.RXE(w.ServerRXE)
 		if err != nil || info.IPv4 == "" {

@@ -1,9 +1,9 @@
 // Package run is the engine behind `rlab run` and `rlab down`: it takes a
 // loaded lab, boots its local VMs, connects to every host's agent, checks
-// them, creates rxe devices, starts captures, runs the workloads along their
-// dependency graph (workloads sharing a host in file order, disjoint ones at
-// the same time), pulls artifacts, evaluates `expect` blocks, writes the run
-// directory and tears down what it created.
+// them, creates rxe devices, starts captures, runs the workloads along
+// engine/plan's DAG (it keeps no order of its own; schedule.go), pulls
+// artifacts, evaluates `expect` blocks, writes the run directory and tears
+// down what it created.
 //
 // The engine reaches hosts only through the Host interface defined here
 // (satisfied by the SSH agent client and, in tests, by an in-process agent);
@@ -28,6 +28,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -171,6 +172,7 @@ type runner struct {
 	labCaptures []*lab.Capture
 	captures    []*captureWindow
 	workloads   []*workloadNode
+	plan        *plan.Plan // of this run: what it executes and plan.json
 	vms         VMSet
 
 	students []*student // class labs: the selected workloads by for_each key
@@ -231,6 +233,9 @@ func (r *runner) prepare() error {
 	if err := r.select_(); err != nil {
 		return err
 	}
+	if err := r.schedule(); err != nil {
+		return err
+	}
 	r.students = r.studentsOf()
 	now := r.opts.Now().UTC()
 	stamp := now.Format("20060102T150405Z")
@@ -257,7 +262,7 @@ func (r *runner) prepare() error {
 	if err := writeLabFiles(r.dir, r.lab); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.planJSON()); err != nil {
+	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.plan); err != nil {
 		return err
 	}
 	st := State{Lab: r.lab.Name, RunID: r.runID, Started: now}
@@ -390,7 +395,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
 	ok := r.phase(ctx, "boot", r.bootVMs) &&
 		r.phase(ctx, "connect", r.connectAll) &&
-		r.phase(ctx, "preflight", r.preflight) &&
+		r.phase(ctx, "preflight", r.preflight, r.stepIDs("", "", plan.Preflight)...) &&
 		r.phase(ctx, "rxe", r.createRXE) &&
 		r.phase(ctx, "capture", r.startCaptures)
 	if ok {
@@ -546,14 +551,14 @@ func statusText(code int) string {
 }
 
 // phase runs one set-up phase; false stops the run before the workloads.
-func (r *runner) phase(ctx context.Context, name string, f func(context.Context) error) bool {
+func (r *runner) phase(ctx context.Context, name string, f func(context.Context) error, ids ...string) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	start := time.Now()
-	r.emit(Event{Type: "step.start", Step: name})
+	r.emit(Event{Type: "step.start", Step: name, IDs: ids})
 	err := f(ctx)
-	ev := Event{Type: "step.end", Step: name, Status: "ok", Seconds: time.Since(start).Seconds()}
+	ev := Event{Type: "step.end", Step: name, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: ids}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 	}

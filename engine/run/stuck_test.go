@@ -21,7 +21,10 @@ func runStuck(t *testing.T, src string, stuck string, lie rpctest.Lie) (*Result,
 	t.Helper()
 	bed := newPipeBed(t)
 	bed.lie = map[string]rpctest.Lie{stuck: lie}
-	bed.client = rpc.Options{Timeout: 300 * time.Millisecond, Heartbeat: 50 * time.Millisecond}
+	// Short deadlines for the stuck host only, but not so short that its
+	// honest answers miss them on a loaded machine; the others keep the
+	// defaults.
+	bed.client = map[string]rpc.Options{stuck: {Timeout: 3 * time.Second, Heartbeat: 50 * time.Millisecond}}
 	done := make(chan *Result, 1)
 	go func() {
 		done <- Run(context.Background(), loadLab(t, src), Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run"), TeardownTimeout: 10 * time.Second})
@@ -61,19 +64,21 @@ workload "on_h2" {
 // times out (exit 1) and the host, which answers the stop, stays.
 func TestStuckHostAbandoned(t *testing.T) {
 	tests := []struct {
-		method string
-		code   int
-		want   string
+		method  string
+		timeout string // on_h1's
+		code    int
+		want    string
 	}{
-		{proto.MethodFacts, ExitInfra, `host "h1": agent did not answer facts within `},
-		{proto.MethodProcStart, ExitInfra, `host "h1": agent did not answer proc.start within `},
-		{proto.MethodFilesList, ExitInfra, `host "h1": agent did not answer files.list within `},
-		{proto.MethodProcWait, ExitFailed, `workload "on_h1" (exec): repeat 1: timed out after 2s`}, // the unit that timed out is named (steps/prologue.go)
+		{proto.MethodFacts, "2m", ExitInfra, `host "h1": agent did not answer facts within `},
+		{proto.MethodProcStart, "2m", ExitInfra, `host "h1": agent did not answer proc.start within `},
+		{proto.MethodFilesList, "2m", ExitInfra, `host "h1": agent did not answer files.list within `},
+		{proto.MethodProcWait, "2s", ExitFailed, `workload "on_h1" (exec): repeat 1: timed out after 2s`}, // the unit that timed out is named (steps/prologue.go)
 	}
 	for _, tc := range tests {
 		for _, mode := range []string{rpctest.Mute, rpctest.Flood} {
 			t.Run(tc.method+"/"+mode, func(t *testing.T) {
-				res, _ := runStuck(t, stuckLab, "h1", func(m string) string {
+				src := strings.Replace(stuckLab, `timeout = "2s"`, `timeout = "`+tc.timeout+`"`, 1)
+				res, _ := runStuck(t, src, "h1", func(m string) string {
 					if m == tc.method {
 						return mode
 					}

@@ -18,8 +18,9 @@ type workloadNode struct {
 	lab      *lab.Workload
 	spec     *steps.Workload
 	step     steps.Step
-	deps     []*workloadNode // previous workloads on its hosts, in file order
-	captures []*captureWindow
+	ids      []string         // its plan steps
+	deps     []*workloadNode  // the workloads its plan steps depend on
+	captures []*captureWindow // scoped captures that cover it
 	done     chan struct{}
 
 	mu      sync.Mutex
@@ -40,9 +41,8 @@ func (n *workloadNode) outcome() *steps.Outcome {
 	return o
 }
 
-// runWorkloads runs every workload once its dependencies are done, at most
-// Parallel at once: workloads sharing a host in file order, disjoint ones
-// concurrently.
+// runWorkloads runs every workload once the workloads its plan steps depend
+// on are done (schedule.go), at most Parallel at once.
 func (r *runner) runWorkloads(ctx context.Context) {
 	sem := make(chan struct{}, r.opts.Parallel)
 	var wg sync.WaitGroup
@@ -118,7 +118,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	if l, ok := r.linkOf(n); ok {
 		go r.watchLink(wctx, stop, l)
 	}
-	err := r.apply(wctx, n.step, "", n.lab.Name)
+	err := r.apply(wctx, n.step, "", n.lab.Name, n.ids...)
 	stop(nil)
 	if err != nil {
 		r.addErr(err)

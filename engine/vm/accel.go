@@ -86,6 +86,9 @@ func ProbeKVMBoot(ctx context.Context, qemu, kernel string, timeout time.Duratio
 		}
 		select {
 		case <-exited:
+			if ctx.Err() != nil { // killed by our own deadline
+				return false, fmt.Sprintf("a probe guest under KVM printed nothing in %s", timeout)
+			}
 			msg := strings.TrimSpace(stderr.String())
 			if i := strings.IndexByte(msg, '\n'); i > 0 {
 				msg = msg[:i]
@@ -164,16 +167,19 @@ func probeKey(qemu, kernel string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func probeFile() string {
+// probeFile is where the answer for key is kept: one file per key, so a
+// second qemu or kernel never overwrites the first one's answer.
+func probeFile(key string) string {
 	dir, err := os.UserCacheDir()
-	if err != nil {
+	if err != nil || key == "" {
 		return ""
 	}
-	return filepath.Join(dir, "rlab", "kvm-probe.json")
+	return filepath.Join(dir, "rlab", "kvm-probe-"+key[:16]+".json")
 }
 
 func probeCached(qemu, kernel string) (ok bool, why string, cached bool) {
-	key, f := probeKey(qemu, kernel), probeFile()
+	key := probeKey(qemu, kernel)
+	f := probeFile(key)
 	if key == "" || f == "" {
 		return false, "", false
 	}
@@ -192,7 +198,8 @@ func probeCached(qemu, kernel string) (ok bool, why string, cached bool) {
 }
 
 func saveProbe(qemu, kernel string, ok bool, why string) {
-	key, f := probeKey(qemu, kernel), probeFile()
+	key := probeKey(qemu, kernel)
+	f := probeFile(key)
 	if key == "" || f == "" {
 		return
 	}

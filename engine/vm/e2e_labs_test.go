@@ -217,7 +217,7 @@ func exampleLabs() []exampleLab {
 		},
 		{
 			name:   "cloud-bastion",
-			vars:   []string{"netdev=eth1", `private_addresses={server="10.99.0.1", client="10.99.0.2"}`},
+			vars:   []string{"netdev=eth1", `private_addresses={server="10.99.0.1", client="10.99.0.2"}`, "duration=10s"},
 			direct: map[string]int{"bastion": 0},
 			captures: map[string]func(*testing.T, *captureSum){
 				// RoCEv2 (udp port 4791) on the client during ib_write_bw: the
