@@ -127,8 +127,14 @@ func ResolveRun(root, ref string) (dir, note string, err error) {
 		root = DefaultRunsRoot
 	}
 	isRun := func(d string) bool {
-		_, err := os.Stat(filepath.Join(d, ResultsFile))
-		return err == nil
+		// plan.json alone: a run still going, or one that stopped before its
+		// results; it is named, and its readers say it is incomplete.
+		for _, f := range []string{ResultsFile, "plan.json"} {
+			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+				return true
+			}
+		}
+		return false
 	}
 	newest := func(under string) string {
 		runs, _ := ListRuns(under)
