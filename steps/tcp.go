@@ -34,12 +34,12 @@ func (s *tcpWorkload) Describe() string {
 	return fmt.Sprintf("tcp %s: host %s (server) <- host %s (client), %s", s.w.Name, s.w.ServerHost, s.w.ClientHost, s.amount())
 }
 
-// amount is what one run sends: "for 6s" or "1073741824 bytes".
+// amount is what one run sends: "for 6s" or "1GiB" (sizes for people).
 func (s *tcpWorkload) amount() string {
 	if s.w.Duration > 0 {
 		return "for " + s.w.Duration.String()
 	}
-	return fmt.Sprintf("%d bytes", s.bytes())
+	return sizeText(s.bytes())
 }
 
 func (s *tcpWorkload) Outcome() *Outcome { return &s.out }

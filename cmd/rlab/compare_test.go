@@ -295,6 +295,16 @@ func TestShowReportRunRefs(t *testing.T) {
 		}
 	}
 	t.Chdir(work)
+	// show, report, down and compare complete the runs by those names
+	for _, args := range [][]string{{"show", ""}, {"report", ""}, {"down", ""}, {"compare", "nightly", ""}} {
+		got := strings.Join(complete(t, args...), " ")
+		if !strings.Contains(got, "nightly/2026-11-21T020000Z") || !strings.Contains(got, "nightly/2026-11-20T020000Z") || !strings.Contains(got, "nightly ") {
+			t.Errorf("completion of %v: %q", args, got)
+		}
+	}
+	if got := complete(t, "show", "nightly", ""); len(got) != 0 {
+		t.Errorf("show completes a second run: %q", got)
+	}
 	// the ids as rlab runs prints them
 	_, listing, _ := execute(t, newRunsCmd())
 	if !strings.Contains(listing, "nightly/2026-11-20T020000Z") {

@@ -31,7 +31,7 @@ func complete(t *testing.T, args ...string) []string {
 
 // TestCompletion: --only completes the workload names, student keys and
 // instances of the lab on the line, for run, plan and check; a comma list
-// completes its last element; show completes run names.
+// completes its last element (run names: TestShowReportRunRefs).
 func TestCompletion(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -110,6 +110,10 @@ func TestHostFlagsNetns(t *testing.T) {
 // unknown key, takes it from --known-hosts, or trusts and records it with
 // --accept-new-host-keys.
 func TestDownHostKeysNetns(t *testing.T) {
+	// --accept-new-host-keys records into the user's ~/.ssh/known_hosts: a
+	// HOME of its own, or the bed's next hosts (new keys, same addresses)
+	// meet a changed key in every later test.
+	t.Setenv("HOME", t.TempDir())
 	bed := testbed.Start(t, testbed.Options{Hosts: 1})
 	dir := t.TempDir()
 	kh := filepath.Join(dir, "known_hosts")

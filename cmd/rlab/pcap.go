@@ -50,7 +50,6 @@ RoCEv2, each operation class and TCP (of one capture).`,
   rlab pcap runs/quickstart/2026-11-26T100000Z/hosts/server/captures/
   rlab pcap quickstart/2026-11-26T100000Z     # every capture of the run
   rlab pcap --flow 30 cap.roce.pcap`,
-		ValidArgsFunction: completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// "--flow 30 FILE" and "FILE --flow 30": pflag gives an optional
 			// value only with "=", so take the count from the arguments.

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +39,12 @@ func TestResolveRun(t *testing.T) {
 				t.Errorf("ResolveRun(%q) = %q, note %q, %v; want %q (note %v)", tc.ref, got, note, err, tc.want, tc.note)
 			}
 		})
+	}
+	// a run directory with its plan but no results yet is still named
+	started := t.TempDir()
+	os.WriteFile(filepath.Join(started, "plan.json"), []byte("{}\n"), 0o600)
+	if got, _, err := ResolveRun(root, started); err != nil || got != started {
+		t.Errorf("ResolveRun of a run without results = %q, %v", got, err)
 	}
 	if _, _, err := ResolveRun(t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "no runs under") {
 		t.Errorf("empty root: %v", err)
