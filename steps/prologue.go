@@ -52,7 +52,7 @@ func runUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []uni
 		if env.UnitStart != nil {
 			env.UnitStart(w.Name, fmt.Sprintf("%s (%d/%d)", u, i+1, len(us)))
 		}
-		if err = runUnit(ctx, env, w, u, run); err != nil {
+		if err = runUnit(ctx, env, w, u, len(us) > 1, run); err != nil {
 			break
 		}
 	}
@@ -66,8 +66,9 @@ func runUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []uni
 }
 
 // runUnit runs one unit under the workload's timeout: the timeout bounds
-// each size and repeat, not the whole workload.
-func runUnit(ctx context.Context, env *Env, w *Workload, u unit, run func(ctx context.Context, u unit) error) error {
+// each size and repeat, not the whole workload. named: the workload has
+// several units, so messages say which one.
+func runUnit(ctx context.Context, env *Env, w *Workload, u unit, named bool, run func(ctx context.Context, u unit) error) error {
 	uctx := ctx
 	if w.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -83,6 +84,10 @@ func runUnit(ctx context.Context, env *Env, w *Workload, u unit, run func(ctx co
 	}
 	if !errors.Is(err, ErrTimedOut) {
 		err = fmt.Errorf("%w after %s: %w", ErrTimedOut, w.Timeout, err)
+	}
+	if !named {
+		env.notify(w.Name, fmt.Sprintf("workload %s: timed out after %s", w.Name, w.Timeout))
+		return err
 	}
 	env.notify(w.Name, fmt.Sprintf("workload %s: %s timed out after %s", w.Name, u, w.Timeout))
 	return fmt.Errorf("%s: %w", u, err)

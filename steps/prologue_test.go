@@ -53,6 +53,14 @@ func TestRunUnits(t *testing.T) {
 			notices: []string{"w|workload w: repeat 3 timed out after 20ms"},
 		},
 		{
+			name: "one unit: no unit named", repeat: 1,
+			fail:    map[int]func(context.Context) error{0: hang},
+			ran:     []string{"repeat 1"},
+			status:  StatusTimedOut,
+			errHas:  `workload "w" (ib_write_bw): timed out after 20ms: context deadline exceeded`,
+			notices: []string{"w|workload w: timed out after 20ms"},
+		},
+		{
 			name: "a failure is not a timeout", repeat: 2,
 			fail:   map[int]func(context.Context) error{0: func(context.Context) error { return errors.New("exit 1") }},
 			ran:    []string{"repeat 1"},

@@ -22,6 +22,25 @@ func TestMain(m *testing.M) {
 	case "qemu":
 		fakeQEMU()
 		return
+	case "qemu-dies-once":
+		// The first start dies at once (a guest that panicked while
+		// booting), later ones run as the fake qemu.
+		marker := filepath.Join(os.Getenv("RLAB_VM_TEST_DIR"), "died")
+		if _, err := os.Stat(marker); err != nil {
+			os.WriteFile(marker, nil, 0o600)
+			for i, a := range os.Args { // up, as Boot sees it: its QMP socket
+				if a == "-qmp" && i+1 < len(os.Args) {
+					net.Listen("unix", strings.TrimPrefix(strings.SplitN(os.Args[i+1], ",", 2)[0], "unix:"))
+				}
+				if a == "-serial" && i+1 < len(os.Args) {
+					os.WriteFile(strings.TrimPrefix(os.Args[i+1], "file:"), []byte("Kernel panic\n"), 0o600)
+				}
+			}
+			time.Sleep(time.Second)
+			os.Exit(1)
+		}
+		fakeQEMU()
+		return
 	case "controller":
 		fakeController()
 		return

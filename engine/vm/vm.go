@@ -211,12 +211,40 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 		}()
 	}
 	wg.Wait()
+	// A guest that died while booting is booted once more: under TCG on a
+	// loaded host the kernel can give up on its own (seen in a soak: an
+	// ACPI method loop ran past the kernel's 30 s limit, the root disk got
+	// no interrupt route, the guest panicked). One at a time, with no other
+	// VM still dialing, so known_hosts can be rewritten safely.
+	for i, err := range errs {
+		if !errors.Is(err, errGuestDied) || ctx.Err() != nil {
+			continue
+		}
+		old := s.VMs[i]
+		_ = os.Rename(old.Console, old.Console+".1")
+		s.opts.Logger.Warn("vm died while booting; booting it again", "host", old.Name, "err", err)
+		s.opts.Progress(old.Name, "died while booting (console of that try: "+old.Console+".1); booting it again")
+		v, serr := s.start(ctx, ms[i], i, links, sockDir, login, idFile)
+		if serr != nil {
+			errs[i] = errors.Join(err, serr)
+			continue
+		}
+		s.VMs[i] = v
+		if werr := s.writeKnownHosts(); werr != nil {
+			return nil, werr
+		}
+		errs[i] = s.waitSSH(ctx, v, login)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	ok = true
 	return s, nil
 }
+
+// errGuestDied marks a VM whose qemu exited (its guest panicked) before
+// sshd answered.
+var errGuestDied = errors.New("qemu exited")
 
 // link is one data network between at most two VMs.
 type link struct {
@@ -541,7 +569,7 @@ func (s *Set) waitSSH(ctx context.Context, v *VM, login *keyPair) error {
 	for {
 		select {
 		case <-v.exited:
-			return fmt.Errorf("boot vm %q: qemu exited (%v) before sshd answered%s", v.Name, v.waitErr(), consoleTail(v.Console, 25))
+			return fmt.Errorf("boot vm %q: %w (%v) before sshd answered%s", v.Name, errGuestDied, v.waitErr(), consoleTail(v.Console, 25))
 		default:
 		}
 		c, err := v.Dial(ctx)
