@@ -3,6 +3,7 @@ module github.com/rlab-dev/rlab
 go 1.26.8
 
 require (
+	github.com/agext/levenshtein v1.2.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/gopacket v1.1.19
 	github.com/hashicorp/hcl/v2 v2.25.0
@@ -15,12 +16,13 @@ require (
 	github.com/zclconf/go-cty v1.20.0
 	golang.org/x/crypto v0.59.0
 	golang.org/x/mod v0.42.0
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 )
 
 require (
-	github.com/agext/levenshtein v1.2.1 // indirect
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
 	github.com/apparentlymart/go-textseg/v17 v17.0.1 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

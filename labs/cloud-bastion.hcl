@@ -17,6 +17,23 @@ variable "private_addresses" {
   }
 }
 
+variable "netdev" {
+  type        = string
+  default     = "ens5"
+  description = "The VMs' private NIC, where rxe and the capture go"
+}
+
+variable "duration" {
+  type        = string
+  default     = "20s"
+  description = "How long ib_write_bw runs"
+}
+
+variable "qps" {
+  type    = number
+  default = 2
+}
+
 ssh {
   user          = "ubuntu"
   identity_file = "~/.ssh/cloud_ed25519"
@@ -40,17 +57,17 @@ host "client" {
 
 rxe "server" {
   host   = host.server
-  netdev = "ens5"
+  netdev = var.netdev
 }
 
 rxe "client" {
   host   = host.client
-  netdev = "ens5"
+  netdev = var.netdev
 }
 
 capture "roce" {
   host   = host.client
-  netdev = "ens5"
+  netdev = var.netdev
   filter = "udp port 4791"
 }
 
@@ -58,8 +75,8 @@ workload "write_bw" {
   tool     = "ib_write_bw"
   server   = rxe.server
   client   = rxe.client
-  duration = "20s"
-  qps      = 2
+  duration = var.duration
+  qps      = var.qps
 }
 
 workload "tcp" {

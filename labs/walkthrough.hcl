@@ -1,8 +1,9 @@
 # The seed walkthrough: RDMA WRITE, then READ, between two machines you
-# already have, with one capture of the control plane (perftest's TCP
-# exchange) and one of the data plane (RoCEv2), and 1 GiB moved over RDMA
-# and over TCP for comparison.
+# already have, with one capture of the control plane (the RDMA-CM
+# connection handshake) and one of the data plane (the RoCEv2 traffic of the
+# two transfers), and 1 GiB moved over RDMA and over TCP for comparison.
 #   rlab run -var server=10.0.0.5 -var client=10.0.0.6 labs/walkthrough.hcl
+#   rlab pcap runs/walkthrough/<run>/hosts/server/captures/cap.control.pcap0
 lab "walkthrough" {
   description = "WRITE then READ over Soft-RoCE, control and data plane captures, 1 GiB RDMA vs TCP"
 }
@@ -22,6 +23,12 @@ variable "client" {
 variable "netdev" {
   type    = string
   default = "eth1"
+}
+
+variable "iterations" {
+  type        = number
+  default     = 1024
+  description = "1 MiB messages per transfer: 1024 moves 1 GiB"
 }
 
 ssh {
@@ -48,19 +55,24 @@ rxe "client" {
   netdev = var.netdev
 }
 
-# perftest exchanges QP numbers, keys and addresses over TCP port 18515.
+# Both perftest runs connect through RDMA-CM (-R, below): the REQ, REP and
+# RTU that set up each connection, and the DREQ/DREP that end it, are MADs
+# sent to the well-known QP 1 in RoCEv2 (UDP 4791). BTH bytes 4-7 (udp[12:4])
+# end with the destination QP.
 capture "control" {
   host    = host.server
   netdev  = var.netdev
-  filter  = "tcp port 18515"
-  snaplen = 512
+  filter  = "udp dst port 4791 and udp[12:4] & 0xffffff = 1"
+  snaplen = 512 # a CM MAD is 256 bytes: keep it whole for rlab pcap
+  during  = [workload.write_bw, workload.read_bw]
 }
 
-# RoCEv2 is RDMA in UDP to port 4791; headers are all we need.
+# The data plane: every other RoCEv2 packet of the two transfers (RDMA WRITE
+# and READ requests, responses and ACKs); headers are all we need.
 capture "data" {
   host     = host.server
   netdev   = var.netdev
-  filter   = "udp port 4791"
+  filter   = "udp dst port 4791 and not udp[12:4] & 0xffffff = 1"
   snaplen  = 128
   max_size = "128MiB"
   during   = [workload.write_bw, workload.read_bw]
@@ -71,7 +83,8 @@ workload "write_bw" {
   server     = rxe.server
   client     = rxe.client
   sizes      = ["1MiB"]
-  iterations = 1024 # 1 GiB
+  iterations = var.iterations
+  args       = ["-R"] # connect through RDMA-CM (the control capture)
 }
 
 workload "read_bw" {
@@ -79,12 +92,13 @@ workload "read_bw" {
   server     = rxe.server
   client     = rxe.client
   sizes      = ["1MiB"]
-  iterations = 1024
+  iterations = var.iterations
+  args       = ["-R"]
 }
 
 workload "tcp_1g" {
   tool   = "tcp"
   server = host.server
   client = host.client
-  bytes  = "1GiB"
+  bytes  = "${var.iterations}MiB"
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -27,11 +28,11 @@ func TestArgvGolden(t *testing.T) {
 		size int64
 		json string
 	}{
-		{name: "write_bw", w: Workload{Tool: "ib_write_bw", Iterations: 5000}, size: 65536},
-		{name: "write_bw_json", w: Workload{Tool: "ib_write_bw", Iterations: 1000}, size: 4096, json: "/home/u/.cache/rlab/runs/x/wl.bw.client.s4096.r0.json"},
-		{name: "read_bw_duration_qps", w: Workload{Tool: "ib_read_bw", Duration: 1500 * time.Millisecond, Iterations: 9, QPs: 4}, size: 1048576},
-		{name: "send_lat_uc_args", w: Workload{Tool: "ib_send_lat", Iterations: 300, Transport: "UC", Args: []string{"-F"}}, size: 2},
-		{name: "atomic_bw", w: Workload{Tool: "ib_atomic_bw", Iterations: 100}, size: 8},
+		{name: "write_bw", w: Workload{Tool: "ib_write_bw", Options: tooldesc.Options{Iterations: 5000}}, size: 65536},
+		{name: "write_bw_json", w: Workload{Tool: "ib_write_bw", Options: tooldesc.Options{Iterations: 1000}}, size: 4096, json: "/home/u/.cache/rlab/runs/x/wl.bw.client.s4096.r0.json"},
+		{name: "read_bw_duration_qps", w: Workload{Tool: "ib_read_bw", Options: tooldesc.Options{Duration: 1500 * time.Millisecond, Iterations: 9, QPs: 4}}, size: 1048576},
+		{name: "send_lat_uc_args", w: Workload{Tool: "ib_send_lat", Options: tooldesc.Options{Iterations: 300, Transport: "UC", Args: []string{"-F"}}}, size: 2},
+		{name: "atomic_bw", w: Workload{Tool: "ib_atomic_bw", Options: tooldesc.Options{Iterations: 100}}, size: 8},
 		{name: "write_lat_default_size", w: Workload{Tool: "ib_write_lat"}},
 	}
 	var b strings.Builder
@@ -41,12 +42,12 @@ func TestArgvGolden(t *testing.T) {
 		fmt.Fprintf(&b, "client: %q\n", PerftestArgv(&c.w, cli, 1024, 20010, c.size, "10.99.0.1", c.json))
 	}
 	for _, tool := range []string{"ibv_rc_pingpong", "ibv_ud_pingpong"} {
-		w := Workload{Tool: tool, Iterations: 300}
+		w := Workload{Tool: tool, Options: tooldesc.Options{Iterations: 300}}
 		fmt.Fprintf(&b, "# %s\n", tool)
 		fmt.Fprintf(&b, "server: %q\n", PingpongArgv(&w, srv, 4096, 20020, 4096, ""))
 		fmt.Fprintf(&b, "client: %q\n", PingpongArgv(&w, cli, 4096, 20020, 4096, "10.99.0.1"))
 	}
-	for _, w := range []Workload{{Tool: "rping"}, {Tool: "rping", Iterations: 5, Args: []string{"-V"}}} {
+	for _, w := range []Workload{{Tool: "rping"}, {Tool: "rping", Options: tooldesc.Options{Iterations: 5, Args: []string{"-V"}}}} {
 		fmt.Fprintf(&b, "# rping iterations=%d\n", w.Iterations)
 		fmt.Fprintf(&b, "server: %q\n", RpingArgv(&w, "-s", "10.99.0.1", 20030, 64))
 		fmt.Fprintf(&b, "client: %q\n", RpingArgv(&w, "-c", "10.99.0.1", 20030, 0))
@@ -73,7 +74,7 @@ func golden(t *testing.T, name, got string) {
 
 func TestNewWorkloadKinds(t *testing.T) {
 	for _, tool := range KindNames() {
-		w := &Workload{Name: "w", Slug: "w", Tool: tool, Host: "a", ServerHost: "a", ClientHost: "b", Command: []string{"true"}}
+		w := &Workload{Name: "w", Slug: "w", Tool: tool, Host: "a", ServerHost: "a", ClientHost: "b", Options: tooldesc.Options{Command: []string{"true"}}}
 		s, err := NewWorkload(w)
 		if err != nil {
 			t.Errorf("%s: %v", tool, err)
@@ -124,7 +125,7 @@ func TestPerftestReady(t *testing.T) {
 		{[]string{"--rdma_cm", "-F"}, proto.Ready{RDMACMListen: 20000}},
 	}
 	for _, tt := range tests {
-		if got := PerftestReady(&Workload{Tool: "ib_write_bw", Args: tt.args}, 20000); *got != tt.want {
+		if got := PerftestReady(&Workload{Tool: "ib_write_bw", Options: tooldesc.Options{Args: tt.args}}, 20000); *got != tt.want {
 			t.Errorf("args %q: ready %+v, want %+v", tt.args, *got, tt.want)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/rlab-dev/rlab/engine/results"
 )
@@ -37,19 +36,9 @@ func (s *execWorkload) Outcome() *Outcome { return &s.out }
 func (s *execWorkload) Undo(ctx context.Context, env *Env) error { return s.procs.stopAll(ctx, env) }
 
 func (s *execWorkload) Apply(ctx context.Context, env *Env) error {
-	w := s.w
-	s.out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
-	if w.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.Timeout)
-		defer cancel()
-	}
-	var err error
-	for rep := 0; rep < repeats(w) && err == nil; rep++ {
-		err = s.run(ctx, env, rep)
-	}
-	s.out.End = time.Now()
-	return finish(ctx, &s.out, w, err)
+	return runUnits(ctx, env, &s.out, s.w, units(s.w, nil), func(ctx context.Context, u unit) error {
+		return s.run(ctx, env, u.Repeat)
+	})
 }
 
 func (s *execWorkload) run(ctx context.Context, env *Env, rep int) error {

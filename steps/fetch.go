@@ -172,10 +172,10 @@ func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string) error 
 	if int64(len(fd.Data)) != f.Size || hex.EncodeToString(sum[:]) != f.SHA256 {
 		return fmt.Errorf("got %d bytes (sha256 %x), the listing said %d (sha256 %s): the file changed or was damaged", len(fd.Data), sum[:8], f.Size, f.SHA256)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(p+".part", fd.Data, 0o644); err != nil {
+	if err := os.WriteFile(p+".part", fd.Data, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(p+".part", p)

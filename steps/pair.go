@@ -2,9 +2,7 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/results"
@@ -44,63 +42,52 @@ func (s *pairWorkload) Undo(ctx context.Context, env *Env) error {
 }
 
 func (s *pairWorkload) Apply(ctx context.Context, env *Env) error {
-	w := s.w
-	s.out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
-	if w.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.Timeout)
-		defer cancel()
-	}
-	err := s.apply(ctx, env)
-	s.out.End = time.Now()
-	return finish(ctx, &s.out, w, err)
+	return runUnits(ctx, env, &s.out, s.w, units(s.w, sizesOr(s.w)), func(ctx context.Context, u unit) error {
+		return s.run(ctx, env, u)
+	})
 }
 
-func (s *pairWorkload) apply(ctx context.Context, env *Env) error {
+// run runs one size × repeat: a server/client pair, its output parsed.
+func (s *pairWorkload) run(ctx context.Context, env *Env, u unit) error {
 	w := s.w
-	n := 0
-	for _, size := range sizesOr(w) {
-		for rep := 0; rep < repeats(w); rep++ {
-			r, err := s.build(env, size, rep, n)
-			if err != nil {
-				return err
+	size, rep := u.Size, u.Repeat
+	r, err := s.build(env, size, rep, u.N)
+	if err != nil {
+		return err
+	}
+	sr, cr, err := runPair(ctx, env, &s.procs, w.Tool, r.Server, r.Client)
+	rec := RunRecord{Size: size, Repeat: rep}
+	if sr != nil {
+		rec.Server = ref(r.Server.Host, sr)
+	}
+	if cr != nil {
+		rec.Client = ref(r.Client.Host, cr)
+	}
+	if err != nil {
+		s.out.Runs = append(s.out.Runs, rec)
+		return err
+	}
+	ss, source, err := s.parse(ctx, env, r, cr)
+	rec.Source = source
+	s.out.Runs = append(s.out.Runs, rec)
+	if err != nil {
+		return err
+	}
+	common := commonSamples(cr.ExitCode, rec.Client.Seconds)
+	if size == 0 {
+		// The tool's default size: the run measured the size the tool
+		// reported, and its exit code and duration belong to that size
+		// too (else they form a group of their own that every expect is
+		// evaluated on, with its metrics null).
+		if got := reportedSize(ss); got != 0 {
+			for i := range common {
+				common[i].Meta.Size = got
 			}
-			n++
-			sr, cr, err := runPair(ctx, env, &s.procs, w.Tool, r.Server, r.Client)
-			rec := RunRecord{Size: size, Repeat: rep}
-			if sr != nil {
-				rec.Server = ref(r.Server.Host, sr)
-			}
-			if cr != nil {
-				rec.Client = ref(r.Client.Host, cr)
-			}
-			if err != nil {
-				s.out.Runs = append(s.out.Runs, rec)
-				return err
-			}
-			ss, source, err := s.parse(ctx, env, r, cr)
-			rec.Source = source
-			s.out.Runs = append(s.out.Runs, rec)
-			if err != nil {
-				return err
-			}
-			common := commonSamples(cr.ExitCode, rec.Client.Seconds)
-			if size == 0 {
-				// The tool's default size: the run measured the size the
-				// tool reported, and its exit code and duration belong to
-				// that size too (else they form a group of their own that
-				// every expect is evaluated on, with its metrics null).
-				if got := reportedSize(ss); got != 0 {
-					for i := range common {
-						common[i].Meta.Size = got
-					}
-				}
-			}
-			ss = append(ss, common...)
-			fillMeta(ss, r.Meta)
-			s.out.Samples = append(s.out.Samples, ss...)
 		}
 	}
+	ss = append(ss, common...)
+	fillMeta(ss, r.Meta)
+	s.out.Samples = append(s.out.Samples, ss...)
 	return nil
 }
 
@@ -138,25 +125,6 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *prot
 		ss[i].Meta.Extra["source"] = source
 	}
 	return ss, source, nil
-}
-
-// finish sets a workload outcome's status from the error Apply ends with.
-func finish(ctx context.Context, out *Outcome, w *Workload, err error) error {
-	switch {
-	case err == nil:
-		out.Status = StatusOK
-		return nil
-	case errors.Is(err, ErrTimedOut) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		out.Status = StatusTimedOut
-		if !errors.Is(err, ErrTimedOut) {
-			err = fmt.Errorf("%w after %s: %w", ErrTimedOut, w.Timeout, err)
-		}
-	default:
-		out.Status = StatusFailed
-	}
-	err = fmt.Errorf("workload %q (%s): %w", w.Name, w.Tool, err)
-	out.Error = err.Error()
-	return err
 }
 
 // rdmaEnds returns the rxe info of both ends of an RDMA workload and the

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"path"
 	"strconv"
-	"strings"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.
@@ -55,12 +55,12 @@ func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 	if mtu > 0 {
 		argv = append(argv, "-m", strconv.Itoa(mtu))
 	}
-	bw := strings.HasSuffix(w.Tool, "_bw")
-	if bw {
+	t, _ := tooldesc.Lookup(w.Tool)
+	if t.Family == tooldesc.PerftestBW {
 		argv = append(argv, "--report_gbits")
 	}
 	// Atomic tests have a fixed 8-byte message; perftest rejects -s there.
-	if size > 0 && !strings.HasPrefix(w.Tool, "ib_atomic_") {
+	if size > 0 && t.FixedSize == 0 {
 		argv = append(argv, "-s", strconv.FormatInt(size, 10))
 	}
 	if w.Duration > 0 {

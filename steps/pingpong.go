@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.
@@ -36,8 +37,8 @@ func PingpongArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 		"-g", strconv.Itoa(end.GIDIndex),
 		"-p", strconv.Itoa(port),
 	}
-	// ibv_ud_pingpong has no -m: its messages must fit the path MTU instead.
-	if mtu > 0 && w.Tool != "ibv_ud_pingpong" {
+	// The UD pingpong has no -m: its messages must fit the path MTU instead.
+	if t, _ := tooldesc.Lookup(w.Tool); mtu > 0 && t.FixedTransport != "UD" {
 		argv = append(argv, "-m", strconv.Itoa(mtu))
 	}
 	if size > 0 {

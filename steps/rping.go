@@ -15,7 +15,7 @@ import (
 const rpingDefaultCount = 10
 
 func newRping(w *Workload) (Step, error) {
-	s := &pairWorkload{w: w, desc: fmt.Sprintf("rping %s: rxe %s (server) <- rxe %s (client)", w.Name, w.ServerRXE, w.ClientRXE)}
+	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
 	s.build = func(env *Env, size int64, rep, n int) (*pairRun, error) {
 		srv, cli, mtu, err := rdmaEnds(env, w)
 		if err != nil {
@@ -40,7 +40,7 @@ func RpingArgv(w *Workload, mode, serverAddr string, port int, size int64) []str
 	if count <= 0 {
 		count = rpingDefaultCount
 	}
-	argv := []string{"rping", mode, "-a", serverAddr, "-p", strconv.Itoa(port), "-C", strconv.FormatInt(count, 10), "-v"}
+	argv := []string{w.Tool, mode, "-a", serverAddr, "-p", strconv.Itoa(port), "-C", strconv.FormatInt(count, 10), "-v"}
 	if size > 0 {
 		argv = append(argv, "-S", strconv.FormatInt(size, 10))
 	}

@@ -5,7 +5,7 @@
 // interfaces. Kinds talk to hosts only through the agent protocol
 // (agent/proto) via the Host interface defined here.
 //
-// steps imports agent/proto and engine/results only; it must not import the
+// steps imports agent/proto, agent/tooldesc and engine/results only; it must not import the
 // lab model, the SSH layer or the engine, so every kind is testable against
 // an in-process agent.
 package steps
@@ -15,12 +15,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -82,6 +82,12 @@ type Env struct {
 	Log     *slog.Logger
 	// Keep leaves rxe devices in place on Undo (rlab run --keep).
 	Keep bool
+	// Notify, when set, is told at once what a person watching the run
+	// should see before the workload ends (a size that timed out).
+	Notify func(workload, message string)
+	// UnitStart, when set, is told as each unit of a workload (one size ×
+	// repeat) starts, e.g. "size 1MiB, repeat 2 (4/6)": the live progress.
+	UnitStart func(workload, unit string)
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply
@@ -127,6 +133,12 @@ func (e *Env) note(ef Effect) error {
 	return nil
 }
 
+func (e *Env) notify(workload, message string) {
+	if e.Notify != nil {
+		e.Notify(workload, message)
+	}
+}
+
 func (e *Env) logger() *slog.Logger {
 	if e.Log == nil {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -153,17 +165,10 @@ type Workload struct {
 	ServerRXE, ClientRXE   string // rxe names (RDMA tools)
 	ServerAddr             string // tcp: the address the client dials (default: the server host's name)
 	Host                   string // exec
-	Command                []string
 
-	Sizes      []int64
-	Iterations int64
-	Duration   time.Duration
-	QPs        int
-	Transport  string
-	Bytes      int64 // tcp
-	Timeout    time.Duration
-	Repeat     int
-	Args       []string
+	// Options are the option values, as the lab model holds them (the same
+	// type, embedded there too).
+	tooldesc.Options
 	// Port is the first of the ports this workload may use (one per run, in
 	// order); 0 lets the engine's PortFor decide.
 	Port int
@@ -228,39 +233,56 @@ type ProcRef struct {
 // Kind builds a workload step from its resolved description.
 type Kind func(w *Workload) (Step, error)
 
-// Kinds is every workload tool rlab runs, in one visible place.
-var Kinds = map[string]Kind{
-	"ib_write_bw":      newPerftest,
-	"ib_read_bw":       newPerftest,
-	"ib_send_bw":       newPerftest,
-	"ib_atomic_bw":     newPerftest,
-	"ib_write_lat":     newPerftest,
-	"ib_read_lat":      newPerftest,
-	"ib_send_lat":      newPerftest,
-	"ib_atomic_lat":    newPerftest,
-	"ibv_rc_pingpong":  newPingpong,
-	"ibv_uc_pingpong":  newPingpong,
-	"ibv_ud_pingpong":  newPingpong,
-	"ibv_srq_pingpong": newPingpong,
-	"rping":            newRping,
-	"tcp":              newTCP,
-	"exec":             newExec,
+var (
+	kindsMu sync.RWMutex
+	// kinds is the step kind of every tool family, in one visible place;
+	// which tools belong to a family is the tool descriptor's (agent/tooldesc).
+	kinds = map[tooldesc.Family]Kind{
+		tooldesc.PerftestBW:  newPerftest,
+		tooldesc.PerftestLat: newPerftest,
+		tooldesc.Pingpong:    newPingpong,
+		tooldesc.Rping:       newRping,
+		tooldesc.TCP:         newTCP,
+		tooldesc.Exec:        newExec,
+	}
+)
+
+// RegisterKind sets the step kind of a tool family: how a made-up tool of a
+// test, described in agent/tooldesc, is driven.
+func RegisterKind(f tooldesc.Family, k Kind) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	kinds[f] = k
+}
+
+// KindOf returns the step kind of a tool, if the tool is described and its
+// family has a kind.
+func KindOf(tool string) (Kind, bool) {
+	t, ok := tooldesc.Lookup(tool)
+	if !ok {
+		return nil, false
+	}
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	k, ok := kinds[t.Family]
+	return k, ok
 }
 
 // KindNames lists the valid tools, sorted.
 func KindNames() []string {
-	names := make([]string, 0, len(Kinds))
-	for k := range Kinds {
-		names = append(names, k)
+	var names []string
+	for _, n := range tooldesc.Names() {
+		if _, ok := KindOf(n); ok {
+			names = append(names, n)
+		}
 	}
-	sort.Strings(names)
 	return names
 }
 
 // NewWorkload returns the step for w's tool, or an error listing the valid
 // tools.
 func NewWorkload(w *Workload) (Step, error) {
-	k, ok := Kinds[w.Tool]
+	k, ok := KindOf(w.Tool)
 	if !ok {
 		return nil, fmt.Errorf("workload %q: unknown tool %q (valid: %s)", w.Name, w.Tool, strings.Join(KindNames(), ", "))
 	}

@@ -12,8 +12,10 @@ import (
 // tcp is the built-in TCP bulk transfer (the agent's tcp.serve/send/wait):
 // the baseline to set RDMA numbers beside, measured like the RDMA bulk run.
 
-// defaultTCPBytes is sent when the lab gives no `bytes`.
-const defaultTCPBytes = 64 << 20
+// defaultTCPBytes is sent when the workload gives neither bytes nor a
+// duration: 1 GiB, as the lab model's default (engine/lab DefaultTCPBytes)
+// and labs/README.md say.
+const defaultTCPBytes = 1 << 30
 
 type tcpWorkload struct {
 	w     *Workload
@@ -29,11 +31,20 @@ func newTCP(w *Workload) (Step, error) {
 }
 
 func (s *tcpWorkload) Describe() string {
-	return fmt.Sprintf("tcp %s: host %s (server) <- host %s (client), %d bytes", s.w.Name, s.w.ServerHost, s.w.ClientHost, s.bytes())
+	return fmt.Sprintf("tcp %s: host %s (server) <- host %s (client), %s", s.w.Name, s.w.ServerHost, s.w.ClientHost, s.amount())
+}
+
+// amount is what one run sends: "for 6s" or "1073741824 bytes".
+func (s *tcpWorkload) amount() string {
+	if s.w.Duration > 0 {
+		return "for " + s.w.Duration.String()
+	}
+	return fmt.Sprintf("%d bytes", s.bytes())
 }
 
 func (s *tcpWorkload) Outcome() *Outcome { return &s.out }
 
+// bytes is what a run without a duration sends.
 func (s *tcpWorkload) bytes() int64 {
 	if s.w.Bytes > 0 {
 		return s.w.Bytes
@@ -42,19 +53,9 @@ func (s *tcpWorkload) bytes() int64 {
 }
 
 func (s *tcpWorkload) Apply(ctx context.Context, env *Env) error {
-	w := s.w
-	s.out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
-	if w.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.Timeout)
-		defer cancel()
-	}
-	var err error
-	for rep := 0; rep < repeats(w) && err == nil; rep++ {
-		err = s.run(ctx, env, rep)
-	}
-	s.out.End = time.Now()
-	return finish(ctx, &s.out, w, err)
+	return runUnits(ctx, env, &s.out, s.w, units(s.w, nil), func(ctx context.Context, u unit) error {
+		return s.run(ctx, env, u.Repeat)
+	})
 }
 
 func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
@@ -83,8 +84,16 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	}
 	start := time.Now()
 	var sent proto.TCPResult
-	if err := cli.Call(ctx, proto.MethodTCPSend, proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: ms(remaining(ctx))}, &sent); err != nil {
-		return fmt.Errorf("send %d bytes over tcp from host %q to %s:%d: %w", s.bytes(), w.ClientHost, addr, serving.Port, err)
+	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: ms(remaining(ctx))}
+	argv := []string{"tcp.send", addr, fmt.Sprint(serving.Port), fmt.Sprint(s.bytes())}
+	size := s.bytes()
+	if w.Duration > 0 {
+		params.Bytes, params.DurationMs = 0, w.Duration.Milliseconds()
+		argv[3] = "for " + w.Duration.String()
+		size = 0 // the amount is whatever the duration carried: not a size to group by
+	}
+	if err := cli.Call(ctx, proto.MethodTCPSend, params, &sent); err != nil {
+		return fmt.Errorf("send %s over tcp from host %q to %s:%d: %w", s.amount(), w.ClientHost, addr, serving.Port, err)
 	}
 	var got proto.TCPResult
 	if err := srv.Call(ctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: sh, TimeoutMs: ms(remaining(ctx))}, &got); err != nil {
@@ -95,15 +104,14 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	secs := time.Since(start).Seconds()
 	s.out.Runs = append(s.out.Runs, RunRecord{Repeat: rep,
 		Server: &ProcRef{Host: w.ServerHost, Handle: sh, Argv: []string{"tcp.serve", fmt.Sprint(serving.Port)}, Seconds: got.Seconds},
-		Client: &ProcRef{Host: w.ClientHost, Handle: ch, Argv: []string{"tcp.send", addr, fmt.Sprint(serving.Port), fmt.Sprint(s.bytes())}, Seconds: sent.Seconds},
+		Client: &ProcRef{Host: w.ClientHost, Handle: ch, Argv: argv, Seconds: sent.Seconds},
 	})
 	ss := []results.Sample{
-		{Metric: "tcp_bw", Value: sent.Gbps, Unit: "Gb/s"},
-		{Metric: "tcp_bw_mib", Value: sent.MiBps, Unit: "MiB/s"},
+		{Metric: "tcp_bw", Value: sent.Gbps, Unit: "Gb/s"}, // one quantity: MiB/s is a display choice
 	}
 	ss = append(ss, commonSamples(0, secs)...)
-	fillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Size: s.bytes(), Repeat: rep,
-		Hosts: []string{w.ServerHost, w.ClientHost}, Extra: map[string]string{"server_bytes": fmt.Sprint(got.Bytes)}})
+	fillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Size: size, Repeat: rep,
+		Hosts: []string{w.ServerHost, w.ClientHost}, Extra: map[string]string{"bytes": fmt.Sprint(sent.Bytes), "server_bytes": fmt.Sprint(got.Bytes)}})
 	s.out.Samples = append(s.out.Samples, ss...)
 	return nil
 }

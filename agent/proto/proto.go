@@ -208,11 +208,16 @@ type Facts struct {
 	// PerftestJSON is true when the installed perftest accepts --out_json.
 	PerftestJSON bool `json:"perftest_json"`
 	// MemlockSoft/Hard are RLIMIT_MEMLOCK in bytes; -1 means unlimited.
-	MemlockSoft int64    `json:"memlock_soft"`
-	MemlockHard int64    `json:"memlock_hard"`
-	WorkDir     string   `json:"work_dir"`
-	FreeBytes   uint64   `json:"work_dir_free_bytes"`
-	Errors      []string `json:"errors,omitempty"`
+	MemlockSoft int64  `json:"memlock_soft"`
+	MemlockHard int64  `json:"memlock_hard"`
+	WorkDir     string `json:"work_dir"`
+	FreeBytes   uint64 `json:"work_dir_free_bytes"`
+	// ProcTracking says how the agent keeps what a workload forks:
+	// "cgroup" (a cgroup v2 per workload, stopped with cgroup.kill, setsid
+	// and daemons included) or "process-group" (what leaves the group,
+	// e.g. with setsid, can outlive the run).
+	ProcTracking string   `json:"proc_tracking,omitempty"`
+	Errors       []string `json:"errors,omitempty"`
 }
 
 type Netdev struct {
@@ -383,11 +388,14 @@ type TCPServing struct {
 }
 
 type TCPSendParams struct {
-	Handle    string `json:"handle"`
-	Addr      string `json:"addr"`
-	Port      int    `json:"port"`
-	Bytes     int64  `json:"bytes"`
-	TimeoutMs int    `json:"timeout_ms,omitempty"`
+	Handle string `json:"handle"`
+	Addr   string `json:"addr"`
+	Port   int    `json:"port"`
+	Bytes  int64  `json:"bytes"`
+	// DurationMs, when > 0, sends until that much time has passed (Bytes
+	// is then ignored).
+	DurationMs int64 `json:"duration_ms,omitempty"`
+	TimeoutMs  int   `json:"timeout_ms,omitempty"`
 }
 
 type TCPWaitParams struct {
@@ -436,6 +444,10 @@ type FileData struct {
 type CleanupParams struct {
 	// Keep names rxe devices to leave in place.
 	Keep []string `json:"keep,omitempty"`
+	// Run, when set (rlab down), also ends what is left in the workload
+	// cgroups of that run id (of the agent's user): what an agent killed
+	// before its cleanup left behind.
+	Run string `json:"run,omitempty"`
 }
 
 type CleanupResult struct {

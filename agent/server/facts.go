@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // Where facts come from. Variables so tests can point them at fixtures.
@@ -38,14 +39,15 @@ var (
 	libModules  = "/lib/modules"
 )
 
-// toolNames are the tools facts looks for, in report order.
-var toolNames = []string{
-	"rdma", "ibv_devinfo", "ibv_devices",
-	"ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat",
-	"ib_send_bw", "ib_send_lat", "ib_atomic_bw", "ib_atomic_lat",
-	"ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
-	"rping", "tcpdump", "modprobe",
-}
+// toolNames are the programs facts looks for: the tool descriptor's
+// (agent/tooldesc), so the agent probes exactly what the controller runs.
+var toolNames = func() []string {
+	var ns []string
+	for _, p := range tooldesc.Programs() {
+		ns = append(ns, p.Name)
+	}
+	return ns
+}()
 
 // extraToolDirs are searched after $PATH: a non-login SSH session often has
 // no sbin directories in PATH, where rdma, modprobe and tcpdump may live.
@@ -73,7 +75,9 @@ func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (an
 	if err := decode(proto.MethodFacts, params, &p); err != nil {
 		return nil, err
 	}
-	return collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh}), nil
+	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh})
+	f.ProcTracking = trackingMode() // cgroup.go, reaper.go
+	return f, nil
 }
 
 // toolsOptions says how collectTools may use the tool-version cache
@@ -440,22 +444,24 @@ func modulesListHas(path, module string) bool {
 	return false
 }
 
-var versionRE = regexp.MustCompile(`[0-9]+(?:\.[0-9]+)+`)
-
 // toolVersion is how to ask a tool its version and where the version is in
-// the answer. Tools not listed report none: rping and the pingpongs have no
-// version option, nor has ibv_devinfo.
+// the answer, from the tool descriptor. Tools without one report none, or
+// the version of the tool they come with (tooldesc.Version.From), or
+// rdma-core's (tooldesc.Version.RDMACore).
 type toolVersion struct {
 	args []string
 	re   *regexp.Regexp // first submatch, else the whole match
 }
 
-var toolVersions = map[string]toolVersion{
-	"rdma":        {[]string{"-V"}, versionRE},        // rdma utility, iproute2-6.1.0
-	"ib_write_bw": {[]string{"--version"}, versionRE}, // Version: 6.06
-	"tcpdump":     {[]string{"--version"}, versionRE}, // tcpdump version 4.99.3
-	"modprobe":    {[]string{"--version"}, regexp.MustCompile(`kmod version ([0-9][0-9.]*)`)},
-}
+var toolVersions = func() map[string]toolVersion {
+	m := map[string]toolVersion{}
+	for _, p := range tooldesc.Programs() {
+		if len(p.Version.Args) > 0 {
+			m[p.Name] = toolVersion{p.Version.Args, regexp.MustCompile(p.Version.Pattern)}
+		}
+	}
+	return m
+}()
 
 // sortedToolVersionNames is toolVersions' keys in order.
 func sortedToolVersionNames() []string {
@@ -569,10 +575,12 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 			}
 		})
 	}
-	if t, ok := tools["ib_write_bw"]; ok {
-		ask("ib_write_bw", t.Path, []string{"--help"},
-			func(out string) string { return strconv.FormatBool(PerftestHelpHasJSON(out)) },
-			func(v string) { perftestJSON = v == "true" })
+	for _, p := range tooldesc.Programs() {
+		if t, ok := tools[p.Name]; ok && p.Version.PerftestHelp {
+			ask(p.Name, t.Path, []string{"--help"},
+				func(out string) string { return strconv.FormatBool(PerftestHelpHasJSON(out)) },
+				func(v string) { perftestJSON = v == "true" })
+		}
 	}
 	mu.Unlock()
 	wg.Wait()
@@ -585,23 +593,30 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 		t.Version = v
 		tools[name] = t
 	}
-	if v := tools["ib_write_bw"].Version; v != "" {
-		for name, t := range tools {
-			if strings.HasPrefix(name, "ib_") {
-				t.Version = v
-				tools[name] = t
-			}
+	// perftest's binaries share one package: one answer serves all. rping
+	// and the ibv_ tools have no version option; they come with rdma-core,
+	// whose version libibverbs carries in its file name.
+	rdmaCore := ""
+	for _, p := range tooldesc.Programs() {
+		if p.Version.RDMACore {
+			rdmaCore = rdmaCoreVersion()
+			break
 		}
 	}
-	// rping and the ibv_ tools have no version option; they come with
-	// rdma-core, whose version libibverbs carries in its file name.
-	if v := rdmaCoreVersion(); v != "" {
-		for name, t := range tools {
-			if strings.HasPrefix(name, "ibv_") || name == "rping" {
-				t.Version = v
-				tools[name] = t
-			}
+	for _, p := range tooldesc.Programs() {
+		t, ok := tools[p.Name]
+		if !ok {
+			continue
 		}
+		switch {
+		case p.Version.From != "" && tools[p.Version.From].Version != "":
+			t.Version = tools[p.Version.From].Version
+		case p.Version.RDMACore && rdmaCore != "":
+			t.Version = rdmaCore
+		default:
+			continue
+		}
+		tools[p.Name] = t
 	}
 	sort.Strings(errs)
 	return tools, perftestJSON, errs

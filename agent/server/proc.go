@@ -19,13 +19,15 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 )
 
-// proc is a child process the agent started. It runs in its own process
-// group so stopping it also stops whatever it forked.
+// proc is a child process the agent started. It runs in its own cgroup
+// (cgroup.go) where the host allows, else in its own process group, so
+// stopping it also stops whatever it forked.
 type proc struct {
 	handle string
 	argv   []string
 	cmd    *exec.Cmd
 	start  time.Time
+	cg     *workloadCgroup // nil: process group only
 
 	done     chan struct{} // closed once the process has been reaped
 	mu       sync.Mutex
@@ -149,6 +151,13 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 	// SIGKILL from the kernel should the agent itself be killed (-9) before
 	// it can clean up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	s.mu.Lock()
+	wd := s.opts.WorkDir
+	s.mu.Unlock()
+	if pr.cg = cgroups.make(s.cgroupUID(), wd, handle); pr.cg != nil {
+		// Born in its cgroup: whatever it forks, setsid or not, is there.
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, pr.cg.fd()
+	}
 	if asOwner {
 		cred, home, cerr := s.ownerCredential()
 		if cerr != nil {
@@ -162,7 +171,26 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 			cmd.Env = append(cmd.Env, "HOME="+home)
 		}
 	}
+	leadersMu.RLock() // reaper.go: the reaper must not take this child from its Wait
+	defer leadersMu.RUnlock()
 	err = cmd.Start()
+	if pr.cg != nil {
+		pr.cg.started()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			// clone3 into a cgroup refused (an old kernel, a cgroup
+			// policy): keep to process groups from now on.
+			cgroups.bad.Store(true)
+			s.log.Warn("cannot start a process in its cgroup; stopping by process group only", "cgroup", pr.cg.path, "err", err)
+			pr.cg.kill()
+			pr.cg = nil
+			again := exec.Command(path, argv[1:]...)
+			again.Args, again.Dir, again.Env, again.Stdout, again.Stderr = cmd.Args, cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr
+			again.SysProcAttr = cmd.SysProcAttr
+			again.SysProcAttr.UseCgroupFD, again.SysProcAttr.CgroupFD = false, 0
+			cmd = again
+			err = cmd.Start()
+		}
+	}
 	stdout.Close()
 	stderr.Close()
 	if err != nil {
@@ -175,6 +203,7 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 		}
 		return nil, &proto.Error{Code: code, Message: fmt.Sprintf("start %q: %v", argv[0], err), Command: argv}
 	}
+	leaders.Store(cmd.Process.Pid, struct{}{})
 	s.mu.Lock() // lookupProc reads cmd under s.mu
 	pr.cmd, pr.start = cmd, time.Now()
 	s.mu.Unlock()
@@ -188,14 +217,20 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 				pr.mu.Unlock()
 				s.log.Warn("timed out; killing process group", "handle", handle, "pid", cmd.Process.Pid)
 				killGroup(cmd.Process.Pid, syscall.SIGKILL)
+				pr.killCgroup()
 			})
 		}
 		werr := cmd.Wait()
+		leaders.Delete(cmd.Process.Pid)
 		if timer != nil {
 			timer.Stop()
 		}
-		// The leader is gone; anything it forked into its group goes too.
+		// The leader is gone; anything it forked into its group goes too,
+		// and with a cgroup, also what left the group (setsid, daemons).
 		killGroup(cmd.Process.Pid, syscall.SIGKILL)
+		if err := pr.cg.kill(); err != nil {
+			s.log.Warn("stop what the process left", "handle", handle, "err", err)
+		}
 		s.finishProc(pr, werr)
 		close(pr.done)
 	}()
@@ -300,9 +335,18 @@ func (pr *proc) stop(grace time.Duration) bool {
 	case <-pr.done:
 	case <-time.After(grace):
 		killGroup(pid, syscall.SIGKILL)
+		pr.killCgroup()
 		<-pr.done
 	}
 	return true
+}
+
+// killCgroup sends SIGKILL to everything in the process's cgroup (not
+// removing it: the reaper does, once the leader is reaped).
+func (pr *proc) killCgroup() {
+	if pr.cg != nil {
+		os.WriteFile(filepath.Join(pr.cg.path, "cgroup.kill"), []byte("1"), 0)
+	}
 }
 
 func (pr *proc) result() proto.ProcResult {

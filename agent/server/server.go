@@ -6,8 +6,9 @@
 // when its input closes, or when the controller releases it to serve the
 // next command (proto.MethodRelease).
 //
-// It imports only the standard library, agent/proto, golang.org/x/sys and
-// vishvananda/netlink; never anything from engine/ or cmd/.
+// It imports only the standard library, agent/proto, agent/tooldesc (which
+// programs to probe), golang.org/x/sys and vishvananda/netlink; never anything
+// from engine/ or cmd/.
 package server
 
 import (
@@ -430,7 +431,13 @@ func (s *Server) cleanupMethod(ctx context.Context, c *call, params json.RawMess
 	if err := decode(proto.MethodCleanup, params, &p); err != nil {
 		return nil, err
 	}
-	return s.cleanup(ctx, p.Keep), nil
+	res := s.cleanup(ctx, p.Keep)
+	if p.Run != "" {
+		if err := s.killRun(p.Run); err != nil { // cgroup.go
+			res.Errors = append(res.Errors, err.Error())
+		}
+	}
+	return res, nil
 }
 
 // cleanup stops every process, capture and TCP listener this agent started
@@ -517,5 +524,6 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 		}
 		res.RXEDeleted = append(res.RXEDeleted, name)
 	}
+	endAdopted() // reaper.go: what workloads detached, without cgroups
 	return res
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -15,7 +16,8 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 )
 
-// The built-in TCP workload: a bulk transfer of N bytes over one connection,
+// The built-in TCP workload: a bulk transfer of N bytes (or for a duration)
+// over one connection,
 // measured on both sides, so a lab can set RDMA beside plain TCP. The
 // receiver answers with the byte count it got after the sender's FIN, which
 // makes the sender's time cover delivery, not just its socket buffer.
@@ -199,9 +201,10 @@ func (s *Server) tcpSend(ctx context.Context, c *call, params json.RawMessage) (
 	if err := decode(proto.MethodTCPSend, params, &p); err != nil {
 		return nil, err
 	}
-	if p.Bytes < 0 || p.Port <= 0 || p.Port > 65535 || p.Addr == "" {
-		return nil, perr(proto.CodeBadRequest, "tcp.send %q: want addr, port 1-65535 and bytes >= 0", p.Handle)
+	if p.Bytes < 0 || p.DurationMs < 0 || p.Port <= 0 || p.Port > 65535 || p.Addr == "" {
+		return nil, perr(proto.CodeBadRequest, "tcp.send %q: want addr, port 1-65535, bytes >= 0 and duration_ms >= 0", p.Handle)
 	}
+	dur := time.Duration(p.DurationMs) * time.Millisecond
 	addr := net.JoinHostPort(p.Addr, strconv.Itoa(p.Port))
 	if p.TimeoutMs > 0 {
 		var cancel context.CancelFunc
@@ -219,17 +222,39 @@ func (s *Server) tcpSend(ctx context.Context, c *call, params json.RawMessage) (
 	buf := make([]byte, tcpChunk)
 	start := time.Now()
 	var sent int64
-	for sent < p.Bytes {
-		m := min(int64(len(buf)), p.Bytes-sent)
+	// With a duration, the last write may block on a full socket buffer
+	// past the end: a write deadline at the end cuts it short.
+	if dur > 0 {
+		_ = conn.SetWriteDeadline(start.Add(dur))
+	}
+	more := func() bool {
+		if dur > 0 {
+			return time.Since(start) < dur
+		}
+		return sent < p.Bytes
+	}
+	for more() {
+		m := int64(len(buf))
+		if dur == 0 {
+			m = min(m, p.Bytes-sent)
+		}
 		w, err := conn.Write(buf[:m])
 		sent += int64(w)
+		if dur > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
 		if err != nil {
 			return nil, s.sendErr(ctx, p, addr, fmt.Sprintf("send after %d bytes", sent), err)
 		}
-		if p.Bytes > 0 && sent%(64*tcpChunk) == 0 {
-			c.event(proto.EventProgress, map[string]int64{"done": sent, "total": p.Bytes})
+		if sent%(64*tcpChunk) == 0 {
+			if dur > 0 {
+				c.event(proto.EventProgress, map[string]int64{"done_ms": time.Since(start).Milliseconds(), "total_ms": p.DurationMs})
+			} else if p.Bytes > 0 {
+				c.event(proto.EventProgress, map[string]int64{"done": sent, "total": p.Bytes})
+			}
 		}
 	}
+	_ = conn.SetWriteDeadline(time.Time{})
 	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
 		return nil, s.sendErr(ctx, p, addr, "close write", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/preflight"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -87,7 +88,7 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 				}
 			} else {
 				for _, p := range problems {
-					fmt.Fprintln(w, p.String())
+					fmt.Fprintln(w, termsafe.Line(p.String())) // holds host facts
 				}
 				for _, u := range unreach {
 					fmt.Fprintln(w, firstLineOf(u))

@@ -24,22 +24,33 @@ func newCompareCmd() *cobra.Command {
 		Short: "Compare two runs' results and fail on a regression",
 		Long: `compare matches the samples of two run directories (A the baseline, B the
 new run) by workload, metric, message size and hosts, folds repeats into
-medians and prints the change of each. Bandwidth, message rate and rping
-counts are better higher; latencies are better lower.
+medians and prints the change of each, with the repeats' spread (±).
+Bandwidth, message rate and rping counts are better higher; latencies are
+better lower.
 
 A measurement regressed when it moved the wrong way by more than its
-threshold: the --metric-threshold for its metric, else the threshold the lab
-recorded for it, else --threshold. A measurement A has and B lacks (a workload
-that failed) counts as a regression too. exit_code and duration are compared
-only when given a --metric-threshold.
+threshold (the --metric-threshold for its metric, else the threshold the lab
+recorded for it, else --threshold) AND beyond the runs' own variation: with 4
+or more repeats per run by a Mann-Whitney U test at alpha 0.05
+(golang.org/x/perf/benchmath, as benchstat), with 2 or 3 by the repeats'
+ranges not overlapping; with one repeat the threshold alone decides. A change
+within the variation shows as "~" and does not fail. A measurement A has and B
+lacks (a workload that failed) counts as a regression too. exit_code and
+duration are compared only when given a --metric-threshold.
+
+Warnings (stdout, and JUnit properties) say when there were too few repeats to
+tell noise from change, and when the runs differ in lab, hosts, kernel, OS or
+tool versions (from each host's facts.json).
 
 Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 		Example: `  rlab compare runs/nightly/2026-11-20T020000Z runs/nightly/2026-11-21T020000Z
+  rlab compare nightly/2026-11-20T020000Z nightly/2026-11-21T020000Z   # as rlab runs names them
   rlab compare --threshold 5% --metric-threshold lat_p99=20% A B
   rlab compare --json A B > delta.json
   rlab compare --junit compare.xml A B
   rlab compare --markdown A B >> "$GITHUB_STEP_SUMMARY"`,
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeRuns2,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := results.CompareOptions{MetricThresholds: map[string]float64{}}
 			t, err := results.ParsePercent(threshold)
@@ -52,14 +63,24 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 				if !ok {
 					return withCode(exitFail, fmt.Errorf("--metric-threshold %q: want METRIC=PERCENT, e.g. bw_avg=5%%", kv))
 				}
-				if _, known := results.MetricByName(name); !known {
+				m, _, known := results.ResolveMetric(name) // an older expect name means its metric
+				if !known {
 					return withCode(exitFail, fmt.Errorf("--metric-threshold %q: unknown metric %q (known: %s)", kv, name, metricNames()))
 				}
+				name = m.Name
 				v, err := results.ParsePercent(val)
 				if err != nil {
 					return withCode(exitFail, fmt.Errorf("--metric-threshold %q: %w", kv, err))
 				}
 				opts.MetricThresholds[name] = v
+			}
+			// A run as rlab runs names it (LAB/ID, an id) as well as a directory.
+			for i, arg := range args {
+				if _, err := os.Stat(arg); err != nil {
+					if d, _, rerr := results.ResolveRun(results.DefaultRunsRoot, arg); rerr == nil {
+						args[i] = d
+					}
+				}
 			}
 			a, err := results.ReadRun(args[0])
 			if err != nil {

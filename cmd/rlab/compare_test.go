@@ -113,6 +113,60 @@ func TestCompareCmdJSONAndJUnit(t *testing.T) {
 	}
 }
 
+// noiseRun writes a run directory of one bw_avg measurement with these
+// repeats.
+func noiseRun(t *testing.T, vals ...float64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "quickstart", "2026-11-26T100000Z")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &results.Run{Lab: "quickstart", ID: filepath.Base(dir), Status: results.RunOK}
+	for i, v := range vals {
+		r.Samples = append(r.Samples, results.Sample{Metric: "bw_avg", Value: v, Unit: "Gb/s",
+			Meta: results.Meta{Workload: "write_bw", Tool: "ib_write_bw", Size: 1 << 20, Repeat: i}})
+	}
+	if err := results.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestCompareCmdNoise: issue 13's case — B's median 11.8% below A's while
+// A's own repeats spanned 18.6-24.1 Gb/s — passes with "~" and a warning
+// about too few repeats, in every output; a drop outside the spread fails.
+func TestCompareCmdNoise(t *testing.T) {
+	a := noiseRun(t, 18.6, 21.1, 24.1)
+	noisy := noiseRun(t, 18.3, 18.61, 19.5)
+	dropped := noiseRun(t, 16.0, 16.2, 16.5)
+	junit := filepath.Join(t.TempDir(), "c.xml")
+	code, out, errText := execute(t, newCompareCmd(), "--junit", junit, a, noisy)
+	if code != exitOK || !strings.Contains(out, "~ within noise") || !strings.Contains(out, "warning: 1 measurement(s) have 2-3 repeats") ||
+		!strings.Contains(out, "21.1 Gb/s ±14%") {
+		t.Errorf("noise: exit %d\n%s%s", code, out, errText)
+	}
+	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), `name="warning"`) || strings.Contains(string(b), "<failure") {
+		t.Errorf("junit of a noisy comparison: %v\n%s", err, b)
+	}
+	code, out, _ = execute(t, newCompareCmd(), "--json", a, noisy)
+	var c results.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil || code != exitOK || c.Noise != 1 || c.Deltas[0].Status != results.DeltaNoise ||
+		c.Deltas[0].Test != results.TestRange || len(c.Warnings) != 1 {
+		t.Errorf("--json: exit %d, %v: %+v", code, err, c)
+	}
+	code, out, _ = execute(t, newCompareCmd(), a, dropped)
+	if code != exitFail || !strings.Contains(out, "REGRESSED") || !strings.Contains(out, "ranges apart n=3") {
+		t.Errorf("drop past the spread: exit %d\n%s", code, out)
+	}
+	// --threshold still decides first: a 25% limit lets the drop pass.
+	if code, out, _ = execute(t, newCompareCmd(), "--threshold", "25%", a, dropped); code != exitOK {
+		t.Errorf("--threshold 25%%: exit %d\n%s", code, out)
+	}
+	if code, out, _ = execute(t, newCompareCmd(), "--metric-threshold", "bw_avg=25%", a, dropped); code != exitOK {
+		t.Errorf("--metric-threshold bw_avg=25%%: exit %d\n%s", code, out)
+	}
+}
+
 func TestRunsCmd(t *testing.T) {
 	code, out, errText := execute(t, newRunsCmd(), fixtureRuns)
 	if code != exitOK {
@@ -127,7 +181,7 @@ func TestRunsCmd(t *testing.T) {
 			t.Errorf("line %d %q lacks %q", i, lines[i], w)
 		}
 	}
-	if !strings.Contains(lines[1], "write_bw 0.0755 Gb/s; write_lat 658.4 usec typ; tcp_1g 0.42 Gb/s") || !strings.Contains(lines[1], "4/4") {
+	if !strings.Contains(lines[1], "write_bw 75.5 Mb/s; write_lat 658.4 usec typ; tcp_1g 420 Mb/s") || !strings.Contains(lines[1], "4/4") {
 		t.Errorf("baseline line lacks its headline: %q", lines[1])
 	}
 	if !strings.Contains(lines[4], "failed") || !strings.Contains(lines[4], "3/4") {
@@ -171,14 +225,24 @@ func TestRunsCmd(t *testing.T) {
 }
 
 func TestShowCmd(t *testing.T) {
-	// no summary.md in the fixture: rendered from results.json
+	// no summary.md in the fixture: rendered from results.json, laid out
+	// for a terminal; --markdown keeps the Markdown
 	code, out, errText := execute(t, newShowCmd(), runBase)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errText)
 	}
-	for _, w := range []string{"# rlab run: nightly: ok", "## write_bw (ib_write_bw)", "## RDMA vs TCP", runBase} {
+	for _, w := range []string{"rlab run: nightly: ok\n====", "write_bw (ib_write_bw)\n-----", "RDMA vs TCP", runBase} {
 		if !strings.Contains(out, w) {
 			t.Errorf("show lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "|---") || strings.Contains(out, "**") || strings.Contains(out, "`") {
+		t.Errorf("show printed Markdown marks to a terminal:\n%s", out)
+	}
+	code, out, _ = execute(t, newShowCmd(), "--markdown", runBase)
+	for _, w := range []string{"# rlab run: nightly: ok", "## write_bw (ib_write_bw)", "## RDMA vs TCP", "`" + runBase + "`"} {
+		if code != exitOK || !strings.Contains(out, w) {
+			t.Errorf("show --markdown lacks %q:\n%s", w, out)
 		}
 	}
 	// a summary.md present is printed as it is
@@ -191,18 +255,81 @@ func TestShowCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte("# kept as written\n"), 0o644)
-	if _, out, _ := execute(t, newShowCmd(), dir); out != "# kept as written\n" {
-		t.Errorf("show printed %q, want summary.md as it is", out)
+	if _, out, _ := execute(t, newShowCmd(), "--markdown", dir); out != "# kept as written\n" {
+		t.Errorf("show --markdown printed %q, want summary.md as it is", out)
 	}
-	if _, out, _ := execute(t, newShowCmd(), "--render", dir); !strings.Contains(out, "**NOT HELD**") {
+	if _, out, _ := execute(t, newShowCmd(), dir); out != "kept as written\n===============\n" {
+		t.Errorf("show printed %q, want summary.md laid out", out)
+	}
+	if _, out, _ := execute(t, newShowCmd(), "--render", "--markdown", dir); !strings.Contains(out, "**NOT HELD**") {
 		t.Errorf("show --render:\n%s", out)
 	}
 	code, out, errText = execute(t, newShowCmd(), fixtureRuns)
-	if code != exitOK || !strings.Contains(errText, "newest run") || !strings.Contains(out, "`"+runFailed+"`") {
+	if code != exitOK || !strings.Contains(errText, "newest run") || !strings.Contains(out, runFailed) {
 		t.Errorf("show of a runs folder: exit %d, stderr %q\n%s", code, errText, out)
 	}
 	if code, _, errText := execute(t, newShowCmd(), t.TempDir()); code != exitFail || !strings.Contains(errText, "not a run directory") {
 		t.Errorf("show of a non-run: exit %d, %q", code, errText)
+	}
+}
+
+// TestShowReportRunRefs: show and report take the names rlab runs prints
+// (LAB/ID), a run id, a lab name, and default to the newest run under runs/.
+func TestShowReportRunRefs(t *testing.T) {
+	abs, err := filepath.Abs(fixtureRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	for _, id := range []string{"2026-11-20T020000Z", "2026-11-21T020000Z"} {
+		r, err := results.ReadRun(filepath.Join(abs, "nightly", id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join(work, "runs", "nightly", id)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := results.WriteRun(d, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(work)
+	// the ids as rlab runs prints them
+	_, listing, _ := execute(t, newRunsCmd())
+	if !strings.Contains(listing, "nightly/2026-11-20T020000Z") {
+		t.Fatalf("rlab runs:\n%s", listing)
+	}
+	tests := []struct {
+		args    []string
+		code    int
+		out     string // substring of stdout
+		errText string // substring of stderr
+	}{
+		{[]string{"nightly/2026-11-20T020000Z"}, exitOK, "runs/nightly/2026-11-20T020000Z", ""},
+		{[]string{"2026-11-20T020000Z"}, exitOK, "runs/nightly/2026-11-20T020000Z", ""},
+		{[]string{}, exitOK, "runs/nightly/2026-11-21T020000Z", "the newest run under runs"},
+		{[]string{"nightly"}, exitOK, "runs/nightly/2026-11-21T020000Z", "newest run"},
+		{[]string{"nightly/nope"}, exitFail, "", `run "nightly/nope" not found`},
+	}
+	for _, tc := range tests {
+		t.Run("show "+strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errText := execute(t, newShowCmd(), tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errText, tc.errText) {
+				t.Errorf("exit %d (want %d), stderr %q (want %q)\n%s", code, tc.code, errText, tc.errText, out)
+			}
+		})
+	}
+	if code, out, errText := execute(t, newCompareCmd(), "nightly/2026-11-20T020000Z", "2026-11-21T020000Z"); code != exitOK || !strings.Contains(out, "A: runs/nightly/2026-11-20T020000Z") {
+		t.Errorf("compare LAB/ID ID: exit %d %s\n%s", code, errText, out)
+	}
+	code, out, errText := execute(t, newReportCmd(), "nightly/2026-11-20T020000Z")
+	if code != exitOK || !strings.Contains(out, filepath.Join("runs", "nightly", "2026-11-20T020000Z", "report.html")) {
+		t.Errorf("report LAB/ID: exit %d %s\n%s", code, errText, out)
+	}
+	code, out, errText = execute(t, newReportCmd())
+	if code != exitOK || !strings.Contains(out, filepath.Join("runs", "nightly", "2026-11-21T020000Z", "report.html")) || !strings.Contains(errText, "newest run") {
+		t.Errorf("report without RUN: exit %d %s\n%s", code, errText, out)
 	}
 }
 

@@ -44,7 +44,7 @@ func parseLabFlags(cmd *cobra.Command, args []string) (rest []string, done bool,
 		fs.BoolVarP(&help, "help", "h", false, "help for "+cmd.Name())
 	}
 	if err := fs.Parse(goFlags(fs, args)); err != nil {
-		return nil, false, withCode(exitFail, fmt.Errorf("%s: %w (see rlab %s --help)", cmd.Name(), err, cmd.Name()))
+		return nil, false, withCode(exitFail, fmt.Errorf("%s: %w (see rlab %s --help)", cmd.Name(), suggestFlag(fs, err), cmd.Name()))
 	}
 	if h, _ := fs.GetBool("help"); h {
 		return nil, true, cmd.Help()

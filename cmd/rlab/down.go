@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
@@ -15,32 +19,97 @@ func newDownCmd() *cobra.Command {
 	var acceptNew bool
 	var knownHosts []string
 	cmd := &cobra.Command{
-		Use:   "down RUN_DIR",
+		Use:   "down RUN",
 		Short: "Undo what a run left behind, from its state.json (no lab file needed)",
-		Long: `down reads RUN_DIR/state.json and undoes what the run created and did not undo
+		Long: `down reads RUN/state.json and undoes what the run created and did not undo
 itself: rxe devices it created (not those it found, nor kept ones), processes
-and captures still running, and its local VMs. Running it twice is harmless.`,
-		Args: cobra.ExactArgs(1),
+and captures still running, and its local VMs. It lists what it undid, what it
+left in place and why, and how much the run had already undone itself.
+Running it twice is harmless. RUN is a run directory or a run as rlab runs
+names it (LAB/ID, or the id alone).`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if _, err := os.Stat(dir); err != nil {
+				if d, _, rerr := results.ResolveRun(results.DefaultRunsRoot, dir); rerr == nil {
+					dir = d
+				}
+			}
+			before, _ := readState(dir) // for the listing; Down reports its own read error
 			conn := &runengine.SSHConnector{
 				SSH:    sshx.Options{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew},
 				Agents: remote.NewPackedAgents(dist.Packed),
 			}
 			defer conn.Close()
-			res, err := runengine.Down(cmd.Context(), args[0], runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs})
-			if res != nil {
-				for _, u := range res.Undone {
-					fmt.Fprintf(cmd.OutOrStdout(), "undone %s\n", u)
-				}
+			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs})
+			for _, l := range downListing(before, res, err == nil) {
+				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
 			if err != nil {
 				return withCode(exitInfra, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s is down\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s is down\n", dir)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&acceptNew, "accept-new-host-keys", false, "trust and record unknown host keys")
 	cmd.Flags().StringArrayVar(&knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with")
 	return cmd
+}
+
+func readState(dir string) (*runengine.State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, runengine.StateFile))
+	if err != nil {
+		return nil, err
+	}
+	var st runengine.State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// downListing says what rlab down did, from state.json as it was before
+// and Down's result: each thing undone, the VMs stopped, what was left in
+// place and why, what the run had undone itself, or that nothing was left.
+func downListing(before *runengine.State, res *runengine.DownResult, ok bool) []string {
+	var out []string
+	if res != nil {
+		for _, u := range res.Undone {
+			out = append(out, "undone "+termText(u))
+		}
+	}
+	if before == nil {
+		return out
+	}
+	var self int
+	vmHost := map[string]bool{}
+	for _, h := range before.Hosts {
+		vmHost[h.Name] = h.VM
+	}
+	for _, e := range before.Effects {
+		switch {
+		case e.Undone:
+			self++
+		case e.Kind == "rxe" && !e.Created:
+			out = append(out, fmt.Sprintf("left rxe %s on host %s: it was there before the run", termText(e.ID), termText(e.Host)))
+		case e.Kind == "rxe" && e.Keep:
+			out = append(out, fmt.Sprintf("left rxe %s on host %s: kept (keep = true or --keep)", termText(e.ID), termText(e.Host)))
+		}
+	}
+	if ok && len(before.VMs) > 0 {
+		for _, h := range before.Hosts {
+			if h.VM {
+				out = append(out, "stopped VM "+termText(h.Name))
+			}
+		}
+	}
+	if self > 0 {
+		out = append(out, fmt.Sprintf("the run had undone %d thing(s) itself", self))
+	}
+	if len(out) == 0 {
+		out = append(out, "nothing was left to undo")
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +70,7 @@ func loadForHosts(cmd *cobra.Command, path string, f *hostFlags) (*lab.Lab, erro
 	if err != nil {
 		return nil, err
 	}
-	l, diags := lab.Load([]string{path}, lo)
+	l, diags := lab.LoadOne(path, lo)
 	// Facts and check are about the hosts themselves: a host no workload
 	// uses is what they are for (an inventory), not worth a warning each.
 	kept := diags[:0:0]
@@ -147,8 +148,10 @@ func writeFactsTable(w io.Writer, res []remote.Result) error {
 		if len(tools) == 0 {
 			tools = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Name, f.Kernel, f.Arch, f.CPUs, iec(int64(f.MemBytes)), f.RXEModule,
-			strings.Join(devs, " "), strings.Join(nds, " "), strings.Join(tools, ","))
+		// Every field but the lab's host name and the numbers is host text.
+		l := termsafe.Line
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Name, l(f.Kernel), l(f.Arch), f.CPUs, iec(int64(f.MemBytes)), l(f.RXEModule),
+			l(strings.Join(devs, " ")), l(strings.Join(nds, " ")), l(strings.Join(tools, ",")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -156,25 +156,59 @@ func TestFactsAndCheckNetns(t *testing.T) {
 	}
 }
 
+// TestFactsHostKeysNetns: unknown host keys are refused naming the flag;
+// with --accept-new-host-keys they are recorded in the user's known_hosts
+// (--known-hosts) and the file the lab names is never written, even when
+// it is an authorized_keys file or a path in a folder that does not exist
+// (the attack: a lab's known_hosts pointing at ~/.ssh/authorized_keys2).
+// Then strict again, and the hosts pass. A key pinned in the user's file
+// wins over the lab's (refused as changed, naming both).
 func TestFactsHostKeysNetns(t *testing.T) {
 	bed := testbed.Start(t, testbed.Options{Hosts: 2})
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	labFile := bedLab(t, bed, kh, "")
-	out, _, code := runRlab(t, "facts", labFile)
-	if code != 2 || !strings.Contains(out, "unknown host key") || !strings.Contains(out, "--accept-new-host-keys") {
-		t.Fatalf("unknown hosts: exit %d\n%s", code, out)
+	home := t.TempDir()
+	userKH := filepath.Join(home, "mine", "known_hosts")
+	for _, labKH := range []string{filepath.Join(home, ".ssh", "authorized_keys2"), filepath.Join(home, "no", "such", "dir", "known_hosts")} {
+		os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+		os.WriteFile(filepath.Join(home, ".ssh", "authorized_keys2"), nil, 0o600)
+		os.RemoveAll(filepath.Dir(userKH))
+		labFile := bedLab(t, bed, labKH, "")
+		out, _, code := runRlab(t, "facts", "--known-hosts", userKH, labFile)
+		if code != 2 || !strings.Contains(out, "unknown host key") || !strings.Contains(out, "--accept-new-host-keys") {
+			t.Fatalf("unknown hosts: exit %d\n%s", code, out)
+		}
+		out, stderr, code := runRlab(t, "facts", "--known-hosts", userKH, "--accept-new-host-keys", labFile)
+		if code != 0 {
+			t.Fatalf("--accept-new-host-keys: exit %d\n%s%s", code, out, stderr)
+		}
+		b, _ := os.ReadFile(userKH)
+		if n := strings.Count(string(b), "ssh-ed25519"); n != 2 {
+			t.Errorf("user's known_hosts has %d keys, want 2:\n%s", n, b)
+		}
+		if b, err := os.ReadFile(labKH); len(b) != 0 || (err == nil) != strings.HasSuffix(labKH, "authorized_keys2") {
+			t.Errorf("the lab's known_hosts %s was written (%v):\n%s", labKH, err, b)
+		}
+		if _, err := os.Stat(filepath.Join(home, "no")); err == nil {
+			t.Errorf("a folder for the lab's known_hosts was created")
+		}
+		// Now strict again, and it passes.
+		if out, stderr, code := runRlab(t, "facts", "--known-hosts", userKH, labFile); code != 0 {
+			t.Errorf("after recording: exit %d\n%s%s", code, out, stderr)
+		}
 	}
-	out, stderr, code := runRlab(t, "facts", "--accept-new-host-keys", labFile)
-	if code != 0 {
-		t.Fatalf("--accept-new-host-keys: exit %d\n%s%s", code, out, stderr)
+	// The user pins another key for h0; the lab's file lists the real one.
+	h0 := bed.Hosts[0]
+	other := filepath.Join(home, "other")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
 	}
-	b, _ := os.ReadFile(kh)
-	if n := strings.Count(string(b), "ssh-ed25519"); n != 2 {
-		t.Errorf("known_hosts has %d keys, want 2:\n%s", n, b)
-	}
-	// Now strict again, and it passes.
-	if out, stderr, code := runRlab(t, "facts", labFile); code != 0 {
-		t.Errorf("after recording: exit %d\n%s%s", code, out, stderr)
+	pub, _ := os.ReadFile(other + ".pub")
+	f := strings.Fields(string(pub))
+	os.WriteFile(userKH, []byte(h0.Addr+" "+f[0]+" "+f[1]+"\n"), 0o600)
+	out, _, code := runRlab(t, "facts", "-json", "--known-hosts", userKH, bedLab(t, bed, bed.KnownHosts, ""))
+	var got map[string]factsJSON
+	json.Unmarshal([]byte(out), &got)
+	if code != 2 || !strings.Contains(got[h0.Name].Error, "HOST KEY CHANGED") || !strings.Contains(got[h0.Name].Error, "always wins") || got[bed.Hosts[1].Name].Facts == nil {
+		t.Errorf("a pinned key against the lab's: exit %d, want 2 with h0 refused and h1 answering:\n%s", code, out)
 	}
 }
 

@@ -51,11 +51,7 @@ simple built-in layout (hosts side by side, workloads as curves between them).`,
 				opts.Vars[k] = val
 			}
 			g, diags, err := graph.Load(args[0], opts)
-			if len(diags) > 0 {
-				for _, d := range diags {
-					fmt.Fprintln(cmd.ErrOrStderr(), d.Error())
-				}
-			}
+			writeDiags(cmd.ErrOrStderr(), nil, diags)
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("graph: %w", err))
 			}

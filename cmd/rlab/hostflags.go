@@ -15,7 +15,9 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
+	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -63,9 +65,9 @@ func (h *hostFlags) sshOptions(log *slog.Logger) sshx.Options {
 
 func (h *hostFlags) register(fs *pflag.FlagSet) {
 	h.vf.register(fs)
-	fs.BoolVar(&h.acceptNew, "accept-new-host-keys", false, "trust and record the host key of hosts known_hosts has no entry for (a changed key is always refused)")
+	fs.BoolVar(&h.acceptNew, "accept-new-host-keys", false, "trust the host key of hosts no known_hosts has an entry for and record it in yours (--known-hosts, default ~/.ssh/known_hosts), never in a lab's (a changed key is always refused)")
 	fs.IntVar(&h.parallel, "parallel", sshx.DefaultParallel, "hosts worked on at once")
-	fs.StringArrayVar(&h.knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with (default ~/.ssh/known_hosts; repeatable)")
+	fs.StringArrayVar(&h.knownHosts, "known-hosts", nil, "your known_hosts file to verify host keys with; --accept-new-host-keys records in the first, and a key in it always wins over a lab's known_hosts (default ~/.ssh/known_hosts; repeatable)")
 	fs.StringArrayVarP(&h.identities, "identity", "i", nil, "identity file for hosts the lab gives none (after ssh-agent; repeatable)")
 	fs.BoolVarP(&h.verbose, "verbose", "v", false, "log connection details to stderr")
 	fs.Var(&h.persist, "persist", "keep SSH logins open this long after use (e.g. 10m) in a background rlab process that later runs reuse, like OpenSSH's ControlPersist; default $RLAB_PERSIST, else off (see rlab mux)")
@@ -86,35 +88,9 @@ func (h *hostFlags) specs(l *lab.Lab) ([]remote.Spec, map[string]error) {
 			skipped[host.Name] = fmt.Errorf("host %q is a local VM: it runs only during `rlab run`, which boots it", host.Name)
 			continue
 		}
-		specs = append(specs, remote.Spec{Target: h.target(host, 0), KnownHosts: host.KnownHosts, Become: host.Become})
+		specs = append(specs, remote.Spec{Target: runengine.HostTarget(host, h.identities), KnownHosts: host.KnownHosts, Become: host.Become})
 	}
 	return specs, skipped
-}
-
-func (h *hostFlags) target(host *lab.Host, depth int) sshx.Target {
-	t := sshx.Target{Name: host.Name, Address: host.Address, Port: host.Port, User: host.User}
-	if host.IdentityFile != "" {
-		t.IdentityFiles = []string{sshx.ExpandHome(host.IdentityFile)}
-	} else {
-		t.IdentityFiles = h.identities
-	}
-	switch {
-	case host.JumpHost != nil && depth < 8:
-		// A lab host as bastion: its own user, key and jump apply.
-		j := h.target(host.JumpHost, depth+1)
-		t.Jump = &j
-	case host.Jump != "":
-		t.Jump, _ = sshx.ParseJump(host.Jump) // the lab loader validated it
-		// Bastions named by address are logged into with the host's key
-		// unless ~/.ssh/config says otherwise.
-		for j := t.Jump; j != nil; j = j.Jump {
-			if j.User == "" {
-				j.User = host.User
-			}
-			j.IdentityFiles = t.IdentityFiles
-		}
-	}
-	return t
 }
 
 func (h *hostFlags) logger(w io.Writer) *slog.Logger {
@@ -212,5 +188,5 @@ func sortedTools(t map[string]proto.Tool) []string {
 
 func firstLineOf(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return termsafe.Line(s) // host text: no terminal escapes
 }

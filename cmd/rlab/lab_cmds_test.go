@@ -234,3 +234,29 @@ func TestUnusedHostWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestOneLabCommandsOnAFolder: every command that acts on one lab says the
+// same thing of a folder of labs (labs/ once gave `rlab run` 82 errors from
+// merging its files, while `rlab plan` asked for one file), and takes a
+// folder whose files together hold one lab.
+func TestOneLabCommandsOnAFolder(t *testing.T) {
+	for _, cmd := range []string{"plan", "run", "check", "facts", "graph"} {
+		t.Run(cmd, func(t *testing.T) {
+			_, errOut, code := rlab(t, cmd, "../../labs")
+			if code != 1 || !strings.Contains(errOut, "Folder holds several labs") || !strings.Contains(errOut, "give one of its files, e.g. ../../labs/class.hcl") {
+				t.Errorf("%s of a folder of labs: exit %d, stderr:\n%s", cmd, code, errOut)
+			}
+			if n := strings.Count(errOut, "Error: "); n > 2 {
+				t.Errorf("%s of a folder of labs: %d errors, want the one:\n%s", cmd, n, errOut)
+			}
+		})
+	}
+	for _, args := range [][]string{
+		{"plan", "-var", "server=10.0.0.1", "../../testdata/labs/folder"},
+		{"graph", "--var", "server=10.0.0.1", "../../testdata/labs/folder"},
+	} {
+		if out, errOut, code := rlab(t, args...); code != 0 || out == "" {
+			t.Errorf("%v, a folder holding one lab: exit %d, stderr:\n%s", args, code, errOut)
+		}
+	}
+}

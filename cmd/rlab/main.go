@@ -60,11 +60,9 @@ func run(args []string) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", ee.err)
-		}
+		printErrors(os.Stderr, "Error: ", ee.err)
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "Error:", err)
+	printErrors(os.Stderr, "Error: ", err)
 	return exitFail
 }

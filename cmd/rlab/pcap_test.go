@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/rlab-dev/rlab/engine/results"
 )
 
 const pcapFixture = "../../testdata/pcap/roce-ib_write_bw-10x4KiB.pcap"
@@ -104,5 +110,110 @@ func TestPcapJSONWithFlow(t *testing.T) {
 	}
 	if s.Frames != 50 || len(s.Ladder) != 3 || !s.Ladder[0].ToRight || s.Ladder[0].Label != "RDMA WRITE First PSN 11302718" {
 		t.Errorf("summary %+v", s)
+	}
+}
+
+// ringOf splits the capture src into n files base0 … base<n-1> as a
+// wrapped tcpdump ring leaves them (the newest packets in base0).
+func ringOf(t *testing.T, src, base string, n int) []string {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, err := pcapgo.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cis []gopacket.CaptureInfo
+	var datas [][]byte
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		cis, datas = append(cis, ci), append(datas, append([]byte(nil), data...))
+	}
+	per := (len(cis) + n - 1) / n
+	var files []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s%d", base, (i+1)%n)
+		files = append(files, name)
+		out, err := os.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := pcapgo.NewWriter(out)
+		if err := w.WriteFileHeader(65535, r.LinkType()); err != nil {
+			t.Fatal(err)
+		}
+		for k := min(i*per, len(cis)); k < min((i+1)*per, len(cis)); k++ {
+			if err := w.WritePacket(cis[k], datas[k]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out.Close()
+	}
+	return files
+}
+
+// TestPcapSeveralFiles: pcap takes a ring's files (issue 13: it refused
+// the 4 files one capture was split into), a capture folder, a run as rlab
+// runs names it, and nothing (the newest run).
+func TestPcapSeveralFiles(t *testing.T) {
+	work := t.TempDir()
+	capDir := filepath.Join(work, "runs", "quickstart", "2026-11-26T100000Z", "hosts", "server", "captures")
+	if err := os.MkdirAll(capDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(pcapFixture)
+	ring := ringOf(t, abs, filepath.Join(capDir, "cap.roce.pcap"), 4)
+	whole, _ := os.ReadFile(abs)
+	os.WriteFile(filepath.Join(capDir, "cap.ctl.pcap"), whole, 0o644)
+	r := &results.Run{Lab: "quickstart", ID: "2026-11-26T100000Z", Status: results.RunOK}
+	if err := results.WriteRun(filepath.Dir(filepath.Dir(filepath.Dir(capDir))), r); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(work)
+	tests := []struct {
+		name string
+		args []string
+		want []string
+		n    int // summaries printed ("frames" lines)
+	}{
+		{"ring files", ring, []string{"one capture in 4 files, read in time order", "50 frames"}, 1},
+		{"ring files and a ladder", append([]string{"--flow", "3"}, ring...), []string{"first 3 RoCEv2 packets", "RDMA WRITE First PSN 11302718"}, 1},
+		{"capture folder", []string{capDir}, []string{"one capture in 4 files", "cap.ctl.pcap"}, 2},
+		{"run as rlab runs names it", []string{"quickstart/2026-11-26T100000Z"}, []string{"one capture in 4 files"}, 2},
+		{"newest run", nil, []string{"one capture in 4 files"}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runPcap(t, tc.args...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if got := strings.Count(out, " frames"); got != tc.n {
+				t.Errorf("%d summaries, want %d:\n%s", got, tc.n, out)
+			}
+		})
+	}
+	out, err := runPcap(t, "--json", capDir)
+	var docs []struct {
+		Frames int      `json:"frames"`
+		Files  []string `json:"files"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &docs) != nil || len(docs) != 2 || docs[1].Frames != 50 || len(docs[1].Files) != 4 ||
+		filepath.Base(docs[1].Files[0]) != "cap.roce.pcap1" || filepath.Base(docs[1].Files[3]) != "cap.roce.pcap0" {
+		t.Errorf("--json of a folder: %v %+v\n%s", err, docs, out)
+	}
+	if _, err := runPcap(t, "--iograph", filepath.Join(work, "io.svg"), capDir); err == nil || !strings.Contains(err.Error(), "one capture") {
+		t.Errorf("--iograph of two captures: %v", err)
 	}
 }

@@ -43,19 +43,11 @@ captures those need.`,
 			if len(paths) != 1 {
 				return withCode(exitFail, fmt.Errorf("plan takes one lab: a file or a folder (see rlab plan --help)"))
 			}
-			units, diags := lab.Units(paths[0])
-			writeDiags(cmd.ErrOrStderr(), nil, diags)
-			if diags.HasErrors() {
-				return withCode(exitFail, nil)
-			}
-			if len(units) != 1 {
-				return withCode(exitFail, fmt.Errorf("%s holds %d labs; give one of its files", paths[0], len(units)))
-			}
 			opts, err := vf.options()
 			if err != nil {
 				return err
 			}
-			l, diags := lab.Load(units[0], opts)
+			l, diags := lab.LoadOne(paths[0], opts)
 			writeDiags(cmd.ErrOrStderr(), l, diags)
 			if diags.HasErrors() {
 				return withCode(exitFail, nil)

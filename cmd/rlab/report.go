@@ -11,7 +11,7 @@ import (
 
 func newReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "report RUN_DIR",
+		Use:   "report [RUN]",
 		Short: "Render report.html of a run directory again",
 		Long: `report (re-)renders report.html in a run directory from what the directory
 holds: the lab files as run, every host's facts (kernel, OS, rdma-core and
@@ -23,12 +23,20 @@ connections and IO graph, the expect results, and links to the raw outputs.
 The page is one self-contained file (inline CSS and SVG, no JavaScript, nothing
 fetched from the network): open it in any browser, mail it, attach it to CI.
 rlab run writes it at the end of every run; use this command after changing
-rlab, or on a run directory copied from elsewhere.`,
+rlab, or on a run directory copied from elsewhere. RUN is taken as rlab show
+takes it (a directory, LAB/ID as rlab runs prints it, an id, a lab name); without
+it, the newest run under runs/.`,
 		Example: `  rlab report runs/quickstart/20261125T210211Z
+  rlab report quickstart/20261125T210211Z
+  rlab report                  # the newest run
   xdg-open runs/quickstart/20261125T210211Z/report.html`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
+			dir, err := resolveRunArg(cmd, args)
+			if err != nil {
+				return err
+			}
 			if err := report.Render(dir); err != nil {
 				return withCode(exitFail, fmt.Errorf("report: %w", err))
 			}

@@ -14,7 +14,11 @@ packet captures to take. It ships a small agent to every host, runs it all, and
 pulls back pcaps, logs and a structured result summary.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("rlab {{.Version}}\n")
+	root.InitDefaultVersionFlag() // now, so --help and the docs test see it
+	root.SetFlagErrorFunc(flagError)
 	// Every command is registered here, in one visible place.
 	root.AddCommand(
 		newVersionCmd(),
@@ -29,5 +33,6 @@ pulls back pcaps, logs and a structured result summary.`,
 		newFactsCmd(), newCheckCmd(), newMuxCmd(),
 		newValidateCmd(), newPlanCmd(), newFmtCmd(), newInitCmd(),
 	)
+	wireCompletion(root)
 	return root
 }

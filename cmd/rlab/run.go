@@ -20,7 +20,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
-	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
@@ -98,7 +98,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if err != nil {
 		return err
 	}
-	l, diags := lab.Load([]string{path}, lo)
+	l, diags := lab.LoadOne(path, lo)
 	writeDiags(stderr, l, diags)
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
@@ -119,7 +119,6 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		SSH:        f.hf.sshOptions(log), // --persist too
 		Agents:     remote.NewPackedAgents(dist.Packed).WithLogger(log),
 		Identities: f.hf.identities,
-		SSHTarget:  func(h *lab.Host) sshx.Target { return f.hf.target(h, 0) },
 		Keep:       true, // only through the mux (--persist): its kept agents
 	}
 	defer conn.Close()
@@ -156,9 +155,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	})
 	prog.finish()
 	w := cmd.OutOrStdout()
-	if res.Err != nil {
-		fmt.Fprintf(stderr, "%s\n", res.Err)
-	}
+	printErrors(stderr, "", res.Err) // one per line
 	if asJSON {
 		if err := printCheckJSON(w, res); err != nil {
 			return err
@@ -173,6 +170,9 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 }
 
 func printOutcomes(w io.Writer, res *runengine.Result, validate bool) {
+	if !validate && len(res.Students) == 0 && printHeadline(w, res.Dir) {
+		res = &runengine.Result{Dir: res.Dir, Expects: res.Expects} // outcomes are in the table
+	}
 	for _, o := range res.Outcomes {
 		line := fmt.Sprintf("  %-10s %s (%s)", o.Status, o.Workload, o.Tool)
 		if o.Status != "ok" && o.Error != "" {
@@ -187,9 +187,10 @@ func printOutcomes(w io.Writer, res *runengine.Result, validate bool) {
 		if !e.Held && !e.Skipped {
 			at := ""
 			if e.Size > 0 {
-				at = fmt.Sprintf(" at size %d", e.Size)
+				at = " at size " + results.HumanSize(e.Size)
 			}
-			line := fmt.Sprintf("  expect     %s: %s did not hold%s: %s", e.Workload, e.Condition, at, e.Message)
+			// One line each, under the end table's rows as its FAILED lines.
+			line := termText(fmt.Sprintf("NOT HELD %s: expect %s did not hold%s: %s", e.Workload, e.Condition, at, e.Message))
 			if e.Got != "" {
 				line += " (got " + e.Got + ")"
 			}
@@ -228,7 +229,7 @@ func printCheckJSON(w io.Writer, res *runengine.Result) error {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return termsafe.Line(s) // host text: no terminal escapes
 }
 
 // pullOptions reads --max-pull.
@@ -260,6 +261,9 @@ type progress struct {
 	done  map[string]int64 // per host, of its current pull
 	total map[string]int64
 	base  int64 // bytes of pulls that ended
+
+	running runningWorkloads // workloads under way, for the bar's description
+	stop    chan struct{}    // ends the elapsed-time ticker (progress.go)
 }
 
 func newProgress(w io.Writer, workloads int) *progress {
@@ -274,23 +278,39 @@ func newProgress(w io.Writer, workloads int) *progress {
 		progressbar.OptionSetDescription("connecting"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionClearOnFinish(),
 	)
+	p.tick()
 	return p
 }
 
 func (p *progress) event(e runengine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.Type == runengine.EventNotice { // a line of its own, TTY or not
+		if p.bar != nil {
+			p.bar.Clear()
+		}
+		fmt.Fprintln(p.w, e.Message)
+		return
+	}
+	p.failLine(e) // TTY or not (progress.go)
 	if p.bar == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch {
 	case e.Type == "step.start" && e.Workload != "":
-		p.bar.Describe(e.Workload)
+		p.running.start(e.Workload, e.Step)
+		p.bar.Describe(p.running.describe())
+	case e.Type == runengine.EventUnit:
+		p.running.setUnit(e.Workload, e.Message)
+		p.bar.Describe(p.running.describe())
 	case e.Type == "step.start" && e.Host == "":
 		p.bar.Describe(e.Step)
 	case e.Type == "step.end" && e.Workload != "":
+		p.running.end(e.Workload)
+		p.bar.Describe(p.running.describe())
 		p.bar.Add(1)
 	}
 }
@@ -342,6 +362,12 @@ func (p *progress) pull(host string, done, total int64) {
 }
 
 func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
 	if p.bytes != nil {
 		p.bytes.Finish()
 	}

@@ -55,7 +55,9 @@ func TestRunCmd(t *testing.T) {
 		src  string
 		args []string
 		code int
-		out  []string // substrings of stdout
+		out  []string // substrings of stdout; "row:F1 F2 ..." a line of the end table starting with these fields
+		// notOut are what stdout must not hold, in the same forms.
+		notOut []string
 	}{
 		{name: "ok", code: exitOK, src: `
 workload "hi" {
@@ -72,7 +74,7 @@ workload "bulk" {
 variable "bytes" {
   type = string
   default = "1MiB"
-}`, args: []string{"-var", "bytes=3MiB"}, out: []string{"ok         hi (exec)", "ok         bulk (tcp)"}},
+}`, args: []string{"-var", "bytes=3MiB"}, out: []string{"row:hi exec h0 ok exit 0;", "row:bulk tcp h0 → h1 ok", "hi stdout (hosts/h0/logs/", "\n  hi\n"}},
 		{name: "failing expect", code: exitFail, src: `
 workload "hi" {
   tool = "exec"
@@ -82,7 +84,7 @@ workload "hi" {
     condition = result.duration_s > 3600
     message   = "too fast"
   }
-}`, out: []string{"did not hold", "too fast"}},
+}`, out: []string{"row:hi exec h1 ok", "NOT HELD 0/1 held", "\nNOT HELD hi: expect result.duration_s > 3600 did not hold: too fast (got duration_s = "}},
 		{name: "only", code: exitOK, src: `
 workload "a" {
   tool = "exec"
@@ -93,7 +95,7 @@ workload "b" {
   tool = "exec"
   host = host.h1
   command = ["true"]
-}`, args: []string{"--only", "b"}, out: []string{"ok         b (exec)"}},
+}`, args: []string{"--only", "b"}, out: []string{"row:b exec h1 ok"}, notOut: []string{"row:a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,6 +103,9 @@ workload "b" {
 			out := filepath.Join(t.TempDir(), "run")
 			args := append(append([]string{"run", "--out", out}, tt.args...), p)
 			stdout, stderr, code := rlab(t, args...)
+			if os.Getenv("RLAB_SHOW_OUTPUT") != "" {
+				t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
 			}
@@ -109,21 +114,42 @@ workload "b" {
 				t.Errorf("last line %q, want the run directory", last)
 			}
 			for _, want := range tt.out {
-				if !strings.Contains(stdout, want) {
+				if !hasOutput(stdout, want) {
 					t.Errorf("stdout lacks %q:\n%s", want, stdout)
+				}
+			}
+			for _, bad := range tt.notOut {
+				if hasOutput(stdout, bad) {
+					t.Errorf("stdout has %q:\n%s", bad, stdout)
 				}
 			}
 			if _, err := results.ReadRun(out); err != nil {
 				t.Error(err)
 			}
-			// down after a clean run has nothing to do, twice.
+			// down after a clean run has nothing to do, twice, and says so.
 			for range 2 {
-				if o, e, c := rlab(t, "down", out); c != exitOK {
+				o, e, c := rlab(t, "down", out)
+				if c != exitOK || !strings.Contains(o, "thing(s) itself\n") || strings.Contains("\n"+o, "\nundone ") || !strings.HasSuffix(o, "run "+out+" is down\n") {
 					t.Errorf("down: exit %d\n%s%s", c, o, e)
 				}
 			}
 		})
 	}
+}
+
+// hasOutput finds want in out: a substring, or with "row:" a line whose
+// first whitespace-separated fields are want's.
+func hasOutput(out, want string) bool {
+	row, ok := strings.CutPrefix(want, "row:")
+	if !ok {
+		return strings.Contains(out, want)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.Join(strings.Fields(l), " ")+" ", row+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 func TestRunCmdInvalid(t *testing.T) {

@@ -99,6 +99,9 @@ for them, so a check never becomes a nightly job's baseline.`,
 						l.OK++
 					}
 				}
+				if r.Incomplete != "" {
+					l.Status = "incomplete" // its files were not all written (disk full, stopped)
+				}
 				list = append(list, l)
 			}
 			out := cmd.OutOrStdout()

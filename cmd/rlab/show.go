@@ -3,38 +3,56 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 func newShowCmd() *cobra.Command {
-	var render, students bool
+	var render, students, markdown bool
 	cmd := &cobra.Command{
-		Use:   "show RUN_DIR",
+		Use:   "show [RUN]",
 		Short: "Print a run's summary",
-		Long: `show prints the summary.md of a run directory: per-workload tables of
+		Long: `show prints the summary of a run directory, laid out for a terminal (aligned
+tables; --markdown prints summary.md as it is): per-workload tables of
 bandwidth, message rate and latency percentiles (medians over repeats), the
 expects and whether they held, RDMA vs TCP, and where the run's files are.
 When the run has no summary.md (or with --render) it is rendered from
-results.json. Given a folder of runs (runs/, runs/<lab>/) it shows the newest.
+results.json.
+
+RUN is a run directory, a name as rlab runs prints it (nightly/2026-11-20T020000Z),
+a run id alone, a lab name or a folder of runs (runs/, runs/<lab>/: the newest
+run); without RUN, the newest run under runs/.
 With --students it prints the per-student table of a class lab run instead
 (as rlab run ends with), each failing expect with what it wanted and got.`,
-		Example: `  rlab show runs/nightly/2026-11-20T020000Z
-  rlab show runs/nightly        # the newest run of the lab
+		Example: `  rlab show                     # the newest run
+  rlab show nightly/2026-11-20T020000Z
+  rlab show nightly             # the newest run of the lab
+  rlab show --markdown nightly >> "$GITHUB_STEP_SUMMARY"
   rlab show --students runs/class  # who is ready in the last class run`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); errors.Is(err, os.ErrNotExist) {
-				if runs, _ := results.ListRuns(dir); len(runs) > 0 {
-					dir = runs[len(runs)-1].Dir
-					fmt.Fprintf(cmd.ErrOrStderr(), "showing the newest run under %s: %s\n", args[0], dir)
-				}
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRuns,
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			dir, err := resolveRunArg(cmd, args)
+			if err != nil {
+				return err
 			}
+			defer func() {
+				// What exists is shown; a run whose files were not all
+				// written is an infrastructure failure (exit 2).
+				r, rerr := results.ReadRun(dir)
+				switch {
+				case err == nil && rerr == nil && r.Incomplete != "":
+					err = withCode(exitInfra, fmt.Errorf("run %s: %s", dir, r.Incomplete))
+				case rerr != nil && fileExists(filepath.Join(dir, "plan.json")) && !fileExists(filepath.Join(dir, results.ResultsFile)):
+					err = withCode(exitInfra, fmt.Errorf("run %s: incomplete: no %s (still running, or it stopped before writing its results)", dir, results.ResultsFile))
+				}
+			}()
 			if students {
 				r, err := results.ReadRun(dir)
 				if err != nil {
@@ -48,7 +66,13 @@ With --students it prints the per-student table of a class lab run instead
 			if !render {
 				b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
 				if err == nil {
-					_, err = cmd.OutOrStdout().Write(b)
+					// A summary.md written by another rlab (or edited) may
+					// hold a host's terminal escapes.
+					text := termsafe.Block(string(b))
+					if !markdown {
+						text = string(results.TerminalText([]byte(text)))
+					}
+					_, err = io.WriteString(cmd.OutOrStdout(), text)
 					return err
 				}
 				if !errors.Is(err, os.ErrNotExist) {
@@ -59,11 +83,69 @@ With --students it prints the per-student table of a class lab run instead
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("show: %w", err))
 			}
-			_, err = cmd.OutOrStdout().Write(results.Summary(r, r.Dir))
+			b := results.Summary(r, r.Dir)
+			if !markdown {
+				b = results.TerminalText(b)
+			}
+			_, err = cmd.OutOrStdout().Write(b)
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the summary as Markdown (summary.md), not laid out for a terminal")
 	cmd.Flags().BoolVar(&render, "render", false, "render the summary from results.json even when summary.md exists")
 	cmd.Flags().BoolVar(&students, "students", false, "print the per-student table of a class lab run")
 	return cmd
+}
+
+// resolveRunArg finds the run directory named by args[0] (or the newest run
+// when there is none) and says on stderr which one was picked when the
+// argument did not name it exactly.
+func resolveRunArg(cmd *cobra.Command, args []string) (string, error) {
+	ref := ""
+	if len(args) > 0 {
+		ref = args[0]
+	}
+	dir, note, err := results.ResolveRun(results.DefaultRunsRoot, ref)
+	if err != nil {
+		return "", withCode(exitFail, fmt.Errorf("%s: %w", cmd.Name(), err))
+	}
+	if note != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", cmd.Name(), note)
+	}
+	return dir, nil
+}
+
+// completeRuns completes run names as rlab runs prints them (LAB/ID) and
+// lab names, from the run directories under runs/.
+func completeRuns(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	runs, _ := results.ListRuns(results.DefaultRunsRoot)
+	var out []string
+	labs := map[string]bool{}
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		if rel, err := filepath.Rel(results.DefaultRunsRoot, r.Dir); err == nil {
+			out = append(out, rel+"\t"+r.Status)
+		}
+		if !labs[r.Lab] {
+			labs[r.Lab] = true
+			out = append(out, r.Lab+"\tnewest run of the lab")
+		}
+	}
+	return out, cobra.ShellCompDirectiveDefault
+}
+
+// completeRuns2 completes the two runs of compare.
+func completeRuns2(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) >= 2 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return completeRuns(cmd, nil, toComplete)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -281,7 +281,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	if run {
 		src = filepath.Join(p, "lab")
 	}
-	l, diags := lab.Load([]string{src}, opts)
+	l, diags := lab.LoadOne(src, opts)
 	if l == nil || diags.HasErrors() {
 		return nil, diags, fmt.Errorf("load lab %s: the lab has errors", src)
 	}
@@ -291,13 +291,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 			return nil, diags, err
 		}
 	}
-	var pairs []string
-	for _, s := range l.Sensitive {
-		if s != "" {
-			pairs = append(pairs, s, "(sensitive)")
-		}
-	}
-	g.Redact(strings.NewReplacer(pairs...))
+	g.Redact(lab.Redactor(l.Sensitive))
 	return g, diags, nil
 }
 

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // recipeVersion is bumped when the build steps change in a way the recipe
@@ -34,13 +36,30 @@ const recipeVersion = 1
 // DefaultRelease is the Debian release built when none is asked for.
 const DefaultRelease = "bookworm"
 
-// DefaultPackages is the package list of the image (variant minbase plus these).
-var DefaultPackages = []string{
+// DefaultPackages is the package list of the image (variant minbase plus
+// these): the system's own, then the Debian package of every program the
+// tool descriptor (agent/tooldesc) names, so every tool rlab runs is there.
+var DefaultPackages = withToolPackages([]string{
 	"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "iputils-ping", "procps", "less", "ethtool",
 	"openssh-server",
 	"linux-image-amd64", "initramfs-tools", "zstd",
-	"rdma-core", "ibverbs-providers", "ibverbs-utils", "rdmacm-utils", "infiniband-diags", "perftest",
-	"tcpdump",
+	"rdma-core", "ibverbs-providers", "infiniband-diags",
+})
+
+// withToolPackages appends the Debian package of each program of the tool
+// descriptor that base lacks.
+func withToolPackages(base []string) []string {
+	have := map[string]bool{}
+	for _, p := range base {
+		have[p] = true
+	}
+	for _, prog := range tooldesc.Programs() {
+		if p := prog.Packages.Debian; p != "" && !have[p] {
+			have[p] = true
+			base = append(base, p)
+		}
+	}
+	return base
 }
 
 // Recipe is everything an image is made from. Its Hash names the cached image.

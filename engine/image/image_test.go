@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 func TestRecipeHash(t *testing.T) {
@@ -125,5 +127,22 @@ func TestLookupIncomplete(t *testing.T) {
 	}
 	if !im.Cached || im.Root != filepath.Join(d, rootName) {
 		t.Errorf("lookup: %+v", im)
+	}
+}
+
+// TestImageShipsEveryTool: the image has the Debian package of every program
+// of the tool descriptor.
+func TestImageShipsEveryTool(t *testing.T) {
+	have := map[string]bool{}
+	for _, p := range DefaultPackages {
+		if have[p] {
+			t.Errorf("package %s listed twice", p)
+		}
+		have[p] = true
+	}
+	for _, p := range tooldesc.Programs() {
+		if !have[p.Packages.Debian] {
+			t.Errorf("program %s: its package %s is not in the image", p.Name, p.Packages.Debian)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -156,23 +155,4 @@ func addCaret(out string, f *hcl.File, r hcl.Range) string {
 		return strings.Join(lines[:i+1], "") + marker + strings.Join(lines[i+1:], "")
 	}
 	return out
-}
-
-// Redact returns a function that replaces every sensitive value of the lab
-// in a text with "(sensitive)", longest first; the identity when l is nil
-// or has none. Diagnostics print values (an address, "with var.x as ..."),
-// so their text goes through it.
-func Redact(l *Lab) func(string) string {
-	if l == nil || len(l.Sensitive) == 0 {
-		return func(s string) string { return s }
-	}
-	secrets := append([]string(nil), l.Sensitive...)
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	var pairs []string
-	for _, s := range secrets {
-		if s != "" {
-			pairs = append(pairs, s, "(sensitive)")
-		}
-	}
-	return strings.NewReplacer(pairs...).Replace
 }

@@ -1,12 +1,14 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
@@ -84,11 +86,53 @@ var boundedRange = function.New(&function.Spec{
 	},
 })
 
-func resolve(dir, p string) string {
-	if filepath.IsAbs(p) {
-		return p
+// openInLab opens p (relative to dir, or absolute) for reading only if it
+// lies under dir once every symlink is resolved: a lab from a shared course
+// repository must not read ~/.ssh/id_ed25519 or /etc/shadow into a plan, an
+// argv and the run's files. os.Root does the confinement (it resolves each
+// component inside the root and refuses one that leaves it).
+func openInLab(dir, p string) (*os.File, error) {
+	if dir == "" {
+		dir = "."
 	}
-	return filepath.Join(dir, p)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	rel := p
+	if filepath.IsAbs(p) {
+		if rel, err = filepath.Rel(abs, p); err != nil {
+			return nil, err
+		}
+	}
+	rel = filepath.Clean(rel)
+	if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return nil, outsideLab(abs)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	st, err := root.Stat(rel)
+	if err != nil {
+		if strings.Contains(err.Error(), "escapes") {
+			return nil, outsideLab(abs)
+		}
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	f, err := root.Open(rel)
+	if err != nil && strings.Contains(err.Error(), "escapes") {
+		return nil, outsideLab(abs)
+	}
+	return f, err
+}
+
+func outsideLab(dir string) error {
+	return fmt.Errorf("outside the lab's folder %s: file() and fileexists() read only files under it (symlinks resolved); copy the file into the lab's folder", dir)
 }
 
 func fileFunc(dir string) function.Function {
@@ -96,15 +140,8 @@ func fileFunc(dir string) function.Function {
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			p := resolve(dir, args[0].AsString())
-			st, err := os.Stat(p)
-			if err != nil {
-				return cty.NilVal, fmt.Errorf("read %s: %w", p, err)
-			}
-			if !st.Mode().IsRegular() {
-				return cty.NilVal, fmt.Errorf("read %s: not a regular file", p)
-			}
-			f, err := os.Open(p)
+			p := args[0].AsString()
+			f, err := openInLab(dir, p)
 			if err != nil {
 				return cty.NilVal, fmt.Errorf("read %s: %w", p, err)
 			}
@@ -121,13 +158,19 @@ func fileFunc(dir string) function.Function {
 	})
 }
 
+// fileExistsFunc answers false for a file outside the lab's folder, as
+// file() would not read it.
 func fileExistsFunc(dir string) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.Bool),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			st, err := os.Stat(resolve(dir, args[0].AsString()))
-			return cty.BoolVal(err == nil && st.Mode().IsRegular()), nil
+			f, err := openInLab(dir, args[0].AsString())
+			if err != nil {
+				return cty.False, nil
+			}
+			f.Close()
+			return cty.True, nil
 		},
 	})
 }

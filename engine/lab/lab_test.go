@@ -182,6 +182,7 @@ func TestDiagnosticDetails(t *testing.T) {
 		{"ud_for_write.hcl", "RDMA WRITE needs a connected QP"},
 		{"atomic_size.hcl", "sizes must be [8]"},
 		{"transport_lowercase.hcl", `Write "UD" in capitals.`},
+		{"file_outside_lab.hcl", "outside the lab's folder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

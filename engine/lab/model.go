@@ -4,14 +4,17 @@
 // locals, for_each and count are evaluated in one phase (Load), so every
 // consumer sees concrete hosts, rxe devices, captures and workloads.
 //
-// It must not import the run engine, SSH or the agent: it is the contract
-// those packages build on.
+// It must not import the run engine, SSH or the agent's program (the tool
+// descriptor agent/tooldesc, a standard-library leaf both sides share, is
+// allowed): it is the contract those packages build on.
 package lab
 
 import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -115,20 +118,12 @@ type Workload struct {
 	ServerRXE, ClientRXE   *RXE  // RDMA tools
 	ServerHost, ClientHost *Host // always set for 2-sided tools
 
-	Host    *Host    // exec
-	Command []string // exec
+	Host *Host // exec
 
-	Sizes      []int64       // nil = the tool's default size
-	Iterations int64         // 0 = the tool's default (or Duration)
-	Duration   time.Duration // 0 = run Iterations
-	QPs        int           // 0 = the tool's default (1)
-	Transport  string        // RC, UC or UD; "" when the tool fixes it
-	Bytes      int64         // tcp
-	Timeout    time.Duration
-	Repeat     int
-	Args       []string // extra argv appended to the tool
-	Expects    []*Expect
-	Range      hcl.Range
+	// Options are the option values, the type steps.Workload embeds too.
+	tooldesc.Options
+	Expects []*Expect
+	Range   hcl.Range
 }
 
 // Hosts returns the hosts a workload runs on: server then client, or the

@@ -21,6 +21,9 @@ type scope struct {
 	each   bool
 	count  bool
 	result []string // result.<attr> names, inside expect
+	// resultAliases maps older result names (bw_avg_gbps) to the metric
+	// they read (bw_avg): accepted, with a warning.
+	resultAliases map[string]string
 }
 
 func (s *scope) allows(kind string) bool {
@@ -118,6 +121,11 @@ func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
 		found := false
 		for _, a := range sc.result {
 			found = found || a == step.Name
+		}
+		if now, old := sc.resultAliases[step.Name]; old && !found {
+			l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Deprecated result name", Subject: rng,
+				Detail: fmt.Sprintf("result.%s is the old name of %s; write result.%s, the name results.json, summary.md, the report and rlab compare use. The old name still works.", step.Name, now, now)})
+			found = true
 		}
 		if !found {
 			l.errorf(rng, "Unsupported result attribute", "This workload's result has no attribute %q.%s It has: %s.", step.Name, didYouMean(step.Name, sc.result), strings.Join(sc.result, ", "))

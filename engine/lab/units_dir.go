@@ -1,9 +1,11 @@
 package lab
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -61,4 +63,34 @@ func labBlocks(path string) int {
 		}
 	}
 	return n
+}
+
+// SeveralLabsSummary is the summary of the diagnostic LoadOne gives for a
+// folder of labs.
+const SeveralLabsSummary = "Folder holds several labs"
+
+// LoadOne loads the one lab a path names, for the commands that act on one
+// lab (plan, run, check, facts, graph): a file, or a folder whose *.hcl files
+// together hold one lab. A folder of labs (several files that each declare
+// their own lab block, like labs/) is an error that lists them, rather than
+// one lab merged from all of them.
+func LoadOne(path string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
+	units, diags := Units(path)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if len(units) != 1 {
+		names := make([]string, len(units))
+		for i, u := range units {
+			names[i] = filepath.Base(u[0])
+		}
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  SeveralLabsSummary,
+			Detail: fmt.Sprintf("%s holds %d labs (%s), each file with its own lab block; give one of its files, e.g. %s. (rlab validate checks a folder of labs file by file.)",
+				path, len(units), strings.Join(names, ", "), filepath.Join(path, names[0])),
+		})
+	}
+	l, more := Load(units[0], opts)
+	return l, append(diags, more...)
 }

@@ -2,9 +2,13 @@
 // per host, in order, connect, ship the agent, preflight, create rxe
 // devices, start captures, run each workload's server and client sides,
 // stop captures, fetch artifacts and tear down; and across hosts, a DAG of
-// explicit dependencies (step IDs) so the run engine can execute steps as
-// soon as what they wait for is done. Workloads that share a host run in
-// file order; workloads on disjoint hosts run at the same time.
+// explicit dependencies (step IDs). Workloads that share a host run in file
+// order; workloads on disjoint hosts run at the same time.
+//
+// The DAG is the one schedule: engine/run executes it and orders nothing
+// itself (set-up and tear-down in phases by step kind, which it checks the
+// DAG allows; workloads and scoped captures edge by edge), so a new ordering
+// rule, such as a `depends_on`, is an edge added here and nowhere else.
 //
 // It is pure: no I/O, no SSH, no agent. It must not import the run engine.
 //
@@ -32,7 +36,6 @@ package plan
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 )
@@ -412,19 +415,11 @@ func (b *builder) waves(wave map[*lab.Workload]int) {
 
 // redact replaces sensitive variable values in every text of the plan.
 func (b *builder) redact() {
-	var pairs []string
-	secrets := append([]string(nil), b.l.Sensitive...)
-	// Longest first, so a secret containing another is replaced whole.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	for _, s := range secrets {
-		if s != "" {
-			pairs = append(pairs, s, "(sensitive)")
-		}
-	}
-	if len(pairs) == 0 {
+	if len(b.l.Sensitive) == 0 {
 		return
 	}
-	r := strings.NewReplacer(pairs...)
+	// As written in every encoding: descriptions quote argv with %q.
+	r := lab.Redactor(b.l.Sensitive)
 	for _, s := range b.p.Steps {
 		s.Description = r.Replace(s.Description)
 	}

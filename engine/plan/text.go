@@ -46,16 +46,19 @@ func preflightText(l *lab.Lab, h *lab.Host) string {
 	}
 	for _, w := range l.Workloads {
 		for _, x := range w.Hosts() {
-			if x == h && w.Tool != "tcp" {
-				switch w.Tool {
-				case "exec":
-					tools[w.Command[0]] = true
-				case "rping":
-					// rping connects through the RDMA CM, which needs the
-					// rdma_cm module and an IP address on the rxe's netdev.
-					tools["rping"], tools["rdma_cm"] = true, true
-				default:
-					tools[w.Tool] = true
+			if x != h {
+				continue
+			}
+			t, _ := lab.LookupTool(w.Tool)
+			switch {
+			case t.OneHost:
+				tools[w.Command[0]] = true
+			case t.Program != nil: // not a tool built into the agent (tcp)
+				tools[t.Program.Name] = true
+				// e.g. rping connects through the RDMA CM, which needs the
+				// rdma_cm module and an IP address on the rxe's netdev.
+				for _, m := range t.NeedsModules {
+					tools[m] = true
 				}
 			}
 		}

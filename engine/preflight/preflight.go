@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 )
 
@@ -45,14 +46,8 @@ const (
 	DiskMargin = 64 << 20
 )
 
-// packages names the Debian/Ubuntu package of each tool.
-var packages = map[string]string{
-	"ib_write_bw": "perftest", "ib_write_lat": "perftest", "ib_read_bw": "perftest", "ib_read_lat": "perftest",
-	"ib_send_bw": "perftest", "ib_send_lat": "perftest", "ib_atomic_bw": "perftest", "ib_atomic_lat": "perftest",
-	"ibv_rc_pingpong": "ibverbs-utils", "ibv_uc_pingpong": "ibverbs-utils", "ibv_ud_pingpong": "ibverbs-utils", "ibv_srq_pingpong": "ibverbs-utils",
-	"rping":   "rdmacm-utils",
-	"tcpdump": "tcpdump",
-}
+// capturer is the program a capture runs.
+const capturer = "tcpdump"
 
 // need is what one host must provide for the lab.
 type need struct {
@@ -89,8 +84,9 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 	}
 	for _, c := range l.Captures {
 		n := get(c.Host)
-		n.tools["tcpdump"] = true
-		if _, ok := n.netdevs[c.Netdev]; !ok {
+		n.tools[capturer] = true
+		// "any" is tcpdump's pseudo-device for every interface, not a netdev.
+		if _, ok := n.netdevs[c.Netdev]; !ok && c.Netdev != "any" {
 			n.netdevs[c.Netdev] = fmt.Sprintf("capture %q", c.Name)
 		}
 		n.captures += c.MaxBytes
@@ -103,8 +99,8 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 				continue
 			}
 			n := get(h)
-			if _, ok := packages[w.Tool]; ok {
-				n.tools[w.Tool] = true
+			if t.Program != nil {
+				n.tools[t.Program.Name] = true
 			}
 			if t.RDMA {
 				n.rdma = true
@@ -150,20 +146,21 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 		tools = append(tools, t)
 	}
 	sort.Strings(tools)
-	missingPkg := map[string][]string{}
-	var pkgs []string
+	missingPkg := map[tooldesc.Packages][]string{}
+	var pkgs []tooldesc.Packages
 	for _, t := range tools {
 		if _, ok := f.Tools[t]; ok {
 			continue
 		}
-		p := packages[t]
+		prog, _ := tooldesc.ProgramByName(t)
+		p := prog.Packages
 		if _, seen := missingPkg[p]; !seen {
 			pkgs = append(pkgs, p)
 		}
 		missingPkg[p] = append(missingPkg[p], t)
 	}
 	for _, p := range pkgs {
-		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "apt-get install %s (dnf install %s)", p, p)
+		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "%s", p.InstallHintFor(f.OS))
 	}
 	have := map[string]*proto.Netdev{}
 	var names []string

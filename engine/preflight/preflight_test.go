@@ -52,9 +52,27 @@ func TestCheck(t *testing.T) {
 			name:   "perftest, rping and tcpdump missing",
 			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{} },
 			want: []string{
-				`host "server": ib_write_bw not installed: apt-get install perftest (dnf install perftest)`,
-				`host "server": rping not installed: apt-get install rdmacm-utils (dnf install rdmacm-utils)`,
-				`host "server": tcpdump not installed: apt-get install tcpdump (dnf install tcpdump)`,
+				`host "server": ib_write_bw not installed: apt-get install perftest (dnf install perftest; zypper install perftest)`,
+				`host "server": rping not installed: apt-get install rdmacm-utils (dnf install librdmacm-utils; zypper install librdmacm-utils)`,
+				`host "server": tcpdump not installed: apt-get install tcpdump (dnf install tcpdump; zypper install tcpdump)`,
+			},
+		},
+		{
+			name:   "the fix names the host's own package manager",
+			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{}; f.OS = "Rocky Linux 9.4 (Blue Onyx)" },
+			want: []string{
+				`host "server": ib_write_bw not installed: dnf install perftest`,
+				`host "server": rping not installed: dnf install librdmacm-utils`,
+				`host "server": tcpdump not installed: dnf install tcpdump`,
+			},
+		},
+		{
+			name:   "and on Debian, apt-get",
+			server: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{}; f.OS = "Debian GNU/Linux 12 (bookworm)" },
+			want: []string{
+				`host "server": ib_write_bw not installed: apt-get install perftest`,
+				`host "server": rping not installed: apt-get install rdmacm-utils`,
+				`host "server": tcpdump not installed: apt-get install tcpdump`,
 			},
 		},
 		{
@@ -134,5 +152,20 @@ func TestCheckSkipsHostsWithoutFacts(t *testing.T) {
 	f.RXEModule = "absent"
 	if got := Check(l, map[string]*proto.Facts{"server": f}); len(got) != 1 || got[0].Code != CodeNoRXE {
 		t.Errorf("got %v", got)
+	}
+}
+
+// TestCheckCaptureAny: netdev = "any" is tcpdump's pseudo-device (documented
+// in labs/README.md), so preflight must not look for an interface of that
+// name; a host whose only interfaces are lo and eth0 is ready.
+func TestCheckCaptureAny(t *testing.T) {
+	l, diags := lab.Load([]string{"testdata/capture-any.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	a, b := ready("a"), ready("b")
+	a.Netdevs = a.Netdevs[:2]
+	if got := Check(l, map[string]*proto.Facts{"a": a, "b": b}); len(got) != 0 {
+		t.Errorf("problems for a capture on any: %v", got)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // Spec is one host to gather facts from.
 type Spec struct {
 	Target     sshx.Target
-	KnownHosts string // the host's own known_hosts file, tried before the run's ("" none)
+	KnownHosts string // the lab's known_hosts file for the host (sshx.Options.LabKnownHosts; "" none)
 	Become     bool
 }
 
@@ -81,7 +81,9 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 		so := o.SSH
 		so.KnownHosts = append([]string(nil), o.SSH.KnownHosts...)
 		if kh != "" {
-			so.KnownHosts = append([]string{sshx.ExpandHome(kh)}, so.KnownHosts...)
+			// A lab's file: read only, and only for hosts the user's
+			// files have no entry for (as in run.SSHConnector).
+			so.LabKnownHosts = append([]string{sshx.ExpandHome(kh)}, o.SSH.LabKnownHosts...)
 		}
 		d, err := sshx.NewDialer(so)
 		if err != nil {

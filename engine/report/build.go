@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
 )
@@ -354,7 +355,7 @@ func (b *builder) workloads(doc *runDoc) {
 			b.d.Problems = append(b.d.Problems, Problem{w.Anchor, fmt.Sprintf("workload %s (%s) %s", w.Name, w.Tool, w.Status), w.Error})
 		}
 		for _, e := range w.Expects {
-			if !e.Held {
+			if !e.Held && !e.Skipped {
 				what := fmt.Sprintf("workload %s: expect %s did not hold", w.Name, e.Condition)
 				if e.Where != "" {
 					what += " at " + e.Where
@@ -394,10 +395,13 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 		}
 	}
 	for _, e := range wd.Expects {
-		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.held() && e.Error == "", Where: e.where(), Value: e.Value, Error: e.Error}
-		if x.Held {
+		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.held() && e.Error == "", Skipped: e.Skipped, Where: e.where(), Value: e.Value, Error: e.Error}
+		switch {
+		case x.Held:
 			b.d.Expects.Held++
-		} else {
+		case x.Skipped:
+			b.d.Expects.Skipped++
+		default:
 			b.d.Expects.Failed++
 		}
 		w.Expects = append(w.Expects, x)
@@ -408,25 +412,18 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 	return w
 }
 
-// toolKind sorts a tool into the family that decides its charts.
+// toolKind is the chart family of a tool, from the tool descriptor.
 func toolKind(tool string) string {
-	switch {
-	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_bw"):
-		return "bw"
-	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_lat"):
-		return "lat"
-	case strings.HasSuffix(tool, "_pingpong"):
-		return "pingpong"
-	case tool == "rping", tool == "tcp", tool == "exec":
-		return tool
+	if t, ok := tooldesc.Lookup(tool); ok && t.Chart != "" {
+		return t.Chart
 	}
 	return "other"
 }
 
 // rdmaTool is true for the tools that run over an rxe device.
 func rdmaTool(tool string) bool {
-	k := toolKind(tool)
-	return k == "bw" || k == "lat" || k == "pingpong" || k == "rping"
+	t, ok := tooldesc.Lookup(tool)
+	return ok && t.RDMA
 }
 
 // workloadLinks are the raw outputs of one workload: what results.json

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -32,10 +33,18 @@ type Summarizer func(file string) (*CaptureStats, error)
 // short capture still draws a graph. Truncated and malformed frames are
 // counted by the decoder, never fatal.
 func SummarizePcap(file string) (*CaptureStats, error) {
+	return SummarizePcaps([]string{file})
+}
+
+// SummarizePcaps is SummarizePcap of one capture split into several files
+// (tcpdump's ring of -C/-W files: cap.x.pcap0, cap.x.pcap1, ...), read as
+// one capture in the order of their first packets.
+func SummarizePcaps(files []string) (*CaptureStats, error) {
 	s := roce.NewSummary()
 	iv := 100 * time.Millisecond
 	g := iograph.NewBuilder(iv)
-	res, err := roce.ScanFile(file, func(p *roce.Packet) error {
+	files = OrderCaptureFiles(files)
+	res, err := ScanCapture(files, func(p *roce.Packet) error {
 		s.Add(p)
 		g.Add(p)
 		return nil
@@ -48,11 +57,105 @@ func SummarizePcap(file string) (*CaptureStats, error) {
 	st := &CaptureStats{Summary: s, IO: g.Graph()}
 	if fine := ioInterval(s.Last.Sub(s.First)); fine < iv && s.Frames > 1 {
 		g := iograph.NewBuilder(fine)
-		if _, err := roce.ScanFile(file, func(p *roce.Packet) error { g.Add(p); return nil }); err == nil {
+		if _, err := ScanCapture(files, func(p *roce.Packet) error { g.Add(p); return nil }); err == nil {
 			st.IO = g.Graph()
 		}
 	}
 	return st, nil
+}
+
+// ScanCapture reads the files of one capture one after another, in the
+// order given, as roce.ScanFile reads one. CutShort is set when any file
+// ends inside a frame.
+func ScanCapture(files []string, fn func(*roce.Packet) error) (roce.ScanResult, error) {
+	var total roce.ScanResult
+	for _, f := range files {
+		res, err := roce.ScanFile(f, fn)
+		total.Frames += res.Frames
+		total.CutShort = total.CutShort || res.CutShort
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+var errFirstPacket = errors.New("first packet read")
+
+// OrderCaptureFiles sorts the files of one capture by the time of their
+// first packet: after a ring wraps, cap.x.pcap0 holds the newest packets,
+// so name order is not time order. Files without a readable packet go last,
+// in name order.
+func OrderCaptureFiles(files []string) []string {
+	type fileTime struct {
+		name string
+		t    time.Time
+		ok   bool
+	}
+	ft := make([]fileTime, len(files))
+	for i, f := range files {
+		ft[i].name = f
+		_, err := roce.ScanFile(f, func(p *roce.Packet) error {
+			ft[i].t, ft[i].ok = p.Time, true
+			return errFirstPacket
+		})
+		if err != nil && !errors.Is(err, errFirstPacket) {
+			ft[i].ok = false
+		}
+	}
+	sort.SliceStable(ft, func(i, j int) bool {
+		a, b := ft[i], ft[j]
+		if a.ok != b.ok {
+			return a.ok
+		}
+		if a.ok && !a.t.Equal(b.t) {
+			return a.t.Before(b.t)
+		}
+		return a.name < b.name
+	})
+	out := make([]string, len(ft))
+	for i, f := range ft {
+		out[i] = f.name
+	}
+	return out
+}
+
+// CaptureKey is the name shared by the files of one capture: tcpdump
+// numbers ring files by appending digits to the name it was given
+// (cap.roce.pcap0 … cap.roce.pcap3 are "cap.roce.pcap").
+func CaptureKey(base string) string {
+	i := strings.LastIndex(base, ".pcap")
+	if i < 0 {
+		return base
+	}
+	rest := base[i+len(".pcap"):]
+	if strings.Trim(rest, "0123456789") == "" {
+		return base[:i+len(".pcap")]
+	}
+	return base
+}
+
+// IsCaptureFile says whether a file name is one rlab's captures write.
+func IsCaptureFile(base string) bool {
+	return strings.HasSuffix(base, ".pcap") || strings.HasSuffix(base, ".pcapng") || CaptureKey(base) != base
+}
+
+// GroupCaptureFiles groups file paths by capture (CaptureKey of the base
+// name, within one folder), keeping the order of each group's first file.
+func GroupCaptureFiles(paths []string) [][]string {
+	idx := map[string]int{}
+	var groups [][]string
+	for _, p := range paths {
+		k := path.Join(filepath.ToSlash(filepath.Dir(p)), CaptureKey(filepath.Base(p)))
+		i, ok := idx[k]
+		if !ok {
+			i = len(groups)
+			idx[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], p)
+	}
+	return groups
 }
 
 // ioInterval is 100 ms, shortened by decades for short captures so the
@@ -187,23 +290,31 @@ func anchorSafe(s string) string {
 	return sb.String()
 }
 
-// captures summarises every hosts/<slug>/captures/* file.
+// captures summarises every capture of hosts/<slug>/captures/: the files of
+// one capture's ring (cap.x.pcap0 … cap.x.pcap3) as one capture.
 func (b *builder) captures() {
 	type job struct {
 		name, host string
-		link       Link
+		links      []Link
 	}
 	var jobs []job
+	at := map[string]int{}
 	for _, l := range b.all {
 		parts := strings.Split(l.Path, "/")
 		if len(parts) != 4 || parts[0] != "hosts" || parts[2] != "captures" || !strings.Contains(parts[3], ".pcap") {
 			continue
 		}
-		base := parts[3]
+		key := CaptureKey(parts[3])
 		// The run engine names a capture's file cap.<slug>[.<window>].pcap,
 		// with a number after it for a ring of files.
-		name := strings.TrimPrefix(strings.TrimSuffix(strings.TrimSuffix(base, path.Ext(base)), ".pcap"), "cap.")
-		jobs = append(jobs, job{name, parts[1], l})
+		name := strings.TrimPrefix(strings.TrimSuffix(key, path.Ext(key)), "cap.")
+		id := parts[1] + "/" + key
+		if i, ok := at[id]; ok {
+			jobs[i].links = append(jobs[i].links, l)
+			continue
+		}
+		at[id] = len(jobs)
+		jobs = append(jobs, job{name, parts[1], []Link{l}})
 	}
 	// Captures are the slow part of a report (a class run has one per
 	// pair, each up to its max_size): decode them on every CPU, keeping
@@ -217,14 +328,32 @@ func (b *builder) captures() {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			st, err := b.opts.Summarize(filepath.Join(b.dir, filepath.FromSlash(j.link.Path)))
+			var st *CaptureStats
+			var err error
+			if len(j.links) == 1 {
+				st, err = b.opts.Summarize(filepath.Join(b.dir, filepath.FromSlash(j.links[0].Path)))
+			} else {
+				files := make([]string, len(j.links))
+				for k, l := range j.links {
+					files[k] = filepath.Join(b.dir, filepath.FromSlash(l.Path))
+				}
+				st, err = SummarizePcaps(files)
+			}
 			if err != nil {
-				b.d.Captures[i] = Capture{Name: j.name, Host: j.host, Link: j.link,
+				b.d.Captures[i] = Capture{Name: j.name, Host: j.host, Link: j.links[0],
 					Opcodes: Table{Columns: []string{}, Rows: [][]string{}},
-					Error:   fmt.Sprintf("read capture %s: %v", j.link.Path, err)}
+					Error:   fmt.Sprintf("read capture %s: %v", j.links[0].Path, err)}
 				return
 			}
-			b.d.Captures[i] = captureSection(j.name, j.host, j.link, st)
+			b.d.Captures[i] = captureSection(j.name, j.host, j.links[0], st)
+			if len(j.links) > 1 {
+				var names []string
+				for _, l := range j.links {
+					names = append(names, path.Base(l.Path))
+				}
+				b.d.Captures[i].Notes = append([]string{fmt.Sprintf("one capture in a ring of %d files, read as one in time order: %s",
+					len(j.links), strings.Join(names, ", "))}, b.d.Captures[i].Notes...)
+			}
 			b.d.Captures[i].Config = b.redactor().Replace(b.captureConfig(j.name))
 		}()
 	}

@@ -115,3 +115,99 @@ func TestCaptureSection(t *testing.T) {
 		t.Errorf("retransmitted PSNs of %s->%s = %s, want 1", c.Connections.Rows[0][0], c.Connections.Rows[0][1], got)
 	}
 }
+
+// splitRing splits the capture src into n files named base0 … base<n-1>
+// as tcpdump's -W ring leaves them after wrapping once: base0 holds the
+// newest packets, so name order is not time order.
+func splitRing(t *testing.T, src, base string, n int) []string {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, err := pcapgo.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type frame struct {
+		ci   gopacket.CaptureInfo
+		data []byte
+	}
+	var frames []frame
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		frames = append(frames, frame{ci, append([]byte(nil), data...)})
+	}
+	var files []string
+	per := (len(frames) + n - 1) / n
+	for i := 0; i < n; i++ {
+		name := base + string(rune('0'+(i+1)%n)) // chunk 0 in base1, …, the last chunk in base0
+		files = append(files, name)
+		out, err := os.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := pcapgo.NewWriter(out)
+		if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range frames[min(i*per, len(frames)):min((i+1)*per, len(frames))] {
+			if err := w.WritePacket(f.ci, f.data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out.Close()
+	}
+	return files
+}
+
+// TestCaptureRingIsOneCapture: the 4 files of one capture's ring are one
+// capture in the report (issue 13: it showed four), read in time order.
+func TestCaptureRingIsOneCapture(t *testing.T) {
+	dir := copyDir(t, fixture)
+	whole := filepath.Join(t.TempDir(), "whole.pcap")
+	mixedCapture(t, whole)
+	files := splitRing(t, whole, filepath.Join(dir, "hosts/server/captures/cap.ring.pcap"), 4)
+	if got := OrderCaptureFiles([]string{files[3], files[2], files[1], files[0]}); filepath.Base(got[0]) != "cap.ring.pcap1" || filepath.Base(got[3]) != "cap.ring.pcap0" {
+		t.Errorf("time order %v, want pcap1, pcap2, pcap3, pcap0", got)
+	}
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rings []Capture
+	for _, c := range d.Captures {
+		if strings.HasPrefix(c.Name, "ring") {
+			rings = append(rings, c)
+		}
+	}
+	if len(rings) != 1 {
+		t.Fatalf("%d captures of the ring, want 1: %+v", len(rings), rings)
+	}
+	c := rings[0]
+	if c.Name != "ring" || c.Packets != 101 || !strings.Contains(c.Traffic, "TCP 50 packets") || c.Connections.Rows[0][6] != "1" {
+		t.Errorf("ring: name %q, %d packets, traffic %q, retransmitted %s; want ring, 101, TCP 50, 1", c.Name, c.Packets, c.Traffic, c.Connections.Rows[0][6])
+	}
+	if len(c.Notes) == 0 || !strings.Contains(c.Notes[0], "ring of 4 files") {
+		t.Errorf("notes %q lack the ring", c.Notes)
+	}
+}
+
+func TestCaptureKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"cap.roce.pcap": "cap.roce.pcap", "cap.roce.pcap0": "cap.roce.pcap", "cap.roce.pcap13": "cap.roce.pcap",
+		"cap.data.write_bw.pcap2": "cap.data.write_bw.pcap", "x.pcapng": "x.pcapng", "notes.txt": "notes.txt",
+	} {
+		if got := CaptureKey(in); got != want {
+			t.Errorf("CaptureKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+	got := GroupCaptureFiles([]string{"a/cap.x.pcap0", "a/cap.y.pcap", "a/cap.x.pcap1", "b/cap.x.pcap0"})
+	if len(got) != 3 || len(got[0]) != 2 || got[1][0] != "a/cap.y.pcap" || got[2][0] != "b/cap.x.pcap0" {
+		t.Errorf("GroupCaptureFiles = %q", got)
+	}
+}

@@ -29,15 +29,10 @@ func (b *builder) loadLab() {
 // redactor replaces the lab's sensitive values with "(sensitive)", as the
 // run engine does in its own files; nil without a lab model.
 func (b *builder) redactor() *strings.Replacer {
-	var pairs []string
-	if b.model != nil {
-		for _, s := range b.model.Sensitive {
-			if s != "" {
-				pairs = append(pairs, s, "(sensitive)")
-			}
-		}
+	if b.model == nil {
+		return strings.NewReplacer()
 	}
-	return strings.NewReplacer(pairs...)
+	return lab.Redactor(b.model.Sensitive)
 }
 
 func (b *builder) hasLabDir() bool {

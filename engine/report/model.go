@@ -129,9 +129,10 @@ type Expect struct {
 	Condition string `json:"condition"`
 	Message   string `json:"message,omitempty"`
 	Held      bool   `json:"held"`
-	Where     string `json:"where,omitempty"` // "size 4K, repeat 1"
-	Value     string `json:"value,omitempty"` // what the condition read
-	Error     string `json:"error,omitempty"` // the condition could not be evaluated
+	Skipped   bool   `json:"skipped,omitempty"` // its workload did not complete: not evaluated
+	Where     string `json:"where,omitempty"`   // "size 4K, repeat 1"
+	Value     string `json:"value,omitempty"`   // what the condition read
+	Error     string `json:"error,omitempty"`   // the condition could not be evaluated
 }
 
 // Problem is a failed workload or an expect that did not hold, listed at
@@ -144,8 +145,9 @@ type Problem struct {
 
 // ExpectTotals counts expect checks over the run.
 type ExpectTotals struct {
-	Held   int `json:"held"`
-	Failed int `json:"failed"`
+	Held    int `json:"held"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped,omitempty"`
 }
 
 // Compare puts the RDMA bandwidth workloads beside the TCP baseline.

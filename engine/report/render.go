@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	reporttmpl "github.com/rlab-dev/rlab/templates/report"
 )
 
@@ -55,7 +56,7 @@ func RenderWith(runDir string, opts Options) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
@@ -90,18 +91,9 @@ func href(p string) string {
 	return "./" + strings.Join(segs, "/")
 }
 
-// hint explains a workload family's charts to a reader new to them.
-func hint(kind string) string {
-	switch kind {
-	case "bw":
-		return "perftest's bandwidth in Gb/s (10^9 bits per second) and message rate in millions of messages per second, for each message size; a point is the median over repeats, and a bar through it spans the slowest to the fastest repeat (hover a point for the values)."
-	case "lat":
-		return "perftest's latency in microseconds for each message size: min, typical (median), average, 99th and 99.9th percentile and max (each the median over repeats). The gap between typical and p99 shows the jitter."
-	case "pingpong":
-		return "ibv_*_pingpong's throughput for each message size."
-	}
-	return ""
-}
+// hint explains a workload family's charts to a reader new to them; the
+// words are the tool descriptor's.
+func hint(kind string) string { return tooldesc.ChartHint(kind) }
 
 // isNum is true for a cell that reads as a number ("12", "0.5", "20.0 %"),
 // which the table aligns right.

@@ -48,6 +48,7 @@ type expectDoc struct {
 	Repeat    *int   `json:"repeat"`
 	Value     string `json:"value"` // what it read, e.g. "bw_avg_gbps = 0.07"
 	Error     string `json:"error"`
+	Skipped   bool   `json:"skipped"` // its workload did not complete
 }
 
 func (e expectDoc) held() bool {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"golang.org/x/perf/benchmath"
 )
 
 // CompareOptions set what counts as a regression.
@@ -31,7 +33,26 @@ const (
 	DeltaMissing   = "missing"   // in A, not in B: the workload stopped producing it
 	DeltaNew       = "new"       // only in B
 	DeltaNoBase    = "no_base"   // A is 0: no relative change to speak of
+	DeltaNoise     = "noise"     // past the threshold, but within the runs' own variation ("~")
 )
+
+// How a Delta decided whether its change stands out of the runs' own
+// variation (Delta.Test).
+const (
+	// TestUTest is the Mann-Whitney U test on the repeats (benchmath's
+	// AssumeNothing, alpha 0.05), used when there are enough repeats for it to
+	// be able to say "different" (4 per run at alpha 0.05).
+	TestUTest = "u-test"
+	// TestRange is used with 2 or 3 repeats: a change counts only when the
+	// repeats' ranges [min, max] of A and B do not overlap.
+	TestRange = "range"
+	// TestNone is one repeat on each side: the runs' own variation is
+	// unknown and the threshold alone decides.
+	TestNone = "threshold"
+)
+
+// compareAlpha is the significance level of the rank test (benchstat's).
+var compareAlpha = benchmath.DefaultThresholds
 
 // Delta is one measurement of both runs (medians over repeats).
 type Delta struct {
@@ -45,6 +66,17 @@ type Delta struct {
 	Threshold      float64 `json:"threshold_pct"`
 	HigherIsBetter bool    `json:"higher_is_better"`
 	Status         string  `json:"status"`
+	// The repeats' range of each side (min and max over repeats).
+	AMin float64 `json:"a_min"`
+	AMax float64 `json:"a_max"`
+	BMin float64 `json:"b_min"`
+	BMax float64 `json:"b_max"`
+	// Test says how noise was told from change (TestUTest, TestRange,
+	// TestNone); Significant whether the change stands out of the runs' own
+	// variation by that test; P the rank test's p-value (TestUTest).
+	Test        string   `json:"test,omitempty"`
+	Significant bool     `json:"significant"`
+	P           *float64 `json:"p,omitempty"`
 }
 
 // RunRef names a compared run.
@@ -65,7 +97,11 @@ type Comparison struct {
 	Missing   int     `json:"missing"`
 	Improved  int     `json:"improved"`
 	Same      int     `json:"same"`
+	Noise     int     `json:"noise"` // past the threshold but within the runs' own variation
 	New       int     `json:"new"`
+	// Warnings say when the comparison cannot tell much: too few repeats,
+	// or runs that differ in lab, hosts, kernel or tool versions.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Failed reports whether B regressed against A: a measurement got worse past
@@ -78,7 +114,11 @@ var skipByDefault = map[string]bool{"exit_code": true, "duration": true}
 
 // Compare matches the samples of run a (the baseline) and run b by workload,
 // metric, size and hosts, folds repeats into medians and classifies each
-// change by the metric's direction (Metrics' HigherIsBetter).
+// change by the metric's direction (Metrics' HigherIsBetter). A change past
+// its threshold counts (regressed or better) only when it also stands out of
+// the runs' own variation: by a Mann-Whitney U test on the repeats when there
+// are enough of them, by the repeats' ranges when there are 2 or 3; otherwise
+// it is DeltaNoise ("~"). With one repeat the threshold alone decides.
 func Compare(a, b *Run, opts CompareOptions) *Comparison {
 	def := opts.Threshold
 	if def <= 0 {
@@ -122,26 +162,31 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 			continue
 		}
 		m, _ := MetricByName(ga.Metric)
-		d := Delta{Key: ga.Key, Unit: ga.Unit, A: ga.Median, NA: ga.N, Threshold: thr, HigherIsBetter: m.HigherIsBetter}
+		d := Delta{Key: ga.Key, Unit: ga.Unit, A: ga.Median, NA: ga.N, Threshold: thr, HigherIsBetter: m.HigherIsBetter,
+			AMin: ga.Min, AMax: ga.Max}
 		gb, ok := bAggs[ga.Key]
 		seen[ga.Key] = true
+		if ok {
+			d.B, d.NB, d.BMin, d.BMax = gb.Median, gb.N, gb.Min, gb.Max
+			d.Test, d.Significant, d.P = significance(ga.Values, gb.Values)
+		}
 		switch {
 		case !ok:
 			d.Status = DeltaMissing
 		case ga.Median == 0:
-			d.B, d.NB = gb.Median, gb.N
 			d.Status = DeltaNoBase
 			if gb.Median == 0 {
 				d.Status = DeltaSame
 			}
 		default:
-			d.B, d.NB = gb.Median, gb.N
 			d.Change = (gb.Median - ga.Median) / math.Abs(ga.Median) * 100
 			worse := d.Change
 			if m.HigherIsBetter {
 				worse = -d.Change
 			}
 			switch {
+			case (worse > thr || -worse > thr) && !d.Significant:
+				d.Status = DeltaNoise
 			case worse > thr:
 				d.Status = DeltaRegressed
 			case -worse > thr:
@@ -162,7 +207,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 		}
 		m, _ := MetricByName(gb.Metric)
 		c.Deltas = append(c.Deltas, Delta{Key: gb.Key, Unit: gb.Unit, B: gb.Median, NB: gb.N, Threshold: thr,
-			HigherIsBetter: m.HigherIsBetter, Status: DeltaNew})
+			HigherIsBetter: m.HigherIsBetter, Status: DeltaNew, BMin: gb.Min, BMax: gb.Max})
 	}
 	for _, d := range c.Deltas {
 		switch d.Status {
@@ -176,21 +221,73 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 			c.Same++
 		case DeltaNew:
 			c.New++
+		case DeltaNoise:
+			c.Noise++
 		}
 	}
+	c.Warnings = append(repeatWarnings(c.Deltas), runWarnings(a, b)...)
 	return c
 }
 
+// significance tells whether the repeats b differ from the repeats a by more
+// than their own variation; see Compare.
+func significance(a, b []float64) (test string, significant bool, p *float64) {
+	if len(a) < 2 && len(b) < 2 {
+		return TestNone, true, nil
+	}
+	sa := benchmath.NewSample(append([]float64(nil), a...), &compareAlpha)
+	sb := benchmath.NewSample(append([]float64(nil), b...), &compareAlpha)
+	cmp := benchmath.AssumeNothing.Compare(sa, sb)
+	if cmp.P <= cmp.Alpha {
+		pv := cmp.P
+		return TestUTest, true, &pv
+	}
+	if len(cmp.Warnings) == 0 {
+		pv := cmp.P
+		return TestUTest, false, &pv
+	}
+	// Too few repeats for the rank test to ever say "different" (or all
+	// values tied): the change counts when the ranges are apart.
+	overlap := math.Max(sa.Values[0], sb.Values[0]) <= math.Min(sa.Values[len(sa.Values)-1], sb.Values[len(sb.Values)-1])
+	return TestRange, !overlap, nil
+}
+
+// repeatWarnings says how many compared measurements had too few repeats to
+// tell noise from change by a rank test.
+func repeatWarnings(ds []Delta) []string {
+	var one, few int
+	for _, d := range ds {
+		switch d.Test {
+		case TestNone:
+			one++
+		case TestRange:
+			if min(d.NA, d.NB) < 4 {
+				few++
+			}
+		}
+	}
+	var w []string
+	if one > 0 {
+		w = append(w, fmt.Sprintf("%d measurement(s) have one repeat per run: their own variation is unknown, so the threshold alone decides; give the workloads repeat = 4 or more", one))
+	}
+	if few > 0 {
+		w = append(w, fmt.Sprintf("%d measurement(s) have 2-3 repeats: too few for a rank test (it needs at least 4 repeats per run to detect a difference at alpha %g), so a change counts only when the repeats' ranges do not overlap; give the workloads repeat = 4 or more", few, compareAlpha.CompareAlpha))
+	}
+	return w
+}
+
 // WriteText prints the comparison as a table, one line per measurement, and
-// a closing line with the counts.
+// a closing line with the counts. Values are medians over repeats with the
+// repeats' spread (±), scaled for people; CHANGE is "~" when the change does
+// not stand out of the runs' own variation; TEST says how that was decided.
 func (c *Comparison) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n", refName(c.A), c.A.Status, refName(c.B), c.B.Status)
-	if c.A.Lab != c.B.Lab {
-		fmt.Fprintf(w, "note: the runs are of different labs (%q and %q); only same-named workloads match\n", c.A.Lab, c.B.Lab)
+	for _, m := range c.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", m)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tMETRIC\tSIZE\tA\tB\tCHANGE\tLIMIT\tRESULT")
+	fmt.Fprintln(tw, "WORKLOAD\tMETRIC\tSIZE\tA\tB\tCHANGE\tLIMIT\tTEST\tRESULT")
 	for _, d := range c.Deltas {
 		size := ""
 		if d.Size > 0 {
@@ -200,22 +297,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		if d.Hosts != "" {
 			wl += " [" + d.Hosts + "]"
 		}
-		av, bv, change := "–", "–", "–"
-		if d.Status != DeltaNew {
-			av = FormatValue(d.A) + " " + d.Unit
-		}
-		if d.Status != DeltaMissing {
-			bv = FormatValue(d.B) + " " + d.Unit
-		}
-		if d.Status != DeltaNew && d.Status != DeltaMissing && d.Status != DeltaNoBase {
-			change = fmt.Sprintf("%+.1f%%", d.Change)
-		}
-		dir := "higher is better"
-		if !d.HigherIsBetter {
-			dir = "lower is better"
-		}
+		av, bv := d.cells()
 		limit := strconv.FormatFloat(d.Threshold, 'f', -1, 64) + "%"
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", wl, d.Metric, size, av, bv, change, limit, resultWord(d.Status, dir))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", wl, d.Metric, size, av, bv, d.changeCell(), limit, d.testCell(), d.resultText())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -224,9 +308,73 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	if c.Failed() {
 		verdict = "FAIL"
 	}
-	_, err := fmt.Fprintf(w, "\n%s: %d regressed, %d missing, %d improved, %d within threshold, %d new\n",
-		verdict, c.Regressed, c.Missing, c.Improved, c.Same, c.New)
+	_, err := fmt.Fprintf(w, "\n%s: %s\n", verdict, c.counts())
 	return err
+}
+
+func (c *Comparison) counts() string {
+	return fmt.Sprintf("%d regressed, %d missing, %d improved, %d within threshold, %d within noise, %d new",
+		c.Regressed, c.Missing, c.Improved, c.Same, c.Noise, c.New)
+}
+
+// cells are the A and B cells: median, unit and the repeats' spread.
+func (d Delta) cells() (a, b string) {
+	a, b = "–", "–"
+	if d.Status != DeltaNew {
+		a = spreadValue(d.A, d.AMin, d.AMax, d.NA, d.Unit)
+	}
+	if d.Status != DeltaMissing {
+		b = spreadValue(d.B, d.BMin, d.BMax, d.NB, d.Unit)
+	}
+	return a, b
+}
+
+func spreadValue(med, lo, hi float64, n int, unit string) string {
+	s := HumanValue(med, unit)
+	if n > 1 {
+		s += " ±" + benchmath.Summary{Center: med, Lo: lo, Hi: hi}.PctRangeString()
+	}
+	return s
+}
+
+// changeCell is the relative change, or "~" when it is within the runs' own
+// variation (benchstat's notation).
+func (d Delta) changeCell() string {
+	switch {
+	case d.Status == DeltaNew || d.Status == DeltaMissing || d.Status == DeltaNoBase:
+		return "–"
+	case !d.Significant:
+		return "~"
+	}
+	return fmt.Sprintf("%+.1f%%", d.Change)
+}
+
+// testCell says how noise was told from change, with the repeat counts.
+func (d Delta) testCell() string {
+	n := fmt.Sprintf("n=%d+%d", d.NA, d.NB)
+	if d.NA == d.NB {
+		n = fmt.Sprintf("n=%d", d.NA)
+	}
+	switch d.Test {
+	case TestUTest:
+		return fmt.Sprintf("p=%.3f %s", *d.P, n)
+	case TestRange:
+		if d.Significant {
+			return "ranges apart " + n
+		}
+		return "ranges overlap " + n
+	case TestNone:
+		return n
+	}
+	return "–"
+}
+
+func (d Delta) resultText() string {
+	dir := "higher is better"
+	if !d.HigherIsBetter {
+		dir = "lower is better"
+	}
+	return resultWord(d.Status, dir)
 }
 
 // WriteMarkdown prints the comparison as a Markdown table (for a CI job's
@@ -236,36 +384,31 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	if c.Failed() {
 		verdict = "**FAIL**"
 	}
-	fmt.Fprintf(w, "## rlab compare: %s\n\nA `%s` (%s) → B `%s` (%s): %d regressed, %d missing, %d improved, %d within threshold, %d new.\n\n",
-		verdict, mdCode(refName(c.A)), c.A.Status, mdCode(refName(c.B)), c.B.Status, c.Regressed, c.Missing, c.Improved, c.Same, c.New)
-	fmt.Fprintf(w, "| workload | metric | size | A | B | change | limit | result |\n|---|---|---:|---:|---:|---:|---:|---|\n")
-	order := []string{DeltaRegressed, DeltaMissing, DeltaBetter, DeltaNew, DeltaSame, DeltaNoBase}
+	fmt.Fprintf(w, "## rlab compare: %s\n\nA `%s` (%s) → B `%s` (%s): %s.\n\n",
+		verdict, mdCode(refName(c.A)), c.A.Status, mdCode(refName(c.B)), c.B.Status, c.counts())
+	for _, m := range c.Warnings {
+		fmt.Fprintf(w, "- **warning:** %s\n", mdText(m))
+	}
+	if len(c.Warnings) > 0 {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "| workload | metric | size | A | B | change | limit | test | result |\n|---|---|---:|---:|---:|---:|---:|---|---|\n")
+	order := []string{DeltaRegressed, DeltaMissing, DeltaBetter, DeltaNew, DeltaNoise, DeltaSame, DeltaNoBase}
 	for _, st := range order {
 		for _, d := range c.Deltas {
 			if d.Status != st {
 				continue
 			}
-			size, av, bv, change := "", "–", "–", "–"
+			size := ""
 			if d.Size > 0 {
 				size = HumanSize(d.Size)
 			}
-			if d.Status != DeltaNew {
-				av = FormatValue(d.A) + " " + d.Unit
-			}
-			if d.Status != DeltaMissing {
-				bv = FormatValue(d.B) + " " + d.Unit
-			}
-			if d.Status != DeltaNew && d.Status != DeltaMissing && d.Status != DeltaNoBase {
-				change = fmt.Sprintf("%+.1f%%", d.Change)
-			}
-			res := resultWord(d.Status, "higher is better")
-			if !d.HigherIsBetter {
-				res = resultWord(d.Status, "lower is better")
-			}
+			av, bv := d.cells()
+			res := d.resultText()
 			if d.Status == DeltaRegressed || d.Status == DeltaMissing {
 				res = "**" + res + "**"
 			}
-			if _, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %g%% | %s |\n", mdCell(d.Workload), d.Metric, size, av, bv, change, d.Threshold, res); err != nil {
+			if _, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %g%% | %s | %s |\n", mdCell(d.Workload), d.Metric, size, av, bv, d.changeCell(), d.Threshold, d.testCell(), res); err != nil {
 				return err
 			}
 		}
@@ -285,6 +428,8 @@ func resultWord(status, dir string) string {
 		return "new in B"
 	case DeltaNoBase:
 		return "ok (A is 0)"
+	case DeltaNoise:
+		return "~ within noise"
 	}
 	return "ok"
 }
@@ -301,6 +446,9 @@ func refName(r RunRef) string {
 func (c *Comparison) JUnit() ([]byte, error) {
 	suite := JUnitSuite{Name: "rlab compare"}
 	suite.Properties = []JUnitProperty{{"a", refName(c.A)}, {"b", refName(c.B)}}
+	for _, m := range c.Warnings {
+		suite.Properties = append(suite.Properties, JUnitProperty{"warning", m})
+	}
 	for _, d := range c.Deltas {
 		name := d.Metric
 		if d.Size > 0 {
@@ -320,7 +468,7 @@ func (c *Comparison) JUnit() ([]byte, error) {
 			msg := fmt.Sprintf("%s is in A (%s %s) but missing from B", d.Metric, FormatValue(d.A), d.Unit)
 			tc.Failure = &JUnitProblem{Message: msg, Type: "missing", Text: msg}
 		default:
-			tc.SystemOut = fmt.Sprintf("A %s B %s %s change %+.1f%% (%s)", FormatValue(d.A), FormatValue(d.B), d.Unit, d.Change, d.Status)
+			tc.SystemOut = fmt.Sprintf("A %s B %s %s change %+.1f%% (%s; %s)", FormatValue(d.A), FormatValue(d.B), d.Unit, d.Change, d.Status, d.testCell())
 		}
 		suite.Cases = append(suite.Cases, tc)
 		suite.Tests++

@@ -3,7 +3,12 @@ package results
 import (
 	"bytes"
 	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func statuses(c *Comparison) map[string]int {
@@ -129,7 +134,7 @@ func TestCompareOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGolden(t, "compare-drop.golden.md", buf.Bytes())
-	if !bytes.HasPrefix(buf.Bytes(), []byte("## rlab compare: **FAIL**")) || !bytes.Contains(buf.Bytes(), []byte("| write_bw | bw_peak | 4 KiB | 0.0501 Gb/s | 0.04008 Gb/s | -20.0% | 10% | **REGRESSED (higher is better)** |")) {
+	if !bytes.HasPrefix(buf.Bytes(), []byte("## rlab compare: **FAIL**")) || !bytes.Contains(buf.Bytes(), []byte("| write_bw | bw_peak | 4 KiB | 50.1 Mb/s ±2% | 40.08 Mb/s ±1% | -20.0% | 10% | ranges apart n=3 | **REGRESSED (higher is better)** |")) {
 		t.Errorf("markdown:\n%s", buf.String())
 	}
 	b, err := c.JUnit()
@@ -142,6 +147,152 @@ func TestCompareOutputs(t *testing.T) {
 	}
 	if got.Failures != 6 || got.Tests != len(c.Deltas) || got.Suites[0].Failures != 6 {
 		t.Errorf("junit: tests %d failures %d, want %d and 6", got.Tests, got.Failures, len(c.Deltas))
+	}
+}
+
+// repeatsRun is a run of one bw_avg measurement with these repeats.
+func repeatsRun(lab string, vals ...float64) *Run {
+	r := &Run{Lab: lab}
+	for i, v := range vals {
+		r.Samples = append(r.Samples, Sample{Metric: "bw_avg", Value: v, Unit: "Gb/s", Meta: Meta{Workload: "write_bw", Size: 65536, Repeat: i}})
+	}
+	return r
+}
+
+// TestCompareNoise: a change past the threshold counts only when it stands
+// out of the runs' own variation (issue 13: -11.8% flagged REGRESSED while
+// A's own repeats spanned 18.6-24.1 Gb/s).
+func TestCompareNoise(t *testing.T) {
+	tests := []struct {
+		name   string
+		a, b   []float64
+		status string
+		test   string
+		change string // the CHANGE cell
+		warn   string // a substring of one warning, "" for none
+	}{
+		{name: "issue 13: -11.8% within A's own spread", a: []float64{18.6, 21.1, 24.1}, b: []float64{18.3, 18.61, 19.5},
+			status: DeltaNoise, test: TestRange, change: "~", warn: "2-3 repeats"},
+		{name: "3 repeats, ranges apart", a: []float64{20.6, 21.1, 21.4}, b: []float64{18.3, 18.61, 19.5},
+			status: DeltaRegressed, test: TestRange, change: "-11.8%", warn: "2-3 repeats"},
+		{name: "5 repeats, significant drop", a: []float64{20, 20.5, 21, 21.5, 22}, b: []float64{17, 17.5, 18, 18.2, 18.4},
+			status: DeltaRegressed, test: TestUTest, change: "-14.3%"},
+		{name: "5 repeats, not significant", a: []float64{15, 20, 21, 25, 30}, b: []float64{14, 16, 18, 19, 28},
+			status: DeltaNoise, test: TestUTest, change: "~"},
+		{name: "5 repeats, significant gain", a: []float64{17, 17.5, 18, 18.2, 18.4}, b: []float64{20, 20.5, 21, 21.5, 22},
+			status: DeltaBetter, test: TestUTest, change: "+16.7%"},
+		{name: "5 repeats, within threshold", a: []float64{20, 20.5, 21, 21.5, 22}, b: []float64{19, 19.5, 20, 20.5, 21},
+			status: DeltaSame, test: TestUTest, change: "~"},
+		{name: "one repeat: threshold alone", a: []float64{21.1}, b: []float64{18.61},
+			status: DeltaRegressed, test: TestNone, change: "-11.8%", warn: "one repeat per run"},
+		{name: "one against three: ranges", a: []float64{21.1}, b: []float64{18.3, 21.5, 18.6},
+			status: DeltaNoise, test: TestRange, change: "~", warn: "2-3 repeats"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compare(repeatsRun("l", tc.a...), repeatsRun("l", tc.b...), CompareOptions{Threshold: 10})
+			if len(c.Deltas) != 1 {
+				t.Fatalf("deltas: %+v", c.Deltas)
+			}
+			d := c.Deltas[0]
+			if d.Status != tc.status || d.Test != tc.test || d.changeCell() != tc.change {
+				t.Errorf("status %s test %s change %s, want %s %s %s (%+v)", d.Status, d.Test, d.changeCell(), tc.status, tc.test, tc.change, d)
+			}
+			if want := tc.status == DeltaRegressed; c.Failed() != want {
+				t.Errorf("Failed() = %v, want %v", c.Failed(), want)
+			}
+			joined := strings.Join(c.Warnings, "\n")
+			if (tc.warn == "") != (joined == "") || !strings.Contains(joined, tc.warn) {
+				t.Errorf("warnings %q, want one with %q", c.Warnings, tc.warn)
+			}
+		})
+	}
+}
+
+// TestCompareNoiseGolden renders the issue's case (text and Markdown).
+func TestCompareNoiseGolden(t *testing.T) {
+	a := repeatsRun("quickstart", 18.6, 21.1, 24.1)
+	b := repeatsRun("quickstart", 18.3, 18.61, 19.5)
+	a.ID, b.ID = "2026-11-25T100000Z", "2026-11-26T100000Z"
+	c := Compare(a, b, CompareOptions{})
+	var buf bytes.Buffer
+	if err := c.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "compare-noise.golden.txt", buf.Bytes())
+	buf.Reset()
+	if err := c.WriteMarkdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "compare-noise.golden.md", buf.Bytes())
+}
+
+// writeFactsRun writes a run directory with results.json and one host's
+// facts.json.
+func writeFactsRun(t *testing.T, lab, kernel, perftest string, hosts ...string) *Run {
+	t.Helper()
+	dir := t.TempDir()
+	r := repeatsRun(lab, 20, 21, 22)
+	r.ID = "x"
+	if err := WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		if err := os.MkdirAll(filepath.Join(dir, "hosts", h), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		facts := `{"hostname":"vm-` + h + `","kernel":"` + kernel + `","os":"Debian GNU/Linux 12 (bookworm)","tools":{"ib_write_bw":{"path":"/usr/bin/ib_write_bw","version":"` + perftest + `"},"tcpdump":{"path":"/usr/bin/tcpdump"}}}`
+		if err := os.WriteFile(filepath.Join(dir, "hosts", h, "facts.json"), []byte(facts), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestCompareWarnsOnDifferentRuns: runs that differ in lab, hosts, kernel
+// or tool versions are compared with a warning naming the difference.
+func TestCompareWarnsOnDifferentRuns(t *testing.T) {
+	base := writeFactsRun(t, "quickstart", "6.1.0-18-amd64", "6.10", "client", "server")
+	tests := []struct {
+		name string
+		b    *Run
+		want []string
+	}{
+		{"same", writeFactsRun(t, "quickstart", "6.1.0-18-amd64", "6.10", "client", "server"), nil},
+		{"other lab", writeFactsRun(t, "nightly", "6.1.0-18-amd64", "6.10", "client", "server"),
+			[]string{`the runs are of different labs ("quickstart" and "nightly"); only same-named workloads match`}},
+		{"kernel and perftest", writeFactsRun(t, "quickstart", "6.1.0-25-amd64", "6.15", "client", "server"),
+			[]string{`host "client": kernel 6.1.0-18-amd64 in A, 6.1.0-25-amd64 in B`, `host "client": ib_write_bw 6.10 in A, 6.15 in B`,
+				`host "server": kernel 6.1.0-18-amd64 in A, 6.1.0-25-amd64 in B`, `host "server": ib_write_bw 6.10 in A, 6.15 in B`}},
+		{"other hosts", writeFactsRun(t, "quickstart", "6.1.0-18-amd64", "6.10", "client", "server2"),
+			[]string{"the runs have different hosts: A client, server, B client, server2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compare(base, tc.b, CompareOptions{})
+			var got []string
+			for _, w := range c.Warnings {
+				if !strings.Contains(w, "repeats") {
+					got = append(got, w)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			var buf bytes.Buffer
+			if err := c.WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(buf.String(), "warning: "+w+"\n") {
+					t.Errorf("text lacks warning %q:\n%s", w, buf.String())
+				}
+			}
+		})
 	}
 }
 

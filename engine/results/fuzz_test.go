@@ -1,8 +1,10 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"io"
 	"testing"
 )
 
@@ -26,8 +28,18 @@ func FuzzRender(f *testing.F) {
 		if json.Unmarshal(b, &r) != nil {
 			return
 		}
-		Summary(&r, "runs/x")
-		Compare(&r, &r, CompareOptions{})
+		sum := Summary(&r, "runs/x")
+		if bytes.ContainsFunc(TerminalText(sum), func(c rune) bool { return c < 0x20 && c != '\n' || c == 0x7f }) {
+			t.Fatalf("terminal text of the summary holds a control character")
+		}
+		c := Compare(&r, &r, CompareOptions{})
+		if err := c.WriteText(io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		r.Dir = ""
+		if err := WriteHeadline(io.Discard, &r); err != nil {
+			t.Fatal(err)
+		}
 		x, err := JUnit(&r)
 		if err != nil {
 			t.Fatal(err)
@@ -38,6 +50,20 @@ func FuzzRender(f *testing.F) {
 		}
 		if back.Tests != len(back.Suites[0].Cases) {
 			t.Fatalf("tests=%d but %d cases", back.Tests, len(back.Suites[0].Cases))
+		}
+	})
+}
+
+// FuzzTerminalText lays out arbitrary Markdown (a summary.md edited by hand
+// or from another version) for a terminal: it must not panic, and nothing
+// that moves the cursor may come out.
+func FuzzTerminalText(f *testing.F) {
+	f.Add([]byte("# t: **FAILED**\n\n| a | b |\n|---|---:|\n| `x\\|y` | 1 |\n- item [l](u)\n"))
+	f.Add([]byte("| | |\n|---|---|\n| run | \x1b[2J |\n|\n|a|b|c|\n"))
+	f.Fuzz(func(t *testing.T, md []byte) {
+		out := TerminalText(md)
+		if bytes.ContainsFunc(out, func(c rune) bool { return c < 0x20 && c != '\n' || c == 0x7f || c >= 0x80 && c < 0xa0 }) {
+			t.Fatalf("control character in %q", out)
 		}
 	})
 }

@@ -119,7 +119,9 @@ func JUnit(r *Run) ([]byte, error) {
 				name += fmt.Sprintf(" [repeat %d]", *e.Repeat+1)
 			}
 			ec := JUnitCase{Classname: class + "." + wl.Name, Name: name}
-			if !e.Held {
+			if e.Skipped {
+				ec.Skipped = &JUnitProblem{Message: "not evaluated: workload " + wl.Status}
+			} else if !e.Held {
 				msg := e.Message
 				if msg == "" {
 					msg = "expect did not hold: " + e.Condition

@@ -155,12 +155,12 @@ func TestSummaryGolden(t *testing.T) {
 		got := Summary(r, "runs/"+rel)
 		checkGolden(t, "summary-"+filepath.Base(rel)+".golden.md", got)
 		// what a reader looks for
-		wants := []string{"# rlab run: nightly", "## write_lat (ib_write_lat)", "lat_p99 (usec)", "`runs/" + rel + "`"}
+		wants := []string{"# rlab run: nightly", "## write_lat (ib_write_lat)", "lat_p99 (ms)", "`runs/" + rel + "`"}
 		if rel != runFailed {
 			wants = append(wants, "## RDMA vs TCP")
 		}
 		if rel == runBase {
-			wants = append(wants, "| 64 KiB | 0.076 (0.07486–0.07691) | 0.0755 (")
+			wants = append(wants, "| 64 KiB | 76 (74.86–76.91) | 75.5 (")
 		}
 		for _, want := range wants {
 			if !bytes.Contains(got, []byte(want)) {
@@ -187,7 +187,7 @@ func TestSummaryClass(t *testing.T) {
 	got := Summary(r, "runs/class/bench")
 	checkGolden(t, "summary-class.golden.md", got)
 	for _, want := range []string{"20 workloads: 19 ok, 1 failed.", "## ib_write_bw (10 workloads)", "| bw_002 | s002 → c002 | **FAILED** |",
-		"| bw_001 | s001 → c001 | ok | **0/1 held** | 1 MiB | 1.049 | 1.049 | 1.049 |", "## Problems", "connection refused", "too slow"} {
+		"| bw_001 | s001 → c001 | ok | **0/1 held** | 1 MiB | 1.049 Gb/s | 1.049 Gb/s | 1.049 Mpps |", "## Problems", "connection refused", "too slow"} {
 		if !bytes.Contains(got, []byte(want)) {
 			t.Errorf("class summary lacks %q", want)
 		}
@@ -277,7 +277,7 @@ func TestListRunsAndHeadline(t *testing.T) {
 		t.Errorf("ListRuns (-want +got):\n%s", d)
 	}
 	h := Headline(runs[0])
-	wantH := []string{"write_bw 0.0755 Gb/s", "write_lat 658.4 usec typ", "tcp_1g 0.42 Gb/s"}
+	wantH := []string{"write_bw 75.5 Mb/s", "write_lat 658.4 usec typ", "tcp_1g 420 Mb/s"}
 	if d := cmp.Diff(wantH, h); d != "" {
 		t.Errorf("Headline (-want +got):\n%s", d)
 	}

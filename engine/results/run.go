@@ -1,6 +1,8 @@
 package results
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +37,14 @@ type Run struct {
 	// Students is the per-student status of a class lab (workloads with
 	// for_each keys), in the order the lab lists them; empty otherwise.
 	Students []Student `json:"students,omitempty"`
+	// CompleteMarker says the run writes CompleteFile last, once every other
+	// file of its directory is written and synced (runs of this rlab on). A
+	// run directory of such a run without it is incomplete.
+	CompleteMarker bool `json:"complete_marker,omitempty"`
+	// Incomplete, set by ReadRun, says why the run directory is not
+	// complete (a full disk, a controller killed while writing); empty when
+	// it is, or when the run is older than the marker.
+	Incomplete string `json:"-"`
 }
 
 // SchemaVersion is the version of Run this package writes.
@@ -79,6 +89,7 @@ type Expect struct {
 	Condition string  `json:"condition"` // as written in the lab file
 	Message   string  `json:"message,omitempty"`
 	Held      bool    `json:"held"`
+	Skipped   bool    `json:"skipped,omitempty"` // its workload did not complete: not evaluated, neither held nor failed
 	Size      int64   `json:"size,omitempty"`
 	Repeat    *int    `json:"repeat,omitempty"`
 	Value     *string `json:"value,omitempty"` // the values it read, e.g. "bw_avg_gbps = 0.07"
@@ -90,7 +101,17 @@ const (
 	ResultsFile = "results.json"
 	SummaryFile = "summary.md"
 	JUnitFile   = "junit.xml"
+	// ManifestFile lists every file of the run directory with its sha256.
+	ManifestFile = "manifest.json"
+	// CompleteFile is written last, naming the sha256 of manifest.json: a
+	// run directory is complete only with it.
+	CompleteFile = "complete.json"
 )
+
+// complete is the content of CompleteFile.
+type complete struct {
+	ManifestSHA256 string `json:"manifest_sha256"`
+}
 
 // WriteRun writes results.json, summary.md and junit.xml into dir (which
 // must exist). Each file is written to a temporary name and renamed, so a
@@ -137,17 +158,101 @@ func ReadRun(path string) (*Run, error) {
 		return nil, fmt.Errorf("read run %s: %s has schema %d, this rlab reads up to %d (upgrade rlab)", dir, ResultsFile, r.Schema, SchemaVersion)
 	}
 	r.Dir = dir
+	r.Samples = DropRetired(r.Samples)
+	if r.CompleteMarker {
+		if err := CheckComplete(dir); err != nil {
+			r.Incomplete = err.Error()
+		}
+	}
 	return &r, nil
 }
 
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+// MarkComplete writes CompleteFile into dir, naming manifest.json's sha256:
+// the caller has written and synced every other file (the manifest last).
+func MarkComplete(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return fmt.Errorf("mark run %s complete: %w", dir, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	sum := sha256.Sum256(b)
+	c, _ := json.Marshal(complete{ManifestSHA256: hex.EncodeToString(sum[:])})
+	if err := WriteFileSynced(filepath.Join(dir, CompleteFile), append(c, '\n')); err != nil {
+		return fmt.Errorf("mark run %s complete: %w", dir, err)
+	}
+	return nil
+}
+
+// CheckComplete says why dir is not a complete run directory: no
+// CompleteFile, or a manifest.json other than the one it names (cut short).
+func CheckComplete(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, CompleteFile))
+	if err != nil {
+		return fmt.Errorf("run directory incomplete: no %s (the run did not finish writing its files: disk full, or the controller was stopped)", CompleteFile)
+	}
+	var c complete
+	if err := json.Unmarshal(b, &c); err != nil || c.ManifestSHA256 == "" {
+		return fmt.Errorf("run directory incomplete: %s is damaged", CompleteFile)
+	}
+	m, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return fmt.Errorf("run directory incomplete: %w", err)
+	}
+	if sum := sha256.Sum256(m); hex.EncodeToString(sum[:]) != c.ManifestSHA256 {
+		return fmt.Errorf("run directory incomplete: %s is not the one the run wrote", ManifestFile)
+	}
+	return nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	if err := WriteFileSynced(path, b); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteFileSynced writes b to path through a temporary name, synced before
+// the rename and the folder synced after it, so path is either whole or
+// absent after a crash; a failed write leaves no temporary file (0600, as
+// every file of a run directory).
+func WriteFileSynced(path string, b []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir syncs a folder, so the names in it survive a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -34,6 +34,12 @@ func ListRuns(root string) ([]*Run, []error) {
 			return filepath.SkipDir
 		}
 		if _, err := os.Stat(filepath.Join(path, ResultsFile)); err != nil {
+			if _, perr := os.Stat(filepath.Join(path, "plan.json")); perr == nil && path != root {
+				// A run directory that never got its results: a run still
+				// going, or one stopped (or out of disk) before them.
+				errs = append(errs, fmt.Errorf("run %s: incomplete: no %s (still running, or it stopped before writing its results)", path, ResultsFile))
+				return filepath.SkipDir
+			}
 			return nil
 		}
 		r, err := ReadRun(path)
@@ -88,9 +94,9 @@ func Headline(r *Run) []string {
 	var out []string
 	for _, wl := range order {
 		a := pick[wl]
-		s := fmt.Sprintf("%s %s %s", wl, FormatValue(a.Median), a.Unit)
+		s := fmt.Sprintf("%s %s", wl, HumanValue(a.Median, a.Unit))
 		if a.Metric == "lat_typical" {
-			s = fmt.Sprintf("%s %s %s typ", wl, FormatValue(a.Median), a.Unit)
+			s += " typ"
 		}
 		out = append(out, s)
 	}
@@ -104,4 +110,73 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// DefaultRunsRoot is where rlab run writes run directories.
+const DefaultRunsRoot = "runs"
+
+// ResolveRun finds the run directory ref names, as people give it: a run
+// directory; a folder of runs (runs/, runs/<lab>/: its newest run); a name
+// as `rlab runs` prints it, relative to root (nightly/2026-11-20T020000Z); a
+// run id alone (2026-11-20T020000Z) or a lab name (nightly: its newest run);
+// or nothing (the newest run under root). Student checks are never picked
+// as "the newest". The note says which run was picked when ref did not name
+// one exactly ("" otherwise).
+func ResolveRun(root, ref string) (dir, note string, err error) {
+	if root == "" {
+		root = DefaultRunsRoot
+	}
+	isRun := func(d string) bool {
+		_, err := os.Stat(filepath.Join(d, ResultsFile))
+		return err == nil
+	}
+	newest := func(under string) string {
+		runs, _ := ListRuns(under)
+		for i := len(runs) - 1; i >= 0; i-- {
+			if !runs[i].Check {
+				return runs[i].Dir
+			}
+		}
+		return ""
+	}
+	if ref == "" {
+		if d := newest(root); d != "" {
+			return d, "the newest run under " + root + ": " + d, nil
+		}
+		return "", "", fmt.Errorf("no runs under %s/: give a run directory (rlab runs DIR lists them)", root)
+	}
+	for _, cand := range []string{ref, filepath.Join(root, ref)} {
+		if isRun(cand) {
+			return cand, "", nil
+		}
+		if st, err := os.Stat(cand); err == nil && st.IsDir() {
+			if d := newest(cand); d != "" {
+				return d, "the newest run under " + cand + ": " + d, nil
+			}
+		}
+	}
+	if !strings.ContainsRune(ref, filepath.Separator) {
+		runs, _ := ListRuns(root)
+		var byID []*Run
+		for _, r := range runs {
+			if r.ID == ref || filepath.Base(r.Dir) == ref {
+				byID = append(byID, r)
+			}
+		}
+		switch len(byID) {
+		case 1:
+			return byID[0].Dir, "", nil
+		case 0:
+		default:
+			var ds []string
+			for _, r := range byID {
+				ds = append(ds, r.Dir)
+			}
+			return "", "", fmt.Errorf("run %q is ambiguous: %s; give the lab too (LAB/%s)", ref, strings.Join(ds, ", "), ref)
+		}
+	}
+	if _, err := os.Stat(ref); err == nil {
+		return "", "", fmt.Errorf("%s is not a run directory (no %s) and holds no runs", ref, ResultsFile)
+	}
+	return "", "", fmt.Errorf("run %q not found: not a run directory, nor a run, run id or lab under %s/ (rlab runs lists them)", ref, root)
 }

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // Summary renders summary.md: the run's outcome, one table per workload
@@ -123,7 +126,8 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	w(".\n\n")
 	for _, tool := range tools {
 		wls := byTool[tool]
-		smallest := strings.HasSuffix(tool, "_lat") || strings.HasSuffix(tool, "_pingpong")
+		desc, _ := tooldesc.Lookup(tool)
+		smallest := desc.HeadlineSmallest
 		var metrics []string
 		units := map[string]string{}
 		for _, wl := range wls {
@@ -137,7 +141,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 		sortMetrics(metrics)
 		w("## %s (%d workloads)\n\n| workload | hosts | status | expects | size |", mdText(tool), len(wls))
 		for _, m := range metrics {
-			w(" %s (%s) |", m, units[m])
+			w(" %s |", m) // cells carry their units, each scaled for people
 		}
 		w("\n|---|---|---|---|---:|%s\n", strings.Repeat("---:|", len(metrics)))
 		for _, wl := range wls {
@@ -160,7 +164,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			w("| %s | %s | %s | %s | %s |", mdCell(wl.Name), mdCell(strings.Join(wl.Hosts, " → ")), statusWord(wl.Status), expectCount(wl.Expects), sz)
 			for _, m := range metrics {
 				if a, ok := pick[m]; ok {
-					w(" %s |", FormatValue(a.Median))
+					w(" %s |", HumanValue(a.Median, a.Unit))
 				} else {
 					w(" |")
 				}
@@ -176,7 +180,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			problems = append(problems, p)
 		}
 		for _, e := range wl.Expects {
-			if !e.Held {
+			if !e.Held && !e.Skipped {
 				p := fmt.Sprintf("- %s: expect `%s` did not hold", mdText(wl.Name), mdCode(e.Condition))
 				if e.Message != "" {
 					p += ": " + mdText(oneLine(e.Message))
@@ -299,8 +303,17 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 		head += " size |"
 		sep += "---:|"
 	}
+	// Each column in one display unit for people (327 kpps, not 0.000327 Mpps).
+	scales := map[string]scale{}
 	for _, m := range metrics {
-		head += fmt.Sprintf(" %s (%s) |", m, units[m])
+		var vals []float64
+		for _, s := range sizes {
+			if a, ok := cell[s][m]; ok {
+				vals = append(vals, a.Median)
+			}
+		}
+		scales[m] = displayScale(units[m], vals)
+		head += fmt.Sprintf(" %s (%s) |", m, scales[m].Name)
 		sep += "---:|"
 	}
 	if n > 1 {
@@ -321,9 +334,10 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 				continue
 			}
 			reps = max(reps, a.N)
-			v := FormatValue(a.Median)
+			per := scales[m].Per
+			v := FormatValue(a.Median / per)
 			if a.N > 1 && a.Min != a.Max {
-				v += fmt.Sprintf(" (%s–%s)", FormatValue(a.Min), FormatValue(a.Max))
+				v += fmt.Sprintf(" (%s–%s)", FormatValue(a.Min/per), FormatValue(a.Max/per))
 			}
 			line += " " + v + " |"
 		}
@@ -373,21 +387,21 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 	if len(rdma) == 0 || len(tcp) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## RDMA vs TCP\n\n| transport | workload | tool | measured | throughput (Gb/s) | vs TCP |\n|---|---|---|---|---:|---:|\n")
+	fmt.Fprintf(b, "## RDMA vs TCP\n\n| transport | workload | tool | measured | throughput | vs TCP |\n|---|---|---|---|---:|---:|\n")
 	ref := tcp[0].gbps
 	for _, l := range rdma {
 		ratio := "–"
 		if ref > 0 {
 			ratio = fmt.Sprintf("%.2fx", l.gbps/ref)
 		}
-		fmt.Fprintf(b, "| RDMA | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, FormatValue(l.gbps), ratio)
+		fmt.Fprintf(b, "| RDMA | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, HumanValue(l.gbps, "Gb/s"), ratio)
 	}
 	for i, l := range tcp {
 		ratio := "1.00x"
 		if i > 0 && ref > 0 {
 			ratio = fmt.Sprintf("%.2fx", l.gbps/ref)
 		}
-		fmt.Fprintf(b, "| TCP | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, FormatValue(l.gbps), ratio)
+		fmt.Fprintf(b, "| TCP | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, HumanValue(l.gbps, "Gb/s"), ratio)
 	}
 	fmt.Fprintf(b, "\n")
 }
@@ -396,13 +410,23 @@ func expectCount(es []Expect) string {
 	if len(es) == 0 {
 		return "–"
 	}
-	held := 0
+	held, skipped := 0, 0
 	for _, e := range es {
-		if e.Held {
+		switch {
+		case e.Held:
 			held++
+		case e.Skipped:
+			skipped++
 		}
 	}
-	if held == len(es) {
+	switch {
+	case skipped == len(es):
+		return fmt.Sprintf("%d skipped", skipped)
+	case skipped > 0 && held+skipped == len(es):
+		return fmt.Sprintf("%d/%d held, %d skipped", held, len(es)-skipped, skipped)
+	case skipped > 0:
+		return fmt.Sprintf("**%d/%d held**, %d skipped", held, len(es)-skipped, skipped)
+	case held == len(es):
 		return fmt.Sprintf("%d/%d held", held, len(es))
 	}
 	return fmt.Sprintf("**%d/%d held**", held, len(es))
@@ -481,7 +505,7 @@ func oneLine(s string) string {
 // are not emphasis in CommonMark.
 func mdText(s string) string {
 	r := strings.NewReplacer("\\", "\\\\", "*", "\\*", "`", "\\`", "<", "&lt;", ">", "&gt;", "|", "\\|", "[", "\\[", "]", "\\]", "\n", " ")
-	return r.Replace(s)
+	return termsafe.Line(r.Replace(s)) // host text: no terminal escapes (rlab show, cat)
 }
 
 // mdCell is mdText for a table cell.
@@ -489,5 +513,5 @@ func mdCell(s string) string { return mdText(oneLine(s)) }
 
 // mdCode makes s safe inside a single-backtick code span.
 func mdCode(s string) string {
-	return strings.NewReplacer("`", "'", "\n", " ", "|", "\\|").Replace(s)
+	return termsafe.Line(strings.NewReplacer("`", "'", "\n", " ", "|", "\\|").Replace(s))
 }

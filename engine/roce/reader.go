@@ -2,6 +2,7 @@ package roce
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,8 @@ func Scan(r io.Reader, fn func(*Packet) error) (ScanResult, error) {
 			return data, ci.Length, link, nil
 		}
 	} else {
+		classicHeader, _ := br.Peek(24)
+		classicHeader = append([]byte(nil), classicHeader...)
 		pr, err := pcapgo.NewReader(br)
 		if err != nil {
 			return res, fmt.Errorf("read pcap header: %w", err)
@@ -77,6 +80,18 @@ func Scan(r io.Reader, fn func(*Packet) error) (ScanResult, error) {
 		// trust the frames, as tshark does.
 		pr.SetSnaplen(1 << 18)
 		link := int(pr.LinkType())
+		// gopacket v1.1.19 keeps the link type in a uint8, so LINUX_SLL2
+		// (276, what tcpdump -i any writes) would read as 20: take it from
+		// the file header's last field (low 16 bits) instead.
+		// (A gzipped file has another magic and keeps gopacket's value.)
+		if hdr := classicHeader; len(hdr) == 24 {
+			switch {
+			case hdr[0] == 0xa1 && hdr[1] == 0xb2:
+				link = int(binary.BigEndian.Uint32(hdr[20:24]) & 0xffff)
+			case hdr[3] == 0xa1 && hdr[2] == 0xb2:
+				link = int(binary.LittleEndian.Uint32(hdr[20:24]) & 0xffff)
+			}
+		}
 		next = func() ([]byte, int, int, error) {
 			data, ci, err := pr.ZeroCopyReadPacketData()
 			if err != nil {

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -29,6 +30,12 @@ func countTCP(t *testing.T, path string, port int) int {
 	if err != nil {
 		t.Fatalf("read pcap %s: %v", path, err)
 	}
+	// gopacket holds the link type in a uint8: LINUX_SLL2 (276) reads as 20.
+	var hdr [24]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	sll2 := binary.LittleEndian.Uint32(hdr[20:]) == 276
 	n := 0
 	for {
 		data, _, err := rd.ReadPacketData()
@@ -38,7 +45,16 @@ func countTCP(t *testing.T, path string, port int) int {
 		if err != nil {
 			t.Fatalf("read pcap %s: %v", path, err)
 		}
-		p := gopacket.NewPacket(data, rd.LinkType(), gopacket.DecodeOptions{Lazy: true, NoCopy: true})
+		var p gopacket.Packet
+		if sll2 && len(data) > 20 { // tcpdump -i any: gopacket decodes no LINUX_SLL2
+			first := layers.LayerTypeIPv4
+			if data[0] == 0x86 && data[1] == 0xdd {
+				first = layers.LayerTypeIPv6
+			}
+			p = gopacket.NewPacket(data[20:], first, gopacket.DecodeOptions{Lazy: true, NoCopy: true})
+		} else {
+			p = gopacket.NewPacket(data, rd.LinkType(), gopacket.DecodeOptions{Lazy: true, NoCopy: true})
+		}
 		if tcp, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP); ok && (int(tcp.SrcPort) == port || int(tcp.DstPort) == port) {
 			n++
 		}
@@ -48,7 +64,9 @@ func countTCP(t *testing.T, path string, port int) int {
 
 // TestRunCaptures runs real tcpdump (through the in-process agent, on lo)
 // around a tcp workload: a whole-run capture filtered on the workload's port
-// and one scoped to it with `during`, both pulled into captures/.
+// one scoped to it with `during`, one scoped to two workloads (the handle
+// once held a '+' the agent refuses), and one on tcpdump's pseudo-device
+// "any" (once refused by preflight), all pulled into captures/.
 func TestRunCaptures(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("capturing needs root")
@@ -81,6 +99,32 @@ capture "bulk_only" {
   snaplen = 96
   during  = [workload.bulk]
 }
+capture "any" {
+  host   = host.a
+  netdev = "any"
+  filter = "tcp port ` + itoa(port) + `"
+}
+capture "per" {
+  count  = 2
+  host   = [host.a, host.b][count.index]
+  netdev = "lo"
+  filter = "tcp port ` + itoa(port) + `"
+  during = [workload.bulk]
+}
+capture "small" {
+  host     = host.b
+  netdev   = "lo"
+  filter   = "tcp port ` + itoa(port) + `"
+  snaplen  = 262144
+  max_size = "1MiB"
+  during   = [workload.bulk]
+}
+capture "both" {
+  host   = host.b
+  netdev = "lo"
+  filter = "tcp port ` + itoa(port) + `"
+  during = [workload.first, workload.bulk]
+}
 `
 	res, _ := runLab(t, src, Options{})
 	if res.Code != ExitOK {
@@ -92,6 +136,10 @@ capture "bulk_only" {
 	}{
 		{"a", "cap.all.pcap", 10},
 		{"b", "cap.bulk_only.bulk.pcap", 10},
+		{"a", "cap.any.pcap", 10},             // tcpdump -i any (Linux cooked capture)
+		{"b", "cap.both.first-bulk.pcap", 10}, // scoped to two workloads
+		{"a", "cap.per.0.bulk.pcap", 10},      // count = 2: one per host
+		{"b", "cap.per.1.bulk.pcap", 10},
 	} {
 		// tcpdump's ring (-C/-W) numbers its files: cap.all.pcap0, ...
 		files, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", c.host, "captures", c.file+"*"))
@@ -104,6 +152,18 @@ capture "bulk_only" {
 			stderr, _ := os.ReadFile(filepath.Join(res.Dir, "hosts", c.host, "logs", strings.TrimSuffix(c.file, ".pcap")+".tcpdump.stderr"))
 			t.Errorf("%s on host %s: %d TCP packets on port %d in %v, want the transfer's (run dir: %v); tcpdump: %s", c.file, c.host, n, port, files, all, stderr)
 		}
+	}
+	// max_size bounds what a capture keeps: 1 MiB of a 4 MiB transfer
+	// captured whole (tcpdump's ring of one file, at most one packet over).
+	small, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "b", "captures", "cap.small.bulk.pcap*"))
+	var total int64
+	for _, f := range small {
+		if st, err := os.Stat(f); err == nil {
+			total += st.Size()
+		}
+	}
+	if total == 0 || total > 1<<20+70000 {
+		t.Errorf("capture with max_size 1MiB kept %d bytes in %v, want 1..%d", total, small, 1<<20+70000)
 	}
 	ents, _ := os.ReadDir(filepath.Join(res.Dir, "hosts", "a", "logs"))
 	for _, e := range ents {

@@ -156,7 +156,9 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 			mark(e)
 		}
 	}
-	if _, err := rpc.Invoke(ctx, c, rpc.Cleanup, proto.CleanupParams{}); err != nil {
+	// Run: what the run's workloads left in their cgroups (setsid'd,
+	// daemonised) goes too, should their agent have died before its cleanup.
+	if _, err := rpc.Invoke(ctx, c, rpc.Cleanup, proto.CleanupParams{Run: runID}); err != nil {
 		opts.Log.Warn("down: agent cleanup", "host", h.Name, "err", err)
 	}
 	return undone, errors.Join(errs...)

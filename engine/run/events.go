@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // EventsFile is the run's event log: one JSON object per line.
@@ -14,7 +17,7 @@ const EventsFile = "events.jsonl"
 // Event is one line of events.jsonl.
 type Event struct {
 	Time     time.Time `json:"time"`
-	Type     string    `json:"type"` // run.start, step.start, step.end, error, run.end
+	Type     string    `json:"type"` // run.start, step.start, step.end, notice, error, run.end
 	Step     string    `json:"step,omitempty"`
 	Host     string    `json:"host,omitempty"`
 	Workload string    `json:"workload,omitempty"`
@@ -22,7 +25,13 @@ type Event struct {
 	Error    string    `json:"error,omitempty"`
 	Seconds  float64   `json:"seconds,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	// IDs are the plan.json steps the event is about.
+	IDs []string `json:"ids,omitempty"`
 }
+
+// EventNotice is an event a person watching the run should see at once, as
+// a line of its own (a workload size that timed out, a data link down).
+const EventNotice = "notice"
 
 // events appends events to events.jsonl with every sensitive value redacted.
 type events struct {
@@ -30,31 +39,32 @@ type events struct {
 	f      *os.File
 	redact *strings.Replacer
 	notify func(Event)
+	err    error // the first write that failed
 }
 
-func newRedactor(secrets []string) *strings.Replacer {
-	var pairs []string
-	for _, s := range secrets {
-		if s != "" {
-			pairs = append(pairs, s, "(sensitive)")
-		}
-	}
-	return strings.NewReplacer(pairs...)
-}
+// newRedactor matches each secret in every encoding the run writes
+// (lab.Redactor).
+func newRedactor(secrets []string) *strings.Replacer { return lab.Redactor(secrets) }
 
 func (e *events) emit(ev Event) {
 	if e == nil {
 		return
 	}
 	ev.Time = time.Now().UTC()
-	ev.Step = e.redact.Replace(ev.Step)
-	ev.Error = e.redact.Replace(ev.Error)
-	ev.Message = e.redact.Replace(ev.Message)
+	// Redacted first (a secret holding a control character is matched as
+	// written), then neutralised: the CLI prints events as they come, and an
+	// error's text may be a host's.
+	ev.Step = termsafe.Line(e.redact.Replace(ev.Step))
+	ev.Error = termsafe.Block(e.redact.Replace(ev.Error))
+	ev.Message = termsafe.Block(e.redact.Replace(ev.Message))
+	ev.Host, ev.Workload, ev.Status = termsafe.Line(ev.Host), termsafe.Line(ev.Workload), termsafe.Line(ev.Status)
 	b, _ := json.Marshal(ev)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.f != nil {
-		e.f.Write(append(b, '\n'))
+		if _, err := e.f.Write(append(b, '\n')); err != nil && e.err == nil {
+			e.err = err // a line lost (disk full): the run directory is incomplete
+		}
 	}
 	if e.notify != nil {
 		e.notify(ev)
@@ -67,7 +77,13 @@ func (e *events) close() error {
 	if e.f == nil {
 		return nil
 	}
-	err := e.f.Close()
+	err := e.err
+	if serr := e.f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := e.f.Close(); err == nil {
+		err = cerr
+	}
 	e.f = nil
 	return err
 }

@@ -26,8 +26,8 @@ type ExpectResult struct {
 }
 
 // ResultObject builds the `result` object an expect condition reads for one
-// size: every metric of the tool (median over repeats, as results.Metrics
-// names its attribute), plus size and repeat (the number of repeats). Metrics
+// size: every metric of the tool (median over repeats, by its name and its
+// older expect names), plus size and repeat (the number of repeats). Metrics
 // the run did not produce are null.
 func ResultObject(tool string, samples []results.Sample, size int64) map[string]cty.Value {
 	vals := map[string][]float64{}
@@ -48,10 +48,12 @@ func ResultObject(tool string, samples []results.Sample, size int64) map[string]
 		if !ok {
 			continue
 		}
-		if v := vals[name]; len(v) > 0 {
-			obj[m.Attr] = cty.NumberFloatVal(results.Median(v))
-		} else {
-			obj[m.Attr] = cty.NullVal(cty.Number)
+		for _, a := range m.ExpectNames() { // its name, then its older names
+			if v := vals[name]; len(v) > 0 {
+				obj[a.Name] = cty.NumberFloatVal(results.Median(v) * a.Scale)
+			} else {
+				obj[a.Name] = cty.NullVal(cty.Number)
+			}
 		}
 	}
 	return obj

@@ -19,6 +19,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -97,7 +98,6 @@ func (r *runner) select_() error {
 			r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Keep: x.Keep})
 		}
 	}
-	byLab := map[*lab.Workload]*workloadNode{}
 	for _, w := range r.lab.Workloads {
 		if !selected[w] {
 			continue
@@ -107,64 +107,25 @@ func (r *runner) select_() error {
 		if err != nil {
 			return err
 		}
-		n := &workloadNode{lab: w, spec: sw, step: st, done: make(chan struct{})}
-		byLab[w] = n
-		r.workloads = append(r.workloads, n)
-	}
-	// Dependencies: a workload waits for the previous selected workload (in
-	// file order) on each of its hosts.
-	last := map[*lab.Host]*workloadNode{}
-	for _, n := range r.workloads {
-		for _, h := range n.lab.Hosts() {
-			if p := last[h]; p != nil && !slices.Contains(n.deps, p) {
-				n.deps = append(n.deps, p)
-			}
-			last[h] = n
-		}
+		r.workloads = append(r.workloads, &workloadNode{lab: w, spec: sw, step: st, done: make(chan struct{})})
 	}
 	for _, c := range r.lab.Captures {
 		if !usedHost[c.Host] || r.opts.Validate {
 			continue // a check takes no captures
 		}
-		cw := &captureWindow{lab: c}
-		for _, d := range c.During {
-			if n := byLab[d]; n != nil {
-				cw.during = append(cw.during, n)
-			}
-		}
-		if len(c.During) > 0 && len(cw.during) == 0 {
+		if len(c.During) > 0 && !slices.ContainsFunc(c.During, func(w *lab.Workload) bool { return selected[w] }) {
 			continue // scoped to workloads not in this run
 		}
-		window := ""
-		if len(c.During) > 0 {
-			var names []string
-			for _, n := range cw.during {
-				names = append(names, n.lab.Slug)
-			}
-			window = strings.Join(names, "+")
-			if len(window) > 64 {
-				window = fmt.Sprintf("%s+%d", cw.during[0].lab.Slug, len(cw.during)-1)
-			}
-		}
 		r.labCaptures = append(r.labCaptures, c)
-		cw.step = &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name, Netdev: c.Netdev, Filter: c.Filter,
-			Snaplen: c.Snaplen, MaxBytes: c.MaxBytes, Window: window}
-		cw.remaining = len(cw.during)
-		r.captures = append(r.captures, cw)
-		for _, n := range cw.during {
-			n.captures = append(n.captures, cw)
-		}
+		r.captures = append(r.captures, &captureWindow{lab: c, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
+			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes}})
 	}
 	return nil
 }
 
 // stepWorkload resolves a lab workload for the steps package.
 func stepWorkload(w *lab.Workload) *steps.Workload {
-	sw := &steps.Workload{
-		Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool,
-		Command: w.Command, Sizes: w.Sizes, Iterations: w.Iterations, Duration: w.Duration,
-		QPs: w.QPs, Transport: w.Transport, Bytes: w.Bytes, Timeout: w.Timeout, Repeat: w.Repeat, Args: w.Args,
-	}
+	sw := &steps.Workload{Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool, Options: w.Options}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
 		sw.ServerAddr = dataAddress(w.ServerHost)
@@ -195,31 +156,6 @@ func dataAddress(h *lab.Host) string {
 	return h.Address
 }
 
-// PlanStep is one entry of plan.json.
-type PlanStep struct {
-	ID        string   `json:"id"`
-	Kind      string   `json:"kind"`
-	Hosts     []string `json:"hosts"`
-	Describe  string   `json:"describe"`
-	DependsOn []string `json:"depends_on,omitempty"`
-}
-
-// Plan is plan.json: the steps of this run in order, with dependencies.
-type Plan struct {
-	Lab   string     `json:"lab"`
-	Steps []PlanStep `json:"steps"`
-}
-
-// planJSON is the plan.json document: engine/plan's plan of what this run
-// runs (the same as `rlab plan -json` without --only), or, should that fail,
-// the engine's own step list.
-func (r *runner) planJSON() any {
-	if p, err := plan.New(r.subLab()); err == nil {
-		return p
-	}
-	return r.plan()
-}
-
 // subLab is the lab limited to what this run runs (--only).
 func (r *runner) subLab() *lab.Lab {
 	sub := *r.lab
@@ -230,65 +166,12 @@ func (r *runner) subLab() *lab.Lab {
 	return &sub
 }
 
-func (r *runner) plan() *Plan {
-	p := &Plan{Lab: r.lab.Name}
-	var connect []string
-	for _, h := range r.hosts {
-		id := "connect." + h.Slug
-		connect = append(connect, id)
-		p.Steps = append(p.Steps, PlanStep{ID: id, Kind: "connect", Hosts: []string{h.Name}, Describe: fmt.Sprintf("connect to host %s, ship and start the agent, read facts", h.Name)})
-	}
-	p.Steps = append(p.Steps, PlanStep{ID: "preflight", Kind: "preflight", Describe: "check every host can run its part", DependsOn: connect})
-	setup := []string{"preflight"}
-	for _, x := range r.rxes {
-		id := "rxe." + slugify(x.Name)
-		setup = append(setup, id)
-		p.Steps = append(p.Steps, PlanStep{ID: id, Kind: "rxe", Hosts: []string{x.Host}, Describe: x.Describe(), DependsOn: []string{"preflight"}})
-	}
-	var whole []string
-	for _, c := range r.captures {
-		if len(c.during) == 0 {
-			id := "capture." + c.lab.Slug
-			whole = append(whole, id)
-			p.Steps = append(p.Steps, PlanStep{ID: id, Kind: "capture.start", Hosts: []string{c.step.Host}, Describe: c.step.Describe(), DependsOn: setup})
-		}
-	}
-	deps := append(append([]string{}, setup...), whole...)
-	var wls []string
-	for _, n := range r.workloads {
-		id := "workload." + n.lab.Slug
-		wls = append(wls, id)
-		d := []string{}
-		for _, p := range n.deps {
-			d = append(d, "workload."+p.lab.Slug)
-		}
-		if len(d) == 0 {
-			d = deps
-		}
-		var hs []string
-		for _, h := range n.lab.Hosts() {
-			hs = append(hs, h.Name)
-		}
-		p.Steps = append(p.Steps, PlanStep{ID: id, Kind: n.lab.Tool, Hosts: hs, Describe: n.step.Describe(), DependsOn: d})
-	}
-	p.Steps = append(p.Steps,
-		PlanStep{ID: "capture.stop", Kind: "capture.stop", Describe: "stop captures (flush)", DependsOn: wls},
-		PlanStep{ID: "fetch", Kind: "fetch", Describe: "pull artifacts from every host", DependsOn: []string{"capture.stop"}},
-		PlanStep{ID: "teardown", Kind: "teardown", Describe: "stop processes, delete rxe devices this run created, clean up agents, stop VMs", DependsOn: []string{"fetch"}},
-	)
-	red := newRedactor(r.lab.Sensitive)
-	for i := range p.Steps {
-		p.Steps[i].Describe = red.Replace(p.Steps[i].Describe)
-	}
-	return p
-}
-
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := results.WriteFileSynced(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
@@ -375,12 +258,13 @@ func (r *runner) connectAll(ctx context.Context) error {
 		t.LogDir = filepath.Join(r.hostDir(h), "logs")
 		t.Sensitive = r.lab.Sensitive
 		start := time.Now()
-		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name})
-		err := os.MkdirAll(t.LogDir, 0o755)
+		ids := r.stepIDs(h.Name, "", plan.Connect, plan.ShipAgent)
+		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name, IDs: ids})
+		err := os.MkdirAll(t.LogDir, 0o700)
 		if err == nil {
 			err = r.connect(ctx, h, t)
 		}
-		ev := Event{Type: "step.end", Step: "connect", Host: h.Name, Status: "ok", Seconds: time.Since(start).Seconds()}
+		ev := Event{Type: "step.end", Step: "connect", Host: h.Name, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: ids}
 		if err != nil {
 			ev.Status, ev.Error = "failed", err.Error()
 		}
@@ -438,7 +322,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.env.Facts[h.Name] = &f
 	r.mu.Unlock()
 	hd := r.hostDir(h)
-	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o700); err != nil {
 		return fmt.Errorf("create host folder: %w", err)
 	}
 	if err := writeJSON(filepath.Join(hd, "facts.json"), &f); err != nil {
@@ -501,7 +385,7 @@ func (r *runner) createRXE(ctx context.Context) error {
 		if r.isLost(x.Host) || r.hostProblem(x.Host) != nil {
 			return nil // its workloads are skipped
 		}
-		err := r.apply(ctx, x, x.Host, "")
+		err := r.apply(ctx, x, x.Host, "", r.stepIDs(x.Host, x.Name, plan.CreateRXE)...)
 		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
 			// One student's device must not stop the class.
 			r.breakHost(x.Host, err)
@@ -525,12 +409,12 @@ func problemHost(p string) string {
 	return h
 }
 
-// apply runs one step with its events.
-func (r *runner) apply(ctx context.Context, s steps.Step, host, workload string) error {
+// apply runs one step with its events; ids are the plan steps it runs.
+func (r *runner) apply(ctx context.Context, s steps.Step, host, workload string, ids ...string) error {
 	start := time.Now()
-	r.emit(Event{Type: "step.start", Step: s.Describe(), Host: host, Workload: workload})
+	r.emit(Event{Type: "step.start", Step: s.Describe(), Host: host, Workload: workload, IDs: ids})
 	err := s.Apply(ctx, r.env)
-	ev := Event{Type: "step.end", Step: s.Describe(), Host: host, Workload: workload, Status: "ok", Seconds: time.Since(start).Seconds()}
+	ev := Event{Type: "step.end", Step: s.Describe(), Host: host, Workload: workload, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: ids}
 	if o, ok := s.(steps.Outcomer); ok && o.Outcome().Status != "" {
 		ev.Status = o.Outcome().Status
 	}
@@ -549,7 +433,9 @@ func (r *runner) apply(ctx context.Context, s steps.Step, host, workload string)
 type captureWindow struct {
 	lab    *lab.Capture
 	step   *steps.Capture
-	during []*workloadNode
+	during []*workloadNode // from the plan: the workloads its stop waits for
+
+	startIDs, stopIDs []string // its plan steps
 
 	mu        sync.Mutex
 	started   bool
@@ -584,7 +470,7 @@ func (c *captureWindow) start(ctx context.Context, r *runner) error {
 		return c.err
 	}
 	c.started = true
-	c.err = r.apply(ctx, c.step, c.step.Host, "")
+	c.err = r.apply(ctx, c.step, c.step.Host, "", c.startIDs...)
 	return c.err
 }
 
@@ -603,7 +489,7 @@ func (c *captureWindow) finished(ctx context.Context, r *runner) {
 func (r *runner) stopCapture(ctx context.Context, c *captureWindow) {
 	start := time.Now()
 	err := c.step.Undo(ctx, r.env)
-	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds()}
+	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.stopIDs}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 		r.addErr(&infraError{err})
@@ -629,7 +515,7 @@ func (r *runner) fetchAll(ctx context.Context) {
 			return nil
 		}
 		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
-		if err := r.apply(ctx, f, h.Name, ""); err != nil {
+		if err := r.apply(ctx, f, h.Name, "", r.stepIDs(h.Name, "", plan.Fetch)...); err != nil {
 			r.addErr(&infraError{err})
 		}
 		return nil
@@ -640,7 +526,8 @@ func (r *runner) fetchAll(ctx context.Context) {
 // (unless kept), asks each agent to clean up, closes the sessions and stops
 // the VMs; everything is journaled.
 func (r *runner) teardown(ctx context.Context) {
-	r.emit(Event{Type: "step.start", Step: "teardown"})
+	ids := r.stepIDs("", "", plan.Teardown)
+	r.emit(Event{Type: "step.start", Step: "teardown", IDs: ids})
 	for _, n := range r.workloads {
 		if err := n.step.Undo(ctx, r.env); err != nil {
 			r.log.Warn("teardown: stop workload processes", "workload", n.lab.Name, "err", err)
@@ -704,5 +591,5 @@ func (r *runner) teardown(ctx context.Context) {
 		}
 		st.TornDown = &now
 	})
-	r.emit(Event{Type: "step.end", Step: "teardown", Status: "ok"})
+	r.emit(Event{Type: "step.end", Step: "teardown", Status: "ok", IDs: ids})
 }

@@ -68,7 +68,7 @@ func (r *runner) writeResults(res *Result) error {
 			}
 		}
 		for _, e := range byWL[n.lab.Name] {
-			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Size: e.Size, Error: red.Replace(e.Error)}
+			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Skipped: e.Skipped, Size: e.Size, Error: red.Replace(e.Error)}
 			if e.Got != "" {
 				got := e.Got
 				x.Value = &got
@@ -86,6 +86,7 @@ func (r *runner) writeResults(res *Result) error {
 		write = results.WriteRun
 	}
 	doc.Students = res.Students
+	doc.CompleteMarker = true
 	if err := write(r.dir, doc); err != nil {
 		return fmt.Errorf("write results of run %s: %w", r.dir, err)
 	}
@@ -106,14 +107,14 @@ func (r *runner) writeResults(res *Result) error {
 		return fmt.Errorf("write outcomes.json: %w", err)
 	}
 	b = []byte(newRedactor(r.lab.Sensitive).Replace(string(b)))
-	if err := os.WriteFile(filepath.Join(r.dir, "outcomes.json"), append(b, '\n'), 0o644); err != nil {
+	if err := results.WriteFileSynced(filepath.Join(r.dir, "outcomes.json"), append(b, '\n')); err != nil {
 		return fmt.Errorf("write outcomes.json: %w", err)
 	}
 	return nil
 }
 
 // ManifestFile lists every file of a run directory with its sha256.
-const ManifestFile = "manifest.json"
+const ManifestFile = results.ManifestFile
 
 // ManifestEntry is one file of the run directory.
 type ManifestEntry struct {
@@ -122,17 +123,22 @@ type ManifestEntry struct {
 	SHA256 string `json:"sha256"`
 }
 
+// writeManifest hashes every file of the run directory and syncs it (and
+// every folder), then writes manifest.json: after it, all is on disk.
 func writeManifest(dir string) error {
 	var entries []ManifestEntry
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
+		if d.IsDir() {
+			return results.SyncDir(p)
+		}
 		if !d.Type().IsRegular() {
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if rel == ManifestFile {
+		if rel == ManifestFile || rel == results.CompleteFile {
 			return nil
 		}
 		f, err := os.Open(p)
@@ -143,6 +149,9 @@ func writeManifest(dir string) error {
 		h := sha256.New()
 		n, err := io.Copy(h, f)
 		if err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
 			return err
 		}
 		entries = append(entries, ManifestEntry{Path: filepath.ToSlash(rel), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})

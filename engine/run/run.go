@@ -1,9 +1,9 @@
 // Package run is the engine behind `rlab run` and `rlab down`: it takes a
 // loaded lab, boots its local VMs, connects to every host's agent, checks
-// them, creates rxe devices, starts captures, runs the workloads along their
-// dependency graph (workloads sharing a host in file order, disjoint ones at
-// the same time), pulls artifacts, evaluates `expect` blocks, writes the run
-// directory and tears down what it created.
+// them, creates rxe devices, starts captures, runs the workloads along
+// engine/plan's DAG (it keeps no order of its own; schedule.go), pulls
+// artifacts, evaluates `expect` blocks, writes the run directory and tears
+// down what it created.
 //
 // The engine reaches hosts only through the Host interface defined here
 // (satisfied by the SSH agent client and, in tests, by an in-process agent);
@@ -28,8 +28,10 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -170,6 +172,7 @@ type runner struct {
 	labCaptures []*lab.Capture
 	captures    []*captureWindow
 	workloads   []*workloadNode
+	plan        *plan.Plan // of this run: what it executes and plan.json
 	vms         VMSet
 
 	students []*student // class labs: the selected workloads by for_each key
@@ -181,6 +184,8 @@ type runner struct {
 	infra   []error
 	failed  []error
 	started time.Time
+
+	downLinks map[string]error // data links found down, by host pair (link.go)
 }
 
 // Run executes a lab and returns the run's result; it never panics on host
@@ -228,6 +233,9 @@ func (r *runner) prepare() error {
 	if err := r.select_(); err != nil {
 		return err
 	}
+	if err := r.schedule(); err != nil {
+		return err
+	}
 	r.students = r.studentsOf()
 	now := r.opts.Now().UTC()
 	stamp := now.Format("20060102T150405Z")
@@ -254,7 +262,7 @@ func (r *runner) prepare() error {
 	if err := writeLabFiles(r.dir, r.lab); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.planJSON()); err != nil {
+	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.plan); err != nil {
 		return err
 	}
 	st := State{Lab: r.lab.Name, RunID: r.runID, Started: now}
@@ -265,7 +273,7 @@ func (r *runner) prepare() error {
 		return err
 	}
 	r.journal.redact = newRedactor(r.lab.Sensitive)
-	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create event log: %w", err)
 	}
@@ -277,15 +285,22 @@ func (r *runner) prepare() error {
 		Parse:   r.opts.Parse,
 		Log:     r.log,
 		Keep:    r.opts.Keep,
+		Notify:  func(w, msg string) { r.emit(Event{Type: EventNotice, Workload: w, Message: msg}) },
+		// The unit (size × repeat) under way, for the live progress.
+		UnitStart: func(w, u string) { r.emit(Event{Type: EventUnit, Workload: w, Message: u}) },
 	}
 	return nil
 }
+
+// EventUnit is the start of one unit of a workload (one size × repeat);
+// Message names it, e.g. "size 1MiB, repeat 2 (4/6)".
+const EventUnit = "unit"
 
 // makeRunDir creates dir, never reusing an existing one: a second run in the
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists
 // and is not empty is refused.
 func makeRunDir(dir string, exact bool) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
 	for i := 1; i < 100; i++ {
@@ -293,7 +308,7 @@ func makeRunDir(dir string, exact bool) (string, error) {
 		if i > 1 {
 			d = fmt.Sprintf("%s-%d", dir, i)
 		}
-		err := os.Mkdir(d, 0o755)
+		err := os.Mkdir(d, 0o700)
 		if err == nil {
 			return d, nil
 		}
@@ -312,7 +327,7 @@ func makeRunDir(dir string, exact bool) (string, error) {
 
 func writeLabFiles(dir string, l *lab.Lab) error {
 	ld := filepath.Join(dir, "lab")
-	if err := os.MkdirAll(ld, 0o755); err != nil {
+	if err := os.MkdirAll(ld, 0o700); err != nil {
 		return fmt.Errorf("save lab files: %w", err)
 	}
 	names := make([]string, 0, len(l.Files))
@@ -328,10 +343,10 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 			}
 		}
 		p := filepath.Join(ld, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
-		if err := os.WriteFile(p, l.Files[n], 0o644); err != nil {
+		if err := os.WriteFile(p, l.Files[n], 0o600); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
 	}
@@ -380,7 +395,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
 	ok := r.phase(ctx, "boot", r.bootVMs) &&
 		r.phase(ctx, "connect", r.connectAll) &&
-		r.phase(ctx, "preflight", r.preflight) &&
+		r.phase(ctx, "preflight", r.preflight, r.stepIDs("", "", plan.Preflight)...) &&
 		r.phase(ctx, "rxe", r.createRXE) &&
 		r.phase(ctx, "capture", r.startCaptures)
 	if ok {
@@ -395,7 +410,9 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	res.Outcomes = r.outcomes()
 	res.Expects = r.evalExpects()
 	for _, e := range res.Expects {
-		if !e.Held {
+		// An expect of a workload that did not complete was not evaluated:
+		// the workload's own failure (or skip) is the error, not the expect.
+		if !e.Held && !e.Skipped {
 			r.addErr(fmt.Errorf("workload %q: expect %s did not hold: %s", e.Workload, e.Condition, e.Message))
 		}
 	}
@@ -426,7 +443,12 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	}
 	res.Code = code
 	res.Err = errors.Join(append(append([]error{}, r.infra...), r.failed...)...)
+	// A run directory is complete only when every file is written and
+	// synced: what failed to be written is kept here, and only without any
+	// is complete.json written, last.
+	var unwritten []error
 	if err := r.writeResults(res); err != nil {
+		unwritten = append(unwritten, err)
 		r.addErr(&infraError{err})
 		if res.Code == ExitOK {
 			res.Code = ExitInfra
@@ -437,6 +459,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	// down. It is a view: a failure to draw it is reported, not a failure of
 	// the run.
 	reported := make(chan struct{})
+	var reportErr error
 	go func() {
 		defer close(reported)
 		if r.opts.NoReport {
@@ -445,6 +468,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		if err := report.RenderWith(r.dir, report.Options{Lab: r.lab}); err != nil {
 			r.log.Warn("render report.html", "dir", r.dir, "err", err)
 			r.emit(Event{Type: "warning", Step: "report", Error: err.Error()})
+			reportErr = fmt.Errorf("render report.html: %w", err)
 		}
 	}()
 	r.teardown(tctx)
@@ -455,24 +479,61 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		res.Code = ExitInfra
 		res.Err = errors.Join(r.infra[len(infraBefore):]...)
 		if err := r.writeResults(res); err != nil {
-			res.Err = errors.Join(res.Err, err)
+			unwritten = append(unwritten, err)
 		}
+	}
+	if reportErr != nil {
+		unwritten = append(unwritten, reportErr)
 	}
 	fin := r.opts.Now().UTC()
-	r.journal.update(func(st *State) { st.Finished = &fin })
+	if err := r.journal.update(func(st *State) { st.Finished = &fin }); err != nil {
+		unwritten = append(unwritten, err)
+	}
 	r.emit(Event{Type: "run.end", Status: statusText(res.Code), Seconds: fin.Sub(r.started).Seconds()})
-	r.ev.close()
-	if res.Err != nil && len(r.lab.Sensitive) > 0 {
-		// What the CLI prints is redacted like the run's files.
-		if red := newRedactor(r.lab.Sensitive).Replace(res.Err.Error()); red != res.Err.Error() {
-			res.Err = errors.New(red)
+	if err := r.ev.close(); err != nil {
+		unwritten = append(unwritten, fmt.Errorf("write %s: %w", EventsFile, err))
+	}
+	if len(unwritten) == 0 {
+		if err := writeManifest(r.dir); err != nil {
+			unwritten = append(unwritten, err)
+		} else if err := results.MarkComplete(r.dir); err != nil {
+			unwritten = append(unwritten, err)
 		}
 	}
-	if err := writeManifest(r.dir); err != nil {
-		res.Err = errors.Join(res.Err, err)
-		if res.Code == ExitOK {
-			res.Code = ExitInfra
+	if len(unwritten) > 0 {
+		// Whatever the workloads did, a run whose files are not all there
+		// is an infrastructure failure: `rlab runs` and `show` say so too.
+		res.Code = ExitInfra
+		res.Err = errors.Join(res.Err, fmt.Errorf("run directory %s is incomplete (no %s): %w", r.dir, results.CompleteFile, errors.Join(unwritten...)))
+	}
+	r.forDisplay(res)
+}
+
+// forDisplay makes what the caller prints of res (the CLI's error, status
+// lines and expects) redacted like the run's files and safe for a terminal:
+// the run's files are written by now, so this changes only the caller's copy.
+func (r *runner) forDisplay(res *Result) {
+	red := newRedactor(r.lab.Sensitive)
+	clean := func(s string) string { return termsafe.Block(red.Replace(s)) }
+	if res.Err != nil {
+		if c := clean(res.Err.Error()); c != res.Err.Error() {
+			res.Err = errors.New(c)
 		}
+	}
+	for i, o := range res.Outcomes {
+		if o == nil {
+			continue
+		}
+		c := *o
+		c.Error = clean(o.Error)
+		res.Outcomes[i] = &c
+	}
+	for i := range res.Expects {
+		e := &res.Expects[i]
+		e.Message, e.Error, e.Got = clean(e.Message), clean(e.Error), clean(e.Got)
+	}
+	for i, u := range res.Unreachable {
+		res.Unreachable[i] = clean(u)
 	}
 }
 
@@ -490,14 +551,14 @@ func statusText(code int) string {
 }
 
 // phase runs one set-up phase; false stops the run before the workloads.
-func (r *runner) phase(ctx context.Context, name string, f func(context.Context) error) bool {
+func (r *runner) phase(ctx context.Context, name string, f func(context.Context) error, ids ...string) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	start := time.Now()
-	r.emit(Event{Type: "step.start", Step: name})
+	r.emit(Event{Type: "step.start", Step: name, IDs: ids})
 	err := f(ctx)
-	ev := Event{Type: "step.end", Step: name, Status: "ok", Seconds: time.Since(start).Seconds()}
+	ev := Event{Type: "step.end", Step: name, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: ids}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 	}

@@ -20,8 +20,11 @@ import (
 // its cache lacks it and starts it (engine/remote). One SSH connection per
 // host for the whole run.
 type SSHConnector struct {
-	// Options of the dialers; KnownHosts is extended per host with the
-	// host's own known_hosts file (lab `known_hosts`, a VM's generated one).
+	// Options of the dialers: KnownHosts are the user's files (the only
+	// ones accept-new writes to); a host's own known_hosts file is added
+	// per host: a lab's `known_hosts` as LabKnownHosts (trusted only for
+	// hosts the user's files have no entry for), a local VM's generated one
+	// as the only file that host is checked against.
 	SSH    sshx.Options
 	Agents *remote.Agents
 	// Identities are tried for hosts that name no identity file.
@@ -29,10 +32,6 @@ type SSHConnector struct {
 	// Pull are the options of every artifact pull: the per-host byte cap
 	// (0: remote.DefaultMaxPullBytes) and a progress callback.
 	Pull remote.PullOptions
-	// SSHTarget, when set, turns a lab host into its SSH target (the CLI's
-	// rules for jump hosts); VM hosts and hosts read back from state.json
-	// use the target's own fields.
-	SSHTarget func(h *lab.Host) sshx.Target
 	// Keep asks, on connections through the mux daemon (--persist), for
 	// the agents it keeps between commands (remote.StartOptions.Keep),
 	// leased for this run: the run's cleanup undoes what it created, and
@@ -41,28 +40,51 @@ type SSHConnector struct {
 	Keep bool
 
 	mu      sync.Mutex
-	dialers map[string]*sshx.Dialer // by the host's own known_hosts file
+	dialers map[dialerKey]*sshx.Dialer
 }
 
-func (s *SSHConnector) dialer(knownHosts string) (*sshx.Dialer, error) {
+// dialerKey names the Dialer a host needs: by its own known_hosts file,
+// and whether that file is a VM's (rlab's own) or a lab's.
+type dialerKey struct {
+	knownHosts string
+	vm         bool
+}
+
+func (s *SSHConnector) dialer(k dialerKey) (*sshx.Dialer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if d := s.dialers[knownHosts]; d != nil {
+	if d := s.dialers[k]; d != nil {
 		return d, nil
 	}
-	o := s.SSH
-	if knownHosts != "" {
-		o.KnownHosts = append([]string{sshx.ExpandHome(knownHosts)}, o.KnownHosts...)
-	}
+	o := hostSSHOptions(s.SSH, k.knownHosts, k.vm)
 	d, err := sshx.NewDialer(o)
 	if err != nil {
 		return nil, err
 	}
 	if s.dialers == nil {
-		s.dialers = map[string]*sshx.Dialer{}
+		s.dialers = map[dialerKey]*sshx.Dialer{}
 	}
-	s.dialers[knownHosts] = d
+	s.dialers[k] = d
 	return d, nil
+}
+
+// hostSSHOptions are the SSH options for a host whose own known_hosts file
+// is knownHosts ("" none). A lab's file only adds trust where the user's
+// files (o.KnownHosts) have no entry for the host, and is never written
+// (o.LabKnownHosts). A local VM's file holds the key rlab generated for it
+// before boot: the VM is checked against that file alone, and nothing is
+// ever recorded for it.
+func hostSSHOptions(o sshx.Options, knownHosts string, vm bool) sshx.Options {
+	o.KnownHosts = append([]string(nil), o.KnownHosts...)
+	o.LabKnownHosts = append([]string(nil), o.LabKnownHosts...)
+	switch {
+	case knownHosts == "":
+	case vm:
+		o.KnownHosts, o.LabKnownHosts, o.AcceptNewHostKeys = []string{knownHosts}, nil, false
+	default:
+		o.LabKnownHosts = append([]string{sshx.ExpandHome(knownHosts)}, o.LabKnownHosts...)
+	}
+	return o
 }
 
 // Close closes the dialers (and the bastion connections they share).
@@ -76,33 +98,78 @@ func (s *SSHConnector) Close() error {
 	return nil
 }
 
+// HostTarget is how a lab host is reached over SSH: its address, port,
+// user and identity file (identities when it names none), and its jump:
+// another lab host (logged into with that host's own user, key and jump)
+// or a "user@host:port,..." string whose bastions are logged into with the
+// host's user and keys unless ~/.ssh/config says otherwise. Every command
+// that reaches lab hosts (run, down, facts, check) goes through here.
+func HostTarget(h *lab.Host, identities []string) sshx.Target {
+	return hostTarget(h, identities, 0)
+}
+
+func hostTarget(h *lab.Host, identities []string, depth int) sshx.Target {
+	t := sshx.Target{Name: h.Name, Address: h.Address, Port: h.Port, User: h.User}
+	t.IdentityFiles = identityFiles(h.IdentityFile, identities)
+	switch {
+	case h.JumpHost != nil && depth < 8:
+		// A lab host as bastion: its own user, key and jump apply.
+		j := hostTarget(h.JumpHost, identities, depth+1)
+		t.Jump = &j
+	case h.Jump != "":
+		t.Jump, _ = jumpChain(h.Jump, t) // the lab loader checked it
+	}
+	return t
+}
+
+// stateTarget is how a host read back from a run's state.json (or a VM
+// host, whose endpoint the VM engine gave) is reached.
+func stateTarget(h StateHost, identities []string) (sshx.Target, error) {
+	t := sshx.Target{Name: h.Name, Address: h.Address, Port: h.Port, User: h.User}
+	t.IdentityFiles = identityFiles(h.IdentityFile, identities)
+	if h.VM {
+		t.NoJump = true // a local VM is reached directly, whatever ~/.ssh/config says
+		return t, nil
+	}
+	var err error
+	t.Jump, err = jumpChain(h.Jump, t)
+	return t, err
+}
+
+func identityFiles(file string, identities []string) []string {
+	if file != "" {
+		return []string{sshx.ExpandHome(file)}
+	}
+	return identities
+}
+
+// jumpChain parses a jump string for host t: bastions named by address are
+// logged into with t's user and keys unless ~/.ssh/config says otherwise.
+func jumpChain(spec string, t sshx.Target) (*sshx.Target, error) {
+	chain, err := sshx.ParseJump(spec)
+	if err != nil {
+		return nil, err
+	}
+	for j := chain; j != nil; j = j.Jump {
+		if j.User == "" {
+			j.User = t.User
+		}
+		j.IdentityFiles = t.IdentityFiles
+	}
+	return chain, nil
+}
+
 // Connect implements Connector.
 func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Host, error) {
-	d, err := s.dialer(t.KnownHosts)
+	d, err := s.dialer(dialerKey{knownHosts: t.KnownHosts, vm: t.VM})
 	if err != nil {
 		return nil, err
 	}
 	var st sshx.Target
-	if t.Lab != nil && t.Lab.VM == nil && s.SSHTarget != nil {
-		st = s.SSHTarget(t.Lab)
-	} else {
-		st = sshx.Target{Name: t.Name, Address: t.Address, Port: t.Port, User: t.User, IdentityFiles: s.Identities}
-		if t.IdentityFile != "" {
-			st.IdentityFiles = []string{sshx.ExpandHome(t.IdentityFile)}
-		}
-		if t.VM {
-			st.NoJump = true // a local VM is reached directly, whatever ~/.ssh/config says
-		} else if t.Jump != "" {
-			if st.Jump, err = sshx.ParseJump(t.Jump); err != nil {
-				return nil, err
-			}
-			for j := st.Jump; j != nil; j = j.Jump {
-				if j.User == "" {
-					j.User = st.User
-				}
-				j.IdentityFiles = st.IdentityFiles
-			}
-		}
+	if t.Lab != nil && t.Lab.VM == nil {
+		st = HostTarget(t.Lab, s.Identities)
+	} else if st, err = stateTarget(t.StateHost, s.Identities); err != nil {
+		return nil, err
 	}
 	c, err := d.Dial(ctx, st)
 	if err != nil {
@@ -111,7 +178,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep}
 	var logf *redactingWriter
 	if t.LogDir != "" {
-		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); ferr == nil {
+		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); ferr == nil {
 			logf = &redactingWriter{w: f, c: f, r: newRedactor(t.Sensitive)}
 			so.Stderr = logf
 		}

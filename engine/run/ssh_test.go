@@ -67,12 +67,12 @@ workload "bulk" {
 	}
 	n := 0
 	for _, s := range r.Samples {
-		if s.Metric == "tcp_bw_mib" && s.Value > 0 {
+		if s.Metric == "tcp_bw" && s.Value > 0 {
 			n++
 		}
 	}
 	if n != 1 {
-		t.Errorf("results.json: %d tcp_bw_mib samples > 0, want 1", n)
+		t.Errorf("results.json: %d tcp_bw samples > 0, want 1", n)
 	}
 	st := readState(t, res.Dir)
 	for _, h := range st.Hosts {

@@ -236,7 +236,7 @@ func (r *runner) writeStudents(doc *results.Run) error {
 		if err := os.RemoveAll(dst); err != nil { // written again after a failed teardown
 			return fmt.Errorf("write folder of student %q: %w", s.key, err)
 		}
-		if err := os.MkdirAll(dst, 0o755); err != nil {
+		if err := os.MkdirAll(dst, 0o700); err != nil {
 			return fmt.Errorf("write folder of student %q: %w", s.key, err)
 		}
 	}
@@ -304,7 +304,7 @@ func linkFile(src, dst string) error {
 	if _, err := os.Lstat(src); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
 	if err := os.Link(src, dst); err == nil {
@@ -314,7 +314,7 @@ func linkFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, b, 0o644)
+	return os.WriteFile(dst, b, 0o600)
 }
 
 func firstLineOf(s string) string {

@@ -18,8 +18,9 @@ type workloadNode struct {
 	lab      *lab.Workload
 	spec     *steps.Workload
 	step     steps.Step
-	deps     []*workloadNode // previous workloads on its hosts, in file order
-	captures []*captureWindow
+	ids      []string         // its plan steps
+	deps     []*workloadNode  // the workloads its plan steps depend on
+	captures []*captureWindow // scoped captures that cover it
 	done     chan struct{}
 
 	mu      sync.Mutex
@@ -40,9 +41,8 @@ func (n *workloadNode) outcome() *steps.Outcome {
 	return o
 }
 
-// runWorkloads runs every workload once its dependencies are done, at most
-// Parallel at once: workloads sharing a host in file order, disjoint ones
-// concurrently.
+// runWorkloads runs every workload once the workloads its plan steps depend
+// on are done (schedule.go), at most Parallel at once.
 func (r *runner) runWorkloads(ctx context.Context) {
 	sem := make(chan struct{}, r.opts.Parallel)
 	var wg sync.WaitGroup
@@ -90,6 +90,9 @@ func (r *runner) skipReason(ctx context.Context, n *workloadNode) string {
 	if ctx.Err() != nil {
 		return "interrupted before it started"
 	}
+	if reason := r.linkDown(n); reason != "" {
+		return reason
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, h := range n.lab.Hosts() {
@@ -109,7 +112,14 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 			r.addErr(&infraError{err})
 		}
 	}
-	err := r.apply(ctx, n.step, "", n.lab.Name)
+	// While it runs, its data link is watched: a dead link stops it at
+	// once rather than at its timeout (link.go).
+	wctx, stop := context.WithCancelCause(ctx)
+	if l, ok := r.linkOf(n); ok {
+		go r.watchLink(wctx, stop, l)
+	}
+	err := r.apply(wctx, n.step, "", n.lab.Name, n.ids...)
+	stop(nil)
 	if err != nil {
 		r.addErr(err)
 	}
@@ -135,6 +145,13 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 		}
 		cancel()
 	}
+	if err != nil && ctx.Err() == nil {
+		// Did it fail because its data link died? Then the link is named
+		// and the pair's later workloads are skipped.
+		lctx, cancel := bounded()
+		r.checkLinkAfter(lctx, n)
+		cancel()
+	}
 	if errors.Is(err, steps.ErrTimedOut) {
 		r.saveDmesg(context.WithoutCancel(ctx), n) // bounded inside
 	}
@@ -156,8 +173,8 @@ func (r *runner) saveDmesg(ctx context.Context, n *workloadNode) {
 			out = fmt.Sprintf("(dmesg unavailable: %v)\n", err)
 		}
 		p := filepath.Join(r.hostDir(h), "logs", "dmesg."+n.lab.Slug+".txt")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
-			os.WriteFile(p, []byte(out), 0o644)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
+			os.WriteFile(p, []byte(out), 0o600)
 		}
 	}
 }

@@ -82,7 +82,12 @@ func serveAgent(t *testing.T, sock string, keys ...any) {
 // the plan (text and JSON), or any file of the run directory.
 func TestSecretsNeverLeak(t *testing.T) {
 	passphrase := canary("PASSPHRASE")
-	token := canary("TOKEN")
+	// The sensitive value holds what JSON (with Go's HTML escaping), Go
+	// quoting and shells write differently than the value: redaction must
+	// match it as written in every encoding. The canary part is what is
+	// searched for, so a value escaped in any way is still found.
+	tokenID := canary("TOKEN")
+	token := tokenID + `<a&b>"c\d'e` + "\tf\x1b"
 	sockDir := filepath.Join(t.TempDir(), canary("SOCKDIR"))
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -120,7 +125,7 @@ workload "fail_with_token" {
 }
 `
 	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"token": token}})
-	secrets := map[string]string{"passphrase": passphrase, "sensitive -var": token, "agent socket": sock, "socket folder": filepath.Base(sockDir), "private key": keyLine}
+	secrets := map[string]string{"passphrase": passphrase, "sensitive -var": tokenID, "agent socket": sock, "socket folder": filepath.Base(sockDir), "private key": keyLine}
 
 	var logBuf bytes.Buffer
 	var evMu sync.Mutex
@@ -163,7 +168,15 @@ workload "fail_with_token" {
 		"plan (text)": planText.Bytes(),
 		"plan (json)": planJSON,
 	}
+	// The CLI's status lines (rlab run prints each outcome's error).
+	for _, o := range res.Outcomes {
+		texts["status line of "+o.Workload] = []byte(o.Error)
+	}
 	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+		// Private like the agent's files: 0700 folders, 0600 files.
+		if fi, ferr := os.Lstat(p); err == nil && ferr == nil && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is mode %o: other users may read it", p, fi.Mode().Perm())
+		}
 		if err == nil && d.Type().IsRegular() {
 			b, _ := os.ReadFile(p)
 			rel, _ := filepath.Rel(res.Dir, p)
@@ -178,6 +191,9 @@ workload "fail_with_token" {
 	}
 	var agentLogLeak bool
 	for name, b := range texts {
+		if strings.HasPrefix(name, "hosts/") && strings.Contains(name, "/logs/wl.") {
+			continue // what the workload itself printed is the lab's business
+		}
 		for what, s := range secrets {
 			if bytes.Contains(b, []byte(s)) {
 				if strings.HasSuffix(name, "/agent.log") && what == "sensitive -var" {

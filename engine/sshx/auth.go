@@ -4,13 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 )
+
+// maxIdentityBytes caps an identity file: an OpenSSH private key is a few
+// KiB (16384-bit RSA about 13); a lab's identity_file = "/dev/zero" or a
+// huge file must give an error, not exhaust memory.
+const maxIdentityBytes = 1 << 20
 
 // auth holds the signers of a run: ssh-agent keys first, then identity
 // files, each file read and parsed once however many hosts use it. The agent
@@ -63,9 +67,9 @@ func (a *auth) fileSigner(path string) fileSigner {
 		return fs
 	}
 	var fs fileSigner
-	b, err := os.ReadFile(path)
+	b, err := readCapped(path, maxIdentityBytes, "identity file")
 	if err != nil {
-		fs.note = fmt.Sprintf("identity file %s: %v", path, err)
+		fs.note = err.Error()
 	} else if s, err := ssh.ParsePrivateKey(b); err != nil {
 		var pm *ssh.PassphraseMissingError
 		if errors.As(err, &pm) {

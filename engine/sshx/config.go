@@ -3,12 +3,14 @@ package sshx
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/kevinburke/ssh_config"
 )
@@ -86,6 +88,41 @@ func (r *resolved) key() string {
 	return k
 }
 
+// maxSSHConfigBytes caps the ssh config rlab reads (OpenSSH's own are a few
+// KiB; a device or a huge file gives an error, not an exhausted memory).
+const maxSSHConfigBytes = 16 << 20
+
+// readCapped reads a file a user or a lab named, refusing what is not a
+// regular file (a device such as /dev/zero, a FIFO, which would block or
+// never end) and files over max bytes. what names the file in errors. The
+// open does not block on a FIFO (O_NONBLOCK), and the read stops at max+1
+// bytes whatever the file turns into after the check.
+func readCapped(path string, max int64, what string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %s %s: not a regular file (%s)", what, path, st.Mode().Type())
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("read %s %s: %d bytes, over the %d MiB rlab reads", what, path, st.Size(), max>>20)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", what, path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("read %s %s: over the %d MiB rlab reads", what, path, max>>20)
+	}
+	return b, nil
+}
+
 // sshConfig reads values from the user's ssh config; a nil *sshConfig has none.
 type sshConfig struct{ cfg *ssh_config.Config }
 
@@ -100,15 +137,14 @@ func loadSSHConfig(path string) (*sshConfig, error) {
 		}
 		path = filepath.Join(home, ".ssh", "config")
 	}
-	f, err := os.Open(path)
+	b, err := readCapped(path, maxSSHConfigBytes, "ssh config")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read ssh config: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	cfg, err := ssh_config.Decode(f)
+	cfg, err := ssh_config.DecodeBytes(b)
 	if err != nil {
 		return nil, fmt.Errorf("parse ssh config %s: %w", path, err)
 	}

@@ -19,11 +19,18 @@ import (
 
 // Options configure a Dialer. Zero values mean the defaults noted.
 type Options struct {
-	// KnownHosts are the known_hosts files to verify host keys with; new
-	// keys are recorded in the first. Default ~/.ssh/known_hosts.
+	// KnownHosts are the user's known_hosts files (--known-hosts) to verify
+	// host keys with; new keys are recorded in the first, and only there.
+	// Default ~/.ssh/known_hosts.
 	KnownHosts []string
-	// AcceptNewHostKeys records the key of a host known_hosts has no entry
-	// for (trust on first use). A changed key is refused regardless.
+	// LabKnownHosts are known_hosts files a lab named (its known_hosts
+	// attribute, or a run's state.json): read, never written, and only
+	// for hosts KnownHosts has no entry for, so a key the user pinned
+	// always wins over a lab's.
+	LabKnownHosts []string
+	// AcceptNewHostKeys records the key of a host no known_hosts file has
+	// an entry for (trust on first use), in KnownHosts[0]. A changed key is
+	// refused regardless.
 	AcceptNewHostKeys bool
 	// SSHConfig is the ssh config file to honour; "" ~/.ssh/config, "none" none.
 	SSHConfig string
@@ -122,9 +129,8 @@ func NewDialer(opts Options) (*Dialer, error) {
 	if len(opts.KnownHosts) == 0 {
 		opts.KnownHosts = []string{ExpandHome("~/.ssh/known_hosts")}
 	}
-	for i, f := range opts.KnownHosts {
-		opts.KnownHosts[i] = ExpandHome(f)
-	}
+	opts.KnownHosts = expandAll(opts.KnownHosts)
+	opts.LabKnownHosts = expandAll(opts.LabKnownHosts)
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -155,7 +161,7 @@ func NewDialer(opts Options) (*Dialer, error) {
 			opts.Persist = p
 		}
 	}
-	keys, err := newHostKeys(opts.KnownHosts, opts.AcceptNewHostKeys)
+	keys, err := newHostKeys(opts.KnownHosts, opts.LabKnownHosts, opts.AcceptNewHostKeys)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ const (
 	muxServeLock = "serve.lock"  // held by the daemon for its whole life
 	muxLog       = "log"         // the daemon's log, bounded (log, log.1)
 
-	muxProto = 2 // bumped when the dial request changes
+	muxProto = 3 // bumped when the dial request changes
 	// A caller dials a host by opening a dial@rlab channel (the request in
 	// its extra data); the daemon answers on it with one muxDialAnswer
 	// line and keeps it open while the caller uses the host: the caller
@@ -144,6 +144,7 @@ type muxDialReq struct {
 	V                 int
 	Target            Target
 	KnownHosts        []string
+	LabKnownHosts     []string
 	AcceptNew         bool
 	SSHConfig         string
 	AgentSocket       string
@@ -172,8 +173,9 @@ func (r *muxDialReq) connKey() string {
 	return hashJSON(struct {
 		T Target
 		K []string
+		L []string
 		C string
-	}{r.Target, r.KnownHosts, r.SSHConfig})
+	}{r.Target, r.KnownHosts, r.LabKnownHosts, r.SSHConfig})
 }
 
 func hashJSON(v any) string {
@@ -302,7 +304,7 @@ func (d *Dialer) muxDial(ctx context.Context, t Target) (*Client, error) {
 		return nil, err
 	}
 	req := muxDialReq{
-		V: muxProto, Target: t, KnownHosts: d.opts.KnownHosts, AcceptNew: d.opts.AcceptNewHostKeys,
+		V: muxProto, Target: t, KnownHosts: d.opts.KnownHosts, LabKnownHosts: d.opts.LabKnownHosts, AcceptNew: d.opts.AcceptNewHostKeys,
 		SSHConfig: d.opts.SSHConfig, AgentSocket: d.auth.agentSock,
 		DialTimeout: d.opts.DialTimeout, HandshakeTimeout: d.opts.HandshakeTimeout,
 		KeepaliveInterval: d.opts.KeepaliveInterval, KeepaliveTimeout: d.opts.KeepaliveTimeout,

@@ -572,7 +572,7 @@ func (m *muxServer) dialer(req *muxDialReq) (*Dialer, error) {
 		retries = -1 // the caller's Dialer had already turned "none" into 0
 	}
 	d, err := NewDialer(Options{
-		KnownHosts: append([]string(nil), req.KnownHosts...), AcceptNewHostKeys: req.AcceptNew,
+		KnownHosts: append([]string(nil), req.KnownHosts...), LabKnownHosts: append([]string(nil), req.LabKnownHosts...), AcceptNewHostKeys: req.AcceptNew,
 		SSHConfig: req.SSHConfig, AgentSocket: req.AgentSocket,
 		DialTimeout: req.DialTimeout, HandshakeTimeout: req.HandshakeTimeout,
 		KeepaliveInterval: req.KeepaliveInterval, KeepaliveTimeout: req.KeepaliveTimeout,
@@ -591,7 +591,7 @@ func (m *muxServer) dialer(req *muxDialReq) (*Dialer, error) {
 // known_hosts as the files are now: a key removed, changed or revoked since
 // the login fails as a new login would.
 func recheck(c *Client, req *muxDialReq) error {
-	hk, err := newHostKeys(append([]string(nil), req.KnownHosts...), req.AcceptNew)
+	hk, err := newHostKeys(append([]string(nil), req.KnownHosts...), append([]string(nil), req.LabKnownHosts...), req.AcceptNew)
 	if err != nil {
 		return err
 	}

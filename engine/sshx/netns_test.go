@@ -2,8 +2,10 @@ package sshx
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -112,5 +114,77 @@ func TestBastionSharedNetns(t *testing.T) {
 	}
 	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || lines[0] == "" {
 		t.Errorf("bastion has these SSH connections, want exactly 1:\n%s", out)
+	}
+}
+
+// TestHostCertificateNetns: a stock OpenSSH sshd with a HostCertificate
+// (signed with ssh-keygen -s) offers both its plain key and the
+// certificate; with its @cert-authority in known_hosts rlab negotiates the
+// certificate and logs in, as OpenSSH's client does with the same file (the
+// old code asked for the plain key first and reported HOST KEY CHANGED).
+// With the certificate gone from sshd, the host is refused naming the
+// authority.
+func TestHostCertificateNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 1})
+	h := bed.Hosts[0]
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rlab-test-ca", "-f", ca).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+	hostKey := filepath.Join(bed.Dir, h.Name, "ssh_host_ed25519_key.pub")
+	if out, err := exec.Command("ssh-keygen", "-q", "-s", ca, "-h", "-I", h.Name, "-n", h.Addr, "-V", "-1h:+1h", hostKey).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -s: %v: %s", err, out)
+	}
+	conf := filepath.Join(bed.Dir, h.Name, "sshd_config")
+	plain, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certConf := string(plain) + "HostCertificate " + strings.TrimSuffix(hostKey, ".pub") + "-cert.pub\n"
+	if err := os.WriteFile(conf, []byte(certConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bed.StartSSHD(t, h)
+	caPub, err := os.ReadFile(ca + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh := filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(kh, []byte("@cert-authority "+h.Addr+" "+string(caPub)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{Name: h.Name, Address: h.Addr, Port: 22, User: bed.User, IdentityFiles: []string{bed.KeyFile}, NoJump: true}
+	d := newDialer(t, Options{KnownHosts: []string{kh}, Retries: -1})
+	c, err := d.Dial(context.Background(), tg)
+	if err != nil {
+		t.Fatalf("dial a host with a certificate from a trusted authority: %v", err)
+	}
+	if typ := c.HostKey.Type(); typ != "ssh-ed25519-cert-v01@openssh.com" {
+		t.Errorf("negotiated %s, want the certificate", typ)
+	}
+	c.Close()
+	// OpenSSH's own client agrees with the same known_hosts.
+	ssh := exec.Command("ssh", "-F", "none", "-i", bed.KeyFile, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile="+kh, "-o", "GlobalKnownHostsFile=/dev/null",
+		bed.User+"@"+h.Addr, "true")
+	if out, err := ssh.CombinedOutput(); err != nil {
+		t.Errorf("OpenSSH refused the same setup: %v: %s", err, out)
+	}
+
+	// The same host without its certificate: refused, naming the authority.
+	if err := os.WriteFile(conf, plain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bed.StartSSHD(t, h)
+	d2 := newDialer(t, Options{KnownHosts: []string{kh}, Retries: -1})
+	c, err = d2.Dial(context.Background(), tg)
+	if err == nil {
+		c.Close()
+		t.Fatal("a host without a certificate passed on an @cert-authority line alone")
+	}
+	var nc *NotCertifiedError
+	if !errors.As(err, &nc) || !strings.Contains(err.Error(), "not a host certificate") {
+		t.Errorf("error %T %v, want a NotCertifiedError", err, err)
 	}
 }

@@ -10,14 +10,18 @@
 // meaning MiB/s, unless run with --report_gbits); the unit the tool printed
 // is kept in Meta.Extra["reported_unit"].
 //
-// This package imports only engine/results and the standard library.
+// Which tools a parser reads comes from the tool descriptor (agent/tooldesc).
+// This package imports only agent/tooldesc, engine/results and the standard
+// library.
 package toolout
 
 import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -82,29 +86,80 @@ var ErrUnusableJSON = errors.New("perftest JSON output unusable")
 
 // Supported reports whether Parse reads the output of tool.
 func Supported(tool string) bool {
-	_, ok := kindOf(tool)
+	_, ok := parserOf(tool)
 	return ok
 }
 
-type kind int
+// parser reads one run's output of a family's tools. readsStderr: it reads
+// opts.Stderr itself (rping reports its failures there), so its lines are
+// not added to the warnings.
+type parser struct {
+	parse       func(stdout []byte, opts Options) ([]row, Info, error)
+	readsStderr bool
+}
 
-const (
-	kindPerftest kind = iota + 1
-	kindPingpong
-	kindRping
+var (
+	parsersMu sync.RWMutex
+	// parsers is the parser of every tool family, in one visible place;
+	// which tools belong to a family is the tool descriptor's
+	// (agent/tooldesc). tcp is measured by the agent, exec output is kept.
+	parsers = map[tooldesc.Family]parser{
+		tooldesc.PerftestBW:  {parse: parsePerftest},
+		tooldesc.PerftestLat: {parse: parsePerftest},
+		tooldesc.Pingpong:    {parse: func(b []byte, _ Options) ([]row, Info, error) { return parsePingpong(b) }},
+		tooldesc.Rping:       {parse: func(b []byte, o Options) ([]row, Info, error) { return parseRping(b, o.Stderr) }, readsStderr: true},
+	}
 )
 
-func kindOf(tool string) (kind, bool) {
-	switch tool {
-	case "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
-		"ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat":
-		return kindPerftest, true
-	case "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong", "ibv_xsrq_pingpong":
-		return kindPingpong, true
-	case "rping":
-		return kindRping, true
+func parsePerftest(stdout []byte, opts Options) ([]row, Info, error) {
+	if opts.JSON {
+		return parsePerftestJSON(stdout, opts.ReportGbits)
 	}
-	return 0, false
+	return parsePerftestText(stdout)
+}
+
+// Row is one line of a tool's result table, as a parser registered with
+// RegisterParser returns it: a message size, the iterations, and the values
+// of its metrics in the units of the metric vocabulary (agent/tooldesc).
+type Row struct {
+	Size, Iters int64
+	Values      []Value
+}
+
+// Value is one metric's value in a Row.
+type Value struct {
+	Metric string
+	Value  float64
+}
+
+// RegisterParser sets the parser of a tool family: how a made-up tool of a
+// test, described in agent/tooldesc, has its output read.
+func RegisterParser(f tooldesc.Family, parse func(stdout []byte, opts Options) ([]Row, Info, error)) {
+	parsersMu.Lock()
+	defer parsersMu.Unlock()
+	parsers[f] = parser{parse: func(b []byte, o Options) ([]row, Info, error) {
+		rs, info, err := parse(b, o)
+		out := make([]row, 0, len(rs))
+		for _, r := range rs {
+			x := row{size: r.Size, iters: r.Iters}
+			for _, v := range r.Values {
+				x.values = append(x.values, metricValue{v.Metric, v.Value})
+			}
+			out = append(out, x)
+		}
+		return out, info, err
+	}}
+}
+
+func parserOf(tool string) (parser, bool) {
+	t, ok := tooldesc.Lookup(tool)
+	if !ok {
+		return parser{}, false
+	}
+	parsersMu.RLock()
+	defer parsersMu.RUnlock()
+	p, ok := parsers[t.Family]
+	return p, ok
 }
 
 // Parse reads the output of one run of tool and returns its samples (one per
@@ -113,29 +168,13 @@ func kindOf(tool string) (kind, bool) {
 // perftest's --out_json file. Errors name the tool and workload; for
 // perftest JSON that cannot be read they wrap ErrUnusableJSON.
 func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, error) {
-	k, ok := kindOf(tool)
+	p, ok := parserOf(tool)
 	if !ok {
 		return nil, Info{Tool: tool}, fmt.Errorf("parse output of %s: %w", what(tool, opts), ErrNoParser)
 	}
-	var (
-		rows []row
-		info Info
-		err  error
-	)
-	switch k {
-	case kindPerftest:
-		if opts.JSON {
-			rows, info, err = parsePerftestJSON(stdout, opts.ReportGbits)
-		} else {
-			rows, info, err = parsePerftestText(stdout)
-		}
-	case kindPingpong:
-		rows, info, err = parsePingpong(stdout)
-	case kindRping:
-		rows, info, err = parseRping(stdout, opts.Stderr)
-	}
+	rows, info, err := p.parse(stdout, opts)
 	info.Tool = tool
-	if len(opts.Stderr) > 0 && k != kindRping {
+	if len(opts.Stderr) > 0 && !p.readsStderr {
 		info.Warnings = append(info.Warnings, warningLines(opts.Stderr)...)
 	}
 	if err != nil {

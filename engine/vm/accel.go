@@ -3,6 +3,9 @@ package vm
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,6 +86,9 @@ func ProbeKVMBoot(ctx context.Context, qemu, kernel string, timeout time.Duratio
 		}
 		select {
 		case <-exited:
+			if ctx.Err() != nil { // killed by our own deadline
+				return false, fmt.Sprintf("a probe guest under KVM printed nothing in %s", timeout)
+			}
 			msg := strings.TrimSpace(stderr.String())
 			if i := strings.IndexByte(msg, '\n'); i > 0 {
 				msg = msg[:i]
@@ -101,11 +107,17 @@ func chooseAccel(ctx context.Context, want, qemu, kernel string) (accel, note st
 	const probeTimeout = 15 * time.Second
 	switch want {
 	case "", "auto":
-		if ok, why := ProbeKVMBoot(ctx, qemu, kernel, probeTimeout); ok {
-			return AccelKVM, "KVM", nil
-		} else {
-			return AccelTCG, "TCG software emulation (KVM not usable: " + why + ")", nil
+		ok, why, cached := probeCached(qemu, kernel)
+		if !cached {
+			ok, why = ProbeKVMBoot(ctx, qemu, kernel, probeTimeout)
+			if ctx.Err() == nil {
+				saveProbe(qemu, kernel, ok, why)
+			}
 		}
+		if ok {
+			return AccelKVM, "KVM", nil
+		}
+		return AccelTCG, "TCG software emulation (KVM not usable: " + why + ")", nil
 	case AccelKVM:
 		if ok, why := ProbeKVMBoot(ctx, qemu, kernel, probeTimeout); !ok {
 			return "", "", fmt.Errorf("accelerator kvm asked for but not usable: %s", why)
@@ -115,4 +127,88 @@ func chooseAccel(ctx context.Context, want, qemu, kernel string) (accel, note st
 		return AccelTCG, "TCG software emulation (asked for)", nil
 	}
 	return "", "", fmt.Errorf("unknown accelerator %q (want kvm, tcg or auto)", want)
+}
+
+// The probe boot costs up to 15 s of every run on a host where KVM hangs
+// (a third of `make demo` here), and its answer does not change until the
+// host reboots, qemu or the kernel changes, or /dev/kvm comes or goes: it is
+// kept under the user's cache folder for that long. An explicit
+// RLAB_VM_ACCEL=kvm always probes anew.
+
+type probeRecord struct {
+	Key string `json:"key"`
+	OK  bool   `json:"ok"`
+	Why string `json:"why,omitempty"`
+}
+
+// probeKey names what the probe's answer depends on, or "" when that is
+// unknown (then nothing is cached).
+func probeKey(qemu, kernel string) string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "boot %s\n", bytes.TrimSpace(boot))
+	q, err := exec.LookPath(qemu)
+	if err != nil {
+		return ""
+	}
+	for _, p := range []string{q, kernel, "/dev/kvm"} {
+		if st, err := os.Stat(p); err == nil {
+			fmt.Fprintf(h, "%s %d %d\n", p, st.Size(), st.ModTime().UnixNano())
+			if sys, ok := st.Sys().(*unix.Stat_t); ok {
+				fmt.Fprintf(h, "ctime %d.%d\n", sys.Ctim.Sec, sys.Ctim.Nsec)
+			}
+		} else {
+			fmt.Fprintf(h, "%s absent\n", p)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// probeFile is where the answer for key is kept: one file per key, so a
+// second qemu or kernel never overwrites the first one's answer.
+func probeFile(key string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil || key == "" {
+		return ""
+	}
+	return filepath.Join(dir, "rlab", "kvm-probe-"+key[:16]+".json")
+}
+
+func probeCached(qemu, kernel string) (ok bool, why string, cached bool) {
+	key := probeKey(qemu, kernel)
+	f := probeFile(key)
+	if key == "" || f == "" {
+		return false, "", false
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return false, "", false
+	}
+	var r probeRecord
+	if json.Unmarshal(b, &r) != nil || r.Key != key {
+		return false, "", false
+	}
+	if !r.OK {
+		r.Why += " (probed earlier since this boot; remove " + f + " to probe again)"
+	}
+	return r.OK, r.Why, true
+}
+
+func saveProbe(qemu, kernel string, ok bool, why string) {
+	key := probeKey(qemu, kernel)
+	f := probeFile(key)
+	if key == "" || f == "" {
+		return
+	}
+	b, err := json.Marshal(probeRecord{Key: key, OK: ok, Why: why})
+	if err != nil || os.MkdirAll(filepath.Dir(f), 0o700) != nil {
+		return
+	}
+	tmp := f + ".tmp" + fmt.Sprint(os.Getpid())
+	if os.WriteFile(tmp, b, 0o600) == nil {
+		_ = os.Rename(tmp, f)
+	}
 }

@@ -358,6 +358,10 @@ func TestE2ERealRXE(t *testing.T) {
 			}
 		}
 	}
+	// Last, as it cuts the data link: rlab must name a dead link and stop.
+	if bin != "" && (only == "" || strings.Contains(","+only+",", ",link-cut,")) && exec.Command(bin, "run", "--help").Run() == nil {
+		t.Run("link-cut", func(t *testing.T) { linkCut(t, ctx, bin, set, cli) })
+	}
 	for _, m := range []string{"bw_avg", "lat_typical"} {
 		if vsHand {
 			// Logged, not asserted: on a shared 2-core host under TCG the

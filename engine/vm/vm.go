@@ -2,7 +2,7 @@
 // builds: a copy-on-write overlay per VM under the run directory, a
 // management NIC (user-mode, restrict=on) with SSH forwarded from a free
 // loopback port, one data NIC per lab network joined between the two VMs on
-// it over a unix stream socket, and a fresh ed25519 host key per VM made here
+// it over a pair of unix datagram sockets, and a fresh ed25519 host key per VM made here
 // and handed to the guest through fw_cfg, so the run's known_hosts holds the
 // exact key before the VM boots (no trust on first use).
 //
@@ -166,7 +166,7 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 		return nil, fmt.Errorf("boot vms: %w", err)
 	}
 	sockDir := s.Dir
-	if len(filepath.Join(s.Dir, "zzzzzzzzzzzzzzzz", "qmp.sock")) > maxUnixPath || len(filepath.Join(s.Dir, "net-zzzzzzzzzzzzzzzz.sock")) > maxUnixPath {
+	if len(filepath.Join(s.Dir, "zzzzzzzzzzzzzzzz", "qmp.sock")) > maxUnixPath || len(linkSock(s.Dir, "zzzzzzzzzzzzzzzz", 999)) > maxUnixPath {
 		if sockDir, err = os.MkdirTemp("", "rlab-vm-"); err != nil {
 			return nil, fmt.Errorf("boot vms: %w", err)
 		}
@@ -218,7 +218,7 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 	return s, nil
 }
 
-// link is one data network: the first VM on it listens, the second connects.
+// link is one data network between at most two VMs.
 type link struct {
 	name    string
 	members []int // machine indexes, at most 2
@@ -365,22 +365,23 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	}
 	for j, n := range m.Networks {
 		l := links[n.Name]
-		sock := filepath.Join(sockDir, "net-"+hostnameBad.ReplaceAllString(n.Name, "_")+".sock")
-		if len(sock) > maxUnixPath {
-			return nil, fail("link "+n.Name, fmt.Errorf("socket path %s too long", sock))
-		}
-		server := l.members[0] == idx
-		netdev := "stream,id=l" + strconv.Itoa(j) + ",addr.type=unix,addr.path=" + sock
-		if server {
-			_ = os.Remove(sock)
-			netdev += ",server=on"
-		} else {
-			netdev += ",server=off"
-			// The listening VM started before this one; its socket may take a moment.
-			if err := waitFile(ctx, sock, 30*time.Second); err != nil {
-				return nil, fail("link "+n.Name, fmt.Errorf("peer socket %s: %w", sock, err))
+		// Each end binds its own unix datagram socket and sends to the
+		// other's (-netdev dgram): one datagram per frame, no listener to
+		// wait for, no stream framing to resume after a short write.
+		// -netdev stream stalled for good under load (issue 13): see
+		// BENCHMARKS.md "Demo and the VM data link".
+		peer := -1 // a network with one VM: its frames go nowhere
+		for _, o := range l.members {
+			if o != idx {
+				peer = o
 			}
 		}
+		local, remote := linkSock(sockDir, n.Name, idx), linkSock(sockDir, n.Name, peer)
+		if len(local) > maxUnixPath || len(remote) > maxUnixPath {
+			return nil, fail("link "+n.Name, fmt.Errorf("socket path %s too long", local))
+		}
+		_ = os.Remove(local)
+		netdev := "dgram,id=l" + strconv.Itoa(j) + ",local.type=unix,local.path=" + local + ",remote.type=unix,remote.path=" + remote
 		macAddr := mac(idx, j+1)
 		nf := filepath.Join(dir, fmt.Sprintf("net-%d.network", j+1))
 		if err := os.WriteFile(nf, []byte(networkFile(macAddr, n)), 0o644); err != nil {
@@ -470,21 +471,9 @@ func (v *VM) waitErr() error {
 	return v.waitEr
 }
 
-func waitFile(ctx context.Context, p string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		if _, err := os.Stat(p); err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("not there")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+// linkSock is the datagram socket machine idx binds for network name.
+func linkSock(dir, name string, idx int) string {
+	return filepath.Join(dir, fmt.Sprintf("net-%s-%d.sock", hostnameBad.ReplaceAllString(name, "_"), idx))
 }
 
 func (s *Set) writeKnownHosts() error {

@@ -130,6 +130,22 @@ W('unknown_tool','''workload "w" {
   client = rxe.b
 }
 ''')
+# An unknown or missing tool hides none of the block's other errors.
+W('unknown_tool_other_errors','''workload "w" {
+  tool       = "ib_writ_bw" # ERROR: Unsupported tool
+  server     = rxe.a
+  client     = rxe.rb # ERROR: Reference to undeclared rxe
+  sizes      = [4096, "4kib"] # ERROR: Invalid size
+  iterations = 0 # ERROR: Invalid value for iterations
+  timeout    = "5 minutes" # ERROR: Invalid duration
+}
+''')
+W('missing_tool_other_errors','''workload "w" { # ERROR: Missing tool
+  server = rxe.a
+  client = host.bb # ERROR: Reference to undeclared host
+  repeat = 0 # ERROR: Invalid value for repeat
+}
+''')
 W('missing_tool','''workload "w" { # ERROR: Missing tool
   server = rxe.a
   client = rxe.b
@@ -152,15 +168,32 @@ W('bytes_on_rdma', wl('ib_write_bw','  bytes = "1GiB" # ERROR: Argument not vali
 W('duration_on_pingpong', wl('ibv_uc_pingpong','  duration = "10s" # ERROR: Argument not valid for ibv_uc_pingpong\n'))
 W('repeat_zero', wl('ib_write_bw','  repeat = 0 # ERROR: Invalid value for repeat\n'))
 W('unknown_result_attr', wl('ib_write_bw','''  expect {
-    condition = result.bw_avg > 1 # ERROR: Unsupported result attribute
+    condition = result.bandwidth > 1 # ERROR: Unsupported result attribute
   }
 '''))
+# The older names with units still read their metric, with a warning.
+W('deprecated_result_name', wl('ib_write_bw','''  expect {
+    condition = result.bw_avg_gbps > 1 # WARNING: Deprecated result name
+  }
+'''))
+W('deprecated_tcp_result_name', '''host "c" {
+  address = "192.0.2.3"
+}
+workload "t" {
+  tool   = "tcp"
+  server = host.a
+  client = host.c
+  expect {
+    condition = result.tcp_mibps > 100 && result.tcp_bw > 1 # WARNING: Deprecated result name
+  }
+}
+''')
 W('latency_attr_on_bw', wl('ib_read_bw','''  expect {
-    condition = result.lat_avg_us < 50 # ERROR: Unsupported result attribute
+    condition = result.lat_avg < 50 # ERROR: Unsupported result attribute
   }
 '''))
 W('expect_not_bool', wl('ib_write_bw','''  expect {
-    condition = result.bw_avg_gbps + 1 # ERROR: Invalid expect condition
+    condition = result.bw_avg + 1 # ERROR: Invalid expect condition
     message   = "not a comparison"
   }
 '''))
@@ -168,7 +201,7 @@ W('expect_missing_condition', wl('ib_write_bw','''  expect { # ERROR: Missing re
     message = "no condition"
   }
 '''))
-W('result_outside_expect', wl('ib_write_bw','  iterations = result.bw_avg_gbps # ERROR: Invalid reference to result\n'))
+W('result_outside_expect', wl('ib_write_bw','  iterations = result.bw_avg # ERROR: Invalid reference to result\n'))
 W('undeclared_variable','''host "c" {
   address = var.adress # ERROR: Reference to undeclared input variable
 }
@@ -542,6 +575,38 @@ W('unused_host','''host "spare" { # WARNING: Unused host
   address = "192.0.2.9"
 }
 ''', pre=LAB)
+W('address_option_word','''host "c" {
+  address = "restrict" # ERROR: Invalid address
+}
+host "d" {
+  address = "No-PTY" # ERROR: Invalid address
+}
+''')
+W('jump_not_a_host','''host "c" {
+  address = "192.0.2.3"
+  jump    = "restrict" # ERROR: Invalid jump
+}
+host "d" {
+  address = "192.0.2.4"
+  jump    = "u@bastion.example.org:22,u@cert-authority" # ERROR: Invalid jump
+}
+host "e" {
+  address = "192.0.2.5"
+  jump    = "u@192.0.2.9 -oProxyCommand=x" # ERROR: Invalid jump
+}
+host "f" {
+  address = "192.0.2.6"
+  jump    = "u@bastion.example.org:99999" # ERROR: Invalid jump
+}
+host "g" {
+  address = "192.0.2.7"
+  jump    = "@bastion.example.org" # ERROR: Invalid jump
+}
+host "h" {
+  address = "192.0.2.8"
+  jump    = "u@[2001:db8::1]:22,ops@bastion.example.org"
+}
+''')
 # binary garbage, non-UTF-8, deep nesting
 open(os.path.join(D,'binary_garbage.hcl'),'wb').write(bytes([0x7f,0x45,0x4c,0x46,0x02,0x01,0x01,0x00,0x00,0x00,0xff,0xfe,0x10,0x20])+b' # ERROR: Lab file is not text\n'+bytes(range(1,10))+b'\n')
 open(os.path.join(D,'not_utf8.hcl'),'wb').write(PAIR.encode()+b'host "caf\xe9" { # ERROR: Invalid UTF-8\n  address = "192.0.2.3"\n}\n')

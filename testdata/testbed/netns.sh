@@ -112,6 +112,11 @@ start_sshd_ns() { # start_sshd_ns DIR NAME NETNS
     kb=$(cat "$dir/$name/disk-kb"); uid=$(id -u "$USER_OK"); gid=$(id -g "$USER_OK")
     mounts="mount -t tmpfs -o size=${kb}k,uid=$uid,gid=$gid,mode=0755 rlab-full '$HOME_BASE/$USER_OK'"
   fi
+  # ip netns exec mounts a fresh /sys, which hides this machine's cgroup
+  # mounts; a host of today has cgroup v2 at /sys/fs/cgroup (the agent runs
+  # workloads in cgroups there). Best effort: a kernel without it leaves the
+  # agent to process groups, as on such a host.
+  mounts="$mounts && { mount -t cgroup2 rlab-bed-cgroup2 /sys/fs/cgroup 2>/dev/null || :; }"
   mkdir -p /run/sshd
   # ip netns exec gives the sshd its own mount namespace (slave of ours),
   # so these mounts are this host's only.

@@ -118,6 +118,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rlab-agent serve:", err)
 		return 1
 	}
+	// Detached descendants of workloads come back to the agent, which ends
+	// them with its session, where no cgroup holds them.
+	if err := server.EnableSubreaper(); err != nil {
+		log.Warn("cannot become a child subreaper: detached workload processes may outlive the run", "err", err)
+	}
 	// SIGHUP/SIGTERM (the SSH session torn down) end the agent like EOF:
 	// everything it started is stopped first.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)

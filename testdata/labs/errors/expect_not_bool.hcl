@@ -20,7 +20,7 @@ workload "w" {
   server = rxe.a
   client = rxe.b
   expect {
-    condition = result.bw_avg_gbps + 1 # ERROR: Invalid expect condition
+    condition = result.bw_avg + 1 # ERROR: Invalid expect condition
     message   = "not a comparison"
   }
 }

@@ -20,6 +20,6 @@ workload "w" {
   server = rxe.a
   client = rxe.b
   expect {
-    condition = result.lat_avg_us < 50 # ERROR: Unsupported result attribute
+    condition = result.lat_avg < 50 # ERROR: Unsupported result attribute
   }
 }

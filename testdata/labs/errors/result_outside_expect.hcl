@@ -19,5 +19,5 @@ workload "w" {
   tool   = "ib_write_bw"
   server = rxe.a
   client = rxe.b
-  iterations = result.bw_avg_gbps # ERROR: Invalid reference to result
+  iterations = result.bw_avg # ERROR: Invalid reference to result
 }

@@ -20,6 +20,6 @@ workload "w" {
   server = rxe.a
   client = rxe.b
   expect {
-    condition = result.bw_avg > 1 # ERROR: Unsupported result attribute
+    condition = result.bandwidth > 1 # ERROR: Unsupported result attribute
   }
 }

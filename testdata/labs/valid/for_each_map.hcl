@@ -36,7 +36,7 @@ workload "lat" {
   client     = rxe.client[each.key]
   duration   = "5s"
   expect {
-    condition = result.lat_avg_us < 100 && result.size > 0
+    condition = result.lat_avg < 100 && result.size > 0
     message   = "team ${each.key}: latency too high"
   }
 }

@@ -75,7 +75,7 @@ workload "write_bw" {
   repeat     = null
   args       = null
   expect {
-    condition = result.bw_avg_gbps > 0
+    condition = result.bw_avg > 0
     message   = null
   }
 }

@@ -1,0 +1,374 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// optionProofs maps every documented lab attribute and command flag to the
+// test that proves it does what the docs say, as "<package dir>.<TestName>".
+// TestDocumentedOptionsProven fails when labs/README.md, README.md or a
+// command's --help documents an option missing here, when an entry names a
+// test that does not exist, or when an entry is for an option no longer
+// documented. A new option needs its proving test and its line here.
+//
+// Keys: "BLOCK.ATTR" (nested blocks dotted: "host.vm.network.mtu") for
+// labs/README.md's "Blocks" section; "CMD --flag" ("image build --force")
+// for flags; shared flag sets (hostFlags, varFlags) are proven once on one
+// command and named for each command that has them.
+var optionProofs = map[string]string{
+	// labs/README.md, "Blocks"
+	"lab.description":                   "engine/lab.TestExpansion",       // into the model; summary.md shows it (engine/results)
+	"variable.type":                     "engine/lab.TestTypedVars",       // values converted and checked against the type
+	"variable.default":                  "engine/lab.TestVariableSources", // default < RLAB_VAR_ < -var-file < -var
+	"variable.description":              "engine/lab.TestValidLabs",       // accepted; documentation only (the examples use it)
+	"variable.sensitive":                "engine/run.TestRunRedactsSensitive",
+	"variable.validation":               "engine/lab.TestErrorCorpus", // testdata/labs/errors/variable_validation.hcl
+	"variable.validation.condition":     "engine/lab.TestErrorCorpus",
+	"variable.validation.error_message": "engine/lab.TestErrorCorpus",
+	"ssh.user":                          "cmd/rlab.TestHostFlagsNetns", // the login user from the ssh block (var.user)
+	"ssh.port":                          "engine/run.TestRunOverSSH",
+	"ssh.identity_file":                 "cmd/rlab.TestRunCmdNetns",
+	"ssh.known_hosts":                   "cmd/rlab.TestFactsHostKeysNetns",
+	"ssh.jump":                          "cmd/rlab.TestClassNetns", // every student host through the bastion
+	"ssh.become":                        "engine/sectest.TestBecomeOnlyWhereNeeded",
+	"host.address":                      "engine/run.TestNetnsRun",
+	"host.port":                         "engine/run.TestRunOverSSH",
+	"host.user":                         "engine/run.TestNetnsRun",
+	"host.identity_file":                "engine/run.TestNetnsRun",
+	"host.known_hosts":                  "engine/run.TestNetnsRun",
+	"host.jump":                         "cmd/rlab.TestFactsJumpChainNetns",
+	"host.become":                       "engine/run.TestNetnsRun",      // tcpdump as the sudo user with become
+	"host.ssh":                          "engine/lab.TestNullIsUnset",   // nested ssh settings per host
+	"host.count":                        "cmd/rlab.TestExampleNetnsLab", // labs/netns-tcp.hcl: host "h" { count = 2 }
+	"host.for_each":                     "cmd/rlab.TestClassNetns",
+	"host.vm":                           "engine/vm.TestE2ERlabRun",
+	"host.vm.image":                     "engine/run.TestLocalVMsAttrs",
+	"host.vm.memory":                    "engine/run.TestLocalVMsAttrs",
+	"host.vm.cpus":                      "engine/run.TestLocalVMsAttrs",
+	"host.vm.boot_timeout":              "engine/run.TestLocalVMsAttrs",
+	"host.vm.network":                   "engine/vm.TestE2ERlabRun", // eth1 with its address, linked between the VMs
+	"host.vm.network.address":           "engine/vm.TestE2ERealRXE", // the guest's eth1 has it (checked over SSH)
+	"host.vm.network.mtu":               "engine/vm.TestNetworkFileGolden",
+	"rxe.host":                          "engine/run.TestRunRXENameAndKeep",
+	"rxe.netdev":                        "engine/run.TestRunRXENameAndKeep",
+	"rxe.name":                          "engine/run.TestRunRXENameAndKeep",
+	"rxe.keep":                          "engine/run.TestRunRXENameAndKeep",
+	"rxe.count":                         "engine/lab.TestExpansion",
+	"rxe.for_each":                      "engine/run.TestValidateReusesRXE",
+	"capture.host":                      "engine/run.TestRunCaptures",
+	"capture.netdev":                    "engine/run.TestRunCaptures", // lo and "any"
+	"capture.filter":                    "engine/run.TestRunCaptures",
+	"capture.snaplen":                   "engine/run.TestRunCaptures",
+	"capture.max_size":                  "engine/run.TestRunCaptures",
+	"capture.during":                    "engine/run.TestRunCaptures",
+	"capture.count":                     "engine/run.TestRunCaptures",
+	"capture.for_each":                  "engine/run.TestClassCaptureIsolation",
+	"workload.tool":                     "steps.TestNewWorkloadKinds",
+	"workload.server":                   "engine/run.TestRunExecAndTCP",
+	"workload.client":                   "engine/run.TestRunExecAndTCP",
+	"workload.host":                     "engine/run.TestRunExecAndTCP",
+	"workload.command":                  "engine/run.TestRunExecAndTCP",
+	"workload.sizes":                    "steps.TestArgvGolden",
+	"workload.iterations":               "steps.TestArgvGolden",
+	"workload.duration":                 "steps.TestArgvGolden", // perftest -D; tcp duration: issue 13 (vmlink)
+	"workload.qps":                      "steps.TestArgvGolden",
+	"workload.transport":                "steps.TestArgvGolden",
+	"workload.bytes":                    "engine/run.TestRunExecAndTCP",
+	"workload.timeout":                  "engine/run.TestRunExitCodes",
+	"workload.repeat":                   "engine/run.TestRunExecAndTCP",
+	"workload.args":                     "steps.TestArgvGolden",
+	"workload.expect":                   "engine/run.TestRunExitCodes",
+	"workload.expect.condition":         "engine/run.TestRunExitCodes",
+	"workload.expect.message":           "engine/run.TestRunExitCodes",
+	"workload.count":                    "engine/run.TestInstanceKey",
+	"workload.for_each":                 "cmd/rlab.TestClassNetns",
+
+	// shared host flags (hostFlags: facts, check, run)
+	"check --accept-new-host-keys": "cmd/rlab.TestFactsHostKeysNetns",
+	"facts --accept-new-host-keys": "cmd/rlab.TestFactsHostKeysNetns",
+	"run --accept-new-host-keys":   "cmd/rlab.TestFactsHostKeysNetns",
+	"check --identity":             "cmd/rlab.TestHostFlagsNetns",
+	"facts --identity":             "cmd/rlab.TestHostFlagsNetns",
+	"run --identity":               "cmd/rlab.TestHostFlagsNetns",
+	"check --known-hosts":          "cmd/rlab.TestHostFlagsNetns",
+	"facts --known-hosts":          "cmd/rlab.TestHostFlagsNetns",
+	"run --known-hosts":            "cmd/rlab.TestHostFlagsNetns",
+	"check --parallel":             "engine/run.TestRunOnlyAndParallel",
+	"facts --parallel":             "engine/run.TestRunOnlyAndParallel",
+	"run --parallel":               "engine/run.TestRunOnlyAndParallel",
+	"check --persist":              "cmd/rlab.TestFactsPersistNetns",
+	"facts --persist":              "cmd/rlab.TestFactsPersistNetns",
+	"run --persist":                "cmd/rlab.TestRunKeptAgentsNetns",
+	"check --verbose":              "cmd/rlab.TestHostFlagsNetns",
+	"facts --verbose":              "cmd/rlab.TestHostFlagsNetns",
+	"run --verbose":                "cmd/rlab.TestHostFlagsNetns",
+	"check --refresh":              "cmd/rlab.TestHostFlagsNetns",
+	"facts --refresh":              "cmd/rlab.TestHostFlagsNetns",
+	// shared variable flags (varFlags)
+	"check --var":         "cmd/rlab.TestHostFlagsNetns",
+	"facts --var":         "cmd/rlab.TestHostFlagsNetns",
+	"plan --var":          "cmd/rlab.TestOneLabCommandsOnAFolder",
+	"run --var":           "cmd/rlab.TestRunCmd",
+	"validate --var":      "cmd/rlab.TestValidateCmd",
+	"check --var-file":    "cmd/rlab.TestHostFlagsNetns",
+	"facts --var-file":    "cmd/rlab.TestHostFlagsNetns",
+	"plan --var-file":     "engine/lab.TestVariableSources",
+	"run --var-file":      "cmd/rlab.TestHostFlagsNetns",
+	"validate --var-file": "engine/lab.TestVariableSources",
+
+	"check --json":                "cmd/rlab.TestCheckValidateJSON",
+	"check --only":                "cmd/rlab.TestClassNetns",
+	"check --out":                 "cmd/rlab.TestCheckValidatePlainLab",
+	"check --validate":            "cmd/rlab.TestClassNetns",
+	"--version":                   "cmd/rlab.TestVersionFlag",
+	"compare --json":              "cmd/rlab.TestCompareCmdJSONAndJUnit",
+	"compare --junit":             "cmd/rlab.TestCompareCmdJSONAndJUnit",
+	"compare --markdown":          "cmd/rlab.TestCompareCmd",
+	"compare --metric-threshold":  "cmd/rlab.TestCompareCmd",
+	"compare --threshold":         "cmd/rlab.TestCompareCmd",
+	"down --accept-new-host-keys": "cmd/rlab.TestDownHostKeysNetns",
+	"down --known-hosts":          "cmd/rlab.TestDownHostKeysNetns",
+	"facts --json":                "cmd/rlab.TestFactsAndCheckNetns",
+	"fmt --check":                 "cmd/rlab.TestFmtCmd",
+	"fmt --diff":                  "cmd/rlab.TestFmtCmd",
+	"graph --format":              "cmd/rlab.TestGraphCmd",
+	"graph --output":              "cmd/rlab.TestGraphCmd",
+	"graph --var":                 "cmd/rlab.TestGraphCmd",
+	"image build --force":         "cmd/rlab.TestImageBuildFlags",
+	"image build --mirror":        "cmd/rlab.TestImageBuildFlags",
+	"image build --out":           "cmd/rlab.TestImageBuildCached",
+	"image build --release":       "cmd/rlab.TestImageBuildFlags",
+	"image build --verbose":       "cmd/rlab.TestImageBuildFlags",
+	"init --list":                 "cmd/rlab.TestInitList",
+	"init --template":             "cmd/rlab.TestInitCmd",
+	"mux status --dir":            "cmd/rlab.TestMuxCmds",
+	"mux status --json":           "cmd/rlab.TestFactsPersistNetns",
+	"mux stop --dir":              "cmd/rlab.TestMuxCmds",
+	"pcap --flow":                 "cmd/rlab.TestPcapJSONWithFlow",
+	"pcap --interval":             "cmd/rlab.TestPcapCommand",
+	"pcap --iograph":              "cmd/rlab.TestPcapCommand",
+	"pcap --json":                 "cmd/rlab.TestPcapJSON",
+	"plan --json":                 "cmd/rlab.TestPlanCmd",
+	"plan --only":                 "cmd/rlab.TestPlanOnly",
+	"run --keep":                  "engine/run.TestRunRXENameAndKeep",
+	"run --max-pull":              "cmd/rlab.TestRunMaxPull",
+	"run --only":                  "cmd/rlab.TestRunCmd",
+	"run --out":                   "cmd/rlab.TestRunCmd",
+	"runs --before":               "cmd/rlab.TestRunsCmd",
+	"runs --json":                 "cmd/rlab.TestRunsCmd",
+	"runs --kind":                 "cmd/rlab.TestRunsLeavesChecksOut",
+	"runs --lab":                  "cmd/rlab.TestRunsCmd",
+	"runs --last":                 "cmd/rlab.TestRunsCmd",
+	"runs --status":               "cmd/rlab.TestRunsCmd",
+	"show --markdown":             "cmd/rlab.TestShowCmd",
+	"show --render":               "cmd/rlab.TestShowCmd",
+	"show --students":             "cmd/rlab.TestShowStudents",
+	"validate --json":             "cmd/rlab.TestValidateCmd",
+}
+
+// labAttrs reads the attributes the "## Blocks" HCL of labs/README.md
+// documents, as BLOCK.ATTR keys, plus count and for_each, which its prose
+// documents for host, rxe, capture and workload.
+func labAttrs(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../labs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "## Blocks")
+	if start < 0 {
+		t.Fatal("labs/README.md has no ## Blocks section")
+	}
+	code := doc[start:]
+	code = code[strings.Index(code, "```hcl")+len("```hcl"):]
+	code = code[:strings.Index(code, "```")]
+	blockRE := regexp.MustCompile(`^\s*([a-z_]+)(\s+"[^"]*")*\s*\{`)
+	attrRE := regexp.MustCompile(`(?:^|;)\s*([a-z_]+)\s*=`)
+	seen := map[string]bool{}
+	var stack []string
+	for _, line := range strings.Split(code, "\n") {
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = line[:i]
+		}
+		if m := blockRE.FindStringSubmatch(line); m != nil {
+			stack = append(stack, m[1])
+			seen[strings.Join(stack, ".")] = true // a nested block is documented too
+			line = line[len(m[0]):]
+		}
+		for _, m := range attrRE.FindAllStringSubmatch(line, -1) {
+			if len(stack) > 0 {
+				seen[strings.Join(stack, ".")+"."+m[1]] = true
+			}
+		}
+		closes := strings.Count(line, "}") - strings.Count(line, "{")
+		for ; closes > 0 && len(stack) > 0; closes-- {
+			stack = stack[:len(stack)-1]
+		}
+	}
+	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload"} {
+		delete(seen, top) // top-level blocks: their attributes are the options
+	}
+	for k := range seen {
+		if strings.HasPrefix(k, "locals.") {
+			delete(seen, k) // local values are named by the user
+		}
+	}
+	// The workload options of "Tools and their options" (its header row).
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "| tool |") {
+			for _, col := range strings.Split(line, "|") {
+				if col = strings.TrimSpace(col); regexp.MustCompile(`^[a-z_]+$`).MatchString(col) && col != "tool" {
+					seen["workload."+col] = true
+				}
+			}
+		}
+	}
+	if strings.Contains(doc, "`count = N`") {
+		for _, k := range []string{"host", "rxe", "capture", "workload"} {
+			seen[k+".count"] = true
+			seen[k+".for_each"] = true
+		}
+	}
+	return keys(seen)
+}
+
+// cliFlags walks the command tree: "CMD --flag" for every flag a command
+// defines (its --help lists them), help aside.
+func cliFlags() []string {
+	seen := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.TrimPrefix(c.CommandPath(), "rlab")
+		path = strings.TrimSpace(path)
+		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" && !f.Hidden {
+				seen[strings.TrimSpace(path+" --"+f.Name)] = true
+			}
+		})
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" && !f.Hidden {
+				seen[strings.TrimSpace(path+" --"+f.Name)] = true
+			}
+		})
+		for _, s := range c.Commands() {
+			if !s.Hidden && s.Name() != "help" && s.Name() != "completion" {
+				walk(s)
+			}
+		}
+	}
+	root := newRootCmd()
+	root.InitDefaultHelpCmd()
+	root.InitDefaultVersionFlag() // --version, which cobra adds at Execute
+	walk(root)
+	return keys(seen)
+}
+
+// readmeFlags are the --long flags README.md names, each with the commands
+// that define it ("" when none does).
+func readmeFlags(t *testing.T, flags []string) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, m := range regexp.MustCompile("(?:^|[ `\\[(])(--?[a-z][a-z0-9-]+)").FindAllStringSubmatch(string(b), -1) {
+		name := "--" + strings.TrimLeft(m[1], "-")
+		switch name {
+		case "--update", // go test -update
+			"--help",   // every command's
+			"--netdev", // QEMU's -netdev
+			"--kep":    // the mistyped flag of the did-you-mean example
+			continue
+		}
+		out[name] = nil
+	}
+	for _, k := range flags {
+		_, f, _ := strings.Cut(" "+k, " --") // root flags are "--name"
+		if _, ok := out["--"+f]; ok {
+			out["--"+f] = append(out["--"+f], k)
+		}
+	}
+	return out
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// testFuncs finds every func TestX in the repository's _test.go files, as
+// "<package dir>.TestX".
+func testFuncs(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	re := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+	err := filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("../..", filepath.Dir(p))
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			out[filepath.ToSlash(rel)+"."+m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestDocumentedOptionsProven: every attribute labs/README.md documents and
+// every flag of every command (its --help) has a proving test in
+// optionProofs, every test named there exists, and every flag README.md
+// names exists on some command.
+func TestDocumentedOptionsProven(t *testing.T) {
+	tests := testFuncs(t)
+	flags := cliFlags()
+	documented := map[string]bool{}
+	for _, k := range append(labAttrs(t), flags...) {
+		documented[k] = true
+		proof, ok := optionProofs[k]
+		if !ok {
+			t.Errorf("%q is documented but has no proving test in optionProofs (cmd/rlab/docs_test.go): write one, or remove the option", k)
+			continue
+		}
+		if !tests[proof] {
+			t.Errorf("%q: optionProofs names %s, which does not exist", k, proof)
+		}
+	}
+	for k := range optionProofs {
+		if !documented[k] {
+			t.Errorf("optionProofs has %q, which neither labs/README.md nor any --help documents: remove the entry", k)
+		}
+	}
+	for f, cmds := range readmeFlags(t, flags) {
+		if len(cmds) == 0 {
+			t.Errorf("README.md names %s, which no rlab command has", f)
+		}
+	}
+}

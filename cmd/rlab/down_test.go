@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	runengine "github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// TestDownListing: rlab down says what it undid, what it left and why,
+// what the run had undone itself, or that nothing was left.
+func TestDownListing(t *testing.T) {
+	st := &runengine.State{
+		Hosts: []runengine.StateHost{{Name: "server"}, {Name: "client"}, {Name: "vm1", VM: true}},
+		Effects: []steps.Effect{
+			{Host: "server", Kind: "rxe", ID: "rxe_eth1", Created: true},
+			{Host: "server", Kind: "rxe", ID: "rxe0"},                                // found
+			{Host: "client", Kind: "rxe", ID: "rxe_eth1", Created: true, Keep: true}, // kept
+			{Host: "client", Kind: "capture", ID: "cap.roce", Undone: true},
+			{Host: "client", Kind: "proc", ID: "wl.x", Undone: true},
+		},
+		VMs: json.RawMessage(`{"vms":[]}`),
+	}
+	tests := []struct {
+		name   string
+		before *runengine.State
+		res    *runengine.DownResult
+		ok     bool
+		want   []string
+	}{
+		{"undid, left, stopped", st, &runengine.DownResult{Undone: []string{"server: rxe rxe_eth1"}}, true, []string{
+			"undone server: rxe rxe_eth1",
+			"left rxe rxe0 on host server: it was there before the run",
+			"left rxe rxe_eth1 on host client: kept (keep = true or --keep)",
+			"stopped VM vm1",
+			"the run had undone 2 thing(s) itself"}},
+		{"VM stop failed", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, false, []string{"nothing was left to undo"}},
+		{"clean run", &runengine.State{Effects: []steps.Effect{{Kind: "proc", Undone: true}}}, &runengine.DownResult{}, true,
+			[]string{"the run had undone 1 thing(s) itself"}},
+		{"nothing", &runengine.State{}, &runengine.DownResult{}, true, []string{"nothing was left to undo"}},
+		{"host text", nil, &runengine.DownResult{Undone: []string{"h: proc \x1b[2J"}}, true, []string{`undone h: proc \x1b[2J`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := downListing(tc.before, tc.res, tc.ok)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("listing (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestErrorLines: joined errors print one per line, a wrapped join's lines
+// too, without blanks, repeats or control characters.
+func TestErrorLines(t *testing.T) {
+	a := errors.New(`workload "w" failed: exit 1`)
+	b := errors.New(`host "h1" unreachable: dial tcp: timeout`)
+	tests := []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"nil", nil, nil},
+		{"one", a, []string{a.Error()}},
+		{"joined", errors.Join(a, b), []string{a.Error(), b.Error()}},
+		{"wrapped join", fmt.Errorf("run: %w", errors.Join(a, b, b)), []string{"run: " + a.Error(), b.Error()}},
+		{"control characters", errors.New("bad\x1b[2J\r\n\nnext"), []string{`bad\x1b[2J`, "next"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, errorLines(tc.err)); d != "" {
+				t.Errorf("lines (-want +got):\n%s", d)
+			}
+		})
+	}
+	var buf strings.Builder
+	printErrors(&buf, "Error: ", errors.Join(a, b))
+	if want := "Error: " + a.Error() + "\nError: " + b.Error() + "\n"; buf.String() != want {
+		t.Errorf("printed %q, want %q", buf.String(), want)
+	}
+}

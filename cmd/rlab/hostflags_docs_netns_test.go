@@ -1,0 +1,182 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/testbed"
+)
+
+// TestHostFlagsNetns proves the shared host flags of facts, check and run
+// (hostFlags) on real sshd hosts, for a lab that names no key, no
+// known_hosts and no user (a variable without default): without them
+// nothing connects; --var-file or --var gives the user, -i the key, --known-hosts the
+// host keys; -v logs connection details; --refresh asks the tools again
+// (the agent's tools cache on the hosts' shared home is rewritten only
+// then). (--parallel is Options.Parallel: TestRunOnlyAndParallel.)
+func TestHostFlagsNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 2})
+	dir := t.TempDir()
+	var lab strings.Builder
+	lab.WriteString("lab \"flags\" {}\n\nvariable \"user\" {\n  type = string\n}\n\nssh {\n  user = var.user\n}\n\n")
+	for _, h := range bed.Hosts {
+		lab.WriteString("host \"" + h.Name + "\" {\n  address = \"" + h.Addr + "\"\n}\n")
+	}
+	labFile := filepath.Join(dir, "flags.hcl")
+	varFile := filepath.Join(dir, "vars.hcl")
+	for p, b := range map[string]string{labFile: lab.String(), varFile: "user = \"" + bed.User + "\"\n"} {
+		if err := os.WriteFile(p, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A home of its own: the default ~/.ssh/known_hosts (and config) must
+	// not answer for the bed's hosts, whatever other tests left in root's.
+	env := []string{"HOME=" + t.TempDir()}
+	key, kh := []string{"-i", bed.KeyFile}, []string{"--known-hosts", bed.KnownHosts}
+	vf := []string{"--var-file", varFile}
+	args := func(parts ...[]string) []string {
+		out := []string{"facts", "-json"}
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return append(out, labFile)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout+stderr
+	}{
+		{"no --var-file", args(key, kh), 1, "No value for required variable"},
+		{"no --known-hosts", args(key, vf), 2, "unknown host key"},
+		{"no -i", args(kh, vf), 2, "could not be reached"},
+		{"all", args(key, kh, vf, []string{"--parallel", "1", "-v"}), 0, `msg="gathered facts"`},
+		{"--var", args(key, kh, []string{"--var", "user=" + bed.User}), 0, `"hostname"`},
+		{"--var wins over --var-file", args(key, kh, vf, []string{"--var", "user=nobody-here"}), 2, "could not be reached"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, code := runRlabEnv(t, env, tc.args...)
+			if code != tc.code || !strings.Contains(out+stderr, tc.want) {
+				t.Errorf("rlab %v: exit %d, want %d with %q\n%s%s", tc.args, code, tc.code, tc.want, out, stderr)
+			}
+		})
+	}
+	// --refresh: the tools cache is rewritten with it, not without.
+	caches := func() map[string]time.Time {
+		m := map[string]time.Time{}
+		_ = filepath.WalkDir(bed.Home, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "tools-") && strings.HasSuffix(d.Name(), ".json") {
+				if st, err := os.Stat(p); err == nil {
+					m[p] = st.ModTime()
+				}
+			}
+			return nil
+		})
+		return m
+	}
+	before := caches()
+	if len(before) == 0 {
+		t.Fatalf("no tools cache under %s after facts", bed.Home)
+	}
+	if _, stderr, code := runRlabEnv(t, env, args(key, kh, vf)...); code != 0 {
+		t.Fatalf("facts: exit %d\n%s", code, stderr)
+	}
+	for p, m := range caches() {
+		if !m.Equal(before[p]) {
+			t.Errorf("%s rewritten without --refresh", p)
+		}
+	}
+	if _, stderr, code := runRlabEnv(t, env, args(key, kh, vf, []string{"--refresh"})...); code != 0 {
+		t.Fatalf("facts --refresh: exit %d\n%s", code, stderr)
+	}
+	rewritten := 0
+	for p, m := range caches() {
+		if !m.Equal(before[p]) {
+			rewritten++
+		}
+	}
+	if rewritten == 0 {
+		t.Errorf("--refresh rewrote no tools cache under %s", bed.Home)
+	}
+}
+
+// TestDownHostKeysNetns: `rlab down` verifies host keys as the run did, and
+// takes --known-hosts and --accept-new-host-keys as run does. A run on the
+// bed records its lab's known_hosts; once that file is gone (and an exec
+// process is marked not yet undone, so down must log in), down refuses the
+// unknown key, takes it from --known-hosts, or trusts and records it with
+// --accept-new-host-keys.
+func TestDownHostKeysNetns(t *testing.T) {
+	bed := testbed.Start(t, testbed.Options{Hosts: 1})
+	dir := t.TempDir()
+	kh := filepath.Join(dir, "known_hosts")
+	b, err := os.ReadFile(bed.KnownHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := bed.Hosts[0]
+	home := t.TempDir() // the default known_hosts, empty: only the flags may answer
+	env := []string{"HOME=" + home}
+	src := "lab \"down\" {}\n\nhost \"h0\" {\n  address = \"" + h.Addr + "\"\n  user = \"" + bed.User + "\"\n  identity_file = \"" + bed.KeyFile + "\"\n  known_hosts = \"" + kh + "\"\n}\n\n" +
+		"workload \"x\" {\n  tool    = \"exec\"\n  host    = host.h0\n  command = [\"true\"]\n}\n"
+	labFile := filepath.Join(dir, "down.hcl")
+	if err := os.WriteFile(labFile, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	redo := func(t *testing.T) string { // a fresh run whose exec process down must undo
+		t.Helper()
+		if err := os.WriteFile(kh, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "run")
+		if stdout, stderr, code := runRlabEnv(t, env, "run", "--out", out, labFile); code != 0 {
+			t.Fatalf("run: exit %d\n%s%s", code, stdout, stderr)
+		}
+		st, err := os.ReadFile(filepath.Join(out, "state.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		undone := strings.Count(string(st), `"undone": true`)
+		st = []byte(strings.ReplaceAll(string(st), `"undone": true`, `"undone": false`))
+		if undone == 0 {
+			t.Fatalf("state.json has no undone effect to redo:\n%s", st)
+		}
+		if err := os.WriteFile(filepath.Join(out, "state.json"), st, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(kh); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		code  int
+	}{
+		{"no flag", nil, 2},
+		{"--known-hosts", []string{"--known-hosts", bed.KnownHosts}, 0},
+		{"--accept-new-host-keys", []string{"--accept-new-host-keys"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := redo(t)
+			stdout, stderr, code := runRlabEnv(t, env, append(append([]string{"down"}, tc.flags...), out)...)
+			if code != tc.code {
+				t.Errorf("down %v: exit %d, want %d\n%s%s", tc.flags, code, tc.code, stdout, stderr)
+			}
+			if tc.code == 2 && !strings.Contains(stdout+stderr, "host key") {
+				t.Errorf("down without a known key does not say why:\n%s%s", stdout, stderr)
+			}
+			if tc.name == "--accept-new-host-keys" {
+				a, _ := os.ReadFile(kh)
+				b, _ := os.ReadFile(filepath.Join(home, ".ssh", "known_hosts"))
+				if !strings.Contains(string(a)+string(b), h.Addr) {
+					t.Errorf("the accepted key of %s is recorded neither in the run's known_hosts nor in ~/.ssh/known_hosts", h.Addr)
+				}
+			}
+		})
+	}
+}

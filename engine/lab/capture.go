@@ -1,0 +1,149 @@
+package lab
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// The capture block: its schema and decoder.
+
+var captureSchema = &hcl.BodySchema{Attributes: append([]hcl.AttributeSchema{
+	{Name: "host", Required: true}, {Name: "netdev", Required: true}, {Name: "filter"},
+	{Name: "snaplen"}, {Name: "max_size"}, {Name: "during"},
+}, metaSchema...)}
+
+func (l *loader) decodeCaptures(blocks []*hcl.Block) {
+	for _, b := range blocks {
+		label := b.Labels[0]
+		if d := l.decls["capture"][label]; d == nil || d.block != b {
+			continue
+		}
+		content := l.content(b.Body, captureSchema)
+		ctx := l.baseCtx().NewChild()
+		ctx.Variables = l.workloadObjs
+		sc := &scope{ctx: ctx, where: "a capture block", kinds: []string{"host", "rxe", "workload"}}
+		for _, in := range l.expand(label, content, sc) {
+			l.enter(in)
+			c := &Capture{Name: in.name, Slug: in.slug, Range: b.DefRange, Snaplen: DefaultSnaplen, MaxBytes: DefaultMaxBytes}
+			attrs := l.unsetNulls(content, captureSchema, in.sc.ctx).Attributes
+			if a := attrs["host"]; a != nil {
+				if v, ok := l.value(a, in.sc); ok {
+					if n, ok := l.resolveRef(a, v, "host", "host"); ok {
+						c.Host = l.hostByName[n]
+					}
+				}
+			}
+			if a := attrs["host"]; a != nil {
+				l.needRoot(c.Host, "capturing packets", a.Expr.Range())
+			}
+			if a := attrs["netdev"]; a != nil {
+				if s, ok := l.str(a, in.sc); ok {
+					if !validNetdev(s) && s != "any" {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid netdev name", "%q is not a Linux interface name: 1 to 15 bytes, without '/', ':' or spaces (e.g. \"eth1\").", s)
+					}
+					c.Netdev = s
+				}
+			}
+			if a := attrs["filter"]; a != nil {
+				if s, ok := l.str(a, in.sc); ok {
+					if msg := checkFilter(s); msg != "" {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid capture filter", "%s", msg)
+					}
+					c.Filter = s
+				}
+			}
+			if a := attrs["snaplen"]; a != nil {
+				if n, ok := l.integer(a, in.sc, 64, 262144); ok {
+					c.Snaplen = int(n)
+				}
+			}
+			if a := attrs["max_size"]; a != nil {
+				if n, ok := l.size(a, in.sc); ok {
+					if n < 1<<20 {
+						l.errorf(a.Expr.Range().Ptr(), "Capture size too small", "max_size must be at least 1MiB; tcpdump rotates files in whole MB.")
+					} else {
+						c.MaxBytes = n
+					}
+				}
+			}
+			if a := attrs["during"]; a != nil {
+				c.During = l.during(a, in.sc, c)
+			}
+			l.lab.Captures = append(l.lab.Captures, c)
+		}
+	}
+}
+
+func (l *loader) during(a *hcl.Attribute, sc *scope, c *Capture) []*Workload {
+	v, ok := l.value(a, sc)
+	if !ok {
+		return nil
+	}
+	t := v.Type()
+	if !(t.IsListType() || t.IsTupleType() || t.IsSetType()) {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid during", "during is a list of workloads, like [workload.write_bw]; got %s.", article(t))
+		return nil
+	}
+	elems := v.AsValueSlice()
+	rs := elemRanges(a.Expr, len(elems))
+	var out []*Workload
+	for i, e := range elems {
+		// A whole for_each workload expands to all its instances.
+		if et := e.Type(); (et.IsObjectType() && !et.HasAttribute("kind")) || et.IsTupleType() {
+			for it := e.ElementIterator(); it.Next(); {
+				_, inst := it.Element()
+				if n, ok := l.resolveRefAt(rs[i].Ptr(), inst, "workload", "during"); ok {
+					out = append(out, l.workloadByName[n])
+				}
+			}
+			continue
+		}
+		if n, ok := l.resolveRefAt(rs[i].Ptr(), e, "workload", "during"); ok {
+			w := l.workloadByName[n]
+			if w == nil {
+				continue
+			}
+			if c.Host != nil && !runsOn(w, c.Host) {
+				l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Capture host not in workload",
+					Detail:  fmt.Sprintf("Workload %s does not run on host %s, so this capture may see none of its traffic.", w.Name, c.Host.Name),
+					Subject: rs[i].Ptr()})
+			}
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func runsOn(w *Workload, h *Host) bool {
+	for _, x := range w.Hosts() {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFilter catches the pcap filter mistakes that are cheap to see without
+// libpcap: unbalanced parentheses and quotes. tcpdump checks the rest on the
+// host at preflight.
+func checkFilter(s string) string {
+	depth := 0
+	for _, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth < 0 {
+				return "The filter closes a parenthesis it never opened."
+			}
+		case '"', '\'', '`', ';', '|', '$':
+			return fmt.Sprintf("The filter holds %q, which is not part of the pcap filter language (e.g. \"udp port 4791\").", r)
+		}
+	}
+	if depth != 0 {
+		return "The filter opens a parenthesis it never closes."
+	}
+	return ""
+}

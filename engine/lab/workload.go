@@ -1,0 +1,424 @@
+package lab
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// The workload block and its expect blocks: their schemas and decoders. A
+// tool's options and their rules come from the tool descriptor (tools.go).
+
+var workloadSchema = &hcl.BodySchema{
+	Attributes: append([]hcl.AttributeSchema{
+		{Name: "tool"}, {Name: "server"}, {Name: "client"}, {Name: "host"}, {Name: "command"},
+		{Name: "sizes"}, {Name: "iterations"}, {Name: "duration"}, {Name: "qps"}, {Name: "transport"},
+		{Name: "bytes"}, {Name: "timeout"}, {Name: "repeat"}, {Name: "args"},
+	}, metaSchema...),
+	Blocks: []hcl.BlockHeaderSchema{{Type: "expect"}},
+}
+
+func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
+	l.workloadByName = map[string]*Workload{}
+	objs := map[string][]keyedObj{}
+	for _, b := range blocks {
+		label := b.Labels[0]
+		if d := l.decls["workload"][label]; d == nil || d.block != b {
+			continue
+		}
+		content := l.content(b.Body, workloadSchema)
+		ctx := l.baseCtx().NewChild()
+		ctx.Variables = l.rxeObjs
+		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe"}}
+		for _, in := range l.expand(label, content, sc) {
+			l.enter(in)
+			w := l.decodeWorkload(b, l.unsetNulls(content, workloadSchema, in.sc.ctx), in)
+			w.Index = len(l.lab.Workloads)
+			l.workloadByName[w.Name] = w
+			l.lab.Workloads = append(l.lab.Workloads, w)
+			objs[label] = append(objs[label], keyedObj{in.key, refObject("workload", w.Name, map[string]cty.Value{
+				"tool": cty.StringVal(w.Tool),
+			})})
+		}
+	}
+	l.workloadObjs = map[string]cty.Value{
+		"host": l.rxeObjs["host"], "rxe": l.rxeObjs["rxe"],
+		"workload": collect(l.decls["workload"], objs),
+	}
+	l.recordKeys("workload", objs)
+}
+
+func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in instance) *Workload {
+	w := &Workload{Name: in.name, Slug: in.slug, Range: b.DefRange, Options: tooldesc.Options{Timeout: DefaultTimeout, Repeat: 1}}
+	attrs := content.Attributes
+	sc := in.sc
+	ta := attrs["tool"]
+	if ta == nil {
+		l.errorf(b.DefRange.Ptr(), "Missing tool", "Workload %s needs tool = one of: %s.", w.Name, strings.Join(ToolNames(), ", "))
+		l.checkToolless(attrs, sc)
+		return w
+	}
+	name, ok := l.str(ta, sc)
+	if !ok {
+		l.checkToolless(attrs, sc)
+		return w
+	}
+	tool, ok := LookupTool(name)
+	if !ok {
+		l.errorf(ta.Expr.Range().Ptr(), "Unsupported tool", "%q is not a workload tool.%s The tools are: %s.", name, didYouMean(name, ToolNames()), strings.Join(ToolNames(), ", "))
+		l.checkToolless(attrs, sc)
+		return w
+	}
+	w.Tool = name
+
+	notFor := func(attr, why string) {
+		if a := attrs[attr]; a != nil {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "%s %s", attr, why)
+		}
+	}
+	// Sides.
+	switch {
+	case tool.OneHost:
+		notFor("server", "is not an exec argument; exec runs one command on host.")
+		notFor("client", "is not an exec argument; exec runs one command on host.")
+		if a := attrs["host"]; a == nil {
+			l.errorf(b.DefRange.Ptr(), "Missing host", "An exec workload needs host = host.NAME, the host to run the command on.")
+		} else if v, ok := l.value(a, sc); ok {
+			if n, ok := l.resolveRef(a, v, "host", "host"); ok {
+				w.Host = l.hostByName[n]
+			}
+		}
+		if a := attrs["command"]; a == nil {
+			l.errorf(b.DefRange.Ptr(), "Missing command", `An exec workload needs command, an argv list like ["ip", "-br", "addr"].`)
+		} else if cmd, ok := l.strList(a, sc); ok {
+			if len(cmd) == 0 || cmd[0] == "" {
+				l.errorf(a.Expr.Range().Ptr(), "Empty command", `command is an argv list whose first element is the program, like ["ip", "-br", "addr"].`)
+			}
+			w.Command = cmd
+		}
+	default:
+		notFor("host", fmt.Sprintf("is only for exec workloads; %s runs between server and client.", name))
+		notFor("command", fmt.Sprintf("is only for exec workloads; %s takes server and client (extra tool flags go in args).", name))
+		kind := "host"
+		if tool.RDMA {
+			kind = "rxe"
+		}
+		for _, side := range []string{"server", "client"} {
+			a := attrs[side]
+			if a == nil {
+				l.errorf(b.DefRange.Ptr(), "Missing "+side, "%s runs between two sides; set %s = %s.NAME.", name, side, kind)
+				continue
+			}
+			v, ok := l.value(a, sc)
+			if !ok {
+				continue
+			}
+			n, ok := l.resolveRef(a, v, kind, side+" of "+name)
+			if !ok {
+				continue
+			}
+			if tool.RDMA {
+				r := l.rxeByName[n]
+				if r == nil {
+					continue
+				}
+				if side == "server" {
+					w.ServerRXE, w.ServerHost = r, r.Host
+				} else {
+					w.ClientRXE, w.ClientHost = r, r.Host
+				}
+			} else if side == "server" {
+				w.ServerHost = l.hostByName[n]
+			} else {
+				w.ClientHost = l.hostByName[n]
+			}
+		}
+	}
+
+	// Options.
+	if a := attrs["transport"]; a != nil {
+		if s, ok := l.str(a, sc); ok {
+			switch {
+			case tool.Transports == nil:
+				l.errorf(a.Expr.Range().Ptr(), "Argument not valid for "+name, "transport cannot be set: %s.", tool.TransportWhy)
+			case !contains(tool.Transports, s):
+				hint := ""
+				if contains(tool.Transports, strings.ToUpper(s)) {
+					hint = fmt.Sprintf(" Write %q in capitals.", strings.ToUpper(s))
+				} else if tool.TransportWhy != "" {
+					hint = " " + upperFirst(tool.TransportWhy) + "."
+				}
+				l.errorf(a.Expr.Range().Ptr(), "Unsupported transport", "%s supports transport %s; not %q.%s", name, orList(tool.Transports), s, hint)
+			default:
+				w.Transport = s
+			}
+		}
+	} else if tool.Transports != nil {
+		w.Transport = tool.Transports[0]
+	}
+	if a := attrs["sizes"]; a != nil {
+		if !tool.Sizes {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "sizes is for RDMA tools; %s moves bytes (tcp) or runs a command (exec).", name)
+		} else {
+			if w.Transport == "UD" && tool.MaxSize == 0 {
+				tool.MaxSize = 4096 // one UD message is one packet
+			}
+			w.Sizes = l.sizes(a, sc, tool)
+		}
+	}
+	if a := attrs["iterations"]; a != nil {
+		if !tool.Iterations {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "iterations is not an option of %s.%s", name, map[bool]string{true: " Use duration or bytes.", false: ""}[tool.Bytes])
+		} else if n, ok := l.integer(a, sc, 1, 1<<40); ok {
+			w.Iterations = n
+		}
+	}
+	if a := attrs["duration"]; a != nil {
+		if !tool.Duration {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "duration is not an option of %s; it runs a number of iterations.", name)
+		} else if d, ok := l.duration(a, sc); ok {
+			w.Duration = d
+			if it := attrs["iterations"]; it != nil && tool.Iterations {
+				l.errorf(a.NameRange.Ptr(), "Conflicting iterations and duration", "%s runs either a number of iterations or for a duration; keep one of them.", name)
+			}
+		}
+	}
+	if a := attrs["qps"]; a != nil {
+		if !tool.QPs {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "qps is an option of the perftest bandwidth tools (ib_*_bw); %s uses one QP.", name)
+		} else if n, ok := l.integer(a, sc, 1, 16384); ok {
+			w.QPs = int(n)
+		}
+	}
+	if a := attrs["bytes"]; a != nil {
+		if !tool.Bytes {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "bytes is the amount a tcp workload sends; %s takes sizes and iterations.", name)
+		} else if n, ok := l.size(a, sc); ok {
+			w.Bytes = n
+			if attrs["duration"] != nil {
+				l.errorf(a.NameRange.Ptr(), "Conflicting bytes and duration", "A tcp workload sends a number of bytes or for a duration; keep one of them.")
+			}
+		}
+	} else if tool.Bytes && attrs["duration"] == nil {
+		w.Bytes = DefaultTCPBytes
+	}
+	if a := attrs["timeout"]; a != nil {
+		if d, ok := l.duration(a, sc); ok {
+			w.Timeout = d
+		}
+	}
+	if a := attrs["repeat"]; a != nil {
+		if n, ok := l.integer(a, sc, 1, defaultRepeatLimit); ok {
+			w.Repeat = int(n)
+		}
+	}
+	if a := attrs["args"]; a != nil {
+		if tool.OneHost {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for exec", "args adds flags to a workload tool; for exec put the whole argv in command.")
+		} else if args, ok := l.strList(a, sc); ok {
+			w.Args = args
+		}
+	}
+	for _, eb := range content.Blocks {
+		if e := l.decodeExpect(eb, w, sc); e != nil {
+			w.Expects = append(w.Expects, e)
+		}
+	}
+	return w
+}
+
+// checkToolless reports what is wrong in a workload block whose tool is
+// missing or unknown, as far as it can be told without the tool: undeclared
+// references, and values that are no size, duration, number or list for any
+// tool. The tool's own rules (which arguments, which sides) wait for a known
+// tool; an unknown tool does not hide the block's other errors.
+func (l *loader) checkToolless(attrs hcl.Attributes, sc *scope) {
+	var inOrder []*hcl.Attribute // source order, so the diagnostics read top to bottom
+	for _, a := range attrs {
+		inOrder = append(inOrder, a)
+	}
+	sort.Slice(inOrder, func(i, j int) bool { return inOrder[i].Range.Start.Byte < inOrder[j].Range.Start.Byte })
+	for _, a := range inOrder {
+		switch a.Name {
+		case "server", "client", "host", "transport":
+			l.value(a, sc)
+		case "command", "args":
+			l.strList(a, sc)
+		case "sizes":
+			l.sizes(a, sc, Tool{})
+		case "bytes":
+			l.size(a, sc)
+		case "duration", "timeout":
+			l.duration(a, sc)
+		case "iterations":
+			l.integer(a, sc, 1, 1<<40)
+		case "qps":
+			l.integer(a, sc, 1, 16384)
+		case "repeat":
+			l.integer(a, sc, 1, defaultRepeatLimit)
+		}
+	}
+}
+
+// orList joins "a", "b", "c" as "a, b or c".
+func orList(xs []string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) sizes(a *hcl.Attribute, sc *scope, tool Tool) []int64 {
+	v, ok := l.value(a, sc)
+	if !ok {
+		return nil
+	}
+	var elems []cty.Value
+	var rs []hcl.Range
+	t := v.Type()
+	if t.IsListType() || t.IsTupleType() || t.IsSetType() {
+		elems = v.AsValueSlice()
+		rs = elemRanges(a.Expr, len(elems))
+	} else {
+		elems, rs = []cty.Value{v}, []hcl.Range{a.Expr.Range()}
+	}
+	if len(elems) == 0 {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid size", "sizes is empty; remove it to use the tool's default size, or list at least one.")
+		return nil
+	}
+	var out []int64
+	for i, e := range elems {
+		n, ok := l.sizeValue(e, rs[i].Ptr(), "sizes")
+		if !ok {
+			continue
+		}
+		switch {
+		case tool.FixedSize != 0 && n != tool.FixedSize:
+			l.errorf(rs[i].Ptr(), "Invalid size for "+tool.Name, "%s moves %d-byte atomic operands, so sizes must be [%d]; got %d.", tool.Name, tool.FixedSize, tool.FixedSize, n)
+		case tool.MaxSize != 0 && n > tool.MaxSize:
+			l.errorf(rs[i].Ptr(), "Invalid size for "+tool.Name, "%s sends each message as one UD datagram, which must fit the path MTU (at most %d bytes); got %d.", tool.Name, tool.MaxSize, n)
+		default:
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+var expectSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "condition", Required: true}, {Name: "message"}}}
+
+// ResultAttrs lists the attributes result.* has in an expect condition of
+// the given tool: its metrics' names (the names of results.json, summary.md,
+// the report and rlab compare), plus size and repeat.
+func ResultAttrs(tool string) []string {
+	var out []string
+	for _, n := range results.ToolMetrics(tool) {
+		if m, ok := results.MetricByName(n); ok {
+			out = append(out, m.Name)
+		}
+	}
+	return append(out, "size", "repeat")
+}
+
+// resultAliases maps the older expect names of the tool's metrics (e.g.
+// bw_avg_gbps) to their metric's name. They are still read, with a warning.
+func resultAliases(tool string) map[string]string {
+	out := map[string]string{}
+	for _, n := range results.ToolMetrics(tool) {
+		if m, ok := results.MetricByName(n); ok {
+			for _, a := range m.Aliases {
+				out[a.Name] = m.Name
+			}
+		}
+	}
+	return out
+}
+
+func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
+	content := l.unsetNulls(l.content(b.Body, expectSchema), expectSchema, sc.ctx)
+	ca := content.Attributes["condition"]
+	if ca == nil || w.Tool == "" {
+		return nil
+	}
+	aliases := resultAliases(w.Tool)
+	attrs := ResultAttrs(w.Tool)
+	for a := range aliases {
+		attrs = append(attrs, a)
+	}
+	e := &Expect{Condition: ca.Expr, Range: b.DefRange, ctx: sc.ctx, attrs: attrs}
+	if a := content.Attributes["message"]; a != nil {
+		e.Message, _ = l.str(a, sc)
+	}
+	esc := *sc
+	esc.result = ResultAttrs(w.Tool)
+	esc.resultAliases = aliases
+	if !l.checkRefs(ca.Expr, &esc) {
+		return nil
+	}
+	// Evaluate once with unknown numbers to catch type errors now.
+	unknown := map[string]cty.Value{}
+	for _, n := range attrs {
+		unknown[n] = cty.UnknownVal(cty.Number)
+	}
+	_, diags := e.Eval(unknown)
+	var errs hcl.Diagnostics
+	for _, d := range diags {
+		if d.Summary != "Expect condition not decided" {
+			errs = append(errs, d)
+		}
+	}
+	l.add(errs...)
+	if errs.HasErrors() {
+		return nil
+	}
+	return e
+}
+
+// Eval evaluates the condition against a result object (attribute name to
+// value; see ResultAttrs). Missing attributes are null, so a condition over a
+// metric the run did not record is an error, not a silent pass.
+func (e *Expect) Eval(result map[string]cty.Value) (bool, hcl.Diagnostics) {
+	ctx := e.ctx
+	if ctx == nil {
+		ctx = &hcl.EvalContext{}
+	}
+	full := map[string]cty.Value{}
+	for _, a := range e.attrs {
+		full[a] = cty.NullVal(cty.Number)
+	}
+	for k, v := range result {
+		full[k] = v
+	}
+	child := ctx.NewChild()
+	child.Variables = map[string]cty.Value{"result": objOrEmpty(full)}
+	v, diags := e.Condition.Value(child)
+	if diags.HasErrors() {
+		return false, diags
+	}
+	rng := e.Condition.Range()
+	if v.IsNull() {
+		return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid expect condition", Detail: "The condition is null; it must be true or false.", Subject: &rng}}
+	}
+	if !v.IsKnown() {
+		if v.Type() == cty.Bool || v.Type() == cty.DynamicPseudoType {
+			return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Expect condition not decided", Detail: "The condition depends on a result value that is missing.", Subject: &rng}}
+		}
+	}
+	if v.Type() != cty.Bool {
+		return false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid expect condition", Detail: fmt.Sprintf("The condition must be true or false; it is %s. Compare a result, like result.bw_avg > 1.", article(v.Type())), Subject: &rng}}
+	}
+	return v.True(), nil
+}

@@ -1,0 +1,247 @@
+package results
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
+)
+
+// headlineRows caps the rows of the end-of-run table; a class lab has
+// hundreds of workloads and its students table says more.
+const headlineRows = 20
+
+// execOutputLines caps the lines of an exec workload's output shown.
+const execOutputLines = 5
+
+// WriteHeadline prints the table rlab run ends with: per workload its key
+// numbers with units (bandwidth per size, latency, message rate, TCP
+// throughput, an exec's exit), how it ended and whether its expects held;
+// then RDMA beside TCP, and the first lines of each exec workload's output
+// (read from the run directory r.Dir). Host text is made printable.
+func WriteHeadline(w io.Writer, r *Run) error {
+	aggs := Aggregate(r.Samples)
+	byWL := map[string][]Agg{}
+	for _, a := range aggs {
+		byWL[a.Workload] = append(byWL[a.Workload], a)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tTOOL\tHOSTS\tSTATUS\tRESULT\tEXPECTS")
+	for i, wl := range r.Workloads {
+		if i == headlineRows {
+			fmt.Fprintf(tw, "… %d more (rlab show)\t\t\t\t\t\n", len(r.Workloads)-headlineRows)
+			break
+		}
+		st := wl.Status
+		if st != StatusOK {
+			st = strings.ToUpper(strings.ReplaceAll(st, "_", " "))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(wl.Name), termsafe.Line(wl.Tool), termsafe.Line(strings.Join(wl.Hosts, " → ")),
+			st, termsafe.Line(KeyNumbers(wl, byWL[wl.Name])), heldText(wl.Expects))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Why a workload did not end ok, one line each under the table.
+	for i, wl := range r.Workloads {
+		if i == headlineRows {
+			break
+		}
+		if wl.Status != StatusOK && wl.Error != "" {
+			fmt.Fprintf(w, "%s %s: %s\n", strings.ToUpper(strings.ReplaceAll(wl.Status, "_", " ")), termsafe.Line(wl.Name), termsafe.Line(oneLine(wl.Error)))
+		}
+	}
+	if line := rdmaTCPLine(r, aggs); line != "" {
+		fmt.Fprintln(w, line)
+	}
+	for _, wl := range r.Workloads {
+		if wl.Tool == "exec" {
+			writeExecOutput(w, r.Dir, wl)
+		}
+	}
+	return nil
+}
+
+// KeyNumbers is a workload's headline in one cell: bandwidth per size and
+// message rate, typical and p99 latency, pingpong throughput and time per
+// iteration, rping count, TCP throughput, an exec's exit code; medians over
+// repeats, in units for people.
+func KeyNumbers(wl Workload, aggs []Agg) string {
+	by := map[string][]Agg{}
+	for _, a := range aggs {
+		by[a.Metric] = append(by[a.Metric], a) // sizes ascending
+	}
+	at := func(a Agg) string {
+		if a.Size > 0 {
+			return " at " + HumanSize(a.Size)
+		}
+		return ""
+	}
+	var parts []string
+	if bw := by["bw_avg"]; len(bw) > 0 {
+		var s []string
+		for i, a := range bw {
+			if len(bw) > 4 && i > 0 && i < len(bw)-2 {
+				if i == 1 {
+					s = append(s, "…")
+				}
+				continue
+			}
+			s = append(s, strings.TrimSpace(HumanSize(a.Size)+" "+HumanValue(a.Median, a.Unit)))
+		}
+		parts = append(parts, strings.Join(s, ", "))
+		if mr := by["msg_rate"]; len(mr) > 0 {
+			parts = append(parts, HumanValue(mr[0].Median, mr[0].Unit)+at(mr[0]))
+		}
+	}
+	if lt := by["lat_typical"]; len(lt) > 0 {
+		s := "typical " + HumanValue(lt[0].Median, lt[0].Unit)
+		if p := by["lat_p99"]; len(p) > 0 {
+			s += ", p99 " + HumanValue(p[0].Median, p[0].Unit)
+		}
+		parts = append(parts, s+at(lt[0]))
+	}
+	if pp := by["pp_bw"]; len(pp) > 0 {
+		s := HumanValue(pp[0].Median, pp[0].Unit)
+		if l := by["pp_lat"]; len(l) > 0 {
+			s += ", " + HumanValue(l[0].Median, l[0].Unit)
+		}
+		parts = append(parts, s+at(pp[0]))
+	}
+	if rc := by["rping_count"]; len(rc) > 0 {
+		parts = append(parts, FormatValue(rc[0].Median)+" ping-pongs")
+	}
+	if t := by["tcp_bw"]; len(t) > 0 {
+		parts = append(parts, HumanValue(t[0].Median, t[0].Unit))
+	}
+	if len(parts) == 0 {
+		if ec := by["exit_code"]; len(ec) > 0 {
+			parts = append(parts, "exit "+FormatValue(ec[0].Median))
+		}
+		if d := by["duration"]; len(d) > 0 {
+			parts = append(parts, "in "+HumanValue(d[0].Median, d[0].Unit))
+		}
+	}
+	if n := maxRepeats(aggs); n > 1 && len(parts) > 0 {
+		parts[len(parts)-1] += fmt.Sprintf(" (median of %d)", n)
+	}
+	if len(parts) == 0 {
+		return "–"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func maxRepeats(aggs []Agg) int {
+	n := 0
+	for _, a := range aggs {
+		n = max(n, a.N)
+	}
+	return n
+}
+
+func heldText(es []Expect) string {
+	if len(es) == 0 {
+		return "–"
+	}
+	held, skipped := 0, 0
+	for _, e := range es {
+		switch {
+		case e.Held:
+			held++
+		case e.Skipped:
+			skipped++
+		}
+	}
+	if skipped == len(es) {
+		return fmt.Sprintf("%d skipped", skipped)
+	}
+	s := fmt.Sprintf("%d/%d held", held, len(es)-skipped)
+	if held < len(es)-skipped {
+		s = "NOT HELD " + s
+	}
+	if skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", skipped)
+	}
+	return s
+}
+
+// rdmaTCPLine sets each RDMA bandwidth workload's figure at its largest
+// size beside the first TCP baseline's throughput.
+func rdmaTCPLine(r *Run, aggs []Agg) string {
+	var tcp *Agg
+	for i, a := range aggs {
+		if a.Metric == "tcp_bw" {
+			tcp = &aggs[i]
+			break
+		}
+	}
+	if tcp == nil || tcp.Median <= 0 {
+		return ""
+	}
+	best := map[string]Agg{}
+	var order []string
+	for _, a := range aggs {
+		if a.Metric != "bw_avg" {
+			continue
+		}
+		if _, ok := best[a.Workload]; !ok {
+			order = append(order, a.Workload)
+		}
+		if a.Size >= best[a.Workload].Size {
+			best[a.Workload] = a
+		}
+	}
+	var s []string
+	for _, wl := range order {
+		a := best[wl]
+		s = append(s, fmt.Sprintf("%s %s at %s = %.2f× TCP", termsafe.Line(wl), HumanValue(a.Median, a.Unit), HumanSize(a.Size), a.Median/tcp.Median))
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("RDMA vs TCP (%s %s): %s", termsafe.Line(tcp.Workload), HumanValue(tcp.Median, tcp.Unit), strings.Join(s, "; "))
+}
+
+// writeExecOutput prints the first lines of an exec workload's standard
+// output (and of its standard error when it failed).
+func writeExecOutput(w io.Writer, dir string, wl Workload) {
+	if dir == "" {
+		return
+	}
+	for _, rel := range wl.Logs {
+		if !strings.HasSuffix(rel, ".stdout") && (wl.Status == StatusOK || !strings.HasSuffix(rel, ".stderr")) {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			continue
+		}
+		var lines []string
+		sc := bufio.NewScanner(io.LimitReader(f, 64<<10))
+		more := false
+		for sc.Scan() {
+			if len(lines) == execOutputLines {
+				more = true
+				break
+			}
+			lines = append(lines, sc.Text())
+		}
+		f.Close()
+		if len(lines) == 0 {
+			continue
+		}
+		stream := strings.TrimPrefix(filepath.Ext(rel), ".")
+		fmt.Fprintf(w, "%s %s (%s):\n", termsafe.Line(wl.Name), stream, rel)
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", termsafe.Line(l))
+		}
+		if more {
+			fmt.Fprintf(w, "  … (the rest in %s)\n", rel)
+		}
+	}
+}

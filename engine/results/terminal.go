@@ -1,0 +1,140 @@
+package results
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
+)
+
+// TerminalText renders the Markdown rlab writes (summary.md: headings,
+// pipe tables, lists, emphasis, code spans) as plain text for a terminal:
+// headings underlined, tables aligned in columns, emphasis and code marks
+// dropped, escapes undone. Control characters (text that came from hosts)
+// are escaped (termsafe) so it cannot move the cursor.
+func TerminalText(md []byte) []byte {
+	var out bytes.Buffer
+	lines := strings.Split(strings.TrimRight(string(md), "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		switch {
+		case strings.HasPrefix(l, "|"):
+			j := i
+			for j < len(lines) && strings.HasPrefix(lines[j], "|") {
+				j++
+			}
+			writeTable(&out, lines[i:j])
+			i = j - 1
+		case strings.HasPrefix(l, "# "), strings.HasPrefix(l, "## "), strings.HasPrefix(l, "### "):
+			level := strings.Index(l, " ")
+			t := inline(l[level+1:])
+			out.WriteString(t + "\n")
+			u := "="
+			if level > 1 {
+				u = "-"
+			}
+			out.WriteString(strings.Repeat(u, utf8.RuneCountInString(t)) + "\n")
+		default:
+			out.WriteString(inline(l) + "\n")
+		}
+	}
+	return out.Bytes()
+}
+
+var (
+	mdStrong = regexp.MustCompile(`\*\*(.+?)\*\*`)
+	mdCodeSp = regexp.MustCompile("`([^`]*)`")
+	mdLink   = regexp.MustCompile(`\[([^\]]*)\]\(([^)]*)\)`)
+	mdUnesc  = strings.NewReplacer(`\\`, `\`, `\*`, `*`, "\\`", "`", `\|`, "|", `\[`, "[", `\]`, "]", "&lt;", "<", "&gt;", ">", "&amp;", "&")
+)
+
+// inline drops emphasis, code and link marks of one line of text.
+func inline(s string) string {
+	s = mdStrong.ReplaceAllString(s, "$1")
+	s = mdCodeSp.ReplaceAllString(s, "$1")
+	s = mdLink.ReplaceAllString(s, "$1 ($2)")
+	return termsafe.Line(mdUnesc.Replace(s))
+}
+
+// splitRow splits a pipe table row into its cells, honouring "\|".
+func splitRow(l string) []string {
+	l = strings.TrimSpace(l)
+	l = strings.TrimPrefix(l, "|")
+	if strings.HasSuffix(l, "|") && !strings.HasSuffix(l, `\|`) {
+		l = l[:len(l)-1]
+	}
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(l); i++ {
+		switch {
+		case l[i] == '\\' && i+1 < len(l):
+			cur.WriteByte(l[i])
+			cur.WriteByte(l[i+1])
+			i++
+		case l[i] == '|':
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(l[i])
+		}
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
+}
+
+var mdAlign = regexp.MustCompile(`^:?-+:?$`)
+
+func writeTable(out *bytes.Buffer, rows []string) {
+	var cells [][]string
+	var right []bool
+	for _, r := range rows {
+		cs := splitRow(r)
+		if isAlign(cs) {
+			for _, c := range cs {
+				right = append(right, strings.HasSuffix(c, ":") && !strings.HasPrefix(c, ":"))
+			}
+			continue
+		}
+		for i := range cs {
+			cs[i] = inline(cs[i])
+		}
+		if strings.TrimSpace(strings.Join(cs, "")) == "" {
+			continue // an empty header ("| | |") of a key-value table
+		}
+		cells = append(cells, cs)
+	}
+	var width []int
+	for _, r := range cells {
+		for i, c := range r {
+			if i >= len(width) {
+				width = append(width, 0)
+			}
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range cells {
+		var line strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			if i < len(right) && right[i] {
+				line.WriteString(pad + c)
+			} else {
+				line.WriteString(c + pad)
+			}
+		}
+		out.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+}
+
+func isAlign(cs []string) bool {
+	for _, c := range cs {
+		if !mdAlign.MatchString(c) {
+			return false
+		}
+	}
+	return len(cs) > 0
+}

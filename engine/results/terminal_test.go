@@ -1,0 +1,68 @@
+package results
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestTerminalTextGolden renders each fixture run's summary for a terminal.
+func TestTerminalTextGolden(t *testing.T) {
+	for _, rel := range []string{runBase, runFailed} {
+		r := readFixture(t, rel)
+		got := TerminalText(Summary(r, "runs/"+rel))
+		checkGolden(t, "show-"+filepath.Base(rel)+".golden.txt", got)
+	}
+}
+
+func TestTerminalText(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"heading", "# rlab run: x: **FAILED**\n", "rlab run: x: FAILED\n===================\n"},
+		{"subheading", "## write_bw (ib_write_bw)\n", "write_bw (ib_write_bw)\n----------------------\n"},
+		{"table aligned, right columns right", "| a | size |\n|---|---:|\n| long name | 4 KiB |\n| b | 2 B |\n",
+			"a           size\nlong name  4 KiB\nb            2 B\n"},
+		{"key-value table without header", "| | |\n|---|---|\n| run | `id` |\n", "run  id\n"},
+		{"escapes undone", "| `a\\|b` | x \\* y &lt;z&gt; |\n|---|---|\n", "a|b  x * y <z>\n"},
+		{"control characters escaped", "error: \x1b[2Jgone\r\n", `error: \x1b[2Jgone\r` + "\n"},
+		{"link", "see [report](report.html)\n", "see report (report.html)\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(TerminalText([]byte(tc.in))); got != tc.want {
+				t.Errorf("TerminalText(%q) =\n%q\nwant\n%q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHumanValue(t *testing.T) {
+	tests := []struct {
+		v    float64
+		unit string
+		want string
+	}{
+		{0.000327, "Mpps", "327 pps"},
+		{0.327, "Mpps", "327 kpps"},
+		{1.5, "Mpps", "1.5 Mpps"},
+		{0.0755, "Gb/s", "75.5 Mb/s"},
+		{21.1, "Gb/s", "21.1 Gb/s"},
+		{2500, "Mbit/s", "2.5 Gb/s"},
+		{6638, "usec", "6.638 ms"},
+		{3.2, "usec", "3.2 usec"},
+		{268435456, "bytes", "256 MiB"},
+		{2048, "MiB/s", "2 GiB/s"},
+		{0, "Gb/s", "0 Gb/s"},
+		{3, "count", "3 count"},
+		{1.25, "s", "1.25 s"},
+		{0.0006041, "s", "604.1 usec"},
+	}
+	for _, tc := range tests {
+		if got := HumanValue(tc.v, tc.unit); got != tc.want {
+			t.Errorf("HumanValue(%v, %q) = %q, want %q", tc.v, tc.unit, got, tc.want)
+		}
+	}
+	for n, want := range map[int64]string{512: "512 B", 268435456: "256 MiB", 1536: "1.5 KiB"} {
+		if got := HumanBytes(n); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

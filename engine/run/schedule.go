@@ -1,0 +1,145 @@
+package run
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
+)
+
+// The run executes engine/plan's DAG; it keeps no ordering of its own.
+//
+// Set-up and tear-down run in phases, each a set of plan steps on every host
+// at once: connect (the plan's connect and ship-agent), preflight, rxe,
+// whole-run capture starts, then the workloads, capture stops, fetch and
+// teardown. phaseOf is that order; a plan edge that would point from a later
+// phase to an earlier one is refused (TestPhasesFollowThePlan checks every
+// example lab), so running the phases one after another is a topological
+// order of the DAG. Within the workload phase the DAG is followed edge by
+// edge: a workload starts once the workloads its plan steps depend on are
+// done, and a capture scoped with `during` starts before the first workload
+// that depends on its start and stops after the last one its stop depends on.
+// A new dependency (a future `depends_on`) is written in engine/plan only.
+
+// phaseOf is the phase of the run that executes each kind of plan step.
+var phaseOf = map[plan.Kind]int{
+	plan.Connect:        0,
+	plan.ShipAgent:      0,
+	plan.Preflight:      1,
+	plan.CreateRXE:      2,
+	plan.StartCapture:   3, // a capture scoped with `during`: in phase 4, before its workloads
+	plan.WorkloadServer: 4,
+	plan.WorkloadClient: 4,
+	plan.WorkloadRun:    4,
+	plan.StopCapture:    4, // a whole-run capture: after every workload
+	plan.Fetch:          5,
+	plan.Teardown:       6,
+}
+
+// schedule plans what this run runs (the plan.json it writes, the same as
+// `rlab plan --only`) and wires the run's workloads and capture windows to
+// the plan's DAG.
+func (r *runner) schedule() error {
+	p, err := plan.New(r.subLab())
+	if err != nil {
+		return fmt.Errorf("plan lab %q: %w", r.lab.Name, err)
+	}
+	if err := checkPhases(p); err != nil {
+		return err
+	}
+	r.plan = p
+	nodes := map[*lab.Workload]*workloadNode{}
+	for _, n := range r.workloads {
+		nodes[n.lab] = n
+	}
+	windows := map[*lab.Capture]*captureWindow{}
+	for _, c := range r.captures {
+		windows[c.lab] = c
+	}
+	for _, s := range p.Steps {
+		switch s.Kind {
+		case plan.WorkloadServer, plan.WorkloadClient, plan.WorkloadRun:
+			n := nodes[s.Workload]
+			if n == nil {
+				return fmt.Errorf("plan lab %q: step %s is of workload %q, which this run does not run", r.lab.Name, s.ID, s.Subject)
+			}
+			n.ids = append(n.ids, s.ID)
+			for _, d := range s.DependsOn {
+				if dw := p.Step(d).Workload; dw != nil && dw != s.Workload && !slices.Contains(n.deps, nodes[dw]) {
+					n.deps = append(n.deps, nodes[dw])
+				}
+			}
+		case plan.StopCapture:
+			c := windows[s.Capture]
+			if c == nil || len(c.lab.During) == 0 {
+				continue // whole-run: stopped after every workload
+			}
+			// Its stop waits for the workloads it covers, in the order its
+			// `during` names them: the window's name keeps that order.
+			for _, d := range s.DependsOn {
+				if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(c.during, n) {
+					c.during = append(c.during, n)
+				}
+			}
+			c.remaining = len(c.during)
+			c.step.Window = windowName(c.during)
+		}
+	}
+	for _, c := range r.captures {
+		for _, n := range c.during {
+			n.captures = append(n.captures, c) // started in the lab's order of captures
+		}
+		c.startIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
+		c.stopIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
+	}
+	return nil
+}
+
+// checkPhases refuses a plan whose DAG the phases cannot follow: an edge from
+// a step of a later phase to one of an earlier phase.
+func checkPhases(p *plan.Plan) error {
+	for _, s := range p.Steps {
+		ps, ok := phaseOf[s.Kind]
+		if !ok {
+			return fmt.Errorf("plan: step %s is of kind %q, which the run cannot execute", s.ID, s.Kind)
+		}
+		for _, d := range s.DependsOn {
+			if pd := phaseOf[p.Step(d).Kind]; pd > ps {
+				return fmt.Errorf("plan: step %s (run phase %d) depends on %s (run phase %d): the run executes its phases in order and cannot run that", s.ID, ps, d, pd)
+			}
+		}
+	}
+	return nil
+}
+
+// windowName names a scoped capture's window after its workloads: part of
+// the agent handle and the file name, both [A-Za-z0-9._-] only
+// ("write_bw-read_bw", not "write_bw+read_bw").
+func windowName(during []*workloadNode) string {
+	var names []string
+	for _, n := range during {
+		names = append(names, n.lab.Slug)
+	}
+	window := strings.Join(names, "-")
+	if len(window) > 64 {
+		window = fmt.Sprintf("%s-and-%d-more", during[0].lab.Slug, len(during)-1)
+	}
+	return window
+}
+
+// stepIDs are the IDs of the plan's steps of these kinds on host (any host
+// when "") about subject (any when ""), for the events that run them.
+func (r *runner) stepIDs(host, subject string, kinds ...plan.Kind) []string {
+	if r.plan == nil {
+		return nil
+	}
+	var ids []string
+	for _, s := range r.plan.Steps {
+		if slices.Contains(kinds, s.Kind) && (host == "" || s.Host == host) && (subject == "" || s.Subject == subject) {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
+}

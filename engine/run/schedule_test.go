@@ -1,0 +1,323 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/toolout"
+)
+
+// TestPhasesFollowThePlan: the run's phases can execute the plan of every
+// example and corpus lab (no edge points back to an earlier phase), and a
+// plan they cannot execute is refused with the edge named.
+func TestPhasesFollowThePlan(t *testing.T) {
+	files, _ := filepath.Glob("../../labs/*.hcl")
+	corpus, _ := filepath.Glob("../../testdata/labs/valid/*.hcl")
+	files = append(files, corpus...)
+	if len(files) < 5 {
+		t.Fatalf("found %d labs, want the example and corpus labs", len(files))
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".hcl"), func(t *testing.T) {
+			l, diags := lab.Load([]string{f}, lab.LoadOptions{})
+			if diags.HasErrors() {
+				t.Fatalf("load: %v", diags)
+			}
+			p, err := plan.New(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkPhases(p); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+
+	l := loadLab(t, twoHosts+`
+rxe "a" {
+  host   = host.a
+  netdev = "lo"
+}
+workload "w" {
+  tool    = "exec"
+  host    = host.a
+  command = ["true"]
+}
+`)
+	for _, tt := range []struct {
+		name  string
+		bend  func(p *plan.Plan)
+		error string
+	}{
+		{"rxe after a workload", func(p *plan.Plan) {
+			s := p.Step("a/create-rxe/a")
+			s.DependsOn = append(s.DependsOn, "a/workload-run/w")
+		}, "step a/create-rxe/a (run phase 2) depends on a/workload-run/w (run phase 4)"},
+		{"preflight after fetch", func(p *plan.Plan) {
+			s := p.Step("a/preflight")
+			s.DependsOn = append(s.DependsOn, "a/fetch")
+		}, "step a/preflight (run phase 1) depends on a/fetch (run phase 5)"},
+		{"a kind the run does not know", func(p *plan.Plan) { p.Step("a/fetch").Kind = "reboot" }, `step a/fetch is of kind "reboot"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := plan.New(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkPhases(p); err != nil {
+				t.Fatalf("the plan as made: %v", err)
+			}
+			tt.bend(p)
+			if err := checkPhases(p); err == nil || !strings.Contains(err.Error(), tt.error) {
+				t.Errorf("checkPhases = %v, want an error with %q", err, tt.error)
+			}
+		})
+	}
+}
+
+// orderLab has workloads that share hosts (file order), disjoint ones (one
+// wave), a two-host workload joining them and a made-up two-sided kind.
+const orderLab = `
+lab "order" {}
+host "a" { address = "127.0.0.1" }
+host "b" { address = "127.0.0.1" }
+host "c" { address = "127.0.0.1" }
+workload "a1" {
+  tool    = "exec"
+  host    = host.a
+  command = ["true"]
+}
+workload "b1" {
+  tool    = "exec"
+  host    = host.b
+  command = ["true"]
+}
+workload "c1" {
+  tool    = "exec"
+  host    = host.c
+  command = ["true"]
+}
+workload "ab" {
+  tool       = "fake_ping"
+  server     = host.a
+  client     = host.b
+  sizes      = [64]
+  iterations = 10
+}
+workload "c2" {
+  tool    = "exec"
+  host    = host.c
+  command = ["true"]
+}
+workload "bulk" {
+  tool   = "tcp"
+  server = host.c
+  client = host.a
+  bytes  = "1MiB"
+}
+workload "b2" {
+  tool    = "exec"
+  host    = host.b
+  command = ["true"]
+}
+`
+
+// orderCaptures adds a whole-run capture and one scoped to two workloads.
+const orderCaptures = `
+capture "all" {
+  host   = host.a
+  netdev = "lo"
+  filter = "tcp"
+}
+capture "scoped" {
+  host   = host.c
+  netdev = "lo"
+  filter = "tcp"
+  during = [workload.bulk, workload.c2]
+}
+`
+
+// TestRunFollowsThePlan runs a lab on in-process agents and checks, from
+// events.jsonl and plan.json alone, that the run executed the plan: every
+// step of the plan was run, and none started before every step it depends
+// on had ended (steps one event runs together, a workload's server and
+// client, excepted).
+func TestRunFollowsThePlan(t *testing.T) {
+	src := orderLab
+	if _, err := exec.LookPath("tcpdump"); err == nil && os.Geteuid() == 0 {
+		src += orderCaptures
+	} else {
+		t.Log("no captures: they need tcpdump and root")
+	}
+	res, _ := runLab(t, src, Options{Parse: toolout.ParseOutput})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	var p struct {
+		Steps []struct {
+			ID        string   `json:"id"`
+			DependsOn []string `json:"depends_on"`
+		} `json:"steps"`
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	first, last := map[string]int{}, map[string]int{}
+	for i, ev := range readEvents(t, res.Dir) {
+		for _, id := range ev.IDs {
+			if _, ok := first[id]; !ok {
+				first[id] = i
+			}
+			last[id] = i
+		}
+	}
+	if len(p.Steps) < 20 {
+		t.Fatalf("plan.json has %d steps", len(p.Steps))
+	}
+	for _, s := range p.Steps {
+		if _, ok := first[s.ID]; !ok {
+			t.Errorf("plan step %s: no event ran it", s.ID)
+			continue
+		}
+		for _, d := range s.DependsOn {
+			if first[d] == first[s.ID] {
+				continue // run by one event (a workload's two sides)
+			}
+			if last[d] >= first[s.ID] {
+				t.Errorf("plan step %s started (event %d) before %s, which it depends on, ended (event %d)", s.ID, first[s.ID], d, last[d])
+			}
+		}
+	}
+}
+
+// TestWaveRunsTogether: the workloads the plan puts in one wave run at the
+// same time on their disjoint hosts. A barrier in front of the agents holds
+// every workload's first process until all of its wave have reached it, so a
+// run that started them one after another would never pass it (it gives up
+// after a minute and fails the workload, naming the missing ones).
+func TestWaveRunsTogether(t *testing.T) {
+	l := loadLab(t, orderLab)
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bar := &waveBarrier{wave: map[string]int{}, size: map[int]int{}, arrived: map[int][]string{}, open: map[int]chan struct{}{}}
+	for _, w := range p.Waves {
+		hosts := map[string]string{}
+		for _, name := range w.Workloads {
+			wl := l.WorkloadByName(name)
+			if wl == nil {
+				t.Fatalf("plan wave %d: no workload %q", w.Wave, name)
+			}
+			if wl.Tool == "tcp" {
+				continue // the agent's own TCP bulk starts no process
+			}
+			for _, h := range wl.Hosts() {
+				if o, ok := hosts[h.Name]; ok {
+					t.Errorf("plan wave %d: %s and %s share host %s", w.Wave, o, name, h.Name)
+				}
+				hosts[h.Name] = name
+			}
+			bar.wave[wl.Slug] = w.Wave
+			bar.size[w.Wave]++
+		}
+		bar.open[w.Wave] = make(chan struct{})
+	}
+	if bar.size[1] != 3 || bar.size[2] != 2 {
+		t.Fatalf("plan waves %+v: want a1, b1, c1 in wave 1 and ab, c2 in wave 2", p.Waves)
+	}
+	bed := newPipeBed(t)
+	connect := ConnectFunc(func(ctx context.Context, tg Target, runID string) (Host, error) {
+		h, err := bed.Connect(ctx, tg, runID)
+		if err != nil {
+			return nil, err
+		}
+		return &barrierHost{Host: h, bar: bar}, nil
+	})
+	res := Run(context.Background(), l, Options{Connector: connect, Parse: toolout.ParseOutput, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	bar.mu.Lock()
+	defer bar.mu.Unlock()
+	for w, n := range bar.size {
+		if len(bar.arrived[w]) != n {
+			t.Errorf("wave %d: %v reached the barrier, want %d workloads", w, bar.arrived[w], n)
+		}
+	}
+}
+
+// waveBarrier holds each workload's first process start until every
+// workload of its plan wave has reached it.
+type waveBarrier struct {
+	mu      sync.Mutex
+	wave    map[string]int // workload slug -> wave
+	size    map[int]int    // wave -> workloads held
+	arrived map[int][]string
+	open    map[int]chan struct{}
+}
+
+func (b *waveBarrier) arrive(ctx context.Context, handle string) error {
+	parts := strings.SplitN(handle, ".", 3) // wl.<slug>.<side...>
+	if len(parts) < 3 || parts[0] != "wl" {
+		return nil
+	}
+	slug := parts[1]
+	b.mu.Lock()
+	w, ok := b.wave[slug]
+	if !ok || slices.Contains(b.arrived[w], slug) {
+		b.mu.Unlock()
+		return nil // not held, or its first process passed already
+	}
+	b.arrived[w] = append(b.arrived[w], slug)
+	if len(b.arrived[w]) == b.size[w] {
+		close(b.open[w])
+	}
+	open := b.open[w]
+	b.mu.Unlock()
+	// The guard only keeps a wrong run from hanging the test: the assertion
+	// is which workloads arrived, not when.
+	guard := time.NewTimer(time.Minute)
+	defer guard.Stop()
+	select {
+	case <-open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-guard.C:
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return fmt.Errorf("workload %s: wave %d never ran together: only %v of %d workloads started", slug, w, b.arrived[w], b.size[w])
+	}
+}
+
+// barrierHost is an agent whose process starts pass the wave barrier.
+type barrierHost struct {
+	Host
+	bar *waveBarrier
+}
+
+func (h *barrierHost) Call(ctx context.Context, method string, params, result any) error {
+	if p, ok := params.(proto.ProcStartParams); ok && method == proto.MethodProcStart {
+		if err := h.bar.arrive(ctx, p.Handle); err != nil {
+			return err
+		}
+	}
+	return h.Host.Call(ctx, method, params, result)
+}

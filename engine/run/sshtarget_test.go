@@ -1,0 +1,85 @@
+package run
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/sshx"
+)
+
+// TestHostTarget: how a lab host, and a host read back from state.json,
+// is reached over SSH (the one place rlab run, down, facts and check take
+// it from): its own identity file or the run's; a lab host as bastion
+// with its own user, key and jump; a jump string whose bastions take the
+// host's user (unless they name one) and keys; a VM directly.
+func TestHostTarget(t *testing.T) {
+	ids := []string{"/ids/run"}
+	b2 := &lab.Host{Name: "b2", Address: "10.0.0.2", Port: 22, User: "ops2", IdentityFile: "/ids/b2"}
+	b1 := &lab.Host{Name: "b1", Address: "10.0.0.1", Port: 2222, User: "ops", Jump: "b2", JumpHost: b2}
+	tests := []struct {
+		name string
+		h    *lab.Host
+		want sshx.Target
+	}{
+		{"direct, the run's identities", &lab.Host{Name: "a", Address: "192.0.2.1", Port: 22, User: "root"},
+			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: ids}},
+		{"own identity file", &lab.Host{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFile: "/k/a"},
+			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: []string{"/k/a"}}},
+		{"through lab hosts", &lab.Host{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Jump: "b1", JumpHost: b1},
+			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: ids,
+				Jump: &sshx.Target{Name: "b1", Address: "10.0.0.1", Port: 2222, User: "ops", IdentityFiles: ids,
+					Jump: &sshx.Target{Name: "b2", Address: "10.0.0.2", Port: 22, User: "ops2", IdentityFiles: []string{"/ids/b2"}}}}},
+		{"jump string", &lab.Host{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFile: "/k/a", Jump: "bastion.example.org,j@10.0.0.9:2200"},
+			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: []string{"/k/a"},
+				Jump: &sshx.Target{Name: "bastion 10.0.0.9", Address: "10.0.0.9", Port: 2200, User: "j", IdentityFiles: []string{"/k/a"},
+					Jump: &sshx.Target{Name: "bastion bastion.example.org", Address: "bastion.example.org", User: "root", IdentityFiles: []string{"/k/a"}, NoJump: true}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := cmp.Diff(tt.want, HostTarget(tt.h, ids)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+	state := []struct {
+		name string
+		h    StateHost
+		want sshx.Target
+	}{
+		{"VM: direct whatever the ssh config says", StateHost{Name: "v", Address: "127.0.0.1", Port: 10022, User: "root", IdentityFile: "/vm/id", VM: true, Jump: "ignored"},
+			sshx.Target{Name: "v", Address: "127.0.0.1", Port: 10022, User: "root", IdentityFiles: []string{"/vm/id"}, NoJump: true}},
+		{"state host with a jump", StateHost{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Jump: "ops@10.0.0.1:2222"},
+			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: ids,
+				Jump: &sshx.Target{Name: "bastion 10.0.0.1", Address: "10.0.0.1", Port: 2222, User: "ops", IdentityFiles: ids, NoJump: true}}},
+	}
+	for _, tt := range state {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := stateTarget(tt.h, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestHostSSHOptions: a lab's known_hosts is added read-only, a VM's is
+// the only file (nothing recorded), and the run's options are not shared
+// between hosts.
+func TestHostSSHOptions(t *testing.T) {
+	base := sshx.Options{KnownHosts: []string{"/u/kh"}, AcceptNewHostKeys: true}
+	lab := hostSSHOptions(base, "/lab/kh", false)
+	if d := cmp.Diff([]string{"/u/kh"}, lab.KnownHosts); d != "" || !lab.AcceptNewHostKeys || cmp.Diff([]string{"/lab/kh"}, lab.LabKnownHosts) != "" {
+		t.Errorf("lab host: %+v", lab)
+	}
+	vm := hostSSHOptions(base, "/vm/kh", true)
+	if cmp.Diff([]string{"/vm/kh"}, vm.KnownHosts) != "" || vm.AcceptNewHostKeys || vm.LabKnownHosts != nil {
+		t.Errorf("VM host: %+v", vm)
+	}
+	if cmp.Diff([]string{"/u/kh"}, base.KnownHosts) != "" || base.LabKnownHosts != nil {
+		t.Errorf("the run's options changed: %+v", base)
+	}
+}

@@ -1,0 +1,63 @@
+package run
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestNetnsTCPDuration: a tcp workload with `duration` sends for that long
+// over real sockets between two netns hosts, not a fixed number of bytes
+// (it sent 64 MiB in 0.03 s and ignored the duration before). The band is
+// generous: at least the asked time, far less than the timeout.
+func TestNetnsTCPDuration(t *testing.T) {
+	_, hosts := netnsBed(t, 2)
+	const asked = 2 * time.Second
+	l := loadLab(t, `lab "netns" {}
+`+hosts+`
+workload "timed" {
+  tool     = "tcp"
+  server   = host.h0
+  client   = host.h1
+  duration = "`+asked.String()+`"
+  repeat   = 2
+}
+`)
+	res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	r := readRun(t, res.Dir)
+	runs := map[int]bool{}
+	for _, s := range r.Samples {
+		if s.Meta.Workload != "timed" {
+			continue
+		}
+		switch s.Metric {
+		case "duration":
+			runs[s.Meta.Repeat] = true
+			if d := time.Duration(s.Value * float64(time.Second)); d < asked*9/10 || d > asked+60*time.Second {
+				t.Errorf("repeat %d took %s, want about %s", s.Meta.Repeat, d, asked)
+			}
+		case "tcp_bw":
+			n, err := strconv.ParseInt(s.Meta.Extra["bytes"], 10, 64)
+			if err != nil || n <= 256<<10 {
+				t.Errorf("repeat %d sent %q bytes, want more than one 256 KiB buffer (%v)", s.Meta.Repeat, s.Meta.Extra["bytes"], err)
+			}
+			if got := s.Meta.Extra["server_bytes"]; got != s.Meta.Extra["bytes"] {
+				t.Errorf("repeat %d: server got %s bytes, client sent %s", s.Meta.Repeat, got, s.Meta.Extra["bytes"])
+			}
+			if s.Meta.Size != 0 {
+				t.Errorf("repeat %d: size %d, want 0 (a timed run has no size to group by)", s.Meta.Repeat, s.Meta.Size)
+			}
+			if s.Value <= 0 {
+				t.Errorf("repeat %d: tcp_bw %v", s.Meta.Repeat, s.Value)
+			}
+		}
+	}
+	if len(runs) != 2 {
+		t.Errorf("duration samples for repeats %v, want 2", runs)
+	}
+}

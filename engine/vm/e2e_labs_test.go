@@ -1,0 +1,416 @@
+package vm
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/rlab-dev/rlab/engine/image"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/roce"
+)
+
+// BTH opcodes (IBA 9.2; RC unless said) the capture checks read.
+var (
+	opWrite    = []int{6, 7, 8, 10}            // RDMA WRITE First, Middle, Last, Only
+	opReadReq  = []int{12}                     // RDMA READ Request
+	opReadResp = []int{13, 14, 15, 16}         // RDMA READ Response First, Middle, Last, Only
+	opACK      = []int{17}                     // Acknowledge
+	opUDSend   = 100                           // UD SEND Only: how CM MADs (to QP 1) travel
+	cmSetup    = []string{"REQ", "REP", "RTU"} // one of each per RDMA-CM connection
+)
+
+// exampleLab is one SSH example of labs/ run on the shared VM pair.
+type exampleLab struct {
+	name string
+	vars []string // -var NAME=VALUE, sized for TCG
+	// direct: the lab's own jump host → the VM (index) it is, reached at
+	// 127.0.0.1:<forwarded port>. data: a host block → the VM data address
+	// it gets, reached through an added jump host "vm_gateway" (the server
+	// VM): a workload dials its server's address, which must be the data
+	// network's, not a port forward on this machine. Other hosts keep their
+	// address (through the lab's jump host).
+	direct map[string]int
+	data   map[string]string
+	files  map[string]string // written beside the lab
+	// captures: capture file stem ("cap.control") → what its comment
+	// promises, checked on the summary of all its ring files.
+	captures map[string]func(t *testing.T, s *captureSum)
+}
+
+// TestE2EExampleLabs runs every example lab written for SSH hosts
+// (walkthrough, nightly, cloud-bastion, class) with the real rlab binary on
+// one pair of local VMs booted once: each lab is copied with its host
+// blocks pointed at the VMs (user root, the VMs' login key, a known_hosts
+// with each VM's exact key under its forwarded port and its data address),
+// and only the -var values a lab already has sized for TCG. A jump host
+// (cloud-bastion, class) is the server VM itself, reaching both VMs over the
+// data network. Every workload must end ok with measured samples, every rxe
+// device must be removed, and every capture must hold what the lab's
+// comment says. (quickstart and operations-tour boot their own VMs in
+// TestE2ERlabRun; netns-tcp runs on the netns bed in TestExampleNetnsLab.)
+func TestE2EExampleLabs(t *testing.T) {
+	bin := e2eBin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	set, khFile, root := bootExamplePair(ctx, t)
+	only := os.Getenv("RLAB_VM_LABS")
+	for _, el := range exampleLabs() {
+		if only != "" && !strings.Contains(","+only+",", ","+el.name+",") {
+			continue
+		}
+		t.Run(el.name, func(t *testing.T) { runExampleLab(ctx, t, bin, root, set, khFile, el) })
+	}
+}
+
+// bootExamplePair boots the server/client pair the examples run on (torn
+// down at the test's end) and writes the known_hosts they use.
+func bootExamplePair(ctx context.Context, t *testing.T) (set *Set, khFile, root string) {
+	t.Helper()
+	im, err := image.Ensure(ctx, image.DefaultRecipe(""), image.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err = filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir := t.TempDir()
+	ms := []Machine{
+		{Name: "server", Slug: "server", BootTimeout: 10 * time.Minute, Networks: []Network{{Name: "rdma", Address: "10.99.0.1/24"}}},
+		{Name: "client", Slug: "client", BootTimeout: 10 * time.Minute, Networks: []Network{{Name: "rdma", Address: "10.99.0.2/24"}}},
+	}
+	t0 := time.Now()
+	set, err = Boot(ctx, ms, runDir, Options{Image: im, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("2 VMs booted in %s (%s)", time.Since(t0).Round(time.Second), set.AccelNote)
+	t.Cleanup(func() {
+		sctx, c := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer c()
+		if err := set.Shutdown(sctx); err != nil {
+			t.Error(err)
+		}
+		for _, v := range set.VMs {
+			if syscall.Kill(v.PID, 0) == nil {
+				t.Errorf("qemu of %s (pid %d) still running", v.Name, v.PID)
+			}
+		}
+	})
+	// Each VM's exact host key, under its forwarded port and under its data
+	// address (port 22, what a jump host dials).
+	var kh strings.Builder
+	for _, v := range set.VMs {
+		data, _, _ := strings.Cut(v.Networks[0].Address, "/")
+		for _, name := range []string{knownhosts.Normalize(v.Addr), data} {
+			kh.WriteString(knownhosts.Line([]string{name}, v.HostKey) + "\n")
+		}
+	}
+	khFile = filepath.Join(runDir, "known_hosts_labs")
+	if err := os.WriteFile(khFile, []byte(kh.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return set, khFile, root
+}
+
+// runExampleLab runs one example on the booted pair and checks it.
+func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set, khFile string, el exampleLab) {
+	src, err := os.ReadFile(filepath.Join(root, "labs", el.name+".hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := map[string]string{}
+	for h, i := range el.direct {
+		direct[h] = set.VMs[i].Addr
+	}
+	dir := t.TempDir()
+	labFile := filepath.Join(dir, el.name+".hcl")
+	if err := os.WriteFile(labFile, retarget(t, src, direct, el.data, set.VMs[0].Addr, set.VMs[0].IdentityFile, khFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range el.files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "run")
+	args := []string{"run", "--out", out}
+	for _, v := range el.vars {
+		args = append(args, "-var", v)
+	}
+	t0 := time.Now()
+	cmd := exec.CommandContext(ctx, bin, append(args, labFile)...)
+	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
+	b, err := cmd.CombinedOutput()
+	t.Logf("rlab %s (%s):\n%s", strings.Join(append(args, "labs/"+el.name+".hcl"), " "), time.Since(t0).Round(time.Second), b)
+	if err != nil {
+		t.Errorf("rlab run labs/%s.hcl: %v", el.name, err)
+	}
+	checkResults(t, out)
+	checkRXETeardown(t, out)
+	for stem, check := range el.captures {
+		s := sumCaptures(t, out, stem)
+		t.Logf("%s: %d frames, opcodes %v, CM %v", stem, s.frames, s.ops, s.cm)
+		if s.frames == 0 {
+			t.Errorf("capture %s is empty", stem)
+			continue
+		}
+		check(t, s)
+	}
+}
+
+// exampleLabs are the SSH examples and what their captures must hold.
+func exampleLabs() []exampleLab {
+	oneStudent := `{"bastion_ip": {"value": "127.0.0.1"}, "students": {"value": {"ana": {"server_ip": "10.99.0.1", "client_ip": "10.99.0.2"}}}}`
+	return []exampleLab{
+		{
+			name: "walkthrough",
+			vars: []string{"iterations=64"}, // 64 MiB each way, not 1 GiB: TCG moves ~0.1 Gb/s
+			data: map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
+			captures: map[string]func(*testing.T, *captureSum){
+				// "the REQ, REP and RTU that set up each connection ... are
+				// MADs sent to the well-known QP 1": two connections, nothing else.
+				"cap.control": func(t *testing.T, s *captureSum) {
+					for _, m := range cmSetup {
+						if s.cm[m] < 2 {
+							t.Errorf("%d CM %s, want one per perftest connection (2): %v", s.cm[m], m, s.cm)
+						}
+					}
+					for op, n := range s.ops {
+						if op != opUDSend {
+							t.Errorf("%d packets of opcode %d: the control capture must hold CM MADs only", n, op)
+						}
+					}
+				},
+				// "every other RoCEv2 packet of the two transfers (RDMA WRITE
+				// and READ requests, responses and ACKs)".
+				"cap.data": func(t *testing.T, s *captureSum) {
+					for what, ops := range map[string][]int{"WRITE": opWrite, "READ request": opReadReq, "READ response": opReadResp, "ACK": opACK} {
+						if s.count(ops) == 0 {
+							t.Errorf("no RDMA %s packets (opcodes %v); have %v", what, ops, s.ops)
+						}
+					}
+					if len(s.cm) > 0 {
+						t.Errorf("CM messages %v in the data capture", s.cm)
+					}
+				},
+			},
+		},
+		{
+			name: "nightly",
+			vars: []string{"iterations=200", "min_write_gbps=0.005", "max_write_lat_us=5000", "min_tcp_gbps=0.01"},
+			data: map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
+		},
+		{
+			name:   "cloud-bastion",
+			vars:   []string{"netdev=eth1", `private_addresses={server="10.99.0.1", client="10.99.0.2"}`, "duration=10s"},
+			direct: map[string]int{"bastion": 0},
+			captures: map[string]func(*testing.T, *captureSum){
+				// RoCEv2 (udp port 4791) on the client during ib_write_bw: the
+				// WRITEs coming in and the ACKs going out.
+				"cap.roce": func(t *testing.T, s *captureSum) {
+					if s.count(opWrite) == 0 || s.count(opACK) == 0 {
+						t.Errorf("want RDMA WRITE and ACK packets; have %v", s.ops)
+					}
+				},
+			},
+		},
+		{
+			name:   "class",
+			vars:   []string{"terraform_output=one-student.json"},
+			direct: map[string]int{"bastion": 0},
+			files:  map[string]string{"one-student.json": oneStudent},
+		},
+	}
+}
+
+// retarget points a lab's hosts at the VMs: every host and the ssh block
+// log in as root with key and knownHosts and without become; a host in
+// direct is reached at that 127.0.0.1:port; a host in data gets that address
+// and jumps through an added host "vm_gateway" at gateway; the others keep
+// their address (through the lab's own jump host).
+func retarget(t *testing.T, src []byte, direct, data map[string]string, gateway, key, knownHosts string) []byte {
+	t.Helper()
+	f, diags := hclwrite.ParseConfig(src, "lab.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	login := func(b *hclwrite.Body) {
+		b.SetAttributeValue("user", cty.StringVal("root"))
+		b.SetAttributeValue("identity_file", cty.StringVal(key))
+		b.SetAttributeValue("known_hosts", cty.StringVal(knownHosts))
+		b.SetAttributeValue("become", cty.False)
+	}
+	at := func(b *hclwrite.Body, hostport string) {
+		h, p, err := net.SplitHostPort(hostport)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(p)
+		b.SetAttributeValue("address", cty.StringVal(h))
+		b.SetAttributeValue("port", cty.NumberIntVal(int64(port)))
+	}
+	seen := map[string]bool{}
+	for _, b := range f.Body().Blocks() {
+		switch b.Type() {
+		case "ssh":
+			login(b.Body())
+		case "host":
+			login(b.Body())
+			name := b.Labels()[0]
+			if hp, ok := direct[name]; ok {
+				at(b.Body(), hp)
+				seen[name] = true
+			}
+			if addr, ok := data[name]; ok {
+				at(b.Body(), net.JoinHostPort(addr, "22"))
+				b.Body().SetAttributeTraversal("jump", hcl.Traversal{hcl.TraverseRoot{Name: "host"}, hcl.TraverseAttr{Name: "vm_gateway"}})
+				seen[name] = true
+			}
+		}
+	}
+	for name := range direct {
+		if !seen[name] {
+			t.Fatalf("the lab has no host %q", name)
+		}
+	}
+	for name := range data {
+		if !seen[name] {
+			t.Fatalf("the lab has no host %q", name)
+		}
+	}
+	if len(data) > 0 {
+		gw := f.Body().AppendNewBlock("host", []string{"vm_gateway"}).Body()
+		at(gw, gateway)
+		login(gw)
+	}
+	return f.Bytes()
+}
+
+// captureSum is what the RoCEv2 decoder found in a capture's files.
+type captureSum struct {
+	frames int64
+	ops    map[int]int64  // BTH opcode → packets
+	cm     map[string]int // CM message → count
+}
+
+func (s *captureSum) count(ops []int) int64 {
+	var n int64
+	for _, o := range ops {
+		n += s.ops[o]
+	}
+	return n
+}
+
+// sumCaptures decodes every file of a capture (tcpdump's ring numbers them
+// <stem>...pcap0, 1, ...) on any host of a run.
+func sumCaptures(t *testing.T, runDir, stem string) *captureSum {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(runDir, "hosts", "*", "captures", stem+".*"))
+	s := &captureSum{ops: map[int]int64{}, cm: map[string]int{}}
+	for _, f := range files {
+		sum := roce.NewSummary()
+		if _, err := roce.ScanFile(f, func(p *roce.Packet) error { sum.Add(p); return nil }); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		sum.Finish()
+		s.frames += sum.Frames
+		for _, o := range sum.Opcodes {
+			s.ops[int(o.Opcode)] += o.Packets
+		}
+		for _, e := range sum.CM {
+			s.cm[e.Message]++
+		}
+	}
+	if len(files) == 0 {
+		all, _ := filepath.Glob(filepath.Join(runDir, "hosts", "*", "captures", "*"))
+		t.Errorf("no files of capture %s; the run has %v", stem, all)
+	}
+	return s
+}
+
+// TestRetargetExampleLabs checks, without VMs, what TestE2EExampleLabs runs:
+// each example rewritten for the VM pair loads with its -var values, every
+// host logs in as root with the given key and known_hosts, the direct ones
+// at 127.0.0.1:<port>, the others at a VM's data address through the jump
+// host, and every capture the test checks is declared by the lab.
+func TestRetargetExampleLabs(t *testing.T) {
+	vms := []string{"127.0.0.1:40001", "127.0.0.1:40002"}
+	data := map[string]bool{"10.99.0.1": true, "10.99.0.2": true}
+	for _, el := range exampleLabs() {
+		t.Run(el.name, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("../../labs", el.name+".hcl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct := map[string]string{}
+			for h, i := range el.direct {
+				direct[h] = vms[i]
+			}
+			dir := t.TempDir()
+			p := filepath.Join(dir, el.name+".hcl")
+			if err := os.WriteFile(p, retarget(t, src, direct, el.data, vms[0], "/k/id", "/k/kh"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for name, body := range el.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			vars := map[string]string{}
+			for _, v := range el.vars {
+				k, val, _ := strings.Cut(v, "=")
+				vars[k] = val
+			}
+			l, diags := lab.Load([]string{p}, lab.LoadOptions{Vars: vars})
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			for _, h := range l.Hosts {
+				if h.User != "root" || h.IdentityFile != "/k/id" || h.KnownHosts != "/k/kh" || h.Become {
+					t.Errorf("host %s: user %q key %q known_hosts %q become %v", h.Name, h.User, h.IdentityFile, h.KnownHosts, h.Become)
+				}
+				addr := net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
+				switch {
+				case direct[h.Block] != "" || h.Block == "vm_gateway":
+					want := direct[h.Block]
+					if h.Block == "vm_gateway" {
+						want = vms[0]
+					}
+					if addr != want {
+						t.Errorf("host %s at %s, want %s", h.Name, addr, want)
+					}
+				case el.data[h.Block] != "":
+					if h.Address != el.data[h.Block] || h.Port != 22 || h.JumpHost == nil || h.JumpHost.Block != "vm_gateway" {
+						t.Errorf("host %s at %s jump %q, want %s:22 through vm_gateway", h.Name, addr, h.Jump, el.data[h.Block])
+					}
+				case !data[h.Address] || h.Port != 22 || h.JumpHost == nil || direct[h.JumpHost.Block] == "":
+					t.Errorf("host %s at %s jump %q: want a VM data address through a direct host", h.Name, addr, h.Jump)
+				}
+			}
+			for stem := range el.captures {
+				found := false
+				for _, c := range l.Captures {
+					found = found || "cap."+c.Slug == stem
+				}
+				if !found {
+					t.Errorf("the test checks capture %s, which the lab does not declare", stem)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,120 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The one workload prologue: every workload kind runs its units (one per
+// size × repeat) through runUnits, which gives each unit its own timeout,
+// stops at the first failure, says at once when a unit timed out, and sets
+// the outcome's status. exec, tcp and the two-sided kinds each had a copy.
+
+// unit is one run of a workload: one size × repeat.
+type unit struct {
+	Size   int64 // 0: the tool's default size, or a kind without sizes
+	Repeat int
+	N      int // 0-based position over all units, for ports and handles
+}
+
+// String names the unit for messages: "size 1MiB, repeat 2".
+func (u unit) String() string {
+	if u.Size == 0 {
+		return fmt.Sprintf("repeat %d", u.Repeat+1)
+	}
+	return fmt.Sprintf("size %s, repeat %d", sizeText(u.Size), u.Repeat+1)
+}
+
+// units lists w's runs in order: each size (sizes nil: one unsized run) ×
+// each repeat.
+func units(w *Workload, sizes []int64) []unit {
+	if len(sizes) == 0 {
+		sizes = []int64{0}
+	}
+	var us []unit
+	for _, size := range sizes {
+		for rep := 0; rep < repeats(w); rep++ {
+			us = append(us, unit{Size: size, Repeat: rep, N: len(us)})
+		}
+	}
+	return us
+}
+
+// runUnits is the prologue every workload kind shares. out is reset and
+// filled with the start, end and status; run appends its records and
+// samples to it.
+func runUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []unit, run func(ctx context.Context, u unit) error) error {
+	*out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
+	var err error
+	for i, u := range us {
+		if env.UnitStart != nil {
+			env.UnitStart(w.Name, fmt.Sprintf("%s (%d/%d)", u, i+1, len(us)))
+		}
+		if err = runUnit(ctx, env, w, u, run); err != nil {
+			break
+		}
+	}
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
+		// Stopped from outside for a reason (the engine found the data
+		// link down): that reason comes first.
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	out.End = time.Now()
+	return finish(out, w, err)
+}
+
+// runUnit runs one unit under the workload's timeout: the timeout bounds
+// each size and repeat, not the whole workload.
+func runUnit(ctx context.Context, env *Env, w *Workload, u unit, run func(ctx context.Context, u unit) error) error {
+	uctx := ctx
+	if w.Timeout > 0 {
+		var cancel context.CancelFunc
+		uctx, cancel = context.WithTimeout(ctx, w.Timeout)
+		defer cancel()
+	}
+	err := run(uctx, u)
+	if err == nil || ctx.Err() != nil {
+		return err // done, or the whole run was stopped: not this unit's timeout
+	}
+	if !errors.Is(err, ErrTimedOut) && !errors.Is(uctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	if !errors.Is(err, ErrTimedOut) {
+		err = fmt.Errorf("%w after %s: %w", ErrTimedOut, w.Timeout, err)
+	}
+	env.notify(w.Name, fmt.Sprintf("workload %s: %s timed out after %s", w.Name, u, w.Timeout))
+	return fmt.Errorf("%s: %w", u, err)
+}
+
+// finish sets a workload outcome's status from the error its units ended
+// with.
+func finish(out *Outcome, w *Workload, err error) error {
+	switch {
+	case err == nil:
+		out.Status = StatusOK
+		return nil
+	case errors.Is(err, ErrTimedOut):
+		out.Status = StatusTimedOut
+	default:
+		out.Status = StatusFailed
+	}
+	err = fmt.Errorf("workload %q (%s): %w", w.Name, w.Tool, err)
+	out.Error = err.Error()
+	return err
+}
+
+// sizeText prints a byte count in the largest binary unit that divides it,
+// as the plan does (engine/plan, which steps must not import).
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		name string
+		v    int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.v && n%u.v == 0 {
+			return fmt.Sprintf("%d%s", n/u.v, u.name)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
