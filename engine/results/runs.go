@@ -126,9 +126,15 @@ func ResolveRun(root, ref string) (dir, note string, err error) {
 	if root == "" {
 		root = DefaultRunsRoot
 	}
+	// A run directory has its results, or (a run that stopped before
+	// writing them) at least its plan: it is named, and shown as incomplete.
 	isRun := func(d string) bool {
-		_, err := os.Stat(filepath.Join(d, ResultsFile))
-		return err == nil
+		for _, f := range []string{ResultsFile, "plan.json"} {
+			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+				return true
+			}
+		}
+		return false
 	}
 	newest := func(under string) string {
 		runs, _ := ListRuns(under)
