@@ -272,15 +272,33 @@ func (c *Client) Do(ctx context.Context, method string, params, result any) erro
 	return p.Wait(ctx, result)
 }
 
+// Caller is what makes untyped calls: a *Client (Do), or the engine's
+// view of a host (engine/run.Host, steps.Host), whose Call ends in Do.
+type Caller interface {
+	Call(ctx context.Context, method string, params, result any) error
+}
+
 // Call sends m with params p and returns its result.
 func Call[P, R any](ctx context.Context, c *Client, m Method[P, R], p P) (R, error) {
+	return Invoke(ctx, callerFunc(c.Do), m, p)
+}
+
+// Invoke is Call through any Caller: the typed pairs for code that holds a
+// host rather than its client.
+func Invoke[P, R any](ctx context.Context, c Caller, m Method[P, R], p P) (R, error) {
 	var r R
 	var params any = p
 	if _, none := params.(None); none {
 		params = nil
 	}
-	err := c.Do(ctx, m.Name, params, &r)
+	err := c.Call(ctx, m.Name, params, &r)
 	return r, err
+}
+
+type callerFunc func(ctx context.Context, method string, params, result any) error
+
+func (f callerFunc) Call(ctx context.Context, method string, params, result any) error {
+	return f(ctx, method, params, result)
 }
 
 // WriteLine sends a raw line (tests of the agent's handling of bad input);

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -131,8 +132,7 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 	for _, e := range effects {
 		switch e.Kind {
 		case "rxe":
-			var r proto.RXEDeleteResult
-			err := c.Call(ctx, proto.MethodRXEDelete, proto.RXEDeleteParams{Name: e.ID}, &r)
+			_, err := rpc.Invoke(ctx, c, rpc.RXEDelete, proto.RXEDeleteParams{Name: e.ID})
 			var pe *proto.Error
 			if err != nil && !(errors.As(err, &pe) && (pe.Code == proto.CodeNotFound || pe.Code == proto.CodeNoRXE)) {
 				errs = append(errs, fmt.Errorf("down: delete rxe %q on host %q: %w", e.ID, h.Name, err))
@@ -156,10 +156,9 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 			mark(e)
 		}
 	}
-	var cr proto.CleanupResult
 	// Run: what the run's workloads left in their cgroups (setsid'd,
 	// daemonised) goes too, should their agent have died before its cleanup.
-	if err := c.Call(ctx, proto.MethodCleanup, proto.CleanupParams{Run: runID}, &cr); err != nil {
+	if _, err := rpc.Invoke(ctx, c, rpc.Cleanup, proto.CleanupParams{Run: runID}); err != nil {
 		opts.Log.Warn("down: agent cleanup", "host", h.Name, "err", err)
 	}
 	return undone, errors.Join(errs...)
@@ -196,12 +195,11 @@ func firstWord(s string) string {
 }
 
 func runArgv(ctx context.Context, c Host, hd string, argv []string) (string, int, error) {
-	var st proto.ProcStarted
-	if err := c.Call(ctx, proto.MethodProcStart, proto.ProcStartParams{Handle: hd, Argv: argv, TimeoutMs: 20000}, &st); err != nil {
+	if _, err := rpc.Invoke(ctx, c, rpc.ProcStart, proto.ProcStartParams{Handle: hd, Argv: argv, TimeoutMs: 20000}); err != nil {
 		return "", 0, fmt.Errorf("run %s on host %q: %w", strings.Join(argv, " "), c.Name(), err)
 	}
-	var r proto.ProcResult
-	if err := c.Call(ctx, proto.MethodProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: 20000}, &r); err != nil {
+	r, err := rpc.Invoke(ctx, c, rpc.ProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: 20000})
+	if err != nil {
 		return "", 0, fmt.Errorf("run %s on host %q: %w", strings.Join(argv, " "), c.Name(), err)
 	}
 	return r.Stdout, r.ExitCode, nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
@@ -313,8 +314,8 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.conns[h.Name] = cw
 	r.env.Hosts[h.Name] = cw
 	r.mu.Unlock()
-	var f proto.Facts
-	if err := cw.Call(ctx, proto.MethodFacts, nil, &f); err != nil {
+	f, err := rpc.Invoke(ctx, cw, rpc.Facts, proto.FactsParams{})
+	if err != nil {
 		return fmt.Errorf("read facts of host %q: %w", h.Name, err)
 	}
 	r.mu.Lock()
@@ -562,8 +563,7 @@ func (r *runner) teardown(ctx context.Context) {
 		// delete the rxe devices it created); an explicit cleanup call is
 		// needed only to tell it what to keep.
 		if !lost && len(keep) > 0 {
-			var cr proto.CleanupResult
-			if err := c.Call(ctx, proto.MethodCleanup, proto.CleanupParams{Keep: keep}, &cr); err != nil {
+			if _, err := rpc.Invoke(ctx, c, rpc.Cleanup, proto.CleanupParams{Keep: keep}); err != nil {
 				r.log.Warn("teardown: agent cleanup", "host", h.Name, "err", err)
 			}
 		}

@@ -173,6 +173,9 @@ func responseLiar(mode, method, outside string) func(io.Writer, string, *request
 					}
 				}()
 				return nil
+			case "mute":
+				// Never answers this call; everything else is answered.
+				return nil
 			case "stuck":
 				// Events for the call, forever, and nothing else ever again:
 				// the session stays up but no call is answered.
@@ -280,7 +283,12 @@ func TestHostileHostDuringRun(t *testing.T) {
 		want         []string // substrings of the run's error
 		maxHeap      uint64   // bound on the controller's heap in use (0: not checked)
 		gap          string   // a known gap (SECURITY.md): skipped unless RLAB_SECTEST_GAPS=1
+		callTimeout  string   // RLAB_AGENT_TIMEOUT for the run ("" the defaults)
 	}{
+		{mode: "mute", method: proto.MethodFacts, want: []string{`host "evil": agent did not answer facts within 5s`}, callTimeout: "5s"},
+		{mode: "endless", method: proto.MethodFacts, want: []string{`host "evil": agent did not answer facts within 5s`}, callTimeout: "5s", maxHeap: 128 << 20},
+		{mode: "mute", method: proto.MethodFilesList, want: []string{`host "evil": agent did not answer files.list within 5s`}, callTimeout: "5s"},
+		{mode: "endless", method: proto.MethodFilesList, want: []string{`host "evil": agent did not answer files.list within 5s`}, callTimeout: "5s", maxHeap: 128 << 20},
 		{mode: "malformed", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "malformed line from agent"}},
 		{mode: "huge-line", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "line longer than"}, maxHeap: 128 << 20},
 		{mode: "endless", method: proto.MethodProcWait, want: []string{`workload "on_evil"`, "timed out"}, maxHeap: 128 << 20},
@@ -290,9 +298,16 @@ func TestHostileHostDuringRun(t *testing.T) {
 		{mode: "lying-size", method: proto.MethodFilesList, want: []string{`host "evil"`, "the agent listed 1099511627776 bytes"}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.mode, func(t *testing.T) {
+		name := tc.mode
+		if tc.callTimeout != "" {
+			name += "/" + tc.method
+		}
+		t.Run(name, func(t *testing.T) {
 			if tc.gap != "" {
 				knownGap(t, tc.gap)
+			}
+			if tc.callTimeout != "" {
+				t.Setenv("RLAB_AGENT_TIMEOUT", tc.callTimeout)
 			}
 			base := t.TempDir()
 			outside := filepath.Join(base, "outside")
