@@ -48,7 +48,7 @@ func TestReadPlatform(t *testing.T) {
 		{"azure", proto.Platform{Virtualization: "microsoft", Vendor: "Microsoft Corporation", Product: "Virtual Machine", Version: "7.0",
 			CPUModel: "Intel(R) Xeon(R) Processor", DistroID: "sles", DistroIDLike: []string{"suse"}, DistroVersion: "15.5"}},
 		{"qemu", proto.Platform{Virtualization: "qemu", Vendor: "QEMU", Product: "Standard PC (i440FX + PIIX, 1996)", Version: "pc-i440fx-7.2",
-			CPUModel: "QEMU Virtual CPU version 2.5+", DistroID: "debian", DistroVersion: "12"}},
+			CPUModel: "QEMU TCG CPU version 2.5+", DistroID: "debian", DistroVersion: "12"}},
 		{"xen-pv", proto.Platform{Virtualization: "xen", CPUModel: "Intel(R) Xeon(R) Processor", DistroID: "debian", DistroVersion: "12"}},
 		{"missing", proto.Platform{Virtualization: "none"}},
 	}
