@@ -216,17 +216,52 @@ type Facts struct {
 	// "cgroup" (a cgroup v2 per workload, stopped with cgroup.kill, setsid
 	// and daemons included) or "process-group" (what leaves the group,
 	// e.g. with setsid, can outlive the run).
-	ProcTracking string   `json:"proc_tracking,omitempty"`
-	Errors       []string `json:"errors,omitempty"`
+	ProcTracking string `json:"proc_tracking,omitempty"`
+	// Platform is the machine the host is: hypervisor, DMI, CPU,
+	// distribution and rdma-core, for the report and results metadata.
+	Platform Platform `json:"platform"`
+	Errors   []string `json:"errors,omitempty"`
+}
+
+// Platform is what a host runs on, read from sysfs and /proc (no program
+// is run). Fields the host does not expose stay empty.
+type Platform struct {
+	// Virtualization is the hypervisor in systemd-detect-virt's words
+	// (none, kvm, qemu, xen, microsoft, vmware, oracle, amazon, google,
+	// bochs, parallels, bhyve, apple, vm-other), or "" when unknown.
+	Virtualization string `json:"virtualization,omitempty"`
+	// Vendor, Product and Version are DMI's sys_vendor, product_name and
+	// product_version: on EC2 "Amazon EC2" and the instance type
+	// ("c5.large"), on GCE "Google" and "Google Compute Engine", on Azure
+	// "Microsoft Corporation" and "Virtual Machine".
+	Vendor  string `json:"vendor,omitempty"`
+	Product string `json:"product,omitempty"`
+	Version string `json:"version,omitempty"`
+	// CPUModel is /proc/cpuinfo's first "model name" (x86; arm64 has none).
+	CPUModel string `json:"cpu_model,omitempty"`
+	// DistroID, DistroIDLike and DistroVersion are os-release's ID,
+	// ID_LIKE (space-separated there) and VERSION_ID.
+	DistroID      string   `json:"distro_id,omitempty"`
+	DistroIDLike  []string `json:"distro_id_like,omitempty"`
+	DistroVersion string   `json:"distro_version,omitempty"`
+	// RDMACore is the rdma-core release the installed libibverbs comes
+	// from ("44.0"), read from its file name libibverbs.so.1.<abi>.<release>.
+	RDMACore string `json:"rdma_core,omitempty"`
 }
 
 type Netdev struct {
-	Name   string   `json:"name"`
-	MTU    int      `json:"mtu"`
-	State  string   `json:"state"` // operstate: up, down, unknown...
-	MAC    string   `json:"mac,omitempty"`
-	Driver string   `json:"driver,omitempty"`
-	Addrs  []string `json:"addrs,omitempty"` // CIDR notation
+	Name   string `json:"name"`
+	MTU    int    `json:"mtu"`
+	State  string `json:"state"` // operstate: up, down, unknown...
+	MAC    string `json:"mac,omitempty"`
+	Driver string `json:"driver,omitempty"`
+	// SpeedMbps is the link speed sysfs reports in Mb/s; 0 when the
+	// driver reports none (virtual devices, a link that is down).
+	SpeedMbps int `json:"speed_mbps,omitempty"`
+	// PCIID is the PCI vendor:device id of the NIC ("8086:1572",
+	// "1af4:1041" for virtio-net), empty for devices not on PCI.
+	PCIID string   `json:"pci_id,omitempty"`
+	Addrs []string `json:"addrs,omitempty"` // CIDR notation
 }
 
 type RDMADevice struct {

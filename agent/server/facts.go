@@ -132,6 +132,7 @@ func collectFactsOpt(ctx context.Context, workDir string, topts toolsOptions) pr
 	if f.OS, err = readOSRelease(); err != nil {
 		fail("os-release", err)
 	}
+	f.Platform = readPlatform()
 	if f.MemBytes, err = memTotal(); err != nil {
 		fail("meminfo", err)
 	}
@@ -189,8 +190,18 @@ func readOSRelease() (string, error) {
 }
 
 // parseOSRelease returns PRETTY_NAME, else NAME VERSION_ID, from an
-// os-release file (shell-like KEY=value lines, values maybe quoted).
+// os-release file.
 func parseOSRelease(b []byte) string {
+	kv := parseOSReleaseKV(b)
+	if p := kv["PRETTY_NAME"]; p != "" {
+		return p
+	}
+	return strings.TrimSpace(kv["NAME"] + " " + kv["VERSION_ID"])
+}
+
+// parseOSReleaseKV reads an os-release file's shell-like KEY=value lines,
+// values maybe quoted.
+func parseOSReleaseKV(b []byte) map[string]string {
 	kv := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -207,10 +218,7 @@ func parseOSRelease(b []byte) string {
 		}
 		kv[k] = strings.ReplaceAll(v, `\"`, `"`)
 	}
-	if p := kv["PRETTY_NAME"]; p != "" {
-		return p
-	}
-	return strings.TrimSpace(kv["NAME"] + " " + kv["VERSION_ID"])
+	return kv
 }
 
 func memTotal() (uint64, error) {
@@ -255,6 +263,7 @@ func readNetdevs() ([]proto.Netdev, error) {
 		if drv, err := os.Readlink(filepath.Join(sysClassNet, ifc.Name, "device", "driver")); err == nil {
 			nd.Driver = filepath.Base(drv)
 		}
+		nd.SpeedMbps, nd.PCIID = netdevHardware(filepath.Join(sysClassNet, ifc.Name))
 		if addrErr == nil {
 			nd.Addrs = addrs[ifc.Index]
 		} else if as, err := ifc.Addrs(); err == nil {

@@ -67,6 +67,11 @@ func TestFactsCachedSameAsUncached(t *testing.T) {
 	if len(uncached.Tools) == 0 {
 		t.Fatal("no tools found on this machine: nothing compared")
 	}
+	// The platform (platform.go) is read afresh every call, never cached:
+	// a warm call must still carry it, equal to a cold one.
+	if uncached.Platform.Virtualization == "" || uncached.Platform.DistroID == "" {
+		t.Fatalf("platform not read on this machine: %+v", uncached.Platform)
+	}
 	// Free disk may move between calls; it is not what the cache touches.
 	norm := func(f proto.Facts) proto.Facts { f.FreeBytes = 0; return f }
 	for name, f := range map[string]proto.Facts{"primed": primed, "cached": cached, "refreshed": refreshed} {

@@ -36,6 +36,7 @@ func TestFactsTimings(t *testing.T) {
 		{"meminfo", func() { _, _ = memTotal() }},
 		{"user.Current", func() { _, _ = user.Current() }},
 		{"netdevs (netlink)", func() { _, _ = readNetdevs() }},
+		{"platform (dmi, cpuinfo, os-release...)", func() { _ = readPlatform() }},
 		{"rdma sysfs", func() { _, _ = readRDMADevices() }},
 		{"rxe module state", func() { _ = rxeModuleState(kernelRelease()) }},
 		{"statfs", func() { var st unix.Statfs_t; _ = unix.Statfs(t.TempDir(), &st) }},

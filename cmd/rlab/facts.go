@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -113,7 +114,7 @@ func writeFactsJSON(w io.Writer, res []remote.Result) error {
 
 func writeFactsTable(w io.Writer, res []remote.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tKERNEL\tARCH\tCPUS\tMEM\tRDMA_RXE\tRDMA DEVICES\tNETDEVS\tTOOLS")
+	fmt.Fprintln(tw, "HOST\tKERNEL\tARCH\tPLATFORM\tCPUS\tMEM\tRDMA_RXE\tRDMA DEVICES\tNETDEVS\tTOOLS")
 	var errs []string
 	for _, r := range res {
 		if r.Err != nil {
@@ -150,7 +151,7 @@ func writeFactsTable(w io.Writer, res []remote.Result) error {
 		}
 		// Every field but the lab's host name and the numbers is host text.
 		l := termsafe.Line
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Name, l(f.Kernel), l(f.Arch), f.CPUs, iec(int64(f.MemBytes)), l(f.RXEModule),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Name, l(f.Kernel), l(f.Arch), l(platformText(f.Platform)), f.CPUs, iec(int64(f.MemBytes)), l(f.RXEModule),
 			l(strings.Join(devs, " ")), l(strings.Join(nds, " ")), l(strings.Join(tools, ",")))
 	}
 	if err := tw.Flush(); err != nil {
@@ -160,6 +161,23 @@ func writeFactsTable(w io.Writer, res []remote.Result) error {
 		fmt.Fprintln(w, firstLineOf(e))
 	}
 	return nil
+}
+
+// platformText is a host's platform in one table cell:
+// virtualization/machine type/distribution/rdma-core, "-" for what is unknown.
+func platformText(p proto.Platform) string {
+	or := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	distro := strings.TrimSpace(p.DistroID + " " + p.DistroVersion)
+	rc := ""
+	if p.RDMACore != "" {
+		rc = "rdma-core " + p.RDMACore
+	}
+	return strings.Join([]string{or(p.Virtualization), or(p.Product), or(distro), or(rc)}, "/")
 }
 
 func iec(n int64) string {

@@ -107,18 +107,27 @@ func TestFactsAndCheckNetns(t *testing.T) {
 				Name  string   `json:"name"`
 				Addrs []string `json:"addrs"`
 			} `json:"netdevs"`
-			RXE string `json:"rxe_module"`
+			RXE      string `json:"rxe_module"`
+			Platform struct {
+				Virtualization string `json:"virtualization"`
+				DistroID       string `json:"distro_id"`
+			} `json:"platform"`
 		} `json:"facts"`
 		Error string `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("facts -json output: %v\n%s", err, out)
 	}
+	t.Logf("rlab facts -json:\n%s", out)
 	for _, h := range bed.Hosts {
 		f := got[h.Name].Facts
 		if f == nil {
 			t.Errorf("no facts for %s: %+v", h.Name, got[h.Name])
 			continue
+		}
+		// The namespaces share this machine's sysfs, /proc and /etc.
+		if f.Platform.Virtualization == "" || f.Platform.DistroID == "" {
+			t.Errorf("%s: platform %+v lacks virtualization or distribution", h.Name, f.Platform)
 		}
 		if !strings.Contains(fmt.Sprint(f.Netdevs), h.Addr+"/") {
 			t.Errorf("%s: netdevs %v lack %s", h.Name, f.Netdevs, h.Addr)

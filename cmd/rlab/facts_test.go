@@ -29,6 +29,8 @@ func factsFixture() []remote.Result {
 		RXEModule:   "loaded",
 		Tools:       map[string]proto.Tool{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: "6.15"}, "tcpdump": {Path: "/usr/bin/tcpdump", Version: "4.99.3"}},
 		MemlockSoft: -1, MemlockHard: -1, WorkDir: "/root/.cache/rlab/runs/facts/server", FreeBytes: 10 << 30,
+		Platform: proto.Platform{Virtualization: "amazon", Vendor: "Amazon EC2", Product: "c5.large", CPUModel: "Intel(R) Xeon(R) Platinum 8275CL CPU @ 3.00GHz",
+			DistroID: "ubuntu", DistroIDLike: []string{"debian"}, DistroVersion: "22.04", RDMACore: "39.0"},
 	}
 	return []remote.Result{
 		{Name: "server", Facts: f},

@@ -268,6 +268,13 @@ func (b *builder) host(slug string) Host {
 	if f.MemBytes > 0 {
 		h.Memory = humanBytes(int64(min(f.MemBytes, math.MaxInt64)))
 	}
+	pl := f.Platform
+	h.Machine = strings.Join(nonEmpty(pl.Vendor, pl.Product, pl.Version), " ")
+	h.Virtualization, h.CPUModel, h.RDMACore = pl.Virtualization, pl.CPUModel, pl.RDMACore
+	h.Distro = strings.Join(nonEmpty(pl.DistroID, pl.DistroVersion), " ")
+	if len(pl.DistroIDLike) > 0 {
+		h.Distro += " (like " + strings.Join(pl.DistroIDLike, ", ") + ")"
+	}
 	h.RXEModule = f.RXEModule
 	h.Memlock = memlock(f.MemlockSoft)
 	h.Errors = append(h.Errors, f.Errors...)
@@ -300,9 +307,32 @@ func (b *builder) host(slug string) Host {
 	}
 	for _, n := range f.Netdevs {
 		h.Netdevs = append(h.Netdevs, Netdev{Name: n.Name, MTU: n.MTU, State: n.State, MAC: n.MAC,
-			Addrs: strings.Join(n.Addrs, " "), RXE: strings.Join(rxeOn[n.Name], " ")})
+			Addrs: strings.Join(n.Addrs, " "), RXE: strings.Join(rxeOn[n.Name], " "),
+			Driver: n.Driver, Speed: linkSpeed(n.SpeedMbps), PCIID: n.PCIID})
 	}
 	return h
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// linkSpeed writes sysfs' Mb/s as people read NIC speeds: "100 Mb/s",
+// "10 Gb/s", "2.5 Gb/s"; "" when unknown.
+func linkSpeed(mbps int) string {
+	switch {
+	case mbps <= 0:
+		return ""
+	case mbps < 1000:
+		return fmt.Sprintf("%d Mb/s", mbps)
+	}
+	return strconv.FormatFloat(float64(mbps)/1000, 'f', -1, 64) + " Gb/s"
 }
 
 func memlock(v int64) string {

@@ -55,20 +55,28 @@ type RunInfo struct {
 
 // Host is one host's facts.
 type Host struct {
-	Slug      string    `json:"slug"`
-	Hostname  string    `json:"hostname,omitempty"`
-	Kernel    string    `json:"kernel,omitempty"`
-	OS        string    `json:"os,omitempty"`
-	Arch      string    `json:"arch,omitempty"`
-	CPUs      int       `json:"cpus,omitempty"`
-	Memory    string    `json:"memory,omitempty"`
-	RXEModule string    `json:"rxe_module,omitempty"`
-	Tools     []KV      `json:"tools,omitempty"` // rdma-core, perftest... with versions
-	Netdevs   []Netdev  `json:"netdevs,omitempty"`
-	RDMA      []RDMADev `json:"rdma,omitempty"`
-	Errors    []string  `json:"errors,omitempty"`
-	FactsLink string    `json:"facts_link,omitempty"`
-	Memlock   string    `json:"memlock,omitempty"`
+	Slug     string `json:"slug"`
+	Hostname string `json:"hostname,omitempty"`
+	Kernel   string `json:"kernel,omitempty"`
+	OS       string `json:"os,omitempty"`
+	Arch     string `json:"arch,omitempty"`
+	// Machine is the DMI vendor, product and version ("Amazon EC2
+	// c5.large"), Virtualization systemd-detect-virt's name for the
+	// hypervisor, Distro os-release's ID and VERSION_ID.
+	Machine        string    `json:"machine,omitempty"`
+	Virtualization string    `json:"virtualization,omitempty"`
+	CPUModel       string    `json:"cpu_model,omitempty"`
+	Distro         string    `json:"distro,omitempty"`
+	RDMACore       string    `json:"rdma_core,omitempty"`
+	CPUs           int       `json:"cpus,omitempty"`
+	Memory         string    `json:"memory,omitempty"`
+	RXEModule      string    `json:"rxe_module,omitempty"`
+	Tools          []KV      `json:"tools,omitempty"` // rdma-core, perftest... with versions
+	Netdevs        []Netdev  `json:"netdevs,omitempty"`
+	RDMA           []RDMADev `json:"rdma,omitempty"`
+	Errors         []string  `json:"errors,omitempty"`
+	FactsLink      string    `json:"facts_link,omitempty"`
+	Memlock        string    `json:"memlock,omitempty"`
 }
 
 // KV is a labelled value.
@@ -85,6 +93,10 @@ type Netdev struct {
 	MAC   string `json:"mac,omitempty"`
 	Addrs string `json:"addrs,omitempty"`
 	RXE   string `json:"rxe,omitempty"` // rxe devices on top of it
+	// Driver, Speed ("10 Gb/s") and PCIID ("8086:1572") say what NIC it is.
+	Driver string `json:"driver,omitempty"`
+	Speed  string `json:"speed,omitempty"`
+	PCIID  string `json:"pci_id,omitempty"`
 }
 
 // RDMADev is one RDMA device with its first port's state and GIDs.

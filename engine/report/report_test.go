@@ -93,7 +93,8 @@ func TestRenderWritesReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<svg", "quickstart", "Bandwidth vs message size", "RDMA vs TCP", "RC RDMA WRITE First", "NOT held"} {
+	for _, want := range []string{"<svg", "quickstart", "Bandwidth vs message size", "RDMA vs TCP", "RC RDMA WRITE First", "NOT held",
+		"<th>machine</th><td>QEMU Standard PC (i440FX &#43; PIIX, 1996) pc-i440fx-7.2</td>", "<th>rdma-core</th><td>44.0</td>", "<code>1af4:1000</code>"} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -279,6 +280,17 @@ func TestSensitiveRedacted(t *testing.T) {
 	for _, w := range d.Workloads {
 		if strings.Contains(w.Config, "s3cr3tZZ") {
 			t.Errorf("workload %s config shows the secret: %s", w.Name, w.Config)
+		}
+	}
+}
+
+func TestLinkSpeed(t *testing.T) {
+	for _, tc := range []struct {
+		mbps int
+		want string
+	}{{-1, ""}, {0, ""}, {100, "100 Mb/s"}, {1000, "1 Gb/s"}, {2500, "2.5 Gb/s"}, {25000, "25 Gb/s"}, {100000, "100 Gb/s"}} {
+		if got := linkSpeed(tc.mbps); got != tc.want {
+			t.Errorf("linkSpeed(%d) = %q, want %q", tc.mbps, got, tc.want)
 		}
 	}
 }

@@ -231,6 +231,13 @@ func TestCompareNoiseGolden(t *testing.T) {
 // facts.json.
 func writeFactsRun(t *testing.T, lab, kernel, perftest string, hosts ...string) *Run {
 	t.Helper()
+	return writePlatformRun(t, lab, kernel, perftest, "c5.large", "44.0", hosts...)
+}
+
+// writePlatformRun is writeFactsRun with the platform's machine type (DMI
+// product) and rdma-core version.
+func writePlatformRun(t *testing.T, lab, kernel, perftest, product, rdmaCore string, hosts ...string) *Run {
+	t.Helper()
 	dir := t.TempDir()
 	r := repeatsRun(lab, 20, 21, 22)
 	r.ID = "x"
@@ -241,7 +248,8 @@ func writeFactsRun(t *testing.T, lab, kernel, perftest string, hosts ...string) 
 		if err := os.MkdirAll(filepath.Join(dir, "hosts", h), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		facts := `{"hostname":"vm-` + h + `","kernel":"` + kernel + `","os":"Debian GNU/Linux 12 (bookworm)","tools":{"ib_write_bw":{"path":"/usr/bin/ib_write_bw","version":"` + perftest + `"},"tcpdump":{"path":"/usr/bin/tcpdump"}}}`
+		facts := `{"hostname":"vm-` + h + `","kernel":"` + kernel + `","os":"Debian GNU/Linux 12 (bookworm)","tools":{"ib_write_bw":{"path":"/usr/bin/ib_write_bw","version":"` + perftest + `"},"tcpdump":{"path":"/usr/bin/tcpdump"}},` +
+			`"platform":{"virtualization":"amazon","vendor":"Amazon EC2","product":"` + product + `","rdma_core":"` + rdmaCore + `"}}`
 		if err := os.WriteFile(filepath.Join(dir, "hosts", h, "facts.json"), []byte(facts), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -268,6 +276,10 @@ func TestCompareWarnsOnDifferentRuns(t *testing.T) {
 		{"kernel and perftest", writeFactsRun(t, "quickstart", "6.1.0-25-amd64", "6.15", "client", "server"),
 			[]string{`host "client": kernel 6.1.0-18-amd64 in A, 6.1.0-25-amd64 in B`, `host "client": ib_write_bw 6.10 in A, 6.15 in B`,
 				`host "server": kernel 6.1.0-18-amd64 in A, 6.1.0-25-amd64 in B`, `host "server": ib_write_bw 6.10 in A, 6.15 in B`}},
+		{"machine type and rdma-core", writePlatformRun(t, "quickstart", "6.1.0-18-amd64", "6.10", "c5.xlarge", "50.0", "client", "server"),
+			[]string{`host "client": machine type c5.large in A, c5.xlarge in B`, `host "client": rdma-core 44.0 in A, 50.0 in B`,
+				`host "server": machine type c5.large in A, c5.xlarge in B`, `host "server": rdma-core 44.0 in A, 50.0 in B`}},
+		{"platform unknown in B", writePlatformRun(t, "quickstart", "6.1.0-18-amd64", "6.10", "", "", "client", "server"), nil},
 		{"other hosts", writeFactsRun(t, "quickstart", "6.1.0-18-amd64", "6.10", "client", "server2"),
 			[]string{"the runs have different hosts: A client, server, B client, server2"}},
 	}
@@ -294,6 +306,19 @@ func TestCompareWarnsOnDifferentRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestComparePlatformGolden: the text of a comparison between runs on
+// different machine types, kernels and rdma-core releases.
+func TestComparePlatformGolden(t *testing.T) {
+	a := writePlatformRun(t, "quickstart", "6.1.0-18-amd64", "6.10", "c5.large", "44.0", "server")
+	b := writePlatformRun(t, "quickstart", "6.8.0-1015-aws", "6.10", "c6i.large", "50.0", "server")
+	var buf bytes.Buffer
+	if err := Compare(a, b, CompareOptions{}).WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.NewReplacer(a.Dir, "runs/quickstart/A", b.Dir, "runs/quickstart/B").Replace(buf.String())
+	checkGolden(t, "compare-platform.golden.txt", []byte(out))
 }
 
 func TestParsePercent(t *testing.T) {

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // hostFacts is the part of a host's facts.json (agent/proto.Facts, written
@@ -17,7 +19,11 @@ type hostFacts struct {
 	Hostname string `json:"hostname"`
 	Kernel   string `json:"kernel"`
 	OS       string `json:"os"`
-	Tools    map[string]struct {
+	Platform struct {
+		Product  string `json:"product"`
+		RDMACore string `json:"rdma_core"`
+	} `json:"platform"`
+	Tools map[string]struct {
 		Version string `json:"version"`
 	} `json:"tools"`
 }
@@ -49,7 +55,8 @@ func runHosts(dir string) map[string]*hostFacts {
 }
 
 // runWarnings says how runs a and b differ in what they ran on: the lab, the
-// hosts, and each common host's kernel, OS and tool versions (from facts),
+// hosts, and each common host's machine type (DMI product: the EC2
+// instance type), kernel, OS, rdma-core and tool versions (from facts),
 // and the tool versions the samples recorded.
 func runWarnings(a, b *Run) []string {
 	var w []string
@@ -69,12 +76,14 @@ func runWarnings(a, b *Run) []string {
 			}
 			diff := func(what, va, vb string) {
 				if va != vb && va != "" && vb != "" {
-					w = append(w, fmt.Sprintf("host %q: %s %s in A, %s in B", h, what, va, vb))
+					w = append(w, fmt.Sprintf("host %q: %s %s in A, %s in B", h, what, factText(va), factText(vb)))
 				}
 			}
 			diff("hostname", fa.Hostname, fb.Hostname)
+			diff("machine type", fa.Platform.Product, fb.Platform.Product)
 			diff("kernel", fa.Kernel, fb.Kernel)
 			diff("OS", fa.OS, fb.OS)
+			diff("rdma-core", fa.Platform.RDMACore, fb.Platform.RDMACore)
 			tools := map[string]bool{}
 			for t := range fa.Tools {
 				tools[t] = true
@@ -94,6 +103,18 @@ func runWarnings(a, b *Run) []string {
 		}
 	}
 	return w
+}
+
+// factText is a value read on a host, quoted when it holds anything but
+// printable characters, so a hostile facts.json cannot move the terminal's
+// cursor through a warning.
+func factText(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // toolVersions maps each workload to the tool version its samples recorded.

@@ -29,6 +29,24 @@ type Meta struct {
 	Transport   string   `json:"transport,omitempty"`
 	QPs         int      `json:"qps,omitempty"`
 	ToolVersion string   `json:"tool_version,omitempty"`
+	// Platforms is what each of Hosts ran on, in the same order, from the
+	// hosts' facts.
+	Platforms []Platform `json:"platforms,omitempty"`
 	// Extra holds anything else worth keeping (e.g. "source": "json"|"text").
 	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Platform is the machine one host of a sample ran on (agent/proto.Platform
+// and the kernel, flattened), as PerfKitBenchmarker records machine_type
+// with every sample.
+type Platform struct {
+	Host           string `json:"host"`
+	Virtualization string `json:"virtualization,omitempty"` // systemd-detect-virt's name: none, kvm, amazon...
+	Vendor         string `json:"vendor,omitempty"`         // DMI sys_vendor
+	Product        string `json:"product,omitempty"`        // DMI product_name: the machine type
+	Version        string `json:"version,omitempty"`        // DMI product_version
+	CPUModel       string `json:"cpu_model,omitempty"`
+	Kernel         string `json:"kernel,omitempty"`
+	Distro         string `json:"distro,omitempty"` // os-release ID VERSION_ID, e.g. "ubuntu 22.04"
+	RDMACore       string `json:"rdma_core,omitempty"`
 }

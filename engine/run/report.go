@@ -11,8 +11,10 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -81,6 +83,7 @@ func (r *runner) writeResults(res *Result) error {
 	if doc.Samples == nil {
 		doc.Samples = []results.Sample{}
 	}
+	addPlatforms(doc.Samples, r.env.Facts)
 	write := r.opts.WriteResults
 	if write == nil {
 		write = results.WriteRun
@@ -162,4 +165,32 @@ func writeManifest(dir string) error {
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 	return writeJSON(filepath.Join(dir, ManifestFile), entries)
+}
+
+// addPlatforms records with each sample what each of its hosts ran on, from
+// the facts read at connect time. A host without facts gets only its name,
+// so Platforms stays parallel to Hosts.
+func addPlatforms(ss []results.Sample, facts map[string]*proto.Facts) {
+	for i := range ss {
+		m := &ss[i].Meta
+		if len(m.Hosts) == 0 {
+			continue
+		}
+		m.Platforms = make([]results.Platform, len(m.Hosts))
+		for j, h := range m.Hosts {
+			m.Platforms[j] = PlatformOf(h, facts[h])
+		}
+	}
+}
+
+// PlatformOf flattens a host's facts into the platform a result records.
+func PlatformOf(host string, f *proto.Facts) results.Platform {
+	p := results.Platform{Host: host}
+	if f == nil {
+		return p
+	}
+	p.Virtualization, p.Vendor, p.Product, p.Version = f.Platform.Virtualization, f.Platform.Vendor, f.Platform.Product, f.Platform.Version
+	p.CPUModel, p.Kernel, p.RDMACore = f.Platform.CPUModel, f.Kernel, f.Platform.RDMACore
+	p.Distro = strings.TrimSpace(f.Platform.DistroID + " " + f.Platform.DistroVersion)
+	return p
 }
