@@ -103,7 +103,7 @@ func TestDetachedNetns(t *testing.T) {
 
 			t.Run("agent killed, then rlab down", func(t *testing.T) {
 				if !become {
-					t.Skip("an orphan of a SIGKILLed user agent goes to init: only cgroups (become) reach it (SECURITY 54)")
+					t.Skip("an orphan of a SIGKILLed user agent goes to init: only cgroups (become) reach it (SECURITY 41)")
 				}
 				m := mark("down")
 				out := filepath.Join(t.TempDir(), "run")
