@@ -72,7 +72,7 @@ func TestStuckHostAbandoned(t *testing.T) {
 		{proto.MethodFacts, "2m", ExitInfra, `host "h1": agent did not answer facts within `},
 		{proto.MethodProcStart, "2m", ExitInfra, `host "h1": agent did not answer proc.start within `},
 		{proto.MethodFilesList, "2m", ExitInfra, `host "h1": agent did not answer files.list within `},
-		{proto.MethodProcWait, "2s", ExitFailed, `workload "on_h1" (exec): repeat 1: timed out after 2s`}, // the unit that timed out is named (steps/prologue.go)
+		{proto.MethodProcWait, "2s", ExitFailed, `workload "on_h1" (exec): timed out after 2s`}, // a workload of one unit names none (steps/prologue.go)
 	}
 	for _, tc := range tests {
 		for _, mode := range []string{rpctest.Mute, rpctest.Flood} {
