@@ -148,15 +148,7 @@ func heldText(es []Expect) string {
 	if len(es) == 0 {
 		return "–"
 	}
-	held, skipped := 0, 0
-	for _, e := range es {
-		switch {
-		case e.Held:
-			held++
-		case e.Skipped:
-			skipped++
-		}
-	}
+	held, skipped := countExpects(es)
 	if skipped == len(es) {
 		return fmt.Sprintf("%d skipped", skipped)
 	}

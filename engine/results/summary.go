@@ -406,11 +406,9 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 	fmt.Fprintf(b, "\n")
 }
 
-func expectCount(es []Expect) string {
-	if len(es) == 0 {
-		return "–"
-	}
-	held, skipped := 0, 0
+// countExpects counts the expects that held and those skipped (their
+// workload never ran); the rest did not hold.
+func countExpects(es []Expect) (held, skipped int) {
 	for _, e := range es {
 		switch {
 		case e.Held:
@@ -419,6 +417,14 @@ func expectCount(es []Expect) string {
 			skipped++
 		}
 	}
+	return held, skipped
+}
+
+func expectCount(es []Expect) string {
+	if len(es) == 0 {
+		return "–"
+	}
+	held, skipped := countExpects(es)
 	switch {
 	case skipped == len(es):
 		return fmt.Sprintf("%d skipped", skipped)
