@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 )
@@ -30,8 +31,8 @@ workload "x" {
   }
 }`)
 	res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"),
-		Preflight: func(*lab.Lab, map[string]*proto.Facts) []string {
-			return []string{`host "a": kernel has no rdma_rxe module`}
+		Preflight: func(*lab.Lab, map[string]*proto.Facts) []preflight.Problem {
+			return []preflight.Problem{{Host: "a", Code: preflight.CodeNoRXE, What: "kernel has no rdma_rxe module", Fix: "install linux-modules-extra"}}
 		}})
 	if res.Code != ExitInfra || res.Err == nil {
 		t.Fatalf("code %d err %v, want 2", res.Code, res.Err)

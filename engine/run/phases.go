@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -344,40 +343,40 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 func (r *runner) preflight(ctx context.Context) error {
 	check := r.opts.Preflight
 	if check == nil {
-		check = func(l *lab.Lab, facts map[string]*proto.Facts) []string {
-			var out []string
-			for _, p := range preflight.Check(l, facts) {
-				out = append(out, p.String())
-			}
-			return out
-		}
+		check = preflight.Check
 	}
 	probs := check(r.subLab(), r.env.Facts)
 	if len(probs) == 0 {
 		return nil
 	}
+	text := func(ps []preflight.Problem) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.String()
+		}
+		return out
+	}
 	if len(r.students) > 0 {
 		// A class lab goes on with the students whose hosts are fine when
-		// every problem names its host.
-		byHost := map[string][]string{}
+		// every problem names one of the lab's hosts.
+		byHost := map[string][]preflight.Problem{}
 		for _, p := range probs {
-			h := problemHost(p)
-			if h == "" || r.lab.HostByName(h) == nil {
+			if p.Host == "" || r.lab.HostByName(p.Host) == nil {
 				byHost = nil
 				break
 			}
-			byHost[h] = append(byHost[h], p)
+			byHost[p.Host] = append(byHost[p.Host], p)
 		}
 		if byHost != nil {
 			for _, h := range r.hosts {
 				if ps := byHost[h.Name]; len(ps) > 0 {
-					r.breakHost(h.Name, fmt.Errorf("preflight of host %q found %d problem(s): %s", h.Name, len(ps), strings.Join(ps, "; ")))
+					r.breakHost(h.Name, fmt.Errorf("preflight of host %q found %d problem(s): %s", h.Name, len(ps), strings.Join(text(ps), "; ")))
 				}
 			}
 			return nil
 		}
 	}
-	return fmt.Errorf("preflight found %d problem(s):\n  %s", len(probs), strings.Join(probs, "\n  "))
+	return fmt.Errorf("preflight found %d problem(s):\n  %s", len(probs), strings.Join(text(probs), "\n  "))
 }
 
 func (r *runner) createRXE(ctx context.Context) error {
@@ -393,20 +392,6 @@ func (r *runner) createRXE(ctx context.Context) error {
 		}
 		return err
 	})
-}
-
-// problemHost is the host a preflight problem names (`host "a": ...`).
-func problemHost(p string) string {
-	rest, ok := strings.CutPrefix(p, "host ")
-	if !ok {
-		return ""
-	}
-	q, err := strconv.QuotedPrefix(rest)
-	if err != nil {
-		return ""
-	}
-	h, _ := strconv.Unquote(q)
-	return h
 }
 
 // apply runs one step with its events; ids are the plan steps it runs.

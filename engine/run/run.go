@@ -29,6 +29,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -116,7 +117,7 @@ type Options struct {
 	VMs       VMBooter // needed only when the lab has VM hosts
 	// Preflight returns the problems that stop the run (exit 2), each
 	// naming its host and fix; default engine/preflight.Check.
-	Preflight func(l *lab.Lab, facts map[string]*proto.Facts) []string
+	Preflight func(l *lab.Lab, facts map[string]*proto.Facts) []preflight.Problem
 	// Parse turns tool outputs into samples (engine/toolout).
 	Parse steps.ParseFunc
 	// WriteResults writes results.json, summary.md and junit.xml into dir

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -399,8 +400,8 @@ workload "x" {
   command = ["true"]
 }`)
 	res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"),
-		Preflight: func(*lab.Lab, map[string]*proto.Facts) []string {
-			return []string{`host "a": kernel has no rdma_rxe module`}
+		Preflight: func(*lab.Lab, map[string]*proto.Facts) []preflight.Problem {
+			return []preflight.Problem{{Host: "a", Code: preflight.CodeNoRXE, What: "kernel has no rdma_rxe module", Fix: "install linux-modules-extra"}}
 		}})
 	if res.Code != ExitInfra || !strings.Contains(res.Err.Error(), "rdma_rxe") {
 		t.Fatalf("code %d err %v", res.Code, res.Err)

@@ -19,6 +19,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -376,7 +377,7 @@ func rxeConnector(bed *pipeBed, k *fakeKernel) Connector {
 	})
 }
 
-func noPreflight(*lab.Lab, map[string]*proto.Facts) []string { return nil }
+func noPreflight(*lab.Lab, map[string]*proto.Facts) []preflight.Problem { return nil }
 
 func TestValidate(t *testing.T) {
 	tests := []struct {
@@ -521,11 +522,11 @@ func TestValidateReusesRXE(t *testing.T) {
 func TestClassIsolation(t *testing.T) {
 	tests := []struct {
 		name      string
-		preflight []string
+		preflight []preflight.Problem
 		clash     bool // bob's device name is taken on another netdev
 		reason    string
 	}{
-		{name: "preflight", preflight: []string{`host "server[\"bob\"]": perftest not installed: apt install perftest`},
+		{name: "preflight", preflight: []preflight.Problem{{Host: `server["bob"]`, Code: preflight.CodeMissingTool, What: "perftest not installed", Fix: "apt install perftest"}},
 			reason: `preflight of host "server[\"bob\"]" found 1 problem(s): host "server[\"bob\"]": perftest not installed`},
 		{name: "rxe", clash: true, reason: `create rxe "rxe_lo" on lo of host "server[\"bob\"]"`},
 	}
@@ -538,7 +539,7 @@ func TestClassIsolation(t *testing.T) {
 			res := Run(context.Background(), loadLab(t, classRXE), Options{
 				Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "run"), NoReport: true,
 				Only:      []string{"ana", "bob"},
-				Preflight: func(*lab.Lab, map[string]*proto.Facts) []string { return tt.preflight },
+				Preflight: func(*lab.Lab, map[string]*proto.Facts) []preflight.Problem { return tt.preflight },
 			})
 			if res.Code != ExitInfra {
 				t.Fatalf("code %d, want %d: %v", res.Code, ExitInfra, res.Err)
