@@ -24,7 +24,7 @@ import (
 // parser. Nothing else in rlab is told about it.
 const (
 	madeFamily tooldesc.Family = "fake_ping"
-	madeTool                   = "fake_ping"
+	madeTool   string          = "fake_ping"
 )
 
 func init() {
