@@ -81,7 +81,7 @@ func TestE2EStudentCheck(t *testing.T) {
 			if len(s.FailedExpects) != 1 || s.FailedExpects[0].Workload != `write_lat["ana"]` {
 				t.Fatalf("failed expects: %+v", s.FailedExpects)
 			}
-			if fe := s.FailedExpects[0]; !strings.Contains(fe.Condition, "lat_typical_us") || fe.Value == nil || !strings.Contains(*fe.Value, "lat_typical_us") {
+			if fe := s.FailedExpects[0]; !strings.Contains(fe.Condition, "lat_typical") || fe.Value == nil || !strings.Contains(*fe.Value, "lat_typical") {
 				t.Errorf("failed expect does not say what it wanted and what it read: %+v", fe)
 			}
 		})
