@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"time"
 )
 
@@ -24,7 +25,7 @@ func (u unit) String() string {
 	if u.Size == 0 {
 		return fmt.Sprintf("repeat %d", u.Repeat+1)
 	}
-	return fmt.Sprintf("size %s, repeat %d", sizeText(u.Size), u.Repeat+1)
+	return fmt.Sprintf("size %s, repeat %d", tooldesc.SizeText(u.Size), u.Repeat+1)
 }
 
 // units lists w's runs in order: each size (sizes nil: one unsized run) ×
@@ -108,18 +109,4 @@ func finish(out *Outcome, w *Workload, err error) error {
 	err = fmt.Errorf("workload %q (%s): %w", w.Name, w.Tool, err)
 	out.Error = err.Error()
 	return err
-}
-
-// sizeText prints a byte count in the largest binary unit that divides it,
-// as the plan does (engine/plan, which steps must not import).
-func sizeText(n int64) string {
-	for _, u := range []struct {
-		name string
-		v    int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.v && n%u.v == 0 {
-			return fmt.Sprintf("%d%s", n/u.v, u.name)
-		}
-	}
-	return fmt.Sprintf("%dB", n)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -39,7 +40,7 @@ func (s *tcpWorkload) amount() string {
 	if s.w.Duration > 0 {
 		return "for " + s.w.Duration.String()
 	}
-	return sizeText(s.bytes())
+	return tooldesc.SizeText(s.bytes())
 }
 
 func (s *tcpWorkload) Outcome() *Outcome { return &s.out }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 )
 
@@ -15,7 +16,7 @@ func connectText(h *lab.Host) string {
 		for _, n := range h.VM.Networks {
 			nets = append(nets, n.Name)
 		}
-		s := fmt.Sprintf("boot local VM (%s, %d CPU) and connect over SSH", sizeText(h.VM.MemoryBytes), h.VM.CPUs)
+		s := fmt.Sprintf("boot local VM (%s, %d CPU) and connect over SSH", tooldesc.SizeText(h.VM.MemoryBytes), h.VM.CPUs)
 		if len(nets) > 0 {
 			s += "; networks " + strings.Join(nets, ", ")
 		}
@@ -89,7 +90,7 @@ func captureText(c *lab.Capture) string {
 	if c.Filter != "" {
 		s += fmt.Sprintf(" filter %q", c.Filter)
 	}
-	s += fmt.Sprintf(", snaplen %d, at most %s", c.Snaplen, sizeText(c.MaxBytes))
+	s += fmt.Sprintf(", snaplen %d, at most %s", c.Snaplen, tooldesc.SizeText(c.MaxBytes))
 	if len(c.During) > 0 {
 		var ws []string
 		for _, w := range c.During {
@@ -124,7 +125,7 @@ func workloadText(w *lab.Workload, side string) string {
 	if len(w.Sizes) > 0 {
 		var ss []string
 		for _, s := range w.Sizes {
-			ss = append(ss, sizeText(s))
+			ss = append(ss, tooldesc.SizeText(s))
 		}
 		b.WriteString(", sizes " + strings.Join(ss, " "))
 	}
@@ -138,7 +139,7 @@ func workloadText(w *lab.Workload, side string) string {
 		fmt.Fprintf(&b, ", %d QPs", w.QPs)
 	}
 	if w.Bytes > 0 {
-		fmt.Fprintf(&b, ", %s", sizeText(w.Bytes))
+		fmt.Fprintf(&b, ", %s", tooldesc.SizeText(w.Bytes))
 	}
 	if len(w.Args) > 0 {
 		b.WriteString(", args " + quoteArgv(w.Args))
@@ -190,19 +191,6 @@ func quoteArgv(argv []string) string {
 		}
 	}
 	return "[" + strings.Join(q, " ") + "]"
-}
-
-// sizeText prints a byte count in the largest binary unit that divides it.
-func sizeText(n int64) string {
-	for _, u := range []struct {
-		s string
-		m int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.m && n%u.m == 0 {
-			return fmt.Sprintf("%d%s", n/u.m, u.s)
-		}
-	}
-	return fmt.Sprintf("%dB", n)
 }
 
 // WriteText prints the plan for people: the workload waves, then each
