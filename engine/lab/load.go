@@ -35,6 +35,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "rxe", LabelNames: []string{"name"}},
 		{Type: "capture", LabelNames: []string{"name"}},
 		{Type: "workload", LabelNames: []string{"name"}},
+		{Type: "group", LabelNames: []string{"name"}},
 	},
 }
 
@@ -297,6 +298,8 @@ func (l *loader) decode(files []parsedFile) {
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeCaptures(byType["capture"])
 	l.instExpr, l.instCtx = nil, nil
+	l.decodeGroups(byType["group"])
+	l.instExpr, l.instCtx = nil, nil
 	l.checkUnusedHosts()
 }
 
@@ -369,7 +372,7 @@ func validName(s string) bool { return hclsyntax.ValidIdentifier(s) }
 // them is evaluated.
 func (l *loader) declare(byType map[string][]*hcl.Block) {
 	l.decls = map[string]map[string]*decl{}
-	for _, kind := range []string{"host", "rxe", "capture", "workload"} {
+	for _, kind := range []string{"host", "rxe", "capture", "workload", "group"} {
 		l.decls[kind] = map[string]*decl{}
 		for _, b := range byType[kind] {
 			name := b.Labels[0]

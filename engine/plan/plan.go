@@ -35,6 +35,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/rlab-dev/rlab/engine/lab"
@@ -94,12 +95,22 @@ type Wave struct {
 	Workloads []string `json:"workloads"`
 }
 
+// GroupPlan is a lab's group: workloads that run at the same time although
+// they share hosts (Shared names those hosts).
+type GroupPlan struct {
+	Name      string   `json:"name"`
+	Wave      int      `json:"wave"`
+	Workloads []string `json:"workloads"`
+	Shared    []string `json:"shared_hosts"`
+}
+
 // Plan is the whole plan of a lab.
 type Plan struct {
-	Lab   string      `json:"lab"`
-	Hosts []*HostPlan `json:"hosts"`
-	Steps []*Step     `json:"steps"`
-	Waves []Wave      `json:"waves"`
+	Lab    string      `json:"lab"`
+	Hosts  []*HostPlan `json:"hosts"`
+	Steps  []*Step     `json:"steps"`
+	Waves  []Wave      `json:"waves"`
+	Groups []GroupPlan `json:"groups,omitempty"`
 
 	byID map[string]*Step
 }
@@ -253,48 +264,50 @@ func New(l *lab.Lab) (*Plan, error) {
 			capsFor[w] = append(capsFor[w], ci.start.ID)
 		}
 	}
-	for _, w := range l.Workloads {
-		hosts := w.Hosts()
+	// A group runs as one: where its first workload is in file order, its
+	// workloads wait for what came before on any of their hosts, not for
+	// each other, and what comes after waits for all of them.
+	groupOf := map[*lab.Workload]*lab.Group{}
+	for _, g := range l.Groups {
+		for _, w := range g.Workloads {
+			groupOf[w] = g
+		}
+	}
+	placed := map[*lab.Workload]bool{}
+	for _, first := range l.Workloads {
+		if placed[first] {
+			continue
+		}
+		unit := []*lab.Workload{first}
+		if g := groupOf[first]; g != nil {
+			unit = unit[:0]
+			for _, w := range l.Workloads { // file order, as a run reads it
+				if groupOf[w] == g {
+					unit = append(unit, w)
+				}
+			}
+		}
+		var hosts []*lab.Host
 		var before []string
 		wv := 1
-		for _, h := range hosts {
-			before = append(before, last[h]...)
-			if lastWave[h]+1 > wv {
-				wv = lastWave[h] + 1
+		for _, w := range unit {
+			placed[w] = true
+			for _, h := range w.Hosts() {
+				if !slices.Contains(hosts, h) {
+					hosts = append(hosts, h)
+					before = append(before, last[h]...)
+					wv = max(wv, lastWave[h]+1)
+				}
 			}
 		}
-		wave[w] = wv
-		var all []string
-		if w.Tool == "exec" {
-			s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run")})
-			s.after(ready[w.Host])
-			s.after(before...)
-			s.after(capsFor[w]...)
-			onHost[w.Host] = append(onHost[w.Host], s.ID)
-			all = []string{s.ID}
-		} else {
-			srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server")})
-			srv.after(ready[w.ServerHost])
-			if w.ServerRXE != nil {
-				srv.after(rxeStep[w.ServerRXE])
-			}
-			srv.after(before...)
-			srv.after(capsFor[w]...)
-			cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client")})
-			cli.after(ready[w.ClientHost])
-			if w.ClientRXE != nil {
-				cli.after(rxeStep[w.ClientRXE])
-			}
-			cli.after(srv.ID)
-			onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
-			if w.ClientHost != w.ServerHost {
-				onHost[w.ClientHost] = append(onHost[w.ClientHost], cli.ID)
-			}
-			all = []string{srv.ID, cli.ID}
+		var unitSteps []string
+		for _, w := range unit {
+			wave[w] = wv
+			done[w] = b.addWorkload(w, before, ready, rxeStep, capsFor[w], onHost)
+			unitSteps = append(unitSteps, done[w]...)
 		}
-		done[w] = all
 		for _, h := range hosts {
-			last[h] = all
+			last[h] = unitSteps
 			lastWave[h] = wv
 		}
 	}
@@ -338,8 +351,40 @@ func New(l *lab.Lab) (*Plan, error) {
 		return nil, err
 	}
 	b.waves(wave)
+	b.groups(wave)
 	b.redact()
 	return b.p, nil
+}
+
+// addWorkload adds a workload's steps after before (the steps of the
+// workloads it waits for), and returns them.
+func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.Host]string, rxeStep map[*lab.RXE]string, caps []string, onHost map[*lab.Host][]string) []string {
+	if w.Tool == "exec" {
+		s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run")})
+		s.after(ready[w.Host])
+		s.after(before...)
+		s.after(caps...)
+		onHost[w.Host] = append(onHost[w.Host], s.ID)
+		return []string{s.ID}
+	}
+	srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server")})
+	srv.after(ready[w.ServerHost])
+	if w.ServerRXE != nil {
+		srv.after(rxeStep[w.ServerRXE])
+	}
+	srv.after(before...)
+	srv.after(caps...)
+	cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client")})
+	cli.after(ready[w.ClientHost])
+	if w.ClientRXE != nil {
+		cli.after(rxeStep[w.ClientRXE])
+	}
+	cli.after(srv.ID)
+	onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
+	if w.ClientHost != w.ServerHost {
+		onHost[w.ClientHost] = append(onHost[w.ClientHost], cli.ID)
+	}
+	return []string{srv.ID, cli.ID}
 }
 
 // order sorts the steps topologically (stable: among ready steps, the one
@@ -410,6 +455,31 @@ func (b *builder) waves(wave map[*lab.Workload]int) {
 	b.p.Waves = []Wave{}
 	for i := 1; i <= max; i++ {
 		b.p.Waves = append(b.p.Waves, Wave{Wave: i, Workloads: byWave[i]})
+	}
+}
+
+func (b *builder) groups(wave map[*lab.Workload]int) {
+	for _, g := range b.l.Groups {
+		gp := GroupPlan{Name: g.Name, Workloads: []string{}, Shared: []string{}}
+		count := map[*lab.Host]int{}
+		for _, w := range b.l.Workloads { // file order, as the waves list them
+			if !slices.Contains(g.Workloads, w) {
+				continue
+			}
+			gp.Wave = wave[w]
+			gp.Workloads = append(gp.Workloads, w.Name)
+			for _, h := range w.Hosts() {
+				count[h]++
+			}
+		}
+		for _, h := range b.l.Hosts {
+			if count[h] > 1 {
+				gp.Shared = append(gp.Shared, h.Name)
+			}
+		}
+		if len(gp.Workloads) > 0 {
+			b.p.Groups = append(b.p.Groups, gp)
+		}
 	}
 }
 
