@@ -88,6 +88,9 @@ var optionProofs = map[string]string{
 	"workload.expect":                   "engine/run.TestRunExitCodes",
 	"workload.expect.condition":         "engine/run.TestRunExitCodes",
 	"workload.expect.message":           "engine/run.TestRunExitCodes",
+	"group.workloads":                   "engine/run.TestGroupRunsTogether", // shared hosts start together; TestNetnsGroupIncast on real sshd; a whole for_each workload: engine/plan TestGolden/groups
+	"group.for_each":                    "engine/lab.TestGroups",            // one group per key
+	"group.count":                       "engine/lab.TestGroups",
 	"workload.count":                    "engine/run.TestInstanceKey",
 	"workload.for_each":                 "cmd/rlab.TestClassNetns",
 
@@ -214,7 +217,7 @@ func labAttrs(t *testing.T) []string {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload"} {
+	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "group"} {
 		delete(seen, top) // top-level blocks: their attributes are the options
 	}
 	for k := range seen {
@@ -233,7 +236,7 @@ func labAttrs(t *testing.T) []string {
 		}
 	}
 	if strings.Contains(doc, "`count = N`") {
-		for _, k := range []string{"host", "rxe", "capture", "workload"} {
+		for _, k := range []string{"host", "rxe", "capture", "workload", "group"} {
 			seen[k+".count"] = true
 			seen[k+".for_each"] = true
 		}

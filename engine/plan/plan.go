@@ -3,7 +3,9 @@
 // devices, start captures, run each workload's server and client sides,
 // stop captures, fetch artifacts and tear down; and across hosts, a DAG of
 // explicit dependencies (step IDs). Workloads that share a host run in file
-// order; workloads on disjoint hosts run at the same time.
+// order; workloads on disjoint hosts run at the same time; the workloads of a
+// lab `group` run at the same time on shared hosts too (the group takes the
+// place of its first workload in file order).
 //
 // The DAG is the one schedule: engine/run executes it and orders nothing
 // itself (set-up and tear-down in phases by step kind, which it checks the
@@ -23,7 +25,9 @@
 //	             "steps": ["server/connect", ...]}],
 //	  "steps": [{"id": "server/connect", "kind": "connect", "host": "server",
 //	             "subject": "", "description": "...", "depends_on": [], "level": 0}],
-//	  "waves": [{"wave": 1, "workloads": ["write_bw"]}, ...]
+//	  "waves": [{"wave": 1, "workloads": ["write_bw"]}, ...],
+//	  "groups": [{"name": "incast", "wave": 2, "workloads": ["a_in", "b_in"],
+//	              "shared_hosts": ["server"]}]   // only when the lab has groups
 //	}
 //
 // steps is in a topological order (every step after the steps it depends

@@ -73,7 +73,7 @@ capture "c2" {
 		t.Errorf("tcp_bw samples per workload %v, want one each", per)
 	}
 	for _, c := range []struct {
-		capture   string
+		capture    string
 		own, other int
 	}{{"c1", p1, p2}, {"c2", p2, p1}} {
 		files, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "h0", "captures", "cap."+c.capture+"*.pcap*"))
