@@ -104,6 +104,26 @@ func checkDAG(t *testing.T, p *Plan) {
 		}
 		return false
 	}
+	// A group runs as one: its workloads wait for what came before on any
+	// of the group's hosts, and what comes after on any of them waits for
+	// all of its workloads.
+	unitHosts := func(w *lab.Workload) []string {
+		var hs []string
+		for _, g := range p.Groups {
+			if slices.Contains(g.Workloads, w.Name) {
+				for _, s := range p.Steps {
+					if s.Workload != nil && slices.Contains(g.Workloads, s.Subject) && !slices.Contains(hs, s.Host) {
+						hs = append(hs, s.Host)
+					}
+				}
+				return hs
+			}
+		}
+		for _, h := range w.Hosts() {
+			hs = append(hs, h.Name)
+		}
+		return hs
+	}
 	first := map[string]string{} // workload -> its first step
 	lastOf := map[string]string{}
 	for _, s := range p.Steps {
@@ -121,8 +141,8 @@ func checkDAG(t *testing.T, p *Plan) {
 				continue
 			}
 			share := false
-			for _, x := range a.Workload.Hosts() {
-				for _, y := range b.Workload.Hosts() {
+			for _, x := range unitHosts(a.Workload) {
+				for _, y := range unitHosts(b.Workload) {
 					share = share || x == y
 				}
 			}
