@@ -71,9 +71,28 @@ type Info struct {
 	// "00:00:...:255:255:10:99:00:02").
 	LocalGID  string `json:"local_gid,omitempty"`
 	RemoteGID string `json:"remote_gid,omitempty"`
+	// Bidirectional says perftest ran with -b: every bandwidth and message
+	// rate of the table is the sum of both directions (perftest's
+	// print_full_bw_report adds the peer's report to its own), and its
+	// samples say so in Meta.Extra["bidirectional"].
+	Bidirectional bool `json:"bidirectional,omitempty"`
+	// PerDirection holds the parts of that sum when perftest also ran with
+	// --report-both ("Local results:", "Remote results:"). They are facts,
+	// not samples, so that a sum and its parts are never folded into one
+	// median.
+	PerDirection []DirectionResult `json:"per_direction,omitempty"`
 	// Warnings are lines the tool printed that did not stop it, e.g.
 	// "Correlation coefficient r^2: 0.894008 < 0.9".
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// DirectionResult is one row of perftest's per-direction tables (-b with
+// --report-both): what one side sent, bandwidth in Gb/s.
+type DirectionResult struct {
+	Direction   string  `json:"direction"` // "local" or "remote"
+	Size        int64   `json:"size"`
+	BWAvgGbps   float64 `json:"bw_avg_gbps"`
+	MsgRateMpps float64 `json:"msg_rate_mpps,omitempty"`
 }
 
 // ErrNoParser is returned for tools whose output rlab does not parse (tcp is
