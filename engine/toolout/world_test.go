@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // expectation is the sidecar NAME.expect of a fixture taken from the world
@@ -154,4 +156,88 @@ func TestWorld(t *testing.T) {
 	if n < 20 {
 		t.Errorf("%d outputs collected from the world, want at least 20", n)
 	}
+}
+
+// TestPerftestFormats covers table shapes no collected output shows yet,
+// written from perftest's own format strings (src/perftest_parameters.h,
+// src/write_bw.c at linux-rdma/perftest 00b55b6).
+func TestPerftestFormats(t *testing.T) {
+	const dashes = "---------------------------------------------------------------------------------------\n"
+	t.Run("MiB/sec since perftest 24.07", func(t *testing.T) {
+		// RESULT_FMT after commit 1d202bb "Display proper unit for MiB/sec results"
+		in := " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n" +
+			" 65536      1000             11000.50            10950.25\t\t     0.175204\n"
+		ss, info, err := Parse("ib_write_bw", []byte(in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := value(ss, "bw_avg", 65536); math.Abs(v-10950.25*mibToGbit) > 1e-9 {
+			t.Errorf("bw_avg %v, want %v", v, 10950.25*mibToGbit)
+		}
+		if info.BWUnit != "MiB/sec" || len(info.Warnings) != 0 {
+			t.Errorf("unit %q, warnings %q", info.BWUnit, info.Warnings)
+		}
+	})
+	t.Run("-b --report-both", func(t *testing.T) {
+		// write_bw.c: the summed table, then "Local results:" and
+		// "Remote results:" each with its own header and row
+		in := "                    RDMA_Write Bidirectional BW Test\n" + dashes +
+			" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+			" 65536      5000             180.10             179.90\t\t     0.343132\n" + dashes +
+			dashes + "\n Local results: \n" + dashes +
+			" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+			" 65536      5000             90.20              90.00\t\t     0.171661\n" + dashes +
+			"\n Remote results: \n" + dashes +
+			" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+			" 65536      5000             89.90              89.90\t\t     0.171471\n"
+		ss, info, err := Parse("ib_write_bw", []byte(in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ss) != 3 {
+			t.Fatalf("%d samples, want the summed row's 3: %+v", len(ss), ss)
+		}
+		if v, _ := value(ss, "bw_avg", 65536); v != 179.90 {
+			t.Errorf("bw_avg %v, want the sum 179.90", v)
+		}
+		want := []DirectionResult{{"local", 65536, 90.00, 0.171661}, {"remote", 65536, 89.90, 0.171471}}
+		if d := cmp.Diff(want, info.PerDirection); d != "" || !info.Bidirectional {
+			t.Errorf("bidirectional %v, per direction (-want +got):\n%s", info.Bidirectional, d)
+		}
+		if len(info.Warnings) != 0 {
+			t.Errorf("warnings %q", info.Warnings)
+		}
+	})
+	t.Run("a line not read is a warning", func(t *testing.T) {
+		in := "                    RDMA_Write BW Test\n Mtu             : 4096[B]\n something new in the header\n" + dashes +
+			" a line perftest 26 may print\n" +
+			" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]   Goodput[Gb/sec]\n" +
+			" 65536      1000           10.0               9.0                  0.017166        8.5\n" +
+			" 65536 garbled\n"
+		ss, info, err := Parse("ib_write_bw", []byte(in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ss) != 3 {
+			t.Errorf("%d samples, want 3", len(ss))
+		}
+		w := strings.Join(info.Warnings, "\n")
+		for _, s := range []string{"something new in the header", "a line perftest 26 may print", `column "Goodput" not read`, "65536 garbled"} {
+			if !strings.Contains(w, s) {
+				t.Errorf("warnings %q lack %q", info.Warnings, s)
+			}
+		}
+	})
+	t.Run("pingpong line not read is a warning", func(t *testing.T) {
+		in := "  local address:  LID 0x0000, QPN 0x000011, PSN 0x998c61, GID ::ffff:10.11.11.251\n" +
+			"Max receive completion clock cycles = 1234\n" +
+			"8192000 bytes in 0.19 seconds = 352.81 Mbit/sec\n1000 iters in 0.19 seconds = 185.75 usec/iter\n"
+		_, info, err := Parse("ibv_rc_pingpong", []byte(in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]string{"Max receive completion clock cycles = 1234"}, info.Warnings); d != "" {
+			t.Errorf("warnings (-want +got):\n%s", d)
+		}
+	})
 }
