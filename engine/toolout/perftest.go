@@ -68,6 +68,7 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 		// section is "" for the main table, "local" or "remote" after the
 		// headings perftest prints with -b --report-both.
 		section string
+		inHist  bool
 	)
 	warn := func(t string) { info.Warnings = append(info.Warnings, t) }
 	for _, l := range lines {
@@ -92,7 +93,13 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 				}
 				info.Warnings = append(info.Warnings, notes...)
 			}
-			cur, inHeader = c, false
+			cur, inHeader, inHist = c, false, false
+			continue
+		case t == "#, usec" || t == "#, cycles":
+			inHist = true // -H / -U: one "N, latency" line per iteration follows
+			continue
+		case inHist && histLine.MatchString(t):
+			info.HistogramLines++
 			continue
 		case cur != nil:
 			r, ok, err := tableRow(t, cur)
@@ -154,6 +161,7 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 	if len(rows) == 0 {
 		return nil, info, fmt.Errorf("result table has no rows%s", errorHint(lines))
 	}
+	markIntervals(rows)
 	if info.Bidirectional {
 		for i := range rows {
 			if rows[i].extra == nil {
@@ -164,6 +172,31 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 	}
 	dropUnmeasuredPeak(rows, &info)
 	return rows, info, nil
+}
+
+// histLine is one latency of perftest's -H/-U listing ("17, 2.345").
+var histLine = regexp.MustCompile(`^[0-9]+, [0-9.eE+-]+$`)
+
+// markIntervals numbers the rows of a message size that the table holds more
+// than once: perftest --run_infinitely prints a row per interval (every -D
+// seconds, print_bw_infinite_mode) under one header, and each row is a
+// measurement of that interval alone. A sweep (-a) has each size once.
+func markIntervals(rows []row) {
+	n := map[int64]int{}
+	for _, r := range rows {
+		n[r.size]++
+	}
+	seen := map[int64]int{}
+	for i, r := range rows {
+		if n[r.size] < 2 {
+			continue
+		}
+		seen[r.size]++
+		if rows[i].extra == nil {
+			rows[i].extra = map[string]string{}
+		}
+		rows[i].extra["interval"] = strconv.Itoa(seen[r.size])
+	}
 }
 
 // perftestBanner tells the progress lines perftest prints between its header

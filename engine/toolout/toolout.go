@@ -81,6 +81,10 @@ type Info struct {
 	// not samples, so that a sum and its parts are never folded into one
 	// median.
 	PerDirection []DirectionResult `json:"per_direction,omitempty"`
+	// HistogramLines counts the per-iteration latencies perftest printed
+	// with -H or -U: read as such, not kept (the table's percentiles are
+	// the figures).
+	HistogramLines int `json:"histogram_lines,omitempty"`
 	// Warnings are lines the tool printed that did not stop it, e.g.
 	// "Correlation coefficient r^2: 0.894008 < 0.9".
 	Warnings []string `json:"warnings,omitempty"`

@@ -2,6 +2,7 @@ package toolout
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -206,6 +207,38 @@ func TestPerftestFormats(t *testing.T) {
 		}
 		if len(info.Warnings) != 0 {
 			t.Errorf("warnings %q", info.Warnings)
+		}
+	})
+	t.Run("--run_infinitely rows per interval", func(t *testing.T) {
+		// print_bw_infinite_mode prints a row every -D seconds under one header
+		in := " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+			" 65536      190000           0.00               99.61\t\t     0.190000\n" +
+			" 65536      191000           0.00               100.13\t\t     0.191000\n"
+		ss, _, err := Parse("ib_write_bw", []byte(in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range ss {
+			got = append(got, fmt.Sprintf("%s=%v@%s", s.Metric, s.Value, s.Meta.Extra["interval"]))
+		}
+		want := []string{"bw_avg=99.61@1", "msg_rate=0.19@1", "bw_avg=100.13@2", "msg_rate=0.191@2"}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("(-want +got):\n%s", d)
+		}
+	})
+	t.Run("-H histogram lines are read, not warned", func(t *testing.T) {
+		// print_report_lat: "#, usec" then "%d, %g" per iteration, then the
+		// table header again and the row
+		hdr := " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
+		in := hdr + "#, usec\n1, 2.31\n2, 2.35\n3, 1.2e+01\n" + dashes + hdr +
+			" 2       3          2.31           12.00        2.35     \t       5.55     \t4.56\t\t12.00 \t\t12.00\n"
+		ss, info, err := Parse("ib_write_lat", []byte(in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ss) != 7 || info.HistogramLines != 3 || len(info.Warnings) != 0 {
+			t.Errorf("%d samples, %d histogram lines, warnings %q; want 7, 3, none", len(ss), info.HistogramLines, info.Warnings)
 		}
 	})
 	t.Run("a line not read is a warning", func(t *testing.T) {
