@@ -209,6 +209,17 @@ func TestPerftestFormats(t *testing.T) {
 			t.Errorf("warnings %q", info.Warnings)
 		}
 	})
+	t.Run("-b in --out_json", func(t *testing.T) {
+		// write_test_info_to_file names the test; REPORT_FMT_JSON the figures
+		in := "{\n\"test_info\": {\n\"test\": \"Send_Bidirectional_BW_Test\"\n},\n\"results\": {\n\"MsgSize\": 65536,\n\"n_iterations\": 1000,\n\"BW_peak\": 190.10,\n\"BW_average\": 189.90,\n\"MsgRate\": 0.362206\n}\n}\n"
+		ss, info, err := Parse("ib_send_bw", []byte(in), Options{JSON: true, ReportGbits: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !info.Bidirectional || len(ss) != 3 || ss[0].Meta.Extra["bidirectional"] == "" {
+			t.Errorf("bidirectional %v, samples %+v", info.Bidirectional, ss)
+		}
+	})
 	t.Run("--run_infinitely rows per interval", func(t *testing.T) {
 		// print_bw_infinite_mode prints a row every -D seconds under one header
 		in := " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
