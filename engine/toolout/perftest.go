@@ -156,7 +156,7 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 		warn(t)
 	}
 	if cols == nil {
-		return nil, info, fmt.Errorf("no result table (no \"#bytes\" header line)%s", errorHint(lines))
+		return nil, info, fmt.Errorf("no result table (no \"#bytes\" header line)%s", failHint(lines, info.Warnings))
 	}
 	if len(rows) == 0 {
 		return nil, info, fmt.Errorf("result table has no rows%s", errorHint(lines))

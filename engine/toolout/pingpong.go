@@ -82,7 +82,7 @@ func parsePingpong(b []byte) ([]row, Info, error) {
 		info.Warnings = append(info.Warnings, t)
 	}
 	if !haveBytes || !haveIts {
-		return nil, info, fmt.Errorf("no \"N bytes in S seconds\" and \"N iters in S seconds\" summary lines%s", errorHint(lines))
+		return nil, info, fmt.Errorf("no \"N bytes in S seconds\" and \"N iters in S seconds\" summary lines%s", failHint(lines, info.Warnings))
 	}
 	if r.iters > 0 && bytes%(2*r.iters) == 0 {
 		r.size = bytes / (2 * r.iters)

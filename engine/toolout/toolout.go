@@ -315,6 +315,23 @@ func errorHint(lines []string) string {
 	return ": " + strings.Join(hits, "; ")
 }
 
+// failHint is errorHint, or when no line looks like an error, the first
+// lines the parser did not read: a tool that stopped early says why in its
+// own words ("Requested size larger than port MTU (4096)"), which no list of
+// keywords foresees.
+func failHint(lines, unread []string) string {
+	if h := errorHint(lines); h != "" {
+		return h
+	}
+	if len(unread) > 3 {
+		unread = unread[:3]
+	}
+	if len(unread) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(unread, "; ")
+}
+
 // ParseOutput is Parse in the shape of steps.ParseFunc, for the run engine:
 // tool output in, samples out, metadata filled in by the caller. perftest
 // bandwidth runs are taken to use --report_gbits, as rlab always passes it;
