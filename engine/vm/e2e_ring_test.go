@@ -43,7 +43,6 @@ func TestE2ERing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rlab run: %v", err)
 	}
-	checkResults(t, out)
 	checkRXETeardown(t, out)
 	rb, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {
@@ -53,15 +52,40 @@ func TestE2ERing(t *testing.T) {
 	if err := json.Unmarshal(rb, &run); err != nil {
 		t.Fatal(err)
 	}
+	if run.Status != results.RunOK || len(run.Workloads) != 6 {
+		t.Errorf("run status %q (%s), %d workloads; want ok and 6", run.Status, run.Error, len(run.Workloads))
+	}
+	for _, w := range run.Workloads {
+		if w.Status != results.StatusOK {
+			t.Errorf("workload %s: %s: %s", w.Name, w.Status, w.Error)
+		}
+	}
+	bw := map[string]float64{}
 	for _, s := range run.Samples {
-		if s.Meta.Tool == "ib_write_bw" && s.Meta.MTU != 4096 {
+		if s.Meta.Tool != "ib_write_bw" {
+			continue
+		}
+		if s.Meta.MTU != 4096 {
 			t.Errorf("%s %s: RoCE MTU %d, want 4096 on a 9000-byte network", s.Meta.Workload, s.Metric, s.Meta.MTU)
+		}
+		if s.Metric == "bw_avg" {
+			bw[s.Meta.Workload] = s.Value
 		}
 	}
 	addr := map[string]string{"n0": "10.99.0.1", "n1": "10.99.0.2", "n2": "10.99.0.3"}
 	next := map[string]string{"n0": "n1", "n1": "n2", "n2": "n0"}
 	prev := map[string]string{"n1": "n0", "n2": "n1", "n0": "n2"}
 	for node := range next {
+		w := fmt.Sprintf("ring[%q]", node)
+		if bw[w] <= 0 {
+			t.Errorf("%s: bw_avg %v, want a measured bandwidth", w, bw[w])
+		}
+		// The jumbo pings: all answered, none fragmented (-M do).
+		ping, err := os.ReadFile(filepath.Join(out, "hosts", "node."+node, "logs", "wl.jumbo_ping."+node+".exec.r0.stdout"))
+		if err != nil || !bytes.Contains(ping, []byte("3 received, 0% packet loss")) || !bytes.Contains(ping, []byte("8980 bytes from "+addr[next[node]])) {
+			t.Errorf("node %s: 8972-byte DF pings to %s: %v\n%s", node, addr[next[node]], err, ping)
+		}
+		t.Logf("node %s: %s bw_avg %.3f Gb/s; ping: %s", node, w, bw[w], lastLine(ping))
 		files, _ := filepath.Glob(filepath.Join(out, "hosts", "node."+node, "captures", "*.pcap*"))
 		flows := map[string]int{}
 		for _, f := range files {
@@ -106,4 +130,9 @@ func writeFlows(pcap []byte, flows map[string]int) error {
 			flows[fmt.Sprintf("%s>%s", ip.SrcIP, ip.DstIP)]++
 		}
 	}
+}
+
+func lastLine(b []byte) string {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	return string(lines[len(lines)-1])
 }
