@@ -72,6 +72,13 @@ func TestE2ERing(t *testing.T) {
 			bw[s.Meta.Workload] = s.Value
 		}
 	}
+	// What the switch did: a lossy switch and a slow ring look alike in
+	// the bandwidth alone.
+	sw, err := os.ReadFile(filepath.Join(out, "vm", "net-ring.switch.json"))
+	if err != nil {
+		t.Errorf("the ring network's switch left no record: %v", err)
+	}
+	t.Logf("switch: %s", bytes.Join(bytes.Fields(sw), []byte(" ")))
 	addr := map[string]string{"n0": "10.99.0.1", "n1": "10.99.0.2", "n2": "10.99.0.3"}
 	next := map[string]string{"n0": "n1", "n1": "n2", "n2": "n0"}
 	prev := map[string]string{"n1": "n0", "n2": "n1", "n0": "n2"}

@@ -41,8 +41,8 @@ type Hub struct {
 	mu    sync.Mutex
 	table map[[6]byte]int // source MAC -> member index
 
-	forwarded, flooded, dropped atomic.Int64
-	done                        chan struct{}
+	forwarded, flooded, dropped, jammed atomic.Int64
+	done                                chan struct{}
 }
 
 // StartHub binds the hub's socket at path and forwards frames between the
@@ -149,6 +149,10 @@ func (h *Hub) send(frame []byte, to int) {
 			return
 		case errors.Is(serr, syscall.EAGAIN) && time.Now().Before(deadline):
 			time.Sleep(200 * time.Microsecond)
+		case errors.Is(serr, syscall.EAGAIN):
+			h.jammed.Add(1)
+			h.dropped.Add(1)
+			return
 		default:
 			h.dropped.Add(1)
 			return
@@ -174,4 +178,20 @@ func (h *Hub) Close() error {
 // dropped (from a non-member, too short or too long, or not delivered).
 func (h *Hub) Counts() (forwarded, flooded, dropped int64) {
 	return h.forwarded.Load(), h.flooded.Load(), h.dropped.Load()
+}
+
+// HubStats is what a hub did, written beside the VMs at the end of a run
+// (vm/net-NAME.switch.json) so a slow ring can be told from a lossy switch.
+type HubStats struct {
+	Network   string `json:"network"`
+	Members   int    `json:"members"`
+	Forwarded int64  `json:"forwarded"` // frames sent to the one member their destination was learnt behind
+	Flooded   int64  `json:"flooded"`   // broadcast, multicast and not-yet-learnt frames sent to every other member
+	Dropped   int64  `json:"dropped"`   // frames (or copies) not delivered, jammed ones included
+	Jammed    int64  `json:"jammed"`    // copies dropped because a member's queue stayed full for sendPatience
+}
+
+// Stats returns the hub's counts.
+func (h *Hub) Stats(network string) HubStats {
+	return HubStats{Network: network, Members: len(h.members), Forwarded: h.forwarded.Load(), Flooded: h.flooded.Load(), Dropped: h.dropped.Load(), Jammed: h.jammed.Load()}
 }

@@ -19,6 +19,7 @@ package vm
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -102,6 +103,7 @@ type Set struct {
 	opts      Options
 	sockDir   string // "" or a short temp folder for sockets (long run paths)
 	hubs      []*Hub // the switches of networks of three or more VMs
+	hubNames  []string
 	mu        sync.Mutex
 	down      bool
 }
@@ -195,6 +197,7 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 			return nil, fmt.Errorf("boot vms: network %q: %w", name, err)
 		}
 		s.hubs = append(s.hubs, h)
+		s.hubNames = append(s.hubNames, name)
 	}
 	login, err := newKeyPair("rlab-run")
 	if err != nil {
@@ -522,12 +525,19 @@ func hubSock(dir, name string) string {
 	return filepath.Join(dir, fmt.Sprintf("net-%s-hub.sock", hostnameBad.ReplaceAllString(name, "_")))
 }
 
+// closeHubs stops the switches and records what each did in
+// vm/net-NAME.switch.json.
 func (s *Set) closeHubs() error {
 	var errs []error
-	for _, h := range s.hubs {
+	for i, h := range s.hubs {
 		errs = append(errs, h.Close())
+		st := h.Stats(s.hubNames[i])
+		s.opts.Logger.Info("network switch", "network", st.Network, "forwarded", st.Forwarded, "flooded", st.Flooded, "dropped", st.Dropped, "jammed", st.Jammed)
+		if b, err := json.MarshalIndent(st, "", "  "); err == nil {
+			_ = os.WriteFile(filepath.Join(s.Dir, "net-"+hostnameBad.ReplaceAllString(st.Network, "_")+".switch.json"), append(b, '\n'), 0o600)
+		}
 	}
-	s.hubs = nil
+	s.hubs, s.hubNames = nil, nil
 	return errors.Join(errs...)
 }
 
