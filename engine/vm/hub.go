@@ -41,6 +41,12 @@ type Hub struct {
 	mu    sync.Mutex
 	table map[[6]byte]int // source MAC -> member index
 
+	ports      []chan []byte // per member: the frames waiting for it
+	stuck      []bool        // per member: its port stayed full (serve's own)
+	patience   time.Duration // sendPatience when started
+	portsDone  sync.WaitGroup
+	closePorts sync.Once
+
 	forwarded, flooded, dropped, jammed atomic.Int64
 	done                                chan struct{}
 }
@@ -58,9 +64,15 @@ func StartHub(path string, members []string, log *slog.Logger) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start hub %s: %w", path, err)
 	}
-	h := &Hub{conn: conn, path: path, log: log, table: map[[6]byte]int{}, done: make(chan struct{})}
+	h := &Hub{conn: conn, path: path, log: log, table: map[[6]byte]int{}, done: make(chan struct{}), patience: sendPatience}
 	for _, m := range members {
 		h.members = append(h.members, &net.UnixAddr{Name: m, Net: "unixgram"})
+		h.ports = append(h.ports, make(chan []byte, portQueue))
+		h.stuck = append(h.stuck, false)
+	}
+	for i := range h.ports {
+		h.portsDone.Add(1)
+		go h.port(i)
 	}
 	go h.serve()
 	return h, nil
@@ -108,26 +120,66 @@ func (h *Hub) serve() {
 		h.mu.Unlock()
 		if dst[0]&1 == 0 && known {
 			if to != src {
-				h.send(frame, to)
+				h.enqueue(frame, to)
 				h.forwarded.Add(1)
 			}
 			continue
 		}
 		for i := range h.members {
 			if i != src {
-				h.send(frame, i)
+				h.enqueue(frame, i)
 			}
 		}
 		h.flooded.Add(1)
 	}
 }
 
-// send writes one frame to a member. A member whose queue is full (a unix
-// datagram socket queues net.unix.max_dgram_qlen frames, 10 by default) is
-// tried again for up to sendPatience, as a switch port buffers; then, or at
-// once when the member is gone (no socket, nobody bound), the frame is
-// dropped, as a switch drops to an unplugged or jammed port, so one stuck
-// member cannot stop the segment.
+// enqueue hands a copy of frame to member to's port. A full port holds the
+// switch up to sendPatience: the hub stops reading, its socket fills, and
+// the senders' QEMUs hold their guests' frames, as a direct pair holds them
+// for a slow peer (Soft-RoCE sends up to a QP's whole window at once and
+// does not take loss well). A port that stays full that long is stuck (a
+// stopped VM): it loses frames at once until it takes one again, so the
+// rest of the segment goes on.
+func (h *Hub) enqueue(frame []byte, to int) {
+	f := append([]byte(nil), frame...)
+	select {
+	case h.ports[to] <- f:
+		h.stuck[to] = false
+		return
+	default:
+	}
+	if !h.stuck[to] {
+		t := time.NewTimer(h.patience)
+		defer t.Stop()
+		select {
+		case h.ports[to] <- f:
+			return
+		case <-t.C:
+			h.stuck[to] = true
+		}
+	}
+	h.jammed.Add(1)
+	h.dropped.Add(1)
+}
+
+// port writes one member's frames in order. Soft-RoCE does not take loss
+// well (a lost packet of a multi-packet WRITE can end the QP with a remote
+// invalid request error, seen in a ring run), so a member whose socket queue
+// is full is waited for, as QEMU's own dgram pair waits for its peer, while
+// the other ports go on; only a member that is gone (nobody bound to its
+// socket) or has not taken a frame for sendPatience loses it.
+func (h *Hub) port(to int) {
+	defer h.portsDone.Done()
+	for frame := range h.ports[to] {
+		h.send(frame, to)
+	}
+}
+
+// send writes one frame to a member. A member whose socket queue is full (a
+// unix datagram socket queues net.unix.max_dgram_qlen frames, 10 by default)
+// is tried again for up to sendPatience; then, or at once when the member is
+// gone (no socket, nobody bound), the frame is dropped.
 func (h *Hub) send(frame []byte, to int) {
 	sa := &syscall.SockaddrUnix{Name: h.members[to].Name}
 	rc, err := h.conn.SyscallConn()
@@ -135,7 +187,7 @@ func (h *Hub) send(frame []byte, to int) {
 		h.dropped.Add(1)
 		return
 	}
-	deadline := time.Now().Add(sendPatience)
+	deadline := time.Now().Add(h.patience)
 	for {
 		var serr error
 		if err := rc.Write(func(fd uintptr) bool {
@@ -160,13 +212,24 @@ func (h *Hub) send(frame []byte, to int) {
 	}
 }
 
-// sendPatience is how long a frame waits for a member's full queue.
-const sendPatience = 50 * time.Millisecond
+// sendPatience is how long a frame waits for a member's full socket queue
+// or port: long enough for a TCG guest's QEMU that the host's CPUs left
+// waiting. A variable for the tests.
+var sendPatience = 5 * time.Second
+
+// portQueue is how many frames wait for one member (at 9018 bytes, 9 MiB).
+const portQueue = 1024
 
 // Close stops the hub and removes its socket. It is idempotent.
 func (h *Hub) Close() error {
 	err := h.conn.Close()
 	<-h.done
+	h.closePorts.Do(func() {
+		for _, p := range h.ports {
+			close(p)
+		}
+	})
+	h.portsDone.Wait()
 	_ = os.Remove(h.path)
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -188,7 +251,7 @@ type HubStats struct {
 	Forwarded int64  `json:"forwarded"` // frames sent to the one member their destination was learnt behind
 	Flooded   int64  `json:"flooded"`   // broadcast, multicast and not-yet-learnt frames sent to every other member
 	Dropped   int64  `json:"dropped"`   // frames (or copies) not delivered, jammed ones included
-	Jammed    int64  `json:"jammed"`    // copies dropped because a member's queue stayed full for sendPatience
+	Jammed    int64  `json:"jammed"`    // copies dropped because a member's port stayed full (a stuck member)
 }
 
 // Stats returns the hub's counts.
