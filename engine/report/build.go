@@ -436,6 +436,8 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 		}
 		w.Expects = append(w.Expects, x)
 	}
+	w.Stack = stackOf(samples, wd.CounterNotes)
+	samples = results.Measures(samples)
 	w.Table = sampleTable(samples)
 	w.Charts = workloadCharts(w.Anchor, samples)
 	w.Links = b.workloadLinks(name, wd)
@@ -706,4 +708,49 @@ func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 		}
 	}
 	return out
+}
+
+// stackOf is "what the stack saw" of a workload: its counter samples that
+// moved, as a table, and its counter notes; nil when it has neither.
+func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
+	st := &Stack{Moved: Table{Columns: []string{"host", "device", "counter", "delta"}}}
+	n := 0
+	for _, s := range samples {
+		if !results.IsCounter(s) {
+			continue
+		}
+		n++
+		if s.Value == 0 {
+			st.Still++
+			continue
+		}
+		st.Moved.Rows = append(st.Moved.Rows, []string{strings.Join(s.Meta.Hosts, ","), strings.Join(s.Meta.Devices, ","), s.Metric,
+			results.FormatValue(s.Value) + " " + s.Unit})
+	}
+	sort.SliceStable(st.Moved.Rows, func(i, j int) bool {
+		a, b := st.Moved.Rows[i], st.Moved.Rows[j]
+		for k := 0; k < 3; k++ {
+			if a[k] != b[k] {
+				return a[k] < b[k]
+			}
+		}
+		return false
+	})
+	for _, cn := range notes {
+		what := cn.Host
+		if cn.Device != "" {
+			what += " " + cn.Device
+		}
+		if cn.Source != "" {
+			what += " " + cn.Source
+		}
+		if cn.Counter != "" {
+			what += "/" + cn.Counter
+		}
+		st.Notes = append(st.Notes, CounterNote{Kind: cn.Kind, What: what, Reason: cn.Reason})
+	}
+	if n == 0 && len(st.Notes) == 0 {
+		return nil
+	}
+	return st
 }

@@ -128,6 +128,25 @@ type Workload struct {
 	Links    []Link   `json:"links,omitempty"`
 	Duration string   `json:"duration,omitempty"`
 	Config   string   `json:"config,omitempty"` // how the lab asked it to run
+	// Stack is what the kernel's counters saw during the workload; nil
+	// when none were read (exec, runs before counters).
+	Stack *Stack `json:"stack,omitempty"`
+}
+
+// Stack is "what the stack saw": the counters that moved (host, device,
+// counter, delta), how many did not, and those that could not be read,
+// are absent on their device, or were reset.
+type Stack struct {
+	Moved Table         `json:"moved"`
+	Still int           `json:"still"`
+	Notes []CounterNote `json:"notes,omitempty"`
+}
+
+// CounterNote is one counter, or folder of them, that is not a delta.
+type CounterNote struct {
+	Kind   string `json:"kind"` // unreadable, absent, reset
+	What   string `json:"what"` // "server rxe_eth1 hw_counters/rcvd_seq_err"
+	Reason string `json:"reason"`
 }
 
 // Table is a rendered table: every cell already formatted.

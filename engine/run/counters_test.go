@@ -26,7 +26,7 @@ workload "bulk" {
     message   = "no packets left lo"
   }
 }
-`, Options{})
+`, Options{}, true)
 	if res.Code != ExitOK {
 		t.Fatalf("code %d, err %v", res.Code, res.Err)
 	}
@@ -66,6 +66,15 @@ workload "bulk" {
 	for _, want := range []string{"What the stack saw", "| a | lo | `tx_packets` |", "| b | lo | `rx_bytes` |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(res.Dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"What the stack saw", "<td>tx_packets</td>", "other counter(s) read did not move"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html lacks %q", want)
 		}
 	}
 	// The measures' table keeps its columns: no counter among them.

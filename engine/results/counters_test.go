@@ -1,0 +1,50 @@
+package results
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSummaryStack: summary.md's "what the stack saw" lists the counters
+// that moved with host, device and unit, counts those that did not, and
+// says which could not be read, were reset or are not on the device —
+// none of them as a zero.
+func TestSummaryStack(t *testing.T) {
+	ctr := func(metric, host, dev string, v float64) Sample {
+		return Sample{Metric: metric, Value: v, Unit: CounterUnit(metric), Meta: Meta{Workload: "write_bw", Tool: "ib_write_bw",
+			Hosts: []string{host}, Devices: []string{dev}, Extra: map[string]string{CounterExtra: "hw_counters"}}}
+	}
+	r := &Run{Lab: "t", Status: RunOK,
+		Workloads: []Workload{{Name: "write_bw", Tool: "ib_write_bw", Status: StatusOK, CounterNotes: []CounterNote{
+			{Host: "server", Device: "rxe_eth1", Source: "counters", Kind: NoteAbsent, Reason: "the device has no counters folder"},
+			{Host: "client", Device: "rxe_eth1", Source: "hw_counters", Counter: "rcvd_seq_err", Kind: NoteUnreadable, Reason: "permission denied"},
+			{Host: "client", Device: "rxe_eth1", Source: "hw_counters", Counter: "sent_pkts", Kind: NoteReset, Reason: "went from 9 to 2: reset or wrapped during the workload, no delta"},
+		}}},
+		Samples: []Sample{
+			{Metric: "bw_avg", Value: 0.1, Unit: "Gb/s", Meta: Meta{Workload: "write_bw", Tool: "ib_write_bw", Size: 4096, Hosts: []string{"server", "client"}}},
+			ctr("sent_pkts", "server", "rxe_eth1", 1500), ctr("rcvd_seq_err", "server", "rxe_eth1", 0), ctr("duplicate_request", "server", "rxe_eth1", 2),
+		},
+	}
+	md := string(Summary(r, ""))
+	for _, want := range []string{
+		"What the stack saw",
+		"| server | rxe_eth1 | `duplicate_request` | 2 packets |",
+		"| server | rxe_eth1 | `sent_pkts` | 1500 packets |",
+		"1 other counter(s) read did not move.",
+		"Could not read:\n\n- client rxe_eth1 hw_counters/rcvd_seq_err: permission denied",
+		"Reset or wrapped (no delta):\n\n- client rxe_eth1 hw_counters/sent_pkts: went from 9 to 2",
+		"Not on the device:\n\n- server rxe_eth1 counters: the device has no counters folder",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "`rcvd_seq_err` | 0") {
+		t.Errorf("a counter that did not move listed as moved:\n%s", md)
+	}
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| size |") && strings.Contains(line, "sent_pkts") {
+			t.Errorf("counter among the measures' columns: %s", line)
+		}
+	}
+}
