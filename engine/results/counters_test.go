@@ -1,6 +1,7 @@
 package results
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,45 @@ func TestSummaryStack(t *testing.T) {
 	for _, line := range strings.Split(md, "\n") {
 		if strings.HasPrefix(line, "| size |") && strings.Contains(line, "sent_pkts") {
 			t.Errorf("counter among the measures' columns: %s", line)
+		}
+	}
+}
+
+// TestCountersDocumented: labs/README.md's counter table names every
+// counter of the vocabulary, with its devices and kind, and no other.
+func TestCountersDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../labs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "## Counters: what the stack saw")
+	if !ok {
+		t.Fatal("labs/README.md has no counters section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	documented := map[string]bool{}
+	for _, line := range strings.Split(sec, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || !strings.Contains(cells[1], "`") {
+			continue
+		}
+		devices, kind := strings.TrimSpace(cells[2]), strings.TrimSpace(cells[3])
+		for _, f := range strings.Split(cells[1], ",") {
+			name := strings.Trim(strings.TrimSpace(f), "`")
+			documented[name] = true
+			c, ok := CounterByName(name)
+			if !ok {
+				t.Errorf("labs/README.md documents %s, which the vocabulary lacks", name)
+				continue
+			}
+			if c.Kind != kind || !strings.HasPrefix(devices, strings.SplitN(c.Devices, ",", 2)[0]) {
+				t.Errorf("%s: README says %s, %s; the vocabulary %s, %s", name, devices, kind, c.Devices, c.Kind)
+			}
+		}
+	}
+	for _, c := range Counters {
+		if !documented[c.Name] {
+			t.Errorf("counter %s is not in labs/README.md's table", c.Name)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
@@ -64,7 +65,9 @@ workload "bulk" {
 	env := &steps.Env{Hosts: map[string]steps.Host{"h0": h}}
 	w := &steps.Workload{Name: "bw", Tool: "ib_write_bw"}
 	sides := []steps.CounterSide{{Host: "h0", RDMA: []string{"rxe_eth0"}, Netdevs: []string{"eth0"}}}
+	start := time.Now()
 	before := steps.ReadCounters(context.Background(), env, sides)
+	t.Logf("one counters.read over SSH (an absent RDMA device and eth0's statistics): %s", time.Since(start))
 	after := steps.ReadCounters(context.Background(), env, sides)
 	ss, notes := steps.CounterSamples(w, before, after)
 	for _, s := range ss {
