@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -140,6 +141,7 @@ func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Samp
 		seen := map[string]bool{}
 		for _, c := range []*proto.Counters{a.C, b.C} {
 			for _, u := range c.Unreadable {
+				u.Device, u.Source, u.Name = hostText(u.Device, "._@:+-"), hostText(u.Source, "_"), hostText(u.Name, "_.-")
 				key := u.Device + "\x00" + strconv.Itoa(u.Port) + "\x00" + u.Source + "\x00" + u.Name
 				if seen[key] {
 					continue
@@ -168,6 +170,13 @@ func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Samp
 			if v.Source == proto.CounterDeviceHW && atPort[[2]string{v.Device, v.Name}] {
 				continue
 			}
+			if !plainName(v.Name, "_.-") || !plainName(v.Device, "._@:+-") || !plainName(v.Source, "_") {
+				// Host text that is no counter name (the agent checks too):
+				// it never becomes a metric a terminal prints.
+				notes = append(notes, results.CounterNote{Host: host, Kind: results.NoteUnreadable,
+					Reason: fmt.Sprintf("not a counter name: %.80q on %.80q", v.Name, v.Device)})
+				continue
+			}
 			id := counterID{v.Device, v.Port, v.Source, v.Name}
 			p, ok := prev[id]
 			switch {
@@ -189,4 +198,38 @@ func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Samp
 	}
 	sort.SliceStable(notes, func(i, j int) bool { return notes[i].Host < notes[j].Host })
 	return ss, notes
+}
+
+// plainName: 1-64 of [A-Za-z0-9] and the given punctuation, as the kernel
+// names counters, devices and netdevs.
+func plainName(s, punct string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(punct, r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostText is s when it is a plain name (or empty, or already quoted in
+// printable ASCII, as the agent quotes a file name that is no counter
+// name), else s quoted: a hostile agent's names never reach a terminal or
+// a file raw.
+func hostText(s, punct string) string {
+	if s == "" || plainName(s, punct) {
+		return s
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' && len(s) <= 200 {
+		printable := true
+		for i := 0; i < len(s); i++ {
+			printable = printable && s[i] >= 0x20 && s[i] < 0x7f
+		}
+		if printable {
+			return s
+		}
+	}
+	return fmt.Sprintf("%.80q", s)
 }

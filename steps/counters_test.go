@@ -117,3 +117,29 @@ func TestCounterSides(t *testing.T) {
 		})
 	}
 }
+
+// TestCounterSamplesHostileNames: names from a host that are no counter
+// names (control characters, a path) never become metrics or raw text.
+func TestCounterSamplesHostileNames(t *testing.T) {
+	r := func(n uint64) []CounterReading {
+		return []CounterReading{{Host: "h", C: &proto.Counters{Values: []proto.CounterValue{
+			{Device: "rxe0", Port: 1, Source: "hw_counters", Name: "\x1b[2Jsent", Value: n},
+			{Device: "../etc", Source: "statistics", Name: "tx_packets", Value: n},
+			{Device: "eth0", Source: "statistics", Name: "tx_packets", Value: n},
+		}, Unreadable: []proto.CounterUnreadable{{Device: "eth0\x1b]0;x\x07", Source: "statistics", Name: "rx\x00", Reason: "x"}}}}}
+	}
+	ss, notes := CounterSamples(&Workload{Name: "w", Tool: "ib_write_bw"}, r(1), r(5))
+	if len(ss) != 1 || ss[0].Metric != "tx_packets" || ss[0].Meta.Devices[0] != "eth0" {
+		t.Errorf("samples %+v: want only eth0's tx_packets", ss)
+	}
+	for _, n := range notes {
+		for _, s := range []string{n.Device, n.Source, n.Counter, n.Reason} {
+			if strings.ContainsAny(s, "\x1b\x00\x07") {
+				t.Errorf("raw control character in note %+v", n)
+			}
+		}
+	}
+	if len(notes) != 3 {
+		t.Errorf("notes %+v: want the two bad values and the bad unreadable entry", notes)
+	}
+}
