@@ -78,13 +78,15 @@ func TestE2ERlabRun(t *testing.T) {
 			b, err := cmd.CombinedOutput()
 			t.Logf("rlab run labs/%s.hcl:\n%s", tt.lab, b)
 			checkNoQEMU(t, out)
+			if _, serr := os.Stat(filepath.Join(out, "results.json")); serr == nil && tt.lab == "quickstart" {
+				// The counters are recorded whatever else failed: check
+				// them before a failed run ends the test.
+				checkCounters(t, out)
+			}
 			if err != nil {
 				t.Fatalf("rlab run: %v", err)
 			}
 			checkResults(t, out)
-			if tt.lab == "quickstart" {
-				checkCounters(t, out)
-			}
 			checkRXETeardown(t, out)
 			if tt.opcodes != nil {
 				checkCaptures(t, out, tt.opcodes)
