@@ -88,3 +88,27 @@ func TestCountersDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryStackCompact: a class lab's compact summary lists, per
+// workload, the trouble counters that moved, and no traffic counter.
+func TestSummaryStackCompact(t *testing.T) {
+	r := &Run{Lab: "class", Status: RunOK}
+	for i := 0; i < compactAt; i++ {
+		name := "bw" + strings.Repeat("x", i)
+		r.Workloads = append(r.Workloads, Workload{Name: name, Tool: "ib_write_bw", Status: StatusOK})
+		for _, m := range []struct {
+			metric string
+			v      float64
+		}{{"sent_pkts", 100}, {"rcvd_seq_err", float64(i % 2)}} {
+			r.Samples = append(r.Samples, Sample{Metric: m.metric, Value: m.v, Unit: CounterUnit(m.metric), Meta: Meta{Workload: name, Tool: "ib_write_bw",
+				Hosts: []string{"client"}, Devices: []string{"rxe_eth1"}, Extra: map[string]string{CounterExtra: "hw_counters"}}})
+		}
+	}
+	md := string(Summary(r, ""))
+	if !strings.Contains(md, "## What the stack saw") || !strings.Contains(md, "- bwx: client rxe_eth1 `rcvd_seq_err` 1") {
+		t.Errorf("compact summary lacks the trouble counters:\n%s", md)
+	}
+	if strings.Contains(md, "- bw: ") || strings.Contains(md, "`sent_pkts`") {
+		t.Errorf("compact summary lists a workload without trouble, or a traffic counter:\n%s", md)
+	}
+}

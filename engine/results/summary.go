@@ -193,6 +193,23 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	if len(problems) > 0 {
 		w("## Problems\n\n%s\n\n", strings.Join(problems, "\n"))
 	}
+	// The kernel's trouble counters that moved (retransmissions, sequence
+	// errors, drops), one line per workload; the deltas are in results.json.
+	var trouble []string
+	for _, wl := range r.Workloads {
+		var parts []string
+		for _, s := range CounterDeltas(r.Samples, wl.Name) {
+			if c, ok := CounterByName(s.Metric); ok && c.Kind == CounterTrouble && s.Value > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s `%s` %s", mdText(strings.Join(s.Meta.Hosts, ",")), mdText(strings.Join(s.Meta.Devices, ",")), mdCode(s.Metric), FormatValue(s.Value)))
+			}
+		}
+		if len(parts) > 0 {
+			trouble = append(trouble, fmt.Sprintf("- %s: %s", mdText(wl.Name), strings.Join(parts, ", ")))
+		}
+	}
+	if len(trouble) > 0 {
+		w("## What the stack saw\n\nKernel counters of trouble that moved during a workload:\n\n%s\n\n", strings.Join(trouble, "\n"))
+	}
 }
 
 // sortMetrics orders metric names as the Metrics table does.
