@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -118,8 +119,8 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *prot
 		if err != nil {
 			return nil, "", err
 		}
-		var fd proto.FileData
-		if err := h.Call(ctx, proto.MethodFilesRead, proto.FilesReadParams{Path: r.JSONRel, MaxBytes: proto.OutputLimit}, &fd); err != nil {
+		fd, err := rpc.Invoke(ctx, h, rpc.FilesRead, proto.FilesReadParams{Path: r.JSONRel, MaxBytes: proto.OutputLimit})
+		if err != nil {
 			return nil, "", fmt.Errorf("read %s JSON report %q on host %q: %w", s.w.Tool, r.JSONRel, r.Client.Host, err)
 		}
 		data, source = fd.Data, "json"

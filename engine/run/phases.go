@@ -233,8 +233,8 @@ func (c *conn) wrap(ctx context.Context, err error) error {
 	return &infraError{err}
 }
 
-func (c *conn) Call(ctx context.Context, method string, params, result any) error {
-	return c.wrap(ctx, c.Host.Call(ctx, method, params, result))
+func (c *conn) Send(ctx context.Context, req *rpc.Request) error {
+	return c.wrap(ctx, c.Host.Send(ctx, req))
 }
 
 func (c *conn) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {
