@@ -161,19 +161,15 @@ func (e *Env) facts(host string) *proto.Facts {
 // Workload is what a workload step needs, resolved from the lab model by the
 // engine (host and rxe references become names).
 type Workload struct {
-	Name  string // reference form, e.g. write_bw or bw["ana"]
-	Slug  string // filesystem-safe, unique: used in agent handles and file names
-	Index int    // position in file order
-	Tool  string
+	// Workload is its names, tool and option values as the lab model holds
+	// them (the same type, embedded there too).
+	tooldesc.Workload
 
 	ServerHost, ClientHost string // host names (2-sided tools)
 	ServerRXE, ClientRXE   string // rxe names (RDMA tools)
 	ServerAddr             string // tcp: the address the client dials (default: the server host's name)
 	Host                   string // exec
 
-	// Options are the option values, as the lab model holds them (the same
-	// type, embedded there too).
-	tooldesc.Options
 	// Port is the first of the ports this workload may use (one per run, in
 	// order); 0 lets the engine's PortFor decide.
 	Port int

@@ -122,9 +122,10 @@ func (r *runner) select_() error {
 	return nil
 }
 
-// stepWorkload resolves a lab workload for the steps package.
+// stepWorkload resolves a lab workload for the steps package: the shared
+// part (tooldesc.Workload) whole, the host and rxe references as names.
 func stepWorkload(w *lab.Workload) *steps.Workload {
-	sw := &steps.Workload{Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool, Options: w.Options}
+	sw := &steps.Workload{Workload: w.Workload}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
 		sw.ServerAddr = dataAddress(w.ServerHost)
