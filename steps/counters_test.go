@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -17,7 +18,7 @@ import (
 // counters become notes, never zero; a host whose reading failed is one
 // note; device-wide hw_counters that repeat the port's are left out.
 func TestCounterSamples(t *testing.T) {
-	w := &Workload{Name: "write_bw", Tool: "ib_write_bw"}
+	w := &Workload{Workload: tooldesc.Workload{Name: "write_bw", Tool: "ib_write_bw"}}
 	v := func(dev string, port int, src, name string, n uint64) proto.CounterValue {
 		return proto.CounterValue{Device: dev, Port: port, Source: src, Name: name, Value: n}
 	}
@@ -102,13 +103,13 @@ func TestCounterSides(t *testing.T) {
 		w    Workload
 		want []CounterSide
 	}{
-		{"rdma", Workload{Tool: "ib_write_bw", ServerHost: "s", ClientHost: "c", ServerRXE: "srv", ClientRXE: "cli"},
+		{"rdma", Workload{Workload: tooldesc.Workload{Tool: "ib_write_bw"}, ServerHost: "s", ClientHost: "c", ServerRXE: "srv", ClientRXE: "cli"},
 			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1"}, Netdevs: []string{"eth1"}}, {Host: "c", RDMA: []string{"rxe_eth2"}, Netdevs: []string{"eth2"}}}},
-		{"rdma on one host", Workload{Tool: "ib_write_lat", ServerHost: "s", ClientHost: "s", ServerRXE: "srv", ClientRXE: "cli"},
+		{"rdma on one host", Workload{Workload: tooldesc.Workload{Tool: "ib_write_lat"}, ServerHost: "s", ClientHost: "s", ServerRXE: "srv", ClientRXE: "cli"},
 			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1", "rxe_eth2"}, Netdevs: []string{"eth1", "eth2"}}}},
-		{"tcp", Workload{Tool: "tcp", ServerHost: "s", ClientHost: "c", ServerAddr: "10.0.0.1"},
+		{"tcp", Workload{Workload: tooldesc.Workload{Tool: "tcp"}, ServerHost: "s", ClientHost: "c", ServerAddr: "10.0.0.1"},
 			[]CounterSide{{Host: "s", Route: "10.0.0.1"}, {Host: "c", Route: "10.0.0.1"}}},
-		{"exec", Workload{Tool: "exec", Host: "s"}, nil},
+		{"exec", Workload{Workload: tooldesc.Workload{Tool: "exec"}, Host: "s"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, CounterSides(env, &tc.w)); diff != "" {
@@ -128,7 +129,7 @@ func TestCounterSamplesHostileNames(t *testing.T) {
 			{Device: "eth0", Source: "statistics", Name: "tx_packets", Value: n},
 		}, Unreadable: []proto.CounterUnreadable{{Device: "eth0\x1b]0;x\x07", Source: "statistics", Name: "rx\x00", Reason: "x"}}}}}
 	}
-	ss, notes := CounterSamples(&Workload{Name: "w", Tool: "ib_write_bw"}, r(1), r(5))
+	ss, notes := CounterSamples(&Workload{Workload: tooldesc.Workload{Name: "w", Tool: "ib_write_bw"}}, r(1), r(5))
 	if len(ss) != 1 || ss[0].Metric != "tx_packets" || ss[0].Meta.Devices[0] != "eth0" {
 		t.Errorf("samples %+v: want only eth0's tx_packets", ss)
 	}
