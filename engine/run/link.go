@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,8 +86,8 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 		// whole block leaves the probe an ephemeral port (0).
 		l.port = steps.PortFor(w, steps.PortsPerWorkload-1)
 	}
-	if w.ServerRXE != "" {
-		info, err := r.env.RXE(w.ServerRXE)
+	if x := cmp.Or(w.ServerRXE, w.DialRXE); x != "" { // a tcp workload's DialRXE: the link it dials
+		info, err := r.env.RXE(x)
 		if err != nil || info.IPv4 == "" {
 			return dataLink{}, false
 		}

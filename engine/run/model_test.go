@@ -26,7 +26,7 @@ workload "cmd" {
 }
 `)
 	for _, w := range l.Workloads {
-		sw := stepWorkload(w)
+		sw := stepWorkload(l, w)
 		if diff := cmp.Diff(w.Options, sw.Options); diff != "" {
 			t.Errorf("%s: step options differ from the lab's (-lab +step):\n%s", w.Name, diff)
 		}

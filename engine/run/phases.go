@@ -51,7 +51,8 @@ func (r *runner) select_() error {
 		for _, h := range w.Hosts() {
 			usedHost[h] = true
 		}
-		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE} {
+		// A tcp workload's server rxe is the data link it dials (ServerDial).
+		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE, r.lab.ServerDial(w).RXE} {
 			if x != nil {
 				usedRXE[x] = true
 			}
@@ -101,7 +102,7 @@ func (r *runner) select_() error {
 		if !selected[w] {
 			continue
 		}
-		sw := stepWorkload(w)
+		sw := stepWorkload(r.lab, w)
 		st, err := steps.NewWorkload(sw)
 		if err != nil {
 			return err
@@ -123,11 +124,17 @@ func (r *runner) select_() error {
 }
 
 // stepWorkload resolves a lab workload for the steps package.
-func stepWorkload(w *lab.Workload) *steps.Workload {
+func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
 	sw := &steps.Workload{Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool, Options: w.Options}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
-		sw.ServerAddr = dataAddress(w.ServerHost)
+		if w.ServerRXE == nil { // tcp; RDMA tools dial their server rxe
+			d := l.ServerDial(w)
+			sw.ServerAddr, sw.DialWhy = d.Addr, d.Why
+			if d.RXE != nil {
+				sw.DialRXE = d.RXE.Name
+			}
+		}
 	}
 	if w.ClientHost != nil {
 		sw.ClientHost = w.ClientHost.Name
@@ -142,17 +149,6 @@ func stepWorkload(w *lab.Workload) *steps.Workload {
 		sw.ClientRXE = w.ClientRXE.Name
 	}
 	return sw
-}
-
-// dataAddress is the address a peer dials for a host's workloads: a VM's
-// first data network address (its SSH address is a port forward on the
-// controller), else the host's address.
-func dataAddress(h *lab.Host) string {
-	if h.VM != nil && len(h.VM.Networks) > 0 {
-		a, _, _ := strings.Cut(h.VM.Networks[0].Address, "/")
-		return a
-	}
-	return h.Address
 }
 
 // subLab is the lab limited to what this run runs (--only).
