@@ -241,7 +241,7 @@ func exampleLabs() []exampleLab {
 			},
 		},
 		{
-			name:   "nightly",
+			name: "nightly",
 			// TCG on a loaded machine (load 19 on two cores seen): 100 MiB
 			// per 1 MiB repeat (200 timed out at 2m), p99 up to 80 ms (48 ms seen).
 			vars:   []string{"iterations=100", "min_write_gbps=0.005", "max_write_lat_us=20000", "min_tcp_gbps=0.01"},
