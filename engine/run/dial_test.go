@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -24,22 +25,20 @@ type dialHost struct {
 	dialed *[]string
 }
 
-func (h *dialHost) Call(ctx context.Context, method string, params, result any) error {
-	switch method {
-	case proto.MethodRXEEnsure:
-		p := params.(proto.RXEEnsureParams)
-		*(result.(*proto.RXEInfo)) = proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, GIDIndex: 1, IPv4: h.ipv4[p.Netdev], ActiveMTU: 1024, Created: true}
+func (h *dialHost) Send(ctx context.Context, req *rpc.Request) error {
+	if p, res, ok := rpc.Match(req, rpc.RXEEnsure); ok {
+		*res = proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, GIDIndex: 1, IPv4: h.ipv4[p.Netdev], ActiveMTU: 1024, Created: true}
 		return nil
-	case proto.MethodRXEDelete:
-		return nil
-	case proto.MethodTCPSend:
-		if p := params.(proto.TCPSendParams); p.Bytes > 0 || p.DurationMs > 0 { // not the link probe's 0 bytes
-			h.mu.Lock()
-			*h.dialed = append(*h.dialed, p.Addr)
-			h.mu.Unlock()
-		}
 	}
-	return h.Host.Call(ctx, method, params, result)
+	if _, _, ok := rpc.Match(req, rpc.RXEDelete); ok {
+		return nil
+	}
+	if p, _, ok := rpc.Match(req, rpc.TCPSend); ok && (p.Bytes > 0 || p.DurationMs > 0) { // not the link probe's 0 bytes
+		h.mu.Lock()
+		*h.dialed = append(*h.dialed, p.Addr)
+		h.mu.Unlock()
+	}
+	return h.Host.Send(ctx, req)
 }
 
 // TestTCPDialsTheDataNetwork: a tcp workload on SSH hosts dials the IPv4 of

@@ -123,9 +123,11 @@ func (r *runner) select_() error {
 	return nil
 }
 
-// stepWorkload resolves a lab workload for the steps package.
+// stepWorkload resolves a lab workload for the steps package: the shared
+// part (tooldesc.Workload) whole, the host and rxe references as names, and
+// for a tcp workload the address its client dials (lab.ServerDial).
 func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
-	sw := &steps.Workload{Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool, Options: w.Options}
+	sw := &steps.Workload{Workload: w.Workload}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
 		if w.ServerRXE == nil { // tcp; RDMA tools dial their server rxe
@@ -229,8 +231,8 @@ func (c *conn) wrap(ctx context.Context, err error) error {
 	return &infraError{err}
 }
 
-func (c *conn) Call(ctx context.Context, method string, params, result any) error {
-	return c.wrap(ctx, c.Host.Call(ctx, method, params, result))
+func (c *conn) Send(ctx context.Context, req *rpc.Request) error {
+	return c.wrap(ctx, c.Host.Send(ctx, req))
 }
 
 func (c *conn) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {
