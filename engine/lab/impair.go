@@ -112,7 +112,7 @@ func ParsePercent(s string) (float64, error) {
 	case v < 0:
 		return 0, fmt.Errorf("percentage %q is negative; netem takes 0%% to 100%%", s)
 	case v > 100:
-		return 0, fmt.Errorf("percentage %q is over 100%%", s)
+		return 0, fmt.Errorf("percentage %q is over 100%%; netem takes 0%% to 100%% of the packets", s)
 	}
 	return v, nil
 }
@@ -149,7 +149,7 @@ func ParseNetemTime(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a time netem knows: a number with us, ms or s (e.g. \"2ms\", \"500us\")", s)
 	}
 	if v < 0 {
-		return 0, fmt.Errorf("time %q is negative", s)
+		return 0, fmt.Errorf("time %q is negative; netem can only hold packets back, write e.g. %q", s, strings.TrimPrefix(s, "-"))
 	}
 	if v*float64(mult) > float64(MaxNetemDelay) {
 		return 0, fmt.Errorf("time %q is over %s, the most rlab lets netem hold a packet", s, MaxNetemDelay)
@@ -345,6 +345,7 @@ func (l *loader) checkImpairNetdev(h *Host, nd string, rng hcl.Range) {
 // A whole-run impairment overlaps every other; scoped ones overlap when the
 // spans of their workloads (file order, first to last) meet.
 func (l *loader) checkImpairOverlap() {
+	l.instExpr, l.instCtx = nil, nil // the detail names the instances
 	type span struct {
 		im     *Impair
 		lo, hi int
