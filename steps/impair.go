@@ -58,7 +58,7 @@ func (s *Impair) Apply(ctx context.Context, env *Env) error {
 	s.Result = &res
 	s.mu.Unlock()
 	e = s.effect()
-	e.Detail = fmt.Sprintf("%s %s %s", res.Qdisc, res.Handle, res.Netem)
+	e.Detail = appliedDetail(&res)
 	return env.note(e)
 }
 
@@ -79,7 +79,10 @@ func (s *Impair) Undo(ctx context.Context, env *Env) error {
 	}
 	s.removed = true
 	e := s.effect()
-	e.Undone, e.Detail = true, fmt.Sprintf("root qdisc now %s %s", res.Qdisc, res.Handle)
+	e.Undone, e.Detail = true, fmt.Sprintf("removed, root qdisc now %s %s", res.Qdisc, res.Handle)
+	if s.Result != nil {
+		e.Detail = appliedDetail(s.Result) + "; " + e.Detail
+	}
 	return env.note(e)
 }
 
@@ -88,4 +91,10 @@ func (s *Impair) Applied() *proto.ImpairResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.Result
+}
+
+// appliedDetail is the root qdisc as the agent read it back after applying,
+// e.g. "applied netem 524c: loss 1%".
+func appliedDetail(r *proto.ImpairResult) string {
+	return fmt.Sprintf("applied %s %s %s", r.Qdisc, r.Handle, r.Netem)
 }

@@ -187,8 +187,14 @@ func TestCheckImpair(t *testing.T) {
 		{name: "loadable", facts: func(f *proto.Facts) { f.NetemModule = "loadable"; f.Netdevs[2].Name = "eth9" }},
 		{name: "unknown", facts: func(f *proto.Facts) { f.NetemModule = "unknown"; f.Netdevs[2].Name = "eth9" }},
 		{
-			name:  "absent, netdev missing, not root",
-			facts: func(f *proto.Facts) { f.NetemModule = "absent"; f.Kernel = "6.18.44"; f.Root = false; f.User = "ana"; f.UID = 1000 },
+			name: "absent, netdev missing, not root",
+			facts: func(f *proto.Facts) {
+				f.NetemModule = "absent"
+				f.Kernel = "6.18.44"
+				f.Root = false
+				f.User = "ana"
+				f.UID = 1000
+			},
 			want: []string{
 				`host "a": kernel 6.18.44 has no netem qdisc (sch_netem), which impair "lossy" needs: install the distribution's kernel modules for it (on Debian and Ubuntu it is in the kernel image package; on Fedora and RHEL, kernel-modules-extra), or use a kernel built with CONFIG_NET_SCH_NETEM; or remove the impair blocks for this host`,
 				`host "a": impair "lossy" (netem) needs root, and the agent runs as ana (uid 1000): set become = true on the host (with passwordless sudo for its user), or log in as root`,

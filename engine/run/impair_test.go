@@ -149,7 +149,7 @@ func TestImpairSweep(t *testing.T) {
 		t.Fatalf("journal impair effects = %+v, want 2", imp)
 	}
 	for _, e := range imp {
-		if !e.Undone || e.Netdev != "lo" || !strings.Contains(e.Detail, "root qdisc now noqueue") {
+		if !e.Undone || e.Netdev != "lo" || !strings.HasPrefix(e.Detail, "applied netem 524c: loss ") || !strings.Contains(e.Detail, "; removed, root qdisc now noqueue") {
 			t.Errorf("effect %+v: want undone on lo with the root qdisc read back", e)
 		}
 	}
