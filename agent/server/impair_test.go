@@ -202,3 +202,13 @@ func TestModuleState(t *testing.T) {
 		t.Errorf("/proc/modules with it: %q, want loaded", got)
 	}
 }
+
+// TestNetemAttrs: the wire parameters become netlink's netem attributes in
+// netlink's units (percent as float32, microseconds, bytes per second).
+func TestNetemAttrs(t *testing.T) {
+	got := netemAttrs(proto.ImpairParams{DelayUs: 2000, JitterUs: 500, Loss: 0.1, Duplicate: 1, Reorder: 25, Corrupt: 0.01, RateBytes: 12_500_000})
+	want := netlink.NetemQdiscAttrs{Latency: 2000, Jitter: 500, Loss: 0.1, Duplicate: 1, ReorderProb: 25, CorruptProb: 0.01, Rate64: 12_500_000}
+	if got != want {
+		t.Errorf("netemAttrs = %+v, want %+v", got, want)
+	}
+}

@@ -29,11 +29,12 @@ type fakeNetem struct {
 	root   map[string]string // host/netdev -> "netem loss 1%" or ""
 	log    []string
 	failOn map[string]error // "apply ID" or "remove" -> the error to answer
+	params map[string]proto.ImpairParams
 	t      testing.TB
 }
 
 func newFakeNetem(t testing.TB, dir string) *fakeNetem {
-	return &fakeNetem{t: t, dir: dir, root: map[string]string{}, failOn: map[string]error{}}
+	return &fakeNetem{t: t, dir: dir, root: map[string]string{}, failOn: map[string]error{}, params: map[string]proto.ImpairParams{}}
 }
 
 func (f *fakeNetem) call(host, method string, params, result any) (bool, error) {
@@ -48,6 +49,7 @@ func (f *fakeNetem) call(host, method string, params, result any) (bool, error) 
 		var p proto.ImpairParams
 		json.Unmarshal(b, &p)
 		f.log = append(f.log, fmt.Sprintf("%s apply %s %s loss=%g", host, p.ID, p.Netdev, p.Loss))
+		f.params[p.ID] = p
 		if f.dir != "" && !f.journaled(host, p.ID) {
 			f.t.Errorf("impair.apply %s on %s before the journal held it", p.ID, host)
 		}
@@ -246,5 +248,69 @@ func TestDownRemovesImpair(t *testing.T) {
 	}
 	if e := readState(t, dir).Effects[0]; !e.Undone {
 		t.Errorf("effect after down: %+v, want undone", e)
+	}
+}
+
+// TestImpairParams: every netem attribute reaches the agent in its units
+// (microseconds, percent, bytes per second); the agent's mapping to netlink
+// is agent/server.TestNetemAttrs.
+func TestImpairParams(t *testing.T) {
+	src := twoHosts + `
+workload "bulk" {
+  tool   = "tcp"
+  server = host.a
+  client = host.b
+  bytes  = "1MiB"
+}
+impair "wan" {
+  host      = host.b
+  netdev    = "lo"
+  delay     = "2ms"
+  jitter    = "500us"
+  loss      = "0.1%"
+  duplicate = "1%"
+  reorder   = "25%"
+  corrupt   = "0.01%"
+  rate      = "100Mbit"
+}
+`
+	res, fn := runImpaired(t, src, func(dir string) *fakeNetem { return newFakeNetem(t, dir) })
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	want := proto.ImpairParams{ID: "wan", Netdev: "lo", DelayUs: 2000, JitterUs: 500, Loss: 0.1, Duplicate: 1, Reorder: 25, Corrupt: 0.01, RateBytes: 12_500_000}
+	if d := cmp.Diff(want, fn.params["wan"]); d != "" {
+		t.Errorf("impair.apply params (-want +got):\n%s", d)
+	}
+}
+
+// TestImpairCount: count on an impair block makes one impairment per index,
+// each scoped as its instance says.
+func TestImpairCount(t *testing.T) {
+	src := twoHosts + `
+workload "bulk" {
+  count  = 2
+  tool   = "tcp"
+  server = host.a
+  client = host.b
+  bytes  = "1MiB"
+}
+impair "delay" {
+  count  = 2
+  host   = host.b
+  netdev = "lo"
+  delay  = "${count.index + 1}ms"
+  during = [workload.bulk[count.index]]
+}
+`
+	res, fn := runImpaired(t, src, func(dir string) *fakeNetem { return newFakeNetem(t, dir) })
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	if d := cmp.Diff([]string{"b apply delay[0] lo loss=0", "b remove lo", "b apply delay[1] lo loss=0", "b remove lo"}, fn.calls()); d != "" {
+		t.Errorf("impair calls (-want +got):\n%s", d)
+	}
+	if fn.params["delay[0]"].DelayUs != 1000 || fn.params["delay[1]"].DelayUs != 2000 {
+		t.Errorf("delays %d, %d us; want 1000, 2000", fn.params["delay[0]"].DelayUs, fn.params["delay[1]"].DelayUs)
 	}
 }
