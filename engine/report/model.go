@@ -18,7 +18,8 @@ type Data struct {
 	Run          RunInfo      `json:"run"`
 	Hosts        []Host       `json:"hosts"`
 	Workloads    []Workload   `json:"workloads"`
-	Compare      *Compare     `json:"compare,omitempty"` // RDMA vs TCP; nil without both
+	Compare      *Compare     `json:"compare,omitempty"`    // RDMA vs TCP; nil without both
+	LossSweep    *Compare     `json:"loss_sweep,omitempty"` // throughput vs loss (loss.go); nil without two loss points
 	Captures     []Capture    `json:"captures"`
 	Timeline     *Chart       `json:"timeline,omitempty"` // steps over time, from events.jsonl
 	TimelineNote string       `json:"timeline_note,omitempty"`
@@ -128,6 +129,7 @@ type Workload struct {
 	Links    []Link   `json:"links,omitempty"`
 	Duration string   `json:"duration,omitempty"`
 	Config   string   `json:"config,omitempty"` // how the lab asked it to run
+	Impair   string   `json:"impair,omitempty"` // the link impairment in force (loss.go)
 }
 
 // Table is a rendered table: every cell already formatted.
