@@ -30,7 +30,9 @@ type fakeNetem struct {
 	log    []string
 	failOn map[string]error // "apply ID" or "remove" -> the error to answer
 	params map[string]proto.ImpairParams
-	t      testing.TB
+	// applied, when set, is called after each apply (outside the lock).
+	applied func()
+	t       testing.TB
 }
 
 func newFakeNetem(t testing.TB, dir string) *fakeNetem {
@@ -42,6 +44,9 @@ func (f *fakeNetem) call(host, method string, params, result any) (bool, error) 
 		return false, nil
 	}
 	b, _ := json.Marshal(params)
+	if method == proto.MethodImpairApply && f.applied != nil {
+		defer f.applied()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch method {
@@ -312,5 +317,41 @@ impair "delay" {
 	}
 	if fn.params["delay[0]"].DelayUs != 1000 || fn.params["delay[1]"].DelayUs != 2000 {
 		t.Errorf("delays %d, %d us; want 1000, 2000", fn.params["delay[0]"].DelayUs, fn.params["delay[1]"].DelayUs)
+	}
+}
+
+// TestImpairInterrupted: Ctrl-C while an impaired workload runs still
+// removes the impairment (teardown), and the journal says so.
+func TestImpairInterrupted(t *testing.T) {
+	src := twoHosts + `
+workload "long" {
+  tool    = "exec"
+  host    = host.b
+  command = ["sleep", "30"]
+}
+impair "slow" {
+  host   = host.b
+  netdev = "lo"
+  delay  = "10ms"
+  during = [workload.long]
+}
+`
+	out := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bed := newPipeBed(t)
+	bed.netem = newFakeNetem(t, out)
+	bed.netem.applied = func() { time.AfterFunc(500*time.Millisecond, cancel) }
+	res := Run(ctx, loadLab(t, src), Options{Connector: bed, Out: out, NoReport: true})
+	if res.Code != ExitInterrupted {
+		t.Fatalf("code %d, want %d (interrupted): %v", res.Code, ExitInterrupted, res.Err)
+	}
+	if d := cmp.Diff([]string{"b apply slow lo loss=0", "b remove lo"}, bed.netem.calls()); d != "" {
+		t.Errorf("impair calls (-want +got):\n%s", d)
+	}
+	for _, e := range readState(t, res.Dir).Effects {
+		if e.Kind == "impair" && (!e.Undone || !strings.Contains(e.Detail, "removed")) {
+			t.Errorf("effect after Ctrl-C: %+v, want removed", e)
+		}
 	}
 }
