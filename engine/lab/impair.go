@@ -257,19 +257,21 @@ func (l *loader) decodeImpairs(blocks []*hcl.Block) {
 					}
 				}
 			}
-			dur := func(name string, dst *time.Duration) {
+			dur := func(name string, dst *time.Duration) bool {
 				if a := attrs[name]; a != nil {
 					if s, ok := l.str(a, in.sc); ok {
 						v, err := ParseNetemTime(s)
 						if err != nil {
 							l.errorf(a.Expr.Range().Ptr(), "Invalid "+name, "%s: %v.", name, err)
-							return
+							return false
 						}
 						*dst = v
+						return true
 					}
 				}
+				return false
 			}
-			dur("delay", &im.Netem.Delay)
+			delayParsed := dur("delay", &im.Netem.Delay)
 			dur("jitter", &im.Netem.Jitter)
 			pct("loss", &im.Netem.Loss)
 			pct("duplicate", &im.Netem.Duplicate)
@@ -284,10 +286,12 @@ func (l *loader) decodeImpairs(blocks []*hcl.Block) {
 					}
 				}
 			}
-			if a := attrs["jitter"]; a != nil && im.Netem.Jitter > 0 && im.Netem.Delay == 0 && attrs["delay"] == nil {
+			// A delay that failed to parse has its own error; "0ms" is no delay.
+			noDelay := im.Netem.Delay == 0 && (attrs["delay"] == nil || delayParsed)
+			if a := attrs["jitter"]; a != nil && im.Netem.Jitter > 0 && noDelay {
 				l.errorf(a.Expr.Range().Ptr(), "Jitter without delay", "netem varies the delay by the jitter, so jitter needs a delay: add delay = \"10ms\" (for example) beside it.")
 			}
-			if a := attrs["reorder"]; a != nil && im.Netem.Reorder > 0 && im.Netem.Delay == 0 && attrs["delay"] == nil {
+			if a := attrs["reorder"]; a != nil && im.Netem.Reorder > 0 && noDelay {
 				l.errorf(a.Expr.Range().Ptr(), "Reorder without delay", "netem reorders by sending some packets at once while it delays the others, so reorder needs a delay: add delay = \"10ms\" (for example) beside it.")
 			}
 			present := 0

@@ -44,3 +44,10 @@ impair "e" { # ERROR: Empty impairment
   netdev = "eth1"
   during = [workload.v]
 }
+impair "z" {
+  host   = host.a
+  netdev = "eth1"
+  delay  = "0ms"
+  jitter = "1ms" # ERROR: Jitter without delay
+  during = [workload.v]
+}
