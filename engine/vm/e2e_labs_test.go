@@ -251,6 +251,7 @@ func exampleLabs() []exampleLab {
 				// The server's view of the RDMA points: WRITEs resent after
 				// the losses at 5 %, and the NAKs it answered with.
 				"cap.roce": func(t *testing.T, s *captureSum) {
+					t.Logf("cap.roce: %d retransmitted PSNs, %d NAKs", s.retransmits, s.naks)
 					if s.retransmits == 0 || s.naks == 0 {
 						t.Errorf("%d retransmitted PSNs and %d NAKs, want both above zero with 5 %% loss on the client's link (opcodes %v)", s.retransmits, s.naks, s.ops)
 					}
@@ -300,6 +301,8 @@ func checkLossy(ctx context.Context, t *testing.T, runDir string, set *Set) {
 	var res struct {
 		Samples []struct {
 			Metric string
+			Value  float64
+			Unit   string
 			Meta   struct {
 				Workload string
 				Extra    map[string]string
@@ -313,6 +316,9 @@ func checkLossy(ctx context.Context, t *testing.T, runDir string, set *Set) {
 	tagged := map[string]string{}
 	for _, s := range res.Samples {
 		tagged[s.Meta.Workload] = s.Meta.Extra["impair_loss"]
+		if s.Metric == "bw_avg" || s.Metric == "tcp_bw" {
+			t.Logf("%s at %s %% loss: %s %.3f %s", s.Meta.Workload, s.Meta.Extra["impair_loss"], s.Metric, s.Value, s.Unit)
+		}
 	}
 	for _, w := range []string{`rdma["5"]`, `tcp["5"]`} {
 		if tagged[w] != "5" {
