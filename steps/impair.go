@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
 // Impair puts netem on a host's netdev (the agent's impair.apply) from
@@ -50,8 +51,8 @@ func (s *Impair) Apply(ctx context.Context, env *Env) error {
 	s.mu.Unlock()
 	p := s.Params
 	p.ID, p.Netdev = s.Name, s.Netdev
-	var res proto.ImpairResult
-	if err := h.Call(ctx, proto.MethodImpairApply, p, &res); err != nil {
+	res, err := rpc.Invoke(ctx, h, rpc.ImpairApply, p)
+	if err != nil {
 		return fmt.Errorf("impair %s: netem %s on %s of host %q: %w", s.Name, s.Text, s.Netdev, s.Host, err)
 	}
 	s.mu.Lock()
@@ -73,8 +74,8 @@ func (s *Impair) Undo(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	var res proto.ImpairResult
-	if err := h.Call(ctx, proto.MethodImpairRemove, proto.ImpairRemoveParams{Netdev: s.Netdev}, &res); err != nil {
+	res, err := rpc.Invoke(ctx, h, rpc.ImpairRemove, proto.ImpairRemoveParams{Netdev: s.Netdev})
+	if err != nil {
 		return fmt.Errorf("remove impairment %s from %s of host %q: %w", s.Name, s.Netdev, s.Host, err)
 	}
 	s.removed = true

@@ -46,16 +46,16 @@ func startLyingHost(t testing.TB, name, workDir string, lie rpctest.Lie, o rpc.O
 func (h *pipeHost) Name() string       { return h.name }
 func (h *pipeHost) Hello() proto.Hello { return h.hello }
 
-func (h *pipeHost) Call(ctx context.Context, method string, params, result any) error {
+func (h *pipeHost) Send(ctx context.Context, req *rpc.Request) error {
 	h.calls.Add(1)
 	if h.netem != nil {
-		if handled, err := h.netem.call(h.name, method, params, result); handled {
+		if handled, err := h.netem.call(h.name, req); handled {
 			return err
 		}
 	}
-	err := h.c.Do(ctx, method, params, result)
-	if h.netem != nil && method == proto.MethodFacts && err == nil {
-		result.(*proto.Facts).NetemModule = "loadable"
+	err := h.c.Send(ctx, req)
+	if _, f, ok := rpc.Match(req, rpc.Facts); ok && h.netem != nil && err == nil {
+		f.NetemModule = "loadable"
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -39,20 +40,13 @@ func newFakeNetem(t testing.TB, dir string) *fakeNetem {
 	return &fakeNetem{t: t, dir: dir, root: map[string]string{}, failOn: map[string]error{}, params: map[string]proto.ImpairParams{}}
 }
 
-func (f *fakeNetem) call(host, method string, params, result any) (bool, error) {
-	if method != proto.MethodImpairApply && method != proto.MethodImpairRemove {
-		return false, nil
-	}
-	b, _ := json.Marshal(params)
-	if method == proto.MethodImpairApply && f.applied != nil {
-		defer f.applied()
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch method {
-	case proto.MethodImpairApply:
-		var p proto.ImpairParams
-		json.Unmarshal(b, &p)
+func (f *fakeNetem) call(host string, req *rpc.Request) (bool, error) {
+	if p, res, ok := rpc.Match(req, rpc.ImpairApply); ok {
+		if f.applied != nil {
+			defer f.applied()
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.log = append(f.log, fmt.Sprintf("%s apply %s %s loss=%g", host, p.ID, p.Netdev, p.Loss))
 		f.params[p.ID] = p
 		if f.dir != "" && !f.journaled(host, p.ID) {
@@ -62,19 +56,22 @@ func (f *fakeNetem) call(host, method string, params, result any) (bool, error) 
 			return true, err
 		}
 		f.root[host+"/"+p.Netdev] = fmt.Sprintf("netem loss %g%%", p.Loss)
-		*result.(*proto.ImpairResult) = proto.ImpairResult{Netdev: p.Netdev, Qdisc: "netem", Handle: "524c:", Netem: fmt.Sprintf("loss %g%%", p.Loss)}
-	case proto.MethodImpairRemove:
-		var p proto.ImpairRemoveParams
-		json.Unmarshal(b, &p)
+		*res = proto.ImpairResult{Netdev: p.Netdev, Qdisc: "netem", Handle: "524c:", Netem: fmt.Sprintf("loss %g%%", p.Loss)}
+		return true, nil
+	}
+	if p, res, ok := rpc.Match(req, rpc.ImpairRemove); ok {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.log = append(f.log, fmt.Sprintf("%s remove %s", host, p.Netdev))
 		if err := f.failOn["remove"]; err != nil {
 			return true, err
 		}
 		removed := f.root[host+"/"+p.Netdev] != ""
 		f.root[host+"/"+p.Netdev] = ""
-		*result.(*proto.ImpairResult) = proto.ImpairResult{Netdev: p.Netdev, Qdisc: "noqueue", Handle: "0:", Removed: removed}
+		*res = proto.ImpairResult{Netdev: p.Netdev, Qdisc: "noqueue", Handle: "0:", Removed: removed}
+		return true, nil
 	}
-	return true, nil
+	return false, nil
 }
 
 func (f *fakeNetem) journaled(host, id string) bool {
