@@ -56,7 +56,7 @@ type Host interface {
 // and again once it is known (or undone), so `rlab down` can undo it later.
 type Effect struct {
 	Host    string   `json:"host"`
-	Kind    string   `json:"kind"` // "rxe", "proc", "capture", "tcp"
+	Kind    string   `json:"kind"` // "rxe", "proc", "capture", "tcp", "impair"
 	ID      string   `json:"id"`   // rxe device name or agent handle
 	Netdev  string   `json:"netdev,omitempty"`
 	Argv    []string `json:"argv,omitempty"`
@@ -65,6 +65,7 @@ type Effect struct {
 	Keep    bool     `json:"keep,omitempty"`
 	Pending bool     `json:"pending,omitempty"` // about to happen
 	Undone  bool     `json:"undone,omitempty"`  // reversed or ended
+	Detail  string   `json:"detail,omitempty"`  // impair: the netem asked for, then the root qdisc read back
 }
 
 // Journal records side effects. Note upserts by (Host, Kind, ID) and must

@@ -181,7 +181,7 @@ func TestUnitsOfPaths(t *testing.T) {
 		path string
 		want int
 	}{
-		{"../../labs", 7},                    // a folder of labs: one per file
+		{"../../labs", 8},                    // a folder of labs: one per file
 		{corpus + "/folder", 1},              // one lab in three files
 		{"../../labs/quickstart.hcl", 1},     // a file
 		{corpus + "/valid/ssh_forms.hcl", 1}, // a file

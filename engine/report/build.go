@@ -64,6 +64,7 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b.hosts(doc)
 	b.workloads(doc)
 	b.compare()
+	b.lossSweep() // loss.go
 	b.captures()
 	b.timeline()
 	b.topology()
@@ -436,6 +437,7 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 		}
 		w.Expects = append(w.Expects, x)
 	}
+	w.Impair = impairOf(samples) // loss.go
 	w.Stack = stackOf(samples, wd.CounterNotes)
 	samples = results.Measures(samples)
 	w.Table = sampleTable(samples)

@@ -18,7 +18,8 @@ type Data struct {
 	Run          RunInfo      `json:"run"`
 	Hosts        []Host       `json:"hosts"`
 	Workloads    []Workload   `json:"workloads"`
-	Compare      *Compare     `json:"compare,omitempty"` // RDMA vs TCP; nil without both
+	Compare      *Compare     `json:"compare,omitempty"`    // RDMA vs TCP; nil without both
+	LossSweep    *Compare     `json:"loss_sweep,omitempty"` // throughput vs loss (loss.go); nil without two loss points
 	Captures     []Capture    `json:"captures"`
 	Timeline     *Chart       `json:"timeline,omitempty"` // steps over time, from events.jsonl
 	TimelineNote string       `json:"timeline_note,omitempty"`
@@ -131,6 +132,8 @@ type Workload struct {
 	// Stack is what the kernel's counters saw during the workload; nil
 	// when none were read (exec, runs before counters).
 	Stack *Stack `json:"stack,omitempty"`
+	// Impair is the link impairment in force (loss.go).
+	Impair string `json:"impair,omitempty"`
 }
 
 // Stack is "what the stack saw": the counters that moved (host, device,
