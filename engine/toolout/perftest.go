@@ -102,10 +102,11 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 			info.HistogramLines++
 			continue
 		case cur != nil:
-			r, ok, err := tableRow(t, cur)
+			r, ok, dropped, err := tableRow(t, cur)
 			if err != nil {
 				return nil, info, err
 			}
+			info.Warnings = append(info.Warnings, dropped...)
 			switch {
 			case !ok:
 				warn(t)
@@ -171,7 +172,14 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 		}
 	}
 	dropUnmeasuredPeak(rows, &info)
-	return rows, info, nil
+	for _, r := range rows {
+		if len(r.values) > 0 {
+			return rows, info, nil
+		}
+	}
+	// Every figure was dropped (a -D run's one row gone negative): no
+	// measurement, so the run failed, in the parser's words.
+	return nil, info, fmt.Errorf("no figure of the result table could be kept: %s", strings.Join(info.Warnings, "; "))
 }
 
 // histLine is one latency of perftest's -H/-U listing ("17, 2.345").
@@ -236,7 +244,9 @@ func dropUnmeasuredPeak(rows []row, info *Info) {
 				avg = v.value
 			}
 		}
-		if peak != 0 || avg <= 0 {
+		// avg is -1 when the row has none: dropped as negative (tableRow),
+		// and a peak of 0 beside it measured nothing either.
+		if peak != 0 || avg == 0 {
 			continue
 		}
 		kept := r.values[:0:0]
@@ -398,38 +408,41 @@ func splitRunOn(c column, notes *[]string) []column {
 var errRowShape = errors.New("row shape")
 
 // tableRow reads one table row. ok is false for a line that is not a row (a
-// separator, a warning printed after the table).
-func tableRow(t string, cols []column) (row, bool, error) {
+// separator, a warning printed after the table). dropped says which values
+// of the row were left out and why: a negative figure, which perftest
+// prints when a counter overflowed on a long run (perftest issue #82,
+// "Negative value of BW average and t_avg", 5.60 with -D 205200), is no
+// measurement, but the row's other figures and the other rows still are.
+func tableRow(t string, cols []column) (r row, ok bool, dropped []string, err error) {
 	f := strings.Fields(t)
 	if len(f) == 0 {
-		return row{}, false, nil
+		return row{}, false, nil, nil
 	}
 	if _, err := strconv.ParseUint(f[0], 10, 63); err != nil {
-		return row{}, false, nil
+		return row{}, false, nil, nil
 	}
 	if len(f) < len(cols) {
 		// perftest prints every column it announced; a short row is a
 		// truncated output (the process died mid-line).
 		if len(f) < 3 {
-			return row{}, false, nil
+			return row{}, false, nil, nil
 		}
-		return row{}, false, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
+		return row{}, false, nil, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
 	}
-	var r row
 	for i, c := range cols {
 		v := f[i]
 		switch c.name {
 		case "#bytes":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return row{}, false, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
+				return row{}, false, nil, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
 			}
 			r.size = n
 			continue
 		case "#iterations":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return row{}, false, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
+				return row{}, false, nil, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
 			}
 			r.iters = n
 			continue
@@ -438,9 +451,13 @@ func tableRow(t string, cols []column) (row, bool, error) {
 		if !ok {
 			continue // #sl, CPU_Util, per-port columns, tps average
 		}
+		if neg, err := strconv.ParseFloat(v, 64); err == nil && neg < 0 && neg > -1e300 {
+			dropped = append(dropped, fmt.Sprintf("result row %q: %s is negative (%s), a counter overflow of perftest: no %s sample at %d bytes", strings.Join(f, " "), c.name, v, m, r.size))
+			continue
+		}
 		x, err := parseNumber(v)
 		if err != nil {
-			return row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
+			return row{}, false, nil, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
 		}
 		if mibUnit(c.unit) {
 			x *= mibToGbit
@@ -450,7 +467,7 @@ func tableRow(t string, cols []column) (row, bool, error) {
 	if cols[0].unit != "" {
 		r.extra = map[string]string{"reported_unit": cols[0].unit}
 	}
-	return r, true, nil
+	return r, true, dropped, nil
 }
 
 // parseNumber accepts the finite, non-negative decimals perftest prints.

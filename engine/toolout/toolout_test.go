@@ -394,14 +394,17 @@ func TestParseOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := ParseOutput("ib_write_bw", in, nil, true)
+	ss, note, err := ParseOutput("ib_write_bw", in, nil, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !note.Empty() {
+		t.Errorf("parse note of a clean JSON report: %+v, want empty", note)
 	}
 	if v, ok := value(ss, "bw_avg", 65536); !ok || v != 0.075529 {
 		t.Errorf("bw_avg = %v, %v; want 0.075529 Gb/s as written (--report_gbits)", v, ok)
 	}
-	if _, err := ParseOutput("ib_write_bw", []byte("{"), nil, true); !errors.Is(err, ErrUnusableJSON) {
+	if _, _, err := ParseOutput("ib_write_bw", []byte("{"), nil, true); !errors.Is(err, ErrUnusableJSON) {
 		t.Errorf("broken JSON: %v, want ErrUnusableJSON", err)
 	}
 }
