@@ -81,6 +81,13 @@ type Workload struct {
 	// command line overrides them.
 	Thresholds map[string]float64 `json:"thresholds,omitempty"`
 	Logs       []string           `json:"logs,omitempty"` // run-dir-relative paths of its raw outputs
+	// Parse is what the output parser said besides the samples, one entry
+	// per run (size × repeat) that had something to say: the lines the
+	// tool printed that it did not read, its own notes (a value dropped),
+	// and whether the numbers are the sum of both directions (perftest
+	// -b). Lines are kept as printed (JSON escapes control characters);
+	// summary.md, the terminal and report.html neutralise them.
+	Parse []ParseNote `json:"parse,omitempty"`
 }
 
 // Expect is one evaluated `expect` block. An expect is evaluated per size
