@@ -1,6 +1,10 @@
 package report
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/rlab-dev/rlab/engine/results"
+)
 
 // compare puts every RDMA bandwidth workload beside every TCP baseline, in
 // Gb/s: for RDMA the best median over message sizes (with the size it
@@ -24,8 +28,13 @@ func (b *builder) compare() {
 				}
 			}
 			rdma++
-			rows = append(rows, []string{w.Name, w.Tool, "RDMA", strconv.FormatInt(best.Size, 10), fmtNum(best.Median), fmtNum(gbpsToMiBps(best.Median))})
-			groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"RDMA", best.Median, "Gb/s"}}})
+			transport, label := "RDMA", w.Name
+			if w.Bidirectional {
+				transport += " (" + results.BothDirections + ")"
+				label += " (both directions)"
+			}
+			rows = append(rows, []string{w.Name, w.Tool, transport, strconv.FormatInt(best.Size, 10), fmtNum(best.Median), fmtNum(gbpsToMiBps(best.Median))})
+			groups = append(groups, barGroup{Label: label, Bars: []barIn{{"RDMA", best.Median, "Gb/s"}}})
 		case w.Tool == "tcp" && has(ss, "tcp_bw"):
 			tcp++
 			for _, a := range bySize(ss, "tcp_bw") { // one per bytes setting, usually one

@@ -128,6 +128,21 @@ type Workload struct {
 	Links    []Link   `json:"links,omitempty"`
 	Duration string   `json:"duration,omitempty"`
 	Config   string   `json:"config,omitempty"` // how the lab asked it to run
+	// Bidirectional says its bandwidth and message rate are the sum of
+	// both directions (perftest -b); Parse is what the output parser did
+	// not read or noted, each distinct line once, ParseSummary says it in
+	// one sentence.
+	Bidirectional bool        `json:"bidirectional,omitempty"`
+	ParseSummary  string      `json:"parse_summary,omitempty"`
+	Parse         []ParseLine `json:"parse,omitempty"`
+}
+
+// ParseLine is one line the output parser did not read (Unread: as the tool
+// printed it) or one note of its own, with the runs it came from.
+type ParseLine struct {
+	Text   string `json:"text"`
+	Unread bool   `json:"unread,omitempty"`
+	Runs   string `json:"runs"`
 }
 
 // Table is a rendered table: every cell already formatted.
