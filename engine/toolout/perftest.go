@@ -102,11 +102,11 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 			info.HistogramLines++
 			continue
 		case cur != nil:
-			r, ok, dropped, err := tableRow(t, cur)
+			r, ok, err := tableRow(t, cur)
 			if err != nil {
 				return nil, info, err
 			}
-			info.Warnings = append(info.Warnings, dropped...)
+			info.Warnings = append(info.Warnings, r.notes...)
 			switch {
 			case !ok:
 				warn(t)
@@ -408,26 +408,26 @@ func splitRunOn(c column, notes *[]string) []column {
 var errRowShape = errors.New("row shape")
 
 // tableRow reads one table row. ok is false for a line that is not a row (a
-// separator, a warning printed after the table). dropped says which values
+// separator, a warning printed after the table). r.notes says which values
 // of the row were left out and why: a negative figure, which perftest
 // prints when a counter overflowed on a long run (perftest issue #82,
 // "Negative value of BW average and t_avg", 5.60 with -D 205200), is no
 // measurement, but the row's other figures and the other rows still are.
-func tableRow(t string, cols []column) (r row, ok bool, dropped []string, err error) {
+func tableRow(t string, cols []column) (r row, ok bool, err error) {
 	f := strings.Fields(t)
 	if len(f) == 0 {
-		return row{}, false, nil, nil
+		return row{}, false, nil
 	}
 	if _, err := strconv.ParseUint(f[0], 10, 63); err != nil {
-		return row{}, false, nil, nil
+		return row{}, false, nil
 	}
 	if len(f) < len(cols) {
 		// perftest prints every column it announced; a short row is a
 		// truncated output (the process died mid-line).
 		if len(f) < 3 {
-			return row{}, false, nil, nil
+			return row{}, false, nil
 		}
-		return row{}, false, nil, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
+		return row{}, false, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
 	}
 	for i, c := range cols {
 		v := f[i]
@@ -435,14 +435,14 @@ func tableRow(t string, cols []column) (r row, ok bool, dropped []string, err er
 		case "#bytes":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return row{}, false, nil, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
+				return row{}, false, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
 			}
 			r.size = n
 			continue
 		case "#iterations":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return row{}, false, nil, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
+				return row{}, false, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
 			}
 			r.iters = n
 			continue
@@ -451,13 +451,20 @@ func tableRow(t string, cols []column) (r row, ok bool, dropped []string, err er
 		if !ok {
 			continue // #sl, CPU_Util, per-port columns, tps average
 		}
+		if notANumber(v) {
+			// perftest prints sqrt of a variance that rounding made
+			// negative as "-nan" (seen: t_stdev of ib_write_lat on a
+			// loaded TCG guest); the other columns are good.
+			r.notes = append(r.notes, fmt.Sprintf("result row %q: column %q is %q: no %s sample for this row", t, c.name, v, m))
+			continue
+		}
 		if neg, err := strconv.ParseFloat(v, 64); err == nil && neg < 0 && neg > -1e300 {
-			dropped = append(dropped, fmt.Sprintf("result row %q: %s is negative (%s), a counter overflow of perftest: no %s sample at %d bytes", strings.Join(f, " "), c.name, v, m, r.size))
+			r.notes = append(r.notes, fmt.Sprintf("result row %q: %s is negative (%s), a counter overflow of perftest: no %s sample at %d bytes", strings.Join(f, " "), c.name, v, m, r.size))
 			continue
 		}
 		x, err := parseNumber(v)
 		if err != nil {
-			return row{}, false, nil, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
+			return row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
 		}
 		if mibUnit(c.unit) {
 			x *= mibToGbit
@@ -467,7 +474,17 @@ func tableRow(t string, cols []column) (r row, ok bool, dropped []string, err er
 	if cols[0].unit != "" {
 		r.extra = map[string]string{"reported_unit": cols[0].unit}
 	}
-	return r, true, dropped, nil
+	return r, true, nil
+}
+
+// notANumber says whether a cell is C's printf of a NaN or an infinity
+// ("nan", "-nan", "inf", "-inf" and their capitals).
+func notANumber(v string) bool {
+	switch strings.ToLower(strings.TrimLeft(v, "+-")) {
+	case "nan", "inf", "infinity":
+		return true
+	}
+	return false
 }
 
 // parseNumber accepts the finite, non-negative decimals perftest prints.
