@@ -74,10 +74,12 @@ type Journal interface {
 	Note(e Effect) error
 }
 
-// ParseFunc turns a tool's output into samples. json says out is perftest's
-// --out_json file rather than its text report; stderr is the same process's
-// stderr (warnings, rping's errors).
-type ParseFunc func(tool string, out, stderr []byte, json bool) ([]results.Sample, error)
+// ParseFunc turns a tool's output into samples, and says what else the
+// parser has to say about it (the lines it did not read, its notes, a
+// bidirectional sum). json says out is perftest's --out_json file rather
+// than its text report; stderr is the same process's stderr (warnings,
+// rping's errors).
+type ParseFunc func(tool string, out, stderr []byte, json bool) ([]results.Sample, results.ParseNote, error)
 
 // Env is what steps share during one run.
 type Env struct {
@@ -222,6 +224,9 @@ type RunRecord struct {
 	Server *ProcRef `json:"server,omitempty"`
 	Client *ProcRef `json:"client,omitempty"`
 	Source string   `json:"source,omitempty"` // "json" or "text": what the samples were parsed from
+	// Parse is what the output parser said besides the samples, when it
+	// said anything (results.Workload.Parse in results.json).
+	Parse *results.ParseNote `json:"parse,omitempty"`
 }
 
 // ProcRef is one process a run started.
