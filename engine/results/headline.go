@@ -221,6 +221,30 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 	return fmt.Sprintf("RDMA vs TCP (%s %s): %s", termsafe.Line(tcp.Workload), HumanValue(tcp.Median, tcp.Unit), strings.Join(s, "; "))
 }
 
+// routineNotes are parser notes every run of a mode gets (perftest prints
+// no peak in duration mode, -D, the quickstart's): true, kept in
+// results.json and summary.md, but not worth a line at the end of each run.
+var routineNotes = []string{"BW peak reported as 0"}
+
+// onlyRoutineNotes says whether a workload's parse lines are all routine
+// notes (no unread line, no dropped value).
+func onlyRoutineNotes(wl Workload) bool {
+	lines, more := wl.ParseLines()
+	if more > 0 {
+		return false
+	}
+	for _, l := range lines {
+		routine := false
+		for _, r := range routineNotes {
+			routine = routine || (!l.Unread && strings.HasPrefix(l.Text, r))
+		}
+		if !routine {
+			return false
+		}
+	}
+	return true
+}
+
 // parseNoticeQuote caps the first unread line quoted by parseNotice.
 const parseNoticeQuote = 60
 
@@ -228,7 +252,7 @@ const parseNoticeQuote = 60
 // output parser did not read everything, "" when it read it all.
 func parseNotice(wl Workload) string {
 	s := wl.ParseSummary()
-	if s == "" {
+	if s == "" || onlyRoutineNotes(wl) {
 		return ""
 	}
 	line := "NOTE " + wl.Name + ": " + s

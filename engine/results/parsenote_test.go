@@ -101,3 +101,29 @@ func TestParseNotesGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestParseNoticeRoutine: a duration-mode run's "no peak" note (every -D
+// bandwidth run, the quickstart's) stays in results.json and summary.md but
+// gets no line at the end of the run; a dropped value or an unread line does.
+func TestParseNoticeRoutine(t *testing.T) {
+	peak := "BW peak reported as 0 (not measured on this side or in this mode): no bw_peak sample"
+	for _, tc := range []struct {
+		name string
+		note ParseNote
+		want bool
+	}{
+		{"peak only", ParseNote{Notes: []string{peak}}, false},
+		{"peak and a dropped value", ParseNote{Notes: []string{peak, `result row "1048576 ...": column "BW average" is negative: dropped`}}, true},
+		{"peak and an unread line", ParseNote{Notes: []string{peak}, Unread: []string{"something new"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := Workload{Name: "write_bw", Tool: "ib_write_bw", Parse: []ParseNote{tc.note}}
+			if got := parseNotice(wl) != ""; got != tc.want {
+				t.Errorf("notice %q: want a notice %v", parseNotice(wl), tc.want)
+			}
+			if wl.ParseSummary() == "" {
+				t.Error("the summary must still say it")
+			}
+		})
+	}
+}
