@@ -36,6 +36,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "capture", LabelNames: []string{"name"}},
 		{Type: "workload", LabelNames: []string{"name"}},
 		{Type: "group", LabelNames: []string{"name"}},
+		{Type: "impair", LabelNames: []string{"name"}},
 	},
 }
 
@@ -298,6 +299,8 @@ func (l *loader) decode(files []parsedFile) {
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeCaptures(byType["capture"])
 	l.instExpr, l.instCtx = nil, nil
+	l.decodeImpairs(byType["impair"]) // impair.go
+	l.instExpr, l.instCtx = nil, nil
 	l.decodeGroups(byType["group"])
 	l.instExpr, l.instCtx = nil, nil
 	l.checkUnusedHosts()
@@ -343,6 +346,9 @@ func (l *loader) checkUnusedHosts() {
 	for _, c := range l.lab.Captures {
 		used[c.Host] = true
 	}
+	for _, im := range l.lab.Impairs {
+		used[im.Host] = true
+	}
 	for _, w := range l.lab.Workloads {
 		for _, h := range w.Hosts() {
 			used[h] = true
@@ -372,7 +378,7 @@ func validName(s string) bool { return hclsyntax.ValidIdentifier(s) }
 // them is evaluated.
 func (l *loader) declare(byType map[string][]*hcl.Block) {
 	l.decls = map[string]map[string]*decl{}
-	for _, kind := range []string{"host", "rxe", "capture", "workload", "group"} {
+	for _, kind := range []string{"host", "rxe", "capture", "workload", "impair", "group"} {
 		l.decls[kind] = map[string]*decl{}
 		for _, b := range byType[kind] {
 			name := b.Labels[0]

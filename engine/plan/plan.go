@@ -59,6 +59,8 @@ const (
 	WorkloadClient Kind = "workload-client" // the side that connects; its end is the workload's end
 	WorkloadRun    Kind = "workload-run"    // an exec workload's command
 	StopCapture    Kind = "stop-capture"    // capture.stop
+	StartImpair    Kind = "impair"          // impair.apply: netem on a netdev (impair.go)
+	StopImpair     Kind = "remove-impair"   // impair.remove
 	Fetch          Kind = "fetch"           // pull logs, captures, results into the run folder
 	Teardown       Kind = "teardown"        // delete rxe devices not kept, stop leftovers
 )
@@ -78,6 +80,7 @@ type Step struct {
 	RXE      *lab.RXE      `json:"-"`
 	Capture  *lab.Capture  `json:"-"`
 	Workload *lab.Workload `json:"-"`
+	Impair   *lab.Impair   `json:"-"`
 }
 
 // HostPlan is one host's steps in order.
@@ -180,6 +183,9 @@ func New(l *lab.Lab) (*Plan, error) {
 	for _, c := range l.Captures {
 		used[c.Host] = true
 	}
+	for _, im := range l.Impairs {
+		used[im.Host] = true
+	}
 	for _, w := range l.Workloads {
 		for _, h := range w.Hosts() {
 			if h == nil {
@@ -268,6 +274,12 @@ func New(l *lab.Lab) (*Plan, error) {
 			capsFor[w] = append(capsFor[w], ci.start.ID)
 		}
 	}
+	imps := b.impairStarts(ready, rxeStep) // impair.go
+	for _, ii := range imps {
+		for _, w := range ii.covers {
+			capsFor[w] = append(capsFor[w], ii.start.ID)
+		}
+	}
 	// A group runs as one: where its first workload is in file order, its
 	// workloads wait for what came before on any of their hosts, not for
 	// each other, and what comes after waits for all of them.
@@ -329,6 +341,7 @@ func New(l *lab.Lab) (*Plan, error) {
 		ci.stop = s
 		stopsOn[c.Host] = append(stopsOn[c.Host], s.ID)
 	}
+	b.impairStops(imps, done, stopsOn)
 
 	// Fetch and teardown per working host.
 	for _, h := range l.Hosts {
