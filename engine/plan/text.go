@@ -163,7 +163,7 @@ func workloadText(w *lab.Workload, side string) string {
 }
 
 func teardownText(l *lab.Lab, h *lab.Host) string {
-	var del, keep []string
+	var del, keep, delSIW []string
 	for _, r := range l.RXEs {
 		if r.Host != h {
 			continue
@@ -171,15 +171,21 @@ func teardownText(l *lab.Lab, h *lab.Host) string {
 		if r.Found() {
 			continue // not rlab's: nothing to delete or keep
 		}
-		if r.Keep {
+		switch {
+		case r.Keep:
 			keep = append(keep, r.Device)
-		} else {
+		case r.Kind == "siw":
+			delSIW = append(delSIW, r.Device)
+		default:
 			del = append(del, r.Device)
 		}
 	}
 	s := "stop leftover processes"
 	if len(del) > 0 {
 		s += "; delete rxe " + strings.Join(del, ", ")
+	}
+	if len(delSIW) > 0 {
+		s += "; delete siw " + strings.Join(delSIW, ", ")
 	}
 	if len(keep) > 0 {
 		s += "; keep rxe " + strings.Join(keep, ", ")

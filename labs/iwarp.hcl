@@ -1,0 +1,108 @@
+# Soft-iWARP beside Soft-RoCE, and an RDMA device rlab did not create.
+#
+# siw blocks are written like rxe blocks: rlab loads the siw module, creates
+# siw_eth1 on each host (`rdma link add siw_eth1 type siw netdev eth1`) and
+# deletes it afterwards. iWARP connects QPs only through the RDMA CM, so rlab
+# runs perftest with -R there (rping always uses the CM); what iWARP cannot
+# do (UC/UD, atomics, the pingpong tools, WRITE with immediate) is refused
+# when the lab loads.
+#
+# The rdma blocks name a device that exists already, rlab's or not: here an
+# rxe an admin made (`rdma link add rxe_admin type rxe netdev eth1`), on real
+# machines mlx5_0, irdma0, bnxt_re0... rlab checks its port is ACTIVE, picks
+# the GID by the port's link layer (the RoCE v2 GID of the netdev's IPv4 on
+# Ethernet, GID 0 and the LID on InfiniBand), and never deletes it.
+#   rlab run -var server=10.0.0.5 -var client=10.0.0.6 labs/iwarp.hcl
+lab "iwarp" {
+  description = "RDMA WRITE and rping over soft-iWARP, and RDMA WRITE over a device rlab found"
+}
+
+variable "server" {
+  type    = string
+  default = "192.0.2.10"
+}
+
+variable "client" {
+  type    = string
+  default = "192.0.2.11"
+}
+
+variable "device" {
+  type        = string
+  default     = "rxe_admin"
+  description = "The existing RDMA device on both hosts (e.g. mlx5_0)"
+}
+
+variable "iterations" {
+  type    = number
+  default = 5000
+}
+
+ssh {
+  user          = "root"
+  identity_file = "~/.ssh/id_ed25519"
+  known_hosts   = "~/.ssh/known_hosts"
+}
+
+host "server" {
+  address = var.server
+}
+
+host "client" {
+  address = var.client
+}
+
+siw "server" {
+  host   = host.server
+  netdev = "eth1"
+}
+
+siw "client" {
+  host   = host.client
+  netdev = "eth1"
+}
+
+rdma "server_nic" {
+  host   = host.server
+  device = var.device
+  port   = 1
+}
+
+rdma "client_nic" {
+  host   = host.client
+  device = var.device
+}
+
+workload "write_iwarp" {
+  tool       = "ib_write_bw"
+  server     = siw.server
+  client     = siw.client
+  sizes      = [65536]
+  iterations = var.iterations
+}
+
+workload "rping_iwarp" {
+  tool       = "rping"
+  server     = siw.server
+  client     = siw.client
+  sizes      = [4096]
+  iterations = 100
+}
+
+workload "write_found" {
+  tool       = "ib_write_bw"
+  server     = rdma.server_nic
+  client     = rdma.client_nic
+  sizes      = [65536]
+  iterations = var.iterations
+}
+
+# iWARP runs over TCP: its traffic is the siw connections' TCP stream (the
+# CM's port and the data on it), not UDP 4791 as RoCE's.
+capture "iwarp" {
+  host     = host.server
+  netdev   = "eth1"
+  filter   = "tcp and not port 22"
+  during   = [workload.write_iwarp]
+  max_size = "16MiB"
+}
