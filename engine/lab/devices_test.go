@@ -96,3 +96,50 @@ func TestIWARPProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceBlocksRepeat: siw and rdma blocks take count and for_each like
+// rxe, and their instances are named by key.
+func TestDeviceBlocksRepeat(t *testing.T) {
+	src := `lab "r" {}
+host "h" {
+  count   = 2
+  address = "192.0.2.${count.index + 1}"
+}
+siw "iw" {
+  count  = 2
+  host   = host.h[count.index]
+  netdev = "eth1"
+}
+siw "each" {
+  for_each = toset(["eth2", "eth3"])
+  host     = host.h[0]
+  netdev   = each.key
+}
+rdma "nic" {
+  count  = 2
+  host   = host.h[count.index]
+  device = "mlx5_${count.index}"
+}
+workload "w" {
+  tool   = "ib_write_bw"
+  server = siw.iw[0]
+  client = rdma.nic[1]
+}
+`
+	l, diags := LoadSource("r.hcl", []byte(src), t.TempDir(), LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diagText(l, diags))
+	}
+	var got []string
+	for _, r := range l.RXEs {
+		got = append(got, r.Kind+"."+r.Name+"="+r.Host.Name+"/"+r.Device)
+	}
+	want := []string{`siw.iw[0]=h[0]/siw_eth1`, `siw.iw[1]=h[1]/siw_eth1`, `siw.each["eth2"]=h[0]/siw_eth2`, `siw.each["eth3"]=h[0]/siw_eth3`,
+		`rdma.nic[0]=h[0]/mlx5_0`, `rdma.nic[1]=h[1]/mlx5_1`}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if w := l.Workloads[0]; w.ServerRXE.Name != "iw[0]" || w.ClientRXE.Name != "nic[1]" {
+		t.Errorf("sides %s, %s", w.ServerRXE.Name, w.ClientRXE.Name)
+	}
+}

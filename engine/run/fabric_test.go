@@ -93,6 +93,12 @@ rdma "nic" {
   device = "mlx5_0"
   port   = 2
 }
+siw "kept" {
+  host   = host.b
+  netdev = "lo"
+  name   = "iw_keep"
+  keep   = true
+}
 workload "x" {
   tool    = "exec"
   host    = host.a
@@ -105,14 +111,15 @@ workload "x" {
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}
-	if want := []string{"a/siw_lo (siw)"}; !slices.Equal(k.created, want) {
+	slices.Sort(k.created)
+	if want := []string{"a/siw_lo (siw)", "b/iw_keep (siw)"}; !slices.Equal(k.created, want) {
 		t.Errorf("created %v, want %v", k.created, want)
 	}
 	if want := []string{"b/mlx5_0:2"}; !slices.Equal(k.used, want) {
 		t.Errorf("rdma.use calls %v, want %v", k.used, want)
 	}
 	if want := []string{"a/siw_lo"}; !slices.Equal(k.deleted, want) {
-		t.Errorf("deleted %v, want %v (never the found device)", k.deleted, want)
+		t.Errorf("deleted %v, want %v (never the found device, nor the kept one)", k.deleted, want)
 	}
 	st := readState(t, out)
 	var found, siw bool
