@@ -272,8 +272,6 @@ func portTransport(d proto.RDMADevice, p proto.RDMAPort) string {
 	}
 }
 
-func (s *Server) modprobeRXE(ctx context.Context) error { return s.modprobe(ctx, "rdma_rxe") }
-
 func (s *Server) modprobe(ctx context.Context, module string) error {
 	what := "load kernel module " + module
 	mp, err := lookTool("modprobe")
@@ -291,11 +289,6 @@ func (s *Server) modprobe(ctx context.Context, module string) error {
 		return pe
 	}
 	return nil
-}
-
-// addRXE creates an rxe link.
-func (s *Server) addRXE(ctx context.Context, name, netdev string) error {
-	return s.addLink(ctx, "rxe", name, netdev)
 }
 
 // addLink creates a software RDMA link (rxe or siw) over netlink RDMA,
