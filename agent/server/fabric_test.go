@@ -344,3 +344,16 @@ func FuzzSysfsRDMA(f *testing.F) {
 		_ = sysfsEnum(s)
 	})
 }
+
+// rxe.delete refuses hardware: only rxe and siw devices are ever deleted,
+// whatever a state file says.
+func TestRXEDeleteRefusesHardware(t *testing.T) {
+	fabricTree(t)
+	c, _ := startAgent(t, Options{})
+	for _, dev := range []string{"mlx5_0", "irdma0"} {
+		e := c.call(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: dev}, nil)
+		if e == nil || e.Code != proto.CodeBadRequest || !strings.Contains(e.Message, "never deletes hardware") {
+			t.Errorf("rxe.delete %s: %v, want bad_request", dev, e)
+		}
+	}
+}
