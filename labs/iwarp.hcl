@@ -3,7 +3,8 @@
 # siw blocks are written like rxe blocks: rlab loads the siw module, creates
 # siw_eth1 on each host (`rdma link add siw_eth1 type siw netdev eth1`) and
 # deletes it afterwards. iWARP connects QPs only through the RDMA CM, so rlab
-# runs perftest with -R there (rping always uses the CM); what iWARP cannot
+# runs perftest with -R there (rping always uses the CM; perftest over siw is
+# not proven in the VMs yet, see labs/README.md); what iWARP cannot
 # do (UC/UD, atomics, the pingpong tools, WRITE with immediate) is refused
 # when the lab loads.
 #
@@ -14,7 +15,7 @@
 # Ethernet, GID 0 and the LID on InfiniBand), and never deletes it.
 #   rlab run -var server=10.0.0.5 -var client=10.0.0.6 labs/iwarp.hcl
 lab "iwarp" {
-  description = "RDMA WRITE and rping over soft-iWARP, and RDMA WRITE over a device rlab found"
+  description = "rping over soft-iWARP, and RDMA WRITE over a device rlab found"
 }
 
 variable "server" {
@@ -35,7 +36,7 @@ variable "device" {
 
 variable "iterations" {
   type    = number
-  default = 5000
+  default = 1000
 }
 
 ssh {
@@ -73,20 +74,12 @@ rdma "client_nic" {
   device = var.device
 }
 
-workload "write_iwarp" {
-  tool       = "ib_write_bw"
-  server     = siw.server
-  client     = siw.client
-  sizes      = [65536]
-  iterations = var.iterations
-}
-
 workload "rping_iwarp" {
   tool       = "rping"
   server     = siw.server
   client     = siw.client
   sizes      = [4096]
-  iterations = 100
+  iterations = var.iterations
 }
 
 workload "write_found" {
@@ -97,12 +90,12 @@ workload "write_found" {
   iterations = var.iterations
 }
 
-# iWARP runs over TCP: its traffic is the siw connections' TCP stream (the
-# CM's port and the data on it), not UDP 4791 as RoCE's.
+# iWARP runs over TCP: its traffic is the siw connection's TCP stream (the
+# MPA handshake and the data on it), not UDP 4791 as RoCE's.
 capture "iwarp" {
   host     = host.server
   netdev   = "eth1"
   filter   = "tcp and not port 22"
-  during   = [workload.write_iwarp]
+  during   = [workload.rping_iwarp]
   max_size = "16MiB"
 }

