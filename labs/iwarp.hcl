@@ -3,8 +3,7 @@
 # siw blocks are written like rxe blocks: rlab loads the siw module, creates
 # siw_eth1 on each host (`rdma link add siw_eth1 type siw netdev eth1`) and
 # deletes it afterwards. iWARP connects QPs only through the RDMA CM, so rlab
-# runs perftest with -R there (rping always uses the CM; perftest over siw is
-# not proven in the VMs yet, see labs/README.md); what iWARP cannot
+# runs perftest with -R there (rping always uses the CM); what iWARP cannot
 # do (UC/UD, atomics, the pingpong tools, WRITE with immediate) is refused
 # when the lab loads.
 #
@@ -13,9 +12,14 @@
 # machines mlx5_0, irdma0, bnxt_re0... rlab checks its port is ACTIVE, picks
 # the GID by the port's link layer (the RoCE v2 GID of the netdev's IPv4 on
 # Ethernet, GID 0 and the LID on InfiniBand), and never deletes it.
+#
+# The RDMA CM picks a device by IP address: a siw and an rxe on the same
+# netdev (the same addresses) cannot both be reached through it, and CM tools
+# (rping, perftest -R) land on whichever the kernel lists first. Give each
+# its own netdev or address (the VM test puts the admin's rxe on a macvlan).
 #   rlab run -var server=10.0.0.5 -var client=10.0.0.6 labs/iwarp.hcl
 lab "iwarp" {
-  description = "rping over soft-iWARP, and RDMA WRITE over a device rlab found"
+  description = "RDMA WRITE and rping over soft-iWARP, and RDMA WRITE over a device rlab found"
 }
 
 variable "server" {
@@ -74,6 +78,14 @@ rdma "client_nic" {
   device = var.device
 }
 
+workload "write_iwarp" {
+  tool       = "ib_write_bw"
+  server     = siw.server
+  client     = siw.client
+  sizes      = [65536]
+  iterations = var.iterations
+}
+
 workload "rping_iwarp" {
   tool       = "rping"
   server     = siw.server
@@ -96,6 +108,6 @@ capture "iwarp" {
   host     = host.server
   netdev   = "eth1"
   filter   = "tcp and not port 22"
-  during   = [workload.rping_iwarp]
+  during   = [workload.write_iwarp, workload.rping_iwarp]
   max_size = "16MiB"
 }
