@@ -271,7 +271,7 @@ func TestDOTFabric(t *testing.T) {
 			{Name: "mlx5_1", Kind: "hw", NodeType: "CA", NodeGUID: "b859:9f03:00a1:b2c4", SysImageGUID: "b859:9f03:00a1:b2c3",
 				Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "InfiniBand", Rate: "100 Gb/sec (4X EDR)", LID: 5}}},
 			{Name: "irdma0", Kind: "hw", NodeType: "RNIC", Netdevs: []string{"eth1"}, Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet", Rate: "25 Gb/sec (1X EDR)"}}},
-			{Name: "siw_eth1", Kind: "siw", NodeType: "RNIC", Netdevs: []string{"eth1"}, NodeGUID: "5254:0012:3456:0000", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
+			{Name: "siw_eth2", Kind: "siw", NodeType: "RNIC", Netdevs: []string{"eth2"}, NodeGUID: "5254:0012:3456:0000", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
 		}})
 	var b bytes.Buffer
 	if err := WriteDOT(&b, g); err != nil {

@@ -25,7 +25,7 @@ func TestDeviceBlocks(t *testing.T) {
 	}
 	want := []dev{
 		{"a", "rxe", "rxe_eth1", "a", "eth1", 1, false, false, false},
-		{"a_iw", "siw", "siw_eth1", "a", "eth1", 1, false, false, true},
+		{"a_iw", "siw", "siw_eth2", "a", "eth2", 1, false, false, true},
 		{"b", "siw", "iw0", "b", "eth1", 1, true, false, true},
 		{`nic["a"]`, "rdma", "mlx5_0", "a", "", 2, true, true, false},
 		{`nic["b"]`, "rdma", "mlx5_0", "b", "", 2, true, true, false},
@@ -46,7 +46,7 @@ func TestDeviceBlocks(t *testing.T) {
 	if d := cmp.Diff(wantSides, sides); d != "" {
 		t.Errorf("workload sides (-want +got):\n%s", d)
 	}
-	if c := l.Captures[0]; c.Netdev != "eth1" || c.Host.Name != "a" {
+	if c := l.Captures[0]; c.Netdev != "eth2" || c.Host.Name != "a" {
 		t.Errorf("capture on siw.a_iw.netdev: %s on %s", c.Netdev, c.Host.Name)
 	}
 	wantPlan := map[string]string{

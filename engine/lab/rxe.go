@@ -55,6 +55,28 @@ func (l *loader) decodeDevices(byType map[string][]*hcl.Block) {
 	l.decodeSoftDevices("rxe", byType["rxe"], byDevice)
 	l.decodeSoftDevices("siw", byType["siw"], byDevice)
 	l.decodeRDMAs(byType["rdma"], byDevice)
+	l.warnSharedNetdev()
+}
+
+// warnSharedNetdev warns when a host's netdev carries both an rxe and a siw:
+// the RDMA CM binds a connection to a device by IP address, so tools that
+// connect through it (rping, perftest over siw) reach only one of the two.
+func (l *loader) warnSharedNetdev() {
+	rxeOn := map[string]*RXE{}
+	for _, r := range l.lab.RXEs {
+		if r.Kind == "rxe" && r.Host != nil {
+			rxeOn[r.Host.Name+"\x00"+r.Netdev] = r
+		}
+	}
+	for _, r := range l.lab.RXEs {
+		if r.Kind != "siw" || r.Host == nil {
+			continue
+		}
+		if x := rxeOn[r.Host.Name+"\x00"+r.Netdev]; x != nil {
+			l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "siw and rxe on one netdev", Subject: r.Range.Ptr(),
+				Detail: fmt.Sprintf("siw %s and rxe %s are both on %s of host %s, so they share its IP addresses; the RDMA CM binds a connection to one device by address, so rping and perftest over siw may land on the rxe. Put them on different netdevs (or addresses).", r.Name, x.Name, r.Netdev, r.Host.Name)})
+		}
+	}
 }
 
 func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice map[string]placedDevice) {

@@ -13,7 +13,7 @@ rxe "a" {
 }
 siw "a_iw" {
   host   = host.a
-  netdev = "eth1"
+  netdev = "eth2"
 }
 siw "b" {
   host   = host.b
