@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"fmt"
 	"path"
 	"strconv"
 
@@ -12,20 +11,11 @@ import (
 // Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.
 
 func newPerftest(w *Workload) (Step, error) {
-	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
-	s.build = func(env *Env, size int64, rep, n int) (*pairRun, error) {
-		srv, cli, mtu, err := rdmaEnds(env, w)
-		if err != nil {
-			return nil, err
-		}
-		port := PortFor(w, n)
-		r := &pairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
+	return newRDMAPair(w, func(env *Env, r *pairRun, e rdmaEnd) {
 		// iWARP connects QPs only through the RDMA CM: perftest's -R
 		// (the descriptor's RDMACMFlag) when either end is iWARP.
-		cm := srv.Transport == "iWARP" || cli.Transport == "iWARP"
-		r.Server = procSpec{Host: w.ServerHost, Handle: handle(w, "server", size, rep), Role: "server",
-			Ready: perftestReady(w, port, cm)}
-		r.Client = procSpec{Host: w.ClientHost, Handle: handle(w, "client", size, rep), Role: "client"}
+		cm := e.Server.Transport == "iWARP" || e.Client.Transport == "iWARP"
+		r.Server.Ready = perftestReady(w, e.Port, cm)
 		cf := env.facts(w.ClientHost)
 		if cf.PerftestJSON {
 			r.JSONRel = r.Client.Handle + ".json"
@@ -34,11 +24,9 @@ func newPerftest(w *Workload) (Step, error) {
 				r.JSONFile = path.Join(cf.WorkDir, r.JSONRel)
 			}
 		}
-		r.Server.Argv = PerftestArgv(w, PerftestEnd{Device: srv.Name, GIDIndex: srv.GIDIndex, Port: srv.Port, RDMACM: cm}, mtu, port, size, "", "")
-		r.Client.Argv = PerftestArgv(w, PerftestEnd{Device: cli.Name, GIDIndex: cli.GIDIndex, Port: cli.Port, RDMACM: cm}, mtu, port, size, srv.IPv4, r.JSONFile)
-		return r, nil
-	}
-	return s, nil
+		r.Server.Argv = PerftestArgv(w, PerftestEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex, Port: e.Server.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, "", "")
+		r.Client.Argv = PerftestArgv(w, PerftestEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex, Port: e.Client.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
+	}), nil
 }
 
 // PerftestEnd is one side's device as perftest is told it.

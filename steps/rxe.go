@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
 // RXE readies an RDMA device for workloads: it ensures a Soft-RoCE (rxe)
@@ -50,8 +51,8 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 	}
 	if s.typ() == "rdma" {
 		// Journaled as found, not created: nothing undoes it.
-		var info proto.RXEInfo
-		if err := h.Call(ctx, proto.MethodRDMAUse, proto.RDMAUseParams{Name: s.Device, Port: s.Port}, &info); err != nil {
+		info, err := rpc.Invoke(ctx, h, rpc.RDMAUse, proto.RDMAUseParams{Name: s.Device, Port: s.Port})
+		if err != nil {
 			return fmt.Errorf("use RDMA device %q port %d of host %q (rdma %s): %w", s.Device, s.Port, s.Host, s.Name, err)
 		}
 		if err := env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: info.Netdev, Keep: true}); err != nil {
@@ -63,12 +64,12 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 	if err := env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Pending: true}); err != nil {
 		return err
 	}
-	var info proto.RXEInfo
 	params := proto.RXEEnsureParams{Name: s.Device, Netdev: s.Netdev, WaitMs: s.WaitMs}
 	if s.typ() != "rxe" {
 		params.Type = s.typ()
 	}
-	if err := h.Call(ctx, proto.MethodRXEEnsure, params, &info); err != nil {
+	info, err := rpc.Invoke(ctx, h, rpc.RXEEnsure, params)
+	if err != nil {
 		return fmt.Errorf("create %s %q on %s of host %q: %w", s.typ(), s.Device, s.Netdev, s.Host, err)
 	}
 	s.mu.Lock()
@@ -92,8 +93,8 @@ func (s *RXE) Undo(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	var res proto.RXEDeleteResult
-	if err := h.Call(ctx, proto.MethodRXEDelete, proto.RXEDeleteParams{Name: s.Device}, &res); err != nil {
+	_, err = rpc.Invoke(ctx, h, rpc.RXEDelete, proto.RXEDeleteParams{Name: s.Device})
+	if err != nil {
 		return fmt.Errorf("delete %s %q on host %q: %w", s.typ(), s.Device, s.Host, err)
 	}
 	s.deleted = true

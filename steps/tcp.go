@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
@@ -32,7 +33,48 @@ func newTCP(w *Workload) (Step, error) {
 }
 
 func (s *tcpWorkload) Describe() string {
-	return fmt.Sprintf("tcp %s: host %s (server) <- host %s (client), %s", s.w.Name, s.w.ServerHost, s.w.ClientHost, s.amount())
+	return fmt.Sprintf("tcp %s: host %s (server) <- host %s (client) at %s, %s", s.w.Name, s.w.ServerHost, s.w.ClientHost, s.dialText(), s.amount())
+}
+
+// dialText is the address the client dials and why, as the plan says it.
+func (s *tcpWorkload) dialText() string {
+	w := s.w
+	switch {
+	case w.DialRXE != "":
+		return fmt.Sprintf("the IPv4 of rxe %s's netdev", w.DialRXE)
+	case w.ServerAddr != "":
+		return fmt.Sprintf("%s (%s)", w.ServerAddr, w.DialWhy)
+	}
+	return w.ServerHost
+}
+
+// dialFrom is where the dialed address comes from, for the results.
+func (s *tcpWorkload) dialFrom() string {
+	if s.w.DialWhy != "" {
+		return s.w.DialWhy
+	}
+	return "the server host's name"
+}
+
+// serverAddr is the address the client dials (lab.ServerDial): the IPv4 of
+// the server host's data rxe's netdev, the address the lab gives, or the
+// host's name.
+func (s *tcpWorkload) serverAddr(env *Env) (string, error) {
+	w := s.w
+	if w.DialRXE != "" {
+		info, err := env.RXE(w.DialRXE)
+		if err != nil {
+			return "", fmt.Errorf("workload %q (tcp): the data link to dial: %w", w.Name, err)
+		}
+		if info.IPv4 == "" {
+			return "", fmt.Errorf("workload %q (tcp): rxe %q on host %q has no IPv4 address on %s for the client to reach; give %s an IPv4 address (the tcp baseline dials the data network the RDMA workloads use)", w.Name, w.DialRXE, w.ServerHost, info.Netdev, info.Netdev)
+		}
+		return info.IPv4, nil
+	}
+	if w.ServerAddr != "" {
+		return w.ServerAddr, nil
+	}
+	return w.ServerHost, nil
 }
 
 // amount is what one run sends: "for 6s" or "1GiB" (sizes for people).
@@ -69,22 +111,21 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	if err != nil {
 		return err
 	}
+	addr, err := s.serverAddr(env)
+	if err != nil {
+		return err
+	}
 	port := PortFor(w, rep)
 	sh, ch := handle(w, "server", 0, rep), handle(w, "client", 0, rep)
 	if err := env.note(Effect{Host: w.ServerHost, Kind: "tcp", ID: sh, Pending: true}); err != nil {
 		return err
 	}
 	s.procs.add(w.ServerHost, sh)
-	var serving proto.TCPServing
-	if err := srv.Call(ctx, proto.MethodTCPServe, proto.TCPServeParams{Handle: sh, Port: port}, &serving); err != nil {
+	serving, err := rpc.Invoke(ctx, srv, rpc.TCPServe, proto.TCPServeParams{Handle: sh, Port: port})
+	if err != nil {
 		return fmt.Errorf("serve tcp on host %q port %d: %w", w.ServerHost, port, err)
 	}
-	addr := w.ServerAddr
-	if addr == "" {
-		addr = w.ServerHost
-	}
 	start := time.Now()
-	var sent proto.TCPResult
 	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: ms(remaining(ctx))}
 	argv := []string{"tcp.send", addr, fmt.Sprint(serving.Port), fmt.Sprint(s.bytes())}
 	size := s.bytes()
@@ -93,11 +134,12 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 		argv[3] = "for " + w.Duration.String()
 		size = 0 // the amount is whatever the duration carried: not a size to group by
 	}
-	if err := cli.Call(ctx, proto.MethodTCPSend, params, &sent); err != nil {
+	sent, err := rpc.Invoke(ctx, cli, rpc.TCPSend, params)
+	if err != nil {
 		return fmt.Errorf("send %s over tcp from host %q to %s:%d: %w", s.amount(), w.ClientHost, addr, serving.Port, err)
 	}
-	var got proto.TCPResult
-	if err := srv.Call(ctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: sh, TimeoutMs: ms(remaining(ctx))}, &got); err != nil {
+	got, err := rpc.Invoke(ctx, srv, rpc.TCPWait, proto.TCPWaitParams{Handle: sh, TimeoutMs: ms(remaining(ctx))})
+	if err != nil {
 		return fmt.Errorf("wait for tcp server on host %q port %d: %w", w.ServerHost, serving.Port, err)
 	}
 	s.procs.done(w.ServerHost, sh)
@@ -112,7 +154,8 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	}
 	ss = append(ss, commonSamples(0, secs)...)
 	fillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Size: size, Repeat: rep,
-		Hosts: []string{w.ServerHost, w.ClientHost}, Extra: map[string]string{"bytes": fmt.Sprint(sent.Bytes), "server_bytes": fmt.Sprint(got.Bytes)}})
+		Hosts: []string{w.ServerHost, w.ClientHost}, Extra: map[string]string{"bytes": fmt.Sprint(sent.Bytes), "server_bytes": fmt.Sprint(got.Bytes),
+			"server_addr": addr, "server_addr_from": s.dialFrom()}})
 	s.out.Samples = append(s.out.Samples, ss...)
 	return nil
 }
@@ -131,8 +174,7 @@ func (s *tcpWorkload) Undo(ctx context.Context, env *Env) error {
 		if err != nil {
 			continue
 		}
-		var got proto.TCPResult
-		_ = h.Call(ctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: k[1], TimeoutMs: 1}, &got)
+		_, _ = rpc.Invoke(ctx, h, rpc.TCPWait, proto.TCPWaitParams{Handle: k[1], TimeoutMs: 1})
 		s.procs.done(k[0], k[1])
 		_ = env.note(Effect{Host: k[0], Kind: "tcp", ID: k[1], Undone: true})
 	}

@@ -205,8 +205,9 @@ type Facts struct {
 	RXEModule string `json:"rxe_module"`
 	// SIWModule is the same for siw, the soft-iWARP driver.
 	SIWModule string `json:"siw_module,omitempty"`
-	// Tools maps a tool name (rdma, ibv_devinfo, ib_write_bw, ..., rping,
-	// tcpdump) to where it is and its version; absent tools are missing.
+	// Tools maps a tool name (rdma, ibv_devinfo, every tool of
+	// agent/tooldesc, tcpdump) to where it is and its version; absent tools
+	// are missing.
 	Tools map[string]Tool `json:"tools"`
 	// PerftestJSON is true when the installed perftest accepts --out_json.
 	PerftestJSON bool `json:"perftest_json"`

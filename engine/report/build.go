@@ -552,35 +552,52 @@ func sampleTable(samples []results.Sample) Table {
 	cols = append(cols, other...)
 	if hasSize {
 		t.Columns = append(t.Columns, "size")
+		t.Units = append(t.Units, "B")
 	}
 	t.Columns = append(t.Columns, "repeat")
+	t.Units = append(t.Units, "")
+	// Each column in one display unit, as summary.md's tables (327 kpps,
+	// not 0.000327 Mpps); the cell keeps the recorded value (Raw).
+	cu := map[string]results.Column{}
 	for _, c := range cols {
 		unit := ""
+		var vals []float64
 		for _, k := range keys {
 			if s, ok := rows[k][c]; ok {
-				unit = s.Unit
-				break
+				if unit == "" {
+					unit = s.Unit
+				}
+				vals = append(vals, s.Value)
 			}
 		}
-		t.Columns = append(t.Columns, fmt.Sprintf("%s [%s]", c, unit))
+		cu[c] = results.ColumnFor(unit, vals)
+		t.Columns = append(t.Columns, fmt.Sprintf("%s [%s]", c, cu[c].Name()))
+		t.Units = append(t.Units, unit)
 	}
 	for _, k := range keys {
-		var row []string
+		var row, raw []string
 		if hasSize {
-			row = append(row, strconv.FormatInt(k.Size, 10))
+			row = append(row, results.HumanSize(k.Size))
+			raw = append(raw, strconv.FormatInt(k.Size, 10))
 		}
 		row = append(row, strconv.Itoa(k.Repeat+1))
+		raw = append(raw, "")
 		for _, c := range cols {
 			if s, ok := rows[k][c]; ok {
-				row = append(row, fmtNum(s.Value))
+				row = append(row, cu[c].Format(s.Value))
+				raw = append(raw, rawNum(s.Value))
 			} else {
 				row = append(row, "")
+				raw = append(raw, "")
 			}
 		}
-		t.Rows = append(t.Rows, row)
+		t.add(row, raw)
 	}
 	return t
 }
+
+// rawNum is a value exactly as results.json holds it.
+func rawNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // bySize folds one metric's repeats per message size, sorted by size: the
 // median (the figure rlab reports and compares, as summary.md does), the

@@ -130,10 +130,21 @@ type Workload struct {
 	Config   string   `json:"config,omitempty"` // how the lab asked it to run
 }
 
-// Table is a rendered table: every cell already formatted.
+// Table is a rendered table: every cell already formatted for people
+// (human units, as summary.md). Raw, when set, is beside Rows: the value
+// each cell shows as results.json holds it ("" where the cell is that value),
+// in Units (by column), for the cell's data-value and title attributes.
 type Table struct {
 	Columns []string   `json:"columns"`
 	Rows    [][]string `json:"rows"`
+	Raw     [][]string `json:"raw,omitempty"`
+	Units   []string   `json:"units,omitempty"`
+}
+
+// add appends a row of cells shown and their raw values.
+func (t *Table) add(cells []string, raw []string) {
+	t.Rows = append(t.Rows, cells)
+	t.Raw = append(t.Raw, raw)
 }
 
 // Expect is one expect check.

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -85,8 +87,8 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 		// whole block leaves the probe an ephemeral port (0).
 		l.port = steps.PortFor(w, steps.PortsPerWorkload-1)
 	}
-	if w.ServerRXE != "" {
-		info, err := r.env.RXE(w.ServerRXE)
+	if x := cmp.Or(w.ServerRXE, w.DialRXE); x != "" { // a tcp workload's DialRXE: the link it dials
+		info, err := r.env.RXE(x)
 		if err != nil || info.IPv4 == "" {
 			return dataLink{}, false
 		}
@@ -114,8 +116,8 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 }
 
 // probeLink checks once that the client reaches the server over l. Only
-// the client's agent saying it could not connect or get the answer counts
-// (the link). The server not being able to listen (the port taken by the
+// the client's agent saying it could not connect counts (the link:
+// linkMiss). The server not being able to listen (the port taken by the
 // workload itself) or an agent slow to answer on a loaded host does not:
 // that is not a verdict on the link (a mute agent is the heartbeat's
 // business).
@@ -127,40 +129,52 @@ func (r *runner) probeLink(ctx context.Context, l dataLink) error {
 		return nil
 	}
 	hd := fmt.Sprintf("link.%d", linkProbes.Add(1))
-	serve := func(port int, out *proto.TCPServing) error {
+	serve := func(port int) (proto.TCPServing, error) {
 		sctx, cancel := context.WithTimeout(ctx, linkCallSlack)
 		defer cancel()
-		return srv.Call(sctx, proto.MethodTCPServe, proto.TCPServeParams{Handle: hd, Addr: l.addr, Port: port}, out)
+		return rpc.Invoke(sctx, srv, rpc.TCPServe, proto.TCPServeParams{Handle: hd, Addr: l.addr, Port: port})
 	}
-	var serving proto.TCPServing
-	if err := serve(l.port, &serving); err != nil {
-		if err := serve(0, &serving); err != nil {
+	serving, err := serve(l.port)
+	if err != nil {
+		if serving, err = serve(0); err != nil {
 			r.log.Warn("data link check: cannot listen", "host", l.server, "addr", l.addr, "err", err)
 			return nil
 		}
 	}
-	var sent, got proto.TCPResult
 	sctx, cancel := context.WithTimeout(ctx, linkProbeTimeout+linkCallSlack)
-	sendErr := cli.Call(sctx, proto.MethodTCPSend, proto.TCPSendParams{Handle: hd, Addr: l.addr, Port: serving.Port, TimeoutMs: int(linkProbeTimeout / time.Millisecond)}, &sent)
+	_, sendErr := rpc.Invoke(sctx, cli, rpc.TCPSend, proto.TCPSendParams{Handle: hd, Addr: l.addr, Port: serving.Port, TimeoutMs: int(linkProbeTimeout / time.Millisecond)})
 	cancel()
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), linkProbeTimeout+linkCallSlack)
 	defer wcancel()
 	if sendErr == nil {
-		_ = srv.Call(wctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: hd, TimeoutMs: int(linkProbeTimeout / time.Millisecond)}, &got)
+		_, _ = rpc.Invoke(wctx, srv, rpc.TCPWait, proto.TCPWaitParams{Handle: hd, TimeoutMs: int(linkProbeTimeout / time.Millisecond)})
 	} else {
 		// Close the listener now: left open on the workload's port it
 		// would take that port from a later run of the workload.
-		var pr proto.ProcResult
-		_ = srv.Call(wctx, proto.MethodProcStop, proto.ProcStopParams{Handle: hd}, &pr)
+		_, _ = rpc.Invoke(wctx, srv, rpc.ProcStop, proto.ProcStopParams{Handle: hd})
 	}
-	var pe *proto.Error
-	if sendErr != nil && errors.As(sendErr, &pe) && (pe.Code == proto.CodeCommand || pe.Code == proto.CodeTimeout) {
+	if linkMiss(sendErr) {
 		return fmt.Errorf("host %q cannot reach %s:%d on host %q: %s", l.client, l.addr, serving.Port, l.server, plainText(firstLineOf(sendErr.Error())))
 	}
 	if sendErr != nil {
 		r.log.Warn("data link check: no verdict", "host", l.client, "addr", l.addr, "err", sendErr)
 	}
 	return nil
+}
+
+// linkMiss tells whether the client agent's answer to a probe's tcp.send
+// is a verdict on the link: it could not connect (refused, unreachable, or
+// no answer to its SYN within the probe's deadline). A connection made
+// whose 8-byte count comes back late is not: the SYN and SYN-ACK crossed
+// the link, and a server agent in a TCG guest under load (19 on two cores)
+// answers in seconds; a link that dies after the connect fails the next
+// probe's connect.
+func linkMiss(sendErr error) bool {
+	var pe *proto.Error
+	if !errors.As(sendErr, &pe) || (pe.Code != proto.CodeCommand && pe.Code != proto.CodeTimeout) {
+		return false
+	}
+	return strings.Contains(pe.Message, ": connect to ")
 }
 
 // linkDown returns why the link of n's pair is known down ("" when not).
