@@ -82,8 +82,8 @@ func TestIWARPProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		tool, _ := LookupTool(tt.tool)
-		w := &Workload{Tool: tt.tool}
-		w.Transport, w.Args = tt.transport, tt.args
+		w := &Workload{}
+		w.Tool, w.Transport, w.Args = tt.tool, tt.transport, tt.args
 		var got []string
 		for _, p := range IWARPProblems(w, tool) {
 			got = append(got, p.Attr)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
 // fabricKernel stands in for the hosts' RDMA devices: siw and rxe links it
@@ -29,13 +30,11 @@ type fabricHost struct {
 	k *fabricKernel
 }
 
-func (h *fabricHost) Call(ctx context.Context, method string, params, result any) error {
+func (h *fabricHost) Send(ctx context.Context, req *rpc.Request) error {
 	k := h.k
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	switch method {
-	case proto.MethodRXEEnsure:
-		p := params.(proto.RXEEnsureParams)
+	if p, res, ok := rpc.Match(req, rpc.RXEEnsure); ok {
+		k.mu.Lock()
+		defer k.mu.Unlock()
 		typ := p.Type
 		if typ == "" {
 			typ = "rxe"
@@ -47,25 +46,29 @@ func (h *fabricHost) Call(ctx context.Context, method string, params, result any
 			k.created = append(k.created, id+" ("+typ+")")
 			info.Created = true
 		}
-		*(result.(*proto.RXEInfo)) = info
+		*res = info
 		return nil
-	case proto.MethodRDMAUse:
-		p := params.(proto.RDMAUseParams)
+	}
+	if p, res, ok := rpc.Match(req, rpc.RDMAUse); ok {
+		k.mu.Lock()
+		defer k.mu.Unlock()
 		id := h.Name() + "/" + p.Name
 		k.used = append(k.used, fmt.Sprintf("%s:%d", id, p.Port))
 		if !k.found[id] {
 			return &proto.Error{Code: proto.CodeNotFound, Message: "use RDMA device " + p.Name + ": no such device"}
 		}
-		*(result.(*proto.RXEInfo)) = proto.RXEInfo{Name: p.Name, Netdev: "lo", Port: p.Port, GIDIndex: 3, IPv4: "127.0.0.1", ActiveMTU: 4096, Kind: "hw", Transport: "RoCE"}
+		*res = proto.RXEInfo{Name: p.Name, Netdev: "lo", Port: p.Port, GIDIndex: 3, IPv4: "127.0.0.1", ActiveMTU: 4096, Kind: "hw", Transport: "RoCE"}
 		return nil
-	case proto.MethodRXEDelete:
-		p := params.(proto.RXEDeleteParams)
+	}
+	if p, _, ok := rpc.Match(req, rpc.RXEDelete); ok {
+		k.mu.Lock()
+		defer k.mu.Unlock()
 		id := h.Name() + "/" + p.Name
 		k.deleted = append(k.deleted, id)
 		delete(k.devs, id)
 		return nil
 	}
-	return h.Host.Call(ctx, method, params, result)
+	return h.Host.Send(ctx, req)
 }
 
 func fabricConnector(bed *pipeBed, k *fabricKernel) Connector {
