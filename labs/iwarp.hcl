@@ -1,4 +1,4 @@
-# Soft-iWARP beside Soft-RoCE, and an RDMA device rlab did not create.
+# Soft-iWARP beside Soft-RoCE.
 #
 # siw blocks are written like rxe blocks: rlab loads the siw module, creates
 # siw_eth1 on each host (`rdma link add siw_eth1 type siw netdev eth1`) and
@@ -7,19 +7,13 @@
 # do (UC/UD, atomics, the pingpong tools, WRITE with immediate) is refused
 # when the lab loads.
 #
-# The rdma blocks name a device that exists already, rlab's or not: here an
-# rxe an admin made (`rdma link add rxe_admin type rxe netdev eth1`), on real
-# machines mlx5_0, irdma0, bnxt_re0... rlab checks its port is ACTIVE, picks
-# the GID by the port's link layer (the RoCE v2 GID of the netdev's IPv4 on
-# Ethernet, GID 0 and the LID on InfiniBand), and never deletes it.
-#
 # The RDMA CM picks a device by IP address: a siw and an rxe on the same
 # netdev (the same addresses) cannot both be reached through it, and CM tools
 # (rping, perftest -R) land on whichever the kernel lists first. Give each
-# its own netdev or address (the VM test puts the admin's rxe on a macvlan).
+# its own netdev or address. labs/found.hcl uses a device rlab did not create.
 #   rlab run -var server=10.0.0.5 -var client=10.0.0.6 labs/iwarp.hcl
 lab "iwarp" {
-  description = "RDMA WRITE and rping over soft-iWARP, and RDMA WRITE over a device rlab found"
+  description = "RDMA WRITE and rping over soft-iWARP"
 }
 
 variable "server" {
@@ -30,12 +24,6 @@ variable "server" {
 variable "client" {
   type    = string
   default = "192.0.2.11"
-}
-
-variable "device" {
-  type        = string
-  default     = "rxe_admin"
-  description = "The existing RDMA device on both hosts (e.g. mlx5_0)"
 }
 
 variable "iterations" {
@@ -67,17 +55,6 @@ siw "client" {
   netdev = "eth1"
 }
 
-rdma "server_nic" {
-  host   = host.server
-  device = var.device
-  port   = 1
-}
-
-rdma "client_nic" {
-  host   = host.client
-  device = var.device
-}
-
 workload "write_iwarp" {
   tool       = "ib_write_bw"
   server     = siw.server
@@ -91,14 +68,6 @@ workload "rping_iwarp" {
   server     = siw.server
   client     = siw.client
   sizes      = [4096]
-  iterations = var.iterations
-}
-
-workload "write_found" {
-  tool       = "ib_write_bw"
-  server     = rdma.server_nic
-  client     = rdma.client_nic
-  sizes      = [65536]
   iterations = var.iterations
 }
 
