@@ -72,6 +72,7 @@ func TestEveryExampleRuns(t *testing.T) {
 		"class":           "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
 		"iwarp":           "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs (siw)
 		"found":           "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs (rdma blocks over an admin's rxe)
+		"lossy":           "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
 		"netns-tcp":       "../cmd/rlab/labs_netns_test.go", // TestExampleNetnsLab
 	}
 	files, _ := filepath.Glob("*.hcl")

@@ -205,6 +205,9 @@ type Facts struct {
 	RXEModule string `json:"rxe_module"`
 	// SIWModule is the same for siw, the soft-iWARP driver.
 	SIWModule string `json:"siw_module,omitempty"`
+	// NetemModule: sch_netem (link impairments), as RXEModule, or "unknown"
+	// when the host has no module lists or kernel config to read.
+	NetemModule string `json:"netem_module,omitempty"`
 	// Tools maps a tool name (rdma, ibv_devinfo, every tool of
 	// agent/tooldesc, tcpdump) to where it is and its version; absent tools
 	// are missing.
@@ -519,4 +522,107 @@ type CleanupResult struct {
 	Stopped    []string `json:"stopped"` // process handles
 	RXEDeleted []string `json:"rxe_deleted"`
 	Errors     []string `json:"errors,omitempty"`
+	// ImpairsRemoved are the netdevs whose netem (rlab's) was removed.
+	ImpairsRemoved []string `json:"impairs_removed,omitempty"`
+}
+
+// Link impairments (netem), agent/server/impair.go.
+const (
+	MethodImpairApply  = "impair.apply"  // ImpairParams -> ImpairResult
+	MethodImpairRemove = "impair.remove" // ImpairRemoveParams -> ImpairResult
+)
+
+// CodeQdiscBusy: the netdev already has a root qdisc someone else set up;
+// the agent refuses to replace it.
+const CodeQdiscBusy = "qdisc_busy"
+
+// ImpairParams put netem as the root qdisc of a netdev. Percentages are
+// 0..100; times in microseconds; RateBytes in bytes per second (0: none).
+type ImpairParams struct {
+	ID        string  `json:"id"` // the impair block's reference name, for logs and cleanup
+	Netdev    string  `json:"netdev"`
+	DelayUs   uint32  `json:"delay_us,omitempty"`
+	JitterUs  uint32  `json:"jitter_us,omitempty"`
+	Loss      float64 `json:"loss,omitempty"`
+	Duplicate float64 `json:"duplicate,omitempty"`
+	Reorder   float64 `json:"reorder,omitempty"`
+	Corrupt   float64 `json:"corrupt,omitempty"`
+	RateBytes uint64  `json:"rate_bytes,omitempty"`
+}
+
+// ImpairRemoveParams name the netdev whose netem (set by rlab) to remove.
+type ImpairRemoveParams struct {
+	Netdev string `json:"netdev"`
+}
+
+// ImpairResult says what the netdev's root qdisc is after the call, read
+// back from the kernel: Qdisc "netem" with its Handle after an apply; after
+// a remove, the kernel's default again (Removed false: there was no netem
+// of rlab's to remove).
+type ImpairResult struct {
+	Netdev  string `json:"netdev"`
+	Qdisc   string `json:"qdisc"`             // root qdisc kind, e.g. "netem", "fq_codel", "noqueue"
+	Handle  string `json:"handle"`            // e.g. "5241:"
+	Netem   string `json:"netem,omitempty"`   // netem's parameters as read back, tc's words
+	Removed bool   `json:"removed,omitempty"` // impair.remove: a netem of rlab's was deleted
+}
+
+// MethodCountersRead reads the kernel's own counters of RDMA devices and
+// netdevs from sysfs: CountersReadParams -> Counters. Read-only; needs no
+// privilege on the kernels rlab knows (the files are 0444).
+const MethodCountersRead = "counters.read"
+
+// CountersReadParams name what to read. Names are checked by the agent:
+// one sysfs path element each.
+type CountersReadParams struct {
+	// RDMA are RDMA device names (rxe_eth1, mlx5_0): their port counters
+	// (ports/N/counters), port hw_counters (ports/N/hw_counters) and device
+	// hw_counters (hw_counters), whichever the device has.
+	RDMA []string `json:"rdma,omitempty"`
+	// Netdevs are netdev names: their statistics (rx_packets, tx_dropped...).
+	Netdevs []string `json:"netdevs,omitempty"`
+	// Route, when set, adds the netdev that carries traffic to this address
+	// (an address or host name): the netdev holding it when it is one of
+	// this host's addresses, else the one the route to it leaves by.
+	Route string `json:"route,omitempty"`
+}
+
+// Counter sources: which sysfs folder a counter came from.
+const (
+	CounterPort     = "counters"           // /sys/class/infiniband/DEV/ports/N/counters: the IB PortCounters
+	CounterPortHW   = "hw_counters"        // /sys/class/infiniband/DEV/ports/N/hw_counters: the driver's own
+	CounterDeviceHW = "device_hw_counters" // /sys/class/infiniband/DEV/hw_counters: the driver's, device-wide
+	CounterNetdev   = "statistics"         // /sys/class/net/NETDEV/statistics
+)
+
+// CounterValue is one counter as read.
+type CounterValue struct {
+	Device string `json:"device"`         // RDMA device or netdev
+	Port   int    `json:"port,omitempty"` // RDMA port; 0 for device-wide and netdev counters
+	Source string `json:"source"`         // Counter* constant
+	Name   string `json:"name"`           // the kernel's file name, e.g. rcvd_seq_err
+	Value  uint64 `json:"value"`
+}
+
+// CounterUnreadable is a counter, or a whole folder of them (Name empty),
+// that could not be read: never reported as zero.
+type CounterUnreadable struct {
+	Device string `json:"device"`
+	Port   int    `json:"port,omitempty"`
+	Source string `json:"source"`
+	Name   string `json:"name,omitempty"`
+	// Absent: the device has no such folder (rxe has no IB PortCounters),
+	// as opposed to one it has but could not read.
+	Absent bool   `json:"absent,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Counters is one reading.
+type Counters struct {
+	TimeUnixNano int64               `json:"time_unix_nano"`
+	Values       []CounterValue      `json:"values"`
+	Unreadable   []CounterUnreadable `json:"unreadable,omitempty"`
+	// RouteNetdev is the netdev Route resolved to ("" when none was asked
+	// or it could not be found: then Unreadable says why).
+	RouteNetdev string `json:"route_netdev,omitempty"`
 }

@@ -100,6 +100,12 @@ var (
 	Cleanup      = def[proto.CleanupParams, proto.CleanupResult](proto.MethodCleanup, 2*time.Minute, nil)
 	Release      = def[None, proto.CleanupResult](proto.MethodRelease, 2*time.Minute, nil)
 	Lease        = def[proto.LeaseParams, proto.LeaseResult](proto.MethodLease, time.Minute, nil)
+	// CountersRead reads a few dozen sysfs files: fast, but emulated VMs
+	// are slow and this runs twice per workload and host.
+	CountersRead = def[proto.CountersReadParams, proto.Counters](proto.MethodCountersRead, time.Minute, nil)
+	// impair.apply may load sch_netem.
+	ImpairApply  = def[proto.ImpairParams, proto.ImpairResult](proto.MethodImpairApply, time.Minute, nil)
+	ImpairRemove = def[proto.ImpairRemoveParams, proto.ImpairResult](proto.MethodImpairRemove, time.Minute, nil)
 )
 
 // procReady: proc.start answers once the process is ready, after at most

@@ -146,7 +146,8 @@ func collectFactsOpt(ctx context.Context, workDir string, topts toolsOptions) pr
 		fail("rdma devices", err)
 	}
 	f.RXEModule = rxeModuleState(f.Kernel)
-	f.SIWModule = moduleState(f.Kernel, "siw")
+	f.SIWModule = moduleState(f.Kernel, "siw", "CONFIG_RDMA_SIW")
+	f.NetemModule = moduleState(f.Kernel, "sch_netem", "CONFIG_NET_SCH_NETEM") // impair.go
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
 		fail("getrlimit memlock", err)
@@ -506,28 +507,24 @@ func RXEActiveMTU(netdevMTU int) int {
 
 // rxeModuleState says whether the running kernel has rdma_rxe: "loaded",
 // "builtin", "loadable" or "absent".
-func rxeModuleState(kernel string) string { return moduleState(kernel, "rdma_rxe") }
-
-// moduleState says whether the running kernel has a module: "loaded",
-// "builtin", "loadable" or "absent".
-func moduleState(kernel, module string) string {
+func rxeModuleState(kernel string) string {
 	if b, err := os.ReadFile(procModules); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
-			if strings.HasPrefix(line, module+" ") {
+			if strings.HasPrefix(line, "rdma_rxe ") {
 				return "loaded"
 			}
 		}
 	}
 	if kernel != "" {
 		dir := filepath.Join(libModules, kernel)
-		if modulesListHas(filepath.Join(dir, "modules.builtin"), module) {
+		if modulesListHas(filepath.Join(dir, "modules.builtin"), "rdma_rxe") {
 			return "builtin"
 		}
-		if modulesListHas(filepath.Join(dir, "modules.dep"), module) {
+		if modulesListHas(filepath.Join(dir, "modules.dep"), "rdma_rxe") {
 			return "loadable"
 		}
 	}
-	if _, err := os.Stat(filepath.Join(sysModule, module)); err == nil {
+	if _, err := os.Stat(filepath.Join(sysModule, "rdma_rxe")); err == nil {
 		// Built in but modules.builtin missing (custom kernels).
 		return "builtin"
 	}

@@ -84,7 +84,7 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 		s.log.Info(typ+" exists; reusing, not ours", "name", existing, "netdev", p.Netdev)
 	} else {
 		kernel := kernelRelease()
-		switch moduleState(kernel, sw.module) {
+		switch sw.state(kernel) {
 		case "absent":
 			return nil, perr(proto.CodeNoRXE, "%s: %s", what, sw.absent(kernel))
 		case "loadable":
@@ -216,12 +216,13 @@ func RoCEv2GID(gids []proto.GID, ipv4 net.IP) (proto.GID, bool) {
 // softDevice is a kind of RDMA device rlab creates on a netdev.
 type softDevice struct {
 	module string                     // the kernel module that provides it
+	state  func(kernel string) string // loaded, builtin, loadable, absent (or unknown)
 	absent func(kernel string) string // what to do when the kernel lacks it
 }
 
 var softDevices = map[string]softDevice{
-	"rxe": {module: "rdma_rxe", absent: NoRXEMessage},
-	"siw": {module: "siw", absent: NoSIWMessage},
+	"rxe": {module: "rdma_rxe", state: rxeModuleState, absent: NoRXEMessage},
+	"siw": {module: "siw", state: func(k string) string { return moduleState(k, "siw", "CONFIG_RDMA_SIW") }, absent: NoSIWMessage},
 }
 
 // NoSIWMessage is what a user reads when the kernel has no siw module.

@@ -83,25 +83,40 @@ var optionProofs = map[string]string{
 	"capture.during":                    "engine/run.TestRunCaptures",
 	"capture.count":                     "engine/run.TestRunCaptures",
 	"capture.for_each":                  "engine/run.TestClassCaptureIsolation",
-	"workload.tool":                     "steps.TestNewWorkloadKinds",
-	"workload.server":                   "engine/run.TestRunExecAndTCP",
-	"workload.client":                   "engine/run.TestRunExecAndTCP",
-	"workload.host":                     "engine/run.TestRunExecAndTCP",
-	"workload.command":                  "engine/run.TestRunExecAndTCP",
-	"workload.sizes":                    "steps.TestArgvGolden",
-	"workload.iterations":               "steps.TestArgvGolden",
-	"workload.duration":                 "steps.TestArgvGolden", // perftest -D; tcp duration: issue 13 (vmlink)
-	"workload.qps":                      "steps.TestArgvGolden",
-	"workload.transport":                "steps.TestArgvGolden",
-	"workload.bytes":                    "engine/run.TestRunExecAndTCP",
-	"workload.timeout":                  "engine/run.TestRunExitCodes",
-	"workload.repeat":                   "engine/run.TestRunExecAndTCP",
-	"workload.args":                     "steps.TestArgvGolden",
-	"workload.expect":                   "engine/run.TestRunExitCodes",
-	"workload.expect.condition":         "engine/run.TestRunExitCodes",
-	"workload.expect.message":           "engine/run.TestRunExitCodes",
-	"workload.count":                    "engine/run.TestInstanceKey",
-	"workload.for_each":                 "cmd/rlab.TestClassNetns",
+	// labs/README.md, "Impairments" (applied by the agent over netlink:
+	// agent/server.TestImpairNetlink, TestNetemAttrs; on real netem:
+	// engine/vm.TestE2EExampleLabs/lossy)
+	"impair.host":               "engine/run.TestImpairWholeRun",
+	"impair.netdev":             "engine/run.TestImpairSweep", // unknown ones: engine/lab.TestErrorCorpus
+	"impair.delay":              "engine/run.TestImpairParams",
+	"impair.jitter":             "engine/run.TestImpairParams",
+	"impair.loss":               "engine/run.TestImpairSweep",
+	"impair.duplicate":          "engine/run.TestImpairParams",
+	"impair.reorder":            "engine/run.TestImpairParams",
+	"impair.corrupt":            "engine/run.TestImpairParams",
+	"impair.rate":               "engine/run.TestImpairParams",
+	"impair.during":             "engine/run.TestImpairSweep",
+	"impair.for_each":           "engine/run.TestImpairSweep",
+	"impair.count":              "engine/run.TestImpairCount",
+	"workload.tool":             "steps.TestNewWorkloadKinds",
+	"workload.server":           "engine/run.TestRunExecAndTCP",
+	"workload.client":           "engine/run.TestRunExecAndTCP",
+	"workload.host":             "engine/run.TestRunExecAndTCP",
+	"workload.command":          "engine/run.TestRunExecAndTCP",
+	"workload.sizes":            "steps.TestArgvGolden",
+	"workload.iterations":       "steps.TestArgvGolden",
+	"workload.duration":         "steps.TestArgvGolden", // perftest -D; tcp duration: issue 13 (vmlink)
+	"workload.qps":              "steps.TestArgvGolden",
+	"workload.transport":        "steps.TestArgvGolden",
+	"workload.bytes":            "engine/run.TestRunExecAndTCP",
+	"workload.timeout":          "engine/run.TestRunExitCodes",
+	"workload.repeat":           "engine/run.TestRunExecAndTCP",
+	"workload.args":             "steps.TestArgvGolden",
+	"workload.expect":           "engine/run.TestRunExitCodes",
+	"workload.expect.condition": "engine/run.TestRunExitCodes",
+	"workload.expect.message":   "engine/run.TestRunExitCodes",
+	"workload.count":            "engine/run.TestInstanceKey",
+	"workload.for_each":         "cmd/rlab.TestClassNetns",
 
 	// shared host flags (hostFlags: facts, check, run)
 	"check --accept-new-host-keys": "cmd/rlab.TestFactsHostKeysNetns",
@@ -227,7 +242,7 @@ func labAttrs(t *testing.T) []string {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "siw", "rdma", "capture", "workload"} {
+	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "impair", "siw", "rdma"} {
 		delete(seen, top) // top-level blocks: their attributes are the options
 	}
 	for k := range seen {
@@ -246,7 +261,7 @@ func labAttrs(t *testing.T) []string {
 		}
 	}
 	if strings.Contains(doc, "`count = N`") {
-		for _, k := range []string{"host", "rxe", "siw", "rdma", "capture", "workload"} {
+		for _, k := range []string{"host", "rxe", "capture", "workload", "impair", "siw", "rdma"} {
 			seen[k+".count"] = true
 			seen[k+".for_each"] = true
 		}

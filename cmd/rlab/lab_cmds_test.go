@@ -111,7 +111,7 @@ func TestPlanCmd(t *testing.T) {
 	}
 
 	_, errOut, code = rlab(t, "plan", "../../labs")
-	examples, _ := filepath.Glob("../../labs/*.hcl")
+	examples, _ := filepath.Glob("../../labs/*.hcl") // each holds its own lab block
 	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("holds %d labs", len(examples))) {
 		t.Errorf("plan of a folder of labs: exit %d, %s", code, errOut)
 	}

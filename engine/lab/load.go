@@ -37,6 +37,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "rdma", LabelNames: []string{"name"}},
 		{Type: "capture", LabelNames: []string{"name"}},
 		{Type: "workload", LabelNames: []string{"name"}},
+		{Type: "impair", LabelNames: []string{"name"}},
 	},
 }
 
@@ -299,6 +300,8 @@ func (l *loader) decode(files []parsedFile) {
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeCaptures(byType["capture"])
 	l.instExpr, l.instCtx = nil, nil
+	l.decodeImpairs(byType["impair"]) // impair.go
+	l.instExpr, l.instCtx = nil, nil
 	l.checkUnusedHosts()
 }
 
@@ -342,6 +345,9 @@ func (l *loader) checkUnusedHosts() {
 	for _, c := range l.lab.Captures {
 		used[c.Host] = true
 	}
+	for _, im := range l.lab.Impairs {
+		used[im.Host] = true
+	}
 	for _, w := range l.lab.Workloads {
 		for _, h := range w.Hosts() {
 			used[h] = true
@@ -372,7 +378,7 @@ func validName(s string) bool { return hclsyntax.ValidIdentifier(s) }
 func (l *loader) declare(byType map[string][]*hcl.Block) {
 	l.decls = map[string]map[string]*decl{}
 	devices := map[string]*decl{} // rxe, siw and rdma labels share one namespace
-	for _, kind := range []string{"host", "rxe", "siw", "rdma", "capture", "workload"} {
+	for _, kind := range []string{"host", "rxe", "siw", "rdma", "capture", "workload", "impair"} {
 		l.decls[kind] = map[string]*decl{}
 		for _, b := range byType[kind] {
 			name := b.Labels[0]

@@ -54,6 +54,8 @@ const (
 	WorkloadClient Kind = "workload-client" // the side that connects; its end is the workload's end
 	WorkloadRun    Kind = "workload-run"    // an exec workload's command
 	StopCapture    Kind = "stop-capture"    // capture.stop
+	StartImpair    Kind = "impair"          // impair.apply: netem on a netdev (impair.go)
+	StopImpair     Kind = "remove-impair"   // impair.remove
 	Fetch          Kind = "fetch"           // pull logs, captures, results into the run folder
 	Teardown       Kind = "teardown"        // delete rxe devices not kept, stop leftovers
 )
@@ -73,6 +75,7 @@ type Step struct {
 	RXE      *lab.RXE      `json:"-"`
 	Capture  *lab.Capture  `json:"-"`
 	Workload *lab.Workload `json:"-"`
+	Impair   *lab.Impair   `json:"-"`
 }
 
 // HostPlan is one host's steps in order.
@@ -165,6 +168,9 @@ func New(l *lab.Lab) (*Plan, error) {
 	for _, c := range l.Captures {
 		used[c.Host] = true
 	}
+	for _, im := range l.Impairs {
+		used[im.Host] = true
+	}
 	for _, w := range l.Workloads {
 		for _, h := range w.Hosts() {
 			if h == nil {
@@ -253,6 +259,12 @@ func New(l *lab.Lab) (*Plan, error) {
 			capsFor[w] = append(capsFor[w], ci.start.ID)
 		}
 	}
+	imps := b.impairStarts(ready, rxeStep) // impair.go
+	for _, ii := range imps {
+		for _, w := range ii.covers {
+			capsFor[w] = append(capsFor[w], ii.start.ID)
+		}
+	}
 	for _, w := range l.Workloads {
 		hosts := w.Hosts()
 		var before []string
@@ -320,6 +332,7 @@ func New(l *lab.Lab) (*Plan, error) {
 		ci.stop = s
 		stopsOn[c.Host] = append(stopsOn[c.Host], s.ID)
 	}
+	b.impairStops(imps, done, stopsOn)
 
 	// Fetch and teardown per working host.
 	for _, h := range l.Hosts {

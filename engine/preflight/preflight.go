@@ -41,6 +41,7 @@ const (
 	CodePortDown = "port_down"
 	CodeNoGID    = "no_gid"
 	CodeIWARP    = "iwarp"
+	CodeNoNetem  = "no_netem"
 )
 
 // Thresholds.
@@ -65,6 +66,7 @@ type need struct {
 	rdma     bool              // runs RDMA workloads (memlock)
 	captures int64             // bytes of capture budgets
 	root     []string          // what needs root
+	impairs  []string          // impair blocks on the host (netem)
 	found    []*lab.RXE        // rdma blocks (devices rlab did not create)
 	uses     []foundUse        // workloads on them
 }
@@ -127,6 +129,14 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 		n.captures += c.MaxBytes
 		n.root = append(n.root, fmt.Sprintf("capture %q (tcpdump)", c.Name))
 	}
+	for _, im := range l.Impairs {
+		n := get(im.Host)
+		if _, ok := n.netdevs[im.Netdev]; !ok {
+			n.netdevs[im.Netdev] = fmt.Sprintf("impair %q", im.Name)
+		}
+		n.impairs = append(n.impairs, im.Name)
+		n.root = append(n.root, fmt.Sprintf("impair %q (netem)", im.Name))
+	}
 	for _, w := range l.Workloads {
 		t, _ := lab.LookupTool(w.Tool)
 		for _, h := range []*lab.Host{w.ServerHost, w.ClientHost} {
@@ -178,6 +188,10 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 			"use a kernel built with CONFIG_RDMA_SIW (Ubuntu: linux-modules-extra-$(uname -r); Fedora and RHEL ship it; Debian's kernels do not)")
 	}
 	out = append(out, checkFound(h, n, f)...)
+	if len(n.impairs) > 0 && f.NetemModule == "absent" {
+		add(CodeNoNetem, fmt.Sprintf("kernel %s has no netem qdisc (sch_netem), which %s needs", f.Kernel, quoteJoin(n.impairs)),
+			"install the distribution's kernel modules for it (on Debian and Ubuntu it is in the kernel image package; on Fedora and RHEL, kernel-modules-extra), or use a kernel built with CONFIG_NET_SCH_NETEM; or remove the impair blocks for this host")
+	}
 	if len(n.root) > 0 && !f.Root {
 		fix := "set become = true on the host (with passwordless sudo for its user), or log in as root"
 		if h.Become {
@@ -359,4 +373,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+func quoteJoin(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("impair %q", n)
+	}
+	return strings.Join(q, ", ")
 }

@@ -67,7 +67,7 @@ func Summary(r *Run, dir string) []byte {
 		w("\n")
 	}
 
-	aggs := Aggregate(r.Samples)
+	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
 	for _, a := range aggs {
 		byWL[a.Workload] = append(byWL[a.Workload], a)
@@ -76,6 +76,7 @@ func Summary(r *Run, dir string) []byte {
 	for _, wl := range r.Workloads {
 		seen[wl.Name] = true
 		workloadSection(&b, wl, byWL[wl.Name])
+		stackSection(&b, wl, CounterDeltas(r.Samples, wl.Name))
 	}
 	// samples of workloads the run did not list (should not happen, but a
 	// summary must not hide numbers)
@@ -100,7 +101,7 @@ const compactAt = 16
 // problems in full.
 func compactSections(b *bytes.Buffer, r *Run) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	aggs := Aggregate(r.Samples)
+	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
 	for _, a := range aggs {
 		byWL[a.Workload] = append(byWL[a.Workload], a)
@@ -161,6 +162,9 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			if size > 0 {
 				sz = HumanSize(size)
 			}
+			if wl.Bidirectional() {
+				sz += " (" + BothDirections + ")"
+			}
 			w("| %s | %s | %s | %s | %s |", mdCell(wl.Name), mdCell(strings.Join(wl.Hosts, " → ")), statusWord(wl.Status), expectCount(wl.Expects), sz)
 			for _, m := range metrics {
 				if a, ok := pick[m]; ok {
@@ -191,6 +195,36 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	}
 	if len(problems) > 0 {
 		w("## Problems\n\n%s\n\n", strings.Join(problems, "\n"))
+	}
+	// The kernel's trouble counters that moved (retransmissions, sequence
+	// errors, drops), one line per workload; the deltas are in results.json.
+	var trouble []string
+	for _, wl := range r.Workloads {
+		var parts []string
+		for _, s := range CounterDeltas(r.Samples, wl.Name) {
+			if c, ok := CounterByName(s.Metric); ok && c.Kind == CounterTrouble && s.Value > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s `%s` %s", mdText(strings.Join(s.Meta.Hosts, ",")), mdText(strings.Join(s.Meta.Devices, ",")), mdCode(s.Metric), FormatValue(s.Value)))
+			}
+		}
+		if len(parts) > 0 {
+			trouble = append(trouble, fmt.Sprintf("- %s: %s", mdText(wl.Name), strings.Join(parts, ", ")))
+		}
+	}
+	if len(trouble) > 0 {
+		w("## What the stack saw\n\nKernel counters of trouble that moved during a workload:\n\n%s\n\n", strings.Join(trouble, "\n"))
+	}
+	var parse []string
+	for _, wl := range r.Workloads {
+		if s := wl.ParseSummary(); s != "" {
+			p := fmt.Sprintf("- %s: %s", mdText(wl.Name), mdText(s))
+			if lines, _ := wl.ParseLines(); len(lines) > 0 {
+				p += fmt.Sprintf(" (first: `%s`)", mdCode(lines[0].Text))
+			}
+			parse = append(parse, p)
+		}
+	}
+	if len(parse) > 0 {
+		w("## Parser warnings\n\n%s\n\n", strings.Join(parse, "\n"))
 	}
 }
 
@@ -223,6 +257,9 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
 		}
 		w("\n\n")
 	}
+	if wl.Bidirectional() {
+		w("Bandwidth and message rate are the %s (perftest -b).\n\n", BothDirections)
+	}
 	// one table per host pair (a workload normally has one)
 	var groups [][]Agg
 	for _, a := range aggs {
@@ -241,6 +278,7 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
 	if len(aggs) == 0 && len(wl.Expects) == 0 {
 		w("No samples.\n\n")
 	}
+	parseSection(b, wl)
 	if len(wl.Expects) > 0 {
 		w("Expects:\n\n")
 		for _, e := range wl.Expects {
@@ -272,6 +310,96 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
 		}
 		w("\n")
 	}
+}
+
+// stackSection is "what the stack saw" during a workload: the kernel
+// counters that moved (after minus before, per host and device), how many
+// did not, and every counter that could not be read, is absent on its
+// device, or went backwards.
+func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
+	if len(deltas) == 0 && len(wl.CounterNotes) == 0 {
+		return
+	}
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	w("What the stack saw (kernel counters, after minus before the workload):\n\n")
+	moved, still := 0, 0
+	for _, s := range deltas {
+		if s.Value == 0 {
+			still++
+			continue
+		}
+		if moved == 0 {
+			w("| host | device | counter | delta |\n|---|---|---|---:|\n")
+		}
+		moved++
+		w("| %s | %s | `%s` | %s %s |\n", mdCell(strings.Join(s.Meta.Hosts, ",")), mdCell(strings.Join(s.Meta.Devices, ",")),
+			mdCode(s.Metric), FormatValue(s.Value), mdText(s.Unit))
+	}
+	if moved > 0 {
+		w("\n")
+	}
+	if still > 0 {
+		w("%d other counter(s) read did not move.\n\n", still)
+	}
+	for _, kind := range []struct{ kind, title string }{
+		{NoteUnreadable, "Could not read"}, {NoteReset, "Reset or wrapped (no delta)"}, {NoteAbsent, "Not on the device"},
+	} {
+		var lines []string
+		for _, n := range wl.CounterNotes {
+			if n.Kind != kind.kind {
+				continue
+			}
+			what := n.Host
+			if n.Device != "" {
+				what += " " + n.Device
+			}
+			if n.Source != "" {
+				what += " " + n.Source
+			}
+			if n.Counter != "" {
+				what += "/" + n.Counter
+			}
+			lines = append(lines, fmt.Sprintf("- %s: %s", mdText(what), mdText(oneLine(n.Reason))))
+		}
+		if len(lines) > 0 {
+			w("%s:\n\n%s\n\n", kind.title, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// summaryParseLines caps the lines of parseSection; results.json keeps
+// them all (up to MaxParseLines per run).
+const summaryParseLines = 10
+
+// parseSection lists what the output parser did not read and what it
+// noted, each distinct line once with the runs it came from.
+func parseSection(b *bytes.Buffer, wl Workload) {
+	lines, more := wl.ParseLines()
+	if len(lines) == 0 {
+		return
+	}
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	unread, notes := wl.ParseCounts()
+	head := fmt.Sprintf("The parser did not read %s", plural(unread, "line"))
+	if notes > 0 {
+		head += " and noted " + plural(notes, "thing")
+	}
+	w("%s (the raw outputs keep everything):\n\n", head)
+	for i, l := range lines {
+		if i == summaryParseLines {
+			w("- … %d more in %s\n", len(lines)-i, ResultsFile)
+			break
+		}
+		if l.Unread {
+			w("- `%s` (%s)\n", mdCode(l.Text), runsText(l.Runs))
+		} else {
+			w("- note: %s (%s)\n", mdText(l.Text), runsText(l.Runs))
+		}
+	}
+	if more > 0 {
+		w("- … and %s past the cap of %d per run\n", plural(more, "line"), MaxParseLines)
+	}
+	w("\n")
 }
 
 // metricTable prints one row per size and one column per metric (medians),
@@ -357,6 +485,10 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 		gbps           float64
 	}
 	var rdma, tcp []line
+	bidir := map[string]bool{}
+	for _, wl := range r.Workloads {
+		bidir[wl.Name] = wl.Bidirectional()
+	}
 	best := map[string]Agg{}
 	var order []string
 	for _, a := range aggs {
@@ -376,6 +508,9 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 		what := "bulk"
 		if a.Size > 0 {
 			what = HumanSize(a.Size) + " messages"
+		}
+		if bidir[a.Workload] {
+			what += ", " + BothDirections
 		}
 		l := line{a.Workload, a.Tool, what, a.Median}
 		if a.Metric == "tcp_bw" {
