@@ -12,7 +12,10 @@ import (
 
 func newPerftest(w *Workload) (Step, error) {
 	return newRDMAPair(w, func(env *Env, r *pairRun, e rdmaEnd) {
-		r.Server.Ready = PerftestReady(w, e.Port)
+		// iWARP connects QPs only through the RDMA CM: perftest's -R
+		// (the descriptor's RDMACMFlag) when either end is iWARP.
+		cm := e.Server.Transport == "iWARP" || e.Client.Transport == "iWARP"
+		r.Server.Ready = perftestReady(w, e.Port, cm)
 		cf := env.facts(w.ClientHost)
 		if cf.PerftestJSON {
 			r.JSONRel = r.Client.Handle + ".json"
@@ -21,8 +24,8 @@ func newPerftest(w *Workload) (Step, error) {
 				r.JSONFile = path.Join(cf.WorkDir, r.JSONRel)
 			}
 		}
-		r.Server.Argv = PerftestArgv(w, PerftestEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex}, e.MTU, e.Port, e.Size, "", "")
-		r.Client.Argv = PerftestArgv(w, PerftestEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
+		r.Server.Argv = PerftestArgv(w, PerftestEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex, Port: e.Server.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, "", "")
+		r.Client.Argv = PerftestArgv(w, PerftestEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex, Port: e.Client.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
 	}), nil
 }
 
@@ -30,6 +33,11 @@ func newPerftest(w *Workload) (Step, error) {
 type PerftestEnd struct {
 	Device   string
 	GIDIndex int
+	// Port is the device port (-i) when not 1 (an rdma block's port).
+	Port int
+	// RDMACM: connect through the RDMA CM (the tool's RDMACMFlag, -R),
+	// as iWARP requires; added unless the lab's args already ask for it.
+	RDMACM bool
 }
 
 // PerftestArgv builds one side's perftest command. serverAddr is "" for the
@@ -40,10 +48,16 @@ func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 		"-x", strconv.Itoa(end.GIDIndex),
 		"-p", strconv.Itoa(port),
 	}
+	if end.Port > 1 {
+		argv = append(argv, "-i", strconv.Itoa(end.Port))
+	}
 	if mtu > 0 {
 		argv = append(argv, "-m", strconv.Itoa(mtu))
 	}
 	t, _ := tooldesc.Lookup(w.Tool)
+	if end.RDMACM && t.RDMACMFlag != "" && !argsAskCM(w.Args) {
+		argv = append(argv, t.RDMACMFlag)
+	}
 	if t.Family == tooldesc.PerftestBW {
 		argv = append(argv, "--report_gbits")
 	}
@@ -76,11 +90,24 @@ func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 // on its TCP port for the out-of-band exchange, or, with -R/--rdma_cm in the
 // extra args, its rdma_cm id listens on that port instead (it opens no TCP
 // socket then).
-func PerftestReady(w *Workload, port int) *proto.Ready {
-	for _, a := range w.Args {
-		if a == "-R" || a == "--rdma_cm" {
-			return &proto.Ready{RDMACMListen: port}
-		}
+func PerftestReady(w *Workload, port int) *proto.Ready { return perftestReady(w, port, false) }
+
+// perftestReady is PerftestReady when rlab adds -R itself (cm: an end is
+// iWARP).
+func perftestReady(w *Workload, port int, cm bool) *proto.Ready {
+	if cm || argsAskCM(w.Args) {
+		return &proto.Ready{RDMACMListen: port}
 	}
 	return &proto.Ready{TCPListen: port}
+}
+
+// argsAskCM reports whether a lab's extra perftest args already ask for the
+// RDMA CM.
+func argsAskCM(args []string) bool {
+	for _, a := range args {
+		if a == "-R" || a == "--rdma_cm" {
+			return true
+		}
+	}
+	return false
 }

@@ -9,13 +9,18 @@ import (
 	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
-// RXE ensures a Soft-RoCE device on a host's netdev. A device that already
-// existed is used but recorded as not ours, so Undo never deletes it.
+// RXE readies an RDMA device for workloads: it ensures a Soft-RoCE (rxe)
+// or soft-iWARP (siw) device on a host's netdev, or, for an rdma block,
+// checks an existing device's port (Type "rdma"). A device that already
+// existed is used but recorded as not ours (Created false), so Undo, the
+// agent's cleanup and `rlab down` never delete it.
 type RXE struct {
-	Name   string // reference form of the rxe block
+	Name   string // reference form of the rxe/siw/rdma block
+	Type   string // "rxe" ("" too), "siw" or "rdma"
 	Host   string
 	Device string
 	Netdev string
+	Port   int // rdma: the port to use
 	Keep   bool
 	// WaitMs bounds the wait for the port to become ACTIVE (0: the agent's default).
 	WaitMs int
@@ -25,8 +30,18 @@ type RXE struct {
 	deleted bool
 }
 
+func (s *RXE) typ() string {
+	if s.Type == "" {
+		return "rxe"
+	}
+	return s.Type
+}
+
 func (s *RXE) Describe() string {
-	return fmt.Sprintf("rxe %s: create %s on %s of host %s", s.Name, s.Device, s.Netdev, s.Host)
+	if s.typ() == "rdma" {
+		return fmt.Sprintf("rdma %s: use %s port %d of host %s as found", s.Name, s.Device, s.Port, s.Host)
+	}
+	return fmt.Sprintf("%s %s: create %s on %s of host %s", s.typ(), s.Name, s.Device, s.Netdev, s.Host)
 }
 
 func (s *RXE) Apply(ctx context.Context, env *Env) error {
@@ -34,12 +49,28 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if s.typ() == "rdma" {
+		// Journaled as found, not created: nothing undoes it.
+		info, err := rpc.Invoke(ctx, h, rpc.RDMAUse, proto.RDMAUseParams{Name: s.Device, Port: s.Port})
+		if err != nil {
+			return fmt.Errorf("use RDMA device %q port %d of host %q (rdma %s): %w", s.Device, s.Port, s.Host, s.Name, err)
+		}
+		if err := env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: info.Netdev, Keep: true}); err != nil {
+			return err
+		}
+		env.SetRXE(s.Name, &info)
+		return nil
+	}
 	if err := env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Pending: true}); err != nil {
 		return err
 	}
-	info, err := rpc.Invoke(ctx, h, rpc.RXEEnsure, proto.RXEEnsureParams{Name: s.Device, Netdev: s.Netdev, WaitMs: s.WaitMs})
+	params := proto.RXEEnsureParams{Name: s.Device, Netdev: s.Netdev, WaitMs: s.WaitMs}
+	if s.typ() != "rxe" {
+		params.Type = s.typ()
+	}
+	info, err := rpc.Invoke(ctx, h, rpc.RXEEnsure, params)
 	if err != nil {
-		return fmt.Errorf("create rxe %q on %s of host %q: %w", s.Device, s.Netdev, s.Host, err)
+		return fmt.Errorf("create %s %q on %s of host %q: %w", s.typ(), s.Device, s.Netdev, s.Host, err)
 	}
 	s.mu.Lock()
 	s.created = info.Created
@@ -64,7 +95,7 @@ func (s *RXE) Undo(ctx context.Context, env *Env) error {
 	}
 	_, err = rpc.Invoke(ctx, h, rpc.RXEDelete, proto.RXEDeleteParams{Name: s.Device})
 	if err != nil {
-		return fmt.Errorf("delete rxe %q on host %q: %w", s.Device, s.Host, err)
+		return fmt.Errorf("delete %s %q on host %q: %w", s.typ(), s.Device, s.Host, err)
 	}
 	s.deleted = true
 	return env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Created: true, Undone: true})

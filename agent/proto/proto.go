@@ -118,7 +118,7 @@ const (
 	CodeNotFound    = "not_found"   // no such netdev, device, process, file
 	CodeExists      = "exists"      // e.g. a process handle already in use
 	CodePermission  = "permission"  // needs root (become)
-	CodeNoRXE       = "no_rxe"      // kernel has no rdma_rxe
+	CodeNoRXE       = "no_rxe"      // kernel has no rdma_rxe (or no siw, for a siw device)
 	CodeNoSpace     = "no_space"    // not enough free disk
 	CodeTimeout     = "timeout"     // a wait or readiness check timed out
 	CodeCommand     = "command"     // a command the agent ran failed
@@ -133,6 +133,7 @@ const (
 	MethodFacts        = "facts"         // FactsParams (optional) -> Facts
 	MethodRXEEnsure    = "rxe.ensure"    // RXEEnsureParams -> RXEInfo
 	MethodRXEDelete    = "rxe.delete"    // RXEDeleteParams -> RXEDeleteResult
+	MethodRDMAUse      = "rdma.use"      // RDMAUseParams -> RXEInfo (an existing device; nothing is created)
 	MethodProcStart    = "proc.start"    // ProcStartParams -> ProcStarted (after readiness)
 	MethodProcWait     = "proc.wait"     // ProcWaitParams -> ProcResult
 	MethodProcStop     = "proc.stop"     // ProcStopParams -> ProcResult
@@ -202,6 +203,8 @@ type Facts struct {
 	// RXEModule: "loaded", "builtin", "loadable" (a module file exists for the
 	// running kernel), or "absent".
 	RXEModule string `json:"rxe_module"`
+	// SIWModule is the same for siw, the soft-iWARP driver.
+	SIWModule string `json:"siw_module,omitempty"`
 	// NetemModule: sch_netem (link impairments), as RXEModule, or "unknown"
 	// when the host has no module lists or kernel config to read.
 	NetemModule string `json:"netem_module,omitempty"`
@@ -269,9 +272,15 @@ type Netdev struct {
 }
 
 type RDMADevice struct {
-	Name         string     `json:"name"`
-	Kind         string     `json:"kind"`             // "rxe", "siw" or "hw"
-	Parent       string     `json:"parent,omitempty"` // netdev, for rxe
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`             // "rxe", "siw" or "hw"
+	Parent string `json:"parent,omitempty"` // netdev, for rxe
+	// NodeType is sysfs node_type without its number: "CA" (InfiniBand and
+	// RoCE adapters, rxe) or "RNIC" (iWARP: siw, irdma in iWARP mode, cxgb4).
+	NodeType string `json:"node_type,omitempty"`
+	// Netdevs are the network interfaces of a hardware device (sysfs
+	// device/net/*); rxe has Parent, siw the netdev its GUID is made from.
+	Netdevs      []string   `json:"netdevs,omitempty"`
 	NodeGUID     string     `json:"node_guid,omitempty"`
 	SysImageGUID string     `json:"sys_image_guid,omitempty"`
 	Ports        []RDMAPort `json:"ports"`
@@ -284,7 +293,11 @@ type RDMAPort struct {
 	ActiveMTU int    `json:"active_mtu"` // bytes: 256..4096
 	MaxMTU    int    `json:"max_mtu"`
 	LinkLayer string `json:"link_layer,omitempty"`
-	GIDs      []GID  `json:"gids,omitempty"` // non-zero entries only
+	// Rate is sysfs rate as the kernel words it ("100 Gb/sec (4X EDR)").
+	Rate string `json:"rate,omitempty"`
+	// LID is the port's InfiniBand local identifier (0 on Ethernet ports).
+	LID  int   `json:"lid,omitempty"`
+	GIDs []GID `json:"gids,omitempty"` // non-zero entries only
 }
 
 type GID struct {
@@ -302,6 +315,9 @@ type Tool struct {
 type RXEEnsureParams struct {
 	Name   string `json:"name"`   // e.g. rxe_eth1
 	Netdev string `json:"netdev"` // e.g. eth1
+	// Type is the software device's link type: "rxe" (the default) or
+	// "siw", as `rdma link add NAME type TYPE netdev DEV` takes it.
+	Type string `json:"type,omitempty"`
 	// WaitMs bounds the wait for the port to become ACTIVE.
 	WaitMs int `json:"wait_ms,omitempty"`
 }
@@ -317,6 +333,19 @@ type RXEInfo struct {
 	IPv4      string `json:"ipv4"`
 	ActiveMTU int    `json:"active_mtu"`
 	NodeGUID  string `json:"node_guid,omitempty"`
+	// Kind is the device's kind as facts report it ("rxe", "siw", "hw").
+	Kind string `json:"kind,omitempty"`
+	// Transport is how the port carries RDMA: "RoCE", "InfiniBand" or
+	// "iWARP" (which connects QPs only through the RDMA CM).
+	Transport string `json:"transport,omitempty"`
+	LID       int    `json:"lid,omitempty"` // InfiniBand ports
+}
+
+// RDMAUseParams names an RDMA device rlab did not create (hardware, or an
+// rxe/siw an admin made) and the port a workload is to use.
+type RDMAUseParams struct {
+	Name string `json:"name"`
+	Port int    `json:"port"` // 1-based; 0 means 1
 }
 
 type RXEDeleteParams struct {

@@ -86,6 +86,7 @@ var (
 	Facts        = def[proto.FactsParams, proto.Facts](proto.MethodFacts, 2*time.Minute, nil)
 	RXEEnsure    = def[proto.RXEEnsureParams, proto.RXEInfo](proto.MethodRXEEnsure, 2*time.Minute, func(p proto.RXEEnsureParams) (time.Duration, bool) { return ms(p.WaitMs), false })
 	RXEDelete    = def[proto.RXEDeleteParams, proto.RXEDeleteResult](proto.MethodRXEDelete, 2*time.Minute, nil)
+	RDMAUse      = def[proto.RDMAUseParams, proto.RXEInfo](proto.MethodRDMAUse, time.Minute, nil)
 	ProcStart    = def[proto.ProcStartParams, proto.ProcStarted](proto.MethodProcStart, time.Minute, procReady)
 	ProcWait     = def[proto.ProcWaitParams, proto.ProcResult](proto.MethodProcWait, time.Minute, func(p proto.ProcWaitParams) (time.Duration, bool) { return byTimeout(p.TimeoutMs) })
 	ProcStop     = def[proto.ProcStopParams, proto.ProcResult](proto.MethodProcStop, time.Minute, func(p proto.ProcStopParams) (time.Duration, bool) { return ms(p.GraceMs), false })

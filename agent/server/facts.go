@@ -146,6 +146,7 @@ func collectFactsOpt(ctx context.Context, workDir string, topts toolsOptions) pr
 		fail("rdma devices", err)
 	}
 	f.RXEModule = rxeModuleState(f.Kernel)
+	f.SIWModule = moduleState(f.Kernel, "siw", "CONFIG_RDMA_SIW")
 	f.NetemModule = moduleState(f.Kernel, "sch_netem", "CONFIG_NET_SCH_NETEM") // impair.go
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
@@ -322,11 +323,18 @@ func readRDMADevice(name string) proto.RDMADevice {
 		SysImageGUID: readSysfs(filepath.Join(dir, "sys_image_guid")),
 		Ports:        []proto.RDMAPort{},
 	}
-	if parent := readSysfs(filepath.Join(dir, "parent")); parent != "" {
-		d.Kind, d.Parent = "rxe", parent
-	} else if _, err := os.Lstat(filepath.Join(dir, "device")); err != nil {
-		// No bus device behind it: a software device that is not rxe.
-		d.Kind = "siw"
+	d.NodeType = sysfsEnum(readSysfs(filepath.Join(dir, "node_type")))
+	d.Kind, d.Parent = deviceKind(dir, d.NodeType)
+	switch d.Kind {
+	case "siw":
+		d.Netdevs = siwNetdev(name, d.NodeGUID)
+	case "hw":
+		// A hardware device's netdevs sit under its bus device
+		// (device/net/*); rxe and siw say theirs otherwise.
+		nets, _ := os.ReadDir(filepath.Join(dir, "device", "net"))
+		for _, n := range nets {
+			d.Netdevs = append(d.Netdevs, n.Name())
+		}
 	}
 	ports, _ := os.ReadDir(filepath.Join(dir, "ports"))
 	for _, pe := range ports {
@@ -346,7 +354,9 @@ func readRDMAPort(d proto.RDMADevice, dir string, n int) proto.RDMAPort {
 		State:     sysfsEnum(readSysfs(filepath.Join(dir, "state"))),
 		PhysState: sysfsEnum(readSysfs(filepath.Join(dir, "phys_state"))),
 		LinkLayer: readSysfs(filepath.Join(dir, "link_layer")),
+		Rate:      readSysfs(filepath.Join(dir, "rate")),
 	}
+	p.LID = ParseLID(readSysfs(filepath.Join(dir, "lid")))
 	if d.Kind == "rxe" {
 		// sysfs has no MTU attribute; rxe derives its port MTU from the
 		// parent netdev's MTU (drivers/infiniband/sw/rxe rxe_set_mtu).
@@ -375,6 +385,93 @@ func readRDMAPort(d proto.RDMADevice, dir string, n int) proto.RDMAPort {
 	}
 	sort.Slice(p.GIDs, func(i, j int) bool { return p.GIDs[i].Index < p.GIDs[j].Index })
 	return p
+}
+
+// ParseLID reads a port's sysfs lid ("0x1a"): 0 when absent or not a
+// 16-bit hex number (Ethernet ports read "0x0").
+func ParseLID(s string) int {
+	s = strings.TrimSpace(s)
+	h, ok := strings.CutPrefix(s, "0x")
+	if !ok || h == "" || len(h) > 4 {
+		return 0
+	}
+	n, err := strconv.ParseUint(h, 16, 16)
+	if err != nil {
+		return 0
+	}
+	return int(n)
+}
+
+// SIWGUIDNetdev says which netdev a siw node GUID names: the MAC
+// ("52:54:00:12:34:56", as sysfs address shows it) it was made from, or
+// loopback true when it was made from the device's name (siw on lo).
+func SIWGUIDNetdev(device, nodeGUID string) (mac string, loopback, ok bool) {
+	hex := strings.ToLower(strings.ReplaceAll(nodeGUID, ":", ""))
+	if len(hex) != 16 || hex[12:] != "0000" {
+		return "", false, false
+	}
+	for _, r := range hex {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return "", false, false
+		}
+	}
+	name := []byte(device)
+	if len(name) > 6 {
+		name = name[:6]
+	}
+	if want := fmt.Sprintf("%x", name) + strings.Repeat("0", 16-2*len(name)); hex == want {
+		return "", true, true
+	}
+	parts := make([]string, 6)
+	for i := range parts {
+		parts[i] = hex[2*i : 2*i+2]
+	}
+	return strings.Join(parts, ":"), false, true
+}
+
+// siwNodeDesc is the node_desc every siw device has (SIW_NODE_DESC_COMMON,
+// include/uapi/rdma/siw-abi.h in the kernel).
+const siwNodeDesc = "Software iWARP stack"
+
+// deviceKind tells rxe, siw and hardware apart by sysfs: rxe alone has a
+// "parent" attribute (its netdev); siw is an iWARP node ("4: RNIC") with
+// siw's node_desc, and, unlike rxe, it has a "device" link (siw takes its
+// netdev's bus device as parent: siw_device_create in
+// drivers/infiniband/sw/siw/siw_main.c), so that link alone does not make
+// a device hardware. A device without a bus device that is neither is
+// software of some other kind, reported as siw as before.
+func deviceKind(dir, nodeType string) (kind, parent string) {
+	if parent := readSysfs(filepath.Join(dir, "parent")); parent != "" {
+		return "rxe", parent
+	}
+	if nodeType == "RNIC" && strings.HasPrefix(readSysfs(filepath.Join(dir, "node_desc")), siwNodeDesc) {
+		return "siw", ""
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "device")); err != nil {
+		return "siw", ""
+	}
+	return "hw", ""
+}
+
+// siwNetdev finds the netdev a siw device sits on, by its node GUID
+// (SIWGUIDNetdev): siw copies the netdev's MAC into the GUID's first six
+// bytes (siw_device_create), or, on loopback, its own name's.
+func siwNetdev(device, nodeGUID string) []string {
+	mac, loopback, ok := SIWGUIDNetdev(device, nodeGUID)
+	switch {
+	case !ok:
+		return nil
+	case loopback:
+		return []string{"lo"}
+	}
+	ents, _ := os.ReadDir(sysClassNet)
+	var out []string
+	for _, e := range ents {
+		if strings.EqualFold(readSysfs(filepath.Join(sysClassNet, e.Name(), "address")), mac) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // sysfsEnum turns a sysfs port state such as "4: ACTIVE" or "5: LinkUp" into

@@ -59,28 +59,36 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 	if err := ValidNetdev(p.Netdev); err != nil {
 		return nil, perr(proto.CodeBadRequest, "rxe.ensure: %v", err)
 	}
+	typ := p.Type
+	if typ == "" {
+		typ = "rxe"
+	}
+	sw, ok := softDevices[typ]
+	if !ok {
+		return nil, perr(proto.CodeBadRequest, "rxe.ensure: type %q: want rxe or siw", p.Type)
+	}
 	if p.Name == "" {
-		p.Name = "rxe_" + p.Netdev
+		p.Name = typ + "_" + p.Netdev
 	}
 	if err := validRDMAName(p.Name); err != nil {
 		return nil, perr(proto.CodeBadRequest, "rxe.ensure: %v", err)
 	}
-	what := fmt.Sprintf("create rxe %q on netdev %q", p.Name, p.Netdev)
+	what := fmt.Sprintf("create %s %q on netdev %q", typ, p.Name, p.Netdev)
 	ifc, err := net.InterfaceByName(p.Netdev)
 	if err != nil {
 		return nil, perr(proto.CodeNotFound, "%s: netdev %q not found, have: %s", what, p.Netdev, netdevNames())
 	}
-	info := proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1}
-	if existing := rxeOn(p.Netdev); existing != "" {
+	info := proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, Kind: typ}
+	if existing := softDeviceOn(typ, p.Netdev); existing != "" {
 		info.Name = existing
-		s.log.Info("rxe exists; reusing, not ours", "name", existing, "netdev", p.Netdev)
+		s.log.Info(typ+" exists; reusing, not ours", "name", existing, "netdev", p.Netdev)
 	} else {
 		kernel := kernelRelease()
-		switch rxeModuleState(kernel) {
+		switch sw.state(kernel) {
 		case "absent":
-			return nil, perr(proto.CodeNoRXE, "%s: %s", what, NoRXEMessage(kernel))
+			return nil, perr(proto.CodeNoRXE, "%s: %s", what, sw.absent(kernel))
 		case "loadable":
-			if err := s.modprobeRXE(ctx); err != nil {
+			if err := s.modprobe(ctx, sw.module); err != nil {
 				return nil, err
 			}
 		}
@@ -93,14 +101,14 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 		if closing {
 			return nil, errClosing(proto.MethodRXEEnsure)
 		}
-		if err := s.addRXE(ctx, p.Name, p.Netdev); err != nil {
+		if err := s.addLink(ctx, typ, p.Name, p.Netdev); err != nil {
 			return nil, err
 		}
 		info.Created = true
 		s.mu.Lock()
 		s.rxes[p.Name] = p.Netdev
 		s.mu.Unlock()
-		s.log.Info("rxe created", "name", p.Name, "netdev", p.Netdev)
+		s.log.Info(typ+" created", "name", p.Name, "netdev", p.Netdev)
 	}
 
 	wait := defaultRXEWait
@@ -119,6 +127,17 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 		if ok && port.State == "ACTIVE" {
 			info.ActiveMTU = port.ActiveMTU
 			info.NodeGUID = dev.NodeGUID
+			info.Transport = portTransport(dev, port)
+			if typ == "siw" {
+				// iWARP has no GID table to pick from: the RDMA CM
+				// resolves the peer by its IP address (GID 0 is the MAC).
+				info.ActiveMTU = RXEActiveMTU(ifcMTU(ifc))
+				info.GIDIndex = 0
+				if ipv4 != nil {
+					info.IPv4 = ipv4.String()
+				}
+				return info, nil
+			}
 			if ipv4 == nil {
 				info.GIDIndex = -1
 				return info, nil
@@ -194,13 +213,73 @@ func RoCEv2GID(gids []proto.GID, ipv4 net.IP) (proto.GID, bool) {
 	return proto.GID{}, false
 }
 
-func (s *Server) modprobeRXE(ctx context.Context) error {
-	what := "load kernel module rdma_rxe"
+// softDevice is a kind of RDMA device rlab creates on a netdev.
+type softDevice struct {
+	module string                     // the kernel module that provides it
+	state  func(kernel string) string // loaded, builtin, loadable, absent (or unknown)
+	absent func(kernel string) string // what to do when the kernel lacks it
+}
+
+var softDevices = map[string]softDevice{
+	"rxe": {module: "rdma_rxe", state: rxeModuleState, absent: NoRXEMessage},
+	"siw": {module: "siw", state: func(k string) string { return moduleState(k, "siw", "CONFIG_RDMA_SIW") }, absent: NoSIWMessage},
+}
+
+// NoSIWMessage is what a user reads when the kernel has no siw module.
+// Debian's kernels (bookworm's 6.1 and its backports' 6.12) are built
+// without CONFIG_RDMA_SIW; Ubuntu's and Fedora's have it.
+func NoSIWMessage(kernel string) string {
+	return fmt.Sprintf("kernel %s has no siw (soft-iWARP) module: use a kernel built with CONFIG_RDMA_SIW "+
+		"(Ubuntu: linux-modules-extra-%s; Fedora and RHEL ship it; Debian's kernels do not)", kernel, kernel)
+}
+
+// softDeviceOn returns the device of kind typ on netdev, if any.
+func softDeviceOn(typ, netdev string) string {
+	if typ == "rxe" {
+		return rxeOn(netdev)
+	}
+	ents, _ := os.ReadDir(sysClassIB)
+	for _, e := range ents {
+		d := readRDMADevice(e.Name())
+		if d.Kind != typ {
+			continue
+		}
+		for _, n := range d.Netdevs {
+			if n == netdev {
+				return e.Name()
+			}
+		}
+	}
+	return ""
+}
+
+func ifcMTU(ifc *net.Interface) int {
+	if ifc == nil {
+		return 0
+	}
+	return ifc.MTU
+}
+
+// portTransport says how a port carries RDMA: iWARP for an RNIC, else by
+// its link layer.
+func portTransport(d proto.RDMADevice, p proto.RDMAPort) string {
+	switch {
+	case d.NodeType == "RNIC" || d.Kind == "siw":
+		return "iWARP"
+	case p.LinkLayer == "InfiniBand":
+		return "InfiniBand"
+	default:
+		return "RoCE"
+	}
+}
+
+func (s *Server) modprobe(ctx context.Context, module string) error {
+	what := "load kernel module " + module
 	mp, err := lookTool("modprobe")
 	if err != nil {
 		return perr(proto.CodeUnsupported, "%s: %v (install kmod)", what, err)
 	}
-	argv := []string{mp, "rdma_rxe"}
+	argv := []string{mp, module}
 	out, code, err := runArgv(ctx, argv)
 	if err != nil {
 		pe := &proto.Error{Code: proto.CodeCommand, Message: fmt.Sprintf("%s: %v", what, err), Command: argv, ExitCode: code, Stderr: out}
@@ -213,11 +292,11 @@ func (s *Server) modprobeRXE(ctx context.Context) error {
 	return nil
 }
 
-// addRXE creates the link over netlink RDMA, falling back to
-// `rdma link add NAME type rxe netdev DEV`.
-func (s *Server) addRXE(ctx context.Context, name, netdev string) error {
-	what := fmt.Sprintf("create rxe %q on netdev %q", name, netdev)
-	err := rdmaLinkAdd(name, "rxe", netdev)
+// addLink creates a software RDMA link (rxe or siw) over netlink RDMA,
+// falling back to `rdma link add NAME type TYPE netdev DEV`.
+func (s *Server) addLink(ctx context.Context, typ, name, netdev string) error {
+	what := fmt.Sprintf("create %s %q on netdev %q", typ, name, netdev)
+	err := rdmaLinkAdd(name, typ, netdev)
 	if err == nil {
 		return nil
 	}
@@ -229,7 +308,7 @@ func (s *Server) addRXE(ctx context.Context, name, netdev string) error {
 	if lerr != nil {
 		return perr(proto.CodeCommand, "%s: netlink: %v", what, err)
 	}
-	argv := []string{rdma, "link", "add", name, "type", "rxe", "netdev", netdev}
+	argv := []string{rdma, "link", "add", name, "type", typ, "netdev", netdev}
 	out, code, rerr := runArgv(ctx, argv)
 	if rerr != nil {
 		return &proto.Error{Code: proto.CodeCommand, Message: fmt.Sprintf("%s: netlink: %v; rdma tool: %v", what, err, rerr),
@@ -264,8 +343,8 @@ func (s *Server) deleteRXE(ctx context.Context, name string) (bool, error) {
 	if _, err := os.Stat(filepath.Join(sysClassIB, name)); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	if readSysfs(filepath.Join(sysClassIB, name, "parent")) == "" {
-		return false, perr(proto.CodeBadRequest, "%s: %q is not an rxe device", what, name)
+	if k := readRDMADevice(name).Kind; k != "rxe" && k != "siw" {
+		return false, perr(proto.CodeBadRequest, "%s: %q is not an rxe or siw device (rlab never deletes hardware)", what, name)
 	}
 	err := rdmaLinkDel(name)
 	if err == nil {

@@ -43,10 +43,14 @@ func installFakeRXE(t *testing.T) *fakeRXEKernel {
 func (k *fakeRXEKernel) add(name, typ, netdev string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	dir := filepath.Join(k.ib, name)
+	if typ == "siw" {
+		k.added = append(k.added, name)
+		return writeFiles(dir, siwSysfs(name, netdev))
+	}
 	if typ != "rxe" {
 		return fmt.Errorf("link type %q", typ)
 	}
-	dir := filepath.Join(k.ib, name)
 	files := map[string]string{
 		"parent":                    netdev,
 		"node_guid":                 "0000:00ff:fe00:0001",
@@ -95,7 +99,7 @@ func TestRXELifecycle(t *testing.T) {
 	var info proto.RXEInfo
 	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, &info)
 	want := proto.RXEInfo{Name: "rxe_lo", Netdev: "lo", Created: true, Port: 1, GIDIndex: 3,
-		GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001"}
+		GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001", Kind: "rxe", Transport: "RoCE"}
 	if d := cmp.Diff(want, info); d != "" {
 		t.Errorf("first ensure (-want +got):\n%s", d)
 	}

@@ -324,6 +324,7 @@ func (s *Server) handlers() map[string]handler {
 		proto.MethodFacts:        s.facts,
 		proto.MethodRXEEnsure:    s.rxeEnsure,
 		proto.MethodRXEDelete:    s.rxeDelete,
+		proto.MethodRDMAUse:      s.rdmaUse,
 		proto.MethodProcStart:    s.procStart,
 		proto.MethodProcWait:     s.procWait,
 		proto.MethodProcStop:     s.procStop,

@@ -135,6 +135,14 @@ type Tool struct {
 	// HeadlineSmallest: the summary's headline number is at the smallest
 	// message size (latency), not the largest (bandwidth).
 	HeadlineSmallest bool
+	// iWARP (siw, irdma and cxgb4 in iWARP mode) connects QPs only through
+	// the RDMA CM, over a TCP connection it sets up. RDMACM: the tool
+	// always does (rping); RDMACMFlag: the flag that makes it (perftest's
+	// -R), which rlab adds when an end is iWARP; NoIWARP: why the tool
+	// cannot run over iWARP at all ("" when it can).
+	RDMACM     bool
+	RDMACMFlag string
+	NoIWARP    string
 }
 
 // Metric is one measured quantity: its name is the one results.json,
@@ -404,12 +412,20 @@ func registerBuiltins() {
 		if bw == perftestFirst {
 			ver = Version{Args: []string{"--version"}, Pattern: `[0-9]+(?:\.[0-9]+)+`, PerftestHelp: true} // Version: 6.06
 		}
-		Register(Tool{Name: bw, Family: PerftestBW, RDMA: true, Transports: tr, TransportWhy: why,
+		// siw reports no atomic capability (siw_query_device sets
+		// atomic_cap = 0, "Revisit atomic caps if RFC 7306 gets supported",
+		// drivers/infiniband/sw/siw/siw_verbs.c), nor does iWARP's RDMAP
+		// (RFC 5040) define atomics.
+		var noIWARP string
+		if op == "atomic" {
+			noIWARP = "iWARP has no atomic operations (RFC 5040's RDMAP defines none, and siw reports atomic_cap 0)"
+		}
+		Register(Tool{Name: bw, Family: PerftestBW, RDMA: true, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
 			Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true,
 			Metrics: []string{"bw_peak", "bw_avg", "msg_rate"},
 			Program: &Program{Name: bw, Packages: perftestPkg, Version: ver},
 			Chart:   "bw", Hint: bwHint})
-		Register(Tool{Name: lat, Family: PerftestLat, RDMA: true, Transports: tr, TransportWhy: why,
+		Register(Tool{Name: lat, Family: PerftestLat, RDMA: true, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
 			Sizes: true, FixedSize: fixed, Iterations: true, Duration: true,
 			Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 			Program: &Program{Name: lat, Packages: perftestPkg, Version: Version{From: perftestFirst}},
@@ -425,12 +441,13 @@ func registerBuiltins() {
 			max = 4096 // a UD message is one packet: the largest RoCE MTU
 		}
 		Register(Tool{Name: name, Family: Pingpong, RDMA: true, FixedTransport: t.transport, TransportWhy: ppWhy,
-			Sizes: true, MaxSize: max, Iterations: true,
+			NoIWARP: "the pingpong tools connect their QPs themselves (LID, QPN and GID swapped over TCP, then modify to RTR), never through the RDMA CM, which iWARP requires",
+			Sizes:   true, MaxSize: max, Iterations: true,
 			Metrics: []string{"pp_bw", "pp_lat"},
 			Program: &Program{Name: name, Packages: ibverbsPkg, Version: Version{RDMACore: true}},
 			Chart:   "pingpong", Hint: ppHint, HeadlineSmallest: true})
 	}
-	Register(Tool{Name: "rping", Family: Rping, RDMA: true, FixedTransport: "RC",
+	Register(Tool{Name: "rping", Family: Rping, RDMA: true, FixedTransport: "RC", RDMACM: true,
 		TransportWhy: "rping always uses an RC connection through the RDMA CM",
 		Sizes:        true, Iterations: true,
 		Metrics:      []string{"rping_count"},

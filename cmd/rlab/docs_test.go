@@ -24,6 +24,18 @@ import (
 // for flags; shared flag sets (hostFlags, varFlags) are proven once on one
 // command and named for each command that has them.
 var optionProofs = map[string]string{
+	// labs/README.md, "Blocks": siw and rdma (issue 16)
+	"siw.host":      "engine/run.TestRunSIWAndFoundDevice", // created with type siw on its netdev, deleted after
+	"siw.netdev":    "engine/run.TestRunSIWAndFoundDevice",
+	"siw.name":      "engine/run.TestRunSIWAndFoundDevice", // iw_keep
+	"siw.keep":      "engine/run.TestRunSIWAndFoundDevice", // iw_keep left
+	"siw.count":     "engine/lab.TestDeviceBlocksRepeat",
+	"siw.for_each":  "engine/lab.TestDeviceBlocksRepeat",
+	"rdma.host":     "engine/run.TestRunSIWAndFoundDevice", // used, journaled as found, never deleted (also by down)
+	"rdma.device":   "engine/run.TestRunFoundDeviceMissing",
+	"rdma.port":     "engine/run.TestRunSIWAndFoundDevice", // rdma.use with port 2
+	"rdma.count":    "engine/lab.TestDeviceBlocksRepeat",
+	"rdma.for_each": "engine/lab.TestDeviceBlocks",
 	// labs/README.md, "Blocks"
 	"lab.description":                   "engine/lab.TestExpansion",       // into the model; summary.md shows it (engine/results)
 	"variable.type":                     "engine/lab.TestTypedVars",       // values converted and checked against the type
@@ -233,7 +245,7 @@ func labAttrs(t *testing.T) []string {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "impair", "group"} {
+	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "impair", "group", "siw", "rdma"} {
 		delete(seen, top) // top-level blocks: their attributes are the options
 	}
 	for k := range seen {
@@ -252,7 +264,7 @@ func labAttrs(t *testing.T) []string {
 		}
 	}
 	if strings.Contains(doc, "`count = N`") {
-		for _, k := range []string{"host", "rxe", "capture", "workload", "impair", "group"} {
+		for _, k := range []string{"host", "rxe", "capture", "workload", "impair", "group", "siw", "rdma"} {
 			seen[k+".count"] = true
 			seen[k+".for_each"] = true
 		}

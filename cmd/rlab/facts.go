@@ -144,8 +144,14 @@ func writeFactsTable(w io.Writer, res []remote.Result) error {
 		var devs []string
 		for _, d := range f.RDMA {
 			s := d.Name + "/" + d.Kind
-			if d.Parent != "" {
+			if d.Kind == "hw" && d.NodeType == "RNIC" {
+				s += "(iWARP)"
+			}
+			switch {
+			case d.Parent != "":
 				s += "@" + d.Parent
+			case len(d.Netdevs) > 0: // siw, and hardware with a netdev (device/net)
+				s += "@" + d.Netdevs[0]
 			}
 			devs = append(devs, s)
 		}

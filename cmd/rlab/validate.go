@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/engine/lab"
@@ -110,5 +111,17 @@ func counts(l *lab.Lab) string {
 		}
 		return fmt.Sprintf("%d %ss", n, s)
 	}
-	return fmt.Sprintf("%s, %s, %s, %s", plural(len(l.Hosts), "host"), fmt.Sprintf("%d rxe", len(l.RXEs)), plural(len(l.Captures), "capture"), plural(len(l.Workloads), "workload"))
+	// RDMA devices by block kind, in the order the blocks are decoded:
+	// "2 rxe", or "2 siw, 2 rdma" (a lab without any says "0 rxe").
+	n := map[string]int{}
+	for _, r := range l.RXEs {
+		n[r.Kind]++
+	}
+	var devs []string
+	for _, k := range lab.DeviceKinds {
+		if n[k] > 0 || (k == "rxe" && len(l.RXEs) == 0) {
+			devs = append(devs, fmt.Sprintf("%d %s", n[k], k))
+		}
+	}
+	return fmt.Sprintf("%s, %s, %s, %s", plural(len(l.Hosts), "host"), strings.Join(devs, ", "), plural(len(l.Captures), "capture"), plural(len(l.Workloads), "workload"))
 }

@@ -29,7 +29,7 @@ func WriteDOT(w io.Writer, g *Graph) error {
 			for _, r := range n.RXEs {
 				head := "rdma " + r.Device
 				if r.Ref != "" && r.Ref != r.Device {
-					head += " (rxe." + r.Ref + ")"
+					head += " (" + r.refKind() + "." + r.Ref + ")"
 				}
 				fmt.Fprintf(&b, "    %s [shape=box, style=\"rounded,filled\", fillcolor=\"#ddf4ff\", label=%s];\n", quote(r.ID), label(append([]string{head}, r.Detail...)))
 				fmt.Fprintf(&b, "    %s -> %s [arrowhead=none, color=\"#8c959f\", label=\"parent\"];\n", quote(n.ID), quote(r.ID))

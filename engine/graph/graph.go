@@ -1,6 +1,7 @@
-// Package graph draws a lab's topology: hosts, their netdevs, the rxe
-// devices on them (with parent netdev, GUIDs and GIDs when a run's facts
-// are known), the captures, and the workloads between them as edges
+// Package graph draws a lab's topology: hosts, their netdevs, the RDMA
+// devices on them (rxe and siw rlab creates, devices an rdma block names,
+// and, from a run's facts, hardware beside them: parent netdev, node and
+// system-image GUIDs, port state, link layer, rate, GIDs), the captures, and the workloads between them as edges
 // labelled with the tool. It writes Graphviz DOT, and SVG through `dot`.
 //
 // It reads the lab model and facts only; it must not import the run
@@ -50,9 +51,17 @@ type Netdev struct {
 // RXE is an RDMA device on a netdev.
 type RXE struct {
 	ID     string
-	Ref    string // the lab's rxe name, "" when only the facts know it
+	Ref    string // the lab's block name, "" when only the facts know it
+	Kind   string // the lab's block: rxe, siw or rdma
 	Device string
 	Detail []string
+}
+
+func (r *RXE) refKind() string {
+	if r.Kind == "" {
+		return "rxe"
+	}
+	return r.Kind
 }
 
 // Capture is a packet capture on a netdev.
@@ -112,9 +121,20 @@ func FromLab(l *lab.Lab) *Graph {
 		if gh == nil {
 			continue
 		}
-		nd := gh.netdev(r.Netdev)
+		netdev := r.Netdev
+		if r.Found() {
+			// Which netdev a found device sits on only the facts know.
+			netdev = "(" + r.Kind + ")"
+		}
+		nd := gh.netdev(netdev)
 		x := nd.rxe(r.Device)
-		x.Ref = r.Name
+		x.Ref, x.Kind = r.Name, r.Kind
+		switch r.Kind {
+		case "siw":
+			x.Detail = append(x.Detail, "siw (soft-iWARP)")
+		case "rdma":
+			x.Detail = append(x.Detail, fmt.Sprintf("found: port %d; rlab never deletes it", r.Port))
+		}
 		rxes[r] = x
 	}
 	for _, c := range l.Captures {
@@ -172,6 +192,39 @@ func (n *Netdev) rxe(device string) *RXE {
 	return r
 }
 
+// moveRXE is the node of an RDMA device the facts report on netdev: the
+// lab's node when the lab names it (moved there from the placeholder an
+// rdma block is drawn under until the facts say where it is), else a new
+// one.
+func (h *Host) moveRXE(device, netdev string) *RXE {
+	for _, n := range h.Netdevs {
+		for i, r := range n.RXEs {
+			if r.Device != device {
+				continue
+			}
+			if strings.HasPrefix(n.Name, "(") && n.Name != netdev {
+				n.RXEs = append(n.RXEs[:i:i], n.RXEs[i+1:]...)
+				to := h.netdev(netdev)
+				to.RXEs = append(to.RXEs, r)
+			}
+			return r
+		}
+	}
+	return h.netdev(netdev).rxe(device)
+}
+
+// rdmaNetdev is the netdev a device sits on as the facts say: rxe's parent,
+// else siw's or the hardware's netdev (sysfs device/net).
+func rdmaNetdev(r proto.RDMADevice) string {
+	if r.Parent != "" {
+		return r.Parent
+	}
+	if len(r.Netdevs) > 0 {
+		return r.Netdevs[0]
+	}
+	return ""
+}
+
 func (n *Netdev) mentions(s string) bool {
 	for _, d := range n.Detail {
 		if strings.Contains(d, s) {
@@ -217,8 +270,8 @@ func (g *Graph) AddFacts(host string, f *proto.Facts) {
 		want[n.Name] = true
 	}
 	for _, r := range f.RDMA {
-		if r.Parent != "" {
-			want[r.Parent] = true
+		if n := rdmaNetdev(r); n != "" {
+			want[n] = true
 		}
 	}
 	for _, n := range f.Netdevs {
@@ -238,12 +291,18 @@ func (g *Graph) AddFacts(host string, f *proto.Facts) {
 		nd.add(fmt.Sprintf("MTU %d, %s", n.MTU, n.State))
 	}
 	for _, r := range f.RDMA {
-		parent := r.Parent
+		parent := rdmaNetdev(r)
 		if parent == "" {
 			parent = "(" + r.Kind + ")"
 		}
-		x := h.netdev(parent).rxe(r.Name)
-		x.Detail = append(x.Detail, r.Kind)
+		x := h.moveRXE(r.Name, parent)
+		kind := r.Kind
+		if r.Kind == "hw" && r.NodeType == "RNIC" {
+			kind = "hw, iWARP"
+		}
+		if !(r.Kind == "siw" && x.Kind == "siw") { // the lab said it already
+			x.Detail = append(x.Detail, kind)
+		}
 		if r.NodeGUID != "" {
 			x.Detail = append(x.Detail, "node GUID "+r.NodeGUID)
 		}
@@ -251,7 +310,23 @@ func (g *Graph) AddFacts(host string, f *proto.Facts) {
 			x.Detail = append(x.Detail, "sys image GUID "+r.SysImageGUID)
 		}
 		for _, p := range r.Ports {
-			x.Detail = append(x.Detail, fmt.Sprintf("port %d %s, MTU %d/%d", p.Port, p.State, p.ActiveMTU, p.MaxMTU))
+			switch {
+			case r.Kind == "rxe":
+				x.Detail = append(x.Detail, fmt.Sprintf("port %d %s, MTU %d/%d", p.Port, p.State, p.ActiveMTU, p.MaxMTU))
+			default:
+				// Hardware and siw: sysfs has no MTU; the link layer,
+				// rate and (InfiniBand) LID say what the port is.
+				line := fmt.Sprintf("port %d %s", p.Port, p.State)
+				for _, s := range []string{p.LinkLayer, p.Rate} {
+					if s != "" {
+						line += ", " + s
+					}
+				}
+				if p.LID != 0 {
+					line += fmt.Sprintf(", LID %d", p.LID)
+				}
+				x.Detail = append(x.Detail, line)
+			}
 			for _, gid := range p.GIDs {
 				if gid.Type == "RoCE v2" {
 					x.Detail = append(x.Detail, fmt.Sprintf("GID[%d] %s", gid.Index, gid.GID))
@@ -259,6 +334,14 @@ func (g *Graph) AddFacts(host string, f *proto.Facts) {
 			}
 		}
 	}
+	// Placeholders an rdma block was drawn under until the facts placed it.
+	kept := h.Netdevs[:0]
+	for _, n := range h.Netdevs {
+		if !strings.HasPrefix(n.Name, "(") || len(n.RXEs) > 0 || len(n.Captures) > 0 {
+			kept = append(kept, n)
+		}
+	}
+	h.Netdevs = kept
 }
 
 // IsRunDir tells a run directory (results.json or hosts/ beside lab/) from

@@ -251,3 +251,39 @@ func TestLoadRedactsSensitive(t *testing.T) {
 		t.Errorf("DOT should show the address redacted:\n%s", b.String())
 	}
 }
+
+// TestDOTFabric pins a lab with siw and rdma blocks, and the facts of a host
+// with hardware beside them: an mlx5 (RoCE port, its netdev from sysfs
+// device/net) that an rdma block names, an InfiniBand port, an iWARP NIC
+// and a siw device, as agent/server's sysfs fixtures read them.
+func TestDOTFabric(t *testing.T) {
+	l, diags := lab.Load([]string{"../../testdata/labs/valid/devices.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g := FromLab(l)
+	g.AddFacts("a", &proto.Facts{Hostname: "a", Kernel: "6.8.0-45-generic",
+		Netdevs: []proto.Netdev{{Name: "eth1", MTU: 1500, State: "up", Addrs: []string{"10.0.0.1/24"}}, {Name: "ens2f0", MTU: 9000, State: "up"}},
+		RDMA: []proto.RDMADevice{
+			{Name: "mlx5_0", Kind: "hw", NodeType: "CA", Netdevs: []string{"ens2f0"}, NodeGUID: "b859:9f03:00a1:b2c3", SysImageGUID: "b859:9f03:00a1:b2c3",
+				Ports: []proto.RDMAPort{{Port: 1, State: "DOWN", LinkLayer: "Ethernet"}, {Port: 2, State: "ACTIVE", LinkLayer: "Ethernet", Rate: "100 Gb/sec (4X EDR)",
+					GIDs: []proto.GID{{Index: 3, GID: "::ffff:10.1.0.1", Type: "RoCE v2", Netdev: "ens2f0"}}}}},
+			{Name: "mlx5_1", Kind: "hw", NodeType: "CA", NodeGUID: "b859:9f03:00a1:b2c4", SysImageGUID: "b859:9f03:00a1:b2c3",
+				Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "InfiniBand", Rate: "100 Gb/sec (4X EDR)", LID: 5}}},
+			{Name: "irdma0", Kind: "hw", NodeType: "RNIC", Netdevs: []string{"eth1"}, Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet", Rate: "25 Gb/sec (1X EDR)"}}},
+			{Name: "siw_eth2", Kind: "siw", NodeType: "RNIC", Netdevs: []string{"eth2"}, NodeGUID: "5254:0012:3456:0000", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
+		}})
+	var b bytes.Buffer
+	if err := WriteDOT(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fabric.run.dot", b.Bytes())
+	for _, want := range []string{"found: port 2; rlab never deletes it", "hw, iWARP", "LID 5", "siw (soft-iWARP)", "sys image GUID b859:9f03:00a1:b2c3"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("DOT lacks %q", want)
+		}
+	}
+	if strings.Count(b.String(), `"mlx5_0`) > 2 {
+		t.Errorf("mlx5_0 drawn more than once per host:\n%s", b.String())
+	}
+}

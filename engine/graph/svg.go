@@ -65,7 +65,7 @@ func WriteSimpleSVG(w io.Writer, g *Graph) error {
 				for _, r := range n.RXEs {
 					head := "rdma " + r.Device
 					if r.Ref != "" && r.Ref != r.Device {
-						head += " (rxe." + r.Ref + ")"
+						head += " (" + r.refKind() + "." + r.Ref + ")"
 					}
 					add(r.ID, append([]string{head}, r.Detail...), "#ddf4ff", false)
 				}

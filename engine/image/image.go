@@ -68,15 +68,54 @@ type Recipe struct {
 	Mirror    string   // "" = the build machine's apt sources
 	Packages  []string // installed on top of variant minbase
 	SizeBytes int64    // ext4 file system size (sparse)
+	// SIWSource is the Debian package of the kernel's source from which
+	// the soft-iWARP module is built ("" = no siw): Debian's kernels are
+	// built without CONFIG_RDMA_SIW (bookworm's 6.1 and its backports'
+	// 6.12 ship no siw.ko; checked in the packages), so the image builds
+	// drivers/infiniband/sw/siw of the very kernel it runs, from that
+	// release's own linux-source package, against its linux-headers, and
+	// removes the compiler and sources afterwards.
+	SIWSource string
 }
+
+// siwSources is the kernel source package of each release whose kernel
+// lacks siw.
+var siwSources = map[string]string{"bookworm": "linux-source-6.1"}
 
 // DefaultRecipe returns the recipe for release ("" = DefaultRelease).
 func DefaultRecipe(release string) Recipe {
 	if release == "" {
 		release = DefaultRelease
 	}
-	return Recipe{Release: release, Packages: append([]string(nil), DefaultPackages...), SizeBytes: 2 << 30}
+	return Recipe{Release: release, Packages: append([]string(nil), DefaultPackages...), SizeBytes: 2 << 30, SIWSource: siwSources[release]}
 }
+
+// siwBuildPackages are installed for the siw build and purged after it.
+func (r Recipe) siwBuildPackages() []string {
+	if r.SIWSource == "" {
+		return nil
+	}
+	return []string{r.SIWSource, "linux-headers-amd64", "make", "xz-utils"}
+}
+
+// siwHook is the mmdebstrap customize hook that builds siw.ko in the new
+// root ($1) for its kernel, installs it under updates/ (so modprobe siw
+// finds it) and purges what the build needed. Every command is the
+// release's own: its tar, kbuild, gcc and depmod, run chrooted.
+const siwHook = `set -eu
+root="$1"; src="$2"
+kver=$(ls "$root/lib/modules" | head -n 1)
+chroot "$root" sh -euc '
+kver="$1"; src="$2"
+mkdir -p /tmp/siw-build && cd /tmp/siw-build
+tar -xf /usr/src/"$src".tar.xz --wildcards "$src/drivers/infiniband/sw/siw/*" "$src/include/uapi/rdma/siw-abi.h"
+make -C /lib/modules/"$kver"/build M=/tmp/siw-build/"$src"/drivers/infiniband/sw/siw CONFIG_RDMA_SIW=m KCFLAGS=-I/tmp/siw-build/"$src"/include/uapi -j2 modules
+install -D -m 0644 /tmp/siw-build/"$src"/drivers/infiniband/sw/siw/siw.ko /lib/modules/"$kver"/updates/siw.ko
+depmod -a "$kver"
+cd / && rm -rf /tmp/siw-build
+apt-get purge -y --autoremove "$src" linux-headers-amd64 $(dpkg-query -W -f="\${Package}\n" "linux-headers-*" "linux-kbuild-*" 2>/dev/null) make
+' sh "$kver" "$src"
+`
 
 // Hash identifies the recipe: the fields, the guest files and the build
 // version. 16 hex digits.
@@ -86,6 +125,9 @@ func (r Recipe) Hash() string {
 	pk := append([]string(nil), r.Packages...)
 	sort.Strings(pk)
 	fmt.Fprintf(h, "packages=%s\n", strings.Join(pk, ","))
+	if r.SIWSource != "" {
+		fmt.Fprintf(h, "siw=%s\n%s\n", r.SIWSource, siwHook)
+	}
 	for _, f := range guestFiles {
 		fmt.Fprintf(h, "file %s %o %d\n%s\n", f.path, f.mode, len(f.content), f.content)
 	}
@@ -331,7 +373,7 @@ func (b *builder) fail(step string, err error) error {
 // run runs argv, streaming its output lines to the log and progress.
 func (b *builder) run(ctx context.Context, stage int, argv ...string) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C.UTF-8")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C.UTF-8", "RLAB_SIW_HOOK="+siwHook, "RLAB_SIW_SOURCE="+b.r.SIWSource)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	pr, pw := io.Pipe()
@@ -366,11 +408,18 @@ func (b *builder) run(ctx context.Context, stage int, argv ...string) error {
 }
 
 func (b *builder) bootstrap(ctx context.Context) error {
+	include := append(append([]string(nil), b.r.Packages...), b.r.siwBuildPackages()...)
 	argv := []string{"mmdebstrap", "--variant=minbase", "--mode=root", "--format=directory",
-		"--include=" + strings.Join(b.r.Packages, ","),
+		"--include=" + strings.Join(include, ","),
 		"--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-include=/usr/share/doc/*/copyright",
 		"--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/locale/*",
 		b.r.Release, b.rootfs}
+	if b.r.SIWSource != "" {
+		// mmdebstrap runs a hook as `sh -c HOOK exec ROOT`; the source
+		// package's name comes through the environment, never the shell
+		// text (it is the recipe's, not a user's, but argv stays argv).
+		argv = append(argv[:len(argv)-2], "--customize-hook="+`sh -c "$RLAB_SIW_HOOK" siw-hook "$1" "$RLAB_SIW_SOURCE"`, b.r.Release, b.rootfs)
+	}
 	if b.r.Mirror != "" {
 		argv = append(argv, b.r.Mirror)
 	}
@@ -433,6 +482,11 @@ func (b *builder) kernel() (string, error) {
 	mods, _ := filepath.Glob(filepath.Join(b.rootfs, "lib/modules/*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko*"))
 	if len(mods) == 0 {
 		return "", errors.New("the installed kernel has no rdma_rxe module")
+	}
+	if b.r.SIWSource != "" {
+		if siw, _ := filepath.Glob(filepath.Join(b.rootfs, "lib/modules/*/updates/siw.ko")); len(siw) == 0 {
+			return "", errors.New("the siw module was not built (see the customize hook's output in build.log)")
+		}
 	}
 	rel, _ := filepath.Rel(filepath.Join(b.rootfs, "lib/modules"), mods[0])
 	kver := strings.SplitN(rel, string(filepath.Separator), 2)[0]

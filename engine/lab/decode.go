@@ -282,7 +282,7 @@ func (l *loader) resolveRefAt(rng *hcl.Range, v cty.Value, kind, what string) (s
 }
 
 func article2(kind string) string {
-	if kind == "rxe" || strings.IndexByte("aeiou", kind[0]) >= 0 { // "an rxe": ar-ex-ee
+	if kind == "rxe" || kind == "rdma" || strings.IndexByte("aeiou", kind[0]) >= 0 { // "an rxe", "an rdma": spoken letter by letter
 		return "an " + kind
 	}
 	return "a " + kind

@@ -48,7 +48,7 @@ func checkModel(t *testing.T, l *Lab) {
 		}
 	}
 	for _, r := range l.RXEs {
-		if r.Host == nil || r.Netdev == "" || r.Device == "" {
+		if r.Host == nil || (r.Netdev == "") != r.Found() || r.Device == "" || r.Port < 1 {
 			t.Fatalf("rxe %q incomplete: %+v", r.Name, r)
 		}
 	}

@@ -33,6 +33,8 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "ssh"},
 		{Type: "host", LabelNames: []string{"name"}},
 		{Type: "rxe", LabelNames: []string{"name"}},
+		{Type: "siw", LabelNames: []string{"name"}},
+		{Type: "rdma", LabelNames: []string{"name"}},
 		{Type: "capture", LabelNames: []string{"name"}},
 		{Type: "workload", LabelNames: []string{"name"}},
 		{Type: "group", LabelNames: []string{"name"}},
@@ -293,7 +295,7 @@ func (l *loader) decode(files []parsedFile) {
 	defaults := l.decodeSSHDefaults(byType["ssh"])
 	l.decodeHosts(byType["host"], defaults)
 	l.instExpr, l.instCtx = nil, nil
-	l.decodeRXEs(byType["rxe"])
+	l.decodeDevices(byType)
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeWorkloads(byType["workload"])
 	l.instExpr, l.instCtx = nil, nil
@@ -378,7 +380,8 @@ func validName(s string) bool { return hclsyntax.ValidIdentifier(s) }
 // them is evaluated.
 func (l *loader) declare(byType map[string][]*hcl.Block) {
 	l.decls = map[string]map[string]*decl{}
-	for _, kind := range []string{"host", "rxe", "capture", "workload", "impair", "group"} {
+	devices := map[string]*decl{} // rxe, siw and rdma labels share one namespace
+	for _, kind := range []string{"host", "rxe", "siw", "rdma", "capture", "workload", "impair", "group"} {
 		l.decls[kind] = map[string]*decl{}
 		for _, b := range byType[kind] {
 			name := b.Labels[0]
@@ -390,7 +393,14 @@ func (l *loader) declare(byType map[string][]*hcl.Block) {
 				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate "+kind+" "+fmt.Sprintf("%q", name), "A %s named %q is already declared at %s. Names of %s blocks must be unique; rename one of them.", kind, name, prev.block.DefRange, kind)
 				continue
 			}
+			if prev := devices[name]; prev != nil && prev.kind != kind && contains(DeviceKinds, kind) {
+				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate device name "+fmt.Sprintf("%q", name), "%s %q is declared at %s; rxe, siw and rdma blocks share one set of names, so a workload's server and client name one device. Rename one of them.", prev.kind, name, prev.block.DefRange)
+				continue
+			}
 			d := &decl{kind: kind, name: name, block: b}
+			if contains(DeviceKinds, kind) {
+				devices[name] = d
+			}
 			content, _, _ := b.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "for_each"}}})
 			if content != nil {
 				if content.Attributes["count"] != nil {

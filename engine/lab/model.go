@@ -88,16 +88,28 @@ type VMNetwork struct {
 	MTU     int    // default 1500
 }
 
-// RXE is a Soft-RoCE device to create on a host's netdev.
+// RXE is an RDMA device a workload runs on: a Soft-RoCE (rxe) or
+// soft-iWARP (siw) device rlab creates on a host's netdev, or an existing
+// device (rdma block) rlab only uses.
 type RXE struct {
 	Name   string // reference form, like Host.Name
 	Slug   string
-	Device string // the rxe device name: `name` attribute, default "rxe_<netdev>"
+	Kind   string // the block: "rxe", "siw" or "rdma"
+	Device string // the device name: `name` attribute, default "<kind>_<netdev>"; rdma: `device`
 	Host   *Host
-	Netdev string
-	Keep   bool
+	Netdev string // rxe, siw: the netdev to create it on; rdma: ""
+	Port   int    // the device port to use (1; rdma: `port`)
+	Keep   bool   // rdma: always (rlab never deletes a device it did not create)
 	Range  hcl.Range
 }
+
+// Found reports whether the device exists before the run (an rdma block):
+// rlab uses it and never deletes it.
+func (r *RXE) Found() bool { return r.Kind == "rdma" }
+
+// IWARP reports whether the device is known, at load time, to speak iWARP
+// (siw). An rdma block's transport is known only from the host's facts.
+func (r *RXE) IWARP() bool { return r.Kind == "siw" }
 
 // Capture is a bounded packet capture on a host's netdev.
 type Capture struct {

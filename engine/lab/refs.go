@@ -133,7 +133,7 @@ func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
 			l.errorf(rng, "Unsupported result attribute", "This workload's result has no attribute %q.%s It has: %s.", step.Name, didYouMean(step.Name, sc.result), resultAttrsText(sc.result))
 			return false
 		}
-	case "host", "rxe", "capture", "workload":
+	case "host", "rxe", "siw", "rdma", "capture", "workload":
 		if !hasStep {
 			l.errorf(rng, "Invalid reference", "A %s is referenced as %s.NAME.", root, root)
 			return false
@@ -170,7 +170,7 @@ func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
 }
 
 var knownRoots = map[string]bool{"var": true, "local": true, "path": true, "each": true, "count": true,
-	"host": true, "rxe": true, "capture": true, "workload": true, "result": true}
+	"host": true, "rxe": true, "siw": true, "rdma": true, "capture": true, "workload": true, "result": true}
 
 // checkKey checks a literal instance key (host.server["ana"], rxe.a[0])
 // against the instances of a block already expanded, so a misspelt student

@@ -12,7 +12,14 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// The rxe block: its schema and decoder.
+// The rxe and siw blocks (software RDMA devices rlab creates on a netdev)
+// and the rdma block (a device rlab finds and never deletes): their schemas
+// and decoders. All three give a *RXE that a workload's server and client
+// name (rxe.X, siw.X, rdma.X); their labels share one namespace, since a
+// device is known by its label through the run.
+
+// DeviceKinds are the blocks that declare an RDMA device a workload uses.
+var DeviceKinds = []string{"rxe", "siw", "rdma"}
 
 var rxeSchema = &hcl.BodySchema{Attributes: append([]hcl.AttributeSchema{
 	{Name: "host", Required: true}, {Name: "netdev", Required: true}, {Name: "name"}, {Name: "keep"},
@@ -35,27 +42,60 @@ func validNetdev(s string) bool {
 
 var rxeNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
 
-func (l *loader) decodeRXEs(blocks []*hcl.Block) {
+type placedDevice struct {
+	r   *RXE
+	rng hcl.Range
+}
+
+// decodeDevices decodes the rxe, siw and rdma blocks, in that order.
+func (l *loader) decodeDevices(byType map[string][]*hcl.Block) {
 	l.rxeByName = map[string]*RXE{}
-	objs := map[string][]keyedObj{}
-	type placed struct {
-		r   *RXE
-		rng hcl.Range
+	l.rxeObjs = map[string]cty.Value{"host": l.hostObjs["host"]}
+	byDevice := map[string]placedDevice{}
+	l.decodeSoftDevices("rxe", byType["rxe"], byDevice)
+	l.decodeSoftDevices("siw", byType["siw"], byDevice)
+	l.decodeRDMAs(byType["rdma"], byDevice)
+	l.warnSharedNetdev()
+}
+
+// warnSharedNetdev warns when a host's netdev carries both an rxe and a siw:
+// the RDMA CM binds a connection to a device by IP address, so tools that
+// connect through it (rping, perftest over siw) reach only one of the two.
+func (l *loader) warnSharedNetdev() {
+	rxeOn := map[string]*RXE{}
+	for _, r := range l.lab.RXEs {
+		if r.Kind == "rxe" && r.Host != nil {
+			rxeOn[r.Host.Name+"\x00"+r.Netdev] = r
+		}
 	}
-	byNetdev, byDevice := map[string]placed{}, map[string]placed{}
+	for _, r := range l.lab.RXEs {
+		if r.Kind != "siw" || r.Host == nil {
+			continue
+		}
+		if x := rxeOn[r.Host.Name+"\x00"+r.Netdev]; x != nil {
+			l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "siw and rxe on one netdev", Subject: r.Range.Ptr(),
+				Detail: fmt.Sprintf("siw %s and rxe %s are both on %s of host %s, so they share its IP addresses; the RDMA CM binds a connection to one device by address, so rping and perftest over siw may land on the rxe. Put them on different netdevs (or addresses).", r.Name, x.Name, r.Netdev, r.Host.Name)})
+		}
+	}
+}
+
+func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice map[string]placedDevice) {
+	objs := map[string][]keyedObj{}
+	byNetdev := map[string]placedDevice{}
+	what := kind
 	for _, b := range blocks {
 		label := b.Labels[0]
-		if d := l.decls["rxe"][label]; d == nil || d.block != b {
+		if d := l.decls[kind][label]; d == nil || d.block != b {
 			continue
 		}
 		blockContent := l.content(b.Body, rxeSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.hostObjs
-		sc := &scope{ctx: ctx, where: "an rxe block", kinds: []string{"host"}}
+		sc := &scope{ctx: ctx, where: article2(kind) + " block", kinds: []string{"host"}}
 		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
 			content := l.unsetNulls(blockContent, rxeSchema, in.sc.ctx)
-			r := &RXE{Name: in.name, Slug: in.slug, Range: b.DefRange}
+			r := &RXE{Name: in.name, Slug: in.slug, Range: b.DefRange, Kind: kind, Port: 1}
 			ok := true
 			if a := content.Attributes["host"]; a != nil {
 				if v, vok := l.value(a, in.sc); vok {
@@ -84,13 +124,13 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 						Detail: fmt.Sprintf("Host %s is a local VM with %d data network(s), which appear as eth1..eth%d; %s is probably not one of them. Add a network block, or use one of those names.", r.Host.Name, len(r.Host.VM.Networks), len(r.Host.VM.Networks), r.Netdev)})
 				}
 			}
-			r.Device = "rxe_" + r.Netdev
+			r.Device = kind + "_" + r.Netdev
 			deviceRange := netdevRange
 			if a := content.Attributes["name"]; a != nil {
 				deviceRange = a.Expr.Range()
 				if s, sok := l.str(a, in.sc); sok {
 					if !rxeNameRe.MatchString(s) {
-						l.errorf(a.Expr.Range().Ptr(), "Invalid rxe device name", "%q is not a valid RDMA device name: 1 to 63 letters, digits, '_', '.' or '-'.", s)
+						l.errorf(a.Expr.Range().Ptr(), "Invalid "+what+" device name", "%q is not a valid RDMA device name: 1 to 63 letters, digits, '_', '.' or '-'.", s)
 					}
 					r.Device = s
 				}
@@ -99,33 +139,186 @@ func (l *loader) decodeRXEs(blocks []*hcl.Block) {
 				r.Keep, _ = l.boolean(a, in.sc)
 			}
 			if a := content.Attributes["host"]; a != nil {
-				l.needRoot(r.Host, "creating an rxe device", a.Expr.Range())
+				l.needRoot(r.Host, "creating "+article2(kind)+" device", a.Expr.Range())
 			}
 			if ok && r.Host != nil && r.Netdev != "" {
 				k := r.Host.Name + "\x00" + r.Netdev
 				if prev, dup := byNetdev[k]; dup {
-					l.errorf(&netdevRange, "Duplicate rxe for netdev", "rxe %s already binds %s on host %s (at %s); a netdev carries one rxe device. Reuse rxe.%s.", prev.r.Name, r.Netdev, r.Host.Name, prev.rng, prev.r.Name)
+					l.errorf(&netdevRange, "Duplicate "+what+" for netdev", "%s %s already binds %s on host %s (at %s); a netdev carries one %s device. Reuse %s.%s.", kind, prev.r.Name, r.Netdev, r.Host.Name, prev.rng, kind, kind, prev.r.Name)
 				} else {
-					byNetdev[k] = placed{r, netdevRange}
-					dk := r.Host.Name + "\x00" + r.Device
-					if prev, dup := byDevice[dk]; dup {
-						l.errorf(&deviceRange, "Duplicate rxe device name", "rxe %s already creates device %q on host %s (at %s); give this one another name.", prev.r.Name, r.Device, r.Host.Name, prev.rng)
-					} else {
-						byDevice[dk] = placed{r, deviceRange}
+					byNetdev[k] = placedDevice{r, netdevRange}
+					l.claimDevice(byDevice, r, deviceRange)
+				}
+			}
+			l.addDevice(kind, label, in.key, r, objs)
+		}
+	}
+	l.rxeObjs[kind] = collect(l.decls[kind], objs)
+	l.recordKeys(kind, objs)
+}
+
+// claimDevice reports a second block naming the same device on a host.
+func (l *loader) claimDevice(byDevice map[string]placedDevice, r *RXE, rng hcl.Range) {
+	dk := r.Host.Name + "\x00" + r.Device
+	if prev, dup := byDevice[dk]; dup {
+		l.errorf(&rng, "Duplicate "+r.Kind+" device name", "%s %s already names device %q on host %s (at %s); a device is declared once: reuse %s.%s, or give this one another name.", prev.r.Kind, prev.r.Name, r.Device, r.Host.Name, prev.rng, prev.r.Kind, prev.r.Name)
+		return
+	}
+	byDevice[dk] = placedDevice{r, rng}
+}
+
+func (l *loader) addDevice(kind, label, key string, r *RXE, objs map[string][]keyedObj) {
+	l.rxeByName[r.Name] = r
+	l.lab.RXEs = append(l.lab.RXEs, r)
+	hostObj := cty.DynamicVal
+	if r.Host != nil {
+		hostObj = l.hostObj(r.Host)
+	}
+	objs[label] = append(objs[label], keyedObj{key, refObject(kind, r.Name, map[string]cty.Value{
+		"device": cty.StringVal(r.Device), "netdev": cty.StringVal(r.Netdev), "host": hostObj,
+	})})
+}
+
+var rdmaSchema = &hcl.BodySchema{Attributes: append([]hcl.AttributeSchema{
+	{Name: "host", Required: true}, {Name: "device", Required: true}, {Name: "port"},
+}, metaSchema...)}
+
+// decodeRDMAs decodes rdma blocks: an existing device (hardware, or an
+// rxe/siw an admin made) and the port to use. rlab never creates or
+// deletes it; whether it exists and its port is ACTIVE is for preflight.
+func (l *loader) decodeRDMAs(blocks []*hcl.Block, byDevice map[string]placedDevice) {
+	objs := map[string][]keyedObj{}
+	for _, b := range blocks {
+		label := b.Labels[0]
+		if d := l.decls["rdma"][label]; d == nil || d.block != b {
+			continue
+		}
+		blockContent := l.content(b.Body, rdmaSchema)
+		ctx := l.baseCtx().NewChild()
+		ctx.Variables = l.hostObjs
+		sc := &scope{ctx: ctx, where: "an rdma block", kinds: []string{"host"}}
+		for _, in := range l.expand(label, blockContent, sc) {
+			l.enter(in)
+			content := l.unsetNulls(blockContent, rdmaSchema, in.sc.ctx)
+			r := &RXE{Name: in.name, Slug: in.slug, Range: b.DefRange, Kind: "rdma", Port: 1, Keep: true}
+			if a := content.Attributes["host"]; a != nil {
+				if v, vok := l.value(a, in.sc); vok {
+					if n, rok := l.resolveRef(a, v, "host", "host"); rok {
+						r.Host = l.hostByName[n]
 					}
 				}
 			}
-			l.rxeByName[r.Name] = r
-			l.lab.RXEs = append(l.lab.RXEs, r)
-			hostObj := cty.DynamicVal
-			if r.Host != nil {
-				hostObj = l.hostObj(r.Host)
+			deviceRange := b.DefRange
+			if a := content.Attributes["device"]; a != nil {
+				deviceRange = a.Expr.Range()
+				if s, sok := l.str(a, in.sc); sok {
+					if !rxeNameRe.MatchString(s) {
+						l.errorf(a.Expr.Range().Ptr(), "Invalid RDMA device name", "%q is not an RDMA device name: 1 to 63 letters, digits, '_', '.' or '-', as `rdma link` and ibv_devices list them (e.g. \"mlx5_0\").", s)
+					} else {
+						r.Device = s
+					}
+				}
 			}
-			objs[label] = append(objs[label], keyedObj{in.key, refObject("rxe", r.Name, map[string]cty.Value{
-				"device": cty.StringVal(r.Device), "netdev": cty.StringVal(r.Netdev), "host": hostObj,
-			})})
+			if a := content.Attributes["port"]; a != nil {
+				if n, ok := l.integer(a, in.sc, 1, 255); ok {
+					r.Port = int(n)
+				}
+			}
+			if r.Host != nil && r.Device != "" {
+				l.claimDevice(byDevice, r, deviceRange)
+			}
+			l.addDevice("rdma", label, in.key, r, objs)
 		}
 	}
-	l.rxeObjs = map[string]cty.Value{"host": l.hostObjs["host"], "rxe": collect(l.decls["rxe"], objs)}
-	l.recordKeys("rxe", objs)
+	l.rxeObjs["rdma"] = collect(l.decls["rdma"], objs)
+	l.recordKeys("rdma", objs)
+}
+
+// deviceRefKind is the kind of device reference v is (rxe, siw or rdma), or
+// "rxe" when it is none, so the diagnostic asks for what most labs use.
+func deviceRefKind(v cty.Value) string {
+	t := v.Type()
+	if !t.IsObjectType() || !t.HasAttribute("kind") {
+		return "rxe"
+	}
+	k := v.GetAttr("kind")
+	if k.Type() == cty.String && k.IsKnown() && !k.IsNull() && contains(DeviceKinds, k.AsString()) {
+		return k.AsString()
+	}
+	return "rxe"
+}
+
+// IWARPProblem is one thing a workload asks of an iWARP device that iWARP
+// cannot do, and the attribute that asks it ("tool", "transport", "args").
+type IWARPProblem struct {
+	Attr, Why string
+}
+
+// IWARPProblems lists what workload w, with tool t, asks that an iWARP
+// device (siw, or an iWARP NIC an rdma block names) cannot do. Read in the
+// kernel's soft-iWARP driver (drivers/infiniband/sw/siw/siw_verbs.c, Linux
+// 6.x): siw_create_qp refuses every QP type but RC ("only RC QP's
+// supported"), so no UC or UD; siw_query_device sets atomic_cap = 0, so
+// no atomics; siw_post_send takes SEND, SEND_WITH_INV, RDMA READ (with one
+// SGE only: "iWarp restricts RREAD sink to SGL containing 1 SGE only"),
+// RDMA WRITE, REG_MR and LOCAL_INV, and refuses every other opcode, so no
+// WRITE or SEND with immediate data. perftest posts one SGE per READ, so
+// that limit is met. And iWARP connects QPs only through the RDMA CM, so
+// the tools that connect QPs themselves (the pingpongs) cannot run; which
+// tools can is the descriptor's (agent/tooldesc: NoIWARP, RDMACMFlag).
+func IWARPProblems(w *Workload, t Tool) []IWARPProblem {
+	var out []IWARPProblem
+	if t.NoIWARP != "" {
+		out = append(out, IWARPProblem{"tool", t.NoIWARP})
+	}
+	if tr := w.Transport; tr != "" && tr != "RC" && t.NoIWARP == "" {
+		out = append(out, IWARPProblem{"transport", fmt.Sprintf("iWARP carries only RC (reliable connected) QPs, not %s (siw_create_qp: \"only RC QP's supported\"); use transport = \"RC\"", tr)})
+	}
+	for _, a := range w.Args {
+		if a == "--write_with_imm" || strings.HasPrefix(a, "--write_with_imm=") {
+			out = append(out, IWARPProblem{"args", "iWARP has no RDMA WRITE with immediate data (siw_post_send refuses that opcode); remove --write_with_imm"})
+		}
+	}
+	return out
+}
+
+// checkIWARP reports, at the attribute that asks it, what a workload with
+// a siw end asks that iWARP cannot do. (An rdma block's device may be
+// iWARP too; preflight checks that from the host's facts.)
+func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs hcl.Attributes) {
+	var end *RXE
+	for _, r := range []*RXE{w.ServerRXE, w.ClientRXE} {
+		if r != nil && r.IWARP() {
+			end = r
+			break
+		}
+	}
+	if end == nil {
+		return
+	}
+	t, ok := LookupTool(w.Tool)
+	if !ok {
+		return
+	}
+	for _, p := range IWARPProblems(w, t) {
+		rng := b.DefRange
+		if a := attrs[p.Attr]; a != nil {
+			rng = a.Expr.Range()
+		} else if a := attrs["server"]; a != nil && p.Attr == "transport" {
+			rng = a.Expr.Range()
+		}
+		l.errorf(&rng, "Not supported on iWARP", "Workload %s runs on siw %s (soft-iWARP): %s.", w.Name, end.Name, p.Why)
+	}
+}
+
+// Describe is what the plan says the device's step does.
+func (r *RXE) Describe() string {
+	kept := map[bool]string{true: "; kept after the run", false: ""}[r.Keep]
+	switch r.Kind {
+	case "siw":
+		return fmt.Sprintf("create siw %s on %s (load siw if needed)%s", r.Device, r.Netdev, kept)
+	case "rdma":
+		return fmt.Sprintf("use RDMA device %s port %d as found (check it is ACTIVE; never deleted)", r.Device, r.Port)
+	}
+	return fmt.Sprintf("create rxe %s on %s (load rdma_rxe if needed)%s", r.Device, r.Netdev, kept)
 }

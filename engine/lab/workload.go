@@ -34,7 +34,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		content := l.content(b.Body, workloadSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.rxeObjs
-		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe"}}
+		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe", "siw", "rdma"}}
 		for _, in := range l.expand(label, content, sc) {
 			l.enter(in)
 			w := l.decodeWorkload(b, l.unsetNulls(content, workloadSchema, in.sc.ctx), in)
@@ -47,7 +47,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		}
 	}
 	l.workloadObjs = map[string]cty.Value{
-		"host": l.rxeObjs["host"], "rxe": l.rxeObjs["rxe"],
+		"host": l.rxeObjs["host"], "rxe": l.rxeObjs["rxe"], "siw": l.rxeObjs["siw"], "rdma": l.rxeObjs["rdma"],
 		"workload": collect(l.decls["workload"], objs),
 	}
 	l.recordKeys("workload", objs)
@@ -118,7 +118,11 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 			if !ok {
 				continue
 			}
-			n, ok := l.resolveRef(a, v, kind, side+" of "+name)
+			refKind := kind
+			if tool.RDMA {
+				refKind = deviceRefKind(v) // rxe.X, siw.X or rdma.X
+			}
+			n, ok := l.resolveRef(a, v, refKind, side+" of "+name)
 			if !ok {
 				continue
 			}
@@ -224,6 +228,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 			w.Args = args
 		}
 	}
+	l.checkIWARP(w, b, attrs)
 	for _, eb := range content.Blocks {
 		if e := l.decodeExpect(eb, w, sc); e != nil {
 			w.Expects = append(w.Expects, e)

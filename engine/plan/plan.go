@@ -233,7 +233,7 @@ func New(l *lab.Lab) (*Plan, error) {
 	rxeStep := map[*lab.RXE]string{}
 	for _, r := range l.RXEs {
 		s := b.add(&Step{ID: StepID(r.Host.Slug, CreateRXE, r.Slug), Kind: CreateRXE, Host: r.Host.Name, Subject: r.Name, HostRef: r.Host, RXE: r,
-			Description: fmt.Sprintf("create rxe %s on %s (load rdma_rxe if needed)%s", r.Device, r.Netdev, map[bool]string{true: "; kept after the run", false: ""}[r.Keep])})
+			Description: r.Describe()})
 		s.after(ready[r.Host])
 		rxeStep[r] = s.ID
 	}

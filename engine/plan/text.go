@@ -39,8 +39,13 @@ func connectText(h *lab.Host) string {
 func preflightText(l *lab.Lab, h *lab.Host) string {
 	tools := map[string]bool{}
 	rxe, capture := false, false
+	var modules []string // kernel modules the host's devices need
 	for _, r := range l.RXEs {
-		rxe = rxe || r.Host == h
+		if r.Host == h && (r.Kind == "rxe" || r.Kind == "") {
+			rxe = true
+		} else if r.Host == h && r.Kind == "siw" && len(modules) == 0 {
+			modules = append(modules, "siw")
+		}
 	}
 	for _, c := range l.Captures {
 		capture = capture || c.Host == h
@@ -69,6 +74,7 @@ func preflightText(l *lab.Lab, h *lab.Host) string {
 		need = append(need, t)
 	}
 	sort.Strings(need)
+	need = append(modules, need...)
 	if rxe {
 		need = append([]string{"rdma_rxe"}, need...)
 	}
@@ -162,20 +168,29 @@ func workloadText(w *lab.Workload, side, dial string) string {
 }
 
 func teardownText(l *lab.Lab, h *lab.Host) string {
-	var del, keep []string
+	var del, keep, delSIW []string
 	for _, r := range l.RXEs {
 		if r.Host != h {
 			continue
 		}
-		if r.Keep {
+		if r.Found() {
+			continue // not rlab's: nothing to delete or keep
+		}
+		switch {
+		case r.Keep:
 			keep = append(keep, r.Device)
-		} else {
+		case r.Kind == "siw":
+			delSIW = append(delSIW, r.Device)
+		default:
 			del = append(del, r.Device)
 		}
 	}
 	s := "stop leftover processes"
 	if len(del) > 0 {
 		s += "; delete rxe " + strings.Join(del, ", ")
+	}
+	if len(delSIW) > 0 {
+		s += "; delete siw " + strings.Join(delSIW, ", ")
 	}
 	if len(keep) > 0 {
 		s += "; keep rxe " + strings.Join(keep, ", ")

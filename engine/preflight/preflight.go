@@ -34,7 +34,14 @@ const (
 	CodeMemlock     = "memlock"
 	CodeDisk        = "disk"
 	CodeNeedsRoot   = "needs_root"
-	CodeNoNetem     = "no_netem"
+	CodeNoSIW       = "no_siw"
+	// An rdma block's device: missing, its port missing or not ACTIVE, no
+	// usable GID (RoCE) or LID (InfiniBand), or asked what iWARP cannot do.
+	CodeNoDevice = "no_device"
+	CodePortDown = "port_down"
+	CodeNoGID    = "no_gid"
+	CodeIWARP    = "iwarp"
+	CodeNoNetem  = "no_netem"
 )
 
 // Thresholds.
@@ -60,6 +67,22 @@ type need struct {
 	captures int64             // bytes of capture budgets
 	root     []string          // what needs root
 	impairs  []string          // impair blocks on the host (netem)
+	found    []*lab.RXE        // rdma blocks (devices rlab did not create)
+	uses     []foundUse        // workloads on them
+}
+
+type foundUse struct {
+	r *lab.RXE
+	w *lab.Workload
+}
+
+func appendUnique(rs []*lab.RXE, r *lab.RXE) []*lab.RXE {
+	for _, x := range rs {
+		if x == r {
+			return rs
+		}
+	}
+	return append(rs, r)
 }
 
 func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
@@ -80,9 +103,21 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 	for _, r := range l.RXEs {
 		n := get(r.Host)
 		n.rxe = append(n.rxe, r)
-		n.netdevs[r.Netdev] = fmt.Sprintf("rxe %q", r.Name)
-		n.ipv4[r.Netdev] = fmt.Sprintf("rxe %q", r.Name)
-		n.root = append(n.root, fmt.Sprintf("creating rxe %q", r.Device))
+		if r.Found() {
+			continue // checked against the host's devices (checkFound)
+		}
+		n.netdevs[r.Netdev] = fmt.Sprintf("%s %q", r.Kind, r.Name)
+		n.ipv4[r.Netdev] = fmt.Sprintf("%s %q", r.Kind, r.Name)
+		n.root = append(n.root, fmt.Sprintf("creating %s %q", r.Kind, r.Device))
+	}
+	for _, w := range l.Workloads {
+		for _, r := range []*lab.RXE{w.ServerRXE, w.ClientRXE} {
+			if r != nil && r.Found() {
+				n := get(r.Host)
+				n.found = appendUnique(n.found, r)
+				n.uses = append(n.uses, foundUse{r, w})
+			}
+		}
 	}
 	for _, c := range l.Captures {
 		n := get(c.Host)
@@ -140,10 +175,19 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 	add := func(code, what, fix string, args ...any) {
 		out = append(out, Problem{Host: h.Name, Code: code, What: what, Fix: fmt.Sprintf(fix, args...)})
 	}
-	if len(n.rxe) > 0 && f.RXEModule == "absent" {
+	kinds := map[string]bool{}
+	for _, r := range n.rxe {
+		kinds[r.Kind] = true
+	}
+	if (kinds["rxe"] || kinds[""]) && f.RXEModule == "absent" {
 		add(CodeNoRXE, fmt.Sprintf("kernel %s has no rdma_rxe module", f.Kernel),
 			"install the distribution's extra kernel modules package (e.g. linux-modules-extra-$(uname -r)), or use a kernel built with CONFIG_RDMA_RXE")
 	}
+	if kinds["siw"] && f.SIWModule == "absent" {
+		add(CodeNoSIW, fmt.Sprintf("kernel %s has no siw (soft-iWARP) module", f.Kernel),
+			"use a kernel built with CONFIG_RDMA_SIW (Ubuntu: linux-modules-extra-$(uname -r); Fedora and RHEL ship it; Debian's kernels do not)")
+	}
+	out = append(out, checkFound(h, n, f)...)
 	if len(n.impairs) > 0 && f.NetemModule == "absent" {
 		add(CodeNoNetem, fmt.Sprintf("kernel %s has no netem qdisc (sch_netem), which %s needs", f.Kernel, quoteJoin(n.impairs)),
 			"install the distribution's kernel modules for it (on Debian and Ubuntu it is in the kernel image package; on Fedora and RHEL, kernel-modules-extra), or use a kernel built with CONFIG_NET_SCH_NETEM; or remove the impair blocks for this host")
@@ -241,6 +285,94 @@ func bytesIEC(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// checkFound checks the devices of a host's rdma blocks against its facts:
+// the device exists, the port exists and is ACTIVE, and the port's link
+// layer gives what a workload needs (a RoCE v2 GID for an IPv4 address on
+// Ethernet, a LID on InfiniBand); on an iWARP device, what the workloads
+// ask that iWARP cannot do. Each problem names the host, device and port.
+func checkFound(h *lab.Host, n *need, f *proto.Facts) []Problem {
+	var out []Problem
+	add := func(r *lab.RXE, code, what, fix string, args ...any) {
+		out = append(out, Problem{Host: h.Name, Code: code,
+			What: fmt.Sprintf("rdma %q: device %s port %d: %s", r.Name, r.Device, r.Port, what), Fix: fmt.Sprintf(fix, args...)})
+	}
+	devs := map[string]*proto.RDMADevice{}
+	var names []string
+	for i := range f.RDMA {
+		devs[f.RDMA[i].Name] = &f.RDMA[i]
+		names = append(names, f.RDMA[i].Name)
+	}
+	sort.Strings(names)
+	iwarp := map[*lab.RXE]bool{}
+	for _, r := range n.found {
+		d := devs[r.Device]
+		if d == nil {
+			have := strings.Join(names, ", ")
+			if have == "" {
+				have = "none (no RDMA device at all: is the driver loaded?)"
+			}
+			add(r, CodeNoDevice, "no such RDMA device on the host", "name one it has: %s", have)
+			continue
+		}
+		var port *proto.RDMAPort
+		var ports []string
+		for i := range d.Ports {
+			ports = append(ports, fmt.Sprint(d.Ports[i].Port))
+			if d.Ports[i].Port == r.Port {
+				port = &d.Ports[i]
+			}
+		}
+		if port == nil {
+			add(r, CodeNoDevice, "the device has no such port", "its ports: %s", strings.Join(ports, ", "))
+			continue
+		}
+		if port.State != "ACTIVE" {
+			add(r, CodePortDown, fmt.Sprintf("port is %s (physical state %s), not ACTIVE", orDash(port.State), orDash(port.PhysState)),
+				"bring the link up (cable, switch port, `ip link set DEV up`; on InfiniBand a subnet manager must run), or use another port")
+			continue
+		}
+		switch {
+		case d.NodeType == "RNIC" || d.Kind == "siw":
+			iwarp[r] = true
+		case port.LinkLayer == "InfiniBand":
+			if port.LID == 0 {
+				add(r, CodeNoGID, "InfiniBand port without a LID", "start a subnet manager (opensm) on the fabric")
+			}
+		default: // Ethernet: RoCE
+			if !hasRoCEv2IPv4(port.GIDs) {
+				add(r, CodeNoGID, fmt.Sprintf("link layer %s but no RoCE v2 GID for an IPv4 address", orDash(port.LinkLayer)),
+					"give the port's netdev an IPv4 address (RoCE v2 GIDs follow the netdev's addresses)")
+			}
+		}
+	}
+	for _, u := range n.uses {
+		if !iwarp[u.r] {
+			continue
+		}
+		t, _ := lab.LookupTool(u.w.Tool)
+		for _, p := range lab.IWARPProblems(u.w, t) {
+			add(u.r, CodeIWARP, fmt.Sprintf("is iWARP, and workload %q cannot run there", u.w.Name), "%s", p.Why)
+		}
+	}
+	return out
+}
+
+func hasRoCEv2IPv4(gids []proto.GID) bool {
+	for _, g := range gids {
+		if g.Type == "RoCE v2" && strings.HasPrefix(g.GID, "::ffff:") && strings.Count(g.GID, ".") == 3 {
+			return true
+		}
+	}
+	return false
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func quoteJoin(names []string) string {

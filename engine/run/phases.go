@@ -95,7 +95,7 @@ func (r *runner) select_() error {
 	for _, x := range r.lab.RXEs {
 		if usedRXE[x] {
 			r.labRXEs = append(r.labRXEs, x)
-			r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Keep: x.Keep})
+			r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 		}
 	}
 	for _, w := range r.lab.Workloads {

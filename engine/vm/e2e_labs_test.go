@@ -53,6 +53,13 @@ type exampleLab struct {
 	// captures: capture file stem ("cap.control") → what its comment
 	// promises, checked on the summary of all its ring files.
 	captures map[string]func(t *testing.T, s *captureSum)
+	// before runs on the guests (server, client) before the run; after,
+	// after it, with the run folder.
+	before func(t *testing.T, ctx context.Context, gs []*guest)
+	after  func(t *testing.T, ctx context.Context, gs []*guest, out string)
+	// createsNone: the lab's devices are all rdma blocks (found, never
+	// created), so there is no created device whose removal to check.
+	createsNone bool
 	// check, when set, checks the run dir and the VMs after the run.
 	check func(ctx context.Context, t *testing.T, runDir string, set *Set)
 }
@@ -153,6 +160,20 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 			t.Fatal(err)
 		}
 	}
+	var gs []*guest
+	if el.before != nil || el.after != nil {
+		for _, v := range set.VMs {
+			c, err := v.Dial(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			gs = append(gs, &guest{name: v.Name, c: c})
+		}
+	}
+	if el.before != nil {
+		el.before(t, ctx, gs)
+	}
 	out := filepath.Join(dir, "run")
 	args := []string{"run", "--out", out}
 	for _, v := range el.vars {
@@ -168,7 +189,12 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 	}
 	checkResults(t, out)
 	checkTCPDialed(t, out, dataNet)
-	checkRXETeardown(t, out)
+	if !el.createsNone {
+		checkRXETeardown(t, out)
+	}
+	if el.after != nil {
+		el.after(t, ctx, gs, out)
+	}
 	for stem, check := range el.captures {
 		s := sumCaptures(t, out, stem)
 		t.Logf("%s: %d frames, opcodes %v, CM %v", stem, s.frames, s.ops, s.cm)
@@ -274,6 +300,65 @@ func exampleLabs() []exampleLab {
 			files:  map[string]string{"one-student.json": oneStudent},
 		},
 		{
+			// siw made and removed by rlab: perftest (-R, added by rlab)
+			// and rping over it.
+			name: "iwarp",
+			vars: []string{"iterations=200"},
+			data: map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
+			after: func(t *testing.T, ctx context.Context, gs []*guest, out string) {
+				for _, g := range gs {
+					if links := g.must(t, ctx, "rdma", "link", "show"); strings.Contains(links, "siw_eth1") {
+						t.Errorf("%s: siw_eth1 outlived the run: %s", g.name, links)
+					}
+				}
+				checkSamples(t, out, "write_iwarp", "bw_avg")
+				checkSamples(t, out, "rping_iwarp", "rping_count")
+				if t.Failed() {
+					logHostLogs(t, out)
+				}
+			},
+			captures: map[string]func(*testing.T, *captureSum){
+				// iWARP is TCP: frames, and no RoCEv2 (UDP 4791) packet at all.
+				"cap.iwarp": func(t *testing.T, s *captureSum) {
+					if len(s.ops) > 0 || len(s.cm) > 0 {
+						t.Errorf("RoCEv2 packets in the iWARP capture: %v %v", s.ops, s.cm)
+					}
+				},
+			},
+		},
+		{
+			// rxe_admin made "by an admin" over ssh before the run, used
+			// through the rdma blocks, and still there after it (state.json:
+			// found, not created). Alone on eth1: the RDMA CM binds by IP
+			// address, so beside a siw on the same netdev it would take the
+			// siw's connections (seen in the first VM run of iwarp).
+			name:        "found",
+			vars:        []string{"iterations=200"},
+			createsNone: true,
+			data:        map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
+			before: func(t *testing.T, ctx context.Context, gs []*guest) {
+				for _, g := range gs {
+					g.must(t, ctx, "modprobe", "rdma_rxe")
+					g.must(t, ctx, "rdma", "link", "add", "rxe_admin", "type", "rxe", "netdev", "eth1")
+				}
+			},
+			after: func(t *testing.T, ctx context.Context, gs []*guest, out string) {
+				for _, g := range gs {
+					links := g.must(t, ctx, "rdma", "link", "show")
+					if !strings.Contains(links, "rxe_admin") {
+						t.Errorf("%s: rxe_admin is gone after the run: %s", g.name, links)
+					}
+					g.must(t, ctx, "rdma", "link", "delete", "rxe_admin")
+				}
+				checkFoundKept(t, out, "rxe_admin")
+				checkSamples(t, out, "write", "bw_avg")
+				checkSamples(t, out, "rping", "rping_count")
+				if t.Failed() {
+					logHostLogs(t, out)
+				}
+			},
+		},
+		{
 			name: "lossy",
 			// Two points of the sweep, 2 s each: TCG moves ~0.1 Gb/s, so
 			// even 2 s at 5 % loses hundreds of packets.
@@ -370,6 +455,82 @@ func checkLossy(ctx context.Context, t *testing.T, runDir string, set *Set) {
 			t.Errorf("%s: netem left on eth1 after the run: %s", v.Name, out)
 		}
 	}
+}
+
+// logHostLogs puts the hosts' workload logs of a failed run into the test
+// output (the run folder is a TempDir, gone after the test).
+func logHostLogs(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "hosts", "*", "logs", "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		if len(b) > 4096 {
+			b = b[len(b)-4096:]
+		}
+		t.Logf("%s:\n%s", strings.TrimPrefix(f, dir+"/"), b)
+	}
+}
+
+// checkFoundKept: state.json journals the found device as not created, and
+// nothing undid it.
+func checkFoundKept(t *testing.T, dir, device string) {
+	t.Helper()
+	var st struct {
+		Effects []struct {
+			Host, Kind, ID  string
+			Created, Undone bool
+		} `json:"effects"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("state.json: %v", err)
+	}
+	n := 0
+	for _, e := range st.Effects {
+		if e.ID != device {
+			continue
+		}
+		n++
+		if e.Created || e.Undone {
+			t.Errorf("%s on %s journaled created=%v undone=%v; want found and left", e.ID, e.Host, e.Created, e.Undone)
+		}
+	}
+	if n == 0 {
+		t.Errorf("state.json does not journal %s", device)
+	}
+}
+
+// checkSamples: the workload recorded the metric.
+func checkSamples(t *testing.T, dir, workload, metric string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Samples []struct {
+			Metric string  `json:"metric"`
+			Value  float64 `json:"value"`
+			Meta   struct {
+				Workload string `json:"workload"`
+			} `json:"metadata"`
+		} `json:"samples"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Samples {
+		if s.Meta.Workload == workload && s.Metric == metric && s.Value > 0 {
+			return
+		}
+	}
+	t.Errorf("results.json has no %s > 0 for workload %s", metric, workload)
 }
 
 // retarget points a lab's hosts at the VMs: every host and the ssh block

@@ -16,7 +16,9 @@ import (
 // TestBootRetriesADeadGuest: a VM whose qemu exits before sshd answers (a
 // guest that panicked while booting under load) is started once more; here
 // the second start runs (a fake qemu with no sshd), so Boot ends at the SSH
-// wait of that second try, having said it boots the VM again.
+// wait of that second try, having said it boots the VM again. (The wait is
+// 8 s: with 2 s, a loaded machine started the fake qemu, which dies after
+// 1 s, too late, and the first try's wait ended the boot before any retry.)
 func TestBootRetriesADeadGuest(t *testing.T) {
 	if _, err := exec.LookPath("qemu-img"); err != nil {
 		t.Skip("qemu-img not installed")
@@ -35,7 +37,7 @@ func TestBootRetriesADeadGuest(t *testing.T) {
 	im := &image.Image{Dir: dir, Root: root, Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "initrd")}
 	var mu sync.Mutex
 	var states []string
-	_, err = Boot(context.Background(), []Machine{{Name: "a", BootTimeout: 2 * time.Second}}, filepath.Join(dir, "run"),
+	_, err = Boot(context.Background(), []Machine{{Name: "a", BootTimeout: 8 * time.Second}}, filepath.Join(dir, "run"),
 		Options{Image: im, Accel: AccelTCG, QEMU: self, PowerdownTimeout: -1, Progress: func(host, state string) {
 			mu.Lock()
 			states = append(states, host+": "+state)
@@ -43,7 +45,7 @@ func TestBootRetriesADeadGuest(t *testing.T) {
 		}})
 	mu.Lock()
 	defer mu.Unlock()
-	if err == nil || !strings.Contains(err.Error(), "did not answer within 2s") {
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 8s") {
 		t.Fatalf("Boot: %v; want the second try's SSH wait to end it", err)
 	}
 	if !strings.Contains(strings.Join(states, "\n"), "a: died while booting") {
