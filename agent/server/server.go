@@ -334,6 +334,7 @@ func (s *Server) handlers() map[string]handler {
 		proto.MethodFilesList:    s.filesList,
 		proto.MethodFilesRead:    s.filesRead,
 		proto.MethodCleanup:      s.cleanupMethod,
+		proto.MethodProvision:    s.provision,
 	}
 }
 

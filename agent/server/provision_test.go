@@ -1,0 +1,342 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"golang.org/x/sys/unix"
+)
+
+// The fake package managers below are shell scripts on PATH that keep
+// their "installed" packages as files in $FAKE_PKG/installed. Their
+// messages are the real ones: apt-get 2.6 (Debian 12) prints
+// "E: Unable to locate package NAME" for a package no index has,
+// "E: Failed to fetch URL  Temporary failure resolving 'HOST'" when DNS
+// fails, and "E: You don't have enough free space in DIR." on a full disk
+// (apt-pkg/acquire-item.cc, apt-private/private-install.cc); dnf 4 prints
+// "No match for argument: NAME" and "Error: Unable to find a match: NAME".
+
+const fakeDpkgQuery = `#!/bin/sh
+# dpkg-query -W -f=FMT -- PKG...
+shift; shift; shift
+rc=0
+for p in "$@"; do
+  if [ -e "$FAKE_PKG/installed/$p" ]; then printf '%s\tinstall ok installed\n' "$p"
+  else echo "dpkg-query: no packages found matching $p" >&2; rc=1; fi
+done
+exit $rc
+`
+
+const fakeAptGet = `#!/bin/sh
+echo "$*" >> "$FAKE_PKG/calls"
+env | grep -E '^(DEBIAN_FRONTEND|NEEDRESTART_MODE)=' >> "$FAKE_PKG/env"
+if [ -e "$FAKE_PKG/fail_mirror" ] && [ "$(cat "$FAKE_PKG/fail_mirror")" -gt 0 ]; then
+  echo $(( $(cat "$FAKE_PKG/fail_mirror") - 1 )) > "$FAKE_PKG/fail_mirror"
+  echo "E: Failed to fetch http://deb.debian.org/debian/pool/main/p/perftest/perftest_4.5-1_amd64.deb  Temporary failure resolving 'deb.debian.org'" >&2
+  exit 100
+fi
+if [ -e "$FAKE_PKG/disk_full" ]; then
+  echo "E: You don't have enough free space in /var/cache/apt/archives/." >&2; exit 100
+fi
+mode=""; skip=0
+for a in "$@"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case "$a" in
+    -o) skip=1 ;;
+    -*) ;;
+    update) touch "$FAKE_PKG/updated"; echo "Reading package lists..."; exit 0 ;;
+    install|remove) mode=$a ;;
+    *)
+      if [ "$mode" = install ]; then
+        if [ -e "$FAKE_PKG/absent/$a" ] || { [ -e "$FAKE_PKG/stale/$a" ] && [ ! -e "$FAKE_PKG/updated" ]; }; then
+          echo "E: Unable to locate package $a" >&2; exit 100
+        fi
+      fi ;;
+  esac
+done
+mode=""; skip=0
+for a in "$@"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case "$a" in
+    -o) skip=1 ;; -*) ;;
+    install|remove) mode=$a ;;
+    *) if [ "$mode" = install ]; then echo "Setting up $a ..."; touch "$FAKE_PKG/installed/$a"; fi
+       if [ "$mode" = remove ]; then echo "Removing $a ..."; rm -f "$FAKE_PKG/installed/$a"; fi ;;
+  esac
+done
+[ -e "$FAKE_PKG/sleep" ] && sleep "$(cat "$FAKE_PKG/sleep")"
+exit 0
+`
+
+const fakeModprobe = `#!/bin/sh
+echo "modprobe $*" >> "$FAKE_PKG/calls"
+exit 0
+`
+
+// fakePkgHost puts fake apt-get, dpkg-query and modprobe first on PATH, a
+// lock file of its own in place of dpkg's, and root's uid in place of ours.
+func fakePkgHost(t *testing.T) (dir string, srv *Server) {
+	t.Helper()
+	dir = t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	for _, d := range []string{bin, filepath.Join(dir, "installed"), filepath.Join(dir, "absent"), filepath.Join(dir, "stale")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range map[string]string{"apt-get": fakeAptGet, "dpkg-query": fakeDpkgQuery, "modprobe": fakeModprobe} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	t.Setenv("FAKE_PKG", dir)
+	lock := filepath.Join(dir, "lock-frontend")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oldLocks, oldPoll, oldBackoff, oldEUID := dpkgLocks, lockPoll, retryBackoff, provisionEUID
+	dpkgLocks, lockPoll, retryBackoff, provisionEUID = []string{lock}, 20*time.Millisecond, time.Millisecond, func() int { return 0 }
+	t.Cleanup(func() { dpkgLocks, lockPoll, retryBackoff, provisionEUID = oldLocks, oldPoll, oldBackoff, oldEUID })
+	srv, err := New(Options{WorkDir: filepath.Join(dir, "work"), Hash: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, srv
+}
+
+func touch(t *testing.T, path ...string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(path...), []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func callProvision(t *testing.T, srv *Server, ctx context.Context, p proto.ProvisionParams) (proto.ProvisionResult, *proto.Error) {
+	t.Helper()
+	raw, _ := json.Marshal(p)
+	res, err := srv.provision(ctx, nil, raw)
+	if err != nil {
+		var pe *proto.Error
+		if !errors.As(err, &pe) {
+			t.Fatalf("provision: not a proto error: %v", err)
+		}
+		return proto.ProvisionResult{}, pe
+	}
+	return res.(proto.ProvisionResult), nil
+}
+
+func calls(t *testing.T, dir string) []string {
+	b, _ := os.ReadFile(filepath.Join(dir, "calls"))
+	return strings.Fields(strings.ReplaceAll(string(b), "\n", " |"))
+}
+
+func TestProvisionFake(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		setup     func(t *testing.T, dir string)
+		pkgs      []string
+		uid       int
+		wantCode  string
+		wantMsg   []string // substrings of the error message
+		installed []string
+		present   []string
+		updated   bool
+		noCalls   bool // the manager never ran
+	}{
+		{name: "installs what is missing", pkgs: []string{"perftest", "tcpdump"},
+			setup:     func(t *testing.T, dir string) { touch(t, dir, "installed", "tcpdump") },
+			installed: []string{"perftest"}, present: []string{"tcpdump"}},
+		{name: "nothing missing runs no manager", pkgs: []string{"tcpdump"},
+			setup:   func(t *testing.T, dir string) { touch(t, dir, "installed", "tcpdump") },
+			present: []string{"tcpdump"}, noCalls: true},
+		{name: "stale index is refreshed once", pkgs: []string{"perftest"},
+			setup:     func(t *testing.T, dir string) { touch(t, dir, "stale", "perftest") },
+			installed: []string{"perftest"}, updated: true},
+		{name: "missing package is named", pkgs: []string{"perftest", "no-such-tool"},
+			setup:    func(t *testing.T, dir string) { touch(t, dir, "absent", "no-such-tool") },
+			wantCode: proto.CodeNotFound, wantMsg: []string{"have no no-such-tool", "after refreshing"}},
+		{name: "mirror error then success", pkgs: []string{"perftest"},
+			setup:     func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, "fail_mirror"), []byte("1"), 0o644) },
+			installed: []string{"perftest"}},
+		{name: "mirror unreachable after retries", pkgs: []string{"perftest"},
+			setup:    func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, "fail_mirror"), []byte("9"), 0o644) },
+			wantCode: proto.CodeCommand, wantMsg: []string{"unreachable (3 attempts)"}},
+		{name: "disk full", pkgs: []string{"perftest"},
+			setup:    func(t *testing.T, dir string) { touch(t, dir, "disk_full") },
+			wantCode: proto.CodeNoSpace, wantMsg: []string{"ran out of disk space"}},
+		{name: "not root changes nothing", pkgs: []string{"perftest"}, uid: 1000,
+			wantCode: proto.CodePermission, wantMsg: []string{"needs root", "uid 1000", "become = true"}, noCalls: true},
+		{name: "option as package refused", pkgs: []string{"-oAPT::Get::Something=1"},
+			wantCode: proto.CodeBadRequest, noCalls: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, srv := fakePkgHost(t)
+			if tc.uid != 0 {
+				provisionEUID = func() int { return tc.uid }
+			}
+			if tc.setup != nil {
+				tc.setup(t, dir)
+			}
+			res, perr := callProvision(t, srv, context.Background(), proto.ProvisionParams{Family: "debian", Packages: tc.pkgs, Modules: []string{"rdma_rxe"}})
+			if tc.wantCode != "" {
+				if perr == nil {
+					t.Fatalf("provision succeeded: %+v; want %s", res, tc.wantCode)
+				}
+				if perr.Code != tc.wantCode {
+					t.Errorf("code %q, want %q: %s", perr.Code, tc.wantCode, perr.Message)
+				}
+				for _, w := range tc.wantMsg {
+					if !strings.Contains(perr.Message, w) {
+						t.Errorf("message %q lacks %q", perr.Message, w)
+					}
+				}
+			} else {
+				if perr != nil {
+					t.Fatalf("provision: %v (log %s)", perr, perr.Stderr)
+				}
+				if !slices.Equal(res.Installed, nonNil(tc.installed)) || !slices.Equal(res.Present, nonNil(tc.present)) || res.Updated != tc.updated {
+					t.Errorf("installed %q present %q updated %v; want %q %q %v", res.Installed, res.Present, res.Updated, tc.installed, tc.present, tc.updated)
+				}
+				if !slices.Equal(res.Modules, []string{"rdma_rxe"}) {
+					t.Errorf("modules loaded %q", res.Modules)
+				}
+				for _, p := range tc.installed {
+					if _, err := os.Stat(filepath.Join(dir, "installed", p)); err != nil {
+						t.Errorf("%s not installed", p)
+					}
+				}
+			}
+			c := calls(t, dir)
+			ranManager := slices.ContainsFunc(c, func(s string) bool { return s == "install" || s == "update" })
+			if tc.noCalls && ranManager {
+				t.Errorf("the package manager ran: %q", c)
+			}
+			if len(tc.installed) > 0 {
+				env, _ := os.ReadFile(filepath.Join(dir, "env"))
+				if !strings.Contains(string(env), "DEBIAN_FRONTEND=noninteractive") || !strings.Contains(string(env), "NEEDRESTART_MODE=a") {
+					t.Errorf("apt-get env %q: want DEBIAN_FRONTEND=noninteractive and NEEDRESTART_MODE=a", env)
+				}
+			}
+		})
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// holdLock takes an fcntl write lock on path, as apt does on
+// /var/lib/dpkg/lock-frontend, says "locked" and holds it until its stdin
+// closes.
+func holdLock(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return err
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLKW, &lk); err != nil {
+		return err
+	}
+	fmt.Println("locked")
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// StartLockHolder starts this test binary as a real fcntl lock holder of
+// path (another process: a process's own locks never conflict with it) and
+// returns its pid and a func that releases the lock.
+func startLockHolder(t *testing.T, path string) (int, func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "RLAB_AGENT_TEST_HELPER=holdlock", "RLAB_TEST_LOCKFILE="+path)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "locked" {
+		t.Fatalf("lock holder said %q", line)
+	}
+	release := func() { stdin.Close(); cmd.Wait() }
+	t.Cleanup(release)
+	return cmd.Process.Pid, release
+}
+
+// TestProvisionLockHeld: a real process holding the dpkg frontend lock is
+// named, waited for within the bound, and the wait ends in an error naming
+// it; released in time, the install goes on and says whom it waited for.
+func TestProvisionLockHeld(t *testing.T) {
+	t.Run("times out naming the holder", func(t *testing.T) {
+		dir, srv := fakePkgHost(t)
+		pid, _ := startLockHolder(t, dpkgLocks[0])
+		_, perr := callProvision(t, srv, context.Background(), proto.ProvisionParams{Family: "debian", Packages: []string{"perftest"}, LockWaitMs: 200})
+		if perr == nil || perr.Code != proto.CodeTimeout {
+			t.Fatalf("want a timeout error, got %v", perr)
+		}
+		if want := fmt.Sprintf("(pid %d) held %s", pid, dpkgLocks[0]); !strings.Contains(perr.Message, want) {
+			t.Errorf("message %q does not name the holder (%q)", perr.Message, want)
+		}
+		if slices.Contains(calls(t, dir), "install") {
+			t.Errorf("apt-get ran while the lock was held: %q", calls(t, dir))
+		}
+	})
+	t.Run("waits and goes on", func(t *testing.T) {
+		_, srv := fakePkgHost(t)
+		pid, release := startLockHolder(t, dpkgLocks[0])
+		go func() { time.Sleep(300 * time.Millisecond); release() }()
+		res, perr := callProvision(t, srv, context.Background(), proto.ProvisionParams{Family: "debian", Packages: []string{"perftest"}, LockWaitMs: 60_000})
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		if !slices.Equal(res.Installed, []string{"perftest"}) || !strings.Contains(res.LockWait, fmt.Sprintf("(pid %d) held", pid)) {
+			t.Errorf("installed %q lock wait %q", res.Installed, res.LockWait)
+		}
+	})
+}
+
+// TestProvisionInterrupted: cancelled while apt-get installs, the call lets
+// it finish within the grace and says so.
+func TestProvisionInterrupted(t *testing.T) {
+	dir, srv := fakePkgHost(t)
+	os.WriteFile(filepath.Join(dir, "sleep"), []byte("1"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for !slices.Contains(calls(t, dir), "install") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, perr := callProvision(t, srv, ctx, proto.ProvisionParams{Family: "debian", Packages: []string{"perftest"}, GraceMs: 30_000})
+	if perr == nil || !strings.Contains(perr.Message, "let finish its transaction") || !strings.Contains(perr.Message, "finished in time") {
+		t.Fatalf("want the interruption said, got %v", perr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "installed", "perftest")); err != nil {
+		t.Error("apt-get was not let finish")
+	}
+}
+
+func TestProvisionUnknownFamily(t *testing.T) {
+	_, srv := fakePkgHost(t)
+	_, perr := callProvision(t, srv, context.Background(), proto.ProvisionParams{Family: "arch", Packages: []string{"perftest"}})
+	if perr == nil || perr.Code != proto.CodeUnsupported {
+		t.Fatalf("want unsupported, got %v", perr)
+	}
+}
