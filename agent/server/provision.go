@@ -54,7 +54,7 @@ var pkgNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+_-]*$`)
 type pkgManager struct {
 	name    string
 	env     []string
-	query   func(ctx context.Context, pkgs []string) (present []string, out string, err error)
+	query   func(ctx context.Context, pkgs []string) (present []string, argv []string, out string, err error)
 	install func(pkgs []string, lockWait time.Duration) []string
 	update  []string
 	remove  func(pkgs []string) []string
@@ -125,10 +125,11 @@ func managerFor(family string) (*pkgManager, error) {
 
 // dpkgQuery: dpkg-query prints one line per package it knows; a package
 // it does not know is on stderr and makes it exit 1.
-func dpkgQuery(ctx context.Context, pkgs []string) ([]string, string, error) {
-	out, _, err := runCmdSplit(ctx, nil, append([]string{"dpkg-query", "-W", "-f=${Package}\t${Status}\n", "--"}, pkgs...))
+func dpkgQuery(ctx context.Context, pkgs []string) ([]string, []string, string, error) {
+	argv := append([]string{"dpkg-query", "-W", "-f=${Package}\t${Status}\n", "--"}, pkgs...)
+	out, _, err := runCmdSplit(ctx, nil, argv)
 	if err != nil && !isExit(err) {
-		return nil, out.stderr, fmt.Errorf("dpkg-query: %w", err)
+		return nil, argv, out.stderr, fmt.Errorf("dpkg-query: %w", err)
 	}
 	var present []string
 	for line := range strings.SplitSeq(out.stdout, "\n") {
@@ -138,15 +139,16 @@ func dpkgQuery(ctx context.Context, pkgs []string) ([]string, string, error) {
 			present = append(present, name)
 		}
 	}
-	return present, out.stdout + out.stderr, nil
+	return present, argv, out.stdout + out.stderr, nil
 }
 
 // rpmQuery: rpm -q prints the names of the installed ones and "package X
 // is not installed" for the others (its exit code counts them).
-func rpmQuery(ctx context.Context, pkgs []string) ([]string, string, error) {
-	out, _, err := runCmdSplit(ctx, nil, append([]string{"rpm", "-q", "--qf", "%{NAME}\n", "--"}, pkgs...))
+func rpmQuery(ctx context.Context, pkgs []string) ([]string, []string, string, error) {
+	argv := append([]string{"rpm", "-q", "--qf", "%{NAME}\n", "--"}, pkgs...)
+	out, _, err := runCmdSplit(ctx, nil, argv)
 	if err != nil && !isExit(err) {
-		return nil, out.stderr, fmt.Errorf("rpm -q: %w", err)
+		return nil, argv, out.stderr, fmt.Errorf("rpm -q: %w", err)
 	}
 	var present []string
 	for line := range strings.SplitSeq(out.stdout, "\n") {
@@ -154,7 +156,7 @@ func rpmQuery(ctx context.Context, pkgs []string) ([]string, string, error) {
 			present = append(present, line)
 		}
 	}
-	return present, out.stdout + out.stderr, nil
+	return present, argv, out.stdout + out.stderr, nil
 }
 
 func isExit(err error) bool {
@@ -180,6 +182,16 @@ var (
 	outLocked = []string{"could not get lock", "unable to acquire the dpkg frontend lock", "unable to lock the administration directory",
 		"system management is locked", "waiting for process with pid", "another app is currently holding the yum lock"}
 )
+
+// firstMatchingLine is the first line of out that says one of any.
+func firstMatchingLine(out string, any []string) string {
+	for line := range strings.SplitSeq(out, "\n") {
+		if says(line, any) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
 
 func says(out string, any []string) bool {
 	low := strings.ToLower(out)
@@ -297,8 +309,9 @@ func (s *Server) provision(ctx context.Context, c *call, params json.RawMessage)
 	}
 	var want []string
 	if len(p.Packages) > 0 {
-		present, out, err := m.query(ctx, p.Packages)
-		log.add("$ " + m.name + " (query installed) " + strings.Join(p.Packages, " ") + "\n" + out)
+		present, qargv, out, err := m.query(ctx, p.Packages)
+		log.cmd(qargv, nil)
+		log.add(out)
 		if err != nil {
 			return fail(perr(proto.CodeCommand, "provision: ask which packages are installed: %v", err))
 		}
@@ -321,6 +334,7 @@ func (s *Server) provision(ctx context.Context, c *call, params json.RawMessage)
 		}
 		lockDeadline := time.Now().Add(lockWait)
 		attempt := 0
+		refreshFailed := "" // the index refresh could not reach a repository: what it said
 		for {
 			if e := s.waitPkgLock(ctx, m, lockDeadline, &res, log); e != nil {
 				return fail(e)
@@ -355,7 +369,7 @@ func (s *Server) provision(ctx context.Context, c *call, params json.RawMessage)
 			case says(out, outNotFound) && !res.Updated && !p.Remove:
 				// A stale or empty index (fresh cloud images ship none):
 				// refresh it once, then try again.
-				if e := s.updateIndex(ctx, m, lockDeadline, grace, retries, &res, log); e != nil {
+				if e := s.updateIndex(ctx, m, lockDeadline, grace, retries, &res, log, &refreshFailed); e != nil {
 					return fail(e)
 				}
 				continue
@@ -363,6 +377,9 @@ func (s *Server) provision(ctx context.Context, c *call, params json.RawMessage)
 				missing := notFoundNames(out, want)
 				if len(missing) == 0 {
 					missing = want
+				}
+				if refreshFailed != "" {
+					return fail(cmdErr(proto.CodeCommand, fmt.Sprintf("provision: %s found no %s, and refreshing its index could not reach the repositories (%s): the index may be stale or empty; check the host's network, DNS and proxy, then provision again", m.name, strings.Join(missing, ", "), refreshFailed)))
 				}
 				e := cmdErr(proto.CodeNotFound, fmt.Sprintf("provision: the host's package repositories have no %s (%s said so after refreshing its index): enable the repository that ships it (Ubuntu: universe; RHEL: EPEL or the CodeReady/CRB repository), or install it by hand", strings.Join(missing, ", "), m.name))
 				return fail(e)
@@ -380,8 +397,9 @@ func (s *Server) provision(ctx context.Context, c *call, params json.RawMessage)
 		}
 		// What is installed now, from the package database, not from
 		// the manager's word.
-		present, out, err := m.query(ctx, want)
-		log.add("$ " + m.name + " (query installed) " + strings.Join(want, " ") + "\n" + out)
+		present, qargv, out, err := m.query(ctx, want)
+		log.cmd(qargv, nil)
+		log.add(out)
 		if err != nil {
 			return fail(perr(proto.CodeCommand, "provision: ask which packages are installed: %v", err))
 		}
@@ -428,7 +446,7 @@ func interruptedHint(manager string, err error) string {
 }
 
 // updateIndex refreshes the package index once, retrying transient errors.
-func (s *Server) updateIndex(ctx context.Context, m *pkgManager, lockDeadline time.Time, grace time.Duration, retries int, res *proto.ProvisionResult, log *provLog) *proto.Error {
+func (s *Server) updateIndex(ctx context.Context, m *pkgManager, lockDeadline time.Time, grace time.Duration, retries int, res *proto.ProvisionResult, log *provLog, unreachable *string) *proto.Error {
 	res.Updated = true
 	for attempt := 0; ; attempt++ {
 		if e := s.waitPkgLock(ctx, m, lockDeadline, res, log); e != nil {
@@ -440,8 +458,12 @@ func (s *Server) updateIndex(ctx context.Context, m *pkgManager, lockDeadline ti
 			return perr(proto.CodeTimeout, "provision: %s was interrupted while refreshing its index (%v)", m.name, ctx.Err())
 		}
 		// apt-get update exits 0 with "W: Failed to fetch" for a mirror it
-		// could not reach; the install that follows says what is missing.
+		// could not reach; the install that follows says what is missing,
+		// and this note why the index may be stale.
 		if err == nil {
+			if says(out, outUnreachable) {
+				*unreachable = firstMatchingLine(out, outUnreachable)
+			}
 			return nil
 		}
 		e := &proto.Error{Command: m.update, ExitCode: exitCode(err)}

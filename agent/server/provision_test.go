@@ -56,7 +56,13 @@ for a in "$@"; do
   case "$a" in
     -o) skip=1 ;;
     -*) ;;
-    update) touch "$FAKE_PKG/updated"; echo "Reading package lists..."; exit 0 ;;
+    update)
+      if [ -e "$FAKE_PKG/update_unreachable" ]; then
+        echo "W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary failure resolving 'deb.debian.org'" >&2
+        echo "W: Some index files failed to download. They have been ignored, or old ones used instead." >&2
+        exit 0
+      fi
+      touch "$FAKE_PKG/updated"; echo "Reading package lists..."; exit 0 ;;
     install|remove) mode=$a ;;
     *)
       if [ "$mode" = install ]; then
@@ -168,6 +174,12 @@ func TestProvisionFake(t *testing.T) {
 		{name: "missing package is named", pkgs: []string{"perftest", "no-such-tool"},
 			setup:    func(t *testing.T, dir string) { touch(t, dir, "absent", "no-such-tool") },
 			wantCode: proto.CodeNotFound, wantMsg: []string{"have no no-such-tool", "after refreshing"}},
+		{name: "index refresh unreachable says so", pkgs: []string{"perftest"},
+			setup: func(t *testing.T, dir string) {
+				touch(t, dir, "stale", "perftest")
+				touch(t, dir, "update_unreachable")
+			},
+			wantCode: proto.CodeCommand, wantMsg: []string{"found no perftest", "could not reach the repositories", "Temporary failure resolving"}},
 		{name: "mirror error then success", pkgs: []string{"perftest"},
 			setup:     func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, "fail_mirror"), []byte("1"), 0o644) },
 			installed: []string{"perftest"}},
