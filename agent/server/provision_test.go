@@ -352,3 +352,22 @@ func TestProvisionUnknownFamily(t *testing.T) {
 		t.Fatalf("want unsupported, got %v", perr)
 	}
 }
+
+// FuzzProvisionOutput: what a package manager printed (host text) never
+// makes the output readers panic, and the packages said missing are always
+// among those asked for.
+func FuzzProvisionOutput(f *testing.F) {
+	f.Add("E: Unable to locate package perftest\n", "perftest tcpdump")
+	f.Add("No match for argument: librdmacm-utils\nError: Unable to find a match: librdmacm-utils", "librdmacm-utils")
+	f.Add("perftest\tinstall ok installed\nperftest:amd64\tdeinstall ok config-files\n", "perftest")
+	f.Fuzz(func(t *testing.T, out, pkgList string) {
+		pkgs := strings.Fields(pkgList)
+		for _, n := range notFoundNames(out, pkgs) {
+			if !slices.Contains(pkgs, n) {
+				t.Fatalf("%q not asked for", n)
+			}
+		}
+		says(out, outTransient)
+		firstMatchingLine(out, outUnreachable)
+	})
+}

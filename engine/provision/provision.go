@@ -277,6 +277,19 @@ func Apply(ctx context.Context, c rpc.Caller, p HostPlan, o Options) Result {
 		LockWaitMs: ms(o.LockWait), TimeoutMs: ms(o.Timeout), Retries: o.Retries, GraceMs: ms(o.Grace),
 	})
 	r.Seconds = time.Since(start).Seconds()
+	if err != nil && ctx.Err() != nil {
+		// Interrupted (Ctrl-C): the agent, told so as its session ends,
+		// lets the package manager finish its transaction before it
+		// exits; it is never killed mid-dpkg unless the grace runs out.
+		grace := o.Grace
+		if grace <= 0 {
+			grace = 2 * time.Minute
+		}
+		r.Err = &Error{Host: p.Host, Code: proto.CodeTimeout, err: err, text: fmt.Sprintf(
+			"host %q: provision interrupted while installing %s: the host's package manager is let finish its transaction (up to %s) and only then stopped; if the host's apt/dpkg then reports an unfinished transaction, run `dpkg --configure -a` there", p.Host, strings.Join(p.Packages, " "), grace)}
+		r.Error = r.Err.Error()
+		return r
+	}
 	if err != nil {
 		r.Err = hostError(p, err)
 		r.Error = r.Err.Error()

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -319,5 +320,18 @@ func TestApply(t *testing.T) {
 	}
 	if !strings.Contains(r.Log, "Unable to locate") {
 		t.Errorf("log %q", r.Log)
+	}
+}
+
+// TestApplyInterrupted: a Ctrl-C during an install says that the package
+// manager is let finish, and how to repair the host should it not.
+func TestApplyInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f := &fakeCaller{err: context.Canceled}
+	r := Apply(ctx, f, HostPlan{Host: "h", Family: Debian, Packages: []string{"perftest"}}, Options{Grace: time.Minute})
+	var pe *Error
+	if !errors.As(r.Err, &pe) || pe.Code != proto.CodeTimeout || !strings.Contains(r.Error, "let finish its transaction (up to 1m0s)") {
+		t.Errorf("%v", r.Err)
 	}
 }
