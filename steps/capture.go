@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
 // Capture runs tcpdump on a host (through the agent, always bounded by
@@ -63,8 +64,8 @@ func (s *Capture) Apply(ctx context.Context, env *Env) error {
 	s.started = true
 	s.mu.Unlock()
 	p := proto.CaptureStartParams{Handle: hd, Netdev: s.Netdev, Filter: s.Filter, Snaplen: s.Snaplen, MaxBytes: s.MaxBytes, File: hd + ".pcap"}
-	var st proto.CaptureStarted
-	if err := h.Call(ctx, proto.MethodCaptureStart, p, &st); err != nil {
+	st, err := rpc.Invoke(ctx, h, rpc.CaptureStart, p)
+	if err != nil {
 		return fmt.Errorf("start capture %q on %s of host %q: %w", s.Name, s.Netdev, s.Host, err)
 	}
 	return env.note(Effect{Host: s.Host, Kind: "capture", ID: hd, Netdev: s.Netdev, PID: st.PID})
@@ -81,8 +82,7 @@ func (s *Capture) Undo(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	var res proto.CaptureResult
-	err = h.Call(ctx, proto.MethodCaptureStop, proto.CaptureStopParams{Handle: s.Handle()}, &res)
+	res, err := rpc.Invoke(ctx, h, rpc.CaptureStop, proto.CaptureStopParams{Handle: s.Handle()})
 	var pe *proto.Error
 	if err != nil && !(errors.As(err, &pe) && pe.Code == proto.CodeNotFound) {
 		return fmt.Errorf("stop capture %q on host %q: %w", s.Name, s.Host, err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
 // Puller is a Host that can copy files from its agent's work dir into a
@@ -50,8 +51,8 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	// Big files are listed without their sha256: the host computes it
 	// while it sends them (engine/remote Pull), instead of reading every
 	// capture twice. Files up to SmallFile always carry theirs.
-	var list proto.FilesList
-	if err := h.Call(ctx, proto.MethodFilesList, proto.FilesListOptions{HashMax: hashMaxFor(h)}, &list); err != nil {
+	list, err := rpc.Invoke(ctx, h, rpc.FilesList, proto.FilesListOptions{HashMax: hashMaxFor(h)})
+	if err != nil {
 		return fmt.Errorf("list artifacts on host %q: %w", s.Host, err)
 	}
 	var caps, logs []proto.FileInfo
@@ -164,8 +165,8 @@ func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string) error 
 	if rel, err := filepath.Rel(dst, p); err != nil || !filepath.IsLocal(rel) {
 		return fmt.Errorf("refusing path %q: it leaves %s", f.Path, dst)
 	}
-	var fd proto.FileData
-	if err := h.Call(ctx, proto.MethodFilesRead, proto.FilesReadParams{Path: f.Path, MaxBytes: SmallFile}, &fd); err != nil {
+	fd, err := rpc.Invoke(ctx, h, rpc.FilesRead, proto.FilesReadParams{Path: f.Path, MaxBytes: SmallFile})
+	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(fd.Data)

@@ -2,12 +2,12 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
 // listHost answers files.list with a fixed listing and records the list
@@ -20,15 +20,13 @@ type listHost struct {
 
 func (h *listHost) Name() string { return "h" }
 
-func (h *listHost) Call(_ context.Context, method string, params, result any) error {
-	if method != proto.MethodFilesList {
-		return &proto.Error{Code: "bad_request", Message: "unexpected " + method}
+func (h *listHost) Send(_ context.Context, r *rpc.Request) error {
+	o, res, ok := rpc.Match(r, rpc.FilesList)
+	if !ok {
+		return &proto.Error{Code: "bad_request", Message: "unexpected " + r.Method()}
 	}
-	b, _ := json.Marshal(params)
-	var o proto.FilesListOptions
-	json.Unmarshal(b, &o)
 	h.hashMax = o.HashMax
-	*(result.(*proto.FilesList)) = proto.FilesList{Files: h.files}
+	*res = proto.FilesList{Files: h.files}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -118,8 +119,8 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *prot
 		if err != nil {
 			return nil, "", err
 		}
-		var fd proto.FileData
-		if err := h.Call(ctx, proto.MethodFilesRead, proto.FilesReadParams{Path: r.JSONRel, MaxBytes: proto.OutputLimit}, &fd); err != nil {
+		fd, err := rpc.Invoke(ctx, h, rpc.FilesRead, proto.FilesReadParams{Path: r.JSONRel, MaxBytes: proto.OutputLimit})
+		if err != nil {
 			return nil, "", fmt.Errorf("read %s JSON report %q on host %q: %w", s.w.Tool, r.JSONRel, r.Client.Host, err)
 		}
 		data, source = fd.Data, "json"
@@ -142,6 +143,36 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *prot
 		ss[i].Meta.Extra["source"] = source
 	}
 	return ss, source, nil
+}
+
+// rdmaEnd is what one run of a two-sided RDMA tool builds its commands
+// from: the two rxe devices as their rxe steps reported them, the path MTU
+// of the pair, the run's port and message size.
+type rdmaEnd struct {
+	Server, Client *proto.RXEInfo
+	MTU, Port      int
+	Size           int64
+}
+
+// newRDMAPair is the step of a two-sided RDMA tool between the workload's
+// two rxe devices: every run resolves the devices, its port, its result
+// metadata and its two processes' hosts and handles the same way; sides
+// sets what differs between the tools: each side's Argv, the server's
+// Ready, and anything else the tool needs (perftest's JSON report).
+func newRDMAPair(w *Workload, sides func(env *Env, r *pairRun, e rdmaEnd)) *pairWorkload {
+	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
+	s.build = func(env *Env, size int64, rep, n int) (*pairRun, error) {
+		srv, cli, mtu, err := rdmaEnds(env, w)
+		if err != nil {
+			return nil, err
+		}
+		r := &pairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
+		r.Server = procSpec{Host: w.ServerHost, Handle: handle(w, "server", size, rep), Role: "server"}
+		r.Client = procSpec{Host: w.ClientHost, Handle: handle(w, "client", size, rep), Role: "client"}
+		sides(env, r, rdmaEnd{Server: srv, Client: cli, MTU: mtu, Port: PortFor(w, n), Size: size})
+		return r, nil
+	}
+	return s
 }
 
 // rdmaEnds returns the rxe info of both ends of an RDMA workload and the

@@ -2,12 +2,13 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // clockHost is an agent whose perftest client fails its first run the way
@@ -21,29 +22,27 @@ type clockHost struct {
 
 func (h *clockHost) Name() string { return h.name }
 
-func (h *clockHost) Call(ctx context.Context, method string, params, result any) error {
-	b, _ := json.Marshal(params)
-	var p struct{ Handle string }
-	_ = json.Unmarshal(b, &p)
+func (h *clockHost) Send(ctx context.Context, r *rpc.Request) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out any
-	switch method {
-	case proto.MethodProcStart:
-		h.started = append(h.started, p.Handle)
-		out = proto.ProcStarted{Handle: p.Handle, PID: 1}
-	case proto.MethodProcWait, proto.MethodProcStop:
-		r := proto.ProcResult{Handle: p.Handle}
-		if strings.Contains(p.Handle, "client") && h.fail > 0 {
+	client := func(hd string) bool { return strings.Contains(hd, "client") }
+	result := func(hd string) proto.ProcResult {
+		res := proto.ProcResult{Handle: hd}
+		if client(hd) && h.fail > 0 {
 			h.fail--
-			r.ExitCode, r.Stderr = 1, "Correlation coefficient r^2: 0.193283 < 0.9\nCan't produce a report\n"
+			res.ExitCode, res.Stderr = 1, "Correlation coefficient r^2: 0.193283 < 0.9\nCan't produce a report\n"
 		}
-		out = r
-	default:
-		return nil
+		return res
 	}
-	b, _ = json.Marshal(out)
-	return json.Unmarshal(b, result)
+	if p, res, ok := rpc.Match(r, rpc.ProcStart); ok {
+		h.started = append(h.started, p.Handle)
+		*res = proto.ProcStarted{Handle: p.Handle, PID: 1}
+	} else if p, res, ok := rpc.Match(r, rpc.ProcWait); ok {
+		*res = result(p.Handle)
+	} else if p, res, ok := rpc.Match(r, rpc.ProcStop); ok {
+		*res = result(p.Handle)
+	}
+	return nil
 }
 
 // TestPairClockRetry: a size whose perftest could not measure the CPU clock
@@ -62,7 +61,7 @@ func TestPairClockRetry(t *testing.T) {
 		h := &clockHost{name: "h", fail: tt.fails}
 		var notices []string
 		env := &Env{Hosts: map[string]Host{"h": h}, Notify: func(_, m string) { notices = append(notices, m) }}
-		w := &Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw", ServerHost: "h", ClientHost: "h"}
+		w := &Workload{Workload: tooldesc.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{4096}
 		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*pairRun, error) {
 			return &pairRun{

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"fmt"
 	"path"
 	"strconv"
 
@@ -12,17 +11,8 @@ import (
 // Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.
 
 func newPerftest(w *Workload) (Step, error) {
-	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
-	s.build = func(env *Env, size int64, rep, n int) (*pairRun, error) {
-		srv, cli, mtu, err := rdmaEnds(env, w)
-		if err != nil {
-			return nil, err
-		}
-		port := PortFor(w, n)
-		r := &pairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
-		r.Server = procSpec{Host: w.ServerHost, Handle: handle(w, "server", size, rep), Role: "server",
-			Ready: PerftestReady(w, port)}
-		r.Client = procSpec{Host: w.ClientHost, Handle: handle(w, "client", size, rep), Role: "client"}
+	return newRDMAPair(w, func(env *Env, r *pairRun, e rdmaEnd) {
+		r.Server.Ready = PerftestReady(w, e.Port)
 		cf := env.facts(w.ClientHost)
 		if cf.PerftestJSON {
 			r.JSONRel = r.Client.Handle + ".json"
@@ -31,11 +21,9 @@ func newPerftest(w *Workload) (Step, error) {
 				r.JSONFile = path.Join(cf.WorkDir, r.JSONRel)
 			}
 		}
-		r.Server.Argv = PerftestArgv(w, PerftestEnd{Device: srv.Name, GIDIndex: srv.GIDIndex}, mtu, port, size, "", "")
-		r.Client.Argv = PerftestArgv(w, PerftestEnd{Device: cli.Name, GIDIndex: cli.GIDIndex}, mtu, port, size, srv.IPv4, r.JSONFile)
-		return r, nil
-	}
-	return s, nil
+		r.Server.Argv = PerftestArgv(w, PerftestEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex}, e.MTU, e.Port, e.Size, "", "")
+		r.Client.Argv = PerftestArgv(w, PerftestEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
+	}), nil
 }
 
 // PerftestEnd is one side's device as perftest is told it.

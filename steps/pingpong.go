@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -11,22 +10,11 @@ import (
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.
 
 func newPingpong(w *Workload) (Step, error) {
-	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
-	s.build = func(env *Env, size int64, rep, n int) (*pairRun, error) {
-		srv, cli, mtu, err := rdmaEnds(env, w)
-		if err != nil {
-			return nil, err
-		}
-		port := PortFor(w, n)
-		r := &pairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
-		r.Server = procSpec{Host: w.ServerHost, Handle: handle(w, "server", size, rep), Role: "server",
-			Ready: &proto.Ready{TCPListen: port},
-			Argv:  PingpongArgv(w, PerftestEnd{Device: srv.Name, GIDIndex: srv.GIDIndex}, mtu, port, size, "")}
-		r.Client = procSpec{Host: w.ClientHost, Handle: handle(w, "client", size, rep), Role: "client",
-			Argv: PingpongArgv(w, PerftestEnd{Device: cli.Name, GIDIndex: cli.GIDIndex}, mtu, port, size, srv.IPv4)}
-		return r, nil
-	}
-	return s, nil
+	return newRDMAPair(w, func(_ *Env, r *pairRun, e rdmaEnd) {
+		r.Server.Ready = &proto.Ready{TCPListen: e.Port}
+		r.Server.Argv = PingpongArgv(w, PerftestEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex}, e.MTU, e.Port, e.Size, "")
+		r.Client.Argv = PingpongArgv(w, PerftestEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex}, e.MTU, e.Port, e.Size, e.Server.IPv4)
+	}), nil
 }
 
 // PingpongArgv builds one side's ibv_*_pingpong command; serverAddr is ""

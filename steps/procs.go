@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -79,8 +80,8 @@ func startProc(ctx context.Context, env *Env, p *procs, tool string, s procSpec)
 	}
 	p.add(s.Host, s.Handle)
 	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, Become: s.Root, TimeoutMs: ms(remaining(ctx))}
-	var started proto.ProcStarted
-	if err := h.Call(ctx, proto.MethodProcStart, params, &started); err != nil {
+	started, err := rpc.Invoke(ctx, h, rpc.ProcStart, params)
+	if err != nil {
 		return nil, fmt.Errorf("start %s %s on host %q: %s: %w", tool, s.Role, s.Host, strings.Join(s.Argv, " "), err)
 	}
 	if err := env.note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, PID: started.PID}); err != nil {
@@ -94,8 +95,8 @@ func waitProc(ctx context.Context, env *Env, p *procs, host, hd string, timeout 
 	if err != nil {
 		return nil, err
 	}
-	var res proto.ProcResult
-	if err := h.Call(ctx, proto.MethodProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: ms(timeout)}, &res); err != nil {
+	res, err := rpc.Invoke(ctx, h, rpc.ProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: ms(timeout)})
+	if err != nil {
 		var pe *proto.Error
 		if errors.As(err, &pe) && pe.Code == proto.CodeTimeout {
 			return nil, fmt.Errorf("%w: %w", ErrTimedOut, err)
@@ -112,8 +113,7 @@ func stopProc(ctx context.Context, env *Env, host, hd string) (*proto.ProcResult
 	if err != nil {
 		return nil, err
 	}
-	var res proto.ProcResult
-	err = h.Call(ctx, proto.MethodProcStop, proto.ProcStopParams{Handle: hd, GraceMs: 2000}, &res)
+	res, err := rpc.Invoke(ctx, h, rpc.ProcStop, proto.ProcStopParams{Handle: hd, GraceMs: 2000})
 	var pe *proto.Error
 	if err != nil && !(errors.As(err, &pe) && pe.Code == proto.CodeNotFound) {
 		return nil, fmt.Errorf("stop process %q on host %q: %w", hd, host, err)

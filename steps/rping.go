@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -15,22 +14,11 @@ import (
 const rpingDefaultCount = 10
 
 func newRping(w *Workload) (Step, error) {
-	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
-	s.build = func(env *Env, size int64, rep, n int) (*pairRun, error) {
-		srv, cli, mtu, err := rdmaEnds(env, w)
-		if err != nil {
-			return nil, err
-		}
-		port := PortFor(w, n)
-		r := &pairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
-		r.Server = procSpec{Host: w.ServerHost, Handle: handle(w, "server", size, rep), Role: "server",
-			Ready: &proto.Ready{RDMACMListen: port},
-			Argv:  RpingArgv(w, "-s", srv.IPv4, port, size)}
-		r.Client = procSpec{Host: w.ClientHost, Handle: handle(w, "client", size, rep), Role: "client",
-			Argv: RpingArgv(w, "-c", srv.IPv4, port, size)}
-		return r, nil
-	}
-	return s, nil
+	return newRDMAPair(w, func(_ *Env, r *pairRun, e rdmaEnd) {
+		r.Server.Ready = &proto.Ready{RDMACMListen: e.Port}
+		r.Server.Argv = RpingArgv(w, "-s", e.Server.IPv4, e.Port, e.Size)
+		r.Client.Argv = RpingArgv(w, "-c", e.Server.IPv4, e.Port, e.Size)
+	}), nil
 }
 
 // RpingArgv builds one side's rping command: mode is "-s" (server) or "-c"

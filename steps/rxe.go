@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
 // RXE ensures a Soft-RoCE device on a host's netdev. A device that already
@@ -36,8 +37,8 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 	if err := env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Pending: true}); err != nil {
 		return err
 	}
-	var info proto.RXEInfo
-	if err := h.Call(ctx, proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: s.Device, Netdev: s.Netdev, WaitMs: s.WaitMs}, &info); err != nil {
+	info, err := rpc.Invoke(ctx, h, rpc.RXEEnsure, proto.RXEEnsureParams{Name: s.Device, Netdev: s.Netdev, WaitMs: s.WaitMs})
+	if err != nil {
 		return fmt.Errorf("create rxe %q on %s of host %q: %w", s.Device, s.Netdev, s.Host, err)
 	}
 	s.mu.Lock()
@@ -61,8 +62,8 @@ func (s *RXE) Undo(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	var res proto.RXEDeleteResult
-	if err := h.Call(ctx, proto.MethodRXEDelete, proto.RXEDeleteParams{Name: s.Device}, &res); err != nil {
+	_, err = rpc.Invoke(ctx, h, rpc.RXEDelete, proto.RXEDeleteParams{Name: s.Device})
+	if err != nil {
 		return fmt.Errorf("delete rxe %q on host %q: %w", s.Device, s.Host, err)
 	}
 	s.deleted = true

@@ -2,10 +2,12 @@
 // devices, captures, every workload tool (perftest, pingpong, rping, tcp,
 // exec) and the artifact fetch. Each kind is a type behind one small
 // interface (Describe, Apply, Undo); optional abilities are extra one-method
-// interfaces. Kinds talk to hosts only through the agent protocol
-// (agent/proto) via the Host interface defined here.
+// interfaces. Kinds talk to hosts only through the agent protocol's typed
+// calls (agent/rpc's Method values) via the Host interface defined here.
 //
-// steps imports agent/proto, agent/tooldesc and engine/results only; it must not import the
+// steps imports agent/proto, agent/rpc (the typed calls; a leaf over
+// agent/proto and the standard library), agent/tooldesc and engine/results
+// only; it must not import the
 // lab model, the SSH layer or the engine, so every kind is testable against
 // an in-process agent.
 package steps
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
@@ -39,12 +42,14 @@ type Outcomer interface {
 	Outcome() *Outcome
 }
 
-// Host is one host's agent as the steps see it.
+// Host is one host's agent as the steps see it. Calls go through it only
+// typed (rpc.Invoke with one of agent/rpc's Method values): there is no
+// method by name, so a wrong params type does not compile
+// (TestWrongParamsDoNotCompile). Agent errors are returned as (wrapped)
+// *proto.Error.
 type Host interface {
 	Name() string
-	// Call sends one request to the agent and decodes its result. Agent
-	// errors are returned as (wrapped) *proto.Error.
-	Call(ctx context.Context, method string, params, result any) error
+	rpc.Caller
 }
 
 // Effect is one side effect on a host, journaled before it happens (Pending)
@@ -156,19 +161,15 @@ func (e *Env) facts(host string) *proto.Facts {
 // Workload is what a workload step needs, resolved from the lab model by the
 // engine (host and rxe references become names).
 type Workload struct {
-	Name  string // reference form, e.g. write_bw or bw["ana"]
-	Slug  string // filesystem-safe, unique: used in agent handles and file names
-	Index int    // position in file order
-	Tool  string
+	// Workload is its names, tool and option values as the lab model holds
+	// them (the same type, embedded there too).
+	tooldesc.Workload
 
 	ServerHost, ClientHost string // host names (2-sided tools)
 	ServerRXE, ClientRXE   string // rxe names (RDMA tools)
 	ServerAddr             string // tcp: the address the client dials (default: the server host's name)
 	Host                   string // exec
 
-	// Options are the option values, as the lab model holds them (the same
-	// type, embedded there too).
-	tooldesc.Options
 	// Port is the first of the ports this workload may use (one per run, in
 	// order); 0 lets the engine's PortFor decide.
 	Port int

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
 )
@@ -75,8 +76,8 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 		return err
 	}
 	s.procs.add(w.ServerHost, sh)
-	var serving proto.TCPServing
-	if err := srv.Call(ctx, proto.MethodTCPServe, proto.TCPServeParams{Handle: sh, Port: port}, &serving); err != nil {
+	serving, err := rpc.Invoke(ctx, srv, rpc.TCPServe, proto.TCPServeParams{Handle: sh, Port: port})
+	if err != nil {
 		return fmt.Errorf("serve tcp on host %q port %d: %w", w.ServerHost, port, err)
 	}
 	addr := w.ServerAddr
@@ -84,7 +85,6 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 		addr = w.ServerHost
 	}
 	start := time.Now()
-	var sent proto.TCPResult
 	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: ms(remaining(ctx))}
 	argv := []string{"tcp.send", addr, fmt.Sprint(serving.Port), fmt.Sprint(s.bytes())}
 	size := s.bytes()
@@ -93,11 +93,12 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 		argv[3] = "for " + w.Duration.String()
 		size = 0 // the amount is whatever the duration carried: not a size to group by
 	}
-	if err := cli.Call(ctx, proto.MethodTCPSend, params, &sent); err != nil {
+	sent, err := rpc.Invoke(ctx, cli, rpc.TCPSend, params)
+	if err != nil {
 		return fmt.Errorf("send %s over tcp from host %q to %s:%d: %w", s.amount(), w.ClientHost, addr, serving.Port, err)
 	}
-	var got proto.TCPResult
-	if err := srv.Call(ctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: sh, TimeoutMs: ms(remaining(ctx))}, &got); err != nil {
+	got, err := rpc.Invoke(ctx, srv, rpc.TCPWait, proto.TCPWaitParams{Handle: sh, TimeoutMs: ms(remaining(ctx))})
+	if err != nil {
 		return fmt.Errorf("wait for tcp server on host %q port %d: %w", w.ServerHost, serving.Port, err)
 	}
 	s.procs.done(w.ServerHost, sh)
@@ -131,8 +132,7 @@ func (s *tcpWorkload) Undo(ctx context.Context, env *Env) error {
 		if err != nil {
 			continue
 		}
-		var got proto.TCPResult
-		_ = h.Call(ctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: k[1], TimeoutMs: 1}, &got)
+		_, _ = rpc.Invoke(ctx, h, rpc.TCPWait, proto.TCPWaitParams{Handle: k[1], TimeoutMs: 1})
 		s.procs.done(k[0], k[1])
 		_ = env.note(Effect{Host: k[0], Kind: "tcp", ID: k[1], Undone: true})
 	}

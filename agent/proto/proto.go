@@ -202,8 +202,9 @@ type Facts struct {
 	// RXEModule: "loaded", "builtin", "loadable" (a module file exists for the
 	// running kernel), or "absent".
 	RXEModule string `json:"rxe_module"`
-	// Tools maps a tool name (rdma, ibv_devinfo, ib_write_bw, ..., rping,
-	// tcpdump) to where it is and its version; absent tools are missing.
+	// Tools maps a tool name (rdma, ibv_devinfo, every tool of
+	// agent/tooldesc, tcpdump) to where it is and its version; absent tools
+	// are missing.
 	Tools map[string]Tool `json:"tools"`
 	// PerftestJSON is true when the installed perftest accepts --out_json.
 	PerftestJSON bool `json:"perftest_json"`

@@ -262,8 +262,9 @@ func (p *Pending) Wait(ctx context.Context, result any) error {
 	return nil
 }
 
-// Do sends one call and waits for its answer (untyped: the engine's Host
-// interface; prefer Call).
+// Do sends one call by name and waits for its answer: the raw path, for
+// tests of the protocol itself (unknown methods, malformed params). Code
+// that talks to an agent uses the typed pairs: Call, Invoke, Send.
 func (c *Client) Do(ctx context.Context, method string, params, result any) error {
 	p, err := c.Go(method, params)
 	if err != nil {
@@ -272,15 +273,60 @@ func (c *Client) Do(ctx context.Context, method string, params, result any) erro
 	return p.Wait(ctx, result)
 }
 
-// Caller is what makes untyped calls: a *Client (Do), or the engine's
-// view of a host (engine/run.Host, steps.Host), whose Call ends in Do.
+// Request is one typed call on its way to an agent. Only a Method makes
+// one (Invoke, Call), so whatever carries it — the engine's view of a
+// host (engine/run.Host, steps.Host), a wrapper that counts or fails
+// calls, a fake in a test — passes on a method with params of that
+// method's type and a result of its result type: a wrong params type does
+// not compile.
+type Request struct {
+	method string
+	params any // the P, nil for None
+	result any // a *R
+}
+
+// Method is the request's method name.
+func (r *Request) Method() string { return r.method }
+
+// Params is the request's params (a value of the method's P; nil for
+// None), for a wrapper that looks at what passes through it.
+func (r *Request) Params() any { return r.params }
+
+// Match reports whether r is a call of m and, if it is, returns its params
+// and where its result goes: how a fake host in a test answers a call,
+// typed.
+func Match[P, R any](r *Request, m Method[P, R]) (P, *R, bool) {
+	var p P
+	if r.method != m.Name {
+		return p, nil, false
+	}
+	res, ok := r.result.(*R)
+	if !ok {
+		return p, nil, false
+	}
+	if r.params != nil {
+		if p, ok = r.params.(P); !ok {
+			return p, nil, false
+		}
+	}
+	return p, res, true
+}
+
+// Caller carries typed calls to an agent: a *Client, or the engine's view
+// of a host (engine/run.Host, steps.Host) whose Send ends in a Client's.
+// There is no way to send a method by name through it.
 type Caller interface {
-	Call(ctx context.Context, method string, params, result any) error
+	Send(ctx context.Context, r *Request) error
+}
+
+// Send sends r and decodes its answer into r's result.
+func (c *Client) Send(ctx context.Context, r *Request) error {
+	return c.Do(ctx, r.method, r.params, r.result)
 }
 
 // Call sends m with params p and returns its result.
 func Call[P, R any](ctx context.Context, c *Client, m Method[P, R], p P) (R, error) {
-	return Invoke(ctx, callerFunc(c.Do), m, p)
+	return Invoke(ctx, c, m, p)
 }
 
 // Invoke is Call through any Caller: the typed pairs for code that holds a
@@ -291,14 +337,8 @@ func Invoke[P, R any](ctx context.Context, c Caller, m Method[P, R], p P) (R, er
 	if _, none := params.(None); none {
 		params = nil
 	}
-	err := c.Call(ctx, m.Name, params, &r)
+	err := c.Send(ctx, &Request{method: m.Name, params: params, result: &r})
 	return r, err
-}
-
-type callerFunc func(ctx context.Context, method string, params, result any) error
-
-func (f callerFunc) Call(ctx context.Context, method string, params, result any) error {
-	return f(ctx, method, params, result)
 }
 
 // WriteLine sends a raw line (tests of the agent's handling of bad input);

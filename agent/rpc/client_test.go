@@ -211,6 +211,54 @@ func TestTypedCalls(t *testing.T) {
 	}
 }
 
+// fakeCaller answers facts and ping typed (rpc.Match) and fails anything
+// else, recording the methods it saw: what a wrapper or a fake host in
+// the engine's tests does.
+type fakeCaller struct{ seen []string }
+
+func (f *fakeCaller) Send(_ context.Context, r *rpc.Request) error {
+	f.seen = append(f.seen, r.Method())
+	if p, res, ok := rpc.Match(r, rpc.Facts); ok {
+		res.WorkDir = "/w"
+		if p.Refresh {
+			res.WorkDir = "/fresh"
+		}
+		return nil
+	}
+	if _, res, ok := rpc.Match(r, rpc.Ping); ok {
+		if r.Params() != nil {
+			return errors.New("ping carried params")
+		}
+		res.Time = 7
+		return nil
+	}
+	return &proto.Error{Code: proto.CodeUnknown, Message: r.Method()}
+}
+
+// TestMatch: a typed call through any Caller reaches it as its method with
+// its own params and result types, which Match hands back (and refuses
+// for another method).
+func TestMatch(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeCaller{}
+	facts, err := rpc.Invoke(ctx, f, rpc.Facts, proto.FactsParams{Refresh: true})
+	if err != nil || facts.WorkDir != "/fresh" {
+		t.Errorf("facts: %+v, %v; want work dir /fresh", facts, err)
+	}
+	pong, err := rpc.Invoke(ctx, f, rpc.Ping, rpc.None{})
+	if err != nil || pong.Time != 7 {
+		t.Errorf("ping: %+v, %v; want time 7", pong, err)
+	}
+	_, err = rpc.Invoke(ctx, f, rpc.ProcWait, proto.ProcWaitParams{Handle: "x"})
+	var pe *proto.Error
+	if !errors.As(err, &pe) || pe.Code != proto.CodeUnknown {
+		t.Errorf("proc.wait through a caller that answers only facts and ping: %v", err)
+	}
+	if want := []string{proto.MethodFacts, proto.MethodPing, proto.MethodProcWait}; !slices.Equal(f.seen, want) {
+		t.Errorf("methods seen %v, want %v", f.seen, want)
+	}
+}
+
 // TestDeadlines: each method's deadline from its params.
 func TestDeadlines(t *testing.T) {
 	tests := []struct {

@@ -493,7 +493,7 @@ func collectTools(ctx context.Context) (map[string]proto.Tool, bool, []string) {
 }
 
 // collectToolsOpt finds every tool in toolNames and its version. perftest's
-// binaries share one package, so ib_write_bw's version and its --help (for
+// binaries share one package, so one binary's version and its --help (for
 // --out_json) stand for all of them: no network test is ever run. Answers
 // are taken from the tool-version cache when the binary is unchanged.
 func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool, bool, []string) {

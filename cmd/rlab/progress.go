@@ -65,7 +65,7 @@ func (r *runningWorkloads) describe() string {
 	if u := r.unit[wl]; u != "" {
 		d += ": " + clip(termText(u), 60)
 	} else if st := r.step[wl]; st != "" {
-		// "workload-client write_bw: ib_write_bw client …, sizes 64KiB" → after the colon
+		// "workload-client write_bw: <tool> client …, sizes 64KiB" → after the colon
 		if _, rest, ok := strings.Cut(st, ": "); ok {
 			st = rest
 		}

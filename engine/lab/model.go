@@ -112,17 +112,15 @@ type Capture struct {
 
 // Workload is one tool run between two sides (or one command, for exec).
 type Workload struct {
-	Name, Slug string
-	Index      int    // position in file order
-	Tool       string // see Tools
+	// Workload is its names, tool (see Tools) and option values: the type
+	// steps.Workload embeds too, handed to it whole.
+	tooldesc.Workload
 
 	ServerRXE, ClientRXE   *RXE  // RDMA tools
 	ServerHost, ClientHost *Host // always set for 2-sided tools
 
 	Host *Host // exec
 
-	// Options are the option values, the type steps.Workload embeds too.
-	tooldesc.Options
 	Expects []*Expect
 	Range   hcl.Range
 }

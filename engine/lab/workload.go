@@ -54,7 +54,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 }
 
 func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in instance) *Workload {
-	w := &Workload{Name: in.name, Slug: in.slug, Range: b.DefRange, Options: tooldesc.Options{Timeout: DefaultTimeout, Repeat: 1}}
+	w := &Workload{Workload: tooldesc.Workload{Name: in.name, Slug: in.slug, Options: tooldesc.Options{Timeout: DefaultTimeout, Repeat: 1}}, Range: b.DefRange}
 	attrs := content.Attributes
 	sc := in.sc
 	ta := attrs["tool"]

@@ -45,9 +45,9 @@ func startLyingHost(t testing.TB, name, workDir string, lie rpctest.Lie, o rpc.O
 func (h *pipeHost) Name() string       { return h.name }
 func (h *pipeHost) Hello() proto.Hello { return h.hello }
 
-func (h *pipeHost) Call(ctx context.Context, method string, params, result any) error {
+func (h *pipeHost) Send(ctx context.Context, req *rpc.Request) error {
 	h.calls.Add(1)
-	return h.c.Do(ctx, method, params, result)
+	return h.c.Send(ctx, req)
 }
 
 // Pull copies from the agent's work dir (same machine), verifying size and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -127,31 +128,29 @@ func (r *runner) probeLink(ctx context.Context, l dataLink) error {
 		return nil
 	}
 	hd := fmt.Sprintf("link.%d", linkProbes.Add(1))
-	serve := func(port int, out *proto.TCPServing) error {
+	serve := func(port int) (proto.TCPServing, error) {
 		sctx, cancel := context.WithTimeout(ctx, linkCallSlack)
 		defer cancel()
-		return srv.Call(sctx, proto.MethodTCPServe, proto.TCPServeParams{Handle: hd, Addr: l.addr, Port: port}, out)
+		return rpc.Invoke(sctx, srv, rpc.TCPServe, proto.TCPServeParams{Handle: hd, Addr: l.addr, Port: port})
 	}
-	var serving proto.TCPServing
-	if err := serve(l.port, &serving); err != nil {
-		if err := serve(0, &serving); err != nil {
+	serving, err := serve(l.port)
+	if err != nil {
+		if serving, err = serve(0); err != nil {
 			r.log.Warn("data link check: cannot listen", "host", l.server, "addr", l.addr, "err", err)
 			return nil
 		}
 	}
-	var sent, got proto.TCPResult
 	sctx, cancel := context.WithTimeout(ctx, linkProbeTimeout+linkCallSlack)
-	sendErr := cli.Call(sctx, proto.MethodTCPSend, proto.TCPSendParams{Handle: hd, Addr: l.addr, Port: serving.Port, TimeoutMs: int(linkProbeTimeout / time.Millisecond)}, &sent)
+	_, sendErr := rpc.Invoke(sctx, cli, rpc.TCPSend, proto.TCPSendParams{Handle: hd, Addr: l.addr, Port: serving.Port, TimeoutMs: int(linkProbeTimeout / time.Millisecond)})
 	cancel()
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), linkProbeTimeout+linkCallSlack)
 	defer wcancel()
 	if sendErr == nil {
-		_ = srv.Call(wctx, proto.MethodTCPWait, proto.TCPWaitParams{Handle: hd, TimeoutMs: int(linkProbeTimeout / time.Millisecond)}, &got)
+		_, _ = rpc.Invoke(wctx, srv, rpc.TCPWait, proto.TCPWaitParams{Handle: hd, TimeoutMs: int(linkProbeTimeout / time.Millisecond)})
 	} else {
 		// Close the listener now: left open on the workload's port it
 		// would take that port from a later run of the workload.
-		var pr proto.ProcResult
-		_ = srv.Call(wctx, proto.MethodProcStop, proto.ProcStopParams{Handle: hd}, &pr)
+		_, _ = rpc.Invoke(wctx, srv, rpc.ProcStop, proto.ProcStopParams{Handle: hd})
 	}
 	var pe *proto.Error
 	if sendErr != nil && errors.As(sendErr, &pe) && (pe.Code == proto.CodeCommand || pe.Code == proto.CodeTimeout) {

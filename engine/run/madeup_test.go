@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
@@ -73,11 +74,11 @@ func (s *fakePing) Apply(ctx context.Context, env *steps.Env) error {
 	for _, size := range w.Sizes {
 		hd := fmt.Sprintf("wl.%s.s%d", w.Slug, size)
 		argv := []string{"echo", "rtt " + strconv.FormatInt(size, 10) + " 12.5"}
-		if err := h.Call(ctx, proto.MethodProcStart, proto.ProcStartParams{Handle: hd, Argv: argv}, &proto.ProcStarted{}); err != nil {
+		if _, err := rpc.Invoke(ctx, h, rpc.ProcStart, proto.ProcStartParams{Handle: hd, Argv: argv}); err != nil {
 			return err
 		}
-		var r proto.ProcResult
-		if err := h.Call(ctx, proto.MethodProcWait, proto.ProcWaitParams{Handle: hd}, &r); err != nil {
+		r, err := rpc.Invoke(ctx, h, rpc.ProcWait, proto.ProcWaitParams{Handle: hd})
+		if err != nil {
 			return err
 		}
 		ss, err := env.Parse(w.Tool, []byte(r.Stdout), nil, false)

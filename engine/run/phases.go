@@ -122,9 +122,10 @@ func (r *runner) select_() error {
 	return nil
 }
 
-// stepWorkload resolves a lab workload for the steps package.
+// stepWorkload resolves a lab workload for the steps package: the shared
+// part (tooldesc.Workload) whole, the host and rxe references as names.
 func stepWorkload(w *lab.Workload) *steps.Workload {
-	sw := &steps.Workload{Name: w.Name, Slug: w.Slug, Index: w.Index, Tool: w.Tool, Options: w.Options}
+	sw := &steps.Workload{Workload: w.Workload}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
 		sw.ServerAddr = dataAddress(w.ServerHost)
@@ -233,8 +234,8 @@ func (c *conn) wrap(ctx context.Context, err error) error {
 	return &infraError{err}
 }
 
-func (c *conn) Call(ctx context.Context, method string, params, result any) error {
-	return c.wrap(ctx, c.Host.Call(ctx, method, params, result))
+func (c *conn) Send(ctx context.Context, req *rpc.Request) error {
+	return c.wrap(ctx, c.Host.Send(ctx, req))
 }
 
 func (c *conn) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {

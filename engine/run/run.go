@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
@@ -48,7 +49,8 @@ const (
 // Host is one host's agent as the engine uses it.
 type Host interface {
 	Name() string
-	Call(ctx context.Context, method string, params, result any) error
+	// Send carries one typed call (rpc.Invoke): no method by name.
+	rpc.Caller
 	// Pull copies files of the agent's work dir into dstDir (verified,
 	// confined to dstDir).
 	Pull(ctx context.Context, files []proto.FileInfo, dstDir string) error

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/toolout"
@@ -339,13 +339,13 @@ type barrierHost struct {
 	bar *waveBarrier
 }
 
-func (h *barrierHost) Call(ctx context.Context, method string, params, result any) error {
-	if p, ok := params.(proto.ProcStartParams); ok && method == proto.MethodProcStart {
+func (h *barrierHost) Send(ctx context.Context, req *rpc.Request) error {
+	if p, _, ok := rpc.Match(req, rpc.ProcStart); ok {
 		if err := h.bar.arrive(ctx, p.Handle); err != nil {
 			return err
 		}
 	}
-	return h.Host.Call(ctx, method, params, result)
+	return h.Host.Send(ctx, req)
 }
 
 // BenchmarkScheduleClass200 is what following the plan costs a run of a

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
@@ -218,8 +219,8 @@ func (h *sshHost) Hello() proto.Hello {
 	return hello
 }
 
-func (h *sshHost) Call(ctx context.Context, method string, params, result any) error {
-	return h.a.Call(ctx, method, params, result)
+func (h *sshHost) Send(ctx context.Context, req *rpc.Request) error {
+	return h.a.RPC().Send(ctx, req)
 }
 
 func (h *sshHost) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
@@ -328,11 +329,9 @@ type rxeHost struct {
 	k *fakeKernel
 }
 
-func (h *rxeHost) Call(ctx context.Context, method string, params, result any) error {
+func (h *rxeHost) Send(ctx context.Context, req *rpc.Request) error {
 	k := h.k
-	switch method {
-	case proto.MethodRXEEnsure:
-		p := params.(proto.RXEEnsureParams)
+	if p, res, ok := rpc.Match(req, rpc.RXEEnsure); ok {
 		id := h.Name() + "/" + p.Name
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -345,10 +344,10 @@ func (h *rxeHost) Call(ctx context.Context, method string, params, result any) e
 			k.created = append(k.created, id)
 			info.Created = true
 		}
-		*(result.(*proto.RXEInfo)) = info
+		*res = info
 		return nil
-	case proto.MethodRXEDelete:
-		p := params.(proto.RXEDeleteParams)
+	}
+	if p, _, ok := rpc.Match(req, rpc.RXEDelete); ok {
 		id := h.Name() + "/" + p.Name
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -356,7 +355,7 @@ func (h *rxeHost) Call(ctx context.Context, method string, params, result any) e
 		k.deleted = append(k.deleted, id)
 		return nil
 	}
-	return h.Host.Call(ctx, method, params, result)
+	return h.Host.Send(ctx, req)
 }
 
 const classRXE = classLab + `

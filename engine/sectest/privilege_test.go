@@ -1,9 +1,7 @@
 package sectest
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/agent/server"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
@@ -25,53 +24,15 @@ import (
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
-// pipeClient speaks the protocol to an agent over its stdin/stdout.
-type pipeClient struct {
-	t    *testing.T
-	w    io.Writer
-	sc   *bufio.Scanner
-	next uint64
-}
-
-func newPipeClient(t *testing.T, w io.Writer, r io.Reader) (*pipeClient, proto.Hello) {
+// dialAgent speaks the protocol to an agent over its stdin/stdout with the
+// controller's own client (agent/rpc), as engine/remote does over SSH.
+func dialAgent(t *testing.T, w io.WriteCloser, r io.Reader) *rpc.Client {
 	t.Helper()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), proto.MaxLine)
-	if !sc.Scan() {
-		t.Fatalf("no hello: %v", sc.Err())
+	c, h, err := rpc.Dial(r, w, rpc.Options{Host: "local"})
+	if err != nil || h.Magic != proto.Magic {
+		t.Fatalf("hello %+v: %v", h, err)
 	}
-	var h proto.Hello
-	if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Magic != proto.Magic {
-		t.Fatalf("hello %q: %v", sc.Bytes(), err)
-	}
-	return &pipeClient{t: t, w: w, sc: sc}, h
-}
-
-func (c *pipeClient) call(method string, params, result any) error {
-	c.t.Helper()
-	c.next++
-	b, _ := json.Marshal(params)
-	q, _ := json.Marshal(proto.Request{ID: c.next, Method: method, Params: b})
-	if _, err := c.w.Write(append(q, '\n')); err != nil {
-		return err
-	}
-	for c.sc.Scan() {
-		var env proto.Envelope
-		if err := json.Unmarshal(c.sc.Bytes(), &env); err != nil {
-			return err
-		}
-		if env.Event != "" || env.ID != c.next {
-			continue
-		}
-		if env.Error != nil {
-			return env.Error
-		}
-		if result != nil {
-			return json.Unmarshal(env.Result, result)
-		}
-		return nil
-	}
-	return fmt.Errorf("%s: agent ended: %v", method, c.sc.Err())
+	return c
 }
 
 // socketInodes returns the inodes of the sockets pid has open.
@@ -146,7 +107,8 @@ func TestAgentListensNowhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { in.Close(); cmd.Wait() }()
-	c, _ := newPipeClient(t, in, out)
+	c := dialAgent(t, in, out)
+	ctx := context.Background()
 	check := func(when string) {
 		t.Helper()
 		mine := socketInodes(t, cmd.Process.Pid)
@@ -157,11 +119,11 @@ func TestAgentListensNowhere(t *testing.T) {
 		}
 	}
 	check("after the hello")
-	if err := c.call(proto.MethodFacts, nil, nil); err != nil {
+	if _, err := rpc.Call(ctx, c, rpc.Facts, proto.FactsParams{}); err != nil {
 		t.Fatal(err)
 	}
 	check("after facts")
-	if err := c.call(proto.MethodProcStart, proto.ProcStartParams{Handle: "p", Argv: []string{"sleep", "30"}}, nil); err != nil {
+	if _, err := rpc.Call(ctx, c, rpc.ProcStart, proto.ProcStartParams{Handle: "p", Argv: []string{"sleep", "30"}}); err != nil {
 		t.Fatal(err)
 	}
 	check("with a process running")
@@ -239,12 +201,13 @@ func TestBecomeOnlyWhereNeeded(t *testing.T) {
 	outR, outW := io.Pipe()
 	go func() { srv.Serve(context.Background(), inR, outW); outW.Close() }()
 	defer inW.Close()
-	c, _ := newPipeClient(t, inW, outR)
-	if err := c.call(proto.MethodProcStart, proto.ProcStartParams{Handle: "whoami", Argv: []string{"id", "-u"}}, nil); err != nil {
+	c := dialAgent(t, inW, outR)
+	ctx := context.Background()
+	if _, err := rpc.Call(ctx, c, rpc.ProcStart, proto.ProcStartParams{Handle: "whoami", Argv: []string{"id", "-u"}}); err != nil {
 		t.Fatal(err)
 	}
-	var r proto.ProcResult
-	if err := c.call(proto.MethodProcWait, proto.ProcWaitParams{Handle: "whoami"}, &r); err != nil {
+	r, err := rpc.Call(ctx, c, rpc.ProcWait, proto.ProcWaitParams{Handle: "whoami"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if uid, _ := strconv.Atoi(strings.TrimSpace(r.Stdout)); uid != 65534 {

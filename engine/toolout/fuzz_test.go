@@ -7,20 +7,25 @@ import (
 	"testing"
 )
 
+// seed adds the fixtures whose base name match accepts: the composed and
+// recorded ones and the outputs collected from the world (world/, whose
+// .expect sidecars are not tool output).
 func seed(f *testing.F, match func(name string) bool) {
-	ents, err := os.ReadDir(fixtures)
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.IsDir() || !match(e.Name()) {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(fixtures, e.Name()))
+	for _, sub := range []string{"", "recorded", "world"} {
+		ents, err := os.ReadDir(filepath.Join(fixtures, sub))
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b)
+		for _, e := range ents {
+			if e.IsDir() || strings.HasSuffix(e.Name(), ".expect") || !match(e.Name()) {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(fixtures, sub, e.Name()))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
 	}
 }
 

@@ -21,6 +21,22 @@ var headerPair = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_ .*/()-]*?)[ \t]*:[ \t]
 // mibToGbit converts perftest's MB/sec (2^20 bytes per second) to Gb/s.
 const mibToGbit = 1048576 * 8 / 1e9
 
+// mibUnit reports whether a bandwidth unit is perftest's 2^20 bytes per
+// second: "MB/sec" until 2024, "MiB/sec" since (perftest commit 1d202bb,
+// "Display proper unit for MiB/sec results", first in 24.07.0): the same
+// number under a truer name.
+func mibUnit(u string) bool { return u == "MB/sec" || u == "MiB/sec" }
+
+// ignoredColumns are table columns perftest prints that hold no metric of
+// the vocabulary: known, so not reported as unread.
+func ignoredColumn(name string) bool {
+	switch name {
+	case "#sl", "CPU_Util", "tps average", "BW Port1", "BW Port2", "MsgRate Port1", "MsgRate Port2":
+		return true
+	}
+	return false
+}
+
 type column struct {
 	name string // without the unit: "BW average", "t_min", "99% percentile"
 	unit string // inside the brackets: "Gb/sec", "MB/sec", "usec", "Mpps"
@@ -44,83 +60,164 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 	info := Info{Source: "text"}
 	lines := splitLines(b)
 	var (
-		cols     []column
+		cols     []column // the main table's
+		cur      []column // the table rows are read against now
 		rows     []row
 		inHeader bool
 		gidFor   *string // which GID the next "GID:" line is
+		// section is "" for the main table, "local" or "remote" after the
+		// headings perftest prints with -b --report-both.
+		section string
+		inHist  bool
 	)
+	warn := func(t string) { info.Warnings = append(info.Warnings, t) }
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		switch {
 		case t == "":
 			continue
-		case cols == nil && strings.HasPrefix(t, "#bytes"):
-			var err error
-			cols, err = tableColumns(t)
-			if err != nil {
-				return nil, info, err
-			}
-			if cols[0].unit == "Gb/sec" || cols[0].unit == "MB/sec" {
-				info.BWUnit = cols[0].unit
-			}
-			inHeader = false
-			continue
-		case cols != nil:
-			r, ok, err := tableRow(t, cols)
-			if err != nil {
-				return nil, info, err
-			}
-			if ok {
-				rows = append(rows, r)
-			} else if !strings.HasPrefix(t, "---") {
-				info.Warnings = append(info.Warnings, t)
-			}
-			continue
 		case strings.HasPrefix(t, "---"):
+			continue
+		case t == "Local results:" || t == "Remote results:":
+			section = strings.ToLower(strings.TrimSuffix(t, " results:"))
+			continue
+		case strings.HasPrefix(t, "#bytes"):
+			c, notes, err := tableColumns(t)
+			if err != nil {
+				return nil, info, err
+			}
+			if cols == nil {
+				cols = c
+				if mibUnit(cols[0].unit) || cols[0].unit == "Gb/sec" {
+					info.BWUnit = cols[0].unit
+				}
+				info.Warnings = append(info.Warnings, notes...)
+			}
+			cur, inHeader, inHist = c, false, false
+			continue
+		case t == "#, usec" || t == "#, cycles":
+			inHist = true // -H / -U: one "N, latency" line per iteration follows
+			continue
+		case inHist && histLine.MatchString(t):
+			info.HistogramLines++
+			continue
+		case cur != nil:
+			r, ok, err := tableRow(t, cur)
+			if err != nil {
+				return nil, info, err
+			}
+			switch {
+			case !ok:
+				warn(t)
+			case section != "":
+				info.PerDirection = append(info.PerDirection, directionOf(section, r))
+			default:
+				rows = append(rows, r)
+			}
 			continue
 		case strings.HasSuffix(t, " Test") && !strings.Contains(t, ":"):
 			info.Test = t
+			info.Bidirectional = strings.Contains(t, "Bidirectional")
 			inHeader = true
 			continue
 		case strings.HasPrefix(t, "local address:"):
-			inHeader, gidFor = false, &info.LocalGID
+			inHeader = false
+			if info.LocalGID == "" {
+				gidFor = &info.LocalGID
+			}
 			continue
 		case strings.HasPrefix(t, "remote address:"):
-			gidFor = &info.RemoteGID
+			if info.RemoteGID == "" {
+				gidFor = &info.RemoteGID
+			}
 			continue
-		case strings.HasPrefix(t, "GID:"):
+		case strings.HasPrefix(t, "GID:") || strings.HasPrefix(t, "MGID:"):
 			// the GID of the address line above, as perftest prints it:
 			// 16 decimal-or-hex bytes "00:...:255:255:10:99:00:02"
-			if gidFor != nil && *gidFor == "" {
+			if gidFor != nil && *gidFor == "" && strings.HasPrefix(t, "GID:") {
 				*gidFor = strings.TrimSpace(strings.TrimPrefix(t, "GID:"))
 			}
 			gidFor = nil
 			continue
-		case strings.HasPrefix(t, "*"):
-			continue
+		case strings.HasPrefix(t, "*") || perftestBanner(t):
+			continue // "Waiting for client to connect..." and the like
 		}
-		if inHeader {
-			if isPerftestWarning(t) {
-				info.Warnings = append(info.Warnings, t)
-				continue
-			}
-			for _, m := range headerPair.FindAllStringSubmatch(l, -1) {
+		if inHeader && !isPerftestWarning(t) {
+			pairs := headerPair.FindAllStringSubmatch(l, -1)
+			for _, m := range pairs {
 				headerFact(&info, m[1], m[2])
 			}
-			continue
+			if len(pairs) > 0 {
+				continue
+			}
 		}
-		if isPerftestWarning(t) {
-			info.Warnings = append(info.Warnings, t)
-		}
+		// a line perftest printed that this parser does not read: kept,
+		// so that nothing it said is silently dropped
+		warn(t)
 	}
 	if cols == nil {
-		return nil, info, fmt.Errorf("no result table (no \"#bytes\" header line)%s", errorHint(lines))
+		return nil, info, fmt.Errorf("no result table (no \"#bytes\" header line)%s", failHint(lines, info.Warnings))
 	}
 	if len(rows) == 0 {
 		return nil, info, fmt.Errorf("result table has no rows%s", errorHint(lines))
 	}
+	markIntervals(rows)
+	if info.Bidirectional {
+		for i := range rows {
+			if rows[i].extra == nil {
+				rows[i].extra = map[string]string{}
+			}
+			rows[i].extra["bidirectional"] = "sum of both directions"
+		}
+	}
 	dropUnmeasuredPeak(rows, &info)
 	return rows, info, nil
+}
+
+// histLine is one latency of perftest's -H/-U listing ("17, 2.345").
+var histLine = regexp.MustCompile(`^[0-9]+, [0-9.eE+-]+$`)
+
+// markIntervals numbers the rows of a message size that the table holds more
+// than once: perftest --run_infinitely prints a row per interval (every -D
+// seconds, print_bw_infinite_mode) under one header, and each row is a
+// measurement of that interval alone. A sweep (-a) has each size once.
+func markIntervals(rows []row) {
+	n := map[int64]int{}
+	for _, r := range rows {
+		n[r.size]++
+	}
+	seen := map[int64]int{}
+	for i, r := range rows {
+		if n[r.size] < 2 {
+			continue
+		}
+		seen[r.size]++
+		if rows[i].extra == nil {
+			rows[i].extra = map[string]string{}
+		}
+		rows[i].extra["interval"] = strconv.Itoa(seen[r.size])
+	}
+}
+
+// perftestBanner tells the progress lines perftest prints between its header
+// and its table (the rdma_cm server's), which say nothing about the results.
+func perftestBanner(t string) bool {
+	return strings.HasPrefix(t, "Waiting for client rdma_cm QP to connect") ||
+		strings.HasPrefix(t, "Please run the same command with the IB/RoCE interface IP")
+}
+
+// directionOf turns a row of a --report-both table into a DirectionResult.
+func directionOf(section string, r row) DirectionResult {
+	d := DirectionResult{Direction: section, Size: r.size}
+	for _, v := range r.values {
+		switch v.metric {
+		case "bw_avg":
+			d.BWAvgGbps = v.value
+		case "msg_rate":
+			d.MsgRateMpps = v.value
+		}
+	}
+	return d
 }
 
 // dropUnmeasuredPeak removes "BW peak" values of 0 beside a non-zero
@@ -210,12 +307,10 @@ func leadingDigits(s string) string {
 // several words until the one carrying the unit ("BW peak[Gb/sec]",
 // "99% percentile[usec]"); "#bytes", "#iterations" and "#sl" stand alone.
 // cols[0] is "#bytes"; its unit is set to the table's bandwidth unit, if any,
-// so each row knows how to convert.
-func tableColumns(h string) ([]column, error) {
-	var (
-		cols []column
-		cur  []string
-	)
+// so each row knows how to convert. notes are the header's oddities, for the
+// warnings: a column no metric is read from, a name run into the next one.
+func tableColumns(h string) (cols []column, notes []string, err error) {
+	var cur []string
 	flush := func() {
 		if len(cur) == 0 {
 			return
@@ -225,7 +320,7 @@ func tableColumns(h string) ([]column, error) {
 		if i := strings.IndexByte(name, '['); i >= 0 && strings.HasSuffix(name, "]") {
 			c.name, c.unit = name[:i], name[i+1:len(name)-1]
 		}
-		cols = append(cols, c)
+		cols = append(cols, splitRunOn(c, &notes)...)
 		cur = nil
 	}
 	for _, f := range strings.Fields(h) {
@@ -241,27 +336,63 @@ func tableColumns(h string) ([]column, error) {
 	}
 	flush()
 	if len(cols) < 3 || cols[0].name != "#bytes" {
-		return nil, fmt.Errorf("result table header %q not understood", h)
+		return nil, nil, fmt.Errorf("result table header %q not understood", h)
 	}
 	known := false
 	for i, c := range cols {
 		if c.name == "BW average" {
 			cols[0].unit = c.unit
-			if c.unit != "Gb/sec" && c.unit != "MB/sec" {
-				return nil, fmt.Errorf("bandwidth unit %q in column %d not understood", c.unit, i+1)
+			if c.unit != "Gb/sec" && !mibUnit(c.unit) {
+				return nil, nil, fmt.Errorf("bandwidth unit %q in column %d not understood", c.unit, i+1)
 			}
 		}
-		if m, ok := perftestColumns[c.name]; ok {
+		m, ok := perftestColumns[c.name]
+		switch {
+		case ok:
 			known = true
 			if strings.HasPrefix(m, "lat_") && c.unit != "usec" {
-				return nil, fmt.Errorf("latency column %q is in %q, not usec (drop --report-cycles)", c.name, c.unit)
+				return nil, nil, fmt.Errorf("latency column %q is in %q, not usec (drop --report-cycles)", c.name, c.unit)
 			}
+		case i > 0 && c.name != "#iterations" && !ignoredColumn(c.name):
+			notes = append(notes, fmt.Sprintf("result table column %q not read", c.name))
 		}
 	}
 	if !known {
-		return nil, fmt.Errorf("result table header %q has no bandwidth or latency column", h)
+		return nil, nil, fmt.Errorf("result table header %q has no bandwidth or latency column", h)
 	}
-	return cols, nil
+	return cols, notes, nil
+}
+
+// splitRunOn undoes a header whose "#" was lost before a one-word column, so
+// that the word ran into the next name ("iterations BW peak[MB/sec]", seen in
+// openucx/ucx issue 8852): the known name at the end is kept, each word
+// before it becomes a column of its own, and a note says so. Any other name
+// is returned as it is.
+func splitRunOn(c column, notes *[]string) []column {
+	if _, ok := perftestColumns[c.name]; ok || ignoredColumn(c.name) {
+		return []column{c}
+	}
+	words := strings.Fields(c.name)
+	for i := 1; i < len(words); i++ {
+		tail := strings.Join(words[i:], " ")
+		if _, ok := perftestColumns[tail]; !ok && !ignoredColumn(tail) {
+			continue
+		}
+		var (
+			out   []column
+			names []string
+		)
+		for _, w := range words[:i] {
+			if w == "bytes" || w == "iterations" {
+				w = "#" + w
+			}
+			out = append(out, column{name: w})
+			names = append(names, strconv.Quote(w))
+		}
+		*notes = append(*notes, fmt.Sprintf("result table header: %q read as %s and %q", c.name, strings.Join(names, ", "), tail))
+		return append(out, column{name: tail, unit: c.unit})
+	}
+	return []column{c}
 }
 
 var errRowShape = errors.New("row shape")
@@ -311,7 +442,7 @@ func tableRow(t string, cols []column) (row, bool, error) {
 		if err != nil {
 			return row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
 		}
-		if c.unit == "MB/sec" {
+		if mibUnit(c.unit) {
 			x *= mibToGbit
 		}
 		r.values = append(r.values, metricValue{m, x})

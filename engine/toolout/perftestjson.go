@@ -111,6 +111,15 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 	if !hasBWRows(rows) {
 		info.BWUnit = ""
 	}
+	// -b: the figures are the sum of both directions, as in the text table
+	if info.Bidirectional = strings.Contains(info.Test, "Bidirectional"); info.Bidirectional {
+		for i := range rows {
+			if rows[i].extra == nil {
+				rows[i].extra = map[string]string{}
+			}
+			rows[i].extra["bidirectional"] = "sum of both directions"
+		}
+	}
 	dropUnmeasuredPeak(rows, &info)
 	return rows, info, nil
 }

@@ -20,6 +20,11 @@ var (
 	ppBytes = regexp.MustCompile(`^(\d+) bytes in ([0-9.]+) seconds = ([0-9.]+) Mbit/sec$`)
 	ppIters = regexp.MustCompile(`^(\d+) iters in ([0-9.]+) seconds = ([0-9.]+) usec/iter$`)
 	ppAddr  = regexp.MustCompile(`^(local|remote) address:.*GID ([0-9a-fA-F:.]+)$`)
+	// ppQP matches the address lines without a GID: an InfiniBand port
+	// (rdma-core before GIDs were printed, or -g not given) and the
+	// "remote address: ..., local address: ..." pairs ibv_srq_pingpong
+	// prints for each of its QPs.
+	ppQP = regexp.MustCompile(`^(local|remote) address: +LID 0x[0-9a-fA-F]+, QPN 0x[0-9a-fA-F]+, PSN 0x[0-9a-fA-F]+`)
 )
 
 func parsePingpong(b []byte) ([]row, Info, error) {
@@ -36,9 +41,10 @@ func parsePingpong(b []byte) ([]row, Info, error) {
 			continue
 		}
 		if m := ppAddr.FindStringSubmatch(t); m != nil {
-			if m[1] == "local" {
+			// ibv_srq_pingpong prints one line per QP: the first names the GID
+			if m[1] == "local" && info.LocalGID == "" {
 				info.LocalGID = m[2]
-			} else {
+			} else if m[1] == "remote" && info.RemoteGID == "" {
 				info.RemoteGID = m[2]
 			}
 			continue
@@ -69,12 +75,14 @@ func parsePingpong(b []byte) ([]row, Info, error) {
 			r.values = append(r.values, metricValue{"pp_lat", x})
 			continue
 		}
-		if isPerftestWarning(t) {
-			info.Warnings = append(info.Warnings, t)
+		if ppQP.MatchString(t) {
+			continue
 		}
+		// anything else (an error, a line of a newer rdma-core) is kept
+		info.Warnings = append(info.Warnings, t)
 	}
 	if !haveBytes || !haveIts {
-		return nil, info, fmt.Errorf("no \"N bytes in S seconds\" and \"N iters in S seconds\" summary lines%s", errorHint(lines))
+		return nil, info, fmt.Errorf("no \"N bytes in S seconds\" and \"N iters in S seconds\" summary lines%s", failHint(lines, info.Warnings))
 	}
 	if r.iters > 0 && bytes%(2*r.iters) == 0 {
 		r.size = bytes / (2 * r.iters)

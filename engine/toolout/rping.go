@@ -31,7 +31,7 @@ func parseRping(stdout, stderr []byte) ([]row, Info, error) {
 			}
 			if rpingError(t) {
 				errs = append(errs, t)
-			} else {
+			} else if !rpingDone(t) {
 				info.Warnings = append(info.Warnings, t)
 			}
 		}
@@ -48,6 +48,11 @@ func parseRping(stdout, stderr []byte) ([]row, Info, error) {
 		return nil, info, fmt.Errorf("no \"ping data:\" lines (was rping run with -v?)")
 	}
 	return []row{{values: []metricValue{{"rping_count", float64(count)}}}}, info, nil
+}
+
+// rpingDone tells the lines of a clean end, which are not warnings.
+func rpingDone(t string) bool {
+	return strings.HasSuffix(t, "DISCONNECT EVENT...") || strings.HasPrefix(t, "wait for RDMA_READ_ADV state")
 }
 
 func rpingError(t string) bool {

@@ -71,9 +71,32 @@ type Info struct {
 	// "00:00:...:255:255:10:99:00:02").
 	LocalGID  string `json:"local_gid,omitempty"`
 	RemoteGID string `json:"remote_gid,omitempty"`
+	// Bidirectional says perftest ran with -b: every bandwidth and message
+	// rate of the table is the sum of both directions (perftest's
+	// print_full_bw_report adds the peer's report to its own), and its
+	// samples say so in Meta.Extra["bidirectional"].
+	Bidirectional bool `json:"bidirectional,omitempty"`
+	// PerDirection holds the parts of that sum when perftest also ran with
+	// --report-both ("Local results:", "Remote results:"). They are facts,
+	// not samples, so that a sum and its parts are never folded into one
+	// median.
+	PerDirection []DirectionResult `json:"per_direction,omitempty"`
+	// HistogramLines counts the per-iteration latencies perftest printed
+	// with -H or -U: read as such, not kept (the table's percentiles are
+	// the figures).
+	HistogramLines int `json:"histogram_lines,omitempty"`
 	// Warnings are lines the tool printed that did not stop it, e.g.
 	// "Correlation coefficient r^2: 0.894008 < 0.9".
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// DirectionResult is one row of perftest's per-direction tables (-b with
+// --report-both): what one side sent, bandwidth in Gb/s.
+type DirectionResult struct {
+	Direction   string  `json:"direction"` // "local" or "remote"
+	Size        int64   `json:"size"`
+	BWAvgGbps   float64 `json:"bw_avg_gbps"`
+	MsgRateMpps float64 `json:"msg_rate_mpps,omitempty"`
 }
 
 // ErrNoParser is returned for tools whose output rlab does not parse (tcp is
@@ -290,6 +313,23 @@ func errorHint(lines []string) string {
 		return ""
 	}
 	return ": " + strings.Join(hits, "; ")
+}
+
+// failHint is errorHint, or when no line looks like an error, the first
+// lines the parser did not read: a tool that stopped early says why in its
+// own words ("Requested size larger than port MTU (4096)"), which no list of
+// keywords foresees.
+func failHint(lines, unread []string) string {
+	if h := errorHint(lines); h != "" {
+		return h
+	}
+	if len(unread) > 3 {
+		unread = unread[:3]
+	}
+	if len(unread) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(unread, "; ")
 }
 
 // ParseOutput is Parse in the shape of steps.ParseFunc, for the run engine:

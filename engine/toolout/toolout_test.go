@@ -61,7 +61,7 @@ func fixtureCase(t testing.TB, name string) (tool string, opts Options) {
 // RLAB_VM_RECORD), as paths relative to testdata/toolout.
 func fixtureNames(t testing.TB) []string {
 	var names []string
-	for _, sub := range []string{"", "recorded"} {
+	for _, sub := range []string{"", "recorded", "world"} {
 		ents, err := os.ReadDir(filepath.Join(fixtures, sub))
 		if err != nil {
 			if sub != "" && os.IsNotExist(err) {
