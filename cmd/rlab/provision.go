@@ -141,7 +141,7 @@ func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.O
 		if len(p.Packages) > 0 && p.Err == nil {
 			say("host %s: installing %s (%s)", host, strings.Join(p.Packages, " "), p.Family)
 		}
-		r := provision.Apply(ctx, a, p, o)
+		r := provision.Apply(ctx, a.RPC(), p, o)
 		switch {
 		case r.Err != nil:
 			say("host %s: FAILED: %s", host, firstLineOf(r.Err.Error()))

@@ -72,7 +72,7 @@ func provisionBed(t *testing.T, bed *testbed.Bed, users map[string]string, plan 
 		SSH:    sshx.Options{KnownHosts: []string{bed.KnownHosts}, SSHConfig: "none", AgentSocket: "none", HandshakeTimeout: 10 * time.Second},
 		Agents: remote.NewPackedAgents(dist.Packed),
 		Then: func(ctx context.Context, host string, a *remote.Agent, f *proto.Facts) {
-			r := provision.Apply(ctx, a, plan(host, f), o)
+			r := provision.Apply(ctx, a.RPC(), plan(host, f), o)
 			mu.Lock()
 			out[host] = &hostRun{facts: f, res: r}
 			mu.Unlock()
@@ -279,7 +279,7 @@ func provisionBedRemove(t *testing.T, bed *testbed.Bed, host string, pkgs []stri
 		SSH:    sshx.Options{KnownHosts: []string{bed.KnownHosts}, SSHConfig: "none", AgentSocket: "none", HandshakeTimeout: 10 * time.Second},
 		Agents: remote.NewPackedAgents(dist.Packed),
 		Then: func(ctx context.Context, h string, a *remote.Agent, f *proto.Facts) {
-			r := provision.Remove(ctx, a, h, provision.Debian, pkgs, provision.Options{})
+			r := provision.Remove(ctx, a.RPC(), h, provision.Debian, pkgs, provision.Options{})
 			mu.Lock()
 			*out = r
 			mu.Unlock()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 )
@@ -286,13 +287,17 @@ type fakeCaller struct {
 	n   int
 }
 
-func (f *fakeCaller) Call(ctx context.Context, method string, params, result any) error {
+func (f *fakeCaller) Send(ctx context.Context, r *rpc.Request) error {
+	p, res, ok := rpc.Match(r, rpc.Provision)
+	if !ok {
+		return fmt.Errorf("unexpected call %s", r.Method())
+	}
 	f.n++
-	f.got = params.(proto.ProvisionParams)
+	f.got = p
 	if f.err != nil {
 		return f.err
 	}
-	*(result.(*proto.ProvisionResult)) = proto.ProvisionResult{Manager: "apt-get", Installed: f.got.Packages, Log: "Setting up tcpdump"}
+	*res = proto.ProvisionResult{Manager: "apt-get", Installed: f.got.Packages, Log: "Setting up tcpdump"}
 	return nil
 }
 
