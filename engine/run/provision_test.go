@@ -158,3 +158,54 @@ func TestRunProvision(t *testing.T) {
 }
 
 func lookPathOnly(name string) (string, error) { return exec.LookPath(name) }
+
+// provClassLab: student ana's pair has rxe devices, which this machine's
+// kernel cannot give (no rdma_rxe, and no package rlab knows ships it for
+// Debian); bob's pair runs tcp only and lacks nothing.
+const provClassLab = `
+lab "class" {}
+locals {
+  students = toset(["ana", "bob"])
+}
+host "server" {
+  for_each = local.students
+  address  = "127.0.0.1"
+}
+host "client" {
+  for_each = local.students
+  address  = "127.0.0.1"
+}
+rxe "s" {
+  host   = host.server["ana"]
+  netdev = "lo"
+}
+workload "bulk" {
+  for_each = local.students
+  tool     = "tcp"
+  server   = host.server[each.key]
+  client   = host.client[each.key]
+  bytes    = "1MiB"
+}
+`
+
+// TestRunProvisionClass: a host that cannot be provisioned fails its
+// student only; the other student's workloads run.
+func TestRunProvisionClass(t *testing.T) {
+	if _, err := os.Stat("/sys/module/rdma_rxe"); err == nil || exec.Command("modinfo", "rdma_rxe").Run() == nil {
+		t.Skip("this kernel has rdma_rxe: ana's hosts would lack nothing")
+	}
+	res, _ := runLab(t, provClassLab, Options{Parse: toolout.ParseOutput, Provision: true})
+	if len(res.Students) != 2 {
+		t.Fatalf("students %+v (err %v)", res.Students, res.Err)
+	}
+	ana, bob := res.Students[0], res.Students[1]
+	if ana.Status == "ready" || !strings.Contains(ana.Reason, "provision") || !strings.Contains(ana.Reason, "rdma_rxe") {
+		t.Errorf("ana: %+v", ana)
+	}
+	if bob.Status != "ready" || bob.OK != 1 {
+		t.Errorf("bob: %+v", bob)
+	}
+	if res.Code != ExitInfra {
+		t.Errorf("code %d", res.Code)
+	}
+}
