@@ -110,8 +110,11 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 			}
 			return nil
 		}
-		if len(res.Installed) > 0 || len(res.Modules) > 0 {
-			// What is there now: preflight reads these facts.
+		if len(p.Packages) > 0 {
+			// What is there now: preflight reads these facts. Also when
+			// nothing was installed here: the facts said something was
+			// missing, and the package database says it is there (another
+			// host sharing this filesystem installed it meanwhile).
 			nf, err := rpc.Invoke(ctx, cw, rpc.Facts, proto.FactsParams{})
 			if err != nil {
 				return nil // the lost agent is reported by conn
