@@ -45,7 +45,7 @@ for a in "$@"; do
   case "$a" in
     -o) skip=1 ;; -*) ;;
     install|remove) mode=$a ;;
-    *) if [ "$mode" = install ]; then echo "Setting up $a ..."; touch "$FAKE_PKG/installed/$a"; printf '#!/bin/sh\n' > "$FAKE_PKG/bin/rping"; chmod +x "$FAKE_PKG/bin/rping"; fi
+    *) if [ "$mode" = install ]; then echo "Setting up $a ..."; printf '#!/bin/sh\n' > "$FAKE_PKG/bin/rping.new"; chmod +x "$FAKE_PKG/bin/rping.new"; mv "$FAKE_PKG/bin/rping.new" "$FAKE_PKG/bin/rping"; touch "$FAKE_PKG/installed/$a"; fi
        if [ "$mode" = remove ]; then echo "Removing $a ..."; rm -f "$FAKE_PKG/installed/$a" "$FAKE_PKG/bin/rping"; fi ;;
   esac
 done
@@ -93,7 +93,14 @@ func TestRunProvision(t *testing.T) {
 
 	res, bed := runLab(t, provLab, Options{Parse: toolout.ParseOutput, Provision: true})
 	if res.Code != ExitOK {
-		t.Fatalf("run --provision: code %d, %v", res.Code, res.Err)
+		ev, _ := os.ReadFile(filepath.Join(res.Dir, "events.jsonl"))
+		var prov []string
+		for _, l := range strings.Split(string(ev), "\n") {
+			if strings.Contains(l, `"provision"`) {
+				prov = append(prov, l)
+			}
+		}
+		t.Fatalf("run --provision: code %d, %v\n%s", res.Code, res.Err, strings.Join(prov, "\n"))
 	}
 	st := readState(t, res.Dir)
 	for _, h := range st.Hosts {
