@@ -371,3 +371,100 @@ func FuzzProvisionOutput(f *testing.F) {
 		firstMatchingLine(out, outUnreachable)
 	})
 }
+
+// Fake rpm, dnf and zypper: their messages are the real ones (rpm -q:
+// "package NAME is not installed"; dnf 4: "No match for argument: NAME" and
+// "Error: Unable to find a match: NAME"; zypper: "No provider of 'NAME'
+// found." with exit 104).
+const fakeRPM = `#!/bin/sh
+shift; shift; shift; shift
+rc=0
+for p in "$@"; do
+  if [ -e "$FAKE_PKG/installed/$p" ]; then echo "$p"; else echo "package $p is not installed"; rc=$((rc+1)); fi
+done
+exit $rc
+`
+
+const fakeDNF = `#!/bin/sh
+echo "$(basename "$0") $*" >> "$FAKE_PKG/calls"
+case "$2" in
+  makecache) echo "Metadata cache created."; exit 0 ;;
+  install)
+    shift 2
+    for p in "$@"; do
+      if [ -e "$FAKE_PKG/absent/$p" ]; then echo "No match for argument: $p"; echo "Error: Unable to find a match: $p" >&2; exit 1; fi
+    done
+    for p in "$@"; do echo "  Installing       : $p"; touch "$FAKE_PKG/installed/$p"; done ;;
+  remove) shift 2; for p in "$@"; do rm -f "$FAKE_PKG/installed/$p"; done ;;
+esac
+`
+
+const fakeZypper = `#!/bin/sh
+echo "zypper $*" >> "$FAKE_PKG/calls"
+case "$2" in
+  refresh) echo "All repositories have been refreshed."; exit 0 ;;
+  install)
+    shift 3
+    for p in "$@"; do
+      if [ -e "$FAKE_PKG/absent/$p" ]; then echo "No provider of '$p' found." >&2; exit 104; fi
+    done
+    for p in "$@"; do echo "(1/1) Installing: $p"; touch "$FAKE_PKG/installed/$p"; done ;;
+  remove) shift 2; for p in "$@"; do rm -f "$FAKE_PKG/installed/$p"; done ;;
+esac
+`
+
+// TestProvisionRPMFamilies: the RHEL family's dnf (yum where dnf is
+// missing) and SUSE's zypper get the argv below, are asked with rpm -q
+// first, refresh once on a missing package, and name it.
+func TestProvisionRPMFamilies(t *testing.T) {
+	for _, tc := range []struct {
+		family, manager string
+		install, update string // the argv each runs, as its calls log shows
+	}{
+		{"rhel", "dnf", "dnf -y install perftest", "dnf -y makecache"},
+		{"rhel", "yum", "yum -y install perftest", "yum -y makecache"},
+		{"suse", "zypper", "zypper --non-interactive install --no-recommends perftest", "zypper --non-interactive refresh"},
+	} {
+		t.Run(tc.manager, func(t *testing.T) {
+			dir, srv := fakePkgHost(t)
+			bin := filepath.Join(dir, "bin")
+			os.Remove(filepath.Join(bin, "apt-get"))
+			body := fakeDNF
+			if tc.manager == "zypper" {
+				body = fakeZypper
+			}
+			os.WriteFile(filepath.Join(bin, "rpm"), []byte(fakeRPM), 0o755)
+			os.WriteFile(filepath.Join(bin, tc.manager), []byte(body), 0o755)
+			// Only the fakes: no real dnf or zypper of this machine.
+			t.Setenv("PATH", bin+":/usr/bin:/bin")
+			if _, err := exec.LookPath("dnf"); tc.manager == "yum" && err == nil {
+				t.Skip("this machine has a dnf in /usr/bin")
+			}
+			res, perr := callProvision(t, srv, context.Background(), proto.ProvisionParams{Family: tc.family, Packages: []string{"perftest"}})
+			if perr != nil {
+				t.Fatalf("%v\n%s", perr, perr.Stderr)
+			}
+			if res.Manager != tc.manager || !slices.Equal(res.Installed, []string{"perftest"}) {
+				t.Errorf("%+v", res)
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, "calls"))
+			if got := strings.TrimSpace(string(b)); got != tc.install {
+				t.Errorf("argv %q, want %q", got, tc.install)
+			}
+			if !strings.Contains(res.Log, "rpm -q --qf %{NAME}\n -- perftest") {
+				t.Errorf("log lacks the rpm query:\n%s", res.Log)
+			}
+			// A package the repositories lack: refreshed once, then named.
+			os.Remove(filepath.Join(dir, "calls"))
+			touch(t, dir, "absent", "librdmacm-utils")
+			_, perr = callProvision(t, srv, context.Background(), proto.ProvisionParams{Family: tc.family, Packages: []string{"librdmacm-utils"}})
+			if perr == nil || perr.Code != proto.CodeNotFound || !strings.Contains(perr.Message, "have no librdmacm-utils") {
+				t.Fatalf("missing package: %v", perr)
+			}
+			b, _ = os.ReadFile(filepath.Join(dir, "calls"))
+			if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 3 || lines[1] != tc.update {
+				t.Errorf("calls %q: want install, %q, install", lines, tc.update)
+			}
+		})
+	}
+}
