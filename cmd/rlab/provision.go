@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -80,9 +83,37 @@ reached or provisioned.`,
 			if out == "" {
 				out = filepath.Join("runs", l.Name, "provision-"+time.Now().UTC().Format("2006-01-02T150405Z"))
 			}
-			results, err := provisionHosts(cmd.Context(), l, &f, pf.options(), out, cmd.ErrOrStderr())
+			// Ctrl-C once: stop waiting; each host's agent lets an install
+			// under way finish its transaction (bounded) before it exits,
+			// and the host's result says so. Twice: exit at once.
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			finished := make(chan struct{})
+			defer close(finished)
+			go func() {
+				select {
+				case <-sigs:
+					fmt.Fprintln(cmd.ErrOrStderr(), "interrupted: installs under way are let finish their transaction on the hosts (up to 2 minutes); Ctrl-C again to stop waiting")
+					cancel()
+				case <-finished:
+					return
+				}
+				select {
+				case <-sigs:
+					os.Exit(exitInterrupted)
+				case <-finished:
+				}
+			}()
+			results, err := provisionHosts(ctx, l, &f, pf.options(), out, cmd.ErrOrStderr())
 			if err != nil {
 				return withCode(exitInfra, err)
+			}
+			if ctx.Err() != nil && cmd.Context().Err() == nil {
+				writeProvisionTable(cmd.OutOrStdout(), results)
+				return withCode(exitInterrupted, errors.New("provision interrupted"))
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
