@@ -141,6 +141,9 @@ func procError(tool, role, host string, r *proto.ProcResult) error {
 	} else if s := tail(r.Stdout, 500); s != "" {
 		msg += ": " + s
 	}
+	if h := wcStatusHint(r.Stderr + "\n" + r.Stdout); h != "" {
+		msg += "\n(" + h + ")"
+	}
 	return errors.New(msg)
 }
 

@@ -33,7 +33,48 @@ func newTCP(w *Workload) (Step, error) {
 }
 
 func (s *tcpWorkload) Describe() string {
-	return fmt.Sprintf("tcp %s: host %s (server) <- host %s (client), %s", s.w.Name, s.w.ServerHost, s.w.ClientHost, s.amount())
+	return fmt.Sprintf("tcp %s: host %s (server) <- host %s (client) at %s, %s", s.w.Name, s.w.ServerHost, s.w.ClientHost, s.dialText(), s.amount())
+}
+
+// dialText is the address the client dials and why, as the plan says it.
+func (s *tcpWorkload) dialText() string {
+	w := s.w
+	switch {
+	case w.DialRXE != "":
+		return fmt.Sprintf("the IPv4 of rxe %s's netdev", w.DialRXE)
+	case w.ServerAddr != "":
+		return fmt.Sprintf("%s (%s)", w.ServerAddr, w.DialWhy)
+	}
+	return w.ServerHost
+}
+
+// dialFrom is where the dialed address comes from, for the results.
+func (s *tcpWorkload) dialFrom() string {
+	if s.w.DialWhy != "" {
+		return s.w.DialWhy
+	}
+	return "the server host's name"
+}
+
+// serverAddr is the address the client dials (lab.ServerDial): the IPv4 of
+// the server host's data rxe's netdev, the address the lab gives, or the
+// host's name.
+func (s *tcpWorkload) serverAddr(env *Env) (string, error) {
+	w := s.w
+	if w.DialRXE != "" {
+		info, err := env.RXE(w.DialRXE)
+		if err != nil {
+			return "", fmt.Errorf("workload %q (tcp): the data link to dial: %w", w.Name, err)
+		}
+		if info.IPv4 == "" {
+			return "", fmt.Errorf("workload %q (tcp): rxe %q on host %q has no IPv4 address on %s for the client to reach; give %s an IPv4 address (the tcp baseline dials the data network the RDMA workloads use)", w.Name, w.DialRXE, w.ServerHost, info.Netdev, info.Netdev)
+		}
+		return info.IPv4, nil
+	}
+	if w.ServerAddr != "" {
+		return w.ServerAddr, nil
+	}
+	return w.ServerHost, nil
 }
 
 // amount is what one run sends: "for 6s" or "1GiB" (sizes for people).
@@ -70,6 +111,10 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	if err != nil {
 		return err
 	}
+	addr, err := s.serverAddr(env)
+	if err != nil {
+		return err
+	}
 	port := PortFor(w, rep)
 	sh, ch := handle(w, "server", 0, rep), handle(w, "client", 0, rep)
 	if err := env.note(Effect{Host: w.ServerHost, Kind: "tcp", ID: sh, Pending: true}); err != nil {
@@ -79,10 +124,6 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	serving, err := rpc.Invoke(ctx, srv, rpc.TCPServe, proto.TCPServeParams{Handle: sh, Port: port})
 	if err != nil {
 		return fmt.Errorf("serve tcp on host %q port %d: %w", w.ServerHost, port, err)
-	}
-	addr := w.ServerAddr
-	if addr == "" {
-		addr = w.ServerHost
 	}
 	start := time.Now()
 	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: ms(remaining(ctx))}
@@ -113,7 +154,8 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	}
 	ss = append(ss, commonSamples(0, secs)...)
 	fillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Size: size, Repeat: rep,
-		Hosts: []string{w.ServerHost, w.ClientHost}, Extra: map[string]string{"bytes": fmt.Sprint(sent.Bytes), "server_bytes": fmt.Sprint(got.Bytes)}})
+		Hosts: []string{w.ServerHost, w.ClientHost}, Extra: map[string]string{"bytes": fmt.Sprint(sent.Bytes), "server_bytes": fmt.Sprint(got.Bytes),
+			"server_addr": addr, "server_addr_from": s.dialFrom()}})
 	s.out.Samples = append(s.out.Samples, ss...)
 	return nil
 }

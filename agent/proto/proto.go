@@ -531,3 +531,63 @@ type ProvisionResult struct {
 	LockWait  string   `json:"lock_wait,omitempty"` // who held the lock, and for how long it was waited for
 	Log       string   `json:"log"`                 // the commands run and their output (bounded)
 }
+
+// MethodCountersRead reads the kernel's own counters of RDMA devices and
+// netdevs from sysfs: CountersReadParams -> Counters. Read-only; needs no
+// privilege on the kernels rlab knows (the files are 0444).
+const MethodCountersRead = "counters.read"
+
+// CountersReadParams name what to read. Names are checked by the agent:
+// one sysfs path element each.
+type CountersReadParams struct {
+	// RDMA are RDMA device names (rxe_eth1, mlx5_0): their port counters
+	// (ports/N/counters), port hw_counters (ports/N/hw_counters) and device
+	// hw_counters (hw_counters), whichever the device has.
+	RDMA []string `json:"rdma,omitempty"`
+	// Netdevs are netdev names: their statistics (rx_packets, tx_dropped...).
+	Netdevs []string `json:"netdevs,omitempty"`
+	// Route, when set, adds the netdev that carries traffic to this address
+	// (an address or host name): the netdev holding it when it is one of
+	// this host's addresses, else the one the route to it leaves by.
+	Route string `json:"route,omitempty"`
+}
+
+// Counter sources: which sysfs folder a counter came from.
+const (
+	CounterPort     = "counters"           // /sys/class/infiniband/DEV/ports/N/counters: the IB PortCounters
+	CounterPortHW   = "hw_counters"        // /sys/class/infiniband/DEV/ports/N/hw_counters: the driver's own
+	CounterDeviceHW = "device_hw_counters" // /sys/class/infiniband/DEV/hw_counters: the driver's, device-wide
+	CounterNetdev   = "statistics"         // /sys/class/net/NETDEV/statistics
+)
+
+// CounterValue is one counter as read.
+type CounterValue struct {
+	Device string `json:"device"`         // RDMA device or netdev
+	Port   int    `json:"port,omitempty"` // RDMA port; 0 for device-wide and netdev counters
+	Source string `json:"source"`         // Counter* constant
+	Name   string `json:"name"`           // the kernel's file name, e.g. rcvd_seq_err
+	Value  uint64 `json:"value"`
+}
+
+// CounterUnreadable is a counter, or a whole folder of them (Name empty),
+// that could not be read: never reported as zero.
+type CounterUnreadable struct {
+	Device string `json:"device"`
+	Port   int    `json:"port,omitempty"`
+	Source string `json:"source"`
+	Name   string `json:"name,omitempty"`
+	// Absent: the device has no such folder (rxe has no IB PortCounters),
+	// as opposed to one it has but could not read.
+	Absent bool   `json:"absent,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Counters is one reading.
+type Counters struct {
+	TimeUnixNano int64               `json:"time_unix_nano"`
+	Values       []CounterValue      `json:"values"`
+	Unreadable   []CounterUnreadable `json:"unreadable,omitempty"`
+	// RouteNetdev is the netdev Route resolved to ("" when none was asked
+	// or it could not be found: then Unreadable says why).
+	RouteNetdev string `json:"route_netdev,omitempty"`
+}

@@ -111,6 +111,9 @@ var (
 		}
 		return ms(t + g), false
 	})
+	// CountersRead reads a few dozen sysfs files: fast, but emulated VMs
+	// are slow and this runs twice per workload and host.
+	CountersRead = def[proto.CountersReadParams, proto.Counters](proto.MethodCountersRead, time.Minute, nil)
 )
 
 // procReady: proc.start answers once the process is ready, after at most

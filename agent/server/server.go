@@ -335,6 +335,7 @@ func (s *Server) handlers() map[string]handler {
 		proto.MethodFilesRead:    s.filesRead,
 		proto.MethodCleanup:      s.cleanupMethod,
 		proto.MethodProvision:    s.provision,
+		proto.MethodCountersRead: s.countersRead,
 	}
 }
 

@@ -51,23 +51,31 @@ func namesOf(l *lab.Lab) labNames {
 	for _, x := range l.RXEs {
 		add(&n.Students, keyOf(x.Name))
 	}
+	clear(seen) // host names are their own namespace
 	for _, h := range l.Hosts {
+		add(&n.Hosts, h.Block) // every instance (rlab facts --host)
 		add(&n.Hosts, h.Name)
 	}
 	return n
 }
 
 // completeLabArgs completes the arguments of the lab commands that parse
-// their own flags (run, plan, check): --only takes workload names, student
-// keys and instance addresses of the lab named on the line; a lab path
-// completes as a .hcl file or a folder.
+// their own flags (run, plan, check, facts): --only takes workload names,
+// student keys and instance addresses of the lab named on the line, --host
+// (facts) its host names and block labels; a lab path completes as a .hcl
+// file or a folder.
 func completeLabArgs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	prefix, ok := "", false
-	switch {
-	case strings.HasPrefix(toComplete, "--only="):
-		prefix, toComplete, ok = "--only=", strings.TrimPrefix(toComplete, "--only="), true
-	case len(args) > 0 && args[len(args)-1] == "--only":
-		ok = true
+	prefix, ok, flag := "", false, ""
+	for _, f := range []string{"only", "host"} {
+		if cmd.Flags().Lookup(f) == nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(toComplete, "--"+f+"="):
+			prefix, toComplete, ok, flag = "--"+f+"=", strings.TrimPrefix(toComplete, "--"+f+"="), true, f
+		case len(args) > 0 && args[len(args)-1] == "--"+f:
+			ok, flag = true, f
+		}
 	}
 	if !ok {
 		if strings.HasPrefix(toComplete, "-") {
@@ -95,11 +103,16 @@ func completeLabArgs(cmd *cobra.Command, args []string, toComplete string) ([]st
 		done = toComplete[:i+1]
 	}
 	n := namesOf(l)
-	var out []string
-	for _, group := range []struct {
+	type group struct {
 		names []string
 		what  string
-	}{{n.Workloads, "workload"}, {n.Students, "student"}, {n.Instances, "instance"}} {
+	}
+	groups := []group{{n.Workloads, "workload"}, {n.Students, "student"}, {n.Instances, "instance"}}
+	if flag == "host" { // rlab facts --host: host names and block labels
+		groups = []group{{n.Hosts, "host"}}
+	}
+	var out []string
+	for _, group := range groups {
 		for _, name := range group.names {
 			out = append(out, prefix+done+name+"\t"+group.what)
 		}
@@ -136,7 +149,7 @@ func labPathArg(cmd *cobra.Command, args []string) string {
 func wireCompletion(root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if c.DisableFlagParsing && c.Flags().Lookup("only") != nil && c.ValidArgsFunction == nil {
+		if c.DisableFlagParsing && (c.Flags().Lookup("only") != nil || c.Flags().Lookup("host") != nil) && c.ValidArgsFunction == nil {
 			c.ValidArgsFunction = completeLabArgs
 		}
 		for _, s := range c.Commands() {

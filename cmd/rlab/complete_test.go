@@ -30,8 +30,9 @@ func complete(t *testing.T, args ...string) []string {
 }
 
 // TestCompletion: --only completes the workload names, student keys and
-// instances of the lab on the line, for run, plan and check; a comma list
-// completes its last element (run names: TestShowReportRunRefs).
+// instances of the lab on the line, for run, plan and check; facts --host
+// its host names and block labels; a comma list completes its last element
+// (run names: TestShowReportRunRefs).
 func TestCompletion(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -47,6 +48,9 @@ func TestCompletion(t *testing.T) {
 		{"check --only", []string{"check", "--validate", "../../labs/class.hcl", "--only", ""}, []string{"ana"}, nil},
 		{"run flags", []string{"run", "--k"}, []string{"--keep"}, nil},
 		{"no lab yet", []string{"run", "--only", ""}, nil, []string{"write_bw"}},
+		{"facts --host", []string{"facts", "../../labs/class.hcl", "--host", ""}, []string{"server", `server["ana"]`, "client", "bastion"}, []string{"write_bw", "ana"}},
+		{"facts --host=", []string{"facts", "../../labs/walkthrough.hcl", "--host=s"}, []string{"--host=server"}, nil},
+		{"facts --host comma list", []string{"facts", "../../labs/walkthrough.hcl", "--host", "server,"}, []string{"server,client"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

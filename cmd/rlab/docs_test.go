@@ -137,6 +137,7 @@ var optionProofs = map[string]string{
 	"down --accept-new-host-keys": "cmd/rlab.TestDownHostKeysNetns",
 	"down --known-hosts":          "cmd/rlab.TestDownHostKeysNetns",
 	"facts --json":                "cmd/rlab.TestFactsAndCheckNetns",
+	"facts --host":                "cmd/rlab.TestFactsAndCheckNetns",
 	"fmt --check":                 "cmd/rlab.TestFmtCmd",
 	"fmt --diff":                  "cmd/rlab.TestFmtCmd",
 	"graph --format":              "cmd/rlab.TestGraphCmd",

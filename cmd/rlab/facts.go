@@ -18,15 +18,18 @@ import (
 func newFactsCmd() *cobra.Command {
 	var f hostFlags
 	var asJSON bool
+	var hosts []string
 	cmd := &cobra.Command{
-		Use:   "facts [-json] [-var NAME=VALUE]... PATH",
+		Use:   "facts [-json] [--host NAME]... [-var NAME=VALUE]... PATH",
 		Short: "Show what every host of a lab can do (kernel, netdevs, RDMA devices, rdma_rxe, tools)",
 		Long: `facts connects to every host of the lab at once, ships the agent (only when the
 host lacks that exact build) and prints each host's facts: kernel, OS, netdevs
 with MTU and addresses, RDMA devices with their GID tables, whether the kernel
 has rdma_rxe, the RDMA tools and their versions, RLIMIT_MEMLOCK and free disk.
 A host that cannot be reached is reported on its own line; the others are
-still printed. -json prints one object keyed by host name.
+still printed. -json prints one object keyed by host name. --host gathers only
+the hosts named (a host's name, or its block label for every instance; through
+their jump hosts as usual).
 
 Exit status: 0 every host answered; 2 some host could not be reached.`,
 		DisableFlagParsing: true,
@@ -40,6 +43,9 @@ Exit status: 0 every host answered; 2 some host could not be reached.`,
 			}
 			l, err := loadForHosts(cmd, rest[0], &f)
 			if err != nil {
+				return err
+			}
+			if l, err = selectHosts(l, hosts); err != nil {
 				return err
 			}
 			res, _, err := f.gather(cmd.Context(), l, cmd.ErrOrStderr())
@@ -63,6 +69,7 @@ Exit status: 0 every host answered; 2 some host could not be reached.`,
 	f.register(cmd.Flags())
 	f.registerRefresh(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: one object per host, keyed by host name")
+	cmd.Flags().StringArrayVar(&hosts, "host", nil, `gather only this host: its name (server["ana"]) or block label (every instance); repeatable or comma-separated`)
 	return cmd
 }
 

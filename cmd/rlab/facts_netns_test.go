@@ -159,6 +159,18 @@ func TestFactsAndCheckNetns(t *testing.T) {
 	if got["h0"].Facts == nil || got["b0"].Facts == nil || !strings.Contains(got["h1"].Error, `host "h1"`) || !strings.Contains(got["h1"].Error, "connection refused") {
 		t.Errorf("facts with h1 down:\n%s\n%s", out, stderr)
 	}
+	// --host gathers only the hosts named (b0 through its jump host): h1
+	// being down is none of its business.
+	out, stderr, code = runRlab(t, "facts", "-json", "--host", "b0,h0", labFile)
+	got = nil
+	json.Unmarshal([]byte(out), &got)
+	if code != 0 || len(got) != 2 || got["b0"].Facts == nil || got["h0"].Facts == nil {
+		t.Errorf("facts --host b0,h0 with h1 down: exit %d, want 0 and b0, h0 only:\n%s\n%s", code, out, stderr)
+	}
+	out, stderr, code = runRlab(t, "facts", "--host", "b00", labFile)
+	if code != 1 || !strings.Contains(stderr, `--host "b00": lab "bed" has no host of that name; did you mean "b0"?`) {
+		t.Errorf("facts --host b00: exit %d, want 1 naming the unknown host:\n%s%s", code, out, stderr)
+	}
 	out, _, code = runRlab(t, "check", rxeLab)
 	if code != 2 || !strings.Contains(out, `host "h1"`) || !strings.Contains(out, "rdma_rxe") {
 		t.Errorf("check with h1 down: exit %d, want 2 with h0's problem and h1's error:\n%s", code, out)

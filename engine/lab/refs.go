@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/rlab-dev/rlab/engine/results"
 )
 
 // scope says what an expression may refer to besides var, local and path.
@@ -128,7 +130,7 @@ func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
 			found = true
 		}
 		if !found {
-			l.errorf(rng, "Unsupported result attribute", "This workload's result has no attribute %q.%s It has: %s.", step.Name, didYouMean(step.Name, sc.result), strings.Join(sc.result, ", "))
+			l.errorf(rng, "Unsupported result attribute", "This workload's result has no attribute %q.%s It has: %s.", step.Name, didYouMean(step.Name, sc.result), resultAttrsText(sc.result))
 			return false
 		}
 	case "host", "rxe", "capture", "workload":
@@ -499,4 +501,24 @@ func (l *loader) strList(a *hcl.Attribute, sc *scope) ([]string, bool) {
 		out = append(out, e.AsString())
 	}
 	return out, true
+}
+
+// resultAttrsText lists what result.* has for a diagnostic: the tool's
+// metrics by name, then the kernel counters (dozens for RDMA tools) by a
+// few names and where the rest are described.
+func resultAttrsText(attrs []string) string {
+	var own, counters []string
+	for _, a := range attrs {
+		if _, ok := results.CounterByName(a); ok {
+			counters = append(counters, a)
+		} else {
+			own = append(own, a)
+		}
+	}
+	text := strings.Join(own, ", ")
+	if len(counters) > 0 {
+		text += fmt.Sprintf("; and the kernel counters of its devices (%s, ... %d in all: labs/README.md, \"Counters: what the stack saw\")",
+			strings.Join(counters[:min(4, len(counters))], ", "), len(counters))
+	}
+	return text
 }

@@ -266,21 +266,29 @@ func New(l *lab.Lab) (*Plan, error) {
 		wave[w] = wv
 		var all []string
 		if w.Tool == "exec" {
-			s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run")})
+			s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run", "")})
 			s.after(ready[w.Host])
 			s.after(before...)
 			s.after(capsFor[w]...)
 			onHost[w.Host] = append(onHost[w.Host], s.ID)
 			all = []string{s.ID}
 		} else {
-			srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server")})
+			srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server", "")})
 			srv.after(ready[w.ServerHost])
 			if w.ServerRXE != nil {
 				srv.after(rxeStep[w.ServerRXE])
 			}
 			srv.after(before...)
 			srv.after(capsFor[w]...)
-			cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client")})
+			dial := l.ServerDial(w)
+			if w.ServerRXE == nil && dial.RXE != nil && rxeStep[dial.RXE] != "" {
+				srv.after(rxeStep[dial.RXE]) // tcp dials that rxe's netdev
+			}
+			dialText := ""
+			if w.ServerRXE == nil {
+				dialText = dial.Text()
+			}
+			cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
 			cli.after(ready[w.ClientHost])
 			if w.ClientRXE != nil {
 				cli.after(rxeStep[w.ClientRXE])

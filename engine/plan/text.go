@@ -101,7 +101,9 @@ func captureText(c *lab.Capture) string {
 	return s
 }
 
-func workloadText(w *lab.Workload, side string) string {
+// workloadText describes one side of a workload; dial, for a client that
+// dials no rxe (tcp), is the address it dials and why (lab.ServerDial).
+func workloadText(w *lab.Workload, side, dial string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s", w.Name, w.Tool)
 	switch side {
@@ -116,6 +118,9 @@ func workloadText(w *lab.Workload, side string) string {
 			b.WriteString(" on " + w.ClientRXE.Device)
 		}
 		b.WriteString(" to " + w.ServerHost.Name)
+		if dial != "" {
+			b.WriteString(" at " + dial)
+		}
 	case "run":
 		b.WriteString(" " + quoteArgv(w.Command))
 	}

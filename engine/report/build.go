@@ -436,6 +436,8 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 		}
 		w.Expects = append(w.Expects, x)
 	}
+	w.Stack = stackOf(samples, wd.CounterNotes)
+	samples = results.Measures(samples)
 	w.Table = sampleTable(samples)
 	w.Charts = workloadCharts(w.Anchor, samples)
 	w.Links = b.workloadLinks(name, wd)
@@ -552,35 +554,52 @@ func sampleTable(samples []results.Sample) Table {
 	cols = append(cols, other...)
 	if hasSize {
 		t.Columns = append(t.Columns, "size")
+		t.Units = append(t.Units, "B")
 	}
 	t.Columns = append(t.Columns, "repeat")
+	t.Units = append(t.Units, "")
+	// Each column in one display unit, as summary.md's tables (327 kpps,
+	// not 0.000327 Mpps); the cell keeps the recorded value (Raw).
+	cu := map[string]results.Column{}
 	for _, c := range cols {
 		unit := ""
+		var vals []float64
 		for _, k := range keys {
 			if s, ok := rows[k][c]; ok {
-				unit = s.Unit
-				break
+				if unit == "" {
+					unit = s.Unit
+				}
+				vals = append(vals, s.Value)
 			}
 		}
-		t.Columns = append(t.Columns, fmt.Sprintf("%s [%s]", c, unit))
+		cu[c] = results.ColumnFor(unit, vals)
+		t.Columns = append(t.Columns, fmt.Sprintf("%s [%s]", c, cu[c].Name()))
+		t.Units = append(t.Units, unit)
 	}
 	for _, k := range keys {
-		var row []string
+		var row, raw []string
 		if hasSize {
-			row = append(row, strconv.FormatInt(k.Size, 10))
+			row = append(row, results.HumanSize(k.Size))
+			raw = append(raw, strconv.FormatInt(k.Size, 10))
 		}
 		row = append(row, strconv.Itoa(k.Repeat+1))
+		raw = append(raw, "")
 		for _, c := range cols {
 			if s, ok := rows[k][c]; ok {
-				row = append(row, fmtNum(s.Value))
+				row = append(row, cu[c].Format(s.Value))
+				raw = append(raw, rawNum(s.Value))
 			} else {
 				row = append(row, "")
+				raw = append(raw, "")
 			}
 		}
-		t.Rows = append(t.Rows, row)
+		t.add(row, raw)
 	}
 	return t
 }
+
+// rawNum is a value exactly as results.json holds it.
+func rawNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // bySize folds one metric's repeats per message size, sorted by size: the
 // median (the figure rlab reports and compares, as summary.md does), the
@@ -706,4 +725,49 @@ func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 		}
 	}
 	return out
+}
+
+// stackOf is "what the stack saw" of a workload: its counter samples that
+// moved, as a table, and its counter notes; nil when it has neither.
+func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
+	st := &Stack{Moved: Table{Columns: []string{"host", "device", "counter", "delta"}}}
+	n := 0
+	for _, s := range samples {
+		if !results.IsCounter(s) {
+			continue
+		}
+		n++
+		if s.Value == 0 {
+			st.Still++
+			continue
+		}
+		st.Moved.Rows = append(st.Moved.Rows, []string{strings.Join(s.Meta.Hosts, ","), strings.Join(s.Meta.Devices, ","), s.Metric,
+			results.FormatValue(s.Value) + " " + s.Unit})
+	}
+	sort.SliceStable(st.Moved.Rows, func(i, j int) bool {
+		a, b := st.Moved.Rows[i], st.Moved.Rows[j]
+		for k := 0; k < 3; k++ {
+			if a[k] != b[k] {
+				return a[k] < b[k]
+			}
+		}
+		return false
+	})
+	for _, cn := range notes {
+		what := cn.Host
+		if cn.Device != "" {
+			what += " " + cn.Device
+		}
+		if cn.Source != "" {
+			what += " " + cn.Source
+		}
+		if cn.Counter != "" {
+			what += "/" + cn.Counter
+		}
+		st.Notes = append(st.Notes, CounterNote{Kind: cn.Kind, What: what, Reason: cn.Reason})
+	}
+	if n == 0 && len(st.Notes) == 0 {
+		return nil
+	}
+	return st
 }

@@ -194,7 +194,8 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 	}
 	c.Opcodes = opTable(s.Opcodes, s.RoCEPackets)
 	c.Connections = Table{Columns: []string{"from", "to", "dest QP", "packets", "bytes", "payload bytes",
-		"retransmitted PSNs", "NAKs", "RNR NAKs", "CNPs", "ECN-marked", "opcodes"}, Rows: [][]string{}}
+		"retransmitted PSNs", "NAKs", "RNR NAKs", "CNPs", "ECN-marked", "opcodes"}, Rows: [][]string{},
+		Units: []string{"", "", "", "", "B", "B", "", "", "", "", "", ""}}
 	for _, f := range s.Flows {
 		var ops []string
 		for _, o := range f.Ops {
@@ -209,9 +210,10 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 			sort.Strings(codes)
 			naks += " (" + strings.Join(codes, ", ") + ")"
 		}
-		c.Connections.Rows = append(c.Connections.Rows, []string{f.Src.String(), f.Dst.String(),
-			fmt.Sprintf("0x%06x", f.DestQP), fmt.Sprint(f.Packets), fmt.Sprint(f.Bytes), fmt.Sprint(f.PayloadBytes),
-			fmt.Sprint(f.Retransmits), naks, fmt.Sprint(f.RNRNAKs), fmt.Sprint(f.CNPs), fmt.Sprint(f.ECN), strings.Join(ops, ", ")})
+		c.Connections.add([]string{f.Src.String(), f.Dst.String(),
+			fmt.Sprintf("0x%06x", f.DestQP), fmt.Sprint(f.Packets), humanBytes(f.Bytes), humanBytes(f.PayloadBytes),
+			fmt.Sprint(f.Retransmits), naks, fmt.Sprint(f.RNRNAKs), fmt.Sprint(f.CNPs), fmt.Sprint(f.ECN), strings.Join(ops, ", ")},
+			[]string{"", "", "", "", fmt.Sprint(f.Bytes), fmt.Sprint(f.PayloadBytes), "", "", "", "", "", ""})
 	}
 	if len(s.CM) > 0 {
 		c.CM = &Table{Columns: []string{"frame", "time [s]", "from", "to", "message", "local comm ID", "remote comm ID", "QPN"}, Rows: [][]string{}}
@@ -265,14 +267,16 @@ func coarsen(in []iograph.Series, n int) []iograph.Series {
 }
 
 func opTable(ops []*roce.OpStats, total int64) Table {
-	t := Table{Columns: []string{"opcode", "#", "packets", "bytes", "payload bytes", "share of RoCEv2 packets"}, Rows: [][]string{}}
+	t := Table{Columns: []string{"opcode", "#", "packets", "bytes", "payload bytes", "share of RoCEv2 packets"}, Rows: [][]string{},
+		Units: []string{"", "", "", "B", "B", ""}}
 	for _, o := range ops {
 		share := 0.0
 		if total > 0 {
 			share = float64(o.Packets) / float64(total) * 100
 		}
-		t.Rows = append(t.Rows, []string{o.Transport + " " + o.Name, fmt.Sprint(o.Opcode), fmt.Sprint(o.Packets),
-			fmt.Sprint(o.Bytes), fmt.Sprint(o.PayloadBytes), fmt.Sprintf("%.1f %%", share)})
+		t.add([]string{o.Transport + " " + o.Name, fmt.Sprint(o.Opcode), fmt.Sprint(o.Packets),
+			humanBytes(o.Bytes), humanBytes(o.PayloadBytes), fmt.Sprintf("%.1f %%", share)},
+			[]string{"", "", "", fmt.Sprint(o.Bytes), fmt.Sprint(o.PayloadBytes), ""})
 	}
 	return t
 }

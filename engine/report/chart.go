@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/results"
 	"math"
 	"sort"
 	"strconv"
@@ -367,17 +368,6 @@ func humanSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// humanBytes prints a size with a binary unit: 1.5 MiB.
-func humanBytes(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v := float64(n)
-	i := 0
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	if i == 0 {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i]
-}
+// humanBytes prints a size with a binary unit (1.5 MiB): results'
+// formatter, the one summary.md and the terminal use.
+func humanBytes(n int64) string { return results.HumanBytes(n) }

@@ -1,12 +1,16 @@
 package report
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/rlab-dev/rlab/engine/results"
+)
 
 // compare puts every RDMA bandwidth workload beside every TCP baseline, in
-// Gb/s: for RDMA the best median over message sizes (with the size it
+// human units (3.4 Gb/s, 405 MiB/s; the recorded Gb/s kept as Raw): for RDMA the best median over message sizes (with the size it
 // came at), for TCP the median over repeats. Nothing is drawn unless both kinds ran.
 func (b *builder) compare() {
-	var rows [][]string
+	t := Table{Columns: []string{"workload", "tool", "transport", "best size", "throughput", "bytes per second"}, Units: []string{"", "", "", "B", "Gb/s", "MiB/s"}}
 	var groups []barGroup
 	rdma, tcp := 0, 0
 	for _, w := range b.d.Workloads {
@@ -24,12 +28,14 @@ func (b *builder) compare() {
 				}
 			}
 			rdma++
-			rows = append(rows, []string{w.Name, w.Tool, "RDMA", strconv.FormatInt(best.Size, 10), fmtNum(best.Median), fmtNum(gbpsToMiBps(best.Median))})
+			t.add([]string{w.Name, w.Tool, "RDMA", results.HumanSize(best.Size), results.HumanValue(best.Median, "Gb/s"), results.HumanValue(gbpsToMiBps(best.Median), "MiB/s")},
+				[]string{"", "", "", strconv.FormatInt(best.Size, 10), rawNum(best.Median), rawNum(gbpsToMiBps(best.Median))})
 			groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"RDMA", best.Median, "Gb/s"}}})
 		case w.Tool == "tcp" && has(ss, "tcp_bw"):
 			tcp++
 			for _, a := range bySize(ss, "tcp_bw") { // one per bytes setting, usually one
-				rows = append(rows, []string{w.Name, w.Tool, "TCP", "", fmtNum(a.Median), fmtNum(gbpsToMiBps(a.Median))})
+				t.add([]string{w.Name, w.Tool, "TCP", "", results.HumanValue(a.Median, "Gb/s"), results.HumanValue(gbpsToMiBps(a.Median), "MiB/s")},
+					[]string{"", "", "", "", rawNum(a.Median), rawNum(gbpsToMiBps(a.Median))})
 				groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"TCP", a.Median, "Gb/s"}}})
 			}
 		}
@@ -38,7 +44,7 @@ func (b *builder) compare() {
 		return
 	}
 	b.d.Compare = &Compare{
-		Table: Table{Columns: []string{"workload", "tool", "transport", "best size [bytes]", "Gb/s", "MiB/s"}, Rows: rows},
+		Table: t,
 		Chart: barChart("compare", "RDMA vs TCP throughput", "Gb/s", groups),
 	}
 }

@@ -128,12 +128,42 @@ type Workload struct {
 	Links    []Link   `json:"links,omitempty"`
 	Duration string   `json:"duration,omitempty"`
 	Config   string   `json:"config,omitempty"` // how the lab asked it to run
+	// Stack is what the kernel's counters saw during the workload; nil
+	// when none were read (exec, runs before counters).
+	Stack *Stack `json:"stack,omitempty"`
 }
 
-// Table is a rendered table: every cell already formatted.
+// Stack is "what the stack saw": the counters that moved (host, device,
+// counter, delta), how many did not, and those that could not be read,
+// are absent on their device, or were reset.
+type Stack struct {
+	Moved Table         `json:"moved"`
+	Still int           `json:"still"`
+	Notes []CounterNote `json:"notes,omitempty"`
+}
+
+// CounterNote is one counter, or folder of them, that is not a delta.
+type CounterNote struct {
+	Kind   string `json:"kind"` // unreadable, absent, reset
+	What   string `json:"what"` // "server rxe_eth1 hw_counters/rcvd_seq_err"
+	Reason string `json:"reason"`
+}
+
+// Table is a rendered table: every cell already formatted for people
+// (human units, as summary.md). Raw, when set, is beside Rows: the value
+// each cell shows as results.json holds it ("" where the cell is that value),
+// in Units (by column), for the cell's data-value and title attributes.
 type Table struct {
 	Columns []string   `json:"columns"`
 	Rows    [][]string `json:"rows"`
+	Raw     [][]string `json:"raw,omitempty"`
+	Units   []string   `json:"units,omitempty"`
+}
+
+// add appends a row of cells shown and their raw values.
+func (t *Table) add(cells []string, raw []string) {
+	t.Rows = append(t.Rows, cells)
+	t.Raw = append(t.Raw, raw)
 }
 
 // Expect is one expect check.

@@ -27,6 +27,8 @@ var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"statusClass": statusClass,
 	"num":         isNum,
 	"hint":        hint,
+	"cell":        cell,
+	"cell1":       cell1,
 }).ParseFS(reporttmpl.FS, "report.html.tmpl"))
 
 // Render writes report.html into runDir from what the directory holds.
@@ -101,6 +103,23 @@ func isNum(s string) bool {
 	s = strings.TrimSuffix(s, " %")
 	_, err := strconv.ParseFloat(s, 64)
 	return err == nil
+}
+
+// cell is raw[i][j], or "" where raw has no such cell (a table without
+// raw values, or a cell that shows its value as it is).
+func cell(raw [][]string, i, j int) string {
+	if i < len(raw) {
+		return cell1(raw[i], j)
+	}
+	return ""
+}
+
+// cell1 is s[j], or "".
+func cell1(s []string, j int) string {
+	if j < len(s) {
+		return s[j]
+	}
+	return ""
 }
 
 // statusClass maps a status word to a CSS class (ok, bad or neutral).

@@ -94,7 +94,10 @@ func TestRenderWritesReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"<svg", "quickstart", "Bandwidth vs message size", "RDMA vs TCP", "RC RDMA WRITE First", "NOT held",
-		"<th>machine</th><td>QEMU Standard PC (i440FX &#43; PIIX, 1996) pc-i440fx-7.2</td>", "<th>rdma-core</th><td>44.0</td>", "<code>1af4:1000</code>"} {
+		"<th>machine</th><td>QEMU Standard PC (i440FX &#43; PIIX, 1996) pc-i440fx-7.2</td>", "<th>rdma-core</th><td>44.0</td>", "<code>1af4:1000</code>",
+		// Tables in human units, as summary.md; the recorded value beside.
+		`<td class="n" data-value="268435456" title="268435456 B">256 MiB</td>`, `<th>tcp_bw [Mb/s]</th>`,
+		`<td class="n" data-value="0.00123" title="0.00123 Mpps">1230</td>`, `<td class="n" data-value="10980" title="10980 B">10.72 KiB</td>`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -230,7 +233,7 @@ func TestOptionsLab(t *testing.T) {
 		t.Errorf("topology = %+v, want the lab's address and the run's facts", d.Topology)
 	}
 	for _, w := range d.Workloads {
-		if w.Name == "tcp" && !strings.Contains(w.Config, "bytes 1.0 MiB") {
+		if w.Name == "tcp" && !strings.Contains(w.Config, "bytes 1 MiB") {
 			t.Errorf("tcp config = %q, want the lab's bytes", w.Config)
 		}
 	}

@@ -36,6 +36,7 @@ type workloadDoc struct {
 	Samples  []results.Sample `json:"samples"`
 	Logs     []string         `json:"logs"` // run-dir-relative paths of its raw outputs
 	// Samples here are taken too, though results.Run keeps them at the top.
+	CounterNotes []results.CounterNote `json:"counter_notes"`
 }
 
 type expectDoc struct {

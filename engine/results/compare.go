@@ -112,6 +112,21 @@ func (c *Comparison) Failed() bool { return c.Regressed > 0 || c.Missing > 0 }
 // system; they are compared only when given a threshold explicitly.
 var skipByDefault = map[string]bool{"exit_code": true, "duration": true}
 
+// traffic: a kernel counter of what went through (packets, bytes): it
+// follows the workload's amount, so it is compared only with a threshold
+// of its own, as duration is.
+func traffic(metric string) bool {
+	c, ok := CounterByName(metric)
+	return ok && c.Kind == CounterTraffic
+}
+
+// trouble: a kernel counter of what went wrong (retransmissions, sequence
+// errors, drops).
+func trouble(metric string) bool {
+	c, ok := CounterByName(metric)
+	return ok && c.Kind == CounterTrouble
+}
+
 // Compare matches the samples of run a (the baseline) and run b by workload,
 // metric, size and hosts, folds repeats into medians and classifies each
 // change by the metric's direction (Metrics' HigherIsBetter). A change past
@@ -157,7 +172,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 	seen := map[Key]bool{}
 	for _, ga := range Aggregate(a.Samples) {
 		thr, explicit := threshold(ga.Key)
-		if skipByDefault[ga.Metric] && !explicit {
+		if skipByDefault[ga.Metric] && !explicit || traffic(ga.Metric) && !explicit {
 			seen[ga.Key] = true
 			continue
 		}
@@ -173,6 +188,10 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 		switch {
 		case !ok:
 			d.Status = DeltaMissing
+		case ga.Median == 0 && gb.Median > 0 && trouble(ga.Metric):
+			// Retransmissions, sequence errors, drops: from none to
+			// some is what nightly CI must see, whatever the ratio.
+			d.Status = DeltaRegressed
 		case ga.Median == 0:
 			d.Status = DeltaNoBase
 			if gb.Median == 0 {
@@ -202,7 +221,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 			continue
 		}
 		thr, explicit := threshold(gb.Key)
-		if skipByDefault[gb.Metric] && !explicit {
+		if skipByDefault[gb.Metric] && !explicit || traffic(gb.Metric) && !explicit {
 			continue
 		}
 		m, _ := MetricByName(gb.Metric)
@@ -343,6 +362,8 @@ func (d Delta) changeCell() string {
 	switch {
 	case d.Status == DeltaNew || d.Status == DeltaMissing || d.Status == DeltaNoBase:
 		return "–"
+	case d.A == 0 && d.B > 0:
+		return "from 0"
 	case !d.Significant:
 		return "~"
 	}

@@ -345,3 +345,41 @@ func FuzzParsePercent(f *testing.F) {
 		}
 	})
 }
+
+// TestCompareCounters: a trouble counter (retransmissions, sequence errors)
+// that goes from none to some is a regression, whatever the ratio; a
+// traffic counter (packets) follows the workload's amount and is compared
+// only with a threshold of its own; counters of two hosts stay apart.
+func TestCompareCounters(t *testing.T) {
+	ctr := func(metric, host string, v float64) Sample {
+		return Sample{Metric: metric, Value: v, Unit: CounterUnit(metric), Meta: Meta{Workload: "write_bw", Tool: "ib_write_bw",
+			Hosts: []string{host}, Devices: []string{"rxe_eth1"}, Extra: map[string]string{CounterExtra: "hw_counters"}}}
+	}
+	a := &Run{Samples: []Sample{ctr("rcvd_seq_err", "client", 0), ctr("rcvd_seq_err", "server", 0), ctr("sent_pkts", "client", 1000), ctr("duplicate_request", "server", 4)}}
+	b := &Run{Samples: []Sample{ctr("rcvd_seq_err", "client", 3), ctr("rcvd_seq_err", "server", 0), ctr("sent_pkts", "client", 5000), ctr("duplicate_request", "server", 4)}}
+	c := Compare(a, b, CompareOptions{})
+	got := map[string]string{}
+	for _, d := range c.Deltas {
+		got[d.Metric+"@"+d.Hosts] = d.Status
+	}
+	want := map[string]string{"rcvd_seq_err@client": DeltaRegressed, "rcvd_seq_err@server": DeltaSame, "duplicate_request@server": DeltaSame}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if !c.Failed() {
+		t.Error("sequence errors appeared and the comparison passed")
+	}
+	var out strings.Builder
+	if err := c.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "from 0") {
+		t.Errorf("the table does not say the counter went from 0:\n%s", out.String())
+	}
+	c = Compare(a, b, CompareOptions{MetricThresholds: map[string]float64{"sent_pkts": 50}})
+	for _, d := range c.Deltas {
+		if d.Metric == "sent_pkts" && d.Status != DeltaRegressed {
+			t.Errorf("sent_pkts with a threshold: %s, want regressed (5x the packets)", d.Status)
+		}
+	}
+}

@@ -25,7 +25,7 @@ const execOutputLines = 5
 // then RDMA beside TCP, and the first lines of each exec workload's output
 // (read from the run directory r.Dir). Host text is made printable.
 func WriteHeadline(w io.Writer, r *Run) error {
-	aggs := Aggregate(r.Samples)
+	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
 	for _, a := range aggs {
 		byWL[a.Workload] = append(byWL[a.Workload], a)

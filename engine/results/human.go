@@ -84,3 +84,19 @@ func displayScale(unit string, vals []float64) scale {
 	}
 	return sc[len(sc)-1]
 }
+
+// Column is the display unit of a column of values of one recorded unit,
+// the one summary.md's tables use (the report's tables read it too):
+// Name for the header, Format for each cell.
+type Column struct{ s scale }
+
+// ColumnFor picks the display unit for vals, recorded in unit.
+func ColumnFor(unit string, vals []float64) Column { return Column{displayScale(unit, vals)} }
+
+// Name is the display unit ("kpps", "MiB/s"; the recorded unit when it has
+// no scales).
+func (c Column) Name() string { return c.s.Name }
+
+// Format prints v (in the recorded unit) in the column's display unit,
+// without the unit: the header says it.
+func (c Column) Format(v float64) string { return FormatValue(v / c.s.Per) }

@@ -90,7 +90,7 @@ func JUnit(r *Run) ([]byte, error) {
 		suite.Cases = append(suite.Cases, c)
 	}
 	byWL := map[string][]Agg{}
-	for _, a := range Aggregate(r.Samples) {
+	for _, a := range Aggregate(Measures(r.Samples)) {
 		byWL[a.Workload] = append(byWL[a.Workload], a)
 	}
 	for _, wl := range r.Workloads {

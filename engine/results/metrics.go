@@ -38,10 +38,14 @@ func fromDescriptor(m tooldesc.Metric) Metric {
 	return Metric{Name: m.Name, Unit: m.Unit, HigherIsBetter: m.HigherIsBetter, Doc: m.Doc, Aliases: m.Aliases}
 }
 
-// MetricByName returns the metric named n.
+// MetricByName returns the metric named n: a tool's metric, or a kernel
+// counter of the vocabulary (counters.go), lower is better.
 func MetricByName(n string) (Metric, bool) {
 	m, ok := tooldesc.MetricByName(n)
 	if !ok {
+		if c, ok := CounterByName(n); ok {
+			return Metric{Name: c.Name, Unit: c.Unit, Doc: c.Doc + " (kernel counter, " + c.Devices + ")"}, true
+		}
 		return Metric{}, false
 	}
 	return fromDescriptor(m), true
@@ -74,10 +78,12 @@ func DropRetired(ss []Sample) []Sample {
 }
 
 // ToolMetrics returns the metric names a tool produces, for checking expect
-// conditions at load time. An unknown tool records what every workload does.
+// conditions at load time: its own, the common ones, then the kernel
+// counters read around its workloads (CounterNames). An unknown tool records
+// what every workload does.
 func ToolMetrics(tool string) []string {
 	if ms := tooldesc.MetricsOf(tool); ms != nil {
-		return ms
+		return append(ms, CounterNames(tool)...)
 	}
 	return append([]string(nil), tooldesc.Common...)
 }

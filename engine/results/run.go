@@ -81,6 +81,10 @@ type Workload struct {
 	// command line overrides them.
 	Thresholds map[string]float64 `json:"thresholds,omitempty"`
 	Logs       []string           `json:"logs,omitempty"` // run-dir-relative paths of its raw outputs
+	// CounterNotes are its kernel counters that are not deltas among the
+	// samples: unreadable (never recorded as zero), absent on the device,
+	// or reset during the workload (counters.go).
+	CounterNotes []CounterNote `json:"counter_notes,omitempty"`
 }
 
 // Expect is one evaluated `expect` block. An expect is evaluated per size

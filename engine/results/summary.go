@@ -67,7 +67,7 @@ func Summary(r *Run, dir string) []byte {
 		w("\n")
 	}
 
-	aggs := Aggregate(r.Samples)
+	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
 	for _, a := range aggs {
 		byWL[a.Workload] = append(byWL[a.Workload], a)
@@ -76,6 +76,7 @@ func Summary(r *Run, dir string) []byte {
 	for _, wl := range r.Workloads {
 		seen[wl.Name] = true
 		workloadSection(&b, wl, byWL[wl.Name])
+		stackSection(&b, wl, CounterDeltas(r.Samples, wl.Name))
 	}
 	// samples of workloads the run did not list (should not happen, but a
 	// summary must not hide numbers)
@@ -100,7 +101,7 @@ const compactAt = 16
 // problems in full.
 func compactSections(b *bytes.Buffer, r *Run) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	aggs := Aggregate(r.Samples)
+	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
 	for _, a := range aggs {
 		byWL[a.Workload] = append(byWL[a.Workload], a)
@@ -192,6 +193,23 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	if len(problems) > 0 {
 		w("## Problems\n\n%s\n\n", strings.Join(problems, "\n"))
 	}
+	// The kernel's trouble counters that moved (retransmissions, sequence
+	// errors, drops), one line per workload; the deltas are in results.json.
+	var trouble []string
+	for _, wl := range r.Workloads {
+		var parts []string
+		for _, s := range CounterDeltas(r.Samples, wl.Name) {
+			if c, ok := CounterByName(s.Metric); ok && c.Kind == CounterTrouble && s.Value > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s `%s` %s", mdText(strings.Join(s.Meta.Hosts, ",")), mdText(strings.Join(s.Meta.Devices, ",")), mdCode(s.Metric), FormatValue(s.Value)))
+			}
+		}
+		if len(parts) > 0 {
+			trouble = append(trouble, fmt.Sprintf("- %s: %s", mdText(wl.Name), strings.Join(parts, ", ")))
+		}
+	}
+	if len(trouble) > 0 {
+		w("## What the stack saw\n\nKernel counters of trouble that moved during a workload:\n\n%s\n\n", strings.Join(trouble, "\n"))
+	}
 }
 
 // sortMetrics orders metric names as the Metrics table does.
@@ -271,6 +289,61 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
 			w("\n")
 		}
 		w("\n")
+	}
+}
+
+// stackSection is "what the stack saw" during a workload: the kernel
+// counters that moved (after minus before, per host and device), how many
+// did not, and every counter that could not be read, is absent on its
+// device, or went backwards.
+func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
+	if len(deltas) == 0 && len(wl.CounterNotes) == 0 {
+		return
+	}
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	w("What the stack saw (kernel counters, after minus before the workload):\n\n")
+	moved, still := 0, 0
+	for _, s := range deltas {
+		if s.Value == 0 {
+			still++
+			continue
+		}
+		if moved == 0 {
+			w("| host | device | counter | delta |\n|---|---|---|---:|\n")
+		}
+		moved++
+		w("| %s | %s | `%s` | %s %s |\n", mdCell(strings.Join(s.Meta.Hosts, ",")), mdCell(strings.Join(s.Meta.Devices, ",")),
+			mdCode(s.Metric), FormatValue(s.Value), mdText(s.Unit))
+	}
+	if moved > 0 {
+		w("\n")
+	}
+	if still > 0 {
+		w("%d other counter(s) read did not move.\n\n", still)
+	}
+	for _, kind := range []struct{ kind, title string }{
+		{NoteUnreadable, "Could not read"}, {NoteReset, "Reset or wrapped (no delta)"}, {NoteAbsent, "Not on the device"},
+	} {
+		var lines []string
+		for _, n := range wl.CounterNotes {
+			if n.Kind != kind.kind {
+				continue
+			}
+			what := n.Host
+			if n.Device != "" {
+				what += " " + n.Device
+			}
+			if n.Source != "" {
+				what += " " + n.Source
+			}
+			if n.Counter != "" {
+				what += "/" + n.Counter
+			}
+			lines = append(lines, fmt.Sprintf("- %s: %s", mdText(what), mdText(oneLine(n.Reason))))
+		}
+		if len(lines) > 0 {
+			w("%s:\n\n%s\n\n", kind.title, strings.Join(lines, "\n"))
+		}
 	}
 }
 

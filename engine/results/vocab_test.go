@@ -1,9 +1,12 @@
 package results
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // TestResolveMetric: a metric name is itself; an older expect name is its
@@ -57,6 +60,51 @@ func TestEveryToolMetricKnown(t *testing.T) {
 				t.Errorf("%s: metric %q unknown or listed twice", tool, n)
 			}
 			seen[n] = true
+		}
+	}
+}
+
+// TestCounterVocabulary: no kernel counter shares a name with a tool's
+// metric or an older expect name (results.json would mix them), every one
+// has a unit, a kind and a doc, and the tools read the counters their
+// devices have: RDMA tools all, tcp the netdev statistics, exec none.
+func TestCounterVocabulary(t *testing.T) {
+	for _, c := range Counters {
+		if _, ok := tooldesc.MetricByName(c.Name); ok {
+			t.Errorf("counter %s is also a tool metric", c.Name)
+		}
+		if _, _, ok := tooldesc.MetricByAlias(c.Name); ok {
+			t.Errorf("counter %s is also an older expect name", c.Name)
+		}
+		if c.Unit == "" || c.Doc == "" || c.Devices == "" || (c.Kind != CounterTraffic && c.Kind != CounterTrouble) {
+			t.Errorf("counter %+v incomplete", c)
+		}
+		if m, ok := MetricByName(c.Name); !ok || m.HigherIsBetter || m.Unit != c.Unit {
+			t.Errorf("MetricByName(%s) = %+v, %v", c.Name, m, ok)
+		}
+	}
+	has := func(tool, name string) bool { return slices.Contains(ToolMetrics(tool), name) }
+	for _, tc := range []struct {
+		tool, name string
+		want       bool
+	}{
+		{"ib_write_bw", "rcvd_seq_err", true},
+		{"ib_write_bw", "tx_packets", true},
+		{"ibv_rc_pingpong", "out_of_sequence", true},
+		{"tcp", "tx_packets", true},
+		{"tcp", "rcvd_seq_err", false},
+		{"exec", "tx_packets", false},
+	} {
+		if got := has(tc.tool, tc.name); got != tc.want {
+			t.Errorf("%s reads %s: %v, want %v", tc.tool, tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ name, unit string }{
+		{"sent_pkts", "packets"}, {"rx_bytes", "bytes"}, {"rcvd_seq_err", "count"},
+		{"roce_adp_retrans", "count"}, {"rdma_tx_bytes", "bytes"}, {"cc_rx_cnp_pkts", "packets"},
+	} {
+		if got := CounterUnit(tc.name); got != tc.unit {
+			t.Errorf("CounterUnit(%s) = %q, want %q", tc.name, got, tc.unit)
 		}
 	}
 }

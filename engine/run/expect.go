@@ -28,11 +28,18 @@ type ExpectResult struct {
 // ResultObject builds the `result` object an expect condition reads for one
 // size: every metric of the tool (median over repeats, by its name and its
 // older expect names), plus size and repeat (the number of repeats). Metrics
-// the run did not produce are null.
+// the run did not produce are null. A kernel counter is the workload's
+// delta summed over its hosts and devices (all sizes and repeats: they are
+// read around the whole workload), null when no host could read it.
 func ResultObject(tool string, samples []results.Sample, size int64) map[string]cty.Value {
 	vals := map[string][]float64{}
 	repeats := map[int]bool{}
+	counters := map[string]float64{}
 	for _, s := range samples {
+		if results.IsCounter(s) {
+			counters[s.Metric] += s.Value
+			continue
+		}
 		if s.Meta.Size != size {
 			continue
 		}
@@ -46,6 +53,14 @@ func ResultObject(tool string, samples []results.Sample, size int64) map[string]
 	for _, name := range results.ToolMetrics(tool) {
 		m, ok := results.MetricByName(name)
 		if !ok {
+			continue
+		}
+		if _, isCounter := results.CounterByName(name); isCounter {
+			if v, read := counters[name]; read {
+				obj[name] = cty.NumberFloatVal(v)
+			} else {
+				obj[name] = cty.NullVal(cty.Number)
+			}
 			continue
 		}
 		for _, a := range m.ExpectNames() { // its name, then its older names
@@ -64,6 +79,9 @@ func sizesOf(samples []results.Sample) []int64 {
 	var out []int64
 	seen := map[int64]bool{}
 	for _, s := range samples {
+		if results.IsCounter(s) {
+			continue // read around the whole workload: no size of their own
+		}
 		if !seen[s.Meta.Size] {
 			seen[s.Meta.Size] = true
 			out = append(out, s.Meta.Size)

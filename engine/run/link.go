@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,8 +87,8 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 		// whole block leaves the probe an ephemeral port (0).
 		l.port = steps.PortFor(w, steps.PortsPerWorkload-1)
 	}
-	if w.ServerRXE != "" {
-		info, err := r.env.RXE(w.ServerRXE)
+	if x := cmp.Or(w.ServerRXE, w.DialRXE); x != "" { // a tcp workload's DialRXE: the link it dials
+		info, err := r.env.RXE(x)
 		if err != nil || info.IPv4 == "" {
 			return dataLink{}, false
 		}
@@ -115,8 +116,8 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 }
 
 // probeLink checks once that the client reaches the server over l. Only
-// the client's agent saying it could not connect or get the answer counts
-// (the link). The server not being able to listen (the port taken by the
+// the client's agent saying it could not connect counts (the link:
+// linkMiss). The server not being able to listen (the port taken by the
 // workload itself) or an agent slow to answer on a loaded host does not:
 // that is not a verdict on the link (a mute agent is the heartbeat's
 // business).
@@ -152,14 +153,28 @@ func (r *runner) probeLink(ctx context.Context, l dataLink) error {
 		// would take that port from a later run of the workload.
 		_, _ = rpc.Invoke(wctx, srv, rpc.ProcStop, proto.ProcStopParams{Handle: hd})
 	}
-	var pe *proto.Error
-	if sendErr != nil && errors.As(sendErr, &pe) && (pe.Code == proto.CodeCommand || pe.Code == proto.CodeTimeout) {
+	if linkMiss(sendErr) {
 		return fmt.Errorf("host %q cannot reach %s:%d on host %q: %s", l.client, l.addr, serving.Port, l.server, plainText(firstLineOf(sendErr.Error())))
 	}
 	if sendErr != nil {
 		r.log.Warn("data link check: no verdict", "host", l.client, "addr", l.addr, "err", sendErr)
 	}
 	return nil
+}
+
+// linkMiss tells whether the client agent's answer to a probe's tcp.send
+// is a verdict on the link: it could not connect (refused, unreachable, or
+// no answer to its SYN within the probe's deadline). A connection made
+// whose 8-byte count comes back late is not: the SYN and SYN-ACK crossed
+// the link, and a server agent in a TCG guest under load (19 on two cores)
+// answers in seconds; a link that dies after the connect fails the next
+// probe's connect.
+func linkMiss(sendErr error) bool {
+	var pe *proto.Error
+	if !errors.As(sendErr, &pe) || (pe.Code != proto.CodeCommand && pe.Code != proto.CodeTimeout) {
+		return false
+	}
+	return strings.Contains(pe.Message, ": connect to ")
 }
 
 // linkDown returns why the link of n's pair is known down ("" when not).

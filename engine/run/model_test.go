@@ -32,7 +32,7 @@ func TestOneWorkloadModel(t *testing.T) {
 		}
 		lf, ok := lt.FieldByName(sf.Name)
 		if !ok || len(lf.Index) > 1 {
-			continue // the steps' own (ServerAddr, Port) or the shared type's
+			continue // the steps' own (ServerAddr, DialRXE, Port) or the shared type's
 		}
 		if !refs[lf.Type] || sf.Type.Kind() != reflect.String {
 			t.Errorf("lab.Workload.%s (%s) and steps.Workload.%s (%s) are two copies of one field: move it into tooldesc.Workload", sf.Name, lf.Type, sf.Name, sf.Type)
@@ -43,11 +43,11 @@ func TestOneWorkloadModel(t *testing.T) {
 	w := &lab.Workload{Workload: tooldesc.Workload{Name: `bw["a"]`, Slug: "bw-a", Index: 3, Tool: "ib_write_bw",
 		Options: tooldesc.Options{Sizes: []int64{4096}, Iterations: 7, Repeat: 2}},
 		ServerHost: h1, ClientHost: h2, ServerRXE: &lab.RXE{Name: "rs"}, ClientRXE: &lab.RXE{Name: "rc"}}
-	sw := stepWorkload(w)
+	sw := stepWorkload(&lab.Lab{Hosts: []*lab.Host{h1, h2}}, w)
 	if !reflect.DeepEqual(sw.Workload, w.Workload) {
 		t.Errorf("stepWorkload: shared part %+v, want %+v", sw.Workload, w.Workload)
 	}
-	if sw.ServerHost != "s" || sw.ClientHost != "c" || sw.ServerRXE != "rs" || sw.ClientRXE != "rc" || sw.ServerAddr != "192.0.2.1" {
+	if sw.ServerHost != "s" || sw.ClientHost != "c" || sw.ServerRXE != "rs" || sw.ClientRXE != "rc" || sw.ServerAddr != "" || sw.DialRXE != "" {
 		t.Errorf("stepWorkload: references resolved to %+v", sw)
 	}
 }

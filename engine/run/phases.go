@@ -51,7 +51,8 @@ func (r *runner) select_() error {
 		for _, h := range w.Hosts() {
 			usedHost[h] = true
 		}
-		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE} {
+		// A tcp workload's server rxe is the data link it dials (ServerDial).
+		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE, r.lab.ServerDial(w).RXE} {
 			if x != nil {
 				usedRXE[x] = true
 			}
@@ -101,7 +102,7 @@ func (r *runner) select_() error {
 		if !selected[w] {
 			continue
 		}
-		sw := stepWorkload(w)
+		sw := stepWorkload(r.lab, w)
 		st, err := steps.NewWorkload(sw)
 		if err != nil {
 			return err
@@ -123,12 +124,19 @@ func (r *runner) select_() error {
 }
 
 // stepWorkload resolves a lab workload for the steps package: the shared
-// part (tooldesc.Workload) whole, the host and rxe references as names.
-func stepWorkload(w *lab.Workload) *steps.Workload {
+// part (tooldesc.Workload) whole, the host and rxe references as names, and
+// for a tcp workload the address its client dials (lab.ServerDial).
+func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
 	sw := &steps.Workload{Workload: w.Workload}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
-		sw.ServerAddr = dataAddress(w.ServerHost)
+		if w.ServerRXE == nil { // tcp; RDMA tools dial their server rxe
+			d := l.ServerDial(w)
+			sw.ServerAddr, sw.DialWhy = d.Addr, d.Why
+			if d.RXE != nil {
+				sw.DialRXE = d.RXE.Name
+			}
+		}
 	}
 	if w.ClientHost != nil {
 		sw.ClientHost = w.ClientHost.Name
@@ -143,17 +151,6 @@ func stepWorkload(w *lab.Workload) *steps.Workload {
 		sw.ClientRXE = w.ClientRXE.Name
 	}
 	return sw
-}
-
-// dataAddress is the address a peer dials for a host's workloads: a VM's
-// first data network address (its SSH address is a port forward on the
-// controller), else the host's address.
-func dataAddress(h *lab.Host) string {
-	if h.VM != nil && len(h.VM.Networks) > 0 {
-		a, _, _ := strings.Cut(h.VM.Networks[0].Address, "/")
-		return a
-	}
-	return h.Address
 }
 
 // subLab is the lab limited to what this run runs (--only).

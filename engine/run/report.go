@@ -77,6 +77,12 @@ func (r *runner) writeResults(res *Result) error {
 			}
 			w.Expects = append(w.Expects, x)
 		}
+		n.mu.Lock()
+		for _, cn := range n.counterNotes {
+			cn.Reason = red.Replace(cn.Reason)
+			w.CounterNotes = append(w.CounterNotes, cn)
+		}
+		n.mu.Unlock()
 		doc.Workloads = append(doc.Workloads, w)
 		doc.Samples = append(doc.Samples, o.Samples...)
 	}

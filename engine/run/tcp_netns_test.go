@@ -11,7 +11,8 @@ import (
 // TestNetnsTCPDuration: a tcp workload with `duration` sends for that long
 // over real sockets between two netns hosts, not a fixed number of bytes
 // (it sent 64 MiB in 0.03 s and ignored the duration before). The band is
-// generous: at least the asked time, far less than the timeout.
+// generous: at least the asked time, far less than the timeout. With no rxe
+// on the server host the client dials its SSH address, and the results say so.
 func TestNetnsTCPDuration(t *testing.T) {
 	_, hosts := netnsBed(t, 2)
 	const asked = 2 * time.Second
@@ -54,6 +55,11 @@ workload "timed" {
 			}
 			if s.Value <= 0 {
 				t.Errorf("repeat %d: tcp_bw %v", s.Meta.Repeat, s.Value)
+			}
+			// The netns hosts have one address and no rxe: the client dials
+			// the SSH address, and the results say why (lab.ServerDial).
+			if addr, from := s.Meta.Extra["server_addr"], s.Meta.Extra["server_addr_from"]; addr != l.HostByName("h0").Address || from != "SSH address: no rxe on host h0" {
+				t.Errorf("repeat %d dialed %q (%s), want h0's SSH address %s, saying there is no rxe", s.Meta.Repeat, addr, from, l.HostByName("h0").Address)
 			}
 		}
 	}

@@ -53,6 +53,9 @@ workload "bulk" {
 	var names []string
 	var gbps float64
 	for _, s := range r.Samples {
+		if results.IsCounter(s) {
+			continue // the kernel's counters around it (counters_test.go)
+		}
 		if !slices.Contains(names, s.Metric) {
 			names = append(names, s.Metric)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -25,6 +26,9 @@ type workloadNode struct {
 
 	mu      sync.Mutex
 	skipped string // why it did not run
+	// counterNotes: its kernel counters that could not be read, are absent
+	// or went backwards (counters.go).
+	counterNotes []results.CounterNote
 }
 
 func (n *workloadNode) outcome() *steps.Outcome {
@@ -118,8 +122,10 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	if l, ok := r.linkOf(n); ok {
 		go r.watchLink(wctx, stop, l)
 	}
+	before := r.readCounters(ctx, n, nil)
 	err := r.apply(wctx, n.step, "", n.lab.Name, n.ids...)
 	stop(nil)
+	r.readCounters(ctx, n, before)
 	if err != nil {
 		r.addErr(err)
 	}
@@ -191,3 +197,31 @@ func (r *runner) abandon(host string, err error) {
 		go c.Close()
 	}
 }
+
+// readCounters reads the kernel counters of n's devices on its hosts (one
+// call per host, the hosts at once): before it runs (before nil), and after
+// it, when the deltas become samples of its outcome and what could not be
+// read becomes its counter notes. A read is bounded, and made even when
+// the run was interrupted: the counters are part of what happened.
+func (r *runner) readCounters(ctx context.Context, n *workloadNode, before []steps.CounterReading) []steps.CounterReading {
+	sides := steps.CounterSides(r.env, n.spec)
+	if len(sides) == 0 {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), counterTimeout)
+	defer cancel()
+	got := steps.ReadCounters(cctx, r.env, sides)
+	if before == nil {
+		return got
+	}
+	ss, notes := steps.CounterSamples(n.spec, before, got)
+	o := n.step.(steps.Outcomer).Outcome()
+	o.Samples = append(o.Samples, ss...)
+	n.mu.Lock()
+	n.counterNotes = notes
+	n.mu.Unlock()
+	return got
+}
+
+// counterTimeout bounds one reading of a workload's counters.
+const counterTimeout = time.Minute

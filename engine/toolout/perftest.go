@@ -106,6 +106,7 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 			if err != nil {
 				return nil, info, err
 			}
+			info.Warnings = append(info.Warnings, r.notes...)
 			switch {
 			case !ok:
 				warn(t)
@@ -438,6 +439,13 @@ func tableRow(t string, cols []column) (row, bool, error) {
 		if !ok {
 			continue // #sl, CPU_Util, per-port columns, tps average
 		}
+		if notANumber(v) {
+			// perftest prints sqrt of a variance that rounding made
+			// negative as "-nan" (seen: t_stdev of ib_write_lat on a
+			// loaded TCG guest); the other columns are good.
+			r.notes = append(r.notes, fmt.Sprintf("result row %q: column %q is %q: no %s sample for this row", t, c.name, v, m))
+			continue
+		}
 		x, err := parseNumber(v)
 		if err != nil {
 			return row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
@@ -451,6 +459,16 @@ func tableRow(t string, cols []column) (row, bool, error) {
 		r.extra = map[string]string{"reported_unit": cols[0].unit}
 	}
 	return r, true, nil
+}
+
+// notANumber says whether a cell is C's printf of a NaN or an infinity
+// ("nan", "-nan", "inf", "-inf" and their capitals).
+func notANumber(v string) bool {
+	switch strings.ToLower(strings.TrimLeft(v, "+-")) {
+	case "nan", "inf", "infinity":
+		return true
+	}
+	return false
 }
 
 // parseNumber accepts the finite, non-negative decimals perftest prints.

@@ -219,6 +219,9 @@ type row struct {
 	size, iters int64
 	values      []metricValue
 	extra       map[string]string
+	// notes are what the row said that is not a value: a column perftest
+	// printed as nan (its stdev of a loaded run can come out -nan).
+	notes []string
 }
 
 type metricValue struct {

@@ -285,3 +285,25 @@ func TestPerftestFormats(t *testing.T) {
 		}
 	})
 }
+
+// TestPerftestNaNColumn: ib_write_lat on a loaded TCG guest (rlab's own VM
+// test, 2026-11-26, engine/vm nightly lab) printed t_stdev as "-nan"; the
+// row's other values are kept and the missing one is said.
+func TestPerftestNaNColumn(t *testing.T) {
+	in := " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n" +
+		" 64 5000 145.66 111681.87 194.24 559.48 -nan 5767.58 56990.51\n"
+	ss, info, err := Parse("ib_write_lat", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, s := range ss {
+		got[s.Metric] = s.Value
+	}
+	if _, ok := got["lat_stdev"]; ok || got["lat_typical"] != 194.24 || got["lat_p999"] != 56990.51 || len(ss) != 6 {
+		t.Errorf("samples %v: want 6 without lat_stdev", got)
+	}
+	if w := strings.Join(info.Warnings, "\n"); !strings.Contains(w, `"t_stdev" is "-nan"`) {
+		t.Errorf("warnings %q do not say the -nan column", info.Warnings)
+	}
+}

@@ -78,6 +78,11 @@ func TestE2ERlabRun(t *testing.T) {
 			b, err := cmd.CombinedOutput()
 			t.Logf("rlab run labs/%s.hcl:\n%s", tt.lab, b)
 			checkNoQEMU(t, out)
+			if _, serr := os.Stat(filepath.Join(out, "results.json")); serr == nil && tt.lab == "quickstart" {
+				// The counters are recorded whatever else failed: check
+				// them before a failed run ends the test.
+				checkCounters(t, out)
+			}
 			if err != nil {
 				t.Fatalf("rlab run: %v", err)
 			}
@@ -124,6 +129,44 @@ func checkResults(t *testing.T, dir string) {
 		}
 		if n == 0 {
 			t.Errorf("workload %s (%s): no non-zero measured sample", w.Name, w.Tool)
+		}
+	}
+}
+
+// checkCounters: the kernel counters read around quickstart's workloads on
+// real rxe: write_bw's rxe device sent RoCEv2 packets on both ends
+// (hw_counters/sent_pkts > 0) and its netdev moved packets; the tcp
+// baseline's netdevs did too; no rxe hw_counters or netdev statistics was
+// unreadable.
+func checkCounters(t *testing.T, dir string) {
+	t.Helper()
+	r, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, s := range r.Samples {
+		if results.IsCounter(s) && len(s.Meta.Hosts) == 1 && len(s.Meta.Devices) == 1 {
+			got[s.Meta.Workload+" "+s.Meta.Hosts[0]+" "+s.Metric] = s.Value
+			if s.Value != 0 {
+				t.Logf("counter %s %s %s %s = %g %s", s.Meta.Workload, s.Meta.Hosts[0], s.Meta.Devices[0], s.Metric, s.Value, s.Unit)
+			}
+		}
+	}
+	for _, host := range []string{"server", "client"} {
+		for _, k := range []string{"write_bw " + host + " sent_pkts", "write_bw " + host + " rcvd_pkts", "write_bw " + host + " tx_packets",
+			"write_bw " + host + " rx_packets", "tcp_baseline " + host + " tx_packets", "tcp_baseline " + host + " rx_bytes"} {
+			if v, ok := got[k]; !ok || v <= 0 {
+				t.Errorf("counter delta %s = %g (recorded: %v), want > 0", k, v, ok)
+			}
+		}
+	}
+	for _, w := range r.Workloads {
+		for _, n := range w.CounterNotes {
+			t.Logf("counter note %s: %+v", w.Name, n)
+			if n.Kind == results.NoteUnreadable && (n.Source == "hw_counters" || n.Source == "statistics") {
+				t.Errorf("workload %s: %s %s/%s unreadable on real rxe: %s", w.Name, n.Host, n.Source, n.Counter, n.Reason)
+			}
 		}
 	}
 }

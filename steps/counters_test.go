@@ -1,0 +1,146 @@
+package steps
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// TestCounterSamples: the deltas of two readings become samples named by
+// the kernel's counter, on host and device; a counter that went backwards
+// (reset or wrapped) is said, not a negative delta; unreadable and absent
+// counters become notes, never zero; a host whose reading failed is one
+// note; device-wide hw_counters that repeat the port's are left out.
+func TestCounterSamples(t *testing.T) {
+	w := &Workload{Workload: tooldesc.Workload{Name: "write_bw", Tool: "ib_write_bw"}}
+	v := func(dev string, port int, src, name string, n uint64) proto.CounterValue {
+		return proto.CounterValue{Device: dev, Port: port, Source: src, Name: name, Value: n}
+	}
+	before := []CounterReading{
+		{Host: "server", C: &proto.Counters{Values: []proto.CounterValue{
+			v("rxe_eth1", 1, "hw_counters", "sent_pkts", 100),
+			v("rxe_eth1", 1, "hw_counters", "rcvd_seq_err", 5),
+			v("rxe_eth1", 1, "hw_counters", "duplicate_request", 1<<63),
+			v("mlx5_0", 0, "device_hw_counters", "out_of_sequence", 1),
+			v("mlx5_0", 1, "hw_counters", "out_of_sequence", 1),
+			v("eth1", 0, "statistics", "tx_packets", 10),
+		}, Unreadable: []proto.CounterUnreadable{
+			{Device: "rxe_eth1", Port: 1, Source: "counters", Absent: true, Reason: "the device has no counters folder"},
+		}}},
+		{Host: "client", Err: errors.New("read counters on host \"client\": unknown_method")},
+	}
+	after := []CounterReading{
+		{Host: "server", C: &proto.Counters{Values: []proto.CounterValue{
+			v("rxe_eth1", 1, "hw_counters", "sent_pkts", 1100),
+			v("rxe_eth1", 1, "hw_counters", "rcvd_seq_err", 5),
+			v("rxe_eth1", 1, "hw_counters", "duplicate_request", 3),
+			v("rxe_eth1", 1, "hw_counters", "rdma_sends", 7),
+			v("mlx5_0", 0, "device_hw_counters", "out_of_sequence", 4),
+			v("mlx5_0", 1, "hw_counters", "out_of_sequence", 4),
+			v("eth1", 0, "statistics", "tx_packets", 1010),
+		}, Unreadable: []proto.CounterUnreadable{
+			{Device: "rxe_eth1", Port: 1, Source: "counters", Absent: true, Reason: "the device has no counters folder"},
+			{Device: "eth1", Source: "statistics", Name: "rx_dropped", Reason: "permission denied"},
+		}}},
+		{Host: "client", C: &proto.Counters{Values: []proto.CounterValue{v("eth1", 0, "statistics", "tx_packets", 1)}}},
+	}
+	ss, notes := CounterSamples(w, before, after)
+	got := map[string]string{}
+	for _, s := range ss {
+		if !results.IsCounter(s) || s.Meta.Workload != "write_bw" || len(s.Meta.Hosts) != 1 {
+			t.Errorf("sample %+v: not a counter sample of one host", s)
+		}
+		got[s.Meta.Hosts[0]+" "+s.Meta.Devices[0]+" "+s.Metric] = results.FormatValue(s.Value) + " " + s.Unit
+	}
+	want := map[string]string{
+		"server rxe_eth1 sent_pkts":     "1000 packets",
+		"server rxe_eth1 rcvd_seq_err":  "0 count",
+		"server mlx5_0 out_of_sequence": "3 packets",
+		"server eth1 tx_packets":        "1000 packets",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("samples (-want +got):\n%s", diff)
+	}
+	var kinds []string
+	for _, n := range notes {
+		kinds = append(kinds, n.Host+" "+n.Device+" "+n.Counter+" "+n.Kind)
+	}
+	wantNotes := []string{
+		"client   unreadable",
+		"server rxe_eth1  absent",
+		"server eth1 rx_dropped unreadable",
+		"server rxe_eth1 duplicate_request reset",
+		"server rxe_eth1 rdma_sends unreadable",
+	}
+	if diff := cmp.Diff(wantNotes, kinds); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+	for _, n := range notes {
+		if n.Kind == results.NoteReset && !strings.Contains(n.Reason, "went from 9223372036854775808 to 3") {
+			t.Errorf("reset note %q does not say the values", n.Reason)
+		}
+		if n.Host == "client" && !strings.Contains(n.Reason, "unknown_method") {
+			t.Errorf("client note %q does not carry the error", n.Reason)
+		}
+	}
+}
+
+// TestCounterSides: RDMA tools read each end's rxe device and its netdev,
+// tcp the netdev each end reaches the data address by, exec nothing; two
+// ends on one host are one call.
+func TestCounterSides(t *testing.T) {
+	env := &Env{}
+	env.SetRXE("srv", &proto.RXEInfo{Name: "rxe_eth1", Netdev: "eth1"})
+	env.SetRXE("cli", &proto.RXEInfo{Name: "rxe_eth2", Netdev: "eth2"})
+	for _, tc := range []struct {
+		name string
+		w    Workload
+		want []CounterSide
+	}{
+		{"rdma", Workload{Workload: tooldesc.Workload{Tool: "ib_write_bw"}, ServerHost: "s", ClientHost: "c", ServerRXE: "srv", ClientRXE: "cli"},
+			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1"}, Netdevs: []string{"eth1"}}, {Host: "c", RDMA: []string{"rxe_eth2"}, Netdevs: []string{"eth2"}}}},
+		{"rdma on one host", Workload{Workload: tooldesc.Workload{Tool: "ib_write_lat"}, ServerHost: "s", ClientHost: "s", ServerRXE: "srv", ClientRXE: "cli"},
+			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1", "rxe_eth2"}, Netdevs: []string{"eth1", "eth2"}}}},
+		{"tcp", Workload{Workload: tooldesc.Workload{Tool: "tcp"}, ServerHost: "s", ClientHost: "c", ServerAddr: "10.0.0.1"},
+			[]CounterSide{{Host: "s", Route: "10.0.0.1"}, {Host: "c", Route: "10.0.0.1"}}},
+		{"exec", Workload{Workload: tooldesc.Workload{Tool: "exec"}, Host: "s"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, CounterSides(env, &tc.w)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCounterSamplesHostileNames: names from a host that are no counter
+// names (control characters, a path) never become metrics or raw text.
+func TestCounterSamplesHostileNames(t *testing.T) {
+	r := func(n uint64) []CounterReading {
+		return []CounterReading{{Host: "h", C: &proto.Counters{Values: []proto.CounterValue{
+			{Device: "rxe0", Port: 1, Source: "hw_counters", Name: "\x1b[2Jsent", Value: n},
+			{Device: "../etc", Source: "statistics", Name: "tx_packets", Value: n},
+			{Device: "eth0", Source: "statistics", Name: "tx_packets", Value: n},
+		}, Unreadable: []proto.CounterUnreadable{{Device: "eth0\x1b]0;x\x07", Source: "statistics", Name: "rx\x00", Reason: "x"}}}}}
+	}
+	ss, notes := CounterSamples(&Workload{Workload: tooldesc.Workload{Name: "w", Tool: "ib_write_bw"}}, r(1), r(5))
+	if len(ss) != 1 || ss[0].Metric != "tx_packets" || ss[0].Meta.Devices[0] != "eth0" {
+		t.Errorf("samples %+v: want only eth0's tx_packets", ss)
+	}
+	for _, n := range notes {
+		for _, s := range []string{n.Device, n.Source, n.Counter, n.Reason} {
+			if strings.ContainsAny(s, "\x1b\x00\x07") {
+				t.Errorf("raw control character in note %+v", n)
+			}
+		}
+	}
+	if len(notes) != 3 {
+		t.Errorf("notes %+v: want the two bad values and the bad unreadable entry", notes)
+	}
+}
