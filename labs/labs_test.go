@@ -70,7 +70,9 @@ func TestEveryExampleRuns(t *testing.T) {
 		"nightly":         "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
 		"cloud-bastion":   "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
 		"class":           "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
+		"lossy":           "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
 		"netns-tcp":       "../cmd/rlab/labs_netns_test.go", // TestExampleNetnsLab
+		"ring":            "../engine/vm/e2e_ring_test.go",  // TestE2ERing: boots its three VMs
 	}
 	files, _ := filepath.Glob("*.hcl")
 	if len(files) == 0 {

@@ -85,8 +85,12 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u unit) error {
 		s.out.Runs = append(s.out.Runs, rec)
 		return err
 	}
-	ss, source, err := s.parse(ctx, env, r, cr)
+	ss, source, note, err := s.parse(ctx, env, r, cr)
 	rec.Source = source
+	if !note.Empty() {
+		note.Size, note.Repeat = size, rep
+		rec.Parse = &note
+	}
 	s.out.Runs = append(s.out.Runs, rec)
 	if err != nil {
 		return err
@@ -109,32 +113,37 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u unit) error {
 	return nil
 }
 
-func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *proto.ProcResult) ([]results.Sample, string, error) {
+func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *proto.ProcResult) ([]results.Sample, string, results.ParseNote, error) {
+	var none results.ParseNote
 	if env.Parse == nil {
-		return nil, "", nil
+		return nil, "", none, nil
 	}
 	data, source := []byte(cr.Stdout), "text"
 	if r.JSONRel != "" {
 		h, err := env.Host(r.Client.Host)
 		if err != nil {
-			return nil, "", err
+			return nil, "", none, err
 		}
 		fd, err := rpc.Invoke(ctx, h, rpc.FilesRead, proto.FilesReadParams{Path: r.JSONRel, MaxBytes: proto.OutputLimit})
 		if err != nil {
-			return nil, "", fmt.Errorf("read %s JSON report %q on host %q: %w", s.w.Tool, r.JSONRel, r.Client.Host, err)
+			return nil, "", none, fmt.Errorf("read %s JSON report %q on host %q: %w", s.w.Tool, r.JSONRel, r.Client.Host, err)
 		}
 		data, source = fd.Data, "json"
 	}
-	ss, err := env.Parse(s.w.Tool, data, []byte(cr.Stderr), source == "json")
+	ss, note, err := env.Parse(s.w.Tool, data, []byte(cr.Stderr), source == "json")
 	if err != nil && source == "json" {
 		// A perftest JSON report that cannot be read is not the end: the
 		// text report on stdout says the same.
 		env.logger().Warn("perftest JSON report unusable, reading the text report", "host", r.Client.Host, "handle", r.Client.Handle, "err", err)
+		jerr := err
 		source = "text"
-		ss, err = env.Parse(s.w.Tool, []byte(cr.Stdout), []byte(cr.Stderr), false)
+		ss, note, err = env.Parse(s.w.Tool, []byte(cr.Stdout), []byte(cr.Stderr), false)
+		if err == nil {
+			note = results.NewParseNote(note.Unread, append(note.Notes, "the JSON report was unusable, the text report was read instead: "+jerr.Error()), note.Bidirectional)
+		}
 	}
 	if err != nil {
-		return nil, source, fmt.Errorf("parse %s output (%s) of %q on host %q: %w", s.w.Tool, source, r.Client.Handle, r.Client.Host, err)
+		return nil, source, note, fmt.Errorf("parse %s output (%s) of %q on host %q: %w", s.w.Tool, source, r.Client.Handle, r.Client.Host, err)
 	}
 	for i := range ss {
 		if ss[i].Meta.Extra == nil {
@@ -142,7 +151,7 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *prot
 		}
 		ss[i].Meta.Extra["source"] = source
 	}
-	return ss, source, nil
+	return ss, source, note, nil
 }
 
 // rdmaEnd is what one run of a two-sided RDMA tool builds its commands

@@ -56,7 +56,7 @@ type Host interface {
 // and again once it is known (or undone), so `rlab down` can undo it later.
 type Effect struct {
 	Host    string   `json:"host"`
-	Kind    string   `json:"kind"` // "rxe", "proc", "capture", "tcp"
+	Kind    string   `json:"kind"` // "rxe", "proc", "capture", "tcp", "impair"
 	ID      string   `json:"id"`   // rxe device name or agent handle
 	Netdev  string   `json:"netdev,omitempty"`
 	Argv    []string `json:"argv,omitempty"`
@@ -65,6 +65,7 @@ type Effect struct {
 	Keep    bool     `json:"keep,omitempty"`
 	Pending bool     `json:"pending,omitempty"` // about to happen
 	Undone  bool     `json:"undone,omitempty"`  // reversed or ended
+	Detail  string   `json:"detail,omitempty"`  // impair: the netem asked for, then the root qdisc read back
 }
 
 // Journal records side effects. Note upserts by (Host, Kind, ID) and must
@@ -73,10 +74,12 @@ type Journal interface {
 	Note(e Effect) error
 }
 
-// ParseFunc turns a tool's output into samples. json says out is perftest's
-// --out_json file rather than its text report; stderr is the same process's
-// stderr (warnings, rping's errors).
-type ParseFunc func(tool string, out, stderr []byte, json bool) ([]results.Sample, error)
+// ParseFunc turns a tool's output into samples, and says what else the
+// parser has to say about it (the lines it did not read, its notes, a
+// bidirectional sum). json says out is perftest's --out_json file rather
+// than its text report; stderr is the same process's stderr (warnings,
+// rping's errors).
+type ParseFunc func(tool string, out, stderr []byte, json bool) ([]results.Sample, results.ParseNote, error)
 
 // Env is what steps share during one run.
 type Env struct {
@@ -221,6 +224,9 @@ type RunRecord struct {
 	Server *ProcRef `json:"server,omitempty"`
 	Client *ProcRef `json:"client,omitempty"`
 	Source string   `json:"source,omitempty"` // "json" or "text": what the samples were parsed from
+	// Parse is what the output parser said besides the samples, when it
+	// said anything (results.Workload.Parse in results.json).
+	Parse *results.ParseNote `json:"parse,omitempty"`
 }
 
 // ProcRef is one process a run started.

@@ -202,6 +202,9 @@ type Facts struct {
 	// RXEModule: "loaded", "builtin", "loadable" (a module file exists for the
 	// running kernel), or "absent".
 	RXEModule string `json:"rxe_module"`
+	// NetemModule: sch_netem (link impairments), as RXEModule, or "unknown"
+	// when the host has no module lists or kernel config to read.
+	NetemModule string `json:"netem_module,omitempty"`
 	// Tools maps a tool name (rdma, ibv_devinfo, every tool of
 	// agent/tooldesc, tcpdump) to where it is and its version; absent tools
 	// are missing.
@@ -490,6 +493,49 @@ type CleanupResult struct {
 	Stopped    []string `json:"stopped"` // process handles
 	RXEDeleted []string `json:"rxe_deleted"`
 	Errors     []string `json:"errors,omitempty"`
+	// ImpairsRemoved are the netdevs whose netem (rlab's) was removed.
+	ImpairsRemoved []string `json:"impairs_removed,omitempty"`
+}
+
+// Link impairments (netem), agent/server/impair.go.
+const (
+	MethodImpairApply  = "impair.apply"  // ImpairParams -> ImpairResult
+	MethodImpairRemove = "impair.remove" // ImpairRemoveParams -> ImpairResult
+)
+
+// CodeQdiscBusy: the netdev already has a root qdisc someone else set up;
+// the agent refuses to replace it.
+const CodeQdiscBusy = "qdisc_busy"
+
+// ImpairParams put netem as the root qdisc of a netdev. Percentages are
+// 0..100; times in microseconds; RateBytes in bytes per second (0: none).
+type ImpairParams struct {
+	ID        string  `json:"id"` // the impair block's reference name, for logs and cleanup
+	Netdev    string  `json:"netdev"`
+	DelayUs   uint32  `json:"delay_us,omitempty"`
+	JitterUs  uint32  `json:"jitter_us,omitempty"`
+	Loss      float64 `json:"loss,omitempty"`
+	Duplicate float64 `json:"duplicate,omitempty"`
+	Reorder   float64 `json:"reorder,omitempty"`
+	Corrupt   float64 `json:"corrupt,omitempty"`
+	RateBytes uint64  `json:"rate_bytes,omitempty"`
+}
+
+// ImpairRemoveParams name the netdev whose netem (set by rlab) to remove.
+type ImpairRemoveParams struct {
+	Netdev string `json:"netdev"`
+}
+
+// ImpairResult says what the netdev's root qdisc is after the call, read
+// back from the kernel: Qdisc "netem" with its Handle after an apply; after
+// a remove, the kernel's default again (Removed false: there was no netem
+// of rlab's to remove).
+type ImpairResult struct {
+	Netdev  string `json:"netdev"`
+	Qdisc   string `json:"qdisc"`             // root qdisc kind, e.g. "netem", "fq_codel", "noqueue"
+	Handle  string `json:"handle"`            // e.g. "5241:"
+	Netem   string `json:"netem,omitempty"`   // netem's parameters as read back, tc's words
+	Removed bool   `json:"removed,omitempty"` // impair.remove: a netem of rlab's was deleted
 }
 
 // MethodProvision installs packages with the host's own package manager:

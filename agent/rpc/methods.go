@@ -114,6 +114,9 @@ var (
 	// CountersRead reads a few dozen sysfs files: fast, but emulated VMs
 	// are slow and this runs twice per workload and host.
 	CountersRead = def[proto.CountersReadParams, proto.Counters](proto.MethodCountersRead, time.Minute, nil)
+	// impair.apply may load sch_netem.
+	ImpairApply  = def[proto.ImpairParams, proto.ImpairResult](proto.MethodImpairApply, time.Minute, nil)
+	ImpairRemove = def[proto.ImpairRemoveParams, proto.ImpairResult](proto.MethodImpairRemove, time.Minute, nil)
 )
 
 // procReady: proc.start answers once the process is ready, after at most

@@ -146,6 +146,7 @@ func collectFactsOpt(ctx context.Context, workDir string, topts toolsOptions) pr
 		fail("rdma devices", err)
 	}
 	f.RXEModule = rxeModuleState(f.Kernel)
+	f.NetemModule = moduleState(f.Kernel, "sch_netem", "CONFIG_NET_SCH_NETEM") // impair.go
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
 		fail("getrlimit memlock", err)

@@ -60,6 +60,7 @@ func (s *Server) endLease(l *lease) proto.CleanupResult {
 	late := s.cleanup(context.Background(), nil)
 	res.Stopped = append(res.Stopped, late.Stopped...)
 	res.RXEDeleted = append(res.RXEDeleted, late.RXEDeleted...)
+	res.ImpairsRemoved = append(res.ImpairsRemoved, late.ImpairsRemoved...)
 	res.Errors = append(res.Errors, late.Errors...)
 	return res
 }

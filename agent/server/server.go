@@ -94,6 +94,7 @@ type Server struct {
 	captures map[string]*capture
 	tcps     map[string]*tcpServer
 	rxes     map[string]string // rxe devices this agent created: name -> netdev
+	imp      impairs           // netem this agent set (impair.go)
 	closing  bool              // input ended: start nothing new
 }
 
@@ -336,6 +337,8 @@ func (s *Server) handlers() map[string]handler {
 		proto.MethodCleanup:      s.cleanupMethod,
 		proto.MethodProvision:    s.provision,
 		proto.MethodCountersRead: s.countersRead,
+		proto.MethodImpairApply:  s.impairApply,
+		proto.MethodImpairRemove: s.impairRemove,
 	}
 }
 
@@ -526,6 +529,9 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 		}
 		res.RXEDeleted = append(res.RXEDeleted, name)
 	}
+	removed, errs := s.removeImpairs() // impair.go: netem never outlives its lease
+	res.ImpairsRemoved = append(res.ImpairsRemoved, removed...)
+	res.Errors = append(res.Errors, errs...)
 	endAdopted() // reaper.go: what workloads detached, without cgroups
 	return res
 }

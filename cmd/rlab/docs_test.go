@@ -54,9 +54,9 @@ var optionProofs = map[string]string{
 	"host.vm.memory":                    "engine/run.TestLocalVMsAttrs",
 	"host.vm.cpus":                      "engine/run.TestLocalVMsAttrs",
 	"host.vm.boot_timeout":              "engine/run.TestLocalVMsAttrs",
-	"host.vm.network":                   "engine/vm.TestE2ERlabRun", // eth1 with its address, linked between the VMs
+	"host.vm.network":                   "engine/vm.TestE2ERlabRun", // eth1 with its address, linked between the VMs; three on one network: TestE2ERing, the switch: TestHub
 	"host.vm.network.address":           "engine/vm.TestE2ERealRXE", // the guest's eth1 has it (checked over SSH)
-	"host.vm.network.mtu":               "engine/vm.TestNetworkFileGolden",
+	"host.vm.network.mtu":               "engine/vm.TestE2ERing",    // 8972-byte DF pings pass at mtu 9000, RoCE MTU 4096; the guest file: TestNetworkFileGolden
 	"rxe.host":                          "engine/run.TestRunRXENameAndKeep",
 	"rxe.netdev":                        "engine/run.TestRunRXENameAndKeep",
 	"rxe.name":                          "engine/run.TestRunRXENameAndKeep",
@@ -71,25 +71,43 @@ var optionProofs = map[string]string{
 	"capture.during":                    "engine/run.TestRunCaptures",
 	"capture.count":                     "engine/run.TestRunCaptures",
 	"capture.for_each":                  "engine/run.TestClassCaptureIsolation",
-	"workload.tool":                     "steps.TestNewWorkloadKinds",
-	"workload.server":                   "engine/run.TestRunExecAndTCP",
-	"workload.client":                   "engine/run.TestRunExecAndTCP",
-	"workload.host":                     "engine/run.TestRunExecAndTCP",
-	"workload.command":                  "engine/run.TestRunExecAndTCP",
-	"workload.sizes":                    "steps.TestArgvGolden",
-	"workload.iterations":               "steps.TestArgvGolden",
-	"workload.duration":                 "steps.TestArgvGolden", // perftest -D; tcp duration: issue 13 (vmlink)
-	"workload.qps":                      "steps.TestArgvGolden",
-	"workload.transport":                "steps.TestArgvGolden",
-	"workload.bytes":                    "engine/run.TestRunExecAndTCP",
-	"workload.timeout":                  "engine/run.TestRunExitCodes",
-	"workload.repeat":                   "engine/run.TestRunExecAndTCP",
-	"workload.args":                     "steps.TestArgvGolden",
-	"workload.expect":                   "engine/run.TestRunExitCodes",
-	"workload.expect.condition":         "engine/run.TestRunExitCodes",
-	"workload.expect.message":           "engine/run.TestRunExitCodes",
-	"workload.count":                    "engine/run.TestInstanceKey",
-	"workload.for_each":                 "cmd/rlab.TestClassNetns",
+	// labs/README.md, "Impairments" (applied by the agent over netlink:
+	// agent/server.TestImpairNetlink, TestNetemAttrs; on real netem:
+	// engine/vm.TestE2EExampleLabs/lossy)
+	"impair.host":               "engine/run.TestImpairWholeRun",
+	"impair.netdev":             "engine/run.TestImpairSweep", // unknown ones: engine/lab.TestErrorCorpus
+	"impair.delay":              "engine/run.TestImpairParams",
+	"impair.jitter":             "engine/run.TestImpairParams",
+	"impair.loss":               "engine/run.TestImpairSweep",
+	"impair.duplicate":          "engine/run.TestImpairParams",
+	"impair.reorder":            "engine/run.TestImpairParams",
+	"impair.corrupt":            "engine/run.TestImpairParams",
+	"impair.rate":               "engine/run.TestImpairParams",
+	"impair.during":             "engine/run.TestImpairSweep",
+	"impair.for_each":           "engine/run.TestImpairSweep",
+	"impair.count":              "engine/run.TestImpairCount",
+	"workload.tool":             "steps.TestNewWorkloadKinds",
+	"workload.server":           "engine/run.TestRunExecAndTCP",
+	"workload.client":           "engine/run.TestRunExecAndTCP",
+	"workload.host":             "engine/run.TestRunExecAndTCP",
+	"workload.command":          "engine/run.TestRunExecAndTCP",
+	"workload.sizes":            "steps.TestArgvGolden",
+	"workload.iterations":       "steps.TestArgvGolden",
+	"workload.duration":         "steps.TestArgvGolden", // perftest -D; tcp duration: issue 13 (vmlink)
+	"workload.qps":              "steps.TestArgvGolden",
+	"workload.transport":        "steps.TestArgvGolden",
+	"workload.bytes":            "engine/run.TestRunExecAndTCP",
+	"workload.timeout":          "engine/run.TestRunExitCodes",
+	"workload.repeat":           "engine/run.TestRunExecAndTCP",
+	"workload.args":             "steps.TestArgvGolden",
+	"workload.expect":           "engine/run.TestRunExitCodes",
+	"workload.expect.condition": "engine/run.TestRunExitCodes",
+	"workload.expect.message":   "engine/run.TestRunExitCodes",
+	"workload.count":            "engine/run.TestInstanceKey",
+	"workload.for_each":         "cmd/rlab.TestClassNetns",
+	"group.workloads":           "engine/run.TestGroupRunsTogether", // shared hosts start together; TestNetnsGroupIncast on real sshd; a whole for_each workload: engine/plan TestGolden/groups
+	"group.for_each":            "engine/lab.TestGroups",            // one group per key
+	"group.count":               "engine/lab.TestGroups",
 
 	// shared host flags (hostFlags: facts, check, run)
 	"check --accept-new-host-keys": "cmd/rlab.TestFactsHostKeysNetns",
@@ -235,7 +253,7 @@ func labAttrs(t *testing.T) []string {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload"} {
+	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "impair", "group"} {
 		delete(seen, top) // top-level blocks: their attributes are the options
 	}
 	for k := range seen {
@@ -254,7 +272,7 @@ func labAttrs(t *testing.T) []string {
 		}
 	}
 	if strings.Contains(doc, "`count = N`") {
-		for _, k := range []string{"host", "rxe", "capture", "workload"} {
+		for _, k := range []string{"host", "rxe", "capture", "workload", "impair", "group"} {
 			seen[k+".count"] = true
 			seen[k+".for_each"] = true
 		}

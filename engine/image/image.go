@@ -428,7 +428,7 @@ func (b *builder) configure(ctx context.Context) error {
 }
 
 // kernel copies vmlinuz and the initrd out of the rootfs and checks that the
-// kernel has rdma_rxe. It returns the kernel version.
+// kernel has rdma_rxe and sch_netem. It returns the kernel version.
 func (b *builder) kernel() (string, error) {
 	mods, _ := filepath.Glob(filepath.Join(b.rootfs, "lib/modules/*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko*"))
 	if len(mods) == 0 {
@@ -436,6 +436,10 @@ func (b *builder) kernel() (string, error) {
 	}
 	rel, _ := filepath.Rel(filepath.Join(b.rootfs, "lib/modules"), mods[0])
 	kver := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+	// impair blocks put netem on the data NICs; the agent loads it.
+	if m, _ := filepath.Glob(filepath.Join(b.rootfs, "lib/modules", kver, "kernel/net/sched/sch_netem.ko*")); len(m) == 0 {
+		return "", errors.New("the installed kernel has no sch_netem module (impair blocks need it)")
+	}
 	for src, dst := range map[string]string{"boot/vmlinuz-" + kver: kernelName, "boot/initrd.img-" + kver: initrdName} {
 		if err := copyFile(filepath.Join(b.rootfs, src), filepath.Join(b.tmp, dst)); err != nil {
 			return "", err

@@ -68,14 +68,17 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 				}
 			}
 			if a := attrs["during"]; a != nil {
-				c.During = l.during(a, in.sc, c)
+				c.During = l.during(a, in.sc, c.Host, "Capture host not in workload", "this capture may see none of its traffic")
 			}
 			l.lab.Captures = append(l.lab.Captures, c)
 		}
 	}
 }
 
-func (l *loader) during(a *hcl.Attribute, sc *scope, c *Capture) []*Workload {
+// during decodes a list of workloads that scopes a block on host h (a
+// capture, an impairment); a workload not on h is warned about (summary),
+// consequence saying what that means.
+func (l *loader) during(a *hcl.Attribute, sc *scope, h *Host, summary, consequence string) []*Workload {
 	v, ok := l.value(a, sc)
 	if !ok {
 		return nil
@@ -104,9 +107,9 @@ func (l *loader) during(a *hcl.Attribute, sc *scope, c *Capture) []*Workload {
 			if w == nil {
 				continue
 			}
-			if c.Host != nil && !runsOn(w, c.Host) {
-				l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Capture host not in workload",
-					Detail:  fmt.Sprintf("Workload %s does not run on host %s, so this capture may see none of its traffic.", w.Name, c.Host.Name),
+			if h != nil && !runsOn(w, h) {
+				l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary,
+					Detail:  fmt.Sprintf("Workload %s does not run on host %s, so %s.", w.Name, h.Name, consequence),
 					Subject: rs[i].Ptr()})
 			}
 			out = append(out, w)

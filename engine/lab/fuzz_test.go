@@ -67,6 +67,12 @@ func checkModel(t *testing.T, l *Lab) {
 			t.Fatalf("capture %q without host", c.Name)
 		}
 	}
+	for _, im := range l.Impairs {
+		n := im.Netem
+		if im.Host == nil || !validNetdev(im.Netdev) || n.Loss < 0 || n.Loss > 100 || n.Delay < 0 || (n.Jitter > 0 && n.Delay == 0) || (n.Reorder > 0 && n.Delay == 0) {
+			t.Fatalf("impair %q is not what the loader checks: host %v netdev %q netem %+v", im.Name, im.Host, im.Netdev, n)
+		}
+	}
 }
 
 // FuzzUnits: sizes and durations parse strictly and never panic; a size

@@ -246,20 +246,22 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 	}
 }
 
-// checkVMAddresses reports two VMs given one address on one network, and a
-// network joining more than two VMs: local VM networks are point-to-point
-// links (a QEMU stream socket between two VMs).
+// checkVMAddresses reports two VMs given one address on one network, and
+// VMs on one network (one L2 segment, of any number of VMs) with different
+// MTUs: frames the larger side sends would not fit the smaller.
 func (l *loader) checkVMAddresses() {
 	seen := map[string]*Host{}
-	members := map[string][]*Host{}
+	first := map[string]*Host{}
+	mtu := map[string]int{}
 	for _, h := range l.lab.Hosts {
 		if h.VM == nil {
 			continue
 		}
 		for _, n := range h.VM.Networks {
-			members[n.Name] = append(members[n.Name], h)
-			if m := members[n.Name]; len(m) == 3 {
-				l.errorf(h.Range.Ptr(), "Too many VMs on one network", "Network %q already links %s and %s; a local VM network is a point-to-point link between two VMs. Give %s its own network (e.g. network %q) and pair it with one other VM.", n.Name, m[0].Name, m[1].Name, h.Name, n.Name+"2")
+			if f := first[n.Name]; f == nil {
+				first[n.Name], mtu[n.Name] = h, n.MTU
+			} else if mtu[n.Name] != n.MTU {
+				l.errorf(h.Range.Ptr(), "Different MTUs on one network", "Network %q has mtu %d on %s but %d on %s; every VM on a network must use one MTU (frames larger than a member's MTU are dropped). Set the same mtu in each.", n.Name, mtu[n.Name], f.Name, n.MTU, h.Name)
 			}
 			if n.Address == "" {
 				continue

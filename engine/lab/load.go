@@ -35,6 +35,8 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "rxe", LabelNames: []string{"name"}},
 		{Type: "capture", LabelNames: []string{"name"}},
 		{Type: "workload", LabelNames: []string{"name"}},
+		{Type: "group", LabelNames: []string{"name"}},
+		{Type: "impair", LabelNames: []string{"name"}},
 	},
 }
 
@@ -297,6 +299,10 @@ func (l *loader) decode(files []parsedFile) {
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeCaptures(byType["capture"])
 	l.instExpr, l.instCtx = nil, nil
+	l.decodeImpairs(byType["impair"]) // impair.go
+	l.instExpr, l.instCtx = nil, nil
+	l.decodeGroups(byType["group"])
+	l.instExpr, l.instCtx = nil, nil
 	l.checkUnusedHosts()
 }
 
@@ -340,6 +346,9 @@ func (l *loader) checkUnusedHosts() {
 	for _, c := range l.lab.Captures {
 		used[c.Host] = true
 	}
+	for _, im := range l.lab.Impairs {
+		used[im.Host] = true
+	}
 	for _, w := range l.lab.Workloads {
 		for _, h := range w.Hosts() {
 			used[h] = true
@@ -369,7 +378,7 @@ func validName(s string) bool { return hclsyntax.ValidIdentifier(s) }
 // them is evaluated.
 func (l *loader) declare(byType map[string][]*hcl.Block) {
 	l.decls = map[string]map[string]*decl{}
-	for _, kind := range []string{"host", "rxe", "capture", "workload"} {
+	for _, kind := range []string{"host", "rxe", "capture", "workload", "impair", "group"} {
 		l.decls[kind] = map[string]*decl{}
 		for _, b := range byType[kind] {
 			name := b.Labels[0]

@@ -34,6 +34,8 @@ type Lab struct {
 	RXEs              []*RXE
 	Captures          []*Capture
 	Workloads         []*Workload // file order
+	Impairs           []*Impair   // link impairments (impair.go), file order
+	Groups            []*Group    // workloads that run together (group.go)
 	Sensitive         []string    // values of sensitive variables (for redaction)
 	Variables         []*Variable // declared variables with their final values
 	Range             hcl.Range   // the lab block's definition range

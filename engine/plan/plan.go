@@ -3,7 +3,9 @@
 // devices, start captures, run each workload's server and client sides,
 // stop captures, fetch artifacts and tear down; and across hosts, a DAG of
 // explicit dependencies (step IDs). Workloads that share a host run in file
-// order; workloads on disjoint hosts run at the same time.
+// order; workloads on disjoint hosts run at the same time; the workloads of a
+// lab `group` run at the same time on shared hosts too (the group takes the
+// place of its first workload in file order).
 //
 // The DAG is the one schedule: engine/run executes it and orders nothing
 // itself (set-up and tear-down in phases by step kind, which it checks the
@@ -23,7 +25,9 @@
 //	             "steps": ["server/connect", ...]}],
 //	  "steps": [{"id": "server/connect", "kind": "connect", "host": "server",
 //	             "subject": "", "description": "...", "depends_on": [], "level": 0}],
-//	  "waves": [{"wave": 1, "workloads": ["write_bw"]}, ...]
+//	  "waves": [{"wave": 1, "workloads": ["write_bw"]}, ...],
+//	  "groups": [{"name": "incast", "wave": 2, "workloads": ["a_in", "b_in"],
+//	              "shared_hosts": ["server"]}]   // only when the lab has groups
 //	}
 //
 // steps is in a topological order (every step after the steps it depends
@@ -35,6 +39,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/rlab-dev/rlab/engine/lab"
@@ -54,6 +59,8 @@ const (
 	WorkloadClient Kind = "workload-client" // the side that connects; its end is the workload's end
 	WorkloadRun    Kind = "workload-run"    // an exec workload's command
 	StopCapture    Kind = "stop-capture"    // capture.stop
+	StartImpair    Kind = "impair"          // impair.apply: netem on a netdev (impair.go)
+	StopImpair     Kind = "remove-impair"   // impair.remove
 	Fetch          Kind = "fetch"           // pull logs, captures, results into the run folder
 	Teardown       Kind = "teardown"        // delete rxe devices not kept, stop leftovers
 )
@@ -73,6 +80,7 @@ type Step struct {
 	RXE      *lab.RXE      `json:"-"`
 	Capture  *lab.Capture  `json:"-"`
 	Workload *lab.Workload `json:"-"`
+	Impair   *lab.Impair   `json:"-"`
 }
 
 // HostPlan is one host's steps in order.
@@ -94,12 +102,22 @@ type Wave struct {
 	Workloads []string `json:"workloads"`
 }
 
+// GroupPlan is a lab's group: workloads that run at the same time although
+// they share hosts (Shared names those hosts).
+type GroupPlan struct {
+	Name      string   `json:"name"`
+	Wave      int      `json:"wave"`
+	Workloads []string `json:"workloads"`
+	Shared    []string `json:"shared_hosts"`
+}
+
 // Plan is the whole plan of a lab.
 type Plan struct {
-	Lab   string      `json:"lab"`
-	Hosts []*HostPlan `json:"hosts"`
-	Steps []*Step     `json:"steps"`
-	Waves []Wave      `json:"waves"`
+	Lab    string      `json:"lab"`
+	Hosts  []*HostPlan `json:"hosts"`
+	Steps  []*Step     `json:"steps"`
+	Waves  []Wave      `json:"waves"`
+	Groups []GroupPlan `json:"groups,omitempty"`
 
 	byID map[string]*Step
 }
@@ -164,6 +182,9 @@ func New(l *lab.Lab) (*Plan, error) {
 	}
 	for _, c := range l.Captures {
 		used[c.Host] = true
+	}
+	for _, im := range l.Impairs {
+		used[im.Host] = true
 	}
 	for _, w := range l.Workloads {
 		for _, h := range w.Hosts() {
@@ -253,56 +274,56 @@ func New(l *lab.Lab) (*Plan, error) {
 			capsFor[w] = append(capsFor[w], ci.start.ID)
 		}
 	}
-	for _, w := range l.Workloads {
-		hosts := w.Hosts()
+	imps := b.impairStarts(ready, rxeStep) // impair.go
+	for _, ii := range imps {
+		for _, w := range ii.covers {
+			capsFor[w] = append(capsFor[w], ii.start.ID)
+		}
+	}
+	// A group runs as one: where its first workload is in file order, its
+	// workloads wait for what came before on any of their hosts, not for
+	// each other, and what comes after waits for all of them.
+	groupOf := map[*lab.Workload]*lab.Group{}
+	for _, g := range l.Groups {
+		for _, w := range g.Workloads {
+			groupOf[w] = g
+		}
+	}
+	placed := map[*lab.Workload]bool{}
+	for _, first := range l.Workloads {
+		if placed[first] {
+			continue
+		}
+		unit := []*lab.Workload{first}
+		if g := groupOf[first]; g != nil {
+			unit = unit[:0]
+			for _, w := range l.Workloads { // file order, as a run reads it
+				if groupOf[w] == g {
+					unit = append(unit, w)
+				}
+			}
+		}
+		var hosts []*lab.Host
 		var before []string
 		wv := 1
-		for _, h := range hosts {
-			before = append(before, last[h]...)
-			if lastWave[h]+1 > wv {
-				wv = lastWave[h] + 1
+		for _, w := range unit {
+			placed[w] = true
+			for _, h := range w.Hosts() {
+				if !slices.Contains(hosts, h) {
+					hosts = append(hosts, h)
+					before = append(before, last[h]...)
+					wv = max(wv, lastWave[h]+1)
+				}
 			}
 		}
-		wave[w] = wv
-		var all []string
-		if w.Tool == "exec" {
-			s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run", "")})
-			s.after(ready[w.Host])
-			s.after(before...)
-			s.after(capsFor[w]...)
-			onHost[w.Host] = append(onHost[w.Host], s.ID)
-			all = []string{s.ID}
-		} else {
-			srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server", "")})
-			srv.after(ready[w.ServerHost])
-			if w.ServerRXE != nil {
-				srv.after(rxeStep[w.ServerRXE])
-			}
-			srv.after(before...)
-			srv.after(capsFor[w]...)
-			dial := l.ServerDial(w)
-			if w.ServerRXE == nil && dial.RXE != nil && rxeStep[dial.RXE] != "" {
-				srv.after(rxeStep[dial.RXE]) // tcp dials that rxe's netdev
-			}
-			dialText := ""
-			if w.ServerRXE == nil {
-				dialText = dial.Text()
-			}
-			cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
-			cli.after(ready[w.ClientHost])
-			if w.ClientRXE != nil {
-				cli.after(rxeStep[w.ClientRXE])
-			}
-			cli.after(srv.ID)
-			onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
-			if w.ClientHost != w.ServerHost {
-				onHost[w.ClientHost] = append(onHost[w.ClientHost], cli.ID)
-			}
-			all = []string{srv.ID, cli.ID}
+		var unitSteps []string
+		for _, w := range unit {
+			wave[w] = wv
+			done[w] = b.addWorkload(w, before, ready, rxeStep, capsFor[w], onHost)
+			unitSteps = append(unitSteps, done[w]...)
 		}
-		done[w] = all
 		for _, h := range hosts {
-			last[h] = all
+			last[h] = unitSteps
 			lastWave[h] = wv
 		}
 	}
@@ -320,6 +341,7 @@ func New(l *lab.Lab) (*Plan, error) {
 		ci.stop = s
 		stopsOn[c.Host] = append(stopsOn[c.Host], s.ID)
 	}
+	b.impairStops(imps, done, stopsOn)
 
 	// Fetch and teardown per working host.
 	for _, h := range l.Hosts {
@@ -346,8 +368,48 @@ func New(l *lab.Lab) (*Plan, error) {
 		return nil, err
 	}
 	b.waves(wave)
+	b.groups(wave)
 	b.redact()
 	return b.p, nil
+}
+
+// addWorkload adds a workload's steps after before (the steps of the
+// workloads it waits for), and returns them.
+func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.Host]string, rxeStep map[*lab.RXE]string, caps []string, onHost map[*lab.Host][]string) []string {
+	if w.Tool == "exec" {
+		s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run", "")})
+		s.after(ready[w.Host])
+		s.after(before...)
+		s.after(caps...)
+		onHost[w.Host] = append(onHost[w.Host], s.ID)
+		return []string{s.ID}
+	}
+	srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server", "")})
+	srv.after(ready[w.ServerHost])
+	if w.ServerRXE != nil {
+		srv.after(rxeStep[w.ServerRXE])
+	}
+	srv.after(before...)
+	srv.after(caps...)
+	dial := b.l.ServerDial(w)
+	if w.ServerRXE == nil && dial.RXE != nil && rxeStep[dial.RXE] != "" {
+		srv.after(rxeStep[dial.RXE]) // tcp dials that rxe's netdev
+	}
+	dialText := ""
+	if w.ServerRXE == nil {
+		dialText = dial.Text()
+	}
+	cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
+	cli.after(ready[w.ClientHost])
+	if w.ClientRXE != nil {
+		cli.after(rxeStep[w.ClientRXE])
+	}
+	cli.after(srv.ID)
+	onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
+	if w.ClientHost != w.ServerHost {
+		onHost[w.ClientHost] = append(onHost[w.ClientHost], cli.ID)
+	}
+	return []string{srv.ID, cli.ID}
 }
 
 // order sorts the steps topologically (stable: among ready steps, the one
@@ -418,6 +480,31 @@ func (b *builder) waves(wave map[*lab.Workload]int) {
 	b.p.Waves = []Wave{}
 	for i := 1; i <= max; i++ {
 		b.p.Waves = append(b.p.Waves, Wave{Wave: i, Workloads: byWave[i]})
+	}
+}
+
+func (b *builder) groups(wave map[*lab.Workload]int) {
+	for _, g := range b.l.Groups {
+		gp := GroupPlan{Name: g.Name, Workloads: []string{}, Shared: []string{}}
+		count := map[*lab.Host]int{}
+		for _, w := range b.l.Workloads { // file order, as the waves list them
+			if !slices.Contains(g.Workloads, w) {
+				continue
+			}
+			gp.Wave = wave[w]
+			gp.Workloads = append(gp.Workloads, w.Name)
+			for _, h := range w.Hosts() {
+				count[h]++
+			}
+		}
+		for _, h := range b.l.Hosts {
+			if count[h] > 1 {
+				gp.Shared = append(gp.Shared, h.Name)
+			}
+		}
+		if len(gp.Workloads) > 0 {
+			b.p.Groups = append(b.p.Groups, gp)
+		}
 	}
 }
 

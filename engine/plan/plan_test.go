@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,7 +47,7 @@ func golden(t *testing.T, name string, got []byte) {
 // text and JSON and compares with testdata/.
 func TestGolden(t *testing.T) {
 	files, _ := filepath.Glob("../../labs/*.hcl")
-	files = append(files, "../../testdata/labs/valid/for_each_map.hcl", "../../testdata/labs/valid/vars_locals_funcs.hcl", "../../testdata/labs/valid/ssh_forms.hcl")
+	files = append(files, "../../testdata/labs/valid/for_each_map.hcl", "../../testdata/labs/valid/vars_locals_funcs.hcl", "../../testdata/labs/valid/ssh_forms.hcl", "../../testdata/labs/valid/groups.hcl")
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".hcl")
 		t.Run(name, func(t *testing.T) {
@@ -70,7 +71,8 @@ func TestGolden(t *testing.T) {
 }
 
 // checkDAG: every dependency exists and comes earlier; workloads that share
-// a host are ordered (the later one depends, transitively, on the earlier).
+// a host are ordered (the later one depends, transitively, on the earlier),
+// unless one group runs them together: then neither depends on the other.
 func checkDAG(t *testing.T, p *Plan) {
 	t.Helper()
 	pos := map[string]int{}
@@ -102,6 +104,26 @@ func checkDAG(t *testing.T, p *Plan) {
 		}
 		return false
 	}
+	// A group runs as one: its workloads wait for what came before on any
+	// of the group's hosts, and what comes after on any of them waits for
+	// all of its workloads.
+	unitHosts := func(w *lab.Workload) []string {
+		var hs []string
+		for _, g := range p.Groups {
+			if slices.Contains(g.Workloads, w.Name) {
+				for _, s := range p.Steps {
+					if s.Workload != nil && slices.Contains(g.Workloads, s.Subject) && !slices.Contains(hs, s.Host) {
+						hs = append(hs, s.Host)
+					}
+				}
+				return hs
+			}
+		}
+		for _, h := range w.Hosts() {
+			hs = append(hs, h.Name)
+		}
+		return hs
+	}
 	first := map[string]string{} // workload -> its first step
 	lastOf := map[string]string{}
 	for _, s := range p.Steps {
@@ -119,10 +141,20 @@ func checkDAG(t *testing.T, p *Plan) {
 				continue
 			}
 			share := false
-			for _, x := range a.Workload.Hosts() {
-				for _, y := range b.Workload.Hosts() {
+			for _, x := range unitHosts(a.Workload) {
+				for _, y := range unitHosts(b.Workload) {
 					share = share || x == y
 				}
+			}
+			together := false
+			for _, g := range p.Groups {
+				together = together || slices.Contains(g.Workloads, a.Subject) && slices.Contains(g.Workloads, b.Subject)
+			}
+			if together {
+				if reach(b.ID, a.ID) || reach(first[a.Subject], lastOf[b.Subject]) {
+					t.Errorf("workloads %s and %s of one group: one waits for the other", a.Subject, b.Subject)
+				}
+				continue
 			}
 			if got := reach(b.ID, a.ID); got != share {
 				t.Errorf("workload %s after %s: ordered=%v, share a host=%v", b.Subject, a.Subject, got, share)

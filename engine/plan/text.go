@@ -218,9 +218,23 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, ", %d steps, %d workloads in %d waves.\n\n", len(p.Steps), nw, len(p.Waves))
 
-	b.WriteString("Workloads: each wave runs at the same time (its workloads share no host);\na wave starts on a host when that host's earlier workloads are done.\n")
+	if len(p.Groups) == 0 {
+		b.WriteString("Workloads: each wave runs at the same time (its workloads share no host);\na wave starts on a host when that host's earlier workloads are done.\n")
+	} else {
+		b.WriteString("Workloads: each wave runs at the same time (its workloads share no host, but\nthe workloads of a group start together on the hosts they share); a wave starts\non a host when that host's earlier workloads are done.\n")
+	}
 	for _, wv := range p.Waves {
 		fmt.Fprintf(&b, "  wave %d (%d at once): %s\n", wv.Wave, len(wv.Workloads), strings.Join(wv.Workloads, ", "))
+		for _, g := range p.Groups {
+			if g.Wave != wv.Wave {
+				continue
+			}
+			fmt.Fprintf(&b, "    together, group %s: %s", g.Name, strings.Join(g.Workloads, ", "))
+			if len(g.Shared) > 0 {
+				fmt.Fprintf(&b, " (sharing %s)", strings.Join(g.Shared, ", "))
+			}
+			b.WriteString("\n")
+		}
 	}
 	for _, h := range p.Hosts {
 		fmt.Fprintf(&b, "\nhost %s", h.Name)

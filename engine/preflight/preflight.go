@@ -34,6 +34,7 @@ const (
 	CodeMemlock     = "memlock"
 	CodeDisk        = "disk"
 	CodeNeedsRoot   = "needs_root"
+	CodeNoNetem     = "no_netem"
 )
 
 // Thresholds.
@@ -58,6 +59,7 @@ type need struct {
 	rdma     bool              // runs RDMA workloads (memlock)
 	captures int64             // bytes of capture budgets
 	root     []string          // what needs root
+	impairs  []string          // impair blocks on the host (netem)
 }
 
 func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
@@ -91,6 +93,14 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 		}
 		n.captures += c.MaxBytes
 		n.root = append(n.root, fmt.Sprintf("capture %q (tcpdump)", c.Name))
+	}
+	for _, im := range l.Impairs {
+		n := get(im.Host)
+		if _, ok := n.netdevs[im.Netdev]; !ok {
+			n.netdevs[im.Netdev] = fmt.Sprintf("impair %q", im.Name)
+		}
+		n.impairs = append(n.impairs, im.Name)
+		n.root = append(n.root, fmt.Sprintf("impair %q (netem)", im.Name))
 	}
 	for _, w := range l.Workloads {
 		t, _ := lab.LookupTool(w.Tool)
@@ -133,6 +143,10 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 	if len(n.rxe) > 0 && f.RXEModule == "absent" {
 		add(CodeNoRXE, fmt.Sprintf("kernel %s has no rdma_rxe module", f.Kernel),
 			"install the distribution's extra kernel modules package (e.g. linux-modules-extra-$(uname -r)), or use a kernel built with CONFIG_RDMA_RXE")
+	}
+	if len(n.impairs) > 0 && f.NetemModule == "absent" {
+		add(CodeNoNetem, fmt.Sprintf("kernel %s has no netem qdisc (sch_netem), which %s needs", f.Kernel, quoteJoin(n.impairs)),
+			"install the distribution's kernel modules for it (on Debian and Ubuntu it is in the kernel image package; on Fedora and RHEL, kernel-modules-extra), or use a kernel built with CONFIG_NET_SCH_NETEM; or remove the impair blocks for this host")
 	}
 	if len(n.root) > 0 && !f.Root {
 		fix := "set become = true on the host (with passwordless sudo for its user), or log in as root"
@@ -227,4 +241,12 @@ func bytesIEC(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func quoteJoin(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("impair %q", n)
+	}
+	return strings.Join(q, ", ")
 }

@@ -169,3 +169,50 @@ func TestCheckCaptureAny(t *testing.T) {
 		t.Errorf("problems for a capture on any: %v", got)
 	}
 }
+
+// TestCheckImpair: an impairment needs netem in the host's kernel, its
+// netdev and root; a kernel whose config says "not set" (as this machine's,
+// and so every netns test host) is a problem naming the host and what is
+// missing, and an unknown module state is not (the apply then says why).
+func TestCheckImpair(t *testing.T) {
+	l, diags := lab.Load([]string{"testdata/impair.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	tests := []struct {
+		name  string
+		facts func(f *proto.Facts)
+		want  []string
+	}{
+		{name: "loadable", facts: func(f *proto.Facts) { f.NetemModule = "loadable"; f.Netdevs[2].Name = "eth9" }},
+		{name: "unknown", facts: func(f *proto.Facts) { f.NetemModule = "unknown"; f.Netdevs[2].Name = "eth9" }},
+		{
+			name: "absent, netdev missing, not root",
+			facts: func(f *proto.Facts) {
+				f.NetemModule = "absent"
+				f.Kernel = "6.18.44"
+				f.Root = false
+				f.User = "ana"
+				f.UID = 1000
+			},
+			want: []string{
+				`host "a": kernel 6.18.44 has no netem qdisc (sch_netem), which impair "lossy" needs: install the distribution's kernel modules for it (on Debian and Ubuntu it is in the kernel image package; on Fedora and RHEL, kernel-modules-extra), or use a kernel built with CONFIG_NET_SCH_NETEM; or remove the impair blocks for this host`,
+				`host "a": impair "lossy" (netem) needs root, and the agent runs as ana (uid 1000): set become = true on the host (with passwordless sudo for its user), or log in as root`,
+				`host "a": netdev eth9 (for impair "lossy") not found: have: lo eth0 eth1`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := ready("a"), ready("b")
+			tt.facts(a)
+			var got []string
+			for _, p := range Check(l, map[string]*proto.Facts{"a": a, "b": b}) {
+				got = append(got, p.String())
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("problems (-want +got):\n%s", d)
+			}
+		})
+	}
+}

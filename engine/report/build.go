@@ -21,6 +21,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // Options changes how a report is built. The zero value is the default.
@@ -64,6 +65,7 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b.hosts(doc)
 	b.workloads(doc)
 	b.compare()
+	b.lossSweep() // loss.go
 	b.captures()
 	b.timeline()
 	b.topology()
@@ -436,10 +438,12 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 		}
 		w.Expects = append(w.Expects, x)
 	}
+	w.Impair = impairOf(samples) // loss.go
 	w.Stack = stackOf(samples, wd.CounterNotes)
 	samples = results.Measures(samples)
 	w.Table = sampleTable(samples)
 	w.Charts = workloadCharts(w.Anchor, samples)
+	parseNotes(&w, wd)
 	w.Links = b.workloadLinks(name, wd)
 	return w
 }
@@ -770,4 +774,38 @@ func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
 		return nil
 	}
 	return st
+}
+
+// parseNotes fills what the output parser said about a workload's runs and,
+// for a bidirectional sum, labels its bandwidth and message rate wherever
+// the page shows them (table columns, chart titles). Host text is made
+// printable (termsafe), as in summary.md.
+func parseNotes(w *Workload, wd workloadDoc) {
+	rw := results.Workload{Name: w.Name, Tool: w.Tool, Parse: wd.Parse}
+	lines, more := rw.ParseLines()
+	for _, l := range lines {
+		runs := strings.Join(l.Runs, "; ")
+		if len(l.Runs) > 3 {
+			runs = fmt.Sprintf("%d runs", len(l.Runs))
+		}
+		w.Parse = append(w.Parse, ParseLine{Text: termsafe.Line(l.Text), Unread: l.Unread, Runs: runs})
+	}
+	if more > 0 {
+		w.Parse = append(w.Parse, ParseLine{Text: fmt.Sprintf("%d more lines past the cap of %d per run (the raw outputs keep them)", more, results.MaxParseLines), Runs: "–"})
+	}
+	w.ParseSummary = termsafe.Line(rw.ParseSummary())
+	if !rw.Bidirectional() {
+		return
+	}
+	w.Bidirectional = true
+	for i, c := range w.Table.Columns {
+		if strings.HasPrefix(c, "bw_") || strings.HasPrefix(c, "msg_rate ") {
+			w.Table.Columns[i] = strings.TrimSuffix(c, "]") + ", " + results.BothDirections + "]"
+		}
+	}
+	for _, c := range w.Charts {
+		if strings.HasPrefix(c.Title, "Bandwidth") || strings.HasPrefix(c.Title, "Message rate") {
+			c.Title += " (" + results.BothDirections + ")"
+		}
+	}
 }

@@ -28,9 +28,14 @@ func (b *builder) compare() {
 				}
 			}
 			rdma++
-			t.add([]string{w.Name, w.Tool, "RDMA", results.HumanSize(best.Size), results.HumanValue(best.Median, "Gb/s"), results.HumanValue(gbpsToMiBps(best.Median), "MiB/s")},
+			transport, label := "RDMA", w.Name
+			if w.Bidirectional {
+				transport += " (" + results.BothDirections + ")"
+				label += " (both directions)"
+			}
+			t.add([]string{w.Name, w.Tool, transport, results.HumanSize(best.Size), results.HumanValue(best.Median, "Gb/s"), results.HumanValue(gbpsToMiBps(best.Median), "MiB/s")},
 				[]string{"", "", "", strconv.FormatInt(best.Size, 10), rawNum(best.Median), rawNum(gbpsToMiBps(best.Median))})
-			groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"RDMA", best.Median, "Gb/s"}}})
+			groups = append(groups, barGroup{Label: label, Bars: []barIn{{"RDMA", best.Median, "Gb/s"}}})
 		case w.Tool == "tcp" && has(ss, "tcp_bw"):
 			tcp++
 			for _, a := range bySize(ss, "tcp_bw") { // one per bytes setting, usually one

@@ -18,7 +18,8 @@ type Data struct {
 	Run          RunInfo      `json:"run"`
 	Hosts        []Host       `json:"hosts"`
 	Workloads    []Workload   `json:"workloads"`
-	Compare      *Compare     `json:"compare,omitempty"` // RDMA vs TCP; nil without both
+	Compare      *Compare     `json:"compare,omitempty"`    // RDMA vs TCP; nil without both
+	LossSweep    *Compare     `json:"loss_sweep,omitempty"` // throughput vs loss (loss.go); nil without two loss points
 	Captures     []Capture    `json:"captures"`
 	Timeline     *Chart       `json:"timeline,omitempty"` // steps over time, from events.jsonl
 	TimelineNote string       `json:"timeline_note,omitempty"`
@@ -131,6 +132,15 @@ type Workload struct {
 	// Stack is what the kernel's counters saw during the workload; nil
 	// when none were read (exec, runs before counters).
 	Stack *Stack `json:"stack,omitempty"`
+	// Impair is the link impairment in force (loss.go).
+	Impair string `json:"impair,omitempty"`
+	// Bidirectional says its bandwidth and message rate are the sum of
+	// both directions (perftest -b); Parse is what the output parser did
+	// not read or noted, each distinct line once, ParseSummary says it in
+	// one sentence.
+	Bidirectional bool        `json:"bidirectional,omitempty"`
+	ParseSummary  string      `json:"parse_summary,omitempty"`
+	Parse         []ParseLine `json:"parse,omitempty"`
 }
 
 // Stack is "what the stack saw": the counters that moved (host, device,
@@ -147,6 +157,14 @@ type CounterNote struct {
 	Kind   string `json:"kind"` // unreadable, absent, reset
 	What   string `json:"what"` // "server rxe_eth1 hw_counters/rcvd_seq_err"
 	Reason string `json:"reason"`
+}
+
+// ParseLine is one line the output parser did not read (Unread: as the tool
+// printed it) or one note of its own, with the runs it came from.
+type ParseLine struct {
+	Text   string `json:"text"`
+	Unread bool   `json:"unread,omitempty"`
+	Runs   string `json:"runs"`
 }
 
 // Table is a rendered table: every cell already formatted for people

@@ -49,6 +49,7 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 	w0["hosts"], w0["devices"] = []string{h}, []string{h}
 	w0["logs"] = []string{h, "../../etc/passwd", "hosts/" + h}
 	w0["expects"] = []any{map[string]any{"condition": h, "message": h, "held": false, "value": h, "error": h}}
+	w0["parse"] = []any{map[string]any{"repeat": 0, "bidirectional": true, "unread": []string{h}, "notes": []string{h}}}
 	samples := run["samples"].([]any)
 	s0 := samples[0].(map[string]any)
 	s0["metric"], s0["unit"] = h, h
@@ -132,5 +133,53 @@ func writeJSON(t *testing.T, file string, v any) {
 	}
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestParseNotesOnThePage: a workload whose parser left lines unread and
+// whose numbers are a bidirectional sum (results.json workloads[].parse)
+// says both on the page: the lines, host text made printable, and the
+// bandwidth labelled as the sum of both directions in its table, its chart
+// and RDMA vs TCP.
+func TestParseNotesOnThePage(t *testing.T) {
+	dir := copyDir(t, fixture)
+	var run map[string]any
+	readJSON(t, filepath.Join(dir, "results.json"), &run)
+	w0 := run["workloads"].([]any)[0].(map[string]any)
+	w0["parse"] = []any{
+		map[string]any{"size": 65536, "repeat": 0, "bidirectional": true,
+			"unread": []string{"evil \x1b[2J line <b>x</b>", "a line perftest 26 may print"}, "notes": []string{"a note of the parser"}},
+		map[string]any{"size": 65536, "repeat": 1, "bidirectional": true, "unread": []string{"a line perftest 26 may print"}},
+	}
+	writeJSON(t, filepath.Join(dir, "results.json"), run)
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		"the parser did not read 2 lines of ib_write_bw&#39;s output and noted 1 thing",
+		`<code>evil \x1b[2J line &lt;b&gt;x&lt;/b&gt;</code>`,
+		"<code>a line perftest 26 may print</code> <span class=\"muted\">(64 KiB, repeat 1; 64 KiB, repeat 2)</span>",
+		"note: a note of the parser",
+		"Bandwidth and message rate are the sum of both directions (perftest -b).",
+		"Bandwidth vs message size (sum of both directions)",
+		"<td>RDMA (sum of both directions)</td>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`bw_avg \[[^\]]+, sum of both directions\]`).MatchString(page) {
+		t.Error("the bw_avg column is not labelled the sum of both directions")
+	}
+	if strings.Contains(page, "\x1b") {
+		t.Error("page carries a raw escape character")
+	}
+	if n := strings.Count(page, "sum of both directions"); n < 4 {
+		t.Errorf("the bidirectional label appears %d times, want table, chart, note and compare", n)
 	}
 }

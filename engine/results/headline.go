@@ -56,6 +56,16 @@ func WriteHeadline(w io.Writer, r *Run) error {
 			fmt.Fprintf(w, "%s %s: %s\n", strings.ToUpper(strings.ReplaceAll(wl.Status, "_", " ")), termsafe.Line(wl.Name), termsafe.Line(oneLine(wl.Error)))
 		}
 	}
+	// What the output parser did not read, one line per workload: the
+	// numbers may miss something the tool said.
+	for i, wl := range r.Workloads {
+		if i == headlineRows {
+			break
+		}
+		if line := parseNotice(wl); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
 	if line := rdmaTCPLine(r, aggs); line != "" {
 		fmt.Fprintln(w, line)
 	}
@@ -94,7 +104,11 @@ func KeyNumbers(wl Workload, aggs []Agg) string {
 			}
 			s = append(s, strings.TrimSpace(HumanSize(a.Size)+" "+HumanValue(a.Median, a.Unit)))
 		}
-		parts = append(parts, strings.Join(s, ", "))
+		bw := strings.Join(s, ", ")
+		if wl.Bidirectional() {
+			bw += " (" + BothDirections + ")"
+		}
+		parts = append(parts, bw)
 		if mr := by["msg_rate"]; len(mr) > 0 {
 			parts = append(parts, HumanValue(mr[0].Median, mr[0].Unit)+at(mr[0]))
 		}
@@ -188,15 +202,68 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 			best[a.Workload] = a
 		}
 	}
+	bidir := map[string]bool{}
+	for _, wl := range r.Workloads {
+		bidir[wl.Name] = wl.Bidirectional()
+	}
 	var s []string
 	for _, wl := range order {
 		a := best[wl]
-		s = append(s, fmt.Sprintf("%s %s at %s = %.2f× TCP", termsafe.Line(wl), HumanValue(a.Median, a.Unit), HumanSize(a.Size), a.Median/tcp.Median))
+		both := ""
+		if bidir[wl] {
+			both = " (" + BothDirections + ")"
+		}
+		s = append(s, fmt.Sprintf("%s %s%s at %s = %.2f× TCP", termsafe.Line(wl), HumanValue(a.Median, a.Unit), both, HumanSize(a.Size), a.Median/tcp.Median))
 	}
 	if len(s) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("RDMA vs TCP (%s %s): %s", termsafe.Line(tcp.Workload), HumanValue(tcp.Median, tcp.Unit), strings.Join(s, "; "))
+}
+
+// routineNotes are parser notes every run of a mode gets (perftest prints
+// no peak in duration mode, -D, the quickstart's): true, kept in
+// results.json and summary.md, but not worth a line at the end of each run.
+var routineNotes = []string{"BW peak reported as 0"}
+
+// onlyRoutineNotes says whether a workload's parse lines are all routine
+// notes (no unread line, no dropped value).
+func onlyRoutineNotes(wl Workload) bool {
+	lines, more := wl.ParseLines()
+	if more > 0 {
+		return false
+	}
+	for _, l := range lines {
+		routine := false
+		for _, r := range routineNotes {
+			routine = routine || (!l.Unread && strings.HasPrefix(l.Text, r))
+		}
+		if !routine {
+			return false
+		}
+	}
+	return true
+}
+
+// parseNoticeQuote caps the first unread line quoted by parseNotice.
+const parseNoticeQuote = 60
+
+// parseNotice is the one line the end of a run says about a workload whose
+// output parser did not read everything, "" when it read it all.
+func parseNotice(wl Workload) string {
+	s := wl.ParseSummary()
+	if s == "" || onlyRoutineNotes(wl) {
+		return ""
+	}
+	line := "NOTE " + wl.Name + ": " + s
+	if lines, _ := wl.ParseLines(); len(lines) > 0 {
+		q := lines[0].Text
+		if r := []rune(q); len(r) > parseNoticeQuote {
+			q = string(r[:parseNoticeQuote]) + "…"
+		}
+		line += fmt.Sprintf(" (first: %q)", q)
+	}
+	return termsafe.Line(line + "; see " + SummaryFile)
 }
 
 // writeExecOutput prints the first lines of an exec workload's standard

@@ -85,6 +85,13 @@ type Workload struct {
 	// samples: unreadable (never recorded as zero), absent on the device,
 	// or reset during the workload (counters.go).
 	CounterNotes []CounterNote `json:"counter_notes,omitempty"`
+	// Parse is what the output parser said besides the samples, one entry
+	// per run (size × repeat) that had something to say: the lines the
+	// tool printed that it did not read, its own notes (a value dropped),
+	// and whether the numbers are the sum of both directions (perftest
+	// -b). Lines are kept as printed (JSON escapes control characters);
+	// summary.md, the terminal and report.html neutralise them.
+	Parse []ParseNote `json:"parse,omitempty"`
 }
 
 // Expect is one evaluated `expect` block. An expect is evaluated per size

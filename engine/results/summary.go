@@ -162,6 +162,9 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			if size > 0 {
 				sz = HumanSize(size)
 			}
+			if wl.Bidirectional() {
+				sz += " (" + BothDirections + ")"
+			}
 			w("| %s | %s | %s | %s | %s |", mdCell(wl.Name), mdCell(strings.Join(wl.Hosts, " → ")), statusWord(wl.Status), expectCount(wl.Expects), sz)
 			for _, m := range metrics {
 				if a, ok := pick[m]; ok {
@@ -210,6 +213,19 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	if len(trouble) > 0 {
 		w("## What the stack saw\n\nKernel counters of trouble that moved during a workload:\n\n%s\n\n", strings.Join(trouble, "\n"))
 	}
+	var parse []string
+	for _, wl := range r.Workloads {
+		if s := wl.ParseSummary(); s != "" {
+			p := fmt.Sprintf("- %s: %s", mdText(wl.Name), mdText(s))
+			if lines, _ := wl.ParseLines(); len(lines) > 0 {
+				p += fmt.Sprintf(" (first: `%s`)", mdCode(lines[0].Text))
+			}
+			parse = append(parse, p)
+		}
+	}
+	if len(parse) > 0 {
+		w("## Parser warnings\n\n%s\n\n", strings.Join(parse, "\n"))
+	}
 }
 
 // sortMetrics orders metric names as the Metrics table does.
@@ -241,6 +257,9 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
 		}
 		w("\n\n")
 	}
+	if wl.Bidirectional() {
+		w("Bandwidth and message rate are the %s (perftest -b).\n\n", BothDirections)
+	}
 	// one table per host pair (a workload normally has one)
 	var groups [][]Agg
 	for _, a := range aggs {
@@ -259,6 +278,7 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
 	if len(aggs) == 0 && len(wl.Expects) == 0 {
 		w("No samples.\n\n")
 	}
+	parseSection(b, wl)
 	if len(wl.Expects) > 0 {
 		w("Expects:\n\n")
 		for _, e := range wl.Expects {
@@ -347,6 +367,41 @@ func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
 	}
 }
 
+// summaryParseLines caps the lines of parseSection; results.json keeps
+// them all (up to MaxParseLines per run).
+const summaryParseLines = 10
+
+// parseSection lists what the output parser did not read and what it
+// noted, each distinct line once with the runs it came from.
+func parseSection(b *bytes.Buffer, wl Workload) {
+	lines, more := wl.ParseLines()
+	if len(lines) == 0 {
+		return
+	}
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	unread, notes := wl.ParseCounts()
+	head := fmt.Sprintf("The parser did not read %s", plural(unread, "line"))
+	if notes > 0 {
+		head += " and noted " + plural(notes, "thing")
+	}
+	w("%s (the raw outputs keep everything):\n\n", head)
+	for i, l := range lines {
+		if i == summaryParseLines {
+			w("- … %d more in %s\n", len(lines)-i, ResultsFile)
+			break
+		}
+		if l.Unread {
+			w("- `%s` (%s)\n", mdCode(l.Text), runsText(l.Runs))
+		} else {
+			w("- note: %s (%s)\n", mdText(l.Text), runsText(l.Runs))
+		}
+	}
+	if more > 0 {
+		w("- … and %s past the cap of %d per run\n", plural(more, "line"), MaxParseLines)
+	}
+	w("\n")
+}
+
 // metricTable prints one row per size and one column per metric (medians),
 // with the repeat count and, for the headline metric, the spread.
 func metricTable(b *bytes.Buffer, aggs []Agg) {
@@ -430,6 +485,10 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 		gbps           float64
 	}
 	var rdma, tcp []line
+	bidir := map[string]bool{}
+	for _, wl := range r.Workloads {
+		bidir[wl.Name] = wl.Bidirectional()
+	}
 	best := map[string]Agg{}
 	var order []string
 	for _, a := range aggs {
@@ -449,6 +508,9 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 		what := "bulk"
 		if a.Size > 0 {
 			what = HumanSize(a.Size) + " messages"
+		}
+		if bidir[a.Workload] {
+			what += ", " + BothDirections
 		}
 		l := line{a.Workload, a.Tool, what, a.Median}
 		if a.Metric == "tcp_bw" {

@@ -38,7 +38,7 @@ type DownResult struct {
 
 // Down undoes what a run left behind, from its state.json alone (no lab
 // file): rxe devices it created and did not keep, processes and captures
-// still running, and its VMs. Running it again is harmless: what is undone
+// still running, link impairments (netem) still in force, and its VMs. Running it again is harmless: what is undone
 // is recorded and skipped.
 func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error) {
 	j, err := openJournal(dir)
@@ -139,6 +139,15 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 			var pe *proto.Error
 			if err != nil && !(errors.As(err, &pe) && (pe.Code == proto.CodeNotFound || pe.Code == proto.CodeNoRXE)) {
 				errs = append(errs, fmt.Errorf("down: delete rxe %q on host %q: %w", e.ID, h.Name, err))
+				continue
+			}
+			mark(e)
+		case "impair":
+			// Removes only rlab's netem (by its handle): a qdisc someone set
+			// since is left alone. Several impairments of one netdev are one
+			// removal; the others find nothing left.
+			if _, err := rpc.Invoke(ctx, c, rpc.ImpairRemove, proto.ImpairRemoveParams{Netdev: e.Netdev}); err != nil {
+				errs = append(errs, fmt.Errorf("down: remove impairment %s from %s on host %q: %w", e.ID, e.Netdev, h.Name, err))
 				continue
 			}
 			mark(e)

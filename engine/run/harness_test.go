@@ -27,6 +27,7 @@ type pipeHost struct {
 	c     *rpc.Client
 	hello proto.Hello
 	calls atomic.Int64
+	netem *fakeNetem // impair_test.go: answers impair.* instead of the host's kernel
 }
 
 func startPipeHost(t testing.TB, name, workDir string) *pipeHost {
@@ -47,7 +48,16 @@ func (h *pipeHost) Hello() proto.Hello { return h.hello }
 
 func (h *pipeHost) Send(ctx context.Context, req *rpc.Request) error {
 	h.calls.Add(1)
-	return h.c.Send(ctx, req)
+	if h.netem != nil {
+		if handled, err := h.netem.call(h.name, req); handled {
+			return err
+		}
+	}
+	err := h.c.Send(ctx, req)
+	if _, f, ok := rpc.Match(req, rpc.Facts); ok && h.netem != nil && err == nil {
+		f.NetemModule = "loadable"
+	}
+	return err
 }
 
 // Pull copies from the agent's work dir (same machine), verifying size and
@@ -99,6 +109,7 @@ type pipeBed struct {
 	// deadlines).
 	lie    map[string]rpctest.Lie
 	client map[string]rpc.Options
+	netem  *fakeNetem // impair_test.go
 }
 
 func newPipeBed(t testing.TB) *pipeBed {
@@ -110,6 +121,7 @@ func (b *pipeBed) Connect(ctx context.Context, tg Target, runID string) (Host, e
 		return nil, err
 	}
 	h := startLyingHost(b.t, tg.Name, filepath.Join(b.root, tg.Slug, runID), b.lie[tg.Name], b.client[tg.Name])
+	h.netem = b.netem
 	b.mu.Lock()
 	b.all[tg.Name] = h
 	b.mu.Unlock()

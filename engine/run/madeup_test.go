@@ -81,7 +81,7 @@ func (s *fakePing) Apply(ctx context.Context, env *steps.Env) error {
 		if err != nil {
 			return err
 		}
-		ss, err := env.Parse(w.Tool, []byte(r.Stdout), nil, false)
+		ss, _, err := env.Parse(w.Tool, []byte(r.Stdout), nil, false)
 		if err != nil {
 			return err
 		}

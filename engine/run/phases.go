@@ -120,6 +120,7 @@ func (r *runner) select_() error {
 		r.captures = append(r.captures, &captureWindow{lab: c, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
 			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes}})
 	}
+	r.selectImpairs(usedHost, selected) // impair.go
 	return nil
 }
 
@@ -156,7 +157,7 @@ func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
 // subLab is the lab limited to what this run runs (--only).
 func (r *runner) subLab() *lab.Lab {
 	sub := *r.lab
-	sub.Workloads, sub.RXEs, sub.Captures = nil, r.labRXEs, r.labCaptures
+	sub.Workloads, sub.RXEs, sub.Captures, sub.Impairs = nil, r.labRXEs, r.labCaptures, r.labImpairs
 	for _, n := range r.workloads {
 		sub.Workloads = append(sub.Workloads, n.lab)
 	}

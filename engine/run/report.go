@@ -55,6 +55,11 @@ func (r *runner) writeResults(res *Result) error {
 			w.Duration = o.End.Sub(o.Start).Seconds()
 		}
 		for _, run := range o.Runs {
+			if run.Parse != nil {
+				n := *run.Parse
+				n.Unread, n.Notes = redactAll(red, n.Unread), redactAll(red, n.Notes)
+				w.Parse = append(w.Parse, n)
+			}
 			for _, p := range []*steps.ProcRef{run.Server, run.Client} {
 				if p == nil {
 					continue
@@ -120,6 +125,18 @@ func (r *runner) writeResults(res *Result) error {
 		return fmt.Errorf("write outcomes.json: %w", err)
 	}
 	return nil
+}
+
+// redactAll is lines with the lab's sensitive values redacted.
+func redactAll(red *strings.Replacer, lines []string) []string {
+	if len(lines) == 0 {
+		return nil
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = red.Replace(l)
+	}
+	return out
 }
 
 // ManifestFile lists every file of a run directory with its sha256.

@@ -180,6 +180,9 @@ type runner struct {
 	labRXEs     []*lab.RXE
 	labCaptures []*lab.Capture
 	captures    []*captureWindow
+	labImpairs  []*lab.Impair                     // impair.go
+	impairs     []*impairWindow                   // impair.go
+	impairsOf   map[*workloadNode][]*impairWindow // impair.go: scoped windows per workload
 	workloads   []*workloadNode
 	plan        *plan.Plan // of this run: what it executes and plan.json
 	planIDs     map[stepKey][]string
@@ -408,7 +411,8 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		(!r.anyProvision() || r.phase(ctx, "provision", r.provisionHosts)) &&
 		r.phase(ctx, "preflight", r.preflight, r.stepIDs("", "", plan.Preflight)...) &&
 		r.phase(ctx, "rxe", r.createRXE) &&
-		r.phase(ctx, "capture", r.startCaptures)
+		r.phase(ctx, "capture", r.startCaptures) &&
+		r.phase(ctx, "impair", r.startImpairs)
 	if ok {
 		r.runWorkloads(ctx)
 	}
@@ -416,6 +420,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	// and tears down, bounded by TeardownTimeout and the second Ctrl-C.
 	tctx, cancel := r.teardownContext(ctx)
 	defer cancel()
+	r.stopImpairs(tctx)
 	r.stopCaptures(tctx)
 	r.fetchAll(tctx)
 	res.Outcomes = r.outcomes()
@@ -619,6 +624,7 @@ func (r *runner) outcomes() []*steps.Outcome {
 	var out []*steps.Outcome
 	for _, n := range r.workloads {
 		o := n.outcome()
+		r.tagImpairs(n, o) // impair.go
 		out = append(out, o)
 	}
 	return out

@@ -35,6 +35,8 @@ var phaseOf = map[plan.Kind]int{
 	plan.WorkloadClient: 4,
 	plan.WorkloadRun:    4,
 	plan.StopCapture:    4, // a whole-run capture: after every workload
+	plan.StartImpair:    3, // after the captures; scoped: in phase 4, before its workloads (impair.go)
+	plan.StopImpair:     4, // whole-run: at teardown, after every workload
 	plan.Fetch:          5,
 	plan.Teardown:       6,
 }
@@ -100,6 +102,7 @@ func (r *runner) schedule() error {
 		c.startIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
 		c.stopIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
 	}
+	r.wireImpairs(p) // impair.go
 	return nil
 }
 

@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 }
 
 func fakeTool(tool string, args []string) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "--help") {
+		fmt.Println("Version: 4.5") // the facts' version probe: no server to wait for
+		return 0
+	}
 	port, jsonFile := "", ""
 	for i, a := range args {
 		if a == "-p" && i+1 < len(args) {

@@ -71,6 +71,7 @@ func (r *runner) runWorkloads(ctx context.Context) {
 					c.finished(cctx, r)
 					cancel()
 				}
+				r.finishImpairs(ctx, n) // impair.go
 				return
 			}
 			select {
@@ -111,6 +112,16 @@ func (r *runner) skipReason(ctx context.Context, n *workloadNode) string {
 }
 
 func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
+	defer r.finishImpairs(ctx, n) // impair.go: after the captures' stops below
+	if err := r.applyImpairs(ctx, n); err != nil {
+		r.skipUnimpaired(ctx, n, err)
+		for _, c := range n.captures {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
+			c.finished(cctx, r)
+			cancel()
+		}
+		return
+	}
 	for _, c := range n.captures {
 		if err := c.start(ctx, r); err != nil {
 			r.addErr(&infraError{err})

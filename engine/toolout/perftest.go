@@ -172,7 +172,14 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 		}
 	}
 	dropUnmeasuredPeak(rows, &info)
-	return rows, info, nil
+	for _, r := range rows {
+		if len(r.values) > 0 {
+			return rows, info, nil
+		}
+	}
+	// Every figure was dropped (a -D run's one row gone negative): no
+	// measurement, so the run failed, in the parser's words.
+	return nil, info, fmt.Errorf("no figure of the result table could be kept: %s", strings.Join(info.Warnings, "; "))
 }
 
 // histLine is one latency of perftest's -H/-U listing ("17, 2.345").
@@ -237,7 +244,9 @@ func dropUnmeasuredPeak(rows []row, info *Info) {
 				avg = v.value
 			}
 		}
-		if peak != 0 || avg <= 0 {
+		// avg is -1 when the row has none: dropped as negative (tableRow),
+		// and a peak of 0 beside it measured nothing either.
+		if peak != 0 || avg == 0 {
 			continue
 		}
 		kept := r.values[:0:0]
@@ -399,8 +408,12 @@ func splitRunOn(c column, notes *[]string) []column {
 var errRowShape = errors.New("row shape")
 
 // tableRow reads one table row. ok is false for a line that is not a row (a
-// separator, a warning printed after the table).
-func tableRow(t string, cols []column) (row, bool, error) {
+// separator, a warning printed after the table). r.notes says which values
+// of the row were left out and why: a negative figure, which perftest
+// prints when a counter overflowed on a long run (perftest issue #82,
+// "Negative value of BW average and t_avg", 5.60 with -D 205200), is no
+// measurement, but the row's other figures and the other rows still are.
+func tableRow(t string, cols []column) (r row, ok bool, err error) {
 	f := strings.Fields(t)
 	if len(f) == 0 {
 		return row{}, false, nil
@@ -416,7 +429,6 @@ func tableRow(t string, cols []column) (row, bool, error) {
 		}
 		return row{}, false, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
 	}
-	var r row
 	for i, c := range cols {
 		v := f[i]
 		switch c.name {
@@ -444,6 +456,10 @@ func tableRow(t string, cols []column) (row, bool, error) {
 			// negative as "-nan" (seen: t_stdev of ib_write_lat on a
 			// loaded TCG guest); the other columns are good.
 			r.notes = append(r.notes, fmt.Sprintf("result row %q: column %q is %q: no %s sample for this row", t, c.name, v, m))
+			continue
+		}
+		if neg, err := strconv.ParseFloat(v, 64); err == nil && neg < 0 && neg > -1e300 {
+			r.notes = append(r.notes, fmt.Sprintf("result row %q: %s is negative (%s), a counter overflow of perftest: no %s sample at %d bytes", strings.Join(f, " "), c.name, v, m, r.size))
 			continue
 		}
 		x, err := parseNumber(v)

@@ -336,11 +336,38 @@ func failHint(lines, unread []string) string {
 }
 
 // ParseOutput is Parse in the shape of steps.ParseFunc, for the run engine:
-// tool output in, samples out, metadata filled in by the caller. perftest
-// bandwidth runs are taken to use --report_gbits, as rlab always passes it;
-// a JSON file that cannot be read gives an error wrapping ErrUnusableJSON,
-// and the caller then parses the text report.
-func ParseOutput(tool string, out, stderr []byte, json bool) ([]results.Sample, error) {
-	ss, _, err := Parse(tool, out, Options{JSON: json, ReportGbits: true, Stderr: stderr})
-	return ss, err
+// tool output in, samples and what the parser said besides them out
+// (results.ParseNote: the lines it did not read, its notes, a
+// bidirectional sum), metadata filled in by the caller. perftest bandwidth
+// runs are taken to use --report_gbits, as rlab always passes it; a JSON
+// file that cannot be read gives an error wrapping ErrUnusableJSON, and the
+// caller then parses the text report.
+func ParseOutput(tool string, out, stderr []byte, json bool) ([]results.Sample, results.ParseNote, error) {
+	ss, info, err := Parse(tool, out, Options{JSON: json, ReportGbits: true, Stderr: stderr})
+	unread, notes := splitWarnings(info.Warnings, out, stderr)
+	return ss, results.NewParseNote(unread, notes, info.Bidirectional), err
+}
+
+// splitWarnings tells the warnings that are lines the tool printed (found,
+// trimmed, among the lines of out or stderr) from the parser's own notes.
+func splitWarnings(warnings []string, out, stderr []byte) (unread, notes []string) {
+	if len(warnings) == 0 {
+		return nil, nil
+	}
+	printed := map[string]bool{}
+	for _, b := range [][]byte{out, stderr} {
+		for _, l := range splitLines(b) {
+			if t := strings.TrimSpace(l); t != "" {
+				printed[t] = true
+			}
+		}
+	}
+	for _, w := range warnings {
+		if printed[strings.TrimSpace(w)] {
+			unread = append(unread, w)
+		} else {
+			notes = append(notes, w)
+		}
+	}
+	return unread, notes
 }

@@ -394,15 +394,44 @@ func TestParseOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := ParseOutput("ib_write_bw", in, nil, true)
+	ss, note, err := ParseOutput("ib_write_bw", in, nil, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !note.Empty() {
+		t.Errorf("parse note of a clean JSON report: %+v, want empty", note)
 	}
 	if v, ok := value(ss, "bw_avg", 65536); !ok || v != 0.075529 {
 		t.Errorf("bw_avg = %v, %v; want 0.075529 Gb/s as written (--report_gbits)", v, ok)
 	}
-	if _, err := ParseOutput("ib_write_bw", []byte("{"), nil, true); !errors.Is(err, ErrUnusableJSON) {
+	if _, _, err := ParseOutput("ib_write_bw", []byte("{"), nil, true); !errors.Is(err, ErrUnusableJSON) {
 		t.Errorf("broken JSON: %v, want ErrUnusableJSON", err)
+	}
+
+	// The warnings are split: lines the tool printed (stdout or stderr)
+	// are unread, what the parser says itself is a note.
+	out, err := os.ReadFile(filepath.Join(fixtures, "ib_send_bw.server.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append([]byte(" Device not recognized to implement inline feature. Disabling it\n"), out...)
+	_, note, err = ParseOutput("ib_send_bw", out, []byte("a warning on stderr\n\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := results.ParseNote{
+		Unread: []string{"Device not recognized to implement inline feature. Disabling it", "a warning on stderr"},
+		Notes:  []string{"BW peak reported as 0 (not measured on this side or in this mode): no bw_peak sample"},
+	}
+	if d := cmp.Diff(want, note); d != "" {
+		t.Errorf("note (-want +got):\n%s", d)
+	}
+	bidir, err := os.ReadFile(filepath.Join(fixtures, "world", "ib_send_bw.mlx5-bidir-q8-sweep.client.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, note, _ := ParseOutput("ib_send_bw", bidir, nil, false); !note.Bidirectional {
+		t.Errorf("note of a -b report: %+v, want bidirectional", note)
 	}
 }
 

@@ -272,6 +272,34 @@ func TestPerftestFormats(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a negative figure drops that value, not the table", func(t *testing.T) {
+		// perftest issue #82: 5.60 printed negative BW average and t_avg
+		// after a counter overflowed on a long run. Composed: a sweep
+		// in RESULT_FMT whose 1 MiB row went negative.
+		in := " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+			" 4096       1000             9.80               9.75\t\t     0.297546\n" +
+			" 65536      1000             19.60              19.55\t\t     0.037289\n" +
+			" 1048576    1000             20.01              -19.42\t\t     -0.002315\n"
+		ss, info, err := Parse("ib_write_bw", []byte(in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSamples(t, ss)
+		var got []string
+		for _, s := range ss {
+			got = append(got, fmt.Sprintf("%s@%d", s.Metric, s.Meta.Size))
+		}
+		want := []string{"bw_peak@4096", "bw_avg@4096", "msg_rate@4096", "bw_peak@65536", "bw_avg@65536", "msg_rate@65536", "bw_peak@1048576"}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("samples (-want +got):\n%s", d)
+		}
+		w := strings.Join(info.Warnings, "\n")
+		for _, s := range []string{"BW average is negative (-19.42)", "no bw_avg sample at 1048576 bytes", "MsgRate is negative (-0.002315)"} {
+			if !strings.Contains(w, s) {
+				t.Errorf("warnings %q lack %q", info.Warnings, s)
+			}
+		}
+	})
 	t.Run("pingpong line not read is a warning", func(t *testing.T) {
 		in := "  local address:  LID 0x0000, QPN 0x000011, PSN 0x998c61, GID ::ffff:10.11.11.251\n" +
 			"Max receive completion clock cycles = 1234\n" +

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -52,6 +53,8 @@ type exampleLab struct {
 	// captures: capture file stem ("cap.control") → what its comment
 	// promises, checked on the summary of all its ring files.
 	captures map[string]func(t *testing.T, s *captureSum)
+	// check, when set, checks the run dir and the VMs after the run.
+	check func(ctx context.Context, t *testing.T, runDir string, set *Set)
 }
 
 // TestE2EExampleLabs runs every example lab written for SSH hosts
@@ -175,6 +178,9 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 		}
 		check(t, s)
 	}
+	if el.check != nil {
+		el.check(ctx, t, out, set)
+	}
 }
 
 // dataNet is the pair's data network (bootExamplePair).
@@ -267,6 +273,102 @@ func exampleLabs() []exampleLab {
 			direct: map[string]int{"bastion": 0},
 			files:  map[string]string{"one-student.json": oneStudent},
 		},
+		{
+			name: "lossy",
+			// Two points of the sweep, 2 s each: TCG moves ~0.1 Gb/s, so
+			// even 2 s at 5 % loses hundreds of packets.
+			vars: []string{`loss=["0","5"]`, "seconds=2s"},
+			data: map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
+			captures: map[string]func(*testing.T, *captureSum){
+				// The server's view of the RDMA points: WRITEs resent after
+				// the losses at 5 %, and the NAKs it answered with.
+				"cap.roce": func(t *testing.T, s *captureSum) {
+					t.Logf("cap.roce: %d retransmitted PSNs, %d NAKs", s.retransmits, s.naks)
+					if s.retransmits == 0 || s.naks == 0 {
+						t.Errorf("%d retransmitted PSNs and %d NAKs, want both above zero with 5 %% loss on the client's link (opcodes %v)", s.retransmits, s.naks, s.ops)
+					}
+				},
+			},
+			check: checkLossy,
+		},
+	}
+}
+
+// checkLossy: the impairments were in force, as the agent read the root
+// qdisc back (journaled in state.json), and none is left on the VMs.
+func checkLossy(ctx context.Context, t *testing.T, runDir string, set *Set) {
+	var st struct {
+		Effects []struct {
+			Host, Kind, ID, Netdev, Detail string
+			Undone                         bool
+		} `json:"effects"`
+	}
+	b, err := os.ReadFile(filepath.Join(runDir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range st.Effects {
+		if e.Kind == "impair" {
+			got[e.ID] = e.Host + " " + e.Netdev + " " + e.Detail
+			if !e.Undone {
+				t.Errorf("impairment %s on %s was not removed: %+v", e.ID, e.Host, e)
+			}
+		}
+	}
+	// The root qdisc the agent read back from the guest's kernel once
+	// applied, then after removing it.
+	want := map[string]string{
+		`rdma_loss["0"]`: "client eth1 applied netem 524c: loss 0%", `rdma_loss["5"]`: "client eth1 applied netem 524c: loss 5%",
+		`tcp_loss["0"]`: "client eth1 applied netem 524c: loss 0%", `tcp_loss["5"]`: "client eth1 applied netem 524c: loss 5%",
+	}
+	for id, prefix := range want {
+		if !strings.HasPrefix(got[id], prefix) || !strings.Contains(got[id], "; removed, root qdisc now ") || strings.HasSuffix(got[id], "netem 524c:") {
+			t.Errorf("impairment %s: journal says %q, want %q, then removed", id, got[id], prefix)
+		}
+	}
+	var res struct {
+		Samples []struct {
+			Metric string
+			Value  float64
+			Unit   string
+			Meta   struct {
+				Workload string
+				Extra    map[string]string
+			} `json:"metadata"`
+		} `json:"samples"`
+	}
+	b, _ = os.ReadFile(filepath.Join(runDir, "results.json"))
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	tagged := map[string]string{}
+	for _, s := range res.Samples {
+		tagged[s.Meta.Workload] = s.Meta.Extra["impair_loss"]
+		if s.Metric == "bw_avg" || s.Metric == "tcp_bw" {
+			t.Logf("%s at %s %% loss: %s %.3f %s", s.Meta.Workload, s.Meta.Extra["impair_loss"], s.Metric, s.Value, s.Unit)
+		}
+	}
+	for _, w := range []string{`rdma["5"]`, `tcp["5"]`} {
+		if tagged[w] != "5" {
+			t.Errorf("samples of %s carry impair_loss %q, want 5", w, tagged[w])
+		}
+	}
+	for _, v := range set.VMs {
+		c, err := v.Dial(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &guest{name: v.Name, c: c}
+		out := g.must(t, ctx, "tc", "qdisc", "show", "dev", "eth1")
+		c.Close()
+		t.Logf("%s: tc qdisc show dev eth1: %s", v.Name, strings.TrimSpace(out))
+		if strings.Contains(out, "netem") {
+			t.Errorf("%s: netem left on eth1 after the run: %s", v.Name, out)
+		}
 	}
 }
 
@@ -338,6 +440,8 @@ type captureSum struct {
 	frames int64
 	ops    map[int]int64  // BTH opcode → packets
 	cm     map[string]int // CM message → count
+	// Over all flows: go-back-N resends and NAKs (engine/roce's analysis).
+	retransmits, naks int64
 }
 
 func (s *captureSum) count(ops []int) int64 {
@@ -366,6 +470,10 @@ func sumCaptures(t *testing.T, runDir, stem string) *captureSum {
 		}
 		for _, e := range sum.CM {
 			s.cm[e.Message]++
+		}
+		for _, fl := range sum.Flows {
+			s.retransmits += fl.Retransmits
+			s.naks += fl.NAKs
 		}
 	}
 	if len(files) == 0 {

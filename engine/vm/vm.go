@@ -1,8 +1,9 @@
 // Package vm boots local QEMU VMs as lab hosts, from the image engine/image
 // builds: a copy-on-write overlay per VM under the run directory, a
 // management NIC (user-mode, restrict=on) with SSH forwarded from a free
-// loopback port, one data NIC per lab network joined between the two VMs on
-// it over a pair of unix datagram sockets, and a fresh ed25519 host key per VM made here
+// loopback port, one data NIC per lab network (two VMs: joined over a pair
+// of unix datagram sockets; three or more: through a learning switch rlab
+// runs for the run, hub.go), and a fresh ed25519 host key per VM made here
 // and handed to the guest through fw_cfg, so the run's known_hosts holds the
 // exact key before the VM boots (no trust on first use).
 //
@@ -18,14 +19,17 @@ package vm
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +102,8 @@ type Set struct {
 	Dir       string // <runDir>/vm
 	opts      Options
 	sockDir   string // "" or a short temp folder for sockets (long run paths)
+	hubs      []*Hub // the switches of networks of three or more VMs
+	hubNames  []string
 	mu        sync.Mutex
 	down      bool
 }
@@ -171,6 +177,27 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 			return nil, fmt.Errorf("boot vms: %w", err)
 		}
 		s.sockDir = sockDir
+	}
+	for _, name := range slices.Sorted(maps.Keys(links)) {
+		l := links[name]
+		if len(l.members) < 3 {
+			continue
+		}
+		if opts.Detach {
+			_ = s.closeHubs()
+			return nil, fmt.Errorf("boot vms: network %q joins %d VMs through a switch that runs in rlab: it cannot outlive rlab, so these VMs cannot be detached", name, len(l.members))
+		}
+		var paths []string
+		for _, i := range l.members {
+			paths = append(paths, linkSock(sockDir, name, i))
+		}
+		h, err := StartHub(hubSock(sockDir, name), paths, opts.Logger.With("network", name))
+		if err != nil {
+			_ = s.closeHubs()
+			return nil, fmt.Errorf("boot vms: network %q: %w", name, err)
+		}
+		s.hubs = append(s.hubs, h)
+		s.hubNames = append(s.hubNames, name)
 	}
 	login, err := newKeyPair("rlab-run")
 	if err != nil {
@@ -246,15 +273,15 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 // sshd answered.
 var errGuestDied = errors.New("qemu exited")
 
-// link is one data network between at most two VMs.
+// link is one data network: two VMs send to each other, three or more to
+// the network's switch.
 type link struct {
 	name    string
-	members []int // machine indexes, at most 2
+	members []int // machine indexes
 }
 
 func planLinks(ms []Machine) (map[string]*link, error) {
 	links := map[string]*link{}
-	var order []string
 	for i, m := range ms {
 		seen := map[string]bool{}
 		for _, n := range m.Networks {
@@ -266,18 +293,8 @@ func planLinks(ms []Machine) (map[string]*link, error) {
 			if l == nil {
 				l = &link{name: n.Name}
 				links[n.Name] = l
-				order = append(order, n.Name)
 			}
 			l.members = append(l.members, i)
-		}
-	}
-	for _, name := range order {
-		if l := links[name]; len(l.members) > 2 {
-			var names []string
-			for _, i := range l.members {
-				names = append(names, strconv.Quote(ms[i].Name))
-			}
-			return nil, fmt.Errorf("network %q joins %d VMs (%s): a local VM network is a point-to-point link between exactly two VMs; give each pair its own network", name, len(l.members), strings.Join(names, ", "))
 		}
 	}
 	return links, nil
@@ -398,6 +415,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		// wait for, no stream framing to resume after a short write.
 		// -netdev stream stalled for good under load (issue 13): see
 		// BENCHMARKS.md "Demo and the VM data link".
+		// Three or more: every member sends to the network's switch.
 		peer := -1 // a network with one VM: its frames go nowhere
 		for _, o := range l.members {
 			if o != idx {
@@ -405,6 +423,9 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 			}
 		}
 		local, remote := linkSock(sockDir, n.Name, idx), linkSock(sockDir, n.Name, peer)
+		if len(l.members) > 2 {
+			remote = hubSock(sockDir, n.Name)
+		}
 		if len(local) > maxUnixPath || len(remote) > maxUnixPath {
 			return nil, fail("link "+n.Name, fmt.Errorf("socket path %s too long", local))
 		}
@@ -497,6 +518,27 @@ func (v *VM) waitErr() error {
 	v.waitMu.Lock()
 	defer v.waitMu.Unlock()
 	return v.waitEr
+}
+
+// hubSock is the socket of network name's switch.
+func hubSock(dir, name string) string {
+	return filepath.Join(dir, fmt.Sprintf("net-%s-hub.sock", hostnameBad.ReplaceAllString(name, "_")))
+}
+
+// closeHubs stops the switches and records what each did in
+// vm/net-NAME.switch.json.
+func (s *Set) closeHubs() error {
+	var errs []error
+	for i, h := range s.hubs {
+		errs = append(errs, h.Close())
+		st := h.Stats(s.hubNames[i])
+		s.opts.Logger.Info("network switch", "network", st.Network, "forwarded", st.Forwarded, "flooded", st.Flooded, "dropped", st.Dropped, "jammed", st.Jammed)
+		if b, err := json.MarshalIndent(st, "", "  "); err == nil {
+			_ = os.WriteFile(filepath.Join(s.Dir, "net-"+hostnameBad.ReplaceAllString(st.Network, "_")+".switch.json"), append(b, '\n'), 0o600)
+		}
+	}
+	s.hubs, s.hubNames = nil, nil
+	return errors.Join(errs...)
 }
 
 // linkSock is the datagram socket machine idx binds for network name.
@@ -665,6 +707,11 @@ func (s *Set) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	// The switches last until every VM has stopped: a guest powering down
+	// may still send.
+	if err := s.closeHubs(); err != nil {
+		errs = append(errs, err)
+	}
 	if s.sockDir != "" {
 		_ = os.RemoveAll(s.sockDir)
 	}

@@ -39,7 +39,7 @@ func TestPlanLinks(t *testing.T) {
 		{"pair", []Machine{m("a", "rdma"), m("b", "rdma")}, map[string][]int{"rdma": {0, 1}}, ""},
 		{"two links", []Machine{m("a", "x", "y"), m("b", "y"), m("c", "x")}, map[string][]int{"x": {0, 2}, "y": {0, 1}}, ""},
 		{"lone nic", []Machine{m("a", "x"), m("b")}, map[string][]int{"x": {0}}, ""},
-		{"three on one", []Machine{m("a", "x"), m("b", "x"), m("c", "x")}, nil, `network "x" joins 3 VMs ("a", "b", "c")`},
+		{"three on one", []Machine{m("a", "x"), m("b", "x"), m("c", "x")}, map[string][]int{"x": {0, 1, 2}}, ""}, // through the network's switch (hub.go)
 		{"twice", []Machine{m("a", "x", "x")}, nil, `vm "a": network "x" named twice`},
 	}
 	for _, tt := range tests {

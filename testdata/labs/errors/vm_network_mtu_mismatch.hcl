@@ -29,10 +29,18 @@ host "d" {
     }
   }
 }
-host "e" { # ERROR: Too many VMs on one network
+host "e" {
   vm {
     network "rdma" {
       address = "10.99.0.3/24"
+    }
+  }
+}
+host "f" { # ERROR: Different MTUs on one network
+  vm {
+    network "rdma" {
+      address = "10.99.0.4/24"
+      mtu     = 9000
     }
   }
 }

@@ -1,0 +1,96 @@
+package report
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// Link impairments in the report: each impaired workload says what was in
+// force (its samples' metadata extra "impair", written by the run), and a
+// loss sweep (labs/lossy.hcl) is charted as throughput against loss, RDMA
+// beside TCP, from the samples' "impair_loss" (percent).
+
+// impairOf is the impairment in force during a workload, as its samples
+// record it ("" when none).
+func impairOf(samples []results.Sample) string {
+	for _, s := range samples {
+		if v := s.Meta.Extra["impair"]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// lossOf is the loss in percent a workload ran under, if its samples say.
+func lossOf(samples []results.Sample) (float64, bool) {
+	for _, s := range samples {
+		if v, ok := s.Meta.Extra["impair_loss"]; ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil && f >= 0 && f <= 100
+		}
+	}
+	return 0, false
+}
+
+// lossSweep draws throughput against loss when the run measured RDMA or
+// TCP bandwidth at two loss points or more: RDMA's best median over message
+// sizes, TCP's median over repeats, one point per workload.
+func (b *builder) lossSweep() {
+	type pt struct {
+		loss, gbps float64
+		name       string
+	}
+	var rdma, tcp []pt
+	for _, w := range b.d.Workloads {
+		ss := b.samples[w.Name]
+		loss, ok := lossOf(ss)
+		if !ok {
+			continue
+		}
+		switch {
+		case rdmaTool(w.Tool) && has(ss, "bw_avg"):
+			best := 0.0
+			for _, a := range bySize(ss, "bw_avg") {
+				best = max(best, a.Median)
+			}
+			rdma = append(rdma, pt{loss, best, w.Name})
+		case w.Tool == "tcp" && has(ss, "tcp_bw"):
+			for _, a := range bySize(ss, "tcp_bw") {
+				tcp = append(tcp, pt{loss, a.Median, w.Name})
+			}
+		}
+	}
+	points := map[float64]bool{}
+	for _, p := range append(append([]pt{}, rdma...), tcp...) {
+		points[p.loss] = true
+	}
+	if len(points) < 2 {
+		return
+	}
+	var in []seriesIn
+	var rows [][]string
+	for _, s := range []struct {
+		name string
+		pts  []pt
+	}{{"RDMA", rdma}, {"TCP", tcp}} {
+		if len(s.pts) == 0 {
+			continue
+		}
+		sort.SliceStable(s.pts, func(i, j int) bool { return s.pts[i].loss < s.pts[j].loss })
+		si := seriesIn{Name: s.name}
+		for _, p := range s.pts {
+			si.Pts = append(si.Pts, xy{X: p.loss, Y: p.gbps, Title: p.name + ": " + fmtNum(p.gbps) + " Gb/s at " + fmtNum(p.loss) + " % loss"})
+			// The counter deltas of each point (issue 17 item 1: the
+			// retransmissions and sequence errors the RDMA stack saw)
+			// belong in a column of this row once results.json has them.
+			rows = append(rows, []string{fmtNum(p.loss), s.name, p.name, fmtNum(p.gbps)})
+		}
+		in = append(in, si)
+	}
+	b.d.LossSweep = &Compare{
+		Table: Table{Columns: []string{"loss [%]", "transport", "workload", "Gb/s"}, Rows: rows},
+		Chart: lineChart("loss", "Throughput vs packet loss", "loss [%]", "Gb/s", false, in),
+	}
+}

@@ -1,0 +1,235 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// Link impairments in the run. An impairment is a window, as a capture is:
+// whole-run ones are applied in their own phase after the captures start
+// and removed at teardown; one scoped with `during` is applied just before
+// the first workload the plan makes wait for it and removed after the last
+// one its remove step waits for. A workload whose impairment could not be
+// applied is skipped, never run unimpaired: its numbers would be read as
+// the impaired ones. Every window is removed again at teardown (also on
+// Ctrl-C), and the agent removes what it set when its controller goes.
+
+// impairWindow is an impairment and the workloads it covers (none: the
+// whole run).
+type impairWindow struct {
+	lab    *lab.Impair
+	step   *steps.Impair
+	during []*workloadNode
+
+	startIDs, stopIDs []string
+
+	mu        sync.Mutex
+	started   bool
+	err       error
+	reported  bool // err is among the run's errors
+	remaining int
+}
+
+// selectImpairs keeps the impairments of the hosts and workloads this run
+// runs (select_).
+func (r *runner) selectImpairs(usedHost map[*lab.Host]bool, selected map[*lab.Workload]bool) {
+	for _, im := range r.lab.Impairs {
+		if !usedHost[im.Host] {
+			continue
+		}
+		if len(im.During) > 0 && !slices.ContainsFunc(im.During, func(w *lab.Workload) bool { return selected[w] }) {
+			continue
+		}
+		r.labImpairs = append(r.labImpairs, im)
+		r.impairs = append(r.impairs, &impairWindow{lab: im, step: &steps.Impair{
+			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
+	}
+}
+
+// impairParams turns the lab's netem into the agent's parameters.
+func impairParams(n lab.Netem) proto.ImpairParams {
+	return proto.ImpairParams{
+		DelayUs: uint32(n.Delay / time.Microsecond), JitterUs: uint32(n.Jitter / time.Microsecond),
+		Loss: n.Loss, Duplicate: n.Duplicate, Reorder: n.Reorder, Corrupt: n.Corrupt, RateBytes: n.RateBytes,
+	}
+}
+
+// wireImpairs connects the impairment windows to the plan (schedule).
+func (r *runner) wireImpairs(p *plan.Plan) {
+	nodes := map[*lab.Workload]*workloadNode{}
+	for _, n := range r.workloads {
+		nodes[n.lab] = n
+	}
+	windows := map[*lab.Impair]*impairWindow{}
+	for _, w := range r.impairs {
+		windows[w.lab] = w
+	}
+	r.impairsOf = map[*workloadNode][]*impairWindow{}
+	for _, s := range p.Steps {
+		if s.Kind != plan.StopImpair {
+			continue
+		}
+		w := windows[s.Impair]
+		if w == nil || len(w.lab.During) == 0 {
+			continue // whole-run: removed after every workload
+		}
+		for _, d := range s.DependsOn {
+			if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(w.during, n) {
+				w.during = append(w.during, n)
+			}
+		}
+		w.remaining = len(w.during)
+	}
+	for _, w := range r.impairs {
+		for _, n := range w.during {
+			r.impairsOf[n] = append(r.impairsOf[n], w)
+		}
+		w.startIDs = r.stepIDs(w.lab.Host.Name, w.lab.Name, plan.StartImpair)
+		w.stopIDs = r.stepIDs(w.lab.Host.Name, w.lab.Name, plan.StopImpair)
+	}
+}
+
+// startImpairs applies the whole-run impairments (a phase).
+func (r *runner) startImpairs(ctx context.Context) error {
+	var whole []*impairWindow
+	for _, w := range r.impairs {
+		if len(w.during) == 0 && !r.isLost(w.step.Host) {
+			whole = append(whole, w)
+		}
+	}
+	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, w *impairWindow) error {
+		if r.hostProblem(w.step.Host) != nil {
+			return nil // its workloads are skipped
+		}
+		err := w.start(ctx, r)
+		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
+			r.breakHost(w.step.Host, err) // one student's link must not stop the class
+			return nil
+		}
+		return err
+	})
+}
+
+func (w *impairWindow) start(ctx context.Context, r *runner) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return w.err
+	}
+	w.started = true
+	w.err = r.apply(ctx, w.step, w.step.Host, "", w.startIDs...)
+	return w.err
+}
+
+// applyImpairs applies the scoped impairments of workload n before it runs.
+func (r *runner) applyImpairs(ctx context.Context, n *workloadNode) error {
+	for _, w := range r.impairsOf[n] {
+		if err := w.start(ctx, r); err != nil {
+			w.mu.Lock()
+			first := !w.reported
+			w.reported = true
+			w.mu.Unlock()
+			if first {
+				r.addErr(&infraError{err})
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// finishImpairs is called after workload n (run or skipped); the last
+// workload of a window removes its impairment.
+func (r *runner) finishImpairs(ctx context.Context, n *workloadNode) {
+	for _, w := range r.impairsOf[n] {
+		w.mu.Lock()
+		w.remaining--
+		last := w.remaining == 0
+		w.mu.Unlock()
+		if last {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
+			r.stopImpair(cctx, w)
+			cancel()
+		}
+	}
+}
+
+func (r *runner) stopImpair(ctx context.Context, w *impairWindow) {
+	w.mu.Lock()
+	started := w.started
+	w.mu.Unlock()
+	if !started {
+		return
+	}
+	start := time.Now()
+	err := w.step.Undo(ctx, r.env) // idempotent
+	ev := Event{Type: "step.end", Step: "remove " + w.step.Describe(), Host: w.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: w.stopIDs}
+	if err != nil {
+		ev.Status, ev.Error = "failed", err.Error()
+		r.addErr(&infraError{err})
+	}
+	r.emit(ev)
+}
+
+// stopImpairs removes every impairment still in force (teardown).
+func (r *runner) stopImpairs(ctx context.Context) {
+	each(ctx, r.impairs, r.opts.Parallel, func(ctx context.Context, w *impairWindow) error {
+		r.stopImpair(ctx, w)
+		return nil
+	})
+}
+
+// skipUnimpaired records that workload n did not run because its
+// impairment could not be applied.
+func (r *runner) skipUnimpaired(ctx context.Context, n *workloadNode, err error) {
+	reason := fmt.Sprintf("not run: its impairment is not in force: %v", err)
+	n.mu.Lock()
+	n.skipped = reason
+	n.mu.Unlock()
+	r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.lab.Name, Status: steps.StatusSkipped, Error: reason})
+}
+
+// tagImpairs marks the samples of workload n with the impairments that were
+// in force while it ran (metadata extra "impair", and "impair_loss" in
+// percent for the loss sweep chart), as the agent confirmed them.
+func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
+	var texts []string
+	loss := -1.0
+	for _, w := range r.impairs {
+		if !w.covers(n) || w.step.Applied() == nil {
+			continue
+		}
+		texts = append(texts, w.lab.Name+": "+w.step.Text)
+		loss = max(loss, w.lab.Netem.Loss)
+	}
+	if len(texts) == 0 {
+		return
+	}
+	for i := range o.Samples {
+		m := &o.Samples[i].Meta
+		if m.Extra == nil {
+			m.Extra = map[string]string{}
+		}
+		m.Extra["impair"] = strings.Join(texts, "; ")
+		m.Extra["impair_loss"] = strconv.FormatFloat(loss, 'f', -1, 64)
+	}
+}
+
+// covers reports whether the window was in force during n: scoped to it,
+// or whole-run on one of its hosts.
+func (w *impairWindow) covers(n *workloadNode) bool {
+	if len(w.lab.During) == 0 {
+		return slices.Contains(n.lab.Hosts(), w.lab.Host)
+	}
+	return slices.Contains(w.during, n)
+}
