@@ -567,6 +567,46 @@ type ImpairResult struct {
 	Removed bool   `json:"removed,omitempty"` // impair.remove: a netem of rlab's was deleted
 }
 
+// MethodProvision installs packages with the host's own package manager:
+// ProvisionParams -> ProvisionResult. It needs root (become); it checks what
+// is installed first and installs only the rest, then loads the modules.
+const MethodProvision = "provision"
+
+// ProvisionParams say what a host needs installed.
+type ProvisionParams struct {
+	// Family is the distribution family: "debian" (apt-get), "rhel" (dnf,
+	// else yum) or "suse" (zypper).
+	Family string `json:"family"`
+	// Packages to have installed (names only: [A-Za-z0-9][A-Za-z0-9.+_-]*).
+	Packages []string `json:"packages"`
+	// Modules to load (modprobe) once the packages are in (rdma_rxe).
+	Modules []string `json:"modules,omitempty"`
+	// LockWaitMs bounds the wait for another package manager (cloud-init,
+	// unattended-upgrades) to release its lock; 0: 2 minutes.
+	LockWaitMs int `json:"lock_wait_ms,omitempty"`
+	// TimeoutMs bounds the whole call on the host; 0: 10 minutes.
+	TimeoutMs int `json:"timeout_ms,omitempty"`
+	// Retries of a transient mirror error; 0: 2 (3 attempts).
+	Retries int `json:"retries,omitempty"`
+	// GraceMs is how long a package manager already installing may finish
+	// its transaction after the call is cancelled; 0: 2 minutes.
+	GraceMs int `json:"grace_ms,omitempty"`
+	// Remove removes Packages instead (rlab down --remove-provisioned).
+	Remove bool `json:"remove,omitempty"`
+}
+
+// ProvisionResult is what provision did. A failed provision answers an
+// Error whose Stderr carries the package manager's output.
+type ProvisionResult struct {
+	Manager   string   `json:"manager"`             // the program used: apt-get, dnf, yum, zypper
+	Installed []string `json:"installed"`           // installed by this call (removed, with Remove)
+	Present   []string `json:"present"`             // already installed: left alone
+	Modules   []string `json:"modules,omitempty"`   // loaded by this call
+	Updated   bool     `json:"updated,omitempty"`   // the package index was refreshed
+	LockWait  string   `json:"lock_wait,omitempty"` // who held the lock, and for how long it was waited for
+	Log       string   `json:"log"`                 // the commands run and their output (bounded)
+}
+
 // MethodCountersRead reads the kernel's own counters of RDMA devices and
 // netdevs from sysfs: CountersReadParams -> Counters. Read-only; needs no
 // privilege on the kernels rlab knows (the files are 0444).

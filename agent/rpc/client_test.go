@@ -58,6 +58,8 @@ func paramsFor(method string) any {
 		return proto.FilesReadParams{Path: "none", MaxBytes: 10}
 	case proto.MethodLease:
 		return proto.LeaseParams{RunID: "r"}
+	case proto.MethodProvision:
+		return proto.ProvisionParams{Family: "debian", TimeoutMs: 10, GraceMs: 10}
 	}
 	return nil
 }

@@ -100,6 +100,18 @@ var (
 	Cleanup      = def[proto.CleanupParams, proto.CleanupResult](proto.MethodCleanup, 2*time.Minute, nil)
 	Release      = def[None, proto.CleanupResult](proto.MethodRelease, 2*time.Minute, nil)
 	Lease        = def[proto.LeaseParams, proto.LeaseResult](proto.MethodLease, time.Minute, nil)
+	// Provision: the host's own bound (TimeoutMs, 10 minutes by default)
+	// plus the grace a cancelled install gets to finish its transaction.
+	Provision = def[proto.ProvisionParams, proto.ProvisionResult](proto.MethodProvision, 2*time.Minute, func(p proto.ProvisionParams) (time.Duration, bool) {
+		t, g := p.TimeoutMs, p.GraceMs
+		if t <= 0 {
+			t = 10 * 60 * 1000
+		}
+		if g <= 0 {
+			g = 2 * 60 * 1000
+		}
+		return ms(t + g), false
+	})
 	// CountersRead reads a few dozen sysfs files: fast, but emulated VMs
 	// are slow and this runs twice per workload and host.
 	CountersRead = def[proto.CountersReadParams, proto.Counters](proto.MethodCountersRead, time.Minute, nil)

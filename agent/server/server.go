@@ -336,6 +336,7 @@ func (s *Server) handlers() map[string]handler {
 		proto.MethodFilesList:    s.filesList,
 		proto.MethodFilesRead:    s.filesRead,
 		proto.MethodCleanup:      s.cleanupMethod,
+		proto.MethodProvision:    s.provision,
 		proto.MethodCountersRead: s.countersRead,
 		proto.MethodImpairApply:  s.impairApply,
 		proto.MethodImpairRemove: s.impairRemove,

@@ -34,6 +34,12 @@ func TestMain(m *testing.M) {
 		defer ln.Close()
 		fmt.Println("listening")
 		select {}
+	case "holdlock": // provision_test.go: a real fcntl lock holder, as apt is
+		if err := holdLock(os.Getenv("RLAB_TEST_LOCKFILE")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		os.Exit(0)
 	case "serve":
 		srv, err := New(Options{WorkDir: os.Getenv("RLAB_TEST_WORKDIR"), Version: "helper"})
 		if err != nil {

@@ -38,7 +38,14 @@ const (
 )
 
 // Packages names the package that ships a program, per distribution family.
-// Empty: the program is built into the agent.
+// Empty: the program is built into the agent. Where the names come from:
+// rdma-core's own packaging (debian/control: ibverbs-utils, rdmacm-utils;
+// redhat/rdma-core.spec and suse/rdma-core.spec: `%package -n
+// libibverbs-utils`, `librdmacm-utils`), perftest packaged under its own
+// name in all three, the rdma tool in iproute2 (Debian, SUSE; Ubuntu's
+// rdma(8) man page says "Provided by: iproute2") and in RHEL's and Fedora's
+// iproute, modprobe in kmod. engine/provision installs by these names
+// (its TestEveryProgramHasPackages fails on an empty one).
 type Packages struct {
 	Debian string // Debian and Ubuntu (apt-get)
 	RHEL   string // RHEL, Fedora and their rebuilds (dnf)

@@ -203,6 +203,26 @@ var optionProofs = map[string]string{
 	"show --render":               "cmd/rlab.TestShowCmd",
 	"show --students":             "cmd/rlab.TestShowStudents",
 	"validate --json":             "cmd/rlab.TestValidateCmd",
+
+	// provisioning (issue 15)
+	"ssh.provision":                    "cmd/rlab.TestProvisionCmdNetns", // inherited by every host
+	"host.provision":                   "cmd/rlab.TestProvisionCmdNetns",
+	"provision --json":                 "cmd/rlab.TestProvisionCmdNetns",
+	"provision --out":                  "cmd/rlab.TestProvisionCmdNetns",
+	"provision --lock-wait":            "engine/provision.TestProvisionNetns", // the bound of the wait for a real dpkg lock holder
+	"provision --timeout":              "cmd/rlab.TestProvisionCmdNetns",
+	"run --provision":                  "engine/run.TestRunProvision",
+	"run --provision-lock-wait":        "cmd/rlab.TestProvisionCmdNetns",
+	"run --provision-timeout":          "cmd/rlab.TestProvisionCmdNetns",
+	"down --remove-provisioned":        "engine/run.TestRunProvision",
+	"provision --accept-new-host-keys": "cmd/rlab.TestFactsHostKeysNetns",
+	"provision --identity":             "cmd/rlab.TestHostFlagsNetns",
+	"provision --known-hosts":          "cmd/rlab.TestHostFlagsNetns",
+	"provision --parallel":             "engine/run.TestRunOnlyAndParallel",
+	"provision --persist":              "cmd/rlab.TestFactsPersistNetns",
+	"provision --verbose":              "cmd/rlab.TestHostFlagsNetns",
+	"provision --var":                  "cmd/rlab.TestHostFlagsNetns",
+	"provision --var-file":             "cmd/rlab.TestHostFlagsNetns",
 }
 
 // labAttrs reads the attributes the "## Blocks" HCL of labs/README.md

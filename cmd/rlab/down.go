@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,13 +19,16 @@ import (
 func newDownCmd() *cobra.Command {
 	var acceptNew bool
 	var knownHosts []string
+	var removeProvisioned bool
 	cmd := &cobra.Command{
-		Use:   "down RUN",
+		Use:   "down [--remove-provisioned] RUN",
 		Short: "Undo what a run left behind, from its state.json (no lab file needed)",
 		Long: `down reads RUN/state.json and undoes what the run created and did not undo
 itself: rxe devices it created (not those it found, nor kept ones), processes
 and captures still running, and its local VMs. It lists what it undid, what it
 left in place and why, and how much the run had already undone itself.
+Packages a run installed (--provision) stay unless --remove-provisioned
+is given, which removes exactly those, with the host's package manager.
 Running it twice is harmless. RUN is a run directory or a run as rlab runs
 names it (LAB/ID, or the id alone).`,
 		Args:              cobra.ExactArgs(1),
@@ -42,8 +46,8 @@ names it (LAB/ID, or the id alone).`,
 				Agents: remote.NewPackedAgents(dist.Packed),
 			}
 			defer conn.Close()
-			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs})
-			for _, l := range downListing(before, res, err == nil) {
+			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned})
+			for _, l := range downListing(before, res, err == nil, removeProvisioned) {
 				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
 			if err != nil {
@@ -55,6 +59,7 @@ names it (LAB/ID, or the id alone).`,
 	}
 	cmd.Flags().BoolVar(&acceptNew, "accept-new-host-keys", false, "trust and record unknown host keys")
 	cmd.Flags().StringArrayVar(&knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with")
+	cmd.Flags().BoolVar(&removeProvisioned, "remove-provisioned", false, "also remove the packages the run installed (rlab run --provision); by default they stay")
 	return cmd
 }
 
@@ -73,7 +78,7 @@ func readState(dir string) (*runengine.State, error) {
 // downListing says what rlab down did, from state.json as it was before
 // and Down's result: each thing undone, the VMs stopped, what was left in
 // place and why, what the run had undone itself, or that nothing was left.
-func downListing(before *runengine.State, res *runengine.DownResult, ok bool) []string {
+func downListing(before *runengine.State, res *runengine.DownResult, ok, removeProvisioned bool) []string {
 	var out []string
 	if res != nil {
 		for _, u := range res.Undone {
@@ -96,6 +101,11 @@ func downListing(before *runengine.State, res *runengine.DownResult, ok bool) []
 			out = append(out, fmt.Sprintf("left rxe %s on host %s: it was there before the run", termText(e.ID), termText(e.Host)))
 		case e.Kind == "rxe" && e.Keep:
 			out = append(out, fmt.Sprintf("left rxe %s on host %s: kept (keep = true or --keep)", termText(e.ID), termText(e.Host)))
+		}
+	}
+	for _, h := range before.Hosts {
+		if p := h.Provision; p != nil && len(p.Installed) > 0 && !p.Removed && !removeProvisioned && !h.VM {
+			out = append(out, fmt.Sprintf("left packages %s on host %s: installed by the run's provisioning (--remove-provisioned removes them)", termText(strings.Join(p.Installed, " ")), termText(h.Name)))
 		}
 	}
 	if ok && len(before.VMs) > 0 {

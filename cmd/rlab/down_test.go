@@ -48,7 +48,7 @@ func TestDownListing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := downListing(tc.before, tc.res, tc.ok)
+			got := downListing(tc.before, tc.res, tc.ok, false)
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("listing (-want +got):\n%s", d)
 			}

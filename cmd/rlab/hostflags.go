@@ -34,6 +34,9 @@ type hostFlags struct {
 	verbose    bool
 	persist    persistFlag
 	refresh    bool // facts and check: --refresh
+	// then, when set, runs on each host's open agent after its facts
+	// (rlab provision).
+	then func(ctx context.Context, host string, a *remote.Agent, f *proto.Facts)
 }
 
 // persistFlag is --persist. Setting it also sets RLAB_PERSIST for this
@@ -115,6 +118,7 @@ func (h *hostFlags) gather(ctx context.Context, l *lab.Lab, stderr io.Writer) ([
 		// The agent caches tool versions per unchanged binary; --refresh
 		// asks every tool again.
 		RefreshFacts: h.refresh,
+		Then:         h.then,
 	})
 	bar.finish()
 	if err != nil {

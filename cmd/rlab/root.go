@@ -30,7 +30,7 @@ pulls back pcaps, logs and a structured result summary.`,
 		newReportCmd(), newGraphCmd(),
 		newRunCmd(),
 		newDownCmd(),
-		newFactsCmd(), newCheckCmd(), newMuxCmd(),
+		newFactsCmd(), newCheckCmd(), newProvisionCmd(), newMuxCmd(),
 		newValidateCmd(), newPlanCmd(), newFmtCmd(), newInitCmd(),
 	)
 	wireCompletion(root)

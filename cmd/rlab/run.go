@@ -32,12 +32,15 @@ type runFlags struct {
 	// maxPull caps the bytes pulled from each host ("" = the default,
 	// remote.DefaultMaxPullBytes; "0" = no cap).
 	maxPull string
+	// provision: --provision and its bounds (rlab run only).
+	provision bool
+	pf        provisionFlags
 }
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run [-var NAME=VALUE]... [--out DIR] [--only W|KEY,...] [--keep] PATH",
+		Use:   "run [-var NAME=VALUE]... [--out DIR] [--only W|KEY,...] [--keep] [--provision] PATH",
 		Short: "Run a lab: prepare hosts, run workloads, collect results, tear down",
 		Long: `run connects to every host of the lab (booting its local VMs first), ships the
 agent, checks the hosts, creates the rxe devices, starts the captures, runs the
@@ -83,6 +86,8 @@ finishes a teardown later.`,
 	onlyFlag(fl, &f.only, "run only these workloads, instances or students (comma-separated names, addresses or for_each keys)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
 	fl.StringVar(&f.maxPull, "max-pull", "", "cap on the artifact bytes pulled from each host, e.g. 5GiB; 0 = no cap (default 20GiB)")
+	fl.BoolVar(&f.provision, "provision", false, "first install what the lab needs on every host with its package manager, as rlab provision does (a host's provision = true does it for that host alone)")
+	f.pf.register(fl, "provision-")
 	return cmd
 }
 
@@ -145,6 +150,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 
 	res := runengine.Run(ctx, l, runengine.Options{
 		Out: f.out, Only: f.only, Keep: f.keep, Validate: validate, Parallel: f.hf.parallel,
+		Provision: f.provision && !validate, ProvisionOptions: f.pf.options(),
 		Connector: conn,
 		VMs:       &runengine.LocalVMs{Log: log, Progress: prog.vm},
 		Parse:     toolout.ParseOutput,

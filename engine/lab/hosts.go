@@ -15,6 +15,7 @@ import (
 
 var sshAttrs = []hcl.AttributeSchema{
 	{Name: "user"}, {Name: "port"}, {Name: "identity_file"}, {Name: "known_hosts"}, {Name: "jump"}, {Name: "become"},
+	{Name: "provision"}, // install what the lab needs before it runs (engine/provision)
 }
 
 type sshSettings struct {
@@ -136,6 +137,9 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			}
 			if a, s := get("become"); a != nil {
 				h.Become, _ = l.boolean(a, s)
+			}
+			if a, s := get("provision"); a != nil {
+				h.Provision, _ = l.boolean(a, s)
 			}
 			if vmBlock != nil {
 				h.VM = l.decodeVM(vmBlock, isc)

@@ -67,7 +67,8 @@ type Host struct {
 	Jump         string // "" | "user@host:port" | another host's Name (then JumpHost is set)
 	JumpHost     *Host
 	Become       bool
-	VM           *VM // local QEMU VM form; nil for SSH hosts (then Address is required)
+	Provision    bool // `rlab run` installs what the lab needs here first (engine/provision)
+	VM           *VM  // local QEMU VM form; nil for SSH hosts (then Address is required)
 	Range        hcl.Range
 }
 

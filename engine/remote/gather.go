@@ -36,6 +36,10 @@ type GatherOptions struct {
 	// whose agent does not answer in time is reported with an error naming
 	// it and the call, while the others go on.
 	CallTimeout time.Duration
+	// Then, when set, is called with each host's agent and facts while the
+	// agent is still open (rlab provision installs through it); the host's
+	// Result stays as the facts left it.
+	Then func(ctx context.Context, host string, a *Agent, f *proto.Facts)
 }
 
 // Result is one host's facts, or why there are none.
@@ -130,6 +134,9 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 				return err
 			}
 			r.Facts = &f
+			if o.Then != nil {
+				o.Then(ctx, r.Name, a, &f)
+			}
 			return nil
 		}()
 		if err != nil {

@@ -25,6 +25,9 @@ type DownOptions struct {
 	Parallel int
 	Log      *slog.Logger
 	Now      func() time.Time
+	// RemoveProvisioned also removes the packages the run installed
+	// (--provision); by default they stay.
+	RemoveProvisioned bool
 }
 
 // DownResult says what Down did.
@@ -63,7 +66,7 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	var hosts []StateHost
 	for _, h := range st.Hosts {
 		// A VM host's leftovers go with the VM.
-		if !h.VM && len(pending[h.Name]) > 0 {
+		if !h.VM && (len(pending[h.Name]) > 0 || (opts.RemoveProvisioned && toRemove(h) != nil)) {
 			hosts = append(hosts, h)
 		}
 	}
@@ -163,6 +166,13 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 				}
 			}
 			mark(e)
+		}
+	}
+	if opts.RemoveProvisioned {
+		if u, err := removeProvisioned(ctx, j, c, h); err != nil {
+			errs = append(errs, err)
+		} else if u != "" {
+			undone = append(undone, u)
 		}
 	}
 	// Run: what the run's workloads left in their cgroups (setsid'd,

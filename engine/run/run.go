@@ -31,6 +31,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
+	"github.com/rlab-dev/rlab/engine/provision"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -113,6 +114,11 @@ type Options struct {
 	Validate bool
 	// Keep leaves rxe devices in place.
 	Keep bool
+	// Provision installs what the lab needs on every host before preflight
+	// (a host's own provision = true does it for that host);
+	// ProvisionOptions bound it.
+	Provision        bool
+	ProvisionOptions provision.Options
 	// Parallel bounds hosts connected and workloads run at once (default 64).
 	Parallel  int
 	Connector Connector
@@ -402,6 +408,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
 	ok := r.phase(ctx, "boot", r.bootVMs) &&
 		r.phase(ctx, "connect", r.connectAll) &&
+		(!r.anyProvision() || r.phase(ctx, "provision", r.provisionHosts)) &&
 		r.phase(ctx, "preflight", r.preflight, r.stepIDs("", "", plan.Preflight)...) &&
 		r.phase(ctx, "rxe", r.createRXE) &&
 		r.phase(ctx, "capture", r.startCaptures) &&

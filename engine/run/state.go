@@ -46,6 +46,8 @@ type StateHost struct {
 	Connected bool   `json:"connected,omitempty"`
 	AgentPID  int    `json:"agent_pid,omitempty"`
 	WorkDir   string `json:"work_dir,omitempty"`
+	// Provision is what this run installed there (engine/run/provision.go).
+	Provision *StateProvision `json:"provision,omitempty"`
 }
 
 // journal is the live state.json of a run: every change is written (to a

@@ -1,0 +1,188 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/provision"
+)
+
+// StateProvision is what a run's provisioning did on one host, journaled
+// before the install (Packages) and after it (Installed), so `rlab down
+// --remove-provisioned` can remove exactly what this run installed.
+type StateProvision struct {
+	Family    string   `json:"family"`
+	Packages  []string `json:"packages"`            // planned: what the host lacked
+	Installed []string `json:"installed,omitempty"` // installed by this run (confirmed by the package database)
+	Done      bool     `json:"done,omitempty"`      // the install call returned
+	Removed   bool     `json:"removed,omitempty"`   // rlab down --remove-provisioned removed them
+}
+
+// provisions reports whether this run provisions host h.
+func (r *runner) provisions(h *lab.Host) bool {
+	return !r.opts.Validate && (r.opts.Provision || h.Provision) // a student check changes no packages
+}
+
+func (r *runner) anyProvision() bool {
+	for _, h := range r.hosts {
+		if r.provisions(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// provisionHosts installs, on each host that asks for it (--provision or
+// the lab's provision = true), what the lab needs and the host lacks; a
+// host whose facts show nothing missing costs nothing more. One host's
+// failure fails that host (a class lab: that student) while the others go
+// on. Hosts that got something read their facts again, for preflight.
+func (r *runner) provisionHosts(ctx context.Context) error {
+	needs := map[string]provision.Need{}
+	for _, n := range provision.Needs(r.subLab()) {
+		needs[n.Host.Name] = n
+	}
+	var failed atomic.Int32
+	var errs []error
+	var emu sync.Mutex
+	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+		if !r.provisions(h) || r.isLost(h.Name) {
+			return nil
+		}
+		r.mu.Lock()
+		f := r.env.Facts[h.Name]
+		cw := r.conns[h.Name]
+		r.mu.Unlock()
+		if f == nil || cw == nil {
+			return nil
+		}
+		p := provision.PlanHost(needs[h.Name], f)
+		if p.Nothing() {
+			r.emit(Event{Type: "step.end", Step: "provision", Host: h.Name, Status: "ok", Message: "nothing to install"})
+			return nil
+		}
+		start := time.Now()
+		r.emit(Event{Type: "step.start", Step: "provision", Host: h.Name, Message: strings.Join(p.Packages, " ")})
+		if p.Err == nil {
+			// Journaled before the install: a run killed half-way still
+			// tells rlab down what it may have installed.
+			r.noteProvision(h.Name, func(sp *StateProvision) {
+				*sp = StateProvision{Family: string(p.Family), Packages: p.Packages}
+			})
+		}
+		res := provision.Apply(ctx, cw, p, r.opts.ProvisionOptions)
+		if res.Log != "" {
+			logDir := filepath.Join(r.hostDir(h), "logs")
+			if err := os.MkdirAll(logDir, 0o700); err == nil {
+				os.WriteFile(filepath.Join(logDir, "provision.log"), []byte(res.Log), 0o600)
+			}
+		}
+		if p.Err == nil {
+			r.noteProvision(h.Name, func(sp *StateProvision) { sp.Installed, sp.Done = res.Installed, true })
+		}
+		ev := Event{Type: "step.end", Step: "provision", Host: h.Name, Status: "ok", Seconds: time.Since(start).Seconds(),
+			Message: "installed " + strings.Join(res.Installed, " ")}
+		if res.Err != nil {
+			ev.Status, ev.Error, ev.Message = "failed", res.Err.Error(), ""
+		}
+		r.emit(ev)
+		if res.Err != nil {
+			if ctx.Err() != nil && !isPMInterrupt(res.Err) {
+				return nil
+			}
+			failed.Add(1)
+			if len(r.students) > 0 {
+				r.breakHost(h.Name, res.Err)
+			} else {
+				emu.Lock()
+				errs = append(errs, res.Err)
+				emu.Unlock()
+			}
+			return nil
+		}
+		if len(p.Packages) > 0 {
+			// What is there now: preflight reads these facts. Also when
+			// nothing was installed here: the facts said something was
+			// missing, and the package database says it is there (another
+			// host sharing this filesystem installed it meanwhile).
+			nf, err := rpc.Invoke(ctx, cw, rpc.Facts, proto.FactsParams{})
+			if err != nil {
+				return nil // the lost agent is reported by conn
+			}
+			r.mu.Lock()
+			r.env.Facts[h.Name] = &nf
+			r.mu.Unlock()
+			writeJSON(filepath.Join(r.hostDir(h), "facts.json"), &nf)
+		}
+		return nil
+	})
+	if ctx.Err() != nil && len(errs) == 0 {
+		return ctx.Err()
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("provision failed on %d host(s):\n  %w", failed.Load(), errors.Join(errs...))
+	}
+	return nil
+}
+
+func isPMInterrupt(err error) bool {
+	var pe *provision.Error
+	return errors.As(err, &pe) && pe.Code == proto.CodeTimeout
+}
+
+// noteProvision changes a host's provisioning record in state.json.
+func (r *runner) noteProvision(host string, f func(*StateProvision)) {
+	err := r.journal.noteHost(func(st *State) {
+		for i := range st.Hosts {
+			if st.Hosts[i].Name == host {
+				if st.Hosts[i].Provision == nil {
+					st.Hosts[i].Provision = &StateProvision{}
+				}
+				f(st.Hosts[i].Provision)
+			}
+		}
+	})
+	if err != nil {
+		r.addErr(&infraError{fmt.Errorf("journal provisioning of host %q: %w", host, err)})
+	}
+}
+
+// toRemove is what `rlab down --remove-provisioned` removes on h: what
+// this run installed there and has not removed yet.
+func toRemove(h StateHost) *StateProvision {
+	if p := h.Provision; p != nil && !p.Removed && len(p.Installed) > 0 {
+		return p
+	}
+	return nil
+}
+
+// removeProvisioned removes, through the host's agent, the packages this
+// run installed on h, and journals it.
+func removeProvisioned(ctx context.Context, j *journal, c Host, h StateHost) (string, error) {
+	p := toRemove(h)
+	if p == nil {
+		return "", nil
+	}
+	r := provision.Remove(ctx, c, h.Name, provision.Family(p.Family), p.Installed, provision.Options{})
+	if r.Err != nil {
+		return "", fmt.Errorf("down: %w", r.Err)
+	}
+	err := j.noteHost(func(st *State) {
+		for i := range st.Hosts {
+			if st.Hosts[i].Name == h.Name && st.Hosts[i].Provision != nil {
+				st.Hosts[i].Provision.Removed = true
+			}
+		}
+	})
+	return fmt.Sprintf("%s: packages %s removed", h.Name, strings.Join(p.Installed, " ")), err
+}
