@@ -137,6 +137,9 @@ func (r *runner) probeLink(ctx context.Context, l dataLink) error {
 	serving, err := serve(l.port)
 	if err != nil {
 		if serving, err = serve(0); err != nil {
+			if ctx.Err() != nil {
+				return nil // the workload ended while the probe started: no warning
+			}
 			r.log.Warn("data link check: cannot listen", "host", l.server, "addr", l.addr, "err", err)
 			return nil
 		}
@@ -156,7 +159,7 @@ func (r *runner) probeLink(ctx context.Context, l dataLink) error {
 	if linkMiss(sendErr) {
 		return fmt.Errorf("host %q cannot reach %s:%d on host %q: %s", l.client, l.addr, serving.Port, l.server, plainText(firstLineOf(sendErr.Error())))
 	}
-	if sendErr != nil {
+	if sendErr != nil && ctx.Err() == nil { // ended with its workload: not worth a warning
 		r.log.Warn("data link check: no verdict", "host", l.client, "addr", l.addr, "err", sendErr)
 	}
 	return nil
