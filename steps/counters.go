@@ -62,9 +62,15 @@ func CounterSides(env *Env, w *Workload) []CounterSide {
 		}
 		return sides
 	}
-	addr := w.ServerAddr
-	if addr == "" {
-		addr = w.ServerHost
+	// The address the tcp client dials, by the tcp step's own rule (the
+	// IPv4 of the server's data rxe netdev first): each end reads the
+	// netdev its route to that address takes.
+	addr, err := (&tcpWorkload{w: w}).serverAddr(env)
+	if err != nil {
+		addr = w.ServerAddr
+		if addr == "" {
+			addr = w.ServerHost
+		}
 	}
 	for _, h := range []string{w.ServerHost, w.ClientHost} {
 		if h != "" {

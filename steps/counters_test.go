@@ -98,6 +98,7 @@ func TestCounterSides(t *testing.T) {
 	env := &Env{}
 	env.SetRXE("srv", &proto.RXEInfo{Name: "rxe_eth1", Netdev: "eth1"})
 	env.SetRXE("cli", &proto.RXEInfo{Name: "rxe_eth2", Netdev: "eth2"})
+	env.SetRXE("data", &proto.RXEInfo{Name: "rxe_eth1", Netdev: "eth1", IPv4: "10.99.0.1"})
 	for _, tc := range []struct {
 		name string
 		w    Workload
@@ -109,6 +110,11 @@ func TestCounterSides(t *testing.T) {
 			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1", "rxe_eth2"}, Netdevs: []string{"eth1", "eth2"}}}},
 		{"tcp", Workload{Workload: tooldesc.Workload{Tool: "tcp"}, ServerHost: "s", ClientHost: "c", ServerAddr: "10.0.0.1"},
 			[]CounterSide{{Host: "s", Route: "10.0.0.1"}, {Host: "c", Route: "10.0.0.1"}}},
+		// the tcp step dials the server's data rxe netdev (the quickstart's
+		// host name "server" resolves nowhere in the guests: the counters
+		// said "lookup server: network is unreachable" before)
+		{"tcp over the data rxe", Workload{Workload: tooldesc.Workload{Tool: "tcp"}, ServerHost: "server", ClientHost: "c", DialRXE: "data"},
+			[]CounterSide{{Host: "server", Route: "10.99.0.1"}, {Host: "c", Route: "10.99.0.1"}}},
 		{"exec", Workload{Workload: tooldesc.Workload{Tool: "exec"}, Host: "s"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
