@@ -221,10 +221,12 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 	return fmt.Sprintf("RDMA vs TCP (%s %s): %s", termsafe.Line(tcp.Workload), HumanValue(tcp.Median, tcp.Unit), strings.Join(s, "; "))
 }
 
-// routineNotes are parser notes every run of a mode gets (perftest prints
-// no peak in duration mode, -D, the quickstart's): true, kept in
+// routineNotes are parser notes every run of a mode or a packaged version
+// gets (perftest prints no peak in duration mode, -D, the quickstart's): true, kept in
 // results.json and summary.md, but not worth a line at the end of each run.
-var routineNotes = []string{"BW peak reported as 0"}
+// Debian 12's and Ubuntu 22.04's perftest (before 2024) write a broken
+// --out_json file on every run, which the parser reads leniently.
+var routineNotes = []string{"BW peak reported as 0", "perftest --out_json file is not valid JSON (perftest before 2024)"}
 
 // onlyRoutineNotes says whether a workload's parse lines are all routine
 // notes (no unread line, no dropped value).

@@ -113,6 +113,7 @@ func TestParseNoticeRoutine(t *testing.T) {
 		want bool
 	}{
 		{"peak only", ParseNote{Notes: []string{peak}}, false},
+		{"peak and bookworm's broken JSON", ParseNote{Notes: []string{peak, "perftest --out_json file is not valid JSON (perftest before 2024); read leniently"}}, false},
 		{"peak and a dropped value", ParseNote{Notes: []string{peak, `result row "1048576 ...": column "BW average" is negative: dropped`}}, true},
 		{"peak and an unread line", ParseNote{Notes: []string{peak}, Unread: []string{"something new"}}, true},
 	} {
@@ -125,5 +126,15 @@ func TestParseNoticeRoutine(t *testing.T) {
 				t.Error("the summary must still say it")
 			}
 		})
+	}
+}
+
+// TestParseSectionNotesOnly: a workload with notes and no unread line says
+// only what it has ("The parser noted 2 things", not "did not read 0 lines").
+func TestParseSectionNotesOnly(t *testing.T) {
+	var b bytes.Buffer
+	parseSection(&b, Workload{Name: "w", Tool: "ib_write_bw", Parse: []ParseNote{{Notes: []string{"a", "b"}}}})
+	if got := b.String(); !strings.HasPrefix(got, "The parser noted 2 things (") || strings.Contains(got, "did not read") {
+		t.Errorf("section %q", got)
 	}
 }

@@ -380,10 +380,14 @@ func parseSection(b *bytes.Buffer, wl Workload) {
 	}
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	unread, notes := wl.ParseCounts()
-	head := fmt.Sprintf("The parser did not read %s", plural(unread, "line"))
-	if notes > 0 {
-		head += " and noted " + plural(notes, "thing")
+	var parts []string
+	if unread > 0 {
+		parts = append(parts, "did not read "+plural(unread, "line"))
 	}
+	if notes > 0 {
+		parts = append(parts, "noted "+plural(notes, "thing"))
+	}
+	head := "The parser " + strings.Join(parts, " and ")
 	w("%s (the raw outputs keep everything):\n\n", head)
 	for i, l := range lines {
 		if i == summaryParseLines {
