@@ -197,14 +197,3 @@ func TestUnitsOfPaths(t *testing.T) {
 		t.Error("Units of a missing path gave no error")
 	}
 }
-
-// exampleLabCount is the number of lab files in labs/ (each holds one lab),
-// so a new example does not need this test edited.
-func exampleLabCount(t *testing.T) int {
-	t.Helper()
-	m, err := filepath.Glob("../../labs/*.hcl")
-	if err != nil || len(m) == 0 {
-		t.Fatalf("labs/*.hcl: %v (%d files)", err, len(m))
-	}
-	return len(m)
-}
