@@ -397,9 +397,12 @@ func TestPullBundleStalled(t *testing.T) {
 	a, h := startReal(t)
 	writeAll(t, a.Hello.WorkDir, map[string][]byte{"a.log": content(1, 1000), "b.log": content(2, 1000)})
 	listed := list(t, a)
-	// The bundle command of this "agent" never writes a byte.
+	// The bundle command of this "agent" never writes a byte. (It ends by
+	// itself: the test's SSH server does not kill a command whose session
+	// was closed, and an orphan sleep 1000 outlived the test, holding the
+	// inherited fds of whoever ran it, e.g. a flock'd lock.)
 	stall := filepath.Join(h.home, "stalled-agent")
-	if err := os.WriteFile(stall, []byte("#!/bin/sh\nexec sleep 1000\n"), 0o755); err != nil {
+	if err := os.WriteFile(stall, []byte("#!/bin/sh\nexec sleep 20\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	a.Installed.Path = stall
