@@ -121,7 +121,14 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 		}
 	}
 	dropUnmeasuredPeak(rows, &info)
-	return rows, info, nil
+	for _, r := range rows {
+		if len(r.values) > 0 {
+			return rows, info, nil
+		}
+	}
+	// Only a peak of 0 (not measured) was there: no measurement, as in the
+	// text table (found by FuzzPerftestJSON: {"results":{"BW_peak":0}}).
+	return nil, info, fmt.Errorf("%w: \"results\" holds only a BW peak of 0 (not measured), no figure", ErrUnusableJSON)
 }
 
 func hasBW(vs []metricValue) bool {
