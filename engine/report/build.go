@@ -758,17 +758,7 @@ func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
 		return false
 	})
 	for _, cn := range notes {
-		what := cn.Host
-		if cn.Device != "" {
-			what += " " + cn.Device
-		}
-		if cn.Source != "" {
-			what += " " + cn.Source
-		}
-		if cn.Counter != "" {
-			what += "/" + cn.Counter
-		}
-		st.Notes = append(st.Notes, CounterNote{Kind: cn.Kind, What: what, Reason: cn.Reason})
+		st.Notes = append(st.Notes, CounterNote{Kind: cn.Kind, What: cn.What(), Reason: cn.Reason})
 	}
 	if n == 0 && len(st.Notes) == 0 {
 		return nil

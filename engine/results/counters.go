@@ -175,6 +175,22 @@ type CounterNote struct {
 	Reason string `json:"reason"`
 }
 
+// What names the counter or folder a note is about, for people:
+// "server rxe_eth1 hw_counters/rcvd_seq_err".
+func (n CounterNote) What() string {
+	what := n.Host
+	if n.Device != "" {
+		what += " " + n.Device
+	}
+	if n.Source != "" {
+		what += " " + n.Source
+	}
+	if n.Counter != "" {
+		what += "/" + n.Counter
+	}
+	return what
+}
+
 // Counter note kinds.
 const (
 	NoteUnreadable = "unreadable"

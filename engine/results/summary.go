@@ -349,17 +349,7 @@ func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
 			if n.Kind != kind.kind {
 				continue
 			}
-			what := n.Host
-			if n.Device != "" {
-				what += " " + n.Device
-			}
-			if n.Source != "" {
-				what += " " + n.Source
-			}
-			if n.Counter != "" {
-				what += "/" + n.Counter
-			}
-			lines = append(lines, fmt.Sprintf("- %s: %s", mdText(what), mdText(oneLine(n.Reason))))
+			lines = append(lines, fmt.Sprintf("- %s: %s", mdText(n.What()), mdText(oneLine(n.Reason))))
 		}
 		if len(lines) > 0 {
 			w("%s:\n\n%s\n\n", kind.title, strings.Join(lines, "\n"))
