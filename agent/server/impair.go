@@ -116,6 +116,8 @@ func (s *Server) removeImpairs() (removed, errs []string) {
 	return removed, errs
 }
 
+// modprobe loads a kernel module (argv only); without root the error says
+// the host needs become.
 func modprobe(ctx context.Context, module string) error {
 	what := "load kernel module " + module
 	mp, err := lookTool("modprobe")

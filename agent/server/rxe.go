@@ -88,7 +88,7 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 		case "absent":
 			return nil, perr(proto.CodeNoRXE, "%s: %s", what, sw.absent(kernel))
 		case "loadable":
-			if err := s.modprobe(ctx, sw.module); err != nil {
+			if err := modprobe(ctx, sw.module); err != nil {
 				return nil, err
 			}
 		}
@@ -271,25 +271,6 @@ func portTransport(d proto.RDMADevice, p proto.RDMAPort) string {
 	default:
 		return "RoCE"
 	}
-}
-
-func (s *Server) modprobe(ctx context.Context, module string) error {
-	what := "load kernel module " + module
-	mp, err := lookTool("modprobe")
-	if err != nil {
-		return perr(proto.CodeUnsupported, "%s: %v (install kmod)", what, err)
-	}
-	argv := []string{mp, module}
-	out, code, err := runArgv(ctx, argv)
-	if err != nil {
-		pe := &proto.Error{Code: proto.CodeCommand, Message: fmt.Sprintf("%s: %v", what, err), Command: argv, ExitCode: code, Stderr: out}
-		if os.Geteuid() != 0 {
-			pe.Code = proto.CodePermission
-			pe.Message += ": needs root (become = true)"
-		}
-		return pe
-	}
-	return nil
 }
 
 // addLink creates a software RDMA link (rxe or siw) over netlink RDMA,
