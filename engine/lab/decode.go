@@ -165,7 +165,13 @@ func checkAddress(s string) string {
 	case strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]"):
 		return fmt.Sprintf("Write the IPv6 address without brackets (%s); the port goes in port.", strings.Trim(s, "[]"))
 	}
-	if _, err := netip.ParseAddr(s); err == nil {
+	if a, err := netip.ParseAddr(s); err == nil {
+		// A zone (fe80::1%eth1) names an interface; netip takes any bytes
+		// there, and the address starts a known_hosts line, so it is held
+		// to the characters of an interface name.
+		if z := a.Zone(); z != "" && slugUnsafe.MatchString(z) {
+			return fmt.Sprintf("%q has IPv6 zone %q; a zone is an interface name (letters, digits, '_', '.', '-').", s, z)
+		}
 		return ""
 	}
 	if h, p, ok := strings.Cut(s, ":"); ok && !strings.Contains(p, ":") {

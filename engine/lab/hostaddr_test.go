@@ -15,6 +15,9 @@ func TestCheckSSHAddress(t *testing.T) {
 	}{
 		{"192.0.2.1", true},
 		{"2001:db8::1", true},
+		{"fe80::1%eth1", true},
+		{"::%!", false},
+		{"fe80::1%a b", false},
 		{"server-1.lab.example.org", true},
 		{"my_vm", true}, // an ~/.ssh/config alias
 		{"restrict", false},
