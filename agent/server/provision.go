@@ -131,15 +131,24 @@ func dpkgQuery(ctx context.Context, pkgs []string) ([]string, []string, string, 
 	if err != nil && !isExit(err) {
 		return nil, argv, out.stderr, fmt.Errorf("dpkg-query: %w", err)
 	}
+	return dpkgInstalled(out.stdout, pkgs), argv, out.stdout + out.stderr, nil
+}
+
+// dpkgInstalled reads dpkg-query's "${Package}\t${Status}" lines: those of
+// pkgs whose status (want, error flag, state; dpkg-query(1)) says the
+// package is installed, whatever is wanted of it: "hold ok installed" (apt-mark
+// hold) and "deinstall ok installed" (marked for removal) are on disk.
+func dpkgInstalled(stdout string, pkgs []string) []string {
 	var present []string
-	for line := range strings.SplitSeq(out.stdout, "\n") {
+	for line := range strings.SplitSeq(stdout, "\n") {
 		name, status, ok := strings.Cut(line, "\t")
 		name, _, _ = strings.Cut(name, ":") // multiarch: perftest:amd64
-		if ok && strings.HasSuffix(status, " installed") && strings.HasPrefix(status, "install ") && slices.Contains(pkgs, name) {
+		words := strings.Fields(status)
+		if ok && len(words) == 3 && words[2] == "installed" && slices.Contains(pkgs, name) && !slices.Contains(present, name) {
 			present = append(present, name)
 		}
 	}
-	return present, argv, out.stdout + out.stderr, nil
+	return present
 }
 
 // rpmQuery: rpm -q prints the names of the installed ones and "package X
@@ -150,13 +159,19 @@ func rpmQuery(ctx context.Context, pkgs []string) ([]string, []string, string, e
 	if err != nil && !isExit(err) {
 		return nil, argv, out.stderr, fmt.Errorf("rpm -q: %w", err)
 	}
+	return rpmInstalled(out.stdout, pkgs), argv, out.stdout + out.stderr, nil
+}
+
+// rpmInstalled reads rpm -q --qf "%{NAME}\n": the names of pkgs it printed
+// (the others are "package X is not installed" lines).
+func rpmInstalled(stdout string, pkgs []string) []string {
 	var present []string
-	for line := range strings.SplitSeq(out.stdout, "\n") {
+	for line := range strings.SplitSeq(stdout, "\n") {
 		if slices.Contains(pkgs, line) && !slices.Contains(present, line) {
 			present = append(present, line)
 		}
 	}
-	return present, argv, out.stdout + out.stderr, nil
+	return present
 }
 
 func isExit(err error) bool {

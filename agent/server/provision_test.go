@@ -368,7 +368,74 @@ func FuzzProvisionOutput(f *testing.F) {
 			}
 		}
 		says(out, outTransient)
-		firstMatchingLine(out, outUnreachable)
+		if line := firstMatchingLine(out, outUnreachable); (line != "") != says(out, outUnreachable) || line != "" && !strings.Contains(out, line) {
+			t.Fatalf("firstMatchingLine = %q, says = %v", line, says(out, outUnreachable))
+		}
+	})
+}
+
+// TestPackageQueryOutput: which packages the package database says are on
+// disk, from dpkg-query's status words (want, flag, state: dpkg-query(1),
+// "the package status triplet") and rpm -q's names.
+func TestPackageQueryOutput(t *testing.T) {
+	pkgs := []string{"perftest", "tcpdump", "rdma-core"}
+	for _, tt := range []struct {
+		name, out string
+		rpm       bool
+		want      []string
+	}{
+		{"installed", "perftest\tinstall ok installed\ntcpdump\tinstall ok installed\n", false, []string{"perftest", "tcpdump"}},
+		{"multiarch", "perftest:amd64\tinstall ok installed\n", false, []string{"perftest"}},
+		// apt-mark hold: installed, and apt-get install says "already the
+		// newest version"; taking it for missing made provision fail with
+		// "apt-get exited 0 but perftest is not installed".
+		{"held", "perftest\thold ok installed\n", false, []string{"perftest"}},
+		{"marked for removal, still on disk", "perftest\tdeinstall ok installed\n", false, []string{"perftest"}},
+		{"removed, config kept", "perftest\tdeinstall ok config-files\n", false, nil},
+		{"unpacked, not configured", "perftest\tinstall ok unpacked\n", false, nil},
+		{"not installed", "perftest\tunknown ok not-installed\n", false, nil},
+		{"two architectures, one name", "perftest:amd64\tinstall ok installed\nperftest:i386\tinstall ok installed\n", false, []string{"perftest"}},
+		{"not asked for", "bash\tinstall ok installed\n", false, nil},
+		{"rpm", "perftest\npackage tcpdump is not installed\nrdma-core\n", true, []string{"perftest", "rdma-core"}},
+		{"rpm twice", "perftest\nperftest\n", true, []string{"perftest"}},
+	} {
+		read := dpkgInstalled
+		if tt.rpm {
+			read = rpmInstalled
+		}
+		if got := read(tt.out, pkgs); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %q = %q, want %q", tt.name, tt.out, got, tt.want)
+		}
+	}
+}
+
+// FuzzPackageQuery: what dpkg-query and rpm -q printed (host text) gives
+// only packages asked for, each once, and dpkg's only with a line of its
+// own that says installed.
+func FuzzPackageQuery(f *testing.F) {
+	f.Add("perftest\tinstall ok installed\nperftest:amd64\tdeinstall ok config-files\n", "perftest tcpdump")
+	f.Add("perftest\thold ok installed\nperftest:i386\tinstall ok installed\n", "perftest")
+	f.Add("perftest\npackage tcpdump is not installed\n", "perftest tcpdump")
+	f.Fuzz(func(t *testing.T, out, pkgList string) {
+		pkgs := strings.Fields(pkgList)
+		for _, read := range []func(string, []string) []string{dpkgInstalled, rpmInstalled} {
+			got := read(out, pkgs)
+			for i, n := range got {
+				if !slices.Contains(pkgs, n) || slices.Contains(got[:i], n) {
+					t.Fatalf("%q: %q not asked for or twice", out, got)
+				}
+			}
+		}
+		for _, n := range dpkgInstalled(out, pkgs) {
+			said := false
+			for line := range strings.SplitSeq(out, "\n") {
+				w := strings.Fields(line)
+				said = said || (strings.HasPrefix(line, n+"\t") || strings.HasPrefix(line, n+":")) && w[len(w)-1] == "installed"
+			}
+			if !said {
+				t.Fatalf("%q: %s said installed", out, n)
+			}
+		}
 	})
 }
 
