@@ -1,7 +1,11 @@
 package steps
 
 import (
+	"encoding/json"
 	"errors"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -149,4 +153,71 @@ func TestCounterSamplesHostileNames(t *testing.T) {
 	if len(notes) != 3 {
 		t.Errorf("notes %+v: want the two bad values and the bad unreadable entry", notes)
 	}
+}
+
+// FuzzCounterSamples: whatever two readings an agent sent (host text: a
+// hostile or broken agent), the samples are plain counter names on plain
+// device names, one host each, never more than were read after, each the
+// difference of one counter read twice (never negative: a counter that went
+// backwards is a note), and no note carries a byte a terminal acts on in
+// its device, folder or counter.
+func FuzzCounterSamples(f *testing.F) {
+	f.Add([]byte(`{"values":[{"device":"rxe_eth1","port":1,"source":"hw_counters","name":"sent_pkts","value":100}],"unreadable":[{"device":"rxe_eth1","port":1,"source":"counters","absent":true,"reason":"no folder"}]}`),
+		[]byte(`{"values":[{"device":"rxe_eth1","port":1,"source":"hw_counters","name":"sent_pkts","value":1100},{"device":"rxe_eth1","port":1,"source":"hw_counters","name":"rdma_sends","value":7}]}`))
+	f.Add([]byte(`{"values":[{"device":"mlx5_0","source":"device_hw_counters","name":"out_of_sequence","value":9},{"device":"mlx5_0","port":1,"source":"hw_counters","name":"out_of_sequence","value":1}]}`),
+		[]byte(`{"values":[{"device":"mlx5_0","source":"device_hw_counters","name":"out_of_sequence","value":4},{"device":"mlx5_0","port":1,"source":"hw_counters","name":"out_of_sequence","value":4}]}`))
+	f.Add([]byte(`{"values":[{"device":"eth1","source":"statistics","name":"tx_packets","value":18446744073709551615}]}`),
+		[]byte(`{"values":[{"device":"eth1","source":"statistics","name":"tx_packets","value":0},{"device":"\u001b[2J","source":"x","name":"a/b","value":1}],"unreadable":[{"device":"\u001b]0;t\u0007","name":"\"quoted\""}]}`))
+	w := &Workload{Workload: tooldesc.Workload{Name: "w", Tool: "ib_write_bw"}}
+	f.Fuzz(func(t *testing.T, beforeJSON, afterJSON []byte) {
+		reading := func(b []byte) CounterReading {
+			var c proto.Counters
+			if err := json.Unmarshal(b, &c); err != nil {
+				return CounterReading{Host: "h", Err: err}
+			}
+			return CounterReading{Host: "h", C: &c}
+		}
+		before, after := reading(beforeJSON), reading(afterJSON)
+		ss, notes := CounterSamples(w, []CounterReading{before}, []CounterReading{after})
+		if after.C == nil || before.C == nil {
+			if len(ss) > 0 {
+				t.Fatalf("%d samples from a reading that failed", len(ss))
+			}
+			return
+		}
+		if len(ss) > len(after.C.Values) {
+			t.Fatalf("%d samples from %d values read", len(ss), len(after.C.Values))
+		}
+		for _, s := range ss {
+			if !plainName(s.Metric, "_.-") || len(s.Meta.Devices) != 1 || !plainName(s.Meta.Devices[0], "._@:+-") ||
+				!slices.Equal(s.Meta.Hosts, []string{"h"}) || !results.IsCounter(s) {
+				t.Fatalf("sample %+v", s)
+			}
+			if s.Value < 0 || math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+				t.Fatalf("sample value %v", s.Value)
+			}
+			// The difference of one counter read before and after.
+			found := false
+			for _, a := range after.C.Values {
+				for _, b := range before.C.Values {
+					if a.Name == s.Metric && b.Name == a.Name && a.Device == s.Meta.Devices[0] && b.Device == a.Device &&
+						a.Source == b.Source && a.Port == b.Port && a.Value >= b.Value && float64(a.Value-b.Value) == s.Value {
+						found = true
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("sample %s %v is no difference of one counter read twice", s.Metric, s.Value)
+			}
+		}
+		for _, n := range notes {
+			for _, s := range []string{n.Device, n.Source, n.Counter} {
+				for _, r := range s {
+					if !strconv.IsPrint(r) {
+						t.Fatalf("note %+v: %q in a name", n, r)
+					}
+				}
+			}
+		}
+	})
 }
