@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"path/filepath"
 	"sort"
@@ -313,7 +314,8 @@ func netemText(n *netlink.Netem) string {
 		parts = append(parts, "corrupt "+pct(n.CorruptProb))
 	}
 	if n.Rate64 > 0 {
-		parts = append(parts, fmt.Sprintf("rate %dbit", n.Rate64*8))
+		// Rate64 is bytes per second in 64 bits: in bits it may need more.
+		parts = append(parts, "rate "+new(big.Int).Lsh(new(big.Int).SetUint64(n.Rate64), 3).String()+"bit")
 	}
 	return strings.Join(parts, " ")
 }
