@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
@@ -360,7 +361,7 @@ func (e *Error) Unwrap() error { return e.err }
 func lastLines(s string, n int) string {
 	var keep []string
 	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		l = strings.TrimRight(l, "\r ")
+		l = strings.TrimRightFunc(l, unicode.IsSpace)
 		if l == "" || strings.HasPrefix(l, "# ") || strings.HasPrefix(l, "$ ") {
 			continue
 		}
