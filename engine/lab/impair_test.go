@@ -2,6 +2,7 @@ package lab
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,14 +95,23 @@ func FuzzNetemUnits(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if v, err := ParsePercent(s); err == nil && !(v >= 0 && v <= 100) {
-			t.Fatalf("ParsePercent(%q) = %v", s, v)
+		// What is accepted is in range, and the plan's text of it (Netem.String)
+		// reads back as the same value.
+		if v, err := ParsePercent(s); err == nil {
+			txt := strconv.FormatFloat(v, 'f', -1, 64) + "%"
+			if back, err := ParsePercent(txt); !(v >= 0 && v <= 100) || err != nil || back != v {
+				t.Fatalf("ParsePercent(%q) = %v; its text %q reads %v, %v", s, v, txt, back, err)
+			}
 		}
-		if d, err := ParseNetemTime(s); err == nil && (d < 0 || d > MaxNetemDelay || d%time.Microsecond != 0) {
-			t.Fatalf("ParseNetemTime(%q) = %v", s, d)
+		if d, err := ParseNetemTime(s); err == nil {
+			if back, err := ParseNetemTime(netemTime(d)); d < 0 || d > MaxNetemDelay || d%time.Microsecond != 0 || err != nil || back != d {
+				t.Fatalf("ParseNetemTime(%q) = %v; its text %q reads %v, %v", s, d, netemTime(d), back, err)
+			}
 		}
-		if r, err := ParseRate(s); err == nil && (r == 0 || r > 1e15) {
-			t.Fatalf("ParseRate(%q) = %v", s, r)
+		if r, err := ParseRate(s); err == nil {
+			if back, err := ParseRate(rateText(r)); r == 0 || r > 1e15 || err != nil || back != r {
+				t.Fatalf("ParseRate(%q) = %v; its text %q reads %v, %v", s, r, rateText(r), back, err)
+			}
 		}
 	})
 }
