@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -194,7 +195,8 @@ func FuzzParseCounter(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := ParseCounter(b)
-		if err == nil && v > 0 && strings.TrimLeft(strings.TrimRight(string(b), "\n"), "0") == "" {
+		// A value read is the file's digits, nothing else of it.
+		if digits := strings.TrimLeft(strings.TrimRight(string(b), "\n"), "0"); err == nil && digits != strconv.FormatUint(v, 10) && !(v == 0 && digits == "") {
 			t.Errorf("%q parsed as %d", b, v)
 		}
 		if err != nil && v != 0 {

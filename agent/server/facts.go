@@ -205,9 +205,10 @@ func parseOSRelease(b []byte) string {
 // values maybe quoted.
 func parseOSReleaseKV(b []byte) map[string]string {
 	kv := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	// Split, not a bufio.Scanner: a line over its 64 KiB stopped the
+	// reading there, and the ID after it was lost.
+	for line := range strings.SplitSeq(string(b), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

@@ -207,6 +207,8 @@ func TestParseOSRelease(t *testing.T) {
 		{"NAME=Fedora\nVERSION_ID=40\n", "Fedora 40"},
 		{"# comment\nNAME='Alpine Linux'\n", "Alpine Linux"},
 		{"garbage", ""},
+		// A comment longer than bufio.Scanner's 64 KiB line stopped the reading.
+		{"# " + strings.Repeat("x", 70000) + "\nNAME=Rocky\r\nVERSION_ID=9\n", "Rocky 9"},
 	} {
 		if got := parseOSRelease([]byte(tt.in)); got != tt.want {
 			t.Errorf("parseOSRelease(%q) = %q, want %q", tt.in, got, tt.want)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -91,7 +93,17 @@ func FuzzParseOSRelease(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
-	f.Fuzz(func(t *testing.T, b []byte) { parseOSRelease(b) })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// A name is one line's value; an assignment appended to any file is
+		// read as written (the last one counts, as in a shell).
+		if name := parseOSRelease(b); strings.Contains(name, "\n") {
+			t.Fatalf("parseOSRelease(%q) = %q", b, name)
+		}
+		kv := parseOSReleaseKV(append(slices.Clip(b), "\nID_LIKE=\"rhel fedora\"\n"...))
+		if kv["ID_LIKE"] != "rhel fedora" {
+			t.Fatalf("%q: ID_LIKE %q", b, kv["ID_LIKE"])
+		}
+	})
 }
 
 // safeFuzzMethods may run with any params in a fuzz loop: none starts a

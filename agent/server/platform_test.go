@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,7 +120,12 @@ func FuzzParseCPUInfo(f *testing.F) {
 	}
 	f.Add(b)
 	f.Add([]byte("model name:\nflags: hypervisor"))
-	f.Fuzz(func(t *testing.T, b []byte) { parseCPUInfo(b) })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// The model is one line's value, as cpuinfo printed it.
+		if m, _ := parseCPUInfo(b); strings.ContainsAny(m, "\n") || m != strings.TrimSpace(m) || !strings.Contains(string(b), m) {
+			t.Fatalf("parseCPUInfo(%q) model %q", b, m)
+		}
+	})
 }
 
 // TestNetdevHardware builds the sysfs layouts of this machine's virtio-net
