@@ -5,7 +5,14 @@ set -euo pipefail
 FUZZTIME=${FUZZTIME:-5s}
 LABFUZZTIME=${LABFUZZTIME:-60s}
 for pkg in $(go list ./...); do
-  for f in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
+  # A package whose tests do not build lists no targets: that is a failure,
+  # not a package without fuzz targets.
+  if ! list=$(go test -list '^Fuzz' "$pkg" 2>&1); then
+    echo "$list"
+    echo "fuzz $pkg: cannot list its fuzz targets"
+    exit 1
+  fi
+  for f in $(echo "$list" | grep '^Fuzz' || true); do
     t=$FUZZTIME
     case "$pkg/$f" in */engine/lab/FuzzLoad) t=$LABFUZZTIME ;; esac
     echo "fuzz $pkg $f ($t)"
