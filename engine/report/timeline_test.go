@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,18 @@ func FuzzEvents(f *testing.F) {
 	f.Add([]byte(`{"time":"0001-01-01T00:00:01Z","type":"step.end","step":"s"}` + "\n" + `{"time":"9999-12-31T23:59:59Z","type":"step.start","step":"s"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rows, total := parseEvents(b)
-		ganttChart("t", "t", rows, total)
+		c := ganttChart("t", "t", rows, total)
+		// Every bar is drawn inside the plot, whatever order and times
+		// the events came in (a clock stepped back, a hand edit).
+		for _, bar := range c.Bars {
+			for _, v := range []float64{bar.X, bar.Y, bar.W, bar.H} {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("bar %+v of %+v", bar.Box, rows)
+				}
+			}
+			if bar.X < c.Plot.X-0.1 || bar.X+bar.W > c.Plot.X+c.Plot.W+1.6 || bar.W <= 0 {
+				t.Fatalf("bar %+v outside the plot %+v", bar.Box, c.Plot)
+			}
+		}
 	})
 }
