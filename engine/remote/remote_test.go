@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -408,7 +409,17 @@ func FuzzReadHello(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { readHello(bufioReader(string(b))) })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// A hello is only one with rlab's magic; what came before it is
+		// given back as it was, and bounded.
+		h, junk, err := readHello(bufioReader(string(b)))
+		if err == nil && (h.Magic != proto.Magic || len(junk) > maxJunkBytes) {
+			t.Fatalf("hello %+v after %d bytes accepted", h, len(junk))
+		}
+		if !bytes.HasPrefix(b, junk) {
+			t.Fatalf("junk %q is not what the host printed first", junk)
+		}
+	})
 }
 
 func TestSafeName(t *testing.T) {
