@@ -3,6 +3,8 @@ package toolout
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -47,9 +49,11 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 		doc = m
 		info.Warnings = append(info.Warnings, "perftest --out_json file is not valid JSON (perftest before 2024); read leniently")
 	}
+	// Keys are taken in sorted order: a key spelled twice in two cases
+	// (lookup and the metrics are case-blind) reads the same every time.
 	ti, _ := lookup(doc, "test_info").(map[string]any)
-	for k, v := range ti {
-		jsonFact(&info, k, v)
+	for _, k := range slices.Sorted(maps.Keys(ti)) {
+		jsonFact(&info, k, ti[k])
 	}
 	var objs []map[string]any
 	switch r := lookup(doc, "results").(type) {
@@ -67,8 +71,8 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 	var rows []row
 	for _, o := range objs {
 		var r row
-		for k, v := range o {
-			lk := strings.ToLower(k)
+		for _, k := range slices.Sorted(maps.Keys(o)) {
+			v, lk := o[k], strings.ToLower(k)
 			switch lk {
 			case "msgsize":
 				n, ok := jsonInt(v)
@@ -93,6 +97,10 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 			}
 			if (m == "bw_peak" || m == "bw_avg") && !gbits {
 				x *= mibToGbit
+			}
+			if i := slices.IndexFunc(r.values, func(mv metricValue) bool { return mv.metric == m }); i >= 0 {
+				r.values[i].value = x // the same figure spelled twice: one value, the last key's
+				continue
 			}
 			r.values = append(r.values, metricValue{m, x})
 		}
@@ -169,9 +177,9 @@ func lookup(m map[string]any, key string) any {
 	if v, ok := m[key]; ok {
 		return v
 	}
-	for k, v := range m {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if strings.EqualFold(k, key) {
-			return v
+			return m[k]
 		}
 	}
 	return nil
