@@ -1,10 +1,14 @@
 package lab
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader (parse, evaluate, validate)
@@ -23,6 +27,11 @@ func FuzzLoad(f *testing.F) {
 	dir, _ := filepath.Abs("../../labs")
 	f.Fuzz(func(t *testing.T, src []byte) {
 		l, diags := LoadSource("fuzz.hcl", src, dir, LoadOptions{})
+		// The same file gets the same diagnostics, in the same order, every
+		// time (the loader ranges over maps of attributes and blocks).
+		if _, again := LoadSource("fuzz.hcl", src, dir, LoadOptions{}); diagLines(diags) != diagLines(again) {
+			t.Fatalf("two loads differ:\n%s\n---\n%s", diagLines(diags), diagLines(again))
+		}
 		for _, d := range diags {
 			if d.Summary == "" {
 				t.Fatalf("diagnostic without summary: %+v", d)
@@ -94,4 +103,13 @@ func FuzzUnits(f *testing.F) {
 			t.Fatalf("ParseDuration(%q) = %v", s, d)
 		}
 	})
+}
+
+// diagLines is every diagnostic with its range, in order.
+func diagLines(diags hcl.Diagnostics) string {
+	var b strings.Builder
+	for _, d := range diags {
+		fmt.Fprintf(&b, "%d %s: %s: %s\n", d.Severity, d.Subject, d.Summary, d.Detail)
+	}
+	return b.String()
 }

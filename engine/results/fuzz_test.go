@@ -29,6 +29,9 @@ func FuzzRender(f *testing.F) {
 			return
 		}
 		sum := Summary(&r, "runs/x")
+		if again := Summary(&r, "runs/x"); !bytes.Equal(sum, again) {
+			t.Fatalf("two summaries of one run differ:\n%s\n---\n%s", sum, again)
+		}
 		if bytes.ContainsFunc(TerminalText(sum), func(c rune) bool { return c < 0x20 && c != '\n' || c == 0x7f }) {
 			t.Fatalf("terminal text of the summary holds a control character")
 		}
@@ -43,6 +46,9 @@ func FuzzRender(f *testing.F) {
 		x, err := JUnit(&r)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if again, _ := JUnit(&r); !bytes.Equal(x, again) {
+			t.Fatalf("two junit.xml of one run differ:\n%s\n---\n%s", x, again)
 		}
 		var back JUnitSuites
 		if err := xml.Unmarshal(x, &back); err != nil {
