@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,13 +23,7 @@ func FuzzResultsJSON(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		d, err := Build(dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := Write(io.Discard, d); err != nil {
-			t.Fatal(err)
-		}
+		sameTwice(t, func() (*Data, error) { return Build(dir, Options{}) })
 	})
 }
 
@@ -86,12 +81,31 @@ func FuzzFacts(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "hosts/h/facts.json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		d, err := Build(dir, Options{NoGraphviz: true})
+		sameTwice(t, func() (*Data, error) { return Build(dir, Options{NoGraphviz: true}) })
+	})
+}
+
+// sameTwice builds and writes a report twice: it renders, and the same run
+// directory gives the same report.html (a map ranged in random order would
+// fail CI at random).
+func sameTwice(t *testing.T, build func() (*Data, error)) {
+	t.Helper()
+	var out [2]bytes.Buffer
+	for i := range out {
+		d, err := build()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Write(io.Discard, d); err != nil {
+		if err := Write(&out[i], d); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}
+	if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
+		a, b := out[0].String(), out[1].String()
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
+		}
+		t.Fatalf("two reports of one run differ from byte %d: %q / %q", i, a[max(0, i-200):min(len(a), i+200)], b[max(0, i-200):min(len(b), i+200)])
+	}
 }
