@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -72,7 +73,9 @@ func ParsePersist(s string) (time.Duration, error) {
 	case "0", "no", "off", "false":
 		return -1, nil
 	}
-	if n, err := strconv.Atoi(s); err == nil && n > 0 {
+	// Seconds beyond time.Duration's 292 years wrapped to a negative
+	// duration: such a number falls through to the error below.
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && n <= math.MaxInt64/int(time.Second) {
 		return time.Duration(n) * time.Second, nil
 	}
 	d, err := time.ParseDuration(s)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -629,6 +630,10 @@ func TestParsePersist(t *testing.T) {
 		{"-5s", 0, true},
 		{"soon", 0, true},
 		{"", 0, true},
+		// More seconds than a time.Duration holds: it wrapped to a
+		// negative duration before (found by FuzzParsePersist).
+		{"10000000000", 0, true},
+		{"9223372036", 9223372036 * time.Second, false},
 	}
 	for _, tc := range tests {
 		got, err := ParsePersist(tc.in)
@@ -636,6 +641,26 @@ func TestParsePersist(t *testing.T) {
 			t.Errorf("ParsePersist(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
+}
+
+// FuzzParsePersist: a --persist value is off (-1), a positive duration, or
+// an error; whole seconds are that many seconds.
+func FuzzParsePersist(f *testing.F) {
+	for _, s := range []string{"60s", "10m", "60", "0", "off", "-5s", "10000000000", "1e3", "+60"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParsePersist(s)
+		if err != nil {
+			return
+		}
+		if d != -1 && d <= 0 {
+			t.Fatalf("ParsePersist(%q) = %v", s, d)
+		}
+		if n, aerr := strconv.Atoi(strings.TrimSpace(s)); aerr == nil && n > 0 && d != time.Duration(n)*time.Second {
+			t.Fatalf("ParsePersist(%q) = %v, want %d s", s, d, n)
+		}
+	})
 }
 
 func TestBoundedLog(t *testing.T) {
