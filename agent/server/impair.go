@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -381,10 +380,23 @@ func kernelConfig(kernel, option string) string {
 	if r == nil {
 		return ""
 	}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, option+"="); ok {
+	b, err := io.ReadAll(io.LimitReader(r, kernelConfigMax))
+	if err != nil {
+		return ""
+	}
+	return configValue(b, option)
+}
+
+// kernelConfigMax bounds a kernel config read (Debian's is 280 KB).
+const kernelConfigMax = 16 << 20
+
+// configValue is option's value in a kernel config's text: "n" when no
+// line sets it ("# CONFIG_X is not set" says so in the file). The text is
+// split, not scanned: a bufio.Scanner stopped at a line over 64 KiB and
+// took the rest of the file for not set.
+func configValue(b []byte, option string) string {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSuffix(line, "\r"), option+"="); ok {
 			return strings.Trim(v, `"`)
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,6 +84,45 @@ func FuzzNetemText(f *testing.F) {
 		wantRate := new(big.Int).Lsh(new(big.Int).SetUint64(rate), 3).String() + "bit"
 		if s, ok := got["rate"]; ok != (rate > 0) || ok && s != wantRate {
 			t.Fatalf("%q: rate %q, want %s", text, s, wantRate)
+		}
+	})
+}
+
+// TestConfigValue: an option's value in a kernel config, as written there;
+// "n" when no line sets it.
+func TestConfigValue(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"CONFIG_NET_SCH_HTB=y\n# CONFIG_NET_SCH_NETEM is not set\n", "n"},
+		{"CONFIG_NET_SCH_NETEM=m\n", "m"},
+		{"CONFIG_NET_SCH_NETEM=y\r\n", "y"},
+		{"CONFIG_NET_SCH_NETEM_X=y\nCONFIG_NET_SCH_NETEM=\"m\"", "m"},
+		// A line longer than bufio.Scanner's 64 KiB made the rest "not set".
+		{"CONFIG_CMDLINE=\"" + strings.Repeat("x", 70000) + "\"\nCONFIG_NET_SCH_NETEM=m\n", "m"},
+	} {
+		if got := configValue([]byte(tt.in), "CONFIG_NET_SCH_NETEM"); got != tt.want {
+			t.Errorf("configValue(%.60q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzConfigValue: whatever a host's kernel config holds, an option set on
+// a line appended to it is read as set there unless an earlier line set it,
+// and the value is one line's.
+func FuzzConfigValue(f *testing.F) {
+	f.Add([]byte("CONFIG_NET_SCH_HTB=y\n# CONFIG_NET_SCH_NETEM is not set\n"))
+	f.Add([]byte("CONFIG_NET_SCH_NETEM=\"m\"\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v := configValue(b, "CONFIG_NET_SCH_NETEM")
+		if strings.ContainsAny(v, "\n") {
+			t.Fatalf("%q: value %q", b, v)
+		}
+		if !strings.Contains(string(b), "CONFIG_NET_SCH_NETEM=") {
+			if v != "n" {
+				t.Fatalf("%q: not set in the file, read %q", b, v)
+			}
+			if got := configValue(append(slices.Clip(b), "\nCONFIG_NET_SCH_NETEM=m\n"...), "CONFIG_NET_SCH_NETEM"); got != "m" {
+				t.Fatalf("%q: an appended CONFIG_NET_SCH_NETEM=m read %q", b, got)
+			}
 		}
 	})
 }
