@@ -64,11 +64,30 @@ func FuzzScan(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := NewSummary()
-		_, _ = Scan(bytes.NewReader(b), func(p *Packet) error {
-			s.Add(p)
-			return nil
-		})
+		// Every frame counted is one handed over, numbered in order, and
+		// the same file gives the same summary twice over.
+		var text [2]bytes.Buffer
+		for i := range text {
+			s := NewSummary()
+			n := 0
+			res, err := Scan(bytes.NewReader(b), func(p *Packet) error {
+				if n++; p.Number != n {
+					t.Fatalf("frame %d numbered %d", n, p.Number)
+				}
+				s.Add(p)
+				return nil
+			})
+			if res.Frames != n {
+				t.Fatalf("%d frames counted, %d handed over (err %v)", res.Frames, n, err)
+			}
+			s.Finish()
+			if err := WriteText(&text[i], s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(text[0].Bytes(), text[1].Bytes()) {
+			t.Fatalf("two summaries of one capture differ:\n%s\n---\n%s", text[0].Bytes(), text[1].Bytes())
+		}
 	})
 }
 
