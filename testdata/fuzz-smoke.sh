@@ -20,8 +20,9 @@ for pkg in $(go list ./...); do
     if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" -fuzzminimizetime 5s "$pkg" >"$out" 2>&1; then
       cat "$out"
       # The fuzz engine sometimes reports its own deadline ("context deadline
-      # exceeded") when -fuzztime ends mid-input on a loaded machine; a real
-      # finding always writes its failing input. Anything else fails.
+      # exceeded") when -fuzztime ends mid-input on a loaded machine (a race
+      # in its coordinator, golang/go#51484; seen here at 90 s as at 5 s); a
+      # real finding always writes its failing input. Anything else fails.
       if grep -q "Failing input written to\|panic:" "$out" || ! grep -q "context deadline exceeded" "$out"; then
         rm -f "$out"
         exit 1
