@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rlab-dev/rlab/engine/lab"
 )
 
 // FuzzResultsJSON feeds any results.json through Build and the template:
@@ -61,7 +63,11 @@ func FuzzLabHeader(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte(`lab "x" { description = 1 }`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		labHeader("f.hcl", b)
+		// The report's title is the lab's name as the loader reads it.
+		name, _ := labHeader("f.hcl", b)
+		if l, diags := lab.LoadSource("f.hcl", b, ".", lab.LoadOptions{}); l != nil && !diags.HasErrors() && name != l.Name {
+			t.Fatalf("labHeader says %q, the loader %q", name, l.Name)
+		}
 	})
 }
 
