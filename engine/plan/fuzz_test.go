@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,5 +32,22 @@ func FuzzPlan(f *testing.F) {
 			t.Fatalf("plan of a valid lab: %v", err)
 		}
 		checkDAG(t, p)
+		// One lab, one plan: what rlab plan prints is what the run does.
+		p2, err := New(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b bytes.Buffer
+		if err := p.WriteText(&a); err != nil {
+			t.Fatal(err)
+		}
+		if err := p2.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		ja, _ := json.Marshal(p)
+		jb, _ := json.Marshal(p2)
+		if !bytes.Equal(a.Bytes(), b.Bytes()) || !bytes.Equal(ja, jb) {
+			t.Fatalf("two plans of one lab differ:\n%s\n---\n%s", a.Bytes(), b.Bytes())
+		}
 	})
 }
