@@ -129,6 +129,10 @@ type HostPlan struct {
 	For      map[string][]string
 	// Modules to load once the packages are in.
 	Modules []string
+	// Present is what the lab needs that the host already has: programs
+	// its facts found, and rdma_rxe when the kernel has it; sorted. The
+	// report counts it beside what was installed.
+	Present []string
 	// Err: the host cannot be provisioned (unknown distribution, not
 	// root); it names what to install by hand. Nothing was changed.
 	Err error
@@ -151,6 +155,7 @@ func PlanHost(n Need, f *proto.Facts) HostPlan {
 	var missing []tooldesc.Program
 	for _, name := range n.Programs {
 		if _, ok := f.Tools[name]; ok {
+			p.Present = append(p.Present, name)
 			continue
 		}
 		prog, ok := tooldesc.ProgramByName(name)
@@ -160,6 +165,10 @@ func PlanHost(n Need, f *proto.Facts) HostPlan {
 		missing = append(missing, prog)
 	}
 	needModule := n.RXE && f.RXEModule == "absent"
+	if n.RXE && !needModule {
+		p.Present = append(p.Present, rxeModule)
+		sort.Strings(p.Present)
+	}
 	if len(missing) == 0 && !needModule {
 		return p
 	}
