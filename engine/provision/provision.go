@@ -120,6 +120,39 @@ func Needs(l *lab.Lab) []Need {
 	return out
 }
 
+// Describe says what provisioning n's host would install if it lacks it,
+// for `rlab plan`, which has no host to ask: the packages in Debian/Ubuntu
+// names, each with the programs it is for where they differ, and the
+// rdma_rxe module; "" when the lab needs nothing there.
+func (n Need) Describe() string {
+	forPkg := map[string][]string{}
+	var pkgs []string
+	for _, name := range n.Programs {
+		prog, ok := tooldesc.ProgramByName(name)
+		if !ok || prog.Packages.Debian == "" {
+			continue
+		}
+		pkg := prog.Packages.Debian
+		if _, seen := forPkg[pkg]; !seen {
+			pkgs = append(pkgs, pkg)
+		}
+		forPkg[pkg] = append(forPkg[pkg], name)
+	}
+	sort.Strings(pkgs)
+	var parts []string
+	for _, pkg := range pkgs {
+		if f := forPkg[pkg]; len(f) == 1 && f[0] == pkg {
+			parts = append(parts, pkg)
+		} else {
+			parts = append(parts, pkg+" ("+strings.Join(f, ", ")+")")
+		}
+	}
+	if n.RXE {
+		parts = append(parts, rxeModule+" (Ubuntu: linux-modules-extra-<kernel>)")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // HostPlan is what provisioning one host means.
 type HostPlan struct {
 	Host   string
