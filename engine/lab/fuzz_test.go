@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,4 +113,23 @@ func diagLines(diags hcl.Diagnostics) string {
 		fmt.Fprintf(&b, "%d %s: %s: %s\n", d.Severity, d.Subject, d.Summary, d.Detail)
 	}
 	return b.String()
+}
+
+// TestUnsupportedArgumentsInFileOrder: a block's unknown arguments are
+// reported in file order, the same on every load (hclsyntax reports them
+// from a map; found by FuzzLoad, its input kept as a seed).
+func TestUnsupportedArgumentsInFileOrder(t *testing.T) {
+	src := []byte("lab \"x\" {}\nhost \"a\" { address = \"192.0.2.1\" }\nrxe \"r\" {\n  host = host.a\n  netdev = \"eth1\"\n  alpha = 1\n  bravo = 2\n  charlie = 3\n  delta = 4\n  echo = 5\n}\n")
+	for range 20 {
+		_, diags := LoadSource("order.hcl", src, ".", LoadOptions{})
+		var lines []int
+		for _, d := range diags {
+			if d.Summary == "Unsupported argument" {
+				lines = append(lines, d.Subject.Start.Line)
+			}
+		}
+		if !slices.Equal(lines, []int{6, 7, 8, 9, 10}) {
+			t.Fatalf("unsupported arguments on lines %v, want 6..10 in order:\n%s", lines, diagLines(diags))
+		}
+	}
 }

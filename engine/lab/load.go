@@ -415,12 +415,32 @@ func (l *loader) declare(byType map[string][]*hcl.Block) {
 	}
 }
 
+// sortUnsupported puts a body's "Unsupported argument" diagnostics in file
+// order, in the places they hold among the others: hclsyntax reports them
+// ranging over a map, so the same lab listed them in a different order
+// from one load to the next (found by FuzzLoad's determinism check).
+func sortUnsupported(diags hcl.Diagnostics) {
+	var at []int
+	var ds hcl.Diagnostics
+	for i, d := range diags {
+		if d.Summary == "Unsupported argument" && d.Subject != nil {
+			at = append(at, i)
+			ds = append(ds, d)
+		}
+	}
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].Subject.Start.Byte < ds[j].Subject.Start.Byte })
+	for k, i := range at {
+		diags[i] = ds[k]
+	}
+}
+
 var unsupportedRe = regexp.MustCompile(`^(?:An argument named|Blocks of type) "([^"]+)" (?:is|are) not expected here\.$`)
 
 // content is Body.Content with a "did you mean" added to unsupported
 // argument and block diagnostics, from the schema's names.
 func (l *loader) content(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyContent {
 	c, diags := body.Content(schema)
+	sortUnsupported(diags)
 	var names []string
 	for _, a := range schema.Attributes {
 		names = append(names, a.Name)
