@@ -133,3 +133,27 @@ func TestUnsupportedArgumentsInFileOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownFunctionSuggestion: a call to an unknown function is told the
+// closest function, the same on every load (hclsyntax told the first within
+// two edits in map order: "pow" once, "log" the next time, for "to").
+func TestUnknownFunctionSuggestion(t *testing.T) {
+	for _, tt := range []struct{ call, want string }{
+		{`uper("x")`, `There is no function named "uper". Did you mean "upper"?`},
+		{`to(1)`, `There is no function named "to".`},
+	} {
+		src := []byte("lab \"x\" { description = " + tt.call + " }\nhost \"a\" { address = \"192.0.2.1\" }\n")
+		for range 20 {
+			_, diags := LoadSource("f.hcl", src, ".", LoadOptions{})
+			var got []string
+			for _, d := range diags {
+				if d.Summary == "Call to unknown function" {
+					got = append(got, d.Detail)
+				}
+			}
+			if !slices.Equal(got, []string{tt.want}) {
+				t.Fatalf("%s: %q, want %q", tt.call, got, tt.want)
+			}
+		}
+	}
+}

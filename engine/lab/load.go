@@ -78,7 +78,36 @@ type decl struct {
 	countStyle bool // count (tuple) rather than for_each (object)
 }
 
-func (l *loader) add(d ...*hcl.Diagnostic) { l.diags = append(l.diags, d...) }
+func (l *loader) add(d ...*hcl.Diagnostic) {
+	for _, x := range d {
+		suggestFunction(x)
+	}
+	l.diags = append(l.diags, d...)
+}
+
+var unknownFuncRe = regexp.MustCompile(`^There is no function named "([^"]*)"\.(?: Did you mean "[^"]*"\?)?$`)
+
+// suggestFunction gives a call to an unknown function rlab's "did you
+// mean" (the closest name, the first in sorted order of equals): hclsyntax
+// names the first of the functions within two edits in map order, so one
+// lab was told "pow" on one load and "log" on the next (found by FuzzLoad).
+func suggestFunction(d *hcl.Diagnostic) {
+	if d == nil || d.Summary != "Call to unknown function" || d.EvalContext == nil {
+		return
+	}
+	m := unknownFuncRe.FindStringSubmatch(d.Detail)
+	if m == nil {
+		return
+	}
+	var names []string
+	for ctx := d.EvalContext; ctx != nil; ctx = ctx.Parent() {
+		for n := range ctx.Functions {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	d.Detail = fmt.Sprintf("There is no function named %q.", m[1]) + didYouMean(m[1], names)
+}
 
 func (l *loader) errorf(subj *hcl.Range, summary, detail string, args ...any) {
 	l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: subj,
