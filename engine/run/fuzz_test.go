@@ -38,9 +38,16 @@ func FuzzDownState(f *testing.F) {
 		valid := json.Unmarshal(data, &st) == nil
 		want := map[string]bool{}
 		if valid {
+			// A name is a VM's when every entry of that name is one: Down
+			// contacts each entry that is not (a hand-edited state.json may
+			// name one host twice, once as a VM).
 			vm := map[string]bool{}
 			for _, h := range st.Hosts {
-				vm[h.Name] = h.VM
+				if was, seen := vm[h.Name]; seen {
+					vm[h.Name] = was && h.VM
+				} else {
+					vm[h.Name] = h.VM
+				}
 			}
 			for _, e := range st.Effects {
 				if !e.Undone && !(e.Kind == "rxe" && (!e.Created || e.Keep)) && !vm[e.Host] {
