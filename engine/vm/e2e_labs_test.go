@@ -87,6 +87,10 @@ func TestE2EExampleLabs(t *testing.T) {
 		}
 		t.Run(el.name, func(t *testing.T) { runExampleLab(ctx, t, bin, root, set, khFile, el) })
 	}
+	// Not an example: a run ended by Ctrl-C and by SIGKILL (e2e_impair_test.go).
+	if only == "" || strings.Contains(","+only+",", ",impair-interrupt,") {
+		t.Run("impair-interrupt", func(t *testing.T) { testImpairInterrupt(ctx, t, bin, root, set, khFile) })
+	}
 }
 
 // bootExamplePair boots the server/client pair the examples run on (torn
