@@ -79,8 +79,8 @@ func TestRetargetImpairHold(t *testing.T) {
 //     that both died without a word. The client's agent, seeing its
 //     controller gone, removes its netem and rxe and ends on its own; the
 //     server's are left (nobody alive knew of them), and `rlab down RUN`
-//     removes them from state.json alone (exit 0). A second `rlab down`
-//     undoes nothing and exits 0.
+//     removes them from state.json alone (exit 0), listing the client's as
+//     already gone. A second `rlab down` undoes nothing and exits 0.
 func testImpairInterrupt(ctx context.Context, t *testing.T, bin, root string, set *Set, khFile string) {
 	labFile := writeImpairHold(t, root, set.VMs[0].Addr, set.VMs[1].Addr, set.VMs[0].IdentityFile, khFile)
 	var gs []*guest // server, client
@@ -213,9 +213,10 @@ func testImpairInterrupt(ctx context.Context, t *testing.T, bin, root string, se
 			}
 			return string(b)
 		}
+		// down removes the server's; the client's agent had removed its own.
 		first := down("after the SIGKILL")
-		for _, want := range []string{"undone server: impair server", "undone server: rxe rxe_eth1"} {
-			if !strings.Contains(first, want) {
+		for _, want := range []string{"undone server: impair server", "undone server: rxe rxe_eth1", "undone client: impair client (already gone)", "undone client: rxe rxe_eth1 (already gone)"} {
+			if !strings.Contains("\n"+first, "\n"+want+"\n") {
 				t.Errorf("rlab down does not list %q", want)
 			}
 		}
