@@ -20,8 +20,6 @@
 #     NAK syndrome) and the PSNs sent twice at each loss point.
 # Each point runs for var.seconds; a point is seconds, so the sweep is quick
 # on real machines and sized down on emulated ones with -var seconds=2s.
-# rlab groups workloads by their for_each key as it does a class's students,
-# so the run also lists each loss point as a "student" (students/<point>/).
 lab "lossy" {
   description = "RDMA WRITE and TCP throughput on one link under 0, 0.1, 1 and 5 % loss (netem)"
 }
