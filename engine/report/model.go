@@ -134,6 +134,9 @@ type Workload struct {
 	Stack *Stack `json:"stack,omitempty"`
 	// Impair is the link impairment in force (loss.go).
 	Impair string `json:"impair,omitempty"`
+	// Why puts the impairment, the trouble counters that moved and the
+	// wire analysis of its own captures side by side (why.go).
+	Why *Why `json:"why,omitempty"`
 	// Bidirectional says its bandwidth and message rate are the sum of
 	// both directions (perftest -b); Parse is what the output parser did
 	// not read or noted, each distinct line once, ParseSummary says it in
