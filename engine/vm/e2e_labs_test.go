@@ -455,11 +455,16 @@ func checkLossPoints(t *testing.T, runDir string) {
 	tagged := map[string]string{}
 	retrans := map[string]float64{} // workload -> sum of retransCounters
 	read := map[string]int{}
+	tcpRetrans := map[string]float64{} // workload -> the sender's TCP_INFO
 	for _, s := range run.Samples {
 		w := s.Meta.Workload
 		tagged[w] = s.Meta.Extra["impair_loss"]
 		if s.Metric == "bw_avg" || s.Metric == "tcp_bw" {
 			t.Logf("%s at %s %% loss: %s %.3f %s", w, s.Meta.Extra["impair_loss"], s.Metric, s.Value, s.Unit)
+		}
+		if s.Metric == "tcpi_total_retrans" {
+			t.Logf("%s: %s tcpi_total_retrans = %g", w, strings.Join(s.Meta.Hosts, ","), s.Value)
+			tcpRetrans[w] = s.Value
 		}
 		if results.IsCounter(s) && slices.Contains(retransCounters, s.Metric) {
 			t.Logf("%s: %s %s %s = %g", w, strings.Join(s.Meta.Hosts, ","), strings.Join(s.Meta.Devices, ","), s.Metric, s.Value)
@@ -471,6 +476,10 @@ func checkLossPoints(t *testing.T, runDir string) {
 		if tagged[w] != "1" {
 			t.Errorf("samples of %s carry impair_loss %q, want 1", w, tagged[w])
 		}
+	}
+	// TCP's why: the sender's connection resent segments at 1 %.
+	if v, ok := tcpRetrans[`tcp["1"]`]; !ok || v == 0 {
+		t.Errorf(`tcp["1"]: tcpi_total_retrans %g (read: %v), want above zero at 1 %% loss`, v, ok)
 	}
 	for _, p := range []struct {
 		w    string
