@@ -142,11 +142,14 @@ func (b *builder) why() {
 			y.Impair = "none"
 		}
 		ws, ok := b.wireOf(b.own[w.Name])
-		if ok {
+		switch {
+		case ok:
 			y.Wire = ws.String()
 			y.Retransmits, y.NAKs = &ws.retrans, &ws.naks
+		case len(b.own[w.Name]) > 0:
+			y.Wire = "its captures could not be read (see Captures)"
 		}
-		if w.Impair == "" && y.Trouble == "not read" && !ok {
+		if w.Impair == "" && y.Trouble == "not read" && len(b.own[w.Name]) == 0 {
 			continue
 		}
 		w.Why = y
