@@ -367,13 +367,20 @@ func exampleLabs() []exampleLab {
 			vars: []string{`loss=["0","1"]`, "seconds=2s"},
 			data: map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
 			captures: map[string]func(*testing.T, *captureSum){
-				// The server's view of both RDMA points (one capture each):
+				// The server's view of each RDMA point (one capture each):
 				// WRITEs resent after the losses at 1 %, and the NAKs it
-				// answered with. Per point: checkLossy.
-				"cap.roce": func(t *testing.T, s *captureSum) {
-					t.Logf("cap.roce: %d retransmitted PSNs, %d NAKs", s.retransmits, s.naks)
+				// answered with; no NAK at 0 %. checkLossy reads the same
+				// per workload, through results.json.
+				"cap.roce.1": func(t *testing.T, s *captureSum) {
+					t.Logf("cap.roce.1: %d retransmitted PSNs, %d NAKs", s.retransmits, s.naks)
 					if s.retransmits == 0 || s.naks == 0 {
 						t.Errorf("%d retransmitted PSNs and %d NAKs, want both above zero with 1 %% loss on the client's link (opcodes %v)", s.retransmits, s.naks, s.ops)
+					}
+				},
+				"cap.roce.0": func(t *testing.T, s *captureSum) {
+					t.Logf("cap.roce.0: %d retransmitted PSNs (ACK timeouts under TCG), %d NAKs", s.retransmits, s.naks)
+					if s.naks != 0 {
+						t.Errorf("%d NAKs at 0 %% loss, want none", s.naks)
 					}
 				},
 			},
@@ -438,14 +445,25 @@ func checkLossy(ctx context.Context, t *testing.T, runDir string, set *Set) {
 }
 
 // retransCounters are rxe's counters that count retransmissions and
-// sequence errors (engine/results Counters): at 1 % loss some must move, at
-// 0 % none.
-var retransCounters = []string{"duplicate_request", "out_of_seq_request", "rcvd_seq_err", "completer_retry_err", "retry_exceeded_err"}
+// sequence errors (engine/results Counters): at 1 % loss some must move.
+// seqErrCounters are those a loss alone moves (a gap in the PSNs): none at
+// 0 %. Under TCG an ACK can come later than the requester's ACK timeout
+// (perftest's default, about 67 ms), so even at 0 % the requester resends
+// (completer_retry_err) and the responder sees those requests twice
+// (duplicate_request): measured 3 and 325 at 0 % in 2 s, against sequence
+// errors 0 at 0 % and 54 at 1 % (out_of_seq_request, rcvd_seq_err; the
+// capture's NAKs: 54).
+var (
+	retransCounters = []string{"duplicate_request", "out_of_seq_request", "rcvd_seq_err", "completer_retry_err", "retry_exceeded_err"}
+	seqErrCounters  = []string{"out_of_seq_request", "rcvd_seq_err"}
+)
 
 // checkLossPoints: per point, from results.json, the samples carry the loss
-// in force; rxe's retransmission counters moved at 1 % and not at 0 %; and
-// the capture of that point alone (the workload's captures in results.json)
-// shows resent PSNs and NAKs at 1 % and none at 0 %.
+// in force; rxe's retransmission counters moved at 1 %, its sequence-error
+// counters at 1 % and not at 0 %; the capture of that point alone (the
+// workload's captures in results.json) shows resent PSNs and NAKs at 1 %
+// and no NAK at 0 % (timeouts resend without one); tcp's sender resent
+// segments at 1 %.
 func checkLossPoints(t *testing.T, runDir string) {
 	t.Helper()
 	run, err := results.ReadRun(runDir)
@@ -454,6 +472,7 @@ func checkLossPoints(t *testing.T, runDir string) {
 	}
 	tagged := map[string]string{}
 	retrans := map[string]float64{} // workload -> sum of retransCounters
+	seqErr := map[string]float64{}  // workload -> sum of seqErrCounters
 	read := map[string]int{}
 	tcpRetrans := map[string]float64{} // workload -> the sender's TCP_INFO
 	for _, s := range run.Samples {
@@ -470,6 +489,9 @@ func checkLossPoints(t *testing.T, runDir string) {
 			t.Logf("%s: %s %s %s = %g", w, strings.Join(s.Meta.Hosts, ","), strings.Join(s.Meta.Devices, ","), s.Metric, s.Value)
 			retrans[w] += s.Value
 			read[w]++
+			if slices.Contains(seqErrCounters, s.Metric) {
+				seqErr[w] += s.Value
+			}
 		}
 	}
 	for _, w := range []string{`rdma["1"]`, `tcp["1"]`} {
@@ -488,10 +510,10 @@ func checkLossPoints(t *testing.T, runDir string) {
 		switch {
 		case read[p.w] == 0:
 			t.Errorf("%s: no samples of %v: the counters were not read", p.w, retransCounters)
-		case p.lost && retrans[p.w] == 0:
-			t.Errorf("%s: %v all 0 at 1 %% loss, want retransmissions", p.w, retransCounters)
-		case !p.lost && retrans[p.w] != 0:
-			t.Errorf("%s: %v sum to %g at 0 %% loss, want 0", p.w, retransCounters, retrans[p.w])
+		case p.lost && (retrans[p.w] == 0 || seqErr[p.w] == 0):
+			t.Errorf("%s: %v sum to %g, %v to %g at 1 %% loss, want both above zero", p.w, retransCounters, retrans[p.w], seqErrCounters, seqErr[p.w])
+		case !p.lost && seqErr[p.w] != 0:
+			t.Errorf("%s: %v sum to %g at 0 %% loss, want 0", p.w, seqErrCounters, seqErr[p.w])
 		}
 		var files []string
 		for _, w := range run.Workloads {
@@ -519,8 +541,8 @@ func checkLossPoints(t *testing.T, runDir string) {
 		if p.lost && (rt == 0 || naks == 0) {
 			t.Errorf("%s: its capture shows %d retransmitted PSNs and %d NAKs at 1 %% loss, want both above zero", p.w, rt, naks)
 		}
-		if !p.lost && (rt != 0 || naks != 0) {
-			t.Errorf("%s: its capture shows %d retransmitted PSNs and %d NAKs at 0 %% loss, want none", p.w, rt, naks)
+		if !p.lost && naks != 0 {
+			t.Errorf("%s: its capture shows %d NAKs at 0 %% loss, want none", p.w, naks)
 		}
 	}
 }
