@@ -253,8 +253,14 @@ func (b *builder) hosts(doc *runDoc) {
 		}
 		return slugs[i] < slugs[j]
 	})
+	prov := b.provisions() // provision.go
 	for _, s := range slugs {
-		b.d.Hosts = append(b.d.Hosts, b.host(s))
+		h := b.host(s)
+		if p := prov[s]; p != nil {
+			p.versionsFrom(h.Tools)
+			h.Provision = p
+		}
+		b.d.Hosts = append(b.d.Hosts, h)
 	}
 }
 

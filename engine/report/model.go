@@ -78,6 +78,9 @@ type Host struct {
 	Errors         []string  `json:"errors,omitempty"`
 	FactsLink      string    `json:"facts_link,omitempty"`
 	Memlock        string    `json:"memlock,omitempty"`
+	// Provision is what this run's provisioning did there (provision.go);
+	// nil when the run did not provision the host.
+	Provision *Provision `json:"provision,omitempty"`
 }
 
 // KV is a labelled value.
