@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -192,5 +193,58 @@ func TestLossSweepWhy(t *testing.T) {
 		if !bytes.Contains(html, []byte(s)) {
 			t.Errorf("report.html lacks %q", s)
 		}
+	}
+}
+
+// lossyFixture is a real run of labs/lossy.hcl at 0 and 1 % loss on two VMs
+// with rxe and netem (its README says how it was recorded).
+const lossyFixture = "../../testdata/report/lossy"
+
+// TestLossyRunGolden pins, for the recorded loss sweep, the loss table and
+// each workload's "slow because of what": at 1 % the sequence errors and
+// the NAKs of the point's own capture, at 0 % none of either (its resends
+// are ACK timeouts: duplicate_request and completer_retry_err, no NAK).
+func TestLossyRunGolden(t *testing.T) {
+	d, err := Build(copyDir(t, lossyFixture), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.LossSweep == nil {
+		t.Fatal("no loss sweep")
+	}
+	type why struct {
+		Workload string `json:"workload"`
+		Why      *Why   `json:"why"`
+	}
+	got := struct {
+		Table Table `json:"loss_table"`
+		Whys  []why `json:"whys"`
+	}{Table: d.LossSweep.Table}
+	got.Table.Raw = nil
+	for _, w := range d.Workloads {
+		got.Whys = append(got.Whys, why{w.Name, w.Why})
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(got); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "lossy.why.json", b.Bytes())
+
+	rows := map[string][]string{}
+	for _, r := range d.LossSweep.Table.Rows {
+		rows[r[2]] = r
+	}
+	at1, at0 := rows[`rdma["1"]`], rows[`rdma["0"]`]
+	if len(at1) < 7 || !strings.Contains(at1[4], "out_of_seq_request") || !strings.Contains(at1[4], "rcvd_seq_err") || at1[5] == "0" || at1[6] == "0" {
+		t.Errorf("1 %% point: %q, want sequence errors, resent PSNs and NAKs", at1)
+	}
+	if len(at0) < 7 || strings.Contains(at0[4], "seq") || at0[6] != "0" {
+		t.Errorf("0 %% point: %q, want no sequence error and no NAK", at0)
+	}
+	if r := rows[`tcp["1"]`]; len(r) < 7 || !strings.Contains(r[4], "tcpi_total_retrans 37 on client") {
+		t.Errorf("tcp 1 %% point: %q, want the sender's resent segments", r)
 	}
 }

@@ -553,7 +553,7 @@ func checkLossPoints(t *testing.T, runDir string) {
 // fixture stays small (the report test reads them as they are).
 func recordLossy(t *testing.T, runDir, dst string) {
 	t.Helper()
-	const maxFixtureFrames = 4000
+	const maxFixtureFrames = 1500
 	if err := os.RemoveAll(dst); err != nil {
 		t.Fatal(err)
 	}
