@@ -137,6 +137,9 @@ type Workload struct {
 	Stack *Stack `json:"stack,omitempty"`
 	// Impair is the link impairment in force (loss.go).
 	Impair string `json:"impair,omitempty"`
+	// Why puts the impairment, the trouble counters that moved and the
+	// wire analysis of its own captures side by side (why.go).
+	Why *Why `json:"why,omitempty"`
 	// Bidirectional says its bandwidth and message rate are the sum of
 	// both directions (perftest -b); Parse is what the output parser did
 	// not read or noted, each distinct line once, ParseSummary says it in
@@ -144,6 +147,9 @@ type Workload struct {
 	Bidirectional bool        `json:"bidirectional,omitempty"`
 	ParseSummary  string      `json:"parse_summary,omitempty"`
 	Parse         []ParseLine `json:"parse,omitempty"`
+	// RDMA is how its devices carry RDMA ("RoCE (rxe)", "iWARP (siw)"),
+	// as results.json recorded it; empty for tcp and exec.
+	RDMA string `json:"rdma,omitempty"`
 }
 
 // Stack is "what the stack saw": the counters that moved (host, device,

@@ -34,8 +34,8 @@ type Run struct {
 	// Check marks a student check (`rlab check --validate`): only the
 	// workloads with expects ran, so it is no baseline for `rlab compare`.
 	Check bool `json:"check,omitempty"`
-	// Students is the per-student status of a class lab (workloads with
-	// for_each keys), in the order the lab lists them; empty otherwise.
+	// Students is the per-student status of a class lab (hosts keyed per
+	// student), in the order the lab lists them; empty otherwise.
 	Students []Student `json:"students,omitempty"`
 	// CompleteMarker says the run writes CompleteFile last, once every other
 	// file of its directory is written and synced (runs of this rlab on). A
@@ -81,6 +81,10 @@ type Workload struct {
 	// command line overrides them.
 	Thresholds map[string]float64 `json:"thresholds,omitempty"`
 	Logs       []string           `json:"logs,omitempty"` // run-dir-relative paths of its raw outputs
+	// Captures are the run-dir-relative paths of the capture files taken
+	// during this workload alone (a capture scoped to it and to no other
+	// workload: `during = [workload.x]`), so their analysis is its own.
+	Captures []string `json:"captures,omitempty"`
 	// CounterNotes are its kernel counters that are not deltas among the
 	// samples: unreadable (never recorded as zero), absent on the device,
 	// or reset during the workload (counters.go).
@@ -92,6 +96,14 @@ type Workload struct {
 	// -b). Lines are kept as printed (JSON escapes control characters);
 	// summary.md, the terminal and report.html neutralise them.
 	Parse []ParseNote `json:"parse,omitempty"`
+	// RDMA is how its devices carry RDMA, the port's transport and the
+	// device's kind: "RoCE (rxe)", "iWARP (siw)", "InfiniBand (hw)"; both
+	// ends, server first, joined by " → " when they differ. Empty for tcp
+	// and exec.
+	RDMA string `json:"rdma,omitempty"`
+	// Group is the group it ran in, together with the group's other
+	// workloads (a `group` block); empty when it ran alone.
+	Group string `json:"group,omitempty"`
 }
 
 // Expect is one evaluated `expect` block. An expect is evaluated per size

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,12 +45,20 @@ func (r *runner) writeResults(res *Result) error {
 		for _, h := range n.lab.Hosts() {
 			w.Hosts = append(w.Hosts, h.Name)
 		}
+		var carries []string
 		for _, x := range []string{n.spec.ServerRXE, n.spec.ClientRXE} {
 			if x != "" {
 				if info, err := r.env.RXE(x); err == nil {
 					w.Devices = append(w.Devices, info.Name)
+					if c := rdmaCarrier(info); c != "" && !slices.Contains(carries, c) {
+						carries = append(carries, c)
+					}
 				}
 			}
+		}
+		w.RDMA = strings.Join(carries, " → ")
+		if g := r.lab.GroupOf(n.lab); g != nil {
+			w.Group = g.Name
 		}
 		if !o.End.IsZero() {
 			w.Duration = o.End.Sub(o.Start).Seconds()
@@ -74,6 +83,7 @@ func (r *runner) writeResults(res *Result) error {
 				}
 			}
 		}
+		w.Captures = r.ownCaptures(n)
 		for _, e := range byWL[n.lab.Name] {
 			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Skipped: e.Skipped, Size: e.Size, Error: red.Replace(e.Error)}
 			if e.Got != "" {
@@ -125,6 +135,29 @@ func (r *runner) writeResults(res *Result) error {
 		return fmt.Errorf("write outcomes.json: %w", err)
 	}
 	return nil
+}
+
+// ownCaptures are the files, pulled into the run directory, of the
+// captures scoped to n alone: what the wire carried during that workload
+// (labs/lossy.hcl scopes one capture to each loss point).
+func (r *runner) ownCaptures(n *workloadNode) []string {
+	var out []string
+	for _, c := range r.captures {
+		if len(c.during) != 1 || c.during[0] != n {
+			continue
+		}
+		h := r.lab.HostByName(c.step.Host)
+		if h == nil {
+			continue
+		}
+		for _, f := range c.step.Files {
+			rel := path.Join("hosts", h.Slug, "captures", filepath.ToSlash(f.Path))
+			if _, err := os.Stat(filepath.Join(r.dir, filepath.FromSlash(rel))); err == nil {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
 }
 
 // redactAll is lines with the lab's sensitive values redacted.
@@ -216,4 +249,16 @@ func PlatformOf(host string, f *proto.Facts) results.Platform {
 	p.CPUModel, p.Kernel, p.RDMACore = f.Platform.CPUModel, f.Kernel, f.Platform.RDMACore
 	p.Distro = strings.TrimSpace(f.Platform.DistroID + " " + f.Platform.DistroVersion)
 	return p
+}
+
+// rdmaCarrier names how a device carries RDMA for results.Workload.RDMA:
+// "RoCE (rxe)", "iWARP (siw)", "InfiniBand (hw)".
+func rdmaCarrier(info *proto.RXEInfo) string {
+	switch {
+	case info.Transport != "" && info.Kind != "":
+		return info.Transport + " (" + info.Kind + ")"
+	case info.Transport != "":
+		return info.Transport
+	}
+	return info.Kind
 }
