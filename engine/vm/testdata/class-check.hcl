@@ -1,8 +1,8 @@
-# A one-student class lab on two local VMs: what `rlab check --validate`
-# runs in the real-rxe test (engine/vm TestE2EStudentCheck). The student's
-# pair is a for_each instance like labs/class.hcl's; the expects say what
-# "the pair works" means, with thresholds as variables so the test can plant
-# one that cannot hold.
+# A one-student class lab: what `rlab check --validate` runs in the real-rxe
+# test (engine/vm TestE2EProvision, on its two VMs once provisioned; the test
+# points the hosts at them). The student's pair is a for_each instance like
+# labs/class.hcl's; the expects say what "the pair works" means, with
+# thresholds as variables so the test can plant one that cannot hold.
 lab "class-check" {
   description = "One student's VM pair: rxe on both, RDMA WRITE bandwidth and latency with expects"
 }
@@ -19,26 +19,18 @@ variable "max_write_lat_us" {
 
 locals {
   students = {
-    ana = { server = "10.98.0.1/24", client = "10.98.0.2/24" }
+    ana = { server = "192.0.2.1", client = "192.0.2.2" }
   }
 }
 
 host "server" {
   for_each = local.students
-  vm {
-    network "rdma" {
-      address = each.value.server
-    }
-  }
+  address  = each.value.server
 }
 
 host "client" {
   for_each = local.students
-  vm {
-    network "rdma" {
-      address = each.value.client
-    }
-  }
+  address  = each.value.client
 }
 
 rxe "server" {
