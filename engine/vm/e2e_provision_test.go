@@ -84,10 +84,18 @@ func TestE2EProvision(t *testing.T) {
 		gs = append(gs, &guest{name: v.Name, c: c})
 	}
 	client := gs[1]
-	if conf := validUntilOff(); conf != "" {
-		for _, g := range gs {
-			g.must(t, ctx, "sh", "-c", `printf '%s\n' "$1" > /etc/apt/apt.conf.d/99rlab-e2e`, "sh", conf)
+	// apt sized to the lab: every package it needs is in bookworm main, so
+	// the index is main's alone, without translations (under TCG reading
+	// the index is most of an install's time). The registry is the one the
+	// image's sources.list names.
+	conf := `Acquire::Languages "none";` + "\n" + validUntilOff()
+	for _, g := range gs {
+		g.must(t, ctx, "sh", "-c", `printf '%s\n' "$1" > /etc/apt/apt.conf.d/99rlab-e2e`, "sh", conf)
+		src := g.must(t, ctx, "cat", "/etc/apt/sources.list")
+		if !strings.Contains(src, "deb http://deb.debian.org/debian bookworm main") {
+			t.Fatalf("%s: the image's sources.list names another registry:\n%s", g.name, src)
 		}
+		g.must(t, ctx, "sh", "-c", `echo "deb http://deb.debian.org/debian bookworm main" > /etc/apt/sources.list`)
 	}
 
 	dir := t.TempDir()
@@ -122,7 +130,10 @@ func TestE2EProvision(t *testing.T) {
 		return string(b), 0
 	}
 
-	// 1. What each host lacks, with the command that installs it.
+	// 1. What each host lacks, with the command that installs it: the
+	// packages of the programs the run needs. Provisioning installs these
+	// and iproute2 besides (the rdma tool, for rlab's fix hints), which a
+	// run does not need (the agent makes rxe devices over netlink).
 	t.Run("check lists the missing packages", func(t *testing.T) {
 		out, code := rlab(t, "check", "-json", labFile)
 		if code != 1 {
@@ -177,6 +188,11 @@ func TestE2EProvision(t *testing.T) {
 		log, err := os.ReadFile(filepath.Join(out, "hosts", "server", "logs", "provision.log"))
 		if err != nil || !strings.Contains(string(log), "apt-get") || !strings.Contains(string(log), "perftest") {
 			t.Errorf("server's provision.log: %v\n%s", err, log)
+		}
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.HasPrefix(line, "$ ") || strings.HasPrefix(line, "Fetched ") {
+				t.Logf("server's provision.log: %s", line)
+			}
 		}
 	})
 	client.must(t, ctx, "mv", "/etc/apt/sources.list.rlab-e2e", "/etc/apt/sources.list")

@@ -2,11 +2,12 @@
 // builds: a copy-on-write overlay per VM under the run directory, a
 // management NIC (user-mode, restrict=on unless the machine asks for the
 // internet: then QEMU's NAT, DNS through slirp's 10.0.2.3) with SSH
-// forwarded from a free loopback port, one data NIC per lab network (two VMs: joined over a pair
-// of unix datagram sockets; three or more: through a learning switch rlab
-// runs for the run, hub.go), and a fresh ed25519 host key per VM made here
-// and handed to the guest through fw_cfg, so the run's known_hosts holds the
-// exact key before the VM boots (no trust on first use).
+// forwarded from a free loopback port, one data NIC per lab network (two
+// VMs: joined over a pair of unix datagram sockets; three or more: through
+// a learning switch rlab runs for the run, hub.go), and a fresh ed25519
+// host key per VM made here and handed to the guest through fw_cfg, so the
+// run's known_hosts holds the exact key before the VM boots (no trust on
+// first use).
 //
 // qemu runs as a child with a parent-death signal: a controller that dies
 // takes its VMs with it. State records what was started so `rlab down` can
@@ -67,7 +68,7 @@ type Network struct {
 
 // Options tune Boot.
 type Options struct {
-	Image            *image.Image // required (a Machine may name its own)
+	Image            *image.Image // of every Machine that names none
 	Accel            string       // "" or "auto", "kvm", "tcg"; RLAB_VM_ACCEL overrides ""
 	QEMU             string       // default qemu-system-x86_64
 	Logger           *slog.Logger
@@ -489,7 +490,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		return nil, fail("start qemu", lastErr)
 	}
 	s.opts.Progress(m.Name, "booting ("+s.AccelNote+")")
-	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel)
+	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel, "image", m.Image.Dir, "internet", m.Internet)
 	return v, nil
 }
 
