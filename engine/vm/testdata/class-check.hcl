@@ -51,7 +51,7 @@ workload "write_bw" {
   server     = rxe.server[each.key]
   client     = rxe.client[each.key]
   sizes      = ["64KiB"]
-  iterations = 1000
+  iterations = 300
   expect {
     condition = result.bw_avg > var.min_write_gbps
     message   = "RDMA WRITE bandwidth at or below ${var.min_write_gbps} Gb/s"
@@ -63,7 +63,7 @@ workload "write_lat" {
   tool       = "ib_write_lat"
   server     = rxe.server[each.key]
   client     = rxe.client[each.key]
-  iterations = 1000
+  iterations = 300
   expect {
     condition = result.lat_typical < var.max_write_lat_us
     message   = "RDMA WRITE latency at or above ${var.max_write_lat_us} us"
