@@ -33,9 +33,11 @@ agent/dist/bin/rlab-agent-linux-%.gz: agent/dist/build/rlab-agent-linux-%
 build: agent ## build bin/rlab with the agent embedded
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/rlab ./cmd/rlab
 
-test: deps build ## the whole suite: unit, fuzz smoke, netns sshd hosts, real rxe in QEMU VMs (root)
+# test-netns runs every test test-unit runs (the netns ones skip without
+# RLAB_NETNS=1; none runs only without it), so the whole suite runs the unit
+# tests once, there, rather than twice.
+test: deps build ## the whole suite: lint, fuzz smoke, unit + netns sshd hosts, real rxe in QEMU VMs (root)
 	$(MAKE) lint
-	$(MAKE) test-unit
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-netns
 	$(MAKE) test-vm
@@ -46,7 +48,7 @@ test-unit: agent ## unit tests only (fast, no root)
 # The netns tests run with a home of their own: a test that records a host
 # key where the user's default known_hosts is (accept-new writes only there)
 # must never leave the bed's throwaway keys in the real ~/.ssh.
-test-netns: build ## integration tests on network-namespace hosts with real sshd (root)
+test-netns: build ## every unit test plus the integration tests on network-namespace hosts with real sshd (root)
 	home=$$(mktemp -d /tmp/rlab-test-home.XXXXXX) && \
 	HOME=$$home GOCACHE=$$($(GO) env GOCACHE) GOMODCACHE=$$($(GO) env GOMODCACHE) GOPATH=$$($(GO) env GOPATH) \
 	RLAB_NETNS=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 20m ./...; \

@@ -15,13 +15,17 @@
 #     for its retransmission timer when the loss was the last packet, so
 #     throughput collapses at loss rates TCP shrugs off. That is why RoCE
 #     fabrics are built lossless (PFC, ECN).
-#   - The capture "roce" shows it on the wire: rlab pcap on
-#     hosts/server/captures/cap.roce.* counts the NAKs (ACK opcode with a
-#     NAK syndrome) and the PSNs sent twice at each loss point.
+#   - The counters say why, per point (the report's loss table and each
+#     workload's "slow because of what"): a loss is a sequence error, rxe's
+#     out_of_seq_request on the server and rcvd_seq_err on the client, with
+#     completer_retry_err (the client's resends) and, when an ACK came too
+#     late, duplicate_request on the server; tcp's sender counts its
+#     resent segments (tcpi_total_retrans).
+#   - The capture "roce" shows it on the wire, one per point: the report
+#     (and rlab pcap on hosts/server/captures/cap.roce.*) counts the NAKs
+#     (ACK opcode with a NAK syndrome) and the PSNs sent twice.
 # Each point runs for var.seconds; a point is seconds, so the sweep is quick
 # on real machines and sized down on emulated ones with -var seconds=2s.
-# rlab groups workloads by their for_each key as it does a class's students,
-# so the run also lists each loss point as a "student" (students/<point>/).
 lab "lossy" {
   description = "RDMA WRITE and TCP throughput on one link under 0, 0.1, 1 and 5 % loss (netem)"
 }
@@ -115,12 +119,15 @@ impair "tcp_loss" {
 }
 
 # RoCEv2 headers as the server receives them: the resent PSNs, and the NAKs
-# it answers with, during the RDMA points.
+# it answers with. One capture per RDMA point, scoped to it alone, so each
+# point's wire analysis is its own (results.json lists each workload's
+# captures; the report puts their numbers beside the point).
 capture "roce" {
+  for_each = toset(var.loss)
   host     = host.server
   netdev   = var.netdev
   filter   = "udp port 4791"
   snaplen  = 96
   max_size = "64MiB"
-  during   = [workload.rdma]
+  during   = [workload.rdma[each.key]]
 }

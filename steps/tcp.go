@@ -23,6 +23,10 @@ type tcpWorkload struct {
 	w     *Workload
 	out   Outcome
 	procs procs // tcp servers still serving
+	// retrans sums the sender's tcpi_total_retrans over repeats (runUnits
+	// runs them one after another); retransRead: some repeat read it.
+	retrans     uint64
+	retransRead bool
 }
 
 func newTCP(w *Workload) (Step, error) {
@@ -96,9 +100,19 @@ func (s *tcpWorkload) bytes() int64 {
 }
 
 func (s *tcpWorkload) Apply(ctx context.Context, env *Env) error {
-	return runUnits(ctx, env, &s.out, s.w, units(s.w, nil), func(ctx context.Context, u unit) error {
+	err := runUnits(ctx, env, &s.out, s.w, units(s.w, nil), func(ctx context.Context, u unit) error {
 		return s.run(ctx, env, u.Repeat)
 	})
+	if s.retransRead {
+		// A counter of the whole workload, as the kernel's counters read
+		// around it are (results/counters.go): the sender's connections'
+		// retransmitted segments, summed over repeats.
+		ss := []results.Sample{{Metric: "tcpi_total_retrans", Value: float64(s.retrans), Unit: results.CounterUnit("tcpi_total_retrans")}}
+		fillMeta(ss, results.Meta{Workload: s.w.Name, Tool: s.w.Tool, Hosts: []string{s.w.ClientHost},
+			Extra: map[string]string{results.CounterExtra: results.TCPInfoSource}})
+		s.out.Samples = append(s.out.Samples, ss...)
+	}
+	return err
 }
 
 func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
@@ -149,6 +163,10 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 		Server: &ProcRef{Host: w.ServerHost, Handle: sh, Argv: []string{"tcp.serve", fmt.Sprint(serving.Port)}, Seconds: got.Seconds},
 		Client: &ProcRef{Host: w.ClientHost, Handle: ch, Argv: argv, Seconds: sent.Seconds},
 	})
+	if sent.TotalRetrans != nil {
+		s.retrans += uint64(*sent.TotalRetrans)
+		s.retransRead = true
+	}
 	ss := []results.Sample{
 		{Metric: "tcp_bw", Value: sent.Gbps, Unit: "Gb/s"}, // one quantity: MiB/s is a display choice
 	}

@@ -477,6 +477,10 @@ type TCPResult struct {
 	Seconds float64 `json:"seconds"`
 	MiBps   float64 `json:"mib_per_sec"`
 	Gbps    float64 `json:"gbit_per_sec"`
+	// TotalRetrans is the sender's tcpi_total_retrans (TCP_INFO) at the end
+	// of tcp.send: the segments its connection retransmitted. Nil when it
+	// could not be read (and on tcp.wait's result).
+	TotalRetrans *uint32 `json:"tcpi_total_retrans,omitempty"`
 }
 
 type FilesListParams struct {

@@ -356,7 +356,11 @@ func readRDMAPort(d proto.RDMADevice, dir string, n int) proto.RDMAPort {
 		LinkLayer: readSysfs(filepath.Join(dir, "link_layer")),
 		Rate:      readSysfs(filepath.Join(dir, "rate")),
 	}
-	p.LID = ParseLID(readSysfs(filepath.Join(dir, "lid")))
+	if p.LinkLayer != "Ethernet" {
+		// A LID means something on InfiniBand only; irdma reports lid 1
+		// on its Ethernet ports (irdma_query_port).
+		p.LID = ParseLID(readSysfs(filepath.Join(dir, "lid")))
+	}
 	if d.Kind == "rxe" {
 		// sysfs has no MTU attribute; rxe derives its port MTU from the
 		// parent netdev's MTU (drivers/infiniband/sw/rxe rxe_set_mtu).

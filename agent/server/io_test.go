@@ -43,6 +43,11 @@ func TestTCPTransfer(t *testing.T) {
 			t.Errorf("Gb/s and MiB/s disagree: %+v", r)
 		}
 	}
+	// The sender reads its connection's retransmissions (TCP_INFO): none
+	// expected over lo, but read, so never absent; the receiver has none.
+	if tx.TotalRetrans == nil || rx.TotalRetrans != nil {
+		t.Errorf("tcpi_total_retrans: sender %v, receiver %v; want the sender's read, the receiver's absent", tx.TotalRetrans, rx.TotalRetrans)
+	}
 	if len(c.eventsFor(id)) == 0 {
 		t.Error("no progress events from tcp.send")
 	}

@@ -65,6 +65,9 @@ func useDevice(name string, portNum int) (*proto.RXEInfo, error) {
 		info.IPv4 = ipv4.String()
 	}
 	switch info.Transport {
+	case TransportUnspecified:
+		return nil, perr(proto.CodeUnsupported, "%s: link layer %s, node type %s: neither RoCE, InfiniBand nor iWARP (an AWS EFA device, whose SRD transport libfabric speaks, or a usNIC), and rlab's workloads need one of those: use the instance's Ethernet netdev with an rxe block instead",
+			what, orDash(port.LinkLayer), orDash(dev.NodeType))
 	case "InfiniBand":
 		// An InfiniBand port is addressed by its LID; GID 0 (the port
 		// GUID on the default subnet prefix) is always valid. The port's

@@ -268,10 +268,18 @@ func portTransport(d proto.RDMADevice, p proto.RDMAPort) string {
 		return "iWARP"
 	case p.LinkLayer == "InfiniBand":
 		return "InfiniBand"
+	case p.LinkLayer == "Ethernet" || p.LinkLayer == "":
+		return "RoCE" // "": a kernel too old to say (before link_layer, 2.6.36)
 	default:
-		return "RoCE"
+		// The kernel's "Unknown": neither (AWS EFA, whose SRD transport
+		// the core calls unspecified; usNIC).
+		return TransportUnspecified
 	}
 }
+
+// TransportUnspecified is the transport of a port that is neither RoCE,
+// InfiniBand nor iWARP.
+const TransportUnspecified = "unspecified"
 
 // addLink creates a software RDMA link (rxe or siw) over netlink RDMA,
 // falling back to `rdma link add NAME type TYPE netdev DEV`.

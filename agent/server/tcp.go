@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rlab-dev/rlab/agent/proto"
 )
 
@@ -266,7 +268,28 @@ func (s *Server) tcpSend(ctx context.Context, c *call, params json.RawMessage) (
 	if got := int64(binary.BigEndian.Uint64(ack[:])); got != sent {
 		return nil, perr(proto.CodeCommand, "tcp.send %q to %s: receiver got %d of %d bytes", p.Handle, addr, got, sent)
 	}
-	return tcpResult(p.Handle, sent, elapsed), nil
+	res := tcpResult(p.Handle, sent, elapsed)
+	res.TotalRetrans = totalRetrans(conn.(*net.TCPConn))
+	return res, nil
+}
+
+// totalRetrans is the connection's tcpi_total_retrans: every segment it
+// sent again (after a loss, a timeout), what explains a slow transfer over
+// a lossy link. Nil when TCP_INFO cannot be read.
+func totalRetrans(c *net.TCPConn) *uint32 {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil || ierr != nil {
+		return nil
+	}
+	n := info.Total_retrans
+	return &n
 }
 
 func (s *Server) sendErr(ctx context.Context, p proto.TCPSendParams, addr, what string, err error) error {

@@ -191,6 +191,7 @@ var optionProofs = map[string]string{
 	"pcap --json":                 "cmd/rlab.TestPcapJSON",
 	"plan --json":                 "cmd/rlab.TestPlanCmd",
 	"plan --only":                 "cmd/rlab.TestPlanOnly",
+	"plan --provision":            "cmd/rlab.TestPlanProvision", // and engine/plan TestGoldenProvision
 	"run --keep":                  "engine/run.TestRunRXENameAndKeep",
 	"run --max-pull":              "cmd/rlab.TestRunMaxPull",
 	"run --only":                  "cmd/rlab.TestRunCmd",

@@ -14,8 +14,9 @@ func newPlanCmd() *cobra.Command {
 	var vf varFlags
 	var asJSON bool
 	var only []string
+	var prov bool
 	cmd := &cobra.Command{
-		Use:   "plan [-json] [-var NAME=VALUE]... [--only W,...] PATH",
+		Use:   "plan [-json] [-var NAME=VALUE]... [--only W,...] [--provision] PATH",
 		Short: "Show the steps a run would take, per host, and what runs at the same time",
 		Long: `plan loads and validates a lab, then prints what rlab run would do, without
 touching any host: for every host, in order, connect, ship the agent,
@@ -30,7 +31,12 @@ variables are shown as (sensitive).
 
 --only plans what rlab run --only would run: workload names, instances
 (write_bw["ana"]) or student keys (ana), with only the hosts, rxe devices and
-captures those need.`,
+captures those need.
+
+--provision plans what rlab run --provision would do: a provision step on
+every host, between ship-agent and preflight (without it, only on hosts whose
+lab says provision = true). It names every package the lab needs there: which
+are missing only the host's facts say, at run time.`,
 		Example: `  rlab plan labs/quickstart.hcl
   rlab plan -json labs/class.hcl | jq '.waves'
   rlab plan --only ana labs/class.hcl`,
@@ -59,7 +65,7 @@ captures those need.`,
 				}
 				l = sub
 			}
-			p, err := plan.New(l)
+			p, err := plan.NewWith(l, plan.Options{Provision: prov})
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
 			}
@@ -76,6 +82,7 @@ captures those need.`,
 	}
 	vf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON on stdout")
+	cmd.Flags().BoolVar(&prov, "provision", false, "plan a provision step on every host, as rlab run --provision does")
 	onlyFlag(cmd.Flags(), &only, "plan only these workloads, instances or student keys (comma-separated), as rlab run --only")
 	return cmd
 }

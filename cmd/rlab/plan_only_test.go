@@ -51,3 +51,29 @@ func TestPlanOnly(t *testing.T) {
 		})
 	}
 }
+
+// rlab plan --provision plans what rlab run --provision would do: a
+// provision step on every host between ship-agent and preflight; without
+// it the quickstart (no provision = true) plans none.
+func TestPlanProvision(t *testing.T) {
+	const lab = "../../labs/quickstart.hcl"
+	code, out, errText := execute(t, newPlanCmd(), "--provision", lab)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errText)
+	}
+	for _, w := range []string{
+		"   2. ship-agent ", "   3. provision       install what is missing of ibverbs-utils (ibv_rc_pingpong), iproute2 (rdma), kmod (modprobe), perftest (ib_write_bw, ib_write_lat), tcpdump, rdma_rxe",
+		"   4. preflight ", "what is missing only the host's facts say, at run time",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("plan --provision lacks %q:\n%s", w, out)
+		}
+	}
+	if n := strings.Count(out, ". provision "); n != 2 {
+		t.Errorf("%d provision steps, want one per host (2)", n)
+	}
+	_, out, _ = execute(t, newPlanCmd(), lab)
+	if strings.Contains(out, "provision") {
+		t.Errorf("plan without --provision has a provision step:\n%s", out)
+	}
+}

@@ -50,7 +50,7 @@ down what it created. Everything lands in a new run directory,
 runs/<lab>/<UTC timestamp>/ unless --out says otherwise; the last line printed
 names it.
 
-Class labs (workloads with for_each keys, one key per student) end with a
+Class labs (hosts keyed per student with for_each) end with a
 per-student table (ready, or failed with the first reason), also written to
 students.json and summary.md, and each student gets a folder to hand back,
 students/<key>/ (their hosts' files, their results, a summary). One

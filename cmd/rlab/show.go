@@ -59,7 +59,7 @@ With --students it prints the per-student table of a class lab run instead
 					return withCode(exitFail, fmt.Errorf("show: %w", err))
 				}
 				if len(r.Students) == 0 {
-					return withCode(exitFail, fmt.Errorf("show --students: run %s is not of a class lab (its workloads have no for_each keys)", dir))
+					return withCode(exitFail, fmt.Errorf("show --students: run %s is not of a class lab (its hosts are not keyed per student)", dir))
 				}
 				return results.WriteStudentsTable(cmd.OutOrStdout(), r.Students, true)
 			}

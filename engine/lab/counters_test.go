@@ -39,7 +39,15 @@ rxe "b" {
 		{"tcp has no rxe counters", `tool = "tcp"
   server = host.a
   client = host.b
-  expect { condition = result.rcvd_seq_err == 0 }`, []string{"tcp_bw", "rx_packets", "9 in all"}},
+  expect { condition = result.rcvd_seq_err == 0 }`, []string{"tcp_bw", "rx_packets", "10 in all"}},
+		{"tcp reads its connection's retransmissions", `tool = "tcp"
+  server = host.a
+  client = host.b
+  expect { condition = result.tcpi_total_retrans == 0 && result.tx_dropped == 0 }`, nil},
+		{"rdma has no tcp connection", `tool = "ib_write_bw"
+  server = rxe.a
+  client = rxe.b
+  expect { condition = result.tcpi_total_retrans == 0 }`, []string{"kernel counters of its devices"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "lab.hcl")

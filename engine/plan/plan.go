@@ -43,6 +43,7 @@ import (
 	"sort"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/provision"
 )
 
 // Kind is what a step does.
@@ -52,6 +53,7 @@ type Kind string
 const (
 	Connect        Kind = "connect"         // open the SSH connection (through the jump host, if any)
 	ShipAgent      Kind = "ship-agent"      // upload the agent unless cached, start it
+	Provision      Kind = "provision"       // install what the lab needs and the host lacks (--provision, provision = true)
 	Preflight      Kind = "preflight"       // facts, kernel module and tools check
 	CreateRXE      Kind = "create-rxe"      // rxe.ensure
 	StartCapture   Kind = "start-capture"   // capture.start
@@ -167,8 +169,22 @@ func (s *Step) after(ids ...string) {
 	}
 }
 
+// Options change what New plans; the zero value plans what the lab says.
+type Options struct {
+	// Provision plans a provision step on every working host (rlab run
+	// --provision); without it, only on the hosts whose lab says
+	// provision = true.
+	Provision bool
+	// NoProvision plans none, whatever the lab says (a student check
+	// changes no packages).
+	NoProvision bool
+}
+
 // New computes the plan of a lab. The lab must have loaded without errors.
-func New(l *lab.Lab) (*Plan, error) {
+func New(l *lab.Lab) (*Plan, error) { return NewWith(l, Options{}) }
+
+// NewWith is New with options.
+func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 	b := &builder{p: &Plan{Lab: l.Name, byID: map[string]*Step{}}, l: l, hosts: map[*lab.Host]*HostPlan{}}
 	for _, h := range l.Hosts {
 		if h == nil {
@@ -209,7 +225,11 @@ func New(l *lab.Lab) (*Plan, error) {
 		b.p.Hosts = append(b.p.Hosts, hp)
 	}
 
-	// Per host: connect, ship, preflight.
+	// Per host: connect, ship, provision, preflight.
+	needs := map[*lab.Host]provision.Need{}
+	for _, n := range provision.Needs(l) {
+		needs[n.Host] = n
+	}
 	ready := map[*lab.Host]string{} // host -> preflight step ID
 	for _, h := range l.Hosts {
 		if b.hosts[h] == nil {
@@ -224,6 +244,11 @@ func New(l *lab.Lab) (*Plan, error) {
 		}
 		s := b.add(&Step{ID: StepID(h.Slug, ShipAgent, ""), Kind: ShipAgent, Host: h.Name, HostRef: h, Description: "ship the rlab agent (skipped when the host has this build cached) and start it"})
 		s.after(c.ID)
+		if !o.NoProvision && (o.Provision || h.Provision) {
+			pv := b.add(&Step{ID: StepID(h.Slug, Provision, ""), Kind: Provision, Host: h.Name, HostRef: h, Description: provisionText(needs[h])})
+			pv.after(s.ID)
+			s = pv
+		}
 		pf := b.add(&Step{ID: StepID(h.Slug, Preflight, ""), Kind: Preflight, Host: h.Name, HostRef: h, Description: preflightText(l, h)})
 		pf.after(s.ID)
 		ready[h] = pf.ID

@@ -223,3 +223,52 @@ func TestRedaction(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenProvision: a run that provisions has a provision step on each
+// host it provisions, between ship-agent and preflight, naming what would
+// be installed if missing (the plan cannot know what is: it has no host);
+// provision = true on one host plans it there only, --provision on every
+// host, and a student check (NoProvision) nowhere.
+func TestGoldenProvision(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lab  string
+		opts Options
+		on   []string // hosts with a provision step
+	}{
+		{"provision", "testdata/provision.hcl", Options{}, []string{"server"}},
+		{"provision-all", "testdata/provision.hcl", Options{Provision: true}, []string{"server", "client"}},
+		{"provision-none", "testdata/provision.hcl", Options{Provision: true, NoProvision: true}, nil},
+		{"quickstart-provision", "../../labs/quickstart.hcl", Options{Provision: true}, []string{"server", "client"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewWith(load(t, tc.lab, lab.LoadOptions{}), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDAG(t, p)
+			var on []string
+			for _, s := range p.Steps {
+				if s.Kind != Provision {
+					continue
+				}
+				on = append(on, s.Host)
+				pf := p.Step(StepID(s.HostRef.Slug, Preflight, ""))
+				if !slices.Equal(s.DependsOn, []string{StepID(s.HostRef.Slug, ShipAgent, "")}) || !slices.Equal(pf.DependsOn, []string{s.ID}) {
+					t.Errorf("%s depends on %q, its preflight on %q: want ship-agent -> provision -> preflight", s.ID, s.DependsOn, pf.DependsOn)
+				}
+			}
+			if !slices.Equal(on, tc.on) {
+				t.Errorf("provision steps on %q, want %q", on, tc.on)
+			}
+			if tc.name == "provision-none" {
+				return
+			}
+			var txt bytes.Buffer
+			if err := p.WriteText(&txt); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name+".txt", txt.Bytes())
+		})
+	}
+}

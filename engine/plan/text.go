@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/provision"
 )
 
 func connectText(h *lab.Host) string {
@@ -89,6 +90,16 @@ func preflightText(l *lab.Lab, h *lab.Host) string {
 		s += "; check sudo -n"
 	}
 	return s
+}
+
+// provisionText: the plan has no host to ask, so it names everything the
+// lab needs there; the run installs only what the host's facts lack.
+func provisionText(n provision.Need) string {
+	d := n.Describe()
+	if d == "" {
+		return "install nothing: the lab needs no package on this host"
+	}
+	return "install what is missing of " + d + " as root with the host's package manager (Debian/Ubuntu names here; dnf and zypper hosts get theirs); what is missing only the host's facts say, at run time (nothing missing: no package manager call)"
 }
 
 func captureText(c *lab.Capture) string {

@@ -71,6 +71,16 @@ func TestCheckFound(t *testing.T) {
 			want:   []string{`host "server": rdma "roce": device mlx5_0 port 1: link layer Ethernet but no RoCE v2 GID for an IPv4 address: give the port's netdev an IPv4 address (RoCE v2 GIDs follow the netdev's addresses)`},
 		},
 		{
+			// As facts read an EFA (agent/server testdata/sysfs/efa).
+			name: "EFA: link layer Unknown",
+			server: func(f *proto.Facts) {
+				f.RDMA[0].NodeType = "UNSPECIFIED"
+				p := port(f, "mlx5_0", 1)
+				p.LinkLayer, p.GIDs = "Unknown", []proto.GID{{Index: 0, GID: "fe80::816:eff:fe0c:9ba3", Type: "IB/RoCE v1"}}
+			},
+			want: []string{`host "server": rdma "roce": device mlx5_0 port 1: link layer Unknown, node type UNSPECIFIED: neither RoCE, InfiniBand nor iWARP (an AWS EFA or a usNIC), which rlab's workloads need: use the host's Ethernet netdev with an rxe block instead`},
+		},
+		{
 			name:   "InfiniBand port without a LID",
 			client: func(f *proto.Facts) { port(f, "mlx5_1", 2).LID = 0 },
 			want:   []string{`host "client": rdma "ib": device mlx5_1 port 2: InfiniBand port without a LID: start a subnet manager (opensm) on the fabric`},

@@ -340,6 +340,10 @@ func checkFound(h *lab.Host, n *need, f *proto.Facts) []Problem {
 			if port.LID == 0 {
 				add(r, CodeNoGID, "InfiniBand port without a LID", "start a subnet manager (opensm) on the fabric")
 			}
+		case port.LinkLayer != "Ethernet" && port.LinkLayer != "":
+			// The kernel's "Unknown" (AWS EFA, usNIC): no GID rule helps.
+			add(r, CodeNoGID, fmt.Sprintf("link layer %s, node type %s: neither RoCE, InfiniBand nor iWARP (an AWS EFA or a usNIC), which rlab's workloads need", port.LinkLayer, orDash(d.NodeType)),
+				"use the host's Ethernet netdev with an rxe block instead")
 		default: // Ethernet: RoCE
 			if !hasRoCEv2IPv4(port.GIDs) {
 				add(r, CodeNoGID, fmt.Sprintf("link layer %s but no RoCE v2 GID for an IPv4 address", orDash(port.LinkLayer)),

@@ -120,6 +120,39 @@ func Needs(l *lab.Lab) []Need {
 	return out
 }
 
+// Describe says what provisioning n's host would install if it lacks it,
+// for `rlab plan`, which has no host to ask: the packages in Debian/Ubuntu
+// names, each with the programs it is for where they differ, and the
+// rdma_rxe module; "" when the lab needs nothing there.
+func (n Need) Describe() string {
+	forPkg := map[string][]string{}
+	var pkgs []string
+	for _, name := range n.Programs {
+		prog, ok := tooldesc.ProgramByName(name)
+		if !ok || prog.Packages.Debian == "" {
+			continue
+		}
+		pkg := prog.Packages.Debian
+		if _, seen := forPkg[pkg]; !seen {
+			pkgs = append(pkgs, pkg)
+		}
+		forPkg[pkg] = append(forPkg[pkg], name)
+	}
+	sort.Strings(pkgs)
+	var parts []string
+	for _, pkg := range pkgs {
+		if f := forPkg[pkg]; len(f) == 1 && f[0] == pkg {
+			parts = append(parts, pkg)
+		} else {
+			parts = append(parts, pkg+" ("+strings.Join(f, ", ")+")")
+		}
+	}
+	if n.RXE {
+		parts = append(parts, rxeModule+" (Ubuntu: linux-modules-extra-<kernel>)")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // HostPlan is what provisioning one host means.
 type HostPlan struct {
 	Host   string
@@ -129,6 +162,10 @@ type HostPlan struct {
 	For      map[string][]string
 	// Modules to load once the packages are in.
 	Modules []string
+	// Present is what the lab needs that the host already has: programs
+	// its facts found, and rdma_rxe when the kernel has it; sorted. The
+	// report counts it beside what was installed.
+	Present []string
 	// Err: the host cannot be provisioned (unknown distribution, not
 	// root); it names what to install by hand. Nothing was changed.
 	Err error
@@ -151,6 +188,7 @@ func PlanHost(n Need, f *proto.Facts) HostPlan {
 	var missing []tooldesc.Program
 	for _, name := range n.Programs {
 		if _, ok := f.Tools[name]; ok {
+			p.Present = append(p.Present, name)
 			continue
 		}
 		prog, ok := tooldesc.ProgramByName(name)
@@ -160,6 +198,10 @@ func PlanHost(n Need, f *proto.Facts) HostPlan {
 		missing = append(missing, prog)
 	}
 	needModule := n.RXE && f.RXEModule == "absent"
+	if n.RXE && !needModule {
+		p.Present = append(p.Present, rxeModule)
+		sort.Strings(p.Present)
+	}
 	if len(missing) == 0 && !needModule {
 		return p
 	}

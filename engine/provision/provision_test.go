@@ -204,11 +204,15 @@ func TestPlanHost(t *testing.T) {
 		modules []string
 		err     string
 		nothing bool
+		present []string
 	}{
-		{name: "everything present", facts: proto.Facts{Root: true, RXEModule: "loadable", Tools: all, Platform: ubuntu}, nothing: true},
-		{name: "only the capture tool missing", facts: proto.Facts{Root: true, RXEModule: "loaded", Tools: without(all, "tcpdump"), Platform: ubuntu}, want: []string{"tcpdump"}},
+		{name: "everything present", facts: proto.Facts{Root: true, RXEModule: "loadable", Tools: all, Platform: ubuntu}, nothing: true,
+			present: []string{"ib_write_bw", "ibv_rc_pingpong", "modprobe", "rdma", "rdma_rxe", "rping", "tcpdump"}},
+		{name: "only the capture tool missing", facts: proto.Facts{Root: true, RXEModule: "loaded", Tools: without(all, "tcpdump"), Platform: ubuntu}, want: []string{"tcpdump"},
+			present: []string{"ib_write_bw", "ibv_rc_pingpong", "modprobe", "rdma", "rdma_rxe", "rping"}},
 		{name: "module only", facts: proto.Facts{Root: true, Kernel: "6.8.0-1015-aws", RXEModule: "absent", Tools: all, Platform: ubuntu},
-			want: []string{"linux-modules-extra-6.8.0-1015-aws"}, modules: []string{"rdma_rxe"}},
+			want: []string{"linux-modules-extra-6.8.0-1015-aws"}, modules: []string{"rdma_rxe"},
+			present: []string{"ib_write_bw", "ibv_rc_pingpong", "modprobe", "rdma", "rping", "tcpdump"}},
 		{name: "not root", facts: proto.Facts{UID: 1000, User: "ana", RXEModule: "loaded", Tools: without(all, "tcpdump"), Platform: ubuntu},
 			err: "needs root, and the agent runs as ana (uid 1000): set become = true"},
 		{name: "not root with nothing missing is fine", facts: proto.Facts{UID: 1000, RXEModule: "loaded", Tools: all, Platform: ubuntu}, nothing: true},
@@ -229,6 +233,11 @@ func TestPlanHost(t *testing.T) {
 			}
 			if p.Err != nil {
 				t.Fatal(p.Err)
+			}
+			if tc.present != nil {
+				if d := cmp.Diff(tc.present, p.Present); d != "" {
+					t.Errorf("present (-want +got):\n%s", d)
+				}
 			}
 			if p.Nothing() != tc.nothing {
 				t.Errorf("nothing %v, want %v (%q)", p.Nothing(), tc.nothing, p.Packages)

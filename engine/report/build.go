@@ -21,6 +21,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/roce"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
@@ -65,8 +66,9 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b.hosts(doc)
 	b.workloads(doc)
 	b.compare()
-	b.lossSweep() // loss.go
 	b.captures()
+	b.why()       // why.go: needs the captures' analysis
+	b.lossSweep() // loss.go: needs why
 	b.timeline()
 	b.topology()
 	return d, nil
@@ -80,6 +82,10 @@ type builder struct {
 	// samples of each workload, by name, for the RDMA vs TCP comparison
 	samples map[string][]results.Sample
 	model   *lab.Lab // the lab as run, when it loads on its own
+	// own is each workload's captures scoped to it alone (results.json),
+	// sums each capture file's analysis (captures): why.go joins them.
+	own  map[string][]string
+	sums map[string]*roce.Summary
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -247,8 +253,14 @@ func (b *builder) hosts(doc *runDoc) {
 		}
 		return slugs[i] < slugs[j]
 	})
+	prov := b.provisions() // provision.go
 	for _, s := range slugs {
-		b.d.Hosts = append(b.d.Hosts, b.host(s))
+		h := b.host(s)
+		if p := prov[s]; p != nil {
+			p.versionsFrom(h.Tools)
+			h.Provision = p
+		}
+		b.d.Hosts = append(b.d.Hosts, h)
 	}
 }
 
@@ -376,8 +388,10 @@ func (b *builder) workloads(doc *runDoc) {
 	}
 	b.samples = byName
 	docs := map[string]workloadDoc{}
+	b.own = map[string][]string{}
 	for _, w := range doc.Workloads {
 		docs[w.Name] = w
+		b.own[w.Name] = w.Captures
 	}
 	for i, name := range order {
 		wd := docs[name]

@@ -324,6 +324,7 @@ func (b *builder) captures() {
 	// pair, each up to its max_size): decode them on every CPU, keeping
 	// the page's order.
 	b.d.Captures = make([]Capture, len(jobs))
+	sums := make([]*roce.Summary, len(jobs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
@@ -349,6 +350,7 @@ func (b *builder) captures() {
 					Error:   fmt.Sprintf("read capture %s: %v", j.links[0].Path, err)}
 				return
 			}
+			sums[i] = st.Summary
 			b.d.Captures[i] = captureSection(j.name, j.host, j.links[0], st)
 			if len(j.links) > 1 {
 				var names []string
@@ -362,4 +364,13 @@ func (b *builder) captures() {
 		}()
 	}
 	wg.Wait()
+	b.sums = map[string]*roce.Summary{}
+	for i, j := range jobs {
+		if sums[i] == nil {
+			continue
+		}
+		for _, l := range j.links {
+			b.sums[l.Path] = sums[i]
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 
@@ -41,6 +42,7 @@ func (b *builder) lossSweep() {
 	type pt struct {
 		loss, gbps float64
 		name       string
+		why        *Why
 	}
 	var rdma, tcp []pt
 	for _, w := range b.d.Workloads {
@@ -55,10 +57,10 @@ func (b *builder) lossSweep() {
 			for _, a := range bySize(ss, "bw_avg") {
 				best = max(best, a.Median)
 			}
-			rdma = append(rdma, pt{loss, best, w.Name})
+			rdma = append(rdma, pt{loss, best, w.Name, w.Why})
 		case w.Tool == "tcp" && has(ss, "tcp_bw"):
 			for _, a := range bySize(ss, "tcp_bw") {
-				tcp = append(tcp, pt{loss, a.Median, w.Name})
+				tcp = append(tcp, pt{loss, a.Median, w.Name, w.Why})
 			}
 		}
 	}
@@ -82,15 +84,22 @@ func (b *builder) lossSweep() {
 		si := seriesIn{Name: s.name}
 		for _, p := range s.pts {
 			si.Pts = append(si.Pts, xy{X: p.loss, Y: p.gbps, Title: p.name + ": " + fmtNum(p.gbps) + " Gb/s at " + fmtNum(p.loss) + " % loss"})
-			// The counter deltas of each point (issue 17 item 1: the
-			// retransmissions and sequence errors the RDMA stack saw)
-			// belong in a column of this row once results.json has them.
-			rows = append(rows, []string{fmtNum(p.loss), s.name, p.name, fmtNum(p.gbps)})
+			// Beside each point, why: the trouble counters that moved
+			// (retransmissions, sequence errors) and the wire analysis of
+			// the point's own capture (why.go).
+			trouble, retrans, naks := "not read", "–", "–"
+			if p.why != nil {
+				trouble = p.why.Trouble
+				if p.why.Retransmits != nil {
+					retrans, naks = fmt.Sprint(*p.why.Retransmits), fmt.Sprint(*p.why.NAKs)
+				}
+			}
+			rows = append(rows, []string{fmtNum(p.loss), s.name, p.name, fmtNum(p.gbps), trouble, retrans, naks})
 		}
 		in = append(in, si)
 	}
 	b.d.LossSweep = &Compare{
-		Table: Table{Columns: []string{"loss [%]", "transport", "workload", "Gb/s"}, Rows: rows},
+		Table: Table{Columns: []string{"loss [%]", "transport", "workload", "Gb/s", "trouble counters that moved", "retransmitted PSNs (capture)", "NAKs (capture)"}, Rows: rows},
 		Chart: lineChart("loss", "Throughput vs packet loss", "loss [%]", "Gb/s", false, in),
 	}
 }

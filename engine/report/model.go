@@ -78,6 +78,9 @@ type Host struct {
 	Errors         []string  `json:"errors,omitempty"`
 	FactsLink      string    `json:"facts_link,omitempty"`
 	Memlock        string    `json:"memlock,omitempty"`
+	// Provision is what this run's provisioning did there (provision.go);
+	// nil when the run did not provision the host.
+	Provision *Provision `json:"provision,omitempty"`
 }
 
 // KV is a labelled value.
@@ -134,6 +137,9 @@ type Workload struct {
 	Stack *Stack `json:"stack,omitempty"`
 	// Impair is the link impairment in force (loss.go).
 	Impair string `json:"impair,omitempty"`
+	// Why puts the impairment, the trouble counters that moved and the
+	// wire analysis of its own captures side by side (why.go).
+	Why *Why `json:"why,omitempty"`
 	// Bidirectional says its bandwidth and message rate are the sum of
 	// both directions (perftest -b); Parse is what the output parser did
 	// not read or noted, each distinct line once, ParseSummary says it in

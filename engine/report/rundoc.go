@@ -35,6 +35,8 @@ type workloadDoc struct {
 	Expects  []expectDoc      `json:"expects"`
 	Samples  []results.Sample `json:"samples"`
 	Logs     []string         `json:"logs"` // run-dir-relative paths of its raw outputs
+	// Captures are the files of the captures scoped to it alone.
+	Captures []string `json:"captures"`
 	// Parse is what the output parser said per run besides the samples.
 	Parse []results.ParseNote `json:"parse"`
 	// Samples here are taken too, though results.Run keeps them at the top.

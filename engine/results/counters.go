@@ -89,6 +89,8 @@ var Counters = []Counter{
 	{"rx_errors", "packets", CounterTrouble, "netdev", "received packets with errors (CRC, frame, length)"},
 	{"tx_errors", "packets", CounterTrouble, "netdev", "packets that failed to be sent"},
 	{"rx_missed_errors", "packets", CounterTrouble, "netdev", "packets the NIC missed for lack of host buffers"},
+	// tcp: the sender's connection, TCP_INFO (include/uapi/linux/tcp.h)
+	{"tcpi_total_retrans", "packets", CounterTrouble, "tcp", "segments the tcp workload's sender retransmitted (its connection's tcpi_total_retrans at the end of each transfer, summed over repeats): losses and timeouts"},
 }
 
 var counterIndex = func() map[string]int {
@@ -126,8 +128,16 @@ func CounterUnit(name string) string {
 // too).
 func netdevCounter(c Counter) bool { return c.Devices == "netdev" }
 
-// CounterNames are the counters an expect of tool may read: every counter
-// for RDMA tools, the netdev statistics for tcp, none for exec.
+// tcpCounter: the counter is the tcp workload's own connection's (TCP_INFO).
+func tcpCounter(c Counter) bool { return c.Devices == "tcp" }
+
+// TCPInfoSource is the Meta.Extra[CounterExtra] of a tcp workload's
+// TCP_INFO counters.
+const TCPInfoSource = "tcp_info"
+
+// CounterNames are the counters an expect of tool may read: every device
+// counter for RDMA tools, the netdev statistics and the connection's
+// TCP_INFO for tcp, none for exec.
 func CounterNames(tool string) []string {
 	t, ok := tooldesc.Lookup(tool)
 	if !ok || t.OneHost {
@@ -135,7 +145,7 @@ func CounterNames(tool string) []string {
 	}
 	var out []string
 	for _, c := range Counters {
-		if t.RDMA || netdevCounter(c) {
+		if t.RDMA && !tcpCounter(c) || !t.RDMA && (netdevCounter(c) || tcpCounter(c)) {
 			out = append(out, c.Name)
 		}
 	}

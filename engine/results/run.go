@@ -34,8 +34,8 @@ type Run struct {
 	// Check marks a student check (`rlab check --validate`): only the
 	// workloads with expects ran, so it is no baseline for `rlab compare`.
 	Check bool `json:"check,omitempty"`
-	// Students is the per-student status of a class lab (workloads with
-	// for_each keys), in the order the lab lists them; empty otherwise.
+	// Students is the per-student status of a class lab (hosts keyed per
+	// student), in the order the lab lists them; empty otherwise.
 	Students []Student `json:"students,omitempty"`
 	// CompleteMarker says the run writes CompleteFile last, once every other
 	// file of its directory is written and synced (runs of this rlab on). A
@@ -81,6 +81,10 @@ type Workload struct {
 	// command line overrides them.
 	Thresholds map[string]float64 `json:"thresholds,omitempty"`
 	Logs       []string           `json:"logs,omitempty"` // run-dir-relative paths of its raw outputs
+	// Captures are the run-dir-relative paths of the capture files taken
+	// during this workload alone (a capture scoped to it and to no other
+	// workload: `during = [workload.x]`), so their analysis is its own.
+	Captures []string `json:"captures,omitempty"`
 	// CounterNotes are its kernel counters that are not deltas among the
 	// samples: unreadable (never recorded as zero), absent on the device,
 	// or reset during the workload (counters.go).

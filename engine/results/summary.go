@@ -73,9 +73,10 @@ func Summary(r *Run, dir string) []byte {
 		byWL[a.Workload] = append(byWL[a.Workload], a)
 	}
 	seen := map[string]bool{}
+	impairs := Impairments(r.Samples)
 	for _, wl := range r.Workloads {
 		seen[wl.Name] = true
-		workloadSection(&b, wl, byWL[wl.Name])
+		workloadSection(&b, wl, byWL[wl.Name], impairs[wl.Name])
 		stackSection(&b, wl, CounterDeltas(r.Samples, wl.Name))
 	}
 	// samples of workloads the run did not list (should not happen, but a
@@ -83,7 +84,7 @@ func Summary(r *Run, dir string) []byte {
 	for _, a := range aggs {
 		if !seen[a.Workload] {
 			seen[a.Workload] = true
-			workloadSection(&b, Workload{Name: a.Workload, Tool: a.Tool}, byWL[a.Workload])
+			workloadSection(&b, Workload{Name: a.Workload, Tool: a.Tool}, byWL[a.Workload], impairs[a.Workload])
 		}
 	}
 	rdmaVsTCP(&b, r, aggs)
@@ -118,6 +119,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	for _, wl := range r.Workloads {
 		counts[wl.Status]++
 	}
+	impairs := Impairments(r.Samples)
 	w("%d workloads: %d ok", len(r.Workloads), counts[StatusOK])
 	for _, st := range []string{StatusFailed, StatusTimedOut, StatusSkipped} {
 		if counts[st] > 0 {
@@ -140,11 +142,19 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			}
 		}
 		sortMetrics(metrics)
-		w("## %s (%d workloads)\n\n| workload | hosts | status | expects | size |", mdText(tool), len(wls))
+		impaired := false
+		for _, wl := range wls {
+			impaired = impaired || impairs[wl.Name] != ""
+		}
+		w("## %s (%d workloads)\n\n| workload | hosts | status | expects |", mdText(tool), len(wls))
+		if impaired {
+			w(" impairment |")
+		}
+		w(" size |")
 		for _, m := range metrics {
 			w(" %s |", m) // cells carry their units, each scaled for people
 		}
-		w("\n|---|---|---|---|---:|%s\n", strings.Repeat("---:|", len(metrics)))
+		w("\n|---|---|---|---|%s---:|%s\n", strings.Repeat("---|", btoi(impaired)), strings.Repeat("---:|", len(metrics)))
 		for _, wl := range wls {
 			pick := map[string]Agg{}
 			var size int64 = -1
@@ -165,7 +175,11 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			if wl.Bidirectional() {
 				sz += " (" + BothDirections + ")"
 			}
-			w("| %s | %s | %s | %s | %s |", mdCell(wl.Name), mdCell(strings.Join(wl.Hosts, " → ")), statusWord(wl.Status), expectCount(wl.Expects), sz)
+			w("| %s | %s | %s | %s |", mdCell(wl.Name), mdCell(strings.Join(wl.Hosts, " → ")), statusWord(wl.Status), expectCount(wl.Expects))
+			if impaired {
+				w(" %s |", mdCell(impairs[wl.Name]))
+			}
+			w(" %s |", sz)
 			for _, m := range metrics {
 				if a, ok := pick[m]; ok {
 					w(" %s |", HumanValue(a.Median, a.Unit))
@@ -228,6 +242,13 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	}
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // sortMetrics orders metric names as the Metrics table does.
 func sortMetrics(names []string) {
 	idx := map[string]int{}
@@ -247,9 +268,12 @@ func sortMetrics(names []string) {
 	}
 }
 
-func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg) {
+func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg, impair string) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	w("## %s (%s)\n\n", mdText(wl.Name), mdText(wl.Tool))
+	if impair != "" {
+		w("Under impairment: %s.\n\n", mdText(impair))
+	}
 	if wl.Status != "" && wl.Status != StatusOK {
 		w("%s", statusWord(wl.Status))
 		if wl.Error != "" {

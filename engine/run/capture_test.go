@@ -7,14 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -164,6 +167,31 @@ capture "both" {
 	}
 	if total == 0 || total > 1<<20+70000 {
 		t.Errorf("capture with max_size 1MiB kept %d bytes in %v, want 1..%d", total, small, 1<<20+70000)
+	}
+	// results.json names, per workload, the files of the captures scoped
+	// to it alone: bulk's own four, not the whole-run ones nor "both".
+	doc, err := results.ReadRun(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string][]string{}
+	for _, w := range doc.Workloads {
+		for _, f := range w.Captures {
+			if _, err := os.Stat(filepath.Join(res.Dir, filepath.FromSlash(f))); err != nil {
+				t.Errorf("workload %s: capture %s: %v", w.Name, f, err)
+			}
+			own[w.Name] = append(own[w.Name], strings.TrimRight(f, "0123456789"))
+		}
+	}
+	wantOwn := map[string][]string{"bulk": {"hosts/b/captures/cap.bulk_only.bulk.pcap", "hosts/a/captures/cap.per.0.bulk.pcap",
+		"hosts/b/captures/cap.per.1.bulk.pcap", "hosts/b/captures/cap.small.bulk.pcap"}}
+	for w := range own {
+		slices.Sort(own[w])
+		own[w] = slices.Compact(own[w]) // a ring's files: one stem
+	}
+	slices.Sort(wantOwn["bulk"])
+	if diff := cmp.Diff(wantOwn, own); diff != "" {
+		t.Errorf("captures of each workload alone (-want +got):\n%s", diff)
 	}
 	ents, _ := os.ReadDir(filepath.Join(res.Dir, "hosts", "a", "logs"))
 	for _, e := range ents {

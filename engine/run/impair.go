@@ -12,6 +12,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -200,8 +201,8 @@ func (r *runner) skipUnimpaired(ctx context.Context, n *workloadNode, err error)
 }
 
 // tagImpairs marks the samples of workload n with the impairments that were
-// in force while it ran (metadata extra "impair", and "impair_loss" in
-// percent for the loss sweep chart), as the agent confirmed them.
+// in force while it ran (metadata extra "impair" with netdev and host, and
+// "impair_loss" in percent for the loss sweep chart), as the agent confirmed them.
 func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
 	var texts []string
 	loss := -1.0
@@ -209,7 +210,7 @@ func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
 		if !w.covers(n) || w.step.Applied() == nil {
 			continue
 		}
-		texts = append(texts, w.lab.Name+": "+w.step.Text)
+		texts = append(texts, w.lab.Name+": "+w.step.Text+" on "+w.step.Netdev+" of "+w.step.Host)
 		loss = max(loss, w.lab.Netem.Loss)
 	}
 	if len(texts) == 0 {
@@ -220,8 +221,8 @@ func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
 		if m.Extra == nil {
 			m.Extra = map[string]string{}
 		}
-		m.Extra["impair"] = strings.Join(texts, "; ")
-		m.Extra["impair_loss"] = strconv.FormatFloat(loss, 'f', -1, 64)
+		m.Extra[results.ImpairExtra] = strings.Join(texts, "; ")
+		m.Extra[results.ImpairLossExtra] = strconv.FormatFloat(loss, 'f', -1, 64)
 	}
 }
 

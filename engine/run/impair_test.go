@@ -139,7 +139,7 @@ func TestImpairSweep(t *testing.T) {
 			byWorkload[s.Meta.Workload] = s.Meta.Extra["impair_loss"] + " | " + s.Meta.Extra["impair"]
 		}
 	}
-	wantTags := map[string]string{`bulk["0"]`: `0 | loss["0"]: loss 0%`, `bulk["5"]`: `5 | loss["5"]: loss 5%`}
+	wantTags := map[string]string{`bulk["0"]`: `0 | loss["0"]: loss 0% on lo of a`, `bulk["5"]`: `5 | loss["5"]: loss 5% on lo of a`}
 	if d := cmp.Diff(wantTags, byWorkload); d != "" {
 		t.Errorf("samples' impairment (-want +got):\n%s", d)
 	}

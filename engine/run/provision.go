@@ -21,11 +21,16 @@ import (
 // before the install (Packages) and after it (Installed), so `rlab down
 // --remove-provisioned` can remove exactly what this run installed.
 type StateProvision struct {
-	Family    string   `json:"family"`
-	Packages  []string `json:"packages"`            // planned: what the host lacked
-	Installed []string `json:"installed,omitempty"` // installed by this run (confirmed by the package database)
-	Done      bool     `json:"done,omitempty"`      // the install call returned
-	Removed   bool     `json:"removed,omitempty"`   // rlab down --remove-provisioned removed them
+	Family   string   `json:"family"`
+	Packages []string `json:"packages"` // planned: what the host lacked
+	// For names, per package, the programs (or module) it was planned for;
+	// Present what the lab needs that the host already had (programs, and
+	// rdma_rxe). The report shows them (engine/report/provision.go).
+	For       map[string][]string `json:"for,omitempty"`
+	Present   []string            `json:"present,omitempty"`
+	Installed []string            `json:"installed,omitempty"` // installed by this run (confirmed by the package database)
+	Done      bool                `json:"done,omitempty"`      // the install call returned
+	Removed   bool                `json:"removed,omitempty"`   // rlab down --remove-provisioned removed them
 }
 
 // provisions reports whether this run provisions host h.
@@ -68,6 +73,10 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 		}
 		p := provision.PlanHost(needs[h.Name], f)
 		if p.Nothing() {
+			// Journaled too, so the report can say the host lacked nothing.
+			r.noteProvision(h.Name, func(sp *StateProvision) {
+				*sp = StateProvision{Family: string(p.Family), Packages: []string{}, Present: p.Present, Done: true}
+			})
 			r.emit(Event{Type: "step.end", Step: "provision", Host: h.Name, Status: "ok", Message: "nothing to install"})
 			return nil
 		}
@@ -77,7 +86,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 			// Journaled before the install: a run killed half-way still
 			// tells rlab down what it may have installed.
 			r.noteProvision(h.Name, func(sp *StateProvision) {
-				*sp = StateProvision{Family: string(p.Family), Packages: p.Packages}
+				*sp = StateProvision{Family: string(p.Family), Packages: p.Packages, For: p.For, Present: p.Present}
 			})
 		}
 		res := provision.Apply(ctx, cw, p, r.opts.ProvisionOptions)

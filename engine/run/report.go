@@ -74,6 +74,7 @@ func (r *runner) writeResults(res *Result) error {
 				}
 			}
 		}
+		w.Captures = r.ownCaptures(n)
 		for _, e := range byWL[n.lab.Name] {
 			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Skipped: e.Skipped, Size: e.Size, Error: red.Replace(e.Error)}
 			if e.Got != "" {
@@ -125,6 +126,29 @@ func (r *runner) writeResults(res *Result) error {
 		return fmt.Errorf("write outcomes.json: %w", err)
 	}
 	return nil
+}
+
+// ownCaptures are the files, pulled into the run directory, of the
+// captures scoped to n alone: what the wire carried during that workload
+// (labs/lossy.hcl scopes one capture to each loss point).
+func (r *runner) ownCaptures(n *workloadNode) []string {
+	var out []string
+	for _, c := range r.captures {
+		if len(c.during) != 1 || c.during[0] != n {
+			continue
+		}
+		h := r.lab.HostByName(c.step.Host)
+		if h == nil {
+			continue
+		}
+		for _, f := range c.step.Files {
+			rel := path.Join("hosts", h.Slug, "captures", filepath.ToSlash(f.Path))
+			if _, err := os.Stat(filepath.Join(r.dir, filepath.FromSlash(rel))); err == nil {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
 }
 
 // redactAll is lines with the lab's sensitive values redacted.

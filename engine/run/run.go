@@ -408,7 +408,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
 	ok := r.phase(ctx, "boot", r.bootVMs) &&
 		r.phase(ctx, "connect", r.connectAll) &&
-		(!r.anyProvision() || r.phase(ctx, "provision", r.provisionHosts)) &&
+		(!r.anyProvision() || r.phase(ctx, "provision", r.provisionHosts, r.stepIDs("", "", plan.Provision)...)) &&
 		r.phase(ctx, "preflight", r.preflight, r.stepIDs("", "", plan.Preflight)...) &&
 		r.phase(ctx, "rxe", r.createRXE) &&
 		r.phase(ctx, "capture", r.startCaptures) &&

@@ -82,6 +82,18 @@ workload "bulk" {
 	if len(tcp) != 2 || tcp[0].Value <= 0 || tcp[0].Unit != "Gb/s" || tcp[1].Meta.Repeat != 1 || tcp[0].Meta.Size != 8<<20 {
 		t.Errorf("tcp samples = %+v, want 2 repeats of 8 MiB with Gb/s > 0", tcp)
 	}
+	// The sender's connections' retransmissions (TCP_INFO), one counter
+	// sample over both repeats, on the client: read (0 over lo), never absent.
+	var retrans []results.Sample
+	for _, s := range r.Samples {
+		if s.Metric == "tcpi_total_retrans" {
+			retrans = append(retrans, s)
+		}
+	}
+	if len(retrans) != 1 || !results.IsCounter(retrans[0]) || retrans[0].Meta.Extra[results.CounterExtra] != results.TCPInfoSource ||
+		len(retrans[0].Meta.Hosts) != 1 || retrans[0].Meta.Hosts[0] != "b" || retrans[0].Meta.Workload != "bulk" {
+		t.Errorf("tcpi_total_retrans samples = %+v, want one counter sample of bulk on host b", retrans)
+	}
 	// The exec output was pulled into the host's logs.
 	out, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "a", "logs", "wl.hello.exec.r0.stdout"))
 	if err != nil || string(out) != "hello from a\n" {

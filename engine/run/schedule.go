@@ -12,7 +12,8 @@ import (
 // The run executes engine/plan's DAG; it keeps no ordering of its own.
 //
 // Set-up and tear-down run in phases, each a set of plan steps on every host
-// at once: connect (the plan's connect and ship-agent), preflight, rxe,
+// at once: connect (the plan's connect and ship-agent), provision (where
+// the run provisions), preflight, rxe,
 // whole-run capture starts, then the workloads, capture stops, fetch and
 // teardown. phaseOf is that order; a plan edge the phases would not follow
 // (back to an earlier phase, or between steps one phase runs at once) is
@@ -28,24 +29,28 @@ import (
 var phaseOf = map[plan.Kind]int{
 	plan.Connect:        0,
 	plan.ShipAgent:      0,
-	plan.Preflight:      1,
-	plan.CreateRXE:      2,
-	plan.StartCapture:   3, // a capture scoped with `during`: in phase 4, before its workloads
-	plan.WorkloadServer: 4,
-	plan.WorkloadClient: 4,
-	plan.WorkloadRun:    4,
-	plan.StopCapture:    4, // a whole-run capture: after every workload
-	plan.StartImpair:    3, // after the captures; scoped: in phase 4, before its workloads (impair.go)
-	plan.StopImpair:     4, // whole-run: at teardown, after every workload
-	plan.Fetch:          5,
-	plan.Teardown:       6,
+	plan.Provision:      1, // provision.go
+	plan.Preflight:      2,
+	plan.CreateRXE:      3,
+	plan.StartCapture:   4, // a capture scoped with `during`: in phase 5, before its workloads
+	plan.WorkloadServer: 5,
+	plan.WorkloadClient: 5,
+	plan.WorkloadRun:    5,
+	plan.StopCapture:    5, // a whole-run capture: after every workload
+	plan.StartImpair:    4, // after the captures; scoped: in phase 5, before its workloads (impair.go)
+	plan.StopImpair:     5, // whole-run: at teardown, after every workload
+	plan.Fetch:          6,
+	plan.Teardown:       7,
 }
+
+// workloadPhase is the phase the run follows edge by edge.
+const workloadPhase = 5
 
 // schedule plans what this run runs (the plan.json it writes, the same as
 // `rlab plan --only`) and wires the run's workloads and capture windows to
 // the plan's DAG.
 func (r *runner) schedule() error {
-	p, err := plan.New(r.subLab())
+	p, err := plan.NewWith(r.subLab(), plan.Options{Provision: r.opts.Provision, NoProvision: r.opts.Validate})
 	if err != nil {
 		return fmt.Errorf("plan lab %q: %w", r.lab.Name, err)
 	}
@@ -127,7 +132,7 @@ func checkPhases(p *plan.Plan) error {
 			switch {
 			case pd > ps:
 				return fmt.Errorf("plan: step %s (run phase %d) depends on %s (run phase %d): the run executes its phases in order and cannot run that", s.ID, ps, d, pd)
-			case pd == ps && !(ps == 0 && ds.Kind == plan.Connect) && !(ps == 4 && workload(ds.Kind)):
+			case pd == ps && !(ps == 0 && ds.Kind == plan.Connect) && !(ps == workloadPhase && workload(ds.Kind)):
 				return fmt.Errorf("plan: step %s depends on %s: the run executes the steps of phase %d at once and cannot order them", s.ID, d, ps)
 			case workload(s.Kind) && ds.Kind == plan.StartCapture && len(ds.Capture.During) > 0:
 				stop := p.Step(plan.StepID(ds.Capture.Host.Slug, plan.StopCapture, ds.Capture.Slug))

@@ -35,7 +35,7 @@ func TestPhasesFollowThePlan(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatalf("load: %v", diags)
 			}
-			p, err := plan.New(l)
+			p, err := plan.NewWith(l, plan.Options{Provision: true}) // with every kind of step
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,27 +78,27 @@ capture "c" {
 		{"rxe after a workload", func(p *plan.Plan) {
 			s := p.Step("a/create-rxe/a")
 			s.DependsOn = append(s.DependsOn, "a/workload-run/w")
-		}, "step a/create-rxe/a (run phase 2) depends on a/workload-run/w (run phase 4)"},
+		}, "step a/create-rxe/a (run phase 3) depends on a/workload-run/w (run phase 5)"},
 		{"preflight after fetch", func(p *plan.Plan) {
 			s := p.Step("a/preflight")
 			s.DependsOn = append(s.DependsOn, "a/fetch")
-		}, "step a/preflight (run phase 1) depends on a/fetch (run phase 5)"},
+		}, "step a/preflight (run phase 2) depends on a/fetch (run phase 6)"},
 		{"a kind the run does not know", func(p *plan.Plan) { p.Step("a/fetch").Kind = "reboot" }, `step a/fetch is of kind "reboot"`},
 		{"one rxe after another", func(p *plan.Plan) {
 			s := p.Step("b/create-rxe/b")
 			s.DependsOn = append(s.DependsOn, "a/create-rxe/a")
-		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase 2 at once"},
+		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase 3 at once"},
 		{"a workload after a scoped capture's stop", func(p *plan.Plan) {
 			s := p.Step("b/workload-run/v")
 			s.DependsOn = append(s.DependsOn, "a/stop-capture/c")
-		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase 4 at once"},
+		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase 5 at once"},
 		{"a scoped capture's start needed by a workload its stop does not wait for", func(p *plan.Plan) {
 			s := p.Step("b/workload-run/v")
 			s.DependsOn = append(s.DependsOn, "a/start-capture/c")
 		}, `step b/workload-run/v needs capture "c" started, but the capture's stop does not wait for it`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := plan.New(l)
+			p, err := plan.NewWith(l, plan.Options{Provision: true}) // with every kind of step
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,9 +23,19 @@ type student struct {
 	workloads []*workloadNode
 }
 
-// students groups the selected workloads by for_each key, in file order of
-// their first workload. A lab none of whose workloads has a key has none.
+// studentsOf groups the selected workloads of a class lab by for_each key,
+// in file order of their first workload. A lab is a class when its hosts
+// are keyed per student (labs/class.hcl: host "server" { for_each =
+// local.students }), and a student is a key some workload runs with on a
+// host of that key; every workload of that key is theirs, shared hosts
+// included. A for_each that only sweeps a workload (labs/lossy.hcl's loss
+// points, on unkeyed hosts) makes no students, nor do keyed hosts that a
+// workload crosses (labs/ring.hcl: node n0 writes to node n1).
 func (r *runner) studentsOf() []*student {
+	keys := r.studentKeys()
+	if keys == nil {
+		return nil
+	}
 	var out []*student
 	byKey := map[string]*student{}
 	used := map[*lab.Host]map[string]bool{} // host -> keys using it
@@ -44,7 +54,7 @@ func (r *runner) studentsOf() []*student {
 	}
 	for _, n := range r.workloads {
 		_, k, keyed := instanceKey(n.lab.Name)
-		if !keyed {
+		if !keyed || !keys[k] {
 			continue
 		}
 		s := byKey[k]
@@ -86,6 +96,31 @@ func (r *runner) studentsOf() []*student {
 		slugs[s.slug] = true
 	}
 	return out
+}
+
+// studentKeys are the for_each keys that are students (studentsOf), nil
+// when the lab is no class. The whole lab decides, not what --only
+// selected: a run of part of a class lab is a class run.
+func (r *runner) studentKeys() map[string]bool {
+	keys := map[string]bool{}
+	for _, w := range r.lab.Workloads {
+		_, k, keyed := instanceKey(w.Name)
+		if !keyed {
+			continue
+		}
+		for _, h := range w.Hosts() {
+			if _, hk, hkeyed := instanceKey(h.Name); hkeyed {
+				if hk != k {
+					return nil // keyed hosts, but not per student
+				}
+				keys[k] = true
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return keys
 }
 
 var studentUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

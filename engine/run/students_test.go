@@ -613,35 +613,40 @@ workload "w" {
 	}
 }
 
+// sharedHostLab: every student has a desk of their own and says hello on
+// the one lab_server they share.
+const sharedHostLab = `
+lab "shared" {}
+host "lab_server" { address = "127.0.0.1" }
+host "desk" {
+  for_each = toset(["ana", "bob"])
+  address  = "127.0.0.1"
+}
+workload "hello" {
+  for_each = toset(["ana", "bob"])
+  tool     = "exec"
+  host     = host.lab_server
+  command  = ["echo", each.key]
+}
+workload "desk" {
+  for_each = toset(["ana", "bob"])
+  tool     = "exec"
+  host     = host.desk[each.key]
+  command  = ["true"]
+}
+`
+
 // TestSharedHostFiles: of a host every student uses, a student's folder
 // holds its facts and that student's own logs, not the others'.
 func TestSharedHostFiles(t *testing.T) {
-	res, bed := runLab(t, `
-lab "shared" {}
-host "lab_server" { address = "127.0.0.1" }
-workload "hello" {
-  for_each = toset(["ana", "bob"])
-  tool     = "exec"
-  host     = host.lab_server
-  command  = ["echo", each.key]
-}
-`, Options{Only: []string{"bob"}})
-	if res.Code != ExitOK || len(res.Students) != 1 || res.Students[0].Hosts[0] != "lab_server" {
+	res, bed := runLab(t, sharedHostLab, Options{Only: []string{"bob"}})
+	if res.Code != ExitOK || len(res.Students) != 1 || res.Students[0].Hosts[0] != "lab_server" || len(res.Students[0].Workloads) != 2 {
 		t.Fatalf("code %d, students %+v: %v", res.Code, res.Students, res.Err)
 	}
-	if got := connected(bed); !slices.Equal(got, []string{"lab_server"}) {
+	if got := connected(bed); !slices.Equal(got, []string{`desk["bob"]`, "lab_server"}) {
 		t.Errorf("connected %v", got)
 	}
-	res, _ = runLab(t, `
-lab "shared" {}
-host "lab_server" { address = "127.0.0.1" }
-workload "hello" {
-  for_each = toset(["ana", "bob"])
-  tool     = "exec"
-  host     = host.lab_server
-  command  = ["echo", each.key]
-}
-`, Options{})
+	res, _ = runLab(t, sharedHostLab, Options{})
 	var files []string
 	root := filepath.Join(res.Dir, StudentsDir, "ana")
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -651,7 +656,8 @@ workload "hello" {
 		}
 		return nil
 	})
-	want := []string{"hosts/lab_server/facts.json", "hosts/lab_server/logs/wl.hello.ana.exec.r0.stderr", "hosts/lab_server/logs/wl.hello.ana.exec.r0.stdout", "results.json", "summary.md"}
+	want := []string{"hosts/desk.ana/facts.json", "hosts/desk.ana/logs/wl.desk.ana.exec.r0.stderr", "hosts/desk.ana/logs/wl.desk.ana.exec.r0.stdout",
+		"hosts/lab_server/facts.json", "hosts/lab_server/logs/wl.hello.ana.exec.r0.stderr", "hosts/lab_server/logs/wl.hello.ana.exec.r0.stdout", "results.json", "summary.md"}
 	if diff := cmp.Diff(want, files); diff != "" {
 		t.Errorf("students/ana (-want +got):\n%s", diff)
 	}
@@ -709,5 +715,97 @@ capture "c" {
 	}
 	if b := got["bob"]; b.Status != results.StudentFailed || !strings.Contains(b.Reason, "nosuchdev0") || !strings.Contains(b.Reason, "capture") {
 		t.Errorf("bob = %+v, want failed naming the capture's netdev", b)
+	}
+}
+
+// TestClassRule: a lab is a class when its hosts are keyed per student, not
+// because a workload sweeps (lossy's loss points) or keyed hosts are crossed
+// (ring's nodes); a sweep beside a class belongs to no student.
+func TestClassRule(t *testing.T) {
+	tests := []struct {
+		name string
+		file string // an example lab, or
+		src  string // a lab of its own
+		want []string
+		n    int // students, when want is not listed
+	}{
+		// class-terraform-output.json: 30 students, abe to zoe.
+		{name: "class", file: "../../labs/class.hcl", n: 30},
+		{name: "lossy", file: "../../labs/lossy.hcl"},
+		{name: "ring", file: "../../labs/ring.hcl"},
+		{name: "shared host", src: sharedHostLab, want: []string{"ana", "bob"}},
+		{name: "sweep on an unkeyed host", src: `
+lab "sweep" {}
+host "a" { address = "127.0.0.1" }
+workload "w" {
+  for_each = toset(["0", "1"])
+  tool     = "exec"
+  host     = host.a
+  command  = ["true"]
+}`},
+		{name: "sweep beside a class", src: sharedHostLab + `
+workload "sweep" {
+  for_each = toset(["0", "1"])
+  tool     = "exec"
+  host     = host.lab_server
+  command  = ["true"]
+}`, want: []string{"ana", "bob"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.file
+			if p == "" {
+				p = filepath.Join(t.TempDir(), "lab.hcl")
+				if err := os.WriteFile(p, []byte(tt.src), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, diags := lab.Load([]string{p}, lab.LoadOptions{})
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			r := &runner{lab: l}
+			for _, w := range l.Workloads {
+				r.workloads = append(r.workloads, &workloadNode{lab: w})
+			}
+			var got []string
+			for _, s := range r.studentsOf() {
+				got = append(got, s.key)
+				for _, n := range s.workloads {
+					if _, k, _ := instanceKey(n.lab.Name); k != s.key {
+						t.Errorf("student %q has workload %s", s.key, n.lab.Name)
+					}
+				}
+			}
+			if tt.n > 0 {
+				if len(got) != tt.n {
+					t.Errorf("%d students %v, want %d", len(got), got, tt.n)
+				}
+			} else if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("students (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSweepNoStudents: a run of a lab whose for_each only sweeps writes no
+// students (no students.json, no students/ folder), as any other lab.
+func TestSweepNoStudents(t *testing.T) {
+	res, _ := runLab(t, `
+lab "sweep" {}
+host "a" { address = "127.0.0.1" }
+workload "w" {
+  for_each = toset(["0", "1"])
+  tool     = "exec"
+  host     = host.a
+  command  = ["true"]
+}`, Options{})
+	if res.Code != ExitOK || res.Students != nil || len(res.Outcomes) != 2 {
+		t.Fatalf("code %d, students %+v, %d outcomes: %v", res.Code, res.Students, len(res.Outcomes), res.Err)
+	}
+	for _, f := range []string{StudentsDir, results.StudentsFile} {
+		if _, err := os.Stat(filepath.Join(res.Dir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s: %v, want none", f, err)
+		}
 	}
 }
