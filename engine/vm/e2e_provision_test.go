@@ -207,11 +207,13 @@ func TestE2EProvision(t *testing.T) {
 		checkResults(t, out)
 		checkRXETeardown(t, out)
 		st := provisionState(t, out)
-		if c := st["client"]; c == nil || !c.Done || !slices.Equal(c.Installed, []string{"ibverbs-utils", "iproute2", "perftest"}) {
+		if c := st["client"]; c == nil || !c.Done || !slices.Equal(c.Installed, []string{"ibverbs-utils", "iproute2", "perftest"}) || !slices.Equal(c.Packages, c.Installed) {
 			t.Errorf("state.json: client's provisioning %+v, want ibverbs-utils iproute2 perftest installed", c)
 		}
-		if s := st["server"]; s != nil {
-			t.Errorf("state.json: server provisioned %+v, but it lacked nothing", s)
+		// The server lacked nothing: journaled as such, with what it had.
+		if s := st["server"]; s == nil || !s.Done || len(s.Packages) != 0 || len(s.Installed) != 0 ||
+			!slices.Contains(s.Present, "ib_write_bw") || !slices.Contains(s.Present, "tcpdump") {
+			t.Errorf("state.json: server's provisioning %+v, want nothing planned or installed, ib_write_bw and tcpdump present", s)
 		}
 		if log, err := os.ReadFile(filepath.Join(out, "hosts", "client", "logs", "provision.log")); err != nil || !strings.Contains(string(log), "perftest") {
 			t.Errorf("client's provision.log: %v\n%s", err, log)
@@ -329,7 +331,9 @@ func provisionResults(t *testing.T, stdout string) map[string]provisionResult {
 }
 
 type provisionRecord struct {
+	Packages  []string `json:"packages"`
 	Installed []string `json:"installed"`
+	Present   []string `json:"present"`
 	Done      bool     `json:"done"`
 }
 
