@@ -75,6 +75,8 @@ func TestEveryExampleRuns(t *testing.T) {
 		"lossy":           "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs
 		"netns-tcp":       "../cmd/rlab/labs_netns_test.go", // TestExampleNetnsLab
 		"ring":            "../engine/vm/e2e_ring_test.go",  // TestE2ERing: boots its three VMs
+		"incast":          "../engine/vm/e2e_ring_test.go",  // TestE2ERing, on ring's three VMs
+		"transports":      "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs (rxe on a VLAN, siw, tcp)
 	}
 	files, _ := filepath.Glob("*.hcl")
 	if len(files) == 0 {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -290,6 +291,9 @@ func (s *Server) addLink(ctx context.Context, typ, name, netdev string) error {
 		return nil
 	}
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		if os.Geteuid() == 0 {
+			return perr(proto.CodeCommand, "%s: %v as root: %s", what, err, refusedAsRoot(typ, readSysfs(filepath.Join(sysClassNet, netdev, "uevent"))))
+		}
 		return perr(proto.CodePermission, "%s: %v: needs root (become = true)", what, err)
 	}
 	s.log.Warn("netlink rdma link add failed; trying the rdma tool", "err", err)
@@ -361,4 +365,16 @@ func runArgv(ctx context.Context, argv []string) (string, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return runCmd(ctx, argv[0], argv[1:]...)
+}
+
+// refusedAsRoot says why the kernel refused root an rdma link, from the
+// netdev's sysfs uevent: rdma_rxe takes no VLAN (rxe_newlink returns EPERM,
+// "rxe creation allowed on top of a real device only"); otherwise the
+// kernel's log has its reason. (Seen on the examples' VMs: "needs root" to
+// a root login sends a user the wrong way.)
+func refusedAsRoot(typ, uevent string) string {
+	if typ == "rxe" && strings.Contains("\n"+uevent+"\n", "\nDEVTYPE=vlan\n") {
+		return "the kernel's rdma_rxe takes no VLAN netdev (\"rxe creation allowed on top of a real device only\"): put the rxe on the NIC, or on a macvlan of it"
+	}
+	return "the kernel refused it (its log, `dmesg`, says why)"
 }

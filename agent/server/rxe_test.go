@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -163,5 +164,27 @@ func TestRXEEnsureBadNames(t *testing.T) {
 	}
 	if e := c.call(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: "../../x"}, nil); e == nil || e.Code != proto.CodeBadRequest {
 		t.Errorf("rxe.delete ../../x: %v", e)
+	}
+}
+
+// TestRefusedAsRoot: when the kernel refuses root an rdma link (EPERM), the
+// error says why instead of "needs root": a VLAN for rxe (rxe_newlink:
+// "rxe creation allowed on top of a real device only", met on the
+// examples' VMs with labs/transports.hcl's first draft), else the kernel's
+// log. The uevents are sysfs's /sys/class/net/DEV/uevent of a VLAN and a
+// virtio NIC.
+func TestRefusedAsRoot(t *testing.T) {
+	vlan := "DEVTYPE=vlan\nINTERFACE=eth1.10\nIFINDEX=5"
+	nic := "INTERFACE=eth1\nIFINDEX=3"
+	for _, c := range []struct{ typ, uevent, want string }{
+		{"rxe", vlan, "takes no VLAN netdev"},
+		{"rxe", nic, "dmesg"},
+		{"siw", vlan, "dmesg"},
+		{"rxe", "", "dmesg"},
+	} {
+		got := refusedAsRoot(c.typ, c.uevent)
+		if !strings.Contains(got, c.want) || strings.Contains(got, "needs root") {
+			t.Errorf("refusedAsRoot(%s, %q) = %q, want it to say %q", c.typ, c.uevent, got, c.want)
+		}
 	}
 }

@@ -25,8 +25,10 @@ func newDownCmd() *cobra.Command {
 		Short: "Undo what a run left behind, from its state.json (no lab file needed)",
 		Long: `down reads RUN/state.json and undoes what the run created and did not undo
 itself: rxe devices it created (not those it found, nor kept ones), processes
-and captures still running, and its local VMs. It lists what it undid, what it
-left in place and why, and how much the run had already undone itself.
+and captures still running, link impairments (rlab's netem) still in force,
+and its local VMs. It lists what it undid ("(already gone)" when the run's
+agent had removed it itself), what it left in place and why, and
+how much was already undone (by the run itself or an earlier rlab down).
 Packages a run installed (--provision) stay unless --remove-provisioned
 is given, which removes exactly those, with the host's package manager.
 Running it twice is harmless. RUN is a run directory or a run as rlab runs
@@ -77,7 +79,7 @@ func readState(dir string) (*runengine.State, error) {
 
 // downListing says what rlab down did, from state.json as it was before
 // and Down's result: each thing undone, the VMs stopped, what was left in
-// place and why, what the run had undone itself, or that nothing was left.
+// place and why, what was already undone, or that nothing was left.
 func downListing(before *runengine.State, res *runengine.DownResult, ok, removeProvisioned bool) []string {
 	var out []string
 	if res != nil {
@@ -116,7 +118,9 @@ func downListing(before *runengine.State, res *runengine.DownResult, ok, removeP
 		}
 	}
 	if self > 0 {
-		out = append(out, fmt.Sprintf("the run had undone %d thing(s) itself", self))
+		// Undone marks what the run's teardown undid and what an earlier
+		// rlab down did alike: a second down must not credit the run.
+		out = append(out, fmt.Sprintf("%d thing(s) already undone (by the run itself or an earlier rlab down)", self))
 	}
 	if len(out) == 0 {
 		out = append(out, "nothing was left to undo")

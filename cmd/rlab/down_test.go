@@ -14,7 +14,7 @@ import (
 )
 
 // TestDownListing: rlab down says what it undid, what it left and why,
-// what the run had undone itself, or that nothing was left.
+// what was already undone, or that nothing was left.
 func TestDownListing(t *testing.T) {
 	st := &runengine.State{
 		Hosts: []runengine.StateHost{{Name: "server"}, {Name: "client"}, {Name: "vm1", VM: true}},
@@ -39,10 +39,10 @@ func TestDownListing(t *testing.T) {
 			"left rxe rxe0 on host server: it was there before the run",
 			"left rxe rxe_eth1 on host client: kept (keep = true or --keep)",
 			"stopped VM vm1",
-			"the run had undone 2 thing(s) itself"}},
+			"2 thing(s) already undone (by the run itself or an earlier rlab down)"}},
 		{"VM stop failed", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, false, []string{"nothing was left to undo"}},
 		{"clean run", &runengine.State{Effects: []steps.Effect{{Kind: "proc", Undone: true}}}, &runengine.DownResult{}, true,
-			[]string{"the run had undone 1 thing(s) itself"}},
+			[]string{"1 thing(s) already undone (by the run itself or an earlier rlab down)"}},
 		{"nothing", &runengine.State{}, &runengine.DownResult{}, true, []string{"nothing was left to undo"}},
 		{"host text", nil, &runengine.DownResult{Undone: []string{"h: proc \x1b[2J"}}, true, []string{`undone h: proc \x1b[2J`}},
 	}

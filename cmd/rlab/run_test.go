@@ -129,7 +129,7 @@ workload "b" {
 			// down after a clean run has nothing to do, twice, and says so.
 			for range 2 {
 				o, e, c := rlab(t, "down", out)
-				if c != exitOK || !strings.Contains(o, "thing(s) itself\n") || strings.Contains("\n"+o, "\nundone ") || !strings.HasSuffix(o, "run "+out+" is down\n") {
+				if c != exitOK || !strings.Contains(o, "thing(s) already undone (by the run itself or an earlier rlab down)\n") || strings.Contains("\n"+o, "\nundone ") || !strings.HasSuffix(o, "run "+out+" is down\n") {
 					t.Errorf("down: exit %d\n%s%s", c, o, e)
 				}
 			}

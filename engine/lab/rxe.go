@@ -307,7 +307,11 @@ func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs hcl.Attributes) {
 		} else if a := attrs["server"]; a != nil && p.Attr == "transport" {
 			rng = a.Expr.Range()
 		}
-		l.errorf(&rng, "Not supported on iWARP", "Workload %s runs on siw %s (soft-iWARP): %s.", w.Name, end.Name, p.Why)
+		fix := ""
+		if p.Attr == "tool" { // the other problems say their own fix
+			fix = " Run it over rxe (Soft-RoCE) instead, or leave it out."
+		}
+		l.errorf(&rng, "Not supported on iWARP", "Workload %s runs on siw %s (soft-iWARP): %s.%s", w.Name, end.Name, p.Why, fix)
 	}
 }
 

@@ -421,7 +421,7 @@ func (b *builder) workloads(doc *runDoc) {
 
 func (b *builder) workload(i int, name string, wd workloadDoc, samples []results.Sample) Workload {
 	w := Workload{Name: name, Anchor: fmt.Sprintf("w%d", i), Tool: wd.Tool, Status: wd.Status,
-		Error: wd.Error, Hosts: wd.Hosts, Devices: wd.Devices, Duration: durationText(wd.Duration)}
+		Error: wd.Error, Hosts: wd.Hosts, Devices: wd.Devices, Duration: durationText(wd.Duration), RDMA: wd.RDMA}
 	if len(samples) > 0 {
 		m := samples[0].Meta
 		if w.Tool == "" {

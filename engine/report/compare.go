@@ -28,7 +28,7 @@ func (b *builder) compare() {
 				}
 			}
 			rdma++
-			transport, label := "RDMA", w.Name
+			transport, label := results.RDMAOver(w.RDMA), w.Name
 			if w.Bidirectional {
 				transport += " (" + results.BothDirections + ")"
 				label += " (both directions)"

@@ -147,6 +147,9 @@ type Workload struct {
 	Bidirectional bool        `json:"bidirectional,omitempty"`
 	ParseSummary  string      `json:"parse_summary,omitempty"`
 	Parse         []ParseLine `json:"parse,omitempty"`
+	// RDMA is how its devices carry RDMA ("RoCE (rxe)", "iWARP (siw)"),
+	// as results.json recorded it; empty for tcp and exec.
+	RDMA string `json:"rdma,omitempty"`
 }
 
 // Stack is "what the stack saw": the counters that moved (host, device,

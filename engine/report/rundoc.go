@@ -41,6 +41,7 @@ type workloadDoc struct {
 	Parse []results.ParseNote `json:"parse"`
 	// Samples here are taken too, though results.Run keeps them at the top.
 	CounterNotes []results.CounterNote `json:"counter_notes"`
+	RDMA         string                `json:"rdma"` // results.Workload.RDMA
 }
 
 type expectDoc struct {

@@ -96,6 +96,14 @@ type Workload struct {
 	// -b). Lines are kept as printed (JSON escapes control characters);
 	// summary.md, the terminal and report.html neutralise them.
 	Parse []ParseNote `json:"parse,omitempty"`
+	// RDMA is how its devices carry RDMA, the port's transport and the
+	// device's kind: "RoCE (rxe)", "iWARP (siw)", "InfiniBand (hw)"; both
+	// ends, server first, joined by " → " when they differ. Empty for tcp
+	// and exec.
+	RDMA string `json:"rdma,omitempty"`
+	// Group is the group it ran in, together with the group's other
+	// workloads (a `group` block); empty when it ran alone.
+	Group string `json:"group,omitempty"`
 }
 
 // Expect is one evaluated `expect` block. An expect is evaluated per size

@@ -88,6 +88,7 @@ func Summary(r *Run, dir string) []byte {
 		}
 	}
 	rdmaVsTCP(&b, r, aggs)
+	aloneVsTogether(&b, r, aggs)
 	return b.Bytes()
 }
 
@@ -504,8 +505,10 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 	}
 	var rdma, tcp []line
 	bidir := map[string]bool{}
+	over := map[string]string{}
 	for _, wl := range r.Workloads {
 		bidir[wl.Name] = wl.Bidirectional()
+		over[wl.Name] = wl.RDMA
 	}
 	best := map[string]Agg{}
 	var order []string
@@ -547,7 +550,7 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 		if ref > 0 {
 			ratio = fmt.Sprintf("%.2fx", l.gbps/ref)
 		}
-		fmt.Fprintf(b, "| RDMA | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, HumanValue(l.gbps, "Gb/s"), ratio)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(RDMAOver(over[l.wl])), mdCell(l.wl), mdCell(l.tool), l.what, HumanValue(l.gbps, "Gb/s"), ratio)
 	}
 	for i, l := range tcp {
 		ratio := "1.00x"

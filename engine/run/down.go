@@ -118,12 +118,14 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 	defer c.Close()
 	var undone []string
 	var errs []error
-	mark := func(e steps.Effect) {
+	// note says when there was nothing to undo: what the run's agent
+	// removes itself when its controller dies (rxe, netem) is found gone.
+	mark := func(e steps.Effect, note string) {
 		e.Undone, e.Pending = true, false
 		if err := j.Note(e); err != nil {
 			errs = append(errs, err)
 		}
-		undone = append(undone, fmt.Sprintf("%s: %s %s", h.Name, e.Kind, e.ID))
+		undone = append(undone, fmt.Sprintf("%s: %s %s%s", h.Name, e.Kind, e.ID, note))
 	}
 	// The run's agent, if it is somehow still alive, stops its own children
 	// and deletes its devices when it ends.
@@ -135,22 +137,31 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 	for _, e := range effects {
 		switch e.Kind {
 		case "rxe":
-			_, err := rpc.Invoke(ctx, c, rpc.RXEDelete, proto.RXEDeleteParams{Name: e.ID})
+			r, err := rpc.Invoke(ctx, c, rpc.RXEDelete, proto.RXEDeleteParams{Name: e.ID})
 			var pe *proto.Error
 			if err != nil && !(errors.As(err, &pe) && (pe.Code == proto.CodeNotFound || pe.Code == proto.CodeNoRXE)) {
 				errs = append(errs, fmt.Errorf("down: delete rxe %q on host %q: %w", e.ID, h.Name, err))
 				continue
 			}
-			mark(e)
+			note := ""
+			if err != nil || !r.Deleted {
+				note = alreadyGone
+			}
+			mark(e, note)
 		case "impair":
 			// Removes only rlab's netem (by its handle): a qdisc someone set
 			// since is left alone. Several impairments of one netdev are one
 			// removal; the others find nothing left.
-			if _, err := rpc.Invoke(ctx, c, rpc.ImpairRemove, proto.ImpairRemoveParams{Netdev: e.Netdev}); err != nil {
+			r, err := rpc.Invoke(ctx, c, rpc.ImpairRemove, proto.ImpairRemoveParams{Netdev: e.Netdev})
+			if err != nil {
 				errs = append(errs, fmt.Errorf("down: remove impairment %s from %s on host %q: %w", e.ID, e.Netdev, h.Name, err))
 				continue
 			}
-			mark(e)
+			note := ""
+			if !r.Removed {
+				note = alreadyGone
+			}
+			mark(e, note)
 		default: // proc, capture, tcp
 			if e.PID > 0 {
 				name := "tcpdump"
@@ -165,7 +176,7 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 					continue
 				}
 			}
-			mark(e)
+			mark(e, "")
 		}
 	}
 	if opts.RemoveProvisioned {
@@ -182,6 +193,9 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 	}
 	return undone, errors.Join(errs...)
 }
+
+// alreadyGone ends a DownResult.Undone line whose thing down found gone.
+const alreadyGone = " (already gone)"
 
 // killIfSame sends SIGTERM to pid on the host only when that pid still runs
 // a program named name, so a reused pid is never hit.

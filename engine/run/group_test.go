@@ -114,6 +114,14 @@ group "incast" {
 			t.Errorf("no samples of %s: %v", w, per)
 		}
 	}
+	// results.json says which ran in the group (summary.md's alone vs
+	// together reads it).
+	want := map[string]string{"into_a_from_b": "incast", "into_a_from_c": "incast", "on_a": "incast", "after": ""}
+	for _, w := range r.Workloads {
+		if w.Group != want[w.Name] {
+			t.Errorf("results.json: workload %s in group %q, want %q", w.Name, w.Group, want[w.Name])
+		}
+	}
 }
 
 // TestGroupOneFails: one workload of a group fails at once and another

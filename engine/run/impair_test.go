@@ -223,12 +223,17 @@ impair "wan" {
 
 // TestDownRemovesImpair: an impairment the run's journal holds as not
 // undone (its controller was SIGKILLed) is removed by `rlab down` from
-// state.json alone, and marked undone.
+// state.json alone, and marked undone; one whose netem is gone already (the
+// run's agent removed it when its controller died) is marked undone and
+// listed as already gone.
 func TestDownRemovesImpair(t *testing.T) {
 	dir := t.TempDir()
 	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
-		Hosts:   []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
-		Effects: []steps.Effect{{Host: "a", Kind: "impair", ID: `loss["1"]`, Netdev: "eth1", Pending: true, Detail: "netem loss 1%"}},
+		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
+		Effects: []steps.Effect{
+			{Host: "a", Kind: "impair", ID: `loss["1"]`, Netdev: "eth1", Pending: true, Detail: "netem loss 1%"},
+			{Host: "a", Kind: "impair", ID: "gone", Netdev: "eth2", Detail: "netem loss 5%"},
+		},
 	}
 	if _, err := newJournal(dir, st); err != nil {
 		t.Fatal(err)
@@ -242,14 +247,16 @@ func TestDownRemovesImpair(t *testing.T) {
 	if err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	if d := cmp.Diff([]string{`a: impair loss["1"]`}, res.Undone); d != "" {
+	if d := cmp.Diff([]string{`a: impair loss["1"]`, "a: impair gone (already gone)"}, res.Undone); d != "" {
 		t.Errorf("down undid (-want +got):\n%s", d)
 	}
 	if got := bed.netem.root["a/eth1"]; got != "" {
 		t.Errorf("after down, a/eth1 root = %q, want rlab's netem removed", got)
 	}
-	if e := readState(t, dir).Effects[0]; !e.Undone {
-		t.Errorf("effect after down: %+v, want undone", e)
+	for _, e := range readState(t, dir).Effects {
+		if !e.Undone {
+			t.Errorf("effect after down: %+v, want undone", e)
+		}
 	}
 }
 

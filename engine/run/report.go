@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,12 +45,20 @@ func (r *runner) writeResults(res *Result) error {
 		for _, h := range n.lab.Hosts() {
 			w.Hosts = append(w.Hosts, h.Name)
 		}
+		var carries []string
 		for _, x := range []string{n.spec.ServerRXE, n.spec.ClientRXE} {
 			if x != "" {
 				if info, err := r.env.RXE(x); err == nil {
 					w.Devices = append(w.Devices, info.Name)
+					if c := rdmaCarrier(info); c != "" && !slices.Contains(carries, c) {
+						carries = append(carries, c)
+					}
 				}
 			}
+		}
+		w.RDMA = strings.Join(carries, " → ")
+		if g := r.lab.GroupOf(n.lab); g != nil {
+			w.Group = g.Name
 		}
 		if !o.End.IsZero() {
 			w.Duration = o.End.Sub(o.Start).Seconds()
@@ -240,4 +249,16 @@ func PlatformOf(host string, f *proto.Facts) results.Platform {
 	p.CPUModel, p.Kernel, p.RDMACore = f.Platform.CPUModel, f.Kernel, f.Platform.RDMACore
 	p.Distro = strings.TrimSpace(f.Platform.DistroID + " " + f.Platform.DistroVersion)
 	return p
+}
+
+// rdmaCarrier names how a device carries RDMA for results.Workload.RDMA:
+// "RoCE (rxe)", "iWARP (siw)", "InfiniBand (hw)".
+func rdmaCarrier(info *proto.RXEInfo) string {
+	switch {
+	case info.Transport != "" && info.Kind != "":
+		return info.Transport + " (" + info.Kind + ")"
+	case info.Transport != "":
+		return info.Transport
+	}
+	return info.Kind
 }

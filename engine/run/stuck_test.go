@@ -77,7 +77,6 @@ func TestStuckHostAbandoned(t *testing.T) {
 	for _, tc := range tests {
 		for _, mode := range []string{rpctest.Mute, rpctest.Flood} {
 			t.Run(tc.method+"/"+mode, func(t *testing.T) {
-				t.Parallel() // each waits out deadlines on its own in-process bed
 				src := strings.Replace(stuckLab, `timeout = "2s"`, `timeout = "`+tc.timeout+`"`, 1)
 				res, _ := runStuck(t, src, "h1", func(m string) string {
 					if m == tc.method {

@@ -89,6 +89,14 @@ func TestE2EExampleLabs(t *testing.T) {
 		}
 		t.Run(el.name, func(t *testing.T) { runExampleLab(ctx, t, bin, root, set, khFile, el) })
 	}
+	// Not an example: a run ended by Ctrl-C and by SIGKILL (e2e_impair_test.go).
+	if only == "" || strings.Contains(","+only+",", ",impair-interrupt,") {
+		t.Run("impair-interrupt", func(t *testing.T) { testImpairInterrupt(ctx, t, bin, root, set, khFile) })
+	}
+	// The RDMA mistakes (e2e_errors_test.go): seconds each, on this pair.
+	if only == "" || strings.Contains(","+only+",", ",errors,") {
+		t.Run("errors", func(t *testing.T) { runErrorCases(ctx, t, bin, root, set, khFile) })
+	}
 }
 
 // bootExamplePair boots the server/client pair the examples run on (torn
@@ -385,6 +393,27 @@ func exampleLabs() []exampleLab {
 				},
 			},
 			check: checkLossy,
+		},
+		{
+			// rxe on a macvlan of eth1 (the RDMA CM then resolves eth1's
+			// address to the siw alone: the lab's comment says why), siw on
+			// eth1, the tcp baseline over the macvlan: 3 s each at 64 KiB.
+			// The macvlan's /25 lies inside the data network, so the
+			// baseline still dials an address of it (checkTCPDialed).
+			name: "transports",
+			vars: []string{"seconds=3s"},
+			data: map[string]string{"server": "10.99.0.1", "client": "10.99.0.2"},
+			before: func(t *testing.T, ctx context.Context, gs []*guest) {
+				mv := map[string]string{"server": "10.99.0.129/25", "client": "10.99.0.130/25"}
+				for _, g := range gs {
+					g.must(t, ctx, "ip", "link", "add", "link", "eth1", "name", "mveth1", "type", "macvlan", "mode", "bridge")
+					g.must(t, ctx, "ip", "addr", "add", mv[g.name], "dev", "mveth1")
+					g.must(t, ctx, "ip", "link", "set", "mveth1", "up")
+					g.must(t, ctx, "sysctl", "-w", "net.ipv4.conf.all.arp_ignore=1")
+				}
+			},
+			after:    checkTransports,
+			captures: transportCaptures,
 		},
 	}
 }
