@@ -63,6 +63,7 @@ var optionProofs = map[string]string{
 	"host.for_each":                     "cmd/rlab.TestClassNetns",
 	"host.vm":                           "engine/vm.TestE2ERlabRun",
 	"host.vm.image":                     "engine/run.TestLocalVMsAttrs",
+	"host.vm.internet":                  "engine/vm.TestE2EProvision", // the registry reached through the NAT; restrict=on lifted for that VM only: engine/run TestLocalVMsMinimalInternet
 	"host.vm.memory":                    "engine/run.TestLocalVMsAttrs",
 	"host.vm.cpus":                      "engine/run.TestLocalVMsAttrs",
 	"host.vm.boot_timeout":              "engine/run.TestLocalVMsAttrs",
@@ -174,6 +175,7 @@ var optionProofs = map[string]string{
 	"graph --output":              "cmd/rlab.TestGraphCmd",
 	"graph --var":                 "cmd/rlab.TestGraphCmd",
 	"image build --force":         "cmd/rlab.TestImageBuildFlags",
+	"image build --image":         "cmd/rlab.TestImageBuildFlags", // minimal: its own package list; booted by engine/vm TestE2EProvision
 	"image build --mirror":        "cmd/rlab.TestImageBuildFlags",
 	"image build --out":           "cmd/rlab.TestImageBuildCached",
 	"image build --release":       "cmd/rlab.TestImageBuildFlags",

@@ -22,7 +22,7 @@ func newImageCmd() *cobra.Command {
 }
 
 func newImageBuildCmd() *cobra.Command {
-	var out, release, mirror string
+	var out, release, mirror, name string
 	var force, verbose bool
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -31,10 +31,18 @@ func newImageBuildCmd() *cobra.Command {
 plus its kernel and initrd, made with mmdebstrap from Debian packages. The image
 is cached under --out (default $RLAB_CACHE or /var/tmp/rlab-cache) in a folder
 named by the hash of its recipe, and rebuilt only when the recipe changes.
+--image minimal builds the minimal variant instead (sshd and sudo, no RDMA
+tools: what a lab's vm { image = "minimal" } boots, for provisioning).
 Needs root.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r := image.DefaultRecipe(release)
+			switch {
+			case name == image.VariantMinimal:
+				r = image.MinimalRecipe(release)
+			case name != "":
+				r = image.RecipeFor(name)
+			}
 			r.Mirror = mirror
 			opts := image.Options{Dir: out, Force: force}
 			if opts.Dir == "" {
@@ -84,6 +92,7 @@ Needs root.`,
 	}
 	cmd.Flags().StringVar(&out, "out", "", "cache folder to build into (default $RLAB_CACHE or /var/tmp/rlab-cache)")
 	cmd.Flags().StringVar(&release, "release", image.DefaultRelease, "Debian release to build")
+	cmd.Flags().StringVar(&name, "image", "", "the image a lab's vm { image = NAME } names: minimal (of --release), <release>-minimal, or a release (default: the full image of --release)")
 	cmd.Flags().StringVar(&mirror, "mirror", "", "Debian mirror URL (default: this machine's apt sources)")
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild even when the image is cached")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show mmdebstrap's output")

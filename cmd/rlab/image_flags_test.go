@@ -14,7 +14,8 @@ import (
 // flag, with a stand-in mmdebstrap on PATH that records its argv, prints a
 // line and fails (a real build takes minutes): --force builds although the
 // image is cached, --release names the suite, --mirror is passed on,
-// --verbose shows the builder's output (without it, only the stages).
+// --image minimal builds the minimal image's package list, --verbose shows
+// the builder's output (without it, only the stages).
 func TestImageBuildFlags(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("image build needs root")
@@ -44,6 +45,7 @@ func TestImageBuildFlags(t *testing.T) {
 		args      []string
 		built     bool   // the builder ran
 		argv      string // in its argv
+		notArgv   string // not in its argv
 		stderr    string
 		notStderr string
 	}{
@@ -51,6 +53,9 @@ func TestImageBuildFlags(t *testing.T) {
 		{name: "--force", args: []string{"--force"}, built: true, argv: " bookworm ", notStderr: "fake-mmdebstrap-output"},
 		{name: "--release", args: []string{"--release", "trixie"}, built: true, argv: " trixie "},
 		{name: "--mirror", args: []string{"--force", "--mirror", "http://deb.example.org/debian"}, built: true, argv: "http://deb.example.org/debian"},
+		// The minimal image: its own package list (sudo, no perftest),
+		// built although the full one is cached.
+		{name: "--image", args: []string{"--image", "minimal"}, built: true, argv: ",sudo,", notArgv: "perftest"},
 		{name: "--verbose", args: []string{"--force", "--verbose"}, built: true, stderr: "fake-mmdebstrap-output"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +72,9 @@ func TestImageBuildFlags(t *testing.T) {
 			}
 			if !strings.Contains(" "+string(argv), tc.argv) {
 				t.Errorf("mmdebstrap argv %q lacks %q", argv, tc.argv)
+			}
+			if tc.notArgv != "" && strings.Contains(string(argv), tc.notArgv) {
+				t.Errorf("mmdebstrap argv %q has %q", argv, tc.notArgv)
 			}
 			if tc.stderr != "" && !strings.Contains(errb.String(), tc.stderr) {
 				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errb.String())

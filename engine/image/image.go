@@ -65,6 +65,7 @@ func withToolPackages(base []string) []string {
 // Recipe is everything an image is made from. Its Hash names the cached image.
 type Recipe struct {
 	Release   string   // Debian suite, e.g. "bookworm"
+	Variant   string   // "" = the full image; VariantMinimal
 	Mirror    string   // "" = the build machine's apt sources
 	Packages  []string // installed on top of variant minbase
 	SizeBytes int64    // ext4 file system size (sparse)
@@ -76,6 +77,9 @@ type Recipe struct {
 	// release's own linux-source package, against its linux-headers, and
 	// removes the compiler and sources afterwards.
 	SIWSource string
+	// Files are written into the image beside guestFiles (and over them):
+	// what one variant needs and the others must not change for.
+	Files []guestFile
 }
 
 // siwSources is the kernel source package of each release whose kernel
@@ -88,6 +92,55 @@ func DefaultRecipe(release string) Recipe {
 		release = DefaultRelease
 	}
 	return Recipe{Release: release, Packages: append([]string(nil), DefaultPackages...), SizeBytes: 2 << 30, SIWSource: siwSources[release]}
+}
+
+// VariantMinimal names the minimal image: what boots, sshd and sudo,
+// and none of the RDMA tools, so a lab on it shows what provisioning a
+// stock host does (`vm { image = "minimal" }`).
+const VariantMinimal = "minimal"
+
+// MinimalPackages is the minimal image's list on top of variant minbase:
+// the kernel (Debian's, whose rdma_rxe and sch_netem are in linux-image),
+// systemd (systemd-networkd configures the NICs), kmod for the fw_cfg
+// module, sshd and sudo. Not iproute2: minbase has none (a stock cloud
+// image has it; here provisioning installs it for the rdma tool), nor
+// rdma-core, perftest, ibverbs-utils, rdmacm-utils or tcpdump.
+var MinimalPackages = []string{
+	"systemd-sysv", "udev", "dbus", "kmod",
+	"openssh-server", "sudo",
+	"linux-image-amd64", "initramfs-tools", "zstd",
+}
+
+// minimalFiles: slirp's DNS forwarder, which the guest can reach once its
+// lab asks for `internet = true` (the full image keeps the resolv.conf of
+// the machine that built it, which holds up only where that resolver is
+// reachable, and must not change: its hash).
+var minimalFiles = []guestFile{
+	{"/etc/resolv.conf", 0o644, "nameserver 10.0.2.3\n"},
+}
+
+// MinimalRecipe returns the minimal image's recipe for release ("" =
+// DefaultRelease): no siw build.
+func MinimalRecipe(release string) Recipe {
+	if release == "" {
+		release = DefaultRelease
+	}
+	return Recipe{Release: release, Variant: VariantMinimal, Packages: append([]string(nil), MinimalPackages...),
+		SizeBytes: 2 << 30, Files: append([]guestFile(nil), minimalFiles...)}
+}
+
+// RecipeFor returns the recipe an image name stands for, as a lab's
+// `vm { image = NAME }` and `rlab image build --image NAME` write it: ""
+// or a Debian release ("bookworm") is the full image of that release;
+// "minimal" or "<release>-minimal" ("bookworm-minimal") the minimal one.
+func RecipeFor(name string) Recipe {
+	if name == VariantMinimal {
+		return MinimalRecipe("")
+	}
+	if rel, ok := strings.CutSuffix(name, "-"+VariantMinimal); ok && rel != "" {
+		return MinimalRecipe(rel)
+	}
+	return DefaultRecipe(name)
 }
 
 // siwBuildPackages are installed for the siw build and purged after it.
@@ -122,6 +175,11 @@ apt-get purge -y --autoremove "$src" linux-headers-amd64 $(dpkg-query -W -f="\${
 func (r Recipe) Hash() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "v%d\nrelease=%s\nmirror=%s\nsize=%d\n", recipeVersion, r.Release, r.Mirror, r.SizeBytes)
+	// Written only when set: the full image's hash (its cached build took
+	// 12 minutes, siw included) stays what it was before variants.
+	if r.Variant != "" {
+		fmt.Fprintf(h, "variant=%s\n", r.Variant)
+	}
 	pk := append([]string(nil), r.Packages...)
 	sort.Strings(pk)
 	fmt.Fprintf(h, "packages=%s\n", strings.Join(pk, ","))
@@ -134,11 +192,20 @@ func (r Recipe) Hash() string {
 	for _, l := range guestLinks {
 		fmt.Fprintf(h, "link %s %s\n", l[0], l[1])
 	}
+	for _, f := range r.Files {
+		fmt.Fprintf(h, "variant file %s %o %d\n%s\n", f.path, f.mode, len(f.content), f.content)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Name is the folder name of the recipe's image in the cache.
-func (r Recipe) Name() string { return "debian-" + r.Release + "-" + r.Hash() }
+// Name is the folder name of the recipe's image in the cache:
+// debian-<release>-<hash>, debian-<release>-minimal-<hash>.
+func (r Recipe) Name() string {
+	if r.Variant != "" {
+		return "debian-" + r.Release + "-" + r.Variant + "-" + r.Hash()
+	}
+	return "debian-" + r.Release + "-" + r.Hash()
+}
 
 // Image is a built image on disk.
 type Image struct {
@@ -441,6 +508,16 @@ func (b *builder) configure(ctx context.Context) error {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
+		_ = os.Remove(p)
+		if err := os.WriteFile(p, []byte(f.content), os.FileMode(f.mode)); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, os.FileMode(f.mode)); err != nil {
+			return err
+		}
+	}
+	for _, f := range b.r.Files {
+		p := filepath.Join(R, f.path)
 		_ = os.Remove(p)
 		if err := os.WriteFile(p, []byte(f.content), os.FileMode(f.mode)); err != nil {
 			return err

@@ -19,6 +19,12 @@ func TestRecipeHash(t *testing.T) {
 	if got := base.Hash(); got != DefaultRecipe("bookworm").Hash() || len(got) != 16 {
 		t.Fatalf("hash %q not stable", got)
 	}
+	// The full image's recipe is pinned: its cached build takes 12 minutes
+	// (siw is compiled), and a variant must not rebuild it. Change this
+	// only with a change to the full image itself.
+	if got := base.Hash(); got != "797b9e4b9ee4522e" {
+		t.Errorf("the full image's hash changed to %s", got)
+	}
 	reordered := DefaultRecipe("")
 	reordered.Packages[0], reordered.Packages[1] = reordered.Packages[1], reordered.Packages[0]
 	if reordered.Hash() != base.Hash() {
@@ -32,6 +38,8 @@ func TestRecipeHash(t *testing.T) {
 		{"mirror", func(r *Recipe) { r.Mirror = "http://deb.example.org/debian" }},
 		{"package added", func(r *Recipe) { r.Packages = append(r.Packages, "strace") }},
 		{"size", func(r *Recipe) { r.SizeBytes *= 2 }},
+		{"variant", func(r *Recipe) { r.Variant = VariantMinimal }},
+		{"variant file", func(r *Recipe) { r.Files = append(r.Files, guestFile{"/etc/x", 0o644, "x"}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,5 +152,60 @@ func TestImageShipsEveryTool(t *testing.T) {
 		if !have[p.Packages.Debian] {
 			t.Errorf("program %s: its package %s is not in the image", p.Name, p.Packages.Debian)
 		}
+	}
+}
+
+// TestRecipeFor: the names a lab's vm { image = NAME } and `rlab image build
+// --image NAME` take, and the folder each image has in the cache.
+func TestRecipeFor(t *testing.T) {
+	for _, tc := range []struct {
+		name, release, variant, folder string
+	}{
+		{"", "bookworm", "", "debian-bookworm-797b9e4b9ee4522e"},
+		{"bookworm", "bookworm", "", "debian-bookworm-797b9e4b9ee4522e"},
+		{"trixie", "trixie", "", "debian-trixie-"},
+		{"minimal", "bookworm", "minimal", "debian-bookworm-minimal-"},
+		{"bookworm-minimal", "bookworm", "minimal", "debian-bookworm-minimal-"},
+		{"trixie-minimal", "trixie", "minimal", "debian-trixie-minimal-"},
+	} {
+		r := RecipeFor(tc.name)
+		if r.Release != tc.release || r.Variant != tc.variant || !strings.HasPrefix(r.Name(), tc.folder) {
+			t.Errorf("RecipeFor(%q): release %q variant %q folder %q; want %q %q %s...", tc.name, r.Release, r.Variant, r.Name(), tc.release, tc.variant, tc.folder)
+		}
+	}
+	if RecipeFor("minimal").Hash() != RecipeFor("bookworm-minimal").Hash() {
+		t.Error("minimal and bookworm-minimal are two images")
+	}
+}
+
+// TestMinimalImage: the minimal image boots and logs in (kernel, systemd,
+// sshd, sudo) and has no package of any program rlab runs, nor iproute2
+// (the rdma tool), nor a siw build: provisioning installs them.
+func TestMinimalImage(t *testing.T) {
+	r := MinimalRecipe("")
+	have := map[string]bool{}
+	for _, p := range r.Packages {
+		have[p] = true
+	}
+	for _, p := range []string{"linux-image-amd64", "systemd-sysv", "openssh-server", "sudo", "kmod"} {
+		if !have[p] {
+			t.Errorf("the minimal image lacks %s", p)
+		}
+	}
+	for _, p := range tooldesc.Programs() {
+		if have[p.Packages.Debian] && p.Packages.Debian != "kmod" {
+			t.Errorf("the minimal image ships %s (package %s), which provisioning must install", p.Name, p.Packages.Debian)
+		}
+	}
+	for _, p := range []string{"rdma-core", "ibverbs-providers", "iproute2", "tcpdump", "perftest"} {
+		if have[p] {
+			t.Errorf("the minimal image ships %s", p)
+		}
+	}
+	if r.SIWSource != "" || len(r.siwBuildPackages()) != 0 {
+		t.Errorf("the minimal image builds siw from %q", r.SIWSource)
+	}
+	if len(r.Files) != 1 || r.Files[0].path != "/etc/resolv.conf" || !strings.Contains(r.Files[0].content, "10.0.2.3") {
+		t.Errorf("the minimal image does not resolve through slirp's DNS: %+v", r.Files)
 	}
 }

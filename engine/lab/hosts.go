@@ -36,7 +36,8 @@ func (l *loader) decodeSSHDefaults(blocks []*hcl.Block) *sshSettings {
 }
 
 var hostSchema = &hcl.BodySchema{
-	Attributes: append([]hcl.AttributeSchema{{Name: "address"}}, append(sshAttrs, metaSchema...)...),
+	// internet is a vm {} setting: taken here only to say so.
+	Attributes: append([]hcl.AttributeSchema{{Name: "address"}, {Name: "internet"}}, append(sshAttrs, metaSchema...)...),
 	Blocks:     []hcl.BlockHeaderSchema{{Type: "ssh"}, {Type: "vm"}},
 }
 
@@ -140,6 +141,13 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			}
 			if a, s := get("provision"); a != nil {
 				h.Provision, _ = l.boolean(a, s)
+			}
+			if a := content.Attributes["internet"]; a != nil {
+				where := "Host " + h.Name + " is reached over SSH and has the network its own system gives it: remove internet."
+				if vmBlock != nil {
+					where = "Move it into the host's vm { } block."
+				}
+				l.errorf(a.NameRange.Ptr(), "Internet outside a vm block", "internet = true gives a local VM network access through QEMU's user-mode NAT, so it is a vm { } setting. %s", where)
 			}
 			if vmBlock != nil {
 				h.VM = l.decodeVM(vmBlock, isc)
@@ -297,7 +305,7 @@ func (l *loader) checkSlugs(kind string, each func(func(slug, name string, r hcl
 }
 
 var vmSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "image"}, {Name: "memory"}, {Name: "cpus"}, {Name: "boot_timeout"}},
+	Attributes: []hcl.AttributeSchema{{Name: "image"}, {Name: "memory"}, {Name: "cpus"}, {Name: "boot_timeout"}, {Name: "internet"}},
 	Blocks:     []hcl.BlockHeaderSchema{{Type: "network", LabelNames: []string{"name"}}},
 }
 
@@ -306,6 +314,9 @@ func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
 	vm := &VM{MemoryBytes: DefaultVMMemory, CPUs: 1, BootTimeout: DefaultVMBoot}
 	if a := content.Attributes["image"]; a != nil {
 		vm.Image, _ = l.str(a, sc)
+	}
+	if a := content.Attributes["internet"]; a != nil {
+		vm.Internet, _ = l.boolean(a, sc)
 	}
 	if a := content.Attributes["memory"]; a != nil {
 		if n, ok := l.size(a, sc); ok {

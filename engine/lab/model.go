@@ -74,7 +74,8 @@ type Host struct {
 
 // VM is the local-VM form of a host: `host "a" { vm { ... } }`.
 type VM struct {
-	Image       string // "" = the built-in default image
+	Image       string // "" = the built-in default image; "minimal", a release, "<release>-minimal" (image.RecipeFor)
+	Internet    bool   // reaches the network through QEMU's user-mode NAT (default: only its SSH forward)
 	MemoryBytes int64  // default 1 GiB
 	CPUs        int    // default 1
 	BootTimeout time.Duration

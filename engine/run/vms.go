@@ -23,25 +23,34 @@ type LocalVMs struct {
 
 // Boot implements VMBooter.
 func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (VMSet, error) {
-	release := ""
-	for _, h := range hosts {
-		if h.VM.Image != "" {
-			release = h.VM.Image
-		}
-	}
-	img, err := image.Lookup(image.CacheDir(), image.DefaultRecipe(release))
-	if err != nil {
-		return nil, fmt.Errorf("no VM image in %s (build it once with `rlab image build` or `make vm-image`, as root): %w", image.CacheDir(), err)
-	}
+	// Each host boots the image its vm block names (image.RecipeFor), found
+	// once per name in the cache.
+	imgs := map[string]*image.Image{}
 	var ms []vm.Machine
 	for _, h := range hosts {
-		m := vm.Machine{Name: h.Name, Slug: h.Slug, MemoryBytes: h.VM.MemoryBytes, CPUs: h.VM.CPUs, BootTimeout: h.VM.BootTimeout}
+		img := imgs[h.VM.Image]
+		if img == nil {
+			r := image.RecipeFor(h.VM.Image)
+			var err error
+			if img, err = image.Lookup(image.CacheDir(), r); err != nil {
+				build := "`rlab image build` or `make vm-image`"
+				if r.Variant != "" {
+					build = "`rlab image build --image " + r.Release + "-" + r.Variant + "`"
+				} else if r.Release != image.DefaultRelease {
+					build = "`rlab image build --release " + r.Release + "`"
+				}
+				return nil, fmt.Errorf("host %s: no VM image %s in %s (build it once with %s, as root): %w", h.Name, r.Name(), image.CacheDir(), build, err)
+			}
+			imgs[h.VM.Image] = img
+		}
+		m := vm.Machine{Name: h.Name, Slug: h.Slug, MemoryBytes: h.VM.MemoryBytes, CPUs: h.VM.CPUs, BootTimeout: h.VM.BootTimeout,
+			Image: img, Internet: h.VM.Internet}
 		for _, n := range h.VM.Networks {
 			m.Networks = append(m.Networks, vm.Network{Name: n.Name, Address: n.Address, MTU: n.MTU})
 		}
 		ms = append(ms, m)
 	}
-	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Image: img, Logger: v.Log, Progress: v.Progress})
+	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress})
 	if err != nil {
 		if set != nil {
 			return &vmSet{set}, err

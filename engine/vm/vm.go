@@ -1,11 +1,13 @@
 // Package vm boots local QEMU VMs as lab hosts, from the image engine/image
 // builds: a copy-on-write overlay per VM under the run directory, a
-// management NIC (user-mode, restrict=on) with SSH forwarded from a free
-// loopback port, one data NIC per lab network (two VMs: joined over a pair
-// of unix datagram sockets; three or more: through a learning switch rlab
-// runs for the run, hub.go), and a fresh ed25519 host key per VM made here
-// and handed to the guest through fw_cfg, so the run's known_hosts holds the
-// exact key before the VM boots (no trust on first use).
+// management NIC (user-mode, restrict=on unless the machine asks for the
+// internet: then QEMU's NAT, DNS through slirp's 10.0.2.3) with SSH
+// forwarded from a free loopback port, one data NIC per lab network (two
+// VMs: joined over a pair of unix datagram sockets; three or more: through
+// a learning switch rlab runs for the run, hub.go), and a fresh ed25519
+// host key per VM made here and handed to the guest through fw_cfg, so the
+// run's known_hosts holds the exact key before the VM boots (no trust on
+// first use).
 //
 // qemu runs as a child with a parent-death signal: a controller that dies
 // takes its VMs with it. State records what was started so `rlab down` can
@@ -49,6 +51,12 @@ type Machine struct {
 	CPUs        int    // default 1
 	BootTimeout time.Duration
 	Networks    []Network // data NICs eth1, eth2, ... in order
+	// Image boots this machine; nil = Options.Image.
+	Image *image.Image
+	// Internet lifts restrict=on from the management NIC: the guest
+	// reaches what this machine reaches through QEMU's user-mode NAT
+	// (this machine's own loopback services too, at 10.0.2.2).
+	Internet bool
 }
 
 // Network is one data NIC. VMs naming the same network are linked.
@@ -60,7 +68,7 @@ type Network struct {
 
 // Options tune Boot.
 type Options struct {
-	Image            *image.Image // required
+	Image            *image.Image // of every Machine that names none
 	Accel            string       // "" or "auto", "kvm", "tcg"; RLAB_VM_ACCEL overrides ""
 	QEMU             string       // default qemu-system-x86_64
 	Logger           *slog.Logger
@@ -136,8 +144,10 @@ var hostnameBad = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
 // Boot starts the machines and waits until sshd in each accepts the run's key
 // with the host key rlab gave it. On error every VM started is stopped.
 func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set, error) {
-	if opts.Image == nil {
-		return nil, errors.New("boot vms: no image")
+	for _, m := range ms {
+		if m.Image == nil && opts.Image == nil {
+			return nil, fmt.Errorf("boot vm %q: no image", m.Name)
+		}
 	}
 	if opts.QEMU == "" {
 		opts.QEMU = "qemu-system-x86_64"
@@ -163,7 +173,13 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 			return nil, fmt.Errorf("boot vms: %s not found (apt-get install qemu-system-x86 qemu-utils): %w", tool, err)
 		}
 	}
-	accel, note, err := chooseAccel(ctx, opts.Accel, opts.QEMU, opts.Image.Kernel)
+	kernel := ""
+	if opts.Image != nil {
+		kernel = opts.Image.Kernel
+	} else if len(ms) > 0 {
+		kernel = ms[0].Image.Kernel
+	}
+	accel, note, err := chooseAccel(ctx, opts.Accel, opts.QEMU, kernel)
 	if err != nil {
 		return nil, fmt.Errorf("boot vms: %w", err)
 	}
@@ -207,7 +223,7 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 	if err := login.writeFiles(idFile); err != nil {
 		return nil, fmt.Errorf("boot vms: write login key: %w", err)
 	}
-	opts.Logger.Info("booting vms", "count", len(ms), "accel", accel, "note", note, "image", opts.Image.Dir)
+	opts.Logger.Info("booting vms", "count", len(ms), "accel", accel, "note", note)
 
 	ok := false
 	defer func() {
@@ -342,6 +358,9 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	if m.Slug == "" {
 		m.Slug = m.Name
 	}
+	if m.Image == nil {
+		m.Image = s.opts.Image
+	}
 	fail := func(what string, err error) error { return fmt.Errorf("boot vm %q: %s: %w", m.Name, what, err) }
 	dir := filepath.Join(s.Dir, m.Slug)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -366,7 +385,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	}
 	overlay := filepath.Join(dir, "overlay.qcow2")
 	_ = os.Remove(overlay)
-	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", s.opts.Image.Root, overlay).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", m.Image.Root, overlay).CombinedOutput(); err != nil {
 		return nil, fail("create overlay", fmt.Errorf("qemu-img: %w: %s", err, strings.TrimSpace(string(out))))
 	}
 	sockBase := sockDir
@@ -389,7 +408,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		"-serial", "file:" + v.Console,
 		"-qmp", "unix:" + qmp + ",server=on,wait=off",
 		"-pidfile", pidFile,
-		"-kernel", s.opts.Image.Kernel, "-initrd", s.opts.Image.Initrd,
+		"-kernel", m.Image.Kernel, "-initrd", m.Image.Initrd,
 		"-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname=" + hostname + " mitigations=off tsc=reliable no_timer_check panic=-1",
 		// no_timer_check: under TCG on a loaded host the kernel's IO-APIC
 		// timer check can fail and panic ("IO-APIC + timer doesn't work").
@@ -442,6 +461,13 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 			"-fw_cfg", fmt.Sprintf("name=%s%s%d,file=%s", image.FwCfgPrefix, image.FwNetworkPrefix, j+1, nf))
 	}
 
+	// restrict=on: the guest reaches nothing beyond the SSH forward.
+	// Without it, slirp NATs the guest's connections out through this
+	// machine and answers DNS at 10.0.2.3.
+	restrict := "restrict=on,"
+	if m.Internet {
+		restrict = ""
+	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken before qemu binds it
 		port, err := freePort()
@@ -450,7 +476,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		}
 		v.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		full := append(append([]string(nil), args...),
-			"-netdev", fmt.Sprintf("user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:%d-:22", port),
+			"-netdev", fmt.Sprintf("user,id=n0,%shostfwd=tcp:127.0.0.1:%d-:22", restrict, port),
 			"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,addr=0x3", mac(idx, 0)))
 		lastErr = s.exec(v, full, pidFile, qmp)
 		if lastErr == nil {
@@ -464,7 +490,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		return nil, fail("start qemu", lastErr)
 	}
 	s.opts.Progress(m.Name, "booting ("+s.AccelNote+")")
-	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel)
+	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel, "image", m.Image.Dir, "internet", m.Internet)
 	return v, nil
 }
 
