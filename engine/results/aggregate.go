@@ -36,7 +36,7 @@ type Agg struct {
 
 // Aggregate folds samples into one Agg per Key. The order is stable: workloads
 // in order of first appearance, then metrics in the order of Metrics, then
-// sizes ascending.
+// sizes ascending, then tool names: a total order over Key.
 func Aggregate(samples []Sample) []Agg {
 	type entry struct {
 		agg     Agg
@@ -104,7 +104,12 @@ func Aggregate(samples []Sample) []Agg {
 		if a.Metric != b.Metric {
 			return a.Metric < b.Metric
 		}
-		return a.Size < b.Size
+		if a.Size != b.Size {
+			return a.Size < b.Size
+		}
+		// The same workload under two tool names (a hand-edited file):
+		// the order is still one, not map order.
+		return a.Tool < b.Tool
 	})
 	return out
 }
