@@ -49,6 +49,7 @@ test-unit: agent ## unit tests only (fast, no root)
 # key where the user's default known_hosts is (accept-new writes only there)
 # must never leave the bed's throwaway keys in the real ~/.ssh.
 test-netns: build ## every unit test plus the integration tests on network-namespace hosts with real sshd (root)
+	$(GO) test -count=1 -run '^$$' ./... >/dev/null # compile every test binary in parallel first; the run below is -p 1
 	home=$$(mktemp -d /tmp/rlab-test-home.XXXXXX) && \
 	HOME=$$home GOCACHE=$$($(GO) env GOCACHE) GOMODCACHE=$$($(GO) env GOMODCACHE) GOPATH=$$($(GO) env GOPATH) \
 	RLAB_NETNS=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 20m ./...; \
