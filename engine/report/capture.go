@@ -201,15 +201,7 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 		for _, o := range f.Ops {
 			ops = append(ops, fmt.Sprintf("%s %s ×%d", o.Transport, o.Name, o.Packets))
 		}
-		naks := fmt.Sprint(f.NAKs)
-		if len(f.NAKCodes) > 0 {
-			var codes []string
-			for code, n := range f.NAKCodes {
-				codes = append(codes, fmt.Sprintf("%s ×%d", roce.NAKName(code), n))
-			}
-			sort.Strings(codes)
-			naks += " (" + strings.Join(codes, ", ") + ")"
-		}
+		naks := fmt.Sprint(f.NAKs) + nakCodeText(f.NAKCodes)
 		c.Connections.add([]string{f.Src.String(), f.Dst.String(),
 			fmt.Sprintf("0x%06x", f.DestQP), fmt.Sprint(f.Packets), humanBytes(f.Bytes), humanBytes(f.PayloadBytes),
 			fmt.Sprint(f.Retransmits), naks, fmt.Sprint(f.RNRNAKs), fmt.Sprint(f.CNPs), fmt.Sprint(f.ECN), strings.Join(ops, ", ")},
@@ -373,4 +365,19 @@ func (b *builder) captures() {
 			b.sums[l.Path] = sums[i]
 		}
 	}
+}
+
+// nakCodeText words NAK counts by code as " (name ×n, ...)", sorted, or ""
+// when there are none: a connection's row and a workload's wire analysis
+// say them alike.
+func nakCodeText(codes map[uint8]int64) string {
+	if len(codes) == 0 {
+		return ""
+	}
+	var cs []string
+	for c, n := range codes {
+		cs = append(cs, fmt.Sprintf("%s ×%d", roce.NAKName(c), n))
+	}
+	sort.Strings(cs)
+	return " (" + strings.Join(cs, ", ") + ")"
 }

@@ -68,15 +68,7 @@ func (b *builder) wireOf(files []string) (wireSum, bool) {
 }
 
 func (w wireSum) String() string {
-	naks := fmt.Sprintf("%d NAKs", w.naks)
-	if len(w.codes) > 0 {
-		var cs []string
-		for c, n := range w.codes {
-			cs = append(cs, fmt.Sprintf("%s ×%d", roce.NAKName(c), n))
-		}
-		sort.Strings(cs)
-		naks += " (" + strings.Join(cs, ", ") + ")"
-	}
+	naks := fmt.Sprintf("%d NAKs", w.naks) + nakCodeText(w.codes)
 	return fmt.Sprintf("%d RoCEv2 packets: %d retransmitted PSNs, %s, %d RNR NAKs, %d CNPs", w.packets, w.retrans, naks, w.rnr, w.cnps)
 }
 
