@@ -24,7 +24,10 @@ rdma_rxe, missing perftest/rping/tcpdump, a netdev that does not exist or has
 no IPv4 address, RLIMIT_MEMLOCK too low, too little disk, root needed but not
 available. Each problem names the host and the fix.
 
-Exit status: 0 every host is ready; 1 problems found; 2 some host could not
+Local VM hosts are listed as not checked: they exist only while rlab run
+runs, which boots them from rlab's own image.
+
+Exit status: 0 every SSH host is ready; 1 problems found; 2 some host could not
 be reached (its error is printed; the others are still checked).
 
 With --validate, check is a student check, as netlab's validate is for
@@ -64,8 +67,13 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 				return withCode(exitInfra, err)
 			}
 			facts := map[string]*proto.Facts{}
-			var unreach []string
+			var unreach, vms []string
 			for _, r := range res {
+				var vm *localVMError
+				if errors.As(r.Err, &vm) {
+					vms = append(vms, vm.host)
+					continue
+				}
 				if r.Err != nil {
 					unreach = append(unreach, r.Err.Error())
 					continue
@@ -83,7 +91,10 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 				if problems == nil {
 					problems = []preflight.Problem{}
 				}
-				if err := enc.Encode(map[string]any{"problems": problems, "unreachable": unreach}); err != nil {
+				if vms == nil {
+					vms = []string{}
+				}
+				if err := enc.Encode(map[string]any{"problems": problems, "unreachable": unreach, "local_vms": vms}); err != nil {
 					return err
 				}
 			} else {
@@ -93,15 +104,26 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 				for _, u := range unreach {
 					fmt.Fprintln(w, firstLineOf(u))
 				}
+				for _, v := range vms {
+					fmt.Fprintf(w, "host %q: a local VM, not checked: it exists only while `rlab run` runs, which boots it from rlab's image (every tool a lab needs, rdma_rxe and siw)\n", v)
+				}
 			}
+			ssh := len(res) - len(vms)
 			switch {
 			case len(unreach) > 0:
-				return withCode(exitInfra, fmt.Errorf("%d of %d hosts could not be reached; %d problems on the others", len(unreach), len(res), len(problems)))
+				return withCode(exitInfra, fmt.Errorf("%d of %d SSH hosts could not be reached; %d problems on the others", len(unreach), ssh, len(problems)))
 			case len(problems) > 0:
 				return withCode(exitFail, fmt.Errorf("%d problems: the lab cannot run on these hosts as they are", len(problems)))
 			}
 			if !asJSON {
-				fmt.Fprintf(w, "all %d hosts ready\n", len(res))
+				switch {
+				case ssh == 0:
+					fmt.Fprintf(w, "no SSH host to check: the lab's %d hosts are local VMs\n", len(vms))
+				case len(vms) > 0:
+					fmt.Fprintf(w, "all %d SSH hosts ready (%d local VMs not checked)\n", ssh, len(vms))
+				default:
+					fmt.Fprintf(w, "all %d hosts ready\n", ssh)
+				}
 			}
 			return nil
 		},

@@ -88,12 +88,20 @@ func (h *hostFlags) specs(l *lab.Lab) ([]remote.Spec, map[string]error) {
 	skipped := map[string]error{}
 	for _, host := range l.Hosts {
 		if host.VM != nil {
-			skipped[host.Name] = fmt.Errorf("host %q is a local VM: it runs only during `rlab run`, which boots it", host.Name)
+			skipped[host.Name] = &localVMError{host: host.Name}
 			continue
 		}
 		specs = append(specs, remote.Spec{Target: runengine.HostTarget(host, h.identities), KnownHosts: host.KnownHosts, Become: host.Become})
 	}
 	return specs, skipped
+}
+
+// localVMError is a gather result for a local VM host: not a failure to
+// reach it, since it exists only while `rlab run` runs.
+type localVMError struct{ host string }
+
+func (e *localVMError) Error() string {
+	return fmt.Sprintf("host %q is a local VM: it runs only during `rlab run`, which boots it", e.host)
 }
 
 func (h *hostFlags) logger(w io.Writer) *slog.Logger {

@@ -262,3 +262,36 @@ func TestOneLabCommandsOnAFolder(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckLocalVMsNotUnreachable: rlab check on a lab of local VMs does not
+// call them unreachable (exit 2): they exist only while rlab run runs. It
+// says so per host and exits 0, and -json lists them apart.
+func TestCheckLocalVMsNotUnreachable(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	out, errOut, code := rlab(t, "check", "../../labs/quickstart.hcl")
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{`host "server": a local VM, not checked`, `host "client": a local VM, not checked`, "no SSH host to check: the lab's 2 hosts are local VMs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, "could not be reached") {
+		t.Errorf("a local VM called unreachable:\n%s%s", out, errOut)
+	}
+	out, errOut, code = rlab(t, "check", "-json", "../../labs/quickstart.hcl")
+	if code != exitOK {
+		t.Fatalf("-json: exit %d\n%s%s", code, out, errOut)
+	}
+	var got struct {
+		Unreachable []string `json:"unreachable"`
+		LocalVMs    []string `json:"local_vms"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("-json: %v\n%s", err, out)
+	}
+	if len(got.Unreachable) != 0 || fmt.Sprint(got.LocalVMs) != "[server client]" {
+		t.Errorf("-json: unreachable %q, local_vms %q; want none and [server client]", got.Unreachable, got.LocalVMs)
+	}
+}
