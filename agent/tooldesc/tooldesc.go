@@ -1,7 +1,8 @@
 // Package tooldesc is the one description of every workload tool rlab runs:
 // its name, family, whether it is RDMA, its sides, the options it accepts and
 // their rules, its metrics with units, the package that ships it per
-// distribution family, how to ask its version, its report chart and hint.
+// distribution family, how to ask its version, its report chart and hint,
+// and its part of every view (View, view.go: headline, charts, RDMA vs TCP).
 // Every layer reads it: the lab checker (engine/lab), the step kinds
 // (steps), the output parsers (engine/toolout), the metric vocabulary
 // (engine/results), preflight, the plan text, the report, the VM image and
