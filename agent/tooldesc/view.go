@@ -25,6 +25,9 @@ type View struct {
 	// metric (summary.md, the report's samples): said here so that a
 	// metric left out of every figure and chart is a choice, not a gap.
 	TableOnly []string
+	// Output: the run's headline quotes the first lines of the workload's
+	// standard output (exec: the command's output is what it measured).
+	Output bool
 }
 
 // SizeChoice says which message size a figure is taken at.
@@ -279,5 +282,5 @@ var builtinViews = map[Family]View{
 		Glance:     Figure{Metric: "tcp_bw", At: Largest},
 		Throughput: "tcp_bw",
 	},
-	Exec: {}, // CommonHeadline: its exit code and wall time
+	Exec: {Output: true}, // and CommonHeadline: its exit code and wall time
 }

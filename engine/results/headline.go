@@ -23,8 +23,8 @@ const execOutputLines = 5
 // WriteHeadline prints the table rlab run ends with: per workload its key
 // numbers with units (bandwidth per size, latency, message rate, TCP
 // throughput, an exec's exit), how it ended and whether its expects held;
-// then RDMA beside TCP, and the first lines of each exec workload's output
-// (read from the run directory r.Dir). Host text is made printable.
+// then RDMA beside TCP, and the first lines of the output of each workload
+// whose tool's View says so (exec; read from the run directory r.Dir). Host text is made printable.
 func WriteHeadline(w io.Writer, r *Run) error {
 	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
@@ -71,7 +71,7 @@ func WriteHeadline(w io.Writer, r *Run) error {
 		fmt.Fprintln(w, line)
 	}
 	for _, wl := range r.Workloads {
-		if wl.Tool == "exec" {
+		if t, ok := tooldesc.Lookup(wl.Tool); ok && t.View.Output {
 			writeExecOutput(w, r.Dir, wl)
 		}
 	}
