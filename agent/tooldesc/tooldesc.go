@@ -1,7 +1,8 @@
 // Package tooldesc is the one description of every workload tool rlab runs:
 // its name, family, whether it is RDMA, its sides, the options it accepts and
 // their rules, its metrics with units, the package that ships it per
-// distribution family, how to ask its version, its report chart and hint.
+// distribution family, how to ask its version, its report chart and hint,
+// and its part of every view (View, view.go: headline, charts, RDMA vs TCP).
 // Every layer reads it: the lab checker (engine/lab), the step kinds
 // (steps), the output parsers (engine/toolout), the metric vocabulary
 // (engine/results), preflight, the plan text, the report, the VM image and
@@ -150,6 +151,8 @@ type Tool struct {
 	RDMACM     bool
 	RDMACMFlag string
 	NoIWARP    string
+	// View is the tool's part of every view (view.go).
+	View View
 }
 
 // Metric is one measured quantity: its name is the one results.json,
@@ -431,12 +434,12 @@ func registerBuiltins() {
 			Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true,
 			Metrics: []string{"bw_peak", "bw_avg", "msg_rate"},
 			Program: &Program{Name: bw, Packages: perftestPkg, Version: ver},
-			Chart:   "bw", Hint: bwHint})
+			Chart:   "bw", Hint: bwHint, View: builtinViews[PerftestBW]})
 		Register(Tool{Name: lat, Family: PerftestLat, RDMA: true, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
 			Sizes: true, FixedSize: fixed, Iterations: true, Duration: true,
 			Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 			Program: &Program{Name: lat, Packages: perftestPkg, Version: Version{From: perftestFirst}},
-			Chart:   "lat", Hint: latHint, HeadlineSmallest: true})
+			Chart:   "lat", Hint: latHint, HeadlineSmallest: true, View: builtinViews[PerftestLat]})
 	}
 	// The pingpong tools fix their transport by name. XRC (ibv_xsrq_pingpong)
 	// is left out: rdma_rxe has no XRC, so it could never run on rxe.
@@ -452,7 +455,7 @@ func registerBuiltins() {
 			Sizes:   true, MaxSize: max, Iterations: true,
 			Metrics: []string{"pp_bw", "pp_lat"},
 			Program: &Program{Name: name, Packages: ibverbsPkg, Version: Version{RDMACore: true}},
-			Chart:   "pingpong", Hint: ppHint, HeadlineSmallest: true})
+			Chart:   "pingpong", Hint: ppHint, HeadlineSmallest: true, View: builtinViews[Pingpong]})
 	}
 	Register(Tool{Name: "rping", Family: Rping, RDMA: true, FixedTransport: "RC", RDMACM: true,
 		TransportWhy: "rping always uses an RC connection through the RDMA CM",
@@ -460,8 +463,8 @@ func registerBuiltins() {
 		Metrics:      []string{"rping_count"},
 		Program:      &Program{Name: "rping", Packages: rdmacmPkg, Version: Version{RDMACore: true}},
 		NeedsModules: []string{"rdma_cm"},
-		Chart:        "rping"})
+		Chart:        "rping", View: builtinViews[Rping]})
 	Register(Tool{Name: "tcp", Family: TCP, TransportWhy: "the tcp workload is a TCP stream", Duration: true, Bytes: true,
-		Metrics: []string{"tcp_bw"}, Chart: "tcp"})
-	Register(Tool{Name: "exec", Family: Exec, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec"})
+		Metrics: []string{"tcp_bw"}, Chart: "tcp", View: builtinViews[TCP]})
+	Register(Tool{Name: "exec", Family: Exec, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: builtinViews[Exec]})
 }

@@ -476,6 +476,17 @@ func rdmaTool(tool string) bool {
 	return ok && t.RDMA
 }
 
+// throughputOf is the metric a tool's View sets beside the others' in RDMA
+// vs TCP and the loss sweep ("" for none, or an unknown tool), and whether
+// the tool runs over RDMA (else it is the TCP baseline).
+func throughputOf(tool string) (metric string, overRDMA bool) {
+	t, ok := tooldesc.Lookup(tool)
+	if !ok {
+		return "", false
+	}
+	return t.View.Throughput, t.RDMA
+}
+
 // workloadLinks are the raw outputs of one workload: what results.json
 // names, else the logs whose file name starts with the workload's slug.
 func (b *builder) workloadLinks(name string, wd workloadDoc) []Link {
@@ -692,57 +703,69 @@ func series(samples []results.Sample, metric, name string) seriesIn {
 	return s
 }
 
-// workloadCharts draws what a workload's metrics call for: bandwidth and
-// message rate against message size for bandwidth tools, latency
-// percentiles for latency tools, pingpong throughput when several sizes ran.
+// workloadCharts draws the charts the tools' Views declare that a
+// workload's metrics have values for: bandwidth and message rate against
+// message size for bandwidth tools, latency percentiles for latency tools,
+// pingpong throughput when several sizes ran.
 func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 	var out []*Chart
-	if has(samples, "bw_avg") || has(samples, "bw_peak") {
-		var in []seriesIn
-		if has(samples, "bw_avg") {
-			in = append(in, series(samples, "bw_avg", "average"))
-		}
-		if has(samples, "bw_peak") {
-			in = append(in, series(samples, "bw_peak", "peak"))
-		}
-		out = append(out, lineChart(anchor+"-bw", "Bandwidth vs message size", "message size [bytes]", "Gb/s", true, in))
-	}
-	if has(samples, "msg_rate") {
-		out = append(out, lineChart(anchor+"-rate", "Message rate vs message size", "message size [bytes]", unitOf(samples, "msg_rate"),
-			true, []seriesIn{series(samples, "msg_rate", "message rate")}))
-	}
-	lat := []struct{ metric, name string }{
-		{"lat_min", "min"}, {"lat_typical", "typical"}, {"lat_avg", "avg"},
-		{"lat_p99", "p99"}, {"lat_p999", "p99.9"}, {"lat_max", "max"},
-	}
-	if has(samples, "lat_typical") || has(samples, "lat_avg") {
-		groups := map[int64]*barGroup{}
-		var sizes []int64
-		for _, l := range lat {
-			for _, a := range bySize(samples, l.metric) {
-				g, ok := groups[a.Size]
-				if !ok {
-					g = &barGroup{Label: humanSize(a.Size) + " B"}
-					groups[a.Size] = g
-					sizes = append(sizes, a.Size)
-				}
-				g.Bars = append(g.Bars, barIn{l.name, a.Median, unitOf(samples, l.metric)})
+	for _, c := range tooldesc.Charts() {
+		when := c.When
+		if when == nil {
+			for _, s := range c.Series {
+				when = append(when, s.Metric)
 			}
 		}
-		sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
-		var bars []barGroup
-		for _, sz := range sizes {
-			bars = append(bars, *groups[sz])
+		drawn := false
+		for _, m := range when {
+			drawn = drawn || has(samples, m)
 		}
-		out = append(out, barChart(anchor+"-lat", "Latency percentiles by message size", "usec", bars))
-	}
-	if has(samples, "pp_bw") {
-		if len(bySize(samples, "pp_bw")) > 1 {
-			out = append(out, lineChart(anchor+"-pp", "Pingpong throughput vs message size", "message size [bytes]", "Mbit/s",
-				true, []seriesIn{series(samples, "pp_bw", "throughput")}))
+		if !drawn || len(c.Series) == 0 || len(bySize(samples, c.Series[0].Metric)) < c.MinSizes {
+			continue
+		}
+		unit := c.Unit
+		if unit == "" {
+			unit = unitOf(samples, c.Series[0].Metric)
+		}
+		id := anchor + "-" + c.ID
+		switch c.Kind {
+		case tooldesc.Bars:
+			out = append(out, barChart(id, c.Title, unit, sizeBars(samples, c.Series)))
+		default:
+			var in []seriesIn
+			for _, s := range c.Series {
+				if has(samples, s.Metric) {
+					in = append(in, series(samples, s.Metric, s.Name))
+				}
+			}
+			out = append(out, lineChart(id, c.Title, "message size [bytes]", unit, true, in))
 		}
 	}
 	return out
+}
+
+// sizeBars groups the series' medians by message size: a group per size,
+// ascending, a bar per series with a value there.
+func sizeBars(samples []results.Sample, series []tooldesc.Series) []barGroup {
+	groups := map[int64]*barGroup{}
+	var sizes []int64
+	for _, l := range series {
+		for _, a := range bySize(samples, l.Metric) {
+			g, ok := groups[a.Size]
+			if !ok {
+				g = &barGroup{Label: humanSize(a.Size) + " B"}
+				groups[a.Size] = g
+				sizes = append(sizes, a.Size)
+			}
+			g.Bars = append(g.Bars, barIn{l.Name, a.Median, unitOf(samples, l.Metric)})
+		}
+	}
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+	var bars []barGroup
+	for _, sz := range sizes {
+		bars = append(bars, *groups[sz])
+	}
+	return bars
 }
 
 // stackOf is "what the stack saw" of a workload: its counter samples that

@@ -6,7 +6,8 @@ import (
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
-// compare puts every RDMA bandwidth workload beside every TCP baseline, in
+// compare puts every RDMA bandwidth workload beside every TCP baseline (the
+// throughput metric each tool's View declares, RDMA or not as its tool), in
 // human units (3.4 Gb/s, 405 MiB/s; the recorded Gb/s kept as Raw): for RDMA the best median over message sizes (with the size it
 // came at), for TCP the median over repeats. Nothing is drawn unless both kinds ran.
 func (b *builder) compare() {
@@ -15,9 +16,11 @@ func (b *builder) compare() {
 	rdma, tcp := 0, 0
 	for _, w := range b.d.Workloads {
 		ss := b.samples[w.Name]
+		thr, overRDMA := throughputOf(w.Tool)
 		switch {
-		case rdmaTool(w.Tool) && has(ss, "bw_avg"):
-			aggs := bySize(ss, "bw_avg")
+		case thr == "" || !has(ss, thr):
+		case overRDMA:
+			aggs := bySize(ss, thr)
 			if len(aggs) == 0 {
 				continue
 			}
@@ -36,9 +39,9 @@ func (b *builder) compare() {
 			t.add([]string{w.Name, w.Tool, transport, results.HumanSize(best.Size), results.HumanValue(best.Median, "Gb/s"), results.HumanValue(gbpsToMiBps(best.Median), "MiB/s")},
 				[]string{"", "", "", strconv.FormatInt(best.Size, 10), rawNum(best.Median), rawNum(gbpsToMiBps(best.Median))})
 			groups = append(groups, barGroup{Label: label, Bars: []barIn{{"RDMA", best.Median, "Gb/s"}}})
-		case w.Tool == "tcp" && has(ss, "tcp_bw"):
+		default:
 			tcp++
-			for _, a := range bySize(ss, "tcp_bw") { // one per bytes setting, usually one
+			for _, a := range bySize(ss, thr) { // one per bytes setting, usually one
 				t.add([]string{w.Name, w.Tool, "TCP", "", results.HumanValue(a.Median, "Gb/s"), results.HumanValue(gbpsToMiBps(a.Median), "MiB/s")},
 					[]string{"", "", "", "", rawNum(a.Median), rawNum(gbpsToMiBps(a.Median))})
 				groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"TCP", a.Median, "Gb/s"}}})

@@ -35,8 +35,8 @@ func lossOf(samples []results.Sample) (float64, bool) {
 	return 0, false
 }
 
-// lossSweep draws throughput against loss when the run measured RDMA or
-// TCP bandwidth at two loss points or more: RDMA's best median over message
+// lossSweep draws throughput (each tool's View.Throughput) against loss
+// when the run measured RDMA or TCP bandwidth at two loss points or more: RDMA's best median over message
 // sizes, TCP's median over repeats, one point per workload.
 func (b *builder) lossSweep() {
 	type pt struct {
@@ -51,15 +51,17 @@ func (b *builder) lossSweep() {
 		if !ok {
 			continue
 		}
+		thr, overRDMA := throughputOf(w.Tool)
 		switch {
-		case rdmaTool(w.Tool) && has(ss, "bw_avg"):
+		case thr == "" || !has(ss, thr):
+		case overRDMA:
 			best := 0.0
-			for _, a := range bySize(ss, "bw_avg") {
+			for _, a := range bySize(ss, thr) {
 				best = max(best, a.Median)
 			}
 			rdma = append(rdma, pt{loss, best, w.Name, w.Why})
-		case w.Tool == "tcp" && has(ss, "tcp_bw"):
-			for _, a := range bySize(ss, "tcp_bw") {
+		default:
+			for _, a := range bySize(ss, thr) {
 				tcp = append(tcp, pt{loss, a.Median, w.Name, w.Why})
 			}
 		}

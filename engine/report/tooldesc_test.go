@@ -3,19 +3,68 @@ package report
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/engine/results"
 )
 
-// TestChartsFollowDescriptor: every tool has a chart family the report
-// knows, RDMA or not as the descriptor says, and the families that draw
-// charts explain them.
+// familyShows is what the report shows of each tool family, written out by
+// hand from the report people read (testdata/report/run's report.html),
+// not from the descriptor: the chart family that picks its hint, whether
+// it runs over RDMA, the charts a workload gets when every metric of its
+// tool has values at two sizes, and its side in RDMA vs TCP and the loss
+// sweep.
+var familyShows = map[tooldesc.Family]struct {
+	kind   string
+	rdma   bool
+	charts []string
+	side   string // "RDMA", "TCP", or "" for neither
+}{
+	tooldesc.PerftestBW:  {"bw", true, []string{"Bandwidth vs message size", "Message rate vs message size"}, "RDMA"},
+	tooldesc.PerftestLat: {"lat", true, []string{"Latency percentiles by message size"}, ""},
+	tooldesc.Pingpong:    {"pingpong", true, []string{"Pingpong throughput vs message size"}, ""},
+	tooldesc.Rping:       {"rping", true, nil, ""},
+	tooldesc.TCP:         {"tcp", false, nil, "TCP"},
+	tooldesc.Exec:        {"exec", false, nil, ""},
+	madeFamily:           {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // madeup_test.go
+}
+
+// TestChartsFollowDescriptor: every tool's report (chart family, RDMA or
+// not, its charts, its side in RDMA vs TCP) is what familyShows says, and
+// the families that draw charts explain them.
 func TestChartsFollowDescriptor(t *testing.T) {
 	for _, tl := range tooldesc.All() {
-		if k := toolKind(tl.Name); k == "other" || k != tl.Chart {
-			t.Errorf("%s: chart family %q, the descriptor says %q", tl.Name, k, tl.Chart)
+		want, ok := familyShows[tl.Family]
+		if !ok {
+			t.Errorf("%s: family %s is not in familyShows: say what the report shows of it", tl.Name, tl.Family)
+			continue
 		}
-		if rdmaTool(tl.Name) != tl.RDMA {
-			t.Errorf("%s: rdmaTool = %v, the descriptor says RDMA = %v", tl.Name, rdmaTool(tl.Name), tl.RDMA)
+		if k := toolKind(tl.Name); k != want.kind {
+			t.Errorf("%s: chart family %q, want %q", tl.Name, k, want.kind)
+		}
+		if rdmaTool(tl.Name) != want.rdma {
+			t.Errorf("%s: rdmaTool = %v, want %v", tl.Name, rdmaTool(tl.Name), want.rdma)
+		}
+		var ss []results.Sample
+		for _, m := range tooldesc.MetricsOf(tl.Name) {
+			for _, size := range []int64{64, 4096} {
+				ss = append(ss, results.Sample{Metric: m, Value: 1, Unit: "x", Meta: results.Meta{Workload: "w", Tool: tl.Name, Size: size}})
+			}
+		}
+		var got []string
+		for _, c := range workloadCharts("w0", results.Measures(ss)) {
+			got = append(got, c.Title)
+		}
+		if diff := cmp.Diff(want.charts, got); diff != "" {
+			t.Errorf("%s: charts (-want +got):\n%s", tl.Name, diff)
+		}
+		side := ""
+		if thr, overRDMA := throughputOf(tl.Name); thr != "" {
+			side = map[bool]string{true: "RDMA", false: "TCP"}[overRDMA]
+		}
+		if side != want.side {
+			t.Errorf("%s: side in RDMA vs TCP %q, want %q", tl.Name, side, want.side)
 		}
 	}
 	for _, k := range []string{"bw", "lat", "pingpong"} {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -108,9 +109,10 @@ type Comparison struct {
 // its threshold, or one that A had is missing from B.
 func (c *Comparison) Failed() bool { return c.Regressed > 0 || c.Missing > 0 }
 
-// skipByDefault are metrics that describe a run rather than measure the
-// system; they are compared only when given a threshold explicitly.
-var skipByDefault = map[string]bool{"exit_code": true, "duration": true}
+// skipByDefault: the metrics every workload records (exit code, wall time)
+// describe a run rather than measure the system; they are compared only
+// when given a threshold explicitly.
+func skipByDefault(m string) bool { return tooldesc.IsCommon(m) }
 
 // traffic: a kernel counter of what went through (packets, bytes): it
 // follows the workload's amount, so it is compared only with a threshold
@@ -172,7 +174,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 	seen := map[Key]bool{}
 	for _, ga := range Aggregate(a.Samples) {
 		thr, explicit := threshold(ga.Key)
-		if skipByDefault[ga.Metric] && !explicit || traffic(ga.Metric) && !explicit {
+		if skipByDefault(ga.Metric) && !explicit || traffic(ga.Metric) && !explicit {
 			seen[ga.Key] = true
 			continue
 		}
@@ -221,7 +223,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 			continue
 		}
 		thr, explicit := threshold(gb.Key)
-		if skipByDefault[gb.Metric] && !explicit || traffic(gb.Metric) && !explicit {
+		if skipByDefault(gb.Metric) && !explicit || traffic(gb.Metric) && !explicit {
 			continue
 		}
 		m, _ := MetricByName(gb.Metric)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
@@ -22,8 +23,8 @@ const execOutputLines = 5
 // WriteHeadline prints the table rlab run ends with: per workload its key
 // numbers with units (bandwidth per size, latency, message rate, TCP
 // throughput, an exec's exit), how it ended and whether its expects held;
-// then RDMA beside TCP, and the first lines of each exec workload's output
-// (read from the run directory r.Dir). Host text is made printable.
+// then RDMA beside TCP, and the first lines of the output of each workload
+// whose tool's View says so (exec; read from the run directory r.Dir). Host text is made printable.
 func WriteHeadline(w io.Writer, r *Run) error {
 	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
@@ -70,76 +71,26 @@ func WriteHeadline(w io.Writer, r *Run) error {
 		fmt.Fprintln(w, line)
 	}
 	for _, wl := range r.Workloads {
-		if wl.Tool == "exec" {
+		if t, ok := tooldesc.Lookup(wl.Tool); ok && t.View.Output {
 			writeExecOutput(w, r.Dir, wl)
 		}
 	}
 	return nil
 }
 
-// KeyNumbers is a workload's headline in one cell: bandwidth per size and
-// message rate, typical and p99 latency, pingpong throughput and time per
-// iteration, rping count, TCP throughput, an exec's exit code; medians over
-// repeats, in units for people.
+// KeyNumbers is a workload's headline in one cell: the figures its tool's
+// View declares (bandwidth per size and message rate, typical and p99
+// latency, pingpong throughput and time per iteration, rping count, TCP
+// throughput), else the exit code and wall time every workload records;
+// medians over repeats, in units for people.
 func KeyNumbers(wl Workload, aggs []Agg) string {
 	by := map[string][]Agg{}
 	for _, a := range aggs {
 		by[a.Metric] = append(by[a.Metric], a) // sizes ascending
 	}
-	at := func(a Agg) string {
-		if a.Size > 0 {
-			return " at " + HumanSize(a.Size)
-		}
-		return ""
-	}
-	var parts []string
-	if bw := by["bw_avg"]; len(bw) > 0 {
-		var s []string
-		for i, a := range bw {
-			if len(bw) > 4 && i > 0 && i < len(bw)-2 {
-				if i == 1 {
-					s = append(s, "…")
-				}
-				continue
-			}
-			s = append(s, strings.TrimSpace(HumanSize(a.Size)+" "+HumanValue(a.Median, a.Unit)))
-		}
-		bw := strings.Join(s, ", ")
-		if wl.Bidirectional() {
-			bw += " (" + BothDirections + ")"
-		}
-		parts = append(parts, bw)
-		if mr := by["msg_rate"]; len(mr) > 0 {
-			parts = append(parts, HumanValue(mr[0].Median, mr[0].Unit)+at(mr[0]))
-		}
-	}
-	if lt := by["lat_typical"]; len(lt) > 0 {
-		s := "typical " + HumanValue(lt[0].Median, lt[0].Unit)
-		if p := by["lat_p99"]; len(p) > 0 {
-			s += ", p99 " + HumanValue(p[0].Median, p[0].Unit)
-		}
-		parts = append(parts, s+at(lt[0]))
-	}
-	if pp := by["pp_bw"]; len(pp) > 0 {
-		s := HumanValue(pp[0].Median, pp[0].Unit)
-		if l := by["pp_lat"]; len(l) > 0 {
-			s += ", " + HumanValue(l[0].Median, l[0].Unit)
-		}
-		parts = append(parts, s+at(pp[0]))
-	}
-	if rc := by["rping_count"]; len(rc) > 0 {
-		parts = append(parts, FormatValue(rc[0].Median)+" ping-pongs")
-	}
-	if t := by["tcp_bw"]; len(t) > 0 {
-		parts = append(parts, HumanValue(t[0].Median, t[0].Unit))
-	}
+	parts := figureParts(wl, by, tooldesc.HeadlineOf(wl.Tool))
 	if len(parts) == 0 {
-		if ec := by["exit_code"]; len(ec) > 0 {
-			parts = append(parts, "exit "+FormatValue(ec[0].Median))
-		}
-		if d := by["duration"]; len(d) > 0 {
-			parts = append(parts, "in "+HumanValue(d[0].Median, d[0].Unit))
-		}
+		parts = figureParts(wl, by, tooldesc.CommonHeadline)
 	}
 	if n := maxRepeats(aggs); n > 1 && len(parts) > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(" (median of %d)", n)
@@ -148,6 +99,73 @@ func KeyNumbers(wl Workload, aggs []Agg) string {
 		return "–"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// figureParts are the parts of a headline cell the figures with a value
+// make, each followed by its Then parts.
+func figureParts(wl Workload, by map[string][]Agg, figs []tooldesc.Figure) []string {
+	var parts []string
+	for _, f := range figs {
+		aggs := by[f.Metric]
+		if len(aggs) == 0 {
+			continue
+		}
+		var s string
+		if f.At == tooldesc.EverySize {
+			var each []string
+			for i, a := range aggs {
+				if len(aggs) > 4 && i > 0 && i < len(aggs)-2 {
+					if i == 1 {
+						each = append(each, "…")
+					}
+					continue
+				}
+				each = append(each, strings.TrimSpace(HumanSize(a.Size)+" "+figureValue(f, a)))
+			}
+			s = strings.Join(each, ", ")
+		} else {
+			a := pickSize(aggs, f.At)
+			s = figureValue(f, a)
+			for _, g := range f.With {
+				if ga := by[g.Metric]; len(ga) > 0 {
+					s += ", " + figureValue(g, pickSize(ga, f.At))
+				}
+			}
+			if f.ShowSize && a.Size > 0 {
+				s += " at " + HumanSize(a.Size)
+			}
+		}
+		if f.Bidir && wl.Bidirectional() {
+			s += " (" + BothDirections + ")"
+		}
+		parts = append(parts, s)
+		parts = append(parts, figureParts(wl, by, f.Then)...)
+	}
+	return parts
+}
+
+// figureValue is one figure's text: label, value, word.
+func figureValue(f tooldesc.Figure, a Agg) string {
+	s := HumanValue(a.Median, a.Unit)
+	if f.Count {
+		s = FormatValue(a.Median)
+	}
+	if f.Label != "" {
+		s = f.Label + " " + s
+	}
+	if f.Word != "" {
+		s += " " + f.Word
+	}
+	return s
+}
+
+// pickSize is the aggregate at the size a figure is taken at, of one
+// metric's aggregates (sizes ascending); EverySize takes the first.
+func pickSize(aggs []Agg, at tooldesc.SizeChoice) Agg {
+	if at == tooldesc.Largest {
+		return aggs[len(aggs)-1]
+	}
+	return aggs[0]
 }
 
 func maxRepeats(aggs []Agg) int {
@@ -176,12 +194,12 @@ func heldText(es []Expect) string {
 	return s
 }
 
-// rdmaTCPLine sets each RDMA bandwidth workload's figure at its largest
-// size beside the first TCP baseline's throughput.
+// rdmaTCPLine sets each RDMA tool's throughput figure (its View's) at its
+// largest size beside the first TCP baseline's throughput.
 func rdmaTCPLine(r *Run, aggs []Agg) string {
 	var tcp *Agg
 	for i, a := range aggs {
-		if a.Metric == "tcp_bw" {
+		if rdma, ok := tooldesc.Throughput(a.Metric); ok && !rdma {
 			tcp = &aggs[i]
 			break
 		}
@@ -192,7 +210,7 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 	best := map[string]Agg{}
 	var order []string
 	for _, a := range aggs {
-		if a.Metric != "bw_avg" {
+		if rdma, _ := tooldesc.Throughput(a.Metric); !rdma {
 			continue
 		}
 		if _, ok := best[a.Workload]; !ok {

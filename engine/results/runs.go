@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // ListRuns finds the run directories under root (a directory holding
@@ -63,16 +65,24 @@ func ListRuns(root string) ([]*Run, []error) {
 }
 
 // Headline picks a run's figures worth a glance, one per workload that has
-// one: bandwidth (bw_avg, tcp_bw, pp_bw) at the largest size, or typical
-// latency (lat_typical, pp_lat) at the smallest, medians over repeats.
+// one: the Glance figure its tool's View declares (bandwidth at the largest
+// size, typical latency at the smallest), medians over repeats.
 func Headline(r *Run) []string {
-	prefer := []string{"bw_avg", "tcp_bw", "lat_typical", "pp_bw", "rping_count"}
+	glances := tooldesc.Glances()
+	rank := func(m string) int {
+		for i, f := range glances {
+			if f.Metric == m {
+				return i
+			}
+		}
+		return -1
+	}
 	aggs := Aggregate(r.Samples)
 	var order []string
 	pick := map[string]Agg{}
 	for _, a := range aggs {
-		rank := indexOf(prefer, a.Metric)
-		if rank < 0 {
+		ra := rank(a.Metric)
+		if ra < 0 {
 			continue
 		}
 		cur, ok := pick[a.Workload]
@@ -81,35 +91,23 @@ func Headline(r *Run) []string {
 			pick[a.Workload] = a
 			continue
 		}
-		cr := indexOf(prefer, cur.Metric)
+		rc := rank(cur.Metric)
+		smallest := glances[ra].At == tooldesc.Smallest
 		switch {
-		case rank < cr:
+		case ra < rc:
 			pick[a.Workload] = a
-		case rank == cr && strings.HasPrefix(a.Metric, "lat") && a.Size < cur.Size:
+		case ra == rc && smallest && a.Size < cur.Size:
 			pick[a.Workload] = a
-		case rank == cr && !strings.HasPrefix(a.Metric, "lat") && a.Size > cur.Size:
+		case ra == rc && !smallest && a.Size > cur.Size:
 			pick[a.Workload] = a
 		}
 	}
 	var out []string
 	for _, wl := range order {
 		a := pick[wl]
-		s := fmt.Sprintf("%s %s", wl, HumanValue(a.Median, a.Unit))
-		if a.Metric == "lat_typical" {
-			s += " typ"
-		}
-		out = append(out, s)
+		out = append(out, wl+" "+figureValue(glances[rank(a.Metric)], a))
 	}
 	return out
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // DefaultRunsRoot is where rlab run writes run directories.

@@ -136,7 +136,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 		units := map[string]string{}
 		for _, wl := range wls {
 			for _, a := range byWL[wl.Name] {
-				if _, ok := units[a.Metric]; !ok && a.Metric != "exit_code" && a.Metric != "duration" {
+				if _, ok := units[a.Metric]; !ok && !tooldesc.IsCommon(a.Metric) {
 					units[a.Metric] = a.Unit
 					metrics = append(metrics, a.Metric)
 				}
@@ -496,8 +496,9 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 	fmt.Fprintf(b, "\n")
 }
 
-// rdmaVsTCP puts the throughput of every RDMA bandwidth workload (median
-// bw_avg at its largest size) next to every TCP workload's, in Gb/s.
+// rdmaVsTCP puts the throughput of every RDMA bandwidth workload (median of
+// its tool's View.Throughput at its largest size) next to every TCP
+// workload's, in Gb/s.
 func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 	type line struct {
 		wl, tool, what string
@@ -513,7 +514,7 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 	best := map[string]Agg{}
 	var order []string
 	for _, a := range aggs {
-		if a.Metric != "bw_avg" && a.Metric != "tcp_bw" {
+		if _, ok := tooldesc.Throughput(a.Metric); !ok {
 			continue
 		}
 		id := a.Workload + "\x00" + a.Hosts
@@ -534,7 +535,7 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 			what += ", " + BothDirections
 		}
 		l := line{a.Workload, a.Tool, what, a.Median}
-		if a.Metric == "tcp_bw" {
+		if overRDMA, _ := tooldesc.Throughput(a.Metric); !overRDMA {
 			tcp = append(tcp, l)
 		} else {
 			rdma = append(rdma, l)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // RDMAOver is the transport cell of an RDMA workload in the RDMA vs TCP
@@ -30,10 +32,10 @@ func aloneVsTogether(b *bytes.Buffer, r *Run, aggs []Agg) {
 		agg Agg
 		ok  bool
 	}
-	at := map[string]map[int64]Agg{} // workload → size → bw_avg or tcp_bw
+	at := map[string]map[int64]Agg{} // workload → size → its tool's View.Throughput
 	largest := map[string]int64{}
 	for _, a := range aggs {
-		if a.Metric != "bw_avg" && a.Metric != "tcp_bw" {
+		if _, ok := tooldesc.Throughput(a.Metric); !ok {
 			continue
 		}
 		if at[a.Workload] == nil {
