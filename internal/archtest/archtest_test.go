@@ -64,6 +64,39 @@ func TestImportRules(t *testing.T) {
 // promise is how a package doc says what it must (not) import.
 var promise = regexp.MustCompile(`(?i)must not import|must import nothing|imports? only|imports nothing|must not be imported|nothing else should|no engine`)
 
+// pointerPending are packages with a rule whose doc does not yet name
+// internal/archtest: their files were being reworked by other branches when
+// the table was written (the tool kinds, the run's plan walk, the views,
+// SSH deadlines, the agent's file methods). Name internal/archtest in the
+// doc, then drop the package from here.
+var pointerPending = map[string]bool{
+	"agent/server": true, "agent/tooldesc": true, "steps": true, "engine/toolout": true,
+	"engine/results": true, "engine/report": true, "engine/run": true, "engine/plan": true,
+	"engine/sshx": true, "engine/remote": true,
+}
+
+// TestDocsNameTheRules: a package with a rule says so in its doc, where it
+// says what it must not import, so a reader of the doc finds the table.
+func TestDocsNameTheRules(t *testing.T) {
+	docs := map[string]string{}
+	for _, p := range goList(t) {
+		if rel, ok := strings.CutPrefix(p.ImportPath, Module+"/"); ok && len(p.GoFiles) > 0 {
+			docs[rel] = packageDoc(t, p.Dir, p.GoFiles)
+		}
+	}
+	for _, r := range Rules {
+		doc, ok := docs[r.Pkg]
+		switch {
+		case strings.HasSuffix(r.Pkg, "/..."), !ok:
+			// a tree has no one doc; a gone package fails TestImportRules
+		case pointerPending[r.Pkg] && strings.Contains(doc, "internal/archtest"):
+			t.Errorf("%s's doc names internal/archtest now: drop it from pointerPending", r.Pkg)
+		case !pointerPending[r.Pkg] && !strings.Contains(doc, "internal/archtest"):
+			t.Errorf("%s has a rule in internal/archtest/rules.go but its package doc does not name internal/archtest", r.Pkg)
+		}
+	}
+}
+
 // TestEveryPromiseHasARule: the rules are the one source. A package doc
 // that promises what its package imports (or who imports it) has a rule
 // here, so no promise is prose that nothing checks.

@@ -5,11 +5,12 @@
 // it, such as engine/plan -> engine/provision -> agent/rpc.
 //
 // The table is the one source: a package doc says in a sentence what its
-// package must not import and why; a test fails when a doc makes such a
-// promise without a rule here, or when a rule names a package that is gone
-// (a rule left behind by a move would check nothing).
+// package must not import and why, and names internal/archtest; a test
+// fails when a doc makes such a promise without a rule here, when a ruled
+// package's doc does not point here, or when a rule names a package that
+// is gone (a rule left behind by a move would check nothing).
 //
-// It sits at the module root, not under engine/, because its rules span
+// It sits at the module root (internal/archtest), not under engine/, because its rules span
 // agent/, engine/, steps and templates. It holds no code that rlab runs
 // and must not be imported.
 package archtest
