@@ -159,14 +159,14 @@ func TestCheckFails(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		break_ func(Graph)
+		mutate func(Graph)
 		rules  []Rule
 		want   []string
 	}{
-		{name: "kept", break_: func(Graph) {}, rules: rules},
+		{name: "kept", mutate: func(Graph) {}, rules: rules},
 		{
 			name:   "chain",
-			break_: func(g Graph) { g[m("engine/lab")].Imports = append(g[m("engine/lab")].Imports, m("engine/provision")) },
+			mutate: func(g Graph) { g[m("engine/lab")].Imports = append(g[m("engine/lab")].Imports, m("engine/provision")) },
 			rules:  rules,
 			want: []string{
 				"engine/plan must not import agent/rpc: engine/plan -> engine/lab -> engine/provision -> agent/rpc (pure)",
@@ -174,25 +174,25 @@ func TestCheckFails(t *testing.T) {
 		},
 		{
 			name:   "std reached",
-			break_: func(g Graph) { g[m("engine/lab")].Imports = append(g[m("engine/lab")].Imports, "os/exec") },
+			mutate: func(g Graph) { g[m("engine/lab")].Imports = append(g[m("engine/lab")].Imports, "os/exec") },
 			rules:  rules,
 			want:   []string{"engine/plan must not import os/exec: engine/plan -> engine/lab -> os/exec (pure)"},
 		},
 		{
 			name:   "only",
-			break_: func(g Graph) { g[m("engine/leaf")].Imports = append(g[m("engine/leaf")].Imports, m("engine/lab")) },
+			mutate: func(g Graph) { g[m("engine/leaf")].Imports = append(g[m("engine/leaf")].Imports, m("engine/lab")) },
 			rules:  rules,
 			want:   []string{"engine/leaf imports engine/lab: it may import the standard library only (leaf)"},
 		},
 		{
 			name:   "imported by",
-			break_: func(g Graph) { g[m("engine/lab")].Imports = append(g[m("engine/lab")].Imports, m("engine/sectest")) },
+			mutate: func(g Graph) { g[m("engine/lab")].Imports = append(g[m("engine/lab")].Imports, m("engine/sectest")) },
 			rules:  rules,
 			want:   []string{"engine/lab imports engine/sectest, which only nothing may import (tests only)"},
 		},
 		{
 			name:   "gone",
-			break_: func(g Graph) { delete(g, m("engine/leaf")) },
+			mutate: func(g Graph) { delete(g, m("engine/leaf")) },
 			rules:  append(rules, Rule{Pkg: "engine/plan", Never: []string{"engine/run"}}),
 			want: []string{
 				"rule for engine/leaf: no such package (moved or renamed? update internal/archtest/rules.go)",
@@ -202,7 +202,7 @@ func TestCheckFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := base()
-			tc.break_(g)
+			tc.mutate(g)
 			if diff := cmp.Diff(tc.want, Check(g, tc.rules)); diff != "" {
 				t.Errorf("Check (-want +got):\n%s", diff)
 			}
