@@ -3,7 +3,7 @@
 // The quickstart and class labs are copies of labs/ (go:embed cannot reach
 // outside this folder); the tests fail when a copy drifts, and
 // `go test ./templates -update` copies labs/ over them. It must not import
-// anything of rlab.
+// anything of rlab (internal/archtest checks it).
 package templates
 
 import (

@@ -5,7 +5,7 @@
 // keeps rlab about 5 MB smaller. A clean clone embeds only bin/README: the
 // build still works and Binary and Packed say how to get the agents.
 //
-// It imports only the standard library.
+// It imports only the standard library (internal/archtest checks it).
 package dist
 
 import (

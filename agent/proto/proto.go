@@ -1,7 +1,7 @@
 // Package proto defines the wire protocol between the rlab controller and the
 // rlab-agent it ships to every host: newline-delimited JSON over the agent's
 // stdin/stdout (one SSH session). It is shared by both sides and must import
-// nothing but the standard library.
+// nothing but the standard library (internal/archtest checks it).
 //
 // The conversation:
 //

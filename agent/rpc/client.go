@@ -9,7 +9,8 @@
 // even during a long proc.wait. An agent given up on is lost: its
 // transport is closed and every call fails with an error naming the host.
 //
-// It imports only the standard library and agent/proto.
+// It imports only the standard library and agent/proto (internal/archtest
+// checks it).
 package rpc
 
 import (

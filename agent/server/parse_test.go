@@ -82,8 +82,37 @@ func FuzzRDMACMListening(f *testing.F) {
 	}
 	f.Add(b, 7174)
 	f.Add([]byte(`[{"state":"LISTEN","src-port":1e300}]`), 0)
+	// Properties: the owner filter only narrows (listening for pid 4242
+	// implies listening for any owner); a yes needs a JSON array with an
+	// entry in state LISTEN, as an independent typed decode sees it; and
+	// the verdict is the output's, not its spelling (re-encoded JSON gets
+	// the same answer). Ports are real ports (0–65535): the callers' own.
 	f.Fuzz(func(t *testing.T, b []byte, port int) {
-		RDMACMListening(b, map[int]bool{4242: true}, port)
+		port &= 0xffff
+		mine := RDMACMListening(b, map[int]bool{4242: true}, port)
+		anyOwner := RDMACMListening(b, nil, port)
+		if mine && !anyOwner {
+			t.Fatalf("listening for pid 4242 but not for any owner on port %d", port)
+		}
+		var ids []map[string]any
+		if err := json.Unmarshal(bytes.TrimSpace(b), &ids); err != nil {
+			if anyOwner {
+				t.Fatalf("listening on port %d in output that is no JSON array (%v)", port, err)
+			}
+			return
+		}
+		var states []struct{ State any }
+		json.Unmarshal(bytes.TrimSpace(b), &states)
+		if anyOwner && !slices.ContainsFunc(states, func(s struct{ State any }) bool { return s.State == "LISTEN" }) {
+			t.Fatalf("listening on port %d with no entry in state LISTEN", port)
+		}
+		again, err := json.Marshal(ids)
+		if err != nil {
+			return // a number JSON cannot spell again (none of iproute2's)
+		}
+		if got := RDMACMListening(again, map[int]bool{4242: true}, port); got != mine {
+			t.Fatalf("re-encoded output says %v, the original %v (port %d)\n%s", got, mine, port, again)
+		}
 	})
 }
 

@@ -5,7 +5,7 @@
 // labelled with the tool. It writes Graphviz DOT, and SVG through `dot`.
 //
 // It reads the lab model and facts only; it must not import the run
-// engine, SSH or the agent.
+// engine, SSH or the agent (internal/archtest checks it).
 package graph
 
 import (

@@ -6,7 +6,7 @@
 // one from rlab at boot through QEMU fw_cfg (see guest.go).
 //
 // Building runs mmdebstrap and mke2fs as root. This package must not import
-// engine/vm or anything that talks to hosts.
+// engine/vm or anything that talks to hosts (internal/archtest checks it).
 package image
 
 import (

@@ -2,7 +2,8 @@
 // (bits per second per interval, per series: all RoCEv2, each RDMA
 // operation class, TCP) and draws it as a self-contained SVG chart that a
 // run report can embed inline. It depends on engine/roce for decoded frames
-// and on nothing outside the standard library for drawing.
+// and on nothing outside the standard library for drawing (internal/archtest
+// checks it).
 package iograph
 
 import (

@@ -6,7 +6,8 @@
 //
 // It must not import the run engine, SSH or the agent's program (the tool
 // descriptor agent/tooldesc, a standard-library leaf both sides share, is
-// allowed): it is the contract those packages build on.
+// allowed): it is the contract those packages build on (internal/archtest
+// checks it).
 package lab
 
 import (

@@ -176,24 +176,42 @@ func TestUnits(t *testing.T) {
 	}
 }
 
+// TestUnitsOfPaths: the example folder is one lab per file and the corpus
+// folder one lab of three files. The expected files are written out here,
+// not globbed from the folders Units reads: a file Units drops or invents
+// fails the test (a new example lab is added here too, as in labs/).
 func TestUnitsOfPaths(t *testing.T) {
-	examples, _ := filepath.Glob("../../labs/*.hcl")
+	examples := []string{"class.hcl", "cloud-bastion.hcl", "found.hcl", "incast.hcl", "iwarp.hcl", "lossy.hcl", "netns-tcp.hcl",
+		"nightly.hcl", "operations-tour.hcl", "quickstart.hcl", "ring.hcl", "transports.hcl", "walkthrough.hcl"}
+	oneEach := make([][]string, len(examples))
+	for i, e := range examples {
+		oneEach[i] = []string{e}
+	}
 	tests := []struct {
 		path string
-		want int
+		want [][]string // base names of each unit's files
 	}{
-		{"../../labs", len(examples)},        // a folder of labs: one per file
-		{corpus + "/folder", 1},              // one lab in three files
-		{"../../labs/quickstart.hcl", 1},     // a file
-		{corpus + "/valid/ssh_forms.hcl", 1}, // a file
+		{"../../labs", oneEach},                                          // a folder of labs: one per file
+		{corpus + "/folder", [][]string{{"folder"}}},                     // one lab in three files: the folder, loaded whole
+		{"../../labs/quickstart.hcl", [][]string{{"quickstart.hcl"}}},    // a file
+		{corpus + "/valid/ssh_forms.hcl", [][]string{{"ssh_forms.hcl"}}}, // a file
 	}
 	for _, tt := range tests {
 		units, diags := Units(tt.path)
-		if diags.HasErrors() || len(units) != tt.want {
-			t.Errorf("Units(%s) = %d units, %v; want %d", tt.path, len(units), diags, tt.want)
+		if diags.HasErrors() {
+			t.Errorf("Units(%s): %v", tt.path, diags)
+			continue
 		}
-	}
-	if _, diags := Units("no/such/dir"); !diags.HasErrors() {
-		t.Error("Units of a missing path gave no error")
+		var got [][]string
+		for _, u := range units {
+			var names []string
+			for _, f := range u {
+				names = append(names, filepath.Base(f))
+			}
+			got = append(got, names)
+		}
+		if d := cmp.Diff(tt.want, got); d != "" {
+			t.Errorf("Units(%s) (-want +got):\n%s", tt.path, d)
+		}
 	}
 }

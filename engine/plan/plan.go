@@ -43,7 +43,7 @@ import (
 	"sort"
 
 	"github.com/rlab-dev/rlab/engine/lab"
-	"github.com/rlab-dev/rlab/engine/provision"
+	"github.com/rlab-dev/rlab/engine/provision/needs"
 )
 
 // Kind is what a step does.
@@ -226,9 +226,9 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 	}
 
 	// Per host: connect, ship, provision, preflight.
-	needs := map[*lab.Host]provision.Need{}
-	for _, n := range provision.Needs(l) {
-		needs[n.Host] = n
+	need := map[*lab.Host]needs.Need{}
+	for _, n := range needs.Of(l) {
+		need[n.Host] = n
 	}
 	ready := map[*lab.Host]string{} // host -> preflight step ID
 	for _, h := range l.Hosts {
@@ -245,7 +245,7 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 		s := b.add(&Step{ID: StepID(h.Slug, ShipAgent, ""), Kind: ShipAgent, Host: h.Name, HostRef: h, Description: "ship the rlab agent (skipped when the host has this build cached) and start it"})
 		s.after(c.ID)
 		if !o.NoProvision && (o.Provision || h.Provision) {
-			pv := b.add(&Step{ID: StepID(h.Slug, Provision, ""), Kind: Provision, Host: h.Name, HostRef: h, Description: provisionText(needs[h])})
+			pv := b.add(&Step{ID: StepID(h.Slug, Provision, ""), Kind: Provision, Host: h.Name, HostRef: h, Description: provisionText(need[h])})
 			pv.after(s.ID)
 			s = pv
 		}

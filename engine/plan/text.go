@@ -8,7 +8,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
-	"github.com/rlab-dev/rlab/engine/provision"
+	"github.com/rlab-dev/rlab/engine/provision/needs"
 )
 
 func connectText(h *lab.Host) string {
@@ -94,7 +94,7 @@ func preflightText(l *lab.Lab, h *lab.Host) string {
 
 // provisionText: the plan has no host to ask, so it names everything the
 // lab needs there; the run installs only what the host's facts lack.
-func provisionText(n provision.Need) string {
+func provisionText(n needs.Need) string {
 	d := n.Describe()
 	if d == "" {
 		return "install nothing: the lab needs no package on this host"

@@ -2,7 +2,7 @@
 // run on its hosts: a pure function from the lab model and each host's facts
 // (as the agent reported them) to a list of problems, each naming the host,
 // what is wrong and how to fix it. It does no I/O; it must not import
-// engine/sshx or engine/remote.
+// engine/sshx or engine/remote (internal/archtest checks it).
 package preflight
 
 import (

@@ -6,10 +6,12 @@
 // agent install only that (agent method provision: argv only, as root
 // through become, the host's own package manager).
 //
-// Deciding (Needs, PlanHost) is pure: no I/O. Apply runs one host's plan
-// through its agent client. It imports engine/lab, agent/tooldesc,
-// agent/proto and agent/rpc; never engine/run, engine/sshx or engine/remote
-// (the caller connects).
+// Deciding (Needs, PlanHost) is pure: no I/O; what a lab needs per host is
+// the leaf engine/provision/needs, so engine/plan can say it without this
+// package's agent client. Apply runs one host's plan through its agent
+// client. It imports engine/lab, agent/tooldesc, agent/proto and agent/rpc;
+// never engine/run, engine/sshx or engine/remote (the caller connects;
+// internal/archtest checks it).
 package provision
 
 import (
@@ -26,6 +28,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/provision/needs"
 )
 
 // Family is a distribution family: one package manager, one set of
@@ -72,87 +75,15 @@ func PackageFor(p tooldesc.Packages, f Family) string {
 	return ""
 }
 
-// Need is what one host must have for the lab.
-type Need struct {
-	Host     *lab.Host
-	Programs []string // sorted: workload tools, tcpdump, rdma, modprobe
-	RXE      bool     // creates rxe devices: needs rdma_rxe
-}
+// Need is what one host must have for the lab. It lives in the leaf
+// engine/provision/needs, which engine/plan (pure) imports instead of this
+// package and its agent client; the alias keeps one provision API for the
+// callers that install.
+type Need = needs.Need
 
 // Needs is what each host of the lab needs, in lab order; a host the lab
 // uses for nothing needs nothing.
-func Needs(l *lab.Lab) []Need {
-	progs := map[*lab.Host]map[string]bool{}
-	rxe := map[*lab.Host]bool{}
-	add := func(h *lab.Host, p string) {
-		if h == nil {
-			return
-		}
-		if progs[h] == nil {
-			progs[h] = map[string]bool{}
-		}
-		progs[h][p] = true
-	}
-	for _, r := range l.RXEs {
-		rxe[r.Host] = true
-		add(r.Host, "rdma")     // iproute2's rdma: what rlab's own fix hints use
-		add(r.Host, "modprobe") // loads rdma_rxe
-	}
-	for _, c := range l.Captures {
-		add(c.Host, "tcpdump")
-	}
-	for _, w := range l.Workloads {
-		t, ok := lab.LookupTool(w.Tool)
-		if !ok || t.Program == nil {
-			continue
-		}
-		add(w.ServerHost, t.Program.Name)
-		add(w.ClientHost, t.Program.Name)
-	}
-	var out []Need
-	for _, h := range l.Hosts {
-		n := Need{Host: h, RXE: rxe[h]}
-		for p := range progs[h] {
-			n.Programs = append(n.Programs, p)
-		}
-		sort.Strings(n.Programs)
-		out = append(out, n)
-	}
-	return out
-}
-
-// Describe says what provisioning n's host would install if it lacks it,
-// for `rlab plan`, which has no host to ask: the packages in Debian/Ubuntu
-// names, each with the programs it is for where they differ, and the
-// rdma_rxe module; "" when the lab needs nothing there.
-func (n Need) Describe() string {
-	forPkg := map[string][]string{}
-	var pkgs []string
-	for _, name := range n.Programs {
-		prog, ok := tooldesc.ProgramByName(name)
-		if !ok || prog.Packages.Debian == "" {
-			continue
-		}
-		pkg := prog.Packages.Debian
-		if _, seen := forPkg[pkg]; !seen {
-			pkgs = append(pkgs, pkg)
-		}
-		forPkg[pkg] = append(forPkg[pkg], name)
-	}
-	sort.Strings(pkgs)
-	var parts []string
-	for _, pkg := range pkgs {
-		if f := forPkg[pkg]; len(f) == 1 && f[0] == pkg {
-			parts = append(parts, pkg)
-		} else {
-			parts = append(parts, pkg+" ("+strings.Join(f, ", ")+")")
-		}
-	}
-	if n.RXE {
-		parts = append(parts, rxeModule+" (Ubuntu: linux-modules-extra-<kernel>)")
-	}
-	return strings.Join(parts, ", ")
-}
+func Needs(l *lab.Lab) []Need { return needs.Of(l) }
 
 // HostPlan is what provisioning one host means.
 type HostPlan struct {
@@ -176,7 +107,7 @@ type HostPlan struct {
 func (p HostPlan) Nothing() bool { return p.Err == nil && len(p.Packages) == 0 && len(p.Modules) == 0 }
 
 // rxeModule is the kernel module of Soft-RoCE.
-const rxeModule = "rdma_rxe"
+const rxeModule = needs.RXEModule
 
 // PlanHost decides what n's host lacks, from its facts: a program the
 // agent did not find is its package; rdma_rxe absent from the running

@@ -7,9 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -233,7 +237,51 @@ func FuzzParseProbe(f *testing.F) {
 	}
 	f.Add([]byte("RLAB-PROBE-BEGIN\nLinux x86_64\n/home/u\n1000\n1000\nRLAB-PROBE-END\n"))
 	f.Add([]byte("x\nRLAB-PROBE-BEGIN\nLinux aarch64\n/\n0\n0\nzz  /a\nRLAB-PROBE-END"))
-	f.Fuzz(func(t *testing.T, b []byte) { parseProbe(b) })
+	// Properties: a probe or an error, never both; a probe has an
+	// absolute home, one-word os and machine, no negative size; and it
+	// round-trips: written back in the probe's own format it parses to
+	// the same probe.
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := parseProbe(b)
+		if (p == nil) == (err == nil) {
+			t.Fatalf("probe %+v with error %v", p, err)
+		}
+		if err != nil {
+			return
+		}
+		if !path.IsAbs(p.home) || len(strings.Fields(p.os)) != 1 || len(strings.Fields(p.machine)) != 1 {
+			t.Fatalf("probe home %q, os %q, machine %q", p.home, p.os, p.machine)
+		}
+		for file, n := range p.sizes {
+			if n < 0 {
+				t.Fatalf("size %d of %q", n, file)
+			}
+		}
+		again, err := parseProbe(renderProbe(p))
+		if err != nil || !reflect.DeepEqual(p, again) {
+			t.Fatalf("round trip: %+v -> %q -> %+v, %v", p, renderProbe(p), again, err)
+		}
+	})
+}
+
+// renderProbe writes p as the probe script prints it, the tools line
+// (when the probe had one) and a closing line the parser ignores last, so
+// no line the parser reads loses its trailing blanks to the block's trim.
+func renderProbe(p *probe) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n%s %s\n%s\n%d\n%d\n", probeBegin, p.os, p.machine, p.home, p.uid, p.gid)
+	for _, file := range slices.Sorted(maps.Keys(p.sizes)) {
+		fmt.Fprintf(&b, "%d %s\n", p.sizes[file], file)
+	}
+	if p.tools != nil {
+		b.WriteString(toolsTag)
+		for _, t := range slices.Sorted(maps.Keys(p.tools)) {
+			b.WriteString(" " + t)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("done\n" + probeEnd + "\n")
+	return []byte(b.String())
 }
 
 func startFake(t *testing.T, env string) (*Agent, *host, *[]proto.Event) {

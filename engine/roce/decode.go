@@ -5,7 +5,8 @@
 //
 // The decoder reads only the bytes a capture kept (snaplen 128 is common) and
 // never allocates per packet; it works from Go with pcapgo and needs neither
-// libpcap nor cgo. It must not import the CLI or the run engine.
+// libpcap nor cgo. It must not import the CLI or the run engine
+// (internal/archtest checks it).
 package roce
 
 import (

@@ -6,5 +6,6 @@
 // SSH servers (engine/sshx/sshtest) whose agent is the real agent/server,
 // honest or lying on the wire.
 //
-// It holds no production code and must not be imported.
+// It holds no production code and must not be imported (internal/archtest
+// checks it).
 package sectest

@@ -11,7 +11,8 @@
 // bytes that are not UTF-8. Printable text, backslashes included, is kept as it
 // is, so escaping is idempotent.
 //
-// It is a leaf: it must not import any other rlab package.
+// It is a leaf: it must not import any other rlab package (internal/archtest
+// checks it).
 package termsafe
 
 import (

@@ -11,7 +11,7 @@
 //	for _, h := range bed.Hosts { ... h.Addr, bed.User, bed.KeyFile, bed.KnownHosts ... }
 //
 // It must not import anything from engine/ but the standard library: every
-// package's tests may use it.
+// package's tests may use it (internal/archtest checks it).
 package testbed
 
 import (

@@ -15,7 +15,7 @@
 // that qemu before signalling it.
 //
 // This package knows nothing of agents or workloads; it must not import
-// engine/run or steps.
+// engine/run or steps (internal/archtest checks it).
 package vm
 
 import (

@@ -1,6 +1,6 @@
 // Package reporttmpl holds the html/template files of report.html, the run
 // report, embedded so one rlab binary carries them. engine/report parses and
-// executes them; nothing else should.
+// executes them; nothing else should (internal/archtest checks it).
 package reporttmpl
 
 import "embed"

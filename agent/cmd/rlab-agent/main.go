@@ -6,7 +6,8 @@
 // small files; see agent/proto's BundleCommand). `rlab-agent version` prints
 // its version and its own sha256, the name it is installed under.
 //
-// It is pure Go (CGO_ENABLED=0) and must stay small: no cobra, no engine.
+// It is pure Go (CGO_ENABLED=0) and must stay small: no cobra, no engine
+// (internal/archtest checks it).
 package main
 
 import (

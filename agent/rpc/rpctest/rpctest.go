@@ -3,7 +3,8 @@
 // through a liar that never answers a method or floods events instead: the
 // test bed of the client's deadlines and of the engine against stuck hosts.
 //
-// It is for tests only; it imports agent/server, agent/rpc and agent/proto.
+// It is for tests only; it imports agent/server, agent/rpc and agent/proto
+// (internal/archtest checks it).
 package rpctest
 
 import (

@@ -1,0 +1,103 @@
+// Package needs says what each host of a lab needs installed for it to run:
+// the programs of its workloads' tools, tcpdump for its captures, the rdma
+// tool and the rdma_rxe module for its rxe devices. It is the pure half of
+// engine/provision, split off so that engine/plan, which is pure, can name
+// a host's needs in its provision step without depending on the agent client
+// engine/provision installs through.
+//
+// It imports engine/lab and agent/tooldesc only; never agent/rpc, SSH or
+// os/exec (internal/archtest checks it).
+package needs
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+// RXEModule is the kernel module of Soft-RoCE.
+const RXEModule = "rdma_rxe"
+
+// Need is what one host must have for the lab.
+type Need struct {
+	Host     *lab.Host
+	Programs []string // sorted: workload tools, tcpdump, rdma, modprobe
+	RXE      bool     // creates rxe devices: needs rdma_rxe
+}
+
+// Of is what each host of the lab needs, in lab order; a host the lab
+// uses for nothing needs nothing.
+func Of(l *lab.Lab) []Need {
+	progs := map[*lab.Host]map[string]bool{}
+	rxe := map[*lab.Host]bool{}
+	add := func(h *lab.Host, p string) {
+		if h == nil {
+			return
+		}
+		if progs[h] == nil {
+			progs[h] = map[string]bool{}
+		}
+		progs[h][p] = true
+	}
+	for _, r := range l.RXEs {
+		rxe[r.Host] = true
+		add(r.Host, "rdma")     // iproute2's rdma: what rlab's own fix hints use
+		add(r.Host, "modprobe") // loads rdma_rxe
+	}
+	for _, c := range l.Captures {
+		add(c.Host, "tcpdump")
+	}
+	for _, w := range l.Workloads {
+		t, ok := lab.LookupTool(w.Tool)
+		if !ok || t.Program == nil {
+			continue
+		}
+		add(w.ServerHost, t.Program.Name)
+		add(w.ClientHost, t.Program.Name)
+	}
+	var out []Need
+	for _, h := range l.Hosts {
+		n := Need{Host: h, RXE: rxe[h]}
+		for p := range progs[h] {
+			n.Programs = append(n.Programs, p)
+		}
+		sort.Strings(n.Programs)
+		out = append(out, n)
+	}
+	return out
+}
+
+// Describe says what provisioning n's host would install if it lacks it,
+// for `rlab plan`, which has no host to ask: the packages in Debian/Ubuntu
+// names, each with the programs it is for where they differ, and the
+// rdma_rxe module; "" when the lab needs nothing there.
+func (n Need) Describe() string {
+	forPkg := map[string][]string{}
+	var pkgs []string
+	for _, name := range n.Programs {
+		prog, ok := tooldesc.ProgramByName(name)
+		if !ok || prog.Packages.Debian == "" {
+			continue
+		}
+		pkg := prog.Packages.Debian
+		if _, seen := forPkg[pkg]; !seen {
+			pkgs = append(pkgs, pkg)
+		}
+		forPkg[pkg] = append(forPkg[pkg], name)
+	}
+	sort.Strings(pkgs)
+	var parts []string
+	for _, pkg := range pkgs {
+		if f := forPkg[pkg]; len(f) == 1 && f[0] == pkg {
+			parts = append(parts, pkg)
+		} else {
+			parts = append(parts, pkg+" ("+strings.Join(f, ", ")+")")
+		}
+	}
+	if n.RXE {
+		parts = append(parts, RXEModule+" (Ubuntu: linux-modules-extra-<kernel>)")
+	}
+	return strings.Join(parts, ", ")
+}
