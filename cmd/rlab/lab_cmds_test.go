@@ -291,7 +291,7 @@ func TestCheckLocalVMsNotUnreachable(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("-json: %v\n%s", err, out)
 	}
-	if len(got.Unreachable) != 0 || fmt.Sprint(got.LocalVMs) != "[server client]" {
+	if len(got.Unreachable) != 0 || strings.Join(got.LocalVMs, " ") != "server client" {
 		t.Errorf("-json: unreachable %q, local_vms %q; want none and [server client]", got.Unreachable, got.LocalVMs)
 	}
 }
