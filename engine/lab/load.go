@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -214,8 +215,12 @@ func (l *loader) readFiles(paths []string) []parsedFile {
 		names = append(names, m...)
 	}
 	var out []parsedFile
+	read := os.ReadFile
+	if l.opts.Confined {
+		read = rundir.ReadPath
+	}
 	for _, n := range names {
-		src, err := os.ReadFile(n)
+		src, err := read(n)
 		if err != nil {
 			l.errorf(nil, "Cannot read lab file", "Could not read %s: %s.", n, err)
 			continue
