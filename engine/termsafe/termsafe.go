@@ -91,7 +91,8 @@ func unsafeRune(r rune, block bool) bool {
 	case r == 0x061c, r == 0x200e, r == 0x200f, // arabic letter mark, LRM, RLM
 		r >= 0x202a && r <= 0x202e, // LRE, RLE, PDF, LRO, RLO
 		r >= 0x2066 && r <= 0x2069, // LRI, RLI, FSI, PDI
-		r == 0x2028, r == 0x2029:   // line and paragraph separators
+		r == 0x2028, r == 0x2029,   // line and paragraph separators
+		r == 0xfffe, r == 0xffff: // noncharacters, which XML (an SVG of host facts) forbids
 		return true
 	}
 	return false
