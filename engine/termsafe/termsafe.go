@@ -97,3 +97,32 @@ func unsafeRune(r rune, block bool) bool {
 	}
 	return false
 }
+
+// JSON returns JSON text (as encoding/json writes it) with every character
+// Block would escape written as a \u escape instead: encoding/json escapes
+// C0 controls but leaves DEL, C1 controls (among them the one-byte CSI and
+// OSC), bidi controls and U+FFFE/U+FFFF raw. Such characters occur only
+// inside JSON strings, where \u escapes mean the same value, so the JSON
+// decodes to what it did. Invalid UTF-8 is replaced by U+FFFD.
+func JSON(b []byte) []byte {
+	s := string(b)
+	i := firstUnsafe(s, true)
+	if i < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, s[:i]...)
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			out = append(out, `\ufffd`...)
+		case unsafeRune(r, true):
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, s[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
