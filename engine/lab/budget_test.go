@@ -108,3 +108,24 @@ func TestVarFileUndeclaredOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestVarFileTooLarge: a variables file is bounded as a lab file is.
+func TestVarFileTooLarge(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big.tfvars")
+	must(t, os.WriteFile(p, []byte("x = \""+strings.Repeat("a", MaxFileBytes)+"\"\n"), 0o644))
+	_, diags := Load([]string{filepath.Join(corpus, "folder")}, LoadOptions{VarFiles: []string{p}, Vars: map[string]string{"server": "h"}})
+	if len(diags) != 1 || diags[0].Summary != "Variable file too large" {
+		t.Fatalf("want one \"Variable file too large\", got:\n%s", diagLines(diags))
+	}
+}
+
+// TestVarFileEvalBounded: expressions in a variables file and in -var are
+// metered as the lab's are.
+func TestVarFileEvalBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "loop.tfvars")
+	must(t, os.WriteFile(p, []byte("server = length([for i in range(1000) : [for j in range(1000) : [for k in range(1000) : k]]])\n"), 0o644))
+	_, diags := Load([]string{filepath.Join(corpus, "folder")}, LoadOptions{VarFiles: []string{p}})
+	if !strings.Contains(diagLines(diags), EvalLimitSummary) {
+		t.Errorf("want %q, got:\n%s", EvalLimitSummary, diagLines(diags))
+	}
+}

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -194,9 +195,13 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 }
 
 func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
-	src, err := os.ReadFile(path)
+	src, err := readBounded(path)
 	if err != nil {
 		l.errorf(nil, "Cannot read variable file", "Could not read -var-file %s: %s.", path, err)
+		return
+	}
+	if len(src) > MaxFileBytes {
+		l.errorf(nil, "Variable file too large", "-var-file %s has more than %d bytes, the bound of a lab file. Keep variables files to values a lab uses; read bulk data in the lab with file() and jsondecode().", path, MaxFileBytes)
 		return
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
@@ -229,6 +234,9 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 	if diags.HasErrors() {
 		l.add(diags[0])
 		return
+	}
+	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		l.budget.meterExprs(body) // a variables file computes as a lab does
 	}
 	attrs, diags := f.Body.JustAttributes()
 	l.add(diags...)
@@ -441,4 +449,15 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) {
 	for _, n := range names {
 		visit(n, nil)
 	}
+}
+
+// readBounded reads at most MaxFileBytes+1 bytes of path (a pipe such as
+// -var-file <(cmd) included).
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 }
