@@ -22,7 +22,7 @@ const (
 	// MaxEvalSteps bounds the work of one Load: every iteration of a for
 	// expression, splat or %{for}, and every value a function reads or
 	// makes (one step per element, deep).
-	MaxEvalSteps = 1_000_000
+	MaxEvalSteps = 300_000
 	// MaxEvalBytes bounds the bytes of strings that functions and string
 	// templates make in one Load (file() included).
 	MaxEvalBytes = 64 << 20
@@ -262,7 +262,7 @@ func estimateBytes(name string, args []cty.Value, argBytes int64) int64 {
 // meterExprs rewrites the expressions under node so that evaluating them is
 // charged to b: each for expression pays one step per element of its
 // collection before it iterates (so nested loops pay for every inner
-// iteration), a splat per element, a string template per byte it joins,
+// iteration) and for every value an iteration makes, a splat per element, a string template per byte it joins,
 // and an == or != per element it compares. The rewrite wraps a child in a
 // ParenthesesExpr-like node, which walks to the child itself, so
 // Variables() and reference checks see the same traversals as before.
@@ -274,6 +274,9 @@ func (b *budget) meterExprs(node hclsyntax.Node) {
 		switch e := n.(type) {
 		case *hclsyntax.ForExpr:
 			e.CollExpr = b.meter(e.CollExpr, "a for expression", elements)
+			// Each element it makes, deeply: a body may build a large
+			// value on every iteration.
+			e.ValExpr = b.meter(e.ValExpr, "a for expression", deep)
 		case *hclsyntax.SplatExpr:
 			e.Source = b.meter(e.Source, "a splat expression", elements)
 		case *hclsyntax.TemplateJoinExpr:
