@@ -111,7 +111,7 @@ func resolveRunArg(cmd *cobra.Command, args []string) (string, error) {
 		return "", withCode(exitFail, fmt.Errorf("%s: %w", cmd.Name(), err))
 	}
 	if note != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", cmd.Name(), note)
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", cmd.Name(), termText(note))
 	}
 	return dir, nil
 }
