@@ -16,7 +16,7 @@ import (
 // passed it, naming the limit and what to do instead; the work done and the
 // memory allocated stay within the budget, not the lab's demand.
 func TestEvalBounded(t *testing.T) {
-	for _, name := range []string{"eval_join_over_range", "eval_nested_for", "eval_format_width", "eval_setproduct", "eval_template_doubling", "eval_for_body_literal"} {
+	for _, name := range []string{"eval_join_over_range", "eval_nested_for", "eval_format_width", "eval_setproduct", "eval_template_doubling", "eval_for_body_literal", "eval_swallowed_by_can"} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(corpus, "errors", name+".hcl")
 			src, err := os.ReadFile(p)
