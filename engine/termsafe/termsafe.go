@@ -1,8 +1,11 @@
 // Package termsafe neutralises text that came from a host (agent stderr, tool
 // output, error texts, names and facts a host reports) before it reaches a
-// terminal or a file a terminal will show (summary.md). A hostile host must not
-// be able to rewrite the user's screen, set its title, write the clipboard
-// (OSC 52), hide text with bidi overrides, or fake lines of rlab's own output.
+// terminal or a file a terminal will show (summary.md), and so does every
+// output of text from a lab (a course repository's) or a run directory
+// received from someone else (plan, validate, graph, runs, compare). A hostile
+// host, lab or run must not be able to rewrite the user's screen, set its
+// title, write the clipboard (OSC 52), hide text with bidi overrides, or fake
+// lines of rlab's own output.
 //
 // Every control character is escaped, not dropped, so the user still sees
 // that something was there: C0 controls (ESC included, which starts every CSI
