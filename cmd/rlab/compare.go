@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/termsafe"
+	"io"
 	"os"
 	"strings"
 
@@ -95,17 +98,28 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 			if asJSON && asMD {
 				return withCode(exitFail, fmt.Errorf("--json and --markdown: choose one"))
 			}
+			// Both runs may come from someone else: their names, lab and
+			// statuses are escaped, as every output (termsafe).
+			var buf bytes.Buffer
 			if asMD {
-				if err := c.WriteMarkdown(out); err != nil {
+				if err := c.WriteMarkdown(&buf); err != nil {
 					return withCode(exitFail, err)
 				}
 			} else if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(c); err != nil {
+				b, err := json.MarshalIndent(c, "", "  ")
+				if err != nil {
 					return withCode(exitFail, err)
 				}
-			} else if err := c.WriteText(out); err != nil {
+				buf.Write(termsafe.JSON(b))
+				buf.WriteByte('\n')
+			} else if err := c.WriteText(&buf); err != nil {
+				return withCode(exitFail, err)
+			}
+			text := buf.String()
+			if !asJSON {
+				text = termsafe.Block(text)
+			}
+			if _, err := io.WriteString(out, text); err != nil {
 				return withCode(exitFail, err)
 			}
 			if junitPath != "" {

@@ -117,7 +117,7 @@ RoCEv2, each operation class and TCP (of one capture).`,
 						fmt.Fprintln(out)
 					}
 					if len(files) > 1 {
-						fmt.Fprintf(out, "one capture in %d files, read in time order: %s\n", len(files), strings.Join(files, ", "))
+						fmt.Fprintf(out, "one capture in %d files, read in time order: %s\n", len(files), termText(strings.Join(files, ", ")))
 					}
 					err = roce.WriteText(out, sum)
 					if err == nil && ladder != nil {
@@ -231,7 +231,7 @@ func pcapInputs(cmd *cobra.Command, args []string) ([][]string, error) {
 				return nil, rerr
 			}
 			if note != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "pcap: %s\n", note)
+				fmt.Fprintf(cmd.ErrOrStderr(), "pcap: %s\n", termText(note))
 			}
 			got, err = runCaptures(run)
 		}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/pcapgo"
@@ -215,5 +217,34 @@ func TestPcapSeveralFiles(t *testing.T) {
 	}
 	if _, err := runPcap(t, "--iograph", filepath.Join(work, "io.svg"), capDir); err == nil || !strings.Contains(err.Error(), "one capture") {
 		t.Errorf("--iograph of two captures: %v", err)
+	}
+}
+
+// TestPcapRefusesFIFO: a FIFO named like a capture (given, in a folder, or
+// in a received run directory) is refused at once with why, not read
+// forever.
+func TestPcapRefusesFIFO(t *testing.T) {
+	dir := t.TempDir()
+	caps := filepath.Join(dir, "hosts", "a", "captures")
+	if err := os.MkdirAll(caps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(caps, "cap.a.pcap")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{fifo}, {caps}} {
+		done := make(chan struct{})
+		var out string
+		var err error
+		go func() { out, err = runPcap(t, args...); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute): // a guard against the hang, not a timing assertion
+			t.Fatalf("rlab pcap %s hangs on a FIFO", args[0])
+		}
+		if err == nil || !strings.Contains(err.Error()+out, "not a regular file (a FIFO)") {
+			t.Errorf("rlab pcap %s: %v\n%s\nwant an error saying it is a FIFO", args[0], err, out)
+		}
 	}
 }

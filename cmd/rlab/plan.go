@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
@@ -74,7 +75,7 @@ are missing only the host's facts say, at run time.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", termsafe.JSON(b))
 				return err
 			}
 			return p.WriteText(cmd.OutOrStdout())

@@ -40,7 +40,7 @@ it, the newest run under runs/.`,
 			if err := report.Render(dir); err != nil {
 				return withCode(exitFail, fmt.Errorf("report: %w", err))
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(dir, report.FileName))
+			fmt.Fprintln(cmd.OutOrStdout(), termText(filepath.Join(dir, report.FileName)))
 			return nil
 		},
 	}

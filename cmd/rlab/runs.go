@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -107,11 +108,11 @@ for them, so a check never becomes a nightly job's baseline.`,
 			}
 			out := cmd.OutOrStdout()
 			for _, err := range errs {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", termText(err.Error()))
 			}
 			if last {
 				if len(list) > 0 {
-					fmt.Fprintln(out, list[len(list)-1].Dir)
+					fmt.Fprintln(out, termText(list[len(list)-1].Dir))
 				}
 				return nil
 			}
@@ -119,12 +120,15 @@ for them, so a check never becomes a nightly job's baseline.`,
 				if list == nil {
 					list = []runListing{}
 				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
+				b, err := json.MarshalIndent(list, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(out, "%s\n", termsafe.JSON(b))
+				return err
 			}
 			if len(list) == 0 {
-				fmt.Fprintf(out, "no runs under %s\n", root)
+				fmt.Fprintf(out, "no runs under %s\n", termText(root))
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -142,7 +146,9 @@ for them, so a check never becomes a nightly job's baseline.`,
 				if l.Kind == "check" {
 					st += " (check)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", dir, l.Started, st, l.OK, l.Workloads, strings.Join(head, "; "))
+				// A run directory received from someone else names its
+				// folder, status and headline: escaped, as every output.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", termText(dir), termText(l.Started), termText(st), l.OK, l.Workloads, termText(strings.Join(head, "; ")))
 			}
 			return tw.Flush()
 		},

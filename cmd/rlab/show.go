@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"io"
 	"os"
 	"path/filepath"
@@ -64,7 +65,7 @@ With --students it prints the per-student table of a class lab run instead
 				return results.WriteStudentsTable(cmd.OutOrStdout(), r.Students, true)
 			}
 			if !render {
-				b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+				b, err := rundir.ReadFile(dir, results.SummaryFile)
 				if err == nil {
 					// A summary.md written by another rlab (or edited) may
 					// hold a host's terminal escapes.
@@ -110,7 +111,7 @@ func resolveRunArg(cmd *cobra.Command, args []string) (string, error) {
 		return "", withCode(exitFail, fmt.Errorf("%s: %w", cmd.Name(), err))
 	}
 	if note != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", cmd.Name(), note)
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", cmd.Name(), termText(note))
 	}
 	return dir, nil
 }

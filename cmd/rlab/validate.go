@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -66,7 +67,7 @@ Exit status: 0 valid, 1 invalid.`,
 					}
 					writeDiags(cmd.ErrOrStderr(), l, diags)
 					if !diags.HasErrors() {
-						fmt.Fprintf(cmd.OutOrStdout(), "%s: lab %q is valid (%s)\n", unitName(p, u), l.Name, counts(l))
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: lab %q is valid (%s)\n", termsafe.Line(unitName(p, u)), l.Name, counts(l))
 					}
 				}
 			}
@@ -75,7 +76,7 @@ Exit status: 0 valid, 1 invalid.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", termsafe.JSON(b))
 			}
 			if all.HasErrors() {
 				if !asJSON {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"io"
 	"os/exec"
 	"strings"
@@ -61,13 +62,25 @@ func WriteDOT(w io.Writer, g *Graph) error {
 // string can never end the quote or inject an escape of DOT's own.
 func quote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
-	return `"` + r.Replace(s) + `"`
+	return `"` + r.Replace(safeLines(s)) + `"`
+}
+
+// safeLines escapes every control character of s but its newlines
+// (termsafe): facts come from hosts, names from labs, and a control
+// character printed by rlab graph would reach the terminal, and in the
+// SVG made from the DOT it is not XML at all (the picture did not load).
+func safeLines(s string) string {
+	parts := strings.Split(strings.ReplaceAll(s, "\r", ""), "\n")
+	for i, p := range parts {
+		parts[i] = termsafe.Line(p)
+	}
+	return strings.Join(parts, "\n")
 }
 
 // label joins lines into a DOT label, each centred.
 func label(lines []string) string {
 	for i, l := range lines {
-		lines[i] = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ", "\r", "").Replace(l)
+		lines[i] = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ").Replace(safeLines(l))
 	}
 	return `"` + strings.Join(lines, `\n`) + `"`
 }

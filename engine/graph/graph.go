@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -384,7 +385,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 func (g *Graph) AddRunFacts(l *lab.Lab, runDir string) error {
 	for _, h := range l.Hosts {
 		file := filepath.Join(runDir, "hosts", h.Slug, "facts.json")
-		b, err := os.ReadFile(file)
+		b, err := rundir.ReadFile(runDir, filepath.Join("hosts", h.Slug, "facts.json"))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

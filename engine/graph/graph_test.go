@@ -3,13 +3,16 @@ package graph
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -286,4 +289,62 @@ func TestDOTFabric(t *testing.T) {
 	if strings.Count(b.String(), `"mlx5_0`) > 2 {
 		t.Errorf("mlx5_0 drawn more than once per host:\n%s", b.String())
 	}
+}
+
+// TestSVGWellFormedWithControlFacts: a control character, an invalid byte
+// or an XML noncharacter in one host's facts (a hostname with ESC or NUL)
+// leaves the topology SVG well-formed XML, drawn by the built-in layout and
+// by graphviz (the report's picture did not load), and reaches neither it
+// nor the DOT text raw.
+func TestSVGWellFormedWithControlFacts(t *testing.T) {
+	ctl := "h\x00o\x01s\x1b]0;title\x07t\x08\u0085\u009b\ufffe\uffff\xff\u202e"
+	mk := func() *Graph {
+		g := &Graph{Name: "lab" + ctl, Hosts: []*Host{{ID: "h0", Name: "a" + ctl, Detail: []string{ctl}}}}
+		g.AddFacts("a"+ctl, &proto.Facts{Hostname: ctl, OS: ctl, Kernel: ctl, Netdevs: []proto.Netdev{{Name: ctl, Addrs: []string{ctl}}},
+			RDMA: []proto.RDMADevice{{Name: ctl, Kind: "rxe", Parent: ctl, NodeGUID: ctl}}})
+		g.Workloads = []*Edge{{From: "h0", To: "h0", Name: ctl, Tool: ctl, RDMA: true}}
+		return g
+	}
+	wellFormed := func(name string, b []byte) {
+		t.Helper()
+		d := xml.NewDecoder(bytes.NewReader(b))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s is not well-formed XML: %v", name, err)
+			}
+		}
+	}
+	raw := func(name, s string) {
+		t.Helper()
+		if !utf8.ValidString(s) {
+			t.Errorf("%s is not UTF-8", name)
+		}
+		if i := strings.IndexFunc(s, func(r rune) bool {
+			return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f) || r == 0xfffe || r == 0xffff || r == 0x202e
+		}); i >= 0 {
+			t.Errorf("%s carries a raw control character at %d: %q", name, i, s[max(0, i-20):min(len(s), i+20)])
+		}
+	}
+	var simple, dot bytes.Buffer
+	if err := WriteSimpleSVG(&simple, mk()); err != nil {
+		t.Fatal(err)
+	}
+	wellFormed("the built-in SVG", simple.Bytes())
+	raw("the built-in SVG", simple.String())
+	if err := WriteDOT(&dot, mk()); err != nil {
+		t.Fatal(err)
+	}
+	raw("the DOT text", dot.String())
+	if _, err := exec.LookPath("dot"); err != nil {
+		t.Skip("no graphviz dot on PATH for the graphviz SVG")
+	}
+	var svg bytes.Buffer
+	if err := WriteSVG(context.Background(), &svg, mk()); err != nil {
+		t.Fatal(err)
+	}
+	wellFormed("graphviz's SVG", svg.Bytes())
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"html"
 	"io"
 	"math"
@@ -224,5 +225,9 @@ func placeHosts(g *Graph, perRow int) [][]int {
 	return rows
 }
 
-// esc escapes text for SVG (XML) content and attributes.
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes text for SVG (XML) content and attributes. Control
+// characters and the noncharacters XML forbids are escaped as text first
+// (termsafe), so a host's facts always make well-formed XML.
+func esc(s string) string {
+	return html.EscapeString(termsafe.Line(s))
+}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -100,14 +102,25 @@ func MarshalJSONResult(diags hcl.Diagnostics) ([]byte, error) {
 // with two additions users of compilers expect: the location as
 // FILE:LINE,COL-COL (hcl.Range's form, which editors can jump to) and,
 // without colour, a ^~~~ line under the range in the source line.
+//
+// A lab from a course repository is untrusted: its text (in the source
+// line shown, a summary or detail quoting it, a file name) must not reach
+// the terminal with control characters (termsafe). They are escaped in the
+// diagnostic and masked with '.' in the source lines (which keeps the
+// range's columns); without colour the whole output is escaped again.
 func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, width uint, color bool) error {
+	files = safeSources(files)
 	for _, d := range diags {
+		d = safeDiag(d)
 		var buf bytes.Buffer
 		hw := hcl.NewDiagnosticTextWriter(&buf, files, width, color)
 		if err := hw.WriteDiagnostic(d); err != nil {
 			return err
 		}
 		out := buf.String()
+		if !color {
+			out = termsafe.Block(out)
+		}
 		if s := d.Subject; s != nil {
 			old := fmt.Sprintf("  on %s line %d", s.Filename, s.Start.Line)
 			out = strings.Replace(out, old, "  on "+s.String(), 1)
@@ -120,6 +133,45 @@ func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnos
 		}
 	}
 	return nil
+}
+
+// safeDiag is d with its texts and file names escaped for a terminal.
+func safeDiag(d *hcl.Diagnostic) *hcl.Diagnostic {
+	c := *d
+	c.Summary, c.Detail = termsafe.Line(d.Summary), termsafe.Block(d.Detail)
+	for _, r := range []**hcl.Range{&c.Subject, &c.Context} {
+		if *r != nil && !termsafe.Safe((*r).Filename) {
+			x := **r
+			x.Filename = termsafe.Line(x.Filename)
+			*r = &x
+		}
+	}
+	return &c
+}
+
+// safeSources masks every byte of a control character in the sources with
+// '.', so the source lines a diagnostic quotes are printable and byte
+// offsets still hold; file names are escaped as safeDiag escapes them.
+func safeSources(files map[string]*hcl.File) map[string]*hcl.File {
+	out := make(map[string]*hcl.File, len(files))
+	for name, f := range files {
+		b := f.Bytes
+		if !termsafe.Safe(string(b)) {
+			m := make([]byte, 0, len(b))
+			for i := 0; i < len(b); {
+				r, n := utf8.DecodeRune(b[i:])
+				if (r == utf8.RuneError && n <= 1) || !termsafe.Safe(string(r)) {
+					m = append(m, bytes.Repeat([]byte{'.'}, n)...)
+				} else {
+					m = append(m, b[i:i+n]...)
+				}
+				i += n
+			}
+			b = m
+		}
+		out[termsafe.Line(name)] = &hcl.File{Bytes: b}
+	}
+	return out
 }
 
 // addCaret inserts a marker line under the first source line of the range.

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,6 +49,9 @@ type loader struct {
 	lab   *Lab
 	diags hcl.Diagnostics
 	funcs map[string]function.Function
+	// budget meters evaluation (budget.go); every parsed expression and
+	// every function is metered against it.
+	budget budget
 
 	vars       map[string]cty.Value
 	locals     map[string]cty.Value
@@ -80,9 +84,18 @@ type decl struct {
 
 func (l *loader) add(d ...*hcl.Diagnostic) {
 	for _, x := range d {
+		if x == nil {
+			continue
+		}
+		if limitDiag(x) || x.Summary == EvalLimitSummary {
+			if l.budget.shown {
+				continue // one overrun, reported once
+			}
+			l.budget.shown = true
+		}
 		suggestFunction(x)
+		l.diags = append(l.diags, x)
 	}
-	l.diags = append(l.diags, d...)
 }
 
 var unknownFuncRe = regexp.MustCompile(`^There is no function named "([^"]*)"\.(?: Did you mean "[^"]*"\?)?$`)
@@ -126,7 +139,7 @@ func Load(paths []string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
 	if l.diags.HasErrors() || len(files) == 0 {
 		return nil, l.diags
 	}
-	l.funcs = functions(l.lab.Dir)
+	l.funcs = l.budget.meterFuncs(functions(l.lab.Dir))
 	l.decode(files)
 	return l.lab, dedupe(l.diags)
 }
@@ -149,14 +162,25 @@ func dedupe(diags hcl.Diagnostics) hcl.Diagnostics {
 // LoadSource loads one lab file given as bytes, as Load does with a path
 // (name is used in diagnostics); file() reads relative to dir.
 func LoadSource(name string, src []byte, dir string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
+	l := loadSource(name, src, dir, opts)
+	if l.lab == nil {
+		return nil, l.diags
+	}
+	return l.lab, dedupe(l.diags)
+}
+
+// loadSource is LoadSource with the loader kept, for tests of its budget;
+// l.lab is nil when the file did not parse.
+func loadSource(name string, src []byte, dir string, opts LoadOptions) *loader {
 	l := &loader{opts: opts, lab: &Lab{Files: map[string][]byte{}, Dir: dir}}
 	f := l.parse(name, src)
 	if f == nil || l.diags.HasErrors() {
-		return nil, l.diags
+		l.lab = nil
+		return l
 	}
-	l.funcs = functions(dir)
+	l.funcs = l.budget.meterFuncs(functions(dir))
 	l.decode([]parsedFile{*f})
-	return l.lab, dedupe(l.diags)
+	return l
 }
 
 type parsedFile struct {
@@ -191,8 +215,12 @@ func (l *loader) readFiles(paths []string) []parsedFile {
 		names = append(names, m...)
 	}
 	var out []parsedFile
+	read := os.ReadFile
+	if l.opts.Confined {
+		read = rundir.ReadPath
+	}
 	for _, n := range names {
-		src, err := os.ReadFile(n)
+		src, err := read(n)
 		if err != nil {
 			l.errorf(nil, "Cannot read lab file", "Could not read %s: %s.", n, err)
 			continue
@@ -242,6 +270,9 @@ func (l *loader) parse(name string, src []byte) *parsedFile {
 		return nil
 	}
 	l.add(diags...)
+	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		l.budget.meterExprs(body)
+	}
 	return &parsedFile{name: name, body: f.Body, file: f}
 }
 
@@ -335,6 +366,7 @@ func (l *loader) decode(files []parsedFile) {
 	l.decodeGroups(byType["group"])
 	l.instExpr, l.instCtx = nil, nil
 	l.checkUnusedHosts()
+	l.reportBudget()
 }
 
 func (l *loader) decodeLab(blocks []*hcl.Block, first string) {

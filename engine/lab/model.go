@@ -24,6 +24,11 @@ type LoadOptions struct {
 	Vars     map[string]string // -var k=v (raw strings, parsed per the variable's type)
 	VarFiles []string          // -var-file
 	Env      []string          // os.Environ() for RLAB_VAR_name
+	// Confined reads the lab's files as a run directory's (engine/rundir):
+	// a regular file within its folder, no symlink out of it, no FIFO. For
+	// a lab/ copy in a run directory received from someone else, which
+	// rlab report loads and shows.
+	Confined bool
 }
 
 // Lab is one loaded, expanded and validated lab.

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -180,6 +181,7 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q is not a valid %s expression: %s.", what, shown, d.v.Name, d.typ.FriendlyName(), diags[0].Summary)
 			return
 		}
+		l.budget.meterExprs(expr)
 		var vd hcl.Diagnostics
 		v, vd = expr.Value(&hcl.EvalContext{Functions: l.funcs})
 		if vd.HasErrors() {
@@ -193,9 +195,13 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 }
 
 func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
-	src, err := os.ReadFile(path)
+	src, err := readBounded(path)
 	if err != nil {
 		l.errorf(nil, "Cannot read variable file", "Could not read -var-file %s: %s.", path, err)
+		return
+	}
+	if len(src) > MaxFileBytes {
+		l.errorf(nil, "Variable file too large", "-var-file %s has more than %d bytes, the bound of a lab file. Keep variables files to values a lab uses; read bulk data in the lab with file() and jsondecode().", path, MaxFileBytes)
 		return
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
@@ -209,23 +215,28 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 			l.errorf(nil, "Invalid variable file", "-var-file %s must hold one JSON object of variable values.", path)
 			return
 		}
+		var undeclared []string
 		for name, val := range v.AsValueMap() {
 			d := decls[name]
 			if d == nil {
-				l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable",
-					Detail: fmt.Sprintf("-var-file %s sets %q, but the lab declares no such variable, so it is ignored.", path, name)})
+				undeclared = append(undeclared, name)
 				continue
 			}
 			if cv, ok := l.convertVar(d, val, nil); ok {
 				d.v.Value, d.v.Source, d.valueRange = cv, "var-file", nil
 			}
 		}
+		sort.Strings(undeclared)
+		l.warnUndeclared(path, undeclared, nil, decls)
 		return
 	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
 	if diags.HasErrors() {
 		l.add(diags[0])
 		return
+	}
+	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		l.budget.meterExprs(body) // a variables file computes as a lab does
 	}
 	attrs, diags := f.Body.JustAttributes()
 	l.add(diags...)
@@ -234,18 +245,16 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var declared []string
-	for n := range decls {
-		declared = append(declared, n)
-	}
+	var undeclared []string
+	var first *hcl.Range
 	for _, n := range names {
 		a := attrs[n]
 		d := decls[n]
 		if d == nil {
-			// A warning, as in Terraform: one variables file often serves
-			// several labs.
-			l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable", Subject: a.NameRange.Ptr(),
-				Detail: fmt.Sprintf("The lab declares no variable %q, so this value is ignored.%s", n, didYouMean(n, declared))})
+			undeclared = append(undeclared, n)
+			if first == nil || a.NameRange.Start.Byte < first.Start.Byte {
+				first = a.NameRange.Ptr()
+			}
 			continue
 		}
 		v, diags := a.Expr.Value(&hcl.EvalContext{Functions: l.funcs})
@@ -257,6 +266,43 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 			d.v.Value, d.v.Source, d.valueRange = cv, "var-file", a.Expr.Range().Ptr()
 		}
 	}
+	l.warnUndeclared(path, undeclared, first, decls)
+}
+
+// maxUndeclaredNamed is how many undeclared names the warning lists.
+const maxUndeclaredNamed = 10
+
+// warnUndeclared warns once per variables file about the values it sets
+// for variables the lab does not declare (a warning, as in Terraform: one
+// variables file often serves several labs), naming the first few in sorted
+// order with a "did you mean": one warning per value was quadratic to print
+// (each one's source line found from the file's start) and buried the rest
+// (3,000 values took 28 s; a million, 2.2 GB).
+func (l *loader) warnUndeclared(path string, names []string, subj *hcl.Range, decls map[string]*varDecl) {
+	if len(names) == 0 {
+		return
+	}
+	declared := make([]string, 0, len(decls))
+	for n := range decls {
+		declared = append(declared, n)
+	}
+	sort.Strings(declared)
+	var b strings.Builder
+	if len(names) == 1 {
+		fmt.Fprintf(&b, "-var-file %s sets %q, but the lab declares no such variable, so it is ignored.%s", path, names[0], didYouMean(names[0], declared))
+	} else {
+		fmt.Fprintf(&b, "-var-file %s sets %d values the lab declares no variable for, so they are ignored:", path, len(names))
+		for _, n := range names[:min(len(names), maxUndeclaredNamed)] {
+			fmt.Fprintf(&b, "\n  %q", n)
+			if s := didYouMean(n, declared); s != "" {
+				b.WriteString(" (" + strings.TrimSpace(s) + ")")
+			}
+		}
+		if len(names) > maxUndeclaredNamed {
+			fmt.Fprintf(&b, "\n  and %d more", len(names)-maxUndeclaredNamed)
+		}
+	}
+	l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable", Subject: subj, Detail: b.String()})
 }
 
 var validationSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
@@ -403,4 +449,15 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) {
 	for _, n := range names {
 		visit(n, nil)
 	}
+}
+
+// readBounded reads at most MaxFileBytes+1 bytes of path (a pipe such as
+// -var-file <(cmd) included).
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 }

@@ -2,9 +2,12 @@ package plan
 
 import (
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
@@ -212,10 +215,14 @@ func teardownText(l *lab.Lab, h *lab.Host) string {
 	return s
 }
 
+// quoteArgv shows argv as a list, an element quoted (%q) when it is empty
+// or holds anything but plain printable characters: a lab from a course
+// repository must not make the plan show "exec [echo hello]" for a command
+// that is something else (a CR, ESC or no-break space hidden in it).
 func quoteArgv(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\"'\\$") {
+		if a == "" || strings.ContainsAny(a, " \t\"'\\$") || strings.IndexFunc(a, notPlain) >= 0 || !utf8.ValidString(a) {
 			q[i] = fmt.Sprintf("%q", a)
 		} else {
 			q[i] = a
@@ -288,6 +295,13 @@ func (p *Plan) WriteText(w io.Writer) error {
 			b.WriteString("\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	// Names, addresses and descriptions come from the lab: one rule, as
+	// for every terminal output (termsafe).
+	_, err := io.WriteString(w, termsafe.Block(b.String()))
 	return err
 }
+
+// notPlain is true for a character %q escapes (not strconv.IsPrint: a
+// control, a format character such as a bidi override, a space other than
+// ' ').
+func notPlain(r rune) bool { return !strconv.IsPrint(r) }

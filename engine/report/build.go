@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"io/fs"
 	"math"
 	"os"
@@ -122,7 +123,7 @@ func (b *builder) files() {
 }
 
 func (b *builder) read(rel string) ([]byte, bool) {
-	data, err := os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(rel)))
+	data, err := rundir.ReadFile(b.dir, rel)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			b.warn("read %s: %v", rel, err)

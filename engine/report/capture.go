@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -133,6 +134,20 @@ func CaptureKey(base string) string {
 		return base[:i+len(".pcap")]
 	}
 	return base
+}
+
+// confined checks that every file of a capture is a regular file of the
+// run directory (engine/rundir): a symlink out of it, or a FIFO or device
+// named like a capture, is not read.
+func confined(dir string, links []Link) error {
+	for _, l := range links {
+		f, err := rundir.Open(dir, l.Path)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // IsCaptureFile says whether a file name is one rlab's captures write.
@@ -326,10 +341,12 @@ func (b *builder) captures() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			var st *CaptureStats
-			var err error
-			if len(j.links) == 1 {
+			err := confined(b.dir, j.links)
+			switch {
+			case err != nil:
+			case len(j.links) == 1:
 				st, err = b.opts.Summarize(filepath.Join(b.dir, filepath.FromSlash(j.links[0].Path)))
-			} else {
+			default:
 				files := make([]string, len(j.links))
 				for k, l := range j.links {
 					files[k] = filepath.Join(b.dir, filepath.FromSlash(l.Path))

@@ -20,7 +20,7 @@ func (b *builder) loadLab() {
 	if !b.hasLabDir() {
 		return
 	}
-	l, diags := lab.Load([]string{filepath.Join(b.dir, "lab")}, lab.LoadOptions{})
+	l, diags := lab.Load([]string{filepath.Join(b.dir, "lab")}, lab.LoadOptions{Confined: true})
 	if l != nil && !diags.HasErrors() {
 		b.model = l
 	}

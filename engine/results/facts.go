@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
 	"path/filepath"
 	"sort"
@@ -44,7 +45,7 @@ func runHosts(dir string) map[string]*hostFacts {
 			continue
 		}
 		var f hostFacts
-		b, err := os.ReadFile(filepath.Join(dir, "hosts", e.Name(), "facts.json"))
+		b, err := rundir.ReadFile(dir, filepath.Join("hosts", e.Name(), "facts.json"))
 		if err != nil || json.Unmarshal(b, &f) != nil {
 			out[e.Name()] = nil
 			continue

@@ -3,8 +3,8 @@ package results
 import (
 	"bufio"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -296,7 +296,7 @@ func writeExecOutput(w io.Writer, dir string, wl Workload) {
 		if !strings.HasSuffix(rel, ".stdout") && (wl.Status == StatusOK || !strings.HasSuffix(rel, ".stderr")) {
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
+		f, err := rundir.Open(dir, rel)
 		if err != nil {
 			continue
 		}

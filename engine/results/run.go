@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
 	"path/filepath"
 	"time"
@@ -166,7 +167,7 @@ func ReadRun(path string) (*Run, error) {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		dir, file = filepath.Dir(path), path
 	}
-	b, err := os.ReadFile(file)
+	b, err := rundir.ReadPath(file)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("read run %s: no %s there (not a run directory, or the run wrote no results)", dir, ResultsFile)
@@ -208,7 +209,7 @@ func MarkComplete(dir string) error {
 // CheckComplete says why dir is not a complete run directory: no
 // CompleteFile, or a manifest.json other than the one it names (cut short).
 func CheckComplete(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, CompleteFile))
+	b, err := rundir.ReadFile(dir, CompleteFile)
 	if err != nil {
 		return fmt.Errorf("run directory incomplete: no %s (the run did not finish writing its files: disk full, or the controller was stopped)", CompleteFile)
 	}
@@ -216,7 +217,7 @@ func CheckComplete(dir string) error {
 	if err := json.Unmarshal(b, &c); err != nil || c.ManifestSHA256 == "" {
 		return fmt.Errorf("run directory incomplete: %s is damaged", CompleteFile)
 	}
-	m, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	m, err := rundir.ReadFile(dir, ManifestFile)
 	if err != nil {
 		return fmt.Errorf("run directory incomplete: %w", err)
 	}

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"io"
-	"os"
 
 	"github.com/google/gopacket/pcapgo"
 )
@@ -22,7 +22,7 @@ type ScanResult struct {
 // ScanFile reads the pcap or pcapng file at path and calls fn with each
 // frame decoded into one reused Packet (fn must copy what it keeps).
 func ScanFile(path string, fn func(*Packet) error) (ScanResult, error) {
-	f, err := os.Open(path)
+	f, err := rundir.OpenFile(path) // a FIFO named *.pcap must not hang
 	if err != nil {
 		return ScanResult{}, fmt.Errorf("read capture: %w", err)
 	}

@@ -1,8 +1,11 @@
 // Package termsafe neutralises text that came from a host (agent stderr, tool
 // output, error texts, names and facts a host reports) before it reaches a
-// terminal or a file a terminal will show (summary.md). A hostile host must not
-// be able to rewrite the user's screen, set its title, write the clipboard
-// (OSC 52), hide text with bidi overrides, or fake lines of rlab's own output.
+// terminal or a file a terminal will show (summary.md), and so does every
+// output of text from a lab (a course repository's) or a run directory
+// received from someone else (plan, validate, graph, runs, compare). A hostile
+// host, lab or run must not be able to rewrite the user's screen, set its
+// title, write the clipboard (OSC 52), hide text with bidi overrides, or fake
+// lines of rlab's own output.
 //
 // Every control character is escaped, not dropped, so the user still sees
 // that something was there: C0 controls (ESC included, which starts every CSI
@@ -92,8 +95,38 @@ func unsafeRune(r rune, block bool) bool {
 	case r == 0x061c, r == 0x200e, r == 0x200f, // arabic letter mark, LRM, RLM
 		r >= 0x202a && r <= 0x202e, // LRE, RLE, PDF, LRO, RLO
 		r >= 0x2066 && r <= 0x2069, // LRI, RLI, FSI, PDI
-		r == 0x2028, r == 0x2029:   // line and paragraph separators
+		r == 0x2028, r == 0x2029,   // line and paragraph separators
+		r == 0xfffe, r == 0xffff: // noncharacters, which XML (an SVG of host facts) forbids
 		return true
 	}
 	return false
+}
+
+// JSON returns JSON text (as encoding/json writes it) with every character
+// Block would escape written as a \u escape instead: encoding/json escapes
+// C0 controls but leaves DEL, C1 controls (among them the one-byte CSI and
+// OSC), bidi controls and U+FFFE/U+FFFF raw. Such characters occur only
+// inside JSON strings, where \u escapes mean the same value, so the JSON
+// decodes to what it did. Invalid UTF-8 is replaced by U+FFFD.
+func JSON(b []byte) []byte {
+	s := string(b)
+	i := firstUnsafe(s, true)
+	if i < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, s[:i]...)
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			out = append(out, `\ufffd`...)
+		case unsafeRune(r, true):
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, s[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }

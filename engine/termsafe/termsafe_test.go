@@ -1,6 +1,7 @@
 package termsafe
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -74,4 +75,22 @@ func FuzzEscape(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJSON: JSON with hostile strings is printable after JSON and decodes
+// to the same value.
+func TestJSON(t *testing.T) {
+	in := map[string]string{"a": "\x1b]0;t\x07\u009b2J\u202eevil\u0085\x7f\ufffe ok é"}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := JSON(b)
+	if !Safe(string(out)) {
+		t.Errorf("JSON left a control character: %q", out)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(out, &back); err != nil || back["a"] != in["a"] {
+		t.Errorf("JSON changed the value: %q, %v", back, err)
+	}
 }

@@ -1,0 +1,382 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// Bounds on evaluating one lab. Lab files are bounded (MaxFileBytes), but
+// what they compute is not: a 326-byte lab of nested join() over range()
+// asked for gigabytes, and three nested for over range(1000) a billion
+// iterations. `rlab validate` is what one runs first on an untrusted lab,
+// so evaluation is metered, and past these it stops with a diagnostic.
+const (
+	// MaxEvalSteps bounds the work of one Load: every iteration of a for
+	// expression, splat or %{for}, and every value a function reads or
+	// makes (one step per element, deep).
+	MaxEvalSteps = 300_000
+	// MaxEvalBytes bounds the bytes of strings that functions and string
+	// templates make in one Load (file() included).
+	MaxEvalBytes = 64 << 20
+)
+
+// EvalLimitSummary is the summary of the diagnostic for a lab that passed
+// MaxEvalSteps or MaxEvalBytes.
+const EvalLimitSummary = "Lab evaluation too large"
+
+// budget meters one Load's evaluation. Once spent, every metered point
+// returns an unknown value without a diagnostic, so evaluation winds down
+// quickly (an error would be collected once per remaining iteration of each
+// enclosing for); the first overrun is reported once (see loader.add and
+// loader.reportBudget).
+type budget struct {
+	steps, bytes int64
+	spent        *limitError // the first overrun
+	shown        bool        // loader.add kept its diagnostic
+}
+
+// limitError is the overrun, carried through a function call's error to
+// loader.add, which turns it into EvalLimitSummary.
+type limitError struct {
+	what  string // what needed more than the limit: "join", "a for expression", ...
+	kind  string // "steps" or "bytes"
+	limit int64
+	at    *hcl.Range
+}
+
+func (e *limitError) Error() string {
+	return fmt.Sprintf("%s needs more than the lab's evaluation limit of %d %s", e.what, e.limit, e.kind)
+}
+
+func (e *limitError) detail() string {
+	if e.kind == "bytes" {
+		return fmt.Sprintf("Evaluating this lab made more than %d MiB of strings (in functions and string templates) when it reached %s. "+
+			"A lab's data is small; a value this large is almost always an unintended join(), format() or template inside a for or over range(). "+
+			"Build smaller values, or produce large data outside the lab and give the host a file to read.", e.limit>>20, e.what)
+	}
+	return fmt.Sprintf("Evaluating this lab took more than %d steps (for-expression iterations and values read or made by functions) when it reached %s. "+
+		"A lab's loops are small; this many is almost always an unintended nested for or a large range(). "+
+		"Narrow the loops (a for over the hosts or students, not over range()), or compute the list outside the lab and read it with jsondecode(file(...)).", e.limit, e.what)
+}
+
+// charge adds work, or refuses it past the budget: it returns the overrun,
+// or errSpent when an earlier one already stopped evaluation. Refused work
+// is not counted, so steps and bytes are what evaluation was allowed.
+func (b *budget) charge(what string, at *hcl.Range, steps, bytes int64) error {
+	if b.spent != nil {
+		return errSpent
+	}
+	switch {
+	case b.steps+steps > MaxEvalSteps:
+		b.spent = &limitError{what: what, kind: "steps", limit: MaxEvalSteps, at: at}
+	case b.bytes+bytes > MaxEvalBytes:
+		b.spent = &limitError{what: what, kind: "bytes", limit: MaxEvalBytes, at: at}
+	default:
+		b.steps += steps
+		b.bytes += bytes
+		return nil
+	}
+	return b.spent
+}
+
+var errSpent = errors.New("evaluation stopped at the lab's evaluation limit")
+
+// remaining is how many steps are left, the most a size count may walk.
+func (b *budget) remaining() int64 { return MaxEvalSteps - b.steps + 1 }
+
+// size counts v deeply: one step per value, and the bytes of its strings.
+// It stops after limit steps, so counting costs no more than it charges.
+func size(v cty.Value, limit int64) (steps, bytes int64) {
+	var walk func(v cty.Value)
+	walk = func(v cty.Value) {
+		if steps > limit {
+			return
+		}
+		steps++
+		v, _ = v.Unmark()
+		if v.IsNull() || !v.IsKnown() {
+			return
+		}
+		t := v.Type()
+		switch {
+		case t == cty.String:
+			bytes += int64(len(v.AsString()))
+		case t.IsListType(), t.IsSetType(), t.IsTupleType(), t.IsMapType(), t.IsObjectType():
+			for it := v.ElementIterator(); it.Next() && steps <= limit; {
+				_, e := it.Element()
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return steps, bytes
+}
+
+// meterFuncs wraps every function so that a call is charged for what it
+// reads and makes, and one that would make more than the budget allows
+// (join with a long separator, format with a huge width, setproduct) is
+// refused before it allocates.
+func (b *budget) meterFuncs(fs map[string]function.Function) map[string]function.Function {
+	out := make(map[string]function.Function, len(fs))
+	for name, f := range fs {
+		switch name {
+		case "try", "can": // they evaluate expressions that are metered themselves
+			out[name] = f
+			continue
+		}
+		out[name] = b.meterFunc(name, f)
+	}
+	return out
+}
+
+func (b *budget) meterFunc(name string, f function.Function) function.Function {
+	spec := &function.Spec{
+		Description: f.Description(),
+		Params:      f.Params(),
+		VarParam:    f.VarParam(),
+		Type:        f.ReturnTypeForValues,
+		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
+			if b.spent != nil {
+				return cty.UnknownVal(retType), nil
+			}
+			what := name + "()"
+			var steps, bytes int64
+			for _, a := range args {
+				s, n := size(a, b.remaining())
+				steps, bytes = steps+s, bytes+n
+			}
+			if err := b.charge(what, nil, steps+1, 0); err != nil {
+				return cty.UnknownVal(retType), err
+			}
+			if est := estimateBytes(name, args, bytes); est > 0 {
+				if err := b.charge(what, nil, 0, est); err != nil {
+					return cty.UnknownVal(retType), err
+				}
+			}
+			v, err := f.Call(args)
+			if err != nil {
+				return v, err
+			}
+			s, n := size(v, b.remaining())
+			if err := b.charge(what, nil, s, n); err != nil {
+				return cty.UnknownVal(retType), err
+			}
+			return v, nil
+		},
+	}
+	return function.New(spec)
+}
+
+var fmtVerbRe = regexp.MustCompile(`%[-+# 0]*(\d*)(?:\.(\d*))?`)
+
+// estimateBytes is an upper bound on the bytes a function that can make far
+// more than it reads would make, or 0 for the others (their result is
+// counted after the call; it is no larger than a small multiple of their
+// arguments, which are counted before). argBytes is the arguments' bytes.
+func estimateBytes(name string, args []cty.Value, argBytes int64) int64 {
+	str := func(i int) string {
+		if i >= len(args) {
+			return ""
+		}
+		v, _ := args[i].Unmark()
+		if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+			return ""
+		}
+		return v.AsString()
+	}
+	length := func(v cty.Value) int64 {
+		v, _ = v.Unmark()
+		if v.IsNull() || !v.IsKnown() || !(v.Type().IsCollectionType() || v.Type().IsTupleType()) {
+			return 1
+		}
+		return int64(v.LengthInt())
+	}
+	switch name {
+	case "join": // the separator once between every two elements
+		var n int64
+		for _, a := range args[1:] {
+			n += length(a)
+		}
+		return argBytes + n*int64(len(str(0)))
+	case "format", "formatlist": // widths and precisions pad
+		var pad int64
+		for _, m := range fmtVerbRe.FindAllStringSubmatch(str(0), -1) {
+			for _, d := range m[1:] {
+				if n, err := strconv.ParseInt(d, 10, 64); err == nil {
+					pad += n
+				} else if d != "" {
+					pad += MaxEvalBytes + 1
+				}
+			}
+		}
+		rows := int64(1)
+		if name == "formatlist" {
+			for _, a := range args[1:] {
+				rows = max(rows, length(a))
+			}
+		}
+		return rows * (argBytes + pad)
+	case "replace": // an empty or regex pattern matches at every byte
+		s, sub, repl := str(0), str(1), str(2)
+		n := int64(len(s) + 1)
+		if sub != "" && !(len(sub) > 1 && strings.HasPrefix(sub, "/") && strings.HasSuffix(sub, "/")) {
+			n = int64(strings.Count(s, sub))
+		}
+		return int64(len(s)) + n*int64(len(repl))
+	case "indent": // the spaces on every line
+		if len(args) < 2 {
+			return 0
+		}
+		v, _ := args[0].Unmark()
+		spaces := int64(0)
+		if v.IsKnown() && !v.IsNull() && v.Type() == cty.Number {
+			f, _ := v.AsBigFloat().Float64()
+			spaces = int64(max(0, min(f, float64(MaxEvalBytes+1))))
+		}
+		return int64(len(str(1))) + int64(strings.Count(str(1), "\n")+1)*spaces
+	case "setproduct": // every combination
+		n := int64(1)
+		for _, a := range args {
+			n *= max(length(a), 1)
+			if n > MaxEvalSteps {
+				return MaxEvalBytes + 1
+			}
+		}
+		return n * int64(len(args)) * 8
+	case "jsonencode": // \u escapes
+		return 6 * argBytes
+	case "upper", "lower", "title", "strrev", "chomp", "trimspace", "trim", "trimprefix", "trimsuffix", "substr", "tostring":
+		return 0
+	}
+	return 0
+}
+
+// meterExprs rewrites the expressions under node so that evaluating them is
+// charged to b: each for expression pays one step per element of its
+// collection before it iterates (so nested loops pay for every inner
+// iteration) and for every value an iteration makes, a splat per element, a string template per byte it joins,
+// and an == or != per element it compares. The rewrite wraps a child in a
+// ParenthesesExpr-like node, which walks to the child itself, so
+// Variables() and reference checks see the same traversals as before.
+func (b *budget) meterExprs(node hclsyntax.Node) {
+	if node == nil {
+		return
+	}
+	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		switch e := n.(type) {
+		case *hclsyntax.ForExpr:
+			e.CollExpr = b.meter(e.CollExpr, "a for expression", elements)
+			// Each element it makes, deeply: a body may build a large
+			// value on every iteration.
+			e.ValExpr = b.meter(e.ValExpr, "a for expression", deep)
+		case *hclsyntax.SplatExpr:
+			e.Source = b.meter(e.Source, "a splat expression", elements)
+		case *hclsyntax.TemplateJoinExpr:
+			e.Tuple = b.meter(e.Tuple, "a %{for} template", deep)
+		case *hclsyntax.TemplateExpr:
+			for i, p := range e.Parts {
+				if _, lit := p.(*hclsyntax.LiteralValueExpr); !lit {
+					e.Parts[i] = b.meter(p, "a string template", deep)
+				}
+			}
+		case *hclsyntax.BinaryOpExpr:
+			if e.Op == hclsyntax.OpEqual || e.Op == hclsyntax.OpNotEqual {
+				e.LHS = b.meter(e.LHS, "a comparison", deep)
+				e.RHS = b.meter(e.RHS, "a comparison", deep)
+			}
+		case *hclsyntax.ConditionalExpr:
+			e.TrueResult = b.meter(e.TrueResult, "a conditional", elements)
+			e.FalseResult = b.meter(e.FalseResult, "a conditional", elements)
+		}
+		return nil
+	})
+}
+
+type meterHow int
+
+const (
+	elements meterHow = iota // one step per element, at the top level
+	deep                     // every value and byte, all the way down
+)
+
+func (b *budget) meter(e hclsyntax.Expression, what string, how meterHow) hclsyntax.Expression {
+	if _, done := e.(*meteredExpr); done {
+		return e
+	}
+	return &meteredExpr{ParenthesesExpr: &hclsyntax.ParenthesesExpr{Expression: e, SrcRange: e.Range()}, b: b, what: what, how: how}
+}
+
+// meteredExpr evaluates its child and charges the value's size.
+type meteredExpr struct {
+	*hclsyntax.ParenthesesExpr
+	b    *budget
+	what string
+	how  meterHow
+}
+
+func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	if m.b.spent != nil {
+		return cty.DynamicVal, nil
+	}
+	v, diags := m.Expression.Value(ctx)
+	var steps, bytes int64
+	switch m.how {
+	case elements:
+		u, _ := v.Unmark()
+		steps = 1
+		if u.IsKnown() && !u.IsNull() && (u.Type().IsCollectionType() || u.Type().IsTupleType() || u.Type().IsObjectType()) {
+			steps += int64(u.LengthInt())
+		}
+	case deep:
+		steps, bytes = size(v, m.b.remaining())
+	}
+	rng := m.SrcRange
+	if err := m.b.charge(m.what, &rng, steps, bytes); err != nil {
+		var le *limitError
+		if errors.As(err, &le) {
+			diags = append(diags, le.diagnostic())
+		}
+		return cty.DynamicVal, diags
+	}
+	return v, diags
+}
+
+func (e *limitError) diagnostic() *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: EvalLimitSummary, Detail: e.detail(), Subject: e.at}
+}
+
+// limitDiag turns a function call that failed on the budget (hclsyntax's
+// "Error in function call") into the evaluation limit's diagnostic, at the
+// call's range; it reports whether d was one.
+func limitDiag(d *hcl.Diagnostic) bool {
+	extra, ok := hcl.DiagnosticExtra[hclsyntax.FunctionCallDiagExtra](d)
+	if !ok {
+		return false
+	}
+	var le *limitError
+	if !errors.As(extra.FunctionCallError(), &le) {
+		return false
+	}
+	d.Summary, d.Detail = EvalLimitSummary, le.detail()
+	if le.at == nil {
+		le.at = d.Subject
+	}
+	return true
+}
+
+// reportBudget adds the overrun's diagnostic when no evaluation returned it
+// (try() and can() swallow errors).
+func (l *loader) reportBudget() {
+	if l.budget.spent != nil && !l.budget.shown {
+		l.budget.shown = true
+		l.diags = append(l.diags, l.budget.spent.diagnostic())
+	}
+}

@@ -1,0 +1,130 @@
+// Package rundir reads files back from a run directory, which may have come
+// from someone else (a student's hand-in, a colleague's archive, a host's
+// pulled files): a symlink in it must not make rlab read, and then show or
+// embed in report.html, a file of the reader's own (~/.ssh/id_ed25519), and a
+// FIFO or device named like a capture must not hang the reader.
+//
+// Open and ReadFile resolve a path inside the directory with os.Root, so no
+// symlink leads out of it (one that stays inside is followed), and open it
+// with O_NONBLOCK so that a FIFO returns at once; they then take only a
+// regular file. ReadFile reads at most a size bound.
+//
+// It is a leaf: it must not import any other rlab package.
+package rundir
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// MaxFile bounds ReadFile: results.json, facts, lab files and logs are far
+// smaller; a capture is streamed through Open instead.
+const MaxFile = 256 << 20
+
+// ErrNotRegular is returned for a FIFO, device, socket or directory.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrOutside is returned for a path that leaves the run directory,
+// by ".." or by a symlink.
+var ErrOutside = errors.New("leaves the run directory (a symlink or ..); rlab reads a run directory's own files only")
+
+// Open opens rel (slash- or OS-separated, relative to dir) for reading: a
+// regular file inside dir, symlinks resolved only within dir.
+func Open(dir, rel string) (*os.File, error) {
+	rel = filepath.Clean(filepath.FromSlash(rel))
+	if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: ErrOutside}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if strings.Contains(err.Error(), "escapes") || strings.Contains(err.Error(), "outside") {
+			return nil, &fs.PathError{Op: "open", Path: filepath.Join(dir, rel), Err: ErrOutside}
+		}
+		return nil, err
+	}
+	return regular(f)
+}
+
+// OpenFile opens path for reading, as the user named it (symlinks
+// followed), only if it is a regular file: a FIFO or device is refused at
+// once instead of blocking the open or the reads.
+func OpenFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	return regular(f)
+}
+
+func regular(f *os.File) (*os.File, error) {
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(st.Mode()))}
+	}
+	// O_NONBLOCK means nothing for a regular file; clear it anyway so the
+	// descriptor behaves as an ordinary one.
+	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return m.Type().String()
+}
+
+// ReadFile reads rel under dir as Open does, at most MaxFile bytes.
+func ReadFile(dir, rel string) ([]byte, error) {
+	f, err := Open(dir, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(f)
+}
+
+// ReadPath is ReadFile for a path: its folder is the directory it is
+// confined to (a file named directly, such as results.json given as an
+// argument, is the user's choice; only a symlink as its last component is
+// followed within that folder).
+func ReadPath(path string) ([]byte, error) {
+	return ReadFile(filepath.Dir(path), filepath.Base(path))
+}
+
+func readAll(f *os.File) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFile {
+		return nil, fmt.Errorf("read %s: larger than %d MiB, more than a run directory's file holds", f.Name(), MaxFile>>20)
+	}
+	return b, nil
+}
