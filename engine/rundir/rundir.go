@@ -9,7 +9,8 @@
 // with O_NONBLOCK so that a FIFO returns at once; they then take only a
 // regular file. ReadFile reads at most a size bound.
 //
-// It is a leaf: it must not import any other rlab package.
+// It is a leaf: it must not import any other rlab package (internal/archtest
+// checks it).
 package rundir
 
 import (

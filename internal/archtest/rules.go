@@ -51,12 +51,14 @@ var Rules = []Rule{
 
 	// Leaves of the controller.
 	{Pkg: "engine/termsafe", Only: stdOnly, Why: "a leaf every layer that shows host text uses"},
+	{Pkg: "engine/rundir", Only: stdOnly, Why: "a leaf every reader of a received run directory uses"},
 	{Pkg: "engine/testbed", Only: stdOnly, Why: "every package's tests may use it"},
 	{Pkg: "templates", Only: stdOnly, Why: "starter labs are data embedded in rlab"},
 	{Pkg: "templates/report", Only: stdOnly, ImportedBy: []string{"engine/report"}, Why: "engine/report parses and executes the report templates; nothing else should"},
 	// engine/results' doc names only agent/tooldesc; it also imports the
-	// leaf engine/termsafe (summary.md shows host text).
-	{Pkg: "engine/results", Only: []string{"agent/tooldesc", "engine/termsafe", "golang.org/x/perf/..."},
+	// leaves engine/termsafe (summary.md shows host text) and engine/rundir
+	// (a received run directory is read confined).
+	{Pkg: "engine/results", Only: []string{"agent/tooldesc", "engine/rundir", "engine/termsafe", "golang.org/x/perf/..."},
 		Why: "parsers, the engine and reports all share the model of what a run measured"},
 	{Pkg: "engine/toolout", Only: []string{"agent/tooldesc", "engine/results"}, Why: "parsers are pure functions of a tool's output"},
 	{Pkg: "engine/roce", Never: []string{"cmd/...", "engine/run"}, Why: "the decoder works on a capture file alone"},
