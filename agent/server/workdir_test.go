@@ -181,3 +181,38 @@ func TestCaptureInHeldWorkDir(t *testing.T) {
 		t.Errorf("the symlink's target got %d files, first %q", len(ents), ents[0].Name())
 	}
 }
+
+// TestToolsCacheNotThroughSymlink: the tools cache is written in its folder
+// by handle; a folder swapped for a symlink (to /etc, under become) gets
+// nothing.
+func TestToolsCacheNotThroughSymlink(t *testing.T) {
+	base := t.TempDir()
+	other := filepath.Join(base, "etc")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "agent")
+	if err := os.Symlink(other, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveToolsCache(filepath.Join(dir, "tools.json"), toolsCache{Version: toolsCacheVersion}); err == nil {
+		t.Error("saveToolsCache wrote through a symlinked folder")
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 0 {
+		t.Errorf("the symlink's target got %q", ents[0].Name())
+	}
+	real := filepath.Join(base, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveToolsCache(filepath.Join(real, "tools.json"), toolsCache{Version: toolsCacheVersion}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(real)
+	if len(ents) != 1 || ents[0].Name() != "tools.json" {
+		t.Errorf("cache folder holds %v, want tools.json alone", ents)
+	}
+	if fi, _ := os.Stat(filepath.Join(real, "tools.json")); fi == nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("tools.json: %v, want mode 0600", fi)
+	}
+}
