@@ -175,7 +175,7 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 	s.captures[p.Handle] = cp
 	s.mu.Unlock()
 	s.log.Info("capturing", "handle", p.Handle, "netdev", p.Netdev, "argv", argv)
-	return proto.CaptureStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid}, nil
+	return proto.CaptureStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ProcIdentity: pr.ident}, nil
 }
 
 // tcpdumpArgv is the tcpdump command line for a (validated) capture.

@@ -26,7 +26,8 @@ type proc struct {
 	argv   []string
 	cmd    *exec.Cmd
 	start  time.Time
-	wd     *workDir        // where its output files are
+	wd     *workDir // where its output files are
+	ident  proto.ProcIdentity
 	cg     *workloadCgroup // nil: process group only
 
 	done     chan struct{} // closed once the process has been reaped
@@ -87,9 +88,9 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 		pr.stop(s.opts.StopGrace)
 		return nil, err
 	}
-	ready := time.Since(pr.start).Milliseconds()
-	c.event(proto.EventReady, proto.ProcStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ReadyMs: ready})
-	return proto.ProcStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ReadyMs: ready}, nil
+	st := proto.ProcStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ReadyMs: time.Since(pr.start).Milliseconds(), ProcIdentity: pr.ident}
+	c.event(proto.EventReady, st)
+	return st, nil
 }
 
 // startProc starts argv (never through a shell) with output to
@@ -205,8 +206,10 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 		return nil, &proto.Error{Code: code, Message: fmt.Sprintf("start %q: %v", argv[0], err), Command: argv}
 	}
 	leaders.Store(cmd.Process.Pid, struct{}{})
+	// Before Wait can reap it: the pid is still this child's.
+	ident := procIdentity(cmd.Process.Pid)
 	s.mu.Lock() // lookupProc reads cmd under s.mu
-	pr.cmd, pr.start = cmd, time.Now()
+	pr.cmd, pr.start, pr.ident = cmd, time.Now(), ident
 	s.mu.Unlock()
 	s.log.Info("started", "handle", handle, "pid", cmd.Process.Pid, "argv", argv)
 	go func() {

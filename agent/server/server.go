@@ -217,6 +217,8 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		PID:     os.Getpid(),
 		UID:     os.Geteuid(),
 		WorkDir: s.opts.WorkDir,
+
+		ProcIdentity: procIdentity(os.Getpid()),
 	}
 	if err := s.writeJSON(hello); err != nil {
 		return fmt.Errorf("write hello: %w", err)
