@@ -68,7 +68,7 @@ func (s *Capture) Apply(ctx context.Context, env *Env) error {
 	if err != nil {
 		return fmt.Errorf("start capture %q on %s of host %q: %w", s.Name, s.Netdev, s.Host, err)
 	}
-	return env.note(Effect{Host: s.Host, Kind: "capture", ID: hd, Netdev: s.Netdev, PID: st.PID})
+	return env.note(Effect{Host: s.Host, Kind: "capture", ID: hd, Netdev: s.Netdev, PID: st.PID, ProcIdentity: st.ProcIdentity})
 }
 
 // Undo stops tcpdump (it flushes its file); idempotent.

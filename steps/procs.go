@@ -84,7 +84,7 @@ func startProc(ctx context.Context, env *Env, p *procs, tool string, s procSpec)
 	if err != nil {
 		return nil, fmt.Errorf("start %s %s on host %q: %s: %w", tool, s.Role, s.Host, strings.Join(s.Argv, " "), err)
 	}
-	if err := env.note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, PID: started.PID}); err != nil {
+	if err := env.note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, PID: started.PID, ProcIdentity: started.ProcIdentity}); err != nil {
 		return nil, err
 	}
 	return &started, nil

@@ -66,6 +66,10 @@ type Effect struct {
 	Pending bool     `json:"pending,omitempty"` // about to happen
 	Undone  bool     `json:"undone,omitempty"`  // reversed or ended
 	Detail  string   `json:"detail,omitempty"`  // impair: the netem asked for, then the root qdisc read back
+
+	// proc, capture: the process's start time and boot (empty from an older
+	// agent or state.json); `rlab down` signals PID only while it is them.
+	proto.ProcIdentity
 }
 
 // Journal records side effects. Note upserts by (Host, Kind, ID) and must

@@ -51,13 +51,14 @@ const MaxLine = 8 << 20
 
 // Hello is the first line the agent writes.
 type Hello struct {
-	Magic   string `json:"magic"`
-	Proto   int    `json:"proto"`
-	Hash    string `json:"hash"`    // sha256 of the agent binary, hex
-	Version string `json:"version"` // build version string
-	PID     int    `json:"pid"`
-	UID     int    `json:"uid"`
-	WorkDir string `json:"work_dir"` // per-run directory the agent writes into (0700)
+	Magic        string `json:"magic"`
+	Proto        int    `json:"proto"`
+	Hash         string `json:"hash"`    // sha256 of the agent binary, hex
+	Version      string `json:"version"` // build version string
+	PID          int    `json:"pid"`
+	UID          int    `json:"uid"`
+	WorkDir      string `json:"work_dir"` // per-run directory the agent writes into (0700)
+	ProcIdentity        // the agent process's own
 }
 
 // Request is one call from the controller.
@@ -380,6 +381,17 @@ type ProcStarted struct {
 	Handle  string `json:"handle"`
 	PID     int    `json:"pid"`
 	ReadyMs int64  `json:"ready_ms"`
+	ProcIdentity
+}
+
+// ProcIdentity tells a process from a later one that reuses its pid (pid_max
+// 32768 wraps within the hour on a busy host): the kernel's start time of the
+// process (field 22 of /proc/<pid>/stat, clock ticks after boot) and the boot
+// it belongs to (/proc/sys/kernel/random/boot_id). Zero when the agent could
+// not read them (an older agent).
+type ProcIdentity struct {
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+	BootID     string `json:"boot_id,omitempty"`
 }
 
 type ProcWaitParams struct {
@@ -426,6 +438,7 @@ type CaptureStartParams struct {
 type CaptureStarted struct {
 	Handle string `json:"handle"`
 	PID    int    `json:"pid"`
+	ProcIdentity
 }
 
 type CaptureStopParams struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/user"
@@ -111,13 +112,17 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 	if p.MaxBytes < 0 {
 		return nil, perr(proto.CodeBadRequest, "capture %q: max_bytes %d is negative", p.Handle, p.MaxBytes)
 	}
+	wd := s.workDir()
+	if err := wd.check("capture " + p.Handle); err != nil {
+		return nil, err
+	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(s.opts.WorkDir, &st); err != nil {
-		return nil, perr(proto.CodeInternal, "capture %q: statfs %q: %v", p.Handle, s.opts.WorkDir, err)
+	if err := wd.statfs(&st); err != nil {
+		return nil, perr(proto.CodeInternal, "capture %q: statfs %q: %v", p.Handle, wd.path, err)
 	}
 	if free := st.Bavail * uint64(st.Bsize); free < 2*uint64(p.MaxBytes) {
 		return nil, perr(proto.CodeNoSpace, "capture %q: %d bytes free in %s, need twice max_bytes (%d): free disk space or lower max_size",
-			p.Handle, free, s.opts.WorkDir, 2*p.MaxBytes)
+			p.Handle, free, wd.path, 2*p.MaxBytes)
 	}
 	tcpdump, err := lookTool("tcpdump")
 	if err != nil {
@@ -170,7 +175,7 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 	s.captures[p.Handle] = cp
 	s.mu.Unlock()
 	s.log.Info("capturing", "handle", p.Handle, "netdev", p.Netdev, "argv", argv)
-	return proto.CaptureStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid}, nil
+	return proto.CaptureStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ProcIdentity: pr.ident}, nil
 }
 
 // tcpdumpArgv is the tcpdump command line for a (validated) capture.
@@ -193,11 +198,18 @@ func tcpdumpArgv(tcpdump string, p proto.CaptureStartParams, zuser string) []str
 
 // captureUser is who tcpdump runs as after opening the interface (-Z): the
 // requested user, else the owner the agent works for, else root (only when
-// the agent itself logged in as root).
+// the agent itself logged in as root). A root agent working for a user
+// takes no other: tcpdump opens its files as the user it drops to, in a
+// folder that user owns, so root (or anyone else) there would write through
+// whatever symlink the user put in a pcap's place.
 func (s *Server) captureUser(want string) (string, error) {
 	if want != "" {
-		if _, err := user.Lookup(want); err != nil {
+		u, err := user.Lookup(want)
+		if err != nil {
 			return "", fmt.Errorf("tcpdump user %q: %w", want, err)
+		}
+		if s.opts.Owner != nil && u.Uid != strconv.Itoa(s.opts.Owner.UID) {
+			return "", fmt.Errorf("tcpdump user %q (uid %s): a root agent working for uid %d drops tcpdump to that uid only", want, u.Uid, s.opts.Owner.UID)
 		}
 		return want, nil
 	}
@@ -246,19 +258,18 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 		if st, ok := ParseTcpdumpStats(res.Stderr); ok {
 			cp.res.Captured, cp.res.Received, cp.res.Dropped = st.Captured, st.Received, st.Dropped
 		}
-		names, err := captureFiles(s.opts.WorkDir, cp.file)
+		wd := cp.pr.wd // where tcpdump wrote: its working directory
+		names, err := captureFiles(wd.root, cp.file)
 		if err == nil {
-			names, err = nameRing(s.opts.WorkDir, cp.file, names)
+			names, err = nameRing(wd.root, cp.file, names)
 		}
 		if err != nil {
 			cp.err = perr(proto.CodeInternal, "capture %q: list files: %v", cp.handle, err)
 			return
 		}
 		for _, n := range names {
-			full := filepath.Join(s.opts.WorkDir, n)
-			_ = os.Chmod(full, 0o600)
-			_ = s.own(full)
-			fi, err := s.fileInfo(n)
+			_ = wd.own(n, s.opts.Owner)
+			fi, err := fileInfo(wd.root, n)
 			if err != nil {
 				cp.err = perr(proto.CodeInternal, "capture %q: %v", cp.handle, err)
 				return
@@ -275,10 +286,10 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 // host lets it fall behind. SIGUSR1 makes tcpdump print its counters without
 // stopping; it is caught up when captured + dropped reaches received.
 func (s *Server) drainCapture(cp *capture) {
-	errPath := filepath.Join(s.opts.WorkDir, cp.pr.handle+".stderr")
+	wd, errPath := cp.pr.wd, cp.pr.handle+".stderr"
 	deadline := time.Now().Add(captureDrainMax)
 	for time.Now().Before(deadline) && !cp.pr.finished() {
-		before := fileSize(errPath)
+		before := wd.size(errPath)
 		if err := syscall.Kill(cp.pr.cmd.Process.Pid, syscall.SIGUSR1); err != nil {
 			return
 		}
@@ -286,10 +297,10 @@ func (s *Server) drainCapture(cp *capture) {
 		var st TcpdumpStats
 		ok := false
 		for wait := time.Now().Add(time.Second); time.Now().Before(wait) && !cp.pr.finished(); time.Sleep(10 * time.Millisecond) {
-			if fileSize(errPath) <= before {
+			if wd.size(errPath) <= before {
 				continue
 			}
-			b, _ := readTail(errPath, 64<<10)
+			b, _ := wd.readTail(errPath, 64<<10)
 			if st, ok = ParseTcpdumpStats(b); ok && strings.HasSuffix(strings.TrimRight(b, "\n"), "dropped by kernel") {
 				break
 			}
@@ -308,14 +319,6 @@ func (s *Server) drainCapture(cp *capture) {
 	if !cp.pr.finished() {
 		s.log.Warn("capture: tcpdump still behind after draining; stopping", "handle", cp.handle, "waited", captureDrainMax)
 	}
-}
-
-func fileSize(p string) int64 {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
 }
 
 // TcpdumpStats are the counters tcpdump prints on SIGUSR1 (one line:
@@ -352,7 +355,7 @@ func ParseTcpdumpStats(out string) (TcpdumpStats, bool) {
 // nameRing gives the files of a stopped capture names a user can open: one
 // file is named exactly as asked (roce.pcap, not roce.pcap0); a ring of
 // several becomes roce.000.pcap, roce.001.pcap, ... oldest first.
-func nameRing(dir, file string, names []string) ([]string, error) {
+func nameRing(dir *os.Root, file string, names []string) ([]string, error) {
 	if len(names) == 0 {
 		return names, nil
 	}
@@ -363,7 +366,7 @@ func nameRing(dir, file string, names []string) ([]string, error) {
 	}
 	fs := make([]f, 0, len(names))
 	for _, n := range names {
-		fi, err := os.Lstat(filepath.Join(dir, n))
+		fi, err := dir.Lstat(n)
 		if err != nil {
 			return nil, err
 		}
@@ -387,7 +390,7 @@ func nameRing(dir, file string, names []string) ([]string, error) {
 		if x.name == out[i] {
 			continue
 		}
-		if err := os.Rename(filepath.Join(dir, x.name), filepath.Join(dir, out[i])); err != nil {
+		if err := dir.Rename(x.name, out[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -396,8 +399,8 @@ func nameRing(dir, file string, names []string) ([]string, error) {
 
 // captureFiles lists the files tcpdump wrote for base: "base" itself, or
 // with -C/-W "base0", "base1", ...
-func captureFiles(dir, base string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+func captureFiles(dir *os.Root, base string) ([]string, error) {
+	ents, err := fs.ReadDir(dir.FS(), ".")
 	if err != nil {
 		return nil, err
 	}

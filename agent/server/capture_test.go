@@ -243,7 +243,7 @@ func TestCaptureStoppedWhenStdinCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, started.PID)
-	names, err := captureFiles(srv.WorkDir(), "lo.pcap")
+	names, err := captureFiles(srv.workDir().root, "lo.pcap")
 	if err != nil || len(names) != 1 {
 		t.Fatalf("capture files %v, %v; want one", names, err)
 	}
@@ -281,11 +281,16 @@ func TestNameRing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			names, err := captureFiles(dir, "roce.pcap")
+			root, err := os.OpenRoot(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := nameRing(dir, "roce.pcap", names)
+			defer root.Close()
+			names, err := captureFiles(root, "roce.pcap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := nameRing(root, "roce.pcap", names)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -184,30 +185,44 @@ func loadToolsCache(path string, id hostIdentity) (toolsCache, error) {
 }
 
 // saveToolsCache writes c to path atomically (temp file in the same dir,
-// 0600, rename).
+// 0600, rename). The folder is opened without following a symlink and the
+// file made and renamed in it by that handle: a root agent under become
+// runs from the user's agent folder, which the user could swap for a
+// symlink to /etc between two path lookups.
 func saveToolsCache(path string, c toolsCache) error {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("encode tools cache: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tools-*.tmp")
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("write tools cache %s: %w", path, err)
+		return fmt.Errorf("write tools cache %s: open folder: %w", path, err)
 	}
-	name := tmp.Name()
+	defer unix.Close(dfd)
+	var fd int
+	var name string
+	for i := 0; ; i++ {
+		name = ".tools-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano()+int64(i), 36) + ".tmp"
+		fd, err = unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil || !errors.Is(err, unix.EEXIST) || i == 100 {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write tools cache %s: %w", filepath.Join(dir, name), err)
+	}
+	tmp := os.NewFile(uintptr(fd), filepath.Join(dir, name))
 	_, werr := tmp.Write(b)
+	// O_CREAT's mode is cut by the umask; say 0600 whatever it is.
+	merr := tmp.Chmod(0o600)
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write tools cache %s: %w", name, err)
+	if err := errors.Join(werr, merr, cerr); err != nil {
+		unix.Unlinkat(dfd, name, 0)
+		return fmt.Errorf("write tools cache %s: %w", tmp.Name(), err)
 	}
-	// CreateTemp makes it 0600 already; say so, whatever the umask.
-	if err := os.Chmod(name, 0o600); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("chmod tools cache %s: %w", name, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
+	if err := unix.Renameat(dfd, name, dfd, base); err != nil {
+		unix.Unlinkat(dfd, name, 0)
 		return fmt.Errorf("rename tools cache into %s: %w", path, err)
 	}
 	return nil

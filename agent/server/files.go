@@ -12,12 +12,15 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 )
 
-// The work dir is opened as an os.Root for every file operation the
-// controller asks for, so neither ".." nor a symlink can reach outside it.
+// Every file operation the controller asks for goes through the work dir
+// the agent opened at its start (workdir.go), an os.Root, so neither ".."
+// nor a symlink can reach outside it, and swapping the work dir's path for
+// a symlink afterwards reaches nothing either.
 
 func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage) (any, error) {
 	var p proto.FilesListOptions
@@ -31,11 +34,11 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 	if !filepath.IsLocal(dir) {
 		return nil, perr(proto.CodeBadRequest, "files.list: dir %q is not inside the work dir", p.Dir)
 	}
-	root, err := os.OpenRoot(s.opts.WorkDir)
-	if err != nil {
-		return nil, perr(proto.CodeInternal, "files.list: open work dir %q: %v", s.opts.WorkDir, err)
+	wd := s.workDir()
+	if err := wd.check(proto.MethodFilesList); err != nil {
+		return nil, err
 	}
-	defer root.Close()
+	root := wd.root
 	if dir != "." {
 		// Confirm the start is a real directory inside the root (not a
 		// symlink out of it) before walking.
@@ -47,9 +50,9 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 			return nil, perr(proto.CodeBadRequest, "files.list: %q is not a directory (symlinks are not followed)", p.Dir)
 		}
 	}
-	res := proto.FilesList{Root: s.opts.WorkDir, Files: []proto.FileInfo{}}
+	res := proto.FilesList{Root: wd.path, Files: []proto.FileInfo{}}
 	hashMax := p.HashMax
-	err = fs.WalkDir(root.FS(), filepath.ToSlash(dir), func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(root.FS(), filepath.ToSlash(dir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -95,7 +98,8 @@ func rootErr(err error) error {
 // hashRootFile opens name inside root (refusing symlinks out of it) and
 // returns its info and sha256.
 func hashRootFile(root *os.Root, name string) (fs.FileInfo, string, error) {
-	f, err := root.Open(filepath.FromSlash(name))
+	// O_NONBLOCK: a FIFO swapped in since the walk must not hang the agent.
+	f, err := root.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, "", err
 	}
@@ -104,6 +108,9 @@ func hashRootFile(root *os.Root, name string) (fs.FileInfo, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, "", &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return nil, "", err
@@ -111,13 +118,8 @@ func hashRootFile(root *os.Root, name string) (fs.FileInfo, string, error) {
 	return fi, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// fileInfo describes one file of the work dir for a result.
-func (s *Server) fileInfo(rel string) (proto.FileInfo, error) {
-	root, err := os.OpenRoot(s.opts.WorkDir)
-	if err != nil {
-		return proto.FileInfo{}, err
-	}
-	defer root.Close()
+// fileInfo describes one file of the work dir root for a result.
+func fileInfo(root *os.Root, rel string) (proto.FileInfo, error) {
 	fi, sum, err := hashRootFile(root, rel)
 	if err != nil {
 		return proto.FileInfo{}, err
@@ -137,12 +139,11 @@ func (s *Server) filesRead(ctx context.Context, c *call, params json.RawMessage)
 	if max <= 0 || max > proto.OutputLimit {
 		max = proto.OutputLimit
 	}
-	root, err := os.OpenRoot(s.opts.WorkDir)
-	if err != nil {
-		return nil, perr(proto.CodeInternal, "files.read: open work dir %q: %v", s.opts.WorkDir, err)
+	wd := s.workDir()
+	if err := wd.check(proto.MethodFilesRead); err != nil {
+		return nil, err
 	}
-	defer root.Close()
-	f, err := root.Open(p.Path)
+	f, err := wd.root.OpenFile(p.Path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, perr(proto.CodeNotFound, "files.read: %v", rootErr(err))

@@ -74,11 +74,18 @@ func (s *Server) leaseTo(l *lease, params json.RawMessage) (proto.LeaseResult, e
 	if err := mkdirAllOwned(wd, s.opts.Owner); err != nil {
 		return proto.LeaseResult{}, perr(proto.CodeInternal, "lease: create work dir %q: %v", wd, err)
 	}
+	held, err := openWorkDir(wd, s.opts.Owner)
+	if err != nil {
+		return proto.LeaseResult{}, perr(proto.CodeInternal, "lease: %v", err)
+	}
 	// Only the serve loop writes it, while no handler runs; the handlers of
-	// this lease start after it.
+	// this lease start after it, and the release before it ended what the
+	// last one started.
 	s.mu.Lock()
-	s.opts.WorkDir = wd
+	old := s.wd
+	s.opts.WorkDir, s.wd = wd, held
 	s.mu.Unlock()
+	old.close()
 	s.log.Info("leased", "run_id", p.RunID, "work_dir", wd)
 	return proto.LeaseResult{WorkDir: wd}, nil
 }

@@ -87,14 +87,9 @@ func mkdirAllOwned(dir string, owner *Owner) error {
 			return err
 		}
 	}
-	// Mkdir honours umask; the work dir must be exactly 0700.
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return err
-	}
-	if owner == nil {
-		return nil
-	}
-	return os.Chown(dir, owner.UID, owner.GID)
+	// Its mode and group are set by openWorkDir, through the handle it
+	// checks: by path, a user could have swapped it for a symlink since.
+	return nil
 }
 
 // mkdirAs makes folder d (0700) with the owner's filesystem uid and gid
@@ -121,32 +116,6 @@ func mkdirAs(d string, owner *Owner) error {
 	}
 	runtime.UnlockOSThread()
 	return err
-}
-
-// own chowns path to the owner, when there is one.
-func (s *Server) own(path string) error {
-	if s.opts.Owner == nil {
-		return nil
-	}
-	if err := os.Lchown(path, s.opts.Owner.UID, s.opts.Owner.GID); err != nil {
-		return fmt.Errorf("chown %q to %d:%d: %w", path, s.opts.Owner.UID, s.opts.Owner.GID, err)
-	}
-	return nil
-}
-
-// createFile creates (truncates) a 0600 file in the work dir, owned by the
-// owner.
-func (s *Server) createFile(name string) (*os.File, error) {
-	p := filepath.Join(s.opts.WorkDir, name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.own(p); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // ownerCredential is the credential workloads run with when the agent is root

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +26,8 @@ type proc struct {
 	argv   []string
 	cmd    *exec.Cmd
 	start  time.Time
+	wd     *workDir // where its output files are
+	ident  proto.ProcIdentity
 	cg     *workloadCgroup // nil: process group only
 
 	done     chan struct{} // closed once the process has been reaped
@@ -87,9 +88,9 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 		pr.stop(s.opts.StopGrace)
 		return nil, err
 	}
-	ready := time.Since(pr.start).Milliseconds()
-	c.event(proto.EventReady, proto.ProcStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ReadyMs: ready})
-	return proto.ProcStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ReadyMs: ready}, nil
+	st := proto.ProcStarted{Handle: p.Handle, PID: pr.cmd.Process.Pid, ReadyMs: time.Since(pr.start).Milliseconds(), ProcIdentity: pr.ident}
+	c.event(proto.EventReady, st)
+	return st, nil
 }
 
 // startProc starts argv (never through a shell) with output to
@@ -99,14 +100,17 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 // process runs as that user unless it asked for root (ProcStartParams.Become):
 // privilege only for the steps that need it.
 func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, register, asOwner bool) (*proc, error) {
-	pr := &proc{handle: handle, argv: argv, done: make(chan struct{})}
-	unreserve := func() {}
 	s.mu.Lock()
-	closing := s.closing
+	closing, wd := s.closing, s.wd
 	s.mu.Unlock()
 	if closing {
 		return nil, errClosing(proto.MethodProcStart)
 	}
+	if err := wd.check("start " + handle); err != nil {
+		return nil, err
+	}
+	pr := &proc{handle: handle, argv: argv, wd: wd, done: make(chan struct{})}
+	unreserve := func() {}
 	if register {
 		s.mu.Lock()
 		if _, ok := s.procs[handle]; ok {
@@ -131,12 +135,12 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 		}
 		path = p
 	}
-	stdout, err := s.createFile(handle + ".stdout")
+	stdout, err := wd.create(handle+".stdout", s.opts.Owner)
 	if err != nil {
 		unreserve()
 		return nil, perr(proto.CodeInternal, "start %q: create output file: %v", argv[0], err)
 	}
-	stderr, err := s.createFile(handle + ".stderr")
+	stderr, err := wd.create(handle+".stderr", s.opts.Owner)
 	if err != nil {
 		stdout.Close()
 		unreserve()
@@ -144,17 +148,15 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 	}
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
-	cmd.Dir = s.opts.WorkDir
+	// The folder opened, not its path (which the owner may have swapped).
+	cmd.Dir = wd.fdPath()
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Own process group, so stop and timeout reach whatever it forks; and
 	// SIGKILL from the kernel should the agent itself be killed (-9) before
 	// it can clean up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	s.mu.Lock()
-	wd := s.opts.WorkDir
-	s.mu.Unlock()
-	if pr.cg = cgroups.make(s.cgroupUID(), wd, handle); pr.cg != nil {
+	if pr.cg = cgroups.make(s.cgroupUID(), wd.path, handle); pr.cg != nil {
 		// Born in its cgroup: whatever it forks, setsid or not, is there.
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, pr.cg.fd()
 	}
@@ -204,8 +206,10 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 		return nil, &proto.Error{Code: code, Message: fmt.Sprintf("start %q: %v", argv[0], err), Command: argv}
 	}
 	leaders.Store(cmd.Process.Pid, struct{}{})
+	// Before Wait can reap it: the pid is still this child's.
+	ident := procIdentity(cmd.Process.Pid)
 	s.mu.Lock() // lookupProc reads cmd under s.mu
-	pr.cmd, pr.start = cmd, time.Now()
+	pr.cmd, pr.start, pr.ident = cmd, time.Now(), ident
 	s.mu.Unlock()
 	s.log.Info("started", "handle", handle, "pid", cmd.Process.Pid, "argv", argv)
 	go func() {
@@ -262,8 +266,8 @@ func (s *Server) finishProc(pr *proc, werr error) {
 		r.Signal = ws.Signal().String()
 	}
 	var t1, t2 bool
-	r.Stdout, t1 = readTail(filepath.Join(s.opts.WorkDir, r.StdoutFile), proto.OutputLimit)
-	r.Stderr, t2 = readTail(filepath.Join(s.opts.WorkDir, r.StderrFile), proto.OutputLimit)
+	r.Stdout, t1 = pr.wd.readTail(r.StdoutFile, proto.OutputLimit)
+	r.Stderr, t2 = pr.wd.readTail(r.StderrFile, proto.OutputLimit)
 	r.Truncated = t1 || t2
 	fitOutputs(&r)
 	pr.res = r
@@ -285,28 +289,6 @@ func fitOutputs(r *proto.ProcResult) {
 		r.Stderr = tailString(r.Stderr, len(r.Stderr)/2)
 		r.Truncated = true
 	}
-}
-
-// readTail returns the last max bytes of a file and whether it was longer.
-func readTail(path string, max int64) (string, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", false
-	}
-	trunc := false
-	if fi.Size() > max {
-		trunc = true
-		if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
-			return "", false
-		}
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, max))
-	return strings.ToValidUTF8(string(b), "\uFFFD"), trunc
 }
 
 func (pr *proc) finished() bool {

@@ -54,11 +54,10 @@ func (s *Server) waitReady(ctx context.Context, pr *proc, r *proto.Ready, re *re
 		}
 	default:
 		what = fmt.Sprintf("output matching %q", re.String())
-		out := filepath.Join(s.opts.WorkDir, pr.handle+".stdout")
-		errf := filepath.Join(s.opts.WorkDir, pr.handle+".stderr")
+		out, errf := pr.handle+".stdout", pr.handle+".stderr"
 		check = func() bool {
-			a, _ := readTail(out, proto.OutputLimit)
-			b, _ := readTail(errf, proto.OutputLimit)
+			a, _ := pr.wd.readTail(out, proto.OutputLimit)
+			b, _ := pr.wd.readTail(errf, proto.OutputLimit)
 			return re.MatchString(a) || re.MatchString(b)
 		}
 	}

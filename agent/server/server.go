@@ -85,6 +85,8 @@ type Server struct {
 	// startWorkDir is the work dir the agent started with; a lease moves
 	// opts.WorkDir next to it (lease.go).
 	startWorkDir string
+	// wd is opts.WorkDir opened (workdir.go); under mu, replaced by a lease.
+	wd *workDir
 
 	wmu sync.Mutex // serialises writes to out
 	out io.Writer
@@ -143,9 +145,14 @@ func New(opts Options) (*Server, error) {
 	if err := mkdirAllOwned(wd, opts.Owner); err != nil {
 		return nil, fmt.Errorf("create work dir %q: %w", wd, err)
 	}
+	held, err := openWorkDir(wd, opts.Owner)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Hash == "" {
 		h, err := SelfHashCached()
 		if err != nil {
+			held.close()
 			return nil, err
 		}
 		opts.Hash = h
@@ -161,6 +168,7 @@ func New(opts Options) (*Server, error) {
 		opts:         opts,
 		log:          log,
 		startWorkDir: wd,
+		wd:           held,
 		procs:        map[string]*proc{},
 		captures:     map[string]*capture{},
 		tcps:         map[string]*tcpServer{},
@@ -209,6 +217,8 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		PID:     os.Getpid(),
 		UID:     os.Geteuid(),
 		WorkDir: s.opts.WorkDir,
+
+		ProcIdentity: procIdentity(os.Getpid()),
 	}
 	if err := s.writeJSON(hello); err != nil {
 		return fmt.Errorf("write hello: %w", err)

@@ -27,7 +27,9 @@ func newDownCmd() *cobra.Command {
 itself: rxe devices it created (not those it found, nor kept ones), processes
 and captures still running, link impairments (rlab's netem) still in force,
 and its local VMs. It lists what it undid ("(already gone)" when the run's
-agent had removed it itself), what it left in place and why, and
+agent had removed it itself), what it left in place and why (a process is
+signalled only while its pid still has the start time and boot the run
+recorded: "(gone; pid reused ...)"), and
 how much was already undone (by the run itself or an earlier rlab down).
 Packages a run installed (--provision) stay unless --remove-provisioned
 is given, which removes exactly those, with the host's package manager.

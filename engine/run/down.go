@@ -130,8 +130,10 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 	// The run's agent, if it is somehow still alive, stops its own children
 	// and deletes its devices when it ends.
 	if h.AgentPID > 0 {
-		if err := killIfSame(ctx, c, h.AgentPID, "rlab-agent"); err != nil {
+		if note, err := killIfSame(ctx, c, h.AgentPID, "rlab-agent", h.AgentStart, true); err != nil {
 			errs = append(errs, fmt.Errorf("down: host %q: %w", h.Name, err))
+		} else if note != "" {
+			opts.Log.Info("down: the run's agent", "host", h.Name, "pid", h.AgentPID, "note", strings.TrimSpace(note))
 		}
 	}
 	for _, e := range effects {
@@ -171,10 +173,17 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 				if e.Kind == "tcp" {
 					name = "rlab-agent"
 				}
-				if err := killIfSame(ctx, c, e.PID, name); err != nil {
+				var id *proto.ProcIdentity
+				if e.StartTicks != 0 {
+					id = &e.ProcIdentity
+				}
+				note, err := killIfSame(ctx, c, e.PID, name, id, false)
+				if err != nil {
 					errs = append(errs, fmt.Errorf("down: host %q: %w", h.Name, err))
 					continue
 				}
+				mark(e, note)
+				continue
 			}
 			mark(e, "")
 		}
@@ -197,26 +206,84 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 // alreadyGone ends a DownResult.Undone line whose thing down found gone.
 const alreadyGone = " (already gone)"
 
-// killIfSame sends SIGTERM to pid on the host only when that pid still runs
-// a program named name, so a reused pid is never hit.
-func killIfSame(ctx context.Context, c Host, pid int, name string) error {
+// Notes ending a DownResult.Undone line of a process down did not signal,
+// or signalled on weaker evidence.
+const (
+	pidReused = " (gone; pid reused by another process, left alone)"
+	rebooted  = " (gone; the host rebooted since)"
+	nameOnly  = " (pid matched by program name only: state.json has no start time)"
+)
+
+// killIfSame sends SIGTERM to pid on the host only when that pid is still
+// the process the run started: with id, the same start time in the same
+// boot (pid_max wraps within the hour, and the same program name is common:
+// sleep, iperf3); without (a state.json or agent from before start times
+// were recorded), a program named name, as down always did, said in the
+// note. The note ends the Undone line ("" when it signalled by start time).
+// commToo also asks, with id, that the program be named name (the agent's
+// is always rlab-agent; a workload's argv[0] need not be what the kernel
+// names it, a script's interpreter, so its start time alone decides).
+func killIfSame(ctx context.Context, c Host, pid int, name string, id *proto.ProcIdentity, commToo bool) (string, error) {
 	p := strconv.Itoa(pid)
-	out, code, err := runArgv(ctx, c, "down.ps."+p, []string{"ps", "-o", "args=", "-p", p})
-	if err != nil {
-		return err
-	}
-	if code != 0 || !strings.Contains(firstWord(out), name) {
-		return nil // gone, or another program now
+	note := ""
+	if id != nil {
+		out, code, err := runArgv(ctx, c, "down.stat."+p, []string{"cat", "/proc/sys/kernel/random/boot_id", "/proc/" + p + "/stat"})
+		if err != nil {
+			return "", err
+		}
+		boot, stat, _ := strings.Cut(out, "\n")
+		if strings.TrimSpace(boot) != id.BootID {
+			return rebooted, nil
+		}
+		if code != 0 || strings.TrimSpace(stat) == "" {
+			return alreadyGone, nil
+		}
+		start, ok := proto.ParseStatStartTicks([]byte(stat))
+		if !ok {
+			return "", fmt.Errorf("check pid %d is still %s: unreadable /proc/%d/stat %q", pid, name, pid, truncate(stat, 200))
+		}
+		if start != id.StartTicks {
+			return pidReused, nil
+		}
+		if commToo && statComm(stat) != name {
+			return "", nil // the same process, not the program recorded: not ours to signal
+		}
+	} else {
+		out, code, err := runArgv(ctx, c, "down.ps."+p, []string{"ps", "-o", "args=", "-p", p})
+		if err != nil {
+			return "", err
+		}
+		if code != 0 || !strings.Contains(firstWord(out), name) {
+			return "", nil // gone, or another program now
+		}
+		note = nameOnly
 	}
 	// The agent starts each process as the leader of its own group: the
 	// group goes (a shell's children too), else the process alone.
 	if _, code, err := runArgv(ctx, c, "down.killpg."+p, []string{"kill", "-TERM", "--", "-" + p}); err == nil && code == 0 {
-		return nil
+		return note, nil
 	}
 	if _, code, err := runArgv(ctx, c, "down.kill."+p, []string{"kill", "-TERM", p}); err != nil || code != 0 {
-		return fmt.Errorf("kill %s (pid %d): exit %d: %v", name, pid, code, err)
+		return "", fmt.Errorf("kill %s (pid %d): exit %d: %v", name, pid, code, err)
 	}
-	return nil
+	return note, nil
+}
+
+// statComm is the program name in a /proc/<pid>/stat line (field 2, in
+// parentheses, which it may itself hold).
+func statComm(stat string) string {
+	i, j := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if i < 0 || j < i {
+		return ""
+	}
+	return stat[i+1 : j]
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 func firstWord(s string) string {

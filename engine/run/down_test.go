@@ -2,14 +2,17 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -65,6 +68,11 @@ func TestDownFromState(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("undone = %q, want %q", got, want)
 		}
+	}
+	// Recorded without a start time (an older state.json): matched by
+	// name, as before, and said so.
+	if !strings.Contains(got, "a: proc wl.x.server.r0 (pid matched by program name only: state.json has no start time)") {
+		t.Errorf("undone = %q, want the process matched by name only said so", got)
 	}
 	// This machine has no rxe_ours (no RDMA at all): the agent finds
 	// nothing to delete, and down says so.
@@ -164,6 +172,85 @@ workload "later" {
 	for _, e := range readState(t, res.Dir).Effects {
 		if !e.Undone {
 			t.Errorf("pending after down: %+v", e)
+		}
+	}
+}
+
+// TestDownSparesReusedPID: a process whose pid the journal recorded with
+// another start time (the run's process ended and the pid was reused by an
+// unrelated one running the same program) is not signalled, and down says
+// so; the same process recorded with its own start time is stopped; one of
+// another boot is left as gone.
+func TestDownSparesReusedPID(t *testing.T) {
+	bootB, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Skip("no boot id")
+	}
+	boot := strings.TrimSpace(string(bootB))
+	start := func() (*exec.Cmd, chan error, proto.ProcIdentity) {
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() { cmd.Process.Kill() })
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b)) // "sleep" has no spaces: field 22 is f[21]
+		n, err := strconv.ParseUint(f[21], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cmd, exited, proto.ProcIdentity{StartTicks: n, BootID: boot}
+	}
+	reused, reusedExit, reusedID := start()
+	ours, oursExit, oursID := start()
+	otherBoot, otherBootExit, otherBootID := start()
+	reusedID.StartTicks++ // the run's process started at another time
+	otherBootID.BootID = "00000000-0000-0000-0000-000000000000"
+
+	dir := t.TempDir()
+	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
+		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
+		Effects: []steps.Effect{
+			{Host: "a", Kind: "proc", ID: "wl.reused", Argv: []string{"sleep", "300"}, PID: reused.Process.Pid, ProcIdentity: reusedID},
+			{Host: "a", Kind: "proc", ID: "wl.ours", Argv: []string{"sleep", "300"}, PID: ours.Process.Pid, ProcIdentity: oursID},
+			{Host: "a", Kind: "proc", ID: "wl.otherboot", Argv: []string{"sleep", "300"}, PID: otherBoot.Process.Pid, ProcIdentity: otherBootID},
+		},
+	}
+	if _, err := newJournal(dir, st); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Down(context.Background(), dir, DownOptions{Connector: newPipeBed(t)})
+	if err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	select {
+	case <-oursExit:
+	case <-time.After(20 * time.Second):
+		t.Fatal("down left the run's own process (same start time) running")
+	}
+	for _, p := range []struct {
+		name   string
+		exited chan error
+	}{{"reused", reusedExit}, {"other boot", otherBootExit}} {
+		select {
+		case err := <-p.exited:
+			t.Errorf("down killed the %s process, not the run's: %v", p.name, err)
+		default:
+		}
+	}
+	got := strings.Join(res.Undone, "\n") + "\n"
+	for _, want := range []string{
+		"a: proc wl.reused (gone; pid reused by another process, left alone)\n",
+		"a: proc wl.ours\n",
+		"a: proc wl.otherboot (gone; the host rebooted since)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("undone:\n%swant the line %q", got, want)
 		}
 	}
 }

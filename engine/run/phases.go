@@ -327,13 +327,18 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 		return err
 	}
 	pid := 0
+	var start *proto.ProcIdentity
 	if hp, ok := c.(interface{ Hello() proto.Hello }); ok {
 		pid = hp.Hello().PID
+		if id := hp.Hello().ProcIdentity; id.StartTicks != 0 {
+			start = &id
+		}
 	}
 	return r.journal.noteHost(func(st *State) {
 		for i := range st.Hosts {
 			if st.Hosts[i].Name == h.Name {
 				st.Hosts[i].Connected, st.Hosts[i].WorkDir, st.Hosts[i].AgentPID = true, f.WorkDir, pid
+				st.Hosts[i].AgentStart = start
 			}
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -46,6 +47,9 @@ type StateHost struct {
 	Connected bool   `json:"connected,omitempty"`
 	AgentPID  int    `json:"agent_pid,omitempty"`
 	WorkDir   string `json:"work_dir,omitempty"`
+	// AgentStart tells AgentPID from a later process reusing it (nil in an
+	// older state.json, or from an older agent).
+	AgentStart *proto.ProcIdentity `json:"agent_start,omitempty"`
 	// Provision is what this run installed there (engine/run/provision.go).
 	Provision *StateProvision `json:"provision,omitempty"`
 }

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// workDir is the agent's work dir, opened once (O_NOFOLLOW|O_DIRECTORY) and
+// checked by the handle it holds, not by its path: a root agent working for
+// a user (become, with SECURITY.md's sudoers rule) sits in a folder that
+// user owns, so the user can rename it and put a symlink to /etc in its
+// place at any moment. Every file the agent reads, lists or creates is
+// reached through root, which is the folder that was checked; the processes
+// it starts get it as their working directory through /proc/self/fd, never
+// by its path. Swapping the path after the start changes nothing but
+// check's answer.
+type workDir struct {
+	path     string   // absolute, as asked: for messages and the hello
+	dir      *os.File // the folder itself
+	root     *os.Root // the same folder, for the file operations
+	dev, ino uint64
+}
+
+// openWorkDir opens path, which must be a folder and not a symlink, and,
+// with an owner, belong to that owner; it sets its mode to 0700 and its
+// group to the owner's through the open handle.
+func openWorkDir(path string, owner *Owner) (*workDir, error) {
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return nil, fmt.Errorf("work dir %q is a symlink: refusing to follow it", path)
+		}
+		return nil, fmt.Errorf("open work dir %q: %w", path, err)
+	}
+	dir := os.NewFile(uintptr(fd), path)
+	w := &workDir{path: path, dir: dir}
+	fail := func(err error) (*workDir, error) {
+		w.close()
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail(fmt.Errorf("stat work dir %q: %w", path, err))
+	}
+	if owner != nil && int(st.Uid) != owner.UID {
+		return fail(fmt.Errorf("the work dir %q opened belongs to uid %d, not to the owner uid %d: refusing to take it over for the owner", path, st.Uid, owner.UID))
+	}
+	// Mkdir honours umask; the work dir must be exactly 0700.
+	if st.Mode&0o7777 != 0o700 {
+		if err := unix.Fchmod(fd, 0o700); err != nil {
+			return fail(fmt.Errorf("chmod work dir %q: %w", path, err))
+		}
+	}
+	if owner != nil && int(st.Gid) != owner.GID {
+		if err := unix.Fchown(fd, owner.UID, owner.GID); err != nil {
+			return fail(fmt.Errorf("chown work dir %q to %d:%d: %w", path, owner.UID, owner.GID, err))
+		}
+	}
+	w.dev, w.ino = uint64(st.Dev), st.Ino
+	// os.Root has no constructor from a descriptor; /proc/self/fd/N is the
+	// folder this descriptor holds, whatever its path now names.
+	if w.root, err = os.OpenRoot(w.fdPath()); err != nil {
+		return fail(fmt.Errorf("open work dir %q: %w", path, err))
+	}
+	fi, err := w.root.Stat(".")
+	if err != nil {
+		return fail(fmt.Errorf("stat work dir %q: %w", path, err))
+	}
+	if rs, ok := fi.Sys().(*syscall.Stat_t); !ok || uint64(rs.Dev) != w.dev || rs.Ino != w.ino {
+		return fail(fmt.Errorf("open work dir %q: /proc/self/fd/%d is not the folder opened (no /proc?)", path, fd))
+	}
+	return w, nil
+}
+
+// fdPath names the held folder for a path-taking interface (the working
+// directory of a child: Go changes to it in the child before exec, while
+// the descriptor is still open there).
+func (w *workDir) fdPath() string {
+	return "/proc/self/fd/" + strconv.Itoa(int(w.dir.Fd()))
+}
+
+func (w *workDir) close() {
+	if w == nil {
+		return
+	}
+	if w.root != nil {
+		w.root.Close()
+	}
+	w.dir.Close()
+}
+
+// check reports, as an error for the caller, whether the work dir's path
+// still names the folder the agent opened. Nothing the agent does follows
+// the path; this is only so a replaced work dir is said, not silently
+// worked around.
+func (w *workDir) check(method string) error {
+	var st unix.Stat_t
+	err := unix.Lstat(w.path, &st)
+	if err == nil && uint64(st.Dev) == w.dev && st.Ino == w.ino {
+		return nil
+	}
+	now := "gone"
+	switch {
+	case err != nil:
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		now = "a symlink"
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		now = "another folder"
+	default:
+		now = "not a folder"
+	}
+	return perr(proto.CodePermission, "%s: the work dir %q was replaced after the agent opened it (it is now %s): refusing to follow it", method, w.path, now)
+}
+
+// create creates (truncates) a 0600 file in the work dir, owned by owner
+// when set; a symlink is followed only inside the work dir.
+func (w *workDir) create(name string, owner *Owner) (*os.File, error) {
+	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, rootErr(err)
+	}
+	if owner != nil {
+		if err := f.Chown(owner.UID, owner.GID); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("chown %q to %d:%d: %w", name, owner.UID, owner.GID, err)
+		}
+	}
+	return f, nil
+}
+
+// own gives a file of the work dir to owner, when set, and makes it 0600.
+func (w *workDir) own(name string, owner *Owner) error {
+	if err := w.root.Chmod(name, 0o600); err != nil {
+		return rootErr(err)
+	}
+	if owner == nil {
+		return nil
+	}
+	if err := w.root.Lchown(name, owner.UID, owner.GID); err != nil {
+		return fmt.Errorf("chown %q to %d:%d: %w", name, owner.UID, owner.GID, rootErr(err))
+	}
+	return nil
+}
+
+// readTail returns the last max bytes of a file of the work dir and
+// whether it was longer.
+func (w *workDir) readTail(name string, max int64) (string, bool) {
+	// O_NONBLOCK: a FIFO put in a file's place must not hang the agent.
+	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	trunc := false
+	if fi.Size() > max {
+		trunc = true
+		if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
+			return "", false
+		}
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	return strings.ToValidUTF8(string(b), "\uFFFD"), trunc
+}
+
+// size is a file's size in the work dir, 0 when it has none.
+func (w *workDir) size(name string) int64 {
+	fi, err := w.root.Lstat(name)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// statfs is the work dir's filesystem, by the held handle.
+func (w *workDir) statfs(st *unix.Statfs_t) error {
+	return unix.Fstatfs(int(w.dir.Fd()), st)
+}
+
+// workDir is the current work dir (a lease replaces it).
+func (s *Server) workDir() *workDir {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wd
+}
+
+func ignoringEINTR(fn func() error) error {
+	for {
+		err := fn()
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package server
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+)
+
+// TestWorkDirSwappedForSymlink is issue 24's attack without root: after the
+// hello, the work dir is renamed away and a symlink to another folder (in
+// the attack, /etc) put in its place. Nothing the agent does may reach that
+// folder: files.read and files.list say the work dir was replaced; a new
+// process is refused; a process started before the swap still writes, and
+// is read back, in the folder the agent opened; the file operations
+// themselves, asked directly, see only that folder.
+func TestWorkDirSwappedForSymlink(t *testing.T) {
+	base := t.TempDir()
+	wd := filepath.Join(base, "w")
+	moved := filepath.Join(base, "w.moved")
+	other := filepath.Join(base, "etc")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "shadow"), []byte("root:secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A decoy where the late process's output would be, were it followed.
+	if err := os.WriteFile(filepath.Join(other, "late.stdout"), []byte("decoy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, srv := startAgent(t, Options{WorkDir: wd})
+	// It writes, to its stdout and to a file in its working directory, only
+	// once the swap is done.
+	goFile := filepath.Join(base, "go")
+	c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "late",
+		Argv: []string{"sh", "-c", "while [ ! -e " + goFile + " ]; do sleep 0.02; done; echo late-output; echo made > made-late"}}, nil)
+
+	if err := os.Rename(wd, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, wd); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var data proto.FileData
+	e := c.call(proto.MethodFilesRead, proto.FilesReadParams{Path: "shadow"}, &data)
+	if e == nil || !strings.Contains(e.Message, "replaced") || strings.Contains(string(data.Data), "secret") {
+		t.Errorf("files.read shadow after the swap: %v, data %q; want a refusal saying the work dir was replaced", e, data.Data)
+	}
+	var list proto.FilesList
+	e = c.call(proto.MethodFilesList, proto.FilesListOptions{}, &list)
+	if e == nil || !strings.Contains(e.Message, "replaced") || len(list.Files) > 0 {
+		t.Errorf("files.list after the swap: %v, %d files; want a refusal saying the work dir was replaced", e, len(list.Files))
+	}
+	e = c.call(proto.MethodProcStart, proto.ProcStartParams{Handle: "wl.x", Argv: []string{"true"}}, nil)
+	if e == nil || !strings.Contains(e.Message, "replaced") || !strings.Contains(e.Message, "a symlink") {
+		t.Errorf("proc.start after the swap: %v; want a refusal saying the work dir is now a symlink", e)
+	}
+
+	var res proto.ProcResult
+	c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "late"}, &res)
+	if strings.TrimSpace(res.Stdout) != "late-output" {
+		t.Errorf("the late process's stdout read back = %q, want its own output, not the decoy", res.Stdout)
+	}
+
+	// The operations themselves, as a check that came too early would let
+	// them run: only the folder the agent opened.
+	held := srv.workDir()
+	f, err := held.create("wl.y.stdout", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := fileInfo(held.root, "shadow"); err == nil {
+		t.Error("fileInfo found shadow: the held work dir followed the swapped path")
+	}
+	if got, _ := held.readTail("late.stdout", 100); strings.TrimSpace(got) != "late-output" {
+		t.Errorf("readTail late.stdout = %q, want the process's own output", got)
+	}
+
+	for _, n := range []string{"wl.y.stdout", "made-late", "late.stdout"} {
+		if _, err := os.Lstat(filepath.Join(moved, n)); err != nil {
+			t.Errorf("%s is not in the folder the agent opened: %v", n, err)
+		}
+	}
+	ents, _ := os.ReadDir(other)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "late.stdout shadow" {
+		t.Errorf("the symlink's target now holds %v, want only its own late.stdout and shadow", names)
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "late.stdout")); string(b) != "decoy" {
+		t.Errorf("the decoy was written over: %q", b)
+	}
+}
+
+// TestWorkDirSymlinkRefused: a work dir that is a symlink when the agent
+// starts is not followed, even to a folder of the same user's.
+func TestWorkDirSymlinkRefused(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "w")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Options{WorkDir: link, Hash: "x"})
+	if err == nil || !strings.Contains(err.Error(), "is a symlink") {
+		t.Errorf("New with a symlinked work dir: %v; want a refusal naming the symlink", err)
+	}
+}
+
+// TestCaptureUserIsOwner: a root agent working for a user drops tcpdump to
+// that user only (tcpdump opens its pcap files as the user it drops to, in
+// the user's folder).
+func TestCaptureUserIsOwner(t *testing.T) {
+	s := &Server{opts: Options{Owner: &Owner{UID: 65534, GID: 65534}}}
+	if _, err := s.captureUser("root"); err == nil || !strings.Contains(err.Error(), "that uid only") {
+		t.Errorf("captureUser(root) for owner 65534: %v; want a refusal", err)
+	}
+	if u, err := s.captureUser(""); err == nil && u == "root" {
+		t.Errorf("captureUser() for owner 65534 = root")
+	}
+}
+
+// TestCaptureInHeldWorkDir: with become (a root agent for a user), tcpdump
+// writes its pcap in the folder the agent opened, as the user, however the
+// work dir's path is swapped while it runs; stopping it finds, renames and
+// hashes the files there.
+func TestCaptureInHeldWorkDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for tcpdump")
+	}
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("needs tcpdump")
+	}
+	const uid = 65534
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	wd, moved, other := filepath.Join(base, "w"), filepath.Join(base, "w.moved"), filepath.Join(base, "etc")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: uid}})
+	c.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "lo", Netdev: "lo", Filter: "tcp port 1", MaxBytes: 1 << 20}, nil)
+	if err := os.Rename(wd, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, wd); err != nil {
+		t.Fatal(err)
+	}
+	var res proto.CaptureResult
+	c.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "lo"}, &res)
+	if len(res.Files) != 1 || res.Files[0].Path != "lo.pcap" || res.Files[0].SHA256 == "" {
+		t.Fatalf("capture files %+v; want lo.pcap, hashed", res.Files)
+	}
+	fi, err := os.Lstat(filepath.Join(moved, "lo.pcap"))
+	if err != nil {
+		t.Fatalf("lo.pcap is not in the folder the agent opened: %v", err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || fi.Mode().Perm() != 0o600 {
+		t.Errorf("lo.pcap: uid %d mode %v, want %d and 0600", st.Uid, fi.Mode().Perm(), uid)
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 0 {
+		t.Errorf("the symlink's target got %d files, first %q", len(ents), ents[0].Name())
+	}
+}
+
+// TestToolsCacheNotThroughSymlink: the tools cache is written in its folder
+// by handle; a folder swapped for a symlink (to /etc, under become) gets
+// nothing.
+func TestToolsCacheNotThroughSymlink(t *testing.T) {
+	base := t.TempDir()
+	other := filepath.Join(base, "etc")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "agent")
+	if err := os.Symlink(other, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveToolsCache(filepath.Join(dir, "tools.json"), toolsCache{Version: toolsCacheVersion}); err == nil {
+		t.Error("saveToolsCache wrote through a symlinked folder")
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 0 {
+		t.Errorf("the symlink's target got %q", ents[0].Name())
+	}
+	real := filepath.Join(base, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveToolsCache(filepath.Join(real, "tools.json"), toolsCache{Version: toolsCacheVersion}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(real)
+	if len(ents) != 1 || ents[0].Name() != "tools.json" {
+		t.Errorf("cache folder holds %v, want tools.json alone", ents)
+	}
+	if fi, _ := os.Stat(filepath.Join(real, "tools.json")); fi == nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("tools.json: %v, want mode 0600", fi)
+	}
+}
