@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
@@ -108,16 +110,27 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
 	}
-	selected, err := runengine.Selected(l, f.only, validate)
-	if err != nil {
-		return withCode(exitFail, err)
+	opts := runengine.Options{
+		Out: f.out, Only: f.only, Keep: f.keep, Validate: validate, Parallel: f.hf.parallel,
+		Provision: f.provision && !validate, ProvisionOptions: f.pf.options(),
+		Parse:    toolout.ParseOutput,
+		NoReport: validate,
+	}
+	// The run executes this plan: --only is read once, here, and the
+	// progress bar counts the plan's workloads.
+	if opts.Plan, err = plan.NewWith(l, runengine.PlanOptions(opts)); err != nil {
+		var se *plan.SelectionError
+		if errors.As(err, &se) {
+			return withCode(exitFail, err)
+		}
+		return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
 	}
 	pullOpts, err := f.pullOptions()
 	if err != nil {
 		return err
 	}
 	log := f.hf.logger(stderr)
-	prog := newProgress(stderr, len(selected))
+	prog := newProgress(stderr, len(opts.Plan.Selected.Workloads))
 	pullOpts.Progress = prog.pull
 	conn := &runengine.SSHConnector{
 		Pull:       pullOpts,
@@ -148,17 +161,10 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		}
 	}()
 
-	res := runengine.Run(ctx, l, runengine.Options{
-		Out: f.out, Only: f.only, Keep: f.keep, Validate: validate, Parallel: f.hf.parallel,
-		Provision: f.provision && !validate, ProvisionOptions: f.pf.options(),
-		Connector: conn,
-		VMs:       &runengine.LocalVMs{Log: log, Progress: prog.vm},
-		Parse:     toolout.ParseOutput,
-		Log:       log,
-		OnEvent:   prog.event,
-		Hard:      hard,
-		NoReport:  validate,
-	})
+	opts.Connector = conn
+	opts.VMs = &runengine.LocalVMs{Log: log, Progress: prog.vm}
+	opts.Log, opts.OnEvent, opts.Hard = log, prog.event, hard
+	res := runengine.Run(ctx, l, opts)
 	prog.finish()
 	w := cmd.OutOrStdout()
 	printErrors(stderr, "", res.Err) // one per line

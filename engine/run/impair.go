@@ -41,22 +41,6 @@ type impairWindow struct {
 	remaining int
 }
 
-// selectImpairs keeps the impairments of the hosts and workloads this run
-// runs (select_).
-func (r *runner) selectImpairs(usedHost map[*lab.Host]bool, selected map[*lab.Workload]bool) {
-	for _, im := range r.lab.Impairs {
-		if !usedHost[im.Host] {
-			continue
-		}
-		if len(im.During) > 0 && !slices.ContainsFunc(im.During, func(w *lab.Workload) bool { return selected[w] }) {
-			continue
-		}
-		r.labImpairs = append(r.labImpairs, im)
-		r.impairs = append(r.impairs, &impairWindow{lab: im, step: &steps.Impair{
-			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
-	}
-}
-
 // impairParams turns the lab's netem into the agent's parameters.
 func impairParams(n lab.Netem) proto.ImpairParams {
 	return proto.ImpairParams{

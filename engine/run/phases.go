@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,105 +21,31 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// select_ picks the workloads (--only), and the hosts, rxe devices and
-// captures they need.
-func (r *runner) select_() error {
-	sel, err := selectOnly(r.lab, r.opts.Only)
-	if err != nil {
-		return err
+// build makes the run's steps from the plan's selection: the hosts it
+// opens agents on, and the rxe devices, workloads, captures and
+// impairments of Plan.Selected, in file order.
+func (r *runner) build() error {
+	sel := r.plan.Selected
+	r.hosts = r.plan.Agents()
+	for _, x := range sel.RXEs {
+		r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 	}
-	usedHost := map[*lab.Host]bool{}
-	usedRXE := map[*lab.RXE]bool{}
-	selected := map[*lab.Workload]bool{}
-	withExpects := false
-	if r.opts.Validate {
-		for _, w := range r.lab.Workloads {
-			if (sel == nil || sel.workloads[w]) && len(w.Expects) > 0 {
-				withExpects = true
-			}
-		}
-	}
-	for _, w := range r.lab.Workloads {
-		if sel != nil && !sel.workloads[w] {
-			continue
-		}
-		if withExpects && len(w.Expects) == 0 {
-			continue // a check runs the workloads that say what they expect
-		}
-		selected[w] = true
-		for _, h := range w.Hosts() {
-			usedHost[h] = true
-		}
-		// A tcp workload's server rxe is the data link it dials (ServerDial).
-		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE, r.lab.ServerDial(w).RXE} {
-			if x != nil {
-				usedRXE[x] = true
-			}
-		}
-	}
-	switch {
-	case sel == nil:
-		// A full run prepares every rxe device and capture the lab declares.
-		// Hosts no rxe, capture or workload uses (jump hosts) get no agent.
-		for _, x := range r.lab.RXEs {
-			usedRXE[x] = true
-		}
-		if !r.opts.Validate {
-			for _, c := range r.lab.Captures {
-				usedHost[c.Host] = true
-			}
-		}
-	default:
-		// A student key brings that student's rxe devices and captures
-		// (and so their hosts), and nothing of the other students.
-		for x := range sel.rxes {
-			usedRXE[x] = true
-		}
-		if !r.opts.Validate {
-			for c := range sel.captures {
-				usedHost[c.Host] = true
-			}
-		}
-	}
-	for _, x := range r.lab.RXEs {
-		if usedRXE[x] {
-			usedHost[x.Host] = true
-		}
-	}
-	for _, h := range r.lab.Hosts {
-		if usedHost[h] {
-			r.hosts = append(r.hosts, h)
-		}
-	}
-	for _, x := range r.lab.RXEs {
-		if usedRXE[x] {
-			r.labRXEs = append(r.labRXEs, x)
-			r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
-		}
-	}
-	for _, w := range r.lab.Workloads {
-		if !selected[w] {
-			continue
-		}
-		sw := stepWorkload(r.lab, w)
+	for _, w := range sel.Workloads {
+		sw := stepWorkload(sel, w)
 		st, err := steps.NewWorkload(sw)
 		if err != nil {
 			return err
 		}
 		r.workloads = append(r.workloads, &workloadNode{lab: w, spec: sw, step: st, done: make(chan struct{})})
 	}
-	for _, c := range r.lab.Captures {
-		if !usedHost[c.Host] || r.opts.Validate {
-			continue // a check takes no captures
-		}
-		if len(c.During) > 0 && !slices.ContainsFunc(c.During, func(w *lab.Workload) bool { return selected[w] }) {
-			continue // scoped to workloads not in this run
-		}
-		r.labCaptures = append(r.labCaptures, c)
+	for _, c := range sel.Captures {
 		r.captures = append(r.captures, &captureWindow{lab: c, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
 			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes}})
 	}
-	r.selectImpairs(usedHost, selected) // impair.go
+	for _, im := range sel.Impairs {
+		r.impairs = append(r.impairs, &impairWindow{lab: im, step: &steps.Impair{
+			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
+	}
 	return nil
 }
 
@@ -152,16 +77,6 @@ func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
 		sw.ClientRXE = w.ClientRXE.Name
 	}
 	return sw
-}
-
-// subLab is the lab limited to what this run runs (--only).
-func (r *runner) subLab() *lab.Lab {
-	sub := *r.lab
-	sub.Workloads, sub.RXEs, sub.Captures, sub.Impairs = nil, r.labRXEs, r.labCaptures, r.labImpairs
-	for _, n := range r.workloads {
-		sub.Workloads = append(sub.Workloads, n.lab)
-	}
-	return &sub
 }
 
 func writeJSON(path string, v any) error {
@@ -344,7 +259,7 @@ func (r *runner) preflight(ctx context.Context) error {
 	if check == nil {
 		check = preflight.Check
 	}
-	probs := check(r.subLab(), r.env.Facts)
+	probs := check(r.plan.Selected, r.env.Facts)
 	if len(probs) == 0 {
 		return nil
 	}

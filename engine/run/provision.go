@@ -54,7 +54,7 @@ func (r *runner) anyProvision() bool {
 // on. Hosts that got something read their facts again, for preflight.
 func (r *runner) provisionHosts(ctx context.Context) error {
 	needs := map[string]provision.Need{}
-	for _, n := range provision.Needs(r.subLab()) {
+	for _, n := range provision.Needs(r.plan.Selected) {
 		needs[n.Host.Name] = n
 	}
 	var failed atomic.Int32

@@ -105,6 +105,9 @@ type Options struct {
 	// for_each key (`ana`: that student's workloads, rxe devices and
 	// captures). Only the hosts these use are connected and prepared.
 	Only []string
+	// Plan is the plan to execute, made with PlanOptions of these options
+	// from this lab; nil: Run plans the lab itself.
+	Plan *plan.Plan
 	// Validate makes the run a student check (`rlab check --validate`): only
 	// the workloads with expect blocks run (all of them when none has one),
 	// no captures, rxe devices already there are used and left alone, the
@@ -175,18 +178,15 @@ type runner struct {
 	ev      *events
 	env     *steps.Env
 
-	hosts       []*lab.Host // hosts this run uses
-	rxes        []*steps.RXE
-	labRXEs     []*lab.RXE
-	labCaptures []*lab.Capture
-	captures    []*captureWindow
-	labImpairs  []*lab.Impair                     // impair.go
-	impairs     []*impairWindow                   // impair.go
-	impairsOf   map[*workloadNode][]*impairWindow // impair.go: scoped windows per workload
-	workloads   []*workloadNode
-	plan        *plan.Plan // of this run: what it executes and plan.json
-	planIDs     map[stepKey][]string
-	vms         VMSet
+	hosts     []*lab.Host // hosts this run opens an agent on (plan.Agents)
+	rxes      []*steps.RXE
+	captures  []*captureWindow
+	impairs   []*impairWindow                   // impair.go
+	impairsOf map[*workloadNode][]*impairWindow // impair.go: scoped windows per workload
+	workloads []*workloadNode
+	plan      *plan.Plan // of this run: what it executes and plan.json
+	planIDs   map[stepKey][]string
+	vms       VMSet
 
 	students []*student // class labs: the selected workloads by for_each key
 
@@ -242,9 +242,6 @@ func slugify(s string) string {
 func (r *runner) prepare() error {
 	if r.opts.Connector == nil {
 		return errors.New("run: no connector")
-	}
-	if err := r.select_(); err != nil {
-		return err
 	}
 	if err := r.schedule(); err != nil {
 		return err

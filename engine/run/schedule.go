@@ -1,6 +1,7 @@
 package run
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,14 +51,25 @@ const workloadPhase = 5
 // `rlab plan --only`) and wires the run's workloads and capture windows to
 // the plan's DAG.
 func (r *runner) schedule() error {
-	p, err := plan.NewWith(r.subLab(), plan.Options{Provision: r.opts.Provision, NoProvision: r.opts.Validate})
-	if err != nil {
-		return fmt.Errorf("plan lab %q: %w", r.lab.Name, err)
+	p := r.opts.Plan
+	if p == nil {
+		var err error
+		p, err = plan.NewWith(r.lab, PlanOptions(r.opts))
+		var se *plan.SelectionError
+		if errors.As(err, &se) {
+			return err // it names --only and the lab
+		}
+		if err != nil {
+			return fmt.Errorf("plan lab %q: %w", r.lab.Name, err)
+		}
 	}
 	if err := checkPhases(p); err != nil {
 		return err
 	}
 	r.plan = p
+	if err := r.build(); err != nil {
+		return err
+	}
 	r.planIDs = map[stepKey][]string{}
 	for _, s := range p.Steps {
 		k := stepKey{s.Kind, s.Host, s.Subject}
@@ -109,6 +121,13 @@ func (r *runner) schedule() error {
 	}
 	r.wireImpairs(p) // impair.go
 	return nil
+}
+
+// PlanOptions are the engine/plan options that plan what Run runs with o:
+// the CLI plans with them once (its progress bar counts the plan's
+// workloads) and hands the plan to Run as Options.Plan.
+func PlanOptions(o Options) plan.Options {
+	return plan.Options{Only: o.Only, Check: o.Validate, Provision: o.Provision, NoProvision: o.Validate}
 }
 
 // checkPhases refuses a plan whose DAG the phases cannot follow: an edge

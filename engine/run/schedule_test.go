@@ -397,15 +397,11 @@ capture "c" {
 }
 `
 	l := loadLab(b, src)
-	// "plan" is what a run did before it followed the plan (select, and plan
-	// for plan.json); "schedule" adds the wiring and the events' lookups.
+	// "plan" is the selection and the plan; "schedule" adds the run's steps,
+	// the wiring and the events' lookups.
 	b.Run("plan", func(b *testing.B) {
 		for range b.N {
-			r := &runner{lab: l}
-			if err := r.select_(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := plan.New(r.subLab()); err != nil {
+			if _, err := plan.New(l); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -413,9 +409,6 @@ capture "c" {
 	b.Run("schedule", func(b *testing.B) {
 		for range b.N {
 			r := &runner{lab: l}
-			if err := r.select_(); err != nil {
-				b.Fatal(err)
-			}
 			if err := r.schedule(); err != nil {
 				b.Fatal(err)
 			}
