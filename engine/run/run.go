@@ -35,6 +35,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/termsafe"
+	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -129,7 +130,8 @@ type Options struct {
 	// Preflight returns the problems that stop the run (exit 2), each
 	// naming its host and fix; default engine/preflight.Check.
 	Preflight func(l *lab.Lab, facts map[string]*proto.Facts) []preflight.Problem
-	// Parse turns tool outputs into samples (engine/toolout).
+	// Parse turns tool outputs into samples; default
+	// engine/toolout.ParseOutput (a run always records its samples).
 	Parse steps.ParseFunc
 	// WriteResults writes results.json, summary.md and junit.xml into dir
 	// (default results.WriteRun).
@@ -212,6 +214,9 @@ func Run(ctx context.Context, l *lab.Lab, opts Options) *Result {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Parse == nil {
+		opts.Parse = toolout.ParseOutput
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -403,13 +408,20 @@ func (r *runner) addErr(err error) {
 // execute runs the phases; teardown always runs.
 func (r *runner) execute(ctx context.Context, res *Result) {
 	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
-	ok := r.phase(ctx, "boot", r.bootVMs) &&
-		r.phase(ctx, "connect", r.connectAll) &&
-		(!r.anyProvision() || r.phase(ctx, "provision", r.provisionHosts, r.stepIDs("", "", plan.Provision)...)) &&
-		r.phase(ctx, "preflight", r.preflight, r.stepIDs("", "", plan.Preflight)...) &&
-		r.phase(ctx, "rxe", r.createRXE) &&
-		r.phase(ctx, "capture", r.startCaptures) &&
-		r.phase(ctx, "impair", r.startImpairs)
+	ok := r.phase(ctx, "boot", r.bootVMs)
+	for _, ph := range setup { // schedule.go
+		if !ok {
+			break
+		}
+		if ph.when != nil && !ph.when(r) {
+			continue
+		}
+		var ids []string
+		if ph.ids {
+			ids = r.stepIDs("", "", ph.kinds...)
+		}
+		ok = r.phase(ctx, ph.name, func(ctx context.Context) error { return ph.run(r, ctx) }, ids...)
+	}
 	if ok {
 		r.runWorkloads(ctx)
 	}

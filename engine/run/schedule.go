@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,39 +14,73 @@ import (
 // The run executes engine/plan's DAG; it keeps no ordering of its own.
 //
 // Set-up and tear-down run in phases, each a set of plan steps on every host
-// at once: connect (the plan's connect and ship-agent), provision (where
-// the run provisions), preflight, rxe,
-// whole-run capture starts, then the workloads, capture stops, fetch and
-// teardown. phaseOf is that order; a plan edge the phases would not follow
-// (back to an earlier phase, or between steps one phase runs at once) is
-// refused by checkPhases (TestPhasesFollowThePlan runs it on every example
-// lab), so running the phases one after another is a topological order of
-// the DAG. Within the workload phase the DAG is followed edge by
-// edge: a workload starts once the workloads its plan steps depend on are
-// done, and a capture scoped with `during` starts before the first workload
-// that depends on its start and stops after the last one its stop depends on.
-// A new dependency (a future `depends_on`) is written in engine/plan only.
+// at once: after booting local VMs, the set-up phases below in their order,
+// then the workloads, capture stops, fetch and teardown. setup is the one
+// place that order is written: execute runs it and phaseOf reads it, and a
+// plan edge the phases would not follow (back to an earlier phase, or
+// between steps one phase runs at once) is refused by checkPhases
+// (TestPhasesFollowThePlan runs it on every example lab), so running the
+// phases one after another is a topological order of the DAG. Within the
+// workload phase the DAG is followed edge by edge: a workload starts once
+// the workloads its plan steps depend on are done, and a capture scoped with
+// `during` starts before the first workload that depends on its start and
+// stops after the last one its stop depends on. A new dependency (a future
+// `depends_on`) is written in engine/plan only.
 
-// phaseOf is the phase of the run that executes each kind of plan step.
-var phaseOf = map[plan.Kind]int{
-	plan.Connect:        0,
-	plan.ShipAgent:      0,
-	plan.Provision:      1, // provision.go
-	plan.Preflight:      2,
-	plan.CreateRXE:      3,
-	plan.StartCapture:   4, // a capture scoped with `during`: in phase 5, before its workloads
-	plan.WorkloadServer: 5,
-	plan.WorkloadClient: 5,
-	plan.WorkloadRun:    5,
-	plan.StopCapture:    5, // a whole-run capture: after every workload
-	plan.StartImpair:    4, // after the captures; scoped: in phase 5, before its workloads (impair.go)
-	plan.StopImpair:     5, // whole-run: at teardown, after every workload
-	plan.Fetch:          6,
-	plan.Teardown:       7,
+// setupPhase is one phase of the set-up: the plan steps of its kinds, run
+// on every host at once by run.
+type setupPhase struct {
+	name  string
+	kinds []plan.Kind
+	run   func(*runner, context.Context) error
+	// ids: the phase's events name its plan steps (its function emits no
+	// events of its own per step).
+	ids bool
+	// when, if set, says whether this run has the phase at all.
+	when func(*runner) bool
+}
+
+// setup is the run's set-up, in order. A capture or impairment scoped with
+// `during` is started in the workload phase, before its workloads.
+var setup = []setupPhase{
+	{name: "connect", kinds: []plan.Kind{plan.Connect, plan.ShipAgent}, run: (*runner).connectAll},
+	{name: "provision", kinds: []plan.Kind{plan.Provision}, run: (*runner).provisionHosts, ids: true, when: (*runner).anyProvision}, // provision.go
+	{name: "preflight", kinds: []plan.Kind{plan.Preflight}, run: (*runner).preflight, ids: true},
+	{name: "rxe", kinds: []plan.Kind{plan.CreateRXE}, run: (*runner).createRXE},
+	{name: "capture", kinds: []plan.Kind{plan.StartCapture}, run: (*runner).startCaptures},
+	{name: "impair", kinds: []plan.Kind{plan.StartImpair}, run: (*runner).startImpairs}, // impair.go
+}
+
+// After the set-up: the workload phase (runWorkloads; a whole-run capture
+// or impairment stops after every workload), then fetch and teardown.
+var afterSetup = []struct {
+	name  string
+	kinds []plan.Kind
+}{
+	{"workloads", []plan.Kind{plan.WorkloadServer, plan.WorkloadClient, plan.WorkloadRun, plan.StopCapture, plan.StopImpair}},
+	{"fetch", []plan.Kind{plan.Fetch}},
+	{"teardown", []plan.Kind{plan.Teardown}},
+}
+
+// phaseOf is the place in the run's order of the phase that executes plan
+// steps of kind k, and the phase's name; ok is false for a kind the run
+// cannot execute.
+func phaseOf(k plan.Kind) (i int, name string, ok bool) {
+	for i, ph := range setup {
+		if slices.Contains(ph.kinds, k) {
+			return i, ph.name, true
+		}
+	}
+	for j, ph := range afterSetup {
+		if slices.Contains(ph.kinds, k) {
+			return len(setup) + j, ph.name, true
+		}
+	}
+	return 0, "", false
 }
 
 // workloadPhase is the phase the run follows edge by edge.
-const workloadPhase = 5
+var workloadPhase, _, _ = phaseOf(plan.WorkloadRun)
 
 // schedule plans what this run runs (the plan.json it writes, the same as
 // `rlab plan --only`) and wires the run's workloads and capture windows to
@@ -141,18 +176,20 @@ func checkPhases(p *plan.Plan) error {
 		return k == plan.WorkloadServer || k == plan.WorkloadClient || k == plan.WorkloadRun
 	}
 	for _, s := range p.Steps {
-		ps, ok := phaseOf[s.Kind]
+		ps, psName, ok := phaseOf(s.Kind)
 		if !ok {
 			return fmt.Errorf("plan: step %s is of kind %q, which the run cannot execute", s.ID, s.Kind)
 		}
 		for _, d := range s.DependsOn {
 			ds := p.Step(d)
-			pd := phaseOf[ds.Kind]
+			pd, pdName, _ := phaseOf(ds.Kind)
 			switch {
 			case pd > ps:
-				return fmt.Errorf("plan: step %s (run phase %d) depends on %s (run phase %d): the run executes its phases in order and cannot run that", s.ID, ps, d, pd)
-			case pd == ps && !(ps == 0 && ds.Kind == plan.Connect) && !(ps == workloadPhase && workload(ds.Kind)):
-				return fmt.Errorf("plan: step %s depends on %s: the run executes the steps of phase %d at once and cannot order them", s.ID, d, ps)
+				return fmt.Errorf("plan: step %s (run phase %s) depends on %s (run phase %s): the run executes its phases in order and cannot run that", s.ID, psName, d, pdName)
+			case pd == ps && ds.Kind != plan.Connect && !(ps == workloadPhase && workload(ds.Kind)):
+				// The connect phase connects a host after its jump host and ships
+				// the agent after connecting; the workload phase follows edges.
+				return fmt.Errorf("plan: step %s depends on %s: the run executes the steps of phase %s at once and cannot order them", s.ID, d, psName)
 			case workload(s.Kind) && ds.Kind == plan.StartCapture && len(ds.Capture.During) > 0:
 				stop := p.Step(plan.StepID(ds.Capture.Host.Slug, plan.StopCapture, ds.Capture.Slug))
 				if stop == nil || !slices.ContainsFunc(stop.DependsOn, func(id string) bool { return p.Step(id).Workload == s.Workload }) {

@@ -78,20 +78,20 @@ capture "c" {
 		{"rxe after a workload", func(p *plan.Plan) {
 			s := p.Step("a/create-rxe/a")
 			s.DependsOn = append(s.DependsOn, "a/workload-run/w")
-		}, "step a/create-rxe/a (run phase 3) depends on a/workload-run/w (run phase 5)"},
+		}, "step a/create-rxe/a (run phase rxe) depends on a/workload-run/w (run phase workloads)"},
 		{"preflight after fetch", func(p *plan.Plan) {
 			s := p.Step("a/preflight")
 			s.DependsOn = append(s.DependsOn, "a/fetch")
-		}, "step a/preflight (run phase 2) depends on a/fetch (run phase 6)"},
+		}, "step a/preflight (run phase preflight) depends on a/fetch (run phase fetch)"},
 		{"a kind the run does not know", func(p *plan.Plan) { p.Step("a/fetch").Kind = "reboot" }, `step a/fetch is of kind "reboot"`},
 		{"one rxe after another", func(p *plan.Plan) {
 			s := p.Step("b/create-rxe/b")
 			s.DependsOn = append(s.DependsOn, "a/create-rxe/a")
-		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase 3 at once"},
+		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase rxe at once"},
 		{"a workload after a scoped capture's stop", func(p *plan.Plan) {
 			s := p.Step("b/workload-run/v")
 			s.DependsOn = append(s.DependsOn, "a/stop-capture/c")
-		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase 5 at once"},
+		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase workloads at once"},
 		{"a scoped capture's start needed by a workload its stop does not wait for", func(p *plan.Plan) {
 			s := p.Step("b/workload-run/v")
 			s.DependsOn = append(s.DependsOn, "a/start-capture/c")
