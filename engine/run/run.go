@@ -34,6 +34,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/provision"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/runevent"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/steps"
@@ -307,9 +308,8 @@ func (r *runner) prepare() error {
 	return nil
 }
 
-// EventUnit is the start of one unit of a workload (one size × repeat);
-// Message names it, e.g. "size 1MiB, repeat 2 (4/6)".
-const EventUnit = "unit"
+// EventUnit is the start of one unit of a workload (one size × repeat).
+const EventUnit = runevent.Unit
 
 // makeRunDir creates dir, never reusing an existing one: a second run in the
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists
