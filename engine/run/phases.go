@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -417,6 +418,17 @@ func (r *runner) fetchAll(ctx context.Context) {
 		if err := r.apply(ctx, f, h.Name, "", r.stepIDs(h.Name, "", plan.Fetch)...); err != nil {
 			r.addErr(&infraError{err})
 		}
+		// What it pulled is carried to results.json (report.go), not looked
+		// for again on disk.
+		r.mu.Lock()
+		for _, fi := range f.Pulled {
+			dir := "logs"
+			if steps.IsCaptureFile(fi.Path) {
+				dir = "captures"
+			}
+			r.pulled[path.Join("hosts", h.Slug, dir, filepath.ToSlash(fi.Path))] = true
+		}
+		r.mu.Unlock()
 		return nil
 	})
 }

@@ -202,6 +202,10 @@ type runner struct {
 	started time.Time
 
 	downLinks map[string]error // data links found down, by host pair (link.go)
+	// pulled are the run-dir-relative paths of the files the fetch steps
+	// pulled (steps.Fetch.Pulled): the logs and captures results.json lists
+	// (read once fetchAll has returned).
+	pulled map[string]bool
 }
 
 // Run executes a lab and returns the run's result; it never panics on host
@@ -222,7 +226,7 @@ func Run(ctx context.Context, l *lab.Lab, opts Options) *Result {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := &runner{opts: opts, lab: l, log: opts.Log, conns: map[string]Host{}, lost: map[string]error{}, started: opts.Now()}
+	r := &runner{opts: opts, lab: l, log: opts.Log, conns: map[string]Host{}, lost: map[string]error{}, pulled: map[string]bool{}, started: opts.Now()}
 	res := &Result{}
 	if err := r.prepare(); err != nil {
 		res.Dir, res.Code, res.Err = r.dir, ExitFailed, err
