@@ -343,23 +343,46 @@ type captureWindow struct {
 	remaining int
 }
 
-func (r *runner) startCaptures(ctx context.Context) error {
-	var whole []*captureWindow
-	for _, c := range r.captures {
-		if len(c.during) == 0 && !r.isLost(c.step.Host) {
-			whole = append(whole, c)
+// window is a capture or an impairment: applied before the workloads it
+// covers and undone after the last one (none: the whole run, applied in
+// its own set-up phase and undone at teardown).
+type window interface {
+	onHost() string
+	whole() bool
+	start(ctx context.Context, r *runner) error
+	stop(ctx context.Context, r *runner)
+}
+
+func (c *captureWindow) onHost() string { return c.step.Host }
+func (c *captureWindow) whole() bool    { return len(c.during) == 0 }
+
+// startWhole starts the whole-run windows of ws on every host at once (a
+// set-up phase).
+func startWhole[W window](ctx context.Context, r *runner, ws []W) error {
+	var whole []W
+	for _, w := range ws {
+		if w.whole() && !r.isLost(w.onHost()) {
+			whole = append(whole, w)
 		}
 	}
-	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, c *captureWindow) error {
-		if r.hostProblem(c.step.Host) != nil {
+	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, w W) error {
+		if r.hostProblem(w.onHost()) != nil {
 			return nil // its workloads are skipped
 		}
-		err := c.start(ctx, r)
+		err := w.start(ctx, r)
 		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
-			r.breakHost(c.step.Host, err) // one student's capture must not stop the class
+			r.breakHost(w.onHost(), err) // one student's capture or link must not stop the class
 			return nil
 		}
 		return err
+	})
+}
+
+// stopAll undoes every window of ws still in force (teardown).
+func stopAll[W window](ctx context.Context, r *runner, ws []W) {
+	each(ctx, ws, r.opts.Parallel, func(ctx context.Context, w W) error {
+		w.stop(ctx, r) // idempotent: windows already stopped are no-ops
+		return nil
 	})
 }
 
@@ -382,11 +405,11 @@ func (c *captureWindow) finished(ctx context.Context, r *runner) {
 	last := c.remaining == 0
 	c.mu.Unlock()
 	if last {
-		r.stopCapture(ctx, c)
+		c.stop(ctx, r)
 	}
 }
 
-func (r *runner) stopCapture(ctx context.Context, c *captureWindow) {
+func (c *captureWindow) stop(ctx context.Context, r *runner) {
 	start := time.Now()
 	err := c.step.Undo(ctx, r.env)
 	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.stopIDs}
@@ -395,13 +418,6 @@ func (r *runner) stopCapture(ctx context.Context, c *captureWindow) {
 		r.addErr(&infraError{err})
 	}
 	r.emit(ev)
-}
-
-func (r *runner) stopCaptures(ctx context.Context) {
-	each(ctx, r.captures, r.opts.Parallel, func(ctx context.Context, c *captureWindow) error {
-		r.stopCapture(ctx, c) // idempotent: windows already stopped are no-ops
-		return nil
-	})
 }
 
 // fetchAll pulls every connected host's work dir into hosts/<slug>/.

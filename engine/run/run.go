@@ -184,8 +184,7 @@ type runner struct {
 	hosts     []*lab.Host // hosts this run opens an agent on (plan.Agents)
 	rxes      []*steps.RXE
 	captures  []*captureWindow
-	impairs   []*impairWindow                   // impair.go
-	impairsOf map[*workloadNode][]*impairWindow // impair.go: scoped windows per workload
+	impairs   []*impairWindow // impair.go
 	workloads []*workloadNode
 	plan      *plan.Plan // of this run: what it executes and plan.json
 	planIDs   map[stepKey][]string
@@ -433,8 +432,8 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	// and tears down, bounded by TeardownTimeout and the second Ctrl-C.
 	tctx, cancel := r.teardownContext(ctx)
 	defer cancel()
-	r.stopImpairs(tctx)
-	r.stopCaptures(tctx)
+	stopAll(tctx, r, r.impairs)
+	stopAll(tctx, r, r.captures)
 	r.fetchAll(tctx)
 	res.Outcomes = r.outcomes()
 	res.Expects = r.evalExpects()

@@ -47,8 +47,8 @@ var setup = []setupPhase{
 	{name: "provision", kinds: []plan.Kind{plan.Provision}, run: (*runner).provisionHosts, ids: true, when: (*runner).anyProvision}, // provision.go
 	{name: "preflight", kinds: []plan.Kind{plan.Preflight}, run: (*runner).preflight, ids: true},
 	{name: "rxe", kinds: []plan.Kind{plan.CreateRXE}, run: (*runner).createRXE},
-	{name: "capture", kinds: []plan.Kind{plan.StartCapture}, run: (*runner).startCaptures},
-	{name: "impair", kinds: []plan.Kind{plan.StartImpair}, run: (*runner).startImpairs}, // impair.go
+	{name: "capture", kinds: []plan.Kind{plan.StartCapture}, run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.captures) }},
+	{name: "impair", kinds: []plan.Kind{plan.StartImpair}, run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.impairs) }}, // impair.go
 }
 
 // After the set-up: the workload phase (runWorkloads; a whole-run capture
@@ -83,8 +83,8 @@ func phaseOf(k plan.Kind) (i int, name string, ok bool) {
 var workloadPhase, _, _ = phaseOf(plan.WorkloadRun)
 
 // schedule plans what this run runs (the plan.json it writes, the same as
-// `rlab plan --only`) and wires the run's workloads and capture windows to
-// the plan's DAG.
+// `rlab plan --only`), builds the run's steps from it and wires its
+// workloads and its capture and impairment windows to the plan's DAG.
 func (r *runner) schedule() error {
 	p := r.opts.Plan
 	if p == nil {
@@ -118,6 +118,19 @@ func (r *runner) schedule() error {
 	for _, c := range r.captures {
 		windows[c.lab] = c
 	}
+	impairs := map[*lab.Impair]*impairWindow{}
+	for _, w := range r.impairs {
+		impairs[w.lab] = w
+	}
+	// A scoped window's stop waits for the workloads it covers.
+	covered := func(s *plan.Step, during []*workloadNode) []*workloadNode {
+		for _, d := range s.DependsOn {
+			if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(during, n) {
+				during = append(during, n)
+			}
+		}
+		return during
+	}
 	for _, s := range p.Steps {
 		switch s.Kind {
 		case plan.WorkloadServer, plan.WorkloadClient, plan.WorkloadRun:
@@ -136,15 +149,18 @@ func (r *runner) schedule() error {
 			if c == nil || len(c.lab.During) == 0 {
 				continue // whole-run: stopped after every workload
 			}
-			// Its stop waits for the workloads it covers, in the order its
-			// `during` names them: the window's name keeps that order.
-			for _, d := range s.DependsOn {
-				if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(c.during, n) {
-					c.during = append(c.during, n)
-				}
-			}
+			// In the order its `during` names them: the window's name
+			// keeps that order.
+			c.during = covered(s, c.during)
 			c.remaining = len(c.during)
 			c.step.Window = windowName(c.during)
+		case plan.StopImpair:
+			w := impairs[s.Impair]
+			if w == nil || len(w.lab.During) == 0 {
+				continue // whole-run: removed after every workload
+			}
+			w.during = covered(s, w.during)
+			w.remaining = len(w.during)
 		}
 	}
 	for _, c := range r.captures {
@@ -154,7 +170,13 @@ func (r *runner) schedule() error {
 		c.startIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
 		c.stopIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
 	}
-	r.wireImpairs(p) // impair.go
+	for _, w := range r.impairs {
+		for _, n := range w.during {
+			n.impairs = append(n.impairs, w)
+		}
+		w.startIDs = r.stepIDs(w.lab.Host.Name, w.lab.Name, plan.StartImpair)
+		w.stopIDs = r.stepIDs(w.lab.Host.Name, w.lab.Name, plan.StopImpair)
+	}
 	return nil
 }
 
