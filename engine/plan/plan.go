@@ -135,7 +135,33 @@ type Plan struct {
 	// the lab itself when nothing limits it.
 	Selected *lab.Lab `json:"-"`
 
-	byID map[string]*Step
+	byID  map[string]*Step
+	byKey map[stepKey][]string
+}
+
+// stepKey finds steps by kind, host and subject.
+type stepKey struct {
+	kind          Kind
+	host, subject string
+}
+
+// IDs are the IDs of the steps of these kinds about subject on host (the
+// host's own steps when subject is ""), or, when host is "", of every step
+// of these kinds: what the run's events about them name.
+func (p *Plan) IDs(host, subject string, kinds ...Kind) []string {
+	var ids []string
+	for _, k := range kinds {
+		if host != "" {
+			ids = append(ids, p.byKey[stepKey{k, host, subject}]...)
+			continue
+		}
+		for _, s := range p.Steps {
+			if s.Kind == k {
+				ids = append(ids, s.ID)
+			}
+		}
+	}
+	return ids
 }
 
 // Agents are the hosts a run opens an agent on, in file order: every
@@ -546,10 +572,13 @@ func (b *builder) order() error {
 		return fmt.Errorf("plan: the step dependencies form a cycle")
 	}
 	b.p.Steps = out
+	b.p.byKey = map[stepKey][]string{}
 	for _, s := range out {
 		if s.DependsOn == nil {
 			s.DependsOn = []string{}
 		}
+		k := stepKey{s.Kind, s.Host, s.Subject}
+		b.p.byKey[k] = append(b.p.byKey[k], s.ID)
 	}
 	return nil
 }

@@ -172,7 +172,7 @@ func (r *runner) connectAll(ctx context.Context) error {
 		t.LogDir = filepath.Join(r.hostDir(h), "logs")
 		t.Sensitive = r.lab.Sensitive
 		start := time.Now()
-		ids := r.stepIDs(h.Name, "", plan.Connect, plan.ShipAgent)
+		ids := r.plan.IDs(h.Name, "", plan.Connect, plan.ShipAgent)
 		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name, IDs: ids})
 		err := os.MkdirAll(t.LogDir, 0o700)
 		if err == nil {
@@ -299,7 +299,7 @@ func (r *runner) createRXE(ctx context.Context) error {
 		if r.isLost(x.Host) || r.hostProblem(x.Host) != nil {
 			return nil // its workloads are skipped
 		}
-		err := r.apply(ctx, x, x.Host, "", r.stepIDs(x.Host, x.Name, plan.CreateRXE)...)
+		err := r.apply(ctx, x, x.Host, "", r.plan.IDs(x.Host, x.Name, plan.CreateRXE)...)
 		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
 			// One student's device must not stop the class.
 			r.breakHost(x.Host, err)
@@ -431,7 +431,7 @@ func (r *runner) fetchAll(ctx context.Context) {
 			return nil
 		}
 		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
-		if err := r.apply(ctx, f, h.Name, "", r.stepIDs(h.Name, "", plan.Fetch)...); err != nil {
+		if err := r.apply(ctx, f, h.Name, "", r.plan.IDs(h.Name, "", plan.Fetch)...); err != nil {
 			r.addErr(&infraError{err})
 		}
 		// What it pulled is carried to results.json (report.go), not looked
@@ -453,7 +453,7 @@ func (r *runner) fetchAll(ctx context.Context) {
 // (unless kept), asks each agent to clean up, closes the sessions and stops
 // the VMs; everything is journaled.
 func (r *runner) teardown(ctx context.Context) {
-	ids := r.stepIDs("", "", plan.Teardown)
+	ids := r.plan.IDs("", "", plan.Teardown)
 	r.emit(Event{Type: "step.start", Step: "teardown", IDs: ids})
 	for _, n := range r.workloads {
 		if err := n.step.Undo(ctx, r.env); err != nil {

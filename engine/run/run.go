@@ -187,7 +187,6 @@ type runner struct {
 	impairs   []*impairWindow // impair.go
 	workloads []*workloadNode
 	plan      *plan.Plan // of this run: what it executes and plan.json
-	planIDs   map[stepKey][]string
 	vms       VMSet
 
 	students []*student // class labs: the selected workloads by for_each key
@@ -421,7 +420,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		}
 		var ids []string
 		if ph.ids {
-			ids = r.stepIDs("", "", ph.kinds...)
+			ids = r.plan.IDs("", "", ph.kinds...)
 		}
 		ok = r.phase(ctx, ph.name, func(ctx context.Context) error { return ph.run(r, ctx) }, ids...)
 	}

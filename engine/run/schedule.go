@@ -105,11 +105,6 @@ func (r *runner) schedule() error {
 	if err := r.build(); err != nil {
 		return err
 	}
-	r.planIDs = map[stepKey][]string{}
-	for _, s := range p.Steps {
-		k := stepKey{s.Kind, s.Host, s.Subject}
-		r.planIDs[k] = append(r.planIDs[k], s.ID)
-	}
 	nodes := map[*lab.Workload]*workloadNode{}
 	for _, n := range r.workloads {
 		nodes[n.lab] = n
@@ -167,15 +162,15 @@ func (r *runner) schedule() error {
 		for _, n := range c.during {
 			n.captures = append(n.captures, c) // started in the lab's order of captures
 		}
-		c.startIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
-		c.stopIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
+		c.startIDs = r.plan.IDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
+		c.stopIDs = r.plan.IDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
 	}
 	for _, w := range r.impairs {
 		for _, n := range w.during {
 			n.impairs = append(n.impairs, w)
 		}
-		w.startIDs = r.stepIDs(w.lab.Host.Name, w.lab.Name, plan.StartImpair)
-		w.stopIDs = r.stepIDs(w.lab.Host.Name, w.lab.Name, plan.StopImpair)
+		w.startIDs = r.plan.IDs(w.lab.Host.Name, w.lab.Name, plan.StartImpair)
+		w.stopIDs = r.plan.IDs(w.lab.Host.Name, w.lab.Name, plan.StopImpair)
 	}
 	return nil
 }
@@ -236,29 +231,4 @@ func windowName(during []*workloadNode) string {
 		window = fmt.Sprintf("%s-and-%d-more", during[0].lab.Slug, len(during)-1)
 	}
 	return window
-}
-
-// stepIDs are the IDs of the plan's steps of these kinds about subject on
-// host (the host's own steps when subject is ""), or, when host is "", of
-// every step of these kinds: what the events that run them name.
-func (r *runner) stepIDs(host, subject string, kinds ...plan.Kind) []string {
-	var ids []string
-	for _, k := range kinds {
-		if host != "" {
-			ids = append(ids, r.planIDs[stepKey{k, host, subject}]...)
-			continue
-		}
-		for _, s := range r.plan.Steps {
-			if s.Kind == k {
-				ids = append(ids, s.ID)
-			}
-		}
-	}
-	return ids
-}
-
-// stepKey finds plan steps by kind, host and subject.
-type stepKey struct {
-	kind          plan.Kind
-	host, subject string
 }

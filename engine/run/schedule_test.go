@@ -412,12 +412,12 @@ capture "c" {
 			if err := r.schedule(); err != nil {
 				b.Fatal(err)
 			}
-			n := len(r.stepIDs("", "", plan.Preflight)) + len(r.stepIDs("", "", plan.Teardown))
+			n := len(r.plan.IDs("", "", plan.Preflight)) + len(r.plan.IDs("", "", plan.Teardown))
 			for _, h := range r.hosts {
-				n += len(r.stepIDs(h.Name, "", plan.Connect, plan.ShipAgent)) + len(r.stepIDs(h.Name, "", plan.Fetch))
+				n += len(r.plan.IDs(h.Name, "", plan.Connect, plan.ShipAgent)) + len(r.plan.IDs(h.Name, "", plan.Fetch))
 			}
 			for _, x := range r.rxes {
-				n += len(r.stepIDs(x.Host, x.Name, plan.CreateRXE))
+				n += len(r.plan.IDs(x.Host, x.Name, plan.CreateRXE))
 			}
 			if n != 400*5+400 {
 				b.Fatalf("%d step ids, want %d", n, 400*5+400)
