@@ -1,9 +1,12 @@
-// Package run is the engine behind `rlab run` and `rlab down`: it takes a
-// loaded lab, boots its local VMs, connects to every host's agent, checks
-// them, creates rxe devices, starts captures, runs the workloads along
-// engine/plan's DAG (it keeps no order of its own; schedule.go), pulls
+// Package run is the engine behind `rlab run` and `rlab down`: it executes
+// engine/plan's plan of a lab (Options.Plan, or the plan it makes with
+// PlanOptions): it boots the local VMs, connects to the agent of every host
+// the plan gives one (Plan.Agents), checks them, creates rxe devices,
+// starts captures, runs the workloads along the plan's DAG, pulls
 // artifacts, evaluates `expect` blocks, writes the run directory and tears
-// down what it created.
+// down what it created. It selects nothing (--only is the plan's,
+// Plan.Selected) and keeps no order of its own (schedule.go: the set-up
+// phases, written once, and the DAG edge by edge).
 //
 // The engine reaches hosts only through the Host interface defined here
 // (satisfied by the SSH agent client and, in tests, by an in-process agent);
