@@ -84,7 +84,10 @@ type Step struct {
 	Level       int      `json:"level"`
 
 	// The model objects the step acts on, for the run engine.
-	HostRef  *lab.Host     `json:"-"`
+	HostRef *lab.Host `json:"-"`
+	// Dial is, on a client step whose server has no rxe of its own (tcp),
+	// the address the client dials, resolved once here (lab.ServerDial).
+	Dial     *lab.Dial     `json:"-"`
 	RXE      *lab.RXE      `json:"-"`
 	Capture  *lab.Capture  `json:"-"`
 	Workload *lab.Workload `json:"-"`
@@ -512,6 +515,9 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 		dialText = dial.Text()
 	}
 	cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
+	if w.ServerRXE == nil {
+		cli.Dial = &dial
+	}
 	cli.after(ready[w.ClientHost])
 	if w.ClientRXE != nil {
 		cli.after(rxeStep[w.ClientRXE])

@@ -32,7 +32,13 @@ func (r *runner) build() error {
 		r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 	}
 	for _, w := range sel.Workloads {
-		sw := stepWorkload(sel, w)
+		var dial *lab.Dial // the plan resolved it (tcp)
+		if w.ClientHost != nil {
+			if s := r.plan.Step(plan.StepID(w.ClientHost.Slug, plan.WorkloadClient, w.Slug)); s != nil {
+				dial = s.Dial
+			}
+		}
+		sw := stepWorkload(w, dial)
 		st, err := steps.NewWorkload(sw)
 		if err != nil {
 			return err
@@ -52,13 +58,13 @@ func (r *runner) build() error {
 
 // stepWorkload resolves a lab workload for the steps package: the shared
 // part (tooldesc.Workload) whole, the host and rxe references as names, and
-// for a tcp workload the address its client dials (lab.ServerDial).
-func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
+// for a tcp workload the address its client dials (dial: the plan's
+// lab.ServerDial, resolved once).
+func stepWorkload(w *lab.Workload, dial *lab.Dial) *steps.Workload {
 	sw := &steps.Workload{Workload: w.Workload}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
-		if w.ServerRXE == nil { // tcp; RDMA tools dial their server rxe
-			d := l.ServerDial(w)
+		if d := dial; d != nil { // tcp; RDMA tools dial their server rxe
 			sw.ServerAddr, sw.DialWhy = d.Addr, d.Why
 			if d.RXE != nil {
 				sw.DialRXE = d.RXE.Name
