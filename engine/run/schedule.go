@@ -44,7 +44,7 @@ type setupPhase struct {
 // `during` is started in the workload phase, before its workloads.
 var setup = []setupPhase{
 	{name: "connect", kinds: []plan.Kind{plan.Connect, plan.ShipAgent}, run: (*runner).connectAll},
-	{name: "provision", kinds: []plan.Kind{plan.Provision}, run: (*runner).provisionHosts, ids: true, when: (*runner).anyProvision}, // provision.go
+	{name: "provision", kinds: []plan.Kind{plan.Provision}, run: (*runner).provisionHosts, ids: true, when: func(r *runner) bool { return len(r.plan.IDs("", "", plan.Provision)) > 0 }}, // provision.go: where the plan provisions
 	{name: "preflight", kinds: []plan.Kind{plan.Preflight}, run: (*runner).preflight, ids: true},
 	{name: "rxe", kinds: []plan.Kind{plan.CreateRXE}, run: (*runner).createRXE},
 	{name: "capture", kinds: []plan.Kind{plan.StartCapture}, run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.captures) }},
