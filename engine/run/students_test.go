@@ -810,3 +810,34 @@ workload "w" {
 		}
 	}
 }
+
+// TestRunExecutesTheGivenPlan: a run handed a plan (rlab run plans once and
+// counts its workloads for the progress bar) executes that plan's selection
+// with no --only of its own: it connects the plan's agents, runs its
+// workloads and writes it, unchanged, as plan.json.
+func TestRunExecutesTheGivenPlan(t *testing.T) {
+	l := loadLab(t, classLab)
+	p, err := plan.NewWith(l, PlanOptions(Options{Only: []string{"bob"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed := newPipeBed(t)
+	res := Run(context.Background(), l, Options{Connector: bed, Plan: p, Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	if got, want := connected(bed), []string{`client["bob"]`, `server["bob"]`}; !slices.Equal(got, want) {
+		t.Errorf("connected %v, want %v", got, want)
+	}
+	var wls []string
+	for _, o := range res.Outcomes {
+		wls = append(wls, o.Workload)
+	}
+	if want := []string{`hello["bob"]`, `bulk["bob"]`}; !slices.Equal(wls, want) {
+		t.Errorf("ran %v, want %v", wls, want)
+	}
+	want, _ := json.MarshalIndent(p, "", "  ")
+	if got, err := os.ReadFile(filepath.Join(res.Dir, "plan.json")); err != nil || string(got) != string(want)+"\n" {
+		t.Errorf("plan.json is not the plan the run was given (%v)", err)
+	}
+}
