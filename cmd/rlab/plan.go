@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
-	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/spf13/cobra"
 )
 
@@ -59,14 +59,11 @@ are missing only the host's facts say, at run time.`,
 			if diags.HasErrors() {
 				return withCode(exitFail, nil)
 			}
-			if len(only) > 0 {
-				sub, err := runengine.SubLab(l, only, false)
-				if err != nil {
-					return withCode(exitFail, fmt.Errorf("--only: %w", err))
-				}
-				l = sub
+			p, err := plan.NewWith(l, plan.Options{Provision: prov, Only: only})
+			var se *plan.SelectionError
+			if errors.As(err, &se) {
+				return withCode(exitFail, fmt.Errorf("--only: %w", err))
 			}
-			p, err := plan.NewWith(l, plan.Options{Provision: prov})
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
 			}

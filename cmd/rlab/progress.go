@@ -2,11 +2,16 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
-	runengine "github.com/rlab-dev/rlab/engine/run"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/rlab-dev/rlab/engine/runevent"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
@@ -80,7 +85,7 @@ func (r *runningWorkloads) describe() string {
 
 // failLine prints a line the moment a step or workload fails, times out or
 // is skipped: above the bar on a terminal, as a log line otherwise.
-func (p *progress) failLine(e runengine.Event) {
+func (p *progress) failLine(e runevent.Event) {
 	if e.Type != "step.end" || e.Status == "" || e.Status == "ok" {
 		return
 	}
@@ -137,4 +142,131 @@ func clip(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// progress shows a bar of workloads done on a TTY (stderr), then one of the
+// artifact bytes pulled from every host, and nothing when stderr is not a
+// terminal.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	bar   *progressbar.ProgressBar
+	bytes *progressbar.ProgressBar
+	done  map[string]int64 // per host, of its current pull
+	total map[string]int64
+	base  int64 // bytes of pulls that ended
+
+	running runningWorkloads // workloads under way, for the bar's description
+	stop    chan struct{}    // ends the elapsed-time ticker (progress.go)
+}
+
+func newProgress(w io.Writer, workloads int) *progress {
+	p := &progress{w: w}
+	fd, ok := w.(interface{ Fd() uintptr })
+	if !ok || !term.IsTerminal(int(fd.Fd())) {
+		return p
+	}
+	p.tty = true
+	p.bar = progressbar.NewOptions(workloads,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("connecting"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionClearOnFinish(),
+	)
+	p.tick()
+	return p
+}
+
+func (p *progress) event(e runevent.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.Type == runevent.Notice { // a line of its own, TTY or not
+		if p.bar != nil {
+			p.bar.Clear()
+		}
+		fmt.Fprintln(p.w, e.Message)
+		return
+	}
+	p.failLine(e) // TTY or not (progress.go)
+	if p.bar == nil {
+		return
+	}
+	switch {
+	case e.Type == "step.start" && e.Workload != "":
+		p.running.start(e.Workload, e.Step)
+		p.bar.Describe(p.running.describe())
+	case e.Type == runevent.Unit:
+		p.running.setUnit(e.Workload, e.Message)
+		p.bar.Describe(p.running.describe())
+	case e.Type == "step.start" && e.Host == "":
+		p.bar.Describe(e.Step)
+	case e.Type == "step.end" && e.Workload != "":
+		p.running.end(e.Workload)
+		p.bar.Describe(p.running.describe())
+		p.bar.Add(1)
+	}
+}
+
+// vm reports a local VM's boot state ("booting (TCG software emulation
+// (...))", "up in 41s") as a line of its own, TTY or not: which accelerator
+// runs the lab is part of what the user must see.
+func (p *progress) vm(host, state string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+	fmt.Fprintf(p.w, "vm %s: %s\n", host, state)
+}
+
+// pull is the remote.PullOptions Progress callback: one bar for the bytes
+// of every host's pulls together.
+func (p *progress) pull(host string, done, total int64) {
+	if !p.tty {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bytes == nil {
+		p.bar.Clear()
+		p.bytes = progressbar.NewOptions64(1,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription("pulling artifacts"),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionClearOnFinish(),
+		)
+		p.done, p.total = map[string]int64{}, map[string]int64{}
+	}
+	if done < p.done[host] { // a new pull of that host (captures, then logs)
+		p.base += p.done[host]
+	}
+	p.done[host], p.total[host] = done, total
+	var d, t int64
+	for h := range p.total {
+		d += p.done[h]
+		t += p.total[h]
+	}
+	if t+p.base > 0 {
+		p.bytes.ChangeMax64(t + p.base)
+	}
+	p.bytes.Set64(d + p.base)
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
+	if p.bytes != nil {
+		p.bytes.Finish()
+	}
+	if p.bar != nil {
+		p.bar.Finish()
+	}
 }

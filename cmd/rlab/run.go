@@ -3,20 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
@@ -108,16 +107,27 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
 	}
-	selected, err := runengine.Selected(l, f.only, validate)
-	if err != nil {
-		return withCode(exitFail, err)
+	opts := runengine.Options{
+		Out: f.out, Only: f.only, Keep: f.keep, Validate: validate, Parallel: f.hf.parallel,
+		Provision: f.provision && !validate, ProvisionOptions: f.pf.options(),
+		Parse:    toolout.ParseOutput,
+		NoReport: validate,
+	}
+	// The run executes this plan: --only is read once, here, and the
+	// progress bar counts the plan's workloads.
+	if opts.Plan, err = plan.NewWith(l, runengine.PlanOptions(opts)); err != nil {
+		var se *plan.SelectionError
+		if errors.As(err, &se) {
+			return withCode(exitFail, err)
+		}
+		return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
 	}
 	pullOpts, err := f.pullOptions()
 	if err != nil {
 		return err
 	}
 	log := f.hf.logger(stderr)
-	prog := newProgress(stderr, len(selected))
+	prog := newProgress(stderr, len(opts.Plan.Selected.Workloads))
 	pullOpts.Progress = prog.pull
 	conn := &runengine.SSHConnector{
 		Pull:       pullOpts,
@@ -148,17 +158,10 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		}
 	}()
 
-	res := runengine.Run(ctx, l, runengine.Options{
-		Out: f.out, Only: f.only, Keep: f.keep, Validate: validate, Parallel: f.hf.parallel,
-		Provision: f.provision && !validate, ProvisionOptions: f.pf.options(),
-		Connector: conn,
-		VMs:       &runengine.LocalVMs{Log: log, Progress: prog.vm},
-		Parse:     toolout.ParseOutput,
-		Log:       log,
-		OnEvent:   prog.event,
-		Hard:      hard,
-		NoReport:  validate,
-	})
+	opts.Connector = conn
+	opts.VMs = &runengine.LocalVMs{Log: log, Progress: prog.vm}
+	opts.Log, opts.OnEvent, opts.Hard = log, prog.event, hard
+	res := runengine.Run(ctx, l, opts)
 	prog.finish()
 	w := cmd.OutOrStdout()
 	printErrors(stderr, "", res.Err) // one per line
@@ -253,131 +256,4 @@ func (f *runFlags) pullOptions() (remote.PullOptions, error) {
 		o.MaxBytes = n
 	}
 	return o, nil
-}
-
-// progress shows a bar of workloads done on a TTY (stderr), then one of the
-// artifact bytes pulled from every host, and nothing when stderr is not a
-// terminal.
-type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	tty   bool
-	bar   *progressbar.ProgressBar
-	bytes *progressbar.ProgressBar
-	done  map[string]int64 // per host, of its current pull
-	total map[string]int64
-	base  int64 // bytes of pulls that ended
-
-	running runningWorkloads // workloads under way, for the bar's description
-	stop    chan struct{}    // ends the elapsed-time ticker (progress.go)
-}
-
-func newProgress(w io.Writer, workloads int) *progress {
-	p := &progress{w: w}
-	fd, ok := w.(interface{ Fd() uintptr })
-	if !ok || !term.IsTerminal(int(fd.Fd())) {
-		return p
-	}
-	p.tty = true
-	p.bar = progressbar.NewOptions(workloads,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("connecting"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(false),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionClearOnFinish(),
-	)
-	p.tick()
-	return p
-}
-
-func (p *progress) event(e runengine.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e.Type == runengine.EventNotice { // a line of its own, TTY or not
-		if p.bar != nil {
-			p.bar.Clear()
-		}
-		fmt.Fprintln(p.w, e.Message)
-		return
-	}
-	p.failLine(e) // TTY or not (progress.go)
-	if p.bar == nil {
-		return
-	}
-	switch {
-	case e.Type == "step.start" && e.Workload != "":
-		p.running.start(e.Workload, e.Step)
-		p.bar.Describe(p.running.describe())
-	case e.Type == runengine.EventUnit:
-		p.running.setUnit(e.Workload, e.Message)
-		p.bar.Describe(p.running.describe())
-	case e.Type == "step.start" && e.Host == "":
-		p.bar.Describe(e.Step)
-	case e.Type == "step.end" && e.Workload != "":
-		p.running.end(e.Workload)
-		p.bar.Describe(p.running.describe())
-		p.bar.Add(1)
-	}
-}
-
-// vm reports a local VM's boot state ("booting (TCG software emulation
-// (...))", "up in 41s") as a line of its own, TTY or not: which accelerator
-// runs the lab is part of what the user must see.
-func (p *progress) vm(host, state string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bar != nil {
-		p.bar.Clear()
-	}
-	fmt.Fprintf(p.w, "vm %s: %s\n", host, state)
-}
-
-// pull is the remote.PullOptions Progress callback: one bar for the bytes
-// of every host's pulls together.
-func (p *progress) pull(host string, done, total int64) {
-	if !p.tty {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bytes == nil {
-		p.bar.Clear()
-		p.bytes = progressbar.NewOptions64(1,
-			progressbar.OptionSetWriter(p.w),
-			progressbar.OptionSetDescription("pulling artifacts"),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionClearOnFinish(),
-		)
-		p.done, p.total = map[string]int64{}, map[string]int64{}
-	}
-	if done < p.done[host] { // a new pull of that host (captures, then logs)
-		p.base += p.done[host]
-	}
-	p.done[host], p.total[host] = done, total
-	var d, t int64
-	for h := range p.total {
-		d += p.done[h]
-		t += p.total[h]
-	}
-	if t+p.base > 0 {
-		p.bytes.ChangeMax64(t + p.base)
-	}
-	p.bytes.Set64(d + p.base)
-}
-
-func (p *progress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stop != nil {
-		close(p.stop)
-		p.stop = nil
-	}
-	if p.bytes != nil {
-		p.bytes.Finish()
-	}
-	if p.bar != nil {
-		p.bar.Finish()
-	}
 }

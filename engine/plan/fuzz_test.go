@@ -3,8 +3,12 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rlab-dev/rlab/engine/lab"
@@ -49,5 +53,61 @@ func FuzzPlan(f *testing.F) {
 		if !bytes.Equal(a.Bytes(), b.Bytes()) || !bytes.Equal(ja, jb) {
 			t.Fatalf("two plans of one lab differ:\n%s\n---\n%s", a.Bytes(), b.Bytes())
 		}
+	})
+}
+
+// FuzzSelect feeds --only any values on the class lab: a value is refused
+// with a *SelectionError naming it, or it selects something; what is
+// selected is part of the lab, every selected workload's hosts get an agent
+// and every planned host is one the selection uses or a jump host on the
+// way to one; the plan of the selection is a DAG.
+func FuzzSelect(f *testing.F) {
+	l, diags := lab.Load([]string{"../../labs/class.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		f.Fatal(diags)
+	}
+	for _, s := range []string{"ana", `write_bw["bea"]`, "write_bw.bea", "pingpong", "key:ana", "workload:pingpong", "anna", "", `x["`, "[", "]", `a[""]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		p, err := NewWith(l, Options{Only: []string{v}})
+		var se *SelectionError
+		if err != nil {
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), strconv.Quote(strings.TrimSpace(v))) {
+				t.Fatalf("--only %q: %v, want a selection error naming it", v, err)
+			}
+			return
+		}
+		sel := p.Selected
+		if strings.TrimSpace(v) != "" && len(sel.Workloads)+len(sel.RXEs)+len(sel.Captures) == 0 {
+			t.Fatalf("--only %q accepted but selects nothing", v)
+		}
+		agent := map[*lab.Host]bool{}
+		for _, h := range p.Agents() {
+			agent[h] = true
+		}
+		for _, w := range sel.Workloads {
+			if l.WorkloadByName(w.Name) != w {
+				t.Fatalf("--only %q selected %s, not of the lab", v, w.Name)
+			}
+			for _, h := range w.Hosts() {
+				if !agent[h] {
+					t.Fatalf("--only %q: workload %s's host %s gets no agent", v, w.Name, h.Name)
+				}
+			}
+		}
+		for _, hp := range p.Hosts {
+			if hp.JumpOnly && !slices.ContainsFunc(p.Agents(), func(h *lab.Host) bool {
+				for j := h.JumpHost; j != nil; j = j.JumpHost {
+					if j == hp.Ref {
+						return true
+					}
+				}
+				return false
+			}) {
+				t.Fatalf("--only %q: jump host %s is on the way to no planned host", v, hp.Name)
+			}
+		}
+		checkDAG(t, p)
 	})
 }

@@ -12,6 +12,12 @@
 // DAG allows; workloads and scoped captures edge by edge), so a new ordering
 // rule, such as a `depends_on`, is an edge added here and nowhere else.
 //
+// Selection happens here and only here: Options.Only (rlab run/plan --only)
+// and Options.Check (a student check) limit the lab before it is planned
+// (select.go), Plan.Selected is what was kept, and engine/run executes
+// that plan without selecting again; `rlab run` plans once and hands the
+// plan to the run, whose progress bar counts its workloads.
+//
 // It is pure: no I/O, no SSH, no agent. It must not import the run engine.
 //
 // # JSON form
@@ -78,7 +84,10 @@ type Step struct {
 	Level       int      `json:"level"`
 
 	// The model objects the step acts on, for the run engine.
-	HostRef  *lab.Host     `json:"-"`
+	HostRef *lab.Host `json:"-"`
+	// Dial is, on a client step whose server has no rxe of its own (tcp),
+	// the address the client dials, resolved once here (lab.ServerDial).
+	Dial     *lab.Dial     `json:"-"`
 	RXE      *lab.RXE      `json:"-"`
 	Capture  *lab.Capture  `json:"-"`
 	Workload *lab.Workload `json:"-"`
@@ -96,6 +105,8 @@ type HostPlan struct {
 	VM       bool     `json:"vm"`
 	JumpOnly bool     `json:"jump_only"` // only a jump host: connected, no agent
 	Steps    []string `json:"steps"`
+
+	Ref *lab.Host `json:"-"` // the host, for the run engine
 }
 
 // Wave is a set of workloads that run at the same time.
@@ -121,8 +132,59 @@ type Plan struct {
 	Waves  []Wave      `json:"waves"`
 	Groups []GroupPlan `json:"groups,omitempty"`
 
-	byID map[string]*Step
+	// Selected is the lab limited to what the plan runs (Options.Only,
+	// Options.Check): its workloads, rxe devices, captures and impairments,
+	// and the hosts they use with their jump hosts, in file order. It is
+	// the lab itself when nothing limits it.
+	Selected *lab.Lab `json:"-"`
+
+	byID  map[string]*Step
+	byKey map[stepKey][]string
 }
+
+// stepKey finds steps by kind, host and subject.
+type stepKey struct {
+	kind          Kind
+	host, subject string
+}
+
+// IDs are the IDs of the steps of these kinds about subject on host (the
+// host's own steps when subject is ""), or, when host is "", of every step
+// of these kinds: what the run's events about them name.
+func (p *Plan) IDs(host, subject string, kinds ...Kind) []string {
+	var ids []string
+	for _, k := range kinds {
+		if host != "" {
+			ids = append(ids, p.byKey[stepKey{k, host, subject}]...)
+			continue
+		}
+		for _, s := range p.Steps {
+			if s.Kind == k {
+				ids = append(ids, s.ID)
+			}
+		}
+	}
+	return ids
+}
+
+// Agents are the hosts a run opens an agent on, in file order: every
+// planned host but those that are only jump hosts.
+func (p *Plan) Agents() []*lab.Host {
+	var out []*lab.Host
+	for _, h := range p.Hosts {
+		if !h.JumpOnly {
+			out = append(out, h.Ref)
+		}
+	}
+	return out
+}
+
+// SelectionError is an --only value that selects nothing or is ambiguous;
+// its text names the value and what the lab has.
+type SelectionError struct{ Err error }
+
+func (e *SelectionError) Error() string { return e.Err.Error() }
+func (e *SelectionError) Unwrap() error { return e.Err }
 
 // Step returns the step with the given ID, or nil.
 func (p *Plan) Step(id string) *Step { return p.byID[id] }
@@ -178,20 +240,22 @@ type Options struct {
 	// NoProvision plans none, whatever the lab says (a student check
 	// changes no packages).
 	NoProvision bool
+	// Only limits the plan (rlab run/plan --only): each value is a
+	// workload name (all its instances), an instance address
+	// (`write_bw["ana"]`) or a student's for_each key (`ana`: that
+	// student's workloads, rxe devices and captures); only the hosts these
+	// use are planned. A value that selects nothing is a *SelectionError.
+	Only []string
+	// Check plans a student check (`rlab check --validate`): only the
+	// workloads with expect blocks (all of them when none has one), no
+	// captures.
+	Check bool
 }
 
-// New computes the plan of a lab. The lab must have loaded without errors.
-func New(l *lab.Lab) (*Plan, error) { return NewWith(l, Options{}) }
-
-// NewWith is New with options.
-func NewWith(l *lab.Lab, o Options) (*Plan, error) {
-	b := &builder{p: &Plan{Lab: l.Name, byID: map[string]*Step{}}, l: l, hosts: map[*lab.Host]*HostPlan{}}
-	for _, h := range l.Hosts {
-		if h == nil {
-			return nil, fmt.Errorf("plan lab %q: nil host", l.Name)
-		}
-	}
-	// Which hosts work, and which only carry connections.
+// usedHosts are the hosts l's rxe devices, captures, impairments and
+// workloads are on: the hosts a run connects an agent to. The jump hosts
+// they go through are only dialled through.
+func usedHosts(l *lab.Lab) map[*lab.Host]bool {
 	used := map[*lab.Host]bool{}
 	for _, r := range l.RXEs {
 		used[r.Host] = true
@@ -204,12 +268,38 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 	}
 	for _, w := range l.Workloads {
 		for _, h := range w.Hosts() {
+			if h != nil {
+				used[h] = true
+			}
+		}
+	}
+	return used
+}
+
+// New computes the plan of a lab. The lab must have loaded without errors.
+func New(l *lab.Lab) (*Plan, error) { return NewWith(l, Options{}) }
+
+// NewWith is New with options.
+func NewWith(l *lab.Lab, o Options) (*Plan, error) {
+	l, err := selectLab(l, o.Only, o.Check)
+	if err != nil {
+		return nil, &SelectionError{err}
+	}
+	b := &builder{p: &Plan{Lab: l.Name, Selected: l, byID: map[string]*Step{}}, l: l, hosts: map[*lab.Host]*HostPlan{}}
+	for _, h := range l.Hosts {
+		if h == nil {
+			return nil, fmt.Errorf("plan lab %q: nil host", l.Name)
+		}
+	}
+	for _, w := range l.Workloads {
+		for _, h := range w.Hosts() {
 			if h == nil {
 				return nil, fmt.Errorf("plan workload %q: a side has no host", w.Name)
 			}
-			used[h] = true
 		}
 	}
+	// Which hosts work, and which only carry connections.
+	used := usedHosts(l)
 	jumps := map[*lab.Host]bool{}
 	for h := range used {
 		for j := h.JumpHost; j != nil && !jumps[j]; j = j.JumpHost {
@@ -220,7 +310,7 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 		if !used[h] && !jumps[h] {
 			continue
 		}
-		hp := &HostPlan{Name: h.Name, Slug: h.Slug, Address: h.Address, User: h.User, Port: h.Port, Jump: h.Jump, VM: h.VM != nil, JumpOnly: !used[h]}
+		hp := &HostPlan{Ref: h, Name: h.Name, Slug: h.Slug, Address: h.Address, User: h.User, Port: h.Port, Jump: h.Jump, VM: h.VM != nil, JumpOnly: !used[h]}
 		b.hosts[h] = hp
 		b.p.Hosts = append(b.p.Hosts, hp)
 	}
@@ -425,6 +515,9 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 		dialText = dial.Text()
 	}
 	cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
+	if w.ServerRXE == nil {
+		cli.Dial = &dial
+	}
 	cli.after(ready[w.ClientHost])
 	if w.ClientRXE != nil {
 		cli.after(rxeStep[w.ClientRXE])
@@ -485,10 +578,13 @@ func (b *builder) order() error {
 		return fmt.Errorf("plan: the step dependencies form a cycle")
 	}
 	b.p.Steps = out
+	b.p.byKey = map[stepKey][]string{}
 	for _, s := range out {
 		if s.DependsOn == nil {
 			s.DependsOn = []string{}
 		}
+		k := stepKey{s.Kind, s.Host, s.Subject}
+		b.p.byKey[k] = append(b.p.byKey[k], s.ID)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -270,5 +271,47 @@ func TestGoldenProvision(t *testing.T) {
 			}
 			golden(t, tc.name+".txt", txt.Bytes())
 		})
+	}
+}
+
+// TestOnlyAndIDs: Options.Only plans a student's part of a class (the plan
+// selects, the run does not), Agents are its working hosts without the
+// bastion it goes through, and IDs finds steps by host, subject and kind.
+func TestOnlyAndIDs(t *testing.T) {
+	l := load(t, "../../labs/class.hcl", lab.LoadOptions{})
+	p, err := NewWith(l, Options{Only: []string{"ana"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents []string
+	for _, h := range p.Agents() {
+		agents = append(agents, h.Name)
+	}
+	if want := []string{`server["ana"]`, `client["ana"]`}; !cmp.Equal(want, agents) {
+		t.Errorf("agents %v, want %v", agents, want)
+	}
+	for _, w := range p.Selected.Workloads {
+		if _, k, _ := InstanceKey(w.Name); k != "ana" {
+			t.Errorf("selected %s, not ana's", w.Name)
+		}
+	}
+	for _, tc := range []struct {
+		host, subject string
+		kinds         []Kind
+		want          []string
+	}{
+		{`server["ana"]`, "", []Kind{Connect, ShipAgent}, []string{"server.ana/connect", "server.ana/ship-agent"}},
+		{"bastion", "", []Kind{Connect, ShipAgent}, []string{"bastion/connect"}},
+		{`server["ana"]`, `write_bw["ana"]`, []Kind{WorkloadServer}, []string{"server.ana/workload-server/write_bw.ana"}},
+		{`server["bea"]`, "", []Kind{Connect}, nil},
+		{"", "", []Kind{Teardown}, []string{"server.ana/teardown", "client.ana/teardown"}},
+	} {
+		if got := p.IDs(tc.host, tc.subject, tc.kinds...); !cmp.Equal(tc.want, got) {
+			t.Errorf("IDs(%q, %q, %v) = %v, want %v", tc.host, tc.subject, tc.kinds, got, tc.want)
+		}
+	}
+	var se *SelectionError
+	if _, err := NewWith(l, Options{Only: []string{"zed"}}); !errors.As(err, &se) {
+		t.Errorf("--only zed: %v, want a *SelectionError", err)
 	}
 }

@@ -8,30 +8,19 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/runevent"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // EventsFile is the run's event log: one JSON object per line.
-const EventsFile = "events.jsonl"
+const EventsFile = runevent.File
 
-// Event is one line of events.jsonl.
-type Event struct {
-	Time     time.Time `json:"time"`
-	Type     string    `json:"type"` // run.start, step.start, step.end, notice, error, run.end
-	Step     string    `json:"step,omitempty"`
-	Host     string    `json:"host,omitempty"`
-	Workload string    `json:"workload,omitempty"`
-	Status   string    `json:"status,omitempty"`
-	Error    string    `json:"error,omitempty"`
-	Seconds  float64   `json:"seconds,omitempty"`
-	Message  string    `json:"message,omitempty"`
-	// IDs are the plan.json steps the event is about.
-	IDs []string `json:"ids,omitempty"`
-}
+// Event is one line of events.jsonl (engine/runevent, which a display
+// imports instead of the run engine).
+type Event = runevent.Event
 
-// EventNotice is an event a person watching the run should see at once, as
-// a line of its own (a workload size that timed out, a data link down).
-const EventNotice = "notice"
+// EventNotice is an event a person watching the run should see at once.
+const EventNotice = runevent.Notice
 
 // events appends events to events.jsonl with every sensitive value redacted.
 type events struct {

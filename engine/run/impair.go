@@ -11,7 +11,6 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
-	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -41,22 +40,6 @@ type impairWindow struct {
 	remaining int
 }
 
-// selectImpairs keeps the impairments of the hosts and workloads this run
-// runs (select_).
-func (r *runner) selectImpairs(usedHost map[*lab.Host]bool, selected map[*lab.Workload]bool) {
-	for _, im := range r.lab.Impairs {
-		if !usedHost[im.Host] {
-			continue
-		}
-		if len(im.During) > 0 && !slices.ContainsFunc(im.During, func(w *lab.Workload) bool { return selected[w] }) {
-			continue
-		}
-		r.labImpairs = append(r.labImpairs, im)
-		r.impairs = append(r.impairs, &impairWindow{lab: im, step: &steps.Impair{
-			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
-	}
-}
-
 // impairParams turns the lab's netem into the agent's parameters.
 func impairParams(n lab.Netem) proto.ImpairParams {
 	return proto.ImpairParams{
@@ -65,61 +48,8 @@ func impairParams(n lab.Netem) proto.ImpairParams {
 	}
 }
 
-// wireImpairs connects the impairment windows to the plan (schedule).
-func (r *runner) wireImpairs(p *plan.Plan) {
-	nodes := map[*lab.Workload]*workloadNode{}
-	for _, n := range r.workloads {
-		nodes[n.lab] = n
-	}
-	windows := map[*lab.Impair]*impairWindow{}
-	for _, w := range r.impairs {
-		windows[w.lab] = w
-	}
-	r.impairsOf = map[*workloadNode][]*impairWindow{}
-	for _, s := range p.Steps {
-		if s.Kind != plan.StopImpair {
-			continue
-		}
-		w := windows[s.Impair]
-		if w == nil || len(w.lab.During) == 0 {
-			continue // whole-run: removed after every workload
-		}
-		for _, d := range s.DependsOn {
-			if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(w.during, n) {
-				w.during = append(w.during, n)
-			}
-		}
-		w.remaining = len(w.during)
-	}
-	for _, w := range r.impairs {
-		for _, n := range w.during {
-			r.impairsOf[n] = append(r.impairsOf[n], w)
-		}
-		w.startIDs = r.stepIDs(w.lab.Host.Name, w.lab.Name, plan.StartImpair)
-		w.stopIDs = r.stepIDs(w.lab.Host.Name, w.lab.Name, plan.StopImpair)
-	}
-}
-
-// startImpairs applies the whole-run impairments (a phase).
-func (r *runner) startImpairs(ctx context.Context) error {
-	var whole []*impairWindow
-	for _, w := range r.impairs {
-		if len(w.during) == 0 && !r.isLost(w.step.Host) {
-			whole = append(whole, w)
-		}
-	}
-	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, w *impairWindow) error {
-		if r.hostProblem(w.step.Host) != nil {
-			return nil // its workloads are skipped
-		}
-		err := w.start(ctx, r)
-		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
-			r.breakHost(w.step.Host, err) // one student's link must not stop the class
-			return nil
-		}
-		return err
-	})
-}
+func (w *impairWindow) onHost() string { return w.step.Host }
+func (w *impairWindow) whole() bool    { return len(w.during) == 0 }
 
 func (w *impairWindow) start(ctx context.Context, r *runner) error {
 	w.mu.Lock()
@@ -134,7 +64,7 @@ func (w *impairWindow) start(ctx context.Context, r *runner) error {
 
 // applyImpairs applies the scoped impairments of workload n before it runs.
 func (r *runner) applyImpairs(ctx context.Context, n *workloadNode) error {
-	for _, w := range r.impairsOf[n] {
+	for _, w := range n.impairs {
 		if err := w.start(ctx, r); err != nil {
 			w.mu.Lock()
 			first := !w.reported
@@ -152,20 +82,20 @@ func (r *runner) applyImpairs(ctx context.Context, n *workloadNode) error {
 // finishImpairs is called after workload n (run or skipped); the last
 // workload of a window removes its impairment.
 func (r *runner) finishImpairs(ctx context.Context, n *workloadNode) {
-	for _, w := range r.impairsOf[n] {
+	for _, w := range n.impairs {
 		w.mu.Lock()
 		w.remaining--
 		last := w.remaining == 0
 		w.mu.Unlock()
 		if last {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
-			r.stopImpair(cctx, w)
+			w.stop(cctx, r)
 			cancel()
 		}
 	}
 }
 
-func (r *runner) stopImpair(ctx context.Context, w *impairWindow) {
+func (w *impairWindow) stop(ctx context.Context, r *runner) {
 	w.mu.Lock()
 	started := w.started
 	w.mu.Unlock()
@@ -180,14 +110,6 @@ func (r *runner) stopImpair(ctx context.Context, w *impairWindow) {
 		r.addErr(&infraError{err})
 	}
 	r.emit(ev)
-}
-
-// stopImpairs removes every impairment still in force (teardown).
-func (r *runner) stopImpairs(ctx context.Context) {
-	each(ctx, r.impairs, r.opts.Parallel, func(ctx context.Context, w *impairWindow) error {
-		r.stopImpair(ctx, w)
-		return nil
-	})
 }
 
 // skipUnimpaired records that workload n did not run because its

@@ -43,7 +43,7 @@ func TestOneWorkloadModel(t *testing.T) {
 	w := &lab.Workload{Workload: tooldesc.Workload{Name: `bw["a"]`, Slug: "bw-a", Index: 3, Tool: "ib_write_bw",
 		Options: tooldesc.Options{Sizes: []int64{4096}, Iterations: 7, Repeat: 2}},
 		ServerHost: h1, ClientHost: h2, ServerRXE: &lab.RXE{Name: "rs"}, ClientRXE: &lab.RXE{Name: "rc"}}
-	sw := stepWorkload(&lab.Lab{Hosts: []*lab.Host{h1, h2}}, w)
+	sw := stepWorkload(w, nil) // RDMA: no dial, the client dials its server rxe
 	if !reflect.DeepEqual(sw.Workload, w.Workload) {
 		t.Errorf("stepWorkload: shared part %+v, want %+v", sw.Workload, w.Workload)
 	}

@@ -130,3 +130,49 @@ workload "bidir" {
 		t.Errorf("end-of-run output carries a raw control character:\n%q", out)
 	}
 }
+
+// TestRunDefaultsItsParser: a run given no parser (Options.Parse nil) still
+// records its samples; before, it silently recorded none and no error.
+func TestRunDefaultsItsParser(t *testing.T) {
+	fakeTools(t)
+	outs := t.TempDir()
+	for _, side := range []string{"server", "client"} {
+		b, err := os.ReadFile("../../testdata/toolout/ib_write_bw." + side + ".txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(outs, "ib_write_bw."+side+".txt"), b, 0o644)
+	}
+	t.Setenv("RLAB_FAKE_OUTPUTS", outs)
+	const src = twoHosts + `
+rxe "s" {
+  host   = host.a
+  netdev = "lo"
+}
+rxe "c" {
+  host   = host.b
+  netdev = "lo"
+}
+workload "w" {
+  tool   = "ib_write_bw"
+  server = rxe.s
+  client = rxe.c
+  sizes  = [65536]
+}
+`
+	k := &fakeKernel{devs: map[string]string{}}
+	res := Run(context.Background(), loadLab(t, src), Options{Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"),
+		NoReport: true, Preflight: noPreflight})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	n := 0
+	for _, s := range readRun(t, res.Dir).Samples {
+		if s.Meta.Workload == "w" && s.Metric == "bw_avg" && s.Value > 0 {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d bw_avg samples of w, want 1 (the run parses with engine/toolout when given no parser)", n)
+	}
+}

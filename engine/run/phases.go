@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,117 +22,49 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// select_ picks the workloads (--only), and the hosts, rxe devices and
-// captures they need.
-func (r *runner) select_() error {
-	sel, err := selectOnly(r.lab, r.opts.Only)
-	if err != nil {
-		return err
+// build makes the run's steps from the plan's selection: the hosts it
+// opens agents on, and the rxe devices, workloads, captures and
+// impairments of Plan.Selected, in file order.
+func (r *runner) build() error {
+	sel := r.plan.Selected
+	r.hosts = r.plan.Agents()
+	for _, x := range sel.RXEs {
+		r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 	}
-	usedHost := map[*lab.Host]bool{}
-	usedRXE := map[*lab.RXE]bool{}
-	selected := map[*lab.Workload]bool{}
-	withExpects := false
-	if r.opts.Validate {
-		for _, w := range r.lab.Workloads {
-			if (sel == nil || sel.workloads[w]) && len(w.Expects) > 0 {
-				withExpects = true
+	for _, w := range sel.Workloads {
+		var dial *lab.Dial // the plan resolved it (tcp)
+		if w.ClientHost != nil {
+			if s := r.plan.Step(plan.StepID(w.ClientHost.Slug, plan.WorkloadClient, w.Slug)); s != nil {
+				dial = s.Dial
 			}
 		}
-	}
-	for _, w := range r.lab.Workloads {
-		if sel != nil && !sel.workloads[w] {
-			continue
-		}
-		if withExpects && len(w.Expects) == 0 {
-			continue // a check runs the workloads that say what they expect
-		}
-		selected[w] = true
-		for _, h := range w.Hosts() {
-			usedHost[h] = true
-		}
-		// A tcp workload's server rxe is the data link it dials (ServerDial).
-		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE, r.lab.ServerDial(w).RXE} {
-			if x != nil {
-				usedRXE[x] = true
-			}
-		}
-	}
-	switch {
-	case sel == nil:
-		// A full run prepares every rxe device and capture the lab declares.
-		// Hosts no rxe, capture or workload uses (jump hosts) get no agent.
-		for _, x := range r.lab.RXEs {
-			usedRXE[x] = true
-		}
-		if !r.opts.Validate {
-			for _, c := range r.lab.Captures {
-				usedHost[c.Host] = true
-			}
-		}
-	default:
-		// A student key brings that student's rxe devices and captures
-		// (and so their hosts), and nothing of the other students.
-		for x := range sel.rxes {
-			usedRXE[x] = true
-		}
-		if !r.opts.Validate {
-			for c := range sel.captures {
-				usedHost[c.Host] = true
-			}
-		}
-	}
-	for _, x := range r.lab.RXEs {
-		if usedRXE[x] {
-			usedHost[x.Host] = true
-		}
-	}
-	for _, h := range r.lab.Hosts {
-		if usedHost[h] {
-			r.hosts = append(r.hosts, h)
-		}
-	}
-	for _, x := range r.lab.RXEs {
-		if usedRXE[x] {
-			r.labRXEs = append(r.labRXEs, x)
-			r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
-		}
-	}
-	for _, w := range r.lab.Workloads {
-		if !selected[w] {
-			continue
-		}
-		sw := stepWorkload(r.lab, w)
+		sw := stepWorkload(w, dial)
 		st, err := steps.NewWorkload(sw)
 		if err != nil {
 			return err
 		}
 		r.workloads = append(r.workloads, &workloadNode{lab: w, spec: sw, step: st, done: make(chan struct{})})
 	}
-	for _, c := range r.lab.Captures {
-		if !usedHost[c.Host] || r.opts.Validate {
-			continue // a check takes no captures
-		}
-		if len(c.During) > 0 && !slices.ContainsFunc(c.During, func(w *lab.Workload) bool { return selected[w] }) {
-			continue // scoped to workloads not in this run
-		}
-		r.labCaptures = append(r.labCaptures, c)
+	for _, c := range sel.Captures {
 		r.captures = append(r.captures, &captureWindow{lab: c, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
 			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes}})
 	}
-	r.selectImpairs(usedHost, selected) // impair.go
+	for _, im := range sel.Impairs {
+		r.impairs = append(r.impairs, &impairWindow{lab: im, step: &steps.Impair{
+			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
+	}
 	return nil
 }
 
 // stepWorkload resolves a lab workload for the steps package: the shared
 // part (tooldesc.Workload) whole, the host and rxe references as names, and
-// for a tcp workload the address its client dials (lab.ServerDial).
-func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
+// for a tcp workload the address its client dials (dial: the plan's
+// lab.ServerDial, resolved once).
+func stepWorkload(w *lab.Workload, dial *lab.Dial) *steps.Workload {
 	sw := &steps.Workload{Workload: w.Workload}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
-		if w.ServerRXE == nil { // tcp; RDMA tools dial their server rxe
-			d := l.ServerDial(w)
+		if d := dial; d != nil { // tcp; RDMA tools dial their server rxe
 			sw.ServerAddr, sw.DialWhy = d.Addr, d.Why
 			if d.RXE != nil {
 				sw.DialRXE = d.RXE.Name
@@ -152,16 +84,6 @@ func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
 		sw.ClientRXE = w.ClientRXE.Name
 	}
 	return sw
-}
-
-// subLab is the lab limited to what this run runs (--only).
-func (r *runner) subLab() *lab.Lab {
-	sub := *r.lab
-	sub.Workloads, sub.RXEs, sub.Captures, sub.Impairs = nil, r.labRXEs, r.labCaptures, r.labImpairs
-	for _, n := range r.workloads {
-		sub.Workloads = append(sub.Workloads, n.lab)
-	}
-	return &sub
 }
 
 func writeJSON(path string, v any) error {
@@ -256,7 +178,7 @@ func (r *runner) connectAll(ctx context.Context) error {
 		t.LogDir = filepath.Join(r.hostDir(h), "logs")
 		t.Sensitive = r.lab.Sensitive
 		start := time.Now()
-		ids := r.stepIDs(h.Name, "", plan.Connect, plan.ShipAgent)
+		ids := r.plan.IDs(h.Name, "", plan.Connect, plan.ShipAgent)
 		r.emit(Event{Type: "step.start", Step: "connect", Host: h.Name, IDs: ids})
 		err := os.MkdirAll(t.LogDir, 0o700)
 		if err == nil {
@@ -349,7 +271,7 @@ func (r *runner) preflight(ctx context.Context) error {
 	if check == nil {
 		check = preflight.Check
 	}
-	probs := check(r.subLab(), r.env.Facts)
+	probs := check(r.plan.Selected, r.env.Facts)
 	if len(probs) == 0 {
 		return nil
 	}
@@ -388,7 +310,7 @@ func (r *runner) createRXE(ctx context.Context) error {
 		if r.isLost(x.Host) || r.hostProblem(x.Host) != nil {
 			return nil // its workloads are skipped
 		}
-		err := r.apply(ctx, x, x.Host, "", r.stepIDs(x.Host, x.Name, plan.CreateRXE)...)
+		err := r.apply(ctx, x, x.Host, "", r.plan.IDs(x.Host, x.Name, plan.CreateRXE)...)
 		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
 			// One student's device must not stop the class.
 			r.breakHost(x.Host, err)
@@ -432,23 +354,46 @@ type captureWindow struct {
 	remaining int
 }
 
-func (r *runner) startCaptures(ctx context.Context) error {
-	var whole []*captureWindow
-	for _, c := range r.captures {
-		if len(c.during) == 0 && !r.isLost(c.step.Host) {
-			whole = append(whole, c)
+// window is a capture or an impairment: applied before the workloads it
+// covers and undone after the last one (none: the whole run, applied in
+// its own set-up phase and undone at teardown).
+type window interface {
+	onHost() string
+	whole() bool
+	start(ctx context.Context, r *runner) error
+	stop(ctx context.Context, r *runner)
+}
+
+func (c *captureWindow) onHost() string { return c.step.Host }
+func (c *captureWindow) whole() bool    { return len(c.during) == 0 }
+
+// startWhole starts the whole-run windows of ws on every host at once (a
+// set-up phase).
+func startWhole[W window](ctx context.Context, r *runner, ws []W) error {
+	var whole []W
+	for _, w := range ws {
+		if w.whole() && !r.isLost(w.onHost()) {
+			whole = append(whole, w)
 		}
 	}
-	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, c *captureWindow) error {
-		if r.hostProblem(c.step.Host) != nil {
+	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, w W) error {
+		if r.hostProblem(w.onHost()) != nil {
 			return nil // its workloads are skipped
 		}
-		err := c.start(ctx, r)
+		err := w.start(ctx, r)
 		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
-			r.breakHost(c.step.Host, err) // one student's capture must not stop the class
+			r.breakHost(w.onHost(), err) // one student's capture or link must not stop the class
 			return nil
 		}
 		return err
+	})
+}
+
+// stopAll undoes every window of ws still in force (teardown).
+func stopAll[W window](ctx context.Context, r *runner, ws []W) {
+	each(ctx, ws, r.opts.Parallel, func(ctx context.Context, w W) error {
+		w.stop(ctx, r) // idempotent: windows already stopped are no-ops
+		return nil
 	})
 }
 
@@ -471,11 +416,11 @@ func (c *captureWindow) finished(ctx context.Context, r *runner) {
 	last := c.remaining == 0
 	c.mu.Unlock()
 	if last {
-		r.stopCapture(ctx, c)
+		c.stop(ctx, r)
 	}
 }
 
-func (r *runner) stopCapture(ctx context.Context, c *captureWindow) {
+func (c *captureWindow) stop(ctx context.Context, r *runner) {
 	start := time.Now()
 	err := c.step.Undo(ctx, r.env)
 	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.stopIDs}
@@ -484,13 +429,6 @@ func (r *runner) stopCapture(ctx context.Context, c *captureWindow) {
 		r.addErr(&infraError{err})
 	}
 	r.emit(ev)
-}
-
-func (r *runner) stopCaptures(ctx context.Context) {
-	each(ctx, r.captures, r.opts.Parallel, func(ctx context.Context, c *captureWindow) error {
-		r.stopCapture(ctx, c) // idempotent: windows already stopped are no-ops
-		return nil
-	})
 }
 
 // fetchAll pulls every connected host's work dir into hosts/<slug>/.
@@ -504,9 +442,20 @@ func (r *runner) fetchAll(ctx context.Context) {
 			return nil
 		}
 		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
-		if err := r.apply(ctx, f, h.Name, "", r.stepIDs(h.Name, "", plan.Fetch)...); err != nil {
+		if err := r.apply(ctx, f, h.Name, "", r.plan.IDs(h.Name, "", plan.Fetch)...); err != nil {
 			r.addErr(&infraError{err})
 		}
+		// What it pulled is carried to results.json (report.go), not looked
+		// for again on disk.
+		r.mu.Lock()
+		for _, fi := range f.Pulled {
+			dir := "logs"
+			if steps.IsCaptureFile(fi.Path) {
+				dir = "captures"
+			}
+			r.pulled[path.Join("hosts", h.Slug, dir, filepath.ToSlash(fi.Path))] = true
+		}
+		r.mu.Unlock()
 		return nil
 	})
 }
@@ -515,7 +464,7 @@ func (r *runner) fetchAll(ctx context.Context) {
 // (unless kept), asks each agent to clean up, closes the sessions and stops
 // the VMs; everything is journaled.
 func (r *runner) teardown(ctx context.Context) {
-	ids := r.stepIDs("", "", plan.Teardown)
+	ids := r.plan.IDs("", "", plan.Teardown)
 	r.emit(Event{Type: "step.start", Step: "teardown", IDs: ids})
 	for _, n := range r.workloads {
 		if err := n.step.Undo(ctx, r.env); err != nil {

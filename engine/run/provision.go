@@ -14,6 +14,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/provision"
 )
 
@@ -33,35 +34,21 @@ type StateProvision struct {
 	Removed   bool                `json:"removed,omitempty"`   // rlab down --remove-provisioned removed them
 }
 
-// provisions reports whether this run provisions host h.
-func (r *runner) provisions(h *lab.Host) bool {
-	return !r.opts.Validate && (r.opts.Provision || h.Provision) // a student check changes no packages
-}
-
-func (r *runner) anyProvision() bool {
-	for _, h := range r.hosts {
-		if r.provisions(h) {
-			return true
-		}
-	}
-	return false
-}
-
-// provisionHosts installs, on each host that asks for it (--provision or
-// the lab's provision = true), what the lab needs and the host lacks; a
+// provisionHosts installs, on each host the plan provisions (--provision
+// or the lab's provision = true, never in a student check), what the lab needs and the host lacks; a
 // host whose facts show nothing missing costs nothing more. One host's
 // failure fails that host (a class lab: that student) while the others go
 // on. Hosts that got something read their facts again, for preflight.
 func (r *runner) provisionHosts(ctx context.Context) error {
 	needs := map[string]provision.Need{}
-	for _, n := range provision.Needs(r.subLab()) {
+	for _, n := range provision.Needs(r.plan.Selected) {
 		needs[n.Host.Name] = n
 	}
 	var failed atomic.Int32
 	var errs []error
 	var emu sync.Mutex
 	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
-		if !r.provisions(h) || r.isLost(h.Name) {
+		if len(r.plan.IDs(h.Name, "", plan.Provision)) == 0 || r.isLost(h.Name) {
 			return nil
 		}
 		r.mu.Lock()

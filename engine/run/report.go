@@ -75,8 +75,7 @@ func (r *runner) writeResults(res *Result) error {
 				}
 				if h := r.lab.HostByName(p.Host); h != nil {
 					for _, ext := range []string{".stdout", ".stderr"} {
-						rel := path.Join("hosts", h.Slug, "logs", p.Handle+ext)
-						if _, err := os.Stat(filepath.Join(r.dir, rel)); err == nil {
+						if rel := path.Join("hosts", h.Slug, "logs", p.Handle+ext); r.pulled[rel] {
 							w.Logs = append(w.Logs, rel)
 						}
 					}
@@ -151,8 +150,7 @@ func (r *runner) ownCaptures(n *workloadNode) []string {
 			continue
 		}
 		for _, f := range c.step.Files {
-			rel := path.Join("hosts", h.Slug, "captures", filepath.ToSlash(f.Path))
-			if _, err := os.Stat(filepath.Join(r.dir, filepath.FromSlash(rel))); err == nil {
+			if rel := path.Join("hosts", h.Slug, "captures", filepath.ToSlash(f.Path)); r.pulled[rel] {
 				out = append(out, rel)
 			}
 		}

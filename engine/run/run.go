@@ -1,9 +1,12 @@
-// Package run is the engine behind `rlab run` and `rlab down`: it takes a
-// loaded lab, boots its local VMs, connects to every host's agent, checks
-// them, creates rxe devices, starts captures, runs the workloads along
-// engine/plan's DAG (it keeps no order of its own; schedule.go), pulls
+// Package run is the engine behind `rlab run` and `rlab down`: it executes
+// engine/plan's plan of a lab (Options.Plan, or the plan it makes with
+// PlanOptions): it boots the local VMs, connects to the agent of every host
+// the plan gives one (Plan.Agents), checks them, creates rxe devices,
+// starts captures, runs the workloads along the plan's DAG, pulls
 // artifacts, evaluates `expect` blocks, writes the run directory and tears
-// down what it created.
+// down what it created. It selects nothing (--only is the plan's,
+// Plan.Selected) and keeps no order of its own (schedule.go: the set-up
+// phases, written once, and the DAG edge by edge).
 //
 // The engine reaches hosts only through the Host interface defined here
 // (satisfied by the SSH agent client and, in tests, by an in-process agent);
@@ -34,7 +37,9 @@ import (
 	"github.com/rlab-dev/rlab/engine/provision"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/runevent"
 	"github.com/rlab-dev/rlab/engine/termsafe"
+	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -105,6 +110,9 @@ type Options struct {
 	// for_each key (`ana`: that student's workloads, rxe devices and
 	// captures). Only the hosts these use are connected and prepared.
 	Only []string
+	// Plan is the plan to execute, made with PlanOptions of these options
+	// from this lab; nil: Run plans the lab itself.
+	Plan *plan.Plan
 	// Validate makes the run a student check (`rlab check --validate`): only
 	// the workloads with expect blocks run (all of them when none has one),
 	// no captures, rxe devices already there are used and left alone, the
@@ -126,7 +134,8 @@ type Options struct {
 	// Preflight returns the problems that stop the run (exit 2), each
 	// naming its host and fix; default engine/preflight.Check.
 	Preflight func(l *lab.Lab, facts map[string]*proto.Facts) []preflight.Problem
-	// Parse turns tool outputs into samples (engine/toolout).
+	// Parse turns tool outputs into samples; default
+	// engine/toolout.ParseOutput (a run always records its samples).
 	Parse steps.ParseFunc
 	// WriteResults writes results.json, summary.md and junit.xml into dir
 	// (default results.WriteRun).
@@ -175,18 +184,13 @@ type runner struct {
 	ev      *events
 	env     *steps.Env
 
-	hosts       []*lab.Host // hosts this run uses
-	rxes        []*steps.RXE
-	labRXEs     []*lab.RXE
-	labCaptures []*lab.Capture
-	captures    []*captureWindow
-	labImpairs  []*lab.Impair                     // impair.go
-	impairs     []*impairWindow                   // impair.go
-	impairsOf   map[*workloadNode][]*impairWindow // impair.go: scoped windows per workload
-	workloads   []*workloadNode
-	plan        *plan.Plan // of this run: what it executes and plan.json
-	planIDs     map[stepKey][]string
-	vms         VMSet
+	hosts     []*lab.Host // hosts this run opens an agent on (plan.Agents)
+	rxes      []*steps.RXE
+	captures  []*captureWindow
+	impairs   []*impairWindow // impair.go
+	workloads []*workloadNode
+	plan      *plan.Plan // of this run: what it executes and plan.json
+	vms       VMSet
 
 	students []*student // class labs: the selected workloads by for_each key
 
@@ -199,6 +203,10 @@ type runner struct {
 	started time.Time
 
 	downLinks map[string]error // data links found down, by host pair (link.go)
+	// pulled are the run-dir-relative paths of the files the fetch steps
+	// pulled (steps.Fetch.Pulled): the logs and captures results.json lists
+	// (read once fetchAll has returned).
+	pulled map[string]bool
 }
 
 // Run executes a lab and returns the run's result; it never panics on host
@@ -213,10 +221,13 @@ func Run(ctx context.Context, l *lab.Lab, opts Options) *Result {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Parse == nil {
+		opts.Parse = toolout.ParseOutput
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := &runner{opts: opts, lab: l, log: opts.Log, conns: map[string]Host{}, lost: map[string]error{}, started: opts.Now()}
+	r := &runner{opts: opts, lab: l, log: opts.Log, conns: map[string]Host{}, lost: map[string]error{}, pulled: map[string]bool{}, started: opts.Now()}
 	res := &Result{}
 	if err := r.prepare(); err != nil {
 		res.Dir, res.Code, res.Err = r.dir, ExitFailed, err
@@ -242,9 +253,6 @@ func slugify(s string) string {
 func (r *runner) prepare() error {
 	if r.opts.Connector == nil {
 		return errors.New("run: no connector")
-	}
-	if err := r.select_(); err != nil {
-		return err
 	}
 	if err := r.schedule(); err != nil {
 		return err
@@ -305,9 +313,8 @@ func (r *runner) prepare() error {
 	return nil
 }
 
-// EventUnit is the start of one unit of a workload (one size × repeat);
-// Message names it, e.g. "size 1MiB, repeat 2 (4/6)".
-const EventUnit = "unit"
+// EventUnit is the start of one unit of a workload (one size × repeat).
+const EventUnit = runevent.Unit
 
 // makeRunDir creates dir, never reusing an existing one: a second run in the
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists
@@ -406,13 +413,20 @@ func (r *runner) addErr(err error) {
 // execute runs the phases; teardown always runs.
 func (r *runner) execute(ctx context.Context, res *Result) {
 	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
-	ok := r.phase(ctx, "boot", r.bootVMs) &&
-		r.phase(ctx, "connect", r.connectAll) &&
-		(!r.anyProvision() || r.phase(ctx, "provision", r.provisionHosts, r.stepIDs("", "", plan.Provision)...)) &&
-		r.phase(ctx, "preflight", r.preflight, r.stepIDs("", "", plan.Preflight)...) &&
-		r.phase(ctx, "rxe", r.createRXE) &&
-		r.phase(ctx, "capture", r.startCaptures) &&
-		r.phase(ctx, "impair", r.startImpairs)
+	ok := r.phase(ctx, "boot", r.bootVMs)
+	for _, ph := range setup { // schedule.go
+		if !ok {
+			break
+		}
+		if ph.when != nil && !ph.when(r) {
+			continue
+		}
+		var ids []string
+		if ph.ids {
+			ids = r.plan.IDs("", "", ph.kinds...)
+		}
+		ok = r.phase(ctx, ph.name, func(ctx context.Context) error { return ph.run(r, ctx) }, ids...)
+	}
 	if ok {
 		r.runWorkloads(ctx)
 	}
@@ -420,8 +434,8 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	// and tears down, bounded by TeardownTimeout and the second Ctrl-C.
 	tctx, cancel := r.teardownContext(ctx)
 	defer cancel()
-	r.stopImpairs(tctx)
-	r.stopCaptures(tctx)
+	stopAll(tctx, r, r.impairs)
+	stopAll(tctx, r, r.captures)
 	r.fetchAll(tctx)
 	res.Outcomes = r.outcomes()
 	res.Expects = r.evalExpects()

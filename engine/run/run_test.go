@@ -99,6 +99,10 @@ workload "bulk" {
 	if err != nil || string(out) != "hello from a\n" {
 		t.Errorf("exec stdout = %q, %v", out, err)
 	}
+	// results.json lists the raw outputs the fetch pulled, per workload.
+	if want := []string{"hosts/a/logs/wl.hello.exec.r0.stdout", "hosts/a/logs/wl.hello.exec.r0.stderr"}; !slices.Equal(r.Workloads[0].Logs, want) {
+		t.Errorf("hello's logs in results.json = %v, want %v", r.Workloads[0].Logs, want)
+	}
 	for _, f := range []string{"lab/lab.hcl", "plan.json", "events.jsonl", "state.json", "results.json", "summary.md", "junit.xml", "report.html", "manifest.json", "hosts/a/facts.json", "hosts/b/facts.json"} {
 		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
 			t.Errorf("run dir: %v", err)

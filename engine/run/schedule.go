@@ -1,6 +1,8 @@
 package run
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,56 +14,96 @@ import (
 // The run executes engine/plan's DAG; it keeps no ordering of its own.
 //
 // Set-up and tear-down run in phases, each a set of plan steps on every host
-// at once: connect (the plan's connect and ship-agent), provision (where
-// the run provisions), preflight, rxe,
-// whole-run capture starts, then the workloads, capture stops, fetch and
-// teardown. phaseOf is that order; a plan edge the phases would not follow
-// (back to an earlier phase, or between steps one phase runs at once) is
-// refused by checkPhases (TestPhasesFollowThePlan runs it on every example
-// lab), so running the phases one after another is a topological order of
-// the DAG. Within the workload phase the DAG is followed edge by
-// edge: a workload starts once the workloads its plan steps depend on are
-// done, and a capture scoped with `during` starts before the first workload
-// that depends on its start and stops after the last one its stop depends on.
-// A new dependency (a future `depends_on`) is written in engine/plan only.
+// at once: after booting local VMs, the set-up phases below in their order,
+// then the workloads, capture stops, fetch and teardown. setup is the one
+// place that order is written: execute runs it and phaseOf reads it, and a
+// plan edge the phases would not follow (back to an earlier phase, or
+// between steps one phase runs at once) is refused by checkPhases
+// (TestPhasesFollowThePlan runs it on every example lab), so running the
+// phases one after another is a topological order of the DAG. Within the
+// workload phase the DAG is followed edge by edge: a workload starts once
+// the workloads its plan steps depend on are done, and a capture scoped with
+// `during` starts before the first workload that depends on its start and
+// stops after the last one its stop depends on. A new dependency (a future
+// `depends_on`) is written in engine/plan only.
 
-// phaseOf is the phase of the run that executes each kind of plan step.
-var phaseOf = map[plan.Kind]int{
-	plan.Connect:        0,
-	plan.ShipAgent:      0,
-	plan.Provision:      1, // provision.go
-	plan.Preflight:      2,
-	plan.CreateRXE:      3,
-	plan.StartCapture:   4, // a capture scoped with `during`: in phase 5, before its workloads
-	plan.WorkloadServer: 5,
-	plan.WorkloadClient: 5,
-	plan.WorkloadRun:    5,
-	plan.StopCapture:    5, // a whole-run capture: after every workload
-	plan.StartImpair:    4, // after the captures; scoped: in phase 5, before its workloads (impair.go)
-	plan.StopImpair:     5, // whole-run: at teardown, after every workload
-	plan.Fetch:          6,
-	plan.Teardown:       7,
+// setupPhase is one phase of the set-up: the plan steps of its kinds, run
+// on every host at once by run.
+type setupPhase struct {
+	name  string
+	kinds []plan.Kind
+	run   func(*runner, context.Context) error
+	// ids: the phase's events name its plan steps (its function emits no
+	// events of its own per step).
+	ids bool
+	// when, if set, says whether this run has the phase at all.
+	when func(*runner) bool
+}
+
+// setup is the run's set-up, in order. A capture or impairment scoped with
+// `during` is started in the workload phase, before its workloads.
+var setup = []setupPhase{
+	{name: "connect", kinds: []plan.Kind{plan.Connect, plan.ShipAgent}, run: (*runner).connectAll},
+	{name: "provision", kinds: []plan.Kind{plan.Provision}, run: (*runner).provisionHosts, ids: true, when: func(r *runner) bool { return len(r.plan.IDs("", "", plan.Provision)) > 0 }}, // provision.go: where the plan provisions
+	{name: "preflight", kinds: []plan.Kind{plan.Preflight}, run: (*runner).preflight, ids: true},
+	{name: "rxe", kinds: []plan.Kind{plan.CreateRXE}, run: (*runner).createRXE},
+	{name: "capture", kinds: []plan.Kind{plan.StartCapture}, run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.captures) }},
+	{name: "impair", kinds: []plan.Kind{plan.StartImpair}, run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.impairs) }}, // impair.go
+}
+
+// After the set-up: the workload phase (runWorkloads; a whole-run capture
+// or impairment stops after every workload), then fetch and teardown.
+var afterSetup = []struct {
+	name  string
+	kinds []plan.Kind
+}{
+	{"workloads", []plan.Kind{plan.WorkloadServer, plan.WorkloadClient, plan.WorkloadRun, plan.StopCapture, plan.StopImpair}},
+	{"fetch", []plan.Kind{plan.Fetch}},
+	{"teardown", []plan.Kind{plan.Teardown}},
+}
+
+// phaseOf is the place in the run's order of the phase that executes plan
+// steps of kind k, and the phase's name; ok is false for a kind the run
+// cannot execute.
+func phaseOf(k plan.Kind) (i int, name string, ok bool) {
+	for i, ph := range setup {
+		if slices.Contains(ph.kinds, k) {
+			return i, ph.name, true
+		}
+	}
+	for j, ph := range afterSetup {
+		if slices.Contains(ph.kinds, k) {
+			return len(setup) + j, ph.name, true
+		}
+	}
+	return 0, "", false
 }
 
 // workloadPhase is the phase the run follows edge by edge.
-const workloadPhase = 5
+var workloadPhase, _, _ = phaseOf(plan.WorkloadRun)
 
 // schedule plans what this run runs (the plan.json it writes, the same as
-// `rlab plan --only`) and wires the run's workloads and capture windows to
-// the plan's DAG.
+// `rlab plan --only`), builds the run's steps from it and wires its
+// workloads and its capture and impairment windows to the plan's DAG.
 func (r *runner) schedule() error {
-	p, err := plan.NewWith(r.subLab(), plan.Options{Provision: r.opts.Provision, NoProvision: r.opts.Validate})
-	if err != nil {
-		return fmt.Errorf("plan lab %q: %w", r.lab.Name, err)
+	p := r.opts.Plan
+	if p == nil {
+		var err error
+		p, err = plan.NewWith(r.lab, PlanOptions(r.opts))
+		var se *plan.SelectionError
+		if errors.As(err, &se) {
+			return err // it names --only and the lab
+		}
+		if err != nil {
+			return fmt.Errorf("plan lab %q: %w", r.lab.Name, err)
+		}
 	}
 	if err := checkPhases(p); err != nil {
 		return err
 	}
 	r.plan = p
-	r.planIDs = map[stepKey][]string{}
-	for _, s := range p.Steps {
-		k := stepKey{s.Kind, s.Host, s.Subject}
-		r.planIDs[k] = append(r.planIDs[k], s.ID)
+	if err := r.build(); err != nil {
+		return err
 	}
 	nodes := map[*lab.Workload]*workloadNode{}
 	for _, n := range r.workloads {
@@ -70,6 +112,19 @@ func (r *runner) schedule() error {
 	windows := map[*lab.Capture]*captureWindow{}
 	for _, c := range r.captures {
 		windows[c.lab] = c
+	}
+	impairs := map[*lab.Impair]*impairWindow{}
+	for _, w := range r.impairs {
+		impairs[w.lab] = w
+	}
+	// A scoped window's stop waits for the workloads it covers.
+	covered := func(s *plan.Step, during []*workloadNode) []*workloadNode {
+		for _, d := range s.DependsOn {
+			if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(during, n) {
+				during = append(during, n)
+			}
+		}
+		return during
 	}
 	for _, s := range p.Steps {
 		switch s.Kind {
@@ -89,26 +144,42 @@ func (r *runner) schedule() error {
 			if c == nil || len(c.lab.During) == 0 {
 				continue // whole-run: stopped after every workload
 			}
-			// Its stop waits for the workloads it covers, in the order its
-			// `during` names them: the window's name keeps that order.
-			for _, d := range s.DependsOn {
-				if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(c.during, n) {
-					c.during = append(c.during, n)
-				}
-			}
+			// In the order its `during` names them: the window's name
+			// keeps that order.
+			c.during = covered(s, c.during)
 			c.remaining = len(c.during)
 			c.step.Window = windowName(c.during)
+		case plan.StopImpair:
+			w := impairs[s.Impair]
+			if w == nil || len(w.lab.During) == 0 {
+				continue // whole-run: removed after every workload
+			}
+			w.during = covered(s, w.during)
+			w.remaining = len(w.during)
 		}
 	}
 	for _, c := range r.captures {
 		for _, n := range c.during {
 			n.captures = append(n.captures, c) // started in the lab's order of captures
 		}
-		c.startIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
-		c.stopIDs = r.stepIDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
+		c.startIDs = r.plan.IDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
+		c.stopIDs = r.plan.IDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
 	}
-	r.wireImpairs(p) // impair.go
+	for _, w := range r.impairs {
+		for _, n := range w.during {
+			n.impairs = append(n.impairs, w)
+		}
+		w.startIDs = r.plan.IDs(w.lab.Host.Name, w.lab.Name, plan.StartImpair)
+		w.stopIDs = r.plan.IDs(w.lab.Host.Name, w.lab.Name, plan.StopImpair)
+	}
 	return nil
+}
+
+// PlanOptions are the engine/plan options that plan what Run runs with o:
+// the CLI plans with them once (its progress bar counts the plan's
+// workloads) and hands the plan to Run as Options.Plan.
+func PlanOptions(o Options) plan.Options {
+	return plan.Options{Only: o.Only, Check: o.Validate, Provision: o.Provision, NoProvision: o.Validate}
 }
 
 // checkPhases refuses a plan whose DAG the phases cannot follow: an edge
@@ -122,18 +193,20 @@ func checkPhases(p *plan.Plan) error {
 		return k == plan.WorkloadServer || k == plan.WorkloadClient || k == plan.WorkloadRun
 	}
 	for _, s := range p.Steps {
-		ps, ok := phaseOf[s.Kind]
+		ps, psName, ok := phaseOf(s.Kind)
 		if !ok {
 			return fmt.Errorf("plan: step %s is of kind %q, which the run cannot execute", s.ID, s.Kind)
 		}
 		for _, d := range s.DependsOn {
 			ds := p.Step(d)
-			pd := phaseOf[ds.Kind]
+			pd, pdName, _ := phaseOf(ds.Kind)
 			switch {
 			case pd > ps:
-				return fmt.Errorf("plan: step %s (run phase %d) depends on %s (run phase %d): the run executes its phases in order and cannot run that", s.ID, ps, d, pd)
-			case pd == ps && !(ps == 0 && ds.Kind == plan.Connect) && !(ps == workloadPhase && workload(ds.Kind)):
-				return fmt.Errorf("plan: step %s depends on %s: the run executes the steps of phase %d at once and cannot order them", s.ID, d, ps)
+				return fmt.Errorf("plan: step %s (run phase %s) depends on %s (run phase %s): the run executes its phases in order and cannot run that", s.ID, psName, d, pdName)
+			case pd == ps && ds.Kind != plan.Connect && !(ps == workloadPhase && workload(ds.Kind)):
+				// The connect phase connects a host after its jump host and ships
+				// the agent after connecting; the workload phase follows edges.
+				return fmt.Errorf("plan: step %s depends on %s: the run executes the steps of phase %s at once and cannot order them", s.ID, d, psName)
 			case workload(s.Kind) && ds.Kind == plan.StartCapture && len(ds.Capture.During) > 0:
 				stop := p.Step(plan.StepID(ds.Capture.Host.Slug, plan.StopCapture, ds.Capture.Slug))
 				if stop == nil || !slices.ContainsFunc(stop.DependsOn, func(id string) bool { return p.Step(id).Workload == s.Workload }) {
@@ -158,29 +231,4 @@ func windowName(during []*workloadNode) string {
 		window = fmt.Sprintf("%s-and-%d-more", during[0].lab.Slug, len(during)-1)
 	}
 	return window
-}
-
-// stepIDs are the IDs of the plan's steps of these kinds about subject on
-// host (the host's own steps when subject is ""), or, when host is "", of
-// every step of these kinds: what the events that run them name.
-func (r *runner) stepIDs(host, subject string, kinds ...plan.Kind) []string {
-	var ids []string
-	for _, k := range kinds {
-		if host != "" {
-			ids = append(ids, r.planIDs[stepKey{k, host, subject}]...)
-			continue
-		}
-		for _, s := range r.plan.Steps {
-			if s.Kind == k {
-				ids = append(ids, s.ID)
-			}
-		}
-	}
-	return ids
-}
-
-// stepKey finds plan steps by kind, host and subject.
-type stepKey struct {
-	kind          plan.Kind
-	host, subject string
 }

@@ -78,20 +78,20 @@ capture "c" {
 		{"rxe after a workload", func(p *plan.Plan) {
 			s := p.Step("a/create-rxe/a")
 			s.DependsOn = append(s.DependsOn, "a/workload-run/w")
-		}, "step a/create-rxe/a (run phase 3) depends on a/workload-run/w (run phase 5)"},
+		}, "step a/create-rxe/a (run phase rxe) depends on a/workload-run/w (run phase workloads)"},
 		{"preflight after fetch", func(p *plan.Plan) {
 			s := p.Step("a/preflight")
 			s.DependsOn = append(s.DependsOn, "a/fetch")
-		}, "step a/preflight (run phase 2) depends on a/fetch (run phase 6)"},
+		}, "step a/preflight (run phase preflight) depends on a/fetch (run phase fetch)"},
 		{"a kind the run does not know", func(p *plan.Plan) { p.Step("a/fetch").Kind = "reboot" }, `step a/fetch is of kind "reboot"`},
 		{"one rxe after another", func(p *plan.Plan) {
 			s := p.Step("b/create-rxe/b")
 			s.DependsOn = append(s.DependsOn, "a/create-rxe/a")
-		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase 3 at once"},
+		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase rxe at once"},
 		{"a workload after a scoped capture's stop", func(p *plan.Plan) {
 			s := p.Step("b/workload-run/v")
 			s.DependsOn = append(s.DependsOn, "a/stop-capture/c")
-		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase 5 at once"},
+		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase workloads at once"},
 		{"a scoped capture's start needed by a workload its stop does not wait for", func(p *plan.Plan) {
 			s := p.Step("b/workload-run/v")
 			s.DependsOn = append(s.DependsOn, "a/start-capture/c")
@@ -397,15 +397,11 @@ capture "c" {
 }
 `
 	l := loadLab(b, src)
-	// "plan" is what a run did before it followed the plan (select, and plan
-	// for plan.json); "schedule" adds the wiring and the events' lookups.
+	// "plan" is the selection and the plan; "schedule" adds the run's steps,
+	// the wiring and the events' lookups.
 	b.Run("plan", func(b *testing.B) {
 		for range b.N {
-			r := &runner{lab: l}
-			if err := r.select_(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := plan.New(r.subLab()); err != nil {
+			if _, err := plan.New(l); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -413,18 +409,15 @@ capture "c" {
 	b.Run("schedule", func(b *testing.B) {
 		for range b.N {
 			r := &runner{lab: l}
-			if err := r.select_(); err != nil {
-				b.Fatal(err)
-			}
 			if err := r.schedule(); err != nil {
 				b.Fatal(err)
 			}
-			n := len(r.stepIDs("", "", plan.Preflight)) + len(r.stepIDs("", "", plan.Teardown))
+			n := len(r.plan.IDs("", "", plan.Preflight)) + len(r.plan.IDs("", "", plan.Teardown))
 			for _, h := range r.hosts {
-				n += len(r.stepIDs(h.Name, "", plan.Connect, plan.ShipAgent)) + len(r.stepIDs(h.Name, "", plan.Fetch))
+				n += len(r.plan.IDs(h.Name, "", plan.Connect, plan.ShipAgent)) + len(r.plan.IDs(h.Name, "", plan.Fetch))
 			}
 			for _, x := range r.rxes {
-				n += len(r.stepIDs(x.Host, x.Name, plan.CreateRXE))
+				n += len(r.plan.IDs(x.Host, x.Name, plan.CreateRXE))
 			}
 			if n != 400*5+400 {
 				b.Fatalf("%d step ids, want %d", n, 400*5+400)

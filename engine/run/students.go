@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -53,7 +54,7 @@ func (r *runner) studentsOf() []*student {
 		}
 	}
 	for _, n := range r.workloads {
-		_, k, keyed := instanceKey(n.lab.Name)
+		_, k, keyed := plan.InstanceKey(n.lab.Name)
 		if !keyed || !keys[k] {
 			continue
 		}
@@ -68,13 +69,13 @@ func (r *runner) studentsOf() []*student {
 			add(s, h)
 		}
 	}
-	for _, x := range r.labRXEs {
-		if _, k, keyed := instanceKey(x.Name); keyed && byKey[k] != nil {
+	for _, x := range r.plan.Selected.RXEs {
+		if _, k, keyed := plan.InstanceKey(x.Name); keyed && byKey[k] != nil {
 			add(byKey[k], x.Host)
 		}
 	}
-	for _, c := range r.labCaptures {
-		if _, k, keyed := instanceKey(c.Name); keyed && byKey[k] != nil {
+	for _, c := range r.plan.Selected.Captures {
+		if _, k, keyed := plan.InstanceKey(c.Name); keyed && byKey[k] != nil {
 			add(byKey[k], c.Host)
 		}
 	}
@@ -85,7 +86,7 @@ func (r *runner) studentsOf() []*student {
 				s.hosts = append(s.hosts, h)
 				// A host is the student's own when it is keyed with their
 				// key or no other student uses it: all its files are theirs.
-				_, hk, keyed := instanceKey(h.Name)
+				_, hk, keyed := plan.InstanceKey(h.Name)
 				s.own[h] = (keyed && hk == s.key) || len(used[h]) == 1
 			}
 		}
@@ -104,12 +105,12 @@ func (r *runner) studentsOf() []*student {
 func (r *runner) studentKeys() map[string]bool {
 	keys := map[string]bool{}
 	for _, w := range r.lab.Workloads {
-		_, k, keyed := instanceKey(w.Name)
+		_, k, keyed := plan.InstanceKey(w.Name)
 		if !keyed {
 			continue
 		}
 		for _, h := range w.Hosts() {
-			if _, hk, hkeyed := instanceKey(h.Name); hkeyed {
+			if _, hk, hkeyed := plan.InstanceKey(h.Name); hkeyed {
 				if hk != k {
 					return nil // keyed hosts, but not per student
 				}

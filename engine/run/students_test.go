@@ -295,9 +295,9 @@ workload "ana" {
 		only string
 		n    int
 	}{{"workload:ana", 1}, {"key:ana", 2}} {
-		sel, err := selectOnly(l, []string{tt.only})
-		if err != nil || len(sel.workloads) != tt.n {
-			t.Errorf("--only %s: %v, %d workloads, want %d", tt.only, err, len(sel.workloads), tt.n)
+		p, err := plan.NewWith(l, plan.Options{Only: []string{tt.only}})
+		if err != nil || len(p.Selected.Workloads) != tt.n {
+			t.Errorf("--only %s: %v, want %d workloads", tt.only, err, tt.n)
 		}
 	}
 }
@@ -570,11 +570,11 @@ func FuzzOnly(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		sel, err := selectOnly(l, []string{v})
-		if err == nil && sel != nil && len(sel.workloads)+len(sel.rxes)+len(sel.captures) == 0 {
+		p, err := plan.NewWith(l, plan.Options{Only: []string{v}})
+		if err == nil && len(p.Selected.Workloads)+len(p.Selected.RXEs)+len(p.Selected.Captures) == 0 {
 			t.Errorf("--only %q accepted but selects nothing", v)
 		}
-		instanceKey(v)
+		plan.InstanceKey(v)
 		if s := studentSlug(v); !filepath.IsLocal(s) || strings.ContainsAny(s, `/\`) || strings.HasPrefix(s, ".") {
 			t.Errorf("studentSlug(%q) = %q leaves its folder", v, s)
 		}
@@ -595,9 +595,9 @@ func TestInstanceKey(t *testing.T) {
 		{"[]", "", "", false},
 	}
 	for _, tt := range tests {
-		b, k, keyed := instanceKey(tt.name)
+		b, k, keyed := plan.InstanceKey(tt.name)
 		if b != tt.block || k != tt.key || keyed != tt.keyed {
-			t.Errorf("instanceKey(%q) = %q, %q, %v; want %q, %q, %v", tt.name, b, k, keyed, tt.block, tt.key, tt.keyed)
+			t.Errorf("InstanceKey(%q) = %q, %q, %v; want %q, %q, %v", tt.name, b, k, keyed, tt.block, tt.key, tt.keyed)
 		}
 	}
 	// A count lab is not a class lab.
@@ -665,10 +665,11 @@ func TestSharedHostFiles(t *testing.T) {
 
 func TestSubLab(t *testing.T) {
 	l := loadLab(t, classRXE)
-	sub, err := SubLab(l, []string{"bob"}, false)
+	p, err := plan.NewWith(l, plan.Options{Only: []string{"bob"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sub := p.Selected
 	var names []string
 	for _, w := range sub.Workloads {
 		names = append(names, w.Name)
@@ -685,7 +686,7 @@ func TestSubLab(t *testing.T) {
 	if _, err := plan.New(sub); err != nil {
 		t.Errorf("plan of the sub-lab: %v", err)
 	}
-	if _, err := SubLab(l, []string{"dan"}, false); err == nil || !strings.Contains(err.Error(), `--only "dan"`) {
+	if _, err := plan.NewWith(l, plan.Options{Only: []string{"dan"}}); err == nil || !strings.Contains(err.Error(), `--only "dan"`) {
 		t.Errorf("unknown key: %v", err)
 	}
 }
@@ -765,14 +766,14 @@ workload "sweep" {
 				t.Fatal(diags)
 			}
 			r := &runner{lab: l}
-			for _, w := range l.Workloads {
-				r.workloads = append(r.workloads, &workloadNode{lab: w})
+			if err := r.schedule(); err != nil {
+				t.Fatal(err)
 			}
 			var got []string
 			for _, s := range r.studentsOf() {
 				got = append(got, s.key)
 				for _, n := range s.workloads {
-					if _, k, _ := instanceKey(n.lab.Name); k != s.key {
+					if _, k, _ := plan.InstanceKey(n.lab.Name); k != s.key {
 						t.Errorf("student %q has workload %s", s.key, n.lab.Name)
 					}
 				}
@@ -807,5 +808,36 @@ workload "w" {
 		if _, err := os.Stat(filepath.Join(res.Dir, f)); !os.IsNotExist(err) {
 			t.Errorf("%s: %v, want none", f, err)
 		}
+	}
+}
+
+// TestRunExecutesTheGivenPlan: a run handed a plan (rlab run plans once and
+// counts its workloads for the progress bar) executes that plan's selection
+// with no --only of its own: it connects the plan's agents, runs its
+// workloads and writes it, unchanged, as plan.json.
+func TestRunExecutesTheGivenPlan(t *testing.T) {
+	l := loadLab(t, classLab)
+	p, err := plan.NewWith(l, PlanOptions(Options{Only: []string{"bob"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed := newPipeBed(t)
+	res := Run(context.Background(), l, Options{Connector: bed, Plan: p, Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
+	if res.Code != ExitOK {
+		t.Fatalf("code %d: %v", res.Code, res.Err)
+	}
+	if got, want := connected(bed), []string{`client["bob"]`, `server["bob"]`}; !slices.Equal(got, want) {
+		t.Errorf("connected %v, want %v", got, want)
+	}
+	var wls []string
+	for _, o := range res.Outcomes {
+		wls = append(wls, o.Workload)
+	}
+	if want := []string{`hello["bob"]`, `bulk["bob"]`}; !slices.Equal(wls, want) {
+		t.Errorf("ran %v, want %v", wls, want)
+	}
+	want, _ := json.MarshalIndent(p, "", "  ")
+	if got, err := os.ReadFile(filepath.Join(res.Dir, "plan.json")); err != nil || string(got) != string(want)+"\n" {
+		t.Errorf("plan.json is not the plan the run was given (%v)", err)
 	}
 }

@@ -22,6 +22,7 @@ type workloadNode struct {
 	ids      []string         // its plan steps
 	deps     []*workloadNode  // the workloads its plan steps depend on
 	captures []*captureWindow // scoped captures that cover it
+	impairs  []*impairWindow  // scoped impairments that cover it (impair.go)
 	done     chan struct{}
 
 	mu      sync.Mutex

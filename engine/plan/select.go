@@ -1,4 +1,4 @@
-package run
+package plan
 
 import (
 	"fmt"
@@ -10,12 +10,16 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 )
 
-// instanceKey splits an instance's reference name (`write_bw["ana"]`,
+// Selection happens here, once: Options.Only (and Options.Check) limit the
+// lab to what a run runs before it is planned, and Plan.Selected is that
+// lab; the run executes the plan and selects nothing itself.
+
+// InstanceKey splits an instance's reference name (`write_bw["ana"]`,
 // `server[0]`, `bastion`) into its block label and for_each key; keyed is
 // false for a block without for_each. A count index is not a key: students
 // are named, and `--only 0` would read as nothing a user means. engine/lab
 // formats keys with %q, so strconv.Unquote reads them back exactly.
-func instanceKey(name string) (block, key string, keyed bool) {
+func InstanceKey(name string) (block, key string, keyed bool) {
 	i := strings.IndexByte(name, '[')
 	if i < 0 || !strings.HasSuffix(name, "]") {
 		return name, "", false
@@ -61,24 +65,24 @@ func selectOnly(l *lab.Lab, only []string) (*selection, error) {
 	blocks := map[string]bool{}
 	keys := map[string]bool{}
 	for _, w := range l.Workloads {
-		b, k, keyed := instanceKey(w.Name)
+		b, k, keyed := InstanceKey(w.Name)
 		blocks[b] = true
 		if keyed {
 			keys[k] = true
 		}
 	}
 	for _, x := range l.RXEs {
-		if _, k, keyed := instanceKey(x.Name); keyed {
+		if _, k, keyed := InstanceKey(x.Name); keyed {
 			keys[k] = true
 		}
 	}
 	for _, c := range l.Captures {
-		if _, k, keyed := instanceKey(c.Name); keyed {
+		if _, k, keyed := InstanceKey(c.Name); keyed {
 			keys[k] = true
 		}
 	}
 	for _, h := range l.Hosts {
-		if _, k, keyed := instanceKey(h.Name); keyed {
+		if _, k, keyed := InstanceKey(h.Name); keyed {
 			keys[k] = true
 		}
 	}
@@ -102,7 +106,7 @@ func selectOnly(l *lab.Lab, only []string) (*selection, error) {
 		n := 0
 		if asName {
 			for _, w := range l.Workloads {
-				b, _, _ := instanceKey(w.Name)
+				b, _, _ := InstanceKey(w.Name)
 				if b == word || w.Name == word || w.Slug == word {
 					sel.workloads[w] = true
 					n++
@@ -111,19 +115,19 @@ func selectOnly(l *lab.Lab, only []string) (*selection, error) {
 		}
 		if asKey {
 			for _, w := range l.Workloads {
-				if _, k, keyed := instanceKey(w.Name); keyed && k == word {
+				if _, k, keyed := InstanceKey(w.Name); keyed && k == word {
 					sel.workloads[w] = true
 					n++
 				}
 			}
 			for _, x := range l.RXEs {
-				if _, k, keyed := instanceKey(x.Name); keyed && k == word {
+				if _, k, keyed := InstanceKey(x.Name); keyed && k == word {
 					sel.rxes[x] = true
 					n++
 				}
 			}
 			for _, c := range l.Captures {
-				if _, k, keyed := instanceKey(c.Name); keyed && k == word {
+				if _, k, keyed := InstanceKey(c.Name); keyed && k == word {
 					sel.captures[c] = true
 					n++
 				}
@@ -195,44 +199,105 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// Selected returns the names of the workloads a run with these --only
-// values (and validate mode) would run, in file order, or the --only error;
-// `rlab run` sizes its progress bar with it and `rlab plan --only` can share
-// the selection.
-func Selected(l *lab.Lab, only []string, validate bool) ([]string, error) {
-	r := &runner{lab: l, opts: Options{Only: only, Validate: validate}}
-	if err := r.select_(); err != nil {
+// selectLab is l limited to what a run with these --only values (and a
+// student check) runs: the selected workloads, the rxe devices they use
+// (all of the lab's on a full run, a student's with their key), the
+// captures and impairments of the hosts these use and scoped to no workload
+// outside the selection (a check takes no captures), and those hosts with
+// the jump hosts they go through. With no --only and no check it is l.
+func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
+	sel, err := selectOnly(l, only)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(r.workloads))
-	for _, n := range r.workloads {
-		out = append(out, n.lab.Name)
+	if sel == nil && !check {
+		return l, nil
 	}
-	return out, nil
-}
-
-// SubLab is the lab limited to what a run with these --only values (and
-// validate mode) would run: the selected workloads and the rxe devices and
-// captures they need, and the hosts those use (with the jump hosts they go
-// through), for `rlab plan --only` to plan exactly that run.
-func SubLab(l *lab.Lab, only []string, validate bool) (*lab.Lab, error) {
-	r := &runner{lab: l, opts: Options{Only: only, Validate: validate}}
-	if err := r.select_(); err != nil {
-		return nil, err
+	usedHost := map[*lab.Host]bool{}
+	usedRXE := map[*lab.RXE]bool{}
+	selected := map[*lab.Workload]bool{}
+	withExpects := false
+	if check {
+		for _, w := range l.Workloads {
+			if (sel == nil || sel.workloads[w]) && len(w.Expects) > 0 {
+				withExpects = true
+			}
+		}
 	}
-	sub := r.subLab()
-	// Its hosts: those the run connects, and the jump hosts they go through.
+	sub := *l
+	sub.Hosts, sub.Workloads, sub.RXEs, sub.Captures, sub.Impairs = nil, nil, nil, nil, nil
+	for _, w := range l.Workloads {
+		if sel != nil && !sel.workloads[w] {
+			continue
+		}
+		if withExpects && len(w.Expects) == 0 {
+			continue // a check runs the workloads that say what they expect
+		}
+		selected[w] = true
+		sub.Workloads = append(sub.Workloads, w)
+		for _, h := range w.Hosts() {
+			usedHost[h] = true
+		}
+		// A tcp workload's server rxe is the data link it dials (ServerDial).
+		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE, l.ServerDial(w).RXE} {
+			if x != nil {
+				usedRXE[x] = true
+			}
+		}
+	}
+	switch {
+	case sel == nil:
+		// A full run prepares every rxe device and capture the lab declares.
+		for _, x := range l.RXEs {
+			usedRXE[x] = true
+		}
+		if !check {
+			for _, c := range l.Captures {
+				usedHost[c.Host] = true
+			}
+		}
+	default:
+		// A student key brings that student's rxe devices and captures
+		// (and so their hosts), and nothing of the other students.
+		for x := range sel.rxes {
+			usedRXE[x] = true
+		}
+		if !check {
+			for c := range sel.captures {
+				usedHost[c.Host] = true
+			}
+		}
+	}
+	for _, x := range l.RXEs {
+		if usedRXE[x] {
+			usedHost[x.Host] = true
+			sub.RXEs = append(sub.RXEs, x)
+		}
+	}
+	inSelection := func(during []*lab.Workload) bool {
+		return len(during) == 0 || slices.ContainsFunc(during, func(w *lab.Workload) bool { return selected[w] })
+	}
+	for _, c := range l.Captures {
+		if usedHost[c.Host] && !check && inSelection(c.During) {
+			sub.Captures = append(sub.Captures, c)
+		}
+	}
+	for _, im := range l.Impairs {
+		if usedHost[im.Host] && inSelection(im.During) {
+			sub.Impairs = append(sub.Impairs, im)
+		}
+	}
+	// Its hosts: those its parts use, and the jump hosts they go through.
 	keep := map[*lab.Host]bool{}
-	for _, h := range r.hosts {
+	for h := range usedHosts(&sub) {
 		for j := h; j != nil && !keep[j]; j = j.JumpHost {
 			keep[j] = true
 		}
 	}
-	sub.Hosts = nil
 	for _, h := range l.Hosts {
 		if keep[h] {
 			sub.Hosts = append(sub.Hosts, h)
 		}
 	}
-	return sub, nil
+	return &sub, nil
 }
