@@ -3,7 +3,7 @@
 // of its own so that what shows a run's progress need not import the run
 // engine (engine/run), which writes the events.
 //
-// It imports only the standard library.
+// It imports only the standard library (internal/archtest checks it).
 package runevent
 
 import "time"

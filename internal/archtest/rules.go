@@ -51,6 +51,7 @@ var Rules = []Rule{
 
 	// Leaves of the controller.
 	{Pkg: "engine/termsafe", Only: stdOnly, Why: "a leaf every layer that shows host text uses"},
+	{Pkg: "engine/runevent", Only: stdOnly, Why: "the event log's one line type, read by what shows progress without the executor"},
 	{Pkg: "engine/rundir", Only: stdOnly, Why: "a leaf every reader of a received run directory uses"},
 	{Pkg: "engine/testbed", Only: stdOnly, Why: "every package's tests may use it"},
 	{Pkg: "templates", Only: stdOnly, Why: "starter labs are data embedded in rlab"},
