@@ -176,10 +176,11 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 			a.sess, a.stdin, stdout = k, k.stdin(), k.ch
 		}
 	}
+	limit := limitOr(o.CallTimeout, sshx.DefaultOpenTimeout)
 	if a.sess == nil {
-		sess, err := c.NewSession()
+		sess, err := c.OpenSession(ctx, limit)
 		if err != nil {
-			return nil, nil, fmt.Errorf("start agent: open session: %w", err)
+			return nil, nil, fmt.Errorf("start agent: %w", err)
 		}
 		a.sess = sess
 		sess.Stderr = a.stderr
@@ -191,7 +192,7 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 			sess.Close()
 			return nil, nil, fmt.Errorf("start agent: %w", err)
 		}
-		if err := sess.Start(cmd); err != nil {
+		if err := c.Start(ctx, sess, cmd, limit); err != nil {
 			sess.Close()
 			return nil, nil, fmt.Errorf("start agent: %w", err)
 		}
@@ -212,10 +213,12 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 	select {
 	case hr = <-hc:
 	case <-ctx.Done():
-		sess.Close()
+		// Closing the session would not end the read with OpenSSH (sshd
+		// keeps the channel while the agent lives): close the connection.
+		c.Abort()
 		return nil, nil, fmt.Errorf("start agent: waiting for its hello: %w", ctx.Err())
 	case <-time.After(o.HelloTimeout):
-		sess.Close()
+		c.Abort()
 		return nil, nil, fmt.Errorf("start agent: no hello within %s%s", o.HelloTimeout, a.stderrNote())
 	}
 	if hr.err != nil {
@@ -260,6 +263,9 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 			select {
 			case <-done:
 			case <-time.After(5 * time.Second):
+				// sshd keeps the channel while the agent lives: only
+				// closing the connection ends the reader on it.
+				c.Abort()
 			}
 		},
 	})
@@ -315,7 +321,7 @@ func (ag *Agents) Open(ctx context.Context, c *sshx.Client, o StartOptions) (*Ag
 		}
 		probed = p
 	}
-	inst, err := ag.installProbed(ctx, c, probed, false)
+	inst, err := ag.installProbed(ctx, c, probed, false, o.CallTimeout)
 	if err != nil {
 		return nil, inst, err
 	}
@@ -330,7 +336,7 @@ func (ag *Agents) startInstalled(ctx context.Context, c *sshx.Client, inst *Inst
 	if err == nil || inst.Sent > 0 || !errors.As(err, &se) {
 		return a, inst, err
 	}
-	inst2, ierr := ag.install(ctx, c, true)
+	inst2, ierr := ag.install(ctx, c, true, o.CallTimeout)
 	if inst2 != nil {
 		inst2.Sent += inst.Sent
 	}
@@ -512,7 +518,7 @@ func (a *Agent) Close() error {
 		a.rpc.Abort(errors.New("it did not end within 10s of its input closing"))
 	}
 	if a.sftp != nil {
-		a.sftp.Close()
+		closeSFTP(a.sftp, a.client)
 	}
 	return nil
 }
