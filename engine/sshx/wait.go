@@ -46,7 +46,7 @@ func (e *StallError) Error() string {
 	case e.Ctx != nil:
 		return fmt.Sprintf("%s: %v (the connection was closed to stop waiting)", e.Step, e.Ctx)
 	case e.Idle:
-		return fmt.Sprintf("%s: the host sent nothing for %s", e.Step, FormatLimit(e.Limit))
+		return fmt.Sprintf("%s: no progress for %s", e.Step, FormatLimit(e.Limit))
 	}
 	return fmt.Sprintf("%s: no answer within %s", e.Step, FormatLimit(e.Limit))
 }

@@ -28,7 +28,7 @@ func TestWaitsEnd(t *testing.T) {
 		{"channel open", func(s *sshtest.Server) { s.StallOpens.Store(true) }, false, "open session: no answer within 300ms"},
 		{"channel open, ctx", func(s *sshtest.Server) { s.StallOpens.Store(true) }, true, "open session: context canceled"},
 		{"exec request", func(s *sshtest.Server) { s.StallExec.Store(true) }, false, "start command: no answer within 300ms"},
-		{"silent command", nil, false, "read output: the host sent nothing for 300ms"},
+		{"silent command", nil, false, "read output: no progress for 300ms"},
 		{"silent command, ctx", nil, true, "read output: context canceled"},
 	}
 	for _, tc := range cases {
