@@ -90,7 +90,7 @@ workload "on_h1" {
 				return true
 			}
 			if tc.facts {
-				out, stderr, code := runRlabWithin(t, 3*time.Minute, "facts", "-json", labFile)
+				out, stderr, code := runRlabWithin(t, 100*time.Second, "facts", "-json", labFile)
 				var got map[string]struct {
 					Facts *json.RawMessage `json:"facts"`
 					Error string           `json:"error"`
@@ -101,7 +101,7 @@ workload "on_h1" {
 				}
 			}
 			dir := filepath.Join(t.TempDir(), "run")
-			out, stderr, code := runRlabWithin(t, 3*time.Minute, "run", "--out", dir, labFile)
+			out, stderr, code := runRlabWithin(t, 100*time.Second, "run", "--out", dir, labFile)
 			if code != 2 || !named(out+stderr) {
 				t.Errorf("run: exit %d, want 2 naming h1 and %q\n%s%s", code, tc.want, out, stderr)
 			}
