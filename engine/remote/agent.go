@@ -167,8 +167,9 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 		stderr: &tailBuffer{max: stderrTail, also: o.Stderr},
 	}
 	var stdout io.Reader
+	limit := limitOr(o.CallTimeout, sshx.DefaultOpenTimeout)
 	if keep && c.Muxed {
-		k, err := openKept(c, cmd, a.stderr)
+		k, err := openKept(ctx, c, cmd, a.stderr, limit)
 		if err != nil {
 			return nil, nil, fmt.Errorf("start agent: %w", err)
 		}
@@ -176,7 +177,6 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 			a.sess, a.stdin, stdout = k, k.stdin(), k.ch
 		}
 	}
-	limit := limitOr(o.CallTimeout, sshx.DefaultOpenTimeout)
 	if a.sess == nil {
 		sess, err := c.OpenSession(ctx, limit)
 		if err != nil {

@@ -18,6 +18,7 @@ package remote
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -428,12 +429,20 @@ type keptConn struct {
 // openKept opens a KeptAgentChannel for cmd on c; nil, nil when the daemon
 // does not keep agents (one from before they existed relays the channel
 // to the host, which refuses its type).
-func openKept(c *sshx.Client, cmd string, stderr io.Writer) (*keptConn, error) {
+func openKept(ctx context.Context, c *sshx.Client, cmd string, stderr io.Writer, limit time.Duration) (*keptConn, error) {
 	extra, err := json.Marshal(keptOpen{Cmd: cmd})
 	if err != nil {
 		return nil, err
 	}
+	// The daemon opens an upstream session for it: as bounded as any.
+	w := c.Watch(ctx, "open kept agent channel", limit)
 	ch, reqs, err := c.OpenChannel(KeptAgentChannel, extra)
+	if werr := w.Stop(); werr != nil {
+		if ch != nil {
+			ch.Close()
+		}
+		return nil, fmt.Errorf("kept agent through rlab mux: %w", werr)
+	}
 	if err != nil {
 		var oe *ssh.OpenChannelError
 		if errors.As(err, &oe) && oe.Reason == ssh.UnknownChannelType {
