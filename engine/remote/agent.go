@@ -35,8 +35,9 @@ type StartOptions struct {
 	// HelloTimeout bounds the wait for the hello; default 60s.
 	HelloTimeout time.Duration
 	// CallTimeout, when > 0, replaces every call's own deadline
-	// (rpc.Method.Base: 1 to 10 minutes by method) and the heartbeat's;
-	// default $RLAB_AGENT_TIMEOUT (a Go duration), else each method's.
+	// (rpc.Method.Base: 1 to 10 minutes by method), the heartbeat's, and
+	// the limit of every SSH wait on the host (wait.go); default
+	// $RLAB_AGENT_TIMEOUT (a Go duration), else each method's and wait's.
 	CallTimeout time.Duration
 	// Heartbeat is how often the client pings an agent while a call waits
 	// (rpc.Options.Heartbeat); 0 means 15s, < 0 none.
