@@ -519,7 +519,7 @@ func (a *Agent) Close() error {
 		a.rpc.Abort(errors.New("it did not end within 10s of its input closing"))
 	}
 	if a.sftp != nil {
-		closeSFTP(a.sftp, a.client)
+		closeSFTP(a.sftp, a.client.Abort)
 	}
 	return nil
 }

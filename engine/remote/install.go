@@ -442,7 +442,7 @@ func uploadSFTP(ctx context.Context, c *sshx.Client, dir, final string, data []b
 	if err != nil {
 		return 0, fmt.Errorf("start sftp: %w", err)
 	}
-	defer closeSFTP(sc, c)
+	defer closeSFTP(sc, c.Abort)
 	w := c.WatchWith(ctx, "sftp upload", limit, sshx.WatchOptions{Idle: true, Session: closer(func() { go sc.Close() })})
 	defer w.Stop()
 	if err := sc.MkdirAll(dir); err != nil {

@@ -165,7 +165,15 @@ func (a *Agent) startHostSums(ctx context.Context, files []proto.FileInfo) *host
 			return
 		}
 		defer sess.Close()
-		w := a.client.WatchWith(ctx, proto.BundleCommand+" (sums)", a.idleLimit(), sshx.WatchOptions{Idle: true, Session: sess})
+		// The host hashes each file before it sends its entry: the
+		// silence allowed grows with the biggest file (at 4 MiB/s, slow
+		// for any disk), on top of the idle limit.
+		var biggest int64
+		for _, f := range files {
+			biggest = max(biggest, f.Size)
+		}
+		limit := a.idleLimit() + time.Duration(biggest/(4<<20))*time.Second
+		w := a.client.WatchWith(ctx, proto.BundleCommand+" (sums)", limit, sshx.WatchOptions{Idle: true, Session: sess})
 		defer w.Stop()
 		h.sums, h.err = readSums(&watchedReader{r: out, w: w}, files)
 		if werr := w.Err(); werr != nil {

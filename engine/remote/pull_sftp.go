@@ -115,6 +115,10 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 	if grew {
 		hostSize = f.Size + 1
 	}
+	// The copy is done: the wait for the host's sum has its own watch.
+	if werr := w.Stop(); werr != nil && err == nil {
+		err = werr
+	}
 	if err == nil && f.SHA256 == "" && sums != nil {
 		var hs hostSum
 		if hs, err = sums.get(ctx, f.Path); err == nil {

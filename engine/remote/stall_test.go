@@ -2,11 +2,14 @@ package remote
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
 )
@@ -53,5 +56,48 @@ func TestOpenStalledHost(t *testing.T) {
 				t.Error("the connection was left open")
 			}
 		})
+	}
+}
+
+// TestCloseSFTPBounded: closing an SFTP client waits for its reader, and
+// against OpenSSH a reader the host never answers does not end when the
+// session's input closes (issue 24: teardown after Ctrl-C blocked in
+// sftp.Client.Close for good). closeSFTP closes the connection after
+// sftpCloseWait, which ends the reader.
+func TestCloseSFTPBounded(t *testing.T) {
+	srvR, cliW := io.Pipe() // what the client sends
+	cliR, srvW := io.Pipe() // what the server answers
+	go func() {
+		// Answer the init with version 3, then read everything and
+		// answer nothing, never closing.
+		var hdr [4]byte
+		io.ReadFull(srvR, hdr[:])
+		io.CopyN(io.Discard, srvR, int64(binary.BigEndian.Uint32(hdr[:])))
+		srvW.Write([]byte{0, 0, 0, 5, 2, 0, 0, 0, 3})
+		io.Copy(io.Discard, srvR)
+	}()
+	sc, err := sftp.NewClientPipe(cliR, cliW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aborted := make(chan struct{})
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		closeSFTP(sc, func() { close(aborted); srvW.Close() })
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(sftpCloseWait + 10*time.Second):
+		t.Fatal("closeSFTP still waits")
+	}
+	select {
+	case <-aborted:
+	default:
+		t.Error("returned without closing the connection")
+	}
+	if el := time.Since(start); el < sftpCloseWait {
+		t.Errorf("returned after %s, before the reader could end by itself", el)
 	}
 }

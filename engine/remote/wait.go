@@ -87,8 +87,8 @@ type closer func()
 func (f closer) Close() error { f(); return nil }
 
 // closeSFTP closes an SFTP client, which waits for its reader: one the
-// host never answers is ended by closing the connection.
-func closeSFTP(sc *sftp.Client, c *sshx.Client) {
+// host never answers is ended by closing the connection (abort: c.Abort).
+func closeSFTP(sc *sftp.Client, abort func()) {
 	done := make(chan struct{})
 	go func() {
 		sc.Close()
@@ -97,7 +97,7 @@ func closeSFTP(sc *sftp.Client, c *sshx.Client) {
 	select {
 	case <-done:
 	case <-time.After(sftpCloseWait):
-		c.Abort()
+		abort()
 		select {
 		case <-done:
 		case <-time.After(sftpCloseWait):

@@ -171,7 +171,12 @@ func (w *Watch) getStep() string {
 
 // Reset renews the limit: the host showed life (bytes arrived or left).
 func (w *Watch) Reset() {
-	if w.t != nil {
+	if w.t == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped && w.err == nil {
 		w.t.Reset(w.limit)
 	}
 }
