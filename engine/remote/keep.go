@@ -254,9 +254,11 @@ func (p *KeptAgents) put(a *keptAgent) {
 
 // start runs the command in a new session on key.up.
 func (p *KeptAgents) start(key keptKey, log *slog.Logger) (*keptAgent, error) {
-	sess, err := key.up.NewSession()
+	// Bounded as every wait on a host (sshx.Client.OpenSession): an
+	// upstream that never answers is closed, not waited for by the daemon.
+	sess, err := key.up.OpenSession(context.Background(), 0)
 	if err != nil {
-		return nil, fmt.Errorf("open session: %w", err)
+		return nil, err
 	}
 	a := &keptAgent{key: key, sess: sess, log: log, ended: make(chan struct{}), errDone: make(chan struct{})}
 	stdout, err := sess.StdoutPipe()
@@ -273,9 +275,9 @@ func (p *KeptAgents) start(key keptKey, log *slog.Logger) (*keptAgent, error) {
 		sess.Close()
 		return nil, err
 	}
-	if err := sess.Start(key.cmd); err != nil {
+	if err := key.up.Start(context.Background(), sess, key.cmd, 0); err != nil {
 		sess.Close()
-		return nil, fmt.Errorf("start: %w", err)
+		return nil, err
 	}
 	// The pumps start once the caller is attached (pump), so nothing the
 	// agent writes first, its hello included, goes to no one.
