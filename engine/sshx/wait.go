@@ -44,7 +44,7 @@ func (e *StallError) Error() string {
 	case e.Cut != "":
 		return fmt.Sprintf("%s: %s (cut off)", e.Step, e.Cut)
 	case e.Ctx != nil:
-		return fmt.Sprintf("%s: %v (the connection was closed to stop waiting)", e.Step, e.Ctx)
+		return fmt.Sprintf("%s: stopped (%v)", e.Step, e.Ctx)
 	case e.Idle:
 		return fmt.Sprintf("%s: no progress for %s", e.Step, FormatLimit(e.Limit))
 	}

@@ -26,10 +26,10 @@ func TestWaitsEnd(t *testing.T) {
 		want   string
 	}{
 		{"channel open", func(s *sshtest.Server) { s.StallOpens.Store(true) }, false, "open session: no answer within 300ms"},
-		{"channel open, ctx", func(s *sshtest.Server) { s.StallOpens.Store(true) }, true, "open session: context canceled"},
+		{"channel open, ctx", func(s *sshtest.Server) { s.StallOpens.Store(true) }, true, "open session: stopped (context canceled)"},
 		{"exec request", func(s *sshtest.Server) { s.StallExec.Store(true) }, false, "start command: no answer within 300ms"},
 		{"silent command", nil, false, "read output: no progress for 300ms"},
-		{"silent command, ctx", nil, true, "read output: context canceled"},
+		{"silent command, ctx", nil, true, "read output: stopped (context canceled)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
