@@ -5,7 +5,9 @@
 // chmods and renames it — over SFTP, uncompressed, when the host has no
 // gzip; nothing sent when already there), start (`serve` as one long-lived
 // session, with `sudo -n` for become), a protocol client (concurrent calls,
-// events, bounded stderr, "agent lost" on a dropped session) and Pull
+// events, bounded stderr, "agent lost" on a dropped session), a limit on
+// every SSH wait that closes the host's connection when passed (wait.go)
+// and Pull
 // (artifacts: small files in one tar stream from `rlab-agent bundle`, big
 // ones over SFTP with large reads; each verified by size and sha256,
 // confined to the destination folder, within a per-host byte cap, with a
