@@ -7,11 +7,10 @@
 // session, with `sudo -n` for become), a protocol client (concurrent calls,
 // events, bounded stderr, "agent lost" on a dropped session), a limit on
 // every SSH wait that closes the host's connection when passed (wait.go)
-// and Pull
-// (artifacts: small files in one tar stream from `rlab-agent bundle`, big
-// ones over SFTP with large reads; each verified by size and sha256,
-// confined to the destination folder, within a per-host byte cap, with a
-// progress hook).
+// and Pull (artifacts: small files in one tar stream from `rlab-agent
+// bundle`, big ones over SFTP with large reads; each verified by size and
+// sha256, confined to the destination folder, within a per-host byte cap,
+// with a progress hook).
 //
 // It builds on engine/sshx and agent/proto; it knows nothing of labs.
 package remote
