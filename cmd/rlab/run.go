@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -140,27 +141,17 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 
 	ctx, cancel := context.WithCancelCause(cmd.Context())
 	defer cancel(nil)
-	hard := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	go func() {
-		n := 0
-		for s := range sigs {
-			n++
-			if n == 1 {
-				fmt.Fprintf(stderr, "\n%s: tearing down (at most 30 s; press Ctrl-C again to stop at once)\n", s)
-				cancel(fmt.Errorf("%s", s))
-			} else {
-				close(hard)
-				return
-			}
-		}
-	}()
+	go onInterrupt(sigs, stderr, teardownBound, func(s os.Signal) { cancel(fmt.Errorf("%s", s)) }, os.Exit)
 
 	opts.Connector = conn
 	opts.VMs = &runengine.LocalVMs{Log: log, Progress: prog.vm}
-	opts.Log, opts.OnEvent, opts.Hard = log, prog.event, hard
+	opts.Log, opts.OnEvent = log, prog.event
+	// Inside onInterrupt's bound: what is left (results, report) is
+	// written before it.
+	opts.TeardownTimeout = teardownBound - 5*time.Second
 	res := runengine.Run(ctx, l, opts)
 	prog.finish()
 	w := cmd.OutOrStdout()
@@ -256,4 +247,41 @@ func (f *runFlags) pullOptions() (remote.PullOptions, error) {
 		o.MaxBytes = n
 	}
 	return o, nil
+}
+
+// teardownBound is what the first Ctrl-C promises: rlab has exited this
+// long after it, whatever is blocked on a host.
+const teardownBound = 30 * time.Second
+
+// onInterrupt handles SIGINT and SIGTERM: the first starts the teardown
+// (stop, which cancels the run) and a timer that exits 130 after bound,
+// should anything still wait then (the engine bounds every
+// wait on a host, the timer makes the promise hold regardless); the second
+// exits 130 at once. What the run made is in its state.json, journaled as
+// it went: `rlab down` undoes what is left, and each host's agent undoes
+// what it made when its connection ends.
+func onInterrupt(sigs <-chan os.Signal, stderr io.Writer, bound time.Duration, stop func(os.Signal), exit func(int)) {
+	first := true
+	for s := range sigs {
+		if !first {
+			fmt.Fprintf(stderr, "\n%s again: stopping at once (each host's agent undoes what it made when its connection ends; rlab down RUN_DIR undoes what is left)\n", s)
+			exit(exitInterrupted)
+			return
+		}
+		first = false
+		fmt.Fprintf(stderr, "\n%s: tearing down (at most %s; press Ctrl-C again to stop at once)\n", s, spoken(bound))
+		stop(s)
+		time.AfterFunc(bound, func() {
+			fmt.Fprintf(stderr, "teardown did not end within %s: stopping (rlab down RUN_DIR undoes what is left)\n", spoken(bound))
+			exit(exitInterrupted)
+		})
+	}
+}
+
+// spoken writes whole seconds as "30 s", as the help text does.
+func spoken(d time.Duration) string {
+	if d >= time.Second && d%time.Second == 0 {
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return d.String()
 }

@@ -35,8 +35,9 @@ type StartOptions struct {
 	// HelloTimeout bounds the wait for the hello; default 60s.
 	HelloTimeout time.Duration
 	// CallTimeout, when > 0, replaces every call's own deadline
-	// (rpc.Method.Base: 1 to 10 minutes by method) and the heartbeat's;
-	// default $RLAB_AGENT_TIMEOUT (a Go duration), else each method's.
+	// (rpc.Method.Base: 1 to 10 minutes by method), the heartbeat's, and
+	// the limit of every SSH wait on the host (wait.go); default
+	// $RLAB_AGENT_TIMEOUT (a Go duration), else each method's and wait's.
 	CallTimeout time.Duration
 	// Heartbeat is how often the client pings an agent while a call waits
 	// (rpc.Options.Heartbeat); 0 means 15s, < 0 none.
@@ -167,8 +168,9 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 		stderr: &tailBuffer{max: stderrTail, also: o.Stderr},
 	}
 	var stdout io.Reader
+	limit := limitOr(o.CallTimeout, sshx.DefaultOpenTimeout)
 	if keep && c.Muxed {
-		k, err := openKept(c, cmd, a.stderr)
+		k, err := openKept(ctx, c, cmd, a.stderr, limit)
 		if err != nil {
 			return nil, nil, fmt.Errorf("start agent: %w", err)
 		}
@@ -177,9 +179,9 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 		}
 	}
 	if a.sess == nil {
-		sess, err := c.NewSession()
+		sess, err := c.OpenSession(ctx, limit)
 		if err != nil {
-			return nil, nil, fmt.Errorf("start agent: open session: %w", err)
+			return nil, nil, fmt.Errorf("start agent: %w", err)
 		}
 		a.sess = sess
 		sess.Stderr = a.stderr
@@ -191,7 +193,7 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 			sess.Close()
 			return nil, nil, fmt.Errorf("start agent: %w", err)
 		}
-		if err := sess.Start(cmd); err != nil {
+		if err := c.Start(ctx, sess, cmd, limit); err != nil {
 			sess.Close()
 			return nil, nil, fmt.Errorf("start agent: %w", err)
 		}
@@ -212,10 +214,12 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 	select {
 	case hr = <-hc:
 	case <-ctx.Done():
-		sess.Close()
+		// Closing the session would not end the read with OpenSSH (sshd
+		// keeps the channel while the agent lives): close the connection.
+		c.Abort()
 		return nil, nil, fmt.Errorf("start agent: waiting for its hello: %w", ctx.Err())
 	case <-time.After(o.HelloTimeout):
-		sess.Close()
+		c.Abort()
 		return nil, nil, fmt.Errorf("start agent: no hello within %s%s", o.HelloTimeout, a.stderrNote())
 	}
 	if hr.err != nil {
@@ -260,6 +264,9 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 			select {
 			case <-done:
 			case <-time.After(5 * time.Second):
+				// sshd keeps the channel while the agent lives: only
+				// closing the connection ends the reader on it.
+				c.Abort()
 			}
 		},
 	})
@@ -315,7 +322,7 @@ func (ag *Agents) Open(ctx context.Context, c *sshx.Client, o StartOptions) (*Ag
 		}
 		probed = p
 	}
-	inst, err := ag.installProbed(ctx, c, probed, false)
+	inst, err := ag.installProbed(ctx, c, probed, false, o.CallTimeout)
 	if err != nil {
 		return nil, inst, err
 	}
@@ -330,7 +337,7 @@ func (ag *Agents) startInstalled(ctx context.Context, c *sshx.Client, inst *Inst
 	if err == nil || inst.Sent > 0 || !errors.As(err, &se) {
 		return a, inst, err
 	}
-	inst2, ierr := ag.install(ctx, c, true)
+	inst2, ierr := ag.install(ctx, c, true, o.CallTimeout)
 	if inst2 != nil {
 		inst2.Sent += inst.Sent
 	}
@@ -512,7 +519,7 @@ func (a *Agent) Close() error {
 		a.rpc.Abort(errors.New("it did not end within 10s of its input closing"))
 	}
 	if a.sftp != nil {
-		a.sftp.Close()
+		closeSFTP(a.sftp, a.client.Abort)
 	}
 	return nil
 }

@@ -5,11 +5,12 @@
 // chmods and renames it — over SFTP, uncompressed, when the host has no
 // gzip; nothing sent when already there), start (`serve` as one long-lived
 // session, with `sudo -n` for become), a protocol client (concurrent calls,
-// events, bounded stderr, "agent lost" on a dropped session) and Pull
-// (artifacts: small files in one tar stream from `rlab-agent bundle`, big
-// ones over SFTP with large reads; each verified by size and sha256,
-// confined to the destination folder, within a per-host byte cap, with a
-// progress hook).
+// events, bounded stderr, "agent lost" on a dropped session), a limit on
+// every SSH wait that closes the host's connection when passed (wait.go)
+// and Pull (artifacts: small files in one tar stream from `rlab-agent
+// bundle`, big ones over SFTP with large reads; each verified by size and
+// sha256, confined to the destination folder, within a per-host byte cap,
+// with a progress hook).
 //
 // It builds on engine/sshx and agent/proto; it knows nothing of labs.
 package remote
@@ -34,7 +35,6 @@ import (
 
 	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/engine/sshx"
-	"golang.org/x/crypto/ssh"
 )
 
 // Binaries returns the agent binary for a platform (agent/dist.Binary).
@@ -293,29 +293,36 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// output runs one command in its own session and returns stdout; stderr is
-// folded into the error.
-func output(ctx context.Context, c *ssh.Client, cmd string) ([]byte, error) {
-	s, err := c.NewSession()
+// output runs one command in its own session and returns stdout (at most
+// outputMax bytes: a host that prints more is cut off); stderr is folded
+// into the error. The whole command has limit (sshIdle when 0) or until
+// ctx ends: then the connection is closed (sshx.Watch).
+func output(ctx context.Context, c *sshx.Client, cmd string, limit time.Duration) ([]byte, error) {
+	limit = limitOr(limit, sshIdle)
+	s, err := c.OpenSession(ctx, limit)
 	if err != nil {
-		return nil, fmt.Errorf("open session: %w", err)
+		return nil, err
 	}
 	defer s.Close()
-	var stdout, stderr bytes.Buffer
-	s.Stdout, s.Stderr = &stdout, &limitedBuffer{max: 8 << 10, buf: &stderr}
-	stop := context.AfterFunc(ctx, func() { s.Close() })
-	defer stop()
-	err = s.Run(cmd)
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	w := c.WatchWith(ctx, "command output", limit, sshx.WatchOptions{Session: s})
+	defer w.Stop()
+	var stderr bytes.Buffer
+	stdout := &boundedBuffer{max: outputMax, w: w}
+	s.Stdout, s.Stderr = stdout, &limitedBuffer{max: 8 << 10, buf: &stderr}
+	if err := c.Start(ctx, s, cmd, limit); err != nil {
+		return nil, err
+	}
+	err = s.Wait()
+	if werr := w.Stop(); werr != nil {
+		return nil, werr
 	}
 	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return stdout.Bytes(), fmt.Errorf("%w: %s", err, msg)
+			return stdout.buf, fmt.Errorf("%w: %s", err, msg)
 		}
-		return stdout.Bytes(), err
+		return stdout.buf, err
 	}
-	return stdout.Bytes(), nil
+	return stdout.buf, nil
 }
 
 type limitedBuffer struct {
@@ -340,29 +347,32 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 // The probe and the upload share one session (installGzip); a host
 // without gzip gets the agent uncompressed over SFTP instead (uploadSFTP).
 func (a *Agents) Install(ctx context.Context, c *sshx.Client) (*Installed, error) {
-	return a.install(ctx, c, false)
+	return a.install(ctx, c, false, 0)
 }
 
-func (a *Agents) install(ctx context.Context, c *sshx.Client, force bool) (*Installed, error) {
-	return a.installProbed(ctx, c, nil, force)
+func (a *Agents) install(ctx context.Context, c *sshx.Client, force bool, limit time.Duration) (*Installed, error) {
+	return a.installProbed(ctx, c, nil, force, limit)
 }
 
 // installProbed installs the agent. p is the probe a warm-start shell
 // already printed (Open's fastStart), or nil: then the install's own
 // session probes first. force uploads even when a copy of the right size
-// is cached.
-func (a *Agents) installProbed(ctx context.Context, c *sshx.Client, p *probe, force bool) (*Installed, error) {
+// is cached. Every wait on the host has limit (sshIdle, or
+// $RLAB_AGENT_TIMEOUT, when 0): a host that stalls is cut off (its
+// connection closed) and the error says at which step.
+func (a *Agents) installProbed(ctx context.Context, c *sshx.Client, p *probe, force bool, limit time.Duration) (*Installed, error) {
+	limit = limitOr(limit, sshIdle)
 	if p != nil {
 		inst, b, err := a.plan(p, force)
 		if err != nil || b == nil {
 			return inst, err
 		}
 		if !p.canInflate() || !p.canVerify() {
-			return a.installSFTP(ctx, c, p, inst, b)
+			return a.installSFTP(ctx, c, p, inst, b, limit)
 		}
-		return a.installGzip(ctx, c, p, force)
+		return a.installGzip(ctx, c, p, force, limit)
 	}
-	return a.installGzip(ctx, c, nil, force)
+	return a.installGzip(ctx, c, nil, force, limit)
 }
 
 // plan picks the agent for a probed host and where it goes. b is nil when
@@ -401,7 +411,7 @@ func (a *Agents) hashes() []string {
 // installSFTP is the install for a host without gzip (or without a tool
 // to check a sha256, which then fails saying so): the binary uncompressed
 // over SFTP to a temp name, verified, renamed.
-func (a *Agents) installSFTP(ctx context.Context, c *sshx.Client, p *probe, inst *Installed, b *agentBin) (*Installed, error) {
+func (a *Agents) installSFTP(ctx context.Context, c *sshx.Client, p *probe, inst *Installed, b *agentBin, limit time.Duration) (*Installed, error) {
 	if !p.canVerify() {
 		return inst, fmt.Errorf("install agent at %s: the host has none of sha256sum, shasum or openssl to verify the upload with: install coreutils", inst.Path)
 	}
@@ -410,7 +420,7 @@ func (a *Agents) installSFTP(ctx context.Context, c *sshx.Client, p *probe, inst
 	if err != nil {
 		return inst, fmt.Errorf("install agent at %s: %w", inst.Path, err)
 	}
-	n, err := uploadSFTP(ctx, c, path.Dir(inst.Path), inst.Path, raw, b.hash)
+	n, err := uploadSFTP(ctx, c, path.Dir(inst.Path), inst.Path, raw, b.hash, limit)
 	inst.Sent = n
 	if err != nil {
 		return inst, fmt.Errorf("install agent at %s: %w", inst.Path, err)
@@ -419,14 +429,23 @@ func (a *Agents) installSFTP(ctx context.Context, c *sshx.Client, p *probe, inst
 	return inst, nil
 }
 
-func uploadSFTP(ctx context.Context, c *sshx.Client, dir, final string, data []byte, hash string) (int64, error) {
+func uploadSFTP(ctx context.Context, c *sshx.Client, dir, final string, data []byte, hash string, limit time.Duration) (int64, error) {
+	// One watch for the SFTP part: silence for limit (each byte taken
+	// renews it) closes the connection, which ends whatever waits.
+	w0 := c.Watch(ctx, "start sftp", limit)
 	sc, err := sftp.NewClient(c.Client)
+	if werr := w0.Stop(); werr != nil {
+		if sc != nil {
+			go sc.Close()
+		}
+		return 0, werr
+	}
 	if err != nil {
 		return 0, fmt.Errorf("start sftp: %w", err)
 	}
-	defer sc.Close()
-	stop := context.AfterFunc(ctx, func() { sc.Close() })
-	defer stop()
+	defer closeSFTP(sc, c.Abort)
+	w := c.WatchWith(ctx, "sftp upload", limit, sshx.WatchOptions{Idle: true, Session: closer(func() { go sc.Close() })})
+	defer w.Stop()
 	if err := sc.MkdirAll(dir); err != nil {
 		return 0, fmt.Errorf("create %s: %w", dir, err)
 	}
@@ -440,11 +459,16 @@ func uploadSFTP(ctx context.Context, c *sshx.Client, dir, final string, data []b
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", tmp, err)
 	}
-	n, err := f.ReadFromWithConcurrency(bytes.NewReader(data), 0)
+	n, err := f.ReadFromWithConcurrency(&watchedReader{r: bytes.NewReader(data), w: w}, 0)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	fail := func(err error) (int64, error) {
+		if werr := w.Err(); werr != nil {
+			// The connection is closed: nothing to remove the temp
+			// file with (a later install removes it when stale).
+			return n, fmt.Errorf("after %d of %d bytes: %w", n, len(data), werr)
+		}
 		sc.Remove(tmp)
 		if ctx.Err() != nil {
 			return n, fmt.Errorf("upload interrupted after %d of %d bytes: %w", n, len(data), ctx.Err())
@@ -460,16 +484,20 @@ func uploadSFTP(ctx context.Context, c *sshx.Client, dir, final string, data []b
 	if err := sc.Chmod(tmp, 0o700); err != nil {
 		return fail(fmt.Errorf("chmod %s: %w", tmp, err))
 	}
-	// Verify what landed on the host's disk, not what we sent.
-	out, err := output(ctx, c.Client, "echo "+probeBegin+"; t="+shellQuote(tmp)+"; "+sumSh+"; echo \"$s\"; echo "+probeEnd)
+	// Verify what landed on the host's disk, not what we sent. The
+	// check has its own watch; this one must not fire meanwhile.
+	w.Stop()
+	out, err := output(ctx, c, "echo "+probeBegin+"; t="+shellQuote(tmp)+"; "+sumSh+"; echo \"$s\"; echo "+probeEnd, limit)
 	if err != nil {
 		return fail(fmt.Errorf("verify %s: %w", tmp, err))
 	}
 	if sum := sumBetweenMarkers(out); sum != hash {
 		return fail(fmt.Errorf("verify %s: sha256 on the host is %q, want %s (upload corrupted)", tmp, truncate(sum, 64), hash))
 	}
+	w2 := c.WatchWith(ctx, "sftp rename", limit, sshx.WatchOptions{Session: closer(func() { go sc.Close() })})
+	defer w2.Stop()
 	if err := sc.PosixRename(tmp, final); err != nil {
-		return fail(fmt.Errorf("rename %s to %s: %w", tmp, final, err))
+		return fail(fmt.Errorf("rename %s to %s: %w", tmp, final, w2.Fired(err)))
 	}
 	return n, nil
 }

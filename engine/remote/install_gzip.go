@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
@@ -57,18 +58,23 @@ func installScript(hashes []string, rnd string, withProbe bool) string {
 // probe a warm-start shell printed, is given), then the gzip'd agent on
 // stdin to installScript. A host without gzip, or without a tool to check
 // a sha256, goes to installSFTP instead.
-func (a *Agents) installGzip(ctx context.Context, c *sshx.Client, p *probe, force bool) (*Installed, error) {
+func (a *Agents) installGzip(ctx context.Context, c *sshx.Client, p *probe, force bool, limit time.Duration) (*Installed, error) {
 	rnd := randHex()
-	sess, err := c.NewSession()
+	step := "install agent"
+	if p == nil {
+		step = "probe platform"
+	}
+	sess, err := c.OpenSession(ctx, limit)
 	if err != nil {
-		if p == nil {
-			return nil, fmt.Errorf("probe platform: open session: %w", err)
-		}
-		return nil, fmt.Errorf("install agent: open session: %w", err)
+		return nil, fmt.Errorf("%s: %w", step, err)
 	}
 	defer sess.Close()
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	defer stop()
+	// One watch for the session: silence for limit (each byte either way
+	// renews it), more output than an install prints, or ctx's end closes
+	// the connection, which ends every wait below (closing the session
+	// would not with OpenSSH).
+	w := c.WatchWith(ctx, step, limit, sshx.WatchOptions{Idle: true, Session: sess})
+	defer w.Stop()
 	var stderr bytes.Buffer
 	sess.Stderr = &limitedBuffer{max: 8 << 10, buf: &stderr}
 	stdin, err := sess.StdinPipe()
@@ -79,10 +85,10 @@ func (a *Agents) installGzip(ctx context.Context, c *sshx.Client, p *probe, forc
 	if err != nil {
 		return nil, fmt.Errorf("install agent: %w", err)
 	}
-	if err := sess.Start(installScript(a.hashes(), rnd, p == nil)); err != nil {
-		return nil, fmt.Errorf("install agent: start session: %w", err)
+	if err := c.Start(ctx, sess, installScript(a.hashes(), rnd, p == nil), limit); err != nil {
+		return nil, fmt.Errorf("%s: %w", step, err)
 	}
-	r := bufio.NewReaderSize(stdout, 16<<10)
+	r := bufio.NewReaderSize(&watchedReader{r: stdout, w: w, max: installOutMax}, 16<<10)
 	// end closes stdin (the script stops at its read, or after the
 	// stream) and returns what else it printed once it has exited.
 	end := func() ([]byte, error) {
@@ -98,12 +104,13 @@ func (a *Agents) installGzip(ctx context.Context, c *sshx.Client, p *probe, forc
 		}
 		if err != nil {
 			_, werr := end()
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("probe platform: %w", ctx.Err())
+			if serr := w.Err(); serr != nil {
+				return nil, serr
 			}
 			return nil, fmt.Errorf("probe platform: %w%s", errors.Join(err, exitErr(werr)), stderrNote(&stderr))
 		}
 	}
+	w.SetStep("upload and verify")
 	inst, b, err := a.plan(p, force)
 	if err != nil || b == nil {
 		end()
@@ -111,7 +118,10 @@ func (a *Agents) installGzip(ctx context.Context, c *sshx.Client, p *probe, forc
 	}
 	if !p.canInflate() || !p.canVerify() {
 		end()
-		return a.installSFTP(ctx, c, p, inst, b)
+		if err := w.Stop(); err != nil {
+			return inst, err
+		}
+		return a.installSFTP(ctx, c, p, inst, b, limit)
 	}
 	gz, err := b.gzipped()
 	if err != nil {
@@ -127,10 +137,15 @@ func (a *Agents) installGzip(ctx context.Context, c *sshx.Client, p *probe, forc
 		io.Copy(io.Discard, r)
 		done <- out
 	}()
+	// Written in pieces, each renewing the watch: a host that stops
+	// taking the stream is cut off after limit, one that is slow is not.
 	cw := &countWriter{w: stdin}
 	_, werr := io.WriteString(stdin, "gz "+inst.Hash+"\n")
-	if werr == nil {
-		_, werr = cw.Write(gz)
+	for rest := gz; werr == nil && len(rest) > 0; {
+		k := min(len(rest), 64<<10)
+		_, werr = cw.Write(rest[:k])
+		rest = rest[k:]
+		w.Reset()
 	}
 	stdin.Close()
 	waitErr := sess.Wait()
@@ -140,9 +155,11 @@ func (a *Agents) installGzip(ctx context.Context, c *sshx.Client, p *probe, forc
 	fail := func(err error) (*Installed, error) {
 		return inst, fmt.Errorf("install agent at %s: %w", inst.Path, err)
 	}
-	switch {
-	case ctx.Err() != nil:
+	switch serr := w.Err(); {
+	case serr != nil && ctx.Err() != nil:
 		return fail(fmt.Errorf("upload interrupted after %d of %d bytes: %w", cw.n, len(gz), ctx.Err()))
+	case serr != nil:
+		return fail(fmt.Errorf("after %d of %d bytes sent: %w", cw.n, len(gz), serr))
 	case status == "ok":
 		a.log.Debug("agent installed", "host", c.Name, "path", inst.Path, "how", "gzip", "bytes_shipped", cw.n, "agent_bytes", b.size)
 		return inst, nil

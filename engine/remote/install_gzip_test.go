@@ -177,7 +177,7 @@ func TestInstallProbedPipelined(t *testing.T) {
 	bin := fakeAgent(t)
 	h := newHost(t, "")
 	ag := agentsOf(bin)
-	out, err := output(context.Background(), h.c.Client, probeCmd(ag.hashes()))
+	out, err := output(context.Background(), h.c, probeCmd(ag.hashes()), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestInstallProbedPipelined(t *testing.T) {
 		t.Fatalf("probe found tools %v on this machine", p.tools)
 	}
 	execs := h.srv.Execs.Load()
-	inst, err := ag.installProbed(context.Background(), h.c, p, false)
+	inst, err := ag.installProbed(context.Background(), h.c, p, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,10 +199,10 @@ func TestInstallProbedPipelined(t *testing.T) {
 	// The same probe again (it said: not cached) but force unset: it ships
 	// again, as the probe asked; a probe that shows the agent cached ships
 	// nothing and opens no session.
-	out, _ = output(context.Background(), h.c.Client, probeCmd(ag.hashes()))
+	out, _ = output(context.Background(), h.c, probeCmd(ag.hashes()), 0)
 	p, _ = parseProbe(out)
 	execs = h.srv.Execs.Load()
-	inst, err = ag.installProbed(context.Background(), h.c, p, false)
+	inst, err = ag.installProbed(context.Background(), h.c, p, false, 0)
 	if err != nil || inst.Sent != 0 || h.srv.Execs.Load() != execs {
 		t.Errorf("cached: sent %d in %d sessions (%v), want 0 in 0", inst.Sent, h.srv.Execs.Load()-execs, err)
 	}

@@ -18,6 +18,7 @@ package remote
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -253,9 +254,11 @@ func (p *KeptAgents) put(a *keptAgent) {
 
 // start runs the command in a new session on key.up.
 func (p *KeptAgents) start(key keptKey, log *slog.Logger) (*keptAgent, error) {
-	sess, err := key.up.NewSession()
+	// Bounded as every wait on a host (sshx.Client.OpenSession): an
+	// upstream that never answers is closed, not waited for by the daemon.
+	sess, err := key.up.OpenSession(context.Background(), 0)
 	if err != nil {
-		return nil, fmt.Errorf("open session: %w", err)
+		return nil, err
 	}
 	a := &keptAgent{key: key, sess: sess, log: log, ended: make(chan struct{}), errDone: make(chan struct{})}
 	stdout, err := sess.StdoutPipe()
@@ -272,9 +275,9 @@ func (p *KeptAgents) start(key keptKey, log *slog.Logger) (*keptAgent, error) {
 		sess.Close()
 		return nil, err
 	}
-	if err := sess.Start(key.cmd); err != nil {
+	if err := key.up.Start(context.Background(), sess, key.cmd, 0); err != nil {
 		sess.Close()
-		return nil, fmt.Errorf("start: %w", err)
+		return nil, err
 	}
 	// The pumps start once the caller is attached (pump), so nothing the
 	// agent writes first, its hello included, goes to no one.
@@ -428,12 +431,20 @@ type keptConn struct {
 // openKept opens a KeptAgentChannel for cmd on c; nil, nil when the daemon
 // does not keep agents (one from before they existed relays the channel
 // to the host, which refuses its type).
-func openKept(c *sshx.Client, cmd string, stderr io.Writer) (*keptConn, error) {
+func openKept(ctx context.Context, c *sshx.Client, cmd string, stderr io.Writer, limit time.Duration) (*keptConn, error) {
 	extra, err := json.Marshal(keptOpen{Cmd: cmd})
 	if err != nil {
 		return nil, err
 	}
+	// The daemon opens an upstream session for it: as bounded as any.
+	w := c.Watch(ctx, "open kept agent channel", limit)
 	ch, reqs, err := c.OpenChannel(KeptAgentChannel, extra)
+	if werr := w.Stop(); werr != nil {
+		if ch != nil {
+			ch.Close()
+		}
+		return nil, fmt.Errorf("kept agent through rlab mux: %w", werr)
+	}
 	if err != nil {
 		var oe *ssh.OpenChannelError
 		if errors.As(err, &oe) && oe.Reason == ssh.UnknownChannelType {

@@ -6,33 +6,36 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/sshx"
 	"golang.org/x/crypto/ssh"
 )
 
 // bundleSession starts `rlab-agent bundle` for req in a second session of
 // the agent's connection. It runs as the login user even under become (see
 // proto.BundleCommand); a root agent has already given its files to that
-// user. ok is false when it cannot start at all.
-func (a *Agent) bundleSession(req proto.BundleRequest) (sess *ssh.Session, out io.Reader, stderr *tailBuffer, ok bool) {
+// user. ok is false when it cannot start at all (then err, when set, is a
+// host that stalled: its connection is closed, and nothing else is tried).
+func (a *Agent) bundleSession(ctx context.Context, req proto.BundleRequest) (sess *ssh.Session, out io.Reader, stderr *tailBuffer, ok bool, err error) {
 	if a.Installed == nil || a.Installed.Path == "" || a.Hello.WorkDir == "" {
-		return nil, nil, nil, false
+		return nil, nil, nil, false, nil
 	}
 	b, err := json.Marshal(req)
 	if err != nil || len(b) > proto.MaxBundleRequest {
-		return nil, nil, nil, false
+		return nil, nil, nil, false, nil
 	}
-	sess, err = a.client.NewSession()
+	limit := limitOr(a.opts.CallTimeout, sshx.DefaultOpenTimeout)
+	sess, err = a.client.OpenSession(ctx, limit)
 	if err != nil {
-		return nil, nil, nil, false
+		return nil, nil, nil, false, stalled(err)
 	}
 	stderr = &tailBuffer{max: 8 << 10}
 	sess.Stdin = bytes.NewReader(b)
@@ -40,16 +43,26 @@ func (a *Agent) bundleSession(req proto.BundleRequest) (sess *ssh.Session, out i
 	out, err = sess.StdoutPipe()
 	if err != nil {
 		sess.Close()
-		return nil, nil, nil, false
+		return nil, nil, nil, false, nil
 	}
 	// Only the agent's path (our hash under the host's home) and the work
 	// dir its hello reported reach the remote shell, quoted.
 	cmd := "exec " + shellQuote(a.Installed.Path) + " " + proto.BundleCommand + " --work-dir " + shellQuote(a.Hello.WorkDir)
-	if err := sess.Start(cmd); err != nil {
+	if err := a.client.Start(ctx, sess, cmd, limit); err != nil {
 		sess.Close()
-		return nil, nil, nil, false
+		return nil, nil, nil, false, stalled(err)
 	}
-	return sess, out, stderr, true
+	return sess, out, stderr, true, nil
+}
+
+// stalled is err when it is a host that stalled (sshx.StallError: its
+// connection is closed), else nil.
+func stalled(err error) error {
+	var se *sshx.StallError
+	if errors.As(err, &se) {
+		return err
+	}
+	return nil
 }
 
 // finishWait bounds the wait for the agent's exit once its stream is read:
@@ -77,26 +90,28 @@ func finish(sess *ssh.Session, out io.Reader) error {
 // allows no second exec): nothing was written and the caller should use
 // SFTP.
 func (a *Agent) pullBundle(ctx context.Context, files []proto.FileInfo, d *dests, land func(int64)) (written int64, fallback bool, errs []error) {
-	sess, out, stderr, ok := a.bundleSession(proto.BundleRequest{Files: files})
+	sess, out, stderr, ok, serr := a.bundleSession(ctx, proto.BundleRequest{Files: files})
+	if serr != nil {
+		return 0, false, []error{fmt.Errorf("%s of %d files: %w", proto.BundleCommand, len(files), serr)}
+	}
 	if !ok {
 		return 0, true, nil
 	}
 	defer sess.Close()
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	defer stop()
 	// A host that stops sending mid-stream is given up on, as an agent
-	// that stops answering is (rpc deadlines): no byte for idle ends it.
+	// that stops answering is (rpc deadlines): no byte for idle closes
+	// the connection (closing the session would not end the read: sshd
+	// keeps the channel while the bundle process lives).
 	idle := a.idleLimit()
-	var stalled atomic.Bool
-	timer := time.AfterFunc(idle, func() { stalled.Store(true); sess.Close() })
-	defer timer.Stop()
-	out = &idleReader{r: out, reset: func() { timer.Reset(idle) }}
+	w := a.client.WatchWith(ctx, proto.BundleCommand, idle, sshx.WatchOptions{Idle: true, Session: sess})
+	defer w.Stop()
+	out = &watchedReader{r: out, w: w}
 	written, got, errs := readBundle(out, files, d, land)
 	werr := finish(sess, out)
 	if ctx.Err() != nil {
 		return written, false, append([]error{fmt.Errorf("bundle of %d files: %w", len(files), ctx.Err())}, errs...)
 	}
-	if stalled.Load() {
+	if w.Err() != nil {
 		return written, false, append([]error{fmt.Errorf("host %q: %s of %d files: the host sent nothing for %s: %w", a.Host, proto.BundleCommand, len(files), rpc.FormatDuration(idle), ErrAgentLost)}, errs...)
 	}
 	if !got && len(errs) > 0 {
@@ -121,20 +136,6 @@ func (a *Agent) idleLimit() time.Duration {
 	return bundleIdle
 }
 
-// idleReader calls reset whenever bytes arrive.
-type idleReader struct {
-	r     io.Reader
-	reset func()
-}
-
-func (i *idleReader) Read(p []byte) (int, error) {
-	n, err := i.r.Read(p)
-	if n > 0 {
-		i.reset()
-	}
-	return n, err
-}
-
 // hostSum is what the host says of one file: its size and the sha256 of
 // its first listed bytes, or why it could not say.
 type hostSum struct {
@@ -155,15 +156,30 @@ func (a *Agent) startHostSums(ctx context.Context, files []proto.FileInfo) *host
 	h := &hostSums{done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
-		sess, out, stderr, ok := a.bundleSession(proto.BundleRequest{Files: files, HashOnly: true})
+		sess, out, stderr, ok, serr := a.bundleSession(ctx, proto.BundleRequest{Files: files, HashOnly: true})
 		if !ok {
 			h.err = fmt.Errorf("could not start %s to ask the host for it", proto.BundleCommand)
+			if serr != nil {
+				h.err = fmt.Errorf("%s: %w", proto.BundleCommand, serr)
+			}
 			return
 		}
 		defer sess.Close()
-		stop := context.AfterFunc(ctx, func() { sess.Close() })
-		defer stop()
-		h.sums, h.err = readSums(out, files)
+		// The host hashes each file before it sends its entry: the
+		// silence allowed grows with the biggest file (at 4 MiB/s, slow
+		// for any disk), on top of the idle limit.
+		var biggest int64
+		for _, f := range files {
+			biggest = max(biggest, f.Size)
+		}
+		limit := a.idleLimit() + time.Duration(biggest/(4<<20))*time.Second
+		w := a.client.WatchWith(ctx, proto.BundleCommand+" (sums)", limit, sshx.WatchOptions{Idle: true, Session: sess})
+		defer w.Stop()
+		h.sums, h.err = readSums(&watchedReader{r: out, w: w}, files)
+		if werr := w.Err(); werr != nil {
+			h.err = werr
+			return
+		}
 		if werr := finish(sess, out); h.err != nil && werr != nil {
 			h.err = fmt.Errorf("%w (agent %s: %v: %s)", h.err, proto.BundleCommand, werr, truncate(lastLines(strings.TrimSpace(stderr.String()), 5), 1000))
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
 // SFTP read sizes. Every server serves 32 KiB reads; OpenSSH's sftp-server
@@ -38,7 +39,11 @@ func (a *Agent) sftpClient() (*sftp.Client, error) {
 		// MaxPacketUnchecked lets File.ReadAt ask for a whole big read in
 		// one request; the client's own WriteTo is never used (it takes a
 		// short read for the end of a chunk).
+		w := a.client.Watch(context.Background(), "start sftp", limitOr(a.opts.CallTimeout, sshx.DefaultOpenTimeout))
 		a.sftp, a.sftpErr = sftp.NewClient(a.client.Client, sftp.MaxPacketUnchecked(sftpBigRead), sftp.UseConcurrentReads(true))
+		if werr := w.Stop(); werr != nil {
+			a.sftpErr = werr
+		}
 		if a.sftpErr != nil {
 			a.sftpErr = fmt.Errorf("start sftp: %w", a.sftpErr)
 		}
@@ -68,6 +73,14 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 	if err != nil {
 		return err
 	}
+	// No byte of this file for the idle limit closes the connection: a
+	// read the host never answers ends only so.
+	// On ctx's end copyAt returns by itself (its reads are left to end
+	// with the session); only a wait that does not end closes the
+	// connection, CancelGrace later.
+	w := a.client.WatchWith(ctx, "sftp read", a.idleLimit(), sshx.WatchOptions{Idle: true, Session: closer(func() {})})
+	defer w.Stop()
+	fail = func(err error) error { return fmt.Errorf("%s: %w", src, w.Fired(err)) }
 	st, err := sc.Lstat(src)
 	if err != nil {
 		return fail(err)
@@ -94,13 +107,17 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 		return fail(err)
 	}
 	h := sha256.New()
-	n, grew, err := copyAt(ctx, rf, f.Size, readSize(sc), io.MultiWriter(lf, landWriter(land)), h)
+	n, grew, err := copyAt(ctx, rf, f.Size, readSize(sc), io.MultiWriter(lf, landWriter(func(n int64) { w.Reset(); land(n) })), h)
 	if cerr := lf.Close(); err == nil {
 		err = cerr
 	}
 	hostSize := f.Size
 	if grew {
 		hostSize = f.Size + 1
+	}
+	// The copy is done: the wait for the host's sum has its own watch.
+	if werr := w.Stop(); werr != nil && err == nil {
+		err = werr
 	}
 	if err == nil && f.SHA256 == "" && sums != nil {
 		var hs hostSum

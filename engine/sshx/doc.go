@@ -5,6 +5,9 @@
 // forwarding), the user's ~/.ssh/config honoured, ProxyJump chains with each
 // bastion authenticated once and shared, a per-destination cap on concurrent
 // handshakes with retry and jitter, dial/handshake timeouts and keepalives.
+// Every later wait on a host is bounded too (wait.go: OpenSession, Start,
+// Watch): past its limit, or when its context ends, the host's connection
+// is closed, since closing a session ends no read with OpenSSH.
 //
 // With Options.Persist it also keeps logins alive between rlab runs, as
 // OpenSSH's ControlPersist does: a per-user mux daemon (ServeMux, run as

@@ -637,7 +637,16 @@ func (m *muxServer) status() MuxStatus {
 // relayChannel opens the same channel upstream and copies both ways: data,
 // stderr, requests (exec, subsystem, signal, exit-status...), EOF and close.
 func relayChannel(nc ssh.NewChannel, up *Client) {
+	// An upstream that never answers the open is closed (wait.go): the
+	// next caller gets a fresh connection.
+	w := up.Watch(context.Background(), "open "+nc.ChannelType(), DefaultOpenTimeout)
 	uch, ureqs, err := up.OpenChannel(nc.ChannelType(), nc.ExtraData())
+	if werr := w.Stop(); werr != nil {
+		if uch != nil {
+			uch.Close()
+		}
+		err = werr
+	}
 	if err != nil {
 		var oe *ssh.OpenChannelError
 		if errors.As(err, &oe) {

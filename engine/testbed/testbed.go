@@ -394,3 +394,38 @@ func (b *Bed) FreezeHost(t testing.TB, h *Host) {
 		}
 	})
 }
+
+// ForceCommand makes a host's sshd run script (a bash script) for every
+// session instead of what the client asked, which it finds in
+// $SSH_ORIGINAL_COMMAND ("internal-sftp" for the SFTP subsystem): a
+// hostile or broken host that stalls, or streams, at chosen commands. The
+// script is kept where the login user can run it; the sshd is restarted.
+func (b *Bed) ForceCommand(t testing.TB, h *Host, script string) {
+	t.Helper()
+	idx, err := os.ReadFile(filepath.Join(b.Dir, "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := "/var/lib/rlab-testbed/force"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, fmt.Sprintf("rb%s-%s.sh", strings.TrimSpace(string(idx)), h.Name))
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(p) })
+	conf := filepath.Join(b.Dir, h.Name, "sshd_config")
+	f, err := os.OpenFile(conf, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "ForceCommand %s\n", p)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.StartSSHD(t, h)
+}

@@ -43,14 +43,19 @@ type Server struct {
 	SFTPDir string       // serve the sftp subsystem rooted here ("" none)
 	Silent  bool         // accept TCP, never speak SSH
 	Forward bool         // serve direct-tcpip (a jump host); set before the first dial
-	DropN   atomic.Int32 // close this many next connections at once (MaxStartups)
-	Conns   atomic.Int32 // connections accepted
-	Execs   atomic.Int32 // exec requests served
-	ln      net.Listener
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	open    []net.Conn
-	dir     string
+	// StallOpens: after login, never answer a channel open (keepalives
+	// are still answered): a host whose sshd hangs after auth.
+	StallOpens atomic.Bool
+	// StallExec: accept sessions, never answer their exec request.
+	StallExec atomic.Bool
+	DropN     atomic.Int32 // close this many next connections at once (MaxStartups)
+	Conns     atomic.Int32 // connections accepted
+	Execs     atomic.Int32 // exec requests served
+	ln        net.Listener
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	open      []net.Conn
+	dir       string
 }
 
 // Start starts a server on 127.0.0.1 and stops it when the test ends.
@@ -239,7 +244,12 @@ func (s *Server) handle(c net.Conn) {
 		return
 	}
 	go ssh.DiscardRequests(reqs)
+	var held []ssh.NewChannel // stalled opens: kept unanswered until the connection ends
 	for nc := range chans {
+		if s.StallOpens.Load() {
+			held = append(held, nc)
+			continue
+		}
 		if nc.ChannelType() == "direct-tcpip" && s.Forward {
 			go forward(nc)
 			continue
@@ -303,6 +313,9 @@ func (s *Server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 		if r.Type != "exec" {
 			r.Reply(false, nil)
 			continue
+		}
+		if s.StallExec.Load() {
+			continue // never answered
 		}
 		var p struct{ Cmd string }
 		if err := ssh.Unmarshal(r.Payload, &p); err != nil {
