@@ -175,6 +175,10 @@ var optionProofs = map[string]string{
 	"graph --output":              "cmd/rlab.TestGraphCmd",
 	"graph --var":                 "cmd/rlab.TestGraphCmd",
 	"image build --force":         "cmd/rlab.TestImageBuildFlags",
+	"image list --dir":            "cmd/rlab.TestImageListPrune",
+	"image prune --dir":           "cmd/rlab.TestImageListPrune",
+	"image prune --dry-run":       "cmd/rlab.TestImageListPrune",
+	"image prune --all":           "cmd/rlab.TestImagePruneAll",
 	"image build --image":         "cmd/rlab.TestImageBuildFlags", // minimal: its own package list; booted by engine/vm TestE2EProvision
 	"image build --mirror":        "cmd/rlab.TestImageBuildFlags",
 	"image build --out":           "cmd/rlab.TestImageBuildCached",

@@ -26,7 +26,8 @@ func newDownCmd() *cobra.Command {
 		Long: `down reads RUN/state.json and undoes what the run created and did not undo
 itself: rxe devices it created (not those it found, nor kept ones), processes
 and captures still running, link impairments (rlab's netem) still in force,
-and its local VMs. It lists what it undid ("(already gone)" when the run's
+and its local VMs. It lists what it undid (a VM that had already stopped is
+"already gone") ("(already gone)" when the run's
 agent had removed it itself), what it left in place and why, and
 how much was already undone (by the run itself or an earlier rlab down).
 Packages a run installed (--provision) stay unless --remove-provisioned
@@ -43,13 +44,17 @@ names it (LAB/ID, or the id alone).`,
 				}
 			}
 			before, _ := readState(dir) // for the listing; Down reports its own read error
+			var running map[string]bool
+			if before != nil {
+				running = runengine.RunningVMs(before.VMs)
+			}
 			conn := &runengine.SSHConnector{
 				SSH:    sshx.Options{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew},
 				Agents: remote.NewPackedAgents(dist.Packed),
 			}
 			defer conn.Close()
 			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned})
-			for _, l := range downListing(before, res, err == nil, removeProvisioned) {
+			for _, l := range downListing(before, res, err == nil, removeProvisioned, running) {
 				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
 			if err != nil {
@@ -80,7 +85,9 @@ func readState(dir string) (*runengine.State, error) {
 // downListing says what rlab down did, from state.json as it was before
 // and Down's result: each thing undone, the VMs stopped, what was left in
 // place and why, what was already undone, or that nothing was left.
-func downListing(before *runengine.State, res *runengine.DownResult, ok, removeProvisioned bool) []string {
+// running says which VMs were still up before down (a VM not in it, or
+// false, was already gone: down did not stop it); nil = not known.
+func downListing(before *runengine.State, res *runengine.DownResult, ok, removeProvisioned bool, running map[string]bool) []string {
 	var out []string
 	if res != nil {
 		for _, u := range res.Undone {
@@ -112,7 +119,11 @@ func downListing(before *runengine.State, res *runengine.DownResult, ok, removeP
 	}
 	if ok && len(before.VMs) > 0 {
 		for _, h := range before.Hosts {
-			if h.VM {
+			switch {
+			case !h.VM:
+			case running != nil && !running[h.Name]:
+				out = append(out, "VM "+termText(h.Name)+" already gone")
+			default:
 				out = append(out, "stopped VM "+termText(h.Name))
 			}
 		}
