@@ -134,7 +134,7 @@ var optionProofs = map[string]string{
 	"run --known-hosts":            "cmd/rlab.TestHostFlagsNetns",
 	"check --parallel":             "engine/run.TestRunOnlyAndParallel",
 	"facts --parallel":             "engine/run.TestRunOnlyAndParallel",
-	"run --parallel":               "engine/run.TestRunOnlyAndParallel",
+	"run --parallel":               "engine/run.TestParallelBoundsWorkloads",
 	"check --persist":              "cmd/rlab.TestFactsPersistNetns",
 	"facts --persist":              "cmd/rlab.TestFactsPersistNetns",
 	"run --persist":                "cmd/rlab.TestRunKeptAgentsNetns",
