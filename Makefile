@@ -8,13 +8,16 @@ AGENT_SRC := $(shell find agent -name '*.go' -not -name '*_test.go' 2>/dev/null)
 RLAB_CACHE ?= /var/tmp/rlab-cache
 export RLAB_CACHE
 
-.PHONY: help deps agent build test test-unit test-netns test-vm fuzz-smoke lint demo vm-image bench clean
+.PHONY: help deps deps-demo agent build test test-unit test-netns test-vm fuzz-smoke lint demo vm-image bench clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
-deps: ## install the Debian packages the tests and the demo need (root)
-	./testdata/deps.sh
+deps: ## install the Debian packages the tests need, the demo's included (root)
+	./testdata/deps.sh test
+
+deps-demo: ## install only what make demo needs: qemu, mmdebstrap, e2fsprogs, graphviz (root)
+	./testdata/deps.sh demo
 
 agent: agent/dist/bin/rlab-agent-linux-amd64.gz agent/dist/bin/rlab-agent-linux-arm64.gz ## build the agent for linux/amd64 and arm64
 
@@ -69,7 +72,7 @@ lint: agent ## gofmt, go vet, staticcheck
 vm-image: build ## build (or reuse) the cached Debian VM image with rdma_rxe, perftest, tcpdump
 	$(BIN)/rlab image build
 
-demo: deps build vm-image ## boot two local VMs and run labs/quickstart.hcl on them; print the summary and the run directory
+demo: deps-demo build vm-image ## boot two local VMs and run labs/quickstart.hcl on them; print the summary and the run directory
 	$(BIN)/rlab run labs/quickstart.hcl; rc=$$?; \
 	dir=$$($(BIN)/rlab runs --lab quickstart --last runs); \
 	[ -n "$$dir" ] && $(BIN)/rlab show "$$dir" && echo "run directory: $$dir"; exit $$rc

@@ -102,3 +102,33 @@ func TestEveryExampleRuns(t *testing.T) {
 		t.Errorf("runBy has %s, which labs/ no longer holds", name)
 	}
 }
+
+// TestReadmeTableNamesEveryLab: the example table of README.md has a row for
+// every lab file of this folder, and no row for one that is gone.
+func TestReadmeTableNamesEveryLab(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f, ok := strings.CutPrefix(l, "| `"); ok {
+			if name, _, ok := strings.Cut(f, "`"); ok && strings.HasSuffix(name, ".hcl") && !strings.Contains(name, "/") {
+				rows[name] = true
+			}
+		}
+	}
+	files, err := filepath.Glob("*.hcl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no labs: %v", err)
+	}
+	for _, f := range files {
+		if !rows[f] {
+			t.Errorf("README.md's example table has no row for %s", f)
+		}
+		delete(rows, f)
+	}
+	for f := range rows {
+		t.Errorf("README.md's example table names %s, which is not in labs/", f)
+	}
+}

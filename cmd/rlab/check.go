@@ -134,5 +134,6 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 	cmd.Flags().BoolVar(&validate, "validate", false, "run the lab's expect workloads on the prepared hosts and say which students pass")
 	onlyFlag(cmd.Flags(), &rf.only, "with --validate: check only these students (for_each keys), workloads or instances")
 	cmd.Flags().StringVar(&rf.out, "out", "", "with --validate: the check's run directory (default runs/<lab>/check-<UTC timestamp>)")
+	allowEmptyFlag(cmd.Flags(), &rf.allowEmpty)
 	return cmd
 }

@@ -21,6 +21,7 @@ func newCompareCmd() *cobra.Command {
 		asJSON    bool
 		asMD      bool
 		junitPath string
+		allowInc  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
@@ -45,7 +46,12 @@ Warnings (stdout, and JUnit properties) say when there were too few repeats to
 tell noise from change, and when the runs differ in lab, hosts, kernel, OS or
 tool versions (from each host's facts.json).
 
-Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
+A run that did not finish writing its files (no complete.json, as rlab runs
+shows "incomplete") is refused (exit 2): its measurements may be missing or
+cut short. --allow-incomplete compares it anyway, with a warning on stderr.
+
+Exit status: 0 no regression, 1 a regression (or a run could not be read),
+2 a run is incomplete.`,
 		Example: `  rlab compare runs/nightly/2026-11-20T020000Z runs/nightly/2026-11-21T020000Z
   rlab compare nightly/2026-11-20T020000Z nightly/2026-11-21T020000Z   # as rlab runs names them
   rlab compare --threshold 5% --metric-threshold lat_p99=20% A B
@@ -92,6 +98,15 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 			b, err := results.ReadRun(args[1])
 			if err != nil {
 				return withCode(exitFail, err)
+			}
+			for i, r := range []*results.Run{a, b} {
+				if r.Incomplete == "" {
+					continue
+				}
+				if !allowInc {
+					return withCode(exitInfra, fmt.Errorf("run %s: %s; compare refuses it, as its measurements may be missing (--allow-incomplete compares it anyway)", args[i], r.Incomplete))
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: run %s: %s; comparing it anyway (--allow-incomplete): measurements may be missing\n", termText(args[i]), termText(r.Incomplete))
 			}
 			c := results.Compare(a, b, opts)
 			out := cmd.OutOrStdout()
@@ -144,6 +159,7 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read).`,
 	f.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	f.BoolVar(&asMD, "markdown", false, "print the comparison as a Markdown table (CI job summaries)")
 	f.StringVar(&junitPath, "junit", "", "also write the comparison as JUnit XML to `FILE`")
+	f.BoolVar(&allowInc, "allow-incomplete", false, "compare a run that did not finish writing its files (no complete.json) instead of refusing it (exit 2), with a warning")
 	return cmd
 }
 

@@ -27,7 +27,8 @@ func newDownCmd() *cobra.Command {
 itself: rxe devices it created (not those it found, nor kept ones), processes
 and captures still running, link impairments (rlab's netem) still in force,
 and its local VMs. It lists what it undid ("(already gone)" when the run's
-agent had removed it itself), what it left in place and why (a process is
+agent had removed it itself; a VM that had already stopped is "already
+gone"), what it left in place and why (a process is
 signalled only while its pid still has the start time and boot the run
 recorded: "(gone; pid reused ...)"), and
 how much was already undone (by the run itself or an earlier rlab down).
@@ -45,13 +46,17 @@ names it (LAB/ID, or the id alone).`,
 				}
 			}
 			before, _ := readState(dir) // for the listing; Down reports its own read error
+			var running map[string]bool
+			if before != nil {
+				running = runengine.RunningVMs(before.VMs)
+			}
 			conn := &runengine.SSHConnector{
 				SSH:    sshx.Options{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew},
 				Agents: remote.NewPackedAgents(dist.Packed),
 			}
 			defer conn.Close()
 			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned})
-			for _, l := range downListing(before, res, err == nil, removeProvisioned) {
+			for _, l := range downListing(before, res, err == nil, removeProvisioned, running) {
 				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
 			if err != nil {
@@ -82,7 +87,9 @@ func readState(dir string) (*runengine.State, error) {
 // downListing says what rlab down did, from state.json as it was before
 // and Down's result: each thing undone, the VMs stopped, what was left in
 // place and why, what was already undone, or that nothing was left.
-func downListing(before *runengine.State, res *runengine.DownResult, ok, removeProvisioned bool) []string {
+// running says which VMs were still up before down (a VM not in it, or
+// false, was already gone: down did not stop it); nil = not known.
+func downListing(before *runengine.State, res *runengine.DownResult, ok, removeProvisioned bool, running map[string]bool) []string {
 	var out []string
 	if res != nil {
 		for _, u := range res.Undone {
@@ -114,7 +121,11 @@ func downListing(before *runengine.State, res *runengine.DownResult, ok, removeP
 	}
 	if ok && len(before.VMs) > 0 {
 		for _, h := range before.Hosts {
-			if h.VM {
+			switch {
+			case !h.VM:
+			case running != nil && !running[h.Name]:
+				out = append(out, "VM "+termText(h.Name)+" already gone")
+			default:
 				out = append(out, "stopped VM "+termText(h.Name))
 			}
 		}

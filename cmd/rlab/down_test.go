@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -28,27 +29,29 @@ func TestDownListing(t *testing.T) {
 		VMs: json.RawMessage(`{"vms":[]}`),
 	}
 	tests := []struct {
-		name   string
-		before *runengine.State
-		res    *runengine.DownResult
-		ok     bool
-		want   []string
+		name    string
+		before  *runengine.State
+		res     *runengine.DownResult
+		ok      bool
+		running map[string]bool
+		want    []string
 	}{
-		{"undid, left, stopped", st, &runengine.DownResult{Undone: []string{"server: rxe rxe_eth1"}}, true, []string{
+		{"undid, left, stopped", st, &runengine.DownResult{Undone: []string{"server: rxe rxe_eth1"}}, true, map[string]bool{"vm1": true}, []string{
 			"undone server: rxe rxe_eth1",
 			"left rxe rxe0 on host server: it was there before the run",
 			"left rxe rxe_eth1 on host client: kept (keep = true or --keep)",
 			"stopped VM vm1",
 			"2 thing(s) already undone (by the run itself or an earlier rlab down)"}},
-		{"VM stop failed", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, false, []string{"nothing was left to undo"}},
-		{"clean run", &runengine.State{Effects: []steps.Effect{{Kind: "proc", Undone: true}}}, &runengine.DownResult{}, true,
+		{"VM gone before down", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, true, map[string]bool{}, []string{"VM vm1 already gone"}},
+		{"VM stop failed", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, false, nil, []string{"nothing was left to undo"}},
+		{"clean run", &runengine.State{Effects: []steps.Effect{{Kind: "proc", Undone: true}}}, &runengine.DownResult{}, true, nil,
 			[]string{"1 thing(s) already undone (by the run itself or an earlier rlab down)"}},
-		{"nothing", &runengine.State{}, &runengine.DownResult{}, true, []string{"nothing was left to undo"}},
-		{"host text", nil, &runengine.DownResult{Undone: []string{"h: proc \x1b[2J"}}, true, []string{`undone h: proc \x1b[2J`}},
+		{"nothing", &runengine.State{}, &runengine.DownResult{}, true, nil, []string{"nothing was left to undo"}},
+		{"host text", nil, &runengine.DownResult{Undone: []string{"h: proc \x1b[2J"}}, true, nil, []string{`undone h: proc \x1b[2J`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := downListing(tc.before, tc.res, tc.ok, false)
+			got := downListing(tc.before, tc.res, tc.ok, false, tc.running)
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("listing (-want +got):\n%s", d)
 			}
@@ -83,5 +86,20 @@ func TestErrorLines(t *testing.T) {
 	printErrors(&buf, "Error: ", errors.Join(a, b))
 	if want := "Error: " + a.Error() + "\nError: " + b.Error() + "\n"; buf.String() != want {
 		t.Errorf("printed %q, want %q", buf.String(), want)
+	}
+}
+
+// TestRunningVMsGone: a VM whose recorded qemu process is gone (the pid is
+// now some other process, or none) is not running, so down says "already
+// gone" for it rather than "stopped".
+func TestRunningVMsGone(t *testing.T) {
+	state := []byte(fmt.Sprintf(`{"vms":[{"host":"vm1","pid":%d,"start_time":1,"pid_file":"/nonexistent/vm1.pid"},{"host":"vm2","pid":0}]}`, os.Getpid()))
+	got := runengine.RunningVMs(state)
+	if d := cmp.Diff(map[string]bool{"vm1": false, "vm2": false}, got); d != "" {
+		t.Errorf("running (-want +got):\n%s", d)
+	}
+	st := &runengine.State{Hosts: []runengine.StateHost{{Name: "vm1", VM: true}}, VMs: state}
+	if d := cmp.Diff([]string{"VM vm1 already gone"}, downListing(st, &runengine.DownResult{}, true, false, got)); d != "" {
+		t.Errorf("listing (-want +got):\n%s", d)
 	}
 }

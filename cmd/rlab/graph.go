@@ -36,7 +36,7 @@ Graphviz's dot when it is installed (apt-get install graphviz), else with a
 simple built-in layout (hosts side by side, workloads as curves between them).`,
 		Example: `  rlab graph labs/quickstart.hcl | dot -Tpng > topology.png
   rlab graph --format svg -o topology.svg runs/quickstart/20261125T210211Z
-  rlab graph --var students='{ana=10}' labs/class.hcl`,
+  rlab graph --var netdev=ens4 labs/class.hcl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "dot" && format != "svg" {

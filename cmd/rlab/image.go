@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/rlab-dev/rlab/engine/image"
 	"github.com/schollz/progressbar/v3"
@@ -15,10 +17,119 @@ import (
 func newImageCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
-		Short: "Build and inspect the Debian VM image used for local `vm {}` hosts",
+		Short: "Build, list and prune the Debian VM images used for local `vm {}` hosts",
 	}
-	cmd.AddCommand(newImageBuildCmd())
+	cmd.AddCommand(newImageBuildCmd(), newImageListCmd(), newImagePruneCmd())
 	return cmd
+}
+
+func newImageListCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the cached VM images with their size, age and whether this rlab boots them",
+		Long: `list shows each folder of the image cache (--dir, default $RLAB_CACHE or
+/var/tmp/rlab-cache): its size on disk, its age, and its state: "current" (what
+this rlab builds and boots for its release), "in use" (a running VM or a build
+has it open), or why it is unused (an older recipe, incomplete, left by a
+failed build). rlab image prune removes the unused ones.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				dir = image.CacheDir()
+			}
+			list, err := image.List(dir)
+			if err != nil {
+				return withCode(exitFail, err)
+			}
+			out := cmd.OutOrStdout()
+			if len(list) == 0 {
+				fmt.Fprintf(out, "no images in %s\n", dir)
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "IMAGE\tSIZE\tAGE\tSTATE")
+			var total int64
+			for _, c := range list {
+				total += c.Bytes
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termText(c.Name), mib(c.Bytes), age(time.Since(c.Built)), cacheState(c))
+			}
+			tw.Flush()
+			fmt.Fprintf(out, "%s in %s\n", mib(total), dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "image cache folder (default $RLAB_CACHE or /var/tmp/rlab-cache)")
+	return cmd
+}
+
+func newImagePruneCmd() *cobra.Command {
+	var dir string
+	var all, dryRun bool
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove cached VM images this rlab no longer boots (--all: every image not in use)",
+		Long: `prune removes the folders of the image cache (--dir) that this rlab never
+boots: images of an older recipe, incomplete ones, and what a failed build left.
+With --all it removes the current images too (the next local-VM run builds
+again, a few minutes). It never removes an image a running VM or a build has
+open. --dry-run lists what it would remove.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				dir = image.CacheDir()
+			}
+			gone, err := image.Prune(dir, all, dryRun)
+			out := cmd.OutOrStdout()
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			var total int64
+			for _, c := range gone {
+				total += c.Bytes
+				fmt.Fprintf(out, "%s %s (%s, %s)\n", verb, termText(c.Name), mib(c.Bytes), cacheState(c))
+			}
+			if err != nil {
+				return withCode(exitFail, err)
+			}
+			if len(gone) == 0 {
+				fmt.Fprintf(out, "nothing to prune in %s\n", dir)
+				return nil
+			}
+			fmt.Fprintf(out, "%s %s in all\n", verb, mib(total))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "image cache folder (default $RLAB_CACHE or /var/tmp/rlab-cache)")
+	cmd.Flags().BoolVar(&all, "all", false, "also remove the current images (never one in use)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
+	return cmd
+}
+
+func cacheState(c image.Cached) string {
+	switch {
+	case c.InUse && c.Why != "":
+		return "in use: " + c.Why
+	case c.InUse:
+		return "current, in use"
+	case c.Current:
+		return "current"
+	}
+	return "unused: " + c.Why
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+
+// age says how old something is in the largest whole unit.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
 }
 
 func newImageBuildCmd() *cobra.Command {

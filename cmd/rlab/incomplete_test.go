@@ -15,7 +15,8 @@ import (
 // TestIncompleteRun: a run directory whose files were not all written (no
 // complete.json, or a manifest.json other than the one it names) is listed
 // as incomplete by `rlab runs`, and `rlab show` prints what there is and
-// exits 2. The engine side (a real full tmpfs) is engine/run TestRunDiskFull.
+// exits 2, and `rlab compare` refuses it (exit 2) unless --allow-incomplete.
+// The engine side (a real full tmpfs) is engine/run TestRunDiskFull.
 func TestIncompleteRun(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -97,6 +98,20 @@ func TestIncompleteRun(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), "rlab run: lab") { // laid out for a terminal: no "#"
 				t.Errorf("rlab show did not print the summary:\n%s", out.String())
+			}
+
+			// rlab compare refuses an incomplete run as A or B (exit 2),
+			// and compares it with a warning under --allow-incomplete.
+			for _, args := range [][]string{{dir, dir}, {"--allow-incomplete", dir, dir}} {
+				stdout, stderr, code := rlab(t, append([]string{"compare"}, args...)...)
+				switch {
+				case tc.want == "ok" && (code != exitOK || strings.Contains(stderr, "WARNING")):
+					t.Errorf("rlab compare %q of a complete run: exit %d\n%s", args, code, stderr)
+				case tc.want != "ok" && args[0] != "--allow-incomplete" && (code != exitInfra || !strings.Contains(stderr, "incomplete") || stdout != ""):
+					t.Errorf("rlab compare %q of an incomplete run: exit %d, want 2 saying incomplete\n%s%s", args, code, stdout, stderr)
+				case tc.want != "ok" && args[0] == "--allow-incomplete" && (code != exitOK || !strings.Contains(stderr, "WARNING: run "+dir)):
+					t.Errorf("rlab compare %q of an incomplete run: exit %d, want 0 with a warning\n%s", args, code, stderr)
+				}
 			}
 		})
 	}

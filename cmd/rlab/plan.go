@@ -15,7 +15,7 @@ func newPlanCmd() *cobra.Command {
 	var vf varFlags
 	var asJSON bool
 	var only []string
-	var prov bool
+	var prov, allowEmpty bool
 	cmd := &cobra.Command{
 		Use:   "plan [-json] [-var NAME=VALUE]... [--only W,...] [--provision] PATH",
 		Short: "Show the steps a run would take, per host, and what runs at the same time",
@@ -55,6 +55,9 @@ are missing only the host's facts say, at run time.`,
 				return err
 			}
 			l, diags := lab.LoadOne(paths[0], opts)
+			if !diags.HasErrors() {
+				diags = append(diags, emptyLab(l, allowEmpty)...)
+			}
 			writeDiags(cmd.ErrOrStderr(), l, diags)
 			if diags.HasErrors() {
 				return withCode(exitFail, nil)
@@ -63,6 +66,11 @@ are missing only the host's facts say, at run time.`,
 			var se *plan.SelectionError
 			if errors.As(err, &se) {
 				return withCode(exitFail, fmt.Errorf("--only: %w", err))
+			}
+			if err == nil && len(only) > 0 {
+				if err := emptySelection(l, only, len(p.Selected.Workloads), allowEmpty); err != nil {
+					return withCode(exitFail, err)
+				}
 			}
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
@@ -82,5 +90,6 @@ are missing only the host's facts say, at run time.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON on stdout")
 	cmd.Flags().BoolVar(&prov, "provision", false, "plan a provision step on every host, as rlab run --provision does")
 	onlyFlag(cmd.Flags(), &only, "plan only these workloads, instances or student keys (comma-separated), as rlab run --only")
+	allowEmptyFlag(cmd.Flags(), &allowEmpty)
 	return cmd
 }

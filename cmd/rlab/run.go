@@ -29,6 +29,9 @@ type runFlags struct {
 	out  string
 	only []string
 	keep bool
+	// allowEmpty: --allow-empty (run, check --validate): a lab or --only
+	// selection with no workload is not an error.
+	allowEmpty bool
 	// maxPull caps the bytes pulled from each host ("" = the default,
 	// remote.DefaultMaxPullBytes; "0" = no cap).
 	maxPull string
@@ -85,6 +88,7 @@ finishes a teardown later.`,
 	fl.StringVar(&f.out, "out", "", "run directory (default runs/<lab>/<UTC timestamp>)")
 	onlyFlag(fl, &f.only, "run only these workloads, instances or students (comma-separated names, addresses or for_each keys)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
+	allowEmptyFlag(fl, &f.allowEmpty)
 	fl.StringVar(&f.maxPull, "max-pull", "", "cap on the artifact bytes pulled from each host, e.g. 5GiB; 0 = no cap (default 20GiB)")
 	fl.BoolVar(&f.provision, "provision", false, "first install what the lab needs on every host with its package manager, as rlab provision does (a host's provision = true does it for that host alone)")
 	f.pf.register(fl, "provision-")
@@ -104,6 +108,9 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		return err
 	}
 	l, diags := lab.LoadOne(path, lo)
+	if !diags.HasErrors() {
+		diags = append(diags, emptyLab(l, f.allowEmpty)...)
+	}
 	writeDiags(stderr, l, diags)
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
@@ -122,6 +129,9 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 			return withCode(exitFail, err)
 		}
 		return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
+	}
+	if err := emptySelection(l, f.only, len(opts.Plan.Selected.Workloads), f.allowEmpty); err != nil {
+		return withCode(exitFail, err)
 	}
 	pullOpts, err := f.pullOptions()
 	if err != nil {

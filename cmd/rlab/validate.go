@@ -12,7 +12,7 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	var vf varFlags
-	var asJSON bool
+	var asJSON, allowEmpty bool
 	cmd := &cobra.Command{
 		Use:   "validate [-json] [-var NAME=VALUE]... PATH...",
 		Short: "Check lab files without touching any host",
@@ -29,6 +29,9 @@ With -json, stdout holds only one JSON object:
    "diagnostics": [{"severity": "error"|"warning", "summary": "...", "detail": "...",
                     "range": {"filename": "...", "start": {"line","column","byte"},
                               "end": {...}}}]}
+
+A lab with no workload (a for_each over an empty map, a student list not
+filled in) is an error naming what came out empty, unless --allow-empty.
 
 Exit status: 0 valid, 1 invalid.`,
 		Example: `  rlab validate labs/quickstart.hcl
@@ -56,6 +59,9 @@ Exit status: 0 valid, 1 invalid.`,
 				}
 				for _, u := range units {
 					l, diags := lab.Load(u, opts)
+					if !diags.HasErrors() {
+						diags = append(diags, emptyLab(l, allowEmpty)...)
+					}
 					redact := lab.Redact(l)
 					for _, d := range diags {
 						c := *d
@@ -95,6 +101,7 @@ Exit status: 0 valid, 1 invalid.`,
 	}
 	vf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON on stdout")
+	allowEmptyFlag(cmd.Flags(), &allowEmpty)
 	return cmd
 }
 

@@ -75,6 +75,9 @@ func (l *loader) expand(label string, content *hcl.BodyContent, sc *scope) []ins
 		if !ok {
 			return nil
 		}
+		if n == 0 {
+			l.noteEmpty(label, cnt)
+		}
 		out := make([]instance, n)
 		for i := range out {
 			k := strconv.Itoa(i)
@@ -92,6 +95,9 @@ func (l *loader) expand(label string, content *hcl.BodyContent, sc *scope) []ins
 		keys, vals, ok := l.forEachItems(v, fe)
 		if !ok {
 			return nil
+		}
+		if len(keys) == 0 {
+			l.noteEmpty(label, fe)
 		}
 		out := make([]instance, len(keys))
 		for i, k := range keys {

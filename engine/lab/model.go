@@ -39,12 +39,13 @@ type Lab struct {
 	Hosts             []*Host           // file order, instances expanded
 	RXEs              []*RXE
 	Captures          []*Capture
-	Workloads         []*Workload // file order
-	Impairs           []*Impair   // link impairments (impair.go), file order
-	Groups            []*Group    // workloads that run together (group.go)
-	Sensitive         []string    // values of sensitive variables (for redaction)
-	Variables         []*Variable // declared variables with their final values
-	Range             hcl.Range   // the lab block's definition range
+	Workloads         []*Workload      // file order
+	Impairs           []*Impair        // link impairments (impair.go), file order
+	Groups            []*Group         // workloads that run together (group.go)
+	Sensitive         []string         // values of sensitive variables (for redaction)
+	Variables         []*Variable      // declared variables with their final values
+	EmptyExpansions   []EmptyExpansion // count / for_each that made no instance (empty.go)
+	Range             hcl.Range        // the lab block's definition range
 }
 
 // Variable is a declared input variable with the value it ended up with.

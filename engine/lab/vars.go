@@ -49,6 +49,9 @@ type varDecl struct {
 	hasDefault bool
 	valueRange *hcl.Range // where the value came from, for diagnostics
 	validation []*hcl.Block
+	// invalid: a value was given but could not be used (already
+	// diagnosed), so the variable is not also "required".
+	invalid bool
 }
 
 func (l *loader) decodeVariables(blocks []*hcl.Block) {
@@ -136,7 +139,7 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 
 	for _, name := range order {
 		d := decls[name]
-		if d.v.Source == "" && !d.hasDefault {
+		if d.v.Source == "" && !d.hasDefault && !d.invalid {
 			l.errorf(d.v.Range.Ptr(), "No value for required variable", "Variable %q has no default. Give it one, or set it with -var %s=VALUE, a -var-file, or %s%s.", name, name, EnvPrefix, name)
 			d.v.Value = cty.UnknownVal(d.typ)
 		}
@@ -158,6 +161,7 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 func (l *loader) convertVar(d *varDecl, v cty.Value, rng *hcl.Range) (cty.Value, bool) {
 	cv, err := convert.Convert(v, d.typ)
 	if err != nil {
+		d.invalid = true
 		l.errorf(rng, "Invalid value for variable", "The value for variable %q is not a %s: %s.", d.v.Name, d.typ.FriendlyName(), err)
 		return cty.NilVal, false
 	}
@@ -173,11 +177,23 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 		shown = "(sensitive)"
 	}
 	var v cty.Value
-	if d.typ == cty.String || d.typ == cty.DynamicPseudoType {
+	switch {
+	case d.typ == cty.String || d.typ == cty.DynamicPseudoType:
 		v = cty.StringVal(raw)
-	} else {
+	case d.typ.IsPrimitiveType():
+		// A number or bool is read from the string, as Terraform does:
+		// n=abc is "not a number", not an expression naming a variable.
+		cv, err := convert.Convert(cty.StringVal(raw), d.typ)
+		if err != nil {
+			d.invalid = true
+			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q is not a %s.", what, shown, d.v.Name, d.typ.FriendlyName())
+			return
+		}
+		v = cv
+	default:
 		expr, diags := hclsyntax.ParseExpression([]byte(raw), what, hcl.InitialPos)
 		if diags.HasErrors() {
+			d.invalid = true
 			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q is not a valid %s expression: %s.", what, shown, d.v.Name, d.typ.FriendlyName(), diags[0].Summary)
 			return
 		}
@@ -185,7 +201,8 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 		var vd hcl.Diagnostics
 		v, vd = expr.Value(&hcl.EvalContext{Functions: l.funcs})
 		if vd.HasErrors() {
-			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q: %s.", what, shown, d.v.Name, vd[0].Detail)
+			d.invalid = true
+			l.errorf(nil, "Invalid value for variable", "The value %s=%q for variable %q is not a %s: %s", what, shown, d.v.Name, d.typ.FriendlyName(), strings.TrimSuffix(vd[0].Detail, "."))
 			return
 		}
 	}

@@ -3,6 +3,7 @@ package lab
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,6 +70,7 @@ func TestTypedVars(t *testing.T) {
 		{"default", nil, 6, ""},
 		{"number", map[string]string{"pairs": "5"}, 10, ""},
 		{"not a number", map[string]string{"pairs": "five"}, 0, "Invalid value for variable"},
+		{"not a number, an identifier", map[string]string{"pairs": "abc"}, 0, "Invalid value for variable"},
 		{"validation", map[string]string{"pairs": "99"}, 198, "Invalid value for variable"},
 		{"object", map[string]string{"opts": `{ sizes = ["2KiB"], iters = 3 }`}, 6, ""},
 	}
@@ -81,6 +83,16 @@ func TestTypedVars(t *testing.T) {
 			}
 			if sum != tt.wantDiag {
 				t.Fatalf("first diagnostic %q, want %q\n%s", sum, tt.wantDiag, diagText(l, diags))
+			}
+			// A bad value is one clear diagnostic: what it is not, and no
+			// second "No value for required variable" for the same -var.
+			if tt.wantDiag != "" {
+				if errs := diags.Errs(); len(errs) != 1 {
+					t.Errorf("%d errors, want 1:\n%s", len(errs), diagText(l, diags))
+				}
+				if d := diags[0].Detail; strings.HasPrefix(tt.name, "not a number") && !strings.Contains(d, "is not a number") || strings.Contains(d, "Variables may not be used") {
+					t.Errorf("detail %q, want it to say the value is not a number", d)
+				}
 			}
 			if tt.wantHosts > 0 && len(l.Hosts) != tt.wantHosts {
 				t.Errorf("%d hosts, want %d", len(l.Hosts), tt.wantHosts)

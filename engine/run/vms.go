@@ -89,3 +89,18 @@ func StopVMs(ctx context.Context, state []byte) error {
 	}
 	return vm.StopFromState(ctx, st, 20*time.Second)
 }
+
+// RunningVMs says, by host name, which VMs a state.json records are still
+// running (the same qemu process), so rlab down can tell a VM it stopped
+// from one long gone. Unreadable state gives nil.
+func RunningVMs(state []byte) map[string]bool {
+	var st vm.State
+	if json.Unmarshal(state, &st) != nil {
+		return nil
+	}
+	up := map[string]bool{}
+	for _, v := range st.VMs {
+		up[v.Host] = v.Running()
+	}
+	return up
+}

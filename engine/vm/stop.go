@@ -160,3 +160,6 @@ func stopVM(ctx context.Context, st VMState, grace time.Duration, exited <-chan 
 	}
 	return nil
 }
+
+// Running reports whether the qemu process v names is still running.
+func (v VMState) Running() bool { return isOurQEMU(v) }

@@ -1,0 +1,162 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// TestYAMLClassLab: an Ansible-style YAML inventory (a group per student, a
+// server and a client host in each) and a YAML student list feed a for_each
+// class lab through yamldecode(file(...)), as a saved terraform output does
+// through jsondecode; yamlencode's output decodes back to the same value.
+func TestYAMLClassLab(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"inventory.yml": `all:
+  vars:
+    netdev: eth1
+  children:
+    ana:
+      hosts:
+        ana-server: { ansible_host: 192.0.2.1 }
+        ana-client: { ansible_host: 192.0.2.2 }
+    bo:
+      hosts:
+        bo-server:
+          ansible_host: 192.0.2.3
+        bo-client:
+          ansible_host: 192.0.2.4
+`,
+		"students.yaml": "# who takes the class this term\nstudents:\n  - ana\n  - bo\n",
+		"lab.hcl": `lab "yclass" {}
+locals {
+  inv      = yamldecode(file("inventory.yml"))
+  roster   = toset(yamldecode(file("students.yaml")).students)
+  students = { for name in local.roster : name => {
+    server = local.inv.all.children[name].hosts["${name}-server"].ansible_host
+    client = local.inv.all.children[name].hosts["${name}-client"].ansible_host
+  } }
+  again = yamldecode(yamlencode(local.students))
+}
+host "server" {
+  for_each = local.students
+  address  = each.value.server
+}
+host "client" {
+  for_each = local.again
+  address  = each.value.client
+}
+rxe "server" {
+  for_each = local.students
+  host     = host.server[each.key]
+  netdev   = local.inv.all.vars.netdev
+}
+rxe "client" {
+  for_each = local.students
+  host     = host.client[each.key]
+  netdev   = local.inv.all.vars.netdev
+}
+workload "write_bw" {
+  for_each = local.students
+  tool     = "ib_write_bw"
+  server   = rxe.server[each.key]
+  client   = rxe.client[each.key]
+}
+`,
+	}
+	for n, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, diags := Load([]string{filepath.Join(dir, "lab.hcl")}, LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var got []string
+	for _, h := range l.Hosts {
+		got = append(got, h.Name+"="+h.Address)
+	}
+	want := []string{`server["ana"]=192.0.2.1`, `server["bo"]=192.0.2.3`, `client["ana"]=192.0.2.2`, `client["bo"]=192.0.2.4`}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("hosts (-want +got):\n%s", d)
+	}
+	var wl []string
+	for _, w := range l.Workloads {
+		wl = append(wl, w.Name)
+	}
+	if d := cmp.Diff([]string{`write_bw["ana"]`, `write_bw["bo"]`}, wl); d != "" {
+		t.Errorf("workloads (-want +got):\n%s", d)
+	}
+	if l.RXEs[0].Netdev != "eth1" {
+		t.Errorf("netdev %q, want the inventory's eth1", l.RXEs[0].Netdev)
+	}
+}
+
+// TestYAMLDecodeBounded: yamldecode refuses, quickly, a document whose
+// aliases expand to more values than any inventory has ("billion laughs":
+// nine levels of nine), and reports YAML syntax errors as diagnostics.
+func TestYAMLDecodeBounded(t *testing.T) {
+	bomb := `a: &a ["x","x","x","x","x","x","x","x","x"]` + "\n"
+	prev := "a"
+	for _, c := range "bcdefghi" {
+		n := string(c)
+		bomb += n + ": &" + n + " [" + strings.Repeat("*"+prev+",", 8) + "*" + prev + "]\n"
+		prev = n
+	}
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"alias bomb", bomb, "expands to more than"},
+		{"syntax", "a: [1, 2\n", "yamldecode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "in.yaml"), []byte(tc.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lab := "lab \"y\" {}\nlocals {\n  v = yamldecode(file(\"in.yaml\"))\n}\nhost \"h\" { address = \"192.0.2.1\" }\n"
+			if err := os.WriteFile(filepath.Join(dir, "lab.hcl"), []byte(lab), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Now()
+			_, diags := Load([]string{filepath.Join(dir, "lab.hcl")}, LoadOptions{})
+			if d := time.Since(t0); d > 5*time.Second {
+				t.Errorf("load took %s", d)
+			}
+			if !diags.HasErrors() || !strings.Contains(diags.Error(), tc.want) {
+				t.Errorf("diagnostics %v, want an error with %q", diags, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzYAMLDecode: whatever the document, yamldecode returns an error or a
+// value of at most maxYAMLNodes values (the alias bound holds), and never
+// panics.
+func FuzzYAMLDecode(f *testing.F) {
+	f.Add("students:\n  - ana\n  - bo\n")
+	f.Add("all:\n  children:\n    ana:\n      hosts:\n        ana-server: { ansible_host: 192.0.2.1 }\n")
+	f.Add("a: &a [1, 2]\nb: &b [*a, *a]\nc: [*b, *b]\n")
+	f.Add("base: &base { x: 1 }\nd:\n  <<: *base\n  y: 2\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		v, err := yamlDecodeFunc.Call([]cty.Value{cty.StringVal(src)})
+		if err != nil {
+			return
+		}
+		n := 0
+		_ = cty.Walk(v, func(cty.Path, cty.Value) (bool, error) {
+			n++
+			return n <= maxYAMLNodes+1, nil
+		})
+		if n > maxYAMLNodes+1 {
+			t.Fatalf("decoded %d values, beyond the bound %d", n, maxYAMLNodes)
+		}
+	})
+}
