@@ -46,6 +46,15 @@ func TestSummaryStack(t *testing.T) {
 	if strings.Contains(md, "`rcvd_seq_err` | 0") {
 		t.Errorf("a counter that did not move listed as moved:\n%s", md)
 	}
+	// junit.xml: one test case for the workload (none per counter), its
+	// result and trouble counters in its output.
+	x, err := JUnit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(x); strings.Count(s, "<testcase ") != 1 || !strings.Contains(s, "result: 4 KiB 0.1 Gb/s&#xA;trouble counters: duplicate_request 2&#xA;") || strings.Contains(s, "sent_pkts") {
+		t.Errorf("junit.xml:\n%s", s)
+	}
 	folded, unfolded := string(TerminalText([]byte(md))), string(TerminalTextUnfolded([]byte(md)))
 	for _, tc := range []struct {
 		text, want string

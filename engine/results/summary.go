@@ -169,7 +169,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 		}
 		w(" size |")
 		for _, m := range metrics {
-			w(" %s |", m) // cells carry their units, each scaled for people
+			w(" %s |", m) // cells carry their recorded units
 		}
 		w("\n|---|---|---|---|%s---:|%s\n", strings.Repeat("---|", btoi(impaired)), strings.Repeat("---:|", len(metrics)))
 		for _, wl := range wls {
