@@ -18,8 +18,9 @@ type View struct {
 	// Charts are the report's charts of one workload, in order.
 	Charts []Chart
 	// Throughput is the metric, in Gb/s, that RDMA vs TCP, the loss sweep
-	// and alone vs together set side by side: an RDMA tool's best size
-	// against a non-RDMA (TCP) tool's bulk figure. "" for none.
+	// and alone vs together set side by side: an RDMA tool's at its
+	// largest size (results.RDMAvsTCPRule) against a non-RDMA (TCP)
+	// tool's bulk figure. "" for none.
 	Throughput string
 	// TableOnly are metrics shown only in the tables that list every
 	// metric (summary.md, the report's samples): said here so that a
@@ -88,8 +89,9 @@ type Chart struct {
 	ID    string // the anchor's suffix, unique among all tools' charts
 	Title string
 	Kind  ChartKind
-	// Unit is the value axis's; "" takes the first series' recorded unit.
-	Unit   string
+	// The value axis is in the first series' recorded unit, the one the
+	// table beneath and every other view print it in: a chart declares no
+	// unit of its own.
 	Series []Series
 	// When: the chart is drawn when any of these metrics has a value;
 	// nil: when any series has one.
@@ -250,7 +252,7 @@ var builtinViews = map[Family]View{
 			Then: []Figure{{Metric: "msg_rate", ShowSize: true}}}},
 		Glance: Figure{Metric: "bw_avg", At: Largest},
 		Charts: []Chart{
-			{ID: "bw", Title: "Bandwidth vs message size", Unit: "Gb/s",
+			{ID: "bw", Title: "Bandwidth vs message size",
 				Series: []Series{{"bw_avg", "average"}, {"bw_peak", "peak"}}},
 			{ID: "rate", Title: "Message rate vs message size",
 				Series: []Series{{"msg_rate", "message rate"}}},
@@ -261,7 +263,7 @@ var builtinViews = map[Family]View{
 		Headline: []Figure{{Metric: "lat_typical", Label: "typical", ShowSize: true,
 			With: []Figure{{Metric: "lat_p99", Label: "p99"}}}},
 		Glance: Figure{Metric: "lat_typical", Word: "typ"},
-		Charts: []Chart{{ID: "lat", Title: "Latency percentiles by message size", Kind: Bars, Unit: "usec",
+		Charts: []Chart{{ID: "lat", Title: "Latency percentiles by message size", Kind: Bars,
 			Series: []Series{{"lat_min", "min"}, {"lat_typical", "typical"}, {"lat_avg", "avg"},
 				{"lat_p99", "p99"}, {"lat_p999", "p99.9"}, {"lat_max", "max"}},
 			When: []string{"lat_typical", "lat_avg"}}},
@@ -270,7 +272,7 @@ var builtinViews = map[Family]View{
 	Pingpong: {
 		Headline: []Figure{{Metric: "pp_bw", ShowSize: true, With: []Figure{{Metric: "pp_lat"}}}},
 		Glance:   Figure{Metric: "pp_bw", At: Largest},
-		Charts: []Chart{{ID: "pp", Title: "Pingpong throughput vs message size", Unit: "Mbit/s",
+		Charts: []Chart{{ID: "pp", Title: "Pingpong throughput vs message size",
 			Series: []Series{{"pp_bw", "throughput"}}, MinSizes: 2}},
 	},
 	Rping: {

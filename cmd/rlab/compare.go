@@ -22,15 +22,23 @@ func newCompareCmd() *cobra.Command {
 		asMD      bool
 		junitPath string
 		allowInc  bool
+		counters  bool
+		all       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
 		Short: "Compare two runs' results and fail on a regression",
 		Long: `compare matches the samples of two run directories (A the baseline, B the
 new run) by workload, metric, message size and hosts, folds repeats into
-medians and prints the change of each, with the repeats' spread (±).
-Bandwidth, message rate and rping counts are better higher; latencies are
-better lower.
+medians and prints the change of each, with the repeats' spread (±), after
+each workload's result in A and in B (its headline, as rlab run prints it).
+By default it compares each workload's headline figures (bandwidth and
+message rate, typical and p99 latency, TCP throughput...), each in the unit
+results.json and expect use; --all-metrics adds the others (peak bandwidth,
+every latency percentile), --counters the kernel's trouble counters
+(retransmissions, sequence errors, drops: from none to some is a
+regression). Bandwidth, message rate and rping counts are better higher;
+latencies are better lower.
 
 A measurement regressed when it moved the wrong way by more than its
 threshold (the --metric-threshold for its metric, else the threshold the lab
@@ -39,8 +47,10 @@ or more repeats per run by a Mann-Whitney U test at alpha 0.05
 (golang.org/x/perf/benchmath, as benchstat), with 2 or 3 by the repeats'
 ranges not overlapping; with one repeat the threshold alone decides. A change
 within the variation shows as "~" and does not fail. A measurement A has and B
-lacks (a workload that failed) counts as a regression too. exit_code and
-duration are compared only when given a --metric-threshold.
+lacks (a workload that failed) counts as a regression too. exit_code,
+duration and traffic counters (packets, bytes) are compared only when given
+a --metric-threshold. --junit writes one test case per workload, failed
+when one of its measurements regressed or went missing.
 
 Warnings (stdout, and JUnit properties) say when there were too few repeats to
 tell noise from change, and when the runs differ in lab, hosts, kernel, OS or
@@ -61,7 +71,7 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read),
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeRuns2,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := results.CompareOptions{MetricThresholds: map[string]float64{}}
+			opts := results.CompareOptions{MetricThresholds: map[string]float64{}, Counters: counters, AllMetrics: all}
 			t, err := results.ParsePercent(threshold)
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("--threshold: %w", err))
@@ -158,8 +168,10 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read),
 	f.StringArrayVar(&perMetric, "metric-threshold", nil, "`METRIC=PERCENT` threshold for one metric (repeatable), e.g. bw_avg=5%")
 	f.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	f.BoolVar(&asMD, "markdown", false, "print the comparison as a Markdown table (CI job summaries)")
-	f.StringVar(&junitPath, "junit", "", "also write the comparison as JUnit XML to `FILE`")
 	f.BoolVar(&allowInc, "allow-incomplete", false, "compare a run that did not finish writing its files (no complete.json) instead of refusing it (exit 2), with a warning")
+	f.StringVar(&junitPath, "junit", "", "also write the comparison as JUnit XML to `FILE` (a test case per workload)")
+	f.BoolVar(&counters, "counters", false, "also compare the kernel's trouble counters (retransmissions, sequence errors, drops)")
+	f.BoolVar(&all, "all-metrics", false, "compare every metric of the tools, not only each workload's headline figures")
 	return cmd
 }
 

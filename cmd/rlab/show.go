@@ -15,14 +15,18 @@ import (
 )
 
 func newShowCmd() *cobra.Command {
-	var render, students, markdown bool
+	var render, students, markdown, counters bool
 	cmd := &cobra.Command{
 		Use:   "show [RUN]",
 		Short: "Print a run's summary",
 		Long: `show prints the summary of a run directory, laid out for a terminal (aligned
-tables; --markdown prints summary.md as it is): per-workload tables of
-bandwidth, message rate and latency percentiles (medians over repeats), the
-expects and whether they held, RDMA vs TCP, and where the run's files are.
+tables; --markdown prints summary.md as it is): each workload's result (its
+headline, as rlab run prints it) and trouble counters first, then
+per-workload tables of bandwidth, message rate and latency percentiles
+(medians over repeats; every number in the unit results.json and expect
+use), the expects and whether they held, RDMA vs TCP, and where the run's
+files are. The full tables of kernel counters are folded to one line per
+workload; --counters prints them.
 When the run has no summary.md (or with --render) it is rendered from
 results.json.
 
@@ -71,7 +75,7 @@ With --students it prints the per-student table of a class lab run instead
 					// hold a host's terminal escapes.
 					text := termsafe.Block(string(b))
 					if !markdown {
-						text = string(results.TerminalText([]byte(text)))
+						text = string(terminalText([]byte(text), counters))
 					}
 					_, err = io.WriteString(cmd.OutOrStdout(), text)
 					return err
@@ -86,7 +90,7 @@ With --students it prints the per-student table of a class lab run instead
 			}
 			b := results.Summary(r, r.Dir)
 			if !markdown {
-				b = results.TerminalText(b)
+				b = terminalText(b, counters)
 			}
 			_, err = cmd.OutOrStdout().Write(b)
 			return err
@@ -95,7 +99,17 @@ With --students it prints the per-student table of a class lab run instead
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the summary as Markdown (summary.md), not laid out for a terminal")
 	cmd.Flags().BoolVar(&render, "render", false, "render the summary from results.json even when summary.md exists")
 	cmd.Flags().BoolVar(&students, "students", false, "print the per-student table of a class lab run")
+	cmd.Flags().BoolVar(&counters, "counters", false, "print the full tables of kernel counters that moved (folded by default)")
 	return cmd
+}
+
+// terminalText lays summary.md out for a terminal, its kernel counter
+// tables unfolded with --counters.
+func terminalText(md []byte, counters bool) []byte {
+	if counters {
+		return results.TerminalTextUnfolded(md)
+	}
+	return results.TerminalText(md)
 }
 
 // resolveRunArg finds the run directory named by args[0] (or the newest run

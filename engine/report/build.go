@@ -455,7 +455,9 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 	}
 	w.Impair = impairOf(samples) // loss.go
 	w.Stack = stackOf(samples, wd.CounterNotes)
+	w.Trouble = results.TroubleText(samples, name)
 	samples = results.Measures(samples)
+	w.Result = results.KeyNumbers(results.Workload{Name: name, Tool: w.Tool, Parse: wd.Parse}, results.Aggregate(samples))
 	w.Table = sampleTable(samples)
 	w.Charts = workloadCharts(w.Anchor, samples)
 	parseNotes(&w, wd)
@@ -588,8 +590,8 @@ func sampleTable(samples []results.Sample) Table {
 	}
 	t.Columns = append(t.Columns, "repeat")
 	t.Units = append(t.Units, "")
-	// Each column in one display unit, as summary.md's tables (327 kpps,
-	// not 0.000327 Mpps); the cell keeps the recorded value (Raw).
+	// Each column in its metric's recorded unit, as summary.md's tables
+	// and every other view; the cell keeps the exact value (Raw).
 	cu := map[string]results.Column{}
 	for _, c := range cols {
 		unit := ""
@@ -692,10 +694,10 @@ func series(samples []results.Sample, metric, name string) seriesIn {
 	unit := unitOf(samples, metric)
 	s := seriesIn{Name: name}
 	for _, a := range bySize(samples, metric) {
-		title := fmt.Sprintf("%s at %s B: %s %s", name, strconv.FormatInt(a.Size, 10), fmtNum(a.Median), unit)
+		title := fmt.Sprintf("%s at %s B: %s %s", name, strconv.FormatInt(a.Size, 10), results.FormatValue(a.Median), unit)
 		p := xy{X: float64(a.Size), Y: a.Median}
 		if a.N > 1 {
-			title += fmt.Sprintf(" (median of %d repeats, %s to %s)", a.N, fmtNum(a.Min), fmtNum(a.Max))
+			title += fmt.Sprintf(" (median of %d repeats, %s to %s)", a.N, results.FormatValue(a.Min), results.FormatValue(a.Max))
 			p.Lo, p.Hi, p.Spread = a.Min, a.Max, true
 		}
 		p.Title = title
@@ -724,10 +726,8 @@ func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 		if !drawn || len(c.Series) == 0 || len(bySize(samples, c.Series[0].Metric)) < c.MinSizes {
 			continue
 		}
-		unit := c.Unit
-		if unit == "" {
-			unit = unitOf(samples, c.Series[0].Metric)
-		}
+		// The recorded unit, as the table beneath and every other view.
+		unit := unitOf(samples, c.Series[0].Metric)
 		id := anchor + "-" + c.ID
 		switch c.Kind {
 		case tooldesc.Bars:
@@ -772,7 +772,8 @@ func sizeBars(samples []results.Sample, series []tooldesc.Series) []barGroup {
 // stackOf is "what the stack saw" of a workload: its counter samples that
 // moved, as a table, and its counter notes; nil when it has neither.
 func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
-	st := &Stack{Moved: Table{Columns: []string{"host", "device", "counter", "delta"}}}
+	cols := []string{"host", "device", "counter", "delta"}
+	st := &Stack{Trouble: Table{Columns: cols}, Traffic: Table{Columns: cols}}
 	n := 0
 	for _, s := range samples {
 		if !results.IsCounter(s) {
@@ -783,18 +784,24 @@ func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
 			st.Still++
 			continue
 		}
-		st.Moved.Rows = append(st.Moved.Rows, []string{strings.Join(s.Meta.Hosts, ","), strings.Join(s.Meta.Devices, ","), s.Metric,
+		t := &st.Traffic
+		if c, ok := results.CounterByName(s.Metric); ok && c.Kind == results.CounterTrouble {
+			t = &st.Trouble
+		}
+		t.Rows = append(t.Rows, []string{strings.Join(s.Meta.Hosts, ","), strings.Join(s.Meta.Devices, ","), s.Metric,
 			results.FormatValue(s.Value) + " " + s.Unit})
 	}
-	sort.SliceStable(st.Moved.Rows, func(i, j int) bool {
-		a, b := st.Moved.Rows[i], st.Moved.Rows[j]
-		for k := 0; k < 3; k++ {
-			if a[k] != b[k] {
-				return a[k] < b[k]
+	for _, t := range []*Table{&st.Trouble, &st.Traffic} {
+		sort.SliceStable(t.Rows, func(i, j int) bool {
+			a, b := t.Rows[i], t.Rows[j]
+			for k := 0; k < 3; k++ {
+				if a[k] != b[k] {
+					return a[k] < b[k]
+				}
 			}
-		}
-		return false
-	})
+			return false
+		})
+	}
 	for _, cn := range notes {
 		st.Notes = append(st.Notes, CounterNote{Kind: cn.Kind, What: cn.What(), Reason: cn.Reason})
 	}

@@ -262,10 +262,11 @@ func barChart(id, title, ylabel string, groups []barGroup) *Chart {
 			bar := Bar{
 				Box:   Box{r1(x), r1(y), r1(math.Max(bw-2, 1)), r1(c.Plot.Y + c.Plot.H - y)},
 				Color: color(idx[b.Name]),
-				Title: fmt.Sprintf("%s %s: %s %s", g.Label, b.Name, fmtNum(b.Value), b.Unit),
+				// A measured value: printed as every table prints it.
+				Title: fmt.Sprintf("%s %s: %s %s", g.Label, b.Name, results.FormatValue(b.Value), b.Unit),
 			}
 			if bw >= 26 { // a value label only where it fits
-				bar.Label = Text{r1(x + (bw-2)/2), r1(y - 3), fmtNum(b.Value), "middle"}
+				bar.Label = Text{r1(x + (bw-2)/2), r1(y - 3), results.FormatValue(b.Value), "middle"}
 			}
 			c.Bars = append(c.Bars, bar)
 		}

@@ -7,11 +7,13 @@ import (
 )
 
 // compare puts every RDMA bandwidth workload beside every TCP baseline (the
-// throughput metric each tool's View declares, RDMA or not as its tool), in
-// human units (3.4 Gb/s, 405 MiB/s; the recorded Gb/s kept as Raw): for RDMA the best median over message sizes (with the size it
-// came at), for TCP the median over repeats. Nothing is drawn unless both kinds ran.
+// throughput metric each tool's View declares, RDMA or not as its tool),
+// by results.RDMAvsTCPRule, as the run's table and summary.md do: for RDMA
+// the median at its largest message size, for TCP the median over
+// repeats; each in its recorded unit. Nothing is drawn unless both kinds
+// ran.
 func (b *builder) compare() {
-	t := Table{Columns: []string{"workload", "tool", "transport", "best size", "throughput", "bytes per second"}, Units: []string{"", "", "", "B", "Gb/s", "MiB/s"}}
+	t := Table{Columns: []string{"workload", "tool", "transport", "size", "throughput"}, Units: []string{"", "", "", "B", ""}}
 	var groups []barGroup
 	rdma, tcp := 0, 0
 	for _, w := range b.d.Workloads {
@@ -24,27 +26,25 @@ func (b *builder) compare() {
 			if len(aggs) == 0 {
 				continue
 			}
-			best := aggs[0]
-			for _, a := range aggs {
-				if a.Median > best.Median {
-					best = a
-				}
-			}
+			at := aggs[len(aggs)-1] // results.ThroughputAt: the largest size
+			unit := unitOf(ss, thr)
+			t.Units[4] = unit
 			rdma++
 			transport, label := results.RDMAOver(w.RDMA), w.Name
 			if w.Bidirectional {
 				transport += " (" + results.BothDirections + ")"
 				label += " (both directions)"
 			}
-			t.add([]string{w.Name, w.Tool, transport, results.HumanSize(best.Size), results.HumanValue(best.Median, "Gb/s"), results.HumanValue(gbpsToMiBps(best.Median), "MiB/s")},
-				[]string{"", "", "", strconv.FormatInt(best.Size, 10), rawNum(best.Median), rawNum(gbpsToMiBps(best.Median))})
-			groups = append(groups, barGroup{Label: label, Bars: []barIn{{"RDMA", best.Median, "Gb/s"}}})
+			t.add([]string{w.Name, w.Tool, transport, results.HumanSize(at.Size), results.HumanValue(at.Median, unit)},
+				[]string{"", "", "", strconv.FormatInt(at.Size, 10), rawNum(at.Median)})
+			groups = append(groups, barGroup{Label: label, Bars: []barIn{{"RDMA", at.Median, unit}}})
 		default:
 			tcp++
+			unit := unitOf(ss, thr)
 			for _, a := range bySize(ss, thr) { // one per bytes setting, usually one
-				t.add([]string{w.Name, w.Tool, "TCP", "", results.HumanValue(a.Median, "Gb/s"), results.HumanValue(gbpsToMiBps(a.Median), "MiB/s")},
-					[]string{"", "", "", "", rawNum(a.Median), rawNum(gbpsToMiBps(a.Median))})
-				groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"TCP", a.Median, "Gb/s"}}})
+				t.add([]string{w.Name, w.Tool, "TCP", "", results.HumanValue(a.Median, unit)},
+					[]string{"", "", "", "", rawNum(a.Median)})
+				groups = append(groups, barGroup{Label: w.Name, Bars: []barIn{{"TCP", a.Median, unit}}})
 			}
 		}
 	}
@@ -52,9 +52,8 @@ func (b *builder) compare() {
 		return
 	}
 	b.d.Compare = &Compare{
+		Rule:  "Compared: " + results.RDMAvsTCPRule + ".",
 		Table: t,
-		Chart: barChart("compare", "RDMA vs TCP throughput", "Gb/s", groups),
+		Chart: barChart("compare", "RDMA vs TCP throughput", t.Units[4], groups),
 	}
 }
-
-func gbpsToMiBps(g float64) float64 { return g * 1e9 / 8 / (1 << 20) }

@@ -36,8 +36,9 @@ func lossOf(samples []results.Sample) (float64, bool) {
 }
 
 // lossSweep draws throughput (each tool's View.Throughput) against loss
-// when the run measured RDMA or TCP bandwidth at two loss points or more: RDMA's best median over message
-// sizes, TCP's median over repeats, one point per workload.
+// when the run measured RDMA or TCP bandwidth at two loss points or more:
+// RDMA's median at its largest message size (results.RDMAvsTCPRule, as RDMA
+// vs TCP), TCP's median over repeats, one point per workload.
 func (b *builder) lossSweep() {
 	type pt struct {
 		loss, gbps float64
@@ -55,11 +56,8 @@ func (b *builder) lossSweep() {
 		switch {
 		case thr == "" || !has(ss, thr):
 		case overRDMA:
-			best := 0.0
-			for _, a := range bySize(ss, thr) {
-				best = max(best, a.Median)
-			}
-			rdma = append(rdma, pt{loss, best, w.Name, w.Why})
+			aggs := bySize(ss, thr)
+			rdma = append(rdma, pt{loss, aggs[len(aggs)-1].Median, w.Name, w.Why})
 		default:
 			for _, a := range bySize(ss, thr) {
 				tcp = append(tcp, pt{loss, a.Median, w.Name, w.Why})
@@ -85,7 +83,7 @@ func (b *builder) lossSweep() {
 		sort.SliceStable(s.pts, func(i, j int) bool { return s.pts[i].loss < s.pts[j].loss })
 		si := seriesIn{Name: s.name}
 		for _, p := range s.pts {
-			si.Pts = append(si.Pts, xy{X: p.loss, Y: p.gbps, Title: p.name + ": " + fmtNum(p.gbps) + " Gb/s at " + fmtNum(p.loss) + " % loss"})
+			si.Pts = append(si.Pts, xy{X: p.loss, Y: p.gbps, Title: p.name + ": " + results.FormatValue(p.gbps) + " Gb/s at " + fmtNum(p.loss) + " % loss"})
 			// Beside each point, why: the trouble counters that moved
 			// (retransmissions, sequence errors) and the wire analysis of
 			// the point's own capture (why.go).
@@ -96,7 +94,7 @@ func (b *builder) lossSweep() {
 					retrans, naks = fmt.Sprint(*p.why.Retransmits), fmt.Sprint(*p.why.NAKs)
 				}
 			}
-			rows = append(rows, []string{fmtNum(p.loss), s.name, p.name, fmtNum(p.gbps), trouble, retrans, naks})
+			rows = append(rows, []string{fmtNum(p.loss), s.name, p.name, results.FormatValue(p.gbps), trouble, retrans, naks})
 		}
 		in = append(in, si)
 	}

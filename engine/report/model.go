@@ -118,15 +118,20 @@ type RDMADev struct {
 
 // Workload is one workload's outcome, numbers and charts.
 type Workload struct {
-	Name     string   `json:"name"`
-	Anchor   string   `json:"anchor"` // id attribute, safe characters only
-	Tool     string   `json:"tool"`
-	Kind     string   `json:"kind"` // bw, lat, pingpong, rping, tcp, exec
-	Hosts    []string `json:"hosts,omitempty"`
-	Devices  []string `json:"devices,omitempty"`
-	Status   string   `json:"status,omitempty"`
-	Error    string   `json:"error,omitempty"`
-	Expects  []Expect `json:"expects,omitempty"`
+	Name    string   `json:"name"`
+	Anchor  string   `json:"anchor"` // id attribute, safe characters only
+	Tool    string   `json:"tool"`
+	Kind    string   `json:"kind"` // bw, lat, pingpong, rping, tcp, exec
+	Hosts   []string `json:"hosts,omitempty"`
+	Devices []string `json:"devices,omitempty"`
+	Status  string   `json:"status,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	Expects []Expect `json:"expects,omitempty"`
+	// Result is its headline, as the run's table, summary.md and
+	// compare print it (its tool's View; results.KeyNumbers), Trouble the
+	// kernel's trouble counters that moved (results.TroubleText).
+	Result   string   `json:"result,omitempty"`
+	Trouble  string   `json:"trouble,omitempty"`
 	Table    Table    `json:"table"`
 	Charts   []*Chart `json:"charts,omitempty"`
 	Links    []Link   `json:"links,omitempty"`
@@ -153,12 +158,13 @@ type Workload struct {
 }
 
 // Stack is "what the stack saw": the counters that moved (host, device,
-// counter, delta), how many did not, and those that could not be read,
-// are absent on their device, or were reset.
+// counter, delta), trouble apart from traffic, how many did not, and
+// those that could not be read, are absent on their device, or were reset.
 type Stack struct {
-	Moved Table         `json:"moved"`
-	Still int           `json:"still"`
-	Notes []CounterNote `json:"notes,omitempty"`
+	Trouble Table         `json:"trouble"`
+	Traffic Table         `json:"traffic"`
+	Still   int           `json:"still"`
+	Notes   []CounterNote `json:"notes,omitempty"`
 }
 
 // CounterNote is one counter, or folder of them, that is not a delta.
@@ -221,6 +227,8 @@ type ExpectTotals struct {
 
 // Compare puts the RDMA bandwidth workloads beside the TCP baseline.
 type Compare struct {
+	// Rule says in words which figures are compared (results.RDMAvsTCPRule).
+	Rule  string `json:"rule,omitempty"`
 	Table Table  `json:"table"`
 	Chart *Chart `json:"chart"`
 }

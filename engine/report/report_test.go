@@ -95,9 +95,13 @@ func TestRenderWritesReport(t *testing.T) {
 	}
 	for _, want := range []string{"<svg", "quickstart", "Bandwidth vs message size", "RDMA vs TCP", "RC RDMA WRITE First", "NOT held",
 		"<th>machine</th><td>QEMU Standard PC (i440FX &#43; PIIX, 1996) pc-i440fx-7.2</td>", "<th>rdma-core</th><td>44.0</td>", "<code>1af4:1000</code>",
-		// Tables in human units, as summary.md; the recorded value beside.
-		`<td class="n" data-value="268435456" title="268435456 B">256 MiB</td>`, `<th>tcp_bw [Mb/s]</th>`,
-		`<td class="n" data-value="0.00123" title="0.00123 Mpps">1230</td>`, `<td class="n" data-value="10980" title="10980 B">10.72 KiB</td>`} {
+		// Metrics in their recorded unit, as summary.md and expect (sizes
+		// in binary units); the exact value beside.
+		`<td class="n" data-value="268435456" title="268435456 B">256 MiB</td>`, `<th>tcp_bw [Gb/s]</th>`,
+		`<td class="n" data-value="0.00123" title="0.00123 Mpps">0.00123</td>`,
+		// The workload table's result column: the headline.
+		`<td>4 KiB 0.0384 Gb/s, 64 KiB 0.07552 Gb/s; 0.00123 Mpps at 4 KiB</td>`,
+		"Compared: each RDMA workload at its largest message size", `<td class="n" data-value="10980" title="10980 B">10.72 KiB</td>`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}

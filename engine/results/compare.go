@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -21,6 +22,14 @@ type CompareOptions struct {
 	// MetricThresholds override Threshold per metric name (bw_avg: 5). They
 	// win over thresholds the lab recorded in the run (Workload.Thresholds).
 	MetricThresholds map[string]float64
+	// By default only the metrics of each workload's headline (its tool's
+	// View) are compared, and a metric given a threshold. AllMetrics adds
+	// every other metric of the tools (peak bandwidth, every latency
+	// percentile); Counters adds the kernel's trouble counters (a traffic
+	// counter still needs a threshold of its own: it follows the
+	// workload's amount).
+	AllMetrics bool
+	Counters   bool
 }
 
 // DefaultThreshold is the allowed regression in percent when none is given.
@@ -103,23 +112,54 @@ type Comparison struct {
 	// Warnings say when the comparison cannot tell much: too few repeats,
 	// or runs that differ in lab, hosts, kernel or tool versions.
 	Warnings []string `json:"warnings,omitempty"`
+	// Headlines are each workload's headline in A and in B, as the run's
+	// table prints it (its tool's View): the first thing compare shows.
+	Headlines []HeadlinePair `json:"headlines,omitempty"`
+	// Folded are the metrics left out by default (--all-metrics adds
+	// them), FoldedCounters whether kernel counters were (--counters).
+	Folded         []string `json:"folded,omitempty"`
+	FoldedCounters bool     `json:"folded_counters,omitempty"`
+}
+
+// HeadlinePair is one workload's headline in both runs ("–" where it did
+// not run).
+type HeadlinePair struct {
+	Workload string `json:"workload"`
+	A        string `json:"a"`
+	B        string `json:"b"`
 }
 
 // Failed reports whether B regressed against A: a measurement got worse past
 // its threshold, or one that A had is missing from B.
 func (c *Comparison) Failed() bool { return c.Regressed > 0 || c.Missing > 0 }
 
-// skipByDefault: the metrics every workload records (exit code, wall time)
-// describe a run rather than measure the system; they are compared only
-// when given a threshold explicitly.
-func skipByDefault(m string) bool { return tooldesc.IsCommon(m) }
+// headlineMetric: m is one of the figures of tool's headline (its View),
+// what compare compares by default.
+func headlineMetric(tool, m string) bool {
+	for _, f := range tooldesc.HeadlineOf(tool) {
+		for _, hm := range f.Metrics() {
+			if hm == m {
+				return true
+			}
+		}
+	}
+	return false
+}
 
-// traffic: a kernel counter of what went through (packets, bytes): it
-// follows the workload's amount, so it is compared only with a threshold
-// of its own, as duration is.
-func traffic(metric string) bool {
-	c, ok := CounterByName(metric)
-	return ok && c.Kind == CounterTraffic
+// compared says whether compare compares a measurement by default (not
+// given a threshold): a headline figure, else a metric of the tool's with
+// AllMetrics, a trouble counter with Counters. The metrics every workload
+// records (exit code, wall time) describe a run rather than measure the
+// system, and a traffic counter (packets, bytes) follows the workload's
+// amount: both are compared only with a threshold of their own. A counter
+// an older rlab read that is no longer in Counters is compared with
+// Counters, as a trouble one.
+func (o CompareOptions) compared(k Key, counter bool) bool {
+	if counter {
+		c, ok := CounterByName(k.Metric)
+		return o.Counters && (!ok || c.Kind == CounterTrouble)
+	}
+	return !tooldesc.IsCommon(k.Metric) && (o.AllMetrics || headlineMetric(k.Tool, k.Metric))
 }
 
 // trouble: a kernel counter of what went wrong (retransmissions, sequence
@@ -172,9 +212,30 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 		bAggs[g.Key] = g
 	}
 	seen := map[Key]bool{}
+	folded := map[string]bool{}
+	counter := map[string]bool{}
+	for _, r := range []*Run{a, b} {
+		for _, s := range r.Samples {
+			if IsCounter(s) {
+				counter[s.Metric] = true
+			}
+		}
+	}
+	fold := func(k Key, explicit bool) bool {
+		if explicit || opts.compared(k, counter[k.Metric]) {
+			return false
+		}
+		if counter[k.Metric] {
+			c.FoldedCounters = c.FoldedCounters || !opts.Counters
+		} else if !tooldesc.IsCommon(k.Metric) && !folded[k.Metric] {
+			folded[k.Metric] = true
+			c.Folded = append(c.Folded, k.Metric)
+		}
+		return true
+	}
 	for _, ga := range Aggregate(a.Samples) {
 		thr, explicit := threshold(ga.Key)
-		if skipByDefault(ga.Metric) && !explicit || traffic(ga.Metric) && !explicit {
+		if fold(ga.Key, explicit) {
 			seen[ga.Key] = true
 			continue
 		}
@@ -223,7 +284,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 			continue
 		}
 		thr, explicit := threshold(gb.Key)
-		if skipByDefault(gb.Metric) && !explicit || traffic(gb.Metric) && !explicit {
+		if fold(gb.Key, explicit) {
 			continue
 		}
 		m, _ := MetricByName(gb.Metric)
@@ -247,7 +308,39 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 		}
 	}
 	c.Warnings = append(repeatWarnings(c.Deltas), runWarnings(a, b)...)
+	c.Headlines = headlinePairs(a, b)
 	return c
+}
+
+// headlinePairs are the headlines of the workloads of a and b, in a's
+// order, then b's new ones.
+func headlinePairs(a, b *Run) []HeadlinePair {
+	var out []HeadlinePair
+	at := map[string]int{}
+	for side, r := range []*Run{a, b} {
+		byWL := map[string][]Agg{}
+		for _, g := range Aggregate(Measures(r.Samples)) {
+			byWL[g.Workload] = append(byWL[g.Workload], g)
+		}
+		for _, wl := range r.Workloads {
+			i, ok := at[wl.Name]
+			if !ok {
+				i = len(out)
+				at[wl.Name] = i
+				out = append(out, HeadlinePair{Workload: wl.Name, A: "–", B: "–"})
+			}
+			h := KeyNumbers(wl, byWL[wl.Name])
+			if wl.Status != StatusOK && wl.Status != "" {
+				h = strings.ToUpper(strings.ReplaceAll(wl.Status, "_", " ")) + " " + h
+			}
+			if side == 0 {
+				out[i].A = h
+			} else {
+				out[i].B = h
+			}
+		}
+	}
+	return out
 }
 
 // significance tells whether the repeats b differ from the repeats a by more
@@ -307,6 +400,17 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "warning: %s\n", m)
 	}
 	fmt.Fprintln(w)
+	if len(c.Headlines) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "WORKLOAD\tRESULT IN A\tRESULT IN B")
+		for _, h := range c.Headlines {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Line(h.Workload), termsafe.Line(h.A), termsafe.Line(h.B))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tMETRIC\tSIZE\tA\tB\tCHANGE\tLIMIT\tTEST\tRESULT")
 	for _, d := range c.Deltas {
@@ -325,12 +429,28 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if f := c.foldedText(); f != "" {
+		fmt.Fprintf(w, "not compared: %s\n", f)
+	}
 	verdict := "PASS"
 	if c.Failed() {
 		verdict = "FAIL"
 	}
 	_, err := fmt.Fprintf(w, "\n%s: %s\n", verdict, c.counts())
 	return err
+}
+
+// foldedText says what compare left out by default and the flag that
+// adds it; "" when nothing was.
+func (c *Comparison) foldedText() string {
+	var parts []string
+	if len(c.Folded) > 0 {
+		parts = append(parts, strings.Join(c.Folded, ", ")+" (--all-metrics)")
+	}
+	if c.FoldedCounters {
+		parts = append(parts, "kernel counters (--counters)")
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (c *Comparison) counts() string {
@@ -415,6 +535,16 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	if len(c.Warnings) > 0 {
 		fmt.Fprintln(w)
 	}
+	if len(c.Headlines) > 0 {
+		fmt.Fprintf(w, "| workload | result in A | result in B |\n|---|---|---|\n")
+		for _, h := range c.Headlines {
+			fmt.Fprintf(w, "| %s | %s | %s |\n", mdCell(h.Workload), mdCell(h.A), mdCell(h.B))
+		}
+		fmt.Fprintln(w)
+	}
+	if f := c.foldedText(); f != "" {
+		fmt.Fprintf(w, "Not compared: %s.\n\n", mdText(f))
+	}
 	fmt.Fprintf(w, "| workload | metric | size | A | B | change | limit | test | result |\n|---|---|---:|---:|---:|---:|---:|---|---|\n")
 	order := []string{DeltaRegressed, DeltaMissing, DeltaBetter, DeltaNew, DeltaNoise, DeltaSame, DeltaNoBase}
 	for _, st := range order {
@@ -464,35 +594,52 @@ func refName(r RunRef) string {
 	return r.Lab + "/" + r.ID
 }
 
-// JUnit renders the comparison as JUnit XML: one test case per compared
-// measurement, failed when it regressed or went missing.
+// JUnit renders the comparison as JUnit XML: one test case per workload,
+// failed when one of its compared measurements regressed or went missing
+// (each named in the failure), its other measurements in its system-out.
 func (c *Comparison) JUnit() ([]byte, error) {
 	suite := JUnitSuite{Name: "rlab compare"}
 	suite.Properties = []JUnitProperty{{"a", refName(c.A)}, {"b", refName(c.B)}}
 	for _, m := range c.Warnings {
 		suite.Properties = append(suite.Properties, JUnitProperty{"warning", m})
 	}
+	var order []string
+	byWL := map[string][]Delta{}
+	for _, h := range c.Headlines {
+		order = append(order, h.Workload)
+		byWL[h.Workload] = nil
+	}
 	for _, d := range c.Deltas {
-		name := d.Metric
-		if d.Size > 0 {
-			name += " [size " + HumanSize(d.Size) + "]"
+		if _, ok := byWL[d.Workload]; !ok {
+			order = append(order, d.Workload)
 		}
-		class := "rlab.compare." + d.Workload
-		if d.Hosts != "" {
-			class += "." + strings.ReplaceAll(d.Hosts, ",", "-")
+		byWL[d.Workload] = append(byWL[d.Workload], d)
+	}
+	for _, wl := range order {
+		tc := JUnitCase{Classname: "rlab.compare", Name: wl}
+		var bad, out []string
+		for _, d := range byWL[wl] {
+			what := d.Metric
+			if d.Size > 0 {
+				what += " [size " + HumanSize(d.Size) + "]"
+			}
+			if d.Hosts != "" {
+				what += " [" + d.Hosts + "]"
+			}
+			switch d.Status {
+			case DeltaRegressed:
+				bad = append(bad, fmt.Sprintf("%s regressed %+.1f%% (limit %g%%): %s → %s %s", what, d.Change, d.Threshold,
+					FormatValue(d.A), FormatValue(d.B), d.Unit))
+			case DeltaMissing:
+				bad = append(bad, fmt.Sprintf("%s is in A (%s %s) but missing from B", what, FormatValue(d.A), d.Unit))
+			default:
+				out = append(out, fmt.Sprintf("%s: A %s B %s %s change %+.1f%% (%s; %s)", what, FormatValue(d.A), FormatValue(d.B), d.Unit, d.Change, d.Status, d.testCell()))
+			}
 		}
-		tc := JUnitCase{Classname: class, Name: name}
-		switch d.Status {
-		case DeltaRegressed:
-			msg := fmt.Sprintf("%s regressed %+.1f%% (limit %g%%): %s → %s %s", d.Metric, d.Change, d.Threshold,
-				FormatValue(d.A), FormatValue(d.B), d.Unit)
-			tc.Failure = &JUnitProblem{Message: msg, Type: "regression", Text: msg}
-		case DeltaMissing:
-			msg := fmt.Sprintf("%s is in A (%s %s) but missing from B", d.Metric, FormatValue(d.A), d.Unit)
-			tc.Failure = &JUnitProblem{Message: msg, Type: "missing", Text: msg}
-		default:
-			tc.SystemOut = fmt.Sprintf("A %s B %s %s change %+.1f%% (%s; %s)", FormatValue(d.A), FormatValue(d.B), d.Unit, d.Change, d.Status, d.testCell())
+		if len(bad) > 0 {
+			tc.Failure = &JUnitProblem{Message: strings.Join(bad, "; "), Type: "regression", Text: strings.Join(bad, "\n")}
 		}
+		tc.SystemOut = strings.Join(out, "\n")
 		suite.Cases = append(suite.Cases, tc)
 		suite.Tests++
 		if tc.Failure != nil {

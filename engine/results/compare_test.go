@@ -31,20 +31,24 @@ func TestCompareFixtures(t *testing.T) {
 	}{
 		{name: "within noise", a: runBase, b: runNoise, failed: false},
 		{name: "same run", a: runBase, b: runBase, failed: false},
-		{name: "planted 20% drop", a: runBase, b: runDrop, failed: true, regr: 6,
+		// by default the headline figures only (bw_avg and msg_rate, not bw_peak)
+		{name: "planted 20% drop", a: runBase, b: runDrop, failed: true, regr: 4,
+			want: map[string]int{"write_bw/bw_avg/regressed": 2, "write_bw/bw_peak/regressed": 0, "write_bw/msg_rate/regressed": 2,
+				"write_lat/lat_typical/ok": 1, "write_lat/lat_min/ok": 0, "tcp_1g/tcp_bw/ok": 1}},
+		{name: "planted 20% drop, every metric", a: runBase, b: runDrop, failed: true, regr: 6, opts: CompareOptions{AllMetrics: true},
 			want: map[string]int{"write_bw/bw_avg/regressed": 2, "write_bw/bw_peak/regressed": 2, "write_bw/msg_rate/regressed": 2,
-				"write_lat/lat_typical/ok": 1, "tcp_1g/tcp_bw/ok": 1}},
+				"write_lat/lat_typical/ok": 1, "write_lat/lat_min/ok": 1, "tcp_1g/tcp_bw/ok": 1}},
 		// the lab's own bw_avg limit (15%) still applies under a looser default
 		{name: "drop under a looser default", a: runBase, b: runDrop, failed: true, regr: 2,
-			opts: CompareOptions{Threshold: 25}, want: map[string]int{"write_bw/bw_avg/regressed": 2, "write_bw/bw_peak/ok": 2}},
+			opts: CompareOptions{Threshold: 25, AllMetrics: true}, want: map[string]int{"write_bw/bw_avg/regressed": 2, "write_bw/bw_peak/ok": 2}},
 		{name: "drop under looser limits", a: runBase, b: runDrop, failed: false,
 			opts: CompareOptions{Threshold: 25, MetricThresholds: map[string]float64{"bw_avg": 21}}},
 		{name: "per-metric limit beats the lab's", a: runBase, b: runDrop, failed: true, regr: 4,
-			opts: CompareOptions{MetricThresholds: map[string]float64{"bw_avg": 25}},
+			opts: CompareOptions{MetricThresholds: map[string]float64{"bw_avg": 25}, AllMetrics: true},
 			want: map[string]int{"write_bw/bw_avg/ok": 2, "write_bw/bw_peak/regressed": 2}},
 		{name: "recovery is better", a: runDrop, b: runBase, failed: false,
 			want: map[string]int{"write_bw/bw_avg/better": 2}},
-		{name: "failed workload is missing", a: runBase, b: runFailed, failed: true, miss: 6},
+		{name: "failed workload is missing", a: runBase, b: runFailed, failed: true, miss: 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,7 +138,7 @@ func TestCompareOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGolden(t, "compare-drop.golden.md", buf.Bytes())
-	if !bytes.HasPrefix(buf.Bytes(), []byte("## rlab compare: **FAIL**")) || !bytes.Contains(buf.Bytes(), []byte("| write_bw | bw_peak | 4 KiB | 50.1 Mb/s ±2% | 40.08 Mb/s ±1% | -20.0% | 10% | ranges apart n=3 | **REGRESSED (higher is better)** |")) {
+	if !bytes.HasPrefix(buf.Bytes(), []byte("## rlab compare: **FAIL**")) || !bytes.Contains(buf.Bytes(), []byte("| write_bw | bw_avg | 4 KiB | 0.0403 Gb/s ±1% | 0.03224 Gb/s ±2% | -20.0% | 15% | ranges apart n=3 | **REGRESSED (higher is better)** |")) {
 		t.Errorf("markdown:\n%s", buf.String())
 	}
 	b, err := c.JUnit()
@@ -145,8 +149,20 @@ func TestCompareOutputs(t *testing.T) {
 	if err := xml.Unmarshal(b, &got); err != nil {
 		t.Fatalf("compare junit does not parse: %v", err)
 	}
-	if got.Failures != 6 || got.Tests != len(c.Deltas) || got.Suites[0].Failures != 6 {
-		t.Errorf("junit: tests %d failures %d, want %d and 6", got.Tests, got.Failures, len(c.Deltas))
+	// One test case per workload (not per measurement, nor per counter);
+	// write_bw failed, naming its four regressed measurements.
+	var names []string
+	for _, tc := range got.Suites[0].Cases {
+		names = append(names, tc.Name)
+		if tc.Name == "write_bw" && (tc.Failure == nil || strings.Count(tc.Failure.Text, "regressed") != 4) {
+			t.Errorf("junit: write_bw's failure %+v, want its 4 regressions", tc.Failure)
+		}
+	}
+	if diff := cmp.Diff([]string{"write_bw", "write_lat", "tcp_1g", "probe"}, names); diff != "" {
+		t.Errorf("junit test cases (-want +got):\n%s", diff)
+	}
+	if got.Failures != 1 || got.Tests != 4 {
+		t.Errorf("junit: tests %d failures %d, want 4 and 1", got.Tests, got.Failures)
 	}
 }
 
@@ -357,7 +373,10 @@ func TestCompareCounters(t *testing.T) {
 	}
 	a := &Run{Samples: []Sample{ctr("rcvd_seq_err", "client", 0), ctr("rcvd_seq_err", "server", 0), ctr("sent_pkts", "client", 1000), ctr("duplicate_request", "server", 4)}}
 	b := &Run{Samples: []Sample{ctr("rcvd_seq_err", "client", 3), ctr("rcvd_seq_err", "server", 0), ctr("sent_pkts", "client", 5000), ctr("duplicate_request", "server", 4)}}
-	c := Compare(a, b, CompareOptions{})
+	if c := Compare(a, b, CompareOptions{}); len(c.Deltas) != 0 || c.Failed() {
+		t.Errorf("counters compared without --counters: %+v", c.Deltas)
+	}
+	c := Compare(a, b, CompareOptions{Counters: true})
 	got := map[string]string{}
 	for _, d := range c.Deltas {
 		got[d.Metric+"@"+d.Hosts] = d.Status
@@ -376,7 +395,7 @@ func TestCompareCounters(t *testing.T) {
 	if !strings.Contains(out.String(), "from 0") {
 		t.Errorf("the table does not say the counter went from 0:\n%s", out.String())
 	}
-	c = Compare(a, b, CompareOptions{MetricThresholds: map[string]float64{"sent_pkts": 50}})
+	c = Compare(a, b, CompareOptions{Counters: true, MetricThresholds: map[string]float64{"sent_pkts": 50}})
 	for _, d := range c.Deltas {
 		if d.Metric == "sent_pkts" && d.Status != DeltaRegressed {
 			t.Errorf("sent_pkts with a threshold: %s, want regressed (5x the packets)", d.Status)

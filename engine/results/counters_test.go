@@ -6,10 +6,12 @@ import (
 	"testing"
 )
 
-// TestSummaryStack: summary.md's "what the stack saw" lists the counters
-// that moved with host, device and unit, counts those that did not, and
-// says which could not be read, were reset or are not on the device —
-// none of them as a zero.
+// TestSummaryStack: summary.md says the trouble counters that moved beside
+// the workload's result and under its table; folded in a <details> it
+// lists the counters that moved, trouble apart from traffic, with host,
+// device and unit, counts those that did not, and says which could not be
+// read, were reset or are not on the device — none of them as a zero. `rlab
+// show` folds the details to one line; --counters unfolds them.
 func TestSummaryStack(t *testing.T) {
 	ctr := func(metric, host, dev string, v float64) Sample {
 		return Sample{Metric: metric, Value: v, Unit: CounterUnit(metric), Meta: Meta{Workload: "write_bw", Tool: "ib_write_bw",
@@ -28,10 +30,11 @@ func TestSummaryStack(t *testing.T) {
 	}
 	md := string(Summary(r, ""))
 	for _, want := range []string{
-		"What the stack saw",
-		"| server | rxe_eth1 | `duplicate_request` | 2 packets |",
-		"| server | rxe_eth1 | `sent_pkts` | 1500 packets |",
-		"1 other counter(s) read did not move.",
+		"| write_bw | ib_write_bw |  | ok | 4 KiB 0.1 Gb/s | duplicate_request 2 |",
+		"Trouble counters that moved: duplicate_request 2.",
+		"<details><summary>Kernel counters (after minus before the workload): 2 moved, 1 did not</summary>",
+		"Trouble:\n\n| host | device | counter | delta |\n|---|---|---|---:|\n| server | rxe_eth1 | `duplicate_request` | 2 packets |\n\n",
+		"Traffic:\n\n| host | device | counter | delta |\n|---|---|---|---:|\n| server | rxe_eth1 | `sent_pkts` | 1500 packets |\n\n",
 		"Could not read:\n\n- client rxe_eth1 hw_counters/rcvd_seq_err: permission denied",
 		"Reset or wrapped (no delta):\n\n- client rxe_eth1 hw_counters/sent_pkts: went from 9 to 2",
 		"Not on the device:\n\n- server rxe_eth1 counters: the device has no counters folder",
@@ -42,6 +45,32 @@ func TestSummaryStack(t *testing.T) {
 	}
 	if strings.Contains(md, "`rcvd_seq_err` | 0") {
 		t.Errorf("a counter that did not move listed as moved:\n%s", md)
+	}
+	// junit.xml: one test case for the workload (none per counter), its
+	// result and trouble counters in its output.
+	x, err := JUnit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(x); strings.Count(s, "<testcase ") != 1 || !strings.Contains(s, "result: 4 KiB 0.1 Gb/s&#xA;trouble counters: duplicate_request 2&#xA;") || strings.Contains(s, "sent_pkts") {
+		t.Errorf("junit.xml:\n%s", s)
+	}
+	folded, unfolded := string(TerminalText([]byte(md))), string(TerminalTextUnfolded([]byte(md)))
+	for _, tc := range []struct {
+		text, want string
+		has        bool
+	}{
+		{folded, "Kernel counters (after minus before the workload): 2 moved, 1 did not (rlab show --counters)\n", true},
+		{folded, "Trouble counters that moved: duplicate_request 2.", true},
+		{folded, "sent_pkts", false},
+		{folded, "permission denied", false},
+		{unfolded, "Kernel counters (after minus before the workload): 2 moved, 1 did not:\n", true},
+		{unfolded, "server  rxe_eth1  sent_pkts  1500 packets", true},
+		{unfolded, "details>", false},
+	} {
+		if strings.Contains(tc.text, tc.want) != tc.has {
+			t.Errorf("rlab show: contains %q = %v, want %v:\n%s", tc.want, !tc.has, tc.has, tc.text)
+		}
 	}
 	for _, line := range strings.Split(md, "\n") {
 		if strings.HasPrefix(line, "| size |") && strings.Contains(line, "sent_pkts") {

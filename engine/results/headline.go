@@ -6,6 +6,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/rundir"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -31,19 +32,38 @@ func WriteHeadline(w io.Writer, r *Run) error {
 	for _, a := range aggs {
 		byWL[a.Workload] = append(byWL[a.Workload], a)
 	}
+	// Trouble counters beside the result: "slow because of what".
+	trouble := map[string]string{}
+	troubleCol := ""
+	for i, wl := range r.Workloads {
+		if i < headlineRows {
+			trouble[wl.Name] = TroubleText(r.Samples, wl.Name)
+			if trouble[wl.Name] != "" {
+				troubleCol = "\t"
+			}
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tTOOL\tHOSTS\tSTATUS\tRESULT\tEXPECTS")
+	head := "WORKLOAD\tTOOL\tHOSTS\tSTATUS\tRESULT\tEXPECTS"
+	if troubleCol != "" {
+		head += "\tTROUBLE"
+	}
+	fmt.Fprintln(tw, head)
 	for i, wl := range r.Workloads {
 		if i == headlineRows {
-			fmt.Fprintf(tw, "… %d more (rlab show)\t\t\t\t\t\n", len(r.Workloads)-headlineRows)
+			fmt.Fprintf(tw, "… %d more (rlab show)\t\t\t\t\t%s\n", len(r.Workloads)-headlineRows, troubleCol)
 			break
 		}
 		st := wl.Status
 		if st != StatusOK {
 			st = strings.ToUpper(strings.ReplaceAll(st, "_", " "))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(wl.Name), termsafe.Line(wl.Tool), termsafe.Line(strings.Join(wl.Hosts, " → ")),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", termsafe.Line(wl.Name), termsafe.Line(wl.Tool), termsafe.Line(strings.Join(wl.Hosts, " → ")),
 			st, termsafe.Line(KeyNumbers(wl, byWL[wl.Name])), heldText(wl.Expects))
+		if troubleCol != "" {
+			fmt.Fprintf(tw, "\t%s", termsafe.Line(trouble[wl.Name]))
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -82,7 +102,7 @@ func WriteHeadline(w io.Writer, r *Run) error {
 // View declares (bandwidth per size and message rate, typical and p99
 // latency, pingpong throughput and time per iteration, rping count, TCP
 // throughput), else the exit code and wall time every workload records;
-// medians over repeats, in units for people.
+// medians over repeats, each in its recorded unit (the one expect reads).
 func KeyNumbers(wl Workload, aggs []Agg) string {
 	by := map[string][]Agg{}
 	for _, a := range aggs {
@@ -194,8 +214,22 @@ func heldText(es []Expect) string {
 	return s
 }
 
-// rdmaTCPLine sets each RDMA tool's throughput figure (its View's) at its
-// largest size beside the first TCP baseline's throughput.
+// RDMAvsTCPRule says in words which figures RDMA vs TCP sets side by side,
+// printed next to the comparison in every view (the run's table,
+// summary.md, the report): one rule, so the ratio is the same everywhere.
+const RDMAvsTCPRule = "each RDMA workload at its largest message size (the nearest to TCP's one bulk stream) against the first TCP workload, medians over repeats"
+
+// rdmaVsTCPShort is RDMAvsTCPRule in the few words the run's table has
+// room for.
+const rdmaVsTCPShort = "RDMA at its largest size"
+
+// ThroughputAt picks, of one workload's aggregates of its tool's
+// throughput metric (sizes ascending), the one RDMA vs TCP compares: the
+// largest size (RDMAvsTCPRule).
+func ThroughputAt(aggs []Agg) Agg { return aggs[len(aggs)-1] }
+
+// rdmaTCPLine sets each RDMA tool's throughput figure (its View's) beside
+// the first TCP baseline's throughput, by RDMAvsTCPRule.
 func rdmaTCPLine(r *Run, aggs []Agg) string {
 	var tcp *Agg
 	for i, a := range aggs {
@@ -207,18 +241,16 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 	if tcp == nil || tcp.Median <= 0 {
 		return ""
 	}
-	best := map[string]Agg{}
+	per := map[string][]Agg{}
 	var order []string
 	for _, a := range aggs {
 		if rdma, _ := tooldesc.Throughput(a.Metric); !rdma {
 			continue
 		}
-		if _, ok := best[a.Workload]; !ok {
+		if _, ok := per[a.Workload]; !ok {
 			order = append(order, a.Workload)
 		}
-		if a.Size >= best[a.Workload].Size {
-			best[a.Workload] = a
-		}
+		per[a.Workload] = append(per[a.Workload], a)
 	}
 	bidir := map[string]bool{}
 	for _, wl := range r.Workloads {
@@ -226,7 +258,7 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 	}
 	var s []string
 	for _, wl := range order {
-		a := best[wl]
+		a := ThroughputAt(per[wl])
 		both := ""
 		if bidir[wl] {
 			both = " (" + BothDirections + ")"
@@ -236,7 +268,39 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 	if len(s) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("RDMA vs TCP (%s %s): %s", termsafe.Line(tcp.Workload), HumanValue(tcp.Median, tcp.Unit), strings.Join(s, "; "))
+	return fmt.Sprintf("RDMA vs TCP (%s; TCP %s %s): %s", rdmaVsTCPShort, termsafe.Line(tcp.Workload), HumanValue(tcp.Median, tcp.Unit), strings.Join(s, "; "))
+}
+
+// TroubleText is what went wrong during a workload by the kernel's own
+// counters, for beside its result ("slow because of what"): each trouble
+// counter that moved (retransmissions, sequence errors, drops), summed
+// over its hosts and devices, in counter order; "" when none moved.
+func TroubleText(ss []Sample, workload string) string {
+	sum := map[string]float64{}
+	var order []string
+	for _, s := range CounterDeltas(ss, workload) {
+		if c, ok := CounterByName(s.Metric); !ok || c.Kind != CounterTrouble || s.Value == 0 {
+			continue
+		}
+		if _, ok := sum[s.Metric]; !ok {
+			order = append(order, s.Metric)
+		}
+		sum[s.Metric] += s.Value
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	sortCounters(order)
+	var parts []string
+	for _, m := range order {
+		parts = append(parts, m+" "+FormatValue(sum[m]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sortCounters orders counter names as the Counters table does.
+func sortCounters(names []string) {
+	sort.SliceStable(names, func(i, j int) bool { return counterIndex[names[i]] < counterIndex[names[j]] })
 }
 
 // routineNotes are parser notes every run of a mode or a packaged version

@@ -29,14 +29,14 @@ func TestKeyNumbers(t *testing.T) {
 		want    string
 	}{
 		{"bandwidth per size and message rate", []Sample{s("bw_avg", 1.2, "Gb/s", 4096, 0), s("bw_avg", 21.1, "Gb/s", 1<<20, 0),
-			s("msg_rate", 0.327, "Mpps", 4096, 0), s("msg_rate", 0.0025, "Mpps", 1<<20, 0)}, "4 KiB 1.2 Gb/s, 1 MiB 21.1 Gb/s; 327 kpps at 4 KiB"},
+			s("msg_rate", 0.327, "Mpps", 4096, 0), s("msg_rate", 0.0025, "Mpps", 1<<20, 0)}, "4 KiB 1.2 Gb/s, 1 MiB 21.1 Gb/s; 0.327 Mpps at 4 KiB"},
 		{"many sizes elided", []Sample{s("bw_avg", 1, "Gb/s", 2, 0), s("bw_avg", 2, "Gb/s", 4, 0), s("bw_avg", 3, "Gb/s", 8, 0),
 			s("bw_avg", 4, "Gb/s", 16, 0), s("bw_avg", 5, "Gb/s", 32, 0)}, "2 B 1 Gb/s, …, 16 B 4 Gb/s, 32 B 5 Gb/s"},
-		{"latency", []Sample{s("lat_typical", 658.4, "usec", 2, 0), s("lat_p99", 3817, "usec", 2, 0)}, "typical 658.4 usec, p99 3.817 ms at 2 B"},
-		{"pingpong", []Sample{s("pp_bw", 1500, "Mbit/s", 4096, 0), s("pp_lat", 21.8, "usec/iter", 4096, 0)}, "1.5 Gb/s, 21.8 usec/iter at 4 KiB"},
-		{"tcp, one metric for one quantity", []Sample{s("tcp_bw", 0.42, "Gb/s", 0, 0), s("tcp_bw_mib", 50.07, "MiB/s", 0, 0)}, "420 Mb/s"},
-		{"exec", []Sample{s("exit_code", 0, "code", 0, 0), s("duration", 0.21, "s", 0, 0)}, "exit 0; in 210 ms"},
-		{"repeats", []Sample{s("tcp_bw", 0.4, "Gb/s", 0, 0), s("tcp_bw", 0.42, "Gb/s", 0, 1), s("tcp_bw", 0.5, "Gb/s", 0, 2)}, "420 Mb/s (median of 3)"},
+		{"latency", []Sample{s("lat_typical", 658.4, "usec", 2, 0), s("lat_p99", 3817, "usec", 2, 0)}, "typical 658.4 usec, p99 3817 usec at 2 B"},
+		{"pingpong", []Sample{s("pp_bw", 1500, "Mbit/s", 4096, 0), s("pp_lat", 21.8, "usec/iter", 4096, 0)}, "1500 Mbit/s, 21.8 usec/iter at 4 KiB"},
+		{"tcp, one metric for one quantity", []Sample{s("tcp_bw", 0.42, "Gb/s", 0, 0), s("tcp_bw_mib", 50.07, "MiB/s", 0, 0)}, "0.42 Gb/s"},
+		{"exec", []Sample{s("exit_code", 0, "code", 0, 0), s("duration", 0.21, "s", 0, 0)}, "exit 0; in 0.21 s"},
+		{"repeats", []Sample{s("tcp_bw", 0.4, "Gb/s", 0, 0), s("tcp_bw", 0.42, "Gb/s", 0, 1), s("tcp_bw", 0.5, "Gb/s", 0, 2)}, "0.42 Gb/s (median of 3)"},
 		{"nothing", nil, "–"},
 	}
 	for _, tc := range tests {

@@ -108,7 +108,13 @@ func JUnit(r *Run) ([]byte, error) {
 			}
 			c.Failure = &JUnitProblem{Message: oneLine(msg), Type: wl.Status, Text: msg}
 		}
-		c.SystemOut = samplesText(byWL[wl.Name])
+		// Its result first, as the run's table prints it, then every
+		// measure (no counter: results.json has them).
+		c.SystemOut = "result: " + KeyNumbers(wl, byWL[wl.Name]) + "\n"
+		if t := TroubleText(r.Samples, wl.Name); t != "" {
+			c.SystemOut += "trouble counters: " + t + "\n"
+		}
+		c.SystemOut += samplesText(byWL[wl.Name])
 		suite.Cases = append(suite.Cases, c)
 		for _, e := range wl.Expects {
 			name := "expect " + e.Condition

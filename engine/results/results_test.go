@@ -155,12 +155,12 @@ func TestSummaryGolden(t *testing.T) {
 		got := Summary(r, "runs/"+rel)
 		checkGolden(t, "summary-"+filepath.Base(rel)+".golden.md", got)
 		// what a reader looks for
-		wants := []string{"# rlab run: nightly", "## write_lat (ib_write_lat)", "lat_p99 (ms)", "`runs/" + rel + "`"}
+		wants := []string{"# rlab run: nightly", "## write_lat (ib_write_lat)", "lat_p99 (usec)", "`runs/" + rel + "`"}
 		if rel != runFailed {
 			wants = append(wants, "## RDMA vs TCP")
 		}
 		if rel == runBase {
-			wants = append(wants, "| 64 KiB | 76 (74.86–76.91) | 75.5 (")
+			wants = append(wants, "| 64 KiB | 0.076 (0.07486–0.07691) | 0.0755 (")
 		}
 		for _, want := range wants {
 			if !bytes.Contains(got, []byte(want)) {
@@ -187,7 +187,7 @@ func TestSummaryClass(t *testing.T) {
 	got := Summary(r, "runs/class/bench")
 	checkGolden(t, "summary-class.golden.md", got)
 	for _, want := range []string{"20 workloads: 19 ok, 1 failed.", "## ib_write_bw (10 workloads)", "| bw_002 | s002 → c002 | **FAILED** |",
-		"| bw_001 | s001 → c001 | ok | **0/1 held** | 1 MiB | 1.049 Gb/s | 1.049 Gb/s | 1.049 Mpps |", "## Problems", "connection refused", "too slow"} {
+		"| bw_001 | s001 → c001 | ok | **0/1 held** | 1 MiB | 1.048 Gb/s | 1.048 Gb/s | 1.048 Mpps |", "## Problems", "connection refused", "too slow"} {
 		if !bytes.Contains(got, []byte(want)) {
 			t.Errorf("class summary lacks %q", want)
 		}
@@ -277,7 +277,7 @@ func TestListRunsAndHeadline(t *testing.T) {
 		t.Errorf("ListRuns (-want +got):\n%s", d)
 	}
 	h := Headline(runs[0])
-	wantH := []string{"write_bw 75.5 Mb/s", "write_lat 658.4 usec typ", "tcp_1g 420 Mb/s"}
+	wantH := []string{"write_bw 0.0755 Gb/s", "write_lat 658.4 usec typ", "tcp_1g 0.42 Gb/s"}
 	if d := cmp.Diff(wantH, h); d != "" {
 		t.Errorf("Headline (-want +got):\n%s", d)
 	}
@@ -290,7 +290,8 @@ func TestFormat(t *testing.T) {
 	for _, tc := range []struct {
 		v    float64
 		want string
-	}{{0, "0"}, {0.075529, "0.07553"}, {658.41, "658.4"}, {14.27, "14.27"}, {22284.16, "22284"}, {0.000144, "0.000144"}, {0.00001, "1.000e-05"}, {5, "5"}} {
+	}{{0, "0"}, {0.075529, "0.07552"}, {658.41, "658.4"}, {14.27, "14.27"}, {22284.16, "22284"}, {22284.96, "22284"}, {0.000144, "0.000144"},
+		{0.00001, "0.00001"}, {0.0000761234, "0.00007612"}, {5, "5"}, {0.3, "0.3"}, {24.95, "24.95"}, {24.999, "24.99"}, {-1.23456, "-1.234"}, {100.0001, "100"}} {
 		if got := FormatValue(tc.v); got != tc.want {
 			t.Errorf("FormatValue(%v) = %q, want %q", tc.v, got, tc.want)
 		}

@@ -58,20 +58,36 @@ func Summary(r *Run, dir string) []byte {
 		compactSections(&b, r)
 		return b.Bytes()
 	}
-	if len(r.Workloads) > 0 {
-		w("## Workloads\n\n| workload | tool | hosts | status | duration | expects |\n|---|---|---|---|---:|---|\n")
-		for _, wl := range r.Workloads {
-			w("| %s | %s | %s | %s | %s | %s |\n", mdCell(wl.Name), mdCell(wl.Tool), mdCell(strings.Join(wl.Hosts, " → ")),
-				statusWord(wl.Status), seconds(wl.Duration), expectCount(wl.Expects))
-		}
-		w("\n")
-	}
-
 	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
 	for _, a := range aggs {
 		byWL[a.Workload] = append(byWL[a.Workload], a)
 	}
+	if len(r.Workloads) > 0 {
+		// The result first: each workload's headline (its family's View,
+		// as the run's table prints it) and its trouble counters.
+		trouble := map[string]string{}
+		anyTrouble := false
+		for _, wl := range r.Workloads {
+			trouble[wl.Name] = TroubleText(r.Samples, wl.Name)
+			anyTrouble = anyTrouble || trouble[wl.Name] != ""
+		}
+		w("## Workloads\n\n| workload | tool | hosts | status | result |")
+		if anyTrouble {
+			w(" trouble |")
+		}
+		w(" duration | expects |\n|---|---|---|---|---|%s---:|---|\n", strings.Repeat("---|", btoi(anyTrouble)))
+		for _, wl := range r.Workloads {
+			w("| %s | %s | %s | %s | %s |", mdCell(wl.Name), mdCell(wl.Tool), mdCell(strings.Join(wl.Hosts, " → ")),
+				statusWord(wl.Status), mdCell(KeyNumbers(wl, byWL[wl.Name])))
+			if anyTrouble {
+				w(" %s |", mdCell(trouble[wl.Name]))
+			}
+			w(" %s | %s |\n", seconds(wl.Duration), expectCount(wl.Expects))
+		}
+		w("\n")
+	}
+
 	seen := map[string]bool{}
 	impairs := Impairments(r.Samples)
 	for _, wl := range r.Workloads {
@@ -153,7 +169,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 		}
 		w(" size |")
 		for _, m := range metrics {
-			w(" %s |", m) // cells carry their units, each scaled for people
+			w(" %s |", m) // cells carry their recorded units
 		}
 		w("\n|---|---|---|---|%s---:|%s\n", strings.Repeat("---|", btoi(impaired)), strings.Repeat("---:|", len(metrics)))
 		for _, wl := range wls {
@@ -337,34 +353,46 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg, impair string) {
 	}
 }
 
-// stackSection is "what the stack saw" during a workload: the kernel
-// counters that moved (after minus before, per host and device), how many
-// did not, and every counter that could not be read, is absent on its
-// device, or went backwards.
+// stackSection is "what the stack saw" during a workload: a line with the
+// trouble counters that moved (retransmissions, sequence errors, drops),
+// then, folded in a <details> (`rlab show --counters` unfolds it), the
+// counters that moved (after minus before, per host and device), trouble
+// apart from traffic, how many did not, and every counter that could not
+// be read, is absent on its device, or went backwards.
 func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
 	if len(deltas) == 0 && len(wl.CounterNotes) == 0 {
 		return
 	}
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	w("What the stack saw (kernel counters, after minus before the workload):\n\n")
-	moved, still := 0, 0
+	var trouble, traffic []Sample
+	still := 0
 	for _, s := range deltas {
-		if s.Value == 0 {
+		switch c, _ := CounterByName(s.Metric); {
+		case s.Value == 0:
 			still++
+		case c.Kind == CounterTrouble:
+			trouble = append(trouble, s)
+		default:
+			traffic = append(traffic, s)
+		}
+	}
+	if t := TroubleText(deltas, wl.Name); t != "" {
+		w("Trouble counters that moved: %s.\n\n", mdText(t))
+	}
+	w("<details><summary>Kernel counters (after minus before the workload): %d moved, %d did not</summary>\n\n", len(trouble)+len(traffic), still)
+	for _, part := range []struct {
+		title string
+		ss    []Sample
+	}{{"Trouble", trouble}, {"Traffic", traffic}} {
+		if len(part.ss) == 0 {
 			continue
 		}
-		if moved == 0 {
-			w("| host | device | counter | delta |\n|---|---|---|---:|\n")
+		w("%s:\n\n| host | device | counter | delta |\n|---|---|---|---:|\n", part.title)
+		for _, s := range part.ss {
+			w("| %s | %s | `%s` | %s %s |\n", mdCell(strings.Join(s.Meta.Hosts, ",")), mdCell(strings.Join(s.Meta.Devices, ",")),
+				mdCode(s.Metric), FormatValue(s.Value), mdText(s.Unit))
 		}
-		moved++
-		w("| %s | %s | `%s` | %s %s |\n", mdCell(strings.Join(s.Meta.Hosts, ",")), mdCell(strings.Join(s.Meta.Devices, ",")),
-			mdCode(s.Metric), FormatValue(s.Value), mdText(s.Unit))
-	}
-	if moved > 0 {
 		w("\n")
-	}
-	if still > 0 {
-		w("%d other counter(s) read did not move.\n\n", still)
 	}
 	for _, kind := range []struct{ kind, title string }{
 		{NoteUnreadable, "Could not read"}, {NoteReset, "Reset or wrapped (no delta)"}, {NoteAbsent, "Not on the device"},
@@ -380,6 +408,7 @@ func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
 			w("%s:\n\n%s\n\n", kind.title, strings.Join(lines, "\n"))
 		}
 	}
+	w("</details>\n\n")
 }
 
 // summaryParseLines caps the lines of parseSection; results.json keeps
@@ -450,17 +479,9 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 		head += " size |"
 		sep += "---:|"
 	}
-	// Each column in one display unit for people (327 kpps, not 0.000327 Mpps).
-	scales := map[string]scale{}
+	// Each column in its metric's recorded unit, as every view prints it.
 	for _, m := range metrics {
-		var vals []float64
-		for _, s := range sizes {
-			if a, ok := cell[s][m]; ok {
-				vals = append(vals, a.Median)
-			}
-		}
-		scales[m] = displayScale(units[m], vals)
-		head += fmt.Sprintf(" %s (%s) |", m, scales[m].Name)
+		head += fmt.Sprintf(" %s (%s) |", m, units[m])
 		sep += "---:|"
 	}
 	if n > 1 {
@@ -481,10 +502,9 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 				continue
 			}
 			reps = max(reps, a.N)
-			per := scales[m].Per
-			v := FormatValue(a.Median / per)
+			v := FormatValue(a.Median)
 			if a.N > 1 && a.Min != a.Max {
-				v += fmt.Sprintf(" (%s–%s)", FormatValue(a.Min/per), FormatValue(a.Max/per))
+				v += fmt.Sprintf(" (%s–%s)", FormatValue(a.Min), FormatValue(a.Max))
 			}
 			line += " " + v + " |"
 		}
@@ -496,13 +516,13 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 	fmt.Fprintf(b, "\n")
 }
 
-// rdmaVsTCP puts the throughput of every RDMA bandwidth workload (median of
-// its tool's View.Throughput at its largest size) next to every TCP
-// workload's, in Gb/s.
+// rdmaVsTCP puts the throughput of every RDMA bandwidth workload (its
+// tool's View.Throughput by RDMAvsTCPRule) next to every TCP workload's,
+// each in its recorded unit.
 func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 	type line struct {
-		wl, tool, what string
-		gbps           float64
+		wl, tool, what, unit string
+		gbps                 float64
 	}
 	var rdma, tcp []line
 	bidir := map[string]bool{}
@@ -511,22 +531,20 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 		bidir[wl.Name] = wl.Bidirectional()
 		over[wl.Name] = wl.RDMA
 	}
-	best := map[string]Agg{}
+	per := map[string][]Agg{}
 	var order []string
 	for _, a := range aggs {
 		if _, ok := tooldesc.Throughput(a.Metric); !ok {
 			continue
 		}
 		id := a.Workload + "\x00" + a.Hosts
-		if cur, ok := best[id]; !ok || a.Size >= cur.Size {
-			if !ok {
-				order = append(order, id)
-			}
-			best[id] = a
+		if _, ok := per[id]; !ok {
+			order = append(order, id)
 		}
+		per[id] = append(per[id], a)
 	}
 	for _, id := range order {
-		a := best[id]
+		a := ThroughputAt(per[id])
 		what := "bulk"
 		if a.Size > 0 {
 			what = HumanSize(a.Size) + " messages"
@@ -534,7 +552,7 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 		if bidir[a.Workload] {
 			what += ", " + BothDirections
 		}
-		l := line{a.Workload, a.Tool, what, a.Median}
+		l := line{a.Workload, a.Tool, what, a.Unit, a.Median}
 		if overRDMA, _ := tooldesc.Throughput(a.Metric); !overRDMA {
 			tcp = append(tcp, l)
 		} else {
@@ -544,21 +562,21 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 	if len(rdma) == 0 || len(tcp) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## RDMA vs TCP\n\n| transport | workload | tool | measured | throughput | vs TCP |\n|---|---|---|---|---:|---:|\n")
+	fmt.Fprintf(b, "## RDMA vs TCP\n\nCompared: %s.\n\n| transport | workload | tool | measured | throughput | vs TCP |\n|---|---|---|---|---:|---:|\n", RDMAvsTCPRule)
 	ref := tcp[0].gbps
 	for _, l := range rdma {
 		ratio := "–"
 		if ref > 0 {
 			ratio = fmt.Sprintf("%.2fx", l.gbps/ref)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(RDMAOver(over[l.wl])), mdCell(l.wl), mdCell(l.tool), l.what, HumanValue(l.gbps, "Gb/s"), ratio)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(RDMAOver(over[l.wl])), mdCell(l.wl), mdCell(l.tool), l.what, HumanValue(l.gbps, l.unit), ratio)
 	}
 	for i, l := range tcp {
 		ratio := "1.00x"
 		if i > 0 && ref > 0 {
 			ratio = fmt.Sprintf("%.2fx", l.gbps/ref)
 		}
-		fmt.Fprintf(b, "| TCP | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, HumanValue(l.gbps, "Gb/s"), ratio)
+		fmt.Fprintf(b, "| TCP | %s | %s | %s | %s | %s |\n", mdCell(l.wl), mdCell(l.tool), l.what, HumanValue(l.gbps, l.unit), ratio)
 	}
 	fmt.Fprintf(b, "\n")
 }
@@ -617,20 +635,47 @@ func seconds(s float64) string {
 	return strconv.FormatFloat(s, 'f', 1, 64) + " s"
 }
 
-// FormatValue prints a measured value with 4 significant digits, without an
-// exponent for the magnitudes rdma tools report.
+// FormatValue prints a measured value with 4 significant digits, in plain
+// decimals (no exponent), cut rather than rounded: the shortest decimal
+// that reads back as v (what an expect condition reads, engine/run) cut to
+// 4 significant digits, so the printed number is never above the value and
+// `result.<metric> >= <printed>` holds while `> <printed> × 1.01` does not.
+// Values of 10000 and more print whole.
 func FormatValue(v float64) string {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return strconv.FormatFloat(v, 'g', -1, 64)
-	case v == 0:
-		return "0"
-	case math.Abs(v) >= 1e4:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case math.Abs(v) < 1e-4:
-		return strconv.FormatFloat(v, 'e', 3, 64)
 	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
+	if v == 0 {
+		return "0"
+	}
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	sign := ""
+	if s[0] == '-' {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole != "0" {
+		if len(whole) >= 4 {
+			return sign + whole
+		}
+		keep := 4 - len(whole)
+		if len(frac) > keep {
+			frac = frac[:keep]
+		}
+	} else {
+		lead := len(frac) - len(strings.TrimLeft(frac, "0"))
+		if len(frac) > lead+4 {
+			frac = frac[:lead+4]
+		}
+	}
+	frac = strings.TrimRight(frac, "0")
+	if frac == "" {
+		if whole == "0" {
+			return "0"
+		}
+		return sign + whole
+	}
+	return sign + whole + "." + frac
 }
 
 // HumanSize prints a message size in bytes with a binary unit when exact:

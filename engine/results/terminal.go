@@ -13,12 +13,44 @@ import (
 // pipe tables, lists, emphasis, code spans) as plain text for a terminal:
 // headings underlined, tables aligned in columns, emphasis and code marks
 // dropped, escapes undone. Control characters (text that came from hosts)
-// are escaped (termsafe) so it cannot move the cursor.
-func TerminalText(md []byte) []byte {
+// are escaped (termsafe) so it cannot move the cursor. A folded part
+// (<details>, the full kernel counter tables) is its summary line alone,
+// with a pointer to `rlab show --counters`.
+func TerminalText(md []byte) []byte { return terminalText(md, false) }
+
+// TerminalTextUnfolded is TerminalText with every folded part shown, its
+// summary line as a heading (`rlab show --counters`).
+func TerminalTextUnfolded(md []byte) []byte { return terminalText(md, true) }
+
+// detailsOpen matches the line a folded part opens with, as summary.md
+// writes it.
+var detailsOpen = regexp.MustCompile(`^<details><summary>(.*)</summary>\s*$`)
+
+func terminalText(md []byte, unfold bool) []byte {
 	var out bytes.Buffer
 	lines := strings.Split(strings.TrimRight(string(md), "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
+		if m := detailsOpen.FindStringSubmatch(l); m != nil {
+			t := inline(m[1])
+			if unfold {
+				out.WriteString(t + ":\n")
+				continue
+			}
+			out.WriteString(t + " (rlab show --counters)\n")
+			for i+1 < len(lines) && strings.TrimSpace(lines[i+1]) != "</details>" {
+				i++
+			}
+			i++ // the closing line
+			if i+1 < len(lines) && strings.TrimSpace(lines[i+1]) == "" {
+				i++ // and the blank line after it: the summary line had one
+			}
+			out.WriteString("\n")
+			continue
+		}
+		if strings.TrimSpace(l) == "</details>" {
+			continue
+		}
 		switch {
 		case strings.HasPrefix(l, "|"):
 			j := i

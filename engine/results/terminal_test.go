@@ -40,20 +40,21 @@ func TestHumanValue(t *testing.T) {
 		unit string
 		want string
 	}{
-		{0.000327, "Mpps", "327 pps"},
-		{0.327, "Mpps", "327 kpps"},
+		// The recorded unit, never rescaled: what an expect reads.
+		{0.000327, "Mpps", "0.000327 Mpps"},
+		{0.327, "Mpps", "0.327 Mpps"},
 		{1.5, "Mpps", "1.5 Mpps"},
-		{0.0755, "Gb/s", "75.5 Mb/s"},
+		{0.0755, "Gb/s", "0.0755 Gb/s"},
+		{0.024956, "Gb/s", "0.02495 Gb/s"}, // cut, not rounded up
 		{21.1, "Gb/s", "21.1 Gb/s"},
-		{2500, "Mbit/s", "2.5 Gb/s"},
-		{6638, "usec", "6.638 ms"},
+		{2500, "Mbit/s", "2500 Mbit/s"},
+		{6638, "usec", "6638 usec"},
 		{3.2, "usec", "3.2 usec"},
-		{268435456, "bytes", "256 MiB"},
-		{2048, "MiB/s", "2 GiB/s"},
+		{2048, "MiB/s", "2048 MiB/s"},
 		{0, "Gb/s", "0 Gb/s"},
 		{3, "count", "3 count"},
 		{1.25, "s", "1.25 s"},
-		{0.0006041, "s", "604.1 usec"},
+		{0.0006041, "s", "0.0006041 s"},
 	}
 	for _, tc := range tests {
 		if got := HumanValue(tc.v, tc.unit); got != tc.want {

@@ -63,7 +63,7 @@ workload "bulk" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"What the stack saw", "| a | lo | `tx_packets` |", "| b | lo | `rx_bytes` |"} {
+	for _, want := range []string{"Kernel counters (after minus before the workload)", "| a | lo | `tx_packets` |", "| b | lo | `rx_bytes` |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}
@@ -72,7 +72,7 @@ workload "bulk" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"What the stack saw", "<td>tx_packets</td>", "other counter(s) read did not move"} {
+	for _, want := range []string{"What the stack saw", "<td>tx_packets</td>", "traffic counter(s) moved"} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("report.html lacks %q", want)
 		}

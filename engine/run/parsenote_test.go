@@ -121,7 +121,7 @@ workload "bidir" {
 		t.Fatal(err)
 	}
 	out := term.String()
-	for _, want := range []string{"64 KiB 150 Mb/s (sum of both directions)", "NOTE bidir: the parser did not read 3 lines of ib_write_bw's output (first: \"Device not recognized"} {
+	for _, want := range []string{"64 KiB 0.15 Gb/s (sum of both directions)", "NOTE bidir: the parser did not read 3 lines of ib_write_bw's output (first: \"Device not recognized"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("end-of-run output lacks %q:\n%s", want, out)
 		}

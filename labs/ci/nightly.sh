@@ -72,7 +72,9 @@ if [ -z "$prev" ]; then
 elif [ "$prev" = "$dir" ]; then
   echo "nightly: $dir is the baseline itself: nothing to compare"
 else
-  limits=(--threshold "$THRESHOLD")
+  # --counters: retransmissions, sequence errors or drops appearing fail
+  # the night, as a drop in bandwidth does.
+  limits=(--counters --threshold "$THRESHOLD")
   for mt in ${METRIC_THRESHOLDS:-}; do limits+=(--metric-threshold "$mt"); done
   "$RLAB" compare "${limits[@]}" --junit "$OUT/compare-junit.xml" "$prev" "$dir" | tee "$OUT/compare.txt"
   cmp_rc=${PIPESTATUS[0]}
