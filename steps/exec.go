@@ -17,7 +17,7 @@ type execWorkload struct {
 	procs procs
 }
 
-func newExec(w *Workload) (Step, error) {
+func NewExec(w *Workload) (Step, error) {
 	if len(w.Command) == 0 {
 		return nil, fmt.Errorf("workload %q (exec): empty command", w.Name)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // On iWARP, perftest connects through the RDMA CM: the descriptor's flag
@@ -36,7 +36,7 @@ func TestPerftestOverIWARP(t *testing.T) {
 		{"hardware port 2", nil, PerftestEnd{Device: "mlx5_0", GIDIndex: 3, Port: 2}, 0, true, proto.Ready{TCPListen: 20010}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &Workload{Workload: tooldesc.Workload{Tool: "ib_write_bw", Options: tooldesc.Options{Args: tc.args, Iterations: 10}}}
+			w := &Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Args: tc.args, Iterations: 10}}}
 			argv := PerftestArgv(w, tc.end, 1024, 20010, 65536, "10.0.0.1", "")
 			if got := count(argv, "-R"); got != tc.wantR {
 				t.Errorf("%q: %d -R, want %d", argv, got, tc.wantR)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // clockHost is an agent whose perftest client fails its first run the way
@@ -61,7 +61,7 @@ func TestPairClockRetry(t *testing.T) {
 		h := &clockHost{name: "h", fail: tt.fails}
 		var notices []string
 		env := &Env{Hosts: map[string]Host{"h": h}, Notify: func(_, m string) { notices = append(notices, m) }}
-		w := &Workload{Workload: tooldesc.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
+		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{4096}
 		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*pairRun, error) {
 			return &pairRun{

@@ -5,12 +5,12 @@ import (
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.
 
-func newPerftest(w *Workload) (Step, error) {
+func NewPerftest(w *Workload) (Step, error) {
 	return newRDMAPair(w, func(env *Env, r *pairRun, e rdmaEnd) {
 		// iWARP connects QPs only through the RDMA CM: perftest's -R
 		// (the descriptor's RDMACMFlag) when either end is iWARP.
@@ -54,11 +54,11 @@ func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 	if mtu > 0 {
 		argv = append(argv, "-m", strconv.Itoa(mtu))
 	}
-	t, _ := tooldesc.Lookup(w.Tool)
+	t, _ := kinds.Lookup(w.Tool)
 	if end.RDMACM && t.RDMACMFlag != "" && !argsAskCM(w.Args) {
 		argv = append(argv, t.RDMACMFlag)
 	}
-	if t.Family == tooldesc.PerftestBW {
+	if t.Family == "perftest_bw" {
 		argv = append(argv, "--report_gbits")
 	}
 	// Atomic tests have a fixed 8-byte message; perftest rejects -s there.

@@ -4,12 +4,12 @@ import (
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.
 
-func newPingpong(w *Workload) (Step, error) {
+func NewPingpong(w *Workload) (Step, error) {
 	return newRDMAPair(w, func(_ *Env, r *pairRun, e rdmaEnd) {
 		r.Server.Ready = &proto.Ready{TCPListen: e.Port}
 		r.Server.Argv = PingpongArgv(w, PerftestEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex}, e.MTU, e.Port, e.Size, "")
@@ -26,7 +26,7 @@ func PingpongArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 		"-p", strconv.Itoa(port),
 	}
 	// The UD pingpong has no -m: its messages must fit the path MTU instead.
-	if t, _ := tooldesc.Lookup(w.Tool); mtu > 0 && t.FixedTransport != "UD" {
+	if t, _ := kinds.Lookup(w.Tool); mtu > 0 && t.FixedTransport != "UD" {
 		argv = append(argv, "-m", strconv.Itoa(mtu))
 	}
 	if size > 0 {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 	"time"
 )
 
@@ -25,7 +25,7 @@ func (u unit) String() string {
 	if u.Size == 0 {
 		return fmt.Sprintf("repeat %d", u.Repeat+1)
 	}
-	return fmt.Sprintf("size %s, repeat %d", tooldesc.SizeText(u.Size), u.Repeat+1)
+	return fmt.Sprintf("size %s, repeat %d", kinds.SizeText(u.Size), u.Repeat+1)
 }
 
 // units lists w's runs in order: each size (sizes nil: one unsized run) ×

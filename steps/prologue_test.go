@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestRunUnits drives the one workload prologue: the timeout bounds each
@@ -73,7 +73,7 @@ func TestRunUnits(t *testing.T) {
 			var notices, started []string
 			env := &Env{Notify: func(w, msg string) { notices = append(notices, w+"|"+msg) },
 				UnitStart: func(w, u string) { started = append(started, u) }}
-			w := &Workload{Workload: tooldesc.Workload{Name: "w", Tool: "ib_write_bw", Options: tooldesc.Options{Timeout: timeout, Repeat: tt.repeat}}}
+			w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "ib_write_bw", Options: kinds.Options{Timeout: timeout, Repeat: tt.repeat}}}
 			var out Outcome
 			var ran []string
 			var prevDL time.Time
@@ -133,7 +133,7 @@ func TestRunUnitsStoppedRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var notices int
 	env := &Env{Notify: func(string, string) { notices++ }}
-	w := &Workload{Workload: tooldesc.Workload{Name: "w", Tool: "exec", Options: tooldesc.Options{Timeout: time.Hour}}}
+	w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "exec", Options: kinds.Options{Timeout: time.Hour}}}
 	var out Outcome
 	err := runUnits(ctx, env, &out, w, units(w, nil), func(ctx context.Context, u unit) error {
 		cancel()

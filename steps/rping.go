@@ -13,7 +13,7 @@ import (
 // unbounded rping never ends.
 const rpingDefaultCount = 10
 
-func newRping(w *Workload) (Step, error) {
+func NewRping(w *Workload) (Step, error) {
 	return newRDMAPair(w, func(_ *Env, r *pairRun, e rdmaEnd) {
 		r.Server.Ready = &proto.Ready{RDMACMListen: e.Port}
 		r.Server.Argv = RpingArgv(w, "-s", e.Server.IPv4, e.Port, e.Size)

@@ -23,8 +23,8 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Step is one unit of work the engine applies on hosts. Undo reverses what
@@ -166,7 +166,7 @@ func (e *Env) facts(host string) *proto.Facts {
 type Workload struct {
 	// Workload is its names, tool and option values as the lab model holds
 	// them (the same type, embedded there too).
-	tooldesc.Workload
+	kinds.Workload
 
 	ServerHost, ClientHost string // host names (2-sided tools)
 	ServerRXE, ClientRXE   string // rxe names (RDMA tools)
@@ -239,48 +239,27 @@ type ProcRef struct {
 	Seconds  float64  `json:"seconds"`
 }
 
-// Kind builds a workload step from its resolved description.
-type Kind func(w *Workload) (Step, error)
-
-var (
-	kindsMu sync.RWMutex
-	// kinds is the step kind of every tool family, in one visible place;
-	// which tools belong to a family is the tool descriptor's (agent/tooldesc).
-	kinds = map[tooldesc.Family]Kind{
-		tooldesc.PerftestBW:  newPerftest,
-		tooldesc.PerftestLat: newPerftest,
-		tooldesc.Pingpong:    newPingpong,
-		tooldesc.Rping:       newRping,
-		tooldesc.TCP:         newTCP,
-		tooldesc.Exec:        newExec,
-	}
-)
-
-// RegisterKind sets the step kind of a tool family: how a made-up tool of a
-// test, described in agent/tooldesc, is driven.
-func RegisterKind(f tooldesc.Family, k Kind) {
-	kindsMu.Lock()
-	defer kindsMu.Unlock()
-	kinds[f] = k
+// Stepper is what steps asks of a tool family (a kinds.Kind): the step that
+// runs one workload of its tools.
+type Stepper interface {
+	NewStep(w *Workload) (Step, error)
 }
 
-// KindOf returns the step kind of a tool, if the tool is described and its
-// family has a kind.
-func KindOf(tool string) (Kind, bool) {
-	t, ok := tooldesc.Lookup(tool)
+// KindOf returns the step builder of a tool, if the tool is registered
+// (kinds.Register) and its family builds steps.
+func KindOf(tool string) (Stepper, bool) {
+	k, ok := kinds.KindOf(tool)
 	if !ok {
 		return nil, false
 	}
-	kindsMu.RLock()
-	defer kindsMu.RUnlock()
-	k, ok := kinds[t.Family]
-	return k, ok
+	s, ok := k.(Stepper)
+	return s, ok
 }
 
 // KindNames lists the valid tools, sorted.
 func KindNames() []string {
 	var names []string
-	for _, n := range tooldesc.Names() {
+	for _, n := range kinds.Names() {
 		if _, ok := KindOf(n); ok {
 			names = append(names, n)
 		}
@@ -295,7 +274,7 @@ func NewWorkload(w *Workload) (Step, error) {
 	if !ok {
 		return nil, fmt.Errorf("workload %q: unknown tool %q (valid: %s)", w.Name, w.Tool, strings.Join(KindNames(), ", "))
 	}
-	return k(w)
+	return k.NewStep(w)
 }
 
 // handle makes an agent handle for a workload's run, unique per agent.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // tcp is the built-in TCP bulk transfer (the agent's tcp.serve/send/wait):
@@ -29,7 +29,7 @@ type tcpWorkload struct {
 	retransRead bool
 }
 
-func newTCP(w *Workload) (Step, error) {
+func NewTCP(w *Workload) (Step, error) {
 	if w.ServerAddr == "" && w.ServerHost == "" {
 		return nil, fmt.Errorf("workload %q (tcp): no server host", w.Name)
 	}
@@ -86,7 +86,7 @@ func (s *tcpWorkload) amount() string {
 	if s.w.Duration > 0 {
 		return "for " + s.w.Duration.String()
 	}
-	return tooldesc.SizeText(s.bytes())
+	return kinds.SizeText(s.bytes())
 }
 
 func (s *tcpWorkload) Outcome() *Outcome { return &s.out }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -129,7 +129,7 @@ type Capture struct {
 type Workload struct {
 	// Workload is its names, tool (see Tools) and option values: the type
 	// steps.Workload embeds too, handed to it whole.
-	tooldesc.Workload
+	kinds.Workload
 
 	ServerRXE, ClientRXE   *RXE  // RDMA tools
 	ServerHost, ClientHost *Host // always set for 2-sided tools

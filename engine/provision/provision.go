@@ -24,12 +24,12 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Family is a distribution family: one package manager, one set of
-// package names (tooldesc.Packages).
+// package names (kinds.Packages).
 type Family string
 
 // The families rlab provisions.
@@ -60,7 +60,7 @@ func FamilyOf(id string, idLike []string) Family {
 }
 
 // PackageFor is p's package name in family f.
-func PackageFor(p tooldesc.Packages, f Family) string {
+func PackageFor(p kinds.Packages, f Family) string {
 	switch f {
 	case Debian:
 		return p.Debian
@@ -129,7 +129,7 @@ func (n Need) Describe() string {
 	forPkg := map[string][]string{}
 	var pkgs []string
 	for _, name := range n.Programs {
-		prog, ok := tooldesc.ProgramByName(name)
+		prog, ok := kinds.ProgramByName(name)
 		if !ok || prog.Packages.Debian == "" {
 			continue
 		}
@@ -186,13 +186,13 @@ func PlanHost(n Need, f *proto.Facts) HostPlan {
 	p := HostPlan{Host: n.Host.Name, For: map[string][]string{}}
 	fam := FamilyOf(f.Platform.DistroID, f.Platform.DistroIDLike)
 	p.Family = fam
-	var missing []tooldesc.Program
+	var missing []kinds.Program
 	for _, name := range n.Programs {
 		if _, ok := f.Tools[name]; ok {
 			p.Present = append(p.Present, name)
 			continue
 		}
-		prog, ok := tooldesc.ProgramByName(name)
+		prog, ok := kinds.ProgramByName(name)
 		if !ok {
 			continue
 		}
@@ -262,7 +262,7 @@ func userOf(f *proto.Facts) string {
 
 // byHandHint names the packages per family, for a distribution rlab does
 // not know.
-func byHandHint(progs []tooldesc.Program) string {
+func byHandHint(progs []kinds.Program) string {
 	var d, r, s []string
 	for _, p := range progs {
 		for _, x := range []struct {

@@ -18,11 +18,11 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/roce"
 	"github.com/rlab-dev/rlab/engine/termsafe"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Options changes how a report is built. The zero value is the default.
@@ -464,7 +464,7 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 
 // toolKind is the chart family of a tool, from the tool descriptor.
 func toolKind(tool string) string {
-	if t, ok := tooldesc.Lookup(tool); ok && t.Chart != "" {
+	if t, ok := kinds.Lookup(tool); ok && t.Chart != "" {
 		return t.Chart
 	}
 	return "other"
@@ -472,7 +472,7 @@ func toolKind(tool string) string {
 
 // rdmaTool is true for the tools that run over an rxe device.
 func rdmaTool(tool string) bool {
-	t, ok := tooldesc.Lookup(tool)
+	t, ok := kinds.Lookup(tool)
 	return ok && t.RDMA
 }
 
@@ -528,7 +528,7 @@ type key struct {
 }
 
 // sampleTable pivots samples into rows (size, repeat) and one column per
-// metric, in the order of results.Metrics.
+// metric, in the order of results.Metrics().
 func sampleTable(samples []results.Sample) Table {
 	t := Table{Columns: []string{}, Rows: [][]string{}}
 	if len(samples) == 0 {
@@ -557,7 +557,7 @@ func sampleTable(samples []results.Sample) Table {
 		return keys[i].Repeat < keys[j].Repeat
 	})
 	var cols []string
-	for _, m := range results.Metrics {
+	for _, m := range results.Metrics() {
 		if present[m.Name] {
 			cols = append(cols, m.Name)
 		}

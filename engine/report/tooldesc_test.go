@@ -3,14 +3,14 @@ package report
 import (
 	"testing"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestChartsFollowDescriptor: every tool has a chart family the report
 // knows, RDMA or not as the descriptor says, and the families that draw
 // charts explain them.
 func TestChartsFollowDescriptor(t *testing.T) {
-	for _, tl := range tooldesc.All() {
+	for _, tl := range kinds.All() {
 		if k := toolKind(tl.Name); k == "other" || k != tl.Chart {
 			t.Errorf("%s: chart family %q, the descriptor says %q", tl.Name, k, tl.Chart)
 		}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/termsafe"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Summary renders summary.md: the run's outcome, one table per workload
@@ -130,7 +130,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	w(".\n\n")
 	for _, tool := range tools {
 		wls := byTool[tool]
-		desc, _ := tooldesc.Lookup(tool)
+		desc, _ := kinds.Lookup(tool)
 		smallest := desc.HeadlineSmallest
 		var metrics []string
 		units := map[string]string{}
@@ -250,17 +250,18 @@ func btoi(b bool) int {
 	return 0
 }
 
-// sortMetrics orders metric names as the Metrics table does.
+// sortMetrics orders metric names as the Metrics() table does.
 func sortMetrics(names []string) {
+	ms := Metrics()
 	idx := map[string]int{}
-	for i, m := range Metrics {
+	for i, m := range ms {
 		idx[m.Name] = i
 	}
 	rank := func(n string) int {
 		if i, ok := idx[n]; ok {
 			return i
 		}
-		return len(Metrics)
+		return len(ms)
 	}
 	for i := 1; i < len(names); i++ {
 		for j := i; j > 0 && rank(names[j]) < rank(names[j-1]); j-- {

@@ -56,13 +56,13 @@ var perftestColumns = map[string]string{
 	"99.9% percentile": "lat_p999",
 }
 
-func parsePerftestText(b []byte) ([]row, Info, error) {
+func parsePerftestText(b []byte) ([]Row, Info, error) {
 	info := Info{Source: "text"}
 	lines := splitLines(b)
 	var (
 		cols     []column // the main table's
 		cur      []column // the table rows are read against now
-		rows     []row
+		rows     []Row
 		inHeader bool
 		gidFor   *string // which GID the next "GID:" line is
 		// section is "" for the main table, "local" or "remote" after the
@@ -106,7 +106,7 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 			if err != nil {
 				return nil, info, err
 			}
-			info.Warnings = append(info.Warnings, r.notes...)
+			info.Warnings = append(info.Warnings, r.Notes...)
 			switch {
 			case !ok:
 				warn(t)
@@ -165,15 +165,15 @@ func parsePerftestText(b []byte) ([]row, Info, error) {
 	markIntervals(rows)
 	if info.Bidirectional {
 		for i := range rows {
-			if rows[i].extra == nil {
-				rows[i].extra = map[string]string{}
+			if rows[i].Extra == nil {
+				rows[i].Extra = map[string]string{}
 			}
-			rows[i].extra["bidirectional"] = "sum of both directions"
+			rows[i].Extra["bidirectional"] = "sum of both directions"
 		}
 	}
 	dropUnmeasuredPeak(rows, &info)
 	for _, r := range rows {
-		if len(r.values) > 0 {
+		if len(r.Values) > 0 {
 			return rows, info, nil
 		}
 	}
@@ -189,21 +189,21 @@ var histLine = regexp.MustCompile(`^[0-9]+, [0-9.eE+-]+$`)
 // than once: perftest --run_infinitely prints a row per interval (every -D
 // seconds, print_bw_infinite_mode) under one header, and each row is a
 // measurement of that interval alone. A sweep (-a) has each size once.
-func markIntervals(rows []row) {
+func markIntervals(rows []Row) {
 	n := map[int64]int{}
 	for _, r := range rows {
-		n[r.size]++
+		n[r.Size]++
 	}
 	seen := map[int64]int{}
 	for i, r := range rows {
-		if n[r.size] < 2 {
+		if n[r.Size] < 2 {
 			continue
 		}
-		seen[r.size]++
-		if rows[i].extra == nil {
-			rows[i].extra = map[string]string{}
+		seen[r.Size]++
+		if rows[i].Extra == nil {
+			rows[i].Extra = map[string]string{}
 		}
-		rows[i].extra["interval"] = strconv.Itoa(seen[r.size])
+		rows[i].Extra["interval"] = strconv.Itoa(seen[r.Size])
 	}
 }
 
@@ -215,14 +215,14 @@ func perftestBanner(t string) bool {
 }
 
 // directionOf turns a row of a --report-both table into a DirectionResult.
-func directionOf(section string, r row) DirectionResult {
-	d := DirectionResult{Direction: section, Size: r.size}
-	for _, v := range r.values {
-		switch v.metric {
+func directionOf(section string, r Row) DirectionResult {
+	d := DirectionResult{Direction: section, Size: r.Size}
+	for _, v := range r.Values {
+		switch v.Metric {
 		case "bw_avg":
-			d.BWAvgGbps = v.value
+			d.BWAvgGbps = v.Value
 		case "msg_rate":
-			d.MsgRateMpps = v.value
+			d.MsgRateMpps = v.Value
 		}
 	}
 	return d
@@ -232,16 +232,16 @@ func directionOf(section string, r row) DirectionResult {
 // average: perftest prints 0 when it did not measure the peak (the passive
 // side of send, -D runs, several QPs), and a 0 recorded as a measurement would
 // fail expects and comparisons for no reason.
-func dropUnmeasuredPeak(rows []row, info *Info) {
+func dropUnmeasuredPeak(rows []Row, info *Info) {
 	dropped := false
 	for i, r := range rows {
 		var peak, avg = -1.0, -1.0
-		for _, v := range r.values {
-			switch v.metric {
+		for _, v := range r.Values {
+			switch v.Metric {
 			case "bw_peak":
-				peak = v.value
+				peak = v.Value
 			case "bw_avg":
-				avg = v.value
+				avg = v.Value
 			}
 		}
 		// avg is -1 when the row has none: dropped as negative (tableRow),
@@ -249,13 +249,13 @@ func dropUnmeasuredPeak(rows []row, info *Info) {
 		if peak != 0 || avg == 0 {
 			continue
 		}
-		kept := r.values[:0:0]
-		for _, v := range r.values {
-			if v.metric != "bw_peak" {
+		kept := r.Values[:0:0]
+		for _, v := range r.Values {
+			if v.Metric != "bw_peak" {
 				kept = append(kept, v)
 			}
 		}
-		rows[i].values = kept
+		rows[i].Values = kept
 		dropped = true
 	}
 	if dropped {
@@ -408,26 +408,26 @@ func splitRunOn(c column, notes *[]string) []column {
 var errRowShape = errors.New("row shape")
 
 // tableRow reads one table row. ok is false for a line that is not a row (a
-// separator, a warning printed after the table). r.notes says which values
+// separator, a warning printed after the table). r.Notes says which values
 // of the row were left out and why: a negative figure, which perftest
 // prints when a counter overflowed on a long run (perftest issue #82,
 // "Negative value of BW average and t_avg", 5.60 with -D 205200), is no
 // measurement, but the row's other figures and the other rows still are.
-func tableRow(t string, cols []column) (r row, ok bool, err error) {
+func tableRow(t string, cols []column) (r Row, ok bool, err error) {
 	f := strings.Fields(t)
 	if len(f) == 0 {
-		return row{}, false, nil
+		return Row{}, false, nil
 	}
 	if _, err := strconv.ParseUint(f[0], 10, 63); err != nil {
-		return row{}, false, nil
+		return Row{}, false, nil
 	}
 	if len(f) < len(cols) {
 		// perftest prints every column it announced; a short row is a
 		// truncated output (the process died mid-line).
 		if len(f) < 3 {
-			return row{}, false, nil
+			return Row{}, false, nil
 		}
-		return row{}, false, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
+		return Row{}, false, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
 	}
 	for i, c := range cols {
 		v := f[i]
@@ -435,16 +435,16 @@ func tableRow(t string, cols []column) (r row, ok bool, err error) {
 		case "#bytes":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return row{}, false, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
+				return Row{}, false, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
 			}
-			r.size = n
+			r.Size = n
 			continue
 		case "#iterations":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return row{}, false, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
+				return Row{}, false, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
 			}
-			r.iters = n
+			r.Iters = n
 			continue
 		}
 		m, ok := perftestColumns[c.name]
@@ -455,24 +455,24 @@ func tableRow(t string, cols []column) (r row, ok bool, err error) {
 			// perftest prints sqrt of a variance that rounding made
 			// negative as "-nan" (seen: t_stdev of ib_write_lat on a
 			// loaded TCG guest); the other columns are good.
-			r.notes = append(r.notes, fmt.Sprintf("result row %q: column %q is %q: no %s sample for this row", t, c.name, v, m))
+			r.Notes = append(r.Notes, fmt.Sprintf("result row %q: column %q is %q: no %s sample for this row", t, c.name, v, m))
 			continue
 		}
 		if neg, err := strconv.ParseFloat(v, 64); err == nil && neg < 0 && neg > -1e300 {
-			r.notes = append(r.notes, fmt.Sprintf("result row %q: %s is negative (%s), a counter overflow of perftest: no %s sample at %d bytes", strings.Join(f, " "), c.name, v, m, r.size))
+			r.Notes = append(r.Notes, fmt.Sprintf("result row %q: %s is negative (%s), a counter overflow of perftest: no %s sample at %d bytes", strings.Join(f, " "), c.name, v, m, r.Size))
 			continue
 		}
 		x, err := parseNumber(v)
 		if err != nil {
-			return row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
+			return Row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
 		}
 		if mibUnit(c.unit) {
 			x *= mibToGbit
 		}
-		r.values = append(r.values, metricValue{m, x})
+		r.Values = append(r.Values, Value{m, x})
 	}
 	if cols[0].unit != "" {
-		r.extra = map[string]string{"reported_unit": cols[0].unit}
+		r.Extra = map[string]string{"reported_unit": cols[0].unit}
 	}
 	return r, true, nil
 }
@@ -497,4 +497,13 @@ func parseNumber(s string) (float64, error) {
 		return 0, fmt.Errorf("value out of range: %q", s)
 	}
 	return x, nil
+}
+
+// ParsePerftest reads one run of a perftest tool: its text report, or with
+// opts.JSON the content of its --out_json file.
+func ParsePerftest(stdout []byte, opts Options) ([]Row, Info, error) {
+	if opts.JSON {
+		return parsePerftestJSON(stdout, opts.ReportGbits)
+	}
+	return parsePerftestText(stdout)
 }

@@ -31,7 +31,7 @@ var jsonMetrics = map[string]string{
 	"percentile_99.9": "lat_p999",
 }
 
-func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
+func parsePerftestJSON(b []byte, gbits bool) ([]Row, Info, error) {
 	info := Info{Source: "json", BWUnit: "MB/sec"}
 	if gbits {
 		info.BWUnit = "Gb/sec"
@@ -68,9 +68,9 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 	default:
 		return nil, info, fmt.Errorf("%w: no \"results\" object", ErrUnusableJSON)
 	}
-	var rows []row
+	var rows []Row
 	for _, o := range objs {
-		var r row
+		var r Row
 		for _, k := range slices.Sorted(maps.Keys(o)) {
 			v, lk := o[k], strings.ToLower(k)
 			switch lk {
@@ -79,11 +79,11 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 				if !ok {
 					return nil, info, fmt.Errorf("%w: MsgSize %v is not an integer", ErrUnusableJSON, v)
 				}
-				r.size = n
+				r.Size = n
 				continue
 			case "n_iterations":
 				if n, ok := jsonInt(v); ok {
-					r.iters = n
+					r.Iters = n
 				}
 				continue
 			}
@@ -98,18 +98,18 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 			if (m == "bw_peak" || m == "bw_avg") && !gbits {
 				x *= mibToGbit
 			}
-			if i := slices.IndexFunc(r.values, func(mv metricValue) bool { return mv.metric == m }); i >= 0 {
-				r.values[i].value = x // the same figure spelled twice: one value, the last key's
+			if i := slices.IndexFunc(r.Values, func(mv Value) bool { return mv.Metric == m }); i >= 0 {
+				r.Values[i].Value = x // the same figure spelled twice: one value, the last key's
 				continue
 			}
-			r.values = append(r.values, metricValue{m, x})
+			r.Values = append(r.Values, Value{m, x})
 		}
-		if len(r.values) == 0 {
+		if len(r.Values) == 0 {
 			continue
 		}
-		sortValues(r.values)
-		if lk := info.BWUnit; hasBW(r.values) {
-			r.extra = map[string]string{"reported_unit": lk}
+		sortValues(r.Values)
+		if lk := info.BWUnit; hasBW(r.Values) {
+			r.Extra = map[string]string{"reported_unit": lk}
 		}
 		rows = append(rows, r)
 	}
@@ -122,15 +122,15 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 	// -b: the figures are the sum of both directions, as in the text table
 	if info.Bidirectional = strings.Contains(info.Test, "Bidirectional"); info.Bidirectional {
 		for i := range rows {
-			if rows[i].extra == nil {
-				rows[i].extra = map[string]string{}
+			if rows[i].Extra == nil {
+				rows[i].Extra = map[string]string{}
 			}
-			rows[i].extra["bidirectional"] = "sum of both directions"
+			rows[i].Extra["bidirectional"] = "sum of both directions"
 		}
 	}
 	dropUnmeasuredPeak(rows, &info)
 	for _, r := range rows {
-		if len(r.values) > 0 {
+		if len(r.Values) > 0 {
 			return rows, info, nil
 		}
 	}
@@ -139,18 +139,18 @@ func parsePerftestJSON(b []byte, gbits bool) ([]row, Info, error) {
 	return nil, info, fmt.Errorf("%w: \"results\" holds only a BW peak of 0 (not measured), no figure", ErrUnusableJSON)
 }
 
-func hasBW(vs []metricValue) bool {
+func hasBW(vs []Value) bool {
 	for _, v := range vs {
-		if v.metric == "bw_avg" || v.metric == "bw_peak" {
+		if v.Metric == "bw_avg" || v.Metric == "bw_peak" {
 			return true
 		}
 	}
 	return false
 }
 
-func hasBWRows(rows []row) bool {
+func hasBWRows(rows []Row) bool {
 	for _, r := range rows {
-		if hasBW(r.values) {
+		if hasBW(r.Values) {
 			return true
 		}
 	}
@@ -159,7 +159,7 @@ func hasBWRows(rows []row) bool {
 
 // sortValues orders a row's metrics as the metric table does, so output is
 // deterministic whatever order the map iteration gave.
-func sortValues(vs []metricValue) {
+func sortValues(vs []Value) {
 	order := map[string]int{}
 	i := 0
 	for _, m := range []string{"bw_peak", "bw_avg", "msg_rate", "lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"} {
@@ -167,7 +167,7 @@ func sortValues(vs []metricValue) {
 		i++
 	}
 	for a := 1; a < len(vs); a++ {
-		for b := a; b > 0 && order[vs[b].metric] < order[vs[b-1].metric]; b-- {
+		for b := a; b > 0 && order[vs[b].Metric] < order[vs[b-1].Metric]; b-- {
 			vs[b], vs[b-1] = vs[b-1], vs[b]
 		}
 	}

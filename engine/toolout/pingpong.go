@@ -27,11 +27,11 @@ var (
 	ppQP = regexp.MustCompile(`^(local|remote) address: +LID 0x[0-9a-fA-F]+, QPN 0x[0-9a-fA-F]+, PSN 0x[0-9a-fA-F]+`)
 )
 
-func parsePingpong(b []byte) ([]row, Info, error) {
+func ParsePingpong(b []byte) ([]Row, Info, error) {
 	info := Info{Source: "text"}
 	lines := splitLines(b)
 	var (
-		r                  row
+		r                  Row
 		haveBytes, haveIts bool
 		bytes              int64
 	)
@@ -59,7 +59,7 @@ func parsePingpong(b []byte) ([]row, Info, error) {
 				return nil, info, fmt.Errorf("throughput in %q: %w", t, err)
 			}
 			bytes, haveBytes = n, true
-			r.values = append(r.values, metricValue{"pp_bw", x})
+			r.Values = append(r.Values, Value{"pp_bw", x})
 			continue
 		}
 		if m := ppIters.FindStringSubmatch(t); m != nil {
@@ -71,8 +71,8 @@ func parsePingpong(b []byte) ([]row, Info, error) {
 			if err != nil {
 				return nil, info, fmt.Errorf("time per iteration in %q: %w", t, err)
 			}
-			r.iters, haveIts = n, true
-			r.values = append(r.values, metricValue{"pp_lat", x})
+			r.Iters, haveIts = n, true
+			r.Values = append(r.Values, Value{"pp_lat", x})
 			continue
 		}
 		if ppQP.MatchString(t) {
@@ -84,8 +84,8 @@ func parsePingpong(b []byte) ([]row, Info, error) {
 	if !haveBytes || !haveIts {
 		return nil, info, fmt.Errorf("no \"N bytes in S seconds\" and \"N iters in S seconds\" summary lines%s", failHint(lines, info.Warnings))
 	}
-	if r.iters > 0 && bytes%(2*r.iters) == 0 {
-		r.size = bytes / (2 * r.iters)
+	if r.Iters > 0 && bytes%(2*r.Iters) == 0 {
+		r.Size = bytes / (2 * r.Iters)
 	}
-	return []row{r}, info, nil
+	return []Row{r}, info, nil
 }

@@ -15,7 +15,7 @@ import (
 // "client DISCONNECT EVENT..." and, on the server, "wait for RDMA_READ_ADV
 // state 10": those are not errors.
 
-func parseRping(stdout, stderr []byte) ([]row, Info, error) {
+func ParseRping(stdout, stderr []byte) ([]Row, Info, error) {
 	info := Info{Source: "text"}
 	count := 0
 	var errs []string
@@ -47,7 +47,7 @@ func parseRping(stdout, stderr []byte) ([]row, Info, error) {
 	if count == 0 {
 		return nil, info, fmt.Errorf("no \"ping data:\" lines (was rping run with -v?)")
 	}
-	return []row{{values: []metricValue{{"rping_count", float64(count)}}}}, info, nil
+	return []Row{{Values: []Value{{"rping_count", float64(count)}}}}, info, nil
 }
 
 // rpingDone tells the lines of a clean end, which are not warnings.

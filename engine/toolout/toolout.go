@@ -19,10 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Options says what a tool output was measured on; it fills the samples'
@@ -113,40 +112,31 @@ func Supported(tool string) bool {
 	return ok
 }
 
-// parser reads one run's output of a family's tools. readsStderr: it reads
-// opts.Stderr itself (rping reports its failures there), so its lines are
-// not added to the warnings.
-type parser struct {
-	parse       func(stdout []byte, opts Options) ([]row, Info, error)
-	readsStderr bool
+// Parser is what toolout asks of a tool family (a kinds.Kind) whose output
+// rlab reads: one run's output into rows and the facts the tool stated.
+// Families without one (tcp is measured by the agent, exec output is kept)
+// give ErrNoParser.
+type Parser interface {
+	Parse(stdout []byte, opts Options) ([]Row, Info, error)
 }
 
-var (
-	parsersMu sync.RWMutex
-	// parsers is the parser of every tool family, in one visible place;
-	// which tools belong to a family is the tool descriptor's
-	// (agent/tooldesc). tcp is measured by the agent, exec output is kept.
-	parsers = map[tooldesc.Family]parser{
-		tooldesc.PerftestBW:  {parse: parsePerftest},
-		tooldesc.PerftestLat: {parse: parsePerftest},
-		tooldesc.Pingpong:    {parse: func(b []byte, _ Options) ([]row, Info, error) { return parsePingpong(b) }},
-		tooldesc.Rping:       {parse: func(b []byte, o Options) ([]row, Info, error) { return parseRping(b, o.Stderr) }, readsStderr: true},
-	}
-)
-
-func parsePerftest(stdout []byte, opts Options) ([]row, Info, error) {
-	if opts.JSON {
-		return parsePerftestJSON(stdout, opts.ReportGbits)
-	}
-	return parsePerftestText(stdout)
+// StderrReader is a Parser that reads opts.Stderr itself (rping reports
+// its failures there), so its lines are not added to the warnings.
+type StderrReader interface {
+	ReadsStderr() bool
 }
 
-// Row is one line of a tool's result table, as a parser registered with
-// RegisterParser returns it: a message size, the iterations, and the values
-// of its metrics in the units of the metric vocabulary (agent/tooldesc).
+// Row is one line of a tool's result table, as a Parser returns it: a
+// message size, the iterations, and the values of its metrics in the units
+// of the metric vocabulary (kinds.Metrics).
 type Row struct {
 	Size, Iters int64
 	Values      []Value
+	// Extra goes into each of the row's samples' Meta.Extra.
+	Extra map[string]string
+	// Notes are what the row said that is not a Value: a column perftest
+	// printed as nan (its stdev of a loaded run can come out -nan).
+	Notes []string
 }
 
 // Value is one metric's value in a Row.
@@ -155,33 +145,12 @@ type Value struct {
 	Value  float64
 }
 
-// RegisterParser sets the parser of a tool family: how a made-up tool of a
-// test, described in agent/tooldesc, has its output read.
-func RegisterParser(f tooldesc.Family, parse func(stdout []byte, opts Options) ([]Row, Info, error)) {
-	parsersMu.Lock()
-	defer parsersMu.Unlock()
-	parsers[f] = parser{parse: func(b []byte, o Options) ([]row, Info, error) {
-		rs, info, err := parse(b, o)
-		out := make([]row, 0, len(rs))
-		for _, r := range rs {
-			x := row{size: r.Size, iters: r.Iters}
-			for _, v := range r.Values {
-				x.values = append(x.values, metricValue{v.Metric, v.Value})
-			}
-			out = append(out, x)
-		}
-		return out, info, err
-	}}
-}
-
-func parserOf(tool string) (parser, bool) {
-	t, ok := tooldesc.Lookup(tool)
+func parserOf(tool string) (Parser, bool) {
+	k, ok := kinds.KindOf(tool)
 	if !ok {
-		return parser{}, false
+		return nil, false
 	}
-	parsersMu.RLock()
-	defer parsersMu.RUnlock()
-	p, ok := parsers[t.Family]
+	p, ok := k.(Parser)
 	return p, ok
 }
 
@@ -195,9 +164,9 @@ func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, er
 	if !ok {
 		return nil, Info{Tool: tool}, fmt.Errorf("parse output of %s: %w", what(tool, opts), ErrNoParser)
 	}
-	rows, info, err := p.parse(stdout, opts)
+	rows, info, err := p.Parse(stdout, opts)
 	info.Tool = tool
-	if len(opts.Stderr) > 0 && !p.readsStderr {
+	if sr, ok := p.(StderrReader); len(opts.Stderr) > 0 && !(ok && sr.ReadsStderr()) {
 		info.Warnings = append(info.Warnings, warningLines(opts.Stderr)...)
 	}
 	if err != nil {
@@ -213,39 +182,23 @@ func what(tool string, opts Options) string {
 	return tool
 }
 
-// row is one line of a result table: a message size and its metrics, values
-// already in the unit of results.Metrics.
-type row struct {
-	size, iters int64
-	values      []metricValue
-	extra       map[string]string
-	// notes are what the row said that is not a value: a column perftest
-	// printed as nan (its stdev of a loaded run can come out -nan).
-	notes []string
-}
-
-type metricValue struct {
-	metric string
-	value  float64
-}
-
-func toSamples(tool string, rows []row, info Info, opts Options) []results.Sample {
+func toSamples(tool string, rows []Row, info Info, opts Options) []results.Sample {
 	devices := opts.Devices
 	if len(devices) == 0 && info.Device != "" {
 		devices = []string{info.Device}
 	}
 	var out []results.Sample
 	for _, r := range rows {
-		for _, mv := range r.values {
-			m, ok := results.MetricByName(mv.metric)
+		for _, mv := range r.Values {
+			m, ok := results.MetricByName(mv.Metric)
 			if !ok {
 				continue // every metric a parser emits is in the table; a test checks it
 			}
 			meta := results.Meta{
 				Workload:    opts.Workload,
 				Tool:        tool,
-				Size:        r.size,
-				Iterations:  r.iters,
+				Size:        r.Size,
+				Iterations:  r.Iters,
 				Repeat:      opts.Repeat,
 				Hosts:       cloneStrings(opts.Hosts),
 				Devices:     cloneStrings(devices),
@@ -262,10 +215,10 @@ func toSamples(tool string, rows []row, info Info, opts Options) []results.Sampl
 			if info.RDMACM {
 				meta.Extra["rdma_cm"] = "on"
 			}
-			for k, v := range r.extra {
+			for k, v := range r.Extra {
 				meta.Extra[k] = v
 			}
-			out = append(out, results.Sample{Metric: m.Name, Value: mv.value, Unit: m.Unit, Meta: meta})
+			out = append(out, results.Sample{Metric: m.Name, Value: mv.Value, Unit: m.Unit, Meta: meta})
 		}
 	}
 	return out

@@ -136,7 +136,7 @@ func checkSamples(t testing.TB, ss []results.Sample) {
 	for _, s := range ss {
 		m, ok := results.MetricByName(s.Metric)
 		if !ok {
-			t.Errorf("sample metric %q not in results.Metrics", s.Metric)
+			t.Errorf("sample metric %q not in results.Metrics()", s.Metric)
 			continue
 		}
 		if s.Unit == "" || s.Unit != m.Unit {

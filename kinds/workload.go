@@ -1,4 +1,4 @@
-package tooldesc
+package kinds
 
 // Workload is one workload instance as the lab declares it and its step
 // runs it: its names, its tool and its option values. The lab model

@@ -1,4 +1,4 @@
-package tooldesc
+package kinds
 
 import (
 	"fmt"
