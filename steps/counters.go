@@ -65,7 +65,7 @@ func CounterSides(env *Env, w *Workload) []CounterSide {
 	// The address the tcp client dials, by the tcp step's own rule (the
 	// IPv4 of the server's data rxe netdev first): each end reads the
 	// netdev its route to that address takes.
-	addr, err := (&tcpWorkload{w: w}).serverAddr(env)
+	addr, err := DialAddr(env, w)
 	if err != nil {
 		addr = w.ServerAddr
 		if addr == "" {

@@ -63,10 +63,10 @@ func TestPairClockRetry(t *testing.T) {
 		env := &Env{Hosts: map[string]Host{"h": h}, Notify: func(_, m string) { notices = append(notices, m) }}
 		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{4096}
-		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*pairRun, error) {
-			return &pairRun{
-				Server: procSpec{Host: "h", Handle: handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
-				Client: procSpec{Host: "h", Handle: handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
+		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+			return &PairRun{
+				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
+				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
 			}, nil
 		}}
 		err := s.Apply(context.Background(), env)

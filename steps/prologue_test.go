@@ -77,7 +77,7 @@ func TestRunUnits(t *testing.T) {
 			var out Outcome
 			var ran []string
 			var prevDL time.Time
-			err := runUnits(context.Background(), env, &out, w, units(w, tt.sizes), func(ctx context.Context, u unit) error {
+			err := RunUnits(context.Background(), env, &out, w, Units(w, tt.sizes), func(ctx context.Context, u Unit) error {
 				ran = append(ran, u.String())
 				dl, ok := ctx.Deadline()
 				if !ok {
@@ -112,7 +112,7 @@ func TestRunUnits(t *testing.T) {
 			// Each unit is announced as it starts, with its place among all.
 			var want []string
 			for i, r := range tt.ran {
-				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(units(w, tt.sizes))))
+				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(Units(w, tt.sizes))))
 			}
 			if diff := cmp.Diff(want, started); diff != "" {
 				t.Errorf("units announced (-want +got):\n%s", diff)
@@ -135,7 +135,7 @@ func TestRunUnitsStoppedRun(t *testing.T) {
 	env := &Env{Notify: func(string, string) { notices++ }}
 	w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "exec", Options: kinds.Options{Timeout: time.Hour}}}
 	var out Outcome
-	err := runUnits(ctx, env, &out, w, units(w, nil), func(ctx context.Context, u unit) error {
+	err := RunUnits(ctx, env, &out, w, Units(w, nil), func(ctx context.Context, u Unit) error {
 		cancel()
 		<-ctx.Done()
 		return ctx.Err()

@@ -131,7 +131,7 @@ func (e *Env) RXE(name string) (*proto.RXEInfo, error) {
 	return info, nil
 }
 
-func (e *Env) note(ef Effect) error {
+func (e *Env) Note(ef Effect) error {
 	if e.Journal == nil {
 		return nil
 	}
@@ -154,7 +154,7 @@ func (e *Env) logger() *slog.Logger {
 	return e.Log
 }
 
-func (e *Env) facts(host string) *proto.Facts {
+func (e *Env) HostFacts(host string) *proto.Facts {
 	if f := e.Facts[host]; f != nil {
 		return f
 	}
@@ -277,8 +277,8 @@ func NewWorkload(w *Workload) (Step, error) {
 	return k.NewStep(w)
 }
 
-// handle makes an agent handle for a workload's run, unique per agent.
-func handle(w *Workload, side string, size int64, repeat int) string {
+// Handle makes an agent Handle for a workload's run, unique per agent.
+func Handle(w *Workload, side string, size int64, repeat int) string {
 	h := "wl." + w.Slug + "." + side
 	if size > 0 {
 		h += fmt.Sprintf(".s%d", size)
@@ -286,15 +286,15 @@ func handle(w *Workload, side string, size int64, repeat int) string {
 	return h + fmt.Sprintf(".r%d", repeat)
 }
 
-func ms(d time.Duration) int {
+func Millis(d time.Duration) int {
 	if d <= 0 {
 		return 0
 	}
 	return int(d / time.Millisecond)
 }
 
-// remaining is the time left before ctx's deadline (0: none).
-func remaining(ctx context.Context) time.Duration {
+// Remaining is the time left before ctx's deadline (0: none).
+func Remaining(ctx context.Context) time.Duration {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return 0

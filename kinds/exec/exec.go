@@ -17,7 +17,7 @@ const Family kinds.Family = "exec"
 type Kind struct{}
 
 // NewStep is the step of one exec workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return steps.NewExec(w) }
+func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 
 // Desc is exec's descriptor: it records only the common metrics.
 func (Kind) Desc() kinds.Desc {

@@ -25,7 +25,7 @@ const (
 type Kind struct{}
 
 // NewStep is the step of one perftest workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return steps.NewPerftest(w) }
+func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 
 // Parse reads one run's text report, or with opts.JSON its --out_json file.
 func (Kind) Parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {

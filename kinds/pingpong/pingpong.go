@@ -19,7 +19,7 @@ const Family kinds.Family = "pingpong"
 type Kind struct{}
 
 // NewStep is the step of one pingpong workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return steps.NewPingpong(w) }
+func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 
 // Parse reads one run's output.
 func (Kind) Parse(stdout []byte, _ toolout.Options) ([]toolout.Row, toolout.Info, error) {

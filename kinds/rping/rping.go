@@ -19,7 +19,7 @@ const Family kinds.Family = "rping"
 type Kind struct{}
 
 // NewStep is the step of one rping workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return steps.NewRping(w) }
+func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 
 // Parse reads one run's output; rping reports its failures on stderr.
 func (Kind) Parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {

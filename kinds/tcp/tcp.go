@@ -25,7 +25,7 @@ const Family kinds.Family = "tcp"
 type Kind struct{}
 
 // NewStep is the step of one tcp workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return steps.NewTCP(w) }
+func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 
 // mibPerGb converts Gb/s into MiB/s.
 const mibPerGb = 1e9 / 8 / (1 << 20)

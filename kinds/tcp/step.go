@@ -1,8 +1,9 @@
-package steps
+package tcp
 
 import (
 	"context"
 	"fmt"
+	"github.com/rlab-dev/rlab/steps"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -20,16 +21,16 @@ import (
 const defaultTCPBytes = 1 << 30
 
 type tcpWorkload struct {
-	w     *Workload
-	out   Outcome
-	procs procs // tcp servers still serving
+	w     *steps.Workload
+	out   steps.Outcome
+	procs steps.Procs // tcp servers still serving
 	// retrans sums the sender's tcpi_total_retrans over repeats (runUnits
 	// runs them one after another); retransRead: some repeat read it.
 	retrans     uint64
 	retransRead bool
 }
 
-func NewTCP(w *Workload) (Step, error) {
+func newStep(w *steps.Workload) (steps.Step, error) {
 	if w.ServerAddr == "" && w.ServerHost == "" {
 		return nil, fmt.Errorf("workload %q (tcp): no server host", w.Name)
 	}
@@ -60,26 +61,8 @@ func (s *tcpWorkload) dialFrom() string {
 	return "the server host's name"
 }
 
-// serverAddr is the address the client dials (lab.ServerDial): the IPv4 of
-// the server host's data rxe's netdev, the address the lab gives, or the
-// host's name.
-func (s *tcpWorkload) serverAddr(env *Env) (string, error) {
-	w := s.w
-	if w.DialRXE != "" {
-		info, err := env.RXE(w.DialRXE)
-		if err != nil {
-			return "", fmt.Errorf("workload %q (tcp): the data link to dial: %w", w.Name, err)
-		}
-		if info.IPv4 == "" {
-			return "", fmt.Errorf("workload %q (tcp): rxe %q on host %q has no IPv4 address on %s for the client to reach; give %s an IPv4 address (the tcp baseline dials the data network the RDMA workloads use)", w.Name, w.DialRXE, w.ServerHost, info.Netdev, info.Netdev)
-		}
-		return info.IPv4, nil
-	}
-	if w.ServerAddr != "" {
-		return w.ServerAddr, nil
-	}
-	return w.ServerHost, nil
-}
+// serverAddr is the address the client dials (steps.DialAddr).
+func (s *tcpWorkload) serverAddr(env *steps.Env) (string, error) { return steps.DialAddr(env, s.w) }
 
 // amount is what one run sends: "for 6s" or "1GiB" (sizes for people).
 func (s *tcpWorkload) amount() string {
@@ -89,7 +72,7 @@ func (s *tcpWorkload) amount() string {
 	return kinds.SizeText(s.bytes())
 }
 
-func (s *tcpWorkload) Outcome() *Outcome { return &s.out }
+func (s *tcpWorkload) Outcome() *steps.Outcome { return &s.out }
 
 // bytes is what a run without a duration sends.
 func (s *tcpWorkload) bytes() int64 {
@@ -99,8 +82,8 @@ func (s *tcpWorkload) bytes() int64 {
 	return defaultTCPBytes
 }
 
-func (s *tcpWorkload) Apply(ctx context.Context, env *Env) error {
-	err := runUnits(ctx, env, &s.out, s.w, units(s.w, nil), func(ctx context.Context, u unit) error {
+func (s *tcpWorkload) Apply(ctx context.Context, env *steps.Env) error {
+	err := steps.RunUnits(ctx, env, &s.out, s.w, steps.Units(s.w, nil), func(ctx context.Context, u steps.Unit) error {
 		return s.run(ctx, env, u.Repeat)
 	})
 	if s.retransRead {
@@ -108,14 +91,14 @@ func (s *tcpWorkload) Apply(ctx context.Context, env *Env) error {
 		// around it are (results/counters.go): the sender's connections'
 		// retransmitted segments, summed over repeats.
 		ss := []results.Sample{{Metric: "tcpi_total_retrans", Value: float64(s.retrans), Unit: results.CounterUnit("tcpi_total_retrans")}}
-		fillMeta(ss, results.Meta{Workload: s.w.Name, Tool: s.w.Tool, Hosts: []string{s.w.ClientHost},
+		steps.FillMeta(ss, results.Meta{Workload: s.w.Name, Tool: s.w.Tool, Hosts: []string{s.w.ClientHost},
 			Extra: map[string]string{results.CounterExtra: results.TCPInfoSource}})
 		s.out.Samples = append(s.out.Samples, ss...)
 	}
 	return err
 }
 
-func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
+func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	w := s.w
 	srv, err := env.Host(w.ServerHost)
 	if err != nil {
@@ -129,18 +112,18 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	if err != nil {
 		return err
 	}
-	port := PortFor(w, rep)
-	sh, ch := handle(w, "server", 0, rep), handle(w, "client", 0, rep)
-	if err := env.note(Effect{Host: w.ServerHost, Kind: "tcp", ID: sh, Pending: true}); err != nil {
+	port := steps.PortFor(w, rep)
+	sh, ch := steps.Handle(w, "server", 0, rep), steps.Handle(w, "client", 0, rep)
+	if err := env.Note(steps.Effect{Host: w.ServerHost, Kind: "tcp", ID: sh, Pending: true}); err != nil {
 		return err
 	}
-	s.procs.add(w.ServerHost, sh)
+	s.procs.Add(w.ServerHost, sh)
 	serving, err := rpc.Invoke(ctx, srv, rpc.TCPServe, proto.TCPServeParams{Handle: sh, Port: port})
 	if err != nil {
 		return fmt.Errorf("serve tcp on host %q port %d: %w", w.ServerHost, port, err)
 	}
 	start := time.Now()
-	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: ms(remaining(ctx))}
+	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: steps.Millis(steps.Remaining(ctx))}
 	argv := []string{"tcp.send", addr, fmt.Sprint(serving.Port), fmt.Sprint(s.bytes())}
 	size := s.bytes()
 	if w.Duration > 0 {
@@ -152,16 +135,16 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	if err != nil {
 		return fmt.Errorf("send %s over tcp from host %q to %s:%d: %w", s.amount(), w.ClientHost, addr, serving.Port, err)
 	}
-	got, err := rpc.Invoke(ctx, srv, rpc.TCPWait, proto.TCPWaitParams{Handle: sh, TimeoutMs: ms(remaining(ctx))})
+	got, err := rpc.Invoke(ctx, srv, rpc.TCPWait, proto.TCPWaitParams{Handle: sh, TimeoutMs: steps.Millis(steps.Remaining(ctx))})
 	if err != nil {
 		return fmt.Errorf("wait for tcp server on host %q port %d: %w", w.ServerHost, serving.Port, err)
 	}
-	s.procs.done(w.ServerHost, sh)
-	_ = env.note(Effect{Host: w.ServerHost, Kind: "tcp", ID: sh, Undone: true})
+	s.procs.Done(w.ServerHost, sh)
+	_ = env.Note(steps.Effect{Host: w.ServerHost, Kind: "tcp", ID: sh, Undone: true})
 	secs := time.Since(start).Seconds()
-	s.out.Runs = append(s.out.Runs, RunRecord{Repeat: rep,
-		Server: &ProcRef{Host: w.ServerHost, Handle: sh, Argv: []string{"tcp.serve", fmt.Sprint(serving.Port)}, Seconds: got.Seconds},
-		Client: &ProcRef{Host: w.ClientHost, Handle: ch, Argv: argv, Seconds: sent.Seconds},
+	s.out.Runs = append(s.out.Runs, steps.RunRecord{Repeat: rep,
+		Server: &steps.ProcRef{Host: w.ServerHost, Handle: sh, Argv: []string{"tcp.serve", fmt.Sprint(serving.Port)}, Seconds: got.Seconds},
+		Client: &steps.ProcRef{Host: w.ClientHost, Handle: ch, Argv: argv, Seconds: sent.Seconds},
 	})
 	if sent.TotalRetrans != nil {
 		s.retrans += uint64(*sent.TotalRetrans)
@@ -170,8 +153,8 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 	ss := []results.Sample{
 		{Metric: "tcp_bw", Value: sent.Gbps, Unit: "Gb/s"}, // one quantity: MiB/s is a display choice
 	}
-	ss = append(ss, commonSamples(0, secs)...)
-	fillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Size: size, Repeat: rep,
+	ss = append(ss, steps.CommonSamples(0, secs)...)
+	steps.FillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Size: size, Repeat: rep,
 		Hosts: []string{w.ServerHost, w.ClientHost}, Extra: map[string]string{"bytes": fmt.Sprint(sent.Bytes), "server_bytes": fmt.Sprint(got.Bytes),
 			"server_addr": addr, "server_addr_from": s.dialFrom()}})
 	s.out.Samples = append(s.out.Samples, ss...)
@@ -180,21 +163,15 @@ func (s *tcpWorkload) run(ctx context.Context, env *Env, rep int) error {
 
 // Undo waits briefly for servers that never got their transfer so the agent
 // releases their ports; the agent's cleanup closes anything left.
-func (s *tcpWorkload) Undo(ctx context.Context, env *Env) error {
-	s.procs.mu.Lock()
-	var left [][2]string
-	for k := range s.procs.running {
-		left = append(left, k)
-	}
-	s.procs.mu.Unlock()
-	for _, k := range left {
+func (s *tcpWorkload) Undo(ctx context.Context, env *steps.Env) error {
+	for _, k := range s.procs.Running() {
 		h, err := env.Host(k[0])
 		if err != nil {
 			continue
 		}
 		_, _ = rpc.Invoke(ctx, h, rpc.TCPWait, proto.TCPWaitParams{Handle: k[1], TimeoutMs: 1})
-		s.procs.done(k[0], k[1])
-		_ = env.note(Effect{Host: k[0], Kind: "tcp", ID: k[1], Undone: true})
+		s.procs.Done(k[0], k[1])
+		_ = env.Note(steps.Effect{Host: k[0], Kind: "tcp", ID: k[1], Undone: true})
 	}
 	return nil
 }

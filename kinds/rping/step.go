@@ -1,6 +1,7 @@
-package steps
+package rping
 
 import (
+	"github.com/rlab-dev/rlab/steps"
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -13,17 +14,17 @@ import (
 // unbounded rping never ends.
 const rpingDefaultCount = 10
 
-func NewRping(w *Workload) (Step, error) {
-	return newRDMAPair(w, func(_ *Env, r *pairRun, e rdmaEnd) {
+func newStep(w *steps.Workload) (steps.Step, error) {
+	return steps.NewRDMAPair(w, func(_ *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
 		r.Server.Ready = &proto.Ready{RDMACMListen: e.Port}
-		r.Server.Argv = RpingArgv(w, "-s", e.Server.IPv4, e.Port, e.Size)
-		r.Client.Argv = RpingArgv(w, "-c", e.Server.IPv4, e.Port, e.Size)
+		r.Server.Argv = Argv(w, "-s", e.Server.IPv4, e.Port, e.Size)
+		r.Client.Argv = Argv(w, "-c", e.Server.IPv4, e.Port, e.Size)
 	}), nil
 }
 
-// RpingArgv builds one side's rping command: mode is "-s" (server) or "-c"
+// Argv builds one side's rping command: mode is "-s" (server) or "-c"
 // (client); both name the server's address.
-func RpingArgv(w *Workload, mode, serverAddr string, port int, size int64) []string {
+func Argv(w *steps.Workload, mode, serverAddr string, port int, size int64) []string {
 	count := w.Iterations
 	if count <= 0 {
 		count = rpingDefaultCount

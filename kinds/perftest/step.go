@@ -1,6 +1,7 @@
-package steps
+package perftest
 
 import (
+	"github.com/rlab-dev/rlab/steps"
 	"path"
 	"strconv"
 
@@ -10,13 +11,13 @@ import (
 
 // Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.
 
-func NewPerftest(w *Workload) (Step, error) {
-	return newRDMAPair(w, func(env *Env, r *pairRun, e rdmaEnd) {
+func newStep(w *steps.Workload) (steps.Step, error) {
+	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
 		// iWARP connects QPs only through the RDMA CM: perftest's -R
 		// (the descriptor's RDMACMFlag) when either end is iWARP.
 		cm := e.Server.Transport == "iWARP" || e.Client.Transport == "iWARP"
 		r.Server.Ready = perftestReady(w, e.Port, cm)
-		cf := env.facts(w.ClientHost)
+		cf := env.HostFacts(w.ClientHost)
 		if cf.PerftestJSON {
 			r.JSONRel = r.Client.Handle + ".json"
 			r.JSONFile = r.JSONRel
@@ -24,25 +25,14 @@ func NewPerftest(w *Workload) (Step, error) {
 				r.JSONFile = path.Join(cf.WorkDir, r.JSONRel)
 			}
 		}
-		r.Server.Argv = PerftestArgv(w, PerftestEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex, Port: e.Server.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, "", "")
-		r.Client.Argv = PerftestArgv(w, PerftestEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex, Port: e.Client.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
+		r.Server.Argv = Argv(w, steps.DeviceEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex, Port: e.Server.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, "", "")
+		r.Client.Argv = Argv(w, steps.DeviceEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex, Port: e.Client.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
 	}), nil
 }
 
-// PerftestEnd is one side's device as perftest is told it.
-type PerftestEnd struct {
-	Device   string
-	GIDIndex int
-	// Port is the device port (-i) when not 1 (an rdma block's port).
-	Port int
-	// RDMACM: connect through the RDMA CM (the tool's RDMACMFlag, -R),
-	// as iWARP requires; added unless the lab's args already ask for it.
-	RDMACM bool
-}
-
-// PerftestArgv builds one side's perftest command. serverAddr is "" for the
+// Argv builds one side's perftest command. serverAddr is "" for the
 // server side; jsonFile, when set, adds --out_json (perftest ≥ 4.5-0.20).
-func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serverAddr, jsonFile string) []string {
+func Argv(w *steps.Workload, end steps.DeviceEnd, mtu, port int, size int64, serverAddr, jsonFile string) []string {
 	argv := []string{w.Tool,
 		"-d", end.Device,
 		"-x", strconv.Itoa(end.GIDIndex),
@@ -58,7 +48,7 @@ func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 	if end.RDMACM && t.RDMACMFlag != "" && !argsAskCM(w.Args) {
 		argv = append(argv, t.RDMACMFlag)
 	}
-	if t.Family == "perftest_bw" {
+	if t.Family == BW {
 		argv = append(argv, "--report_gbits")
 	}
 	// Atomic tests have a fixed 8-byte message; perftest rejects -s there.
@@ -86,15 +76,15 @@ func PerftestArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serve
 	return argv
 }
 
-// PerftestReady says how the server side is known to be ready: it listens
+// Ready says how the server side is known to be ready: it listens
 // on its TCP port for the out-of-band exchange, or, with -R/--rdma_cm in the
 // extra args, its rdma_cm id listens on that port instead (it opens no TCP
 // socket then).
-func PerftestReady(w *Workload, port int) *proto.Ready { return perftestReady(w, port, false) }
+func Ready(w *steps.Workload, port int) *proto.Ready { return perftestReady(w, port, false) }
 
-// perftestReady is PerftestReady when rlab adds -R itself (cm: an end is
+// perftestReady is Ready when rlab adds -R itself (cm: an end is
 // iWARP).
-func perftestReady(w *Workload, port int, cm bool) *proto.Ready {
+func perftestReady(w *steps.Workload, port int, cm bool) *proto.Ready {
 	if cm || argsAskCM(w.Args) {
 		return &proto.Ready{RDMACMListen: port}
 	}

@@ -1,4 +1,4 @@
-package steps
+package perftest
 
 import (
 	"slices"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // On iWARP, perftest connects through the RDMA CM: the descriptor's flag
@@ -24,20 +25,20 @@ func TestPerftestOverIWARP(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		end    PerftestEnd
+		end    steps.DeviceEnd
 		wantR  int
 		wantI  bool
 		ready  proto.Ready
 		cmSide bool
 	}{
-		{"rxe", nil, PerftestEnd{Device: "rxe_eth1", GIDIndex: 1, Port: 1}, 0, false, proto.Ready{TCPListen: 20010}, false},
-		{"siw", nil, PerftestEnd{Device: "siw_eth1", Port: 1, RDMACM: true}, 1, false, proto.Ready{RDMACMListen: 20010}, true},
-		{"siw, -R in args", []string{"-R"}, PerftestEnd{Device: "siw_eth1", Port: 1, RDMACM: true}, 1, false, proto.Ready{RDMACMListen: 20010}, true},
-		{"hardware port 2", nil, PerftestEnd{Device: "mlx5_0", GIDIndex: 3, Port: 2}, 0, true, proto.Ready{TCPListen: 20010}, false},
+		{"rxe", nil, steps.DeviceEnd{Device: "rxe_eth1", GIDIndex: 1, Port: 1}, 0, false, proto.Ready{TCPListen: 20010}, false},
+		{"siw", nil, steps.DeviceEnd{Device: "siw_eth1", Port: 1, RDMACM: true}, 1, false, proto.Ready{RDMACMListen: 20010}, true},
+		{"siw, -R in args", []string{"-R"}, steps.DeviceEnd{Device: "siw_eth1", Port: 1, RDMACM: true}, 1, false, proto.Ready{RDMACMListen: 20010}, true},
+		{"hardware port 2", nil, steps.DeviceEnd{Device: "mlx5_0", GIDIndex: 3, Port: 2}, 0, true, proto.Ready{TCPListen: 20010}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Args: tc.args, Iterations: 10}}}
-			argv := PerftestArgv(w, tc.end, 1024, 20010, 65536, "10.0.0.1", "")
+			w := &steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Args: tc.args, Iterations: 10}}}
+			argv := Argv(w, tc.end, 1024, 20010, 65536, "10.0.0.1", "")
 			if got := count(argv, "-R"); got != tc.wantR {
 				t.Errorf("%q: %d -R, want %d", argv, got, tc.wantR)
 			}

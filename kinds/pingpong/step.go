@@ -1,6 +1,7 @@
-package steps
+package pingpong
 
 import (
+	"github.com/rlab-dev/rlab/steps"
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -9,17 +10,17 @@ import (
 
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.
 
-func NewPingpong(w *Workload) (Step, error) {
-	return newRDMAPair(w, func(_ *Env, r *pairRun, e rdmaEnd) {
+func newStep(w *steps.Workload) (steps.Step, error) {
+	return steps.NewRDMAPair(w, func(_ *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
 		r.Server.Ready = &proto.Ready{TCPListen: e.Port}
-		r.Server.Argv = PingpongArgv(w, PerftestEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex}, e.MTU, e.Port, e.Size, "")
-		r.Client.Argv = PingpongArgv(w, PerftestEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex}, e.MTU, e.Port, e.Size, e.Server.IPv4)
+		r.Server.Argv = Argv(w, steps.DeviceEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex}, e.MTU, e.Port, e.Size, "")
+		r.Client.Argv = Argv(w, steps.DeviceEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex}, e.MTU, e.Port, e.Size, e.Server.IPv4)
 	}), nil
 }
 
-// PingpongArgv builds one side's ibv_*_pingpong command; serverAddr is ""
+// Argv builds one side's ibv_*_pingpong command; serverAddr is ""
 // for the server side.
-func PingpongArgv(w *Workload, end PerftestEnd, mtu, port int, size int64, serverAddr string) []string {
+func Argv(w *steps.Workload, end steps.DeviceEnd, mtu, port int, size int64, serverAddr string) []string {
 	argv := []string{w.Tool,
 		"-d", end.Device,
 		"-g", strconv.Itoa(end.GIDIndex),
