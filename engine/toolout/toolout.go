@@ -1,23 +1,32 @@
-// Package toolout turns what RDMA tools print into results.Samples: perftest
-// text reports of every ib_{write,read,send,atomic}_{bw,lat}, perftest
-// --out_json files (the valid modern format and the broken pre-2024 one),
-// ibv_*_pingpong summaries and rping ping-data lines.
+// Package toolout is the output-parsing library of the tool families: it
+// turns what a family's parser read from a tool's output (Rows of metric
+// values, and the Info the tool stated about its run) into results.Samples,
+// with their metadata and units. The parsers themselves live in their
+// family's package (kinds/perftest: text reports and --out_json files;
+// kinds/pingpong; kinds/rping), registered with the family (a kinds.Kind
+// whose value implements Parser); Parse finds a tool's through the kinds
+// registry. The pieces several parsers share are here: SplitLines,
+// ErrorHint, FailHint, ParseNumber.
 //
 // Parsers are pure functions of their input: no I/O, no side effects, and
 // garbage gives an error, never a panic. Metric names and units come from
-// engine/results (metrics.go); every sample carries its unit. Bandwidth is
-// always recorded in Gb/s whatever the tool printed (perftest prints MB/sec,
-// meaning MiB/s, unless run with --report_gbits); the unit the tool printed
-// is kept in Meta.Extra["reported_unit"].
+// the families' descriptors (kinds.Metrics); every sample carries its unit.
+// Bandwidth is always recorded in Gb/s whatever the tool printed (perftest
+// prints MB/sec, meaning MiB/s, unless run with --report_gbits); the unit
+// the tool printed is kept in Meta.Extra["reported_unit"].
 //
-// Which tools a parser reads comes from the tool descriptor (agent/tooldesc).
-// This package imports only agent/tooldesc, engine/results and the standard
-// library.
+// The tests here read every family's real outputs (testdata/) through
+// Parse, with the built-in families registered: the cross-family corpus,
+// goldens and fuzz targets.
+//
+// This package imports only kinds, engine/results and the standard library;
+// it must not import a family (they import it).
 package toolout
 
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/rlab-dev/rlab/engine/results"
@@ -231,9 +240,9 @@ func cloneStrings(s []string) []string {
 	return append([]string(nil), s...)
 }
 
-// splitLines splits on \n and drops \r (outputs captured through a pty end
+// SplitLines splits on \n and drops \r (outputs captured through a pty end
 // lines with \r\n).
-func splitLines(b []byte) []string {
+func SplitLines(b []byte) []string {
 	s := strings.ReplaceAll(string(b), "\r", "")
 	return strings.Split(s, "\n")
 }
@@ -241,7 +250,7 @@ func splitLines(b []byte) []string {
 // warningLines returns the non-empty lines of a tool's stderr.
 func warningLines(b []byte) []string {
 	var out []string
-	for _, l := range splitLines(b) {
+	for _, l := range SplitLines(b) {
 		if l = strings.TrimSpace(l); l != "" {
 			out = append(out, l)
 		}
@@ -249,9 +258,9 @@ func warningLines(b []byte) []string {
 	return out
 }
 
-// errorHint picks lines of an output that look like the reason a tool
+// ErrorHint picks lines of an output that look like the reason a tool
 // failed, to put in an error message.
-func errorHint(lines []string) string {
+func ErrorHint(lines []string) string {
 	var hits []string
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
@@ -271,12 +280,12 @@ func errorHint(lines []string) string {
 	return ": " + strings.Join(hits, "; ")
 }
 
-// failHint is errorHint, or when no line looks like an error, the first
+// FailHint is ErrorHint, or when no line looks like an error, the first
 // lines the parser did not read: a tool that stopped early says why in its
 // own words ("Requested size larger than port MTU (4096)"), which no list of
 // keywords foresees.
-func failHint(lines, unread []string) string {
-	if h := errorHint(lines); h != "" {
+func FailHint(lines, unread []string) string {
+	if h := ErrorHint(lines); h != "" {
 		return h
 	}
 	if len(unread) > 3 {
@@ -309,7 +318,7 @@ func splitWarnings(warnings []string, out, stderr []byte) (unread, notes []strin
 	}
 	printed := map[string]bool{}
 	for _, b := range [][]byte{out, stderr} {
-		for _, l := range splitLines(b) {
+		for _, l := range SplitLines(b) {
 			if t := strings.TrimSpace(l); t != "" {
 				printed[t] = true
 			}
@@ -323,4 +332,16 @@ func splitWarnings(warnings []string, out, stderr []byte) (unread, notes []strin
 		}
 	}
 	return unread, notes
+}
+
+// ParseNumber accepts the finite, non-negative decimals perftest prints.
+func ParseNumber(s string) (float64, error) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number: %q", s)
+	}
+	if x != x || x < 0 || x > 1e300 {
+		return 0, fmt.Errorf("value out of range: %q", s)
+	}
+	return x, nil
 }

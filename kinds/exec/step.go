@@ -3,10 +3,10 @@ package exec
 import (
 	"context"
 	"fmt"
-	"github.com/rlab-dev/rlab/steps"
 	"strings"
 
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // exec runs any argv on a host (never through a shell); its exit code and

@@ -29,7 +29,7 @@ func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 
 // Parse reads one run's text report, or with opts.JSON its --out_json file.
 func (Kind) Parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {
-	return toolout.ParsePerftest(stdout, opts)
+	return parse(stdout, opts)
 }
 
 const (

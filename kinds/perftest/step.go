@@ -1,12 +1,12 @@
 package perftest
 
 import (
-	"github.com/rlab-dev/rlab/steps"
 	"path"
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.

@@ -23,7 +23,7 @@ func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 
 // Parse reads one run's output.
 func (Kind) Parse(stdout []byte, _ toolout.Options) ([]toolout.Row, toolout.Info, error) {
-	return toolout.ParsePingpong(stdout)
+	return parse(stdout)
 }
 
 const hint = "ibv_*_pingpong's throughput for each message size."

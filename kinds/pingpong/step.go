@@ -1,11 +1,11 @@
 package pingpong
 
 import (
-	"github.com/rlab-dev/rlab/steps"
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.

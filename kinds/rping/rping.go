@@ -23,7 +23,7 @@ func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 
 // Parse reads one run's output; rping reports its failures on stderr.
 func (Kind) Parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {
-	return toolout.ParseRping(stdout, opts.Stderr)
+	return parse(stdout, opts.Stderr)
 }
 
 // ReadsStderr says Parse reads opts.Stderr itself (toolout.StderrReader).

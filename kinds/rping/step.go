@@ -1,10 +1,10 @@
 package rping
 
 import (
-	"github.com/rlab-dev/rlab/steps"
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // rping from rdmacm-utils: an RDMA CM connection and ping-pongs of RDMA

@@ -3,13 +3,13 @@ package tcp
 import (
 	"context"
 	"fmt"
-	"github.com/rlab-dev/rlab/steps"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // tcp is the built-in TCP bulk transfer (the agent's tcp.serve/send/wait):

@@ -1,8 +1,10 @@
-package toolout
+package rping
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
 // rping (rdmacm-utils) run with -v prints one line per completed ping-pong:
@@ -15,12 +17,12 @@ import (
 // "client DISCONNECT EVENT..." and, on the server, "wait for RDMA_READ_ADV
 // state 10": those are not errors.
 
-func ParseRping(stdout, stderr []byte) ([]Row, Info, error) {
-	info := Info{Source: "text"}
+func parse(stdout, stderr []byte) ([]toolout.Row, toolout.Info, error) {
+	info := toolout.Info{Source: "text"}
 	count := 0
 	var errs []string
 	scan := func(b []byte) {
-		for _, l := range splitLines(b) {
+		for _, l := range toolout.SplitLines(b) {
 			t := strings.TrimSpace(l)
 			if t == "" {
 				continue
@@ -47,7 +49,7 @@ func ParseRping(stdout, stderr []byte) ([]Row, Info, error) {
 	if count == 0 {
 		return nil, info, fmt.Errorf("no \"ping data:\" lines (was rping run with -v?)")
 	}
-	return []Row{{Values: []Value{{"rping_count", float64(count)}}}}, info, nil
+	return []toolout.Row{{Values: []toolout.Value{{Metric: "rping_count", Value: float64(count)}}}}, info, nil
 }
 
 // rpingDone tells the lines of a clean end, which are not warnings.

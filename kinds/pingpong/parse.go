@@ -1,10 +1,12 @@
-package toolout
+package pingpong
 
 import (
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
 // ibv_*_pingpong (rdma-core libibverbs/examples) ends with two lines:
@@ -27,11 +29,11 @@ var (
 	ppQP = regexp.MustCompile(`^(local|remote) address: +LID 0x[0-9a-fA-F]+, QPN 0x[0-9a-fA-F]+, PSN 0x[0-9a-fA-F]+`)
 )
 
-func ParsePingpong(b []byte) ([]Row, Info, error) {
-	info := Info{Source: "text"}
-	lines := splitLines(b)
+func parse(b []byte) ([]toolout.Row, toolout.Info, error) {
+	info := toolout.Info{Source: "text"}
+	lines := toolout.SplitLines(b)
 	var (
-		r                  Row
+		r                  toolout.Row
 		haveBytes, haveIts bool
 		bytes              int64
 	)
@@ -54,12 +56,12 @@ func ParsePingpong(b []byte) ([]Row, Info, error) {
 			if err != nil {
 				return nil, info, fmt.Errorf("byte count in %q: %w", t, err)
 			}
-			x, err := parseNumber(m[3])
+			x, err := toolout.ParseNumber(m[3])
 			if err != nil {
 				return nil, info, fmt.Errorf("throughput in %q: %w", t, err)
 			}
 			bytes, haveBytes = n, true
-			r.Values = append(r.Values, Value{"pp_bw", x})
+			r.Values = append(r.Values, toolout.Value{Metric: "pp_bw", Value: x})
 			continue
 		}
 		if m := ppIters.FindStringSubmatch(t); m != nil {
@@ -67,12 +69,12 @@ func ParsePingpong(b []byte) ([]Row, Info, error) {
 			if err != nil {
 				return nil, info, fmt.Errorf("iteration count in %q: %w", t, err)
 			}
-			x, err := parseNumber(m[3])
+			x, err := toolout.ParseNumber(m[3])
 			if err != nil {
 				return nil, info, fmt.Errorf("time per iteration in %q: %w", t, err)
 			}
 			r.Iters, haveIts = n, true
-			r.Values = append(r.Values, Value{"pp_lat", x})
+			r.Values = append(r.Values, toolout.Value{Metric: "pp_lat", Value: x})
 			continue
 		}
 		if ppQP.MatchString(t) {
@@ -82,10 +84,10 @@ func ParsePingpong(b []byte) ([]Row, Info, error) {
 		info.Warnings = append(info.Warnings, t)
 	}
 	if !haveBytes || !haveIts {
-		return nil, info, fmt.Errorf("no \"N bytes in S seconds\" and \"N iters in S seconds\" summary lines%s", failHint(lines, info.Warnings))
+		return nil, info, fmt.Errorf("no \"N bytes in S seconds\" and \"N iters in S seconds\" summary lines%s", toolout.FailHint(lines, info.Warnings))
 	}
 	if r.Iters > 0 && bytes%(2*r.Iters) == 0 {
 		r.Size = bytes / (2 * r.Iters)
 	}
-	return []Row{r}, info, nil
+	return []toolout.Row{r}, info, nil
 }

@@ -1,4 +1,4 @@
-package toolout
+package perftest
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
 // perftest --out_json writes {"test_info": {...}, "results": {...}}. Before
@@ -15,7 +17,7 @@ import (
 // decoder accepts. Both are read here: strictly first, then with a lenient
 // reader of that broken dialect. Only the last message size survives a -a
 // sweep (the file is truncated per report), and the file does not say its
-// bandwidth unit, so the caller passes --report_gbits in Options.
+// bandwidth unit, so the caller passes --report_gbits in toolout.Options.
 
 // jsonMetrics maps perftest's JSON result keys (lower-cased) to metrics.
 var jsonMetrics = map[string]string{
@@ -31,8 +33,8 @@ var jsonMetrics = map[string]string{
 	"percentile_99.9": "lat_p999",
 }
 
-func parsePerftestJSON(b []byte, gbits bool) ([]Row, Info, error) {
-	info := Info{Source: "json", BWUnit: "MB/sec"}
+func parsePerftestJSON(b []byte, gbits bool) ([]toolout.Row, toolout.Info, error) {
+	info := toolout.Info{Source: "json", BWUnit: "MB/sec"}
 	if gbits {
 		info.BWUnit = "Gb/sec"
 	}
@@ -44,7 +46,7 @@ func parsePerftestJSON(b []byte, gbits bool) ([]Row, Info, error) {
 			if lerr == nil {
 				lerr = fmt.Errorf("top level is not an object")
 			}
-			return nil, info, fmt.Errorf("%w: %v (lenient reading: %v)", ErrUnusableJSON, err, lerr)
+			return nil, info, fmt.Errorf("%w: %v (lenient reading: %v)", toolout.ErrUnusableJSON, err, lerr)
 		}
 		doc = m
 		info.Warnings = append(info.Warnings, "perftest --out_json file is not valid JSON (perftest before 2024); read leniently")
@@ -66,18 +68,18 @@ func parsePerftestJSON(b []byte, gbits bool) ([]Row, Info, error) {
 			}
 		}
 	default:
-		return nil, info, fmt.Errorf("%w: no \"results\" object", ErrUnusableJSON)
+		return nil, info, fmt.Errorf("%w: no \"results\" object", toolout.ErrUnusableJSON)
 	}
-	var rows []Row
+	var rows []toolout.Row
 	for _, o := range objs {
-		var r Row
+		var r toolout.Row
 		for _, k := range slices.Sorted(maps.Keys(o)) {
 			v, lk := o[k], strings.ToLower(k)
 			switch lk {
 			case "msgsize":
 				n, ok := jsonInt(v)
 				if !ok {
-					return nil, info, fmt.Errorf("%w: MsgSize %v is not an integer", ErrUnusableJSON, v)
+					return nil, info, fmt.Errorf("%w: MsgSize %v is not an integer", toolout.ErrUnusableJSON, v)
 				}
 				r.Size = n
 				continue
@@ -93,16 +95,16 @@ func parsePerftestJSON(b []byte, gbits bool) ([]Row, Info, error) {
 			}
 			x, ok := jsonFloat(v)
 			if !ok || x < 0 {
-				return nil, info, fmt.Errorf("%w: %s = %v is not a number", ErrUnusableJSON, k, v)
+				return nil, info, fmt.Errorf("%w: %s = %v is not a number", toolout.ErrUnusableJSON, k, v)
 			}
 			if (m == "bw_peak" || m == "bw_avg") && !gbits {
 				x *= mibToGbit
 			}
-			if i := slices.IndexFunc(r.Values, func(mv Value) bool { return mv.Metric == m }); i >= 0 {
+			if i := slices.IndexFunc(r.Values, func(mv toolout.Value) bool { return mv.Metric == m }); i >= 0 {
 				r.Values[i].Value = x // the same figure spelled twice: one value, the last key's
 				continue
 			}
-			r.Values = append(r.Values, Value{m, x})
+			r.Values = append(r.Values, toolout.Value{Metric: m, Value: x})
 		}
 		if len(r.Values) == 0 {
 			continue
@@ -114,7 +116,7 @@ func parsePerftestJSON(b []byte, gbits bool) ([]Row, Info, error) {
 		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
-		return nil, info, fmt.Errorf("%w: \"results\" holds no bandwidth or latency figure", ErrUnusableJSON)
+		return nil, info, fmt.Errorf("%w: \"results\" holds no bandwidth or latency figure", toolout.ErrUnusableJSON)
 	}
 	if !hasBWRows(rows) {
 		info.BWUnit = ""
@@ -136,10 +138,10 @@ func parsePerftestJSON(b []byte, gbits bool) ([]Row, Info, error) {
 	}
 	// Only a peak of 0 (not measured) was there: no measurement, as in the
 	// text table (found by FuzzPerftestJSON: {"results":{"BW_peak":0}}).
-	return nil, info, fmt.Errorf("%w: \"results\" holds only a BW peak of 0 (not measured), no figure", ErrUnusableJSON)
+	return nil, info, fmt.Errorf("%w: \"results\" holds only a BW peak of 0 (not measured), no figure", toolout.ErrUnusableJSON)
 }
 
-func hasBW(vs []Value) bool {
+func hasBW(vs []toolout.Value) bool {
 	for _, v := range vs {
 		if v.Metric == "bw_avg" || v.Metric == "bw_peak" {
 			return true
@@ -148,7 +150,7 @@ func hasBW(vs []Value) bool {
 	return false
 }
 
-func hasBWRows(rows []Row) bool {
+func hasBWRows(rows []toolout.Row) bool {
 	for _, r := range rows {
 		if hasBW(r.Values) {
 			return true
@@ -159,7 +161,7 @@ func hasBWRows(rows []Row) bool {
 
 // sortValues orders a row's metrics as the metric table does, so output is
 // deterministic whatever order the map iteration gave.
-func sortValues(vs []Value) {
+func sortValues(vs []toolout.Value) {
 	order := map[string]int{}
 	i := 0
 	for _, m := range []string{"bw_peak", "bw_avg", "msg_rate", "lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"} {
@@ -185,7 +187,7 @@ func lookup(m map[string]any, key string) any {
 	return nil
 }
 
-func jsonFact(info *Info, k string, v any) {
+func jsonFact(info *toolout.Info, k string, v any) {
 	s := jsonString(v)
 	switch strings.ToLower(k) {
 	case "test":
@@ -234,7 +236,7 @@ func jsonFloat(v any) (float64, bool) {
 	case float64:
 		return x, x == x && x < 1e300 && x > -1e300
 	case string:
-		f, err := parseNumber(strings.TrimSpace(x))
+		f, err := toolout.ParseNumber(strings.TrimSpace(x))
 		return f, err == nil
 	}
 	return 0, false

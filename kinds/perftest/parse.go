@@ -1,4 +1,4 @@
-package toolout
+package perftest
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
 // perftest's text report is a header block of "Key : value" pairs (two to a
@@ -56,13 +58,13 @@ var perftestColumns = map[string]string{
 	"99.9% percentile": "lat_p999",
 }
 
-func parsePerftestText(b []byte) ([]Row, Info, error) {
-	info := Info{Source: "text"}
-	lines := splitLines(b)
+func parsePerftestText(b []byte) ([]toolout.Row, toolout.Info, error) {
+	info := toolout.Info{Source: "text"}
+	lines := toolout.SplitLines(b)
 	var (
 		cols     []column // the main table's
 		cur      []column // the table rows are read against now
-		rows     []Row
+		rows     []toolout.Row
 		inHeader bool
 		gidFor   *string // which GID the next "GID:" line is
 		// section is "" for the main table, "local" or "remote" after the
@@ -157,10 +159,10 @@ func parsePerftestText(b []byte) ([]Row, Info, error) {
 		warn(t)
 	}
 	if cols == nil {
-		return nil, info, fmt.Errorf("no result table (no \"#bytes\" header line)%s", failHint(lines, info.Warnings))
+		return nil, info, fmt.Errorf("no result table (no \"#bytes\" header line)%s", toolout.FailHint(lines, info.Warnings))
 	}
 	if len(rows) == 0 {
-		return nil, info, fmt.Errorf("result table has no rows%s", errorHint(lines))
+		return nil, info, fmt.Errorf("result table has no rows%s", toolout.ErrorHint(lines))
 	}
 	markIntervals(rows)
 	if info.Bidirectional {
@@ -189,7 +191,7 @@ var histLine = regexp.MustCompile(`^[0-9]+, [0-9.eE+-]+$`)
 // than once: perftest --run_infinitely prints a row per interval (every -D
 // seconds, print_bw_infinite_mode) under one header, and each row is a
 // measurement of that interval alone. A sweep (-a) has each size once.
-func markIntervals(rows []Row) {
+func markIntervals(rows []toolout.Row) {
 	n := map[int64]int{}
 	for _, r := range rows {
 		n[r.Size]++
@@ -214,9 +216,9 @@ func perftestBanner(t string) bool {
 		strings.HasPrefix(t, "Please run the same command with the IB/RoCE interface IP")
 }
 
-// directionOf turns a row of a --report-both table into a DirectionResult.
-func directionOf(section string, r Row) DirectionResult {
-	d := DirectionResult{Direction: section, Size: r.Size}
+// directionOf turns a row of a --report-both table into a toolout.DirectionResult.
+func directionOf(section string, r toolout.Row) toolout.DirectionResult {
+	d := toolout.DirectionResult{Direction: section, Size: r.Size}
 	for _, v := range r.Values {
 		switch v.Metric {
 		case "bw_avg":
@@ -232,7 +234,7 @@ func directionOf(section string, r Row) DirectionResult {
 // average: perftest prints 0 when it did not measure the peak (the passive
 // side of send, -D runs, several QPs), and a 0 recorded as a measurement would
 // fail expects and comparisons for no reason.
-func dropUnmeasuredPeak(rows []Row, info *Info) {
+func dropUnmeasuredPeak(rows []toolout.Row, info *toolout.Info) {
 	dropped := false
 	for i, r := range rows {
 		var peak, avg = -1.0, -1.0
@@ -275,7 +277,7 @@ func isPerftestWarning(t string) bool {
 	return false
 }
 
-func headerFact(info *Info, key, val string) {
+func headerFact(info *toolout.Info, key, val string) {
 	k := strings.ToLower(strings.Join(strings.Fields(key), " "))
 	switch k {
 	case "device":
@@ -413,21 +415,21 @@ var errRowShape = errors.New("row shape")
 // prints when a counter overflowed on a long run (perftest issue #82,
 // "Negative value of BW average and t_avg", 5.60 with -D 205200), is no
 // measurement, but the row's other figures and the other rows still are.
-func tableRow(t string, cols []column) (r Row, ok bool, err error) {
+func tableRow(t string, cols []column) (r toolout.Row, ok bool, err error) {
 	f := strings.Fields(t)
 	if len(f) == 0 {
-		return Row{}, false, nil
+		return toolout.Row{}, false, nil
 	}
 	if _, err := strconv.ParseUint(f[0], 10, 63); err != nil {
-		return Row{}, false, nil
+		return toolout.Row{}, false, nil
 	}
 	if len(f) < len(cols) {
 		// perftest prints every column it announced; a short row is a
 		// truncated output (the process died mid-line).
 		if len(f) < 3 {
-			return Row{}, false, nil
+			return toolout.Row{}, false, nil
 		}
-		return Row{}, false, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
+		return toolout.Row{}, false, fmt.Errorf("result row %q has %d columns, header has %d", t, len(f), len(cols))
 	}
 	for i, c := range cols {
 		v := f[i]
@@ -435,14 +437,14 @@ func tableRow(t string, cols []column) (r Row, ok bool, err error) {
 		case "#bytes":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return Row{}, false, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
+				return toolout.Row{}, false, fmt.Errorf("result row %q: size %q: %w", t, v, errRowShape)
 			}
 			r.Size = n
 			continue
 		case "#iterations":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return Row{}, false, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
+				return toolout.Row{}, false, fmt.Errorf("result row %q: iterations %q: %w", t, v, errRowShape)
 			}
 			r.Iters = n
 			continue
@@ -462,14 +464,14 @@ func tableRow(t string, cols []column) (r Row, ok bool, err error) {
 			r.Notes = append(r.Notes, fmt.Sprintf("result row %q: %s is negative (%s), a counter overflow of perftest: no %s sample at %d bytes", strings.Join(f, " "), c.name, v, m, r.Size))
 			continue
 		}
-		x, err := parseNumber(v)
+		x, err := toolout.ParseNumber(v)
 		if err != nil {
-			return Row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
+			return toolout.Row{}, false, fmt.Errorf("result row %q: column %q: %w", t, c.name, err)
 		}
 		if mibUnit(c.unit) {
 			x *= mibToGbit
 		}
-		r.Values = append(r.Values, Value{m, x})
+		r.Values = append(r.Values, toolout.Value{Metric: m, Value: x})
 	}
 	if cols[0].unit != "" {
 		r.Extra = map[string]string{"reported_unit": cols[0].unit}
@@ -487,21 +489,9 @@ func notANumber(v string) bool {
 	return false
 }
 
-// parseNumber accepts the finite, non-negative decimals perftest prints.
-func parseNumber(s string) (float64, error) {
-	x, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a number: %q", s)
-	}
-	if x != x || x < 0 || x > 1e300 {
-		return 0, fmt.Errorf("value out of range: %q", s)
-	}
-	return x, nil
-}
-
-// ParsePerftest reads one run of a perftest tool: its text report, or with
+// parse reads one run of a perftest tool: its text report, or with
 // opts.JSON the content of its --out_json file.
-func ParsePerftest(stdout []byte, opts Options) ([]Row, Info, error) {
+func parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {
 	if opts.JSON {
 		return parsePerftestJSON(stdout, opts.ReportGbits)
 	}
