@@ -1,13 +1,18 @@
 // Package steps holds the kinds of step the run engine drives on hosts: rxe
-// devices, captures, every workload tool (perftest, pingpong, rping, tcp,
-// exec) and the artifact fetch. Each kind is a type behind one small
+// devices, captures and the artifact fetch, and the library every workload
+// step is built from (Workload, Outcome, the unit prologue RunUnits, process
+// tracking Procs/StartProc/WaitProc, the two-sided runner NewRDMAPair). The
+// workload steps themselves live in their tool family's package
+// (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp, kinds/exec),
+// whose registered value implements Stepper; NewWorkload finds a tool's
+// through the kinds registry. Each kind is a type behind one small
 // interface (Describe, Apply, Undo); optional abilities are extra one-method
 // interfaces. Kinds talk to hosts only through the agent protocol's typed
 // calls (agent/rpc's Method values) via the Host interface defined here.
 //
 // steps imports agent/proto, agent/rpc (the typed calls; a leaf over
-// agent/proto and the standard library), agent/tooldesc and engine/results
-// only; it must not import the
+// agent/proto and the standard library), kinds (the descriptors, not the
+// families) and engine/results only; it must not import the
 // lab model, the SSH layer or the engine, so every kind is testable against
 // an in-process agent.
 package steps

@@ -244,9 +244,9 @@ type Facts struct {
 	// NetemModule: sch_netem (link impairments), as RXEModule, or "unknown"
 	// when the host has no module lists or kernel config to read.
 	NetemModule string `json:"netem_module,omitempty"`
-	// Tools maps a tool name (rdma, ibv_devinfo, every tool of
-	// agent/tooldesc, tcpdump) to where it is and its version; absent tools
-	// are missing.
+	// Tools maps a program the request probed (FactsParams.Probe: rdma,
+	// ibv_devinfo, tcpdump and every registered tool family's programs) to
+	// where it is and its version; absent ones are missing.
 	Tools map[string]Tool `json:"tools"`
 	// PerftestJSON is true when the installed perftest accepts --out_json.
 	PerftestJSON bool `json:"perftest_json"`

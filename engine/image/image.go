@@ -38,7 +38,7 @@ const DefaultRelease = "bookworm"
 
 // DefaultPackages is the package list of the image (variant minbase plus
 // these): the system's own, then the Debian package of every program the
-// tool descriptor (agent/tooldesc) names, so every tool rlab runs is there.
+// tool descriptor (kinds) names, so every tool rlab runs is there.
 //
 // A function, not a variable set at start-up: the tool families register
 // after package initialisation (kinds/builtin).

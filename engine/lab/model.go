@@ -4,9 +4,9 @@
 // locals, for_each and count are evaluated in one phase (Load), so every
 // consumer sees concrete hosts, rxe devices, captures and workloads.
 //
-// It must not import the run engine, SSH or the agent's program (the tool
-// descriptor agent/tooldesc, a standard-library leaf both sides share, is
-// allowed): it is the contract those packages build on.
+// It must not import the run engine, SSH, the agent or a tool family (the
+// descriptors' core package kinds, a standard-library leaf, is allowed): it
+// is the contract those packages build on.
 package lab
 
 import (

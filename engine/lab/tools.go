@@ -3,7 +3,7 @@ package lab
 import "github.com/rlab-dev/rlab/kinds"
 
 // Tool describes what a workload tool accepts: its entry in the tool
-// descriptor (agent/tooldesc), the one place tool options are described, so
+// descriptor (kinds), the one place tool options are described, so
 // a new tool is one entry there.
 type Tool = kinds.Tool
 

@@ -7,7 +7,7 @@
 // through become, the host's own package manager).
 //
 // Deciding (Needs, PlanHost) is pure: no I/O. Apply runs one host's plan
-// through its agent client. It imports engine/lab, agent/tooldesc,
+// through its agent client. It imports engine/lab, kinds,
 // agent/proto and agent/rpc; never engine/run, engine/sshx or engine/remote
 // (the caller connects).
 package provision

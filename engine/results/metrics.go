@@ -5,8 +5,8 @@ import "github.com/rlab-dev/rlab/kinds"
 // Metric describes one kind of sample: its name, which results.json,
 // summary.md, the report, `rlab compare`, --metric-threshold and an expect
 // condition (result.<Name>) all use; its unit; and which direction is better
-// (for `rlab compare`). The names and units come from the tool descriptor
-// (agent/tooldesc), the one place they are defined.
+// (for `rlab compare`). The names and units come from the families'
+// descriptors (kinds.Metrics), the one place they are defined.
 type Metric struct {
 	Name           string // Sample.Metric
 	Unit           string // Sample.Unit

@@ -126,7 +126,7 @@ func (r *runner) select_() error {
 }
 
 // stepWorkload resolves a lab workload for the steps package: the shared
-// part (tooldesc.Workload) whole, the host and rxe references as names, and
+// part (kinds.Workload) whole, the host and rxe references as names, and
 // for a tcp workload the address its client dials (lab.ServerDial).
 func stepWorkload(l *lab.Lab, w *lab.Workload) *steps.Workload {
 	sw := &steps.Workload{Workload: w.Workload}
