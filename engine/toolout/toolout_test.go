@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/toolout/tooltest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -105,7 +106,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				got.Error = err.Error()
 			}
-			checkSamples(t, samples)
+			tooltest.CheckSamples(t, samples)
 			b, _ := json.MarshalIndent(got, "", "  ")
 			b = append(b, '\n')
 			gp := filepath.Join(fixtures, "golden", name+".golden.json")
@@ -126,25 +127,6 @@ func TestGolden(t *testing.T) {
 				t.Errorf("golden mismatch (-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-// checkSamples holds for every successful parse: metrics from the table,
-// units set and matching it, values finite and non-negative.
-func checkSamples(t testing.TB, ss []results.Sample) {
-	t.Helper()
-	for _, s := range ss {
-		m, ok := results.MetricByName(s.Metric)
-		if !ok {
-			t.Errorf("sample metric %q not in results.Metrics()", s.Metric)
-			continue
-		}
-		if s.Unit == "" || s.Unit != m.Unit {
-			t.Errorf("sample %s unit %q, want %q", s.Metric, s.Unit, m.Unit)
-		}
-		if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) || s.Value < 0 {
-			t.Errorf("sample %s value %v", s.Metric, s.Value)
-		}
 	}
 }
 
