@@ -28,13 +28,21 @@
 // builtin's TestEveryKindHasItsAbilities).
 //
 // Adding a family: a package kinds/<name> with its Kind (Desc, NewStep and,
-// when its output is parsed, Parse), tests with real output as fixtures, and
-// one line in kinds/builtin. Adding a tool to a family is one entry in its
-// Desc.
+// when its output is parsed, Parse) — kinds/tcp is the smallest whole one to
+// copy — its tests (real outputs under testdata/toolout as fixtures, a fuzz
+// target per parser through engine/toolout/tooltest), and one line in
+// kinds/builtin. Adding a tool to a family is one entry in its Desc.
+//
+// Because registration is explicit, nothing registered exists before
+// builtin.Register runs: a package-level variable computed from this
+// registry at initialisation sees no family (results.Metrics and
+// image.DefaultPackages are functions for that reason).
 //
 // It imports only the standard library. The agent imports nothing of kinds:
-// the controller sends the agent the programs to probe (proto.FactsParams's
-// Probe, built by Probes), so editing a hint does not change the agent.
+// the controller sends the agent the programs to probe with each facts
+// request (proto.FactsParams.Probe, built by engine/remote.FactsParams from
+// Programs), so editing a hint does not change the agent's hash
+// (agent/cmd/rlab-agent's TestAgentImportsNoKinds).
 package kinds
 
 import (
