@@ -10,8 +10,8 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // The kernel's counters around a workload: read on each of its hosts before
@@ -31,7 +31,7 @@ type CounterSide struct {
 // RDMA tools each end's rxe device and its netdev, for tcp the netdev each
 // end reaches the data address by; none for exec.
 func CounterSides(env *Env, w *Workload) []CounterSide {
-	t, ok := tooldesc.Lookup(w.Tool)
+	t, ok := kinds.Lookup(w.Tool)
 	if !ok || t.OneHost {
 		return nil
 	}
@@ -65,7 +65,7 @@ func CounterSides(env *Env, w *Workload) []CounterSide {
 	// The address the tcp client dials, by the tcp step's own rule (the
 	// IPv4 of the server's data rxe netdev first): each end reads the
 	// netdev its route to that address takes.
-	addr, err := (&tcpWorkload{w: w}).serverAddr(env)
+	addr, err := DialAddr(env, w)
 	if err != nil {
 		addr = w.ServerAddr
 		if addr == "" {

@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestCounterSamples: the deltas of two readings become samples named by
@@ -22,7 +22,7 @@ import (
 // counters become notes, never zero; a host whose reading failed is one
 // note; device-wide hw_counters that repeat the port's are left out.
 func TestCounterSamples(t *testing.T) {
-	w := &Workload{Workload: tooldesc.Workload{Name: "write_bw", Tool: "ib_write_bw"}}
+	w := &Workload{Workload: kinds.Workload{Name: "write_bw", Tool: "ib_write_bw"}}
 	v := func(dev string, port int, src, name string, n uint64) proto.CounterValue {
 		return proto.CounterValue{Device: dev, Port: port, Source: src, Name: name, Value: n}
 	}
@@ -108,18 +108,18 @@ func TestCounterSides(t *testing.T) {
 		w    Workload
 		want []CounterSide
 	}{
-		{"rdma", Workload{Workload: tooldesc.Workload{Tool: "ib_write_bw"}, ServerHost: "s", ClientHost: "c", ServerRXE: "srv", ClientRXE: "cli"},
+		{"rdma", Workload{Workload: kinds.Workload{Tool: "ib_write_bw"}, ServerHost: "s", ClientHost: "c", ServerRXE: "srv", ClientRXE: "cli"},
 			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1"}, Netdevs: []string{"eth1"}}, {Host: "c", RDMA: []string{"rxe_eth2"}, Netdevs: []string{"eth2"}}}},
-		{"rdma on one host", Workload{Workload: tooldesc.Workload{Tool: "ib_write_lat"}, ServerHost: "s", ClientHost: "s", ServerRXE: "srv", ClientRXE: "cli"},
+		{"rdma on one host", Workload{Workload: kinds.Workload{Tool: "ib_write_lat"}, ServerHost: "s", ClientHost: "s", ServerRXE: "srv", ClientRXE: "cli"},
 			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1", "rxe_eth2"}, Netdevs: []string{"eth1", "eth2"}}}},
-		{"tcp", Workload{Workload: tooldesc.Workload{Tool: "tcp"}, ServerHost: "s", ClientHost: "c", ServerAddr: "10.0.0.1"},
+		{"tcp", Workload{Workload: kinds.Workload{Tool: "tcp"}, ServerHost: "s", ClientHost: "c", ServerAddr: "10.0.0.1"},
 			[]CounterSide{{Host: "s", Route: "10.0.0.1"}, {Host: "c", Route: "10.0.0.1"}}},
 		// the tcp step dials the server's data rxe netdev (the quickstart's
 		// host name "server" resolves nowhere in the guests: the counters
 		// said "lookup server: network is unreachable" before)
-		{"tcp over the data rxe", Workload{Workload: tooldesc.Workload{Tool: "tcp"}, ServerHost: "server", ClientHost: "c", DialRXE: "data"},
+		{"tcp over the data rxe", Workload{Workload: kinds.Workload{Tool: "tcp"}, ServerHost: "server", ClientHost: "c", DialRXE: "data"},
 			[]CounterSide{{Host: "server", Route: "10.99.0.1"}, {Host: "c", Route: "10.99.0.1"}}},
-		{"exec", Workload{Workload: tooldesc.Workload{Tool: "exec"}, Host: "s"}, nil},
+		{"exec", Workload{Workload: kinds.Workload{Tool: "exec"}, Host: "s"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, CounterSides(env, &tc.w)); diff != "" {
@@ -139,7 +139,7 @@ func TestCounterSamplesHostileNames(t *testing.T) {
 			{Device: "eth0", Source: "statistics", Name: "tx_packets", Value: n},
 		}, Unreadable: []proto.CounterUnreadable{{Device: "eth0\x1b]0;x\x07", Source: "statistics", Name: "rx\x00", Reason: "x"}}}}}
 	}
-	ss, notes := CounterSamples(&Workload{Workload: tooldesc.Workload{Name: "w", Tool: "ib_write_bw"}}, r(1), r(5))
+	ss, notes := CounterSamples(&Workload{Workload: kinds.Workload{Name: "w", Tool: "ib_write_bw"}}, r(1), r(5))
 	if len(ss) != 1 || ss[0].Metric != "tx_packets" || ss[0].Meta.Devices[0] != "eth0" {
 		t.Errorf("samples %+v: want only eth0's tx_packets", ss)
 	}
@@ -168,7 +168,7 @@ func FuzzCounterSamples(f *testing.F) {
 		[]byte(`{"values":[{"device":"mlx5_0","source":"device_hw_counters","name":"out_of_sequence","value":4},{"device":"mlx5_0","port":1,"source":"hw_counters","name":"out_of_sequence","value":4}]}`))
 	f.Add([]byte(`{"values":[{"device":"eth1","source":"statistics","name":"tx_packets","value":18446744073709551615}]}`),
 		[]byte(`{"values":[{"device":"eth1","source":"statistics","name":"tx_packets","value":0},{"device":"\u001b[2J","source":"x","name":"a/b","value":1}],"unreadable":[{"device":"\u001b]0;t\u0007","name":"\"quoted\""}]}`))
-	w := &Workload{Workload: tooldesc.Workload{Name: "w", Tool: "ib_write_bw"}}
+	w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "ib_write_bw"}}
 	f.Fuzz(func(t *testing.T, beforeJSON, afterJSON []byte) {
 		reading := func(b []byte) CounterReading {
 			var c proto.Counters

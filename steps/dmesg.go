@@ -11,21 +11,21 @@ import (
 // lines: saved next to a hung workload, since a stuck RDMA tool is usually
 // explained by the kernel (rxe warnings, OOM, soft lockups).
 func DmesgTail(ctx context.Context, env *Env, host, hd string, n int) (string, error) {
-	var p procs
+	var p Procs
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if _, err := startProc(ctx, env, &p, "dmesg", procSpec{Host: host, Handle: hd, Argv: []string{"dmesg"}, Role: "command", Root: true}); err != nil {
+	if _, err := StartProc(ctx, env, &p, "dmesg", ProcSpec{Host: host, Handle: hd, Argv: []string{"dmesg"}, Role: "command", Root: true}); err != nil {
 		return "", err
 	}
-	r, err := waitProc(ctx, env, &p, host, hd, remaining(ctx))
+	r, err := WaitProc(ctx, env, &p, host, hd, Remaining(ctx))
 	if err != nil {
 		uctx, ucancel := undoContext(ctx)
-		p.stopAll(uctx, env)
+		p.StopAll(uctx, env)
 		ucancel()
 		return "", fmt.Errorf("dmesg on host %q: %w", host, err)
 	}
 	if r.ExitCode != 0 {
-		return "", procError("dmesg", "command", host, r)
+		return "", ProcError("dmesg", "command", host, r)
 	}
 	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
 	if len(lines) > n {

@@ -43,7 +43,7 @@ func (s *Impair) Apply(ctx context.Context, env *Env) error {
 	}
 	e := s.effect()
 	e.Pending, e.Detail = true, "netem "+s.Text
-	if err := env.note(e); err != nil {
+	if err := env.Note(e); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -60,7 +60,7 @@ func (s *Impair) Apply(ctx context.Context, env *Env) error {
 	s.mu.Unlock()
 	e = s.effect()
 	e.Detail = appliedDetail(&res)
-	return env.note(e)
+	return env.Note(e)
 }
 
 // Undo removes rlab's netem from the netdev; idempotent.
@@ -84,7 +84,7 @@ func (s *Impair) Undo(ctx context.Context, env *Env) error {
 	if s.Result != nil {
 		e.Detail = appliedDetail(s.Result) + "; " + e.Detail
 	}
-	return env.note(e)
+	return env.Note(e)
 }
 
 // Applied returns what the agent read back after applying, or nil.

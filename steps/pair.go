@@ -15,9 +15,9 @@ import (
 // 0.9" before it).
 const noClockReport = "Can't produce a report"
 
-// pairRun is what a two-sided kind builds for one run (one size × repeat).
-type pairRun struct {
-	Server, Client procSpec
+// PairRun is what a two-sided kind builds for one run (one size × repeat).
+type PairRun struct {
+	Server, Client ProcSpec
 	Meta           results.Meta
 	// JSONFile, when set, is the path (on the client host) of a JSON report
 	// the tool writes; it is read back with files.read and parsed instead of
@@ -27,7 +27,7 @@ type pairRun struct {
 }
 
 // pairBuilder builds run n (0-based over sizes × repeats) of a workload.
-type pairBuilder func(env *Env, size int64, repeat, n int) (*pairRun, error)
+type pairBuilder func(env *Env, size int64, repeat, n int) (*PairRun, error)
 
 // pairWorkload is the common driver of every two-sided tool (perftest,
 // pingpong, rping): one server/client pair per size × repeat, outputs parsed
@@ -36,7 +36,7 @@ type pairWorkload struct {
 	w     *Workload
 	build pairBuilder
 	desc  string
-	procs procs
+	procs Procs
 	out   Outcome
 }
 
@@ -45,17 +45,17 @@ func (s *pairWorkload) Describe() string { return s.desc }
 func (s *pairWorkload) Outcome() *Outcome { return &s.out }
 
 func (s *pairWorkload) Undo(ctx context.Context, env *Env) error {
-	return s.procs.stopAll(ctx, env)
+	return s.procs.StopAll(ctx, env)
 }
 
 func (s *pairWorkload) Apply(ctx context.Context, env *Env) error {
-	return runUnits(ctx, env, &s.out, s.w, units(s.w, sizesOr(s.w)), func(ctx context.Context, u unit) error {
+	return RunUnits(ctx, env, &s.out, s.w, Units(s.w, sizesOr(s.w)), func(ctx context.Context, u Unit) error {
 		return s.run(ctx, env, u)
 	})
 }
 
 // run runs one size × repeat: a server/client pair, its output parsed.
-func (s *pairWorkload) run(ctx context.Context, env *Env, u unit) error {
+func (s *pairWorkload) run(ctx context.Context, env *Env, u Unit) error {
 	w := s.w
 	size, rep := u.Size, u.Repeat
 	r, err := s.build(env, size, rep, u.N)
@@ -76,10 +76,10 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u unit) error {
 	}
 	rec := RunRecord{Size: size, Repeat: rep}
 	if sr != nil {
-		rec.Server = ref(r.Server.Host, sr)
+		rec.Server = Ref(r.Server.Host, sr)
 	}
 	if cr != nil {
-		rec.Client = ref(r.Client.Host, cr)
+		rec.Client = Ref(r.Client.Host, cr)
 	}
 	if err != nil {
 		s.out.Runs = append(s.out.Runs, rec)
@@ -95,7 +95,7 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u unit) error {
 	if err != nil {
 		return err
 	}
-	common := commonSamples(cr.ExitCode, rec.Client.Seconds)
+	common := CommonSamples(cr.ExitCode, rec.Client.Seconds)
 	if size == 0 {
 		// The tool's default size: the run measured the size the tool
 		// reported, and its exit code and duration belong to that size
@@ -108,12 +108,12 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u unit) error {
 		}
 	}
 	ss = append(ss, common...)
-	fillMeta(ss, r.Meta)
+	FillMeta(ss, r.Meta)
 	s.out.Samples = append(s.out.Samples, ss...)
 	return nil
 }
 
-func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *proto.ProcResult) ([]results.Sample, string, results.ParseNote, error) {
+func (s *pairWorkload) parse(ctx context.Context, env *Env, r *PairRun, cr *proto.ProcResult) ([]results.Sample, string, results.ParseNote, error) {
 	var none results.ParseNote
 	if env.Parse == nil {
 		return nil, "", none, nil
@@ -154,31 +154,31 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *pairRun, cr *prot
 	return ss, source, note, nil
 }
 
-// rdmaEnd is what one run of a two-sided RDMA tool builds its commands
+// RDMAEnd is what one run of a two-sided RDMA tool builds its commands
 // from: the two rxe devices as their rxe steps reported them, the path MTU
 // of the pair, the run's port and message size.
-type rdmaEnd struct {
+type RDMAEnd struct {
 	Server, Client *proto.RXEInfo
 	MTU, Port      int
 	Size           int64
 }
 
-// newRDMAPair is the step of a two-sided RDMA tool between the workload's
+// NewRDMAPair is the step of a two-sided RDMA tool between the workload's
 // two rxe devices: every run resolves the devices, its port, its result
 // metadata and its two processes' hosts and handles the same way; sides
 // sets what differs between the tools: each side's Argv, the server's
 // Ready, and anything else the tool needs (perftest's JSON report).
-func newRDMAPair(w *Workload, sides func(env *Env, r *pairRun, e rdmaEnd)) *pairWorkload {
+func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Step {
 	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
-	s.build = func(env *Env, size int64, rep, n int) (*pairRun, error) {
+	s.build = func(env *Env, size int64, rep, n int) (*PairRun, error) {
 		srv, cli, mtu, err := rdmaEnds(env, w)
 		if err != nil {
 			return nil, err
 		}
-		r := &pairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
-		r.Server = procSpec{Host: w.ServerHost, Handle: handle(w, "server", size, rep), Role: "server"}
-		r.Client = procSpec{Host: w.ClientHost, Handle: handle(w, "client", size, rep), Role: "client"}
-		sides(env, r, rdmaEnd{Server: srv, Client: cli, MTU: mtu, Port: PortFor(w, n), Size: size})
+		r := &PairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
+		r.Server = ProcSpec{Host: w.ServerHost, Handle: Handle(w, "server", size, rep), Role: "server"}
+		r.Client = ProcSpec{Host: w.ClientHost, Handle: Handle(w, "client", size, rep), Role: "client"}
+		sides(env, r, RDMAEnd{Server: srv, Client: cli, MTU: mtu, Port: PortFor(w, n), Size: size})
 		return r, nil
 	}
 	return s
@@ -210,7 +210,7 @@ func rdmaMeta(env *Env, w *Workload, srv, cli *proto.RXEInfo, mtu int, size int6
 		Hosts: []string{w.ServerHost, w.ClientHost}, Devices: []string{srv.Name, cli.Name},
 		GIDIndex: &gid, MTU: mtu, Transport: w.Transport, QPs: w.QPs,
 	}
-	if t, ok := env.facts(w.ClientHost).Tools[w.Tool]; ok {
+	if t, ok := env.HostFacts(w.ClientHost).Tools[w.Tool]; ok {
 		m.ToolVersion = t.Version
 	}
 	return m
@@ -230,4 +230,16 @@ func reportedSize(ss []results.Sample) int64 {
 		}
 	}
 	return size
+}
+
+// DeviceEnd is one side's RDMA device as a two-sided tool is told it
+// (perftest, pingpong).
+type DeviceEnd struct {
+	Device   string
+	GIDIndex int
+	// Port is the device port (-i) when not 1 (an rdma block's port).
+	Port int
+	// RDMACM: connect through the RDMA CM (the tool's RDMACMFlag, -R),
+	// as iWARP requires; added unless the lab's args already ask for it.
+	RDMACM bool
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // clockHost is an agent whose perftest client fails its first run the way
@@ -61,12 +61,12 @@ func TestPairClockRetry(t *testing.T) {
 		h := &clockHost{name: "h", fail: tt.fails}
 		var notices []string
 		env := &Env{Hosts: map[string]Host{"h": h}, Notify: func(_, m string) { notices = append(notices, m) }}
-		w := &Workload{Workload: tooldesc.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
+		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{4096}
-		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*pairRun, error) {
-			return &pairRun{
-				Server: procSpec{Host: "h", Handle: handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
-				Client: procSpec{Host: "h", Handle: handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
+		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+			return &PairRun{
+				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
+				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
 			}, nil
 		}}
 		err := s.Apply(context.Background(), env)

@@ -17,14 +17,14 @@ import (
 // finished before it is stopped.
 const serverGrace = 30 * time.Second
 
-// procs tracks the processes a step started so Undo can stop the ones still
+// Procs tracks the processes a step started so Undo can stop the ones still
 // running.
-type procs struct {
+type Procs struct {
 	mu      sync.Mutex
 	running map[[2]string]bool // host, handle
 }
 
-func (p *procs) add(host, h string) {
+func (p *Procs) Add(host, h string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running == nil {
@@ -33,33 +33,38 @@ func (p *procs) add(host, h string) {
 	p.running[[2]string{host, h}] = true
 }
 
-func (p *procs) done(host, h string) {
+func (p *Procs) Done(host, h string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.running, [2]string{host, h})
 }
 
-// stopAll stops every process still running; idempotent.
-func (p *procs) stopAll(ctx context.Context, env *Env) error {
+// Running lists the processes started and not yet done, as host and handle.
+func (p *Procs) Running() [][2]string {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	var left [][2]string
 	for k := range p.running {
 		left = append(left, k)
 	}
-	p.mu.Unlock()
+	return left
+}
+
+// StopAll stops every process still running; idempotent.
+func (p *Procs) StopAll(ctx context.Context, env *Env) error {
 	var errs []error
-	for _, k := range left {
+	for _, k := range p.Running() {
 		if _, err := stopProc(ctx, env, k[0], k[1]); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		p.done(k[0], k[1])
+		p.Done(k[0], k[1])
 	}
 	return errors.Join(errs...)
 }
 
-// procSpec is one process to start on a host.
-type procSpec struct {
+// ProcSpec is one process to start on a host.
+type ProcSpec struct {
 	Host   string
 	Handle string
 	Argv   []string
@@ -70,32 +75,32 @@ type procSpec struct {
 	Root bool
 }
 
-func startProc(ctx context.Context, env *Env, p *procs, tool string, s procSpec) (*proto.ProcStarted, error) {
+func StartProc(ctx context.Context, env *Env, p *Procs, tool string, s ProcSpec) (*proto.ProcStarted, error) {
 	h, err := env.Host(s.Host)
 	if err != nil {
 		return nil, err
 	}
-	if err := env.note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, Pending: true}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, Pending: true}); err != nil {
 		return nil, err
 	}
-	p.add(s.Host, s.Handle)
-	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, Become: s.Root, TimeoutMs: ms(remaining(ctx))}
+	p.Add(s.Host, s.Handle)
+	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, Become: s.Root, TimeoutMs: Millis(Remaining(ctx))}
 	started, err := rpc.Invoke(ctx, h, rpc.ProcStart, params)
 	if err != nil {
 		return nil, fmt.Errorf("start %s %s on host %q: %s: %w", tool, s.Role, s.Host, strings.Join(s.Argv, " "), err)
 	}
-	if err := env.note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, PID: started.PID, ProcIdentity: started.ProcIdentity}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, PID: started.PID, ProcIdentity: started.ProcIdentity}); err != nil {
 		return nil, err
 	}
 	return &started, nil
 }
 
-func waitProc(ctx context.Context, env *Env, p *procs, host, hd string, timeout time.Duration) (*proto.ProcResult, error) {
+func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout time.Duration) (*proto.ProcResult, error) {
 	h, err := env.Host(host)
 	if err != nil {
 		return nil, err
 	}
-	res, err := rpc.Invoke(ctx, h, rpc.ProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: ms(timeout)})
+	res, err := rpc.Invoke(ctx, h, rpc.ProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: Millis(timeout)})
 	if err != nil {
 		var pe *proto.Error
 		if errors.As(err, &pe) && pe.Code == proto.CodeTimeout {
@@ -103,8 +108,8 @@ func waitProc(ctx context.Context, env *Env, p *procs, host, hd string, timeout 
 		}
 		return nil, err
 	}
-	p.done(host, hd)
-	_ = env.note(Effect{Host: host, Kind: "proc", ID: hd, Argv: res.Argv, Undone: true})
+	p.Done(host, hd)
+	_ = env.Note(Effect{Host: host, Kind: "proc", ID: hd, Argv: res.Argv, Undone: true})
 	return &res, nil
 }
 
@@ -118,15 +123,15 @@ func stopProc(ctx context.Context, env *Env, host, hd string) (*proto.ProcResult
 	if err != nil && !(errors.As(err, &pe) && pe.Code == proto.CodeNotFound) {
 		return nil, fmt.Errorf("stop process %q on host %q: %w", hd, host, err)
 	}
-	_ = env.note(Effect{Host: host, Kind: "proc", ID: hd, Undone: true})
+	_ = env.Note(Effect{Host: host, Kind: "proc", ID: hd, Undone: true})
 	return &res, nil
 }
 
 // ErrTimedOut marks a workload that ran past its timeout.
 var ErrTimedOut = errors.New("timed out")
 
-// procError describes a process that did not exit 0.
-func procError(tool, role, host string, r *proto.ProcResult) error {
+// ProcError describes a process that did not exit 0.
+func ProcError(tool, role, host string, r *proto.ProcResult) error {
 	msg := fmt.Sprintf("%s %s on host %q: %s", tool, role, host, strings.Join(r.Argv, " "))
 	switch {
 	case r.TimedOut:
@@ -155,7 +160,7 @@ func tail(s string, n int) string {
 	return s
 }
 
-func ref(host string, r *proto.ProcResult) *ProcRef {
+func Ref(host string, r *proto.ProcResult) *ProcRef {
 	return &ProcRef{
 		Host: host, Handle: r.Handle, Argv: r.Argv, ExitCode: r.ExitCode, TimedOut: r.TimedOut,
 		Seconds: float64(r.EndUnixNano-r.StartUnixNano) / 1e9,
@@ -165,50 +170,50 @@ func ref(host string, r *proto.ProcResult) *ProcRef {
 // runPair runs one server/client pair: the server is started and ready (the
 // agent waits for its readiness, never a sleep), then the client runs to its
 // end, then the server is waited for (and stopped if it lingers).
-func runPair(ctx context.Context, env *Env, p *procs, tool string, srv, cli procSpec) (sr, cr *proto.ProcResult, err error) {
-	if _, err := startProc(ctx, env, p, tool, srv); err != nil {
+func runPair(ctx context.Context, env *Env, p *Procs, tool string, srv, cli ProcSpec) (sr, cr *proto.ProcResult, err error) {
+	if _, err := StartProc(ctx, env, p, tool, srv); err != nil {
 		return nil, nil, err
 	}
-	if _, err := startProc(ctx, env, p, tool, cli); err != nil {
+	if _, err := StartProc(ctx, env, p, tool, cli); err != nil {
 		uctx, cancel := undoContext(ctx)
-		p.stopAll(uctx, env)
+		p.StopAll(uctx, env)
 		cancel()
 		return nil, nil, err
 	}
-	cr, err = waitProc(ctx, env, p, cli.Host, cli.Handle, remaining(ctx))
+	cr, err = WaitProc(ctx, env, p, cli.Host, cli.Handle, Remaining(ctx))
 	if err != nil {
 		uctx, cancel := undoContext(ctx)
-		p.stopAll(uctx, env)
+		p.StopAll(uctx, env)
 		cancel()
 		return nil, nil, fmt.Errorf("wait for %s client on host %q: %w", tool, cli.Host, err)
 	}
 	grace := serverGrace
-	if r := remaining(ctx); r > 0 && r < grace {
+	if r := Remaining(ctx); r > 0 && r < grace {
 		grace = r
 	}
 	if cr.ExitCode != 0 || cr.TimedOut {
 		grace = time.Second // the server waits for a client that is gone
 	}
 	wctx, cancel := context.WithTimeout(ctx, grace+5*time.Second)
-	sr, werr := waitProc(wctx, env, p, srv.Host, srv.Handle, grace)
+	sr, werr := WaitProc(wctx, env, p, srv.Host, srv.Handle, grace)
 	cancel()
 	if werr != nil || (sr != nil && sr.TimedOut) {
 		uctx, ucancel := undoContext(ctx)
 		sr, _ = stopProc(uctx, env, srv.Host, srv.Handle)
 		ucancel()
-		p.done(srv.Host, srv.Handle)
+		p.Done(srv.Host, srv.Handle)
 	}
 	if cr.ExitCode != 0 || cr.TimedOut {
-		return sr, cr, procError(tool, "client", cli.Host, cr)
+		return sr, cr, ProcError(tool, "client", cli.Host, cr)
 	}
 	if sr != nil && sr.ExitCode != 0 && !sr.Stopped && sr.Handle != "" {
-		return sr, cr, procError(tool, "server", srv.Host, sr)
+		return sr, cr, ProcError(tool, "server", srv.Host, sr)
 	}
 	return sr, cr, nil
 }
 
-// fillMeta sets the metadata every sample of a run carries.
-func fillMeta(ss []results.Sample, m results.Meta) {
+// FillMeta sets the metadata every sample of a run carries.
+func FillMeta(ss []results.Sample, m results.Meta) {
 	for i := range ss {
 		s := &ss[i]
 		s.Meta.Workload = m.Workload
@@ -249,7 +254,7 @@ func fillMeta(ss []results.Sample, m results.Meta) {
 }
 
 // common samples every workload run records: exit code and wall time.
-func commonSamples(exit int, seconds float64) []results.Sample {
+func CommonSamples(exit int, seconds float64) []results.Sample {
 	return []results.Sample{
 		{Metric: "exit_code", Value: float64(exit), Unit: "code"},
 		{Metric: "duration", Value: seconds, Unit: "s"},

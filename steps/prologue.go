@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 	"time"
 )
 
@@ -13,40 +13,40 @@ import (
 // stops at the first failure, says at once when a unit timed out, and sets
 // the outcome's status. exec, tcp and the two-sided kinds each had a copy.
 
-// unit is one run of a workload: one size × repeat.
-type unit struct {
+// Unit is one run of a workload: one size × repeat.
+type Unit struct {
 	Size   int64 // 0: the tool's default size, or a kind without sizes
 	Repeat int
 	N      int // 0-based position over all units, for ports and handles
 }
 
 // String names the unit for messages: "size 1MiB, repeat 2".
-func (u unit) String() string {
+func (u Unit) String() string {
 	if u.Size == 0 {
 		return fmt.Sprintf("repeat %d", u.Repeat+1)
 	}
-	return fmt.Sprintf("size %s, repeat %d", tooldesc.SizeText(u.Size), u.Repeat+1)
+	return fmt.Sprintf("size %s, repeat %d", kinds.SizeText(u.Size), u.Repeat+1)
 }
 
-// units lists w's runs in order: each size (sizes nil: one unsized run) ×
+// Units lists w's runs in order: each size (sizes nil: one unsized run) ×
 // each repeat.
-func units(w *Workload, sizes []int64) []unit {
+func Units(w *Workload, sizes []int64) []Unit {
 	if len(sizes) == 0 {
 		sizes = []int64{0}
 	}
-	var us []unit
+	var us []Unit
 	for _, size := range sizes {
 		for rep := 0; rep < repeats(w); rep++ {
-			us = append(us, unit{Size: size, Repeat: rep, N: len(us)})
+			us = append(us, Unit{Size: size, Repeat: rep, N: len(us)})
 		}
 	}
 	return us
 }
 
-// runUnits is the prologue every workload kind shares. out is reset and
+// RunUnits is the prologue every workload kind shares. out is reset and
 // filled with the start, end and status; run appends its records and
 // samples to it.
-func runUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []unit, run func(ctx context.Context, u unit) error) error {
+func RunUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []Unit, run func(ctx context.Context, u Unit) error) error {
 	*out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
 	var err error
 	for i, u := range us {
@@ -69,7 +69,7 @@ func runUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []uni
 // runUnit runs one unit under the workload's timeout: the timeout bounds
 // each size and repeat, not the whole workload. named: the workload has
 // several units, so messages say which one.
-func runUnit(ctx context.Context, env *Env, w *Workload, u unit, named bool, run func(ctx context.Context, u unit) error) error {
+func runUnit(ctx context.Context, env *Env, w *Workload, u Unit, named bool, run func(ctx context.Context, u Unit) error) error {
 	uctx := ctx
 	if w.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestRunUnits drives the one workload prologue: the timeout bounds each
@@ -73,11 +73,11 @@ func TestRunUnits(t *testing.T) {
 			var notices, started []string
 			env := &Env{Notify: func(w, msg string) { notices = append(notices, w+"|"+msg) },
 				UnitStart: func(w, u string) { started = append(started, u) }}
-			w := &Workload{Workload: tooldesc.Workload{Name: "w", Tool: "ib_write_bw", Options: tooldesc.Options{Timeout: timeout, Repeat: tt.repeat}}}
+			w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "ib_write_bw", Options: kinds.Options{Timeout: timeout, Repeat: tt.repeat}}}
 			var out Outcome
 			var ran []string
 			var prevDL time.Time
-			err := runUnits(context.Background(), env, &out, w, units(w, tt.sizes), func(ctx context.Context, u unit) error {
+			err := RunUnits(context.Background(), env, &out, w, Units(w, tt.sizes), func(ctx context.Context, u Unit) error {
 				ran = append(ran, u.String())
 				dl, ok := ctx.Deadline()
 				if !ok {
@@ -112,7 +112,7 @@ func TestRunUnits(t *testing.T) {
 			// Each unit is announced as it starts, with its place among all.
 			var want []string
 			for i, r := range tt.ran {
-				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(units(w, tt.sizes))))
+				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(Units(w, tt.sizes))))
 			}
 			if diff := cmp.Diff(want, started); diff != "" {
 				t.Errorf("units announced (-want +got):\n%s", diff)
@@ -133,9 +133,9 @@ func TestRunUnitsStoppedRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var notices int
 	env := &Env{Notify: func(string, string) { notices++ }}
-	w := &Workload{Workload: tooldesc.Workload{Name: "w", Tool: "exec", Options: tooldesc.Options{Timeout: time.Hour}}}
+	w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "exec", Options: kinds.Options{Timeout: time.Hour}}}
 	var out Outcome
-	err := runUnits(ctx, env, &out, w, units(w, nil), func(ctx context.Context, u unit) error {
+	err := RunUnits(ctx, env, &out, w, Units(w, nil), func(ctx context.Context, u Unit) error {
 		cancel()
 		<-ctx.Done()
 		return ctx.Err()

@@ -55,13 +55,13 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 		if err != nil {
 			return fmt.Errorf("use RDMA device %q port %d of host %q (rdma %s): %w", s.Device, s.Port, s.Host, s.Name, err)
 		}
-		if err := env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: info.Netdev, Keep: true}); err != nil {
+		if err := env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: info.Netdev, Keep: true}); err != nil {
 			return err
 		}
 		env.SetRXE(s.Name, &info)
 		return nil
 	}
-	if err := env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Pending: true}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Pending: true}); err != nil {
 		return err
 	}
 	params := proto.RXEEnsureParams{Name: s.Device, Netdev: s.Netdev, WaitMs: s.WaitMs}
@@ -75,7 +75,7 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 	s.mu.Lock()
 	s.created = info.Created
 	s.mu.Unlock()
-	if err := env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Created: info.Created}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Created: info.Created}); err != nil {
 		return err
 	}
 	env.SetRXE(s.Name, &info)
@@ -98,5 +98,5 @@ func (s *RXE) Undo(ctx context.Context, env *Env) error {
 		return fmt.Errorf("delete %s %q on host %q: %w", s.typ(), s.Device, s.Host, err)
 	}
 	s.deleted = true
-	return env.note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Created: true, Undone: true})
+	return env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Created: true, Undone: true})
 }

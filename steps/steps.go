@@ -1,13 +1,18 @@
 // Package steps holds the kinds of step the run engine drives on hosts: rxe
-// devices, captures, every workload tool (perftest, pingpong, rping, tcp,
-// exec) and the artifact fetch. Each kind is a type behind one small
+// devices, captures and the artifact fetch, and the library every workload
+// step is built from (Workload, Outcome, the unit prologue RunUnits, process
+// tracking Procs/StartProc/WaitProc, the two-sided runner NewRDMAPair). The
+// workload steps themselves live in their tool family's package
+// (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp, kinds/exec),
+// whose registered value implements Stepper; NewWorkload finds a tool's
+// through the kinds registry. Each kind is a type behind one small
 // interface (Describe, Apply, Undo); optional abilities are extra one-method
 // interfaces. Kinds talk to hosts only through the agent protocol's typed
 // calls (agent/rpc's Method values) via the Host interface defined here.
 //
 // steps imports agent/proto, agent/rpc (the typed calls; a leaf over
-// agent/proto and the standard library), agent/tooldesc and engine/results
-// only; it must not import the
+// agent/proto and the standard library), kinds (the descriptors, not the
+// families) and engine/results only; it must not import the
 // lab model, the SSH layer or the engine, so every kind is testable against
 // an in-process agent.
 package steps
@@ -23,8 +28,8 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Step is one unit of work the engine applies on hosts. Undo reverses what
@@ -135,7 +140,7 @@ func (e *Env) RXE(name string) (*proto.RXEInfo, error) {
 	return info, nil
 }
 
-func (e *Env) note(ef Effect) error {
+func (e *Env) Note(ef Effect) error {
 	if e.Journal == nil {
 		return nil
 	}
@@ -158,7 +163,7 @@ func (e *Env) logger() *slog.Logger {
 	return e.Log
 }
 
-func (e *Env) facts(host string) *proto.Facts {
+func (e *Env) HostFacts(host string) *proto.Facts {
 	if f := e.Facts[host]; f != nil {
 		return f
 	}
@@ -170,7 +175,7 @@ func (e *Env) facts(host string) *proto.Facts {
 type Workload struct {
 	// Workload is its names, tool and option values as the lab model holds
 	// them (the same type, embedded there too).
-	tooldesc.Workload
+	kinds.Workload
 
 	ServerHost, ClientHost string // host names (2-sided tools)
 	ServerRXE, ClientRXE   string // rxe names (RDMA tools)
@@ -243,48 +248,27 @@ type ProcRef struct {
 	Seconds  float64  `json:"seconds"`
 }
 
-// Kind builds a workload step from its resolved description.
-type Kind func(w *Workload) (Step, error)
-
-var (
-	kindsMu sync.RWMutex
-	// kinds is the step kind of every tool family, in one visible place;
-	// which tools belong to a family is the tool descriptor's (agent/tooldesc).
-	kinds = map[tooldesc.Family]Kind{
-		tooldesc.PerftestBW:  newPerftest,
-		tooldesc.PerftestLat: newPerftest,
-		tooldesc.Pingpong:    newPingpong,
-		tooldesc.Rping:       newRping,
-		tooldesc.TCP:         newTCP,
-		tooldesc.Exec:        newExec,
-	}
-)
-
-// RegisterKind sets the step kind of a tool family: how a made-up tool of a
-// test, described in agent/tooldesc, is driven.
-func RegisterKind(f tooldesc.Family, k Kind) {
-	kindsMu.Lock()
-	defer kindsMu.Unlock()
-	kinds[f] = k
+// Stepper is what steps asks of a tool family (a kinds.Kind): the step that
+// runs one workload of its tools.
+type Stepper interface {
+	NewStep(w *Workload) (Step, error)
 }
 
-// KindOf returns the step kind of a tool, if the tool is described and its
-// family has a kind.
-func KindOf(tool string) (Kind, bool) {
-	t, ok := tooldesc.Lookup(tool)
+// KindOf returns the step builder of a tool, if the tool is registered
+// (kinds.Register) and its family builds steps.
+func KindOf(tool string) (Stepper, bool) {
+	k, ok := kinds.KindOf(tool)
 	if !ok {
 		return nil, false
 	}
-	kindsMu.RLock()
-	defer kindsMu.RUnlock()
-	k, ok := kinds[t.Family]
-	return k, ok
+	s, ok := k.(Stepper)
+	return s, ok
 }
 
 // KindNames lists the valid tools, sorted.
 func KindNames() []string {
 	var names []string
-	for _, n := range tooldesc.Names() {
+	for _, n := range kinds.Names() {
 		if _, ok := KindOf(n); ok {
 			names = append(names, n)
 		}
@@ -299,11 +283,11 @@ func NewWorkload(w *Workload) (Step, error) {
 	if !ok {
 		return nil, fmt.Errorf("workload %q: unknown tool %q (valid: %s)", w.Name, w.Tool, strings.Join(KindNames(), ", "))
 	}
-	return k(w)
+	return k.NewStep(w)
 }
 
-// handle makes an agent handle for a workload's run, unique per agent.
-func handle(w *Workload, side string, size int64, repeat int) string {
+// Handle makes an agent Handle for a workload's run, unique per agent.
+func Handle(w *Workload, side string, size int64, repeat int) string {
 	h := "wl." + w.Slug + "." + side
 	if size > 0 {
 		h += fmt.Sprintf(".s%d", size)
@@ -311,15 +295,15 @@ func handle(w *Workload, side string, size int64, repeat int) string {
 	return h + fmt.Sprintf(".r%d", repeat)
 }
 
-func ms(d time.Duration) int {
+func Millis(d time.Duration) int {
 	if d <= 0 {
 		return 0
 	}
 	return int(d / time.Millisecond)
 }
 
-// remaining is the time left before ctx's deadline (0: none).
-func remaining(ctx context.Context) time.Duration {
+// Remaining is the time left before ctx's deadline (0: none).
+func Remaining(ctx context.Context) time.Duration {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return 0

@@ -22,7 +22,7 @@ func TestProcErrorNamesWCStatus(t *testing.T) {
 		{"Couldn't connect to 10.99.0.1:20010\n", ""},
 	}
 	for _, tt := range tests {
-		err := procError("ib_write_bw", "client", "client", &proto.ProcResult{Argv: []string{"ib_write_bw", "10.99.0.1"}, ExitCode: 1, Stderr: tt.stderr})
+		err := ProcError("ib_write_bw", "client", "client", &proto.ProcResult{Argv: []string{"ib_write_bw", "10.99.0.1"}, ExitCode: 1, Stderr: tt.stderr})
 		msg := err.Error()
 		if !strings.Contains(msg, strings.TrimSpace(tt.stderr)) {
 			t.Errorf("error lost the stderr: %s", msg)

@@ -185,6 +185,42 @@ type FactsParams struct {
 	// answer the agent cached for an unchanged binary, and rewrites the
 	// cache.
 	Refresh bool `json:"refresh,omitempty"`
+	// Probe lists the programs to look for and how to ask each its
+	// version. The controller sends the list its tool families declare
+	// (kinds.Programs, engine/remote.FactsParams), so a tool's descriptor
+	// is compiled into the controller only and editing it never changes the
+	// agent's hash. Empty (an older controller, a bare call in a test):
+	// DefaultProbes.
+	Probe []Probe `json:"probe,omitempty"`
+}
+
+// Probe is one program facts looks for (Facts.Tools).
+type Probe struct {
+	Name string `json:"name"`
+	// Args run the program to ask its version; Pattern finds the version
+	// in the output (first submatch, else the whole match).
+	Args    []string `json:"args,omitempty"`
+	Pattern string   `json:"pattern,omitempty"`
+	// From names the program whose version stands for this one (perftest's
+	// binaries come in one package).
+	From string `json:"from,omitempty"`
+	// RDMACore: no version option; the version is rdma-core's, which
+	// libibverbs carries in its file name.
+	RDMACore bool `json:"rdma_core,omitempty"`
+	// PerftestHelp: the program's --help says whether perftest writes
+	// --out_json files (Facts.PerftestJSON).
+	PerftestHelp bool `json:"perftest_help,omitempty"`
+}
+
+// DefaultProbes are the programs facts looks for when a request names none:
+// the helpers every host's set-up uses, no workload tool. kinds' helper
+// programs say the same (engine/remote's TestDefaultProbesAreHelpers).
+var DefaultProbes = []Probe{
+	{Name: "rdma", Args: []string{"-V"}, Pattern: `[0-9]+(?:\.[0-9]+)+`}, // rdma utility, iproute2-6.1.0
+	{Name: "ibv_devinfo", RDMACore: true},
+	{Name: "ibv_devices", RDMACore: true},
+	{Name: "tcpdump", Args: []string{"--version"}, Pattern: `[0-9]+(?:\.[0-9]+)+`}, // tcpdump version 4.99.3
+	{Name: "modprobe", Args: []string{"--version"}, Pattern: `kmod version ([0-9][0-9.]*)`},
 }
 
 // Facts is what a host can do. Every field is read, never guessed; a field
@@ -209,9 +245,9 @@ type Facts struct {
 	// NetemModule: sch_netem (link impairments), as RXEModule, or "unknown"
 	// when the host has no module lists or kernel config to read.
 	NetemModule string `json:"netem_module,omitempty"`
-	// Tools maps a tool name (rdma, ibv_devinfo, every tool of
-	// agent/tooldesc, tcpdump) to where it is and its version; absent tools
-	// are missing.
+	// Tools maps a program the request probed (FactsParams.Probe: rdma,
+	// ibv_devinfo, tcpdump and every registered tool family's programs) to
+	// where it is and its version; absent ones are missing.
 	Tools map[string]Tool `json:"tools"`
 	// PerftestJSON is true when the installed perftest accepts --out_json.
 	PerftestJSON bool `json:"perftest_json"`

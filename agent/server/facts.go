@@ -27,7 +27,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 )
 
 // Where facts come from. Variables so tests can point them at fixtures.
@@ -38,16 +37,6 @@ var (
 	sysModule   = "/sys/module"
 	libModules  = "/lib/modules"
 )
-
-// toolNames are the programs facts looks for: the tool descriptor's
-// (agent/tooldesc), so the agent probes exactly what the controller runs.
-var toolNames = func() []string {
-	var ns []string
-	for _, p := range tooldesc.Programs() {
-		ns = append(ns, p.Name)
-	}
-	return ns
-}()
 
 // extraToolDirs are searched after $PATH: a non-login SSH session often has
 // no sbin directories in PATH, where rdma, modprobe and tcpdump may live.
@@ -75,7 +64,11 @@ func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (an
 	if err := decode(proto.MethodFacts, params, &p); err != nil {
 		return nil, err
 	}
-	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh})
+	probes, err := newProbeSet(p.Probe)
+	if err != nil {
+		return nil, perr(proto.CodeBadRequest, "%s: %v", proto.MethodFacts, err)
+	}
+	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh, probes: probes})
 	f.ProcTracking = trackingMode() // cgroup.go, reaper.go
 	return f, nil
 }
@@ -83,8 +76,9 @@ func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (an
 // toolsOptions says how collectTools may use the tool-version cache
 // (factscache.go).
 type toolsOptions struct {
-	cacheDir string // where the cache file lives; "" keeps none
-	refresh  bool   // ask every tool again and rewrite the cache
+	cacheDir string    // where the cache file lives; "" keeps none
+	refresh  bool      // ask every tool again and rewrite the cache
+	probes   *probeSet // what to look for; nil: proto.DefaultProbes
 }
 
 // collectFactsOpt reads everything proto.Facts holds. It never fails: what
@@ -557,28 +551,64 @@ func modulesListHas(path, module string) bool {
 }
 
 // toolVersion is how to ask a tool its version and where the version is in
-// the answer, from the tool descriptor. Tools without one report none, or
-// the version of the tool they come with (tooldesc.Version.From), or
-// rdma-core's (tooldesc.Version.RDMACore).
+// the answer, from the controller's probe list. Tools without one report
+// none, or the version of the tool they come with (proto.Probe.From), or
+// rdma-core's (proto.Probe.RDMACore).
 type toolVersion struct {
 	args []string
 	re   *regexp.Regexp // first submatch, else the whole match
 }
 
-var toolVersions = func() map[string]toolVersion {
-	m := map[string]toolVersion{}
-	for _, p := range tooldesc.Programs() {
-		if len(p.Version.Args) > 0 {
-			m[p.Name] = toolVersion{p.Version.Args, regexp.MustCompile(p.Version.Pattern)}
+// probeSet is a facts request's probe list, checked and indexed.
+type probeSet struct {
+	list     []proto.Probe
+	versions map[string]toolVersion // the programs asked with Args
+}
+
+// newProbeSet checks a probe list (proto.DefaultProbes when empty): every
+// program a plain file name, every pattern a regular expression.
+func newProbeSet(list []proto.Probe) (*probeSet, error) {
+	if len(list) == 0 {
+		list = proto.DefaultProbes
+	}
+	ps := &probeSet{list: list, versions: map[string]toolVersion{}}
+	for _, p := range list {
+		if p.Name == "" || strings.ContainsAny(p.Name, "/\\\x00") || p.Name == "." || p.Name == ".." {
+			return nil, fmt.Errorf("probe %q: not a program name", p.Name)
+		}
+		if len(p.Args) > 0 {
+			re, err := regexp.Compile(p.Pattern)
+			if err != nil {
+				return nil, fmt.Errorf("probe %q: version pattern: %w", p.Name, err)
+			}
+			ps.versions[p.Name] = toolVersion{p.Args, re}
 		}
 	}
-	return m
-}()
+	return ps, nil
+}
 
-// sortedToolVersionNames is toolVersions' keys in order.
-func sortedToolVersionNames() []string {
-	names := make([]string, 0, len(toolVersions))
-	for n := range toolVersions {
+// defaultProbeSet is newProbeSet(nil).
+func defaultProbeSet() *probeSet {
+	ps, err := newProbeSet(nil)
+	if err != nil {
+		panic(err) // proto.DefaultProbes is checked by TestDefaultProbes
+	}
+	return ps
+}
+
+// names are the programs to look for, in list order.
+func (ps *probeSet) names() []string {
+	var ns []string
+	for _, p := range ps.list {
+		ns = append(ns, p.Name)
+	}
+	return ns
+}
+
+// sortedVersionNames is the programs asked their version, in order.
+func (ps *probeSet) sortedVersionNames() []string {
+	names := make([]string, 0, len(ps.versions))
+	for n := range ps.versions {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -607,7 +637,11 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 	var wg sync.WaitGroup
 	var errs []string
 	perftestJSON := false
-	for _, name := range toolNames {
+	ps := o.probes
+	if ps == nil {
+		ps = defaultProbeSet()
+	}
+	for _, name := range ps.names() {
 		p, err := lookTool(name)
 		if err != nil {
 			continue
@@ -666,8 +700,8 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 		}()
 	}
 	mu.Lock() // use and fresh are shared with the goroutines
-	for _, name := range sortedToolVersionNames() {
-		tv := toolVersions[name]
+	for _, name := range ps.sortedVersionNames() {
+		tv := ps.versions[name]
 		t, ok := tools[name]
 		if !ok {
 			continue
@@ -687,8 +721,8 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 			}
 		})
 	}
-	for _, p := range tooldesc.Programs() {
-		if t, ok := tools[p.Name]; ok && p.Version.PerftestHelp {
+	for _, p := range ps.list {
+		if t, ok := tools[p.Name]; ok && p.PerftestHelp {
 			ask(p.Name, t.Path, []string{"--help"},
 				func(out string) string { return strconv.FormatBool(PerftestHelpHasJSON(out)) },
 				func(v string) { perftestJSON = v == "true" })
@@ -709,21 +743,21 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 	// and the ibv_ tools have no version option; they come with rdma-core,
 	// whose version libibverbs carries in its file name.
 	rdmaCore := ""
-	for _, p := range tooldesc.Programs() {
-		if p.Version.RDMACore {
+	for _, p := range ps.list {
+		if p.RDMACore {
 			rdmaCore = rdmaCoreVersion()
 			break
 		}
 	}
-	for _, p := range tooldesc.Programs() {
+	for _, p := range ps.list {
 		t, ok := tools[p.Name]
 		if !ok {
 			continue
 		}
 		switch {
-		case p.Version.From != "" && tools[p.Version.From].Version != "":
-			t.Version = tools[p.Version.From].Version
-		case p.Version.RDMACore && rdmaCore != "":
+		case p.From != "" && tools[p.From].Version != "":
+			t.Version = tools[p.From].Version
+		case p.RDMACore && rdmaCore != "":
 			t.Version = rdmaCore
 		default:
 			continue

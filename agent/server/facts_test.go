@@ -238,13 +238,20 @@ func TestPerftestHelpHasJSON(t *testing.T) {
 }
 
 func TestToolVersionPatterns(t *testing.T) {
+	// The helpers' patterns are the agent's default; perftest's is the
+	// controller's (kinds/perftest), sent in the request.
+	probes, err := newProbeSet(append(append([]proto.Probe(nil), proto.DefaultProbes...),
+		proto.Probe{Name: "ib_write_bw", Args: []string{"--version"}, Pattern: `[0-9]+(?:\.[0-9]+)+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for tool, tt := range map[string]struct{ out, want string }{
 		"rdma":        {"rdma utility, iproute2-6.1.0\n", "6.1.0"},
 		"ib_write_bw": {" Version: 6.06\n", "6.06"},
 		"tcpdump":     {"tcpdump version 4.99.3\nlibpcap version 1.10.3 (with TPACKET_V3)\nOpenSSL 3.0.15 3 Sep 2024\n", "4.99.3"},
 		"modprobe":    {"kmod version 30\n+ZSTD +XZ -ZLIB +LIBCRYPTO -EXPERIMENTAL\n", "30"},
 	} {
-		m := toolVersions[tool].re.FindStringSubmatch(tt.out)
+		m := probes.versions[tool].re.FindStringSubmatch(tt.out)
 		got := ""
 		if len(m) > 1 {
 			got = m[1]

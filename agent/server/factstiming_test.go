@@ -41,7 +41,7 @@ func TestFactsTimings(t *testing.T) {
 		{"rxe module state", func() { _ = rxeModuleState(kernelRelease()) }},
 		{"statfs", func() { var st unix.Statfs_t; _ = unix.Statfs(t.TempDir(), &st) }},
 		{"lookTool x18", func() {
-			for _, n := range toolNames {
+			for _, n := range defaultProbeSet().names() {
 				_, _ = lookTool(n)
 			}
 		}},
@@ -51,7 +51,7 @@ func TestFactsTimings(t *testing.T) {
 		{"collectFacts (uncached)", func() { _ = collectFactsOpt(ctx, t.TempDir(), toolsOptions{refresh: true}) }},
 		{"collectFacts (cached)", func() { _ = collectFactsOpt(ctx, t.TempDir(), toolsOptions{cacheDir: cdir}) }},
 	}
-	for name, tv := range toolVersions {
+	for name, tv := range defaultProbeSet().versions {
 		if tl, ok := tools[name]; ok {
 			steps = append(steps, struct {
 				name string

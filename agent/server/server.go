@@ -6,9 +6,10 @@
 // when its input closes, or when the controller releases it to serve the
 // next command (proto.MethodRelease).
 //
-// It imports only the standard library, agent/proto, agent/tooldesc (which
-// programs to probe), golang.org/x/sys and vishvananda/netlink; never anything
-// from engine/ or cmd/.
+// It imports only the standard library, agent/proto, golang.org/x/sys and
+// vishvananda/netlink; never anything from engine/, kinds/ or cmd/ (which
+// programs to probe comes in the facts request: proto.FactsParams.Probe;
+// agent/cmd/rlab-agent's TestAgentImportsNoKinds checks the build).
 package server
 
 import (

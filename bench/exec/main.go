@@ -33,9 +33,11 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/testbed"
+	"github.com/rlab-dev/rlab/kinds/builtin"
 )
 
 func main() {
+	builtin.Register() // the tool families whose programs facts probes
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
 	n := flag.Int("hosts", 100, "hosts")
 	rounds := flag.Int("rounds", 5, "alternating rounds")

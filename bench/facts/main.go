@@ -31,6 +31,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/testbed"
+	"github.com/rlab-dev/rlab/kinds/builtin"
 )
 
 // rawFacts is what the Ansible raw task runs on each host: the same facts
@@ -39,6 +40,7 @@ import (
 const rawFacts = `uname -srm; . /etc/os-release; echo "$PRETTY_NAME"; nproc; head -1 /proc/meminfo; ip -o addr; ls /sys/class/infiniband 2>/dev/null; modinfo -n rdma_rxe 2>/dev/null || echo no-rdma_rxe; for t in rdma ibv_devinfo ib_write_bw rping tcpdump; do command -v $t || true; done; ulimit -l; df -B1 --output=avail ~ | tail -1`
 
 func main() {
+	builtin.Register() // the tool families whose programs facts probes
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
 	n := flag.Int("hosts", 50, "hosts")
 	rounds := flag.Int("rounds", 5, "alternating rounds")

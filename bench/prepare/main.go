@@ -53,9 +53,11 @@ import (
 	"github.com/rlab-dev/rlab/bench/internal/benchutil"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/testbed"
+	"github.com/rlab-dev/rlab/kinds/builtin"
 )
 
 func main() {
+	builtin.Register() // the tool families whose programs facts probes
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
 	hosts := flag.String("hosts", "10,50,200", "host counts, comma-separated")
 	rounds := flag.Int("rounds", 5, "alternating rounds per host count")

@@ -49,6 +49,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/testbed"
+	"github.com/rlab-dev/rlab/kinds/builtin"
 	"runtime/pprof"
 )
 
@@ -59,6 +60,7 @@ const (
 )
 
 func main() {
+	builtin.Register() // the tool families whose programs facts probes
 	n := flag.Int("hosts", 100, "hosts for the many-hosts case")
 	rounds := flag.Int("rounds", 5, "alternating rounds")
 	bigMiB := flag.Int("big-mib", 1024, "size of the one big file (MiB)")

@@ -27,9 +27,11 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/testbed"
+	"github.com/rlab-dev/rlab/kinds/builtin"
 )
 
 func main() {
+	builtin.Register() // the tool families whose programs facts probes
 	rlab := flag.String("rlab", "bin/rlab", "rlab binary (with the agent embedded)")
 	n := flag.Int("hosts", 200, "hosts (even: they are paired)")
 	rounds := flag.Int("rounds", 3, "alternating rounds at full size")

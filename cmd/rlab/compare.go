@@ -177,7 +177,7 @@ Exit status: 0 no regression, 1 a regression (or a run could not be read),
 
 func metricNames() string {
 	var n []string
-	for _, m := range results.Metrics {
+	for _, m := range results.Metrics() {
 		n = append(n, m.Name)
 	}
 	return strings.Join(n, ", ")

@@ -7,23 +7,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/toolout"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// A made-up tool, known to this test build only by a descriptor entry, a
-// step kind and a parser (engine/run's madeup_test.go runs one end to end on
+// A made-up tool, known to this test build only by the one value its family
+// registers (a descriptor entry, a step and a parser) (engine/run's madeup_test.go runs one end to end on
 // in-process agents); here the CLI's validate and plan take it.
-func init() {
-	tooldesc.Register(tooldesc.Tool{Name: "cli_fake", Family: "cli_fake", RDMA: true,
+// cliFakeKind is the made-up family: its one value, registered by
+// TestMain (main_test.go).
+type cliFakeKind struct{}
+
+func (cliFakeKind) Desc() kinds.Desc {
+	return kinds.Desc{Name: "cli_fake", Tools: []kinds.Tool{{Name: "cli_fake", Family: "cli_fake", RDMA: true,
 		TransportWhy: "cli_fake has no transports", Sizes: true, Iterations: true,
-		Program: &tooldesc.Program{Name: "cli_fake", Packages: tooldesc.Packages{Debian: "cli-fake", RHEL: "cli-fake", SUSE: "cli-fake"}},
-		Metrics: []string{"duration"}, Chart: "fake"})
-	steps.RegisterKind("cli_fake", func(w *steps.Workload) (steps.Step, error) { return cliFake{w}, nil })
-	toolout.RegisterParser("cli_fake", func([]byte, toolout.Options) ([]toolout.Row, toolout.Info, error) {
-		return nil, toolout.Info{}, nil
-	})
+		Program: &kinds.Program{Name: "cli_fake", Packages: kinds.Packages{Debian: "cli-fake", RHEL: "cli-fake", SUSE: "cli-fake"}},
+		Metrics: []string{"duration"}, Chart: "fake"}}}
+}
+
+func (cliFakeKind) NewStep(w *steps.Workload) (steps.Step, error) { return cliFake{w}, nil }
+
+func (cliFakeKind) Parse([]byte, toolout.Options) ([]toolout.Row, toolout.Info, error) {
+	return nil, toolout.Info{}, nil
 }
 
 type cliFake struct{ w *steps.Workload }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+
+	"github.com/rlab-dev/rlab/kinds/builtin"
 )
 
 // Exit codes, shared by every command.
@@ -52,6 +54,7 @@ func main() {
 }
 
 func run(args []string) int {
+	builtin.Register() // every built-in tool family, in one visible place
 	root := newRootCmd()
 	root.SetArgs(args)
 	err := root.Execute()

@@ -14,10 +14,10 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	enginerun "github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // awkward are measured values that no unit rounds nicely: Soft-RoCE rates
@@ -28,7 +28,7 @@ var awkward = []float64{0.413, 0.42, 0.024956123, 0.00076123456, 658.41234, 3817
 
 // unitsRun writes a run of one workload of tool (two sizes when it has
 // sizes, three repeats, every metric it records) beside a tcp baseline.
-func unitsRun(t *testing.T, tool tooldesc.Tool) (string, *results.Run) {
+func unitsRun(t *testing.T, tool kinds.Tool) (string, *results.Run) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "units", "2026-11-27T050000Z")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -42,7 +42,7 @@ func unitsRun(t *testing.T, tool tooldesc.Tool) (string, *results.Run) {
 		sizes = []int64{4096, 65536}
 	}
 	add := func(wl, tool, metric string, i int) {
-		m, _ := tooldesc.MetricByName(metric)
+		m, _ := kinds.MetricByName(metric)
 		for si, size := range sizes {
 			for rep, f := range []float64{0.99, 1, 1.013} {
 				v := awkward[i%len(awkward)] * (1 + 0.7777*float64(si)) * f
@@ -54,7 +54,7 @@ func unitsRun(t *testing.T, tool tooldesc.Tool) (string, *results.Run) {
 			}
 		}
 	}
-	for i, m := range tooldesc.MetricsOf(tool.Name) {
+	for i, m := range kinds.MetricsOf(tool.Name) {
 		add("w", tool.Name, m, i)
 	}
 	if tool.Name != "tcp" {
@@ -89,17 +89,17 @@ func headlineShown(tool string, r *results.Run) []shown {
 			aggs[a.Metric] = append(aggs[a.Metric], a)
 		}
 	}
-	figs := tooldesc.HeadlineOf(tool)
+	figs := kinds.HeadlineOf(tool)
 	has := false
 	for _, f := range figs {
 		has = has || len(aggs[f.Metric]) > 0
 	}
 	if !has {
-		figs = tooldesc.CommonHeadline
+		figs = kinds.CommonHeadline
 	}
 	var out []shown
-	var walk func(fs []tooldesc.Figure, at *tooldesc.SizeChoice)
-	walk = func(fs []tooldesc.Figure, at *tooldesc.SizeChoice) {
+	var walk func(fs []kinds.Figure, at *kinds.SizeChoice)
+	walk = func(fs []kinds.Figure, at *kinds.SizeChoice) {
 		for _, f := range fs {
 			as := aggs[f.Metric]
 			if len(as) == 0 {
@@ -111,9 +111,9 @@ func headlineShown(tool string, r *results.Run) []shown {
 			}
 			pick := []results.Agg{as[0]}
 			switch choice {
-			case tooldesc.Largest:
+			case kinds.Largest:
 				pick = as[len(as)-1:]
-			case tooldesc.EverySize:
+			case kinds.EverySize:
 				pick = as
 			}
 			for _, a := range pick {
@@ -157,7 +157,7 @@ func holds(t *testing.T, tool string, r *results.Run, size int64, cond string) b
 // results while `> <number> × 1.01` does not: same unit, same value up to
 // the cut to 4 digits.
 func TestEveryViewOneUnit(t *testing.T) {
-	for _, tool := range tooldesc.All() {
+	for _, tool := range kinds.All() {
 		t.Run(tool.Name, func(t *testing.T) {
 			dir, r := unitsRun(t, tool)
 			var head bytes.Buffer
@@ -205,7 +205,7 @@ func TestEveryViewOneUnit(t *testing.T) {
 					"rlab show":               show,
 					"report's workload table": rw.Result,
 				}
-				if !tooldesc.IsCommon(f.metric) { // compared by default
+				if !kinds.IsCommon(f.metric) { // compared by default
 					views["compare"] = cmpText
 					views["compare --markdown"] = cmpMD
 					views["compare --junit"] = strings.ReplaceAll(string(junitText), "B "+f.printed+" ", "B "+f.printed+" "+f.unit+" ")

@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // recipeVersion is bumped when the build steps change in a way the recipe
@@ -38,13 +38,18 @@ const DefaultRelease = "bookworm"
 
 // DefaultPackages is the package list of the image (variant minbase plus
 // these): the system's own, then the Debian package of every program the
-// tool descriptor (agent/tooldesc) names, so every tool rlab runs is there.
-var DefaultPackages = withToolPackages([]string{
-	"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "iputils-ping", "procps", "less", "ethtool",
-	"openssh-server",
-	"linux-image-amd64", "initramfs-tools", "zstd",
-	"rdma-core", "ibverbs-providers", "infiniband-diags",
-})
+// tool descriptor (kinds) names, so every tool rlab runs is there.
+//
+// A function, not a variable set at start-up: the tool families register
+// after package initialisation (kinds/builtin).
+func DefaultPackages() []string {
+	return withToolPackages([]string{
+		"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "iputils-ping", "procps", "less", "ethtool",
+		"openssh-server",
+		"linux-image-amd64", "initramfs-tools", "zstd",
+		"rdma-core", "ibverbs-providers", "infiniband-diags",
+	})
+}
 
 // withToolPackages appends the Debian package of each program of the tool
 // descriptor that base lacks.
@@ -53,7 +58,7 @@ func withToolPackages(base []string) []string {
 	for _, p := range base {
 		have[p] = true
 	}
-	for _, prog := range tooldesc.Programs() {
+	for _, prog := range kinds.Programs() {
 		if p := prog.Packages.Debian; p != "" && !have[p] {
 			have[p] = true
 			base = append(base, p)
@@ -91,7 +96,7 @@ func DefaultRecipe(release string) Recipe {
 	if release == "" {
 		release = DefaultRelease
 	}
-	return Recipe{Release: release, Packages: append([]string(nil), DefaultPackages...), SizeBytes: 2 << 30, SIWSource: siwSources[release]}
+	return Recipe{Release: release, Packages: DefaultPackages(), SizeBytes: 2 << 30, SIWSource: siwSources[release]}
 }
 
 // VariantMinimal names the minimal image: what boots, sshd and sudo,

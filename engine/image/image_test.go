@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 func TestRecipeHash(t *testing.T) {
@@ -142,13 +142,13 @@ func TestLookupIncomplete(t *testing.T) {
 // of the tool descriptor.
 func TestImageShipsEveryTool(t *testing.T) {
 	have := map[string]bool{}
-	for _, p := range DefaultPackages {
+	for _, p := range DefaultPackages() {
 		if have[p] {
 			t.Errorf("package %s listed twice", p)
 		}
 		have[p] = true
 	}
-	for _, p := range tooldesc.Programs() {
+	for _, p := range kinds.Programs() {
 		if !have[p.Packages.Debian] {
 			t.Errorf("program %s: its package %s is not in the image", p.Name, p.Packages.Debian)
 		}
@@ -192,7 +192,7 @@ func TestMinimalImage(t *testing.T) {
 			t.Errorf("the minimal image lacks %s", p)
 		}
 	}
-	for _, p := range tooldesc.Programs() {
+	for _, p := range kinds.Programs() {
 		if have[p.Packages.Debian] && p.Packages.Debian != "kmod" {
 			t.Errorf("the minimal image ships %s (package %s), which provisioning must install", p.Name, p.Packages.Debian)
 		}

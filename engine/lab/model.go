@@ -4,10 +4,9 @@
 // locals, for_each and count are evaluated in one phase (Load), so every
 // consumer sees concrete hosts, rxe devices, captures and workloads.
 //
-// It must not import the run engine, SSH or the agent's program (the tool
-// descriptor agent/tooldesc, a standard-library leaf both sides share, is
-// allowed): it is the contract those packages build on (internal/archtest
-// checks it).
+// It must not import the run engine, SSH, the agent or a tool family (the
+// descriptors' core package kinds, a standard-library leaf, is allowed): it
+// is the contract those packages build on (internal/archtest checks it).
 package lab
 
 import (
@@ -15,7 +14,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -136,7 +135,7 @@ type Capture struct {
 type Workload struct {
 	// Workload is its names, tool (see Tools) and option values: the type
 	// steps.Workload embeds too, handed to it whole.
-	tooldesc.Workload
+	kinds.Workload
 
 	ServerRXE, ClientRXE   *RXE  // RDMA tools
 	ServerHost, ClientHost *Host // always set for 2-sided tools

@@ -265,7 +265,7 @@ type IWARPProblem struct {
 // WRITE or SEND with immediate data. perftest posts one SGE per READ, so
 // that limit is met. And iWARP connects QPs only through the RDMA CM, so
 // the tools that connect QPs themselves (the pingpongs) cannot run; which
-// tools can is the descriptor's (agent/tooldesc: NoIWARP, RDMACMFlag).
+// tools can is the descriptor's (kinds: NoIWARP, RDMACMFlag).
 func IWARPProblems(w *Workload, t Tool) []IWARPProblem {
 	var out []IWARPProblem
 	if t.NoIWARP != "" {

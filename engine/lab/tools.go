@@ -1,14 +1,14 @@
 package lab
 
-import "github.com/rlab-dev/rlab/agent/tooldesc"
+import "github.com/rlab-dev/rlab/kinds"
 
 // Tool describes what a workload tool accepts: its entry in the tool
-// descriptor (agent/tooldesc), the one place tool options are described, so
+// descriptor (kinds), the one place tool options are described, so
 // a new tool is one entry there.
-type Tool = tooldesc.Tool
+type Tool = kinds.Tool
 
 // LookupTool returns the tool named n.
-func LookupTool(n string) (Tool, bool) { return tooldesc.Lookup(n) }
+func LookupTool(n string) (Tool, bool) { return kinds.Lookup(n) }
 
 // ToolNames lists every tool name, sorted.
-func ToolNames() []string { return tooldesc.Names() }
+func ToolNames() []string { return kinds.Names() }

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -54,7 +54,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 }
 
 func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in instance) *Workload {
-	w := &Workload{Workload: tooldesc.Workload{Name: in.name, Slug: in.slug, Options: tooldesc.Options{Timeout: DefaultTimeout, Repeat: 1}}, Range: b.DefRange}
+	w := &Workload{Workload: kinds.Workload{Name: in.name, Slug: in.slug, Options: kinds.Options{Timeout: DefaultTimeout, Repeat: 1}}, Range: b.DefRange}
 	attrs := content.Attributes
 	sc := in.sc
 	ta := attrs["tool"]

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/provision/needs"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 func connectText(h *lab.Host) string {
@@ -20,7 +20,7 @@ func connectText(h *lab.Host) string {
 		for _, n := range h.VM.Networks {
 			nets = append(nets, n.Name)
 		}
-		s := fmt.Sprintf("boot local VM (%s, %d CPU) and connect over SSH", tooldesc.SizeText(h.VM.MemoryBytes), h.VM.CPUs)
+		s := fmt.Sprintf("boot local VM (%s, %d CPU) and connect over SSH", kinds.SizeText(h.VM.MemoryBytes), h.VM.CPUs)
 		if len(nets) > 0 {
 			s += "; networks " + strings.Join(nets, ", ")
 		}
@@ -110,7 +110,7 @@ func captureText(c *lab.Capture) string {
 	if c.Filter != "" {
 		s += fmt.Sprintf(" filter %q", c.Filter)
 	}
-	s += fmt.Sprintf(", snaplen %d, at most %s", c.Snaplen, tooldesc.SizeText(c.MaxBytes))
+	s += fmt.Sprintf(", snaplen %d, at most %s", c.Snaplen, kinds.SizeText(c.MaxBytes))
 	if len(c.During) > 0 {
 		var ws []string
 		for _, w := range c.During {
@@ -150,7 +150,7 @@ func workloadText(w *lab.Workload, side, dial string) string {
 	if len(w.Sizes) > 0 {
 		var ss []string
 		for _, s := range w.Sizes {
-			ss = append(ss, tooldesc.SizeText(s))
+			ss = append(ss, kinds.SizeText(s))
 		}
 		b.WriteString(", sizes " + strings.Join(ss, " "))
 	}
@@ -164,7 +164,7 @@ func workloadText(w *lab.Workload, side, dial string) string {
 		fmt.Fprintf(&b, ", %d QPs", w.QPs)
 	}
 	if w.Bytes > 0 {
-		fmt.Fprintf(&b, ", %s", tooldesc.SizeText(w.Bytes))
+		fmt.Fprintf(&b, ", %s", kinds.SizeText(w.Bytes))
 	}
 	if len(w.Args) > 0 {
 		b.WriteString(", args " + quoteArgv(w.Args))

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Problem is one thing that would make the lab fail on a host.
@@ -175,15 +175,15 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 	add := func(code, what, fix string, args ...any) {
 		out = append(out, Problem{Host: h.Name, Code: code, What: what, Fix: fmt.Sprintf(fix, args...)})
 	}
-	kinds := map[string]bool{}
+	drivers := map[string]bool{}
 	for _, r := range n.rxe {
-		kinds[r.Kind] = true
+		drivers[r.Kind] = true
 	}
-	if (kinds["rxe"] || kinds[""]) && f.RXEModule == "absent" {
+	if (drivers["rxe"] || drivers[""]) && f.RXEModule == "absent" {
 		add(CodeNoRXE, fmt.Sprintf("kernel %s has no rdma_rxe module", f.Kernel),
 			"install the distribution's extra kernel modules package (e.g. linux-modules-extra-$(uname -r)), or use a kernel built with CONFIG_RDMA_RXE")
 	}
-	if kinds["siw"] && f.SIWModule == "absent" {
+	if drivers["siw"] && f.SIWModule == "absent" {
 		add(CodeNoSIW, fmt.Sprintf("kernel %s has no siw (soft-iWARP) module", f.Kernel),
 			"use a kernel built with CONFIG_RDMA_SIW (Ubuntu: linux-modules-extra-$(uname -r); Fedora and RHEL ship it; Debian's kernels do not)")
 	}
@@ -204,13 +204,13 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 		tools = append(tools, t)
 	}
 	sort.Strings(tools)
-	missingPkg := map[tooldesc.Packages][]string{}
-	var pkgs []tooldesc.Packages
+	missingPkg := map[kinds.Packages][]string{}
+	var pkgs []kinds.Packages
 	for _, t := range tools {
 		if _, ok := f.Tools[t]; ok {
 			continue
 		}
-		prog, _ := tooldesc.ProgramByName(t)
+		prog, _ := kinds.ProgramByName(t)
 		p := prog.Packages
 		if _, seen := missingPkg[p]; !seen {
 			pkgs = append(pkgs, p)

@@ -21,6 +21,8 @@ import (
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/testbed"
 	"golang.org/x/sys/unix"
+
+	"github.com/rlab-dev/rlab/kinds/builtin"
 )
 
 // The netns bed's hosts share this machine's filesystem, so their agents
@@ -46,6 +48,7 @@ func TestMain(m *testing.M) {
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
+	builtin.Register() // the built-in tool families, as cmd/rlab registers them
 	os.Exit(m.Run())
 }
 

@@ -9,7 +9,7 @@
 // Deciding (Needs, PlanHost) is pure: no I/O; what a lab needs per host is
 // the leaf engine/provision/needs, so engine/plan can say it without this
 // package's agent client. Apply runs one host's plan through its agent
-// client. It imports engine/lab, agent/tooldesc, agent/proto and agent/rpc;
+// client. It imports engine/lab, kinds, agent/proto and agent/rpc;
 // never engine/run, engine/sshx or engine/remote (the caller connects;
 // internal/archtest checks it).
 package provision
@@ -26,13 +26,13 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/provision/needs"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Family is a distribution family: one package manager, one set of
-// package names (tooldesc.Packages).
+// package names (kinds.Packages).
 type Family string
 
 // The families rlab provisions.
@@ -63,7 +63,7 @@ func FamilyOf(id string, idLike []string) Family {
 }
 
 // PackageFor is p's package name in family f.
-func PackageFor(p tooldesc.Packages, f Family) string {
+func PackageFor(p kinds.Packages, f Family) string {
 	switch f {
 	case Debian:
 		return p.Debian
@@ -117,13 +117,13 @@ func PlanHost(n Need, f *proto.Facts) HostPlan {
 	p := HostPlan{Host: n.Host.Name, For: map[string][]string{}}
 	fam := FamilyOf(f.Platform.DistroID, f.Platform.DistroIDLike)
 	p.Family = fam
-	var missing []tooldesc.Program
+	var missing []kinds.Program
 	for _, name := range n.Programs {
 		if _, ok := f.Tools[name]; ok {
 			p.Present = append(p.Present, name)
 			continue
 		}
-		prog, ok := tooldesc.ProgramByName(name)
+		prog, ok := kinds.ProgramByName(name)
 		if !ok {
 			continue
 		}
@@ -193,7 +193,7 @@ func userOf(f *proto.Facts) string {
 
 // byHandHint names the packages per family, for a distribution rlab does
 // not know.
-func byHandHint(progs []tooldesc.Program) string {
+func byHandHint(progs []kinds.Program) string {
 	var d, r, s []string
 	for _, p := range progs {
 		for _, x := range []struct {

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -276,7 +276,7 @@ func without(m map[string]proto.Tool, names ...string) map[string]proto.Tool {
 // package in every family rlab provisions.
 func TestEveryProgramHasPackages(t *testing.T) {
 	var bad []string
-	for _, p := range tooldesc.Programs() {
+	for _, p := range kinds.Programs() {
 		for _, f := range []Family{Debian, RHEL, SUSE} {
 			if PackageFor(p.Packages, f) == "" {
 				bad = append(bad, fmt.Sprintf("%s/%s", p.Name, f))

@@ -11,7 +11,21 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/kinds"
 )
+
+// FactsParams is the facts request the controller sends: the programs to
+// look for are every registered family's and the helpers (kinds.Programs),
+// so what the agent probes is the controller's descriptor, not compiled into
+// the agent (its hash does not change when a tool's hint does).
+func FactsParams(refresh bool) proto.FactsParams {
+	p := proto.FactsParams{Refresh: refresh}
+	for _, prog := range kinds.Programs() {
+		v := prog.Version
+		p.Probe = append(p.Probe, proto.Probe{Name: prog.Name, Args: v.Args, Pattern: v.Pattern, From: v.From, RDMACore: v.RDMACore, PerftestHelp: v.PerftestHelp})
+	}
+	return p
+}
 
 // Spec is one host to gather facts from.
 type Spec struct {
@@ -129,7 +143,7 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			progress(r.Name, "installed")
 			defer a.Close()
 			r.Hello = a.Hello
-			f, err := rpc.Call(ctx, a.RPC(), rpc.Facts, proto.FactsParams{Refresh: o.RefreshFacts})
+			f, err := rpc.Call(ctx, a.RPC(), rpc.Facts, FactsParams(o.RefreshFacts))
 			if err != nil {
 				return err
 			}

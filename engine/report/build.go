@@ -19,11 +19,11 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/roce"
 	"github.com/rlab-dev/rlab/engine/termsafe"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Options changes how a report is built. The zero value is the default.
@@ -467,7 +467,7 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 
 // toolKind is the chart family of a tool, from the tool descriptor.
 func toolKind(tool string) string {
-	if t, ok := tooldesc.Lookup(tool); ok && t.Chart != "" {
+	if t, ok := kinds.Lookup(tool); ok && t.Chart != "" {
 		return t.Chart
 	}
 	return "other"
@@ -475,7 +475,7 @@ func toolKind(tool string) string {
 
 // rdmaTool is true for the tools that run over an rxe device.
 func rdmaTool(tool string) bool {
-	t, ok := tooldesc.Lookup(tool)
+	t, ok := kinds.Lookup(tool)
 	return ok && t.RDMA
 }
 
@@ -483,7 +483,7 @@ func rdmaTool(tool string) bool {
 // vs TCP and the loss sweep ("" for none, or an unknown tool), and whether
 // the tool runs over RDMA (else it is the TCP baseline).
 func throughputOf(tool string) (metric string, overRDMA bool) {
-	t, ok := tooldesc.Lookup(tool)
+	t, ok := kinds.Lookup(tool)
 	if !ok {
 		return "", false
 	}
@@ -542,7 +542,7 @@ type key struct {
 }
 
 // sampleTable pivots samples into rows (size, repeat) and one column per
-// metric, in the order of results.Metrics.
+// metric, in the order of results.Metrics().
 func sampleTable(samples []results.Sample) Table {
 	t := Table{Columns: []string{}, Rows: [][]string{}}
 	if len(samples) == 0 {
@@ -571,7 +571,7 @@ func sampleTable(samples []results.Sample) Table {
 		return keys[i].Repeat < keys[j].Repeat
 	})
 	var cols []string
-	for _, m := range results.Metrics {
+	for _, m := range results.Metrics() {
 		if present[m.Name] {
 			cols = append(cols, m.Name)
 		}
@@ -712,7 +712,7 @@ func series(samples []results.Sample, metric, name string) seriesIn {
 // pingpong throughput when several sizes ran.
 func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 	var out []*Chart
-	for _, c := range tooldesc.Charts() {
+	for _, c := range kinds.Charts() {
 		when := c.When
 		if when == nil {
 			for _, s := range c.Series {
@@ -730,7 +730,7 @@ func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 		unit := unitOf(samples, c.Series[0].Metric)
 		id := anchor + "-" + c.ID
 		switch c.Kind {
-		case tooldesc.Bars:
+		case kinds.Bars:
 			out = append(out, barChart(id, c.Title, unit, sizeBars(samples, c.Series)))
 		default:
 			var in []seriesIn
@@ -747,7 +747,7 @@ func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 
 // sizeBars groups the series' medians by message size: a group per size,
 // ascending, a bar per series with a value there.
-func sizeBars(samples []results.Sample, series []tooldesc.Series) []barGroup {
+func sizeBars(samples []results.Sample, series []kinds.Series) []barGroup {
 	groups := map[int64]*barGroup{}
 	var sizes []int64
 	for _, l := range series {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // A made-up RDMA tool family, told to rlab only through its descriptor
@@ -18,22 +18,31 @@ import (
 // line of its own.
 const (
 	madeTool   = "made_stream"
-	madeFamily = tooldesc.Family("made_stream")
+	madeFamily = kinds.Family("made_stream")
 )
 
-func init() {
-	tooldesc.RegisterMetric(tooldesc.Metric{Name: "made_gbps", Unit: "Gb/s", HigherIsBetter: true, Doc: "made-up throughput"})
-	tooldesc.RegisterMetric(tooldesc.Metric{Name: "made_rtt", Unit: "usec", Doc: "made-up round trip"})
-	tooldesc.Register(tooldesc.Tool{Name: madeTool, Family: madeFamily, RDMA: true,
-		TransportWhy: "made up", Sizes: true, Metrics: []string{"made_gbps", "made_rtt"}, Chart: "made",
-		View: tooldesc.View{
-			Headline: []tooldesc.Figure{{Metric: "made_gbps", Label: "made", ShowSize: true, At: tooldesc.Largest, With: []tooldesc.Figure{{Metric: "made_rtt"}}}},
-			Glance:   tooldesc.Figure{Metric: "made_gbps", At: tooldesc.Largest, Word: "made"},
-			Charts: []tooldesc.Chart{{ID: "made", Title: "Made-up throughput and round trip", Kind: tooldesc.Bars,
-				Series: []tooldesc.Series{{Metric: "made_gbps", Name: "throughput"}, {Metric: "made_rtt", Name: "rtt"}}}},
-			Throughput: "made_gbps",
-		}})
+// madeKind is the made-up family: the one value a family registers.
+type madeKind struct{}
+
+func (madeKind) Desc() kinds.Desc {
+	return kinds.Desc{Name: "made",
+		Metrics: []kinds.Metric{
+			{Name: "made_gbps", Unit: "Gb/s", HigherIsBetter: true, Doc: "made-up throughput"},
+			{Name: "made_rtt", Unit: "usec", Doc: "made-up round trip"},
+		},
+		Tools: []kinds.Tool{{Name: madeTool, Family: madeFamily, RDMA: true,
+			TransportWhy: "made up", Sizes: true, Metrics: []string{"made_gbps", "made_rtt"}, Chart: "made",
+			View: kinds.View{
+				Headline: []kinds.Figure{{Metric: "made_gbps", Label: "made", ShowSize: true, At: kinds.Largest, With: []kinds.Figure{{Metric: "made_rtt"}}}},
+				Glance:   kinds.Figure{Metric: "made_gbps", At: kinds.Largest, Word: "made"},
+				Charts: []kinds.Chart{{ID: "made", Title: "Made-up throughput and round trip", Kind: kinds.Bars,
+					Series: []kinds.Series{{Metric: "made_gbps", Name: "throughput"}, {Metric: "made_rtt", Name: "rtt"}}}},
+				Throughput: "made_gbps",
+			}}},
+	}
 }
+
+func init() { kinds.Register(madeKind{}) }
 
 // TestMadeUpFamilyShown: a run of the made-up tool beside a tcp baseline
 // shows the made-up figures in every view.

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 	reporttmpl "github.com/rlab-dev/rlab/templates/report"
 )
 
@@ -95,7 +95,7 @@ func href(p string) string {
 
 // hint explains a workload family's charts to a reader new to them; the
 // words are the tool descriptor's.
-func hint(kind string) string { return tooldesc.ChartHint(kind) }
+func hint(kind string) string { return kinds.ChartHint(kind) }
 
 // isNum is true for a cell that reads as a number ("12", "0.5", "20.0 %"),
 // which the table aligns right.

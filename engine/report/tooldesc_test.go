@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // familyShows is what the report shows of each tool family, written out by
@@ -15,26 +15,26 @@ import (
 // it runs over RDMA, the charts a workload gets when every metric of its
 // tool has values at two sizes, and its side in RDMA vs TCP and the loss
 // sweep.
-var familyShows = map[tooldesc.Family]struct {
+var familyShows = map[kinds.Family]struct {
 	kind   string
 	rdma   bool
 	charts []string
 	side   string // "RDMA", "TCP", or "" for neither
 }{
-	tooldesc.PerftestBW:  {"bw", true, []string{"Bandwidth vs message size", "Message rate vs message size"}, "RDMA"},
-	tooldesc.PerftestLat: {"lat", true, []string{"Latency percentiles by message size"}, ""},
-	tooldesc.Pingpong:    {"pingpong", true, []string{"Pingpong throughput vs message size"}, ""},
-	tooldesc.Rping:       {"rping", true, nil, ""},
-	tooldesc.TCP:         {"tcp", false, nil, "TCP"},
-	tooldesc.Exec:        {"exec", false, nil, ""},
-	madeFamily:           {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // madeup_test.go
+	kinds.Family("perftest_bw"):  {"bw", true, []string{"Bandwidth vs message size", "Message rate vs message size"}, "RDMA"},
+	kinds.Family("perftest_lat"): {"lat", true, []string{"Latency percentiles by message size"}, ""},
+	kinds.Family("pingpong"):     {"pingpong", true, []string{"Pingpong throughput vs message size"}, ""},
+	kinds.Family("rping"):        {"rping", true, nil, ""},
+	kinds.Family("tcp"):          {"tcp", false, nil, "TCP"},
+	kinds.Family("exec"):         {"exec", false, nil, ""},
+	madeFamily:                   {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // madeup_test.go
 }
 
 // TestChartsFollowDescriptor: every tool's report (chart family, RDMA or
 // not, its charts, its side in RDMA vs TCP) is what familyShows says, and
 // the families that draw charts explain them.
 func TestChartsFollowDescriptor(t *testing.T) {
-	for _, tl := range tooldesc.All() {
+	for _, tl := range kinds.All() {
 		want, ok := familyShows[tl.Family]
 		if !ok {
 			t.Errorf("%s: family %s is not in familyShows: say what the report shows of it", tl.Name, tl.Family)
@@ -47,7 +47,7 @@ func TestChartsFollowDescriptor(t *testing.T) {
 			t.Errorf("%s: rdmaTool = %v, want %v", tl.Name, rdmaTool(tl.Name), want.rdma)
 		}
 		var ss []results.Sample
-		for _, m := range tooldesc.MetricsOf(tl.Name) {
+		for _, m := range kinds.MetricsOf(tl.Name) {
 			for _, size := range []int64{64, 4096} {
 				ss = append(ss, results.Sample{Metric: m, Value: 1, Unit: "x", Meta: results.Meta{Workload: "w", Tool: tl.Name, Size: size}})
 			}

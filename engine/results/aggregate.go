@@ -35,7 +35,7 @@ type Agg struct {
 }
 
 // Aggregate folds samples into one Agg per Key. The order is stable: workloads
-// in order of first appearance, then metrics in the order of Metrics, then
+// in order of first appearance, then metrics in the order of Metrics(), then
 // sizes ascending, then tool names: a total order over Key.
 func Aggregate(samples []Sample) []Agg {
 	type entry struct {
@@ -80,15 +80,16 @@ func Aggregate(samples []Sample) []Agg {
 		}
 		out = append(out, a)
 	}
-	mIdx := make(map[string]int, len(Metrics))
-	for i, m := range Metrics {
+	ms := Metrics()
+	mIdx := make(map[string]int, len(ms))
+	for i, m := range ms {
 		mIdx[m.Name] = i
 	}
 	metricIndex := func(name string) int {
 		if i, ok := mIdx[name]; ok {
 			return i
 		}
-		return len(Metrics)
+		return len(ms)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/termsafe"
+	"github.com/rlab-dev/rlab/kinds"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -136,7 +136,7 @@ func (c *Comparison) Failed() bool { return c.Regressed > 0 || c.Missing > 0 }
 // headlineMetric: m is one of the figures of tool's headline (its View),
 // what compare compares by default.
 func headlineMetric(tool, m string) bool {
-	for _, f := range tooldesc.HeadlineOf(tool) {
+	for _, f := range kinds.HeadlineOf(tool) {
 		for _, hm := range f.Metrics() {
 			if hm == m {
 				return true
@@ -159,7 +159,7 @@ func (o CompareOptions) compared(k Key, counter bool) bool {
 		c, ok := CounterByName(k.Metric)
 		return o.Counters && (!ok || c.Kind == CounterTrouble)
 	}
-	return !tooldesc.IsCommon(k.Metric) && (o.AllMetrics || headlineMetric(k.Tool, k.Metric))
+	return !kinds.IsCommon(k.Metric) && (o.AllMetrics || headlineMetric(k.Tool, k.Metric))
 }
 
 // trouble: a kernel counter of what went wrong (retransmissions, sequence
@@ -227,7 +227,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 		}
 		if counter[k.Metric] {
 			c.FoldedCounters = c.FoldedCounters || !opts.Counters
-		} else if !tooldesc.IsCommon(k.Metric) && !folded[k.Metric] {
+		} else if !kinds.IsCommon(k.Metric) && !folded[k.Metric] {
 			folded[k.Metric] = true
 			c.Folded = append(c.Folded, k.Metric)
 		}

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // The kernel's own counters, read before and after each workload on both
@@ -139,7 +139,7 @@ const TCPInfoSource = "tcp_info"
 // counter for RDMA tools, the netdev statistics and the connection's
 // TCP_INFO for tcp, none for exec.
 func CounterNames(tool string) []string {
-	t, ok := tooldesc.Lookup(tool)
+	t, ok := kinds.Lookup(tool)
 	if !ok || t.OneHost {
 		return nil
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/termsafe"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // headlineRows caps the rows of the end-of-run table; a class lab has
@@ -91,7 +91,7 @@ func WriteHeadline(w io.Writer, r *Run) error {
 		fmt.Fprintln(w, line)
 	}
 	for _, wl := range r.Workloads {
-		if t, ok := tooldesc.Lookup(wl.Tool); ok && t.View.Output {
+		if t, ok := kinds.Lookup(wl.Tool); ok && t.View.Output {
 			writeExecOutput(w, r.Dir, wl)
 		}
 	}
@@ -108,9 +108,9 @@ func KeyNumbers(wl Workload, aggs []Agg) string {
 	for _, a := range aggs {
 		by[a.Metric] = append(by[a.Metric], a) // sizes ascending
 	}
-	parts := figureParts(wl, by, tooldesc.HeadlineOf(wl.Tool))
+	parts := figureParts(wl, by, kinds.HeadlineOf(wl.Tool))
 	if len(parts) == 0 {
-		parts = figureParts(wl, by, tooldesc.CommonHeadline)
+		parts = figureParts(wl, by, kinds.CommonHeadline)
 	}
 	if n := maxRepeats(aggs); n > 1 && len(parts) > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(" (median of %d)", n)
@@ -123,7 +123,7 @@ func KeyNumbers(wl Workload, aggs []Agg) string {
 
 // figureParts are the parts of a headline cell the figures with a value
 // make, each followed by its Then parts.
-func figureParts(wl Workload, by map[string][]Agg, figs []tooldesc.Figure) []string {
+func figureParts(wl Workload, by map[string][]Agg, figs []kinds.Figure) []string {
 	var parts []string
 	for _, f := range figs {
 		aggs := by[f.Metric]
@@ -131,7 +131,7 @@ func figureParts(wl Workload, by map[string][]Agg, figs []tooldesc.Figure) []str
 			continue
 		}
 		var s string
-		if f.At == tooldesc.EverySize {
+		if f.At == kinds.EverySize {
 			var each []string
 			for i, a := range aggs {
 				if len(aggs) > 4 && i > 0 && i < len(aggs)-2 {
@@ -165,7 +165,7 @@ func figureParts(wl Workload, by map[string][]Agg, figs []tooldesc.Figure) []str
 }
 
 // figureValue is one figure's text: label, value, word.
-func figureValue(f tooldesc.Figure, a Agg) string {
+func figureValue(f kinds.Figure, a Agg) string {
 	s := HumanValue(a.Median, a.Unit)
 	if f.Count {
 		s = FormatValue(a.Median)
@@ -181,8 +181,8 @@ func figureValue(f tooldesc.Figure, a Agg) string {
 
 // pickSize is the aggregate at the size a figure is taken at, of one
 // metric's aggregates (sizes ascending); EverySize takes the first.
-func pickSize(aggs []Agg, at tooldesc.SizeChoice) Agg {
-	if at == tooldesc.Largest {
+func pickSize(aggs []Agg, at kinds.SizeChoice) Agg {
+	if at == kinds.Largest {
 		return aggs[len(aggs)-1]
 	}
 	return aggs[0]
@@ -233,7 +233,7 @@ func ThroughputAt(aggs []Agg) Agg { return aggs[len(aggs)-1] }
 func rdmaTCPLine(r *Run, aggs []Agg) string {
 	var tcp *Agg
 	for i, a := range aggs {
-		if rdma, ok := tooldesc.Throughput(a.Metric); ok && !rdma {
+		if rdma, ok := kinds.Throughput(a.Metric); ok && !rdma {
 			tcp = &aggs[i]
 			break
 		}
@@ -244,7 +244,7 @@ func rdmaTCPLine(r *Run, aggs []Agg) string {
 	per := map[string][]Agg{}
 	var order []string
 	for _, a := range aggs {
-		if rdma, _ := tooldesc.Throughput(a.Metric); !rdma {
+		if rdma, _ := kinds.Throughput(a.Metric); !rdma {
 			continue
 		}
 		if _, ok := per[a.Workload]; !ok {

@@ -1,47 +1,46 @@
 package results
 
-import "github.com/rlab-dev/rlab/agent/tooldesc"
+import "github.com/rlab-dev/rlab/kinds"
 
 // Metric describes one kind of sample: its name, which results.json,
 // summary.md, the report, `rlab compare`, --metric-threshold and an expect
 // condition (result.<Name>) all use; its unit; and which direction is better
-// (for `rlab compare`). The names and units come from the tool descriptor
-// (agent/tooldesc), the one place they are defined.
+// (for `rlab compare`). The names and units come from the families'
+// descriptors (kinds.Metrics), the one place they are defined.
 type Metric struct {
 	Name           string // Sample.Metric
 	Unit           string // Sample.Unit
 	HigherIsBetter bool
 	Doc            string
 	// Aliases are older expect names of the metric, still read (deprecated).
-	Aliases []tooldesc.Alias
+	Aliases []kinds.Alias
 }
 
 // ExpectNames are the names an expect condition may read the metric by: its
 // name, then its older names, each with the factor its value is read with.
-func (m Metric) ExpectNames() []tooldesc.Alias {
-	return append([]tooldesc.Alias{{Name: m.Name, Scale: 1}}, m.Aliases...)
+func (m Metric) ExpectNames() []kinds.Alias {
+	return append([]kinds.Alias{{Name: m.Name, Scale: 1}}, m.Aliases...)
 }
 
-// Metrics lists every metric rlab records, as the descriptor had them when
-// the program started (a test may register more; MetricByName sees them).
-var Metrics = metricsFromDescriptor()
-
-func metricsFromDescriptor() []Metric {
+// Metrics lists every metric rlab records, in report order: the registered
+// families' (kinds.Metrics). A function, not a variable set at start-up:
+// the families register after package initialisation (kinds/builtin).
+func Metrics() []Metric {
 	var out []Metric
-	for _, m := range tooldesc.Metrics() {
+	for _, m := range kinds.Metrics() {
 		out = append(out, fromDescriptor(m))
 	}
 	return out
 }
 
-func fromDescriptor(m tooldesc.Metric) Metric {
+func fromDescriptor(m kinds.Metric) Metric {
 	return Metric{Name: m.Name, Unit: m.Unit, HigherIsBetter: m.HigherIsBetter, Doc: m.Doc, Aliases: m.Aliases}
 }
 
 // MetricByName returns the metric named n: a tool's metric, or a kernel
 // counter of the vocabulary (counters.go), lower is better.
 func MetricByName(n string) (Metric, bool) {
-	m, ok := tooldesc.MetricByName(n)
+	m, ok := kinds.MetricByName(n)
 	if !ok {
 		if c, ok := CounterByName(n); ok {
 			return Metric{Name: c.Name, Unit: c.Unit, Doc: c.Doc + " (kernel counter, " + c.Devices + ")"}, true
@@ -58,7 +57,7 @@ func ResolveMetric(n string) (m Metric, old bool, ok bool) {
 	if m, ok := MetricByName(n); ok {
 		return m, false, true
 	}
-	if dm, _, ok := tooldesc.MetricByAlias(n); ok {
+	if dm, _, ok := kinds.MetricByAlias(n); ok {
 		return fromDescriptor(dm), true, true
 	}
 	return Metric{}, false, false
@@ -70,7 +69,7 @@ func ResolveMetric(n string) (m Metric, old bool, ok bool) {
 func DropRetired(ss []Sample) []Sample {
 	out := ss[:0:0]
 	for _, s := range ss {
-		if _, gone := tooldesc.Retired(s.Metric); !gone {
+		if _, gone := kinds.Retired(s.Metric); !gone {
 			out = append(out, s)
 		}
 	}
@@ -82,8 +81,8 @@ func DropRetired(ss []Sample) []Sample {
 // counters read around its workloads (CounterNames). An unknown tool records
 // what every workload does.
 func ToolMetrics(tool string) []string {
-	if ms := tooldesc.MetricsOf(tool); ms != nil {
+	if ms := kinds.MetricsOf(tool); ms != nil {
 		return append(ms, CounterNames(tool)...)
 	}
-	return append([]string(nil), tooldesc.Common...)
+	return append([]string(nil), kinds.Common...)
 }

@@ -1,8 +1,8 @@
 // Package results is the model of what a run measured: samples (metric,
 // value, unit, metadata) as PerfKitBenchmarker shapes them, and per-workload
 // outcomes. It writes results.json, summary.md and junit.xml. It imports no
-// other rlab package but the tool descriptor (agent/tooldesc, a
-// standard-library leaf), so parsers, the engine and reports can all share it.
+// other rlab package but the tool descriptors' core (kinds, a
+// standard-library leaf; never a family package), so parsers, the engine and reports can all share it.
 package results
 
 // Sample is one measured number. Unit is always set ("Gb/s", "MiB/s",

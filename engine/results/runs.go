@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // ListRuns finds the run directories under root (a directory holding
@@ -68,7 +68,7 @@ func ListRuns(root string) ([]*Run, []error) {
 // one: the Glance figure its tool's View declares (bandwidth at the largest
 // size, typical latency at the smallest), medians over repeats.
 func Headline(r *Run) []string {
-	glances := tooldesc.Glances()
+	glances := kinds.Glances()
 	rank := func(m string) int {
 		for i, f := range glances {
 			if f.Metric == m {
@@ -92,7 +92,7 @@ func Headline(r *Run) []string {
 			continue
 		}
 		rc := rank(cur.Metric)
-		smallest := glances[ra].At == tooldesc.Smallest
+		smallest := glances[ra].At == kinds.Smallest
 		switch {
 		case ra < rc:
 			pick[a.Workload] = a

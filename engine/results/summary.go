@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/termsafe"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Summary renders summary.md: the run's outcome, one table per workload
@@ -146,13 +146,13 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	w(".\n\n")
 	for _, tool := range tools {
 		wls := byTool[tool]
-		desc, _ := tooldesc.Lookup(tool)
+		desc, _ := kinds.Lookup(tool)
 		smallest := desc.HeadlineSmallest
 		var metrics []string
 		units := map[string]string{}
 		for _, wl := range wls {
 			for _, a := range byWL[wl.Name] {
-				if _, ok := units[a.Metric]; !ok && !tooldesc.IsCommon(a.Metric) {
+				if _, ok := units[a.Metric]; !ok && !kinds.IsCommon(a.Metric) {
 					units[a.Metric] = a.Unit
 					metrics = append(metrics, a.Metric)
 				}
@@ -266,17 +266,18 @@ func btoi(b bool) int {
 	return 0
 }
 
-// sortMetrics orders metric names as the Metrics table does.
+// sortMetrics orders metric names as the Metrics() table does.
 func sortMetrics(names []string) {
+	ms := Metrics()
 	idx := map[string]int{}
-	for i, m := range Metrics {
+	for i, m := range ms {
 		idx[m.Name] = i
 	}
 	rank := func(n string) int {
 		if i, ok := idx[n]; ok {
 			return i
 		}
-		return len(Metrics)
+		return len(ms)
 	}
 	for i := 1; i < len(names); i++ {
 		for j := i; j > 0 && rank(names[j]) < rank(names[j-1]); j-- {
@@ -534,7 +535,7 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 	per := map[string][]Agg{}
 	var order []string
 	for _, a := range aggs {
-		if _, ok := tooldesc.Throughput(a.Metric); !ok {
+		if _, ok := kinds.Throughput(a.Metric); !ok {
 			continue
 		}
 		id := a.Workload + "\x00" + a.Hosts
@@ -553,7 +554,7 @@ func rdmaVsTCP(b *bytes.Buffer, r *Run, aggs []Agg) {
 			what += ", " + BothDirections
 		}
 		l := line{a.Workload, a.Tool, what, a.Unit, a.Median}
-		if overRDMA, _ := tooldesc.Throughput(a.Metric); !overRDMA {
+		if overRDMA, _ := kinds.Throughput(a.Metric); !overRDMA {
 			tcp = append(tcp, l)
 		} else {
 			rdma = append(rdma, l)

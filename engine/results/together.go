@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // RDMAOver is the transport cell of an RDMA workload in the RDMA vs TCP
@@ -35,7 +35,7 @@ func aloneVsTogether(b *bytes.Buffer, r *Run, aggs []Agg) {
 	at := map[string]map[int64]Agg{} // workload → size → its tool's View.Throughput
 	largest := map[string]int64{}
 	for _, a := range aggs {
-		if _, ok := tooldesc.Throughput(a.Metric); !ok {
+		if _, ok := kinds.Throughput(a.Metric); !ok {
 			continue
 		}
 		if at[a.Workload] == nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestResolveMetric: a metric name is itself; an older expect name is its
@@ -70,10 +70,10 @@ func TestEveryToolMetricKnown(t *testing.T) {
 // devices have: RDMA tools all, tcp the netdev statistics, exec none.
 func TestCounterVocabulary(t *testing.T) {
 	for _, c := range Counters {
-		if _, ok := tooldesc.MetricByName(c.Name); ok {
+		if _, ok := kinds.MetricByName(c.Name); ok {
 			t.Errorf("counter %s is also a tool metric", c.Name)
 		}
-		if _, _, ok := tooldesc.MetricByAlias(c.Name); ok {
+		if _, _, ok := kinds.MetricByAlias(c.Name); ok {
 			t.Errorf("counter %s is also an older expect name", c.Name)
 		}
 		if c.Unit == "" || c.Doc == "" || c.Devices == "" || (c.Kind != CounterTraffic && c.Kind != CounterTrouble) {

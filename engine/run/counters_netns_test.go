@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -64,7 +64,7 @@ workload "bulk" {
 	}
 	defer h.Close()
 	env := &steps.Env{Hosts: map[string]steps.Host{"h0": h}}
-	w := &steps.Workload{Workload: tooldesc.Workload{Name: "bw", Tool: "ib_write_bw"}}
+	w := &steps.Workload{Workload: kinds.Workload{Name: "bw", Tool: "ib_write_bw"}}
 	sides := []steps.CounterSide{{Host: "h0", RDMA: []string{"rxe_eth0"}, Netdevs: []string{"eth0"}}}
 	start := time.Now()
 	before := steps.ReadCounters(context.Background(), env, sides)

@@ -12,43 +12,59 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/toolout"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// A made-up tool kind, known to this test build only through the three
-// things a new tool needs: its descriptor entry, its step kind and its
-// parser. Nothing else in rlab is told about it.
+// A made-up tool family, known to this test build only through the one
+// value a family registers (kinds.Register(fakeKind{}), in TestMain): its
+// descriptor entry, its step and its parser. Nothing else in rlab is told
+// about it.
 const (
-	madeFamily tooldesc.Family = "fake_ping"
-	madeTool   string          = "fake_ping"
+	madeFamily kinds.Family = "fake_ping"
+	madeTool   string       = "fake_ping"
 )
 
-func init() {
-	// 1. The descriptor entry (and its metric).
-	tooldesc.RegisterMetric(tooldesc.Metric{Name: "fake_rtt", Unit: "usec", Doc: "made-up round trip"})
-	tooldesc.Register(tooldesc.Tool{Name: madeTool, Family: madeFamily,
-		TransportWhy: "fake_ping has no transports", Sizes: true, MaxSize: 4096, Iterations: true,
-		Metrics: []string{"fake_rtt"}, Chart: "fake"})
-	// 2. The step kind.
-	steps.RegisterKind(madeFamily, func(w *steps.Workload) (steps.Step, error) { return &fakePing{w: w}, nil })
-	// 3. The parser: "rtt SIZE USEC" lines.
-	toolout.RegisterParser(madeFamily, func(out []byte, _ toolout.Options) ([]toolout.Row, toolout.Info, error) {
-		var rows []toolout.Row
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			var size int64
-			var rtt float64
-			if _, err := fmt.Sscanf(line, "rtt %d %g", &size, &rtt); err != nil {
-				return nil, toolout.Info{}, fmt.Errorf("line %q: %w", line, err)
-			}
-			rows = append(rows, toolout.Row{Size: size, Values: []toolout.Value{{Metric: "fake_rtt", Value: rtt}}})
+// fakeKind is the made-up family: the one value a family registers (here
+// from TestMain, tools_test.go), carrying its descriptor entries, its step
+// and its parser.
+type fakeKind struct{}
+
+// Desc is 1. the descriptor entries (and the metric): fake_ping, and the
+// provisioning test's fake_ping_pkg (provision_test.go).
+func (fakeKind) Desc() kinds.Desc {
+	return kinds.Desc{Name: "fake",
+		Metrics: []kinds.Metric{{Name: "fake_rtt", Unit: "usec", Doc: "made-up round trip"}},
+		Tools: []kinds.Tool{
+			{Name: madeTool, Family: madeFamily,
+				TransportWhy: "fake_ping has no transports", Sizes: true, MaxSize: 4096, Iterations: true,
+				Metrics: []string{"fake_rtt"}, Chart: "fake"},
+			{Name: provTool, Family: madeFamily,
+				TransportWhy: "fake_ping has no transports", Sizes: true, MaxSize: 4096, Iterations: true,
+				Metrics: []string{"fake_rtt"}, Chart: "fake",
+				Program: &kinds.Program{Name: "rping", Packages: kinds.Packages{Debian: "rdmacm-utils", RHEL: "librdmacm-utils", SUSE: "librdmacm-utils"}}},
+		}}
+}
+
+// NewStep is 2. the step.
+func (fakeKind) NewStep(w *steps.Workload) (steps.Step, error) { return &fakePing{w: w}, nil }
+
+// Parse is 3. the parser: "rtt SIZE USEC" lines.
+func (fakeKind) Parse(out []byte, _ toolout.Options) ([]toolout.Row, toolout.Info, error) {
+	var rows []toolout.Row
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var size int64
+		var rtt float64
+		if _, err := fmt.Sscanf(line, "rtt %d %g", &size, &rtt); err != nil {
+			return nil, toolout.Info{}, fmt.Errorf("line %q: %w", line, err)
 		}
-		return rows, toolout.Info{Source: "text"}, nil
-	})
+		rows = append(rows, toolout.Row{Size: size, Values: []toolout.Value{{Metric: "fake_rtt", Value: rtt}}})
+	}
+	return rows, toolout.Info{Source: "text"}, nil
 }
 
 // fakePing runs echo on the client host for each size and parses its output.

@@ -18,6 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
+	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -57,7 +58,7 @@ func (r *runner) build() error {
 }
 
 // stepWorkload resolves a lab workload for the steps package: the shared
-// part (tooldesc.Workload) whole, the host and rxe references as names, and
+// part (kinds.Workload) whole, the host and rxe references as names, and
 // for a tcp workload the address its client dials (dial: the plan's
 // lab.ServerDial, resolved once).
 func stepWorkload(w *lab.Workload, dial *lab.Dial) *steps.Workload {
@@ -234,7 +235,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.conns[h.Name] = cw
 	r.env.Hosts[h.Name] = cw
 	r.mu.Unlock()
-	f, err := rpc.Invoke(ctx, cw, rpc.Facts, proto.FactsParams{})
+	f, err := rpc.Invoke(ctx, cw, rpc.Facts, remote.FactsParams(false))
 	if err != nil {
 		return fmt.Errorf("read facts of host %q: %w", h.Name, err)
 	}

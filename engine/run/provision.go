@@ -16,6 +16,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/provision"
+	"github.com/rlab-dev/rlab/engine/remote"
 )
 
 // StateProvision is what a run's provisioning did on one host, journaled
@@ -111,7 +112,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 			// nothing was installed here: the facts said something was
 			// missing, and the package database says it is there (another
 			// host sharing this filesystem installed it meanwhile).
-			nf, err := rpc.Invoke(ctx, cw, rpc.Facts, proto.FactsParams{})
+			nf, err := rpc.Invoke(ctx, cw, rpc.Facts, remote.FactsParams(false))
 			if err != nil {
 				return nil // the lost agent is reported by conn
 			}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
@@ -17,15 +16,9 @@ import (
 // machine lacks): the lab needs it, the in-process agents lack it, and fake
 // apt-get/dpkg-query on PATH "install" rdmacm-utils by putting an rping on
 // PATH (the agent's real provision method drives them, as root; the real
-// package database is never asked or changed).
+// package database is never asked or changed). It is the made-up family's
+// second tool (fakeKind, madeup_test.go).
 const provTool = "fake_ping_pkg"
-
-func init() {
-	tooldesc.Register(tooldesc.Tool{Name: provTool, Family: madeFamily,
-		TransportWhy: "fake_ping has no transports", Sizes: true, MaxSize: 4096, Iterations: true,
-		Metrics: []string{"fake_rtt"}, Chart: "fake",
-		Program: &tooldesc.Program{Name: "rping", Packages: tooldesc.Packages{Debian: "rdmacm-utils", RHEL: "librdmacm-utils", SUSE: "librdmacm-utils"}}})
-}
 
 const provLab = twoHosts + `
 workload "fp" {

@@ -12,8 +12,9 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/toolout"
+	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/builtin"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -27,6 +28,8 @@ func TestMain(m *testing.M) {
 	case "ib_write_bw", "ib_write_lat", "ibv_rc_pingpong":
 		os.Exit(fakeTool(filepath.Base(os.Args[0]), os.Args[1:]))
 	}
+	builtin.Register()
+	kinds.Register(fakeKind{}) // madeup_test.go
 	os.Exit(m.Run())
 }
 
@@ -132,18 +135,18 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 		argvHas  []string
 		wantUnit string
 	}{
-		{name: "ib_write_bw text", w: steps.Workload{Workload: tooldesc.Workload{Tool: "ib_write_bw", Options: tooldesc.Options{Sizes: []int64{65536, 4096}, Iterations: 1000, Repeat: 2}}},
+		{name: "ib_write_bw text", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Sizes: []int64{65536, 4096}, Iterations: 1000, Repeat: 2}}},
 			metrics: []string{"bw_peak", "bw_avg", "msg_rate"}, runs: 4, argvHas: []string{"-d rxe0 -x 3", "-m 1024", "--report_gbits", "-n 1000"}, wantUnit: "Gb/s"},
-		{name: "ib_write_bw json", w: steps.Workload{Workload: tooldesc.Workload{Tool: "ib_write_bw", Options: tooldesc.Options{Sizes: []int64{65536}, Iterations: 1000}}}, json: true,
+		{name: "ib_write_bw json", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Sizes: []int64{65536}, Iterations: 1000}}}, json: true,
 			metrics: []string{"bw_avg"}, runs: 1, argvHas: []string{"--out_json --out_json_file="}, wantUnit: "Gb/s"},
-		{name: "ib_write_lat", w: steps.Workload{Workload: tooldesc.Workload{Tool: "ib_write_lat", Options: tooldesc.Options{Sizes: []int64{2}, Iterations: 1000}}},
+		{name: "ib_write_lat", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_lat", Options: kinds.Options{Sizes: []int64{2}, Iterations: 1000}}},
 			metrics: []string{"lat_typical", "lat_p99"}, runs: 1, argvHas: []string{"-s 2"}, wantUnit: "usec"},
 		// No sizes: the tool picks its default (2 B) and reports it; every
 		// sample of the run, exit code and duration included, carries that
 		// size, so an expect is evaluated once, on the measured size.
-		{name: "ib_write_lat tool default size", w: steps.Workload{Workload: tooldesc.Workload{Tool: "ib_write_lat", Options: tooldesc.Options{Iterations: 1000}}},
+		{name: "ib_write_lat tool default size", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_lat", Options: kinds.Options{Iterations: 1000}}},
 			metrics: []string{"lat_typical", "exit_code", "duration"}, runs: 1, wantUnit: "usec"},
-		{name: "ibv_rc_pingpong", w: steps.Workload{Workload: tooldesc.Workload{Tool: "ibv_rc_pingpong", Options: tooldesc.Options{Sizes: []int64{4096}, Iterations: 300}}},
+		{name: "ibv_rc_pingpong", w: steps.Workload{Workload: kinds.Workload{Tool: "ibv_rc_pingpong", Options: kinds.Options{Sizes: []int64{4096}, Iterations: 300}}},
 			metrics: []string{"pp_bw", "pp_lat"}, runs: 1, argvHas: []string{"-g 3", "-m 1024"}, wantUnit: "Mbit/s"},
 	}
 	for i, tt := range tests {
@@ -233,7 +236,7 @@ func TestRDMAWorkloadClientFails(t *testing.T) {
 	env := &steps.Env{Hosts: map[string]steps.Host{"server": srv, "client": cli}, Parse: toolout.ParseOutput}
 	env.SetRXE("s", &proto.RXEInfo{Name: "rxe0", IPv4: "127.0.0.1", ActiveMTU: 1024})
 	env.SetRXE("c", &proto.RXEInfo{Name: "rxe0", IPv4: "127.0.0.1", ActiveMTU: 1024})
-	w := &steps.Workload{Workload: tooldesc.Workload{Name: "bad", Slug: "bad", Index: 40, Tool: "ib_write_bw"}, ServerHost: "server", ClientHost: "client", ServerRXE: "s", ClientRXE: "c"}
+	w := &steps.Workload{Workload: kinds.Workload{Name: "bad", Slug: "bad", Index: 40, Tool: "ib_write_bw"}, ServerHost: "server", ClientHost: "client", ServerRXE: "s", ClientRXE: "c"}
 	// No recorded outputs: both sides connect, then exit 1 naming the
 	// missing file on stderr.
 	t.Setenv("RLAB_FAKE_OUTPUTS", t.TempDir())

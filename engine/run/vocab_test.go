@@ -7,16 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestOneMetricVocabulary: the names an expect reads are the names of
 // results.json (and so of summary.md, the report and compare): for every
 // tool, result.* is exactly its metrics plus size and repeat.
 func TestOneMetricVocabulary(t *testing.T) {
-	for _, tool := range tooldesc.Names() {
+	for _, tool := range kinds.Names() {
 		attrs := lab.ResultAttrs(tool)
 		want := append(results.ToolMetrics(tool), "size", "repeat")
 		if !slices.Equal(attrs, want) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rlab-dev/rlab/kinds/builtin"
 )
 
 // TestMain: started as "tcpdump" (a symlink a test put first in PATH), this
@@ -18,5 +20,6 @@ func TestMain(m *testing.M) {
 		os.Stderr.WriteString("exec " + real + ": " + err.Error() + "\n")
 		os.Exit(127)
 	}
+	builtin.Register() // the built-in tool families, as cmd/rlab registers them
 	os.Exit(m.Run())
 }

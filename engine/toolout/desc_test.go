@@ -3,7 +3,7 @@ package toolout
 import (
 	"testing"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestParsersFollowDescriptor: every tool the descriptor runs as a program
@@ -11,7 +11,7 @@ import (
 // tool the descriptor does not know (ibv_xsrq_pingpong: rdma_rxe has no XRC)
 // is not parsed either.
 func TestParsersFollowDescriptor(t *testing.T) {
-	for _, tl := range tooldesc.All() {
+	for _, tl := range kinds.All() {
 		want := tl.Program != nil && len(tl.Metrics) > 0
 		if got := Supported(tl.Name); got != want {
 			t.Errorf("Supported(%s) = %v, want %v", tl.Name, got, want)

@@ -1,28 +1,36 @@
-// Package toolout turns what RDMA tools print into results.Samples: perftest
-// text reports of every ib_{write,read,send,atomic}_{bw,lat}, perftest
-// --out_json files (the valid modern format and the broken pre-2024 one),
-// ibv_*_pingpong summaries and rping ping-data lines.
+// Package toolout is the output-parsing library of the tool families: it
+// turns what a family's parser read from a tool's output (Rows of metric
+// values, and the Info the tool stated about its run) into results.Samples,
+// with their metadata and units. The parsers themselves live in their
+// family's package (kinds/perftest: text reports and --out_json files;
+// kinds/pingpong; kinds/rping), registered with the family (a kinds.Kind
+// whose value implements Parser); Parse finds a tool's through the kinds
+// registry. The pieces several parsers share are here: SplitLines,
+// ErrorHint, FailHint, ParseNumber.
 //
 // Parsers are pure functions of their input: no I/O, no side effects, and
 // garbage gives an error, never a panic. Metric names and units come from
-// engine/results (metrics.go); every sample carries its unit. Bandwidth is
-// always recorded in Gb/s whatever the tool printed (perftest prints MB/sec,
-// meaning MiB/s, unless run with --report_gbits); the unit the tool printed
-// is kept in Meta.Extra["reported_unit"].
+// the families' descriptors (kinds.Metrics); every sample carries its unit.
+// Bandwidth is always recorded in Gb/s whatever the tool printed (perftest
+// prints MB/sec, meaning MiB/s, unless run with --report_gbits); the unit
+// the tool printed is kept in Meta.Extra["reported_unit"].
 //
-// Which tools a parser reads comes from the tool descriptor (agent/tooldesc).
-// This package imports only agent/tooldesc, engine/results and the standard
-// library.
+// The tests here read every family's real outputs (testdata/) through
+// Parse, with the built-in families registered: the cross-family corpus,
+// goldens and fuzz targets.
+//
+// This package imports only kinds, engine/results and the standard library;
+// it must not import a family (they import it).
 package toolout
 
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Options says what a tool output was measured on; it fills the samples'
@@ -113,40 +121,31 @@ func Supported(tool string) bool {
 	return ok
 }
 
-// parser reads one run's output of a family's tools. readsStderr: it reads
-// opts.Stderr itself (rping reports its failures there), so its lines are
-// not added to the warnings.
-type parser struct {
-	parse       func(stdout []byte, opts Options) ([]row, Info, error)
-	readsStderr bool
+// Parser is what toolout asks of a tool family (a kinds.Kind) whose output
+// rlab reads: one run's output into rows and the facts the tool stated.
+// Families without one (tcp is measured by the agent, exec output is kept)
+// give ErrNoParser.
+type Parser interface {
+	Parse(stdout []byte, opts Options) ([]Row, Info, error)
 }
 
-var (
-	parsersMu sync.RWMutex
-	// parsers is the parser of every tool family, in one visible place;
-	// which tools belong to a family is the tool descriptor's
-	// (agent/tooldesc). tcp is measured by the agent, exec output is kept.
-	parsers = map[tooldesc.Family]parser{
-		tooldesc.PerftestBW:  {parse: parsePerftest},
-		tooldesc.PerftestLat: {parse: parsePerftest},
-		tooldesc.Pingpong:    {parse: func(b []byte, _ Options) ([]row, Info, error) { return parsePingpong(b) }},
-		tooldesc.Rping:       {parse: func(b []byte, o Options) ([]row, Info, error) { return parseRping(b, o.Stderr) }, readsStderr: true},
-	}
-)
-
-func parsePerftest(stdout []byte, opts Options) ([]row, Info, error) {
-	if opts.JSON {
-		return parsePerftestJSON(stdout, opts.ReportGbits)
-	}
-	return parsePerftestText(stdout)
+// StderrReader is a Parser that reads opts.Stderr itself (rping reports
+// its failures there), so its lines are not added to the warnings.
+type StderrReader interface {
+	ReadsStderr() bool
 }
 
-// Row is one line of a tool's result table, as a parser registered with
-// RegisterParser returns it: a message size, the iterations, and the values
-// of its metrics in the units of the metric vocabulary (agent/tooldesc).
+// Row is one line of a tool's result table, as a Parser returns it: a
+// message size, the iterations, and the values of its metrics in the units
+// of the metric vocabulary (kinds.Metrics).
 type Row struct {
 	Size, Iters int64
 	Values      []Value
+	// Extra goes into each of the row's samples' Meta.Extra.
+	Extra map[string]string
+	// Notes are what the row said that is not a Value: a column perftest
+	// printed as nan (its stdev of a loaded run can come out -nan).
+	Notes []string
 }
 
 // Value is one metric's value in a Row.
@@ -155,33 +154,12 @@ type Value struct {
 	Value  float64
 }
 
-// RegisterParser sets the parser of a tool family: how a made-up tool of a
-// test, described in agent/tooldesc, has its output read.
-func RegisterParser(f tooldesc.Family, parse func(stdout []byte, opts Options) ([]Row, Info, error)) {
-	parsersMu.Lock()
-	defer parsersMu.Unlock()
-	parsers[f] = parser{parse: func(b []byte, o Options) ([]row, Info, error) {
-		rs, info, err := parse(b, o)
-		out := make([]row, 0, len(rs))
-		for _, r := range rs {
-			x := row{size: r.Size, iters: r.Iters}
-			for _, v := range r.Values {
-				x.values = append(x.values, metricValue{v.Metric, v.Value})
-			}
-			out = append(out, x)
-		}
-		return out, info, err
-	}}
-}
-
-func parserOf(tool string) (parser, bool) {
-	t, ok := tooldesc.Lookup(tool)
+func parserOf(tool string) (Parser, bool) {
+	k, ok := kinds.KindOf(tool)
 	if !ok {
-		return parser{}, false
+		return nil, false
 	}
-	parsersMu.RLock()
-	defer parsersMu.RUnlock()
-	p, ok := parsers[t.Family]
+	p, ok := k.(Parser)
 	return p, ok
 }
 
@@ -195,9 +173,9 @@ func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, er
 	if !ok {
 		return nil, Info{Tool: tool}, fmt.Errorf("parse output of %s: %w", what(tool, opts), ErrNoParser)
 	}
-	rows, info, err := p.parse(stdout, opts)
+	rows, info, err := p.Parse(stdout, opts)
 	info.Tool = tool
-	if len(opts.Stderr) > 0 && !p.readsStderr {
+	if sr, ok := p.(StderrReader); len(opts.Stderr) > 0 && !(ok && sr.ReadsStderr()) {
 		info.Warnings = append(info.Warnings, warningLines(opts.Stderr)...)
 	}
 	if err != nil {
@@ -213,39 +191,23 @@ func what(tool string, opts Options) string {
 	return tool
 }
 
-// row is one line of a result table: a message size and its metrics, values
-// already in the unit of results.Metrics.
-type row struct {
-	size, iters int64
-	values      []metricValue
-	extra       map[string]string
-	// notes are what the row said that is not a value: a column perftest
-	// printed as nan (its stdev of a loaded run can come out -nan).
-	notes []string
-}
-
-type metricValue struct {
-	metric string
-	value  float64
-}
-
-func toSamples(tool string, rows []row, info Info, opts Options) []results.Sample {
+func toSamples(tool string, rows []Row, info Info, opts Options) []results.Sample {
 	devices := opts.Devices
 	if len(devices) == 0 && info.Device != "" {
 		devices = []string{info.Device}
 	}
 	var out []results.Sample
 	for _, r := range rows {
-		for _, mv := range r.values {
-			m, ok := results.MetricByName(mv.metric)
+		for _, mv := range r.Values {
+			m, ok := results.MetricByName(mv.Metric)
 			if !ok {
 				continue // every metric a parser emits is in the table; a test checks it
 			}
 			meta := results.Meta{
 				Workload:    opts.Workload,
 				Tool:        tool,
-				Size:        r.size,
-				Iterations:  r.iters,
+				Size:        r.Size,
+				Iterations:  r.Iters,
 				Repeat:      opts.Repeat,
 				Hosts:       cloneStrings(opts.Hosts),
 				Devices:     cloneStrings(devices),
@@ -262,10 +224,10 @@ func toSamples(tool string, rows []row, info Info, opts Options) []results.Sampl
 			if info.RDMACM {
 				meta.Extra["rdma_cm"] = "on"
 			}
-			for k, v := range r.extra {
+			for k, v := range r.Extra {
 				meta.Extra[k] = v
 			}
-			out = append(out, results.Sample{Metric: m.Name, Value: mv.value, Unit: m.Unit, Meta: meta})
+			out = append(out, results.Sample{Metric: m.Name, Value: mv.Value, Unit: m.Unit, Meta: meta})
 		}
 	}
 	return out
@@ -278,9 +240,9 @@ func cloneStrings(s []string) []string {
 	return append([]string(nil), s...)
 }
 
-// splitLines splits on \n and drops \r (outputs captured through a pty end
+// SplitLines splits on \n and drops \r (outputs captured through a pty end
 // lines with \r\n).
-func splitLines(b []byte) []string {
+func SplitLines(b []byte) []string {
 	s := strings.ReplaceAll(string(b), "\r", "")
 	return strings.Split(s, "\n")
 }
@@ -288,7 +250,7 @@ func splitLines(b []byte) []string {
 // warningLines returns the non-empty lines of a tool's stderr.
 func warningLines(b []byte) []string {
 	var out []string
-	for _, l := range splitLines(b) {
+	for _, l := range SplitLines(b) {
 		if l = strings.TrimSpace(l); l != "" {
 			out = append(out, l)
 		}
@@ -296,9 +258,9 @@ func warningLines(b []byte) []string {
 	return out
 }
 
-// errorHint picks lines of an output that look like the reason a tool
+// ErrorHint picks lines of an output that look like the reason a tool
 // failed, to put in an error message.
-func errorHint(lines []string) string {
+func ErrorHint(lines []string) string {
 	var hits []string
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
@@ -318,12 +280,12 @@ func errorHint(lines []string) string {
 	return ": " + strings.Join(hits, "; ")
 }
 
-// failHint is errorHint, or when no line looks like an error, the first
+// FailHint is ErrorHint, or when no line looks like an error, the first
 // lines the parser did not read: a tool that stopped early says why in its
 // own words ("Requested size larger than port MTU (4096)"), which no list of
 // keywords foresees.
-func failHint(lines, unread []string) string {
-	if h := errorHint(lines); h != "" {
+func FailHint(lines, unread []string) string {
+	if h := ErrorHint(lines); h != "" {
 		return h
 	}
 	if len(unread) > 3 {
@@ -356,7 +318,7 @@ func splitWarnings(warnings []string, out, stderr []byte) (unread, notes []strin
 	}
 	printed := map[string]bool{}
 	for _, b := range [][]byte{out, stderr} {
-		for _, l := range splitLines(b) {
+		for _, l := range SplitLines(b) {
 			if t := strings.TrimSpace(l); t != "" {
 				printed[t] = true
 			}
@@ -370,4 +332,16 @@ func splitWarnings(warnings []string, out, stderr []byte) (unread, notes []strin
 		}
 	}
 	return unread, notes
+}
+
+// ParseNumber accepts the finite, non-negative decimals perftest prints.
+func ParseNumber(s string) (float64, error) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a number: %q", s)
+	}
+	if x != x || x < 0 || x > 1e300 {
+		return 0, fmt.Errorf("value out of range: %q", s)
+	}
+	return x, nil
 }

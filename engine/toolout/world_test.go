@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/engine/toolout/tooltest"
 )
 
 // expectation is the sidecar NAME.expect of a fixture taken from the world
@@ -109,7 +111,7 @@ func TestWorld(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			checkSamples(t, ss)
+			tooltest.CheckSamples(t, ss)
 			if len(ss) != x.Samples {
 				t.Errorf("%d samples, want %d", len(ss), x.Samples)
 			}
@@ -284,7 +286,7 @@ func TestPerftestFormats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkSamples(t, ss)
+		tooltest.CheckSamples(t, ss)
 		var got []string
 		for _, s := range ss {
 			got = append(got, fmt.Sprintf("%s@%d", s.Metric, s.Meta.Size))

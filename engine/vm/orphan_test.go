@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlab-dev/rlab/kinds/builtin"
 )
 
 // The test binary plays two extra roles, chosen by RLAB_VM_TEST_ROLE:
@@ -45,6 +47,7 @@ func TestMain(m *testing.M) {
 		fakeController()
 		return
 	}
+	builtin.Register() // the built-in tool families, as cmd/rlab registers them
 	os.Exit(m.Run())
 }
 

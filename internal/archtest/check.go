@@ -34,7 +34,7 @@ func full(p string) string {
 // package (no rlab folder is named like one).
 func isRlab(first string) bool {
 	switch first {
-	case "agent", "bench", "cmd", "engine", "internal", "labs", "steps", "templates":
+	case "agent", "bench", "cmd", "engine", "internal", "kinds", "labs", "steps", "templates":
 		return true
 	}
 	return false

@@ -32,16 +32,15 @@ var (
 	hostTalk = []string{"engine/sshx/...", "engine/remote", "agent/rpc", "agent/server", "golang.org/x/crypto/ssh", "github.com/pkg/sftp", "os/exec", "net"}
 	// agentBits is what the agent binary may carry besides the standard
 	// library: it is shipped to every host and must stay small.
-	agentBits = []string{"agent/proto", "agent/tooldesc", "golang.org/x/sys/...", "github.com/vishvananda/netlink"}
+	agentBits = []string{"agent/proto", "golang.org/x/sys/...", "github.com/vishvananda/netlink"}
 )
 
 // Rules is rlab's layering, one row per package doc that states it.
 var Rules = []Rule{
 	// The agent side: shipped to hosts, shared with the controller.
-	{Pkg: "agent/...", Never: []string{"engine/...", "cmd/...", "steps/..."},
+	{Pkg: "agent/...", Never: []string{"engine/...", "cmd/...", "steps/...", "kinds/..."},
 		Why: "the agent and its protocol are shared by both sides; nothing of the controller may ride along to the hosts"},
 	{Pkg: "agent/proto", Only: stdOnly, Why: "the wire protocol is shared by controller and agent"},
-	{Pkg: "agent/tooldesc", Only: stdOnly, Why: "both the controller and the agent read the tool descriptor"},
 	{Pkg: "agent/dist", Only: stdOnly, Why: "it only embeds the built agents"},
 	{Pkg: "agent/rpc", Only: []string{"agent/proto"}, Why: "the controller's client is a leaf over the protocol"},
 	{Pkg: "agent/server", Only: agentBits, Why: "the agent's serve loop is shipped to every host"},
@@ -50,18 +49,21 @@ var Rules = []Rule{
 	{Pkg: "agent/rpc/rpctest", Only: []string{"agent/server", "agent/rpc", "agent/proto"}, Why: "a test bed of the client against the real in-process agent"},
 
 	// Leaves of the controller.
+	{Pkg: "kinds", Only: stdOnly, Why: "the descriptors' core: every layer reads it, so it reads nothing of theirs"},
+	{Pkg: "kinds/...", Never: []string{"engine/run", "engine/lab", "engine/sshx/...", "engine/remote", "cmd/...", "golang.org/x/crypto/ssh"},
+		Why: "a family is its descriptor, step and parser: testable against an in-process agent, knowing no lab model or SSH"},
 	{Pkg: "engine/termsafe", Only: stdOnly, Why: "a leaf every layer that shows host text uses"},
 	{Pkg: "engine/runevent", Only: stdOnly, Why: "the event log's one line type, read by what shows progress without the executor"},
 	{Pkg: "engine/rundir", Only: stdOnly, Why: "a leaf every reader of a received run directory uses"},
 	{Pkg: "engine/testbed", Only: stdOnly, Why: "every package's tests may use it"},
 	{Pkg: "templates", Only: stdOnly, Why: "starter labs are data embedded in rlab"},
 	{Pkg: "templates/report", Only: stdOnly, ImportedBy: []string{"engine/report"}, Why: "engine/report parses and executes the report templates; nothing else should"},
-	// engine/results' doc names only agent/tooldesc; it also imports the
+	// engine/results' doc names only kinds; it also imports the
 	// leaves engine/termsafe (summary.md shows host text) and engine/rundir
 	// (a received run directory is read confined).
-	{Pkg: "engine/results", Only: []string{"agent/tooldesc", "engine/rundir", "engine/termsafe", "golang.org/x/perf/..."},
+	{Pkg: "engine/results", Only: []string{"kinds", "engine/rundir", "engine/termsafe", "golang.org/x/perf/..."},
 		Why: "parsers, the engine and reports all share the model of what a run measured"},
-	{Pkg: "engine/toolout", Only: []string{"agent/tooldesc", "engine/results"}, Why: "parsers are pure functions of a tool's output"},
+	{Pkg: "engine/toolout", Only: []string{"kinds", "engine/results"}, Why: "parsers are pure functions of a tool's output"},
 	{Pkg: "engine/roce", Never: []string{"cmd/...", "engine/run"}, Why: "the decoder works on a capture file alone"},
 	{Pkg: "engine/iograph", Only: []string{"engine/roce"}, Why: "it draws with the standard library alone"},
 
@@ -70,7 +72,7 @@ var Rules = []Rule{
 		Why: "the lab model is the contract the run engine, SSH and the agent build on"},
 	{Pkg: "engine/plan", Never: append([]string{"engine/run", "engine/vm", "engine/image", "steps"}, hostTalk...),
 		Why: "the plan is pure: no I/O, no SSH, no agent"},
-	{Pkg: "engine/provision/needs", Only: []string{"engine/lab", "agent/tooldesc"}, Never: hostTalk,
+	{Pkg: "engine/provision/needs", Only: []string{"engine/lab", "kinds"}, Never: hostTalk,
 		Why: "what a lab needs per host is pure, so engine/plan can say it"},
 	{Pkg: "engine/preflight", Never: append([]string{"engine/run"}, hostTalk...), Why: "preflight is a pure function of the lab and the hosts' facts"},
 	{Pkg: "engine/provision", Never: []string{"engine/run", "engine/sshx/...", "engine/remote", "golang.org/x/crypto/ssh"},
@@ -83,7 +85,7 @@ var Rules = []Rule{
 	// Reaching hosts.
 	{Pkg: "engine/sshx", Never: []string{"engine/lab", "engine/remote", "agent/..."}, Why: "SSH knows nothing of labs or agents"},
 	{Pkg: "engine/remote", Never: []string{"engine/lab", "engine/plan", "engine/run", "steps"}, Why: "shipping and speaking to the agent knows nothing of labs"},
-	{Pkg: "steps", Only: []string{"agent/proto", "agent/rpc", "agent/tooldesc", "engine/results"},
+	{Pkg: "steps", Only: []string{"agent/proto", "agent/rpc", "kinds", "engine/results"},
 		Never: []string{"engine/lab", "engine/sshx/...", "engine/remote", "engine/run", "golang.org/x/crypto/ssh"},
 		Why:   "every step kind is testable against an in-process agent"},
 	{Pkg: "engine/image", Never: []string{"engine/vm", "engine/sshx/...", "engine/remote", "agent/rpc", "agent/server", "golang.org/x/crypto/ssh", "github.com/pkg/sftp"},

@@ -5,7 +5,7 @@
 // a host's needs in its provision step without depending on the agent client
 // engine/provision installs through.
 //
-// It imports engine/lab and agent/tooldesc only; never agent/rpc, SSH or
+// It imports engine/lab and kinds only; never agent/rpc, SSH or
 // os/exec (internal/archtest checks it).
 package needs
 
@@ -13,8 +13,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rlab-dev/rlab/agent/tooldesc"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // RXEModule is the kernel module of Soft-RoCE.
@@ -77,7 +77,7 @@ func (n Need) Describe() string {
 	forPkg := map[string][]string{}
 	var pkgs []string
 	for _, name := range n.Programs {
-		prog, ok := tooldesc.ProgramByName(name)
+		prog, ok := kinds.ProgramByName(name)
 		if !ok || prog.Packages.Debian == "" {
 			continue
 		}

@@ -1,0 +1,26 @@
+// Package exec is the exec tool family: one command (an argv, never through
+// a shell) on one host; its exit code and output are kept, not parsed. It
+// holds its descriptor (Kind.Desc) and its step (Kind.NewStep).
+//
+// It imports kinds and steps; kinds/builtin registers it.
+package exec
+
+import (
+	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// Family is exec's family.
+const Family kinds.Family = "exec"
+
+// Kind is the exec family; kinds/builtin registers it.
+type Kind struct{}
+
+// NewStep is the step of one exec workload.
+func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+
+// Desc is exec's descriptor: it records only the common metrics.
+func (Kind) Desc() kinds.Desc {
+	return kinds.Desc{Name: "exec",
+		Tools: []kinds.Tool{{Name: "exec", Family: Family, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true}}}}
+}

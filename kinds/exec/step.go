@@ -1,0 +1,66 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// exec runs any argv on a host (never through a shell); its exit code and
+// output are kept. A non-zero exit fails the workload.
+
+type execWorkload struct {
+	w     *steps.Workload
+	out   steps.Outcome
+	procs steps.Procs
+}
+
+func newStep(w *steps.Workload) (steps.Step, error) {
+	if len(w.Command) == 0 {
+		return nil, fmt.Errorf("workload %q (exec): empty command", w.Name)
+	}
+	if w.Host == "" {
+		return nil, fmt.Errorf("workload %q (exec): no host", w.Name)
+	}
+	return &execWorkload{w: w}, nil
+}
+
+func (s *execWorkload) Describe() string {
+	return fmt.Sprintf("exec %s on host %s: %s", s.w.Name, s.w.Host, strings.Join(s.w.Command, " "))
+}
+
+func (s *execWorkload) Outcome() *steps.Outcome { return &s.out }
+
+func (s *execWorkload) Undo(ctx context.Context, env *steps.Env) error {
+	return s.procs.StopAll(ctx, env)
+}
+
+func (s *execWorkload) Apply(ctx context.Context, env *steps.Env) error {
+	return steps.RunUnits(ctx, env, &s.out, s.w, steps.Units(s.w, nil), func(ctx context.Context, u steps.Unit) error {
+		return s.run(ctx, env, u.Repeat)
+	})
+}
+
+func (s *execWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
+	w := s.w
+	spec := steps.ProcSpec{Host: w.Host, Handle: steps.Handle(w, "exec", 0, rep), Argv: append(append([]string{}, w.Command...), w.Args...), Role: "command"}
+	if _, err := steps.StartProc(ctx, env, &s.procs, "exec", spec); err != nil {
+		return err
+	}
+	r, err := steps.WaitProc(ctx, env, &s.procs, w.Host, spec.Handle, steps.Remaining(ctx))
+	if err != nil {
+		return fmt.Errorf("wait for exec on host %q: %s: %w", w.Host, strings.Join(spec.Argv, " "), err)
+	}
+	pr := steps.Ref(w.Host, r)
+	s.out.Runs = append(s.out.Runs, steps.RunRecord{Repeat: rep, Client: pr})
+	ss := steps.CommonSamples(r.ExitCode, pr.Seconds)
+	steps.FillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Repeat: rep, Hosts: []string{w.Host}})
+	s.out.Samples = append(s.out.Samples, ss...)
+	if r.ExitCode != 0 || r.TimedOut || r.Signal != "" {
+		return steps.ProcError("exec", "command", w.Host, r)
+	}
+	return nil
+}

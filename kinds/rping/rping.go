@@ -1,0 +1,48 @@
+// Package rping is the rping tool family: rping from rdmacm-utils, an RDMA CM
+// connection and ping-pongs of RDMA READ/WRITE between two RDMA devices. It
+// holds its descriptor (Kind.Desc), its step (Kind.NewStep) and its output
+// parser (Kind.Parse: the "ping data" lines, failures read from stderr).
+//
+// It imports kinds, steps and engine/toolout; kinds/builtin registers it.
+package rping
+
+import (
+	"github.com/rlab-dev/rlab/engine/toolout"
+	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// Family is rping's family.
+const Family kinds.Family = "rping"
+
+// Kind is the rping family; kinds/builtin registers it.
+type Kind struct{}
+
+// NewStep is the step of one rping workload.
+func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+
+// Parse reads one run's output; rping reports its failures on stderr.
+func (Kind) Parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {
+	return parse(stdout, opts.Stderr)
+}
+
+// ReadsStderr says Parse reads opts.Stderr itself (toolout.StderrReader).
+func (Kind) ReadsStderr() bool { return true }
+
+// Desc is rping's descriptor.
+func (Kind) Desc() kinds.Desc {
+	return kinds.Desc{Name: "rping",
+		Metrics: []kinds.Metric{{Name: "rping_count", Unit: "count", HigherIsBetter: true, Doc: "rping ping-pongs completed"}},
+		Tools: []kinds.Tool{{Name: "rping", Family: Family, RDMA: true, FixedTransport: "RC", RDMACM: true,
+			TransportWhy: "rping always uses an RC connection through the RDMA CM",
+			Sizes:        true, Iterations: true,
+			Metrics:      []string{"rping_count"},
+			Program:      &kinds.Program{Name: "rping", Packages: kinds.Packages{Debian: "rdmacm-utils", RHEL: "librdmacm-utils", SUSE: "librdmacm-utils"}, Version: kinds.Version{RDMACore: true}},
+			NeedsModules: []string{"rdma_cm"},
+			Chart:        "rping",
+			View: kinds.View{
+				Headline: []kinds.Figure{{Metric: "rping_count", Count: true, Word: "ping-pongs"}},
+				Glance:   kinds.Figure{Metric: "rping_count", At: kinds.Largest},
+			}}},
+	}
+}
