@@ -204,10 +204,17 @@ var Common = func() []string {
 	return ns
 }()
 
+// The metrics every workload records, by name: what a step records them
+// under (steps.CommonSamples).
+const (
+	ExitCode = "exit_code"
+	Duration = "duration"
+)
+
 // common are the metrics every workload records, last in report order.
 var common = []Metric{
-	{"exit_code", "code", false, "exit code of the client side (exec: the command)", nil},
-	{"duration", "s", false, "wall time of the workload run", []Alias{{"duration_s", 1}}},
+	{ExitCode, "code", false, "exit code of the client side (exec: the command)", nil},
+	{Duration, "s", false, "wall time of the workload run", []Alias{{"duration_s", 1}}},
 }
 
 // Retired returns the metric that replaced an old metric name, if n is one

@@ -11,6 +11,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // serverGrace is how long a server side may take to exit after its client
@@ -256,8 +257,8 @@ func FillMeta(ss []results.Sample, m results.Meta) {
 // common samples every workload run records: exit code and wall time.
 func CommonSamples(exit int, seconds float64) []results.Sample {
 	return []results.Sample{
-		{Metric: "exit_code", Value: float64(exit), Unit: "code"},
-		{Metric: "duration", Value: seconds, Unit: "s"},
+		{Metric: kinds.ExitCode, Value: float64(exit), Unit: "code"},
+		{Metric: kinds.Duration, Value: seconds, Unit: "s"},
 	}
 }
 
