@@ -68,7 +68,6 @@ func readSize(sc *sftp.Client) int {
 // from the host.
 func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo, d *dests, land func(int64), sums *hostSums) error {
 	src := path.Join(a.Hello.WorkDir, filepath.ToSlash(f.Path))
-	fail := func(err error) error { return fmt.Errorf("%s: %w", src, err) }
 	dst, err := d.prepare(f.Path)
 	if err != nil {
 		return err
@@ -80,7 +79,7 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 	// connection, CancelGrace later.
 	w := a.client.WatchWith(ctx, "sftp read", a.idleLimit(), sshx.WatchOptions{Idle: true, Session: closer(func() {})})
 	defer w.Stop()
-	fail = func(err error) error { return fmt.Errorf("%s: %w", src, w.Fired(err)) }
+	fail := func(err error) error { return fmt.Errorf("%s: %w", src, w.Fired(err)) }
 	st, err := sc.Lstat(src)
 	if err != nil {
 		return fail(err)

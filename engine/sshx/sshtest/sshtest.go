@@ -244,10 +244,11 @@ func (s *Server) handle(c net.Conn) {
 		return
 	}
 	go ssh.DiscardRequests(reqs)
-	var held []ssh.NewChannel // stalled opens: kept unanswered until the connection ends
 	for nc := range chans {
 		if s.StallOpens.Load() {
-			held = append(held, nc)
+			// A stalled open is left unanswered: the channel request
+			// waits until the connection ends.
+			_ = nc
 			continue
 		}
 		if nc.ChannelType() == "direct-tcpip" && s.Forward {
