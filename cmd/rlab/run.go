@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -35,6 +36,8 @@ type runFlags struct {
 	// provision: --provision and its bounds (rlab run only).
 	provision bool
 	pf        provisionFlags
+	// watchdog: --agent-watchdog (0: off).
+	watchdog time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -88,7 +91,17 @@ finishes a teardown later.`,
 	fl.StringVar(&f.maxPull, "max-pull", "", "cap on the artifact bytes pulled from each host, e.g. 5GiB; 0 = no cap (default 20GiB)")
 	fl.BoolVar(&f.provision, "provision", false, "first install what the lab needs on every host with its package manager, as rlab provision does (a host's provision = true does it for that host alone)")
 	f.pf.register(fl, "provision-")
+	fl.DurationVar(&f.watchdog, "agent-watchdog", runengine.DefaultAgentWatchdog, "a host's agent that hears nothing from rlab this long (its network gone) undoes what the run made there and exits; rlab pings it meanwhile; 0 = off")
 	return cmd
+}
+
+// agentWatchdog maps --agent-watchdog (0 = off) to Options.AgentWatchdog
+// (0 = the default, < 0 = off).
+func agentWatchdog(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func runLab(cmd *cobra.Command, path string, f *runFlags) error {
@@ -158,6 +171,8 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		OnEvent:   prog.event,
 		Hard:      hard,
 		NoReport:  validate,
+
+		AgentWatchdog: agentWatchdog(f.watchdog),
 	})
 	prog.finish()
 	w := cmd.OutOrStdout()

@@ -312,6 +312,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.conns[h.Name] = cw
 	r.env.Hosts[h.Name] = cw
 	r.mu.Unlock()
+	r.armWatchdog(ctx, h.Name, c)
 	f, err := rpc.Invoke(ctx, cw, rpc.Facts, proto.FactsParams{})
 	if err != nil {
 		return fmt.Errorf("read facts of host %q: %w", h.Name, err)

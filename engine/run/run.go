@@ -141,6 +141,21 @@ type Options struct {
 	// NoReport skips report.html (engine/report).
 	NoReport bool
 	Now      func() time.Time
+	// AgentWatchdog arms each host's agent watchdog (a Host with a
+	// Watchdog method: SSH hosts): an agent that hears nothing from this
+	// rlab for that long (its network gone) undoes what the run made there
+	// and exits, and rlab pings it meanwhile. 0 means
+	// DefaultAgentWatchdog, < 0 off.
+	AgentWatchdog time.Duration
+}
+
+// DefaultAgentWatchdog is Options.AgentWatchdog's default (rlab run
+// --agent-watchdog).
+const DefaultAgentWatchdog = 60 * time.Second
+
+// watchdogHost is a Host whose agent has a watchdog (sshHost).
+type watchdogHost interface {
+	Watchdog(ctx context.Context, limit time.Duration) error
 }
 
 // Result is what a run ended with.

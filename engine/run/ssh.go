@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
@@ -221,6 +222,12 @@ func (h *sshHost) Hello() proto.Hello {
 
 func (h *sshHost) Send(ctx context.Context, req *rpc.Request) error {
 	return h.a.RPC().Send(ctx, req)
+}
+
+// Watchdog arms the agent's watchdog and pings it for the rest of the run
+// (rpc.Client.Watchdog).
+func (h *sshHost) Watchdog(ctx context.Context, limit time.Duration) error {
+	return h.a.RPC().Watchdog(ctx, limit)
 }
 
 func (h *sshHost) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {
