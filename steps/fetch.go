@@ -1,11 +1,13 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,7 +110,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				err := readSmall(ctx, h, f, dst)
+				err := readSmall(ctx, h, f, dst, env.Mask)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -160,7 +162,7 @@ func IsCaptureFile(p string) bool {
 }
 
 // readSmall fetches one small file with files.read into dst/f.Path.
-func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string) error {
+func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string, mask func(string, io.Writer) io.WriteCloser) error {
 	p := filepath.Join(dst, f.Path)
 	if rel, err := filepath.Rel(dst, p); err != nil || !filepath.IsLocal(rel) {
 		return fmt.Errorf("refusing path %q: it leaves %s", f.Path, dst)
@@ -176,7 +178,16 @@ func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string) error 
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(p+".part", fd.Data, 0o600); err != nil {
+	data := fd.Data
+	if mask != nil {
+		var b bytes.Buffer
+		if w := mask(f.Path, &b); w != nil {
+			w.Write(data)
+			w.Close()
+			data = b.Bytes()
+		}
+	}
+	if err := os.WriteFile(p+".part", data, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(p+".part", p)

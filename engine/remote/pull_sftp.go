@@ -94,7 +94,11 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 		return fail(err)
 	}
 	h := sha256.New()
-	n, grew, err := copyAt(ctx, rf, f.Size, readSize(sc), io.MultiWriter(lf, landWriter(land)), h)
+	out, flush := d.sink(f.Path, lf)
+	n, grew, err := copyAt(ctx, rf, f.Size, readSize(sc), io.MultiWriter(out, landWriter(land)), h)
+	if ferr := flush(); err == nil {
+		err = ferr
+	}
 	if cerr := lf.Close(); err == nil {
 		err = cerr
 	}

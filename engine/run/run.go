@@ -316,6 +316,7 @@ func (r *runner) prepare() error {
 		Notify:  func(w, msg string) { r.emit(Event{Type: EventNotice, Workload: w, Message: msg}) },
 		// The unit (size × repeat) under way, for the live progress.
 		UnitStart: func(w, u string) { r.emit(Event{Type: EventUnit, Workload: w, Message: u}) },
+		Mask:      pullMask(r.lab.Sensitive),
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // SSHConnector reaches hosts over SSH (engine/sshx), installs the agent when
@@ -195,7 +196,9 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 		}
 		return nil, err
 	}
-	return &sshHost{a: a, c: c, log: logf, pull: s.Pull}, nil
+	pull := s.Pull
+	pull.Filter = pullMask(t.Sensitive)
+	return &sshHost{a: a, c: c, log: logf, pull: pull}, nil
 }
 
 // sshHost is a started agent over its SSH connection.
@@ -248,6 +251,22 @@ func (h *sshHost) Close() error {
 		h.log.Close()
 	}
 	return err
+}
+
+// pullMask masks the sensitive values in every pulled file but captures
+// (whose binary records a rewrite would break): what a workload printed
+// (its argv echoed, a token it was given) never reaches the run directory
+// as it was printed. Nil without sensitive values.
+func pullMask(secrets []string) func(path string, w io.Writer) io.WriteCloser {
+	if len(secrets) == 0 {
+		return nil
+	}
+	return func(p string, w io.Writer) io.WriteCloser {
+		if steps.IsCaptureFile(p) {
+			return nil
+		}
+		return lab.MaskWriter(secrets, w)
+	}
 }
 
 // agentLogMax bounds a host's agent.log in the run directory: the agent's
