@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,6 +42,11 @@ type Fetch struct {
 
 	Pulled  []proto.FileInfo
 	Refused []string // paths that were not local
+	// Kept are host files not pulled because the run directory already
+	// holds a file of that name the controller wrote (its redacted,
+	// bounded agent.log, a dmesg tail): a host's own agent.log in its
+	// work dir must not replace the controller's record.
+	Kept []string
 }
 
 func (s *Fetch) Describe() string { return fmt.Sprintf("fetch artifacts of host %s", s.Host) }
@@ -75,6 +81,16 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		dir   string
 	}{{caps, "captures"}, {logs, "logs"}} {
 		dst := filepath.Join(s.Dir, set.dir)
+		set.files = slices.DeleteFunc(slices.Clone(set.files), func(f proto.FileInfo) bool {
+			if _, err := os.Lstat(filepath.Join(dst, f.Path)); err == nil {
+				s.Kept = append(s.Kept, f.Path)
+				return true
+			}
+			return false
+		})
+		if len(s.Kept) > 0 && env.Log != nil {
+			env.Log.Warn("fetch: files the run directory already holds (the controller's own) are not replaced by the host's", "host", s.Host, "files", s.Kept)
+		}
 		if p, ok := h.(Puller); ok {
 			// Every file through Pull: small ones come in one bundle,
 			// and all of them count against the host's byte cap.

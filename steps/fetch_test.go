@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -86,5 +87,32 @@ func TestFetchPullsEverything(t *testing.T) {
 				t.Errorf("refused %q, pulled %d", f.Refused, len(f.Pulled))
 			}
 		})
+	}
+}
+
+// TestFetchKeepsControllersFiles: a host whose work dir holds its own
+// agent.log does not replace the controller's (redacted, bounded) one.
+func TestFetchKeepsControllersFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "logs", "agent.log")
+	if err := os.WriteFile(own, []byte("the controller's record\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lh := &listHost{files: []proto.FileInfo{{Path: "agent.log", Size: 5, SHA256: "x"}, {Path: "w.r0.stdout", Size: 1, SHA256: "y"}}, pulls: map[string][]string{}}
+	f := &Fetch{Host: "h", Dir: dir}
+	if err := f.Apply(context.Background(), &Env{Hosts: map[string]Host{"h": lh}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lh.pulls["logs"]; !slices.Equal(got, []string{"w.r0.stdout"}) {
+		t.Errorf("pulled %q, want only the workload's output", got)
+	}
+	if !slices.Equal(f.Kept, []string{"agent.log"}) {
+		t.Errorf("kept %q", f.Kept)
+	}
+	if b, _ := os.ReadFile(own); string(b) != "the controller's record\n" {
+		t.Errorf("the controller's agent.log is now %q", b)
 	}
 }
