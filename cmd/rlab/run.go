@@ -87,7 +87,7 @@ finishes a teardown later.`,
 	f.hf.register(fl)
 	fl.StringVar(&f.out, "out", "", "run directory (default runs/<lab>/<UTC timestamp>)")
 	onlyFlag(fl, &f.only, "run only these workloads, instances or students (comma-separated names, addresses or for_each keys)")
-	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
+	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run, and the hosts' work dirs (removed once pulled otherwise)")
 	fl.StringVar(&f.maxPull, "max-pull", "", "cap on the artifact bytes pulled from each host, e.g. 5GiB; 0 = no cap (default 20GiB)")
 	fl.BoolVar(&f.provision, "provision", false, "first install what the lab needs on every host with its package manager, as rlab provision does (a host's provision = true does it for that host alone)")
 	f.pf.register(fl, "provision-")

@@ -505,9 +505,11 @@ func (r *runner) fetchAll(ctx context.Context) {
 			return nil
 		}
 		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
-		if err := r.apply(ctx, f, h.Name, "", r.stepIDs(h.Name, "", plan.Fetch)...); err != nil {
+		err := r.apply(ctx, f, h.Name, "", r.stepIDs(h.Name, "", plan.Fetch)...)
+		if err != nil {
 			r.addErr(&infraError{err})
 		}
+		r.removeWorkDir(ctx, h.Name, err)
 		return nil
 	})
 }
