@@ -116,3 +116,29 @@ func TestFetchKeepsControllersFiles(t *testing.T) {
 		t.Errorf("the controller's agent.log is now %q", b)
 	}
 }
+
+// TestCapFiles: over the cap, the workloads' outputs come first, then
+// captures, then the rest, each in listing order.
+func TestCapFiles(t *testing.T) {
+	files := []proto.FileInfo{{Path: "d/1"}, {Path: "cap.c.pcap"}, {Path: "d/2"}, {Path: "wl.w.exec.r0.stdout"}, {Path: "wl.w.exec.r0.stderr"}}
+	for _, tt := range []struct {
+		max        int
+		kept, left []string
+	}{
+		{5, []string{"d/1", "cap.c.pcap", "d/2", "wl.w.exec.r0.stdout", "wl.w.exec.r0.stderr"}, nil},
+		{3, []string{"wl.w.exec.r0.stdout", "wl.w.exec.r0.stderr", "cap.c.pcap"}, []string{"d/1", "d/2"}},
+		{1, []string{"wl.w.exec.r0.stdout"}, []string{"wl.w.exec.r0.stderr", "cap.c.pcap", "d/1", "d/2"}},
+	} {
+		kept, left := capFiles(files, tt.max)
+		paths := func(fs []proto.FileInfo) []string {
+			var out []string
+			for _, f := range fs {
+				out = append(out, f.Path)
+			}
+			return out
+		}
+		if !slices.Equal(paths(kept), tt.kept) || !slices.Equal(paths(left), tt.left) {
+			t.Errorf("max %d: kept %q left %q, want %q and %q", tt.max, paths(kept), paths(left), tt.kept, tt.left)
+		}
+	}
+}

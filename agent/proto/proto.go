@@ -534,6 +534,8 @@ type FilesListParams struct {
 type FilesList struct {
 	Root  string     `json:"root"` // absolute path of the work dir on the host
 	Files []FileInfo `json:"files"`
+	// More: files sorting after the last one follow (FilesListOptions).
+	More bool `json:"more,omitempty"`
 }
 
 // FileInfo names a regular file relative to the work dir. The controller
