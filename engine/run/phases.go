@@ -312,7 +312,6 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.conns[h.Name] = cw
 	r.env.Hosts[h.Name] = cw
 	r.mu.Unlock()
-	r.armWatchdog(ctx, h.Name, c)
 	f, err := rpc.Invoke(ctx, cw, rpc.Facts, proto.FactsParams{})
 	if err != nil {
 		return fmt.Errorf("read facts of host %q: %w", h.Name, err)
@@ -320,6 +319,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.mu.Lock()
 	r.env.Facts[h.Name] = &f
 	r.mu.Unlock()
+	r.armWatchdog(ctx, h.Name, c) // after facts: an agent stuck from the start is named by facts
 	hd := r.hostDir(h)
 	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o700); err != nil {
 		return fmt.Errorf("create host folder: %w", err)

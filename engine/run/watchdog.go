@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -26,8 +27,14 @@ func (r *runner) armWatchdog(ctx context.Context, host string, c Host) {
 	if limit < 0 || !ok {
 		return
 	}
-	if err := w.Watchdog(ctx, limit); err != nil {
-		r.log.Warn("the host's agent has no watchdog: should rlab lose its network, what the run made there stays until rlab down", "host", host, "err", err)
+	err := w.Watchdog(ctx, limit)
+	var pe *proto.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &pe) && pe.Code == proto.CodeUnknown:
+		r.log.Warn("the host's agent has no watchdog: should rlab lose its network, what the run made there stays until rlab down", "host", host)
+	default:
+		r.log.Warn("arm the host's agent watchdog", "host", host, "err", err)
 	}
 }
 
