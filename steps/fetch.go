@@ -1,13 +1,16 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -39,6 +42,11 @@ type Fetch struct {
 
 	Pulled  []proto.FileInfo
 	Refused []string // paths that were not local
+	// Kept are host files not pulled because the run directory already
+	// holds a file of that name the controller wrote (its redacted,
+	// bounded agent.log, a dmesg tail): a host's own agent.log in its
+	// work dir must not replace the controller's record.
+	Kept []string
 }
 
 func (s *Fetch) Describe() string { return fmt.Sprintf("fetch artifacts of host %s", s.Host) }
@@ -51,12 +59,13 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	// Big files are listed without their sha256: the host computes it
 	// while it sends them (engine/remote Pull), instead of reading every
 	// capture twice. Files up to SmallFile always carry theirs.
-	list, err := rpc.Invoke(ctx, h, rpc.FilesList, proto.FilesListOptions{HashMax: hashMaxFor(h)})
+	listed, err := listAll(ctx, h, hashMaxFor(h))
 	if err != nil {
 		return fmt.Errorf("list artifacts on host %q: %w", s.Host, err)
 	}
+	listed, left := capFiles(listed, MaxFetchFiles)
 	var caps, logs []proto.FileInfo
-	for _, f := range list.Files {
+	for _, f := range listed {
 		if !filepath.IsLocal(f.Path) {
 			s.Refused = append(s.Refused, f.Path)
 			continue
@@ -73,6 +82,16 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		dir   string
 	}{{caps, "captures"}, {logs, "logs"}} {
 		dst := filepath.Join(s.Dir, set.dir)
+		set.files = slices.DeleteFunc(slices.Clone(set.files), func(f proto.FileInfo) bool {
+			if _, err := os.Lstat(filepath.Join(dst, f.Path)); err == nil {
+				s.Kept = append(s.Kept, f.Path)
+				return true
+			}
+			return false
+		})
+		if len(s.Kept) > 0 && env.Log != nil {
+			env.Log.Warn("fetch: files the run directory already holds (the controller's own) are not replaced by the host's", "host", s.Host, "files", s.Kept)
+		}
 		if p, ok := h.(Puller); ok {
 			// Every file through Pull: small ones come in one bundle,
 			// and all of them count against the host's byte cap.
@@ -108,7 +127,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				err := readSmall(ctx, h, f, dst)
+				err := readSmall(ctx, h, f, dst, env.Mask)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -123,6 +142,9 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			errs = append(errs, fmt.Errorf("fetch artifacts of host %q: this connection cannot pull files (%d over %d bytes)", s.Host, len(big), SmallFile))
 		}
 	}
+	if len(left) > 0 {
+		errs = append(errs, fmt.Errorf("host %q: its work dir holds %d files, over the %d a run pulls: the workloads' outputs and captures came first, %d files were left there (%s)", s.Host, len(listed)+len(left), MaxFetchFiles, len(left), firstPaths(left, 3)))
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -130,6 +152,66 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		return fmt.Errorf("host %q reported files outside its work dir (refused): %s", s.Host, strings.Join(s.Refused, ", "))
 	}
 	return nil
+}
+
+// MaxFetchFiles bounds the files pulled from one host: a work dir a
+// workload filled with small files is pulled up to it, the workloads'
+// outputs first, and what was left is said.
+const MaxFetchFiles = 100000
+
+// listAll lists the work dir page by page (proto.FilesListOptions).
+func listAll(ctx context.Context, h Host, hashMax int64) ([]proto.FileInfo, error) {
+	var all []proto.FileInfo
+	after := ""
+	for {
+		page, err := rpc.Invoke(ctx, h, rpc.FilesList, proto.FilesListOptions{HashMax: hashMax, After: after})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Files...)
+		if !page.More || len(page.Files) == 0 {
+			return all, nil
+		}
+		next := page.Files[len(page.Files)-1].Path
+		if next <= after || len(all) > 4*MaxFetchFiles {
+			// A host that pages backwards, or forever: what it gave is
+			// what there is.
+			return all, nil
+		}
+		after = next
+	}
+}
+
+// capFiles keeps at most max files, the workloads' outputs (wl.*) first,
+// then captures, then the rest, each in listing order; left is the others.
+func capFiles(files []proto.FileInfo, max int) (kept, left []proto.FileInfo) {
+	if len(files) <= max {
+		return files, nil
+	}
+	rank := func(f proto.FileInfo) int {
+		switch b := filepath.Base(f.Path); {
+		case strings.HasPrefix(b, "wl."):
+			return 0
+		case IsCaptureFile(f.Path):
+			return 1
+		}
+		return 2
+	}
+	sorted := slices.Clone(files)
+	slices.SortStableFunc(sorted, func(a, b proto.FileInfo) int { return rank(a) - rank(b) })
+	return sorted[:max], sorted[max:]
+}
+
+func firstPaths(files []proto.FileInfo, n int) string {
+	var ps []string
+	for i, f := range files {
+		if i == n {
+			ps = append(ps, fmt.Sprintf("and %d more", len(files)-n))
+			break
+		}
+		ps = append(ps, f.Path)
+	}
+	return strings.Join(ps, ", ")
 }
 
 // hashMaxFor is the listing's HashMax: files bigger than SmallFile are
@@ -160,7 +242,7 @@ func IsCaptureFile(p string) bool {
 }
 
 // readSmall fetches one small file with files.read into dst/f.Path.
-func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string) error {
+func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string, mask func(string, io.Writer) io.WriteCloser) error {
 	p := filepath.Join(dst, f.Path)
 	if rel, err := filepath.Rel(dst, p); err != nil || !filepath.IsLocal(rel) {
 		return fmt.Errorf("refusing path %q: it leaves %s", f.Path, dst)
@@ -176,7 +258,16 @@ func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string) error 
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(p+".part", fd.Data, 0o600); err != nil {
+	data := fd.Data
+	if mask != nil {
+		var b bytes.Buffer
+		if w := mask(f.Path, &b); w != nil {
+			w.Write(data)
+			w.Close()
+			data = b.Bytes()
+		}
+	}
+	if err := os.WriteFile(p+".part", data, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(p+".part", p)

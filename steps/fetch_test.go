@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -86,5 +87,58 @@ func TestFetchPullsEverything(t *testing.T) {
 				t.Errorf("refused %q, pulled %d", f.Refused, len(f.Pulled))
 			}
 		})
+	}
+}
+
+// TestFetchKeepsControllersFiles: a host whose work dir holds its own
+// agent.log does not replace the controller's (redacted, bounded) one.
+func TestFetchKeepsControllersFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "logs", "agent.log")
+	if err := os.WriteFile(own, []byte("the controller's record\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lh := &listHost{files: []proto.FileInfo{{Path: "agent.log", Size: 5, SHA256: "x"}, {Path: "w.r0.stdout", Size: 1, SHA256: "y"}}, pulls: map[string][]string{}}
+	f := &Fetch{Host: "h", Dir: dir}
+	if err := f.Apply(context.Background(), &Env{Hosts: map[string]Host{"h": lh}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lh.pulls["logs"]; !slices.Equal(got, []string{"w.r0.stdout"}) {
+		t.Errorf("pulled %q, want only the workload's output", got)
+	}
+	if !slices.Equal(f.Kept, []string{"agent.log"}) {
+		t.Errorf("kept %q", f.Kept)
+	}
+	if b, _ := os.ReadFile(own); string(b) != "the controller's record\n" {
+		t.Errorf("the controller's agent.log is now %q", b)
+	}
+}
+
+// TestCapFiles: over the cap, the workloads' outputs come first, then
+// captures, then the rest, each in listing order.
+func TestCapFiles(t *testing.T) {
+	files := []proto.FileInfo{{Path: "d/1"}, {Path: "cap.c.pcap"}, {Path: "d/2"}, {Path: "wl.w.exec.r0.stdout"}, {Path: "wl.w.exec.r0.stderr"}}
+	for _, tt := range []struct {
+		max        int
+		kept, left []string
+	}{
+		{5, []string{"d/1", "cap.c.pcap", "d/2", "wl.w.exec.r0.stdout", "wl.w.exec.r0.stderr"}, nil},
+		{3, []string{"wl.w.exec.r0.stdout", "wl.w.exec.r0.stderr", "cap.c.pcap"}, []string{"d/1", "d/2"}},
+		{1, []string{"wl.w.exec.r0.stdout"}, []string{"wl.w.exec.r0.stderr", "cap.c.pcap", "d/1", "d/2"}},
+	} {
+		kept, left := capFiles(files, tt.max)
+		paths := func(fs []proto.FileInfo) []string {
+			var out []string
+			for _, f := range fs {
+				out = append(out, f.Path)
+			}
+			return out
+		}
+		if !slices.Equal(paths(kept), tt.kept) || !slices.Equal(paths(left), tt.left) {
+			t.Errorf("max %d: kept %q left %q, want %q and %q", tt.max, paths(kept), paths(left), tt.kept, tt.left)
+		}
 	}
 }

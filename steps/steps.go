@@ -105,6 +105,10 @@ type Env struct {
 	// UnitStart, when set, is told as each unit of a workload (one size ×
 	// repeat) starts, e.g. "size 1MiB, repeat 2 (4/6)": the live progress.
 	UnitStart func(workload, unit string)
+	// Mask, when set, may wrap the writer a pulled file's bytes go to (nil:
+	// as they are): the run masks its sensitive values in what workloads
+	// printed before it reaches the run directory.
+	Mask func(path string, w io.Writer) io.WriteCloser
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply

@@ -39,10 +39,21 @@ type BundleRequest struct {
 // sha256, so a 1 GiB capture is not read through on the host before its
 // pull can start; the pull gets the sum from the host while it copies
 // (BundleRequest.HashOnly). 0 hashes every file, as before.
+//
+// A listing comes in pages: the files whose paths sort after After, at most
+// FilesListPage of them (and fewer when their entries would fill the line),
+// with More set when others follow; the caller asks again with After = the
+// last path it got. An agent from before pages ignores After and sends
+// everything without More (a work dir of 100k small files then overflows
+// MaxLine and is refused).
 type FilesListOptions struct {
 	FilesListParams
-	HashMax int64 `json:"hash_max,omitempty"`
+	HashMax int64  `json:"hash_max,omitempty"`
+	After   string `json:"after,omitempty"`
 }
+
+// FilesListPage is the most files one files.list answer holds.
+const FilesListPage = 10000
 
 // MaxBundleRequest bounds the request the agent reads from its stdin.
 const MaxBundleRequest = 64 << 20

@@ -36,7 +36,10 @@
 //     (a later lease reusing a handle overwrites that handle's files).
 package proto
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Magic starts every hello line.
 const Magic = "rlab-agent"
@@ -163,7 +166,35 @@ const (
 	// on goes there, and files.* are confined to it. Agents from before it
 	// answer CodeUnknown.
 	MethodLease = "lease"
+	// MethodWatchdog arms the agent's watchdog for the current lease:
+	// WatchdogParams -> WatchdogParams (the limit in force). Once armed,
+	// an agent that reads no line for LimitMs (its controller's network
+	// gone: a laptop lid, a VPN drop; sshd keeps the session for hours)
+	// undoes everything the lease started, as at the end of its input,
+	// writes WatchdogFile in its work dir and exits. The controller pings
+	// (MethodPing) well within the limit for the whole run. LimitMs 0
+	// disarms; a release disarms too. Agents from before it answer
+	// CodeUnknown.
+	MethodWatchdog = "watchdog"
 )
+
+// WatchdogParams set the agent's watchdog (MethodWatchdog).
+type WatchdogParams struct {
+	LimitMs int64 `json:"limit_ms"` // 0: off; else at least 1000
+}
+
+// WatchdogFile is what an agent whose watchdog fired writes in its work
+// dir (a WatchdogRecord): `rlab down` reads it to say what the agent had
+// already undone.
+const WatchdogFile = "watchdog.json"
+
+// WatchdogRecord is WatchdogFile's content.
+type WatchdogRecord struct {
+	At       time.Time     `json:"at"`
+	SilentMs int64         `json:"silent_ms"` // how long it had read nothing
+	LimitMs  int64         `json:"limit_ms"`
+	Undone   CleanupResult `json:"undone"`
+}
 
 // LeaseParams name the run a lease is for.
 type LeaseParams struct {
@@ -539,6 +570,8 @@ type FilesListParams struct {
 type FilesList struct {
 	Root  string     `json:"root"` // absolute path of the work dir on the host
 	Files []FileInfo `json:"files"`
+	// More: files sorting after the last one follow (FilesListOptions).
+	More bool `json:"more,omitempty"`
 }
 
 // FileInfo names a regular file relative to the work dir. The controller

@@ -6,7 +6,9 @@
 // answer: every call has a deadline (Method.Base, plus the bound a call
 // carries itself, such as a workload's timeout), and while a call waits
 // the client pings the agent (a heartbeat), so a silent agent is found
-// even during a long proc.wait. An agent given up on is lost: its
+// even during a long proc.wait. Once the agent's watchdog is armed
+// (Watchdog) the client pings it for the whole run, so that an agent
+// whose controller vanished ends itself. An agent given up on is lost: its
 // transport is closed and every call fails with an error naming the host.
 //
 // It imports only the standard library and agent/proto (internal/archtest
@@ -136,6 +138,7 @@ type Client struct {
 	lost    chan struct{}
 	once    sync.Once
 	beat    atomic.Bool // a heartbeat ping in flight
+	keep    atomic.Bool // keepAlive started (Watchdog)
 }
 
 // New starts a client reading r (after the hello) and writing w.
@@ -486,6 +489,50 @@ func (c *Client) heartbeat() {
 			case <-c.lost:
 			}
 		}()
+	}
+}
+
+// Watchdog arms the agent's watchdog (proto.MethodWatchdog): an agent that
+// reads nothing for limit undoes what it made and exits. From then on the
+// client pings it every limit/6 (at most 10 s, at least 100 ms) until it is
+// lost or closed, whether or not a call waits, so that only a controller
+// gone silent (its network vanished) sets it off. An agent from before the
+// watchdog answers a *CallError with proto.CodeUnknown, and is not pinged.
+func (c *Client) Watchdog(ctx context.Context, limit time.Duration) error {
+	if _, err := Call(ctx, c, Watchdog, proto.WatchdogParams{LimitMs: limit.Milliseconds()}); err != nil {
+		return err
+	}
+	if limit > 0 && c.keep.CompareAndSwap(false, true) {
+		go c.keepAlive(min(max(limit/6, 100*time.Millisecond), 10*time.Second))
+	}
+	return nil
+}
+
+// keepAlive pings the agent every interval until it is lost. A ping not
+// answered by the next one is forgotten (its late answer is a stray): the
+// heartbeat, not this, decides that an agent is stuck.
+func (c *Client) keepAlive(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last *Pending
+	for {
+		select {
+		case <-c.lost:
+			return
+		case <-t.C:
+		}
+		if last != nil {
+			select {
+			case <-last.done:
+			default:
+				c.forget(last)
+			}
+		}
+		p, err := c.goNoDeadline(proto.MethodPing)
+		if err != nil {
+			return
+		}
+		last = p
 	}
 }
 

@@ -100,6 +100,7 @@ var (
 	Cleanup      = def[proto.CleanupParams, proto.CleanupResult](proto.MethodCleanup, 2*time.Minute, nil)
 	Release      = def[None, proto.CleanupResult](proto.MethodRelease, 2*time.Minute, nil)
 	Lease        = def[proto.LeaseParams, proto.LeaseResult](proto.MethodLease, time.Minute, nil)
+	Watchdog     = def[proto.WatchdogParams, proto.WatchdogParams](proto.MethodWatchdog, time.Minute, nil)
 	// Provision: the host's own bound (TimeoutMs, 10 minutes by default)
 	// plus the grace a cancelled install gets to finish its transaction.
 	Provision = def[proto.ProvisionParams, proto.ProvisionResult](proto.MethodProvision, 2*time.Minute, func(p proto.ProvisionParams) (time.Duration, bool) {

@@ -51,7 +51,14 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 		}
 	}
 	res := proto.FilesList{Root: wd.path, Files: []proto.FileInfo{}}
-	hashMax := p.HashMax
+	hashMax, after := p.HashMax, p.After
+	// Names first (cheap), then the page is stat'ed and hashed: a work dir
+	// of 100k small files is listed in pages, each well within MaxLine.
+	type entry struct {
+		path string
+		d    fs.DirEntry
+	}
+	var all []entry
 	err := fs.WalkDir(root.FS(), filepath.ToSlash(dir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -64,26 +71,39 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		var fi fs.FileInfo
-		var sum string
-		if info, err := d.Info(); err == nil && hashMax > 0 && info.Size() > hashMax {
-			// Big: the pull asks for its sum while it copies.
-			fi = info
-		} else if fi, sum, err = hashRootFile(root, p); err != nil {
-			return err
+		if p = path.Clean(p); p > after {
+			all = append(all, entry{p, d})
 		}
-		res.Files = append(res.Files, proto.FileInfo{
-			Path:   path.Clean(p),
-			Size:   fi.Size(),
-			SHA256: sum,
-			Mode:   uint32(fi.Mode().Perm()),
-		})
 		return nil
 	})
 	if err != nil {
 		return nil, perr(proto.CodeInternal, "files.list %q: %v", p.Dir, rootErr(err))
 	}
-	sort.Slice(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
+	sort.Slice(all, func(i, j int) bool { return all[i].path < all[j].path })
+	budget := proto.MaxLine / 2 // the JSON of the entries, with room to spare
+	for i, e := range all {
+		if i == proto.FilesListPage || budget <= 0 {
+			res.More = true
+			break
+		}
+		var fi fs.FileInfo
+		var sum string
+		if info, err := e.d.Info(); err == nil && hashMax > 0 && info.Size() > hashMax {
+			// Big: the pull asks for its sum while it copies.
+			fi = info
+		} else if fi, sum, err = hashRootFile(root, e.path); err != nil {
+			return nil, perr(proto.CodeInternal, "files.list %q: %v", p.Dir, rootErr(err))
+		}
+		res.Files = append(res.Files, proto.FileInfo{
+			Path:   e.path,
+			Size:   fi.Size(),
+			SHA256: sum,
+			Mode:   uint32(fi.Mode().Perm()),
+		})
+		// An entry's JSON: its path escaped (at most 6 bytes a byte), the
+		// sha256 and the field names.
+		budget -= 6*len(e.path) + 160
+	}
 	return res, nil
 }
 

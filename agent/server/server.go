@@ -249,17 +249,26 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}()
 
 	var result error
+	var wd watchdog
+	fired, silent := false, time.Duration(0)
 loop:
 	for {
 		select {
 		case line := <-lines:
+			wd.heard(time.Now())
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
 			if id, ok := releaseRequest(line); ok {
 				// In this loop, not a handler goroutine: the lines after
-				// the release wait until it has been answered.
+				// the release wait until it has been answered. The next
+				// client arms its own watchdog.
+				wd.set(0, time.Now())
 				l = s.release(ctx, l, id)
+				continue
+			}
+			if req, ok := watchdogRequest(line); ok {
+				s.arm(&wd, req)
 				continue
 			}
 			if req, ok := leaseRequest(line); ok {
@@ -285,6 +294,15 @@ loop:
 			}
 			s.log.Info("input closed; cleaning up", "err", err)
 			break loop
+		case <-wd.C():
+			now := time.Now()
+			if !wd.expired(now) {
+				wd.timer.Reset(wd.limit - now.Sub(wd.last))
+				continue
+			}
+			s.log.Warn("watchdog: nothing from the controller; undoing what this run made and exiting", "silent", now.Sub(wd.last).Round(time.Millisecond), "limit", wd.limit)
+			result, fired, silent = ErrWatchdog, true, now.Sub(wd.last)
+			break loop
 		case <-ctx.Done():
 			result = ctx.Err()
 			break loop
@@ -294,6 +312,11 @@ loop:
 	res := s.endLease(l)
 	for _, e := range res.Errors {
 		s.log.Warn("cleanup", "err", e)
+	}
+	if fired {
+		if err := s.recordWatchdog(silent, wd.limit, res); err != nil {
+			s.log.Warn("watchdog", "err", err)
+		}
 	}
 	s.log.Info("stopped", "processes", res.Stopped, "rxe_deleted", res.RXEDeleted)
 	return result

@@ -7,12 +7,13 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/preflight"
+	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/spf13/cobra"
 )
 
 func newCheckCmd() *cobra.Command {
-	var rf runFlags
+	rf := runFlags{watchdog: runengine.DefaultAgentWatchdog}
 	f := &rf.hf
 	var asJSON, validate bool
 	cmd := &cobra.Command{

@@ -160,6 +160,7 @@ var optionProofs = map[string]string{
 	"run --var-file":      "cmd/rlab.TestHostFlagsNetns",
 	"validate --var-file": "engine/lab.TestVariableSources",
 
+	"run --agent-watchdog":        "engine/run.TestAgentWatchdogNetns",
 	"check --json":                "cmd/rlab.TestCheckValidateJSON",
 	"check --only":                "cmd/rlab.TestClassNetns",
 	"check --out":                 "cmd/rlab.TestCheckValidatePlainLab",

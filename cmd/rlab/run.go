@@ -38,6 +38,8 @@ type runFlags struct {
 	// provision: --provision and its bounds (rlab run only).
 	provision bool
 	pf        provisionFlags
+	// watchdog: --agent-watchdog (0: off).
+	watchdog time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -87,12 +89,22 @@ finishes a teardown later.`,
 	f.hf.register(fl)
 	fl.StringVar(&f.out, "out", "", "run directory (default runs/<lab>/<UTC timestamp>)")
 	onlyFlag(fl, &f.only, "run only these workloads, instances or students (comma-separated names, addresses or for_each keys)")
-	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run")
+	fl.BoolVar(&f.keep, "keep", false, "leave the rxe devices in place after the run, and the hosts' work dirs (removed once pulled otherwise)")
 	allowEmptyFlag(fl, &f.allowEmpty)
 	fl.StringVar(&f.maxPull, "max-pull", "", "cap on the artifact bytes pulled from each host, e.g. 5GiB; 0 = no cap (default 20GiB)")
 	fl.BoolVar(&f.provision, "provision", false, "first install what the lab needs on every host with its package manager, as rlab provision does (a host's provision = true does it for that host alone)")
 	f.pf.register(fl, "provision-")
+	fl.DurationVar(&f.watchdog, "agent-watchdog", runengine.DefaultAgentWatchdog, "a host's agent that hears nothing from rlab this long (its network gone) undoes what the run made there and exits; rlab pings it meanwhile; 0 = off")
 	return cmd
+}
+
+// agentWatchdog maps --agent-watchdog (0 = off) to Options.AgentWatchdog
+// (0 = the default, < 0 = off).
+func agentWatchdog(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func runLab(cmd *cobra.Command, path string, f *runFlags) error {
@@ -159,6 +171,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	opts.Connector = conn
 	opts.VMs = &runengine.LocalVMs{Log: log, Progress: prog.vm}
 	opts.Log, opts.OnEvent = log, prog.event
+	opts.AgentWatchdog = agentWatchdog(f.watchdog)
 	// Inside onInterrupt's bound: what is left (results, report) is
 	// written before it.
 	opts.TeardownTimeout = teardownBound - 5*time.Second

@@ -148,7 +148,7 @@ func TestRunKeptAgentsNetns(t *testing.T) {
 	run := func(n int) state {
 		t.Helper()
 		out := filepath.Join(dir, fmt.Sprintf("run%d", n))
-		stdout, stderr, code := runRlabEnv(t, env, "run", "--persist", "1m", "--out", out, labFile)
+		stdout, stderr, code := runRlabEnv(t, env, "run", "--persist", "1m", "--keep", "--out", out, labFile) // --keep: the work dirs stay to be looked at
 		if code != exitOK {
 			t.Fatalf("rlab run --persist #%d: exit %d\n%s%s", n, code, stdout, stderr)
 		}

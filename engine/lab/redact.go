@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"html"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,6 +42,17 @@ var (
 )
 
 func buildRedactor(secrets []string) *strings.Replacer {
+	forms := redactForms(secrets)
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, "(sensitive)")
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// redactForms is every form of every secret Redactor matches, longest
+// first.
+func redactForms(secrets []string) []string {
 	seen := map[string]bool{}
 	var forms []string
 	add := func(s string) {
@@ -63,11 +75,76 @@ func buildRedactor(secrets []string) *strings.Replacer {
 		}
 	}
 	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, "(sensitive)")
+	return forms
+}
+
+// MaskWriter writes what it is given to w with every sensitive value
+// replaced as Redactor replaces it, as a CI system masks a secret in a
+// job's log: for a stream (a workload's stdout as it is pulled) whose
+// value may be cut across writes, so it holds back at most the longest
+// form's length (less one) until the next write or Close, which flushes.
+// Nil when there are no secrets. Close does not close w.
+func MaskWriter(secrets []string, w io.Writer) io.WriteCloser {
+	forms := redactForms(secrets)
+	if len(forms) == 0 {
+		return nil
 	}
-	return strings.NewReplacer(pairs...)
+	return &maskWriter{w: w, r: Redactor(secrets), forms: forms, keep: len(forms[0]) - 1}
+}
+
+type maskWriter struct {
+	w     io.Writer
+	r     *strings.Replacer
+	forms []string // longest first
+	keep  int      // bytes a match may still need after the last write
+	buf   []byte
+}
+
+// flushAt is how much the buffer holds before the safe part is written.
+const flushAt = 64 << 10
+
+func (m *maskWriter) Write(p []byte) (int, error) {
+	m.buf = append(m.buf, p...)
+	if len(m.buf) < flushAt+m.keep {
+		return len(p), nil
+	}
+	// Write all but the last keep bytes, unless a form starts before the
+	// cut and ends after it: then cut where it starts, so it is replaced
+	// whole next time.
+	cut := len(m.buf) - m.keep
+	for moved := true; moved; {
+		moved = false
+		from := max(0, cut-m.keep)
+		win := string(m.buf[from:])
+		for _, f := range m.forms {
+			for i := 0; ; {
+				j := strings.Index(win[i:], f)
+				if j < 0 {
+					break
+				}
+				at := from + i + j
+				if at >= cut {
+					break
+				}
+				if at+len(f) > cut {
+					cut, moved = at, true
+					break
+				}
+				i += j + 1
+			}
+		}
+	}
+	if _, err := io.WriteString(m.w, m.r.Replace(string(m.buf[:cut]))); err != nil {
+		return len(p), err
+	}
+	m.buf = append(m.buf[:0], m.buf[cut:]...)
+	return len(p), nil
+}
+
+func (m *maskWriter) Close() error {
+	_, err := io.WriteString(m.w, m.r.Replace(string(m.buf)))
+	m.buf = nil
+	return err
 }
 
 // encodings write a string as it appears inside each kind of quoted text

@@ -106,7 +106,11 @@ func (d *dests) write(f proto.FileInfo, r io.Reader, hdr *tar.Header, land func(
 		return 0, fmt.Errorf("%s: %w", f.Path, err)
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(lf, h, landWriter(land)), r)
+	out, flush := d.sink(f.Path, lf)
+	n, err := io.Copy(io.MultiWriter(out, h, landWriter(land)), r)
+	if ferr := flush(); err == nil {
+		err = ferr
+	}
 	if cerr := lf.Close(); err == nil {
 		err = cerr
 	}

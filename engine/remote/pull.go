@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,6 +40,11 @@ type PullOptions struct {
 	// the host's name, the bytes of this Pull written so far and the total it
 	// will write; a last call has done == total when everything landed.
 	Progress func(host string, done, total int64)
+	// Filter, when set, may wrap the writer a file's bytes go to on their
+	// way to its .part file (nil: as they are), e.g. to mask secrets; its
+	// Close flushes and must not close w. The size and sha256 the agent
+	// listed are checked on the bytes as pulled.
+	Filter func(path string, w io.Writer) io.WriteCloser
 }
 
 // Pull is PullWith with the default options.
@@ -87,6 +93,7 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 	}
 
 	d := newDests(dstDir)
+	d.filter = o.Filter
 	var mu sync.Mutex // errs, progress calls
 	var done int64    // under mu: progress calls see it grow
 	land := func(n int64) {
@@ -279,9 +286,21 @@ func ConfinedPath(dstDir, p string) (string, error) {
 
 // dests makes the folders files land in, checking each folder once.
 type dests struct {
-	root string
-	mu   sync.Mutex
-	ok   map[string]bool
+	root   string
+	filter func(path string, w io.Writer) io.WriteCloser
+	mu     sync.Mutex
+	ok     map[string]bool
+}
+
+// sink is where file rel's bytes go: its .part file lf, through the
+// pull's filter when it has one; done flushes the filter.
+func (d *dests) sink(rel string, lf io.Writer) (w io.Writer, done func() error) {
+	if d.filter != nil {
+		if fw := d.filter(rel, lf); fw != nil {
+			return fw, fw.Close
+		}
+	}
+	return lf, func() error { return nil }
 }
 
 func newDests(root string) *dests { return &dests{root: root, ok: map[string]bool{}} }

@@ -106,7 +106,11 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 		return fail(err)
 	}
 	h := sha256.New()
-	n, grew, err := copyAt(ctx, rf, f.Size, readSize(sc), io.MultiWriter(lf, landWriter(func(n int64) { w.Reset(); land(n) })), h)
+	out, flush := d.sink(f.Path, lf)
+	n, grew, err := copyAt(ctx, rf, f.Size, readSize(sc), io.MultiWriter(out, landWriter(func(n int64) { w.Reset(); land(n) })), h)
+	if ferr := flush(); err == nil {
+		err = ferr
+	}
 	if cerr := lf.Close(); err == nil {
 		err = cerr
 	}

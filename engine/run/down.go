@@ -120,7 +120,13 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 	var errs []error
 	// note says when there was nothing to undo: what the run's agent
 	// removes itself when its controller dies (rxe, netem) is found gone.
+	// The run's agent may have undone it all itself, its watchdog fired
+	// (its rlab gone silent): it says so in its work dir.
+	rec := readWatchdog(ctx, c, h.WorkDir)
 	mark := func(e steps.Effect, note string) {
+		if note == alreadyGone && undoneByWatchdog(rec, e) {
+			note = watchdogNote(rec)
+		}
 		e.Undone, e.Pending = true, false
 		if err := j.Note(e); err != nil {
 			errs = append(errs, err)

@@ -242,6 +242,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.mu.Lock()
 	r.env.Facts[h.Name] = &f
 	r.mu.Unlock()
+	r.armWatchdog(ctx, h.Name, c) // after facts: an agent stuck from the start is named by facts
 	hd := r.hostDir(h)
 	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o700); err != nil {
 		return fmt.Errorf("create host folder: %w", err)
@@ -443,7 +444,8 @@ func (r *runner) fetchAll(ctx context.Context) {
 			return nil
 		}
 		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
-		if err := r.apply(ctx, f, h.Name, "", r.plan.IDs(h.Name, "", plan.Fetch)...); err != nil {
+		err := r.apply(ctx, f, h.Name, "", r.plan.IDs(h.Name, "", plan.Fetch)...)
+		if err != nil {
 			r.addErr(&infraError{err})
 		}
 		// What it pulled is carried to results.json (report.go), not looked
@@ -457,6 +459,7 @@ func (r *runner) fetchAll(ctx context.Context) {
 			r.pulled[path.Join("hosts", h.Slug, dir, filepath.ToSlash(fi.Path))] = true
 		}
 		r.mu.Unlock()
+		r.removeWorkDir(ctx, h.Name, err)
 		return nil
 	})
 }

@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -150,6 +151,21 @@ type Options struct {
 	// NoReport skips report.html (engine/report).
 	NoReport bool
 	Now      func() time.Time
+	// AgentWatchdog arms each host's agent watchdog (a Host with a
+	// Watchdog method: SSH hosts): an agent that hears nothing from this
+	// rlab for that long (its network gone) undoes what the run made there
+	// and exits, and rlab pings it meanwhile. 0 means
+	// DefaultAgentWatchdog, < 0 off.
+	AgentWatchdog time.Duration
+}
+
+// DefaultAgentWatchdog is Options.AgentWatchdog's default (rlab run
+// --agent-watchdog).
+const DefaultAgentWatchdog = 60 * time.Second
+
+// watchdogHost is a Host whose agent has a watchdog (sshHost).
+type watchdogHost interface {
+	Watchdog(ctx context.Context, limit time.Duration) error
 }
 
 // Result is what a run ended with.
@@ -207,6 +223,8 @@ type runner struct {
 	// pulled (steps.Fetch.Pulled): the logs and captures results.json lists
 	// (read once fetchAll has returned).
 	pulled map[string]bool
+
+	dirLock *os.File // holds dir while the run writes it (makeRunDir)
 }
 
 // Run executes a lab and returns the run's result; it never panics on host
@@ -229,6 +247,7 @@ func Run(ctx context.Context, l *lab.Lab, opts Options) *Result {
 	}
 	r := &runner{opts: opts, lab: l, log: opts.Log, conns: map[string]Host{}, lost: map[string]error{}, pulled: map[string]bool{}, started: opts.Now()}
 	res := &Result{}
+	defer r.unlockDir()
 	if err := r.prepare(); err != nil {
 		res.Dir, res.Code, res.Err = r.dir, ExitFailed, err
 		return res
@@ -272,11 +291,11 @@ func (r *runner) prepare() error {
 		}
 		dir = filepath.Join(root, slugify(r.lab.Name), name)
 	}
-	made, err := makeRunDir(dir, r.opts.Out != "")
+	made, lock, err := makeRunDir(dir, r.opts.Out != "")
 	if err != nil {
 		return err
 	}
-	r.dir = made
+	r.dir, r.dirLock = made, lock
 	var rnd [3]byte
 	rand.Read(rnd[:])
 	r.runID = slugify(r.lab.Name) + "-" + stamp + "-" + hex.EncodeToString(rnd[:])
@@ -309,6 +328,7 @@ func (r *runner) prepare() error {
 		Notify:  func(w, msg string) { r.emit(Event{Type: EventNotice, Workload: w, Message: msg}) },
 		// The unit (size × repeat) under way, for the live progress.
 		UnitStart: func(w, u string) { r.emit(Event{Type: EventUnit, Workload: w, Message: u}) },
+		Mask:      pullMask(r.lab.Sensitive),
 	}
 	return nil
 }
@@ -318,10 +338,14 @@ const EventUnit = runevent.Unit
 
 // makeRunDir creates dir, never reusing an existing one: a second run in the
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists
-// and is not empty is refused.
-func makeRunDir(dir string, exact bool) (string, error) {
+// and is not empty is refused, as is one another run holds. The directory
+// is held (flock on it, released when the run ends or its process dies)
+// from before anything is written into it, so of two runs that find the
+// same empty directory at once, one takes it and the other refuses it
+// (exact) or takes the next suffix.
+func makeRunDir(dir string, exact bool) (string, *os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return "", fmt.Errorf("create run directory: %w", err)
+		return "", nil, fmt.Errorf("create run directory: %w", err)
 	}
 	for i := 1; i < 100; i++ {
 		d := dir
@@ -329,20 +353,54 @@ func makeRunDir(dir string, exact bool) (string, error) {
 			d = fmt.Sprintf("%s-%d", dir, i)
 		}
 		err := os.Mkdir(d, 0o700)
-		if err == nil {
-			return d, nil
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return "", nil, fmt.Errorf("create run directory: %w", err)
 		}
-		if !errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("create run directory: %w", err)
+		lock, lerr := lockDir(d)
+		if lerr != nil && !errors.Is(lerr, errDirHeld) {
+			return "", nil, fmt.Errorf("create run directory: %w", lerr)
 		}
-		if ents, rerr := os.ReadDir(d); rerr == nil && len(ents) == 0 {
-			return d, nil
+		if lerr == nil {
+			if ents, rerr := os.ReadDir(d); rerr == nil && len(ents) == 0 {
+				return d, lock, nil
+			}
+			lock.Close()
 		}
 		if exact {
-			return "", fmt.Errorf("run directory %s exists and is not empty: a run never overwrites another; choose another --out", d)
+			if lerr != nil {
+				return "", nil, fmt.Errorf("run directory %s is being written by another rlab run: choose another --out", d)
+			}
+			return "", nil, fmt.Errorf("run directory %s exists and is not empty: a run never overwrites another; choose another --out", d)
 		}
 	}
-	return "", fmt.Errorf("create run directory %s: it and its numbered variants exist", dir)
+	return "", nil, fmt.Errorf("create run directory %s: it and its numbered variants exist", dir)
+}
+
+// errDirHeld: another run holds the directory.
+var errDirHeld = errors.New("run directory held by another run")
+
+// lockDir takes an exclusive flock on directory d, without waiting.
+func lockDir(d string) (*os.File, error) {
+	f, err := os.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errDirHeld
+		}
+		return nil, fmt.Errorf("lock %s: %w", d, err)
+	}
+	return f, nil
+}
+
+// unlockDir lets go of the run directory (makeRunDir).
+func (r *runner) unlockDir() {
+	if r.dirLock != nil {
+		r.dirLock.Close()
+		r.dirLock = nil
+	}
 }
 
 func writeLabFiles(dir string, l *lab.Lab) error {

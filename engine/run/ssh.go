@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // SSHConnector reaches hosts over SSH (engine/sshx), installs the agent when
@@ -194,7 +196,9 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 		}
 		return nil, err
 	}
-	return &sshHost{a: a, c: c, log: logf, pull: s.Pull}, nil
+	pull := s.Pull
+	pull.Filter = pullMask(t.Sensitive)
+	return &sshHost{a: a, c: c, log: logf, pull: pull}, nil
 }
 
 // sshHost is a started agent over its SSH connection.
@@ -223,6 +227,12 @@ func (h *sshHost) Send(ctx context.Context, req *rpc.Request) error {
 	return h.a.RPC().Send(ctx, req)
 }
 
+// Watchdog arms the agent's watchdog and pings it for the rest of the run
+// (rpc.Client.Watchdog).
+func (h *sshHost) Watchdog(ctx context.Context, limit time.Duration) error {
+	return h.a.RPC().Watchdog(ctx, limit)
+}
+
 func (h *sshHost) Pull(ctx context.Context, files []proto.FileInfo, dst string) error {
 	_, err := h.a.PullWith(ctx, files, dst, h.pull)
 	return err
@@ -241,6 +251,22 @@ func (h *sshHost) Close() error {
 		h.log.Close()
 	}
 	return err
+}
+
+// pullMask masks the sensitive values in every pulled file but captures
+// (whose binary records a rewrite would break): what a workload printed
+// (its argv echoed, a token it was given) never reaches the run directory
+// as it was printed. Nil without sensitive values.
+func pullMask(secrets []string) func(path string, w io.Writer) io.WriteCloser {
+	if len(secrets) == 0 {
+		return nil
+	}
+	return func(p string, w io.Writer) io.WriteCloser {
+		if steps.IsCaptureFile(p) {
+			return nil
+		}
+		return lab.MaskWriter(secrets, w)
+	}
 }
 
 // agentLogMax bounds a host's agent.log in the run directory: the agent's

@@ -145,8 +145,9 @@ workload "out" {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Keep the agent's files: look at them before the agent cleans up by
-	// reading the work dir the agent reported, which the run leaves.
-	res := run.Run(ctx, l, run.Options{Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "run")})
+	// reading the work dir the agent reported, which the run leaves with
+	// Keep (else it is removed once pulled).
+	res := run.Run(ctx, l, run.Options{Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "run"), Keep: true})
 	if res.Code != run.ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

@@ -429,3 +429,24 @@ func (b *Bed) ForceCommand(t testing.TB, h *Host, script string) {
 	}
 	b.StartSSHD(t, h)
 }
+
+// Blackhole takes a host's bridge-side veth down: from then on nothing
+// passes between the host and anyone, the controller included, and
+// neither end is told (no RST, no FIN), as when the controller's laptop
+// lid closes or its VPN drops. Its SSH sessions stay open on the host.
+// Restored by the returned func, and at cleanup.
+func (b *Bed) Blackhole(t testing.TB, h *Host) (restore func()) {
+	t.Helper()
+	v, err := os.ReadFile(filepath.Join(b.Dir, h.Name, "veth"))
+	if err != nil {
+		t.Fatalf("testbed: veth of %s: %v", h.Name, err)
+	}
+	dev := strings.TrimSpace(string(v))
+	if out, err := exec.Command("ip", "link", "set", dev, "down").CombinedOutput(); err != nil {
+		t.Fatalf("testbed: blackhole %s (%s): %v: %s", h.Name, dev, err, out)
+	}
+	var once sync.Once
+	restore = func() { once.Do(func() { exec.Command("ip", "link", "set", dev, "up").Run() }) }
+	t.Cleanup(restore)
+	return restore
+}

@@ -132,7 +132,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// the agent with SIGPIPE before it stops its children. Notify (not
 	// Ignore) so the children still get the default SIGPIPE behaviour.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	if err := srv.Serve(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+	err = srv.Serve(ctx, stdin, stdout)
+	if errors.Is(err, server.ErrWatchdog) {
+		return 3 // logged by Serve
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("serve ended", "err", err)
 		return 1
 	}
