@@ -83,6 +83,14 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u Unit) error {
 	}
 	if err != nil {
 		s.out.Runs = append(s.out.Runs, rec)
+		if cr != nil && cr.Stdout != "" && ctx.Err() == nil {
+			// The client failed after it measured something (a sweep's
+			// first sizes, then "Completion with error"): those rows are
+			// kept, marked partial; the workload still fails with err.
+			if ss, _, _, _ := s.parse(ctx, env, r, cr); len(ss) > 0 {
+				s.keepPartial(ss, r)
+			}
+		}
 		return err
 	}
 	ss, source, note, err := s.parse(ctx, env, r, cr)
@@ -93,6 +101,9 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u Unit) error {
 	}
 	s.out.Runs = append(s.out.Runs, rec)
 	if err != nil {
+		if len(ss) > 0 { // toolout.PartialError: rows, then a failure
+			s.keepPartial(ss, r)
+		}
 		return err
 	}
 	common := CommonSamples(cr.ExitCode, rec.Client.Seconds)
@@ -113,6 +124,21 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u Unit) error {
 	return nil
 }
 
+// keepPartial records what a failed run measured before it failed, each
+// sample marked partial (Meta.Extra["partial"]).
+func (s *pairWorkload) keepPartial(ss []results.Sample, r *PairRun) {
+	for i := range ss {
+		if ss[i].Meta.Extra == nil {
+			ss[i].Meta.Extra = map[string]string{}
+		}
+		ss[i].Meta.Extra["partial"] = "true"
+	}
+	FillMeta(ss, r.Meta)
+	s.out.Samples = append(s.out.Samples, ss...)
+}
+
+// parse reads the client's output; on a partial failure (rows, then the
+// tool's failure) it returns those rows' samples beside the error.
 func (s *pairWorkload) parse(ctx context.Context, env *Env, r *PairRun, cr *proto.ProcResult) ([]results.Sample, string, results.ParseNote, error) {
 	var none results.ParseNote
 	if env.Parse == nil {
@@ -143,7 +169,13 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *PairRun, cr *prot
 		}
 	}
 	if err != nil {
-		return nil, source, note, fmt.Errorf("parse %s output (%s) of %q on host %q: %w", s.w.Tool, source, r.Client.Handle, r.Client.Host, err)
+		for i := range ss {
+			if ss[i].Meta.Extra == nil {
+				ss[i].Meta.Extra = map[string]string{}
+			}
+			ss[i].Meta.Extra["source"] = source
+		}
+		return ss, source, note, fmt.Errorf("parse %s output (%s) of %q on host %q: %w", s.w.Tool, source, r.Client.Handle, r.Client.Host, err)
 	}
 	for i := range ss {
 		if ss[i].Meta.Extra == nil {

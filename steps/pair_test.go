@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/kinds"
 )
 
@@ -78,6 +79,74 @@ func TestPairClockRetry(t *testing.T) {
 		}
 		if tt.fails > 0 && (len(h.started) < 4 || !strings.HasSuffix(h.started[2], ".again") || len(notices) != 1) {
 			t.Errorf("%d failures: started %q, notices %q: want the size run again under new handles, said once", tt.fails, h.started, notices)
+		}
+	}
+}
+
+// partialHost is an agent whose perftest client prints result rows and
+// exits with code exit.
+type partialHost struct {
+	name string
+	exit int
+}
+
+func (h *partialHost) Name() string { return h.name }
+
+func (h *partialHost) Send(ctx context.Context, r *rpc.Request) error {
+	if p, res, ok := rpc.Match(r, rpc.ProcStart); ok {
+		*res = proto.ProcStarted{Handle: p.Handle, PID: 1}
+	} else if p, res, ok := rpc.Match(r, rpc.ProcWait); ok {
+		*res = proto.ProcResult{Handle: p.Handle}
+		if strings.Contains(p.Handle, "client") {
+			res.ExitCode, res.Stdout = h.exit, " 2  1000  0.000156  0.000144  0.009000\nCompletion with error at client\n"
+		}
+	} else if p, res, ok := rpc.Match(r, rpc.ProcStop); ok {
+		*res = proto.ProcResult{Handle: p.Handle}
+	}
+	return nil
+}
+
+// partialErr stands for toolout.PartialError (steps may not import toolout).
+type partialErr struct{}
+
+func (partialErr) Error() string { return "the tool failed after 1 result rows" }
+
+// TestPairKeepsPartialRows: a run that printed rows and then failed (the
+// client exited non-zero, or exited 0 and its parser said the run failed
+// part-way) fails the workload with the tool's error, and keeps the rows it
+// measured as samples marked partial (issue 24: a public ConnectX-3 sweep
+// of 12 rows, then "Completion with error", was taken as a success).
+func TestPairKeepsPartialRows(t *testing.T) {
+	for _, exit := range []int{1, 0} {
+		h := &partialHost{name: "h", exit: exit}
+		parse := func(tool string, out, stderr []byte, json bool) ([]results.Sample, results.ParseNote, error) {
+			if !strings.Contains(string(out), "0.000144") {
+				return nil, results.ParseNote{}, nil
+			}
+			ss := []results.Sample{{Metric: "bw_avg", Value: 0.000144, Unit: "Gb/s", Meta: results.Meta{Size: 2, Extra: map[string]string{"partial": "true"}}}}
+			return ss, results.ParseNote{}, partialErr{}
+		}
+		env := &Env{Hosts: map[string]Host{"h": h}, Parse: parse}
+		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
+		w.Sizes = []int64{2}
+		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+			return &PairRun{
+				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
+				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
+			}, nil
+		}}
+		err := s.Apply(context.Background(), env)
+		if err == nil || s.out.Status != StatusFailed {
+			t.Errorf("exit %d: status %q, error %v: want the workload failed", exit, s.out.Status, err)
+		}
+		var kept []results.Sample
+		for _, smp := range s.out.Samples {
+			if smp.Metric == "bw_avg" {
+				kept = append(kept, smp)
+			}
+		}
+		if len(kept) != 1 || kept[0].Meta.Extra["partial"] != "true" || kept[0].Meta.Workload != "bw" && kept[0].Meta.Workload != "" {
+			t.Errorf("exit %d: samples %+v: want the one measured row kept, marked partial", exit, s.out.Samples)
 		}
 	}
 }

@@ -26,6 +26,7 @@ package toolout
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -178,10 +179,56 @@ func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, er
 	if sr, ok := p.(StderrReader); len(opts.Stderr) > 0 && !(ok && sr.ReadsStderr()) {
 		info.Warnings = append(info.Warnings, warningLines(opts.Stderr)...)
 	}
+	var partial *PartialError
+	if errors.As(err, &partial) && len(rows) > 0 {
+		// The tool measured some rows, then failed: the rows are kept as
+		// what it measured, each marked partial, and the failure is
+		// returned with them so the workload fails and says why.
+		ss := toSamples(tool, rows, info, opts)
+		for i := range ss {
+			ss[i].Meta.Extra["partial"] = "true"
+		}
+		return ss, info, fmt.Errorf("parse output of %s: %w", what(tool, opts), err)
+	}
 	if err != nil {
 		return nil, info, fmt.Errorf("parse output of %s: %w", what(tool, opts), err)
 	}
 	return toSamples(tool, rows, info, opts), info, nil
+}
+
+// PartialError is a parser's word that a tool printed rows of results and
+// then failed (perftest: "Completion with error" after a sweep's first
+// sizes): its rows are returned beside it. Parse keeps them as samples
+// marked partial (Meta.Extra["partial"]) and returns them with the error.
+type PartialError struct {
+	Rows   int    // rows measured before the failure
+	Reason string // the tool's failure lines
+}
+
+// PartialRows says how many rows the tool measured before it failed.
+func (e *PartialError) PartialRows() int { return e.Rows }
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("the tool failed after %d result rows (kept as partial samples): %s", e.Rows, e.Reason)
+}
+
+// runFailure matches the lines perftest prints when a run fails part-way
+// (perftest's perftest_resources.c and *_bw/_lat mains).
+var runFailure = regexp.MustCompile(`(?i)^(Completion with error|Failed status \d+|Failed to complete run_iter|Problems with warm up|Couldn't post send|Error in )`)
+
+// RunFailure returns the lines of out that say a tool's run failed
+// part-way, joined; "" when none does.
+func RunFailure(lines []string) string {
+	var hits []string
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); runFailure.MatchString(t) {
+			hits = append(hits, t)
+			if len(hits) == 3 {
+				break
+			}
+		}
+	}
+	return strings.Join(hits, "; ")
 }
 
 func what(tool string, opts Options) string {
@@ -304,6 +351,9 @@ func FailHint(lines, unread []string) string {
 // runs are taken to use --report_gbits, as rlab always passes it; a JSON
 // file that cannot be read gives an error wrapping ErrUnusableJSON, and the
 // caller then parses the text report.
+//
+// On a *PartialError the samples the tool measured before it failed come
+// back with the error.
 func ParseOutput(tool string, out, stderr []byte, json bool) ([]results.Sample, results.ParseNote, error) {
 	ss, info, err := Parse(tool, out, Options{JSON: json, ReportGbits: true, Stderr: stderr})
 	unread, notes := splitWarnings(info.Warnings, out, stderr)

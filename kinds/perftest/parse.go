@@ -491,9 +491,30 @@ func notANumber(v string) bool {
 
 // parse reads one run of a perftest tool: its text report, or with
 // opts.JSON the content of its --out_json file.
+//
+// A run that printed rows and then failed (a sweep's "Completion with error"
+// / "Failed status N" on stdout or stderr, from a ConnectX-3 in the wild)
+// is not a success: its rows come back with a *toolout.PartialError.
 func parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {
+	var (
+		rows []toolout.Row
+		info toolout.Info
+		err  error
+	)
 	if opts.JSON {
-		return parsePerftestJSON(stdout, opts.ReportGbits)
+		rows, info, err = parsePerftestJSON(stdout, opts.ReportGbits)
+	} else {
+		rows, info, err = parsePerftestText(stdout)
 	}
-	return parsePerftestText(stdout)
+	if err != nil || len(rows) == 0 {
+		return rows, info, err
+	}
+	lines := toolout.SplitLines(opts.Stderr)
+	if !opts.JSON {
+		lines = append(toolout.SplitLines(stdout), lines...)
+	}
+	if why := toolout.RunFailure(lines); why != "" {
+		return rows, info, &toolout.PartialError{Rows: len(rows), Reason: why}
+	}
+	return rows, info, nil
 }

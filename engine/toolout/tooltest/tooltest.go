@@ -8,6 +8,7 @@
 package tooltest
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -55,7 +56,8 @@ func Seed(f *testing.F, match func(name string) bool) {
 // CheckParse calls parse (one tool output read by toolout.Parse) twice and
 // fails t unless the parse holds its properties: the same reading every time (maps are ranged in a
 // random order: perftest's JSON keys spelled twice in two cases), no
-// samples with an error, some samples without one, and every sample good
+// samples with an error but a *toolout.PartialError (whose samples are all
+// marked partial), some samples without one, and every sample good
 // (CheckSamples).
 func CheckParse[Info any](t *testing.T, parse func() ([]results.Sample, Info, error)) {
 	t.Helper()
@@ -65,8 +67,17 @@ func CheckParse[Info any](t *testing.T, parse func() ([]results.Sample, Info, er
 		t.Fatalf("two readings differ: samples (-first +second):\n%s\ninfo %+v\n%+v\nerr %v / %v", d, info, info2, err, err2)
 	}
 	if err != nil {
-		if ss != nil {
+		var partial interface{ PartialRows() int } // *toolout.PartialError, which this package cannot import
+		if ss != nil && !errors.As(err, &partial) {
 			t.Fatalf("samples with error %v", err)
+		}
+		for _, s := range ss {
+			if s.Meta.Extra["partial"] != "true" {
+				t.Fatalf("a sample of a partial run is not marked partial: %+v", s)
+			}
+		}
+		if ss != nil {
+			CheckSamples(t, ss)
 		}
 		return
 	}
