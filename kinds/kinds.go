@@ -53,6 +53,35 @@ import (
 	"sync/atomic"
 )
 
+// Direction is which way a tool's data goes between its two sides.
+type Direction string
+
+// The directions.
+const (
+	DataClient Direction = "client" // from the client to the server
+	DataServer Direction = "server" // from the server to the client
+	DataBoth   Direction = "both"   // both ways in turn (ping-pong)
+)
+
+// Arrow is a two-sided workload's hosts (server first, then client, as
+// results record them) drawn the way its tool's data goes: "client →
+// server" for WRITE, SEND and tcp, "server → client" for READ, "server ↔
+// client" for a ping-pong; hosts joined with " → " when the tool is not
+// known or not two-sided.
+func Arrow(tool string, hosts []string) string {
+	t, ok := Lookup(tool)
+	if !ok || len(hosts) != 2 {
+		return strings.Join(hosts, " → ")
+	}
+	switch t.Data {
+	case DataClient:
+		return hosts[1] + " → " + hosts[0]
+	case DataBoth:
+		return hosts[0] + " ↔ " + hosts[1]
+	}
+	return hosts[0] + " → " + hosts[1]
+}
+
 // Family groups the tools of a kind that one step drives and one parser
 // reads the same way (perftest has two: bandwidth and latency); its
 // constants live in the kind's package (perftest.BW).
@@ -128,6 +157,11 @@ type Program struct {
 
 // Tool describes one workload tool.
 type Tool struct {
+	// Data says which way a two-sided tool's data goes (DataClient: client
+	// to server, as WRITE, SEND and tcp; DataServer: server to client, as
+	// READ's responses; DataBoth: ping-pong). Views draw the arrow so, and
+	// the lab checker warns of an impairment that only slows the ACKs.
+	Data Direction
 	// View is the tool's part of every view (view.go).
 	View   View
 	Name   string

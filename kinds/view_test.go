@@ -160,3 +160,28 @@ func TestViewsWellFormed(t *testing.T) {
 		}
 	}
 }
+
+// TestArrowFollowsTheData: a workload's hosts (server first, as results
+// record them) are drawn the way its tool's data goes, as the kernel's
+// counters and rlab graph say (issue 25: run, show and summary.md printed
+// server → client for ib_write_bw and tcp).
+func TestArrowFollowsTheData(t *testing.T) {
+	for _, tc := range []struct{ tool, want string }{
+		{"ib_write_bw", "c → s"}, {"ib_send_bw", "c → s"}, {"ib_atomic_bw", "c → s"}, {"tcp", "c → s"},
+		{"ib_read_bw", "s → c"}, {"ib_read_lat", "s → c"},
+		{"ib_write_lat", "s ↔ c"}, {"ib_send_lat", "s ↔ c"}, {"ibv_rc_pingpong", "s ↔ c"}, {"rping", "s ↔ c"},
+		{"no_such_tool", "s → c"},
+	} {
+		if got := kinds.Arrow(tc.tool, []string{"s", "c"}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.tool, got, tc.want)
+		}
+	}
+	if got := kinds.Arrow("exec", []string{"h"}); got != "h" {
+		t.Errorf("exec on one host: %q", got)
+	}
+	for _, tl := range kinds.All() {
+		if !tl.OneHost && tl.Data == "" {
+			t.Errorf("%s: a two-sided tool says not which way its data goes (Data)", tl.Name)
+		}
+	}
+}

@@ -79,7 +79,7 @@ workload "broken" {
 			t.Errorf("the terminal did not show %q:\n%q", w, s)
 		}
 	}
-	if !hasOutput(stdout.String(), "row:bulk tcp h0 → h1 ok") || !hasOutput(stdout.String(), "row:broken exec h0 FAILED") {
+	if !hasOutput(stdout.String(), "row:bulk tcp h1 → h0 ok") || !hasOutput(stdout.String(), "row:broken exec h0 FAILED") {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 }

@@ -74,7 +74,7 @@ workload "bulk" {
 variable "bytes" {
   type = string
   default = "1MiB"
-}`, args: []string{"-var", "bytes=3MiB"}, out: []string{"row:hi exec h0 ok exit 0;", "row:bulk tcp h0 → h1 ok", "hi stdout (hosts/h0/logs/", "\n  hi\n"}},
+}`, args: []string{"-var", "bytes=3MiB"}, out: []string{"row:hi exec h0 ok exit 0;", "row:bulk tcp h1 → h0 ok", "hi stdout (hosts/h0/logs/", "\n  hi\n"}},
 		{name: "failing expect", code: exitFail, src: `
 workload "hi" {
   tool = "exec"

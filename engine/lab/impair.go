@@ -2,7 +2,9 @@ package lab
 
 import (
 	"fmt"
+	"github.com/rlab-dev/rlab/kinds"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -310,6 +312,57 @@ func (l *loader) decodeImpairs(blocks []*hcl.Block) {
 		}
 	}
 	l.checkImpairOverlap()
+	l.warnImpairReceiverOnly()
+}
+
+// warnImpairReceiverOnly warns of an impairment whose host only receives
+// the data of every two-sided workload it covers: netem acts on what a
+// netdev sends, so there it delays or drops only ACKs (and, for READ, the
+// requests), not the data a reader of the lab means to impair.
+func (l *loader) warnImpairReceiverOnly() {
+	for _, im := range l.lab.Impairs {
+		if im.Host == nil {
+			continue
+		}
+		covered := im.During
+		if len(covered) == 0 {
+			for _, w := range l.lab.Workloads {
+				if runsOn(w, im.Host) {
+					covered = append(covered, w)
+				}
+			}
+		}
+		var senders, names []string
+		receiverOnly := len(covered) > 0
+		for _, w := range covered {
+			t, ok := LookupTool(w.Tool)
+			if !ok || w.ServerHost == nil || w.ClientHost == nil || w.ServerHost == w.ClientHost {
+				receiverOnly = false
+				break
+			}
+			var from *Host
+			switch t.Data {
+			case kinds.DataClient:
+				from = w.ClientHost
+			case kinds.DataServer:
+				from = w.ServerHost
+			}
+			if from == nil || from == im.Host {
+				receiverOnly = false
+				break
+			}
+			names = append(names, fmt.Sprintf("%s (%s: %s)", w.Name, w.Tool, kinds.Arrow(w.Tool, []string{w.ServerHost.Name, w.ClientHost.Name})))
+			if !slices.Contains(senders, from.Name) {
+				senders = append(senders, from.Name)
+			}
+		}
+		if !receiverOnly {
+			continue
+		}
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Impairment on the receiving end only", Subject: im.Range.Ptr(),
+			Detail: fmt.Sprintf("impair %s acts on what host %s sends on %s, but every workload it covers sends its data to %s: %s. There it delays or drops only the ACKs. To impair the data, impair host %s instead (or keep this to study ACK loss).",
+				im.Name, im.Host.Name, im.Netdev, im.Host.Name, strings.Join(names, ", "), strings.Join(senders, " or "))})
+	}
 }
 
 // checkImpairNetdev refuses a netdev the lab knows the host does not use

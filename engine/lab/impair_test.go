@@ -137,10 +137,10 @@ func TestImpairDecode(t *testing.T) {
 		got = append(got, r)
 	}
 	want := []row{
-		{Name: `loss["0"]`, Host: "server", Netdev: "eth1", Text: "loss 0%", During: []string{`bw["0"]`}},
-		{Name: `loss["1"]`, Host: "server", Netdev: "eth1", Text: "loss 1%", Netem: Netem{Loss: 1}, During: []string{`bw["1"]`}},
-		{Name: `loss["5"]`, Host: "server", Netdev: "eth1", Text: "loss 5%", Netem: Netem{Loss: 5}, During: []string{`bw["5"]`}},
-		{Name: "wan", Host: "client", Netdev: "eth1", Text: "delay 2ms 500us loss 0.1% duplicate 1% reorder 25% corrupt 0.01% rate 100Mbit",
+		{Name: `loss["0"]`, Host: "client", Netdev: "eth1", Text: "loss 0%", During: []string{`bw["0"]`}},
+		{Name: `loss["1"]`, Host: "client", Netdev: "eth1", Text: "loss 1%", Netem: Netem{Loss: 1}, During: []string{`bw["1"]`}},
+		{Name: `loss["5"]`, Host: "client", Netdev: "eth1", Text: "loss 5%", Netem: Netem{Loss: 5}, During: []string{`bw["5"]`}},
+		{Name: "wan", Host: "server", Netdev: "eth1", Text: "delay 2ms 500us loss 0.1% duplicate 1% reorder 25% corrupt 0.01% rate 100Mbit",
 			Netem: Netem{Delay: 2 * time.Millisecond, Jitter: 500 * time.Microsecond, Loss: 0.1, Duplicate: 1, Reorder: 25, Corrupt: 0.01, RateBytes: 12_500_000}},
 	}
 	if d := cmp.Diff(want, got); d != "" {

@@ -58,7 +58,7 @@ func WriteHeadline(w io.Writer, r *Run) error {
 		if st != StatusOK {
 			st = strings.ToUpper(strings.ReplaceAll(st, "_", " "))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", termsafe.Line(wl.Name), termsafe.Line(wl.Tool), termsafe.Line(strings.Join(wl.Hosts, " → ")),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", termsafe.Line(wl.Name), termsafe.Line(wl.Tool), termsafe.Line(kinds.Arrow(wl.Tool, wl.Hosts)),
 			st, termsafe.Line(KeyNumbers(wl, byWL[wl.Name])), heldText(wl.Expects))
 		if troubleCol != "" {
 			fmt.Fprintf(tw, "\t%s", termsafe.Line(trouble[wl.Name]))

@@ -78,7 +78,7 @@ func Summary(r *Run, dir string) []byte {
 		}
 		w(" duration | expects |\n|---|---|---|---|---|%s---:|---|\n", strings.Repeat("---|", btoi(anyTrouble)))
 		for _, wl := range r.Workloads {
-			w("| %s | %s | %s | %s | %s |", mdCell(wl.Name), mdCell(wl.Tool), mdCell(strings.Join(wl.Hosts, " → ")),
+			w("| %s | %s | %s | %s | %s |", mdCell(wl.Name), mdCell(wl.Tool), mdCell(kinds.Arrow(wl.Tool, wl.Hosts)),
 				statusWord(wl.Status), mdCell(KeyNumbers(wl, byWL[wl.Name])))
 			if anyTrouble {
 				w(" %s |", mdCell(trouble[wl.Name]))
@@ -192,7 +192,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			if wl.Bidirectional() {
 				sz += " (" + BothDirections + ")"
 			}
-			w("| %s | %s | %s | %s |", mdCell(wl.Name), mdCell(strings.Join(wl.Hosts, " → ")), statusWord(wl.Status), expectCount(wl.Expects))
+			w("| %s | %s | %s | %s |", mdCell(wl.Name), mdCell(kinds.Arrow(wl.Tool, wl.Hosts)), statusWord(wl.Status), expectCount(wl.Expects))
 			if impaired {
 				w(" %s |", mdCell(impairs[wl.Name]))
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/rlab-dev/rlab/kinds"
 )
@@ -78,7 +77,7 @@ func aloneVsTogether(b *bytes.Buffer, r *Run, aggs []Agg) {
 				ratio = fmt.Sprintf("%.2fx", together.Median/alone.agg.Median)
 			}
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", mdCell(wl.Group), mdCell(wl.Name), mdCell(strings.Join(wl.Hosts, " → ")), what,
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", mdCell(wl.Group), mdCell(wl.Name), mdCell(kinds.Arrow(wl.Tool, wl.Hosts)), what,
 			mdCell(aloneName), aloneCell, HumanValue(together.Median, together.Unit), ratio))
 	}
 	if len(rows) == 0 {

@@ -32,9 +32,9 @@ func TestSummaryAloneVsTogether(t *testing.T) {
 		t.Fatalf("no alone vs together section:\n%s", md)
 	}
 	for _, want := range []string{
-		"| incast | a_together | server → a | 64 KiB | a_alone | 2 Gb/s | 1 Gb/s | 0.50x |",
-		"| incast | b_together | server → b | 64 KiB | b_alone | 1.5 Gb/s | 0.6 Gb/s | 0.40x |",
-		"| incast | c_together | server → c | 64 KiB | – | – | 0.5 Gb/s | – |",
+		"| incast | a_together | a → server | 64 KiB | a_alone | 2 Gb/s | 1 Gb/s | 0.50x |",
+		"| incast | b_together | b → server | 64 KiB | b_alone | 1.5 Gb/s | 0.6 Gb/s | 0.40x |",
+		"| incast | c_together | c → server | 64 KiB | – | – | 0.5 Gb/s | – |",
 	} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("alone vs together lacks %q:\n%s", want, sec)

@@ -292,7 +292,7 @@ func runIncast(ctx context.Context, t *testing.T, bin, root string, set *Set) {
 	table, _, _ = strings.Cut(table, "\n\n## ")
 	t.Logf("summary.md, alone vs together:%s", table)
 	for _, c := range []string{"a", "b"} {
-		row := regexp.MustCompile(`\| incast \| ` + c + `_together \| server → ` + c + ` \| 64 KiB \| ` + c + `_alone \| [0-9.]+ [MG]b/s \| [0-9.]+ [MG]b/s \| [0-9.]+x \|`)
+		row := regexp.MustCompile(`\| incast \| ` + c + `_together \| ` + c + ` → server \| 64 KiB \| ` + c + `_alone \| [0-9.]+ [MG]b/s \| [0-9.]+ [MG]b/s \| [0-9.]+x \|`)
 		if !ok || !row.MatchString(table) {
 			t.Errorf("summary.md has no alone vs together row for client %s matching %s", c, row)
 		}

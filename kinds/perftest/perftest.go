@@ -74,6 +74,15 @@ func (Kind) Desc() kinds.Desc {
 			fixed = 8
 		}
 		bw, lat := "ib_"+op+"_bw", "ib_"+op+"_lat"
+		// Which way the data goes: READ's responses come from the server;
+		// a latency test of WRITE or SEND ping-pongs.
+		bwData, latData := kinds.DataClient, kinds.DataBoth
+		switch op {
+		case "read":
+			bwData, latData = kinds.DataServer, kinds.DataServer
+		case "atomic":
+			latData = kinds.DataClient
+		}
 		ver := kinds.Version{From: first}
 		if bw == first {
 			ver = kinds.Version{Args: []string{"--version"}, Pattern: `[0-9]+(?:\.[0-9]+)+`, PerftestHelp: true} // Version: 6.06
@@ -87,7 +96,7 @@ func (Kind) Desc() kinds.Desc {
 			noIWARP = "iWARP has no atomic operations (RFC 5040's RDMAP defines none, and siw reports atomic_cap 0)"
 		}
 		d.Tools = append(d.Tools,
-			kinds.Tool{Name: bw, Family: BW, RDMA: true, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
+			kinds.Tool{Name: bw, Family: BW, RDMA: true, Data: bwData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
 				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true,
 				Metrics: []string{"bw_peak", "bw_avg", "msg_rate"},
 				Program: &kinds.Program{Name: bw, Packages: pkg, Version: ver},
@@ -104,7 +113,7 @@ func (Kind) Desc() kinds.Desc {
 					},
 					Throughput: "bw_avg",
 				}},
-			kinds.Tool{Name: lat, Family: Lat, RDMA: true, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
+			kinds.Tool{Name: lat, Family: Lat, RDMA: true, Data: latData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
 				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true,
 				Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 				Program: &kinds.Program{Name: lat, Packages: pkg, Version: kinds.Version{From: first}},

@@ -44,7 +44,7 @@ func (Kind) Desc() kinds.Desc {
 		if t.transport == "UD" {
 			max = 4096 // a UD message is one packet: the largest RoCE MTU
 		}
-		d.Tools = append(d.Tools, kinds.Tool{Name: name, Family: Family, RDMA: true, FixedTransport: t.transport, TransportWhy: why,
+		d.Tools = append(d.Tools, kinds.Tool{Name: name, Family: Family, RDMA: true, Data: kinds.DataBoth, FixedTransport: t.transport, TransportWhy: why,
 			NoIWARP: "the pingpong tools connect their QPs themselves (LID, QPN and GID swapped over TCP, then modify to RTR), never through the RDMA CM, which iWARP requires",
 			Sizes:   true, MaxSize: max, Iterations: true,
 			Metrics: []string{"pp_bw", "pp_lat"},

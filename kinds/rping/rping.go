@@ -33,7 +33,7 @@ func (Kind) ReadsStderr() bool { return true }
 func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "rping",
 		Metrics: []kinds.Metric{{Name: "rping_count", Unit: "count", HigherIsBetter: true, Doc: "rping ping-pongs completed"}},
-		Tools: []kinds.Tool{{Name: "rping", Family: Family, RDMA: true, FixedTransport: "RC", RDMACM: true,
+		Tools: []kinds.Tool{{Name: "rping", Family: Family, RDMA: true, Data: kinds.DataBoth, FixedTransport: "RC", RDMACM: true,
 			TransportWhy: "rping always uses an RC connection through the RDMA CM",
 			Sizes:        true, Iterations: true,
 			Metrics:      []string{"rping_count"},

@@ -36,7 +36,7 @@ func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "tcp",
 		Metrics: []kinds.Metric{{Name: "tcp_bw", Unit: "Gb/s", HigherIsBetter: true, Doc: "TCP bulk throughput", Aliases: []kinds.Alias{{Name: "tcp_gbps", Scale: 1}, {Name: "tcp_mibps", Scale: mibPerGb}}}},
 		Retired: map[string]string{"tcp_bw_mib": "tcp_bw"}, // TCP throughput in MiB/s, until November 2026
-		Tools: []kinds.Tool{{Name: "tcp", Family: Family, TransportWhy: "the tcp workload is a TCP stream", Duration: true, Bytes: true,
+		Tools: []kinds.Tool{{Name: "tcp", Family: Family, Data: kinds.DataClient, TransportWhy: "the tcp workload is a TCP stream", Duration: true, Bytes: true,
 			Metrics: []string{"tcp_bw"}, Chart: "tcp",
 			View: kinds.View{
 				Headline:   []kinds.Figure{{Metric: "tcp_bw"}},

@@ -27,7 +27,7 @@ workload "v" {
   server = rxe.a
   client = rxe.b
 }
-impair "j" {
+impair "j" { # WARNING: Impairment on the receiving end only
   host   = host.a
   netdev = "eth1"
   jitter = "1ms" # ERROR: Jitter without delay
@@ -44,7 +44,7 @@ impair "e" { # ERROR: Empty impairment
   netdev = "eth1"
   during = [workload.v]
 }
-impair "z" {
+impair "z" { # WARNING: Impairment on the receiving end only
   host   = host.a
   netdev = "eth1"
   delay  = "0ms"

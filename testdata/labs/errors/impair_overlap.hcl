@@ -27,12 +27,12 @@ workload "v" {
   server = rxe.a
   client = rxe.b
 }
-impair "whole" {
+impair "whole" { # WARNING: Impairment on the receiving end only
   host   = host.a
   netdev = "eth1"
   loss   = "1%"
 }
-impair "scoped" { # ERROR: Overlapping impairments
+impair "scoped" { # ERROR: Overlapping impairments # WARNING: Impairment on the receiving end only
   host   = host.a
   netdev = "eth1"
   delay  = "2ms"

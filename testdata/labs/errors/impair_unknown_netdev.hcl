@@ -27,7 +27,7 @@ workload "v" {
   server = rxe.a
   client = rxe.b
 }
-impair "x" {
+impair "x" { # WARNING: Impairment on the receiving end only
   host   = host.a
   netdev = "eth2" # ERROR: Unknown netdev
   loss   = "1%"

@@ -27,7 +27,7 @@ workload "v" {
   server = rxe.a
   client = rxe.b
 }
-impair "p" {
+impair "p" { # WARNING: Impairment on the receiving end only
   host      = host.a
   netdev    = "eth1"
   loss      = "101%" # ERROR: Invalid loss

@@ -16,7 +16,7 @@ workload "w" {
   server = host.a
   client = host.b
 }
-impair "mgmt" {
+impair "mgmt" { # WARNING: Impairment on the receiving end only
   host   = host.a
   netdev = "eth0" # ERROR: Impairing the management NIC
   loss   = "1%"

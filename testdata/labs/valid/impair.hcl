@@ -1,5 +1,5 @@
 lab "impair" {
-  description = "a loss sweep on the server's link and a whole-run WAN impairment on the client's"
+  description = "a loss sweep on the link of the WRITEs' sender (the client), and a whole-run WAN impairment on the server's, which sends READ data"
 }
 
 host "server" {
@@ -31,16 +31,22 @@ workload "bw" {
   client   = rxe.client
 }
 
+workload "rd" {
+  tool   = "ib_read_bw"
+  server = rxe.server
+  client = rxe.client
+}
+
 impair "loss" {
   for_each = toset(local.loss)
-  host     = host.server
+  host     = host.client
   netdev   = "eth1"
   loss     = "${each.key}%"
   during   = [workload.bw[each.key]]
 }
 
 impair "wan" {
-  host      = host.client
+  host      = host.server
   netdev    = "eth1"
   delay     = "2ms"
   jitter    = "500us"
