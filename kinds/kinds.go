@@ -417,6 +417,20 @@ func Kinds() []Kind {
 	return append([]Kind(nil), kinds...)
 }
 
+// MustBeRegistered panics, naming who, when no family is registered: what
+// reads the whole catalogue to act on hosts (the VM image's packages, the
+// programs a facts request probes) would otherwise quietly act on none, as
+// a test binary that forgot kinds/builtin.Register built an image without
+// perftest. It is a programming error, as registering twice is.
+func MustBeRegistered(who string) {
+	mu.RLock()
+	n := len(kinds)
+	mu.RUnlock()
+	if n == 0 {
+		panic(who + ": no tool family is registered: call kinds/builtin.Register() first")
+	}
+}
+
 // Lookup returns the tool named n.
 func Lookup(n string) (Tool, bool) {
 	mu.RLock()

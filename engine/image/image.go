@@ -58,6 +58,7 @@ func withToolPackages(base []string) []string {
 	for _, p := range base {
 		have[p] = true
 	}
+	kinds.MustBeRegistered("engine/image: the image's tool packages")
 	for _, prog := range kinds.Programs() {
 		if p := prog.Packages.Debian; p != "" && !have[p] {
 			have[p] = true

@@ -20,6 +20,7 @@ import (
 // the agent (its hash does not change when a tool's hint does).
 func FactsParams(refresh bool) proto.FactsParams {
 	p := proto.FactsParams{Refresh: refresh}
+	kinds.MustBeRegistered("engine/remote: the programs facts probes")
 	for _, prog := range kinds.Programs() {
 		v := prog.Version
 		p.Probe = append(p.Probe, proto.Probe{Name: prog.Name, Args: v.Args, Pattern: v.Pattern, From: v.From, RDMACore: v.RDMACore, PerftestHelp: v.PerftestHelp})
