@@ -25,6 +25,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/image"
+	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/vm"
 )
 
@@ -168,10 +169,11 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 	}
 	srv, cli := agents[0], agents[1]
 
-	// Facts before any rxe: the module is there, the tools too.
+	// Facts before any rxe: the module is there, the tools too (the
+	// controller names the programs to probe, as rlab does).
 	for _, a := range agents {
 		var f proto.Facts
-		a.call(proto.MethodFacts, nil, &f)
+		a.call(proto.MethodFacts, remote.FactsParams(false), &f)
 		t.Logf("%s facts: kernel %s os %q rxe_module %s perftest_json %v tools %v memlock %d", a.name, f.Kernel, f.OS, f.RXEModule, f.PerftestJSON, f.Tools, f.MemlockSoft)
 		if f.RXEModule == "absent" || f.Tools["ib_write_bw"].Path == "" || f.Tools["ib_write_bw"].Version == "" || f.Tools["rping"].Path == "" ||
 			!f.PerftestJSON || f.Tools["tcpdump"].Version == "" || f.Tools["modprobe"].Version == "" || f.Tools["rping"].Version == "" {
