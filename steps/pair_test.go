@@ -150,3 +150,32 @@ func TestPairKeepsPartialRows(t *testing.T) {
 		}
 	}
 }
+
+// TestPairHarmlessExit: a client's non-zero exit that its tool says is
+// harmless (ProcSpec.Harmless: rping's teardown race) is a clean end; the
+// same exit without it fails the workload.
+func TestPairHarmlessExit(t *testing.T) {
+	for _, harmless := range []bool{true, false} {
+		h := &partialHost{name: "h", exit: 255}
+		env := &Env{Hosts: map[string]Host{"h": h}}
+		w := &Workload{Workload: kinds.Workload{Name: "ping", Slug: "ping", Tool: "rping"}, ServerHost: "h", ClientHost: "h"}
+		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+			r := &PairRun{
+				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"rping"}, Role: "server"},
+				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"rping", "-c"}, Role: "client"},
+			}
+			if harmless {
+				r.Client.Harmless = func(*proto.ProcResult) string { return "a known teardown race" }
+			}
+			return r, nil
+		}}
+		err := s.Apply(context.Background(), env)
+		want := StatusOK
+		if !harmless {
+			want = StatusFailed
+		}
+		if s.out.Status != want {
+			t.Errorf("harmless %v: status %q (%v), want %q", harmless, s.out.Status, err, want)
+		}
+	}
+}

@@ -74,6 +74,10 @@ type ProcSpec struct {
 	// Root keeps root for this process when the agent runs as root for a
 	// user (become); everything else runs as the login user.
 	Root bool
+	// Harmless, when set, says why a non-zero exit of this (client)
+	// process is a known quirk of its tool after a complete run, not a
+	// failure ("" when it is a failure): rping's own teardown race.
+	Harmless func(*proto.ProcResult) string
 }
 
 func StartProc(ctx context.Context, env *Env, p *Procs, tool string, s ProcSpec) (*proto.ProcStarted, error) {
@@ -203,6 +207,12 @@ func runPair(ctx context.Context, env *Env, p *Procs, tool string, srv, cli Proc
 		sr, _ = stopProc(uctx, env, srv.Host, srv.Handle)
 		ucancel()
 		p.Done(srv.Host, srv.Handle)
+	}
+	if cr.ExitCode != 0 && !cr.TimedOut && cli.Harmless != nil {
+		if why := cli.Harmless(cr); why != "" {
+			env.logger().Warn("a non-zero exit taken as a clean end", "tool", tool, "host", cli.Host, "handle", cli.Handle, "exit", cr.ExitCode, "why", why)
+			return sr, cr, nil
+		}
 	}
 	if cr.ExitCode != 0 || cr.TimedOut {
 		return sr, cr, ProcError(tool, "client", cli.Host, cr)
