@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +126,44 @@ func (g *guest) waitUntil(ctx context.Context, d time.Duration, want string, arg
 		}
 	}
 	return fmt.Errorf("%s: %q never showed %q", g.name, commandLine(argv), want)
+}
+
+// hasExited reports whether this VM's qemu has been reaped.
+func (v *VM) hasExited() bool {
+	select {
+	case <-v.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// tailFile returns the last n bytes of a file, or what went wrong reading it.
+func tailFile(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		_, _ = f.Seek(fi.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// whyNotOurs says which of isOurQEMU's checks a recorded VM fails.
+func whyNotOurs(st VMState) string {
+	t, err := procStartTime(st.PID)
+	if err != nil {
+		return "no such process: " + err.Error()
+	}
+	if t != st.StartTime {
+		return fmt.Sprintf("start time %d, recorded %d", t, st.StartTime)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.PID))
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("command line %q does not name qemu-system and pid file %s", strings.ReplaceAll(string(b), "\x00", " "), st.PIDFile)
 }
