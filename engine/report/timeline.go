@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -100,6 +101,25 @@ func rowLabel(e event) string {
 	return "phase " + e.Step
 }
 
+// ganttLabelMax is how many characters the label column holds.
+const ganttLabelMax = 44
+
+// shortLabel fits a row's label to the label column. A host step such as
+// "rxe server: create rxe0 on eth1 of host server" that does not fit is
+// drawn by its description alone (which names the host) when that fits;
+// otherwise the whole is cut with an ellipsis. The bar's hover title keeps the whole label.
+func shortLabel(label string) string {
+	if len([]rune(label)) > ganttLabelMax {
+		if _, what, ok := strings.Cut(label, ": "); ok && what != "" && len([]rune(what)) <= ganttLabelMax {
+			label = what
+		}
+	}
+	if len([]rune(label)) > ganttLabelMax {
+		label = string([]rune(label)[:ganttLabelMax-1]) + "…"
+	}
+	return label
+}
+
 // statusColor colours a step by how it ended.
 func statusColor(s string) string {
 	switch statusClass(s) {
@@ -132,10 +152,7 @@ func ganttChart(id, title string, rows []ganttRow, total float64) *Chart {
 	}
 	for i, r := range rows {
 		y := c.Plot.Y + float64(i)*ganttRowH
-		label := r.Label
-		if len([]rune(label)) > 44 {
-			label = string([]rune(label)[:43]) + "…"
-		}
+		label := shortLabel(r.Label)
 		c.YTicks = append(c.YTicks, Text{c.Plot.X - 6, r1(y + ganttRowH - 5), label, "end"})
 		x0, x1 := tx(math.Max(r.Start, 0)), tx(math.Max(r.End, 0))
 		title := fmt.Sprintf("%s: %s, %s s from %s s", r.Label, r.Status, fmtNum(r.End-r.Start), fmtNum(r.Start))

@@ -69,3 +69,21 @@ func FuzzEvents(f *testing.F) {
 		}
 	})
 }
+
+func TestShortLabel(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"workload write_bw", "workload write_bw"},
+		{"capture roce: tcpdump on eth1 of host server", "capture roce: tcpdump on eth1 of host server"}, // 44: fits
+		{"rxe server: create rxe0 on eth1 of host server", "create rxe0 on eth1 of host server"},
+		{"rxe a-very-long-host-name-of-a-class-student: create rxe0 on eth1 of host a-very-long-host-name-of-a-class-student", "rxe a-very-long-host-name-of-a-class-studen…"},
+		{"workload " + strings.Repeat("x", 60), "workload " + strings.Repeat("x", 34) + "…"},
+	} {
+		got := shortLabel(tc.in)
+		if got != tc.want {
+			t.Errorf("shortLabel(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if n := len([]rune(got)); n > ganttLabelMax {
+			t.Errorf("shortLabel(%q) has %d characters, more than the column's %d", tc.in, n, ganttLabelMax)
+		}
+	}
+}
