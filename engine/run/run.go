@@ -432,20 +432,25 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 }
 
 func targetOf(h *lab.Host) Target {
-	t := Target{Lab: h, StateHost: StateHost{
+	return Target{Lab: h, StateHost: stateHostOf(h, 0)}
+}
+
+// stateHostOf is how state.json records a lab host: a lab host as bastion
+// is recorded whole (JumpHost), not flattened to a "user@host:port" string
+// that would lose its own key and jump.
+func stateHostOf(h *lab.Host, depth int) StateHost {
+	st := StateHost{
 		Name: h.Name, Slug: h.Slug, Address: h.Address, Port: h.Port, User: h.User,
 		IdentityFile: h.IdentityFile, KnownHosts: h.KnownHosts, Become: h.Become, VM: h.VM != nil,
-	}}
-	if h.JumpHost != nil {
-		j := h.JumpHost
-		t.Jump = fmt.Sprintf("%s:%d", j.Address, j.Port)
-		if j.User != "" {
-			t.Jump = j.User + "@" + t.Jump
-		}
-	} else {
-		t.Jump = h.Jump
 	}
-	return t
+	switch {
+	case h.JumpHost != nil && depth < maxJumpDepth:
+		j := stateHostOf(h.JumpHost, depth+1)
+		st.JumpHost = &j
+	case h.JumpHost == nil:
+		st.Jump = h.Jump
+	}
+	return st
 }
 
 func (r *runner) emit(ev Event) { r.ev.emit(ev) }

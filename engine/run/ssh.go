@@ -115,7 +115,7 @@ func hostTarget(h *lab.Host, identities []string, depth int) sshx.Target {
 	t := sshx.Target{Name: h.Name, Address: h.Address, Port: h.Port, User: h.User}
 	t.IdentityFiles = identityFiles(h.IdentityFile, identities)
 	switch {
-	case h.JumpHost != nil && depth < 8:
+	case h.JumpHost != nil && depth < maxJumpDepth:
 		// A lab host as bastion: its own user, key and jump apply.
 		j := hostTarget(h.JumpHost, identities, depth+1)
 		t.Jump = &j
@@ -128,10 +128,29 @@ func hostTarget(h *lab.Host, identities []string, depth int) sshx.Target {
 // stateTarget is how a host read back from a run's state.json (or a VM
 // host, whose endpoint the VM engine gave) is reached.
 func stateTarget(h StateHost, identities []string) (sshx.Target, error) {
+	return stateTargetDepth(h, identities, 0)
+}
+
+// maxJumpDepth bounds a chain of lab hosts as bastions (the lab loader
+// refuses a cycle; this bounds what a state.json from elsewhere holds).
+const maxJumpDepth = 8
+
+func stateTargetDepth(h StateHost, identities []string, depth int) (sshx.Target, error) {
 	t := sshx.Target{Name: h.Name, Address: h.Address, Port: h.Port, User: h.User}
 	t.IdentityFiles = identityFiles(h.IdentityFile, identities)
 	if h.VM {
 		t.NoJump = true // a local VM is reached directly, whatever ~/.ssh/config says
+		return t, nil
+	}
+	if h.JumpHost != nil {
+		if depth >= maxJumpDepth {
+			return t, fmt.Errorf("host %q: more than %d bastions in a row in the run's state", h.Name, maxJumpDepth)
+		}
+		j, err := stateTargetDepth(*h.JumpHost, identities, depth+1)
+		if err != nil {
+			return t, err
+		}
+		t.Jump = &j
 		return t, nil
 	}
 	var err error

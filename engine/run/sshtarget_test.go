@@ -1,6 +1,7 @@
 package run
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,6 +40,23 @@ func TestHostTarget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if d := cmp.Diff(tt.want, HostTarget(tt.h, ids)); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
+			}
+			// `rlab down` reaches the host from state.json alone, through
+			// the same bastions with the same users and keys as the run.
+			b, err := json.Marshal(targetOf(tt.h).StateHost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sh StateHost
+			if err := json.Unmarshal(b, &sh); err != nil {
+				t.Fatal(err)
+			}
+			got, err := stateTarget(sh, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("from state.json %s (-want +got):\n%s", b, d)
 			}
 		})
 	}

@@ -41,6 +41,10 @@ type StateHost struct {
 	IdentityFile string `json:"identity_file,omitempty"`
 	KnownHosts   string `json:"known_hosts,omitempty"`
 	Jump         string `json:"jump,omitempty"`
+	// JumpHost is a lab host used as this host's bastion, recorded whole
+	// (its own user, key and jump), so `rlab down` logs into it as the run
+	// did; Jump is then empty. An older state.json has only Jump.
+	JumpHost *StateHost `json:"jump_host,omitempty"`
 	Become       bool   `json:"become,omitempty"`
 	VM           bool   `json:"vm,omitempty"`
 	// Connected is set once the agent answered; AgentPID and WorkDir are its.
