@@ -45,8 +45,8 @@ type StateHost struct {
 	// (its own user, key and jump), so `rlab down` logs into it as the run
 	// did; Jump is then empty. An older state.json has only Jump.
 	JumpHost *StateHost `json:"jump_host,omitempty"`
-	Become       bool   `json:"become,omitempty"`
-	VM           bool   `json:"vm,omitempty"`
+	Become   bool       `json:"become,omitempty"`
+	VM       bool       `json:"vm,omitempty"`
 	// Connected is set once the agent answered; AgentPID and WorkDir are its.
 	Connected bool   `json:"connected,omitempty"`
 	AgentPID  int    `json:"agent_pid,omitempty"`
