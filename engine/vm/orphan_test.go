@@ -70,7 +70,7 @@ func fakeController() {
 	s := &Set{opts: Options{QEMU: self}}
 	v := &VM{Machine: Machine{Name: "a"}, dir: dir}
 	qmp := filepath.Join(dir, "qmp.sock")
-	if err := s.exec(v, []string{"-qmp", "unix:" + qmp + ",server=on,wait=off"}, filepath.Join(dir, "qemu.pid"), qmp); err != nil {
+	if err := s.exec(v, []string{"-qmp", "unix:" + qmp + ",server=on,wait=off"}, filepath.Join(dir, "qemu.pid"), qmp, nil); err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}

@@ -76,6 +76,9 @@ type Options struct {
 	// Detach leaves the VMs running when the controller exits (no
 	// parent-death signal); they are then stopped by StopFromState.
 	Detach bool
+	// NoRestore boots every VM from its kernel rather than restoring a
+	// saved guest (snapshot.go); RLAB_VM_RESTORE=0 does the same.
+	NoRestore bool
 	// Progress, when set, is told each VM's state: "starting", then
 	// "booting (<accelerator note>)", e.g. "booting (KVM)" or "booting (TCG
 	// software emulation (KVM not usable: ...))", then "up in <duration>".
@@ -95,6 +98,8 @@ type VM struct {
 	PID          int
 
 	dir    string
+	idx    int       // position in the set: its MACs
+	snap   *snapshot // restored from it; nil when booted
 	state  VMState
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -235,7 +240,7 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 		}
 	}()
 	for i := range ms {
-		v, err := s.start(ctx, ms[i], i, links, sockDir, login, idFile)
+		v, err := s.start(ctx, ms[i], i, links, sockDir, login, idFile, s.restoreWanted())
 		if err != nil {
 			return nil, err
 		}
@@ -251,6 +256,14 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 		go func() {
 			defer wg.Done()
 			errs[i] = s.waitSSH(ctx, v, login)
+			if errs[i] == nil && v.snap != nil {
+				if err := s.identify(ctx, v, idFile, login); err != nil {
+					errs[i] = fmt.Errorf("%w: %w", errRestoreFailed, err)
+				}
+			}
+			if errs[i] != nil && v.snap != nil && ctx.Err() == nil && !errors.Is(errs[i], errRestoreFailed) {
+				errs[i] = fmt.Errorf("%w: %w", errRestoreFailed, errs[i])
+			}
 		}()
 	}
 	wg.Wait()
@@ -260,14 +273,23 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 	// no interrupt route, the guest panicked). One at a time, with no other
 	// VM still dialing, so known_hosts can be rewritten safely.
 	for i, err := range errs {
-		if !errors.Is(err, errGuestDied) || ctx.Err() != nil {
+		if !errors.Is(err, errGuestDied) && !errors.Is(err, errRestoreFailed) || ctx.Err() != nil {
 			continue
 		}
 		old := s.VMs[i]
+		if old.snap != nil {
+			// A saved guest that does not come up is not kept: the next
+			// run builds it anew. This VM boots instead.
+			s.opts.Logger.Warn("restored vm did not come up; removing its snapshot and booting it", "host", old.Name, "snapshot", old.snap.Dir, "err", err)
+			s.opts.Progress(old.Name, "the restore failed ("+err.Error()+"); booting it instead")
+			_ = old.stopNow()
+			_ = os.RemoveAll(old.snap.Dir)
+		} else {
+			s.opts.Logger.Warn("vm died while booting; booting it again", "host", old.Name, "err", err)
+			s.opts.Progress(old.Name, "died while booting (console of that try: "+old.Console+".1); booting it again")
+		}
 		_ = os.Rename(old.Console, old.Console+".1")
-		s.opts.Logger.Warn("vm died while booting; booting it again", "host", old.Name, "err", err)
-		s.opts.Progress(old.Name, "died while booting (console of that try: "+old.Console+".1); booting it again")
-		v, serr := s.start(ctx, ms[i], i, links, sockDir, login, idFile)
+		v, serr := s.start(ctx, ms[i], i, links, sockDir, login, idFile, false)
 		if serr != nil {
 			errs[i] = errors.Join(err, serr)
 			continue
@@ -288,6 +310,10 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 // errGuestDied marks a VM whose qemu exited (its guest panicked) before
 // sshd answered.
 var errGuestDied = errors.New("qemu exited")
+
+// errRestoreFailed marks a VM restored from a snapshot that did not come up
+// as this run's VM; it is booted instead.
+var errRestoreFailed = errors.New("restore failed")
 
 // link is one data network: two VMs send to each other, three or more to
 // the network's switch.
@@ -345,7 +371,7 @@ func networkFile(macAddr string, n Network) string {
 	return b.String()
 }
 
-func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*link, sockDir string, login *keyPair, idFile string) (*VM, error) {
+func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*link, sockDir string, login *keyPair, idFile string, restore bool) (*VM, error) {
 	if m.MemoryBytes == 0 {
 		m.MemoryBytes = defaultMemory
 	}
@@ -362,12 +388,24 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		m.Image = s.opts.Image
 	}
 	fail := func(what string, err error) error { return fmt.Errorf("boot vm %q: %s: %w", m.Name, what, err) }
+	var sn *snapshot
+	if restore {
+		var err error
+		if sn, err = s.snapshotFor(ctx, m); err != nil {
+			if ctx.Err() != nil {
+				return nil, fail("snapshot", err)
+			}
+			s.opts.Logger.Warn("no vm snapshot to restore; booting", "host", m.Name, "err", err)
+			s.opts.Progress(m.Name, "no snapshot to restore ("+err.Error()+"); booting")
+			sn = nil
+		}
+	}
 	dir := filepath.Join(s.Dir, m.Slug)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fail("make folder", err)
 	}
 	v := &VM{Machine: m, User: "root", IdentityFile: idFile, KnownHosts: filepath.Join(s.Dir, "known_hosts"),
-		Console: filepath.Join(dir, "console.log"), dir: dir, exited: make(chan struct{})}
+		Console: filepath.Join(dir, "console.log"), dir: dir, idx: idx, snap: sn, exited: make(chan struct{})}
 	s.opts.Progress(m.Name, "starting")
 
 	hk, err := newKeyPair("rlab-vm-" + m.Slug)
@@ -375,6 +413,11 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		return nil, fail("host key", err)
 	}
 	v.HostKey = hk.public
+	if sn != nil {
+		// Restored: the snapshot's host key (pinned exactly) and its login
+		// key until identify gives the guest the run's.
+		v.HostKey, v.IdentityFile = sn.HostKey, sn.Login
+	}
 	hkFile := filepath.Join(dir, "ssh_host_ed25519_key")
 	if err := hk.writeFiles(hkFile); err != nil {
 		return nil, fail("write host key", err)
@@ -385,7 +428,11 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	}
 	overlay := filepath.Join(dir, "overlay.qcow2")
 	_ = os.Remove(overlay)
-	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", m.Image.Root, overlay).CombinedOutput(); err != nil {
+	backing, backingFmt := m.Image.Root, "raw"
+	if sn != nil {
+		backing, backingFmt = sn.Disk, "qcow2"
+	}
+	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", backingFmt, "-b", backing, overlay).CombinedOutput(); err != nil {
 		return nil, fail("create overlay", fmt.Errorf("qemu-img: %w: %s", err, strings.TrimSpace(string(out))))
 	}
 	sockBase := sockDir
@@ -418,6 +465,9 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		"-drive", "file=" + overlay + ",if=none,id=d0,format=qcow2,discard=unmap,cache=unsafe",
 		"-device", "virtio-blk-pci,drive=d0,addr=0x4",
 		"-device", "virtio-rng-pci,addr=0x5",
+		// A restored guest learns it was restored (a new generation id)
+		// and its kernel reseeds its random pool.
+		"-device", "vmgenid,guid=auto",
 		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKey + ",file=" + hkFile,
 		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKeyPub + ",file=" + hkFile + ".pub",
 		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwAuthorizedKeys + ",file=" + akFile,
@@ -478,7 +528,17 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		full := append(append([]string(nil), args...),
 			"-netdev", fmt.Sprintf("user,id=n0,%shostfwd=tcp:127.0.0.1:%d-:22", restrict, port),
 			"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=%s,addr=0x3", mac(idx, 0)))
-		lastErr = s.exec(v, full, pidFile, qmp)
+		var state *os.File
+		if sn != nil {
+			if state, err = os.Open(sn.State); err != nil {
+				return nil, fail("open the saved state", err)
+			}
+			full = append(full, "-incoming", "fd:3")
+		}
+		lastErr = s.exec(v, full, pidFile, qmp, state)
+		if state != nil {
+			state.Close()
+		}
 		if lastErr == nil {
 			break
 		}
@@ -487,7 +547,29 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		}
 	}
 	if lastErr != nil {
+		if sn != nil && ctx.Err() == nil {
+			s.opts.Logger.Warn("restore failed; removing the snapshot and booting", "host", m.Name, "snapshot", sn.Dir, "err", lastErr)
+			s.opts.Progress(m.Name, "the restore failed ("+lastErr.Error()+"); booting it instead")
+			_ = os.RemoveAll(sn.Dir)
+			return s.start(ctx, m, idx, links, sockDir, login, idFile, false)
+		}
 		return nil, fail("start qemu", lastErr)
+	}
+	if sn != nil {
+		if err := qmpResume(ctx, qmp, v.exited); err != nil {
+			_ = v.stopNow()
+			if ctx.Err() != nil {
+				return nil, fail("restore", err)
+			}
+			b, _ := os.ReadFile(filepath.Join(v.dir, "qemu.stderr"))
+			s.opts.Logger.Warn("restore failed; removing the snapshot and booting", "host", m.Name, "snapshot", sn.Dir, "err", err, "stderr", string(b))
+			s.opts.Progress(m.Name, "the restore failed ("+err.Error()+"); booting it instead")
+			_ = os.RemoveAll(sn.Dir)
+			return s.start(ctx, m, idx, links, sockDir, login, idFile, false)
+		}
+		s.opts.Progress(m.Name, "restored from a saved guest ("+s.AccelNote+")")
+		s.opts.Logger.Info("vm restored", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "snapshot", sn.Dir)
+		return v, nil
 	}
 	s.opts.Progress(m.Name, "booting ("+s.AccelNote+")")
 	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel, "image", m.Image.Dir, "internet", m.Internet)
@@ -495,8 +577,11 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 }
 
 // exec starts qemu and returns once it runs (or failed early).
-func (s *Set) exec(v *VM, args []string, pidFile, qmp string) error {
+func (s *Set) exec(v *VM, args []string, pidFile, qmp string, incoming *os.File) error {
 	cmd := exec.Command(s.opts.QEMU, args...)
+	if incoming != nil {
+		cmd.ExtraFiles = []*os.File{incoming} // fd 3: -incoming fd:3
+	}
 	errf, err := os.Create(filepath.Join(v.dir, "qemu.stderr"))
 	if err != nil {
 		return err

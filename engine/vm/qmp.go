@@ -1,0 +1,93 @@
+package vm
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"time"
+)
+
+// qmpConn is a QMP session: commands in order, events skipped.
+type qmpConn struct {
+	c *net.UnixConn
+	r *bufio.Reader
+}
+
+func dialQMP(ctx context.Context, sock string) (*qmpConn, error) {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	nc, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	q := &qmpConn{c: nc.(*net.UnixConn), r: bufio.NewReader(nc)}
+	_ = q.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := q.r.ReadBytes('\n'); err != nil {
+		q.Close()
+		return nil, fmt.Errorf("qmp greeting: %w", err)
+	}
+	if _, err := q.do("qmp_capabilities", nil); err != nil {
+		q.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+func (q *qmpConn) Close() error { return q.c.Close() }
+
+// do runs one command and returns its "return" value.
+func (q *qmpConn) do(cmd string, args any) (json.RawMessage, error) {
+	return q.doWith(cmd, args, nil)
+}
+
+// doWith sends the command with oob (SCM_RIGHTS) when given.
+func (q *qmpConn) doWith(cmd string, args any, oob []byte) (json.RawMessage, error) {
+	req := map[string]any{"execute": cmd}
+	if args != nil {
+		req["arguments"] = args
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	_ = q.c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, _, err := q.c.WriteMsgUnix(b, oob, nil); err != nil {
+		return nil, fmt.Errorf("qmp %s: %w", cmd, err)
+	}
+	for {
+		line, err := q.r.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("qmp %s: %w", cmd, err)
+		}
+		var m struct {
+			Return json.RawMessage `json:"return"`
+			Error  *struct {
+				Class string `json:"class"`
+				Desc  string `json:"desc"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		if m.Error != nil {
+			return nil, fmt.Errorf("qmp %s: %s: %s", cmd, m.Error.Class, m.Error.Desc)
+		}
+		if m.Return != nil {
+			return m.Return, nil
+		}
+	}
+}
+
+// sendFD hands f to QEMU under name (QMP getfd with SCM_RIGHTS).
+func (q *qmpConn) sendFD(name string, f *os.File) error {
+	if f == nil {
+		return errors.New("no file")
+	}
+	_, err := q.doWith("getfd", map[string]any{"fdname": name}, syscall.UnixRights(int(f.Fd())))
+	return err
+}

@@ -1,0 +1,443 @@
+package vm
+
+// Boot once, restore per run (issue 27). For each (image, QEMU, accelerator,
+// memory, CPUs, number of data NICs) a guest is booted once, left to settle
+// (sshd up, rdma_rxe and siw loaded), paused and its RAM and device state
+// saved with QEMU's migration to a file; its disk overlay becomes the
+// read-only backing file of every restored VM's own overlay. A run's VM then
+// starts from that state (`-incoming fd:3`, then `cont`) in seconds instead
+// of booting kernel and systemd (measured under TCG on this 2-core machine:
+// 63.5 s boot to sshd vs 6.0 s restore to sshd, BENCHMARKS.md).
+//
+// A restored VM gets its own identity before anything else uses it, over
+// one SSH session that logs in with the snapshot's login key and checks the
+// snapshot's host key exactly (both made by rlab, kept 0600 in the cache):
+// its data NICs' MAC addresses, MTU and addresses, its hostname, the wall
+// clock from this machine, fresh randomness mixed into the guest's pool (and
+// vmgenid, which makes the guest kernel reseed on restore), and the run's own
+// login key as root's only authorized key. Its host key stays the snapshot's:
+// every VM restored from one snapshot has the same host key, pinned exactly
+// in the run's known_hosts (SECURITY.md says so).
+//
+// A snapshot that does not fit (another QEMU, image, memory...) has another
+// key and is built anew; one that fails to restore is removed and the VM is
+// booted instead, which the progress line says.
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// snapshotFormat changes whenever the QEMU command line of a VM changes in a
+// way a saved state depends on (devices, their addresses, the machine type):
+// a state saved by another layout is never restored.
+const snapshotFormat = 1
+
+// RestoreEnv, set to "0", makes every VM boot instead of restoring.
+const RestoreEnv = "RLAB_VM_RESTORE"
+
+// snapshot is a saved guest ready to restore.
+type snapshot struct {
+	Dir     string // <image>/snapshots/<key>
+	Disk    string // the guest's disk at the save, backing every restored overlay
+	State   string // QEMU migration stream
+	Login   string // private login key (0600); .pub beside it
+	HostKey ssh.PublicKey
+	Key     snapshotKey
+}
+
+// snapshotKey is everything a saved state depends on.
+type snapshotKey struct {
+	Format      int    `json:"format"`
+	QEMU        string `json:"qemu"`         // binary path
+	QEMUVersion string `json:"qemu_version"` // its --version line
+	QEMUBinary  string `json:"qemu_binary"`  // size and mtime of the binary
+	Image       string `json:"image"`        // image folder name (its recipe hash)
+	Accel       string `json:"accel"`
+	MemoryMiB   int64  `json:"memory_mib"`
+	CPUs        int    `json:"cpus"`
+	NICs        int    `json:"nics"` // data NICs
+}
+
+func (k snapshotKey) id() string {
+	b, _ := json.Marshal(k)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// restoreWanted reports whether VMs are restored rather than booted.
+func (s *Set) restoreWanted() bool {
+	return !s.opts.NoRestore && os.Getenv(RestoreEnv) != "0"
+}
+
+func (s *Set) keyFor(m Machine) (snapshotKey, error) {
+	k := snapshotKey{Format: snapshotFormat, Image: filepath.Base(m.Image.Dir), Accel: s.Accel,
+		MemoryMiB: m.MemoryBytes >> 20, CPUs: m.CPUs, NICs: len(m.Networks)}
+	p, err := exec.LookPath(s.opts.QEMU)
+	if err != nil {
+		return k, err
+	}
+	if k.QEMU, err = filepath.Abs(p); err != nil {
+		return k, err
+	}
+	fi, err := os.Stat(k.QEMU)
+	if err != nil {
+		return k, err
+	}
+	k.QEMUBinary = fmt.Sprintf("%d bytes, modified %s", fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano))
+	out, err := exec.Command(k.QEMU, "--version").Output()
+	if err != nil {
+		return k, fmt.Errorf("%s --version: %w", k.QEMU, err)
+	}
+	k.QEMUVersion, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return k, nil
+}
+
+// snapshotFor returns the snapshot m restores from, building it (one boot)
+// when there is none yet. Builds of one key are serialised across processes.
+func (s *Set) snapshotFor(ctx context.Context, m Machine) (*snapshot, error) {
+	k, err := s.keyFor(m)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(m.Image.Dir, "snapshots")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, k.id())
+	if sn, err := loadSnapshot(dir, k); err == nil {
+		return sn, nil
+	}
+	lf, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	for {
+		if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			break
+		}
+		s.opts.Progress(m.Name, "waiting for another rlab building the same VM snapshot")
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	if sn, err := loadSnapshot(dir, k); err == nil {
+		return sn, nil
+	}
+	_ = os.RemoveAll(dir)
+	return s.buildSnapshot(ctx, m, k, dir)
+}
+
+const snapshotMeta = "snapshot.json"
+
+func loadSnapshot(dir string, k snapshotKey) (*snapshot, error) {
+	b, err := os.ReadFile(filepath.Join(dir, snapshotMeta))
+	if err != nil {
+		return nil, err
+	}
+	var got snapshotKey
+	if err := json.Unmarshal(b, &got); err != nil || got != k {
+		return nil, fmt.Errorf("snapshot %s was made for %s", dir, b)
+	}
+	sn := &snapshot{Dir: dir, Disk: filepath.Join(dir, "disk.qcow2"), State: filepath.Join(dir, "state.bin"),
+		Login: filepath.Join(dir, "login"), Key: k}
+	for _, p := range []string{sn.Disk, sn.State, sn.Login} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, err
+		}
+	}
+	pb, err := os.ReadFile(filepath.Join(dir, "host_key.pub"))
+	if err != nil {
+		return nil, err
+	}
+	if sn.HostKey, _, _, _, err = ssh.ParseAuthorizedKey(pb); err != nil {
+		return nil, err
+	}
+	return sn, nil
+}
+
+// buildSnapshot boots the template guest (Boot itself, restore off), lets it
+// settle, pauses it and saves its state, then keeps its disk, keys and state
+// under dir, written last so a half-built snapshot is never used.
+func (s *Set) buildSnapshot(ctx context.Context, m Machine, k snapshotKey, dir string) (*snapshot, error) {
+	t0 := time.Now()
+	s.opts.Progress(m.Name, "building the VM snapshot (one boot, kept for later runs)")
+	work, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	tm := Machine{Name: "snapshot", Slug: "snapshot", Image: m.Image, MemoryBytes: m.MemoryBytes, CPUs: m.CPUs, BootTimeout: m.BootTimeout}
+	for j := range m.Networks {
+		tm.Networks = append(tm.Networks, Network{Name: "snap" + strconv.Itoa(j)})
+	}
+	opts := s.opts
+	opts.NoRestore, opts.Detach, opts.Progress = true, false, nil
+	opts.Accel = s.Accel
+	opts.PowerdownTimeout = -1
+	ts, err := Boot(ctx, []Machine{tm}, work, opts)
+	if err != nil {
+		return nil, fmt.Errorf("boot the template: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	defer ts.Shutdown(sctx)
+	v := ts.VMs[0]
+	c, err := v.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Settle: the modules every run loads, then a quiet page cache so the
+	// saved state is small.
+	out, err := sshRun(ctx, c, "modprobe rdma_rxe; modprobe siw; sync; echo 3 > /proc/sys/vm/drop_caches; systemctl is-system-running --wait >/dev/null 2>&1; sync")
+	c.Close()
+	if err != nil {
+		return nil, fmt.Errorf("settle the template: %w: %s", err, out)
+	}
+	stateTmp := filepath.Join(work, "state.bin")
+	if err := qmpSave(ctx, v.state.QMP, stateTmp); err != nil {
+		return nil, fmt.Errorf("save the template's state: %w", err)
+	}
+	_ = ts.Shutdown(sctx)
+	stage := filepath.Join(work, "snap")
+	if err := os.Mkdir(stage, 0o700); err != nil {
+		return nil, err
+	}
+	moves := [][2]string{
+		{filepath.Join(v.dir, "overlay.qcow2"), "disk.qcow2"},
+		{stateTmp, "state.bin"},
+		{v.IdentityFile, "login"},
+		{v.IdentityFile + ".pub", "login.pub"},
+		{filepath.Join(v.dir, "ssh_host_ed25519_key.pub"), "host_key.pub"},
+	}
+	for _, mv := range moves {
+		if err := os.Rename(mv[0], filepath.Join(stage, mv[1])); err != nil {
+			return nil, err
+		}
+	}
+	// The disk is a backing file from now on: nothing may write it.
+	if err := os.Chmod(filepath.Join(stage, "disk.qcow2"), 0o400); err != nil {
+		return nil, err
+	}
+	kb, _ := json.MarshalIndent(k, "", "  ")
+	if err := os.WriteFile(filepath.Join(stage, snapshotMeta), append(kb, '\n'), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		return nil, err
+	}
+	s.opts.Logger.Info("vm snapshot built", "dir", dir, "took", time.Since(t0).Round(time.Millisecond))
+	return loadSnapshot(dir, k)
+}
+
+// qmpSave pauses the guest and writes its state to path through QEMU's
+// migration to a file descriptor handed over the QMP socket (no shell).
+func qmpSave(ctx context.Context, sock, path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	q, err := dialQMP(ctx, sock)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	if _, err := q.do("stop", nil); err != nil {
+		return err
+	}
+	if err := q.sendFD("rlabstate", f); err != nil {
+		return err
+	}
+	if _, err := q.do("migrate", map[string]any{"uri": "fd:rlabstate"}); err != nil {
+		return err
+	}
+	for {
+		r, err := q.do("query-migrate", nil)
+		if err != nil {
+			return err
+		}
+		var st struct {
+			Status    string `json:"status"`
+			ErrorDesc string `json:"error-desc"`
+		}
+		_ = json.Unmarshal(r, &st)
+		switch st.Status {
+		case "completed":
+			return f.Sync()
+		case "failed", "cancelled":
+			return fmt.Errorf("migration %s: %s", st.Status, st.ErrorDesc)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// qmpResume waits until an incoming migration has been read, then lets the
+// guest run.
+func qmpResume(ctx context.Context, sock string, exited <-chan struct{}) error {
+	q, err := dialQMP(ctx, sock)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	for {
+		r, err := q.do("query-status", nil)
+		if err != nil {
+			return err
+		}
+		var st struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(r, &st)
+		switch st.Status {
+		case "inmigrate":
+		case "running":
+			return nil
+		case "paused", "postmigrate", "prelaunch", "restore-vm":
+			_, err := q.do("cont", nil)
+			return err
+		default:
+			return fmt.Errorf("after the restore the guest is %q", st.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-exited:
+			return errors.New("qemu exited while reading the saved state")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// sshRun runs one command in a session of c and returns its combined output.
+func sshRun(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
+	sess, err := c.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer sess.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	out, err := sess.CombinedOutput(cmd)
+	return string(out), err
+}
+
+// identityScript is what makes a restored guest this run's VM. Every value
+// in it is made by rlab and checked here (MAC from mac(), addresses parsed,
+// hostname from the slug with anything else replaced), and is single-quoted.
+func identityScript(hostname string, macs []string, nets []Network, now time.Time, authorized []byte) (string, error) {
+	q := func(s string) (string, error) {
+		if strings.ContainsAny(s, "'\\\n\r\x00") {
+			return "", fmt.Errorf("refusing %q in the identity script", s)
+		}
+		return "'" + s + "'", nil
+	}
+	var b strings.Builder
+	b.WriteString("set -e\n")
+	fmt.Fprintf(&b, "date -u -s @%d.%09d >/dev/null\n", now.Unix(), now.Nanosecond())
+	seed := make([]byte, 64)
+	if _, err := rand.Read(seed); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "printf %%s %s > /dev/urandom\n", hex.EncodeToString(seed))
+	h, err := q(hostname)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "hostname %s\necho %s > /etc/hostname\n", h, h)
+	for j, n := range nets {
+		dev := "eth" + strconv.Itoa(j+1)
+		mtu := n.MTU
+		if mtu == 0 {
+			mtu = 1500
+		}
+		m, err := q(macs[j])
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "ip link set dev %s down\nip link set dev %s address %s mtu %d addrgenmode none\nip addr flush dev %s\n", dev, dev, m, mtu, dev)
+		if n.Address != "" {
+			p, err := netip.ParsePrefix(n.Address)
+			if err != nil {
+				return "", fmt.Errorf("data address %q: %w", n.Address, err)
+			}
+			fmt.Fprintf(&b, "ip addr add %s dev %s\n", p.String(), dev)
+		}
+		fmt.Fprintf(&b, "ip link set dev %s up\n", dev)
+	}
+	ak, err := q(strings.TrimSpace(string(authorized)))
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "umask 077\nprintf '%%s\\n' %s > /root/.ssh/authorized_keys.rlab\nmv -f /root/.ssh/authorized_keys.rlab /root/.ssh/authorized_keys\n", ak)
+	return b.String(), nil
+}
+
+// identify makes a restored guest this run's VM (identityScript), logged in
+// with the snapshot's key, then switches v to the run's login key.
+func (s *Set) identify(ctx context.Context, v *VM, idFile string, login *keyPair) error {
+	var macs []string
+	for j := range v.Networks {
+		macs = append(macs, mac(v.idx, j+1))
+	}
+	hostname := strings.Trim(hostnameBad.ReplaceAllString(v.Slug, "-"), "-")
+	script, err := identityScript(hostname, macs, v.Networks, time.Now(), login.authorizedLine())
+	if err != nil {
+		return err
+	}
+	c, err := v.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	out, err := sshRun(ctx, c, script)
+	c.Close()
+	if err != nil {
+		return fmt.Errorf("give the restored guest its identity: %w: %s", err, strings.TrimSpace(out))
+	}
+	v.IdentityFile = idFile
+	// The run's key now logs in, and only it.
+	c, err = v.Dial(ctx)
+	if err != nil {
+		return fmt.Errorf("log in with the run's key after the restore: %w", err)
+	}
+	c.Close()
+	return nil
+}
+
+// stopNow kills v's qemu (a failed restore: nothing in it to keep) and
+// waits until it is reaped.
+func (v *VM) stopNow() error {
+	if v.cmd == nil || v.cmd.Process == nil {
+		return nil
+	}
+	_ = v.cmd.Process.Kill()
+	select {
+	case <-v.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("qemu pid %d did not exit after SIGKILL", v.PID)
+	}
+}

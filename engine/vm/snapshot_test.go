@@ -1,0 +1,184 @@
+package vm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/image"
+)
+
+// TestIdentityScript: what makes a restored guest this run's VM names each
+// data NIC's MAC, MTU and address, the hostname, the clock and the run's key;
+// a value that could leave its quotes is refused, never run.
+func TestIdentityScript(t *testing.T) {
+	now := time.Unix(1700000000, 5)
+	nets := []Network{{Name: "a", Address: "10.99.0.2/24"}, {Name: "b", MTU: 9000}}
+	s, err := identityScript("client", []string{mac(1, 1), mac(1, 2)}, nets, now, []byte("ssh-ed25519 AAAA rlab-run\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"date -u -s @1700000000.000000005",
+		"hostname 'client'",
+		"ip link set dev eth1 address '52:54:00:11:00:01' mtu 1500 addrgenmode none",
+		"ip addr add 10.99.0.2/24 dev eth1",
+		"ip link set dev eth2 address '52:54:00:12:00:01' mtu 9000 addrgenmode none",
+		"printf '%s\\n' 'ssh-ed25519 AAAA rlab-run' > /root/.ssh/authorized_keys.rlab",
+		"> /dev/urandom",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "ip addr add") && strings.Count(s, "ip addr add") != 1 {
+		t.Errorf("eth2 has no address, yet:\n%s", s)
+	}
+	for _, bad := range []struct {
+		host string
+		nets []Network
+		ak   string
+	}{
+		{"a'b", nets, "k"},
+		{"a", []Network{{Address: "10.0.0.1/24; reboot"}, {}}, "k"},
+		{"a", nets, "k'; reboot; '"},
+	} {
+		if _, err := identityScript(bad.host, []string{mac(1, 1), mac(1, 2)}, bad.nets, now, []byte(bad.ak)); err == nil {
+			t.Errorf("identityScript(%q, %v, %q) took it", bad.host, bad.nets, bad.ak)
+		}
+	}
+}
+
+// TestSnapshotKey: a saved state is used only by VMs it fits.
+func TestSnapshotKey(t *testing.T) {
+	base := snapshotKey{Format: snapshotFormat, QEMU: "/usr/bin/qemu", QEMUVersion: "7.2", Image: "img", Accel: "tcg", MemoryMiB: 1024, CPUs: 1, NICs: 1}
+	seen := map[string]string{base.id(): "base"}
+	for name, k := range map[string]snapshotKey{
+		"memory": func() snapshotKey { k := base; k.MemoryMiB = 2048; return k }(),
+		"cpus":   func() snapshotKey { k := base; k.CPUs = 2; return k }(),
+		"nics":   func() snapshotKey { k := base; k.NICs = 2; return k }(),
+		"qemu":   func() snapshotKey { k := base; k.QEMUVersion = "8.2"; return k }(),
+		"image":  func() snapshotKey { k := base; k.Image = "img2"; return k }(),
+		"accel":  func() snapshotKey { k := base; k.Accel = "kvm"; return k }(),
+		"format": func() snapshotKey { k := base; k.Format++; return k }(),
+	} {
+		if o, dup := seen[k.id()]; dup {
+			t.Errorf("%s: same id as %s", name, o)
+		}
+		seen[k.id()] = name
+	}
+	// A snapshot.json made for another key is not loaded.
+	dir := t.TempDir()
+	other := base
+	other.MemoryMiB = 512
+	b := []byte(`{"format":1,"memory_mib":512}`)
+	if err := os.WriteFile(filepath.Join(dir, snapshotMeta), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadSnapshot(dir, base); err == nil {
+		t.Error("a snapshot of another key was loaded")
+	}
+}
+
+// TestE2ERestore boots two VMs from a saved guest (building it first when
+// the cache has none), then checks each restored VM is its own: MAC and
+// address on eth1, hostname, clock, the run's login key (and not the
+// snapshot's), the snapshot's pinned host key, and RDMA traffic between
+// them over rxe. A second set restores from the cache; both times logged.
+func TestE2ERestore(t *testing.T) {
+	if os.Getenv("RLAB_VM_E2E") == "" {
+		t.Skip("RLAB_VM_E2E=1 runs VM tests (root, QEMU)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	im, err := image.Ensure(ctx, image.DefaultRecipe(""), image.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := []Machine{
+		{Name: "server", Slug: "server", Networks: []Network{{Name: "rdma", Address: "10.99.0.1/24"}}},
+		{Name: "client", Slug: "client", Networks: []Network{{Name: "rdma", Address: "10.99.0.2/24"}}},
+	}
+	for round := 0; round < 2; round++ {
+		t0 := time.Now()
+		var progress []string
+		set, err := Boot(ctx, ms, t.TempDir(), Options{Image: im, Progress: func(h, s string) { progress = append(progress, h+": "+s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: both VMs up in %s: %s", round, time.Since(t0).Round(100*time.Millisecond), strings.Join(progress, "; "))
+		func() {
+			defer set.Shutdown(context.WithoutCancel(ctx))
+			for i, v := range set.VMs {
+				if v.snap == nil {
+					t.Fatalf("%s was booted, not restored: %s", v.Name, strings.Join(progress, "; "))
+				}
+				c, err := v.Dial(ctx)
+				if err != nil {
+					t.Fatalf("%s: the run's key and the pinned host key: %v", v.Name, err)
+				}
+				g := &guest{name: v.Name, c: c}
+				if out := g.must(t, ctx, "cat", "/sys/class/net/eth1/address"); strings.TrimSpace(out) != mac(i, 1) {
+					t.Errorf("%s eth1 MAC %q, want %s", v.Name, out, mac(i, 1))
+				}
+				if out := g.must(t, ctx, "ip", "-o", "-4", "addr", "show", "dev", "eth1"); !strings.Contains(out, ms[i].Networks[0].Address) {
+					t.Errorf("%s eth1: %q, want %s", v.Name, out, ms[i].Networks[0].Address)
+				}
+				if out := g.must(t, ctx, "hostname"); strings.TrimSpace(out) != v.Slug {
+					t.Errorf("%s hostname %q", v.Name, out)
+				}
+				out := g.must(t, ctx, "date", "+%s")
+				var sec int64
+				for _, ch := range strings.TrimSpace(out) {
+					sec = sec*10 + int64(ch-'0')
+				}
+				if d := time.Since(time.Unix(sec, 0)); d > 30*time.Second || d < -30*time.Second {
+					t.Errorf("%s clock is %s off", v.Name, d)
+				}
+				runKey, err := os.ReadFile(v.IdentityFile + ".pub")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out := g.must(t, ctx, "cat", "/root/.ssh/authorized_keys"); strings.TrimSpace(out) != strings.TrimSpace(string(runKey)) {
+					t.Errorf("%s authorized_keys: %q, want the run's key alone", v.Name, out)
+				}
+				g.must(t, ctx, "rdma", "link", "add", "rxe0", "type", "rxe", "netdev", "eth1")
+				c.Close()
+			}
+			// The snapshot's login key no longer gets in.
+			v := set.VMs[0]
+			snapLogin := &VM{User: "root", Addr: v.Addr, KnownHosts: v.KnownHosts, IdentityFile: v.snap.Login}
+			if c, err := snapLogin.Dial(ctx); err == nil {
+				c.Close()
+				t.Errorf("%s: the snapshot's login key still logs in", v.Name)
+			}
+			c, err := set.VMs[1].Dial(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			g := &guest{name: "client", c: c}
+			g.must(t, ctx, "ping", "-c", "2", "-W", "5", "10.99.0.1")
+			srv, _ := set.VMs[0].Dial(ctx)
+			defer srv.Close()
+			sg := &guest{name: "server", c: srv}
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := sg.run(ctx, time.Minute, "ibv_rc_pingpong", "-d", "rxe0", "-g", "1", "-n", "100")
+				done <- err
+			}()
+			time.Sleep(2 * time.Second)
+			if out, serr, err := g.run(ctx, time.Minute, "ibv_rc_pingpong", "-d", "rxe0", "-g", "1", "-n", "100", "10.99.0.1"); err != nil {
+				t.Errorf("ibv_rc_pingpong between restored VMs: %v: %s %s", err, out, serr)
+			} else {
+				t.Logf("ibv_rc_pingpong between restored VMs: %s", strings.TrimSpace(out))
+			}
+			if err := <-done; err != nil {
+				t.Errorf("ibv_rc_pingpong server: %v", err)
+			}
+		}()
+	}
+}
