@@ -71,7 +71,8 @@ type snapshotKey struct {
 	Accel       string `json:"accel"`
 	MemoryMiB   int64  `json:"memory_mib"`
 	CPUs        int    `json:"cpus"`
-	NICs        int    `json:"nics"` // data NICs
+	NICs        int    `json:"nics"`     // data NICs
+	Internet    bool   `json:"internet"` // the management NIC's NAT (restrict=off)
 }
 
 func (k snapshotKey) id() string {
@@ -87,7 +88,7 @@ func (s *Set) restoreWanted() bool {
 
 func (s *Set) keyFor(m Machine) (snapshotKey, error) {
 	k := snapshotKey{Format: snapshotFormat, Image: filepath.Base(m.Image.Dir), Accel: s.Accel,
-		MemoryMiB: m.MemoryBytes >> 20, CPUs: m.CPUs, NICs: len(m.Networks)}
+		MemoryMiB: m.MemoryBytes >> 20, CPUs: m.CPUs, NICs: len(m.Networks), Internet: m.Internet}
 	p, err := exec.LookPath(s.opts.QEMU)
 	if err != nil {
 		return k, err
@@ -186,7 +187,7 @@ func (s *Set) buildSnapshot(ctx context.Context, m Machine, k snapshotKey, dir s
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	tm := Machine{Name: "snapshot", Slug: "snapshot", Image: m.Image, MemoryBytes: m.MemoryBytes, CPUs: m.CPUs, BootTimeout: m.BootTimeout}
+	tm := Machine{Name: "snapshot", Slug: "snapshot", Image: m.Image, MemoryBytes: m.MemoryBytes, CPUs: m.CPUs, BootTimeout: m.BootTimeout, Internet: m.Internet}
 	for j := range m.Networks {
 		tm.Networks = append(tm.Networks, Network{Name: "snap" + strconv.Itoa(j)})
 	}

@@ -57,13 +57,14 @@ func TestSnapshotKey(t *testing.T) {
 	base := snapshotKey{Format: snapshotFormat, QEMU: "/usr/bin/qemu", QEMUVersion: "7.2", Image: "img", Accel: "tcg", MemoryMiB: 1024, CPUs: 1, NICs: 1}
 	seen := map[string]string{base.id(): "base"}
 	for name, k := range map[string]snapshotKey{
-		"memory": func() snapshotKey { k := base; k.MemoryMiB = 2048; return k }(),
-		"cpus":   func() snapshotKey { k := base; k.CPUs = 2; return k }(),
-		"nics":   func() snapshotKey { k := base; k.NICs = 2; return k }(),
-		"qemu":   func() snapshotKey { k := base; k.QEMUVersion = "8.2"; return k }(),
-		"image":  func() snapshotKey { k := base; k.Image = "img2"; return k }(),
-		"accel":  func() snapshotKey { k := base; k.Accel = "kvm"; return k }(),
-		"format": func() snapshotKey { k := base; k.Format++; return k }(),
+		"memory":   func() snapshotKey { k := base; k.MemoryMiB = 2048; return k }(),
+		"cpus":     func() snapshotKey { k := base; k.CPUs = 2; return k }(),
+		"nics":     func() snapshotKey { k := base; k.NICs = 2; return k }(),
+		"qemu":     func() snapshotKey { k := base; k.QEMUVersion = "8.2"; return k }(),
+		"image":    func() snapshotKey { k := base; k.Image = "img2"; return k }(),
+		"accel":    func() snapshotKey { k := base; k.Accel = "kvm"; return k }(),
+		"format":   func() snapshotKey { k := base; k.Format++; return k }(),
+		"internet": func() snapshotKey { k := base; k.Internet = true; return k }(),
 	} {
 		if o, dup := seen[k.id()]; dup {
 			t.Errorf("%s: same id as %s", name, o)
