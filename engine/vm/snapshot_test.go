@@ -183,3 +183,23 @@ func TestE2ERestore(t *testing.T) {
 		}()
 	}
 }
+
+// TestRestoreWanted: RLAB_VM_RESTORE=0 and Options.NoRestore boot every VM.
+func TestRestoreWanted(t *testing.T) {
+	for _, tc := range []struct {
+		env       string
+		noRestore bool
+		want      bool
+	}{
+		{"", false, true},
+		{"1", false, true},
+		{"0", false, false},
+		{"", true, false},
+	} {
+		t.Setenv(RestoreEnv, tc.env)
+		s := &Set{opts: Options{NoRestore: tc.noRestore}}
+		if got := s.restoreWanted(); got != tc.want {
+			t.Errorf("%s=%q NoRestore=%v: restore %v, want %v", RestoreEnv, tc.env, tc.noRestore, got, tc.want)
+		}
+	}
+}
