@@ -150,6 +150,9 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		return err
 	}
 	log := f.hf.logger(stderr)
+	if !validate {
+		fmt.Fprintln(stderr, opts.Plan.Estimate(assumedAccel()).Line())
+	}
 	prog := newProgress(stderr, len(opts.Plan.Selected.Workloads))
 	pullOpts.Progress = prog.pull
 	conn := &runengine.SSHConnector{
