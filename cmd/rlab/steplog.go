@@ -111,6 +111,9 @@ func (l *stepLog) ended(e runevent.Event) {
 	}
 }
 
+// maxBeat is how many running steps a heartbeat names, the oldest first.
+const maxBeat = 5
+
 // beat is the heartbeat line: every step still running with how long it
 // has run (a phase only when none of its hosts' or workloads' steps is
 // under way: "connect" runs as long as its hosts' connects do), or "" when
@@ -133,6 +136,9 @@ func (l *stepLog) beat() string {
 	}
 	if len(leaves) == 0 {
 		return ""
+	}
+	if n := len(leaves) - maxBeat; n > 0 { // a class's 30 pairs at once
+		leaves = append(leaves[:maxBeat], fmt.Sprintf("and %d more", n))
 	}
 	return l.stamp() + " still running: " + strings.Join(leaves, "; ")
 }

@@ -61,7 +61,7 @@ func TestStepLogLines(t *testing.T) {
 
 // TestStepLogBeat: the heartbeat names what still runs and for how long,
 // the unit a workload is in, and a phase only when nothing of it runs on a
-// host; nothing when nothing runs.
+// host; five at most and how many more; nothing when nothing runs.
 func TestStepLogBeat(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
 	now := t0
@@ -89,6 +89,15 @@ func TestStepLogBeat(t *testing.T) {
 	now = now.Add(95 * time.Second)
 	if got, want := l.beat(), "[00:02:10] still running: workload bw for 1m35s (size 64KiB, repeat 1 (2/3)); workload lat for 1m35s"; got != want {
 		t.Errorf("beat %q, want %q", got, want)
+	}
+	for _, w := range []string{"c", "d", "e", "f", "g"} {
+		l.event(&b, runengine.Event{Type: "step.start", Workload: w, Step: "exec " + w})
+	}
+	if got, want := l.beat(), "[00:02:10] still running: workload bw for 1m35s (size 64KiB, repeat 1 (2/3)); workload lat for 1m35s; workload c for 0s; workload d for 0s; workload e for 0s; and 2 more"; got != want {
+		t.Errorf("beat %q, want %q", got, want)
+	}
+	for _, w := range []string{"c", "d", "e", "f", "g"} {
+		l.event(&b, runengine.Event{Type: "step.end", Workload: w, Step: "exec " + w, Status: "ok"})
 	}
 	l.event(&b, runengine.Event{Type: "step.end", Workload: "bw", Step: "ib_write_bw bw", Status: "ok"})
 	l.event(&b, runengine.Event{Type: "step.end", Workload: "lat", Step: "ib_write_lat lat", Status: "failed"})
