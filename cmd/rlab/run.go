@@ -151,7 +151,11 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	}
 	log := f.hf.logger(stderr)
 	if !validate {
-		fmt.Fprintln(stderr, opts.Plan.Estimate(assumedAccel()).Line())
+		est := opts.Plan.Estimate(assumedAccel())
+		fmt.Fprintln(stderr, est.Line())
+		for _, w := range est.Warnings {
+			fmt.Fprintln(stderr, "WARNING: "+w)
+		}
 	}
 	prog := newProgress(stderr, len(opts.Plan.Selected.Workloads))
 	pullOpts.Progress = prog.pull

@@ -59,6 +59,9 @@ type Estimate struct {
 	// another (workloads on disjoint hosts run at the same time).
 	Workloads []EstimatePart
 	Assumes   []string
+	// Warnings are what the estimate foresees going wrong: a workload
+	// whose run would outlast its timeout.
+	Warnings []string
 }
 
 // EstimatePart is one phase or workload: its time and how it was counted.
@@ -169,7 +172,10 @@ func vmHow(vms int, each time.Duration, hosts int, other time.Duration) string {
 func (e *Estimate) workloads(p *Plan) {
 	own := map[*lab.Workload]time.Duration{}
 	for _, w := range p.Selected.Workloads {
-		d, how := workloadTime(w)
+		d, how, warn := workloadTime(w)
+		if warn != "" {
+			e.Warnings = append(e.Warnings, warn)
+		}
 		own[w] = d
 		e.Workloads = append(e.Workloads, EstimatePart{What: w.Name, Time: d, How: how})
 	}
@@ -195,25 +201,51 @@ func (e *Estimate) workloads(p *Plan) {
 }
 
 // workloadTime is one workload's estimate: each size × repeat at its
-// family's pace.
-func workloadTime(w *lab.Workload) (time.Duration, string) {
+// family's pace, in the order the step runs them (every repeat of a size,
+// then the next size). The timeout bounds each of them: a size that would
+// take longer ends the workload there (timed out), which the estimate
+// says, as it says a family that declares no pace.
+func workloadTime(w *lab.Workload) (d time.Duration, how, warn string) {
 	t, _ := kinds.Lookup(w.Tool)
 	sizes := w.Sizes
 	if !t.Sizes || len(sizes) == 0 {
 		sizes = []int64{0}
 	}
 	reps := max(w.Repeat, 1)
-	var d time.Duration
-	for _, s := range sizes {
-		d += t.Pace.Run(w.Options, s)
+	how = w.Tool + ": "
+	if t.Pace == (kinds.Pace{}) {
+		return 0, how + "its family declares no pace (kinds.Pace): not counted", ""
 	}
-	d *= time.Duration(reps)
-	how := w.Tool + ": "
 	if len(sizes) > 1 || sizes[0] != 0 {
 		how += plural(len(sizes), "size") + " × "
 	}
 	how += plural(reps, "repeat") + ", " + t.Pace.Rule(w.Options)
-	return d, how
+	onVM := false
+	for _, h := range w.Hosts() {
+		onVM = onVM || h.VM != nil
+	}
+	capped := false
+	for _, s := range sizes {
+		u := t.Pace.Run(w.Options, s)
+		if w.Timeout > 0 && u > w.Timeout {
+			if onVM { // at the pace assumed, which is a TCG VM's
+				at := ""
+				if s > 0 {
+					at = " at " + kinds.SizeText(s)
+				}
+				warn = fmt.Sprintf("workload %s%s: one run would take about %s under TCG, past its timeout (%s): it would likely time out there and end", w.Name, at, u.Round(time.Second), w.Timeout)
+				return d + w.Timeout, how, warn
+			}
+			// Hosts that are not TCG VMs are likely faster: the
+			// timeout bounds each run.
+			u, capped = w.Timeout, true
+		}
+		d += time.Duration(reps) * u
+	}
+	if capped {
+		how += ", at most its timeout (" + w.Timeout.String() + ") each"
+	}
+	return d, how, ""
 }
 
 func plural(n int, what string) string {
@@ -326,6 +358,9 @@ func (e *Estimate) WriteText(w io.Writer) error {
 	b.WriteString("Assuming:\n")
 	for _, a := range e.Assumes {
 		fmt.Fprintf(&b, "  - %s\n", a)
+	}
+	for _, w := range e.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", w)
 	}
 	_, err := io.WriteString(w, termsafe.Block(b.String()))
 	return err

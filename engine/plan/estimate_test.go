@@ -28,7 +28,7 @@ func TestEstimateLabs(t *testing.T) {
 		{"iwarp", "about 25 s", ""},
 		{"lossy", "about 2 min", ""},
 		{"netns-tcp", "about 10 s", ""},
-		{"nightly", "about 10 min", ""},
+		{"nightly", "about 8 min", ""},
 		{"operations-tour", "about 4 min", "about 3 min"},
 		{"quickstart", "about 2 min", "about 2 min"},
 		{"ring", "about 3 min", "about 90 s"},
@@ -206,6 +206,15 @@ workload "e" {
   host = host.a
   command = ["sleep", "600"]
 }`, time.Second + time.Duration(float64(1<<30)/(0.25e9/8)*float64(time.Second)) + time.Second, nil},
+		{"the timeout bounds each run", `
+workload "t1" {
+  tool = "tcp"
+  server = host.a
+  client = host.b
+  duration = "10m"
+  repeat = 2
+  timeout = "1m"
+}`, 2 * time.Minute, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,5 +265,65 @@ func TestAbout(t *testing.T) {
 		if got := About(tc.d); got != tc.want {
 			t.Errorf("About(%s) = %q, want %q", tc.d, got, tc.want)
 		}
+	}
+}
+
+// TestEstimateWarnsOfTimeout: on local VMs (the pace assumed is theirs) a
+// size whose run would outlast the timeout ends the workload there: the
+// estimate counts the timeout, not the sizes after it, and warns, naming
+// the workload and the size (the demo once spent 5 min on 2000 × 1 MiB
+// to time out, issue 13).
+func TestEstimateWarnsOfTimeout(t *testing.T) {
+	src := `lab "x" {}
+host "server" {
+  vm {
+    network "rdma" { address = "10.99.0.1/24" }
+  }
+}
+host "client" {
+  vm {
+    network "rdma" { address = "10.99.0.2/24" }
+  }
+}
+rxe "server" {
+  host   = host.server
+  netdev = "eth1"
+}
+rxe "client" {
+  host   = host.client
+  netdev = "eth1"
+}
+workload "big" {
+  tool       = "ib_write_bw"
+  server     = rxe.server
+  client     = rxe.client
+  sizes      = ["4KiB", "1MiB", "2MiB"]
+  iterations = 2000
+  timeout    = "1m"
+}
+`
+	f := filepath.Join(t.TempDir(), "lab.hcl")
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(load(t, f, lab.LoadOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Estimate(AccelTCG)
+	// 4KiB: 6 s + 2000 × 1.5 ms = 9 s; 1MiB: 6 s + 2000 × 83.9 ms ≈ 174 s > 1 min.
+	if got, want := e.Workloads[0].Time, 9*time.Second+time.Minute; got != want {
+		t.Errorf("big: %s, want %s", got, want)
+	}
+	want := "workload big at 1MiB: one run would take about 2m54s under TCG, past its timeout (1m0s): it would likely time out there and end"
+	if len(e.Warnings) != 1 || e.Warnings[0] != want {
+		t.Errorf("warnings %q, want %q", e.Warnings, want)
+	}
+	var b bytes.Buffer
+	if err := e.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nWARNING: "+want+"\n") {
+		t.Errorf("text lacks the warning:\n%s", b.String())
 	}
 }
