@@ -196,6 +196,9 @@ type Tool struct {
 	// a reader new to them ("" for none).
 	Chart string
 	Hint  string
+	// Pace is how long one run of the tool takes (pace.go), for the
+	// estimate of a run's time.
+	Pace Pace
 	// HeadlineSmallest: the summary's headline number is at the smallest
 	// message size (latency), not the largest (bandwidth).
 	HeadlineSmallest bool

@@ -150,6 +150,13 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		return err
 	}
 	log := f.hf.logger(stderr)
+	if !validate {
+		est := opts.Plan.Estimate(assumedAccel())
+		fmt.Fprintln(stderr, est.Line())
+		for _, w := range est.Warnings {
+			fmt.Fprintln(stderr, "WARNING: "+w)
+		}
+	}
 	prog := newProgress(stderr, len(opts.Plan.Selected.Workloads))
 	pullOpts.Progress = prog.pull
 	conn := &runengine.SSHConnector{

@@ -18,6 +18,10 @@
 // that plan without selecting again; `rlab run` plans once and hands the
 // plan to the run, whose progress bar counts its workloads.
 //
+// Plan.Estimate (estimate.go) is the plan's estimate of the run's time:
+// the phases as measured on the demo, each workload at its tool family's
+// pace (kinds.Pace), the longest chain of workloads through the DAG.
+//
 // It is pure: no I/O, no SSH, no agent. It must not import the run engine.
 //
 // # JSON form

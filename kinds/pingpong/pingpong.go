@@ -7,6 +7,8 @@
 package pingpong
 
 import (
+	"time"
+
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
@@ -47,6 +49,9 @@ func (Kind) Desc() kinds.Desc {
 		d.Tools = append(d.Tools, kinds.Tool{Name: name, Family: Family, RDMA: true, Data: kinds.DataBoth, FixedTransport: t.transport, TransportWhy: why,
 			NoIWARP: "the pingpong tools connect their QPs themselves (LID, QPN and GID swapped over TCP, then modify to RTR), never through the RDMA CM, which iWARP requires",
 			Sizes:   true, MaxSize: max, Iterations: true,
+			// ibv_rc_pingpong's defaults: 1000 iterations of 4096 bytes;
+			// under TCG a 300-iteration run took 4–9 s (BENCHMARKS.md).
+			Pace:    kinds.Pace{Start: 6 * time.Second, PerIteration: time.Millisecond, Rate: 0.1e9 / 8, Iterations: 1000, Size: 4096},
 			Metrics: []string{"pp_bw", "pp_lat"},
 			Program: &kinds.Program{Name: name, Packages: pkg, Version: kinds.Version{RDMACore: true}},
 			Chart:   "pingpong", Hint: hint, HeadlineSmallest: true,
