@@ -50,7 +50,10 @@ func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (
 		}
 		ms = append(ms, m)
 	}
-	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress})
+	// No ACPI powerdown at the end: the VMs are thrown away with their
+	// overlays (discard.go), so qemu is told to stop at once (SIGTERM)
+	// rather than waiting for the guest's systemd to shut down.
+	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, PowerdownTimeout: -1})
 	if err != nil {
 		if set != nil {
 			return &vmSet{set}, err
