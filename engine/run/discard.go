@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/vm"
 )
 
 // A local VM is stopped at the end of its run and its overlay thrown away,
@@ -121,4 +122,26 @@ func leftInside(st State, host string) string {
 		out = append(out, fmt.Sprintf("%d processes", procs))
 	}
 	return strings.Join(out, ", ")
+}
+
+// accelSet is a VMSet that says how each VM was booted (vmSet).
+type accelSet interface {
+	Accel(host string) (accel, note string)
+}
+
+// noteEmulated tells the steps which VM hosts were booted under TCG: their
+// tools' RC QP timeouts are raised (kinds/qptimeout.go).
+func (r *runner) noteEmulated(set VMSet) {
+	as, ok := set.(accelSet)
+	if !ok {
+		return
+	}
+	for h := range r.discard {
+		if accel, note := as.Accel(h); accel == vm.AccelTCG {
+			if r.env.Emulation == nil {
+				r.env.Emulation = map[string]string{}
+			}
+			r.env.Emulation[h] = fmt.Sprintf("host %s is a local VM under %s", h, note)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // fakeVMs stands in for LocalVMs: it boots nothing, and every VM host it is
@@ -44,7 +45,9 @@ func (s *fakeVMSet) Shutdown(context.Context) error {
 	s.f.shutdowns.Add(1)
 	return s.f.shutdownErr
 }
-func (s *fakeVMSet) Accel(host string) string { return s.f.accel }
+func (s *fakeVMSet) Accel(string) (string, string) {
+	return s.f.accel, "TCG software emulation (asked for)"
+}
 
 // Abandon ends the in-process session as a dropped SSH connection would,
 // and remembers that it was abandoned rather than closed.
@@ -171,5 +174,27 @@ func TestTeardownDiscardsVM(t *testing.T) {
 				t.Errorf("after down, effects still pending: %v", p)
 			}
 		})
+	}
+}
+
+// TestNoteEmulated: the VM hosts booted under TCG are the steps' emulated
+// hosts (their perftest gets -u 18), with the accelerator's note; under KVM,
+// and for hosts that are not this run's VMs, none is.
+func TestNoteEmulated(t *testing.T) {
+	for _, tt := range []struct {
+		accel string
+		want  map[string]string
+	}{
+		{"tcg", map[string]string{"v": "host v is a local VM under TCG software emulation (asked for)"}},
+		{"kvm", nil},
+	} {
+		r := &runner{discard: map[string]bool{"v": true}, env: &steps.Env{}}
+		r.noteEmulated(&fakeVMSet{&fakeVMs{accel: tt.accel}})
+		if d := cmp.Diff(tt.want, r.env.Emulation); d != "" {
+			t.Errorf("%s: emulation (-want +got):\n%s", tt.accel, d)
+		}
+		if got := r.env.Emulated("b"); got != "" {
+			t.Errorf("%s: host b, not a VM, is emulated: %q", tt.accel, got)
+		}
 	}
 }

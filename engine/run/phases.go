@@ -128,6 +128,7 @@ func (r *runner) bootVMs(ctx context.Context) error {
 			r.discard[h.Name] = true
 		}
 	}
+	r.noteEmulated(set) // discard.go
 	return r.journal.update(func(st *State) {
 		for i := range st.Hosts {
 			if ep, ok := set.Endpoint(st.Hosts[i].Name); ok {
