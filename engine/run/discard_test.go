@@ -21,8 +21,11 @@ import (
 type fakeVMs struct {
 	accel       string
 	shutdownErr error
-	booted      []string
-	shutdowns   atomic.Int32
+	// endpoint, when set, is where a VM host is reached (a netns host);
+	// else 127.0.0.1:2222, which the pipe bed ignores.
+	endpoint  map[string]StateHost
+	booted    []string
+	shutdowns atomic.Int32
 }
 
 func (f *fakeVMs) Boot(_ context.Context, hosts []*lab.Host, _ string) (VMSet, error) {
@@ -37,6 +40,9 @@ type fakeVMSet struct{ f *fakeVMs }
 func (s *fakeVMSet) Endpoint(host string) (StateHost, bool) {
 	if !slices.Contains(s.f.booted, host) {
 		return StateHost{}, false
+	}
+	if ep, ok := s.f.endpoint[host]; ok {
+		return ep, true
 	}
 	return StateHost{Address: "127.0.0.1", Port: 2222, User: "root"}, true
 }
