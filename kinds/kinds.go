@@ -210,6 +210,10 @@ type Tool struct {
 	RDMACM     bool
 	RDMACMFlag string
 	NoIWARP    string
+	// QPTimeout is how the tool sets the ACK timeout of its RC QPs, which
+	// rlab raises when an end of the workload is an emulated (TCG) guest
+	// (qptimeout.go); zero for tools without RC QPs.
+	QPTimeout QPTimeout
 }
 
 // Metric is one measured quantity: its name is the one results.json,

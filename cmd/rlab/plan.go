@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/spf13/cobra"
 )
 
@@ -70,7 +71,7 @@ line at its start.`,
 			if diags.HasErrors() {
 				return withCode(exitFail, nil)
 			}
-			p, err := plan.NewWith(l, plan.Options{Provision: prov, Only: only})
+			p, err := plan.NewWith(l, plan.Options{Provision: prov, Only: only, Emulated: runengine.PredictEmulated(l)})
 			var se *plan.SelectionError
 			if errors.As(err, &se) {
 				return withCode(exitFail, fmt.Errorf("--only: %w", err))

@@ -64,6 +64,11 @@ func (Kind) Desc() kinds.Desc {
 	// 6–12 s; Soft-RoCE moved about 0.1 Gb/s (1,500 µs per 4 KiB message)
 	// with latencies of 300 µs to 1 ms.
 	pace := kinds.Pace{Start: 6 * time.Second, Rate: 0.1e9 / 8}
+	// -u, --qp-timeout: "QP timeout, timeout value is 4 usec * 2
+	// ^(timeout), default 14" (perftest_parameters.c, DEF_QP_TIME), set on
+	// RC QPs with retry_cnt 7 (perftest_resources.c), and with -R through
+	// rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) since perftest 24.10.0-0.66.
+	qpt := kinds.QPTimeout{Flag: "-u", Long: "--qp-timeout", Default: 14}
 	// RDMA WRITE needs a connected QP, so no UD; READ and atomics need the
 	// responder's reliable transport, so RC only.
 	for _, op := range []string{"write", "read", "send", "atomic"} {
@@ -113,7 +118,7 @@ func (Kind) Desc() kinds.Desc {
 			noIWARP = "iWARP has no atomic operations (RFC 5040's RDMAP defines none, and siw reports atomic_cap 0)"
 		}
 		d.Tools = append(d.Tools,
-			kinds.Tool{Name: bw, Family: BW, RDMA: true, Data: bwData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
+			kinds.Tool{Name: bw, Family: BW, RDMA: true, Data: bwData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
 				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true, Pace: bwPace,
 				Metrics: []string{"bw_peak", "bw_avg", "msg_rate"},
 				Program: &kinds.Program{Name: bw, Packages: pkg, Version: ver},
@@ -130,7 +135,7 @@ func (Kind) Desc() kinds.Desc {
 					},
 					Throughput: "bw_avg",
 				}},
-			kinds.Tool{Name: lat, Family: Lat, RDMA: true, Data: latData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
+			kinds.Tool{Name: lat, Family: Lat, RDMA: true, Data: latData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
 				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, Pace: latPace,
 				Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 				Program: &kinds.Program{Name: lat, Packages: pkg, Version: kinds.Version{From: first}},

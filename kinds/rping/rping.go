@@ -43,7 +43,10 @@ func (Kind) Desc() kinds.Desc {
 			Metrics:      []string{"rping_count"},
 			Program:      &kinds.Program{Name: "rping", Packages: kinds.Packages{Debian: "rdmacm-utils", RHEL: "librdmacm-utils", SUSE: "librdmacm-utils"}, Version: kinds.Version{RDMACore: true}},
 			NeedsModules: []string{"rdma_cm"},
-			Chart:        "rping",
+			// rping's options (a I P p C S s c v V d q) set no timeout:
+			// the kernel's RDMA CM chooses the QP's.
+			QPTimeout: kinds.QPTimeout{Fixed: "rping has no option for it: the kernel's RDMA CM sets its QP timeout"},
+			Chart:     "rping",
 			View: kinds.View{
 				Headline: []kinds.Figure{{Metric: "rping_count", Count: true, Word: "ping-pongs"}},
 				Glance:   kinds.Figure{Metric: "rping_count", At: kinds.Largest},
