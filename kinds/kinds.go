@@ -196,6 +196,9 @@ type Tool struct {
 	// a reader new to them ("" for none).
 	Chart string
 	Hint  string
+	// Pace is how long one run of the tool takes (pace.go), for the
+	// estimate of a run's time.
+	Pace Pace
 	// HeadlineSmallest: the summary's headline number is at the smallest
 	// message size (latency), not the largest (bandwidth).
 	HeadlineSmallest bool
@@ -207,6 +210,10 @@ type Tool struct {
 	RDMACM     bool
 	RDMACMFlag string
 	NoIWARP    string
+	// QPTimeout is how the tool sets the ACK timeout of its RC QPs, which
+	// rlab raises when an end of the workload is an emulated (TCG) guest
+	// (qptimeout.go); zero for tools without RC QPs.
+	QPTimeout QPTimeout
 }
 
 // Metric is one measured quantity: its name is the one results.json,

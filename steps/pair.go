@@ -8,6 +8,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // noClockReport is what perftest prints when its CPU clock sample is too
@@ -19,6 +20,11 @@ const noClockReport = "Can't produce a report"
 type PairRun struct {
 	Server, Client ProcSpec
 	Meta           results.Meta
+	// QPTimeout is the RC QP timeout the family gave the tool (0: the
+	// tool's own) and Emulated why an end is an emulated guest ("" when
+	// none is known to be): a failure with retries exhausted names them.
+	QPTimeout int
+	Emulated  string
 	// JSONFile, when set, is the path (on the client host) of a JSON report
 	// the tool writes; it is read back with files.read and parsed instead of
 	// the client's stdout. JSONRel is the same file relative to the agent's
@@ -74,6 +80,10 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u Unit) error {
 		r.Client.Handle += ".again"
 		sr, cr, err = runPair(ctx, env, &s.procs, w.Tool, r.Server, r.Client)
 	}
+	if err != nil {
+		t, _ := kinds.Lookup(w.Tool)
+		err = explainRetries(err, t, r.QPTimeout, r.Emulated, cr, sr)
+	}
 	rec := RunRecord{Size: size, Repeat: rep}
 	if sr != nil {
 		rec.Server = Ref(r.Server.Host, sr)
@@ -104,7 +114,8 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u Unit) error {
 		if len(ss) > 0 { // toolout.PartialError: rows, then a failure
 			s.keepPartial(ss, r)
 		}
-		return err
+		t, _ := kinds.Lookup(w.Tool)
+		return explainRetries(err, t, r.QPTimeout, r.Emulated, cr, sr)
 	}
 	common := CommonSamples(cr.ExitCode, rec.Client.Seconds)
 	if size == 0 {
@@ -274,4 +285,7 @@ type DeviceEnd struct {
 	// RDMACM: connect through the RDMA CM (the tool's RDMACMFlag, -R),
 	// as iWARP requires; added unless the lab's args already ask for it.
 	RDMACM bool
+	// QPTimeout, when not 0, is the RC QP timeout to give the tool (its
+	// descriptor's QPTimeout.Flag): an end is an emulated guest.
+	QPTimeout int
 }

@@ -109,6 +109,10 @@ type Env struct {
 	// as they are): the run masks its sensitive values in what workloads
 	// printed before it reaches the run directory.
 	Mask func(path string, w io.Writer) io.WriteCloser
+	// Emulation names the hosts known to be emulated (TCG) guests before
+	// their facts say so, with why: the local VMs the run booted under
+	// TCG (qptimeout.go). Set before the workloads, then only read.
+	Emulation map[string]string
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply

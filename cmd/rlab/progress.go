@@ -83,8 +83,9 @@ func (r *runningWorkloads) describe() string {
 	return d
 }
 
-// failLine prints a line the moment a step or workload fails, times out or
-// is skipped: above the bar on a terminal, as a log line otherwise.
+// failLine prints a line above the bar the moment a step or workload
+// fails, times out or is skipped (without a TTY the step's end line says
+// it: stepLog.event).
 func (p *progress) failLine(e runevent.Event) {
 	if e.Type != "step.end" || e.Status == "" || e.Status == "ok" {
 		return
@@ -145,12 +146,15 @@ func clip(s string, n int) string {
 }
 
 // progress shows a bar of workloads done on a TTY (stderr), then one of the
-// artifact bytes pulled from every host, and nothing when stderr is not a
-// terminal.
+// artifact bytes pulled from every host. When stderr is not a terminal (a
+// CI job, a pipe) it prints plain lines instead (steplog.go): one at each
+// step's start and end with the time since the run began, and a heartbeat
+// naming what still runs every beat.
 type progress struct {
 	mu    sync.Mutex
 	w     io.Writer
 	tty   bool
+	log   *stepLog // without a TTY: the step lines and heartbeats
 	bar   *progressbar.ProgressBar
 	bytes *progressbar.ProgressBar
 	done  map[string]int64 // per host, of its current pull
@@ -162,9 +166,17 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, workloads int) *progress {
+	return newProgressEvery(w, workloads, heartbeat)
+}
+
+// newProgressEvery is newProgress with the heartbeat's period (tests
+// inject a short one).
+func newProgressEvery(w io.Writer, workloads int, beat time.Duration) *progress {
 	p := &progress{w: w}
 	fd, ok := w.(interface{ Fd() uintptr })
 	if !ok || !term.IsTerminal(int(fd.Fd())) {
+		p.log = newStepLog(time.Now())
+		p.beats(beat)
 		return p
 	}
 	p.tty = true
@@ -190,7 +202,11 @@ func (p *progress) event(e runevent.Event) {
 		fmt.Fprintln(p.w, e.Message)
 		return
 	}
-	p.failLine(e) // TTY or not (progress.go)
+	if p.log != nil {
+		p.log.event(p.w, e) // its end lines carry what failLine says
+		return
+	}
+	p.failLine(e)
 	if p.bar == nil {
 		return
 	}

@@ -10,9 +10,10 @@ import (
 	runengine "github.com/rlab-dev/rlab/engine/run"
 )
 
-// TestProgressFailLine: a failing, timed-out or skipped workload or step
-// gets a line of its own at once (TTY or not), with host text made
-// printable; ok steps print nothing.
+// TestProgressFailLine: on a terminal, a failing, timed-out or skipped
+// workload or step gets a line of its own above the bar at once, with host
+// text made printable; ok steps print nothing (without a TTY the step's
+// end line says it: TestStepLogLines).
 func TestProgressFailLine(t *testing.T) {
 	tests := []struct {
 		name string
@@ -32,7 +33,7 @@ func TestProgressFailLine(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			p := newProgress(&buf, 1) // not a terminal: no bar
+			p := &progress{w: &buf, tty: true} // a terminal's, without its bar
 			p.event(tc.e)
 			p.finish()
 			if got := buf.String(); got != tc.want {

@@ -135,7 +135,9 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	}
 	// The run executes this plan: --only is read once, here, and the
 	// progress bar counts the plan's workloads.
-	if opts.Plan, err = plan.NewWith(l, runengine.PlanOptions(opts)); err != nil {
+	po := runengine.PlanOptions(opts)
+	po.Emulated = runengine.PredictEmulated(l) // local VMs under TCG: plan.json says which QP timeouts are raised
+	if opts.Plan, err = plan.NewWith(l, po); err != nil {
 		var se *plan.SelectionError
 		if errors.As(err, &se) {
 			return withCode(exitFail, err)
@@ -150,6 +152,13 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		return err
 	}
 	log := f.hf.logger(stderr)
+	if !validate {
+		est := opts.Plan.Estimate(assumedAccel())
+		fmt.Fprintln(stderr, est.Line())
+		for _, w := range est.Warnings {
+			fmt.Fprintln(stderr, "WARNING: "+w)
+		}
+	}
 	prog := newProgress(stderr, len(opts.Plan.Selected.Workloads))
 	pullOpts.Progress = prog.pull
 	conn := &runengine.SSHConnector{

@@ -18,6 +18,10 @@
 // that plan without selecting again; `rlab run` plans once and hands the
 // plan to the run, whose progress bar counts its workloads.
 //
+// Plan.Estimate (estimate.go) is the plan's estimate of the run's time:
+// the phases as measured on the demo, each workload at its tool family's
+// pace (kinds.Pace), the longest chain of workloads through the DAG.
+//
 // It is pure: no I/O, no SSH, no agent. It must not import the run engine.
 //
 // # JSON form
@@ -198,6 +202,7 @@ func StepID(hostSlug string, k Kind, subjectSlug string) string {
 }
 
 type builder struct {
+	o     Options
 	err   error
 	p     *Plan
 	l     *lab.Lab
@@ -250,6 +255,13 @@ type Options struct {
 	// workloads with expect blocks (all of them when none has one), no
 	// captures.
 	Check bool
+	// Emulated names the hosts that are (or will boot as) emulated (TCG)
+	// guests, with why: their RDMA workloads' steps say that the RC QP
+	// timeout is raised, or why the tool cannot raise it
+	// (kinds/qptimeout.go). The plan cannot know it of a host it has not
+	// reached: the caller tells it (rlab plan and run: the local VMs when
+	// KVM is not usable here); a run learns the rest from facts.
+	Emulated map[string]string
 }
 
 // usedHosts are the hosts l's rxe devices, captures, impairments and
@@ -285,7 +297,7 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, &SelectionError{err}
 	}
-	b := &builder{p: &Plan{Lab: l.Name, Selected: l, byID: map[string]*Step{}}, l: l, hosts: map[*lab.Host]*HostPlan{}}
+	b := &builder{o: o, p: &Plan{Lab: l.Name, Selected: l, byID: map[string]*Step{}}, l: l, hosts: map[*lab.Host]*HostPlan{}}
 	for _, h := range l.Hosts {
 		if h == nil {
 			return nil, fmt.Errorf("plan lab %q: nil host", l.Name)
@@ -515,6 +527,10 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 		dialText = dial.Text()
 	}
 	cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
+	if e := b.emulatedText(w); e != "" {
+		srv.Description += "; " + e
+		cli.Description += "; " + e
+	}
 	if w.ServerRXE == nil {
 		cli.Dial = &dial
 	}

@@ -181,6 +181,33 @@ func workloadText(w *lab.Workload, side, dial string) string {
 	return b.String()
 }
 
+// emulatedText is what the steps of two-sided RDMA workload w add when an
+// end is an emulated guest (Options.Emulated): its tool's RC QP timeout
+// raised, or why it cannot be; "" otherwise. The rule is the tool's
+// (kinds.Tool.QPTimeout); a lab's args that set the timeout are left alone.
+func (b *builder) emulatedText(w *lab.Workload) string {
+	t, ok := kinds.Lookup(w.Tool)
+	if !ok || !t.RDMA || !t.QPTimeout.RC() || t.QPTimeout.SetBy(w.Args) {
+		return ""
+	}
+	tr := w.Transport
+	if tr == "" {
+		tr = t.FixedTransport
+	}
+	if tr == "" && len(t.Transports) > 0 {
+		tr = t.Transports[0]
+	}
+	if tr != "RC" {
+		return "" // no ACKs to wait for
+	}
+	for _, h := range []*lab.Host{w.ServerHost, w.ClientHost} {
+		if why := b.o.Emulated[h.Name]; why != "" {
+			return kinds.QPTimeoutPlan(t, why)
+		}
+	}
+	return ""
+}
+
 func teardownText(l *lab.Lab, h *lab.Host) string {
 	var del, keep, delSIW []string
 	for _, r := range l.RXEs {

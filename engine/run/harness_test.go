@@ -28,6 +28,9 @@ type pipeHost struct {
 	hello proto.Hello
 	calls atomic.Int64
 	netem *fakeNetem // impair_test.go: answers impair.* instead of the host's kernel
+	// abandoned: the teardown ended the session without the agent's
+	// cleanup (discard_test.go).
+	abandoned atomic.Bool
 }
 
 func startPipeHost(t testing.TB, name, workDir string) *pipeHost {

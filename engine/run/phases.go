@@ -122,6 +122,13 @@ func (r *runner) bootVMs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("boot local VM hosts: %w", err)
 	}
+	r.discard = map[string]bool{}
+	for _, h := range vmHosts {
+		if _, ok := set.Endpoint(h.Name); ok {
+			r.discard[h.Name] = true
+		}
+	}
+	r.noteEmulated(set) // discard.go
 	return r.journal.update(func(st *State) {
 		for i := range st.Hosts {
 			if ep, ok := set.Endpoint(st.Hosts[i].Name); ok {
@@ -459,7 +466,9 @@ func (r *runner) fetchAll(ctx context.Context) {
 			r.pulled[path.Join("hosts", h.Slug, dir, filepath.ToSlash(fi.Path))] = true
 		}
 		r.mu.Unlock()
-		r.removeWorkDir(ctx, h.Name, err)
+		if !r.discard[h.Name] { // a discarded VM's work dir goes with it
+			r.removeWorkDir(ctx, h.Name, err)
+		}
 		return nil
 	})
 }
@@ -470,12 +479,19 @@ func (r *runner) fetchAll(ctx context.Context) {
 func (r *runner) teardown(ctx context.Context) {
 	ids := r.plan.IDs("", "", plan.Teardown)
 	r.emit(Event{Type: "step.start", Step: "teardown", IDs: ids})
+	r.noteDiscarded() // discard.go
 	for _, n := range r.workloads {
+		if r.allDiscarded(n.lab.Hosts()) {
+			continue
+		}
 		if err := n.step.Undo(ctx, r.env); err != nil {
 			r.log.Warn("teardown: stop workload processes", "workload", n.lab.Name, "err", err)
 		}
 	}
 	each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.RXE) error {
+		if r.discard[x.Host] {
+			return nil
+		}
 		if err := x.Undo(ctx, r.env); err != nil {
 			r.addErr(&infraError{fmt.Errorf("teardown: %w", err)})
 		}
@@ -501,6 +517,10 @@ func (r *runner) teardown(ctx context.Context) {
 		if !ok {
 			return nil
 		}
+		if r.discard[h.Name] {
+			abandon(c, r.log, h.Name) // discard.go
+			return nil
+		}
 		// Closing the session makes the agent clean up (stop what runs,
 		// delete the rxe devices it created); an explicit cleanup call is
 		// needed only to tell it what to keep.
@@ -514,15 +534,24 @@ func (r *runner) teardown(ctx context.Context) {
 		}
 		return nil
 	})
+	vmsDown := false
 	if r.vms != nil {
 		if err := r.vms.Shutdown(ctx); err != nil {
 			r.addErr(&infraError{fmt.Errorf("teardown: stop VMs: %w", err)})
+		} else {
+			vmsDown = true
 		}
 	}
 	now := r.opts.Now().UTC()
 	r.journal.update(func(st *State) {
 		for i := range st.Effects {
 			e := &st.Effects[i]
+			if r.discard[e.Host] {
+				// Gone with the VM once it stopped; else `rlab down`
+				// stops it and says so.
+				e.Undone = e.Undone || vmsDown
+				continue
+			}
 			// The agents' cleanup stopped every process and capture and
 			// deleted the rxe devices they created.
 			if e.Kind != "rxe" || (e.Created && !e.Keep && !r.opts.Keep) {

@@ -207,6 +207,10 @@ type runner struct {
 	workloads []*workloadNode
 	plan      *plan.Plan // of this run: what it executes and plan.json
 	vms       VMSet
+	// discard names the hosts that are local VMs of this run (bootVMs):
+	// stopped and thrown away at teardown, so what the run made inside
+	// them is not undone one by one (discard.go).
+	discard map[string]bool
 
 	students []*student // class labs: the selected workloads by for_each key
 
@@ -497,7 +501,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	// and tears down, bounded by TeardownTimeout and the second Ctrl-C.
 	tctx, cancel := r.teardownContext(ctx)
 	defer cancel()
-	stopAll(tctx, r, r.impairs)
+	stopAll(tctx, r, undoable(r, r.impairs)) // captures stop everywhere: their files are pulled
 	stopAll(tctx, r, r.captures)
 	r.fetchAll(tctx)
 	res.Outcomes = r.outcomes()

@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -260,6 +261,21 @@ func (h *sshHost) Pull(ctx context.Context, files []proto.FileInfo, dst string) 
 // HashesWhilePulling: engine/remote checks a file listed without a sha256
 // against the sum the host computes while sending it.
 func (h *sshHost) HashesWhilePulling() bool { return true }
+
+// Abandon ends the session at once, without waiting for the agent to undo
+// what the run made on the host: for a local VM about to be stopped and
+// thrown away (teardown), whose changes go with its overlay.
+func (h *sshHost) Abandon() error {
+	h.a.RPC().Abort(errAbandoned)
+	err := h.c.Close()
+	if h.log != nil {
+		h.log.Close()
+	}
+	return err
+}
+
+// errAbandoned is why an abandoned session's calls fail.
+var errAbandoned = errors.New("session ended without cleanup: the host is a local VM being discarded")
 
 func (h *sshHost) Close() error {
 	err := h.a.Close()

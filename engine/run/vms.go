@@ -50,7 +50,10 @@ func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (
 		}
 		ms = append(ms, m)
 	}
-	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress})
+	// No ACPI powerdown at the end: the VMs are thrown away with their
+	// overlays (discard.go), so qemu is told to stop at once (SIGTERM)
+	// rather than waiting for the guest's systemd to shut down.
+	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, PowerdownTimeout: -1})
 	if err != nil {
 		if set != nil {
 			return &vmSet{set}, err
@@ -77,9 +80,39 @@ func (v *vmSet) Endpoint(host string) (StateHost, bool) {
 	return StateHost{}, false
 }
 
+// Accel is the accelerator the VMs were booted with and what the output
+// says of it ("TCG software emulation (KVM not usable: ...)").
+func (v *vmSet) Accel(string) (accel, note string) { return v.s.Accel, v.s.AccelNote }
+
 func (v *vmSet) State() ([]byte, error) { return json.Marshal(v.s.State()) }
 
 func (v *vmSet) Shutdown(ctx context.Context) error { return v.s.Shutdown(ctx) }
+
+// PredictEmulated names the lab's local VM hosts that will boot under TCG
+// here, as far as can be told without booting (vm.PredictAccel), with
+// why: plan.Options.Emulated, so that `rlab plan` and plan.json say which
+// workloads get a raised QP timeout. The run itself goes by the
+// accelerator its VMs were booted with, and the facts of SSH hosts.
+func PredictEmulated(l *lab.Lab) map[string]string {
+	var out map[string]string
+	accel, why := "", ""
+	for _, h := range l.Hosts {
+		if h.VM == nil {
+			continue
+		}
+		if accel == "" {
+			accel, why = vm.PredictAccel()
+		}
+		if accel != vm.AccelTCG {
+			return nil
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[h.Name] = fmt.Sprintf("host %s is a local VM that will run under TCG (%s)", h.Name, why)
+	}
+	return out
+}
 
 // StopVMs stops the VMs a state.json records (for Down).
 func StopVMs(ctx context.Context, state []byte) error {

@@ -101,6 +101,21 @@ func ProbeKVMBoot(ctx context.Context, qemu, kernel string, timeout time.Duratio
 	}
 }
 
+// PredictAccel says which accelerator Boot would choose here, without
+// booting anything (for `rlab plan`): RLAB_VM_ACCEL when set; else TCG when
+// /dev/kvm cannot make a VM (ProbeKVM), KVM when it can. Boot's probe
+// guest may still find KVM unusable; the run then says so.
+func PredictAccel() (accel, why string) {
+	switch a := os.Getenv("RLAB_VM_ACCEL"); a {
+	case AccelTCG, AccelKVM:
+		return a, "RLAB_VM_ACCEL=" + a
+	}
+	if ok, reason := ProbeKVM(); !ok {
+		return AccelTCG, "KVM not usable: " + reason
+	}
+	return AccelKVM, "/dev/kvm usable"
+}
+
 // chooseAccel resolves "" (auto) and checks an explicit "kvm" by booting
 // the kernel briefly under KVM.
 func chooseAccel(ctx context.Context, want, qemu, kernel string) (accel, note string, err error) {

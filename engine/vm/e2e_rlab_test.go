@@ -171,7 +171,9 @@ func checkCounters(t *testing.T, dir string) {
 	}
 }
 
-// checkRXETeardown reads state.json: every rxe the run created is undone.
+// checkRXETeardown reads state.json: every rxe the run created is undone
+// (on the run's own VMs: gone with the VM once it stopped, engine/run
+// discard.go).
 func checkRXETeardown(t *testing.T, dir string) {
 	t.Helper()
 	var st struct {

@@ -40,3 +40,25 @@ func TestEveryKindHasItsAbilities(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryToolHasAPace: every built-in tool says how long a run of it
+// takes (kinds.Pace), so the estimate of `rlab plan` counts it: a tool
+// bound by iterations has a default count and a time per iteration or a
+// rate, one bound by bytes a rate, one that cannot be told says why.
+func TestEveryToolHasAPace(t *testing.T) {
+	builtin.Register()
+	for _, tl := range kinds.All() {
+		p := tl.Pace
+		switch {
+		case p.Start <= 0:
+			t.Errorf("%s: no Pace.Start", tl.Name)
+		case p.Unknown != "":
+		case tl.Iterations && (p.Iterations <= 0 || (p.PerIteration <= 0 && p.Rate <= 0)):
+			t.Errorf("%s: bound by iterations, but its pace has no default count or no time per iteration: %+v", tl.Name, p)
+		case tl.Bytes && p.Rate <= 0:
+			t.Errorf("%s: bound by bytes, but its pace has no rate: %+v", tl.Name, p)
+		case !tl.Iterations && !tl.Bytes && !tl.Duration:
+			t.Errorf("%s: neither iterations, bytes nor a duration bound it, and its pace says no reason: %+v", tl.Name, p)
+		}
+	}
+}

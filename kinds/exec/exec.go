@@ -6,6 +6,8 @@
 package exec
 
 import (
+	"time"
+
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -22,5 +24,6 @@ func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 // Desc is exec's descriptor: it records only the common metrics.
 func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "exec",
-		Tools: []kinds.Tool{{Name: "exec", Family: Family, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true}}}}
+		Tools: []kinds.Tool{{Name: "exec", Family: Family, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true},
+			Pace: kinds.Pace{Start: time.Second, Unknown: "the command's own time, which the lab does not say"}}}}
 }

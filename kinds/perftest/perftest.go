@@ -10,6 +10,8 @@
 package perftest
 
 import (
+	"time"
+
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
@@ -57,6 +59,16 @@ func (Kind) Desc() kinds.Desc {
 		{Name: "lat_p999", Unit: "usec", HigherIsBetter: false, Doc: "perftest 99.9th percentile latency", Aliases: []kinds.Alias{{Name: "lat_p999_us", Scale: 1}}},
 	}}
 	pkg := kinds.Packages{Debian: "perftest", RHEL: "perftest", SUSE: "perftest"}
+	// How long a run takes under TCG (BENCHMARKS.md, the demo's soak): a
+	// 3 s ib_write_bw size took 6–9 s, a 300-iteration ib_write_lat size
+	// 6–12 s; Soft-RoCE moved about 0.1 Gb/s (1,500 µs per 4 KiB message)
+	// with latencies of 300 µs to 1 ms.
+	pace := kinds.Pace{Start: 6 * time.Second, Rate: 0.1e9 / 8}
+	// -u, --qp-timeout: "QP timeout, timeout value is 4 usec * 2
+	// ^(timeout), default 14" (perftest_parameters.c, DEF_QP_TIME), set on
+	// RC QPs with retry_cnt 7 (perftest_resources.c), and with -R through
+	// rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) since perftest 24.10.0-0.66.
+	qpt := kinds.QPTimeout{Flag: "-u", Long: "--qp-timeout", Default: 14}
 	// RDMA WRITE needs a connected QP, so no UD; READ and atomics need the
 	// responder's reliable transport, so RC only.
 	for _, op := range []string{"write", "read", "send", "atomic"} {
@@ -74,6 +86,16 @@ func (Kind) Desc() kinds.Desc {
 			fixed = 8
 		}
 		bw, lat := "ib_"+op+"_bw", "ib_"+op+"_lat"
+		// perftest's own defaults: 5000 iterations for ib_write_bw, 1000
+		// for the others (perftest_parameters.c), 65536-byte messages for
+		// bandwidth, 2 for latency.
+		bwIters := int64(1000)
+		if op == "write" {
+			bwIters = 5000
+		}
+		bwPace, latPace := pace, pace
+		bwPace.PerIteration, bwPace.Iterations, bwPace.Size = 1500*time.Microsecond, bwIters, 65536
+		latPace.PerIteration, latPace.Iterations, latPace.Size = time.Millisecond, 1000, 2
 		// Which way the data goes: READ's responses come from the server;
 		// a latency test of WRITE or SEND ping-pongs.
 		bwData, latData := kinds.DataClient, kinds.DataBoth
@@ -96,8 +118,8 @@ func (Kind) Desc() kinds.Desc {
 			noIWARP = "iWARP has no atomic operations (RFC 5040's RDMAP defines none, and siw reports atomic_cap 0)"
 		}
 		d.Tools = append(d.Tools,
-			kinds.Tool{Name: bw, Family: BW, RDMA: true, Data: bwData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
-				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true,
+			kinds.Tool{Name: bw, Family: BW, RDMA: true, Data: bwData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
+				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true, Pace: bwPace,
 				Metrics: []string{"bw_peak", "bw_avg", "msg_rate"},
 				Program: &kinds.Program{Name: bw, Packages: pkg, Version: ver},
 				Chart:   "bw", Hint: bwHint,
@@ -113,8 +135,8 @@ func (Kind) Desc() kinds.Desc {
 					},
 					Throughput: "bw_avg",
 				}},
-			kinds.Tool{Name: lat, Family: Lat, RDMA: true, Data: latData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP,
-				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true,
+			kinds.Tool{Name: lat, Family: Lat, RDMA: true, Data: latData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
+				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, Pace: latPace,
 				Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 				Program: &kinds.Program{Name: lat, Packages: pkg, Version: kinds.Version{From: first}},
 				Chart:   "lat", Hint: latHint, HeadlineSmallest: true,

@@ -1,8 +1,11 @@
 package perftest
 
 import (
+	"fmt"
 	"path"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/kinds"
@@ -12,11 +15,22 @@ import (
 // Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.
 
 func newStep(w *steps.Workload) (steps.Step, error) {
+	var once sync.Once // the raised QP timeout is said once per workload
 	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
 		// iWARP connects QPs only through the RDMA CM: perftest's -R
 		// (the descriptor's RDMACMFlag) when either end is iWARP.
 		cm := e.Server.Transport == "iWARP" || e.Client.Transport == "iWARP"
 		r.Server.Ready = perftestReady(w, e.Port, cm)
+		// An emulated end: -u raises the RC QP timeout on both sides
+		// (kinds/qptimeout.go), unless the transport has no ACKs.
+		t, _ := kinds.Lookup(w.Tool)
+		qpt, why := qpTimeout(env, w)
+		r.QPTimeout, r.Emulated = qpt, steps.EmulatedEnd(env, w)
+		if qpt > 0 && env.Notify != nil {
+			once.Do(func() {
+				env.Notify(w.Name, fmt.Sprintf("workload %s: %s QP timeout raised to %s (%s %d): %s", w.Name, w.Tool, kinds.QPTimeoutText(qpt), t.QPTimeout.Flag, qpt, why))
+			})
+		}
 		cf := env.HostFacts(w.ClientHost)
 		if cf.PerftestJSON {
 			r.JSONRel = r.Client.Handle + ".json"
@@ -25,9 +39,41 @@ func newStep(w *steps.Workload) (steps.Step, error) {
 				r.JSONFile = path.Join(cf.WorkDir, r.JSONRel)
 			}
 		}
-		r.Server.Argv = Argv(w, steps.DeviceEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex, Port: e.Server.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, "", "")
-		r.Client.Argv = Argv(w, steps.DeviceEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex, Port: e.Client.Port, RDMACM: cm}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
+		r.Server.Argv = Argv(w, steps.DeviceEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex, Port: e.Server.Port, RDMACM: cm, QPTimeout: qpt}, e.MTU, e.Port, e.Size, "", "")
+		r.Client.Argv = Argv(w, steps.DeviceEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex, Port: e.Client.Port, RDMACM: cm, QPTimeout: qpt}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
 	}), nil
+}
+
+// qpTimeout is the QP timeout workload w's perftest is given (0: its
+// own) and why: raised when an end is an emulated guest and the
+// transport is RC.
+func qpTimeout(env *steps.Env, w *steps.Workload) (int, string) {
+	t, _ := kinds.Lookup(w.Tool)
+	if !rc(w, t) {
+		return 0, ""
+	}
+	return steps.QPTimeoutFor(env, w, t)
+}
+
+// rc reports whether workload w runs tool t over RC, the one transport
+// with ACKs (the lab's transport, else the tool's default; a -c in the
+// lab's args wins, as perftest reads the last).
+func rc(w *steps.Workload, t kinds.Tool) bool {
+	tr := w.Transport
+	if tr == "" && len(t.Transports) > 0 {
+		tr = t.Transports[0]
+	}
+	for i, a := range w.Args {
+		switch {
+		case (a == "-c" || a == "--connection") && i+1 < len(w.Args):
+			tr = w.Args[i+1]
+		case strings.HasPrefix(a, "--connection="):
+			tr = strings.TrimPrefix(a, "--connection=")
+		case len(a) > 2 && strings.HasPrefix(a, "-c") && !strings.HasPrefix(a, "--"):
+			tr = a[2:] // -cUD
+		}
+	}
+	return tr == "RC"
 }
 
 // Argv builds one side's perftest command. serverAddr is "" for the
@@ -65,6 +111,9 @@ func Argv(w *steps.Workload, end steps.DeviceEnd, mtu, port int, size int64, ser
 	}
 	if w.Transport != "" {
 		argv = append(argv, "-c", w.Transport)
+	}
+	if end.QPTimeout > 0 && t.QPTimeout.Flag != "" {
+		argv = append(argv, t.QPTimeout.Flag, strconv.Itoa(end.QPTimeout))
 	}
 	argv = append(argv, w.Args...)
 	if jsonFile != "" {

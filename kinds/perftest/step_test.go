@@ -53,6 +53,7 @@ func TestArgvGolden(t *testing.T) {
 		w    steps.Workload
 		size int64
 		json string
+		qpt  int // an end is emulated: the QP timeout given
 	}{
 		{name: "write_bw", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Iterations: 5000}}}, size: 65536},
 		{name: "write_bw_json", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Iterations: 1000}}}, size: 4096, json: "/home/u/.cache/rlab/runs/x/wl.bw.client.s4096.r0.json"},
@@ -60,12 +61,16 @@ func TestArgvGolden(t *testing.T) {
 		{name: "send_lat_uc_args", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_send_lat", Options: kinds.Options{Iterations: 300, Transport: "UC", Args: []string{"-F"}}}}, size: 2},
 		{name: "atomic_bw", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_atomic_bw", Options: kinds.Options{Iterations: 100}}}, size: 8},
 		{name: "write_lat_default_size", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_lat"}}},
+		{name: "write_bw_emulated", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Iterations: 5000, Args: []string{"-F"}}}}, size: 65536, qpt: kinds.QPTimeoutEmulated},
+		{name: "read_lat_emulated", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_read_lat"}}, qpt: kinds.QPTimeoutEmulated},
 	}
 	var b strings.Builder
 	for _, c := range cases {
+		s, cl := srv, cli
+		s.QPTimeout, cl.QPTimeout = c.qpt, c.qpt
 		fmt.Fprintf(&b, "# %s\n", c.name)
-		fmt.Fprintf(&b, "server: %q\n", Argv(&c.w, srv, 1024, 20010, c.size, "", ""))
-		fmt.Fprintf(&b, "client: %q\n", Argv(&c.w, cli, 1024, 20010, c.size, "10.99.0.1", c.json))
+		fmt.Fprintf(&b, "server: %q\n", Argv(&c.w, s, 1024, 20010, c.size, "", ""))
+		fmt.Fprintf(&b, "client: %q\n", Argv(&c.w, cl, 1024, 20010, c.size, "10.99.0.1", c.json))
 	}
 	golden(t, "argv.golden", b.String())
 }
@@ -83,5 +88,54 @@ func TestPerftestReady(t *testing.T) {
 		if got := Ready(&steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Args: tt.args}}}, 20000); *got != tt.want {
 			t.Errorf("args %q: ready %+v, want %+v", tt.args, *got, tt.want)
 		}
+	}
+}
+
+// TestQPTimeoutRaised: perftest gets -u 18 when an end of its workload is an
+// emulated guest, known from the booted VM's accelerator or from the host's
+// facts (a QEMU guest without KVM), on RC only (UC and UD have no ACKs),
+// and never over the lab's own -u.
+func TestQPTimeoutRaised(t *testing.T) {
+	env := &steps.Env{
+		Emulation: map[string]string{"vm": "host vm is a local VM under TCG"},
+		Facts: map[string]*proto.Facts{
+			"tcg":   {Platform: proto.Platform{Virtualization: "qemu"}},
+			"kvm":   {Platform: proto.Platform{Virtualization: "kvm"}},
+			"metal": {Platform: proto.Platform{Virtualization: "none"}},
+		},
+	}
+	wl := func(tool, srv, cli, transport string, args ...string) *steps.Workload {
+		return &steps.Workload{Workload: kinds.Workload{Tool: tool, Options: kinds.Options{Transport: transport, Args: args}}, ServerHost: srv, ClientHost: cli}
+	}
+	tests := []struct {
+		name    string
+		w       *steps.Workload
+		want    int
+		whyHas  string
+		wantArg string // in the client's argv: "-u 18" or ""
+	}{
+		{"booted under TCG", wl("ib_write_bw", "vm", "metal", ""), 18, "local VM under TCG", "-u 18"},
+		{"facts say TCG, client end", wl("ib_send_lat", "metal", "tcg", ""), 18, `virtualization "qemu"`, "-u 18"},
+		{"KVM guest", wl("ib_write_bw", "kvm", "kvm", ""), 0, "", ""},
+		{"bare metal", wl("ib_read_bw", "metal", "metal", ""), 0, "", ""},
+		{"UC has no ACKs", wl("ib_write_bw", "vm", "tcg", "UC"), 0, "", ""},
+		{"UD in the lab's args", wl("ib_send_bw", "vm", "tcg", "", "-c", "UD"), 0, "", ""},
+		{"RC asked in args over UC", wl("ib_send_bw", "vm", "tcg", "UC", "-c", "RC"), 18, "local VM", "-u 18"},
+		{"UC in args, joined", wl("ib_send_bw", "vm", "tcg", "", "-cUC"), 0, "", ""},
+		{"UD in args, long", wl("ib_send_bw", "vm", "tcg", "", "--connection=UD"), 0, "", ""},
+		{"the lab's own -u", wl("ib_write_bw", "vm", "tcg", "", "-u", "20"), 0, "", ""},
+		{"the lab's own --qp-timeout", wl("ib_write_bw", "vm", "tcg", "", "--qp-timeout=16"), 0, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := qpTimeout(env, tt.w)
+			if got != tt.want || !strings.Contains(why, tt.whyHas) {
+				t.Errorf("qpTimeout = %d, %q; want %d and a reason with %q", got, why, tt.want, tt.whyHas)
+			}
+			argv := strings.Join(Argv(tt.w, steps.DeviceEnd{Device: "rxe0", QPTimeout: got}, 0, 20000, 0, "10.0.0.1", ""), " ")
+			if has := strings.Contains(argv, " -u 18"); has != (tt.wantArg != "") {
+				t.Errorf("argv %q: -u 18 present %v, want %v", argv, has, tt.wantArg != "")
+			}
+		})
 	}
 }

@@ -11,7 +11,10 @@ import (
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.
 
 func newStep(w *steps.Workload) (steps.Step, error) {
-	return steps.NewRDMAPair(w, func(_ *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
+	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
+		// No option raises its QP timeout (kinds/qptimeout.go): a failure
+		// with retries exhausted on an emulated end says so.
+		r.Emulated = steps.EmulatedEnd(env, w)
 		r.Server.Ready = &proto.Ready{TCPListen: e.Port}
 		r.Server.Argv = Argv(w, steps.DeviceEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex}, e.MTU, e.Port, e.Size, "")
 		r.Client.Argv = Argv(w, steps.DeviceEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex}, e.MTU, e.Port, e.Size, e.Server.IPv4)

@@ -7,6 +7,8 @@
 package rping
 
 import (
+	"time"
+
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
@@ -36,10 +38,15 @@ func (Kind) Desc() kinds.Desc {
 		Tools: []kinds.Tool{{Name: "rping", Family: Family, RDMA: true, Data: kinds.DataBoth, FixedTransport: "RC", RDMACM: true,
 			TransportWhy: "rping always uses an RC connection through the RDMA CM",
 			Sizes:        true, Iterations: true,
+			// rlab's default count (step.go); rping's default size is 64 bytes.
+			Pace:         kinds.Pace{Start: 6 * time.Second, PerIteration: time.Millisecond, Rate: 0.1e9 / 8, Iterations: rpingDefaultCount, Size: 64},
 			Metrics:      []string{"rping_count"},
 			Program:      &kinds.Program{Name: "rping", Packages: kinds.Packages{Debian: "rdmacm-utils", RHEL: "librdmacm-utils", SUSE: "librdmacm-utils"}, Version: kinds.Version{RDMACore: true}},
 			NeedsModules: []string{"rdma_cm"},
-			Chart:        "rping",
+			// rping's options (a I P p C S s c v V d q) set no timeout:
+			// the kernel's RDMA CM chooses the QP's.
+			QPTimeout: kinds.QPTimeout{Fixed: "rping has no option for it: the kernel's RDMA CM sets its QP timeout"},
+			Chart:     "rping",
 			View: kinds.View{
 				Headline: []kinds.Figure{{Metric: "rping_count", Count: true, Word: "ping-pongs"}},
 				Glance:   kinds.Figure{Metric: "rping_count", At: kinds.Largest},

@@ -17,7 +17,10 @@ import (
 const rpingDefaultCount = 10
 
 func newStep(w *steps.Workload) (steps.Step, error) {
-	return steps.NewRDMAPair(w, func(_ *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
+	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
+		// No option raises its QP timeout (kinds/qptimeout.go): a failure
+		// with retries exhausted on an emulated end says so.
+		r.Emulated = steps.EmulatedEnd(env, w)
 		r.Server.Ready = &proto.Ready{RDMACMListen: e.Port}
 		r.Server.Argv = Argv(w, "-s", e.Server.IPv4, e.Port, e.Size)
 		r.Client.Argv = Argv(w, "-c", e.Server.IPv4, e.Port, e.Size)

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"os"
+
+	"github.com/rlab-dev/rlab/engine/plan"
+)
+
+// assumedAccel is the accelerator the estimate assumes for local VMs:
+// KVM only when RLAB_VM_ACCEL=kvm asks for it. Otherwise TCG, the slower
+// one: whether KVM runs guests here only the run's boot probe tells
+// (engine/vm; /dev/kvm can answer its ioctls on a machine where guests
+// never boot under it, as on the project's), and the estimate then says
+// what KVM would take.
+func assumedAccel() string {
+	if os.Getenv("RLAB_VM_ACCEL") == plan.AccelKVM {
+		return plan.AccelKVM
+	}
+	return plan.AccelTCG
+}
