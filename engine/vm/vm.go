@@ -389,6 +389,12 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	}
 	fail := func(what string, err error) error { return fmt.Errorf("boot vm %q: %s: %w", m.Name, what, err) }
 	var sn *snapshot
+	if restore && m.Image.Packages["iproute2"] == "" {
+		// The identity of a restored guest is given with ip(8); an image
+		// without iproute2 (the minimal one) is booted.
+		s.opts.Logger.Info("vm booted, not restored: the image has no iproute2", "host", m.Name, "image", m.Image.Dir)
+		restore = false
+	}
 	if restore {
 		var err error
 		if sn, err = s.snapshotFor(ctx, m); err != nil {
