@@ -48,7 +48,10 @@ import (
 // a state saved by another layout is never restored.
 const snapshotFormat = 1
 
-// RestoreEnv, set to "0", makes every VM boot instead of restoring.
+// RestoreEnv, set to "1", restores VMs from saved guests (Options.Restore);
+// "0" boots every VM whatever the options say. Restore is not yet the
+// default: it is proven by TestE2ERestore, but the whole VM suite has not yet
+// run on restored guests on a quiet machine (issue 27).
 const RestoreEnv = "RLAB_VM_RESTORE"
 
 // snapshot is a saved guest ready to restore.
@@ -83,7 +86,13 @@ func (k snapshotKey) id() string {
 
 // restoreWanted reports whether VMs are restored rather than booted.
 func (s *Set) restoreWanted() bool {
-	return !s.opts.NoRestore && os.Getenv(RestoreEnv) != "0"
+	switch os.Getenv(RestoreEnv) {
+	case "0":
+		return false
+	case "1":
+		return true
+	}
+	return s.opts.Restore
 }
 
 func (s *Set) keyFor(m Machine) (snapshotKey, error) {
@@ -192,7 +201,7 @@ func (s *Set) buildSnapshot(ctx context.Context, m Machine, k snapshotKey, dir s
 		tm.Networks = append(tm.Networks, Network{Name: "snap" + strconv.Itoa(j)})
 	}
 	opts := s.opts
-	opts.NoRestore, opts.Detach, opts.Progress = true, false, nil
+	opts.Restore, opts.Detach, opts.Progress = false, false, nil
 	opts.Accel = s.Accel
 	opts.PowerdownTimeout = -1
 	ts, err := Boot(ctx, []Machine{tm}, work, opts)

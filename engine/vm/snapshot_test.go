@@ -106,7 +106,7 @@ func TestE2ERestore(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		t0 := time.Now()
 		var progress []string
-		set, err := Boot(ctx, ms, t.TempDir(), Options{Image: im, Progress: func(h, s string) { progress = append(progress, h+": "+s) }})
+		set, err := Boot(ctx, ms, t.TempDir(), Options{Image: im, Restore: true, Progress: func(h, s string) { progress = append(progress, h+": "+s) }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,22 +184,23 @@ func TestE2ERestore(t *testing.T) {
 	}
 }
 
-// TestRestoreWanted: RLAB_VM_RESTORE=0 and Options.NoRestore boot every VM.
+// TestRestoreWanted: VMs boot unless Options.Restore or RLAB_VM_RESTORE=1
+// asks for a restore; RLAB_VM_RESTORE=0 boots whatever the options say.
 func TestRestoreWanted(t *testing.T) {
 	for _, tc := range []struct {
-		env       string
-		noRestore bool
-		want      bool
+		env     string
+		restore bool
+		want    bool
 	}{
-		{"", false, true},
+		{"", false, false},
+		{"", true, true},
 		{"1", false, true},
-		{"0", false, false},
-		{"", true, false},
+		{"0", true, false},
 	} {
 		t.Setenv(RestoreEnv, tc.env)
-		s := &Set{opts: Options{NoRestore: tc.noRestore}}
+		s := &Set{opts: Options{Restore: tc.restore}}
 		if got := s.restoreWanted(); got != tc.want {
-			t.Errorf("%s=%q NoRestore=%v: restore %v, want %v", RestoreEnv, tc.env, tc.noRestore, got, tc.want)
+			t.Errorf("%s=%q Restore=%v: restore %v, want %v", RestoreEnv, tc.env, tc.restore, got, tc.want)
 		}
 	}
 }

@@ -76,9 +76,9 @@ type Options struct {
 	// Detach leaves the VMs running when the controller exits (no
 	// parent-death signal); they are then stopped by StopFromState.
 	Detach bool
-	// NoRestore boots every VM from its kernel rather than restoring a
-	// saved guest (snapshot.go); RLAB_VM_RESTORE=0 does the same.
-	NoRestore bool
+	// Restore starts VMs from a saved guest (snapshot.go) rather than
+	// booting each; RLAB_VM_RESTORE=1 turns it on, =0 off, whatever this is.
+	Restore bool
 	// Progress, when set, is told each VM's state: "starting", then
 	// "booting (<accelerator note>)", e.g. "booting (KVM)" or "booting (TCG
 	// software emulation (KVM not usable: ...))", then "up in <duration>".
