@@ -188,7 +188,13 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 		return nil, fmt.Errorf("boot vms: %w", err)
 	}
 	sockDir := s.Dir
-	if len(filepath.Join(s.Dir, "zzzzzzzzzzzzzzzz", "qmp.sock")) > maxUnixPath || len(linkSock(s.Dir, "zzzzzzzzzzzzzzzz", 999)) > maxUnixPath {
+	longest := "zzzzzzzzzzzzzzzz" // a slug's and a network name's length, or the longest network's
+	for name := range links {
+		if len(name) > len(longest) {
+			longest = name
+		}
+	}
+	if len(filepath.Join(s.Dir, "zzzzzzzzzzzzzzzz", "qmp.sock")) > maxUnixPath || len(linkSock(s.Dir, longest, len(ms))) > maxUnixPath {
 		if sockDir, err = os.MkdirTemp("", "rlab-vm-"); err != nil {
 			return nil, fmt.Errorf("boot vms: %w", err)
 		}
@@ -298,6 +304,7 @@ type link struct {
 
 func planLinks(ms []Machine) (map[string]*link, error) {
 	links := map[string]*link{}
+	files := map[string]string{} // a network's name in socket names -> the network
 	for i, m := range ms {
 		seen := map[string]bool{}
 		for _, n := range m.Networks {
@@ -307,6 +314,11 @@ func planLinks(ms []Machine) (map[string]*link, error) {
 			seen[n.Name] = true
 			l := links[n.Name]
 			if l == nil {
+				f := hostnameBad.ReplaceAllString(n.Name, "_")
+				if o, ok := files[f]; ok {
+					return nil, fmt.Errorf("vm %q: networks %q and %q would share the sockets net-%s-*.sock; name them apart", m.Name, o, n.Name, f)
+				}
+				files[f] = n.Name
 				l = &link{name: n.Name}
 				links[n.Name] = l
 			}
@@ -314,6 +326,55 @@ func planLinks(ms []Machine) (map[string]*link, error) {
 		}
 	}
 	return links, nil
+}
+
+// dataNIC is how one data NIC of a VM is wired: the unix datagram socket
+// it binds, the one it sends every frame to (its one peer's, or the
+// network's switch's), and the qemu arguments that say so.
+type dataNIC struct {
+	Network string
+	MAC     string
+	Local   string // the socket this VM binds
+	Remote  string // the socket it sends to: the peer's, or the hub's
+	Hub     bool   // Remote is the network's switch
+	Args    []string
+}
+
+// dataNICs wires machine idx's data NICs (eth1, eth2, ... in order) to
+// the links planLinks made. Pure: it names sockets, it makes none.
+func dataNICs(m Machine, idx int, links map[string]*link, sockDir string) ([]dataNIC, error) {
+	var out []dataNIC
+	for j, n := range m.Networks {
+		l := links[n.Name]
+		if l == nil {
+			return nil, fmt.Errorf("network %q: not planned", n.Name)
+		}
+		// Each end binds its own unix datagram socket and sends to the
+		// other's (-netdev dgram): one datagram per frame, no listener to
+		// wait for, no stream framing to resume after a short write.
+		// -netdev stream stalled for good under load (issue 13): see
+		// BENCHMARKS.md "Demo and the VM data link".
+		// Three or more: every member sends to the network's switch.
+		peer := -1 // a network with one VM: its frames go nowhere
+		for _, o := range l.members {
+			if o != idx {
+				peer = o
+			}
+		}
+		nic := dataNIC{Network: n.Name, MAC: mac(idx, j+1), Local: linkSock(sockDir, n.Name, idx), Remote: linkSock(sockDir, n.Name, peer)}
+		if len(l.members) > 2 {
+			nic.Remote, nic.Hub = hubSock(sockDir, n.Name), true
+		}
+		if len(nic.Local) > maxUnixPath || len(nic.Remote) > maxUnixPath {
+			return nil, fmt.Errorf("network %q: socket path %s too long", n.Name, nic.Local)
+		}
+		nic.Args = []string{
+			"-netdev", "dgram,id=l" + strconv.Itoa(j) + ",local.type=unix,local.path=" + nic.Local + ",remote.type=unix,remote.path=" + nic.Remote,
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=l%d,mac=%s,addr=0x%x", j, nic.MAC, 0x6+j),
+		}
+		out = append(out, nic)
+	}
+	return out, nil
 }
 
 // mac returns a stable locally administered MAC for NIC nic of machine i.
@@ -427,38 +488,18 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	} else {
 		args = append(args, "-cpu", "max")
 	}
-	for j, n := range m.Networks {
-		l := links[n.Name]
-		// Each end binds its own unix datagram socket and sends to the
-		// other's (-netdev dgram): one datagram per frame, no listener to
-		// wait for, no stream framing to resume after a short write.
-		// -netdev stream stalled for good under load (issue 13): see
-		// BENCHMARKS.md "Demo and the VM data link".
-		// Three or more: every member sends to the network's switch.
-		peer := -1 // a network with one VM: its frames go nowhere
-		for _, o := range l.members {
-			if o != idx {
-				peer = o
-			}
-		}
-		local, remote := linkSock(sockDir, n.Name, idx), linkSock(sockDir, n.Name, peer)
-		if len(l.members) > 2 {
-			remote = hubSock(sockDir, n.Name)
-		}
-		if len(local) > maxUnixPath || len(remote) > maxUnixPath {
-			return nil, fail("link "+n.Name, fmt.Errorf("socket path %s too long", local))
-		}
-		_ = os.Remove(local)
-		netdev := "dgram,id=l" + strconv.Itoa(j) + ",local.type=unix,local.path=" + local + ",remote.type=unix,remote.path=" + remote
-		macAddr := mac(idx, j+1)
+	nics, err := dataNICs(m, idx, links, sockDir)
+	if err != nil {
+		return nil, fail("link", err)
+	}
+	for j, nic := range nics {
+		_ = os.Remove(nic.Local)
 		nf := filepath.Join(dir, fmt.Sprintf("net-%d.network", j+1))
-		if err := os.WriteFile(nf, []byte(networkFile(macAddr, n)), 0o644); err != nil {
+		if err := os.WriteFile(nf, []byte(networkFile(nic.MAC, m.Networks[j])), 0o644); err != nil {
 			return nil, fail("write network file", err)
 		}
-		args = append(args,
-			"-netdev", netdev,
-			"-device", fmt.Sprintf("virtio-net-pci,netdev=l%d,mac=%s,addr=0x%x", j, macAddr, 0x6+j),
-			"-fw_cfg", fmt.Sprintf("name=%s%s%d,file=%s", image.FwCfgPrefix, image.FwNetworkPrefix, j+1, nf))
+		args = append(args, nic.Args...)
+		args = append(args, "-fw_cfg", fmt.Sprintf("name=%s%s%d,file=%s", image.FwCfgPrefix, image.FwNetworkPrefix, j+1, nf))
 	}
 
 	// restrict=on: the guest reaches nothing beyond the SSH forward.
