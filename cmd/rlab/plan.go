@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +38,12 @@ captures those need.
 --provision plans what rlab run --provision would do: a provision step on
 every host, between ship-agent and preflight (without it, only on hosts whose
 lab says provision = true). It names every package the lab needs there: which
-are missing only the host's facts say, at run time.`,
+are missing only the host's facts say, at run time.
+
+A lab with local VMs (vm {}) gets a line of what they cost, the VMs and
+their guests' memory and vCPUs summed, against what this machine has
+(MemAvailable, CPUs); rlab run refuses VMs whose memory does not fit,
+before it makes anything, saying which memory or --only would.`,
 		Example: `  rlab plan labs/quickstart.hcl
   rlab plan -json labs/class.hcl | jq '.waves'
   rlab plan --only ana labs/class.hcl`,
@@ -74,6 +80,13 @@ are missing only the host's facts say, at run time.`,
 			}
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
+			}
+			if p.VMCost != nil {
+				// What the VMs cost against what this machine has: the
+				// check rlab run makes before it boots them.
+				if mem, cpus, err := vm.ReadMachine(); err == nil {
+					p.Machine = &plan.Machine{MemAvailableBytes: mem, CPUs: cpus}
+				}
 			}
 			if asJSON {
 				b, err := json.MarshalIndent(p, "", "  ")

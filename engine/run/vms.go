@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/image"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/vm"
 )
 
@@ -19,6 +20,34 @@ import (
 type LocalVMs struct {
 	Log      *slog.Logger
 	Progress func(host, state string)
+	// Machine says what this machine has for VMs; nil reads it
+	// (vm.ReadMachine). Tests give their own figures.
+	Machine func() (plan.Machine, error)
+}
+
+// Fit refuses VMs that do not fit this machine's memory, before anything
+// is made: a *plan.FitError with the numbers and the fixes. A machine
+// whose figures cannot be read is not refused (Boot then says what
+// failed).
+func (v *LocalVMs) Fit(c *plan.VMCost) error {
+	if c == nil {
+		return nil
+	}
+	read := v.Machine
+	if read == nil {
+		read = func() (plan.Machine, error) {
+			mem, cpus, err := vm.ReadMachine()
+			return plan.Machine{MemAvailableBytes: mem, CPUs: cpus}, err
+		}
+	}
+	m, err := read()
+	if err != nil {
+		if v.Log != nil {
+			v.Log.Warn("cannot check that the VMs fit", "err", err)
+		}
+		return nil
+	}
+	return c.Fit(m)
 }
 
 // Boot implements VMBooter.
