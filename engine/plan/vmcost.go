@@ -126,7 +126,7 @@ func (p *Plan) vmCostText() string {
 		s += "they fit.\n"
 	}
 	if m.CPUs > 0 && c.CPUs > m.CPUs {
-		s += fmt.Sprintf("%d vCPUs on %s: the guests share them, so boots and workloads run slower (under TCG each vCPU is a busy thread; raise boot_timeout if boots time out).\n", c.CPUs, plural(m.CPUs, "CPU"))
+		s += fmt.Sprintf("%d vCPUs on %s: the guests share them, so boots and workloads run slower (under TCG each vCPU is a busy thread); if boots time out, boot them in waves with rlab run --parallel %d, or raise boot_timeout.\n", c.CPUs, plural(m.CPUs, "CPU"), m.CPUs)
 	}
 	return s
 }

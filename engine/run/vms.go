@@ -20,6 +20,9 @@ import (
 type LocalVMs struct {
 	Log      *slog.Logger
 	Progress func(host, state string)
+	// BootWave boots at most this many VMs at once, each wave up before the
+	// next starts (rlab run --parallel); 0 boots them all at once.
+	BootWave int
 	// Machine says what this machine has for VMs; nil reads it
 	// (vm.ReadMachine). Tests give their own figures.
 	Machine func() (plan.Machine, error)
@@ -79,7 +82,7 @@ func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (
 		}
 		ms = append(ms, m)
 	}
-	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress})
+	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, BootWave: v.BootWave})
 	if err != nil {
 		if set != nil {
 			return &vmSet{set}, err

@@ -76,6 +76,14 @@ type Options struct {
 	// Detach leaves the VMs running when the controller exits (no
 	// parent-death signal); they are then stopped by StopFromState.
 	Detach bool
+	// BootWave, when above 0 and below the number of machines, boots them
+	// in waves of that many: each wave's sshd answering before the next
+	// wave starts (rlab run --parallel). Under TCG every booting vCPU is a
+	// busy thread, so a class booted all at once on two cores can run past
+	// its boot timeout; waves trade wall time for that. The VMs of earlier
+	// waves stay up; links to a VM not started yet lose their frames until
+	// it is.
+	BootWave int
 	// Progress, when set, is told each VM's state: "starting", then
 	// "booting (<accelerator note>)", e.g. "booting (KVM)" or "booting (TCG
 	// software emulation (KVM not usable: ...))", then "up in <duration>".
@@ -240,19 +248,39 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	for i := range ms {
+	wave := opts.BootWave
+	if wave <= 0 || wave > len(ms) {
+		wave = len(ms)
+	}
+	for lo := 0; lo < len(ms); lo += wave {
+		hi := min(lo+wave, len(ms))
+		if wave < len(ms) {
+			opts.Logger.Info("booting a wave of vms", "wave", lo/wave+1, "of", (len(ms)+wave-1)/wave, "vms", hi-lo)
+		}
+		if err := s.bootWave(ctx, ms, lo, hi, links, sockDir, login, idFile); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+// bootWave starts machines lo..hi-1 and waits until sshd in each accepts
+// the run's key.
+func (s *Set) bootWave(ctx context.Context, ms []Machine, lo, hi int, links map[string]*link, sockDir string, login *keyPair, idFile string) error {
+	for i := lo; i < hi; i++ {
 		v, err := s.start(ctx, ms[i], i, links, sockDir, login, idFile)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.VMs = append(s.VMs, v)
 	}
 	if err := s.writeKnownHosts(); err != nil {
-		return nil, err
+		return err
 	}
-	errs := make([]error, len(s.VMs))
+	errs := make([]error, hi-lo)
 	var wg sync.WaitGroup
-	for i, v := range s.VMs {
+	for i, v := range s.VMs[lo:hi] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -265,7 +293,8 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 	// ACPI method loop ran past the kernel's 30 s limit, the root disk got
 	// no interrupt route, the guest panicked). One at a time, with no other
 	// VM still dialing, so known_hosts can be rewritten safely.
-	for i, err := range errs {
+	for j, err := range errs {
+		i := lo + j
 		if !errors.Is(err, errGuestDied) || ctx.Err() != nil {
 			continue
 		}
@@ -275,20 +304,16 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 		s.opts.Progress(old.Name, "died while booting (console of that try: "+old.Console+".1); booting it again")
 		v, serr := s.start(ctx, ms[i], i, links, sockDir, login, idFile)
 		if serr != nil {
-			errs[i] = errors.Join(err, serr)
+			errs[j] = errors.Join(err, serr)
 			continue
 		}
 		s.VMs[i] = v
 		if werr := s.writeKnownHosts(); werr != nil {
-			return nil, werr
+			return werr
 		}
-		errs[i] = s.waitSSH(ctx, v, login)
+		errs[j] = s.waitSSH(ctx, v, login)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	ok = true
-	return s, nil
+	return errors.Join(errs...)
 }
 
 // errGuestDied marks a VM whose qemu exited (its guest panicked) before
