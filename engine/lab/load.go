@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -161,6 +162,7 @@ func dedupe(diags hcl.Diagnostics) hcl.Diagnostics {
 	seen := map[string]bool{}
 	first := map[string]int{}  // severity, summary, range -> index in out
 	more := map[int][]string{} // index in out -> the other instances' keys
+	firstKey := map[int]string{}
 	out := diags[:0:0]
 	for _, d := range diags {
 		k := fmt.Sprintf("%d\x00%s\x00%s\x00%v", d.Severity, d.Summary, d.Detail, d.Subject)
@@ -170,11 +172,15 @@ func dedupe(diags hcl.Diagnostics) hcl.Diagnostics {
 		seen[k] = true
 		if key, ok := instanceKey(d); ok && d.Subject != nil {
 			fk := fmt.Sprintf("%d\x00%s\x00%v", d.Severity, d.Summary, d.Subject)
-			if i, dup := first[fk]; dup {
+			// Only other instances fold: two problems of one instance at
+			// one range are both said.
+			if i, dup := first[fk]; dup && !slices.Contains(more[i], key) && key != firstKey[i] {
 				more[i] = append(more[i], key)
 				continue
+			} else if !dup {
+				first[fk] = len(out)
+				firstKey[len(out)] = key
 			}
-			first[fk] = len(out)
 		}
 		out = append(out, d)
 	}

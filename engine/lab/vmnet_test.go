@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // TestVMNetworkNames: a network's name comes from its name attribute (per
@@ -92,5 +93,38 @@ workload "w" {
 	}
 	if strings.Contains(d, "eth0;") || strings.Contains(d, "eth1..eth0") {
 		t.Errorf("detail gives a nonsense range:\n%s", d)
+	}
+}
+
+// TestDedupeFoldsOtherInstancesOnly: diagnostics at one range with one
+// summary fold when they are about other instances, not when one instance
+// has two problems there, nor without an instance.
+func TestDedupeFoldsOtherInstancesOnly(t *testing.T) {
+	rng := &hcl.Range{Filename: "t.hcl", Start: hcl.Pos{Line: 3, Column: 1}, End: hcl.Pos{Line: 3, Column: 5}}
+	inst := func(k string) *hcl.EvalContext {
+		return &hcl.EvalContext{Variables: map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k), "value": cty.StringVal(k)})}}
+	}
+	d := func(detail string, ctx *hcl.EvalContext) *hcl.Diagnostic {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "S", Detail: detail, Subject: rng, EvalContext: ctx}
+	}
+	tests := []struct {
+		name string
+		in   hcl.Diagnostics
+		want []string
+	}{
+		{"other instances", hcl.Diagnostics{d("a", inst("x")), d("b", inst("y")), d("c", inst("z"))},
+			[]string{`a The same for 2 other instance(s) of this block: "y", "z".`}},
+		{"one instance twice", hcl.Diagnostics{d("a", inst("x")), d("b", inst("x"))}, []string{"a", "b"}},
+		{"no instance", hcl.Diagnostics{d("a", nil), d("b", nil)}, []string{"a", "b"}},
+		{"repeat", hcl.Diagnostics{d("a", inst("x")), d("a", inst("x"))}, []string{"a"}},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, x := range dedupe(tt.in) {
+			got = append(got, x.Detail)
+		}
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
