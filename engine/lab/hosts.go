@@ -185,6 +185,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 		}
 	}
 	l.checkVMAddresses()
+	l.checkLoneNetworks()
 	l.checkSlugs("host", func(yield func(string, string, hcl.Range)) {
 		for _, h := range l.lab.Hosts {
 			yield(h.Slug, h.Name, h.Range)
@@ -252,6 +253,50 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			}
 			seen[h] = true
 		}
+	}
+}
+
+// checkLoneNetworks warns of a network only one VM of a for_each or count
+// block joins: its frames go nowhere. With names made from each.key, that is a name spelt one way in
+// the server's vm block and another in the client's; said once per host
+// block, naming the networks.
+func (l *loader) checkLoneNetworks() {
+	members := map[string][]*Host{}
+	for _, h := range l.lab.Hosts {
+		if h.VM != nil {
+			for _, n := range h.VM.Networks {
+				members[n.Name] = append(members[n.Name], h)
+			}
+		}
+	}
+	byBlock := map[string][]string{} // host block -> its lone networks
+	var blocks []string
+	first := map[string]*Host{}
+	for _, h := range l.lab.Hosts {
+		if h.VM == nil {
+			continue
+		}
+		for _, n := range h.VM.Networks {
+			// A lone VM on a network of its own is a lab's choice (an rxe
+			// with no peer); in a for_each or count block it is a slip.
+			if len(members[n.Name]) != 1 || h.Key == "" {
+				continue
+			}
+			if first[h.Block] == nil {
+				first[h.Block] = h
+				blocks = append(blocks, h.Block)
+			}
+			byBlock[h.Block] = append(byBlock[h.Block], fmt.Sprintf("%q (%s)", n.Name, h.Name))
+		}
+	}
+	for _, b := range blocks {
+		nets := byBlock[b]
+		shown := nets
+		if len(shown) > 3 {
+			shown = append(shown[:3:3], fmt.Sprintf("%d more", len(nets)-3))
+		}
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Network with one VM", Subject: first[b].Range.Ptr(),
+			Detail: fmt.Sprintf("No other VM joins %s: what a VM sends there reaches no one. A network links the VMs that name it; give the VM it should reach the same network name (with name = \"pair-${each.key}\", the same expression in both vm blocks).", strings.Join(shown, ", "))})
 	}
 }
 

@@ -13,7 +13,7 @@ host "server" {
     }
   }
 }
-host "client" {
+host "client" { # WARNING: Network with one VM
   for_each = toset(["ana", "bo", "cy"])
   vm {
     network "pair" {
