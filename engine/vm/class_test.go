@@ -1,10 +1,15 @@
 package vm
 
 import (
+	"bytes"
 	"fmt"
+	"net"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 )
@@ -141,5 +146,110 @@ func TestClassPairsOwnLinks(t *testing.T) {
 	}
 	if bad := crossPair(t, shared, keys); len(bad) == 0 {
 		t.Error("one shared network passed the check: it cannot tell pairs apart")
+	}
+}
+
+// heard wires the machines as Boot does, on real unix datagram sockets (a
+// hub for a network of three or more), has every VM send one broadcast
+// frame out of its data NIC, and returns what each VM's NIC received: the
+// frames a capture on it would see.
+func heard(t *testing.T, ms []Machine) [][]string {
+	t.Helper()
+	links, err := planLinks(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "rlab-vmnet-") // short: sun_path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for name, l := range links {
+		if len(l.members) < 3 {
+			continue
+		}
+		var paths []string
+		for _, i := range l.members {
+			paths = append(paths, linkSock(dir, name, i))
+		}
+		h, err := StartHub(hubSock(dir, name), paths, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+	}
+	conns := make([]*net.UnixConn, len(ms))
+	nics := make([]dataNIC, len(ms))
+	for i, m := range ms {
+		n, err := dataNICs(m, i, links, dir)
+		if err != nil || len(n) != 1 {
+			t.Fatalf("%s: NICs %v, %v", m.Name, n, err)
+		}
+		nics[i] = n[0]
+		if conns[i], err = net.ListenUnixgram("unixgram", &net.UnixAddr{Name: nics[i].Local, Net: "unixgram"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conns[i].Close() })
+	}
+	for i, m := range ms {
+		mac, _ := net.ParseMAC(nics[i].MAC)
+		frame := append(append(append(bytes.Repeat([]byte{0xff}, 6), mac...), 0x08, 0x00), m.Name...)
+		for len(frame) < 60 {
+			frame = append(frame, 0)
+		}
+		if _, err := conns[i].WriteToUnix(frame, &net.UnixAddr{Name: nics[i].Remote, Net: "unixgram"}); err != nil {
+			t.Fatalf("%s sends: %v", m.Name, err)
+		}
+	}
+	// Every NIC listens at once, for a while after the last frame sent
+	// (the switch forwards on its own goroutines).
+	got := make([][]string, len(ms))
+	var wg sync.WaitGroup
+	for i := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, maxFrame)
+			_ = conns[i].SetReadDeadline(time.Now().Add(time.Second))
+			for {
+				n, _, err := conns[i].ReadFromUnix(buf)
+				if err != nil {
+					break
+				}
+				got[i] = append(got[i], string(bytes.TrimRight(buf[14:n], "\x00")))
+			}
+			slices.Sort(got[i])
+		}()
+	}
+	wg.Wait()
+	return got
+}
+
+// TestClassPairsFramesStayInPair: on the sockets the qemu of
+// labs/class-vms.hcl would use, each VM's broadcast reaches its pair's
+// other VM and no one else, so a capture on one pair sees none of
+// another's traffic. On one shared network (through its switch) every VM
+// hears all five others, which this test tells apart.
+func TestClassPairsFramesStayInPair(t *testing.T) {
+	ms, keys := classMachines(t, "../../labs/class-vms.hcl")
+	got := heard(t, ms)
+	for i, m := range ms {
+		var want []string
+		for j, o := range ms {
+			if j != i && keys[j] == keys[i] {
+				want = append(want, o.Name)
+			}
+		}
+		if fmt.Sprint(got[i]) != fmt.Sprint(want) {
+			t.Errorf("%s heard %q, want its pair's %q only", m.Name, got[i], want)
+		}
+	}
+
+	shared := slices.Clone(ms)
+	for i := range shared {
+		shared[i].Networks = []Network{{Name: "class"}}
+	}
+	if got := heard(t, shared); len(got[0]) != len(ms)-1 {
+		t.Errorf("on one shared network %s heard %q, want all %d others (the bed cannot tell a shared segment from pairs)", ms[0].Name, got[0], len(ms)-1)
 	}
 }
