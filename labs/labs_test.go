@@ -77,6 +77,7 @@ func TestEveryExampleRuns(t *testing.T) {
 		"ring":            "../engine/vm/e2e_ring_test.go",  // TestE2ERing: boots its three VMs
 		"incast":          "../engine/vm/e2e_ring_test.go",  // TestE2ERing, on ring's three VMs
 		"transports":      "../engine/vm/e2e_labs_test.go",  // TestE2EExampleLabs (rxe on a VLAN, siw, tcp)
+		"class-vms":       "../engine/vm/e2e_class_test.go", // TestE2EClassVMs: two pairs, each on its own network
 	}
 	files, _ := filepath.Glob("*.hcl")
 	if len(files) == 0 {

@@ -67,9 +67,10 @@ var optionProofs = map[string]string{
 	"host.vm.memory":                    "engine/run.TestLocalVMsAttrs",
 	"host.vm.cpus":                      "engine/run.TestLocalVMsAttrs",
 	"host.vm.boot_timeout":              "engine/run.TestLocalVMsAttrs",
-	"host.vm.network":                   "engine/vm.TestE2ERlabRun", // eth1 with its address, linked between the VMs; three on one network: TestE2ERing, the switch: TestHub
-	"host.vm.network.address":           "engine/vm.TestE2ERealRXE", // the guest's eth1 has it (checked over SSH)
-	"host.vm.network.mtu":               "engine/vm.TestE2ERing",    // 8972-byte DF pings pass at mtu 9000, RoCE MTU 4096; the guest file: TestNetworkFileGolden
+	"host.vm.network":                   "engine/vm.TestE2ERlabRun",         // eth1 with its address, linked between the VMs; three on one network: TestE2ERing, the switch: TestHub
+	"host.vm.network.address":           "engine/vm.TestE2ERealRXE",         // the guest's eth1 has it (checked over SSH)
+	"host.vm.network.mtu":               "engine/vm.TestE2ERing",            // 8972-byte DF pings pass at mtu 9000, RoCE MTU 4096; the guest file: TestNetworkFileGolden
+	"host.vm.network.name":              "engine/vm.TestClassPairsOwnLinks", // each student's pair on its own link, no VM wired to another pair; frames on the real sockets stay in the pair: TestClassPairsFramesStayInPair; booted: TestE2EClassVMs
 	"rxe.host":                          "engine/run.TestRunRXENameAndKeep",
 	"rxe.netdev":                        "engine/run.TestRunRXENameAndKeep",
 	"rxe.name":                          "engine/run.TestRunRXENameAndKeep",

@@ -69,7 +69,7 @@ func (h *hostFlags) sshOptions(log *slog.Logger) sshx.Options {
 func (h *hostFlags) register(fs *pflag.FlagSet) {
 	h.vf.register(fs)
 	fs.BoolVar(&h.acceptNew, "accept-new-host-keys", false, "trust the host key of hosts no known_hosts has an entry for and record it in yours (--known-hosts, default ~/.ssh/known_hosts), never in a lab's (a changed key is always refused)")
-	fs.IntVar(&h.parallel, "parallel", sshx.DefaultParallel, "at most this many at once in each phase: hosts connected and set up, and (run) devices created, captures and workloads run, a group's members included")
+	fs.IntVar(&h.parallel, "parallel", sshx.DefaultParallel, "at most this many at once in each phase: hosts connected and set up, and (run) local VMs booted, devices created, captures and workloads run, a group's members included")
 	fs.StringArrayVar(&h.knownHosts, "known-hosts", nil, "your known_hosts file to verify host keys with; --accept-new-host-keys records in the first, and a key in it always wins over a lab's known_hosts (default ~/.ssh/known_hosts; repeatable)")
 	fs.StringArrayVarP(&h.identities, "identity", "i", nil, "identity file for hosts the lab gives none (after ssh-agent; repeatable)")
 	fs.BoolVarP(&h.verbose, "verbose", "v", false, "log connection details to stderr")

@@ -110,9 +110,9 @@ func TestPlanCmd(t *testing.T) {
 	}
 
 	_, errOut, code = rlab(t, "plan", "../../labs")
-	// 13 example labs, each with its own lab block (written out, not
+	// 14 example labs, each with its own lab block (written out, not
 	// globbed from the folder under test; engine/lab TestUnitsOfPaths lists them).
-	if code != 1 || !strings.Contains(errOut, "holds 13 labs (class.hcl, cloud-bastion.hcl, ") {
+	if code != 1 || !strings.Contains(errOut, "holds 14 labs (class-vms.hcl, class.hcl, cloud-bastion.hcl, ") {
 		t.Errorf("plan of a folder of labs: exit %d, %s", code, errOut)
 	}
 	_, errOut, code = rlab(t, "plan", "../../testdata/labs/errors/ud_for_write.hcl")
@@ -245,7 +245,7 @@ func TestOneLabCommandsOnAFolder(t *testing.T) {
 	for _, cmd := range []string{"plan", "run", "check", "facts", "graph"} {
 		t.Run(cmd, func(t *testing.T) {
 			_, errOut, code := rlab(t, cmd, "../../labs")
-			if code != 1 || !strings.Contains(errOut, "Folder holds several labs") || !strings.Contains(errOut, "give one of its files, e.g. ../../labs/class.hcl") {
+			if code != 1 || !strings.Contains(errOut, "Folder holds several labs") || !strings.Contains(errOut, "give one of its files, e.g. ../../labs/class-vms.hcl") {
 				t.Errorf("%s of a folder of labs: exit %d, stderr:\n%s", cmd, code, errOut)
 			}
 			if n := strings.Count(errOut, "Error: "); n > 2 {

@@ -9,6 +9,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	runengine "github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/engine/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +47,12 @@ The plan ends with an estimate of the run's time: the boot of local VMs
 duration, bytes or iterations at its tool family's pace (Soft-RoCE between
 TCG VMs, so real hardware and KVM finish sooner); workloads that share a
 host add up, the others overlap. rlab run prints the same estimate in one
-line at its start.`,
+line at its start.
+
+A lab with local VMs (vm {}) gets a line of what they cost, the VMs and
+their guests' memory and vCPUs summed, against what this machine has
+(MemAvailable, CPUs); rlab run refuses VMs whose memory does not fit,
+before it makes anything, saying which memory or --only would.`,
 		Example: `  rlab plan labs/quickstart.hcl
   rlab plan -json labs/class.hcl | jq '.waves'
   rlab plan --only ana labs/class.hcl`,
@@ -83,6 +89,13 @@ line at its start.`,
 			}
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("plan lab %q: %w", l.Name, err))
+			}
+			if p.VMCost != nil {
+				// What the VMs cost against what this machine has: the
+				// check rlab run makes before it boots them.
+				if mem, cpus, err := vm.ReadMachine(); err == nil {
+					p.Machine = &plan.Machine{MemAvailableBytes: mem, CPUs: cpus}
+				}
 			}
 			if asJSON {
 				b, err := json.MarshalIndent(p, "", "  ")

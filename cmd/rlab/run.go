@@ -178,7 +178,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	go onInterrupt(sigs, stderr, teardownBound, func(s os.Signal) { cancel(fmt.Errorf("%s", s)) }, os.Exit)
 
 	opts.Connector = conn
-	opts.VMs = &runengine.LocalVMs{Log: log, Progress: prog.vm}
+	opts.VMs = &runengine.LocalVMs{Log: log, Progress: prog.vm, BootWave: f.hf.parallel}
 	opts.Log, opts.OnEvent = log, prog.event
 	opts.AgentWatchdog = agentWatchdog(f.watchdog)
 	// Inside onInterrupt's bound: what is left (results, report) is

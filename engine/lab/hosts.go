@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -184,6 +185,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 		}
 	}
 	l.checkVMAddresses()
+	l.checkLoneNetworks()
 	l.checkSlugs("host", func(yield func(string, string, hcl.Range)) {
 		for _, h := range l.lab.Hosts {
 			yield(h.Slug, h.Name, h.Range)
@@ -254,6 +256,50 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 	}
 }
 
+// checkLoneNetworks warns of a network only one VM of a for_each or count
+// block joins: its frames go nowhere. With names made from each.key, that is a name spelt one way in
+// the server's vm block and another in the client's; said once per host
+// block, naming the networks.
+func (l *loader) checkLoneNetworks() {
+	members := map[string][]*Host{}
+	for _, h := range l.lab.Hosts {
+		if h.VM != nil {
+			for _, n := range h.VM.Networks {
+				members[n.Name] = append(members[n.Name], h)
+			}
+		}
+	}
+	byBlock := map[string][]string{} // host block -> its lone networks
+	var blocks []string
+	first := map[string]*Host{}
+	for _, h := range l.lab.Hosts {
+		if h.VM == nil {
+			continue
+		}
+		for _, n := range h.VM.Networks {
+			// A lone VM on a network of its own is a lab's choice (an rxe
+			// with no peer); in a for_each or count block it is a slip.
+			if len(members[n.Name]) != 1 || h.Key == "" {
+				continue
+			}
+			if first[h.Block] == nil {
+				first[h.Block] = h
+				blocks = append(blocks, h.Block)
+			}
+			byBlock[h.Block] = append(byBlock[h.Block], fmt.Sprintf("%q (%s)", n.Name, h.Name))
+		}
+	}
+	for _, b := range blocks {
+		nets := byBlock[b]
+		shown := nets
+		if len(shown) > 3 {
+			shown = append(shown[:3:3], fmt.Sprintf("%d more", len(nets)-3))
+		}
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Network with one VM", Subject: first[b].Range.Ptr(),
+			Detail: fmt.Sprintf("No other VM joins %s: what a VM sends there reaches no one. A network links the VMs that name it; give the VM it should reach the same network name (with name = \"pair-${each.key}\", the same expression in both vm blocks).", strings.Join(shown, ", "))})
+	}
+}
+
 // checkVMAddresses reports two VMs given one address on one network, and
 // VMs on one network (one L2 segment, of any number of VMs) with different
 // MTUs: frames the larger side sends would not fit the smaller.
@@ -261,11 +307,18 @@ func (l *loader) checkVMAddresses() {
 	seen := map[string]*Host{}
 	first := map[string]*Host{}
 	mtu := map[string]int{}
+	byFile := map[string]string{}
 	for _, h := range l.lab.Hosts {
 		if h.VM == nil {
 			continue
 		}
 		for _, n := range h.VM.Networks {
+			if f, prev := networkFileName(n.Name), byFile[networkFileName(n.Name)]; prev != "" && prev != n.Name {
+				l.errorf(h.Range.Ptr(), "Conflicting network names", "Networks %q and %q share the file name %q in the run folder, so they would be one segment; name them apart by a letter or digit.", prev, n.Name, f)
+				continue
+			} else {
+				byFile[f] = n.Name
+			}
 			if f := first[n.Name]; f == nil {
 				first[n.Name], mtu[n.Name] = h, n.MTU
 			} else if mtu[n.Name] != n.MTU {
@@ -306,8 +359,26 @@ func (l *loader) checkSlugs(kind string, each func(func(slug, name string, r hcl
 
 var vmSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "image"}, {Name: "memory"}, {Name: "cpus"}, {Name: "boot_timeout"}, {Name: "internet"}},
-	Blocks:     []hcl.BlockHeaderSchema{{Type: "network", LabelNames: []string{"name"}}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "network", LabelNames: []string{"name"}},
+		// taken only to say what to write instead (decodeVM)
+		{Type: "dynamic", LabelNames: []string{"type"}}},
 }
+
+var networkSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "name"}, {Name: "address"}, {Name: "mtu"}}}
+
+// networkNameRe is what a network's name may be: it names the segment's
+// sockets and switch file in the run folder (engine/vm), so it stays short
+// and free of path characters. A student key like "ana@x.org" needs
+// replace(): the detail of the diagnostic says how.
+var networkNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$`)
+
+// networkFileName is the form engine/vm gives a network name in file names
+// (its hostnameBad): two names equal here would share one segment's sockets.
+func networkFileName(n string) string {
+	return networkFileRe.ReplaceAllString(n, "_")
+}
+
+var networkFileRe = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
 
 func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
 	content := l.unsetNulls(l.content(b.Body, vmSchema), vmSchema, sc.ctx)
@@ -339,14 +410,31 @@ func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
 	}
 	seen := map[string]hcl.Range{}
 	for _, nb := range content.Blocks {
-		name := nb.Labels[0]
+		if nb.Type == "dynamic" {
+			l.errorf(nb.DefRange.Ptr(), "Dynamic blocks not supported", "A vm block lists its networks as network blocks. To give each for_each instance its own network, set the name from the instance: network \"pair\" { name = \"pair-${each.key}\" }.")
+			continue
+		}
+		c := l.unsetNulls(l.content(nb.Body, networkSchema), networkSchema, sc.ctx)
+		// The label names the network unless name does: a label is a
+		// literal in HCL, so a per-instance network needs the attribute.
+		name, nameRange := nb.Labels[0], nb.LabelRanges[0]
+		if a := c.Attributes["name"]; a != nil {
+			nameRange = a.Expr.Range()
+			s, ok := l.str(a, sc)
+			if !ok {
+				continue
+			}
+			name = s
+		}
+		if !networkNameRe.MatchString(name) {
+			l.errorf(nameRange.Ptr(), "Invalid network name", "%q is not a network name: 1 to 48 letters, digits, '_', '.' or '-', starting with a letter or digit (it names the network's sockets in the run folder). From a for_each key that may hold other characters, write e.g. name = \"pair-${replace(each.key, \"/[^a-zA-Z0-9]/\", \"-\")}\".", name)
+			continue
+		}
 		if prev, ok := seen[name]; ok {
-			l.errorf(nb.LabelRanges[0].Ptr(), "Duplicate network", "This VM already joins network %q at %s; a VM has one NIC per network.", name, prev)
+			l.errorf(nameRange.Ptr(), "Duplicate network", "This VM already joins network %q at %s; a VM has one NIC per network.", name, prev)
 			continue
 		}
 		seen[name] = nb.DefRange
-		ns := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "address"}, {Name: "mtu"}}}
-		c := l.unsetNulls(l.content(nb.Body, ns), ns, sc.ctx)
 		n := VMNetwork{Name: name, MTU: DefaultMTU}
 		if a := c.Attributes["address"]; a != nil {
 			if s, ok := l.str(a, sc); ok {

@@ -88,8 +88,10 @@ type VM struct {
 	Networks    []VMNetwork // data NICs eth1, eth2... in order
 }
 
-// VMNetwork is one data NIC of a VM: `network "NAME" { address, mtu }`.
-// VMs naming the same network are linked on one segment.
+// VMNetwork is one data NIC of a VM: `network "LABEL" { name, address, mtu }`.
+// VMs naming the same network are linked on one segment. Name is the
+// block's name attribute (an expression: "pair-${each.key}" gives each
+// for_each instance its own segment), else its label.
 type VMNetwork struct {
 	Name    string
 	Address string // CIDR form, e.g. 10.99.0.1/24

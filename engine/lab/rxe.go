@@ -120,8 +120,7 @@ func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice ma
 			}
 			if r.Host != nil && r.Host.VM != nil && r.Netdev != "" && ok {
 				if i, err := strconv.Atoi(strings.TrimPrefix(r.Netdev, "eth")); err != nil || !strings.HasPrefix(r.Netdev, "eth") || i < 1 || i > len(r.Host.VM.Networks) {
-					l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Netdev not on VM", Subject: netdevRange.Ptr(),
-						Detail: fmt.Sprintf("Host %s is a local VM with %d data network(s), which appear as eth1..eth%d; %s is probably not one of them. Add a network block, or use one of those names.", r.Host.Name, len(r.Host.VM.Networks), len(r.Host.VM.Networks), r.Netdev)})
+					l.warnf(netdevRange.Ptr(), "Netdev not on VM", "%s", vmNICs(r.Host, r.Netdev))
 				}
 			}
 			r.Device = kind + "_" + r.Netdev
@@ -155,6 +154,19 @@ func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice ma
 	}
 	l.rxeObjs[kind] = collect(l.decls[kind], objs)
 	l.recordKeys(kind, objs)
+}
+
+// vmNICs says which data NICs VM host h has, for a netdev that is not one.
+func vmNICs(h *Host, netdev string) string {
+	fix := "Add a network block to its vm block, or use one of those names."
+	switch n := len(h.VM.Networks); n {
+	case 0:
+		return fmt.Sprintf("Host %s is a local VM with no data network: its one NIC, eth0, carries rlab's SSH session, so %s will not exist. Add a network block to its vm block (it appears as eth1).", h.Name, netdev)
+	case 1:
+		return fmt.Sprintf("Host %s is a local VM with one data network (%s), which appears as eth1; %s is probably not it. %s", h.Name, h.VM.Networks[0].Name, netdev, fix)
+	default:
+		return fmt.Sprintf("Host %s is a local VM with %d data networks, which appear as eth1..eth%d; %s is probably not one of them. %s", h.Name, n, n, netdev, fix)
+	}
 }
 
 // claimDevice reports a second block naming the same device on a host.

@@ -193,7 +193,7 @@ func TestUnits(t *testing.T) {
 // not globbed from the folders Units reads: a file Units drops or invents
 // fails the test (a new example lab is added here too, as in labs/).
 func TestUnitsOfPaths(t *testing.T) {
-	examples := []string{"class.hcl", "cloud-bastion.hcl", "found.hcl", "incast.hcl", "iwarp.hcl", "lossy.hcl", "netns-tcp.hcl",
+	examples := []string{"class-vms.hcl", "class.hcl", "cloud-bastion.hcl", "found.hcl", "incast.hcl", "iwarp.hcl", "lossy.hcl", "netns-tcp.hcl",
 		"nightly.hcl", "operations-tour.hcl", "quickstart.hcl", "ring.hcl", "transports.hcl", "walkthrough.hcl"}
 	oneEach := make([][]string, len(examples))
 	for i, e := range examples {

@@ -135,6 +135,11 @@ type Plan struct {
 	Steps  []*Step     `json:"steps"`
 	Waves  []Wave      `json:"waves"`
 	Groups []GroupPlan `json:"groups,omitempty"`
+	// VMCost is what the local VMs the run boots need (nil: none).
+	VMCost *VMCost `json:"vm_cost,omitempty"`
+	// Machine is what this machine has for them, when the caller read it
+	// (rlab plan and run do; a plan is pure, so it does not read it).
+	Machine *Machine `json:"machine,omitempty"`
 
 	// Selected is the lab limited to what the plan runs (Options.Only,
 	// Options.Check): its workloads, rxe devices, captures and impairments,
@@ -497,6 +502,7 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 	b.waves(wave)
 	b.groups(wave)
 	b.redact()
+	b.p.VMCost = b.p.vmCost()
 	return b.p, nil
 }
 

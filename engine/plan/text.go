@@ -296,6 +296,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 			b.WriteString("\n")
 		}
 	}
+	if t := p.vmCostText(); t != "" {
+		b.WriteString("\n" + t)
+	}
 	for _, h := range p.Hosts {
 		fmt.Fprintf(&b, "\nhost %s", h.Name)
 		switch {

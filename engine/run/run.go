@@ -92,6 +92,12 @@ type VMBooter interface {
 	Boot(ctx context.Context, hosts []*lab.Host, runDir string) (VMSet, error)
 }
 
+// vmFitter is a VMBooter that can say, before anything is made, that the
+// VMs a plan boots do not fit (LocalVMs: this machine's memory).
+type vmFitter interface {
+	Fit(c *plan.VMCost) error
+}
+
 // VMSet is booted VMs: their SSH endpoints, their record for state.json, and
 // their shutdown.
 type VMSet interface {
@@ -279,6 +285,11 @@ func (r *runner) prepare() error {
 	}
 	if err := r.schedule(); err != nil {
 		return err
+	}
+	if f, ok := r.opts.VMs.(vmFitter); ok && r.plan.VMCost != nil {
+		if err := f.Fit(r.plan.VMCost); err != nil {
+			return fmt.Errorf("boot local VM hosts: %w", err)
+		}
 	}
 	r.students = r.studentsOf()
 	now := r.opts.Now().UTC()

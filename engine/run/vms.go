@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/image"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/vm"
 )
 
@@ -19,6 +20,37 @@ import (
 type LocalVMs struct {
 	Log      *slog.Logger
 	Progress func(host, state string)
+	// BootWave boots at most this many VMs at once, each wave up before the
+	// next starts (rlab run --parallel); 0 boots them all at once.
+	BootWave int
+	// Machine says what this machine has for VMs; nil reads it
+	// (vm.ReadMachine). Tests give their own figures.
+	Machine func() (plan.Machine, error)
+}
+
+// Fit refuses VMs that do not fit this machine's memory, before anything
+// is made: a *plan.FitError with the numbers and the fixes. A machine
+// whose figures cannot be read is not refused (Boot then says what
+// failed).
+func (v *LocalVMs) Fit(c *plan.VMCost) error {
+	if c == nil {
+		return nil
+	}
+	read := v.Machine
+	if read == nil {
+		read = func() (plan.Machine, error) {
+			mem, cpus, err := vm.ReadMachine()
+			return plan.Machine{MemAvailableBytes: mem, CPUs: cpus}, err
+		}
+	}
+	m, err := read()
+	if err != nil {
+		if v.Log != nil {
+			v.Log.Warn("cannot check that the VMs fit", "err", err)
+		}
+		return nil
+	}
+	return c.Fit(m)
 }
 
 // Boot implements VMBooter.
@@ -53,7 +85,7 @@ func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (
 	// No ACPI powerdown at the end: the VMs are thrown away with their
 	// overlays (discard.go), so qemu is told to stop at once (SIGTERM)
 	// rather than waiting for the guest's systemd to shut down.
-	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, PowerdownTimeout: -1})
+	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, PowerdownTimeout: -1, BootWave: v.BootWave})
 	if err != nil {
 		if set != nil {
 			return &vmSet{set}, err

@@ -79,6 +79,14 @@ type Options struct {
 	// Restore starts VMs from a saved guest (snapshot.go) rather than
 	// booting each; RLAB_VM_RESTORE=1 turns it on, =0 off, whatever this is.
 	Restore bool
+	// BootWave, when above 0 and below the number of machines, boots them
+	// in waves of that many: each wave's sshd answering before the next
+	// wave starts (rlab run --parallel). Under TCG every booting vCPU is a
+	// busy thread, so a class booted all at once on two cores can run past
+	// its boot timeout; waves trade wall time for that. The VMs of earlier
+	// waves stay up; links to a VM not started yet lose their frames until
+	// it is.
+	BootWave int
 	// Progress, when set, is told each VM's state: "starting", then
 	// "booting (<accelerator note>)", e.g. "booting (KVM)" or "booting (TCG
 	// software emulation (KVM not usable: ...))", then "up in <duration>".
@@ -193,7 +201,13 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 		return nil, fmt.Errorf("boot vms: %w", err)
 	}
 	sockDir := s.Dir
-	if len(filepath.Join(s.Dir, "zzzzzzzzzzzzzzzz", "qmp.sock")) > maxUnixPath || len(linkSock(s.Dir, "zzzzzzzzzzzzzzzz", 999)) > maxUnixPath {
+	longest := "zzzzzzzzzzzzzzzz" // a slug's and a network name's length, or the longest network's
+	for name := range links {
+		if len(name) > len(longest) {
+			longest = name
+		}
+	}
+	if len(filepath.Join(s.Dir, "zzzzzzzzzzzzzzzz", "qmp.sock")) > maxUnixPath || len(linkSock(s.Dir, longest, len(ms))) > maxUnixPath {
 		if sockDir, err = os.MkdirTemp("", "rlab-vm-"); err != nil {
 			return nil, fmt.Errorf("boot vms: %w", err)
 		}
@@ -239,19 +253,39 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	for i := range ms {
+	wave := opts.BootWave
+	if wave <= 0 || wave > len(ms) {
+		wave = len(ms)
+	}
+	for lo := 0; lo < len(ms); lo += wave {
+		hi := min(lo+wave, len(ms))
+		if wave < len(ms) {
+			opts.Logger.Info("booting a wave of vms", "wave", lo/wave+1, "of", (len(ms)+wave-1)/wave, "vms", hi-lo)
+		}
+		if err := s.bootWave(ctx, ms, lo, hi, links, sockDir, login, idFile); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+// bootWave starts machines lo..hi-1 and waits until sshd in each accepts
+// the run's key.
+func (s *Set) bootWave(ctx context.Context, ms []Machine, lo, hi int, links map[string]*link, sockDir string, login *keyPair, idFile string) error {
+	for i := lo; i < hi; i++ {
 		v, err := s.start(ctx, ms[i], i, links, sockDir, login, idFile, s.restoreWanted())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.VMs = append(s.VMs, v)
 	}
 	if err := s.writeKnownHosts(); err != nil {
-		return nil, err
+		return err
 	}
-	errs := make([]error, len(s.VMs))
+	errs := make([]error, hi-lo)
 	var wg sync.WaitGroup
-	for i, v := range s.VMs {
+	for i, v := range s.VMs[lo:hi] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -272,7 +306,8 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 	// ACPI method loop ran past the kernel's 30 s limit, the root disk got
 	// no interrupt route, the guest panicked). One at a time, with no other
 	// VM still dialing, so known_hosts can be rewritten safely.
-	for i, err := range errs {
+	for j, err := range errs {
+		i := lo + j
 		if !errors.Is(err, errGuestDied) && !errors.Is(err, errRestoreFailed) || ctx.Err() != nil {
 			continue
 		}
@@ -291,20 +326,16 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 		_ = os.Rename(old.Console, old.Console+".1")
 		v, serr := s.start(ctx, ms[i], i, links, sockDir, login, idFile, false)
 		if serr != nil {
-			errs[i] = errors.Join(err, serr)
+			errs[j] = errors.Join(err, serr)
 			continue
 		}
 		s.VMs[i] = v
 		if werr := s.writeKnownHosts(); werr != nil {
-			return nil, werr
+			return werr
 		}
-		errs[i] = s.waitSSH(ctx, v, login)
+		errs[j] = s.waitSSH(ctx, v, login)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	ok = true
-	return s, nil
+	return errors.Join(errs...)
 }
 
 // errGuestDied marks a VM whose qemu exited (its guest panicked) before
@@ -324,6 +355,7 @@ type link struct {
 
 func planLinks(ms []Machine) (map[string]*link, error) {
 	links := map[string]*link{}
+	files := map[string]string{} // a network's name in socket names -> the network
 	for i, m := range ms {
 		seen := map[string]bool{}
 		for _, n := range m.Networks {
@@ -333,6 +365,11 @@ func planLinks(ms []Machine) (map[string]*link, error) {
 			seen[n.Name] = true
 			l := links[n.Name]
 			if l == nil {
+				f := hostnameBad.ReplaceAllString(n.Name, "_")
+				if o, ok := files[f]; ok {
+					return nil, fmt.Errorf("vm %q: networks %q and %q would share the sockets net-%s-*.sock; name them apart", m.Name, o, n.Name, f)
+				}
+				files[f] = n.Name
 				l = &link{name: n.Name}
 				links[n.Name] = l
 			}
@@ -340,6 +377,55 @@ func planLinks(ms []Machine) (map[string]*link, error) {
 		}
 	}
 	return links, nil
+}
+
+// dataNIC is how one data NIC of a VM is wired: the unix datagram socket
+// it binds, the one it sends every frame to (its one peer's, or the
+// network's switch's), and the qemu arguments that say so.
+type dataNIC struct {
+	Network string
+	MAC     string
+	Local   string // the socket this VM binds
+	Remote  string // the socket it sends to: the peer's, or the hub's
+	Hub     bool   // Remote is the network's switch
+	Args    []string
+}
+
+// dataNICs wires machine idx's data NICs (eth1, eth2, ... in order) to
+// the links planLinks made. Pure: it names sockets, it makes none.
+func dataNICs(m Machine, idx int, links map[string]*link, sockDir string) ([]dataNIC, error) {
+	var out []dataNIC
+	for j, n := range m.Networks {
+		l := links[n.Name]
+		if l == nil {
+			return nil, fmt.Errorf("network %q: not planned", n.Name)
+		}
+		// Each end binds its own unix datagram socket and sends to the
+		// other's (-netdev dgram): one datagram per frame, no listener to
+		// wait for, no stream framing to resume after a short write.
+		// -netdev stream stalled for good under load (issue 13): see
+		// BENCHMARKS.md "Demo and the VM data link".
+		// Three or more: every member sends to the network's switch.
+		peer := -1 // a network with one VM: its frames go nowhere
+		for _, o := range l.members {
+			if o != idx {
+				peer = o
+			}
+		}
+		nic := dataNIC{Network: n.Name, MAC: mac(idx, j+1), Local: linkSock(sockDir, n.Name, idx), Remote: linkSock(sockDir, n.Name, peer)}
+		if len(l.members) > 2 {
+			nic.Remote, nic.Hub = hubSock(sockDir, n.Name), true
+		}
+		if len(nic.Local) > maxUnixPath || len(nic.Remote) > maxUnixPath {
+			return nil, fmt.Errorf("network %q: socket path %s too long", n.Name, nic.Local)
+		}
+		nic.Args = []string{
+			"-netdev", "dgram,id=l" + strconv.Itoa(j) + ",local.type=unix,local.path=" + nic.Local + ",remote.type=unix,remote.path=" + nic.Remote,
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=l%d,mac=%s,addr=0x%x", j, nic.MAC, 0x6+j),
+		}
+		out = append(out, nic)
+	}
+	return out, nil
 }
 
 // mac returns a stable locally administered MAC for NIC nic of machine i.
@@ -483,38 +569,18 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	} else {
 		args = append(args, "-cpu", "max")
 	}
-	for j, n := range m.Networks {
-		l := links[n.Name]
-		// Each end binds its own unix datagram socket and sends to the
-		// other's (-netdev dgram): one datagram per frame, no listener to
-		// wait for, no stream framing to resume after a short write.
-		// -netdev stream stalled for good under load (issue 13): see
-		// BENCHMARKS.md "Demo and the VM data link".
-		// Three or more: every member sends to the network's switch.
-		peer := -1 // a network with one VM: its frames go nowhere
-		for _, o := range l.members {
-			if o != idx {
-				peer = o
-			}
-		}
-		local, remote := linkSock(sockDir, n.Name, idx), linkSock(sockDir, n.Name, peer)
-		if len(l.members) > 2 {
-			remote = hubSock(sockDir, n.Name)
-		}
-		if len(local) > maxUnixPath || len(remote) > maxUnixPath {
-			return nil, fail("link "+n.Name, fmt.Errorf("socket path %s too long", local))
-		}
-		_ = os.Remove(local)
-		netdev := "dgram,id=l" + strconv.Itoa(j) + ",local.type=unix,local.path=" + local + ",remote.type=unix,remote.path=" + remote
-		macAddr := mac(idx, j+1)
+	nics, err := dataNICs(m, idx, links, sockDir)
+	if err != nil {
+		return nil, fail("link", err)
+	}
+	for j, nic := range nics {
+		_ = os.Remove(nic.Local)
 		nf := filepath.Join(dir, fmt.Sprintf("net-%d.network", j+1))
-		if err := os.WriteFile(nf, []byte(networkFile(macAddr, n)), 0o644); err != nil {
+		if err := os.WriteFile(nf, []byte(networkFile(nic.MAC, m.Networks[j])), 0o644); err != nil {
 			return nil, fail("write network file", err)
 		}
-		args = append(args,
-			"-netdev", netdev,
-			"-device", fmt.Sprintf("virtio-net-pci,netdev=l%d,mac=%s,addr=0x%x", j, macAddr, 0x6+j),
-			"-fw_cfg", fmt.Sprintf("name=%s%s%d,file=%s", image.FwCfgPrefix, image.FwNetworkPrefix, j+1, nf))
+		args = append(args, nic.Args...)
+		args = append(args, "-fw_cfg", fmt.Sprintf("name=%s%s%d,file=%s", image.FwCfgPrefix, image.FwNetworkPrefix, j+1, nf))
 	}
 
 	// restrict=on: the guest reaches nothing beyond the SSH forward.

@@ -41,6 +41,8 @@ func TestPlanLinks(t *testing.T) {
 		{"lone nic", []Machine{m("a", "x"), m("b")}, map[string][]int{"x": {0}}, ""},
 		{"three on one", []Machine{m("a", "x"), m("b", "x"), m("c", "x")}, map[string][]int{"x": {0, 1, 2}}, ""}, // through the network's switch (hub.go)
 		{"twice", []Machine{m("a", "x", "x")}, nil, `vm "a": network "x" named twice`},
+		{"one socket name", []Machine{m("a", "pair-a.b"), m("b", "pair-a_b")}, nil, `networks "pair-a.b" and "pair-a_b" would share the sockets`},
+		{"a pair each", []Machine{m("s1", "pair-ana"), m("c1", "pair-ana"), m("s2", "pair-bo"), m("c2", "pair-bo")}, map[string][]int{"pair-ana": {0, 1}, "pair-bo": {2, 3}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
