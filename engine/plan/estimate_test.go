@@ -22,6 +22,7 @@ func TestEstimateLabs(t *testing.T) {
 		kvm   string // the total with KVM ("" when there are no local VMs)
 	}{
 		{"class", "about 30 s", ""},
+		{"class-vms", "about 5 min", "about 3 min"},
 		{"cloud-bastion", "about 2 min", ""},
 		{"found", "about 45 s", ""},
 		{"incast", "about 55 s", ""},
