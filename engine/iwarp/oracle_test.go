@@ -1,0 +1,251 @@
+package iwarp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/engine/roce"
+)
+
+// analyze reads a capture through engine/roce's reader, as rlab pcap does,
+// and returns the summary and every MPA frame and FPDU by the frame that
+// carried its first byte.
+func analyze(t *testing.T, file string) (*Summary, map[int][]*Event) {
+	t.Helper()
+	a := NewAnalyzer()
+	events := map[int][]*Event{}
+	a.OnEvent = func(e *Event) {
+		c := *e
+		events[e.Frame] = append(events[e.Frame], &c)
+	}
+	if _, err := roce.ScanFile(file, func(p *roce.Packet) error { a.Add(p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return a.Finish(), events
+}
+
+// tsharkFields are read from tshark's iwarp_mpa and iwarp_ddp_rdmap
+// dissectors (tshark 4.0 names, from `tshark -G fields`), in this order.
+var tsharkFields = []string{
+	"frame.number",
+	"iwarp_mpa.key.req", "iwarp_mpa.key.rep", "iwarp_mpa.rev", "iwarp_mpa.marker_flag", "iwarp_mpa.crc_flag",
+	"iwarp_mpa.rej_flag", "iwarp_mpa.pdlength",
+	"iwarp_mpa.ulpdulength",
+	"iwarp_rdma.opcode", "iwarp_ddp.tagged_flag", "iwarp_ddp.last_flag",
+	"iwarp_ddp.stag", "iwarp_ddp.tagged_offset", "iwarp_ddp.qn", "iwarp_ddp.msn", "iwarp_ddp.mo",
+	"iwarp_rdma.inval_stag", "iwarp_rdma.rdmardsz", "iwarp_rdma.term_layer",
+	"tcp.analysis.retransmission", "tcp.analysis.spurious_retransmission", "tcp.analysis.fast_retransmission",
+	"tcp.analysis.zero_window",
+}
+
+// tsharkRows runs tshark on file and returns per frame number the fields'
+// values by name.
+func tsharkRows(t *testing.T, tshark, file string) map[int]map[string]string {
+	t.Helper()
+	args := []string{"-r", file, "-T", "fields", "-E", "occurrence=f"}
+	for _, f := range tsharkFields {
+		args = append(args, "-e", f)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, tshark, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark %s: %v: %s", file, err, stderr.String())
+	}
+	rows := map[int]map[string]string{}
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		cols := strings.Split(line, "\t")
+		if len(cols) != len(tsharkFields) {
+			t.Fatalf("tshark line %q: want %d columns", line, len(tsharkFields))
+		}
+		n, err := strconv.Atoi(cols[0])
+		if err != nil {
+			t.Fatalf("tshark line %q: %v", line, err)
+		}
+		row := map[string]string{}
+		for i, f := range tsharkFields[1:] {
+			if v := cols[i+1]; v != "" {
+				row[f] = v
+			}
+		}
+		rows[n] = row
+	}
+	return rows
+}
+
+func num(s string) uint64 {
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return 1 << 63
+	}
+	return v
+}
+
+// theirs describes one frame as tshark decoded it, in the words ours uses.
+func theirs(r map[string]string, cut bool) string {
+	switch {
+	case r["iwarp_mpa.key.req"] != "" || r["iwarp_mpa.key.rep"] != "":
+		name := "MPA Request"
+		if r["iwarp_mpa.key.rep"] != "" {
+			name = "MPA Reply"
+		}
+		return fmt.Sprintf("%s rev %s M %s C %s R %s pd %s", name, r["iwarp_mpa.rev"], r["iwarp_mpa.marker_flag"],
+			r["iwarp_mpa.crc_flag"], r["iwarp_mpa.rej_flag"], r["iwarp_mpa.pdlength"])
+	case r["iwarp_mpa.ulpdulength"] == "":
+		return ""
+	case cut || r["iwarp_rdma.opcode"] == "":
+		// tshark stops at an FPDU the snaplen cut: the length only.
+		return "FPDU ulp " + r["iwarp_mpa.ulpdulength"]
+	}
+	s := fmt.Sprintf("FPDU ulp %s op %d T %s L %s", r["iwarp_mpa.ulpdulength"], num(r["iwarp_rdma.opcode"]),
+		r["iwarp_ddp.tagged_flag"], r["iwarp_ddp.last_flag"])
+	if r["iwarp_ddp.tagged_flag"] == "1" {
+		s += fmt.Sprintf(" stag %d to %d", num(r["iwarp_ddp.stag"]), num(r["iwarp_ddp.tagged_offset"]))
+	} else {
+		s += fmt.Sprintf(" qn %d msn %d mo %d", num(r["iwarp_ddp.qn"]), num(r["iwarp_ddp.msn"]), num(r["iwarp_ddp.mo"]))
+	}
+	if v := r["iwarp_rdma.inval_stag"]; v != "" {
+		s += fmt.Sprintf(" inval %d", num(v))
+	}
+	if v := r["iwarp_rdma.rdmardsz"]; v != "" {
+		s += fmt.Sprintf(" size %d", num(v))
+	}
+	if v := r["iwarp_rdma.term_layer"]; v != "" {
+		s += fmt.Sprintf(" layer %d", num(v))
+	}
+	return s
+}
+
+func b01(v bool) string {
+	if v {
+		return "1"
+	}
+	return "0"
+}
+
+// ours describes the events of one frame as theirs does.
+func ours(es []*Event, cut bool) string {
+	var out []string
+	for _, e := range es {
+		if m := e.MPA; m != nil {
+			out = append(out, fmt.Sprintf("%s rev %d M %s C %s R %s pd %d", m.Name(), m.Rev, b01(m.Markers), b01(m.CRC),
+				b01(m.Reject), m.PDLen))
+			continue
+		}
+		if cut {
+			out = append(out, fmt.Sprintf("FPDU ulp %d", e.ULPDULen))
+			continue
+		}
+		g := &e.Seg
+		s := fmt.Sprintf("FPDU ulp %d op %d T %s L %s", e.ULPDULen, g.Opcode, b01(g.Tagged), b01(g.Last))
+		if g.Tagged {
+			s += fmt.Sprintf(" stag %d to %d", g.STag, g.TO)
+		} else {
+			s += fmt.Sprintf(" qn %d msn %d mo %d", g.QN, g.MSN, g.MO)
+		}
+		if g.Opcode == OpSendInv || g.Opcode == OpSendSEInv {
+			s += fmt.Sprintf(" inval %d", g.InvalSTag)
+		}
+		if g.Opcode == OpReadRequest {
+			s += fmt.Sprintf(" size %d", g.RR.Size)
+		}
+		if g.Opcode == OpTerminate {
+			s += fmt.Sprintf(" layer %d", g.Term.Layer)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
+}
+
+// TestAgreesWithTshark decodes each synthesized capture with a handshake
+// and compares, frame by frame, every MPA frame and FPDU with tshark's
+// iwarp dissectors (an independent oracle), and the totals: TCP
+// retransmissions and zero windows as tshark's TCP analysis counts them,
+// FPDUs by opcode. tshark reads one FPDU at the start of each segment and
+// skips a resent segment it calls a retransmission; the captures keep to
+// that, and ours counts the resent bytes once, as a retransmission (tshark
+// still reads the FPDU header of a resent segment the snaplen cut: such
+// frames are left out of the FPDU comparison).
+func TestAgreesWithTshark(t *testing.T) {
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		t.Skip("tshark not installed (Debian package tshark; testdata/deps.sh installs it)")
+	}
+	files, _ := filepath.Glob(filepath.Join(pcapDir, "*.pcap"))
+	if len(files) == 0 {
+		t.Fatal("no captures: run go test -run TestSynthesize -update")
+	}
+	for _, file := range files {
+		name := filepath.Base(file)
+		if strings.Contains(name, "midstream") {
+			continue // TestMidstream: tshark decodes no MPA without its handshake
+		}
+		t.Run(name, func(t *testing.T) {
+			cut := strings.Contains(name, "snaplen")
+			rows := tsharkRows(t, tshark, file)
+			sum, events := analyze(t, file)
+			want, got := map[int]string{}, map[int]string{}
+			var retrans, zero, fpdus int64
+			for n, r := range rows {
+				resent := r["tcp.analysis.retransmission"] != "" || r["tcp.analysis.spurious_retransmission"] != "" ||
+					r["tcp.analysis.fast_retransmission"] != ""
+				if s := theirs(r, cut); s != "" && !resent {
+					want[n] = s
+					if strings.HasPrefix(s, "FPDU") {
+						fpdus++
+					}
+				}
+				if resent {
+					retrans++
+				}
+				if r["tcp.analysis.zero_window"] != "" {
+					zero++
+				}
+			}
+			for n, es := range events {
+				if cut {
+					// where tshark read the opcode of a cut FPDU, compare it too
+					if r := rows[n]; r["iwarp_rdma.opcode"] != "" && len(es) == 1 && es[0].MPA == nil {
+						if op := num(r["iwarp_rdma.opcode"]); op != uint64(es[0].Seg.Opcode) {
+							t.Errorf("frame %d: opcode %d, tshark %d", n, es[0].Seg.Opcode, op)
+						}
+					}
+				}
+				got[n] = ours(es, cut)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("frames (-tshark +ours):\n%s", d)
+			}
+			var ourRetrans, ourZero, ourFPDUs int64
+			for _, c := range sum.Conns {
+				for _, d := range c.Dirs {
+					ourRetrans += d.Retransmits
+					ourZero += d.ZeroWindows
+					ourFPDUs += d.FPDUs
+					if c.CRC && !cut && (d.CRCChecked != d.FPDUs || d.CRCBad != 0) {
+						t.Errorf("%s: CRC checked %d of %d FPDUs, bad %d", d.Src, d.CRCChecked, d.FPDUs, d.CRCBad)
+					}
+				}
+			}
+			if ourRetrans != retrans || ourZero != zero || ourFPDUs != fpdus {
+				t.Errorf("retransmissions/zero windows/FPDUs: ours %d/%d/%d, tshark %d/%d/%d",
+					ourRetrans, ourZero, ourFPDUs, retrans, zero, fpdus)
+			}
+			if len(sum.Conns) != 1 || sum.Conns[0].BeganBefore {
+				t.Errorf("want one iWARP connection set up in the capture, got %d", len(sum.Conns))
+			}
+		})
+	}
+}
