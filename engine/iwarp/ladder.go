@@ -52,7 +52,8 @@ func (l *Ladder) Add(e *Event) {
 		}
 	}
 	label, detail := describe(e)
-	l.rows = append(l.rows, LadderRow{Frame: e.Frame, Time: float64(e.Time.UnixNano()-l.t0) / 1e9,
+	l.rows = append(l.rows, LadderRow{Frame: e.EndFrame, // as Wireshark numbers a reassembled PDU
+		Time:    float64(e.Time.UnixNano()-l.t0) / 1e9,
 		ToRight: d.Src == l.A, Label: label, Detail: detail})
 }
 

@@ -253,6 +253,17 @@ func synthCaptures() map[string]*conv {
 	c.ops()
 	out["iwarp-mpav2-nocrc.pcap"] = c
 
+	// TCP coalesces: several FPDUs in one segment, FPDUs across segments
+	// (tshark reassembles them and names each in the frame of its last byte).
+	c = newConv(9, 10, 40005, 7174)
+	c.handshake()
+	c.mpa(0, false, FlagCRC|FlagEnhanced, 2, []byte{0x80, 0x01, 0x80, 0x01})
+	c.mpa(1, true, FlagCRC|FlagEnhanced, 2, []byte{0x00, 0x01, 0x00, 0x01})
+	c.ends[0].crc, c.ends[1].crc = true, true
+	us, _ := c.streamULPDUs(0)
+	c.sendCut(0, c.fpdus(0, us), []int{2000, 2000}, nil)
+	out["iwarp-mpav2-coalesced.pcap"] = c
+
 	// A connection set up before the capture started: no SYN, no MPA.
 	c = newConv(7, 8, 40004, 7174)
 	c.ends[0].seq, c.ends[1].seq = 777777, 999999
