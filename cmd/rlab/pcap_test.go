@@ -300,3 +300,26 @@ func TestPcapIWARP(t *testing.T) {
 		t.Errorf("iwarp JSON %+v", s.IWARP)
 	}
 }
+
+// TestPcapPublicIWARP: the public SoftUiWARP-vs-siw rping capture
+// (testdata/iwarp/public/README.md), 15 TCP frames to tshark's eye, reads
+// as its MPA handshake, four Sends and an RDMA Read Request.
+func TestPcapPublicIWARP(t *testing.T) {
+	out, err := runPcap(t, "../../testdata/iwarp/public/softuiwarp-rping.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"TCP 15 packets",
+		"iWARP connection 10.10.1.1:42742 <-> 10.10.1.2:9999",
+		"MPA Request: revision 1, markers off, CRC off, private data 0 bytes",
+		"MPA Reply: revision 1, markers off, CRC off, private data 0 bytes",
+		"MPA frames 1, FPDUs 4 (160 bytes, payload 64 bytes)",
+		"Send  3      4    160       64",
+		"RDMA Read Request  1      1     52        0",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}

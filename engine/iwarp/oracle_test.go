@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,6 +204,8 @@ func TestAgreesWithTshark(t *testing.T) {
 		t.Skip("tshark not installed (Debian package tshark; testdata/deps.sh installs it)")
 	}
 	files, _ := filepath.Glob(filepath.Join(pcapDir, "*.pcap"))
+	public, _ := filepath.Glob(filepath.Join(pcapDir, "public", "*.pcap"))
+	files = append(files, public...)
 	if len(files) == 0 {
 		t.Fatal("no captures: run go test -run TestSynthesize -update")
 	}
@@ -261,6 +265,72 @@ func TestAgreesWithTshark(t *testing.T) {
 			}
 			if len(sum.Conns) != 1 || sum.Conns[0].BeganBefore {
 				t.Errorf("want one iWARP connection set up in the capture, got %d", len(sum.Conns))
+			}
+		})
+	}
+}
+
+// TestAgreesWithRecordedTshark compares the decoder with the tshark
+// summary lines recorded beside the public capture (testdata/iwarp/public,
+// where it came from is in its README), so the oracle still speaks where
+// tshark is not installed: each frame tshark names MPA Request/Reply or an
+// RDMAP message, and the TCP frames it leaves as TCP.
+func TestAgreesWithRecordedTshark(t *testing.T) {
+	dir := filepath.Join(pcapDir, "public")
+	recs, _ := filepath.Glob(filepath.Join(dir, "*.tshark.txt"))
+	if len(recs) == 0 {
+		t.Fatal("no recorded tshark output in " + dir)
+	}
+	// "    8   0.003114    10.10.1.1 → 10.10.1.2    DDP/RDMA 106 42742 > 9999 Send [last DDP segment]"
+	line := regexp.MustCompile(`^\s*(\d+)\s+\S+\s+\S+ → \S+\s+(MPA|DDP/RDMA|TCP) \d+ (.*)$`)
+	names := map[string]string{"MPA Request Frame": "MPA Request", "MPA Reply Frame": "MPA Reply"}
+	for _, rec := range recs {
+		t.Run(filepath.Base(rec), func(t *testing.T) {
+			b, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[int]string{}
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				m := line.FindStringSubmatch(l)
+				if m == nil {
+					t.Fatalf("recorded line %q: not understood", l)
+				}
+				n, _ := strconv.Atoi(m[1])
+				switch m[2] {
+				case "MPA":
+					i := strings.Index(m[3], "MPA ")
+					want[n] = names[m[3][i:]]
+				case "DDP/RDMA":
+					// "42742 > 9999 Send [last DDP segment]"
+					s := m[3][strings.Index(m[3], " ")+1:]
+					s = s[strings.Index(s, " ")+1:]
+					s = s[strings.Index(s, " ")+1:]
+					want[n] = s
+				}
+			}
+			_, events := analyze(t, strings.TrimSuffix(rec, ".tshark.txt")+".pcap")
+			got := map[int]string{}
+			tshName := map[uint8]string{OpWrite: "Write", OpReadRequest: "Read Request", OpReadResponse: "Read Response",
+				OpSend: "Send", OpSendInv: "Send with Invalidate", OpSendSE: "Send with SE",
+				OpSendSEInv: "Send with SE and Invalidate", OpTerminate: "Terminate"}
+			for n, es := range events {
+				var parts []string
+				for _, e := range es {
+					if e.MPA != nil {
+						parts = append(parts, e.MPA.Name())
+						continue
+					}
+					last := "[last DDP segment]"
+					if !e.Seg.Last {
+						last = "[more DDP segments]"
+					}
+					parts = append(parts, tshName[e.Seg.Opcode]+" "+last)
+				}
+				got[n] = strings.Join(parts, "")
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("decoder vs recorded tshark (-tshark +decoder):\n%s", d)
 			}
 		})
 	}
