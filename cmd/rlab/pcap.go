@@ -105,7 +105,7 @@ SEND) (of one capture).`,
 						iwLadder.Add(e)
 					}
 					if graph != nil && e.MPA == nil {
-						graph.AddIWARP(e.Time, e.Bytes, iwarpSeries(e.Seg.Opcode))
+						graph.AddIWARP(e.Time, e.Bytes, iwarp.IOSeries(e.Seg.Opcode))
 					}
 				}
 				if len(files) > 1 {
@@ -335,17 +335,4 @@ func writeGraph(path string, g *iograph.Graph) error {
 type iwarpDoc struct {
 	*iwarp.Summary
 	Ladder []iwarp.LadderRow `json:"ladder,omitempty"`
-}
-
-// iwarpSeries is the IO graph series of an RDMAP opcode.
-func iwarpSeries(op uint8) string {
-	switch op {
-	case iwarp.OpWrite:
-		return iograph.SeriesWrite
-	case iwarp.OpReadRequest, iwarp.OpReadResponse:
-		return iograph.SeriesRead
-	case iwarp.OpSend, iwarp.OpSendInv, iwarp.OpSendSE, iwarp.OpSendSEInv:
-		return iograph.SeriesSend
-	}
-	return ""
 }

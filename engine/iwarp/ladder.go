@@ -5,7 +5,23 @@ import (
 	"io"
 	"net/netip"
 	"strings"
+
+	"github.com/rlab-dev/rlab/engine/iograph"
 )
+
+// IOSeries is the IO graph series an RDMAP opcode's FPDUs are drawn in
+// besides iWARP's own ("" for none).
+func IOSeries(op uint8) string {
+	switch op {
+	case OpWrite:
+		return iograph.SeriesWrite
+	case OpReadRequest, OpReadResponse:
+		return iograph.SeriesRead
+	case OpSend, OpSendInv, OpSendSE, OpSendSEInv:
+		return iograph.SeriesSend
+	}
+	return ""
+}
 
 // Ladder collects the first N MPA frames and FPDUs of the first iWARP
 // connection, for a sequence ("ladder") diagram like engine/roce's.
