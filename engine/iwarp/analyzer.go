@@ -148,6 +148,8 @@ type Analyzer struct {
 	ops     [256]*OpStats
 	sum     Summary
 	done    bool
+	last    *Conn // the connection of the previous frame: most frames follow their predecessor's
+	lastKey connKey
 }
 
 // NewAnalyzer returns an empty Analyzer.
@@ -161,11 +163,14 @@ func (a *Analyzer) Add(p *roce.Packet) {
 		return
 	}
 	src, dst := addrPort(p.Src, p.SrcPort), addrPort(p.Dst, p.DstPort)
-	k, di := connKey{src, dst}, 0
+	k := connKey{src, dst}
 	if dst.Addr().Less(src.Addr()) || dst.Addr() == src.Addr() && dst.Port() < src.Port() {
-		k, di = connKey{dst, src}, 1
+		k = connKey{dst, src}
 	}
-	c := a.conns[k]
+	c := a.last
+	if c == nil || k != a.lastKey {
+		c = a.conns[k]
+	}
 	if c == nil {
 		if len(a.conns) >= MaxConns {
 			a.sum.Untracked++
@@ -180,7 +185,7 @@ func (a *Analyzer) Add(p *roce.Packet) {
 		a.conns[k] = c
 		a.order = append(a.order, c)
 	}
-	_ = di
+	a.last, a.lastKey = c, k
 	d := c.Dirs[0]
 	if d.Src != src {
 		d = c.Dirs[1]

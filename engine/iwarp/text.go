@@ -80,6 +80,9 @@ func WriteText(w io.Writer, s *Summary, first time.Time) error {
 				d.Retransmits, d.OutOfOrder, d.ZeroWindows, d.NotCaptured, d.Missing)
 			if d.LostSync > 0 || d.Incomplete > 0 {
 				fmt.Fprintf(b, "    FPDU framing lost %d times, FPDUs cut by the capture's end %d\n", d.LostSync, d.Incomplete)
+				if d.LostSync > 0 && d.NotCaptured > 0 {
+					b.WriteString("    (the snaplen cut where an FPDU header was: FPDUs were not counted until a segment began with one; capture with a larger snaplen to count every one)\n")
+				}
 			}
 			for _, t := range d.Terminates {
 				fmt.Fprintf(b, "    Terminate: layer %s, error type %d, error code 0x%02x\n", TermLayerName(t.Layer), t.EType, t.Code)
