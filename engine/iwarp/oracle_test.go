@@ -47,6 +47,7 @@ var tsharkFields = []string{
 	"iwarp_rdma.inval_stag", "iwarp_rdma.rdmardsz", "iwarp_rdma.term_layer",
 	"tcp.analysis.retransmission", "tcp.analysis.spurious_retransmission", "tcp.analysis.fast_retransmission",
 	"tcp.analysis.zero_window",
+	"_ws.expert.message",
 }
 
 // tsharkRows runs tshark on file and returns per frame number the fields'
@@ -111,8 +112,12 @@ func theirs(r map[string]string, cut bool) string {
 	case r["iwarp_mpa.ulpdulength"] == "":
 		return ""
 	case cut || r["iwarp_rdma.opcode"] == "":
-		// tshark stops at an FPDU the snaplen cut: the length only.
-		return "FPDU ulp " + r["iwarp_mpa.ulpdulength"]
+		// tshark stops at an FPDU the snaplen cut: the lengths only.
+		var out []string
+		for _, l := range strings.Split(r["iwarp_mpa.ulpdulength"], ",") {
+			out = append(out, "FPDU ulp "+l)
+		}
+		return strings.Join(out, "; ")
 	case strings.Contains(r["iwarp_mpa.ulpdulength"], ","):
 		// Several FPDUs end in this frame: lengths and opcodes.
 		ls, os := strings.Split(r["iwarp_mpa.ulpdulength"], ","), strings.Split(r["iwarp_rdma.opcode"], ",")
@@ -204,8 +209,12 @@ func TestAgreesWithTshark(t *testing.T) {
 		t.Skip("tshark not installed (Debian package tshark; testdata/deps.sh installs it)")
 	}
 	files, _ := filepath.Glob(filepath.Join(pcapDir, "*.pcap"))
-	public, _ := filepath.Glob(filepath.Join(pcapDir, "public", "*.pcap"))
-	files = append(files, public...)
+	// public/: captures nobody here made; recorded/: the project's own siw
+	// captures from the VM tests, whoever adds them.
+	for _, sub := range []string{"public", "recorded"} {
+		more, _ := filepath.Glob(filepath.Join(pcapDir, sub, "*.pcap"))
+		files = append(files, more...)
+	}
 	if len(files) == 0 {
 		t.Fatal("no captures: run go test -run TestSynthesize -update")
 	}
@@ -215,7 +224,7 @@ func TestAgreesWithTshark(t *testing.T) {
 			continue // TestMidstream: tshark decodes no MPA without its handshake
 		}
 		t.Run(name, func(t *testing.T) {
-			cut := strings.Contains(name, "snaplen")
+			cut := snaplenCut(t, file)
 			rows := tsharkRows(t, tshark, file)
 			sum, events := analyze(t, file)
 			want, got := map[int]string{}, map[int]string{}
@@ -223,7 +232,11 @@ func TestAgreesWithTshark(t *testing.T) {
 			for n, r := range rows {
 				resent := r["tcp.analysis.retransmission"] != "" || r["tcp.analysis.spurious_retransmission"] != "" ||
 					r["tcp.analysis.fast_retransmission"] != ""
-				if s := theirs(r, cut); s != "" && !resent {
+				// In a cut capture tshark reads an "FPDU" at the start of a
+				// segment that begins inside one, flagging it unreassembled:
+				// not an FPDU, and ours rightly counts none there.
+				bogus := cut && strings.Contains(r["_ws.expert.message"], "Unreassembled")
+				if s := theirs(r, cut); s != "" && !resent && !bogus {
 					want[n] = s
 					fpdus += int64(strings.Count(s, "FPDU"))
 				}
@@ -268,6 +281,19 @@ func TestAgreesWithTshark(t *testing.T) {
 			}
 		})
 	}
+}
+
+// snaplenCut reports whether the capture kept less than the wire carried
+// of any frame: then tshark names only the length of the FPDUs it cut.
+func snaplenCut(t *testing.T, file string) bool {
+	cut := false
+	if _, err := roce.ScanFile(file, func(p *roce.Packet) error {
+		cut = cut || p.Truncated
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return cut
 }
 
 // TestAgreesWithRecordedTshark compares the decoder with the tshark

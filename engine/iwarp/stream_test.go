@@ -3,7 +3,9 @@ package iwarp
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -232,5 +234,26 @@ func writeConvs(t *testing.T, path string, cs ...*conv) {
 	}
 	if err := os.WriteFile(path, all, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSnaplenLosesFraming: at rlab's default snaplen (128) a segment that
+// carries several FPDUs shows only the first header; the framing is lost,
+// said so with what to do, and not guessed at (tshark's summary reads a
+// "length" inside the next segment's FPDU body there).
+func TestSnaplenLosesFraming(t *testing.T) {
+	file := filepath.Join(pcapDir, "iwarp-mpav2-coalesced-snaplen128.pcap")
+	sum, _ := analyze(t, file)
+	d := sum.Conns[0].Dirs[0]
+	if d.FPDUs != 1 || d.LostSync != 1 || d.NotCaptured == 0 || d.CRCChecked != 0 {
+		t.Errorf("FPDUs %d, framing lost %d, not captured %d, CRC checked %d; want 1, 1, >0, 0",
+			d.FPDUs, d.LostSync, d.NotCaptured, d.CRCChecked)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, sum, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "capture with a larger snaplen to count every one") {
+		t.Errorf("text does not say how to count every FPDU:\n%s", b.String())
 	}
 }

@@ -316,7 +316,7 @@ func writeConv(t *testing.T, path string, c *conv, snaplen int) {
 }
 
 // snaplenCuts are the captures also written cut at a small snaplen.
-var snaplenCuts = map[string]int{"iwarp-mpav2-nocrc.pcap": 96, "iwarp-markers-crc.pcap": 80}
+var snaplenCuts = map[string]int{"iwarp-mpav2-nocrc.pcap": 96, "iwarp-markers-crc.pcap": 80, "iwarp-mpav2-coalesced.pcap": 128}
 
 func cutName(name string, n int) string {
 	return name[:len(name)-len(".pcap")] + "-snaplen" + itoa(n) + ".pcap"
