@@ -99,6 +99,7 @@ type Conn struct {
 
 	iwarp   bool
 	synSeen bool
+	closed  bool // a FIN or RST was seen
 	idx     int
 }
 
@@ -171,8 +172,11 @@ func (a *Analyzer) Add(p *roce.Packet) {
 	if c == nil || k != a.lastKey {
 		c = a.conns[k]
 	}
+	if c != nil && c.closed && p.TCP.Flags&(roce.TCPSyn|roce.TCPAck) == roce.TCPSyn {
+		c = nil // the ports taken again after a FIN or RST: a new connection
+	}
 	if c == nil {
-		if len(a.conns) >= MaxConns {
+		if len(a.order) >= MaxConns {
 			a.sum.Untracked++
 			return
 		}
@@ -206,6 +210,9 @@ func (d *Dir) segment(a *Analyzer, c *Conn, p *roce.Packet) {
 		d.ZeroWindows++
 	}
 	r := &d.r
+	if t.Flags&(roce.TCPFin|roce.TCPRst) != 0 {
+		c.closed = true
+	}
 	if t.Flags&roce.TCPSyn != 0 {
 		c.synSeen = true
 		if t.Flags&roce.TCPAck == 0 && d == c.Dirs[1] && c.Request == nil {

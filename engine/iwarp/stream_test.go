@@ -257,3 +257,31 @@ func TestSnaplenLosesFraming(t *testing.T) {
 		t.Errorf("text does not say how to count every FPDU:\n%s", b.String())
 	}
 }
+
+// TestPortsReused: a connection closed and opened again on the same ports
+// is two connections, each with its own handshake and FPDUs.
+func TestPortsReused(t *testing.T) {
+	c := newConv(1, 2, 40020, 7174)
+	for i := 0; i < 2; i++ {
+		c.ends[0].seq, c.ends[1].seq = uint32(1000+i*7777777), uint32(500000+i*3333333)
+		c.ends[0].msn, c.ends[1].msn = [3]uint32{}, [3]uint32{}
+		c.handshake()
+		c.mpa(0, false, FlagEnhanced, 2, []byte{0, 1, 0, 1})
+		c.mpa(1, true, FlagEnhanced, 2, []byte{0, 1, 0, 1})
+		c.ops()
+		c.add(seg{from: 0, flags: tcpFIN | tcpACK, seq: c.ends[0].seq})
+		c.add(seg{from: 1, flags: tcpFIN | tcpACK, seq: c.ends[1].seq})
+	}
+	path := filepath.Join(t.TempDir(), "reuse.pcap")
+	writeConv(t, path, c, 0)
+	sum, _ := analyze(t, path)
+	if len(sum.Conns) != 2 {
+		t.Fatalf("%d iWARP connections, want 2", len(sum.Conns))
+	}
+	for i, cn := range sum.Conns {
+		if cn.Request == nil || cn.Reply == nil || cn.Dirs[0].FPDUs != 5 || cn.Dirs[1].FPDUs != 4 || cn.Dirs[0].LostSync != 0 {
+			t.Errorf("connection %d: request %v reply %v FPDUs %d/%d lost %d; want both frames, 5/4 FPDUs", i,
+				cn.Request != nil, cn.Reply != nil, cn.Dirs[0].FPDUs, cn.Dirs[1].FPDUs, cn.Dirs[0].LostSync)
+		}
+	}
+}
