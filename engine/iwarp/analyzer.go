@@ -70,7 +70,7 @@ type Dir struct {
 	// did not match.
 	CRCChecked int64 `json:"crc_checked"`
 	CRCBad     int64 `json:"crc_bad"`
-	// Resyncs counts the times the FPDU framing was lost (a length or
+	// LostSync counts the times the FPDU framing was lost (a length or
 	// header that made no sense, or bytes not captured where a header was)
 	// and found again at a later segment's start.
 	LostSync   int64       `json:"framing_lost"`
