@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/engine/iograph"
+	"github.com/rlab-dev/rlab/engine/iwarp"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/roce"
@@ -27,13 +28,22 @@ func newPcapCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "pcap [FILE... | FOLDER | RUN]",
-		Short: "Summarise a RoCEv2 capture: connections, opcodes, NAKs, retransmissions, a ladder diagram, an IO graph",
+		Short: "Summarise a RoCEv2 or iWARP capture: connections, opcodes, NAKs, retransmissions, a ladder diagram, an IO graph",
 		Long: `pcap decodes a pcap or pcapng capture (RoCEv2 on UDP 4791 over Ethernet, VLAN,
 IPv4 or IPv6; TCP is counted beside it) without Wireshark, and prints per connection
 (addresses and destination QP) and per opcode: packets, bytes, payload bytes, first
 and last time; NAKs, RNR NAKs, retransmitted PSNs and CNPs; the RDMA-CM messages on
 QP1; how many frames the snaplen truncated or were malformed; and the ICRC of
 every RoCEv2 packet captured whole, recomputed and checked.
+
+iWARP (soft-iWARP, siw) is found in any TCP connection by its MPA handshake
+("MPA ID Req Frame", "MPA ID Rep Frame"), or, for a connection set up before the
+capture began (said so), by its FPDU headers: per connection the MPA Request and
+Reply (revision, markers, CRC, private data, MPAv2 IRD/ORD), and per direction the
+FPDUs per RDMAP opcode (packets, bytes, payload, first and last time), the CRC32c
+of every FPDU captured whole when the connection negotiated CRCs, Terminate
+messages, and TCP retransmissions, out-of-order segments, zero windows and the
+bytes the snaplen cut or no frame carried.
 
 The files of one capture's ring (tcpdump -C/-W: cap.roce.pcap0 … cap.roce.pcap3)
 are read as one capture, in the order of their first packets; files of different
@@ -42,9 +52,11 @@ means the captures in it; a RUN (a run directory, LAB/ID as rlab runs prints it,
 run id or a lab name) means every capture of the run; nothing means every capture
 of the newest run under runs/.
 
---flow N draws the first N packets between the two ends as a ladder diagram.
+--flow N draws the first N packets between the two ends as a ladder diagram
+(and the first N MPA frames and FPDUs of the first iWARP connection).
 --iograph FILE.svg writes throughput over time (bits/s per --interval) for all
-RoCEv2, each operation class and TCP (of one capture).`,
+RoCEv2, each operation class, TCP and iWARP (its FPDUs also in WRITE, READ and
+SEND) (of one capture).`,
 		Example: `  rlab pcap runs/quickstart/2026-11-26T100000Z/hosts/server/captures/cap.roce.pcap
   rlab pcap cap.roce.pcap0 cap.roce.pcap1 cap.roce.pcap2 cap.roce.pcap3
   rlab pcap runs/quickstart/2026-11-26T100000Z/hosts/server/captures/
@@ -81,11 +93,27 @@ RoCEv2, each operation class and TCP (of one capture).`,
 				if svgPath != "" {
 					graph = iograph.NewBuilder(interval)
 				}
+				// iWARP rides the same pass over the frames: its analyzer
+				// reassembles the TCP streams the decoder hands it.
+				iw := iwarp.NewAnalyzer()
+				var iwLadder *iwarp.Ladder
+				if flowN > 0 {
+					iwLadder = iwarp.NewLadder(flowN)
+				}
+				iw.OnEvent = func(e *iwarp.Event) {
+					if iwLadder != nil {
+						iwLadder.Add(e)
+					}
+					if graph != nil && e.MPA == nil {
+						graph.AddIWARP(e.Time, e.Bytes, iwarp.IOSeries(e.Seg.Opcode))
+					}
+				}
 				if len(files) > 1 {
 					files = report.OrderCaptureFiles(files)
 				}
 				res, err := report.ScanCapture(files, func(p *roce.Packet) error {
 					sum.Add(p)
+					iw.Add(p)
 					if ladder != nil {
 						ladder.Add(p)
 					}
@@ -99,6 +127,14 @@ RoCEv2, each operation class and TCP (of one capture).`,
 				}
 				sum.CutShort = res.CutShort
 				sum.Finish()
+				iws := iw.Finish()
+				var iwDoc *iwarpDoc
+				if len(iws.Conns) > 0 {
+					iwDoc = &iwarpDoc{Summary: iws}
+					if iwLadder != nil {
+						iwDoc.Ladder = iwLadder.Rows()
+					}
+				}
 				switch {
 				case asJSON && ladder != nil:
 					// The summary's fields and the ladder's arrows in one object.
@@ -106,12 +142,14 @@ RoCEv2, each operation class and TCP (of one capture).`,
 						*roce.Summary
 						Files  []string         `json:"files"`
 						Ladder []roce.LadderRow `json:"ladder"`
-					}{sum, files, ladder.Rows()})
+						IWARP  *iwarpDoc        `json:"iwarp,omitempty"`
+					}{sum, files, ladder.Rows(), iwDoc})
 				case asJSON:
 					docs = append(docs, struct {
 						*roce.Summary
-						Files []string `json:"files"`
-					}{sum, files})
+						Files []string  `json:"files"`
+						IWARP *iwarpDoc `json:"iwarp,omitempty"`
+					}{sum, files, iwDoc})
 				default:
 					if gi > 0 {
 						fmt.Fprintln(out)
@@ -120,9 +158,17 @@ RoCEv2, each operation class and TCP (of one capture).`,
 						fmt.Fprintf(out, "one capture in %d files, read in time order: %s\n", len(files), termText(strings.Join(files, ", ")))
 					}
 					err = roce.WriteText(out, sum)
-					if err == nil && ladder != nil {
+					if err == nil && iwDoc != nil {
+						fmt.Fprintln(out)
+						err = iwarp.WriteText(out, iws, sum.First)
+					}
+					if err == nil && ladder != nil && (sum.RoCEPackets > 0 || iwDoc == nil) {
 						fmt.Fprintln(out)
 						err = ladder.WriteLadder(out)
+					}
+					if err == nil && iwLadder != nil && iwDoc != nil {
+						fmt.Fprintln(out)
+						err = iwLadder.WriteLadder(out)
 					}
 				}
 				if err != nil {
@@ -283,4 +329,10 @@ func writeGraph(path string, g *iograph.Graph) error {
 		return fmt.Errorf("write IO graph %q: %w", path, err)
 	}
 	return nil
+}
+
+// iwarpDoc is the iWARP part of a capture's JSON summary.
+type iwarpDoc struct {
+	*iwarp.Summary
+	Ladder []iwarp.LadderRow `json:"ladder,omitempty"`
 }

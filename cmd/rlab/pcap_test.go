@@ -248,3 +248,78 @@ func TestPcapRefusesFIFO(t *testing.T) {
 		}
 	}
 }
+
+// TestPcapIWARP: a soft-iWARP capture is no longer "TCP 14 packets": the
+// MPA handshake, every RDMAP opcode per direction, the ladder of MPA
+// frames and FPDUs, the IO graph's iWARP series and the JSON all say it.
+func TestPcapIWARP(t *testing.T) {
+	const fixture = "../../testdata/iwarp/iwarp-mpav2-crc.pcap"
+	svg := filepath.Join(t.TempDir(), "io.svg")
+	out, err := runPcap(t, "--flow", "4", fixture, "--iograph", svg, "--interval", "1ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"iWARP 1 connections (of 1 TCP connections)",
+		"iWARP connection 10.99.0.3:40002 <-> 10.99.0.4:7174",
+		"MPA Request: revision 2, markers off, CRC on, private data 4 bytes, enhanced (MPAv2), IRD 16 ORD 16",
+		"CRC32c checked 5 (FPDUs captured whole), bad 0",
+		"RDMA Read Request  1      1",
+		"Terminate: layer DDP, error type 2, error code 0x05",
+		"first 4 iWARP MPA frames and FPDUs between 10.99.0.3:40002 and 10.99.0.4:7174",
+		"|-- Send [last] ---",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "no RoCEv2 packets") {
+		t.Errorf("an iWARP capture drew the empty RoCEv2 ladder:\n%s", out)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte(`data-series="iWARP"`)) {
+		t.Errorf("IO graph %s has no iWARP series: %v", svg, err)
+	}
+	js, err := runPcap(t, "--json", fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		IWARP struct {
+			Connections []struct {
+				Directions []struct {
+					FPDUs int `json:"fpdus"`
+				} `json:"directions"`
+				CRC bool `json:"crc"`
+			} `json:"connections"`
+		} `json:"iwarp"`
+	}
+	if err := json.Unmarshal([]byte(js), &s); err != nil {
+		t.Fatalf("--json: %v\n%s", err, js)
+	}
+	if c := s.IWARP.Connections; len(c) != 1 || !c[0].CRC || c[0].Directions[0].FPDUs != 5 || c[0].Directions[1].FPDUs != 4 {
+		t.Errorf("iwarp JSON %+v", s.IWARP)
+	}
+}
+
+// TestPcapPublicIWARP: the public SoftUiWARP-vs-siw rping capture
+// (testdata/iwarp/public/README.md), 15 TCP frames to tshark's eye, reads
+// as its MPA handshake, four Sends and an RDMA Read Request.
+func TestPcapPublicIWARP(t *testing.T) {
+	out, err := runPcap(t, "../../testdata/iwarp/public/softuiwarp-rping.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"TCP 15 packets",
+		"iWARP connection 10.10.1.1:42742 <-> 10.10.1.2:9999",
+		"MPA Request: revision 1, markers off, CRC off, private data 0 bytes",
+		"MPA Reply: revision 1, markers off, CRC off, private data 0 bytes",
+		"MPA frames 1, FPDUs 4 (160 bytes, payload 64 bytes)",
+		"Send  3      4    160       64",
+		"RDMA Read Request  1      1     52        0",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}

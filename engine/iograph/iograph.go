@@ -42,9 +42,12 @@ const (
 	SeriesAtomic = "ATOMIC"
 	SeriesAck    = "ACK"
 	SeriesTCP    = "TCP"
+	// SeriesIWARP is the FPDU bytes of iWARP connections (inside TCP);
+	// AddIWARP also counts them in WRITE, READ or SEND.
+	SeriesIWARP = "iWARP"
 )
 
-var seriesNames = []string{SeriesRoCE, SeriesWrite, SeriesRead, SeriesSend, SeriesAtomic, SeriesAck, SeriesTCP}
+var seriesNames = []string{SeriesRoCE, SeriesWrite, SeriesRead, SeriesSend, SeriesAtomic, SeriesAck, SeriesTCP, SeriesIWARP}
 
 const (
 	sRoCE = iota
@@ -54,6 +57,7 @@ const (
 	sAtomic
 	sAck
 	sTCP
+	sIWARP
 	nSeries
 )
 
@@ -93,7 +97,26 @@ func (b *Builder) Add(p *roce.Packet) {
 	default:
 		return
 	}
-	t := p.Time.UnixNano()
+	b.add(p.Time.UnixNano(), int64(p.WireLen), s1, s2)
+}
+
+// AddIWARP accounts n bytes of one iWARP FPDU at t in the iWARP series and
+// in op's (SeriesWrite, SeriesRead, SeriesSend; "" for none). The frames
+// that carried it are counted in TCP by Add.
+func (b *Builder) AddIWARP(t time.Time, n int, op string) {
+	s2 := -1
+	switch op {
+	case SeriesWrite:
+		s2 = sWrite
+	case SeriesRead:
+		s2 = sRead
+	case SeriesSend:
+		s2 = sSend
+	}
+	b.add(t.UnixNano(), int64(n), sIWARP, s2)
+}
+
+func (b *Builder) add(t, n int64, s1, s2 int) {
 	if !b.started {
 		b.start, b.started = t, true
 	}
@@ -106,7 +129,6 @@ func (b *Builder) Add(p *roce.Packet) {
 		}
 		i = int(i64)
 	}
-	n := int64(p.WireLen)
 	for _, s := range [2]int{s1, s2} {
 		if s < 0 {
 			continue

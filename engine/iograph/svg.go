@@ -22,7 +22,7 @@ const (
 
 var seriesColor = map[string]string{
 	SeriesRoCE: colorRoCE, SeriesWrite: "#d9480f", SeriesRead: "#2b8a3e", SeriesSend: "#ae3ec9",
-	SeriesAtomic: "#e8590c", SeriesAck: "#0c8599", SeriesTCP: colorTCP,
+	SeriesAtomic: "#e8590c", SeriesAck: "#0c8599", SeriesTCP: colorTCP, SeriesIWARP: "#1098ad",
 }
 
 // WriteSVG draws g as a standalone SVG document (no scripts, no external

@@ -2,8 +2,12 @@ package lab
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // The capture block: its schema and decoder.
@@ -47,7 +51,9 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 			}
 			if a := attrs["filter"]; a != nil {
 				if s, ok := l.str(a, in.sc); ok {
-					if msg := checkFilter(s); msg != "" {
+					if exp, ok := NamedFilters[s]; ok {
+						c.FilterName, s = s, exp
+					} else if msg := checkFilter(s); msg != "" {
 						l.errorf(a.Expr.Range().Ptr(), "Invalid capture filter", "%s", msg)
 					}
 					c.Filter = s
@@ -69,6 +75,9 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 			}
 			if a := attrs["during"]; a != nil {
 				c.During = l.during(a, in.sc, c.Host, "Capture host not in workload", "this capture may see none of its traffic")
+			}
+			if c.FilterName == "roce-cm" {
+				l.checkCMCapture(c, attrs["filter"])
 			}
 			l.lab.Captures = append(l.lab.Captures, c)
 		}
@@ -149,4 +158,74 @@ func checkFilter(s string) string {
 		return "The filter opens a parenthesis it never closes."
 	}
 	return ""
+}
+
+// NamedFilters are the capture filters a lab may name by purpose instead of
+// writing pcap filter language (labs/README.md documents them; tcpdump
+// gets the expansion). A RoCEv2 packet's BTH starts at udp[8]; its
+// destination QP is the low 24 bits of udp[12:4], and the RDMA-CM speaks
+// MADs to QP1. iWARP has no port of its own (its RDMA-CM listens where the
+// tool says): all TCP but SSH, which is rlab's own session.
+var NamedFilters = map[string]string{
+	"roce-cm":   "udp port 4791 and udp[12:4] & 0xffffff = 1",
+	"roce-data": "udp port 4791 and udp[12:4] & 0xffffff != 1",
+	"iwarp":     "tcp and not port 22",
+}
+
+// connectsThroughCM reports whether a workload's RDMA connection is set up
+// by RDMA-CM MADs on QP1, which a roce-cm capture sees: a RoCE tool that
+// always uses the RDMA CM (rping) or is asked to (perftest's -R). Over
+// iWARP the CM is MPA over TCP, not MADs.
+func connectsThroughCM(w *Workload) (bool, string) {
+	t, ok := kinds.Lookup(w.Tool)
+	if !ok || !t.RDMA {
+		return false, "does not use RDMA"
+	}
+	for _, r := range []*RXE{w.ServerRXE, w.ClientRXE} {
+		if r != nil && r.IWARP() {
+			return false, "runs over iWARP, whose RDMA CM speaks MPA over TCP (capture it with filter = \"iwarp\")"
+		}
+	}
+	if t.RDMACM {
+		return true, ""
+	}
+	for _, a := range w.Args {
+		if t.RDMACMFlag != "" && a == t.RDMACMFlag || a == "--rdma_cm" {
+			return true, ""
+		}
+	}
+	if t.RDMACMFlag != "" {
+		return false, fmt.Sprintf("connects its QPs without the RDMA CM (add %q to its args)", t.RDMACMFlag)
+	}
+	return false, "connects its QPs without the RDMA CM"
+}
+
+// checkCMCapture warns when a roce-cm capture covers workloads whose
+// connections it cannot see: the capture would stay empty for them.
+func (l *loader) checkCMCapture(c *Capture, a *hcl.Attribute) {
+	ws := c.During
+	if len(ws) == 0 && c.Host != nil {
+		for _, w := range l.lab.Workloads {
+			if runsOn(w, c.Host) {
+				ws = append(ws, w)
+			}
+		}
+	}
+	var why []string
+	for _, w := range ws {
+		if ok, reason := connectsThroughCM(w); !ok {
+			why = append(why, fmt.Sprintf("%s %s", w.Name, reason))
+		}
+	}
+	if len(why) == 0 {
+		return
+	}
+	sort.Strings(why)
+	rng := c.Range
+	if a != nil {
+		rng = a.Expr.Range()
+	}
+	l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Capture sees no RDMA-CM traffic", Subject: rng.Ptr(),
+		Detail: fmt.Sprintf("capture %s keeps only RDMA-CM MADs (filter \"roce-cm\"), but %s: it will hold none of their connections.",
+			c.Name, strings.Join(why, "; "))})
 }

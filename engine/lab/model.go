@@ -126,7 +126,8 @@ type Capture struct {
 	Name, Slug string
 	Host       *Host
 	Netdev     string
-	Filter     string
+	Filter     string      // a pcap filter (a named one expanded: NamedFilters)
+	FilterName string      // "roce-cm", "roce-data", "iwarp" when the lab named one
 	Snaplen    int         // default 128
 	MaxBytes   int64       // default 256 MiB
 	During     []*Workload // empty = whole run on that host

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/iograph"
+	"github.com/rlab-dev/rlab/engine/iwarp"
 	"github.com/rlab-dev/rlab/engine/roce"
 )
 
@@ -22,6 +23,9 @@ import (
 type CaptureStats struct {
 	Summary *roce.Summary
 	IO      *iograph.Graph
+	// IWARP is the iWARP found in the capture's TCP connections (nil or no
+	// connections: none).
+	IWARP *iwarp.Summary
 }
 
 // Summarizer reads a capture file. SummarizePcap is the default; tests and
@@ -45,9 +49,11 @@ func SummarizePcaps(files []string) (*CaptureStats, error) {
 	iv := 100 * time.Millisecond
 	g := iograph.NewBuilder(iv)
 	files = OrderCaptureFiles(files)
+	iw := iwarpFeeding(g)
 	res, err := ScanCapture(files, func(p *roce.Packet) error {
 		s.Add(p)
 		g.Add(p)
+		iw.Add(p)
 		return nil
 	})
 	if err != nil {
@@ -55,14 +61,35 @@ func SummarizePcaps(files []string) (*CaptureStats, error) {
 	}
 	s.CutShort = res.CutShort
 	s.Finish()
-	st := &CaptureStats{Summary: s, IO: g.Graph()}
+	st := &CaptureStats{Summary: s, IO: g.Graph(), IWARP: iw.Finish()}
 	if fine := ioInterval(s.Last.Sub(s.First)); fine < iv && s.Frames > 1 {
 		g := iograph.NewBuilder(fine)
-		if _, err := ScanCapture(files, func(p *roce.Packet) error { g.Add(p); return nil }); err == nil {
+		var iw *iwarp.Analyzer
+		if len(st.IWARP.Conns) > 0 {
+			iw = iwarpFeeding(g)
+		}
+		if _, err := ScanCapture(files, func(p *roce.Packet) error {
+			g.Add(p)
+			if iw != nil {
+				iw.Add(p)
+			}
+			return nil
+		}); err == nil {
 			st.IO = g.Graph()
 		}
 	}
 	return st, nil
+}
+
+// iwarpFeeding returns an iWARP analyzer that draws each FPDU in g.
+func iwarpFeeding(g *iograph.Builder) *iwarp.Analyzer {
+	iw := iwarp.NewAnalyzer()
+	iw.OnEvent = func(e *iwarp.Event) {
+		if e.MPA == nil {
+			g.AddIWARP(e.Time, e.Bytes, iwarp.IOSeries(e.Seg.Opcode))
+		}
+	}
+	return iw
 }
 
 // ScanCapture reads the files of one capture one after another, in the
@@ -221,6 +248,10 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 			fmt.Sprintf("0x%06x", f.DestQP), fmt.Sprint(f.Packets), humanBytes(f.Bytes), humanBytes(f.PayloadBytes),
 			fmt.Sprint(f.Retransmits), naks, fmt.Sprint(f.RNRNAKs), fmt.Sprint(f.CNPs), fmt.Sprint(f.ECN), strings.Join(ops, ", ")},
 			[]string{"", "", "", "", fmt.Sprint(f.Bytes), fmt.Sprint(f.PayloadBytes), "", "", "", "", "", ""})
+	}
+	if st.IWARP != nil && len(st.IWARP.Conns) > 0 {
+		c.Traffic += fmt.Sprintf(", iWARP %d connections", len(st.IWARP.Conns))
+		c.IWARP, c.Notes = iwarpTable(st.IWARP, c.Notes)
 	}
 	if len(s.CM) > 0 {
 		c.CM = &Table{Columns: []string{"frame", "time [s]", "from", "to", "message", "local comm ID", "remote comm ID", "QPN"}, Rows: [][]string{}}
@@ -397,4 +428,58 @@ func nakCodeText(codes map[uint8]int64) string {
 	}
 	sort.Strings(cs)
 	return " (" + strings.Join(cs, ", ") + ")"
+}
+
+// iwarpTable lists each direction of each iWARP connection: its MPA
+// handshake, TCP and FPDU counts, CRC and trouble, and opcodes; notes say
+// which connections began before the capture or lost their framing.
+func iwarpTable(sum *iwarp.Summary, notes []string) (*Table, []string) {
+	t := &Table{Columns: []string{"from", "to", "MPA", "TCP segments", "FPDUs", "payload bytes", "CRC checked / bad",
+		"retransmitted segments", "zero windows", "bytes not captured", "opcodes"}, Rows: [][]string{},
+		Units: []string{"", "", "", "", "", "B", "", "", "", "B", ""}}
+	for _, c := range sum.Conns {
+		mpa := "not seen"
+		if m := c.Request; m != nil {
+			mpa = fmt.Sprintf("rev %d", m.Rev)
+			if m.Enhanced {
+				mpa += " enhanced"
+			}
+		}
+		if c.CRC {
+			mpa += ", CRC"
+		}
+		if c.BeganBefore {
+			notes = append(notes, fmt.Sprintf("iWARP connection %s <-> %s began before the capture (no SYN seen)", c.Dirs[0].Src, c.Dirs[0].Dst))
+		}
+		for i, d := range c.Dirs {
+			if d.Segments == 0 {
+				continue
+			}
+			m := mpa
+			if d.Markers > 0 {
+				m += ", markers"
+			}
+			if i == 0 && c.Request != nil {
+				m = "Request " + m
+			} else if i == 1 && c.Reply != nil {
+				m = "Reply " + m
+			}
+			var ops []string
+			for _, o := range d.Ops {
+				ops = append(ops, fmt.Sprintf("%s ×%d", o.Name, o.FPDUs))
+			}
+			crc := "-"
+			if c.CRC {
+				crc = fmt.Sprintf("%d / %d", d.CRCChecked, d.CRCBad)
+			}
+			t.add([]string{d.Src.String(), d.Dst.String(), m, fmt.Sprint(d.Segments), fmt.Sprint(d.FPDUs),
+				humanBytes(d.PayloadBytes), crc, fmt.Sprint(d.Retransmits), fmt.Sprint(d.ZeroWindows),
+				humanBytes(d.NotCaptured), strings.Join(ops, ", ")},
+				[]string{"", "", "", "", "", fmt.Sprint(d.PayloadBytes), "", "", "", fmt.Sprint(d.NotCaptured), ""})
+			if d.LostSync > 0 {
+				notes = append(notes, fmt.Sprintf("iWARP %s -> %s: FPDU framing lost %d times (bytes not captured or missing where a header was) and found again at a later segment", d.Src, d.Dst, d.LostSync))
+			}
+		}
+	}
+	return t, notes
 }

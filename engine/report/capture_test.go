@@ -211,3 +211,56 @@ func TestCaptureKey(t *testing.T) {
 		t.Errorf("GroupCaptureFiles = %q", got)
 	}
 }
+
+// TestCaptureSectionIWARP: a siw capture beside the rxe one gets its wire
+// analysis too: the traffic line counts its iWARP connections, a table has
+// one row per direction with its MPA frame and opcodes, and the IO graph
+// draws iWARP (its Sends in SEND). The capture is the public SoftUiWARP
+// rping one (testdata/iwarp/public/README.md).
+func TestCaptureSectionIWARP(t *testing.T) {
+	dir := copyDir(t, fixture)
+	b, err := os.ReadFile("../../testdata/iwarp/public/softuiwarp-rping.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hosts/server/captures/cap.siw.pcap"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *Capture
+	for i := range d.Captures {
+		if d.Captures[i].Name == "siw" {
+			c = &d.Captures[i]
+		}
+	}
+	if c == nil {
+		t.Fatalf("no capture named siw in %+v", d.Captures)
+	}
+	if !strings.Contains(c.Traffic, "TCP 15 packets") || !strings.Contains(c.Traffic, "iWARP 1 connections") {
+		t.Errorf("traffic %q: want TCP 15 packets and one iWARP connection", c.Traffic)
+	}
+	if c.IWARP == nil || len(c.IWARP.Rows) != 2 {
+		t.Fatalf("iWARP table %+v: want a row per direction", c.IWARP)
+	}
+	want := [][]string{
+		{"10.10.1.1:42742", "10.10.1.2:9999", "Request rev 1", "8", "4", "Send ×4"},
+		{"10.10.1.2:9999", "10.10.1.1:42742", "Reply rev 1", "7", "1", "RDMA Read Request ×1"},
+	}
+	for i, w := range want {
+		r := c.IWARP.Rows[i]
+		got := []string{r[0], r[1], r[2], r[3], r[4], r[10]}
+		if strings.Join(got, "|") != strings.Join(w, "|") {
+			t.Errorf("row %d: %q, want %q", i, got, w)
+		}
+	}
+	var names []string
+	for _, s := range c.IOGraph.Series {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, ","); got != "SEND,TCP,iWARP" && got != "READ,SEND,TCP,iWARP" {
+		t.Errorf("IO graph series %s, want SEND (and READ), TCP, iWARP", got)
+	}
+}

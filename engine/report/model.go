@@ -246,7 +246,8 @@ type Capture struct {
 	Traffic     string   `json:"traffic,omitempty"` // RoCEv2 / TCP / other totals
 	Opcodes     Table    `json:"opcodes"`
 	Connections Table    `json:"connections"`
-	CM          *Table   `json:"cm,omitempty"` // RDMA-CM messages, the control plane
+	CM          *Table   `json:"cm,omitempty"`    // RDMA-CM messages, the control plane
+	IWARP       *Table   `json:"iwarp,omitempty"` // iWARP connections, one row per direction
 	IOGraph     *Chart   `json:"io_graph,omitempty"`
 	Notes       []string `json:"notes,omitempty"` // naks, retransmissions, truncation
 	Error       string   `json:"error,omitempty"`

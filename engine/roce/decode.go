@@ -125,6 +125,22 @@ type DETH struct {
 	SrcQP uint32
 }
 
+// TCP flags (TCPHeader.Flags).
+const (
+	TCPFin = 0x01
+	TCPSyn = 0x02
+	TCPRst = 0x04
+	TCPPsh = 0x08
+	TCPAck = 0x10
+)
+
+// TCPHeader is what the decoder keeps of a TCP header.
+type TCPHeader struct {
+	Seq, Ack uint32
+	Flags    uint8
+	Window   uint16 // unscaled
+}
+
 // Packet is one decoded frame. Decode overwrites every field, so one Packet
 // can be reused for a whole file.
 type Packet struct {
@@ -141,6 +157,14 @@ type Packet struct {
 	Src, Dst         netip.Addr
 	SrcPort, DstPort uint16
 	L4Payload        int // UDP or TCP payload bytes on the wire
+
+	// TCP header fields (Kind TCP, headers captured): what engine/iwarp
+	// reassembles streams from.
+	TCP TCPHeader
+	// Payload is the captured part of the TCP payload (L4Payload bytes on
+	// the wire). It aliases the reader's buffer: valid only until the next
+	// frame is decoded.
+	Payload []byte
 
 	BTH      BTH
 	HasBTH   bool   // the BTH was captured
@@ -294,6 +318,16 @@ func Decode(link int, data []byte, wireLen int, p *Packet) {
 			return
 		}
 		p.L4Payload = wireEnd - l4 - doff
+		p.TCP = TCPHeader{
+			Seq:    binary.BigEndian.Uint32(data[l4+4:]),
+			Ack:    binary.BigEndian.Uint32(data[l4+8:]),
+			Flags:  data[l4+13],
+			Window: binary.BigEndian.Uint16(data[l4+14:]),
+		}
+		if start := l4 + doff; start < len(data) {
+			end := min(wireEnd, len(data))
+			p.Payload = data[start:end:end]
+		}
 		return
 	case 17:
 	default:

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -23,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/rlab-dev/rlab/engine/image"
+	"github.com/rlab-dev/rlab/engine/iwarp"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/roce"
@@ -213,6 +215,9 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 			continue
 		}
 		check(t, s)
+		if rec := os.Getenv("RLAB_VM_RECORD"); rec != "" && s.iwConns > 0 {
+			recordIWARP(t, out, stem, filepath.Join(rec, "testdata/iwarp/recorded"), el.name)
+		}
 	}
 	if el.check != nil {
 		el.check(ctx, t, out, set)
@@ -328,11 +333,14 @@ func exampleLabs() []exampleLab {
 				}
 			},
 			captures: map[string]func(*testing.T, *captureSum){
-				// iWARP is TCP: frames, and no RoCEv2 (UDP 4791) packet at all.
+				// iWARP is TCP: frames, and no RoCEv2 (UDP 4791) packet at all;
+				// engine/iwarp finds both workloads' connections by their MPA
+				// handshake, perftest's RDMA WRITEs and rping's Sends.
 				"cap.iwarp": func(t *testing.T, s *captureSum) {
 					if len(s.ops) > 0 || len(s.cm) > 0 {
 						t.Errorf("RoCEv2 packets in the iWARP capture: %v %v", s.ops, s.cm)
 					}
+					checkIWARPCapture(t, s, 2, iwarp.OpWrite, iwarp.OpSend)
 				},
 			},
 		},
@@ -790,6 +798,12 @@ type captureSum struct {
 	cm     map[string]int // CM message → count
 	// Over all flows: go-back-N resends and NAKs (engine/roce's analysis).
 	retransmits, naks int64
+	// iWARP (engine/iwarp): connections found, their MPA frames, FPDUs by
+	// RDMAP opcode, FPDUs whose CRC was checked and bad.
+	iwConns  int
+	mpa      int64
+	iwOps    map[uint8]int64
+	iwCRCBad int64
 }
 
 func (s *captureSum) count(ops []int) int64 {
@@ -805,13 +819,25 @@ func (s *captureSum) count(ops []int) int64 {
 func sumCaptures(t *testing.T, runDir, stem string) *captureSum {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(runDir, "hosts", "*", "captures", stem+".*"))
-	s := &captureSum{ops: map[int]int64{}, cm: map[string]int{}}
+	s := &captureSum{ops: map[int]int64{}, cm: map[string]int{}, iwOps: map[uint8]int64{}}
 	for _, f := range files {
 		sum := roce.NewSummary()
-		if _, err := roce.ScanFile(f, func(p *roce.Packet) error { sum.Add(p); return nil }); err != nil {
+		iw := iwarp.NewAnalyzer()
+		if _, err := roce.ScanFile(f, func(p *roce.Packet) error { sum.Add(p); iw.Add(p); return nil }); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 		sum.Finish()
+		iws := iw.Finish()
+		s.iwConns += len(iws.Conns)
+		for _, c := range iws.Conns {
+			for _, d := range c.Dirs {
+				s.mpa += d.MPAFrames
+				s.iwCRCBad += d.CRCBad
+				for _, o := range d.Ops {
+					s.iwOps[o.Opcode] += o.FPDUs
+				}
+			}
+		}
 		s.frames += sum.Frames
 		for _, o := range sum.Opcodes {
 			s.ops[int(o.Opcode)] += o.Packets
@@ -900,5 +926,44 @@ func TestRetargetExampleLabs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkIWARPCapture: a siw capture holds at least conns iWARP connections,
+// each with its MPA Request and Reply, FPDUs of every opcode in want, and
+// no FPDU whose CRC was checked and bad.
+func checkIWARPCapture(t *testing.T, s *captureSum, conns int, want ...uint8) {
+	t.Helper()
+	t.Logf("iWARP: %d connections, %d MPA frames, FPDUs by opcode %v", s.iwConns, s.mpa, s.iwOps)
+	if s.iwConns < conns || s.mpa < int64(2*conns) {
+		t.Errorf("%d iWARP connections with %d MPA frames, want at least %d with a Request and a Reply each", s.iwConns, s.mpa, conns)
+	}
+	for _, op := range want {
+		if s.iwOps[op] == 0 {
+			t.Errorf("no %s FPDU in the iWARP capture; have %v", iwarp.OpName(op), s.iwOps)
+		}
+	}
+	if s.iwCRCBad > 0 {
+		t.Errorf("%d FPDUs with a bad CRC32c", s.iwCRCBad)
+	}
+}
+
+// recordIWARP keeps a siw capture (RLAB_VM_RECORD=<repo root>) where
+// engine/iwarp's TestAgreesWithTshark compares it with tshark: the
+// project's own siw captures, each cut to its first maxFixtureFrames frames.
+func recordIWARP(t *testing.T, runDir, stem, dst, labName string) {
+	t.Helper()
+	const maxFixtureFrames = 3000
+	files, _ := filepath.Glob(filepath.Join(runDir, "hosts", "*", "captures", stem+".*"))
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		host := filepath.Base(filepath.Dir(filepath.Dir(f)))
+		out := filepath.Join(dst, fmt.Sprintf("%s-%s-%s-%d.pcap", labName, host, strings.TrimPrefix(stem, "cap."), i))
+		if err := cutPcap(f, out, maxFixtureFrames); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("recorded %s as %s", f, out)
 	}
 }

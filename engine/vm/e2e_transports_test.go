@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlab-dev/rlab/engine/iwarp"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -24,6 +25,7 @@ var transportCaptures = map[string]func(*testing.T, *captureSum){
 		if len(s.ops) > 0 || len(s.cm) > 0 {
 			t.Errorf("RoCEv2 packets in the iWARP capture: %v %v", s.ops, s.cm)
 		}
+		checkIWARPCapture(t, s, 1, iwarp.OpWrite) // engine/iwarp: the MPA handshake and the WRITEs
 	},
 }
 
