@@ -22,8 +22,7 @@ import (
 // segment: every workload ok, and each pair's capture holds RoCEv2 frames
 // from its own two VMs only. Both pairs use the same addresses, so a frame
 // of the other pair would show as a third or fourth MAC. (TestClassPairsOwnLinks
-// proves the wiring without booting; this is the boot. Not run by its
-// author: the helper rules forbid booting VMs; make test-vm runs it.)
+// proves the wiring without booting; this is the run on real VMs.)
 func TestE2EClassVMs(t *testing.T) {
 	bin := e2eBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -32,6 +31,11 @@ func TestE2EClassVMs(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, "-var", `students=["ana","bo"]`, filepath.Join("labs", "class-vms.hcl"))
 	cmd.Dir = root
+	// The four VMs are restored from a saved guest (RLAB_VM_RESTORE=1; the
+	// snapshot TestE2ERestore builds fits them): four TCG boots at once on
+	// two cores take minutes, and this also proves restore through rlab run,
+	// each restored VM with its own MAC on its pair's segment.
+	cmd.Env = append(os.Environ(), RestoreEnv+"=1")
 	b, err := cmd.CombinedOutput()
 	t.Logf("rlab run labs/class-vms.hcl:\n%s", b)
 	checkNoQEMU(t, out)
