@@ -33,7 +33,12 @@ func Decode(b []byte) (*Run, error) {
 		return nil, err
 	}
 	for i := range r.Samples {
-		r.Samples[i].Kind = KindOf(r.Samples[i])
+		switch k := KindOf(r.Samples[i]); k {
+		case KindTool, KindCounter:
+			r.Samples[i].Kind = k
+		default:
+			return nil, fmt.Errorf("sample %d (%s): kind %q is neither %q nor %q", i, r.Samples[i].Metric, k, KindTool, KindCounter)
+		}
 	}
 	return &r, nil
 }

@@ -233,12 +233,16 @@ func TestReadOlderRun(t *testing.T) {
 	}
 }
 
-// TestDecodeRefusesNewer: a results.json of a newer schema is an error
-// naming both versions, not a run read wrongly.
+// TestDecodeRefusesNewer: a results.json of a newer schema, or with a
+// sample of a kind this rlab does not know, is an error naming it, not a
+// run read wrongly.
 func TestDecodeRefusesNewer(t *testing.T) {
 	_, err := Decode([]byte(`{"schema": 3, "samples": [{"metric": "x", "value": "not a number"}]}`))
 	if err == nil || !strings.Contains(err.Error(), "schema 3") || !strings.Contains(err.Error(), "up to 2") {
 		t.Errorf("err %v", err)
+	}
+	if _, err := Decode([]byte(`{"schema": 2, "samples": [{"metric": "x", "kind": "guess", "metadata": {}}]}`)); err == nil || !strings.Contains(err.Error(), `kind "guess"`) {
+		t.Errorf("a sample of an unknown kind: err %v", err)
 	}
 	if r, err := Decode([]byte(`{}`)); err != nil || len(r.Samples) != 0 {
 		t.Errorf("an empty document: %v, %+v", err, r)
