@@ -260,3 +260,39 @@ func mustTime(t *testing.T, s string) time.Time {
 	}
 	return v
 }
+
+// TestReadSchema2: a results.json of schema 2 as this rlab wrote it
+// (testdata/results/v2, frozen) reads with its platforms once, each sample's
+// kind and the numbers as numbers, and validates while 2 is current.
+func TestReadSchema2(t *testing.T) {
+	const dir = "../../testdata/results/v2"
+	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if SchemaVersion == 2 {
+		schematest.Validate(t, dir, b)
+	}
+	r, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Lab != "lossy" || len(r.Workloads) != 4 || len(r.Samples) != 22 || len(r.Platforms) != 2 {
+		t.Fatalf("lab %q, %d workloads, %d samples, %d platforms", r.Lab, len(r.Workloads), len(r.Samples), len(r.Platforms))
+	}
+	if p := r.Platforms["client"]; p.Kernel != "6.1.0-56-amd64" || p.Virtualization != "qemu" {
+		t.Errorf("client platform %+v", p)
+	}
+	kinds := map[string]int{}
+	for _, s := range r.Samples {
+		kinds[s.Kind]++
+		if s.Metric == "tcp_bw" && s.Meta.Workload == `tcp["1"]` {
+			if s.Meta.Bytes <= 0 || s.Meta.ImpairLoss == nil || *s.Meta.ImpairLoss != 1 {
+				t.Errorf("tcp[\"1\"]: bytes %d, impair_loss %v", s.Meta.Bytes, s.Meta.ImpairLoss)
+			}
+		}
+	}
+	if d := cmp.Diff(map[string]int{KindCounter: 8, KindTool: 14}, kinds); d != "" {
+		t.Errorf("sample kinds (-want +got):\n%s", d)
+	}
+}
