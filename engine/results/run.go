@@ -151,6 +151,27 @@ type complete struct {
 // must exist). Each file is written to a temporary name and renamed, so a
 // reader never sees half a file.
 func WriteRun(dir string, r *Run) error {
+	b, err := Encode(r)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, ResultsFile), b); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, SummaryFile), Summary(r, dir)); err != nil {
+		return err
+	}
+	j, err := JUnit(r)
+	if err != nil {
+		return fmt.Errorf("render %s of run %q: %w", JUnitFile, r.ID, err)
+	}
+	return writeAtomic(filepath.Join(dir, JUnitFile), j)
+}
+
+// Encode is r as results.json in the current schema (the one writer of the
+// format, for WriteRun and WriteStudentRun): it sets r's schema version,
+// each sample's kind, and empty lists rather than null.
+func Encode(r *Run) ([]byte, error) {
 	r.Schema = SchemaVersion
 	if r.Workloads == nil {
 		r.Workloads = []Workload{}
@@ -163,19 +184,9 @@ func WriteRun(dir string, r *Run) error {
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode %s of run %q: %w", ResultsFile, r.ID, err)
+		return nil, fmt.Errorf("encode %s of run %q: %w", ResultsFile, r.ID, err)
 	}
-	if err := writeAtomic(filepath.Join(dir, ResultsFile), append(b, '\n')); err != nil {
-		return err
-	}
-	if err := writeAtomic(filepath.Join(dir, SummaryFile), Summary(r, dir)); err != nil {
-		return err
-	}
-	j, err := JUnit(r)
-	if err != nil {
-		return fmt.Errorf("render %s of run %q: %w", JUnitFile, r.ID, err)
-	}
-	return writeAtomic(filepath.Join(dir, JUnitFile), j)
+	return append(b, '\n'), nil
 }
 
 // ReadRun reads results.json from a run directory (or the file itself).
