@@ -1,6 +1,8 @@
 // Package results is the model of what a run measured: samples (metric,
 // value, unit, metadata) as PerfKitBenchmarker shapes them, and per-workload
-// outcomes. It writes results.json, summary.md and junit.xml. It imports no
+// outcomes. It writes results.json, summary.md and junit.xml, and is the one
+// writer (Encode) and reader (Decode, which upgrades older schemas) of
+// results.json, whose JSON Schema is docs/results.schema.json. It imports no
 // other rlab package but the tool descriptors' core (kinds, a
 // standard-library leaf; never a family package), so parsers, the engine and reports can all share it.
 package results
