@@ -255,6 +255,18 @@ func FillMeta(ss []results.Sample, m results.Meta) {
 		if m.ToolVersion != "" {
 			s.Meta.ToolVersion = m.ToolVersion
 		}
+		if m.Interval != 0 {
+			s.Meta.Interval = m.Interval
+		}
+		if m.Bytes != 0 {
+			s.Meta.Bytes = m.Bytes
+		}
+		if m.ServerBytes != 0 {
+			s.Meta.ServerBytes = m.ServerBytes
+		}
+		if m.ImpairLoss != nil {
+			s.Meta.ImpairLoss = m.ImpairLoss
+		}
 		for k, v := range m.Extra {
 			if s.Meta.Extra == nil {
 				s.Meta.Extra = map[string]string{}

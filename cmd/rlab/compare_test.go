@@ -203,6 +203,9 @@ func TestRunsCmd(t *testing.T) {
 	if len(list) != 3 || list[2].ID != "2026-11-22T020000Z" {
 		t.Errorf("ok runs: %+v", list)
 	}
+	if !strings.Contains(out, `"started": "2026-11-22T02:00:00Z"`) { // RFC 3339, as results.json
+		t.Errorf("runs --json: started is not RFC 3339:\n%s", out)
+	}
 
 	code, out, _ = execute(t, newRunsCmd(), "--lab", "nightly", "--status", "ok", "--last", fixtureRuns)
 	if code != exitOK || strings.TrimSpace(out) != runDrop {

@@ -216,6 +216,7 @@ var optionProofs = map[string]string{
 	"runs --last":                 "cmd/rlab.TestRunsCmd",
 	"runs --status":               "cmd/rlab.TestRunsCmd",
 	"show --counters":             "cmd/rlab.TestShowCounters",
+	"show --json":                 "cmd/rlab.TestShowJSON",
 	"show --markdown":             "cmd/rlab.TestShowCmd",
 	"show --render":               "cmd/rlab.TestShowCmd",
 	"show --students":             "cmd/rlab.TestShowStudents",

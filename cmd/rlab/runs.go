@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,15 +16,15 @@ import (
 
 // runListing is one line of `rlab runs --json`.
 type runListing struct {
-	Dir       string   `json:"dir"`
-	Lab       string   `json:"lab"`
-	ID        string   `json:"id"`
-	Started   string   `json:"started,omitempty"`
-	Kind      string   `json:"kind"` // "run", or "check" for rlab check --validate
-	Status    string   `json:"status"`
-	Workloads int      `json:"workloads"`
-	OK        int      `json:"ok"`
-	Headline  []string `json:"headline,omitempty"`
+	Dir       string    `json:"dir"`
+	Lab       string    `json:"lab"`
+	ID        string    `json:"id"`
+	Started   time.Time `json:"started,omitzero"` // RFC 3339, UTC
+	Kind      string    `json:"kind"`             // "run", or "check" for rlab check --validate
+	Status    string    `json:"status"`
+	Workloads int       `json:"workloads"`
+	OK        int       `json:"ok"`
+	Headline  []string  `json:"headline,omitempty"`
 }
 
 func newRunsCmd() *cobra.Command {
@@ -96,9 +97,7 @@ for them, so a check never becomes a nightly job's baseline.`,
 					continue
 				}
 				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Kind: k, Status: st, Workloads: len(r.Workloads), Headline: results.Headline(r)}
-				if !r.Started.IsZero() {
-					l.Started = r.Started.UTC().Format("2006-01-02 15:04:05")
-				}
+				l.Started = r.Started.UTC()
 				for _, w := range r.Workloads {
 					if w.Status == results.StatusOK {
 						l.OK++
@@ -148,7 +147,7 @@ for them, so a check never becomes a nightly job's baseline.`,
 				}
 				// A run directory received from someone else names its
 				// folder, status and headline: escaped, as every output.
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", termText(dir), termText(l.Started), termText(st), l.OK, l.Workloads, termText(strings.Join(head, "; ")))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", termText(dir), termText(startedText(l.Started)), termText(st), l.OK, l.Workloads, termText(strings.Join(head, "; ")))
 			}
 			return tw.Flush()
 		},
@@ -167,4 +166,12 @@ func sameDir(a, b string) bool {
 	aa, err1 := filepath.Abs(a)
 	bb, err2 := filepath.Abs(b)
 	return err1 == nil && err2 == nil && aa == bb
+}
+
+// startedText is when a run started, as the table prints it ("" unknown).
+func startedText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("2006-01-02 15:04:05")
 }

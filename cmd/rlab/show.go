@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/rlab-dev/rlab/engine/rundir"
@@ -15,7 +16,7 @@ import (
 )
 
 func newShowCmd() *cobra.Command {
-	var render, students, markdown, counters bool
+	var render, students, markdown, counters, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show [RUN]",
 		Short: "Print a run's summary",
@@ -34,11 +35,16 @@ RUN is a run directory, a name as rlab runs prints it (nightly/2026-11-20T020000
 a run id alone, a lab name or a folder of runs (runs/, runs/<lab>/: the newest
 run); without RUN, the newest run under runs/.
 With --students it prints the per-student table of a class lab run instead
-(as rlab run ends with), each failing expect with what it wanted and got.`,
+(as rlab run ends with), each failing expect with what it wanted and got.
+With --json it prints the run's results.json in the current schema (version 2,
+docs/results.schema.json) whatever rlab wrote it, for scripts and notebooks:
+host platforms once, each sample's kind (tool or counter), numbers as
+numbers, times in RFC 3339.`,
 		Example: `  rlab show                     # the newest run
   rlab show nightly/2026-11-20T020000Z
   rlab show nightly             # the newest run of the lab
   rlab show --markdown nightly >> "$GITHUB_STEP_SUMMARY"
+  rlab show --json nightly | jq '.samples[] | select(.kind == "tool")'
   rlab show --students runs/class  # who is ready in the last class run`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRuns,
@@ -58,6 +64,22 @@ With --students it prints the per-student table of a class lab run instead
 					err = withCode(exitInfra, fmt.Errorf("run %s: %s", dir, r.Incomplete))
 				}
 			}()
+			if asJSON {
+				if markdown || counters || students || render {
+					return withCode(exitFail, errors.New("show: --json prints the whole run; drop --markdown, --counters, --students and --render"))
+				}
+				r, err := results.ReadRun(dir)
+				if err != nil {
+					return withCode(exitFail, fmt.Errorf("show: %w", err))
+				}
+				r.Dir = "" // where this rlab found it, not part of the run
+				b, err := json.MarshalIndent(r, "", "  ")
+				if err != nil {
+					return withCode(exitFail, fmt.Errorf("show: encode run %s: %w", dir, err))
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", termsafe.JSON(b))
+				return err
+			}
 			if students {
 				r, err := results.ReadRun(dir)
 				if err != nil {
@@ -99,6 +121,7 @@ With --students it prints the per-student table of a class lab run instead
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the summary as Markdown (summary.md), not laid out for a terminal")
 	cmd.Flags().BoolVar(&render, "render", false, "render the summary from results.json even when summary.md exists")
 	cmd.Flags().BoolVar(&students, "students", false, "print the per-student table of a class lab run")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON (results.json in the current schema)")
 	cmd.Flags().BoolVar(&counters, "counters", false, "print the full tables of kernel counters that moved (folded by default)")
 	return cmd
 }

@@ -133,35 +133,30 @@ func (b *builder) read(rel string) ([]byte, bool) {
 	return data, true
 }
 
-func (b *builder) runDoc() *runDoc {
-	data, ok := b.read("results.json")
+// runDoc reads results.json through results.Decode, the one reader of the
+// format (older versions are upgraded on read): writer and report share
+// one type.
+func (b *builder) runDoc() *results.Run {
+	data, ok := b.read(results.ResultsFile)
 	if !ok {
 		b.warn("results.json is missing: the run recorded no results")
-		return &runDoc{}
+		return &results.Run{}
 	}
-	doc, err := parseRunDoc(data)
+	doc, err := results.Decode(data)
 	if err != nil {
 		b.warn("read results.json: %v", err)
-		return &runDoc{}
+		return &results.Run{}
 	}
-	b.d.Run = RunInfo{Status: doc.Status, Started: when(doc.Started), Finished: when(doc.Finished),
-		Duration: durationText(doc.Duration), Error: doc.Error}
+	b.d.Run = RunInfo{Status: doc.Status, Started: whenText(doc.Started), Finished: whenText(doc.Finished), Error: doc.Error}
+	if !doc.Started.IsZero() || doc.Duration != 0 {
+		b.d.Run.Duration = secondsText(doc.Duration)
+	}
 	return doc
-}
-
-// when prints an RFC 3339 time as people read it, in UTC; anything else
-// as it is.
-func when(s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
 // lab fills the lab's name, description and sources from lab/ (the files
 // as run) and results.json.
-func (b *builder) lab(doc *runDoc) {
+func (b *builder) lab(doc *results.Run) {
 	l := &b.d.Lab
 	l.Name, l.Description = doc.Lab, doc.Description
 	l.Sources = []SourceFile{}
@@ -222,7 +217,7 @@ func labHeader(filename string, src []byte) (name, desc string) {
 
 // hosts lists every hosts/<slug>/ folder: first in the order the
 // workloads name them (server before client), then the rest by name.
-func (b *builder) hosts(doc *runDoc) {
+func (b *builder) hosts(doc *results.Run) {
 	b.d.Hosts = []Host{}
 	present := map[string]bool{}
 	var slugs []string
@@ -362,7 +357,7 @@ func memlock(v int64) string {
 
 // workloads groups the samples by workload, in the order results.json
 // lists workloads (file order), then any workload only the samples name.
-func (b *builder) workloads(doc *runDoc) {
+func (b *builder) workloads(doc *results.Run) {
 	b.d.Workloads = []Workload{}
 	byName := map[string][]results.Sample{}
 	var order []string
@@ -377,18 +372,12 @@ func (b *builder) workloads(doc *runDoc) {
 			order = append(order, w.Name)
 			byName[w.Name] = nil
 		}
-		for _, s := range w.Samples {
-			if s.Meta.Workload == "" {
-				s.Meta.Workload = w.Name
-			}
-			add(s)
-		}
 	}
 	for _, s := range doc.Samples {
 		add(s)
 	}
 	b.samples = byName
-	docs := map[string]workloadDoc{}
+	docs := map[string]results.Workload{}
 	b.own = map[string][]string{}
 	for _, w := range doc.Workloads {
 		docs[w.Name] = w
@@ -420,9 +409,12 @@ func (b *builder) workloads(doc *runDoc) {
 	}
 }
 
-func (b *builder) workload(i int, name string, wd workloadDoc, samples []results.Sample) Workload {
+func (b *builder) workload(i int, name string, wd results.Workload, samples []results.Sample) Workload {
 	w := Workload{Name: name, Anchor: fmt.Sprintf("w%d", i), Tool: wd.Tool, Status: wd.Status,
-		Error: wd.Error, Hosts: wd.Hosts, Devices: wd.Devices, Duration: durationText(wd.Duration), RDMA: wd.RDMA}
+		Error: wd.Error, Hosts: wd.Hosts, Devices: wd.Devices, RDMA: wd.RDMA}
+	if wd.Name != "" {
+		w.Duration = secondsText(wd.Duration)
+	}
 	if len(samples) > 0 {
 		m := samples[0].Meta
 		if w.Tool == "" {
@@ -442,7 +434,10 @@ func (b *builder) workload(i int, name string, wd workloadDoc, samples []results
 		}
 	}
 	for _, e := range wd.Expects {
-		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.held() && e.Error == "", Skipped: e.Skipped, Where: e.where(), Value: e.Value, Error: e.Error}
+		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.Held && e.Error == "", Skipped: e.Skipped, Where: expectWhere(e), Error: e.Error}
+		if e.Value != nil {
+			x.Value = *e.Value
+		}
 		switch {
 		case x.Held:
 			b.d.Expects.Held++
@@ -492,7 +487,7 @@ func throughputOf(tool string) (metric string, overRDMA bool) {
 
 // workloadLinks are the raw outputs of one workload: what results.json
 // names, else the logs whose file name starts with the workload's slug.
-func (b *builder) workloadLinks(name string, wd workloadDoc) []Link {
+func (b *builder) workloadLinks(name string, wd results.Workload) []Link {
 	var out []Link
 	if len(wd.Logs) > 0 {
 		have := map[string]Link{}
@@ -512,10 +507,7 @@ func (b *builder) workloadLinks(name string, wd workloadDoc) []Link {
 		}
 		return out
 	}
-	slug := wd.Slug
-	if slug == "" {
-		slug = slugOf(name)
-	}
+	slug := slugOf(name)
 	for _, l := range b.all {
 		parts := strings.Split(l.Path, "/")
 		if len(parts) >= 4 && parts[0] == "hosts" && parts[2] == "logs" {
@@ -815,7 +807,7 @@ func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
 // for a bidirectional sum, labels its bandwidth and message rate wherever
 // the page shows them (table columns, chart titles). Host text is made
 // printable (termsafe), as in summary.md.
-func parseNotes(w *Workload, wd workloadDoc) {
+func parseNotes(w *Workload, wd results.Workload) {
 	rw := results.Workload{Name: w.Name, Tool: w.Tool, Parse: wd.Parse}
 	lines, more := rw.ParseLines()
 	for _, l := range lines {
@@ -843,4 +835,30 @@ func parseNotes(w *Workload, wd workloadDoc) {
 			c.Title += " (" + results.BothDirections + ")"
 		}
 	}
+}
+
+// expectWhere says at which size and repeat an expect was evaluated.
+func expectWhere(e results.Expect) string {
+	s := ""
+	if e.Size > 0 {
+		s = "size " + humanSize(e.Size)
+	}
+	if e.Repeat != nil {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("repeat %d", *e.Repeat+1)
+	}
+	return s
+}
+
+// secondsText prints a duration in seconds.
+func secondsText(f float64) string { return fmtNum(f) + " s" }
+
+// whenText prints a time as people read it, in UTC ("" for none).
+func whenText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/rlab-dev/rlab/engine/results"
 )
@@ -27,9 +26,8 @@ func impairOf(samples []results.Sample) string {
 // lossOf is the loss in percent a workload ran under, if its samples say.
 func lossOf(samples []results.Sample) (float64, bool) {
 	for _, s := range samples {
-		if v, ok := s.Meta.Extra["impair_loss"]; ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return f, err == nil && f >= 0 && f <= 100
+		if v := s.Meta.ImpairLoss; v != nil {
+			return *v, *v >= 0 && *v <= 100
 		}
 	}
 	return 0, false

@@ -31,9 +31,8 @@ type Package struct {
 	For     string `json:"for,omitempty"`     // the programs (or module) it was installed for
 }
 
-// stateDoc is the part of state.json the report reads, decoded here for the
-// same reason as runDoc: tolerant of older and newer rlabs, and no import of
-// the run engine.
+// stateDoc is the part of state.json the report reads, decoded here:
+// tolerant of older and newer rlabs, and no import of the run engine.
 type stateDoc struct {
 	Hosts []struct {
 		Slug      string `json:"slug"`

@@ -157,7 +157,7 @@ func CounterNames(tool string) []string {
 const CounterExtra = "counter"
 
 // IsCounter reports whether s is the delta of a kernel counter.
-func IsCounter(s Sample) bool { return s.Meta.Extra[CounterExtra] != "" }
+func IsCounter(s Sample) bool { return KindOf(s) == KindCounter }
 
 // Measures returns the samples that are not counter deltas: what the tools
 // measured, the rows of the summary's and report's tables.

@@ -6,6 +6,9 @@ import (
 	"encoding/xml"
 	"io"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // FuzzRender decodes arbitrary results.json content and renders it: the
@@ -24,10 +27,11 @@ func FuzzRender(f *testing.F) {
 		`{"metric":"tcp_bw","value":0.42,"unit":"Gb/s","metadata":{"workload":"t","tool":"tcp"}}]}`))
 	f.Add([]byte(`{"lab":"x","status":"error","error":"\u0000<&>","workloads":[{"name":"w","status":"skipped"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var r Run
-		if json.Unmarshal(b, &r) != nil {
+		rp, err := Decode(b) // the one reader, as rlab show and the report read
+		if err != nil {
 			return
 		}
+		r := *rp
 		sum := Summary(&r, "runs/x")
 		if again := Summary(&r, "runs/x"); !bytes.Equal(sum, again) {
 			t.Fatalf("two summaries of one run differ:\n%s\n---\n%s", sum, again)
@@ -70,6 +74,49 @@ func FuzzTerminalText(f *testing.F) {
 		out := TerminalText(md)
 		if bytes.ContainsFunc(out, func(c rune) bool { return c < 0x20 && c != '\n' || c == 0x7f || c >= 0x80 && c < 0xa0 }) {
 			t.Fatalf("control character in %q", out)
+		}
+	})
+}
+
+// FuzzDecode reads arbitrary results.json content, of schema 1 or 2, as
+// ReadRun and the report do: what reads is of the current schema (every
+// sample a tool or counter, no platforms left in a sample), and reading
+// what it writes again gives the same run (the upgrade is done once).
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"schema":1,"lab":"n","status":"ok","samples":[` +
+		`{"metric":"tcp_bw","value":0.04,"unit":"Gb/s","metadata":{"workload":"t","tool":"tcp","repeat":0,"hosts":["s","c"],` +
+		`"platforms":[{"host":"s","kernel":"6.1"},{"kernel":"6.2"}],"extra":{"bytes":"14417920","server_bytes":"x","impair_loss":"1.5","impair":"loss"}}},` +
+		`{"metric":"rcvd_seq_err","value":3,"unit":"count","metadata":{"workload":"w","repeat":0,"hosts":["s"],"extra":{"counter":"hw_counters","interval":"2"}}}]}`))
+	f.Add([]byte(`{"schema":2,"lab":"n","platforms":{"s":{"kernel":"6.1"}},"workloads":[{"name":"w","tool":"tcp","status":"ok","duration":1,` +
+		`"started":"2026-11-20T02:00:00+01:00"}],"samples":[{"metric":"m","value":1,"unit":"s","kind":"counter","metadata":{"workload":"w","tool":"t","repeat":0,"bytes":5}}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := Decode(b)
+		if err != nil {
+			return
+		}
+		if r.Schema > SchemaVersion {
+			t.Fatalf("read a document of schema %d", r.Schema)
+		}
+		for _, s := range r.Samples {
+			if s.Kind != KindTool && s.Kind != KindCounter {
+				t.Fatalf("sample %q of kind %q", s.Metric, s.Kind)
+			}
+		}
+		r.Schema = SchemaVersion
+		out, err := json.Marshal(r)
+		if err != nil {
+			t.Fatalf("encode what was read: %v", err)
+		}
+		if bytes.Contains(out, []byte(`"platforms":[`)) {
+			t.Fatalf("platforms left in a sample: %s", out)
+		}
+		again, err := Decode(out)
+		if err != nil {
+			t.Fatalf("read what was written: %v\n%s", err, out)
+		}
+		if d := cmp.Diff(r, again, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("read, written and read again differs (-first +again):\n%s", d)
 		}
 	})
 }

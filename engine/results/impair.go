@@ -8,10 +8,10 @@ const (
 	// tc's words with their netdev and host ("lossy: loss 1% delay 2ms on
 	// eth1 of server"; several joined by "; ").
 	ImpairExtra = "impair"
-	// ImpairLossExtra is the highest netem loss in force, in percent
-	// (the loss sweep's x axis).
-	ImpairLossExtra = "impair_loss"
 )
+
+// The highest netem loss in force, in percent (the loss sweep's x axis), is
+// Meta.ImpairLoss.
 
 // Impairments is, per workload, the impairment in force while it ran, as
 // its samples record it; workloads that ran unimpaired are absent.

@@ -14,7 +14,8 @@ func TestSummaryImpairment(t *testing.T) {
 	sample := func(wl, impair string) Sample {
 		s := Sample{Metric: "bw_avg", Value: 0.5, Unit: "Gb/s", Meta: Meta{Workload: wl, Tool: "ib_write_bw", Size: 65536, Hosts: []string{"server", "client"}}}
 		if impair != "" {
-			s.Meta.Extra = map[string]string{ImpairExtra: impair, ImpairLossExtra: "1"}
+			one := 1.0
+			s.Meta.Extra, s.Meta.ImpairLoss = map[string]string{ImpairExtra: impair}, &one
 		}
 		return s
 	}

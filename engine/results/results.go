@@ -1,6 +1,8 @@
 // Package results is the model of what a run measured: samples (metric,
 // value, unit, metadata) as PerfKitBenchmarker shapes them, and per-workload
-// outcomes. It writes results.json, summary.md and junit.xml. It imports no
+// outcomes. It writes results.json, summary.md and junit.xml, and is the one
+// writer (Encode) and reader (Decode, which upgrades older schemas) of
+// results.json, whose JSON Schema is docs/results.schema.json. It imports no
 // other rlab package but the tool descriptors' core (kinds, a
 // standard-library leaf; never a family package), so parsers, the engine and reports can all share it.
 package results
@@ -11,7 +13,30 @@ type Sample struct {
 	Metric string  `json:"metric"` // e.g. bw_avg, bw_peak, msg_rate, lat_typical, lat_p99
 	Value  float64 `json:"value"`
 	Unit   string  `json:"unit"`
-	Meta   Meta    `json:"metadata"`
+	// Kind is KindTool for what a tool measured (and its wall time),
+	// KindCounter for a kernel counter's delta over the workload, so a
+	// script filters the few tool numbers from the many counters. WriteRun
+	// fills it when a step left it empty (KindOf).
+	Kind string `json:"kind,omitempty"`
+	Meta Meta   `json:"metadata"`
+}
+
+// Sample kinds.
+const (
+	KindTool    = "tool"
+	KindCounter = "counter"
+)
+
+// KindOf is a sample's kind: its own, else KindCounter for a sample that
+// names the counter folder it was read from (Meta.Extra[CounterExtra]).
+func KindOf(s Sample) string {
+	switch {
+	case s.Kind != "":
+		return s.Kind
+	case s.Meta.Extra[CounterExtra] != "":
+		return KindCounter
+	}
+	return KindTool
 }
 
 // Meta is what a sample was measured on: enough to reproduce it and to match
@@ -29,18 +54,25 @@ type Meta struct {
 	Transport   string   `json:"transport,omitempty"`
 	QPs         int      `json:"qps,omitempty"`
 	ToolVersion string   `json:"tool_version,omitempty"`
-	// Platforms is what each of Hosts ran on, in the same order, from the
-	// hosts' facts.
-	Platforms []Platform `json:"platforms,omitempty"`
-	// Extra holds anything else worth keeping (e.g. "source": "json"|"text").
+	// Interval numbers the rows a tool printed for one size (1, 2, ...:
+	// perftest's --run_infinitely); 0 when it printed one.
+	Interval int `json:"interval,omitempty"`
+	// Bytes is what a tcp client sent, ServerBytes what its server received.
+	Bytes       int64 `json:"bytes,omitempty"`
+	ServerBytes int64 `json:"server_bytes,omitempty"`
+	// ImpairLoss is the highest netem loss in force, in percent (0 is a
+	// measured point of a loss sweep); nil when nothing was impaired.
+	ImpairLoss *float64 `json:"impair_loss,omitempty"`
+	// Extra holds any other text worth keeping (e.g. "source": "json"|"text");
+	// numbers have fields of their own.
 	Extra map[string]string `json:"extra,omitempty"`
 }
 
-// Platform is the machine one host of a sample ran on (agent/proto.Platform
-// and the kernel, flattened), as PerfKitBenchmarker records machine_type
-// with every sample.
+// Platform is the machine one host ran on (agent/proto.Platform and the
+// kernel, flattened), as PerfKitBenchmarker records machine_type with every
+// sample: Run.Platforms holds one per host, keyed by the host's name, which
+// each sample's Meta.Hosts names.
 type Platform struct {
-	Host           string `json:"host"`
 	Virtualization string `json:"virtualization,omitempty"` // systemd-detect-virt's name: none, kvm, amazon...
 	Vendor         string `json:"vendor,omitempty"`         // DMI sys_vendor
 	Product        string `json:"product,omitempty"`        // DMI product_name: the machine type

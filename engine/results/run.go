@@ -31,7 +31,11 @@ type Run struct {
 	Status    string     `json:"status"`
 	Error     string     `json:"error,omitempty"`
 	Workloads []Workload `json:"workloads"`
-	Samples   []Sample   `json:"samples"`
+	// Platforms is what each host ran on, from its facts, keyed by the
+	// host's name as samples and workloads name it (Meta.Hosts): once per
+	// host, not once per sample.
+	Platforms map[string]Platform `json:"platforms,omitempty"`
+	Samples   []Sample            `json:"samples"`
 	// Check marks a student check (`rlab check --validate`): only the
 	// workloads with expects ran, so it is no baseline for `rlab compare`.
 	Check bool `json:"check,omitempty"`
@@ -48,8 +52,11 @@ type Run struct {
 	Incomplete string `json:"-"`
 }
 
-// SchemaVersion is the version of Run this package writes.
-const SchemaVersion = 1
+// SchemaVersion is the version of Run this package writes: 2 since host
+// platforms are kept once (Run.Platforms), samples carry a Kind and tcp's
+// bytes, perftest's interval and the impairment's loss are numbers (Decode
+// reads version 1 too).
+const SchemaVersion = 2
 
 // Run statuses.
 const (
@@ -76,7 +83,10 @@ type Workload struct {
 	Hosts    []string `json:"hosts,omitempty"` // server first, then client
 	Devices  []string `json:"devices,omitempty"`
 	Duration float64  `json:"duration"` // seconds
-	Expects  []Expect `json:"expects,omitempty"`
+	// Started and Finished bound its steps (absent when it never started).
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
+	Expects  []Expect  `json:"expects,omitempty"`
 	// Thresholds are per-metric regression thresholds in percent (metric
 	// name → 10 for 10%) from the lab, read by `rlab compare` unless the
 	// command line overrides them.
@@ -141,14 +151,11 @@ type complete struct {
 // must exist). Each file is written to a temporary name and renamed, so a
 // reader never sees half a file.
 func WriteRun(dir string, r *Run) error {
-	if r.Schema == 0 {
-		r.Schema = SchemaVersion
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := Encode(r)
 	if err != nil {
-		return fmt.Errorf("encode %s of run %q: %w", ResultsFile, r.ID, err)
+		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, ResultsFile), append(b, '\n')); err != nil {
+	if err := writeAtomic(filepath.Join(dir, ResultsFile), b); err != nil {
 		return err
 	}
 	if err := writeAtomic(filepath.Join(dir, SummaryFile), Summary(r, dir)); err != nil {
@@ -159,6 +166,27 @@ func WriteRun(dir string, r *Run) error {
 		return fmt.Errorf("render %s of run %q: %w", JUnitFile, r.ID, err)
 	}
 	return writeAtomic(filepath.Join(dir, JUnitFile), j)
+}
+
+// Encode is r as results.json in the current schema (the one writer of the
+// format, for WriteRun and WriteStudentRun): it sets r's schema version,
+// each sample's kind, and empty lists rather than null.
+func Encode(r *Run) ([]byte, error) {
+	r.Schema = SchemaVersion
+	if r.Workloads == nil {
+		r.Workloads = []Workload{}
+	}
+	if r.Samples == nil {
+		r.Samples = []Sample{}
+	}
+	for i := range r.Samples {
+		r.Samples[i].Kind = KindOf(r.Samples[i])
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode %s of run %q: %w", ResultsFile, r.ID, err)
+	}
+	return append(b, '\n'), nil
 }
 
 // ReadRun reads results.json from a run directory (or the file itself).
@@ -174,12 +202,9 @@ func ReadRun(path string) (*Run, error) {
 		}
 		return nil, fmt.Errorf("read run %s: %w", dir, err)
 	}
-	var r Run
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := Decode(b)
+	if err != nil {
 		return nil, fmt.Errorf("read run %s: decode %s: %w", dir, ResultsFile, err)
-	}
-	if r.Schema > SchemaVersion {
-		return nil, fmt.Errorf("read run %s: %s has schema %d, this rlab reads up to %d (upgrade rlab)", dir, ResultsFile, r.Schema, SchemaVersion)
 	}
 	r.Dir = dir
 	r.Samples = DropRetired(r.Samples)
@@ -188,7 +213,7 @@ func ReadRun(path string) (*Run, error) {
 			r.Incomplete = err.Error()
 		}
 	}
-	return &r, nil
+	return r, nil
 }
 
 // MarkComplete writes CompleteFile into dir, naming manifest.json's sha256:

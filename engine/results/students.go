@@ -174,14 +174,11 @@ func studentsSection(b *bytes.Buffer, ss []Student) {
 // WriteStudentRun writes a student's results.json and summary.md (no
 // junit.xml: that is the whole run's CI report) into dir.
 func WriteStudentRun(dir string, r *Run) error {
-	if r.Schema == 0 {
-		r.Schema = SchemaVersion
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := Encode(r)
 	if err != nil {
-		return fmt.Errorf("encode %s of run %q: %w", ResultsFile, r.ID, err)
+		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, ResultsFile), append(b, '\n')); err != nil {
+	if err := writeAtomic(filepath.Join(dir, ResultsFile), b); err != nil {
 		return err
 	}
 	return writeAtomic(filepath.Join(dir, SummaryFile), Summary(r, ""))
@@ -205,6 +202,23 @@ func (r *Run) ForStudent(s Student) *Run {
 		if mine[x.Meta.Workload] {
 			out.Samples = append(out.Samples, x)
 		}
+	}
+	// Only the platforms of the student's own hosts, as when each sample
+	// carried its hosts' (schema 1).
+	out.Platforms = nil
+	keep := func(hosts []string) {
+		for _, h := range hosts {
+			if p, ok := r.Platforms[h]; ok {
+				if out.Platforms == nil {
+					out.Platforms = map[string]Platform{}
+				}
+				out.Platforms[h] = p
+			}
+		}
+	}
+	keep(s.Hosts)
+	for _, x := range out.Samples {
+		keep(x.Meta.Hosts)
 	}
 	out.Status = RunOK
 	if s.Status != StudentReady {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/xml"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,11 @@ func TestForStudent(t *testing.T) {
 	}
 	if ana := r.ForStudent(r.Students[0]); ana.Status != RunOK || ana.Error != "" || len(ana.Samples) != 1 {
 		t.Errorf("ForStudent(ana) = %+v", ana)
+	}
+	// A student's results.json holds the platforms of their own hosts only.
+	r.Platforms = map[string]Platform{"bastion": {Kernel: "b"}, `server["ana"]`: {Kernel: "a"}, `server["bo|b"]`: {Kernel: "c"}}
+	want := map[string]Platform{"bastion": {Kernel: "b"}, `server["bo|b"]`: {Kernel: "c"}}
+	if got := r.ForStudent(r.Students[1]).Platforms; !reflect.DeepEqual(got, want) {
+		t.Errorf("platforms of bo|b's run: %v, want %v", got, want)
 	}
 }

@@ -84,7 +84,7 @@ workload "hello" {
 			if err != nil || r.Incomplete != "" {
 				t.Fatalf("complete run reads back as %v, %q", err, r.Incomplete)
 			}
-			for _, f := range []string{results.ResultsFile, results.SummaryFile, results.JUnitFile, "report.html", ManifestFile, "outcomes.json", EventsFile, "plan.json", "state.json"} {
+			for _, f := range []string{results.ResultsFile, results.SummaryFile, results.JUnitFile, "report.html", ManifestFile, EventsFile, "plan.json", "state.json"} {
 				if st, err := os.Stat(filepath.Join(res.Dir, f)); err != nil || st.Size() == 0 {
 					t.Errorf("complete run: %s: %v", f, err)
 				}

@@ -13,7 +13,7 @@ import (
 // TestNetnsGroupIncast: an incast on the netns bed, real sshd, agents and
 // tcpdump: two tcp clients (h1, h2) send into one server host (h0) at the
 // same time because a group says so. From the recorded start and end of each
-// (outcomes.json) the two overlapped (a structural check: one after the
+// (results.json's workloads) the two overlapped (a structural check: one after the
 // other they could not), each has its own samples, and a capture scoped to
 // each on the shared server holds that workload's port and not the other's.
 func TestNetnsGroupIncast(t *testing.T) {
@@ -55,13 +55,13 @@ capture "c2" {
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}
-	out := readOutcomes(t, res.Dir)
+	out := readWorkloads(t, res.Dir)
 	a, b := out["from_h1"], out["from_h2"]
 	if a == nil || b == nil {
-		t.Fatalf("outcomes %v: want from_h1 and from_h2", out)
+		t.Fatalf("workloads %v: want from_h1 and from_h2", out)
 	}
-	if !(a.Start.Before(b.End) && b.Start.Before(a.End)) {
-		t.Errorf("from_h1 ran %s–%s, from_h2 %s–%s: they did not overlap", a.Start, a.End, b.Start, b.End)
+	if !(a.Started.Before(b.Finished) && b.Started.Before(a.Finished)) {
+		t.Errorf("from_h1 ran %s–%s, from_h2 %s–%s: they did not overlap", a.Started, a.Finished, b.Started, b.Finished)
 	}
 	per := map[string]int{}
 	for _, s := range readRun(t, res.Dir).Samples {

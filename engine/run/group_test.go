@@ -2,31 +2,24 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// readOutcomes reads outcomes.json: how each workload ended, with its start
-// and end times.
-func readOutcomes(t *testing.T, dir string) map[string]*steps.Outcome {
+// readWorkloads reads results.json's workloads: how each ended, with its
+// start and end times.
+func readWorkloads(t *testing.T, dir string) map[string]*results.Workload {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "outcomes.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list []*steps.Outcome
-	if err := json.Unmarshal(b, &list); err != nil {
-		t.Fatalf("outcomes.json: %v", err)
-	}
-	out := map[string]*steps.Outcome{}
-	for _, o := range list {
-		out[o.Workload] = o
+	out := map[string]*results.Workload{}
+	r := readRun(t, dir)
+	for i, w := range r.Workloads {
+		out[w.Name] = &r.Workloads[i]
 	}
 	return out
 }
@@ -158,7 +151,7 @@ group "g" {
 	if res.Code != ExitFailed {
 		t.Fatalf("code %d, want 1 (a workload failed): %v", res.Code, res.Err)
 	}
-	out := readOutcomes(t, res.Dir)
+	out := readWorkloads(t, res.Dir)
 	for name, want := range map[string]string{"slow_ok": steps.StatusOK, "bad": steps.StatusFailed, "hangs": steps.StatusTimedOut, "after": steps.StatusOK} {
 		if o := out[name]; o == nil || o.Status != want {
 			t.Errorf("%s: %+v, want status %s", name, o, want)
@@ -166,11 +159,11 @@ group "g" {
 	}
 	// Listed last, slow_ok would start after hangs ended if the group ran
 	// one after another: the two overlap.
-	if o, h := out["slow_ok"], out["hangs"]; o != nil && h != nil && !(o.Start.Before(h.End) && h.Start.Before(o.End)) {
-		t.Errorf("slow_ok ran %s–%s, hangs %s–%s: the group did not run together", o.Start, o.End, h.Start, h.End)
+	if o, h := out["slow_ok"], out["hangs"]; o != nil && h != nil && !(o.Started.Before(h.Finished) && h.Started.Before(o.Finished)) {
+		t.Errorf("slow_ok ran %s–%s, hangs %s–%s: the group did not run together", o.Started, o.Finished, h.Started, h.Finished)
 	}
-	if o := out["after"]; o != nil && out["slow_ok"] != nil && o.Start.Before(out["slow_ok"].End) {
-		t.Errorf("after started at %s, before the group's slow_ok ended at %s", o.Start, out["slow_ok"].End)
+	if o := out["after"]; o != nil && out["slow_ok"] != nil && o.Started.Before(out["slow_ok"].Finished) {
+		t.Errorf("after started at %s, before the group's slow_ok ended at %s", o.Started, out["slow_ok"].Finished)
 	}
 	b, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "a", "logs", "wl.slow_ok.exec.r0.stdout"))
 	if err != nil || string(b) != "slow done\n" {

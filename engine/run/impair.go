@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -124,7 +123,7 @@ func (r *runner) skipUnimpaired(ctx context.Context, n *workloadNode, err error)
 
 // tagImpairs marks the samples of workload n with the impairments that were
 // in force while it ran (metadata extra "impair" with netdev and host, and
-// "impair_loss" in percent for the loss sweep chart), as the agent confirmed them.
+// impair_loss in percent for the loss sweep chart), as the agent confirmed them.
 func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
 	var texts []string
 	loss := -1.0
@@ -144,7 +143,8 @@ func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
 			m.Extra = map[string]string{}
 		}
 		m.Extra[results.ImpairExtra] = strings.Join(texts, "; ")
-		m.Extra[results.ImpairLossExtra] = strconv.FormatFloat(loss, 'f', -1, 64)
+		l := loss
+		m.ImpairLoss = &l
 	}
 }
 

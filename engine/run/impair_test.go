@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -136,7 +137,11 @@ func TestImpairSweep(t *testing.T) {
 	byWorkload := map[string]string{}
 	for _, s := range r.Samples {
 		if s.Metric == "tcp_bw" {
-			byWorkload[s.Meta.Workload] = s.Meta.Extra["impair_loss"] + " | " + s.Meta.Extra["impair"]
+			loss := "none"
+			if s.Meta.ImpairLoss != nil {
+				loss = strconv.FormatFloat(*s.Meta.ImpairLoss, 'f', -1, 64)
+			}
+			byWorkload[s.Meta.Workload] = loss + " | " + s.Meta.Extra["impair"]
 		}
 	}
 	wantTags := map[string]string{`bulk["0"]`: `0 | loss["0"]: loss 0% on lo of a`, `bulk["5"]`: `5 | loss["5"]: loss 5% on lo of a`}

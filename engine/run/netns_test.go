@@ -90,7 +90,7 @@ capture "tcp" {
 		}
 		if n < 100 {
 			stderr, _ := os.ReadFile(filepath.Join(res.Dir, "hosts", "h0", "logs", "cap.tcp.tcpdump.stderr"))
-			outc, _ := os.ReadFile(filepath.Join(res.Dir, "outcomes.json"))
+			outc, _ := os.ReadFile(filepath.Join(res.Dir, results.ResultsFile))
 			t.Errorf("capture %v holds %d TCP packets on port %d, want the 2 × 32 MiB transfers; tcpdump: %s\n%s", files, n, tcpPort, stderr, outc)
 		}
 		r := readRun(t, res.Dir)

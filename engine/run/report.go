@@ -3,7 +3,6 @@ package run
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -62,6 +61,7 @@ func (r *runner) writeResults(res *Result) error {
 		}
 		if !o.End.IsZero() {
 			w.Duration = o.End.Sub(o.Start).Seconds()
+			w.Started, w.Finished = o.Start.UTC(), o.End.UTC()
 		}
 		for _, run := range o.Runs {
 			if run.Parse != nil {
@@ -103,7 +103,7 @@ func (r *runner) writeResults(res *Result) error {
 	if doc.Samples == nil {
 		doc.Samples = []results.Sample{}
 	}
-	addPlatforms(doc.Samples, r.env.Facts)
+	doc.Platforms = platforms(doc, r.env.Facts)
 	write := r.opts.WriteResults
 	if write == nil {
 		write = results.WriteRun
@@ -124,14 +124,6 @@ func (r *runner) writeResults(res *Result) error {
 		if err != nil {
 			return fmt.Errorf("write results of run %s: %w", r.dir, err)
 		}
-	}
-	b, err := json.MarshalIndent(res.Outcomes, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write outcomes.json: %w", err)
-	}
-	b = []byte(newRedactor(r.lab.Sensitive).Replace(string(b)))
-	if err := results.WriteFileSynced(filepath.Join(r.dir, "outcomes.json"), append(b, '\n')); err != nil {
-		return fmt.Errorf("write outcomes.json: %w", err)
 	}
 	return nil
 }
@@ -221,25 +213,33 @@ func writeManifest(dir string) error {
 	return writeJSON(filepath.Join(dir, ManifestFile), entries)
 }
 
-// addPlatforms records with each sample what each of its hosts ran on, from
-// the facts read at connect time. A host without facts gets only its name,
-// so Platforms stays parallel to Hosts.
-func addPlatforms(ss []results.Sample, facts map[string]*proto.Facts) {
-	for i := range ss {
-		m := &ss[i].Meta
-		if len(m.Hosts) == 0 {
-			continue
-		}
-		m.Platforms = make([]results.Platform, len(m.Hosts))
-		for j, h := range m.Hosts {
-			m.Platforms[j] = PlatformOf(h, facts[h])
+// platforms is what each host the run's workloads and samples name ran
+// on, from the facts read at connect time, once per host. A host without
+// facts gets an empty entry, so every host a sample names is a key.
+func platforms(doc *results.Run, facts map[string]*proto.Facts) map[string]results.Platform {
+	out := map[string]results.Platform{}
+	add := func(hosts []string) {
+		for _, h := range hosts {
+			if _, ok := out[h]; !ok {
+				out[h] = PlatformOf(facts[h])
+			}
 		}
 	}
+	for _, w := range doc.Workloads {
+		add(w.Hosts)
+	}
+	for _, s := range doc.Samples {
+		add(s.Meta.Hosts)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // PlatformOf flattens a host's facts into the platform a result records.
-func PlatformOf(host string, f *proto.Facts) results.Platform {
-	p := results.Platform{Host: host}
+func PlatformOf(f *proto.Facts) results.Platform {
+	var p results.Platform
 	if f == nil {
 		return p
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/results/schematest"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -44,6 +45,11 @@ func runLab(t *testing.T, src string, opts Options, report ...bool) (*Result, *p
 
 func readRun(t *testing.T, dir string) *results.Run {
 	t.Helper()
+	// Every results.json a test run writes validates against the schema
+	// the repository publishes (docs/results.schema.json).
+	if b, err := os.ReadFile(filepath.Join(dir, results.ResultsFile)); err == nil {
+		schematest.Validate(t, filepath.Join(dir, results.ResultsFile), b)
+	}
 	r, err := results.ReadRun(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -526,7 +532,7 @@ workload "use" {
 	if res.Code != ExitFailed {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}
-	for _, f := range []string{EventsFile, StateFile, "results.json", "outcomes.json", "summary.md", "junit.xml", "plan.json"} {
+	for _, f := range []string{EventsFile, StateFile, "results.json", "summary.md", "junit.xml", "plan.json"} {
 		b, err := os.ReadFile(filepath.Join(res.Dir, f))
 		if err != nil {
 			t.Fatal(err)

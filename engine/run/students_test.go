@@ -170,6 +170,14 @@ func TestClassRunStudents(t *testing.T) {
 			t.Errorf("students/cho/results.json has a sample of %s", s.Meta.Workload)
 		}
 	}
+	if len(mine.Platforms) == 0 {
+		t.Error("students/cho/results.json has no platforms")
+	}
+	for h := range mine.Platforms {
+		if !slices.Contains(mine.Students[0].Hosts, h) {
+			t.Errorf("students/cho/results.json has the platform of %s, not one of cho's hosts %v", h, mine.Students[0].Hosts)
+		}
+	}
 	// The manifest lists the folders' files with their hashes.
 	var man []ManifestEntry
 	b, _ = os.ReadFile(filepath.Join(res.Dir, ManifestFile))

@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -43,12 +42,11 @@ workload "timed" {
 				t.Errorf("repeat %d took %s, want about %s", s.Meta.Repeat, d, asked)
 			}
 		case "tcp_bw":
-			n, err := strconv.ParseInt(s.Meta.Extra["bytes"], 10, 64)
-			if err != nil || n <= 256<<10 {
-				t.Errorf("repeat %d sent %q bytes, want more than one 256 KiB buffer (%v)", s.Meta.Repeat, s.Meta.Extra["bytes"], err)
+			if n := s.Meta.Bytes; n <= 256<<10 {
+				t.Errorf("repeat %d sent %d bytes, want more than one 256 KiB buffer", s.Meta.Repeat, n)
 			}
-			if got := s.Meta.Extra["server_bytes"]; got != s.Meta.Extra["bytes"] {
-				t.Errorf("repeat %d: server got %s bytes, client sent %s", s.Meta.Repeat, got, s.Meta.Extra["bytes"])
+			if got := s.Meta.ServerBytes; got != s.Meta.Bytes {
+				t.Errorf("repeat %d: server got %d bytes, client sent %d", s.Meta.Repeat, got, s.Meta.Bytes)
 			}
 			if s.Meta.Size != 0 {
 				t.Errorf("repeat %d: size %d, want 0 (a timed run has no size to group by)", s.Meta.Repeat, s.Meta.Size)

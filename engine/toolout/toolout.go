@@ -141,7 +141,10 @@ type StderrReader interface {
 // of the metric vocabulary (kinds.Metrics).
 type Row struct {
 	Size, Iters int64
-	Values      []Value
+	// Interval numbers the rows of one size when the tool printed several
+	// (results.Meta.Interval); 0 when it printed one.
+	Interval int
+	Values   []Value
 	// Extra goes into each of the row's samples' Meta.Extra.
 	Extra map[string]string
 	// Notes are what the row said that is not a Value: a column perftest
@@ -262,6 +265,7 @@ func toSamples(tool string, rows []Row, info Info, opts Options) []results.Sampl
 				Transport:   info.Connection,
 				QPs:         info.QPs,
 				ToolVersion: opts.ToolVersion,
+				Interval:    r.Interval,
 				Extra:       map[string]string{"source": info.Source},
 			}
 			if info.GIDIndex != nil {

@@ -233,7 +233,7 @@ func TestPerftestFormats(t *testing.T) {
 		}
 		var got []string
 		for _, s := range ss {
-			got = append(got, fmt.Sprintf("%s=%v@%s", s.Metric, s.Value, s.Meta.Extra["interval"]))
+			got = append(got, fmt.Sprintf("%s=%v@%d", s.Metric, s.Value, s.Meta.Interval))
 		}
 		want := []string{"bw_avg=99.61@1", "msg_rate=0.19@1", "bw_avg=100.13@2", "msg_rate=0.191@2"}
 		if d := cmp.Diff(want, got); d != "" {

@@ -514,9 +514,11 @@ func checkLossPoints(t *testing.T, runDir string) {
 	tcpRetrans := map[string]float64{} // workload -> the sender's TCP_INFO
 	for _, s := range run.Samples {
 		w := s.Meta.Workload
-		tagged[w] = s.Meta.Extra["impair_loss"]
+		if s.Meta.ImpairLoss != nil {
+			tagged[w] = strconv.FormatFloat(*s.Meta.ImpairLoss, 'f', -1, 64)
+		}
 		if s.Metric == "bw_avg" || s.Metric == "tcp_bw" {
-			t.Logf("%s at %s %% loss: %s %.3f %s", w, s.Meta.Extra["impair_loss"], s.Metric, s.Value, s.Unit)
+			t.Logf("%s at %s %% loss: %s %.3f %s", w, tagged[w], s.Metric, s.Value, s.Unit)
 		}
 		if s.Metric == "tcpi_total_retrans" {
 			t.Logf("%s: %s tcpi_total_retrans = %g", w, strings.Join(s.Meta.Hosts, ","), s.Value)

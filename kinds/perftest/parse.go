@@ -202,10 +202,7 @@ func markIntervals(rows []toolout.Row) {
 			continue
 		}
 		seen[r.Size]++
-		if rows[i].Extra == nil {
-			rows[i].Extra = map[string]string{}
-		}
-		rows[i].Extra["interval"] = strconv.Itoa(seen[r.Size])
+		rows[i].Interval = seen[r.Size]
 	}
 }
 

@@ -155,7 +155,7 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	}
 	ss = append(ss, steps.CommonSamples(0, secs)...)
 	steps.FillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Size: size, Repeat: rep,
-		Hosts: []string{w.ServerHost, w.ClientHost}, Extra: map[string]string{"bytes": fmt.Sprint(sent.Bytes), "server_bytes": fmt.Sprint(got.Bytes),
+		Hosts: []string{w.ServerHost, w.ClientHost}, Bytes: sent.Bytes, ServerBytes: got.Bytes, Extra: map[string]string{
 			"server_addr": addr, "server_addr_from": s.dialFrom()}})
 	s.out.Samples = append(s.out.Samples, ss...)
 	return nil

@@ -1,0 +1,132 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Decode reads a results.json document of any version this rlab knows
+// (1, and 0 for a document without "schema") into the current Run: the one
+// reader of the format, used by ReadRun and the report alike. A newer
+// version is an error naming it.
+func Decode(b []byte) (*Run, error) {
+	var head struct {
+		Schema int `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, err
+	}
+	if head.Schema > SchemaVersion {
+		return nil, fmt.Errorf("schema %d, this rlab reads up to %d (upgrade rlab)", head.Schema, SchemaVersion)
+	}
+	if head.Schema < 2 {
+		up, err := upgradeV1(b)
+		if err != nil {
+			return nil, fmt.Errorf("schema %d: %w", head.Schema, err)
+		}
+		b = up
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	for i := range r.Samples {
+		switch k := KindOf(r.Samples[i]); k {
+		case KindTool, KindCounter:
+			r.Samples[i].Kind = k
+		default:
+			return nil, fmt.Errorf("sample %d (%s): kind %q is neither %q nor %q", i, r.Samples[i].Metric, k, KindTool, KindCounter)
+		}
+	}
+	return &r, nil
+}
+
+// upgradeV1 rewrites a version 1 document as version 2: each sample's
+// metadata.platforms (one per host, repeated in every sample) become the
+// run's platforms keyed by host, samples get their kind, and the numbers
+// version 1 kept as text in metadata.extra (tcp's bytes and server_bytes,
+// perftest's interval, impair_loss) become numbers of their own.
+func upgradeV1(b []byte) ([]byte, error) {
+	var doc map[string]json.RawMessage
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&doc); err != nil {
+		return nil, err
+	}
+	var samples []map[string]any
+	if raw, ok := doc["samples"]; ok && string(raw) != "null" {
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if err := d.Decode(&samples); err != nil {
+			return nil, fmt.Errorf("samples: %w", err)
+		}
+	}
+	platforms := map[string]any{}
+	for _, s := range samples {
+		meta, _ := s["metadata"].(map[string]any)
+		if meta == nil {
+			continue
+		}
+		if ps, ok := meta["platforms"].([]any); ok {
+			hosts, _ := meta["hosts"].([]any)
+			for i, p := range ps {
+				pm, _ := p.(map[string]any)
+				if pm == nil {
+					continue
+				}
+				host, _ := pm["host"].(string)
+				if host == "" && i < len(hosts) {
+					host, _ = hosts[i].(string)
+				}
+				delete(pm, "host")
+				if _, seen := platforms[host]; host != "" && !seen {
+					platforms[host] = pm
+				}
+			}
+		}
+		delete(meta, "platforms")
+		extra, _ := meta["extra"].(map[string]any)
+		if _, ok := s["kind"]; !ok {
+			s["kind"] = KindTool
+			if c, _ := extra[CounterExtra].(string); c != "" {
+				s["kind"] = KindCounter
+			}
+		}
+		for key, isInt := range map[string]bool{"bytes": true, "server_bytes": true, "interval": true, "impair_loss": false} {
+			v, ok := extra[key].(string)
+			if !ok {
+				continue
+			}
+			if isInt {
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+					meta[key] = n
+					delete(extra, key)
+				}
+			} else if f, err := strconv.ParseFloat(v, 64); err == nil {
+				meta[key] = f
+				delete(extra, key)
+			}
+		}
+		if extra != nil && len(extra) == 0 {
+			delete(meta, "extra")
+		}
+	}
+	if samples != nil {
+		raw, err := json.Marshal(samples)
+		if err != nil {
+			return nil, err
+		}
+		doc["samples"] = raw
+	}
+	if len(platforms) > 0 {
+		raw, err := json.Marshal(platforms)
+		if err != nil {
+			return nil, err
+		}
+		doc["platforms"] = raw
+	}
+	doc["schema"] = json.RawMessage(strconv.Itoa(SchemaVersion))
+	return json.Marshal(doc)
+}
