@@ -170,6 +170,9 @@ type Tool struct {
 	// OneHost: the tool runs on host (exec); otherwise between server and
 	// client.
 	OneHost bool
+	// HostOrPair: the tool runs on host, or between server and client, as
+	// the lab sets (program); its sides are hosts or RDMA devices.
+	HostOrPair bool
 	// Transports the tool may be told to use, the default first; nil: the
 	// tool fixes it (FixedTransport when it has one), and TransportWhy says
 	// why for the diagnostic.

@@ -118,9 +118,21 @@ var optionProofs = map[string]string{
 	"workload.expect.message":   "engine/run.TestRunExitCodes",
 	"workload.count":            "engine/run.TestInstanceKey",
 	"workload.for_each":         "cmd/rlab.TestClassNetns",
-	"group.workloads":           "engine/run.TestGroupRunsTogether", // shared hosts start together; TestNetnsGroupIncast on real sshd; a whole for_each workload: engine/plan TestGolden/groups
-	"group.for_each":            "engine/lab.TestGroups",            // one group per key
-	"group.count":               "engine/lab.TestGroups",
+	// labs/README.md, "Blocks" and "Programs" (issue 23)
+	"program.source":          "engine/lab.TestProgramBlock", // listed, hashed; confinement: TestErrorCorpus program_*.hcl, TestProgramSourceBounds
+	"program.build":           "engine/lab.TestProgramBlock",
+	"program.packages":        "engine/lab.TestProgramBlock",
+	"workload.program":        "engine/lab.TestProgramBlock",
+	"workload.server_command": "engine/lab.TestProgramBlock",
+	"workload.client_command": "engine/lab.TestProgramBlock",
+	"workload.ready":          "engine/lab.TestProgramBlock",
+	"workload.metric":         "kinds.TestReadOutputMetric",
+	"workload.metric.pattern": "kinds.TestReadOutputMetric",
+	"workload.metric.unit":    "engine/lab.TestProgramBlock",
+	"workload.metric.better":  "engine/lab.TestProgramBlock",
+	"group.workloads":         "engine/run.TestGroupRunsTogether", // shared hosts start together; TestNetnsGroupIncast on real sshd; a whole for_each workload: engine/plan TestGolden/groups
+	"group.for_each":          "engine/lab.TestGroups",            // one group per key
+	"group.count":             "engine/lab.TestGroups",
 
 	// shared host flags (hostFlags: facts, check, run)
 	"check --accept-new-host-keys": "cmd/rlab.TestFactsHostKeysNetns",
@@ -281,7 +293,7 @@ func labAttrs(t *testing.T) []string {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "impair", "group", "siw", "rdma"} {
+	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "impair", "group", "siw", "rdma", "program"} {
 		delete(seen, top) // top-level blocks: their attributes are the options
 	}
 	for k := range seen {
