@@ -112,6 +112,34 @@ type Env struct {
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply
+
+	memoMu sync.Mutex
+	memo   map[string]*memoEntry
+}
+
+type memoEntry struct {
+	once sync.Once
+	val  string
+	err  error
+}
+
+// Once runs f once per key for the whole run, however many steps ask at
+// the same time, and gives every caller its answer: a program's source is
+// shipped to and built on a host once, whichever of its workloads runs
+// first.
+func (e *Env) Once(key string, f func() (string, error)) (string, error) {
+	e.memoMu.Lock()
+	if e.memo == nil {
+		e.memo = map[string]*memoEntry{}
+	}
+	m := e.memo[key]
+	if m == nil {
+		m = &memoEntry{}
+		e.memo[key] = m
+	}
+	e.memoMu.Unlock()
+	m.once.Do(func() { m.val, m.err = f() })
+	return m.val, m.err
 }
 
 // Host returns the named host or an error naming it.

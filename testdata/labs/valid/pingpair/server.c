@@ -1,14 +1,23 @@
 /* A tiny TCP server for rlab's program tests: listens on the port given,
  * says "listening", answers one client's line with "pong <line>", prints
  * "served N bytes", then waits for stdin to close (as many tutorial
- * servers wait for Enter) unless -x is given, when it exits at once. */
+ * servers wait for Enter; rlab gives an empty stdin), or with -x exits at
+ * once, or with -forever serves on until it is interrupted (SIGINT: it says
+ * "interrupted"). */
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+static void interrupted(int sig) {
+	(void)sig;
+	write(1, "interrupted\n", 12);
+	_exit(0);
+}
 
 int main(int argc, char **argv) {
 	if (argc < 2) {
@@ -35,6 +44,10 @@ int main(int argc, char **argv) {
 	printf("served %zd bytes\n", n);
 	fflush(stdout);
 	if (argc > 2 && strcmp(argv[2], "-x") == 0) return 0;
+	if (argc > 2 && strcmp(argv[2], "-forever") == 0) {
+		signal(SIGINT, interrupted);
+		for (;;) pause();
+	}
 	while (read(0, buf, sizeof buf) > 0) /* wait for Enter, like a tutorial */
 		;
 	return 0;
