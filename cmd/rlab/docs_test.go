@@ -119,17 +119,17 @@ var optionProofs = map[string]string{
 	"workload.count":            "engine/run.TestInstanceKey",
 	"workload.for_each":         "cmd/rlab.TestClassNetns",
 	// labs/README.md, "Blocks" and "Programs" (issue 23)
-	"program.source":          "engine/lab.TestProgramBlock", // listed, hashed; confinement: TestErrorCorpus program_*.hcl, TestProgramSourceBounds
-	"program.build":           "engine/lab.TestProgramBlock",
+	"program.source":          "engine/run.TestNetnsProgram", // shipped over files.write, built, gone after; confinement: engine/lab TestErrorCorpus program_*.hcl, TestProgramSourceBounds
+	"program.build":           "engine/run.TestNetnsProgram", // make on the hosts; a failing gcc names host, command, exit, error
 	"program.packages":        "engine/lab.TestProgramBlock",
-	"workload.program":        "engine/lab.TestProgramBlock",
-	"workload.server_command": "engine/lab.TestProgramBlock",
-	"workload.client_command": "engine/lab.TestProgramBlock",
-	"workload.ready":          "engine/lab.TestProgramBlock",
-	"workload.metric":         "kinds.TestReadOutputMetric",
-	"workload.metric.pattern": "kinds.TestReadOutputMetric",
-	"workload.metric.unit":    "engine/lab.TestProgramBlock",
-	"workload.metric.better":  "engine/lab.TestProgramBlock",
+	"workload.program":        "engine/run.TestRunProgram",
+	"workload.server_command": "engine/run.TestRunProgram",
+	"workload.client_command": "engine/run.TestRunProgram",
+	"workload.ready":          "engine/run.TestRunProgram", // by regex; without: by port (TestNetnsProgram too)
+	"workload.metric":         "engine/run.TestRunProgram", // samples in results.json; parser: kinds.TestReadOutputMetric
+	"workload.metric.pattern": "engine/run.TestRunProgram",
+	"workload.metric.unit":    "engine/run.TestRunProgram",
+	"workload.metric.better":  "engine/run.TestRunProgram",
 	"group.workloads":         "engine/run.TestGroupRunsTogether", // shared hosts start together; TestNetnsGroupIncast on real sshd; a whole for_each workload: engine/plan TestGolden/groups
 	"group.for_each":          "engine/lab.TestGroups",            // one group per key
 	"group.count":             "engine/lab.TestGroups",

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,4 +220,113 @@ func assertNothingLeft(t *testing.T, bed *pipeBed) {
 	if s := strings.TrimSpace(string(out)); s != "" {
 		t.Errorf("a server is left running: pids %s", s)
 	}
+}
+
+// TestNetnsProgram is TestRunProgram's pair against real OpenSSH and the
+// real agent (root, working for the login user: become): the source goes
+// over the agent's files.write, is built with the hosts' gcc as the login
+// user, runs as a pair ready by its port and by a regex, gives its metric;
+// a build that fails names host, command, exit code and the compiler's
+// error; and after each run the hosts' work dirs, where the program was
+// shipped and built, are gone.
+func TestNetnsProgram(t *testing.T) {
+	bed, hosts := netnsBed(t, 2)
+	base := "lab \"prog\" {}\n" + hosts + `
+program "pingpair" {
+  source = "pingpair"
+  build  = ["make", "server", "client"]
+}
+program "broken" {
+  source = "broken"
+  build  = ["gcc", "-o", "broken", "broken.c"]
+}
+`
+	workDirsGone := func(t *testing.T, res *Result) {
+		t.Helper()
+		facts, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "*", "facts.json"))
+		if len(facts) == 0 {
+			t.Fatalf("no facts.json in %s", res.Dir)
+		}
+		for _, f := range facts {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fs struct {
+				WorkDir string `json:"work_dir"`
+			}
+			if err := json.Unmarshal(b, &fs); err != nil || !strings.HasPrefix(fs.WorkDir, bed.Home+"/.cache/rlab/runs/") {
+				t.Fatalf("%s: work dir %q (%v)", f, fs.WorkDir, err)
+			}
+			if ents, err := os.ReadDir(fs.WorkDir); !os.IsNotExist(err) {
+				t.Errorf("work dir %s left (%v): %v", fs.WorkDir, err, ents)
+			}
+		}
+		out, _ := exec.Command("pgrep", "-f", "/server [0-9]+ -forever").CombinedOutput()
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Errorf("a server is left running: pids %s", s)
+		}
+	}
+	t.Run("pair", func(t *testing.T) {
+		l := programLab(t, base+`
+workload "by_port" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.h0
+  client         = host.h1
+  server_command = ["./server", "${self.port}", "-forever"]
+  client_command = ["./client", self.server_address, "${self.port}"]
+  metric "pongs" { pattern = "^got pong ping" }
+  expect { condition = result.pongs == 1 }
+}
+workload "by_regex" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.h1
+  client         = host.h0
+  server_command = ["./server", "${self.port}"]
+  client_command = ["./client", self.server_address, "${self.port}"]
+  ready          = "^listening on"
+  metric "mibps" {
+    pattern = "\\((?P<value>[0-9.]+) MiB/s\\)"
+    unit    = "MiB/s"
+  }
+}
+`)
+		res := Run(context.Background(), l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		if res.Code != ExitOK {
+			t.Fatalf("code %d: %v", res.Code, res.Err)
+		}
+		r := readRun(t, res.Dir)
+		n := map[string]int{}
+		for _, s := range r.Samples {
+			if s.Metric == "pongs" && s.Value == 1 && s.Unit == "lines" || s.Metric == "mibps" && s.Unit == "MiB/s" {
+				n[s.Metric]++
+			}
+		}
+		if n["pongs"] != 1 || n["mibps"] != 1 {
+			t.Errorf("samples %v, want a pongs and a mibps", n)
+		}
+		workDirsGone(t, res)
+	})
+	t.Run("build fails", func(t *testing.T) {
+		l := programLab(t, base+`
+workload "w" {
+  tool    = "program"
+  program = program.broken
+  host    = host.h1
+  command = ["./broken"]
+}
+`)
+		res := Run(context.Background(), l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		if res.Code != ExitFailed || res.Err == nil {
+			t.Fatalf("code %d: %v", res.Code, res.Err)
+		}
+		for _, w := range []string{`build program "broken" on host "h1": gcc -o broken broken.c: exit 1:`, "error:", "undeclared_thing"} {
+			if !strings.Contains(res.Err.Error(), w) {
+				t.Errorf("error %q lacks %q", res.Err, w)
+			}
+		}
+		workDirsGone(t, res)
+	})
 }
