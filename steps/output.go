@@ -8,10 +8,10 @@ import (
 	"github.com/rlab-dev/rlab/kinds"
 )
 
-// BetterExtra is the sample metadata key that says which way a lab's own
+// BetterExtra (results.BetterExtra) is the sample metadata key that says which way a lab's own
 // metric (a metric block) is better: "higher" or "lower", as its block
 // says; rlab compare reads it where the descriptor knows no such metric.
-const BetterExtra = "better"
+const BetterExtra = results.BetterExtra
 
 // OutputSamples reads a workload's metric blocks (kinds.OutputMetric) from
 // a finished process's output, its stdout then its stderr: one sample per

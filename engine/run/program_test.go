@@ -149,6 +149,9 @@ workload "alone" {
 				t.Errorf("host %s: build log %q", h, b)
 			}
 		}
+		if srcs, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "a", "logs", "programs", "pingpair-*", "server.c")); len(srcs) != 1 {
+			t.Errorf("the shipped source in the run's logs: %v, want one server.c", srcs)
+		}
 		assertNothingLeft(t, bed)
 	})
 
