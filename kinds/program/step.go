@@ -126,7 +126,7 @@ func BuildDir(p *kinds.Source) string {
 // ship uploads the source to host and builds it there; it returns the
 // folder it is built in.
 func (s *programWorkload) ship(ctx context.Context, env *steps.Env, host string) (string, error) {
-	w, p := s.w, s.w.Program
+	p := s.w.Program
 	h, err := env.Host(host)
 	if err != nil {
 		return "", err
@@ -151,7 +151,6 @@ func (s *programWorkload) ship(ctx context.Context, env *steps.Env, host string)
 		return "", fmt.Errorf("build program %q on host %q: %s: %w", p.Name, host, strings.Join(p.Build, " "), err)
 	}
 	if r.ExitCode != 0 || r.Signal != "" || r.TimedOut {
-		_ = w
 		return "", BuildError(p.Name, host, r)
 	}
 	return dir, nil
