@@ -100,6 +100,25 @@ workload "alone" {
   command = ["ls", "server", "client", "Makefile"]
   metric "files" { pattern = "^(server|client|Makefile)$" }
 }
+workload "sized" {
+  tool       = "program"
+  program    = program.pingpair
+  host       = host.b
+  sizes      = ["4KiB", "8KiB"]
+  iterations = 3
+  command    = ["echo", "size", "${self.size}", "x", "${self.iterations}", "port", "${self.port}"]
+  metric "echoed" { pattern = "^size (?P<value>[0-9]+) x 3 port 2003[0-9]$" }
+}
+workload "uptime" {
+  tool    = "exec"
+  host    = host.a
+  command = ["cat", "/proc/uptime"]
+  metric "up" {
+    pattern = "^(?P<value>[0-9.]+) "
+    unit    = "s"
+  }
+  expect { condition = result.up > 0 }
+}
 `)
 		bed := newPipeBed(t)
 		res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
@@ -114,7 +133,7 @@ workload "alone" {
 		for key, want := range map[string]struct {
 			n    int
 			unit string
-		}{"by_regex.pongs": {2, "lines"}, "by_regex.mibps": {2, "MiB/s"}, "by_port.pongs": {1, "lines"}, "alone.files": {1, "lines"}} {
+		}{"by_regex.pongs": {2, "lines"}, "by_regex.mibps": {2, "MiB/s"}, "by_port.pongs": {1, "lines"}, "alone.files": {1, "lines"}, "sized.echoed": {2, ""}, "uptime.up": {1, "s"}} {
 			ss := got[key]
 			if len(ss) != want.n {
 				t.Errorf("%s: %d samples, want %d", key, len(ss), want.n)
@@ -131,6 +150,12 @@ workload "alone" {
 		}
 		if s := got["alone.files"]; len(s) == 1 && s[0].Value != 3 {
 			t.Errorf("alone.files = %v, want 3", s[0].Value)
+		}
+		// One run per size, self.size and self.iterations filled.
+		for _, s := range got["sized.echoed"] {
+			if s.Value != float64(s.Meta.Size) || s.Meta.Iterations != 3 {
+				t.Errorf("sized: %v at size %d (iterations %d)", s.Value, s.Meta.Size, s.Meta.Iterations)
+			}
 		}
 		// The interrupted server said so, and that was no failure.
 		outs, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "a", "logs", "wl.by_port.server.r0.stdout"))
