@@ -3,7 +3,8 @@
 // step is built from (Workload, Outcome, the unit prologue RunUnits, process
 // tracking Procs/StartProc/WaitProc, the two-sided runner NewRDMAPair). The
 // workload steps themselves live in their tool family's package
-// (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp, kinds/exec),
+// (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp, kinds/exec,
+// kinds/program),
 // whose registered value implements Stepper; NewWorkload finds a tool's
 // through the kinds registry. Each kind is a type behind one small
 // interface (Describe, Apply, Undo); optional abilities are extra one-method

@@ -201,7 +201,7 @@ workload "w" {
   client_command = ["./client", self.server_address, "${self.port}"]
   ready          = "a line the server never prints"
   timeout        = "3s"
-}`, []string{`start program server on host "a": ./server`, `ready: its output matching "a line the server never prints"`}},
+}`, []string{`start program server on host "a": ./server`, `ready: its output matching "a line the server never prints")`, "it printed:\nlistening on 20000"}},
 		{"client exits 1", `
 workload "w" {
   tool           = "program"

@@ -362,7 +362,7 @@ func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u steps.U
 	}
 	if _, err := steps.StartProc(ctx, env, &s.procs, "program", srv); err != nil {
 		stopAll()
-		return fmt.Errorf("%w (ready: %s)", err, readyText(w.Ready, port))
+		return fmt.Errorf("%w (ready: %s)%s", err, readyText(w.Ready, port), printed(ctx, env, srv))
 	}
 	if _, err := steps.StartProc(ctx, env, &s.procs, "program", cli); err != nil {
 		stopAll()
@@ -412,6 +412,34 @@ func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u steps.U
 	steps.FillMeta(ss, meta)
 	s.out.Samples = append(s.out.Samples, ss...)
 	return err
+}
+
+// printed is the end of what a process printed, for a server that never
+// got ready: "" when it printed nothing (or it cannot be read).
+func printed(ctx context.Context, env *steps.Env, p steps.ProcSpec) string {
+	h, err := env.Host(p.Host)
+	if err != nil {
+		return ""
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var out []string
+	for _, f := range []string{p.Handle + ".stdout", p.Handle + ".stderr"} {
+		d, err := rpc.Invoke(rctx, h, rpc.FilesRead, proto.FilesReadParams{Path: f, MaxBytes: 4096})
+		if err != nil {
+			continue
+		}
+		if t := strings.TrimSpace(string(d.Data)); t != "" {
+			if len(t) > 600 {
+				t = "…" + t[len(t)-600:]
+			}
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return "; it printed nothing"
+	}
+	return "; it printed:\n" + strings.Join(out, "\n")
 }
 
 func readyText(re string, port int) string {
