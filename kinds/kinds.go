@@ -1,7 +1,7 @@
 // Package kinds is the one description of every tool family rlab runs,
 // and the one registry of them. A family (kinds/perftest, kinds/pingpong,
-// kinds/rping, kinds/tcp, kinds/exec) is one package that holds its tools'
-// descriptors (name, whether it is RDMA, its sides, the options it accepts
+// kinds/rping, kinds/tcp, kinds/exec, kinds/program) is one package that
+// holds its tools' descriptors (name, whether it is RDMA, its sides, the options it accepts
 // and their rules, its metrics with units, the package that ships it per
 // distribution family, how to ask its version, its report chart and hint),
 // its step and its output parser. It registers ONE value, a Kind, and
@@ -23,7 +23,9 @@
 // family does is an ability the layer that needs it defines as a one-method
 // interface, and the family's Kind value implements it: steps.Stepper
 // (NewStep: the family's workload step), toolout.Parser (Parse: its output
-// parser). Registering a family is therefore one line, and a family without
+// parser), engine/lab.BodyDecoder (DecodeWorkload: workload attributes of
+// its own, as program's commands and exec's and program's metric blocks).
+// Code the families share without being one lives under kinds/internal. Registering a family is therefore one line, and a family without
 // a step is caught when a workload names one of its tools (and by
 // builtin's TestEveryKindHasItsAbilities).
 //
@@ -170,6 +172,9 @@ type Tool struct {
 	// OneHost: the tool runs on host (exec); otherwise between server and
 	// client.
 	OneHost bool
+	// HostOrPair: the tool runs on host, or between server and client, as
+	// the lab sets (program); its sides are hosts or RDMA devices.
+	HostOrPair bool
 	// Transports the tool may be told to use, the default first; nil: the
 	// tool fixes it (FixedTransport when it has one), and TransportWhy says
 	// why for the diagnostic.

@@ -81,10 +81,14 @@ func TestOnePlaceSpellsToolNames(t *testing.T) {
 	var names []string
 	exact := map[string]bool{}
 	for _, tl := range All() {
+		// The program the agent runs: the tool's own name for every tool
+		// but program (whose tool name is the word, and whose executable
+		// is the compiler).
 		if tl.Program != nil {
-			exact[tl.Name] = true
-			if strings.Contains(tl.Name, "_") { // no English word: found in prose too
-				names = append(names, regexp.QuoteMeta(tl.Name))
+			n := tl.Program.Name
+			exact[n] = true
+			if strings.Contains(n, "_") { // no English word: found in prose too
+				names = append(names, regexp.QuoteMeta(n))
 			}
 		}
 	}

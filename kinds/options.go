@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -20,6 +21,105 @@ type Options struct {
 	Timeout    time.Duration
 	Repeat     int
 	Args       []string // extra argv appended to the tool
+
+	// Program (tool program) is the program block the workload runs,
+	// shipped to its hosts and built there before it runs.
+	Program *Source
+	// ServerCommand and ClientCommand (tool program, two-sided) are argvs
+	// whose elements may hold SelfRef placeholders, filled at run time with
+	// what rlab resolved (ExpandSelf). Command is the one-sided form's.
+	ServerCommand, ClientCommand []string
+	// Ready (tool program) is an RE2 expression the server's output
+	// matches once it serves; "" waits for its port to listen (TCP or an
+	// RDMA-CM ID).
+	Ready string
+	// Metrics (tools program and exec) are the numbers read from the
+	// output, one `metric` block each.
+	Metrics []OutputMetric
+}
+
+// Source is a program block: a folder (or one file) beside the lab that
+// rlab ships to each host once, by content hash, and builds there.
+type Source struct {
+	Name string
+	// Dir is the folder on the controller the files are read from, and
+	// Files the regular files under it (slash-separated, sorted), each
+	// checked confined to it; a one-file source has one.
+	Dir   string
+	Files []SourceFile
+	// Hash is the sha256 over the files' paths, modes and contents: the
+	// cache key of the upload (and, with Build and the platform, of the
+	// build).
+	Hash  string
+	Build []string // argv run in the uploaded copy; nil: nothing to build
+	// Packages are the packages the build and the program need, by
+	// distribution family (debian, rhel, suse).
+	Packages map[string][]string
+}
+
+// SourceFile is one file of a Source.
+type SourceFile struct {
+	Path string // relative, slash-separated
+	Size int64
+	Mode uint32 // permission bits (an executable script stays one)
+}
+
+// selfMark brackets a self.* placeholder in an argv element: a NUL cannot
+// be in an argv string the kernel passes, so no literal text is one.
+const selfMark = "\x00"
+
+// SelfAttrs are the self.* attributes a program command may use, each
+// filled at run time: the server's address on the data netdev, a free port
+// of the workload's block, the RDMA devices, the GID index, and the size
+// and iterations of the run when the workload gives sizes or iterations.
+var SelfAttrs = []string{"server_address", "port", "server_device", "client_device", "gid_index", "size", "iterations"}
+
+// SelfRef is the placeholder self.NAME evaluates to while a lab loads.
+func SelfRef(name string) string { return selfMark + "self." + name + selfMark }
+
+// ExpandSelf fills the SelfRef placeholders of an argv from vals (by
+// attribute name); a placeholder vals lacks is an error naming it.
+func ExpandSelf(argv []string, vals map[string]string) ([]string, error) {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		var b strings.Builder
+		for {
+			j := strings.Index(a, selfMark+"self.")
+			if j < 0 {
+				b.WriteString(a)
+				break
+			}
+			b.WriteString(a[:j])
+			rest := a[j+len(selfMark)+len("self."):]
+			k := strings.Index(rest, selfMark)
+			if k < 0 {
+				return nil, fmt.Errorf("argument %d: a broken self placeholder", i)
+			}
+			v, ok := vals[rest[:k]]
+			if !ok {
+				return nil, fmt.Errorf("self.%s has no value in this run", rest[:k])
+			}
+			b.WriteString(v)
+			a = rest[k+len(selfMark):]
+		}
+		out[i] = b.String()
+	}
+	return out, nil
+}
+
+// ShowSelf prints an argv with its placeholders as the lab wrote them
+// (${self.port}), for plans and messages.
+func ShowSelf(argv []string) string { return strings.Join(ShowSelfArgv(argv), " ") }
+
+// ShowSelfArgv is ShowSelf element by element.
+func ShowSelfArgv(argv []string) []string {
+	var parts []string
+	for _, a := range argv {
+		a = strings.ReplaceAll(a, selfMark+"self.", "${self.")
+		a = strings.ReplaceAll(a, selfMark, "}")
+		parts = append(parts, a)
+	}
+	return parts
 }
 
 // SizeText prints a byte count (a size, bytes, memory) as a lab writes it:

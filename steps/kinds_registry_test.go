@@ -9,7 +9,7 @@ import (
 
 func TestNewWorkloadKinds(t *testing.T) {
 	for _, tool := range KindNames() {
-		w := &Workload{Workload: kinds.Workload{Name: "w", Slug: "w", Tool: tool, Options: kinds.Options{Command: []string{"true"}}}, Host: "a", ServerHost: "a", ClientHost: "b"}
+		w := &Workload{Workload: kinds.Workload{Name: "w", Slug: "w", Tool: tool, Options: kinds.Options{Command: []string{"true"}, Program: &kinds.Source{Name: "p"}}}, Host: "a", ServerHost: "a", ClientHost: "b"}
 		s, err := NewWorkload(w)
 		if err != nil {
 			t.Errorf("%s: %v", tool, err)

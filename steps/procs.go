@@ -78,6 +78,9 @@ type ProcSpec struct {
 	// process is a known quirk of its tool after a complete run, not a
 	// failure ("" when it is a failure): rping's own teardown race.
 	Harmless func(*proto.ProcResult) string
+	// Dir is the working directory, a folder of the agent's work dir (a
+	// built program's); "" is the work dir.
+	Dir string
 }
 
 func StartProc(ctx context.Context, env *Env, p *Procs, tool string, s ProcSpec) (*proto.ProcStarted, error) {
@@ -89,7 +92,7 @@ func StartProc(ctx context.Context, env *Env, p *Procs, tool string, s ProcSpec)
 		return nil, err
 	}
 	p.Add(s.Host, s.Handle)
-	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, Become: s.Root, TimeoutMs: Millis(Remaining(ctx))}
+	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, Become: s.Root, TimeoutMs: Millis(Remaining(ctx)), Dir: s.Dir}
 	started, err := rpc.Invoke(ctx, h, rpc.ProcStart, params)
 	if err != nil {
 		return nil, fmt.Errorf("start %s %s on host %q: %s: %w", tool, s.Role, s.Host, strings.Join(s.Argv, " "), err)
@@ -119,11 +122,26 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 }
 
 func stopProc(ctx context.Context, env *Env, host, hd string) (*proto.ProcResult, error) {
+	return stopProcWith(ctx, env, host, hd, proto.ProcStopParams{Handle: hd, GraceMs: 2000})
+}
+
+// InterruptProc stops a process still running as a person at its terminal
+// would: SIGINT, then SIGKILL after grace (a tutorial server that waits
+// for Enter or serves forever once its client is done). It is done in p.
+func InterruptProc(ctx context.Context, env *Env, p *Procs, host, hd string, grace time.Duration) (*proto.ProcResult, error) {
+	r, err := stopProcWith(ctx, env, host, hd, proto.ProcStopParams{Handle: hd, GraceMs: Millis(grace), Interrupt: true})
+	if err == nil {
+		p.Done(host, hd)
+	}
+	return r, err
+}
+
+func stopProcWith(ctx context.Context, env *Env, host, hd string, params proto.ProcStopParams) (*proto.ProcResult, error) {
 	h, err := env.Host(host)
 	if err != nil {
 		return nil, err
 	}
-	res, err := rpc.Invoke(ctx, h, rpc.ProcStop, proto.ProcStopParams{Handle: hd, GraceMs: 2000})
+	res, err := rpc.Invoke(ctx, h, rpc.ProcStop, params)
 	var pe *proto.Error
 	if err != nil && !(errors.As(err, &pe) && pe.Code == proto.CodeNotFound) {
 		return nil, fmt.Errorf("stop process %q on host %q: %w", hd, host, err)

@@ -3,7 +3,8 @@
 // step is built from (Workload, Outcome, the unit prologue RunUnits, process
 // tracking Procs/StartProc/WaitProc, the two-sided runner NewRDMAPair). The
 // workload steps themselves live in their tool family's package
-// (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp, kinds/exec),
+// (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp, kinds/exec,
+// kinds/program),
 // whose registered value implements Stepper; NewWorkload finds a tool's
 // through the kinds registry. Each kind is a type behind one small
 // interface (Describe, Apply, Undo); optional abilities are extra one-method
@@ -116,6 +117,34 @@ type Env struct {
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply
+
+	memoMu sync.Mutex
+	memo   map[string]*memoEntry
+}
+
+type memoEntry struct {
+	once sync.Once
+	val  string
+	err  error
+}
+
+// Once runs f once per key for the whole run, however many steps ask at
+// the same time, and gives every caller its answer: a program's source is
+// shipped to and built on a host once, whichever of its workloads runs
+// first.
+func (e *Env) Once(key string, f func() (string, error)) (string, error) {
+	e.memoMu.Lock()
+	if e.memo == nil {
+		e.memo = map[string]*memoEntry{}
+	}
+	m := e.memo[key]
+	if m == nil {
+		m = &memoEntry{}
+		e.memo[key] = m
+	}
+	e.memoMu.Unlock()
+	m.once.Do(func() { m.val, m.err = f() })
+	return m.val, m.err
 }
 
 // Host returns the named host or an error naming it.

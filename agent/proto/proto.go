@@ -148,6 +148,7 @@ const (
 	MethodTCPWait      = "tcp.wait"      // TCPWaitParams -> TCPResult (server side)
 	MethodFilesList    = "files.list"    // FilesListParams -> FilesList
 	MethodFilesRead    = "files.read"    // FilesReadParams -> FileData (small files: perftest JSON, logs)
+	MethodFilesWrite   = "files.write"   // FilesWriteParams -> FileWritten (a program's source, shipped)
 	MethodCleanup      = "cleanup"       // CleanupParams -> CleanupResult
 	// MethodRelease ends the current client's lease and keeps the agent
 	// serving (see the package comment): no params (any are ignored) ->
@@ -440,6 +441,10 @@ type ProcStartParams struct {
 	Ready     *Ready   `json:"ready,omitempty"`
 	Become    bool     `json:"become,omitempty"`     // keep root; without it a root agent working for a user (--owner) runs the process as that user
 	TimeoutMs int      `json:"timeout_ms,omitempty"` // killed after this long (0: no limit)
+	// Dir is the process's working directory, a folder of the work dir
+	// (relative, local); "" is the work dir itself. A program built there
+	// runs as ./server.
+	Dir string `json:"dir,omitempty"`
 	// Output files are written under the agent's work dir as
 	// <Handle>.stdout / <Handle>.stderr.
 }
@@ -469,6 +474,9 @@ type ProcWaitParams struct {
 type ProcStopParams struct {
 	Handle  string `json:"handle"`
 	GraceMs int    `json:"grace_ms,omitempty"` // SIGTERM, then SIGKILL after this
+	// Interrupt sends SIGINT (Ctrl-C) first rather than SIGTERM: what a
+	// person at the terminal of a tutorial server would do.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // ProcResult is a finished process. Stdout/Stderr hold at most OutputLimit
@@ -586,6 +594,25 @@ type FileInfo struct {
 type FilesReadParams struct {
 	Path     string `json:"path"`      // relative to the work dir; must be local
 	MaxBytes int64  `json:"max_bytes"` // at most this much (capped at OutputLimit)
+}
+
+// FilesWriteParams writes one file of the work dir (a program's source):
+// Data replaces the file, or with Append is added to its end (a file sent
+// in parts). Folders on the way are made. Mode keeps only the permission
+// bits 0755 (an executable script stays one).
+type FilesWriteParams struct {
+	Path   string `json:"path"` // relative to the work dir; must be local
+	Data   []byte `json:"data"` // base64 in JSON; at most FilesWriteLimit
+	Mode   uint32 `json:"mode,omitempty"`
+	Append bool   `json:"append,omitempty"`
+}
+
+// FilesWriteLimit bounds one files.write's data; bigger files come in parts.
+const FilesWriteLimit = 1 << 20
+
+type FileWritten struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"` // the file's size after the write
 }
 
 type FileData struct {

@@ -56,6 +56,8 @@ func paramsFor(method string) any {
 		return proto.TCPServeParams{Handle: "s", Addr: "127.0.0.1"}
 	case proto.MethodFilesRead:
 		return proto.FilesReadParams{Path: "none", MaxBytes: 10}
+	case proto.MethodFilesWrite:
+		return proto.FilesWriteParams{Path: "../bad"}
 	case proto.MethodLease:
 		return proto.LeaseParams{RunID: "r"}
 	case proto.MethodProvision:

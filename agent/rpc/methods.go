@@ -97,6 +97,7 @@ var (
 	TCPWait      = def[proto.TCPWaitParams, proto.TCPResult](proto.MethodTCPWait, time.Minute, func(p proto.TCPWaitParams) (time.Duration, bool) { return byTimeout(p.TimeoutMs) })
 	FilesList    = def[proto.FilesListOptions, proto.FilesList](proto.MethodFilesList, 10*time.Minute, nil)
 	FilesRead    = def[proto.FilesReadParams, proto.FileData](proto.MethodFilesRead, 2*time.Minute, nil)
+	FilesWrite   = def[proto.FilesWriteParams, proto.FileWritten](proto.MethodFilesWrite, 2*time.Minute, nil)
 	Cleanup      = def[proto.CleanupParams, proto.CleanupResult](proto.MethodCleanup, 2*time.Minute, nil)
 	Release      = def[None, proto.CleanupResult](proto.MethodRelease, 2*time.Minute, nil)
 	Lease        = def[proto.LeaseParams, proto.LeaseResult](proto.MethodLease, time.Minute, nil)

@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -183,4 +184,83 @@ func (s *Server) filesRead(ctx context.Context, c *call, params json.RawMessage)
 		return nil, perr(proto.CodeInternal, "files.read %q: %v", p.Path, err)
 	}
 	return proto.FileData{Path: filepath.ToSlash(p.Path), Size: fi.Size(), Data: data, Truncated: fi.Size() > int64(len(data))}, nil
+}
+
+// filesWrite writes one file of the work dir (files.write): a program's
+// source the controller ships, in parts of at most FilesWriteLimit. The
+// path is confined to the work dir (os.Root: no "..", no symlink out);
+// folders on the way are made, given to the owner when the agent works for
+// one, and the file is written as the owner's with the permission bits
+// asked, at most 0755.
+func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.FilesWriteParams
+	if err := decode(proto.MethodFilesWrite, params, &p); err != nil {
+		return nil, err
+	}
+	if p.Path == "" || !filepath.IsLocal(p.Path) {
+		return nil, perr(proto.CodeBadRequest, "files.write: path %q is not inside the work dir", p.Path)
+	}
+	if len(p.Data) > proto.FilesWriteLimit {
+		return nil, perr(proto.CodeBadRequest, "files.write %q: %d bytes in one call, more than %d: send it in parts (append)", p.Path, len(p.Data), proto.FilesWriteLimit)
+	}
+	wd := s.workDir()
+	if err := wd.check(proto.MethodFilesWrite); err != nil {
+		return nil, err
+	}
+	rel := filepath.Clean(p.Path)
+	if dir := filepath.Dir(rel); dir != "." {
+		parts := strings.Split(dir, string(filepath.Separator))
+		for i := range parts {
+			d := filepath.Join(parts[:i+1]...)
+			err := wd.root.Mkdir(d, 0o755)
+			if err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, perr(proto.CodeInternal, "files.write %q: make folder %q: %v", p.Path, d, rootErr(err))
+			}
+			if err == nil && s.opts.Owner != nil {
+				if err := wd.root.Lchown(d, s.opts.Owner.UID, s.opts.Owner.GID); err != nil {
+					return nil, perr(proto.CodeInternal, "files.write %q: chown folder %q: %v", p.Path, d, rootErr(err))
+				}
+			}
+		}
+	}
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW
+	if p.Append {
+		flags |= os.O_APPEND
+	} else {
+		flags |= os.O_TRUNC
+	}
+	mode := fs.FileMode(p.Mode) & 0o755
+	if mode == 0 {
+		mode = 0o644
+	}
+	f, err := wd.root.OpenFile(rel, flags, mode)
+	if err != nil {
+		return nil, perr(proto.CodeBadRequest, "files.write: %v", rootErr(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, perr(proto.CodeBadRequest, "files.write: %q is not a regular file", p.Path)
+	}
+	if s.opts.Owner != nil {
+		if err := f.Chown(s.opts.Owner.UID, s.opts.Owner.GID); err != nil {
+			return nil, perr(proto.CodeInternal, "files.write %q: chown: %v", p.Path, err)
+		}
+	}
+	if !p.Append || p.Mode != 0 { // a later part keeps the first part's mode
+		if err := f.Chmod(mode); err != nil {
+			return nil, perr(proto.CodeInternal, "files.write %q: chmod: %v", p.Path, err)
+		}
+	}
+	if _, err := f.Write(p.Data); err != nil {
+		return nil, perr(proto.CodeInternal, "files.write %q: %v", p.Path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, perr(proto.CodeInternal, "files.write %q: %v", p.Path, err)
+	}
+	fi, err = wd.root.Stat(rel)
+	if err != nil {
+		return nil, perr(proto.CodeInternal, "files.write %q: %v", p.Path, rootErr(err))
+	}
+	return proto.FileWritten{Path: filepath.ToSlash(rel), Size: fi.Size()}, nil
 }

@@ -80,7 +80,15 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 			return nil, perr(proto.CodeBadRequest, "proc.start %q: ready output_regex: %v", p.Handle, err)
 		}
 	}
-	pr, err := s.startProc(p.Handle, p.Argv, p.Env, p.TimeoutMs, true, !p.Become)
+	if p.Dir != "" {
+		if !filepath.IsLocal(p.Dir) {
+			return nil, perr(proto.CodeBadRequest, "proc.start %q: dir %q is not inside the work dir", p.Handle, p.Dir)
+		}
+		if fi, err := s.workDir().root.Stat(p.Dir); err != nil || !fi.IsDir() {
+			return nil, perr(proto.CodeBadRequest, "proc.start %q: dir %q is no folder of the work dir", p.Handle, p.Dir)
+		}
+	}
+	pr, err := s.startProcIn(p.Handle, p.Argv, p.Env, p.TimeoutMs, true, !p.Become, p.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +108,13 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 // process runs as that user unless it asked for root (ProcStartParams.Become):
 // privilege only for the steps that need it.
 func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, register, asOwner bool) (*proc, error) {
+	return s.startProcIn(handle, argv, env, timeoutMs, register, asOwner, "")
+}
+
+// startProcIn is startProc with the working directory dir, a folder of the
+// work dir ("" for the work dir): a program's ./server runs where it was
+// built.
+func (s *Server) startProcIn(handle string, argv, env []string, timeoutMs int, register, asOwner bool, dir string) (*proc, error) {
 	s.mu.Lock()
 	closing, wd := s.closing, s.wd
 	s.mu.Unlock()
@@ -150,6 +165,9 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 	cmd.Args[0] = argv[0]
 	// The folder opened, not its path (which the owner may have swapped).
 	cmd.Dir = wd.fdPath()
+	if dir != "" {
+		cmd.Dir = filepath.Join(cmd.Dir, dir)
+	}
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Own process group, so stop and timeout reach whatever it forks; and
@@ -302,7 +320,11 @@ func (pr *proc) finished() bool {
 
 // stop ends a running process: SIGTERM to its group, SIGKILL after grace.
 // It reports whether the process was still running.
-func (pr *proc) stop(grace time.Duration) bool {
+func (pr *proc) stop(grace time.Duration) bool { return pr.stopWith(syscall.SIGTERM, grace) }
+
+// stopWith is stop with another first signal (SIGINT: proc.stop's
+// Interrupt).
+func (pr *proc) stopWith(first syscall.Signal, grace time.Duration) bool {
 	select {
 	case <-pr.done:
 		return false
@@ -312,7 +334,7 @@ func (pr *proc) stop(grace time.Duration) bool {
 	pr.stopped = true
 	pr.mu.Unlock()
 	pid := pr.cmd.Process.Pid
-	killGroup(pid, syscall.SIGTERM)
+	killGroup(pid, first)
 	select {
 	case <-pr.done:
 	case <-time.After(grace):
@@ -395,7 +417,11 @@ func (s *Server) procStop(ctx context.Context, c *call, params json.RawMessage) 
 	if p.GraceMs > 0 {
 		grace = time.Duration(p.GraceMs) * time.Millisecond
 	}
-	pr.stop(grace)
+	if p.Interrupt {
+		pr.stopWith(syscall.SIGINT, grace)
+	} else {
+		pr.stop(grace)
+	}
 	<-pr.done
 	return pr.result(), nil
 }

@@ -39,6 +39,21 @@ func (s *Server) waitReady(ctx context.Context, pr *proc, r *proto.Ready, re *re
 	var what string
 	var check func() bool
 	switch {
+	case r.TCPListen != 0 && r.RDMACMListen != 0:
+		// Either: a program whose transport rlab does not know (its
+		// own), ready once its port listens as TCP or as an RDMA-CM ID.
+		what = fmt.Sprintf("a TCP or rdma_cm listener on port %d", r.TCPListen)
+		rdmaPath, rerr := lookTool("rdma")
+		check = func() bool {
+			if tcpListening(pr.cmd.Process.Pid, r.TCPListen) {
+				return true
+			}
+			if rerr != nil {
+				return false
+			}
+			out := runQuiet(ctx, rdmaPath, "-j", "res", "show", "cm_id")
+			return RDMACMListening([]byte(out), groupPIDs(pr.cmd.Process.Pid), r.RDMACMListen)
+		}
 	case r.TCPListen != 0:
 		what = fmt.Sprintf("a TCP listener on port %d", r.TCPListen)
 		check = func() bool { return tcpListening(pr.cmd.Process.Pid, r.TCPListen) }

@@ -369,6 +369,7 @@ func (s *Server) handlers() map[string]handler {
 		proto.MethodTCPWait:      s.tcpWait,
 		proto.MethodFilesList:    s.filesList,
 		proto.MethodFilesRead:    s.filesRead,
+		proto.MethodFilesWrite:   s.filesWrite,
 		proto.MethodCleanup:      s.cleanupMethod,
 		proto.MethodProvision:    s.provision,
 		proto.MethodCountersRead: s.countersRead,

@@ -403,7 +403,7 @@ func TestProcReadiness(t *testing.T) {
 	}
 	defer other.Close()
 	otherPort := other.Addr().(*net.TCPAddr).Port
-	lp := freePort()
+	lp, lp2 := freePort(), freePort()
 	tests := []struct {
 		name     string
 		p        proto.ProcStartParams
@@ -414,6 +414,10 @@ func TestProcReadiness(t *testing.T) {
 			Ready: &proto.Ready{OutputRegex: `server\s+up`}}, ""},
 		{"tcp listen", proto.ProcStartParams{Argv: []string{self}, Env: []string{"RLAB_AGENT_TEST_HELPER=listen", "RLAB_TEST_PORT=" + strconv.Itoa(lp)},
 			Ready: &proto.Ready{TCPListen: lp}}, ""},
+		{"tcp or rdma_cm listen: tcp", proto.ProcStartParams{Argv: []string{self}, Env: []string{"RLAB_AGENT_TEST_HELPER=listen", "RLAB_TEST_PORT=" + strconv.Itoa(lp2)},
+			Ready: &proto.Ready{TCPListen: lp2, RDMACMListen: lp2}}, ""},
+		{"tcp or rdma_cm listen: neither", proto.ProcStartParams{Argv: []string{"sleep", "1000"},
+			Ready: &proto.Ready{TCPListen: otherPort, RDMACMListen: otherPort, TimeoutMs: 300}}, proto.CodeTimeout},
 		{"tcp listen by another process", proto.ProcStartParams{Argv: []string{"sleep", "1000"},
 			Ready: &proto.Ready{TCPListen: otherPort, TimeoutMs: 300}}, proto.CodeTimeout},
 		{"exits before ready", proto.ProcStartParams{Argv: []string{"sh", "-c", "echo no device >&2; exit 3"},

@@ -119,9 +119,21 @@ var optionProofs = map[string]string{
 	"workload.expect.message":   "engine/run.TestRunExitCodes",
 	"workload.count":            "engine/run.TestInstanceKey",
 	"workload.for_each":         "cmd/rlab.TestClassNetns",
-	"group.workloads":           "engine/run.TestGroupRunsTogether", // shared hosts start together; TestNetnsGroupIncast on real sshd; a whole for_each workload: engine/plan TestGolden/groups
-	"group.for_each":            "engine/lab.TestGroups",            // one group per key
-	"group.count":               "engine/lab.TestGroups",
+	// labs/README.md, "Blocks" and "Programs" (issue 23)
+	"program.source":          "engine/run.TestNetnsProgram",          // shipped over files.write, built, gone after; confinement: engine/lab TestErrorCorpus program_*.hcl, TestProgramSourceBounds
+	"program.build":           "engine/run.TestNetnsProgram",          // make on the hosts; a failing gcc names host, command, exit, error
+	"program.packages":        "engine/provision.TestProgramPackages", // to the hosts of its workloads, for their family
+	"workload.program":        "engine/run.TestRunProgram",
+	"workload.server_command": "engine/run.TestRunProgram",
+	"workload.client_command": "engine/run.TestRunProgram",
+	"workload.ready":          "engine/run.TestRunProgram", // by regex; without: by port (TestNetnsProgram too)
+	"workload.metric":         "engine/run.TestRunProgram", // samples in results.json; parser: kinds.TestReadOutputMetric
+	"workload.metric.pattern": "engine/run.TestRunProgram",
+	"workload.metric.unit":    "engine/run.TestRunProgram",
+	"workload.metric.better":  "engine/run.TestRunProgram",
+	"group.workloads":         "engine/run.TestGroupRunsTogether", // shared hosts start together; TestNetnsGroupIncast on real sshd; a whole for_each workload: engine/plan TestGolden/groups
+	"group.for_each":          "engine/lab.TestGroups",            // one group per key
+	"group.count":             "engine/lab.TestGroups",
 
 	// shared host flags (hostFlags: facts, check, run)
 	"check --accept-new-host-keys": "cmd/rlab.TestFactsHostKeysNetns",
@@ -283,7 +295,7 @@ func labAttrs(t *testing.T) []string {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "impair", "group", "siw", "rdma"} {
+	for _, top := range []string{"lab", "variable", "locals", "ssh", "host", "rxe", "capture", "workload", "impair", "group", "siw", "rdma", "program"} {
 		delete(seen, top) // top-level blocks: their attributes are the options
 	}
 	for k := range seen {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -42,6 +43,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "workload", LabelNames: []string{"name"}},
 		{Type: "group", LabelNames: []string{"name"}},
 		{Type: "impair", LabelNames: []string{"name"}},
+		{Type: "program", LabelNames: []string{"name"}},
 	},
 }
 
@@ -70,6 +72,8 @@ type loader struct {
 
 	rxeByName      map[string]*RXE
 	workloadByName map[string]*Workload
+	programByName  map[string]*kinds.Source
+	programObjs    cty.Value // program.NAME objects, for program workloads
 
 	// The instance being decoded, for diagnostics (see enter).
 	instExpr hcl.Expression
@@ -441,6 +445,7 @@ func (l *loader) decode(files []parsedFile) {
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeDevices(byType)
 	l.instExpr, l.instCtx = nil, nil
+	l.decodePrograms(byType["program"]) // program.go
 	l.decodeWorkloads(byType["workload"])
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeCaptures(byType["capture"])
@@ -526,7 +531,7 @@ func validName(s string) bool { return hclsyntax.ValidIdentifier(s) }
 func (l *loader) declare(byType map[string][]*hcl.Block) {
 	l.decls = map[string]map[string]*decl{}
 	devices := map[string]*decl{} // rxe, siw and rdma labels share one namespace
-	for _, kind := range []string{"host", "rxe", "siw", "rdma", "capture", "workload", "impair", "group"} {
+	for _, kind := range []string{"host", "rxe", "siw", "rdma", "capture", "workload", "impair", "group", "program"} {
 		l.decls[kind] = map[string]*decl{}
 		for _, b := range byType[kind] {
 			name := b.Labels[0]
@@ -584,9 +589,14 @@ var unsupportedRe = regexp.MustCompile(`^(?:An argument named|Blocks of type) "(
 // content is Body.Content with a "did you mean" added to unsupported
 // argument and block diagnostics, from the schema's names.
 func (l *loader) content(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyContent {
+	return l.contentNamed(body, schema, nil)
+}
+
+// contentNamed is content whose "did you mean" also offers names (what
+// another part of the block takes).
+func (l *loader) contentNamed(body hcl.Body, schema *hcl.BodySchema, names []string) *hcl.BodyContent {
 	c, diags := body.Content(schema)
 	sortUnsupported(diags)
-	var names []string
 	for _, a := range schema.Attributes {
 		names = append(names, a.Name)
 	}

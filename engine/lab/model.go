@@ -40,6 +40,7 @@ type Lab struct {
 	Captures          []*Capture
 	Workloads         []*Workload      // file order
 	Impairs           []*Impair        // link impairments (impair.go), file order
+	Programs          []*kinds.Source  // program blocks (program.go), file order
 	Groups            []*Group         // workloads that run together (group.go)
 	Sensitive         []string         // values of sensitive variables (for redaction)
 	Variables         []*Variable      // declared variables with their final values

@@ -41,6 +41,8 @@ func TestReadmeToolTable(t *testing.T) {
 		switch {
 		case tool.OneHost:
 			side = "`host` + `command`"
+		case tool.HostOrPair:
+			side = "host or rxe, siw, rdma; or `host` + `command`"
 		case tool.RDMA:
 			side = "rxe"
 		}

@@ -31,13 +31,13 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		if d := l.decls["workload"][label]; d == nil || d.block != b {
 			continue
 		}
-		content := l.content(b.Body, workloadSchema)
+		content, remain := l.partialContent(b.Body, workloadSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.rxeObjs
 		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe", "siw", "rdma"}}
 		for _, in := range l.expand(label, content, sc) {
 			l.enter(in)
-			w := l.decodeWorkload(b, l.unsetNulls(content, workloadSchema, in.sc.ctx), in)
+			w := l.decodeWorkload(b, l.unsetNulls(content, workloadSchema, in.sc.ctx), remain, in)
 			w.Index = len(l.lab.Workloads)
 			l.workloadByName[w.Name] = w
 			l.lab.Workloads = append(l.lab.Workloads, w)
@@ -53,7 +53,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 	l.recordKeys("workload", objs)
 }
 
-func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in instance) *Workload {
+func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain hcl.Body, in instance) *Workload {
 	w := &Workload{Workload: kinds.Workload{Name: in.name, Slug: in.slug, Options: kinds.Options{Timeout: DefaultTimeout, Repeat: 1}}, Range: b.DefRange}
 	attrs := content.Attributes
 	sc := in.sc
@@ -82,7 +82,16 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	// Sides.
+	oneHost := tool.OneHost || (tool.HostOrPair && attrs["host"] != nil)
 	switch {
+	case oneHost && tool.HostOrPair:
+		notFor("server", "runs the program between server and client; on host it runs one command. Keep host, or server and client.")
+		notFor("client", "runs the program between server and client; on host it runs one command. Keep host, or server and client.")
+		if v, ok := l.value(attrs["host"], sc); ok {
+			if n, ok := l.resolveRef(attrs["host"], v, "host", "host"); ok {
+				w.Host = l.hostByName[n]
+			}
+		}
 	case tool.OneHost:
 		notFor("server", "is not an exec argument; exec runs one command on host.")
 		notFor("client", "is not an exec argument; exec runs one command on host.")
@@ -103,10 +112,15 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	default:
 		notFor("host", fmt.Sprintf("is only for exec workloads; %s runs between server and client.", name))
-		notFor("command", fmt.Sprintf("is only for exec workloads; %s takes server and client (extra tool flags go in args).", name))
+		if !tool.HostOrPair {
+			notFor("command", fmt.Sprintf("is only for exec workloads; %s takes server and client (extra tool flags go in args).", name))
+		}
 		kind := "host"
 		if tool.RDMA {
 			kind = "rxe"
+		}
+		if tool.HostOrPair {
+			kind = "host, rxe"
 		}
 		for _, side := range []string{"server", "client"} {
 			a := attrs[side]
@@ -119,14 +133,17 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 				continue
 			}
 			refKind := kind
-			if tool.RDMA {
+			device := tool.RDMA || (tool.HostOrPair && refKindOf(v) != "host")
+			if device {
 				refKind = deviceRefKind(v) // rxe.X, siw.X or rdma.X
+			} else if tool.HostOrPair {
+				refKind = "host"
 			}
 			n, ok := l.resolveRef(a, v, refKind, side+" of "+name)
 			if !ok {
 				continue
 			}
-			if tool.RDMA {
+			if device {
 				r := l.rxeByName[n]
 				if r == nil {
 					continue
@@ -222,13 +239,14 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, in insta
 		}
 	}
 	if a := attrs["args"]; a != nil {
-		if tool.OneHost {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for exec", "args adds flags to a workload tool; for exec put the whole argv in command.")
+		if tool.OneHost || tool.HostOrPair {
+			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "args adds flags to a workload tool; for %s put the whole argv in %s.", name, map[bool]string{true: "command", false: "command, or server_command and client_command"}[tool.OneHost])
 		} else if args, ok := l.strList(a, sc); ok {
 			w.Args = args
 		}
 	}
 	l.checkIWARP(w, b, attrs)
+	l.decodeFamily(b, remain, w, tool, oneHost, sc)
 	for _, eb := range content.Blocks {
 		if e := l.decodeExpect(eb, w, sc); e != nil {
 			w.Expects = append(w.Expects, e)
@@ -359,7 +377,7 @@ func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
 		return nil
 	}
 	aliases := resultAliases(w.Tool)
-	attrs := ResultAttrs(w.Tool)
+	attrs := append(ResultAttrs(w.Tool), metricNames(w)...)
 	for a := range aliases {
 		attrs = append(attrs, a)
 	}
@@ -368,7 +386,7 @@ func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
 		e.Message, _ = l.str(a, sc)
 	}
 	esc := *sc
-	esc.result = ResultAttrs(w.Tool)
+	esc.result = append(ResultAttrs(w.Tool), metricNames(w)...)
 	esc.resultAliases = aliases
 	if !l.checkRefs(ca.Expr, &esc) {
 		return nil

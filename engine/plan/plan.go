@@ -509,7 +509,7 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 // addWorkload adds a workload's steps after before (the steps of the
 // workloads it waits for), and returns them.
 func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.Host]string, rxeStep map[*lab.RXE]string, caps []string, onHost map[*lab.Host][]string) []string {
-	if w.Tool == "exec" {
+	if w.Host != nil { // one command on one host (exec, a program on host)
 		s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run", "")})
 		s.after(ready[w.Host])
 		s.after(before...)

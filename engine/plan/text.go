@@ -132,6 +132,9 @@ func workloadText(w *lab.Workload, side, dial string) string {
 		if w.ServerRXE != nil {
 			b.WriteString(" on " + w.ServerRXE.Device)
 		}
+		if len(w.ServerCommand) > 0 {
+			b.WriteString(" " + quoteArgv(kinds.ShowSelfArgv(w.ServerCommand)))
+		}
 	case "client":
 		b.WriteString(" client")
 		if w.ClientRXE != nil {
@@ -141,8 +144,11 @@ func workloadText(w *lab.Workload, side, dial string) string {
 		if dial != "" {
 			b.WriteString(" at " + dial)
 		}
+		if len(w.ClientCommand) > 0 {
+			b.WriteString(" " + quoteArgv(kinds.ShowSelfArgv(w.ClientCommand)))
+		}
 	case "run":
-		b.WriteString(" " + quoteArgv(w.Command))
+		b.WriteString(" " + quoteArgv(kinds.ShowSelfArgv(w.Command)))
 	}
 	if w.Transport != "" && w.Transport != "RC" {
 		b.WriteString(" " + w.Transport)

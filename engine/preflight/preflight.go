@@ -7,6 +7,7 @@ package preflight
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +69,12 @@ type need struct {
 	root     []string          // what needs root
 	impairs  []string          // impair blocks on the host (netem)
 	found    []*lab.RXE        // rdma blocks (devices rlab did not create)
-	uses     []foundUse        // workloads on them
+	// progTool is the program the tool of program workloads needs (the
+	// compiler), progPkgs their program blocks' packages by family: named
+	// with it when it is missing, as one install command.
+	progTool string
+	progPkgs map[string][]string
+	uses     []foundUse // workloads on them
 }
 
 type foundUse struct {
@@ -139,13 +145,26 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 	}
 	for _, w := range l.Workloads {
 		t, _ := lab.LookupTool(w.Tool)
-		for _, h := range []*lab.Host{w.ServerHost, w.ClientHost} {
+		for _, h := range []*lab.Host{w.ServerHost, w.ClientHost, w.Host} {
 			if h == nil {
 				continue
 			}
 			n := get(h)
 			if t.Program != nil {
 				n.tools[t.Program.Name] = true
+			}
+			if w.Program != nil && t.Program != nil {
+				n.progTool = t.Program.Name
+				if n.progPkgs == nil {
+					n.progPkgs = map[string][]string{}
+				}
+				for fam, ps := range w.Program.Packages {
+					for _, p := range ps {
+						if !slices.Contains(n.progPkgs[fam], p) {
+							n.progPkgs[fam] = append(n.progPkgs[fam], p)
+						}
+					}
+				}
 			}
 			if t.RDMA {
 				n.rdma = true
@@ -218,7 +237,21 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 		missingPkg[p] = append(missingPkg[p], t)
 	}
 	for _, p := range pkgs {
-		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "%s", p.InstallHintFor(f.OS))
+		hint := p
+		if n.progTool != "" && slices.Contains(missingPkg[p], n.progTool) {
+			// One command for the compiler and what the programs need.
+			with := func(base, fam string) string {
+				all := []string{base}
+				for _, x := range n.progPkgs[fam] {
+					if x != base {
+						all = append(all, x)
+					}
+				}
+				return strings.Join(all, " ")
+			}
+			hint = kinds.Packages{Debian: with(p.Debian, "debian"), RHEL: with(p.RHEL, "rhel"), SUSE: with(p.SUSE, "suse")}
+		}
+		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "%s", hint.InstallHintFor(f.OS))
 	}
 	have := map[string]*proto.Netdev{}
 	var names []string

@@ -216,3 +216,30 @@ func TestCheckImpair(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckProgram: a host of a program workload (a side, or its host)
+// needs the compiler; when it lacks it, one install command names the
+// compiler and the program block's packages for the host's distribution.
+func TestCheckProgram(t *testing.T) {
+	l, diags := lab.Load([]string{"../../testdata/labs/valid/program.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	a, b := ready("a"), ready("b")
+	for _, f := range []*proto.Facts{a, b} {
+		f.Tools["cat"] = proto.Tool{Path: "/usr/bin/cat"}
+		f.OS = "Debian GNU/Linux 12 (bookworm)"
+	}
+	b.Tools["gcc"] = proto.Tool{Path: "/usr/bin/gcc"}
+	got := Check(l, map[string]*proto.Facts{"a": a, "b": b})
+	var tools []Problem
+	for _, p := range got {
+		if p.Code == CodeMissingTool {
+			tools = append(tools, p)
+		}
+	}
+	want := []Problem{{Host: "a", Code: CodeMissingTool, What: "gcc not installed", Fix: "apt-get install gcc make"}}
+	if d := cmp.Diff(want, tools); d != "" {
+		t.Errorf("missing tools (-want +got):\n%s", d)
+	}
+}

@@ -134,7 +134,11 @@ func PlanHost(n Need, f *proto.Facts) HostPlan {
 		p.Present = append(p.Present, rxeModule)
 		sort.Strings(p.Present)
 	}
-	if len(missing) == 0 && !needModule {
+	// A program block's packages (headers, make): the host's package
+	// manager says which it has (provision leaves those alone), so they
+	// are asked for whenever the lab names them for this family.
+	extra := n.Packages[string(fam)]
+	if len(missing) == 0 && !needModule && len(extra) == 0 {
 		return p
 	}
 	distro := strings.TrimSpace(f.Platform.DistroID + " " + f.Platform.DistroVersion)
@@ -159,6 +163,12 @@ func PlanHost(n Need, f *proto.Facts) HostPlan {
 			p.Packages = append(p.Packages, pkg)
 		}
 		p.For[pkg] = append(p.For[pkg], pr.Name)
+	}
+	for _, pkg := range extra {
+		if _, seen := p.For[pkg]; !seen {
+			p.Packages = append(p.Packages, pkg)
+		}
+		p.For[pkg] = append(p.For[pkg], n.For[pkg]...)
 	}
 	if needModule {
 		if isUbuntu(f.Platform) && f.Kernel != "" {

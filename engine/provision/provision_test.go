@@ -349,3 +349,65 @@ func TestApplyInterrupted(t *testing.T) {
 		t.Errorf("%v", r.Err)
 	}
 }
+
+// TestProgramPackages: a program block's packages go to the hosts of its
+// workloads (both sides, or host) for their family, beside gcc, the
+// program tool's compiler; provisioning asks for them whatever the facts
+// say (the package manager leaves installed ones alone) and says which
+// program needs each.
+func TestProgramPackages(t *testing.T) {
+	l, diags := lab.Load([]string{filepath.Join("..", "..", "testdata", "labs", "valid", "program.hcl")}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	ns := Needs(l)
+	a := ns[0]
+	if a.Host.Name != "a" || !slicesContains(a.Programs, "gcc") {
+		t.Fatalf("host a needs %+v", a)
+	}
+	if d := cmp.Diff(map[string][]string{"debian": {"gcc", "make"}, "rhel": {"gcc", "make"}}, a.Packages); d != "" {
+		t.Errorf("packages (-want +got):\n%s", d)
+	}
+	if d := a.Describe(); !strings.Contains(d, "make (program pingpair)") || strings.Count(d, "gcc") != 1 {
+		t.Errorf("describe %q: want gcc once and make for the program", d)
+	}
+	debian := proto.Platform{DistroID: "debian", DistroVersion: "12"}
+	rocky := proto.Platform{DistroID: "rocky", DistroIDLike: []string{"rhel"}}
+	gcc := map[string]proto.Tool{"gcc": {Path: "/usr/bin/gcc"}, "rdma": {}, "modprobe": {}}
+	for _, tc := range []struct {
+		name  string
+		facts proto.Facts
+		want  []string
+	}{
+		{"debian, gcc present", proto.Facts{Root: true, RXEModule: "loaded", Tools: gcc, Platform: debian}, []string{"gcc", "make"}},
+		{"debian, gcc missing", proto.Facts{Root: true, RXEModule: "loaded", Tools: without(gcc, "gcc"), Platform: debian}, []string{"gcc", "make"}},
+		{"rocky", proto.Facts{Root: true, RXEModule: "loaded", Tools: gcc, Platform: rocky}, []string{"gcc", "make"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := PlanHost(a, &tc.facts)
+			if p.Err != nil {
+				t.Fatal(p.Err)
+			}
+			if d := cmp.Diff(tc.want, p.Packages); d != "" {
+				t.Errorf("packages (-want +got):\n%s", d)
+			}
+			if !slicesContains(p.For["make"], "program pingpair") {
+				t.Errorf("for %v", p.For)
+			}
+		})
+	}
+	// A family the program names nothing for gets only the compiler.
+	p := PlanHost(a, &proto.Facts{Root: true, RXEModule: "loaded", Tools: without(gcc, "gcc"), Platform: proto.Platform{DistroID: "opensuse-leap", DistroIDLike: []string{"suse"}}})
+	if d := cmp.Diff([]string{"gcc"}, p.Packages); d != "" || p.Err != nil {
+		t.Errorf("suse: %v %v", p.Packages, p.Err)
+	}
+}
+
+func slicesContains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

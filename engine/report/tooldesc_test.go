@@ -27,6 +27,7 @@ var familyShows = map[kinds.Family]struct {
 	kinds.Family("rping"):        {"rping", true, nil, ""},
 	kinds.Family("tcp"):          {"tcp", false, nil, "TCP"},
 	kinds.Family("exec"):         {"exec", false, nil, ""},
+	kinds.Family("program"):      {"exec", false, nil, ""},                                              // its output and its metric blocks, as exec
 	madeFamily:                   {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // madeup_test.go
 }
 

@@ -221,8 +221,26 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 			}
 		}
 	}
+	// The lab's own metrics (metric blocks) that say which way is better:
+	// compared like a headline, in that direction.
+	own := map[string]bool{}
+	for _, r := range []*Run{a, b} {
+		for _, s := range r.Samples {
+			if d := s.Meta.Extra[BetterExtra]; d != "" {
+				if _, known := MetricByName(s.Metric); !known {
+					own[s.Metric] = d == "higher"
+				}
+			}
+		}
+	}
+	direction := func(metric string) bool {
+		if m, ok := MetricByName(metric); ok {
+			return m.HigherIsBetter
+		}
+		return own[metric]
+	}
 	fold := func(k Key, explicit bool) bool {
-		if explicit || opts.compared(k, counter[k.Metric]) {
+		if _, isOwn := own[k.Metric]; explicit || isOwn || opts.compared(k, counter[k.Metric]) {
 			return false
 		}
 		if counter[k.Metric] {
@@ -239,7 +257,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 			seen[ga.Key] = true
 			continue
 		}
-		m, _ := MetricByName(ga.Metric)
+		m := Metric{HigherIsBetter: direction(ga.Metric)}
 		d := Delta{Key: ga.Key, Unit: ga.Unit, A: ga.Median, NA: ga.N, Threshold: thr, HigherIsBetter: m.HigherIsBetter,
 			AMin: ga.Min, AMax: ga.Max}
 		gb, ok := bAggs[ga.Key]
@@ -287,7 +305,7 @@ func Compare(a, b *Run, opts CompareOptions) *Comparison {
 		if fold(gb.Key, explicit) {
 			continue
 		}
-		m, _ := MetricByName(gb.Metric)
+		m := Metric{HigherIsBetter: direction(gb.Metric)}
 		c.Deltas = append(c.Deltas, Delta{Key: gb.Key, Unit: gb.Unit, B: gb.Median, NB: gb.N, Threshold: thr,
 			HigherIsBetter: m.HigherIsBetter, Status: DeltaNew, BMin: gb.Min, BMax: gb.Max})
 	}

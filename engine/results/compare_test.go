@@ -402,3 +402,35 @@ func TestCompareCounters(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareOwnMetrics: a lab's own metric (a metric block) is compared by
+// default in the direction its block gives (better = "higher" or
+// "lower", carried in the samples' metadata); one without a direction is
+// folded like the other non-headline metrics.
+func TestCompareOwnMetrics(t *testing.T) {
+	run := func(metric, better string, v float64) *Run {
+		s := Sample{Metric: metric, Value: v, Unit: "MiB/s", Meta: Meta{Workload: "w", Tool: "program"}}
+		if better != "" {
+			s.Meta.Extra = map[string]string{BetterExtra: better}
+		}
+		return &Run{Samples: []Sample{s}}
+	}
+	for _, tc := range []struct {
+		better string
+		a, b   float64
+		want   string
+	}{
+		{"higher", 100, 80, DeltaRegressed},
+		{"higher", 100, 120, DeltaBetter},
+		{"lower", 100, 80, DeltaBetter},
+		{"lower", 100, 120, DeltaRegressed},
+	} {
+		c := Compare(run("mibps", tc.better, tc.a), run("mibps", tc.better, tc.b), CompareOptions{Threshold: 10})
+		if len(c.Deltas) != 1 || c.Deltas[0].Status != tc.want {
+			t.Errorf("better %s %v → %v: %+v, want %s", tc.better, tc.a, tc.b, c.Deltas, tc.want)
+		}
+	}
+	if c := Compare(run("pongs", "", 1), run("pongs", "", 2), CompareOptions{Threshold: 10}); len(c.Deltas) != 0 || len(c.Folded) != 1 {
+		t.Errorf("no direction: deltas %+v folded %v", c.Deltas, c.Folded)
+	}
+}

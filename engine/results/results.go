@@ -82,3 +82,9 @@ type Platform struct {
 	Distro         string `json:"distro,omitempty"` // os-release ID VERSION_ID, e.g. "ubuntu 22.04"
 	RDMACore       string `json:"rdma_core,omitempty"`
 }
+
+// BetterExtra is the Meta.Extra key of a lab's own metric (a metric block
+// of a program or exec workload) that says which way it is better:
+// "higher" or "lower", as its block says. Compare reads it where the
+// descriptor knows no such metric.
+const BetterExtra = "better"

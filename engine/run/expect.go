@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -31,7 +32,7 @@ type ExpectResult struct {
 // the run did not produce are null. A kernel counter is the workload's
 // delta summed over its hosts and devices (all sizes and repeats: they are
 // read around the whole workload), null when no host could read it.
-func ResultObject(tool string, samples []results.Sample, size int64) map[string]cty.Value {
+func ResultObject(tool string, samples []results.Sample, size int64, own ...kinds.OutputMetric) map[string]cty.Value {
 	vals := map[string][]float64{}
 	repeats := map[int]bool{}
 	counters := map[string]float64{}
@@ -49,6 +50,13 @@ func ResultObject(tool string, samples []results.Sample, size int64) map[string]
 	obj := map[string]cty.Value{
 		"size":   cty.NumberIntVal(size),
 		"repeat": cty.NumberIntVal(int64(len(repeats))),
+	}
+	for _, m := range own { // the workload's metric blocks (program, exec)
+		if v := vals[m.Name]; len(v) > 0 {
+			obj[m.Name] = cty.NumberFloatVal(results.Median(v))
+		} else {
+			obj[m.Name] = cty.NullVal(cty.Number)
+		}
 	}
 	for _, name := range results.ToolMetrics(tool) {
 		m, ok := results.MetricByName(name)
@@ -133,7 +141,7 @@ func (r *runner) evalExpects() []ExpectResult {
 			for _, size := range sizesOf(o.Samples) {
 				er := base
 				er.Size = size
-				obj := ResultObject(n.lab.Tool, o.Samples, size)
+				obj := ResultObject(n.lab.Tool, o.Samples, size, n.lab.Metrics...)
 				held, diags := evalOne(e, obj)
 				er.Got = gotText(e, obj)
 				er.Held = held && !diags.HasErrors()

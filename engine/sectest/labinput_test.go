@@ -272,6 +272,9 @@ func TestAgentRefusesBadNames(t *testing.T) {
 		{"capture filter with NUL", proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "c6", Netdev: "lo", Filter: "udp\x00; id"}},
 		{"files.read absolute", proto.MethodFilesRead, proto.FilesReadParams{Path: "/etc/passwd", MaxBytes: 100}},
 		{"files.read dotdot", proto.MethodFilesRead, proto.FilesReadParams{Path: "../../../../etc/passwd", MaxBytes: 100}},
+		{"files.write absolute", proto.MethodFilesWrite, proto.FilesWriteParams{Path: "/etc/cron.d/x", Data: []byte("x")}},
+		{"files.write dotdot", proto.MethodFilesWrite, proto.FilesWriteParams{Path: "../../../../tmp/x", Data: []byte("x")}},
+		{"proc dir dotdot", proto.MethodProcStart, proto.ProcStartParams{Handle: "p4", Argv: []string{"true"}, Dir: "../.."}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,6 +82,9 @@ func TestWorkDirSwapNetns(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "replaced") || len(l.Files) > 0 {
 					t.Errorf("files.list: %d files, %v; want a refusal saying the work dir was replaced", len(l.Files), err)
 				}
+				if _, err := rpc.Call(ctx, c, rpc.FilesWrite, proto.FilesWriteParams{Path: "programs/p/evil", Data: []byte("x")}); err == nil || !strings.Contains(err.Error(), "replaced") {
+					t.Errorf("files.write: %v; want a refusal saying the work dir was replaced", err)
+				}
 				_, err = rpc.Call(ctx, c, rpc.ProcStart, proto.ProcStartParams{Handle: "wl.swap.exec.r0", Argv: []string{"echo", "x"}})
 				if err == nil || !strings.Contains(err.Error(), "replaced") {
 					t.Errorf("proc.start: %v; want a refusal saying the work dir was replaced", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/rlab-dev/rlab/kinds/exec"
 	"github.com/rlab-dev/rlab/kinds/perftest"
 	"github.com/rlab-dev/rlab/kinds/pingpong"
+	"github.com/rlab-dev/rlab/kinds/program"
 	"github.com/rlab-dev/rlab/kinds/rping"
 	"github.com/rlab-dev/rlab/kinds/tcp"
 )
@@ -27,5 +28,6 @@ func Register() {
 		kinds.Register(rping.Kind{})
 		kinds.Register(tcp.Kind{})
 		kinds.Register(exec.Kind{})
+		kinds.Register(program.Kind{})
 	})
 }

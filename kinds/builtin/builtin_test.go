@@ -17,8 +17,8 @@ func TestEveryKindHasItsAbilities(t *testing.T) {
 	builtin.Register()
 	builtin.Register() // twice is once
 	ks := kinds.Kinds()
-	if len(ks) != 5 {
-		t.Fatalf("%d families registered, want the 5 built-in ones", len(ks))
+	if len(ks) != 6 {
+		t.Fatalf("%d families registered, want the 6 built-in ones", len(ks))
 	}
 	for _, k := range ks {
 		d := k.Desc()

@@ -1,6 +1,8 @@
 // Package exec is the exec tool family: one command (an argv, never through
 // a shell) on one host; its exit code and output are kept, not parsed. It
-// holds its descriptor (Kind.Desc) and its step (Kind.NewStep).
+// holds its descriptor (Kind.Desc), its step (Kind.NewStep) and its metric
+// blocks' decoder (Kind.DecodeWorkload), whose numbers the step reads from
+// the command's output.
 //
 // It imports kinds and steps; kinds/builtin registers it.
 package exec
@@ -8,7 +10,9 @@ package exec
 import (
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/internal/metricblock"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -26,4 +30,16 @@ func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "exec",
 		Tools: []kinds.Tool{{Name: "exec", Family: Family, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true},
 			Pace: kinds.Pace{Start: time.Second, Unknown: "the command's own time, which the lab does not say"}}}}
+}
+
+// Attributes names what exec decodes itself (engine/lab.BodyDecoder).
+func (Kind) Attributes() []string { return []string{"metric"} }
+
+// DecodeWorkload decodes exec's metric blocks, the numbers read from the
+// command's output (kinds.OutputMetric); the engine decodes the rest.
+func (Kind) DecodeWorkload(body hcl.Body, ctx *hcl.EvalContext, w *kinds.Workload, _ bool, _ hcl.Range) hcl.Diagnostics {
+	content, diags := body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{metricblock.Schema}})
+	ms, ds := metricblock.Decode(content.Blocks, ctx)
+	w.Metrics = ms
+	return append(diags, ds...)
 }

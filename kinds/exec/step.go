@@ -57,10 +57,17 @@ func (s *execWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	pr := steps.Ref(w.Host, r)
 	s.out.Runs = append(s.out.Runs, steps.RunRecord{Repeat: rep, Client: pr})
 	ss := steps.CommonSamples(r.ExitCode, pr.Seconds)
+	var merr error
+	failed := r.ExitCode != 0 || r.TimedOut || r.Signal != ""
+	if !failed {
+		var ms []results.Sample
+		ms, merr = steps.OutputSamples(w.Metrics, r) // the lab's metric blocks
+		ss = append(ss, ms...)
+	}
 	steps.FillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Repeat: rep, Hosts: []string{w.Host}})
 	s.out.Samples = append(s.out.Samples, ss...)
-	if r.ExitCode != 0 || r.TimedOut || r.Signal != "" {
+	if failed {
 		return steps.ProcError("exec", "command", w.Host, r)
 	}
-	return nil
+	return merr
 }

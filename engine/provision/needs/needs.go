@@ -25,6 +25,11 @@ type Need struct {
 	Host     *lab.Host
 	Programs []string // sorted: workload tools, tcpdump, rdma, modprobe
 	RXE      bool     // creates rxe devices: needs rdma_rxe
+	// Packages are what the program blocks its workloads build and run
+	// need, by distribution family (debian, rhel, suse), each family's
+	// sorted; For says which program needs each.
+	Packages map[string][]string
+	For      map[string][]string
 }
 
 // Of is what each host of the lab needs, in lab order; a host the lab
@@ -49,13 +54,33 @@ func Of(l *lab.Lab) []Need {
 	for _, c := range l.Captures {
 		add(c.Host, "tcpdump")
 	}
+	pkgs := map[*lab.Host]map[string]map[string]bool{} // host, family, package
+	pkgFor := map[*lab.Host]map[string][]string{}
 	for _, w := range l.Workloads {
 		t, ok := lab.LookupTool(w.Tool)
 		if !ok || t.Program == nil {
 			continue
 		}
-		add(w.ServerHost, t.Program.Name)
-		add(w.ClientHost, t.Program.Name)
+		for _, h := range []*lab.Host{w.ServerHost, w.ClientHost, w.Host} {
+			add(h, t.Program.Name)
+			if h == nil || w.Program == nil {
+				continue
+			}
+			for fam, ps := range w.Program.Packages {
+				if pkgs[h] == nil {
+					pkgs[h], pkgFor[h] = map[string]map[string]bool{}, map[string][]string{}
+				}
+				if pkgs[h][fam] == nil {
+					pkgs[h][fam] = map[string]bool{}
+				}
+				for _, p := range ps {
+					pkgs[h][fam][p] = true
+					if !contains(pkgFor[h][p], "program "+w.Program.Name) {
+						pkgFor[h][p] = append(pkgFor[h][p], "program "+w.Program.Name)
+					}
+				}
+			}
+		}
 	}
 	var out []Need
 	for _, h := range l.Hosts {
@@ -64,9 +89,27 @@ func Of(l *lab.Lab) []Need {
 			n.Programs = append(n.Programs, p)
 		}
 		sort.Strings(n.Programs)
+		if len(pkgs[h]) > 0 {
+			n.Packages, n.For = map[string][]string{}, pkgFor[h]
+			for fam, set := range pkgs[h] {
+				for p := range set {
+					n.Packages[fam] = append(n.Packages[fam], p)
+				}
+				sort.Strings(n.Packages[fam])
+			}
+		}
 		out = append(out, n)
 	}
 	return out
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Describe says what provisioning n's host would install if it lacks it,
@@ -94,6 +137,11 @@ func (n Need) Describe() string {
 			parts = append(parts, pkg)
 		} else {
 			parts = append(parts, pkg+" ("+strings.Join(f, ", ")+")")
+		}
+	}
+	for _, pkg := range n.Packages["debian"] {
+		if _, seen := forPkg[pkg]; !seen {
+			parts = append(parts, pkg+" ("+strings.Join(n.For[pkg], ", ")+")")
 		}
 	}
 	if n.RXE {

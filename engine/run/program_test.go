@@ -1,0 +1,360 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/results"
+)
+
+// programLab writes src as a lab beside a copy of the test programs
+// (testdata/labs/valid/pingpair: a TCP server and client in C) and a
+// source that does not compile, and loads it.
+func programLab(t testing.TB, src string) *lab.Lab {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc on this machine")
+	}
+	dir := t.TempDir()
+	from := filepath.Join("..", "..", "testdata", "labs", "valid", "pingpair")
+	if err := os.CopyFS(filepath.Join(dir, "pingpair"), os.DirFS(from)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken", "broken.c"), []byte("int main(void) {\n\treturn undeclared_thing;\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "lab.hcl")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, diags := lab.Load([]string{p}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatalf("load lab: %v", diags)
+	}
+	return l
+}
+
+const programHosts = twoHosts + `
+program "pingpair" {
+  source = "pingpair"
+  build  = ["make", "server", "client"]
+}
+program "broken" {
+  source = "broken"
+  build  = ["gcc", "-o", "broken", "broken.c"]
+}
+`
+
+// TestRunProgram: a program block is shipped to both hosts and built
+// there once (make), then run as a pair: ready by a regex on the server's
+// output, and by its port listening, with a server that never exits by
+// itself interrupted after its client without failing; metric blocks give
+// a count and a value in their unit, expect reads them; the build's output
+// is in the run's logs and nothing stays in the hosts' work dirs. The
+// failing cases each fail the workload (exit 1) saying what: a build that
+// does not compile (host, command, exit code, the compiler's error line),
+// a server never ready, a client that exits 1, a pattern that never
+// matched.
+func TestRunProgram(t *testing.T) {
+	t.Run("pair, ready by regex and by port, metrics", func(t *testing.T) {
+		l := programLab(t, programHosts+`
+workload "by_regex" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.a
+  client         = host.b
+  server_command = ["./server", "${self.port}", "-x"]
+  client_command = ["./client", self.server_address, "${self.port}"]
+  ready          = "^listening on [0-9]+"
+  repeat         = 2
+  metric "pongs" { pattern = "^got pong ping" }
+  metric "mibps" {
+    pattern = "in [0-9.]+ s \\((?P<value>[0-9.]+) MiB/s\\)"
+    unit    = "MiB/s"
+    better  = "higher"
+  }
+  expect { condition = result.pongs == 1 && result.mibps >= 0 }
+}
+workload "by_port" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.a
+  client         = host.b
+  server_command = ["./server", "${self.port}", "-forever"]
+  client_command = ["./client", self.server_address, "${self.port}"]
+  metric "pongs" { pattern = "^got pong" }
+}
+workload "alone" {
+  tool    = "program"
+  program = program.pingpair
+  host    = host.a
+  command = ["ls", "server", "client", "Makefile"]
+  metric "files" { pattern = "^(server|client|Makefile)$" }
+}
+workload "sized" {
+  tool       = "program"
+  program    = program.pingpair
+  host       = host.b
+  sizes      = ["4KiB", "8KiB"]
+  iterations = 3
+  command    = ["echo", "size", "${self.size}", "x", "${self.iterations}", "port", "${self.port}"]
+  metric "echoed" { pattern = "^size (?P<value>[0-9]+) x 3 port 2003[0-9]$" }
+}
+workload "uptime" {
+  tool    = "exec"
+  host    = host.a
+  command = ["cat", "/proc/uptime"]
+  metric "up" {
+    pattern = "^(?P<value>[0-9.]+) "
+    unit    = "s"
+  }
+  expect { condition = result.up > 0 }
+}
+`)
+		bed := newPipeBed(t)
+		res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		if res.Code != ExitOK {
+			t.Fatalf("code %d: %v", res.Code, res.Err)
+		}
+		r := readRun(t, res.Dir)
+		got := map[string][]results.Sample{}
+		for _, s := range r.Samples {
+			got[s.Meta.Workload+"."+s.Metric] = append(got[s.Meta.Workload+"."+s.Metric], s)
+		}
+		for key, want := range map[string]struct {
+			n    int
+			unit string
+		}{"by_regex.pongs": {2, "lines"}, "by_regex.mibps": {2, "MiB/s"}, "by_port.pongs": {1, "lines"}, "alone.files": {1, "lines"}, "sized.echoed": {2, ""}, "uptime.up": {1, "s"}} {
+			ss := got[key]
+			if len(ss) != want.n {
+				t.Errorf("%s: %d samples, want %d", key, len(ss), want.n)
+				continue
+			}
+			for _, s := range ss {
+				if s.Unit != want.unit || s.Value < 0 || (want.unit == "lines" && s.Value == 0) { // a tiny exchange may print 0.000 MiB/s
+					t.Errorf("%s: %+v", key, s)
+				}
+			}
+		}
+		if s := got["by_regex.mibps"]; len(s) > 0 && s[0].Meta.Extra["better"] != "higher" {
+			t.Errorf("mibps meta %+v", s[0].Meta)
+		}
+		if s := got["alone.files"]; len(s) == 1 && s[0].Value != 3 {
+			t.Errorf("alone.files = %v, want 3", s[0].Value)
+		}
+		// One run per size, self.size and self.iterations filled.
+		for _, s := range got["sized.echoed"] {
+			if s.Value != float64(s.Meta.Size) || s.Meta.Iterations != 3 {
+				t.Errorf("sized: %v at size %d (iterations %d)", s.Value, s.Meta.Size, s.Meta.Iterations)
+			}
+		}
+		// The interrupted server said so, and that was no failure.
+		outs, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "a", "logs", "wl.by_port.server.r0.stdout"))
+		if len(outs) != 1 {
+			t.Fatalf("server output of by_port: %v", outs)
+		}
+		if b, _ := os.ReadFile(outs[0]); !strings.Contains(string(b), "interrupted") {
+			t.Errorf("by_port server output %q: not interrupted", b)
+		}
+		// Built once per host, its output kept in the run's logs.
+		for _, h := range []string{"a", "b"} {
+			builds, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", h, "logs", "prog.pingpair.*.build.stdout"))
+			if len(builds) != 1 {
+				t.Errorf("host %s: build logs %v, want one", h, builds)
+			} else if b, _ := os.ReadFile(builds[0]); !strings.Contains(string(b), "gcc") {
+				t.Errorf("host %s: build log %q", h, b)
+			}
+		}
+		if srcs, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "a", "logs", "programs", "pingpair-*", "server.c")); len(srcs) != 1 {
+			t.Errorf("the shipped source in the run's logs: %v, want one server.c", srcs)
+		}
+		assertNothingLeft(t, bed)
+	})
+
+	for _, tc := range []struct {
+		name, workload string
+		want           []string
+	}{
+		{"build fails", `
+workload "w" {
+  tool    = "program"
+  program = program.broken
+  host    = host.b
+  command = ["./broken"]
+}`, []string{`build program "broken" on host "b": gcc -o broken broken.c: exit 1:`, "broken.c:2:", "error:", "undeclared_thing", "logs/prog.broken."}},
+		{"server never ready", `
+workload "w" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.a
+  client         = host.b
+  server_command = ["./server", "${self.port}", "-forever"]
+  client_command = ["./client", self.server_address, "${self.port}"]
+  ready          = "a line the server never prints"
+  timeout        = "3s"
+}`, []string{`start program server on host "a": ./server`, `ready: its output matching "a line the server never prints")`, "it printed:\nlistening on 20000"}},
+		{"client exits 1", `
+workload "w" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.a
+  client         = host.b
+  server_command = ["./server", "${self.port}", "-forever"]
+  client_command = ["./client", self.server_address, "${self.port}", "-fail"]
+}`, []string{`program client on host "b": ./client 127.0.0.1`, "exit 1", "client: failing as asked"}},
+		{"pattern never matches", `
+workload "w" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.a
+  client         = host.b
+  server_command = ["./server", "${self.port}", "-x"]
+  client_command = ["./client", self.server_address, "${self.port}"]
+  metric "writes" { pattern = "RDMA_WRITE complete" }
+}`, []string{`metric "writes": pattern "RDMA_WRITE complete" matched no line of the output`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bed := newPipeBed(t)
+			res := Run(context.Background(), programLab(t, programHosts+tc.workload), Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+			if res.Code != ExitFailed || res.Err == nil {
+				t.Fatalf("code %d (want %d): %v", res.Code, ExitFailed, res.Err)
+			}
+			t.Logf("%s: %v", tc.name, res.Err)
+			for _, w := range tc.want {
+				if !strings.Contains(res.Err.Error(), w) {
+					t.Errorf("error %q\nlacks %q", res.Err, w)
+				}
+			}
+			assertNothingLeft(t, bed)
+		})
+	}
+}
+
+// assertNothingLeft: no process of the run is left. (The in-process
+// hosts' work dirs are not of the shape a run removes; the netns test,
+// TestNetnsProgram, sees the real one go.)
+func assertNothingLeft(t *testing.T, bed *pipeBed) {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", "/server [0-9]+ -forever").CombinedOutput()
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("a server is left running: pids %s", s)
+	}
+}
+
+// TestNetnsProgram is TestRunProgram's pair against real OpenSSH and the
+// real agent (root, working for the login user: become): the source goes
+// over the agent's files.write, is built with the hosts' gcc as the login
+// user, runs as a pair ready by its port and by a regex, gives its metric;
+// a build that fails names host, command, exit code and the compiler's
+// error; and after each run the hosts' work dirs, where the program was
+// shipped and built, are gone.
+func TestNetnsProgram(t *testing.T) {
+	bed, hosts := netnsBed(t, 2)
+	base := "lab \"prog\" {}\n" + hosts + `
+program "pingpair" {
+  source = "pingpair"
+  build  = ["make", "server", "client"]
+}
+program "broken" {
+  source = "broken"
+  build  = ["gcc", "-o", "broken", "broken.c"]
+}
+`
+	workDirsGone := func(t *testing.T, res *Result) {
+		t.Helper()
+		facts, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "*", "facts.json"))
+		if len(facts) == 0 {
+			t.Fatalf("no facts.json in %s", res.Dir)
+		}
+		for _, f := range facts {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fs struct {
+				WorkDir string `json:"work_dir"`
+			}
+			if err := json.Unmarshal(b, &fs); err != nil || !strings.HasPrefix(fs.WorkDir, bed.Home+"/.cache/rlab/runs/") {
+				t.Fatalf("%s: work dir %q (%v)", f, fs.WorkDir, err)
+			}
+			if ents, err := os.ReadDir(fs.WorkDir); !os.IsNotExist(err) {
+				t.Errorf("work dir %s left (%v): %v", fs.WorkDir, err, ents)
+			}
+		}
+		out, _ := exec.Command("pgrep", "-f", "/server [0-9]+ -forever").CombinedOutput()
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Errorf("a server is left running: pids %s", s)
+		}
+	}
+	t.Run("pair", func(t *testing.T) {
+		l := programLab(t, base+`
+workload "by_port" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.h0
+  client         = host.h1
+  server_command = ["./server", "${self.port}", "-forever"]
+  client_command = ["./client", self.server_address, "${self.port}"]
+  metric "pongs" { pattern = "^got pong ping" }
+  expect { condition = result.pongs == 1 }
+}
+workload "by_regex" {
+  tool           = "program"
+  program        = program.pingpair
+  server         = host.h1
+  client         = host.h0
+  server_command = ["./server", "${self.port}"]
+  client_command = ["./client", self.server_address, "${self.port}"]
+  ready          = "^listening on"
+  metric "mibps" {
+    pattern = "\\((?P<value>[0-9.]+) MiB/s\\)"
+    unit    = "MiB/s"
+  }
+}
+`)
+		res := Run(context.Background(), l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		if res.Code != ExitOK {
+			t.Fatalf("code %d: %v", res.Code, res.Err)
+		}
+		r := readRun(t, res.Dir)
+		n := map[string]int{}
+		for _, s := range r.Samples {
+			if s.Metric == "pongs" && s.Value == 1 && s.Unit == "lines" || s.Metric == "mibps" && s.Unit == "MiB/s" {
+				n[s.Metric]++
+			}
+		}
+		if n["pongs"] != 1 || n["mibps"] != 1 {
+			t.Errorf("samples %v, want a pongs and a mibps", n)
+		}
+		workDirsGone(t, res)
+	})
+	t.Run("build fails", func(t *testing.T) {
+		l := programLab(t, base+`
+workload "w" {
+  tool    = "program"
+  program = program.broken
+  host    = host.h1
+  command = ["./broken"]
+}
+`)
+		res := Run(context.Background(), l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		if res.Code != ExitFailed || res.Err == nil {
+			t.Fatalf("code %d: %v", res.Code, res.Err)
+		}
+		for _, w := range []string{`build program "broken" on host "h1": gcc -o broken broken.c: exit 1:`, "error:", "undeclared_thing"} {
+			if !strings.Contains(res.Err.Error(), w) {
+				t.Errorf("error %q lacks %q", res.Err, w)
+			}
+		}
+		workDirsGone(t, res)
+	})
+}

@@ -1,0 +1,101 @@
+package program
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/steps"
+)
+
+// TestDesc: program is one tool that runs on host or between server and
+// client, takes sizes and iterations (self.size, self.iterations), and
+// needs gcc on its hosts.
+func TestDesc(t *testing.T) {
+	d := Kind{}.Desc()
+	if len(d.Tools) != 1 {
+		t.Fatalf("tools %+v", d.Tools)
+	}
+	tl := d.Tools[0]
+	if tl.Name != "program" || !tl.HostOrPair || tl.OneHost || tl.RDMA || !tl.Sizes || !tl.Iterations || tl.Program == nil || tl.Program.Name != "gcc" {
+		t.Errorf("tool %+v", tl)
+	}
+	for _, p := range []string{tl.Program.Packages.Debian, tl.Program.Packages.RHEL, tl.Program.Packages.SUSE} {
+		if p != "gcc" {
+			t.Errorf("packages %+v", tl.Program.Packages)
+		}
+	}
+}
+
+// TestBuildDir: one folder per source hash and build argv, so two build
+// argvs of one source never share what they made.
+func TestBuildDir(t *testing.T) {
+	p := &kinds.Source{Name: "tut", Hash: strings.Repeat("ab", 32), Build: []string{"make"}}
+	q := *p
+	q.Build = []string{"make", "server"}
+	a, b := BuildDir(p), BuildDir(&q)
+	if a == b || !strings.HasPrefix(a, "programs/tut-abababababab-") || BuildDir(p) != a {
+		t.Errorf("dirs %q %q", a, b)
+	}
+}
+
+// TestBuildError: a failed build names the host, the command, how it
+// ended, the compiler's first error lines (not its warnings) and where the
+// whole output is; without an error line, the output's first lines.
+func TestBuildError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    proto.ProcResult
+		want []string
+		not  []string
+	}{
+		{"gcc", proto.ProcResult{Argv: []string{"make"}, ExitCode: 2, StdoutFile: "b.stdout", StderrFile: "b.stderr",
+			Stdout: "gcc -O2 -o server server.c\n", Stderr: "server.c:3:1: warning: unused\nserver.c:9:5: error: 'x' undeclared\nmake: *** [Makefile:2: server] Error 1\n"},
+			[]string{`build program "tut" on host "a": make: exit 2:`, "server.c:9:5: error: 'x' undeclared", "make: *** [Makefile:2: server] Error 1", "logs/b.stdout and logs/b.stderr"},
+			[]string{"warning"}},
+		{"no error line", proto.ProcResult{Argv: []string{"./build.sh"}, ExitCode: 1, Stderr: "one\ntwo\nthree\nfour\nfive\nsix\n"},
+			[]string{"./build.sh: exit 1:", "one", "five"}, []string{"six"}},
+		{"killed", proto.ProcResult{Argv: []string{"make"}, ExitCode: -1, Signal: "SIGKILL"}, []string{"make: killed by SIGKILL"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := BuildError("tut", "a", &tc.r).Error()
+			for _, w := range tc.want {
+				if !strings.Contains(err, w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(err, w) {
+					t.Errorf("%q has %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestNewStep: a program workload needs its program and either host and
+// command or both sides and both commands; the plan's line shows the
+// commands as the lab wrote them.
+func TestNewStep(t *testing.T) {
+	src := &kinds.Source{Name: "tut", Hash: strings.Repeat("0", 64)}
+	pair := steps.Workload{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src,
+		ServerCommand: []string{"./server", kinds.SelfRef("port")}, ClientCommand: []string{"./client", kinds.SelfRef("server_address")}}},
+		ServerHost: "a", ClientHost: "b"}
+	s, err := Kind{}.NewStep(&pair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Describe(), "program w (tut): host a (server) ./server ${self.port}, then host b (client) ./client ${self.server_address}"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+	for _, bad := range []steps.Workload{
+		{Workload: kinds.Workload{Name: "w", Tool: "program"}, Host: "a"},
+		{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src}}, Host: "a"},
+		{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src, ServerCommand: []string{"x"}}}, ServerHost: "a", ClientHost: "b"},
+	} {
+		if _, err := (Kind{}).NewStep(&bad); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
