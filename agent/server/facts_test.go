@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -234,6 +235,34 @@ func TestPerftestHelpHasJSON(t *testing.T) {
 	}
 	if PerftestHelpHasJSON(" -F, --CPU-freq  Do not show a warning\n") {
 		t.Error("invented --out_json")
+	}
+}
+
+// TestPerftestHelpFlags: the options the facts probe reads from perftest's
+// --help, as its usage() prints them (perftest_parameters.c: "      --out_json "
+// then the text; --write_with_imm only for ib_write_bw and ib_write_lat,
+// since 24.01), and what a request asking about --write_with_imm gets.
+func TestPerftestHelpFlags(t *testing.T) {
+	const bookworm = " -F, --CPU-freq  Do not show a warning even if cpufreq_ondemand module is loaded\n" +
+		"      --out_json  Save the report in a json file\n      --out_json_file=<file> Name of the report file\n"
+	const trixie = bookworm + "      --use_ooo  Use out of order data placement\n" +
+		"      --write_with_imm  use write-with-immediate verb instead of write\n"
+	for _, tc := range []struct {
+		name, help string
+		asked      []string
+		want       perftestHelp
+	}{
+		{"bookworm 4.5-0.17", bookworm, []string{"--write_with_imm"}, perftestHelp{JSON: true}},
+		{"trixie 25.01", trixie, []string{"--write_with_imm"}, perftestHelp{JSON: true, Flags: []string{"--write_with_imm"}}},
+		{"asked nothing", trixie, nil, perftestHelp{JSON: true}},
+		{"before --out_json", " -F, --CPU-freq  Do not show a warning\n", []string{"--write_with_imm"}, perftestHelp{}},
+		// A flag named inside another's text is not an option of its own.
+		{"prose", " -x  see--write_with_imm\n", []string{"--write_with_imm"}, perftestHelp{}},
+	} {
+		got := perftestHelpFrom(HelpOptions(tc.help), tc.asked)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v (options %q)", tc.name, got, tc.want, HelpOptions(tc.help))
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ package preflight
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,6 +43,9 @@ const (
 	CodeNoGID    = "no_gid"
 	CodeIWARP    = "iwarp"
 	CodeNoNetem  = "no_netem"
+	// A workload's args ask for an option the host's program lacks
+	// (kinds.Tool.ProbedFlags: perftest's --write_with_imm).
+	CodeMissingFlag = "missing_flag"
 )
 
 // Thresholds.
@@ -69,6 +73,14 @@ type need struct {
 	impairs  []string          // impair blocks on the host (netem)
 	found    []*lab.RXE        // rdma blocks (devices rlab did not create)
 	uses     []foundUse        // workloads on them
+	flags    []flagUse         // options some versions of a tool lack
+}
+
+// flagUse is a workload whose args ask for a tool's probed option.
+type flagUse struct {
+	w    *lab.Workload
+	tool string
+	flag kinds.ProbedFlag
 }
 
 type foundUse struct {
@@ -150,6 +162,14 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 			if t.RDMA {
 				n.rdma = true
 			}
+			for _, pf := range t.ProbedFlags {
+				for _, a := range w.Args {
+					if a == pf.Flag || strings.HasPrefix(a, pf.Flag+"=") {
+						n.flags = append(n.flags, flagUse{w, w.Tool, pf})
+						break
+					}
+				}
+			}
 		}
 	}
 	return m, order
@@ -219,6 +239,18 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 	}
 	for _, p := range pkgs {
 		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "%s", p.InstallHintFor(f.OS))
+	}
+	for _, u := range n.flags {
+		t, ok := f.Tools[u.tool]
+		if !ok || slices.Contains(f.PerftestFlags, u.flag.Flag) {
+			continue // missing altogether (said above), or has it
+		}
+		ver := ""
+		if t.Version != "" {
+			ver = " " + t.Version
+		}
+		add(CodeMissingFlag, fmt.Sprintf("workload %q asks %s for %s, and its %s%s here does not list it in --help", u.w.Name, u.tool, u.flag.Flag, u.tool, ver),
+			"%s: run it on hosts with a newer one (rlab's VMs: vm { image = \"trixie\" }), or remove %s from the workload's args", u.flag.Since, u.flag.Flag)
 	}
 	have := map[string]*proto.Netdev{}
 	var names []string
