@@ -465,3 +465,21 @@ func BenchmarkNetdevAddrs(b *testing.B) {
 		})
 	}
 }
+
+// FuzzHelpOptions: whatever a program prints for --help, the options read
+// are sorted, unique, long options ("--x"), each one in the text.
+func FuzzHelpOptions(f *testing.F) {
+	f.Add("      --out_json  Save the report\n      --write_with_imm  use write-with-immediate verb\n")
+	f.Add(" -F, --CPU-freq\n[--a] --b,--c")
+	f.Fuzz(func(t *testing.T, help string) {
+		got := strings.Fields(HelpOptions(help))
+		for i, o := range got {
+			if !strings.HasPrefix(o, "--") || len(o) < 3 || !strings.Contains(help, o) {
+				t.Fatalf("option %q not a long option of %q", o, help)
+			}
+			if i > 0 && got[i-1] >= o {
+				t.Fatalf("options not sorted and unique: %q", got)
+			}
+		}
+	})
+}
