@@ -148,6 +148,19 @@ type Version struct {
 	// PerftestHelp: the program's --help says whether perftest writes
 	// --out_json files.
 	PerftestHelp bool
+	// HelpFlags (with PerftestHelp): the options whose presence that
+	// --help is asked about, for every tool's ProbedFlags.
+	HelpFlags []string
+}
+
+// ProbedFlag is an option of a tool that not every installed version has:
+// the facts probe asks the program's --help (Version.HelpFlags), and
+// preflight names the hosts whose program lacks it when a workload's args
+// ask for it.
+type ProbedFlag struct {
+	Flag string // "--write_with_imm"
+	// Since says which versions have it and why a host may not.
+	Since string
 }
 
 // Program is an executable the agent looks for on a host.
@@ -219,6 +232,9 @@ type Tool struct {
 	// rlab raises when an end of the workload is an emulated (TCG) guest
 	// (qptimeout.go); zero for tools without RC QPs.
 	QPTimeout QPTimeout
+	// ProbedFlags are options (in a workload's args) that some installed
+	// versions of the program lack: preflight names those hosts.
+	ProbedFlags []ProbedFlag
 }
 
 // Metric is one measured quantity: its name is the one results.json,

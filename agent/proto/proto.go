@@ -242,6 +242,9 @@ type Probe struct {
 	// PerftestHelp: the program's --help says whether perftest writes
 	// --out_json files (Facts.PerftestJSON).
 	PerftestHelp bool `json:"perftest_help,omitempty"`
+	// HelpFlags (with PerftestHelp) are the options whose presence in that
+	// --help the controller asks about (Facts.PerftestFlags).
+	HelpFlags []string `json:"help_flags,omitempty"`
 }
 
 // DefaultProbes are the programs facts looks for when a request names none:
@@ -283,6 +286,9 @@ type Facts struct {
 	Tools map[string]Tool `json:"tools"`
 	// PerftestJSON is true when the installed perftest accepts --out_json.
 	PerftestJSON bool `json:"perftest_json"`
+	// PerftestFlags are the options of Probe.HelpFlags the installed
+	// perftest's --help lists (--write_with_imm: perftest 24.01 and later).
+	PerftestFlags []string `json:"perftest_flags,omitempty"`
 	// MemlockSoft/Hard are RLIMIT_MEMLOCK in bytes; -1 means unlimited.
 	MemlockSoft int64  `json:"memlock_soft"`
 	MemlockHard int64  `json:"memlock_hard"`

@@ -96,12 +96,12 @@ func collectFactsOpt(ctx context.Context, workDir string, topts toolsOptions) pr
 	// Tool versions run processes; start them first and read sysfs meanwhile.
 	var wg sync.WaitGroup
 	var tools map[string]proto.Tool
-	var perftestJSON bool
+	var perftest perftestHelp
 	var toolErrs []string
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tools, perftestJSON, toolErrs = collectToolsOpt(ctx, topts)
+		tools, perftest, toolErrs = collectToolsOpt(ctx, topts)
 	}()
 	// Netdevs are two netlink dumps and sysfs reads per interface: the
 	// largest collector on a host with many netdevs; run it beside the rest.
@@ -158,7 +158,7 @@ func collectFactsOpt(ctx context.Context, workDir string, topts toolsOptions) pr
 	if netdevErr != nil {
 		f.Errors = slices.Insert(f.Errors, netdevErrAt, "netdevs: "+netdevErr.Error())
 	}
-	f.Tools, f.PerftestJSON = tools, perftestJSON
+	f.Tools, f.PerftestJSON, f.PerftestFlags = tools, perftest.JSON, perftest.Flags
 	f.Errors = append(f.Errors, toolErrs...)
 	return f
 }
@@ -621,7 +621,7 @@ const toolsTimeout = 30 * time.Second
 
 // collectTools finds every tool in toolNames and its version, asking each
 // tool (no cache).
-func collectTools(ctx context.Context) (map[string]proto.Tool, bool, []string) {
+func collectTools(ctx context.Context) (map[string]proto.Tool, perftestHelp, []string) {
 	return collectToolsOpt(ctx, toolsOptions{})
 }
 
@@ -629,14 +629,14 @@ func collectTools(ctx context.Context) (map[string]proto.Tool, bool, []string) {
 // binaries share one package, so one binary's version and its --help (for
 // --out_json) stand for all of them: no network test is ever run. Answers
 // are taken from the tool-version cache when the binary is unchanged.
-func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool, bool, []string) {
+func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool, perftestHelp, []string) {
 	ctx, cancel := context.WithTimeout(ctx, toolsTimeout)
 	defer cancel()
 	tools := map[string]proto.Tool{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var errs []string
-	perftestJSON := false
+	var perftest perftestHelp
 	ps := o.probes
 	if ps == nil {
 		ps = defaultProbeSet()
@@ -723,9 +723,11 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 	}
 	for _, p := range ps.list {
 		if t, ok := tools[p.Name]; ok && p.PerftestHelp {
-			ask(p.Name, t.Path, []string{"--help"},
-				func(out string) string { return strconv.FormatBool(PerftestHelpHasJSON(out)) },
-				func(v string) { perftestJSON = v == "true" })
+			// The answer kept is every option the usage text names, so
+			// a cached one serves whatever a later request asks about.
+			ask(p.Name, t.Path, []string{"--help"}, HelpOptions, func(v string) {
+				perftest = perftestHelpFrom(v, p.HelpFlags)
+			})
 		}
 	}
 	mu.Unlock()
@@ -765,7 +767,25 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 		tools[p.Name] = t
 	}
 	sort.Strings(errs)
-	return tools, perftestJSON, errs
+	return tools, perftest, errs
+}
+
+// perftestHelp is what perftest's --help says it can do.
+type perftestHelp struct {
+	JSON  bool     // --out_json
+	Flags []string // of the flags asked about, those it lists
+}
+
+// perftestHelpFrom reads HelpOptions' answer for the flags asked about.
+func perftestHelpFrom(options string, asked []string) perftestHelp {
+	have := strings.Fields(options)
+	h := perftestHelp{JSON: slices.Contains(have, "--out_json")}
+	for _, f := range asked {
+		if slices.Contains(have, f) && !slices.Contains(h.Flags, f) {
+			h.Flags = append(h.Flags, f)
+		}
+	}
+	return h
 }
 
 // libibverbsGlobs are where distributions put libibverbs.
@@ -853,7 +873,21 @@ func RDMACoreFromLibibverbs(name string) string {
 // PerftestHelpHasJSON reports whether perftest's --help output offers
 // --out_json.
 func PerftestHelpHasJSON(help string) bool {
-	return strings.Contains(help, "--out_json")
+	return perftestHelpFrom(HelpOptions(help), nil).JSON
+}
+
+// helpOption is a long option as a usage text lists it.
+var helpOption = regexp.MustCompile(`(?:^|[\s,\[])(--[A-Za-z0-9][A-Za-z0-9_-]*)`)
+
+// HelpOptions returns the long options a --help output lists, sorted and
+// space-separated: "--out_json --write_with_imm ...".
+func HelpOptions(help string) string {
+	var opts []string
+	for _, m := range helpOption.FindAllStringSubmatch(help, -1) {
+		opts = append(opts, m[1])
+	}
+	slices.Sort(opts)
+	return strings.Join(slices.Compact(opts), " ")
 }
 
 // runQuiet runs argv and returns its combined output (bounded), ignoring the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -237,6 +238,34 @@ func TestPerftestHelpHasJSON(t *testing.T) {
 	}
 }
 
+// TestPerftestHelpFlags: the options the facts probe reads from perftest's
+// --help, as its usage() prints them (perftest_parameters.c: "      --out_json "
+// then the text; --write_with_imm only for ib_write_bw and ib_write_lat,
+// since 24.01), and what a request asking about --write_with_imm gets.
+func TestPerftestHelpFlags(t *testing.T) {
+	const bookworm = " -F, --CPU-freq  Do not show a warning even if cpufreq_ondemand module is loaded\n" +
+		"      --out_json  Save the report in a json file\n      --out_json_file=<file> Name of the report file\n"
+	const trixie = bookworm + "      --use_ooo  Use out of order data placement\n" +
+		"      --write_with_imm  use write-with-immediate verb instead of write\n"
+	for _, tc := range []struct {
+		name, help string
+		asked      []string
+		want       perftestHelp
+	}{
+		{"bookworm 4.5-0.17", bookworm, []string{"--write_with_imm"}, perftestHelp{JSON: true}},
+		{"trixie 25.01", trixie, []string{"--write_with_imm"}, perftestHelp{JSON: true, Flags: []string{"--write_with_imm"}}},
+		{"asked nothing", trixie, nil, perftestHelp{JSON: true}},
+		{"before --out_json", " -F, --CPU-freq  Do not show a warning\n", []string{"--write_with_imm"}, perftestHelp{}},
+		// A flag named inside another's text is not an option of its own.
+		{"prose", " -x  see--write_with_imm\n", []string{"--write_with_imm"}, perftestHelp{}},
+	} {
+		got := perftestHelpFrom(HelpOptions(tc.help), tc.asked)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v (options %q)", tc.name, got, tc.want, HelpOptions(tc.help))
+		}
+	}
+}
+
 func TestToolVersionPatterns(t *testing.T) {
 	// The helpers' patterns are the agent's default; perftest's is the
 	// controller's (kinds/perftest), sent in the request.
@@ -435,4 +464,22 @@ func BenchmarkNetdevAddrs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzHelpOptions: whatever a program prints for --help, the options read
+// are sorted, unique, long options ("--x"), each one in the text.
+func FuzzHelpOptions(f *testing.F) {
+	f.Add("      --out_json  Save the report\n      --write_with_imm  use write-with-immediate verb\n")
+	f.Add(" -F, --CPU-freq\n[--a] --b,--c")
+	f.Fuzz(func(t *testing.T, help string) {
+		got := strings.Fields(HelpOptions(help))
+		for i, o := range got {
+			if !strings.HasPrefix(o, "--") || len(o) < 3 || !strings.Contains(help, o) {
+				t.Fatalf("option %q not a long option of %q", o, help)
+			}
+			if i > 0 && got[i-1] >= o {
+				t.Fatalf("options not sorted and unique: %q", got)
+			}
+		}
+	})
 }

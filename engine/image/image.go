@@ -43,13 +43,21 @@ const DefaultRelease = "bookworm"
 // A function, not a variable set at start-up: the tool families register
 // after package initialisation (kinds/builtin).
 func DefaultPackages() []string {
-	return withToolPackages([]string{
+	return withToolPackages(append([]string{
 		"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "iputils-ping", "procps", "less", "ethtool",
 		"openssh-server",
 		"linux-image-amd64", "initramfs-tools", "zstd",
 		"rdma-core", "ibverbs-providers", "infiniband-diags",
-	})
+	}, programBuildPackages...))
 }
+
+// programBuildPackages build the example verbs programs of labs/programs
+// on the host (issue 23: a lab ships its own C sources and builds them
+// there). The program family (kinds/program) declares the compiler every
+// host of a program workload needs; a lab's own libraries come from its
+// program block's packages (provisioning). The full image carries these so
+// the example labs build on it without provisioning.
+var programBuildPackages = []string{"make", "libc6-dev", "libibverbs-dev", "librdmacm-dev"}
 
 // withToolPackages appends the Debian package of each program of the tool
 // descriptor that base lacks.
@@ -157,23 +165,34 @@ func (r Recipe) siwBuildPackages() []string {
 	return []string{r.SIWSource, "linux-headers-amd64", "make", "xz-utils"}
 }
 
+// siwPurge is what the siw hook purges besides the kernel's source and
+// headers: make, unless the image asks for it (programBuildPackages).
+func (r Recipe) siwPurge() string {
+	for _, p := range r.Packages {
+		if p == "make" {
+			return ""
+		}
+	}
+	return "make"
+}
+
 // siwHook is the mmdebstrap customize hook that builds siw.ko in the new
 // root ($1) for its kernel, installs it under updates/ (so modprobe siw
 // finds it) and purges what the build needed. Every command is the
 // release's own: its tar, kbuild, gcc and depmod, run chrooted.
 const siwHook = `set -eu
-root="$1"; src="$2"
+root="$1"; src="$2"; purge="${3:-}"
 kver=$(ls "$root/lib/modules" | head -n 1)
 chroot "$root" sh -euc '
-kver="$1"; src="$2"
+kver="$1"; src="$2"; purge="$3"
 mkdir -p /tmp/siw-build && cd /tmp/siw-build
 tar -xf /usr/src/"$src".tar.xz --wildcards "$src/drivers/infiniband/sw/siw/*" "$src/include/uapi/rdma/siw-abi.h"
 make -C /lib/modules/"$kver"/build M=/tmp/siw-build/"$src"/drivers/infiniband/sw/siw CONFIG_RDMA_SIW=m KCFLAGS=-I/tmp/siw-build/"$src"/include/uapi -j2 modules
 install -D -m 0644 /tmp/siw-build/"$src"/drivers/infiniband/sw/siw/siw.ko /lib/modules/"$kver"/updates/siw.ko
 depmod -a "$kver"
 cd / && rm -rf /tmp/siw-build
-apt-get purge -y --autoremove "$src" linux-headers-amd64 $(dpkg-query -W -f="\${Package}\n" "linux-headers-*" "linux-kbuild-*" 2>/dev/null) make
-' sh "$kver" "$src"
+apt-get purge -y --autoremove "$src" linux-headers-amd64 $(dpkg-query -W -f="\${Package}\n" "linux-headers-*" "linux-kbuild-*" 2>/dev/null) $purge
+' sh "$kver" "$src" "$purge"
 `
 
 // Hash identifies the recipe: the fields, the guest files and the build
@@ -446,7 +465,7 @@ func (b *builder) fail(step string, err error) error {
 // run runs argv, streaming its output lines to the log and progress.
 func (b *builder) run(ctx context.Context, stage int, argv ...string) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C.UTF-8", "RLAB_SIW_HOOK="+siwHook, "RLAB_SIW_SOURCE="+b.r.SIWSource)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C.UTF-8", "RLAB_SIW_HOOK="+siwHook, "RLAB_SIW_SOURCE="+b.r.SIWSource, "RLAB_SIW_PURGE="+b.r.siwPurge())
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	pr, pw := io.Pipe()
@@ -491,7 +510,7 @@ func (b *builder) bootstrap(ctx context.Context) error {
 		// mmdebstrap runs a hook as `sh -c HOOK exec ROOT`; the source
 		// package's name comes through the environment, never the shell
 		// text (it is the recipe's, not a user's, but argv stays argv).
-		argv = append(argv[:len(argv)-2], "--customize-hook="+`sh -c "$RLAB_SIW_HOOK" siw-hook "$1" "$RLAB_SIW_SOURCE"`, b.r.Release, b.rootfs)
+		argv = append(argv[:len(argv)-2], "--customize-hook="+`sh -c "$RLAB_SIW_HOOK" siw-hook "$1" "$RLAB_SIW_SOURCE" "$RLAB_SIW_PURGE"`, b.r.Release, b.rootfs)
 	}
 	if b.r.Mirror != "" {
 		argv = append(argv, b.r.Mirror)

@@ -22,9 +22,10 @@ func TestRecipeHash(t *testing.T) {
 	// The full image's recipe is pinned: its cached build takes 12 minutes
 	// (siw is compiled), and a variant must not rebuild it. Change this
 	// only with a change to the full image itself.
-	// b10836ee671b0ab2: gcc added (issue 23: the program tool builds the
-	// lab's own programs on the hosts; kinds/program.Compiler).
-	if got := base.Hash(); got != "b10836ee671b0ab2" {
+	// 262ca4d19b9ac355: gcc (kinds/program.Compiler) and what the example
+	// programs of labs/programs build with (issue 23: a lab's own programs
+	// are built on the hosts).
+	if got := base.Hash(); got != "262ca4d19b9ac355" {
 		t.Errorf("the full image's hash changed to %s", got)
 	}
 	reordered := DefaultRecipe("")
@@ -163,8 +164,8 @@ func TestRecipeFor(t *testing.T) {
 	for _, tc := range []struct {
 		name, release, variant, folder string
 	}{
-		{"", "bookworm", "", "debian-bookworm-b10836ee671b0ab2"},
-		{"bookworm", "bookworm", "", "debian-bookworm-b10836ee671b0ab2"},
+		{"", "bookworm", "", "debian-bookworm-262ca4d19b9ac355"},
+		{"bookworm", "bookworm", "", "debian-bookworm-262ca4d19b9ac355"},
 		{"trixie", "trixie", "", "debian-trixie-"},
 		{"minimal", "bookworm", "minimal", "debian-bookworm-minimal-"},
 		{"bookworm-minimal", "bookworm", "minimal", "debian-bookworm-minimal-"},
@@ -209,5 +210,32 @@ func TestMinimalImage(t *testing.T) {
 	}
 	if len(r.Files) != 1 || r.Files[0].path != "/etc/resolv.conf" || !strings.Contains(r.Files[0].content, "10.0.2.3") {
 		t.Errorf("the minimal image does not resolve through slirp's DNS: %+v", r.Files)
+	}
+}
+
+// TestImageBuildsPrograms: the full image carries a compiler and the verbs
+// and RDMA-CM headers (labs/programs builds on the host), and the siw
+// hook, which purges its own build tools, leaves make installed when the
+// image asks for it; an image that does not ask still loses it.
+func TestImageBuildsPrograms(t *testing.T) {
+	r := DefaultRecipe("")
+	have := map[string]bool{}
+	for _, p := range r.Packages {
+		have[p] = true
+	}
+	for _, p := range []string{"gcc", "make", "libc6-dev", "libibverbs-dev", "librdmacm-dev"} {
+		if !have[p] {
+			t.Errorf("the full image lacks %s", p)
+		}
+	}
+	if got := r.siwPurge(); got != "" {
+		t.Errorf("siw hook purges %q from an image that asks for make", got)
+	}
+	r.Packages = []string{"kmod"}
+	if got := r.siwPurge(); got != "make" {
+		t.Errorf("siw hook purges %q, want make, from an image that does not ask for it", got)
+	}
+	if !strings.Contains(siwHook, `$(dpkg-query -W -f="\${Package}\n" "linux-headers-*" "linux-kbuild-*" 2>/dev/null) $purge`) {
+		t.Error("the siw hook no longer purges $purge")
 	}
 }

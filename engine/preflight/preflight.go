@@ -43,6 +43,9 @@ const (
 	CodeNoGID    = "no_gid"
 	CodeIWARP    = "iwarp"
 	CodeNoNetem  = "no_netem"
+	// A workload's args ask for an option the host's program lacks
+	// (kinds.Tool.ProbedFlags: perftest's --write_with_imm).
+	CodeMissingFlag = "missing_flag"
 )
 
 // Thresholds.
@@ -75,6 +78,14 @@ type need struct {
 	progTool string
 	progPkgs map[string][]string
 	uses     []foundUse // workloads on them
+	flags    []flagUse  // options some versions of a tool lack
+}
+
+// flagUse is a workload whose args ask for a tool's probed option.
+type flagUse struct {
+	w    *lab.Workload
+	tool string
+	flag kinds.ProbedFlag
 }
 
 type foundUse struct {
@@ -169,6 +180,14 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 			if t.RDMA {
 				n.rdma = true
 			}
+			for _, pf := range t.ProbedFlags {
+				for _, a := range w.Args {
+					if a == pf.Flag || strings.HasPrefix(a, pf.Flag+"=") {
+						n.flags = append(n.flags, flagUse{w, w.Tool, pf})
+						break
+					}
+				}
+			}
 		}
 	}
 	return m, order
@@ -252,6 +271,18 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 			hint = kinds.Packages{Debian: with(p.Debian, "debian"), RHEL: with(p.RHEL, "rhel"), SUSE: with(p.SUSE, "suse")}
 		}
 		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "%s", hint.InstallHintFor(f.OS))
+	}
+	for _, u := range n.flags {
+		t, ok := f.Tools[u.tool]
+		if !ok || slices.Contains(f.PerftestFlags, u.flag.Flag) {
+			continue // missing altogether (said above), or has it
+		}
+		ver := ""
+		if t.Version != "" {
+			ver = " " + t.Version
+		}
+		add(CodeMissingFlag, fmt.Sprintf("workload %q asks %s for %s, and its %s%s here does not list it in --help", u.w.Name, u.tool, u.flag.Flag, u.tool, ver),
+			"%s: run it on hosts with a newer one (rlab's VMs: vm { image = \"trixie\" }), or remove %s from the workload's args", u.flag.Since, u.flag.Flag)
 	}
 	have := map[string]*proto.Netdev{}
 	var names []string

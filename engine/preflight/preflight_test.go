@@ -243,3 +243,52 @@ func TestCheckProgram(t *testing.T) {
 		t.Errorf("missing tools (-want +got):\n%s", d)
 	}
 }
+
+// TestCheckWriteWithImm: a workload asking perftest for --write_with_imm
+// is a problem on each host whose perftest's --help does not list it
+// (Facts.PerftestFlags: bookworm's 4.5-0.17), naming the workload, the
+// version and the way out; none where it does (trixie's 25.01) or where
+// perftest is missing (said once, as a missing tool).
+func TestCheckWriteWithImm(t *testing.T) {
+	l, diags := lab.Load([]string{"testdata/write-imm.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	const fix = `perftest has it since 24.01 (Debian trixie ships 25.01; bookworm's 4.5-0.17 has none): run it on hosts with a newer one (rlab's VMs: vm { image = "trixie" }), or remove --write_with_imm from the workload's args`
+	perftest := func(version string, flags ...string) func(f *proto.Facts) {
+		return func(f *proto.Facts) {
+			f.Tools["ib_write_bw"] = proto.Tool{Path: "/usr/bin/ib_write_bw", Version: version}
+			f.Tools["ib_write_lat"] = proto.Tool{Path: "/usr/bin/ib_write_lat", Version: version}
+			f.PerftestFlags = flags
+		}
+	}
+	tests := []struct {
+		name           string
+		server, client func(f *proto.Facts)
+		want           []string
+	}{
+		{name: "both have it (trixie)", server: perftest("25.01", "--write_with_imm"), client: perftest("25.01", "--write_with_imm")},
+		{name: "the server lacks it (bookworm)", server: perftest("4.5"), client: perftest("25.01", "--write_with_imm"),
+			want: []string{
+				`host "server": workload "imm_bw" asks ib_write_bw for --write_with_imm, and its ib_write_bw 4.5 here does not list it in --help: ` + fix,
+				`host "server": workload "imm_lat" asks ib_write_lat for --write_with_imm, and its ib_write_lat 4.5 here does not list it in --help: ` + fix,
+			}},
+		{name: "perftest missing is said once, as a missing tool", server: perftest("25.01", "--write_with_imm"),
+			client: func(f *proto.Facts) { f.Tools = map[string]proto.Tool{} },
+			want:   []string{`host "client": ib_write_bw, ib_write_lat not installed: apt-get install perftest (dnf install perftest; zypper install perftest)`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := ready("server"), ready("client")
+			tc.server(s)
+			tc.client(c)
+			var got []string
+			for _, p := range Check(l, map[string]*proto.Facts{"server": s, "client": c}) {
+				got = append(got, p.String())
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("problems (-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -23,7 +23,7 @@ func FactsParams(refresh bool) proto.FactsParams {
 	kinds.MustBeRegistered("engine/remote: the programs facts probes")
 	for _, prog := range kinds.Programs() {
 		v := prog.Version
-		p.Probe = append(p.Probe, proto.Probe{Name: prog.Name, Args: v.Args, Pattern: v.Pattern, From: v.From, RDMACore: v.RDMACore, PerftestHelp: v.PerftestHelp})
+		p.Probe = append(p.Probe, proto.Probe{Name: prog.Name, Args: v.Args, Pattern: v.Pattern, From: v.From, RDMACore: v.RDMACore, PerftestHelp: v.PerftestHelp, HelpFlags: v.HelpFlags})
 	}
 	return p
 }

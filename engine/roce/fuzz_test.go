@@ -182,3 +182,42 @@ func TestHostilePcapng(t *testing.T) {
 		t.Fatalf("snaplen 0: %d frames, %v; want 1 frame", res.Frames, err)
 	}
 }
+
+// FuzzCMPrivate builds CM messages of any attribute and body, whole and
+// cut at any snaplen: the private data read is exactly the body's bytes at
+// the message's private data offset (a prefix of them when cut), and a
+// buffer is found only where the caller's data opens with "RLAB".
+func FuzzCMPrivate(f *testing.F) {
+	f.Add(uint16(CMRep), cmRep(1, 2, 3, 4), uint16(300))
+	f.Add(uint16(CMReq), cmReq(1, 2, 3, 18515), uint16(120))
+	f.Add(uint16(CMRej), cmRej(1, 2, 28), uint16(0))
+	f.Fuzz(func(t *testing.T, attr uint16, body []byte, cut uint16) {
+		attr = []uint16{CMReq, CMRep, CMRej, CMRtu, CMDreq, CMDrep, CMMra}[attr%7]
+		whole := frame{src: 1, dst: 2, roce: udMAD(0, cmMAD(attr, 1, body))}.serialize(t)
+		var p Packet
+		Decode(LinkEthernet, whole, len(whole), &p)
+		at, n := privateArea(attr)
+		d := make([]byte, 232)
+		copy(d, body)
+		if p.CM.Attr != attr || !bytes.Equal(p.CM.Private(), d[at:at+n]) {
+			t.Fatalf("attr 0x%x: private data %x, want %x", p.CM.Attr, p.CM.Private(), d[at:at+n])
+		}
+		if b, ok := p.CM.Buffer(); ok {
+			c := p.CM.Consumer()
+			if string(c[:4]) != "RLAB" || binary.BigEndian.Uint32(c[4:]) != b.RKey || binary.BigEndian.Uint64(c[8:]) != b.Addr {
+				t.Fatalf("buffer %+v from %x", b, c)
+			}
+		} else if c := p.CM.Consumer(); len(c) >= 20 && string(c[:4]) == "RLAB" {
+			t.Fatalf("no buffer found in %x", c)
+		}
+		if _, _, ok := p.CM.RDMACM(); ok && (attr != CMReq || p.CM.Port() == 0) {
+			t.Fatalf("an RDMA-CM header in a %s for service ID 0x%x", p.CM.Name(), p.CM.ServiceID)
+		}
+		var q Packet
+		kept := whole[:min(len(whole), int(cut))]
+		Decode(LinkEthernet, kept, len(whole), &q)
+		if q.CM.Attr == attr && !bytes.HasPrefix(p.CM.Private(), q.CM.Private()) {
+			t.Fatalf("cut at %d: private data %x is no prefix of %x", cut, q.CM.Private(), p.CM.Private())
+		}
+	})
+}

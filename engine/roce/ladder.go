@@ -125,6 +125,9 @@ func describe(p *Packet) (string, string) {
 		if c.Attr == CMDreq {
 			add("QPN 0x%06x", c.RemoteQPN)
 		}
+		if b, ok := c.Buffer(); ok {
+			add("private data: buffer VA 0x%x rkey 0x%x len %d", b.Addr, b.RKey, b.Len)
+		}
 	} else if p.PayloadLen > 0 {
 		add("payload %d", p.PayloadLen)
 	}

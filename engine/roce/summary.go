@@ -1,6 +1,7 @@
 package roce
 
 import (
+	"encoding/hex"
 	"net/netip"
 	"sort"
 	"time"
@@ -77,6 +78,41 @@ type CMEvent struct {
 	Reason       uint16     `json:"reject_reason,omitempty"`
 	// Truncated: the capture cut the message; fields past the cut read 0.
 	Truncated bool `json:"truncated,omitempty"`
+	// PrivateData is the message's private data in hex up to its last
+	// non-zero byte (senders pad it with zeros to PrivateSize bytes);
+	// PrivateCut says the capture kept only PrivateKept bytes of it.
+	PrivateData string `json:"private_data,omitempty"`
+	PrivateSize int    `json:"private_data_size,omitempty"`
+	PrivateCut  bool   `json:"private_data_cut,omitempty"`
+	PrivateKept int    `json:"private_data_kept,omitempty"`
+	// RDMACM is a REQ's RDMA-CM header: "10.0.0.2:40000 -> 10.0.0.1:7471".
+	RDMACM string `json:"rdma_cm,omitempty"`
+	// Buffer is the address and rkey rlab's example programs hand out in
+	// their private data (labs/programs), when it holds one.
+	Buffer *BufferInfo `json:"buffer,omitempty"`
+}
+
+// cmPrivate fills e's private data fields from c.
+func (e *CMEvent) cmPrivate(c *CM) {
+	p := c.Private()
+	end := len(p)
+	for end > 0 && p[end-1] == 0 {
+		end--
+	}
+	if end == 0 && len(p) == c.PrivateSize() {
+		return // none: all zeros, as most RTUs and DREPs
+	}
+	e.PrivateSize = c.PrivateSize()
+	if len(p) < e.PrivateSize {
+		e.PrivateCut, e.PrivateKept = true, len(p)
+	}
+	e.PrivateData = hex.EncodeToString(p[:end])
+	if src, dst, ok := c.RDMACM(); ok {
+		e.RDMACM = src.String() + " -> " + dst.String()
+	}
+	if b, ok := c.Buffer(); ok {
+		e.Buffer = &b
+	}
 }
 
 // MaxFlows bounds the connections a summary lists one by one.
@@ -248,6 +284,7 @@ func (s *Summary) Add(p *Packet) {
 		if c.Attr == CMDreq {
 			e.QPN = c.RemoteQPN
 		}
+		e.cmPrivate(c)
 		s.CM = append(s.CM, e)
 	}
 }

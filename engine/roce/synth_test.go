@@ -117,7 +117,20 @@ func cmReq(local, qpn, psn uint32, port uint16) []byte {
 	put24(d[32:], qpn)
 	put24(d[44:], psn)
 	binary.BigEndian.PutUint16(d[48:], 0xffff)
+	// Private data as RDMA-CM sends it: its header (version 0, IPv4, the
+	// source port, source and destination address), then the caller's.
+	pd := d[140:]
+	pd[1] = 0x40
+	binary.BigEndian.PutUint16(pd[2:], 0xb0c1)
+	copy(pd[4+12:], ipOf(1, false))
+	copy(pd[20+12:], ipOf(2, false))
+	copy(pd[36:], "hello from the client")
 	return d
+}
+
+// bufferInfo is the private data rlab's example programs put in the REP.
+func bufferInfo(va uint64, rkey, n uint32) []byte {
+	return cat([]byte(bufferMagic), u32(rkey), binary.BigEndian.AppendUint64(nil, va), u32(n))
 }
 
 func cmRep(local, remote, qpn, psn uint32) []byte {
@@ -126,6 +139,7 @@ func cmRep(local, remote, qpn, psn uint32) []byte {
 	binary.BigEndian.PutUint32(d[4:], remote)
 	put24(d[12:], qpn)
 	put24(d[20:], psn)
+	copy(d[36:], bufferInfo(0x7f0000003000, 0x99, 4096))
 	return d
 }
 
@@ -145,6 +159,7 @@ func cmDreq(local, remote, qpn uint32) []byte {
 func cmRej(local, remote uint32, reason uint16) []byte {
 	d := cmPair(local, remote)
 	binary.BigEndian.PutUint16(d[10:], reason)
+	copy(d[84:], "busy")
 	return d
 }
 

@@ -81,12 +81,41 @@ func WriteText(w io.Writer, s *Summary) error {
 				e.Message, e.LocalCommID, e.RemoteCommID, qpn, detail)
 		}
 		tw.Flush()
+		writePrivate(b, s.CM)
 		if s.CMDropped > 0 {
 			fmt.Fprintf(b, "  (%d more not listed)\n", s.CMDropped)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writePrivate lists the CM messages that carry private data: what
+// rdma_connect and rdma_accept passed, the RDMA-CM header of a REQ, and the
+// buffer (address, rkey) when it follows the convention of rlab's example
+// programs.
+func writePrivate(b *strings.Builder, cm []CMEvent) {
+	head := false
+	for _, e := range cm {
+		if e.PrivateData == "" {
+			continue
+		}
+		if !head {
+			b.WriteString("  private data (hex, without the zero padding after the last non-zero byte)\n")
+			head = true
+		}
+		fmt.Fprintf(b, "    frame %d %s, %d bytes", e.Number, e.Message, e.PrivateSize)
+		if e.PrivateCut {
+			fmt.Fprintf(b, " (the capture kept %d)", e.PrivateKept)
+		}
+		fmt.Fprintf(b, ": %s\n", e.PrivateData)
+		if e.RDMACM != "" {
+			fmt.Fprintf(b, "      RDMA-CM header %s, then the caller's data\n", e.RDMACM)
+		}
+		if e.Buffer != nil {
+			fmt.Fprintf(b, "      buffer addr 0x%x rkey 0x%x len %d\n", e.Buffer.Addr, e.Buffer.RKey, e.Buffer.Len)
+		}
+	}
 }
 
 func writeOps(b *strings.Builder, s *Summary, ops []*OpStats, indent string) {

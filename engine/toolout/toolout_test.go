@@ -24,8 +24,8 @@ const fixtures = "../../testdata/toolout"
 // fixtureCase derives how to parse a fixture from its name, so a new
 // recorded output needs no Go code: the tool is the longest known tool name
 // the base name starts with (after an optional "mtu9000-"-style prefix), .json
-// files are --out_json content (in Gb/s unless the name says pre2024, which
-// was recorded without --report_gbits), and NAME.err next to NAME.txt is the
+// files are --out_json content (in Gb/s unless the name says pre2024 or mibs,
+// which were recorded without --report_gbits), and NAME.err next to NAME.txt is the
 // same process's stderr.
 func fixtureCase(t testing.TB, name string) (tool string, opts Options) {
 	base := filepath.Base(name)
@@ -47,7 +47,9 @@ func fixtureCase(t testing.TB, name string) (tool string, opts Options) {
 	opts = Options{Workload: "w", Hosts: []string{"server", "client"}}
 	if strings.HasSuffix(name, ".json") {
 		opts.JSON = true
-		opts.ReportGbits = !strings.Contains(name, "pre2024")
+		// pre2024 files and "mibs" ones were written without --report_gbits:
+		// their bandwidth is in MiB/s.
+		opts.ReportGbits = !strings.Contains(name, "pre2024") && !strings.Contains(name, "mibs")
 	}
 	if strings.HasSuffix(name, ".txt") {
 		if b, err := os.ReadFile(filepath.Join(fixtures, strings.TrimSuffix(name, ".txt")+".err")); err == nil {

@@ -47,6 +47,12 @@ type op struct {
 	json    bool   // perftest --out_json: the JSON file is read back and checked
 	pcap    string // "" = no capture; else the pcap fixture name
 	opcodes []int  // BTH opcodes the capture must hold
+	// Optional, for the project's own programs (e2e_programs_test.go):
+	// before runs first (builds them), checkServer checks the server's
+	// output instead of check, checkPcap reads the capture.
+	before      func(ctx context.Context, srv, cli *guest) error
+	checkServer func(out string) error
+	checkPcap   func(pcap []byte) error
 }
 
 func perftest(tool string, gid string, extra ...string) []string {
@@ -105,7 +111,7 @@ func tour(gid string) []op {
 		op{name: "cap-rdma-cm", server: []string{"rping", "-s", "-a", "10.99.0.1", "-C", "2", "-v"}, client: []string{"rping", "-c", "-a", "10.99.0.1", "-C", "2", "-v"}, cm: true, hasAddr: true, check: checkRping,
 			pcap: "rdma-cm-rping-2", opcodes: []int{100}},
 	)
-	return ops
+	return append(ops, programOps()...)
 }
 
 func numbersAfterHeader(out, header string) [][]float64 {
@@ -533,6 +539,11 @@ workload "write_lat" {
 func runOp(t *testing.T, ctx context.Context, srv, cli *guest, o op, record string) error {
 	octx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	if o.before != nil {
+		if err := o.before(octx, srv, cli); err != nil {
+			return err
+		}
+	}
 	var capture *bg
 	pcapPath := "/tmp/" + o.name + ".pcap"
 	if o.pcap != "" {
@@ -610,7 +621,11 @@ func runOp(t *testing.T, ctx context.Context, srv, cli *guest, o op, record stri
 		outs["server"] = sout
 	}
 	for side, out := range outs {
-		if err := o.check(out); err != nil {
+		check := o.check
+		if side == "server" && o.checkServer != nil {
+			check = o.checkServer
+		}
+		if err := check(out); err != nil {
 			return fmt.Errorf("%s %s: %v", o.name, side, err)
 		}
 	}
@@ -627,7 +642,8 @@ func runOp(t *testing.T, ctx context.Context, srv, cli *guest, o op, record stri
 		}
 		jsons[side] = out
 	}
-	if record != "" && o.pcap == "" {
+	// The programs' outputs are no tool parser's fixture (before != nil).
+	if record != "" && o.pcap == "" && o.before == nil {
 		dir := filepath.Join(record, "testdata/toolout/recorded")
 		for f, s := range map[string]string{".client.txt": cout, ".client.err": cerr, ".server.txt": sout, ".server.err": serr} {
 			writeFixture(t, filepath.Join(dir, o.name+f), []byte(s))
@@ -660,6 +676,11 @@ func runOp(t *testing.T, ctx context.Context, srv, cli *guest, o op, record stri
 	for _, want := range o.opcodes {
 		if counts[want] == 0 {
 			return fmt.Errorf("capture %s: no packet with BTH opcode %d (got %v)", o.pcap, want, counts)
+		}
+	}
+	if o.checkPcap != nil {
+		if err := o.checkPcap([]byte(data)); err != nil {
+			return fmt.Errorf("capture %s: %v", o.pcap, err)
 		}
 	}
 	if record != "" {

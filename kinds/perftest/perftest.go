@@ -39,6 +39,11 @@ const (
 	latHint = "perftest's latency in microseconds for each message size: min, typical (median), average, 99th and 99.9th percentile and max (each the median over repeats). The gap between typical and p99 shows the jitter."
 )
 
+// writeImm is ib_write_bw's and ib_write_lat's RDMA WRITE with immediate:
+// perftest's usage text lists it for the WRITE tests since 24.01.
+var writeImm = kinds.ProbedFlag{Flag: "--write_with_imm",
+	Since: "perftest has it since 24.01 (Debian trixie ships 25.01; bookworm's 4.5-0.17 has none)"}
+
 // first is asked for the version of all perftest binaries: they come in one
 // package.
 const first = "ib_write_bw"
@@ -107,7 +112,12 @@ func (Kind) Desc() kinds.Desc {
 		}
 		ver := kinds.Version{From: first}
 		if bw == first {
-			ver = kinds.Version{Args: []string{"--version"}, Pattern: `[0-9]+(?:\.[0-9]+)+`, PerftestHelp: true} // Version: 6.06
+			ver = kinds.Version{Args: []string{"--version"}, Pattern: `[0-9]+(?:\.[0-9]+)+`, PerftestHelp: true, // Version: 6.06
+				HelpFlags: []string{writeImm.Flag}}
+		}
+		var probed []kinds.ProbedFlag
+		if op == "write" {
+			probed = []kinds.ProbedFlag{writeImm}
 		}
 		// siw reports no atomic capability (siw_query_device sets
 		// atomic_cap = 0, "Revisit atomic caps if RFC 7306 gets supported",
@@ -119,7 +129,7 @@ func (Kind) Desc() kinds.Desc {
 		}
 		d.Tools = append(d.Tools,
 			kinds.Tool{Name: bw, Family: BW, RDMA: true, Data: bwData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
-				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true, Pace: bwPace,
+				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true, Pace: bwPace, ProbedFlags: probed,
 				Metrics: []string{"bw_peak", "bw_avg", "msg_rate"},
 				Program: &kinds.Program{Name: bw, Packages: pkg, Version: ver},
 				Chart:   "bw", Hint: bwHint,
@@ -136,7 +146,7 @@ func (Kind) Desc() kinds.Desc {
 					Throughput: "bw_avg",
 				}},
 			kinds.Tool{Name: lat, Family: Lat, RDMA: true, Data: latData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
-				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, Pace: latPace,
+				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, Pace: latPace, ProbedFlags: probed,
 				Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 				Program: &kinds.Program{Name: lat, Packages: pkg, Version: kinds.Version{From: first}},
 				Chart:   "lat", Hint: latHint, HeadlineSmallest: true,
