@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlab-dev/rlab/engine/lab"
 )
 
 // TestProgramsCompile builds the tutorial programs of programs/src with
@@ -49,6 +51,33 @@ func TestProgramsCompile(t *testing.T) {
 		// With no arguments each prints its usage and exits 2, touching no device.
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), "usage: ") {
 			t.Errorf("%s with no arguments: %v, %q; want usage and exit 2", p, err, out)
+		}
+	}
+}
+
+// TestProgramLabsValid: the labs of programs/ load (the program block,
+// program workloads, metric blocks) with no diagnostic at all; their runs
+// are engine/vm's TestE2EProgramLabs.
+func TestProgramLabsValid(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("programs", "*.hcl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no program labs: %v", err)
+	}
+	vm, err := os.ReadFile("../engine/vm/e2e_program_labs_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		l, diags := lab.Load([]string{f}, lab.LoadOptions{})
+		if len(diags) > 0 {
+			t.Errorf("%s: %s", f, diags.Error())
+			continue
+		}
+		if len(l.Workloads) == 0 {
+			t.Errorf("%s: no workloads", f)
+		}
+		if name := strings.TrimSuffix(filepath.Base(f), ".hcl"); !strings.Contains(string(vm), `"`+name+`"`) {
+			t.Errorf("%s: TestE2EProgramLabs does not run it", f)
 		}
 	}
 }

@@ -9,10 +9,12 @@
 #   deps.sh test   (the default) the demo's, plus the test toolchain: OpenSSH
 #                  and sudo for the network-namespace hosts, tcpdump and tshark
 #                  for the capture tests, chromium for the report's rendering
-#                  tests, ansible-core for the inventory tests, psmisc/procps.
+#                  tests, ansible-core for the inventory tests, psmisc/procps,
+#                  gcc, make and the verbs and RDMA-CM headers (labs/programs
+#                  compile here; program workloads build on netns hosts).
 set -euo pipefail
 DEMO=(qemu-system-x86 qemu-utils mmdebstrap e2fsprogs graphviz fonts-dejavu-core)
-TEST=("${DEMO[@]}" openssh-server openssh-client sudo tcpdump iproute2 tshark procps psmisc chromium ansible-core)
+TEST=("${DEMO[@]}" openssh-server openssh-client sudo tcpdump iproute2 tshark procps psmisc chromium ansible-core gcc make libc6-dev libibverbs-dev librdmacm-dev)
 case "${1:-test}" in
   demo) PKGS=("${DEMO[@]}") ;;
   test) PKGS=("${TEST[@]}") ;;

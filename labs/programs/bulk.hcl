@@ -10,7 +10,6 @@
 # RDMA stack costs next to the kernel's TCP, not what a NIC does. Without
 # KVM (TCG) keep var.bytes small: `rlab run -var bytes=67108864`.
 #
-# Waits for issue 23's engine side (program block and workload).
 lab "programs-bulk" {
   description = "Own verbs programs: a bulk RDMA WRITE of var.bytes in 4 MiB chunks, its MiB/s beside rlab's TCP transfer of the same size"
 }

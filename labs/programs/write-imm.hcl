@@ -16,7 +16,6 @@
 #
 # The capture shows the RDMA WRITE Last (or Only) with Immediate and its
 # ImmDt, and the REP's private data naming the buffer the RETH writes.
-# Waits for issue 23's engine side (program block and workload).
 lab "programs-write-imm" {
   description = "Own verbs programs: RDMA WRITE with immediate data into a posted receive; the server prints the immediate; the capture shows ImmDt (rxe only: siw refuses WRITE_WITH_IMM at post time)"
 }

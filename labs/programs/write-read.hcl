@@ -9,9 +9,7 @@
 # decoded as "buffer addr 0x... rkey 0x... len 4096", then the WRITE First
 # and the READ Request whose RETH carries that same address and rkey.
 #
-# Runs on rxe (Soft-RoCE). The engine side of this file (the program block,
-# the program workload, metric blocks) is issue 23's; until it lands this lab
-# is kept out of labs/*.hcl, which every test validates.
+# Runs on rxe (Soft-RoCE). Run it with `rlab run labs/programs/write-read.hcl`.
 lab "programs-write-read" {
   description = "Own verbs programs: RDMA-CM connect with address+rkey in the private data, RDMA WRITE then READ back (the READ returns what the WRITE put), with the CM handshake and the RETH in a capture"
 }
