@@ -229,7 +229,45 @@ const (
 // commToo also asks, with id, that the program be named name (the agent's
 // is always rlab-agent; a workload's argv[0] need not be what the kernel
 // names it, a script's interpreter, so its start time alone decides).
+//
+// The agent checks and signals through a pidfd (proto.MethodProcSignal), so
+// a pid reused between its check and the signal is never hit; an agent
+// without that method, or a kernel without pidfds, gets the check and kill
+// as separate commands, as before.
 func killIfSame(ctx context.Context, c Host, pid int, name string, id *proto.ProcIdentity, commToo bool) (string, error) {
+	q := proto.ProcSignalParams{PID: pid, Group: true}
+	if id != nil {
+		q.ProcIdentity = *id
+	}
+	if id == nil || commToo {
+		q.Program = name
+	}
+	r, err := rpc.Invoke(ctx, c, rpc.ProcSignal, q)
+	var pe *proto.Error
+	switch {
+	case err == nil && r.Signalled && id == nil:
+		return nameOnly, nil
+	case err == nil && r.Signalled:
+		return "", nil
+	case err == nil:
+		switch r.Gone {
+		case proto.GoneExited:
+			return alreadyGone, nil
+		case proto.GoneReused:
+			return pidReused, nil
+		case proto.GoneRebooted:
+			return rebooted, nil
+		}
+		return "", nil // the same pid, not the program recorded: not ours to signal
+	case errors.As(err, &pe) && (pe.Code == proto.CodeUnknown || pe.Code == proto.CodeUnsupported):
+		return killIfSameByCommands(ctx, c, pid, name, id, commToo)
+	}
+	return "", fmt.Errorf("stop %s (pid %d): %w", name, pid, err)
+}
+
+// killIfSameByCommands is killIfSame for an agent without proc.signal:
+// cat, then kill; a pid reused in between is hit.
+func killIfSameByCommands(ctx context.Context, c Host, pid int, name string, id *proto.ProcIdentity, commToo bool) (string, error) {
 	p := strconv.Itoa(pid)
 	note := ""
 	if id != nil {
