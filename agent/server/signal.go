@@ -47,7 +47,8 @@ func (s *Server) procSignal(ctx context.Context, c *call, params json.RawMessage
 		return nil, perr(proto.CodeBadRequest, "proc.signal: pid %d: want a process's pid above 1", p.PID)
 	}
 	if p.PID == os.Getpid() {
-		return nil, perr(proto.CodeBadRequest, "proc.signal: pid %d is this agent", p.PID)
+		// The recorded process is gone: this agent holds its pid now.
+		return proto.ProcSignalResult{Gone: proto.GoneReused}, nil
 	}
 	if p.BootID != "" && p.BootID != bootID() {
 		return proto.ProcSignalResult{Gone: proto.GoneRebooted}, nil
