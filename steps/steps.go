@@ -109,6 +109,9 @@ type Env struct {
 	// as they are): the run masks its sensitive values in what workloads
 	// printed before it reaches the run directory.
 	Mask func(path string, w io.Writer) io.WriteCloser
+	// MaskName, when set, is the name a pulled file gets from its path on
+	// the host (sensitive values masked); the Puller is given the same.
+	MaskName func(path string) string
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply

@@ -51,6 +51,11 @@ type PullOptions struct {
 	// Close flushes and must not close w. The size and sha256 the agent
 	// listed are checked on the bytes as pulled.
 	Filter func(path string, w io.Writer) io.WriteCloser
+	// Name, when set, is where a file lands, relative to dstDir, from its
+	// path on the host (nil: that path), e.g. with the sensitive values a
+	// workload put in its file names masked. Distinct paths must keep
+	// distinct names (the caller drops the others).
+	Name func(path string) string
 }
 
 // Pull is PullWith with the default options.
@@ -75,7 +80,7 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 	var ok []proto.FileInfo
 	var total int64
 	for _, f := range files {
-		if _, err := ConfinedPath(dstDir, f.Path); err != nil {
+		if _, err := ConfinedPath(dstDir, localName(o.Name, f.Path)); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -101,7 +106,7 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 	defer book.release()
 
 	d := newDests(dstDir)
-	d.filter = o.Filter
+	d.filter, d.name = o.Filter, o.Name
 	var mu sync.Mutex // errs, progress calls
 	var done int64    // under mu: progress calls see it grow
 	land := func(n int64) {
@@ -383,6 +388,7 @@ func ConfinedPath(dstDir, p string) (string, error) {
 type dests struct {
 	root   string
 	filter func(path string, w io.Writer) io.WriteCloser
+	name   func(path string) string // PullOptions.Name
 	mu     sync.Mutex
 	ok     map[string]bool
 }
@@ -398,12 +404,20 @@ func (d *dests) sink(rel string, lf io.Writer) (w io.Writer, done func() error) 
 	return lf, func() error { return nil }
 }
 
+// localName is where path lands by name (PullOptions.Name).
+func localName(name func(string) string, path string) string {
+	if name == nil {
+		return path
+	}
+	return name(path)
+}
+
 func newDests(root string) *dests { return &dests{root: root, ok: map[string]bool{}} }
 
 // prepare returns where a (confined) path lands, its folder made, after
 // refusing a local symlink planted where a folder should be.
 func (d *dests) prepare(p string) (string, error) {
-	dst, err := ConfinedPath(d.root, p)
+	dst, err := ConfinedPath(d.root, localName(d.name, p))
 	if err != nil {
 		return "", err
 	}
