@@ -64,11 +64,27 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		return fmt.Errorf("list artifacts on host %q: %w", s.Host, err)
 	}
 	listed, left := capFiles(listed, MaxFetchFiles)
+	// A file lands under its name with the sensitive values masked
+	// (env.MaskName); two paths that mask alike keep the first.
+	local := func(p string) string {
+		if env.MaskName == nil {
+			return p
+		}
+		return env.MaskName(p)
+	}
 	var caps, logs []proto.FileInfo
+	taken := map[string]bool{}
+	var alike []string
 	for _, f := range listed {
-		if !filepath.IsLocal(f.Path) {
+		if !filepath.IsLocal(f.Path) || !filepath.IsLocal(local(f.Path)) {
 			s.Refused = append(s.Refused, f.Path)
 			continue
+		}
+		if l := local(f.Path); taken[l] {
+			alike = append(alike, l)
+			continue
+		} else {
+			taken[l] = true
 		}
 		if IsCaptureFile(f.Path) {
 			caps = append(caps, f)
@@ -83,8 +99,8 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	}{{caps, "captures"}, {logs, "logs"}} {
 		dst := filepath.Join(s.Dir, set.dir)
 		set.files = slices.DeleteFunc(slices.Clone(set.files), func(f proto.FileInfo) bool {
-			if _, err := os.Lstat(filepath.Join(dst, f.Path)); err == nil {
-				s.Kept = append(s.Kept, f.Path)
+			if _, err := os.Lstat(filepath.Join(dst, local(f.Path))); err == nil {
+				s.Kept = append(s.Kept, local(f.Path))
 				return true
 			}
 			return false
@@ -102,7 +118,10 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 				errs = append(errs, fmt.Errorf("pull %d files from host %q into %s: %w", len(set.files), s.Host, dst, err))
 				continue
 			}
-			s.Pulled = append(s.Pulled, set.files...)
+			for _, f := range set.files {
+				f.Path = local(f.Path)
+				s.Pulled = append(s.Pulled, f)
+			}
 			continue
 		}
 		// A host that cannot pull (in-process test hosts): small files
@@ -127,13 +146,14 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				err := readSmall(ctx, h, f, dst, env.Mask)
+				err := readSmall(ctx, h, f, dst, local(f.Path), env.Mask)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("fetch %s from host %q: %w", f.Path, s.Host, err))
 					return
 				}
+				f.Path = local(f.Path)
 				s.Pulled = append(s.Pulled, f)
 			}()
 		}
@@ -141,6 +161,9 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		if len(big) > 0 {
 			errs = append(errs, fmt.Errorf("fetch artifacts of host %q: this connection cannot pull files (%d over %d bytes)", s.Host, len(big), SmallFile))
 		}
+	}
+	if len(alike) > 0 {
+		errs = append(errs, fmt.Errorf("host %q: %d files were not pulled: with the sensitive values masked, their names are another file's (%s)", s.Host, len(alike), strings.Join(alike[:min(3, len(alike))], ", ")))
 	}
 	if len(left) > 0 {
 		errs = append(errs, fmt.Errorf("host %q: its work dir holds %d files, over the %d a run pulls: the workloads' outputs and captures came first, %d files were left there (%s)", s.Host, len(listed)+len(left), MaxFetchFiles, len(left), firstPaths(left, 3)))
@@ -241,9 +264,9 @@ func IsCaptureFile(p string) bool {
 	return strings.HasSuffix(b, ".pcap") || strings.Contains(b, ".pcap") || strings.HasSuffix(b, ".pcapng")
 }
 
-// readSmall fetches one small file with files.read into dst/f.Path.
-func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst string, mask func(string, io.Writer) io.WriteCloser) error {
-	p := filepath.Join(dst, f.Path)
+// readSmall fetches one small file with files.read into dst/name.
+func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst, name string, mask func(string, io.Writer) io.WriteCloser) error {
+	p := filepath.Join(dst, name)
 	if rel, err := filepath.Rel(dst, p); err != nil || !filepath.IsLocal(rel) {
 		return fmt.Errorf("refusing path %q: it leaves %s", f.Path, dst)
 	}

@@ -114,6 +114,9 @@ type Env struct {
 	// their facts say so, with why: the local VMs the run booted under
 	// TCG (qptimeout.go). Set before the workloads, then only read.
 	Emulation map[string]string
+	// MaskName, when set, is the name a pulled file gets from its path on
+	// the host (sensitive values masked); the Puller is given the same.
+	MaskName func(path string) string
 
 	mu  sync.Mutex
 	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply

@@ -472,6 +472,46 @@ type ProcIdentity struct {
 	BootID     string `json:"boot_id,omitempty"`
 }
 
+// MethodProcSignal sends SIGTERM to a process the agent did not start (a
+// run's, from `rlab down`), only while it is still that process:
+// ProcSignalParams -> ProcSignalResult. The agent holds the process by a
+// pidfd before it checks it, and signals through that pidfd, so a pid reused
+// between the check and the signal is never hit. Agents from before it
+// answer CodeUnknown; a kernel without pidfds (before 5.3) CodeUnsupported.
+const MethodProcSignal = "proc.signal"
+
+// ProcSignalParams name the process (and its group) to stop.
+type ProcSignalParams struct {
+	PID int `json:"pid"`
+	// ProcIdentity, when set, must match: the same boot and start time.
+	ProcIdentity
+	// Program, when set, must be the process's: its kernel name (comm)
+	// with an identity; without one (a state.json from before start times
+	// were recorded), the base of its argv[0].
+	Program string `json:"program,omitempty"`
+	// Group signals the process group it leads, by the same pidfd, when
+	// it leads one; the process alone otherwise.
+	Group bool `json:"group,omitempty"`
+}
+
+// ProcSignalResult says what proc.signal did. Signalled is false with Gone
+// saying why: the process exited ("exited"), its pid is another process's
+// now ("reused"), the host rebooted since ("rebooted"), or the process is
+// not the program named ("other_program").
+type ProcSignalResult struct {
+	Signalled bool   `json:"signalled"`
+	Group     bool   `json:"group,omitempty"` // its process group was signalled
+	Gone      string `json:"gone,omitempty"`
+}
+
+// ProcSignalResult.Gone values.
+const (
+	GoneExited       = "exited"
+	GoneReused       = "reused"
+	GoneRebooted     = "rebooted"
+	GoneOtherProgram = "other_program"
+)
+
 type ProcWaitParams struct {
 	Handle    string `json:"handle"`
 	TimeoutMs int    `json:"timeout_ms,omitempty"`

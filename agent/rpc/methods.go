@@ -89,6 +89,7 @@ var (
 	RDMAUse      = def[proto.RDMAUseParams, proto.RXEInfo](proto.MethodRDMAUse, time.Minute, nil)
 	ProcStart    = def[proto.ProcStartParams, proto.ProcStarted](proto.MethodProcStart, time.Minute, procReady)
 	ProcWait     = def[proto.ProcWaitParams, proto.ProcResult](proto.MethodProcWait, time.Minute, func(p proto.ProcWaitParams) (time.Duration, bool) { return byTimeout(p.TimeoutMs) })
+	ProcSignal   = def[proto.ProcSignalParams, proto.ProcSignalResult](proto.MethodProcSignal, time.Minute, nil)
 	ProcStop     = def[proto.ProcStopParams, proto.ProcResult](proto.MethodProcStop, time.Minute, func(p proto.ProcStopParams) (time.Duration, bool) { return ms(p.GraceMs), false })
 	CaptureStart = def[proto.CaptureStartParams, proto.CaptureStarted](proto.MethodCaptureStart, 2*time.Minute, nil)
 	CaptureStop  = def[proto.CaptureStopParams, proto.CaptureResult](proto.MethodCaptureStop, 2*time.Minute, nil)

@@ -362,6 +362,7 @@ func (s *Server) handlers() map[string]handler {
 		proto.MethodProcStart:    s.procStart,
 		proto.MethodProcWait:     s.procWait,
 		proto.MethodProcStop:     s.procStop,
+		proto.MethodProcSignal:   s.procSignal,
 		proto.MethodCaptureStart: s.captureStart,
 		proto.MethodCaptureStop:  s.captureStop,
 		proto.MethodTCPServe:     s.tcpServe,

@@ -26,7 +26,9 @@ func newDownCmd() *cobra.Command {
 		Long: `down reads RUN/state.json and undoes what the run created and did not undo
 itself: rxe devices it created (not those it found, nor kept ones), processes
 and captures still running, link impairments (rlab's netem) still in force,
-and its local VMs. It lists what it undid ("(already gone)" when the run's
+its local VMs, and each host's work dir for the run (logs, pcaps, whatever
+its workloads wrote there; the run removes it itself once pulled, and keeps
+it with --keep or when the pull failed). It lists what it undid ("(already gone)" when the run's
 agent had removed it itself; a VM that had already stopped is "already
 gone"), what it left in place and why (a process is
 signalled only while its pid still has the start time and boot the run
@@ -94,6 +96,9 @@ func downListing(before *runengine.State, res *runengine.DownResult, ok, removeP
 	if res != nil {
 		for _, u := range res.Undone {
 			out = append(out, "undone "+termText(u))
+		}
+		for _, l := range res.Left {
+			out = append(out, termText(l))
 		}
 	}
 	if before == nil {

@@ -26,7 +26,10 @@ type Cached struct {
 	Current bool
 	// InUse: a process (a running VM's qemu, a build) has a file of it open.
 	InUse bool
-	Why   string // why it is not current ("" when it is)
+	// Foreign: not a folder rlab makes (its name is no image's nor a
+	// build's); prune leaves it.
+	Foreign bool
+	Why     string // why it is not current ("" when it is)
 }
 
 // List returns the folders of the cache dir, images first by name, then
@@ -60,7 +63,7 @@ func List(dir string) ([]Cached, error) {
 		r, ok := recipeOfName(c.Name)
 		switch {
 		case !ok:
-			c.Why = "not an image folder rlab names"
+			c.Why, c.Foreign = "not an image folder rlab names", true
 		default:
 			if im, err := Lookup(dir, r); err == nil {
 				c.Image, c.Built = im, im.BuiltAt
@@ -88,13 +91,18 @@ func List(dir string) ([]Cached, error) {
 // Prunable reports whether prune removes c: never what is in use; with
 // all, every other folder; otherwise what this rlab would not boot (an
 // older recipe, an incomplete image, what a failed build left).
+// A folder rlab does not name (a cache pointed at a folder holding other
+// things) is never removed.
 func (c Cached) Prunable(all bool) bool {
-	return !c.InUse && (all || !c.Current)
+	return !c.InUse && !c.Foreign && (all || !c.Current)
 }
 
 // Prune removes the prunable folders of the cache dir (see Prunable) and
 // returns them; with dryRun it only returns them.
 func Prune(dir string, all, dryRun bool) ([]Cached, error) {
+	if err := CheckCacheDir(dir); err != nil {
+		return nil, err
+	}
 	list, err := List(dir)
 	if err != nil {
 		return nil, err

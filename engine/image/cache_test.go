@@ -1,9 +1,11 @@
 package image
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,5 +104,81 @@ func TestListEmpty(t *testing.T) {
 	l, err := List(filepath.Join(t.TempDir(), "none"))
 	if err != nil || len(l) != 0 {
 		t.Fatalf("List = %v, %v", l, err)
+	}
+}
+
+// TestCacheOfAnotherUser: the default cache, /var/tmp/rlab-cache, is a
+// fixed name in a folder every local user may write. A cache folder (or a
+// symlink by its name) another user made, or one others may write, is
+// refused before rlab boots an image from it, creates its build lock in it
+// (a symlink there made root create any file: /etc/nologin) or prunes it
+// (a symlink to /etc made prune remove every folder there).
+func TestCacheOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: folders and symlinks of another uid")
+	}
+	const other = 65534
+	r := DefaultRecipe("")
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	victim := filepath.Join(base, "etc") // what root must not touch
+	if err := os.MkdirAll(filepath.Join(victim, "keep-me"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	theirs := filepath.Join(base, "theirs")
+	mkImage := func(dir string) {
+		d := filepath.Join(dir, r.Name())
+		os.MkdirAll(d, 0o755)
+		for _, n := range []string{"image.json", "root.ext4", "vmlinuz", "initrd.img"} {
+			os.WriteFile(filepath.Join(d, n), []byte(`{"release":"bookworm"}`), 0o644)
+		}
+	}
+	mkImage(theirs)
+	if err := os.Symlink(filepath.Join(victim, "nologin"), filepath.Join(theirs, "."+r.Name()+".lock")); err != nil {
+		t.Fatal(err)
+	}
+	filepath.Walk(theirs, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, other, other) })
+	open := filepath.Join(base, "open")
+	mkImage(open)
+	os.Chmod(open, 0o777)
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(link, other, other)
+	for _, tc := range []struct{ name, dir, want string }{
+		{"another user's folder", theirs, "belongs to uid 65534"},
+		{"writable by others", open, "writable by other users"},
+		{"another user's symlink", link, "symlink made by uid 65534"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Lookup(tc.dir, r); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Lookup: %v, want %q", err, tc.want)
+			}
+			if _, err := Ensure(context.Background(), r, Options{Dir: tc.dir}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Ensure: %v, want %q", err, tc.want)
+			}
+			if _, err := Prune(tc.dir, true, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Prune: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := os.Lstat(filepath.Join(victim, "nologin")); err == nil {
+		t.Error("the build lock was created through another user's symlink")
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep-me")); err != nil {
+		t.Errorf("a folder behind another user's symlink was pruned: %v", err)
+	}
+	// A cache of one's own holding folders rlab did not make: prune, even
+	// --all, leaves them.
+	mine := t.TempDir()
+	mkImage(mine)
+	os.MkdirAll(filepath.Join(mine, "photos"), 0o700)
+	gone, err := Prune(mine, true, false)
+	if err != nil || len(gone) != 1 || gone[0].Name != r.Name() {
+		t.Errorf("prune --all of a cache with a foreign folder: %v, %v", gone, err)
+	}
+	if _, err := os.Stat(filepath.Join(mine, "photos")); err != nil {
+		t.Errorf("prune removed a folder rlab did not make: %v", err)
 	}
 }

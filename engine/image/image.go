@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,8 +277,56 @@ func CacheDir() string {
 	return "/var/tmp/rlab-cache"
 }
 
-// Lookup returns the cached image of r under dir, if it is complete.
+// CheckCacheDir refuses an image cache another user could change: the
+// default, /var/tmp/rlab-cache, is a fixed name in a folder everyone may
+// write, so another local user may have made it first (or a symlink by
+// that name) and put a kernel and root file system of theirs there for
+// rlab to boot, or a symlink for root's build to create or remove files
+// through. The folder (and a symlink naming it) must belong to this user
+// or to root and be writable by no one else. A cache that does not exist
+// yet is fine: the caller makes it, then checks again.
+func CheckCacheDir(dir string) error {
+	li, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("image cache %s: %w", dir, err)
+	}
+	me := os.Geteuid()
+	owner := func(fi fs.FileInfo) int {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return int(st.Uid)
+		}
+		return -1
+	}
+	fix := "remove it (or set RLAB_CACHE to a folder of yours)"
+	if li.Mode()&fs.ModeSymlink != 0 {
+		if u := owner(li); u != me && u != 0 {
+			return fmt.Errorf("image cache %s is a symlink made by uid %d, neither you nor root: another user chooses where rlab reads and writes images; %s", dir, u, fix)
+		}
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("image cache %s: %w", dir, err)
+	}
+	switch u := owner(fi); {
+	case !fi.IsDir():
+		return fmt.Errorf("image cache %s is not a folder", dir)
+	case u != me && u != 0:
+		return fmt.Errorf("image cache %s belongs to uid %d, neither you nor root: that user could replace the images rlab boots; %s", dir, u, fix)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("image cache %s is writable by other users (mode %#o): they could replace the images rlab boots; chmod go-w it, or %s", dir, fi.Mode().Perm(), fix)
+	}
+	return nil
+}
+
+// Lookup returns the cached image of r under dir, if it is complete and
+// the cache is not another user's to change (CheckCacheDir).
 func Lookup(dir string, r Recipe) (*Image, error) {
+	if err := CheckCacheDir(dir); err != nil {
+		return nil, err
+	}
 	d := filepath.Join(dir, r.Name())
 	b, err := os.ReadFile(filepath.Join(d, manifestName))
 	if err != nil {
@@ -323,6 +372,9 @@ func Ensure(ctx context.Context, r Recipe, opts Options) (*Image, error) {
 		}
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("build image %s: %w", r.Name(), err)
+	}
+	if err := CheckCacheDir(opts.Dir); err != nil {
 		return nil, fmt.Errorf("build image %s: %w", r.Name(), err)
 	}
 	// One build per recipe at a time; a second caller waits and then finds it.

@@ -96,6 +96,9 @@ func (l *loader) expand(label string, content *hcl.BodyContent, sc *scope) []ins
 		if !ok {
 			return nil
 		}
+		if l.sensitiveKey(keys, fe) {
+			return nil
+		}
 		if len(keys) == 0 {
 			l.noteEmpty(label, fe)
 		}
@@ -109,6 +112,23 @@ func (l *loader) expand(label string, content *hcl.BodyContent, sc *scope) []ins
 		return out
 	}
 	return []instance{{name: label, slug: label, sc: sc}}
+}
+
+// sensitiveKey refuses for_each keys that hold a sensitive value: a key
+// names the instance's folder and files in the run directory
+// (hosts/<slug>/, wl.<name>.*) and its lines on the terminal, where a mask
+// would break the names the run finds its files by (Terraform refuses
+// them as instance keys for the same reason).
+func (l *loader) sensitiveKey(keys []string, a *hcl.Attribute) bool {
+	for _, k := range keys {
+		for _, v := range l.lab.Sensitive {
+			if v != "" && strings.Contains(k, v) {
+				l.errorf(a.Expr.Range().Ptr(), "Sensitive value in a for_each key", "A for_each key names the instance: its folder and files in the run directory and its lines in plans and on the terminal, where the value cannot be masked. Key the instances by something that is not secret (a map of names to the sensitive values) and use the value as each.value.")
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // forEachItems turns a for_each value into sorted keys and values: a map or

@@ -48,7 +48,7 @@ func functions(dir string) map[string]function.Function {
 		"setsubtract": stdlib.SetSubtractFunc, "setunion": stdlib.SetUnionFunc,
 		"slice": stdlib.SliceFunc, "sort": stdlib.SortFunc, "values": stdlib.ValuesFunc, "zipmap": stdlib.ZipmapFunc,
 		"range":      boundedRange,
-		"jsondecode": stdlib.JSONDecodeFunc, "jsonencode": stdlib.JSONEncodeFunc, "csvdecode": stdlib.CSVDecodeFunc,
+		"jsondecode": jsonDecodeFunc, "jsonencode": stdlib.JSONEncodeFunc, "csvdecode": stdlib.CSVDecodeFunc,
 		"yamldecode": yamlDecodeFunc, "yamlencode": ctyyaml.YAMLEncodeFunc, // yaml.go
 		"tostring": stdlib.MakeToFunc(cty.String), "tonumber": stdlib.MakeToFunc(cty.Number),
 		"tobool": stdlib.MakeToFunc(cty.Bool), "tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),

@@ -81,11 +81,7 @@ func (l *loader) checkRef(t hcl.Traversal, sc *scope) bool {
 			l.errorf(rng, "Invalid reference", "A local value is referenced as local.NAME.")
 			return false
 		}
-		found := false
-		for _, n := range l.localNames {
-			found = found || n == step.Name
-		}
-		if !found {
+		if !l.localSet[step.Name] {
 			sugg := didYouMean(step.Name, l.localNames)
 			if sugg == "" {
 				sugg = fmt.Sprintf(" Define it in a locals block: locals { %s = ... }.", step.Name)

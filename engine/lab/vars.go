@@ -23,9 +23,20 @@ const EnvPrefix = "RLAB_VAR_"
 // baseCtx is the scope every expression sees: var, local, path and the
 // functions.
 func (l *loader) baseCtx() *hcl.EvalContext {
+	if l.localObj == cty.NilVal || l.localObjLen != len(l.locals) {
+		l.localObj, l.localObjLen = objOrEmpty(l.locals), len(l.locals)
+	}
+	return l.ctxWithLocals(l.localObj)
+}
+
+// ctxWithLocals is baseCtx with local as the locals' object.
+func (l *loader) ctxWithLocals(local cty.Value) *hcl.EvalContext {
+	if l.varObj == cty.NilVal || l.varObjLen != len(l.vars) {
+		l.varObj, l.varObjLen = objOrEmpty(l.vars), len(l.vars)
+	}
 	vars := map[string]cty.Value{
-		"var":   objOrEmpty(l.vars),
-		"local": objOrEmpty(l.locals),
+		"var":   l.varObj,
+		"local": local,
 		"path":  cty.ObjectVal(map[string]cty.Value{"lab": cty.StringVal(l.lab.Dir)}),
 	}
 	return &hcl.EvalContext{Variables: vars, Functions: l.funcs}
@@ -55,7 +66,7 @@ type varDecl struct {
 }
 
 func (l *loader) decodeVariables(blocks []*hcl.Block) {
-	l.vars = map[string]cty.Value{}
+	l.vars, l.varObj = map[string]cty.Value{}, cty.NilVal
 	decls := map[string]*varDecl{}
 	var order []string
 	for _, b := range blocks {
@@ -399,7 +410,7 @@ func leafStrings(v cty.Value) []string {
 
 // decodeLocals evaluates every local value in dependency order.
 func (l *loader) decodeLocals(blocks []*hcl.Block) {
-	l.locals = map[string]cty.Value{}
+	l.locals, l.localObj = map[string]cty.Value{}, cty.NilVal
 	attrs := map[string]*hcl.Attribute{}
 	var names []string
 	for _, b := range blocks {
@@ -420,6 +431,10 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) {
 		}
 	}
 	l.localNames = names
+	l.localSet = make(map[string]bool, len(names))
+	for _, n := range names {
+		l.localSet[n] = true
+	}
 	state := map[string]int{} // 0 new, 1 in progress, 2 done
 	var visit func(n string, path []string)
 	visit = func(n string, path []string) {
@@ -435,6 +450,7 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) {
 		}
 		state[n] = 1
 		a := attrs[n]
+		var uses []string
 		for _, t := range a.Expr.Variables() {
 			if t.RootName() != "local" || len(t) < 2 {
 				continue
@@ -447,12 +463,19 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) {
 				continue // checkRefs reports it
 			}
 			visit(ta.Name, append(path, "local."+n))
+			uses = append(uses, ta.Name)
 		}
 		if state[n] == 2 { // set by a cycle report
 			return
 		}
 		if l.checkRefs(a.Expr, &scope{where: "locals"}) {
-			v, diags := a.Expr.Value(l.baseCtx())
+			// Only the locals it names: all of them, for each of
+			// thousands, is the square of their number.
+			seen := make(map[string]cty.Value, len(uses))
+			for _, u := range uses {
+				seen[u] = l.locals[u]
+			}
+			v, diags := a.Expr.Value(l.ctxWithLocals(objOrEmpty(seen)))
 			l.add(diags...)
 			if diags.HasErrors() {
 				v = cty.DynamicVal

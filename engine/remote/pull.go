@@ -2,12 +2,18 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +51,11 @@ type PullOptions struct {
 	// Close flushes and must not close w. The size and sha256 the agent
 	// listed are checked on the bytes as pulled.
 	Filter func(path string, w io.Writer) io.WriteCloser
+	// Name, when set, is where a file lands, relative to dstDir, from its
+	// path on the host (nil: that path), e.g. with the sensitive values a
+	// workload put in its file names masked. Distinct paths must keep
+	// distinct names (the caller drops the others).
+	Name func(path string) string
 }
 
 // Pull is PullWith with the default options.
@@ -69,7 +80,7 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 	var ok []proto.FileInfo
 	var total int64
 	for _, f := range files {
-		if _, err := ConfinedPath(dstDir, f.Path); err != nil {
+		if _, err := ConfinedPath(dstDir, localName(o.Name, f.Path)); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -88,16 +99,19 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 		return 0, err
 	}
 	defer release()
-	if err := checkDisk(dstDir, total, len(ok), a.Host); err != nil {
+	book, err := reserveDisk(dstDir, total, len(ok), a.Host)
+	if err != nil {
 		return 0, err
 	}
+	defer book.release()
 
 	d := newDests(dstDir)
-	d.filter = o.Filter
+	d.filter, d.name = o.Filter, o.Name
 	var mu sync.Mutex // errs, progress calls
 	var done int64    // under mu: progress calls see it grow
 	land := func(n int64) {
 		a.pulled.Add(n)
+		book.land(n)
 		mu.Lock()
 		done += n
 		if o.Progress != nil {
@@ -238,8 +252,58 @@ var freeBytes = func(dir string) (uint64, error) {
 	return st.Bavail * uint64(st.Bsize), nil
 }
 
-// checkDisk refuses a pull that cannot fit on the controller's disk.
-func checkDisk(dstDir string, need int64, n int, host string) error {
+// diskBooks hold, per file system (its device), the bytes Pulls in this
+// process have booked and not yet written: hosts pull at once into one run
+// directory, so each checks the free space less what the others will
+// still write, and three hosts that each fit cannot together fill it
+// (ENOSPC mid-copy).
+var diskBooks = struct {
+	sync.Mutex
+	m map[uint64]*diskBook
+}{m: map[uint64]*diskBook{}}
+
+type diskBook struct {
+	owed  int64            // booked, not yet written, all hosts
+	hosts map[string]int64 // the same, by host
+}
+
+// diskShare is one Pull's booking.
+type diskShare struct {
+	b          *diskBook
+	host       string
+	left       int64 // booked and not yet written
+	sync.Mutex       // left
+}
+
+// land notes n bytes written: the file system's free space shows them now.
+func (d *diskShare) land(n int64) {
+	d.Lock()
+	n = min(n, d.left)
+	d.left -= n
+	d.Unlock()
+	diskBooks.Lock()
+	d.b.owed -= n
+	d.b.hosts[d.host] -= n
+	diskBooks.Unlock()
+}
+
+func (d *diskShare) release() {
+	d.Lock()
+	n := d.left
+	d.left = 0
+	d.Unlock()
+	diskBooks.Lock()
+	d.b.owed -= n
+	if d.b.hosts[d.host] -= n; d.b.hosts[d.host] <= 0 {
+		delete(d.b.hosts, d.host)
+	}
+	diskBooks.Unlock()
+}
+
+// reserveDisk books need bytes on dstDir's file system, or refuses the
+// pull, with the numbers, when they do not fit beside what other hosts'
+// pulls still have to write there.
+func reserveDisk(dstDir string, need int64, n int, host string) (*diskShare, error) {
 	dir := dstDir
 	for {
 		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
@@ -247,14 +311,50 @@ func checkDisk(dstDir string, need int64, n int, host string) error {
 		}
 		dir = filepath.Dir(dir)
 	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return nil, fmt.Errorf("host %q: pull: file system of %s: %w", host, dir, err)
+	}
+	diskBooks.Lock()
+	defer diskBooks.Unlock()
+	b := diskBooks.m[uint64(st.Dev)]
+	if b == nil {
+		b = &diskBook{hosts: map[string]int64{}}
+		diskBooks.m[uint64(st.Dev)] = b
+	}
 	free, err := freeBytes(dir)
 	if err != nil {
-		return fmt.Errorf("host %q: pull: free space of %s: %w", host, dir, err)
+		return nil, fmt.Errorf("host %q: pull: free space of %s: %w", host, dir, err)
 	}
-	if uint64(need) > free {
-		return fmt.Errorf("host %q: refusing to pull %d files of %s into %s: its file system has only %s free", host, n, human(need), dstDir, human(int64(free)))
+	if free > math.MaxInt64 {
+		free = math.MaxInt64
 	}
-	return nil
+	if need > int64(free)-b.owed {
+		msg := fmt.Sprintf("host %q: refusing to pull %d files of %s into %s: its file system has only %s free", host, n, human(need), dstDir, human(int64(free)))
+		if b.owed > 0 {
+			others := slices.Sorted(maps.Keys(b.hosts))
+			msg += fmt.Sprintf(", and %s of that is still to come from %s %s pulling at the same time (all together %s)", human(b.owed), plural(len(others), "host", "hosts"), strings.Join(quoteAll(others), ", "), human(need+b.owed))
+		}
+		return nil, errors.New(msg)
+	}
+	b.owed += need
+	b.hosts[host] += need
+	return &diskShare{b: b, host: host, left: need}, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strconv.Quote(v)
+	}
+	return out
 }
 
 func human(n int64) string {
@@ -288,6 +388,7 @@ func ConfinedPath(dstDir, p string) (string, error) {
 type dests struct {
 	root   string
 	filter func(path string, w io.Writer) io.WriteCloser
+	name   func(path string) string // PullOptions.Name
 	mu     sync.Mutex
 	ok     map[string]bool
 }
@@ -303,12 +404,20 @@ func (d *dests) sink(rel string, lf io.Writer) (w io.Writer, done func() error) 
 	return lf, func() error { return nil }
 }
 
+// localName is where path lands by name (PullOptions.Name).
+func localName(name func(string) string, path string) string {
+	if name == nil {
+		return path
+	}
+	return name(path)
+}
+
 func newDests(root string) *dests { return &dests{root: root, ok: map[string]bool{}} }
 
 // prepare returns where a (confined) path lands, its folder made, after
 // refusing a local symlink planted where a folder should be.
 func (d *dests) prepare(p string) (string, error) {
-	dst, err := ConfinedPath(d.root, p)
+	dst, err := ConfinedPath(d.root, localName(d.name, p))
 	if err != nil {
 		return "", err
 	}

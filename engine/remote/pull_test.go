@@ -412,3 +412,50 @@ func TestPullBundleStalled(t *testing.T) {
 		t.Fatalf("pull from a stalled bundle: %v", err)
 	}
 }
+
+// TestDiskBookedAllHostsTogether: hosts pulling at once into one file system
+// each fit its free space alone; together they would fill it (ENOSPC
+// mid-copy). The third is refused before it copies a byte, with the numbers
+// and the hosts still writing; bytes written count once (in the free space,
+// no longer as booked); a finished pull gives back what it did not write.
+func TestDiskBookedAllHostsTogether(t *testing.T) {
+	defer func(f func(string) (uint64, error)) { freeBytes = f }(freeBytes)
+	free := uint64(5000)
+	freeBytes = func(string) (uint64, error) { return free, nil }
+	dst := filepath.Join(t.TempDir(), "hosts", "h", "logs") // not made yet: its file system is the parent's
+	h1, err := reserveDisk(dst, 2000, 2, "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := reserveDisk(dst, 2000, 1, "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = reserveDisk(dst, 2000, 3, "h3")
+	want := `host "h3": refusing to pull 3 files of 2.0 KiB (2000 bytes) into ` + dst + `: its file system has only 4.9 KiB (5000 bytes) free, and 3.9 KiB (4000 bytes) of that is still to come from hosts "h1", "h2" pulling at the same time (all together 5.9 KiB (6000 bytes))`
+	if err == nil || err.Error() != want {
+		t.Fatalf("third host: %v\nwant %s", err, want)
+	}
+	// h1 writes 1500 bytes: the disk shows them, h1 owes 500 more.
+	h1.land(1500)
+	free -= 1500
+	if _, err := reserveDisk(dst, 1001, 1, "h3"); err == nil {
+		t.Fatal("1001 bytes booked where 3500 are free and 2500 still to come")
+	}
+	h3, err := reserveDisk(dst, 1000, 1, "h3")
+	if err != nil {
+		t.Fatalf("1000 bytes where 3500 are free and 2500 still to come: %v", err)
+	}
+	// h1 ends having written less than it booked (a failed file): the
+	// rest is free again.
+	h1.release()
+	h2.release()
+	h3.release()
+	diskBooks.Lock()
+	defer diskBooks.Unlock()
+	for dev, b := range diskBooks.m {
+		if b.owed != 0 || len(b.hosts) != 0 {
+			t.Errorf("file system %d: %d bytes still booked by %v after every pull ended", dev, b.owed, b.hosts)
+		}
+	}
+}

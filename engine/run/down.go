@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ type DownOptions struct {
 // DownResult says what Down did.
 type DownResult struct {
 	Undone []string // "host: kind id"
+	Left   []string // what down left in place, and why
 	Errors []error
 }
 
@@ -66,7 +68,7 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	var hosts []StateHost
 	for _, h := range st.Hosts {
 		// A VM host's leftovers go with the VM.
-		if !h.VM && (len(pending[h.Name]) > 0 || (opts.RemoveProvisioned && toRemove(h) != nil)) {
+		if !h.VM && (len(pending[h.Name]) > 0 || workDirLeft(h) || (opts.RemoveProvisioned && toRemove(h) != nil)) {
 			hosts = append(hosts, h)
 		}
 	}
@@ -75,9 +77,10 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 		return nil, errors.New("down: no connector")
 	}
 	err = each(ctx, hosts, opts.Parallel, func(ctx context.Context, h StateHost) error {
-		undone, err := downHost(ctx, j, h, pending[h.Name], st.RunID, opts)
+		undone, left, err := downHost(ctx, j, h, pending[h.Name], st.RunID, opts)
 		j.mu.Lock()
 		res.Undone = append(res.Undone, undone...)
+		res.Left = append(res.Left, left...)
 		j.mu.Unlock()
 		return err
 	})
@@ -110,13 +113,25 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	return res, errors.Join(errs...)
 }
 
-func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effect, runID string, opts DownOptions) ([]string, error) {
+// workDirLeft says whether the run's work dir may still be on the host: the
+// agent answered with one and neither the run nor a down removed it.
+func workDirLeft(h StateHost) bool {
+	return h.Connected && h.WorkDir != "" && !h.WorkDirRemoved
+}
+
+func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effect, runID string, opts DownOptions) (undone, left []string, _ error) {
 	c, err := opts.Connector.Connect(ctx, Target{StateHost: h}, runID+"-down")
 	if err != nil {
-		return nil, fmt.Errorf("down: connect to host %q (%s): %w", h.Name, h.Address, err)
+		return nil, nil, fmt.Errorf("down: connect to host %q (%s): %w", h.Name, h.Address, err)
 	}
 	defer c.Close()
-	var undone []string
+	downWD := ""
+	if hp, ok := c.(interface{ Hello() proto.Hello }); ok {
+		downWD = hp.Hello().WorkDir
+	}
+	// down's own agent writes its commands' output in a work dir of its
+	// own: it goes last, whatever happened.
+	defer removeOwnWorkDir(ctx, c, downWD, runID, opts.Log)
 	var errs []error
 	// note says when there was nothing to undo: what the run's agent
 	// removes itself when its controller dies (rxe, netem) is found gone.
@@ -206,7 +221,66 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 	if _, err := rpc.Invoke(ctx, c, rpc.Cleanup, proto.CleanupParams{Run: runID}); err != nil {
 		opts.Log.Warn("down: agent cleanup", "host", h.Name, "err", err)
 	}
-	return undone, errors.Join(errs...)
+	// Then the work dir (logs, pcaps, whatever its workloads wrote), now
+	// that nothing of the run writes there.
+	if workDirLeft(h) {
+		u, l, err := removeRunWorkDir(ctx, j, c, h, downWD, runID)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case l != "":
+			left = append(left, l)
+		default:
+			undone = append(undone, u)
+		}
+	}
+	return undone, left, errors.Join(errs...)
+}
+
+// removeRunWorkDir removes the run's work dir on h as the login user and
+// journals it; it says what it held ("h: work dir PATH (N files, K KiB)"),
+// or, with left, why it was not removed.
+func removeRunWorkDir(ctx context.Context, j *journal, c Host, h StateHost, downWD, runID string) (undone, left string, _ error) {
+	wd, why := runWorkDir(h.WorkDir, downWD, runID)
+	if wd == "" {
+		return "", fmt.Sprintf("left work dir %s on host %s: %s", h.WorkDir, h.Name, why), nil
+	}
+	out, code, err := runArgv(ctx, c, "down.rm.workdir", []string{"sh", "-c", removeDirScript, "sh", wd, path.Dir(wd)})
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit %d", code)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("down: remove work dir %s on host %q: %w", wd, h.Name, err)
+	}
+	note := alreadyGone
+	if f := strings.Fields(out); len(f) == 2 {
+		n, err1 := strconv.ParseUint(f[0], 10, 64)
+		k, err2 := strconv.ParseUint(f[1], 10, 64)
+		if err1 == nil && err2 == nil {
+			note = fmt.Sprintf(" (%d files, %d KiB)", n, k)
+		} else {
+			note = ""
+		}
+	}
+	j.update(func(s *State) {
+		for i := range s.Hosts {
+			if s.Hosts[i].Name == h.Name {
+				s.Hosts[i].WorkDirRemoved = true
+			}
+		}
+	})
+	return fmt.Sprintf("%s: work dir %s%s", h.Name, wd, note), "", nil
+}
+
+// removeOwnWorkDir removes down's own agent's work dir (.../<run id>-down/
+// <name>) and its folder once empty.
+func removeOwnWorkDir(ctx context.Context, c Host, downWD, runID string, log *slog.Logger) {
+	if downWD == "" || !path.IsAbs(downWD) || path.Clean(downWD) != downWD || path.Base(path.Dir(downWD)) != runID+"-down" {
+		return
+	}
+	if _, code, err := runArgv(ctx, c, "down.rm.own", []string{"sh", "-c", removeDirScript, "sh", downWD, path.Dir(downWD)}); err != nil || code != 0 {
+		log.Warn("down: remove its own work dir", "host", c.Name(), "work_dir", downWD, "exit", code, "err", err)
+	}
 }
 
 // alreadyGone ends a DownResult.Undone line whose thing down found gone.
@@ -229,7 +303,45 @@ const (
 // commToo also asks, with id, that the program be named name (the agent's
 // is always rlab-agent; a workload's argv[0] need not be what the kernel
 // names it, a script's interpreter, so its start time alone decides).
+//
+// The agent checks and signals through a pidfd (proto.MethodProcSignal), so
+// a pid reused between its check and the signal is never hit; an agent
+// without that method, or a kernel without pidfds, gets the check and kill
+// as separate commands, as before.
 func killIfSame(ctx context.Context, c Host, pid int, name string, id *proto.ProcIdentity, commToo bool) (string, error) {
+	q := proto.ProcSignalParams{PID: pid, Group: true}
+	if id != nil {
+		q.ProcIdentity = *id
+	}
+	if id == nil || commToo {
+		q.Program = name
+	}
+	r, err := rpc.Invoke(ctx, c, rpc.ProcSignal, q)
+	var pe *proto.Error
+	switch {
+	case err == nil && r.Signalled && id == nil:
+		return nameOnly, nil
+	case err == nil && r.Signalled:
+		return "", nil
+	case err == nil:
+		switch r.Gone {
+		case proto.GoneExited:
+			return alreadyGone, nil
+		case proto.GoneReused:
+			return pidReused, nil
+		case proto.GoneRebooted:
+			return rebooted, nil
+		}
+		return "", nil // the same pid, not the program recorded: not ours to signal
+	case errors.As(err, &pe) && (pe.Code == proto.CodeUnknown || pe.Code == proto.CodeUnsupported):
+		return killIfSameByCommands(ctx, c, pid, name, id, commToo)
+	}
+	return "", fmt.Errorf("stop %s (pid %d): %w", name, pid, err)
+}
+
+// killIfSameByCommands is killIfSame for an agent without proc.signal:
+// cat, then kill; a pid reused in between is hit.
+func killIfSameByCommands(ctx context.Context, c Host, pid int, name string, id *proto.ProcIdentity, commToo bool) (string, error) {
 	p := strconv.Itoa(pid)
 	note := ""
 	if id != nil {

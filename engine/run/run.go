@@ -344,6 +344,7 @@ func (r *runner) prepare() error {
 		// The unit (size × repeat) under way, for the live progress.
 		UnitStart: func(w, u string) { r.emit(Event{Type: EventUnit, Workload: w, Message: u}) },
 		Mask:      pullMask(r.lab.Sensitive),
+		MaskName:  pullName(r.lab.Sensitive),
 	}
 	return nil
 }

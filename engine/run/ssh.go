@@ -217,7 +217,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 		return nil, err
 	}
 	pull := s.Pull
-	pull.Filter = pullMask(t.Sensitive)
+	pull.Filter, pull.Name = pullMask(t.Sensitive), pullName(t.Sensitive)
 	return &sshHost{a: a, c: c, log: logf, pull: pull}, nil
 }
 
@@ -302,6 +302,16 @@ func pullMask(secrets []string) func(path string, w io.Writer) io.WriteCloser {
 		}
 		return lab.MaskWriter(secrets, w)
 	}
+}
+
+// pullName masks the sensitive values in a pulled file's name (a workload
+// that named its output after a token): the run directory's file names,
+// manifest.json and report.html list them. Nil without sensitive values.
+func pullName(secrets []string) func(path string) string {
+	if len(secrets) == 0 {
+		return nil
+	}
+	return lab.Redactor(secrets).Replace
 }
 
 // agentLogMax bounds a host's agent.log in the run directory: the agent's

@@ -51,6 +51,9 @@ type StateHost struct {
 	Connected bool   `json:"connected,omitempty"`
 	AgentPID  int    `json:"agent_pid,omitempty"`
 	WorkDir   string `json:"work_dir,omitempty"`
+	// WorkDirRemoved: the run (after its pull) or rlab down removed
+	// WorkDir from the host.
+	WorkDirRemoved bool `json:"work_dir_removed,omitempty"`
 	// AgentStart tells AgentPID from a later process reusing it (nil in an
 	// older state.json, or from an older agent).
 	AgentStart *proto.ProcIdentity `json:"agent_start,omitempty"`

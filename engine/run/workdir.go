@@ -42,4 +42,34 @@ func (r *runner) removeWorkDir(ctx context.Context, host string, fetchErr error)
 		return
 	}
 	r.log.Debug("removed the host's work dir", "host", host, "work_dir", wd)
+	r.journal.noteHost(func(st *State) {
+		for i := range st.Hosts {
+			if st.Hosts[i].Name == host {
+				st.Hosts[i].WorkDirRemoved = true
+			}
+		}
+	})
+}
+
+// removeDirScript removes $1 (and $2, its folder, once empty) and prints
+// what it held ("FILES KIB"), or "gone" when there was no $1.
+const removeDirScript = `[ -e "$1" ] || [ -L "$1" ] || { echo gone; exit 0; }
+n=$(find "$1" -type f 2>/dev/null | wc -l); k=$(du -sk -- "$1" 2>/dev/null | cut -f1)
+rm -rf -- "$1" || exit 1
+rmdir -- "$2" 2>/dev/null
+echo "$n $k"`
+
+// runWorkDir is the run's work dir on a host as down may remove it: the
+// recorded one, when it is .../<run id>/<name> in the same runs folder as
+// the down agent's own (.../<run id>-down/<name>, the login user's), never
+// another path a state.json names. ok is false, with why, otherwise.
+func runWorkDir(recorded, downWD, runID string) (string, string) {
+	wd := recorded
+	switch {
+	case !path.IsAbs(wd) || path.Clean(wd) != wd || path.Base(path.Dir(wd)) != runID:
+		return "", "not a work dir of this run (.../" + runID + "/HOST)"
+	case downWD != "" && (path.Dir(path.Dir(wd)) != path.Dir(path.Dir(downWD)) || path.Base(wd) != path.Base(downWD)):
+		return "", "not in the login user's runs folder (" + path.Dir(path.Dir(downWD)) + ")"
+	}
+	return wd, ""
 }

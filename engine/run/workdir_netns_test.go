@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +45,32 @@ workload "out" {
 				if _, err := os.Stat(filepath.Dir(wd)); !os.IsNotExist(err) {
 					t.Errorf("the run's folder %s is still there (%v)", filepath.Dir(wd), err)
 				}
+			}
+			// rlab down removes what the run kept, says so, and leaves no
+			// work dir of its own.
+			down, err := Down(context.Background(), res.Dir, DownOptions{Connector: sshConnector(t)})
+			if err != nil {
+				t.Fatalf("down: %v", err)
+			}
+			got := strings.Join(down.Undone, "\n")
+			t.Logf("down:\n%s", got)
+			line := "h0: work dir " + wd + " ("
+			if tt.keep != strings.Contains(got, line) || strings.Contains(got, "work dir "+wd+" (already gone)") {
+				t.Errorf("down's undone lines:\n%s\nwant %q listed with what it held: %v", got, line, tt.keep)
+			}
+			if _, err := os.Stat(wd); !os.IsNotExist(err) {
+				t.Errorf("after down, the host's work dir %s: %v", wd, err)
+			}
+			if !readState(t, res.Dir).Hosts[0].WorkDirRemoved {
+				t.Error("state.json does not record the work dir removed")
+			}
+			own := filepath.Join(filepath.Dir(filepath.Dir(wd)), filepath.Base(filepath.Dir(wd))+"-down")
+			if _, err := os.Stat(own); !os.IsNotExist(err) {
+				t.Errorf("down's own work dir %s: %v", own, err)
+			}
+			again, err := Down(context.Background(), res.Dir, DownOptions{Connector: sshConnector(t)})
+			if err != nil || strings.Contains(strings.Join(again.Undone, "\n"), "work dir") {
+				t.Errorf("a second down: %v, %q", err, again.Undone)
 			}
 		})
 	}
