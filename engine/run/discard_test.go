@@ -167,9 +167,11 @@ func TestTeardownDiscardsVM(t *testing.T) {
 				return
 			}
 			// rlab down after the failed stop: it stops the VMs from
-			// state.json and connects to no host (nothing is left on b).
+			// state.json; of the SSH host b only what the run left there
+			// (its work dir, which the in-process agent's layout keeps)
+			// needs a connection, never the VM's leftovers.
 			stopped := 0
-			dres, err := Down(context.Background(), res.Dir, DownOptions{StopVMs: func(context.Context, []byte) error { stopped++; return nil }})
+			dres, err := Down(context.Background(), res.Dir, DownOptions{Connector: bed, StopVMs: func(context.Context, []byte) error { stopped++; return nil }})
 			if err != nil {
 				t.Fatalf("down: %v (%+v)", err, dres)
 			}

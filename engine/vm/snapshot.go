@@ -86,6 +86,9 @@ func (k snapshotKey) id() string {
 
 // restoreWanted reports whether VMs are restored rather than booted.
 func (s *Set) restoreWanted() bool {
+	if s.opts.template {
+		return false
+	}
 	switch os.Getenv(RestoreEnv) {
 	case "0":
 		return false
@@ -201,7 +204,7 @@ func (s *Set) buildSnapshot(ctx context.Context, m Machine, k snapshotKey, dir s
 		tm.Networks = append(tm.Networks, Network{Name: "snap" + strconv.Itoa(j)})
 	}
 	opts := s.opts
-	opts.Restore, opts.Detach, opts.Progress = false, false, nil
+	opts.Restore, opts.template, opts.Detach, opts.Progress = false, true, false, nil
 	opts.Accel = s.Accel
 	opts.PowerdownTimeout = -1
 	ts, err := Boot(ctx, []Machine{tm}, work, opts)

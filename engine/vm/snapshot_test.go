@@ -202,5 +202,11 @@ func TestRestoreWanted(t *testing.T) {
 		if got := s.restoreWanted(); got != tc.want {
 			t.Errorf("%s=%q Restore=%v: restore %v, want %v", RestoreEnv, tc.env, tc.restore, got, tc.want)
 		}
+		// A snapshot's own guest boots, whatever the environment says:
+		// restoring it would wait on the lock its own build holds.
+		tmpl := &Set{opts: Options{Restore: tc.restore, template: true}}
+		if tmpl.restoreWanted() {
+			t.Errorf("%s=%q: the snapshot's template would be restored", RestoreEnv, tc.env)
+		}
 	}
 }

@@ -79,6 +79,9 @@ type Options struct {
 	// Restore starts VMs from a saved guest (snapshot.go) rather than
 	// booting each; RLAB_VM_RESTORE=1 turns it on, =0 off, whatever this is.
 	Restore bool
+	// template marks the Boot of a snapshot's own guest, which is never
+	// restored, whatever RLAB_VM_RESTORE says (it would wait on itself).
+	template bool
 	// BootWave, when above 0 and below the number of machines, boots them
 	// in waves of that many: each wave's sshd answering before the next
 	// wave starts (rlab run --parallel). Under TCG every booting vCPU is a
