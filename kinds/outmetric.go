@@ -22,7 +22,14 @@ type OutputMetric struct {
 	// Better is "higher", "lower" or "" (neither: compare shows the change
 	// without calling it better or worse).
 	Better string
+	// From is whose output a two-sided program's metric reads: "server",
+	// or "" for the client's (and for a one-sided program's or exec's
+	// command).
+	From string
 }
+
+// FromServer is OutputMetric.From for a metric read from the server's output.
+const FromServer = "server"
 
 // ValueGroup is the named group of an OutputMetric pattern that holds the
 // number.

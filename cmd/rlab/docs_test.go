@@ -131,6 +131,7 @@ var optionProofs = map[string]string{
 	"workload.metric.pattern": "engine/run.TestRunProgram",
 	"workload.metric.unit":    "engine/run.TestRunProgram",
 	"workload.metric.better":  "engine/run.TestRunProgram",
+	"workload.metric.from":    "engine/run.TestRunProgram",
 	"group.workloads":         "engine/run.TestGroupRunsTogether", // shared hosts start together; TestNetnsGroupIncast on real sshd; a whole for_each workload: engine/plan TestGolden/groups
 	"group.for_each":          "engine/lab.TestGroups",            // one group per key
 	"group.count":             "engine/lab.TestGroups",

@@ -77,6 +77,11 @@ workload "by_regex" {
   ready          = "^listening on [0-9]+"
   repeat         = 2
   metric "pongs" { pattern = "^got pong ping" }
+  metric "served" {
+    pattern = "^served (?P<value>[0-9]+) bytes"
+    unit    = "bytes"
+    from    = "server"
+  }
   metric "mibps" {
     pattern = "in [0-9.]+ s \\((?P<value>[0-9.]+) MiB/s\\)"
     unit    = "MiB/s"
@@ -133,7 +138,7 @@ workload "uptime" {
 		for key, want := range map[string]struct {
 			n    int
 			unit string
-		}{"by_regex.pongs": {2, "lines"}, "by_regex.mibps": {2, "MiB/s"}, "by_port.pongs": {1, "lines"}, "alone.files": {1, "lines"}, "sized.echoed": {2, ""}, "uptime.up": {1, "s"}} {
+		}{"by_regex.pongs": {2, "lines"}, "by_regex.served": {2, "bytes"}, "by_regex.mibps": {2, "MiB/s"}, "by_port.pongs": {1, "lines"}, "alone.files": {1, "lines"}, "sized.echoed": {2, ""}, "uptime.up": {1, "s"}} {
 			ss := got[key]
 			if len(ss) != want.n {
 				t.Errorf("%s: %d samples, want %d", key, len(ss), want.n)

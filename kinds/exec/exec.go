@@ -39,7 +39,7 @@ func (Kind) Attributes() []string { return []string{"metric"} }
 // command's output (kinds.OutputMetric); the engine decodes the rest.
 func (Kind) DecodeWorkload(body hcl.Body, ctx *hcl.EvalContext, w *kinds.Workload, _ bool, _ hcl.Range) hcl.Diagnostics {
 	content, diags := body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{metricblock.Schema}})
-	ms, ds := metricblock.Decode(content.Blocks, ctx)
+	ms, ds := metricblock.Decode(content.Blocks, ctx, false)
 	w.Metrics = ms
 	return append(diags, ds...)
 }

@@ -113,7 +113,7 @@ func (Kind) DecodeWorkload(body hcl.Body, ctx *hcl.EvalContext, w *kinds.Workloa
 			}
 		}
 	}
-	ms, ds := metricblock.Decode(content.Blocks, ctx)
+	ms, ds := metricblock.Decode(content.Blocks, ctx, !oneHost)
 	w.Metrics = ms
 	return append(diags, ds...)
 }

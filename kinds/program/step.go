@@ -405,9 +405,28 @@ func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u steps.U
 	case sr != nil && !sr.Stopped && (sr.ExitCode != 0 || sr.Signal != ""):
 		err = steps.ProcError("program", "server", srv.Host, sr)
 	default:
+		// Each metric reads the output it names: the client's, or with
+		// from = "server" the server's.
+		var cm, sm []kinds.OutputMetric
+		for _, m := range w.Metrics {
+			if m.From == kinds.FromServer {
+				sm = append(sm, m)
+			} else {
+				cm = append(cm, m)
+			}
+		}
 		var ms []results.Sample
-		ms, err = steps.OutputSamples(w.Metrics, cr)
+		ms, err = steps.OutputSamples(cm, cr)
 		ss = append(ss, ms...)
+		if len(sm) > 0 {
+			if sr == nil {
+				err = errors.Join(err, fmt.Errorf("workload %q: no server output to read %d metric(s) from", w.Name, len(sm)))
+			} else {
+				sms, serr := steps.OutputSamples(sm, sr)
+				ss = append(ss, sms...)
+				err = errors.Join(err, serr)
+			}
+		}
 	}
 	steps.FillMeta(ss, meta)
 	s.out.Samples = append(s.out.Samples, ss...)

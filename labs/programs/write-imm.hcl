@@ -72,9 +72,16 @@ workload "write_imm" {
   timeout        = "60s"
 
   metric "imm_sent" { pattern = "^RDMA_WRITE_WITH_IMM complete" }
-  # The server's lines: the immediate arrived, and after the data.
-  metric "imm_received" { pattern = "^RDMA server got immediate ${var.imm} " }
-  metric "imm_data_ok" { pattern = "^immediate data matches" }
+  # The server's lines (from = "server"): the immediate arrived, and after
+  # the data.
+  metric "imm_received" {
+    pattern = "^RDMA server got immediate ${var.imm} "
+    from    = "server"
+  }
+  metric "imm_data_ok" {
+    pattern = "^immediate data matches"
+    from    = "server"
+  }
 
   expect {
     condition = result.imm_sent == 1 && result.imm_received == 1 && result.imm_data_ok == 1

@@ -16,12 +16,14 @@ import (
 // Schema is the metric block's header, for a family's body schema.
 var Schema = hcl.BlockHeaderSchema{Type: "metric", LabelNames: []string{"name"}}
 
-var metricSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "pattern", Required: true}, {Name: "unit"}, {Name: "better"}}}
+var metricSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "pattern", Required: true}, {Name: "unit"}, {Name: "better"}, {Name: "from"}}}
 
-// Decode decodes `metric "NAME" { pattern, unit, better }` blocks
+// Decode decodes `metric "NAME" { pattern, unit, better, from }` blocks
 // (program and exec workloads). A name must be a new one: not a metric a
-// tool records, nor one of the same workload twice.
-func Decode(blocks hcl.Blocks, ctx *hcl.EvalContext) ([]kinds.OutputMetric, hcl.Diagnostics) {
+// tool records, nor one of the same workload twice. from = "server" reads
+// the server's output and only a two-sided workload (pair) has one; "client"
+// (the default) reads the client's, or the one command's.
+func Decode(blocks hcl.Blocks, ctx *hcl.EvalContext, pair bool) ([]kinds.OutputMetric, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var out []kinds.OutputMetric
 	seen := map[string]hcl.Range{}
@@ -81,6 +83,20 @@ func Decode(blocks hcl.Blocks, ctx *hcl.EvalContext) ([]kinds.OutputMetric, hcl.
 			bok = false
 		}
 		m.Better = bt
+		fr, fok := str("from")
+		switch {
+		case !fok:
+		case fr == "" || fr == "client":
+		case fr == kinds.FromServer && pair:
+			m.From = kinds.FromServer
+		case fr == kinds.FromServer:
+			errf(c.Attributes["from"].Expr.Range(), "No server here", "from = \"server\" reads the server's output; this workload runs one command, whose output every metric reads. Remove from.")
+			fok = false
+		default:
+			errf(c.Attributes["from"].Expr.Range(), "Invalid from", "from is \"client\" (the default) or \"server\": whose output the pattern reads; got %q.", fr)
+			fok = false
+		}
+		bok = bok && fok
 		if ok && pok && uok && bok && c.Attributes["pattern"] != nil {
 			out = append(out, m)
 		}
