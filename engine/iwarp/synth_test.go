@@ -27,12 +27,11 @@ type end struct {
 	port uint16
 	seq  uint32
 	// markers: the sequence number of the first FPDU once markers are on.
-	markers   bool
-	mbase     uint32
-	mbaseSet  bool
-	crc       bool
-	msn       [3]uint32 // per untagged queue
-	noPayload bool
+	markers  bool
+	mbase    uint32
+	mbaseSet bool
+	crc      bool
+	msn      [3]uint32 // per untagged queue
 }
 
 // seg is one synthesized frame.
