@@ -75,7 +75,11 @@ func (l *loader) decodeFamily(b *hcl.Block, remain hcl.Body, w *Workload, tool T
 	if l.programObjs == cty.NilVal {
 		ctx.Variables["program"] = cty.EmptyObjectVal
 	}
-	l.add(dec.DecodeWorkload(remain, ctx, &w.Workload, oneHost, b.DefRange)...)
+	// A family's Body.Content reports unsupported arguments in map order:
+	// file order here too, so a lab's diagnostics are the same every load.
+	ds := dec.DecodeWorkload(remain, ctx, &w.Workload, oneHost, b.DefRange)
+	sortUnsupported(ds)
+	l.add(ds...)
 	if w.Program != nil {
 		if s := l.programByName[w.Program.Name]; s != nil {
 			w.Program = s
