@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -136,20 +135,6 @@ func (v *VM) hasExited() bool {
 	default:
 		return false
 	}
-}
-
-// tailFile returns the last n bytes of a file, or what went wrong reading it.
-func tailFile(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > n {
-		_, _ = f.Seek(fi.Size()-n, io.SeekStart)
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
 }
 
 // whyNotOurs says which of isOurQEMU's checks a recorded VM fails.

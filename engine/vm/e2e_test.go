@@ -257,8 +257,9 @@ func TestE2ERealRXE(t *testing.T) {
 			// ended and what its guest last printed, so the death itself
 			// can be read from the CI log (seen once after link-cut).
 			if vm := set.VMs[i]; vm.hasExited() {
-				t.Logf("qemu of %s (pid %d) had already exited (%v) before the stop; qemu.stderr: %q; console tail:\n%s",
-					v.Host, v.PID, vm.waitErr(), tailFile(filepath.Join(vm.dir, "qemu.stderr"), 1024), tailFile(vm.Console, 4096))
+				stderr, _ := os.ReadFile(filepath.Join(vm.dir, "qemu.stderr"))
+				t.Logf("qemu of %s (pid %d) had already exited (%v) before the stop; qemu.stderr: %q; console tail:%s",
+					v.Host, v.PID, vm.waitErr(), stderr, consoleTail(vm.Console, 25))
 				continue
 			}
 			t.Errorf("state of %s (pid %d) does not identify its running qemu: %s", v.Host, v.PID, whyNotOurs(v))

@@ -12,20 +12,22 @@ import (
 	"time"
 )
 
-// qmpConn is a QMP session: commands in order, events skipped.
+// qmpConn is a QMP session: commands in order, events skipped, each
+// (the greeting and capabilities too) within timeout.
 type qmpConn struct {
-	c *net.UnixConn
-	r *bufio.Reader
+	c       *net.UnixConn
+	r       *bufio.Reader
+	timeout time.Duration
 }
 
-func dialQMP(ctx context.Context, sock string) (*qmpConn, error) {
-	d := net.Dialer{Timeout: 5 * time.Second}
+func dialQMP(ctx context.Context, sock string, timeout time.Duration) (*qmpConn, error) {
+	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
 		return nil, err
 	}
-	q := &qmpConn{c: nc.(*net.UnixConn), r: bufio.NewReader(nc)}
-	_ = q.c.SetDeadline(time.Now().Add(10 * time.Second))
+	q := &qmpConn{c: nc.(*net.UnixConn), r: bufio.NewReader(nc), timeout: timeout}
+	_ = q.c.SetDeadline(time.Now().Add(timeout))
 	if _, err := q.r.ReadBytes('\n'); err != nil {
 		q.Close()
 		return nil, fmt.Errorf("qmp greeting: %w", err)
@@ -55,7 +57,7 @@ func (q *qmpConn) doWith(cmd string, args any, oob []byte) (json.RawMessage, err
 		return nil, err
 	}
 	b = append(b, '\n')
-	_ = q.c.SetDeadline(time.Now().Add(30 * time.Second))
+	_ = q.c.SetDeadline(time.Now().Add(q.timeout))
 	if _, _, err := q.c.WriteMsgUnix(b, oob, nil); err != nil {
 		return nil, fmt.Errorf("qmp %s: %w", cmd, err)
 	}

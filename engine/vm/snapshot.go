@@ -270,7 +270,7 @@ func qmpSave(ctx context.Context, sock, path string) error {
 		return err
 	}
 	defer f.Close()
-	q, err := dialQMP(ctx, sock)
+	q, err := dialQMP(ctx, sock, 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func qmpSave(ctx context.Context, sock, path string) error {
 // qmpResume waits until an incoming migration has been read, then lets the
 // guest run.
 func qmpResume(ctx context.Context, sock string, exited <-chan struct{}) error {
-	q, err := dialQMP(ctx, sock)
+	q, err := dialQMP(ctx, sock, 30*time.Second)
 	if err != nil {
 		return err
 	}

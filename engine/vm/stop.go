@@ -1,13 +1,10 @@
 package vm
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -15,41 +12,16 @@ import (
 	"time"
 )
 
-// qmpPowerdown asks the guest to power off (ACPI) through the QMP socket.
+// qmpPowerdown asks the guest to power off (ACPI) through the QMP socket,
+// within 5 s.
 func qmpPowerdown(ctx context.Context, sock string) error {
-	d := net.Dialer{Timeout: 3 * time.Second}
-	c, err := d.DialContext(ctx, "unix", sock)
+	q, err := dialQMP(ctx, sock, 5*time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	r := bufio.NewReader(c)
-	if _, err := r.ReadBytes('\n'); err != nil { // greeting
-		return fmt.Errorf("qmp greeting: %w", err)
-	}
-	for _, cmd := range []string{"qmp_capabilities", "system_powerdown"} {
-		if _, err := fmt.Fprintf(c, "{\"execute\":%q}\n", cmd); err != nil {
-			return err
-		}
-		for { // skip events until the return
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				return fmt.Errorf("qmp %s: %w", cmd, err)
-			}
-			var m map[string]json.RawMessage
-			if json.Unmarshal(line, &m) != nil {
-				continue
-			}
-			if e, ok := m["error"]; ok {
-				return fmt.Errorf("qmp %s: %s", cmd, e)
-			}
-			if _, ok := m["return"]; ok {
-				break
-			}
-		}
-	}
-	return nil
+	defer q.Close()
+	_, err = q.do("system_powerdown", nil)
+	return err
 }
 
 // procStartTime returns field 22 of /proc/pid/stat (start time in clock
