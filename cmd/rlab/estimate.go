@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/vm"
 )
 
 // assumedAccel is the accelerator the estimate assumes for local VMs:
@@ -17,4 +18,10 @@ func assumedAccel() string {
 		return plan.AccelKVM
 	}
 	return plan.AccelTCG
+}
+
+// assumedRestore says whether the estimate counts local VMs as restored from
+// saved guests, as engine/vm does unless RLAB_VM_RESTORE=0.
+func assumedRestore() bool {
+	return os.Getenv(vm.RestoreEnv) != "0"
 }

@@ -24,6 +24,10 @@ const (
 	// BootTCG is the boot of one local VM under TCG (software emulation):
 	// 65 s for two booting at once.
 	BootTCG = 32500 * time.Millisecond
+	// RestoreTCG is the start of one local VM restored from a saved guest
+	// under TCG (engine/vm snapshot.go): the boot phase took 3.8 s for two
+	// on a quiet machine (bench/restore/run.sh, BENCHMARKS.md).
+	RestoreTCG = 1900 * time.Millisecond
 	// BootKVM is the boot of one local VM with KVM: not measured on the
 	// project machine (it has no KVM); a Debian guest's kernel and systemd
 	// with hardware virtualisation.
@@ -73,16 +77,20 @@ type EstimatePart struct {
 	Chain bool `json:",omitempty"`
 }
 
-// Estimate estimates a run of p, assuming local VMs boot with accel
-// (AccelTCG or AccelKVM).
-func (p *Plan) Estimate(accel string) *Estimate {
+// Estimate estimates a run of p, assuming local VMs run with accel
+// (AccelTCG or AccelKVM) and, when restore, start from saved guests (engine/vm's
+// default; the minimal image always boots).
+func (p *Plan) Estimate(accel string, restore bool) *Estimate {
 	e := &Estimate{}
-	var vms, hosts int
+	var vms, restored, hosts int
 	for _, h := range p.Hosts {
 		switch {
 		case h.JumpOnly:
 		case h.VM:
 			vms++
+			if restore && !minimalImage(h) {
+				restored++
+			}
 		default:
 			hosts++
 		}
@@ -112,6 +120,11 @@ func (p *Plan) Estimate(accel string) *Estimate {
 		if accel == AccelKVM {
 			boot, how = BootKVM, fmt.Sprintf("%s per VM with KVM", spokenSeconds(BootKVM))
 		}
+		if restored == vms && accel != AccelKVM {
+			boot, how = RestoreTCG, fmt.Sprintf("%s per VM restored from a saved guest under TCG: 3.8 s measured for two (the first run of an image and VM size boots and saves one guest first, about %s more)", spokenSeconds(RestoreTCG), spokenSeconds(BootTCG))
+		} else if restored > 0 && accel != AccelKVM {
+			how += fmt.Sprintf("; %d of them restored from a saved guest, counted as booted", restored)
+		}
 		e.add("boot", plural(vms, "local VM"), time.Duration(vms)*boot, how)
 	}
 	if n := vms + hosts; n > 0 {
@@ -128,7 +141,7 @@ func (p *Plan) Estimate(accel string) *Estimate {
 	for _, pt := range e.Parts {
 		e.Total += pt.Time
 	}
-	if vms > 0 && accel != AccelKVM {
+	if vms > 0 && accel != AccelKVM && restored < vms {
 		e.WithKVM = e.Total - time.Duration(vms)*(BootTCG-BootKVM)
 	}
 	if vms > 0 {
@@ -146,6 +159,17 @@ func (p *Plan) Estimate(accel string) *Estimate {
 		}
 	}
 	return e
+}
+
+// minimalImage reports whether a local VM runs the minimal image
+// ("minimal" or "<release>-minimal", engine/image's RecipeFor), which has no
+// iproute2 to take a restored guest's identity and so always boots.
+func minimalImage(h *HostPlan) bool {
+	if h.Ref == nil || h.Ref.VM == nil {
+		return false
+	}
+	name := h.Ref.VM.Image
+	return name == "minimal" || strings.HasSuffix(name, "-minimal")
 }
 
 func (e *Estimate) add(what, detail string, d time.Duration, how string) {

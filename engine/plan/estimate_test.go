@@ -46,11 +46,11 @@ func TestEstimateLabs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := p.Estimate(AccelTCG)
+			e := p.Estimate(AccelTCG, false)
 			if got := About(e.Total); got != tc.about {
 				t.Errorf("total %s = %s, want %s", e.Total, got, tc.about)
 			}
-			k := p.Estimate(AccelKVM)
+			k := p.Estimate(AccelKVM, false)
 			if tc.kvm == "" && (e.WithKVM != 0 || k.Total != e.Total) {
 				t.Errorf("no local VMs, yet KVM changes the total: %s, %s", e.WithKVM, k.Total)
 			}
@@ -89,7 +89,7 @@ func TestEstimateDemoPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := p.Estimate(AccelTCG)
+	e := p.Estimate(AccelTCG, false)
 	measured := map[string]float64{"boot": 65.4, "connect": 9.2, "rxe": 8.7, "teardown": 8.6, "fetch": 6.3}
 	for _, pt := range e.Parts {
 		word, _, _ := strings.Cut(pt.What, " ")
@@ -113,6 +113,38 @@ func TestEstimateDemoPhases(t *testing.T) {
 		if s := c.got.Seconds(); s < c.measured || s > c.measured*2 {
 			t.Errorf("%s: %.1f s, measured %.1f s", c.what, s, c.measured)
 		}
+	}
+}
+
+// TestEstimateRestored: restored VMs (engine/vm's default) count the
+// restore measured on a quiet machine (3.8 s for two, bench/restore/run.sh)
+// and say that the first run boots and saves a guest; a lab with a VM of the
+// minimal image, which always boots, counts the boot.
+func TestEstimateRestored(t *testing.T) {
+	p, err := New(load(t, "../../labs/quickstart.hcl", lab.LoadOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Estimate(AccelTCG, true)
+	boot := e.Parts[0]
+	if !strings.HasPrefix(boot.What, "boot") || boot.Time != 2*RestoreTCG || !strings.Contains(boot.How, "restored from a saved guest") || !strings.Contains(boot.How, "first run") {
+		t.Errorf("restored boot part: %+v", boot)
+	}
+	if e.WithKVM != 0 {
+		t.Errorf("restored VMs: with KVM %v, want none said", e.WithKVM)
+	}
+	if booted := p.Estimate(AccelTCG, false); booted.Total-e.Total != 2*(BootTCG-RestoreTCG) {
+		t.Errorf("booted %v - restored %v, want the boots' difference %v", booted.Total, e.Total, 2*(BootTCG-RestoreTCG))
+	}
+	for _, h := range p.Hosts {
+		if h.VM {
+			h.Ref.VM.Image = "bookworm-minimal"
+			break
+		}
+	}
+	m := p.Estimate(AccelTCG, true)
+	if m.Parts[0].Time != 2*BootTCG || !strings.Contains(m.Parts[0].How, "1 of them restored") {
+		t.Errorf("one minimal VM: boot part %+v, want both counted as booted", m.Parts[0])
 	}
 }
 
@@ -227,7 +259,7 @@ workload "t1" {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := p.Estimate(AccelTCG)
+			e := p.Estimate(AccelTCG, false)
 			var got time.Duration
 			for _, pt := range e.Parts {
 				if pt.Chain {
@@ -311,7 +343,7 @@ workload "big" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := p.Estimate(AccelTCG)
+	e := p.Estimate(AccelTCG, false)
 	// 4KiB: 6 s + 2000 × 1.5 ms = 9 s; 1MiB: 6 s + 2000 × 83.9 ms ≈ 174 s > 1 min.
 	if got, want := e.Workloads[0].Time, 9*time.Second+time.Minute; got != want {
 		t.Errorf("big: %s, want %s", got, want)

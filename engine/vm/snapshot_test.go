@@ -106,7 +106,7 @@ func TestE2ERestore(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		t0 := time.Now()
 		var progress []string
-		set, err := Boot(ctx, ms, t.TempDir(), Options{Image: im, Restore: true, Progress: func(h, s string) { progress = append(progress, h+": "+s) }})
+		set, err := Boot(ctx, ms, t.TempDir(), Options{Image: im, Progress: func(h, s string) { progress = append(progress, h+": "+s) }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,27 +184,28 @@ func TestE2ERestore(t *testing.T) {
 	}
 }
 
-// TestRestoreWanted: VMs boot unless Options.Restore or RLAB_VM_RESTORE=1
-// asks for a restore; RLAB_VM_RESTORE=0 boots whatever the options say.
+// TestRestoreWanted: VMs are restored unless Options.Boot or
+// RLAB_VM_RESTORE=0 asks for a boot.
 func TestRestoreWanted(t *testing.T) {
 	for _, tc := range []struct {
-		env     string
-		restore bool
-		want    bool
+		env  string
+		boot bool
+		want bool
 	}{
-		{"", false, false},
-		{"", true, true},
+		{"", false, true},
+		{"", true, false},
 		{"1", false, true},
-		{"0", true, false},
+		{"1", true, false},
+		{"0", false, false},
 	} {
 		t.Setenv(RestoreEnv, tc.env)
-		s := &Set{opts: Options{Restore: tc.restore}}
+		s := &Set{opts: Options{Boot: tc.boot}}
 		if got := s.restoreWanted(); got != tc.want {
-			t.Errorf("%s=%q Restore=%v: restore %v, want %v", RestoreEnv, tc.env, tc.restore, got, tc.want)
+			t.Errorf("%s=%q Boot=%v: restore %v, want %v", RestoreEnv, tc.env, tc.boot, got, tc.want)
 		}
 		// A snapshot's own guest boots, whatever the environment says:
 		// restoring it would wait on the lock its own build holds.
-		tmpl := &Set{opts: Options{Restore: tc.restore, template: true}}
+		tmpl := &Set{opts: Options{Boot: tc.boot, template: true}}
 		if tmpl.restoreWanted() {
 			t.Errorf("%s=%q: the snapshot's template would be restored", RestoreEnv, tc.env)
 		}

@@ -76,9 +76,9 @@ type Options struct {
 	// Detach leaves the VMs running when the controller exits (no
 	// parent-death signal); they are then stopped by StopFromState.
 	Detach bool
-	// Restore starts VMs from a saved guest (snapshot.go) rather than
-	// booting each; RLAB_VM_RESTORE=1 turns it on, =0 off, whatever this is.
-	Restore bool
+	// Boot boots each VM rather than restoring it from a saved guest
+	// (snapshot.go, the default); RLAB_VM_RESTORE=0 does so for every Set.
+	Boot bool
 	// template marks the Boot of a snapshot's own guest, which is never
 	// restored, whatever RLAB_VM_RESTORE says (it would wait on itself).
 	template bool
