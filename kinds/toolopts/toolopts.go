@@ -11,7 +11,7 @@
 // and needs no change to the engine or here.
 //
 // It imports kinds and hcl; not steps, the engine or any family (it is
-// shared code, not a family).
+// shared code, not a family): internal/archtest checks it.
 package toolopts
 
 import (
