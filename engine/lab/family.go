@@ -151,7 +151,7 @@ func (l *loader) decodeOptions(b *hcl.Block, remain hcl.Body, w *Workload, tool 
 // argument set to null is unset (as everywhere in a lab) and dropped; one
 // other tools take is not valid for this one (naming those tools and what
 // this one takes); any other gets a "did you mean" over the names a
-// workload of this tool takes, then those of every tool.
+// workload of this tool takes and those of every tool.
 func (l *loader) notTaken(ds hcl.Diagnostics, remain hcl.Body, ctx *hcl.EvalContext, tool string, common, own []string) hcl.Diagnostics {
 	by := takers()
 	all := []string{}
@@ -180,9 +180,9 @@ func (l *loader) notTaken(ds hcl.Diagnostics, remain hcl.Body, ctx *hcl.EvalCont
 			}
 			continue
 		}
-		if s := didYouMean(m[1], names); s != "" {
-			d.Detail += s
-		} else if s := didYouMean(m[1], all); s != "" {
+		// The closest name, this tool's first on a tie: "iteration" on
+		// tcp is told iterations, which then says which tools take it.
+		if s := didYouMean(m[1], append(append([]string(nil), names...), all...)); s != "" {
 			d.Detail += s
 		} else {
 			d.Detail += " Valid names here: " + strings.Join(names, ", ") + "."
