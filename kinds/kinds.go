@@ -23,8 +23,11 @@
 // family does is an ability the layer that needs it defines as a one-method
 // interface, and the family's Kind value implements it: steps.Stepper
 // (NewStep: the family's workload step), toolout.Parser (Parse: its output
-// parser), engine/lab.BodyDecoder (DecodeWorkload: workload attributes of
-// its own, as program's commands and exec's and program's metric blocks).
+// parser), toolopts.Taker (Options: the workload options its tools take
+// beyond the common ones, which engine/lab decodes through it; the shared
+// ones and their rules are in kinds/toolopts), engine/lab.BodyDecoder
+// (DecodeWorkload: workload attributes of its own, as program's commands
+// and exec's and program's metric blocks).
 // Code the families share without being one lives under kinds/internal. Registering a family is therefore one line, and a family without
 // a step is caught when a workload names one of its tools (and by
 // builtin's TestEveryKindHasItsAbilities).

@@ -7,9 +7,11 @@ import (
 )
 
 // Options are the values of a workload's options: what the lab file set,
-// checked against its tool's rules (engine/lab), and what its step kind reads
-// (steps). One type that both models embed, so a new option is one field here
-// and one rule in the descriptor, not two field lists copied by hand.
+// checked against its tool's rules (engine/lab for the common ones, the
+// tool's family through kinds/toolopts for the rest), and what its step
+// kind reads (steps). One type that both models embed. An option several
+// families share is a field here and a toolopts.Option; an option of one
+// family is an Option in its package, stored in Own.
 type Options struct {
 	Command    []string      // exec: the argv to run
 	Sizes      []int64       // nil = the tool's default size
@@ -36,6 +38,19 @@ type Options struct {
 	// Metrics (tools program and exec) are the numbers read from the
 	// output, one `metric` block each.
 	Metrics []OutputMetric
+
+	// Own are the options only the tool's family takes, by attribute name,
+	// as its own toolopts.Option stored them (SetOwn); only its step reads
+	// them. A new option of one family needs no field here.
+	Own map[string]any
+}
+
+// SetOwn stores an option only the tool's family takes (Own).
+func (o *Options) SetOwn(name string, v any) {
+	if o.Own == nil {
+		o.Own = map[string]any{}
+	}
+	o.Own[name] = v
 }
 
 // Source is a program block: a folder (or one file) beside the lab that

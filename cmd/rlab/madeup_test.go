@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -18,6 +19,10 @@ import (
 // cliFakeKind is the made-up family: its one value, registered by
 // TestMain (main_test.go).
 type cliFakeKind struct{}
+
+// Options: the made-up tool takes the shared options its descriptor's
+// flags name (sizes, iterations), decoded by engine/lab.
+func (cliFakeKind) Options(t kinds.Tool) []toolopts.Option { return toolopts.Standard(t) }
 
 func (cliFakeKind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "cli_fake", Tools: []kinds.Tool{{Name: "cli_fake", Family: "cli_fake", RDMA: true,

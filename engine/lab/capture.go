@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 )
 
 // The capture block: its schema and decoder.
@@ -98,7 +99,7 @@ func (l *loader) during(a *hcl.Attribute, sc *scope, h *Host, summary, consequen
 		return nil
 	}
 	elems := v.AsValueSlice()
-	rs := elemRanges(a.Expr, len(elems))
+	rs := toolopts.ElemRanges(a.Expr, len(elems))
 	var out []*Workload
 	for i, e := range elems {
 		// A whole for_each workload expands to all its instances.

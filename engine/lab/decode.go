@@ -11,12 +11,14 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // Expansion (count, for_each) and what every block decoder shares; each
 // block kind has its own file with its schema beside its decoder: hosts.go,
-// rxe.go, workload.go, capture.go.
+// rxe.go, workload.go (what every workload has), capture.go; a tool's own
+// options are its family's (family.go).
 
 // Defaults the model promises.
 const (
@@ -24,7 +26,7 @@ const (
 	DefaultSnaplen     = 128
 	DefaultMaxBytes    = 256 << 20
 	DefaultTimeout     = 5 * time.Minute
-	DefaultTCPBytes    = 1 << 30
+	DefaultTCPBytes    = toolopts.DefaultTCPBytes
 	DefaultVMMemory    = 1 << 30
 	DefaultVMBoot      = 10 * time.Minute
 	DefaultMTU         = 1500

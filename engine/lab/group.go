@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 )
 
 // The group block: workloads that run at the same time even when they share
@@ -75,7 +76,7 @@ func (l *loader) workloadRefs(a *hcl.Attribute, sc *scope, what string) ([]*Work
 		return nil, nil
 	}
 	elems := v.AsValueSlice()
-	rs := elemRanges(a.Expr, len(elems))
+	rs := toolopts.ElemRanges(a.Expr, len(elems))
 	var out []*Workload
 	var where []*hcl.Range
 	add := func(r *hcl.Range, n string, ok bool) {

@@ -3,7 +3,6 @@ package lab
 import (
 	"bytes"
 	"fmt"
-	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rlab-dev/rlab/engine/rundir"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -550,12 +551,12 @@ func (l *loader) declare(byType map[string][]*hcl.Block) {
 				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate "+kind+" "+fmt.Sprintf("%q", name), "A %s named %q is already declared at %s. Names of %s blocks must be unique; rename one of them.", kind, name, prev.block.DefRange, kind)
 				continue
 			}
-			if prev := devices[name]; prev != nil && prev.kind != kind && contains(DeviceKinds, kind) {
+			if prev := devices[name]; prev != nil && prev.kind != kind && slices.Contains(DeviceKinds, kind) {
 				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate device name "+fmt.Sprintf("%q", name), "%s %q is declared at %s; rxe, siw and rdma blocks share one set of names, so a workload's server and client name one device. Rename one of them.", prev.kind, name, prev.block.DefRange)
 				continue
 			}
 			d := &decl{kind: kind, name: name, block: b}
-			if contains(DeviceKinds, kind) {
+			if slices.Contains(DeviceKinds, kind) {
 				devices[name] = d
 			}
 			content, _, _ := b.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "for_each"}}})

@@ -2,11 +2,14 @@
 // hcl.Diagnostics. Loading has no side effects beyond reading the lab files
 // and the files a lab reads with file(); it never touches a host. Variables,
 // locals, for_each and count are evaluated in one phase (Load), so every
-// consumer sees concrete hosts, rxe devices, captures and workloads.
+// consumer sees concrete hosts, rxe devices, captures and workloads. A
+// workload block's schema is what every workload has; the rest is its tool
+// family's, reached through the family's registered value (family.go).
 //
 // It must not import the run engine, SSH, the agent or a tool family (the
-// descriptors' core package kinds, a standard-library leaf, is allowed): it
-// is the contract those packages build on (internal/archtest checks it).
+// descriptors' core package kinds, a standard-library leaf, and
+// kinds/toolopts, the options families share, are allowed): it is the
+// contract those packages build on (internal/archtest checks it).
 package lab
 
 import (

@@ -10,11 +10,13 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -86,8 +88,8 @@ func (l *loader) programPackages(a *hcl.Attribute, sc *scope) map[string][]strin
 	for it := v.ElementIterator(); it.Next(); {
 		k, e := it.Element()
 		fam := k.AsString()
-		if !contains(ProgramFamilies, fam) {
-			l.errorf(a.Expr.Range().Ptr(), "Unknown distribution family", "packages names %q; the families are %s (Debian and Ubuntu, RHEL and Fedora, SUSE).%s", fam, orList(ProgramFamilies), didYouMean(fam, ProgramFamilies))
+		if !slices.Contains(ProgramFamilies, fam) {
+			l.errorf(a.Expr.Range().Ptr(), "Unknown distribution family", "packages names %q; the families are %s (Debian and Ubuntu, RHEL and Fedora, SUSE).%s", fam, toolopts.OrList(ProgramFamilies), didYouMean(fam, ProgramFamilies))
 			continue
 		}
 		et := e.Type()

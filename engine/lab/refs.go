@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 )
 
 // scope says what an expression may refer to besides var, local and path.
@@ -467,28 +468,13 @@ func (l *loader) duration(a *hcl.Attribute, sc *scope) (time.Duration, bool) {
 	return d, true
 }
 
-// elemRanges returns the source range of each element of a literal list,
-// so a bad element is pointed at exactly; otherwise the whole expression.
-func elemRanges(expr hcl.Expression, n int) []hcl.Range {
-	out := make([]hcl.Range, n)
-	tc, ok := expr.(*hclsyntax.TupleConsExpr)
-	for i := range out {
-		if ok && len(tc.Exprs) == n {
-			out[i] = tc.Exprs[i].Range()
-		} else {
-			out[i] = expr.Range()
-		}
-	}
-	return out
-}
-
 func (l *loader) strList(a *hcl.Attribute, sc *scope) ([]string, bool) {
 	v, ok := l.typed(a, sc, cty.List(cty.String))
 	if !ok {
 		return nil, false
 	}
 	var out []string
-	rs := elemRanges(a.Expr, v.LengthInt())
+	rs := toolopts.ElemRanges(a.Expr, v.LengthInt())
 	for i, e := range v.AsValueSlice() {
 		if e.IsNull() {
 			l.errorf(rs[i].Ptr(), "Null value in list", "Element %d of %q is null; every element must be a string.", i, a.Name)

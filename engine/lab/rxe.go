@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -254,7 +255,7 @@ func deviceRefKind(v cty.Value) string {
 		return "rxe"
 	}
 	k := v.GetAttr("kind")
-	if k.Type() == cty.String && k.IsKnown() && !k.IsNull() && contains(DeviceKinds, k.AsString()) {
+	if k.Type() == cty.String && k.IsKnown() && !k.IsNull() && slices.Contains(DeviceKinds, k.AsString()) {
 		return k.AsString()
 	}
 	return "rxe"
@@ -297,7 +298,7 @@ func IWARPProblems(w *Workload, t Tool) []IWARPProblem {
 // checkIWARP reports, at the attribute that asks it, what a workload with
 // a siw end asks that iWARP cannot do. (An rdma block's device may be
 // iWARP too; preflight checks that from the host's facts.)
-func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs hcl.Attributes) {
+func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs, opts hcl.Attributes) {
 	var end *RXE
 	for _, r := range []*RXE{w.ServerRXE, w.ClientRXE} {
 		if r != nil && r.IWARP() {
@@ -314,7 +315,11 @@ func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs hcl.Attributes) {
 	}
 	for _, p := range IWARPProblems(w, t) {
 		rng := b.DefRange
-		if a := attrs[p.Attr]; a != nil {
+		a := opts[p.Attr]
+		if a == nil {
+			a = attrs[p.Attr]
+		}
+		if a != nil {
 			rng = a.Expr.Range()
 		} else if a := attrs["server"]; a != nil && p.Attr == "transport" {
 			rng = a.Expr.Range()

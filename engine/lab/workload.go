@@ -11,14 +11,13 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// The workload block and its expect blocks: their schemas and decoders. A
-// tool's options and their rules come from the tool descriptor (tools.go).
+// The workload block and its expect blocks: their schemas and decoders.
+// workloadSchema is what every workload has; the options only some tools
+// take are their family's (family.go).
 
 var workloadSchema = &hcl.BodySchema{
 	Attributes: append([]hcl.AttributeSchema{
-		{Name: "tool"}, {Name: "server"}, {Name: "client"}, {Name: "host"}, {Name: "command"},
-		{Name: "sizes"}, {Name: "iterations"}, {Name: "duration"}, {Name: "qps"}, {Name: "transport"},
-		{Name: "bytes"}, {Name: "timeout"}, {Name: "repeat"}, {Name: "args"},
+		{Name: "tool"}, {Name: "server"}, {Name: "client"}, {Name: "host"}, {Name: "timeout"}, {Name: "repeat"},
 	}, metaSchema...),
 	Blocks: []hcl.BlockHeaderSchema{{Type: "expect"}},
 }
@@ -60,18 +59,18 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 	ta := attrs["tool"]
 	if ta == nil {
 		l.errorf(b.DefRange.Ptr(), "Missing tool", "Workload %s needs tool = one of: %s.", w.Name, strings.Join(ToolNames(), ", "))
-		l.checkToolless(attrs, sc)
+		l.checkToolless(attrs, remain, sc)
 		return w
 	}
 	name, ok := l.str(ta, sc)
 	if !ok {
-		l.checkToolless(attrs, sc)
+		l.checkToolless(attrs, remain, sc)
 		return w
 	}
 	tool, ok := LookupTool(name)
 	if !ok {
 		l.errorf(ta.Expr.Range().Ptr(), "Unsupported tool", "%q is not a workload tool.%s The tools are: %s.", name, didYouMean(name, ToolNames()), strings.Join(ToolNames(), ", "))
-		l.checkToolless(attrs, sc)
+		l.checkToolless(attrs, remain, sc)
 		return w
 	}
 	w.Tool = name
@@ -102,19 +101,8 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 				w.Host = l.hostByName[n]
 			}
 		}
-		if a := attrs["command"]; a == nil {
-			l.errorf(b.DefRange.Ptr(), "Missing command", `An exec workload needs command, an argv list like ["ip", "-br", "addr"].`)
-		} else if cmd, ok := l.strList(a, sc); ok {
-			if len(cmd) == 0 || cmd[0] == "" {
-				l.errorf(a.Expr.Range().Ptr(), "Empty command", `command is an argv list whose first element is the program, like ["ip", "-br", "addr"].`)
-			}
-			w.Command = cmd
-		}
 	default:
 		notFor("host", fmt.Sprintf("is only for exec workloads; %s runs between server and client.", name))
-		if !tool.HostOrPair {
-			notFor("command", fmt.Sprintf("is only for exec workloads; %s takes server and client (extra tool flags go in args).", name))
-		}
 		kind := "host"
 		if tool.RDMA {
 			kind = "rxe"
@@ -161,73 +149,8 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 		}
 	}
 
-	// Options.
-	if a := attrs["transport"]; a != nil {
-		if s, ok := l.str(a, sc); ok {
-			switch {
-			case tool.Transports == nil:
-				l.errorf(a.Expr.Range().Ptr(), "Argument not valid for "+name, "transport cannot be set: %s.", tool.TransportWhy)
-			case !contains(tool.Transports, s):
-				hint := ""
-				if contains(tool.Transports, strings.ToUpper(s)) {
-					hint = fmt.Sprintf(" Write %q in capitals.", strings.ToUpper(s))
-				} else if tool.TransportWhy != "" {
-					hint = " " + upperFirst(tool.TransportWhy) + "."
-				}
-				l.errorf(a.Expr.Range().Ptr(), "Unsupported transport", "%s supports transport %s; not %q.%s", name, orList(tool.Transports), s, hint)
-			default:
-				w.Transport = s
-			}
-		}
-	} else if tool.Transports != nil {
-		w.Transport = tool.Transports[0]
-	}
-	if a := attrs["sizes"]; a != nil {
-		if !tool.Sizes {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "sizes is for RDMA tools; %s moves bytes (tcp) or runs a command (exec).", name)
-		} else {
-			if w.Transport == "UD" && tool.MaxSize == 0 {
-				tool.MaxSize = 4096 // one UD message is one packet
-			}
-			w.Sizes = l.sizes(a, sc, tool)
-		}
-	}
-	if a := attrs["iterations"]; a != nil {
-		if !tool.Iterations {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "iterations is not an option of %s.%s", name, map[bool]string{true: " Use duration or bytes.", false: ""}[tool.Bytes])
-		} else if n, ok := l.integer(a, sc, 1, 1<<40); ok {
-			w.Iterations = n
-		}
-	}
-	if a := attrs["duration"]; a != nil {
-		if !tool.Duration {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "duration is not an option of %s; it runs a number of iterations.", name)
-		} else if d, ok := l.duration(a, sc); ok {
-			w.Duration = d
-			if it := attrs["iterations"]; it != nil && tool.Iterations {
-				l.errorf(a.NameRange.Ptr(), "Conflicting iterations and duration", "%s runs either a number of iterations or for a duration; keep one of them.", name)
-			}
-		}
-	}
-	if a := attrs["qps"]; a != nil {
-		if !tool.QPs {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "qps is an option of the perftest bandwidth tools (ib_*_bw); %s uses one QP.", name)
-		} else if n, ok := l.integer(a, sc, 1, 16384); ok {
-			w.QPs = int(n)
-		}
-	}
-	if a := attrs["bytes"]; a != nil {
-		if !tool.Bytes {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "bytes is the amount a tcp workload sends; %s takes sizes and iterations.", name)
-		} else if n, ok := l.size(a, sc); ok {
-			w.Bytes = n
-			if attrs["duration"] != nil {
-				l.errorf(a.NameRange.Ptr(), "Conflicting bytes and duration", "A tcp workload sends a number of bytes or for a duration; keep one of them.")
-			}
-		}
-	} else if tool.Bytes && attrs["duration"] == nil {
-		w.Bytes = DefaultTCPBytes
-	}
+	// The tool's own options (its family's), then the common ones.
+	opts, remain := l.decodeOptions(b, remain, w, tool, sc)
 	if a := attrs["timeout"]; a != nil {
 		if d, ok := l.duration(a, sc); ok {
 			w.Timeout = d
@@ -238,14 +161,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 			w.Repeat = int(n)
 		}
 	}
-	if a := attrs["args"]; a != nil {
-		if tool.OneHost || tool.HostOrPair {
-			l.errorf(a.NameRange.Ptr(), "Argument not valid for "+name, "args adds flags to a workload tool; for %s put the whole argv in %s.", name, map[bool]string{true: "command", false: "command, or server_command and client_command"}[tool.OneHost])
-		} else if args, ok := l.strList(a, sc); ok {
-			w.Args = args
-		}
-	}
-	l.checkIWARP(w, b, attrs)
+	l.checkIWARP(w, b, attrs, opts)
 	l.decodeFamily(b, remain, w, tool, oneHost, sc)
 	for _, eb := range content.Blocks {
 		if e := l.decodeExpect(eb, w, sc); e != nil {
@@ -258,87 +174,37 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 // checkToolless reports what is wrong in a workload block whose tool is
 // missing or unknown, as far as it can be told without the tool: undeclared
 // references, and values that are no size, duration, number or list for any
-// tool. The tool's own rules (which arguments, which sides) wait for a known
-// tool; an unknown tool does not hide the block's other errors.
-func (l *loader) checkToolless(attrs hcl.Attributes, sc *scope) {
+// tool that takes them. The tool's own rules (which arguments, which sides)
+// wait for a known tool; an unknown tool does not hide the block's other
+// errors.
+func (l *loader) checkToolless(attrs hcl.Attributes, remain hcl.Body, sc *scope) {
 	var inOrder []*hcl.Attribute // source order, so the diagnostics read top to bottom
 	for _, a := range attrs {
 		inOrder = append(inOrder, a)
 	}
+	own, _ := remain.JustAttributes() // a block in it (metric) is not checked here
+	for _, a := range own {
+		inOrder = append(inOrder, a)
+	}
 	sort.Slice(inOrder, func(i, j int) bool { return inOrder[i].Range.Start.Byte < inOrder[j].Range.Start.Byte })
+	ev := evaluator{l, sc}
 	for _, a := range inOrder {
 		switch a.Name {
-		case "server", "client", "host", "transport":
+		case "server", "client", "host":
 			l.value(a, sc)
-		case "command", "args":
-			l.strList(a, sc)
-		case "sizes":
-			l.sizes(a, sc, Tool{})
-		case "bytes":
-			l.size(a, sc)
-		case "duration", "timeout":
+		case "timeout":
 			l.duration(a, sc)
-		case "iterations":
-			l.integer(a, sc, 1, 1<<40)
-		case "qps":
-			l.integer(a, sc, 1, 16384)
 		case "repeat":
 			l.integer(a, sc, 1, defaultRepeatLimit)
-		}
-	}
-}
-
-// orList joins "a", "b", "c" as "a, b or c".
-func orList(xs []string) string {
-	if len(xs) <= 1 {
-		return strings.Join(xs, "")
-	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func (l *loader) sizes(a *hcl.Attribute, sc *scope, tool Tool) []int64 {
-	v, ok := l.value(a, sc)
-	if !ok {
-		return nil
-	}
-	var elems []cty.Value
-	var rs []hcl.Range
-	t := v.Type()
-	if t.IsListType() || t.IsTupleType() || t.IsSetType() {
-		elems = v.AsValueSlice()
-		rs = elemRanges(a.Expr, len(elems))
-	} else {
-		elems, rs = []cty.Value{v}, []hcl.Range{a.Expr.Range()}
-	}
-	if len(elems) == 0 {
-		l.errorf(a.Expr.Range().Ptr(), "Invalid size", "sizes is empty; remove it to use the tool's default size, or list at least one.")
-		return nil
-	}
-	var out []int64
-	for i, e := range elems {
-		n, ok := l.sizeValue(e, rs[i].Ptr(), "sizes")
-		if !ok {
-			continue
-		}
-		switch {
-		case tool.FixedSize != 0 && n != tool.FixedSize:
-			l.errorf(rs[i].Ptr(), "Invalid size for "+tool.Name, "%s moves %d-byte atomic operands, so sizes must be [%d]; got %d.", tool.Name, tool.FixedSize, tool.FixedSize, n)
-		case tool.MaxSize != 0 && n > tool.MaxSize:
-			l.errorf(rs[i].Ptr(), "Invalid size for "+tool.Name, "%s sends each message as one UD datagram, which must fit the path MTU (at most %d bytes); got %d.", tool.Name, tool.MaxSize, n)
+		case "count", "for_each", "tool":
 		default:
-			out = append(out, n)
+			if o, ok := anyOption(a.Name); ok && o.Check != nil {
+				o.Check(ev, a)
+			} else if ok {
+				l.value(a, sc)
+			}
 		}
 	}
-	return out
 }
 
 var expectSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "condition", Required: true}, {Name: "message"}}}

@@ -17,6 +17,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -36,6 +37,10 @@ type fakeKind struct{}
 
 // Desc is 1. the descriptor entries (and the metric): fake_ping, and the
 // provisioning test's fake_ping_pkg (provision_test.go).
+// Options: the made-up tool takes the shared options its descriptor's
+// flags name (sizes, iterations), decoded by engine/lab.
+func (fakeKind) Options(t kinds.Tool) []toolopts.Option { return toolopts.Standard(t) }
+
 func (fakeKind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "fake",
 		Metrics: []kinds.Metric{{Name: "fake_rtt", Unit: "usec", Doc: "made-up round trip"}},

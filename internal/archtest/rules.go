@@ -52,6 +52,8 @@ var Rules = []Rule{
 	{Pkg: "kinds", Only: stdOnly, Why: "the descriptors' core: every layer reads it, so it reads nothing of theirs"},
 	{Pkg: "kinds/...", Never: []string{"engine/run", "engine/lab", "engine/sshx/...", "engine/remote", "cmd/...", "golang.org/x/crypto/ssh"},
 		Why: "a family is its descriptor, step and parser: testable against an in-process agent, knowing no lab model or SSH"},
+	{Pkg: "kinds/toolopts", Never: []string{"steps", "engine/...", "kinds/perftest", "kinds/pingpong", "kinds/rping", "kinds/tcp", "kinds/exec", "kinds/program", "kinds/builtin"},
+		Why: "the options some families share and the hook engine/lab decodes them through: it knows no family, step or lab model"},
 	{Pkg: "engine/termsafe", Only: stdOnly, Why: "a leaf every layer that shows host text uses"},
 	{Pkg: "engine/runevent", Only: stdOnly, Why: "the event log's one line type, read by what shows progress without the executor"},
 	{Pkg: "engine/rundir", Only: stdOnly, Why: "a leaf every reader of a received run directory uses"},

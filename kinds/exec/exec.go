@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/kinds/internal/metricblock"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -30,6 +31,31 @@ func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "exec",
 		Tools: []kinds.Tool{{Name: "exec", Family: Family, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true},
 			Pace: kinds.Pace{Start: time.Second, Unknown: "the command's own time, which the lab does not say"}}}}
+}
+
+// Options are exec's own option, command (the argv it runs, required),
+// then transport and args, which exec does not let a lab set: they say so
+// and why (toolopts.Standard); engine/lab decodes them (toolopts.Taker).
+func (Kind) Options(t kinds.Tool) []toolopts.Option {
+	return append([]toolopts.Option{command}, toolopts.Standard(t)...)
+}
+
+// command is the argv exec runs, never through a shell.
+var command = toolopts.Option{Name: "command",
+	Decode: func(in toolopts.In, a *hcl.Attribute) {
+		cmd, ok := in.Eval.StrList(a)
+		if !ok {
+			return
+		}
+		if len(cmd) == 0 || cmd[0] == "" {
+			in.Eval.Errorf(a.Expr.Range().Ptr(), "Empty command", `command is an argv list whose first element is the program, like ["ip", "-br", "addr"].`)
+		}
+		in.W.Command = cmd
+	},
+	Absent: func(in toolopts.In) {
+		in.Eval.Errorf(in.Def.Ptr(), "Missing command", `An exec workload needs command, an argv list like ["ip", "-br", "addr"].`)
+	},
+	Check: func(ev toolopts.Eval, a *hcl.Attribute) { ev.StrList(a) },
 }
 
 // Attributes names what exec decodes itself (engine/lab.BodyDecoder).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -163,3 +164,8 @@ func (Kind) Desc() kinds.Desc {
 	}
 	return d
 }
+
+// Options are the options perftest's tools take beyond the common ones, by
+// their descriptor's flags (toolopts.Standard); engine/lab decodes a
+// workload's through them (toolopts.Taker).
+func (Kind) Options(t kinds.Tool) []toolopts.Option { return toolopts.Standard(t) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -70,3 +71,8 @@ func (Kind) Desc() kinds.Desc {
 	}
 	return d
 }
+
+// Options are the options pingpong's tools take beyond the common ones, by
+// their descriptor's flags (toolopts.Standard); engine/lab decodes a
+// workload's through them (toolopts.Taker).
+func (Kind) Options(t kinds.Tool) []toolopts.Option { return toolopts.Standard(t) }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -51,3 +52,8 @@ func (Kind) Desc() kinds.Desc {
 			// theirs to say.
 			Pace: kinds.Pace{Start: 10 * time.Second, Unknown: "the program's own time, which the lab does not say"}}}}
 }
+
+// Options are the options program's tools take beyond the common ones, by
+// their descriptor's flags (toolopts.Standard); engine/lab decodes a
+// workload's through them (toolopts.Taker).
+func (Kind) Options(t kinds.Tool) []toolopts.Option { return toolopts.Standard(t) }

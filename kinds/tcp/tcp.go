@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/toolopts"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -50,3 +51,8 @@ func (Kind) Desc() kinds.Desc {
 			}}},
 	}
 }
+
+// Options are the options tcp's tools take beyond the common ones, by
+// their descriptor's flags (toolopts.Standard); engine/lab decodes a
+// workload's through them (toolopts.Taker).
+func (Kind) Options(t kinds.Tool) []toolopts.Option { return toolopts.Standard(t) }
