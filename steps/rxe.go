@@ -3,7 +3,9 @@ package steps
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync"
+	"unicode"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
@@ -55,6 +57,9 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 		if err != nil {
 			return fmt.Errorf("use RDMA device %q port %d of host %q (rdma %s): %w", s.Device, s.Port, s.Host, s.Name, err)
 		}
+		if err := checkRXEInfo(s, &info, false); err != nil {
+			return err
+		}
 		if err := env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: info.Netdev, Keep: true}); err != nil {
 			return err
 		}
@@ -75,6 +80,11 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 	s.mu.Lock()
 	s.created = info.Created
 	s.mu.Unlock()
+	if err := checkRXEInfo(s, &info, true); err != nil {
+		// Journaled as asked: down deletes it if the run created it.
+		env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Created: info.Created})
+		return err
+	}
 	if err := env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Created: info.Created}); err != nil {
 		return err
 	}
@@ -99,4 +109,75 @@ func (s *RXE) Undo(ctx context.Context, env *Env) error {
 	}
 	s.deleted = true
 	return env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Created: true, Undone: true})
+}
+
+// checkRXEInfo checks what a host says of the RDMA device it made or found
+// before any other host's workload sees it: the address goes into a
+// client's argv on another host (a perftest or rping client's server
+// address, a program's self.server_address), the device name and gid index
+// too (self.server_device, -x). A host may lie about its numbers, but it
+// hands no other host an option or a word that is no address (SECURITY.md).
+// ensured: the device was asked by name on a netdev (rxe.ensure), so the
+// answer names those; a found one (rdma.use) names its own netdev.
+func checkRXEInfo(s *RXE, info *proto.RXEInfo, ensured bool) error {
+	bad := func(field, why string, v any) error {
+		return fmt.Errorf("%s %q on host %q: the host answered %s %q, %s: refusing it (a host's answer reaches other hosts' commands)", s.typ(), s.Device, s.Host, field, fmt.Sprint(v), why)
+	}
+	switch {
+	case info.Created && s.Device != "" && info.Name != s.Device:
+		return bad("name", fmt.Sprintf("not the device it was asked to create (%q)", s.Device), info.Name)
+	case !validDeviceName(info.Name):
+		// A device found on the netdev keeps its own name.
+		return bad("name", "not an RDMA device name (1-63 of A-Z a-z 0-9 _ . -, not starting with -)", info.Name)
+	}
+	if ensured && info.Netdev != s.Netdev {
+		return bad("netdev", fmt.Sprintf("not the netdev asked for (%q)", s.Netdev), info.Netdev)
+	}
+	if !validNetdev(info.Netdev) {
+		return bad("netdev", "not a netdev name (1-15 bytes, no /, :, whitespace or control characters, not . or ..)", info.Netdev)
+	}
+	if info.IPv4 != "" {
+		a, err := netip.ParseAddr(info.IPv4)
+		if err != nil || !a.Is4() || a.String() != info.IPv4 {
+			return bad("ipv4", "not an IPv4 address", info.IPv4)
+		}
+	}
+	if info.GIDIndex < 0 || info.GIDIndex > maxGIDIndex {
+		return bad("gid_index", fmt.Sprintf("not within 0-%d", maxGIDIndex), info.GIDIndex)
+	}
+	if info.Port < 0 || info.Port > 255 {
+		return bad("port", "not within 0-255", info.Port)
+	}
+	return nil
+}
+
+// maxGIDIndex bounds a GID table index (the kernel's tables are far
+// smaller; a port's table size is a u32 in sysfs, but no device has more).
+const maxGIDIndex = 1 << 16
+
+// validDeviceName is the lab's rule for RDMA device names, and no option.
+func validDeviceName(n string) bool {
+	if n == "" || len(n) > 63 || n[0] == '-' {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validNetdev is the kernel's dev_valid_name, with control characters
+// refused too (engine/lab and the agent check the same).
+func validNetdev(n string) bool {
+	if n == "" || len(n) > 15 || n == "." || n == ".." {
+		return false
+	}
+	for _, r := range n {
+		if r == '/' || r == ':' || r <= ' ' || r == 0x7f || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -269,7 +269,7 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 		}
 		for _, n := range names {
 			_ = wd.own(n, s.opts.Owner)
-			fi, err := fileInfo(wd.root, n)
+			fi, err := fileInfo(wd.root, wd.owner, n)
 			if err != nil {
 				cp.err = perr(proto.CodeInternal, "capture %q: %v", cp.handle, err)
 				return

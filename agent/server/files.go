@@ -92,7 +92,9 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 		if info, err := e.d.Info(); err == nil && hashMax > 0 && info.Size() > hashMax {
 			// Big: the pull asks for its sum while it copies.
 			fi = info
-		} else if fi, sum, err = hashRootFile(root, e.path); err != nil {
+		} else if fi, sum, err = hashRootFile(root, wd.owner, e.path); errors.Is(err, errNotUsers) {
+			continue // not the user's: a root agent lists it not (usersFile)
+		} else if err != nil {
 			return nil, perr(proto.CodeInternal, "files.list %q: %v", p.Dir, rootErr(err))
 		}
 		res.Files = append(res.Files, proto.FileInfo{
@@ -118,7 +120,7 @@ func rootErr(err error) error {
 
 // hashRootFile opens name inside root (refusing symlinks out of it) and
 // returns its info and sha256.
-func hashRootFile(root *os.Root, name string) (fs.FileInfo, string, error) {
+func hashRootFile(root *os.Root, owner *Owner, name string) (fs.FileInfo, string, error) {
 	// O_NONBLOCK: a FIFO swapped in since the walk must not hang the agent.
 	f, err := root.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -132,6 +134,9 @@ func hashRootFile(root *os.Root, name string) (fs.FileInfo, string, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, "", &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
 	}
+	if err := usersFile(fi, owner, name); err != nil {
+		return nil, "", err
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return nil, "", err
@@ -140,8 +145,8 @@ func hashRootFile(root *os.Root, name string) (fs.FileInfo, string, error) {
 }
 
 // fileInfo describes one file of the work dir root for a result.
-func fileInfo(root *os.Root, rel string) (proto.FileInfo, error) {
-	fi, sum, err := hashRootFile(root, rel)
+func fileInfo(root *os.Root, owner *Owner, rel string) (proto.FileInfo, error) {
+	fi, sum, err := hashRootFile(root, owner, rel)
 	if err != nil {
 		return proto.FileInfo{}, err
 	}
@@ -178,6 +183,9 @@ func (s *Server) filesRead(ctx context.Context, c *call, params json.RawMessage)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, perr(proto.CodeBadRequest, "files.read: %q is not a regular file", p.Path)
+	}
+	if err := usersFile(fi, wd.owner, p.Path); err != nil {
+		return nil, perr(proto.CodePermission, "files.read: %v", err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max))
 	if err != nil {
@@ -223,17 +231,20 @@ func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage
 			}
 		}
 	}
-	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW
-	if p.Append {
-		flags |= os.O_APPEND
-	} else {
-		flags |= os.O_TRUNC
-	}
 	mode := fs.FileMode(p.Mode) & 0o755
 	if mode == 0 {
 		mode = 0o644
 	}
-	f, err := wd.root.OpenFile(rel, flags, mode)
+	// The first part makes the file anew (never opening one the user put
+	// there: a hard link to another's file, usersFile); later parts append
+	// to a file that is the user's by then.
+	var f *os.File
+	var err error
+	if p.Append {
+		f, err = wd.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, mode)
+	} else {
+		f, err = wd.createNew(rel, mode)
+	}
 	if err != nil {
 		return nil, perr(proto.CodeBadRequest, "files.write: %v", rootErr(err))
 	}
@@ -241,6 +252,10 @@ func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, perr(proto.CodeBadRequest, "files.write: %q is not a regular file", p.Path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); p.Append && s.opts.Owner != nil && (!ok || int(st.Uid) != s.opts.Owner.UID && !(st.Uid == 0 && st.Nlink == 1)) {
+		// Appending to a file just made (root's, one name) or the user's.
+		return nil, perr(proto.CodePermission, "files.write: %v", usersFile(fi, s.opts.Owner, p.Path))
 	}
 	if s.opts.Owner != nil {
 		if err := f.Chown(s.opts.Owner.UID, s.opts.Owner.GID); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -28,6 +29,9 @@ type workDir struct {
 	dir      *os.File // the folder itself
 	root     *os.Root // the same folder, for the file operations
 	dev, ino uint64
+	// owner is the user a root agent works for (nil: the agent is the
+	// user): files of the folder it opens must be that user's (usersFile).
+	owner *Owner
 }
 
 // openWorkDir opens path, which must be a folder and not a symlink, and,
@@ -47,7 +51,7 @@ func openWorkDir(path string, owner *Owner) (*workDir, error) {
 		return nil, fmt.Errorf("open work dir %q: %w", path, err)
 	}
 	dir := os.NewFile(uintptr(fd), path)
-	w := &workDir{path: path, dir: dir}
+	w := &workDir{path: path, dir: dir, owner: owner}
 	fail := func(err error) (*workDir, error) {
 		w.close()
 		return nil, err
@@ -126,12 +130,15 @@ func (w *workDir) check(method string) error {
 	return perr(proto.CodePermission, "%s: the work dir %q was replaced after the agent opened it (it is now %s): refusing to follow it", method, w.path, now)
 }
 
-// create creates (truncates) a 0600 file in the work dir, owned by owner
-// when set; a symlink is followed only inside the work dir.
+// create creates a new 0600 file in the work dir, owned by owner when set;
+// a symlink is followed only inside the work dir. An existing file of that
+// name is removed first, never opened: it may be a hard link the user put
+// there to a file that is not theirs (usersFile), which root would
+// truncate and chown for them.
 func (w *workDir) create(name string, owner *Owner) (*os.File, error) {
-	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	f, err := w.createNew(name, 0o600)
 	if err != nil {
-		return nil, rootErr(err)
+		return nil, err
 	}
 	if owner != nil {
 		if err := f.Chown(owner.UID, owner.GID); err != nil {
@@ -142,19 +149,79 @@ func (w *workDir) create(name string, owner *Owner) (*os.File, error) {
 	return f, nil
 }
 
-// own gives a file of the work dir to owner, when set, and makes it 0600.
+// createNew creates name O_EXCL, removing a file (a name, not what it
+// links to) in its place first; a second one put there in between fails.
+func (w *workDir) createNew(name string, mode fs.FileMode) (*os.File, error) {
+	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL | syscall.O_NOFOLLOW
+	f, err := w.root.OpenFile(name, flags, mode)
+	if errors.Is(err, fs.ErrExist) {
+		if rerr := w.root.Remove(name); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+			f, err = w.root.OpenFile(name, flags, mode)
+		}
+	}
+	if err != nil {
+		return nil, rootErr(err)
+	}
+	return f, nil
+}
+
+// own gives a file of the work dir to owner, when set, and makes it 0600,
+// through the open file: only a file that is the user's already (tcpdump
+// writes as the user) or root's with no other name (one the agent made).
 func (w *workDir) own(name string, owner *Owner) error {
-	if err := w.root.Chmod(name, 0o600); err != nil {
+	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
 		return rootErr(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%q is not a regular file", name)
+	}
+	if owner != nil {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || !(int(st.Uid) == owner.UID || st.Uid == 0 && st.Nlink == 1) {
+			return usersFile(fi, owner, name)
+		}
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return err
 	}
 	if owner == nil {
 		return nil
 	}
-	if err := w.root.Lchown(name, owner.UID, owner.GID); err != nil {
-		return fmt.Errorf("chown %q to %d:%d: %w", name, owner.UID, owner.GID, rootErr(err))
+	if err := f.Chown(owner.UID, owner.GID); err != nil {
+		return fmt.Errorf("chown %q to %d:%d: %w", name, owner.UID, owner.GID, err)
 	}
 	return nil
 }
+
+// usersFile refuses, for a root agent working for a user (owner set), an
+// open file of the work dir that is not that user's own. The user may put
+// a hard link there to a file they do not own (to any file where
+// fs.protected_hardlinks is 0, the kernel's default; to one they can read
+// and write where it is 1): O_NOFOLLOW and os.Root stop symlinks, not hard
+// links. The open file's own inode decides (fstat), so no rename in
+// between changes the answer. A file the user owns is theirs to read and
+// change whatever its links.
+func usersFile(fi fs.FileInfo, owner *Owner, name string) error {
+	if owner == nil {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%q: no owner to check", name)
+	}
+	if int(st.Uid) != owner.UID {
+		return fmt.Errorf("%q belongs to uid %d, not to the user %d the agent works for (a hard link to another's file?): %w", name, st.Uid, owner.UID, errNotUsers)
+	}
+	return nil
+}
+
+var errNotUsers = errors.New("refusing to touch it as root")
 
 // readTail returns the last max bytes of a file of the work dir and
 // whether it was longer.
@@ -166,7 +233,7 @@ func (w *workDir) readTail(name string, max int64) (string, bool) {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
+	if err != nil || !fi.Mode().IsRegular() || usersFile(fi, w.owner, name) != nil {
 		return "", false
 	}
 	trunc := false

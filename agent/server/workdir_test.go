@@ -80,7 +80,7 @@ func TestWorkDirSwappedForSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := fileInfo(held.root, "shadow"); err == nil {
+	if _, err := fileInfo(held.root, held.owner, "shadow"); err == nil {
 		t.Error("fileInfo found shadow: the held work dir followed the swapped path")
 	}
 	if got, _ := held.readTail("late.stdout", 100); strings.TrimSpace(got) != "late-output" {

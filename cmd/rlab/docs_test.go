@@ -189,6 +189,7 @@ var optionProofs = map[string]string{
 	"compare --threshold":         "cmd/rlab.TestCompareCmd",
 	"down --accept-new-host-keys": "cmd/rlab.TestDownHostKeysNetns",
 	"down --known-hosts":          "cmd/rlab.TestDownHostKeysNetns",
+	"down --identity":             "cmd/rlab.TestDownHostKeysNetns",
 	"facts --json":                "cmd/rlab.TestFactsAndCheckNetns",
 	"facts --host":                "cmd/rlab.TestFactsAndCheckNetns",
 	"fmt --check":                 "cmd/rlab.TestFmtCmd",

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,12 +12,13 @@ import (
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
 func newDownCmd() *cobra.Command {
 	var acceptNew bool
-	var knownHosts []string
+	var knownHosts, identities []string
 	var removeProvisioned bool
 	cmd := &cobra.Command{
 		Use:   "down [--remove-provisioned] RUN",
@@ -37,7 +37,12 @@ how much was already undone (by the run itself or an earlier rlab down).
 Packages a run installed (--provision) stay unless --remove-provisioned
 is given, which removes exactly those, with the host's package manager.
 Running it twice is harmless. RUN is a run directory or a run as rlab runs
-names it (LAB/ID, or the id alone).`,
+names it (LAB/ID, or the id alone).
+
+A run directory from someone else is read with care: a known_hosts or
+identity_file its state.json names outside the run directory is used only
+when your own rlab wrote that state.json (it signs the paths with a key in
+your config folder) or you name the same file (--known-hosts, -i).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,11 +58,12 @@ names it (LAB/ID, or the id alone).`,
 				running = runengine.RunningVMs(before.VMs)
 			}
 			conn := &runengine.SSHConnector{
-				SSH:    sshx.Options{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew},
-				Agents: remote.NewPackedAgents(dist.Packed),
+				SSH:        sshx.Options{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew},
+				Agents:     remote.NewPackedAgents(dist.Packed),
+				Identities: identities,
 			}
 			defer conn.Close()
-			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned})
+			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned, KnownHosts: knownHosts, Identities: identities})
 			for _, l := range downListing(before, res, err == nil, removeProvisioned, running) {
 				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
@@ -70,12 +76,13 @@ names it (LAB/ID, or the id alone).`,
 	}
 	cmd.Flags().BoolVar(&acceptNew, "accept-new-host-keys", false, "trust and record unknown host keys")
 	cmd.Flags().StringArrayVar(&knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with")
+	cmd.Flags().StringArrayVarP(&identities, "identity", "i", nil, "identity file for hosts the run's state names none, and one a received state.json names that you trust (repeatable)")
 	cmd.Flags().BoolVar(&removeProvisioned, "remove-provisioned", false, "also remove the packages the run installed (rlab run --provision); by default they stay")
 	return cmd
 }
 
 func readState(dir string) (*runengine.State, error) {
-	b, err := os.ReadFile(filepath.Join(dir, runengine.StateFile))
+	b, err := rundir.ReadFile(dir, runengine.StateFile)
 	if err != nil {
 		return nil, err
 	}

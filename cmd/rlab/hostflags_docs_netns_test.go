@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -156,23 +157,50 @@ func TestDownHostKeysNetns(t *testing.T) {
 		}
 		return out
 	}
+	// received is a run directory from someone else: its state.json's
+	// paths are no longer signed by this user's rlab (edited, or another
+	// user's), so its known_hosts and identity_file outside the run
+	// directory are used only when the user names them too.
+	received := func(t *testing.T, out string) {
+		t.Helper()
+		p := filepath.Join(out, "state.json")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re := regexp.MustCompile(`"paths_mac": "[0-9a-f]+"`)
+		if !re.Match(b) {
+			t.Fatalf("state.json of the run carries no paths_mac:\n%s", b)
+		}
+		if err := os.WriteFile(p, re.ReplaceAll(b, []byte(`"paths_mac": ""`)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
-		name  string
-		flags []string
-		code  int
+		name     string
+		flags    []string
+		code     int
+		received bool
+		say      string
 	}{
-		{"no flag", nil, 2},
-		{"--known-hosts", []string{"--known-hosts", bed.KnownHosts}, 0},
-		{"--accept-new-host-keys", []string{"--accept-new-host-keys"}, 0},
+		{"no flag", nil, 2, false, "host key"},
+		{"--known-hosts", []string{"--known-hosts", bed.KnownHosts}, 0, false, ""},
+		{"--accept-new-host-keys", []string{"--accept-new-host-keys"}, 0, false, ""},
+		{"received, files not named", []string{"--known-hosts", bed.KnownHosts}, 2, true, "its known_hosts"},
+		{"received, key not named", []string{"--known-hosts", bed.KnownHosts, "--known-hosts", kh}, 2, true, "its identity_file"},
+		{"received, files named", []string{"--known-hosts", bed.KnownHosts, "--known-hosts", kh, "-i", bed.KeyFile}, 0, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := redo(t)
+			if tc.received {
+				received(t, out)
+			}
 			stdout, stderr, code := runRlabEnv(t, env, append(append([]string{"down"}, tc.flags...), out)...)
 			if code != tc.code {
 				t.Errorf("down %v: exit %d, want %d\n%s%s", tc.flags, code, tc.code, stdout, stderr)
 			}
-			if tc.code == 2 && !strings.Contains(stdout+stderr, "host key") {
-				t.Errorf("down without a known key does not say why:\n%s%s", stdout, stderr)
+			if tc.code == 2 && !strings.Contains(stdout+stderr, tc.say) {
+				t.Errorf("down does not say why (%q):\n%s%s", tc.say, stdout, stderr)
 			}
 			if tc.name == "--accept-new-host-keys" {
 				a, _ := os.ReadFile(kh)

@@ -29,6 +29,12 @@ type DownOptions struct {
 	// RemoveProvisioned also removes the packages the run installed
 	// (--provision); by default they stay.
 	RemoveProvisioned bool
+	// KnownHosts and Identities are the files the user names (--known-hosts,
+	// -i): a known_hosts or identity_file a state.json not written by this
+	// user's rlab names outside the run directory is used only when it is
+	// one of them (statepaths.go); ~/.ssh/known_hosts when KnownHosts is empty.
+	KnownHosts []string
+	Identities []string
 }
 
 // DownResult says what Down did.
@@ -76,7 +82,15 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	if len(hosts) > 0 && opts.Connector == nil {
 		return nil, errors.New("down: no connector")
 	}
+	key := readStateKey(false)
+	userKH := opts.KnownHosts
+	if len(userKH) == 0 {
+		userKH = []string{"~/.ssh/known_hosts"}
+	}
 	err = each(ctx, hosts, opts.Parallel, func(ctx context.Context, h StateHost) error {
+		if err := checkStatePaths(dir, h, pathsSigned(key, st.RunID, h), userKH, opts.Identities); err != nil {
+			return fmt.Errorf("down: %w", err)
+		}
 		undone, left, err := downHost(ctx, j, h, pending[h.Name], st.RunID, opts)
 		j.mu.Lock()
 		res.Undone = append(res.Undone, undone...)

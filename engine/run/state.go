@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -59,6 +60,9 @@ type StateHost struct {
 	AgentStart *proto.ProcIdentity `json:"agent_start,omitempty"`
 	// Provision is what this run installed there (engine/run/provision.go).
 	Provision *StateProvision `json:"provision,omitempty"`
+	// PathsMAC vouches that IdentityFile and KnownHosts (its bastions'
+	// included) were written by this user's rlab (statepaths.go).
+	PathsMAC string `json:"paths_mac,omitempty"`
 }
 
 // journal is the live state.json of a run: every change is written (to a
@@ -73,6 +77,9 @@ type journal struct {
 	st     State
 	gen    uint64            // changes applied
 	redact *strings.Replacer // sensitive values never reach the file
+	// key signs the hosts' paths (a run's journal; nil in down's, which
+	// must not vouch for what it read).
+	key []byte
 
 	wmu     sync.Mutex // one writer at a time
 	written uint64     // changes in the file
@@ -80,13 +87,15 @@ type journal struct {
 }
 
 func newJournal(dir string, st State) (*journal, error) {
-	j := &journal{path: filepath.Join(dir, StateFile), st: st}
+	j := &journal{path: filepath.Join(dir, StateFile), st: st, key: readStateKey(true)}
 	j.st.Version = 1
 	return j, j.change(func(*State) {}, true)
 }
 
 func openJournal(dir string) (*journal, error) {
-	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	// A received run directory's state.json may be a FIFO or a symlink to
+	// /dev/zero: read it confined, regular and bounded.
+	b, err := rundir.ReadFile(dir, StateFile)
 	if err != nil {
 		return nil, fmt.Errorf("read run state: %w", err)
 	}
@@ -157,6 +166,9 @@ func (j *journal) noteHost(f func(st *State)) error {
 func (j *journal) change(f func(st *State), sync bool) error {
 	j.mu.Lock()
 	f(&j.st)
+	if j.key != nil {
+		signPaths(j.key, &j.st)
+	}
 	j.gen++
 	gen := j.gen
 	j.mu.Unlock()

@@ -30,7 +30,16 @@ func TestMain(m *testing.M) {
 	}
 	builtin.Register()
 	kinds.Register(fakeKind{}) // madeup_test.go
-	os.Exit(m.Run())
+	// The key that signs state.json's paths (engine/run statepaths.go) goes
+	// to a config folder of the tests', not the user's.
+	cfg, err := os.MkdirTemp("", "rlab-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", cfg)
+	code := m.Run()
+	os.RemoveAll(cfg)
+	os.Exit(code)
 }
 
 func fakeTool(tool string, args []string) int {

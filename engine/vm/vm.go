@@ -905,6 +905,22 @@ func (s *Set) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// ownSockDir says whether dir is a socket folder rlab makes (MkdirTemp
+// "rlab-vm-*" in the temp folder, 0700, the user's, not a symlink): the
+// state may come from a received run directory, whose sock_dir must not
+// make down remove another folder of that name.
+func ownSockDir(dir string) bool {
+	if dir == "" || !strings.HasPrefix(filepath.Base(dir), "rlab-vm-") || filepath.Dir(filepath.Clean(dir)) != filepath.Clean(os.TempDir()) {
+		return false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
 // StopFromState stops the VMs a State names, if they still run. Each pid is
 // signalled only while it is still that qemu.
 func StopFromState(ctx context.Context, st State, grace time.Duration) error {
@@ -918,7 +934,7 @@ func StopFromState(ctx context.Context, st State, grace time.Duration) error {
 		}()
 	}
 	wg.Wait()
-	if st.SockDir != "" && strings.HasPrefix(filepath.Base(st.SockDir), "rlab-vm-") {
+	if ownSockDir(st.SockDir) {
 		_ = os.RemoveAll(st.SockDir)
 	}
 	return errors.Join(errs...)

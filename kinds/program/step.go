@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -207,14 +208,16 @@ func upload(ctx context.Context, h steps.Host, p *kinds.Source, dir string) erro
 	}
 	defer root.Close()
 	for _, f := range p.Files {
-		fh, err := root.Open(filepath.FromSlash(f.Path))
+		fh, err := openSourceFile(root, f)
 		if err != nil {
 			return err
 		}
+		// One byte past the size the lab saw tells a grown file.
+		r := io.LimitReader(fh, f.Size+1)
 		buf := make([]byte, chunk)
 		var sent int64
 		for first := true; ; first = false {
-			n, rerr := io.ReadFull(fh, buf)
+			n, rerr := io.ReadFull(r, buf)
 			if n > 0 || first {
 				if _, err := rpc.Invoke(ctx, h, rpc.FilesWrite, proto.FilesWriteParams{Path: path.Join(dir, f.Path), Data: buf[:n], Mode: f.Mode, Append: !first}); err != nil {
 					fh.Close()
@@ -236,6 +239,25 @@ func upload(ctx context.Context, h steps.Host, p *kinds.Source, dir string) erro
 		}
 	}
 	return nil
+}
+
+// openSourceFile opens a source file for the upload as the lab's load
+// read it: inside the source folder, without waiting on a FIFO put in its
+// place since (O_NONBLOCK), and only a regular file.
+func openSourceFile(root *os.Root, f kinds.SourceFile) (*os.File, error) {
+	fh, err := root.OpenFile(filepath.FromSlash(f.Path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := fh.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s) since the lab was loaded: run again", f.Path, st.Mode().Type())
+	}
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return fh, nil
 }
 
 func safe(s string) string {
