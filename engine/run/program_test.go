@@ -150,6 +150,39 @@ workload "uptime" {
 				}
 			}
 		}
+		// The metric blocks head the result, in the order declared, in
+		// results.json, summary.md and the table rlab run ends with.
+		heads := map[string]string{}
+		byWL := map[string][]results.Agg{}
+		for _, a := range results.Aggregate(results.Measures(r.Samples)) {
+			byWL[a.Workload] = append(byWL[a.Workload], a)
+		}
+		for _, w := range r.Workloads {
+			heads[w.Name] = results.KeyNumbers(w, byWL[w.Name])
+			if w.Name == "by_regex" && strings.Join(w.Metrics, ",") != "pongs,served,mibps" {
+				t.Errorf("by_regex declared metrics %q, want pongs,served,mibps", w.Metrics)
+			}
+		}
+		summary, err := os.ReadFile(filepath.Join(res.Dir, results.SummaryFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table strings.Builder
+		if err := results.WriteHeadline(&table, r); err != nil {
+			t.Fatal(err)
+		}
+		for wl, prefix := range map[string]string{"by_regex": "pongs 1; served ", "by_port": "pongs 1", "alone": "files 3", "sized": "echoed 8192 at 8 KiB", "uptime": "up "} {
+			h := heads[wl]
+			if !strings.HasPrefix(h, prefix) || strings.Contains(h, "exit ") {
+				t.Errorf("%s headline %q, want it to start with %q (its metric blocks, not exit code and time)", wl, h, prefix)
+			}
+			if !strings.Contains(string(summary), h) || !strings.Contains(table.String(), h) {
+				t.Errorf("%s headline %q not in summary.md or the run's table:\n%s\n%s", wl, h, summary, table.String())
+			}
+		}
+		if h := heads["by_regex"]; !strings.Contains(h, "; mibps ") || !strings.HasSuffix(h, "MiB/s (median of 2)") {
+			t.Errorf("by_regex headline %q: want its mibps third, in MiB/s, median of 2", h)
+		}
 		if s := got["by_regex.mibps"]; len(s) > 0 && s[0].Meta.Extra["better"] != "higher" {
 			t.Errorf("mibps meta %+v", s[0].Meta)
 		}
