@@ -36,6 +36,9 @@ type Options struct {
 	// Metrics (tools program and exec) are the numbers read from the
 	// output, one `metric` block each.
 	Metrics []OutputMetric
+	// Needs (tool program) are the RDMA operations the program posts that
+	// not every device kind does (Needs' names): refused on iWARP.
+	Needs []string
 }
 
 // Source is a program block: a folder (or one file) beside the lab that

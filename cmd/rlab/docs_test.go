@@ -126,8 +126,9 @@ var optionProofs = map[string]string{
 	"workload.program":        "engine/run.TestRunProgram",
 	"workload.server_command": "engine/run.TestRunProgram",
 	"workload.client_command": "engine/run.TestRunProgram",
-	"workload.ready":          "engine/run.TestRunProgram", // by regex; without: by port (TestNetnsProgram too)
-	"workload.metric":         "engine/run.TestRunProgram", // samples in results.json; parser: kinds.TestReadOutputMetric
+	"workload.ready":          "engine/run.TestRunProgram",  // by regex; without: by port (TestNetnsProgram too)
+	"workload.needs":          "engine/lab.TestErrorCorpus", // siw_program_needs.hcl: refused on siw at file:line:col, allowed on rxe; IWARPProblems: TestIWARPProblems
+	"workload.metric":         "engine/run.TestRunProgram",  // samples in results.json; parser: kinds.TestReadOutputMetric
 	"workload.metric.pattern": "engine/run.TestRunProgram",
 	"workload.metric.unit":    "engine/run.TestRunProgram",
 	"workload.metric.better":  "engine/run.TestRunProgram",
