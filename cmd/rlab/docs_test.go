@@ -121,7 +121,7 @@ var optionProofs = map[string]string{
 	"workload.for_each":         "cmd/rlab.TestClassNetns",
 	// labs/README.md, "Blocks" and "Programs" (issue 23)
 	"program.source":          "engine/run.TestNetnsProgram",          // shipped over files.write, built, gone after; confinement: engine/lab TestErrorCorpus program_*.hcl, TestProgramSourceBounds
-	"program.build":           "engine/run.TestNetnsProgram",          // make on the hosts; a failing gcc names host, command, exit, error
+	"program.build":           "engine/run.TestNetnsProgram",          // make on the hosts; a failing gcc names host, command, exit, error; kept across runs: TestNetnsProgramCache, kinds/program TestCacheScripts
 	"program.packages":        "engine/provision.TestProgramPackages", // to the hosts of its workloads, for their family; preflight: engine/preflight.TestCheckProgramPackages
 	"workload.program":        "engine/run.TestRunProgram",
 	"workload.server_command": "engine/run.TestRunProgram",
