@@ -39,6 +39,10 @@ type Options struct {
 	// output, one `metric` block each.
 	Metrics []OutputMetric
 
+	// Needs (tool program) are the RDMA operations the program posts that
+	// not every device kind does (Needs' names): refused on iWARP.
+	Needs []string
+
 	// Own are the options only the tool's family takes, by attribute name,
 	// as its own toolopts.Option stored them (SetOwn); only its step reads
 	// them. A new option of one family needs no field here.

@@ -29,6 +29,11 @@ type View struct {
 	// Output: the run's headline quotes the first lines of the workload's
 	// standard output (exec: the command's output is what it measured).
 	Output bool
+	// Declared: the workload's own metric blocks (OutputMetric) are its
+	// headline, each in the order the lab declares them (DeclaredHeadline):
+	// a program's or exec's numbers are the lab's to name, so no figure
+	// here can name them.
+	Declared bool
 }
 
 // SizeChoice says which message size a figure is taken at.
@@ -113,6 +118,32 @@ type Series struct {
 var CommonHeadline = []Figure{
 	{Metric: "exit_code", Label: "exit", Count: true},
 	{Metric: "duration", Label: "in"},
+}
+
+// DeclaredHeadlineMax caps the figures a workload's own metric blocks
+// give its headline: the first ones declared, the rest in the tables that
+// list every metric (summary.md's samples, the report's).
+const DeclaredHeadlineMax = 3
+
+// DeclaredHeadline is the headline of a workload whose tool's View is
+// Declared: one figure per metric block it declares (own, the metric
+// names in declaration order, at most DeclaredHeadlineMax), labelled with
+// the metric's name, at the largest size run; a count (recorded in
+// CountUnit) reads as a bare number. nil when the tool is not Declared or own is empty; the caller
+// then takes HeadlineOf (and CommonHeadline).
+func DeclaredHeadline(tool string, own []string) []Figure {
+	t, ok := Lookup(tool)
+	if !ok || !t.View.Declared {
+		return nil
+	}
+	var out []Figure
+	for _, m := range own {
+		if len(out) == DeclaredHeadlineMax {
+			break
+		}
+		out = append(out, Figure{Metric: m, Label: m, At: Largest, ShowSize: true})
+	}
+	return out
 }
 
 // IsCommon reports whether metric m is one every workload records: it

@@ -173,7 +173,7 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 	// controller names the programs to probe, as rlab does).
 	for _, a := range agents {
 		var f proto.Facts
-		a.call(proto.MethodFacts, remote.FactsParams(false), &f)
+		a.call(proto.MethodFacts, remote.FactsParams(false, nil), &f)
 		t.Logf("%s facts: kernel %s os %q rxe_module %s perftest_json %v tools %v memlock %d", a.name, f.Kernel, f.OS, f.RXEModule, f.PerftestJSON, f.Tools, f.MemlockSoft)
 		if f.RXEModule == "absent" || f.Tools["ib_write_bw"].Path == "" || f.Tools["ib_write_bw"].Version == "" || f.Tools["rping"].Path == "" ||
 			!f.PerftestJSON || f.Tools["tcpdump"].Version == "" || f.Tools["modprobe"].Version == "" || f.Tools["rping"].Version == "" {

@@ -224,6 +224,11 @@ type FactsParams struct {
 	// agent's hash. Empty (an older controller, a bare call in a test):
 	// DefaultProbes.
 	Probe []Probe `json:"probe,omitempty"`
+	// Packages are package names (pkgNameRE's shape) whose installed state
+	// the controller asks (Facts.Packages): what a lab's program blocks
+	// need to build, named by preflight when missing. Every family's names
+	// may come: the host answers from its own package database.
+	Packages []string `json:"packages,omitempty"`
 }
 
 // Probe is one program facts looks for (Facts.Tools).
@@ -289,6 +294,11 @@ type Facts struct {
 	// PerftestFlags are the options of Probe.HelpFlags the installed
 	// perftest's --help lists (--write_with_imm: perftest 24.01 and later).
 	PerftestFlags []string `json:"perftest_flags,omitempty"`
+	// PackageDB is the package database FactsParams.Packages were looked
+	// up in, "dpkg" (dpkg-query) or "rpm"; "" when none was asked or the
+	// host has neither. Packages are those of them installed.
+	PackageDB string   `json:"package_db,omitempty"`
+	Packages  []string `json:"packages,omitempty"`
 	// MemlockSoft/Hard are RLIMIT_MEMLOCK in bytes; -1 means unlimited.
 	MemlockSoft int64  `json:"memlock_soft"`
 	MemlockHard int64  `json:"memlock_hard"`

@@ -68,9 +68,41 @@ func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (an
 	if err != nil {
 		return nil, perr(proto.CodeBadRequest, "%s: %v", proto.MethodFacts, err)
 	}
+	for _, n := range p.Packages {
+		if !pkgNameRE.MatchString(n) {
+			return nil, perr(proto.CodeBadRequest, "%s: package name %q is not one", proto.MethodFacts, n)
+		}
+	}
 	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh, probes: probes})
 	f.ProcTracking = trackingMode() // cgroup.go, reaper.go
+	f.PackageDB, f.Packages = installedPackages(ctx, p.Packages)
 	return f, nil
+}
+
+// installedPackages looks pkgs up in the host's package database, dpkg's
+// where dpkg-query is, else rpm's, with provision's own queries: which
+// database, and which of pkgs are installed. ("", nil) when pkgs is empty,
+// the host has neither, or the query failed (named by preflight as not
+// checked, never as missing).
+func installedPackages(ctx context.Context, pkgs []string) (string, []string) {
+	if len(pkgs) == 0 {
+		return "", nil
+	}
+	for _, db := range []struct {
+		name, prog string
+		query      func(context.Context, []string) ([]string, []string, string, error)
+	}{{"dpkg", "dpkg-query", dpkgQuery}, {"rpm", "rpm", rpmQuery}} {
+		if _, err := exec.LookPath(db.prog); err != nil {
+			continue
+		}
+		present, _, _, err := db.query(ctx, pkgs)
+		if err != nil {
+			return "", nil
+		}
+		slices.Sort(present)
+		return db.name, present
+	}
+	return "", nil
 }
 
 // toolsOptions says how collectTools may use the tool-version cache

@@ -483,3 +483,32 @@ func FuzzHelpOptions(f *testing.F) {
 		}
 	})
 }
+
+// TestFactsPackages: facts answers which of the packages asked are
+// installed, from this machine's real package database (dpkg's where
+// dpkg-query is, else rpm's): the database's own package is, a made-up
+// name is not; no package asked, no answer; a name that is no package
+// name (an option) is refused.
+func TestFactsPackages(t *testing.T) {
+	db, self := "dpkg", "dpkg"
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		if _, err := exec.LookPath("rpm"); err != nil {
+			t.Skip("no dpkg-query or rpm on this machine")
+		}
+		db, self = "rpm", "rpm"
+	}
+	c, _ := startAgent(t, Options{})
+	var f proto.Facts
+	c.mustCall(proto.MethodFacts, proto.FactsParams{Packages: []string{"rlab-no-such-package", self}}, &f)
+	if f.PackageDB != db || !slices.Equal(f.Packages, []string{self}) {
+		t.Errorf("package_db %q packages %q, want %q and [%s]", f.PackageDB, f.Packages, db, self)
+	}
+	var none proto.Facts
+	c.mustCall(proto.MethodFacts, proto.FactsParams{}, &none)
+	if none.PackageDB != "" || none.Packages != nil {
+		t.Errorf("nothing asked: package_db %q packages %q", none.PackageDB, none.Packages)
+	}
+	if e := c.call(proto.MethodFacts, proto.FactsParams{Packages: []string{"--admindir=/tmp"}}, nil); e == nil || e.Code != proto.CodeBadRequest {
+		t.Errorf("an option as a package name: %v, want a bad request", e)
+	}
+}

@@ -121,13 +121,14 @@ var optionProofs = map[string]string{
 	"workload.for_each":         "cmd/rlab.TestClassNetns",
 	// labs/README.md, "Blocks" and "Programs" (issue 23)
 	"program.source":          "engine/run.TestNetnsProgram",          // shipped over files.write, built, gone after; confinement: engine/lab TestErrorCorpus program_*.hcl, TestProgramSourceBounds
-	"program.build":           "engine/run.TestNetnsProgram",          // make on the hosts; a failing gcc names host, command, exit, error
-	"program.packages":        "engine/provision.TestProgramPackages", // to the hosts of its workloads, for their family
+	"program.build":           "engine/run.TestNetnsProgram",          // make on the hosts; a failing gcc names host, command, exit, error; kept across runs: TestNetnsProgramCache, kinds/program TestCacheScripts
+	"program.packages":        "engine/provision.TestProgramPackages", // to the hosts of its workloads, for their family; preflight: engine/preflight.TestCheckProgramPackages
 	"workload.program":        "engine/run.TestRunProgram",
 	"workload.server_command": "engine/run.TestRunProgram",
 	"workload.client_command": "engine/run.TestRunProgram",
-	"workload.ready":          "engine/run.TestRunProgram", // by regex; without: by port (TestNetnsProgram too)
-	"workload.metric":         "engine/run.TestRunProgram", // samples in results.json; parser: kinds.TestReadOutputMetric
+	"workload.ready":          "engine/run.TestRunProgram",  // by regex; without: by port (TestNetnsProgram too)
+	"workload.needs":          "engine/lab.TestErrorCorpus", // siw_program_needs.hcl: refused on siw at file:line:col, allowed on rxe; IWARPProblems: TestIWARPProblems
+	"workload.metric":         "engine/run.TestRunProgram",  // samples in results.json; parser: kinds.TestReadOutputMetric
 	"workload.metric.pattern": "engine/run.TestRunProgram",
 	"workload.metric.unit":    "engine/run.TestRunProgram",
 	"workload.metric.better":  "engine/run.TestRunProgram",

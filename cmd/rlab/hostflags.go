@@ -14,6 +14,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/provision/needs"
 	"github.com/rlab-dev/rlab/engine/remote"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
@@ -126,6 +127,7 @@ func (h *hostFlags) gather(ctx context.Context, l *lab.Lab, stderr io.Writer) ([
 		// The agent caches tool versions per unchanged binary; --refresh
 		// asks every tool again.
 		RefreshFacts: h.refresh,
+		Packages:     needs.PackageNames(l),
 		Then:         h.then,
 	})
 	bar.finish()

@@ -69,21 +69,25 @@ func TestIWARPProblems(t *testing.T) {
 		tool, transport string
 		args            []string
 		want            []string // attributes
+		needs           []string
 	}{
-		{"ib_write_bw", "RC", nil, nil},
-		{"ib_read_lat", "RC", nil, nil},
-		{"rping", "", nil, nil},
-		{"ib_send_bw", "UD", nil, []string{"transport"}},
-		{"ib_write_bw", "UC", []string{"--write_with_imm"}, []string{"transport", "args"}},
-		{"ib_atomic_bw", "RC", nil, []string{"tool"}},
-		{"ibv_ud_pingpong", "", nil, []string{"tool"}},
-		{"ibv_rc_pingpong", "", nil, []string{"tool"}},
-		{"ib_write_bw", "RC", []string{"-R"}, nil},
+		{"ib_write_bw", "RC", nil, nil, nil},
+		{"ib_read_lat", "RC", nil, nil, nil},
+		{"rping", "", nil, nil, nil},
+		{"ib_send_bw", "UD", nil, []string{"transport"}, nil},
+		{"ib_write_bw", "UC", []string{"--write_with_imm"}, []string{"transport", "args"}, nil},
+		{"ib_atomic_bw", "RC", nil, []string{"tool"}, nil},
+		{"ibv_ud_pingpong", "", nil, []string{"tool"}, nil},
+		{"ibv_rc_pingpong", "", nil, []string{"tool"}, nil},
+		{"ib_write_bw", "RC", []string{"-R"}, nil, nil},
+		{"program", "", nil, []string{"needs", "needs"}, []string{"write_with_imm", "atomics"}},
+		{"program", "", nil, []string{"needs"}, []string{"send_with_imm"}},
+		{"program", "", nil, nil, nil},
 	}
 	for _, tt := range tests {
 		tool, _ := LookupTool(tt.tool)
 		w := &Workload{}
-		w.Tool, w.Transport, w.Args = tt.tool, tt.transport, tt.args
+		w.Tool, w.Transport, w.Args, w.Needs = tt.tool, tt.transport, tt.args, tt.needs
 		var got []string
 		for _, p := range IWARPProblems(w, tool) {
 			got = append(got, p.Attr)

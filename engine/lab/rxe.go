@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -278,7 +279,8 @@ type IWARPProblem struct {
 // WRITE or SEND with immediate data. perftest posts one SGE per READ, so
 // that limit is met. And iWARP connects QPs only through the RDMA CM, so
 // the tools that connect QPs themselves (the pingpongs) cannot run; which
-// tools can is the descriptor's (kinds: NoIWARP, RDMACMFlag).
+// tools can is the descriptor's (kinds: NoIWARP, RDMACMFlag). A program
+// workload says what it posts in needs (kinds.Needs).
 func IWARPProblems(w *Workload, t Tool) []IWARPProblem {
 	var out []IWARPProblem
 	if t.NoIWARP != "" {
@@ -289,7 +291,12 @@ func IWARPProblems(w *Workload, t Tool) []IWARPProblem {
 	}
 	for _, a := range w.Args {
 		if a == "--write_with_imm" || strings.HasPrefix(a, "--write_with_imm=") {
-			out = append(out, IWARPProblem{"args", "iWARP has no RDMA WRITE with immediate data (siw_post_send refuses that opcode); remove --write_with_imm"})
+			out = append(out, IWARPProblem{"args", "iWARP has no RDMA WRITE with immediate data (siw_post_send refuses that opcode); remove --write_with_imm, or run it over rxe (Soft-RoCE)"})
+		}
+	}
+	for _, n := range w.Needs {
+		if d, ok := kinds.NeedByName(n); ok && d.IWARP != "" {
+			out = append(out, IWARPProblem{"needs", d.IWARP + "; run the program over rxe (Soft-RoCE)"})
 		}
 	}
 	return out
@@ -298,7 +305,7 @@ func IWARPProblems(w *Workload, t Tool) []IWARPProblem {
 // checkIWARP reports, at the attribute that asks it, what a workload with
 // a siw end asks that iWARP cannot do. (An rdma block's device may be
 // iWARP too; preflight checks that from the host's facts.)
-func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs, opts hcl.Attributes) {
+func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs, opts hcl.Attributes, remain hcl.Body) {
 	var end *RXE
 	for _, r := range []*RXE{w.ServerRXE, w.ClientRXE} {
 		if r != nil && r.IWARP() {
@@ -321,6 +328,8 @@ func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs, opts hcl.Attribute
 		}
 		if a != nil {
 			rng = a.Expr.Range()
+		} else if a := familyAttr(remain, p.Attr); a != nil { // a family's own (program's needs)
+			rng = a.Expr.Range()
 		} else if a := attrs["server"]; a != nil && p.Attr == "transport" {
 			rng = a.Expr.Range()
 		}
@@ -330,6 +339,19 @@ func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs, opts hcl.Attribute
 		}
 		l.errorf(&rng, "Not supported on iWARP", "Workload %s runs on siw %s (soft-iWARP): %s.%s", w.Name, end.Name, p.Why, fix)
 	}
+}
+
+// familyAttr finds attribute n among the attributes a family decodes
+// itself (the part of the block the engine's schema leaves), nil if unset.
+func familyAttr(remain hcl.Body, n string) *hcl.Attribute {
+	if remain == nil {
+		return nil
+	}
+	c, _, _ := remain.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: n}}})
+	if c == nil {
+		return nil
+	}
+	return c.Attributes[n]
 }
 
 // Describe is what the plan says the device's step does.

@@ -161,8 +161,8 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 			w.Repeat = int(n)
 		}
 	}
-	l.checkIWARP(w, b, attrs, opts)
 	l.decodeFamily(b, remain, w, tool, oneHost, sc)
+	l.checkIWARP(w, b, attrs, opts, remain) // after the family's: a program's needs
 	for _, eb := range content.Blocks {
 		if e := l.decodeExpect(eb, w, sc); e != nil {
 			w.Expects = append(w.Expects, e)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	hostneeds "github.com/rlab-dev/rlab/engine/provision/needs"
 	"github.com/rlab-dev/rlab/kinds"
 )
 
@@ -46,7 +47,13 @@ const (
 	// A workload's args ask for an option the host's program lacks
 	// (kinds.Tool.ProbedFlags: perftest's --write_with_imm).
 	CodeMissingFlag = "missing_flag"
+	// A program block's package (its packages for the host's distribution
+	// family) is not installed.
+	CodeMissingPackage = "missing_package"
 )
+
+// installCmd is the command that installs pkgs with family fam's manager.
+var installCmd = map[string]string{"debian": "apt-get install", "rhel": "dnf install", "suse": "zypper install"}
 
 // Thresholds.
 const (
@@ -272,6 +279,7 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 		}
 		add(CodeMissingTool, fmt.Sprintf("%s not installed", strings.Join(missingPkg[p], ", ")), "%s", hint.InstallHintFor(f.OS))
 	}
+	out = append(out, checkProgramPackages(h, n, f)...)
 	for _, u := range n.flags {
 		t, ok := f.Tools[u.tool]
 		if !ok || slices.Contains(f.PerftestFlags, u.flag.Flag) {
@@ -425,6 +433,33 @@ func checkFound(h *lab.Host, n *need, f *proto.Facts) []Problem {
 		}
 	}
 	return out
+}
+
+// checkProgramPackages names the packages the host's program blocks list
+// for its distribution family that its package database (facts: dpkg or
+// rpm) does not have, with the command that installs them. Nothing when
+// the compiler is missing (its one install line names these too), the
+// family is none rlab knows, or the host has no package database to ask.
+func checkProgramPackages(h *lab.Host, n *need, f *proto.Facts) []Problem {
+	if len(n.progPkgs) == 0 || f.PackageDB == "" {
+		return nil
+	}
+	if _, ok := f.Tools[n.progTool]; n.progTool != "" && !ok {
+		return nil
+	}
+	fam := hostneeds.FamilyOf(f.Platform.DistroID, f.Platform.DistroIDLike)
+	var missing []string
+	for _, p := range n.progPkgs[fam] {
+		if !slices.Contains(f.Packages, p) {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return []Problem{{Host: h.Name, Code: CodeMissingPackage,
+		What: fmt.Sprintf("%s not installed (%s), which the lab's program blocks need for %s hosts", strings.Join(missing, ", "), f.PackageDB, fam),
+		Fix:  fmt.Sprintf("%s %s, or run with --provision", installCmd[fam], strings.Join(missing, " "))}}
 }
 
 func hasRoCEv2IPv4(gids []proto.GID) bool {

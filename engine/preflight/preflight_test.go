@@ -292,3 +292,61 @@ func TestCheckWriteWithImm(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckProgramPackages: a program host's own distribution family's
+// packages (the program block's packages) that its package database
+// (facts: dpkg-query or rpm) lacks are named with the family's install
+// command; nothing when all are there, when the host has no database to
+// ask or a family rlab does not know, and nothing more when the compiler
+// itself is missing (its one install line names them).
+func TestCheckProgramPackages(t *testing.T) {
+	l, diags := lab.Load([]string{"../../testdata/labs/valid/program.hcl"}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	tests := []struct {
+		name   string
+		distro string
+		like   []string
+		db     string
+		have   []string
+		noGCC  bool
+		want   []string
+	}{
+		{"debian lacks make", "debian", nil, "dpkg", []string{"gcc"}, false,
+			[]string{`host "a": make not installed (dpkg), which the lab's program blocks need for debian hosts: apt-get install make, or run with --provision`}},
+		{"ubuntu lacks both", "ubuntu", []string{"debian"}, "dpkg", nil, false,
+			[]string{`host "a": gcc, make not installed (dpkg), which the lab's program blocks need for debian hosts: apt-get install gcc make, or run with --provision`}},
+		{"rocky has both", "rocky", []string{"rhel", "centos", "fedora"}, "rpm", []string{"gcc", "make"}, false, nil},
+		{"rocky lacks make", "rocky", []string{"rhel", "centos", "fedora"}, "rpm", []string{"gcc"}, false,
+			[]string{`host "a": make not installed (rpm), which the lab's program blocks need for rhel hosts: dnf install make, or run with --provision`}},
+		{"no package database", "debian", nil, "", nil, false, nil},
+		{"a family rlab does not know", "arch", nil, "rpm", nil, false, nil},
+		{"no compiler: said once, as a tool", "debian", nil, "dpkg", nil, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := ready("a"), ready("b")
+			for _, f := range []*proto.Facts{a, b} {
+				f.Tools["cat"] = proto.Tool{Path: "/usr/bin/cat"}
+				f.Tools["gcc"] = proto.Tool{Path: "/usr/bin/gcc"}
+				f.PackageDB, f.Packages = "dpkg", []string{"gcc", "make"}
+				f.Platform.DistroID = "debian"
+			}
+			a.Platform.DistroID, a.Platform.DistroIDLike = tt.distro, tt.like
+			a.PackageDB, a.Packages = tt.db, tt.have
+			if tt.noGCC {
+				delete(a.Tools, "gcc")
+			}
+			var got []string
+			for _, p := range Check(l, map[string]*proto.Facts{"a": a, "b": b}) {
+				if p.Code == CodeMissingPackage {
+					got = append(got, p.String())
+				}
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("missing packages (-want +got):\n%s", d)
+			}
+		})
+	}
+}

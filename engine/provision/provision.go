@@ -42,25 +42,9 @@ const (
 	SUSE   Family = "suse"   // SLES, openSUSE: zypper
 )
 
-// familyIDs maps os-release ID and ID_LIKE words to a family. ID is looked
-// at first, then each ID_LIKE word in order (os-release(5): "closest
-// first").
-var familyIDs = map[string]Family{
-	"debian": Debian, "ubuntu": Debian, "raspbian": Debian, "linuxmint": Debian, "pop": Debian,
-	"rhel": RHEL, "fedora": RHEL, "centos": RHEL, "rocky": RHEL, "almalinux": RHEL, "ol": RHEL, "amzn": RHEL,
-	"suse": SUSE, "opensuse": SUSE, "sles": SUSE, "opensuse-leap": SUSE, "opensuse-tumbleweed": SUSE, "sled": SUSE,
-}
-
 // FamilyOf is the family of a host whose os-release says id and idLike;
-// "" when none is known.
-func FamilyOf(id string, idLike []string) Family {
-	for _, w := range append([]string{id}, idLike...) {
-		if f, ok := familyIDs[strings.ToLower(w)]; ok {
-			return f
-		}
-	}
-	return ""
-}
+// "" when none is known (needs.FamilyOf, the pure half).
+func FamilyOf(id string, idLike []string) Family { return Family(needs.FamilyOf(id, idLike)) }
 
 // PackageFor is p's package name in family f.
 func PackageFor(p kinds.Packages, f Family) string {

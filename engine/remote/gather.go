@@ -17,9 +17,11 @@ import (
 // FactsParams is the facts request the controller sends: the programs to
 // look for are every registered family's and the helpers (kinds.Programs),
 // so what the agent probes is the controller's descriptor, not compiled into
-// the agent (its hash does not change when a tool's hint does).
-func FactsParams(refresh bool) proto.FactsParams {
-	p := proto.FactsParams{Refresh: refresh}
+// the agent (its hash does not change when a tool's hint does). packages
+// are the lab's program blocks' packages (needs.PackageNames), whose
+// installed state preflight reads.
+func FactsParams(refresh bool, packages []string) proto.FactsParams {
+	p := proto.FactsParams{Refresh: refresh, Packages: packages}
 	kinds.MustBeRegistered("engine/remote: the programs facts probes")
 	for _, prog := range kinds.Programs() {
 		v := prog.Version
@@ -47,6 +49,9 @@ type GatherOptions struct {
 	// RefreshFacts makes every agent ask its tools their versions again
 	// instead of using its cache (proto.FactsParams.Refresh).
 	RefreshFacts bool
+	// Packages are the package names the facts request asks about
+	// (proto.FactsParams.Packages).
+	Packages []string
 	// CallTimeout bounds each agent call (StartOptions.CallTimeout): a host
 	// whose agent does not answer in time is reported with an error naming
 	// it and the call, while the others go on.
@@ -144,7 +149,7 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			progress(r.Name, "installed")
 			defer a.Close()
 			r.Hello = a.Hello
-			f, err := rpc.Call(ctx, a.RPC(), rpc.Facts, FactsParams(o.RefreshFacts))
+			f, err := rpc.Call(ctx, a.RPC(), rpc.Facts, FactsParams(o.RefreshFacts, o.Packages))
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 // helpers, and the helpers are exactly the agent's default list, so a
 // request without the list (an older controller) still finds them.
 func TestFactsParamsProbeEveryProgram(t *testing.T) {
-	p := remote.FactsParams(true)
+	p := remote.FactsParams(true, nil)
 	if !p.Refresh {
 		t.Error("Refresh lost")
 	}

@@ -452,7 +452,7 @@ func (b *builder) workload(i int, name string, wd results.Workload, samples []re
 	w.Stack = stackOf(samples, wd.CounterNotes)
 	w.Trouble = results.TroubleText(samples, name)
 	samples = results.Measures(samples)
-	w.Result = results.KeyNumbers(results.Workload{Name: name, Tool: w.Tool, Parse: wd.Parse}, results.Aggregate(samples))
+	w.Result = results.KeyNumbers(results.Workload{Name: name, Tool: w.Tool, Parse: wd.Parse, Metrics: wd.Metrics}, results.Aggregate(samples))
 	w.Table = sampleTable(samples)
 	w.Charts = workloadCharts(w.Anchor, samples)
 	parseNotes(&w, wd)

@@ -98,17 +98,22 @@ func WriteHeadline(w io.Writer, r *Run) error {
 	return nil
 }
 
-// KeyNumbers is a workload's headline in one cell: the figures its tool's
-// View declares (bandwidth per size and message rate, typical and p99
-// latency, pingpong throughput and time per iteration, rping count, TCP
-// throughput), else the exit code and wall time every workload records;
-// medians over repeats, each in its recorded unit (the one expect reads).
+// KeyNumbers is a workload's headline in one cell: a program's or exec's
+// own metric blocks (wl.Metrics, when its tool's View is Declared), else
+// the figures its tool's View declares (bandwidth per size and message
+// rate, typical and p99 latency, pingpong throughput and time per
+// iteration, rping count, TCP throughput), else the exit code and wall
+// time every workload records; medians over repeats, each in its recorded
+// unit (the one expect reads).
 func KeyNumbers(wl Workload, aggs []Agg) string {
 	by := map[string][]Agg{}
 	for _, a := range aggs {
 		by[a.Metric] = append(by[a.Metric], a) // sizes ascending
 	}
-	parts := figureParts(wl, by, kinds.HeadlineOf(wl.Tool))
+	parts := figureParts(wl, by, kinds.DeclaredHeadline(wl.Tool, wl.Metrics))
+	if len(parts) == 0 {
+		parts = figureParts(wl, by, kinds.HeadlineOf(wl.Tool))
+	}
 	if len(parts) == 0 {
 		parts = figureParts(wl, by, kinds.CommonHeadline)
 	}
@@ -167,7 +172,7 @@ func figureParts(wl Workload, by map[string][]Agg, figs []kinds.Figure) []string
 // figureValue is one figure's text: label, value, word.
 func figureValue(f kinds.Figure, a Agg) string {
 	s := HumanValue(a.Median, a.Unit)
-	if f.Count {
+	if f.Count || a.Unit == kinds.CountUnit {
 		s = FormatValue(a.Median)
 	}
 	if f.Label != "" {

@@ -98,3 +98,41 @@ func TestReadmeOutputExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyNumbersDeclared: a program's or exec's own metric blocks head its
+// result in the order the lab declares them (results.json's metrics), at
+// most kinds.DeclaredHeadlineMax, a count as a bare number and a sweep at
+// its largest size; with none of them measured (a failed workload) the
+// result falls back to exit code and time, and a tool whose View is not
+// Declared ignores metrics it does not record.
+func TestKeyNumbersDeclared(t *testing.T) {
+	s := func(metric string, v float64, unit string, size int64) Sample {
+		return Sample{Metric: metric, Value: v, Unit: unit, Meta: Meta{Workload: "w", Size: size}}
+	}
+	common := []Sample{s("exit_code", 0, "code", 0), s("duration", 1.5, "s", 0)}
+	tests := []struct {
+		name     string
+		tool     string
+		declared []string
+		samples  []Sample
+		want     string
+	}{
+		{"declaration order, not name order", "program", []string{"write_ok", "mibps"},
+			append([]Sample{s("mibps", 24.85, "MiB/s", 0), s("write_ok", 1, "lines", 0)}, common...), "write_ok 1; mibps 24.85 MiB/s"},
+		{"the first three", "exec", []string{"d", "c", "b", "a"},
+			[]Sample{s("a", 1, "s", 0), s("b", 2, "s", 0), s("c", 3, "s", 0), s("d", 4, "s", 0)}, "d 4 s; c 3 s; b 2 s"},
+		{"a sweep at its largest size", "program", []string{"mibps"},
+			[]Sample{s("mibps", 10, "MiB/s", 4096), s("mibps", 20, "MiB/s", 1<<20)}, "mibps 20 MiB/s at 1 MiB"},
+		{"one not measured", "program", []string{"lost", "mibps"}, []Sample{s("mibps", 2, "MiB/s", 0)}, "mibps 2 MiB/s"},
+		{"none measured: exit and time", "program", []string{"mibps"}, common, "exit 0; in 1.5 s"},
+		{"not a declared tool", "tcp", []string{"mibps"}, append([]Sample{s("mibps", 2, "MiB/s", 0)}, common...), "exit 0; in 1.5 s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := Workload{Name: "w", Tool: tc.tool, Metrics: tc.declared}
+			if got := KeyNumbers(wl, Aggregate(tc.samples)); got != tc.want {
+				t.Errorf("KeyNumbers = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -115,6 +115,10 @@ type Workload struct {
 	// Group is the group it ran in, together with the group's other
 	// workloads (a `group` block); empty when it ran alone.
 	Group string `json:"group,omitempty"`
+	// Metrics are the names of its own metric blocks (program, exec), in
+	// the order the lab declares them: its headline when its tool's View
+	// is Declared (kinds.DeclaredHeadline).
+	Metrics []string `json:"metrics,omitempty"`
 }
 
 // Expect is one evaluated `expect` block. An expect is evaluated per size

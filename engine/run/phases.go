@@ -18,6 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
+	"github.com/rlab-dev/rlab/engine/provision/needs"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
@@ -242,7 +243,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.conns[h.Name] = cw
 	r.env.Hosts[h.Name] = cw
 	r.mu.Unlock()
-	f, err := rpc.Invoke(ctx, cw, rpc.Facts, remote.FactsParams(false))
+	f, err := rpc.Invoke(ctx, cw, rpc.Facts, r.factsParams())
 	if err != nil {
 		return fmt.Errorf("read facts of host %q: %w", h.Name, err)
 	}
@@ -563,4 +564,11 @@ func (r *runner) teardown(ctx context.Context) {
 		st.TornDown = &now
 	})
 	r.emit(Event{Type: "step.end", Step: "teardown", Status: "ok", IDs: ids})
+}
+
+// factsParams is the run's facts request: the programs every family looks
+// for, and the lab's program packages, whose installed state preflight
+// reads.
+func (r *runner) factsParams() proto.FactsParams {
+	return remote.FactsParams(false, needs.PackageNames(r.lab))
 }

@@ -1,13 +1,20 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
@@ -18,6 +25,13 @@ import (
 // source that does not compile, and loads it.
 func programLab(t testing.TB, src string) *lab.Lab {
 	t.Helper()
+	return programLabWith(t, src, nil)
+}
+
+// programLabWith is programLab with extra (or changed) files in the
+// pingpair source, by path under it.
+func programLabWith(t testing.TB, src string, files map[string]string) *lab.Lab {
+	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("no gcc on this machine")
 	}
@@ -25,6 +39,11 @@ func programLab(t testing.TB, src string) *lab.Lab {
 	from := filepath.Join("..", "..", "testdata", "labs", "valid", "pingpair")
 	if err := os.CopyFS(filepath.Join(dir, "pingpair"), os.DirFS(from)); err != nil {
 		t.Fatal(err)
+	}
+	for rel, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, "pingpair", rel), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "broken"), 0o755); err != nil {
 		t.Fatal(err)
@@ -149,6 +168,39 @@ workload "uptime" {
 					t.Errorf("%s: %+v", key, s)
 				}
 			}
+		}
+		// The metric blocks head the result, in the order declared, in
+		// results.json, summary.md and the table rlab run ends with.
+		heads := map[string]string{}
+		byWL := map[string][]results.Agg{}
+		for _, a := range results.Aggregate(results.Measures(r.Samples)) {
+			byWL[a.Workload] = append(byWL[a.Workload], a)
+		}
+		for _, w := range r.Workloads {
+			heads[w.Name] = results.KeyNumbers(w, byWL[w.Name])
+			if w.Name == "by_regex" && strings.Join(w.Metrics, ",") != "pongs,served,mibps" {
+				t.Errorf("by_regex declared metrics %q, want pongs,served,mibps", w.Metrics)
+			}
+		}
+		summary, err := os.ReadFile(filepath.Join(res.Dir, results.SummaryFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table strings.Builder
+		if err := results.WriteHeadline(&table, r); err != nil {
+			t.Fatal(err)
+		}
+		for wl, prefix := range map[string]string{"by_regex": "pongs 1; served ", "by_port": "pongs 1", "alone": "files 3", "sized": "echoed 8192 at 8 KiB", "uptime": "up "} {
+			h := heads[wl]
+			if !strings.HasPrefix(h, prefix) || strings.Contains(h, "exit ") {
+				t.Errorf("%s headline %q, want it to start with %q (its metric blocks, not exit code and time)", wl, h, prefix)
+			}
+			if !strings.Contains(string(summary), h) || !strings.Contains(table.String(), h) {
+				t.Errorf("%s headline %q not in summary.md or the run's table:\n%s\n%s", wl, h, summary, table.String())
+			}
+		}
+		if h := heads["by_regex"]; !strings.Contains(h, "; mibps ") || !strings.HasSuffix(h, "MiB/s (median of 2)") {
+			t.Errorf("by_regex headline %q: want its mibps third, in MiB/s, median of 2", h)
 		}
 		if s := got["by_regex.mibps"]; len(s) > 0 && s[0].Meta.Extra["better"] != "higher" {
 			t.Errorf("mibps meta %+v", s[0].Meta)
@@ -301,7 +353,9 @@ program "broken" {
 		}
 	}
 	t.Run("pair", func(t *testing.T) {
-		l := programLab(t, base+`
+		// A nonce: built here, not taken from an earlier run's cache
+		// (TestNetnsProgramCache).
+		l := programLabWith(t, base+`
 workload "by_port" {
   tool           = "program"
   program        = program.pingpair
@@ -325,7 +379,7 @@ workload "by_regex" {
     unit    = "MiB/s"
   }
 }
-`)
+`, map[string]string{"nonce.txt": fmt.Sprintf("%d-%d\n", os.Getpid(), time.Now().UnixNano())})
 		res := Run(context.Background(), l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
 		if res.Code != ExitOK {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
@@ -362,4 +416,114 @@ workload "w" {
 		}
 		workDirsGone(t, res)
 	})
+}
+
+// TestNetnsProgramCache: the source cache across runs, on netns hosts
+// (real OpenSSH, the real agent as root for the login user, whose home the
+// hosts share as over NFS). The first run of a source uploads and builds
+// it and keeps the build in ~/.cache/rlab/programs/<key>, owned by the
+// login user, 0700; a second run of the same source (another lab folder,
+// the same bytes) copies it from there, with no upload and no build, says
+// so in the log, and runs it; a changed file is a new key, built again.
+// The source carries a nonce so no other run's cache answers for it.
+func TestNetnsProgramCache(t *testing.T) {
+	bed, hosts := netnsBed(t, 2)
+	nonce := fmt.Sprintf("%d-%d\n", os.Getpid(), time.Now().UnixNano())
+	src := "lab \"progcache\" {}\n" + hosts + `
+program "pingpair" {
+  source = "pingpair"
+  build  = ["make", "server", "client"]
+}
+workload "alone" {
+  tool    = "program"
+  program = program.pingpair
+  host    = host.h0
+  command = ["ls", "server", "client"]
+  metric "files" { pattern = "^(server|client)$" }
+}
+`
+	cacheRoot := filepath.Join(bed.Home, ".cache", "rlab", "programs")
+	run := func(t *testing.T, files map[string]string) (*Result, string) {
+		t.Helper()
+		var log bytes.Buffer
+		res := Run(context.Background(), programLabWith(t, src, files), Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run"),
+			Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+		if res.Code != ExitOK {
+			t.Fatalf("code %d: %v\n%s", res.Code, res.Err, log.String())
+		}
+		r := readRun(t, res.Dir)
+		if n := len(r.Samples); n == 0 {
+			t.Fatal("no samples")
+		}
+		for _, s := range r.Samples {
+			if s.Metric == "files" && s.Value != 2 {
+				t.Errorf("files = %v, want 2 (server and client built)", s.Value)
+			}
+		}
+		return res, log.String()
+	}
+	builds := func(res *Result) []string {
+		b, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "h0", "logs", "prog.pingpair.*.build.stdout"))
+		return b
+	}
+	entries := func() map[string]bool {
+		ents, _ := os.ReadDir(cacheRoot)
+		out := map[string]bool{}
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), ".") {
+				out[e.Name()] = true
+			}
+		}
+		return out
+	}
+	before := entries()
+	first, _ := run(t, map[string]string{"nonce.txt": nonce})
+	if len(builds(first)) != 1 {
+		t.Fatalf("first run: build logs %v, want one (nothing cached yet)", builds(first))
+	}
+	var key string
+	for e := range entries() {
+		if !before[e] {
+			key = e
+		}
+	}
+	if key == "" {
+		t.Fatalf("first run kept nothing in %s", cacheRoot)
+	}
+	fi, err := os.Stat(cacheRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := user.Lookup(bed.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{cacheRoot, filepath.Join(cacheRoot, key), filepath.Join(cacheRoot, key, "tree", "server")} {
+		st, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid := strconv.Itoa(int(st.Sys().(*syscall.Stat_t).Uid)); uid != u.Uid {
+			t.Errorf("%s belongs to uid %s, not the login user's %s", p, uid, u.Uid)
+		}
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s mode %v, want 0700", cacheRoot, fi.Mode().Perm())
+	}
+
+	second, log := run(t, map[string]string{"nonce.txt": nonce})
+	if b := builds(second); len(b) != 0 {
+		t.Errorf("second run of the same source built again: %v", b)
+	}
+	if !strings.Contains(log, "no upload, no build") || !strings.Contains(log, key) {
+		t.Errorf("second run's log does not say the program came from the cache (%s):\n%s", key, log)
+	}
+	if srcs, _ := filepath.Glob(filepath.Join(second.Dir, "hosts", "h0", "logs", "programs", "pingpair-*", "server.c")); len(srcs) != 1 {
+		t.Errorf("the cached source in the second run's logs: %v, want one server.c", srcs)
+	}
+
+	changed, _ := run(t, map[string]string{"nonce.txt": nonce + "changed\n"})
+	if len(builds(changed)) != 1 {
+		t.Errorf("a changed source was not built again: build logs %v", builds(changed))
+	}
 }

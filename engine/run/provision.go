@@ -16,7 +16,6 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/provision"
-	"github.com/rlab-dev/rlab/engine/remote"
 )
 
 // StateProvision is what a run's provisioning did on one host, journaled
@@ -112,7 +111,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 			// nothing was installed here: the facts said something was
 			// missing, and the package database says it is there (another
 			// host sharing this filesystem installed it meanwhile).
-			nf, err := rpc.Invoke(ctx, cw, rpc.Facts, remote.FactsParams(false))
+			nf, err := rpc.Invoke(ctx, cw, rpc.Facts, r.factsParams())
 			if err != nil {
 				return nil // the lost agent is reported by conn
 			}

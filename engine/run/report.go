@@ -56,6 +56,9 @@ func (r *runner) writeResults(res *Result) error {
 			}
 		}
 		w.RDMA = strings.Join(carries, " → ")
+		for _, m := range n.lab.Metrics {
+			w.Metrics = append(w.Metrics, m.Name)
+		}
 		if g := r.lab.GroupOf(n.lab); g != nil {
 			w.Group = g.Name
 		}

@@ -29,7 +29,7 @@ func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
 // Desc is exec's descriptor: it records only the common metrics.
 func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "exec",
-		Tools: []kinds.Tool{{Name: "exec", Family: Family, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true},
+		Tools: []kinds.Tool{{Name: "exec", Family: Family, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true, Declared: true},
 			Pace: kinds.Pace{Start: time.Second, Unknown: "the command's own time, which the lab does not say"}}}}
 }
 

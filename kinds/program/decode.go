@@ -2,6 +2,8 @@ package program
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/kinds"
@@ -16,14 +18,14 @@ import (
 // iterations, timeout, repeat, expect) the engine has decoded already.
 
 var bodySchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "program"}, {Name: "server_command"}, {Name: "client_command"}, {Name: "command"}, {Name: "ready"}},
+	Attributes: []hcl.AttributeSchema{{Name: "program"}, {Name: "server_command"}, {Name: "client_command"}, {Name: "command"}, {Name: "ready"}, {Name: "needs"}},
 	Blocks:     []hcl.BlockHeaderSchema{metricblock.Schema},
 }
 
 // Attributes names what DecodeWorkload reads, for the engine's "did you
 // mean" over a workload block.
 func (Kind) Attributes() []string {
-	return []string{"program", "server_command", "client_command", "command", "ready", "metric"}
+	return []string{"program", "server_command", "client_command", "command", "ready", "needs", "metric"}
 }
 
 // DecodeWorkload decodes a program workload's own attributes into w. ctx
@@ -113,9 +115,44 @@ func (Kind) DecodeWorkload(body hcl.Body, ctx *hcl.EvalContext, w *kinds.Workloa
 			}
 		}
 	}
+	if at := a["needs"]; at != nil {
+		w.Needs = decodeNeeds(at, ctx, &diags)
+	}
 	ms, ds := metricblock.Decode(content.Blocks, ctx, !oneHost)
 	w.Metrics = ms
 	return append(diags, ds...)
+}
+
+// decodeNeeds reads needs, a list of kinds.Needs names: the operations the
+// program posts that not every device does (the lab refuses them on siw).
+func decodeNeeds(at *hcl.Attribute, ctx *hcl.EvalContext, diags *hcl.Diagnostics) []string {
+	v, ds := at.Expr.Value(ctx)
+	*diags = append(*diags, ds...)
+	if ds.HasErrors() {
+		return nil
+	}
+	bad := func(detail string, args ...any) []string {
+		*diags = append(*diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid needs", Detail: fmt.Sprintf(detail, args...), Subject: at.Expr.Range().Ptr()})
+		return nil
+	}
+	lv, err := convert.Convert(v, cty.List(cty.String))
+	if err != nil || lv.IsNull() || !lv.IsWhollyKnown() {
+		return bad(`needs is a list of the RDMA operations the program posts that not every device does, from: %s; like ["write_with_imm"].`, strings.Join(kinds.NeedNames(), ", "))
+	}
+	var out []string
+	for _, e := range lv.AsValueSlice() {
+		if e.IsNull() {
+			return bad("needs holds a null element.")
+		}
+		n := e.AsString()
+		if _, ok := kinds.NeedByName(n); !ok {
+			return bad("%q is not an operation rlab knows a device may lack; needs takes: %s.", n, strings.Join(kinds.NeedNames(), ", "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // refName reads the name from a reference value (KIND.NAME).

@@ -46,7 +46,7 @@ func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "program",
 		Tools: []kinds.Tool{{Name: "program", Family: Family, HostOrPair: true, Data: kinds.DataClient,
 			TransportWhy: "a program chooses its own transport", Sizes: true, Iterations: true,
-			Program: &c, Chart: "exec", View: kinds.View{Output: true},
+			Program: &c, Chart: "exec", View: kinds.View{Output: true, Declared: true},
 			// The build (gcc under TCG: seconds per file) and the server's
 			// start come before the first run; the programs' own time is
 			// theirs to say.

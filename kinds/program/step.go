@@ -24,7 +24,8 @@ import (
 
 // The program step: ship the program's source to each host it runs on,
 // once per run and host (steps.Env.Once), into the agent's work dir under
-// programs/<source hash>-<build hash>; build it there once; then run each
+// programs/<source hash>-<build hash>; build it there once (or copy an
+// earlier run's build from the host's cache, cache.go); then run each
 // unit (size × repeat): the server first, the client once the server is
 // ready, or the one command on host. The work dir, and so the source and
 // what the build made, goes when the run ends (engine/run removes it after
@@ -133,6 +134,9 @@ func (s *programWorkload) ship(ctx context.Context, env *steps.Env, host string)
 		return "", err
 	}
 	dir := BuildDir(p)
+	if len(p.Build) > 0 && fromCache(ctx, env, host, p, dir) {
+		return dir, nil
+	}
 	if err := upload(ctx, h, p, dir); err != nil {
 		return "", fmt.Errorf("ship program %q to host %q: %w", p.Name, host, err)
 	}
@@ -154,6 +158,7 @@ func (s *programWorkload) ship(ctx context.Context, env *steps.Env, host string)
 	if r.ExitCode != 0 || r.Signal != "" || r.TimedOut {
 		return "", BuildError(p.Name, host, r)
 	}
+	toCache(ctx, env, host, p, dir)
 	return dir, nil
 }
 

@@ -69,6 +69,7 @@ workload "write_imm" {
   server_command = ["./server", "${self.port}", "4096"]
   client_command = ["./imm_client", self.server_address, "${self.port}", var.imm]
   ready          = "RDMA server listening on port"
+  needs          = ["write_with_imm"] # refused at validate on a siw device
   timeout        = "60s"
 
   metric "imm_sent" { pattern = "^RDMA_WRITE_WITH_IMM complete" }

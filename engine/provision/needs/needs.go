@@ -103,6 +103,45 @@ func Of(l *lab.Lab) []Need {
 	return out
 }
 
+// familyIDs maps os-release ID and ID_LIKE words to a family. ID is looked
+// at first, then each ID_LIKE word in order (os-release(5): "closest
+// first").
+var familyIDs = map[string]string{
+	"debian": "debian", "ubuntu": "debian", "raspbian": "debian", "linuxmint": "debian", "pop": "debian",
+	"rhel": "rhel", "fedora": "rhel", "centos": "rhel", "rocky": "rhel", "almalinux": "rhel", "ol": "rhel", "amzn": "rhel",
+	"suse": "suse", "opensuse": "suse", "sles": "suse", "opensuse-leap": "suse", "opensuse-tumbleweed": "suse", "sled": "suse",
+}
+
+// FamilyOf is the family of a host whose os-release says id and idLike;
+// "" when none is known.
+func FamilyOf(id string, idLike []string) string {
+	for _, w := range append([]string{id}, idLike...) {
+		if f, ok := familyIDs[strings.ToLower(w)]; ok {
+			return f
+		}
+	}
+	return ""
+}
+
+// PackageNames are the packages every program block of the lab names, of
+// every distribution family, sorted, each once: what a facts request asks
+// the hosts about (proto.FactsParams.Packages), whose answer preflight
+// reads for the host's own family.
+func PackageNames(l *lab.Lab) []string {
+	var out []string
+	for _, p := range l.Programs {
+		for _, ps := range p.Packages {
+			for _, n := range ps {
+				if !contains(out, n) {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func contains(xs []string, s string) bool {
 	for _, x := range xs {
 		if x == s {
