@@ -25,7 +25,8 @@ fetched from the network): open it in any browser, mail it, attach it to CI.
 rlab run writes it at the end of every run; use this command after changing
 rlab, or on a run directory copied from elsewhere. RUN is taken as rlab show
 takes it (a directory, LAB/ID as rlab runs prints it, an id, a lab name); without
-it, the newest run under runs/.`,
+it, the newest run under runs/. The run's manifest.json keeps the sha256 of the
+report the run wrote, so after a re-render it no longer matches report.html.`,
 		Example: `  rlab report runs/quickstart/20261125T210211Z
   rlab report quickstart/20261125T210211Z
   rlab report                  # the newest run

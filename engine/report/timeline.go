@@ -82,7 +82,7 @@ func parseEvents(b []byte) (rows []ganttRow, total float64) {
 	for i := range rows {
 		if math.IsNaN(rows[i].End) {
 			rows[i].End = total
-			rows[i].Detail = "no end recorded: still running when this report was drawn (the teardown runs beside it), or the run was stopped"
+			rows[i].Detail = "no end recorded: the run was stopped (or is still going) before this step ended"
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Start < rows[j].Start })
