@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/engine/report"
+	"github.com/rlab-dev/rlab/engine/results"
 )
 
 func newReportCmd() *cobra.Command {
@@ -25,7 +26,9 @@ fetched from the network): open it in any browser, mail it, attach it to CI.
 rlab run writes it at the end of every run; use this command after changing
 rlab, or on a run directory copied from elsewhere. RUN is taken as rlab show
 takes it (a directory, LAB/ID as rlab runs prints it, an id, a lab name); without
-it, the newest run under runs/.`,
+it, the newest run under runs/. In a complete run directory, manifest.json's
+entry for report.html is brought to the new page and complete.json names the
+new manifest; every other entry stays what the run wrote.`,
 		Example: `  rlab report runs/quickstart/20261125T210211Z
   rlab report quickstart/20261125T210211Z
   rlab report                  # the newest run
@@ -38,6 +41,9 @@ it, the newest run under runs/.`,
 				return err
 			}
 			if err := report.Render(dir); err != nil {
+				return withCode(exitFail, fmt.Errorf("report: %w", err))
+			}
+			if _, err := results.Rehash(dir, report.FileName); err != nil {
 				return withCode(exitFail, fmt.Errorf("report: %w", err))
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), termText(filepath.Join(dir, report.FileName)))

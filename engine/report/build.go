@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,11 @@ type Options struct {
 	// report loads the copy under lab/, which works unless a variable had
 	// no default.
 	Lab *lab.Lab
+	// After names the files the caller writes once report.html is on disk
+	// (the run's manifest.json, which hashes this page, and complete.json,
+	// which names the manifest): the page lists them as written after it,
+	// so the run's own report names every file of the finished run.
+	After []string
 }
 
 // maxSource bounds how much of one lab file is shown inline.
@@ -115,8 +121,15 @@ func (b *builder) files() {
 		b.all = append(b.all, l)
 		return nil
 	})
+	files := slices.Clone(b.all)
+	for _, p := range b.opts.After {
+		if !slices.ContainsFunc(files, func(l Link) bool { return l.Path == p }) {
+			files = append(files, Link{Path: p, Label: p, Note: "written after this page"})
+		}
+	}
 	sort.Slice(b.all, func(i, j int) bool { return b.all[i].Path < b.all[j].Path })
-	b.d.Files = b.all
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	b.d.Files = files
 	if b.d.Files == nil {
 		b.d.Files = []Link{}
 	}

@@ -221,6 +221,11 @@ type barIn struct {
 	Unit  string
 }
 
+// valueLabelWidth is how wide a bar's value label is drawn at most, in px:
+// 11 px digits (svg .val) are at most 7 px wide in the sans-serif fonts a
+// browser picks (DejaVu Sans, Arial, Helvetica: 0.64 em or less).
+func valueLabelWidth(s string) float64 { return 7 * float64(len([]rune(s))) }
+
 // barChart lays out grouped vertical bars from 0.
 func barChart(id, title, ylabel string, groups []barGroup) *Chart {
 	var names []string
@@ -265,8 +270,11 @@ func barChart(id, title, ylabel string, groups []barGroup) *Chart {
 				// A measured value: printed as every table prints it.
 				Title: fmt.Sprintf("%s %s: %s %s", g.Label, b.Name, results.FormatValue(b.Value), b.Unit),
 			}
-			if bw >= 26 { // a value label only where it fits
-				bar.Label = Text{r1(x + (bw-2)/2), r1(y - 3), results.FormatValue(b.Value), "middle"}
+			if label := results.FormatValue(b.Value); valueLabelWidth(label) <= bw-2 {
+				// A value label only where it fits over its own bar: a
+				// wider one would run into its neighbour's (the latency
+				// bars' "658.4" and "965.4" did at two sizes).
+				bar.Label = Text{r1(x + (bw-2)/2), r1(y - 3), label, "middle"}
 			}
 			c.Bars = append(c.Bars, bar)
 		}

@@ -258,4 +258,6 @@ type Link struct {
 	Path  string `json:"path"` // slash-separated, relative to the run dir
 	Label string `json:"label"`
 	Size  string `json:"size,omitempty"`
+	// Note says why a file has no size: one written after this page.
+	Note string `json:"note,omitempty"`
 }

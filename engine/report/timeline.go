@@ -82,7 +82,7 @@ func parseEvents(b []byte) (rows []ganttRow, total float64) {
 	for i := range rows {
 		if math.IsNaN(rows[i].End) {
 			rows[i].End = total
-			rows[i].Detail = "no end recorded: still running when this report was drawn (the teardown runs beside it), or the run was stopped"
+			rows[i].Detail = "no end recorded: the run was stopped (or is still going) before this step ended"
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Start < rows[j].Start })
@@ -109,6 +109,12 @@ const ganttLabelMax = 44
 // drawn by its description alone (which names the host) when that fits;
 // otherwise the whole is cut with an ellipsis. The bar's hover title keeps the whole label.
 func shortLabel(label string) string {
+	if i := strings.Index(label, ` filter "`); i > 0 && len([]rune(label)) > ganttLabelMax {
+		// A capture's filter is the hover's: the column names the capture
+		// and its host ("stop capture roce: tcpdump on eth1 of host
+		// server filter "udp port 4791"" was cut mid-host).
+		label = label[:i]
+	}
 	if len([]rune(label)) > ganttLabelMax {
 		if _, what, ok := strings.Cut(label, ": "); ok && what != "" && len([]rune(what)) <= ganttLabelMax {
 			label = what

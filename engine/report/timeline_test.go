@@ -75,6 +75,10 @@ func TestShortLabel(t *testing.T) {
 		{"workload write_bw", "workload write_bw"},
 		{"capture roce: tcpdump on eth1 of host server", "capture roce: tcpdump on eth1 of host server"}, // 44: fits
 		{"rxe server: create rxe0 on eth1 of host server", "create rxe0 on eth1 of host server"},
+		// The demo's captures, whose filter made the label too long.
+		{`capture roce: tcpdump on eth1 of host server filter "udp port 4791"`, "capture roce: tcpdump on eth1 of host server"},
+		{`stop capture roce: tcpdump on eth1 of host server filter "udp port 4791"`, "tcpdump on eth1 of host server"},
+		{`capture c: tcpdump on eth1 of host a-very-long-host-name-of-a-class filter "x"`, "capture c: tcpdump on eth1 of host a-very-l…"},
 		{"rxe a-very-long-host-name-of-a-class-student: create rxe0 on eth1 of host a-very-long-host-name-of-a-class-student", "rxe a-very-long-host-name-of-a-class-studen…"},
 		{"workload " + strings.Repeat("x", 60), "workload " + strings.Repeat("x", 34) + "…"},
 	} {

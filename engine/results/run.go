@@ -9,6 +9,8 @@ import (
 	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -146,6 +148,13 @@ const (
 	CompleteFile = "complete.json"
 )
 
+// ManifestEntry is one file of a run directory in ManifestFile.
+type ManifestEntry struct {
+	Path   string `json:"path"` // slash-separated, relative to the run directory
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
 // complete is the content of CompleteFile.
 type complete struct {
 	ManifestSHA256 string `json:"manifest_sha256"`
@@ -233,6 +242,53 @@ func MarkComplete(dir string) error {
 		return fmt.Errorf("mark run %s complete: %w", dir, err)
 	}
 	return nil
+}
+
+// Rehash brings rel's entry in dir's manifest.json to the file as it is
+// now and names the new manifest in complete.json: for `rlab report`, whose
+// re-render replaces report.html after the run hashed it. Only a complete
+// run directory is touched (an incomplete one stays incomplete, and one
+// without a manifest has nothing to update); every other entry stays what
+// the run wrote. It reports whether it changed anything.
+func Rehash(dir, rel string) (bool, error) {
+	if CheckComplete(dir) != nil {
+		return false, nil
+	}
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("update %s of run %s: %w", ManifestFile, dir, err)
+	}
+	b, err := rundir.ReadFile(dir, ManifestFile)
+	if err != nil {
+		return fail(err)
+	}
+	var entries []ManifestEntry
+	if err := json.Unmarshal(b, &entries); err != nil {
+		return fail(err)
+	}
+	data, err := rundir.ReadFile(dir, rel)
+	if err != nil {
+		return fail(err)
+	}
+	sum := sha256.Sum256(data)
+	now := ManifestEntry{Path: filepath.ToSlash(rel), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	i := slices.IndexFunc(entries, func(e ManifestEntry) bool { return e.Path == now.Path })
+	switch {
+	case i >= 0 && entries[i] == now:
+		return false, nil
+	case i >= 0:
+		entries[i] = now
+	default:
+		entries = append(entries, now)
+		slices.SortFunc(entries, func(a, b ManifestEntry) int { return strings.Compare(a.Path, b.Path) })
+	}
+	out, err := json.MarshalIndent(entries, "", "  ")
+	if err != nil {
+		return fail(err)
+	}
+	if err := WriteFileSynced(filepath.Join(dir, ManifestFile), append(out, '\n')); err != nil {
+		return fail(err)
+	}
+	return true, MarkComplete(dir)
 }
 
 // CheckComplete says why dir is not a complete run directory: no

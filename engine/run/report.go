@@ -168,12 +168,9 @@ func redactAll(red *strings.Replacer, lines []string) []string {
 // ManifestFile lists every file of a run directory with its sha256.
 const ManifestFile = results.ManifestFile
 
-// ManifestEntry is one file of the run directory.
-type ManifestEntry struct {
-	Path   string `json:"path"` // slash-separated, relative to the run directory
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
+// ManifestEntry is one file of the run directory (engine/results owns
+// the format: `rlab report` updates report.html's entry).
+type ManifestEntry = results.ManifestEntry
 
 // writeManifest hashes every file of the run directory and syncs it (and
 // every folder), then writes manifest.json: after it, all is on disk.
