@@ -146,6 +146,9 @@ type Plan struct {
 	// and the hosts they use with their jump hosts, in file order. It is
 	// the lab itself when nothing limits it.
 	Selected *lab.Lab `json:"-"`
+	// Students are the students of a class lab and what of the plan is
+	// theirs (students.go); nil when the lab is no class.
+	Students []*Student `json:"-"`
 
 	byID  map[string]*Step
 	byKey map[stepKey][]string
@@ -186,6 +189,17 @@ func (p *Plan) Agents() []*lab.Host {
 		}
 	}
 	return out
+}
+
+// Agent reports whether the run opens an agent on h: a planned host that
+// is not only a jump host.
+func (p *Plan) Agent(h *lab.Host) bool {
+	for _, x := range p.Hosts {
+		if x.Ref == h {
+			return !x.JumpOnly
+		}
+	}
+	return false
 }
 
 // SelectionError is an --only value that selects nothing or is ambiguous;
@@ -297,8 +311,8 @@ func usedHosts(l *lab.Lab) map[*lab.Host]bool {
 func New(l *lab.Lab) (*Plan, error) { return NewWith(l, Options{}) }
 
 // NewWith is New with options.
-func NewWith(l *lab.Lab, o Options) (*Plan, error) {
-	l, err := selectLab(l, o.Only, o.Check)
+func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
+	l, err := selectLab(whole, o.Only, o.Check)
 	if err != nil {
 		return nil, &SelectionError{err}
 	}
@@ -503,6 +517,7 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 	b.groups(wave)
 	b.redact()
 	b.p.VMCost = b.p.vmCost()
+	b.p.Students = students(whole, l)
 	return b.p, nil
 }
 

@@ -291,7 +291,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		}
 		return out
 	}
-	if len(r.students) > 0 {
+	if len(r.plan.Students) > 0 {
 		// A class lab goes on with the students whose hosts are fine when
 		// every problem names one of the lab's hosts.
 		byHost := map[string][]preflight.Problem{}
@@ -320,7 +320,7 @@ func (r *runner) createRXE(ctx context.Context) error {
 			return nil // its workloads are skipped
 		}
 		err := r.apply(ctx, x, x.Host, "", r.plan.IDs(x.Host, x.Name, plan.CreateRXE)...)
-		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
+		if err != nil && len(r.plan.Students) > 0 && ctx.Err() == nil {
 			// One student's device must not stop the class.
 			r.breakHost(x.Host, err)
 			return nil
@@ -390,7 +390,7 @@ func startWhole[W window](ctx context.Context, r *runner, ws []W) error {
 			return nil // its workloads are skipped
 		}
 		err := w.start(ctx, r)
-		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
+		if err != nil && len(r.plan.Students) > 0 && ctx.Err() == nil {
 			r.breakHost(w.onHost(), err) // one student's capture or link must not stop the class
 			return nil
 		}

@@ -218,8 +218,6 @@ type runner struct {
 	// them is not undone one by one (discard.go).
 	discard map[string]bool
 
-	students []*student // class labs: the selected workloads by for_each key
-
 	mu      sync.Mutex
 	conns   map[string]Host
 	lost    map[string]error // hosts whose agent was lost
@@ -291,7 +289,6 @@ func (r *runner) prepare() error {
 			return fmt.Errorf("boot local VM hosts: %w", err)
 		}
 	}
-	r.students = r.studentsOf()
 	now := r.opts.Now().UTC()
 	stamp := now.Format("20060102T150405Z")
 	dir := r.opts.Out
