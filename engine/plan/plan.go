@@ -149,6 +149,12 @@ type Plan struct {
 	// Students are the students of a class lab and what of the plan is
 	// theirs (students.go); nil when the lab is no class.
 	Students []*Student `json:"-"`
+	// Workloads, Captures and Impairs are those of Selected, in its order,
+	// with their steps and the edges the run follows between them
+	// (walk.go).
+	Workloads []*WorkloadPlan `json:"-"`
+	Captures  []*WindowPlan   `json:"-"`
+	Impairs   []*WindowPlan   `json:"-"`
 
 	byID  map[string]*Step
 	byKey map[stepKey][]string
@@ -518,6 +524,9 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 	b.redact()
 	b.p.VMCost = b.p.vmCost()
 	b.p.Students = students(whole, l)
+	if err := b.p.walk(); err != nil {
+		return nil, err
+	}
 	return b.p, nil
 }
 

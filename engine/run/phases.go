@@ -23,7 +23,7 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// build makes the run's steps from the plan's selection: the hosts it
+// build makes the run's steps from what the plan walks: the hosts it
 // opens agents on, and the rxe devices, workloads, captures and
 // impairments of Plan.Selected, in file order.
 func (r *runner) build() error {
@@ -32,26 +32,22 @@ func (r *runner) build() error {
 	for _, x := range sel.RXEs {
 		r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 	}
-	for _, w := range sel.Workloads {
-		var dial *lab.Dial // the plan resolved it (tcp)
-		if w.ClientHost != nil {
-			if s := r.plan.Step(plan.StepID(w.ClientHost.Slug, plan.WorkloadClient, w.Slug)); s != nil {
-				dial = s.Dial
-			}
-		}
-		sw := stepWorkload(w, dial)
+	for _, wp := range r.plan.Workloads {
+		sw := stepWorkload(wp.Workload, wp.Dial)
 		st, err := steps.NewWorkload(sw)
 		if err != nil {
 			return err
 		}
-		r.workloads = append(r.workloads, &workloadNode{lab: w, spec: sw, step: st, done: make(chan struct{})})
+		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, step: st, ids: wp.Steps, done: make(chan struct{})})
 	}
-	for _, c := range sel.Captures {
-		r.captures = append(r.captures, &captureWindow{lab: c, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
+	for _, wp := range r.plan.Captures {
+		c := wp.Capture
+		r.captures = append(r.captures, &captureWindow{lab: c, startIDs: wp.Start, stopIDs: wp.Stop, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
 			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes}})
 	}
-	for _, im := range sel.Impairs {
-		r.impairs = append(r.impairs, &impairWindow{lab: im, step: &steps.Impair{
+	for _, wp := range r.plan.Impairs {
+		im := wp.Impair
+		r.impairs = append(r.impairs, &impairWindow{lab: im, startIDs: wp.Start, stopIDs: wp.Stop, step: &steps.Impair{
 			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
 	}
 	return nil

@@ -109,68 +109,35 @@ func (r *runner) schedule() error {
 	for _, n := range r.workloads {
 		nodes[n.lab] = n
 	}
-	windows := map[*lab.Capture]*captureWindow{}
-	for _, c := range r.captures {
-		windows[c.lab] = c
-	}
-	impairs := map[*lab.Impair]*impairWindow{}
-	for _, w := range r.impairs {
-		impairs[w.lab] = w
-	}
-	// A scoped window's stop waits for the workloads it covers.
-	covered := func(s *plan.Step, during []*workloadNode) []*workloadNode {
-		for _, d := range s.DependsOn {
-			if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(during, n) {
-				during = append(during, n)
-			}
+	of := func(ws []*lab.Workload) []*workloadNode {
+		var out []*workloadNode
+		for _, w := range ws {
+			out = append(out, nodes[w])
 		}
-		return during
+		return out
 	}
-	for _, s := range p.Steps {
-		switch s.Kind {
-		case plan.WorkloadServer, plan.WorkloadClient, plan.WorkloadRun:
-			n := nodes[s.Workload]
-			if n == nil {
-				return fmt.Errorf("plan lab %q: step %s is of workload %q, which this run does not run", r.lab.Name, s.ID, s.Subject)
-			}
-			n.ids = append(n.ids, s.ID)
-			for _, d := range s.DependsOn {
-				if dw := p.Step(d).Workload; dw != nil && dw != s.Workload && !slices.Contains(n.deps, nodes[dw]) {
-					n.deps = append(n.deps, nodes[dw])
-				}
-			}
-		case plan.StopCapture:
-			c := windows[s.Capture]
-			if c == nil || len(c.lab.During) == 0 {
-				continue // whole-run: stopped after every workload
-			}
-			// In the order its `during` names them: the window's name
-			// keeps that order.
-			c.during = covered(s, c.during)
+	for i, wp := range p.Workloads {
+		r.workloads[i].deps = of(wp.After)
+	}
+	// A scoped window starts before the first workload its stop waits for
+	// and stops after the last; its name keeps its `during` order.
+	for i, wp := range p.Captures {
+		c := r.captures[i]
+		if c.during = of(wp.During); len(c.during) > 0 {
 			c.remaining = len(c.during)
 			c.step.Window = windowName(c.during)
-		case plan.StopImpair:
-			w := impairs[s.Impair]
-			if w == nil || len(w.lab.During) == 0 {
-				continue // whole-run: removed after every workload
-			}
-			w.during = covered(s, w.during)
-			w.remaining = len(w.during)
 		}
-	}
-	for _, c := range r.captures {
 		for _, n := range c.during {
 			n.captures = append(n.captures, c) // started in the lab's order of captures
 		}
-		c.startIDs = r.plan.IDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
-		c.stopIDs = r.plan.IDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
 	}
-	for _, w := range r.impairs {
+	for i, wp := range p.Impairs {
+		w := r.impairs[i]
+		w.during = of(wp.During)
+		w.remaining = len(w.during)
 		for _, n := range w.during {
 			n.impairs = append(n.impairs, w)
 		}
-		w.startIDs = r.plan.IDs(w.lab.Host.Name, w.lab.Name, plan.StartImpair)
-		w.stopIDs = r.plan.IDs(w.lab.Host.Name, w.lab.Name, plan.StopImpair)
 	}
 	return nil
 }
