@@ -39,6 +39,9 @@ type WindowPlan struct {
 	// `during` order): it starts before the first of them and stops after
 	// the last. Nil: the whole run.
 	During []*lab.Workload
+	// Covers are the workloads it is in force during: During, or for a
+	// whole-run window every selected workload on its host.
+	Covers []*lab.Workload
 }
 
 // walk fills Plan.Workloads, Captures and Impairs from the ordered steps.
@@ -92,16 +95,18 @@ func (p *Plan) walk() error {
 		case StopCapture:
 			wp := caps[s.Capture]
 			wp.Stop = append(wp.Stop, s.ID)
+			wp.Covers = covered(s)
 			if len(s.Capture.During) > 0 {
-				wp.During = covered(s)
+				wp.During = wp.Covers
 			}
 		case StartImpair:
 			imps[s.Impair].Start = append(imps[s.Impair].Start, s.ID)
 		case StopImpair:
 			wp := imps[s.Impair]
 			wp.Stop = append(wp.Stop, s.ID)
+			wp.Covers = covered(s)
 			if len(s.Impair.During) > 0 {
-				wp.During = covered(s)
+				wp.During = wp.Covers
 			}
 		}
 	}

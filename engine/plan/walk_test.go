@@ -51,7 +51,9 @@ capture "all" {
 // TestWalk: what the run walks is read off the DAG once, here: each
 // workload's steps, the workloads it waits for and its client's dial; each
 // capture's steps and, when scoped, the workloads it covers in its
-// `during` order (the whole-run capture: none). With --only, the selection's.
+// `during` order (the whole-run capture: none), and the workloads each is
+// in force during (the whole-run one: those on its host). With --only, the
+// selection's.
 func TestWalk(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "walk.hcl")
 	if err := os.WriteFile(p, []byte(walkLab), 0o600); err != nil {
@@ -69,7 +71,7 @@ func TestWalk(t *testing.T) {
 		Steps, After []string
 		Dial         bool
 	}
-	type win struct{ Start, Stop, During []string }
+	type win struct{ Start, Stop, During, Covers []string }
 	for _, tt := range []struct {
 		only []string
 		wls  map[string]wl
@@ -81,16 +83,16 @@ func TestWalk(t *testing.T) {
 			"ab": {Steps: []string{"a/workload-server/ab", "b/workload-client/ab"}, After: []string{"a1", "b1"}, Dial: true},
 			"a2": {Steps: []string{"a/workload-run/a2"}, After: []string{"ab"}},
 		}, map[string]win{
-			"c":   {Start: []string{"a/start-capture/c"}, Stop: []string{"a/stop-capture/c"}, During: []string{"a2", "ab"}},
-			"all": {Start: []string{"b/start-capture/all"}, Stop: []string{"b/stop-capture/all"}, During: []string{}},
+			"c":   {Start: []string{"a/start-capture/c"}, Stop: []string{"a/stop-capture/c"}, During: []string{"a2", "ab"}, Covers: []string{"a2", "ab"}},
+			"all": {Start: []string{"b/start-capture/all"}, Stop: []string{"b/stop-capture/all"}, During: []string{}, Covers: []string{"b1", "ab"}},
 		}},
 		{[]string{"b1", "a2"}, map[string]wl{
 			"b1": {Steps: []string{"b/workload-run/b1"}, After: []string{}},
 			"a2": {Steps: []string{"a/workload-run/a2"}, After: []string{}},
 		}, map[string]win{
 			// Scoped to what of its `during` the selection runs.
-			"c":   {Start: []string{"a/start-capture/c"}, Stop: []string{"a/stop-capture/c"}, During: []string{"a2"}},
-			"all": {Start: []string{"b/start-capture/all"}, Stop: []string{"b/stop-capture/all"}, During: []string{}},
+			"c":   {Start: []string{"a/start-capture/c"}, Stop: []string{"a/stop-capture/c"}, During: []string{"a2"}, Covers: []string{"a2"}},
+			"all": {Start: []string{"b/start-capture/all"}, Stop: []string{"b/stop-capture/all"}, During: []string{}, Covers: []string{"b1"}},
 		}},
 	} {
 		pl, err := NewWith(l, Options{Only: tt.only})
@@ -109,7 +111,7 @@ func TestWalk(t *testing.T) {
 		}
 		caps := map[string]win{}
 		for _, wp := range pl.Captures {
-			caps[wp.Capture.Name] = win{Start: wp.Start, Stop: wp.Stop, During: names(wp.During)}
+			caps[wp.Capture.Name] = win{Start: wp.Start, Stop: wp.Stop, During: names(wp.During), Covers: names(wp.Covers)}
 		}
 		if diff := cmp.Diff(tt.caps, caps); diff != "" {
 			t.Errorf("--only %v: captures (-want +got):\n%s", tt.only, diff)

@@ -133,7 +133,7 @@ func (r *runner) schedule() error {
 	}
 	for i, wp := range p.Impairs {
 		w := r.impairs[i]
-		w.during = of(wp.During)
+		w.during, w.inForce = of(wp.During), of(wp.Covers)
 		w.remaining = len(w.during)
 		for _, n := range w.during {
 			n.impairs = append(n.impairs, w)
