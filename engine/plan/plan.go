@@ -8,9 +8,11 @@
 // place of its first workload in file order).
 //
 // The DAG is the one schedule: engine/run executes it and orders nothing
-// itself (set-up and tear-down in phases by step kind, which it checks the
-// DAG allows; workloads and scoped captures edge by edge), so a new ordering
-// rule, such as a `depends_on`, is an edge added here and nowhere else.
+// itself (set-up and tear-down in the phases of phases.go, which New checks
+// the DAG allows; workloads and scoped captures edge by edge, as walk.go
+// reads the edges once), so a new ordering rule, such as a `depends_on`, is
+// an edge added here and nowhere else. A class lab's students (who owns
+// which workloads and hosts, students.go) are decided here too.
 //
 // Selection happens here and only here: Options.Only (rlab run/plan --only)
 // and Options.Check (a student check) limit the lab before it is planned
@@ -524,6 +526,9 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 	b.redact()
 	b.p.VMCost = b.p.vmCost()
 	b.p.Students = students(whole, l)
+	if err := b.p.checkPhases(); err != nil {
+		return nil, err
+	}
 	if err := b.p.walk(); err != nil {
 		return nil, err
 	}
