@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
@@ -329,4 +330,59 @@ capture "c" {
 			}
 		}
 	})
+}
+
+// TestRunWalksThePlan: the run waits where the plan's walk says, not where
+// it would read edges itself. Two workloads on hosts of their own run
+// together (one wave); handed a plan whose walk makes the second wait for
+// the first, the run starts it only once the first has ended.
+func TestRunWalksThePlan(t *testing.T) {
+	l := loadLab(t, twoHosts+`
+workload "first" {
+  tool    = "exec"
+  host    = host.a
+  command = ["sleep", "0.5"]
+}
+workload "second" {
+  tool    = "exec"
+  host    = host.b
+  command = ["true"]
+}
+`)
+	for _, tt := range []struct {
+		name  string
+		after bool // the plan makes second wait for first
+	}{{"as planned", false}, {"second after first", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := plan.NewWith(l, plan.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Workloads) != 2 || len(p.Workloads[1].After) != 0 {
+				t.Fatalf("the plan's workloads: %+v", p.Workloads)
+			}
+			if tt.after {
+				p.Workloads[1].After = []*lab.Workload{p.Workloads[0].Workload}
+			}
+			res := Run(context.Background(), l, Options{Connector: newPipeBed(t), Plan: p, Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
+			if res.Code != ExitOK {
+				t.Fatalf("code %d: %v", res.Code, res.Err)
+			}
+			firstEnd, secondStart := -1, -1
+			for i, e := range readEvents(t, res.Dir) {
+				switch {
+				case e.Type == "step.end" && e.Workload == "first":
+					firstEnd = i
+				case e.Type == "step.start" && e.Workload == "second" && secondStart < 0:
+					secondStart = i
+				}
+			}
+			if firstEnd < 0 || secondStart < 0 {
+				t.Fatalf("events: first ended at %d, second started at %d", firstEnd, secondStart)
+			}
+			if after := secondStart > firstEnd; after != tt.after {
+				t.Errorf("second started at event %d, first ended at %d: want second after first %v", secondStart, firstEnd, tt.after)
+			}
+		})
+	}
 }
