@@ -8,9 +8,11 @@
 // place of its first workload in file order).
 //
 // The DAG is the one schedule: engine/run executes it and orders nothing
-// itself (set-up and tear-down in phases by step kind, which it checks the
-// DAG allows; workloads and scoped captures edge by edge), so a new ordering
-// rule, such as a `depends_on`, is an edge added here and nowhere else.
+// itself (set-up and tear-down in the phases of phases.go, which New checks
+// the DAG allows; workloads and scoped captures edge by edge, as walk.go
+// reads the edges once), so a new ordering rule, such as a `depends_on`, is
+// an edge added here and nowhere else. A class lab's students (who owns
+// which workloads and hosts, students.go) are decided here too.
 //
 // Selection happens here and only here: Options.Only (rlab run/plan --only)
 // and Options.Check (a student check) limit the lab before it is planned
@@ -146,6 +148,15 @@ type Plan struct {
 	// and the hosts they use with their jump hosts, in file order. It is
 	// the lab itself when nothing limits it.
 	Selected *lab.Lab `json:"-"`
+	// Students are the students of a class lab and what of the plan is
+	// theirs (students.go); nil when the lab is no class.
+	Students []*Student `json:"-"`
+	// Workloads, Captures and Impairs are those of Selected, in its order,
+	// with their steps and the edges the run follows between them
+	// (walk.go).
+	Workloads []*WorkloadPlan `json:"-"`
+	Captures  []*WindowPlan   `json:"-"`
+	Impairs   []*WindowPlan   `json:"-"`
 
 	byID  map[string]*Step
 	byKey map[stepKey][]string
@@ -186,6 +197,17 @@ func (p *Plan) Agents() []*lab.Host {
 		}
 	}
 	return out
+}
+
+// Agent reports whether the run opens an agent on h: a planned host that
+// is not only a jump host.
+func (p *Plan) Agent(h *lab.Host) bool {
+	for _, x := range p.Hosts {
+		if x.Ref == h {
+			return !x.JumpOnly
+		}
+	}
+	return false
 }
 
 // SelectionError is an --only value that selects nothing or is ambiguous;
@@ -297,8 +319,8 @@ func usedHosts(l *lab.Lab) map[*lab.Host]bool {
 func New(l *lab.Lab) (*Plan, error) { return NewWith(l, Options{}) }
 
 // NewWith is New with options.
-func NewWith(l *lab.Lab, o Options) (*Plan, error) {
-	l, err := selectLab(l, o.Only, o.Check)
+func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
+	l, err := selectLab(whole, o.Only, o.Check)
 	if err != nil {
 		return nil, &SelectionError{err}
 	}
@@ -503,6 +525,13 @@ func NewWith(l *lab.Lab, o Options) (*Plan, error) {
 	b.groups(wave)
 	b.redact()
 	b.p.VMCost = b.p.vmCost()
+	b.p.Students = students(whole, l)
+	if err := b.p.checkPhases(); err != nil {
+		return nil, err
+	}
+	if err := b.p.walk(); err != nil {
+		return nil, err
+	}
 	return b.p, nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 // Student is how one student of a class lab ended: a student is a for_each
 // key a workload runs with on a host of that key (a class's hosts are keyed
-// per student; engine/run's studentsOf has the rule); the unkeyed hosts
+// per student; engine/plan's students has the rule); the unkeyed hosts
 // they use (a shared server, the bastion they jump through) count for every
 // student that uses them.
 type Student struct {

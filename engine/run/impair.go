@@ -29,6 +29,9 @@ type impairWindow struct {
 	lab    *lab.Impair
 	step   *steps.Impair
 	during []*workloadNode
+	// inForce are the workloads it is in force during (the plan's
+	// WindowPlan.Covers): during, or for a whole-run one those on its host.
+	inForce []*workloadNode
 
 	startIDs, stopIDs []string
 
@@ -148,11 +151,6 @@ func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
 	}
 }
 
-// covers reports whether the window was in force during n: scoped to it,
-// or whole-run on one of its hosts.
-func (w *impairWindow) covers(n *workloadNode) bool {
-	if len(w.lab.During) == 0 {
-		return slices.Contains(n.lab.Hosts(), w.lab.Host)
-	}
-	return slices.Contains(w.during, n)
-}
+// covers reports whether the window was in force during n, as the plan
+// says.
+func (w *impairWindow) covers(n *workloadNode) bool { return slices.Contains(w.inForce, n) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -223,6 +224,16 @@ impair "wan" {
 	}
 	if len(order) < 2 || !strings.HasPrefix(order[0], "impair wan: netem delay 2ms loss 1% on lo of host b") {
 		t.Errorf("step starts %q: want the impairment before the workload", order)
+	}
+	// In force during bulk (a workload on its host, the plan says): its
+	// samples carry it.
+	if len(res.Outcomes) != 1 || len(res.Outcomes[0].Samples) == 0 {
+		t.Fatalf("outcomes %+v: want bulk's samples", res.Outcomes)
+	}
+	for _, s := range res.Outcomes[0].Samples {
+		if got := s.Meta.Extra[results.ImpairExtra]; !strings.HasPrefix(got, "wan: ") || s.Meta.ImpairLoss == nil || *s.Meta.ImpairLoss != 1 {
+			t.Errorf("sample %s: impair %q, loss %v: want wan's, 1", s.Metric, got, s.Meta.ImpairLoss)
+		}
 	}
 }
 

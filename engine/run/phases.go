@@ -24,7 +24,7 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// build makes the run's steps from the plan's selection: the hosts it
+// build makes the run's steps from what the plan walks: the hosts it
 // opens agents on, and the rxe devices, workloads, captures and
 // impairments of Plan.Selected, in file order.
 func (r *runner) build() error {
@@ -33,26 +33,22 @@ func (r *runner) build() error {
 	for _, x := range sel.RXEs {
 		r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 	}
-	for _, w := range sel.Workloads {
-		var dial *lab.Dial // the plan resolved it (tcp)
-		if w.ClientHost != nil {
-			if s := r.plan.Step(plan.StepID(w.ClientHost.Slug, plan.WorkloadClient, w.Slug)); s != nil {
-				dial = s.Dial
-			}
-		}
-		sw := stepWorkload(w, dial)
+	for _, wp := range r.plan.Workloads {
+		sw := stepWorkload(wp.Workload, wp.Dial)
 		st, err := steps.NewWorkload(sw)
 		if err != nil {
 			return err
 		}
-		r.workloads = append(r.workloads, &workloadNode{lab: w, spec: sw, step: st, done: make(chan struct{})})
+		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, step: st, ids: wp.Steps, done: make(chan struct{})})
 	}
-	for _, c := range sel.Captures {
-		r.captures = append(r.captures, &captureWindow{lab: c, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
+	for _, wp := range r.plan.Captures {
+		c := wp.Capture
+		r.captures = append(r.captures, &captureWindow{lab: c, startIDs: wp.Start, stopIDs: wp.Stop, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
 			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes}})
 	}
-	for _, im := range sel.Impairs {
-		r.impairs = append(r.impairs, &impairWindow{lab: im, step: &steps.Impair{
+	for _, wp := range r.plan.Impairs {
+		im := wp.Impair
+		r.impairs = append(r.impairs, &impairWindow{lab: im, startIDs: wp.Start, stopIDs: wp.Stop, step: &steps.Impair{
 			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
 	}
 	return nil
@@ -292,7 +288,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		}
 		return out
 	}
-	if len(r.students) > 0 {
+	if len(r.plan.Students) > 0 {
 		// A class lab goes on with the students whose hosts are fine when
 		// every problem names one of the lab's hosts.
 		byHost := map[string][]preflight.Problem{}
@@ -321,7 +317,7 @@ func (r *runner) createRXE(ctx context.Context) error {
 			return nil // its workloads are skipped
 		}
 		err := r.apply(ctx, x, x.Host, "", r.plan.IDs(x.Host, x.Name, plan.CreateRXE)...)
-		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
+		if err != nil && len(r.plan.Students) > 0 && ctx.Err() == nil {
 			// One student's device must not stop the class.
 			r.breakHost(x.Host, err)
 			return nil
@@ -391,7 +387,7 @@ func startWhole[W window](ctx context.Context, r *runner, ws []W) error {
 			return nil // its workloads are skipped
 		}
 		err := w.start(ctx, r)
-		if err != nil && len(r.students) > 0 && ctx.Err() == nil {
+		if err != nil && len(r.plan.Students) > 0 && ctx.Err() == nil {
 			r.breakHost(w.onHost(), err) // one student's capture or link must not stop the class
 			return nil
 		}

@@ -97,7 +97,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 				return nil
 			}
 			failed.Add(1)
-			if len(r.students) > 0 {
+			if len(r.plan.Students) > 0 {
 				r.breakHost(h.Name, res.Err)
 			} else {
 				emu.Lock()

@@ -4,9 +4,12 @@
 // the plan gives one (Plan.Agents), checks them, creates rxe devices,
 // starts captures, runs the workloads along the plan's DAG, pulls
 // artifacts, evaluates `expect` blocks, writes the run directory and tears
-// down what it created. It selects nothing (--only is the plan's,
-// Plan.Selected) and keeps no order of its own (schedule.go: the set-up
-// phases, written once, and the DAG edge by edge).
+// down what it created. It selects, orders and groups nothing itself:
+// --only is the plan's (Plan.Selected), the phases and their order are
+// the plan's (plan.Phases), which workload waits for which and what each
+// capture and impairment covers are the plan's (Plan.Workloads, Captures,
+// Impairs), and so are a class lab's students (Plan.Students); schedule.go
+// wires its workers to them.
 //
 // A run directory's last files are written after the teardown, in this
 // order: report.html (its timeline shows the teardown ended, with its
@@ -225,8 +228,6 @@ type runner struct {
 	// them is not undone one by one (discard.go).
 	discard map[string]bool
 
-	students []*student // class labs: the selected workloads by for_each key
-
 	mu      sync.Mutex
 	conns   map[string]Host
 	lost    map[string]error // hosts whose agent was lost
@@ -298,7 +299,6 @@ func (r *runner) prepare() error {
 			return fmt.Errorf("boot local VM hosts: %w", err)
 		}
 	}
-	r.students = r.studentsOf()
 	now := r.opts.Now().UTC()
 	stamp := now.Format("20060102T150405Z")
 	dir := r.opts.Out
@@ -500,18 +500,19 @@ func (r *runner) addErr(err error) {
 func (r *runner) execute(ctx context.Context, res *Result) {
 	r.emit(Event{Type: "run.start", Message: fmt.Sprintf("lab %s, run %s, %d hosts, %d workloads", r.lab.Name, r.runID, len(r.hosts), len(r.workloads))})
 	ok := r.phase(ctx, "boot", r.bootVMs)
-	for _, ph := range setup { // schedule.go
+	for _, name := range plan.SetupPhases() { // the plan's order; schedule.go runs each
 		if !ok {
 			break
 		}
+		ph := setup[name]
 		if ph.when != nil && !ph.when(r) {
 			continue
 		}
 		var ids []string
 		if ph.ids {
-			ids = r.plan.IDs("", "", ph.kinds...)
+			ids = r.plan.IDs("", "", plan.KindsOf(name)...)
 		}
-		ok = r.phase(ctx, ph.name, func(ctx context.Context) error { return ph.run(r, ctx) }, ids...)
+		ok = r.phase(ctx, string(name), func(ctx context.Context) error { return ph.run(r, ctx) }, ids...)
 	}
 	if ok {
 		r.runWorkloads(ctx)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
@@ -12,27 +11,15 @@ import (
 )
 
 // The run executes engine/plan's DAG; it keeps no ordering of its own.
-//
-// Set-up and tear-down run in phases, each a set of plan steps on every host
-// at once: after booting local VMs, the set-up phases below in their order,
-// then the workloads, capture stops, fetch and teardown. setup is the one
-// place that order is written: execute runs it and phaseOf reads it, and a
-// plan edge the phases would not follow (back to an earlier phase, or
-// between steps one phase runs at once) is refused by checkPhases
-// (TestPhasesFollowThePlan runs it on every example lab), so running the
-// phases one after another is a topological order of the DAG. Within the
-// workload phase the DAG is followed edge by edge: a workload starts once
-// the workloads its plan steps depend on are done, and a capture scoped with
-// `during` starts before the first workload that depends on its start and
-// stops after the last one its stop depends on. A new dependency (a future
-// `depends_on`) is written in engine/plan only.
+// The plan's phases (plan.Phases, written once there and checked against
+// the DAG when the plan is made) say in which order the set-up and
+// tear-down run; here each set-up phase gets the function that runs its
+// steps on every host at once. The workload phase follows what the plan
+// walks (Plan.Workloads, Captures, Impairs) edge by edge.
 
-// setupPhase is one phase of the set-up: the plan steps of its kinds, run
-// on every host at once by run.
+// setupPhase is what runs one set-up phase of the plan.
 type setupPhase struct {
-	name  string
-	kinds []plan.Kind
-	run   func(*runner, context.Context) error
+	run func(*runner, context.Context) error
 	// ids: the phase's events name its plan steps (its function emits no
 	// events of its own per step).
 	ids bool
@@ -40,47 +27,16 @@ type setupPhase struct {
 	when func(*runner) bool
 }
 
-// setup is the run's set-up, in order. A capture or impairment scoped with
+// setup runs each of plan.SetupPhases. A capture or impairment scoped with
 // `during` is started in the workload phase, before its workloads.
-var setup = []setupPhase{
-	{name: "connect", kinds: []plan.Kind{plan.Connect, plan.ShipAgent}, run: (*runner).connectAll},
-	{name: "provision", kinds: []plan.Kind{plan.Provision}, run: (*runner).provisionHosts, ids: true, when: func(r *runner) bool { return len(r.plan.IDs("", "", plan.Provision)) > 0 }}, // provision.go: where the plan provisions
-	{name: "preflight", kinds: []plan.Kind{plan.Preflight}, run: (*runner).preflight, ids: true},
-	{name: "rxe", kinds: []plan.Kind{plan.CreateRXE}, run: (*runner).createRXE},
-	{name: "capture", kinds: []plan.Kind{plan.StartCapture}, run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.captures) }},
-	{name: "impair", kinds: []plan.Kind{plan.StartImpair}, run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.impairs) }}, // impair.go
+var setup = map[plan.Phase]setupPhase{
+	plan.PhaseConnect:   {run: (*runner).connectAll},
+	plan.PhaseProvision: {run: (*runner).provisionHosts, ids: true, when: func(r *runner) bool { return len(r.plan.IDs("", "", plan.Provision)) > 0 }}, // provision.go: where the plan provisions
+	plan.PhasePreflight: {run: (*runner).preflight, ids: true},
+	plan.PhaseRXE:       {run: (*runner).createRXE},
+	plan.PhaseCapture:   {run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.captures) }},
+	plan.PhaseImpair:    {run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.impairs) }}, // impair.go
 }
-
-// After the set-up: the workload phase (runWorkloads; a whole-run capture
-// or impairment stops after every workload), then fetch and teardown.
-var afterSetup = []struct {
-	name  string
-	kinds []plan.Kind
-}{
-	{"workloads", []plan.Kind{plan.WorkloadServer, plan.WorkloadClient, plan.WorkloadRun, plan.StopCapture, plan.StopImpair}},
-	{"fetch", []plan.Kind{plan.Fetch}},
-	{"teardown", []plan.Kind{plan.Teardown}},
-}
-
-// phaseOf is the place in the run's order of the phase that executes plan
-// steps of kind k, and the phase's name; ok is false for a kind the run
-// cannot execute.
-func phaseOf(k plan.Kind) (i int, name string, ok bool) {
-	for i, ph := range setup {
-		if slices.Contains(ph.kinds, k) {
-			return i, ph.name, true
-		}
-	}
-	for j, ph := range afterSetup {
-		if slices.Contains(ph.kinds, k) {
-			return len(setup) + j, ph.name, true
-		}
-	}
-	return 0, "", false
-}
-
-// workloadPhase is the phase the run follows edge by edge.
-var workloadPhase, _, _ = phaseOf(plan.WorkloadRun)
 
 // schedule plans what this run runs (the plan.json it writes, the same as
 // `rlab plan --only`), builds the run's steps from it and wires its
@@ -98,8 +54,10 @@ func (r *runner) schedule() error {
 			return fmt.Errorf("plan lab %q: %w", r.lab.Name, err)
 		}
 	}
-	if err := checkPhases(p); err != nil {
-		return err
+	for _, ph := range plan.SetupPhases() {
+		if _, ok := setup[ph]; !ok {
+			return fmt.Errorf("plan lab %q: the run cannot execute set-up phase %s", r.lab.Name, ph)
+		}
 	}
 	r.plan = p
 	if err := r.build(); err != nil {
@@ -109,68 +67,35 @@ func (r *runner) schedule() error {
 	for _, n := range r.workloads {
 		nodes[n.lab] = n
 	}
-	windows := map[*lab.Capture]*captureWindow{}
-	for _, c := range r.captures {
-		windows[c.lab] = c
-	}
-	impairs := map[*lab.Impair]*impairWindow{}
-	for _, w := range r.impairs {
-		impairs[w.lab] = w
-	}
-	// A scoped window's stop waits for the workloads it covers.
-	covered := func(s *plan.Step, during []*workloadNode) []*workloadNode {
-		for _, d := range s.DependsOn {
-			if n := nodes[p.Step(d).Workload]; n != nil && !slices.Contains(during, n) {
-				during = append(during, n)
-			}
+	of := func(ws []*lab.Workload) []*workloadNode {
+		var out []*workloadNode
+		for _, w := range ws {
+			out = append(out, nodes[w])
 		}
-		return during
+		return out
 	}
-	for _, s := range p.Steps {
-		switch s.Kind {
-		case plan.WorkloadServer, plan.WorkloadClient, plan.WorkloadRun:
-			n := nodes[s.Workload]
-			if n == nil {
-				return fmt.Errorf("plan lab %q: step %s is of workload %q, which this run does not run", r.lab.Name, s.ID, s.Subject)
-			}
-			n.ids = append(n.ids, s.ID)
-			for _, d := range s.DependsOn {
-				if dw := p.Step(d).Workload; dw != nil && dw != s.Workload && !slices.Contains(n.deps, nodes[dw]) {
-					n.deps = append(n.deps, nodes[dw])
-				}
-			}
-		case plan.StopCapture:
-			c := windows[s.Capture]
-			if c == nil || len(c.lab.During) == 0 {
-				continue // whole-run: stopped after every workload
-			}
-			// In the order its `during` names them: the window's name
-			// keeps that order.
-			c.during = covered(s, c.during)
+	for i, wp := range p.Workloads {
+		r.workloads[i].deps = of(wp.After)
+	}
+	// A scoped window starts before the first workload its stop waits for
+	// and stops after the last; its name keeps its `during` order.
+	for i, wp := range p.Captures {
+		c := r.captures[i]
+		if c.during = of(wp.During); len(c.during) > 0 {
 			c.remaining = len(c.during)
 			c.step.Window = windowName(c.during)
-		case plan.StopImpair:
-			w := impairs[s.Impair]
-			if w == nil || len(w.lab.During) == 0 {
-				continue // whole-run: removed after every workload
-			}
-			w.during = covered(s, w.during)
-			w.remaining = len(w.during)
 		}
-	}
-	for _, c := range r.captures {
 		for _, n := range c.during {
 			n.captures = append(n.captures, c) // started in the lab's order of captures
 		}
-		c.startIDs = r.plan.IDs(c.lab.Host.Name, c.lab.Name, plan.StartCapture)
-		c.stopIDs = r.plan.IDs(c.lab.Host.Name, c.lab.Name, plan.StopCapture)
 	}
-	for _, w := range r.impairs {
+	for i, wp := range p.Impairs {
+		w := r.impairs[i]
+		w.during, w.inForce = of(wp.During), of(wp.Covers)
+		w.remaining = len(w.during)
 		for _, n := range w.during {
 			n.impairs = append(n.impairs, w)
 		}
-		w.startIDs = r.plan.IDs(w.lab.Host.Name, w.lab.Name, plan.StartImpair)
-		w.stopIDs = r.plan.IDs(w.lab.Host.Name, w.lab.Name, plan.StopImpair)
 	}
 	return nil
 }
@@ -180,42 +105,6 @@ func (r *runner) schedule() error {
 // workloads) and hands the plan to Run as Options.Plan.
 func PlanOptions(o Options) plan.Options {
 	return plan.Options{Only: o.Only, Check: o.Validate, Provision: o.Provision, NoProvision: o.Validate}
-}
-
-// checkPhases refuses a plan whose DAG the phases cannot follow: an edge
-// from a step of a later phase to one of an earlier phase, or between two
-// steps of one phase that the run does not order (it runs a phase's steps at
-// once, except a host's connect after its jump host's and the workload
-// phase, which it follows edge by edge), or a workload that needs a scoped
-// capture started but is not one whose end the capture's stop waits for.
-func checkPhases(p *plan.Plan) error {
-	workload := func(k plan.Kind) bool {
-		return k == plan.WorkloadServer || k == plan.WorkloadClient || k == plan.WorkloadRun
-	}
-	for _, s := range p.Steps {
-		ps, psName, ok := phaseOf(s.Kind)
-		if !ok {
-			return fmt.Errorf("plan: step %s is of kind %q, which the run cannot execute", s.ID, s.Kind)
-		}
-		for _, d := range s.DependsOn {
-			ds := p.Step(d)
-			pd, pdName, _ := phaseOf(ds.Kind)
-			switch {
-			case pd > ps:
-				return fmt.Errorf("plan: step %s (run phase %s) depends on %s (run phase %s): the run executes its phases in order and cannot run that", s.ID, psName, d, pdName)
-			case pd == ps && ds.Kind != plan.Connect && !(ps == workloadPhase && workload(ds.Kind)):
-				// The connect phase connects a host after its jump host and ships
-				// the agent after connecting; the workload phase follows edges.
-				return fmt.Errorf("plan: step %s depends on %s: the run executes the steps of phase %s at once and cannot order them", s.ID, d, psName)
-			case workload(s.Kind) && ds.Kind == plan.StartCapture && len(ds.Capture.During) > 0:
-				stop := p.Step(plan.StepID(ds.Capture.Host.Slug, plan.StopCapture, ds.Capture.Slug))
-				if stop == nil || !slices.ContainsFunc(stop.DependsOn, func(id string) bool { return p.Step(id).Workload == s.Workload }) {
-					return fmt.Errorf("plan: step %s needs capture %q started, but the capture's stop does not wait for it: the run starts a scoped capture for the workloads its stop waits for", s.ID, ds.Capture.Name)
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // windowName names a scoped capture's window after its workloads: part of

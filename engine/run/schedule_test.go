@@ -19,100 +19,6 @@ import (
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
-// TestPhasesFollowThePlan: the run's phases can execute the plan of every
-// example and corpus lab (no edge points back to an earlier phase), and a
-// plan they cannot execute is refused with the edge named.
-func TestPhasesFollowThePlan(t *testing.T) {
-	files, _ := filepath.Glob("../../labs/*.hcl")
-	corpus, _ := filepath.Glob("../../testdata/labs/valid/*.hcl")
-	files = append(files, corpus...)
-	if len(files) < 5 {
-		t.Fatalf("found %d labs, want the example and corpus labs", len(files))
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".hcl"), func(t *testing.T) {
-			l, diags := lab.Load([]string{f}, lab.LoadOptions{})
-			if diags.HasErrors() {
-				t.Fatalf("load: %v", diags)
-			}
-			p, err := plan.NewWith(l, plan.Options{Provision: true}) // with every kind of step
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := checkPhases(p); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-
-	l := loadLab(t, twoHosts+`
-rxe "a" {
-  host   = host.a
-  netdev = "lo"
-}
-rxe "b" {
-  host   = host.b
-  netdev = "lo"
-}
-workload "w" {
-  tool    = "exec"
-  host    = host.a
-  command = ["true"]
-}
-workload "v" {
-  tool    = "exec"
-  host    = host.b
-  command = ["true"]
-}
-capture "c" {
-  host   = host.a
-  netdev = "lo"
-  during = [workload.w]
-}
-`)
-	for _, tt := range []struct {
-		name  string
-		bend  func(p *plan.Plan)
-		error string
-	}{
-		{"rxe after a workload", func(p *plan.Plan) {
-			s := p.Step("a/create-rxe/a")
-			s.DependsOn = append(s.DependsOn, "a/workload-run/w")
-		}, "step a/create-rxe/a (run phase rxe) depends on a/workload-run/w (run phase workloads)"},
-		{"preflight after fetch", func(p *plan.Plan) {
-			s := p.Step("a/preflight")
-			s.DependsOn = append(s.DependsOn, "a/fetch")
-		}, "step a/preflight (run phase preflight) depends on a/fetch (run phase fetch)"},
-		{"a kind the run does not know", func(p *plan.Plan) { p.Step("a/fetch").Kind = "reboot" }, `step a/fetch is of kind "reboot"`},
-		{"one rxe after another", func(p *plan.Plan) {
-			s := p.Step("b/create-rxe/b")
-			s.DependsOn = append(s.DependsOn, "a/create-rxe/a")
-		}, "step b/create-rxe/b depends on a/create-rxe/a: the run executes the steps of phase rxe at once"},
-		{"a workload after a scoped capture's stop", func(p *plan.Plan) {
-			s := p.Step("b/workload-run/v")
-			s.DependsOn = append(s.DependsOn, "a/stop-capture/c")
-		}, "step b/workload-run/v depends on a/stop-capture/c: the run executes the steps of phase workloads at once"},
-		{"a scoped capture's start needed by a workload its stop does not wait for", func(p *plan.Plan) {
-			s := p.Step("b/workload-run/v")
-			s.DependsOn = append(s.DependsOn, "a/start-capture/c")
-		}, `step b/workload-run/v needs capture "c" started, but the capture's stop does not wait for it`},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := plan.NewWith(l, plan.Options{Provision: true}) // with every kind of step
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := checkPhases(p); err != nil {
-				t.Fatalf("the plan as made: %v", err)
-			}
-			tt.bend(p)
-			if err := checkPhases(p); err == nil || !strings.Contains(err.Error(), tt.error) {
-				t.Errorf("checkPhases = %v, want an error with %q", err, tt.error)
-			}
-		})
-	}
-}
-
 // orderLab has workloads that share hosts (file order), disjoint ones (one
 // wave), a two-host workload joining them and a made-up two-sided kind.
 const orderLab = `
@@ -424,4 +330,59 @@ capture "c" {
 			}
 		}
 	})
+}
+
+// TestRunWalksThePlan: the run waits where the plan's walk says, not where
+// it would read edges itself. Two workloads on hosts of their own run
+// together (one wave); handed a plan whose walk makes the second wait for
+// the first, the run starts it only once the first has ended.
+func TestRunWalksThePlan(t *testing.T) {
+	l := loadLab(t, twoHosts+`
+workload "first" {
+  tool    = "exec"
+  host    = host.a
+  command = ["sleep", "0.5"]
+}
+workload "second" {
+  tool    = "exec"
+  host    = host.b
+  command = ["true"]
+}
+`)
+	for _, tt := range []struct {
+		name  string
+		after bool // the plan makes second wait for first
+	}{{"as planned", false}, {"second after first", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := plan.NewWith(l, plan.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Workloads) != 2 || len(p.Workloads[1].After) != 0 {
+				t.Fatalf("the plan's workloads: %+v", p.Workloads)
+			}
+			if tt.after {
+				p.Workloads[1].After = []*lab.Workload{p.Workloads[0].Workload}
+			}
+			res := Run(context.Background(), l, Options{Connector: newPipeBed(t), Plan: p, Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
+			if res.Code != ExitOK {
+				t.Fatalf("code %d: %v", res.Code, res.Err)
+			}
+			firstEnd, secondStart := -1, -1
+			for i, e := range readEvents(t, res.Dir) {
+				switch {
+				case e.Type == "step.end" && e.Workload == "first":
+					firstEnd = i
+				case e.Type == "step.start" && e.Workload == "second" && secondStart < 0:
+					secondStart = i
+				}
+			}
+			if firstEnd < 0 || secondStart < 0 {
+				t.Fatalf("events: first ended at %d, second started at %d", firstEnd, secondStart)
+			}
+			if after := secondStart > firstEnd; after != tt.after {
+				t.Errorf("second started at event %d, first ended at %d: want second after first %v", secondStart, firstEnd, tt.after)
+			}
+		})
+	}
 }

@@ -1,0 +1,114 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+// What the run walks: each selected workload and each capture and
+// impairment with its steps and, read once here off the DAG's edges, the
+// workloads it waits for or covers. engine/run wires its workers to these
+// and derives no edge itself.
+
+// WorkloadPlan is one selected workload as the run executes it.
+type WorkloadPlan struct {
+	Workload *lab.Workload
+	// Steps are its steps in DAG order: server then client, or its one
+	// run step.
+	Steps []string
+	// After are the other workloads a step of it depends on: it starts
+	// once they are done (file order on a shared host, a group's
+	// predecessors).
+	After []*lab.Workload
+	// Dial is, for a client that dials no rxe of its server (tcp), the
+	// address it dials (the client step's Dial).
+	Dial *lab.Dial
+}
+
+// WindowPlan is one selected capture (Capture set) or impairment (Impair
+// set) as the run executes it.
+type WindowPlan struct {
+	Capture *lab.Capture
+	Impair  *lab.Impair
+	// Start and Stop are its start and stop steps.
+	Start, Stop []string
+	// During, for a window scoped with `during`, are the workloads its
+	// stop waits for, in the order of its stop's edges (the lab's
+	// `during` order): it starts before the first of them and stops after
+	// the last. Nil: the whole run.
+	During []*lab.Workload
+	// Covers are the workloads it is in force during: During, or for a
+	// whole-run window every selected workload on its host.
+	Covers []*lab.Workload
+}
+
+// walk fills Plan.Workloads, Captures and Impairs from the ordered steps.
+func (p *Plan) walk() error {
+	wps := map[*lab.Workload]*WorkloadPlan{}
+	for _, w := range p.Selected.Workloads {
+		wp := &WorkloadPlan{Workload: w}
+		wps[w] = wp
+		p.Workloads = append(p.Workloads, wp)
+	}
+	// The workloads the steps of a window's stop depend on.
+	covered := func(s *Step) []*lab.Workload {
+		var out []*lab.Workload
+		for _, d := range s.DependsOn {
+			if w := p.Step(d).Workload; w != nil && !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	caps := map[*lab.Capture]*WindowPlan{}
+	for _, c := range p.Selected.Captures {
+		wp := &WindowPlan{Capture: c}
+		caps[c] = wp
+		p.Captures = append(p.Captures, wp)
+	}
+	imps := map[*lab.Impair]*WindowPlan{}
+	for _, im := range p.Selected.Impairs {
+		wp := &WindowPlan{Impair: im}
+		imps[im] = wp
+		p.Impairs = append(p.Impairs, wp)
+	}
+	for _, s := range p.Steps {
+		switch s.Kind {
+		case WorkloadServer, WorkloadClient, WorkloadRun:
+			wp := wps[s.Workload]
+			if wp == nil {
+				return fmt.Errorf("plan: step %s is of workload %q, which is not selected", s.ID, s.Subject)
+			}
+			wp.Steps = append(wp.Steps, s.ID)
+			if s.Dial != nil {
+				wp.Dial = s.Dial
+			}
+			for _, d := range s.DependsOn {
+				if dw := p.Step(d).Workload; dw != nil && dw != s.Workload && !slices.Contains(wp.After, dw) {
+					wp.After = append(wp.After, dw)
+				}
+			}
+		case StartCapture:
+			caps[s.Capture].Start = append(caps[s.Capture].Start, s.ID)
+		case StopCapture:
+			wp := caps[s.Capture]
+			wp.Stop = append(wp.Stop, s.ID)
+			wp.Covers = covered(s)
+			if len(s.Capture.During) > 0 {
+				wp.During = wp.Covers
+			}
+		case StartImpair:
+			imps[s.Impair].Start = append(imps[s.Impair].Start, s.ID)
+		case StopImpair:
+			wp := imps[s.Impair]
+			wp.Stop = append(wp.Stop, s.ID)
+			wp.Covers = covered(s)
+			if len(s.Impair.During) > 0 {
+				wp.During = wp.Covers
+			}
+		}
+	}
+	return nil
+}
