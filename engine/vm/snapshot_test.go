@@ -2,6 +2,8 @@ package vm
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,6 +210,28 @@ func TestRestoreWanted(t *testing.T) {
 		tmpl := &Set{opts: Options{Boot: tc.boot, template: true}}
 		if tmpl.restoreWanted() {
 			t.Errorf("%s=%q: the snapshot's template would be restored", RestoreEnv, tc.env)
+		}
+	}
+}
+
+// TestKeepSnapshot: a restored guest that was only slow (sshd not answering
+// by the deadline, its qemu still running) keeps its snapshot, as the
+// restore failure is wrapped on its way up; a guest whose qemu exited, or
+// whose identity did not apply, loses it.
+func TestKeepSnapshot(t *testing.T) {
+	slow := slowGuest{errors.New(`boot vm "server": sshd at 127.0.0.1:1 did not answer within 5m0s`)}
+	for _, tc := range []struct {
+		name string
+		err  error
+		keep bool
+	}{
+		{"slow", slow, true},
+		{"slow, as bootWave wraps it", fmt.Errorf("%w: %w", errRestoreFailed, slow), true},
+		{"qemu exited", fmt.Errorf("%w: %w", errRestoreFailed, errGuestDied), false},
+		{"identity failed", fmt.Errorf("%w: %w", errRestoreFailed, errors.New("ip link set eth1 address: exit 1")), false},
+	} {
+		if got := keepSnapshot(tc.err); got != tc.keep {
+			t.Errorf("%s: keep %v, want %v", tc.name, got, tc.keep)
 		}
 	}
 }

@@ -315,14 +315,22 @@ func (s *Set) bootWave(ctx context.Context, ms []Machine, lo, hi int, links map[
 			continue
 		}
 		old := s.VMs[i]
-		if old.snap != nil {
+		switch {
+		case old.snap != nil && keepSnapshot(err):
+			// Slow, not broken: on a busy host (TCG, several VMs on two
+			// cores) a restored guest can miss its deadline too. The
+			// snapshot stays for the next run; this VM boots.
+			s.opts.Logger.Warn("restored vm did not answer in time; booting it, the snapshot is kept", "host", old.Name, "snapshot", old.snap.Dir, "err", err)
+			s.opts.Progress(old.Name, "the restored guest did not answer in time (a busy host?); booting it instead, the saved guest is kept")
+			_ = old.stopNow()
+		case old.snap != nil:
 			// A saved guest that does not come up is not kept: the next
 			// run builds it anew. This VM boots instead.
 			s.opts.Logger.Warn("restored vm did not come up; removing its snapshot and booting it", "host", old.Name, "snapshot", old.snap.Dir, "err", err)
 			s.opts.Progress(old.Name, "the restore failed ("+err.Error()+"); booting it instead")
 			_ = old.stopNow()
 			_ = os.RemoveAll(old.snap.Dir)
-		} else {
+		default:
 			s.opts.Logger.Warn("vm died while booting; booting it again", "host", old.Name, "err", err)
 			s.opts.Progress(old.Name, "died while booting (console of that try: "+old.Console+".1); booting it again")
 		}
@@ -339,6 +347,22 @@ func (s *Set) bootWave(ctx context.Context, ms []Machine, lo, hi int, links map[
 		errs[j] = s.waitSSH(ctx, v, login)
 	}
 	return errors.Join(errs...)
+}
+
+// slowGuest is a VM whose sshd did not answer before its deadline while
+// its qemu still ran.
+type slowGuest struct{ error }
+
+func (e slowGuest) Unwrap() error { return e.error }
+
+// keepSnapshot reports whether the snapshot of a restored VM that failed
+// with err is kept: only when the guest was merely slow (its qemu ran, its
+// sshd had not answered by the deadline). A qemu that exited, a stream it
+// refused, a wrong host key or an identity that did not apply mean the
+// saved guest is bad, and it is removed.
+func keepSnapshot(err error) bool {
+	var slow slowGuest
+	return errors.As(err, &slow)
 }
 
 // errGuestDied marks a VM whose qemu exited (its guest panicked) before
@@ -817,7 +841,7 @@ func (s *Set) waitSSH(ctx context.Context, v *VM, login *keyPair) error {
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("boot vm %q: sshd at %s did not answer within %s (last: %v); console log %s ends:%s", v.Name, v.Addr, v.BootTimeout, last, v.Console, consoleTail(v.Console, 25))
+				return slowGuest{fmt.Errorf("boot vm %q: sshd at %s did not answer within %s (last: %v); console log %s ends:%s", v.Name, v.Addr, v.BootTimeout, last, v.Console, consoleTail(v.Console, 25))}
 			}
 			return fmt.Errorf("boot vm %q: %w", v.Name, ctx.Err())
 		case <-time.After(time.Second):
