@@ -132,6 +132,10 @@ type Summary struct {
 	TCPConns  int        `json:"tcp_connections"`
 	Untracked int64      `json:"untracked_segments,omitempty"`
 	Opcodes   []*OpStats `json:"opcodes"`
+	// TCP are the connections that carried no iWARP (a TCP baseline's
+	// stream, perftest's out-of-band exchange), for naming them by
+	// workload; the summary's JSON leaves them out.
+	TCP []*Conn `json:"-"`
 }
 
 type connKey struct{ a, b netip.AddrPort }
@@ -786,7 +790,7 @@ func (a *Analyzer) Finish() *Summary {
 	}
 	a.done = true
 	s.TCPConns = len(a.order)
-	s.Conns = s.Conns[:0]
+	s.Conns, s.TCP = s.Conns[:0], s.TCP[:0]
 	for _, c := range a.order {
 		for _, d := range c.Dirs {
 			d.finish(a)
@@ -796,6 +800,8 @@ func (a *Analyzer) Finish() *Summary {
 				sort.Slice(d.Ops, func(i, j int) bool { return d.Ops[i].Opcode < d.Ops[j].Opcode })
 			}
 			s.Conns = append(s.Conns, c)
+		} else {
+			s.TCP = append(s.TCP, c)
 		}
 	}
 	s.Opcodes = s.Opcodes[:0]

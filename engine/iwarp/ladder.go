@@ -28,6 +28,9 @@ func IOSeries(op uint8) string {
 type Ladder struct {
 	N    int
 	A, B netip.AddrPort // left (the MPA initiator, when known) and right ends
+	// Keep, when set, selects the events the diagram may show (a
+	// connection, a time window); the first kept one names the connection.
+	Keep func(*Event) bool
 	conn *Conn
 	rows []LadderRow
 	t0   int64
@@ -51,6 +54,9 @@ func (l *Ladder) Rows() []LadderRow { return l.rows }
 // Add considers one event (Analyzer.OnEvent).
 func (l *Ladder) Add(e *Event) {
 	if len(l.rows) >= l.N {
+		return
+	}
+	if l.Keep != nil && !l.Keep(e) {
 		return
 	}
 	if l.conn == nil {
@@ -130,7 +136,11 @@ const arrowWidth = 46
 func (l *Ladder) WriteLadder(w io.Writer) error {
 	b := &strings.Builder{}
 	if l.conn == nil {
-		b.WriteString("no iWARP connection\n")
+		b.WriteString("no iWARP connection")
+		if l.Keep != nil {
+			b.WriteString(" in the selection")
+		}
+		b.WriteString("\n")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
