@@ -95,12 +95,17 @@ func iwarpFeeding(g *iograph.Builder) *iwarp.Analyzer {
 }
 
 // ScanCapture reads the files of one capture one after another, in the
-// order given, as roce.ScanFile reads one. CutShort is set when any file
-// ends inside a frame.
+// order given, as roce.ScanFile reads one, decoding on every CPU
+// (roce.ScanParallel: fn still sees the packets in file order). CutShort
+// is set when any file ends inside a frame.
 func ScanCapture(files []string, fn func(*roce.Packet) error) (roce.ScanResult, error) {
 	var total roce.ScanResult
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 {
+		workers = 0 // one CPU: no pipeline to pay for
+	}
 	for _, f := range files {
-		res, err := roce.ScanFile(f, fn)
+		res, err := roce.ScanFileParallel(f, workers, fn)
 		total.Frames += res.Frames
 		total.CutShort = total.CutShort || res.CutShort
 		if err != nil {
