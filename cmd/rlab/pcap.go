@@ -66,7 +66,8 @@ marks each workload's window.
 --flow N draws the first N packets between the two ends as a ladder diagram
 (and the first N MPA frames and FPDUs of the first iWARP connection). --qp,
 --conn, --from/--to and --workload choose which packets it draws (--flow 20
-unless given); --retransmits draws only resent RoCEv2 request packets and NAKs.
+unless given); --retransmits draws only resent RoCEv2 request packets and NAKs, and
+retransmitted TCP segments of iWARP connections.
 --iograph FILE.svg writes throughput over time (bits/s per --interval) for all
 RoCEv2, each operation class, TCP and iWARP (its FPDUs also in WRITE, READ and
 SEND) (of one capture).`,
@@ -132,9 +133,12 @@ SEND) (of one capture).`,
 				// reassembles the TCP streams the decoder hands it.
 				iw := iwarp.NewAnalyzer()
 				var iwLadder *iwarp.Ladder
-				if flowN > 0 && !sel.resent {
+				if flowN > 0 {
 					iwLadder = iwarp.NewLadder(flowN)
-					iwLadder.Keep = keepIWARP
+					iwLadder.Keep, iwLadder.Resent = keepIWARP, sel.resent
+					if sel.resent {
+						iw.OnResent = iwLadder.Add
+					}
 				}
 				iw.OnEvent = func(e *iwarp.Event) {
 					if iwLadder != nil {
@@ -270,7 +274,7 @@ SEND) (of one capture).`,
 	f.StringVar(&sel.from, "from", "", "the ladder starts at this time: seconds since the capture's first frame (1.5, 1.5s, 300ms)")
 	f.StringVar(&sel.to, "to", "", "the ladder ends at this time, as --from")
 	f.StringVar(&sel.workload, "workload", "", "the ladder shows this workload's time window (a capture in a run directory)")
-	f.BoolVar(&sel.resent, "retransmits", false, "the ladder shows only resent RoCEv2 request packets and NAKs")
+	f.BoolVar(&sel.resent, "retransmits", false, "the ladder shows only resent RoCEv2 request packets and NAKs, and retransmitted TCP segments of iWARP")
 	f.StringVar(&svgPath, "iograph", "", "write an IO graph (SVG) to this file")
 	f.DurationVar(&interval, "interval", 100*time.Millisecond, "IO graph bucket width")
 	return cmd

@@ -128,6 +128,9 @@ func TestPcapFlowSelection(t *testing.T) {
 		{"conn elsewhere", []string{"--conn", "10.0.0.1-10.0.0.2", mixedRun}, []string{"no RoCEv2 packets in the selection"}, nil, 0},
 		{"retransmits", []string{"--retransmits", "5", lossy}, []string{"first 5 resent RoCEv2 packets and NAKs", "NAK PSN sequence error", "RDMA WRITE Middle PSN 14850219"}, nil, 5},
 		{"no retransmits", []string{"--retransmits", mixedRun}, []string{"no resent RoCEv2 packets or NAKs"}, nil, 0},
+		// tshark -Y tcp.analysis.retransmission names the same frame 15, seq 1254, 724 bytes.
+		{"iwarp retransmits", []string{"--retransmits", "../../testdata/iwarp/iwarp-markers-crc.pcap"},
+			[]string{"first 1 retransmitted TCP segments of iWARP between 10.99.0.1:40001 and 10.99.0.2:4210", "    15 ", "seq 1254, 724 bytes"}, []string{"RoCEv2 packets"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := runPcap(t, tc.args...)

@@ -122,6 +122,12 @@ type Event struct {
 	CRCChecked bool
 	CRCValid   bool
 	Markers    int
+	// Resent: a TCP segment carrying bytes already seen (OnResent); Seq
+	// and Len are its sequence number and payload length, and the fields
+	// above it but the frame, time and connection are unset.
+	Resent bool
+	Seq    uint32
+	Len    int
 }
 
 // Summary is the iWARP part of a capture.
@@ -146,6 +152,10 @@ type Analyzer struct {
 	// OnEvent, when set, is called with each MPA frame and FPDU as it is
 	// completed (in byte stream order per direction).
 	OnEvent func(*Event)
+	// OnResent, when set, is called with each TCP segment whose bytes had
+	// all or partly been seen already (Dir.Retransmits), as an Event with
+	// Resent set.
+	OnResent func(*Event)
 
 	conns   map[connKey]*Conn
 	order   []*Conn
@@ -201,6 +211,19 @@ func (a *Analyzer) Add(p *roce.Packet) {
 	d.segment(a, c, p)
 }
 
+// resent hands a retransmitted segment to OnResent.
+func (a *Analyzer) resent(c *Conn, d *Dir, p *roce.Packet) {
+	if a.OnResent == nil {
+		return
+	}
+	di := 0
+	if c.Dirs[1] == d {
+		di = 1
+	}
+	a.OnResent(&Event{Frame: p.Number, EndFrame: p.Number, Time: p.Time, Conn: c, Dir: di,
+		Resent: true, Seq: p.TCP.Seq, Len: p.L4Payload})
+}
+
 // segment handles one TCP segment of this direction.
 func (d *Dir) segment(a *Analyzer, c *Conn, p *roce.Packet) {
 	if d.Segments == 0 {
@@ -253,9 +276,11 @@ func (d *Dir) segment(a *Analyzer, c *Conn, p *roce.Packet) {
 	switch {
 	case seqLE(end, r.next):
 		d.Retransmits++
+		a.resent(c, d, p)
 		return
 	case seqLT(seq, r.next):
 		d.Retransmits++
+		a.resent(c, d, p)
 		skip := int(r.next - seq)
 		data = data[min(skip, len(data)):]
 		d.deliver(r.next, data, n-skip, p.Number, p.Time, false)
@@ -268,6 +293,7 @@ func (d *Dir) segment(a *Analyzer, c *Conn, p *roce.Packet) {
 		for _, s := range r.pending {
 			if s.seq == seq {
 				d.Retransmits++
+				a.resent(c, d, p)
 				return
 			}
 		}
