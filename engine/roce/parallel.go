@@ -17,8 +17,13 @@ import (
 // part that parallelises; the reading and the accounting stay in file
 // order, so the result is the same as Scan's, packet for packet.
 
-// batchFrames is how many frames one batch carries between the stages.
-const batchFrames = 512
+// batchFrames is how many frames one batch carries between the stages,
+// batchBytes how many captured bytes at most (and one frame more): frames
+// of up to 256 KiB must not make the batches in flight hold gigabytes.
+const (
+	batchFrames = 512
+	batchBytes  = 2 << 20
+)
 
 type rawFrame struct {
 	off, n     int
@@ -73,7 +78,7 @@ func ScanParallel(r io.Reader, workers int, fn func(*Packet) error) (ScanResult,
 			b.arena, b.frames, b.first = b.arena[:0], b.frames[:0], n+1
 			b.done = make(chan struct{})
 			var err error
-			for len(b.frames) < batchFrames {
+			for len(b.frames) < batchFrames && len(b.arena) < batchBytes {
 				var data []byte
 				var f rawFrame
 				data, f.ts, f.wire, f.link, err = next()

@@ -8,6 +8,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 )
 
 // packetLog is what a test keeps of each packet: the whole struct with
@@ -109,4 +114,32 @@ func FuzzScanParallel(f *testing.F) {
 			t.Fatalf("packets differ")
 		}
 	})
+}
+
+// TestScanParallelLargeFrames: batches end at batchBytes too, so 60 KB
+// frames (jumbo GRO segments as tcpdump sees them) split into several
+// batches, and the packets still equal Scan's.
+func TestScanParallelLargeFrames(t *testing.T) {
+	var buf bytes.Buffer
+	w := pcapgo.NewWriter(&buf)
+	if err := w.WriteFileHeader(1<<18, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	const n, size = 120, 60000
+	for i := 0; i < n; i++ {
+		f := make([]byte, size)
+		copy(f[12:], []byte{0x08, 0x00, 0x45}) // IPv4, then garbage
+		f[size-1] = byte(i)
+		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(int64(i), 0), CaptureLength: size, Length: size}, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n*size < 2*batchBytes {
+		t.Fatal("the capture fills less than two batches by bytes")
+	}
+	want, wres, werr := logScan(t, buf.Bytes(), 0, 0)
+	got, res, err := logScan(t, buf.Bytes(), 2, 0)
+	if err != nil || werr != nil || res != wres || len(got) != n || !reflect.DeepEqual(want, got) {
+		t.Fatalf("ScanParallel %d packets %+v %v; Scan %d %+v %v", len(got), res, err, len(want), wres, werr)
+	}
 }
