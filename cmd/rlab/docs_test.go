@@ -217,6 +217,12 @@ var optionProofs = map[string]string{
 	"pcap --interval":             "cmd/rlab.TestPcapCommand",
 	"pcap --iograph":              "cmd/rlab.TestPcapCommand",
 	"pcap --json":                 "cmd/rlab.TestPcapJSON",
+	"pcap --qp":                   "cmd/rlab.TestPcapFlowSelection",
+	"pcap --conn":                 "cmd/rlab.TestPcapFlowSelection",
+	"pcap --from":                 "cmd/rlab.TestPcapFlowSelection",
+	"pcap --to":                   "cmd/rlab.TestPcapFlowSelection",
+	"pcap --workload":             "cmd/rlab.TestPcapFlowSelection",
+	"pcap --retransmits":          "cmd/rlab.TestPcapFlowSelection",
 	"plan --json":                 "cmd/rlab.TestPlanCmd",
 	"plan --only":                 "cmd/rlab.TestPlanOnly",
 	"plan --provision":            "cmd/rlab.TestPlanProvision", // and engine/plan TestGoldenProvision

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,11 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rlab-dev/rlab/engine/attrib"
 	"github.com/rlab-dev/rlab/engine/iograph"
 	"github.com/rlab-dev/rlab/engine/iwarp"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/roce"
+	"github.com/rlab-dev/rlab/engine/runevent"
 )
 
 func newPcapCmd() *cobra.Command {
@@ -25,6 +28,7 @@ func newPcapCmd() *cobra.Command {
 		flowN    int
 		svgPath  string
 		interval time.Duration
+		sel      flowSelection
 	)
 	cmd := &cobra.Command{
 		Use:   "pcap [FILE... | FOLDER | RUN]",
@@ -52,8 +56,18 @@ means the captures in it; a RUN (a run directory, LAB/ID as rlab runs prints it,
 run id or a lab name) means every capture of the run; nothing means every capture
 of the newest run under runs/.
 
+A capture inside a run directory (RUN/hosts/HOST/captures/) is read with its
+run: the workloads' time windows (events.jsonl) and the QPNs their tools printed
+(perftest's and the pingpongs' "local address ... QPN" lines) name the workload
+behind each RoCEv2 QP flow, iWARP connection and other TCP connection (a QP
+an RDMA-CM REQ or REP announced counts from that message), and the IO graph
+marks each workload's window.
+
 --flow N draws the first N packets between the two ends as a ladder diagram
-(and the first N MPA frames and FPDUs of the first iWARP connection).
+(and the first N MPA frames and FPDUs of the first iWARP connection). --qp,
+--conn, --from/--to and --workload choose which packets it draws (--flow 20
+unless given); --retransmits draws only resent RoCEv2 request packets and NAKs, and
+retransmitted TCP segments of iWARP connections.
 --iograph FILE.svg writes throughput over time (bits/s per --interval) for all
 RoCEv2, each operation class, TCP and iWARP (its FPDUs also in WRITE, READ and
 SEND) (of one capture).`,
@@ -61,17 +75,26 @@ SEND) (of one capture).`,
   rlab pcap cap.roce.pcap0 cap.roce.pcap1 cap.roce.pcap2 cap.roce.pcap3
   rlab pcap runs/quickstart/2026-11-26T100000Z/hosts/server/captures/
   rlab pcap quickstart/2026-11-26T100000Z     # every capture of the run
-  rlab pcap --flow 30 cap.roce.pcap`,
+  rlab pcap --flow 30 cap.roce.pcap
+  rlab pcap --workload write_bw --qp 0x11 quickstart/2026-11-26T100000Z
+  rlab pcap --conn 10.99.0.1-10.99.0.2 --from 1.5 --to 2 cap.roce.pcap
+  rlab pcap --retransmits 50 cap.roce.pcap`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// "--flow 30 FILE" and "FILE --flow 30": pflag gives an optional
 			// value only with "=", so take the count from the arguments.
-			if cmd.Flags().Changed("flow") {
+			if cmd.Flags().Changed("flow") || sel.any() {
 				if n, rest, ok := flowCountArg(args); ok {
 					flowN, args = n, rest
 				}
 			}
 			if interval <= 0 {
 				return withCode(exitFail, fmt.Errorf("--interval must be positive, got %s", interval))
+			}
+			if err := sel.parse(); err != nil {
+				return withCode(exitFail, err)
+			}
+			if sel.any() && flowN == 0 {
+				flowN = 20
 			}
 			groups, err := pcapInputs(cmd, args)
 			if err != nil {
@@ -85,9 +108,22 @@ SEND) (of one capture).`,
 			for gi, files := range groups {
 				sum := roce.NewSummary()
 				sum.File = strings.Join(files, " ")
+				// A capture inside a run directory (hosts/H/captures/)
+				// has its workloads to be named after.
+				var run *attrib.Run
+				if dir := runOfCapture(files[0]); dir != "" {
+					if run, err = attrib.Load(dir); err != nil {
+						return withCode(exitFail, err)
+					}
+				}
+				keepRoCE, keepIWARP, err := sel.filters(run)
+				if err != nil {
+					return withCode(exitFail, err)
+				}
 				var ladder *roce.Ladder
 				if flowN > 0 {
 					ladder = roce.NewLadder(flowN)
+					ladder.Keep, ladder.Resent = keepRoCE, sel.resent
 				}
 				var graph *iograph.Builder
 				if svgPath != "" {
@@ -99,6 +135,10 @@ SEND) (of one capture).`,
 				var iwLadder *iwarp.Ladder
 				if flowN > 0 {
 					iwLadder = iwarp.NewLadder(flowN)
+					iwLadder.Keep, iwLadder.Resent = keepIWARP, sel.resent
+					if sel.resent {
+						iw.OnResent = iwLadder.Add
+					}
 				}
 				iw.OnEvent = func(e *iwarp.Event) {
 					if iwLadder != nil {
@@ -112,6 +152,9 @@ SEND) (of one capture).`,
 					files = report.OrderCaptureFiles(files)
 				}
 				res, err := report.ScanCapture(files, func(p *roce.Packet) error {
+					if sel.t0.IsZero() {
+						sel.t0 = p.Time
+					}
 					sum.Add(p)
 					iw.Add(p)
 					if ladder != nil {
@@ -128,6 +171,10 @@ SEND) (of one capture).`,
 				sum.CutShort = res.CutShort
 				sum.Finish()
 				iws := iw.Finish()
+				var named []attrib.Named
+				if run != nil {
+					named = run.Capture(sum, iws)
+				}
 				var iwDoc *iwarpDoc
 				if len(iws.Conns) > 0 {
 					iwDoc = &iwarpDoc{Summary: iws}
@@ -143,13 +190,15 @@ SEND) (of one capture).`,
 						Files  []string         `json:"files"`
 						Ladder []roce.LadderRow `json:"ladder"`
 						IWARP  *iwarpDoc        `json:"iwarp,omitempty"`
-					}{sum, files, ladder.Rows(), iwDoc})
+						Run    *runDoc          `json:"run,omitempty"`
+					}{sum, files, ladder.Rows(), iwDoc, newRunDoc(run, named)})
 				case asJSON:
 					docs = append(docs, struct {
 						*roce.Summary
 						Files []string  `json:"files"`
 						IWARP *iwarpDoc `json:"iwarp,omitempty"`
-					}{sum, files, iwDoc})
+						Run   *runDoc   `json:"run,omitempty"`
+					}{sum, files, iwDoc, newRunDoc(run, named)})
 				default:
 					if gi > 0 {
 						fmt.Fprintln(out)
@@ -162,11 +211,25 @@ SEND) (of one capture).`,
 						fmt.Fprintln(out)
 						err = iwarp.WriteText(out, iws, sum.First)
 					}
-					if err == nil && ladder != nil && (sum.RoCEPackets > 0 || iwDoc == nil) {
+					if err == nil && run != nil {
+						fmt.Fprintln(out)
+						err = attrib.WriteText(out, run, named, sum.First)
+					}
+					// With a selection, draw the ladders it found packets
+					// for (the RoCEv2 one, saying so, when neither).
+					roceRows := ladder != nil && len(ladder.Rows()) > 0
+					iwRows := iwLadder != nil && len(iwLadder.Rows()) > 0
+					drawRoCE := ladder != nil && (sum.RoCEPackets > 0 || iwDoc == nil)
+					drawIW := iwLadder != nil && iwDoc != nil
+					if sel.any() {
+						drawRoCE = ladder != nil && (roceRows || !iwRows)
+						drawIW = iwRows
+					}
+					if err == nil && drawRoCE {
 						fmt.Fprintln(out)
 						err = ladder.WriteLadder(out)
 					}
-					if err == nil && iwLadder != nil && iwDoc != nil {
+					if err == nil && drawIW {
 						fmt.Fprintln(out)
 						err = iwLadder.WriteLadder(out)
 					}
@@ -175,7 +238,13 @@ SEND) (of one capture).`,
 					return withCode(exitFail, fmt.Errorf("write summary of %q: %w", sum.File, err))
 				}
 				if graph != nil {
-					if err := writeGraph(svgPath, graph.Graph()); err != nil {
+					g := graph.Graph()
+					if run != nil {
+						for _, w := range run.Windows(sum.First, sum.Last) {
+							g.Marks = append(g.Marks, iograph.Mark{Name: w.Name, Start: w.Start, End: w.End})
+						}
+					}
+					if err := writeGraph(svgPath, g); err != nil {
 						return withCode(exitFail, err)
 					}
 				}
@@ -200,6 +269,12 @@ SEND) (of one capture).`,
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON (an array when there are several captures)")
 	f.IntVar(&flowN, "flow", 0, "draw a ladder diagram of the first N packets (--flow alone: 20)")
 	f.Lookup("flow").NoOptDefVal = "20"
+	f.StringVar(&sel.qp, "qp", "", "the ladder shows this connection's QPs only: QPN[,QPN] (hex 0x11 or decimal; both ends' when they differ)")
+	f.StringVar(&sel.conn, "conn", "", "the ladder shows this connection only: ADDR-ADDR (RoCEv2) or ADDR:PORT-ADDR:PORT (iWARP), either order")
+	f.StringVar(&sel.from, "from", "", "the ladder starts at this time: seconds since the capture's first frame (1.5, 1.5s, 300ms)")
+	f.StringVar(&sel.to, "to", "", "the ladder ends at this time, as --from")
+	f.StringVar(&sel.workload, "workload", "", "the ladder shows this workload's time window (a capture in a run directory)")
+	f.BoolVar(&sel.resent, "retransmits", false, "the ladder shows only resent RoCEv2 request packets and NAKs, and retransmitted TCP segments of iWARP")
 	f.StringVar(&svgPath, "iograph", "", "write an IO graph (SVG) to this file")
 	f.DurationVar(&interval, "interval", 100*time.Millisecond, "IO graph bucket width")
 	return cmd
@@ -335,4 +410,180 @@ func writeGraph(path string, g *iograph.Graph) error {
 type iwarpDoc struct {
 	*iwarp.Summary
 	Ladder []iwarp.LadderRow `json:"ladder,omitempty"`
+}
+
+// runDoc is the run part of a capture's JSON summary: its workloads and
+// the capture's connections named after them.
+type runDoc struct {
+	*attrib.Run
+	Connections []attrib.Named `json:"connections"`
+}
+
+func newRunDoc(r *attrib.Run, named []attrib.Named) *runDoc {
+	if r == nil {
+		return nil
+	}
+	if named == nil {
+		named = []attrib.Named{}
+	}
+	return &runDoc{r, named}
+}
+
+// runOfCapture returns the run directory a capture file sits in
+// (RUN/hosts/HOST/captures/FILE), or "" when it is not in one.
+func runOfCapture(file string) string {
+	caps := filepath.Dir(file)
+	hosts := filepath.Dir(filepath.Dir(caps))
+	if filepath.Base(caps) != "captures" || filepath.Base(hosts) != "hosts" {
+		return ""
+	}
+	run := filepath.Dir(hosts)
+	if isRunDir(run) {
+		return run
+	}
+	if _, err := os.Stat(filepath.Join(run, runevent.File)); err == nil {
+		return run
+	}
+	return ""
+}
+
+// flowSelection is what --qp, --conn, --from, --to, --workload and
+// --retransmits choose for the ladder.
+type flowSelection struct {
+	qp, conn, from, to, workload string
+	resent                       bool
+
+	qpns     []uint32
+	addrs    [2]netip.Addr
+	ports    [2]netip.AddrPort
+	byPort   bool
+	fromD    time.Duration
+	toD      time.Duration
+	hasFrom  bool
+	hasTo    bool
+	t0       time.Time // the capture's first frame, set while scanning
+	winStart time.Time // --workload's window
+	winEnd   time.Time
+}
+
+func (s *flowSelection) any() bool {
+	return s.qp != "" || s.conn != "" || s.from != "" || s.to != "" || s.workload != "" || s.resent
+}
+
+func (s *flowSelection) parse() error {
+	if s.qp != "" {
+		for _, f := range strings.Split(s.qp, ",") {
+			v, err := strconv.ParseUint(strings.TrimSpace(f), 0, 32)
+			if err != nil || v > 0xffffff {
+				return fmt.Errorf("--qp %q: want QP numbers such as 0x11 or 0x11,0x12 (24 bits)", termText(s.qp))
+			}
+			s.qpns = append(s.qpns, uint32(v))
+		}
+	}
+	if s.conn != "" {
+		a, b, ok := strings.Cut(s.conn, "-")
+		if ap, err := netip.ParseAddrPort(a); ok && err == nil {
+			bp, err := netip.ParseAddrPort(b)
+			if err != nil {
+				return fmt.Errorf("--conn %q: want ADDR:PORT-ADDR:PORT for a TCP (iWARP) connection", termText(s.conn))
+			}
+			s.ports, s.byPort = [2]netip.AddrPort{ap, bp}, true
+			s.addrs = [2]netip.Addr{ap.Addr(), bp.Addr()}
+		} else {
+			aa, err1 := netip.ParseAddr(a)
+			ba, err2 := netip.ParseAddr(b)
+			if !ok || err1 != nil || err2 != nil {
+				return fmt.Errorf("--conn %q: want ADDR-ADDR (the two ends of a RoCEv2 connection) or ADDR:PORT-ADDR:PORT (IPv6 as [::1]:4000)", termText(s.conn))
+			}
+			s.addrs = [2]netip.Addr{aa, ba}
+		}
+	}
+	var err error
+	if s.from != "" {
+		if s.fromD, err = parseOffset(s.from); err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+		s.hasFrom = true
+	}
+	if s.to != "" {
+		if s.toD, err = parseOffset(s.to); err != nil {
+			return fmt.Errorf("--to: %w", err)
+		}
+		s.hasTo = true
+	}
+	if s.hasFrom && s.hasTo && s.toD < s.fromD {
+		return fmt.Errorf("--to %s is before --from %s", s.toD, s.fromD)
+	}
+	return nil
+}
+
+// parseOffset reads "1.5" (seconds) or a Go duration ("1.5s", "300ms").
+func parseOffset(v string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && f < 1e9 {
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q: want seconds since the capture's first frame (1.5) or a duration (1.5s, 300ms)", termText(v))
+	}
+	return d, nil
+}
+
+// filters returns the ladder's selections (nil: all), resolving
+// --workload in run.
+func (s *flowSelection) filters(run *attrib.Run) (func(*roce.Packet) bool, func(*iwarp.Event) bool, error) {
+	s.winStart, s.winEnd = time.Time{}, time.Time{}
+	if s.workload != "" {
+		if run == nil {
+			return nil, nil, fmt.Errorf("--workload %q: the capture is not in a run directory (RUN/hosts/HOST/captures/), so no workload is known", termText(s.workload))
+		}
+		var names []string
+		for _, w := range run.Workloads {
+			if w.Name == s.workload {
+				s.winStart, s.winEnd = w.Start, w.End
+			}
+			names = append(names, w.Name)
+		}
+		if s.winStart.IsZero() {
+			return nil, nil, fmt.Errorf("--workload %q: the run has no such workload with a window; it has: %s", termText(s.workload), strings.Join(names, ", "))
+		}
+	}
+	if s.qp == "" && s.conn == "" && s.from == "" && s.to == "" && s.workload == "" {
+		return nil, nil, nil
+	}
+	inTime := func(t time.Time) bool {
+		if !s.winStart.IsZero() && (t.Before(s.winStart.Add(-attrib.Slack)) || t.After(s.winEnd.Add(attrib.Slack))) {
+			return false
+		}
+		off := t.Sub(s.t0)
+		return (!s.hasFrom || off >= s.fromD) && (!s.hasTo || off <= s.toD)
+	}
+	ends := func(a, b netip.Addr) bool {
+		return s.conn == "" || a == s.addrs[0] && b == s.addrs[1] || a == s.addrs[1] && b == s.addrs[0]
+	}
+	keepRoCE := func(p *roce.Packet) bool {
+		if s.byPort || !ends(p.Src, p.Dst) || !inTime(p.Time) {
+			return false
+		}
+		if len(s.qpns) > 0 {
+			for _, q := range s.qpns {
+				if p.BTH.DestQP == q {
+					return true
+				}
+			}
+			return false
+		}
+		return true
+	}
+	keepIWARP := func(e *iwarp.Event) bool {
+		if len(s.qpns) > 0 || !inTime(e.Time) {
+			return false
+		}
+		d := e.Conn.Dirs[0]
+		if s.byPort {
+			return d.Src == s.ports[0] && d.Dst == s.ports[1] || d.Src == s.ports[1] && d.Dst == s.ports[0]
+		}
+		return ends(d.Src.Addr(), d.Dst.Addr())
+	}
+	return keepRoCE, keepIWARP, nil
 }

@@ -27,6 +27,16 @@ type Graph struct {
 	Series   []Series      `json:"series"`
 	// Dropped counts frames after MaxBuckets intervals (a clock jump).
 	Dropped int64 `json:"dropped,omitempty"`
+	// Marks are the windows of the workloads that ran while the capture
+	// did, drawn as labelled bands (set by the caller).
+	Marks []Mark `json:"marks,omitempty"`
+}
+
+// Mark is one workload's window, from Graph.Start.
+type Mark struct {
+	Name  string        `json:"name"`
+	Start time.Duration `json:"start_ns"`
+	End   time.Duration `json:"end_ns"`
 }
 
 // MaxBuckets bounds the intervals of one graph so a frame with a wild

@@ -77,6 +77,18 @@ func WriteSVG(w io.Writer, g *Graph) error {
 	fmt.Fprintf(bw, `<path d="M%d %dV%dH%d" fill="none" stroke="#333"/>`+"\n", padL, padT, padT+plotH, padL+plotW)
 	fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="middle">time (s) since %s</text>`+"\n", padL+plotW/2, svgH-8, html.EscapeString(g.Start.Format("2006-01-02 15:04:05.000000 UTC")))
 	fmt.Fprintf(bw, `<text transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", padT+plotH/2, unit)
+	// Workloads' windows: a band each, clipped to the plot, labelled at
+	// its top, behind the lines.
+	for i, m := range g.Marks {
+		x0 := math.Max(0, m.Start.Seconds()) / xTop * plotW
+		x1 := math.Min(xTop, m.End.Seconds()) / xTop * plotW
+		if x1 < x0 || math.IsNaN(x0) || math.IsNaN(x1) {
+			continue
+		}
+		fmt.Fprintf(bw, `<g class="workload" data-workload="%s"><rect x="%s" y="%d" width="%s" height="%d" fill="%s" fill-opacity="0.08" stroke="%s" stroke-opacity="0.5" stroke-dasharray="3 3"/>`,
+			html.EscapeString(m.Name), f1(padL+x0), padT, f1(math.Max(1, x1-x0)), plotH, markColor[i%len(markColor)], markColor[i%len(markColor)])
+		fmt.Fprintf(bw, `<text x="%s" y="%d" font-size="10" fill="%s">%s</text></g>`+"\n", f1(padL+x0+2), padT+10+(i%3)*11, markColor[i%len(markColor)], html.EscapeString(m.Name))
+	}
 	// Lines: each interval's value drawn across its width (a step line).
 	for i, s := range g.Series {
 		var d strings.Builder
@@ -111,6 +123,9 @@ func WriteSVG(w io.Writer, g *Graph) error {
 	bw.WriteString("</svg>\n")
 	return bw.Flush()
 }
+
+// markColor cycles the workloads' bands.
+var markColor = []string{"#5c7cfa", "#f59f00", "#37b24d", "#f03e3e", "#7048e8"}
 
 // niceScale returns a tick step of 1, 2 or 5 times a power of ten and the
 // top of the axis (a multiple of it) for values up to v.

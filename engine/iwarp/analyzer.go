@@ -122,6 +122,12 @@ type Event struct {
 	CRCChecked bool
 	CRCValid   bool
 	Markers    int
+	// Resent: a TCP segment carrying bytes already seen (OnResent); Seq
+	// and Len are its sequence number and payload length, and the fields
+	// above it but the frame, time and connection are unset.
+	Resent bool
+	Seq    uint32
+	Len    int
 }
 
 // Summary is the iWARP part of a capture.
@@ -132,6 +138,10 @@ type Summary struct {
 	TCPConns  int        `json:"tcp_connections"`
 	Untracked int64      `json:"untracked_segments,omitempty"`
 	Opcodes   []*OpStats `json:"opcodes"`
+	// TCP are the connections that carried no iWARP (a TCP baseline's
+	// stream, perftest's out-of-band exchange), for naming them by
+	// workload; the summary's JSON leaves them out.
+	TCP []*Conn `json:"-"`
 }
 
 type connKey struct{ a, b netip.AddrPort }
@@ -142,6 +152,10 @@ type Analyzer struct {
 	// OnEvent, when set, is called with each MPA frame and FPDU as it is
 	// completed (in byte stream order per direction).
 	OnEvent func(*Event)
+	// OnResent, when set, is called with each TCP segment whose bytes had
+	// all or partly been seen already (Dir.Retransmits), as an Event with
+	// Resent set.
+	OnResent func(*Event)
 
 	conns   map[connKey]*Conn
 	order   []*Conn
@@ -197,6 +211,19 @@ func (a *Analyzer) Add(p *roce.Packet) {
 	d.segment(a, c, p)
 }
 
+// resent hands a retransmitted segment to OnResent.
+func (a *Analyzer) resent(c *Conn, d *Dir, p *roce.Packet) {
+	if a.OnResent == nil {
+		return
+	}
+	di := 0
+	if c.Dirs[1] == d {
+		di = 1
+	}
+	a.OnResent(&Event{Frame: p.Number, EndFrame: p.Number, Time: p.Time, Conn: c, Dir: di,
+		Resent: true, Seq: p.TCP.Seq, Len: p.L4Payload})
+}
+
 // segment handles one TCP segment of this direction.
 func (d *Dir) segment(a *Analyzer, c *Conn, p *roce.Packet) {
 	if d.Segments == 0 {
@@ -249,9 +276,11 @@ func (d *Dir) segment(a *Analyzer, c *Conn, p *roce.Packet) {
 	switch {
 	case seqLE(end, r.next):
 		d.Retransmits++
+		a.resent(c, d, p)
 		return
 	case seqLT(seq, r.next):
 		d.Retransmits++
+		a.resent(c, d, p)
 		skip := int(r.next - seq)
 		data = data[min(skip, len(data)):]
 		d.deliver(r.next, data, n-skip, p.Number, p.Time, false)
@@ -264,6 +293,7 @@ func (d *Dir) segment(a *Analyzer, c *Conn, p *roce.Packet) {
 		for _, s := range r.pending {
 			if s.seq == seq {
 				d.Retransmits++
+				a.resent(c, d, p)
 				return
 			}
 		}
@@ -786,7 +816,7 @@ func (a *Analyzer) Finish() *Summary {
 	}
 	a.done = true
 	s.TCPConns = len(a.order)
-	s.Conns = s.Conns[:0]
+	s.Conns, s.TCP = s.Conns[:0], s.TCP[:0]
 	for _, c := range a.order {
 		for _, d := range c.Dirs {
 			d.finish(a)
@@ -796,6 +826,8 @@ func (a *Analyzer) Finish() *Summary {
 				sort.Slice(d.Ops, func(i, j int) bool { return d.Ops[i].Opcode < d.Ops[j].Opcode })
 			}
 			s.Conns = append(s.Conns, c)
+		} else {
+			s.TCP = append(s.TCP, c)
 		}
 	}
 	s.Opcodes = s.Opcodes[:0]

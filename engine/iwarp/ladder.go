@@ -28,9 +28,14 @@ func IOSeries(op uint8) string {
 type Ladder struct {
 	N    int
 	A, B netip.AddrPort // left (the MPA initiator, when known) and right ends
-	conn *Conn
-	rows []LadderRow
-	t0   int64
+	// Keep, when set, selects the events the diagram may show (a
+	// connection, a time window); the first kept one names the connection.
+	Keep func(*Event) bool
+	// Resent keeps only retransmitted TCP segments (Analyzer.OnResent).
+	Resent bool
+	conn   *Conn
+	rows   []LadderRow
+	t0     int64
 }
 
 // LadderRow is one arrow of the diagram.
@@ -51,6 +56,9 @@ func (l *Ladder) Rows() []LadderRow { return l.rows }
 // Add considers one event (Analyzer.OnEvent).
 func (l *Ladder) Add(e *Event) {
 	if len(l.rows) >= l.N {
+		return
+	}
+	if l.Keep != nil && !l.Keep(e) || e.Resent != l.Resent {
 		return
 	}
 	if l.conn == nil {
@@ -74,6 +82,9 @@ func (l *Ladder) Add(e *Event) {
 }
 
 func describe(e *Event) (string, string) {
+	if e.Resent {
+		return "TCP retransmission", fmt.Sprintf("seq %d, %d bytes", e.Seq, e.Len)
+	}
 	if m := e.MPA; m != nil {
 		var d []string
 		d = append(d, fmt.Sprintf("rev %d", m.Rev), "markers "+onOff(m.Markers), "CRC "+onOff(m.CRC),
@@ -130,11 +141,22 @@ const arrowWidth = 46
 func (l *Ladder) WriteLadder(w io.Writer) error {
 	b := &strings.Builder{}
 	if l.conn == nil {
-		b.WriteString("no iWARP connection\n")
+		b.WriteString("no iWARP connection")
+		if l.Resent {
+			b.WriteString(" with retransmitted TCP segments")
+		}
+		if l.Keep != nil {
+			b.WriteString(" in the selection")
+		}
+		b.WriteString("\n")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(b, "first %d iWARP MPA frames and FPDUs between %s and %s\n\n", len(l.rows), l.A, l.B)
+	what := "iWARP MPA frames and FPDUs"
+	if l.Resent {
+		what = "retransmitted TCP segments of iWARP"
+	}
+	fmt.Fprintf(b, "first %d %s between %s and %s\n\n", len(l.rows), what, l.A, l.B)
 	fmt.Fprintf(b, "%6s %9s  %-*s%s\n", "frame", "time", arrowWidth+1, l.A.String(), l.B.String())
 	for _, r := range l.rows {
 		label := " " + r.Label + " "

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rlab-dev/rlab/engine/rundir"
+	"math"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/attrib"
 	"github.com/rlab-dev/rlab/engine/iograph"
 	"github.com/rlab-dev/rlab/engine/iwarp"
 	"github.com/rlab-dev/rlab/engine/roce"
@@ -93,12 +95,17 @@ func iwarpFeeding(g *iograph.Builder) *iwarp.Analyzer {
 }
 
 // ScanCapture reads the files of one capture one after another, in the
-// order given, as roce.ScanFile reads one. CutShort is set when any file
-// ends inside a frame.
+// order given, as roce.ScanFile reads one, decoding on every CPU
+// (roce.ScanParallel: fn still sees the packets in file order). CutShort
+// is set when any file ends inside a frame.
 func ScanCapture(files []string, fn func(*roce.Packet) error) (roce.ScanResult, error) {
 	var total roce.ScanResult
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 {
+		workers = 0 // one CPU: no pipeline to pay for
+	}
 	for _, f := range files {
-		res, err := roce.ScanFile(f, fn)
+		res, err := roce.ScanFileParallel(f, workers, fn)
 		total.Frames += res.Frames
 		total.CutShort = total.CutShort || res.CutShort
 		if err != nil {
@@ -214,9 +221,22 @@ func ioInterval(span time.Duration) time.Duration {
 // series are summed into wider intervals first.
 const maxPoints = 1000
 
-// captureSection turns stats into the report's capture section.
-func captureSection(name, host string, link Link, st *CaptureStats) Capture {
+// captureSection turns stats into the report's capture section; run,
+// when it knows workloads, names each connection after its workload.
+func captureSection(name, host string, link Link, st *CaptureStats, run *attrib.Run) Capture {
 	s := st.Summary
+	var named []attrib.Named
+	if run != nil && len(run.Workloads) > 0 {
+		named = run.Capture(s, st.IWARP)
+	}
+	// named lists the RoCEv2 flows, then the iWARP connections, then the
+	// other TCP ones, each in the summaries' order.
+	workloadOf := func(i int) string {
+		if i < len(named) {
+			return named[i].Name()
+		}
+		return "-"
+	}
 	c := Capture{Name: name, Host: host, Link: link, Packets: s.Frames, Bytes: s.Bytes,
 		Invalid: s.Malformed + s.HeadersCut + s.BadOpcode}
 	if s.Frames > 0 {
@@ -238,7 +258,7 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 	c.Connections = Table{Columns: []string{"from", "to", "dest QP", "packets", "bytes", "payload bytes",
 		"retransmitted PSNs", "NAKs", "RNR NAKs", "CNPs", "ECN-marked", "opcodes"}, Rows: [][]string{},
 		Units: []string{"", "", "", "", "B", "B", "", "", "", "", "", ""}}
-	for _, f := range s.Flows {
+	for fi, f := range s.Flows {
 		var ops []string
 		for _, o := range f.Ops {
 			ops = append(ops, fmt.Sprintf("%s %s ×%d", o.Transport, o.Name, o.Packets))
@@ -248,10 +268,36 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 			fmt.Sprintf("0x%06x", f.DestQP), fmt.Sprint(f.Packets), humanBytes(f.Bytes), humanBytes(f.PayloadBytes),
 			fmt.Sprint(f.Retransmits), naks, fmt.Sprint(f.RNRNAKs), fmt.Sprint(f.CNPs), fmt.Sprint(f.ECN), strings.Join(ops, ", ")},
 			[]string{"", "", "", "", fmt.Sprint(f.Bytes), fmt.Sprint(f.PayloadBytes), "", "", "", "", "", ""})
+		if named != nil {
+			addWorkload(&c.Connections, len(c.Connections.Rows)-1, workloadOf(fi))
+		}
 	}
 	if st.IWARP != nil && len(st.IWARP.Conns) > 0 {
 		c.Traffic += fmt.Sprintf(", iWARP %d connections", len(st.IWARP.Conns))
 		c.IWARP, c.Notes = iwarpTable(st.IWARP, c.Notes)
+		if named != nil {
+			// One row per direction with packets: the rows follow the
+			// connections in order.
+			row := 0
+			for ci, conn := range st.IWARP.Conns {
+				for _, d := range conn.Dirs {
+					if d.Segments > 0 {
+						addWorkload(c.IWARP, row, workloadOf(len(s.Flows)+ci))
+						row++
+					}
+				}
+			}
+		}
+	}
+	if named != nil && st.IWARP != nil && len(st.IWARP.TCP) > 0 {
+		c.TCP = &Table{Columns: []string{"connection", "segments", "first [s]", "last [s]", "workload", "named by"}, Rows: [][]string{}}
+		for _, n := range named[len(s.Flows)+len(st.IWARP.Conns):] {
+			c.TCP.Rows = append(c.TCP.Rows, []string{n.Conn, fmt.Sprint(n.Packets), fmt.Sprintf("%.6f", n.First.Sub(s.First).Seconds()),
+				fmt.Sprintf("%.6f", n.Last.Sub(s.First).Seconds()), n.Name(), n.By})
+		}
+	}
+	if named != nil && len(run.Windows(s.First, s.Last)) == 0 {
+		c.Notes = append(c.Notes, "no workload's window (events.jsonl) overlaps this capture: it was taken in another run, or the capture host's clock is off; only the QPNs the tools printed name its connections")
 	}
 	if len(s.CM) > 0 {
 		c.CM = &Table{Columns: []string{"frame", "time [s]", "from", "to", "message", "local comm ID", "remote comm ID", "QPN"}, Rows: [][]string{}}
@@ -283,11 +329,54 @@ func captureSection(name, host string, link Link, st *CaptureStats) Capture {
 			in = append(in, si)
 		}
 		c.IOGraph = lineChart("cap-"+anchorSafe(host+"-"+name), "IO graph: throughput per "+iv.String(), "time since first packet [ms]", "Mb/s", false, in)
+		if run != nil && len(series[0].BPS) > 1 {
+			markWindows(c.IOGraph, run.Windows(s.First, s.Last), float64(len(series[0].BPS)-1)*iv.Seconds()*1000)
+		}
 		if g.Dropped > 0 {
 			c.Notes = append(c.Notes, fmt.Sprintf("%d frames left out of the IO graph (timestamps far after the first)", g.Dropped))
 		}
 	}
 	return c
+}
+
+// addWorkload adds a "workload" column to t (once) and sets it on row i.
+func addWorkload(t *Table, i int, name string) {
+	if n := len(t.Columns); n == 0 || t.Columns[n-1] != "workload" {
+		t.Columns = append(t.Columns, "workload")
+		if t.Units != nil {
+			t.Units = append(t.Units, "")
+		}
+	}
+	for len(t.Rows[i]) < len(t.Columns) {
+		t.Rows[i] = append(t.Rows[i], "")
+	}
+	t.Rows[i][len(t.Columns)-1] = name
+	if i < len(t.Raw) {
+		for len(t.Raw[i]) < len(t.Columns) {
+			t.Raw[i] = append(t.Raw[i], "")
+		}
+	}
+}
+
+// markWindows draws the workloads' windows on an IO graph whose x axis
+// runs from 0 to xmax ms.
+func markWindows(c *Chart, ws []attrib.Window, xmax float64) {
+	if c == nil || c.Empty != "" || xmax <= 0 {
+		return
+	}
+	for i, w := range ws {
+		x0 := math.Max(0, w.Start.Seconds()*1000)
+		x1 := math.Min(xmax, w.End.Seconds()*1000)
+		if x1 < x0 {
+			continue
+		}
+		px0 := r1(c.Plot.X + x0/xmax*c.Plot.W)
+		px1 := r1(c.Plot.X + x1/xmax*c.Plot.W)
+		col := color(i + 3)
+		c.Marks = append(c.Marks, Mark{Box: Box{px0, c.Plot.Y, math.Max(1, r1(px1-px0)), c.Plot.H}, Color: col,
+			Title: fmt.Sprintf("workload %s: %s to %s ms", w.Name, fmtNum(w.Start.Seconds()*1000), fmtNum(w.End.Seconds()*1000)),
+			Label: Text{r1(px0 + 2), r1(c.Plot.Y + 10 + float64(i%3)*11), w.Name, "start"}})
+	}
 }
 
 // coarsen averages every n intervals of each series into one.
@@ -361,6 +450,13 @@ func (b *builder) captures() {
 	// Captures are the slow part of a report (a class run has one per
 	// pair, each up to its max_size): decode them on every CPU, keeping
 	// the page's order.
+	// The workloads' windows and QPNs name each capture's connections; a
+	// run directory that cannot say them (no events.jsonl, a hostile one)
+	// leaves the tables as they were.
+	run, err := attrib.Load(b.dir)
+	if err != nil || len(run.Workloads) == 0 {
+		run = nil
+	}
 	b.d.Captures = make([]Capture, len(jobs))
 	sums := make([]*roce.Summary, len(jobs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -391,7 +487,7 @@ func (b *builder) captures() {
 				return
 			}
 			sums[i] = st.Summary
-			b.d.Captures[i] = captureSection(j.name, j.host, j.links[0], st)
+			b.d.Captures[i] = captureSection(j.name, j.host, j.links[0], st, run)
 			if len(j.links) > 1 {
 				var names []string
 				for _, l := range j.links {

@@ -27,7 +27,18 @@ type Chart struct {
 	Series []Series `json:"series,omitempty"`
 	Bars   []Bar    `json:"bars,omitempty"`
 	Legend []Legend `json:"legend,omitempty"`
-	Empty  string   `json:"empty,omitempty"` // shown instead of data when there is none
+	// Marks are bands behind the data: the workloads' windows on an IO
+	// graph.
+	Marks []Mark `json:"marks,omitempty"`
+	Empty string `json:"empty,omitempty"` // shown instead of data when there is none
+}
+
+// Mark is a labelled band across the plot's height.
+type Mark struct {
+	Box
+	Color string `json:"color"`
+	Title string `json:"title"`
+	Label Text   `json:"label"`
 }
 
 // Box is a rectangle.

@@ -47,7 +47,7 @@ func FuzzSummarizePcap(f *testing.F) {
 		if err != nil {
 			return
 		}
-		c := captureSection("c", "h", Link{Path: "hosts/h/captures/c.pcap"}, st)
+		c := captureSection("c", "h", Link{Path: "hosts/h/captures/c.pcap"}, st, nil)
 		if err := Write(io.Discard, &Data{Captures: []Capture{c}}); err != nil {
 			t.Fatal(err)
 		}

@@ -235,22 +235,25 @@ type Compare struct {
 
 // Capture is one pcap's summary.
 type Capture struct {
-	Name        string   `json:"name"`
-	Host        string   `json:"host"`
-	Link        Link     `json:"link"`
-	Packets     int64    `json:"packets"`
-	Bytes       int64    `json:"bytes"`
-	Invalid     int64    `json:"invalid,omitempty"`
-	Span        string   `json:"span,omitempty"`    // first to last packet
-	Config      string   `json:"config,omitempty"`  // what the lab asked tcpdump to take
-	Traffic     string   `json:"traffic,omitempty"` // RoCEv2 / TCP / other totals
-	Opcodes     Table    `json:"opcodes"`
-	Connections Table    `json:"connections"`
-	CM          *Table   `json:"cm,omitempty"`    // RDMA-CM messages, the control plane
-	IWARP       *Table   `json:"iwarp,omitempty"` // iWARP connections, one row per direction
-	IOGraph     *Chart   `json:"io_graph,omitempty"`
-	Notes       []string `json:"notes,omitempty"` // naks, retransmissions, truncation
-	Error       string   `json:"error,omitempty"`
+	Name        string `json:"name"`
+	Host        string `json:"host"`
+	Link        Link   `json:"link"`
+	Packets     int64  `json:"packets"`
+	Bytes       int64  `json:"bytes"`
+	Invalid     int64  `json:"invalid,omitempty"`
+	Span        string `json:"span,omitempty"`    // first to last packet
+	Config      string `json:"config,omitempty"`  // what the lab asked tcpdump to take
+	Traffic     string `json:"traffic,omitempty"` // RoCEv2 / TCP / other totals
+	Opcodes     Table  `json:"opcodes"`
+	Connections Table  `json:"connections"`
+	CM          *Table `json:"cm,omitempty"`    // RDMA-CM messages, the control plane
+	IWARP       *Table `json:"iwarp,omitempty"` // iWARP connections, one row per direction
+	// TCP lists the TCP connections that carried no iWARP, each named
+	// after its workload (a run's capture only).
+	TCP     *Table   `json:"tcp,omitempty"`
+	IOGraph *Chart   `json:"io_graph,omitempty"`
+	Notes   []string `json:"notes,omitempty"` // naks, retransmissions, truncation
+	Error   string   `json:"error,omitempty"`
 }
 
 // Link is a relative link into the run directory.

@@ -55,6 +55,9 @@ func upgradeV1(b []byte) ([]byte, error) {
 	if err := d.Decode(&doc); err != nil {
 		return nil, err
 	}
+	if doc == nil {
+		doc = map[string]json.RawMessage{} // the document "null"
+	}
 	var samples []map[string]any
 	if raw, ok := doc["samples"]; ok && string(raw) != "null" {
 		d := json.NewDecoder(bytes.NewReader(raw))

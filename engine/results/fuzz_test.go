@@ -90,6 +90,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"schema":2,"lab":"n","platforms":{"s":{"kernel":"6.1"}},"workloads":[{"name":"w","tool":"tcp","status":"ok","duration":1,` +
 		`"started":"2026-11-20T02:00:00+01:00"}],"samples":[{"metric":"m","value":1,"unit":"s","kind":"counter","metadata":{"workload":"w","tool":"t","repeat":0,"bytes":5}}]}`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`)) // panicked in upgradeV1 (a nil map) before
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := Decode(b)
 		if err != nil {

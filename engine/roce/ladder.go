@@ -12,8 +12,16 @@ import (
 type Ladder struct {
 	N    int
 	A, B netip.Addr // left and right ends
-	rows []ladderRow
-	seen bool
+	// Keep, when set, selects the packets the diagram may show (a
+	// connection, a time window); the first kept packet names its ends.
+	Keep func(*Packet) bool
+	// Resent keeps only the request packets whose PSN was not after the
+	// highest already seen on their flow (the go-back-N resends
+	// Flow.Retransmits counts) and the NAKs that asked for them.
+	Resent bool
+	rows   []ladderRow
+	seen   bool
+	maxPSN map[FlowKey]uint32
 }
 
 type ladderRow struct {
@@ -49,7 +57,13 @@ func NewLadder(n int) *Ladder { return &Ladder{N: n} }
 
 // Add considers one decoded frame.
 func (l *Ladder) Add(p *Packet) {
-	if len(l.rows) >= l.N || !p.HasBTH {
+	if len(l.rows) >= l.N || !p.HasBTH || p.Problem == ProblemMalformed {
+		return
+	}
+	if l.Keep != nil && !l.Keep(p) {
+		return
+	}
+	if l.Resent && !l.resent(p) {
 		return
 	}
 	if !l.seen {
@@ -69,6 +83,32 @@ func (l *Ladder) Add(p *Packet) {
 	}
 	r.label, r.detail = describe(p)
 	l.rows = append(l.rows, r)
+}
+
+// resent tracks the highest PSN per flow as Summary does and says
+// whether p is a resend (or a NAK).
+func (l *Ladder) resent(p *Packet) bool {
+	if p.Headers&HdrAETH != 0 && p.AETH.Kind() == AETHNak {
+		return true
+	}
+	info := &opTable[p.BTH.Opcode]
+	if !info.request || info.Transport == UD || info.Class == ClassCNP {
+		return false
+	}
+	if l.maxPSN == nil {
+		l.maxPSN = map[FlowKey]uint32{}
+	}
+	k := FlowKey{p.Src, p.Dst, p.BTH.DestQP}
+	max, ok := l.maxPSN[k]
+	if ok {
+		if d := (p.BTH.PSN - max) & 0xffffff; d == 0 || d >= 1<<23 {
+			return true
+		}
+	}
+	if len(l.maxPSN) < MaxFlows || ok {
+		l.maxPSN[k] = p.BTH.PSN
+	}
+	return false
 }
 
 // describe returns the arrow label and the detail of one packet.
@@ -157,11 +197,24 @@ const arrowWidth = 46
 func (l *Ladder) WriteLadder(w io.Writer) error {
 	b := &strings.Builder{}
 	if !l.seen {
-		b.WriteString("no RoCEv2 packets\n")
+		switch {
+		case l.Resent:
+			b.WriteString("no resent RoCEv2 packets or NAKs")
+		default:
+			b.WriteString("no RoCEv2 packets")
+		}
+		if l.Keep != nil {
+			b.WriteString(" in the selection")
+		}
+		b.WriteString("\n")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(b, "first %d RoCEv2 packets between %s and %s\n\n", len(l.rows), l.A, l.B)
+	what := "RoCEv2 packets"
+	if l.Resent {
+		what = "resent RoCEv2 packets and NAKs"
+	}
+	fmt.Fprintf(b, "first %d %s between %s and %s\n\n", len(l.rows), what, l.A, l.B)
 	left, right := l.A.String(), l.B.String()
 	fmt.Fprintf(b, "%6s %9s  %-*s%s\n", "frame", "time", arrowWidth+1, left, right)
 	for _, r := range l.rows {

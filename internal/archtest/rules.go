@@ -68,6 +68,7 @@ var Rules = []Rule{
 	{Pkg: "engine/toolout", Only: []string{"kinds", "engine/results"}, Why: "parsers are pure functions of a tool's output"},
 	{Pkg: "engine/roce", Never: []string{"cmd/...", "engine/run"}, Why: "the decoder works on a capture file alone"},
 	{Pkg: "engine/iwarp", Never: []string{"cmd/...", "engine/run"}, Why: "it reads the frames engine/roce decoded, from a capture file alone"},
+	{Pkg: "engine/attrib", Never: []string{"cmd/...", "engine/run", "engine/report", "engine/sshx/...", "engine/remote", "agent/rpc", "os/exec"}, Why: "naming a capture's connections reads a run directory alone"},
 	{Pkg: "engine/iograph", Only: []string{"engine/roce"}, Why: "it draws with the standard library alone"},
 
 	// The lab model and what is derived from it without a host.

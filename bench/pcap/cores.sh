@@ -1,0 +1,94 @@
+#!/bin/bash
+# Benchmark `rlab pcap` on one core and on every core, beside reading the
+# file (`cat` from the page cache) and beside `tshark -q -z io,stat,1`, in
+# one run, on one large RoCEv2 + TCP capture (BENCHMARKS.md, "pcap on every
+# core"; issue 26 item 4).
+#   bench/pcap/cores.sh [FILE] [RUNS]
+# Generates FILE (default /var/tmp/rlab-bench.pcap, 8 M frames, snaplen 128,
+# ~1.1 GiB; PACKETS=N for another size) when absent, reads it once to warm
+# the page cache, then times RUNS (default 5) rounds of: cat FILE, rlab pcap
+# with GOMAXPROCS=1 (the sequential reader, as before issue 26), rlab pcap
+# with every core (the decoding pipeline), and tshark (TSHARK=0 leaves it
+# out: it takes ~45 s of CPU a run). Prints each run's wall and CPU seconds
+# and the medians as frames/s. A round that a QEMU VM overlapped is thrown
+# away and redone (VMs are what other tests run here); for a figure to
+# publish, run it on a quiet machine (load average < 1) and say the load.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+FILE=${1:-/var/tmp/rlab-bench.pcap}
+RUNS=${2:-5}
+PACKETS=${PACKETS:-8000000}
+TSHARK=${TSHARK:-1}
+export PATH=/usr/local/go/bin:$PATH
+BIN=/var/tmp/rlab-bench-rlab
+go build -o "$BIN" ./cmd/rlab
+[ -f "$FILE" ] || go run ./bench/pcap/gen -o "$FILE" -packets "$PACKETS"
+cat "$FILE" >/dev/null
+frames=$(GOMAXPROCS=1 "$BIN" pcap --json "$FILE" | sed -n 's/^  "frames": \([0-9]*\),/\1/p')
+# The two rlab runs must agree: the pipeline changes the speed, not the result.
+if ! cmp -s <(GOMAXPROCS=1 "$BIN" pcap --json "$FILE") <("$BIN" pcap --json "$FILE"); then
+  echo "rlab pcap on one core and on $(nproc) cores disagree on $FILE" >&2
+  exit 1
+fi
+# t prints "wall cpu" seconds (cpu = user + sys) of one run, or fails when a
+# QEMU VM ran meanwhile.
+t() {
+  local out pid
+  out=$(mktemp)
+  ( TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>&1 ) 2>"$out" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if pgrep qemu >/dev/null; then
+      pkill -P "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      rm -f "$out"
+      return 1
+    fi
+    sleep 0.2
+  done
+  wait "$pid"
+  awk '{printf "%s %.3f\n", $1, $2 + $3}' "$out"
+  rm -f "$out"
+}
+idle() {
+  local waited=0
+  while pgrep qemu >/dev/null; do
+    [ "$waited" -ge "${MAXWAIT:-3600}" ] && { echo "QEMU VMs still running after ${waited}s; giving up" >&2; exit 2; }
+    sleep 10; waited=$((waited + 10))
+  done
+}
+names=("cat" "rlab pcap, GOMAXPROCS=1" "rlab pcap, $(nproc) cores")
+cmds=("cat $FILE" "env GOMAXPROCS=1 $BIN pcap $FILE --iograph /var/tmp/rlab-bench.svg --interval 1s"
+  "$BIN pcap $FILE --iograph /var/tmp/rlab-bench.svg --interval 1s")
+if [ "$TSHARK" = 1 ]; then
+  names+=("tshark -q -z io,stat,1"); cmds+=("tshark -q -z io,stat,1 -r $FILE")
+fi
+declare -a W C
+for i in "${!names[@]}"; do W[$i]=""; C[$i]=""; done
+done_runs=0; dropped=0
+while [ "$done_runs" -lt "$RUNS" ]; do
+  idle
+  round=(); ok=1
+  for i in "${!cmds[@]}"; do
+    # shellcheck disable=SC2086 # the commands are words on purpose
+    r=$(t ${cmds[$i]}) || { ok=0; break; }
+    round+=("$r")
+  done
+  [ "$ok" = 1 ] || { dropped=$((dropped + 1)); continue; }
+  done_runs=$((done_runs + 1))
+  line="round $done_runs (load $(cut -d' ' -f1 /proc/loadavg)):"
+  for i in "${!round[@]}"; do
+    read -r w c <<<"${round[$i]}"
+    W[$i]+="$w "; C[$i]+="$c "
+    line+=" ${names[$i]} $w s;"
+  done
+  echo "$line" >&2
+done
+med() { printf '%s\n' $1 | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+echo "file: $FILE ($(du -h "$FILE" | cut -f1), $frames frames), $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); $dropped rounds interrupted by VMs and redone"
+for i in "${!names[@]}"; do
+  mw=$(med "${W[$i]}"); mc=$(med "${C[$i]}")
+  echo "${names[$i]}: wall (s) ${W[$i]}; cpu (s) ${C[$i]}"
+  awk -v n="${names[$i]}" -v f="$frames" -v w="$mw" -v c="$mc" 'BEGIN {
+    printf "  %-26s median wall %7.2f s (%6.2f M frames/s), median cpu %7.2f s\n", n, w, f / w / 1e6, c }'
+done

@@ -1,0 +1,381 @@
+// Package attrib names the workload behind each connection of a capture
+// taken during a run: a RoCE QP flow, an iWARP TCP connection or the TCP
+// baseline's stream. It reads the run directory: each workload's time
+// window from events.jsonl (its step.start and step.end; results.json's
+// started and finished when the log has none) and the QPNs its tools
+// printed (perftest's and the pingpongs' "local address: ... QPN 0x..."
+// lines in the logs results.json lists). The caller adds what the capture
+// itself says: the QPNs an RDMA-CM REQ or REP carried and when.
+//
+// A run directory may come from someone else: every file is read through
+// engine/rundir (no symlink or .. leads out of it, nothing but regular
+// files, bounded sizes), every name read is made safe to print with
+// engine/termsafe, and malformed lines are skipped and counted, never
+// fatal.
+//
+// It imports engine/results, engine/runevent, engine/rundir and
+// engine/termsafe; it must not import engine/run or cmd/... (internal/archtest).
+package attrib
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/rundir"
+	"github.com/rlab-dev/rlab/engine/runevent"
+	"github.com/rlab-dev/rlab/engine/termsafe"
+)
+
+// Bounds on what a received run directory can make this package hold.
+const (
+	// MaxWorkloads bounds the workloads read; the rest are left out (Notes).
+	MaxWorkloads = 10000
+	// maxEventLine is the longest events.jsonl line read; longer lines
+	// are skipped.
+	maxEventLine = 1 << 20
+	// maxLogRead bounds what is read of one tool log: the QPN lines are at
+	// its start.
+	maxLogRead = 1 << 20
+	// maxQPNs bounds the QPNs kept per workload.
+	maxQPNs = 1024
+	// Slack widens a window when no window holds a connection's start:
+	// the capture host's clock and the controller's differ a little.
+	Slack = time.Second
+)
+
+// Workload is one workload of the run as attribution needs it.
+type Workload struct {
+	Name  string    `json:"name"`
+	Tool  string    `json:"tool,omitempty"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// QPNs are the QP numbers its tools printed (both ends).
+	QPNs []uint32 `json:"qpns,omitempty"`
+}
+
+// Run is the workloads of one run directory and what could not be read.
+type Run struct {
+	Workloads []Workload `json:"workloads"`
+	// Notes say what was missing or skipped (no events.jsonl, malformed
+	// lines), already safe to print.
+	Notes []string `json:"notes,omitempty"`
+}
+
+var qpnLine = regexp.MustCompile(`(?:local|remote) address:.*?\bQPN (0x[0-9a-fA-F]{1,6})\b`)
+
+// Load reads the run directory dir. A missing or hostile events.jsonl or
+// results.json gives fewer workloads and a note, not an error; the error
+// is only for a directory that cannot be opened at all.
+func Load(dir string) (*Run, error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("read run %s: %w", dir, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("read run %s: not a directory", dir)
+	}
+	r := &Run{}
+	byName := map[string]*Workload{}
+	var order []string
+	get := func(name string) *Workload {
+		if w := byName[name]; w != nil {
+			return w
+		}
+		if len(order) >= MaxWorkloads {
+			return nil
+		}
+		byName[name] = &Workload{Name: name}
+		order = append(order, name)
+		return byName[name]
+	}
+	r.readEvents(dir, get)
+	var logs map[string][]string
+	if run, err := results.ReadRun(dir); err != nil {
+		r.note("no workload tools' QPNs: %v", err)
+	} else {
+		logs = map[string][]string{}
+		for _, rw := range run.Workloads {
+			name := termsafe.Line(rw.Name)
+			w := byName[name]
+			if w == nil {
+				// Only results.json knows it: its own start and end.
+				if rw.Started.IsZero() || (w == nil && len(order) >= MaxWorkloads) {
+					continue
+				}
+				w = get(name)
+				w.Start, w.End = rw.Started, rw.Finished
+			}
+			w.Tool = termsafe.Line(rw.Tool)
+			logs[name] = rw.Logs
+		}
+	}
+	for _, name := range order {
+		w := byName[name]
+		for _, rel := range logs[name] {
+			w.QPNs = appendQPNs(w.QPNs, dir, rel)
+		}
+		sort.Slice(w.QPNs, func(i, j int) bool { return w.QPNs[i] < w.QPNs[j] })
+		w.QPNs = compact(w.QPNs)
+		if w.Start.IsZero() {
+			continue // never started: nothing of it can be on the wire
+		}
+		if w.End.Before(w.Start) {
+			w.End = w.Start
+		}
+		r.Workloads = append(r.Workloads, *w)
+	}
+	if len(order) >= MaxWorkloads {
+		r.note("only the first %d workloads are named", MaxWorkloads)
+	}
+	sort.SliceStable(r.Workloads, func(i, j int) bool { return r.Workloads[i].Start.Before(r.Workloads[j].Start) })
+	return r, nil
+}
+
+func (r *Run) note(f string, a ...any) {
+	r.Notes = append(r.Notes, termsafe.Line(fmt.Sprintf(f, a...)))
+}
+
+// readEvents takes each workload's first step.start and last step.end.
+func (r *Run) readEvents(dir string, get func(string) *Workload) {
+	f, err := rundir.Open(dir, runevent.File)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			r.note("the run has no %s: workloads' windows from results.json", runevent.File)
+		} else {
+			r.note("%s not read: %v", runevent.File, err)
+		}
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, rundir.MaxFile))
+	sc.Buffer(make([]byte, 64<<10), maxEventLine+1)
+	sc.Split(skipLongLines())
+	bad := 0
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		var e runevent.Event
+		switch {
+		case len(line) == 0:
+		case bytes.Equal(line, longLine):
+			bad++ // a line too long to be an event
+		case json.Unmarshal(line, &e) != nil || e.Time.IsZero():
+			bad++
+		case e.Workload == "" || (e.Type != "step.start" && e.Type != "step.end"):
+		default:
+			w := get(termsafe.Line(e.Workload))
+			if w == nil {
+				break
+			}
+			if e.Type == "step.start" && (w.Start.IsZero() || e.Time.Before(w.Start)) {
+				w.Start = e.Time
+			}
+			if e.Type == "step.end" && e.Time.After(w.End) {
+				w.End = e.Time
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		r.note("%s read only in part: %v", runevent.File, err)
+	}
+	if bad > 0 {
+		r.note("%d lines of %s are not events and were skipped", bad, runevent.File)
+	}
+}
+
+// longLine is the token skipLongLines hands over for a line it skipped
+// (a NUL cannot begin a JSON line).
+var longLine = []byte{0}
+
+// skipLongLines splits lines as bufio.ScanLines does, but hands a line
+// longer than maxEventLine over as longLine instead of stopping.
+func skipLongLines() bufio.SplitFunc {
+	skipping := false
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		i := bytes.IndexByte(data, '\n')
+		switch {
+		case skipping && i >= 0:
+			skipping = false
+			return i + 1, longLine, nil
+		case skipping && atEOF:
+			skipping = false
+			return len(data), longLine, nil
+		case skipping:
+			return len(data), nil, nil
+		case i >= 0:
+			return i + 1, data[:i:i], nil
+		case len(data) > maxEventLine:
+			skipping = true
+			return len(data), nil, nil
+		case atEOF && len(data) > 0:
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	}
+}
+
+func appendQPNs(qs []uint32, dir, rel string) []uint32 {
+	f, err := rundir.Open(dir, rel)
+	if err != nil {
+		return qs
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, maxLogRead))
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() && len(qs) < maxQPNs {
+		if m := qpnLine.FindSubmatch(sc.Bytes()); m != nil {
+			if v, err := strconv.ParseUint(string(m[1][2:]), 16, 32); err == nil && v != 0 {
+				qs = append(qs, uint32(v))
+			}
+		}
+	}
+	return qs
+}
+
+func compact(qs []uint32) []uint32 {
+	out := qs[:0]
+	for i, q := range qs {
+		if i == 0 || q != qs[i-1] {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Conn is what attribution knows of one connection in a capture.
+type Conn struct {
+	// First and Last bound its packets; Began, when set, is when it was
+	// set up (an RDMA-CM REQ naming its QP), earlier than First.
+	First, Last, Began time.Time
+	// QPNs are its QP numbers (a RoCE flow's destination QP, the QPNs of
+	// the CM REQ/REP that set it up); none for TCP.
+	QPNs []uint32
+}
+
+// Match is the workload a connection is named after, and why.
+type Match struct {
+	// Workloads: one name, several when the evidence fits several (a
+	// parallel group, QP1 carrying many connections' CM), none when none.
+	Workloads []string `json:"workloads,omitempty"`
+	// By says how: "QPN 0x00001a in its output", "time window",
+	// "time window ±1s", "" for none.
+	By string `json:"by,omitempty"`
+}
+
+// Name returns the names joined, or "-".
+func (m Match) Name() string {
+	if len(m.Workloads) == 0 {
+		return "-"
+	}
+	return strings.Join(m.Workloads, ", ")
+}
+
+// Name attributes c to the run's workloads.
+func (r *Run) Name(c Conn) Match {
+	start := c.First
+	if !c.Began.IsZero() && c.Began.Before(start) {
+		start = c.Began
+	}
+	// A QPN a tool printed is the strongest evidence; QPNs repeat across
+	// a run (each rxe device counts from 0x11 again after a reboot), so
+	// time picks among workloads sharing one.
+	var byQP []*Workload
+	var qpn uint32
+	for i := range r.Workloads {
+		w := &r.Workloads[i]
+		for _, q := range c.QPNs {
+			if hasQPN(w.QPNs, q) {
+				byQP, qpn = append(byQP, w), q
+				break
+			}
+		}
+	}
+	by := fmt.Sprintf("QPN 0x%06x in its output", qpn)
+	if len(byQP) == 1 {
+		return Match{Workloads: []string{byQP[0].Name}, By: by}
+	}
+	pool := r.Workloads
+	if len(byQP) > 1 {
+		pool = make([]Workload, len(byQP))
+		for i, w := range byQP {
+			pool[i] = *w
+		}
+	}
+	for _, slack := range []time.Duration{0, Slack} {
+		var names []string
+		for _, w := range pool {
+			if !start.Before(w.Start.Add(-slack)) && !start.After(w.End.Add(slack)) {
+				names = append(names, w.Name)
+			}
+		}
+		// A long-lived flow (QP1 carries every CM exchange) spans the
+		// windows of several workloads: name each of them.
+		if len(names) > 0 && !c.Last.IsZero() && c.Last.Sub(start) > 0 {
+			for _, w := range pool {
+				if w.Start.After(start.Add(slack)) && !w.Start.After(c.Last.Add(slack)) && !contains(names, w.Name) {
+					names = append(names, w.Name)
+				}
+			}
+		}
+		if len(names) > 0 {
+			how := "time window"
+			if slack > 0 {
+				how = fmt.Sprintf("time window ±%s", slack)
+			}
+			if len(byQP) > 1 {
+				how = by + ", " + how
+			}
+			return Match{Workloads: names, By: how}
+		}
+	}
+	if len(byQP) > 1 {
+		var names []string
+		for _, w := range byQP {
+			names = append(names, w.Name)
+		}
+		return Match{Workloads: names, By: by + " (no window holds it)"}
+	}
+	return Match{}
+}
+
+func hasQPN(qs []uint32, q uint32) bool {
+	i := sort.Search(len(qs), func(i int) bool { return qs[i] >= q })
+	return i < len(qs) && qs[i] == q
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Window is a workload's window relative to a capture's first frame, for
+// an IO graph's marks.
+type Window struct {
+	Name       string
+	Start, End time.Duration
+}
+
+// Windows returns the workloads' windows relative to first that overlap
+// [first, last].
+func (r *Run) Windows(first, last time.Time) []Window {
+	var out []Window
+	for _, w := range r.Workloads {
+		if w.End.Before(first) || w.Start.After(last) {
+			continue
+		}
+		out = append(out, Window{Name: w.Name, Start: w.Start.Sub(first), End: w.End.Sub(first)})
+	}
+	return out
+}

@@ -1,0 +1,214 @@
+package attrib
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
+)
+
+func at(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// TestLoadRecordedRun reads a real run's directory: the windows from its
+// events.jsonl and the QPNs its perftest and pingpong logs printed.
+func TestLoadRecordedRun(t *testing.T) {
+	r, err := Load("../../testdata/report/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]uint32{}
+	for _, w := range r.Workloads {
+		got[w.Name] = w.QPNs
+		if w.Start.IsZero() || w.End.Before(w.Start) {
+			t.Errorf("%s: window %v .. %v", w.Name, w.Start, w.End)
+		}
+	}
+	want := map[string][]uint32{
+		"write_bw": {0x11, 0x1a}, "read_bw": {0x13}, "write_lat": {0x12},
+		"pingpong": {0x18}, "tcp": nil,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("workloads' QPNs (-want +got):\n%s", d)
+	}
+	if w := r.Workloads[0]; w.Name != "write_bw" || !w.Start.Equal(at("2026-11-25T21:03:42.418Z")) || !w.End.Equal(at("2026-11-25T21:04:04.318Z")) {
+		t.Errorf("first workload %+v", w)
+	}
+}
+
+func TestName(t *testing.T) {
+	r := &Run{Workloads: []Workload{
+		{Name: "a", Start: at("2026-01-01T00:00:10Z"), End: at("2026-01-01T00:00:20Z"), QPNs: []uint32{0x11}},
+		{Name: "b", Start: at("2026-01-01T00:00:20.5Z"), End: at("2026-01-01T00:00:30Z"), QPNs: []uint32{0x11, 0x12}},
+		{Name: "c", Start: at("2026-01-01T00:00:25Z"), End: at("2026-01-01T00:00:35Z")},
+		{Name: "d", Start: at("2026-01-01T00:01:00Z"), End: at("2026-01-01T00:01:10Z")},
+	}}
+	for _, tc := range []struct {
+		name string
+		c    Conn
+		want Match
+	}{
+		{"unique QPN, outside every window", Conn{First: at("2026-01-01T05:00:00Z"), QPNs: []uint32{0x12}},
+			Match{[]string{"b"}, "QPN 0x000012 in its output"}},
+		{"shared QPN, time picks", Conn{First: at("2026-01-01T00:00:12Z"), QPNs: []uint32{0x11}},
+			Match{[]string{"a"}, "QPN 0x000011 in its output, time window"}},
+		{"shared QPN, no window", Conn{First: at("2026-01-01T05:00:00Z"), QPNs: []uint32{0x11}},
+			Match{[]string{"a", "b"}, "QPN 0x000011 in its output (no window holds it)"}},
+		{"window only", Conn{First: at("2026-01-01T00:01:05Z"), QPNs: []uint32{0x99}},
+			Match{[]string{"d"}, "time window"}},
+		{"parallel windows", Conn{First: at("2026-01-01T00:00:26Z")},
+			Match{[]string{"b", "c"}, "time window"}},
+		{"slack", Conn{First: at("2026-01-01T00:01:10.5Z")},
+			Match{[]string{"d"}, "time window ±1s"}},
+		{"CM began inside, first packet after", Conn{Began: at("2026-01-01T00:00:59.9Z"), First: at("2026-01-01T00:01:12Z")},
+			Match{[]string{"d"}, "time window ±1s"}},
+		{"long-lived QP1 spans several", Conn{First: at("2026-01-01T00:00:11Z"), Last: at("2026-01-01T00:01:01Z"), QPNs: []uint32{1}},
+			Match{[]string{"a", "b", "c", "d"}, "time window"}},
+		{"nothing", Conn{First: at("2026-01-01T03:00:00Z")}, Match{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, r.Name(tc.c)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestLoadHostile: a received run directory whose events.jsonl is a
+// symlink out of it, whose results.json lists logs outside it, and whose
+// names carry control characters gives notes and safe names, never the
+// outside files' contents.
+func TestLoadHostile(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte(" local address: LID 0000 QPN 0x00beef PSN 0x1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	evOutside := filepath.Join(outside, "events.jsonl")
+	if err := os.WriteFile(evOutside, []byte(`{"time":"2026-01-01T00:00:00Z","type":"step.start","workload":"stolen"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		events    string // "" none; "LINK" a symlink out
+		results   string
+		wantNames []string
+		wantNote  string
+	}{
+		{"no events, no results", "", "", nil, "the run has no events.jsonl"},
+		{"events a symlink out", "LINK", "", nil, "leaves the run directory"},
+		{"garbage lines and a long line", "not json\n{\"time\":\"x\"}\n" + strings.Repeat("a", maxEventLine+10) + "\n" +
+			`{"time":"2026-01-01T00:00:00Z","type":"step.start","workload":"w"}` + "\n", "", []string{"w"}, "3 lines of events.jsonl are not events"},
+		{"control characters in names", `{"time":"2026-01-01T00:00:00Z","type":"step.start","workload":"w\u001b[2J\nfake"}` + "\n", "", []string{`w\x1b[2J\nfake`}, ""},
+		{"logs outside the run", `{"time":"2026-01-01T00:00:00Z","type":"step.start","workload":"w"}` + "\n",
+			`{"schema":2,"lab":"l","id":"x","workloads":[{"name":"w","tool":"ib_write_bw","logs":["../` + filepath.Base(outside) + `/secret.txt","` + secret + `"]}],"samples":[]}`,
+			[]string{"w"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			switch tc.events {
+			case "":
+			case "LINK":
+				if err := os.Symlink(evOutside, filepath.Join(dir, "events.jsonl")); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte(tc.events), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.results != "" {
+				if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(tc.results), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, w := range r.Workloads {
+				names = append(names, w.Name)
+				if len(w.QPNs) > 0 {
+					t.Errorf("%s: QPNs %x read from outside the run", w.Name, w.QPNs)
+				}
+			}
+			if d := cmp.Diff(tc.wantNames, names); d != "" {
+				t.Errorf("names (-want +got):\n%s", d)
+			}
+			notes := strings.Join(r.Notes, "\n")
+			if tc.wantNote != "" && !strings.Contains(notes, tc.wantNote) {
+				t.Errorf("notes %q lack %q", notes, tc.wantNote)
+			}
+			assertSafe(t, r)
+		})
+	}
+}
+
+func assertSafe(t *testing.T, r *Run) {
+	t.Helper()
+	for _, w := range r.Workloads {
+		if termsafe.Line(w.Name) != w.Name || termsafe.Line(w.Tool) != w.Tool {
+			t.Errorf("workload %q (tool %q) is not safe to print", w.Name, w.Tool)
+		}
+	}
+	for _, n := range r.Notes {
+		if termsafe.Line(n) != n {
+			t.Errorf("note %q is not safe to print", n)
+		}
+	}
+}
+
+// FuzzLoad: whatever events.jsonl and results.json hold, Load returns
+// without error, every name and note prints as itself, every window is
+// ordered, and a workload is named only by what the files say.
+func FuzzLoad(f *testing.F) {
+	ev, _ := os.ReadFile("../../testdata/report/run/events.jsonl")
+	res, _ := os.ReadFile("../../testdata/report/run/results.json")
+	f.Add(ev, res)
+	f.Add([]byte(`{"time":"2026-01-01T00:00:00Z","type":"step.end","workload":"w"}`), []byte(`{"workloads":[{"name":"w","logs":["/etc/passwd"]}]}`))
+	f.Add([]byte("\x00\n\n{"), []byte("null"))
+	f.Fuzz(func(t *testing.T, events, results []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), events, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "results.json"), results, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertSafe(t, r)
+		for _, w := range r.Workloads {
+			if w.End.Before(w.Start) {
+				t.Errorf("%s: end %v before start %v", w.Name, w.End, w.Start)
+			}
+			if w.Name == "" && !strings.Contains(string(events)+string(results), `""`) && !strings.Contains(string(events)+string(results), `workload`) {
+				t.Errorf("an empty name from nowhere")
+			}
+		}
+		// Naming any connection is total: a match names only loaded workloads.
+		m := r.Name(Conn{First: time.Unix(0, 0), QPNs: []uint32{1, 0x11}})
+		for _, n := range m.Workloads {
+			found := false
+			for _, w := range r.Workloads {
+				found = found || w.Name == n
+			}
+			if !found {
+				t.Errorf("match names %q, not a workload", n)
+			}
+		}
+	})
+}
