@@ -372,6 +372,16 @@ func identityScript(hostname string, macs []string, nets []Network, now time.Tim
 		return "", err
 	}
 	fmt.Fprintf(&b, "printf %%s %s > /dev/urandom\n", hex.EncodeToString(seed))
+	// Every guest restored from one snapshot had the template's
+	// machine-id, and udev derives a virtual netdev's MAC from it
+	// (MACAddressPolicy=persistent): two restored VMs gave a macvlan of the
+	// same name the same MAC, and ARP between them failed. Each VM gets its
+	// own; udevd, which may hold the old one, is restarted.
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "printf '%%s\\n' %s > /etc/machine-id.rlab\nchmod 0444 /etc/machine-id.rlab\nmv -f /etc/machine-id.rlab /etc/machine-id\nsystemctl try-restart systemd-udevd.service\n", hex.EncodeToString(id))
 	h, err := q(hostname)
 	if err != nil {
 		return "", err

@@ -31,10 +31,26 @@ func TestIdentityScript(t *testing.T) {
 		"ip link set dev eth2 address '52:54:00:12:00:01' mtu 9000 addrgenmode none",
 		"printf '%s\\n' 'ssh-ed25519 AAAA rlab-run' > /root/.ssh/authorized_keys.rlab",
 		"> /dev/urandom",
+		"mv -f /etc/machine-id.rlab /etc/machine-id",
+		"systemctl try-restart systemd-udevd.service",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q:\n%s", want, s)
 		}
+	}
+	// Each restored guest gets its own machine-id (udev derives virtual
+	// netdevs' MACs from it).
+	idOf := func(script string) string {
+		_, rest, _ := strings.Cut(script, "printf '%s\\n' ")
+		id, _, _ := strings.Cut(rest, " > /etc/machine-id.rlab")
+		return id
+	}
+	s2, err := identityScript("client", []string{mac(1, 1), mac(1, 2)}, nets, now, []byte("ssh-ed25519 AAAA rlab-run\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := idOf(s), idOf(s2); len(a) != 32 || a == b {
+		t.Errorf("machine-ids %q and %q: want two different 32-hex ids", a, b)
 	}
 	if strings.Contains(s, "ip addr add") && strings.Count(s, "ip addr add") != 1 {
 		t.Errorf("eth2 has no address, yet:\n%s", s)
@@ -115,6 +131,7 @@ func TestE2ERestore(t *testing.T) {
 		t.Logf("round %d: both VMs up in %s: %s", round, time.Since(t0).Round(100*time.Millisecond), strings.Join(progress, "; "))
 		func() {
 			defer set.Shutdown(context.WithoutCancel(ctx))
+			var ids, mvs []string
 			for i, v := range set.VMs {
 				if v.snap == nil {
 					t.Fatalf("%s was booted, not restored: %s", v.Name, strings.Join(progress, "; "))
@@ -148,8 +165,19 @@ func TestE2ERestore(t *testing.T) {
 				if out := g.must(t, ctx, "cat", "/root/.ssh/authorized_keys"); strings.TrimSpace(out) != strings.TrimSpace(string(runKey)) {
 					t.Errorf("%s authorized_keys: %q, want the run's key alone", v.Name, out)
 				}
+				// Its own machine-id, and so its own MAC for a virtual
+				// netdev udev names (a macvlan of the same name on both
+				// restored VMs had one MAC, and ARP between them failed).
+				ids = append(ids, strings.TrimSpace(g.must(t, ctx, "cat", "/etc/machine-id")))
+				g.must(t, ctx, "ip", "link", "add", "link", "eth1", "name", "mvtest", "type", "macvlan", "mode", "bridge")
+				time.Sleep(time.Second) // udev sets the MAC just after the add
+				mvs = append(mvs, strings.TrimSpace(g.must(t, ctx, "cat", "/sys/class/net/mvtest/address")))
+				g.must(t, ctx, "ip", "link", "del", "mvtest")
 				g.must(t, ctx, "rdma", "link", "add", "rxe0", "type", "rxe", "netdev", "eth1")
 				c.Close()
+			}
+			if len(ids) == 2 && (ids[0] == ids[1] || mvs[0] == mvs[1]) {
+				t.Errorf("restored VMs share machine-id %v or macvlan MAC %v", ids, mvs)
 			}
 			// The snapshot's login key no longer gets in.
 			v := set.VMs[0]
