@@ -66,6 +66,7 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b.lab(doc)
 	b.hosts(doc)
 	b.workloads(doc)
+	b.students(doc) // students.go: needs the workloads' anchors and the hosts
 	b.compare()
 	b.captures()
 	b.why()       // why.go: needs the captures' analysis
