@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results/classtest"
 )
 
@@ -94,5 +97,79 @@ func TestClassReportGolden(t *testing.T) {
 		if w.Folded {
 			t.Errorf("workload %s of a 3-student class is folded", w.Name)
 		}
+	}
+}
+
+// classLab loads a class lab of n students (a server/client pair each, an
+// exec and a TCP transfer), the shape of bench/scale/class-scale.hcl.
+func classLab(t *testing.T, n int) *lab.Lab {
+	t.Helper()
+	var src strings.Builder
+	src.WriteString("lab \"class-scale\" {}\nlocals {\n  students = {\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&src, "    %q = { server = \"10.0.%d.%d\", client = \"10.1.%d.%d\" }\n", classtest.Key(i), i/250, i%250+1, i/250, i%250+1)
+	}
+	src.WriteString(`  }
+}
+host "server" {
+  for_each = local.students
+  address  = each.value.server
+}
+host "client" {
+  for_each = local.students
+  address  = each.value.client
+}
+workload "hello" {
+  for_each = local.students
+  tool     = "exec"
+  host     = host.server[each.key]
+  command  = ["uname", "-r"]
+}
+workload "tcp" {
+  for_each = local.students
+  tool     = "tcp"
+  server   = host.server[each.key]
+  client   = host.client[each.key]
+}
+`)
+	p := filepath.Join(t.TempDir(), "class-scale.hcl")
+	if err := os.WriteFile(p, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, diags := lab.Load([]string{p}, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return l
+}
+
+// TestTopologyOfLargeClass: above maxDrawnHosts the report keeps the
+// topology's DOT and says why there is no picture, without running dot
+// (which took minutes at 1,000 hosts); at or under it the picture is drawn.
+func TestTopologyOfLargeClass(t *testing.T) {
+	for _, tc := range []struct {
+		students int
+		drawn    bool
+	}{{3, true}, {maxDrawnHosts / 2, true}, {maxDrawnHosts/2 + 1, false}, {500, false}} {
+		t.Run(fmt.Sprint(tc.students), func(t *testing.T) {
+			if tc.drawn && tc.students > 3 && testing.Short() {
+				t.Skip("dot on 256 hosts takes seconds")
+			}
+			dir := classtest.WriteDir(t, tc.students)
+			d, err := Build(dir, Options{Lab: classLab(t, tc.students)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			top := d.Topology
+			if top == nil || !strings.Contains(top.DOT, `client[\"s000\"]`) && !strings.Contains(top.DOT, `client["s000"]`) {
+				t.Fatalf("topology %+v: want the DOT of every host", top)
+			}
+			if drawn := top.Image != ""; drawn != tc.drawn {
+				t.Errorf("%d hosts: picture drawn %v, want %v (note %q)", 2*tc.students, drawn, tc.drawn, top.Note)
+			}
+			if !tc.drawn && !strings.Contains(top.Note, fmt.Sprintf("%d hosts is not drawn", 2*tc.students)) {
+				t.Errorf("note %q does not say why there is no picture", top.Note)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
@@ -279,38 +280,68 @@ func (r *runner) writeStudents(doc *results.Run) error {
 	if err := results.WriteStudentsFile(r.dir, doc.Students); err != nil {
 		return err
 	}
-	for i, s := range r.students {
-		st := doc.Students[i]
-		dst := filepath.Join(root, s.slug)
-		mine := doc.ForStudent(st)
-		var logs []string
-		for _, w := range mine.Workloads {
-			logs = append(logs, w.Logs...)
-		}
-		for _, h := range s.hosts {
-			if !r.connects(h) {
-				continue
+	// Each student's folder is its own: they are written studentWorkers at
+	// a time (a class of 500 synced two files and a folder each, one after
+	// another: seconds of the run), and the first error in class order is
+	// returned, as when they were written in turn.
+	errs := make([]error, len(r.students))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(studentWorkers, len(r.students)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = r.writeStudent(r.students[i], doc, doc.Students[i], filepath.Join(root, r.students[i].slug))
 			}
-			rel := path.Join("hosts", h.Slug)
-			var err error
-			if s.own[h] {
-				err = linkTree(filepath.Join(r.dir, rel), filepath.Join(dst, rel))
-			} else {
-				for _, f := range append([]string{path.Join(rel, "facts.json")}, logs...) {
-					if strings.HasPrefix(f, rel+"/") {
-						if lerr := linkFile(filepath.Join(r.dir, f), filepath.Join(dst, f)); lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
-							err = errors.Join(err, lerr)
-						}
+		}()
+	}
+	for i := range r.students {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// studentWorkers is how many student folders writeStudents writes at once.
+const studentWorkers = 16
+
+// writeStudent fills the folder dst of one student (writeStudents).
+func (r *runner) writeStudent(s *student, doc *results.Run, st results.Student, dst string) error {
+	mine := doc.ForStudent(st)
+	var logs []string
+	for _, w := range mine.Workloads {
+		logs = append(logs, w.Logs...)
+	}
+	for _, h := range s.hosts {
+		if !r.connects(h) {
+			continue
+		}
+		rel := path.Join("hosts", h.Slug)
+		var err error
+		if s.own[h] {
+			err = linkTree(filepath.Join(r.dir, rel), filepath.Join(dst, rel))
+		} else {
+			for _, f := range append([]string{path.Join(rel, "facts.json")}, logs...) {
+				if strings.HasPrefix(f, rel+"/") {
+					if lerr := linkFile(filepath.Join(r.dir, f), filepath.Join(dst, f)); lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
+						err = errors.Join(err, lerr)
 					}
 				}
 			}
-			if err != nil {
-				return fmt.Errorf("write folder of student %q: files of host %q: %w", s.key, h.Name, err)
-			}
 		}
-		if err := results.WriteStudentRun(dst, mine); err != nil {
-			return fmt.Errorf("write folder of student %q: %w", s.key, err)
+		if err != nil {
+			return fmt.Errorf("write folder of student %q: files of host %q: %w", s.key, h.Name, err)
 		}
+	}
+	if err := results.WriteStudentRun(dst, mine); err != nil {
+		return fmt.Errorf("write folder of student %q: %w", s.key, err)
 	}
 	return nil
 }
