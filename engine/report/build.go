@@ -523,10 +523,9 @@ func (b *builder) workloadLinks(name string, wd results.Workload) []Link {
 
 // slugOf turns a reference name into the run directory's form:
 // write_bw["ana"] -> write_bw.ana, write_bw[0] -> write_bw.0.
-func slugOf(name string) string {
-	r := strings.NewReplacer(`["`, ".", `"]`, "", "[", ".", "]", "")
-	return r.Replace(name)
-}
+func slugOf(name string) string { return slugEscapes.Replace(name) }
+
+var slugEscapes = strings.NewReplacer(`["`, ".", `"]`, "", "[", ".", "]", "")
 
 // key is one row of a workload's table: a message size and a repeat.
 type key struct {
