@@ -236,6 +236,7 @@ var optionProofs = map[string]string{
 	"runs --lab":                  "cmd/rlab.TestRunsCmd",
 	"runs --last":                 "cmd/rlab.TestRunsCmd",
 	"runs --status":               "cmd/rlab.TestRunsCmd",
+	"show --all":                  "cmd/rlab.TestShowClass500",
 	"show --counters":             "cmd/rlab.TestShowCounters",
 	"show --json":                 "cmd/rlab.TestShowJSON",
 	"show --markdown":             "cmd/rlab.TestShowCmd",

@@ -40,17 +40,34 @@ func (e *exitError) Unwrap() error { return e.err }
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 func main() {
-	// RLAB_CPUPROFILE=FILE writes a CPU profile of the command (for the
-	// benchmarks in BENCHMARKS.md; `go tool pprof bin/rlab FILE`).
+	// RLAB_CPUPROFILE=FILE writes a CPU profile of the command, and
+	// RLAB_MEMPROFILE=FILE a heap profile at its end (allocations over the
+	// whole command: -sample_index=alloc_space), for the benchmarks in
+	// BENCHMARKS.md: `go tool pprof bin/rlab FILE`.
 	if f := os.Getenv("RLAB_CPUPROFILE"); f != "" {
 		if out, err := os.Create(f); err == nil && pprof.StartCPUProfile(out) == nil {
 			code := run(os.Args[1:])
 			pprof.StopCPUProfile()
 			out.Close()
+			writeHeapProfile()
 			os.Exit(code)
 		}
 	}
-	os.Exit(run(os.Args[1:]))
+	code := run(os.Args[1:])
+	writeHeapProfile()
+	os.Exit(code)
+}
+
+// writeHeapProfile writes the heap profile RLAB_MEMPROFILE names, if any.
+func writeHeapProfile() {
+	f := os.Getenv("RLAB_MEMPROFILE")
+	if f == "" {
+		return
+	}
+	if out, err := os.Create(f); err == nil {
+		pprof.Lookup("allocs").WriteTo(out, 0)
+		out.Close()
+	}
 }
 
 func run(args []string) int {

@@ -232,7 +232,7 @@ func printOutcomes(w io.Writer, res *runengine.Result, validate bool) {
 	if len(res.Students) > 0 {
 		// A check's answer is per student: each failing expect with what it
 		// wanted and got.
-		results.WriteStudentsTable(w, res.Students, validate)
+		results.WriteStudentsTable(w, res.Students, validate, false)
 	} else if validate {
 		if res.Code == exitOK {
 			fmt.Fprintln(w, "check: pass")

@@ -16,7 +16,7 @@ import (
 )
 
 func newShowCmd() *cobra.Command {
-	var render, students, markdown, counters, asJSON bool
+	var render, students, markdown, counters, asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "show [RUN]",
 		Short: "Print a run's summary",
@@ -34,6 +34,8 @@ results.json.
 RUN is a run directory, a name as rlab runs prints it (nightly/2026-11-20T020000Z),
 a run id alone, a lab name or a folder of runs (runs/, runs/<lab>/: the newest
 run); without RUN, the newest run under runs/.
+A class lab run's summary lists its students first, the failed ones on
+top; from 10 students the ready ones are one line, --all lists them.
 With --students it prints the per-student table of a class lab run instead
 (as rlab run ends with), each failing expect with what it wanted and got.
 With --json it prints the run's results.json in the current schema (version 2,
@@ -45,7 +47,8 @@ numbers, times in RFC 3339.`,
   rlab show nightly             # the newest run of the lab
   rlab show --markdown nightly >> "$GITHUB_STEP_SUMMARY"
   rlab show --json nightly | jq '.samples[] | select(.kind == "tool")'
-  rlab show --students runs/class  # who is ready in the last class run`,
+  rlab show --students runs/class  # who is ready in the last class run
+  rlab show --all runs/class       # every student, the ready ones too`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
@@ -65,8 +68,8 @@ numbers, times in RFC 3339.`,
 				}
 			}()
 			if asJSON {
-				if markdown || counters || students || render {
-					return withCode(exitFail, errors.New("show: --json prints the whole run; drop --markdown, --counters, --students and --render"))
+				if markdown || counters || students || render || all {
+					return withCode(exitFail, errors.New("show: --json prints the whole run; drop --markdown, --counters, --students, --all and --render"))
 				}
 				r, err := results.ReadRun(dir)
 				if err != nil {
@@ -88,7 +91,7 @@ numbers, times in RFC 3339.`,
 				if len(r.Students) == 0 {
 					return withCode(exitFail, fmt.Errorf("show --students: run %s is not of a class lab (its hosts are not keyed per student)", dir))
 				}
-				return results.WriteStudentsTable(cmd.OutOrStdout(), r.Students, true)
+				return results.WriteStudentsTable(cmd.OutOrStdout(), r.Students, true, all)
 			}
 			if !render {
 				b, err := rundir.ReadFile(dir, results.SummaryFile)
@@ -97,7 +100,7 @@ numbers, times in RFC 3339.`,
 					// hold a host's terminal escapes.
 					text := termsafe.Block(string(b))
 					if !markdown {
-						text = string(terminalText([]byte(text), counters))
+						text = string(results.TerminalTextWith([]byte(text), results.Unfold{Counters: counters, Students: all}))
 					}
 					_, err = io.WriteString(cmd.OutOrStdout(), text)
 					return err
@@ -112,7 +115,7 @@ numbers, times in RFC 3339.`,
 			}
 			b := results.Summary(r, r.Dir)
 			if !markdown {
-				b = terminalText(b, counters)
+				b = results.TerminalTextWith(b, results.Unfold{Counters: counters, Students: all})
 			}
 			_, err = cmd.OutOrStdout().Write(b)
 			return err
@@ -122,17 +125,9 @@ numbers, times in RFC 3339.`,
 	cmd.Flags().BoolVar(&render, "render", false, "render the summary from results.json even when summary.md exists")
 	cmd.Flags().BoolVar(&students, "students", false, "print the per-student table of a class lab run")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON (results.json in the current schema)")
+	cmd.Flags().BoolVar(&all, "all", false, "list every student of a class lab run, the ready ones too (folded to one line from 10 students)")
 	cmd.Flags().BoolVar(&counters, "counters", false, "print the full tables of kernel counters that moved (folded by default)")
 	return cmd
-}
-
-// terminalText lays summary.md out for a terminal, its kernel counter
-// tables unfolded with --counters.
-func terminalText(md []byte, counters bool) []byte {
-	if counters {
-		return results.TerminalTextUnfolded(md)
-	}
-	return results.TerminalText(md)
 }
 
 // resolveRunArg finds the run directory named by args[0] (or the newest run

@@ -72,6 +72,7 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b.lab(doc)
 	b.hosts(doc)
 	b.workloads(doc)
+	b.students(doc) // students.go: needs the workloads' anchors and the hosts
 	b.compare()
 	b.captures()
 	b.why()       // why.go: needs the captures' analysis
@@ -535,10 +536,9 @@ func (b *builder) workloadLinks(name string, wd results.Workload) []Link {
 
 // slugOf turns a reference name into the run directory's form:
 // write_bw["ana"] -> write_bw.ana, write_bw[0] -> write_bw.0.
-func slugOf(name string) string {
-	r := strings.NewReplacer(`["`, ".", `"]`, "", "[", ".", "]", "")
-	return r.Replace(name)
-}
+func slugOf(name string) string { return slugEscapes.Replace(name) }
+
+var slugEscapes = strings.NewReplacer(`["`, ".", `"]`, "", "[", ".", "]", "")
 
 // key is one row of a workload's table: a message size and a repeat.
 type key struct {

@@ -25,6 +25,7 @@ type Data struct {
 	TimelineNote string       `json:"timeline_note,omitempty"`
 	Expects      ExpectTotals `json:"expect_totals"`
 	Problems     []Problem    `json:"problems,omitempty"` // what needs a reader's eye first
+	Students     *Students    `json:"students,omitempty"` // a class lab's students (students.go); nil otherwise
 	Files        []Link       `json:"files"`              // every raw output, relative to the run dir
 	Warnings     []string     `json:"warnings,omitempty"` // what could not be read
 	// Topology depends on Graphviz being installed, so the golden data
@@ -58,6 +59,7 @@ type RunInfo struct {
 type Host struct {
 	Slug     string `json:"slug"`
 	Hostname string `json:"hostname,omitempty"`
+	Folded   bool   `json:"folded,omitempty"` // a host of ready students only (Students.Folded)
 	Kernel   string `json:"kernel,omitempty"`
 	OS       string `json:"os,omitempty"`
 	Arch     string `json:"arch,omitempty"`
@@ -118,9 +120,12 @@ type RDMADev struct {
 
 // Workload is one workload's outcome, numbers and charts.
 type Workload struct {
-	Name    string   `json:"name"`
-	Anchor  string   `json:"anchor"` // id attribute, safe characters only
-	Tool    string   `json:"tool"`
+	Name   string `json:"name"`
+	Anchor string `json:"anchor"` // id attribute, safe characters only
+	Tool   string `json:"tool"`
+	// Folded: a workload of a ready student of a large class, shown
+	// under a closed <details> after the others (Students.Folded).
+	Folded  bool     `json:"folded,omitempty"`
 	Kind    string   `json:"kind"` // bw, lat, pingpong, rping, tcp, exec
 	Hosts   []string `json:"hosts,omitempty"`
 	Devices []string `json:"devices,omitempty"`

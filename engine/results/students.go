@@ -88,25 +88,60 @@ func (e StudentExpect) ExpectText() string {
 	return b.String()
 }
 
-// WriteStudentsTable prints the per-student status table `rlab run` and
-// `rlab check --validate` end with; verbose adds each failing expect under
-// its student.
-func WriteStudentsTable(w io.Writer, ss []Student, verbose bool) error {
-	ready := 0
+// FoldStudentsAt is the class size from which the ready students are
+// folded (one line in a terminal, a <details> in summary.md and the
+// report) under the failed ones: at 500 students the first screen names
+// every student who needs attention.
+const FoldStudentsAt = 10
+
+// FailedFirst is ss with the failed students first, each part in run
+// order, and how many are ready.
+func FailedFirst(ss []Student) (out []Student, ready int) {
+	out = make([]Student, 0, len(ss))
 	for _, s := range ss {
-		if s.Status == StudentReady {
-			ready++
+		if s.Status != StudentReady {
+			out = append(out, s)
 		}
 	}
+	ready = len(ss) - len(out)
+	for _, s := range ss {
+		if s.Status == StudentReady {
+			out = append(out, s)
+		}
+	}
+	return out, ready
+}
+
+// foldsReady reports whether a table of ss folds its ready students.
+func foldsReady(ss []Student, ready int) bool {
+	return len(ss) >= FoldStudentsAt && ready > 0
+}
+
+// WriteStudentsTable prints the per-student status table `rlab run` and
+// `rlab check --validate` end with, failed students first; verbose adds
+// each failing expect under its student. From FoldStudentsAt students the
+// ready ones are one line unless all is set (`rlab show --students --all`).
+func WriteStudentsTable(w io.Writer, ss []Student, verbose, all bool) error {
+	ss, ready := FailedFirst(ss)
+	fold := !all && foldsReady(ss, ready)
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "students: %d of %d ready\n", ready, len(ss))
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  STUDENT\tHOSTS\tWORKLOADS\tSTATUS")
-	for _, s := range ss {
-		fmt.Fprintf(tw, "  %s\t%d\t%d ok, %d failed\t%s\n", printable(s.Key), len(s.Hosts), s.OK, s.Failed, printable(s.StatusText()))
+	rows := ss
+	if fold {
+		rows = ss[:len(ss)-ready]
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STUDENT\tHOSTS\tWORKLOADS\tSTATUS")
+		for _, s := range rows {
+			fmt.Fprintf(tw, "  %s\t%d\t%d ok, %d failed\t%s\n", printable(s.Key), len(s.Hosts), s.OK, s.Failed, printable(s.StatusText()))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if fold {
+		fmt.Fprintf(&buf, "  %s ready, not listed (rlab show --students --all)\n", plural(ready, "student"))
 	}
 	if verbose {
 		for _, s := range ss {
@@ -139,25 +174,36 @@ func printable(s string) string {
 	}, s)
 }
 
-// studentsSection writes the "Students" section of summary.md.
+// studentsSection writes the "Students" section of summary.md: the failed
+// students first; from FoldStudentsAt students the ready ones are folded in
+// a <details class="students"> (`rlab show --all` unfolds it).
 func studentsSection(b *bytes.Buffer, ss []Student) {
-	ready := 0
-	for _, s := range ss {
-		if s.Status == StudentReady {
-			ready++
+	ss, ready := FailedFirst(ss)
+	fmt.Fprintf(b, "## Students\n\n%d of %d ready.\n\n", ready, len(ss))
+	table := func(rows []Student) {
+		b.WriteString("| student | hosts | workloads | status | folder |\n|---|---|---|---|---|\n")
+		for _, s := range rows {
+			folder := "–"
+			if s.Folder != "" {
+				folder = "`" + mdCode(s.Folder) + "/`"
+			}
+			status := "ready"
+			if s.Status != StudentReady {
+				status = "**" + mdCell(printable(s.StatusText())) + "**"
+			}
+			fmt.Fprintf(b, "| %s | %s | %d ok, %d failed | %s | %s |\n", mdCell(printable(s.Key)), mdCell(strings.Join(s.Hosts, ", ")), s.OK, s.Failed, status, folder)
 		}
 	}
-	fmt.Fprintf(b, "## Students\n\n%d of %d ready.\n\n| student | hosts | workloads | status | folder |\n|---|---|---|---|---|\n", ready, len(ss))
-	for _, s := range ss {
-		folder := "–"
-		if s.Folder != "" {
-			folder = "`" + mdCode(s.Folder) + "/`"
+	if !foldsReady(ss, ready) {
+		table(ss)
+	} else {
+		if failed := ss[:len(ss)-ready]; len(failed) > 0 {
+			table(failed)
+			b.WriteString("\n")
 		}
-		status := "ready"
-		if s.Status != StudentReady {
-			status = "**" + mdCell(printable(s.StatusText())) + "**"
-		}
-		fmt.Fprintf(b, "| %s | %s | %d ok, %d failed | %s | %s |\n", mdCell(printable(s.Key)), mdCell(strings.Join(s.Hosts, ", ")), s.OK, s.Failed, status, folder)
+		fmt.Fprintf(b, "<details class=\"students\"><summary>%s ready</summary>\n\n", plural(ready, "student"))
+		table(ss[len(ss)-ready:])
+		b.WriteString("\n</details>\n")
 	}
 	var fails []string
 	for _, s := range ss {

@@ -30,7 +30,7 @@ func studentsRun() *Run {
 func TestStudentsOutputs(t *testing.T) {
 	r := studentsRun()
 	var b strings.Builder
-	if err := WriteStudentsTable(&b, r.Students, true); err != nil {
+	if err := WriteStudentsTable(&b, r.Students, true, false); err != nil {
 		t.Fatal(err)
 	}
 	j, err := JUnit(r)

@@ -713,14 +713,21 @@ func oneLine(s string) string {
 // is left alone: names like write_bw are common and intraword underscores
 // are not emphasis in CommonMark.
 func mdText(s string) string {
-	r := strings.NewReplacer("\\", "\\\\", "*", "\\*", "`", "\\`", "<", "&lt;", ">", "&gt;", "|", "\\|", "[", "\\[", "]", "\\]", "\n", " ")
-	return termsafe.Line(r.Replace(s)) // host text: no terminal escapes (rlab show, cat)
+	return termsafe.Line(mdTextEscapes.Replace(s)) // host text: no terminal escapes (rlab show, cat)
 }
+
+// The replacers of mdText and mdCode, built once: a summary calls them for
+// every cell, and building one each call was a fifth of a 200-host class
+// run's allocations (a class writes a summary per student).
+var (
+	mdTextEscapes = strings.NewReplacer("\\", "\\\\", "*", "\\*", "`", "\\`", "<", "&lt;", ">", "&gt;", "|", "\\|", "[", "\\[", "]", "\\]", "\n", " ")
+	mdCodeEscapes = strings.NewReplacer("`", "'", "\n", " ", "|", "\\|")
+)
 
 // mdCell is mdText for a table cell.
 func mdCell(s string) string { return mdText(oneLine(s)) }
 
 // mdCode makes s safe inside a single-backtick code span.
 func mdCode(s string) string {
-	return termsafe.Line(strings.NewReplacer("`", "'", "\n", " ", "|", "\\|").Replace(s))
+	return termsafe.Line(mdCodeEscapes.Replace(s))
 }

@@ -14,30 +14,43 @@ import (
 // headings underlined, tables aligned in columns, emphasis and code marks
 // dropped, escapes undone. Control characters (text that came from hosts)
 // are escaped (termsafe) so it cannot move the cursor. A folded part
-// (<details>, the full kernel counter tables) is its summary line alone,
-// with a pointer to `rlab show --counters`.
-func TerminalText(md []byte) []byte { return terminalText(md, false) }
+// (<details>: the full kernel counter tables, a class's ready students) is
+// its summary line alone, with a pointer to the flag of `rlab show` that
+// unfolds it (--counters, --all).
+func TerminalText(md []byte) []byte { return TerminalTextWith(md, Unfold{}) }
 
-// TerminalTextUnfolded is TerminalText with every folded part shown, its
-// summary line as a heading (`rlab show --counters`).
-func TerminalTextUnfolded(md []byte) []byte { return terminalText(md, true) }
+// TerminalTextUnfolded is TerminalText with the kernel counter tables
+// shown, their summary line as a heading (`rlab show --counters`).
+func TerminalTextUnfolded(md []byte) []byte { return TerminalTextWith(md, Unfold{Counters: true}) }
+
+// Unfold says which folded parts of summary.md TerminalTextWith shows.
+type Unfold struct {
+	Counters bool // the kernel counter tables (rlab show --counters)
+	Students bool // a class's ready students (rlab show --all)
+}
 
 // detailsOpen matches the line a folded part opens with, as summary.md
-// writes it.
-var detailsOpen = regexp.MustCompile(`^<details><summary>(.*)</summary>\s*$`)
+// writes it: <details class="students"> folds a class's ready students,
+// a bare <details> the kernel counters.
+var detailsOpen = regexp.MustCompile(`^<details(?: class="([a-z]+)")?><summary>(.*)</summary>\s*$`)
 
-func terminalText(md []byte, unfold bool) []byte {
+// TerminalTextWith is TerminalText with the parts named by u unfolded.
+func TerminalTextWith(md []byte, u Unfold) []byte {
 	var out bytes.Buffer
 	lines := strings.Split(strings.TrimRight(string(md), "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		if m := detailsOpen.FindStringSubmatch(l); m != nil {
-			t := inline(m[1])
+			t := inline(m[2])
+			unfold, flag := u.Counters, "--counters"
+			if m[1] == "students" {
+				unfold, flag = u.Students, "--all"
+			}
 			if unfold {
 				out.WriteString(t + ":\n")
 				continue
 			}
-			out.WriteString(t + " (rlab show --counters)\n")
+			out.WriteString(t + " (rlab show " + flag + ")\n")
 			for i+1 < len(lines) && strings.TrimSpace(lines[i+1]) != "</details>" {
 				i++
 			}

@@ -67,3 +67,26 @@ func TestHumanValue(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalTextFolds: each folded part names the flag of `rlab show`
+// that unfolds it, and only that flag unfolds it.
+func TestTerminalTextFolds(t *testing.T) {
+	md := "<details class=\"students\"><summary>9 students ready</summary>\n\n| student |\n|---|\n| ana |\n\n</details>\n\n" +
+		"<details><summary>Kernel counters: 2 moved</summary>\n\n| counter |\n|---|\n| rcvd_pkts |\n\n</details>\n\nend\n"
+	tests := []struct {
+		name string
+		u    Unfold
+		want string
+	}{
+		{"folded", Unfold{}, "9 students ready (rlab show --all)\n\nKernel counters: 2 moved (rlab show --counters)\n\nend\n"},
+		{"students", Unfold{Students: true}, "9 students ready:\n\nstudent\nana\n\n\nKernel counters: 2 moved (rlab show --counters)\n\nend\n"},
+		{"counters", Unfold{Counters: true}, "9 students ready (rlab show --all)\n\nKernel counters: 2 moved:\n\ncounter\nrcvd_pkts\n\n\nend\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(TerminalTextWith([]byte(md), tc.u)); got != tc.want {
+				t.Errorf("TerminalTextWith(%+v) =\n%q\nwant\n%q", tc.u, got, tc.want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package run
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -174,14 +177,27 @@ type ManifestEntry = results.ManifestEntry
 
 // writeManifest hashes every file of the run directory and syncs it (and
 // every folder), then writes manifest.json: after it, all is on disk.
+//
+// A class run directory holds thousands of small files (1,000 hosts: about
+// 7,000, half of them hard links in the students' folders), and one fsync
+// after another was seconds of a run: the files are hashed and synced by
+// manifestWorkers at once (the filesystem commits concurrent syncs
+// together), and a file linked under several names is read and synced
+// once, its sum listed under each name.
 func writeManifest(dir string) error {
-	var entries []ManifestEntry
+	type file struct {
+		rel, path string
+		key       inode
+	}
+	var files []file
+	var dirs []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			return results.SyncDir(p)
+			dirs = append(dirs, p)
+			return nil
 		}
 		if !d.Type().IsRegular() {
 			return nil
@@ -190,27 +206,94 @@ func writeManifest(dir string) error {
 		if rel == ManifestFile || rel == results.CompleteFile {
 			return nil
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
+		f := file{rel: filepath.ToSlash(rel), path: p}
+		if info, err := d.Info(); err == nil {
+			f.key = inodeOf(info)
 		}
-		defer f.Close()
-		h := sha256.New()
-		n, err := io.Copy(h, f)
-		if err != nil {
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			return err
-		}
-		entries = append(entries, ManifestEntry{Path: filepath.ToSlash(rel), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+		files = append(files, f)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("write manifest of %s: %w", dir, err)
 	}
+	type sum struct {
+		size int64
+		hex  string
+	}
+	// One job per folder and per distinct file; a file without an inode
+	// number (never on Linux) is its own.
+	first := map[inode]int{}
+	var jobs []func() (sum, error)
+	job := make([]int, len(files)) // files[i]'s job
+	for i, f := range files {
+		if k, ok := first[f.key]; ok && f.key != (inode{}) {
+			job[i] = k
+			continue
+		}
+		job[i] = len(jobs)
+		first[f.key] = len(jobs)
+		p := f.path
+		jobs = append(jobs, func() (sum, error) {
+			f, err := os.Open(p)
+			if err != nil {
+				return sum{}, err
+			}
+			defer f.Close()
+			h := sha256.New()
+			n, err := io.Copy(h, f)
+			if err != nil {
+				return sum{}, err
+			}
+			if err := f.Sync(); err != nil {
+				return sum{}, err
+			}
+			return sum{n, hex.EncodeToString(h.Sum(nil))}, nil
+		})
+	}
+	for _, d := range dirs {
+		jobs = append(jobs, func() (sum, error) { return sum{}, results.SyncDir(d) })
+	}
+	sums := make([]sum, len(jobs))
+	errs := make([]error, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(manifestWorkers, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				sums[i], errs[i] = jobs[i]()
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("write manifest of %s: %w", dir, err)
+	}
+	entries := make([]ManifestEntry, len(files))
+	for i, f := range files {
+		s := sums[job[i]]
+		entries[i] = ManifestEntry{Path: f.rel, Size: s.size, SHA256: s.hex}
+	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 	return writeJSON(filepath.Join(dir, ManifestFile), entries)
+}
+
+// manifestWorkers is how many files writeManifest hashes and syncs at once.
+const manifestWorkers = 16
+
+// inode names a file whatever its name: hard links share it.
+type inode struct{ dev, ino uint64 }
+
+func inodeOf(info fs.FileInfo) inode {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return inode{uint64(st.Dev), st.Ino}
+	}
+	return inode{}
 }
 
 // platforms is what each host the run's workloads and samples name ran

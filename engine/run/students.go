@@ -8,8 +8,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -142,38 +144,70 @@ func (r *runner) writeStudents(doc *results.Run) error {
 	if err := results.WriteStudentsFile(r.dir, doc.Students); err != nil {
 		return err
 	}
-	for i, s := range r.plan.Students {
-		st := doc.Students[i]
-		dst := filepath.Join(root, s.Slug)
-		mine := doc.ForStudent(st)
-		var logs []string
-		for _, w := range mine.Workloads {
-			logs = append(logs, w.Logs...)
-		}
-		for _, h := range s.Hosts {
-			if !r.plan.Agent(h) {
-				continue
+	// Each student's folder is its own: they are written studentWorkers at
+	// a time (a class of 500 synced two files and a folder each, one after
+	// another: seconds of the run), and the first error in class order is
+	// returned, as when they were written in turn.
+	errs := make([]error, len(r.plan.Students))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(studentWorkers, len(r.plan.Students)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				s := r.plan.Students[i]
+				errs[i] = r.writeStudent(s, doc, doc.Students[i], filepath.Join(root, s.Slug))
 			}
-			rel := path.Join("hosts", h.Slug)
-			var err error
-			if s.Own[h] {
-				err = linkTree(filepath.Join(r.dir, rel), filepath.Join(dst, rel))
-			} else {
-				for _, f := range append([]string{path.Join(rel, "facts.json")}, logs...) {
-					if strings.HasPrefix(f, rel+"/") {
-						if lerr := linkFile(filepath.Join(r.dir, f), filepath.Join(dst, f)); lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
-							err = errors.Join(err, lerr)
-						}
+		}()
+	}
+	for i := range r.plan.Students {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// studentWorkers is how many student folders writeStudents writes at once.
+const studentWorkers = 16
+
+// writeStudent writes one student's folder: links to its own hosts' files,
+// the shared hosts' facts and its workloads' logs, and its own results.
+func (r *runner) writeStudent(s *plan.Student, doc *results.Run, st results.Student, dst string) error {
+	mine := doc.ForStudent(st)
+	var logs []string
+	for _, w := range mine.Workloads {
+		logs = append(logs, w.Logs...)
+	}
+	for _, h := range s.Hosts {
+		if !r.plan.Agent(h) {
+			continue
+		}
+		rel := path.Join("hosts", h.Slug)
+		var err error
+		if s.Own[h] {
+			err = linkTree(filepath.Join(r.dir, rel), filepath.Join(dst, rel))
+		} else {
+			for _, f := range append([]string{path.Join(rel, "facts.json")}, logs...) {
+				if strings.HasPrefix(f, rel+"/") {
+					if lerr := linkFile(filepath.Join(r.dir, f), filepath.Join(dst, f)); lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
+						err = errors.Join(err, lerr)
 					}
 				}
 			}
-			if err != nil {
-				return fmt.Errorf("write folder of student %q: files of host %q: %w", s.Key, h.Name, err)
-			}
 		}
-		if err := results.WriteStudentRun(dst, mine); err != nil {
-			return fmt.Errorf("write folder of student %q: %w", s.Key, err)
+		if err != nil {
+			return fmt.Errorf("write folder of student %q: files of host %q: %w", s.Key, h.Name, err)
 		}
+	}
+	if err := results.WriteStudentRun(dst, mine); err != nil {
+		return fmt.Errorf("write folder of student %q: %w", s.Key, err)
 	}
 	return nil
 }

@@ -202,7 +202,7 @@ func TestStudentsTableGolden(t *testing.T) {
 		res.Students[i].Reason = firstLineOf(res.Students[i].Reason)
 	}
 	var b strings.Builder
-	if err := results.WriteStudentsTable(&b, res.Students, true); err != nil {
+	if err := results.WriteStudentsTable(&b, res.Students, true, false); err != nil {
 		t.Fatal(err)
 	}
 	checkGolden(t, "students-table.golden.txt", b.String())
