@@ -61,14 +61,15 @@ func unitFunc(name string, to kinds.Unit) function.Function {
 	})
 }
 
-// convertQuantity is what unit function fn does with its argument s.
+// convertQuantity is what unit function fn does with its argument s. Its
+// error ends without a period: HCL adds one to a function's.
 func convertQuantity(fn string, to kinds.Unit, s string) (float64, error) {
 	q, err := kinds.ParseQuantity(s)
 	if err != nil {
 		return 0, fmt.Errorf("%s. %s", err, acceptedUnits(fn, to))
 	}
 	if q.Unit.Dim != to.Dim {
-		return 0, fmt.Errorf("%s() converts a %s to %s, and %q is a %s.%s", fn, to.Dim, to.Name, s, q.Unit.Dim, funcFor(q.Unit, " Use %s(%q) to compare with a metric in "+q.Unit.Name+".", s))
+		return 0, fmt.Errorf("%s() converts a %s to %s, and %q is a %s%s", fn, to.Dim, to.Name, s, q.Unit.Dim, funcFor(q.Unit, "; use %s(%q) to compare with a metric in "+q.Unit.Name, s))
 	}
 	return q.In(to)
 }
@@ -82,7 +83,7 @@ func acceptedUnits(fn string, to kinds.Unit) string {
 	case kinds.Time:
 		s += ` (m is milli, u and µ micro)`
 	}
-	return s + fmt.Sprintf(`, as in %s("%s").`, fn, example(to.Dim))
+	return s + fmt.Sprintf(`, as in %s("%s")`, fn, example(to.Dim))
 }
 
 func example(d kinds.Dimension) string {
@@ -129,7 +130,7 @@ func (l *loader) checkUnits(expr hcl.Expression, w *Workload, ctx *hcl.EvalConte
 				return nil // evaluation says what is wrong, without printing a sensitive value
 			}
 			if _, err := convertQuantity(x.Name, to, v.AsString()); err != nil {
-				l.errorf(x.Args[0].Range().Ptr(), "Invalid unit", "%s", err)
+				l.errorf(x.Args[0].Range().Ptr(), "Invalid unit", "%s.", err)
 				ok = false
 			}
 		}
