@@ -130,7 +130,11 @@ func (l *loader) checkUnits(expr hcl.Expression, w *Workload, ctx *hcl.EvalConte
 				return nil // evaluation says what is wrong, without printing a sensitive value
 			}
 			if _, err := convertQuantity(x.Name, to, v.AsString()); err != nil {
-				l.errorf(x.Args[0].Range().Ptr(), "Invalid unit", "%s.", err)
+				msg := err.Error()
+				if l.sensitive(v.AsString()) { // its unit is part of the secret: not echoed
+					msg = fmt.Sprintf("The sensitive value given (not shown) is not one %s() reads. %s", x.Name, acceptedUnits(x.Name, to))
+				}
+				l.errorf(x.Args[0].Range().Ptr(), "Invalid unit", "%s.", msg)
 				ok = false
 			}
 		}
@@ -200,8 +204,8 @@ type operandUnit struct {
 }
 
 // exprUnit is the unit e is in, when it can be told without the run: a
-// unit function's call, a result whose metric's unit the unit table knows,
-// either one in parentheses or scaled by a number literal.
+// unit function's call (in parentheses or scaled by a number literal), a
+// result whose metric's unit the unit table knows (in parentheses).
 func (l *loader) exprUnit(e hclsyntax.Expression, w *Workload) (operandUnit, bool) {
 	switch x := e.(type) {
 	case *hclsyntax.ParenthesesExpr:
@@ -222,13 +226,19 @@ func (l *loader) exprUnit(e hclsyntax.Expression, w *Workload) (operandUnit, boo
 			return operandUnit{unit: u, what: "result." + a.Name}, true
 		}
 	case *hclsyntax.BinaryOpExpr:
+		// A threshold times a margin (0.9 * kpps("761 pps")) keeps its
+		// unit; a result times a number may be a conversion by hand
+		// (result.bw_avg * 1000 is in Mb/s), so its unit is not told.
+		var u operandUnit
+		var ok bool
 		_, lit := x.RHS.(*hclsyntax.LiteralValueExpr)
 		if (x.Op == hclsyntax.OpMultiply || x.Op == hclsyntax.OpDivide) && lit {
-			return l.exprUnit(x.LHS, w)
+			u, ok = l.exprUnit(x.LHS, w)
 		}
 		if _, lit := x.LHS.(*hclsyntax.LiteralValueExpr); x.Op == hclsyntax.OpMultiply && lit {
-			return l.exprUnit(x.RHS, w)
+			u, ok = l.exprUnit(x.RHS, w)
 		}
+		return u, ok && u.fn != ""
 	}
 	return operandUnit{}, false
 }
@@ -253,4 +263,14 @@ func resultUnit(name string, w *Workload) string {
 		return m.Unit
 	}
 	return ""
+}
+
+// sensitive reports whether s holds the value of a sensitive variable.
+func (l *loader) sensitive(s string) bool {
+	for _, v := range l.lab.Sensitive {
+		if v != "" && strings.Contains(s, v) {
+			return true
+		}
+	}
+	return false
 }
