@@ -274,3 +274,13 @@ func (l *loader) sensitive(s string) bool {
 	}
 	return false
 }
+
+// UnitFuncFor names the unit function that gives unit ("gbps" for "Gb/s",
+// "usec" for pingpong's "usec/iter"), "" when none does.
+func UnitFuncFor(unit string) string {
+	u, ok := kinds.LookupUnit(unit)
+	if !ok {
+		return ""
+	}
+	return funcFor(u, "%s")
+}

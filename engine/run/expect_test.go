@@ -2,8 +2,10 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestRunSkippedExpect: the expect of a workload that preflight skipped was
@@ -149,5 +152,70 @@ workload "w" {
 				t.Errorf("held = %v, want %v (recorded %v)", held, tt.held, recorded[tt.tool])
 			}
 		})
+	}
+}
+
+// TestExpectUnitsEveryMetric (issue 25): for every metric of every tool
+// recorded in a unit a unit function gives, the number a view prints (cut
+// to 4 digits) pasted with its unit into that function holds as
+// `result.M >= fn("<number> <unit>")` on the value it was printed from,
+// and 1% more does not.
+func TestExpectUnitsEveryMetric(t *testing.T) {
+	checked := 0
+	for _, tool := range kinds.All() {
+		if tool.HostOrPair {
+			continue // program: its metrics are the lab's own (TestExpectWithUnits' style covers them)
+		}
+		ends := "server = host.a\n  client = host.b"
+		switch {
+		case tool.RDMA:
+			ends = "server = rxe.a\n  client = rxe.b"
+		case tool.OneHost:
+			ends = "host = host.a\n  command = [\"true\"]"
+		}
+		for i, name := range kinds.MetricsOf(tool.Name) {
+			m, _ := kinds.MetricByName(name)
+			fn := lab.UnitFuncFor(m.Unit)
+			if fn == "" {
+				continue // a count or an exit code
+			}
+			v := []float64{0.024956123, 658.41234, 0.00076123456, 14.277777}[i%4]
+			printed := results.FormatValue(v)
+			p, _ := strconv.ParseFloat(printed, 64)
+			for _, c := range []struct {
+				cond string
+				held bool
+			}{
+				{fmt.Sprintf(`result.%s >= %s("%s %s")`, name, fn, printed, m.Unit), true},
+				{fmt.Sprintf(`result.%s > %s("%s %s")`, name, fn, strconv.FormatFloat(p*1.01, 'g', -1, 64), m.Unit), false},
+			} {
+				l := loadLab(t, twoHosts+`
+rxe "a" {
+  host   = host.a
+  netdev = "eth1"
+}
+rxe "b" {
+  host   = host.b
+  netdev = "eth1"
+}
+workload "w" {
+  tool = "`+tool.Name+`"
+  `+ends+`
+  expect {
+    condition = `+c.cond+`
+  }
+}`)
+				ss := []results.Sample{{Metric: name, Value: v, Unit: m.Unit, Meta: results.Meta{Workload: "w", Tool: tool.Name, Size: 65536}}}
+				held, diags := evalOne(l.Workloads[0].Expects[0], ResultObject(tool.Name, ss, 65536))
+				if diags.HasErrors() || held != c.held {
+					t.Errorf("%s: %s on %v: held %v, want %v %v", tool.Name, c.cond, v, held, c.held, diags)
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%d conditions checked", checked)
+	if checked < 20 {
+		t.Errorf("%d conditions checked; the families' metrics were not all seen", checked)
 	}
 }
