@@ -109,8 +109,8 @@ func funcFor(u kinds.Unit, msg string, args ...any) string {
 
 // checkUnits checks, at load time, the unit functions of an expect
 // condition: each argument known before the run (a literal, var.*, local.*)
-// has a unit of its function's dimension, and a comparison (or a sum) of
-// a result with a unit function is in one unit. It reports whether all were
+// has a unit of its function's dimension, and a comparison (or a sum) of a
+// unit function with a result (or another unit function) is in one unit. It reports whether all were
 // fine; each problem is a diagnostic at its range.
 func (l *loader) checkUnits(expr hcl.Expression, w *Workload, ctx *hcl.EvalContext) bool {
 	se, isSyntax := expr.(hclsyntax.Expression)
@@ -127,7 +127,7 @@ func (l *loader) checkUnits(expr hcl.Expression, w *Workload, ctx *hcl.EvalConte
 			}
 			v, d := x.Args[0].Value(ctx)
 			if d.HasErrors() || !v.IsWhollyKnown() || v.IsNull() || v.IsMarked() || v.Type() != cty.String {
-				return nil // evaluation says what is wrong, without printing a sensitive value
+				return nil // evaluation says what is wrong
 			}
 			if _, err := convertQuantity(x.Name, to, v.AsString()); err != nil {
 				msg := err.Error()
@@ -151,8 +151,8 @@ func (l *loader) checkUnits(expr hcl.Expression, w *Workload, ctx *hcl.EvalConte
 			}
 			a, aok := l.exprUnit(x.LHS, w)
 			b, bok := l.exprUnit(x.RHS, w)
-			if !aok || !bok || a.unit.Same(b.unit) {
-				return nil
+			if !aok || !bok || a.fn == "" && b.fn == "" || a.unit.Same(b.unit) {
+				return nil // two results are the lab's business, as before units
 			}
 			m, fn := a, b
 			if a.fn != "" {
