@@ -52,6 +52,8 @@ func TestValidateCmd(t *testing.T) {
 		{"folder lab missing var", []string{"validate", "../../testdata/labs/folder"}, 1, `^$`, `No value for required variable`, -1},
 		{"errors", []string{"validate", "../../testdata/labs/errors/multiple_errors_at_once.hcl"}, 1, `^$`,
 			`(?s)Error: Invalid value for port.*multiple_errors_at_once.hcl:20,13-14:\n  20:   port    = 0.*\n {18}\^\n.*3 error\(s\)`, -1},
+		{"unit in expect", []string{"validate", "../../testdata/labs/errors/expect_units.hcl"}, 1, `^$`, // issue 25: checked by validate, not only run
+			`(?s)Error: Invalid unit.*expect_units.hcl:26,38-47:.*gbps\(\) reads a bandwidth in .* Mb/s, .*Error: Unit does not match.*8 error\(s\)`, -1},
 		{"json errors", []string{"validate", "-json", "../../testdata/labs/errors/multiple_errors_at_once.hcl"}, 1, `"valid": false`, `^$`, 3},
 		{"json valid, double dash", []string{"validate", "--json", "../../labs/nightly.hcl"}, 0, `"valid": true`, `^$`, 0},
 		{"json missing file", []string{"validate", "-json", "no/such.hcl"}, 1, `Cannot read lab`, `^$`, 1},

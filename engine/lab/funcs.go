@@ -28,7 +28,7 @@ const maxRange = 100000
 // functions returns the functions lab expressions may call: the usual HCL
 // (Terraform-like) set, with file paths relative to dir.
 func functions(dir string) map[string]function.Function {
-	return map[string]function.Function{
+	fs := map[string]function.Function{
 		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "floor": stdlib.FloorFunc,
 		"log": stdlib.LogFunc, "max": stdlib.MaxFunc, "min": stdlib.MinFunc, "pow": stdlib.PowFunc,
 		"signum": stdlib.SignumFunc, "parseint": stdlib.ParseIntFunc,
@@ -57,6 +57,8 @@ func functions(dir string) map[string]function.Function {
 		"file": fileFunc(dir), "fileexists": fileExistsFunc(dir),
 		"cidrhost": cidrHostFunc, "cidrnetmask": cidrNetmaskFunc,
 	}
+	addUnitFuncs(fs) // gbps, usec, ...: unitfuncs.go
+	return fs
 }
 
 var boundedRange = function.New(&function.Spec{

@@ -183,6 +183,7 @@ func TestDiagnosticDetails(t *testing.T) {
 		{"atomic_size.hcl", "sizes must be [8]"},
 		{"transport_lowercase.hcl", `Write "UD" in capitals.`},
 		{"file_outside_lab.hcl", "outside the lab's folder"},
+		{"expect_units.hcl", `gbps() reads a bandwidth in bit/s, b/s, bps, kbit/s`}, // the accepted units
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -254,7 +254,7 @@ func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
 	esc := *sc
 	esc.result = append(ResultAttrs(w.Tool), metricNames(w)...)
 	esc.resultAliases = aliases
-	if !l.checkRefs(ca.Expr, &esc) {
+	if !l.checkRefs(ca.Expr, &esc) || !l.checkUnits(ca.Expr, w, sc.ctx) {
 		return nil
 	}
 	// Evaluate once with unknown numbers to catch type errors now.
