@@ -29,11 +29,14 @@ func TestWatchdogUndoesAndExits(t *testing.T) {
 			var started proto.ProcStarted
 			c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "sleeper", Argv: []string{"sleep", "1000"}}, &started)
 			var armed proto.WatchdogParams
+			// Taken before the line is sent: the agent's silence starts when
+			// it reads the line, never before this (taken after the reply,
+			// the bound failed under load: fired after 1.497s, limit 1.5s).
+			silentFrom := time.Now()
 			c.mustCall(proto.MethodWatchdog, proto.WatchdogParams{LimitMs: limit.Milliseconds()}, &armed)
 			if armed.LimitMs != limit.Milliseconds() {
 				t.Fatalf("armed %d ms, want %d", armed.LimitMs, limit.Milliseconds())
 			}
-			silentFrom := time.Now() // the agent read the watchdog line before this
 			for end := time.Now().Add(tt.pings); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
 				silentFrom = time.Now()
 				if e := c.call(proto.MethodPing, nil, nil); e != nil {
