@@ -38,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/agentdisk"
 	"github.com/rlab-dev/rlab/engine/image"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -90,6 +91,11 @@ type Options struct {
 	// waves stay up; links to a VM not started yet lose their frames until
 	// it is.
 	BootWave int
+	// Agent is the agent binary (linux/amd64) every VM is handed on a
+	// read-only disk (engine/agentdisk), so the connection need not upload
+	// it; nil attaches an empty disk (the device set stays the one
+	// snapshots were saved with) and the agent is uploaded.
+	Agent []byte
 	// Progress, when set, is told each VM's state: "starting", then
 	// "booting (<accelerator note>)", e.g. "booting (KVM)" or "booting (TCG
 	// software emulation (KVM not usable: ...))", then "up in <duration>".
@@ -126,6 +132,7 @@ type Set struct {
 	Dir       string // <runDir>/vm
 	opts      Options
 	sockDir   string // "" or a short temp folder for sockets (long run paths)
+	agentDisk string // the agent disk every VM attaches read-only
 	hubs      []*Hub // the switches of networks of three or more VMs
 	hubNames  []string
 	mu        sync.Mutex
@@ -244,6 +251,9 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 	idFile := filepath.Join(s.Dir, "id_ed25519")
 	if err := login.writeFiles(idFile); err != nil {
 		return nil, fmt.Errorf("boot vms: write login key: %w", err)
+	}
+	if err := s.writeAgentDisk(); err != nil {
+		return nil, fmt.Errorf("boot vms: %w", err)
 	}
 	opts.Logger.Info("booting vms", "count", len(ms), "accel", accel, "note", note)
 
@@ -415,6 +425,9 @@ func dataNICs(m Machine, idx int, links map[string]*link, sockDir string) ([]dat
 				peer = o
 			}
 		}
+		if 0x6+j >= agentDiskSlot {
+			return nil, fmt.Errorf("network %q: more than %d data networks on one VM", n.Name, agentDiskSlot-0x6)
+		}
 		nic := dataNIC{Network: n.Name, MAC: mac(idx, j+1), Local: linkSock(sockDir, n.Name, idx), Remote: linkSock(sockDir, n.Name, peer)}
 		if len(l.members) > 2 {
 			nic.Remote, nic.Hub = hubSock(sockDir, n.Name), true
@@ -560,6 +573,9 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		"-drive", "file=" + overlay + ",if=none,id=d0,format=qcow2,discard=unmap,cache=unsafe",
 		"-device", "virtio-blk-pci,drive=d0,addr=0x4",
 		"-device", "virtio-rng-pci,addr=0x5",
+		// The agent, read-only (agentdisk.go).
+		"-drive", "file=" + s.agentDisk + ",if=none,id=agent,format=raw,readonly=on",
+		"-device", fmt.Sprintf("virtio-blk-pci,drive=agent,serial=%s,addr=0x%x", agentdisk.Serial, agentDiskSlot),
 		// A restored guest learns it was restored (a new generation id)
 		// and its kernel reseeds its random pool.
 		"-device", "vmgenid,guid=auto",
