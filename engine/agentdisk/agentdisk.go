@@ -211,6 +211,7 @@ func GuestFunc(sysBlock, devDir string) string {
 		`[ "$1 $2 $3 $5 $#" = "` + Magic + ` ` + strconv.Itoa(Version) + ` size sha256 6" ] || { rlab_disk_fail header; return 1; }; ` +
 		`n=$4; case $n in ''|*[!0-9]*|0?*) rlab_disk_fail header; return 1;; esac; ` +
 		`[ ${#n} -le 9 ] && [ "$n" -le ` + strconv.Itoa(MaxBinary) + ` ] || { rlab_disk_fail size "$n"; return 1; }; ` +
+		`[ "$n" -gt 0 ] || { rlab_disk_fail empty; return 1; }; ` +
 		`[ "$6" = "$h" ] || { rlab_disk_fail hash "$6"; return 1; }; ` +
 		`command -v sha256sum >/dev/null 2>&1 || { rlab_disk_fail nosha; return 1; }; ` +
 		`r="$HOME/.cache/rlab"; d="$r/agent/$h"; t="$a.tmp-disk$$"; ` +

@@ -226,7 +226,7 @@ func TestGuestFunc(t *testing.T) {
 		{"no disk", "", nil, StatusTag + " fail missing", false},
 		{"another serial", "other", good, StatusTag + " fail missing", false},
 		{"another build", Serial, diskBytes(t, other), StatusTag + " fail hash " + sum(other), false},
-		{"an empty disk", Serial, diskBytes(t, nil), StatusTag + " fail hash " + sum(nil), false},
+		{"an empty disk", Serial, diskBytes(t, nil), StatusTag + " fail empty", false},
 		{"corrupt binary", Serial, corrupt, StatusTag + " fail verify", false},
 		{"all zeros", Serial, make([]byte, DataOffset), StatusTag + " fail header", false},
 		{"leading zero size", Serial, octal, StatusTag + " fail header", false},

@@ -21,10 +21,19 @@ import (
 // NICs (0x6 on).
 const agentDiskSlot = 0x1f
 
+// AgentDiskEnv set to "0" attaches every VM's agent disk empty, whatever
+// Options.Agent holds: the agent is then uploaded, as before the disk (to
+// compare the two, or to step around a disk that misbehaves).
+const AgentDiskEnv = "RLAB_VM_AGENT_DISK"
+
 // writeAgentDisk makes the set's agent disk. An agent that cannot be put on
 // it leaves it empty (the connection then uploads the agent, saying so).
 func (s *Set) writeAgentDisk() error {
 	s.agentDisk = filepath.Join(s.Dir, "agent.disk")
+	if os.Getenv(AgentDiskEnv) == "0" && s.opts.Agent != nil {
+		s.opts.Logger.Info("the agent disk is left empty ("+AgentDiskEnv+"=0): the agent will be uploaded", "disk", s.agentDisk)
+		s.opts.Agent = nil
+	}
 	_ = os.Remove(s.agentDisk) // a run directory used again: made anew
 	err := agentdisk.Write(s.agentDisk, s.opts.Agent)
 	if err == nil {
