@@ -7,14 +7,16 @@
 // a learning switch rlab runs for the run, hub.go), and a fresh ed25519
 // host key per VM made here and handed to the guest through fw_cfg, so the
 // run's known_hosts holds the exact key before the VM boots (no trust on
-// first use).
+// first use), and a read-only disk holding the agent binary it is given
+// (agentdisk.go), so connecting uploads nothing.
 //
 // qemu runs as a child with a parent-death signal: a controller that dies
 // takes its VMs with it. State records what was started so `rlab down` can
 // stop VMs of a run that is gone (StopFromState), checking each pid is still
 // that qemu before signalling it.
 //
-// This package knows nothing of agents or workloads; it must not import
+// Beyond putting the binary it is handed on that disk, this package knows
+// nothing of agents or workloads; it must not import
 // engine/run or steps (internal/archtest checks it).
 package vm
 
