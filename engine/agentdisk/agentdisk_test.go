@@ -277,3 +277,23 @@ func TestStatus(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStatus: Status never panics, finds a status exactly when a line
+// begins with the tag, and bounds what it quotes of the guest's text.
+func FuzzStatus(f *testing.F) {
+	f.Add([]byte("motd\n" + StatusTag + " ok\n"))
+	f.Add([]byte(StatusTag + " fail hash " + strings.Repeat("ab", 100) + "\n"))
+	f.Add([]byte("RLAB-PROBE-BEGIN\nLinux x86_64\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		ok, why, found := Status(out)
+		tagged := false
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), StatusTag+" ") {
+				tagged = true
+			}
+		}
+		if found != tagged || ok && why != "" || !found && (ok || why != "") || len(why) > 123 {
+			t.Fatalf("Status(%q) = %v, %q, %v", out, ok, why, found)
+		}
+	})
+}
