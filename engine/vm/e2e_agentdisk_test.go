@@ -61,9 +61,9 @@ func TestE2EAgentDisk(t *testing.T) {
 		name, restore, disk string
 		want                string
 	}{
-		{"restored, disk", "1", "", "agent from the VM's agent disk (no upload)"},
-		{"restored, upload", "1", "0", "the VM's agent disk did not give it (empty)"},
-		{"booted, disk", "0", "", "agent from the VM's agent disk (no upload)"},
+		{"restored-disk", "1", "", "agent from the VM's agent disk (no upload)"},
+		{"restored-upload", "1", "0", "the VM's agent disk did not give it (empty)"},
+		{"booted-disk", "0", "", "agent from the VM's agent disk (no upload)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
