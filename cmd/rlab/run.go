@@ -178,7 +178,8 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	go onInterrupt(sigs, stderr, teardownBound, func(s os.Signal) { cancel(fmt.Errorf("%s", s)) }, os.Exit)
 
 	opts.Connector = conn
-	opts.VMs = &runengine.LocalVMs{Log: log, Progress: prog.vm, BootWave: f.hf.parallel}
+	opts.VMs = &runengine.LocalVMs{Log: log, Progress: prog.vm, BootWave: f.hf.parallel,
+		Agent: func() ([]byte, error) { return conn.Agents.Binary("amd64") }} // qemu-system-x86_64
 	opts.Log, opts.OnEvent = log, prog.event
 	opts.AgentWatchdog = agentWatchdog(f.watchdog)
 	// Inside onInterrupt's bound: what is left (results, report) is

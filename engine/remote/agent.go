@@ -17,8 +17,18 @@ import (
 	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/agentdisk"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
+
+// Where the guest looks for the agent disk (tests point them elsewhere).
+var (
+	agentDiskSys = "/sys/block"
+	agentDiskDev = "/dev"
+)
+
+// DiskOK is Installed.Disk when the agent came from the agent disk.
+const DiskOK = "ok"
 
 // StartOptions say how to start the agent on one host.
 type StartOptions struct {
@@ -50,6 +60,12 @@ type StartOptions struct {
 	// started stopped) before the next command gets it. facts, check and
 	// run (--persist) use it; rlab down does not.
 	Keep bool
+	// AgentDisk: the host is a local VM with the agent disk attached
+	// (engine/agentdisk). When the agent is not cached, the warm start's
+	// shell takes it from that disk (sha256-checked) and execs it in the
+	// same session; a disk that is missing or holds another build is said
+	// (Installed.Disk, a warning in the log) and the agent uploaded.
+	AgentDisk bool
 }
 
 // keptRunID is the run id every kept agent starts with, whoever asks for it
@@ -135,8 +151,8 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 }
 
 // startCmd runs cmd as the agent's session and reads its hello, which must
-// carry one of the hashes. When the session ends without a hello, what it
-// printed (bounded) is returned with the error.
+// carry one of the hashes. What the session printed before the hello (or,
+// when it ended without one, at all), bounded, is returned too.
 func startCmd(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions, cmd string, hashes map[string]bool) (*Agent, []byte, error) {
 	return startOn(ctx, c, inst, o, cmd, hashes, false)
 }
@@ -270,7 +286,7 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 			}
 		},
 	})
-	return a, nil, nil
+	return a, hr.junk, nil
 }
 
 func (a *Agent) explainStart(err error) error {
@@ -323,8 +339,14 @@ func (ag *Agents) Open(ctx context.Context, c *sshx.Client, o StartOptions) (*Ag
 		probed = p
 	}
 	inst, err := ag.installProbed(ctx, c, probed, false, o.CallTimeout)
+	if inst != nil && probed != nil && probed.disk != "" {
+		inst.Disk = probed.disk
+	}
 	if err != nil {
 		return nil, inst, err
+	}
+	if inst.Disk != "" {
+		ag.log.Warn("the agent disk did not give this build of the agent; uploaded it instead", "host", o.Host, "why", inst.Disk, "bytes_shipped", inst.Sent)
 	}
 	return ag.startInstalled(ctx, c, inst, o)
 }
@@ -340,6 +362,7 @@ func (ag *Agents) startInstalled(ctx context.Context, c *sshx.Client, inst *Inst
 	inst2, ierr := ag.install(ctx, c, true, o.CallTimeout)
 	if inst2 != nil {
 		inst2.Sent += inst.Sent
+		inst2.Disk = inst.Disk
 	}
 	if ierr != nil {
 		return nil, inst2, fmt.Errorf("%w; reinstalling it: %v", err, ierr)
@@ -391,7 +414,13 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 			fmt.Fprintf(&sb, " %s) h=%s;;", pat, cd.hash)
 		}
 		sb.WriteString(` *) h=;; esac; a="$HOME/` + CacheDir + `/$h/rlab-agent"; `)
-		sb.WriteString(`if [ -n "$h" ] && [ -f "$a" ] && [ -x "$a" ]; then `)
+		if o.AgentDisk {
+			// Not cached (a fresh VM never has it): from the disk, in
+			// this session, else on to the probe and an upload.
+			sb.WriteString(`if [ -n "$h" ] && { [ -f "$a" ] && [ -x "$a" ] || rlab_disk; }; then `)
+		} else {
+			sb.WriteString(`if [ -n "$h" ] && [ -f "$a" ] && [ -x "$a" ]; then `)
+		}
 		serve := `"$a" serve --run-id ` + runID + ` --work-dir "$HOME/.cache/rlab/runs/` + runID + "/" + SafeName(o.Host) + `"`
 		if o.Become {
 			sb.WriteString(`if [ "${EUID:-$(id -u)}" = 0 ]; then exec ` + serve + `; fi; exec sudo -n -- ` + serve + ` --owner "$(id -u):$(id -g)"; fi; `)
@@ -399,6 +428,9 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 			sb.WriteString(`exec ` + serve + `; fi; `)
 		}
 		sb.WriteString(probeCmd(hs))
+		if o.AgentDisk {
+			return agentdisk.GuestFunc(agentDiskSys, agentDiskDev) + "; " + sb.String()
+		}
 		return sb.String()
 	}
 	fake := &Installed{Hash: strings.Join(hs, " or "), Path: "$HOME/" + CacheDir + "/<hash>/rlab-agent"}
@@ -426,14 +458,23 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 		h := a.Hello.Hash
 		home := strings.TrimSuffix(a.Hello.WorkDir, "/.cache/rlab/runs/"+o.RunID+"/"+SafeName(o.Host))
 		a.Installed = &Installed{Path: path.Join(home, CacheDir, h, "rlab-agent"), Hash: h, GOARCH: arches[h], Home: home, UID: a.Hello.UID}
+		if ok, _, found := agentdisk.Status(junk); o.AgentDisk && found && ok {
+			a.Installed.Disk = DiskOK
+			ag.log.Debug("agent taken from the agent disk", "host", o.Host, "hash", h)
+		}
 		return a, a.Installed, nil, true, nil
+	}
+	// The probe first: a session that printed it ran no agent (it ended
+	// without a hello, which startOn reports as a stale copy too).
+	if p, perr := parseProbe(junk); perr == nil {
+		if ok, why, found := agentdisk.Status(junk); o.AgentDisk && found && !ok {
+			p.disk = why
+		}
+		return nil, nil, p, false, nil // not cached: install, with what the probe said
 	}
 	var se *staleError
 	if errors.As(err, &se) {
 		return nil, nil, nil, false, nil // the cached copy is not our build: install
-	}
-	if p, perr := parseProbe(junk); perr == nil {
-		return nil, nil, p, false, nil // not cached: install, with what the probe said
 	}
 	return nil, nil, nil, true, err
 }

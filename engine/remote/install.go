@@ -3,7 +3,9 @@
 // cache path named by its sha256, stream it gzip'd on one session's stdin
 // to a short sh script that inflates it to a temp name, checks its sha256,
 // chmods and renames it — over SFTP, uncompressed, when the host has no
-// gzip; nothing sent when already there), start (`serve` as one long-lived
+// gzip; nothing sent when already there; a local VM's agent comes instead
+// from its read-only agent disk, engine/agentdisk, installed and started
+// by the same warm-start session), start (`serve` as one long-lived
 // session, with `sudo -n` for become), a protocol client (concurrent calls,
 // events, bounded stderr, "agent lost" on a dropped session), a limit on
 // every SSH wait that closes the host's connection when passed (wait.go)
@@ -137,6 +139,16 @@ func (a *Agents) bin(goarch string) *agentBin {
 	return b
 }
 
+// Binary is the agent binary for linux/goarch, checked against its hash
+// (a local VM's agent disk holds it: engine/agentdisk).
+func (a *Agents) Binary(goarch string) ([]byte, error) {
+	b := a.bin(goarch)
+	if b.err != nil {
+		return nil, b.err
+	}
+	return b.data()
+}
+
 // deflate gzips an agent at the fastest level: done on every cold run of
 // an rlab whose agents are not gzip'd at build time, so time counts more
 // than the last few percent of size.
@@ -184,6 +196,11 @@ type Installed struct {
 	UID    int
 	GID    int
 	Sent   int64 // agent bytes uploaded (0 when it was already there)
+	// Disk is how the agent disk went (StartOptions.AgentDisk): DiskOK when
+	// the agent came from it, else why it did not ("missing", "hash
+	// <what the disk holds>", ...: the agent was then uploaded); "" when
+	// it was not tried (not a VM, or the agent was already cached).
+	Disk string
 }
 
 var goarchOf = map[string]string{
@@ -232,6 +249,9 @@ type probe struct {
 	// tools the host has, of probedTools; nil when the probe did not say
 	// (then the compressed install is tried and fails clearly).
 	tools map[string]bool
+	// disk is why the agent disk did not give the agent, when the warm
+	// start tried it (agentdisk.Status).
+	disk string
 }
 
 // canInflate reports whether the host can take the agent gzip'd.

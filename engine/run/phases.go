@@ -190,6 +190,9 @@ func (r *runner) connectAll(ctx context.Context) error {
 			err = r.connect(ctx, h, t)
 		}
 		ev := Event{Type: "step.end", Step: "connect", Host: h.Name, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: ids}
+		if err == nil {
+			ev.Message = r.agentArrival(h.Name)
+		}
 		if err != nil {
 			ev.Status, ev.Error = "failed", err.Error()
 		}
@@ -208,6 +211,21 @@ func (r *runner) connectAll(ctx context.Context) error {
 		return errAllUnreachable
 	}
 	return nil
+}
+
+// agentArrival is how the agent of a connected host got there
+// (sshHost.AgentArrival), or "" when its connector does not say.
+func (r *runner) agentArrival(host string) string {
+	r.mu.Lock()
+	c := r.conns[host]
+	r.mu.Unlock()
+	if cw, ok := c.(*conn); ok {
+		c = cw.Host
+	}
+	if a, ok := c.(interface{ AgentArrival() string }); ok {
+		return a.AgentArrival()
+	}
+	return ""
 }
 
 // errAllUnreachable stops a run no host of which could be reached (each

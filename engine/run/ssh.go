@@ -198,7 +198,8 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	if err != nil {
 		return nil, err
 	}
-	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep}
+	// A local VM has the agent on its agent disk (LocalVMs.Agent).
+	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep, AgentDisk: t.VM}
 	var logf *redactingWriter
 	if t.LogDir != "" {
 		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); ferr == nil {
@@ -208,7 +209,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	}
 	// Open starts a cached agent in one session, else installs it (0 bytes
 	// when the host has this build) and starts it.
-	a, _, err := s.Agents.Open(ctx, c, so)
+	a, inst, err := s.Agents.Open(ctx, c, so)
 	if err != nil {
 		c.Close()
 		if logf != nil {
@@ -218,7 +219,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	}
 	pull := s.Pull
 	pull.Filter, pull.Name = pullMask(t.Sensitive), pullName(t.Sensitive)
-	return &sshHost{a: a, c: c, log: logf, pull: pull}, nil
+	return &sshHost{a: a, c: c, log: logf, pull: pull, inst: inst}, nil
 }
 
 // sshHost is a started agent over its SSH connection.
@@ -227,6 +228,28 @@ type sshHost struct {
 	c    *sshx.Client
 	log  *redactingWriter
 	pull remote.PullOptions
+	inst *remote.Installed
+}
+
+// AgentArrival says how the agent got to the host for this run: taken from
+// a local VM's agent disk, uploaded (and, for a VM, why the disk did not
+// give it), or already there. The connect step's end event carries it.
+func (h *sshHost) AgentArrival() string {
+	return agentArrival(h.inst)
+}
+
+func agentArrival(inst *remote.Installed) string {
+	switch {
+	case inst == nil:
+		return ""
+	case inst.Disk == remote.DiskOK:
+		return "agent from the VM's agent disk (no upload)"
+	case inst.Disk != "":
+		return fmt.Sprintf("agent uploaded (%d bytes): the VM's agent disk did not give it (%s)", inst.Sent, inst.Disk)
+	case inst.Sent > 0:
+		return fmt.Sprintf("agent uploaded (%d bytes)", inst.Sent)
+	}
+	return "agent already on the host"
 }
 
 func (h *sshHost) Name() string { return h.a.Host }

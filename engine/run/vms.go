@@ -23,6 +23,11 @@ type LocalVMs struct {
 	// BootWave boots at most this many VMs at once, each wave up before the
 	// next starts (rlab run --parallel); 0 boots them all at once.
 	BootWave int
+	// Agent returns the agent binary the VMs are handed on their agent
+	// disk (engine/agentdisk), so connecting to them uploads nothing; nil,
+	// or an error, attaches the disk empty (the connection then uploads
+	// the agent and says why).
+	Agent func() ([]byte, error)
 	// Machine says what this machine has for VMs; nil reads it
 	// (vm.ReadMachine). Tests give their own figures.
 	Machine func() (plan.Machine, error)
@@ -85,7 +90,14 @@ func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (
 	// No ACPI powerdown at the end: the VMs are thrown away with their
 	// overlays (discard.go), so qemu is told to stop at once (SIGTERM)
 	// rather than waiting for the guest's systemd to shut down.
-	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, PowerdownTimeout: -1, BootWave: v.BootWave})
+	var agent []byte
+	if v.Agent != nil {
+		var err error
+		if agent, err = v.Agent(); err != nil && v.Log != nil {
+			v.Log.Warn("no agent for the VMs' agent disk; it will be uploaded", "err", err)
+		}
+	}
+	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, PowerdownTimeout: -1, BootWave: v.BootWave, Agent: agent})
 	if err != nil {
 		if set != nil {
 			return &vmSet{set}, err

@@ -46,7 +46,8 @@ import (
 // snapshotFormat changes whenever the QEMU command line of a VM changes in a
 // way a saved state depends on (devices, their addresses, the machine type):
 // a state saved by another layout is never restored.
-const snapshotFormat = 1
+// 2: the agent disk (agentdisk.go).
+const snapshotFormat = 2
 
 // RestoreEnv, set to "0", boots every VM whatever the options say. By
 // default VMs are restored from saved guests (Options.Boot boots one Set's):

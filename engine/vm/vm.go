@@ -7,14 +7,16 @@
 // a learning switch rlab runs for the run, hub.go), and a fresh ed25519
 // host key per VM made here and handed to the guest through fw_cfg, so the
 // run's known_hosts holds the exact key before the VM boots (no trust on
-// first use).
+// first use), and a read-only disk holding the agent binary it is given
+// (agentdisk.go), so connecting uploads nothing.
 //
 // qemu runs as a child with a parent-death signal: a controller that dies
 // takes its VMs with it. State records what was started so `rlab down` can
 // stop VMs of a run that is gone (StopFromState), checking each pid is still
 // that qemu before signalling it.
 //
-// This package knows nothing of agents or workloads; it must not import
+// Beyond putting the binary it is handed on that disk, this package knows
+// nothing of agents or workloads; it must not import
 // engine/run or steps (internal/archtest checks it).
 package vm
 
@@ -38,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/agentdisk"
 	"github.com/rlab-dev/rlab/engine/image"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -90,6 +93,11 @@ type Options struct {
 	// waves stay up; links to a VM not started yet lose their frames until
 	// it is.
 	BootWave int
+	// Agent is the agent binary (linux/amd64) every VM is handed on a
+	// read-only disk (engine/agentdisk), so the connection need not upload
+	// it; nil attaches an empty disk (the device set stays the one
+	// snapshots were saved with) and the agent is uploaded.
+	Agent []byte
 	// Progress, when set, is told each VM's state: "starting", then
 	// "booting (<accelerator note>)", e.g. "booting (KVM)" or "booting (TCG
 	// software emulation (KVM not usable: ...))", then "up in <duration>".
@@ -126,6 +134,7 @@ type Set struct {
 	Dir       string // <runDir>/vm
 	opts      Options
 	sockDir   string // "" or a short temp folder for sockets (long run paths)
+	agentDisk string // the agent disk every VM attaches read-only
 	hubs      []*Hub // the switches of networks of three or more VMs
 	hubNames  []string
 	mu        sync.Mutex
@@ -244,6 +253,9 @@ func Boot(ctx context.Context, ms []Machine, runDir string, opts Options) (*Set,
 	idFile := filepath.Join(s.Dir, "id_ed25519")
 	if err := login.writeFiles(idFile); err != nil {
 		return nil, fmt.Errorf("boot vms: write login key: %w", err)
+	}
+	if err := s.writeAgentDisk(); err != nil {
+		return nil, fmt.Errorf("boot vms: %w", err)
 	}
 	opts.Logger.Info("booting vms", "count", len(ms), "accel", accel, "note", note)
 
@@ -439,6 +451,9 @@ func dataNICs(m Machine, idx int, links map[string]*link, sockDir string) ([]dat
 				peer = o
 			}
 		}
+		if 0x6+j >= agentDiskSlot {
+			return nil, fmt.Errorf("network %q: more than %d data networks on one VM", n.Name, agentDiskSlot-0x6)
+		}
 		nic := dataNIC{Network: n.Name, MAC: mac(idx, j+1), Local: linkSock(sockDir, n.Name, idx), Remote: linkSock(sockDir, n.Name, peer)}
 		if len(l.members) > 2 {
 			nic.Remote, nic.Hub = hubSock(sockDir, n.Name), true
@@ -584,6 +599,9 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		"-drive", "file=" + overlay + ",if=none,id=d0,format=qcow2,discard=unmap,cache=unsafe",
 		"-device", "virtio-blk-pci,drive=d0,addr=0x4",
 		"-device", "virtio-rng-pci,addr=0x5",
+		// The agent, read-only (agentdisk.go).
+		"-drive", "file=" + s.agentDisk + ",if=none,id=agent,format=raw,readonly=on",
+		"-device", fmt.Sprintf("virtio-blk-pci,drive=agent,serial=%s,addr=0x%x", agentdisk.Serial, agentDiskSlot),
 		// A restored guest learns it was restored (a new generation id)
 		// and its kernel reseeds its random pool.
 		"-device", "vmgenid,guid=auto",

@@ -63,5 +63,13 @@ func TestBootWaves(t *testing.T) {
 		if n := strings.Count(string(b), "\n"); n != tt.started {
 			t.Errorf("wave %d: %d qemu started, want %d:\n%s", tt.wave, n, tt.started, b)
 		}
+		// Every VM has the agent disk, read-only, at its fixed slot.
+		for _, argv := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			for _, want := range []string{"/vm/agent.disk,if=none,id=agent,format=raw,readonly=on", "virtio-blk-pci,drive=agent,serial=rlab-agent,addr=0x1f"} {
+				if !strings.Contains(argv, want) {
+					t.Errorf("wave %d: qemu started without %q: %s", tt.wave, want, argv)
+				}
+			}
+		}
 	}
 }
