@@ -377,6 +377,15 @@ func keepSnapshot(err error) bool {
 	return errors.As(err, &slow)
 }
 
+// optPath escapes a path for a QEMU option list (-drive file=..., -qmp
+// unix:..., -fw_cfg, -netdev): a comma is doubled, as QEMU's option parser
+// reads it. A run directory named with a comma otherwise split -qmp's path,
+// qemu refused the option, and a restore counted it against the snapshot.
+// (-serial file: takes the rest of its argument verbatim: not escaped.)
+func optPath(p string) string {
+	return strings.ReplaceAll(p, ",", ",,")
+}
+
 // errGuestDied marks a VM whose qemu exited (its guest panicked) before
 // sshd answered.
 var errGuestDied = errors.New("qemu exited")
@@ -462,7 +471,7 @@ func dataNICs(m Machine, idx int, links map[string]*link, sockDir string) ([]dat
 			return nil, fmt.Errorf("network %q: socket path %s too long", n.Name, nic.Local)
 		}
 		nic.Args = []string{
-			"-netdev", "dgram,id=l" + strconv.Itoa(j) + ",local.type=unix,local.path=" + nic.Local + ",remote.type=unix,remote.path=" + nic.Remote,
+			"-netdev", "dgram,id=l" + strconv.Itoa(j) + ",local.type=unix,local.path=" + optPath(nic.Local) + ",remote.type=unix,remote.path=" + optPath(nic.Remote),
 			"-device", fmt.Sprintf("virtio-net-pci,netdev=l%d,mac=%s,addr=0x%x", j, nic.MAC, 0x6+j),
 		}
 		out = append(out, nic)
@@ -587,7 +596,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		"-accel", s.Accel, "-machine", "pc", "-smp", strconv.Itoa(m.CPUs), "-m", strconv.FormatInt(m.MemoryBytes>>20, 10),
 		"-nodefaults", "-no-user-config", "-display", "none",
 		"-serial", "file:" + v.Console,
-		"-qmp", "unix:" + qmp + ",server=on,wait=off",
+		"-qmp", "unix:" + optPath(qmp) + ",server=on,wait=off",
 		"-pidfile", pidFile,
 		"-kernel", m.Image.Kernel, "-initrd", m.Image.Initrd,
 		"-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname=" + hostname + " mitigations=off tsc=reliable no_timer_check panic=-1",
@@ -596,18 +605,18 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		// A guest that panics exits qemu (-no-reboot with panic=-1), so the
 		// boot wait fails at once with the console tail, not at the timeout.
 		"-no-reboot",
-		"-drive", "file=" + overlay + ",if=none,id=d0,format=qcow2,discard=unmap,cache=unsafe",
+		"-drive", "file=" + optPath(overlay) + ",if=none,id=d0,format=qcow2,discard=unmap,cache=unsafe",
 		"-device", "virtio-blk-pci,drive=d0,addr=0x4",
 		"-device", "virtio-rng-pci,addr=0x5",
 		// The agent, read-only (agentdisk.go).
-		"-drive", "file=" + s.agentDisk + ",if=none,id=agent,format=raw,readonly=on",
+		"-drive", "file=" + optPath(s.agentDisk) + ",if=none,id=agent,format=raw,readonly=on",
 		"-device", fmt.Sprintf("virtio-blk-pci,drive=agent,serial=%s,addr=0x%x", agentdisk.Serial, agentDiskSlot),
 		// A restored guest learns it was restored (a new generation id)
 		// and its kernel reseeds its random pool.
 		"-device", "vmgenid,guid=auto",
-		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKey + ",file=" + hkFile,
-		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKeyPub + ",file=" + hkFile + ".pub",
-		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwAuthorizedKeys + ",file=" + akFile,
+		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKey + ",file=" + optPath(hkFile),
+		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKeyPub + ",file=" + optPath(hkFile+".pub"),
+		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwAuthorizedKeys + ",file=" + optPath(akFile),
 	}
 	if s.Accel == AccelKVM {
 		args = append(args, "-cpu", "host")
@@ -625,7 +634,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 			return nil, fail("write network file", err)
 		}
 		args = append(args, nic.Args...)
-		args = append(args, "-fw_cfg", fmt.Sprintf("name=%s%s%d,file=%s", image.FwCfgPrefix, image.FwNetworkPrefix, j+1, nf))
+		args = append(args, "-fw_cfg", fmt.Sprintf("name=%s%s%d,file=%s", image.FwCfgPrefix, image.FwNetworkPrefix, j+1, optPath(nf)))
 	}
 
 	// restrict=on: the guest reaches nothing beyond the SSH forward.

@@ -25,7 +25,7 @@ func TestBootWaves(t *testing.T) {
 	bin := t.TempDir()
 	argvFile := filepath.Join(bin, "argv")
 	script := "#!/bin/sh\necho \"$@\" >> " + argvFile + "\n" +
-		"for a; do case $a in unix:*qmp.sock*) p=${a#unix:}; touch \"${p%%,*}\";; esac; done\nexec sleep 4\n"
+		"for a; do case $a in unix:*qmp.sock*) p=$(printf %s \"${a#unix:}\" | sed 's/,server=.*//; s/,,/,/g'); touch \"$p\";; esac; done\nexec sleep 4\n"
 	qemu := filepath.Join(bin, "qemu-system-x86_64")
 	if err := os.WriteFile(qemu, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,10 @@ func TestBootWaves(t *testing.T) {
 	}{{2, 2}, {0, 4}} {
 		_ = os.Remove(argvFile)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		set, err := Boot(ctx, ms, t.TempDir(), Options{Image: img, QEMU: qemu, Accel: AccelTCG, BootWave: tt.wave, PowerdownTimeout: -1})
+		// A run directory with a comma in its name: QEMU's option lists
+		// get it doubled (optPath).
+		runDir := filepath.Join(t.TempDir(), "run,1")
+		set, err := Boot(ctx, ms, runDir, Options{Image: img, QEMU: qemu, Accel: AccelTCG, BootWave: tt.wave, PowerdownTimeout: -1})
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "did not answer within 1s") {
 			t.Errorf("wave %d: boot: %v, want a timeout", tt.wave, err)
@@ -65,7 +68,7 @@ func TestBootWaves(t *testing.T) {
 		}
 		// Every VM has the agent disk, read-only, at its fixed slot.
 		for _, argv := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			for _, want := range []string{"/vm/agent.disk,if=none,id=agent,format=raw,readonly=on", "virtio-blk-pci,drive=agent,serial=rlab-agent,addr=0x1f"} {
+			for _, want := range []string{"run,,1/vm/agent.disk,if=none,id=agent,format=raw,readonly=on", "/qmp.sock,server=on", "run,,1/", "virtio-blk-pci,drive=agent,serial=rlab-agent,addr=0x1f"} {
 				if !strings.Contains(argv, want) {
 					t.Errorf("wave %d: qemu started without %q: %s", tt.wave, want, argv)
 				}
