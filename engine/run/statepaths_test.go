@@ -42,6 +42,9 @@ func TestDownStatePathsConfined(t *testing.T) {
 		flagsKH   []string
 		flagsID   []string
 		refused   string // field named in the refusal, "" = connects
+		// retarget: an own (signed) entry whose address, port or user is
+		// edited afterwards: the signed key must not follow it elsewhere.
+		retarget func(*StateHost)
 	}{
 		{name: "own run keeps its lab's paths", own: true, p: func(string) paths { return paths{plantedKH, otherKey} }},
 		{name: "received: identity_file outside", p: func(string) paths { return paths{"", otherKey} }, refused: "identity_file"},
@@ -57,6 +60,12 @@ func TestDownStatePathsConfined(t *testing.T) {
 		{name: "received: a symlink in the run directory to a file outside", p: func(dir string) paths {
 			return paths{"", filepath.Join(dir, "vms", "link")}
 		}, refused: "identity_file"},
+		{name: "own run re-pointed at another address", own: true, p: func(string) paths { return paths{plantedKH, otherKey} },
+			retarget: func(x *StateHost) { x.Address = "198.51.100.7" }, refused: "known_hosts"},
+		{name: "own run re-pointed at another user and port", own: true, p: func(string) paths { return paths{"", otherKey} },
+			retarget: func(x *StateHost) { x.User, x.Port = "root", 2222 }, refused: "identity_file"},
+		{name: "own run's bastion re-pointed", own: true, jump: true, p: func(string) paths { return paths{"", otherKey} },
+			retarget: func(x *StateHost) { x.Address = "198.51.100.7" }, refused: "identity_file"},
 		{name: "received: ~/.ssh/known_hosts (the user's own, read only)", p: func(string) paths { return paths{"~/.ssh/known_hosts", ""} }},
 	}
 	for _, tt := range tests {
@@ -88,6 +97,15 @@ func TestDownStatePathsConfined(t *testing.T) {
 			}
 			if tt.otherUser {
 				t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // down runs as someone else
+			}
+			if tt.retarget != nil {
+				editState(t, dir, func(s *State) {
+					x := &s.Hosts[0]
+					if tt.jump {
+						x = x.JumpHost
+					}
+					tt.retarget(x)
+				})
 			}
 			if !tt.own {
 				editState(t, dir, func(s *State) {
