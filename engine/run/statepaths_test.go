@@ -185,3 +185,53 @@ func TestDownStateFIFO(t *testing.T) {
 }
 
 func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
+
+// TestDownRemovesOnlyOwnProvisioned: rlab down --remove-provisioned removes,
+// as root, the packages state.json lists; a received (or edited) state.json
+// could list openssh-server or sudo. Only a list this user's rlab signed is
+// removed; another is left, said so, and its host not even connected for it.
+func TestDownRemovesOnlyOwnProvisioned(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(*StateProvision) // nil: the run's own list
+		removes bool
+	}{
+		{name: "own run's packages", removes: true},
+		{name: "a package added to the own list", edit: func(p *StateProvision) { p.Installed = append(p.Installed, "openssh-server") }},
+		{name: "the list replaced", edit: func(p *StateProvision) { p.Installed = []string{"sudo"} }},
+		{name: "another family", edit: func(p *StateProvision) { p.Family = "rhel" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+			dir := t.TempDir()
+			h := StateHost{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22,
+				Provision: &StateProvision{Family: "debian", Packages: []string{"make"}, Installed: []string{"make"}, Done: true}}
+			st := State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []StateHost{h}}
+			if _, err := newJournal(dir, st); err != nil {
+				t.Fatal(err)
+			}
+			if tt.edit != nil {
+				editState(t, dir, func(s *State) { tt.edit(s.Hosts[0].Provision) })
+			}
+			var asked []string
+			conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+				asked = append(asked, tg.Name)
+				return nil, errors.New("test: not connecting")
+			})
+			res, err := Down(context.Background(), dir, DownOptions{Connector: conn, RemoveProvisioned: true})
+			if tt.removes {
+				if len(asked) != 1 {
+					t.Fatalf("down did not go to remove the run's own packages (asked %v): %v", asked, err)
+				}
+				return
+			}
+			if len(asked) != 0 {
+				t.Fatalf("down connected to %v to remove packages a changed state.json names", asked)
+			}
+			if err != nil || res == nil || len(res.Left) != 1 || !strings.Contains(res.Left[0], "not written by your rlab") {
+				t.Fatalf("down does not say it left the packages: %+v, %v", res, err)
+			}
+		})
+	}
+}
