@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -84,8 +83,6 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 			problems := preflight.Check(l, facts)
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
 				if unreach == nil {
 					unreach = []string{}
 				}
@@ -95,7 +92,7 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 				if vms == nil {
 					vms = []string{}
 				}
-				if err := enc.Encode(map[string]any{"problems": problems, "unreachable": unreach, "local_vms": vms}); err != nil {
+				if err := writeJSON(w, map[string]any{"problems": problems, "unreachable": unreach, "local_vms": vms}); err != nil {
 					return err
 				}
 			} else {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -114,9 +113,7 @@ func writeFactsJSON(w io.Writer, res []remote.Result) error {
 			m[r.Name] = factsJSON{Facts: r.Facts}
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(m)
+	return writeJSON(w, m)
 }
 
 func writeFactsTable(w io.Writer, res []remote.Result) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -250,13 +249,11 @@ SEND) (of one capture).`,
 				}
 			}
 			if asJSON {
-				e := json.NewEncoder(out)
-				e.SetIndent("", "  ")
 				var err error
 				if len(docs) == 1 {
-					err = e.Encode(docs[0])
+					err = writeJSON(out, docs[0])
 				} else {
-					err = e.Encode(docs)
+					err = writeJSON(out, docs)
 				}
 				if err != nil {
 					return withCode(exitFail, fmt.Errorf("write summary: %w", err))

@@ -117,9 +117,7 @@ reached or provisioned.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(results); err != nil {
+				if err := writeJSON(w, results); err != nil {
 					return err
 				}
 			} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -255,9 +254,7 @@ func printCheckJSON(w io.Writer, res *runengine.Result) error {
 	if unreach == nil {
 		unreach = []string{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{"pass": res.Code == exitOK, "students": students, "unreachable": unreach, "run_dir": res.Dir})
+	return writeJSON(w, map[string]any{"pass": res.Code == exitOK, "students": students, "unreachable": unreach, "run_dir": res.Dir})
 }
 
 func firstLine(s string) string {

@@ -265,6 +265,7 @@ type parsedFile struct {
 
 func (l *loader) readFiles(paths []string) []parsedFile {
 	var names []string
+	inFolder := map[string]bool{}
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -287,13 +288,22 @@ func (l *loader) readFiles(paths []string) []parsedFile {
 			l.errorf(nil, "No lab files", "The folder %s has no *.hcl files. Give a lab file or a folder holding one.", p)
 		}
 		names = append(names, m...)
+		for _, n := range m {
+			inFolder[n] = true
+		}
 	}
 	var out []parsedFile
-	read := os.ReadFile
-	if l.opts.Confined {
-		read = rundir.ReadPath
-	}
 	for _, n := range names {
+		// A file named directly may be a pipe (<(cmd)); one found in a
+		// folder must be a regular file: a FIFO named *.hcl hung the load,
+		// a symlink to /dev/zero took all memory. Both read bounded.
+		read := readBounded
+		switch {
+		case l.opts.Confined:
+			read = rundir.ReadPath
+		case inFolder[n]:
+			read = readRegularBounded
+		}
 		src, err := read(n)
 		if err != nil {
 			l.errorf(nil, "Cannot read lab file", "Could not read %s: %s.", n, err)

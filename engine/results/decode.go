@@ -10,8 +10,14 @@ import (
 // Decode reads a results.json document of any version this rlab knows
 // (1, and 0 for a document without "schema") into the current Run: the one
 // reader of the format, used by ReadRun and the report alike. A newer
-// version is an error naming it.
+// version is an error naming it. A document whose workloads, samples or
+// students outnumber MaxWorkloads, MaxSamples or MaxStudents is refused
+// before they are built (a received run directory: a few MB of "{}" cost
+// gigabytes once decoded and shown).
 func Decode(b []byte) (*Run, error) {
+	if err := checkCounts(b); err != nil {
+		return nil, err
+	}
 	var head struct {
 		Schema int `json:"schema"`
 	}
@@ -27,6 +33,9 @@ func Decode(b []byte) (*Run, error) {
 			return nil, fmt.Errorf("schema %d: %w", head.Schema, err)
 		}
 		b = up
+	}
+	if err := checkCounts(b); err != nil {
+		return nil, err
 	}
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -132,4 +141,53 @@ func upgradeV1(b []byte) ([]byte, error) {
 	}
 	doc["schema"] = json.RawMessage(strconv.Itoa(SchemaVersion))
 	return json.Marshal(doc)
+}
+
+// What Decode reads at most: far past any run's (a lab block has at most
+// 10,000 instances; a sweep a few hundred samples per workload).
+const (
+	MaxWorkloads = 20_000
+	MaxSamples   = 500_000
+	MaxStudents  = 10_000
+)
+
+// checkCounts refuses a document whose top-level workloads, samples or
+// students arrays hold more than their limit, counting without building.
+func checkCounts(b []byte) error {
+	var top struct {
+		Workloads, Samples, Students json.RawMessage
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		key string
+		raw json.RawMessage
+		max int
+	}{{"workloads", top.Workloads, MaxWorkloads}, {"samples", top.Samples, MaxSamples}, {"students", top.Students, MaxStudents}} {
+		if n, ok := countOver(a.raw, a.max); !ok {
+			return fmt.Errorf("%s: more than %d (at least %d), more than any run writes: refusing to read them", a.key, a.max, n)
+		}
+	}
+	return nil
+}
+
+// countOver counts the elements of a JSON array up to max+1; ok is false
+// past max. Anything but an array is left to the decoder.
+func countOver(raw json.RawMessage, max int) (int, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := d.Token(); err != nil || t != json.Delim('[') {
+		return 0, true
+	}
+	n := 0
+	for d.More() {
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return n, true
+		}
+		if n++; n > max {
+			return n, false
+		}
+	}
+	return n, true
 }

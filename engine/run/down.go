@@ -71,8 +71,17 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 		}
 		pending[e.Host] = append(pending[e.Host], e)
 	}
+	key := readStateKey(false)
 	var hosts []StateHost
 	for _, h := range st.Hosts {
+		// Packages are removed only as this user's own rlab journaled them
+		// (signed with the host's entry): a received state.json could list
+		// any package (openssh-server, sudo) for root to remove.
+		if opts.RemoveProvisioned && toRemove(h) != nil && !pathsSigned(key, st.RunID, h) {
+			res.Left = append(res.Left, fmt.Sprintf("left packages %s on host %s: state.json was not written by your rlab (or was changed since), so down removes no package it names; remove them yourself if this run installed them",
+				strings.Join(h.Provision.Installed, " "), h.Name))
+			h.Provision = nil
+		}
 		// A VM host's leftovers go with the VM.
 		if !h.VM && (len(pending[h.Name]) > 0 || workDirLeft(h) || (opts.RemoveProvisioned && toRemove(h) != nil)) {
 			hosts = append(hosts, h)
@@ -82,7 +91,6 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	if len(hosts) > 0 && opts.Connector == nil {
 		return nil, errors.New("down: no connector")
 	}
-	key := readStateKey(false)
 	userKH := opts.KnownHosts
 	if len(userKH) == 0 {
 		userKH = []string{"~/.ssh/known_hosts"}

@@ -209,11 +209,19 @@ func (j *journal) snapshot() State {
 	return st
 }
 
-// write replaces the file with b (temp file, then rename).
+// write replaces the file with b (temp file, then rename). The temp file
+// is made anew (O_EXCL, a random name): the run directory may be a received
+// one, and a fixed name opened with O_TRUNC followed a planted symlink to
+// a file of the reader's and overwrote it.
 func (j *journal) write(b []byte, sync bool) error {
-	tmp := j.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(j.path), "."+filepath.Base(j.path)+".*.tmp")
 	if err != nil {
+		return fmt.Errorf("write run state: %w", err)
+	}
+	tmp := f.Name()
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return fmt.Errorf("write run state: %w", err)
 	}
 	_, err = f.Write(append(b, '\n'))
@@ -228,6 +236,7 @@ func (j *journal) write(b []byte, sync bool) error {
 		return fmt.Errorf("write run state %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, j.path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write run state: %w", err)
 	}
 	return nil

@@ -91,12 +91,21 @@ func loadStateKey(p string) []byte {
 }
 
 // pathsMAC is the HMAC of a host entry's paths (its jump hosts' included),
-// bound to the run and the host's name.
+// bound to the run, the host's name and where it logs in (address, port,
+// user, jump): a signed entry re-pointed at another host is unsigned (v1
+// bound only the name, so an own run's key could be sent anywhere). It
+// also vouches for the packages the run installed there.
 func pathsMAC(key []byte, runID string, h StateHost) string {
 	m := hmac.New(sha256.New, key)
-	fmt.Fprintf(m, "rlab state paths v1\x00%s\x00", runID)
+	fmt.Fprintf(m, "rlab state paths v2\x00%s\x00", runID)
 	for d, x := 0, &h; x != nil && d <= maxJumpDepth; d, x = d+1, x.JumpHost {
-		fmt.Fprintf(m, "%d\x00%s\x00%t\x00%s\x00%s\x00", d, x.Name, x.VM, x.IdentityFile, x.KnownHosts)
+		fmt.Fprintf(m, "%d\x00%q\x00%t\x00%q\x00%q\x00%q\x00%d\x00%q\x00%q\x00", d, x.Name, x.VM, x.IdentityFile, x.KnownHosts,
+			x.Address, x.Port, x.User, x.Jump)
+	}
+	// What the run installed there: down --remove-provisioned removes it
+	// as root, so only as this user's rlab wrote it.
+	if p := h.Provision; p != nil {
+		fmt.Fprintf(m, "provision\x00%q\x00%q\x00", p.Family, p.Installed)
 	}
 	return hex.EncodeToString(m.Sum(nil))
 }

@@ -42,6 +42,9 @@ func TestDownStatePathsConfined(t *testing.T) {
 		flagsKH   []string
 		flagsID   []string
 		refused   string // field named in the refusal, "" = connects
+		// retarget: an own (signed) entry whose address, port or user is
+		// edited afterwards: the signed key must not follow it elsewhere.
+		retarget func(*StateHost)
 	}{
 		{name: "own run keeps its lab's paths", own: true, p: func(string) paths { return paths{plantedKH, otherKey} }},
 		{name: "received: identity_file outside", p: func(string) paths { return paths{"", otherKey} }, refused: "identity_file"},
@@ -57,6 +60,12 @@ func TestDownStatePathsConfined(t *testing.T) {
 		{name: "received: a symlink in the run directory to a file outside", p: func(dir string) paths {
 			return paths{"", filepath.Join(dir, "vms", "link")}
 		}, refused: "identity_file"},
+		{name: "own run re-pointed at another address", own: true, p: func(string) paths { return paths{plantedKH, otherKey} },
+			retarget: func(x *StateHost) { x.Address = "198.51.100.7" }, refused: "known_hosts"},
+		{name: "own run re-pointed at another user and port", own: true, p: func(string) paths { return paths{"", otherKey} },
+			retarget: func(x *StateHost) { x.User, x.Port = "root", 2222 }, refused: "identity_file"},
+		{name: "own run's bastion re-pointed", own: true, jump: true, p: func(string) paths { return paths{"", otherKey} },
+			retarget: func(x *StateHost) { x.Address = "198.51.100.7" }, refused: "identity_file"},
 		{name: "received: ~/.ssh/known_hosts (the user's own, read only)", p: func(string) paths { return paths{"~/.ssh/known_hosts", ""} }},
 	}
 	for _, tt := range tests {
@@ -88,6 +97,15 @@ func TestDownStatePathsConfined(t *testing.T) {
 			}
 			if tt.otherUser {
 				t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // down runs as someone else
+			}
+			if tt.retarget != nil {
+				editState(t, dir, func(s *State) {
+					x := &s.Hosts[0]
+					if tt.jump {
+						x = x.JumpHost
+					}
+					tt.retarget(x)
+				})
 			}
 			if !tt.own {
 				editState(t, dir, func(s *State) {
@@ -167,3 +185,53 @@ func TestDownStateFIFO(t *testing.T) {
 }
 
 func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
+
+// TestDownRemovesOnlyOwnProvisioned: rlab down --remove-provisioned removes,
+// as root, the packages state.json lists; a received (or edited) state.json
+// could list openssh-server or sudo. Only a list this user's rlab signed is
+// removed; another is left, said so, and its host not even connected for it.
+func TestDownRemovesOnlyOwnProvisioned(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(*StateProvision) // nil: the run's own list
+		removes bool
+	}{
+		{name: "own run's packages", removes: true},
+		{name: "a package added to the own list", edit: func(p *StateProvision) { p.Installed = append(p.Installed, "openssh-server") }},
+		{name: "the list replaced", edit: func(p *StateProvision) { p.Installed = []string{"sudo"} }},
+		{name: "another family", edit: func(p *StateProvision) { p.Family = "rhel" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+			dir := t.TempDir()
+			h := StateHost{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22,
+				Provision: &StateProvision{Family: "debian", Packages: []string{"make"}, Installed: []string{"make"}, Done: true}}
+			st := State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []StateHost{h}}
+			if _, err := newJournal(dir, st); err != nil {
+				t.Fatal(err)
+			}
+			if tt.edit != nil {
+				editState(t, dir, func(s *State) { tt.edit(s.Hosts[0].Provision) })
+			}
+			var asked []string
+			conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+				asked = append(asked, tg.Name)
+				return nil, errors.New("test: not connecting")
+			})
+			res, err := Down(context.Background(), dir, DownOptions{Connector: conn, RemoveProvisioned: true})
+			if tt.removes {
+				if len(asked) != 1 {
+					t.Fatalf("down did not go to remove the run's own packages (asked %v): %v", asked, err)
+				}
+				return
+			}
+			if len(asked) != 0 {
+				t.Fatalf("down connected to %v to remove packages a changed state.json names", asked)
+			}
+			if err != nil || res == nil || len(res.Left) != 1 || !strings.Contains(res.Left[0], "not written by your rlab") {
+				t.Fatalf("down does not say it left the packages: %+v, %v", res, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
+)
+
+// writeJSON writes v as indented JSON (as json.Encoder with SetIndent) with
+// the characters promise 37 keeps off the terminal (C1 controls, DEL, bidi
+// controls) written as \u escapes, the same JSON value: -json output of
+// commands that carry host text (facts, check, provision, run, pcap).
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(termsafe.JSON(b), '\n'))
+	return err
+}

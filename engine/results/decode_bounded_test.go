@@ -1,0 +1,51 @@
+package results
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestDecodeBounded: a received results.json of a few MB listing a million
+// empty workloads or samples took gigabytes in rlab show and rlab report
+// (30 MB of "{}," workloads: 16 GB and still running after two minutes).
+// Decode counts the arrays before it builds them and refuses past the
+// limits, within an allocation the size of the file.
+func TestDecodeBounded(t *testing.T) {
+	doc := func(key, elem string, n int) []byte {
+		return []byte(`{"schema": 2, "lab": "x", "` + key + `": [` + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + `]}`)
+	}
+	tests := []struct {
+		name, key, elem string
+		n               int
+		refused         bool
+	}{
+		{"workloads at the limit", "workloads", "{}", MaxWorkloads, false},
+		{"workloads past the limit", "workloads", "{}", MaxWorkloads + 1, true},
+		{"a million workloads", "workloads", "{}", 1_000_000, true},
+		{"samples past the limit", "samples", `{"kind":"tool"}`, MaxSamples + 1, true},
+		{"students past the limit", "students", "{}", MaxStudents + 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := doc(tt.key, tt.elem, tt.n)
+			var m0, m1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
+			_, err := Decode(b)
+			runtime.ReadMemStats(&m1)
+			if !tt.refused {
+				if err != nil {
+					t.Fatalf("refused %d %s: %v", tt.n, tt.key, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.key) || !strings.Contains(err.Error(), "more than") {
+				t.Fatalf("%d %s not refused by name: %v", tt.n, tt.key, err)
+			}
+			if a := m1.TotalAlloc - m0.TotalAlloc; a > uint64(8*len(b))+(16<<20) {
+				t.Errorf("refusing %d bytes allocated %d MiB", len(b), a>>20)
+			}
+		})
+	}
+}
