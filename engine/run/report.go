@@ -106,6 +106,8 @@ func (r *runner) writeResults(res *Result) error {
 	if doc.Samples == nil {
 		doc.Samples = []results.Sample{}
 	}
+	doc.Artifacts = slices.Clone(r.artifacts)
+	slices.SortFunc(doc.Artifacts, func(a, b results.Artifact) int { return strings.Compare(a.Path, b.Path) })
 	doc.Platforms = platforms(doc, r.env.Facts)
 	write := r.opts.WriteResults
 	if write == nil {

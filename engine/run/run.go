@@ -241,6 +241,9 @@ type runner struct {
 	// pulled (steps.Fetch.Pulled): the logs and captures results.json lists
 	// (read once fetchAll has returned).
 	pulled map[string]bool
+	// artifacts are the fetch steps' artifacts (steps.Fetch.Artifacts),
+	// paths from the run directory: results.json's artifacts.
+	artifacts []results.Artifact
 
 	dirLock *os.File // holds dir while the run writes it (makeRunDir)
 }
