@@ -149,12 +149,12 @@ const (
 // CapturesOf is the run-dir-relative paths of the run's capture files: the
 // artifacts of kind capture when the run recorded them, else (a run older
 // than Run.Artifacts) the files of hosts/*/captures/ that isCapture
-// accepts by name.
+// accepts by name. A listed path that leaves dir is not one.
 func CapturesOf(r *Run, dir string, isCapture func(base string) bool) ([]string, error) {
 	if r != nil && r.Artifacts != nil {
 		var out []string
 		for _, a := range r.Artifacts {
-			if a.Kind == ArtifactCapture {
+			if a.Kind == ArtifactCapture && filepath.IsLocal(filepath.FromSlash(a.Path)) {
 				out = append(out, a.Path)
 			}
 		}
