@@ -41,12 +41,13 @@ type Fetch struct {
 	Host string
 	Dir  string // the host's folder in the run directory: hosts/<slug>
 
-	Pulled []proto.FileInfo
 	// Artifacts are the files pulled, as the run records them
 	// (results.Run.Artifacts), with Path relative to Dir
 	// ("captures/cap.roce.pcap", "logs/wl.x.stdout"): whoever lays Dir out
-	// in the run directory prefixes it.
+	// in the run directory prefixes it. Pulled[i] is the file Artifacts[i]
+	// was pulled from, as the host listed it (its path in the work dir).
 	Artifacts []results.Artifact
+	Pulled    []proto.FileInfo
 	Refused   []string // paths that were not local
 	// Kept are host files not pulled because the run directory already
 	// holds a file of that name the controller wrote (its redacted,
@@ -105,9 +106,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		if !masked(env, f.Path) {
 			a.Size, a.SHA256 = f.Size, f.SHA256
 		}
-		g := f
-		g.Path = local(f.Path)
-		s.Pulled = append(s.Pulled, g)
+		s.Pulled = append(s.Pulled, f)
 		s.Artifacts = append(s.Artifacts, a)
 	}
 	var errs []error

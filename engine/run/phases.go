@@ -456,10 +456,13 @@ func (r *runner) fetchAll(ctx context.Context) {
 		// artifacts, with paths from the run directory, not looked for
 		// again on disk.
 		r.mu.Lock()
-		for _, a := range f.Artifacts {
+		for i, a := range f.Artifacts {
 			a.Path = path.Join("hosts", h.Slug, a.Path)
 			r.artifacts = append(r.artifacts, a)
-			r.pulled[a.Path] = true
+			if r.pulled[h.Name] == nil {
+				r.pulled[h.Name] = map[string]string{}
+			}
+			r.pulled[h.Name][f.Pulled[i].Path] = a.Path
 		}
 		r.mu.Unlock()
 		if !r.discard[h.Name] { // a discarded VM's work dir goes with it
