@@ -156,3 +156,26 @@ workload "bulk" {
 		t.Log("no capture taken (needs root and tcpdump): logs only")
 	}
 }
+
+// artifactsOnDisk checks every artifact of doc is a file of dir with the
+// size and (when listed) sha256 it records, and returns the paths of the
+// captures among them.
+func artifactsOnDisk(t *testing.T, dir string, doc *results.Run) []string {
+	t.Helper()
+	var caps []string
+	for _, a := range doc.Artifacts {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(a.Path)))
+		if err != nil {
+			t.Errorf("artifact %s: %v", a.Path, err)
+			continue
+		}
+		sum := sha256.Sum256(data)
+		if a.Size != 0 && a.Size != int64(len(data)) || a.SHA256 != "" && a.SHA256 != hex.EncodeToString(sum[:]) {
+			t.Errorf("artifact %s: size %d sha256 %s; on disk %d bytes, sha256 %x", a.Path, a.Size, a.SHA256, len(data), sum)
+		}
+		if a.Kind == results.ArtifactCapture {
+			caps = append(caps, a.Path)
+		}
+	}
+	return caps
+}
