@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/results"
 )
 
 // Puller is a Host that can copy files from its agent's work dir into a
@@ -40,8 +41,14 @@ type Fetch struct {
 	Host string
 	Dir  string // the host's folder in the run directory: hosts/<slug>
 
-	Pulled  []proto.FileInfo
-	Refused []string // paths that were not local
+	// Artifacts are the files pulled, as the run records them
+	// (results.Run.Artifacts), with Path relative to Dir
+	// ("captures/cap.roce.pcap", "logs/wl.x.stdout"): whoever lays Dir out
+	// in the run directory prefixes it. Pulled[i] is the file Artifacts[i]
+	// was pulled from, as the host listed it (its path in the work dir).
+	Artifacts []results.Artifact
+	Pulled    []proto.FileInfo
+	Refused   []string // paths that were not local
 	// Kept are host files not pulled because the run directory already
 	// holds a file of that name the controller wrote (its redacted,
 	// bounded agent.log, a dmesg tail): a host's own agent.log in its
@@ -92,11 +99,22 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			logs = append(logs, f)
 		}
 	}
+	// made records a pulled file: its size and sha256 as listed and
+	// verified, unless the mask rewrote it on the way.
+	made := func(f proto.FileInfo, dir, kind string) {
+		a := results.Artifact{Host: s.Host, Path: dir + "/" + filepath.ToSlash(local(f.Path)), Kind: kind}
+		if !masked(env, f.Path) {
+			a.Size, a.SHA256 = f.Size, f.SHA256
+		}
+		s.Pulled = append(s.Pulled, f)
+		s.Artifacts = append(s.Artifacts, a)
+	}
 	var errs []error
 	for _, set := range []struct {
 		files []proto.FileInfo
 		dir   string
-	}{{caps, "captures"}, {logs, "logs"}} {
+		kind  string
+	}{{caps, "captures", results.ArtifactCapture}, {logs, "logs", results.ArtifactLog}} {
 		dst := filepath.Join(s.Dir, set.dir)
 		set.files = slices.DeleteFunc(slices.Clone(set.files), func(f proto.FileInfo) bool {
 			if _, err := os.Lstat(filepath.Join(dst, local(f.Path))); err == nil {
@@ -119,8 +137,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 				continue
 			}
 			for _, f := range set.files {
-				f.Path = local(f.Path)
-				s.Pulled = append(s.Pulled, f)
+				made(f, set.dir, set.kind)
 			}
 			continue
 		}
@@ -153,8 +170,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 					errs = append(errs, fmt.Errorf("fetch %s from host %q: %w", f.Path, s.Host, err))
 					return
 				}
-				f.Path = local(f.Path)
-				s.Pulled = append(s.Pulled, f)
+				made(f, set.dir, set.kind)
 			}()
 		}
 		wg.Wait()
@@ -175,6 +191,20 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		return fmt.Errorf("host %q reported files outside its work dir (refused): %s", s.Host, strings.Join(s.Refused, ", "))
 	}
 	return nil
+}
+
+// masked says whether env's mask rewrites the file at p as it is pulled
+// (its listed size and sha256 are then not the run directory's).
+func masked(env *Env, p string) bool {
+	if env.Mask == nil {
+		return false
+	}
+	w := env.Mask(p, io.Discard)
+	if w == nil {
+		return false
+	}
+	w.Close()
+	return true
 }
 
 // MaxFetchFiles bounds the files pulled from one host: a work dir a

@@ -305,17 +305,15 @@ func pcapInputs(cmd *cobra.Command, args []string) ([][]string, error) {
 		return out, nil
 	}
 	runCaptures := func(run string) ([]string, error) {
-		hosts, err := filepath.Glob(filepath.Join(run, "hosts", "*", "captures"))
+		// The captures results.json's artifacts list (older runs: by name).
+		doc, _ := results.ReadRun(run)
+		rels, err := results.CapturesOf(doc, run, report.IsCaptureFile)
 		if err != nil {
 			return nil, err
 		}
 		var out []string
-		for _, h := range hosts {
-			fs, err := captureFolder(h)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, fs...)
+		for _, rel := range rels {
+			out = append(out, filepath.Join(run, filepath.FromSlash(rel)))
 		}
 		if len(out) == 0 {
 			return nil, fmt.Errorf("run %s has no captures (hosts/*/captures/ is empty)", run)

@@ -69,6 +69,7 @@ func Build(runDir string, opts Options) (*Data, error) {
 	b.files()
 	b.loadLab()
 	doc := b.runDoc()
+	b.doc = doc
 	b.lab(doc)
 	b.hosts(doc)
 	b.workloads(doc)
@@ -90,6 +91,7 @@ type builder struct {
 	// samples of each workload, by name, for the RDMA vs TCP comparison
 	samples map[string][]results.Sample
 	model   *lab.Lab // the lab as run, when it loads on its own
+	doc     *results.Run
 	// own is each workload's captures scoped to it alone (results.json),
 	// sums each capture file's analysis (captures): why.go joins them.
 	own  map[string][]string

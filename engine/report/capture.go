@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/rundir"
 	"math"
 	"path"
@@ -421,8 +422,10 @@ func anchorSafe(s string) string {
 	return sb.String()
 }
 
-// captures summarises every capture of hosts/<slug>/captures/: the files of
-// one capture's ring (cap.x.pcap0 … cap.x.pcap3) as one capture.
+// captures summarises every capture of the run: the files results.json's
+// artifacts name as captures (runs older than that list: the files of
+// hosts/<slug>/captures/ named like one), the files of one capture's ring
+// (cap.x.pcap0 … cap.x.pcap3) as one capture.
 func (b *builder) captures() {
 	type job struct {
 		name, host string
@@ -430,22 +433,49 @@ func (b *builder) captures() {
 	}
 	var jobs []job
 	at := map[string]int{}
-	for _, l := range b.all {
-		parts := strings.Split(l.Path, "/")
-		if len(parts) != 4 || parts[0] != "hosts" || parts[2] != "captures" || !strings.Contains(parts[3], ".pcap") {
-			continue
-		}
-		key := CaptureKey(parts[3])
+	add := func(l Link, host string) {
+		dir, base := path.Split(l.Path)
+		key := CaptureKey(base)
 		// The run engine names a capture's file cap.<slug>[.<window>].pcap,
 		// with a number after it for a ring of files.
 		name := strings.TrimPrefix(strings.TrimSuffix(key, path.Ext(key)), "cap.")
-		id := parts[1] + "/" + key
+		id := dir + key
 		if i, ok := at[id]; ok {
 			jobs[i].links = append(jobs[i].links, l)
-			continue
+			return
 		}
 		at[id] = len(jobs)
-		jobs = append(jobs, job{name, parts[1], []Link{l}})
+		jobs = append(jobs, job{name, host, []Link{l}})
+	}
+	if b.doc != nil && b.doc.Artifacts != nil {
+		// The run recorded what its steps pulled: that list, not the
+		// files' names, says which are captures.
+		byPath := map[string]Link{}
+		for _, l := range b.all {
+			byPath[l.Path] = l
+		}
+		for _, a := range b.doc.Artifacts {
+			if a.Kind != results.ArtifactCapture {
+				continue
+			}
+			l, ok := byPath[a.Path]
+			if !ok {
+				l = Link{Path: a.Path, Label: a.Path}
+			}
+			host := a.Host
+			if parts := strings.Split(a.Path, "/"); len(parts) == 4 && parts[0] == "hosts" {
+				host = parts[1] // the host's folder, as the older runs' captures say it
+			}
+			add(l, host)
+		}
+	} else {
+		for _, l := range b.all {
+			parts := strings.Split(l.Path, "/")
+			if len(parts) != 4 || parts[0] != "hosts" || parts[2] != "captures" || !strings.Contains(parts[3], ".pcap") {
+				continue
+			}
+			add(l, parts[1])
+		}
 	}
 	// Captures are the slow part of a report (a class run has one per
 	// pair, each up to its max_size): decode them on every CPU, keeping

@@ -48,6 +48,11 @@ type Run struct {
 	// file of its directory is written and synced (runs of this rlab on). A
 	// run directory of such a run without it is incomplete.
 	CompleteMarker bool `json:"complete_marker,omitempty"`
+	// Artifacts are the files the run's fetch steps pulled from its hosts
+	// (steps.Fetch), as the step recorded them: what `rlab report` and
+	// `rlab pcap RUN` read to find captures and logs. Absent in runs older
+	// than it: readers then look in hosts/*/captures/ (CapturesOf).
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// Incomplete, set by ReadRun, says why the run directory is not
 	// complete (a full disk, a controller killed while writing); empty when
 	// it is, or when the run is older than the marker.
@@ -121,6 +126,58 @@ type Workload struct {
 	// the order the lab declares them: its headline when its tool's View
 	// is Declared (kinds.DeclaredHeadline).
 	Metrics []string `json:"metrics,omitempty"`
+}
+
+// Artifact is one file a step made and the run pulled into its directory.
+type Artifact struct {
+	Host string `json:"host"` // the host it came from, as the lab names it
+	Path string `json:"path"` // slash-separated, relative to the run directory
+	Kind string `json:"kind"` // ArtifactCapture or ArtifactLog
+	// Size and SHA256 are the file's as the host listed them and the pull
+	// verified; absent when the file was rewritten on the way (a log with
+	// the lab's sensitive values masked) or hashed only while it was sent.
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Artifact kinds.
+const (
+	ArtifactCapture = "capture" // a packet capture (one file of a ring is one artifact)
+	ArtifactLog     = "log"     // anything else the host's work dir held: outputs, logs
+)
+
+// CapturesOf is the run-dir-relative paths of the run's capture files: the
+// artifacts of kind capture when the run recorded them, else (a run older
+// than Run.Artifacts) the files of hosts/*/captures/ that isCapture
+// accepts by name. A listed path that leaves dir is not one.
+func CapturesOf(r *Run, dir string, isCapture func(base string) bool) ([]string, error) {
+	if r != nil && r.Artifacts != nil {
+		var out []string
+		for _, a := range r.Artifacts {
+			if a.Kind == ArtifactCapture && filepath.IsLocal(filepath.FromSlash(a.Path)) {
+				out = append(out, a.Path)
+			}
+		}
+		return out, nil
+	}
+	hosts, err := filepath.Glob(filepath.Join(dir, "hosts", "*", "captures"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, h := range hosts {
+		ents, err := os.ReadDir(h)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if !e.IsDir() && isCapture(e.Name()) {
+				rel, _ := filepath.Rel(dir, filepath.Join(h, e.Name()))
+				out = append(out, filepath.ToSlash(rel))
+			}
+		}
+	}
+	return out, nil
 }
 
 // Expect is one evaluated `expect` block. An expect is evaluated per size

@@ -61,6 +61,7 @@ func TestSchemaFollowsTheType(t *testing.T) {
 		{"", Run{}}, {"workload", Workload{}}, {"expect", Expect{}}, {"counter_note", CounterNote{}},
 		{"parse_note", ParseNote{}}, {"platform", Platform{}}, {"sample", Sample{}}, {"metadata", Meta{}},
 		{"student", Student{}}, {"expect_fields", StudentExpect{}},
+		{"artifact", Artifact{}},
 	} {
 		props := doc.Properties
 		if c.def != "" {
@@ -132,6 +133,7 @@ func TestWrittenRunsValidate(t *testing.T) {
 			Students: []Student{{Key: "a", Folder: "students/a", Hosts: []string{"server"}, Workloads: []string{"w"}, OK: 0, Failed: 1, Status: StudentFailed,
 				Reason: "r", FailedExpects: []StudentExpect{{Workload: "w", Expect: x}}}},
 		}
+		r.Artifacts = []Artifact{{Host: "server", Path: "hosts/server/captures/cap.roce.pcap", Kind: ArtifactCapture, Size: 24, SHA256: strings.Repeat("0", 64)}}
 		r.Workloads[0].Started = mustTime(t, "2026-11-27T00:00:00Z")
 		r.Workloads[0].Finished = mustTime(t, "2026-11-27T00:00:01.5Z")
 		r.Started, r.Finished = r.Workloads[0].Started, r.Workloads[0].Finished

@@ -235,6 +235,9 @@ func WriteStudentRun(dir string, r *Run) error {
 func (r *Run) ForStudent(s Student) *Run {
 	out := *r
 	out.Workloads, out.Samples, out.Students = nil, []Sample{}, []Student{s}
+	// The other students' files are not the student's: the run, which
+	// knows which files its folder holds, lists those (engine/run).
+	out.Artifacts = nil
 	mine := map[string]bool{}
 	for _, w := range s.Workloads {
 		mine[w] = true

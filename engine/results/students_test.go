@@ -68,4 +68,9 @@ func TestForStudent(t *testing.T) {
 	if got := r.ForStudent(r.Students[1]).Platforms; !reflect.DeepEqual(got, want) {
 		t.Errorf("platforms of bo|b's run: %v, want %v", got, want)
 	}
+	// Nor the run's artifacts: the run lists those its folder holds.
+	r.Artifacts = []Artifact{{Host: `server["ana"]`, Path: "hosts/server.ana/captures/cap.c.pcap", Kind: ArtifactCapture}}
+	if got := r.ForStudent(r.Students[1]).Artifacts; got != nil {
+		t.Errorf("artifacts of bo|b's run: %v, want none", got)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -102,6 +103,16 @@ capture "tcp" {
 		}
 		if tcp != 2 {
 			t.Errorf("results.json: %d tcp_bw samples, want 2", tcp)
+		}
+		// What the SFTP/bundle pulls made is recorded as artifacts: the
+		// capture's files among them, each as it is on disk.
+		var want []string
+		for _, f := range files {
+			rel, _ := filepath.Rel(res.Dir, f)
+			want = append(want, filepath.ToSlash(rel))
+		}
+		if got := artifactsOnDisk(t, res.Dir, r); len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("captures among the artifacts %q, want %q", got, want)
 		}
 		var ju struct {
 			XMLName xml.Name

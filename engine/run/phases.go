@@ -470,15 +470,17 @@ func (r *runner) fetchAll(ctx context.Context) {
 		if err != nil {
 			r.addErr(&infraError{err})
 		}
-		// What it pulled is carried to results.json (report.go), not looked
-		// for again on disk.
+		// What it pulled is carried to results.json (report.go): its
+		// artifacts, with paths from the run directory, not looked for
+		// again on disk.
 		r.mu.Lock()
-		for _, fi := range f.Pulled {
-			dir := "logs"
-			if steps.IsCaptureFile(fi.Path) {
-				dir = "captures"
+		for i, a := range f.Artifacts {
+			a.Path = path.Join("hosts", h.Slug, a.Path)
+			r.artifacts = append(r.artifacts, a)
+			if r.pulled[h.Name] == nil {
+				r.pulled[h.Name] = map[string]string{}
 			}
-			r.pulled[path.Join("hosts", h.Slug, dir, filepath.ToSlash(fi.Path))] = true
+			r.pulled[h.Name][f.Pulled[i].Path] = a.Path
 		}
 		r.mu.Unlock()
 		if !r.discard[h.Name] { // a discarded VM's work dir goes with it

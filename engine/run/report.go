@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -79,11 +78,9 @@ func (r *runner) writeResults(res *Result) error {
 				if p == nil {
 					continue
 				}
-				if h := r.lab.HostByName(p.Host); h != nil {
-					for _, ext := range []string{".stdout", ".stderr"} {
-						if rel := path.Join("hosts", h.Slug, "logs", p.Handle+ext); r.pulled[rel] {
-							w.Logs = append(w.Logs, rel)
-						}
+				for _, ext := range []string{".stdout", ".stderr"} {
+					if rel, ok := r.pulled[p.Host][p.Handle+ext]; ok {
+						w.Logs = append(w.Logs, rel)
 					}
 				}
 			}
@@ -109,6 +106,8 @@ func (r *runner) writeResults(res *Result) error {
 	if doc.Samples == nil {
 		doc.Samples = []results.Sample{}
 	}
+	doc.Artifacts = slices.Clone(r.artifacts)
+	slices.SortFunc(doc.Artifacts, func(a, b results.Artifact) int { return strings.Compare(a.Path, b.Path) })
 	doc.Platforms = platforms(doc, r.env.Facts)
 	write := r.opts.WriteResults
 	if write == nil {
@@ -143,12 +142,8 @@ func (r *runner) ownCaptures(n *workloadNode) []string {
 		if len(c.during) != 1 || c.during[0] != n {
 			continue
 		}
-		h := r.lab.HostByName(c.step.Host)
-		if h == nil {
-			continue
-		}
 		for _, f := range c.step.Files {
-			if rel := path.Join("hosts", h.Slug, "captures", filepath.ToSlash(f.Path)); r.pulled[rel] {
+			if rel, ok := r.pulled[c.step.Host][f.Path]; ok {
 				out = append(out, rel)
 			}
 		}

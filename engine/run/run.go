@@ -237,10 +237,14 @@ type runner struct {
 	started time.Time
 
 	downLinks map[string]error // data links found down, by host pair (link.go)
-	// pulled are the run-dir-relative paths of the files the fetch steps
-	// pulled (steps.Fetch.Pulled): the logs and captures results.json lists
-	// (read once fetchAll has returned).
-	pulled map[string]bool
+	// pulled is where each file the fetch steps pulled landed: host name →
+	// path in its work dir → path from the run directory (steps.Fetch
+	// decides; read once fetchAll has returned). A workload's outputs and
+	// a capture's files are looked up by the names their steps gave them.
+	pulled map[string]map[string]string
+	// artifacts are the fetch steps' artifacts (steps.Fetch.Artifacts),
+	// paths from the run directory: results.json's artifacts.
+	artifacts []results.Artifact
 
 	dirLock *os.File // holds dir while the run writes it (makeRunDir)
 }
@@ -263,7 +267,7 @@ func Run(ctx context.Context, l *lab.Lab, opts Options) *Result {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := &runner{opts: opts, lab: l, log: opts.Log, conns: map[string]Host{}, lost: map[string]error{}, pulled: map[string]bool{}, started: opts.Now()}
+	r := &runner{opts: opts, lab: l, log: opts.Log, conns: map[string]Host{}, lost: map[string]error{}, pulled: map[string]map[string]string{}, started: opts.Now()}
 	res := &Result{}
 	defer r.unlockDir()
 	if err := r.prepare(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -185,11 +186,17 @@ func (r *runner) writeStudent(s *plan.Student, doc *results.Run, st results.Stud
 	for _, w := range mine.Workloads {
 		logs = append(logs, w.Logs...)
 	}
+	mine.Artifacts = nil // only the ones its folder holds (below)
 	for _, h := range s.Hosts {
 		if !r.plan.Agent(h) {
 			continue
 		}
 		rel := path.Join("hosts", h.Slug)
+		for _, a := range doc.Artifacts {
+			if strings.HasPrefix(a.Path, rel+"/") && (s.Own[h] || slices.Contains(logs, a.Path)) {
+				mine.Artifacts = append(mine.Artifacts, a)
+			}
+		}
 		var err error
 		if s.Own[h] {
 			err = linkTree(filepath.Join(r.dir, rel), filepath.Join(dst, rel))

@@ -664,6 +664,17 @@ func TestSharedHostFiles(t *testing.T) {
 	if diff := cmp.Diff(want, files); diff != "" {
 		t.Errorf("students/ana (-want +got):\n%s", diff)
 	}
+	// Its results.json lists as artifacts the pulled files its folder
+	// holds, none of the other students'.
+	var arts []string
+	for _, a := range readRun(t, root).Artifacts {
+		arts = append(arts, a.Path)
+	}
+	slices.Sort(arts)
+	wantArts := slices.DeleteFunc(slices.Clone(want), func(p string) bool { return !strings.Contains(p, "/logs/") })
+	if diff := cmp.Diff(wantArts, arts); diff != "" {
+		t.Errorf("students/ana's artifacts (-want +got):\n%s", diff)
+	}
 }
 
 func TestSubLab(t *testing.T) {
