@@ -47,7 +47,7 @@ func CounterSides(env *Env, w *Workload) []CounterSide {
 		sides = append(sides, s)
 	}
 	if t.RDMA {
-		for _, e := range [][2]string{{w.ServerHost, w.ServerRXE}, {w.ClientHost, w.ClientRXE}} {
+		for _, e := range [][2]string{{w.ServerHost, w.ServerDevice}, {w.ClientHost, w.ClientDevice}} {
 			if e[0] == "" || e[1] == "" {
 				continue
 			}

@@ -100,17 +100,17 @@ func TestCounterSamples(t *testing.T) {
 // ends on one host are one call.
 func TestCounterSides(t *testing.T) {
 	env := &Env{}
-	env.SetRXE("srv", &proto.RXEInfo{Name: "rxe_eth1", Netdev: "eth1"})
-	env.SetRXE("cli", &proto.RXEInfo{Name: "rxe_eth2", Netdev: "eth2"})
-	env.SetRXE("data", &proto.RXEInfo{Name: "rxe_eth1", Netdev: "eth1", IPv4: "10.99.0.1"})
+	env.SetRXE("srv", &proto.DeviceInfo{Name: "rxe_eth1", Netdev: "eth1"})
+	env.SetRXE("cli", &proto.DeviceInfo{Name: "rxe_eth2", Netdev: "eth2"})
+	env.SetRXE("data", &proto.DeviceInfo{Name: "rxe_eth1", Netdev: "eth1", IPv4: "10.99.0.1"})
 	for _, tc := range []struct {
 		name string
 		w    Workload
 		want []CounterSide
 	}{
-		{"rdma", Workload{Workload: kinds.Workload{Tool: "ib_write_bw"}, ServerHost: "s", ClientHost: "c", ServerRXE: "srv", ClientRXE: "cli"},
+		{"rdma", Workload{Workload: kinds.Workload{Tool: "ib_write_bw"}, ServerHost: "s", ClientHost: "c", ServerDevice: "srv", ClientDevice: "cli"},
 			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1"}, Netdevs: []string{"eth1"}}, {Host: "c", RDMA: []string{"rxe_eth2"}, Netdevs: []string{"eth2"}}}},
-		{"rdma on one host", Workload{Workload: kinds.Workload{Tool: "ib_write_lat"}, ServerHost: "s", ClientHost: "s", ServerRXE: "srv", ClientRXE: "cli"},
+		{"rdma on one host", Workload{Workload: kinds.Workload{Tool: "ib_write_lat"}, ServerHost: "s", ClientHost: "s", ServerDevice: "srv", ClientDevice: "cli"},
 			[]CounterSide{{Host: "s", RDMA: []string{"rxe_eth1", "rxe_eth2"}, Netdevs: []string{"eth1", "eth2"}}}},
 		{"tcp", Workload{Workload: kinds.Workload{Tool: "tcp"}, ServerHost: "s", ClientHost: "c", ServerAddr: "10.0.0.1"},
 			[]CounterSide{{Host: "s", Route: "10.0.0.1"}, {Host: "c", Route: "10.0.0.1"}}},

@@ -201,7 +201,7 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *PairRun, cr *prot
 // from: the two rxe devices as their rxe steps reported them, the path MTU
 // of the pair, the run's port and message size.
 type RDMAEnd struct {
-	Server, Client *proto.RXEInfo
+	Server, Client *proto.DeviceInfo
 	MTU, Port      int
 	Size           int64
 }
@@ -212,7 +212,7 @@ type RDMAEnd struct {
 // sets what differs between the tools: each side's Argv, the server's
 // Ready, and anything else the tool needs (perftest's JSON report).
 func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Step {
-	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerRXE, w.ClientRXE)}
+	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerDevice, w.ClientDevice)}
 	s.build = func(env *Env, size int64, rep, n int) (*PairRun, error) {
 		srv, cli, mtu, err := rdmaEnds(env, w)
 		if err != nil {
@@ -229,11 +229,11 @@ func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Step 
 
 // rdmaEnds returns the rxe info of both ends of an RDMA workload and the
 // smaller active MTU of the two.
-func rdmaEnds(env *Env, w *Workload) (srv, cli *proto.RXEInfo, mtu int, err error) {
-	if srv, err = env.RXE(w.ServerRXE); err != nil {
+func rdmaEnds(env *Env, w *Workload) (srv, cli *proto.DeviceInfo, mtu int, err error) {
+	if srv, err = env.RXE(w.ServerDevice); err != nil {
 		return nil, nil, 0, fmt.Errorf("workload %q server: %w", w.Name, err)
 	}
-	if cli, err = env.RXE(w.ClientRXE); err != nil {
+	if cli, err = env.RXE(w.ClientDevice); err != nil {
 		return nil, nil, 0, fmt.Errorf("workload %q client: %w", w.Name, err)
 	}
 	mtu = srv.ActiveMTU
@@ -246,7 +246,7 @@ func rdmaEnds(env *Env, w *Workload) (srv, cli *proto.RXEInfo, mtu int, err erro
 	return srv, cli, mtu, nil
 }
 
-func rdmaMeta(env *Env, w *Workload, srv, cli *proto.RXEInfo, mtu int, size int64, rep int) results.Meta {
+func rdmaMeta(env *Env, w *Workload, srv, cli *proto.DeviceInfo, mtu int, size int64, rep int) results.Meta {
 	gid := cli.GIDIndex
 	m := results.Meta{
 		Workload: w.Name, Tool: w.Tool, Size: size, Iterations: w.Iterations, Repeat: rep,

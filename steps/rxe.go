@@ -11,12 +11,12 @@ import (
 	"github.com/rlab-dev/rlab/agent/rpc"
 )
 
-// RXE readies an RDMA device for workloads: it ensures a Soft-RoCE (rxe)
+// Device readies an RDMA device for workloads: it ensures a Soft-RoCE (rxe)
 // or soft-iWARP (siw) device on a host's netdev, or, for an rdma block,
 // checks an existing device's port (Type "rdma"). A device that already
 // existed is used but recorded as not ours (Created false), so Undo, the
 // agent's cleanup and `rlab down` never delete it.
-type RXE struct {
+type Device struct {
 	Name   string // reference form of the rxe/siw/rdma block
 	Type   string // "rxe" ("" too), "siw" or "rdma"
 	Host   string
@@ -32,21 +32,21 @@ type RXE struct {
 	deleted bool
 }
 
-func (s *RXE) typ() string {
+func (s *Device) typ() string {
 	if s.Type == "" {
 		return "rxe"
 	}
 	return s.Type
 }
 
-func (s *RXE) Describe() string {
+func (s *Device) Describe() string {
 	if s.typ() == "rdma" {
 		return fmt.Sprintf("rdma %s: use %s port %d of host %s as found", s.Name, s.Device, s.Port, s.Host)
 	}
 	return fmt.Sprintf("%s %s: create %s on %s of host %s", s.typ(), s.Name, s.Device, s.Netdev, s.Host)
 }
 
-func (s *RXE) Apply(ctx context.Context, env *Env) error {
+func (s *Device) Apply(ctx context.Context, env *Env) error {
 	h, err := env.Host(s.Host)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (s *RXE) Apply(ctx context.Context, env *Env) error {
 }
 
 // Undo deletes the device when this run created it and it is not kept.
-func (s *RXE) Undo(ctx context.Context, env *Env) error {
+func (s *Device) Undo(ctx context.Context, env *Env) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.created || s.deleted || s.Keep || env.Keep {
@@ -119,7 +119,7 @@ func (s *RXE) Undo(ctx context.Context, env *Env) error {
 // hands no other host an option or a word that is no address (SECURITY.md).
 // ensured: the device was asked by name on a netdev (rxe.ensure), so the
 // answer names those; a found one (rdma.use) names its own netdev.
-func checkRXEInfo(s *RXE, info *proto.RXEInfo, ensured bool) error {
+func checkRXEInfo(s *Device, info *proto.DeviceInfo, ensured bool) error {
 	bad := func(field, why string, v any) error {
 		return fmt.Errorf("%s %q on host %q: the host answered %s %q, %s: refusing it (a host's answer reaches other hosts' commands)", s.typ(), s.Device, s.Host, field, fmt.Sprint(v), why)
 	}

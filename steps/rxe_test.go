@@ -10,7 +10,7 @@ import (
 )
 
 // rxeHost answers rxe.ensure and rdma.use with what a (hostile) host says.
-type rxeHost struct{ info proto.RXEInfo }
+type rxeHost struct{ info proto.DeviceInfo }
 
 func (h *rxeHost) Name() string { return "srv" }
 
@@ -32,34 +32,34 @@ func (h *rxeHost) Send(_ context.Context, r *rpc.Request) error {
 // another host an option or a name that is no address (issue 24 round 3
 // attack): the answer is checked where it arrives, naming the host.
 func TestRXEInfoFromHostChecked(t *testing.T) {
-	good := proto.RXEInfo{Name: "rxe0", Netdev: "eth1", Created: true, Port: 1, GIDIndex: 1, IPv4: "10.0.0.1"}
+	good := proto.DeviceInfo{Name: "rxe0", Netdev: "eth1", Created: true, Port: 1, GIDIndex: 1, IPv4: "10.0.0.1"}
 	for _, tc := range []struct {
 		name string
 		typ  string
-		edit func(*proto.RXEInfo)
+		edit func(*proto.DeviceInfo)
 		bad  string // "" = accepted
 	}{
-		{"honest", "", func(*proto.RXEInfo) {}, ""},
-		{"honest, no IPv4", "", func(i *proto.RXEInfo) { i.IPv4 = "" }, ""},
-		{"option as address", "", func(i *proto.RXEInfo) { i.IPv4 = "--out_json_file=/home/u/.bashrc" }, "ipv4"},
-		{"IPv6 as IPv4", "", func(i *proto.RXEInfo) { i.IPv4 = "::1" }, "ipv4"},
-		{"address with a zone", "", func(i *proto.RXEInfo) { i.IPv4 = "10.0.0.1%eth0" }, "ipv4"},
-		{"found device of another name", "", func(i *proto.RXEInfo) { i.Name, i.Created = "rxe_theirs", false }, ""},
-		{"created device of another name", "", func(i *proto.RXEInfo) { i.Name = "rxe_other" }, "name"},
-		{"found device named as an option", "", func(i *proto.RXEInfo) { i.Name, i.Created = "-x", false }, "name"},
-		{"netdev not the one asked", "", func(i *proto.RXEInfo) { i.Netdev = "eth2" }, "netdev"},
-		{"newline in device", "rdma", func(i *proto.RXEInfo) { i.Name = "mlx5_0\n-x" }, "name"},
-		{"option as device", "rdma", func(i *proto.RXEInfo) { i.Name = "-d" }, "name"},
-		{"path as netdev", "rdma", func(i *proto.RXEInfo) { i.Netdev = "../../etc" }, "netdev"},
-		{"negative gid index", "", func(i *proto.RXEInfo) { i.GIDIndex = -1 }, "gid_index"},
-		{"huge gid index", "", func(i *proto.RXEInfo) { i.GIDIndex = 1 << 20 }, "gid_index"},
+		{"honest", "", func(*proto.DeviceInfo) {}, ""},
+		{"honest, no IPv4", "", func(i *proto.DeviceInfo) { i.IPv4 = "" }, ""},
+		{"option as address", "", func(i *proto.DeviceInfo) { i.IPv4 = "--out_json_file=/home/u/.bashrc" }, "ipv4"},
+		{"IPv6 as IPv4", "", func(i *proto.DeviceInfo) { i.IPv4 = "::1" }, "ipv4"},
+		{"address with a zone", "", func(i *proto.DeviceInfo) { i.IPv4 = "10.0.0.1%eth0" }, "ipv4"},
+		{"found device of another name", "", func(i *proto.DeviceInfo) { i.Name, i.Created = "rxe_theirs", false }, ""},
+		{"created device of another name", "", func(i *proto.DeviceInfo) { i.Name = "rxe_other" }, "name"},
+		{"found device named as an option", "", func(i *proto.DeviceInfo) { i.Name, i.Created = "-x", false }, "name"},
+		{"netdev not the one asked", "", func(i *proto.DeviceInfo) { i.Netdev = "eth2" }, "netdev"},
+		{"newline in device", "rdma", func(i *proto.DeviceInfo) { i.Name = "mlx5_0\n-x" }, "name"},
+		{"option as device", "rdma", func(i *proto.DeviceInfo) { i.Name = "-d" }, "name"},
+		{"path as netdev", "rdma", func(i *proto.DeviceInfo) { i.Netdev = "../../etc" }, "netdev"},
+		{"negative gid index", "", func(i *proto.DeviceInfo) { i.GIDIndex = -1 }, "gid_index"},
+		{"huge gid index", "", func(i *proto.DeviceInfo) { i.GIDIndex = 1 << 20 }, "gid_index"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info := good
 			tc.edit(&info)
 			h := &rxeHost{info: info}
 			env := &Env{Hosts: map[string]Host{"srv": h}}
-			s := &RXE{Name: "srv_rxe", Host: "srv", Device: "rxe0", Netdev: "eth1", Type: tc.typ, Port: 1}
+			s := &Device{Name: "srv_rxe", Host: "srv", Device: "rxe0", Netdev: "eth1", Type: tc.typ, Port: 1}
 			err := s.Apply(context.Background(), env)
 			_, got := env.RXE("srv_rxe")
 			if tc.bad == "" {

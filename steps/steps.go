@@ -119,7 +119,7 @@ type Env struct {
 	MaskName func(path string) string
 
 	mu  sync.Mutex
-	rxe map[string]*proto.RXEInfo // by rxe reference name, set by RXE.Apply
+	rxe map[string]*proto.DeviceInfo // by rxe reference name, set by RXE.Apply
 
 	memoMu sync.Mutex
 	memo   map[string]*memoEntry
@@ -160,17 +160,17 @@ func (e *Env) Host(name string) (Host, error) {
 }
 
 // SetRXE records what rxe.ensure reported for an rxe block.
-func (e *Env) SetRXE(name string, info *proto.RXEInfo) {
+func (e *Env) SetRXE(name string, info *proto.DeviceInfo) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.rxe == nil {
-		e.rxe = map[string]*proto.RXEInfo{}
+		e.rxe = map[string]*proto.DeviceInfo{}
 	}
 	e.rxe[name] = info
 }
 
 // RXE returns what rxe.ensure reported for an rxe block.
-func (e *Env) RXE(name string) (*proto.RXEInfo, error) {
+func (e *Env) RXE(name string) (*proto.DeviceInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	info, ok := e.rxe[name]
@@ -218,7 +218,7 @@ type Workload struct {
 	kinds.Workload
 
 	ServerHost, ClientHost string // host names (2-sided tools)
-	ServerRXE, ClientRXE   string // rxe names (RDMA tools)
+	ServerDevice, ClientDevice   string // rxe names (RDMA tools)
 	ServerAddr             string // tcp: the address the client dials (default: the server host's name)
 	DialRXE                string // tcp: else the IPv4 of this rxe's netdev (lab.ServerDial)
 	DialWhy                string // tcp: where the dialed address comes from, for the plan and results

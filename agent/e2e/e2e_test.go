@@ -185,7 +185,7 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 	}
 
 	// rxe on eth1 of both, over netlink; idempotent.
-	infos := make([]proto.RXEInfo, 2)
+	infos := make([]proto.DeviceInfo, 2)
 	for i, a := range agents {
 		a.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe_eth1", Netdev: "eth1"}, &infos[i])
 		t.Logf("%s rxe: %+v", a.name, infos[i])
@@ -193,7 +193,7 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 		if !infos[i].Created || infos[i].IPv4 != want || infos[i].GID != "::ffff:"+want || infos[i].ActiveMTU != 1024 {
 			t.Errorf("%s: rxe.ensure = %+v", a.name, infos[i])
 		}
-		var again proto.RXEInfo
+		var again proto.DeviceInfo
 		a.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe_eth1", Netdev: "eth1"}, &again)
 		if again.Created || again.GIDIndex != infos[i].GIDIndex {
 			t.Errorf("%s: second rxe.ensure = %+v", a.name, again)

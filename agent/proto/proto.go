@@ -407,8 +407,8 @@ type RXEEnsureParams struct {
 	WaitMs int `json:"wait_ms,omitempty"`
 }
 
-// RXEInfo describes a ready rxe device.
-type RXEInfo struct {
+// DeviceInfo describes a ready rxe device.
+type DeviceInfo struct {
 	Name      string `json:"name"`
 	Netdev    string `json:"netdev"`
 	Created   bool   `json:"created"` // false: it existed already and is not ours

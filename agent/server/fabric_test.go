@@ -69,9 +69,9 @@ func TestSIWLifecycle(t *testing.T) {
 	writeTree(t, filepath.Dir(procModules), map[string]string{"modules": "rdma_rxe 1 0 - Live 0x0\nsiw 1 0 - Live 0x0"})
 	c, _ := startAgent(t, Options{})
 
-	var info proto.RXEInfo
+	var info proto.DeviceInfo
 	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo", Type: "siw"}, &info)
-	want := proto.RXEInfo{Name: "siw_lo", Netdev: "lo", Created: true, Port: 1, GIDIndex: 0,
+	want := proto.DeviceInfo{Name: "siw_lo", Netdev: "lo", Created: true, Port: 1, GIDIndex: 0,
 		IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "7369:775f:6c6f:0000", Kind: "siw", Transport: "iWARP"}
 	if d := cmp.Diff(want, info); d != "" {
 		t.Errorf("first ensure (-want +got):\n%s", d)
@@ -231,20 +231,20 @@ func TestRDMAUse(t *testing.T) {
 		name     string
 		dev      string
 		port     int
-		want     *proto.RXEInfo
+		want     *proto.DeviceInfo
 		code     string
 		contains []string
 	}{
 		{name: "RoCE port: the RoCE v2 GID of its netdev's IPv4", dev: "mlx5_0", port: 1,
-			want: &proto.RXEInfo{Name: "mlx5_0", Netdev: "lo", Port: 1, GIDIndex: 3, GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1",
+			want: &proto.DeviceInfo{Name: "mlx5_0", Netdev: "lo", Port: 1, GIDIndex: 3, GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1",
 				ActiveMTU: 4096, NodeGUID: "b859:9f03:00a1:b2c3", Kind: "hw", Transport: "RoCE"}},
 		{name: "InfiniBand port: GID 0 and the LID", dev: "mlx5_1", port: 1,
-			want: &proto.RXEInfo{Name: "mlx5_1", Port: 1, GIDIndex: 0, NodeGUID: "b859:9f03:00a1:b2c4", Kind: "hw", Transport: "InfiniBand", LID: 5}},
+			want: &proto.DeviceInfo{Name: "mlx5_1", Port: 1, GIDIndex: 0, NodeGUID: "b859:9f03:00a1:b2c4", Kind: "hw", Transport: "InfiniBand", LID: 5}},
 		{name: "an admin's rxe", dev: "rxe_lo", port: 1,
-			want: &proto.RXEInfo{Name: "rxe_lo", Netdev: "lo", Port: 1, GIDIndex: 1, GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1",
+			want: &proto.DeviceInfo{Name: "rxe_lo", Netdev: "lo", Port: 1, GIDIndex: 1, GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1",
 				ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001", Kind: "rxe", Transport: "RoCE"}},
 		{name: "an admin's siw", dev: "siw_lo", port: 1,
-			want: &proto.RXEInfo{Name: "siw_lo", Netdev: "lo", Port: 1, GIDIndex: 0, IPv4: "127.0.0.1",
+			want: &proto.DeviceInfo{Name: "siw_lo", Netdev: "lo", Port: 1, GIDIndex: 0, IPv4: "127.0.0.1",
 				ActiveMTU: 4096, NodeGUID: "7369:775f:6c6f:0000", Kind: "siw", Transport: "iWARP"}},
 		{name: "port DOWN", dev: "mlx5_1", port: 2, code: proto.CodeUnsupported,
 			contains: []string{`"mlx5_1" port 2`, "port state is DOWN", "physical state DISABLED", "subnet manager"}},
@@ -285,7 +285,7 @@ func TestRDMAUseOverTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := startAgent(t, Options{})
-	var info proto.RXEInfo
+	var info proto.DeviceInfo
 	c.mustCall(proto.MethodRDMAUse, proto.RDMAUseParams{Name: "rxe_admin"}, &info)
 	if info.Name != "rxe_admin" || info.Port != 1 || info.GIDIndex != 3 || info.Created {
 		t.Errorf("rdma.use: %+v", info)

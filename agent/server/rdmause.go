@@ -34,7 +34,7 @@ func (s *Server) rdmaUse(ctx context.Context, c *call, params json.RawMessage) (
 }
 
 // useDevice is rdma.use without the wire: what a device's sysfs tree says.
-func useDevice(name string, portNum int) (*proto.RXEInfo, error) {
+func useDevice(name string, portNum int) (*proto.DeviceInfo, error) {
 	what := fmt.Sprintf("use RDMA device %q port %d", name, portNum)
 	if _, err := os.Stat(filepath.Join(sysClassIB, name)); errors.Is(err, fs.ErrNotExist) {
 		return nil, perr(proto.CodeNotFound, "%s: no such device; this host has: %s", what, rdmaNames())
@@ -52,7 +52,7 @@ func useDevice(name string, portNum int) (*proto.RXEInfo, error) {
 		return nil, perr(proto.CodeUnsupported, "%s: port state is %s (physical state %s), not ACTIVE: check the cable, the switch port and (InfiniBand) the subnet manager",
 			what, orDash(port.State), orDash(port.PhysState))
 	}
-	info := &proto.RXEInfo{Name: name, Port: portNum, Kind: dev.Kind, NodeGUID: dev.NodeGUID, Transport: portTransport(dev, port), LID: port.LID}
+	info := &proto.DeviceInfo{Name: name, Port: portNum, Kind: dev.Kind, NodeGUID: dev.NodeGUID, Transport: portTransport(dev, port), LID: port.LID}
 	info.Netdev = portNetdev(dev, port)
 	var ipv4 net.IP
 	var mtu int

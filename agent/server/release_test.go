@@ -245,7 +245,7 @@ func TestReleaseEndsLease(t *testing.T) {
 			name: "rxe created by the lease",
 			fake: true,
 			lease: func(w *wire) ([]int, []int) {
-				var info proto.RXEInfo
+				var info proto.DeviceInfo
 				w.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, &info)
 				if !info.Created {
 					w.t.Errorf("rxe.ensure in a new lease: %+v, want created", info)

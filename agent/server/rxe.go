@@ -79,7 +79,7 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 	if err != nil {
 		return nil, perr(proto.CodeNotFound, "%s: netdev %q not found, have: %s", what, p.Netdev, netdevNames())
 	}
-	info := proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, Kind: typ}
+	info := proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, Kind: typ}
 	if existing := softDeviceOn(typ, p.Netdev); existing != "" {
 		info.Name = existing
 		s.log.Info(typ+" exists; reusing, not ours", "name", existing, "netdev", p.Netdev)

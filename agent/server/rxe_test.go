@@ -97,9 +97,9 @@ func TestRXELifecycle(t *testing.T) {
 	k := installFakeRXE(t)
 	c, _ := startAgent(t, Options{})
 
-	var info proto.RXEInfo
+	var info proto.DeviceInfo
 	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, &info)
-	want := proto.RXEInfo{Name: "rxe_lo", Netdev: "lo", Created: true, Port: 1, GIDIndex: 3,
+	want := proto.DeviceInfo{Name: "rxe_lo", Netdev: "lo", Created: true, Port: 1, GIDIndex: 3,
 		GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001", Kind: "rxe", Transport: "RoCE"}
 	if d := cmp.Diff(want, info); d != "" {
 		t.Errorf("first ensure (-want +got):\n%s", d)

@@ -34,7 +34,7 @@ func TestLabHCLLoads(t *testing.T) {
 	}
 	type hostRXE struct{ Host, Addr, User, Netdev string }
 	var got []hostRXE
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		if !r.Host.Become {
 			t.Errorf("host %s: become not set (creating rxe needs root)", r.Host.Name)
 		}

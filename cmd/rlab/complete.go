@@ -48,7 +48,7 @@ func namesOf(l *lab.Lab) labNames {
 	for _, w := range l.Workloads {
 		add(&n.Students, keyOf(w.Name))
 	}
-	for _, x := range l.RXEs {
+	for _, x := range l.Devices {
 		add(&n.Students, keyOf(x.Name))
 	}
 	clear(seen) // host names are their own namespace

@@ -122,12 +122,12 @@ func counts(l *lab.Lab) string {
 	// RDMA devices by block kind, in the order the blocks are decoded:
 	// "2 rxe", or "2 siw, 2 rdma" (a lab without any says "0 rxe").
 	n := map[string]int{}
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		n[r.Kind]++
 	}
 	var devs []string
 	for _, k := range lab.DeviceKinds {
-		if n[k] > 0 || (k == "rxe" && len(l.RXEs) == 0) {
+		if n[k] > 0 || (k == "rxe" && len(l.Devices) == 0) {
 			devs = append(devs, fmt.Sprintf("%d %s", n[k], k))
 		}
 	}

@@ -27,7 +27,7 @@ func WriteDOT(w io.Writer, g *Graph) error {
 		for _, n := range h.Netdevs {
 			fmt.Fprintf(&b, "    %s [shape=box, style=\"rounded,filled\", fillcolor=\"#fff8c5\", label=%s];\n", quote(n.ID), label(append([]string{"netdev " + n.Name}, n.Detail...)))
 			fmt.Fprintf(&b, "    %s -> %s [arrowhead=none, color=\"#8c959f\"];\n", quote(h.ID), quote(n.ID))
-			for _, r := range n.RXEs {
+			for _, r := range n.Devices {
 				head := "rdma " + r.Device
 				if r.Ref != "" && r.Ref != r.Device {
 					head += " (" + r.refKind() + "." + r.Ref + ")"

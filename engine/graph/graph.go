@@ -45,12 +45,12 @@ type Netdev struct {
 	ID       string
 	Name     string
 	Detail   []string
-	RXEs     []*RXE
+	Devices     []*Device
 	Captures []*Capture
 }
 
-// RXE is an RDMA device on a netdev.
-type RXE struct {
+// Device is an RDMA device on a netdev.
+type Device struct {
 	ID     string
 	Ref    string // the lab's block name, "" when only the facts know it
 	Kind   string // the lab's block: rxe, siw or rdma
@@ -58,7 +58,7 @@ type RXE struct {
 	Detail []string
 }
 
-func (r *RXE) refKind() string {
+func (r *Device) refKind() string {
 	if r.Kind == "" {
 		return "rxe"
 	}
@@ -116,8 +116,8 @@ func FromLab(l *lab.Lab) *Graph {
 		hosts[h] = gh
 		g.Hosts = append(g.Hosts, gh)
 	}
-	rxes := map[*lab.RXE]*RXE{}
-	for _, r := range l.RXEs {
+	rxes := map[*lab.Device]*Device{}
+	for _, r := range l.Devices {
 		gh := hosts[r.Host]
 		if gh == nil {
 			continue
@@ -159,8 +159,8 @@ func FromLab(l *lab.Lab) *Graph {
 	}
 	for _, w := range l.Workloads {
 		switch {
-		case w.ClientRXE != nil && w.ServerRXE != nil && rxes[w.ClientRXE] != nil && rxes[w.ServerRXE] != nil:
-			g.Workloads = append(g.Workloads, &Edge{From: rxes[w.ClientRXE].ID, To: rxes[w.ServerRXE].ID, Name: w.Name, Tool: w.Tool, RDMA: true})
+		case w.ClientDevice != nil && w.ServerDevice != nil && rxes[w.ClientDevice] != nil && rxes[w.ServerDevice] != nil:
+			g.Workloads = append(g.Workloads, &Edge{From: rxes[w.ClientDevice].ID, To: rxes[w.ServerDevice].ID, Name: w.Name, Tool: w.Tool, RDMA: true})
 		case w.ClientHost != nil && w.ServerHost != nil && hosts[w.ClientHost] != nil && hosts[w.ServerHost] != nil:
 			g.Workloads = append(g.Workloads, &Edge{From: hosts[w.ClientHost].ID, To: hosts[w.ServerHost].ID, Name: w.Name, Tool: w.Tool})
 		case w.Host != nil && hosts[w.Host] != nil:
@@ -182,14 +182,14 @@ func (h *Host) netdev(name string) *Netdev {
 	return n
 }
 
-func (n *Netdev) rxe(device string) *RXE {
-	for _, r := range n.RXEs {
+func (n *Netdev) rxe(device string) *Device {
+	for _, r := range n.Devices {
 		if r.Device == device {
 			return r
 		}
 	}
-	r := &RXE{ID: fmt.Sprintf("%s_r%d", n.ID, len(n.RXEs)), Device: device}
-	n.RXEs = append(n.RXEs, r)
+	r := &Device{ID: fmt.Sprintf("%s_r%d", n.ID, len(n.Devices)), Device: device}
+	n.Devices = append(n.Devices, r)
 	return r
 }
 
@@ -197,16 +197,16 @@ func (n *Netdev) rxe(device string) *RXE {
 // lab's node when the lab names it (moved there from the placeholder an
 // rdma block is drawn under until the facts say where it is), else a new
 // one.
-func (h *Host) moveRXE(device, netdev string) *RXE {
+func (h *Host) moveRXE(device, netdev string) *Device {
 	for _, n := range h.Netdevs {
-		for i, r := range n.RXEs {
+		for i, r := range n.Devices {
 			if r.Device != device {
 				continue
 			}
 			if strings.HasPrefix(n.Name, "(") && n.Name != netdev {
-				n.RXEs = append(n.RXEs[:i:i], n.RXEs[i+1:]...)
+				n.Devices = append(n.Devices[:i:i], n.Devices[i+1:]...)
 				to := h.netdev(netdev)
-				to.RXEs = append(to.RXEs, r)
+				to.Devices = append(to.Devices, r)
 			}
 			return r
 		}
@@ -338,7 +338,7 @@ func (g *Graph) AddFacts(host string, f *proto.Facts) {
 	// Placeholders an rdma block was drawn under until the facts placed it.
 	kept := h.Netdevs[:0]
 	for _, n := range h.Netdevs {
-		if !strings.HasPrefix(n.Name, "(") || len(n.RXEs) > 0 || len(n.Captures) > 0 {
+		if !strings.HasPrefix(n.Name, "(") || len(n.Devices) > 0 || len(n.Captures) > 0 {
 			kept = append(kept, n)
 		}
 	}
@@ -416,7 +416,7 @@ func (g *Graph) Redact(r *strings.Replacer) {
 		for _, n := range h.Netdevs {
 			n.Name = r.Replace(n.Name)
 			all(n.Detail)
-			for _, x := range n.RXEs {
+			for _, x := range n.Devices {
 				x.Ref, x.Device = r.Replace(x.Ref), r.Replace(x.Device)
 				all(x.Detail)
 			}

@@ -63,7 +63,7 @@ func WriteSimpleSVG(w io.Writer, g *Graph) error {
 			add(h.ID, append([]string{"host " + h.Name}, h.Detail...), "#f6f8fa", false)
 			for _, n := range h.Netdevs {
 				add(n.ID, append([]string{"netdev " + n.Name}, n.Detail...), "#fff8c5", false)
-				for _, r := range n.RXEs {
+				for _, r := range n.Devices {
 					head := "rdma " + r.Device
 					if r.Ref != "" && r.Ref != r.Device {
 						head += " (" + r.refKind() + "." + r.Ref + ")"

@@ -182,7 +182,7 @@ func connectsThroughCM(w *Workload) (bool, string) {
 	if !ok || !t.RDMA {
 		return false, "does not use RDMA"
 	}
-	for _, r := range []*RXE{w.ServerRXE, w.ClientRXE} {
+	for _, r := range []*Device{w.ServerDevice, w.ClientDevice} {
 		if r != nil && r.IWARP() {
 			return false, "runs over iWARP, whose RDMA CM speaks MPA over TCP (capture it with filter = \"iwarp\")"
 		}

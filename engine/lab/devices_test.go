@@ -20,7 +20,7 @@ func TestDeviceBlocks(t *testing.T) {
 		Keep, Found, IWARP               bool
 	}
 	var got []dev
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		got = append(got, dev{r.Name, r.Kind, r.Device, r.Host.Name, r.Netdev, r.Port, r.Keep, r.Found(), r.IWARP()})
 	}
 	want := []dev{
@@ -35,7 +35,7 @@ func TestDeviceBlocks(t *testing.T) {
 	}
 	sides := map[string][2]string{}
 	for _, w := range l.Workloads {
-		sides[w.Name] = [2]string{w.ServerRXE.Kind + "." + w.ServerRXE.Name, w.ClientRXE.Kind + "." + w.ClientRXE.Name}
+		sides[w.Name] = [2]string{w.ServerDevice.Kind + "." + w.ServerDevice.Name, w.ClientDevice.Kind + "." + w.ClientDevice.Name}
 	}
 	wantSides := map[string][2]string{
 		"over_siw":  {"siw.b", "siw.a_iw"},
@@ -135,7 +135,7 @@ workload "w" {
 		t.Fatal(diagText(l, diags))
 	}
 	var got []string
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		got = append(got, r.Kind+"."+r.Name+"="+r.Host.Name+"/"+r.Device)
 	}
 	want := []string{`siw.iw[0]=h[0]/siw_eth1`, `siw.iw[1]=h[1]/siw_eth1`, `siw.each["eth2"]=h[0]/siw_eth2`, `siw.each["eth3"]=h[0]/siw_eth3`,
@@ -143,7 +143,7 @@ workload "w" {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	if w := l.Workloads[0]; w.ServerRXE.Name != "iw[0]" || w.ClientRXE.Name != "nic[1]" {
-		t.Errorf("sides %s, %s", w.ServerRXE.Name, w.ClientRXE.Name)
+	if w := l.Workloads[0]; w.ServerDevice.Name != "iw[0]" || w.ClientDevice.Name != "nic[1]" {
+		t.Errorf("sides %s, %s", w.ServerDevice.Name, w.ClientDevice.Name)
 	}
 }

@@ -10,9 +10,9 @@ import (
 // TCP baseline must cross the link the RDMA workloads cross, not the
 // management network SSH uses, or "RDMA next to TCP" compares two links.
 type Dial struct {
-	// RXE, when set: the IPv4 address of this rxe's netdev on the server
+	// Device, when set: the IPv4 address of this rxe's netdev on the server
 	// host, known once the run has created it (the agent's answer).
-	RXE *RXE
+	Device *Device
 	// Addr, when RXE is nil: the address itself (a VM's data network
 	// address, else the host's SSH address).
 	Addr string
@@ -25,8 +25,8 @@ type Dial struct {
 // Text is the dial for people: "10.99.0.1 (VM data network rdma)" or "the
 // IPv4 of eth1 (rxe server's netdev)".
 func (d Dial) Text() string {
-	if d.RXE != nil {
-		return fmt.Sprintf("the IPv4 of %s (%s)", d.RXE.Netdev, d.Why)
+	if d.Device != nil {
+		return fmt.Sprintf("the IPv4 of %s (%s)", d.Device.Netdev, d.Why)
 	}
 	return fmt.Sprintf("%s (%s)", d.Addr, d.Why)
 }
@@ -47,12 +47,12 @@ func (l *Lab) ServerDial(w *Workload) Dial {
 	switch {
 	case h == nil:
 		return Dial{}
-	case w.ServerRXE != nil: // RDMA tools: their own server rxe
-		return Dial{RXE: w.ServerRXE, Why: fmt.Sprintf("rxe %s's netdev", w.ServerRXE.Name)}
+	case w.ServerDevice != nil: // RDMA tools: their own server rxe
+		return Dial{Device: w.ServerDevice, Why: fmt.Sprintf("rxe %s's netdev", w.ServerDevice.Name)}
 	}
-	for _, x := range l.RXEs {
+	for _, x := range l.Devices {
 		if x.Host == h {
-			return Dial{RXE: x, Why: fmt.Sprintf("rxe %s's netdev", x.Name)}
+			return Dial{Device: x, Why: fmt.Sprintf("rxe %s's netdev", x.Name)}
 		}
 	}
 	if h.VM != nil && len(h.VM.Networks) > 0 {

@@ -238,11 +238,11 @@ func selfObject(w *Workload, oneHost bool) cty.Value {
 	add("port")
 	if !oneHost {
 		add("server_address")
-		if w.ServerRXE != nil {
+		if w.ServerDevice != nil {
 			add("server_device")
 			add("gid_index")
 		}
-		if w.ClientRXE != nil {
+		if w.ClientDevice != nil {
 			add("client_device")
 			add("gid_index")
 		}

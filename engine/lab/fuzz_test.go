@@ -57,7 +57,7 @@ func checkModel(t *testing.T, l *Lab) {
 			t.Fatalf("host %q has no address and no vm", h.Name)
 		}
 	}
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		if r.Host == nil || (r.Netdev == "") != r.Found() || r.Device == "" || r.Port < 1 {
 			t.Fatalf("rxe %q incomplete: %+v", r.Name, r)
 		}

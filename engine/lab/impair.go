@@ -372,7 +372,7 @@ func (l *loader) warnImpairReceiverOnly() {
 // session.
 func (l *loader) checkImpairNetdev(h *Host, nd string, rng hcl.Range) {
 	known := map[string]bool{}
-	for _, r := range l.lab.RXEs {
+	for _, r := range l.lab.Devices {
 		if r.Host == h {
 			known[r.Netdev] = true
 		}

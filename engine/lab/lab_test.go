@@ -339,7 +339,7 @@ func TestNullIsUnset(t *testing.T) {
 			if l.Description != "" {
 				t.Errorf("description %q, want none", l.Description)
 			}
-			if r := l.RXEs[0]; r.Device != "rxe_eth1" || r.Keep {
+			if r := l.Devices[0]; r.Device != "rxe_eth1" || r.Keep {
 				t.Errorf("rxe a: device %q keep %v, want the defaults", r.Device, r.Keep)
 			}
 			w := l.Workloads[0]

@@ -78,7 +78,7 @@ type loader struct {
 	hostByName                      map[string]*Host
 	warnedRoot                      map[*Host]bool
 
-	rxeByName      map[string]*RXE
+	rxeByName      map[string]*Device
 	workloadByName map[string]*Workload
 	programByName  map[string]*kinds.Source
 	programObjs    cty.Value // program.NAME objects, for program workloads
@@ -510,7 +510,7 @@ func (l *loader) checkUnusedHosts() {
 			used[j] = true
 		}
 	}
-	for _, r := range l.lab.RXEs {
+	for _, r := range l.lab.Devices {
 		used[r.Host] = true
 	}
 	for _, c := range l.lab.Captures {

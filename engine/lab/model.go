@@ -39,7 +39,7 @@ type Lab struct {
 	Dir               string            // folder the lab was loaded from; file() paths are relative to it
 	Files             map[string][]byte // source of every lab file loaded (for the run dir and diagnostics); -var-files are left out, as they often hold secrets
 	Hosts             []*Host           // file order, instances expanded
-	RXEs              []*RXE
+	Devices              []*Device
 	Captures          []*Capture
 	Workloads         []*Workload      // file order
 	Impairs           []*Impair        // link impairments (impair.go), file order
@@ -102,10 +102,10 @@ type VMNetwork struct {
 	MTU     int    // default 1500
 }
 
-// RXE is an RDMA device a workload runs on: a Soft-RoCE (rxe) or
+// Device is an RDMA device a workload runs on: a Soft-RoCE (rxe) or
 // soft-iWARP (siw) device rlab creates on a host's netdev, or an existing
 // device (rdma block) rlab only uses.
-type RXE struct {
+type Device struct {
 	Name   string // reference form, like Host.Name
 	Slug   string
 	Kind   string // the block: "rxe", "siw" or "rdma"
@@ -119,11 +119,11 @@ type RXE struct {
 
 // Found reports whether the device exists before the run (an rdma block):
 // rlab uses it and never deletes it.
-func (r *RXE) Found() bool { return r.Kind == "rdma" }
+func (r *Device) Found() bool { return r.Kind == "rdma" }
 
 // IWARP reports whether the device is known, at load time, to speak iWARP
 // (siw). An rdma block's transport is known only from the host's facts.
-func (r *RXE) IWARP() bool { return r.Kind == "siw" }
+func (r *Device) IWARP() bool { return r.Kind == "siw" }
 
 // Capture is a bounded packet capture on a host's netdev.
 type Capture struct {
@@ -144,7 +144,7 @@ type Workload struct {
 	// steps.Workload embeds too, handed to it whole.
 	kinds.Workload
 
-	ServerRXE, ClientRXE   *RXE  // RDMA tools
+	ServerDevice, ClientDevice   *Device  // RDMA tools
 	ServerHost, ClientHost *Host // always set for 2-sided tools
 
 	Host *Host // exec
@@ -186,8 +186,8 @@ func (l *Lab) HostByName(n string) *Host {
 }
 
 // RXEByName returns the rxe with reference name n, or nil.
-func (l *Lab) RXEByName(n string) *RXE {
-	for _, r := range l.RXEs {
+func (l *Lab) RXEByName(n string) *Device {
+	for _, r := range l.Devices {
 		if r.Name == n {
 			return r
 		}

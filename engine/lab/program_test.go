@@ -61,7 +61,7 @@ func TestProgramBlock(t *testing.T) {
 		t.Errorf("expects %d", len(pair.Expects))
 	}
 	verbs := l.WorkloadByName("verbs")
-	if verbs.ServerRXE == nil || verbs.ClientRXE == nil {
+	if verbs.ServerDevice == nil || verbs.ClientDevice == nil {
 		t.Fatalf("verbs sides %+v", verbs)
 	}
 	if _, err := kinds.ExpandSelf(verbs.ClientCommand, vals); err == nil || !strings.Contains(err.Error(), "self.client_device has no value") {

@@ -45,13 +45,13 @@ func validNetdev(s string) bool {
 var rxeNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
 
 type placedDevice struct {
-	r   *RXE
+	r   *Device
 	rng hcl.Range
 }
 
 // decodeDevices decodes the rxe, siw and rdma blocks, in that order.
 func (l *loader) decodeDevices(byType map[string][]*hcl.Block) {
-	l.rxeByName = map[string]*RXE{}
+	l.rxeByName = map[string]*Device{}
 	l.rxeObjs = map[string]cty.Value{"host": l.hostObjs["host"]}
 	byDevice := map[string]placedDevice{}
 	l.decodeSoftDevices("rxe", byType["rxe"], byDevice)
@@ -64,13 +64,13 @@ func (l *loader) decodeDevices(byType map[string][]*hcl.Block) {
 // the RDMA CM binds a connection to a device by IP address, so tools that
 // connect through it (rping, perftest over siw) reach only one of the two.
 func (l *loader) warnSharedNetdev() {
-	rxeOn := map[string]*RXE{}
-	for _, r := range l.lab.RXEs {
+	rxeOn := map[string]*Device{}
+	for _, r := range l.lab.Devices {
 		if r.Kind == "rxe" && r.Host != nil {
 			rxeOn[r.Host.Name+"\x00"+r.Netdev] = r
 		}
 	}
-	for _, r := range l.lab.RXEs {
+	for _, r := range l.lab.Devices {
 		if r.Kind != "siw" || r.Host == nil {
 			continue
 		}
@@ -97,7 +97,7 @@ func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice ma
 		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
 			content := l.unsetNulls(blockContent, rxeSchema, in.sc.ctx)
-			r := &RXE{Name: in.name, Slug: in.slug, Range: b.DefRange, Kind: kind, Port: 1}
+			r := &Device{Name: in.name, Slug: in.slug, Range: b.DefRange, Kind: kind, Port: 1}
 			ok := true
 			if a := content.Attributes["host"]; a != nil {
 				if v, vok := l.value(a, in.sc); vok {
@@ -172,7 +172,7 @@ func vmNICs(h *Host, netdev string) string {
 }
 
 // claimDevice reports a second block naming the same device on a host.
-func (l *loader) claimDevice(byDevice map[string]placedDevice, r *RXE, rng hcl.Range) {
+func (l *loader) claimDevice(byDevice map[string]placedDevice, r *Device, rng hcl.Range) {
 	dk := r.Host.Name + "\x00" + r.Device
 	if prev, dup := byDevice[dk]; dup {
 		l.errorf(&rng, "Duplicate "+r.Kind+" device name", "%s %s already names device %q on host %s (at %s); a device is declared once: reuse %s.%s, or give this one another name.", prev.r.Kind, prev.r.Name, r.Device, r.Host.Name, prev.rng, prev.r.Kind, prev.r.Name)
@@ -181,9 +181,9 @@ func (l *loader) claimDevice(byDevice map[string]placedDevice, r *RXE, rng hcl.R
 	byDevice[dk] = placedDevice{r, rng}
 }
 
-func (l *loader) addDevice(kind, label, key string, r *RXE, objs map[string][]keyedObj) {
+func (l *loader) addDevice(kind, label, key string, r *Device, objs map[string][]keyedObj) {
 	l.rxeByName[r.Name] = r
-	l.lab.RXEs = append(l.lab.RXEs, r)
+	l.lab.Devices = append(l.lab.Devices, r)
 	hostObj := cty.DynamicVal
 	if r.Host != nil {
 		hostObj = l.hostObj(r.Host)
@@ -214,7 +214,7 @@ func (l *loader) decodeRDMAs(blocks []*hcl.Block, byDevice map[string]placedDevi
 		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
 			content := l.unsetNulls(blockContent, rdmaSchema, in.sc.ctx)
-			r := &RXE{Name: in.name, Slug: in.slug, Range: b.DefRange, Kind: "rdma", Port: 1, Keep: true}
+			r := &Device{Name: in.name, Slug: in.slug, Range: b.DefRange, Kind: "rdma", Port: 1, Keep: true}
 			if a := content.Attributes["host"]; a != nil {
 				if v, vok := l.value(a, in.sc); vok {
 					if n, rok := l.resolveRef(a, v, "host", "host"); rok {
@@ -306,8 +306,8 @@ func IWARPProblems(w *Workload, t Tool) []IWARPProblem {
 // a siw end asks that iWARP cannot do. (An rdma block's device may be
 // iWARP too; preflight checks that from the host's facts.)
 func (l *loader) checkIWARP(w *Workload, b *hcl.Block, attrs, opts hcl.Attributes, remain hcl.Body) {
-	var end *RXE
-	for _, r := range []*RXE{w.ServerRXE, w.ClientRXE} {
+	var end *Device
+	for _, r := range []*Device{w.ServerDevice, w.ClientDevice} {
 		if r != nil && r.IWARP() {
 			end = r
 			break
@@ -355,7 +355,7 @@ func familyAttr(remain hcl.Body, n string) *hcl.Attribute {
 }
 
 // Describe is what the plan says the device's step does.
-func (r *RXE) Describe() string {
+func (r *Device) Describe() string {
 	kept := map[bool]string{true: "; kept after the run", false: ""}[r.Keep]
 	switch r.Kind {
 	case "siw":

@@ -134,7 +134,7 @@ func TestExpansion(t *testing.T) {
 		t.Errorf("rxe client[0] = %+v", c)
 	}
 	w := l.WorkloadByName("bw[2]")
-	if w == nil || w.ServerHost != l.HostByName("server[2]") || w.ClientRXE != l.RXEByName("client[2]") ||
+	if w == nil || w.ServerHost != l.HostByName("server[2]") || w.ClientDevice != l.RXEByName("client[2]") ||
 		w.QPs != 4 || w.Transport != "UD" || w.Timeout.Seconds() != 90 || !cmp.Equal(w.Sizes, []int64{1024, 4096}) {
 		t.Errorf("workload bw[2] = %+v", w)
 	}

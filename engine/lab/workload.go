@@ -137,9 +137,9 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 					continue
 				}
 				if side == "server" {
-					w.ServerRXE, w.ServerHost = r, r.Host
+					w.ServerDevice, w.ServerHost = r, r.Host
 				} else {
-					w.ClientRXE, w.ClientHost = r, r.Host
+					w.ClientDevice, w.ClientHost = r, r.Host
 				}
 			} else if side == "server" {
 				w.ServerHost = l.hostByName[n]

@@ -96,8 +96,8 @@ workload "write_bw" {
 	if d := cmp.Diff([]string{`write_bw["ana"]`, `write_bw["bo"]`}, wl); d != "" {
 		t.Errorf("workloads (-want +got):\n%s", d)
 	}
-	if l.RXEs[0].Netdev != "eth1" {
-		t.Errorf("netdev %q, want the inventory's eth1", l.RXEs[0].Netdev)
+	if l.Devices[0].Netdev != "eth1" {
+		t.Errorf("netdev %q, want the inventory's eth1", l.Devices[0].Netdev)
 	}
 }
 

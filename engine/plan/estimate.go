@@ -97,7 +97,7 @@ func (p *Plan) Estimate(accel string, restore bool) *Estimate {
 	}
 	rxeVMs, rxeHosts := 0, 0
 	seen := map[*lab.Host]bool{}
-	for _, r := range p.Selected.RXEs {
+	for _, r := range p.Selected.Devices {
 		if r.Host == nil || seen[r.Host] {
 			continue
 		}

@@ -79,7 +79,7 @@ func FuzzSelect(f *testing.F) {
 			return
 		}
 		sel := p.Selected
-		if strings.TrimSpace(v) != "" && len(sel.Workloads)+len(sel.RXEs)+len(sel.Captures) == 0 {
+		if strings.TrimSpace(v) != "" && len(sel.Workloads)+len(sel.Devices)+len(sel.Captures) == 0 {
 			t.Fatalf("--only %q accepted but selects nothing", v)
 		}
 		agent := map[*lab.Host]bool{}

@@ -18,12 +18,12 @@ type impInfo struct {
 
 // impairStarts adds each impairment's apply step, after its host's
 // preflight and the rxe devices on its netdev.
-func (b *builder) impairStarts(ready map[*lab.Host]string, rxeStep map[*lab.RXE]string) []*impInfo {
+func (b *builder) impairStarts(ready map[*lab.Host]string, rxeStep map[*lab.Device]string) []*impInfo {
 	var out []*impInfo
 	for _, im := range b.l.Impairs {
 		s := b.add(&Step{ID: StepID(im.Host.Slug, StartImpair, im.Slug), Kind: StartImpair, Host: im.Host.Name, Subject: im.Name, HostRef: im.Host, Impair: im, Description: impairText(im)})
 		s.after(ready[im.Host])
-		for _, r := range b.l.RXEs {
+		for _, r := range b.l.Devices {
 			if r.Host == im.Host && r.Netdev == im.Netdev {
 				s.after(rxeStep[r])
 			}

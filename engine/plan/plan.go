@@ -94,7 +94,7 @@ type Step struct {
 	// Dial is, on a client step whose server has no rxe of its own (tcp),
 	// the address the client dials, resolved once here (lab.ServerDial).
 	Dial     *lab.Dial     `json:"-"`
-	RXE      *lab.RXE      `json:"-"`
+	Device      *lab.Device      `json:"-"`
 	Capture  *lab.Capture  `json:"-"`
 	Workload *lab.Workload `json:"-"`
 	Impair   *lab.Impair   `json:"-"`
@@ -296,7 +296,7 @@ type Options struct {
 // they go through are only dialled through.
 func usedHosts(l *lab.Lab) map[*lab.Host]bool {
 	used := map[*lab.Host]bool{}
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		used[r.Host] = true
 	}
 	for _, c := range l.Captures {
@@ -384,9 +384,9 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 	}
 
 	// rxe devices.
-	rxeStep := map[*lab.RXE]string{}
-	for _, r := range l.RXEs {
-		s := b.add(&Step{ID: StepID(r.Host.Slug, CreateRXE, r.Slug), Kind: CreateRXE, Host: r.Host.Name, Subject: r.Name, HostRef: r.Host, RXE: r,
+	rxeStep := map[*lab.Device]string{}
+	for _, r := range l.Devices {
+		s := b.add(&Step{ID: StepID(r.Host.Slug, CreateRXE, r.Slug), Kind: CreateRXE, Host: r.Host.Name, Subject: r.Name, HostRef: r.Host, Device: r,
 			Description: r.Describe()})
 		s.after(ready[r.Host])
 		rxeStep[r] = s.ID
@@ -506,7 +506,7 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 		f.after(ready[h])
 		f.after(onHost[h]...)
 		f.after(stopsOn[h]...)
-		for _, r := range l.RXEs {
+		for _, r := range l.Devices {
 			if r.Host == h {
 				f.after(rxeStep[r])
 			}
@@ -537,7 +537,7 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 
 // addWorkload adds a workload's steps after before (the steps of the
 // workloads it waits for), and returns them.
-func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.Host]string, rxeStep map[*lab.RXE]string, caps []string, onHost map[*lab.Host][]string) []string {
+func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.Host]string, rxeStep map[*lab.Device]string, caps []string, onHost map[*lab.Host][]string) []string {
 	if w.Host != nil { // one command on one host (exec, a program on host)
 		s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run", "")})
 		s.after(ready[w.Host])
@@ -548,17 +548,17 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 	}
 	srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server", "")})
 	srv.after(ready[w.ServerHost])
-	if w.ServerRXE != nil {
-		srv.after(rxeStep[w.ServerRXE])
+	if w.ServerDevice != nil {
+		srv.after(rxeStep[w.ServerDevice])
 	}
 	srv.after(before...)
 	srv.after(caps...)
 	dial := b.l.ServerDial(w)
-	if w.ServerRXE == nil && dial.RXE != nil && rxeStep[dial.RXE] != "" {
-		srv.after(rxeStep[dial.RXE]) // tcp dials that rxe's netdev
+	if w.ServerDevice == nil && dial.Device != nil && rxeStep[dial.Device] != "" {
+		srv.after(rxeStep[dial.Device]) // tcp dials that rxe's netdev
 	}
 	dialText := ""
-	if w.ServerRXE == nil {
+	if w.ServerDevice == nil {
 		dialText = dial.Text()
 	}
 	cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
@@ -566,12 +566,12 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 		srv.Description += "; " + e
 		cli.Description += "; " + e
 	}
-	if w.ServerRXE == nil {
+	if w.ServerDevice == nil {
 		cli.Dial = &dial
 	}
 	cli.after(ready[w.ClientHost])
-	if w.ClientRXE != nil {
-		cli.after(rxeStep[w.ClientRXE])
+	if w.ClientDevice != nil {
+		cli.after(rxeStep[w.ClientDevice])
 	}
 	cli.after(srv.ID)
 	onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)

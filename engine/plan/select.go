@@ -35,7 +35,7 @@ func InstanceKey(name string) (block, key string, keyed bool) {
 // captures named by a student key (their hosts come with them).
 type selection struct {
 	workloads map[*lab.Workload]bool
-	rxes      map[*lab.RXE]bool
+	rxes      map[*lab.Device]bool
 	captures  map[*lab.Capture]bool
 }
 
@@ -71,7 +71,7 @@ func selectOnly(l *lab.Lab, only []string) (*selection, error) {
 			keys[k] = true
 		}
 	}
-	for _, x := range l.RXEs {
+	for _, x := range l.Devices {
 		if _, k, keyed := InstanceKey(x.Name); keyed {
 			keys[k] = true
 		}
@@ -86,7 +86,7 @@ func selectOnly(l *lab.Lab, only []string) (*selection, error) {
 			keys[k] = true
 		}
 	}
-	sel := &selection{workloads: map[*lab.Workload]bool{}, rxes: map[*lab.RXE]bool{}, captures: map[*lab.Capture]bool{}}
+	sel := &selection{workloads: map[*lab.Workload]bool{}, rxes: map[*lab.Device]bool{}, captures: map[*lab.Capture]bool{}}
 	for _, v := range vals {
 		asName, asKey := true, true
 		word := v
@@ -120,7 +120,7 @@ func selectOnly(l *lab.Lab, only []string) (*selection, error) {
 					n++
 				}
 			}
-			for _, x := range l.RXEs {
+			for _, x := range l.Devices {
 				if _, k, keyed := InstanceKey(x.Name); keyed && k == word {
 					sel.rxes[x] = true
 					n++
@@ -214,7 +214,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 		return l, nil
 	}
 	usedHost := map[*lab.Host]bool{}
-	usedRXE := map[*lab.RXE]bool{}
+	usedRXE := map[*lab.Device]bool{}
 	selected := map[*lab.Workload]bool{}
 	withExpects := false
 	if check {
@@ -225,7 +225,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 		}
 	}
 	sub := *l
-	sub.Hosts, sub.Workloads, sub.RXEs, sub.Captures, sub.Impairs = nil, nil, nil, nil, nil
+	sub.Hosts, sub.Workloads, sub.Devices, sub.Captures, sub.Impairs = nil, nil, nil, nil, nil
 	for _, w := range l.Workloads {
 		if sel != nil && !sel.workloads[w] {
 			continue
@@ -239,7 +239,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 			usedHost[h] = true
 		}
 		// A tcp workload's server rxe is the data link it dials (ServerDial).
-		for _, x := range []*lab.RXE{w.ServerRXE, w.ClientRXE, l.ServerDial(w).RXE} {
+		for _, x := range []*lab.Device{w.ServerDevice, w.ClientDevice, l.ServerDial(w).Device} {
 			if x != nil {
 				usedRXE[x] = true
 			}
@@ -248,7 +248,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 	switch {
 	case sel == nil:
 		// A full run prepares every rxe device and capture the lab declares.
-		for _, x := range l.RXEs {
+		for _, x := range l.Devices {
 			usedRXE[x] = true
 		}
 		if !check {
@@ -268,10 +268,10 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 			}
 		}
 	}
-	for _, x := range l.RXEs {
+	for _, x := range l.Devices {
 		if usedRXE[x] {
 			usedHost[x.Host] = true
-			sub.RXEs = append(sub.RXEs, x)
+			sub.Devices = append(sub.Devices, x)
 		}
 	}
 	inSelection := func(during []*lab.Workload) bool {

@@ -71,7 +71,7 @@ func students(l, sel *lab.Lab) []*Student {
 			add(s, h)
 		}
 	}
-	for _, x := range sel.RXEs {
+	for _, x := range sel.Devices {
 		if _, k, keyed := InstanceKey(x.Name); keyed && byKey[k] != nil {
 			add(byKey[k], x.Host)
 		}

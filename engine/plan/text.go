@@ -44,7 +44,7 @@ func preflightText(l *lab.Lab, h *lab.Host) string {
 	tools := map[string]bool{}
 	rxe, capture := false, false
 	var modules []string // kernel modules the host's devices need
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		if r.Host == h && (r.Kind == "rxe" || r.Kind == "") {
 			rxe = true
 		} else if r.Host == h && r.Kind == "siw" && len(modules) == 0 {
@@ -129,16 +129,16 @@ func workloadText(w *lab.Workload, side, dial string) string {
 	switch side {
 	case "server":
 		b.WriteString(" server")
-		if w.ServerRXE != nil {
-			b.WriteString(" on " + w.ServerRXE.Device)
+		if w.ServerDevice != nil {
+			b.WriteString(" on " + w.ServerDevice.Device)
 		}
 		if len(w.ServerCommand) > 0 {
 			b.WriteString(" " + quoteArgv(kinds.ShowSelfArgv(w.ServerCommand)))
 		}
 	case "client":
 		b.WriteString(" client")
-		if w.ClientRXE != nil {
-			b.WriteString(" on " + w.ClientRXE.Device)
+		if w.ClientDevice != nil {
+			b.WriteString(" on " + w.ClientDevice.Device)
 		}
 		b.WriteString(" to " + w.ServerHost.Name)
 		if dial != "" {
@@ -216,7 +216,7 @@ func (b *builder) emulatedText(w *lab.Workload) string {
 
 func teardownText(l *lab.Lab, h *lab.Host) string {
 	var del, keep, delSIW []string
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		if r.Host != h {
 			continue
 		}

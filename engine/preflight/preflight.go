@@ -70,7 +70,7 @@ const capturer = "tcpdump"
 
 // need is what one host must provide for the lab.
 type need struct {
-	rxe      []*lab.RXE
+	rxe      []*lab.Device
 	tools    map[string]bool
 	netdevs  map[string]string // netdev -> what uses it ("rxe \"server\"")
 	ipv4     map[string]string // netdevs that need an IPv4 address (RoCEv2 GID)
@@ -78,7 +78,7 @@ type need struct {
 	captures int64             // bytes of capture budgets
 	root     []string          // what needs root
 	impairs  []string          // impair blocks on the host (netem)
-	found    []*lab.RXE        // rdma blocks (devices rlab did not create)
+	found    []*lab.Device        // rdma blocks (devices rlab did not create)
 	// progTool is the program the tool of program workloads needs (the
 	// compiler), progPkgs their program blocks' packages by family: named
 	// with it when it is missing, as one install command.
@@ -96,11 +96,11 @@ type flagUse struct {
 }
 
 type foundUse struct {
-	r *lab.RXE
+	r *lab.Device
 	w *lab.Workload
 }
 
-func appendUnique(rs []*lab.RXE, r *lab.RXE) []*lab.RXE {
+func appendUnique(rs []*lab.Device, r *lab.Device) []*lab.Device {
 	for _, x := range rs {
 		if x == r {
 			return rs
@@ -124,7 +124,7 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 	for _, h := range l.Hosts {
 		get(h)
 	}
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		n := get(r.Host)
 		n.rxe = append(n.rxe, r)
 		if r.Found() {
@@ -135,7 +135,7 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 		n.root = append(n.root, fmt.Sprintf("creating %s %q", r.Kind, r.Device))
 	}
 	for _, w := range l.Workloads {
-		for _, r := range []*lab.RXE{w.ServerRXE, w.ClientRXE} {
+		for _, r := range []*lab.Device{w.ServerDevice, w.ClientDevice} {
 			if r != nil && r.Found() {
 				n := get(r.Host)
 				n.found = appendUnique(n.found, r)
@@ -366,7 +366,7 @@ func bytesIEC(n int64) string {
 // ask that iWARP cannot do. Each problem names the host, device and port.
 func checkFound(h *lab.Host, n *need, f *proto.Facts) []Problem {
 	var out []Problem
-	add := func(r *lab.RXE, code, what, fix string, args ...any) {
+	add := func(r *lab.Device, code, what, fix string, args ...any) {
 		out = append(out, Problem{Host: h.Name, Code: code,
 			What: fmt.Sprintf("rdma %q: device %s port %d: %s", r.Name, r.Device, r.Port, what), Fix: fmt.Sprintf(fix, args...)})
 	}
@@ -377,7 +377,7 @@ func checkFound(h *lab.Host, n *need, f *proto.Facts) []Problem {
 		names = append(names, f.RDMA[i].Name)
 	}
 	sort.Strings(names)
-	iwarp := map[*lab.RXE]bool{}
+	iwarp := map[*lab.Device]bool{}
 	for _, r := range n.found {
 		d := devs[r.Device]
 		if d == nil {

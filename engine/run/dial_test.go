@@ -27,7 +27,7 @@ type dialHost struct {
 
 func (h *dialHost) Send(ctx context.Context, req *rpc.Request) error {
 	if p, res, ok := rpc.Match(req, rpc.RXEEnsure); ok {
-		*res = proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, GIDIndex: 1, IPv4: h.ipv4[p.Netdev], ActiveMTU: 1024, Created: true}
+		*res = proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, GIDIndex: 1, IPv4: h.ipv4[p.Netdev], ActiveMTU: 1024, Created: true}
 		return nil
 	}
 	if _, _, ok := rpc.Match(req, rpc.RXEDelete); ok {

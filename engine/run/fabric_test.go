@@ -40,7 +40,7 @@ func (h *fabricHost) Send(ctx context.Context, req *rpc.Request) error {
 			typ = "rxe"
 		}
 		id := h.Name() + "/" + p.Name
-		info := proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, IPv4: "127.0.0.1", ActiveMTU: 1024, Kind: typ, Transport: map[string]string{"rxe": "RoCE", "siw": "iWARP"}[typ]}
+		info := proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, IPv4: "127.0.0.1", ActiveMTU: 1024, Kind: typ, Transport: map[string]string{"rxe": "RoCE", "siw": "iWARP"}[typ]}
 		if _, ok := k.devs[id]; !ok {
 			k.devs[id] = typ
 			k.created = append(k.created, id+" ("+typ+")")
@@ -57,7 +57,7 @@ func (h *fabricHost) Send(ctx context.Context, req *rpc.Request) error {
 		if !k.found[id] {
 			return &proto.Error{Code: proto.CodeNotFound, Message: "use RDMA device " + p.Name + ": no such device"}
 		}
-		*res = proto.RXEInfo{Name: p.Name, Netdev: "lo", Port: p.Port, GIDIndex: 3, IPv4: "127.0.0.1", ActiveMTU: 4096, Kind: "hw", Transport: "RoCE"}
+		*res = proto.DeviceInfo{Name: p.Name, Netdev: "lo", Port: p.Port, GIDIndex: 3, IPv4: "127.0.0.1", ActiveMTU: 4096, Kind: "hw", Transport: "RoCE"}
 		return nil
 	}
 	if p, _, ok := rpc.Match(req, rpc.RXEDelete); ok {

@@ -24,7 +24,7 @@ func TestOneWorkloadModel(t *testing.T) {
 			t.Errorf("%s does not embed kinds.Workload", typ)
 		}
 	}
-	refs := map[reflect.Type]bool{reflect.TypeOf(&lab.Host{}): true, reflect.TypeOf(&lab.RXE{}): true}
+	refs := map[reflect.Type]bool{reflect.TypeOf(&lab.Host{}): true, reflect.TypeOf(&lab.Device{}): true}
 	for i := 0; i < st.NumField(); i++ {
 		sf := st.Field(i)
 		if sf.Anonymous {
@@ -42,12 +42,12 @@ func TestOneWorkloadModel(t *testing.T) {
 	h1, h2 := &lab.Host{Name: "s", Address: "192.0.2.1"}, &lab.Host{Name: "c"}
 	w := &lab.Workload{Workload: kinds.Workload{Name: `bw["a"]`, Slug: "bw-a", Index: 3, Tool: "ib_write_bw",
 		Options: kinds.Options{Sizes: []int64{4096}, Iterations: 7, Repeat: 2}},
-		ServerHost: h1, ClientHost: h2, ServerRXE: &lab.RXE{Name: "rs"}, ClientRXE: &lab.RXE{Name: "rc"}}
+		ServerHost: h1, ClientHost: h2, ServerDevice: &lab.Device{Name: "rs"}, ClientDevice: &lab.Device{Name: "rc"}}
 	sw := stepWorkload(w, nil) // RDMA: no dial, the client dials its server rxe
 	if !reflect.DeepEqual(sw.Workload, w.Workload) {
 		t.Errorf("stepWorkload: shared part %+v, want %+v", sw.Workload, w.Workload)
 	}
-	if sw.ServerHost != "s" || sw.ClientHost != "c" || sw.ServerRXE != "rs" || sw.ClientRXE != "rc" || sw.ServerAddr != "" || sw.DialRXE != "" {
+	if sw.ServerHost != "s" || sw.ClientHost != "c" || sw.ServerDevice != "rs" || sw.ClientDevice != "rc" || sw.ServerAddr != "" || sw.DialRXE != "" {
 		t.Errorf("stepWorkload: references resolved to %+v", sw)
 	}
 }

@@ -30,8 +30,8 @@ import (
 func (r *runner) build() error {
 	sel := r.plan.Selected
 	r.hosts = r.plan.Agents()
-	for _, x := range sel.RXEs {
-		r.rxes = append(r.rxes, &steps.RXE{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
+	for _, x := range sel.Devices {
+		r.rxes = append(r.rxes, &steps.Device{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 	}
 	for _, wp := range r.plan.Workloads {
 		sw := stepWorkload(wp.Workload, wp.Dial)
@@ -64,8 +64,8 @@ func stepWorkload(w *lab.Workload, dial *lab.Dial) *steps.Workload {
 		sw.ServerHost = w.ServerHost.Name
 		if d := dial; d != nil { // tcp; RDMA tools dial their server rxe
 			sw.ServerAddr, sw.DialWhy = d.Addr, d.Why
-			if d.RXE != nil {
-				sw.DialRXE = d.RXE.Name
+			if d.Device != nil {
+				sw.DialRXE = d.Device.Name
 			}
 		}
 	}
@@ -75,11 +75,11 @@ func stepWorkload(w *lab.Workload, dial *lab.Dial) *steps.Workload {
 	if w.Host != nil {
 		sw.Host = w.Host.Name
 	}
-	if w.ServerRXE != nil {
-		sw.ServerRXE = w.ServerRXE.Name
+	if w.ServerDevice != nil {
+		sw.ServerDevice = w.ServerDevice.Name
 	}
-	if w.ClientRXE != nil {
-		sw.ClientRXE = w.ClientRXE.Name
+	if w.ClientDevice != nil {
+		sw.ClientDevice = w.ClientDevice.Name
 	}
 	return sw
 }
@@ -330,7 +330,7 @@ func (r *runner) preflight(ctx context.Context) error {
 }
 
 func (r *runner) createRXE(ctx context.Context) error {
-	return each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.RXE) error {
+	return each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.Device) error {
 		if r.isLost(x.Host) || r.hostProblem(x.Host) != nil {
 			return nil // its workloads are skipped
 		}
@@ -505,7 +505,7 @@ func (r *runner) teardown(ctx context.Context) {
 			r.log.Warn("teardown: stop workload processes", "workload", n.lab.Name, "err", err)
 		}
 	}
-	each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.RXE) error {
+	each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.Device) error {
 		if r.discard[x.Host] {
 			return nil
 		}

@@ -47,7 +47,7 @@ func (r *runner) writeResults(res *Result) error {
 			w.Hosts = append(w.Hosts, h.Name)
 		}
 		var carries []string
-		for _, x := range []string{n.spec.ServerRXE, n.spec.ClientRXE} {
+		for _, x := range []string{n.spec.ServerDevice, n.spec.ClientDevice} {
 			if x != "" {
 				if info, err := r.env.RXE(x); err == nil {
 					w.Devices = append(w.Devices, info.Name)
@@ -329,7 +329,7 @@ func PlatformOf(f *proto.Facts) results.Platform {
 
 // rdmaCarrier names how a device carries RDMA for results.Workload.RDMA:
 // "RoCE (rxe)", "iWARP (siw)", "InfiniBand (hw)".
-func rdmaCarrier(info *proto.RXEInfo) string {
+func rdmaCarrier(info *proto.DeviceInfo) string {
 	switch {
 	case info.Transport != "" && info.Kind != "":
 		return info.Transport + " (" + info.Kind + ")"

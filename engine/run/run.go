@@ -217,7 +217,7 @@ type runner struct {
 	env     *steps.Env
 
 	hosts     []*lab.Host // hosts this run opens an agent on (plan.Agents)
-	rxes      []*steps.RXE
+	rxes      []*steps.Device
 	captures  []*captureWindow
 	impairs   []*impairWindow // impair.go
 	workloads []*workloadNode

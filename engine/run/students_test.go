@@ -331,7 +331,7 @@ func (h *rxeHost) Send(ctx context.Context, req *rpc.Request) error {
 		id := h.Name() + "/" + p.Name
 		k.mu.Lock()
 		defer k.mu.Unlock()
-		info := proto.RXEInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, GIDIndex: 1, IPv4: "127.0.0.1", ActiveMTU: 1024}
+		info := proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, GIDIndex: 1, IPv4: "127.0.0.1", ActiveMTU: 1024}
 		switch nd, ok := k.devs[id]; {
 		case ok && nd != p.Netdev:
 			return &proto.Error{Code: proto.CodeExists, Message: "an RDMA device named " + p.Name + " exists on another netdev"}
@@ -568,7 +568,7 @@ func FuzzOnly(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		p, err := plan.NewWith(l, plan.Options{Only: []string{v}})
-		if err == nil && len(p.Selected.Workloads)+len(p.Selected.RXEs)+len(p.Selected.Captures) == 0 {
+		if err == nil && len(p.Selected.Workloads)+len(p.Selected.Devices)+len(p.Selected.Captures) == 0 {
 			t.Errorf("--only %q accepted but selects nothing", v)
 		}
 		plan.InstanceKey(v)
@@ -688,7 +688,7 @@ func TestSubLab(t *testing.T) {
 	for _, w := range sub.Workloads {
 		names = append(names, w.Name)
 	}
-	for _, x := range sub.RXEs {
+	for _, x := range sub.Devices {
 		names = append(names, x.Name)
 	}
 	for _, h := range sub.Hosts {

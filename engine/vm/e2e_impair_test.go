@@ -58,8 +58,8 @@ func TestRetargetImpairHold(t *testing.T) {
 			t.Errorf("host %s: %s:%d user %q key %q known_hosts %q become %v jump %v", h.Name, h.Address, h.Port, h.User, h.IdentityFile, h.KnownHosts, h.Become, h.JumpHost != nil)
 		}
 	}
-	if len(l.Hosts) != 2 || len(l.Workloads) != 1 || len(l.Impairs) != 2 || len(l.RXEs) != 2 {
-		t.Fatalf("%d hosts, %d workloads, %d impairs, %d rxe; want 2, 1, 2, 2", len(l.Hosts), len(l.Workloads), len(l.Impairs), len(l.RXEs))
+	if len(l.Hosts) != 2 || len(l.Workloads) != 1 || len(l.Impairs) != 2 || len(l.Devices) != 2 {
+		t.Fatalf("%d hosts, %d workloads, %d impairs, %d rxe; want 2, 1, 2, 2", len(l.Hosts), len(l.Workloads), len(l.Impairs), len(l.Devices))
 	}
 	for _, im := range l.Impairs {
 		if im.Netdev != "eth1" || len(im.During) != 1 {

@@ -290,8 +290,8 @@ func (s *programWorkload) selfValues(env *steps.Env, u steps.Unit) (map[string]s
 		return v, m, nil
 	}
 	m.Hosts = []string{w.ServerHost, w.ClientHost}
-	if w.ServerRXE != "" {
-		srv, err := env.RXE(w.ServerRXE)
+	if w.ServerDevice != "" {
+		srv, err := env.RXE(w.ServerDevice)
 		if err != nil {
 			return nil, m, fmt.Errorf("workload %q server: %w", w.Name, err)
 		}
@@ -310,8 +310,8 @@ func (s *programWorkload) selfValues(env *steps.Env, u steps.Unit) (map[string]s
 		v["server_address"] = addr
 		m.Extra = map[string]string{"server_addr": addr}
 	}
-	if w.ClientRXE != "" {
-		cli, err := env.RXE(w.ClientRXE)
+	if w.ClientDevice != "" {
+		cli, err := env.RXE(w.ClientDevice)
 		if err != nil {
 			return nil, m, fmt.Errorf("workload %q client: %w", w.Name, err)
 		}

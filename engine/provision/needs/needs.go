@@ -46,7 +46,7 @@ func Of(l *lab.Lab) []Need {
 		}
 		progs[h][p] = true
 	}
-	for _, r := range l.RXEs {
+	for _, r := range l.Devices {
 		rxe[r.Host] = true
 		add(r.Host, "rdma")     // iproute2's rdma: what rlab's own fix hints use
 		add(r.Host, "modprobe") // loads rdma_rxe
