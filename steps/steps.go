@@ -217,12 +217,12 @@ type Workload struct {
 	// them (the same type, embedded there too).
 	kinds.Workload
 
-	ServerHost, ClientHost string // host names (2-sided tools)
-	ServerDevice, ClientDevice   string // rxe names (RDMA tools)
-	ServerAddr             string // tcp: the address the client dials (default: the server host's name)
-	DialRXE                string // tcp: else the IPv4 of this rxe's netdev (lab.ServerDial)
-	DialWhy                string // tcp: where the dialed address comes from, for the plan and results
-	Host                   string // exec
+	ServerHost, ClientHost     string // host names (2-sided tools)
+	ServerDevice, ClientDevice string // rxe names (RDMA tools)
+	ServerAddr                 string // tcp: the address the client dials (default: the server host's name)
+	DialRXE                    string // tcp: else the IPv4 of this rxe's netdev (lab.ServerDial)
+	DialWhy                    string // tcp: where the dialed address comes from, for the plan and results
+	Host                       string // exec
 
 	// Port is the first of the ports this workload may use (one per run, in
 	// order); 0 lets the engine's PortFor decide.

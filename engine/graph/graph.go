@@ -45,7 +45,7 @@ type Netdev struct {
 	ID       string
 	Name     string
 	Detail   []string
-	Devices     []*Device
+	Devices  []*Device
 	Captures []*Capture
 }
 

@@ -39,7 +39,7 @@ type Lab struct {
 	Dir               string            // folder the lab was loaded from; file() paths are relative to it
 	Files             map[string][]byte // source of every lab file loaded (for the run dir and diagnostics); -var-files are left out, as they often hold secrets
 	Hosts             []*Host           // file order, instances expanded
-	Devices              []*Device
+	Devices           []*Device
 	Captures          []*Capture
 	Workloads         []*Workload      // file order
 	Impairs           []*Impair        // link impairments (impair.go), file order
@@ -144,8 +144,8 @@ type Workload struct {
 	// steps.Workload embeds too, handed to it whole.
 	kinds.Workload
 
-	ServerDevice, ClientDevice   *Device  // RDMA tools
-	ServerHost, ClientHost *Host // always set for 2-sided tools
+	ServerDevice, ClientDevice *Device // RDMA tools
+	ServerHost, ClientHost     *Host   // always set for 2-sided tools
 
 	Host *Host // exec
 

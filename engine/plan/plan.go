@@ -94,7 +94,7 @@ type Step struct {
 	// Dial is, on a client step whose server has no rxe of its own (tcp),
 	// the address the client dials, resolved once here (lab.ServerDial).
 	Dial     *lab.Dial     `json:"-"`
-	Device      *lab.Device      `json:"-"`
+	Device   *lab.Device   `json:"-"`
 	Capture  *lab.Capture  `json:"-"`
 	Workload *lab.Workload `json:"-"`
 	Impair   *lab.Impair   `json:"-"`

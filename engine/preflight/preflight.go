@@ -78,7 +78,7 @@ type need struct {
 	captures int64             // bytes of capture budgets
 	root     []string          // what needs root
 	impairs  []string          // impair blocks on the host (netem)
-	found    []*lab.Device        // rdma blocks (devices rlab did not create)
+	found    []*lab.Device     // rdma blocks (devices rlab did not create)
 	// progTool is the program the tool of program workloads needs (the
 	// compiler), progPkgs their program blocks' packages by family: named
 	// with it when it is missing, as one install command.
