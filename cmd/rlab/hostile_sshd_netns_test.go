@@ -54,7 +54,7 @@ func TestHostileSSHDNetns(t *testing.T) {
 		want  []string // in the run's output, with host "h1"
 		facts bool     // rlab facts too
 	}{
-		{"install-stall", true, []string{"probe platform: no progress for 20s"}, true},
+		{"install-stall", true, []string{"install agent", "no progress for 20s"}, true},
 		{"hash-yes", true, []string{"verify", "printed more than 64.0 KiB"}, true},
 		{"bundle-stall", false, []string{"bundle", "sent nothing for 20s"}, false},
 	}

@@ -6,7 +6,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -64,9 +63,17 @@ func TestPullBecomeNetns(t *testing.T) {
 	if err := a.Call(context.Background(), proto.MethodFilesList, proto.FilesListOptions{HashMax: BundleMax}, &l); err != nil {
 		t.Fatal(err)
 	}
+	// What a root process left in the user's work dir is not the user's:
+	// the root agent leaves it out of the listing (SECURITY 72), so it is
+	// never pulled.
 	listed := l.Files
-	if len(listed) != len(files)+1 {
-		t.Fatalf("listed %d files", len(listed))
+	if len(listed) != len(files) {
+		t.Fatalf("listed %d files, want %d (root-only.log left out)", len(listed), len(files))
+	}
+	for _, f := range listed {
+		if f.Path == "root-only.log" {
+			t.Fatalf("the root agent listed root's own file for the user: %+v", f)
+		}
 	}
 	sc, err := a.sftpClient()
 	if err != nil {
@@ -78,11 +85,8 @@ func TestPullBecomeNetns(t *testing.T) {
 	dst := t.TempDir()
 	var last int64
 	n, err := a.PullWith(context.Background(), listed, dst, PullOptions{Progress: func(_ string, done, _ int64) { last = done }})
-	if err == nil || !strings.Contains(err.Error(), "root-only.log: the host could not send it") || !strings.Contains(err.Error(), "permission denied") {
-		t.Fatalf("want only root-only.log refused (permission denied), got %v", err)
-	}
-	if strings.Contains(err.Error(), "more files failed") {
-		t.Errorf("other files failed too: %v", err)
+	if err != nil {
+		t.Fatalf("pull of the user's files: %v", err)
 	}
 	checkTree(t, dst, files)
 	if n != last || n != int64(len(files["roce.pcap"]))+func() (s int64) {
