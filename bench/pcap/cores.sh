@@ -30,33 +30,7 @@ if ! cmp -s <(GOMAXPROCS=1 "$BIN" pcap --json "$FILE") <("$BIN" pcap --json "$FI
   echo "rlab pcap on one core and on $(nproc) cores disagree on $FILE" >&2
   exit 1
 fi
-# t prints "wall cpu" seconds (cpu = user + sys) of one run, or fails when a
-# QEMU VM ran meanwhile.
-t() {
-  local out pid
-  out=$(mktemp)
-  ( TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>&1 ) 2>"$out" &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    if pgrep qemu >/dev/null; then
-      pkill -P "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-      rm -f "$out"
-      return 1
-    fi
-    sleep 0.2
-  done
-  wait "$pid"
-  awk '{printf "%s %.3f\n", $1, $2 + $3}' "$out"
-  rm -f "$out"
-}
-idle() {
-  local waited=0
-  while pgrep qemu >/dev/null; do
-    [ "$waited" -ge "${MAXWAIT:-3600}" ] && { echo "QEMU VMs still running after ${waited}s; giving up" >&2; exit 2; }
-    sleep 10; waited=$((waited + 10))
-  done
-}
+. bench/pcap/lib.sh # t, idle, med
 names=("cat" "rlab pcap, GOMAXPROCS=1" "rlab pcap, $(nproc) cores")
 cmds=("cat $FILE" "env GOMAXPROCS=1 $BIN pcap $FILE --iograph /var/tmp/rlab-bench.svg --interval 1s"
   "$BIN pcap $FILE --iograph /var/tmp/rlab-bench.svg --interval 1s")
@@ -84,10 +58,9 @@ while [ "$done_runs" -lt "$RUNS" ]; do
   done
   echo "$line" >&2
 done
-med() { printf '%s\n' $1 | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "file: $FILE ($(du -h "$FILE" | cut -f1), $frames frames), $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); $dropped rounds interrupted by VMs and redone"
 for i in "${!names[@]}"; do
-  mw=$(med "${W[$i]}"); mc=$(med "${C[$i]}")
+  mw=$(med ${W[$i]}); mc=$(med ${C[$i]}) # word-split on purpose: one string of runs each
   echo "${names[$i]}: wall (s) ${W[$i]}; cpu (s) ${C[$i]}"
   awk -v n="${names[$i]}" -v f="$frames" -v w="$mw" -v c="$mc" 'BEGIN {
     printf "  %-26s median wall %7.2f s (%6.2f M frames/s), median cpu %7.2f s\n", n, w, f / w / 1e6, c }'

@@ -17,35 +17,7 @@ go build -o /var/tmp/rlab-bench-rlab ./cmd/rlab
 [ -f "$FILE" ] || go run ./bench/pcap/gen -o "$FILE" -packets "$PACKETS"
 frames=$(/var/tmp/rlab-bench-rlab pcap --json "$FILE" | sed -n 's/^  "frames": \([0-9]*\),/\1/p')
 cat "$FILE" >/dev/null
-# t prints "wall cpu" seconds (cpu = user + sys) of one run. The benchmark
-# must not compete with QEMU VMs (other tests use them): if one starts
-# meanwhile, the run is stopped and t fails.
-t() {
-  local out pid
-  out=$(mktemp)
-  ( TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>&1 ) 2>"$out" &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    if pgrep qemu >/dev/null; then
-      pkill -P "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-      rm -f "$out"
-      return 1
-    fi
-    sleep 0.5
-  done
-  wait "$pid"
-  awk '{printf "%s %.3f\n", $1, $2 + $3}' "$out"
-  rm -f "$out"
-}
-# idle waits until no QEMU VM runs (at most MAXWAIT seconds, default 3600).
-idle() {
-  local waited=0
-  while pgrep qemu >/dev/null; do
-    [ "$waited" -ge "${MAXWAIT:-3600}" ] && { echo "QEMU VMs still running after ${waited}s; giving up" >&2; exit 2; }
-    sleep 10; waited=$((waited + 10))
-  done
-}
+. bench/pcap/lib.sh # t, idle, med
 # Pairs of runs (rlab, then tshark) alternate; a pair a VM interrupted is
 # thrown away and run again once the machine is free of VMs.
 rw=(); rc=(); sw=(); sc=(); dropped=0
@@ -57,7 +29,6 @@ while [ ${#rw[@]} -lt "$RUNS" ]; do
   read -r w c <<<"$b"; sw+=("$w"); sc+=("$c")
   echo "pair ${#rw[@]}: rlab $a, tshark $b (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 done
-med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "file: $FILE ($(du -h "$FILE" | cut -f1), $frames frames); load average $(cut -d' ' -f1-3 /proc/loadavg); $dropped pairs interrupted by VMs and redone"
 echo "rlab pcap --iograph wall (s): ${rw[*]}; cpu (s): ${rc[*]}"
 echo "tshark -q -z io,stat,1 wall (s): ${sw[*]}; cpu (s): ${sc[*]}"
