@@ -2,7 +2,10 @@ package main
 
 import (
 	"os"
+	"slices"
 
+	"github.com/rlab-dev/rlab/engine/image"
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/vm"
 )
@@ -20,8 +23,12 @@ func assumedAccel() string {
 	return plan.AccelTCG
 }
 
-// assumedRestore says whether the estimate counts local VMs as restored from
-// saved guests, as engine/vm does unless RLAB_VM_RESTORE=0.
-func assumedRestore() bool {
-	return os.Getenv(vm.RestoreEnv) != "0"
+// restoredVM says whether the estimate counts a local VM as restored from a
+// saved guest, by engine/vm's rule: unless RLAB_VM_RESTORE=0, every VM
+// whose image has iproute2 (to take its identity) is restored.
+func restoredVM(h *lab.Host) bool {
+	if os.Getenv(vm.RestoreEnv) == "0" || h.VM == nil {
+		return false
+	}
+	return slices.Contains(image.RecipeFor(h.VM.Image).Packages, "iproute2")
 }

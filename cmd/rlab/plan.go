@@ -109,7 +109,7 @@ before it makes anything, saying which memory or --only would.`,
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout())
-			return p.Estimate(assumedAccel(), assumedRestore()).WriteText(cmd.OutOrStdout())
+			return p.Estimate(assumedAccel(), restoredVM).WriteText(cmd.OutOrStdout())
 		},
 	}
 	vf.register(cmd.Flags())

@@ -152,7 +152,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	}
 	log := f.hf.logger(stderr)
 	if !validate {
-		est := opts.Plan.Estimate(assumedAccel(), assumedRestore())
+		est := opts.Plan.Estimate(assumedAccel(), restoredVM)
 		fmt.Fprintln(stderr, est.Line())
 		for _, w := range est.Warnings {
 			fmt.Fprintln(stderr, "WARNING: "+w)

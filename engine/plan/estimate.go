@@ -78,9 +78,10 @@ type EstimatePart struct {
 }
 
 // Estimate estimates a run of p, assuming local VMs run with accel
-// (AccelTCG or AccelKVM) and, when restore, start from saved guests (engine/vm's
-// default; the minimal image always boots).
-func (p *Plan) Estimate(accel string, restore bool) *Estimate {
+// (AccelTCG or AccelKVM), and start from saved guests where restoredVM says so
+// (restoredVM nil: every VM boots). The caller knows the images: engine/vm restores a
+// VM unless RLAB_VM_RESTORE=0 or its image lacks iproute2 (the minimal one).
+func (p *Plan) Estimate(accel string, restoredVM func(*lab.Host) bool) *Estimate {
 	e := &Estimate{}
 	var vms, restored, hosts int
 	for _, h := range p.Hosts {
@@ -88,7 +89,7 @@ func (p *Plan) Estimate(accel string, restore bool) *Estimate {
 		case h.JumpOnly:
 		case h.VM:
 			vms++
-			if restore && !minimalImage(h) {
+			if restoredVM != nil && h.Ref != nil && restoredVM(h.Ref) {
 				restored++
 			}
 		default:
@@ -159,17 +160,6 @@ func (p *Plan) Estimate(accel string, restore bool) *Estimate {
 		}
 	}
 	return e
-}
-
-// minimalImage reports whether a local VM runs the minimal image
-// ("minimal" or "<release>-minimal", engine/image's RecipeFor), which has no
-// iproute2 to take a restored guest's identity and so always boots.
-func minimalImage(h *HostPlan) bool {
-	if h.Ref == nil || h.Ref.VM == nil {
-		return false
-	}
-	name := h.Ref.VM.Image
-	return name == "minimal" || strings.HasSuffix(name, "-minimal")
 }
 
 func (e *Estimate) add(what, detail string, d time.Duration, how string) {
