@@ -19,7 +19,7 @@ import (
 func newDownCmd() *cobra.Command {
 	var acceptNew bool
 	var knownHosts, identities []string
-	var removeProvisioned bool
+	var removeProvisioned, trustState bool
 	cmd := &cobra.Command{
 		Use:   "down [--remove-provisioned] RUN",
 		Short: "Undo what a run left behind, from its state.json (no lab file needed)",
@@ -39,10 +39,15 @@ is given, which removes exactly those, with the host's package manager.
 Running it twice is harmless. RUN is a run directory or a run as rlab runs
 names it (LAB/ID, or the id alone).
 
-A run directory from someone else is read with care: a known_hosts or
-identity_file its state.json names outside the run directory is used only
-when your own rlab wrote that state.json (it signs the paths with a key in
-your config folder) or you name the same file (--known-hosts, -i).`,
+A run directory from someone else is read with care: down acts on a
+state.json only as your own rlab wrote it (it signs the whole file with a
+key in your config folder), since its become flag and the things it lists
+decide what down stops and deletes, as root under become; one received,
+edited since, or written by an rlab before state.json was signed whole is
+refused unless you vouch for it with --trust-state. Even then a
+known_hosts or identity_file it names outside the run directory is used
+only when your own rlab signed that host's entry or you name the same
+file (--known-hosts, -i), and the packages it lists are never removed.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,7 +68,7 @@ your config folder) or you name the same file (--known-hosts, -i).`,
 				Identities: identities,
 			}
 			defer conn.Close()
-			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned, KnownHosts: knownHosts, Identities: identities})
+			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned, TrustState: trustState, KnownHosts: knownHosts, Identities: identities})
 			for _, l := range downListing(before, res, err == nil, removeProvisioned, running) {
 				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
@@ -78,6 +83,7 @@ your config folder) or you name the same file (--known-hosts, -i).`,
 	cmd.Flags().StringArrayVar(&knownHosts, "known-hosts", nil, "known_hosts file to verify host keys with")
 	cmd.Flags().StringArrayVarP(&identities, "identity", "i", nil, "identity file for hosts the run's state names none, and one a received state.json names that you trust (repeatable)")
 	cmd.Flags().BoolVar(&removeProvisioned, "remove-provisioned", false, "also remove the packages the run installed (rlab run --provision); by default they stay")
+	cmd.Flags().BoolVar(&trustState, "trust-state", false, "act on a state.json your rlab did not sign (a received run directory, or one from an older rlab): you vouch for the hosts, become and effects it lists")
 	return cmd
 }
 

@@ -106,8 +106,8 @@ func TestHostFlagsNetns(t *testing.T) {
 
 // TestDownHostKeysNetns: `rlab down` verifies host keys as the run did, and
 // takes --known-hosts and --accept-new-host-keys as run does. A run on the
-// bed records its lab's known_hosts; once that file is gone (and an exec
-// process is marked not yet undone, so down must log in), down refuses the
+// bed records its lab's known_hosts; once that file is gone (and the run
+// kept its work dir, --keep, so down must log in), down refuses the
 // unknown key, takes it from --known-hosts, or trusts and records it with
 // --accept-new-host-keys.
 func TestDownHostKeysNetns(t *testing.T) {
@@ -136,31 +136,22 @@ func TestDownHostKeysNetns(t *testing.T) {
 		if err := os.WriteFile(kh, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// --keep leaves the host's work dir, which down logs in to remove
+		// (state.json is left as the run signed it).
 		out := filepath.Join(t.TempDir(), "run")
-		if stdout, stderr, code := runRlabEnv(t, env, "run", "--out", out, labFile); code != 0 {
+		if stdout, stderr, code := runRlabEnv(t, env, "run", "--keep", "--out", out, labFile); code != 0 {
 			t.Fatalf("run: exit %d\n%s%s", code, stdout, stderr)
-		}
-		st, err := os.ReadFile(filepath.Join(out, "state.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		undone := strings.Count(string(st), `"undone": true`)
-		st = []byte(strings.ReplaceAll(string(st), `"undone": true`, `"undone": false`))
-		if undone == 0 {
-			t.Fatalf("state.json has no undone effect to redo:\n%s", st)
-		}
-		if err := os.WriteFile(filepath.Join(out, "state.json"), st, 0o600); err != nil {
-			t.Fatal(err)
 		}
 		if err := os.Remove(kh); err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
-	// received is a run directory from someone else: its state.json's
-	// paths are no longer signed by this user's rlab (edited, or another
-	// user's), so its known_hosts and identity_file outside the run
-	// directory are used only when the user names them too.
+	// received is a run directory from someone else: its state.json is
+	// no longer signed by this user's rlab (edited, or another user's), so
+	// down acts on it only with --trust-state, and its known_hosts and
+	// identity_file outside the run directory are used only when the user
+	// names them too.
 	received := func(t *testing.T, out string) {
 		t.Helper()
 		p := filepath.Join(out, "state.json")
@@ -186,9 +177,10 @@ func TestDownHostKeysNetns(t *testing.T) {
 		{"no flag", nil, 2, false, "host key"},
 		{"--known-hosts", []string{"--known-hosts", bed.KnownHosts}, 0, false, ""},
 		{"--accept-new-host-keys", []string{"--accept-new-host-keys"}, 0, false, ""},
-		{"received, files not named", []string{"--known-hosts", bed.KnownHosts}, 2, true, "its known_hosts"},
-		{"received, key not named", []string{"--known-hosts", bed.KnownHosts, "--known-hosts", kh}, 2, true, "its identity_file"},
-		{"received, files named", []string{"--known-hosts", bed.KnownHosts, "--known-hosts", kh, "-i", bed.KeyFile}, 0, true, ""},
+		{"received, not trusted", []string{"--known-hosts", bed.KnownHosts, "--known-hosts", kh, "-i", bed.KeyFile}, 2, true, "--trust-state"},
+		{"received, files not named", []string{"--trust-state", "--known-hosts", bed.KnownHosts}, 2, true, "its known_hosts"},
+		{"received, key not named", []string{"--trust-state", "--known-hosts", bed.KnownHosts, "--known-hosts", kh}, 2, true, "its identity_file"},
+		{"received, files named", []string{"--trust-state", "--known-hosts", bed.KnownHosts, "--known-hosts", kh, "-i", bed.KeyFile}, 0, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := redo(t)

@@ -35,7 +35,17 @@ type DownOptions struct {
 	// one of them (statepaths.go); ~/.ssh/known_hosts when KnownHosts is empty.
 	KnownHosts []string
 	Identities []string
+	// TrustState acts on a state.json this user's rlab did not sign (a
+	// received run directory, one edited since, or one from an rlab before
+	// state.json was signed whole): the user vouches for its become flag,
+	// run ID and effects. Its paths and package list are still checked
+	// on their own (statepaths.go).
+	TrustState bool
 }
+
+// ErrStateUnsigned is a state.json down does not act on unless told to
+// (DownOptions.TrustState).
+var ErrStateUnsigned = errors.New("state.json was not written by your rlab (or was changed since)")
 
 // DownResult says what Down did.
 type DownResult struct {
@@ -52,6 +62,17 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	j, err := openJournal(dir)
 	if err != nil {
 		return nil, err
+	}
+	// Whoever can write the run directory can write state.json: its become
+	// flag makes down work as root, its effects name what down stops and
+	// deletes. Down acts on it only as this user's rlab signed it whole,
+	// and then keeps it signed as it journals what it undid; otherwise
+	// only when the user vouches for it, and then it signs nothing.
+	// (openJournal keeps the key only when the file was signed with it.)
+	key := readStateKey(false)
+	if j.key == nil && !opts.TrustState {
+		return nil, fmt.Errorf("down %s: %w: down acts on no host, process or device it names (its become flag would run as root); if you trust it (a run of yours from an older rlab, or one you received and checked), rlab down --trust-state %s",
+			dir, ErrStateUnsigned, dir)
 	}
 	if opts.Parallel <= 0 {
 		opts.Parallel = 64
@@ -71,7 +92,6 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 		}
 		pending[e.Host] = append(pending[e.Host], e)
 	}
-	key := readStateKey(false)
 	var hosts []StateHost
 	for _, h := range st.Hosts {
 		// Packages are removed only as this user's own rlab journaled them

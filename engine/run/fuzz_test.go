@@ -60,7 +60,7 @@ func FuzzDownState(f *testing.F) {
 			contacted[tg.Name] = true
 			return nil, errors.New("unreachable")
 		})
-		_, err := Down(context.Background(), dir, DownOptions{Connector: conn, Parallel: 1,
+		_, err := Down(context.Background(), dir, DownOptions{Connector: conn, Parallel: 1, TrustState: true,
 			StopVMs: func(context.Context, []byte) error { return nil }})
 		if !valid && err == nil {
 			t.Error("down accepted a state.json that is not JSON")

@@ -30,6 +30,10 @@ type State struct {
 	VMs      json.RawMessage `json:"vms,omitempty"`
 	Finished *time.Time      `json:"finished,omitempty"`
 	TornDown *time.Time      `json:"torn_down,omitempty"`
+	// MAC vouches that this user's rlab wrote the whole file as it is
+	// (statepaths.go stateMAC): down acts on a state.json only then, or
+	// when the user says it trusts it (DownOptions.TrustState).
+	MAC string `json:"state_mac,omitempty"`
 }
 
 // StateHost is how to reach a host again, and what the run's agent there was.
@@ -77,8 +81,9 @@ type journal struct {
 	st     State
 	gen    uint64            // changes applied
 	redact *strings.Replacer // sensitive values never reach the file
-	// key signs the hosts' paths (a run's journal; nil in down's, which
-	// must not vouch for what it read).
+	// key signs the hosts' paths and the whole file (a run's journal;
+	// in down's only when what it read was signed with it, nil otherwise:
+	// down must not vouch for what it read).
 	key []byte
 
 	wmu     sync.Mutex // one writer at a time
@@ -102,6 +107,11 @@ func openJournal(dir string) (*journal, error) {
 	j := &journal{path: filepath.Join(dir, StateFile)}
 	if err := json.Unmarshal(b, &j.st); err != nil {
 		return nil, fmt.Errorf("read run state %s: %w", j.path, err)
+	}
+	// Signed as read, it stays signed as changed; otherwise nothing read
+	// here is vouched for.
+	if key := readStateKey(false); stateSigned(key, j.st) {
+		j.key = key
 	}
 	return j, nil
 }
@@ -184,7 +194,14 @@ func (j *journal) flush(gen uint64, sync bool) error {
 		return nil
 	}
 	j.mu.Lock()
-	b, err := json.MarshalIndent(&j.st, "", "  ")
+	var err error
+	if j.key != nil {
+		j.st.MAC, err = stateMAC(j.key, j.st)
+	}
+	var b []byte
+	if err == nil {
+		b, err = json.MarshalIndent(&j.st, "", "  ")
+	}
 	cur := j.gen
 	j.mu.Unlock()
 	if err != nil {

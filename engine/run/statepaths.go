@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +109,32 @@ func pathsMAC(key []byte, runID string, h StateHost) string {
 		fmt.Fprintf(m, "provision\x00%q\x00%q\x00", p.Family, p.Installed)
 	}
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// stateMAC is the HMAC of the whole state (its MAC field aside), as
+// encoding/json writes it compactly: a decoded state.json encodes to the
+// same bytes, so down checks what it decoded, every field it acts on
+// included (become, the run ID, the effects, the agent's pid), not only
+// the paths pathsMAC covers.
+func stateMAC(key []byte, st State) (string, error) {
+	st.MAC = ""
+	b, err := json.Marshal(&st)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	io.WriteString(m, "rlab state v1\x00")
+	m.Write(b)
+	return hex.EncodeToString(m.Sum(nil)), nil
+}
+
+// stateSigned says whether this user's rlab wrote st as it is.
+func stateSigned(key []byte, st State) bool {
+	if key == nil || st.MAC == "" {
+		return false
+	}
+	want, err := stateMAC(key, st)
+	return err == nil && hmac.Equal([]byte(want), []byte(st.MAC))
 }
 
 // signPaths sets every host's PathsMAC (a run's journal, never down's).

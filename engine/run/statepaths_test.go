@@ -124,7 +124,7 @@ func TestDownStatePathsConfined(t *testing.T) {
 				mu.Unlock()
 				return nil, errors.New("test: not connecting")
 			})
-			_, err := Down(context.Background(), dir, DownOptions{Connector: conn, KnownHosts: tt.flagsKH, Identities: tt.flagsID})
+			_, err := Down(context.Background(), dir, DownOptions{Connector: conn, KnownHosts: tt.flagsKH, Identities: tt.flagsID, TrustState: true})
 			if tt.refused == "" {
 				if len(asked) != 1 || err == nil || !strings.Contains(err.Error(), "test: not connecting") {
 					t.Fatalf("down refused paths it should use (connect asked for %v): %v", asked, err)
@@ -219,7 +219,7 @@ func TestDownRemovesOnlyOwnProvisioned(t *testing.T) {
 				asked = append(asked, tg.Name)
 				return nil, errors.New("test: not connecting")
 			})
-			res, err := Down(context.Background(), dir, DownOptions{Connector: conn, RemoveProvisioned: true})
+			res, err := Down(context.Background(), dir, DownOptions{Connector: conn, RemoveProvisioned: true, TrustState: true})
 			if tt.removes {
 				if len(asked) != 1 {
 					t.Fatalf("down did not go to remove the run's own packages (asked %v): %v", asked, err)
