@@ -492,17 +492,6 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) {
 	}
 }
 
-// readBounded reads at most MaxFileBytes+1 bytes of path (a pipe such as
-// -var-file <(cmd) included).
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-}
-
 // readRegularBounded is readBounded for a file that must be a regular file:
 // opened non-blocking (a FIFO does not wait for a writer), then checked.
 func readRegularBounded(path string) ([]byte, error) {
