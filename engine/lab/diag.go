@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -27,11 +26,9 @@ func SourceFiles(l *Lab, diags hcl.Diagnostics) map[string]*hcl.File {
 		if d.Subject == nil || out[d.Subject.Filename] != nil {
 			continue
 		}
-		st, err := os.Stat(d.Subject.Filename)
-		if err != nil || !st.Mode().IsRegular() || st.Size() > MaxFileBytes {
-			continue
-		}
-		if b, err := os.ReadFile(d.Subject.Filename); err == nil {
+		// Checked on the open file (readRegularBounded), not by name first:
+		// a file swapped for a FIFO between the two would hang the print.
+		if b, err := readRegularBounded(d.Subject.Filename); err == nil && len(b) <= MaxFileBytes {
 			out[d.Subject.Filename] = &hcl.File{Bytes: b}
 		}
 	}

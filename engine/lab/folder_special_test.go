@@ -39,6 +39,10 @@ func TestLabFolderSpecialFiles(t *testing.T) {
 			}
 			done := make(chan string, 1)
 			go func() {
+				// rlab validate DIR first splits the folder into labs
+				// (Units), reading each file's lab blocks: the FIFO hung
+				// there too.
+				Units(dir)
 				_, diags := Load([]string{dir}, LoadOptions{})
 				done <- diagLines(diags)
 			}()

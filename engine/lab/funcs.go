@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	ctyyaml "github.com/zclconf/go-cty-yaml"
@@ -118,21 +119,26 @@ func openInLab(dir, p string) (*os.File, error) {
 		return nil, err
 	}
 	defer root.Close()
-	st, err := root.Stat(rel)
+	// Opened, then checked on the open file (non-blocking: a FIFO does not
+	// wait for a writer): a name checked and then opened could be swapped
+	// for a FIFO in between.
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if strings.Contains(err.Error(), "escapes") {
 			return nil, outsideLab(abs)
 		}
 		return nil, err
 	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	if !st.Mode().IsRegular() {
+		f.Close()
 		return nil, errors.New("not a regular file")
 	}
-	f, err := root.Open(rel)
-	if err != nil && strings.Contains(err.Error(), "escapes") {
-		return nil, outsideLab(abs)
-	}
-	return f, err
+	return f, nil
 }
 
 func outsideLab(dir string) error {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/kinds"
@@ -180,7 +181,10 @@ func (l *loader) readSource(s *kinds.Source, p string, rng hcl.Range) {
 	h := sha256.New()
 	var total int64
 	for _, f := range files {
-		st, err := src.Stat(filepath.FromSlash(f))
+		// Opened, then checked on the open file (non-blocking, so a FIFO
+		// does not wait for a writer): a file checked by name and opened
+		// after could be swapped for a FIFO in between and hang the load.
+		fh, err := src.OpenFile(filepath.FromSlash(f), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			if strings.Contains(err.Error(), "escapes") {
 				bad("Symlink out of the program source", "%s in %s is a symlink that leads out of the source folder; a program's files are shipped to the hosts, so each stays inside it. Copy the file in instead.", f, p)
@@ -189,18 +193,21 @@ func (l *loader) readSource(s *kinds.Source, p string, rng hcl.Range) {
 			}
 			return
 		}
+		st, err := fh.Stat()
+		if err != nil {
+			fh.Close()
+			bad("Invalid program source", "%s in %s: %s.", f, p, err)
+			return
+		}
 		if !st.Mode().IsRegular() {
+			fh.Close()
 			bad("Invalid program source", "%s in %s is not a regular file (a symlink to a folder, a FIFO, a device); a program's source holds files and folders only.", f, p)
 			return
 		}
 		total += st.Size()
 		if total > MaxSourceBytes {
+			fh.Close()
 			bad("Program source too large", "%s holds more than %d bytes (%s), the most a program source may have; ship the sources, not build artefacts or data.", p, MaxSourceBytes, kinds.SizeText(MaxSourceBytes))
-			return
-		}
-		fh, err := src.Open(filepath.FromSlash(f))
-		if err != nil {
-			bad("Invalid program source", "%s in %s: %s.", f, p, err)
 			return
 		}
 		mode := uint32(st.Mode().Perm())
