@@ -225,7 +225,7 @@ func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage
 				return nil, perr(proto.CodeInternal, "files.write %q: make folder %q: %v", p.Path, d, rootErr(err))
 			}
 			if err == nil && s.opts.Owner != nil {
-				if err := wd.root.Lchown(d, s.opts.Owner.UID, s.opts.Owner.GID); err != nil {
+				if err := wd.ownMadeDir(d, s.opts.Owner); err != nil {
 					return nil, perr(proto.CodeInternal, "files.write %q: chown folder %q: %v", p.Path, d, rootErr(err))
 				}
 			}
@@ -253,8 +253,9 @@ func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, perr(proto.CodeBadRequest, "files.write: %q is not a regular file", p.Path)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); p.Append && s.opts.Owner != nil && (!ok || int(st.Uid) != s.opts.Owner.UID && !(st.Uid == 0 && st.Nlink == 1)) {
-		// Appending to a file just made (root's, one name) or the user's.
+	if st, ok := fi.Sys().(*syscall.Stat_t); p.Append && s.opts.Owner != nil && (!ok || int(st.Uid) != s.opts.Owner.UID && !wd.agentMade(fi)) {
+		// Appending to the user's file, or one this agent made (root's,
+		// one name): not a root file the user renamed in between parts.
 		return nil, perr(proto.CodePermission, "files.write: %v", usersFile(fi, s.opts.Owner, p.Path))
 	}
 	if s.opts.Owner != nil {

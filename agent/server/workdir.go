@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -32,6 +33,13 @@ type workDir struct {
 	// owner is the user a root agent works for (nil: the agent is the
 	// user): files of the folder it opens must be that user's (usersFile).
 	owner *Owner
+	// made holds the files this agent created there (device and inode,
+	// from the open file): the only root-owned files it gives to the
+	// owner. "Root's with one name" was not enough: the user can rename a
+	// root file of theirs (one root left in their home) into the work dir
+	// between the agent's create and its chown.
+	mu   sync.Mutex
+	made map[[2]uint64]bool
 }
 
 // openWorkDir opens path, which must be a folder and not a symlink, and,
@@ -162,12 +170,60 @@ func (w *workDir) createNew(name string, mode fs.FileMode) (*os.File, error) {
 	if err != nil {
 		return nil, rootErr(err)
 	}
+	if fi, err := f.Stat(); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			w.mu.Lock()
+			if w.made == nil {
+				w.made = map[[2]uint64]bool{}
+			}
+			w.made[[2]uint64{uint64(st.Dev), st.Ino}] = true
+			w.mu.Unlock()
+		}
+	}
 	return f, nil
+}
+
+// agentMade says whether the open file fi is one this agent created in the
+// work dir and root's still, with no other name.
+func (w *workDir) agentMade(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid != 0 || st.Nlink != 1 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.made[[2]uint64{uint64(st.Dev), st.Ino}]
+}
+
+// ownMadeDir gives folder name, just made by the agent, to owner through
+// the open folder: by name, the user could put something else there
+// between the mkdir and the chown (a hard link to a file of root's).
+func (w *workDir) ownMadeDir(name string, owner *Owner) error {
+	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return rootErr(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok || !fi.IsDir():
+		return fmt.Errorf("%q is not a folder", name)
+	case int(st.Uid) == owner.UID:
+		return nil // the user's already (one they put in its place)
+	case st.Uid != 0:
+		return usersFile(fi, owner, name)
+	}
+	return f.Chown(owner.UID, owner.GID)
 }
 
 // own gives a file of the work dir to owner, when set, and makes it 0600,
 // through the open file: only a file that is the user's already (tcpdump
-// writes as the user) or root's with no other name (one the agent made).
+// writes as the user) or one the agent made, root's with no other name
+// (agentMade).
 func (w *workDir) own(name string, owner *Owner) error {
 	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -183,7 +239,7 @@ func (w *workDir) own(name string, owner *Owner) error {
 	}
 	if owner != nil {
 		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok || !(int(st.Uid) == owner.UID || st.Uid == 0 && st.Nlink == 1) {
+		if !ok || !(int(st.Uid) == owner.UID || w.agentMade(fi)) {
 			return usersFile(fi, owner, name)
 		}
 	}
