@@ -191,6 +191,7 @@ var optionProofs = map[string]string{
 	"down --accept-new-host-keys": "cmd/rlab.TestDownHostKeysNetns",
 	"down --known-hosts":          "cmd/rlab.TestDownHostKeysNetns",
 	"down --identity":             "cmd/rlab.TestDownHostKeysNetns",
+	"down --trust-state":          "cmd/rlab.TestDownHostKeysNetns",
 	"facts --json":                "cmd/rlab.TestFactsAndCheckNetns",
 	"facts --host":                "cmd/rlab.TestFactsAndCheckNetns",
 	"fmt --check":                 "cmd/rlab.TestFmtCmd",
