@@ -89,20 +89,60 @@ func splitHostPort(hostport string) (host, port string, ok bool) {
 // error now, at plan time, not at connect.
 func (b *builder) resolveJumps() error {
 	for _, hp := range b.p.Hosts {
-		h := hp.Ref
-		if h.JumpHost != nil {
-			if hp.Via = b.hosts[h.JumpHost]; hp.Via == nil {
-				return fmt.Errorf("plan host %q: its jump host %q is not planned", h.Name, h.JumpHost.Name)
-			}
-			continue
+		if err := hp.resolveJump(func(j *lab.Host) *HostPlan { return b.hosts[j] }); err != nil {
+			return err
 		}
-		hops, err := ParseJump(h.Jump)
-		if err != nil {
-			return fmt.Errorf("plan host %q: %w", h.Name, err)
-		}
-		hp.Hops = hops
 	}
 	return nil
+}
+
+func (hp *HostPlan) resolveJump(via func(*lab.Host) *HostPlan) error {
+	h := hp.Ref
+	if h.JumpHost != nil {
+		if hp.Via = via(h.JumpHost); hp.Via == nil {
+			return fmt.Errorf("plan host %q: its jump host %q is not planned", h.Name, h.JumpHost.Name)
+		}
+		return nil
+	}
+	hops, err := ParseJump(h.Jump)
+	if err != nil {
+		return fmt.Errorf("plan host %q: %w", h.Name, err)
+	}
+	hp.Hops = hops
+	return nil
+}
+
+// HostOf resolves lab host h as a plan does, for the commands that reach
+// hosts without one (facts, check, down): its jump string parsed, the lab
+// hosts it jumps through resolved in turn.
+func HostOf(h *lab.Host) (*HostPlan, error) {
+	return hostOf(h, 0)
+}
+
+// maxVia bounds a chain of lab hosts as bastions (the lab loader refuses a
+// cycle; a lab built by hand may hold one).
+const maxVia = 8
+
+func hostOf(h *lab.Host, depth int) (*HostPlan, error) {
+	hp := newHostPlan(h)
+	var viaErr error
+	err := hp.resolveJump(func(j *lab.Host) *HostPlan {
+		if depth >= maxVia {
+			return nil
+		}
+		jp, e := hostOf(j, depth+1)
+		viaErr = e
+		return jp
+	})
+	if viaErr != nil {
+		return hp, viaErr
+	}
+	return hp, err
+}
+
+// newHostPlan is lab host h as a plan shows it, its jump not resolved yet.
+func newHostPlan(h *lab.Host) *HostPlan {
+	return &HostPlan{Ref: h, Name: h.Name, Slug: h.Slug, Address: h.Address, User: h.User, Port: h.Port, Jump: h.Jump, VM: h.VM != nil}
 }
 
 // HostOf is the plan of lab host h (nil when the plan does not connect

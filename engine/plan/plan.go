@@ -354,7 +354,8 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 		if !used[h] && !jumps[h] {
 			continue
 		}
-		hp := &HostPlan{Ref: h, Name: h.Name, Slug: h.Slug, Address: h.Address, User: h.User, Port: h.Port, Jump: h.Jump, VM: h.VM != nil, JumpOnly: !used[h]}
+		hp := newHostPlan(h)
+		hp.JumpOnly = !used[h]
 		b.hosts[h] = hp
 		b.p.Hosts = append(b.p.Hosts, hp)
 	}

@@ -111,22 +111,8 @@ func (s *SSHConnector) Close() error {
 // that reaches lab hosts without a plan (down, facts, check) goes through
 // here; a run reaches the hosts its plan resolved (planTarget).
 func HostTarget(h *lab.Host, identities []string) sshx.Target {
-	return hostTarget(h, identities, 0)
-}
-
-func hostTarget(h *lab.Host, identities []string, depth int) sshx.Target {
-	t := sshx.Target{Name: h.Name, Address: h.Address, Port: h.Port, User: h.User}
-	t.IdentityFiles = identityFiles(h.IdentityFile, identities)
-	switch {
-	case h.JumpHost != nil && depth < maxJumpDepth:
-		// A lab host as bastion: its own user, key and jump apply.
-		j := hostTarget(h.JumpHost, identities, depth+1)
-		t.Jump = &j
-	case h.Jump != "":
-		hops, _ := plan.ParseJump(h.Jump) // the lab loader checked it
-		t.Jump = hopChain(hops, t)
-	}
-	return t
+	hp, _ := plan.HostOf(h) // the lab loader checked its jump
+	return planTarget(hp, identities, 0)
 }
 
 // planTarget is how a run reaches a host: as its plan resolved it (the
