@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,12 +35,20 @@ type Puller interface {
 const SmallFile = 256 << 10
 
 // Fetch pulls the files in a host's agent work dir into the run directory:
-// captures (*.pcap*) to Dir/captures, everything else to Dir/logs. Each file
+// the files of the host's captures (Captures, as the plan named them) to
+// Dir/captures, everything else to Dir/logs. Each file
 // is written to .part, checked against the size and sha256 the agent
 // listed, and renamed; a path that would leave the directory is refused.
 type Fetch struct {
 	Host string
 	Dir  string // the host's folder in the run directory: hosts/<slug>
+	// Captures are the files the host's capture steps write, by the
+	// names the plan gave them ("cap.roce.pcap"): a file is a capture
+	// because a capture step makes it, not because of its name (a
+	// workload's own foo.pcap is one of its logs). A ring's files are
+	// named after them (cap.roce.000.pcap, or tcpdump's cap.roce.pcap0
+	// when its stop did not rename them).
+	Captures []string
 
 	// Artifacts are the files pulled, as the run records them
 	// (results.Run.Artifacts), with Path relative to Dir
@@ -70,7 +79,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	if err != nil {
 		return fmt.Errorf("list artifacts on host %q: %w", s.Host, err)
 	}
-	listed, left := capFiles(listed, MaxFetchFiles)
+	listed, left := capFiles(listed, MaxFetchFiles, s.isCapture)
 	// A file lands under its name with the sensitive values masked
 	// (env.MaskName); two paths that mask alike keep the first.
 	local := func(p string) string {
@@ -93,7 +102,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		} else {
 			taken[l] = true
 		}
-		if IsCaptureFile(f.Path) {
+		if s.isCapture(f.Path) {
 			caps = append(caps, f)
 		} else {
 			logs = append(logs, f)
@@ -237,7 +246,7 @@ func listAll(ctx context.Context, h Host, hashMax int64) ([]proto.FileInfo, erro
 
 // capFiles keeps at most max files, the workloads' outputs (wl.*) first,
 // then captures, then the rest, each in listing order; left is the others.
-func capFiles(files []proto.FileInfo, max int) (kept, left []proto.FileInfo) {
+func capFiles(files []proto.FileInfo, max int, isCapture func(string) bool) (kept, left []proto.FileInfo) {
 	if len(files) <= max {
 		return files, nil
 	}
@@ -245,7 +254,7 @@ func capFiles(files []proto.FileInfo, max int) (kept, left []proto.FileInfo) {
 		switch b := filepath.Base(f.Path); {
 		case strings.HasPrefix(b, "wl."):
 			return 0
-		case IsCaptureFile(f.Path):
+		case isCapture(f.Path):
 			return 1
 		}
 		return 2
@@ -287,8 +296,42 @@ type HashingPuller interface {
 // Undo does nothing: pulled files are the run's record.
 func (s *Fetch) Undo(context.Context, *Env) error { return nil }
 
-// IsCaptureFile says whether a work dir file is a packet capture (tcpdump's
-// ring files add a number after .pcap).
+// isCapture says whether the work dir file at p is one a capture step of
+// the host makes (Captures): one of its files, or a file of its ring.
+func (s *Fetch) isCapture(p string) bool {
+	for _, c := range s.Captures {
+		if OfCapture(p, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// OfCapture says whether the work dir file at p is the capture file c
+// ("cap.roce.pcap") or one of its ring: named by the agent at stop
+// (cap.roce.000.pcap) or by tcpdump before it (cap.roce.pcap0).
+func OfCapture(p, c string) bool {
+	if p == c {
+		return true
+	}
+	digits := func(s string) bool {
+		return s != "" && strings.Trim(s, "0123456789") == ""
+	}
+	if rest, ok := strings.CutPrefix(p, c); ok && digits(rest) {
+		return true
+	}
+	ext := path.Ext(c)
+	if mid, ok := strings.CutPrefix(p, strings.TrimSuffix(c, ext)+"."); ok {
+		if n, ok := strings.CutSuffix(mid, ext); ok && digits(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsCaptureFile says whether a file name is a packet capture's (tcpdump's
+// ring files add a number after .pcap): the rule for a run read back whose
+// files' steps are not known. A fetch asks its steps (Fetch.Captures).
 func IsCaptureFile(p string) bool {
 	b := filepath.Base(p)
 	return strings.HasSuffix(b, ".pcap") || strings.Contains(b, ".pcap") || strings.HasSuffix(b, ".pcapng")

@@ -44,7 +44,8 @@ func (h hashingHost) HashesWhilePulling() bool { return true }
 
 // Every file, small or big, goes through Pull (so all of them count against
 // the host's byte cap and the small ones come in one bundle), sorted into
-// captures/ and logs/; big files are listed unhashed only for a host whose
+// captures/ (the files of the captures the plan declared, not any *.pcap:
+// own.pcap, which a workload wrote, is a log) and logs/; big files are listed unhashed only for a host whose
 // pulls check them against the host's own sum.
 func TestFetchPullsEverything(t *testing.T) {
 	files := []proto.FileInfo{
@@ -52,6 +53,7 @@ func TestFetchPullsEverything(t *testing.T) {
 		{Path: "agent.log", Size: SmallFile + 1},
 		{Path: "cap.w.pcap", Size: 3 << 30},
 		{Path: "cap.w.pcap1", Size: 100, SHA256: "y"},
+		{Path: "own.pcap", Size: 5, SHA256: "o"},
 		{Path: "../escape", Size: 1, SHA256: "z"},
 	}
 	for _, tc := range []struct {
@@ -69,7 +71,7 @@ func TestFetchPullsEverything(t *testing.T) {
 				h = hashingHost{lh}
 			}
 			env := &Env{Hosts: map[string]Host{"h": h}}
-			f := &Fetch{Host: "h", Dir: t.TempDir()}
+			f := &Fetch{Host: "h", Dir: t.TempDir(), Captures: []string{"cap.w.pcap"}}
 			err := f.Apply(context.Background(), env)
 			if err == nil {
 				t.Error("a path leaving the work dir was not reported")
@@ -80,10 +82,10 @@ func TestFetchPullsEverything(t *testing.T) {
 			if got, want := lh.pulls["captures"], []string{"cap.w.pcap", "cap.w.pcap1"}; !slices.Equal(got, want) {
 				t.Errorf("captures pulled %q, want %q", got, want)
 			}
-			if got, want := lh.pulls["logs"], []string{"w.r0.stdout", "agent.log"}; !slices.Equal(got, want) {
+			if got, want := lh.pulls["logs"], []string{"w.r0.stdout", "agent.log", "own.pcap"}; !slices.Equal(got, want) {
 				t.Errorf("logs pulled %q, want %q", got, want)
 			}
-			if !slices.Equal(f.Refused, []string{"../escape"}) || len(f.Pulled) != 4 {
+			if !slices.Equal(f.Refused, []string{"../escape"}) || len(f.Pulled) != 5 {
 				t.Errorf("refused %q, pulled %d", f.Refused, len(f.Pulled))
 			}
 		})
@@ -129,7 +131,7 @@ func TestCapFiles(t *testing.T) {
 		{3, []string{"wl.w.exec.r0.stdout", "wl.w.exec.r0.stderr", "cap.c.pcap"}, []string{"d/1", "d/2"}},
 		{1, []string{"wl.w.exec.r0.stdout"}, []string{"wl.w.exec.r0.stderr", "cap.c.pcap", "d/1", "d/2"}},
 	} {
-		kept, left := capFiles(files, tt.max)
+		kept, left := capFiles(files, tt.max, func(p string) bool { return OfCapture(p, "cap.c.pcap") })
 		paths := func(fs []proto.FileInfo) []string {
 			var out []string
 			for _, f := range fs {
@@ -139,6 +141,34 @@ func TestCapFiles(t *testing.T) {
 		}
 		if !slices.Equal(paths(kept), tt.kept) || !slices.Equal(paths(left), tt.left) {
 			t.Errorf("max %d: kept %q left %q, want %q and %q", tt.max, paths(kept), paths(left), tt.kept, tt.left)
+		}
+	}
+}
+
+// TestOfCapture: a capture's files are its planned name and the names of
+// its ring, before (tcpdump's) and after (the agent's) the stop renamed
+// them; nothing else, whatever its extension.
+func TestOfCapture(t *testing.T) {
+	for _, tt := range []struct {
+		p    string
+		want bool
+	}{
+		{"cap.roce.pcap", true},
+		{"cap.roce.pcap0", true},
+		{"cap.roce.pcap17", true},
+		{"cap.roce.000.pcap", true},
+		{"cap.roce.012.pcap", true},
+		{"cap.roce.pcapx", false},
+		{"cap.roce..pcap", false},
+		{"cap.roce.a.pcap", false},
+		{"cap.roce.wl.pcap", false},
+		{"cap.rocex.pcap", false},
+		{"own.pcap", false},
+		{"wl.w.exec.r0.stdout", false},
+		{"cap.roce.pcap.stdout", false},
+	} {
+		if got := OfCapture(tt.p, "cap.roce.pcap"); got != tt.want {
+			t.Errorf("OfCapture(%q, cap.roce.pcap) = %v, want %v", tt.p, got, tt.want)
 		}
 	}
 }

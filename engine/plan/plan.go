@@ -113,6 +113,11 @@ type HostPlan struct {
 	Steps    []string `json:"steps"`
 
 	Ref *lab.Host `json:"-"` // the host, for the run engine
+	// How the run reaches it (hosts.go), resolved once here: Hops, its
+	// jump string's bastions (first dialled first), or Via, the planned
+	// lab host it jumps through.
+	Hops []Hop     `json:"-"`
+	Via  *HostPlan `json:"-"`
 }
 
 // Wave is a set of workloads that run at the same time.
@@ -349,9 +354,13 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 		if !used[h] && !jumps[h] {
 			continue
 		}
-		hp := &HostPlan{Ref: h, Name: h.Name, Slug: h.Slug, Address: h.Address, User: h.User, Port: h.Port, Jump: h.Jump, VM: h.VM != nil, JumpOnly: !used[h]}
+		hp := newHostPlan(h)
+		hp.JumpOnly = !used[h]
 		b.hosts[h] = hp
 		b.p.Hosts = append(b.p.Hosts, hp)
+	}
+	if err := b.resolveJumps(); err != nil {
+		return nil, err
 	}
 
 	// Per host: connect, ship, provision, preflight.

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 )
@@ -25,6 +26,10 @@ type WorkloadPlan struct {
 	// Dial is, for a client that dials no rxe of its server (tcp), the
 	// address it dials (the client step's Dial).
 	Dial *lab.Dial
+	// Hosts are the hosts its steps run on, in step order (server then
+	// client, or its one host), each once: whose loss skips it, whose
+	// kernel log a hang keeps.
+	Hosts []*lab.Host
 }
 
 // WindowPlan is one selected capture (Capture set) or impairment (Impair
@@ -42,6 +47,13 @@ type WindowPlan struct {
 	// Covers are the workloads it is in force during: During, or for a
 	// whole-run window every selected workload on its host.
 	Covers []*lab.Workload
+	// Window names a scoped window after During ("" for the whole run):
+	// part of a capture's agent handle and file name.
+	Window string
+	// File is the file a capture makes in its host's work dir
+	// ("cap.<slug>[.<window>].pcap"; a ring's files are named after it):
+	// the run's fetch files it as a capture because this step makes it.
+	File string
 }
 
 // walk fills Plan.Workloads, Captures and Impairs from the ordered steps.
@@ -82,6 +94,9 @@ func (p *Plan) walk() error {
 				return fmt.Errorf("plan: step %s is of workload %q, which is not selected", s.ID, s.Subject)
 			}
 			wp.Steps = append(wp.Steps, s.ID)
+			if !slices.Contains(wp.Hosts, s.HostRef) {
+				wp.Hosts = append(wp.Hosts, s.HostRef)
+			}
 			if s.Dial != nil {
 				wp.Dial = s.Dial
 			}
@@ -98,7 +113,9 @@ func (p *Plan) walk() error {
 			wp.Covers = covered(s)
 			if len(s.Capture.During) > 0 {
 				wp.During = wp.Covers
+				wp.Window = windowName(wp.During)
 			}
+			wp.File = CaptureHandle(s.Capture.Slug, wp.Window) + ".pcap"
 		case StartImpair:
 			imps[s.Impair].Start = append(imps[s.Impair].Start, s.ID)
 		case StopImpair:
@@ -111,4 +128,29 @@ func (p *Plan) walk() error {
 		}
 	}
 	return nil
+}
+
+// windowName names a scoped window after its workloads: part of the agent
+// handle and the file name, both [A-Za-z0-9._-] only ("write_bw-read_bw",
+// not "write_bw+read_bw").
+func windowName(during []*lab.Workload) string {
+	var names []string
+	for _, w := range during {
+		names = append(names, w.Slug)
+	}
+	window := strings.Join(names, "-")
+	if len(window) > 64 {
+		window = fmt.Sprintf("%s-and-%d-more", during[0].Slug, len(during)-1)
+	}
+	return window
+}
+
+// CaptureHandle is a capture's agent handle, the stem of its file: the
+// capture's slug, and its window when scoped.
+func CaptureHandle(slug, window string) string {
+	h := "cap." + slug
+	if window != "" {
+		h += "." + window
+	}
+	return h
 }

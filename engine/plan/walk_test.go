@@ -3,6 +3,7 @@ package plan
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,8 +53,8 @@ capture "all" {
 // workload's steps, the workloads it waits for and its client's dial; each
 // capture's steps and, when scoped, the workloads it covers in its
 // `during` order (the whole-run capture: none), and the workloads each is
-// in force during (the whole-run one: those on its host). With --only, the
-// selection's.
+// in force during (the whole-run one: those on its host), and the file a
+// capture makes, named after its window. With --only, the selection's.
 func TestWalk(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "walk.hcl")
 	if err := os.WriteFile(p, []byte(walkLab), 0o600); err != nil {
@@ -68,31 +69,34 @@ func TestWalk(t *testing.T) {
 		return out
 	}
 	type wl struct {
-		Steps, After []string
-		Dial         bool
+		Steps, After, Hosts []string
+		Dial                bool
 	}
-	type win struct{ Start, Stop, During, Covers []string }
+	type win struct {
+		Start, Stop, During, Covers []string
+		File                        string
+	}
 	for _, tt := range []struct {
 		only []string
 		wls  map[string]wl
 		caps map[string]win
 	}{
 		{nil, map[string]wl{
-			"a1": {Steps: []string{"a/workload-run/a1"}, After: []string{}},
-			"b1": {Steps: []string{"b/workload-run/b1"}, After: []string{}},
-			"ab": {Steps: []string{"a/workload-server/ab", "b/workload-client/ab"}, After: []string{"a1", "b1"}, Dial: true},
-			"a2": {Steps: []string{"a/workload-run/a2"}, After: []string{"ab"}},
+			"a1": {Steps: []string{"a/workload-run/a1"}, After: []string{}, Hosts: []string{"a"}},
+			"b1": {Steps: []string{"b/workload-run/b1"}, After: []string{}, Hosts: []string{"b"}},
+			"ab": {Steps: []string{"a/workload-server/ab", "b/workload-client/ab"}, After: []string{"a1", "b1"}, Hosts: []string{"a", "b"}, Dial: true},
+			"a2": {Steps: []string{"a/workload-run/a2"}, After: []string{"ab"}, Hosts: []string{"a"}},
 		}, map[string]win{
-			"c":   {Start: []string{"a/start-capture/c"}, Stop: []string{"a/stop-capture/c"}, During: []string{"a2", "ab"}, Covers: []string{"a2", "ab"}},
-			"all": {Start: []string{"b/start-capture/all"}, Stop: []string{"b/stop-capture/all"}, During: []string{}, Covers: []string{"b1", "ab"}},
+			"c":   {Start: []string{"a/start-capture/c"}, Stop: []string{"a/stop-capture/c"}, During: []string{"a2", "ab"}, Covers: []string{"a2", "ab"}, File: "cap.c.a2-ab.pcap"},
+			"all": {Start: []string{"b/start-capture/all"}, Stop: []string{"b/stop-capture/all"}, During: []string{}, Covers: []string{"b1", "ab"}, File: "cap.all.pcap"},
 		}},
 		{[]string{"b1", "a2"}, map[string]wl{
-			"b1": {Steps: []string{"b/workload-run/b1"}, After: []string{}},
-			"a2": {Steps: []string{"a/workload-run/a2"}, After: []string{}},
+			"b1": {Steps: []string{"b/workload-run/b1"}, After: []string{}, Hosts: []string{"b"}},
+			"a2": {Steps: []string{"a/workload-run/a2"}, After: []string{}, Hosts: []string{"a"}},
 		}, map[string]win{
 			// Scoped to what of its `during` the selection runs.
-			"c":   {Start: []string{"a/start-capture/c"}, Stop: []string{"a/stop-capture/c"}, During: []string{"a2"}, Covers: []string{"a2"}},
-			"all": {Start: []string{"b/start-capture/all"}, Stop: []string{"b/stop-capture/all"}, During: []string{}, Covers: []string{"b1"}},
+			"c":   {Start: []string{"a/start-capture/c"}, Stop: []string{"a/stop-capture/c"}, During: []string{"a2"}, Covers: []string{"a2"}, File: "cap.c.a2.pcap"},
+			"all": {Start: []string{"b/start-capture/all"}, Stop: []string{"b/stop-capture/all"}, During: []string{}, Covers: []string{"b1"}, File: "cap.all.pcap"},
 		}},
 	} {
 		pl, err := NewWith(l, Options{Only: tt.only})
@@ -104,17 +108,70 @@ func TestWalk(t *testing.T) {
 			if wp.Workload != pl.Selected.Workloads[i] {
 				t.Errorf("--only %v: workload %d is %s, the selection's is %s", tt.only, i, wp.Workload.Name, pl.Selected.Workloads[i].Name)
 			}
-			wls[wp.Workload.Name] = wl{Steps: wp.Steps, After: names(wp.After), Dial: wp.Dial != nil}
+			var hosts []string
+			for _, h := range wp.Hosts {
+				hosts = append(hosts, h.Name)
+			}
+			wls[wp.Workload.Name] = wl{Steps: wp.Steps, After: names(wp.After), Hosts: hosts, Dial: wp.Dial != nil}
 		}
 		if diff := cmp.Diff(tt.wls, wls); diff != "" {
 			t.Errorf("--only %v: workloads (-want +got):\n%s", tt.only, diff)
 		}
 		caps := map[string]win{}
 		for _, wp := range pl.Captures {
-			caps[wp.Capture.Name] = win{Start: wp.Start, Stop: wp.Stop, During: names(wp.During), Covers: names(wp.Covers)}
+			caps[wp.Capture.Name] = win{Start: wp.Start, Stop: wp.Stop, During: names(wp.During), Covers: names(wp.Covers), File: wp.File}
 		}
 		if diff := cmp.Diff(tt.caps, caps); diff != "" {
 			t.Errorf("--only %v: captures (-want +got):\n%s", tt.only, diff)
 		}
+	}
+}
+
+// TestPlanResolvesJumps: a planned host carries its jump string parsed
+// (Hops, first dialled first) or the planned lab host it jumps through
+// (Via); a jump string that is not one fails the plan, before any
+// connect.
+func TestPlanResolvesJumps(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "jump.hcl")
+	src := `
+lab "jump" {}
+host "j" { address = "10.0.0.9" }
+host "a" {
+  address = "127.0.0.1"
+  jump    = "bastion.example.org,ops@10.0.0.8:2200"
+}
+host "b" {
+  address = "127.0.0.2"
+  jump    = host.j
+}
+workload "ab" {
+  tool   = "tcp"
+  server = host.a
+  client = host.b
+  bytes  = "1MiB"
+}
+`
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := load(t, p, lab.LoadOptions{})
+	pl, err := New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, j := pl.HostOf(l.HostByName("a")), pl.HostOf(l.HostByName("b")), pl.HostOf(l.HostByName("j"))
+	if a == nil || b == nil || j == nil {
+		t.Fatalf("planned hosts a %v, b %v, j %v", a, b, j)
+	}
+	want := []Hop{{Address: "bastion.example.org"}, {User: "ops", Address: "10.0.0.8", Port: 2200}}
+	if d := cmp.Diff(want, a.Hops); d != "" || a.Via != nil {
+		t.Errorf("a: hops (-want +got):\n%s, via %v", d, a.Via)
+	}
+	if b.Via != j || b.Hops != nil || !j.JumpOnly {
+		t.Errorf("b: via %v (want j's plan), hops %v; j jump only %v", b.Via, b.Hops, j.JumpOnly)
+	}
+	l.HostByName("a").Jump = "ops@10.0.0.8:99999"
+	if _, err := New(l); err == nil || !strings.Contains(err.Error(), `host "a"`) || !strings.Contains(err.Error(), "bad port") {
+		t.Errorf("a bad jump string: plan error %v, want it named at plan time", err)
 	}
 }

@@ -60,7 +60,7 @@ host "b" { address = "127.0.0.1" }
 workload "hello" {
   tool    = "exec"
   host    = host.a
-  command = ["sh", "-c", "echo plain > plain.txt; echo token $0 > token.txt", `+token+`]
+  command = ["sh", "-c", "echo plain > plain.txt; echo token $0 > token.txt; echo not a capture > own.pcap", `+token+`]
 }
 workload "bulk" {
   tool   = "tcp"
@@ -104,7 +104,7 @@ workload "bulk" {
 	if !slices.Equal(paths, onDisk) {
 		t.Errorf("artifacts:\n%q\nfiles pulled on disk:\n%q", paths, onDisk)
 	}
-	var captures, logs, tokens int
+	var captures, logs, tokens, ownPcap int
 	for p, a := range listed {
 		parts := strings.Split(p, "/")
 		if len(parts) != 4 || parts[0] != "hosts" {
@@ -126,12 +126,21 @@ workload "bulk" {
 			t.Errorf("artifact %s: %v", p, err)
 			continue
 		}
+		if strings.HasSuffix(p, "/own.pcap") {
+			// A capture is what a capture step makes, not a name: the
+			// workload's own .pcap is one of its logs (kept unmasked
+			// as any *.pcap: its records are not rewritten).
+			ownPcap++
+			if a.Kind != results.ArtifactLog || p != "hosts/a/logs/own.pcap" {
+				t.Errorf("the workload's own.pcap is %s, kind %q: want hosts/a/logs/own.pcap, a log", p, a.Kind)
+			}
+		}
 		if strings.HasSuffix(p, "/token.txt") {
 			tokens++ // (the harness's Pull does not mask: sensitive_name_netns_test checks real pulls do)
 		}
 		if a.Kind == results.ArtifactLog {
 			logs++
-			if sensitive {
+			if sensitive && !strings.HasSuffix(p, "/own.pcap") {
 				if a.Size != 0 || a.SHA256 != "" {
 					t.Errorf("masked log %s: size %d sha256 %q, want none (the host's were of the unmasked file)", p, a.Size, a.SHA256)
 				}
@@ -145,6 +154,9 @@ workload "bulk" {
 		if a.Size != int64(len(data)) || a.SHA256 != hex.EncodeToString(sum[:]) {
 			t.Errorf("artifact %s: size %d sha256 %s; on disk %d bytes, sha256 %x", p, a.Size, a.SHA256, len(data), sum)
 		}
+	}
+	if ownPcap != 1 {
+		t.Errorf("the workload's own.pcap listed %d times, want once", ownPcap)
 	}
 	if tokens != 1 || logs < 3 {
 		t.Errorf("the exec workload's token.txt listed %d times (want once), %d logs (want its outputs and the tcp ends')", tokens, logs)

@@ -39,12 +39,12 @@ func (r *runner) build() error {
 		if err != nil {
 			return err
 		}
-		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, step: st, ids: wp.Steps, done: make(chan struct{})})
+		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, step: st, ids: wp.Steps, hosts: wp.Hosts, done: make(chan struct{})})
 	}
 	for _, wp := range r.plan.Captures {
 		c := wp.Capture
-		r.captures = append(r.captures, &captureWindow{lab: c, startIDs: wp.Start, stopIDs: wp.Stop, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
-			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes}})
+		r.captures = append(r.captures, &captureWindow{lab: c, startIDs: wp.Start, stopIDs: wp.Stop, file: wp.File, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
+			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes, Window: wp.Window}})
 	}
 	for _, wp := range r.plan.Impairs {
 		im := wp.Impair
@@ -179,7 +179,7 @@ func (r *runner) connectAll(ctx context.Context) error {
 	var failed atomic.Int32
 	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
 		t := targets[h.Name]
-		t.Lab = h
+		t.Lab, t.Plan = h, r.plan.HostOf(h)
 		t.LogDir = filepath.Join(r.hostDir(h), "logs")
 		t.Sensitive = r.lab.Sensitive
 		start := time.Now()
@@ -369,6 +369,7 @@ type captureWindow struct {
 	lab    *lab.Capture
 	step   *steps.Capture
 	during []*workloadNode // from the plan: the workloads its stop waits for
+	file   string          // from the plan: the file it makes (WindowPlan.File)
 
 	startIDs, stopIDs []string // its plan steps
 
@@ -465,7 +466,18 @@ func (r *runner) fetchAll(ctx context.Context) {
 		if !ok || lost {
 			return nil
 		}
+		// Its captures' files are captures because the plan's capture
+		// steps make them (and the files their stops reported), not by
+		// their names.
 		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
+		for _, c := range r.captures {
+			if c.onHost() == h.Name {
+				f.Captures = append(f.Captures, c.file)
+				for _, cf := range c.step.Files {
+					f.Captures = append(f.Captures, cf.Path)
+				}
+			}
+		}
 		err := r.apply(ctx, f, h.Name, "", r.plan.IDs(h.Name, "", plan.Fetch)...)
 		if err != nil {
 			r.addErr(&infraError{err})
@@ -498,7 +510,7 @@ func (r *runner) teardown(ctx context.Context) {
 	r.emit(Event{Type: "step.start", Step: "teardown", IDs: ids})
 	r.noteDiscarded() // discard.go
 	for _, n := range r.workloads {
-		if r.allDiscarded(n.lab.Hosts()) {
+		if r.allDiscarded(n.hosts) {
 			continue
 		}
 		if err := n.step.Undo(ctx, r.env); err != nil {

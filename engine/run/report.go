@@ -43,7 +43,7 @@ func (r *runner) writeResults(res *Result) error {
 		if w.Status == "" {
 			w.Status = results.StatusSkipped
 		}
-		for _, h := range n.lab.Hosts() {
+		for _, h := range n.hosts {
 			w.Hosts = append(w.Hosts, h.Name)
 		}
 		var carries []string

@@ -78,6 +78,9 @@ type Host interface {
 type Target struct {
 	StateHost
 	Lab *lab.Host `json:"-"` // nil when read back from state.json
+	// Plan is how the run's plan resolved the host (address, user, port,
+	// jump): a run connects through it (nil outside a run).
+	Plan *plan.HostPlan `json:"-"`
 	// LogDir, when set, is where the agent's own log (its stderr) goes.
 	LogDir string `json:"-"`
 	// Sensitive values are redacted from the agent's log as it is written

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
@@ -83,7 +82,6 @@ func (r *runner) schedule() error {
 		c := r.captures[i]
 		if c.during = of(wp.During); len(c.during) > 0 {
 			c.remaining = len(c.during)
-			c.step.Window = windowName(c.during)
 		}
 		for _, n := range c.during {
 			n.captures = append(n.captures, c) // started in the lab's order of captures
@@ -105,19 +103,4 @@ func (r *runner) schedule() error {
 // workloads) and hands the plan to Run as Options.Plan.
 func PlanOptions(o Options) plan.Options {
 	return plan.Options{Only: o.Only, Check: o.Validate, Provision: o.Provision, NoProvision: o.Validate}
-}
-
-// windowName names a scoped capture's window after its workloads: part of
-// the agent handle and the file name, both [A-Za-z0-9._-] only
-// ("write_bw-read_bw", not "write_bw+read_bw").
-func windowName(during []*workloadNode) string {
-	var names []string
-	for _, n := range during {
-		names = append(names, n.lab.Slug)
-	}
-	window := strings.Join(names, "-")
-	if len(window) > 64 {
-		window = fmt.Sprintf("%s-and-%d-more", during[0].lab.Slug, len(during)-1)
-	}
-	return window
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/steps"
@@ -107,22 +108,25 @@ func (s *SSHConnector) Close() error {
 // another lab host (logged into with that host's own user, key and jump)
 // or a "user@host:port,..." string whose bastions are logged into with the
 // host's user and keys unless ~/.ssh/config says otherwise. Every command
-// that reaches lab hosts (run, down, facts, check) goes through here.
+// that reaches lab hosts without a plan (down, facts, check) goes through
+// here; a run reaches the hosts its plan resolved (planTarget).
 func HostTarget(h *lab.Host, identities []string) sshx.Target {
-	return hostTarget(h, identities, 0)
+	hp, _ := plan.HostOf(h) // the lab loader checked its jump
+	return planTarget(hp, identities, 0)
 }
 
-func hostTarget(h *lab.Host, identities []string, depth int) sshx.Target {
-	t := sshx.Target{Name: h.Name, Address: h.Address, Port: h.Port, User: h.User}
-	t.IdentityFiles = identityFiles(h.IdentityFile, identities)
-	switch {
-	case h.JumpHost != nil && depth < maxJumpDepth:
-		// A lab host as bastion: its own user, key and jump apply.
-		j := hostTarget(h.JumpHost, identities, depth+1)
+// planTarget is how a run reaches a host: as its plan resolved it (the
+// address, port and user, the jump string's hops parsed at plan time or
+// the planned lab host it jumps through), parsing nothing again.
+func planTarget(hp *plan.HostPlan, identities []string, depth int) sshx.Target {
+	t := sshx.Target{Name: hp.Name, Address: hp.Address, Port: hp.Port, User: hp.User}
+	t.IdentityFiles = identityFiles(hp.Ref.IdentityFile, identities)
+	if hp.Via != nil && depth < maxJumpDepth {
+		j := planTarget(hp.Via, identities, depth+1)
 		t.Jump = &j
-	case h.Jump != "":
-		t.Jump, _ = jumpChain(h.Jump, t) // the lab loader checked it
+		return t
 	}
+	t.Jump = hopChain(hp.Hops, t)
 	return t
 }
 
@@ -166,20 +170,29 @@ func identityFiles(file string, identities []string) []string {
 	return identities
 }
 
-// jumpChain parses a jump string for host t: bastions named by address are
-// logged into with t's user and keys unless ~/.ssh/config says otherwise.
+// jumpChain parses a jump string for host t (one read back from state.json).
 func jumpChain(spec string, t sshx.Target) (*sshx.Target, error) {
-	chain, err := sshx.ParseJump(spec)
+	hops, err := plan.ParseJump(spec)
 	if err != nil {
 		return nil, err
 	}
-	for j := chain; j != nil; j = j.Jump {
+	return hopChain(hops, t), nil
+}
+
+// hopChain is the chain of bastions to host t through hops (the first
+// dialled first), the last the closest to t: logged into with t's user
+// (unless a hop names one) and keys unless ~/.ssh/config says otherwise.
+func hopChain(hops []plan.Hop, t sshx.Target) *sshx.Target {
+	var prev *sshx.Target
+	for _, h := range hops {
+		j := &sshx.Target{Name: "bastion " + h.Address, Address: h.Address, Port: h.Port, User: h.User,
+			IdentityFiles: t.IdentityFiles, Jump: prev, NoJump: prev == nil}
 		if j.User == "" {
 			j.User = t.User
 		}
-		j.IdentityFiles = t.IdentityFiles
+		prev = j
 	}
-	return chain, nil
+	return prev
 }
 
 // Connect implements Connector.
@@ -189,10 +202,17 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 		return nil, err
 	}
 	var st sshx.Target
-	if t.Lab != nil && t.Lab.VM == nil {
+	switch {
+	case t.Plan != nil && !t.Plan.VM:
+		st = planTarget(t.Plan, s.Identities, 0)
+	case t.Lab != nil && t.Lab.VM == nil:
 		st = HostTarget(t.Lab, s.Identities)
-	} else if st, err = stateTarget(t.StateHost, s.Identities); err != nil {
-		return nil, err
+	default:
+		// A local VM (its endpoint is what the VM engine gave), or a
+		// host read back from state.json.
+		if st, err = stateTarget(t.StateHost, s.Identities); err != nil {
+			return nil, err
+		}
 	}
 	c, err := d.Dial(ctx, st)
 	if err != nil {

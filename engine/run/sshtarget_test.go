@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -40,6 +41,10 @@ func TestHostTarget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if d := cmp.Diff(tt.want, HostTarget(tt.h, ids)); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
+			}
+			// A run reaches it as its plan resolved it, the same way.
+			if d := cmp.Diff(tt.want, planTarget(hostPlanOf(t, tt.h), ids, 0)); d != "" {
+				t.Errorf("from the plan (-want +got):\n%s", d)
 			}
 			// `rlab down` reaches the host from state.json alone, through
 			// the same bastions with the same users and keys as the run.
@@ -81,6 +86,66 @@ func TestHostTarget(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// hostPlanOf is h as engine/plan resolves it (HostPlan.Hops or Via).
+func hostPlanOf(t *testing.T, h *lab.Host) *plan.HostPlan {
+	hp := &plan.HostPlan{Ref: h, Name: h.Name, Address: h.Address, Port: h.Port, User: h.User, Jump: h.Jump, VM: h.VM != nil}
+	if h.JumpHost != nil {
+		hp.Via = hostPlanOf(t, h.JumpHost)
+		return hp
+	}
+	hops, err := plan.ParseJump(h.Jump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp.Hops = hops
+	return hp
+}
+
+// jumpSpecs are jump strings, good and bad, both parsers are held to.
+var jumpSpecs = []string{
+	"", "none", "b", "b:22", "u@b", "u@b:2200", "a,b,c", "u@a:1, v@b:2 ,c",
+	"ssh://u@b:22", "[2001:db8::1]:22", "u@[2001:db8::1]:2200", "2001:db8::1",
+	"[2001:db8::1]", "b:0", "b:65536", "b:x", "a,,b", ",", "u@", "b/c", "a b",
+	"u@v@b", "[b]:1]", "b]:1", "[b:1", "b:", ":22",
+}
+
+// TestParseJumpAgrees: engine/plan parses a jump string once at plan time
+// (it may not import the SSH layer); it reads every spec as
+// sshx.ParseJump does, which reads ~/.ssh/config's ProxyJump: the same
+// hops, or an error for both.
+func TestParseJumpAgrees(t *testing.T) {
+	for _, spec := range jumpSpecs {
+		checkJumpAgrees(t, spec)
+	}
+}
+
+func FuzzParseJumpAgrees(f *testing.F) {
+	for _, spec := range jumpSpecs {
+		f.Add(spec)
+	}
+	f.Fuzz(checkJumpAgrees)
+}
+
+func checkJumpAgrees(t *testing.T, spec string) {
+	t.Helper()
+	want, werr := sshx.ParseJump(spec)
+	hops, err := plan.ParseJump(spec)
+	if (werr != nil) != (err != nil) {
+		t.Fatalf("jump %q: sshx says %v, plan says %v", spec, werr, err)
+	}
+	if err != nil {
+		if err.Error() != werr.Error() {
+			t.Errorf("jump %q: plan says %q, sshx %q", spec, err, werr)
+		}
+		return
+	}
+	host := sshx.Target{}
+	got := hopChain(hops, host)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("jump %q (-sshx +plan):\n%s", spec, d)
 	}
 }
 

@@ -20,6 +20,7 @@ type workloadNode struct {
 	spec     *steps.Workload
 	step     steps.Step
 	ids      []string         // its plan steps
+	hosts    []*lab.Host      // the hosts of its plan steps (WorkloadPlan.Hosts)
 	deps     []*workloadNode  // the workloads its plan steps depend on
 	captures []*captureWindow // scoped captures that cover it
 	impairs  []*impairWindow  // scoped impairments that cover it (impair.go)
@@ -101,7 +102,7 @@ func (r *runner) skipReason(ctx context.Context, n *workloadNode) string {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, h := range n.lab.Hosts() {
+	for _, h := range n.hosts {
 		if err := r.lost[h.Name]; err != nil {
 			return fmt.Sprintf("host %q lost: %v", h.Name, err)
 		}
@@ -156,7 +157,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 				// Its hosts did not answer a stop in time: give up on them
 				// (their sessions are closed, so every later call fails
 				// at once) rather than hang the run.
-				for _, h := range n.lab.Hosts() {
+				for _, h := range n.hosts {
 					r.abandon(h.Name, fmt.Errorf("host %q did not answer a request to stop workload %q within %s", h.Name, n.lab.Name, 2*steps.UndoTimeout))
 				}
 			}
@@ -185,7 +186,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 func (r *runner) saveDmesg(ctx context.Context, n *workloadNode) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, h := range n.lab.Hosts() {
+	for _, h := range n.hosts {
 		out, err := steps.DmesgTail(ctx, r.env, h.Name, "dmesg."+n.lab.Slug, 200)
 		if err != nil {
 			out = fmt.Sprintf("(dmesg unavailable: %v)\n", err)
