@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,5 +79,55 @@ func TestCapturesFromArtifacts(t *testing.T) {
 				t.Errorf("captures %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestListedCaptureReadOnce: a capture results.json lists more than once,
+// under the same name or another spelling of it, is read once (issue 24
+// attack round): a received results.json of 1.7 MB listing a 44 KB capture
+// 20,000 times held rlab report past two minutes (2,000 times: 49 s), each
+// listing read as one more file of a ring, so a few MB listing a real
+// capture held it for days.
+func TestListedCaptureReadOnce(t *testing.T) {
+	dir := copyDir(t, fixture)
+	once, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(once.Captures) != 1 || once.Captures[0].Packets == 0 {
+		t.Fatalf("the fixture's capture: %+v", once.Captures)
+	}
+	want := once.Captures[0].Packets
+	r, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const p = "hosts/server/captures/cap.roce.pcap"
+	for _, spelled := range []string{p, "hosts/server/captures/./cap.roce.pcap", "hosts//server/captures/cap.roce.pcap", "hosts/server/../server/captures/cap.roce.pcap"} {
+		for range 500 {
+			r.Artifacts = append(r.Artifacts, results.Artifact{Host: "server", Path: spelled, Kind: results.ArtifactCapture})
+		}
+	}
+	b, err := results.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, results.ResultsFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Captures) != 1 || d.Captures[0].Packets != want || d.Captures[0].Error != "" {
+		got := []string{}
+		for _, c := range d.Captures {
+			got = append(got, fmt.Sprintf("%s: %d packets %q", c.Link.Path, c.Packets, c.Error))
+		}
+		t.Errorf("captures %q, want the one capture read once (%d packets)", got, want)
+	}
+	rels, err := results.CapturesOf(r, dir, IsCaptureFile)
+	if err != nil || !slices.Equal(rels, []string{p}) {
+		t.Errorf("results.CapturesOf: %d paths (%q…), %v; want %q once", len(rels), rels[:min(len(rels), 2)], err, p)
 	}
 }

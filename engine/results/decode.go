@@ -149,13 +149,17 @@ const (
 	MaxWorkloads = 20_000
 	MaxSamples   = 500_000
 	MaxStudents  = 10_000
+	// MaxArtifacts: a run pulls at most 100,000 files from a host; a
+	// million is a class of hosts each with ten times a small run's.
+	MaxArtifacts = 1_000_000
 )
 
-// checkCounts refuses a document whose top-level workloads, samples or
-// students arrays hold more than their limit, counting without building.
+// checkCounts refuses a document whose top-level workloads, samples,
+// students or artifacts arrays hold more than their limit, counting
+// without building.
 func checkCounts(b []byte) error {
 	var top struct {
-		Workloads, Samples, Students json.RawMessage
+		Workloads, Samples, Students, Artifacts json.RawMessage
 	}
 	if err := json.Unmarshal(b, &top); err != nil {
 		return err
@@ -164,7 +168,7 @@ func checkCounts(b []byte) error {
 		key string
 		raw json.RawMessage
 		max int
-	}{{"workloads", top.Workloads, MaxWorkloads}, {"samples", top.Samples, MaxSamples}, {"students", top.Students, MaxStudents}} {
+	}{{"workloads", top.Workloads, MaxWorkloads}, {"samples", top.Samples, MaxSamples}, {"students", top.Students, MaxStudents}, {"artifacts", top.Artifacts, MaxArtifacts}} {
 		if n, ok := countOver(a.raw, a.max); !ok {
 			return fmt.Errorf("%s: more than %d (at least %d), more than any run writes: refusing to read them", a.key, a.max, n)
 		}

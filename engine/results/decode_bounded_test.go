@@ -25,6 +25,7 @@ func TestDecodeBounded(t *testing.T) {
 		{"a million workloads", "workloads", "{}", 1_000_000, true},
 		{"samples past the limit", "samples", `{"kind":"tool"}`, MaxSamples + 1, true},
 		{"students past the limit", "students", "{}", MaxStudents + 1, true},
+		{"artifacts past the limit", "artifacts", `{"path":"a"}`, MaxArtifacts + 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
