@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strconv"
 )
 
@@ -41,6 +42,7 @@ func Decode(b []byte) (*Run, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
 	}
+	uniqueLogs(&r)
 	for i := range r.Samples {
 		switch k := KindOf(r.Samples[i]); k {
 		case KindTool, KindCounter:
@@ -152,6 +154,8 @@ const (
 	// MaxArtifacts: a run pulls at most 100,000 files from a host; a
 	// million is a class of hosts each with ten times a small run's.
 	MaxArtifacts = 1_000_000
+	// MaxLogs bounds the workloads' logs lists, all together.
+	MaxLogs = 1_000_000
 )
 
 // checkCounts refuses a document whose top-level workloads, samples,
@@ -173,7 +177,39 @@ func checkCounts(b []byte) error {
 			return fmt.Errorf("%s: more than %d (at least %d), more than any run writes: refusing to read them", a.key, a.max, n)
 		}
 	}
+	// The workloads' logs, all together (at most MaxWorkloads lists).
+	var ws []struct{ Logs json.RawMessage }
+	if json.Unmarshal(top.Workloads, &ws) == nil {
+		total := 0
+		for _, w := range ws {
+			n, _ := countOver(w.Logs, MaxLogs-total)
+			if total += n; total > MaxLogs {
+				return fmt.Errorf("workloads' logs: more than %d, more than any run writes: refusing to read them", MaxLogs)
+			}
+		}
+	}
 	return nil
+}
+
+// uniqueLogs keeps each workload's log paths once, cleaned: a received
+// results.json that lists one log many times must not have it read (or
+// shown) once per listing.
+func uniqueLogs(r *Run) {
+	for i := range r.Workloads {
+		logs := r.Workloads[i].Logs
+		if len(logs) < 2 {
+			continue
+		}
+		seen := make(map[string]bool, len(logs))
+		out := logs[:0]
+		for _, l := range logs {
+			if c := path.Clean(l); l != "" && !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+		r.Workloads[i].Logs = out
+	}
 }
 
 // countOver counts the elements of a JSON array up to max+1; ok is false

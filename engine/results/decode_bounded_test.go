@@ -2,6 +2,7 @@ package results
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,24 @@ func TestDecodeBounded(t *testing.T) {
 				t.Errorf("refusing %d bytes allocated %d MiB", len(b), a>>20)
 			}
 		})
+	}
+}
+
+// TestDecodeLogsBounded: the workloads' logs lists are bounded all
+// together (MaxLogs, counted before they are built: 100 MB of one
+// workload's logs took rlab show to 1.2 GB and 44 s) and each workload's
+// list holds a path once, cleaned.
+func TestDecodeLogsBounded(t *testing.T) {
+	r, err := Decode([]byte(`{"schema":2,"lab":"x","workloads":[{"name":"w","logs":["a/b","a/./b","a//b","c",""]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Workloads[0].Logs; !slices.Equal(got, []string{"a/b", "c"}) {
+		t.Errorf("logs %q, want [a/b c]", got)
+	}
+	half := strings.TrimSuffix(strings.Repeat(`"a",`, MaxLogs/2+1), ",")
+	b := []byte(`{"schema":2,"lab":"x","workloads":[{"name":"w","logs":[` + half + `]},{"name":"v","logs":[` + half + `]}]}`)
+	if _, err := Decode(b); err == nil || !strings.Contains(err.Error(), "logs: more than") {
+		t.Errorf("%d logs in two workloads: %v, want refused", MaxLogs+2, err)
 	}
 }
