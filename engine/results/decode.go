@@ -156,6 +156,13 @@ const (
 	MaxArtifacts = 1_000_000
 	// MaxLogs bounds the workloads' logs lists, all together.
 	MaxLogs = 1_000_000
+	// MaxNested bounds the elements of every array inside the top-level
+	// ones (a workload's logs, expects, hosts; a sample's hosts and
+	// devices; a student's lists), all together, and MaxNestedObjects
+	// those of them that are objects (expects, notes): a run at the other
+	// limits holds about 3,000,000 and 100,000.
+	MaxNested        = 4_000_000
+	MaxNestedObjects = 500_000
 )
 
 // checkCounts refuses a document whose top-level workloads, samples,
@@ -177,6 +184,9 @@ func checkCounts(b []byte) error {
 			return fmt.Errorf("%s: more than %d (at least %d), more than any run writes: refusing to read them", a.key, a.max, n)
 		}
 	}
+	if n, objs := countNested(b); n > MaxNested || objs > MaxNestedObjects {
+		return fmt.Errorf("lists inside workloads, samples and students: more than %d values or %d objects (at least %d and %d), more than any run writes: refusing to read them", MaxNested, MaxNestedObjects, n, objs)
+	}
 	// The workloads' logs, all together (at most MaxWorkloads lists).
 	var ws []struct{ Logs json.RawMessage }
 	if json.Unmarshal(top.Workloads, &ws) == nil {
@@ -189,6 +199,54 @@ func checkCounts(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// countNested counts the elements of the arrays b holds below its
+// top-level members' own elements (a workload's expects, not the
+// workloads), and how many of them are objects, in one pass over the
+// bytes that builds nothing: a list of empty objects costs a hundred times
+// its text once decoded (15 MB of one workload's "expects": [{}, …] took
+// rlab show to 1.2 GB). It stops counting past the limits.
+func countNested(b []byte) (n, objs int) {
+	var stack []byte                               // '[' or '{' per open container
+	inString, escaped, want := false, false, false // want: an array element may start here
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if want && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ']' {
+			want = false
+			if n++; c == '{' {
+				objs++
+			}
+			if n > MaxNested || objs > MaxNestedObjects {
+				return n, objs
+			}
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			stack = append(stack, c)
+			want = c == '[' && len(stack) >= 3
+		case ']', '}':
+			want = false
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			want = len(stack) >= 3 && stack[len(stack)-1] == '['
+		}
+	}
+	return n, objs
 }
 
 // uniqueLogs keeps each workload's log paths once, cleaned: a received
