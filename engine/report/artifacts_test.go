@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -129,5 +131,29 @@ func TestListedCaptureReadOnce(t *testing.T) {
 	rels, err := results.CapturesOf(r, dir, IsCaptureFile)
 	if err != nil || !slices.Equal(rels, []string{p}) {
 		t.Errorf("results.CapturesOf: %d paths (%q…), %v; want %q once", len(rels), rels[:min(len(rels), 2)], err, p)
+	}
+}
+
+// TestFactsOfEmptyObjectsRefused: a received facts.json of empty netdevs
+// (15 MB took rlab report to 3.9 GB and past two minutes) is refused
+// before it is decoded, said on the host, and the report is still made.
+func TestFactsOfEmptyObjectsRefused(t *testing.T) {
+	dir := copyDir(t, fixture)
+	doc := `{"hostname":"x","netdevs":[` + strings.TrimSuffix(strings.Repeat("{},", proto.MaxValues+1), ",") + `]}`
+	if err := os.WriteFile(filepath.Join(dir, "hosts", "server", "facts.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	for _, h := range d.Hosts {
+		if h.Slug == "server" {
+			errs = h.Errors
+		}
+	}
+	if !strings.Contains(strings.Join(errs, "\n"), "refusing to decode") {
+		t.Errorf("host server's errors %q, want the facts refused", errs)
 	}
 }
