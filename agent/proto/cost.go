@@ -16,17 +16,26 @@ const MaxValues = 100_000
 // are more than max: call it before decoding text a host or a received
 // run directory wrote.
 func CheckValues(b []byte, max int) error {
-	if n := countValues(b, max); n > max {
+	if n, _ := countValues(b, max, -1); n > max {
 		return fmt.Errorf("more than %d objects and list elements (%d bytes of JSON): refusing to decode it", max, len(b))
 	}
 	return nil
 }
 
-// countValues counts '{' and array elements outside strings, stopping past
-// max.
-func countValues(b []byte, max int) int {
+// CheckObjects is CheckValues with a bound of its own on the objects, the
+// dear part (a struct each): for a document that legitimately holds many
+// short strings (argv lists) but not as many objects.
+func CheckObjects(b []byte, maxValues, maxObjects int) error {
+	if n, objs := countValues(b, maxValues, maxObjects); n > maxValues || objs > maxObjects {
+		return fmt.Errorf("more than %d objects or %d values (%d bytes of JSON): refusing to decode it", maxObjects, maxValues, len(b))
+	}
+	return nil
+}
+
+// countValues counts '{' and array elements outside strings (n), and the
+// '{' alone (objs), stopping past max or maxObjs (-1: no bound of its own).
+func countValues(b []byte, max, maxObjs int) (n, objs int) {
 	var stack []byte
-	n := 0
 	inString, escaped, want := false, false, false // want: an array element may start here
 	for _, c := range b {
 		if inString {
@@ -51,6 +60,7 @@ func countValues(b []byte, max int) int {
 			inString = true
 		case '{':
 			n++
+			objs++
 			stack = append(stack, c)
 		case '[':
 			stack = append(stack, c)
@@ -63,9 +73,9 @@ func countValues(b []byte, max int) int {
 		case ',':
 			want = len(stack) > 0 && stack[len(stack)-1] == '['
 		}
-		if n > max {
-			return n
+		if n > max || maxObjs >= 0 && objs > maxObjs {
+			return n, objs
 		}
 	}
-	return n
+	return n, objs
 }

@@ -20,7 +20,7 @@ func TestCheckValues(t *testing.T) {
 		{`[ ]`, 0},
 		{`[ 1 , 2 ]`, 2},
 	} {
-		if n := countValues([]byte(tc.doc), 1<<30); n != tc.n {
+		if n, _ := countValues([]byte(tc.doc), 1<<30, -1); n != tc.n {
 			t.Errorf("countValues(%s) = %d, want %d", tc.doc, n, tc.n)
 		}
 	}
