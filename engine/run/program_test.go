@@ -417,6 +417,39 @@ workload "w" {
 		}
 		workDirsGone(t, res)
 	})
+	t.Run("build never ends", func(t *testing.T) {
+		// The build's bound reaches the root agent, which ends the login
+		// user's build (SECURITY 80); before, the run waited for it.
+		old := program.BuildTimeout
+		program.BuildTimeout = 3 * time.Second
+		t.Cleanup(func() { program.BuildTimeout = old })
+		l := programLab(t, base+`
+program "forever" {
+  source = "broken"
+  build  = ["sleep", "3601"]
+}
+workload "w" {
+  tool    = "program"
+  program = program.forever
+  host    = host.h1
+  command = ["true"]
+  timeout = "2s"
+}
+`)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res := Run(ctx, l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		if ctx.Err() != nil {
+			t.Fatal("the run did not end by itself within two minutes")
+		}
+		if res.Code != ExitFailed || res.Err == nil || !strings.Contains(res.Err.Error(), "the most a build may take") {
+			t.Fatalf("code %d: %v", res.Code, res.Err)
+		}
+		if out, _ := exec.Command("pgrep", "-f", "^sleep 3601$").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
+			t.Errorf("the build is left running: pids %s", out)
+		}
+		workDirsGone(t, res)
+	})
 }
 
 // TestNetnsProgramCache: the source cache across runs, on netns hosts
