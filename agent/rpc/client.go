@@ -259,6 +259,11 @@ func (p *Pending) Wait(ctx context.Context, result any) error {
 		return &CallError{Host: c.o.Host, Method: p.Method, Err: p.env.Error}
 	}
 	if result != nil {
+		// A reply's text is bounded (MaxLine), what decoding it builds is
+		// not: a line of empty objects costs a hundred times its size.
+		if err := proto.CheckValues(p.env.Result, proto.MaxValues); err != nil {
+			return fmt.Errorf("host %q: %s: decode result: %w", c.o.Host, p.Method, err)
+		}
 		if err := json.Unmarshal(p.env.Result, result); err != nil {
 			return fmt.Errorf("host %q: %s: decode result: %w", c.o.Host, p.Method, err)
 		}

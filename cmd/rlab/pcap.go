@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/roce"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/runevent"
 )
 
@@ -291,6 +294,19 @@ func pcapInputs(cmd *cobra.Command, args []string) ([][]string, error) {
 		files = append(files, f)
 		return nil
 	}
+	// A capture found in a folder or a run (not named by the user) is read
+	// only when it is a regular file of that folder or run (engine/rundir,
+	// as report reads them): a received run directory's symlink to a file
+	// of the reader's is skipped, and said.
+	confined := func(dir, rel string) bool {
+		f, err := rundir.Open(dir, rel)
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "pcap: skipped %s: %s\n", termText(filepath.Join(dir, filepath.FromSlash(rel))), termText(confinedErr(err)))
+			return false
+		}
+		f.Close()
+		return true
+	}
 	captureFolder := func(dir string) ([]string, error) {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -298,7 +314,7 @@ func pcapInputs(cmd *cobra.Command, args []string) ([][]string, error) {
 		}
 		var out []string
 		for _, e := range ents {
-			if !e.IsDir() && report.IsCaptureFile(e.Name()) {
+			if !e.IsDir() && report.IsCaptureFile(e.Name()) && confined(dir, e.Name()) {
 				out = append(out, filepath.Join(dir, e.Name()))
 			}
 		}
@@ -313,7 +329,9 @@ func pcapInputs(cmd *cobra.Command, args []string) ([][]string, error) {
 		}
 		var out []string
 		for _, rel := range rels {
-			out = append(out, filepath.Join(run, filepath.FromSlash(rel)))
+			if confined(run, rel) {
+				out = append(out, filepath.Join(run, filepath.FromSlash(rel)))
+			}
 		}
 		if len(out) == 0 {
 			return nil, fmt.Errorf("run %s has no captures (hosts/*/captures/ is empty)", run)
@@ -361,6 +379,16 @@ func pcapInputs(cmd *cobra.Command, args []string) ([][]string, error) {
 		}
 	}
 	return report.GroupCaptureFiles(files), nil
+}
+
+// confinedErr is why rundir refused a file, without the path it names
+// (the caller names it).
+func confinedErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 func isRunDir(d string) bool {

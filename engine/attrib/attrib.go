@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -118,10 +119,19 @@ func Load(dir string) (*Run, error) {
 			logs[name] = rw.Logs
 		}
 	}
+	// Each log is read once however many workloads list it (a received
+	// results.json may list one log in every workload).
+	read := map[string][]uint32{}
 	for _, name := range order {
 		w := byName[name]
 		for _, rel := range logs[name] {
-			w.QPNs = appendQPNs(w.QPNs, dir, rel)
+			rel = path.Clean(rel)
+			qs, ok := read[rel]
+			if !ok {
+				qs = appendQPNs(nil, dir, rel)
+				read[rel] = qs
+			}
+			w.QPNs = append(w.QPNs, qs[:min(len(qs), maxQPNs-len(w.QPNs))]...)
 		}
 		sort.Slice(w.QPNs, func(i, j int) bool { return w.QPNs[i] < w.QPNs[j] })
 		w.QPNs = compact(w.QPNs)

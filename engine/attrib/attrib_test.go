@@ -1,6 +1,7 @@
 package attrib
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,4 +212,47 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadLogListedOften: a tool log results.json lists again and again
+// (in every workload, several times each, spelled differently) is read
+// once (issue 24 attack round): each listing read up to 1 MiB of it
+// again, so a received results.json of a few MB held rlab report and
+// rlab pcap RUN for hours. Every workload still gets the log's QPN.
+func TestLoadLogListedOften(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "hosts", "a", "logs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log := " local address: LID 0000 QPN 0x00beef PSN 0x1\n" + strings.Repeat(strings.Repeat("x", 99)+"\n", (maxLogRead/100)+10)
+	if err := os.WriteFile(filepath.Join(dir, "hosts", "a", "logs", "w.txt"), []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	var ws []string
+	for i := range n {
+		ws = append(ws, fmt.Sprintf(`{"name":"w%d","tool":"ib_write_bw","started":"2026-01-01T00:00:00Z","finished":"2026-01-01T00:00:01Z","logs":["hosts/a/logs/w.txt","hosts/a/logs/./w.txt","hosts//a/logs/w.txt"]}`, i))
+	}
+	doc := `{"schema":2,"lab":"l","id":"x","workloads":[` + strings.Join(ws, ",") + `],"samples":[]}`
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r, err := Load(dir)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Workloads) != n {
+		t.Fatalf("%d workloads, want %d", len(r.Workloads), n)
+	}
+	for _, w := range r.Workloads {
+		if len(w.QPNs) != 1 || w.QPNs[0] != 0xbeef {
+			t.Fatalf("workload %s: QPNs %x, want [beef]", w.Name, w.QPNs)
+		}
+	}
+	// Read once: milliseconds; 9,000 times: minutes.
+	if took > 10*time.Second {
+		t.Errorf("Load took %s for one 1 MiB log listed %d times", took, 3*n)
+	}
 }

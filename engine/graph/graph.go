@@ -393,7 +393,11 @@ func (g *Graph) AddRunFacts(l *lab.Lab, runDir string) error {
 			return fmt.Errorf("read facts of host %q: %w", h.Name, err)
 		}
 		var f proto.Facts
-		if err := json.Unmarshal(b, &f); err != nil {
+		err = proto.CheckValues(b, proto.MaxValues)
+		if err == nil {
+			err = json.Unmarshal(b, &f)
+		}
+		if err != nil {
 			return fmt.Errorf("read facts of host %q from %s: %w", h.Name, file, err)
 		}
 		g.AddFacts(h.Name, &f)

@@ -285,7 +285,11 @@ func (b *builder) host(slug string) Host {
 		return h
 	}
 	var f proto.Facts
-	if err := json.Unmarshal(data, &f); err != nil {
+	err := proto.CheckValues(data, proto.MaxValues)
+	if err == nil {
+		err = json.Unmarshal(data, &f)
+	}
+	if err != nil {
 		h.Errors = append(h.Errors, fmt.Sprintf("read %s: %v", rel, err))
 		return h
 	}

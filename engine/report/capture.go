@@ -3,7 +3,6 @@ package report
 import (
 	"errors"
 	"fmt"
-	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/rundir"
 	"math"
 	"path"
@@ -454,10 +453,7 @@ func (b *builder) captures() {
 		for _, l := range b.all {
 			byPath[l.Path] = l
 		}
-		for _, a := range b.doc.Artifacts {
-			if a.Kind != results.ArtifactCapture {
-				continue
-			}
+		for _, a := range b.doc.CaptureArtifacts() {
 			l, ok := byPath[a.Path]
 			if !ok {
 				l = Link{Path: a.Path, Label: a.Path}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strconv"
 )
 
@@ -41,6 +42,7 @@ func Decode(b []byte) (*Run, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
 	}
+	uniqueLogs(&r)
 	for i := range r.Samples {
 		switch k := KindOf(r.Samples[i]); k {
 		case KindTool, KindCounter:
@@ -149,13 +151,26 @@ const (
 	MaxWorkloads = 20_000
 	MaxSamples   = 500_000
 	MaxStudents  = 10_000
+	// MaxArtifacts: a run pulls at most 100,000 files from a host; a
+	// million is a class of hosts each with ten times a small run's.
+	MaxArtifacts = 1_000_000
+	// MaxLogs bounds the workloads' logs lists, all together.
+	MaxLogs = 1_000_000
+	// MaxNested bounds the elements of every array inside the top-level
+	// ones (a workload's logs, expects, hosts; a sample's hosts and
+	// devices; a student's lists), all together, and MaxNestedObjects
+	// those of them that are objects (expects, notes): a run at the other
+	// limits holds about 3,000,000 and 100,000.
+	MaxNested        = 4_000_000
+	MaxNestedObjects = 500_000
 )
 
-// checkCounts refuses a document whose top-level workloads, samples or
-// students arrays hold more than their limit, counting without building.
+// checkCounts refuses a document whose top-level workloads, samples,
+// students or artifacts arrays hold more than their limit, counting
+// without building.
 func checkCounts(b []byte) error {
 	var top struct {
-		Workloads, Samples, Students json.RawMessage
+		Workloads, Samples, Students, Artifacts json.RawMessage
 	}
 	if err := json.Unmarshal(b, &top); err != nil {
 		return err
@@ -164,12 +179,95 @@ func checkCounts(b []byte) error {
 		key string
 		raw json.RawMessage
 		max int
-	}{{"workloads", top.Workloads, MaxWorkloads}, {"samples", top.Samples, MaxSamples}, {"students", top.Students, MaxStudents}} {
+	}{{"workloads", top.Workloads, MaxWorkloads}, {"samples", top.Samples, MaxSamples}, {"students", top.Students, MaxStudents}, {"artifacts", top.Artifacts, MaxArtifacts}} {
 		if n, ok := countOver(a.raw, a.max); !ok {
 			return fmt.Errorf("%s: more than %d (at least %d), more than any run writes: refusing to read them", a.key, a.max, n)
 		}
 	}
+	if n, objs := countNested(b); n > MaxNested || objs > MaxNestedObjects {
+		return fmt.Errorf("lists inside workloads, samples and students: more than %d values or %d objects (at least %d and %d), more than any run writes: refusing to read them", MaxNested, MaxNestedObjects, n, objs)
+	}
+	// The workloads' logs, all together (at most MaxWorkloads lists).
+	var ws []struct{ Logs json.RawMessage }
+	if json.Unmarshal(top.Workloads, &ws) == nil {
+		total := 0
+		for _, w := range ws {
+			n, _ := countOver(w.Logs, MaxLogs-total)
+			if total += n; total > MaxLogs {
+				return fmt.Errorf("workloads' logs: more than %d, more than any run writes: refusing to read them", MaxLogs)
+			}
+		}
+	}
 	return nil
+}
+
+// countNested counts the elements of the arrays b holds below its
+// top-level members' own elements (a workload's expects, not the
+// workloads), and how many of them are objects, in one pass over the
+// bytes that builds nothing: a list of empty objects costs a hundred times
+// its text once decoded (15 MB of one workload's "expects": [{}, …] took
+// rlab show to 1.2 GB). It stops counting past the limits.
+func countNested(b []byte) (n, objs int) {
+	var stack []byte                               // '[' or '{' per open container
+	inString, escaped, want := false, false, false // want: an array element may start here
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if want && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ']' {
+			want = false
+			if n++; c == '{' {
+				objs++
+			}
+			if n > MaxNested || objs > MaxNestedObjects {
+				return n, objs
+			}
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			stack = append(stack, c)
+			want = c == '[' && len(stack) >= 3
+		case ']', '}':
+			want = false
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			want = len(stack) >= 3 && stack[len(stack)-1] == '['
+		}
+	}
+	return n, objs
+}
+
+// uniqueLogs keeps each workload's log paths once, cleaned: a received
+// results.json that lists one log many times must not have it read (or
+// shown) once per listing.
+func uniqueLogs(r *Run) {
+	for i := range r.Workloads {
+		logs := r.Workloads[i].Logs
+		if len(logs) < 2 {
+			continue
+		}
+		seen := make(map[string]bool, len(logs))
+		out := logs[:0]
+		for _, l := range logs {
+			if c := path.Clean(l); l != "" && !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+		r.Workloads[i].Logs = out
+	}
 }
 
 // countOver counts the elements of a JSON array up to max+1; ok is false

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -146,6 +147,28 @@ const (
 	ArtifactLog     = "log"     // anything else the host's work dir held: outputs, logs
 )
 
+// CaptureArtifacts is the run's artifacts of kind capture whose path stays
+// in the run directory, each path cleaned and listed once: a received
+// results.json that names one capture many times (or under other
+// spellings: "a/./b", "a//b", "a/x/../b") must not have it read once per
+// listing, as one more file of a ring.
+func (r *Run) CaptureArtifacts() []Artifact {
+	var out []Artifact
+	seen := map[string]bool{}
+	for _, a := range r.Artifacts {
+		if a.Kind != ArtifactCapture || !filepath.IsLocal(filepath.FromSlash(a.Path)) {
+			continue
+		}
+		a.Path = path.Clean(a.Path)
+		if seen[a.Path] {
+			continue
+		}
+		seen[a.Path] = true
+		out = append(out, a)
+	}
+	return out
+}
+
 // CapturesOf is the run-dir-relative paths of the run's capture files: the
 // artifacts of kind capture when the run recorded them, else (a run older
 // than Run.Artifacts) the files of hosts/*/captures/ that isCapture
@@ -153,10 +176,8 @@ const (
 func CapturesOf(r *Run, dir string, isCapture func(base string) bool) ([]string, error) {
 	if r != nil && r.Artifacts != nil {
 		var out []string
-		for _, a := range r.Artifacts {
-			if a.Kind == ArtifactCapture && filepath.IsLocal(filepath.FromSlash(a.Path)) {
-				out = append(out, a.Path)
-			}
+		for _, a := range r.CaptureArtifacts() {
+			out = append(out, a.Path)
 		}
 		return out, nil
 	}

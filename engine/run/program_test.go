@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds/program"
 )
 
 // programLab writes src as a lab beside a copy of the test programs
@@ -416,6 +417,39 @@ workload "w" {
 		}
 		workDirsGone(t, res)
 	})
+	t.Run("build never ends", func(t *testing.T) {
+		// The build's bound reaches the root agent, which ends the login
+		// user's build (SECURITY 81); before, the run waited for it.
+		old := program.BuildTimeout
+		program.BuildTimeout = 3 * time.Second
+		t.Cleanup(func() { program.BuildTimeout = old })
+		l := programLab(t, base+`
+program "forever" {
+  source = "broken"
+  build  = ["sleep", "3601"]
+}
+workload "w" {
+  tool    = "program"
+  program = program.forever
+  host    = host.h1
+  command = ["true"]
+  timeout = "2s"
+}
+`)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res := Run(ctx, l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		if ctx.Err() != nil {
+			t.Fatal("the run did not end by itself within two minutes")
+		}
+		if res.Code != ExitFailed || res.Err == nil || !strings.Contains(res.Err.Error(), "the most a build may take") {
+			t.Fatalf("code %d: %v", res.Code, res.Err)
+		}
+		if out, _ := exec.Command("pgrep", "-f", "^sleep 3601$").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
+			t.Errorf("the build is left running: pids %s", out)
+		}
+		workDirsGone(t, res)
+	})
 }
 
 // TestNetnsProgramCache: the source cache across runs, on netns hosts
@@ -525,5 +559,53 @@ workload "alone" {
 	changed, _ := run(t, map[string]string{"nonce.txt": nonce + "changed\n"})
 	if len(builds(changed)) != 1 {
 		t.Errorf("a changed source was not built again: build logs %v", builds(changed))
+	}
+}
+
+// TestProgramBuildBounded: a program's build has an end of its own
+// (program.BuildTimeout): the workload's timeout bounds its units, not the
+// build before them, and a build that never ends held rlab run for good
+// (issue 24, attack round: a lab's build of `sleep`, or a host that never
+// answers the build's wait). The run fails naming the build and the bound,
+// and no build process is left.
+func TestProgramBuildBounded(t *testing.T) {
+	old := program.BuildTimeout
+	program.BuildTimeout = 2 * time.Second
+	t.Cleanup(func() { program.BuildTimeout = old })
+	l := programLab(t, twoHosts+`
+program "forever" {
+  source = "broken"
+  build  = ["sleep", "3600"]
+}
+workload "w" {
+  tool    = "program"
+  program = program.forever
+  host    = host.a
+  command = ["true"]
+  timeout = "2s"
+}
+`)
+	bed := newPipeBed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	res := Run(ctx, l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+	took := time.Since(start)
+	if ctx.Err() != nil {
+		t.Fatalf("the run did not end by itself within a minute (a build of sleep 3600, the bound %s)", program.BuildTimeout)
+	}
+	if res.Code != ExitFailed || res.Err == nil {
+		t.Fatalf("code %d (want %d): %v", res.Code, ExitFailed, res.Err)
+	}
+	for _, w := range []string{`build program "forever" on host "a": sleep 3600`, "the most a build may take"} {
+		if !strings.Contains(res.Err.Error(), w) {
+			t.Errorf("error %q\nlacks %q", res.Err, w)
+		}
+	}
+	if took > 30*time.Second {
+		t.Errorf("the run took %s with a build bound of %s", took, program.BuildTimeout)
+	}
+	if out, _ := exec.Command("pgrep", "-x", "-f", "sleep 3600").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
+		t.Errorf("the build is left running: pids %s", out)
 	}
 }

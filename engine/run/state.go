@@ -18,6 +18,13 @@ import (
 // written before each side effect, enough for `rlab down` with no lab file.
 const StateFile = "state.json"
 
+// What a state.json may hold to be read (a class run's holds some 200,000
+// effects, each a few values).
+const (
+	MaxStateValues  = 8_000_000
+	MaxStateObjects = 1_000_000
+)
+
 // State is the content of state.json.
 type State struct {
 	Version int            `json:"version"`
@@ -105,6 +112,11 @@ func openJournal(dir string) (*journal, error) {
 		return nil, fmt.Errorf("read run state: %w", err)
 	}
 	j := &journal{path: filepath.Join(dir, StateFile)}
+	// Decoded only within bounds: a list of empty objects costs a hundred
+	// times its text (3,000,000 "{}" hosts, 9 MB: rlab down took 2.4 GB).
+	if err := proto.CheckObjects(b, MaxStateValues, MaxStateObjects); err != nil {
+		return nil, fmt.Errorf("read run state %s: %w", j.path, err)
+	}
 	if err := json.Unmarshal(b, &j.st); err != nil {
 		return nil, fmt.Errorf("read run state %s: %w", j.path, err)
 	}

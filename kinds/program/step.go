@@ -47,6 +47,14 @@ const (
 	errorLines = 5
 )
 
+// BuildTimeout bounds a program's build on a host: the workload's own
+// timeout bounds each unit, not the build before them, and a build that
+// never ends (a Makefile that waits, a host whose agent answers its
+// heartbeats but never the wait) must not hold the run for good. The
+// agent kills the build's process group when it passes. A variable for
+// tests.
+var BuildTimeout = 10 * time.Minute
+
 type programWorkload struct {
 	w     *steps.Workload
 	out   steps.Outcome
@@ -145,17 +153,27 @@ func (s *programWorkload) ship(ctx context.Context, env *steps.Env, host string)
 	}
 	var procs steps.Procs
 	spec := steps.ProcSpec{Host: host, Handle: "prog." + safe(p.Name) + "." + p.Hash[:12] + ".build", Argv: p.Build, Role: "build", Dir: dir}
-	if _, err := steps.StartProc(ctx, env, &procs, "program "+p.Name, spec); err != nil {
+	// The build's deadline reaches the agent (the process's timeout) and
+	// the wait's own (its rpc deadline follows the wait's timeout).
+	bctx, cancel := context.WithTimeout(ctx, BuildTimeout)
+	defer cancel()
+	if _, err := steps.StartProc(bctx, env, &procs, "program "+p.Name, spec); err != nil {
 		return "", fmt.Errorf("build program %q on host %q: %w", p.Name, host, err)
 	}
-	r, err := steps.WaitProc(ctx, env, &procs, host, spec.Handle, steps.Remaining(ctx))
+	r, err := steps.WaitProc(bctx, env, &procs, host, spec.Handle, steps.Remaining(bctx))
 	if err != nil {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		procs.StopAll(uctx, env)
 		cancel()
+		if ctx.Err() == nil && (bctx.Err() != nil || errors.Is(err, steps.ErrTimedOut)) {
+			return "", fmt.Errorf("build program %q on host %q: %s: not done within %s, the most a build may take", p.Name, host, strings.Join(p.Build, " "), BuildTimeout)
+		}
 		return "", fmt.Errorf("build program %q on host %q: %s: %w", p.Name, host, strings.Join(p.Build, " "), err)
 	}
-	if r.ExitCode != 0 || r.Signal != "" || r.TimedOut {
+	if r.TimedOut {
+		return "", fmt.Errorf("%w (not done within %s, the most a build may take)", BuildError(p.Name, host, r), BuildTimeout)
+	}
+	if r.ExitCode != 0 || r.Signal != "" {
 		return "", BuildError(p.Name, host, r)
 	}
 	toCache(ctx, env, host, p, dir)

@@ -1,0 +1,81 @@
+package proto
+
+import "fmt"
+
+// MaxValues bounds the objects and array elements one reply, or one file
+// of facts read back from a run directory, may hold. JSON decoding builds
+// a struct or a slot for each, a hundred times or more the few bytes of
+// text an empty object takes ("{},"): a host answering facts with a line
+// of MaxLine bytes of empty netdevs took the controller about 2 GB, and a
+// received facts.json of 15 MB took rlab report to 3.9 GB. A files.list
+// page, the largest reply, holds about 20,000.
+const MaxValues = 100_000
+
+// CheckValues counts the objects and array elements of the JSON text b,
+// in one pass over its bytes that builds nothing, and says so when there
+// are more than max: call it before decoding text a host or a received
+// run directory wrote.
+func CheckValues(b []byte, max int) error {
+	if n, _ := countValues(b, max, -1); n > max {
+		return fmt.Errorf("more than %d objects and list elements (%d bytes of JSON): refusing to decode it", max, len(b))
+	}
+	return nil
+}
+
+// CheckObjects is CheckValues with a bound of its own on the objects, the
+// dear part (a struct each): for a document that legitimately holds many
+// short strings (argv lists) but not as many objects.
+func CheckObjects(b []byte, maxValues, maxObjects int) error {
+	if n, objs := countValues(b, maxValues, maxObjects); n > maxValues || objs > maxObjects {
+		return fmt.Errorf("more than %d objects or %d values (%d bytes of JSON): refusing to decode it", maxObjects, maxValues, len(b))
+	}
+	return nil
+}
+
+// countValues counts '{' and array elements outside strings (n), and the
+// '{' alone (objs), stopping past max or maxObjs (-1: no bound of its own).
+func countValues(b []byte, max, maxObjs int) (n, objs int) {
+	var stack []byte
+	inString, escaped, want := false, false, false // want: an array element may start here
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if want && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ']' {
+			want = false
+			if c != '{' { // an object counts once, below
+				n++
+			}
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{':
+			n++
+			objs++
+			stack = append(stack, c)
+		case '[':
+			stack = append(stack, c)
+			want = true
+		case ']', '}':
+			want = false
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			want = len(stack) > 0 && stack[len(stack)-1] == '['
+		}
+		if n > max || maxObjs >= 0 && objs > maxObjs {
+			return n, objs
+		}
+	}
+	return n, objs
+}
