@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -150,26 +151,49 @@ SEND) (of one capture).`,
 				if len(files) > 1 {
 					files = report.OrderCaptureFiles(files)
 				}
-				res, err := report.ScanCapture(files, func(p *roce.Packet) error {
-					if sel.t0.IsZero() {
-						sel.t0 = p.Time
-					}
-					sum.Add(p)
-					iw.Add(p)
-					if ladder != nil {
-						ladder.Add(p)
-					}
+				// Without a ladder, which draws packets in file order, every
+				// core reads the capture (report.AnalyzeSplit); the merge
+				// makes what one pass makes.
+				var split *report.Analysis
+				if workers := runtime.GOMAXPROCS(0); flowN == 0 && workers > 1 {
+					var iv time.Duration
 					if graph != nil {
-						graph.Add(p)
+						iv = interval
 					}
-					return nil
-				})
-				if err != nil {
-					return withCode(exitFail, err)
+					a, ok, err := report.AnalyzeSplit(files, workers, iv, true)
+					if err != nil {
+						return withCode(exitFail, err)
+					}
+					if ok {
+						split = a
+					}
 				}
-				sum.CutShort = res.CutShort
-				sum.Finish()
-				iws := iw.Finish()
+				var iws *iwarp.Summary
+				if split != nil {
+					split.Summary.File = sum.File
+					sum, iws = split.Summary, split.IWARP
+				} else {
+					res, err := report.ScanCapture(files, func(p *roce.Packet) error {
+						if sel.t0.IsZero() {
+							sel.t0 = p.Time
+						}
+						sum.Add(p)
+						iw.Add(p)
+						if ladder != nil {
+							ladder.Add(p)
+						}
+						if graph != nil {
+							graph.Add(p)
+						}
+						return nil
+					})
+					if err != nil {
+						return withCode(exitFail, err)
+					}
+					sum.CutShort = res.CutShort
+					sum.Finish()
+					iws = iw.Finish()
+				}
 				var named []attrib.Named
 				if run != nil {
 					named = run.Capture(sum, iws)
@@ -237,7 +261,12 @@ SEND) (of one capture).`,
 					return withCode(exitFail, fmt.Errorf("write summary of %q: %w", sum.File, err))
 				}
 				if graph != nil {
-					g := graph.Graph()
+					var g *iograph.Graph
+					if split != nil {
+						g = split.IO
+					} else {
+						g = graph.Graph()
+					}
 					if run != nil {
 						for _, w := range run.Windows(sum.First, sum.Last) {
 							g.Marks = append(g.Marks, iograph.Mark{Name: w.Name, Start: w.Start, End: w.End})
