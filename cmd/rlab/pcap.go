@@ -57,11 +57,12 @@ run id or a lab name) means every capture of the run; nothing means every captur
 of the newest run under runs/.
 
 A capture inside a run directory (RUN/hosts/HOST/captures/) is read with its
-run: the workloads' time windows (events.jsonl) and the QPNs their tools printed
-(perftest's and the pingpongs' "local address ... QPN" lines) name the workload
-behind each RoCEv2 QP flow, iWARP connection and other TCP connection (a QP
-an RDMA-CM REQ or REP announced counts from that message), and the IO graph
-marks each workload's window.
+run: the workloads' time windows (events.jsonl), the QPNs their tools printed
+(perftest's and the pingpongs' "local address ... QPN" lines) and the port each
+tcp workload's server listened on (results.json) name the workload behind each
+RoCEv2 QP flow, iWARP connection and other TCP connection (a QP an RDMA-CM REQ
+or REP announced counts from that message), and the IO graph marks each
+workload's window.
 
 --flow N draws the first N packets between the two ends as a ladder diagram
 (and the first N MPA frames and FPDUs of the first iWARP connection). --qp,
