@@ -8,7 +8,7 @@
 # ~1.1 GiB; PACKETS=N for another size) when absent, reads it once to warm
 # the page cache, then times RUNS (default 5) rounds of: cat FILE, rlab pcap
 # with GOMAXPROCS=1 (the sequential reader, as before issue 26), rlab pcap
-# with every core (the decoding pipeline), and tshark (TSHARK=0 leaves it
+# with every core (roce.ScanSplit: split by flow, merged), and tshark (TSHARK=0 leaves it
 # out: it takes ~45 s of CPU a run). Prints each run's wall and CPU seconds
 # and the medians as frames/s. A round that a QEMU VM overlapped is thrown
 # away and redone (VMs are what other tests run here); for a figure to
@@ -25,9 +25,19 @@ go build -o "$BIN" ./cmd/rlab
 [ -f "$FILE" ] || go run ./bench/pcap/gen -o "$FILE" -packets "$PACKETS"
 cat "$FILE" >/dev/null
 frames=$(GOMAXPROCS=1 "$BIN" pcap --json "$FILE" | sed -n 's/^  "frames": \([0-9]*\),/\1/p')
-# The two rlab runs must agree: the pipeline changes the speed, not the result.
-if ! cmp -s <(GOMAXPROCS=1 "$BIN" pcap --json "$FILE") <("$BIN" pcap --json "$FILE"); then
-  echo "rlab pcap on one core and on $(nproc) cores disagree on $FILE" >&2
+# The two rlab runs must agree: the split changes the speed, not the result
+# (the summary, its text, and the IO graph).
+for mode in --json ""; do
+  # shellcheck disable=SC2086 # an empty mode is no argument
+  if ! cmp -s <(GOMAXPROCS=1 "$BIN" pcap $mode "$FILE") <("$BIN" pcap $mode "$FILE"); then
+    echo "rlab pcap $mode on one core and on $(nproc) cores disagree on $FILE" >&2
+    exit 1
+  fi
+done
+GOMAXPROCS=1 "$BIN" pcap "$FILE" --iograph /var/tmp/rlab-bench-1.svg --interval 1s >/dev/null
+"$BIN" pcap "$FILE" --iograph /var/tmp/rlab-bench-n.svg --interval 1s >/dev/null
+if ! cmp -s /var/tmp/rlab-bench-1.svg /var/tmp/rlab-bench-n.svg; then
+  echo "rlab pcap --iograph on one core and on $(nproc) cores disagree on $FILE" >&2
   exit 1
 fi
 . bench/pcap/lib.sh # t, idle, med

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -59,11 +60,12 @@ run id or a lab name) means every capture of the run; nothing means every captur
 of the newest run under runs/.
 
 A capture inside a run directory (RUN/hosts/HOST/captures/) is read with its
-run: the workloads' time windows (events.jsonl) and the QPNs their tools printed
-(perftest's and the pingpongs' "local address ... QPN" lines) name the workload
-behind each RoCEv2 QP flow, iWARP connection and other TCP connection (a QP
-an RDMA-CM REQ or REP announced counts from that message), and the IO graph
-marks each workload's window.
+run: the workloads' time windows (events.jsonl), the QPNs their tools printed
+(perftest's and the pingpongs' "local address ... QPN" lines) and the port each
+tcp workload's server listened on (results.json) name the workload behind each
+RoCEv2 QP flow, iWARP connection and other TCP connection (a QP an RDMA-CM REQ
+or REP announced counts from that message), and the IO graph marks each
+workload's window.
 
 --flow N draws the first N packets between the two ends as a ladder diagram
 (and the first N MPA frames and FPDUs of the first iWARP connection). --qp,
@@ -153,26 +155,49 @@ SEND) (of one capture).`,
 				if len(files) > 1 {
 					files = report.OrderCaptureFiles(files)
 				}
-				res, err := report.ScanCapture(files, func(p *roce.Packet) error {
-					if sel.t0.IsZero() {
-						sel.t0 = p.Time
-					}
-					sum.Add(p)
-					iw.Add(p)
-					if ladder != nil {
-						ladder.Add(p)
-					}
+				// Without a ladder, which draws packets in file order, every
+				// core reads the capture (report.AnalyzeSplit); the merge
+				// makes what one pass makes.
+				var split *report.Analysis
+				if workers := runtime.GOMAXPROCS(0); flowN == 0 && workers > 1 {
+					var iv time.Duration
 					if graph != nil {
-						graph.Add(p)
+						iv = interval
 					}
-					return nil
-				})
-				if err != nil {
-					return withCode(exitFail, err)
+					a, ok, err := report.AnalyzeSplit(files, workers, iv, true)
+					if err != nil {
+						return withCode(exitFail, err)
+					}
+					if ok {
+						split = a
+					}
 				}
-				sum.CutShort = res.CutShort
-				sum.Finish()
-				iws := iw.Finish()
+				var iws *iwarp.Summary
+				if split != nil {
+					split.Summary.File = sum.File
+					sum, iws = split.Summary, split.IWARP
+				} else {
+					res, err := report.ScanCapture(files, func(p *roce.Packet) error {
+						if sel.t0.IsZero() {
+							sel.t0 = p.Time
+						}
+						sum.Add(p)
+						iw.Add(p)
+						if ladder != nil {
+							ladder.Add(p)
+						}
+						if graph != nil {
+							graph.Add(p)
+						}
+						return nil
+					})
+					if err != nil {
+						return withCode(exitFail, err)
+					}
+					sum.CutShort = res.CutShort
+					sum.Finish()
+					iws = iw.Finish()
+				}
 				var named []attrib.Named
 				if run != nil {
 					named = run.Capture(sum, iws)
@@ -240,7 +265,12 @@ SEND) (of one capture).`,
 					return withCode(exitFail, fmt.Errorf("write summary of %q: %w", sum.File, err))
 				}
 				if graph != nil {
-					g := graph.Graph()
+					var g *iograph.Graph
+					if split != nil {
+						g = split.IO
+					} else {
+						g = graph.Graph()
+					}
 					if run != nil {
 						for _, w := range run.Windows(sum.First, sum.Last) {
 							g.Marks = append(g.Marks, iograph.Mark{Name: w.Name, Start: w.Start, End: w.End})

@@ -17,13 +17,17 @@ import (
 const (
 	mixedRun    = "../../testdata/attrib/mixed"
 	recordedRun = "../../testdata/report/run"
+	tcpPortRun  = "../../testdata/attrib/tcpport"
 )
 
 // TestPcapRunNamesConnections: `rlab pcap RUN` names every connection of
 // the run's captures after the workload that made it: by time window
 // (and the RDMA-CM REQ/REP) on the composed run of four recorded
 // captures, by the QPN perftest printed on a real run whose capture was
-// taken in another run (no window holds it). The text is a golden file.
+// taken in another run (no window holds it), and by the port each tcp
+// workload's server listened on (results.json) on a recorded capture of two
+// tcp workloads run as a group, whose windows are one. The text is a
+// golden file.
 func TestPcapRunNamesConnections(t *testing.T) {
 	for _, tc := range []struct {
 		name, run string
@@ -39,6 +43,11 @@ func TestPcapRunNamesConnections(t *testing.T) {
 			"10.99.0.2 -> 10.99.0.1 QP 0x000018": "rping, time window, set up by RDMA-CM",
 			"10.99.0.1 -> 10.99.0.2 QP 0x000018": "rping, time window, set up by RDMA-CM",
 			"10.10.1.1:42742 <-> 10.10.1.2:9999": "siw_rping, time window",
+		}},
+		{"tcpport", tcpPortRun, map[string]string{
+			"127.0.0.1:55664 <-> 127.0.0.1:18515": "write_bw, time window",
+			"127.0.0.1:45190 <-> 127.0.0.1:40001": "tcp_small, port 40001 in its results",
+			"127.0.0.1:32980 <-> 127.0.0.1:40002": "tcp_big, port 40002 in its results",
 		}},
 		{"recorded", recordedRun, map[string]string{
 			"10.99.0.2 -> 10.99.0.1 QP 0x00001a": "write_bw, QPN 0x00001a in its output",

@@ -4,7 +4,9 @@
 // window from events.jsonl (its step.start and step.end; results.json's
 // started and finished when the log has none) and the QPNs its tools
 // printed (perftest's and the pingpongs' "local address: ... QPN 0x..."
-// lines in the logs results.json lists). The caller adds what the capture
+// lines in the logs results.json lists) and the TCP ports its servers
+// listened on (the tcp workload's, in results.json's samples,
+// results.ServerPortExtra). The caller adds what the capture
 // itself says: the QPNs an RDMA-CM REQ or REP carried and when.
 //
 // A run directory may come from someone else: every file is read through
@@ -27,6 +29,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,8 +51,9 @@ const (
 	// maxLogRead bounds what is read of one tool log: the QPN lines are at
 	// its start.
 	maxLogRead = 1 << 20
-	// maxQPNs bounds the QPNs kept per workload.
-	maxQPNs = 1024
+	// maxQPNs bounds the QPNs kept per workload, maxPorts its ports.
+	maxQPNs  = 1024
+	maxPorts = 1024
 	// Slack widens a window when no window holds a connection's start:
 	// the capture host's clock and the controller's differ a little.
 	Slack = time.Second
@@ -63,6 +67,10 @@ type Workload struct {
 	End   time.Time `json:"end"`
 	// QPNs are the QP numbers its tools printed (both ends).
 	QPNs []uint32 `json:"qpns,omitempty"`
+	// Ports are the TCP ports its server listened on, as the run recorded
+	// them (results.json's samples, results.ServerPortExtra: the tcp
+	// workload's, one per repeat).
+	Ports []uint16 `json:"ports,omitempty"`
 }
 
 // Run is the workloads of one run directory and what could not be read.
@@ -118,6 +126,13 @@ func Load(dir string) (*Run, error) {
 			w.Tool = termsafe.Line(rw.Tool)
 			logs[name] = rw.Logs
 		}
+		for _, smp := range run.Samples {
+			w := byName[termsafe.Line(smp.Meta.Workload)]
+			v, err := strconv.ParseUint(smp.Meta.Extra[results.ServerPortExtra], 10, 16)
+			if w != nil && err == nil && v != 0 && len(w.Ports) < maxPorts && !slices.Contains(w.Ports, uint16(v)) {
+				w.Ports = append(w.Ports, uint16(v))
+			}
+		}
 	}
 	// Each log is read once however many workloads list it (a received
 	// results.json may list one log in every workload).
@@ -134,6 +149,7 @@ func Load(dir string) (*Run, error) {
 			w.QPNs = append(w.QPNs, qs[:min(len(qs), maxQPNs-len(w.QPNs))]...)
 		}
 		sort.Slice(w.QPNs, func(i, j int) bool { return w.QPNs[i] < w.QPNs[j] })
+		slices.Sort(w.Ports)
 		w.QPNs = compact(w.QPNs)
 		if w.Start.IsZero() {
 			continue // never started: nothing of it can be on the wire
@@ -268,6 +284,8 @@ type Conn struct {
 	// QPNs are its QP numbers (a RoCE flow's destination QP, the QPNs of
 	// the CM REQ/REP that set it up); none for TCP.
 	QPNs []uint32
+	// Ports are a TCP connection's ports (both ends); none for RoCE.
+	Ports []uint16
 }
 
 // Match is the workload a connection is named after, and why.
@@ -309,6 +327,22 @@ func (r *Run) Name(c Conn) Match {
 		}
 	}
 	by := fmt.Sprintf("QPN 0x%06x in its output", qpn)
+	if len(byQP) == 0 {
+		// A TCP connection: the port its server listened on, as the run
+		// recorded it, is as strong; ports are reused too, so time
+		// picks among workloads sharing one.
+		var port uint16
+		for i := range r.Workloads {
+			w := &r.Workloads[i]
+			for _, p := range c.Ports {
+				if slices.Contains(w.Ports, p) {
+					byQP, port = append(byQP, w), p
+					break
+				}
+			}
+		}
+		by = fmt.Sprintf("port %d in its results", port)
+	}
 	if len(byQP) == 1 {
 		return Match{Workloads: []string{byQP[0].Name}, By: by}
 	}

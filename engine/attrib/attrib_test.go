@@ -21,6 +21,23 @@ func at(s string) time.Time {
 	return t
 }
 
+// TestLoadPorts: the port each tcp workload's server listened on comes
+// from results.json's samples (results.ServerPortExtra), once each.
+func TestLoadPorts(t *testing.T) {
+	r, err := Load("../../testdata/attrib/tcpport")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]uint16{}
+	for _, w := range r.Workloads {
+		got[w.Name] = w.Ports
+	}
+	want := map[string][]uint16{"write_bw": nil, "tcp_small": {40001}, "tcp_big": {40002}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("workloads' ports (-want +got):\n%s", d)
+	}
+}
+
 // TestLoadRecordedRun reads a real run's directory: the windows from its
 // events.jsonl and the QPNs its perftest and pingpong logs printed.
 func TestLoadRecordedRun(t *testing.T) {
@@ -51,7 +68,9 @@ func TestName(t *testing.T) {
 	r := &Run{Workloads: []Workload{
 		{Name: "a", Start: at("2026-01-01T00:00:10Z"), End: at("2026-01-01T00:00:20Z"), QPNs: []uint32{0x11}},
 		{Name: "b", Start: at("2026-01-01T00:00:20.5Z"), End: at("2026-01-01T00:00:30Z"), QPNs: []uint32{0x11, 0x12}},
-		{Name: "c", Start: at("2026-01-01T00:00:25Z"), End: at("2026-01-01T00:00:35Z")},
+		{Name: "c", Start: at("2026-01-01T00:00:25Z"), End: at("2026-01-01T00:00:35Z"), Ports: []uint16{40001, 40002}},
+		{Name: "e", Start: at("2026-01-01T00:00:25Z"), End: at("2026-01-01T00:00:35Z"), Ports: []uint16{40003}},
+		{Name: "f", Start: at("2026-01-01T00:02:00Z"), End: at("2026-01-01T00:02:10Z"), Ports: []uint16{40002}},
 		{Name: "d", Start: at("2026-01-01T00:01:00Z"), End: at("2026-01-01T00:01:10Z")},
 	}}
 	for _, tc := range []struct {
@@ -68,13 +87,21 @@ func TestName(t *testing.T) {
 		{"window only", Conn{First: at("2026-01-01T00:01:05Z"), QPNs: []uint32{0x99}},
 			Match{[]string{"d"}, "time window"}},
 		{"parallel windows", Conn{First: at("2026-01-01T00:00:26Z")},
-			Match{[]string{"b", "c"}, "time window"}},
+			Match{[]string{"b", "c", "e"}, "time window"}},
+		{"port picks in parallel windows", Conn{First: at("2026-01-01T00:00:26Z"), Ports: []uint16{51234, 40003}},
+			Match{[]string{"e"}, "port 40003 in its results"}},
+		{"unique port, outside every window", Conn{First: at("2026-01-01T05:00:00Z"), Ports: []uint16{40001, 51234}},
+			Match{[]string{"c"}, "port 40001 in its results"}},
+		{"shared port, time picks", Conn{First: at("2026-01-01T00:02:01Z"), Ports: []uint16{51234, 40002}},
+			Match{[]string{"f"}, "port 40002 in its results, time window"}},
+		{"port nobody recorded", Conn{First: at("2026-01-01T00:01:05Z"), Ports: []uint16{51234, 18515}},
+			Match{[]string{"d"}, "time window"}},
 		{"slack", Conn{First: at("2026-01-01T00:01:10.5Z")},
 			Match{[]string{"d"}, "time window ±1s"}},
 		{"CM began inside, first packet after", Conn{Began: at("2026-01-01T00:00:59.9Z"), First: at("2026-01-01T00:01:12Z")},
 			Match{[]string{"d"}, "time window ±1s"}},
 		{"long-lived QP1 spans several", Conn{First: at("2026-01-01T00:00:11Z"), Last: at("2026-01-01T00:01:01Z"), QPNs: []uint32{1}},
-			Match{[]string{"a", "b", "c", "d"}, "time window"}},
+			Match{[]string{"a", "b", "c", "e", "d"}, "time window"}},
 		{"nothing", Conn{First: at("2026-01-01T03:00:00Z")}, Match{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

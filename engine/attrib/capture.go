@@ -32,7 +32,8 @@ type cmKey struct {
 // Capture names every connection of one capture's summaries (iw may be
 // nil): each RoCEv2 flow by its destination QP and, when an RDMA-CM REQ
 // or REP announced that QP, from the time of that message; each iWARP and
-// other TCP connection by its time.
+// other TCP connection by the port a workload's server listened on (as the
+// run recorded it) and by its time.
 func (r *Run) Capture(s *roce.Summary, iw *iwarp.Summary) []Named {
 	var out []Named
 	// A REQ or REP carries its sender's QPN: flows to that address and QP
@@ -76,7 +77,7 @@ func (r *Run) Capture(s *roce.Summary, iw *iwarp.Summary) []Named {
 				n.Last = d.Last
 			}
 		}
-		n.Match = r.Name(Conn{First: n.First, Last: n.Last})
+		n.Match = r.Name(Conn{First: n.First, Last: n.Last, Ports: []uint16{c.Dirs[0].Src.Port(), c.Dirs[0].Dst.Port()}})
 		out = append(out, n)
 	}
 	for _, c := range iw.Conns {

@@ -173,3 +173,33 @@ func (b *Builder) Graph() *Graph {
 	}
 	return g
 }
+
+// SetStart fixes the graph's start (its first interval begins at t), as
+// the first frame or FPDU added would: the builders of a split scan
+// (roce.ScanSplit) all start where one builder over every frame in file
+// order would have, so that Merge only adds their intervals up. Call it
+// before the first Add.
+func (b *Builder) SetStart(t time.Time) { b.start, b.started = t.UnixNano(), true }
+
+// Merge is the builder of every frame and FPDU the parts were given, the
+// parts having the same interval and start (SetStart).
+func Merge(parts []*Builder) *Builder {
+	m := &Builder{interval: parts[0].interval}
+	for _, p := range parts {
+		if p.started && !m.started {
+			m.start, m.started = p.start, true
+		}
+		for s := range p.bytes {
+			if len(m.bytes[s]) < len(p.bytes[s]) {
+				m.bytes[s] = append(m.bytes[s], make([]int64, len(p.bytes[s])-len(m.bytes[s]))...)
+			}
+			for i, v := range p.bytes[s] {
+				m.bytes[s][i] += v
+			}
+			m.packets[s] += p.packets[s]
+			m.total[s] += p.total[s]
+		}
+		m.dropped += p.dropped
+	}
+	return m
+}

@@ -38,6 +38,8 @@ type OpStats struct {
 	PayloadBytes int64     `json:"payload_bytes"` // ULPDU bytes after the DDP and RDMAP headers
 	First        time.Time `json:"first"`
 	Last         time.Time `json:"last"`
+
+	firstOrd, lastOrd int64 // when First and Last were made, for Merge
 }
 
 // Dir is one direction of a connection: the byte stream from Src to Dst.
@@ -101,6 +103,8 @@ type Conn struct {
 	synSeen bool
 	closed  bool // a FIN or RST was seen
 	idx     int
+	// firstOrd is roce.Packet.Ord of the connection's first segment, for Merge.
+	firstOrd int64
 }
 
 // IsIWARP reports whether either direction carried MPA frames or FPDUs.
@@ -165,7 +169,16 @@ type Analyzer struct {
 	done    bool
 	last    *Conn // the connection of the previous frame: most frames follow their predecessor's
 	lastKey connKey
+	// ord orders what the analyzer makes across the analyzers of a split
+	// scan: the Ord of the packet being added, or past every packet
+	// (finishOrd) plus the connection's first Ord while Finish gives up
+	// its holes. peak is the most bytes pending at once.
+	ord  int64
+	peak int
 }
+
+// finishOrd is past the Ord of any packet.
+const finishOrd = 1 << 62
 
 // NewAnalyzer returns an empty Analyzer.
 func NewAnalyzer() *Analyzer { return &Analyzer{conns: map[connKey]*Conn{}} }
@@ -177,6 +190,7 @@ func (a *Analyzer) Add(p *roce.Packet) {
 	if p.Kind != roce.KindTCP || p.Problem != roce.ProblemNone {
 		return
 	}
+	a.ord = p.Ord()
 	src, dst := addrPort(p.Src, p.SrcPort), addrPort(p.Dst, p.DstPort)
 	k := connKey{src, dst}
 	if dst.Addr().Less(src.Addr()) || dst.Addr() == src.Addr() && dst.Port() < src.Port() {
@@ -194,7 +208,7 @@ func (a *Analyzer) Add(p *roce.Packet) {
 			a.sum.Untracked++
 			return
 		}
-		c = &Conn{idx: len(a.order)}
+		c = &Conn{idx: len(a.order), firstOrd: a.ord}
 		c.Dirs[0] = &Dir{Src: k.a, Dst: k.b}
 		c.Dirs[1] = &Dir{Src: k.b, Dst: k.a}
 		for i, d := range c.Dirs {
@@ -304,6 +318,7 @@ func (d *Dir) segment(a *Analyzer, c *Conn, p *roce.Packet) {
 		r.pending[i] = s
 		r.bytes += len(s.data)
 		a.pending += len(s.data)
+		a.peak = max(a.peak, a.pending)
 		if len(r.pending) > maxPendingSegs || r.bytes > maxPendingBytes || a.pending > maxPendingTotal {
 			d.giveUpHole(a)
 		}
@@ -788,10 +803,11 @@ func (a *Analyzer) fpdu(d *Dir, e *Event) {
 	d.Ops[i-1].add(e, pay)
 	all := a.ops[op]
 	if all == nil {
-		all = &OpStats{Opcode: op, Name: OpName(op)}
+		all = &OpStats{Opcode: op, Name: OpName(op), firstOrd: a.ord}
 		a.ops[op] = all
 	}
 	all.add(e, pay)
+	all.lastOrd = a.ord
 	if a.OnEvent != nil {
 		a.OnEvent(e)
 	}
@@ -818,6 +834,7 @@ func (a *Analyzer) Finish() *Summary {
 	s.TCPConns = len(a.order)
 	s.Conns, s.TCP = s.Conns[:0], s.TCP[:0]
 	for _, c := range a.order {
+		a.ord = finishOrd + c.firstOrd
 		for _, d := range c.Dirs {
 			d.finish(a)
 		}
@@ -837,4 +854,67 @@ func (a *Analyzer) Finish() *Summary {
 		}
 	}
 	return s
+}
+
+// Merge is the Summary one Analyzer given every frame in file order would
+// have made, from the analyzers of a split scan (roce.ScanSplit: each TCP
+// connection's segments to one of them, in order); it finishes each part.
+// ok is false when the parts cannot say it: more than MaxConns
+// connections, or more bytes held at once than one analyzer may hold
+// (which connection gives up a hole first depends on the order across
+// connections); then scan again on one core.
+func Merge(parts []*Analyzer) (s *Summary, ok bool) {
+	n, peak := 0, 0
+	for _, a := range parts {
+		n += len(a.order)
+		peak += a.peak
+		if a.sum.Untracked > 0 {
+			return nil, false
+		}
+	}
+	if n > MaxConns || peak > maxPendingTotal {
+		return nil, false
+	}
+	s = &Summary{TCPConns: n}
+	var ops [256]*OpStats
+	var all []*Conn
+	for _, a := range parts {
+		a.Finish()
+		all = append(all, a.order...)
+		for i, o := range a.ops {
+			if o == nil {
+				continue
+			}
+			m := ops[i]
+			switch {
+			case m == nil:
+				c := *o
+				ops[i] = &c
+				continue
+			case o.firstOrd < m.firstOrd:
+				m.First, m.firstOrd = o.First, o.firstOrd
+			}
+			if o.lastOrd > m.lastOrd {
+				m.Last, m.lastOrd = o.Last, o.lastOrd
+			}
+			m.FPDUs += o.FPDUs
+			m.Bytes += o.Bytes
+			m.PayloadBytes += o.PayloadBytes
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].firstOrd < all[j].firstOrd })
+	for i, c := range all {
+		c.idx = i
+		if c.iwarp {
+			s.Conns = append(s.Conns, c)
+		} else {
+			s.TCP = append(s.TCP, c)
+		}
+	}
+	for _, o := range ops {
+		if o != nil {
+			s.Opcodes = append(s.Opcodes, o)
+		}
+	}
+	return s, true
 }

@@ -47,23 +47,30 @@ func SummarizePcap(file string) (*CaptureStats, error) {
 // (tcpdump's ring of -C/-W files: cap.x.pcap0, cap.x.pcap1, ...), read as
 // one capture in the order of their first packets.
 func SummarizePcaps(files []string) (*CaptureStats, error) {
-	s := roce.NewSummary()
 	iv := 100 * time.Millisecond
-	g := iograph.NewBuilder(iv)
 	files = OrderCaptureFiles(files)
-	iw := iwarpFeeding(g)
-	res, err := ScanCapture(files, func(p *roce.Packet) error {
-		s.Add(p)
-		g.Add(p)
-		iw.Add(p)
-		return nil
-	})
+	st, err := summarizeSplit(files, iv)
 	if err != nil {
 		return nil, err
 	}
-	s.CutShort = res.CutShort
-	s.Finish()
-	st := &CaptureStats{Summary: s, IO: g.Graph(), IWARP: iw.Finish()}
+	if st == nil { // one core, or more connections than a split can merge
+		s := roce.NewSummary()
+		g := iograph.NewBuilder(iv)
+		iw := iwarpFeeding(g)
+		res, err := ScanCapture(files, func(p *roce.Packet) error {
+			s.Add(p)
+			g.Add(p)
+			iw.Add(p)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.CutShort = res.CutShort
+		s.Finish()
+		st = &CaptureStats{Summary: s, IO: g.Graph(), IWARP: iw.Finish()}
+	}
+	s := st.Summary
 	if fine := ioInterval(s.Last.Sub(s.First)); fine < iv && s.Frames > 1 {
 		g := iograph.NewBuilder(fine)
 		var iw *iwarp.Analyzer
@@ -81,6 +88,110 @@ func SummarizePcaps(files []string) (*CaptureStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// summarizeSplit is SummarizePcaps' first pass on every core (AnalyzeSplit;
+// the IO graph drawn before the iWARP analysis gives up its open holes, as
+// the one-core pass draws it): nil when there is one core or the split
+// cannot be merged.
+func summarizeSplit(files []string, iv time.Duration) (*CaptureStats, error) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 {
+		return nil, nil
+	}
+	a, ok, err := AnalyzeSplit(files, workers, iv, false)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &CaptureStats{Summary: a.Summary, IO: a.IO, IWARP: a.IWARP}, nil
+}
+
+// Analysis is what one read of a capture makes: the RoCEv2 summary
+// (finished), the iWARP one and the IO graph (nil unless asked for).
+type Analysis struct {
+	Summary *roce.Summary
+	IWARP   *iwarp.Summary
+	IO      *iograph.Graph
+	Result  roce.ScanResult
+}
+
+// AnalyzeSplit reads the files of one capture on workers goroutines
+// (roce.ScanFilesSplit): each worker keeps a summary, an iWARP analyzer and
+// an IO graph (bins of iv; 0: no graph) of the flows it owns, and they are
+// merged at the end into what one pass over every frame in file order
+// makes. finishIntoGraph says whether the FPDUs the iWARP analyses give up
+// at the end are drawn, as when the one-pass caller finishes its analyzer
+// before taking the graph. ok is false when the parts cannot be merged
+// (roce.Merge, iwarp.Merge): read the capture on one core instead.
+func AnalyzeSplit(files []string, workers int, iv time.Duration, finishIntoGraph bool) (a *Analysis, ok bool, err error) {
+	sums := make([]*roce.Summary, workers)
+	iws := make([]*iwarp.Analyzer, workers)
+	var gs []*iograph.Builder
+	var start time.Time
+	var started bool
+	if iv > 0 {
+		gs = make([]*iograph.Builder, workers)
+		start, started = graphStart(files)
+	}
+	for w := range sums {
+		sums[w] = roce.NewSummary()
+		if gs != nil {
+			gs[w] = iograph.NewBuilder(iv)
+			if started {
+				gs[w].SetStart(start)
+			}
+			iws[w] = iwarpFeeding(gs[w])
+		} else {
+			iws[w] = iwarp.NewAnalyzer()
+		}
+	}
+	res, err := roce.ScanFilesSplit(files, workers, func(w int, p *roce.Packet) {
+		sums[w].Add(p)
+		iws[w].Add(p)
+		if gs != nil {
+			gs[w].Add(p)
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	a = &Analysis{Result: res}
+	if a.Summary, ok = roce.Merge(sums); !ok {
+		return nil, false, nil
+	}
+	a.Summary.CutShort = res.CutShort
+	a.Summary.Finish()
+	if gs != nil && !finishIntoGraph {
+		a.IO = iograph.Merge(gs).Graph()
+	}
+	if a.IWARP, ok = iwarp.Merge(iws); !ok {
+		return nil, false, nil
+	}
+	if gs != nil && finishIntoGraph {
+		a.IO = iograph.Merge(gs).Graph()
+	}
+	return a, true, nil
+}
+
+var errStartFound = errors.New("graph start found")
+
+// graphStart is where one IO graph builder over every frame in file order
+// starts: the time of the first RoCEv2 or TCP frame (an iWARP FPDU is never
+// before the TCP frames that carried it).
+func graphStart(files []string) (t time.Time, ok bool) {
+	for _, f := range files {
+		_, err := roce.ScanFile(f, func(p *roce.Packet) error {
+			if p.Kind == roce.KindRoCE || p.Kind == roce.KindTCP {
+				t, ok = p.Time, true
+				return errStartFound
+			}
+			return nil
+		})
+		if ok || err != nil && !errors.Is(err, errStartFound) {
+			return t, ok
+		}
+	}
+	return t, ok
 }
 
 // iwarpFeeding returns an iWARP analyzer that draws each FPDU in g.

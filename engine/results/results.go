@@ -88,3 +88,8 @@ type Platform struct {
 // "higher" or "lower", as its block says. Compare reads it where the
 // descriptor knows no such metric.
 const BetterExtra = "better"
+
+// ServerPortExtra is the Meta.Extra key of the TCP port a workload's
+// server listened on for that run (the tcp workload's, as the agent bound
+// it): what names its connection in a capture (engine/attrib).
+const ServerPortExtra = "server_port"

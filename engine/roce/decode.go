@@ -190,7 +190,16 @@ type Packet struct {
 	ICRCChecked bool
 	ICRCValid   bool
 	CM          CM // valid when CM.Attr != 0: a CM MAD on QP1
+
+	// ord is the frame's place among all the frames of one scan (of every
+	// file of a capture, ScanSplit), from 1: what the merge of a split
+	// scan orders by.
+	ord int64
 }
+
+// Ord is the frame's place among all the frames a scan read (across the
+// files of one capture when ScanFilesSplit reads several), from 1.
+func (p *Packet) Ord() int64 { return p.ord }
 
 // Op describes the packet's BTH opcode.
 func (p *Packet) Op() *OpInfo { return &opTable[p.BTH.Opcode] }

@@ -73,6 +73,7 @@ func Scan(r io.Reader, fn func(*Packet) error) (ScanResult, error) {
 		res.Frames++
 		p.Number, p.Time = res.Frames, ts
 		Decode(link, data, wire, &p)
+		p.ord = int64(res.Frames)
 		if err := fn(&p); err != nil {
 			return res, err
 		}

@@ -17,16 +17,18 @@ type OpStats struct {
 	PayloadBytes int64     `json:"payload_bytes"` // IB payload bytes
 	First        time.Time `json:"first"`
 	Last         time.Time `json:"last"`
+
+	firstOrd, lastOrd int64 // Packet.Ord of First and Last, for Merge
 }
 
 func (o *OpStats) add(p *Packet) {
 	if o.Packets == 0 {
-		o.First = p.Time
+		o.First, o.firstOrd = p.Time, p.ord
 	}
 	o.Packets++
 	o.Bytes += int64(p.WireLen)
 	o.PayloadBytes += int64(p.PayloadLen)
-	o.Last = p.Time
+	o.Last, o.lastOrd = p.Time, p.ord
 }
 
 // FlowKey names one direction of a RoCE conversation: the IP addresses and
@@ -58,9 +60,10 @@ type Flow struct {
 	NAKCodes map[uint8]int64 `json:"nak_codes,omitempty"`
 	Ops      []*OpStats      `json:"opcodes"`
 
-	opIdx   [256]uint16 // index+1 into Ops
-	maxPSN  uint32
-	havePSN bool
+	opIdx    [256]uint16 // index+1 into Ops
+	maxPSN   uint32
+	havePSN  bool
+	firstOrd int64 // Packet.Ord of the flow's first packet, for Merge
 }
 
 // CMEvent is one Communication Manager message: the control plane.
@@ -90,6 +93,8 @@ type CMEvent struct {
 	// Buffer is the address and rkey rlab's example programs hand out in
 	// their private data (labs/programs), when it holds one.
 	Buffer *BufferInfo `json:"buffer,omitempty"`
+
+	ord int64 // Packet.Ord of the message, for Merge
 }
 
 // cmPrivate fills e's private data fields from c.
@@ -158,6 +163,8 @@ type Summary struct {
 	last    *Flow
 	lastKey FlowKey
 	ops     [256]*OpStats
+
+	firstOrd, lastOrd int64 // Packet.Ord of First and Last, for Merge
 }
 
 // NewSummary returns an empty Summary ready for Add.
@@ -166,11 +173,11 @@ func NewSummary() *Summary { return &Summary{flows: map[FlowKey]*Flow{}} }
 // Add accounts one decoded frame.
 func (s *Summary) Add(p *Packet) {
 	if s.Frames == 0 {
-		s.First = p.Time
+		s.First, s.firstOrd = p.Time, p.ord
 	}
 	s.Frames++
 	s.Bytes += int64(p.WireLen)
-	s.Last = p.Time
+	s.Last, s.lastOrd = p.Time, p.ord
 	if p.Truncated {
 		s.Truncated++
 	}
@@ -216,7 +223,7 @@ func (s *Summary) Add(p *Packet) {
 			}
 			f = s.Overflow
 		} else if f == nil {
-			f = &Flow{Src: p.Src, Dst: p.Dst, DestQP: p.BTH.DestQP, First: p.Time}
+			f = &Flow{Src: p.Src, Dst: p.Dst, DestQP: p.BTH.DestQP, First: p.Time, firstOrd: p.ord}
 			s.flows[k] = f
 			s.Flows = append(s.Flows, f)
 		}
@@ -280,7 +287,7 @@ func (s *Summary) Add(p *Packet) {
 		c := &p.CM
 		e := CMEvent{Number: p.Number, Time: p.Time, Src: p.Src, Dst: p.Dst, Message: c.Name(),
 			LocalCommID: c.LocalCommID, RemoteCommID: c.RemoteCommID, StartPSN: c.StartPSN,
-			Port: c.Port(), Reason: c.Reason, QPN: c.LocalQPN, Truncated: c.Partial}
+			Port: c.Port(), Reason: c.Reason, QPN: c.LocalQPN, Truncated: c.Partial, ord: p.ord}
 		if c.Attr == CMDreq {
 			e.QPN = c.RemoteQPN
 		}

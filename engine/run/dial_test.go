@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func (h *dialHost) Send(ctx context.Context, req *rpc.Request) error {
 	}
 	if p, _, ok := rpc.Match(req, rpc.TCPSend); ok && (p.Bytes > 0 || p.DurationMs > 0) { // not the link probe's 0 bytes
 		h.mu.Lock()
-		*h.dialed = append(*h.dialed, p.Addr)
+		*h.dialed = append(*h.dialed, fmt.Sprintf("%s:%d", p.Addr, p.Port))
 		h.mu.Unlock()
 	}
 	return h.Host.Send(ctx, req)
@@ -129,8 +130,8 @@ rxe "s" {
 			if res.Code != ExitOK {
 				t.Fatalf("code %d, err %v", res.Code, res.Err)
 			}
-			if len(dialed) != 1 || dialed[0] != tt.wantAddr {
-				t.Errorf("tcp.send dialed %v, want [%s]", dialed, tt.wantAddr)
+			if len(dialed) != 1 || !strings.HasPrefix(dialed[0], tt.wantAddr+":") {
+				t.Errorf("tcp.send dialed %v, want [%s:port]", dialed, tt.wantAddr)
 			}
 			n := 0
 			for _, s := range r.Samples {
@@ -140,6 +141,11 @@ rxe "s" {
 				n++
 				if s.Meta.Extra["server_addr"] != tt.wantAddr || s.Meta.Extra["server_addr_from"] != tt.wantFrom {
 					t.Errorf("sample extra %v, want server_addr %s from %q", s.Meta.Extra, tt.wantAddr, tt.wantFrom)
+				}
+				// The port the agent's server listened on, which the client
+				// dialed: what names the connection in a capture.
+				if len(dialed) == 1 && tt.wantAddr+":"+s.Meta.Extra[results.ServerPortExtra] != dialed[0] {
+					t.Errorf("sample extra %v, want server_port the dialed %s", s.Meta.Extra, dialed[0])
 				}
 			}
 			if n != 1 {

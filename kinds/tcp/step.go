@@ -156,7 +156,7 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	ss = append(ss, steps.CommonSamples(0, secs)...)
 	steps.FillMeta(ss, results.Meta{Workload: w.Name, Tool: w.Tool, Size: size, Repeat: rep,
 		Hosts: []string{w.ServerHost, w.ClientHost}, Bytes: sent.Bytes, ServerBytes: got.Bytes, Extra: map[string]string{
-			"server_addr": addr, "server_addr_from": s.dialFrom()}})
+			"server_addr": addr, "server_addr_from": s.dialFrom(), results.ServerPortExtra: fmt.Sprint(serving.Port)}})
 	s.out.Samples = append(s.out.Samples, ss...)
 	return nil
 }

@@ -1,0 +1,339 @@
+package roce
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+)
+
+// splitScan runs ScanSplit over data and returns every packet (merged by
+// Ord), the merged summary (nil when Merge cannot say it) and the result.
+// It fails t when one worker sees a flow's packets out of file order or
+// when a flow's packets reach two workers.
+func splitScan(t testing.TB, data []byte, workers int) ([]packetLog, *Summary, ScanResult, error) {
+	logs := make([][]packetLog, workers)
+	sums := make([]*Summary, workers)
+	for i := range sums {
+		sums[i] = NewSummary()
+	}
+	res, err := ScanSplit([]Source{ReaderSource(bytes.NewReader(data))}, workers, func(w int, p *Packet) {
+		q := *p
+		q.Payload = nil
+		if n := len(logs[w]); n > 0 && logs[w][n-1].P.ord >= p.ord {
+			t.Errorf("worker %d: frame ord %d after %d", w, p.ord, logs[w][n-1].P.ord)
+		}
+		logs[w] = append(logs[w], packetLog{q, append([]byte(nil), p.Payload...)})
+		sums[w].Add(p)
+	})
+	owner := map[string]int{}
+	var all []packetLog
+	for w, l := range logs {
+		for _, pl := range l {
+			if k := flowName(&pl.P); k != "" {
+				if o, ok := owner[k]; ok && o != w {
+					t.Errorf("flow %s on workers %d and %d", k, o, w)
+				}
+				owner[k] = w
+			}
+		}
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].P.ord < all[j].P.ord })
+	s, ok := Merge(sums)
+	if ok {
+		s.CutShort = res.CutShort
+		s.Finish()
+	}
+	return all, s, res, err
+}
+
+// flowName is what must stay on one worker: a RoCEv2 flow as Summary keys
+// it, a TCP connection both ways.
+func flowName(p *Packet) string {
+	switch {
+	case p.Kind == KindRoCE && p.Problem != ProblemMalformed && p.HasBTH:
+		return p.Src.String() + ">" + p.Dst.String() + " " + string(rune(p.BTH.DestQP))
+	case p.Kind == KindTCP && p.Problem == ProblemNone:
+		a, b := p.Src.String()+":"+string(rune(p.SrcPort)), p.Dst.String()+":"+string(rune(p.DstPort))
+		if b < a {
+			a, b = b, a
+		}
+		return "tcp " + a + " " + b
+	}
+	return ""
+}
+
+// oneSummary is the summary of Scan, with its result.
+func oneSummary(data []byte) (*Summary, ScanResult, error) {
+	s := NewSummary()
+	res, err := Scan(bytes.NewReader(data), func(p *Packet) error { s.Add(p); return nil })
+	s.CutShort = res.CutShort
+	s.Finish()
+	return s, res, err
+}
+
+func summaryJSON(t testing.TB, s *Summary) string {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteText(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestScanSplitSameAsScan: on every capture of the project's testdata
+// (RoCEv2, CM, iWARP recorded from siw, SLL2, pcapng, gzip), whole and cut
+// short inside a frame, ScanSplit with 1, 2 and 7 workers hands out the
+// packets Scan hands out (each exactly once, each flow's in order on one
+// worker), and the merged summary prints and marshals byte for byte as
+// Scan's.
+func TestScanSplitSameAsScan(t *testing.T) {
+	var files []string
+	for _, g := range []string{"../../testdata/pcap/*.pcap*", "../../testdata/pcap/recorded/*.pcap", "../../testdata/iwarp/*.pcap",
+		"../../testdata/iwarp/recorded/*.pcap*", "../../testdata/report/*/hosts/*/captures/*.pcap*",
+		"../../testdata/attrib/*/hosts/*/captures/*.pcap*"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	if len(files) < 25 {
+		t.Fatalf("only %d captures found", len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []struct {
+			name string
+			data []byte
+		}{{"whole", data}, {"cut", data[:len(data)*2/3]}} {
+			want, wres, werr := logScan(t, v.data, 0, 0)
+			wsum, _, _ := oneSummary(v.data)
+			for _, w := range []int{1, 2, 7} {
+				got, sum, res, err := splitScan(t, v.data, w)
+				name := filepath.Base(f) + " " + v.name
+				if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+					t.Errorf("%s workers %d: error %v, Scan's %v", name, w, err, werr)
+				}
+				if res != wres {
+					t.Errorf("%s workers %d: %+v, Scan's %+v", name, w, res, wres)
+				}
+				if len(got) != len(want) {
+					t.Errorf("%s workers %d: %d packets, Scan %d", name, w, len(got), len(want))
+					continue
+				}
+				for i := range want {
+					if !reflect.DeepEqual(want[i], got[i]) {
+						t.Errorf("%s workers %d: packet %d differs:\nScan      %+v\nScanSplit %+v", name, w, i, want[i], got[i])
+						break
+					}
+				}
+				if sum == nil {
+					t.Errorf("%s workers %d: the summaries did not merge", name, w)
+				} else if a, b := summaryJSON(t, wsum), summaryJSON(t, sum); a != b {
+					t.Errorf("%s workers %d: merged summary differs:\nScan  %s\nSplit %s", name, w, a, b)
+				}
+			}
+		}
+	}
+}
+
+// FuzzScanSplit: on any bytes, ScanSplit hands out Scan's packets and
+// error, and the merged summary is Scan's (or says it cannot merge, only
+// past MaxFlows).
+func FuzzScanSplit(f *testing.F) {
+	for _, g := range []string{"../../testdata/pcap/*.pcap*", "../../testdata/iwarp/*.pcap"} {
+		m, _ := filepath.Glob(g)
+		for _, file := range m {
+			if b, err := os.ReadFile(file); err == nil && len(b) < 64<<10 {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, wres, werr := logScan(t, data, 0, 0)
+		wsum, _, _ := oneSummary(data)
+		got, sum, res, err := splitScan(t, data, 3)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || res != wres {
+			t.Fatalf("ScanSplit %+v %v, Scan %+v %v", res, err, wres, werr)
+		}
+		a, _ := json.Marshal(want)
+		b, _ := json.Marshal(got)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("packets differ")
+		}
+		if sum == nil {
+			if len(wsum.Flows) < MaxFlows {
+				t.Fatalf("%d flows did not merge", len(wsum.Flows))
+			}
+			return
+		}
+		if a, b := summaryJSON(t, wsum), summaryJSON(t, sum); a != b {
+			t.Fatalf("merged summary differs:\nScan  %s\nSplit %s", a, b)
+		}
+	})
+}
+
+// bigCapture is 5,000 frames of the recorded RoCEv2, CM and siw captures
+// in turn (many batches and many reads), a time apart each, in the byte
+// order and time unit asked for.
+func bigCapture(t *testing.T, bigEndian, nanos bool) []byte {
+	var raw [][]byte
+	for _, f := range []string{"../../testdata/pcap/recorded/roce-ib_write_bw-10x4KiB.pcap", "../../testdata/iwarp/recorded/transports-server-siw-0.pcap",
+		"../../testdata/pcap/recorded/rdma-cm-rping.pcap"} {
+		if _, err := os.Stat(f); err == nil {
+			raw = append(raw, frames(t, f)...)
+		}
+	}
+	if len(raw) < 50 {
+		t.Fatalf("%d frames in the recorded captures", len(raw))
+	}
+	var buf bytes.Buffer
+	w := pcapgo.NewWriter(&buf)
+	if nanos {
+		w = pcapgo.NewWriterNanos(&buf)
+	}
+	if err := w.WriteFileHeader(1<<18, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := 0; i < 5_000; i++ {
+		f := raw[i%len(raw)]
+		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * 1234567), CaptureLength: len(f), Length: len(f) + i%3}
+		if err := w.WritePacket(ci, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := buf.Bytes()
+	if bigEndian { // the same file as a big-endian host writes it
+		swap := func(b []byte) { slices.Reverse(b) }
+		swap(b[0:4])
+		swap(b[4:6])
+		swap(b[6:8])
+		for i := 8; i < 24; i += 4 {
+			swap(b[i : i+4])
+		}
+		for off := 24; off+16 <= len(b); {
+			n := int(binary.LittleEndian.Uint32(b[off+8:]))
+			for i := 0; i < 16; i += 4 {
+				swap(b[off+i : off+i+4])
+			}
+			off += 16 + n
+		}
+	}
+	return b
+}
+
+// TestScanSplitBig: a capture of many batches, little- and big-endian, in
+// micro- and nanoseconds, whole and cut at every place near its end
+// (inside the last record's header, right after it, inside its data)
+// and at random places, reads the same with ScanSplit's block reader as with
+// Scan's gopacket reader: packets, times, result and error.
+func TestScanSplitBig(t *testing.T) {
+	for _, v := range []struct{ be, ns bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		data := bigCapture(t, v.be, v.ns)
+		order := binary.ByteOrder(binary.LittleEndian)
+		if v.be {
+			order = binary.BigEndian
+		}
+		last := 24 // where the last record starts
+		for off := 24; off < len(data); off += 16 + int(order.Uint32(data[off+8:])) {
+			last = off
+		}
+		cuts := []int{len(data), len(data) - 1, last, last + 1, last + 8, last + 15, last + 16, last + 17}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for k := 0; k < 3; k++ {
+			cuts = append(cuts, 24+rng.IntN(len(data)-24))
+		}
+		for _, c := range cuts {
+			want, wres, werr := logScan(t, data[:c], 0, 0)
+			got, sum, res, err := splitScan(t, data[:c], 2)
+			name := fmt.Sprintf("big-endian %v ns %v cut at %d of %d", v.be, v.ns, c, len(data))
+			if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || res != wres {
+				t.Fatalf("%s: %+v %v, Scan's %+v %v", name, res, err, wres, werr)
+			}
+			if len(got) != len(want) || !reflect.DeepEqual(want, got) {
+				t.Fatalf("%s: %d packets differ from Scan's %d", name, len(got), len(want))
+			}
+			if wsum, _, _ := oneSummary(data[:c]); sum == nil || summaryJSON(t, wsum) != summaryJSON(t, sum) {
+				t.Fatalf("%s: merged summary differs", name)
+			}
+		}
+	}
+}
+
+// TestScanSplitBadRecords: records that gopacket refuses (longer than the
+// snaplen rlab allows, or captured longer than on the wire) stop
+// ScanSplit at the same frame with the same error as Scan.
+func TestScanSplitBadRecords(t *testing.T) {
+	data := bigCapture(t, false, false)
+	for _, v := range []struct {
+		name      string
+		cap, wire uint32
+	}{{"past snaplen", snapMax + 1, snapMax + 1}, {"longer than the wire", 100, 99}} {
+		b := slices.Clone(data)
+		off, n := 24, 0
+		for ; n < 1500; n++ { // the 1501st record, in the third batch
+			off += 16 + int(binary.LittleEndian.Uint32(b[off+8:]))
+		}
+		binary.LittleEndian.PutUint32(b[off+8:], v.cap)
+		binary.LittleEndian.PutUint32(b[off+12:], v.wire)
+		_, wres, werr := logScan(t, b, 0, 0)
+		got, _, res, err := splitScan(t, b, 2)
+		if werr == nil || err == nil || err.Error() != werr.Error() || res != wres || len(got) != 1500 {
+			t.Errorf("%s: %d packets, %+v %v; Scan %+v %v", v.name, len(got), res, err, wres, werr)
+		}
+	}
+}
+
+// TestMergePastMaxFlows: past MaxFlows the overflow line's PSN accounting
+// depends on the order across flows, so Merge says it cannot merge (the
+// caller reads on one core), and below it merges.
+func TestMergePastMaxFlows(t *testing.T) {
+	raw := frames(t, filepath.Join(pcapDir, "roce-ib_write_bw-10x4KiB.pcap"))
+	var f []byte
+	for _, r := range raw { // a RoCEv2 frame over IPv4 without options
+		if len(r) > 50 && r[12] == 0x08 && r[13] == 0 && r[14] == 0x45 && r[23] == 17 {
+			f = slices.Clone(r)
+			break
+		}
+	}
+	if f == nil {
+		t.Fatal("no RoCEv2 frame")
+	}
+	for _, n := range []int{MaxFlows, MaxFlows + 3} {
+		var buf bytes.Buffer
+		w := pcapgo.NewWriter(&buf)
+		if err := w.WriteFileHeader(1<<18, layers.LinkTypeEthernet); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			put24(f[14+20+8+5:], uint32(i)) // the BTH's destination QP
+			if err := w.WritePacket(gopacket.CaptureInfo{CaptureLength: len(f), Length: len(f)}, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, sum, _, err := splitScan(t, buf.Bytes(), 2)
+		if err != nil || (sum != nil) != (n <= MaxFlows) {
+			t.Errorf("%d flows: merged %v, err %v", n, sum != nil, err)
+		}
+		if wsum, _, _ := oneSummary(buf.Bytes()); sum != nil && summaryJSON(t, wsum) != summaryJSON(t, sum) {
+			t.Errorf("%d flows: merged summary differs", n)
+		}
+	}
+}
