@@ -29,6 +29,12 @@ variable "duration" {
   description = "How long ib_write_bw runs"
 }
 
+variable "tcp_bytes" {
+  type        = string
+  default     = "2GiB"
+  description = "How much the TCP baseline sends"
+}
+
 variable "qps" {
   type    = number
   default = 2
@@ -83,5 +89,5 @@ workload "tcp" {
   tool   = "tcp"
   server = host.server
   client = host.client
-  bytes  = "2GiB"
+  bytes  = var.tcp_bytes
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,12 @@ func TestE2EProgramLabs(t *testing.T) {
 					t.Errorf("%s = %v, want %v", m, v, want)
 				}
 			}
+			// What TestE2ERealRXE's prog-* ops checked by hand, on the lab's
+			// own outputs: the server took the buffer from the private data,
+			// its client disconnected cleanly; the client's exact lines; the
+			// capture's REP names the buffer the WRITE's (and READ's) RETH
+			// and the immediate use.
+			checkProgramRun(t, out, &run, tc.lab)
 			if tc.lab == "bulk" {
 				tcp := false
 				for _, s := range run.Samples {
@@ -102,5 +110,73 @@ func TestE2EProgramLabs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// progBulkAnyRE is progBulkRE for the byte count a lab chose.
+var progBulkAnyRE = regexp.MustCompile(`(?m)^RDMA client wrote (\d+) bytes in ([0-9.]+) s \(([0-9.]+) MiB/s\)$`)
+
+// checkProgramRun checks what a labs/programs run left in its folder: the
+// server's and the client's standard output (each workload's logs, read
+// by the host they ran on) and, for write-read and write-imm, the capture
+// with checkProgramCapture. These were TestE2ERealRXE's prog-* ops, which
+// built and ran the same programs by hand on a second pair.
+func checkProgramRun(t *testing.T, out string, run *results.Run, lab string) {
+	t.Helper()
+	stdout := map[string]string{} // host -> its processes' stdout
+	for _, w := range run.Workloads {
+		for _, rel := range w.Logs {
+			if !strings.HasSuffix(rel, ".stdout") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(out, rel))
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			for _, h := range []string{"server", "client"} {
+				if slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), h) {
+					stdout[h] += string(b)
+				}
+			}
+		}
+	}
+	srv, cli := stdout["server"], stdout["client"]
+	if !progAccRE.MatchString(srv) || !regexp.MustCompile(`(?m)^client disconnected$`).MatchString(srv) {
+		t.Errorf("server: no accept with the buffer in the private data, or no disconnect: %q", srv)
+	}
+	var cliRE []*regexp.Regexp
+	capture := ""
+	switch lab {
+	case "write-read":
+		cliRE, capture = []*regexp.Regexp{progWriteRE, progReadRE}, "cap.cm_and_data"
+	case "write-imm":
+		cliRE, capture = []*regexp.Regexp{regexp.MustCompile(`(?m)^RDMA_WRITE_WITH_IMM complete: 4096 bytes, immediate ` + progImm + `$`)}, "cap.imm"
+		if !progImmRE.MatchString(srv) {
+			t.Errorf("server: the immediate %s did not arrive with the data: %q", progImm, srv)
+		}
+	case "bulk":
+		cliRE = []*regexp.Regexp{progBulkAnyRE}
+	}
+	for _, re := range cliRE {
+		if !re.MatchString(cli) {
+			t.Errorf("client: no line matching %s in %q", re, cli)
+		}
+	}
+	if capture == "" {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "hosts", "*", "captures", capture+".*"))
+	if len(files) == 0 {
+		t.Errorf("no capture %s in %s", capture, out)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkProgramCapture(lab == "write-read", lab == "write-imm")(b); err != nil {
+			t.Errorf("capture %s: %v", filepath.Base(f), err)
+		}
 	}
 }
