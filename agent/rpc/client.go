@@ -126,11 +126,14 @@ type Options struct {
 
 // Client is the controller's end of one agent.
 type Client struct {
-	o    Options
-	r    *bufio.Reader
-	w    io.WriteCloser
-	wmu  sync.Mutex
-	next atomic.Uint64
+	o   Options
+	r   *bufio.Reader
+	w   io.WriteCloser
+	wmu sync.Mutex
+	// wonce closes w once; werr is what that returned.
+	wonce sync.Once
+	werr  error
+	next  atomic.Uint64
 
 	mu      sync.Mutex
 	pending map[uint64]*Pending // nil once lost
@@ -432,7 +435,7 @@ func (c *Client) Abort(why error) {
 		if c.o.Close != nil {
 			c.o.Close()
 		} else {
-			c.w.Close()
+			c.closeW()
 		}
 		note := ""
 		if c.o.Note != nil {
@@ -582,7 +585,14 @@ func (c *Client) Err() error {
 func (c *Client) Close() error {
 	// Not under wmu: a write blocked on an agent that stopped reading
 	// must not keep its input from closing.
-	return c.w.Close()
+	return c.closeW()
+}
+
+// closeW closes the writer once (a teardown that ended every agent's input
+// first calls Close again to wait): a second EOF is not sent.
+func (c *Client) closeW() error {
+	c.wonce.Do(func() { c.werr = c.w.Close() })
+	return c.werr
 }
 
 // Truncate bounds s to n bytes ("..." where it was cut).

@@ -79,8 +79,50 @@ func endAdopted() {
 	}
 }
 
-// children lists the pids whose parent is pid (from /proc/*/stat).
+// children lists the pids whose parent is pid: from the children files of
+// pid's threads (/proc/PID/task/*/children), else, on a kernel without them
+// (CONFIG_PROC_CHILDREN), from every process's /proc/*/stat. The scan read
+// every process of the machine at each agent's exit: on the netns bed, 1,000
+// hosts share one /proc, so a class's teardown read millions of files
+// (bench/scale, BENCHMARKS.md).
 func children(pid int) []int {
+	if out, ok := taskChildren(pid); ok {
+		return out
+	}
+	return scanChildren(pid)
+}
+
+// taskChildren reads the children files of pid's threads; ok is false when
+// the kernel has none.
+func taskChildren(pid int) (out []int, ok bool) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	// The main thread lives as long as the process: without its file the
+	// kernel has none.
+	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(pid), "children")); err != nil {
+		return nil, false
+	}
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false
+	}
+	seen := map[int]bool{}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "children"))
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(f); err == nil && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, true
+}
+
+// scanChildren lists the pids whose parent is pid from /proc/*/stat.
+func scanChildren(pid int) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {

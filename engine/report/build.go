@@ -88,6 +88,9 @@ type builder struct {
 	d    *Data
 	opts Options
 	all  []Link // every file in the run dir
+	// byPath is all by path, made at the first workload that needs it (a
+	// class's thousand workloads each made it anew: O(n²)).
+	byPath map[string]Link
 	// samples of each workload, by name, for the RDMA vs TCP comparison
 	samples map[string][]results.Sample
 	model   *lab.Lab // the lab as run, when it loads on its own
@@ -510,10 +513,13 @@ func throughputOf(tool string) (metric string, overRDMA bool) {
 func (b *builder) workloadLinks(name string, wd results.Workload) []Link {
 	var out []Link
 	if len(wd.Logs) > 0 {
-		have := map[string]Link{}
-		for _, l := range b.all {
-			have[l.Path] = l
+		if b.byPath == nil {
+			b.byPath = make(map[string]Link, len(b.all))
+			for _, l := range b.all {
+				b.byPath[l.Path] = l
+			}
 		}
+		have := b.byPath
 		for _, p := range wd.Logs {
 			p = path.Clean(filepath.ToSlash(p))
 			if !filepath.IsLocal(p) {

@@ -538,6 +538,26 @@ func (r *runner) teardown(ctx context.Context) {
 			}
 		}
 	}
+	// Without a keep list every agent is told at once that its input ended
+	// (no round trip: it undoes what the run made and exits on EOF), so a
+	// class's agents clean up and exit together; the waves below then
+	// wait for each session to end instead of ending them 64 at a time.
+	if len(keep) == 0 {
+		for _, h := range r.hosts {
+			r.mu.Lock()
+			c, ok := r.conns[h.Name]
+			r.mu.Unlock()
+			if !ok || r.discard[h.Name] {
+				continue
+			}
+			if cw, ok := c.(*conn); ok {
+				c = cw.Host
+			}
+			if e, ok := c.(inputEnder); ok {
+				e.EndInput()
+			}
+		}
+	}
 	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
 		r.mu.Lock()
 		c, ok := r.conns[h.Name]
@@ -593,6 +613,10 @@ func (r *runner) teardown(ctx context.Context) {
 	})
 	r.emit(Event{Type: "step.end", Step: "teardown", Status: "ok", IDs: ids})
 }
+
+// inputEnder is a Host whose agent can be told its input ended without
+// waiting for it to exit (teardown; Close then waits).
+type inputEnder interface{ EndInput() }
 
 // factsParams is the run's facts request: the programs every family looks
 // for, and the lab's program packages, whose installed state preflight

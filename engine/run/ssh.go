@@ -320,6 +320,10 @@ func (h *sshHost) Abandon() error {
 // errAbandoned is why an abandoned session's calls fail.
 var errAbandoned = errors.New("session ended without cleanup: the host is a local VM being discarded")
 
+// EndInput closes the agent's input: it undoes what the run made and exits
+// (Close waits for that).
+func (h *sshHost) EndInput() { h.a.EndInput() }
+
 func (h *sshHost) Close() error {
 	err := h.a.Close()
 	if cerr := h.c.Close(); err == nil && cerr != nil {

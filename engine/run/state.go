@@ -188,9 +188,6 @@ func (j *journal) noteHost(f func(st *State)) error {
 func (j *journal) change(f func(st *State), sync bool) error {
 	j.mu.Lock()
 	f(&j.st)
-	if j.key != nil {
-		signPaths(j.key, &j.st)
-	}
 	j.gen++
 	gen := j.gen
 	j.mu.Unlock()
@@ -206,8 +203,13 @@ func (j *journal) flush(gen uint64, sync bool) error {
 		return nil
 	}
 	j.mu.Lock()
+	// Signed as written, not at every change: each signing MACs every
+	// host, and a class's thousand connects each change one (O(n²)); the
+	// changes that wait for this write share it. The paths first, then
+	// the whole file (state_mac) over them.
 	var err error
 	if j.key != nil {
+		signPaths(j.key, &j.st)
 		j.st.MAC, err = stateMAC(j.key, j.st)
 	}
 	var b []byte

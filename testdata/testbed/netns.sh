@@ -170,6 +170,22 @@ up() { # up DIR IDX N M [MAXSTARTUPS [K]]
     ip link add "$bc" type bridge 2>/dev/null || true # only bastion2 is on it
     ip link set "$bc" up
   fi
+  # The root namespace talks to every host on the bridge: its neighbour
+  # table (default gc_thresh3 1024, shared by every bed) overflows near 1,000
+  # hosts ("neighbor table overflow", then "no route to host"), and every ARP
+  # broadcast is copied to each host's port, past the input backlog (1000
+  # packets: millions dropped at 1,000 hosts, so some lookups fail after 3
+  # tries). Raised to fit, never lowered; the bridge retries its lookups
+  # longer.
+  local total=$((n + m + k2)) key want cur
+  for key in net.ipv4.neigh.default.gc_thresh2:$((2 * total + 512)) \
+    net.ipv4.neigh.default.gc_thresh3:$((4 * total + 1024)) \
+    net.core.netdev_max_backlog:$((10 * total + 1000)); do
+    want="${key#*:}" key="${key%%:*}"
+    cur="$(sysctl -n "$key" 2>/dev/null || echo 0)"
+    [ "$cur" -ge "$want" ] || sysctl -qw "$key=$want" || true
+  done
+  sysctl -qw "net.ipv4.neigh.$ba.mcast_solicit=10" || true
   local hosts=()
   for ((i = 0; i < n; i++)); do hosts+=("h$i a $(addr "$p3" 0 $((10 + i)))"); done
   if [ "$m" -gt 0 ] || [ "$k2" -gt 0 ]; then
