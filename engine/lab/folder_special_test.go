@@ -42,7 +42,7 @@ func TestLabFolderSpecialFiles(t *testing.T) {
 				// rlab validate DIR first splits the folder into labs
 				// (Units), reading each file's lab blocks: the FIFO hung
 				// there too.
-				Units(dir)
+				Split(dir)
 				_, diags := Load([]string{dir}, LoadOptions{})
 				done <- diagLines(diags)
 			}()

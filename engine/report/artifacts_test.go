@@ -30,13 +30,13 @@ func TestCapturesFromArtifacts(t *testing.T) {
 	}{
 		{"older run: by name", nil, []string{"notes.pcap", "roce"}},
 		{"listed", []results.Artifact{
-			{Host: "server", Path: "hosts/server/captures/cap.roce.pcap", Kind: results.ArtifactCapture},
-			{Host: "server", Path: "hosts/server/captures/cap.notes.pcap.txt", Kind: results.ArtifactLog},
-			{Host: "client", Path: "hosts/client/captures/wire.dump", Kind: results.ArtifactCapture},
-			{Host: "server", Path: "hosts/server/logs/roce.tcpdump.txt", Kind: results.ArtifactLog},
+			{Host: "server", Path: "hosts/server/captures/cap.roce.pcap", Type: results.ArtifactCapture},
+			{Host: "server", Path: "hosts/server/captures/cap.notes.pcap.txt", Type: results.ArtifactLog},
+			{Host: "client", Path: "hosts/client/captures/wire.dump", Type: results.ArtifactCapture},
+			{Host: "server", Path: "hosts/server/logs/roce.tcpdump.txt", Type: results.ArtifactLog},
 		}, []string{"roce", "wire"}},
 		{"listed, none a capture", []results.Artifact{
-			{Host: "server", Path: "hosts/server/logs/roce.tcpdump.txt", Kind: results.ArtifactLog},
+			{Host: "server", Path: "hosts/server/logs/roce.tcpdump.txt", Type: results.ArtifactLog},
 		}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestListedCaptureReadOnce(t *testing.T) {
 	const p = "hosts/server/captures/cap.roce.pcap"
 	for _, spelled := range []string{p, "hosts/server/captures/./cap.roce.pcap", "hosts//server/captures/cap.roce.pcap", "hosts/server/../server/captures/cap.roce.pcap"} {
 		for range 500 {
-			r.Artifacts = append(r.Artifacts, results.Artifact{Host: "server", Path: spelled, Kind: results.ArtifactCapture})
+			r.Artifacts = append(r.Artifacts, results.Artifact{Host: "server", Path: spelled, Type: results.ArtifactCapture})
 		}
 	}
 	b, err := results.Encode(r)

@@ -181,7 +181,7 @@ var errStartFound = errors.New("graph start found")
 func graphStart(files []string) (t time.Time, ok bool) {
 	for _, f := range files {
 		_, err := roce.ScanFile(f, func(p *roce.Packet) error {
-			if p.Kind == roce.KindRoCE || p.Kind == roce.KindTCP {
+			if p.Proto == roce.ProtoRoCE || p.Proto == roce.ProtoTCP {
 				t, ok = p.Time, true
 				return errStartFound
 			}

@@ -133,7 +133,7 @@ type Workload struct {
 type Artifact struct {
 	Host string `json:"host"` // the host it came from, as the lab names it
 	Path string `json:"path"` // slash-separated, relative to the run directory
-	Kind string `json:"kind"` // ArtifactCapture or ArtifactLog
+	Type string `json:"kind"` // ArtifactCapture or ArtifactLog
 	// Size and SHA256 are the file's as the host listed them and the pull
 	// verified; absent when the file was rewritten on the way (a log with
 	// the lab's sensitive values masked) or hashed only while it was sent.
@@ -156,7 +156,7 @@ func (r *Run) CaptureArtifacts() []Artifact {
 	var out []Artifact
 	seen := map[string]bool{}
 	for _, a := range r.Artifacts {
-		if a.Kind != ArtifactCapture || !filepath.IsLocal(filepath.FromSlash(a.Path)) {
+		if a.Type != ArtifactCapture || !filepath.IsLocal(filepath.FromSlash(a.Path)) {
 			continue
 		}
 		a.Path = path.Clean(a.Path)
@@ -271,7 +271,7 @@ func Encode(r *Run) ([]byte, error) {
 		r.Samples = []Sample{}
 	}
 	for i := range r.Samples {
-		r.Samples[i].Kind = KindOf(r.Samples[i])
+		r.Samples[i].Source = SourceOf(r.Samples[i])
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

@@ -207,9 +207,9 @@ func flowOwner(p *Packet, n int) int {
 	}
 	var h uint64
 	switch {
-	case p.Kind == KindRoCE && p.Problem != ProblemMalformed && p.HasBTH:
+	case p.Proto == ProtoRoCE && p.Problem != ProblemMalformed && p.HasBTH:
 		h = mixAddr(mixAddr(uint64(p.BTH.DestQP)*0x9e3779b97f4a7c15, p.Src), p.Dst)
-	case p.Kind == KindTCP && p.Problem == ProblemNone:
+	case p.Proto == ProtoTCP && p.Problem == ProblemNone:
 		a := mixAddr(uint64(p.SrcPort)+1, p.Src)
 		b := mixAddr(uint64(p.DstPort)+1, p.Dst)
 		h = a ^ b // the same both ways

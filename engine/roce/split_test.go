@@ -64,9 +64,9 @@ func splitScan(t testing.TB, data []byte, workers int) ([]packetLog, *Summary, S
 // it, a TCP connection both ways.
 func flowName(p *Packet) string {
 	switch {
-	case p.Kind == KindRoCE && p.Problem != ProblemMalformed && p.HasBTH:
+	case p.Proto == ProtoRoCE && p.Problem != ProblemMalformed && p.HasBTH:
 		return p.Src.String() + ">" + p.Dst.String() + " " + string(rune(p.BTH.DestQP))
-	case p.Kind == KindTCP && p.Problem == ProblemNone:
+	case p.Proto == ProtoTCP && p.Problem == ProblemNone:
 		a, b := p.Src.String()+":"+string(rune(p.SrcPort)), p.Dst.String()+":"+string(rune(p.DstPort))
 		if b < a {
 			a, b = b, a

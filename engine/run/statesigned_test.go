@@ -32,7 +32,7 @@ func TestDownStateSignedWhole(t *testing.T) {
 		{name: "own run with become", edit: nil, become: true},
 		{name: "become set afterwards", edit: func(s *State) { s.Hosts[0].Become = true }, refused: true},
 		{name: "an effect added", edit: func(s *State) {
-			s.Effects = append(s.Effects, steps.Effect{Host: "a", Kind: "proc", ID: "wl.y", Argv: []string{"sshd"}, PID: 1})
+			s.Effects = append(s.Effects, steps.Effect{Host: "a", Type: "proc", ID: "wl.y", Argv: []string{"sshd"}, PID: 1})
 		}, refused: true},
 		{name: "an effect's pid changed", edit: func(s *State) { s.Effects[0].PID = 1 }, refused: true},
 		{name: "a kept device made pending", edit: func(s *State) { s.Effects[1].Keep = false }, refused: true},
@@ -51,8 +51,8 @@ func TestDownStateSignedWhole(t *testing.T) {
 				WorkDir: "/tmp/rlab/t-1/a", Become: tt.become && tt.edit == nil}
 			st := State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []StateHost{h},
 				Effects: []steps.Effect{
-					{Host: "a", Kind: "proc", ID: "wl.x", Argv: []string{"sleep", "300"}, PID: 1 << 22},
-					{Host: "a", Kind: "rxe", ID: "rxe0", Created: true, Keep: true},
+					{Host: "a", Type: "proc", ID: "wl.x", Argv: []string{"sleep", "300"}, PID: 1 << 22},
+					{Host: "a", Type: "rxe", ID: "rxe0", Created: true, Keep: true},
 				}}
 			if _, err := newJournal(dir, st); err != nil {
 				t.Fatal(err)
@@ -104,7 +104,7 @@ func TestDownKeepsStateSigned(t *testing.T) {
 		dir := t.TempDir()
 		st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
 			Hosts:   []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22}},
-			Effects: []steps.Effect{{Host: "vm", Kind: "proc", ID: "wl.x"}}}
+			Effects: []steps.Effect{{Host: "vm", Type: "proc", ID: "wl.x"}}}
 		if _, err := newJournal(dir, st); err != nil {
 			t.Fatal(err)
 		}
