@@ -78,13 +78,13 @@ func (f Figure) Metrics() []string {
 	return out
 }
 
-// ChartKind is how a chart draws its series.
-type ChartKind int
+// ChartType is how a chart draws its series.
+type ChartType int
 
-// The chart kinds.
+// The chart types.
 const (
 	// Lines: one line per series against message size (log scale).
-	Lines ChartKind = iota
+	Lines ChartType = iota
 	// Bars: a group of bars per message size, one bar per series.
 	Bars
 )
@@ -93,7 +93,7 @@ const (
 type Chart struct {
 	ID    string // the anchor's suffix, unique among all tools' charts
 	Title string
-	Kind  ChartKind
+	Type  ChartType
 	// The value axis is in the first series' recorded unit, the one the
 	// table beneath and every other view print it in: a chart declares no
 	// unit of its own.

@@ -57,7 +57,7 @@ func (s *Capture) Apply(ctx context.Context, env *Env) error {
 		return err
 	}
 	hd := s.Handle()
-	if err := env.Note(Effect{Host: s.Host, Kind: "capture", ID: hd, Netdev: s.Netdev, Pending: true}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Type: "capture", ID: hd, Netdev: s.Netdev, Pending: true}); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -68,7 +68,7 @@ func (s *Capture) Apply(ctx context.Context, env *Env) error {
 	if err != nil {
 		return fmt.Errorf("start capture %q on %s of host %q: %w", s.Name, s.Netdev, s.Host, err)
 	}
-	return env.Note(Effect{Host: s.Host, Kind: "capture", ID: hd, Netdev: s.Netdev, PID: st.PID, ProcIdentity: st.ProcIdentity})
+	return env.Note(Effect{Host: s.Host, Type: "capture", ID: hd, Netdev: s.Netdev, PID: st.PID, ProcIdentity: st.ProcIdentity})
 }
 
 // Undo stops tcpdump (it flushes its file); idempotent.
@@ -89,5 +89,5 @@ func (s *Capture) Undo(ctx context.Context, env *Env) error {
 	}
 	s.stopped = true
 	s.Files = res.Files
-	return env.Note(Effect{Host: s.Host, Kind: "capture", ID: s.Handle(), Netdev: s.Netdev, Undone: true})
+	return env.Note(Effect{Host: s.Host, Type: "capture", ID: s.Handle(), Netdev: s.Netdev, Undone: true})
 }

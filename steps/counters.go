@@ -141,7 +141,7 @@ func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Samp
 			if err != nil {
 				reason = err.Error()
 			}
-			notes = append(notes, results.CounterNote{Host: host, Kind: results.NoteUnreadable, Reason: reason})
+			notes = append(notes, results.CounterNote{Host: host, Problem: results.NoteUnreadable, Reason: reason})
 			continue
 		}
 		seen := map[string]bool{}
@@ -157,7 +157,7 @@ func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Samp
 				if u.Absent {
 					kind = results.NoteAbsent
 				}
-				notes = append(notes, results.CounterNote{Host: host, Device: u.Device, Source: u.Source, Counter: u.Name, Kind: kind, Reason: u.Reason})
+				notes = append(notes, results.CounterNote{Host: host, Device: u.Device, Source: u.Source, Counter: u.Name, Problem: kind, Reason: u.Reason})
 			}
 		}
 		prev := map[counterID]uint64{}
@@ -179,7 +179,7 @@ func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Samp
 			if !plainName(v.Name, "_.-") || !plainName(v.Device, "._@:+-") || !plainName(v.Source, "_") {
 				// Host text that is no counter name (the agent checks too):
 				// it never becomes a metric a terminal prints.
-				notes = append(notes, results.CounterNote{Host: host, Kind: results.NoteUnreadable,
+				notes = append(notes, results.CounterNote{Host: host, Problem: results.NoteUnreadable,
 					Reason: fmt.Sprintf("not a counter name: %.80q on %.80q", v.Name, v.Device)})
 				continue
 			}
@@ -187,10 +187,10 @@ func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Samp
 			p, ok := prev[id]
 			switch {
 			case !ok:
-				notes = append(notes, results.CounterNote{Host: host, Device: v.Device, Source: v.Source, Counter: v.Name, Kind: results.NoteUnreadable, Reason: "not read before the workload"})
+				notes = append(notes, results.CounterNote{Host: host, Device: v.Device, Source: v.Source, Counter: v.Name, Problem: results.NoteUnreadable, Reason: "not read before the workload"})
 				continue
 			case v.Value < p:
-				notes = append(notes, results.CounterNote{Host: host, Device: v.Device, Source: v.Source, Counter: v.Name, Kind: results.NoteReset,
+				notes = append(notes, results.CounterNote{Host: host, Device: v.Device, Source: v.Source, Counter: v.Name, Problem: results.NoteReset,
 					Reason: fmt.Sprintf("went from %d to %d: reset or wrapped during the workload, no delta", p, v.Value)})
 				continue
 			}

@@ -73,7 +73,7 @@ func TestCounterSamples(t *testing.T) {
 	}
 	var kinds []string
 	for _, n := range notes {
-		kinds = append(kinds, n.Host+" "+n.Device+" "+n.Counter+" "+n.Kind)
+		kinds = append(kinds, n.Host+" "+n.Device+" "+n.Counter+" "+n.Problem)
 	}
 	wantNotes := []string{
 		"client   unreadable",
@@ -86,7 +86,7 @@ func TestCounterSamples(t *testing.T) {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
 	for _, n := range notes {
-		if n.Kind == results.NoteReset && !strings.Contains(n.Reason, "went from 9223372036854775808 to 3") {
+		if n.Problem == results.NoteReset && !strings.Contains(n.Reason, "went from 9223372036854775808 to 3") {
 			t.Errorf("reset note %q does not say the values", n.Reason)
 		}
 		if n.Host == "client" && !strings.Contains(n.Reason, "unknown_method") {
@@ -100,9 +100,9 @@ func TestCounterSamples(t *testing.T) {
 // ends on one host are one call.
 func TestCounterSides(t *testing.T) {
 	env := &Env{}
-	env.SetRXE("srv", &proto.DeviceInfo{Name: "rxe_eth1", Netdev: "eth1"})
-	env.SetRXE("cli", &proto.DeviceInfo{Name: "rxe_eth2", Netdev: "eth2"})
-	env.SetRXE("data", &proto.DeviceInfo{Name: "rxe_eth1", Netdev: "eth1", IPv4: "10.99.0.1"})
+	env.SetDevice("srv", &proto.DeviceInfo{Name: "rxe_eth1", Netdev: "eth1"})
+	env.SetDevice("cli", &proto.DeviceInfo{Name: "rxe_eth2", Netdev: "eth2"})
+	env.SetDevice("data", &proto.DeviceInfo{Name: "rxe_eth1", Netdev: "eth1", IPv4: "10.99.0.1"})
 	for _, tc := range []struct {
 		name string
 		w    Workload
@@ -117,7 +117,7 @@ func TestCounterSides(t *testing.T) {
 		// the tcp step dials the server's data rxe netdev (the quickstart's
 		// host name "server" resolves nowhere in the guests: the counters
 		// said "lookup server: network is unreachable" before)
-		{"tcp over the data rxe", Workload{Workload: kinds.Workload{Tool: "tcp"}, ServerHost: "server", ClientHost: "c", DialRXE: "data"},
+		{"tcp over the data rxe", Workload{Workload: kinds.Workload{Tool: "tcp"}, ServerHost: "server", ClientHost: "c", DialDevice: "data"},
 			[]CounterSide{{Host: "server", Route: "10.99.0.1"}, {Host: "c", Route: "10.99.0.1"}}},
 		{"exec", Workload{Workload: kinds.Workload{Tool: "exec"}, Host: "s"}, nil},
 	} {

@@ -7,13 +7,13 @@ import "fmt"
 // host's name. The tcp step (kinds/tcp) and CounterSides (which netdev
 // each end reads) share it.
 func DialAddr(env *Env, w *Workload) (string, error) {
-	if w.DialRXE != "" {
-		info, err := env.RXE(w.DialRXE)
+	if w.DialDevice != "" {
+		info, err := env.RXE(w.DialDevice)
 		if err != nil {
 			return "", fmt.Errorf("workload %q (tcp): the data link to dial: %w", w.Name, err)
 		}
 		if info.IPv4 == "" {
-			return "", fmt.Errorf("workload %q (tcp): rxe %q on host %q has no IPv4 address on %s for the client to reach; give %s an IPv4 address (the tcp baseline dials the data network the RDMA workloads use)", w.Name, w.DialRXE, w.ServerHost, info.Netdev, info.Netdev)
+			return "", fmt.Errorf("workload %q (tcp): rxe %q on host %q has no IPv4 address on %s for the client to reach; give %s an IPv4 address (the tcp baseline dials the data network the RDMA workloads use)", w.Name, w.DialDevice, w.ServerHost, info.Netdev, info.Netdev)
 		}
 		return info.IPv4, nil
 	}

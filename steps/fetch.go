@@ -102,7 +102,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	// made records a pulled file: its size and sha256 as listed and
 	// verified, unless the mask rewrote it on the way.
 	made := func(f proto.FileInfo, dir, kind string) {
-		a := results.Artifact{Host: s.Host, Path: dir + "/" + filepath.ToSlash(local(f.Path)), Kind: kind}
+		a := results.Artifact{Host: s.Host, Path: dir + "/" + filepath.ToSlash(local(f.Path)), Type: kind}
 		if !masked(env, f.Path) {
 			a.Size, a.SHA256 = f.Size, f.SHA256
 		}

@@ -33,7 +33,7 @@ func (s *Impair) Describe() string {
 }
 
 func (s *Impair) effect() Effect {
-	return Effect{Host: s.Host, Kind: "impair", ID: s.Name, Netdev: s.Netdev}
+	return Effect{Host: s.Host, Type: "impair", ID: s.Name, Netdev: s.Netdev}
 }
 
 func (s *Impair) Apply(ctx context.Context, env *Env) error {

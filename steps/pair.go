@@ -55,13 +55,13 @@ func (s *pairWorkload) Undo(ctx context.Context, env *Env) error {
 }
 
 func (s *pairWorkload) Apply(ctx context.Context, env *Env) error {
-	return RunUnits(ctx, env, &s.out, s.w, Units(s.w, sizesOr(s.w)), func(ctx context.Context, u Unit) error {
+	return RunTrials(ctx, env, &s.out, s.w, Trials(s.w, sizesOr(s.w)), func(ctx context.Context, u Trial) error {
 		return s.run(ctx, env, u)
 	})
 }
 
 // run runs one size × repeat: a server/client pair, its output parsed.
-func (s *pairWorkload) run(ctx context.Context, env *Env, u Unit) error {
+func (s *pairWorkload) run(ctx context.Context, env *Env, u Trial) error {
 	w := s.w
 	size, rep := u.Size, u.Repeat
 	r, err := s.build(env, size, rep, u.N)

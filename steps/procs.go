@@ -88,7 +88,7 @@ func StartProc(ctx context.Context, env *Env, p *Procs, tool string, s ProcSpec)
 	if err != nil {
 		return nil, err
 	}
-	if err := env.Note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, Pending: true}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Type: "proc", ID: s.Handle, Argv: s.Argv, Pending: true}); err != nil {
 		return nil, err
 	}
 	p.Add(s.Host, s.Handle)
@@ -97,7 +97,7 @@ func StartProc(ctx context.Context, env *Env, p *Procs, tool string, s ProcSpec)
 	if err != nil {
 		return nil, fmt.Errorf("start %s %s on host %q: %s: %w", tool, s.Role, s.Host, strings.Join(s.Argv, " "), err)
 	}
-	if err := env.Note(Effect{Host: s.Host, Kind: "proc", ID: s.Handle, Argv: s.Argv, PID: started.PID, ProcIdentity: started.ProcIdentity}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Type: "proc", ID: s.Handle, Argv: s.Argv, PID: started.PID, ProcIdentity: started.ProcIdentity}); err != nil {
 		return nil, err
 	}
 	return &started, nil
@@ -117,7 +117,7 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 		return nil, err
 	}
 	p.Done(host, hd)
-	_ = env.Note(Effect{Host: host, Kind: "proc", ID: hd, Argv: res.Argv, Undone: true})
+	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Argv: res.Argv, Undone: true})
 	return &res, nil
 }
 
@@ -146,7 +146,7 @@ func stopProcWith(ctx context.Context, env *Env, host, hd string, params proto.P
 	if err != nil && !(errors.As(err, &pe) && pe.Code == proto.CodeNotFound) {
 		return nil, fmt.Errorf("stop process %q on host %q: %w", hd, host, err)
 	}
-	_ = env.Note(Effect{Host: host, Kind: "proc", ID: hd, Undone: true})
+	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Undone: true})
 	return &res, nil
 }
 

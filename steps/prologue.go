@@ -8,52 +8,52 @@ import (
 	"time"
 )
 
-// The one workload prologue: every workload kind runs its units (one per
-// size × repeat) through runUnits, which gives each unit its own timeout,
-// stops at the first failure, says at once when a unit timed out, and sets
+// The one workload prologue: every workload kind runs its trials (one per
+// size × repeat) through runTrials, which gives each trial its own timeout,
+// stops at the first failure, says at once when a trial timed out, and sets
 // the outcome's status. exec, tcp and the two-sided kinds each had a copy.
 
-// Unit is one run of a workload: one size × repeat.
-type Unit struct {
+// Trial is one run of a workload: one size × repeat.
+type Trial struct {
 	Size   int64 // 0: the tool's default size, or a kind without sizes
 	Repeat int
-	N      int // 0-based position over all units, for ports and handles
+	N      int // 0-based position over all trials, for ports and handles
 }
 
-// String names the unit for messages: "size 1MiB, repeat 2".
-func (u Unit) String() string {
+// String names the trial for messages: "size 1MiB, repeat 2".
+func (u Trial) String() string {
 	if u.Size == 0 {
 		return fmt.Sprintf("repeat %d", u.Repeat+1)
 	}
 	return fmt.Sprintf("size %s, repeat %d", kinds.SizeText(u.Size), u.Repeat+1)
 }
 
-// Units lists w's runs in order: each size (sizes nil: one unsized run) ×
+// Trials lists w's runs in order: each size (sizes nil: one unsized run) ×
 // each repeat.
-func Units(w *Workload, sizes []int64) []Unit {
+func Trials(w *Workload, sizes []int64) []Trial {
 	if len(sizes) == 0 {
 		sizes = []int64{0}
 	}
-	var us []Unit
+	var us []Trial
 	for _, size := range sizes {
 		for rep := 0; rep < repeats(w); rep++ {
-			us = append(us, Unit{Size: size, Repeat: rep, N: len(us)})
+			us = append(us, Trial{Size: size, Repeat: rep, N: len(us)})
 		}
 	}
 	return us
 }
 
-// RunUnits is the prologue every workload kind shares. out is reset and
+// RunTrials is the prologue every workload kind shares. out is reset and
 // filled with the start, end and status; run appends its records and
 // samples to it.
-func RunUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []Unit, run func(ctx context.Context, u Unit) error) error {
+func RunTrials(ctx context.Context, env *Env, out *Outcome, w *Workload, us []Trial, run func(ctx context.Context, u Trial) error) error {
 	*out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
 	var err error
 	for i, u := range us {
-		if env.UnitStart != nil {
-			env.UnitStart(w.Name, fmt.Sprintf("%s (%d/%d)", u, i+1, len(us)))
+		if env.TrialStart != nil {
+			env.TrialStart(w.Name, fmt.Sprintf("%s (%d/%d)", u, i+1, len(us)))
 		}
-		if err = runUnit(ctx, env, w, u, len(us) > 1, run); err != nil {
+		if err = runTrial(ctx, env, w, u, len(us) > 1, run); err != nil {
 			break
 		}
 	}
@@ -66,10 +66,10 @@ func RunUnits(ctx context.Context, env *Env, out *Outcome, w *Workload, us []Uni
 	return finish(out, w, err)
 }
 
-// runUnit runs one unit under the workload's timeout: the timeout bounds
+// runTrial runs one trial under the workload's timeout: the timeout bounds
 // each size and repeat, not the whole workload. named: the workload has
-// several units, so messages say which one.
-func runUnit(ctx context.Context, env *Env, w *Workload, u Unit, named bool, run func(ctx context.Context, u Unit) error) error {
+// several trials, so messages say which one.
+func runTrial(ctx context.Context, env *Env, w *Workload, u Trial, named bool, run func(ctx context.Context, u Trial) error) error {
 	uctx := ctx
 	if w.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -78,7 +78,7 @@ func runUnit(ctx context.Context, env *Env, w *Workload, u Unit, named bool, run
 	}
 	err := run(uctx, u)
 	if err == nil || ctx.Err() != nil {
-		return err // done, or the whole run was stopped: not this unit's timeout
+		return err // done, or the whole run was stopped: not this trial's timeout
 	}
 	if !errors.Is(err, ErrTimedOut) && !errors.Is(uctx.Err(), context.DeadlineExceeded) {
 		return err
@@ -94,7 +94,7 @@ func runUnit(ctx context.Context, env *Env, w *Workload, u Unit, named bool, run
 	return fmt.Errorf("%s: %w", u, err)
 }
 
-// finish sets a workload outcome's status from the error its units ended
+// finish sets a workload outcome's status from the error its trials ended
 // with.
 func finish(out *Outcome, w *Workload, err error) error {
 	switch {

@@ -72,12 +72,12 @@ func TestRunUnits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var notices, started []string
 			env := &Env{Notify: func(w, msg string) { notices = append(notices, w+"|"+msg) },
-				UnitStart: func(w, u string) { started = append(started, u) }}
+				TrialStart: func(w, u string) { started = append(started, u) }}
 			w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "ib_write_bw", Options: kinds.Options{Timeout: timeout, Repeat: tt.repeat}}}
 			var out Outcome
 			var ran []string
 			var prevDL time.Time
-			err := RunUnits(context.Background(), env, &out, w, Units(w, tt.sizes), func(ctx context.Context, u Unit) error {
+			err := RunTrials(context.Background(), env, &out, w, Trials(w, tt.sizes), func(ctx context.Context, u Trial) error {
 				ran = append(ran, u.String())
 				dl, ok := ctx.Deadline()
 				if !ok {
@@ -112,7 +112,7 @@ func TestRunUnits(t *testing.T) {
 			// Each unit is announced as it starts, with its place among all.
 			var want []string
 			for i, r := range tt.ran {
-				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(Units(w, tt.sizes))))
+				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(Trials(w, tt.sizes))))
 			}
 			if diff := cmp.Diff(want, started); diff != "" {
 				t.Errorf("units announced (-want +got):\n%s", diff)
@@ -135,7 +135,7 @@ func TestRunUnitsStoppedRun(t *testing.T) {
 	env := &Env{Notify: func(string, string) { notices++ }}
 	w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "exec", Options: kinds.Options{Timeout: time.Hour}}}
 	var out Outcome
-	err := RunUnits(ctx, env, &out, w, Units(w, nil), func(ctx context.Context, u Unit) error {
+	err := RunTrials(ctx, env, &out, w, Trials(w, nil), func(ctx context.Context, u Trial) error {
 		cancel()
 		<-ctx.Done()
 		return ctx.Err()

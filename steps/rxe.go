@@ -57,38 +57,38 @@ func (s *Device) Apply(ctx context.Context, env *Env) error {
 		if err != nil {
 			return fmt.Errorf("use RDMA device %q port %d of host %q (rdma %s): %w", s.Device, s.Port, s.Host, s.Name, err)
 		}
-		if err := checkRXEInfo(s, &info, false); err != nil {
+		if err := checkDeviceInfo(s, &info, false); err != nil {
 			return err
 		}
-		if err := env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: info.Netdev, Keep: true}); err != nil {
+		if err := env.Note(Effect{Host: s.Host, Type: "rxe", ID: s.Device, Netdev: info.Netdev, Keep: true}); err != nil {
 			return err
 		}
-		env.SetRXE(s.Name, &info)
+		env.SetDevice(s.Name, &info)
 		return nil
 	}
-	if err := env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Pending: true}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Type: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Pending: true}); err != nil {
 		return err
 	}
-	params := proto.RXEEnsureParams{Name: s.Device, Netdev: s.Netdev, WaitMs: s.WaitMs}
+	params := proto.DeviceEnsureParams{Name: s.Device, Netdev: s.Netdev, WaitMs: s.WaitMs}
 	if s.typ() != "rxe" {
 		params.Type = s.typ()
 	}
-	info, err := rpc.Invoke(ctx, h, rpc.RXEEnsure, params)
+	info, err := rpc.Invoke(ctx, h, rpc.DeviceEnsure, params)
 	if err != nil {
 		return fmt.Errorf("create %s %q on %s of host %q: %w", s.typ(), s.Device, s.Netdev, s.Host, err)
 	}
 	s.mu.Lock()
 	s.created = info.Created
 	s.mu.Unlock()
-	if err := checkRXEInfo(s, &info, true); err != nil {
+	if err := checkDeviceInfo(s, &info, true); err != nil {
 		// Journaled as asked: down deletes it if the run created it.
-		env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Created: info.Created})
+		env.Note(Effect{Host: s.Host, Type: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Created: info.Created})
 		return err
 	}
-	if err := env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Created: info.Created}); err != nil {
+	if err := env.Note(Effect{Host: s.Host, Type: "rxe", ID: s.Device, Netdev: s.Netdev, Keep: s.Keep, Created: info.Created}); err != nil {
 		return err
 	}
-	env.SetRXE(s.Name, &info)
+	env.SetDevice(s.Name, &info)
 	return nil
 }
 
@@ -103,15 +103,15 @@ func (s *Device) Undo(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	_, err = rpc.Invoke(ctx, h, rpc.RXEDelete, proto.RXEDeleteParams{Name: s.Device})
+	_, err = rpc.Invoke(ctx, h, rpc.DeviceDelete, proto.DeviceDeleteParams{Name: s.Device})
 	if err != nil {
 		return fmt.Errorf("delete %s %q on host %q: %w", s.typ(), s.Device, s.Host, err)
 	}
 	s.deleted = true
-	return env.Note(Effect{Host: s.Host, Kind: "rxe", ID: s.Device, Netdev: s.Netdev, Created: true, Undone: true})
+	return env.Note(Effect{Host: s.Host, Type: "rxe", ID: s.Device, Netdev: s.Netdev, Created: true, Undone: true})
 }
 
-// checkRXEInfo checks what a host says of the RDMA device it made or found
+// checkDeviceInfo checks what a host says of the RDMA device it made or found
 // before any other host's workload sees it: the address goes into a
 // client's argv on another host (a perftest or rping client's server
 // address, a program's self.server_address), the device name and gid index
@@ -119,7 +119,7 @@ func (s *Device) Undo(ctx context.Context, env *Env) error {
 // hands no other host an option or a word that is no address (SECURITY.md).
 // ensured: the device was asked by name on a netdev (rxe.ensure), so the
 // answer names those; a found one (rdma.use) names its own netdev.
-func checkRXEInfo(s *Device, info *proto.DeviceInfo, ensured bool) error {
+func checkDeviceInfo(s *Device, info *proto.DeviceInfo, ensured bool) error {
 	bad := func(field, why string, v any) error {
 		return fmt.Errorf("%s %q on host %q: the host answered %s %q, %s: refusing it (a host's answer reaches other hosts' commands)", s.typ(), s.Device, s.Host, field, fmt.Sprint(v), why)
 	}

@@ -15,7 +15,7 @@ type rxeHost struct{ info proto.DeviceInfo }
 func (h *rxeHost) Name() string { return "srv" }
 
 func (h *rxeHost) Send(_ context.Context, r *rpc.Request) error {
-	if _, res, ok := rpc.Match(r, rpc.RXEEnsure); ok {
+	if _, res, ok := rpc.Match(r, rpc.DeviceEnsure); ok {
 		*res = h.info
 		return nil
 	}

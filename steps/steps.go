@@ -1,20 +1,20 @@
-// Package steps holds the kinds of step the run engine drives on hosts: rxe
+// Package steps holds the steps the run engine drives on hosts: RDMA
 // devices, captures and the artifact fetch, and the library every workload
-// step is built from (Workload, Outcome, the unit prologue RunUnits, process
+// step is built from (Workload, Outcome, the trial prologue RunTrials, process
 // tracking Procs/StartProc/WaitProc, the two-sided runner NewRDMAPair). The
 // workload steps themselves live in their tool family's package
 // (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp, kinds/exec,
 // kinds/program),
 // whose registered value implements Stepper; NewWorkload finds a tool's
-// through the kinds registry. Each kind is a type behind one small
+// through the kinds registry. Each step is a type behind one small
 // interface (Describe, Apply, Undo); optional abilities are extra one-method
-// interfaces. Kinds talk to hosts only through the agent protocol's typed
+// interfaces. Steps talk to hosts only through the agent protocol's typed
 // calls (agent/rpc's Method values) via the Host interface defined here.
 //
 // steps imports agent/proto, agent/rpc (the typed calls; a leaf over
 // agent/proto and the standard library), kinds (the descriptors, not the
 // families) and engine/results only; it must not import the
-// lab model, the SSH layer or the engine, so every kind is testable against
+// lab model, the SSH layer or the engine, so every step is testable against
 // an in-process agent.
 package steps
 
@@ -33,7 +33,7 @@ import (
 	"github.com/rlab-dev/rlab/kinds"
 )
 
-// Step is one unit of work the engine applies on hosts. Undo reverses what
+// Step is one piece of work the engine applies on hosts. Undo reverses what
 // Apply did and is idempotent: calling it twice, or after a failed or
 // never-run Apply, is harmless.
 type Step interface {
@@ -62,7 +62,7 @@ type Host interface {
 // and again once it is known (or undone), so `rlab down` can undo it later.
 type Effect struct {
 	Host    string   `json:"host"`
-	Kind    string   `json:"kind"` // "rxe", "proc", "capture", "tcp", "impair"
+	Type    string   `json:"kind"` // "rxe", "proc", "capture", "tcp", "impair"
 	ID      string   `json:"id"`   // rxe device name or agent handle
 	Netdev  string   `json:"netdev,omitempty"`
 	Argv    []string `json:"argv,omitempty"`
@@ -103,9 +103,9 @@ type Env struct {
 	// Notify, when set, is told at once what a person watching the run
 	// should see before the workload ends (a size that timed out).
 	Notify func(workload, message string)
-	// UnitStart, when set, is told as each unit of a workload (one size ×
+	// TrialStart, when set, is told as each trial of a workload (one size ×
 	// repeat) starts, e.g. "size 1MiB, repeat 2 (4/6)": the live progress.
-	UnitStart func(workload, unit string)
+	TrialStart func(workload, trial string)
 	// Mask, when set, may wrap the writer a pulled file's bytes go to (nil:
 	// as they are): the run masks its sensitive values in what workloads
 	// printed before it reaches the run directory.
@@ -159,8 +159,8 @@ func (e *Env) Host(name string) (Host, error) {
 	return h, nil
 }
 
-// SetRXE records what rxe.ensure reported for an rxe block.
-func (e *Env) SetRXE(name string, info *proto.DeviceInfo) {
+// SetDevice records what rxe.ensure reported for an rxe block.
+func (e *Env) SetDevice(name string, info *proto.DeviceInfo) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.rxe == nil {
@@ -185,7 +185,7 @@ func (e *Env) Note(ef Effect) error {
 		return nil
 	}
 	if err := e.Journal.Note(ef); err != nil {
-		return fmt.Errorf("journal %s %q on host %q: %w", ef.Kind, ef.ID, ef.Host, err)
+		return fmt.Errorf("journal %s %q on host %q: %w", ef.Type, ef.ID, ef.Host, err)
 	}
 	return nil
 }
@@ -220,7 +220,7 @@ type Workload struct {
 	ServerHost, ClientHost     string // host names (2-sided tools)
 	ServerDevice, ClientDevice string // rxe names (RDMA tools)
 	ServerAddr                 string // tcp: the address the client dials (default: the server host's name)
-	DialRXE                    string // tcp: else the IPv4 of this rxe's netdev (lab.ServerDial)
+	DialDevice                 string // tcp: else the IPv4 of this rxe's netdev (lab.ServerDial)
 	DialWhy                    string // tcp: where the dialed address comes from, for the plan and results
 	Host                       string // exec
 

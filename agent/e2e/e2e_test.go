@@ -187,20 +187,20 @@ func TestE2EAgentOnRealRXE(t *testing.T) {
 	// rxe on eth1 of both, over netlink; idempotent.
 	infos := make([]proto.DeviceInfo, 2)
 	for i, a := range agents {
-		a.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe_eth1", Netdev: "eth1"}, &infos[i])
+		a.call(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Name: "rxe_eth1", Netdev: "eth1"}, &infos[i])
 		t.Logf("%s rxe: %+v", a.name, infos[i])
 		want := fmt.Sprintf("10.99.0.%d", i+1)
 		if !infos[i].Created || infos[i].IPv4 != want || infos[i].GID != "::ffff:"+want || infos[i].ActiveMTU != 1024 {
 			t.Errorf("%s: rxe.ensure = %+v", a.name, infos[i])
 		}
 		var again proto.DeviceInfo
-		a.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe_eth1", Netdev: "eth1"}, &again)
+		a.call(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Name: "rxe_eth1", Netdev: "eth1"}, &again)
 		if again.Created || again.GIDIndex != infos[i].GIDIndex {
 			t.Errorf("%s: second rxe.ensure = %+v", a.name, again)
 		}
 		var f proto.Facts
 		a.call(proto.MethodFacts, nil, &f)
-		if len(f.RDMA) != 1 || f.RDMA[0].Kind != "rxe" || f.RDMA[0].Parent != "eth1" || f.RDMA[0].Ports[0].State != "ACTIVE" {
+		if len(f.RDMA) != 1 || f.RDMA[0].Driver != "rxe" || f.RDMA[0].Parent != "eth1" || f.RDMA[0].Ports[0].State != "ACTIVE" {
 			t.Errorf("%s: rdma devices in facts: %+v", a.name, f.RDMA)
 		}
 	}

@@ -122,7 +122,7 @@ const (
 	CodeNotFound    = "not_found"   // no such netdev, device, process, file
 	CodeExists      = "exists"      // e.g. a process handle already in use
 	CodePermission  = "permission"  // needs root (become)
-	CodeNoRXE       = "no_rxe"      // kernel has no rdma_rxe (or no siw, for a siw device)
+	CodeNoModule    = "no_rxe"      // kernel has no rdma_rxe (or no siw, for a siw device)
 	CodeNoSpace     = "no_space"    // not enough free disk
 	CodeTimeout     = "timeout"     // a wait or readiness check timed out
 	CodeCommand     = "command"     // a command the agent ran failed
@@ -135,9 +135,9 @@ const (
 const (
 	MethodPing         = "ping"          // -> Pong
 	MethodFacts        = "facts"         // FactsParams (optional) -> Facts
-	MethodRXEEnsure    = "rxe.ensure"    // RXEEnsureParams -> RXEInfo
-	MethodRXEDelete    = "rxe.delete"    // RXEDeleteParams -> RXEDeleteResult
-	MethodRDMAUse      = "rdma.use"      // RDMAUseParams -> RXEInfo (an existing device; nothing is created)
+	MethodDeviceEnsure = "rxe.ensure"    // DeviceEnsureParams -> DeviceInfo
+	MethodDeviceDelete = "rxe.delete"    // DeviceDeleteParams -> DeviceDeleteResult
+	MethodRDMAUse      = "rdma.use"      // RDMAUseParams -> DeviceInfo (an existing device; nothing is created)
 	MethodProcStart    = "proc.start"    // ProcStartParams -> ProcStarted (after readiness)
 	MethodProcWait     = "proc.wait"     // ProcWaitParams -> ProcResult
 	MethodProcStop     = "proc.stop"     // ProcStopParams -> ProcResult
@@ -358,7 +358,7 @@ type Netdev struct {
 
 type RDMADevice struct {
 	Name   string `json:"name"`
-	Kind   string `json:"kind"`             // "rxe", "siw" or "hw"
+	Driver string `json:"kind"`             // "rxe", "siw" or "hw"
 	Parent string `json:"parent,omitempty"` // netdev, for rxe
 	// NodeType is sysfs node_type without its number: "CA" (InfiniBand and
 	// RoCE adapters, rxe) or "RNIC" (iWARP: siw, irdma in iWARP mode, cxgb4).
@@ -397,7 +397,7 @@ type Tool struct {
 	Version string `json:"version,omitempty"`
 }
 
-type RXEEnsureParams struct {
+type DeviceEnsureParams struct {
 	Name   string `json:"name"`   // e.g. rxe_eth1
 	Netdev string `json:"netdev"` // e.g. eth1
 	// Type is the software device's link type: "rxe" (the default) or
@@ -418,8 +418,8 @@ type DeviceInfo struct {
 	IPv4      string `json:"ipv4"`
 	ActiveMTU int    `json:"active_mtu"`
 	NodeGUID  string `json:"node_guid,omitempty"`
-	// Kind is the device's kind as facts report it ("rxe", "siw", "hw").
-	Kind string `json:"kind,omitempty"`
+	// Driver is the device's driver as facts report it ("rxe", "siw", "hw").
+	Driver string `json:"kind,omitempty"`
 	// Transport is how the port carries RDMA: "RoCE", "InfiniBand" or
 	// "iWARP" (which connects QPs only through the RDMA CM).
 	Transport string `json:"transport,omitempty"`
@@ -433,11 +433,11 @@ type RDMAUseParams struct {
 	Port int    `json:"port"` // 1-based; 0 means 1
 }
 
-type RXEDeleteParams struct {
+type DeviceDeleteParams struct {
 	Name string `json:"name"`
 }
 
-type RXEDeleteResult struct {
+type DeviceDeleteResult struct {
 	Deleted bool `json:"deleted"` // false: there was nothing to delete
 }
 
@@ -688,9 +688,9 @@ type CleanupParams struct {
 }
 
 type CleanupResult struct {
-	Stopped    []string `json:"stopped"` // process handles
-	RXEDeleted []string `json:"rxe_deleted"`
-	Errors     []string `json:"errors,omitempty"`
+	Stopped        []string `json:"stopped"` // process handles
+	DevicesDeleted []string `json:"rxe_deleted"`
+	Errors         []string `json:"errors,omitempty"`
 	// ImpairsRemoved are the netdevs whose netem (rlab's) was removed.
 	ImpairsRemoved []string `json:"impairs_removed,omitempty"`
 }

@@ -44,10 +44,10 @@ func paramsFor(method string) any {
 		return proto.ProcStopParams{Handle: "none"}
 	case proto.MethodCaptureStop:
 		return proto.CaptureStopParams{Handle: "none"}
-	case proto.MethodRXEDelete:
-		return proto.RXEDeleteParams{Name: "rxe_none"}
-	case proto.MethodRXEEnsure:
-		return proto.RXEEnsureParams{Name: "rxe_none", Netdev: "nonexistent0"}
+	case proto.MethodDeviceDelete:
+		return proto.DeviceDeleteParams{Name: "rxe_none"}
+	case proto.MethodDeviceEnsure:
+		return proto.DeviceEnsureParams{Name: "rxe_none", Netdev: "nonexistent0"}
 	case proto.MethodProcStart:
 		return proto.ProcStartParams{Handle: "p", Argv: []string{"true"}}
 	case proto.MethodCaptureStart:
@@ -284,7 +284,7 @@ func TestDeadlines(t *testing.T) {
 		{proto.MethodProcStart, proto.ProcStartParams{}, 0, time.Minute, true},
 		{proto.MethodProcStart, proto.ProcStartParams{Ready: &proto.Ready{TCPListen: 1}}, 0, time.Minute + 10*time.Second, true},
 		{proto.MethodProcStart, proto.ProcStartParams{Ready: &proto.Ready{TimeoutMs: 60000}}, 0, 2 * time.Minute, true},
-		{proto.MethodRXEEnsure, proto.RXEEnsureParams{WaitMs: 30000}, 0, 2*time.Minute + 30*time.Second, true},
+		{proto.MethodDeviceEnsure, proto.DeviceEnsureParams{WaitMs: 30000}, 0, 2*time.Minute + 30*time.Second, true},
 		{proto.MethodProcStop, proto.ProcStopParams{GraceMs: 2000}, 0, time.Minute + 2*time.Second, true},
 		{"no.such.method", nil, 0, 10 * time.Minute, true},
 	}

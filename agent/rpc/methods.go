@@ -84,8 +84,8 @@ func byTimeout(n int) (time.Duration, bool) {
 var (
 	Ping         = def[None, proto.Pong](proto.MethodPing, time.Minute, nil)
 	Facts        = def[proto.FactsParams, proto.Facts](proto.MethodFacts, 2*time.Minute, nil)
-	RXEEnsure    = def[proto.RXEEnsureParams, proto.DeviceInfo](proto.MethodRXEEnsure, 2*time.Minute, func(p proto.RXEEnsureParams) (time.Duration, bool) { return ms(p.WaitMs), false })
-	RXEDelete    = def[proto.RXEDeleteParams, proto.RXEDeleteResult](proto.MethodRXEDelete, 2*time.Minute, nil)
+	DeviceEnsure = def[proto.DeviceEnsureParams, proto.DeviceInfo](proto.MethodDeviceEnsure, 2*time.Minute, func(p proto.DeviceEnsureParams) (time.Duration, bool) { return ms(p.WaitMs), false })
+	DeviceDelete = def[proto.DeviceDeleteParams, proto.DeviceDeleteResult](proto.MethodDeviceDelete, 2*time.Minute, nil)
 	RDMAUse      = def[proto.RDMAUseParams, proto.DeviceInfo](proto.MethodRDMAUse, time.Minute, nil)
 	ProcStart    = def[proto.ProcStartParams, proto.ProcStarted](proto.MethodProcStart, time.Minute, procReady)
 	ProcWait     = def[proto.ProcWaitParams, proto.ProcResult](proto.MethodProcWait, time.Minute, func(p proto.ProcWaitParams) (time.Duration, bool) { return byTimeout(p.TimeoutMs) })

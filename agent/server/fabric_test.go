@@ -70,26 +70,26 @@ func TestSIWLifecycle(t *testing.T) {
 	c, _ := startAgent(t, Options{})
 
 	var info proto.DeviceInfo
-	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo", Type: "siw"}, &info)
+	c.mustCall(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Netdev: "lo", Type: "siw"}, &info)
 	want := proto.DeviceInfo{Name: "siw_lo", Netdev: "lo", Created: true, Port: 1, GIDIndex: 0,
-		IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "7369:775f:6c6f:0000", Kind: "siw", Transport: "iWARP"}
+		IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "7369:775f:6c6f:0000", Driver: "siw", Transport: "iWARP"}
 	if d := cmp.Diff(want, info); d != "" {
 		t.Errorf("first ensure (-want +got):\n%s", d)
 	}
 	// Found again by its GUID, whatever name is asked for: not ours then.
-	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "other", Netdev: "lo", Type: "siw"}, &info)
+	c.mustCall(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Name: "other", Netdev: "lo", Type: "siw"}, &info)
 	want.Created = false
 	if d := cmp.Diff(want, info); d != "" {
 		t.Errorf("second ensure (-want +got):\n%s", d)
 	}
 	// An rxe on the same netdev is another device: siw does not hide it.
-	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, &info)
+	c.mustCall(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Netdev: "lo"}, &info)
 	if info.Name != "rxe_lo" || !info.Created || info.Transport != "RoCE" {
 		t.Errorf("rxe beside siw: %+v", info)
 	}
 	var res proto.CleanupResult
 	c.mustCall(proto.MethodCleanup, proto.CleanupParams{}, &res)
-	if d := cmp.Diff([]string{"rxe_lo", "siw_lo"}, sortedCopy(res.RXEDeleted)); d != "" {
+	if d := cmp.Diff([]string{"rxe_lo", "siw_lo"}, sortedCopy(res.DevicesDeleted)); d != "" {
 		t.Errorf("cleanup deleted (-want +got):\n%s", d)
 	}
 	added, deleted := k.log()
@@ -99,7 +99,7 @@ func TestSIWLifecycle(t *testing.T) {
 	if d := cmp.Diff([]string{"rxe_lo", "siw_lo"}, sortedCopy(deleted)); d != "" {
 		t.Errorf("deleted (-want +got):\n%s", d)
 	}
-	if e := c.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo", Type: "roce"}, nil); e == nil || e.Code != proto.CodeBadRequest {
+	if e := c.call(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Netdev: "lo", Type: "roce"}, nil); e == nil || e.Code != proto.CodeBadRequest {
 		t.Errorf("unknown type: %v, want bad_request", e)
 	}
 }
@@ -124,9 +124,9 @@ func TestSIWEnsureWithoutSIW(t *testing.T) {
 	sysModule, libModules = filepath.Join(root, "sys"), filepath.Join(root, "lib")
 	t.Cleanup(func() { sysModule, libModules = om, ol })
 	c, _ := startAgent(t, Options{})
-	e := c.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo", Type: "siw"}, nil)
-	if e == nil || e.Code != proto.CodeNoRXE || !strings.Contains(e.Message, "no siw (soft-iWARP) module") || !strings.Contains(e.Message, "CONFIG_RDMA_SIW") {
-		t.Errorf("siw ensure without siw: %v, want %s naming CONFIG_RDMA_SIW", e, proto.CodeNoRXE)
+	e := c.call(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Netdev: "lo", Type: "siw"}, nil)
+	if e == nil || e.Code != proto.CodeNoModule || !strings.Contains(e.Message, "no siw (soft-iWARP) module") || !strings.Contains(e.Message, "CONFIG_RDMA_SIW") {
+		t.Errorf("siw ensure without siw: %v, want %s naming CONFIG_RDMA_SIW", e, proto.CodeNoModule)
 	}
 }
 
@@ -208,7 +208,7 @@ func TestRDMADeviceKinds(t *testing.T) {
 	type row struct{ Name, Kind, NodeType, Parent, Netdevs, Transport, Rate string }
 	var got []row
 	for _, d := range devs {
-		got = append(got, row{d.Name, d.Kind, d.NodeType, d.Parent, strings.Join(d.Netdevs, ","), portTransport(d, d.Ports[0]), d.Ports[0].Rate})
+		got = append(got, row{d.Name, d.Driver, d.NodeType, d.Parent, strings.Join(d.Netdevs, ","), portTransport(d, d.Ports[0]), d.Ports[0].Rate})
 	}
 	want := []row{
 		{"irdma0", "hw", "RNIC", "", "lo", "iWARP", "25 Gb/sec (1X EDR)"},
@@ -237,15 +237,15 @@ func TestRDMAUse(t *testing.T) {
 	}{
 		{name: "RoCE port: the RoCE v2 GID of its netdev's IPv4", dev: "mlx5_0", port: 1,
 			want: &proto.DeviceInfo{Name: "mlx5_0", Netdev: "lo", Port: 1, GIDIndex: 3, GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1",
-				ActiveMTU: 4096, NodeGUID: "b859:9f03:00a1:b2c3", Kind: "hw", Transport: "RoCE"}},
+				ActiveMTU: 4096, NodeGUID: "b859:9f03:00a1:b2c3", Driver: "hw", Transport: "RoCE"}},
 		{name: "InfiniBand port: GID 0 and the LID", dev: "mlx5_1", port: 1,
-			want: &proto.DeviceInfo{Name: "mlx5_1", Port: 1, GIDIndex: 0, NodeGUID: "b859:9f03:00a1:b2c4", Kind: "hw", Transport: "InfiniBand", LID: 5}},
+			want: &proto.DeviceInfo{Name: "mlx5_1", Port: 1, GIDIndex: 0, NodeGUID: "b859:9f03:00a1:b2c4", Driver: "hw", Transport: "InfiniBand", LID: 5}},
 		{name: "an admin's rxe", dev: "rxe_lo", port: 1,
 			want: &proto.DeviceInfo{Name: "rxe_lo", Netdev: "lo", Port: 1, GIDIndex: 1, GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1",
-				ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001", Kind: "rxe", Transport: "RoCE"}},
+				ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001", Driver: "rxe", Transport: "RoCE"}},
 		{name: "an admin's siw", dev: "siw_lo", port: 1,
 			want: &proto.DeviceInfo{Name: "siw_lo", Netdev: "lo", Port: 1, GIDIndex: 0, IPv4: "127.0.0.1",
-				ActiveMTU: 4096, NodeGUID: "7369:775f:6c6f:0000", Kind: "siw", Transport: "iWARP"}},
+				ActiveMTU: 4096, NodeGUID: "7369:775f:6c6f:0000", Driver: "siw", Transport: "iWARP"}},
 		{name: "port DOWN", dev: "mlx5_1", port: 2, code: proto.CodeUnsupported,
 			contains: []string{`"mlx5_1" port 2`, "port state is DOWN", "physical state DISABLED", "subnet manager"}},
 		{name: "no such port", dev: "mlx5_0", port: 2, code: proto.CodeNotFound, contains: []string{"no port 2", "its ports: 1"}},
@@ -292,8 +292,8 @@ func TestRDMAUseOverTheWire(t *testing.T) {
 	}
 	var res proto.CleanupResult
 	c.mustCall(proto.MethodCleanup, proto.CleanupParams{}, &res)
-	if len(res.RXEDeleted) != 0 {
-		t.Errorf("cleanup deleted %v", res.RXEDeleted)
+	if len(res.DevicesDeleted) != 0 {
+		t.Errorf("cleanup deleted %v", res.DevicesDeleted)
 	}
 	if _, deleted := k.log(); len(deleted) != 0 {
 		t.Errorf("deleted %v", deleted)
@@ -351,7 +351,7 @@ func TestRXEDeleteRefusesHardware(t *testing.T) {
 	fabricTree(t)
 	c, _ := startAgent(t, Options{})
 	for _, dev := range []string{"mlx5_0", "irdma0"} {
-		e := c.call(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: dev}, nil)
+		e := c.call(proto.MethodDeviceDelete, proto.DeviceDeleteParams{Name: dev}, nil)
 		if e == nil || e.Code != proto.CodeBadRequest || !strings.Contains(e.Message, "never deletes hardware") {
 			t.Errorf("rxe.delete %s: %v, want bad_request", dev, e)
 		}

@@ -345,14 +345,14 @@ func readRDMADevice(name string) proto.RDMADevice {
 	dir := filepath.Join(sysClassIB, name)
 	d := proto.RDMADevice{
 		Name:         name,
-		Kind:         "hw",
+		Driver:       "hw",
 		NodeGUID:     readSysfs(filepath.Join(dir, "node_guid")),
 		SysImageGUID: readSysfs(filepath.Join(dir, "sys_image_guid")),
 		Ports:        []proto.RDMAPort{},
 	}
 	d.NodeType = sysfsEnum(readSysfs(filepath.Join(dir, "node_type")))
-	d.Kind, d.Parent = deviceKind(dir, d.NodeType)
-	switch d.Kind {
+	d.Driver, d.Parent = deviceDriver(dir, d.NodeType)
+	switch d.Driver {
 	case "siw":
 		d.Netdevs = siwNetdev(name, d.NodeGUID)
 	case "hw":
@@ -388,7 +388,7 @@ func readRDMAPort(d proto.RDMADevice, dir string, n int) proto.RDMAPort {
 		// on its Ethernet ports (irdma_query_port).
 		p.LID = ParseLID(readSysfs(filepath.Join(dir, "lid")))
 	}
-	if d.Kind == "rxe" {
+	if d.Driver == "rxe" {
 		// sysfs has no MTU attribute; rxe derives its port MTU from the
 		// parent netdev's MTU (drivers/infiniband/sw/rxe rxe_set_mtu).
 		if mtu, err := strconv.Atoi(readSysfs(filepath.Join(sysClassNet, d.Parent, "mtu"))); err == nil {
@@ -464,14 +464,14 @@ func SIWGUIDNetdev(device, nodeGUID string) (mac string, loopback, ok bool) {
 // include/uapi/rdma/siw-abi.h in the kernel).
 const siwNodeDesc = "Software iWARP stack"
 
-// deviceKind tells rxe, siw and hardware apart by sysfs: rxe alone has a
+// deviceDriver tells rxe, siw and hardware apart by sysfs: rxe alone has a
 // "parent" attribute (its netdev); siw is an iWARP node ("4: RNIC") with
 // siw's node_desc, and, unlike rxe, it has a "device" link (siw takes its
 // netdev's bus device as parent: siw_device_create in
 // drivers/infiniband/sw/siw/siw_main.c), so that link alone does not make
 // a device hardware. A device without a bus device that is neither is
 // software of some other kind, reported as siw as before.
-func deviceKind(dir, nodeType string) (kind, parent string) {
+func deviceDriver(dir, nodeType string) (kind, parent string) {
 	if parent := readSysfs(filepath.Join(dir, "parent")); parent != "" {
 		return "rxe", parent
 	}

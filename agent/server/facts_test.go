@@ -121,10 +121,10 @@ func TestRDMADevicesFromSysfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []proto.RDMADevice{
-		{Name: "mlx5_0", Kind: "hw", NodeGUID: "b859:9f03:00a1:b2c3", SysImageGUID: "b859:9f03:00a1:b2c3",
+		{Name: "mlx5_0", Driver: "hw", NodeGUID: "b859:9f03:00a1:b2c3", SysImageGUID: "b859:9f03:00a1:b2c3",
 			Ports: []proto.RDMAPort{{Port: 1, State: "DOWN", PhysState: "DISABLED", LinkLayer: "Ethernet",
 				GIDs: []proto.GID{{Index: 0, GID: "fe80::ba59:9fff:fea1:b2c3", Type: "IB/RoCE v1"}}}}},
-		{Name: "rxe0", Kind: "rxe", Parent: "eth1", NodeGUID: "5054:00ff:fe99:0001", SysImageGUID: "5054:00ff:fe99:0001",
+		{Name: "rxe0", Driver: "rxe", Parent: "eth1", NodeGUID: "5054:00ff:fe99:0001", SysImageGUID: "5054:00ff:fe99:0001",
 			Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", PhysState: "LINK_UP", ActiveMTU: 1024, MaxMTU: 4096, LinkLayer: "Ethernet",
 				GIDs: []proto.GID{
 					{Index: 0, GID: "fe80::5054:ff:fe99:1", Type: "RoCE v2", Netdev: "eth1"},
@@ -187,16 +187,16 @@ func TestRXEEnsureWithoutRXE(t *testing.T) {
 		t.Skip("this kernel has rdma_rxe")
 	}
 	c, _ := startAgent(t, Options{})
-	e := c.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, nil)
-	if e == nil || e.Code != proto.CodeNoRXE || !strings.Contains(e.Message, "no rdma_rxe module") || !strings.Contains(e.Message, "CONFIG_RDMA_RXE") {
-		t.Errorf("rxe.ensure on lo: %v, want %s with advice", e, proto.CodeNoRXE)
+	e := c.call(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Netdev: "lo"}, nil)
+	if e == nil || e.Code != proto.CodeNoModule || !strings.Contains(e.Message, "no rdma_rxe module") || !strings.Contains(e.Message, "CONFIG_RDMA_RXE") {
+		t.Errorf("rxe.ensure on lo: %v, want %s with advice", e, proto.CodeNoModule)
 	}
-	e = c.call(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "eth99x"}, nil)
+	e = c.call(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Netdev: "eth99x"}, nil)
 	if e == nil || e.Code != proto.CodeNotFound || !strings.Contains(e.Message, "have: ") || !strings.Contains(e.Message, "lo") {
 		t.Errorf("rxe.ensure on a missing netdev: %v, want not_found listing the netdevs", e)
 	}
-	var del proto.RXEDeleteResult
-	c.mustCall(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: "rxe_nothing"}, &del)
+	var del proto.DeviceDeleteResult
+	c.mustCall(proto.MethodDeviceDelete, proto.DeviceDeleteParams{Name: "rxe_nothing"}, &del)
 	if del.Deleted {
 		t.Error("deleted a device that does not exist")
 	}

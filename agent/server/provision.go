@@ -433,7 +433,7 @@ func (s *Server) provision(ctx context.Context, c *call, params json.RawMessage)
 			out, code, err := runCmd(ctx, "modprobe", mod)
 			log.add(out)
 			if err != nil {
-				return fail(&proto.Error{Code: proto.CodeNoRXE, Message: fmt.Sprintf("provision: modprobe %s: exit %d", mod, code), Command: argv, ExitCode: code})
+				return fail(&proto.Error{Code: proto.CodeNoModule, Message: fmt.Sprintf("provision: modprobe %s: exit %d", mod, code), Command: argv, ExitCode: code})
 			}
 			res.Modules = append(res.Modules, mod)
 		}

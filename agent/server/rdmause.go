@@ -52,7 +52,7 @@ func useDevice(name string, portNum int) (*proto.DeviceInfo, error) {
 		return nil, perr(proto.CodeUnsupported, "%s: port state is %s (physical state %s), not ACTIVE: check the cable, the switch port and (InfiniBand) the subnet manager",
 			what, orDash(port.State), orDash(port.PhysState))
 	}
-	info := &proto.DeviceInfo{Name: name, Port: portNum, Kind: dev.Kind, NodeGUID: dev.NodeGUID, Transport: portTransport(dev, port), LID: port.LID}
+	info := &proto.DeviceInfo{Name: name, Port: portNum, Driver: dev.Driver, NodeGUID: dev.NodeGUID, Transport: portTransport(dev, port), LID: port.LID}
 	info.Netdev = portNetdev(dev, port)
 	var ipv4 net.IP
 	var mtu int

@@ -59,7 +59,7 @@ func (s *Server) endLease(l *lease) proto.CleanupResult {
 	l.wg.Wait()
 	late := s.cleanup(context.Background(), nil)
 	res.Stopped = append(res.Stopped, late.Stopped...)
-	res.RXEDeleted = append(res.RXEDeleted, late.RXEDeleted...)
+	res.DevicesDeleted = append(res.DevicesDeleted, late.DevicesDeleted...)
 	res.ImpairsRemoved = append(res.ImpairsRemoved, late.ImpairsRemoved...)
 	res.Errors = append(res.Errors, late.Errors...)
 	return res
@@ -75,7 +75,7 @@ func (s *Server) release(ctx context.Context, l *lease, id uint64) *lease {
 	res := s.endLease(l)
 	s.mu.Lock()
 	// Everything left in the maps has ended; the next lease may reuse the
-	// handles. (deleteRXE has already forgotten every rxe device.)
+	// handles. (deleteDevice has already forgotten every rxe device.)
 	clear(s.procs)
 	clear(s.captures)
 	clear(s.tcps)
@@ -84,7 +84,7 @@ func (s *Server) release(ctx context.Context, l *lease, id uint64) *lease {
 	for _, e := range res.Errors {
 		s.log.Warn("release: cleanup", "err", e)
 	}
-	s.log.Info("released", "id", id, "processes", res.Stopped, "rxe_deleted", res.RXEDeleted, "errors", len(res.Errors))
+	s.log.Info("released", "id", id, "processes", res.Stopped, "rxe_deleted", res.DevicesDeleted, "errors", len(res.Errors))
 	next := newLease(ctx)
 	resp := proto.Response{ID: id}
 	if raw, err := json.Marshal(res); err != nil {

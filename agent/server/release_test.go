@@ -173,7 +173,7 @@ func (w *wire) release() (proto.CleanupResult, string, int) {
 // parallel.
 func sorted(res proto.CleanupResult) proto.CleanupResult {
 	slices.Sort(res.Stopped)
-	slices.Sort(res.RXEDeleted)
+	slices.Sort(res.DevicesDeleted)
 	return res
 }
 
@@ -201,7 +201,7 @@ func TestReleaseEndsLease(t *testing.T) {
 		{
 			name:  "nothing started",
 			lease: func(w *wire) ([]int, []int) { w.mustCall(proto.MethodPing, nil, nil); return nil, nil },
-			want:  proto.CleanupResult{Stopped: []string{}, RXEDeleted: []string{}},
+			want:  proto.CleanupResult{Stopped: []string{}, DevicesDeleted: []string{}},
 		},
 		{
 			name: "running process",
@@ -210,7 +210,7 @@ func TestReleaseEndsLease(t *testing.T) {
 				w.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "sleeper", Argv: []string{"sleep", "1000"}}, &st)
 				return []int{st.PID}, nil
 			},
-			want: proto.CleanupResult{Stopped: []string{"sleeper"}, RXEDeleted: []string{}},
+			want: proto.CleanupResult{Stopped: []string{"sleeper"}, DevicesDeleted: []string{}},
 		},
 		{
 			name: "finished process is not listed",
@@ -219,7 +219,7 @@ func TestReleaseEndsLease(t *testing.T) {
 				w.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: "done"}, nil)
 				return nil, nil
 			},
-			want: proto.CleanupResult{Stopped: []string{}, RXEDeleted: []string{}},
+			want: proto.CleanupResult{Stopped: []string{}, DevicesDeleted: []string{}},
 		},
 		{
 			name: "process tree, stubborn process and tcp listener",
@@ -239,20 +239,20 @@ func TestReleaseEndsLease(t *testing.T) {
 				w.mustCall(proto.MethodTCPServe, proto.TCPServeParams{Handle: "rx", Addr: "127.0.0.1"}, &srv)
 				return []int{tree.PID, child, stubborn.PID}, []int{srv.Port}
 			},
-			want: proto.CleanupResult{Stopped: []string{"rx", "stubborn", "tree"}, RXEDeleted: []string{}},
+			want: proto.CleanupResult{Stopped: []string{"rx", "stubborn", "tree"}, DevicesDeleted: []string{}},
 		},
 		{
 			name: "rxe created by the lease",
 			fake: true,
 			lease: func(w *wire) ([]int, []int) {
 				var info proto.DeviceInfo
-				w.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, &info)
+				w.mustCall(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Netdev: "lo"}, &info)
 				if !info.Created {
 					w.t.Errorf("rxe.ensure in a new lease: %+v, want created", info)
 				}
 				return nil, nil
 			},
-			want: proto.CleanupResult{Stopped: []string{}, RXEDeleted: []string{"rxe_lo"}},
+			want: proto.CleanupResult{Stopped: []string{}, DevicesDeleted: []string{"rxe_lo"}},
 		},
 		{
 			// Kept by cleanup: not the lease's to undo, nor the next
@@ -260,11 +260,11 @@ func TestReleaseEndsLease(t *testing.T) {
 			name: "rxe kept",
 			fake: true,
 			lease: func(w *wire) ([]int, []int) {
-				w.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe_lo", Netdev: "lo"}, nil)
+				w.mustCall(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Name: "rxe_lo", Netdev: "lo"}, nil)
 				w.mustCall(proto.MethodCleanup, proto.CleanupParams{Keep: []string{"rxe_lo"}}, nil)
 				return nil, nil
 			},
-			want: proto.CleanupResult{Stopped: []string{}, RXEDeleted: []string{}},
+			want: proto.CleanupResult{Stopped: []string{}, DevicesDeleted: []string{}},
 		},
 		{
 			name: "capture",
@@ -274,7 +274,7 @@ func TestReleaseEndsLease(t *testing.T) {
 				w.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "cap", Netdev: "lo", Filter: "tcp port 1", MaxBytes: 1 << 20}, &st)
 				return []int{st.PID}, nil
 			},
-			want: proto.CleanupResult{Stopped: []string{"cap"}, RXEDeleted: []string{}},
+			want: proto.CleanupResult{Stopped: []string{"cap"}, DevicesDeleted: []string{}},
 		},
 	}
 	for _, tt := range tests {
@@ -295,7 +295,7 @@ func TestReleaseEndsLease(t *testing.T) {
 				if d := cmp.Diff(tt.want, sorted(got)); d != "" {
 					t.Errorf("lease %d: release (-want +got):\n%s", lease, d)
 				}
-				if len(got.Stopped) == 0 && !strings.Contains(raw, `"stopped":[]`) || len(got.RXEDeleted) == 0 && !strings.Contains(raw, `"rxe_deleted":[]`) {
+				if len(got.Stopped) == 0 && !strings.Contains(raw, `"stopped":[]`) || len(got.DevicesDeleted) == 0 && !strings.Contains(raw, `"rxe_deleted":[]`) {
 					t.Errorf("lease %d: release wrote %s, want empty lists, not null", lease, raw)
 				}
 				for _, pid := range pids {
@@ -312,7 +312,7 @@ func TestReleaseEndsLease(t *testing.T) {
 				_, deleted := k.log()
 				want := []string{}
 				for range 2 {
-					want = append(want, tt.want.RXEDeleted...)
+					want = append(want, tt.want.DevicesDeleted...)
 				}
 				if d := cmp.Diff(want, append([]string{}, deleted...)); d != "" {
 					t.Errorf("rxe devices the kernel deleted (-want +got):\n%s", d)
@@ -407,7 +407,7 @@ func TestReleaseLineOrder(t *testing.T) {
 	// "slow" is listed when the first pass found it started; either way
 	// it is gone.
 	got.Stopped = slices.DeleteFunc(got.Stopped, func(h string) bool { return h == "slow" })
-	if d := cmp.Diff(proto.CleanupResult{Stopped: []string{"a", "b", "rx"}, RXEDeleted: []string{}}, sorted(got)); d != "" {
+	if d := cmp.Diff(proto.CleanupResult{Stopped: []string{"a", "b", "rx"}, DevicesDeleted: []string{}}, sorted(got)); d != "" {
 		t.Errorf("release (-want +got):\n%s", d)
 	}
 	for _, pid := range []int{a.PID, b.PID, slowPID} {
@@ -429,7 +429,7 @@ func TestReleaseLineOrder(t *testing.T) {
 		t.Fatalf("proc.start \"a\" in the next lease: %s (%v), want running", env.Result, err)
 	}
 	res, _, _ := w.release()
-	if d := cmp.Diff(proto.CleanupResult{Stopped: []string{"a"}, RXEDeleted: []string{}}, sorted(res)); d != "" {
+	if d := cmp.Diff(proto.CleanupResult{Stopped: []string{"a"}, DevicesDeleted: []string{}}, sorted(res)); d != "" {
 		t.Errorf("second release (-want +got):\n%s", d)
 	}
 }
@@ -485,7 +485,7 @@ func TestReleaseRealProcess(t *testing.T) {
 		c.mustCall(proto.MethodProcStart, proto.ProcStartParams{Handle: "w", Argv: []string{"sleep", "1000"}}, &st)
 		var res proto.CleanupResult
 		c.mustCall(proto.MethodRelease, nil, &res)
-		if d := cmp.Diff(proto.CleanupResult{Stopped: []string{"w"}, RXEDeleted: []string{}}, res); d != "" {
+		if d := cmp.Diff(proto.CleanupResult{Stopped: []string{"w"}, DevicesDeleted: []string{}}, res); d != "" {
 			t.Errorf("lease %d: release (-want +got):\n%s", lease, d)
 		}
 		waitGone(t, st.PID)

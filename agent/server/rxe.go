@@ -18,7 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 )
 
-const defaultRXEWait = 10 * time.Second
+const defaultDeviceWait = 10 * time.Second
 
 // rxeLinks is how rxe devices are added and removed; netlink first, the
 // rdma tool when netlink RDMA fails for a reason other than permissions.
@@ -52,9 +52,9 @@ func rxeOn(netdev string) string {
 	return ""
 }
 
-func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage) (any, error) {
-	var p proto.RXEEnsureParams
-	if err := decode(proto.MethodRXEEnsure, params, &p); err != nil {
+func (s *Server) deviceEnsure(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.DeviceEnsureParams
+	if err := decode(proto.MethodDeviceEnsure, params, &p); err != nil {
 		return nil, err
 	}
 	if err := ValidNetdev(p.Netdev); err != nil {
@@ -79,7 +79,7 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 	if err != nil {
 		return nil, perr(proto.CodeNotFound, "%s: netdev %q not found, have: %s", what, p.Netdev, netdevNames())
 	}
-	info := proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, Kind: typ}
+	info := proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, Driver: typ}
 	if existing := softDeviceOn(typ, p.Netdev); existing != "" {
 		info.Name = existing
 		s.log.Info(typ+" exists; reusing, not ours", "name", existing, "netdev", p.Netdev)
@@ -87,7 +87,7 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 		kernel := kernelRelease()
 		switch sw.state(kernel) {
 		case "absent":
-			return nil, perr(proto.CodeNoRXE, "%s: %s", what, sw.absent(kernel))
+			return nil, perr(proto.CodeNoModule, "%s: %s", what, sw.absent(kernel))
 		case "loadable":
 			if err := modprobe(ctx, sw.module); err != nil {
 				return nil, err
@@ -100,7 +100,7 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 		closing := s.closing
 		s.mu.Unlock()
 		if closing {
-			return nil, errClosing(proto.MethodRXEEnsure)
+			return nil, errClosing(proto.MethodDeviceEnsure)
 		}
 		if err := s.addLink(ctx, typ, p.Name, p.Netdev); err != nil {
 			return nil, err
@@ -112,7 +112,7 @@ func (s *Server) rxeEnsure(ctx context.Context, c *call, params json.RawMessage)
 		s.log.Info(typ+" created", "name", p.Name, "netdev", p.Netdev)
 	}
 
-	wait := defaultRXEWait
+	wait := defaultDeviceWait
 	if p.WaitMs > 0 {
 		wait = time.Duration(p.WaitMs) * time.Millisecond
 	}
@@ -242,7 +242,7 @@ func softDeviceOn(typ, netdev string) string {
 	ents, _ := os.ReadDir(sysClassIB)
 	for _, e := range ents {
 		d := readRDMADevice(e.Name())
-		if d.Kind != typ {
+		if d.Driver != typ {
 			continue
 		}
 		for _, n := range d.Netdevs {
@@ -265,7 +265,7 @@ func ifcMTU(ifc *net.Interface) int {
 // its link layer.
 func portTransport(d proto.RDMADevice, p proto.RDMAPort) string {
 	switch {
-	case d.NodeType == "RNIC" || d.Kind == "siw":
+	case d.NodeType == "RNIC" || d.Driver == "siw":
 		return "iWARP"
 	case p.LinkLayer == "InfiniBand":
 		return "InfiniBand"
@@ -310,23 +310,23 @@ func (s *Server) addLink(ctx context.Context, typ, name, netdev string) error {
 	return nil
 }
 
-func (s *Server) rxeDelete(ctx context.Context, c *call, params json.RawMessage) (any, error) {
-	var p proto.RXEDeleteParams
-	if err := decode(proto.MethodRXEDelete, params, &p); err != nil {
+func (s *Server) deviceDelete(ctx context.Context, c *call, params json.RawMessage) (any, error) {
+	var p proto.DeviceDeleteParams
+	if err := decode(proto.MethodDeviceDelete, params, &p); err != nil {
 		return nil, err
 	}
 	if err := validRDMAName(p.Name); err != nil || p.Name == "" {
 		return nil, perr(proto.CodeBadRequest, "rxe.delete: bad device name %q", p.Name)
 	}
-	deleted, err := s.deleteRXE(ctx, p.Name)
+	deleted, err := s.deleteDevice(ctx, p.Name)
 	if err != nil {
 		return nil, err
 	}
-	return proto.RXEDeleteResult{Deleted: deleted}, nil
+	return proto.DeviceDeleteResult{Deleted: deleted}, nil
 }
 
-// deleteRXE removes an rxe device; a device already gone is not an error.
-func (s *Server) deleteRXE(ctx context.Context, name string) (bool, error) {
+// deleteDevice removes an rxe device; a device already gone is not an error.
+func (s *Server) deleteDevice(ctx context.Context, name string) (bool, error) {
 	what := fmt.Sprintf("delete rxe %q", name)
 	defer func() {
 		s.mu.Lock()
@@ -336,7 +336,7 @@ func (s *Server) deleteRXE(ctx context.Context, name string) (bool, error) {
 	if _, err := os.Stat(filepath.Join(sysClassIB, name)); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	if k := readRDMADevice(name).Kind; k != "rxe" && k != "siw" {
+	if k := readRDMADevice(name).Driver; k != "rxe" && k != "siw" {
 		return false, perr(proto.CodeBadRequest, "%s: %q is not an rxe or siw device (rlab never deletes hardware)", what, name)
 	}
 	err := rdmaLinkDel(name)

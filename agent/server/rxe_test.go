@@ -98,14 +98,14 @@ func TestRXELifecycle(t *testing.T) {
 	c, _ := startAgent(t, Options{})
 
 	var info proto.DeviceInfo
-	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Netdev: "lo"}, &info)
+	c.mustCall(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Netdev: "lo"}, &info)
 	want := proto.DeviceInfo{Name: "rxe_lo", Netdev: "lo", Created: true, Port: 1, GIDIndex: 3,
-		GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001", Kind: "rxe", Transport: "RoCE"}
+		GID: "::ffff:127.0.0.1", IPv4: "127.0.0.1", ActiveMTU: 4096, NodeGUID: "0000:00ff:fe00:0001", Driver: "rxe", Transport: "RoCE"}
 	if d := cmp.Diff(want, info); d != "" {
 		t.Errorf("first ensure (-want +got):\n%s", d)
 	}
 	// Idempotent: the device on lo is found, whatever name is asked for.
-	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "other", Netdev: "lo"}, &info)
+	c.mustCall(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Name: "other", Netdev: "lo"}, &info)
 	want.Created = false
 	if d := cmp.Diff(want, info); d != "" {
 		t.Errorf("second ensure (-want +got):\n%s", d)
@@ -117,11 +117,11 @@ func TestRXELifecycle(t *testing.T) {
 	}
 	var res proto.CleanupResult
 	c.mustCall(proto.MethodCleanup, proto.CleanupParams{}, &res)
-	if d := cmp.Diff([]string{"rxe_lo"}, res.RXEDeleted); d != "" {
+	if d := cmp.Diff([]string{"rxe_lo"}, res.DevicesDeleted); d != "" {
 		t.Errorf("cleanup deleted (-want +got):\n%s", d)
 	}
-	var del proto.RXEDeleteResult
-	c.mustCall(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: "rxe_lo"}, &del)
+	var del proto.DeviceDeleteResult
+	c.mustCall(proto.MethodDeviceDelete, proto.DeviceDeleteParams{Name: "rxe_lo"}, &del)
 	if del.Deleted {
 		t.Error("deleted rxe_lo twice")
 	}
@@ -137,11 +137,11 @@ func TestRXELifecycle(t *testing.T) {
 func TestRXEKeptOutlivesTheAgent(t *testing.T) {
 	k := installFakeRXE(t)
 	c, _ := startAgent(t, Options{})
-	c.mustCall(proto.MethodRXEEnsure, proto.RXEEnsureParams{Name: "rxe_keep", Netdev: "lo"}, nil)
+	c.mustCall(proto.MethodDeviceEnsure, proto.DeviceEnsureParams{Name: "rxe_keep", Netdev: "lo"}, nil)
 	var res proto.CleanupResult
 	c.mustCall(proto.MethodCleanup, proto.CleanupParams{Keep: []string{"rxe_keep"}}, &res)
-	if len(res.RXEDeleted) != 0 {
-		t.Errorf("cleanup with keep deleted %v", res.RXEDeleted)
+	if len(res.DevicesDeleted) != 0 {
+		t.Errorf("cleanup with keep deleted %v", res.DevicesDeleted)
 	}
 	// Kept means kept: closing stdin afterwards (the run's end) leaves it too.
 	if err := c.close(); err != nil {
@@ -155,14 +155,14 @@ func TestRXEKeptOutlivesTheAgent(t *testing.T) {
 func TestRXEEnsureBadNames(t *testing.T) {
 	installFakeRXE(t)
 	c, _ := startAgent(t, Options{})
-	for _, p := range []proto.RXEEnsureParams{
+	for _, p := range []proto.DeviceEnsureParams{
 		{Netdev: ""}, {Netdev: "lo", Name: "a/b"}, {Netdev: "lo", Name: "x y"}, {Netdev: "lo", Name: ".."},
 	} {
-		if e := c.call(proto.MethodRXEEnsure, p, nil); e == nil || e.Code != proto.CodeBadRequest {
+		if e := c.call(proto.MethodDeviceEnsure, p, nil); e == nil || e.Code != proto.CodeBadRequest {
 			t.Errorf("rxe.ensure %+v: %v, want %s", p, e, proto.CodeBadRequest)
 		}
 	}
-	if e := c.call(proto.MethodRXEDelete, proto.RXEDeleteParams{Name: "../../x"}, nil); e == nil || e.Code != proto.CodeBadRequest {
+	if e := c.call(proto.MethodDeviceDelete, proto.DeviceDeleteParams{Name: "../../x"}, nil); e == nil || e.Code != proto.CodeBadRequest {
 		t.Errorf("rxe.delete ../../x: %v", e)
 	}
 }

@@ -318,7 +318,7 @@ loop:
 			s.log.Warn("watchdog", "err", err)
 		}
 	}
-	s.log.Info("stopped", "processes", res.Stopped, "rxe_deleted", res.RXEDeleted)
+	s.log.Info("stopped", "processes", res.Stopped, "rxe_deleted", res.DevicesDeleted)
 	return result
 }
 
@@ -356,8 +356,8 @@ func (s *Server) handlers() map[string]handler {
 	return map[string]handler{
 		proto.MethodPing:         s.ping,
 		proto.MethodFacts:        s.facts,
-		proto.MethodRXEEnsure:    s.rxeEnsure,
-		proto.MethodRXEDelete:    s.rxeDelete,
+		proto.MethodDeviceEnsure: s.deviceEnsure,
+		proto.MethodDeviceDelete: s.deviceDelete,
 		proto.MethodRDMAUse:      s.rdmaUse,
 		proto.MethodProcStart:    s.procStart,
 		proto.MethodProcWait:     s.procWait,
@@ -486,7 +486,7 @@ func (s *Server) cleanupMethod(ctx context.Context, c *call, params json.RawMess
 // and deletes the rxe devices it created, except those named in keep, which
 // it forgets (they outlive the agent).
 func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult {
-	res := proto.CleanupResult{Stopped: []string{}, RXEDeleted: []string{}}
+	res := proto.CleanupResult{Stopped: []string{}, DevicesDeleted: []string{}}
 	s.mu.Lock()
 	procs := make([]*proc, 0, len(s.procs))
 	for _, p := range s.procs {
@@ -560,11 +560,11 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 			s.mu.Unlock()
 			continue
 		}
-		if _, err := s.deleteRXE(ctx, name); err != nil {
+		if _, err := s.deleteDevice(ctx, name); err != nil {
 			res.Errors = append(res.Errors, err.Error())
 			continue
 		}
-		res.RXEDeleted = append(res.RXEDeleted, name)
+		res.DevicesDeleted = append(res.DevicesDeleted, name)
 	}
 	removed, errs := s.removeImpairs() // impair.go: netem never outlives its lease
 	res.ImpairsRemoved = append(res.ImpairsRemoved, removed...)

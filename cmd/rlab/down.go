@@ -120,9 +120,9 @@ func downListing(before *runengine.State, res *runengine.DownResult, ok, removeP
 		switch {
 		case e.Undone:
 			self++
-		case e.Kind == "rxe" && !e.Created:
+		case e.Type == "rxe" && !e.Created:
 			out = append(out, fmt.Sprintf("left rxe %s on host %s: it was there before the run", termText(e.ID), termText(e.Host)))
-		case e.Kind == "rxe" && e.Keep:
+		case e.Type == "rxe" && e.Keep:
 			out = append(out, fmt.Sprintf("left rxe %s on host %s: kept (keep = true or --keep)", termText(e.ID), termText(e.Host)))
 		}
 	}

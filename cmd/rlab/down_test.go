@@ -20,11 +20,11 @@ func TestDownListing(t *testing.T) {
 	st := &runengine.State{
 		Hosts: []runengine.StateHost{{Name: "server"}, {Name: "client"}, {Name: "vm1", VM: true}},
 		Effects: []steps.Effect{
-			{Host: "server", Kind: "rxe", ID: "rxe_eth1", Created: true},
-			{Host: "server", Kind: "rxe", ID: "rxe0"},                                // found
-			{Host: "client", Kind: "rxe", ID: "rxe_eth1", Created: true, Keep: true}, // kept
-			{Host: "client", Kind: "capture", ID: "cap.roce", Undone: true},
-			{Host: "client", Kind: "proc", ID: "wl.x", Undone: true},
+			{Host: "server", Type: "rxe", ID: "rxe_eth1", Created: true},
+			{Host: "server", Type: "rxe", ID: "rxe0"},                                // found
+			{Host: "client", Type: "rxe", ID: "rxe_eth1", Created: true, Keep: true}, // kept
+			{Host: "client", Type: "capture", ID: "cap.roce", Undone: true},
+			{Host: "client", Type: "proc", ID: "wl.x", Undone: true},
 		},
 		VMs: json.RawMessage(`{"vms":[]}`),
 	}
@@ -44,7 +44,7 @@ func TestDownListing(t *testing.T) {
 			"2 thing(s) already undone (by the run itself or an earlier rlab down)"}},
 		{"VM gone before down", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, true, map[string]bool{}, []string{"VM vm1 already gone"}},
 		{"VM stop failed", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, false, nil, []string{"nothing was left to undo"}},
-		{"clean run", &runengine.State{Effects: []steps.Effect{{Kind: "proc", Undone: true}}}, &runengine.DownResult{}, true, nil,
+		{"clean run", &runengine.State{Effects: []steps.Effect{{Type: "proc", Undone: true}}}, &runengine.DownResult{}, true, nil,
 			[]string{"1 thing(s) already undone (by the run itself or an earlier rlab down)"}},
 		{"nothing", &runengine.State{}, &runengine.DownResult{}, true, nil, []string{"nothing was left to undo"}},
 		{"host text", nil, &runengine.DownResult{Undone: []string{"h: proc \x1b[2J"}}, true, nil, []string{`undone h: proc \x1b[2J`}},

@@ -140,8 +140,8 @@ func writeFactsTable(w io.Writer, res []remote.Result) error {
 		}
 		var devs []string
 		for _, d := range f.RDMA {
-			s := d.Name + "/" + d.Kind
-			if d.Kind == "hw" && d.NodeType == "RNIC" {
+			s := d.Name + "/" + d.Driver
+			if d.Driver == "hw" && d.NodeType == "RNIC" {
 				s += "(iWARP)"
 			}
 			switch {

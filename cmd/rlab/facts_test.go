@@ -24,14 +24,14 @@ func factsFixture() []remote.Result {
 			{Name: "eth0", MTU: 1500, State: "up", Addrs: []string{"10.0.2.15/24"}},
 			{Name: "eth1", MTU: 1500, State: "up", Addrs: []string{"192.168.50.1/24"}},
 		},
-		RDMA: []proto.RDMADevice{{Name: "rxe_eth1", Kind: "rxe", Parent: "eth1", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", ActiveMTU: 1024,
+		RDMA: []proto.RDMADevice{{Name: "rxe_eth1", Driver: "rxe", Parent: "eth1", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", ActiveMTU: 1024,
 			GIDs: []proto.GID{{Index: 1, GID: "0000:0000:0000:0000:0000:ffff:c0a8:3201", Type: "RoCE v2", Netdev: "eth1"}}}}},
 			// Hardware beside rxe: a RoCE NIC on its netdev and an iWARP one
 			// (values as agent/server's sysfs fixtures read them).
-			{Name: "mlx5_0", Kind: "hw", NodeType: "CA", Netdevs: []string{"ens2f0"}, NodeGUID: "b859:9f03:00a1:b2c3", SysImageGUID: "b859:9f03:00a1:b2c3",
+			{Name: "mlx5_0", Driver: "hw", NodeType: "CA", Netdevs: []string{"ens2f0"}, NodeGUID: "b859:9f03:00a1:b2c3", SysImageGUID: "b859:9f03:00a1:b2c3",
 				Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet", Rate: "100 Gb/sec (4X EDR)"}}},
-			{Name: "irdma0", Kind: "hw", NodeType: "RNIC", Netdevs: []string{"ens3f0"}, Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
-			{Name: "siw_eth1", Kind: "siw", NodeType: "RNIC", Netdevs: []string{"eth1"}, Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
+			{Name: "irdma0", Driver: "hw", NodeType: "RNIC", Netdevs: []string{"ens3f0"}, Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
+			{Name: "siw_eth1", Driver: "siw", NodeType: "RNIC", Netdevs: []string{"eth1"}, Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
 		},
 		RXEModule:   "loaded",
 		Tools:       map[string]proto.Tool{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: "6.15"}, "tcpdump": {Path: "/usr/bin/tcpdump", Version: "4.99.3"}},

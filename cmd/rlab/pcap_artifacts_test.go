@@ -30,9 +30,9 @@ func TestPcapRunReadsArtifacts(t *testing.T) {
 		}
 	}
 	r := &results.Run{Lab: "quickstart", ID: filepath.Base(run), Status: results.RunOK, Artifacts: []results.Artifact{
-		{Host: "server", Path: "hosts/server/captures/wire.dump", Kind: results.ArtifactCapture},
-		{Host: "server", Path: "hosts/server/captures/cap.notes.pcap", Kind: results.ArtifactLog},
-		{Host: "server", Path: "../outside.pcap", Kind: results.ArtifactCapture},
+		{Host: "server", Path: "hosts/server/captures/wire.dump", Type: results.ArtifactCapture},
+		{Host: "server", Path: "hosts/server/captures/cap.notes.pcap", Type: results.ArtifactLog},
+		{Host: "server", Path: "../outside.pcap", Type: results.ArtifactCapture},
 	}}
 	if err := results.WriteRun(run, r); err != nil {
 		t.Fatal(err)

@@ -20,19 +20,19 @@ import (
 type runningWorkloads struct {
 	names []string
 	step  map[string]string
-	unit  map[string]string // the size × repeat under way (run.EventUnit)
+	trial map[string]string // the size × repeat under way (runevent.Trial)
 	since map[string]time.Time
 }
 
-// setUnit records the unit (size × repeat) a running workload is in.
-func (r *runningWorkloads) setUnit(wl, u string) {
+// setTrial records the trial (size × repeat) a running workload is in.
+func (r *runningWorkloads) setTrial(wl, u string) {
 	if _, ok := r.step[wl]; !ok {
 		return
 	}
-	if r.unit == nil {
-		r.unit = map[string]string{}
+	if r.trial == nil {
+		r.trial = map[string]string{}
 	}
-	r.unit[wl] = u
+	r.trial[wl] = u
 }
 
 func (r *runningWorkloads) start(wl, step string) {
@@ -54,7 +54,7 @@ func (r *runningWorkloads) end(wl string) {
 		}
 	}
 	delete(r.step, wl)
-	delete(r.unit, wl)
+	delete(r.trial, wl)
 	delete(r.since, wl)
 }
 
@@ -67,7 +67,7 @@ func (r *runningWorkloads) describe() string {
 	}
 	wl := r.names[0]
 	d := termText(wl)
-	if u := r.unit[wl]; u != "" {
+	if u := r.trial[wl]; u != "" {
 		d += ": " + clip(termText(u), 60)
 	} else if st := r.step[wl]; st != "" {
 		// "workload-client write_bw: <tool> client …, sizes 64KiB" → after the colon
@@ -214,8 +214,8 @@ func (p *progress) event(e runevent.Event) {
 	case e.Type == "step.start" && e.Workload != "":
 		p.running.start(e.Workload, e.Step)
 		p.bar.Describe(p.running.describe())
-	case e.Type == runevent.Unit:
-		p.running.setUnit(e.Workload, e.Message)
+	case e.Type == runevent.Trial:
+		p.running.setTrial(e.Workload, e.Message)
 		p.bar.Describe(p.running.describe())
 	case e.Type == "step.start" && e.Host == "":
 		p.bar.Describe(e.Step)

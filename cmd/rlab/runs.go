@@ -20,7 +20,7 @@ type runListing struct {
 	Lab       string    `json:"lab"`
 	ID        string    `json:"id"`
 	Started   time.Time `json:"started,omitzero"` // RFC 3339, UTC
-	Kind      string    `json:"kind"`             // "run", or "check" for rlab check --validate
+	Type      string    `json:"kind"`             // "run", or "check" for rlab check --validate
 	Status    string    `json:"status"`
 	Workloads int       `json:"workloads"`
 	OK        int       `json:"ok"`
@@ -96,7 +96,7 @@ for them, so a check never becomes a nightly job's baseline.`,
 				if ref != nil && (!r.Started.Before(ref.Started) || sameDir(r.Dir, ref.Dir)) {
 					continue
 				}
-				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Kind: k, Status: st, Workloads: len(r.Workloads), Headline: results.Headline(r)}
+				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Type: k, Status: st, Workloads: len(r.Workloads), Headline: results.Headline(r)}
 				l.Started = r.Started.UTC()
 				for _, w := range r.Workloads {
 					if w.Status == results.StatusOK {
@@ -142,7 +142,7 @@ for them, so a check never becomes a nightly job's baseline.`,
 					head = append(head[:3:3], fmt.Sprintf("… %d more", len(l.Headline)-3))
 				}
 				st := l.Status
-				if l.Kind == "check" {
+				if l.Type == "check" {
 					st += " (check)"
 				}
 				// A run directory received from someone else names its

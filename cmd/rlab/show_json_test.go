@@ -28,12 +28,12 @@ func TestShowJSON(t *testing.T) {
 	}
 	tools := 0
 	for _, s := range r.Samples {
-		switch s.Kind {
-		case results.KindTool:
+		switch s.Source {
+		case results.SourceTool:
 			tools++
-		case results.KindCounter:
+		case results.SourceCounter:
 		default:
-			t.Errorf("sample %s has kind %q", s.Metric, s.Kind)
+			t.Errorf("sample %s has kind %q", s.Metric, s.Source)
 		}
 	}
 	if tools == 0 {

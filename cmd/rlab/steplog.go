@@ -34,11 +34,11 @@ type stepLog struct {
 }
 
 // runningStep is a step under way: its event's step, host and workload,
-// when it started, and the workload's unit (size × repeat) under way.
+// when it started, and the workload's trial (size × repeat) under way.
 type runningStep struct {
 	step, host, workload string
 	since                time.Time
-	unit                 string
+	trial                string
 }
 
 func newStepLog(start time.Time) *stepLog { return &stepLog{start: start, now: time.Now} }
@@ -90,10 +90,10 @@ func (l *stepLog) event(w io.Writer, e runevent.Event) {
 			line += ": " + termText(firstLine(e.Error))
 		}
 		fmt.Fprintln(w, line)
-	case runevent.Unit:
+	case runevent.Trial:
 		for _, r := range l.running {
 			if r.workload == e.Workload && e.Workload != "" {
-				r.unit = e.Message
+				r.trial = e.Message
 			}
 		}
 	}
@@ -122,8 +122,8 @@ func (l *stepLog) beat() string {
 	var leaves, phases []string
 	for _, r := range l.running {
 		s := termText(stepWhat(r.step, r.host, r.workload)) + " for " + l.now().Sub(r.since).Round(time.Second).String()
-		if r.unit != "" {
-			s += " (" + termText(r.unit) + ")"
+		if r.trial != "" {
+			s += " (" + termText(r.trial) + ")"
 		}
 		if r.host == "" && r.workload == "" {
 			phases = append(phases, s)

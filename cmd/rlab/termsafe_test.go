@@ -32,7 +32,7 @@ func TestHostTextNeutralisedCLI(t *testing.T) {
 		{"facts table (patched kernel, netdev, device, tool, error)", func(w *bytes.Buffer) error {
 			f := &proto.Facts{Kernel: "6.1.0" + hostileText, Arch: "x86_64" + hostileText, RXEModule: hostileText,
 				Netdevs: []proto.Netdev{{Name: "eth1" + hostileText, MTU: 1500, Addrs: []string{hostileText}}},
-				RDMA:    []proto.RDMADevice{{Name: "rxe0" + hostileText, Kind: "rxe", Parent: hostileText}},
+				RDMA:    []proto.RDMADevice{{Name: "rxe0" + hostileText, Driver: "rxe", Parent: hostileText}},
 				Tools:   map[string]proto.Tool{"ib_write_bw" + hostileText: {}}, Platform: proto.Platform{Product: hostileText, DistroID: hostileText}}
 			return writeFactsTable(w, []remote.Result{{Name: "h", Facts: f}, {Name: "g", Err: errors.New("connect: " + hostileText + "\nmore")}})
 		}},

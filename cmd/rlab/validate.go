@@ -52,7 +52,7 @@ Exit status: 0 valid, 1 invalid.`,
 			}
 			var all hcl.Diagnostics
 			for _, p := range paths {
-				units, diags := lab.Units(p)
+				units, diags := lab.Split(p)
 				all = append(all, diags...)
 				if !asJSON {
 					writeDiags(cmd.ErrOrStderr(), nil, diags)
@@ -123,10 +123,10 @@ func counts(l *lab.Lab) string {
 	// "2 rxe", or "2 siw, 2 rdma" (a lab without any says "0 rxe").
 	n := map[string]int{}
 	for _, r := range l.Devices {
-		n[r.Kind]++
+		n[r.Block]++
 	}
 	var devs []string
-	for _, k := range lab.DeviceKinds {
+	for _, k := range lab.DeviceBlocks {
 		if n[k] > 0 || (k == "rxe" && len(l.Devices) == 0) {
 			devs = append(devs, fmt.Sprintf("%d %s", n[k], k))
 		}

@@ -53,16 +53,16 @@ type Netdev struct {
 type Device struct {
 	ID     string
 	Ref    string // the lab's block name, "" when only the facts know it
-	Kind   string // the lab's block: rxe, siw or rdma
+	Block  string // the lab's block: rxe, siw or rdma
 	Device string
 	Detail []string
 }
 
 func (r *Device) refKind() string {
-	if r.Kind == "" {
+	if r.Block == "" {
 		return "rxe"
 	}
-	return r.Kind
+	return r.Block
 }
 
 // Capture is a packet capture on a netdev.
@@ -125,12 +125,12 @@ func FromLab(l *lab.Lab) *Graph {
 		netdev := r.Netdev
 		if r.Found() {
 			// Which netdev a found device sits on only the facts know.
-			netdev = "(" + r.Kind + ")"
+			netdev = "(" + r.Block + ")"
 		}
 		nd := gh.netdev(netdev)
 		x := nd.rxe(r.Device)
-		x.Ref, x.Kind = r.Name, r.Kind
-		switch r.Kind {
+		x.Ref, x.Block = r.Name, r.Block
+		switch r.Block {
 		case "siw":
 			x.Detail = append(x.Detail, "siw (soft-iWARP)")
 		case "rdma":
@@ -193,11 +193,11 @@ func (n *Netdev) rxe(device string) *Device {
 	return r
 }
 
-// moveRXE is the node of an RDMA device the facts report on netdev: the
+// moveDevice is the node of an RDMA device the facts report on netdev: the
 // lab's node when the lab names it (moved there from the placeholder an
 // rdma block is drawn under until the facts say where it is), else a new
 // one.
-func (h *Host) moveRXE(device, netdev string) *Device {
+func (h *Host) moveDevice(device, netdev string) *Device {
 	for _, n := range h.Netdevs {
 		for i, r := range n.Devices {
 			if r.Device != device {
@@ -294,14 +294,14 @@ func (g *Graph) AddFacts(host string, f *proto.Facts) {
 	for _, r := range f.RDMA {
 		parent := rdmaNetdev(r)
 		if parent == "" {
-			parent = "(" + r.Kind + ")"
+			parent = "(" + r.Driver + ")"
 		}
-		x := h.moveRXE(r.Name, parent)
-		kind := r.Kind
-		if r.Kind == "hw" && r.NodeType == "RNIC" {
+		x := h.moveDevice(r.Name, parent)
+		kind := r.Driver
+		if r.Driver == "hw" && r.NodeType == "RNIC" {
 			kind = "hw, iWARP"
 		}
-		if !(r.Kind == "siw" && x.Kind == "siw") { // the lab said it already
+		if !(r.Driver == "siw" && x.Block == "siw") { // the lab said it already
 			x.Detail = append(x.Detail, kind)
 		}
 		if r.NodeGUID != "" {
@@ -312,7 +312,7 @@ func (g *Graph) AddFacts(host string, f *proto.Facts) {
 		}
 		for _, p := range r.Ports {
 			switch {
-			case r.Kind == "rxe":
+			case r.Driver == "rxe":
 				x.Detail = append(x.Detail, fmt.Sprintf("port %d %s, MTU %d/%d", p.Port, p.State, p.ActiveMTU, p.MaxMTU))
 			default:
 				// Hardware and siw: sysfs has no MTU; the link layer,

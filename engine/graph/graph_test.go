@@ -85,7 +85,7 @@ func hostileGraph() *Graph {
 	h := `x" ] ; evil [label="pwned"] ; "\" <script>alert(1)</script>` + "\nline"
 	g := &Graph{Name: h, Hosts: []*Host{{ID: "h0", Name: h, Detail: []string{h}}}}
 	g.AddFacts(h, &proto.Facts{Hostname: h, OS: h, Netdevs: []proto.Netdev{{Name: h, Addrs: []string{h}}},
-		RDMA: []proto.RDMADevice{{Name: h, Kind: "rxe", Parent: h, NodeGUID: h}}})
+		RDMA: []proto.RDMADevice{{Name: h, Driver: "rxe", Parent: h, NodeGUID: h}}})
 	g.Workloads = []*Edge{{From: "h0_n0_r0", To: "h0", Name: h, Tool: h, RDMA: true}}
 	return g
 }
@@ -268,13 +268,13 @@ func TestDOTFabric(t *testing.T) {
 	g.AddFacts("a", &proto.Facts{Hostname: "a", Kernel: "6.8.0-45-generic",
 		Netdevs: []proto.Netdev{{Name: "eth1", MTU: 1500, State: "up", Addrs: []string{"10.0.0.1/24"}}, {Name: "ens2f0", MTU: 9000, State: "up"}},
 		RDMA: []proto.RDMADevice{
-			{Name: "mlx5_0", Kind: "hw", NodeType: "CA", Netdevs: []string{"ens2f0"}, NodeGUID: "b859:9f03:00a1:b2c3", SysImageGUID: "b859:9f03:00a1:b2c3",
+			{Name: "mlx5_0", Driver: "hw", NodeType: "CA", Netdevs: []string{"ens2f0"}, NodeGUID: "b859:9f03:00a1:b2c3", SysImageGUID: "b859:9f03:00a1:b2c3",
 				Ports: []proto.RDMAPort{{Port: 1, State: "DOWN", LinkLayer: "Ethernet"}, {Port: 2, State: "ACTIVE", LinkLayer: "Ethernet", Rate: "100 Gb/sec (4X EDR)",
 					GIDs: []proto.GID{{Index: 3, GID: "::ffff:10.1.0.1", Type: "RoCE v2", Netdev: "ens2f0"}}}}},
-			{Name: "mlx5_1", Kind: "hw", NodeType: "CA", NodeGUID: "b859:9f03:00a1:b2c4", SysImageGUID: "b859:9f03:00a1:b2c3",
+			{Name: "mlx5_1", Driver: "hw", NodeType: "CA", NodeGUID: "b859:9f03:00a1:b2c4", SysImageGUID: "b859:9f03:00a1:b2c3",
 				Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "InfiniBand", Rate: "100 Gb/sec (4X EDR)", LID: 5}}},
-			{Name: "irdma0", Kind: "hw", NodeType: "RNIC", Netdevs: []string{"eth1"}, Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet", Rate: "25 Gb/sec (1X EDR)"}}},
-			{Name: "siw_eth2", Kind: "siw", NodeType: "RNIC", Netdevs: []string{"eth2"}, NodeGUID: "5254:0012:3456:0000", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
+			{Name: "irdma0", Driver: "hw", NodeType: "RNIC", Netdevs: []string{"eth1"}, Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet", Rate: "25 Gb/sec (1X EDR)"}}},
+			{Name: "siw_eth2", Driver: "siw", NodeType: "RNIC", Netdevs: []string{"eth2"}, NodeGUID: "5254:0012:3456:0000", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", LinkLayer: "Ethernet"}}},
 		}})
 	var b bytes.Buffer
 	if err := WriteDOT(&b, g); err != nil {
@@ -301,7 +301,7 @@ func TestSVGWellFormedWithControlFacts(t *testing.T) {
 	mk := func() *Graph {
 		g := &Graph{Name: "lab" + ctl, Hosts: []*Host{{ID: "h0", Name: "a" + ctl, Detail: []string{ctl}}}}
 		g.AddFacts("a"+ctl, &proto.Facts{Hostname: ctl, OS: ctl, Kernel: ctl, Netdevs: []proto.Netdev{{Name: ctl, Addrs: []string{ctl}}},
-			RDMA: []proto.RDMADevice{{Name: ctl, Kind: "rxe", Parent: ctl, NodeGUID: ctl}}})
+			RDMA: []proto.RDMADevice{{Name: ctl, Driver: "rxe", Parent: ctl, NodeGUID: ctl}}})
 		g.Workloads = []*Edge{{From: "h0", To: "h0", Name: ctl, Tool: ctl, RDMA: true}}
 		return g
 	}

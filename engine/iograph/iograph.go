@@ -94,10 +94,10 @@ func NewBuilder(interval time.Duration) *Builder { return &Builder{interval: int
 // Add accounts one decoded frame by its length on the wire.
 func (b *Builder) Add(p *roce.Packet) {
 	var s1, s2 = -1, -1
-	switch p.Kind {
-	case roce.KindTCP:
+	switch p.Proto {
+	case roce.ProtoTCP:
 		s1 = sTCP
-	case roce.KindRoCE:
+	case roce.ProtoRoCE:
 		s1 = sRoCE
 		if p.Problem != roce.ProblemMalformed && p.Problem != roce.ProblemBadOpcode {
 			if c := p.Op().Class; int(c) < len(classSeries) {

@@ -174,7 +174,7 @@ func addrPort(a netip.Addr, p uint16) netip.AddrPort { return netip.AddrPortFrom
 
 // Add accounts one decoded frame; frames other than TCP are ignored.
 func (a *Analyzer) Add(p *roce.Packet) {
-	if p.Kind != roce.KindTCP || p.Problem != roce.ProblemNone {
+	if p.Proto != roce.ProtoTCP || p.Problem != roce.ProblemNone {
 		return
 	}
 	src, dst := addrPort(p.Src, p.SrcPort), addrPort(p.Dst, p.DstPort)

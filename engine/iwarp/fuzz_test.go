@@ -69,7 +69,7 @@ func fuzzStream() (mpa, fpdus []byte, ops []uint8, c *conv) {
 }
 
 func tcpPacket(n int, seq uint32, flags uint8, payload []byte, wire int) *roce.Packet {
-	return &roce.Packet{Number: n, Time: time.Unix(1, int64(n)), Kind: roce.KindTCP, WireLen: 54 + wire,
+	return &roce.Packet{Number: n, Time: time.Unix(1, int64(n)), Proto: roce.ProtoTCP, WireLen: 54 + wire,
 		Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"), SrcPort: 40000, DstPort: 4210,
 		TCP: roce.TCPHeader{Seq: seq, Flags: flags, Window: 100}, Payload: payload, L4Payload: wire}
 }

@@ -19,17 +19,17 @@ import (
 // iterations. `rlab validate` is what one runs first on an untrusted lab,
 // so evaluation is metered, and past these it stops with a diagnostic.
 const (
-	// MaxEvalSteps bounds the work of one Load: every iteration of a for
+	// MaxEvalOps bounds the work of one Load: every iteration of a for
 	// expression, splat or %{for}, and every value a function reads or
-	// makes (one step per element, deep).
-	MaxEvalSteps = 300_000
+	// makes (one operation per element, deep).
+	MaxEvalOps = 300_000
 	// MaxEvalBytes bounds the bytes of strings that functions and string
 	// templates make in one Load (file() included).
 	MaxEvalBytes = 64 << 20
 )
 
 // EvalLimitSummary is the summary of the diagnostic for a lab that passed
-// MaxEvalSteps or MaxEvalBytes.
+// MaxEvalOps or MaxEvalBytes.
 const EvalLimitSummary = "Lab evaluation too large"
 
 // budget meters one Load's evaluation. Once spent, every metered point
@@ -75,8 +75,8 @@ func (b *budget) charge(what string, at *hcl.Range, steps, bytes int64) error {
 		return errSpent
 	}
 	switch {
-	case b.steps+steps > MaxEvalSteps:
-		b.spent = &limitError{what: what, kind: "steps", limit: MaxEvalSteps, at: at}
+	case b.steps+steps > MaxEvalOps:
+		b.spent = &limitError{what: what, kind: "steps", limit: MaxEvalOps, at: at}
 	case b.bytes+bytes > MaxEvalBytes:
 		b.spent = &limitError{what: what, kind: "bytes", limit: MaxEvalBytes, at: at}
 	default:
@@ -90,7 +90,7 @@ func (b *budget) charge(what string, at *hcl.Range, steps, bytes int64) error {
 var errSpent = errors.New("evaluation stopped at the lab's evaluation limit")
 
 // remaining is how many steps are left, the most a size count may walk.
-func (b *budget) remaining() int64 { return MaxEvalSteps - b.steps + 1 }
+func (b *budget) remaining() int64 { return MaxEvalOps - b.steps + 1 }
 
 // size counts v deeply: one step per value, and the bytes of its strings.
 // It stops after limit steps, so counting costs no more than it charges.
@@ -246,7 +246,7 @@ func estimateBytes(name string, args []cty.Value, argBytes int64) int64 {
 		n := int64(1)
 		for _, a := range args {
 			n *= max(length(a), 1)
-			if n > MaxEvalSteps {
+			if n > MaxEvalOps {
 				return MaxEvalBytes + 1
 			}
 		}

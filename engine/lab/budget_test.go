@@ -38,10 +38,10 @@ func TestEvalBounded(t *testing.T) {
 			if len(limits) != 1 {
 				t.Fatalf("%d %q diagnostics, want 1:\n%s", len(limits), EvalLimitSummary, diagLines(l.diags))
 			}
-			if !strings.Contains(limits[0], fmt.Sprint(MaxEvalSteps)) && !strings.Contains(limits[0], fmt.Sprintf("%d MiB", MaxEvalBytes>>20)) {
+			if !strings.Contains(limits[0], fmt.Sprint(MaxEvalOps)) && !strings.Contains(limits[0], fmt.Sprintf("%d MiB", MaxEvalBytes>>20)) {
 				t.Errorf("the detail does not name the limit: %s", limits[0])
 			}
-			if l.budget.steps > MaxEvalSteps || l.budget.bytes > MaxEvalBytes {
+			if l.budget.steps > MaxEvalOps || l.budget.bytes > MaxEvalBytes {
 				t.Errorf("evaluation went on past the budget: %d steps, %d bytes", l.budget.steps, l.budget.bytes)
 			}
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16*MaxEvalBytes {
@@ -67,7 +67,7 @@ func TestEvalBudgetHeadroom(t *testing.T) {
 		src, err := os.ReadFile(p)
 		must(t, err)
 		l := loadSource(p, src, filepath.Dir(p), LoadOptions{})
-		if l.budget.spent != nil || l.budget.steps > MaxEvalSteps/10 || l.budget.bytes > MaxEvalBytes/10 {
+		if l.budget.spent != nil || l.budget.steps > MaxEvalOps/10 || l.budget.bytes > MaxEvalBytes/10 {
 			t.Errorf("%s: %d steps and %d bytes of the budget", p, l.budget.steps, l.budget.bytes)
 		}
 	}

@@ -60,7 +60,7 @@ capture "raw" {
 		{"roce-cm", "../../testdata/pcap/synth-rc-ud-cm.pcap", func(p *roce.Packet) bool { return p.HasBTH && p.BTH.DestQP == 1 }},
 		{"roce-data", "../../testdata/pcap/synth-rc-ud-cm.pcap", func(p *roce.Packet) bool { return p.HasBTH && p.BTH.DestQP != 1 }},
 		{"roce-data", "../../testdata/pcap/roce-ib_write_bw-10x4KiB.pcap", func(p *roce.Packet) bool { return p.HasBTH && p.BTH.DestQP != 1 }},
-		{"iwarp", "../../testdata/iwarp/iwarp-markers-crc.pcap", func(p *roce.Packet) bool { return p.Kind == roce.KindTCP }},
+		{"iwarp", "../../testdata/iwarp/iwarp-markers-crc.pcap", func(p *roce.Packet) bool { return p.Proto == roce.ProtoTCP }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"/"+filepath.Base(tc.capture), func(t *testing.T) {

@@ -21,7 +21,7 @@ func TestDeviceBlocks(t *testing.T) {
 	}
 	var got []dev
 	for _, r := range l.Devices {
-		got = append(got, dev{r.Name, r.Kind, r.Device, r.Host.Name, r.Netdev, r.Port, r.Keep, r.Found(), r.IWARP()})
+		got = append(got, dev{r.Name, r.Block, r.Device, r.Host.Name, r.Netdev, r.Port, r.Keep, r.Found(), r.IWARP()})
 	}
 	want := []dev{
 		{"a", "rxe", "rxe_eth1", "a", "eth1", 1, false, false, false},
@@ -35,7 +35,7 @@ func TestDeviceBlocks(t *testing.T) {
 	}
 	sides := map[string][2]string{}
 	for _, w := range l.Workloads {
-		sides[w.Name] = [2]string{w.ServerDevice.Kind + "." + w.ServerDevice.Name, w.ClientDevice.Kind + "." + w.ClientDevice.Name}
+		sides[w.Name] = [2]string{w.ServerDevice.Block + "." + w.ServerDevice.Name, w.ClientDevice.Block + "." + w.ClientDevice.Name}
 	}
 	wantSides := map[string][2]string{
 		"over_siw":  {"siw.b", "siw.a_iw"},
@@ -55,7 +55,7 @@ func TestDeviceBlocks(t *testing.T) {
 		`nic["a"]`: "use RDMA device mlx5_0 port 2 as found (check it is ACTIVE; never deleted)",
 	}
 	for n, w := range wantPlan {
-		if got := l.RXEByName(n).Describe(); got != w {
+		if got := l.DeviceByName(n).Describe(); got != w {
 			t.Errorf("%s: Describe() = %q, want %q", n, got, w)
 		}
 	}
@@ -136,7 +136,7 @@ workload "w" {
 	}
 	var got []string
 	for _, r := range l.Devices {
-		got = append(got, r.Kind+"."+r.Name+"="+r.Host.Name+"/"+r.Device)
+		got = append(got, r.Block+"."+r.Name+"="+r.Host.Name+"/"+r.Device)
 	}
 	want := []string{`siw.iw[0]=h[0]/siw_eth1`, `siw.iw[1]=h[1]/siw_eth1`, `siw.each["eth2"]=h[0]/siw_eth2`, `siw.each["eth3"]=h[0]/siw_eth3`,
 		`rdma.nic[0]=h[0]/mlx5_0`, `rdma.nic[1]=h[1]/mlx5_1`}

@@ -256,9 +256,9 @@ func selfObject(w *Workload, oneHost bool) cty.Value {
 	return cty.ObjectVal(m)
 }
 
-// refKindOf is the kind of a reference value (host, rxe, ...), "" when it
+// refBlockOf is the block of a reference value (host, rxe, ...), "" when it
 // is none.
-func refKindOf(v cty.Value) string {
+func refBlockOf(v cty.Value) string {
 	t := v.Type()
 	if !t.IsObjectType() || !t.HasAttribute("kind") {
 		return ""

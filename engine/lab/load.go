@@ -74,11 +74,11 @@ type loader struct {
 	// Instance keys by kind and label, once that kind is expanded.
 	keys map[string]map[string][]string
 
-	hostObjs, rxeObjs, workloadObjs map[string]cty.Value
-	hostByName                      map[string]*Host
-	warnedRoot                      map[*Host]bool
+	hostObjs, deviceObjs, workloadObjs map[string]cty.Value
+	hostByName                         map[string]*Host
+	warnedRoot                         map[*Host]bool
 
-	rxeByName      map[string]*Device
+	deviceByName   map[string]*Device
 	workloadByName map[string]*Workload
 	programByName  map[string]*kinds.Source
 	programObjs    cty.Value // program.NAME objects, for program workloads
@@ -561,12 +561,12 @@ func (l *loader) declare(byType map[string][]*hcl.Block) {
 				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate "+kind+" "+fmt.Sprintf("%q", name), "A %s named %q is already declared at %s. Names of %s blocks must be unique; rename one of them.", kind, name, prev.block.DefRange, kind)
 				continue
 			}
-			if prev := devices[name]; prev != nil && prev.kind != kind && slices.Contains(DeviceKinds, kind) {
+			if prev := devices[name]; prev != nil && prev.kind != kind && slices.Contains(DeviceBlocks, kind) {
 				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate device name "+fmt.Sprintf("%q", name), "%s %q is declared at %s; rxe, siw and rdma blocks share one set of names, so a workload's server and client name one device. Rename one of them.", prev.kind, name, prev.block.DefRange)
 				continue
 			}
 			d := &decl{kind: kind, name: name, block: b}
-			if slices.Contains(DeviceKinds, kind) {
+			if slices.Contains(DeviceBlocks, kind) {
 				devices[name] = d
 			}
 			content, _, _ := b.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "for_each"}}})

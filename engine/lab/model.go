@@ -108,7 +108,7 @@ type VMNetwork struct {
 type Device struct {
 	Name   string // reference form, like Host.Name
 	Slug   string
-	Kind   string // the block: "rxe", "siw" or "rdma"
+	Block  string // the block: "rxe", "siw" or "rdma"
 	Device string // the device name: `name` attribute, default "<kind>_<netdev>"; rdma: `device`
 	Host   *Host
 	Netdev string // rxe, siw: the netdev to create it on; rdma: ""
@@ -119,11 +119,11 @@ type Device struct {
 
 // Found reports whether the device exists before the run (an rdma block):
 // rlab uses it and never deletes it.
-func (r *Device) Found() bool { return r.Kind == "rdma" }
+func (r *Device) Found() bool { return r.Block == "rdma" }
 
 // IWARP reports whether the device is known, at load time, to speak iWARP
 // (siw). An rdma block's transport is known only from the host's facts.
-func (r *Device) IWARP() bool { return r.Kind == "siw" }
+func (r *Device) IWARP() bool { return r.Block == "siw" }
 
 // Capture is a bounded packet capture on a host's netdev.
 type Capture struct {
@@ -185,8 +185,8 @@ func (l *Lab) HostByName(n string) *Host {
 	return nil
 }
 
-// RXEByName returns the rxe with reference name n, or nil.
-func (l *Lab) RXEByName(n string) *Device {
+// DeviceByName returns the rxe with reference name n, or nil.
+func (l *Lab) DeviceByName(n string) *Device {
 	for _, r := range l.Devices {
 		if r.Name == n {
 			return r

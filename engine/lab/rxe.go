@@ -20,10 +20,10 @@ import (
 // name (rxe.X, siw.X, rdma.X); their labels share one namespace, since a
 // device is known by its label through the run.
 
-// DeviceKinds are the blocks that declare an RDMA device a workload uses.
-var DeviceKinds = []string{"rxe", "siw", "rdma"}
+// DeviceBlocks are the blocks that declare an RDMA device a workload uses.
+var DeviceBlocks = []string{"rxe", "siw", "rdma"}
 
-var rxeSchema = &hcl.BodySchema{Attributes: append([]hcl.AttributeSchema{
+var softDeviceSchema = &hcl.BodySchema{Attributes: append([]hcl.AttributeSchema{
 	{Name: "host", Required: true}, {Name: "netdev", Required: true}, {Name: "name"}, {Name: "keep"},
 }, metaSchema...)}
 
@@ -42,7 +42,7 @@ func validNetdev(s string) bool {
 	return true
 }
 
-var rxeNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
+var deviceNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
 
 type placedDevice struct {
 	r   *Device
@@ -51,8 +51,8 @@ type placedDevice struct {
 
 // decodeDevices decodes the rxe, siw and rdma blocks, in that order.
 func (l *loader) decodeDevices(byType map[string][]*hcl.Block) {
-	l.rxeByName = map[string]*Device{}
-	l.rxeObjs = map[string]cty.Value{"host": l.hostObjs["host"]}
+	l.deviceByName = map[string]*Device{}
+	l.deviceObjs = map[string]cty.Value{"host": l.hostObjs["host"]}
 	byDevice := map[string]placedDevice{}
 	l.decodeSoftDevices("rxe", byType["rxe"], byDevice)
 	l.decodeSoftDevices("siw", byType["siw"], byDevice)
@@ -66,12 +66,12 @@ func (l *loader) decodeDevices(byType map[string][]*hcl.Block) {
 func (l *loader) warnSharedNetdev() {
 	rxeOn := map[string]*Device{}
 	for _, r := range l.lab.Devices {
-		if r.Kind == "rxe" && r.Host != nil {
+		if r.Block == "rxe" && r.Host != nil {
 			rxeOn[r.Host.Name+"\x00"+r.Netdev] = r
 		}
 	}
 	for _, r := range l.lab.Devices {
-		if r.Kind != "siw" || r.Host == nil {
+		if r.Block != "siw" || r.Host == nil {
 			continue
 		}
 		if x := rxeOn[r.Host.Name+"\x00"+r.Netdev]; x != nil {
@@ -90,14 +90,14 @@ func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice ma
 		if d := l.decls[kind][label]; d == nil || d.block != b {
 			continue
 		}
-		blockContent := l.content(b.Body, rxeSchema)
+		blockContent := l.content(b.Body, softDeviceSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.hostObjs
 		sc := &scope{ctx: ctx, where: article2(kind) + " block", kinds: []string{"host"}}
 		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
-			content := l.unsetNulls(blockContent, rxeSchema, in.sc.ctx)
-			r := &Device{Name: in.name, Slug: in.slug, Range: b.DefRange, Kind: kind, Port: 1}
+			content := l.unsetNulls(blockContent, softDeviceSchema, in.sc.ctx)
+			r := &Device{Name: in.name, Slug: in.slug, Range: b.DefRange, Block: kind, Port: 1}
 			ok := true
 			if a := content.Attributes["host"]; a != nil {
 				if v, vok := l.value(a, in.sc); vok {
@@ -130,7 +130,7 @@ func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice ma
 			if a := content.Attributes["name"]; a != nil {
 				deviceRange = a.Expr.Range()
 				if s, sok := l.str(a, in.sc); sok {
-					if !rxeNameRe.MatchString(s) {
+					if !deviceNameRe.MatchString(s) {
 						l.errorf(a.Expr.Range().Ptr(), "Invalid "+what+" device name", "%q is not a valid RDMA device name: 1 to 63 letters, digits, '_', '.' or '-'.", s)
 					}
 					r.Device = s
@@ -154,7 +154,7 @@ func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice ma
 			l.addDevice(kind, label, in.key, r, objs)
 		}
 	}
-	l.rxeObjs[kind] = collect(l.decls[kind], objs)
+	l.deviceObjs[kind] = collect(l.decls[kind], objs)
 	l.recordKeys(kind, objs)
 }
 
@@ -175,14 +175,14 @@ func vmNICs(h *Host, netdev string) string {
 func (l *loader) claimDevice(byDevice map[string]placedDevice, r *Device, rng hcl.Range) {
 	dk := r.Host.Name + "\x00" + r.Device
 	if prev, dup := byDevice[dk]; dup {
-		l.errorf(&rng, "Duplicate "+r.Kind+" device name", "%s %s already names device %q on host %s (at %s); a device is declared once: reuse %s.%s, or give this one another name.", prev.r.Kind, prev.r.Name, r.Device, r.Host.Name, prev.rng, prev.r.Kind, prev.r.Name)
+		l.errorf(&rng, "Duplicate "+r.Block+" device name", "%s %s already names device %q on host %s (at %s); a device is declared once: reuse %s.%s, or give this one another name.", prev.r.Block, prev.r.Name, r.Device, r.Host.Name, prev.rng, prev.r.Block, prev.r.Name)
 		return
 	}
 	byDevice[dk] = placedDevice{r, rng}
 }
 
 func (l *loader) addDevice(kind, label, key string, r *Device, objs map[string][]keyedObj) {
-	l.rxeByName[r.Name] = r
+	l.deviceByName[r.Name] = r
 	l.lab.Devices = append(l.lab.Devices, r)
 	hostObj := cty.DynamicVal
 	if r.Host != nil {
@@ -214,7 +214,7 @@ func (l *loader) decodeRDMAs(blocks []*hcl.Block, byDevice map[string]placedDevi
 		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
 			content := l.unsetNulls(blockContent, rdmaSchema, in.sc.ctx)
-			r := &Device{Name: in.name, Slug: in.slug, Range: b.DefRange, Kind: "rdma", Port: 1, Keep: true}
+			r := &Device{Name: in.name, Slug: in.slug, Range: b.DefRange, Block: "rdma", Port: 1, Keep: true}
 			if a := content.Attributes["host"]; a != nil {
 				if v, vok := l.value(a, in.sc); vok {
 					if n, rok := l.resolveRef(a, v, "host", "host"); rok {
@@ -226,7 +226,7 @@ func (l *loader) decodeRDMAs(blocks []*hcl.Block, byDevice map[string]placedDevi
 			if a := content.Attributes["device"]; a != nil {
 				deviceRange = a.Expr.Range()
 				if s, sok := l.str(a, in.sc); sok {
-					if !rxeNameRe.MatchString(s) {
+					if !deviceNameRe.MatchString(s) {
 						l.errorf(a.Expr.Range().Ptr(), "Invalid RDMA device name", "%q is not an RDMA device name: 1 to 63 letters, digits, '_', '.' or '-', as `rdma link` and ibv_devices list them (e.g. \"mlx5_0\").", s)
 					} else {
 						r.Device = s
@@ -244,19 +244,19 @@ func (l *loader) decodeRDMAs(blocks []*hcl.Block, byDevice map[string]placedDevi
 			l.addDevice("rdma", label, in.key, r, objs)
 		}
 	}
-	l.rxeObjs["rdma"] = collect(l.decls["rdma"], objs)
+	l.deviceObjs["rdma"] = collect(l.decls["rdma"], objs)
 	l.recordKeys("rdma", objs)
 }
 
-// deviceRefKind is the kind of device reference v is (rxe, siw or rdma), or
+// deviceRefBlock is the block of the device reference v (rxe, siw or rdma), or
 // "rxe" when it is none, so the diagnostic asks for what most labs use.
-func deviceRefKind(v cty.Value) string {
+func deviceRefBlock(v cty.Value) string {
 	t := v.Type()
 	if !t.IsObjectType() || !t.HasAttribute("kind") {
 		return "rxe"
 	}
 	k := v.GetAttr("kind")
-	if k.Type() == cty.String && k.IsKnown() && !k.IsNull() && slices.Contains(DeviceKinds, k.AsString()) {
+	if k.Type() == cty.String && k.IsKnown() && !k.IsNull() && slices.Contains(DeviceBlocks, k.AsString()) {
 		return k.AsString()
 	}
 	return "rxe"
@@ -357,7 +357,7 @@ func familyAttr(remain hcl.Body, n string) *hcl.Attribute {
 // Describe is what the plan says the device's step does.
 func (r *Device) Describe() string {
 	kept := map[bool]string{true: "; kept after the run", false: ""}[r.Keep]
-	switch r.Kind {
+	switch r.Block {
 	case "siw":
 		return fmt.Sprintf("create siw %s on %s (load siw if needed)%s", r.Device, r.Netdev, kept)
 	case "rdma":

@@ -11,11 +11,11 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// Units splits a path into the labs it holds: a file is one lab; a folder is
+// Split splits a path into the labs it holds: a file is one lab; a folder is
 // one lab made of all its *.hcl files, unless it holds several files that
 // each declare their own lab block (an examples folder such as labs/), in
 // which case each file is a lab of its own.
-func Units(path string) ([][]string, hcl.Diagnostics) {
+func Split(path string) ([][]string, hcl.Diagnostics) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read lab", Detail: "Could not read " + path + ": " + err.Error() + ". Give a lab file or a folder of *.hcl files."}}
@@ -75,7 +75,7 @@ const SeveralLabsSummary = "Folder holds several labs"
 // their own lab block, like labs/) is an error that lists them, rather than
 // one lab merged from all of them.
 func LoadOne(path string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
-	units, diags := Units(path)
+	units, diags := Split(path)
 	if diags.HasErrors() {
 		return nil, diags
 	}

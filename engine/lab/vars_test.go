@@ -126,15 +126,15 @@ func TestExpansion(t *testing.T) {
 	if c := l.HostByName("client[2]"); c == nil || c.Port != 2202 || c.Address != "10.30.0.102" {
 		t.Errorf("client[2] = %+v", c)
 	}
-	r := l.RXEByName("server[1]")
+	r := l.DeviceByName("server[1]")
 	if r == nil || r.Device != "rxe1" || r.Host != l.HostByName("server[1]") || !r.Keep {
 		t.Errorf("rxe server[1] = %+v", r)
 	}
-	if c := l.RXEByName("client[0]"); c == nil || c.Device != "rxe_eth1" {
+	if c := l.DeviceByName("client[0]"); c == nil || c.Device != "rxe_eth1" {
 		t.Errorf("rxe client[0] = %+v", c)
 	}
 	w := l.WorkloadByName("bw[2]")
-	if w == nil || w.ServerHost != l.HostByName("server[2]") || w.ClientDevice != l.RXEByName("client[2]") ||
+	if w == nil || w.ServerHost != l.HostByName("server[2]") || w.ClientDevice != l.DeviceByName("client[2]") ||
 		w.QPs != 4 || w.Transport != "UD" || w.Timeout.Seconds() != 90 || !cmp.Equal(w.Sizes, []int64{1024, 4096}) {
 		t.Errorf("workload bw[2] = %+v", w)
 	}
@@ -149,7 +149,7 @@ func TestExpansion(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diagText(l, diags))
 	}
-	red := l.RXEByName(`server["red"]`)
+	red := l.DeviceByName(`server["red"]`)
 	if red == nil || red.Slug != "server.red" || red.Host.Address != "192.0.2.1" {
 		t.Errorf("rxe server[red] = %+v", red)
 	}
@@ -209,7 +209,7 @@ func TestUnitsOfPaths(t *testing.T) {
 		{corpus + "/valid/ssh_forms.hcl", [][]string{{"ssh_forms.hcl"}}}, // a file
 	}
 	for _, tt := range tests {
-		units, diags := Units(tt.path)
+		units, diags := Split(tt.path)
 		if diags.HasErrors() {
 			t.Errorf("Units(%s): %v", tt.path, diags)
 			continue

@@ -32,7 +32,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		}
 		content, remain := l.partialContent(b.Body, workloadSchema)
 		ctx := l.baseCtx().NewChild()
-		ctx.Variables = l.rxeObjs
+		ctx.Variables = l.deviceObjs
 		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe", "siw", "rdma"}}
 		for _, in := range l.expand(label, content, sc) {
 			l.enter(in)
@@ -46,7 +46,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		}
 	}
 	l.workloadObjs = map[string]cty.Value{
-		"host": l.rxeObjs["host"], "rxe": l.rxeObjs["rxe"], "siw": l.rxeObjs["siw"], "rdma": l.rxeObjs["rdma"],
+		"host": l.deviceObjs["host"], "rxe": l.deviceObjs["rxe"], "siw": l.deviceObjs["siw"], "rdma": l.deviceObjs["rdma"],
 		"workload": collect(l.decls["workload"], objs),
 	}
 	l.recordKeys("workload", objs)
@@ -121,9 +121,9 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 				continue
 			}
 			refKind := kind
-			device := tool.RDMA || (tool.HostOrPair && refKindOf(v) != "host")
+			device := tool.RDMA || (tool.HostOrPair && refBlockOf(v) != "host")
 			if device {
-				refKind = deviceRefKind(v) // rxe.X, siw.X or rdma.X
+				refKind = deviceRefBlock(v) // rxe.X, siw.X or rdma.X
 			} else if tool.HostOrPair {
 				refKind = "host"
 			}
@@ -132,7 +132,7 @@ func (l *loader) decodeWorkload(b *hcl.Block, content *hcl.BodyContent, remain h
 				continue
 			}
 			if device {
-				r := l.rxeByName[n]
+				r := l.deviceByName[n]
 				if r == nil {
 					continue
 				}

@@ -154,7 +154,7 @@ func (p *Plan) Estimate(accel string, restoredVM func(*lab.Host) bool) *Estimate
 	}
 	e.Assumes = append(e.Assumes, "each tool at the pace of Soft-RoCE between two TCG VMs on a shared 2-core machine (its family's Pace, BENCHMARKS.md): real hardware and KVM are faster")
 	for _, s := range p.Steps {
-		if s.Kind == Provision {
+		if s.Action == Provision {
 			e.Assumes = append(e.Assumes, "provisioning not counted (installing packages took 1–2 min per VM in TestE2EProvision)")
 			break
 		}
@@ -203,7 +203,7 @@ func (e *Estimate) workloads(p *Plan) {
 		for _, d := range s.DependsOn {
 			at = max(at, end[d])
 		}
-		if s.Workload != nil && (s.Kind == WorkloadClient || s.Kind == WorkloadRun) {
+		if s.Workload != nil && (s.Action == WorkloadClient || s.Action == WorkloadRun) {
 			at += own[s.Workload]
 		}
 		end[s.ID] = at

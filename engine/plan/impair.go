@@ -18,14 +18,14 @@ type impInfo struct {
 
 // impairStarts adds each impairment's apply step, after its host's
 // preflight and the rxe devices on its netdev.
-func (b *builder) impairStarts(ready map[*lab.Host]string, rxeStep map[*lab.Device]string) []*impInfo {
+func (b *builder) impairStarts(ready map[*lab.Host]string, deviceStep map[*lab.Device]string) []*impInfo {
 	var out []*impInfo
 	for _, im := range b.l.Impairs {
-		s := b.add(&Step{ID: StepID(im.Host.Slug, StartImpair, im.Slug), Kind: StartImpair, Host: im.Host.Name, Subject: im.Name, HostRef: im.Host, Impair: im, Description: impairText(im)})
+		s := b.add(&Step{ID: StepID(im.Host.Slug, StartImpair, im.Slug), Action: StartImpair, Host: im.Host.Name, Subject: im.Name, HostRef: im.Host, Impair: im, Description: impairText(im)})
 		s.after(ready[im.Host])
 		for _, r := range b.l.Devices {
 			if r.Host == im.Host && r.Netdev == im.Netdev {
-				s.after(rxeStep[r])
+				s.after(deviceStep[r])
 			}
 		}
 		ii := &impInfo{start: s, covers: im.During}
@@ -49,7 +49,7 @@ func (b *builder) impairStarts(ready map[*lab.Host]string, rxeStep map[*lab.Devi
 func (b *builder) impairStops(imps []*impInfo, done map[*lab.Workload][]string, stopsOn map[*lab.Host][]string) {
 	for _, ii := range imps {
 		im := ii.start.Impair
-		s := b.add(&Step{ID: StepID(im.Host.Slug, StopImpair, im.Slug), Kind: StopImpair, Host: im.Host.Name, Subject: im.Name, HostRef: im.Host, Impair: im,
+		s := b.add(&Step{ID: StepID(im.Host.Slug, StopImpair, im.Slug), Action: StopImpair, Host: im.Host.Name, Subject: im.Name, HostRef: im.Host, Impair: im,
 			Description: fmt.Sprintf("remove impairment %s from %s (delete the netem root qdisc)", im.Name, im.Netdev)})
 		s.after(ii.start.ID)
 		for _, w := range ii.covers {

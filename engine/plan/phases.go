@@ -25,7 +25,7 @@ const (
 	PhaseConnect   Phase = "connect"
 	PhaseProvision Phase = "provision"
 	PhasePreflight Phase = "preflight"
-	PhaseRXE       Phase = "rxe"
+	PhaseDevice    Phase = "rxe"
 	PhaseCapture   Phase = "capture"
 	PhaseImpair    Phase = "impair"
 	PhaseWorkloads Phase = "workloads"
@@ -33,24 +33,24 @@ const (
 	PhaseTeardown  Phase = "teardown"
 )
 
-// Phases are a run's phases in order, each with the kinds of step it
+// Phases are a run's phases in order, each with the actions it
 // executes. Those before PhaseWorkloads are the set-up (SetupPhases); a
 // capture or impairment scoped with `during` is started in the workload
 // phase, before its workloads, and a whole-run one stops there after every
 // workload.
 var Phases = []struct {
-	Phase Phase
-	Kinds []Kind
+	Phase   Phase
+	Actions []Action
 }{
-	{PhaseConnect, []Kind{Connect, ShipAgent}},
-	{PhaseProvision, []Kind{Provision}},
-	{PhasePreflight, []Kind{Preflight}},
-	{PhaseRXE, []Kind{CreateRXE}},
-	{PhaseCapture, []Kind{StartCapture}},
-	{PhaseImpair, []Kind{StartImpair}},
-	{PhaseWorkloads, []Kind{WorkloadServer, WorkloadClient, WorkloadRun, StopCapture, StopImpair}},
-	{PhaseFetch, []Kind{Fetch}},
-	{PhaseTeardown, []Kind{Teardown}},
+	{PhaseConnect, []Action{Connect, ShipAgent}},
+	{PhaseProvision, []Action{Provision}},
+	{PhasePreflight, []Action{Preflight}},
+	{PhaseDevice, []Action{CreateDevice}},
+	{PhaseCapture, []Action{StartCapture}},
+	{PhaseImpair, []Action{StartImpair}},
+	{PhaseWorkloads, []Action{WorkloadServer, WorkloadClient, WorkloadRun, StopCapture, StopImpair}},
+	{PhaseFetch, []Action{Fetch}},
+	{PhaseTeardown, []Action{Teardown}},
 }
 
 // SetupPhases are the phases before the workloads, in order.
@@ -65,11 +65,11 @@ func SetupPhases() []Phase {
 	return out
 }
 
-// KindsOf are the kinds of step phase ph executes.
-func KindsOf(ph Phase) []Kind {
+// ActionsOf are the actions of the steps phase ph executes.
+func ActionsOf(ph Phase) []Action {
 	for _, p := range Phases {
 		if p.Phase == ph {
-			return p.Kinds
+			return p.Actions
 		}
 	}
 	return nil
@@ -77,9 +77,9 @@ func KindsOf(ph Phase) []Kind {
 
 // phaseOf is the place in Phases of the phase that executes steps of kind
 // k, and the phase; ok is false for a kind no phase executes.
-func phaseOf(k Kind) (i int, ph Phase, ok bool) {
+func phaseOf(k Action) (i int, ph Phase, ok bool) {
 	for i, p := range Phases {
-		if slices.Contains(p.Kinds, k) {
+		if slices.Contains(p.Actions, k) {
 			return i, p.Phase, true
 		}
 	}
@@ -96,25 +96,25 @@ var workloadPhase, _, _ = phaseOf(WorkloadRun)
 // phase, which it follows edge by edge), or a workload that needs a scoped
 // capture started but is not one whose end the capture's stop waits for.
 func (p *Plan) checkPhases() error {
-	workload := func(k Kind) bool {
+	workload := func(k Action) bool {
 		return k == WorkloadServer || k == WorkloadClient || k == WorkloadRun
 	}
 	for _, s := range p.Steps {
-		ps, psName, ok := phaseOf(s.Kind)
+		ps, psName, ok := phaseOf(s.Action)
 		if !ok {
-			return fmt.Errorf("plan: step %s is of kind %q, which the run cannot execute", s.ID, s.Kind)
+			return fmt.Errorf("plan: step %s is of kind %q, which the run cannot execute", s.ID, s.Action)
 		}
 		for _, d := range s.DependsOn {
 			ds := p.Step(d)
-			pd, pdName, _ := phaseOf(ds.Kind)
+			pd, pdName, _ := phaseOf(ds.Action)
 			switch {
 			case pd > ps:
 				return fmt.Errorf("plan: step %s (run phase %s) depends on %s (run phase %s): the run executes its phases in order and cannot run that", s.ID, psName, d, pdName)
-			case pd == ps && ds.Kind != Connect && !(ps == workloadPhase && workload(ds.Kind)):
+			case pd == ps && ds.Action != Connect && !(ps == workloadPhase && workload(ds.Action)):
 				// The connect phase connects a host after its jump host and ships
 				// the agent after connecting; the workload phase follows edges.
 				return fmt.Errorf("plan: step %s depends on %s: the run executes the steps of phase %s at once and cannot order them", s.ID, d, psName)
-			case workload(s.Kind) && ds.Kind == StartCapture && len(ds.Capture.During) > 0:
+			case workload(s.Action) && ds.Action == StartCapture && len(ds.Capture.During) > 0:
 				stop := p.Step(StepID(ds.Capture.Host.Slug, StopCapture, ds.Capture.Slug))
 				if stop == nil || !slices.ContainsFunc(stop.DependsOn, func(id string) bool { return p.Step(id).Workload == s.Workload }) {
 					return fmt.Errorf("plan: step %s needs capture %q started, but the capture's stop does not wait for it: the run starts a scoped capture for the workloads its stop waits for", s.ID, ds.Capture.Name)

@@ -80,7 +80,7 @@ capture "c" {
 			s := p.Step("a/preflight")
 			s.DependsOn = append(s.DependsOn, "a/fetch")
 		}, "step a/preflight (run phase preflight) depends on a/fetch (run phase fetch)"},
-		{"a kind the run does not know", func(p *Plan) { p.Step("a/fetch").Kind = "reboot" }, `step a/fetch is of kind "reboot"`},
+		{"a kind the run does not know", func(p *Plan) { p.Step("a/fetch").Action = "reboot" }, `step a/fetch is of kind "reboot"`},
 		{"one rxe after another", func(p *Plan) {
 			s := p.Step("b/create-rxe/b")
 			s.DependsOn = append(s.DependsOn, "a/create-rxe/a")

@@ -58,31 +58,31 @@ import (
 	"github.com/rlab-dev/rlab/engine/provision/needs"
 )
 
-// Kind is what a step does.
-type Kind string
+// Action is what a step does.
+type Action string
 
-// Step kinds, in the order they appear on a host.
+// Step actions, in the order they appear on a host.
 const (
-	Connect        Kind = "connect"         // open the SSH connection (through the jump host, if any)
-	ShipAgent      Kind = "ship-agent"      // upload the agent unless cached, start it
-	Provision      Kind = "provision"       // install what the lab needs and the host lacks (--provision, provision = true)
-	Preflight      Kind = "preflight"       // facts, kernel module and tools check
-	CreateRXE      Kind = "create-rxe"      // rxe.ensure
-	StartCapture   Kind = "start-capture"   // capture.start
-	WorkloadServer Kind = "workload-server" // the listening side of a two-sided workload
-	WorkloadClient Kind = "workload-client" // the side that connects; its end is the workload's end
-	WorkloadRun    Kind = "workload-run"    // an exec workload's command
-	StopCapture    Kind = "stop-capture"    // capture.stop
-	StartImpair    Kind = "impair"          // impair.apply: netem on a netdev (impair.go)
-	StopImpair     Kind = "remove-impair"   // impair.remove
-	Fetch          Kind = "fetch"           // pull logs, captures, results into the run folder
-	Teardown       Kind = "teardown"        // delete rxe devices not kept, stop leftovers
+	Connect        Action = "connect"         // open the SSH connection (through the jump host, if any)
+	ShipAgent      Action = "ship-agent"      // upload the agent unless cached, start it
+	Provision      Action = "provision"       // install what the lab needs and the host lacks (--provision, provision = true)
+	Preflight      Action = "preflight"       // facts, kernel module and tools check
+	CreateDevice   Action = "create-rxe"      // rxe.ensure
+	StartCapture   Action = "start-capture"   // capture.start
+	WorkloadServer Action = "workload-server" // the listening side of a two-sided workload
+	WorkloadClient Action = "workload-client" // the side that connects; its end is the workload's end
+	WorkloadRun    Action = "workload-run"    // an exec workload's command
+	StopCapture    Action = "stop-capture"    // capture.stop
+	StartImpair    Action = "impair"          // impair.apply: netem on a netdev (impair.go)
+	StopImpair     Action = "remove-impair"   // impair.remove
+	Fetch          Action = "fetch"           // pull logs, captures, results into the run folder
+	Teardown       Action = "teardown"        // delete rxe devices not kept, stop leftovers
 )
 
 // Step is one node of the plan DAG.
 type Step struct {
 	ID          string   `json:"id"`
-	Kind        Kind     `json:"kind"`
+	Action      Action   `json:"kind"`
 	Host        string   `json:"host"`    // lab.Host.Name
 	Subject     string   `json:"subject"` // name of the rxe, capture or workload; "" for host steps
 	Description string   `json:"description"`
@@ -164,14 +164,14 @@ type Plan struct {
 
 // stepKey finds steps by kind, host and subject.
 type stepKey struct {
-	kind          Kind
+	kind          Action
 	host, subject string
 }
 
 // IDs are the IDs of the steps of these kinds about subject on host (the
 // host's own steps when subject is ""), or, when host is "", of every step
 // of these kinds: what the run's events about them name.
-func (p *Plan) IDs(host, subject string, kinds ...Kind) []string {
+func (p *Plan) IDs(host, subject string, kinds ...Action) []string {
 	var ids []string
 	for _, k := range kinds {
 		if host != "" {
@@ -179,7 +179,7 @@ func (p *Plan) IDs(host, subject string, kinds ...Kind) []string {
 			continue
 		}
 		for _, s := range p.Steps {
-			if s.Kind == k {
+			if s.Action == k {
 				ids = append(ids, s.ID)
 			}
 		}
@@ -221,7 +221,7 @@ func (e *SelectionError) Unwrap() error { return e.Err }
 func (p *Plan) Step(id string) *Step { return p.byID[id] }
 
 // StepID builds a step ID: host slug, kind, and the subject's slug if any.
-func StepID(hostSlug string, k Kind, subjectSlug string) string {
+func StepID(hostSlug string, k Action, subjectSlug string) string {
 	if subjectSlug == "" {
 		return hostSlug + "/" + string(k)
 	}
@@ -240,7 +240,7 @@ type builder struct {
 func (b *builder) add(s *Step) *Step {
 	if b.p.byID[s.ID] != nil && b.err == nil {
 		// Slugs are unique after lab.Load; a hand-built lab may break that.
-		b.err = fmt.Errorf("plan: two steps with ID %s (two %ss with one slug?)", s.ID, s.Kind)
+		b.err = fmt.Errorf("plan: two steps with ID %s (two %ss with one slug?)", s.ID, s.Action)
 	}
 	b.p.byID[s.ID] = s
 	b.steps = append(b.steps, s)
@@ -364,32 +364,32 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 		if b.hosts[h] == nil {
 			continue
 		}
-		c := b.add(&Step{ID: StepID(h.Slug, Connect, ""), Kind: Connect, Host: h.Name, HostRef: h, Description: connectText(h)})
+		c := b.add(&Step{ID: StepID(h.Slug, Connect, ""), Action: Connect, Host: h.Name, HostRef: h, Description: connectText(h)})
 		if h.JumpHost != nil {
 			c.after(StepID(h.JumpHost.Slug, Connect, ""))
 		}
 		if !used[h] {
 			continue
 		}
-		s := b.add(&Step{ID: StepID(h.Slug, ShipAgent, ""), Kind: ShipAgent, Host: h.Name, HostRef: h, Description: "ship the rlab agent (skipped when the host has this build cached) and start it"})
+		s := b.add(&Step{ID: StepID(h.Slug, ShipAgent, ""), Action: ShipAgent, Host: h.Name, HostRef: h, Description: "ship the rlab agent (skipped when the host has this build cached) and start it"})
 		s.after(c.ID)
 		if !o.NoProvision && (o.Provision || h.Provision) {
-			pv := b.add(&Step{ID: StepID(h.Slug, Provision, ""), Kind: Provision, Host: h.Name, HostRef: h, Description: provisionText(need[h])})
+			pv := b.add(&Step{ID: StepID(h.Slug, Provision, ""), Action: Provision, Host: h.Name, HostRef: h, Description: provisionText(need[h])})
 			pv.after(s.ID)
 			s = pv
 		}
-		pf := b.add(&Step{ID: StepID(h.Slug, Preflight, ""), Kind: Preflight, Host: h.Name, HostRef: h, Description: preflightText(l, h)})
+		pf := b.add(&Step{ID: StepID(h.Slug, Preflight, ""), Action: Preflight, Host: h.Name, HostRef: h, Description: preflightText(l, h)})
 		pf.after(s.ID)
 		ready[h] = pf.ID
 	}
 
 	// rxe devices.
-	rxeStep := map[*lab.Device]string{}
+	deviceStep := map[*lab.Device]string{}
 	for _, r := range l.Devices {
-		s := b.add(&Step{ID: StepID(r.Host.Slug, CreateRXE, r.Slug), Kind: CreateRXE, Host: r.Host.Name, Subject: r.Name, HostRef: r.Host, Device: r,
+		s := b.add(&Step{ID: StepID(r.Host.Slug, CreateDevice, r.Slug), Action: CreateDevice, Host: r.Host.Name, Subject: r.Name, HostRef: r.Host, Device: r,
 			Description: r.Describe()})
 		s.after(ready[r.Host])
-		rxeStep[r] = s.ID
+		deviceStep[r] = s.ID
 	}
 
 	// Capture starts; which workloads each covers.
@@ -399,7 +399,7 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 	}
 	var caps []*capInfo
 	for _, c := range l.Captures {
-		s := b.add(&Step{ID: StepID(c.Host.Slug, StartCapture, c.Slug), Kind: StartCapture, Host: c.Host.Name, Subject: c.Name, HostRef: c.Host, Capture: c, Description: captureText(c)})
+		s := b.add(&Step{ID: StepID(c.Host.Slug, StartCapture, c.Slug), Action: StartCapture, Host: c.Host.Name, Subject: c.Name, HostRef: c.Host, Capture: c, Description: captureText(c)})
 		s.after(ready[c.Host])
 		ci := &capInfo{start: s, covers: c.During}
 		if len(c.During) == 0 {
@@ -428,7 +428,7 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 			capsFor[w] = append(capsFor[w], ci.start.ID)
 		}
 	}
-	imps := b.impairStarts(ready, rxeStep) // impair.go
+	imps := b.impairStarts(ready, deviceStep) // impair.go
 	for _, ii := range imps {
 		for _, w := range ii.covers {
 			capsFor[w] = append(capsFor[w], ii.start.ID)
@@ -448,19 +448,19 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 		if placed[first] {
 			continue
 		}
-		unit := []*lab.Workload{first}
+		batch := []*lab.Workload{first}
 		if g := groupOf[first]; g != nil {
-			unit = unit[:0]
+			batch = batch[:0]
 			for _, w := range l.Workloads { // file order, as a run reads it
 				if groupOf[w] == g {
-					unit = append(unit, w)
+					batch = append(batch, w)
 				}
 			}
 		}
 		var hosts []*lab.Host
 		var before []string
 		wv := 1
-		for _, w := range unit {
+		for _, w := range batch {
 			placed[w] = true
 			for _, h := range w.Hosts() {
 				if !slices.Contains(hosts, h) {
@@ -470,14 +470,14 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 				}
 			}
 		}
-		var unitSteps []string
-		for _, w := range unit {
+		var batchSteps []string
+		for _, w := range batch {
 			wave[w] = wv
-			done[w] = b.addWorkload(w, before, ready, rxeStep, capsFor[w], onHost)
-			unitSteps = append(unitSteps, done[w]...)
+			done[w] = b.addWorkload(w, before, ready, deviceStep, capsFor[w], onHost)
+			batchSteps = append(batchSteps, done[w]...)
 		}
 		for _, h := range hosts {
-			last[h] = unitSteps
+			last[h] = batchSteps
 			lastWave[h] = wv
 		}
 	}
@@ -486,7 +486,7 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 	stopsOn := map[*lab.Host][]string{}
 	for _, ci := range caps {
 		c := ci.start.Capture
-		s := b.add(&Step{ID: StepID(c.Host.Slug, StopCapture, c.Slug), Kind: StopCapture, Host: c.Host.Name, Subject: c.Name, HostRef: c.Host, Capture: c,
+		s := b.add(&Step{ID: StepID(c.Host.Slug, StopCapture, c.Slug), Action: StopCapture, Host: c.Host.Name, Subject: c.Name, HostRef: c.Host, Capture: c,
 			Description: fmt.Sprintf("stop capture %s", c.Name)})
 		s.after(ci.start.ID)
 		for _, w := range ci.covers {
@@ -502,16 +502,16 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 		if !used[h] {
 			continue
 		}
-		f := b.add(&Step{ID: StepID(h.Slug, Fetch, ""), Kind: Fetch, Host: h.Name, HostRef: h, Description: "fetch facts, logs and captures into the run folder"})
+		f := b.add(&Step{ID: StepID(h.Slug, Fetch, ""), Action: Fetch, Host: h.Name, HostRef: h, Description: "fetch facts, logs and captures into the run folder"})
 		f.after(ready[h])
 		f.after(onHost[h]...)
 		f.after(stopsOn[h]...)
 		for _, r := range l.Devices {
 			if r.Host == h {
-				f.after(rxeStep[r])
+				f.after(deviceStep[r])
 			}
 		}
-		t := b.add(&Step{ID: StepID(h.Slug, Teardown, ""), Kind: Teardown, Host: h.Name, HostRef: h, Description: teardownText(l, h)})
+		t := b.add(&Step{ID: StepID(h.Slug, Teardown, ""), Action: Teardown, Host: h.Name, HostRef: h, Description: teardownText(l, h)})
 		t.after(f.ID)
 	}
 
@@ -537,31 +537,31 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 
 // addWorkload adds a workload's steps after before (the steps of the
 // workloads it waits for), and returns them.
-func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.Host]string, rxeStep map[*lab.Device]string, caps []string, onHost map[*lab.Host][]string) []string {
+func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.Host]string, deviceStep map[*lab.Device]string, caps []string, onHost map[*lab.Host][]string) []string {
 	if w.Host != nil { // one command on one host (exec, a program on host)
-		s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Kind: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run", "")})
+		s := b.add(&Step{ID: StepID(w.Host.Slug, WorkloadRun, w.Slug), Action: WorkloadRun, Host: w.Host.Name, Subject: w.Name, HostRef: w.Host, Workload: w, Description: workloadText(w, "run", "")})
 		s.after(ready[w.Host])
 		s.after(before...)
 		s.after(caps...)
 		onHost[w.Host] = append(onHost[w.Host], s.ID)
 		return []string{s.ID}
 	}
-	srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Kind: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server", "")})
+	srv := b.add(&Step{ID: StepID(w.ServerHost.Slug, WorkloadServer, w.Slug), Action: WorkloadServer, Host: w.ServerHost.Name, Subject: w.Name, HostRef: w.ServerHost, Workload: w, Description: workloadText(w, "server", "")})
 	srv.after(ready[w.ServerHost])
 	if w.ServerDevice != nil {
-		srv.after(rxeStep[w.ServerDevice])
+		srv.after(deviceStep[w.ServerDevice])
 	}
 	srv.after(before...)
 	srv.after(caps...)
 	dial := b.l.ServerDial(w)
-	if w.ServerDevice == nil && dial.Device != nil && rxeStep[dial.Device] != "" {
-		srv.after(rxeStep[dial.Device]) // tcp dials that rxe's netdev
+	if w.ServerDevice == nil && dial.Device != nil && deviceStep[dial.Device] != "" {
+		srv.after(deviceStep[dial.Device]) // tcp dials that rxe's netdev
 	}
 	dialText := ""
 	if w.ServerDevice == nil {
 		dialText = dial.Text()
 	}
-	cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Kind: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
+	cli := b.add(&Step{ID: StepID(w.ClientHost.Slug, WorkloadClient, w.Slug), Action: WorkloadClient, Host: w.ClientHost.Name, Subject: w.Name, HostRef: w.ClientHost, Workload: w, Description: workloadText(w, "client", dialText)})
 	if e := b.emulatedText(w); e != "" {
 		srv.Description += "; " + e
 		cli.Description += "; " + e
@@ -571,7 +571,7 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 	}
 	cli.after(ready[w.ClientHost])
 	if w.ClientDevice != nil {
-		cli.after(rxeStep[w.ClientDevice])
+		cli.after(deviceStep[w.ClientDevice])
 	}
 	cli.after(srv.ID)
 	onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
@@ -634,7 +634,7 @@ func (b *builder) order() error {
 		if s.DependsOn == nil {
 			s.DependsOn = []string{}
 		}
-		k := stepKey{s.Kind, s.Host, s.Subject}
+		k := stepKey{s.Action, s.Host, s.Subject}
 		b.p.byKey[k] = append(b.p.byKey[k], s.ID)
 	}
 	return nil

@@ -255,7 +255,7 @@ func TestGoldenProvision(t *testing.T) {
 			checkDAG(t, p)
 			var on []string
 			for _, s := range p.Steps {
-				if s.Kind != Provision {
+				if s.Action != Provision {
 					continue
 				}
 				on = append(on, s.Host)
@@ -302,14 +302,14 @@ func TestOnlyAndIDs(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		host, subject string
-		kinds         []Kind
+		kinds         []Action
 		want          []string
 	}{
-		{`server["ana"]`, "", []Kind{Connect, ShipAgent}, []string{"server.ana/connect", "server.ana/ship-agent"}},
-		{"bastion", "", []Kind{Connect, ShipAgent}, []string{"bastion/connect"}},
-		{`server["ana"]`, `write_bw["ana"]`, []Kind{WorkloadServer}, []string{"server.ana/workload-server/write_bw.ana"}},
-		{`server["bea"]`, "", []Kind{Connect}, nil},
-		{"", "", []Kind{Teardown}, []string{"server.ana/teardown", "client.ana/teardown"}},
+		{`server["ana"]`, "", []Action{Connect, ShipAgent}, []string{"server.ana/connect", "server.ana/ship-agent"}},
+		{"bastion", "", []Action{Connect, ShipAgent}, []string{"bastion/connect"}},
+		{`server["ana"]`, `write_bw["ana"]`, []Action{WorkloadServer}, []string{"server.ana/workload-server/write_bw.ana"}},
+		{`server["bea"]`, "", []Action{Connect}, nil},
+		{"", "", []Action{Teardown}, []string{"server.ana/teardown", "client.ana/teardown"}},
 	} {
 		if got := p.IDs(tc.host, tc.subject, tc.kinds...); !cmp.Equal(tc.want, got) {
 			t.Errorf("IDs(%q, %q, %v) = %v, want %v", tc.host, tc.subject, tc.kinds, got, tc.want)

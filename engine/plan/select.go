@@ -214,7 +214,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 		return l, nil
 	}
 	usedHost := map[*lab.Host]bool{}
-	usedRXE := map[*lab.Device]bool{}
+	usedDevice := map[*lab.Device]bool{}
 	selected := map[*lab.Workload]bool{}
 	withExpects := false
 	if check {
@@ -241,7 +241,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 		// A tcp workload's server rxe is the data link it dials (ServerDial).
 		for _, x := range []*lab.Device{w.ServerDevice, w.ClientDevice, l.ServerDial(w).Device} {
 			if x != nil {
-				usedRXE[x] = true
+				usedDevice[x] = true
 			}
 		}
 	}
@@ -249,7 +249,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 	case sel == nil:
 		// A full run prepares every rxe device and capture the lab declares.
 		for _, x := range l.Devices {
-			usedRXE[x] = true
+			usedDevice[x] = true
 		}
 		if !check {
 			for _, c := range l.Captures {
@@ -260,7 +260,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 		// A student key brings that student's rxe devices and captures
 		// (and so their hosts), and nothing of the other students.
 		for x := range sel.rxes {
-			usedRXE[x] = true
+			usedDevice[x] = true
 		}
 		if !check {
 			for c := range sel.captures {
@@ -269,7 +269,7 @@ func selectLab(l *lab.Lab, only []string, check bool) (*lab.Lab, error) {
 		}
 	}
 	for _, x := range l.Devices {
-		if usedRXE[x] {
+		if usedDevice[x] {
 			usedHost[x.Host] = true
 			sub.Devices = append(sub.Devices, x)
 		}

@@ -45,9 +45,9 @@ func preflightText(l *lab.Lab, h *lab.Host) string {
 	rxe, capture := false, false
 	var modules []string // kernel modules the host's devices need
 	for _, r := range l.Devices {
-		if r.Host == h && (r.Kind == "rxe" || r.Kind == "") {
+		if r.Host == h && (r.Block == "rxe" || r.Block == "") {
 			rxe = true
-		} else if r.Host == h && r.Kind == "siw" && len(modules) == 0 {
+		} else if r.Host == h && r.Block == "siw" && len(modules) == 0 {
 			modules = append(modules, "siw")
 		}
 	}
@@ -226,7 +226,7 @@ func teardownText(l *lab.Lab, h *lab.Host) string {
 		switch {
 		case r.Keep:
 			keep = append(keep, r.Device)
-		case r.Kind == "siw":
+		case r.Block == "siw":
 			delSIW = append(delSIW, r.Device)
 		default:
 			del = append(del, r.Device)
@@ -318,7 +318,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 		for i, id := range h.Steps {
 			s := p.byID[id]
-			fmt.Fprintf(&b, "  %2d. %-15s %s", i+1, s.Kind, s.Description)
+			fmt.Fprintf(&b, "  %2d. %-15s %s", i+1, s.Action, s.Description)
 			var other []string
 			for _, d := range s.DependsOn {
 				if ds := p.byID[d]; ds != nil && ds.Host != s.Host {

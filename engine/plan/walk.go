@@ -75,7 +75,7 @@ func (p *Plan) walk() error {
 		p.Impairs = append(p.Impairs, wp)
 	}
 	for _, s := range p.Steps {
-		switch s.Kind {
+		switch s.Action {
 		case WorkloadServer, WorkloadClient, WorkloadRun:
 			wp := wps[s.Workload]
 			if wp == nil {

@@ -19,9 +19,9 @@ func withDevices(name string) *proto.Facts {
 		f.Tools[t] = proto.Tool{Path: "/usr/bin/" + t}
 	}
 	f.RDMA = []proto.RDMADevice{
-		{Name: "mlx5_0", Kind: "hw", NodeType: "CA", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", PhysState: "LINK_UP", LinkLayer: "Ethernet",
+		{Name: "mlx5_0", Driver: "hw", NodeType: "CA", Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", PhysState: "LINK_UP", LinkLayer: "Ethernet",
 			GIDs: []proto.GID{{Index: 0, GID: "fe80::ba59:9fff:fea1:b2c3", Type: "IB/RoCE v1"}, {Index: 3, GID: "::ffff:192.168.50.1", Type: "RoCE v2", Netdev: "eth1"}}}}},
-		{Name: "mlx5_1", Kind: "hw", NodeType: "CA", Ports: []proto.RDMAPort{
+		{Name: "mlx5_1", Driver: "hw", NodeType: "CA", Ports: []proto.RDMAPort{
 			{Port: 1, State: "DOWN", PhysState: "DISABLED", LinkLayer: "InfiniBand"},
 			{Port: 2, State: "ACTIVE", PhysState: "LINK_UP", LinkLayer: "InfiniBand", LID: 7, GIDs: []proto.GID{{Index: 0, GID: "fe80::b859:9f03:a1:b2c4"}}}}},
 	}

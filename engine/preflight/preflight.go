@@ -130,9 +130,9 @@ func needs(l *lab.Lab) (map[*lab.Host]*need, []*lab.Host) {
 		if r.Found() {
 			continue // checked against the host's devices (checkFound)
 		}
-		n.netdevs[r.Netdev] = fmt.Sprintf("%s %q", r.Kind, r.Name)
-		n.ipv4[r.Netdev] = fmt.Sprintf("%s %q", r.Kind, r.Name)
-		n.root = append(n.root, fmt.Sprintf("creating %s %q", r.Kind, r.Device))
+		n.netdevs[r.Netdev] = fmt.Sprintf("%s %q", r.Block, r.Name)
+		n.ipv4[r.Netdev] = fmt.Sprintf("%s %q", r.Block, r.Name)
+		n.root = append(n.root, fmt.Sprintf("creating %s %q", r.Block, r.Device))
 	}
 	for _, w := range l.Workloads {
 		for _, r := range []*lab.Device{w.ServerDevice, w.ClientDevice} {
@@ -222,7 +222,7 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 	}
 	drivers := map[string]bool{}
 	for _, r := range n.rxe {
-		drivers[r.Kind] = true
+		drivers[r.Block] = true
 	}
 	if (drivers["rxe"] || drivers[""]) && f.RXEModule == "absent" {
 		add(CodeNoRXE, fmt.Sprintf("kernel %s has no rdma_rxe module", f.Kernel),
@@ -406,7 +406,7 @@ func checkFound(h *lab.Host, n *need, f *proto.Facts) []Problem {
 			continue
 		}
 		switch {
-		case d.NodeType == "RNIC" || d.Kind == "siw":
+		case d.NodeType == "RNIC" || d.Driver == "siw":
 			iwarp[r] = true
 		case port.LinkLayer == "InfiniBand":
 			if port.LID == 0 {

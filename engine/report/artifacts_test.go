@@ -27,13 +27,13 @@ func TestCapturesFromArtifacts(t *testing.T) {
 	}{
 		{"older run: by name", nil, []string{"notes.pcap", "roce"}},
 		{"listed", []results.Artifact{
-			{Host: "server", Path: "hosts/server/captures/cap.roce.pcap", Kind: results.ArtifactCapture},
-			{Host: "server", Path: "hosts/server/captures/cap.notes.pcap.txt", Kind: results.ArtifactLog},
-			{Host: "client", Path: "hosts/client/captures/wire.dump", Kind: results.ArtifactCapture},
-			{Host: "server", Path: "hosts/server/logs/roce.tcpdump.txt", Kind: results.ArtifactLog},
+			{Host: "server", Path: "hosts/server/captures/cap.roce.pcap", Type: results.ArtifactCapture},
+			{Host: "server", Path: "hosts/server/captures/cap.notes.pcap.txt", Type: results.ArtifactLog},
+			{Host: "client", Path: "hosts/client/captures/wire.dump", Type: results.ArtifactCapture},
+			{Host: "server", Path: "hosts/server/logs/roce.tcpdump.txt", Type: results.ArtifactLog},
 		}, []string{"roce", "wire"}},
 		{"listed, none a capture", []results.Artifact{
-			{Host: "server", Path: "hosts/server/logs/roce.tcpdump.txt", Kind: results.ArtifactLog},
+			{Host: "server", Path: "hosts/server/logs/roce.tcpdump.txt", Type: results.ArtifactLog},
 		}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

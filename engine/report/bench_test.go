@@ -50,7 +50,7 @@ func classRun(b testing.TB, pairs int) string {
 		for _, h := range []string{srv, cli} {
 			f := proto.Facts{Hostname: h, Kernel: "6.1.0-56-amd64", OS: "Debian GNU/Linux 12 (bookworm)",
 				Netdevs: []proto.Netdev{{Name: "eth1", MTU: 1500, State: "up", Addrs: []string{"10.99.0.1/24"}}},
-				RDMA: []proto.RDMADevice{{Name: "rxe0", Kind: "rxe", Parent: "eth1", NodeGUID: "5054:00ff:fe99:0001",
+				RDMA: []proto.RDMADevice{{Name: "rxe0", Driver: "rxe", Parent: "eth1", NodeGUID: "5054:00ff:fe99:0001",
 					Ports: []proto.RDMAPort{{Port: 1, State: "ACTIVE", ActiveMTU: 1024, MaxMTU: 4096}}}}}
 			fb, _ := json.Marshal(f)
 			hd := filepath.Join(dir, "hosts", h)

@@ -318,7 +318,7 @@ func (b *builder) host(slug string) Host {
 	}
 	rxeOn := map[string][]string{}
 	for _, r := range f.RDMA {
-		d := RDMADev{Name: r.Name, Kind: r.Kind, Parent: r.Parent, NodeGUID: r.NodeGUID}
+		d := RDMADev{Name: r.Name, Driver: r.Driver, Parent: r.Parent, NodeGUID: r.NodeGUID}
 		if len(r.Ports) > 0 {
 			p := r.Ports[0]
 			d.Port, d.State, d.ActiveMTU, d.MaxMTU = p.Port, p.State, p.ActiveMTU, p.MaxMTU
@@ -333,7 +333,7 @@ func (b *builder) host(slug string) Host {
 	}
 	for _, n := range f.Netdevs {
 		h.Netdevs = append(h.Netdevs, Netdev{Name: n.Name, MTU: n.MTU, State: n.State, MAC: n.MAC,
-			Addrs: strings.Join(n.Addrs, " "), RXE: strings.Join(rxeOn[n.Name], " "),
+			Addrs: strings.Join(n.Addrs, " "), Devices: strings.Join(rxeOn[n.Name], " "),
 			Driver: n.Driver, Speed: linkSpeed(n.SpeedMbps), PCIID: n.PCIID})
 	}
 	return h
@@ -443,7 +443,7 @@ func (b *builder) workload(i int, name string, wd results.Workload, samples []re
 			w.Devices = m.Devices
 		}
 	}
-	w.Kind = toolKind(w.Tool)
+	w.ChartFamily = chartFamily(w.Tool)
 	if b.model != nil {
 		if lw := b.model.WorkloadByName(name); lw != nil {
 			w.Config = b.redactor().Replace(workloadConfig(lw))
@@ -476,8 +476,8 @@ func (b *builder) workload(i int, name string, wd results.Workload, samples []re
 	return w
 }
 
-// toolKind is the chart family of a tool, from the tool descriptor.
-func toolKind(tool string) string {
+// chartFamily is the chart family of a tool, from the tool descriptor.
+func chartFamily(tool string) string {
 	if t, ok := kinds.Lookup(tool); ok && t.Chart != "" {
 		return t.Chart
 	}
@@ -736,7 +736,7 @@ func workloadCharts(anchor string, samples []results.Sample) []*Chart {
 		// The recorded unit, as the table beneath and every other view.
 		unit := unitOf(samples, c.Series[0].Metric)
 		id := anchor + "-" + c.ID
-		switch c.Kind {
+		switch c.Type {
 		case kinds.Bars:
 			out = append(out, barChart(id, c.Title, unit, sizeBars(samples, c.Series)))
 		default:
@@ -792,7 +792,7 @@ func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
 			continue
 		}
 		t := &st.Traffic
-		if c, ok := results.CounterByName(s.Metric); ok && c.Kind == results.CounterTrouble {
+		if c, ok := results.CounterByName(s.Metric); ok && c.Class == results.CounterTrouble {
 			t = &st.Trouble
 		}
 		t.Rows = append(t.Rows, []string{strings.Join(s.Meta.Hosts, ","), strings.Join(s.Meta.Devices, ","), s.Metric,
@@ -810,7 +810,7 @@ func stackOf(samples []results.Sample, notes []results.CounterNote) *Stack {
 		})
 	}
 	for _, cn := range notes {
-		st.Notes = append(st.Notes, CounterNote{Kind: cn.Kind, What: cn.What(), Reason: cn.Reason})
+		st.Notes = append(st.Notes, CounterNote{Problem: cn.Problem, What: cn.What(), Reason: cn.Reason})
 	}
 	if n == 0 && len(st.Notes) == 0 {
 		return nil

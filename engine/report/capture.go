@@ -455,7 +455,7 @@ func (b *builder) captures() {
 			byPath[l.Path] = l
 		}
 		for _, a := range b.doc.Artifacts {
-			if a.Kind != results.ArtifactCapture {
+			if a.Type != results.ArtifactCapture {
 				continue
 			}
 			l, ok := byPath[a.Path]

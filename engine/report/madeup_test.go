@@ -35,7 +35,7 @@ func (madeKind) Desc() kinds.Desc {
 			View: kinds.View{
 				Headline: []kinds.Figure{{Metric: "made_gbps", Label: "made", ShowSize: true, At: kinds.Largest, With: []kinds.Figure{{Metric: "made_rtt"}}}},
 				Glance:   kinds.Figure{Metric: "made_gbps", At: kinds.Largest, Word: "made"},
-				Charts: []kinds.Chart{{ID: "made", Title: "Made-up throughput and round trip", Kind: kinds.Bars,
+				Charts: []kinds.Chart{{ID: "made", Title: "Made-up throughput and round trip", Type: kinds.Bars,
 					Series: []kinds.Series{{Metric: "made_gbps", Name: "throughput"}, {Metric: "made_rtt", Name: "rtt"}}}},
 				Throughput: "made_gbps",
 			}}},

@@ -93,12 +93,12 @@ type KV struct {
 
 // Netdev is one network interface of a host.
 type Netdev struct {
-	Name  string `json:"name"`
-	MTU   int    `json:"mtu"`
-	State string `json:"state,omitempty"`
-	MAC   string `json:"mac,omitempty"`
-	Addrs string `json:"addrs,omitempty"`
-	RXE   string `json:"rxe,omitempty"` // rxe devices on top of it
+	Name    string `json:"name"`
+	MTU     int    `json:"mtu"`
+	State   string `json:"state,omitempty"`
+	MAC     string `json:"mac,omitempty"`
+	Addrs   string `json:"addrs,omitempty"`
+	Devices string `json:"rxe,omitempty"` // rxe devices on top of it
 	// Driver, Speed ("10 Gb/s") and PCIID ("8086:1572") say what NIC it is.
 	Driver string `json:"driver,omitempty"`
 	Speed  string `json:"speed,omitempty"`
@@ -108,7 +108,7 @@ type Netdev struct {
 // RDMADev is one RDMA device with its first port's state and GIDs.
 type RDMADev struct {
 	Name      string `json:"name"`
-	Kind      string `json:"kind"`
+	Driver    string `json:"kind"`
 	Parent    string `json:"parent,omitempty"`
 	NodeGUID  string `json:"node_guid,omitempty"`
 	Port      int    `json:"port,omitempty"`
@@ -125,13 +125,13 @@ type Workload struct {
 	Tool   string `json:"tool"`
 	// Folded: a workload of a ready student of a large class, shown
 	// under a closed <details> after the others (Students.Folded).
-	Folded  bool     `json:"folded,omitempty"`
-	Kind    string   `json:"kind"` // bw, lat, pingpong, rping, tcp, exec
-	Hosts   []string `json:"hosts,omitempty"`
-	Devices []string `json:"devices,omitempty"`
-	Status  string   `json:"status,omitempty"`
-	Error   string   `json:"error,omitempty"`
-	Expects []Expect `json:"expects,omitempty"`
+	Folded      bool     `json:"folded,omitempty"`
+	ChartFamily string   `json:"kind"` // bw, lat, pingpong, rping, tcp, exec
+	Hosts       []string `json:"hosts,omitempty"`
+	Devices     []string `json:"devices,omitempty"`
+	Status      string   `json:"status,omitempty"`
+	Error       string   `json:"error,omitempty"`
+	Expects     []Expect `json:"expects,omitempty"`
 	// Result is its headline, as the run's table, summary.md and
 	// compare print it (its tool's View; results.KeyNumbers), Trouble the
 	// kernel's trouble counters that moved (results.TroubleText).
@@ -174,9 +174,9 @@ type Stack struct {
 
 // CounterNote is one counter, or folder of them, that is not a delta.
 type CounterNote struct {
-	Kind   string `json:"kind"` // unreadable, absent, reset
-	What   string `json:"what"` // "server rxe_eth1 hw_counters/rcvd_seq_err"
-	Reason string `json:"reason"`
+	Problem string `json:"kind"` // unreadable, absent, reset
+	What    string `json:"what"` // "server rxe_eth1 hw_counters/rcvd_seq_err"
+	Reason  string `json:"reason"`
 }
 
 // ParseLine is one line the output parser did not read (Unread: as the tool

@@ -41,7 +41,7 @@ func TestChartsFollowDescriptor(t *testing.T) {
 			t.Errorf("%s: family %s is not in familyShows: say what the report shows of it", tl.Name, tl.Family)
 			continue
 		}
-		if k := toolKind(tl.Name); k != want.kind {
+		if k := chartFamily(tl.Name); k != want.kind {
 			t.Errorf("%s: chart family %q, want %q", tl.Name, k, want.kind)
 		}
 		if rdmaTool(tl.Name) != want.rdma {
@@ -73,7 +73,7 @@ func TestChartsFollowDescriptor(t *testing.T) {
 			t.Errorf("chart family %s has no hint", k)
 		}
 	}
-	if toolKind("no_such_tool") != "other" {
+	if chartFamily("no_such_tool") != "other" {
 		t.Error("an unknown tool has a chart family")
 	}
 }

@@ -84,7 +84,7 @@ func troubleOf(samples []results.Sample) string {
 			continue
 		}
 		c, ok := results.CounterByName(s.Metric)
-		if !ok || c.Kind != results.CounterTrouble {
+		if !ok || c.Class != results.CounterTrouble {
 			continue
 		}
 		read++

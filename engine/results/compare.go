@@ -157,7 +157,7 @@ func headlineMetric(tool, m string) bool {
 func (o CompareOptions) compared(k Key, counter bool) bool {
 	if counter {
 		c, ok := CounterByName(k.Metric)
-		return o.Counters && (!ok || c.Kind == CounterTrouble)
+		return o.Counters && (!ok || c.Class == CounterTrouble)
 	}
 	return !kinds.IsCommon(k.Metric) && (o.AllMetrics || headlineMetric(k.Tool, k.Metric))
 }
@@ -166,7 +166,7 @@ func (o CompareOptions) compared(k Key, counter bool) bool {
 // errors, drops).
 func trouble(metric string) bool {
 	c, ok := CounterByName(metric)
-	return ok && c.Kind == CounterTrouble
+	return ok && c.Class == CounterTrouble
 }
 
 // Compare matches the samples of run a (the baseline) and run b by workload,

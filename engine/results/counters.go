@@ -30,7 +30,7 @@ const (
 type Counter struct {
 	Name    string
 	Unit    string // "packets", "bytes" or "count"
-	Kind    string // CounterTraffic or CounterTrouble
+	Class   string // CounterTraffic or CounterTrouble
 	Devices string // which devices have it: "rxe", "mlx5", "IB PortCounters", "netdev"
 	Doc     string
 }
@@ -157,7 +157,7 @@ func CounterNames(tool string) []string {
 const CounterExtra = "counter"
 
 // IsCounter reports whether s is the delta of a kernel counter.
-func IsCounter(s Sample) bool { return KindOf(s) == KindCounter }
+func IsCounter(s Sample) bool { return SourceOf(s) == SourceCounter }
 
 // Measures returns the samples that are not counter deltas: what the tools
 // measured, the rows of the summary's and report's tables.
@@ -180,9 +180,9 @@ type CounterNote struct {
 	Device  string `json:"device,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Counter string `json:"counter,omitempty"` // empty: the whole folder
-	// Kind is "unreadable", "absent" or "reset".
-	Kind   string `json:"kind"`
-	Reason string `json:"reason"`
+	// Problem is "unreadable", "absent" or "reset".
+	Problem string `json:"kind"`
+	Reason  string `json:"reason"`
 }
 
 // What names the counter or folder a note is about, for people:

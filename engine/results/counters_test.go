@@ -19,9 +19,9 @@ func TestSummaryStack(t *testing.T) {
 	}
 	r := &Run{Lab: "t", Status: RunOK,
 		Workloads: []Workload{{Name: "write_bw", Tool: "ib_write_bw", Status: StatusOK, CounterNotes: []CounterNote{
-			{Host: "server", Device: "rxe_eth1", Source: "counters", Kind: NoteAbsent, Reason: "the device has no counters folder"},
-			{Host: "client", Device: "rxe_eth1", Source: "hw_counters", Counter: "rcvd_seq_err", Kind: NoteUnreadable, Reason: "permission denied"},
-			{Host: "client", Device: "rxe_eth1", Source: "hw_counters", Counter: "sent_pkts", Kind: NoteReset, Reason: "went from 9 to 2: reset or wrapped during the workload, no delta"},
+			{Host: "server", Device: "rxe_eth1", Source: "counters", Problem: NoteAbsent, Reason: "the device has no counters folder"},
+			{Host: "client", Device: "rxe_eth1", Source: "hw_counters", Counter: "rcvd_seq_err", Problem: NoteUnreadable, Reason: "permission denied"},
+			{Host: "client", Device: "rxe_eth1", Source: "hw_counters", Counter: "sent_pkts", Problem: NoteReset, Reason: "went from 9 to 2: reset or wrapped during the workload, no delta"},
 		}}},
 		Samples: []Sample{
 			{Metric: "bw_avg", Value: 0.1, Unit: "Gb/s", Meta: Meta{Workload: "write_bw", Tool: "ib_write_bw", Size: 4096, Hosts: []string{"server", "client"}}},
@@ -106,8 +106,8 @@ func TestCountersDocumented(t *testing.T) {
 				t.Errorf("labs/README.md documents %s, which the vocabulary lacks", name)
 				continue
 			}
-			if c.Kind != kind || !strings.HasPrefix(devices, strings.SplitN(c.Devices, ",", 2)[0]) {
-				t.Errorf("%s: README says %s, %s; the vocabulary %s, %s", name, devices, kind, c.Devices, c.Kind)
+			if c.Class != kind || !strings.HasPrefix(devices, strings.SplitN(c.Devices, ",", 2)[0]) {
+				t.Errorf("%s: README says %s, %s; the vocabulary %s, %s", name, devices, kind, c.Devices, c.Class)
 			}
 		}
 	}

@@ -42,11 +42,11 @@ func Decode(b []byte) (*Run, error) {
 		return nil, err
 	}
 	for i := range r.Samples {
-		switch k := KindOf(r.Samples[i]); k {
-		case KindTool, KindCounter:
-			r.Samples[i].Kind = k
+		switch k := SourceOf(r.Samples[i]); k {
+		case SourceTool, SourceCounter:
+			r.Samples[i].Source = k
 		default:
-			return nil, fmt.Errorf("sample %d (%s): kind %q is neither %q nor %q", i, r.Samples[i].Metric, k, KindTool, KindCounter)
+			return nil, fmt.Errorf("sample %d (%s): kind %q is neither %q nor %q", i, r.Samples[i].Metric, k, SourceTool, SourceCounter)
 		}
 	}
 	return &r, nil
@@ -101,9 +101,9 @@ func upgradeV1(b []byte) ([]byte, error) {
 		delete(meta, "platforms")
 		extra, _ := meta["extra"].(map[string]any)
 		if _, ok := s["kind"]; !ok {
-			s["kind"] = KindTool
+			s["kind"] = SourceTool
 			if c, _ := extra[CounterExtra].(string); c != "" {
-				s["kind"] = KindCounter
+				s["kind"] = SourceCounter
 			}
 		}
 		for key, isInt := range map[string]bool{"bytes": true, "server_bytes": true, "interval": true, "impair_loss": false} {

@@ -100,8 +100,8 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("read a document of schema %d", r.Schema)
 		}
 		for _, s := range r.Samples {
-			if s.Kind != KindTool && s.Kind != KindCounter {
-				t.Fatalf("sample %q of kind %q", s.Metric, s.Kind)
+			if s.Source != SourceTool && s.Source != SourceCounter {
+				t.Fatalf("sample %q of kind %q", s.Metric, s.Source)
 			}
 		}
 		r.Schema = SchemaVersion

@@ -284,7 +284,7 @@ func TroubleText(ss []Sample, workload string) string {
 	sum := map[string]float64{}
 	var order []string
 	for _, s := range CounterDeltas(ss, workload) {
-		if c, ok := CounterByName(s.Metric); !ok || c.Kind != CounterTrouble || s.Value == 0 {
+		if c, ok := CounterByName(s.Metric); !ok || c.Class != CounterTrouble || s.Value == 0 {
 			continue
 		}
 		if _, ok := sum[s.Metric]; !ok {

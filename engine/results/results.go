@@ -13,30 +13,30 @@ type Sample struct {
 	Metric string  `json:"metric"` // e.g. bw_avg, bw_peak, msg_rate, lat_typical, lat_p99
 	Value  float64 `json:"value"`
 	Unit   string  `json:"unit"`
-	// Kind is KindTool for what a tool measured (and its wall time),
-	// KindCounter for a kernel counter's delta over the workload, so a
+	// Source is SourceTool for what a tool measured (and its wall time),
+	// SourceCounter for a kernel counter's delta over the workload, so a
 	// script filters the few tool numbers from the many counters. WriteRun
-	// fills it when a step left it empty (KindOf).
-	Kind string `json:"kind,omitempty"`
-	Meta Meta   `json:"metadata"`
+	// fills it when a step left it empty (SourceOf).
+	Source string `json:"kind,omitempty"`
+	Meta   Meta   `json:"metadata"`
 }
 
-// Sample kinds.
+// Sample sources.
 const (
-	KindTool    = "tool"
-	KindCounter = "counter"
+	SourceTool    = "tool"
+	SourceCounter = "counter"
 )
 
-// KindOf is a sample's kind: its own, else KindCounter for a sample that
+// SourceOf is a sample's source: its own, else SourceCounter for a sample that
 // names the counter folder it was read from (Meta.Extra[CounterExtra]).
-func KindOf(s Sample) string {
+func SourceOf(s Sample) string {
 	switch {
-	case s.Kind != "":
-		return s.Kind
+	case s.Source != "":
+		return s.Source
 	case s.Meta.Extra[CounterExtra] != "":
-		return KindCounter
+		return SourceCounter
 	}
-	return KindTool
+	return SourceTool
 }
 
 // Meta is what a sample was measured on: enough to reproduce it and to match

@@ -132,7 +132,7 @@ type Workload struct {
 type Artifact struct {
 	Host string `json:"host"` // the host it came from, as the lab names it
 	Path string `json:"path"` // slash-separated, relative to the run directory
-	Kind string `json:"kind"` // ArtifactCapture or ArtifactLog
+	Type string `json:"kind"` // ArtifactCapture or ArtifactLog
 	// Size and SHA256 are the file's as the host listed them and the pull
 	// verified; absent when the file was rewritten on the way (a log with
 	// the lab's sensitive values masked) or hashed only while it was sent.
@@ -154,7 +154,7 @@ func CapturesOf(r *Run, dir string, isCapture func(base string) bool) ([]string,
 	if r != nil && r.Artifacts != nil {
 		var out []string
 		for _, a := range r.Artifacts {
-			if a.Kind == ArtifactCapture && filepath.IsLocal(filepath.FromSlash(a.Path)) {
+			if a.Type == ArtifactCapture && filepath.IsLocal(filepath.FromSlash(a.Path)) {
 				out = append(out, a.Path)
 			}
 		}
@@ -250,7 +250,7 @@ func Encode(r *Run) ([]byte, error) {
 		r.Samples = []Sample{}
 	}
 	for i := range r.Samples {
-		r.Samples[i].Kind = KindOf(r.Samples[i])
+		r.Samples[i].Source = SourceOf(r.Samples[i])
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

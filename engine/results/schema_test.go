@@ -124,7 +124,7 @@ func TestWrittenRunsValidate(t *testing.T) {
 		r := &Run{Lab: "l", Description: "d", ID: "2026-11-27T000000Z", Status: RunFailed, Error: "e", Duration: 1.5, Check: true, CompleteMarker: true,
 			Workloads: []Workload{{Name: "w", Tool: "tcp", Status: StatusOK, Error: "e", Hosts: []string{"server", "client"}, Devices: []string{"rxe0"},
 				Duration: 1, Expects: []Expect{x}, Thresholds: map[string]float64{"tcp_bw": 10}, Logs: []string{"l"}, Captures: []string{"c"},
-				CounterNotes: []CounterNote{{Host: "server", Device: "rxe0", Source: "hw_counters", Counter: "x", Kind: "reset", Reason: "r"}},
+				CounterNotes: []CounterNote{{Host: "server", Device: "rxe0", Source: "hw_counters", Counter: "x", Problem: "reset", Reason: "r"}},
 				Parse:        []ParseNote{{Size: 1, Repeat: 0, Unread: []string{"u"}, Notes: []string{"n"}, More: 1, Bidirectional: true}}, RDMA: "RoCE (rxe)", Group: "g"}},
 			Platforms: map[string]Platform{"server": {Virtualization: "kvm", Vendor: "v", Product: "p", Version: "1", CPUModel: "c", Kernel: "k", Distro: "d", RDMACore: "r"}, "client": {}},
 			Samples: []Sample{{Metric: "tcp_bw", Value: 1, Unit: "Gb/s", Meta: Meta{Workload: "w", Tool: "tcp", Size: 1, Iterations: 1, Repeat: 0,
@@ -133,7 +133,7 @@ func TestWrittenRunsValidate(t *testing.T) {
 			Students: []Student{{Key: "a", Folder: "students/a", Hosts: []string{"server"}, Workloads: []string{"w"}, OK: 0, Failed: 1, Status: StudentFailed,
 				Reason: "r", FailedExpects: []StudentExpect{{Workload: "w", Expect: x}}}},
 		}
-		r.Artifacts = []Artifact{{Host: "server", Path: "hosts/server/captures/cap.roce.pcap", Kind: ArtifactCapture, Size: 24, SHA256: strings.Repeat("0", 64)}}
+		r.Artifacts = []Artifact{{Host: "server", Path: "hosts/server/captures/cap.roce.pcap", Type: ArtifactCapture, Size: 24, SHA256: strings.Repeat("0", 64)}}
 		r.Workloads[0].Started = mustTime(t, "2026-11-27T00:00:00Z")
 		r.Workloads[0].Finished = mustTime(t, "2026-11-27T00:00:01.5Z")
 		r.Started, r.Finished = r.Workloads[0].Started, r.Workloads[0].Finished
@@ -190,7 +190,7 @@ func TestReadOlderRun(t *testing.T) {
 	kinds := map[string]int{}
 	var tcp *Sample
 	for i, s := range r.Samples {
-		kinds[s.Kind]++
+		kinds[s.Source]++
 		for _, h := range s.Meta.Hosts {
 			if _, ok := r.Platforms[h]; !ok {
 				t.Errorf("sample %s names host %q, which platforms lacks", s.Metric, h)
@@ -200,7 +200,7 @@ func TestReadOlderRun(t *testing.T) {
 			tcp = &r.Samples[i]
 		}
 	}
-	if d := cmp.Diff(map[string]int{KindCounter: 254, KindTool: 14}, kinds); d != "" {
+	if d := cmp.Diff(map[string]int{SourceCounter: 254, SourceTool: 14}, kinds); d != "" {
 		t.Errorf("sample kinds (-want +got):\n%s", d)
 	}
 	if tcp == nil {
@@ -287,14 +287,14 @@ func TestReadSchema2(t *testing.T) {
 	}
 	kinds := map[string]int{}
 	for _, s := range r.Samples {
-		kinds[s.Kind]++
+		kinds[s.Source]++
 		if s.Metric == "tcp_bw" && s.Meta.Workload == `tcp["1"]` {
 			if s.Meta.Bytes <= 0 || s.Meta.ImpairLoss == nil || *s.Meta.ImpairLoss != 1 {
 				t.Errorf("tcp[\"1\"]: bytes %d, impair_loss %v", s.Meta.Bytes, s.Meta.ImpairLoss)
 			}
 		}
 	}
-	if d := cmp.Diff(map[string]int{KindCounter: 8, KindTool: 14}, kinds); d != "" {
+	if d := cmp.Diff(map[string]int{SourceCounter: 8, SourceTool: 14}, kinds); d != "" {
 		t.Errorf("sample kinds (-want +got):\n%s", d)
 	}
 }

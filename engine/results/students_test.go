@@ -69,7 +69,7 @@ func TestForStudent(t *testing.T) {
 		t.Errorf("platforms of bo|b's run: %v, want %v", got, want)
 	}
 	// Nor the run's artifacts: the run lists those its folder holds.
-	r.Artifacts = []Artifact{{Host: `server["ana"]`, Path: "hosts/server.ana/captures/cap.c.pcap", Kind: ArtifactCapture}}
+	r.Artifacts = []Artifact{{Host: `server["ana"]`, Path: "hosts/server.ana/captures/cap.c.pcap", Type: ArtifactCapture}}
 	if got := r.ForStudent(r.Students[1]).Artifacts; got != nil {
 		t.Errorf("artifacts of bo|b's run: %v, want none", got)
 	}

@@ -233,7 +233,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	for _, wl := range r.Workloads {
 		var parts []string
 		for _, s := range CounterDeltas(r.Samples, wl.Name) {
-			if c, ok := CounterByName(s.Metric); ok && c.Kind == CounterTrouble && s.Value > 0 {
+			if c, ok := CounterByName(s.Metric); ok && c.Class == CounterTrouble && s.Value > 0 {
 				parts = append(parts, fmt.Sprintf("%s %s `%s` %s", mdText(strings.Join(s.Meta.Hosts, ",")), mdText(strings.Join(s.Meta.Devices, ",")), mdCode(s.Metric), FormatValue(s.Value)))
 			}
 		}
@@ -371,7 +371,7 @@ func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
 		switch c, _ := CounterByName(s.Metric); {
 		case s.Value == 0:
 			still++
-		case c.Kind == CounterTrouble:
+		case c.Class == CounterTrouble:
 			trouble = append(trouble, s)
 		default:
 			traffic = append(traffic, s)
@@ -400,7 +400,7 @@ func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
 	} {
 		var lines []string
 		for _, n := range wl.CounterNotes {
-			if n.Kind != kind.kind {
+			if n.Problem != kind.kind {
 				continue
 			}
 			lines = append(lines, fmt.Sprintf("- %s: %s", mdText(n.What()), mdText(oneLine(n.Reason))))

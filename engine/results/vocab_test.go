@@ -76,7 +76,7 @@ func TestCounterVocabulary(t *testing.T) {
 		if _, _, ok := kinds.MetricByAlias(c.Name); ok {
 			t.Errorf("counter %s is also an older expect name", c.Name)
 		}
-		if c.Unit == "" || c.Doc == "" || c.Devices == "" || (c.Kind != CounterTraffic && c.Kind != CounterTrouble) {
+		if c.Unit == "" || c.Doc == "" || c.Devices == "" || (c.Class != CounterTraffic && c.Class != CounterTrouble) {
 			t.Errorf("counter %+v incomplete", c)
 		}
 		if m, ok := MetricByName(c.Name); !ok || m.HigherIsBetter || m.Unit != c.Unit {

@@ -30,14 +30,14 @@ const (
 	LinkSLL2     = 276
 )
 
-// Kind says what a frame turned out to be.
-type Kind uint8
+// Proto says what a frame turned out to be.
+type Proto uint8
 
 // Frame kinds.
 const (
-	KindOther Kind = iota // not IP, or IP but neither TCP nor RoCEv2
-	KindRoCE              // UDP to port 4791 with a BTH
-	KindTCP
+	ProtoOther Proto = iota // not IP, or IP but neither TCP nor RoCEv2
+	ProtoRoCE               // UDP to port 4791 with a BTH
+	ProtoTCP
 )
 
 // Problem says why a frame could not be decoded completely.
@@ -148,7 +148,7 @@ type Packet struct {
 	Time      time.Time
 	CapLen    int // bytes the capture kept
 	WireLen   int // bytes on the wire
-	Kind      Kind
+	Proto     Proto
 	Problem   Problem
 	Truncated bool // the capture kept less than the wire carried (headers or payload)
 
@@ -305,7 +305,7 @@ func Decode(link int, data []byte, wireLen int, p *Packet) {
 	}
 	switch proto {
 	case 6:
-		p.Kind = KindTCP
+		p.Proto = ProtoTCP
 		if len(data) < l4+20 {
 			p.Problem = ProblemTruncated
 			return
@@ -336,7 +336,7 @@ func Decode(link int, data []byte, wireLen int, p *Packet) {
 	if len(data) < l4+8 {
 		p.Problem = ProblemTruncated
 		if len(data) >= l4+4 && binary.BigEndian.Uint16(data[l4+2:]) == UDPPort {
-			p.Kind = KindRoCE
+			p.Proto = ProtoRoCE
 		}
 		return
 	}
@@ -345,7 +345,7 @@ func Decode(link int, data []byte, wireLen int, p *Packet) {
 	if p.DstPort != UDPPort {
 		return
 	}
-	p.Kind = KindRoCE
+	p.Proto = ProtoRoCE
 	ulen := int(binary.BigEndian.Uint16(data[l4+4:]))
 	if ulen < 8 || l4+ulen > wireEnd {
 		p.Problem = ProblemMalformed

@@ -28,7 +28,7 @@ type field struct {
 	ours  func(p *Packet) (v any, ok bool)
 }
 
-func hasBTH(p *Packet) bool { return p.Kind == KindRoCE && p.HasBTH }
+func hasBTH(p *Packet) bool { return p.Proto == ProtoRoCE && p.HasBTH }
 
 func bthField(name string, get func(b *BTH) uint64) field {
 	return field{name: "infiniband.bth." + name, ours: func(p *Packet) (any, bool) { return get(&p.BTH), hasBTH(p) }}
@@ -66,7 +66,9 @@ var oracleFields = []field{
 	{name: "ip.dst", ours: func(p *Packet) (any, bool) { return p.Dst.String(), p.Dst.Is4() }},
 	{name: "ipv6.src", ours: func(p *Packet) (any, bool) { return p.Src.String(), p.Src.Is6() }},
 	{name: "ipv6.dst", ours: func(p *Packet) (any, bool) { return p.Dst.String(), p.Dst.Is6() }},
-	{name: "tcp.len", ours: func(p *Packet) (any, bool) { return uint64(p.L4Payload), p.Kind == KindTCP && p.Problem == ProblemNone }},
+	{name: "tcp.len", ours: func(p *Packet) (any, bool) {
+		return uint64(p.L4Payload), p.Proto == ProtoTCP && p.Problem == ProblemNone
+	}},
 	bthField("opcode", func(b *BTH) uint64 { return uint64(b.Opcode) }),
 	bthField("se", func(b *BTH) uint64 { return b2u(b.SE) }),
 	bthField("m", func(b *BTH) uint64 { return b2u(b.MigReq) }),
@@ -322,8 +324,8 @@ func TestSnaplenKeepsHeaders(t *testing.T) {
 					headersCut++
 				}
 				unsure := p.Problem == ProblemTruncated && !hasBTH(p) // cut before the BTH
-				if !unsure && (p.Kind != w.Kind || p.PayloadLen != w.PayloadLen) || p.WireLen != w.WireLen {
-					t.Errorf("frame %d: kind/wire/payload %v/%d/%d, whole %v/%d/%d", p.Number, p.Kind, p.WireLen, p.PayloadLen, w.Kind, w.WireLen, w.PayloadLen)
+				if !unsure && (p.Proto != w.Proto || p.PayloadLen != w.PayloadLen) || p.WireLen != w.WireLen {
+					t.Errorf("frame %d: kind/wire/payload %v/%d/%d, whole %v/%d/%d", p.Number, p.Proto, p.WireLen, p.PayloadLen, w.Proto, w.WireLen, w.PayloadLen)
 				}
 				for _, f := range oracleFields {
 					if f.name == "frame.cap_len" {

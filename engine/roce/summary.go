@@ -184,12 +184,12 @@ func (s *Summary) Add(p *Packet) {
 	case ProblemUnknownLink:
 		s.BadLink++
 	}
-	switch p.Kind {
-	case KindTCP:
+	switch p.Proto {
+	case ProtoTCP:
 		s.TCPPackets++
 		s.TCPBytes += int64(p.WireLen)
 		return
-	case KindOther:
+	case ProtoOther:
 		s.Other++
 		return
 	}

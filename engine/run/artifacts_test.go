@@ -115,10 +115,10 @@ workload "bulk" {
 			t.Errorf("artifact %s: host %q", p, a.Host)
 		}
 		want := map[string]string{"captures": results.ArtifactCapture, "logs": results.ArtifactLog}[parts[2]]
-		if a.Kind != want {
-			t.Errorf("artifact %s: kind %q, want %q", p, a.Kind, want)
+		if a.Type != want {
+			t.Errorf("artifact %s: kind %q, want %q", p, a.Type, want)
 		}
-		if a.Kind == results.ArtifactCapture {
+		if a.Type == results.ArtifactCapture {
 			captures++
 		}
 		data, err := os.ReadFile(filepath.Join(res.Dir, filepath.FromSlash(p)))
@@ -129,7 +129,7 @@ workload "bulk" {
 		if strings.HasSuffix(p, "/token.txt") {
 			tokens++ // (the harness's Pull does not mask: sensitive_name_netns_test checks real pulls do)
 		}
-		if a.Kind == results.ArtifactLog {
+		if a.Type == results.ArtifactLog {
 			logs++
 			if sensitive {
 				if a.Size != 0 || a.SHA256 != "" {
@@ -139,7 +139,7 @@ workload "bulk" {
 			}
 		}
 		sum := sha256.Sum256(data)
-		if a.Kind == results.ArtifactCapture && a.SHA256 == "" && a.Size == int64(len(data)) {
+		if a.Type == results.ArtifactCapture && a.SHA256 == "" && a.Size == int64(len(data)) {
 			continue // a capture may be hashed only as it is sent
 		}
 		if a.Size != int64(len(data)) || a.SHA256 != hex.EncodeToString(sum[:]) {
@@ -173,7 +173,7 @@ func artifactsOnDisk(t *testing.T, dir string, doc *results.Run) []string {
 		if a.Size != 0 && a.Size != int64(len(data)) || a.SHA256 != "" && a.SHA256 != hex.EncodeToString(sum[:]) {
 			t.Errorf("artifact %s: size %d sha256 %s; on disk %d bytes, sha256 %x", a.Path, a.Size, a.SHA256, len(data), sum)
 		}
-		if a.Kind == results.ArtifactCapture {
+		if a.Type == results.ArtifactCapture {
 			caps = append(caps, a.Path)
 		}
 	}

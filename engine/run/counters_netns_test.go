@@ -78,7 +78,7 @@ workload "bulk" {
 	}
 	absent := false
 	for _, n := range notes {
-		absent = absent || n.Device == "rxe_eth0" && n.Kind == results.NoteAbsent && strings.Contains(n.Reason, "no such RDMA device")
+		absent = absent || n.Device == "rxe_eth0" && n.Problem == results.NoteAbsent && strings.Contains(n.Reason, "no such RDMA device")
 	}
 	if !absent || len(ss) == 0 {
 		t.Errorf("notes %+v, %d samples: want rxe_eth0 absent and eth0's statistics read", notes, len(ss))

@@ -26,11 +26,11 @@ type dialHost struct {
 }
 
 func (h *dialHost) Send(ctx context.Context, req *rpc.Request) error {
-	if p, res, ok := rpc.Match(req, rpc.RXEEnsure); ok {
+	if p, res, ok := rpc.Match(req, rpc.DeviceEnsure); ok {
 		*res = proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, GIDIndex: 1, IPv4: h.ipv4[p.Netdev], ActiveMTU: 1024, Created: true}
 		return nil
 	}
-	if _, _, ok := rpc.Match(req, rpc.RXEDelete); ok {
+	if _, _, ok := rpc.Match(req, rpc.DeviceDelete); ok {
 		return nil
 	}
 	if p, _, ok := rpc.Match(req, rpc.TCPSend); ok && (p.Bytes > 0 || p.DurationMs > 0) { // not the link probe's 0 bytes

@@ -102,7 +102,7 @@ func leftInside(st State, host string) string {
 		if e.Host != host || e.Undone {
 			continue
 		}
-		switch e.Kind {
+		switch e.Type {
 		case "rxe":
 			if e.Created {
 				out = append(out, "rxe "+e.ID)

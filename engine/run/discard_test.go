@@ -147,7 +147,7 @@ func TestTeardownDiscardsVM(t *testing.T) {
 				var p []string
 				for _, e := range readState(t, res.Dir).Effects {
 					if !e.Undone {
-						p = append(p, e.Host+" "+e.Kind+" "+e.ID)
+						p = append(p, e.Host+" "+e.Type+" "+e.ID)
 					}
 				}
 				slices.Sort(p)

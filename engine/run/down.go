@@ -66,7 +66,7 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	res := &DownResult{}
 	pending := map[string][]steps.Effect{}
 	for _, e := range st.Effects {
-		if e.Undone || (e.Kind == "rxe" && (!e.Created || e.Keep)) {
+		if e.Undone || (e.Type == "rxe" && (!e.Created || e.Keep)) {
 			continue
 		}
 		pending[e.Host] = append(pending[e.Host], e)
@@ -168,7 +168,7 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 		if err := j.Note(e); err != nil {
 			errs = append(errs, err)
 		}
-		undone = append(undone, fmt.Sprintf("%s: %s %s%s", h.Name, e.Kind, e.ID, note))
+		undone = append(undone, fmt.Sprintf("%s: %s %s%s", h.Name, e.Type, e.ID, note))
 	}
 	// The run's agent, if it is somehow still alive, stops its own children
 	// and deletes its devices when it ends.
@@ -180,11 +180,11 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 		}
 	}
 	for _, e := range effects {
-		switch e.Kind {
+		switch e.Type {
 		case "rxe":
-			r, err := rpc.Invoke(ctx, c, rpc.RXEDelete, proto.RXEDeleteParams{Name: e.ID})
+			r, err := rpc.Invoke(ctx, c, rpc.DeviceDelete, proto.DeviceDeleteParams{Name: e.ID})
 			var pe *proto.Error
-			if err != nil && !(errors.As(err, &pe) && (pe.Code == proto.CodeNotFound || pe.Code == proto.CodeNoRXE)) {
+			if err != nil && !(errors.As(err, &pe) && (pe.Code == proto.CodeNotFound || pe.Code == proto.CodeNoModule)) {
 				errs = append(errs, fmt.Errorf("down: delete rxe %q on host %q: %w", e.ID, h.Name, err))
 				continue
 			}
@@ -213,7 +213,7 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 				if len(e.Argv) > 0 {
 					name = filepath.Base(e.Argv[0])
 				}
-				if e.Kind == "tcp" {
+				if e.Type == "tcp" {
 					name = "rlab-agent"
 				}
 				var id *proto.ProcIdentity

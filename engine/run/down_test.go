@@ -40,11 +40,11 @@ func TestDownFromState(t *testing.T) {
 	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
 		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
 		Effects: []steps.Effect{
-			{Host: "a", Kind: "proc", ID: "wl.x.server.r0", Argv: []string{"sleep", "300"}, PID: sleeper.Process.Pid},
-			{Host: "a", Kind: "proc", ID: "wl.y.server.r0", Argv: []string{"ib_write_bw", "-d", "rxe0"}, PID: bystander.Process.Pid},
-			{Host: "a", Kind: "rxe", ID: "rxe_ours", Netdev: "eth1", Created: true},
-			{Host: "a", Kind: "rxe", ID: "rxe_found", Netdev: "eth2", Created: false},
-			{Host: "a", Kind: "proc", ID: "done", Argv: []string{"true"}, Undone: true},
+			{Host: "a", Type: "proc", ID: "wl.x.server.r0", Argv: []string{"sleep", "300"}, PID: sleeper.Process.Pid},
+			{Host: "a", Type: "proc", ID: "wl.y.server.r0", Argv: []string{"ib_write_bw", "-d", "rxe0"}, PID: bystander.Process.Pid},
+			{Host: "a", Type: "rxe", ID: "rxe_ours", Netdev: "eth1", Created: true},
+			{Host: "a", Type: "rxe", ID: "rxe_found", Netdev: "eth2", Created: false},
+			{Host: "a", Type: "proc", ID: "done", Argv: []string{"true"}, Undone: true},
 		},
 	}
 	if _, err := newJournal(dir, st); err != nil {
@@ -216,9 +216,9 @@ func TestDownSparesReusedPID(t *testing.T) {
 	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
 		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
 		Effects: []steps.Effect{
-			{Host: "a", Kind: "proc", ID: "wl.reused", Argv: []string{"sleep", "300"}, PID: reused.Process.Pid, ProcIdentity: reusedID},
-			{Host: "a", Kind: "proc", ID: "wl.ours", Argv: []string{"sleep", "300"}, PID: ours.Process.Pid, ProcIdentity: oursID},
-			{Host: "a", Kind: "proc", ID: "wl.otherboot", Argv: []string{"sleep", "300"}, PID: otherBoot.Process.Pid, ProcIdentity: otherBootID},
+			{Host: "a", Type: "proc", ID: "wl.reused", Argv: []string{"sleep", "300"}, PID: reused.Process.Pid, ProcIdentity: reusedID},
+			{Host: "a", Type: "proc", ID: "wl.ours", Argv: []string{"sleep", "300"}, PID: ours.Process.Pid, ProcIdentity: oursID},
+			{Host: "a", Type: "proc", ID: "wl.otherboot", Argv: []string{"sleep", "300"}, PID: otherBoot.Process.Pid, ProcIdentity: otherBootID},
 		},
 	}
 	if _, err := newJournal(dir, st); err != nil {

@@ -32,7 +32,7 @@ type fabricHost struct {
 
 func (h *fabricHost) Send(ctx context.Context, req *rpc.Request) error {
 	k := h.k
-	if p, res, ok := rpc.Match(req, rpc.RXEEnsure); ok {
+	if p, res, ok := rpc.Match(req, rpc.DeviceEnsure); ok {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		typ := p.Type
@@ -40,7 +40,7 @@ func (h *fabricHost) Send(ctx context.Context, req *rpc.Request) error {
 			typ = "rxe"
 		}
 		id := h.Name() + "/" + p.Name
-		info := proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, IPv4: "127.0.0.1", ActiveMTU: 1024, Kind: typ, Transport: map[string]string{"rxe": "RoCE", "siw": "iWARP"}[typ]}
+		info := proto.DeviceInfo{Name: p.Name, Netdev: p.Netdev, Port: 1, IPv4: "127.0.0.1", ActiveMTU: 1024, Driver: typ, Transport: map[string]string{"rxe": "RoCE", "siw": "iWARP"}[typ]}
 		if _, ok := k.devs[id]; !ok {
 			k.devs[id] = typ
 			k.created = append(k.created, id+" ("+typ+")")
@@ -57,10 +57,10 @@ func (h *fabricHost) Send(ctx context.Context, req *rpc.Request) error {
 		if !k.found[id] {
 			return &proto.Error{Code: proto.CodeNotFound, Message: "use RDMA device " + p.Name + ": no such device"}
 		}
-		*res = proto.DeviceInfo{Name: p.Name, Netdev: "lo", Port: p.Port, GIDIndex: 3, IPv4: "127.0.0.1", ActiveMTU: 4096, Kind: "hw", Transport: "RoCE"}
+		*res = proto.DeviceInfo{Name: p.Name, Netdev: "lo", Port: p.Port, GIDIndex: 3, IPv4: "127.0.0.1", ActiveMTU: 4096, Driver: "hw", Transport: "RoCE"}
 		return nil
 	}
-	if p, _, ok := rpc.Match(req, rpc.RXEDelete); ok {
+	if p, _, ok := rpc.Match(req, rpc.DeviceDelete); ok {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		id := h.Name() + "/" + p.Name

@@ -18,9 +18,9 @@ func FuzzDownState(f *testing.F) {
 	seed := State{Version: 1, Lab: "t", RunID: "t-1", Started: time.Unix(0, 0),
 		Hosts: []StateHost{{Name: "a", Address: "192.0.2.1", Port: 22}, {Name: "vm", VM: true}},
 		Effects: []steps.Effect{
-			{Host: "a", Kind: "rxe", ID: "rxe0", Created: true},
-			{Host: "a", Kind: "proc", ID: "p", PID: 1, Argv: []string{"x"}},
-			{Host: "vm", Kind: "capture", ID: "c"},
+			{Host: "a", Type: "rxe", ID: "rxe0", Created: true},
+			{Host: "a", Type: "proc", ID: "p", PID: 1, Argv: []string{"x"}},
+			{Host: "vm", Type: "capture", ID: "c"},
 		},
 		VMs: json.RawMessage(`{"vms":[]}`),
 	}
@@ -50,7 +50,7 @@ func FuzzDownState(f *testing.F) {
 				}
 			}
 			for _, e := range st.Effects {
-				if !e.Undone && !(e.Kind == "rxe" && (!e.Created || e.Keep)) && !vm[e.Host] {
+				if !e.Undone && !(e.Type == "rxe" && (!e.Created || e.Keep)) && !vm[e.Host] {
 					want[e.Host] = true
 				}
 			}

@@ -42,7 +42,7 @@ impair "lossy" {
 		t.Errorf("h1 has no impairment, yet a problem names it:\n%s", msg)
 	}
 	for _, e := range readState(t, res.Dir).Effects {
-		if e.Kind == "impair" {
+		if e.Type == "impair" {
 			t.Errorf("an impairment was journaled after a failed preflight: %+v", e)
 		}
 	}

@@ -86,7 +86,7 @@ func (f *fakeNetem) journaled(host, id string) bool {
 		return false
 	}
 	return slices.ContainsFunc(st.Effects, func(e steps.Effect) bool {
-		return e.Host == host && e.Kind == "impair" && e.ID == id && !e.Undone
+		return e.Host == host && e.Type == "impair" && e.ID == id && !e.Undone
 	})
 }
 
@@ -151,7 +151,7 @@ func TestImpairSweep(t *testing.T) {
 	}
 	var imp []steps.Effect
 	for _, e := range readState(t, res.Dir).Effects {
-		if e.Kind == "impair" {
+		if e.Type == "impair" {
 			imp = append(imp, e)
 		}
 	}
@@ -247,8 +247,8 @@ func TestDownRemovesImpair(t *testing.T) {
 	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
 		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
 		Effects: []steps.Effect{
-			{Host: "a", Kind: "impair", ID: `loss["1"]`, Netdev: "eth1", Pending: true, Detail: "netem loss 1%"},
-			{Host: "a", Kind: "impair", ID: "gone", Netdev: "eth2", Detail: "netem loss 5%"},
+			{Host: "a", Type: "impair", ID: `loss["1"]`, Netdev: "eth1", Pending: true, Detail: "netem loss 1%"},
+			{Host: "a", Type: "impair", ID: "gone", Netdev: "eth2", Detail: "netem loss 5%"},
 		},
 	}
 	if _, err := newJournal(dir, st); err != nil {
@@ -370,7 +370,7 @@ impair "slow" {
 		t.Errorf("impair calls (-want +got):\n%s", d)
 	}
 	for _, e := range readState(t, res.Dir).Effects {
-		if e.Kind == "impair" && (!e.Undone || !strings.Contains(e.Detail, "removed")) {
+		if e.Type == "impair" && (!e.Undone || !strings.Contains(e.Detail, "removed")) {
 			t.Errorf("effect after Ctrl-C: %+v, want removed", e)
 		}
 	}

@@ -87,7 +87,7 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 		// whole block leaves the probe an ephemeral port (0).
 		l.port = steps.PortFor(w, steps.PortsPerWorkload-1)
 	}
-	if x := cmp.Or(w.ServerDevice, w.DialRXE); x != "" { // a tcp workload's DialRXE: the link it dials
+	if x := cmp.Or(w.ServerDevice, w.DialDevice); x != "" { // a tcp workload's DialDevice: the link it dials
 		info, err := r.env.RXE(x)
 		if err != nil || info.IPv4 == "" {
 			return dataLink{}, false

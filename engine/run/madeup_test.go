@@ -162,7 +162,7 @@ func TestMadeUpToolEndToEnd(t *testing.T) {
 	var kinds []string
 	for _, st := range pl.Steps {
 		if st.Workload != nil && st.Workload.Tool == madeTool {
-			kinds = append(kinds, string(st.Kind))
+			kinds = append(kinds, string(st.Action))
 		}
 	}
 	if strings.Join(kinds, ",") != "workload-server,workload-client" {

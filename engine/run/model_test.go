@@ -32,7 +32,7 @@ func TestOneWorkloadModel(t *testing.T) {
 		}
 		lf, ok := lt.FieldByName(sf.Name)
 		if !ok || len(lf.Index) > 1 {
-			continue // the steps' own (ServerAddr, DialRXE, Port) or the shared type's
+			continue // the steps' own (ServerAddr, DialDevice, Port) or the shared type's
 		}
 		if !refs[lf.Type] || sf.Type.Kind() != reflect.String {
 			t.Errorf("lab.Workload.%s (%s) and steps.Workload.%s (%s) are two copies of one field: move it into kinds.Workload", sf.Name, lf.Type, sf.Name, sf.Type)
@@ -47,7 +47,7 @@ func TestOneWorkloadModel(t *testing.T) {
 	if !reflect.DeepEqual(sw.Workload, w.Workload) {
 		t.Errorf("stepWorkload: shared part %+v, want %+v", sw.Workload, w.Workload)
 	}
-	if sw.ServerHost != "s" || sw.ClientHost != "c" || sw.ServerDevice != "rs" || sw.ClientDevice != "rc" || sw.ServerAddr != "" || sw.DialRXE != "" {
+	if sw.ServerHost != "s" || sw.ClientHost != "c" || sw.ServerDevice != "rs" || sw.ClientDevice != "rc" || sw.ServerAddr != "" || sw.DialDevice != "" {
 		t.Errorf("stepWorkload: references resolved to %+v", sw)
 	}
 }

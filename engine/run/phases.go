@@ -31,7 +31,7 @@ func (r *runner) build() error {
 	sel := r.plan.Selected
 	r.hosts = r.plan.Agents()
 	for _, x := range sel.Devices {
-		r.rxes = append(r.rxes, &steps.Device{Name: x.Name, Type: x.Kind, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
+		r.rxes = append(r.rxes, &steps.Device{Name: x.Name, Type: x.Block, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 	}
 	for _, wp := range r.plan.Workloads {
 		sw := stepWorkload(wp.Workload, wp.Dial)
@@ -65,7 +65,7 @@ func stepWorkload(w *lab.Workload, dial *lab.Dial) *steps.Workload {
 		if d := dial; d != nil { // tcp; RDMA tools dial their server rxe
 			sw.ServerAddr, sw.DialWhy = d.Addr, d.Why
 			if d.Device != nil {
-				sw.DialRXE = d.Device.Name
+				sw.DialDevice = d.Device.Name
 			}
 		}
 	}
@@ -329,12 +329,12 @@ func (r *runner) preflight(ctx context.Context) error {
 	return fmt.Errorf("preflight found %d problem(s):\n  %s", len(probs), strings.Join(text(probs), "\n  "))
 }
 
-func (r *runner) createRXE(ctx context.Context) error {
+func (r *runner) createDevices(ctx context.Context) error {
 	return each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.Device) error {
 		if r.isLost(x.Host) || r.hostProblem(x.Host) != nil {
 			return nil // its workloads are skipped
 		}
-		err := r.apply(ctx, x, x.Host, "", r.plan.IDs(x.Host, x.Name, plan.CreateRXE)...)
+		err := r.apply(ctx, x, x.Host, "", r.plan.IDs(x.Host, x.Name, plan.CreateDevice)...)
 		if err != nil && len(r.plan.Students) > 0 && ctx.Err() == nil {
 			// One student's device must not stop the class.
 			r.breakHost(x.Host, err)
@@ -571,7 +571,7 @@ func (r *runner) teardown(ctx context.Context) {
 			}
 			// The agents' cleanup stopped every process and capture and
 			// deleted the rxe devices they created.
-			if e.Kind != "rxe" || (e.Created && !e.Keep && !r.opts.Keep) {
+			if e.Type != "rxe" || (e.Created && !e.Keep && !r.opts.Keep) {
 				if h := r.conns[e.Host]; h != nil && r.lost[e.Host] == nil {
 					e.Undone = true
 				}

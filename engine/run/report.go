@@ -331,10 +331,10 @@ func PlatformOf(f *proto.Facts) results.Platform {
 // "RoCE (rxe)", "iWARP (siw)", "InfiniBand (hw)".
 func rdmaCarrier(info *proto.DeviceInfo) string {
 	switch {
-	case info.Transport != "" && info.Kind != "":
-		return info.Transport + " (" + info.Kind + ")"
+	case info.Transport != "" && info.Driver != "":
+		return info.Transport + " (" + info.Driver + ")"
 	case info.Transport != "":
 		return info.Transport
 	}
-	return info.Kind
+	return info.Driver
 }

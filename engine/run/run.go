@@ -353,15 +353,15 @@ func (r *runner) prepare() error {
 		Keep:    r.opts.Keep,
 		Notify:  func(w, msg string) { r.emit(Event{Type: EventNotice, Workload: w, Message: msg}) },
 		// The unit (size × repeat) under way, for the live progress.
-		UnitStart: func(w, u string) { r.emit(Event{Type: EventUnit, Workload: w, Message: u}) },
-		Mask:      pullMask(r.lab.Sensitive),
-		MaskName:  pullName(r.lab.Sensitive),
+		TrialStart: func(w, u string) { r.emit(Event{Type: EventUnit, Workload: w, Message: u}) },
+		Mask:       pullMask(r.lab.Sensitive),
+		MaskName:   pullName(r.lab.Sensitive),
 	}
 	return nil
 }
 
 // EventUnit is the start of one unit of a workload (one size × repeat).
-const EventUnit = runevent.Unit
+const EventUnit = runevent.Trial
 
 // makeRunDir creates dir, never reusing an existing one: a second run in the
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists
@@ -514,7 +514,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		}
 		var ids []string
 		if ph.ids {
-			ids = r.plan.IDs("", "", plan.KindsOf(name)...)
+			ids = r.plan.IDs("", "", plan.ActionsOf(name)...)
 		}
 		ok = r.phase(ctx, string(name), func(ctx context.Context) error { return ph.run(r, ctx) }, ids...)
 	}

@@ -33,7 +33,7 @@ var setup = map[plan.Phase]setupPhase{
 	plan.PhaseConnect:   {run: (*runner).connectAll},
 	plan.PhaseProvision: {run: (*runner).provisionHosts, ids: true, when: func(r *runner) bool { return len(r.plan.IDs("", "", plan.Provision)) > 0 }}, // provision.go: where the plan provisions
 	plan.PhasePreflight: {run: (*runner).preflight, ids: true},
-	plan.PhaseRXE:       {run: (*runner).createRXE},
+	plan.PhaseDevice:    {run: (*runner).createDevices},
 	plan.PhaseCapture:   {run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.captures) }},
 	plan.PhaseImpair:    {run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.impairs) }}, // impair.go
 }

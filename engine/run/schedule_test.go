@@ -323,7 +323,7 @@ capture "c" {
 				n += len(r.plan.IDs(h.Name, "", plan.Connect, plan.ShipAgent)) + len(r.plan.IDs(h.Name, "", plan.Fetch))
 			}
 			for _, x := range r.rxes {
-				n += len(r.plan.IDs(x.Host, x.Name, plan.CreateRXE))
+				n += len(r.plan.IDs(x.Host, x.Name, plan.CreateDevice))
 			}
 			if n != 400*5+400 {
 				b.Fatalf("%d step ids, want %d", n, 400*5+400)

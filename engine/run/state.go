@@ -119,7 +119,7 @@ func (j *journal) Note(e steps.Effect) error {
 	found := false
 	for i := range j.st.Effects {
 		o := &j.st.Effects[i]
-		if o.Host == e.Host && o.Kind == e.Kind && o.ID == e.ID {
+		if o.Host == e.Host && o.Type == e.Type && o.ID == e.ID {
 			// Keep what an earlier note knew and the later one does not.
 			if e.PID == 0 {
 				e.PID = o.PID
@@ -151,7 +151,7 @@ func (j *journal) Note(e steps.Effect) error {
 // belong to an agent that stops them when its session ends, so for them the
 // file written (surviving a crash of rlab, not of the machine) is enough.
 // This keeps one fsync per workload process off the run's critical path.
-func durable(e steps.Effect) bool { return e.Kind == "rxe" }
+func durable(e steps.Effect) bool { return e.Type == "rxe" }
 
 func (j *journal) update(f func(st *State)) error {
 	return j.change(f, true)

@@ -31,7 +31,7 @@ func TestJournalGroupCommit(t *testing.T) {
 			if i%10 == 0 {
 				kind = "rxe" // synced
 			}
-			if err := j.Note(steps.Effect{Host: "h", Kind: kind, ID: id, Argv: []string{"x", "hunter2"}, Pending: true}); err != nil {
+			if err := j.Note(steps.Effect{Host: "h", Type: kind, ID: id, Argv: []string{"x", "hunter2"}, Pending: true}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -59,8 +59,8 @@ func TestJournalGroupCommit(t *testing.T) {
 		t.Error("a sensitive argv value reached state.json")
 	}
 	// A later note keeps what an earlier one knew.
-	j.Note(steps.Effect{Host: "h", Kind: "proc", ID: "p1", PID: 42})
-	j.Note(steps.Effect{Host: "h", Kind: "proc", ID: "p1", Undone: true})
+	j.Note(steps.Effect{Host: "h", Type: "proc", ID: "p1", PID: 42})
+	j.Note(steps.Effect{Host: "h", Type: "proc", ID: "p1", Undone: true})
 	for _, e := range j.snapshot().Effects {
 		if e.ID == "p1" && (e.PID != 42 || len(e.Argv) != 2 || !e.Undone || e.Pending) {
 			t.Errorf("merged effect = %+v", e)

@@ -91,7 +91,7 @@ func TestDownStatePathsConfined(t *testing.T) {
 				target.KnownHosts, target.IdentityFile = p.kh, p.id
 			}
 			st := State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []StateHost{h},
-				Effects: []steps.Effect{{Host: "a", Kind: "proc", ID: "wl.x", Argv: []string{"sleep", "300"}, PID: 1 << 22}}}
+				Effects: []steps.Effect{{Host: "a", Type: "proc", ID: "wl.x", Argv: []string{"sleep", "300"}, PID: 1 << 22}}}
 			if _, err := newJournal(dir, st); err != nil {
 				t.Fatal(err)
 			}

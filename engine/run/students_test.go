@@ -327,7 +327,7 @@ type rxeHost struct {
 
 func (h *rxeHost) Send(ctx context.Context, req *rpc.Request) error {
 	k := h.k
-	if p, res, ok := rpc.Match(req, rpc.RXEEnsure); ok {
+	if p, res, ok := rpc.Match(req, rpc.DeviceEnsure); ok {
 		id := h.Name() + "/" + p.Name
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -343,7 +343,7 @@ func (h *rxeHost) Send(ctx context.Context, req *rpc.Request) error {
 		*res = info
 		return nil
 	}
-	if p, _, ok := rpc.Match(req, rpc.RXEDelete); ok {
+	if p, _, ok := rpc.Match(req, rpc.DeviceDelete); ok {
 		id := h.Name() + "/" + p.Name
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -491,7 +491,7 @@ func TestValidateReusesRXE(t *testing.T) {
 	}
 	st := readState(t, res.Dir)
 	for _, e := range st.Effects {
-		if e.Kind == "rxe" && e.Host == `server["ana"]` && e.Created {
+		if e.Type == "rxe" && e.Host == `server["ana"]` && e.Created {
 			t.Errorf("state.json says the check created ana's device: %+v", e)
 		}
 	}

@@ -165,8 +165,8 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 				Facts: map[string]*proto.Facts{"client": {PerftestJSON: tt.json, WorkDir: cli.hello.WorkDir}},
 				Parse: toolout.ParseOutput,
 			}
-			env.SetRXE("rxe.s", &proto.DeviceInfo{Name: "rxe_eth1", GIDIndex: 1, IPv4: "127.0.0.1", ActiveMTU: 4096})
-			env.SetRXE("rxe.c", &proto.DeviceInfo{Name: "rxe0", GIDIndex: 3, IPv4: "127.0.0.1", ActiveMTU: 1024})
+			env.SetDevice("rxe.s", &proto.DeviceInfo{Name: "rxe_eth1", GIDIndex: 1, IPv4: "127.0.0.1", ActiveMTU: 4096})
+			env.SetDevice("rxe.c", &proto.DeviceInfo{Name: "rxe0", GIDIndex: 3, IPv4: "127.0.0.1", ActiveMTU: 1024})
 			w := tt.w
 			w.Name, w.Slug, w.Index = "w"+fmt.Sprint(i), "w"+fmt.Sprint(i), i
 			w.ServerHost, w.ClientHost, w.ServerDevice, w.ClientDevice = "server", "client", "rxe.s", "rxe.c"
@@ -243,8 +243,8 @@ func TestRDMAWorkloadClientFails(t *testing.T) {
 	defer srv.Close()
 	defer cli.Close()
 	env := &steps.Env{Hosts: map[string]steps.Host{"server": srv, "client": cli}, Parse: toolout.ParseOutput}
-	env.SetRXE("s", &proto.DeviceInfo{Name: "rxe0", IPv4: "127.0.0.1", ActiveMTU: 1024})
-	env.SetRXE("c", &proto.DeviceInfo{Name: "rxe0", IPv4: "127.0.0.1", ActiveMTU: 1024})
+	env.SetDevice("s", &proto.DeviceInfo{Name: "rxe0", IPv4: "127.0.0.1", ActiveMTU: 1024})
+	env.SetDevice("c", &proto.DeviceInfo{Name: "rxe0", IPv4: "127.0.0.1", ActiveMTU: 1024})
 	w := &steps.Workload{Workload: kinds.Workload{Name: "bad", Slug: "bad", Index: 40, Tool: "ib_write_bw"}, ServerHost: "server", ClientHost: "client", ServerDevice: "s", ClientDevice: "c"}
 	// No recorded outputs: both sides connect, then exit 1 naming the
 	// missing file on stderr.

@@ -69,9 +69,9 @@ func undoneByWatchdog(rec *proto.WatchdogRecord, e steps.Effect) bool {
 	if rec == nil {
 		return false
 	}
-	switch e.Kind {
+	switch e.Type {
 	case "rxe":
-		return slices.Contains(rec.Undone.RXEDeleted, e.ID)
+		return slices.Contains(rec.Undone.DevicesDeleted, e.ID)
 	case "impair":
 		return slices.Contains(rec.Undone.ImpairsRemoved, e.Netdev)
 	default:

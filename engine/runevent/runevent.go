@@ -31,7 +31,7 @@ const (
 	// Notice is an event a person watching the run should see at once, as
 	// a line of its own (a workload size that timed out, a data link down).
 	Notice = "notice"
-	// Unit is the start of one unit of a workload (one size × repeat);
+	// Trial is the start of one trial of a workload (one size × repeat);
 	// Message names it, e.g. "size 1MiB, repeat 2 (4/6)".
-	Unit = "unit"
+	Trial = "unit"
 )

@@ -81,7 +81,7 @@ func TestE2EProgramLabs(t *testing.T) {
 			if tc.lab == "bulk" {
 				tcp := false
 				for _, s := range run.Samples {
-					tcp = tcp || s.Meta.Tool == "tcp" && s.Kind == results.KindTool
+					tcp = tcp || s.Meta.Tool == "tcp" && s.Source == results.SourceTool
 				}
 				if !tcp {
 					t.Error("no tcp sample beside the bulk WRITE")

@@ -164,7 +164,7 @@ func checkCounters(t *testing.T, dir string) {
 	for _, w := range r.Workloads {
 		for _, n := range w.CounterNotes {
 			t.Logf("counter note %s: %+v", w.Name, n)
-			if n.Kind == results.NoteUnreadable && (n.Source == "hw_counters" || n.Source == "statistics") {
+			if n.Problem == results.NoteUnreadable && (n.Source == "hw_counters" || n.Source == "statistics") {
 				t.Errorf("workload %s: %s %s/%s unreadable on real rxe: %s", w.Name, n.Host, n.Source, n.Counter, n.Reason)
 			}
 		}

@@ -92,7 +92,7 @@ var Rules = []Rule{
 	{Pkg: "engine/remote", Never: []string{"engine/lab", "engine/plan", "engine/run", "steps"}, Why: "shipping and speaking to the agent knows nothing of labs"},
 	{Pkg: "steps", Only: []string{"agent/proto", "agent/rpc", "kinds", "engine/results"},
 		Never: []string{"engine/lab", "engine/sshx/...", "engine/remote", "engine/run", "golang.org/x/crypto/ssh"},
-		Why:   "every step kind is testable against an in-process agent"},
+		Why:   "every step is testable against an in-process agent"},
 	{Pkg: "engine/image", Never: []string{"engine/vm", "engine/sshx/...", "engine/remote", "agent/rpc", "agent/server", "golang.org/x/crypto/ssh", "github.com/pkg/sftp"},
 		Why: "building the image (mmdebstrap as root) talks to no host"},
 	{Pkg: "engine/vm", Never: []string{"engine/run", "steps", "agent/rpc", "agent/server"}, Why: "VMs know nothing of agents or workloads"},

@@ -39,7 +39,7 @@ func (s *execWorkload) Undo(ctx context.Context, env *steps.Env) error {
 }
 
 func (s *execWorkload) Apply(ctx context.Context, env *steps.Env) error {
-	return steps.RunUnits(ctx, env, &s.out, s.w, steps.Units(s.w, nil), func(ctx context.Context, u steps.Unit) error {
+	return steps.RunTrials(ctx, env, &s.out, s.w, steps.Trials(s.w, nil), func(ctx context.Context, u steps.Trial) error {
 		return s.run(ctx, env, u.Repeat)
 	})
 }

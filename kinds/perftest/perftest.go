@@ -155,7 +155,7 @@ func (Kind) Desc() kinds.Desc {
 					Headline: []kinds.Figure{{Metric: "lat_typical", Label: "typical", ShowSize: true,
 						With: []kinds.Figure{{Metric: "lat_p99", Label: "p99"}}}},
 					Glance: kinds.Figure{Metric: "lat_typical", Word: "typ"},
-					Charts: []kinds.Chart{{ID: "lat", Title: "Latency percentiles by message size", Kind: kinds.Bars,
+					Charts: []kinds.Chart{{ID: "lat", Title: "Latency percentiles by message size", Type: kinds.Bars,
 						Series: []kinds.Series{{Metric: "lat_min", Name: "min"}, {Metric: "lat_typical", Name: "typical"}, {Metric: "lat_avg", Name: "avg"},
 							{Metric: "lat_p99", Name: "p99"}, {Metric: "lat_p999", Name: "p99.9"}, {Metric: "lat_max", Name: "max"}},
 						When: []string{"lat_typical", "lat_avg"}}},

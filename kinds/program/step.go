@@ -103,7 +103,7 @@ func (s *programWorkload) Apply(ctx context.Context, env *steps.Env) error {
 		}
 		dirs[h] = d
 	}
-	return steps.RunUnits(ctx, env, &s.out, w, steps.Units(w, w.Sizes), func(ctx context.Context, u steps.Unit) error {
+	return steps.RunTrials(ctx, env, &s.out, w, steps.Trials(w, w.Sizes), func(ctx context.Context, u steps.Trial) error {
 		if buildErr != nil {
 			return buildErr
 		}
@@ -275,7 +275,7 @@ func safe(s string) string {
 }
 
 // selfValues are what self.* holds in one unit.
-func (s *programWorkload) selfValues(env *steps.Env, u steps.Unit) (map[string]string, results.Meta, error) {
+func (s *programWorkload) selfValues(env *steps.Env, u steps.Trial) (map[string]string, results.Meta, error) {
 	w := s.w
 	v := map[string]string{"port": strconv.Itoa(steps.PortFor(w, u.N))}
 	m := results.Meta{Workload: w.Name, Tool: w.Tool, Size: u.Size, Iterations: w.Iterations, Repeat: u.Repeat}
@@ -321,7 +321,7 @@ func (s *programWorkload) selfValues(env *steps.Env, u steps.Unit) (map[string]s
 	return v, m, nil
 }
 
-func (s *programWorkload) runOne(ctx context.Context, env *steps.Env, u steps.Unit, dir string) error {
+func (s *programWorkload) runOne(ctx context.Context, env *steps.Env, u steps.Trial, dir string) error {
 	w := s.w
 	vals, meta, err := s.selfValues(env, u)
 	if err != nil {
@@ -354,7 +354,7 @@ func (s *programWorkload) runOne(ctx context.Context, env *steps.Env, u steps.Un
 	return merr
 }
 
-func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u steps.Unit, sdir, cdir string) error {
+func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u steps.Trial, sdir, cdir string) error {
 	w := s.w
 	vals, meta, err := s.selfValues(env, u)
 	if err != nil {

@@ -45,8 +45,8 @@ func (s *tcpWorkload) Describe() string {
 func (s *tcpWorkload) dialText() string {
 	w := s.w
 	switch {
-	case w.DialRXE != "":
-		return fmt.Sprintf("the IPv4 of rxe %s's netdev", w.DialRXE)
+	case w.DialDevice != "":
+		return fmt.Sprintf("the IPv4 of rxe %s's netdev", w.DialDevice)
 	case w.ServerAddr != "":
 		return fmt.Sprintf("%s (%s)", w.ServerAddr, w.DialWhy)
 	}
@@ -83,7 +83,7 @@ func (s *tcpWorkload) bytes() int64 {
 }
 
 func (s *tcpWorkload) Apply(ctx context.Context, env *steps.Env) error {
-	err := steps.RunUnits(ctx, env, &s.out, s.w, steps.Units(s.w, nil), func(ctx context.Context, u steps.Unit) error {
+	err := steps.RunTrials(ctx, env, &s.out, s.w, steps.Trials(s.w, nil), func(ctx context.Context, u steps.Trial) error {
 		return s.run(ctx, env, u.Repeat)
 	})
 	if s.retransRead {
@@ -114,7 +114,7 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	}
 	port := steps.PortFor(w, rep)
 	sh, ch := steps.Handle(w, "server", 0, rep), steps.Handle(w, "client", 0, rep)
-	if err := env.Note(steps.Effect{Host: w.ServerHost, Kind: "tcp", ID: sh, Pending: true}); err != nil {
+	if err := env.Note(steps.Effect{Host: w.ServerHost, Type: "tcp", ID: sh, Pending: true}); err != nil {
 		return err
 	}
 	s.procs.Add(w.ServerHost, sh)
@@ -140,7 +140,7 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 		return fmt.Errorf("wait for tcp server on host %q port %d: %w", w.ServerHost, serving.Port, err)
 	}
 	s.procs.Done(w.ServerHost, sh)
-	_ = env.Note(steps.Effect{Host: w.ServerHost, Kind: "tcp", ID: sh, Undone: true})
+	_ = env.Note(steps.Effect{Host: w.ServerHost, Type: "tcp", ID: sh, Undone: true})
 	secs := time.Since(start).Seconds()
 	s.out.Runs = append(s.out.Runs, steps.RunRecord{Repeat: rep,
 		Server: &steps.ProcRef{Host: w.ServerHost, Handle: sh, Argv: []string{"tcp.serve", fmt.Sprint(serving.Port)}, Seconds: got.Seconds},
@@ -171,7 +171,7 @@ func (s *tcpWorkload) Undo(ctx context.Context, env *steps.Env) error {
 		}
 		_, _ = rpc.Invoke(ctx, h, rpc.TCPWait, proto.TCPWaitParams{Handle: k[1], TimeoutMs: 1})
 		s.procs.Done(k[0], k[1])
-		_ = env.Note(steps.Effect{Host: k[0], Kind: "tcp", ID: k[1], Undone: true})
+		_ = env.Note(steps.Effect{Host: k[0], Type: "tcp", ID: k[1], Undone: true})
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 // TestNewStep: the plan's line says where the client dials and how much
 // it sends; a tcp workload without a server is refused.
 func TestNewStep(t *testing.T) {
-	w := steps.Workload{Workload: kinds.Workload{Name: "base", Tool: "tcp"}, ServerHost: "a", ClientHost: "b", DialRXE: "ra"}
+	w := steps.Workload{Workload: kinds.Workload{Name: "base", Tool: "tcp"}, ServerHost: "a", ClientHost: "b", DialDevice: "ra"}
 	s, err := Kind{}.NewStep(&w)
 	if err != nil {
 		t.Fatal(err)

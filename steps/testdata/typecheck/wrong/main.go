@@ -17,8 +17,8 @@ func use(ctx context.Context, h steps.Host) {
 	var facts proto.Facts
 	facts, _ = rpc.Invoke(ctx, h, rpc.Ping, rpc.None{}) // ERROR: wrong result
 	_ = facts
-	_ = h.Call(ctx, proto.MethodProcStart, proto.ProcStopParams{}, nil)           // ERROR: no method by name
-	_, _ = rpc.Invoke(ctx, h, rpc.RXEEnsure, proto.RXEDeleteParams{Name: "rxe0"}) // ERROR: wrong params
+	_ = h.Call(ctx, proto.MethodProcStart, proto.ProcStopParams{}, nil)                 // ERROR: no method by name
+	_, _ = rpc.Invoke(ctx, h, rpc.DeviceEnsure, proto.DeviceDeleteParams{Name: "rxe0"}) // ERROR: wrong params
 }
 
 func main() { _ = use }
