@@ -175,6 +175,14 @@ ren engine/plan/plan.go '(?m)^func \(b \*builder\) addWorkload\(.*?(rxeStep) map
 ren engine/plan/impair.go '(?m)^func \(b \*builder\) impairStarts\(.*?(rxeStep) map' deviceStep
 ren engine/run/phases.go '(?m)^func \(r \*runner\) (createRXE)\(' createDevices
 
+## engine/run/report.go writes results.json, summary.md and junit.xml, not
+## the report: the file is results.go.
+if [ -f engine/run/report.go ] && [ ! -e engine/run/results.go ] && grep -q '^func (r \*runner) writeResults(' engine/run/report.go; then
+	git mv engine/run/report.go engine/run/results.go
+	echo "moved engine/run/report.go -> engine/run/results.go" >&2
+fi
+perl -pi -e 's/results\.json \(report\.go\)/results.json (results.go)/g' engine/run/*.go
+
 ## Comments gopls does not touch, where the new word is the only reading.
 sed -i 's/^\/\/ Kind is what a step does\.$/\/\/ Action is what a step does./; s/^\/\/ Step kinds, in the order/\/\/ Step actions, in the order/' engine/plan/plan.go
 sed -i 's/^\/\/ Unit is one run of a workload: one size × repeat\.$/\/\/ Trial is one run of a workload: one size × repeat./; s/^\/\/ Units lists w.s runs/\/\/ Trials lists w'"'"'s runs/; s/^\/\/ RunUnits is the prologue/\/\/ RunTrials is the prologue/; s/^\/\/ runUnit runs one unit/\/\/ runTrial runs one trial/' steps/prologue.go

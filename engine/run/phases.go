@@ -470,7 +470,7 @@ func (r *runner) fetchAll(ctx context.Context) {
 		if err != nil {
 			r.addErr(&infraError{err})
 		}
-		// What it pulled is carried to results.json (report.go): its
+		// What it pulled is carried to results.json (results.go): its
 		// artifacts, with paths from the run directory, not looked for
 		// again on disk.
 		r.mu.Lock()
