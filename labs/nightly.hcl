@@ -42,6 +42,18 @@ variable "iterations" {
   description = "RDMA WRITE messages per size and repeat"
 }
 
+variable "lat_iterations" {
+  type        = number
+  default     = 5000
+  description = "Round trips per repeat of the latency test"
+}
+
+variable "tcp_duration" {
+  type        = string
+  default     = "10s"
+  description = "How long the TCP baseline sends"
+}
+
 ssh {
   user        = "ci"
   known_hosts = "~/.ssh/known_hosts"
@@ -86,7 +98,7 @@ workload "write_lat" {
   server     = rxe.server
   client     = rxe.client
   sizes      = [64]
-  iterations = 5000
+  iterations = var.lat_iterations
   repeat     = 3
   expect {
     condition = result.lat_typical <= var.max_write_lat_us
@@ -102,7 +114,7 @@ workload "tcp" {
   tool     = "tcp"
   server   = host.server
   client   = host.client
-  duration = "10s"
+  duration = var.tcp_duration
   expect {
     condition = result.tcp_bw > var.min_tcp_gbps
     message   = "TCP baseline below ${var.min_tcp_gbps} Gb/s: the network itself is slow"

@@ -296,7 +296,9 @@ func exampleLabs() []exampleLab {
 			// per 1 MiB repeat (200 timed out at 2m), p99 up to 80 ms (48 ms seen).
 			// 20 per size and repeat are enough for the expects to be
 			// judged (100 MiB per 1 MiB repeat took 18 of the run's 64 s).
-			vars:   []string{"iterations=20", "min_write_gbps=0.005", "max_write_lat_us=20000", "min_tcp_gbps=0.01"},
+			// 1,000 round trips per latency repeat (5,000 took 16-22 s)
+			// and 3 s of TCP (10 s) judge the same expects.
+			vars:   []string{"iterations=20", "lat_iterations=1000", "tcp_duration=3s", "min_write_gbps=0.005", "max_write_lat_us=20000", "min_tcp_gbps=0.01"},
 			direct: map[string]int{"server": 0, "client": 1},
 		},
 		{
