@@ -35,7 +35,19 @@ func CheckObjects(b []byte, maxValues, maxObjects int) error {
 // countValues counts '{' and array elements outside strings (n), and the
 // '{' alone (objs), stopping past max or maxObjs (-1: no bound of its own).
 func countValues(b []byte, max, maxObjs int) (n, objs int) {
-	var stack []byte
+	return CountJSON(b, 1, true, max, maxObjs)
+}
+
+// CountJSON counts, in one pass over the JSON text b that builds nothing,
+// the elements of every array that is the depth-th open container or
+// deeper (1: every array; 3: results.json's workloads[i].expects, not the
+// workloads) in n, and objects in objs: with every, each object anywhere,
+// once in both; without, only the objects that are such elements. It
+// stops past maxN or maxObjs (-1: no bound of its own).
+// The one scanner of JSON cost for text a host or a received run
+// directory wrote (CheckValues here, results.Decode's nested lists).
+func CountJSON(b []byte, depth int, every bool, maxN, maxObjs int) (n, objs int) {
+	var stack []byte                               // '[' or '{' per open container
 	inString, escaped, want := false, false, false // want: an array element may start here
 	for _, c := range b {
 		if inString {
@@ -51,29 +63,35 @@ func countValues(b []byte, max, maxObjs int) (n, objs int) {
 		}
 		if want && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ']' {
 			want = false
-			if c != '{' { // an object counts once, below
+			switch {
+			case !every:
+				n++
+				if c == '{' {
+					objs++
+				}
+			case c != '{': // with every, an object counts once, below
 				n++
 			}
 		}
 		switch c {
 		case '"':
 			inString = true
-		case '{':
-			n++
-			objs++
+		case '[', '{':
+			if c == '{' && every {
+				n++
+				objs++
+			}
 			stack = append(stack, c)
-		case '[':
-			stack = append(stack, c)
-			want = true
+			want = c == '[' && len(stack) >= depth
 		case ']', '}':
 			want = false
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
 			}
 		case ',':
-			want = len(stack) > 0 && stack[len(stack)-1] == '['
+			want = len(stack) >= depth && stack[len(stack)-1] == '['
 		}
-		if n > max || maxObjs >= 0 && objs > maxObjs {
+		if n > maxN || maxObjs >= 0 && objs > maxObjs {
 			return n, objs
 		}
 	}

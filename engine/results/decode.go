@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+
+	"github.com/rlab-dev/rlab/agent/proto"
 )
 
 // Decode reads a results.json document of any version this rlab knows
@@ -208,45 +210,7 @@ func checkCounts(b []byte) error {
 // its text once decoded (15 MB of one workload's "expects": [{}, …] took
 // rlab show to 1.2 GB). It stops counting past the limits.
 func countNested(b []byte) (n, objs int) {
-	var stack []byte                               // '[' or '{' per open container
-	inString, escaped, want := false, false, false // want: an array element may start here
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		if want && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ']' {
-			want = false
-			if n++; c == '{' {
-				objs++
-			}
-			if n > MaxNested || objs > MaxNestedObjects {
-				return n, objs
-			}
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			stack = append(stack, c)
-			want = c == '[' && len(stack) >= 3
-		case ']', '}':
-			want = false
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
-			}
-		case ',':
-			want = len(stack) >= 3 && stack[len(stack)-1] == '['
-		}
-	}
-	return n, objs
+	return proto.CountJSON(b, 3, false, MaxNested, MaxNestedObjects)
 }
 
 // uniqueLogs keeps each workload's log paths once, cleaned: a received

@@ -62,9 +62,10 @@ var Rules = []Rule{
 	{Pkg: "templates", Only: stdOnly, Why: "starter labs are data embedded in rlab"},
 	{Pkg: "templates/report", Only: stdOnly, ImportedBy: []string{"engine/report"}, Why: "engine/report parses and executes the report templates; nothing else should"},
 	// engine/results' doc names only kinds; it also imports the
-	// leaves engine/termsafe (summary.md shows host text) and engine/rundir
-	// (a received run directory is read confined).
-	{Pkg: "engine/results", Only: []string{"kinds", "engine/rundir", "engine/termsafe", "golang.org/x/perf/..."},
+	// leaves engine/termsafe (summary.md shows host text), engine/rundir
+	// (a received run directory is read confined) and agent/proto (its one
+	// scanner of JSON cost, CountJSON, bounds what Decode builds).
+	{Pkg: "engine/results", Only: []string{"kinds", "engine/rundir", "engine/termsafe", "agent/proto", "golang.org/x/perf/..."},
 		Why: "parsers, the engine and reports all share the model of what a run measured"},
 	{Pkg: "engine/toolout", Only: []string{"kinds", "engine/results"}, Why: "parsers are pure functions of a tool's output"},
 	{Pkg: "engine/roce", Never: []string{"cmd/...", "engine/run"}, Why: "the decoder works on a capture file alone"},
