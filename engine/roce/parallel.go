@@ -38,6 +38,23 @@ type batch struct {
 	done   chan struct{}
 }
 
+// fillFrom appends frames read with next until b holds batchFrames frames
+// or batchBytes bytes, and says how many it added and next's error (io.EOF
+// at the end of the capture).
+func (b *batch) fillFrom(next frameFunc) (int, error) {
+	added := 0
+	for len(b.frames) < batchFrames && len(b.arena) < batchBytes {
+		data, ts, wire, link, err := next()
+		if err != nil {
+			return added, err
+		}
+		b.frames = append(b.frames, rawFrame{off: len(b.arena), n: len(data), wire: wire, link: link, ts: ts})
+		b.arena = append(b.arena, data...)
+		added++
+	}
+	return added, nil
+}
+
 // ScanParallel is Scan with the frames decoded by workers goroutines: one
 // goroutine reads the file into batches of frames, the workers decode
 // them, and fn is called on the calling goroutine with every packet in
@@ -76,19 +93,8 @@ func ScanParallel(r io.Reader, workers int, fn func(*Packet) error) (ScanResult,
 			}
 			b.arena, b.frames, b.first = b.arena[:0], b.frames[:0], n+1
 			b.done = make(chan struct{})
-			var err error
-			for len(b.frames) < batchFrames && len(b.arena) < batchBytes {
-				var data []byte
-				var f rawFrame
-				data, f.ts, f.wire, f.link, err = next()
-				if err != nil {
-					break
-				}
-				f.off, f.n = len(b.arena), len(data)
-				b.arena = append(b.arena, data...)
-				b.frames = append(b.frames, f)
-				n++
-			}
+			added, err := b.fillFrom(next)
+			n += added
 			if len(b.frames) > 0 {
 				work <- b
 				ordered <- b

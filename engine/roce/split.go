@@ -107,18 +107,10 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 				if blocks != nil {
 					err = blocks.fill(&b.batch)
 					n += len(b.frames)
-				}
-				for blocks == nil && len(b.frames) < batchFrames && len(b.arena) < batchBytes {
-					var data []byte
-					var f rawFrame
-					data, f.ts, f.wire, f.link, err = next()
-					if err != nil {
-						break
-					}
-					f.off, f.n = len(b.arena), len(data)
-					b.arena = append(b.arena, data...)
-					b.frames = append(b.frames, f)
-					n++
+				} else {
+					var added int
+					added, err = b.fillFrom(next)
+					n += added
 				}
 				if len(b.frames) > 0 {
 					b.pkts[0].ord = int64(ord + 1) // the batch's first ord, for its decoder
