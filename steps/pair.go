@@ -69,12 +69,14 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u Trial) error {
 		return err
 	}
 	sr, cr, err := runPair(ctx, env, &s.procs, w.Tool, r.Server, r.Client)
-	if err != nil && ctx.Err() == nil && cr != nil && strings.Contains(cr.Stderr, noClockReport) {
+	if host := noClock(r, sr, cr); err != nil && ctx.Err() == nil && host != "" {
 		// perftest samples the CPU clock against usleep to turn cycles
 		// into rates and refuses to report when the fit is poor, as on a
-		// loaded host under TCG (seen in the quickstart soak): a failure
-		// of the measurement, not of the link or the tool. Once more.
-		env.logger().Warn("the tool could not measure the CPU clock; running this size again", "workload", w.Name, "unit", u.String(), "host", r.Client.Host)
+		// loaded host under TCG (seen in the quickstart soak, on the
+		// client; in CI, on the server of an ib_send_bw, whose client
+		// then fails its final exchange): a failure of the measurement,
+		// not of the link or the tool. Once more.
+		env.logger().Warn("the tool could not measure the CPU clock; running this size again", "workload", w.Name, "unit", u.String(), "host", host)
 		env.notify(w.Name, fmt.Sprintf("workload %s: %s: %s could not measure the CPU clock (%q); running it again", w.Name, u, w.Tool, noClockReport))
 		r.Server.Handle += ".again"
 		r.Client.Handle += ".again"
@@ -133,6 +135,18 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u Trial) error {
 	FillMeta(ss, r.Meta)
 	s.out.Samples = append(s.out.Samples, ss...)
 	return nil
+}
+
+// noClock names the host whose end of a run could not measure the CPU
+// clock (noClockReport in its stderr), or "" when neither end says so.
+func noClock(r *PairRun, sr, cr *proto.ProcResult) string {
+	switch {
+	case cr != nil && strings.Contains(cr.Stderr, noClockReport):
+		return r.Client.Host
+	case sr != nil && strings.Contains(sr.Stderr, noClockReport):
+		return r.Server.Host
+	}
+	return ""
 }
 
 // keepPartial records what a failed run measured before it failed, each
