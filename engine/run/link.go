@@ -240,21 +240,29 @@ func (r *runner) watchLink(ctx context.Context, stop context.CancelCauseFunc, l 
 	}
 }
 
-// checkLinkAfter probes the link of a failed workload once, then again
-// after a pause, and marks it down when both fail: a workload that failed
-// because the link died is then told apart from one that failed on its own.
+// linkAfterPauses are the pauses between the probes of a failed
+// workload's link: a probe, then one after each pause. A link called down
+// there skips every later workload of the pair, so it takes three misses
+// over some 20 s: a guest that a failed tool left busy for a few seconds
+// under TCG is not a dead link.
+var linkAfterPauses = []time.Duration{time.Second, 3 * time.Second}
+
+// checkLinkAfter probes the link of a failed workload, again after each of
+// linkAfterPauses, and marks it down when every probe fails: a workload that
+// failed because the link died is then told apart from one that failed on
+// its own.
 func (r *runner) checkLinkAfter(ctx context.Context, n *workloadNode) {
 	l, ok := r.linkOf(n)
 	if !ok || r.linkDown(n) != "" {
 		return
 	}
 	var err error
-	for i := 0; i < linkProbeMisses; i++ {
+	for i := 0; i <= len(linkAfterPauses); i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Second):
+			case <-time.After(linkAfterPauses[i-1]):
 			}
 		}
 		if err = r.probeLink(ctx, l); err == nil || ctx.Err() != nil {

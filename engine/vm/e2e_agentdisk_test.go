@@ -67,6 +67,7 @@ func TestE2EAgentDisk(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
+			keepOnFailure(t, out)
 			cmd := exec.CommandContext(ctx, bin, "run", "--out", out, labFile)
 			cmd.Env = append(os.Environ(), RestoreEnv+"="+tt.restore, AgentDiskEnv+"="+tt.disk)
 			t0 := time.Now()

@@ -29,6 +29,7 @@ func TestE2EClassVMs(t *testing.T) {
 	defer cancel()
 	root := e2eImage(ctx, t)
 	out := filepath.Join(t.TempDir(), "run")
+	keepOnFailure(t, out)
 	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, "-var", `students=["ana","bo"]`, filepath.Join("labs", "class-vms.hcl"))
 	cmd.Dir = root
 	// The four VMs are restored from a saved guest (RLAB_VM_RESTORE=1; the

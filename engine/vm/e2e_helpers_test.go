@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +153,41 @@ func whyNotOurs(st VMState) string {
 		return err.Error()
 	}
 	return fmt.Sprintf("command line %q does not name qemu-system and pid file %s", strings.ReplaceAll(string(b), "\x00", " "), st.PIDFile)
+}
+
+// keepOnFailure keeps a failed test's run directory where CI's next reader
+// finds it: CI runs on a clean clone whose temporary directories are gone
+// when its log is read, and a VM failure under load is seldom reproduced.
+// The copy goes to $RLAB_VM_KEEP (default /var/tmp/rlab-vm-failed), named
+// by the test and the time, and the test's log says where.
+func keepOnFailure(t *testing.T, out string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		if _, err := os.Stat(out); err != nil {
+			return
+		}
+		root := os.Getenv("RLAB_VM_KEEP")
+		if root == "" {
+			root = "/var/tmp/rlab-vm-failed"
+		}
+		name := strings.Map(func(r rune) rune {
+			if r == '/' || r == ' ' {
+				return '_'
+			}
+			return r
+		}, t.Name())
+		dst := filepath.Join(root, name+"-"+time.Now().UTC().Format("20060102T150405"))
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			t.Logf("keep the failed run: %v", err)
+			return
+		}
+		if b, err := exec.Command("cp", "-a", out, dst).CombinedOutput(); err != nil {
+			t.Logf("keep the failed run: cp: %v: %s", err, b)
+			return
+		}
+		t.Logf("the failed run's directory is kept in %s", dst)
+	})
 }

@@ -187,6 +187,7 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 		el.before(t, ctx, gs)
 	}
 	out := filepath.Join(dir, "run")
+	keepOnFailure(t, out)
 	args := []string{"run", "--out", out}
 	for _, v := range el.vars {
 		args = append(args, "-var", v)

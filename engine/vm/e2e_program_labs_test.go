@@ -41,6 +41,7 @@ func TestE2EProgramLabs(t *testing.T) {
 	} {
 		t.Run(tc.lab, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
+			keepOnFailure(t, out)
 			args := []string{"run", "--out", out}
 			for _, v := range tc.vars {
 				args = append(args, "-var", v)

@@ -131,6 +131,7 @@ func runOnRing(ctx context.Context, t *testing.T, bin string, set *Set, name str
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
+	keepOnFailure(t, out)
 	t0 := time.Now()
 	args := []string{"run", "--out", out}
 	for _, v := range vars {

@@ -84,6 +84,7 @@ func TestE2ETrixieWriteImm(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
+	keepOnFailure(t, out)
 	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, labPath)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
