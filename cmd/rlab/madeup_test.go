@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/kinds/madeup"
 )
@@ -112,5 +113,59 @@ func TestMadeUpToolCLI(t *testing.T) {
 	html, err := os.ReadFile(filepath.Join(a, "report.html"))
 	if err != nil || !strings.Contains(string(html), madeup.ChartTitle) {
 		t.Errorf("report.html: %v, no chart %q", err, madeup.ChartTitle)
+	}
+}
+
+// TestMadeUpToolRun: `rlab run` runs the made-up baseline (made_pipe:
+// no RDMA device needed) beside tcp on hosts reached over SSH with the
+// real agent, and each view of the run shows it: the run's end table,
+// summary.md, `rlab runs`, `rlab report` and `rlab compare` of two such
+// runs.
+func TestMadeUpToolRun(t *testing.T) {
+	if _, err := dist.Binary("linux", "amd64"); err != nil {
+		t.Skipf("agent not embedded (make agent): %v", err)
+	}
+	p := writeLab(t, sshLab(t, 2)+`
+workload "pipe" {
+  tool   = "made_pipe"
+  server = host.h0
+  client = host.h1
+  sizes  = [4096, 65536]
+}
+workload "bulk" {
+  tool   = "tcp"
+  server = host.h0
+  client = host.h1
+  bytes  = "1MiB"
+}
+`)
+	root := t.TempDir()
+	var dirs []string
+	for _, id := range []string{"a", "b"} {
+		out := filepath.Join(root, "cli", id)
+		stdout, stderr, code := rlab(t, "run", "--out", out, p)
+		if code != exitOK || !hasOutput(stdout, "row:pipe "+madeup.PipeTool+" h1 → h0 ok pipe 4 Gb/s at 64 KiB") {
+			t.Fatalf("run: exit %d, want the made-up headline in the end table\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		dirs = append(dirs, out)
+	}
+	summary, err := os.ReadFile(filepath.Join(dirs[0], "summary.md"))
+	if err != nil || !strings.Contains(string(summary), madeup.PipeGbps) {
+		t.Errorf("summary.md: %v, no %s in:\n%s", err, madeup.PipeGbps, summary)
+	}
+	if out, errText, code := rlab(t, "runs", root); code != exitOK || !strings.Contains(out, "4 Gb/s pipe") {
+		t.Errorf("runs: exit %d, want the made-up glance\n%s\n%s", code, out, errText)
+	}
+	if out, errText, code := rlab(t, "report", dirs[0]); code != exitOK {
+		t.Errorf("report: exit %d\n%s\n%s", code, out, errText)
+	} else if html, err := os.ReadFile(filepath.Join(dirs[0], "report.html")); err != nil || !strings.Contains(string(html), madeup.PipeGbps) {
+		t.Errorf("report.html: %v, no %s", err, madeup.PipeGbps)
+	}
+	// The made-up tool measures the same each time: compared by default
+	// (its headline figure), within its threshold (tcp's real throughput
+	// varies between runs: not what is tested here).
+	if out, errText, code := rlab(t, "compare", "--markdown", "--metric-threshold", "tcp_bw=99%", dirs[0], dirs[1]); code != exitOK ||
+		!strings.Contains(out, "| pipe | "+madeup.PipeGbps+" | 64 KiB | 4 Gb/s | 4 Gb/s | +0.0% |") {
+		t.Errorf("compare: exit %d, want %s at 64 KiB compared\n%s\n%s", code, madeup.PipeGbps, out, errText)
 	}
 }

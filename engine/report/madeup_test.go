@@ -37,7 +37,8 @@ func madeSample(wl, tool, metric string, size int64, v float64, loss *float64) r
 // madeRun writes a run of the made-up tool beside tcp baselines: "made"
 // alone (loss 0), "made_lossy" under 5 % loss, "made_together" in group
 // "incast" between the same hosts and devices, "base" (tcp, loss 0) and
-// "base_lossy" (tcp, loss 5). The made-up figures are what its step
+// "base_lossy" (tcp, loss 5), and "pipe", the family's own baseline
+// (made_pipe, 2 Gb/s at 64 KiB). The made-up figures are what its step
 // would measure (madeup.Rate).
 func madeRun(t *testing.T) (string, *results.Run) {
 	t.Helper()
@@ -55,7 +56,7 @@ func madeRun(t *testing.T) (string, *results.Run) {
 		Status: results.RunOK,
 		Workloads: []results.Workload{
 			wl("made", madeup.Tool, ""), wl("made_lossy", madeup.Tool, ""), wl("made_together", madeup.Tool, "incast"),
-			wl("base", "tcp", ""), wl("base_lossy", "tcp", ""),
+			wl("base", "tcp", ""), wl("base_lossy", "tcp", ""), wl("pipe", madeup.PipeTool, ""),
 		},
 	}
 	for _, size := range []int64{4096, 65536} {
@@ -65,7 +66,8 @@ func madeRun(t *testing.T) (string, *results.Run) {
 			madeSample("made_lossy", madeup.Tool, madeup.Gbps, size, gbps/4, &five),
 			madeSample("made_together", madeup.Tool, madeup.Gbps, size, gbps/2, nil))
 	}
-	r.Samples = append(r.Samples, madeSample("base", "tcp", "tcp_bw", 0, 1, &zero), madeSample("base_lossy", "tcp", "tcp_bw", 0, 0.5, &five))
+	r.Samples = append(r.Samples, madeSample("base", "tcp", "tcp_bw", 0, 1, &zero), madeSample("base_lossy", "tcp", "tcp_bw", 0, 0.5, &five),
+		madeSample("pipe", madeup.PipeTool, madeup.PipeGbps, 65536, 2, nil))
 	if err := results.WriteRun(dir, r); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +121,9 @@ func TestMadeUpFamilyShown(t *testing.T) {
 		{"summary's alone vs together", together, "| incast | made_together | client → server | 64 KiB | made | 4 Gb/s | 2 Gb/s | 0.50x |"},
 		{"report charts", strings.Join(charts, "\n"), "made: " + madeup.ChartTitle},
 		{"report RDMA vs TCP", rows(d.Compare, 0, 2, 4), "made RDMA 4 Gb/s"},
+		{"report RDMA vs TCP, the made-up baseline", rows(d.Compare, 0, 2, 4), "pipe TCP 2 Gb/s"},
+		{"headline cell of the made-up baseline", head.String(), "pipe 2 Gb/s at 64 KiB"},
+		{"rlab runs of the made-up baseline", strings.Join(results.Headline(run), "; "), "2 Gb/s pipe"},
 		{"report loss sweep", rows(d.LossSweep, 0, 1, 2, 3), "0 RDMA made 4\n5 RDMA made_lossy 1\n0 TCP base 1\n5 TCP base_lossy 0.5"},
 	} {
 		if !strings.Contains(tc.text, tc.want) {

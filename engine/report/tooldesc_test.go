@@ -30,6 +30,7 @@ var familyShows = map[kinds.Family]struct {
 	kinds.Family("exec"):         {"exec", false, nil, ""},
 	kinds.Family("program"):      {"exec", false, nil, ""},                                              // its output and its metric blocks, as exec
 	madeup.Family:                {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // kinds/madeup, registered by TestMain
+	madeup.PipeFamily:            {"made_pipe", false, nil, "TCP"},
 }
 
 // TestChartsFollowDescriptor: every tool's report (chart family, RDMA or

@@ -12,9 +12,11 @@
 // madeup_test.go checks that nothing outside this package names it but
 // those one-line registrations.
 //
-// Its tool, made_stream, is an RDMA tool between two devices whose client
-// prints "made SIZE GBPS RTT" (echo): a deterministic output the in-process
-// agents of the tests can run, read by Parse. No package imports it, only
+// Its tools: made_stream, an RDMA tool between two devices whose client
+// prints "made SIZE GBPS RTT" (echo), and made_pipe, its baseline between
+// two hosts (as tcp is RDMA's), whose client prints "pipe SIZE GBPS": a
+// deterministic output that in-process agents and a real one run alike
+// (no RDMA device needed for made_pipe), read by Parse. No package imports it, only
 // tests do (a rule of internal/archtest: rlab ships without it); it imports
 // kinds, kinds/toolopts, steps and engine/toolout, as a real family does.
 package madeup
@@ -31,13 +33,17 @@ import (
 
 // The made-up family's names, for the tests that look for them in a view.
 const (
-	Family kinds.Family = "made_stream"
-	Tool                = "made_stream"
-	// Gbps is its throughput (the one RDMA vs TCP, the loss sweep and
-	// alone vs together set beside TCP's), RTT its round trip.
-	Gbps = "made_gbps"
-	RTT  = "made_rtt"
-	// ChartTitle is the title of its one chart in the report.
+	Family     kinds.Family = "made_stream"
+	Tool                    = "made_stream"
+	PipeFamily kinds.Family = "made_pipe"
+	PipeTool                = "made_pipe"
+	// Gbps is made_stream's throughput (the one RDMA vs TCP, the loss
+	// sweep and alone vs together set beside a baseline's), RTT its round
+	// trip; PipeGbps is made_pipe's throughput, on the baseline's side.
+	Gbps     = "made_gbps"
+	RTT      = "made_rtt"
+	PipeGbps = "made_pipe_gbps"
+	// ChartTitle is the title of made_stream's chart in the report.
 	ChartTitle = "Made-up throughput and round trip"
 )
 
@@ -51,6 +57,7 @@ func (Kind) Desc() kinds.Desc {
 		Metrics: []kinds.Metric{
 			{Name: Gbps, Unit: "Gb/s", HigherIsBetter: true, Doc: "made-up throughput"},
 			{Name: RTT, Unit: "usec", Doc: "made-up round trip"},
+			{Name: PipeGbps, Unit: "Gb/s", HigherIsBetter: true, Doc: "made-up baseline throughput"},
 		},
 		Tools: []kinds.Tool{{Name: Tool, Family: Family, RDMA: true, Data: kinds.DataClient,
 			TransportWhy: "made_stream has no transports", Sizes: true,
@@ -62,7 +69,16 @@ func (Kind) Desc() kinds.Desc {
 				Charts: []kinds.Chart{{ID: "made", Title: ChartTitle, Type: kinds.Bars,
 					Series: []kinds.Series{{Metric: Gbps, Name: "throughput"}, {Metric: RTT, Name: "rtt"}}}},
 				Throughput: Gbps,
-			}}},
+			}},
+			{Name: PipeTool, Family: PipeFamily, Data: kinds.DataClient,
+				TransportWhy: "made_pipe has no transports", Sizes: true,
+				Pace:    kinds.Pace{Start: time.Second, Unknown: "made_pipe is made up"},
+				Metrics: []string{PipeGbps}, Chart: "made_pipe",
+				View: kinds.View{
+					Headline:   []kinds.Figure{{Metric: PipeGbps, Label: "pipe", ShowSize: true, At: kinds.Largest}},
+					Glance:     kinds.Figure{Metric: PipeGbps, At: kinds.Largest, Word: "pipe"},
+					Throughput: PipeGbps,
+				}}},
 	}
 }
 
@@ -70,14 +86,19 @@ func (Kind) Desc() kinds.Desc {
 // name (sizes), decoded by engine/lab.
 func (Kind) Options(t kinds.Tool) []toolopts.Option { return toolopts.Standard(t) }
 
-// Parse reads the client's "made SIZE GBPS RTT" lines.
+// Parse reads the clients' "made SIZE GBPS RTT" and "pipe SIZE GBPS"
+// lines.
 func (Kind) Parse(out []byte, _ toolout.Options) ([]toolout.Row, toolout.Info, error) {
 	var rows []toolout.Row
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var size int64
 		var gbps, rtt float64
+		if _, err := fmt.Sscanf(line, "pipe %d %g", &size, &gbps); err == nil {
+			rows = append(rows, toolout.Row{Size: size, Values: []toolout.Value{{Metric: PipeGbps, Value: gbps}}})
+			continue
+		}
 		if _, err := fmt.Sscanf(line, "made %d %g %g", &size, &gbps, &rtt); err != nil {
-			return nil, toolout.Info{}, fmt.Errorf("made_stream line %q: %w", line, err)
+			return nil, toolout.Info{}, fmt.Errorf("made-up output line %q: %w", line, err)
 		}
 		rows = append(rows, toolout.Row{Size: size, Values: []toolout.Value{{Metric: Gbps, Value: gbps}, {Metric: RTT, Value: rtt}}})
 	}

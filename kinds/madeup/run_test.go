@@ -35,11 +35,12 @@ type agentHost struct {
 
 func (h agentHost) Name() string { return h.name }
 
-// TestMadeUpRunsOnAgents: the made-up workload, built by its registered
+// TestMadeUpRunsOnAgents: each made-up workload, built by its registered
 // step (steps.NewWorkload) and parsed by its registered parser
-// (toolout.ParseOutput), runs on two in-process agents as every RDMA
-// tool's pair does, and records its metrics, in its units, at each size,
-// beside the ones every workload records.
+// (toolout.ParseOutput), runs on two in-process agents and records its
+// metrics, in their units, at each size, beside the ones every workload
+// records: made_stream as every RDMA tool's pair does, made_pipe on its
+// client host.
 func TestMadeUpRunsOnAgents(t *testing.T) {
 	root := t.TempDir()
 	env := &steps.Env{Hosts: map[string]steps.Host{}, Facts: map[string]*proto.Facts{}, Parse: toolout.ParseOutput}
@@ -50,33 +51,44 @@ func TestMadeUpRunsOnAgents(t *testing.T) {
 	}
 	env.SetDevice("rxe.s", &proto.DeviceInfo{Name: "rxe_eth1", GIDIndex: 1, IPv4: "127.0.0.1", ActiveMTU: 4096})
 	env.SetDevice("rxe.c", &proto.DeviceInfo{Name: "rxe0", GIDIndex: 1, IPv4: "127.0.0.1", ActiveMTU: 1024})
-	w := steps.Workload{Workload: kinds.Workload{Name: "made", Slug: "made", Tool: madeup.Tool, Options: kinds.Options{Sizes: []int64{4096, 65536}}},
-		ServerHost: "server", ClientHost: "client", ServerDevice: "rxe.s", ClientDevice: "rxe.c"}
-	st, err := steps.NewWorkload(&w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Apply(context.Background(), env); err != nil {
-		t.Fatalf("apply: %v", err)
-	}
-	o := st.(steps.Outcomer).Outcome()
-	if o.Status != steps.StatusOK || len(o.Runs) != 2 {
-		t.Fatalf("status %q, %d runs, want ok and 2", o.Status, len(o.Runs))
-	}
-	var got []string
-	for _, s := range o.Samples {
-		if s.Meta.Workload != "made" || s.Meta.Tool != madeup.Tool || strings.Join(s.Meta.Hosts, ",") != "server,client" {
-			t.Errorf("sample %+v: metadata incomplete", s)
-		}
-		if s.Metric == madeup.Gbps || s.Metric == madeup.RTT {
-			got = append(got, fmt.Sprintf("%s %d %g %s", s.Metric, s.Meta.Size, s.Value, s.Unit))
-		}
-	}
-	want := []string{"made_gbps 4096 0.25 Gb/s", "made_rtt 4096 5.25 usec", "made_gbps 65536 4 Gb/s", "made_rtt 65536 9 usec"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("samples (-want +got):\n%s", diff)
-	}
-	if len(o.Samples) != len(want)+2*len(kinds.Common) {
-		t.Errorf("%d samples, want its %d and the common ones at each size", len(o.Samples), len(want))
+	for i, tc := range []struct {
+		tool    string
+		devices [2]string
+		want    []string
+	}{
+		{madeup.Tool, [2]string{"rxe.s", "rxe.c"}, []string{"made_gbps 4096 0.25 Gb/s", "made_rtt 4096 5.25 usec", "made_gbps 65536 4 Gb/s", "made_rtt 65536 9 usec"}},
+		{madeup.PipeTool, [2]string{}, []string{"made_pipe_gbps 4096 0.25 Gb/s", "made_pipe_gbps 65536 4 Gb/s"}},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			name := fmt.Sprint("made", i)
+			w := steps.Workload{Workload: kinds.Workload{Name: name, Slug: name, Index: i, Tool: tc.tool, Options: kinds.Options{Sizes: []int64{4096, 65536}}},
+				ServerHost: "server", ClientHost: "client", ServerDevice: tc.devices[0], ClientDevice: tc.devices[1]}
+			st, err := steps.NewWorkload(&w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Apply(context.Background(), env); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			o := st.(steps.Outcomer).Outcome()
+			if o.Status != steps.StatusOK || len(o.Runs) != 2 {
+				t.Fatalf("status %q, %d runs, want ok and 2", o.Status, len(o.Runs))
+			}
+			var got []string
+			for _, s := range o.Samples {
+				if s.Meta.Workload != name || s.Meta.Tool != tc.tool || strings.Join(s.Meta.Hosts, ",") != "server,client" {
+					t.Errorf("sample %+v: metadata incomplete", s)
+				}
+				if !kinds.IsCommon(s.Metric) {
+					got = append(got, fmt.Sprintf("%s %d %g %s", s.Metric, s.Meta.Size, s.Value, s.Unit))
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("samples (-want +got):\n%s", diff)
+			}
+			if len(o.Samples) != len(tc.want)+2*len(kinds.Common) {
+				t.Errorf("%d samples, want its %d and the common ones at each size", len(o.Samples), len(tc.want))
+			}
+		})
 	}
 }
