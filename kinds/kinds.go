@@ -36,7 +36,9 @@
 // when its output is parsed, Parse) — kinds/tcp is the smallest whole one to
 // copy — its tests (real outputs under testdata/toolout as fixtures, a fuzz
 // target per parser through engine/toolout/tooltest), and one line in
-// kinds/builtin. Adding a tool to a family is one entry in its Desc.
+// kinds/builtin. kinds/madeup is such a family, made up to prove it: a
+// test build registers it by one line and every view shows it. Adding a
+// tool to a family is one entry in its Desc.
 //
 // Because registration is explicit, nothing registered exists before
 // builtin.Register runs: a package-level variable computed from this

@@ -274,3 +274,35 @@ func (t Tool) Unshown() []string {
 	}
 	return out
 }
+
+// Unshown lists what of a family no view can show: each tool's Unshown
+// ("tool: metric"), and a metric the family declares that none of its
+// tools records ("metric: <name>": declared, so in the vocabulary, yet no
+// sample of it is ever taken, so no view ever shows it). A tool that
+// records a metric the family does not declare is listed as "tool:
+// undeclared <name>" when no other registered family declares it either.
+func (d Desc) Unshown() []string {
+	var out []string
+	declared := map[string]bool{}
+	for _, m := range d.Metrics {
+		declared[m.Name] = true
+	}
+	recorded := map[string]bool{}
+	for _, t := range d.Tools {
+		for _, m := range t.Unshown() {
+			out = append(out, t.Name+": "+m)
+		}
+		for _, m := range t.Metrics {
+			recorded[m] = true
+			if _, known := MetricByName(m); !declared[m] && !known {
+				out = append(out, t.Name+": undeclared "+m)
+			}
+		}
+	}
+	for _, m := range d.Metrics {
+		if !recorded[m.Name] {
+			out = append(out, "metric: "+m.Name)
+		}
+	}
+	return out
+}

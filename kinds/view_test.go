@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,7 +45,20 @@ func TestOnePlaceSpellsMetricNames(t *testing.T) {
 			names[old] = true
 		}
 	}
-	root := ".."
+	offenders, err := spelledMetrics("..", names, notMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offenders {
+		t.Errorf("spells a metric name outside the descriptor (declare it in the tool's View instead): %s", o)
+	}
+}
+
+// spelledMetrics lists, as "file:line: literal", every string literal in a
+// non-test Go file under root (the module's root) that is one of names,
+// outside bench/, testdata/, kinds/ and familyCode, struct tags and the
+// literals allowed by file (allowed) aside.
+func spelledMetrics(root string, names map[string]bool, allowed map[string]string) ([]string, error) {
 	var offenders []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -81,7 +95,7 @@ func TestOnePlaceSpellsMetricNames(t *testing.T) {
 					tags[n.Tag] = true
 				}
 			case *ast.BasicLit:
-				if n.Kind != token.STRING || tags[n] || notMetrics[rel] == n.Value {
+				if n.Kind != token.STRING || tags[n] || allowed[rel] == n.Value {
 					return true
 				}
 				if s, err := strconv.Unquote(n.Value); err == nil && names[s] {
@@ -92,22 +106,64 @@ func TestOnePlaceSpellsMetricNames(t *testing.T) {
 		})
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range offenders {
-		t.Errorf("spells a metric name outside the descriptor (declare it in the tool's View instead): %s", o)
+	return offenders, err
+}
+
+// TestSpelledMetricsFinds: the scanner above finds a metric's name planted
+// in a view, in each form Go spells a string, and only where the rule
+// applies: not in tests, struct tags, kinds/, bench/, testdata/ or an
+// allowed literal.
+func TestSpelledMetricsFinds(t *testing.T) {
+	names := map[string]bool{"bw_avg": true, "tcp_gbps": true}
+	for _, tc := range []struct {
+		name, file, src string
+		want            []string
+	}{
+		{"a view switching on a metric", "engine/results/view.go", "package results\n\nfunc f(m string) bool {\n\treturn m == \"bw_avg\"\n}\n",
+			[]string{`engine/results/view.go:4: "bw_avg"`}},
+		{"a raw string", "engine/report/x.go", "package report\n\nvar m = `tcp_gbps`\n", []string{"engine/report/x.go:3: `tcp_gbps`"}},
+		{"in a map key", "cmd/rlab/x.go", "package main\n\nvar m = map[string]int{\n\t\"bw_avg\": 1,\n}\n", []string{`cmd/rlab/x.go:4: "bw_avg"`}},
+		{"another word", "engine/results/view.go", "package results\n\nvar m = \"bw_avg2\"\n", nil},
+		{"a test", "engine/results/view_test.go", "package results\n\nvar m = \"bw_avg\"\n", nil},
+		{"a struct tag", "engine/results/file.go", "package results\n\ntype T struct {\n\tBW float64 `json:\"bw_avg\"`\n}\n", nil},
+		{"the descriptor", "kinds/perftest/perftest.go", "package perftest\n\nvar m = \"bw_avg\"\n", nil},
+		{"bench", "bench/x.go", "package bench\n\nvar m = \"bw_avg\"\n", nil},
+		{"testdata", "testdata/x.go", "package x\n\nvar m = \"bw_avg\"\n", nil},
+		{"an allowed literal", "engine/lab/workload.go", "package lab\n\nvar m = \"tcp_gbps\"\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			p := filepath.Join(root, tc.file)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(tc.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := spelledMetrics(root, names, map[string]string{"engine/lab/workload.go": `"tcp_gbps"`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("offenders (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
-// TestEveryMetricShown: every built-in tool's metrics appear in some view
-// its View declares (or its View says they are for the tables only), and
-// its View names no metric it does not record; and the check itself finds
-// what a made-up tool leaves out.
+// TestEveryMetricShown: every registered family's metrics appear in some
+// view its tools' Views declare (or a View says they are for the tables
+// only), its Views name no metric they do not record, and it declares no
+// metric that none of its tools records (kinds.Desc.Unshown); and the
+// check itself finds what a made-up tool or family leaves out.
 func TestEveryMetricShown(t *testing.T) {
-	for _, tl := range kinds.All() {
-		if u := tl.Unshown(); len(u) > 0 {
-			t.Errorf("%s: no view shows %v: add them to its View (headline, chart, throughput or TableOnly)", tl.Name, u)
+	if len(kinds.Kinds()) == 0 {
+		t.Fatal("no family registered: nothing to check")
+	}
+	for _, k := range kinds.Kinds() {
+		d := k.Desc()
+		if u := d.Unshown(); len(u) > 0 {
+			t.Errorf("%s: no view shows %v: add them to its View (headline, chart, throughput or TableOnly), or drop a metric no tool records", d.Name, u)
 		}
 	}
 	for _, tc := range []struct {
@@ -127,6 +183,29 @@ func TestEveryMetricShown(t *testing.T) {
 	} {
 		if diff := cmp.Diff(tc.want, tc.tool.Unshown()); diff != "" {
 			t.Errorf("%s: Unshown (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	// A family: its tools' gaps, and a metric it declares that no tool
+	// of it records.
+	shown := kinds.View{Headline: []kinds.Figure{{Metric: "made_bw"}}}
+	for _, tc := range []struct {
+		name string
+		desc kinds.Desc
+		want []string
+	}{
+		{"all shown", kinds.Desc{Name: "made", Metrics: []kinds.Metric{{Name: "made_bw"}},
+			Tools: []kinds.Tool{{Name: "made", Metrics: []string{"made_bw"}, View: shown}}}, nil},
+		{"a tool's gap", kinds.Desc{Name: "made", Metrics: []kinds.Metric{{Name: "made_bw"}, {Name: "made_rtt"}},
+			Tools: []kinds.Tool{{Name: "made", Metrics: []string{"made_bw", "made_rtt"}, View: shown}}}, []string{"made: made_rtt"}},
+		{"declared, recorded by no tool", kinds.Desc{Name: "made", Metrics: []kinds.Metric{{Name: "made_bw"}, {Name: "made_rtt"}},
+			Tools: []kinds.Tool{{Name: "made", Metrics: []string{"made_bw"}, View: shown}}}, []string{"metric: made_rtt"}},
+		{"recorded, declared nowhere", kinds.Desc{Name: "made",
+			Tools: []kinds.Tool{{Name: "made", Metrics: []string{"made_bw"}, View: shown}}}, []string{"made: undeclared made_bw"}},
+		{"recorded, declared by another family", kinds.Desc{Name: "made",
+			Tools: []kinds.Tool{{Name: "made", Metrics: []string{"bw_avg"}, View: kinds.View{TableOnly: []string{"bw_avg"}}}}}, nil},
+	} {
+		if diff := cmp.Diff(tc.want, tc.desc.Unshown()); diff != "" {
+			t.Errorf("%s: Desc.Unshown (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

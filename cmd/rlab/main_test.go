@@ -6,13 +6,14 @@ import (
 
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/kinds/builtin"
+	"github.com/rlab-dev/rlab/kinds/madeup"
 )
 
 // TestMain registers the built-in families (as run does) and the made-up
-// one of madeup_test.go.
+// one of kinds/madeup, by its one line (madeup_test.go).
 func TestMain(m *testing.M) {
 	builtin.Register()
-	kinds.Register(cliFakeKind{})
+	kinds.Register(madeup.Kind{})
 	// The key that signs state.json's paths (engine/run statepaths.go) goes
 	// to a config folder of the tests', not the user's.
 	cfg, err := os.MkdirTemp("", "rlab-config-")

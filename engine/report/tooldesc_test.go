@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/madeup"
 )
 
 // familyShows is what the report shows of each tool family, written out by
@@ -28,7 +29,8 @@ var familyShows = map[kinds.Family]struct {
 	kinds.Family("tcp"):          {"tcp", false, nil, "TCP"},
 	kinds.Family("exec"):         {"exec", false, nil, ""},
 	kinds.Family("program"):      {"exec", false, nil, ""},                                              // its output and its metric blocks, as exec
-	madeFamily:                   {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // madeup_test.go
+	madeup.Family:                {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // kinds/madeup, registered by TestMain
+	madeup.PipeFamily:            {"made_pipe", false, nil, "TCP"},
 }
 
 // TestChartsFollowDescriptor: every tool's report (chart family, RDMA or

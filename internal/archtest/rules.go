@@ -100,4 +100,5 @@ var Rules = []Rule{
 	{Pkg: "engine/run", Never: []string{"cmd/..."}, Why: "every behaviour is reachable from a test without the CLI"},
 	{Pkg: "engine/sectest", ImportedBy: nobody, Why: "the security suite is tests only"},
 	{Pkg: "internal/archtest", ImportedBy: nobody, Why: "the rules are checked, not used"},
+	{Pkg: "kinds/madeup", ImportedBy: nobody, Why: "the made-up family is registered by test builds only; rlab ships without it"},
 }
