@@ -129,16 +129,6 @@ func (g *guest) waitUntil(ctx context.Context, d time.Duration, want string, arg
 	return fmt.Errorf("%s: %q never showed %q", g.name, commandLine(argv), want)
 }
 
-// hasExited reports whether this VM's qemu has been reaped.
-func (v *VM) hasExited() bool {
-	select {
-	case <-v.exited:
-		return true
-	default:
-		return false
-	}
-}
-
 // whyNotOurs says which of isOurQEMU's checks a recorded VM fails.
 func whyNotOurs(st VMState) string {
 	t, err := procStartTime(st.PID)

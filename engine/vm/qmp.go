@@ -20,11 +20,27 @@ type qmpConn struct {
 	timeout time.Duration
 }
 
+// dialQMP connects to QEMU's monitor, waiting up to timeout for it to
+// listen: QEMU binds the socket, then listens, and a busy host can stop it
+// between the two (a connect in that gap is refused: seen at load 45).
 func dialQMP(ctx context.Context, sock string, timeout time.Duration) (*qmpConn, error) {
 	d := net.Dialer{Timeout: timeout}
-	nc, err := d.DialContext(ctx, "unix", sock)
-	if err != nil {
-		return nil, err
+	deadline := time.Now().Add(timeout)
+	var nc net.Conn
+	for {
+		var err error
+		nc, err = d.DialContext(ctx, "unix", sock)
+		if err == nil {
+			break
+		}
+		if !(errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)) || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	q := &qmpConn{c: nc.(*net.UnixConn), r: bufio.NewReader(nc), timeout: timeout}
 	_ = q.c.SetDeadline(time.Now().Add(timeout))

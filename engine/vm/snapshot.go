@@ -307,6 +307,9 @@ func qmpSave(ctx context.Context, sock, path string) error {
 
 // qmpResume waits until an incoming migration has been read, then lets the
 // guest run.
+// errBadRestore is a saved state QEMU refused: the snapshot is unusable.
+var errBadRestore = errors.New("the saved guest was refused")
+
 func qmpResume(ctx context.Context, sock string, exited <-chan struct{}) error {
 	q, err := dialQMP(ctx, sock, 30*time.Second)
 	if err != nil {
@@ -330,13 +333,13 @@ func qmpResume(ctx context.Context, sock string, exited <-chan struct{}) error {
 			_, err := q.do("cont", nil)
 			return err
 		default:
-			return fmt.Errorf("after the restore the guest is %q", st.Status)
+			return fmt.Errorf("%w: after the restore the guest is %q", errBadRestore, st.Status)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-exited:
-			return errors.New("qemu exited while reading the saved state")
+			return fmt.Errorf("%w: qemu exited while reading the saved state", errBadRestore)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -559,7 +559,18 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	if sn != nil {
 		// Restored: the snapshot's host key (pinned exactly) and its login
 		// key until identify gives the guest the run's.
-		v.HostKey, v.IdentityFile = sn.HostKey, sn.Login
+		// The login key is copied into the VM's folder: a sibling whose
+		// restore fails may remove the snapshot while this VM still waits
+		// for its sshd.
+		b, err := os.ReadFile(sn.Login)
+		if err != nil {
+			return nil, fail("read the snapshot's login key", err)
+		}
+		own := filepath.Join(dir, "snapshot-login")
+		if err := os.WriteFile(own, b, 0o600); err != nil {
+			return nil, fail("copy the snapshot's login key", err)
+		}
+		v.HostKey, v.IdentityFile = sn.HostKey, own
 	}
 	hkFile := filepath.Join(dir, "ssh_host_ed25519_key")
 	if err := hk.writeFiles(hkFile); err != nil {
@@ -683,11 +694,21 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	}
 	if sn != nil {
 		if err := qmpResume(ctx, qmp, v.exited); err != nil {
+			died := v.hasExited() // before stopNow, which reaps it
 			_ = v.stopNow()
 			if ctx.Err() != nil {
 				return nil, fail("restore", err)
 			}
 			b, _ := os.ReadFile(filepath.Join(v.dir, "qemu.stderr"))
+			if !died && !errors.Is(err, errBadRestore) {
+				// QEMU still ran: the saved state was not refused, this
+				// restore only went wrong (a monitor that did not answer on
+				// a busy host). The snapshot is kept: other VMs of the run
+				// may be restoring from it now.
+				s.opts.Logger.Warn("restore failed; booting, the snapshot is kept", "host", m.Name, "snapshot", sn.Dir, "err", err, "stderr", string(b))
+				s.opts.Progress(m.Name, "the restore failed ("+err.Error()+"); booting it instead, the saved guest is kept")
+				return s.start(ctx, m, idx, links, sockDir, login, idFile, false)
+			}
 			s.opts.Logger.Warn("restore failed; removing the snapshot and booting", "host", m.Name, "snapshot", sn.Dir, "err", err, "stderr", string(b))
 			s.opts.Progress(m.Name, "the restore failed ("+err.Error()+"); booting it instead")
 			_ = os.RemoveAll(sn.Dir)
@@ -700,6 +721,16 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	s.opts.Progress(m.Name, "booting ("+s.AccelNote+")")
 	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel, "image", m.Image.Dir, "internet", m.Internet)
 	return v, nil
+}
+
+// hasExited reports whether this VM's qemu has been reaped.
+func (v *VM) hasExited() bool {
+	select {
+	case <-v.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // exec starts qemu and returns once it runs (or failed early).

@@ -275,3 +275,77 @@ func serveSSH(t *testing.T, hostKey *keyPair, authKey ssh.PublicKey) string {
 	}()
 	return l.Addr().String()
 }
+
+// TestDialQMPWaitsForListen: a monitor socket that is bound but not yet
+// listening (QEMU between bind and listen on a busy host: the connect is
+// refused) or not there yet is waited for within the timeout; a socket that
+// never listens fails at the timeout.
+func TestDialQMPWaitsForListen(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		bound  bool // bound at once, listening later
+		listen bool // listens at all
+	}{
+		{"bound then listening", true, true},
+		{"absent then listening", false, true},
+		{"never listening", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "qmp.sock")
+			fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := os.NewFile(uintptr(fd), "qmp")
+			defer f.Close()
+			bind := func() {
+				if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: sock}); err != nil {
+					t.Error(err)
+				}
+			}
+			if tt.bound {
+				bind()
+			}
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				if !tt.bound {
+					bind()
+				}
+				if !tt.listen {
+					return
+				}
+				if err := syscall.Listen(fd, 1); err != nil {
+					t.Error(err)
+					return
+				}
+				l, err := net.FileListener(f)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer l.Close()
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				fmt.Fprintln(c, `{"QMP": {"version": {}, "capabilities": []}}`)
+				r := bufio.NewScanner(c)
+				for r.Scan() {
+					fmt.Fprintln(c, `{"return": {}}`)
+				}
+			}()
+			q, err := dialQMP(context.Background(), sock, 2*time.Second)
+			if tt.listen {
+				if err != nil {
+					t.Fatalf("dialQMP: %v, want it to wait for the listen", err)
+				}
+				q.Close()
+				return
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("dialQMP on a socket that never listens: %v, want connection refused at the timeout", err)
+			}
+		})
+	}
+}
