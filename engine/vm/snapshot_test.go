@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,6 +258,9 @@ func TestKeepSnapshot(t *testing.T) {
 		{"slow, as bootWave wraps it", fmt.Errorf("%w: %w", errRestoreFailed, slow), true},
 		{"qemu exited", fmt.Errorf("%w: %w", errRestoreFailed, errGuestDied), false},
 		{"identity failed", fmt.Errorf("%w: %w", errRestoreFailed, errors.New("ip link set eth1 address: exit 1")), false},
+		{"login timed out", fmt.Errorf("%w: log in with the run's key after the restore: ssh: handshake failed: %w", errRestoreFailed, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}), true},
+		{"login refused", fmt.Errorf("%w: log in with the run's key after the restore: ssh: handshake failed: %w", errRestoreFailed, errors.New("ssh: unable to authenticate")), false},
+		{"qemu exited, after a timeout", fmt.Errorf("%w: %w (%w)", errRestoreFailed, errGuestDied, os.ErrDeadlineExceeded), false},
 	} {
 		if got := keepSnapshot(tc.err); got != tc.keep {
 			t.Errorf("%s: keep %v, want %v", tc.name, got, tc.keep)

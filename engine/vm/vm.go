@@ -368,13 +368,22 @@ type slowGuest struct{ error }
 func (e slowGuest) Unwrap() error { return e.error }
 
 // keepSnapshot reports whether the snapshot of a restored VM that failed
-// with err is kept: only when the guest was merely slow (its qemu ran, its
-// sshd had not answered by the deadline). A qemu that exited, a stream it
-// refused, a wrong host key or an identity that did not apply mean the
-// saved guest is bad, and it is removed.
+// with err is kept: when the guest was merely slow (its qemu ran, its sshd
+// had not answered by the deadline, or a login timed out: make test-vm at
+// load 40 saw the identity's SSH handshake time out and a good snapshot
+// rebuilt for minutes). A qemu that exited, a stream it refused, a wrong
+// host key or an identity that did not apply mean the saved guest is bad,
+// and it is removed.
 func keepSnapshot(err error) bool {
 	var slow slowGuest
-	return errors.As(err, &slow)
+	if errors.As(err, &slow) {
+		return true
+	}
+	if errors.Is(err, errGuestDied) || errors.Is(err, errBadRestore) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // optPath escapes a path for a QEMU option list (-drive file=..., -qmp
