@@ -25,7 +25,7 @@ const (
 	ServerGID  Value = "{server.gid}"  // the server device's GID index
 	ClientGID  Value = "{client.gid}"  // the client device's GID index
 	PathMTU    Value = "{mtu}"         // the smaller active MTU of the two devices
-	ServerAddr Value = "{server.addr}" // the IPv4 address of the server device's netdev
+	ServerAddr Value = "{server.addr}" // the IPv4 address of the server device's netdev (tcp: of the rxe it dials)
 )
 
 // Placeholder reports whether v is a placeholder the run fills.

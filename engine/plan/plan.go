@@ -44,8 +44,8 @@
 //	              "shared_hosts": ["server"]}]   // only when the lab has groups
 //	}
 //
-// trials (argv.go) is on the server and client steps of a two-sided RDMA
-// workload: each size × repeat with its port and the command that side
+// trials (argv.go) is on the server and client steps of a two-sided
+// workload (RDMA tools and tcp): each size × repeat with its port and the command that side
 // runs, built by the family's argv hook (kinds.Argver) that the run calls
 // too; {server.gid}, {client.gid}, {mtu} and {server.addr} are filled by
 // the run from what the device-create steps report.
@@ -596,7 +596,7 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 		cli.after(deviceStep[w.ClientDevice])
 	}
 	cli.after(srv.ID)
-	b.resolveTrials(w, srv, cli)
+	b.resolveTrials(w, srv, cli, dial)
 	onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
 	if w.ClientHost != w.ServerHost {
 		onHost[w.ClientHost] = append(onHost[w.ClientHost], cli.ID)

@@ -17,12 +17,11 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// argvHost records the argv of every process a step starts and lets each
-// end at once.
+// argvHost is an agent whose processes and tcp transfers end at once.
 type argvHost struct {
 	name string
 	mu   sync.Mutex
-	argv [][]string
+	argv map[string][]string // by handle, as the agent echoes it
 }
 
 func (h *argvHost) Name() string { return h.name }
@@ -31,18 +30,27 @@ func (h *argvHost) Send(ctx context.Context, r *rpc.Request) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if p, res, ok := rpc.Match(r, rpc.ProcStart); ok {
-		h.argv = append(h.argv, p.Argv)
+		if h.argv == nil {
+			h.argv = map[string][]string{}
+		}
+		h.argv[p.Handle] = p.Argv
 		*res = proto.ProcStarted{Handle: p.Handle, PID: 1}
 	} else if p, res, ok := rpc.Match(r, rpc.ProcWait); ok {
-		*res = proto.ProcResult{Handle: p.Handle}
+		*res = proto.ProcResult{Handle: p.Handle, Argv: h.argv[p.Handle]}
 	} else if p, res, ok := rpc.Match(r, rpc.ProcStop); ok {
-		*res = proto.ProcResult{Handle: p.Handle}
+		*res = proto.ProcResult{Handle: p.Handle, Argv: h.argv[p.Handle]}
+	} else if p, res, ok := rpc.Match(r, rpc.TCPServe); ok {
+		*res = proto.TCPServing{Port: p.Port}
+	} else if p, res, ok := rpc.Match(r, rpc.TCPSend); ok {
+		*res = proto.TCPResult{Bytes: p.Bytes, Gbps: 1}
+	} else if _, res, ok := rpc.Match(r, rpc.TCPWait); ok {
+		*res = proto.TCPResult{}
 	}
 	return nil
 }
 
 // TestPlanArgvIsRunArgv: the argv a plan shows for each trial of every
-// two-sided RDMA workload of the example labs is the argv its step runs,
+// two-sided workload (RDMA and tcp) of the example labs is the argv its step runs,
 // once the placeholders are filled with what the device-create steps
 // reported (GID index, path MTU, server address), on plain and emulated
 // hosts: both come from the family's one argv hook (kinds.Argver).
@@ -84,19 +92,21 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 				}
 				sh, ch := &argvHost{name: w.ServerHost.Name}, &argvHost{name: w.ClientHost.Name}
 				env := &steps.Env{Hosts: map[string]steps.Host{sh.name: sh, ch.name: ch}, Emulation: emu}
-				if ch.name == sh.name {
-					ch = sh
-				}
-				env.SetDevice(w.ServerDevice.Name, info(w.ServerDevice, 1, "10.9.0.1"))
-				if w.ClientDevice != w.ServerDevice {
-					env.SetDevice(w.ClientDevice.Name, info(w.ClientDevice, 3, "10.9.0.2"))
+				switch {
+				case w.ServerDevice != nil:
+					env.SetDevice(w.ServerDevice.Name, info(w.ServerDevice, 1, "10.9.0.1"))
+					if w.ClientDevice != w.ServerDevice {
+						env.SetDevice(w.ClientDevice.Name, info(w.ClientDevice, 3, "10.9.0.2"))
+					}
+				case wp.Dial != nil && wp.Dial.Device != nil: // tcp dials this rxe's netdev
+					env.SetDevice(wp.Dial.Device.Name, info(wp.Dial.Device, 1, "10.9.0.1"))
 				}
 				cgid := "3"
 				if w.ClientDevice == w.ServerDevice {
 					cgid = "1"
 				}
 				fill := strings.NewReplacer(string(kinds.ServerGID), "1", string(kinds.ClientGID), cgid, string(kinds.PathMTU), "1024", string(kinds.ServerAddr), "10.9.0.1")
-				st, err := steps.NewWorkload(stepWorkload(w, nil))
+				st, err := steps.NewWorkload(stepWorkload(w, wp.Dial))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,18 +117,9 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 				for i := range srv.Trials {
 					want = append(want, fill.Replace(strings.Join(srv.Trials[i].Argv, " ")), fill.Replace(strings.Join(cli.Trials[i].Argv, " ")))
 				}
-				all := sh.argv
-				if ch != sh {
-					all = nil
-					for i := range sh.argv {
-						all = append(all, sh.argv[i])
-						if i < len(ch.argv) {
-							all = append(all, ch.argv[i])
-						}
-					}
-				}
-				for _, a := range all {
-					got = append(got, strings.Join(a, " "))
+				// What the step ran, as the results record it.
+				for _, run := range st.(steps.Outcomer).Outcome().Runs {
+					got = append(got, strings.Join(run.Server.Argv, " "), strings.Join(run.Client.Argv, " "))
 				}
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("%s %s (emulated %v): plan argv vs run argv (-plan +run):\n%s", f, w.Name, emulated, d)
