@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -222,10 +223,13 @@ type RDMAEnd struct {
 
 // NewRDMAPair is the step of a two-sided RDMA tool between the workload's
 // two rxe devices: every run resolves the devices, its port, its result
-// metadata and its two processes' hosts and handles the same way; sides
-// sets what differs between the tools: each side's Argv, the server's
-// Ready, and anything else the tool needs (perftest's JSON report).
-func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Step {
+// metadata and its two processes' hosts and handles the same way, and
+// builds both sides' Argv through the family's argv hook (kinds.Argver),
+// the one engine/plan resolves the plan's argv with. sides sets what else
+// differs between the tools: the server's Ready, and anything the hook
+// needs that only the run knows beyond the ends (perftest's JSON report
+// file, in.JSONFile).
+func NewRDMAPair(w *Workload, argv kinds.Argver, sides func(env *Env, r *PairRun, e RDMAEnd, in *kinds.ArgvIn)) Step {
 	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerDevice, w.ClientDevice)}
 	s.build = func(env *Env, size int64, rep, n int) (*PairRun, error) {
 		srv, cli, mtu, err := rdmaEnds(env, w)
@@ -235,10 +239,24 @@ func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Step 
 		r := &PairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
 		r.Server = ProcSpec{Host: w.ServerHost, Handle: Handle(w, "server", size, rep), Role: "server"}
 		r.Client = ProcSpec{Host: w.ClientHost, Handle: Handle(w, "client", size, rep), Role: "client"}
-		sides(env, r, RDMAEnd{Server: srv, Client: cli, MTU: mtu, Port: PortFor(w, n), Size: size})
+		e := RDMAEnd{Server: srv, Client: cli, MTU: mtu, Port: PortFor(w, n), Size: size}
+		in := ArgvIn(w, kinds.Trial{Size: size, Repeat: rep, N: n}, e, EmulatedEnd(env, w) != "")
+		sides(env, r, e, &in)
+		r.Server.Argv, r.Client.Argv = argv.Argv(in)
 		return r, nil
 	}
 	return s
+}
+
+// ArgvIn is what the argv hook of workload w's family is given for trial
+// u: the values the device-create steps reported (e) where the plan has
+// placeholders.
+func ArgvIn(w *Workload, u kinds.Trial, e RDMAEnd, emulated bool) kinds.ArgvIn {
+	end := func(d *proto.DeviceInfo) kinds.End {
+		return kinds.End{Device: d.Name, GID: kinds.Value(strconv.Itoa(d.GIDIndex)), Port: d.Port, Transport: d.Transport}
+	}
+	return kinds.ArgvIn{W: &w.Workload, Trial: u, Port: e.Port, Server: end(e.Server), Client: end(e.Client),
+		MTU: kinds.Int(e.MTU), Addr: kinds.Value(e.Server.IPv4), Emulated: emulated}
 }
 
 // rdmaEnds returns the rxe info of both ends of an RDMA workload and the
@@ -287,19 +305,4 @@ func reportedSize(ss []results.Sample) int64 {
 		}
 	}
 	return size
-}
-
-// DeviceEnd is one side's RDMA device as a two-sided tool is told it
-// (perftest, pingpong).
-type DeviceEnd struct {
-	Device   string
-	GIDIndex int
-	// Port is the device port (-i) when not 1 (an rdma block's port).
-	Port int
-	// RDMACM: connect through the RDMA CM (the tool's RDMACMFlag, -R),
-	// as iWARP requires; added unless the lab's args already ask for it.
-	RDMACM bool
-	// QPTimeout, when not 0, is the RC QP timeout to give the tool (its
-	// descriptor's QPTimeout.Flag): an end is an emulated guest.
-	QPTimeout int
 }

@@ -310,13 +310,6 @@ func sizesOr(w *Workload) []int64 {
 	return w.Sizes
 }
 
-func repeats(w *Workload) int {
-	if w.Repeat < 1 {
-		return 1
-	}
-	return w.Repeat
-}
-
 // UndoTimeout bounds one clean-up call on a host (stopping a process): it
 // runs even after the workload's context ended, but a host that keeps its
 // session up and never answers must not hang the run.

@@ -13,35 +13,13 @@ import (
 // stops at the first failure, says at once when a trial timed out, and sets
 // the outcome's status. exec, tcp and the two-sided kinds each had a copy.
 
-// Trial is one run of a workload: one size × repeat.
-type Trial struct {
-	Size   int64 // 0: the tool's default size, or a kind without sizes
-	Repeat int
-	N      int // 0-based position over all trials, for ports and handles
-}
-
-// String names the trial for messages: "size 1MiB, repeat 2".
-func (u Trial) String() string {
-	if u.Size == 0 {
-		return fmt.Sprintf("repeat %d", u.Repeat+1)
-	}
-	return fmt.Sprintf("size %s, repeat %d", kinds.SizeText(u.Size), u.Repeat+1)
-}
+// Trial is one run of a workload's tool (kinds.Trial): one size × one
+// repeat.
+type Trial = kinds.Trial
 
 // Trials lists w's runs in order: each size (sizes nil: one unsized run) ×
 // each repeat.
-func Trials(w *Workload, sizes []int64) []Trial {
-	if len(sizes) == 0 {
-		sizes = []int64{0}
-	}
-	var us []Trial
-	for _, size := range sizes {
-		for rep := 0; rep < repeats(w); rep++ {
-			us = append(us, Trial{Size: size, Repeat: rep, N: len(us)})
-		}
-	}
-	return us
-}
+func Trials(w *Workload, sizes []int64) []Trial { return kinds.Trials(&w.Workload, sizes) }
 
 // RunTrials is the prologue every workload kind shares. out is reset and
 // filled with the start, end and status; run appends its records and

@@ -45,24 +45,6 @@ func EmulatedEnd(env *Env, w *Workload) string {
 	return ""
 }
 
-// QPTimeoutFor is the QP timeout tool t is given for workload w (0: the
-// tool's own) and why: QPTimeoutEmulated when an end is emulated and the
-// tool takes one. The lab's own args win: a workload that sets the flag
-// itself is left alone.
-func QPTimeoutFor(env *Env, w *Workload, t kinds.Tool) (int, string) {
-	if t.QPTimeout.Flag == "" {
-		return 0, ""
-	}
-	if t.QPTimeout.SetBy(w.Args) {
-		return 0, ""
-	}
-	why := EmulatedEnd(env, w)
-	if why == "" {
-		return 0, ""
-	}
-	return kinds.QPTimeoutEmulated, why
-}
-
 // retryExceeded finds an RC QP's transport retry counter exceeded
 // (IBV_WC_RETRY_EXC_ERR, 12) as the tools print it: perftest "Failed
 // status 12: wr_id 0 syndrom 0x81", ibv_rc_pingpong "Failed status

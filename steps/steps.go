@@ -229,22 +229,16 @@ type Workload struct {
 	Port int
 }
 
-// PortsPerWorkload is how many ports each workload's block holds.
-const PortsPerWorkload = 10
+// PortsPerWorkload is how many ports each workload's block holds, from
+// BasePort (kinds.PortFor).
+const (
+	PortsPerWorkload = kinds.PortsPerWorkload
+	BasePort         = kinds.BasePort
+)
 
-// BasePort is the first port a workload block starts at.
-const BasePort = 20000
-
-// PortFor returns the deterministic port of a workload's run number n: each
-// workload owns a block of PortsPerWorkload ports from BasePort, so workloads
-// running at the same time never share one and a capture filter can name it
-// (workload index i, first run: BasePort + PortsPerWorkload*i).
-func PortFor(w *Workload, n int) int {
-	if w.Port != 0 {
-		return w.Port + n%PortsPerWorkload
-	}
-	return BasePort + PortsPerWorkload*w.Index + n%PortsPerWorkload
-}
+// PortFor returns the deterministic port of a workload's run number n
+// (kinds.PortFor: the plan resolves the same).
+func PortFor(w *Workload, n int) int { return kinds.PortFor(w.Index, w.Port, n) }
 
 // Outcome is what one workload did.
 type Outcome struct {

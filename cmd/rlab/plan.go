@@ -8,7 +8,6 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
-	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/vm"
 	"github.com/spf13/cobra"
 )
@@ -77,7 +76,7 @@ before it makes anything, saying which memory or --only would.`,
 			if diags.HasErrors() {
 				return withCode(exitFail, nil)
 			}
-			p, err := plan.NewWith(l, plan.Options{Provision: prov, Only: only, Emulated: runengine.PredictEmulated(l)})
+			p, err := plan.NewWith(l, plan.Options{Provision: prov, Only: only, Emulated: predictEmulated(l)})
 			var se *plan.SelectionError
 			if errors.As(err, &se) {
 				return withCode(exitFail, fmt.Errorf("--only: %w", err))
@@ -118,4 +117,16 @@ before it makes anything, saying which memory or --only would.`,
 	onlyFlag(cmd.Flags(), &only, "plan only these workloads, instances or student keys (comma-separated), as rlab run --only")
 	allowEmptyFlag(cmd.Flags(), &allowEmpty)
 	return cmd
+}
+
+// predictEmulated names the lab's local VM hosts that will boot under TCG
+// here (vm.PredictEmulated): plan.Options.Emulated for rlab plan and run.
+func predictEmulated(l *lab.Lab) map[string]string {
+	var names []string
+	for _, h := range l.Hosts {
+		if h.VM != nil {
+			names = append(names, h.Name)
+		}
+	}
+	return vm.PredictEmulated(names)
 }

@@ -135,7 +135,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	// The run executes this plan: --only is read once, here, and the
 	// progress bar counts the plan's workloads.
 	po := runengine.PlanOptions(opts)
-	po.Emulated = runengine.PredictEmulated(l) // local VMs under TCG: plan.json says which QP timeouts are raised
+	po.Emulated = predictEmulated(l) // local VMs under TCG: plan.json says which QP timeouts are raised
 	if opts.Plan, err = plan.NewWith(l, po); err != nil {
 		var se *plan.SelectionError
 		if errors.As(err, &se) {

@@ -36,11 +36,19 @@
 //	             "port": 22, "jump": "", "vm": true, "jump_only": false,
 //	             "steps": ["server/connect", ...]}],
 //	  "steps": [{"id": "server/connect", "kind": "connect", "host": "server",
-//	             "subject": "", "description": "...", "depends_on": [], "level": 0}],
+//	             "subject": "", "description": "...", "depends_on": [], "level": 0,
+//	             "trials": [{"size": 65536, "repeat": 0, "port": 20000,
+//	                         "argv": ["ib_write_bw", "-d", "rxe_eth1", "-x", "{server.gid}", ...]}]}],
 //	  "waves": [{"wave": 1, "workloads": ["write_bw"]}, ...],
 //	  "groups": [{"name": "incast", "wave": 2, "workloads": ["a_in", "b_in"],
 //	              "shared_hosts": ["server"]}]   // only when the lab has groups
 //	}
+//
+// trials (argv.go) is on the server and client steps of a two-sided
+// workload (RDMA tools and tcp): each size × repeat with its port and the command that side
+// runs, built by the family's argv hook (kinds.Argver) that the run calls
+// too; {server.gid}, {client.gid}, {mtu} and {server.addr} are filled by
+// the run from what the device-create steps report.
 //
 // steps is in a topological order (every step after the steps it depends
 // on); level is the step's depth in the DAG (0 = no dependencies). A
@@ -98,6 +106,11 @@ type Step struct {
 	Capture  *lab.Capture  `json:"-"`
 	Workload *lab.Workload `json:"-"`
 	Impair   *lab.Impair   `json:"-"`
+
+	// Trials are, on the server or client step of a workload whose family
+	// has an argv hook (kinds.Argver), its trials resolved (argv.go): each
+	// size × repeat with its port and the command this side runs.
+	Trials []Trial `json:"trials,omitempty"`
 }
 
 // HostPlan is one host's steps in order.
@@ -583,6 +596,7 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 		cli.after(deviceStep[w.ClientDevice])
 	}
 	cli.after(srv.ID)
+	b.resolveTrials(w, srv, cli, dial)
 	onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
 	if w.ClientHost != w.ServerHost {
 		onHost[w.ClientHost] = append(onHost[w.ClientHost], cli.ID)
@@ -698,6 +712,11 @@ func (b *builder) redact() {
 	r := lab.Redactor(b.l.Sensitive)
 	for _, s := range b.p.Steps {
 		s.Description = r.Replace(s.Description)
+		for i := range s.Trials {
+			for j, a := range s.Trials[i].Argv {
+				s.Trials[i].Argv[j] = r.Replace(a)
+			}
+		}
 	}
 	for _, h := range b.p.Hosts {
 		h.Address, h.User, h.Jump = r.Replace(h.Address), r.Replace(h.User), r.Replace(h.Jump)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // What the run walks: each selected workload and each capture and
@@ -30,6 +31,10 @@ type WorkloadPlan struct {
 	// client, or its one host), each once: whose loss skips it, whose
 	// kernel log a hang keeps.
 	Hosts []*lab.Host
+	// ProbePort is a port of its block (kinds.PortFor) that none of its
+	// trials takes: where the run probes its data link while it runs; 0
+	// when its trials take the whole block (the probe then takes any).
+	ProbePort int
 }
 
 // WindowPlan is one selected capture (Capture set) or impairment (Impair
@@ -61,6 +66,9 @@ func (p *Plan) walk() error {
 	wps := map[*lab.Workload]*WorkloadPlan{}
 	for _, w := range p.Selected.Workloads {
 		wp := &WorkloadPlan{Workload: w}
+		if len(kinds.Trials(&w.Workload, w.Sizes)) < kinds.PortsPerWorkload {
+			wp.ProbePort = kinds.PortFor(w.Index, 0, kinds.PortsPerWorkload-1)
+		}
 		wps[w] = wp
 		p.Workloads = append(p.Workloads, wp)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // walkLab: a1 and b1 on hosts of their own, ab across both after them, a2
@@ -173,5 +174,50 @@ workload "ab" {
 	l.HostByName("a").Jump = "ops@10.0.0.8:99999"
 	if _, err := New(l); err == nil || !strings.Contains(err.Error(), `host "a"`) || !strings.Contains(err.Error(), "bad port") {
 		t.Errorf("a bad jump string: plan error %v, want it named at plan time", err)
+	}
+}
+
+// TestProbePortIsFree: the port a workload's data link is probed on is in
+// its own block and taken by none of its trials (ports that the plan's
+// trials show); a workload whose trials fill the block gets none (0).
+func TestProbePortIsFree(t *testing.T) {
+	files, _ := filepath.Glob("../../labs/*.hcl")
+	// walkLab's tcp workload repeated 10 times: its trials fill its block.
+	full := filepath.Join(t.TempDir(), "full.hcl")
+	if err := os.WriteFile(full, []byte(strings.Replace(walkLab, `bytes  = "1MiB"`, `bytes  = "1MiB"
+  repeat = 10`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, full)
+	seen := map[bool]int{}
+	for _, f := range files {
+		p, err := New(load(t, f, lab.LoadOptions{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, wp := range p.Workloads {
+			w := wp.Workload
+			full := len(kinds.Trials(&w.Workload, w.Sizes)) >= kinds.PortsPerWorkload
+			seen[full]++
+			if full != (wp.ProbePort == 0) {
+				t.Errorf("%s %s: probe port %d with %d trials", f, w.Name, wp.ProbePort, len(kinds.Trials(&w.Workload, w.Sizes)))
+			}
+			if wp.ProbePort == 0 {
+				continue
+			}
+			if first := kinds.PortFor(w.Index, 0, 0); wp.ProbePort < first || wp.ProbePort >= first+kinds.PortsPerWorkload {
+				t.Errorf("%s %s: probe port %d outside the block from %d", f, w.Name, wp.ProbePort, first)
+			}
+			for _, id := range wp.Steps {
+				for _, tr := range p.Step(id).Trials {
+					if tr.Port == wp.ProbePort {
+						t.Errorf("%s %s: probe port %d is the port of trial %+v", f, w.Name, wp.ProbePort, tr)
+					}
+				}
+			}
+		}
+	}
+	if seen[false] == 0 || seen[true] == 0 {
+		t.Errorf("the example labs should have workloads with and without a free port: %v", seen)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/steps"
 )
 
 // The data link check. A workload between two hosts depends on the link
@@ -80,13 +79,9 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 	if w.ServerHost == "" || w.ClientHost == "" || w.ServerHost == w.ClientHost {
 		return dataLink{}, false
 	}
-	l := dataLink{server: w.ServerHost, client: w.ClientHost}
-	if units := max(len(w.Sizes), 1) * max(w.Repeat, 1); units < steps.PortsPerWorkload {
-		// The last port of the workload's block, which none of its runs
-		// takes: open where the workload's ports are. A workload using the
-		// whole block leaves the probe an ephemeral port (0).
-		l.port = steps.PortFor(w, steps.PortsPerWorkload-1)
-	}
+	// A port of the workload's block none of its trials takes (the
+	// plan's): open where the workload's ports are; 0, an ephemeral one.
+	l := dataLink{server: w.ServerHost, client: w.ClientHost, port: n.probePort}
 	if x := cmp.Or(w.ServerDevice, w.DialDevice); x != "" { // a tcp workload's DialDevice: the link it dials
 		info, err := r.env.RXE(x)
 		if err != nil || info.IPv4 == "" {

@@ -39,7 +39,7 @@ func (r *runner) build() error {
 		if err != nil {
 			return err
 		}
-		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, step: st, ids: wp.Steps, hosts: wp.Hosts, done: make(chan struct{})})
+		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, step: st, ids: wp.Steps, hosts: wp.Hosts, probePort: wp.ProbePort, done: make(chan struct{})})
 	}
 	for _, wp := range r.plan.Captures {
 		c := wp.Capture

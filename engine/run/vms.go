@@ -132,32 +132,6 @@ func (v *vmSet) State() ([]byte, error) { return json.Marshal(v.s.State()) }
 
 func (v *vmSet) Shutdown(ctx context.Context) error { return v.s.Shutdown(ctx) }
 
-// PredictEmulated names the lab's local VM hosts that will boot under TCG
-// here, as far as can be told without booting (vm.PredictAccel), with
-// why: plan.Options.Emulated, so that `rlab plan` and plan.json say which
-// workloads get a raised QP timeout. The run itself goes by the
-// accelerator its VMs were booted with, and the facts of SSH hosts.
-func PredictEmulated(l *lab.Lab) map[string]string {
-	var out map[string]string
-	accel, why := "", ""
-	for _, h := range l.Hosts {
-		if h.VM == nil {
-			continue
-		}
-		if accel == "" {
-			accel, why = vm.PredictAccel()
-		}
-		if accel != vm.AccelTCG {
-			return nil
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[h.Name] = fmt.Sprintf("host %s is a local VM that will run under TCG (%s)", h.Name, why)
-	}
-	return out
-}
-
 // StopVMs stops the VMs a state.json records (for Down).
 func StopVMs(ctx context.Context, state []byte) error {
 	var st vm.State

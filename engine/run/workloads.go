@@ -16,15 +16,16 @@ import (
 
 // workloadNode is one workload in the run's dependency graph.
 type workloadNode struct {
-	lab      *lab.Workload
-	spec     *steps.Workload
-	step     steps.Step
-	ids      []string         // its plan steps
-	hosts    []*lab.Host      // the hosts of its plan steps (WorkloadPlan.Hosts)
-	deps     []*workloadNode  // the workloads its plan steps depend on
-	captures []*captureWindow // scoped captures that cover it
-	impairs  []*impairWindow  // scoped impairments that cover it (impair.go)
-	done     chan struct{}
+	lab       *lab.Workload
+	spec      *steps.Workload
+	step      steps.Step
+	ids       []string         // its plan steps
+	hosts     []*lab.Host      // the hosts of its plan steps (WorkloadPlan.Hosts)
+	probePort int              // where its data link is probed (WorkloadPlan.ProbePort)
+	deps      []*workloadNode  // the workloads its plan steps depend on
+	captures  []*captureWindow // scoped captures that cover it
+	impairs   []*impairWindow  // scoped impairments that cover it (impair.go)
+	done      chan struct{}
 
 	mu      sync.Mutex
 	skipped string // why it did not run

@@ -116,6 +116,27 @@ func PredictAccel() (accel, why string) {
 	return AccelKVM, "/dev/kvm usable"
 }
 
+// PredictEmulated names, of the local VM hosts given, those that will
+// boot under TCG here, as far as can be told without booting
+// (PredictAccel), with why: plan.Options.Emulated, so that `rlab plan`
+// and plan.json say which workloads get a raised QP timeout. The run
+// itself goes by the accelerator its VMs were booted with, and the facts
+// of SSH hosts. Nil when there are no VM hosts or they will run under KVM.
+func PredictEmulated(vmHosts []string) map[string]string {
+	if len(vmHosts) == 0 {
+		return nil
+	}
+	accel, why := PredictAccel()
+	if accel != AccelTCG {
+		return nil
+	}
+	out := map[string]string{}
+	for _, h := range vmHosts {
+		out[h] = fmt.Sprintf("host %s is a local VM that will run under TCG (%s)", h, why)
+	}
+	return out
+}
+
 // chooseAccel resolves "" (auto) and checks an explicit "kvm" by booting
 // the kernel briefly under KVM.
 func chooseAccel(ctx context.Context, want, qemu, kernel string) (accel, note string, err error) {

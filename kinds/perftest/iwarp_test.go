@@ -25,20 +25,20 @@ func TestPerftestOverIWARP(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		end    steps.DeviceEnd
+		end    kinds.End
 		wantR  int
 		wantI  bool
 		ready  proto.Ready
 		cmSide bool
 	}{
-		{"rxe", nil, steps.DeviceEnd{Device: "rxe_eth1", GIDIndex: 1, Port: 1}, 0, false, proto.Ready{TCPListen: 20010}, false},
-		{"siw", nil, steps.DeviceEnd{Device: "siw_eth1", Port: 1, RDMACM: true}, 1, false, proto.Ready{RDMACMListen: 20010}, true},
-		{"siw, -R in args", []string{"-R"}, steps.DeviceEnd{Device: "siw_eth1", Port: 1, RDMACM: true}, 1, false, proto.Ready{RDMACMListen: 20010}, true},
-		{"hardware port 2", nil, steps.DeviceEnd{Device: "mlx5_0", GIDIndex: 3, Port: 2}, 0, true, proto.Ready{TCPListen: 20010}, false},
+		{"rxe", nil, kinds.End{Device: "rxe_eth1", GID: "1", Port: 1}, 0, false, proto.Ready{TCPListen: 20010}, false},
+		{"siw", nil, kinds.End{Device: "siw_eth1", GID: "0", Port: 1, Transport: "iWARP"}, 1, false, proto.Ready{RDMACMListen: 20010}, true},
+		{"siw, -R in args", []string{"-R"}, kinds.End{Device: "siw_eth1", GID: "0", Port: 1, Transport: "iWARP"}, 1, false, proto.Ready{RDMACMListen: 20010}, true},
+		{"hardware port 2", nil, kinds.End{Device: "mlx5_0", GID: "3", Port: 2}, 0, true, proto.Ready{TCPListen: 20010}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Args: tc.args, Iterations: 10}}}
-			argv := Argv(w, tc.end, 1024, 20010, 65536, "10.0.0.1", "")
+			_, argv := Kind{}.Argv(kinds.ArgvIn{W: &w.Workload, Trial: kinds.Trial{Size: 65536}, Port: 20010, Server: tc.end, Client: tc.end, MTU: "1024", Addr: "10.0.0.1"})
 			if got := count(argv, "-R"); got != tc.wantR {
 				t.Errorf("%q: %d -R, want %d", argv, got, tc.wantR)
 			}

@@ -16,13 +16,11 @@ import (
 
 func newStep(w *steps.Workload) (steps.Step, error) {
 	var once sync.Once // the raised QP timeout is said once per workload
-	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
-		// iWARP connects QPs only through the RDMA CM: perftest's -R
-		// (the descriptor's RDMACMFlag) when either end is iWARP.
-		cm := e.Server.Transport == "iWARP" || e.Client.Transport == "iWARP"
-		r.Server.Ready = perftestReady(w, e.Port, cm)
+	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd, in *kinds.ArgvIn) {
+		r.Server.Ready = perftestReady(w, e.Port, rdmaCM(*in))
 		// An emulated end: -u raises the RC QP timeout on both sides
-		// (kinds/qptimeout.go), unless the transport has no ACKs.
+		// (kinds/qptimeout.go), unless the transport has no ACKs; the
+		// hook (Argv) adds it, this says so once.
 		t, _ := kinds.Lookup(w.Tool)
 		qpt, why := qpTimeout(env, w)
 		r.QPTimeout, r.Emulated = qpt, steps.EmulatedEnd(env, w)
@@ -38,27 +36,50 @@ func newStep(w *steps.Workload) (steps.Step, error) {
 			if cf.WorkDir != "" {
 				r.JSONFile = path.Join(cf.WorkDir, r.JSONRel)
 			}
+			in.JSONFile = r.JSONFile
 		}
-		r.Server.Argv = Argv(w, steps.DeviceEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex, Port: e.Server.Port, RDMACM: cm, QPTimeout: qpt}, e.MTU, e.Port, e.Size, "", "")
-		r.Client.Argv = Argv(w, steps.DeviceEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex, Port: e.Client.Port, RDMACM: cm, QPTimeout: qpt}, e.MTU, e.Port, e.Size, e.Server.IPv4, r.JSONFile)
 	}), nil
+}
+
+// Argv is perftest's argv hook (kinds.Argver): both sides' commands for
+// one trial, from what the plan resolves or the run found.
+func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
+	cm, qpt := rdmaCM(in), qptFor(in.W, in.Emulated)
+	return side(in, in.Server, cm, qpt, "", ""), side(in, in.Client, cm, qpt, in.Addr, in.JSONFile)
+}
+
+// rdmaCM: iWARP connects QPs only through the RDMA CM, so perftest gets
+// its -R (the descriptor's RDMACMFlag) when either end is iWARP.
+func rdmaCM(in kinds.ArgvIn) bool {
+	return in.Server.Transport == "iWARP" || in.Client.Transport == "iWARP"
 }
 
 // qpTimeout is the QP timeout workload w's perftest is given (0: its
 // own) and why: raised when an end is an emulated guest and the
 // transport is RC.
 func qpTimeout(env *steps.Env, w *steps.Workload) (int, string) {
-	t, _ := kinds.Lookup(w.Tool)
-	if !rc(w, t) {
-		return 0, ""
+	why := steps.EmulatedEnd(env, w)
+	if q := qptFor(&w.Workload, why != ""); q > 0 {
+		return q, why
 	}
-	return steps.QPTimeoutFor(env, w, t)
+	return 0, ""
+}
+
+// qptFor is the QP timeout a perftest of w is given when an end is
+// emulated or not: raised over RC (the one transport with ACKs), unless
+// the lab's args set it.
+func qptFor(w *kinds.Workload, emulated bool) int {
+	t, _ := kinds.Lookup(w.Tool)
+	if !emulated || !rc(w, t) || t.QPTimeout.Flag == "" || t.QPTimeout.SetBy(w.Args) {
+		return 0
+	}
+	return kinds.QPTimeoutEmulated
 }
 
 // rc reports whether workload w runs tool t over RC, the one transport
 // with ACKs (the lab's transport, else the tool's default; a -c in the
 // lab's args wins, as perftest reads the last).
-func rc(w *steps.Workload, t kinds.Tool) bool {
+func rc(w *kinds.Workload, t kinds.Tool) bool {
 	tr := w.Transport
 	if tr == "" && len(t.Transports) > 0 {
 		tr = t.Transports[0]
@@ -76,29 +97,30 @@ func rc(w *steps.Workload, t kinds.Tool) bool {
 	return tr == "RC"
 }
 
-// Argv builds one side's perftest command. serverAddr is "" for the
+// side builds one side's perftest command. serverAddr is "" for the
 // server side; jsonFile, when set, adds --out_json (perftest ≥ 4.5-0.20).
-func Argv(w *steps.Workload, end steps.DeviceEnd, mtu, port int, size int64, serverAddr, jsonFile string) []string {
+func side(in kinds.ArgvIn, end kinds.End, cm bool, qpt int, serverAddr kinds.Value, jsonFile string) []string {
+	w := in.W
 	argv := []string{w.Tool,
 		"-d", end.Device,
-		"-x", strconv.Itoa(end.GIDIndex),
-		"-p", strconv.Itoa(port),
+		"-x", string(end.GID),
+		"-p", strconv.Itoa(in.Port),
 	}
 	if end.Port > 1 {
 		argv = append(argv, "-i", strconv.Itoa(end.Port))
 	}
-	if mtu > 0 {
-		argv = append(argv, "-m", strconv.Itoa(mtu))
+	if in.MTU != "" {
+		argv = append(argv, "-m", string(in.MTU))
 	}
 	t, _ := kinds.Lookup(w.Tool)
-	if end.RDMACM && t.RDMACMFlag != "" && !argsAskCM(w.Args) {
+	if cm && t.RDMACMFlag != "" && !argsAskCM(w.Args) {
 		argv = append(argv, t.RDMACMFlag)
 	}
 	if t.Family == BW {
 		argv = append(argv, "--report_gbits")
 	}
 	// Atomic tests have a fixed 8-byte message; perftest rejects -s there.
-	if size > 0 && t.FixedSize == 0 {
+	if size := in.Trial.Size; size > 0 && t.FixedSize == 0 {
 		argv = append(argv, "-s", strconv.FormatInt(size, 10))
 	}
 	if w.Duration > 0 {
@@ -112,15 +134,15 @@ func Argv(w *steps.Workload, end steps.DeviceEnd, mtu, port int, size int64, ser
 	if w.Transport != "" {
 		argv = append(argv, "-c", w.Transport)
 	}
-	if end.QPTimeout > 0 && t.QPTimeout.Flag != "" {
-		argv = append(argv, t.QPTimeout.Flag, strconv.Itoa(end.QPTimeout))
+	if qpt > 0 && t.QPTimeout.Flag != "" {
+		argv = append(argv, t.QPTimeout.Flag, strconv.Itoa(qpt))
 	}
 	argv = append(argv, w.Args...)
 	if jsonFile != "" {
 		argv = append(argv, "--out_json", "--out_json_file="+jsonFile)
 	}
 	if serverAddr != "" {
-		argv = append(argv, serverAddr)
+		argv = append(argv, string(serverAddr))
 	}
 	return argv
 }

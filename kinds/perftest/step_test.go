@@ -46,14 +46,14 @@ func golden(t *testing.T, name, got string) {
 // tool: device, GID index, MTU, port, sizes, iterations and the server
 // address.
 func TestArgvGolden(t *testing.T) {
-	srv := steps.DeviceEnd{Device: "rxe_eth1", GIDIndex: 1}
-	cli := steps.DeviceEnd{Device: "rxe0", GIDIndex: 3}
+	srv := kinds.End{Device: "rxe_eth1", GID: "1"}
+	cli := kinds.End{Device: "rxe0", GID: "3"}
 	cases := []struct {
 		name string
 		w    steps.Workload
 		size int64
 		json string
-		qpt  int // an end is emulated: the QP timeout given
+		emu  bool // an end is emulated: the QP timeout is raised
 	}{
 		{name: "write_bw", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Iterations: 5000}}}, size: 65536},
 		{name: "write_bw_json", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Iterations: 1000}}}, size: 4096, json: "/home/u/.cache/rlab/runs/x/wl.bw.client.s4096.r0.json"},
@@ -61,16 +61,16 @@ func TestArgvGolden(t *testing.T) {
 		{name: "send_lat_uc_args", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_send_lat", Options: kinds.Options{Iterations: 300, Transport: "UC", Args: []string{"-F"}}}}, size: 2},
 		{name: "atomic_bw", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_atomic_bw", Options: kinds.Options{Iterations: 100}}}, size: 8},
 		{name: "write_lat_default_size", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_lat"}}},
-		{name: "write_bw_emulated", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Iterations: 5000, Args: []string{"-F"}}}}, size: 65536, qpt: kinds.QPTimeoutEmulated},
-		{name: "read_lat_emulated", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_read_lat"}}, qpt: kinds.QPTimeoutEmulated},
+		{name: "write_bw_emulated", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_write_bw", Options: kinds.Options{Iterations: 5000, Args: []string{"-F"}}}}, size: 65536, emu: true},
+		{name: "read_lat_emulated", w: steps.Workload{Workload: kinds.Workload{Tool: "ib_read_lat"}}, emu: true},
 	}
 	var b strings.Builder
 	for _, c := range cases {
-		s, cl := srv, cli
-		s.QPTimeout, cl.QPTimeout = c.qpt, c.qpt
+		s, cl := Kind{}.Argv(kinds.ArgvIn{W: &c.w.Workload, Trial: kinds.Trial{Size: c.size}, Port: 20010, Server: srv, Client: cli,
+			MTU: "1024", Addr: "10.99.0.1", Emulated: c.emu, JSONFile: c.json})
 		fmt.Fprintf(&b, "# %s\n", c.name)
-		fmt.Fprintf(&b, "server: %q\n", Argv(&c.w, s, 1024, 20010, c.size, "", ""))
-		fmt.Fprintf(&b, "client: %q\n", Argv(&c.w, cl, 1024, 20010, c.size, "10.99.0.1", c.json))
+		fmt.Fprintf(&b, "server: %q\n", s)
+		fmt.Fprintf(&b, "client: %q\n", cl)
 	}
 	golden(t, "argv.golden", b.String())
 }
@@ -132,7 +132,9 @@ func TestQPTimeoutRaised(t *testing.T) {
 			if got != tt.want || !strings.Contains(why, tt.whyHas) {
 				t.Errorf("qpTimeout = %d, %q; want %d and a reason with %q", got, why, tt.want, tt.whyHas)
 			}
-			argv := strings.Join(Argv(tt.w, steps.DeviceEnd{Device: "rxe0", QPTimeout: got}, 0, 20000, 0, "10.0.0.1", ""), " ")
+			_, cli := Kind{}.Argv(kinds.ArgvIn{W: &tt.w.Workload, Port: 20000, Server: kinds.End{Device: "rxe0"}, Client: kinds.End{Device: "rxe0"},
+				Addr: "10.0.0.1", Emulated: steps.EmulatedEnd(env, tt.w) != ""})
+			argv := strings.Join(cli, " ")
 			if has := strings.Contains(argv, " -u 18"); has != (tt.wantArg != "") {
 				t.Errorf("argv %q: -u 18 present %v, want %v", argv, has, tt.wantArg != "")
 			}

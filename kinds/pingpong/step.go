@@ -11,29 +11,34 @@ import (
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.
 
 func newStep(w *steps.Workload) (steps.Step, error) {
-	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
+	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd, _ *kinds.ArgvIn) {
 		// No option raises its QP timeout (kinds/qptimeout.go): a failure
 		// with retries exhausted on an emulated end says so.
 		r.Emulated = steps.EmulatedEnd(env, w)
 		r.Server.Ready = &proto.Ready{TCPListen: e.Port}
-		r.Server.Argv = Argv(w, steps.DeviceEnd{Device: e.Server.Name, GIDIndex: e.Server.GIDIndex}, e.MTU, e.Port, e.Size, "")
-		r.Client.Argv = Argv(w, steps.DeviceEnd{Device: e.Client.Name, GIDIndex: e.Client.GIDIndex}, e.MTU, e.Port, e.Size, e.Server.IPv4)
 	}), nil
 }
 
-// Argv builds one side's ibv_*_pingpong command; serverAddr is ""
-// for the server side.
-func Argv(w *steps.Workload, end steps.DeviceEnd, mtu, port int, size int64, serverAddr string) []string {
+// Argv is the pingpong argv hook (kinds.Argver): both sides' commands
+// for one trial.
+func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
+	return side(in, in.Server, ""), side(in, in.Client, in.Addr)
+}
+
+// side builds one side's ibv_*_pingpong command; serverAddr is "" for
+// the server side.
+func side(in kinds.ArgvIn, end kinds.End, serverAddr kinds.Value) []string {
+	w := in.W
 	argv := []string{w.Tool,
 		"-d", end.Device,
-		"-g", strconv.Itoa(end.GIDIndex),
-		"-p", strconv.Itoa(port),
+		"-g", string(end.GID),
+		"-p", strconv.Itoa(in.Port),
 	}
 	// The UD pingpong has no -m: its messages must fit the path MTU instead.
-	if t, _ := kinds.Lookup(w.Tool); mtu > 0 && t.FixedTransport != "UD" {
-		argv = append(argv, "-m", strconv.Itoa(mtu))
+	if t, _ := kinds.Lookup(w.Tool); in.MTU != "" && t.FixedTransport != "UD" {
+		argv = append(argv, "-m", string(in.MTU))
 	}
-	if size > 0 {
+	if size := in.Trial.Size; size > 0 {
 		argv = append(argv, "-s", strconv.FormatInt(size, 10))
 	}
 	if w.Iterations > 0 {
@@ -41,7 +46,7 @@ func Argv(w *steps.Workload, end steps.DeviceEnd, mtu, port int, size int64, ser
 	}
 	argv = append(argv, w.Args...)
 	if serverAddr != "" {
-		argv = append(argv, serverAddr)
+		argv = append(argv, string(serverAddr))
 	}
 	return argv
 }

@@ -44,14 +44,15 @@ func golden(t *testing.T, name, got string) {
 // tools: device, GID index, MTU (none for UD), port, size, iterations and
 // the server address.
 func TestArgvGolden(t *testing.T) {
-	srv := steps.DeviceEnd{Device: "rxe_eth1", GIDIndex: 1}
-	cli := steps.DeviceEnd{Device: "rxe0", GIDIndex: 3}
+	srv := kinds.End{Device: "rxe_eth1", GID: "1"}
+	cli := kinds.End{Device: "rxe0", GID: "3"}
 	var b strings.Builder
 	for _, tool := range []string{"ibv_rc_pingpong", "ibv_ud_pingpong"} {
 		w := steps.Workload{Workload: kinds.Workload{Tool: tool, Options: kinds.Options{Iterations: 300}}}
 		fmt.Fprintf(&b, "# %s\n", tool)
-		fmt.Fprintf(&b, "server: %q\n", Argv(&w, srv, 4096, 20020, 4096, ""))
-		fmt.Fprintf(&b, "client: %q\n", Argv(&w, cli, 4096, 20020, 4096, "10.99.0.1"))
+		s, c := Kind{}.Argv(kinds.ArgvIn{W: &w.Workload, Trial: kinds.Trial{Size: 4096}, Port: 20020, Server: srv, Client: cli, MTU: "4096", Addr: "10.99.0.1"})
+		fmt.Fprintf(&b, "server: %q\n", s)
+		fmt.Fprintf(&b, "client: %q\n", c)
 	}
 	golden(t, "argv.golden", b.String())
 }

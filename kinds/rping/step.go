@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -17,29 +18,32 @@ import (
 const rpingDefaultCount = 10
 
 func newStep(w *steps.Workload) (steps.Step, error) {
-	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
+	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd, _ *kinds.ArgvIn) {
 		// No option raises its QP timeout (kinds/qptimeout.go): a failure
 		// with retries exhausted on an emulated end says so.
 		r.Emulated = steps.EmulatedEnd(env, w)
 		r.Server.Ready = &proto.Ready{RDMACMListen: e.Port}
-		r.Server.Argv = Argv(w, "-s", e.Server.IPv4, e.Port, e.Size)
-		r.Client.Argv = Argv(w, "-c", e.Server.IPv4, e.Port, e.Size)
-		r.Client.Harmless = func(res *proto.ProcResult) string { return teardownRace(res, count(w)) }
+		r.Client.Harmless = func(res *proto.ProcResult) string { return teardownRace(res, count(&w.Workload)) }
 	}), nil
 }
 
-// Argv builds one side's rping command: mode is "-s" (server) or "-c"
-// (client); both name the server's address.
-func Argv(w *steps.Workload, mode, serverAddr string, port int, size int64) []string {
-	argv := []string{w.Tool, mode, "-a", serverAddr, "-p", strconv.Itoa(port), "-C", strconv.FormatInt(count(w), 10), "-v"}
-	if size > 0 {
+// Argv is rping's argv hook (kinds.Argver): both sides name the
+// server's address, the server with -s, the client with -c.
+func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
+	return side(in, "-s"), side(in, "-c")
+}
+
+func side(in kinds.ArgvIn, mode string) []string {
+	w := in.W
+	argv := []string{w.Tool, mode, "-a", string(in.Addr), "-p", strconv.Itoa(in.Port), "-C", strconv.FormatInt(count(w), 10), "-v"}
+	if size := in.Trial.Size; size > 0 {
 		argv = append(argv, "-S", strconv.FormatInt(size, 10))
 	}
 	return append(argv, w.Args...)
 }
 
 // count is the ping-pongs a workload asks for (-C).
-func count(w *steps.Workload) int64 {
+func count(w *kinds.Workload) int64 {
 	if w.Iterations > 0 {
 		return w.Iterations
 	}

@@ -45,8 +45,13 @@ func TestArgvGolden(t *testing.T) {
 	var b strings.Builder
 	for _, w := range []steps.Workload{{Workload: kinds.Workload{Tool: "rping"}}, {Workload: kinds.Workload{Tool: "rping", Options: kinds.Options{Iterations: 5, Args: []string{"-V"}}}}} {
 		fmt.Fprintf(&b, "# rping iterations=%d\n", w.Iterations)
-		fmt.Fprintf(&b, "server: %q\n", Argv(&w, "-s", "10.99.0.1", 20030, 64))
-		fmt.Fprintf(&b, "client: %q\n", Argv(&w, "-c", "10.99.0.1", 20030, 0))
+		in := kinds.ArgvIn{W: &w.Workload, Port: 20030, Addr: "10.99.0.1"}
+		in.Trial.Size = 64
+		srv, _ := Kind{}.Argv(in)
+		in.Trial.Size = 0
+		_, cli := Kind{}.Argv(in)
+		fmt.Fprintf(&b, "server: %q\n", srv)
+		fmt.Fprintf(&b, "client: %q\n", cli)
 	}
 	golden(t, "argv.golden", b.String())
 }

@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -75,16 +76,30 @@ func (s *tcpWorkload) amount() string {
 func (s *tcpWorkload) Outcome() *steps.Outcome { return &s.out }
 
 // bytes is what a run without a duration sends.
-func (s *tcpWorkload) bytes() int64 {
-	if s.w.Bytes > 0 {
-		return s.w.Bytes
+func (s *tcpWorkload) bytes() int64 { return bytesOf(&s.w.Workload) }
+
+func bytesOf(w *kinds.Workload) int64 {
+	if w.Bytes > 0 {
+		return w.Bytes
 	}
 	return defaultTCPBytes
 }
 
+// Argv is tcp's argv hook (kinds.Argver): what the agent's tcp.serve and
+// tcp.send are asked, written as commands (the agent runs no program):
+// the server's port, and the address, port and amount the client sends.
+func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
+	port := strconv.Itoa(in.Port)
+	amount := strconv.FormatInt(bytesOf(in.W), 10)
+	if in.W.Duration > 0 {
+		amount = "for " + in.W.Duration.String()
+	}
+	return []string{"tcp.serve", port}, []string{"tcp.send", string(in.Addr), port, amount}
+}
+
 func (s *tcpWorkload) Apply(ctx context.Context, env *steps.Env) error {
 	err := steps.RunTrials(ctx, env, &s.out, s.w, steps.Trials(s.w, nil), func(ctx context.Context, u steps.Trial) error {
-		return s.run(ctx, env, u.Repeat)
+		return s.run(ctx, env, u)
 	})
 	if s.retransRead {
 		// A counter of the whole workload, as the kernel's counters read
@@ -98,8 +113,8 @@ func (s *tcpWorkload) Apply(ctx context.Context, env *steps.Env) error {
 	return err
 }
 
-func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
-	w := s.w
+func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u steps.Trial) error {
+	w, rep := s.w, u.Repeat
 	srv, err := env.Host(w.ServerHost)
 	if err != nil {
 		return err
@@ -112,7 +127,7 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	if err != nil {
 		return err
 	}
-	port := steps.PortFor(w, rep)
+	port := steps.PortFor(w, u.N)
 	sh, ch := steps.Handle(w, "server", 0, rep), steps.Handle(w, "client", 0, rep)
 	if err := env.Note(steps.Effect{Host: w.ServerHost, Type: "tcp", ID: sh, Pending: true}); err != nil {
 		return err
@@ -124,11 +139,12 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	}
 	start := time.Now()
 	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: steps.Millis(steps.Remaining(ctx))}
-	argv := []string{"tcp.send", addr, fmt.Sprint(serving.Port), fmt.Sprint(s.bytes())}
+	// What the two sides run, as the plan shows it (the hook, Argv), with
+	// the port the server bound.
+	sargv, argv := Kind{}.Argv(kinds.ArgvIn{W: &w.Workload, Trial: u, Port: serving.Port, Addr: kinds.Value(addr)})
 	size := s.bytes()
 	if w.Duration > 0 {
 		params.Bytes, params.DurationMs = 0, w.Duration.Milliseconds()
-		argv[3] = "for " + w.Duration.String()
 		size = 0 // the amount is whatever the duration carried: not a size to group by
 	}
 	sent, err := rpc.Invoke(ctx, cli, rpc.TCPSend, params)
@@ -143,7 +159,7 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	_ = env.Note(steps.Effect{Host: w.ServerHost, Type: "tcp", ID: sh, Undone: true})
 	secs := time.Since(start).Seconds()
 	s.out.Runs = append(s.out.Runs, steps.RunRecord{Repeat: rep,
-		Server: &steps.ProcRef{Host: w.ServerHost, Handle: sh, Argv: []string{"tcp.serve", fmt.Sprint(serving.Port)}, Seconds: got.Seconds},
+		Server: &steps.ProcRef{Host: w.ServerHost, Handle: sh, Argv: sargv, Seconds: got.Seconds},
 		Client: &steps.ProcRef{Host: w.ClientHost, Handle: ch, Argv: argv, Seconds: sent.Seconds},
 	})
 	if sent.TotalRetrans != nil {

@@ -1,0 +1,145 @@
+package kinds
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// A two-sided tool's command lines are written once, by its family's argv
+// hook (Argver), and read twice: engine/plan resolves every trial of a
+// workload into the argv its steps will run, and the family's step
+// (steps.NewRDMAPair) builds the argv it runs through the same hook. What
+// only the run can know (a device's GID index, the pair's path MTU, the
+// server's data address: the device-create steps report them) the plan
+// shows as a named placeholder ({server.gid}); the run fills the real value
+// in the same place.
+
+// Value is one value of a command line: a resolved value ("3"), a
+// placeholder the run fills ("{mtu}"), or "" when there is none (the
+// option is left out).
+type Value string
+
+// The placeholders of what device-create steps report at run time.
+const (
+	ServerGID  Value = "{server.gid}"  // the server device's GID index
+	ClientGID  Value = "{client.gid}"  // the client device's GID index
+	PathMTU    Value = "{mtu}"         // the smaller active MTU of the two devices
+	ServerAddr Value = "{server.addr}" // the IPv4 address of the server device's netdev (tcp: of the rxe it dials)
+)
+
+// Placeholder reports whether v is a placeholder the run fills.
+func (v Value) Placeholder() bool {
+	return strings.HasPrefix(string(v), "{") && strings.HasSuffix(string(v), "}")
+}
+
+// Int is n as a Value: "" for 0, which leaves the option out.
+func Int(n int) Value {
+	if n == 0 {
+		return ""
+	}
+	return Value(strconv.Itoa(n))
+}
+
+// Trial is one run of a workload's tool: one message size × one repeat,
+// the unit a step runs and the plan resolves.
+type Trial struct {
+	Size   int64 // 0: the tool's default size, or a kind without sizes
+	Repeat int
+	N      int // 0-based position over all trials, for ports and handles
+}
+
+// String names the trial for messages: "size 1MiB, repeat 2".
+func (u Trial) String() string {
+	if u.Size == 0 {
+		return fmt.Sprintf("repeat %d", u.Repeat+1)
+	}
+	return fmt.Sprintf("size %s, repeat %d", SizeText(u.Size), u.Repeat+1)
+}
+
+// Trials lists w's trials in order: each size (sizes nil: one unsized
+// run) × each repeat.
+func Trials(w *Workload, sizes []int64) []Trial {
+	if len(sizes) == 0 {
+		sizes = []int64{0}
+	}
+	reps := max(w.Repeat, 1)
+	var us []Trial
+	for _, size := range sizes {
+		for rep := 0; rep < reps; rep++ {
+			us = append(us, Trial{Size: size, Repeat: rep, N: len(us)})
+		}
+	}
+	return us
+}
+
+// Ports: each workload owns a block of PortsPerWorkload ports from
+// BasePort, so workloads running at the same time never share one and a
+// capture filter can name it.
+const (
+	PortsPerWorkload = 10
+	BasePort         = 20000
+)
+
+// PortFor is the deterministic port of trial n of a workload at file
+// position index whose ports start at first (0: its block from BasePort).
+func PortFor(index, first, n int) int {
+	if first != 0 {
+		return first + n%PortsPerWorkload
+	}
+	return BasePort + PortsPerWorkload*index + n%PortsPerWorkload
+}
+
+// End is one side of a two-sided RDMA tool as its command names it.
+type End struct {
+	Device string // the device's name on its host (ibdev)
+	GID    Value  // its GID index
+	// Port is the device port (-i), told only when not 1 (an rdma block's
+	// port).
+	Port int
+	// Transport is the device's, when known ("iWARP" connects QPs only
+	// through the RDMA CM, which the family's hook then asks for).
+	Transport string
+}
+
+// ArgvIn is everything a family's command lines depend on for one trial.
+type ArgvIn struct {
+	W     *Workload
+	Trial Trial
+	Port  int // the trial's port (PortFor)
+	// Server and Client are the two RDMA ends (RDMA tools).
+	Server, Client End
+	MTU            Value // the pair's path MTU ("": the tool's own)
+	Addr           Value // the server's data address, which the client dials
+	// Emulated: an end is an emulated (TCG) guest, so a tool that can
+	// raises its RC QP timeout (kinds/qptimeout.go).
+	Emulated bool
+	// JSONFile, when set, is the file perftest writes its JSON report to
+	// (--out_json): the run sets it when the client host's perftest has
+	// the option (its facts), which the plan cannot know.
+	JSONFile string
+}
+
+// Argver is a family's argv hook: the command lines of the server and
+// the client for one trial. It is pure (no host, no facts): engine/plan
+// calls it with placeholders, the family's step with the values the run
+// found, so the two cannot disagree.
+type Argver interface {
+	Argv(in ArgvIn) (server, client []string)
+}
+
+// ArgvOf is the argv of one trial of a workload of tool, through the hook
+// of the family that registered it; ok is false when the family has none
+// (a tool that is not one program per side, as exec and program).
+func ArgvOf(in ArgvIn) (server, client []string, ok bool) {
+	k, found := KindOf(in.W.Tool)
+	if !found {
+		return nil, nil, false
+	}
+	a, can := k.(Argver)
+	if !can {
+		return nil, nil, false
+	}
+	server, client = a.Argv(in)
+	return server, client, true
+}
