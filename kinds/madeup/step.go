@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -16,10 +17,13 @@ func (Kind) NewStep(w *steps.Workload) (steps.Step, error) {
 	if w.Tool == PipeTool {
 		return &pipe{w: w}, nil
 	}
-	return steps.NewRDMAPair(w, func(_ *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
-		r.Server.Argv = []string{"true"}
-		r.Client.Argv = []string{"echo", line(Tool, e.Size)}
-	}), nil
+	return steps.NewRDMAPair(w, Kind{}, func(*steps.Env, *steps.PairRun, steps.RDMAEnd, *kinds.ArgvIn) {}), nil
+}
+
+// Argv is made_stream's argv hook (kinds.Argver): the server waits, the
+// client prints what Rate says at the trial's size.
+func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
+	return []string{"true"}, []string{"echo", line(Tool, in.Trial.Size)}
 }
 
 // Rate is what the made-up tools "measure" at a message size: 1 Gb/s per
