@@ -2,6 +2,8 @@ package proto
 
 import (
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -35,5 +37,96 @@ func TestCheckValues(t *testing.T) {
 	var f Facts
 	if err := json.Unmarshal(ok, &f); err != nil || len(f.Netdevs) != MaxValues/2+1 {
 		t.Fatalf("decode: %d netdevs, %v", len(f.Netdevs), err)
+	}
+}
+
+// allocated is what f allocates, in bytes (runtime.MemStats.TotalAlloc).
+func allocated(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// members is n members "<hex>":val, comma-separated.
+func members(n int, val string) string {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `"%x":%s`, i, val)
+	}
+	return sb.String()
+}
+
+// TestCountMembers: members are counted by their colon outside strings,
+// of the outer object alone or of every object.
+func TestCountMembers(t *testing.T) {
+	for _, tc := range []struct {
+		doc        string
+		outer, all int
+	}{
+		{`{}`, 0, 0},
+		{`null`, 0, 0},
+		{`{"a":1}`, 1, 1},
+		{`{"a:b":{"c":[{"d":1},{"e:":"f:"}]},"g\":":2}`, 2, 5},
+		{`[{"a":1},{"b":2}]`, 0, 2},
+	} {
+		if n := CountMembers([]byte(tc.doc), false, 1<<30); n != tc.outer {
+			t.Errorf("CountMembers(%s, outer) = %d, want %d", tc.doc, n, tc.outer)
+		}
+		if n := CountMembers([]byte(tc.doc), true, 1<<30); n != tc.all {
+			t.Errorf("CountMembers(%s, all) = %d, want %d", tc.doc, n, tc.all)
+		}
+	}
+}
+
+// TestToolsBounded: a facts reply (or facts.json) whose tools map holds
+// more than MaxTools members is refused before the map is built, and so
+// costs about its own size: a line of MaxLine bytes of "name":null cost
+// 20 times its size (128 MB for 6.4 MB) as a plain map, and CheckValues,
+// which counts objects and list elements, passes it.
+func TestToolsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n     int
+		val   string
+		wantN int // tools decoded; -1: refused
+	}{
+		{"at the bound", MaxTools, `{"path":"/usr/bin/x"}`, MaxTools},
+		{"one past", MaxTools + 1, `null`, -1},
+		{"a line of nulls", 500_000, `null`, -1},
+		{"null", 0, ``, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := []byte(`{"hostname":"h","tools":{` + members(tc.n, tc.val) + `}}`)
+			if tc.val == "" {
+				doc = []byte(`{"hostname":"h","tools":null}`)
+			}
+			if err := CheckValues(doc, MaxValues); err != nil && tc.wantN >= 0 {
+				t.Fatalf("CheckValues: %v", err)
+			}
+			var f Facts
+			var err error
+			cost := allocated(func() { err = json.Unmarshal(doc, &f) })
+			t.Logf("%d bytes in, %d bytes allocated", len(doc), cost)
+			if tc.wantN < 0 {
+				if err == nil {
+					t.Fatalf("%d tools decoded, want refused", len(f.Tools))
+				}
+				// What a refusal may cost: the scan builds nothing; the
+				// bound is 2x the text (the plain map took 20x).
+				if cost > 2*uint64(len(doc)) {
+					t.Errorf("refusing %d bytes allocated %d bytes (%.1fx)", len(doc), cost, float64(cost)/float64(len(doc)))
+				}
+				return
+			}
+			if err != nil || len(f.Tools) != tc.wantN {
+				t.Fatalf("decoded %d tools, %v; want %d", len(f.Tools), err, tc.wantN)
+			}
+		})
 	}
 }
