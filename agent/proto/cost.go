@@ -151,9 +151,11 @@ const MaxTools = 1_000
 // the controller 128 MB as a plain map.
 type Tools map[string]Tool
 
-// UnmarshalJSON refuses more than MaxTools members before building any.
+// UnmarshalJSON refuses more than MaxTools members before building any,
+// with those of an earlier "tools" of the same object (which a map adds
+// to) counted in.
 func (t *Tools) UnmarshalJSON(b []byte) error {
-	if n := CountMembers(b, false, MaxTools); n > MaxTools {
+	if n := len(*t) + CountMembers(b, false, MaxTools); n > MaxTools {
 		return fmt.Errorf("tools: more than %d (%d bytes of JSON), more than any facts request probes: refusing to decode them", MaxTools, len(b))
 	}
 	return json.Unmarshal(b, (*map[string]Tool)(t))

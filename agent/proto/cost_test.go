@@ -94,17 +94,21 @@ func TestToolsBounded(t *testing.T) {
 		name  string
 		n     int
 		val   string
-		wantN int // tools decoded; -1: refused
+		wantN int // tools decoded; -1: refused; -2: twice, refused
 	}{
 		{"at the bound", MaxTools, `{"path":"/usr/bin/x"}`, MaxTools},
 		{"one past", MaxTools + 1, `null`, -1},
 		{"a line of nulls", 500_000, `null`, -1},
 		{"null", 0, ``, 0},
+		{"tools twice", MaxTools/2 + 1, `null`, -2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := []byte(`{"hostname":"h","tools":{` + members(tc.n, tc.val) + `}}`)
-			if tc.val == "" {
+			switch {
+			case tc.val == "":
 				doc = []byte(`{"hostname":"h","tools":null}`)
+			case tc.wantN == -2: // two halves, each within the bound, fill one map
+				doc = []byte(`{"tools":{` + members(tc.n, tc.val) + `},"TOOLS":{` + strings.ReplaceAll(members(tc.n, tc.val), `":`, `x":`) + `}}`)
 			}
 			if err := CheckValues(doc, MaxValues); err != nil && tc.wantN >= 0 {
 				t.Fatalf("CheckValues: %v", err)
@@ -114,8 +118,11 @@ func TestToolsBounded(t *testing.T) {
 			cost := allocated(func() { err = json.Unmarshal(doc, &f) })
 			t.Logf("%d bytes in, %d bytes allocated", len(doc), cost)
 			if tc.wantN < 0 {
-				if err == nil {
-					t.Fatalf("%d tools decoded, want refused", len(f.Tools))
+				if err == nil || len(f.Tools) > MaxTools {
+					t.Fatalf("%d tools decoded (%v), want refused", len(f.Tools), err)
+				}
+				if tc.wantN == -2 {
+					return // the first half is built, within the bound
 				}
 				// What a refusal may cost: the scan builds nothing; the
 				// bound is 2x the text (the plain map took 20x).
