@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -136,4 +137,56 @@ func TestToolsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCountMembers: on any valid JSON text, CountMembers counts what a
+// tokenizing decoder meets as keys: of the outer object alone, or of
+// every object.
+func FuzzCountMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a:b":{"c":[{"d":1},{"e:":"f:"}]},"g\":":2}`, `[{"a":{"b":null}}]`, `"x:y"`, `{"\u003a":":"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		outer, all := 0, 0
+		d := json.NewDecoder(bytes.NewReader(b))
+		var stack []bool // per open container: is an object
+		key := false     // the next token is an object's key
+		for {
+			tok, err := d.Token()
+			if err != nil {
+				break
+			}
+			switch tok {
+			case json.Delim('{'), json.Delim('['):
+				stack = append(stack, tok == json.Delim('{'))
+				key = tok == json.Delim('{')
+				continue
+			case json.Delim('}'), json.Delim(']'):
+				stack = stack[:len(stack)-1]
+			default:
+				if key {
+					all++
+					if len(stack) == 1 {
+						outer++
+					}
+					key = false
+					continue
+				}
+			}
+			// A value ended: in an object, a key comes next.
+			key = len(stack) > 0 && stack[len(stack)-1]
+		}
+		if n := CountMembers(b, false, 1<<30); n != outer {
+			t.Errorf("CountMembers(%q, outer) = %d, the decoder met %d keys", b, n, outer)
+		}
+		if n := CountMembers(b, true, 1<<30); n != all {
+			t.Errorf("CountMembers(%q, all) = %d, the decoder met %d keys", b, n, all)
+		}
+		if n := CountMembers(b, true, 0); all > 0 && n != 1 {
+			t.Errorf("CountMembers(%q, all, max 0) = %d, want it to stop at 1", b, n)
+		}
+	})
 }
