@@ -141,6 +141,19 @@ func CountMembers(b []byte, all bool, max int) int {
 	return n
 }
 
+// Members, as a field of a skeleton type decoded before the real one,
+// adds up the members of every JSON object the decoder meets for that
+// field: a key spelled twice (or in two cases) fills the real one's map
+// twice, and is counted twice. It builds nothing else. Compare the sum
+// with a bound before decoding the real type (results.Decode, state.json).
+type Members int
+
+// UnmarshalJSON adds b's members (counted up to 1<<30).
+func (m *Members) UnmarshalJSON(b []byte) error {
+	*m += Members(CountMembers(b, false, 1<<30))
+	return nil
+}
+
 // MaxTools bounds Facts.Tools: a facts request probes a few dozen
 // programs (FactsParams.Probe).
 const MaxTools = 1_000

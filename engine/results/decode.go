@@ -174,17 +174,6 @@ const (
 	MaxMapMembers = 2_000_000
 )
 
-// members counts, as the decoder meets them, the members of every JSON
-// object it is decoded from, added up: a key spelled twice (or in two
-// cases) fills the same map twice, and so is counted twice. It builds
-// nothing else.
-type members int
-
-func (m *members) UnmarshalJSON(b []byte) error {
-	*m += members(proto.CountMembers(b, false, MaxMapMembers))
-	return nil
-}
-
 // checkCounts refuses a document whose top-level workloads, samples,
 // students or artifacts arrays hold more than their limit, counting
 // without building.
@@ -220,7 +209,7 @@ func checkCounts(b []byte) error {
 	// neither this decode nor Decode's: what it fills is counted.
 	var ws []struct {
 		Logs       json.RawMessage
-		Thresholds members
+		Thresholds proto.Members
 	}
 	_ = json.Unmarshal(top.Workloads, &ws)
 	total := 0
@@ -231,8 +220,8 @@ func checkCounts(b []byte) error {
 		}
 	}
 	var maps struct {
-		Platforms members
-		Samples   []struct{ Metadata struct{ Extra members } }
+		Platforms proto.Members
+		Samples   []struct{ Metadata struct{ Extra proto.Members } }
 	}
 	_ = json.Unmarshal(b, &maps)
 	if maps.Platforms > MaxPlatforms {
