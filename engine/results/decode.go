@@ -36,9 +36,9 @@ func Decode(b []byte) (*Run, error) {
 			return nil, fmt.Errorf("schema %d: %w", head.Schema, err)
 		}
 		b = up
-	}
-	if err := checkCounts(b); err != nil {
-		return nil, err
+		if err := checkCounts(b); err != nil { // what the upgrade made
+			return nil, err
+		}
 	}
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
