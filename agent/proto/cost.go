@@ -1,6 +1,9 @@
 package proto
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // MaxValues bounds the objects and array elements one reply, or one file
 // of facts read back from a run directory, may hold. JSON decoding builds
@@ -96,4 +99,77 @@ func CountJSON(b []byte, depth int, every bool, maxN, maxObjs int) (n, objs int)
 		}
 	}
 	return n, objs
+}
+
+// CountMembers counts the members ("key": value) of the object that the
+// JSON text b is, or with all those of every object it holds, in one pass
+// over its bytes that builds nothing, stopping past max. A map decodes
+// each member into a key string and a value of its own: 20 to 80 times
+// the bytes of a member such as "k":null (a struct skips a key it has no
+// field for, almost for free), which CheckValues does not count. Call it
+// on the text of a map before decoding it (Tools, results.Decode).
+func CountMembers(b []byte, all bool, max int) int {
+	n, depth := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ':': // only a member has one outside a string
+			if all || depth == 1 {
+				if n++; n > max {
+					return n
+				}
+			}
+		}
+	}
+	return n
+}
+
+// Members, as a field of a skeleton type decoded before the real one,
+// adds up the members of every JSON object the decoder meets for that
+// field: a key spelled twice (or in two cases) fills the real one's map
+// twice, and is counted twice. It builds nothing else. Compare the sum
+// with a bound before decoding the real type (results.Decode, state.json).
+type Members int
+
+// UnmarshalJSON adds b's members (counted up to 1<<30).
+func (m *Members) UnmarshalJSON(b []byte) error {
+	*m += Members(CountMembers(b, false, 1<<30))
+	return nil
+}
+
+// MaxTools bounds Facts.Tools: a facts request probes a few dozen
+// programs (FactsParams.Probe).
+const MaxTools = 1_000
+
+// Tools maps a program a facts request probed to where it is and its
+// version (Facts.Tools). It decodes only up to MaxTools of them: a host's
+// reply, or a received facts.json, of MaxLine bytes of "name":null took
+// the controller 128 MB as a plain map.
+type Tools map[string]Tool
+
+// UnmarshalJSON refuses more than MaxTools members before building any,
+// with those of an earlier "tools" of the same object (which a map adds
+// to) counted in.
+func (t *Tools) UnmarshalJSON(b []byte) error {
+	if n := len(*t) + CountMembers(b, false, MaxTools); n > MaxTools {
+		return fmt.Errorf("tools: more than %d (%d bytes of JSON), more than any facts request probes: refusing to decode them", MaxTools, len(b))
+	}
+	return json.Unmarshal(b, (*map[string]Tool)(t))
 }

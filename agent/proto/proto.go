@@ -288,7 +288,7 @@ type Facts struct {
 	// Tools maps a program the request probed (FactsParams.Probe: rdma,
 	// ibv_devinfo, tcpdump and every registered tool family's programs) to
 	// where it is and its version; absent ones are missing.
-	Tools map[string]Tool `json:"tools"`
+	Tools Tools `json:"tools"`
 	// PerftestJSON is true when the installed perftest accepts --out_json.
 	PerftestJSON bool `json:"perftest_json"`
 	// PerftestFlags are the options of Probe.HelpFlags the installed

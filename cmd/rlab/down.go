@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/agent/dist"
-	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
@@ -93,17 +91,12 @@ func readState(dir string) (*runengine.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A received state.json is decoded only within bounds (a list of
-	// empty objects costs a hundred times its text): a class run's holds
-	// some 200,000 effects.
-	if err := proto.CheckObjects(b, runengine.MaxStateValues, runengine.MaxStateObjects); err != nil {
+	// A received state.json is decoded only within bounds.
+	st, err := runengine.DecodeState(b)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", runengine.StateFile, err)
 	}
-	var st runengine.State
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return st, nil
 }
 
 // downListing says what rlab down did, from state.json as it was before

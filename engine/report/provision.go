@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/rundir"
 )
 
 // Provision is what the run's provisioning did on one host (rlab run
@@ -53,6 +56,26 @@ type stateDoc struct {
 func (b *builder) provisions() map[string]*Provision {
 	data, ok := b.read("state.json")
 	if !ok {
+		return nil
+	}
+	// A received state.json (up to 256 MiB) is decoded within the bounds
+	// rlab down reads it with (the for maps' members, which CheckObjects
+	// does not count, within rundir.StateObjects too): a list of empty
+	// objects or a map of "k":null costs 20 to 100 times its text.
+	if err := proto.CheckObjects(data, rundir.StateValues, rundir.StateObjects); err != nil {
+		b.warn("read state.json: %v", err)
+		return nil
+	}
+	var sk struct {
+		Hosts []struct{ Provision struct{ For proto.Members } }
+	}
+	_ = json.Unmarshal(data, &sk)
+	n := 0
+	for _, h := range sk.Hosts {
+		n += int(h.Provision.For)
+	}
+	if n > rundir.StateObjects {
+		b.warn("read state.json: provision records: more than %d package names: refusing to decode them", rundir.StateObjects)
 		return nil
 	}
 	var st stateDoc

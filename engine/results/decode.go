@@ -36,9 +36,9 @@ func Decode(b []byte) (*Run, error) {
 			return nil, fmt.Errorf("schema %d: %w", head.Schema, err)
 		}
 		b = up
-	}
-	if err := checkCounts(b); err != nil {
-		return nil, err
+		if err := checkCounts(b); err != nil { // what the upgrade made
+			return nil, err
+		}
 	}
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -165,6 +165,13 @@ const (
 	// limits holds about 3,000,000 and 100,000.
 	MaxNested        = 4_000_000
 	MaxNestedObjects = 500_000
+	// MaxPlatforms bounds Run.Platforms, one per host, and MaxMapMembers
+	// the members of the workloads' thresholds and the samples' extra,
+	// all together (a sample has one to five): a map decodes each member
+	// into a key and a value of its own, 20 to 50 times the text of
+	// "k":null, and the counts above see no members.
+	MaxPlatforms  = 100_000
+	MaxMapMembers = 2_000_000
 )
 
 // checkCounts refuses a document whose top-level workloads, samples,
@@ -172,10 +179,18 @@ const (
 // without building.
 func checkCounts(b []byte) error {
 	var top struct {
+		Schema                                  int
 		Workloads, Samples, Students, Artifacts json.RawMessage
 	}
 	if err := json.Unmarshal(b, &top); err != nil {
 		return err
+	}
+	if top.Schema < 2 {
+		// upgradeV1 reads the document's members, and every member of
+		// its samples, into maps.
+		if n := proto.CountMembers(b, false, MaxMapMembers) + proto.CountMembers(top.Samples, true, MaxMapMembers); n > MaxMapMembers {
+			return fmt.Errorf("a version 1 document of more than %d members at the top and in samples, more than any run writes: refusing to read it", MaxMapMembers)
+		}
 	}
 	for _, a := range []struct {
 		key string
@@ -189,16 +204,38 @@ func checkCounts(b []byte) error {
 	if n, objs := countNested(b); n > MaxNested || objs > MaxNestedObjects {
 		return fmt.Errorf("lists inside workloads, samples and students: more than %d values or %d objects (at least %d and %d), more than any run writes: refusing to read them", MaxNested, MaxNestedObjects, n, objs)
 	}
-	// The workloads' logs, all together (at most MaxWorkloads lists).
-	var ws []struct{ Logs json.RawMessage }
-	if json.Unmarshal(top.Workloads, &ws) == nil {
-		total := 0
-		for _, w := range ws {
-			n, _ := countOver(w.Logs, MaxLogs-total)
-			if total += n; total > MaxLogs {
-				return fmt.Errorf("workloads' logs: more than %d, more than any run writes: refusing to read them", MaxLogs)
-			}
+	// The workloads' logs, all together (at most MaxWorkloads lists), and
+	// the maps' members. A type error (a workload that is a number) stops
+	// neither this decode nor Decode's: what it fills is counted.
+	var ws []struct {
+		Logs       json.RawMessage
+		Thresholds proto.Members
+	}
+	_ = json.Unmarshal(top.Workloads, &ws)
+	total := 0
+	for _, w := range ws {
+		n, _ := countOver(w.Logs, MaxLogs-total)
+		if total += n; total > MaxLogs {
+			return fmt.Errorf("workloads' logs: more than %d, more than any run writes: refusing to read them", MaxLogs)
 		}
+	}
+	var maps struct {
+		Platforms proto.Members
+		Samples   []struct{ Metadata struct{ Extra proto.Members } }
+	}
+	_ = json.Unmarshal(b, &maps)
+	if maps.Platforms > MaxPlatforms {
+		return fmt.Errorf("platforms: more than %d, more than any run writes: refusing to read them", MaxPlatforms)
+	}
+	n := 0
+	for _, w := range ws {
+		n += int(w.Thresholds)
+	}
+	for _, s := range maps.Samples {
+		n += int(s.Metadata.Extra)
+	}
+	if n > MaxMapMembers {
+		return fmt.Errorf("workloads' thresholds and samples' extra: more than %d members, more than any run writes: refusing to read them", MaxMapMembers)
 	}
 	return nil
 }

@@ -3,19 +3,22 @@ package results
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/rundir"
 )
 
 // hostFacts is the part of a host's facts.json (agent/proto.Facts, written
 // by the run as hosts/<host>/facts.json) that decides whether two runs'
-// numbers can be compared. It is read here by its JSON shape because this
-// package imports no other rlab package.
+// numbers can be compared. It is read here by its JSON shape: only these
+// fields are built (Tools is proto.Tools, which refuses a map of more
+// than proto.MaxTools).
 type hostFacts struct {
 	Hostname string `json:"hostname"`
 	Kernel   string `json:"kernel"`
@@ -24,9 +27,7 @@ type hostFacts struct {
 		Product  string `json:"product"`
 		RDMACore string `json:"rdma_core"`
 	} `json:"platform"`
-	Tools map[string]struct {
-		Version string `json:"version"`
-	} `json:"tools"`
+	Tools proto.Tools `json:"tools"`
 }
 
 // runHosts reads the facts of every host of a run directory, by the host's

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/rundir"
 	"os"
 	"path"
@@ -226,6 +227,11 @@ const (
 	CompleteFile = "complete.json"
 )
 
+// MaxManifestEntries bounds what Rehash reads of a manifest.json: a run
+// pulls at most MaxArtifacts files, and a class run's student folders list
+// them again.
+const MaxManifestEntries = 4 * MaxArtifacts
+
 // ManifestEntry is one file of a run directory in ManifestFile.
 type ManifestEntry struct {
 	Path   string `json:"path"` // slash-separated, relative to the run directory
@@ -337,6 +343,12 @@ func Rehash(dir, rel string) (bool, error) {
 	}
 	b, err := rundir.ReadFile(dir, ManifestFile)
 	if err != nil {
+		return fail(err)
+	}
+	// A received run directory's manifest, named by its complete.json, is
+	// decoded only within bounds (256 MiB of "{}," would be 89 million
+	// entries, some 8 GB).
+	if err := proto.CheckValues(b, MaxManifestEntries); err != nil {
 		return fail(err)
 	}
 	var entries []ManifestEntry

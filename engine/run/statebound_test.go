@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +21,8 @@ func TestStateDecodeBounded(t *testing.T) {
 	}{
 		{"empty hosts", `{"lab":"x","hosts":[` + strings.TrimSuffix(strings.Repeat("{},", MaxStateObjects+1), ",") + `]}`, true},
 		{"empty effects", `{"lab":"x","effects":[` + strings.TrimSuffix(strings.Repeat("{},", MaxStateObjects+1), ",") + `]}`, true},
+		{"provision package names", `{"lab":"x","hosts":[{"name":"h","provision":{"for":{` + forNames(MaxStateObjects+1) + `}}}]}`, true},
+		{"provision package names in two hosts", `{"lab":"x","hosts":[{"name":"h","provision":{"for":{` + forNames(MaxStateObjects/2+1) + `}}},{"name":"i","provision":{"FOR":{` + forNames(MaxStateObjects/2+1) + `}}}]}`, true},
 		{"long argv", `{"lab":"x","effects":[{"host":"a","kind":"proc","id":"p","argv":[` + strings.TrimSuffix(strings.Repeat(`"a",`, 1_000_000), ",") + `]}]}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,11 +42,23 @@ func TestStateDecodeBounded(t *testing.T) {
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), "refusing to decode") {
-				t.Fatalf("%d bytes of empty objects: %v, want refused", len(tc.doc), err)
+				t.Fatalf("%d bytes (%s): %v, want refused", len(tc.doc), tc.name, err)
 			}
 			if a := m1.TotalAlloc - m0.TotalAlloc; a > 4*uint64(len(tc.doc))+(16<<20) {
 				t.Errorf("refusing %d bytes allocated %d MiB", len(tc.doc), a>>20)
 			}
 		})
 	}
+}
+
+// forNames is n members "<hex>":null of a provision record's for map.
+func forNames(n int) string {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `"%x":null`, i)
+	}
+	return sb.String()
 }

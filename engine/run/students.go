@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
@@ -240,6 +242,12 @@ func linkTree(src, dst string) error {
 	return err
 }
 
+// hardLink makes a hard link; a test makes it fail to take copyFile's
+// path (a student folder on another file system).
+var hardLink = os.Link
+
+// linkFile gives the run directory's file src the name dst too: a hard
+// link, or where one cannot be made a copy (copyFile).
 func linkFile(src, dst string) error {
 	if _, err := os.Lstat(src); err != nil {
 		return err
@@ -247,14 +255,50 @@ func linkFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
-	if err := os.Link(src, dst); err == nil {
+	if err := hardLink(src, dst); err == nil {
 		return nil
 	}
-	b, err := os.ReadFile(src)
+	return copyFile(src, dst)
+}
+
+// copyFile copies the regular file src to dst (mode 0600, replacing it)
+// as a stream, and no more than src's size when opened: a pulled capture
+// is as large as the pull cap allows, which a whole-file read held in
+// memory, once per student folder being written (16 at a time). src is
+// not followed if it is a symlink and not waited on if it is a FIFO. The
+// copy is written aside and renamed over dst, so a dst that is already a
+// link to src (the link failed as it exists) is replaced, never truncated
+// with src.
+func copyFile(src, dst string) (err error) {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, b, 0o600)
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("copy %s: not a regular file (%s)", src, fi.Mode().Type())
+	}
+	out, err := os.CreateTemp(filepath.Dir(dst), ".copy-*") // mode 0600
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			out.Close()
+			os.Remove(out.Name())
+		}
+	}()
+	if _, err = io.Copy(out, io.LimitReader(in, fi.Size())); err != nil {
+		return err
+	}
+	if err = out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(out.Name(), dst)
 }
 
 func firstLineOf(s string) string {

@@ -28,6 +28,16 @@ import (
 // smaller; a capture is streamed through Open instead.
 const MaxFile = 256 << 20
 
+// What a state.json may hold to be read, by `rlab down` (engine/run) and
+// the report alike: a class run's holds some 200,000 effects, each a few
+// values, and a few package names per host in its provision records.
+// StateObjects bounds the objects and, apart, the provision records'
+// package names (map members).
+const (
+	StateValues  = 8_000_000
+	StateObjects = 1_000_000
+)
+
 // ErrNotRegular is returned for a FIFO, device, socket or directory.
 var ErrNotRegular = errors.New("not a regular file")
 

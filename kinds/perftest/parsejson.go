@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
@@ -33,10 +34,22 @@ var jsonMetrics = map[string]string{
 	"percentile_99.9": "lat_p999",
 }
 
+// maxJSONMembers bounds the members (and the objects and list elements)
+// of an --out_json file, which is read into maps: perftest writes about
+// 50, and the file (up to proto.OutputLimit, 1 MiB) is the host's, whose
+// "k":0 members cost some 50 times their text as maps.
+const maxJSONMembers = 10_000
+
 func parsePerftestJSON(b []byte, gbits bool) ([]toolout.Row, toolout.Info, error) {
 	info := toolout.Info{Source: "json", BWUnit: "MB/sec"}
 	if gbits {
 		info.BWUnit = "Gb/sec"
+	}
+	if n := proto.CountMembers(b, true, maxJSONMembers); n > maxJSONMembers {
+		return nil, info, fmt.Errorf("%w: more than %d members, perftest writes about 50", toolout.ErrUnusableJSON, maxJSONMembers)
+	}
+	if err := proto.CheckValues(b, maxJSONMembers); err != nil {
+		return nil, info, fmt.Errorf("%w: %v", toolout.ErrUnusableJSON, err)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(b, &doc); err != nil {
