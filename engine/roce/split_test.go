@@ -21,15 +21,33 @@ import (
 
 // splitScan runs ScanSplit over data and returns every packet (merged by
 // Ord), the merged summary (nil when Merge cannot say it) and the result.
-// It fails t when one worker sees a flow's packets out of file order or
-// when a flow's packets reach two workers.
+// It fails t when one worker sees a flow's packets out of file order, when
+// a flow's packets reach two workers, or when reading data in place (as a
+// mapped file is read: memSource) and through a reader (ReaderSource)
+// differ in any of these.
 func splitScan(t testing.TB, data []byte, workers int) ([]packetLog, *Summary, ScanResult, error) {
+	t.Helper()
+	all, s, res, err := splitScanFrom(t, ReaderSource(bytes.NewReader(data)), workers)
+	mall, ms, mres, merr := splitScanFrom(t, memSource(data), workers)
+	if fmt.Sprint(err) != fmt.Sprint(merr) || res != mres {
+		t.Errorf("in place: %+v %v; through a reader: %+v %v", mres, merr, res, err)
+	}
+	if !reflect.DeepEqual(all, mall) {
+		t.Errorf("in place: %d packets differ from the %d read through a reader", len(mall), len(all))
+	}
+	if (s == nil) != (ms == nil) || s != nil && summaryJSON(t, s) != summaryJSON(t, ms) {
+		t.Errorf("in place: the merged summary differs from the one read through a reader")
+	}
+	return all, s, res, err
+}
+
+func splitScanFrom(t testing.TB, src Source, workers int) ([]packetLog, *Summary, ScanResult, error) {
 	logs := make([][]packetLog, workers)
 	sums := make([]*Summary, workers)
 	for i := range sums {
 		sums[i] = NewSummary()
 	}
-	res, err := ScanSplit([]Source{ReaderSource(bytes.NewReader(data))}, workers, func(w int, p *Packet) {
+	res, err := ScanSplit([]Source{src}, workers, func(w int, p *Packet) {
 		q := *p
 		q.Payload = nil
 		if n := len(logs[w]); n > 0 && logs[w][n-1].P.ord >= p.ord {
