@@ -30,8 +30,9 @@ type pcapBlocks struct {
 	mem     []byte
 	pos     int
 	release func()
-	touched int  // how far fillMem has touched mem (touch)
-	sum     byte // what touch read, kept so that the reads stay
+	name    string // the mapped file's, for the error when it shrinks
+	touched int    // how far fillMem has touched mem (touch)
+	sum     byte   // what touch read, kept so that the reads stay
 }
 
 // readChunk is how much one read asks for.

@@ -65,7 +65,7 @@ func FileSource(path string) Source {
 			if data, unmap, ok := mapFile(f, st.Size()); ok {
 				if pb := classicPcap(data); pb != nil {
 					f.Close()
-					pb.mem, pb.release = data[24:], unmap
+					pb.mem, pb.release, pb.name = data[24:], unmap, path
 					return nil, pb, func() {}, nil
 				}
 				unmap()
@@ -267,7 +267,7 @@ func (m *mappings) recover(r any) {
 		start := uintptr(unsafe.Pointer(unsafe.SliceData(pb.mem)))
 		if a := fe.Addr(); a >= start && a-start < uintptr(len(pb.mem))+4096 {
 			if m.fault == nil {
-				m.fault = fmt.Errorf("read capture: the file shrank while it was read (%v)", r)
+				m.fault = fmt.Errorf("read capture %q: the file shrank while it was read", pb.name)
 			}
 			m.broken.Store(true)
 			return

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -352,6 +353,46 @@ func TestMergePastMaxFlows(t *testing.T) {
 		}
 		if wsum, _, _ := oneSummary(buf.Bytes()); sum != nil && summaryJSON(t, wsum) != summaryJSON(t, sum) {
 			t.Errorf("%d flows: merged summary differs", n)
+		}
+	}
+}
+
+// TestScanSplitFileShrinks: a capture file that another program truncates
+// while ScanSplit reads it in place (mapped) stops the scan with an error
+// naming the file, where reading past its end would otherwise kill the
+// process (SIGBUS); and a file left alone reads as Scan reads it.
+func TestScanSplitFileShrinks(t *testing.T) {
+	data := bigCapture(t, false, false)
+	path := filepath.Join(t.TempDir(), "cap.pcap")
+	for _, shrink := range []bool{false, true} {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fs := FileSource(path)
+		src := Source{name: fs.name, open: func() (frameFunc, *pcapBlocks, func(), error) {
+			next, pb, closeSrc, err := fs.open()
+			if pb == nil || pb.mem == nil {
+				t.Fatal("the file is not read in place")
+			}
+			if shrink { // the mapping now reaches past the end of the file
+				if err := os.Truncate(path, 4096); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return next, pb, closeSrc, err
+		}}
+		for _, w := range []int{1, 2} {
+			n := 0
+			res, err := ScanSplit([]Source{src}, w, func(int, *Packet) { n++ })
+			switch {
+			case shrink && (err == nil || !strings.Contains(err.Error(), "shrank") || !strings.Contains(err.Error(), path)):
+				t.Errorf("shrunk, workers %d: %+v %v", w, res, err)
+			case !shrink && (err != nil || res.Frames != 5000 || n != 5000):
+				t.Errorf("workers %d: %+v %v, %d packets", w, res, err, n)
+			}
+			if shrink {
+				os.WriteFile(path, data, 0o644)
+			}
 		}
 	}
 }
