@@ -25,7 +25,7 @@ type pcapBlocks struct {
 	// mem, when set, is the whole capture after its file header, in
 	// memory (a mapped file): fill cuts it into batches that are views of
 	// it, with no copy, and the worker that decodes a batch parses its
-	// records (frames). pos is where the next batch starts; release
+	// records (splitWork). pos is where the next batch starts; release
 	// unmaps it once the scan is over.
 	mem     []byte
 	pos     int
@@ -93,8 +93,8 @@ func memSource(data []byte) Source {
 	}}
 }
 
-// fillMem is fill of a capture in memory: b's frames are a view of mem,
-// parsed by frames. It checks every record as fill does, so it stops at
+// fillMem is fill of a capture in memory: b's records are a view of mem,
+// parsed by the worker that decodes them. It checks every record as fill does, so it stops at
 // the same record with the same error.
 func (pb *pcapBlocks) fillMem(b *batch) (int, error) {
 	start, off, n := pb.pos, pb.pos, 0
@@ -151,16 +151,6 @@ func (pb *pcapBlocks) touch() {
 }
 
 const touchWindow = 64 << 10
-
-// frames parses the records of b's view (checked by fillMem) into b.frames.
-func (pb *pcapBlocks) frames(b *batch) {
-	for off := 0; off < len(b.view); {
-		h := b.view[off:]
-		capLen := int(pb.order.Uint32(h[8:]))
-		b.frames = append(b.frames, rawFrame{off: off + 16, n: capLen, wire: int(pb.order.Uint32(h[12:])), link: pb.link, ts: pb.time(h)})
-		off += 16 + capLen
-	}
-}
 
 // time is the time of the record whose header is h.
 func (pb *pcapBlocks) time(h []byte) time.Time {

@@ -35,7 +35,7 @@ type batch struct {
 	frames []rawFrame
 	// view, when lazy is set, holds the batch's records in place (a
 	// capture in memory, pcapBlocks.fillMem) instead of arena, and frames
-	// is empty until the decoding worker parses them (lazy.frames).
+	// stays empty: the decoding worker parses the records (splitWork).
 	view  []byte
 	lazy  *pcapBlocks
 	pkts  []Packet

@@ -32,6 +32,7 @@ import (
 // still shares the decoding.
 type splitBatch struct {
 	batch
+	n       int     // frames in the batch (frames is empty when read in place)
 	owner   []uint8 // the worker that accounts each packet
 	claimed atomic.Bool
 	refs    atomic.Int32
@@ -141,6 +142,7 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 				n += added
 				if added > 0 {
 					b.pkts[0].ord = int64(ord + 1) // the batch's first ord, for its decoder
+					b.n = added
 					ord += added
 					b.refs.Store(int32(workers))
 					for _, c := range in {
@@ -203,17 +205,25 @@ func splitWork(w, workers int, b *splitBatch, mapped *mappings, fn func(w int, p
 		mapped.recover(recover())
 	}()
 	if decoding {
-		if !mapped.broken.Load() {
-			src := b.arena
-			if b.lazy != nil {
-				b.lazy.frames(&b.batch)
-				src = b.view
+		first := b.pkts[0].ord
+		switch pb := b.lazy; {
+		case mapped.broken.Load():
+		case pb != nil: // records in place, checked by fillMem: parse and decode them
+			for j, off := 0, 0; j < b.n; j++ {
+				h := b.view[off:]
+				capLen := int(pb.order.Uint32(h[8:]))
+				p := &b.pkts[j]
+				p.Number, p.Time = b.first+j, pb.time(h)
+				Decode(pb.link, h[16:16+capLen:16+capLen], int(pb.order.Uint32(h[12:])), p)
+				p.ord = first + int64(j)
+				b.owner[j] = uint8(flowOwner(p, workers))
+				off += 16 + capLen
 			}
-			first := b.pkts[0].ord
+		default:
 			for j, f := range b.frames {
 				p := &b.pkts[j]
 				p.Number, p.Time = b.first+j, f.ts
-				Decode(f.link, src[f.off:f.off+f.n:f.off+f.n], f.wire, p)
+				Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, p)
 				p.ord = first + int64(j)
 				b.owner[j] = uint8(flowOwner(p, workers))
 			}
@@ -227,7 +237,7 @@ func splitWork(w, workers int, b *splitBatch, mapped *mappings, fn func(w int, p
 		return
 	}
 	own := uint8(w)
-	for j := range b.frames {
+	for j := range b.n {
 		if b.owner[j] == own {
 			fn(w, &b.pkts[j])
 		}
