@@ -13,6 +13,9 @@
 # and the medians as frames/s. A round that a QEMU VM overlapped is thrown
 # away and redone (VMs are what other tests run here); for a figure to
 # publish, run it on a quiet machine (load average < 1) and say the load.
+# BASE=<git revision> also builds that revision's rlab and times its run on
+# every core in the same rounds (an A/B of a change to the split scan:
+# BASE=7829c65 is the split scan before it read mapped files).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FILE=${1:-/var/tmp/rlab-bench.pcap}
@@ -22,6 +25,13 @@ TSHARK=${TSHARK:-1}
 export PATH=/usr/local/go/bin:$PATH
 BIN=/var/tmp/rlab-bench-rlab
 go build -o "$BIN" ./cmd/rlab
+BASE=${BASE:-}
+if [ -n "$BASE" ]; then
+  src=$(mktemp -d)
+  git archive "$BASE" | tar -x -C "$src"
+  (cd "$src" && go build -o /var/tmp/rlab-bench-rlab-base ./cmd/rlab)
+  rm -rf "$src"
+fi
 [ -f "$FILE" ] || go run ./bench/pcap/gen -o "$FILE" -packets "$PACKETS"
 cat "$FILE" >/dev/null
 frames=$(GOMAXPROCS=1 "$BIN" pcap --json "$FILE" | sed -n 's/^  "frames": \([0-9]*\),/\1/p')
@@ -44,6 +54,10 @@ fi
 names=("cat" "rlab pcap, GOMAXPROCS=1" "rlab pcap, $(nproc) cores")
 cmds=("cat $FILE" "env GOMAXPROCS=1 $BIN pcap $FILE --iograph /var/tmp/rlab-bench.svg --interval 1s"
   "$BIN pcap $FILE --iograph /var/tmp/rlab-bench.svg --interval 1s")
+if [ -n "$BASE" ]; then
+  names+=("rlab pcap @$BASE, $(nproc) cores")
+  cmds+=("/var/tmp/rlab-bench-rlab-base pcap $FILE --iograph /var/tmp/rlab-bench.svg --interval 1s")
+fi
 if [ "$TSHARK" = 1 ]; then
   names+=("tshark -q -z io,stat,1"); cmds+=("tshark -q -z io,stat,1 -r $FILE")
 fi
@@ -74,4 +88,12 @@ for i in "${!names[@]}"; do
   echo "${names[$i]}: wall (s) ${W[$i]}; cpu (s) ${C[$i]}"
   awk -v n="${names[$i]}" -v f="$frames" -v w="$mw" -v c="$mc" 'BEGIN {
     printf "  %-26s median wall %7.2f s (%6.2f M frames/s), median cpu %7.2f s\n", n, w, f / w / 1e6, c }'
+done
+# The figure issue 26 asks for: frames/s on every core over frames/s on one.
+one=$(med ${W[1]})
+for i in "${!names[@]}"; do
+  case "${names[$i]}" in
+  "rlab pcap, $(nproc) cores" | "rlab pcap @"*)
+    awk -v n="${names[$i]}" -v a="$one" -v b="$(med ${W[$i]})" 'BEGIN { printf "%s vs one core: %.2fx\n", n, a / b }' ;;
+  esac
 done

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,15 +22,33 @@ import (
 
 // splitScan runs ScanSplit over data and returns every packet (merged by
 // Ord), the merged summary (nil when Merge cannot say it) and the result.
-// It fails t when one worker sees a flow's packets out of file order or
-// when a flow's packets reach two workers.
+// It fails t when one worker sees a flow's packets out of file order, when
+// a flow's packets reach two workers, or when reading data in place (as a
+// mapped file is read: memSource) and through a reader (ReaderSource)
+// differ in any of these.
 func splitScan(t testing.TB, data []byte, workers int) ([]packetLog, *Summary, ScanResult, error) {
+	t.Helper()
+	all, s, res, err := splitScanFrom(t, ReaderSource(bytes.NewReader(data)), workers)
+	mall, ms, mres, merr := splitScanFrom(t, memSource(data), workers)
+	if fmt.Sprint(err) != fmt.Sprint(merr) || res != mres {
+		t.Errorf("in place: %+v %v; through a reader: %+v %v", mres, merr, res, err)
+	}
+	if !reflect.DeepEqual(all, mall) {
+		t.Errorf("in place: %d packets differ from the %d read through a reader", len(mall), len(all))
+	}
+	if (s == nil) != (ms == nil) || s != nil && summaryJSON(t, s) != summaryJSON(t, ms) {
+		t.Errorf("in place: the merged summary differs from the one read through a reader")
+	}
+	return all, s, res, err
+}
+
+func splitScanFrom(t testing.TB, src Source, workers int) ([]packetLog, *Summary, ScanResult, error) {
 	logs := make([][]packetLog, workers)
 	sums := make([]*Summary, workers)
 	for i := range sums {
 		sums[i] = NewSummary()
 	}
-	res, err := ScanSplit([]Source{ReaderSource(bytes.NewReader(data))}, workers, func(w int, p *Packet) {
+	res, err := ScanSplit([]Source{src}, workers, func(w int, p *Packet) {
 		q := *p
 		q.Payload = nil
 		if n := len(logs[w]); n > 0 && logs[w][n-1].P.ord >= p.ord {
@@ -334,6 +353,50 @@ func TestMergePastMaxFlows(t *testing.T) {
 		}
 		if wsum, _, _ := oneSummary(buf.Bytes()); sum != nil && summaryJSON(t, wsum) != summaryJSON(t, sum) {
 			t.Errorf("%d flows: merged summary differs", n)
+		}
+	}
+}
+
+// TestScanSplitFileShrinks: a capture file that another program truncates
+// while ScanSplit reads it in place (mapped) stops the scan with an error
+// naming the file, where reading past its end would otherwise kill the
+// process (SIGBUS); and a file left alone reads as Scan reads it.
+func TestScanSplitFileShrinks(t *testing.T) {
+	data := bigCapture(t, false, false)
+	path := filepath.Join(t.TempDir(), "cap.pcap")
+	for _, shrink := range []bool{false, true} {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fs := FileSource(path)
+		src := Source{name: fs.name, open: func() (frameFunc, *pcapBlocks, func(), error) {
+			next, pb, closeSrc, err := fs.open()
+			if pb == nil || pb.mem == nil {
+				t.Fatal("the file is not read in place")
+			}
+			if shrink { // the mapping now reaches past the end of the file
+				if err := os.Truncate(path, 4096); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return next, pb, closeSrc, err
+		}}
+		for _, w := range []int{1, 2} {
+			counts := make([]int, w)
+			res, err := ScanSplit([]Source{src}, w, func(w int, _ *Packet) { counts[w]++ })
+			n := 0
+			for _, c := range counts {
+				n += c
+			}
+			switch {
+			case shrink && (err == nil || !strings.Contains(err.Error(), "shrank") || !strings.Contains(err.Error(), path)):
+				t.Errorf("shrunk, workers %d: %+v %v", w, res, err)
+			case !shrink && (err != nil || res.Frames != 5000 || n != 5000):
+				t.Errorf("workers %d: %+v %v, %d packets", w, res, err, n)
+			}
+			if shrink {
+				os.WriteFile(path, data, 0o644)
+			}
 		}
 	}
 }
