@@ -1,0 +1,86 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNumbersBounded: a number a lab makes is cheap to hold however large
+// (cty keeps a 512-bit mantissa and a binary exponent) but written out as
+// text it is as long as its exponent, and text of many digits is parsed in
+// time quadratic in its length: `description = "${1e300000000}"`, a
+// 60-byte lab, held rlab validate for hours (1e10000000: 71 s), and a lab
+// of one 3 MB literal took 65 s. Each shape below ends within seconds with
+// an error naming the number.
+func TestNumbersBounded(t *testing.T) {
+	digits := strings.Repeat("7", 2_000_000)
+	head := "host \"a\" {\n  address = \"192.0.2.1\"\n}\n"
+	for _, c := range []struct {
+		name, lab string
+		opts      LoadOptions
+		varFile   string // a -var-file's text, .json when it starts with {
+	}{
+		{name: "template literal", lab: "lab \"n\" {\n  description = \"${1e300000000}\"\n}\n"},
+		{name: "literal as string attribute", lab: "lab \"n\" {\n  description = upper(1e300000000)\n}\n"},
+		{name: "tiny literal", lab: "lab \"n\" {\n  description = \"${1e-300000000}\"\n}\n"},
+		{name: "negative literal", lab: "lab \"n\" {\n  description = \"${-1e300000000}\"\n}\n"},
+		{name: "variable default", lab: "variable \"v\" {\n  type = string\n  default = 1e300000000\n}\nlab \"n\" {\n  description = var.v\n}\n"},
+		{name: "products doubling", lab: "locals {\n  a = 1e900 * 1e900\n  b = local.a * local.a\n  c = local.b * local.b\n  d = local.c * local.c\n  e = local.d * local.d\n  f = local.e * local.e\n  g = local.f * local.f\n  h = local.g * local.g\n  i = local.h * local.h\n  j = local.i * local.i\n  k = local.j * local.j\n  l = local.k * local.k\n  m = local.l * local.l\n  n = local.m * local.m\n  o = local.n * local.n\n  p = local.o * local.o\n  q = local.p * local.p\n  r = local.q * local.q\n}\nlab \"n\" {\n  description = \"${local.r}\"\n}\n"},
+		{name: "string operand", lab: "lab \"n\" {\n  description = \"${\"1e300000000\" * 1}\"\n}\n"},
+		{name: "string var in arithmetic", lab: "variable \"v\" {\n  type = string\n  default = \"1\"\n}\nlab \"n\" {\n  description = join(\",\", [var.v + 0])\n}\n", opts: LoadOptions{Vars: map[string]string{"v": "1e300000000"}}},
+		{name: "number var from -var", lab: "variable \"v\" {\n  type = number\n  default = 1\n}\nlab \"n\" {\n  description = \"${var.v}\"\n}\n", opts: LoadOptions{Vars: map[string]string{"v": "1e300000000"}}},
+		{name: "tonumber", lab: "lab \"n\" {\n  description = \"${tonumber(\"1e300000000\")}\"\n}\n"},
+		{name: "jsondecode", lab: "lab \"n\" {\n  description = jsonencode(jsondecode(\"[1e300000000]\"))\n}\n"},
+		{name: "format of a string", lab: "lab \"n\" {\n  description = format(\"%d\", \"1e300000000\")\n}\n"},
+		{name: "long literal", lab: "lab \"n\" {\n  description = " + digits + "\n}\n"},
+		{name: "long text to jsondecode", lab: "lab \"n\" {\n  description = jsondecode(\"" + digits + "\")\n}\n"},
+		{name: "long text to a number parameter", lab: "lab \"n\" {\n  description = max(\"" + digits + "\")\n}\n"},
+		{name: "json var-file exponent", lab: "variable \"v\" {\n  type = string\n  default = \"x\"\n}\nlab \"n\" {\n  description = var.v\n}\n", varFile: "{\"v\": 1e300000000}"},
+		{name: "json var-file digits", lab: "variable \"v\" {\n  type = number\n  default = 1\n}\nlab \"n\" {\n  description = \"${var.v}\"\n}\n", varFile: "{\"v\": " + digits + "}"},
+		{name: "hcl var-file digits", lab: "variable \"v\" {\n  type = number\n  default = 1\n}\nlab \"n\" {\n  description = \"${var.v}\"\n}\n", varFile: "v = " + digits + "\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "lab.hcl")
+			must(t, os.WriteFile(p, []byte(head+c.lab), 0o644))
+			if c.varFile != "" {
+				vf := filepath.Join(dir, "v.tfvars")
+				if strings.HasPrefix(c.varFile, "{") {
+					vf = filepath.Join(dir, "v.json")
+				}
+				must(t, os.WriteFile(vf, []byte(c.varFile), 0o644))
+				c.opts.VarFiles = []string{vf}
+			}
+			start := time.Now()
+			_, diags := Load([]string{p}, c.opts)
+			took := time.Since(start)
+			if !diags.HasErrors() {
+				t.Errorf("no error:\n%s", diagLines(diags))
+			}
+			if took > 5*time.Second {
+				t.Errorf("took %s, want under 5s", took.Round(time.Millisecond))
+			}
+			if !strings.Contains(diagLines(diags), "umber") {
+				t.Errorf("the error does not name the number:\n%s", diagLines(diags))
+			}
+		})
+	}
+}
+
+// TestNumbersOrdinary: numbers a lab uses (rates, sizes, tiny fractions)
+// and text with long digit runs that is never a number pass.
+func TestNumbersOrdinary(t *testing.T) {
+	lab := "lab \"n\" {\n  description = \"${1e300} ${-1e-300} ${1e300 * 1e300} ${format(\"%.3f\", 0.5)} ${pow(2, 64)} ${strlen(\"" + strings.Repeat("9", 5000) + "\")}\"\n}\nhost \"a\" {\n  address = \"192.0.2.1\"\n}\n"
+	p := filepath.Join(t.TempDir(), "lab.hcl")
+	must(t, os.WriteFile(p, []byte(lab), 0o644))
+	l, diags := Load([]string{p}, LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatalf("ordinary numbers refused:\n%s", diagLines(diags))
+	}
+	if !strings.HasPrefix(l.Description, "1"+strings.Repeat("0", 300)+" ") {
+		t.Errorf("description %.80q…", l.Description)
+	}
+}
