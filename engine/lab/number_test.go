@@ -3,6 +3,7 @@ package lab
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,59 @@ func TestNumbersOrdinary(t *testing.T) {
 	}
 	if !strings.HasPrefix(l.Description, "1"+strings.Repeat("0", 300)+" ") {
 		t.Errorf("description %.80q…", l.Description)
+	}
+}
+
+// TestDecodersBounded: a file a lab decodes is refused by the values its
+// text would make, before it is decoded: 16 MiB of "0," took jsondecode
+// 2.1 GB and past two minutes, and of "x\n" csvdecode 7 GB and 89 s,
+// before the evaluation budget saw the result. A decoded document of a
+// lab's size still reads.
+func TestDecodersBounded(t *testing.T) {
+	big := map[string]string{
+		"json": "[" + strings.Repeat("0,", 4<<20) + "0]",
+		"csv":  "a\n" + strings.Repeat("x\n", 4<<20),
+		"yaml": strings.Repeat("- 0\n", 2<<20),
+	}
+	for _, c := range []struct{ fn, ext, small string }{
+		{"jsondecode", "json", `{"students": [{"name": "a", "host": "10.0.0.1"}, {"name": "b", "host": "10.0.0.2"}]}`},
+		{"csvdecode", "csv", "name,host\na,10.0.0.1\nb,10.0.0.2\n"},
+		{"yamldecode", "yaml", "students:\n  - name: a\n    host: 10.0.0.1\n  - name: b\n    host: 10.0.0.2\n"},
+	} {
+		t.Run(c.fn, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, os.WriteFile(filepath.Join(dir, "big."+c.ext), []byte(big[c.ext]), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "small."+c.ext), []byte(c.small), 0o644))
+			p := filepath.Join(dir, "lab.hcl")
+			lab := func(f string) string {
+				sel := ".students"
+				if c.fn == "csvdecode" || strings.HasPrefix(f, "big") {
+					sel = ""
+				}
+				return "lab \"n\" {\n  description = \"${length(" + c.fn + "(file(\"" + f + "\"))" + sel + ")}\"\n}\nhost \"a\" {\n  address = \"192.0.2.1\"\n}\n"
+			}
+			must(t, os.WriteFile(p, []byte(lab("big."+c.ext)), 0o644))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, diags := Load([]string{p}, LoadOptions{})
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if !strings.Contains(diagLines(diags), EvalLimitSummary) {
+				t.Errorf("not refused:\n%s", diagLines(diags))
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; took > 5*time.Second || alloc > 256<<20 {
+				t.Errorf("took %s and %d MiB, want under 5s and 256 MiB", took.Round(time.Millisecond), alloc>>20)
+			}
+			must(t, os.WriteFile(p, []byte(lab("small."+c.ext)), 0o644))
+			l, diags := Load([]string{p}, LoadOptions{})
+			if diags.HasErrors() {
+				t.Fatalf("a small document refused:\n%s", diagLines(diags))
+			}
+			if want := map[string]string{"jsondecode": "2", "csvdecode": "2", "yamldecode": "2"}[c.fn]; l.Description != want {
+				t.Errorf("length %q, want %s", l.Description, want)
+			}
+		})
 	}
 }
