@@ -212,3 +212,36 @@ func TestLinkedCaptureReadOnce(t *testing.T) {
 		t.Errorf("results.CapturesOf by name: %d paths, %v; want one", len(rels), err)
 	}
 }
+
+// TestLinkedFactsReadOnce: one facts.json hard-linked into many host
+// folders (a tar stores each link as a header only) is read for one host;
+// up to 256 MiB each, it was read and decoded once per folder.
+func TestLinkedFactsReadOnce(t *testing.T) {
+	dir := copyDir(t, fixture)
+	src := filepath.Join(dir, "hosts", "server", "facts.json")
+	for i := range 50 {
+		h := filepath.Join(dir, "hosts", fmt.Sprintf("h%d", i))
+		if err := os.MkdirAll(h, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(src, filepath.Join(h, "facts.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, linked := 0, 0
+	for _, h := range d.Hosts {
+		switch {
+		case h.FactsLink != "":
+			read++
+		case strings.Contains(strings.Join(h.Errors, "\n"), "same file as another host's"):
+			linked++
+		}
+	}
+	if read > 2 || linked != 50 {
+		t.Errorf("%d hosts' facts read, %d said to be links; want the linked file read once", read, linked)
+	}
+}
