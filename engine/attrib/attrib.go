@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -136,14 +137,23 @@ func Load(dir string) (*Run, error) {
 	}
 	// Each log is read once however many workloads list it (a received
 	// results.json may list one log in every workload).
+	// And once however many files name it: symlinks inside the run
+	// directory and hard links are one file (by device and inode).
 	read := map[string][]uint32{}
+	byFile := map[[2]uint64][]uint32{}
 	for _, name := range order {
 		w := byName[name]
 		for _, rel := range logs[name] {
 			rel = path.Clean(rel)
 			qs, ok := read[rel]
 			if !ok {
-				qs = appendQPNs(nil, dir, rel)
+				id, known := rundir.FileID(filepath.Join(dir, filepath.FromSlash(rel)))
+				if qs, ok = byFile[id]; !ok || !known {
+					qs = appendQPNs(nil, dir, rel)
+				}
+				if known {
+					byFile[id] = qs
+				}
 				read[rel] = qs
 			}
 			w.QPNs = append(w.QPNs, qs[:min(len(qs), maxQPNs-len(w.QPNs))]...)

@@ -283,3 +283,51 @@ func TestLoadLogListedOften(t *testing.T) {
 		t.Errorf("Load took %s for one 1 MiB log listed %d times", took, 3*n)
 	}
 }
+
+// TestLoadLogLinkedOften: promise 84's read-once holds when the one log is
+// named by many files (symlinks inside the run directory, hard links), one
+// per workload: each was read as a log of its own.
+func TestLoadLogLinkedOften(t *testing.T) {
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "hosts", "a", "logs")
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log := " local address: LID 0000 QPN 0x00beef PSN 0x1\n" + strings.Repeat(strings.Repeat("x", 99)+"\n", (maxLogRead/100)+10)
+	if err := os.WriteFile(filepath.Join(logs, "w.txt"), []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	var ws []string
+	for i := range n {
+		name := fmt.Sprintf("w%d.txt", i)
+		var err error
+		if i%2 == 0 {
+			err = os.Symlink("w.txt", filepath.Join(logs, name))
+		} else {
+			err = os.Link(filepath.Join(logs, "w.txt"), filepath.Join(logs, name))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, fmt.Sprintf(`{"name":"w%d","tool":"ib_write_bw","started":"2026-01-01T00:00:00Z","finished":"2026-01-01T00:00:01Z","logs":["hosts/a/logs/%s"]}`, i, name))
+	}
+	doc := `{"schema":2,"lab":"l","id":"x","workloads":[` + strings.Join(ws, ",") + `],"samples":[]}`
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r, err := Load(dir)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range r.Workloads {
+		if len(w.QPNs) != 1 || w.QPNs[0] != 0xbeef {
+			t.Fatalf("workload %s: QPNs %x, want [beef]", w.Name, w.QPNs)
+		}
+	}
+	if len(r.Workloads) != n || took > 5*time.Second {
+		t.Errorf("%d workloads named in %s, want %d within 5s (one 1 MiB log named by %d files)", len(r.Workloads), took.Round(time.Millisecond), n, n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -41,6 +42,9 @@ type budget struct {
 	steps, bytes int64
 	spent        *limitError // the first overrun
 	shown        bool        // loader.add kept its diagnostic
+	// funcs are the functions as defined (meterFuncs): which parameters
+	// read a number, for an argument's check (numbers.go).
+	funcs map[string]function.Function
 }
 
 // limitError is the overrun, carried through a function call's error to
@@ -53,10 +57,23 @@ type limitError struct {
 }
 
 func (e *limitError) Error() string {
+	if e.kind == "number" {
+		return fmt.Sprintf("%s makes or reads a number past the lab's limit (about 1e±1000, at most %d digits)", e.what, MaxNumberDigits)
+	}
 	return fmt.Sprintf("%s needs more than the lab's evaluation limit of %d %s", e.what, e.limit, e.kind)
 }
 
+func (e *limitError) summary() string {
+	if e.kind == "number" {
+		return NumberLimitSummary
+	}
+	return EvalLimitSummary
+}
+
 func (e *limitError) detail() string {
+	if e.kind == "number" {
+		return numberDetail(e.what)
+	}
 	if e.kind == "bytes" {
 		return fmt.Sprintf("Evaluating this lab made more than %d MiB of strings (in functions and string templates) when it reached %s. "+
 			"A lab's data is small; a value this large is almost always an unintended join(), format() or template inside a for or over range(). "+
@@ -71,6 +88,13 @@ func (e *limitError) detail() string {
 // or errSpent when an earlier one already stopped evaluation. Refused work
 // is not counted, so steps and bytes are what evaluation was allowed.
 func (b *budget) charge(what string, at *hcl.Range, steps, bytes int64) error {
+	return b.chargeValue(what, at, steps, bytes, false)
+}
+
+// chargeValue is charge for a value that may hold a number past the
+// lab's limit (huge): refused as the budget's overrun, so evaluation
+// winds down the same way.
+func (b *budget) chargeValue(what string, at *hcl.Range, steps, bytes int64, huge bool) error {
 	if b.spent != nil {
 		return errSpent
 	}
@@ -79,6 +103,8 @@ func (b *budget) charge(what string, at *hcl.Range, steps, bytes int64) error {
 		b.spent = &limitError{what: what, kind: "steps", limit: MaxEvalOps, at: at}
 	case b.bytes+bytes > MaxEvalBytes:
 		b.spent = &limitError{what: what, kind: "bytes", limit: MaxEvalBytes, at: at}
+	case huge:
+		b.spent = &limitError{what: what, kind: "number", limit: MaxNumberExp2, at: at}
 	default:
 		b.steps += steps
 		b.bytes += bytes
@@ -95,6 +121,12 @@ func (b *budget) remaining() int64 { return MaxEvalOps - b.steps + 1 }
 // size counts v deeply: one step per value, and the bytes of its strings.
 // It stops after limit steps, so counting costs no more than it charges.
 func size(v cty.Value, limit int64) (steps, bytes int64) {
+	steps, bytes, _ = sizeOf(v, limit)
+	return steps, bytes
+}
+
+// sizeOf is size, and whether v holds a number past MaxNumberExp2.
+func sizeOf(v cty.Value, limit int64) (steps, bytes int64, huge bool) {
 	var walk func(v cty.Value)
 	walk = func(v cty.Value) {
 		if steps > limit {
@@ -109,6 +141,8 @@ func size(v cty.Value, limit int64) (steps, bytes int64) {
 		switch {
 		case t == cty.String:
 			bytes += int64(len(v.AsString()))
+		case t == cty.Number:
+			huge = huge || hugeFloat(v.AsBigFloat())
 		case t.IsListType(), t.IsSetType(), t.IsTupleType(), t.IsMapType(), t.IsObjectType():
 			for it := v.ElementIterator(); it.Next() && steps <= limit; {
 				_, e := it.Element()
@@ -117,7 +151,7 @@ func size(v cty.Value, limit int64) (steps, bytes int64) {
 		}
 	}
 	walk(v)
-	return steps, bytes
+	return steps, bytes, huge
 }
 
 // meterFuncs wraps every function so that a call is charged for what it
@@ -125,6 +159,7 @@ func size(v cty.Value, limit int64) (steps, bytes int64) {
 // (join with a long separator, format with a huge width, setproduct) is
 // refused before it allocates.
 func (b *budget) meterFuncs(fs map[string]function.Function) map[string]function.Function {
+	b.funcs = fs
 	out := make(map[string]function.Function, len(fs))
 	for name, f := range fs {
 		switch name {
@@ -142,18 +177,34 @@ func (b *budget) meterFunc(name string, f function.Function) function.Function {
 		Description: f.Description(),
 		Params:      f.Params(),
 		VarParam:    f.VarParam(),
-		Type:        f.ReturnTypeForValues,
+		Type: func(args []cty.Value) (cty.Type, error) {
+			if b.spent != nil {
+				return cty.DynamicPseudoType, nil // Impl answers unknown
+			}
+			// A decoder's result type is built from the whole document
+			// before Impl runs: refuse one that makes more values than
+			// the budget has left by its text, before it is decoded.
+			if n := madeValues(name, args, b.remaining()); n > b.remaining() {
+				return cty.NilType, b.charge(name+"()", nil, n, 0)
+			}
+			return f.ReturnTypeForValues(args)
+		},
 		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
 			if b.spent != nil {
 				return cty.UnknownVal(retType), nil
 			}
 			what := name + "()"
 			var steps, bytes int64
+			huge := false
 			for _, a := range args {
-				s, n := size(a, b.remaining())
-				steps, bytes = steps+s, bytes+n
+				s, n, h := sizeOf(a, b.remaining())
+				steps, bytes, huge = steps+s, bytes+n, huge || h
+				// These read numbers out of text inside the call.
+				if readsNumbers[name] && !huge {
+					huge = hugeValue(a, true, b.remaining())
+				}
 			}
-			if err := b.charge(what, nil, steps+1, 0); err != nil {
+			if err := b.chargeValue(what, nil, steps+1, 0, huge); err != nil {
 				return cty.UnknownVal(retType), err
 			}
 			if est := estimateBytes(name, args, bytes); est > 0 {
@@ -165,14 +216,99 @@ func (b *budget) meterFunc(name string, f function.Function) function.Function {
 			if err != nil {
 				return v, err
 			}
-			s, n := size(v, b.remaining())
-			if err := b.charge(what, nil, s, n); err != nil {
+			s, n, h := sizeOf(v, b.remaining())
+			if err := b.chargeValue(what, nil, s, n, h); err != nil {
 				return cty.UnknownVal(retType), err
 			}
 			return v, nil
 		},
 	}
 	return function.New(spec)
+}
+
+// decodedValues is an upper bound on the values a decoder makes of its
+// text, counted in one pass that builds nothing, or 0 for the other
+// functions: every value after a document's first follows one of these
+// bytes (a YAML key and its value share one ':', so twice). A 16 MiB file
+// of "0," made jsondecode take 2.1 GB and two minutes, and csvdecode 7 GB,
+// before the budget saw the result.
+func decodedValues(name string, args []cty.Value) int64 {
+	if len(args) == 0 {
+		return 0
+	}
+	if name == "split" || name == "regexall" {
+		return 0 // madeValues
+	}
+	v, _ := args[0].Unmark()
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return 0
+	}
+	var seps string
+	per := int64(1)
+	switch name {
+	case "jsondecode":
+		seps = ",:[{"
+	case "csvdecode":
+		seps = ",\n"
+	case "yamldecode":
+		seps, per = ",:[{-\n*", 2
+	default:
+		return 0
+	}
+	s := v.AsString()
+	if name != "csvdecode" && jsonDepth(s) > maxYAMLDepth {
+		return 0 // the decoder's own refusal says why
+	}
+	n := int64(1)
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(seps, s[i]) >= 0 {
+			n += per
+		}
+	}
+	return n
+}
+
+// madeValues is an upper bound on the values a function makes of a string
+// it is given, when that is far more than the string's own one value
+// (decoders, split, regexall), counted before it runs (0: not one of
+// them). limit is the most worth counting. split over 16 MiB of "," took
+// 1.1 GB and regexall 2.3 GB before the budget saw their lists.
+func madeValues(name string, args []cty.Value, limit int64) int64 {
+	str := func(i int) (string, bool) {
+		if i >= len(args) {
+			return "", false
+		}
+		v, _ := args[i].Unmark()
+		if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+			return "", false
+		}
+		return v.AsString(), true
+	}
+	switch name {
+	case "split": // split(separator, string)
+		sep, ok1 := str(0)
+		s, ok2 := str(1)
+		if !ok1 || !ok2 {
+			return 0
+		}
+		if sep == "" {
+			return int64(utf8.RuneCountInString(s)) + 1
+		}
+		return int64(strings.Count(s, sep)) + 1
+	case "regexall": // regexall(pattern, string): a value per match and group
+		pat, ok1 := str(0)
+		s, ok2 := str(1)
+		if !ok1 || !ok2 {
+			return 0
+		}
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			return 0 // the function says what is wrong
+		}
+		n := int64(len(re.FindAllStringIndex(s, int(min(limit, MaxEvalOps))+1)))
+		return n * int64(1+re.NumSubexp())
+	}
+	return decodedValues(name, args)
 }
 
 var fmtVerbRe = regexp.MustCompile(`%[-+# 0]*(\d*)(?:\.(\d*))?`)
@@ -292,6 +428,29 @@ func (b *budget) meterExprs(node hclsyntax.Node) {
 				e.LHS = b.meter(e.LHS, "a comparison", deep)
 				e.RHS = b.meter(e.RHS, "a comparison", deep)
 			}
+			if numericOps[e.Op] {
+				e.LHS = b.meter(e.LHS, "an arithmetic operand", operand)
+				e.RHS = b.meter(e.RHS, "an arithmetic operand", operand)
+			}
+		case *hclsyntax.UnaryOpExpr:
+			if e.Op == hclsyntax.OpNegate {
+				e.Val = b.meter(e.Val, "an arithmetic operand", operand)
+			}
+		case *hclsyntax.FunctionCallExpr:
+			if typeConstructors[e.Name] {
+				break // a variable's type = list(string): read as syntax, not evaluated
+			}
+			for i := range e.Args {
+				e.Args[i] = b.meter(e.Args[i], e.Name+"()", argument(e.Name, i))
+			}
+		case *hclsyntax.LiteralValueExpr:
+			// Refused where it is written; the lab evaluates on with an
+			// unknown number, which nothing writes out.
+			if hugeNumber(e.Val) {
+				rng := e.SrcRange
+				b.chargeValue("this number", &rng, 0, 0, true)
+				e.Val = cty.UnknownVal(cty.Number)
+			}
 		case *hclsyntax.ConditionalExpr:
 			e.TrueResult = b.meter(e.TrueResult, "a conditional", elements)
 			e.FalseResult = b.meter(e.FalseResult, "a conditional", elements)
@@ -305,7 +464,45 @@ type meterHow int
 const (
 	elements meterHow = iota // one step per element, at the top level
 	deep                     // every value and byte, all the way down
+	operand                  // read as a number: no number or numeric text past the limits (free)
+	// argumentN+i: the i-th argument of a function: as operand when that
+	// parameter is a number (free), unchecked otherwise.
+	argumentN meterHow = 1 << 20
 )
+
+// argument is how a function call's i-th argument is metered. The name is
+// looked up when the call is evaluated (meterExprs runs at parse time,
+// before meterFuncs).
+func argument(name string, i int) meterHow { return argumentN + meterHow(i) }
+
+// typeConstructors are the calls a variable's type is written with
+// (typeexpr reads them as syntax: a wrapped argument is not a type).
+var typeConstructors = map[string]bool{"list": true, "map": true, "set": true, "object": true, "tuple": true, "optional": true}
+
+// numericOps are the operators that read their operands as numbers.
+var numericOps = map[*hclsyntax.Operation]bool{
+	hclsyntax.OpAdd: true, hclsyntax.OpSubtract: true, hclsyntax.OpMultiply: true,
+	hclsyntax.OpDivide: true, hclsyntax.OpModulo: true,
+	hclsyntax.OpGreaterThan: true, hclsyntax.OpGreaterThanOrEqual: true,
+	hclsyntax.OpLessThan: true, hclsyntax.OpLessThanOrEqual: true,
+}
+
+// readsNumbers are the functions that read numbers out of the text they
+// are given, inside the call.
+var readsNumbers = map[string]bool{
+	"jsondecode": true, "yamldecode": true, "tonumber": true, "parseint": true,
+	"format": true, "formatlist": true,
+}
+
+// numberParam says whether f's i-th argument is read as a number.
+func numberParam(f function.Function, i int) bool {
+	ps := f.Params()
+	if i < len(ps) {
+		return ps[i].Type.Equals(cty.Number)
+	}
+	vp := f.VarParam()
+	return vp != nil && vp.Type.Equals(cty.Number)
+}
 
 func (b *budget) meter(e hclsyntax.Expression, what string, how meterHow) hclsyntax.Expression {
 	if _, done := e.(*meteredExpr); done {
@@ -322,13 +519,36 @@ type meteredExpr struct {
 	how  meterHow
 }
 
+// unmetered is e without the wrapper meter put around it.
+func unmetered(e hclsyntax.Expression) hclsyntax.Expression {
+	if m, ok := e.(*meteredExpr); ok {
+		return m.Expression
+	}
+	return e
+}
+
+// call is the function whose argument m is (argumentN).
+func (m *meteredExpr) call() string { return strings.TrimSuffix(m.what, "()") }
+
 func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if m.b.spent != nil {
 		return cty.DynamicVal, nil
 	}
 	v, diags := m.Expression.Value(ctx)
 	var steps, bytes int64
-	switch m.how {
+	huge := false
+	how := m.how
+	if how >= argumentN {
+		how = -1
+		if f, ok := m.b.funcs[m.call()]; ok && numberParam(f, int(m.how-argumentN)) {
+			how = operand
+		}
+	}
+	switch how {
+	case operand:
+		// A list expanded into a number parameter (max(xs...)) holds
+		// what is read: look deep, but only for what needs no charge.
+		huge = hugeValue(v, true, MaxEvalOps)
 	case elements:
 		u, _ := v.Unmark()
 		steps = 1
@@ -336,10 +556,15 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 			steps += int64(u.LengthInt())
 		}
 	case deep:
-		steps, bytes = size(v, m.b.remaining())
+		steps, bytes, huge = sizeOf(v, m.b.remaining())
+	}
+	if how == -1 || how == operand {
+		if !huge {
+			return v, diags
+		}
 	}
 	rng := m.SrcRange
-	if err := m.b.charge(m.what, &rng, steps, bytes); err != nil {
+	if err := m.b.chargeValue(m.what, &rng, steps, bytes, huge); err != nil {
 		var le *limitError
 		if errors.As(err, &le) {
 			diags = append(diags, le.diagnostic())
@@ -350,7 +575,7 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 }
 
 func (e *limitError) diagnostic() *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: EvalLimitSummary, Detail: e.detail(), Subject: e.at}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: e.summary(), Detail: e.detail(), Subject: e.at}
 }
 
 // limitDiag turns a function call that failed on the budget (hclsyntax's
@@ -365,7 +590,7 @@ func limitDiag(d *hcl.Diagnostic) bool {
 	if !errors.As(extra.FunctionCallError(), &le) {
 		return false
 	}
-	d.Summary, d.Detail = EvalLimitSummary, le.detail()
+	d.Summary, d.Detail = le.summary(), le.detail()
 	if le.at == nil {
 		le.at = d.Subject
 	}

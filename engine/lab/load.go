@@ -101,7 +101,7 @@ func (l *loader) add(d ...*hcl.Diagnostic) {
 		if x == nil {
 			continue
 		}
-		if limitDiag(x) || x.Summary == EvalLimitSummary {
+		if limitDiag(x) || x.Summary == EvalLimitSummary || l.budget.spent != nil && x.Summary == l.budget.spent.summary() && x.Detail == l.budget.spent.detail() {
 			if l.budget.shown {
 				continue // one overrun, reported once
 			}
@@ -346,6 +346,10 @@ func (l *loader) parse(name string, src []byte) *parsedFile {
 	if i := tooDeep(src); i >= 0 {
 		r := rangeAt(name, src, i)
 		l.errorf(&r, "Nesting too deep", "Brackets, braces and parentheses nest more than %d levels here. Flatten the expression, or use locals.", MaxNesting)
+		return nil
+	}
+	if r := longNumberLiteral(name, src); r != nil {
+		l.errorf(r, NumberLimitSummary, "%s", numberDetail("this number"))
 		return nil
 	}
 	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)

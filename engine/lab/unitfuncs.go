@@ -210,6 +210,8 @@ func (l *loader) exprUnit(e hclsyntax.Expression, w *Workload) (operandUnit, boo
 	switch x := e.(type) {
 	case *hclsyntax.ParenthesesExpr:
 		return l.exprUnit(x.Expression, w)
+	case *meteredExpr: // budget.go's wrapper of an operand
+		return l.exprUnit(x.Expression, w)
 	case *hclsyntax.FunctionCallExpr:
 		if u, ok := unitFuncTarget(x.Name); ok {
 			return operandUnit{unit: u, what: x.Name + "()", fn: x.Name}, true
@@ -231,11 +233,11 @@ func (l *loader) exprUnit(e hclsyntax.Expression, w *Workload) (operandUnit, boo
 		// (result.bw_avg * 1000 is in Mb/s), so its unit is not told.
 		var u operandUnit
 		var ok bool
-		_, lit := x.RHS.(*hclsyntax.LiteralValueExpr)
+		_, lit := unmetered(x.RHS).(*hclsyntax.LiteralValueExpr)
 		if (x.Op == hclsyntax.OpMultiply || x.Op == hclsyntax.OpDivide) && lit {
 			u, ok = l.exprUnit(x.LHS, w)
 		}
-		if _, lit := x.LHS.(*hclsyntax.LiteralValueExpr); x.Op == hclsyntax.OpMultiply && lit {
+		if _, lit := unmetered(x.LHS).(*hclsyntax.LiteralValueExpr); x.Op == hclsyntax.OpMultiply && lit {
 			u, ok = l.exprUnit(x.RHS, w)
 		}
 		return u, ok && u.fn != ""

@@ -171,7 +171,19 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 
 // convertVar converts v to the variable's type.
 func (l *loader) convertVar(d *varDecl, v cty.Value, rng *hcl.Range) (cty.Value, bool) {
+	// Checked before the conversion (a number written out as a string is
+	// as long as its exponent) and after it (text read as a number).
+	if hugeValue(v, false, MaxEvalOps) {
+		d.invalid = true
+		l.errorf(rng, NumberLimitSummary, "%s", numberDetail(fmt.Sprintf("the value for variable %q", d.v.Name)))
+		return cty.NilVal, false
+	}
 	cv, err := convert.Convert(v, d.typ)
+	if err == nil && hugeValue(cv, false, MaxEvalOps) {
+		d.invalid = true
+		l.errorf(rng, NumberLimitSummary, "%s", numberDetail(fmt.Sprintf("the value for variable %q", d.v.Name)))
+		return cty.NilVal, false
+	}
 	if err != nil {
 		d.invalid = true
 		l.errorf(rng, "Invalid value for variable", "The value for variable %q is not a %s: %s.", d.v.Name, d.typ.FriendlyName(), err)
@@ -195,6 +207,11 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 	case d.typ.IsPrimitiveType():
 		// A number or bool is read from the string, as Terraform does:
 		// n=abc is "not a number", not an expression naming a variable.
+		if longDigits(raw) {
+			d.invalid = true
+			l.errorf(nil, NumberLimitSummary, "%s", numberDetail(fmt.Sprintf("the value %s for variable %q", what, d.v.Name)))
+			return
+		}
 		cv, err := convert.Convert(cty.StringVal(raw), d.typ)
 		if err != nil {
 			d.invalid = true
@@ -234,6 +251,10 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		return
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
+		if jsonLongDigits(src) {
+			l.errorf(nil, NumberLimitSummary, "%s", numberDetail("-var-file "+path))
+			return
+		}
 		ty, err := ctyjson.ImpliedType(src)
 		if err != nil {
 			l.errorf(nil, "Invalid variable file", "-var-file %s is not valid JSON: %s.", path, err)
@@ -257,6 +278,10 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		}
 		sort.Strings(undeclared)
 		l.warnUndeclared(path, undeclared, nil, decls)
+		return
+	}
+	if r := longNumberLiteral(path, src); r != nil {
+		l.errorf(r, NumberLimitSummary, "%s", numberDetail("this number"))
 		return
 	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/results"
@@ -155,5 +156,92 @@ func TestFactsOfEmptyObjectsRefused(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(errs, "\n"), "refusing to decode") {
 		t.Errorf("host server's errors %q, want the facts refused", errs)
+	}
+}
+
+// TestLinkedCaptureReadOnce: promise 83's read-once holds when a received
+// run directory names one capture by many files: symlinks inside the run
+// directory (which rundir follows) and hard links (a tar stores each as a
+// header only). 2,000 links to the run's capture were read 2,000 times
+// (over a large capture, a hang with no practical end); now the capture
+// is read once, as one file.
+func TestLinkedCaptureReadOnce(t *testing.T) {
+	dir := copyDir(t, fixture)
+	r, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const p = "hosts/server/captures/cap.roce.pcap"
+	for i := range 2000 {
+		name := fmt.Sprintf("hosts/server/captures/cap.%d.pcap", i)
+		link := os.Symlink
+		if i%2 == 1 {
+			link = func(old, new string) error { return os.Link(filepath.Join(dir, p), new) }
+		}
+		if err := link("cap.roce.pcap", filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		r.Artifacts = append(r.Artifacts, results.Artifact{Host: "server", Path: name, Type: results.ArtifactCapture})
+	}
+	b, err := results.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, results.ResultsFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, c := range d.Captures {
+		if c.Packets > 0 {
+			read++
+		}
+	}
+	if read != 1 {
+		t.Errorf("%d captures read (in %s), want the one capture read once", read, time.Since(start).Round(time.Millisecond))
+	}
+	// rlab pcap RUN's list, both from the artifacts and by name.
+	if rels, err := results.CapturesOf(r, dir, IsCaptureFile); err != nil || len(rels) != 1 {
+		t.Errorf("results.CapturesOf: %d paths, %v; want one", len(rels), err)
+	}
+	if rels, err := results.CapturesOf(&results.Run{}, dir, IsCaptureFile); err != nil || len(rels) != 1 {
+		t.Errorf("results.CapturesOf by name: %d paths, %v; want one", len(rels), err)
+	}
+}
+
+// TestLinkedFactsReadOnce: one facts.json hard-linked into many host
+// folders (a tar stores each link as a header only) is read for one host;
+// up to 256 MiB each, it was read and decoded once per folder.
+func TestLinkedFactsReadOnce(t *testing.T) {
+	dir := copyDir(t, fixture)
+	src := filepath.Join(dir, "hosts", "server", "facts.json")
+	for i := range 50 {
+		h := filepath.Join(dir, "hosts", fmt.Sprintf("h%d", i))
+		if err := os.MkdirAll(h, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(src, filepath.Join(h, "facts.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, linked := 0, 0
+	for _, h := range d.Hosts {
+		switch {
+		case h.FactsLink != "":
+			read++
+		case strings.Contains(strings.Join(h.Errors, "\n"), "same file as another host's"):
+			linked++
+		}
+	}
+	if read > 2 || linked != 50 {
+		t.Errorf("%d hosts' facts read, %d said to be links; want the linked file read once", read, linked)
 	}
 }

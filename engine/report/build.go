@@ -88,6 +88,9 @@ type builder struct {
 	d    *Data
 	opts Options
 	all  []Link // every file in the run dir
+	// facts are the hosts' facts.json files read so far, by file: one
+	// file hard-linked into every host's folder is read once.
+	facts rundir.Files
 	// byPath is all by path, made at the first workload that needs it (a
 	// class's thousand workloads each made it anew: O(n²)).
 	byPath map[string]Link
@@ -282,6 +285,13 @@ func (b *builder) hosts(doc *results.Run) {
 func (b *builder) host(slug string) Host {
 	h := Host{Slug: slug}
 	rel := "hosts/" + slug + "/facts.json"
+	if b.facts == nil {
+		b.facts = rundir.Files{}
+	}
+	if !b.facts.First(filepath.Join(b.dir, filepath.FromSlash(rel))) {
+		h.Errors = append(h.Errors, "facts.json is the same file as another host's (a link): not read again")
+		return h
+	}
 	data, ok := b.read(rel)
 	if !ok {
 		h.Errors = append(h.Errors, "no facts.json: the host's facts were not gathered")

@@ -543,6 +543,7 @@ func (b *builder) captures() {
 	}
 	var jobs []job
 	at := map[string]int{}
+	files := rundir.Files{}
 	add := func(l Link, host string) {
 		dir, base := path.Split(l.Path)
 		key := CaptureKey(base)
@@ -550,6 +551,11 @@ func (b *builder) captures() {
 		// with a number after it for a ring of files.
 		name := strings.TrimPrefix(strings.TrimSuffix(key, path.Ext(key)), "cap.")
 		id := dir + key
+		// One file named many times (symlinks inside the run directory,
+		// hard links) is read once, whichever name comes first.
+		if !files.First(filepath.Join(b.dir, filepath.FromSlash(l.Path))) {
+			return
+		}
 		if i, ok := at[id]; ok {
 			jobs[i].links = append(jobs[i].links, l)
 			return

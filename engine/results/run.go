@@ -175,10 +175,15 @@ func (r *Run) CaptureArtifacts() []Artifact {
 // than Run.Artifacts) the files of hosts/*/captures/ that isCapture
 // accepts by name. A listed path that leaves dir is not one.
 func CapturesOf(r *Run, dir string, isCapture func(base string) bool) ([]string, error) {
+	// One file named many times (links inside the run directory) is one
+	// capture, read once.
+	seen := rundir.Files{}
 	if r != nil && r.Artifacts != nil {
 		var out []string
 		for _, a := range r.CaptureArtifacts() {
-			out = append(out, a.Path)
+			if seen.First(filepath.Join(dir, filepath.FromSlash(a.Path))) {
+				out = append(out, a.Path)
+			}
 		}
 		return out, nil
 	}
@@ -193,7 +198,7 @@ func CapturesOf(r *Run, dir string, isCapture func(base string) bool) ([]string,
 			return nil, err
 		}
 		for _, e := range ents {
-			if !e.IsDir() && isCapture(e.Name()) {
+			if !e.IsDir() && isCapture(e.Name()) && seen.First(filepath.Join(h, e.Name())) {
 				rel, _ := filepath.Rel(dir, filepath.Join(h, e.Name()))
 				out = append(out, filepath.ToSlash(rel))
 			}

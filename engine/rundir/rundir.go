@@ -139,3 +139,38 @@ func readAll(f *os.File) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Files says which files of a run directory were seen already, by
+// identity (device and inode, symlinks followed), not by name: a received
+// run directory can name one file many times through symlinks inside it
+// and hard links (a tar stores each link as a header only), and a reader
+// that reads each name once still read that file once per name.
+type Files map[[2]uint64]bool
+
+// First reports whether path is a file not seen before (and notes it). A
+// path that cannot be stat'ed counts as first: its reader reports why.
+func (s Files) First(path string) bool {
+	id, ok := FileID(path)
+	if !ok {
+		return true
+	}
+	if s[id] {
+		return false
+	}
+	s[id] = true
+	return true
+}
+
+// FileID is the identity of the file path names (device and inode,
+// symlinks followed); false when it cannot be stat'ed.
+func FileID(path string) ([2]uint64, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return [2]uint64{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return [2]uint64{}, false
+	}
+	return [2]uint64{uint64(st.Dev), st.Ino}, true
+}
