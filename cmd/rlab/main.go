@@ -44,7 +44,9 @@ func main() {
 	// RLAB_CPUPROFILE=FILE writes a CPU profile of the command, and
 	// RLAB_MEMPROFILE=FILE a heap profile at its end (allocations over the
 	// whole command: -sample_index=alloc_space), for the benchmarks in
-	// BENCHMARKS.md: `go tool pprof bin/rlab FILE`.
+	// BENCHMARKS.md: `go tool pprof bin/rlab FILE`. With
+	// RLAB_MEMPROFILE_EVERY=DURATION the live heap (as of the last GC) is
+	// also written every DURATION to FILE.<seconds>: where a run's peak is.
 	if f, every := os.Getenv("RLAB_MEMPROFILE"), os.Getenv("RLAB_MEMPROFILE_EVERY"); f != "" && every != "" {
 		if d, err := time.ParseDuration(every); err == nil && d > 0 {
 			go heapProfiles(f, d)
