@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/rlab-dev/rlab/kinds/builtin"
 )
@@ -43,7 +44,14 @@ func main() {
 	// RLAB_CPUPROFILE=FILE writes a CPU profile of the command, and
 	// RLAB_MEMPROFILE=FILE a heap profile at its end (allocations over the
 	// whole command: -sample_index=alloc_space), for the benchmarks in
-	// BENCHMARKS.md: `go tool pprof bin/rlab FILE`.
+	// BENCHMARKS.md: `go tool pprof bin/rlab FILE`. With
+	// RLAB_MEMPROFILE_EVERY=DURATION the live heap (as of the last GC) is
+	// also written every DURATION to FILE.<seconds>: where a run's peak is.
+	if f, every := os.Getenv("RLAB_MEMPROFILE"), os.Getenv("RLAB_MEMPROFILE_EVERY"); f != "" && every != "" {
+		if d, err := time.ParseDuration(every); err == nil && d > 0 {
+			go heapProfiles(f, d)
+		}
+	}
 	if f := os.Getenv("RLAB_CPUPROFILE"); f != "" {
 		if out, err := os.Create(f); err == nil && pprof.StartCPUProfile(out) == nil {
 			code := run(os.Args[1:])
@@ -67,6 +75,17 @@ func writeHeapProfile() {
 	if out, err := os.Create(f); err == nil {
 		pprof.Lookup("allocs").WriteTo(out, 0)
 		out.Close()
+	}
+}
+
+// heapProfiles writes the live heap (as of the last GC) to f.<seconds> every d.
+func heapProfiles(f string, d time.Duration) {
+	start := time.Now()
+	for range time.Tick(d) {
+		if out, err := os.Create(fmt.Sprintf("%s.%03d", f, int(time.Since(start).Seconds()))); err == nil {
+			pprof.Lookup("heap").WriteTo(out, 0)
+			out.Close()
+		}
 	}
 }
 

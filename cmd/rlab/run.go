@@ -146,6 +146,9 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if err := emptySelection(l, f.only, len(opts.Plan.Selected.Workloads), f.allowEmpty); err != nil {
 		return withCode(exitFail, err)
 	}
+	// A run over hundreds of hosts: a soft memory limit from the host
+	// count (memlimit.go), unless the user set GOMEMLIMIT.
+	setMemoryLimit(len(opts.Plan.Hosts), os.Getenv("GOMEMLIMIT"))
 	pullOpts, err := f.pullOptions()
 	if err != nil {
 		return err
