@@ -118,14 +118,9 @@ var errSpent = errors.New("evaluation stopped at the lab's evaluation limit")
 // remaining is how many steps are left, the most a size count may walk.
 func (b *budget) remaining() int64 { return MaxEvalOps - b.steps + 1 }
 
-// size counts v deeply: one step per value, and the bytes of its strings.
-// It stops after limit steps, so counting costs no more than it charges.
-func size(v cty.Value, limit int64) (steps, bytes int64) {
-	steps, bytes, _ = sizeOf(v, limit)
-	return steps, bytes
-}
-
-// sizeOf is size, and whether v holds a number past MaxNumberExp2.
+// sizeOf counts v deeply: one step per value, and the bytes of its
+// strings, and says whether v holds a number past MaxNumberExp2. It stops
+// after limit steps, so counting costs no more than it charges.
 func sizeOf(v cty.Value, limit int64) (steps, bytes int64, huge bool) {
 	var walk func(v cty.Value)
 	walk = func(v cty.Value) {
