@@ -41,6 +41,30 @@ func countValues(b []byte, max, maxObjs int) (n, objs int) {
 	return CountJSON(b, 1, true, max, maxObjs)
 }
 
+// jsonStrings follows the JSON strings of a text read byte by byte, so the
+// scanners below see only the bytes outside them.
+type jsonStrings struct{ in, escaped bool }
+
+// open starts a string: the byte was its opening quote.
+func (s *jsonStrings) open() { s.in = true }
+
+// inside reports whether c belongs to an open string (its closing quote
+// included), and follows the string's escapes and end.
+func (s *jsonStrings) inside(c byte) bool {
+	if !s.in {
+		return false
+	}
+	switch {
+	case s.escaped:
+		s.escaped = false
+	case c == '\\':
+		s.escaped = true
+	case c == '"':
+		s.in = false
+	}
+	return true
+}
+
 // CountJSON counts, in one pass over the JSON text b that builds nothing,
 // the elements of every array that is the depth-th open container or
 // deeper (1: every array; 3: results.json's workloads[i].expects, not the
@@ -50,18 +74,11 @@ func countValues(b []byte, max, maxObjs int) (n, objs int) {
 // The one scanner of JSON cost for text a host or a received run
 // directory wrote (CheckValues here, results.Decode's nested lists).
 func CountJSON(b []byte, depth int, every bool, maxN, maxObjs int) (n, objs int) {
-	var stack []byte                               // '[' or '{' per open container
-	inString, escaped, want := false, false, false // want: an array element may start here
+	var stack []byte // '[' or '{' per open container
+	var str jsonStrings
+	want := false // an array element may start here
 	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+		if str.inside(c) {
 			continue
 		}
 		if want && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ']' {
@@ -78,7 +95,7 @@ func CountJSON(b []byte, depth int, every bool, maxN, maxObjs int) (n, objs int)
 		}
 		switch c {
 		case '"':
-			inString = true
+			str.open()
 		case '[', '{':
 			if c == '{' && every {
 				n++
@@ -110,22 +127,14 @@ func CountJSON(b []byte, depth int, every bool, maxN, maxObjs int) (n, objs int)
 // on the text of a map before decoding it (Tools, results.Decode).
 func CountMembers(b []byte, all bool, max int) int {
 	n, depth := 0, 0
-	inString, escaped := false, false
+	var str jsonStrings
 	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+		if str.inside(c) {
 			continue
 		}
 		switch c {
 		case '"':
-			inString = true
+			str.open()
 		case '[', '{':
 			depth++
 		case ']', '}':
