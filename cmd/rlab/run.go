@@ -127,14 +127,16 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))
 	}
 	opts := runengine.Options{
-		Out: f.out, Only: f.only, Keep: f.keep, Validate: validate, Parallel: f.hf.parallel,
-		Provision: f.provision && !validate, ProvisionOptions: f.pf.options(),
-		Parse:    toolout.ParseOutput,
-		NoReport: validate,
+		Out: f.out, Keep: f.keep, Parallel: f.hf.parallel,
+		ProvisionOptions: f.pf.options(),
+		Parse:            toolout.ParseOutput,
+		NoReport:         validate,
 	}
-	// The run executes this plan: --only is read once, here, and the
-	// progress bar counts the plan's workloads.
-	po := runengine.PlanOptions(opts)
+	// The run executes this plan and plans nothing itself: --only is read
+	// once, here, and the progress bar counts the plan's workloads. A
+	// check runs only the workloads with expect blocks, no captures, and
+	// changes no packages.
+	po := plan.Options{Only: f.only, Check: validate, Provision: f.provision && !validate, NoProvision: validate}
 	po.Emulated = predictEmulated(l) // local VMs under TCG: plan.json says which QP timeouts are raised
 	if opts.Plan, err = plan.NewWith(l, po); err != nil {
 		var se *plan.SelectionError

@@ -160,6 +160,9 @@ type Plan struct {
 	// Machine is what this machine has for them, when the caller read it
 	// (rlab plan and run do; a plan is pure, so it does not read it).
 	Machine *Machine `json:"machine,omitempty"`
+	// Check: this is the plan of a student check (Options.Check), and its
+	// run is one (its directory's name, its exit code).
+	Check bool `json:"-"`
 
 	// Selected is the lab limited to what the plan runs (Options.Only,
 	// Options.Check): its workloads, rxe devices, captures and impairments,
@@ -342,7 +345,7 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, &SelectionError{err}
 	}
-	b := &builder{o: o, p: &Plan{Lab: l.Name, Selected: l, byID: map[string]*Step{}}, l: l, hosts: map[*lab.Host]*HostPlan{}}
+	b := &builder{o: o, p: &Plan{Lab: l.Name, Check: o.Check, Selected: l, byID: map[string]*Step{}}, l: l, hosts: map[*lab.Host]*HostPlan{}}
 	for _, h := range l.Hosts {
 		if h == nil {
 			return nil, fmt.Errorf("plan lab %q: nil host", l.Name)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 )
 
@@ -70,7 +71,7 @@ func TestConnectEventSaysHowTheAgentArrived(t *testing.T) {
 		return arrivalHost{h.(*pipeHost), "agent from the VM's agent disk (no upload)"}, nil
 	})
 	out := filepath.Join(t.TempDir(), "run")
-	res := Run(context.Background(), loadLab(t, vmAndSSHExec), Options{Connector: conn, VMs: &fakeVMs{accel: "tcg"}, Out: out, NoReport: true})
+	res := runPlanned(context.Background(), t, loadLab(t, vmAndSSHExec), plan.Options{}, Options{Connector: conn, VMs: &fakeVMs{accel: "tcg"}, Out: out, NoReport: true})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

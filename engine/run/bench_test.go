@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 // BenchmarkRunNoop50 is the engine's own cost per run: 50 hosts, one no-op
@@ -25,7 +27,7 @@ func BenchmarkRunNoop50(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		bed := newPipeBed(b)
-		res := Run(context.Background(), l, Options{Connector: bed, Out: filepath.Join(root, fmt.Sprint(i)), NoReport: os.Getenv("RLAB_BENCH_REPORT") == ""})
+		res := runPlanned(context.Background(), b, l, plan.Options{}, Options{Connector: bed, Out: filepath.Join(root, fmt.Sprint(i)), NoReport: os.Getenv("RLAB_BENCH_REPORT") == ""})
 		if res.Code != ExitOK {
 			b.Fatalf("code %d: %v", res.Code, res.Err)
 		}
@@ -50,7 +52,7 @@ func BenchmarkRunStudents(b *testing.B) {
 			l := loadLab(b, c.src)
 			root := b.TempDir()
 			for i := range b.N {
-				res := Run(context.Background(), l, Options{Connector: newPipeBed(b), Out: filepath.Join(root, fmt.Sprint(i)), NoReport: true})
+				res := runPlanned(context.Background(), b, l, plan.Options{}, Options{Connector: newPipeBed(b), Out: filepath.Join(root, fmt.Sprint(i)), NoReport: true})
 				if res.Code != ExitOK || (c.name == "class") != (len(res.Students) == n) {
 					b.Fatalf("code %d, %d students: %v", res.Code, len(res.Students), res.Err)
 				}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
@@ -30,7 +31,7 @@ workload "bulk" {
     message   = "no packet left the netdevs"
   }
 }`)
-	res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

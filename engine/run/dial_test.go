@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -116,7 +117,7 @@ rxe "s" {
 				return &dialHost{Host: h, ipv4: tt.ipv4, mu: &mu, dialed: &dialed}, nil
 			})
 			l := loadLab(t, twoHosts+tt.rxes+tcp)
-			res := Run(context.Background(), l, Options{Connector: conn, Only: tt.only, Out: filepath.Join(t.TempDir(), "run"), NoReport: true, Preflight: noPreflight})
+			res := runPlanned(context.Background(), t, l, plan.Options{Only: tt.only}, Options{Connector: conn, Out: filepath.Join(t.TempDir(), "run"), NoReport: true, Preflight: noPreflight})
 			r := readRun(t, res.Dir)
 			if tt.wantErr != "" {
 				if len(r.Workloads) != 1 || r.Workloads[0].Status != results.StatusFailed || !strings.Contains(r.Workloads[0].Error, tt.wantErr) {

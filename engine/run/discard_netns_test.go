@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 // TestTeardownDiscardsVMNetns: the same teardown over real OpenSSH and the
@@ -45,7 +47,7 @@ workload "on_ssh" {
 		"h0": {Address: h0.Addr, Port: 22, User: bed.User, IdentityFile: bed.KeyFile, KnownHosts: bed.KnownHosts},
 	}}
 	start := time.Now()
-	res := Run(context.Background(), l, Options{Connector: sshConnector(t), VMs: vms, Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), VMs: vms, Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

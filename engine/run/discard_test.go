@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -111,7 +112,7 @@ func TestTeardownDiscardsVM(t *testing.T) {
 			bed := newPipeBed(t)
 			bed.netem = newFakeNetem(t, out)
 			vms := &fakeVMs{accel: "tcg", shutdownErr: tt.shutdownErr}
-			res := Run(context.Background(), loadLab(t, vmAndSSH), Options{Connector: bed, VMs: vms, Out: out, NoReport: true})
+			res := runPlanned(context.Background(), t, loadLab(t, vmAndSSH), plan.Options{}, Options{Connector: bed, VMs: vms, Out: out, NoReport: true})
 			if res.Code != tt.wantCode {
 				t.Fatalf("code %d, want %d: %v", res.Code, tt.wantCode, res.Err)
 			}

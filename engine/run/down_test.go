@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -133,7 +134,7 @@ workload "later" {
 			go func() { time.Sleep(300 * time.Millisecond); bed.host("a").kill() }()
 		}
 	}}
-	res := Run(context.Background(), l, opts)
+	res := runPlanned(context.Background(), t, l, plan.Options{}, opts)
 	if res.Code != ExitInfra {
 		t.Fatalf("code %d, err %v", res.Code, res.Err)
 	}

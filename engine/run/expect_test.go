@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
@@ -33,7 +34,7 @@ workload "x" {
     message   = "x exits 0"
   }
 }`)
-	res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"),
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"),
 		Preflight: func(*lab.Lab, map[string]*proto.Facts) []preflight.Problem {
 			return []preflight.Problem{{Host: "a", Code: preflight.CodeNoRXE, What: "kernel has no rdma_rxe module", Fix: "install linux-modules-extra"}}
 		}})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 // fabricKernel stands in for the hosts' RDMA devices: siw and rxe links it
@@ -110,7 +111,7 @@ workload "x" {
 `
 	k := &fabricKernel{devs: map[string]string{"b/mlx5_0": "hw"}, found: map[string]bool{"b/mlx5_0": true}}
 	out := filepath.Join(t.TempDir(), "r")
-	res := Run(context.Background(), loadLab(t, src), Options{Connector: fabricConnector(newPipeBed(t), k), Out: out, NoReport: true, Preflight: noPreflight})
+	res := runPlanned(context.Background(), t, loadLab(t, src), plan.Options{}, Options{Connector: fabricConnector(newPipeBed(t), k), Out: out, NoReport: true, Preflight: noPreflight})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}
@@ -184,7 +185,7 @@ workload "x" {
 }
 `
 	k := &fabricKernel{devs: map[string]string{}, found: map[string]bool{}}
-	res := Run(context.Background(), loadLab(t, src), Options{Connector: fabricConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"), NoReport: true, Preflight: noPreflight})
+	res := runPlanned(context.Background(), t, loadLab(t, src), plan.Options{}, Options{Connector: fabricConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"), NoReport: true, Preflight: noPreflight})
 	if res.Code == ExitOK || res.Err == nil {
 		t.Fatalf("code %d, err %v: want a failure", res.Code, res.Err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -51,7 +52,7 @@ capture "c2" {
   during = [workload.from_h2]
 }
 `)
-	res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

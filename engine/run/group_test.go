@@ -87,7 +87,7 @@ group "incast" {
 		}
 		return &barrierHost{Host: h, bar: bar}, nil
 	})
-	res := Run(context.Background(), l, Options{Connector: connect, Parse: toolout.ParseOutput, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: connect, Parse: toolout.ParseOutput, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 // TestNetnsImpairPreflight: this machine's kernel has no sch_netem (its
@@ -28,7 +30,7 @@ impair "lossy" {
   loss   = "1%"
 }
 `)
-	res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 	if res.Code != ExitInfra {
 		t.Fatalf("code %d, want %d: %v", res.Code, ExitInfra, res.Err)
 	}

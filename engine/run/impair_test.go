@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -118,7 +119,7 @@ func runImpaired(t *testing.T, src string, netem func(dir string) *fakeNetem) (*
 	out := filepath.Join(t.TempDir(), "run")
 	bed := newPipeBed(t)
 	bed.netem = netem(out)
-	res := Run(context.Background(), loadLab(t, src), Options{Connector: bed, Out: out, NoReport: true})
+	res := runPlanned(context.Background(), t, loadLab(t, src), plan.Options{}, Options{Connector: bed, Out: out, NoReport: true})
 	return res, bed.netem
 }
 
@@ -362,7 +363,7 @@ impair "slow" {
 	bed := newPipeBed(t)
 	bed.netem = newFakeNetem(t, out)
 	bed.netem.applied = func() { time.AfterFunc(500*time.Millisecond, cancel) }
-	res := Run(ctx, loadLab(t, src), Options{Connector: bed, Out: out, NoReport: true})
+	res := runPlanned(ctx, t, loadLab(t, src), plan.Options{}, Options{Connector: bed, Out: out, NoReport: true})
 	if res.Code != ExitInterrupted {
 		t.Fatalf("code %d, want %d (interrupted): %v", res.Code, ExitInterrupted, res.Err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -67,7 +68,7 @@ workload "other" {
 	var notices []string
 	var mu sync.Mutex
 	start := time.Now()
-	res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run"), NoReport: true,
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run"), NoReport: true,
 		OnEvent: func(e Event) {
 			cutLink(e)
 			if e.Type == EventNotice {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/dist"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/sshx"
@@ -80,7 +81,7 @@ capture "tcp" {
   filter = "tcp port `+strconv.Itoa(tcpPort)+`"
 }
 `)
-		res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+		res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 		if res.Code != ExitOK {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
 		}
@@ -141,7 +142,7 @@ workload "bulk" {
     message   = "TCP below 100 Tb/s"
   }
 }`)
-		res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+		res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 		if res.Code != ExitFailed || !strings.Contains(res.Err.Error(), "TCP below 100 Tb/s") {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
 		}
@@ -162,7 +163,7 @@ workload "bw" {
   server = rxe.a
   client = rxe.b
 }`)
-		res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+		res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 		if res.Code != ExitInfra || !strings.Contains(res.Err.Error(), "no rdma_rxe module") {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
 		}
@@ -188,7 +189,7 @@ workload "other" {
 			}
 		}}
 		dir = opts.Out
-		res := Run(context.Background(), l, opts)
+		res := runPlanned(context.Background(), t, l, plan.Options{}, opts)
 		if res.Code != ExitInfra {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
 		}
@@ -229,7 +230,7 @@ workload "other" {
 				}()
 			}
 		}}
-		res := Run(context.Background(), l, opts)
+		res := runPlanned(context.Background(), t, l, plan.Options{}, opts)
 		bed.StartSSHD(t, h2)
 		if res.Code != ExitInfra || !strings.Contains(res.Err.Error(), `"h2"`) {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
@@ -271,7 +272,7 @@ workload "b" {
   host = host.h2
   command = ["true"]
 }`)
-		res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+		res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 		if res.Code != ExitInfra || !strings.Contains(res.Err.Error(), `"h2"`) {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
@@ -68,7 +69,7 @@ workload "bidir" {
 }
 `
 	k := &fakeKernel{devs: map[string]string{}}
-	res := Run(context.Background(), loadLab(t, src), Options{Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"),
+	res := runPlanned(context.Background(), t, loadLab(t, src), plan.Options{}, Options{Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"),
 		NoReport: true, Preflight: noPreflight, Parse: toolout.ParseOutput})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
@@ -161,7 +162,7 @@ workload "w" {
 }
 `
 	k := &fakeKernel{devs: map[string]string{}}
-	res := Run(context.Background(), loadLab(t, src), Options{Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"),
+	res := runPlanned(context.Background(), t, loadLab(t, src), plan.Options{}, Options{Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"),
 		NoReport: true, Preflight: noPreflight})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/kinds/program"
 )
@@ -146,7 +147,7 @@ workload "uptime" {
 }
 `)
 		bed := newPipeBed(t)
-		res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
 		if res.Code != ExitOK {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
 		}
@@ -282,7 +283,7 @@ workload "w" {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bed := newPipeBed(t)
-			res := Run(context.Background(), programLab(t, programHosts+tc.workload), Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+			res := runPlanned(context.Background(), t, programLab(t, programHosts+tc.workload), plan.Options{}, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
 			if res.Code != ExitFailed || res.Err == nil {
 				t.Fatalf("code %d (want %d): %v", res.Code, ExitFailed, res.Err)
 			}
@@ -381,7 +382,7 @@ workload "by_regex" {
   }
 }
 `, map[string]string{"nonce.txt": fmt.Sprintf("%d-%d\n", os.Getpid(), time.Now().UnixNano())})
-		res := Run(context.Background(), l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
 		if res.Code != ExitOK {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
 		}
@@ -406,7 +407,7 @@ workload "w" {
   command = ["./broken"]
 }
 `)
-		res := Run(context.Background(), l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
 		if res.Code != ExitFailed || res.Err == nil {
 			t.Fatalf("code %d: %v", res.Code, res.Err)
 		}
@@ -438,7 +439,7 @@ workload "w" {
 `)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		res := Run(ctx, l, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+		res := runPlanned(ctx, t, l, plan.Options{}, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
 		if ctx.Err() != nil {
 			t.Fatal("the run did not end by itself within two minutes")
 		}
@@ -480,7 +481,7 @@ workload "alone" {
 	run := func(t *testing.T, files map[string]string) (*Result, string) {
 		t.Helper()
 		var log bytes.Buffer
-		res := Run(context.Background(), programLabWith(t, src, files), Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run"),
+		res := runPlanned(context.Background(), t, programLabWith(t, src, files), plan.Options{}, Options{Connector: sshConnector(t), NoReport: true, Out: filepath.Join(t.TempDir(), "run"),
 			Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 		if res.Code != ExitOK {
 			t.Fatalf("code %d: %v\n%s", res.Code, res.Err, log.String())
@@ -589,7 +590,7 @@ workload "w" {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
-	res := Run(ctx, l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
+	res := runPlanned(ctx, t, l, plan.Options{}, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run")})
 	took := time.Since(start)
 	if ctx.Err() != nil {
 		t.Fatalf("the run did not end by itself within a minute (a build of sleep 3600, the bound %s)", program.BuildTimeout)

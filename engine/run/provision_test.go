@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/toolout"
 )
 
@@ -84,7 +85,7 @@ func TestRunProvision(t *testing.T) {
 		t.Fatalf("without provision: code %d, %v", res.Code, res.Err)
 	}
 
-	res, bed := runLab(t, provLab, Options{Parse: toolout.ParseOutput, Provision: true})
+	res, bed := runLabWith(t, provLab, plan.Options{Provision: true}, Options{Parse: toolout.ParseOutput})
 	if res.Code != ExitOK {
 		ev, _ := os.ReadFile(filepath.Join(res.Dir, "events.jsonl"))
 		var prov []string
@@ -125,7 +126,7 @@ func TestRunProvision(t *testing.T) {
 
 	// Idempotent: the second run installs nothing (no manager call).
 	calls, _ := os.ReadFile(filepath.Join(dir, "calls"))
-	res2, _ := runLab(t, provLab, Options{Parse: toolout.ParseOutput, Provision: true})
+	res2, _ := runLabWith(t, provLab, plan.Options{Provision: true}, Options{Parse: toolout.ParseOutput})
 	calls2, _ := os.ReadFile(filepath.Join(dir, "calls"))
 	if res2.Code != ExitOK || string(calls) != string(calls2) {
 		t.Errorf("second run: code %d, manager calls before %q after %q", res2.Code, calls, calls2)
@@ -198,7 +199,7 @@ func TestRunProvisionClass(t *testing.T) {
 	if _, err := os.Stat("/sys/module/rdma_rxe"); err == nil || exec.Command("modinfo", "rdma_rxe").Run() == nil {
 		t.Skip("this kernel has rdma_rxe: ana's hosts would lack nothing")
 	}
-	res, _ := runLab(t, provClassLab, Options{Parse: toolout.ParseOutput, Provision: true})
+	res, _ := runLabWith(t, provClassLab, plan.Options{Provision: true}, Options{Parse: toolout.ParseOutput})
 	if len(res.Students) != 2 {
 		t.Fatalf("students %+v (err %v)", res.Students, res.Err)
 	}

@@ -27,7 +27,7 @@ func (r *runner) writeResults(res *Result) error {
 	doc := &results.Run{
 		Lab: r.lab.Name, Description: r.lab.Description, ID: filepath.Base(r.dir),
 		Started: r.started.UTC(), Finished: fin.UTC(), Duration: fin.Sub(r.started).Seconds(),
-		Status: statusText(res.Code), Check: r.opts.Validate,
+		Status: statusText(res.Code), Check: r.plan.Check,
 	}
 	red := newRedactor(r.lab.Sensitive)
 	if res.Err != nil {

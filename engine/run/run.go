@@ -1,6 +1,6 @@
 // Package run is the engine behind `rlab run` and `rlab down`: it executes
-// engine/plan's plan of a lab (Options.Plan, or the plan it makes with
-// PlanOptions): it boots the local VMs, connects to the agent of every host
+// engine/plan's plan of a lab (Options.Plan: it plans nothing itself): it
+// boots the local VMs, connects to the agent of every host
 // the plan gives one (Plan.Agents), checks them, creates rxe devices,
 // starts captures, runs the workloads along the plan's DAG, pulls
 // artifacts, evaluates `expect` blocks, writes the run directory and tears
@@ -125,27 +125,18 @@ type Options struct {
 	// Out is the run directory; "" means RunsDir/<lab>/<UTC timestamp>.
 	Out     string
 	RunsDir string // default "runs"
-	// Only limits the run: each value is a workload name (all its
-	// instances), an instance address (`write_bw["ana"]`) or a student's
-	// for_each key (`ana`: that student's workloads, rxe devices and
-	// captures). Only the hosts these use are connected and prepared.
-	Only []string
-	// Plan is the plan to execute, made with PlanOptions of these options
-	// from this lab; nil: Run plans the lab itself.
+	// Plan is the plan to execute, engine/plan's of this lab (required):
+	// what it selects (--only), the hosts it connects, its phases and the
+	// edges between its steps are the run's. A student check
+	// (`rlab check --validate`) is the plan of one (plan.Options.Check):
+	// its run's directory is RunsDir/<lab>/check-<UTC timestamp> and its
+	// exit code is 0 when every student passes, 1 when one fails, 2 when
+	// a host cannot be reached.
 	Plan *plan.Plan
-	// Validate makes the run a student check (`rlab check --validate`): only
-	// the workloads with expect blocks run (all of them when none has one),
-	// no captures, rxe devices already there are used and left alone, the
-	// directory is RunsDir/<lab>/check-<UTC timestamp>, and the exit code
-	// is 0 when every student passes, 1 when one fails, 2 when a host
-	// cannot be reached.
-	Validate bool
 	// Keep leaves rxe devices in place.
 	Keep bool
-	// Provision installs what the lab needs on every host before preflight
-	// (a host's own provision = true does it for that host);
-	// ProvisionOptions bound it.
-	Provision        bool
+	// ProvisionOptions bound the plan's provision steps (rlab run
+	// --provision, a host's provision = true).
 	ProvisionOptions provision.Options
 	// Parallel bounds hosts connected and workloads run at once (default 64).
 	Parallel  int
@@ -315,7 +306,7 @@ func (r *runner) prepare() error {
 			root = "runs"
 		}
 		name := stamp
-		if r.opts.Validate {
+		if r.plan.Check {
 			name = "check-" + stamp
 		}
 		dir = filepath.Join(root, slugify(r.lab.Name), name)
@@ -559,7 +550,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		}
 	}
 	r.mu.Unlock()
-	if r.opts.Validate && code == ExitInfra && len(res.Unreachable) == 0 {
+	if r.plan.Check && code == ExitInfra && len(res.Unreachable) == 0 {
 		// A check's question is whether each student's pair works: what
 		// failed on a reachable host (its rxe device, its preflight) is the
 		// student's failure, exit 1; only unreachable hosts are exit 2.

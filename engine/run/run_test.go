@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/results/schematest"
@@ -32,6 +33,11 @@ host "b" { address = "127.0.0.1" }
 // runLab runs a lab on in-process agents; report.html is drawn only when
 // asked (graphviz makes it slow).
 func runLab(t *testing.T, src string, opts Options, report ...bool) (*Result, *pipeBed) {
+	return runLabWith(t, src, plan.Options{}, opts, report...)
+}
+
+// runLabWith is runLab of the lab's plan with po (--only, --provision).
+func runLabWith(t *testing.T, src string, po plan.Options, opts Options, report ...bool) (*Result, *pipeBed) {
 	t.Helper()
 	bed := newPipeBed(t)
 	opts.Connector = bed
@@ -39,8 +45,27 @@ func runLab(t *testing.T, src string, opts Options, report ...bool) (*Result, *p
 	if opts.Out == "" {
 		opts.Out = filepath.Join(t.TempDir(), "run")
 	}
-	res := Run(context.Background(), loadLab(t, src), opts)
+	res := runPlanned(context.Background(), t, loadLab(t, src), po, opts)
 	return res, bed
+}
+
+// planned is l's plan with po, as rlab run makes it before it runs.
+func planned(t testing.TB, l *lab.Lab, po plan.Options) *plan.Plan {
+	t.Helper()
+	p, err := plan.NewWith(l, po)
+	if err != nil {
+		t.Fatalf("plan lab %q: %v", l.Name, err)
+	}
+	return p
+}
+
+// runPlanned plans l with po, as rlab run does, and runs that plan: the
+// run executes the plan it is given and plans nothing itself. Call it from
+// the test's goroutine (a plan that fails ends the test).
+func runPlanned(ctx context.Context, t testing.TB, l *lab.Lab, po plan.Options, opts Options) *Result {
+	t.Helper()
+	opts.Plan = planned(t, l, po)
+	return Run(ctx, l, opts)
 }
 
 func readRun(t *testing.T, dir string) *results.Run {
@@ -240,7 +265,7 @@ workload "after" {
 			if tt.expect != nil {
 				addExpect(t, l, tt.expect[0], tt.expect[1], tt.expect[2])
 			}
-			res := Run(context.Background(), l, Options{Connector: newPipeBed(t), Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
+			res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: newPipeBed(t), Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
 			if res.Code != tt.code {
 				t.Fatalf("code = %d, want %d (err %v)", res.Code, tt.code, res.Err)
 			}
@@ -359,7 +384,7 @@ workload "y" {
   command = ["true"]
 }
 `
-	res, bed := runLab(t, src, Options{Only: []string{"y"}, Parallel: 1})
+	res, bed := runLabWith(t, src, plan.Options{Only: []string{"y"}}, Options{Parallel: 1})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}
@@ -369,9 +394,11 @@ workload "y" {
 	if bed.host("a") != nil {
 		t.Error("--only y connected host a, which y does not use")
 	}
-	bad := Run(context.Background(), loadLab(t, src), Options{Connector: bed, Only: []string{"z"}, Out: filepath.Join(t.TempDir(), "r")})
-	if bad.Code != ExitFailed || bad.Err == nil || !strings.Contains(bad.Err.Error(), `--only "z": lab "t" has no workload`) || !strings.Contains(bad.Err.Error(), "x, y") {
-		t.Errorf("--only z: code %d err %v", bad.Code, bad.Err)
+	// --only is the plan's: a value that selects nothing is refused
+	// before any run (rlab run exits 1 with it).
+	_, err := plan.NewWith(loadLab(t, src), plan.Options{Only: []string{"z"}})
+	if err == nil || !strings.Contains(err.Error(), `--only "z": lab "t" has no workload`) || !strings.Contains(err.Error(), "x, y") {
+		t.Errorf("--only z: err %v", err)
 	}
 }
 
@@ -389,7 +416,7 @@ workload "y" {
   host = host.b
   command = ["true"]
 }`)
-	res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r")})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r")})
 	if res.Code != ExitInfra || !strings.Contains(res.Err.Error(), `connect to host "b"`) {
 		t.Fatalf("code %d err %v, want 2 naming host b", res.Code, res.Err)
 	}
@@ -421,7 +448,7 @@ workload "x" {
   host = host.a
   command = ["true"]
 }`)
-	res := Run(context.Background(), l, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"),
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "r"),
 		Preflight: func(*lab.Lab, map[string]*proto.Facts) []preflight.Problem {
 			return []preflight.Problem{{Host: "a", Code: preflight.CodeNoRXE, What: "kernel has no rdma_rxe module", Fix: "install linux-modules-extra"}}
 		}})
@@ -452,7 +479,7 @@ workload "next" {
 			go func() { time.Sleep(200 * time.Millisecond); cancel() }()
 		}
 	}}
-	res := Run(ctx, l, opts)
+	res := runPlanned(ctx, t, l, plan.Options{}, opts)
 	if res.Code != ExitInterrupted {
 		t.Fatalf("code %d err %v", res.Code, res.Err)
 	}
@@ -482,7 +509,7 @@ workload "x" {
 	fixed := func() time.Time { return time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC) }
 	var dirs []string
 	for range 2 {
-		res := Run(context.Background(), loadLab(t, src), Options{Connector: bed, RunsDir: root, Now: fixed, NoReport: true})
+		res := runPlanned(context.Background(), t, loadLab(t, src), plan.Options{}, Options{Connector: bed, RunsDir: root, Now: fixed, NoReport: true})
 		if res.Code != 0 {
 			t.Fatal(res.Err)
 		}
@@ -493,7 +520,7 @@ workload "x" {
 		t.Errorf("run dirs = %v, want %v", dirs, want)
 	}
 	// An explicit --out that holds a run is refused, not reused.
-	res := Run(context.Background(), loadLab(t, src), Options{Connector: bed, Out: dirs[0], NoReport: true})
+	res := runPlanned(context.Background(), t, loadLab(t, src), plan.Options{}, Options{Connector: bed, Out: dirs[0], NoReport: true})
 	if res.Code != ExitFailed || res.Err == nil || !strings.Contains(res.Err.Error(), "not empty") {
 		t.Errorf("--out onto a run: code %d, err %v", res.Code, res.Err)
 	}
@@ -640,5 +667,46 @@ workload "small" {
 	parts, _ := filepath.Glob(filepath.Join(res.Dir, "hosts", "*", "*", "*.part"))
 	if len(parts) > 0 {
 		t.Errorf(".part files left: %v", parts)
+	}
+}
+
+// TestRunNeedsAPlan: a run executes the plan it is given and makes none:
+// without one, or with the plan of another lab, it refuses (exit 1, an
+// error naming what is missing) before it connects or writes anything.
+func TestRunNeedsAPlan(t *testing.T) {
+	other := planned(t, loadLab(t, `lab "other" {}
+host "a" { address = "127.0.0.1" }
+workload "x" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`), plan.Options{})
+	tests := []struct {
+		name string
+		plan *plan.Plan
+		want string
+	}{
+		{"none", nil, `run lab "t": no plan to execute`},
+		{"another lab's", other, `run lab "t": the plan given is of lab "other"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bed := newPipeBed(t)
+			out := filepath.Join(t.TempDir(), "run")
+			res := Run(context.Background(), loadLab(t, twoHosts+`workload "x" {
+  tool = "exec"
+  host = host.a
+  command = ["true"]
+}`), Options{Connector: bed, Plan: tt.plan, Out: out, NoReport: true})
+			if res.Code != ExitFailed || res.Err == nil || !strings.Contains(res.Err.Error(), tt.want) {
+				t.Errorf("code %d, err %v; want %d and %q", res.Code, res.Err, ExitFailed, tt.want)
+			}
+			if got := connected(bed); len(got) > 0 {
+				t.Errorf("connected %v without a plan of its own", got)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("run directory %s: %v, want none made", out, err)
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 // TestRunRXENameAndKeep: an rxe block's name is the device created, keep =
@@ -39,7 +41,7 @@ workload "x" {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &fakeKernel{devs: map[string]string{}}
-			res := Run(context.Background(), loadLab(t, src), Options{Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"),
+			res := runPlanned(context.Background(), t, loadLab(t, src), plan.Options{}, Options{Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "r"),
 				NoReport: true, Preflight: noPreflight, Keep: tc.keepFlag})
 			if res.Code != ExitOK {
 				t.Fatalf("code %d: %v", res.Code, res.Err)

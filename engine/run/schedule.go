@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/rlab-dev/rlab/engine/lab"
@@ -37,21 +36,16 @@ var setup = map[plan.Phase]setupPhase{
 	plan.PhaseImpair:    {run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.impairs) }}, // impair.go
 }
 
-// schedule plans what this run runs (the plan.json it writes, the same as
-// `rlab plan --only`), builds the run's steps from it and wires its
-// workloads and its capture and impairment windows to the plan's DAG.
+// schedule takes the plan this run executes (Options.Plan: the run plans
+// nothing itself), builds the run's steps from it and wires its workloads
+// and its capture and impairment windows to the plan's DAG.
 func (r *runner) schedule() error {
 	p := r.opts.Plan
-	if p == nil {
-		var err error
-		p, err = plan.NewWith(r.lab, PlanOptions(r.opts))
-		var se *plan.SelectionError
-		if errors.As(err, &se) {
-			return err // it names --only and the lab
-		}
-		if err != nil {
-			return fmt.Errorf("plan lab %q: %w", r.lab.Name, err)
-		}
+	if p == nil || p.Selected == nil {
+		return fmt.Errorf("run lab %q: no plan to execute (Options.Plan: engine/plan.NewWith of the lab)", r.lab.Name)
+	}
+	if p.Lab != r.lab.Name {
+		return fmt.Errorf("run lab %q: the plan given is of lab %q", r.lab.Name, p.Lab)
 	}
 	for _, ph := range plan.SetupPhases() {
 		if _, ok := setup[ph]; !ok {
@@ -96,11 +90,4 @@ func (r *runner) schedule() error {
 		}
 	}
 	return nil
-}
-
-// PlanOptions are the engine/plan options that plan what Run runs with o:
-// the CLI plans with them once (its progress bar counts the plan's
-// workloads) and hands the plan to Run as Options.Plan.
-func PlanOptions(o Options) plan.Options {
-	return plan.Options{Only: o.Only, Check: o.Validate, Provision: o.Provision, NoProvision: o.Validate}
 }

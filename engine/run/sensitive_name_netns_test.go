@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -40,7 +41,7 @@ workload "out" {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

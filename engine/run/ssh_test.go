@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/dist"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/sshx"
@@ -50,7 +51,7 @@ workload "bulk" {
 `)
 	conn := &SSHConnector{SSH: sshx.Options{SSHConfig: "none", AgentSocket: "none"}, Agents: remote.NewAgents(dist.Binary)}
 	defer conn.Close()
-	res := Run(context.Background(), l, Options{Connector: conn, Out: filepath.Join(t.TempDir(), "run")})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: conn, Out: filepath.Join(t.TempDir(), "run")})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/agent/rpc/rpctest"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 )
 
@@ -25,9 +26,11 @@ func runStuck(t *testing.T, src string, stuck string, lie rpctest.Lie) (*Result,
 	// honest answers miss them on a loaded machine; the others keep the
 	// defaults.
 	bed.client = map[string]rpc.Options{stuck: {Timeout: 3 * time.Second, Heartbeat: 50 * time.Millisecond}}
+	l := loadLab(t, src)
+	p, out := planned(t, l, plan.Options{}), filepath.Join(t.TempDir(), "run")
 	done := make(chan *Result, 1)
 	go func() {
-		done <- Run(context.Background(), loadLab(t, src), Options{Connector: bed, NoReport: true, Out: filepath.Join(t.TempDir(), "run"), TeardownTimeout: 10 * time.Second})
+		done <- Run(context.Background(), l, Options{Plan: p, Connector: bed, NoReport: true, Out: out, TeardownTimeout: 10 * time.Second})
 	}()
 	select {
 	case res := <-done:

@@ -33,7 +33,7 @@ func (r *runner) breakHost(host string, err error) {
 		r.broken[host] = err
 	}
 	r.mu.Unlock()
-	if r.opts.Validate {
+	if r.plan.Check {
 		r.addErr(err)
 	} else {
 		r.addErr(&infraError{err})

@@ -249,7 +249,7 @@ func TestOnlySelectsStudentHosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, bed := runLab(t, classLab, Options{Only: tt.only})
+			res, bed := runLabWith(t, classLab, plan.Options{Only: tt.only}, Options{})
 			if got := connected(bed); !slices.Equal(got, tt.connected) {
 				t.Errorf("connected %v, want %v", got, tt.connected)
 			}
@@ -292,9 +292,12 @@ workload "ana" {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.only, ","), func(t *testing.T) {
-			res := Run(context.Background(), l, Options{Connector: newPipeBed(t), Only: tt.only, Out: filepath.Join(t.TempDir(), "run"), NoReport: true})
-			if res.Code != ExitFailed || res.Err == nil || res.Err.Error() != tt.err {
-				t.Errorf("code %d, err:\n%v\nwant:\n%s", res.Code, res.Err, tt.err)
+			// --only is the plan's: rlab run prints this and exits 1
+			// before any run.
+			_, err := plan.NewWith(l, plan.Options{Only: tt.only})
+			var se *plan.SelectionError
+			if !errors.As(err, &se) || err.Error() != tt.err {
+				t.Errorf("err:\n%v\nwant a selection error:\n%s", err, tt.err)
 			}
 		})
 	}
@@ -405,7 +408,7 @@ func TestValidate(t *testing.T) {
 				bed.fail[tt.fail] = errors.New("dial tcp 192.0.2.1:22: connect: no route to host")
 			}
 			runs := t.TempDir()
-			res := Run(context.Background(), l, Options{Connector: bed, RunsDir: runs, Only: tt.only, Validate: true, NoReport: true, Preflight: noPreflight})
+			res := runPlanned(context.Background(), t, l, plan.Options{Only: tt.only, Check: true, NoProvision: true}, Options{Connector: bed, RunsDir: runs, NoReport: true, Preflight: noPreflight})
 			if res.Code != tt.code {
 				t.Fatalf("code %d, want %d (err %v)", res.Code, tt.code, res.Err)
 			}
@@ -462,7 +465,7 @@ func TestValidateReusesRXE(t *testing.T) {
 	k := &fakeKernel{devs: map[string]string{}}
 	l := loadLab(t, classRXE)
 	bed := newPipeBed(t)
-	res := Run(context.Background(), l, Options{Connector: rxeConnector(bed, k), Out: filepath.Join(t.TempDir(), "run"), Keep: true, NoReport: true, Preflight: noPreflight, Only: []string{"ana", "bob"}})
+	res := runPlanned(context.Background(), t, l, plan.Options{Only: []string{"ana", "bob"}}, Options{Connector: rxeConnector(bed, k), Out: filepath.Join(t.TempDir(), "run"), Keep: true, NoReport: true, Preflight: noPreflight})
 	if res.Code != ExitOK {
 		t.Fatalf("run --keep: code %d: %v", res.Code, res.Err)
 	}
@@ -477,7 +480,7 @@ func TestValidateReusesRXE(t *testing.T) {
 		t.Fatalf("after run --keep: devices %v, deleted %v; want %v kept", got, k.deleted, kept)
 	}
 	k.created = nil
-	res = Run(context.Background(), loadLab(t, classRXE), Options{Connector: rxeConnector(newPipeBed(t), k), RunsDir: t.TempDir(), Validate: true, NoReport: true, Preflight: noPreflight, Only: []string{"ana", "cho"}})
+	res = runPlanned(context.Background(), t, loadLab(t, classRXE), plan.Options{Only: []string{"ana", "cho"}, Check: true, NoProvision: true}, Options{Connector: rxeConnector(newPipeBed(t), k), RunsDir: t.TempDir(), NoReport: true, Preflight: noPreflight})
 	if res.Code != ExitFailed { // cho's exec fails, but hello has no expect; bulk does and holds
 		if res.Code != ExitOK {
 			t.Fatalf("check: code %d: %v", res.Code, res.Err)
@@ -498,7 +501,7 @@ func TestValidateReusesRXE(t *testing.T) {
 
 	// A device of that name on another netdev fails that student only.
 	k.devs[`server["bob"]/rxe_lo`] = "eth9"
-	res = Run(context.Background(), loadLab(t, classRXE), Options{Connector: rxeConnector(newPipeBed(t), k), RunsDir: t.TempDir(), Validate: true, NoReport: true, Preflight: noPreflight, Only: []string{"ana", "bob"}})
+	res = runPlanned(context.Background(), t, loadLab(t, classRXE), plan.Options{Only: []string{"ana", "bob"}, Check: true, NoProvision: true}, Options{Connector: rxeConnector(newPipeBed(t), k), RunsDir: t.TempDir(), NoReport: true, Preflight: noPreflight})
 	if res.Code != ExitFailed {
 		t.Fatalf("check with a clashing device: code %d, want 1: %v", res.Code, res.Err)
 	}
@@ -531,9 +534,8 @@ func TestClassIsolation(t *testing.T) {
 			if tt.clash {
 				k.devs[`server["bob"]/rxe_lo`] = "eth9"
 			}
-			res := Run(context.Background(), loadLab(t, classRXE), Options{
+			res := runPlanned(context.Background(), t, loadLab(t, classRXE), plan.Options{Only: []string{"ana", "bob"}}, Options{
 				Connector: rxeConnector(newPipeBed(t), k), Out: filepath.Join(t.TempDir(), "run"), NoReport: true,
-				Only:      []string{"ana", "bob"},
 				Preflight: func(*lab.Lab, map[string]*proto.Facts) []preflight.Problem { return tt.preflight },
 			})
 			if res.Code != ExitInfra {
@@ -604,13 +606,13 @@ func TestInstanceKey(t *testing.T) {
 		}
 	}
 	// A count lab is not a class lab.
-	res, _ := runLab(t, twoHosts+`
+	res, _ := runLabWith(t, twoHosts+`
 workload "w" {
   count   = 2
   tool    = "exec"
   host    = host.a
   command = ["true"]
-}`, Options{Only: []string{"w"}})
+}`, plan.Options{Only: []string{"w"}}, Options{})
 	if res.Code != ExitOK || res.Students != nil || len(res.Outcomes) != 2 {
 		t.Errorf("count lab: code %d, students %+v, %d outcomes", res.Code, res.Students, len(res.Outcomes))
 	}
@@ -642,7 +644,7 @@ workload "desk" {
 // TestSharedHostFiles: of a host every student uses, a student's folder
 // holds its facts and that student's own logs, not the others'.
 func TestSharedHostFiles(t *testing.T) {
-	res, bed := runLab(t, sharedHostLab, Options{Only: []string{"bob"}})
+	res, bed := runLabWith(t, sharedHostLab, plan.Options{Only: []string{"bob"}}, Options{})
 	if res.Code != ExitOK || len(res.Students) != 1 || res.Students[0].Hosts[0] != "lab_server" || len(res.Students[0].Workloads) != 2 {
 		t.Fatalf("code %d, students %+v: %v", res.Code, res.Students, res.Err)
 	}
@@ -711,13 +713,13 @@ func TestClassCaptureIsolation(t *testing.T) {
 	if _, err := exec.LookPath("tcpdump"); err != nil {
 		t.Skip("tcpdump not installed")
 	}
-	res, _ := runLab(t, classLab+`
+	res, _ := runLabWith(t, classLab+`
 capture "c" {
   for_each = local.students
   host     = host.client[each.key]
   netdev   = each.key == "bob" ? "nosuchdev0" : "lo"
 }
-`, Options{Only: []string{"ana", "bob"}, Preflight: noPreflight}) // preflight would catch the netdev
+`, plan.Options{Only: []string{"ana", "bob"}}, Options{Preflight: noPreflight}) // preflight would catch the netdev
 	if res.Code != ExitInfra {
 		t.Fatalf("code %d, want 2: %v", res.Code, res.Err)
 	}
@@ -757,11 +759,11 @@ workload "w" {
 
 // TestRunExecutesTheGivenPlan: a run handed a plan (rlab run plans once and
 // counts its workloads for the progress bar) executes that plan's selection
-// with no --only of its own: it connects the plan's agents, runs its
+// (--only is the plan's, the run has none): it connects the plan's agents, runs its
 // workloads and writes it, unchanged, as plan.json.
 func TestRunExecutesTheGivenPlan(t *testing.T) {
 	l := loadLab(t, classLab)
-	p, err := plan.NewWith(l, PlanOptions(Options{Only: []string{"bob"}}))
+	p, err := plan.NewWith(l, plan.Options{Only: []string{"bob"}})
 	if err != nil {
 		t.Fatal(err)
 	}

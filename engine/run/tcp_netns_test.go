@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 // TestNetnsTCPDuration: a tcp workload with `duration` sends for that long
@@ -25,7 +27,7 @@ workload "timed" {
   repeat   = 2
 }
 `)
-	res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run")})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

@@ -41,7 +41,7 @@ func TestRunRefusesVMsThatDoNotFit(t *testing.T) {
 				return nil, errors.New("no host in this test")
 			})
 			vms := &LocalVMs{Machine: func() (plan.Machine, error) { return tt.m, nil }}
-			res := Run(context.Background(), l, Options{Out: out, Connector: conn, VMs: vms})
+			res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Out: out, Connector: conn, VMs: vms})
 			var fe *plan.FitError
 			if got := errors.As(res.Err, &fe); got != tt.refused {
 				t.Fatalf("refused = %v, want %v: %v", got, tt.refused, res.Err)

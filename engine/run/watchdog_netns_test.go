@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 // TestAgentWatchdogNetns: the controller's network vanishes mid-run (the
@@ -34,9 +35,10 @@ workload "long" {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "run")
+	p, conn := planned(t, l, plan.Options{}), sshConnector(t)
 	done := make(chan *Result, 1)
 	go func() {
-		done <- Run(ctx, l, Options{Connector: sshConnector(t), Out: dir, AgentWatchdog: limit, NoReport: true,
+		done <- Run(ctx, l, Options{Plan: p, Connector: conn, Out: dir, AgentWatchdog: limit, NoReport: true,
 			TeardownTimeout: 5 * time.Second, OnEvent: func(e Event) {
 				if e.Type == "step.start" && e.Workload == "long" {
 					once.Do(func() { close(started) })

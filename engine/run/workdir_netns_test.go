@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 // TestWorkDirRemovedNetns: once a host's files are pulled, the run removes
@@ -24,7 +26,7 @@ workload "out" {
 		keep bool
 	}{{"removed", false}, {"kept with --keep", true}} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := Run(context.Background(), l, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run"), Keep: tt.keep, NoReport: true})
+			res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: filepath.Join(t.TempDir(), "run"), Keep: tt.keep, NoReport: true})
 			if res.Code != ExitOK {
 				t.Fatalf("code %d: %v", res.Code, res.Err)
 			}

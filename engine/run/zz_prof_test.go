@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/plan"
 )
 
 func TestZZClassProf(t *testing.T) {
@@ -42,7 +44,7 @@ workload "hello2" {
 	l := loadLab(t, class.String())
 	root := t.TempDir()
 	t0 := time.Now()
-	res := Run(context.Background(), l, Options{Connector: newPipeBed(t), Out: filepath.Join(root, "x"), NoReport: os.Getenv("ZZ_REPORT") == "", Parallel: 64})
+	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: newPipeBed(t), Out: filepath.Join(root, "x"), NoReport: os.Getenv("ZZ_REPORT") == "", Parallel: 64})
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/server"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
@@ -167,6 +168,23 @@ func connector(t *testing.T, o sshx.Options) *run.SSHConnector {
 	c := &run.SSHConnector{SSH: o, Agents: remote.NewAgents(standIns)}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// runLab runs l as `rlab run` does: it plans the lab, then runs that plan.
+func runLab(ctx context.Context, t *testing.T, l *lab.Lab, opts run.Options) *run.Result {
+	t.Helper()
+	opts.Plan = planOf(t, l)
+	return run.Run(ctx, l, opts)
+}
+
+// planOf is l's plan as `rlab run` makes it (no --only).
+func planOf(t *testing.T, l *lab.Lab) *plan.Plan {
+	t.Helper()
+	p, err := plan.New(l)
+	if err != nil {
+		t.Fatalf("plan lab %q: %v", l.Name, err)
+	}
+	return p
 }
 
 // lineWriter hands each complete line written to it to fn, in order.

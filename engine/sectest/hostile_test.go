@@ -333,9 +333,10 @@ workload "on_good" {
 			before := snapshot(t, base)
 			runtime.GC()
 			stop := peakHeap()
+			p, conn := planOf(t, l), connector(t, sshx.Options{})
 			done := make(chan *run.Result, 1)
 			go func() {
-				done <- run.Run(context.Background(), l, run.Options{Connector: connector(t, sshx.Options{}), Out: filepath.Join(runs, "r"), TeardownTimeout: 20 * time.Second})
+				done <- run.Run(context.Background(), l, run.Options{Plan: p, Connector: conn, Out: filepath.Join(runs, "r"), TeardownTimeout: 20 * time.Second})
 			}()
 			var res *run.Result
 			select {

@@ -119,7 +119,7 @@ capture "c" {
 	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"evil": evilVar}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res := run.Run(ctx, l, run.Options{Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "run")})
+	res := runLab(ctx, t, l, run.Options{Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "run")})
 	if res.Code != run.ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

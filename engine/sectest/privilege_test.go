@@ -147,7 +147,7 @@ workload "out" {
 	// Keep the agent's files: look at them before the agent cleans up by
 	// reading the work dir the agent reported, which the run leaves with
 	// Keep (else it is removed once pulled).
-	res := run.Run(ctx, l, run.Options{Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "run"), Keep: true})
+	res := runLab(ctx, t, l, run.Options{Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "run"), Keep: true})
 	if res.Code != run.ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}

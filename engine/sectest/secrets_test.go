@@ -140,7 +140,7 @@ workload "echo_token" {
 	var evBuf bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res := run.Run(ctx, l, run.Options{
+	res := runLab(ctx, t, l, run.Options{
 		Connector: connector(t, sshx.Options{AgentSocket: sock}),
 		Out:       filepath.Join(t.TempDir(), "run"),
 		Log:       slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug})),

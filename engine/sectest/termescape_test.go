@@ -73,7 +73,7 @@ workload "on_evil" {
 `, lab.LoadOptions{})
 	var mu sync.Mutex
 	var printed []string
-	res := run.Run(context.Background(), l, run.Options{
+	res := runLab(context.Background(), t, l, run.Options{
 		Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "r"), TeardownTimeout: 20 * time.Second,
 		OnEvent: func(e run.Event) {
 			mu.Lock()
