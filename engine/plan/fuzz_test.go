@@ -84,7 +84,7 @@ func FuzzSelect(f *testing.F) {
 		}
 		agent := map[*lab.Host]bool{}
 		for _, h := range p.Agents() {
-			agent[h] = true
+			agent[h.Ref] = true
 		}
 		for _, w := range sel.Workloads {
 			if l.WorkloadByName(w.Name) != w {
@@ -97,8 +97,8 @@ func FuzzSelect(f *testing.F) {
 			}
 		}
 		for _, hp := range p.Hosts {
-			if hp.JumpOnly && !slices.ContainsFunc(p.Agents(), func(h *lab.Host) bool {
-				for j := h.JumpHost; j != nil; j = j.JumpHost {
+			if hp.JumpOnly && !slices.ContainsFunc(p.Agents(), func(h *HostPlan) bool {
+				for j := h.Ref.JumpHost; j != nil; j = j.JumpHost {
 					if j == hp.Ref {
 						return true
 					}

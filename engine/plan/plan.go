@@ -126,6 +126,9 @@ type HostPlan struct {
 	Steps    []string `json:"steps"`
 
 	Ref *lab.Host `json:"-"` // the host, for the run engine
+	// Need is what the lab needs on it (packages, modules), which its
+	// provision step installs when the host lacks it.
+	Need needs.Need `json:"-"`
 	// How the run reaches it (hosts.go), resolved once here: Hops, its
 	// jump string's bastions (first dialled first), or Via, the planned
 	// lab host it jumps through.
@@ -210,11 +213,11 @@ func (p *Plan) IDs(host, subject string, kinds ...Action) []string {
 
 // Agents are the hosts a run opens an agent on, in file order: every
 // planned host but those that are only jump hosts.
-func (p *Plan) Agents() []*lab.Host {
-	var out []*lab.Host
+func (p *Plan) Agents() []*HostPlan {
+	var out []*HostPlan
 	for _, h := range p.Hosts {
 		if !h.JumpOnly {
-			out = append(out, h.Ref)
+			out = append(out, h)
 		}
 	}
 	return out
@@ -396,6 +399,7 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 		if !used[h] {
 			continue
 		}
+		b.hosts[h].Need = need[h]
 		s := b.add(&Step{ID: StepID(h.Slug, ShipAgent, ""), Action: ShipAgent, Host: h.Name, HostRef: h, Description: "ship the rlab agent (skipped when the host has this build cached) and start it"})
 		s.after(c.ID)
 		if !o.NoProvision && (o.Provision || h.Provision) {

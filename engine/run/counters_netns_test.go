@@ -59,7 +59,8 @@ workload "bulk" {
 
 	// An RDMA device on a kernel without RDMA: said absent, no sample.
 	c := sshConnector(t)
-	h, err := c.Connect(context.Background(), targetOf(l.HostByName("h0")), "counters-netns")
+	hp := planned(t, l, plan.Options{}).HostOf(l.HostByName("h0"))
+	h, err := c.Connect(context.Background(), Target{StateHost: stateHostOf(hp.Ref, 0), Plan: hp}, "counters-netns")
 	if err != nil {
 		t.Fatal(err)
 	}

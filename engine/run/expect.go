@@ -130,8 +130,8 @@ func (r *runner) evalExpects() []ExpectResult {
 	var out []ExpectResult
 	for _, n := range r.workloads {
 		o := n.outcome()
-		for _, e := range n.lab.Expects {
-			base := ExpectResult{Workload: n.lab.Name, Condition: r.conditionText(e), Message: e.Message}
+		for _, e := range n.Workload.Expects {
+			base := ExpectResult{Workload: n.Workload.Name, Condition: r.conditionText(e), Message: e.Message}
 			if o.Status != steps.StatusOK {
 				base.Skipped = true
 				base.Error = fmt.Sprintf("workload %s", o.Status)
@@ -141,7 +141,7 @@ func (r *runner) evalExpects() []ExpectResult {
 			for _, size := range sizesOf(o.Samples) {
 				er := base
 				er.Size = size
-				obj := ResultObject(n.lab.Tool, o.Samples, size, n.lab.Metrics...)
+				obj := ResultObject(n.Workload.Tool, o.Samples, size, n.Workload.Metrics...)
 				held, diags := evalOne(e, obj)
 				er.Got = gotText(e, obj)
 				er.Held = held && !diags.HasErrors()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -26,14 +27,12 @@ import (
 // impairWindow is an impairment and the workloads it covers (none: the
 // whole run).
 type impairWindow struct {
-	lab    *lab.Impair
-	step   *steps.Impair
-	during []*workloadNode
+	*plan.WindowPlan // the plan's impairment as it is
+	step             *steps.Impair
+	during           []*workloadNode // the plan's During
 	// inForce are the workloads it is in force during (the plan's
-	// WindowPlan.Covers): during, or for a whole-run one those on its host.
+	// Covers): during, or for a whole-run one those on its host.
 	inForce []*workloadNode
-
-	startIDs, stopIDs []string
 
 	mu        sync.Mutex
 	started   bool
@@ -60,7 +59,7 @@ func (w *impairWindow) start(ctx context.Context, r *runner) error {
 		return w.err
 	}
 	w.started = true
-	w.err = r.apply(ctx, w.step, w.step.Host, "", w.startIDs...)
+	w.err = r.apply(ctx, w.step, w.step.Host, "", w.Start...)
 	return w.err
 }
 
@@ -106,7 +105,7 @@ func (w *impairWindow) stop(ctx context.Context, r *runner) {
 	}
 	start := time.Now()
 	err := w.step.Undo(ctx, r.env) // idempotent
-	ev := Event{Type: "step.end", Step: "remove " + w.step.Describe(), Host: w.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: w.stopIDs}
+	ev := Event{Type: "step.end", Step: "remove " + w.step.Describe(), Host: w.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: w.Stop}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 		r.addErr(&infraError{err})
@@ -121,7 +120,7 @@ func (r *runner) skipUnimpaired(ctx context.Context, n *workloadNode, err error)
 	n.mu.Lock()
 	n.skipped = reason
 	n.mu.Unlock()
-	r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.lab.Name, Status: steps.StatusSkipped, Error: reason})
+	r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.Workload.Name, Status: steps.StatusSkipped, Error: reason})
 }
 
 // tagImpairs marks the samples of workload n with the impairments that were
@@ -134,8 +133,8 @@ func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
 		if !w.covers(n) || w.step.Applied() == nil {
 			continue
 		}
-		texts = append(texts, w.lab.Name+": "+w.step.Text+" on "+w.step.Netdev+" of "+w.step.Host)
-		loss = max(loss, w.lab.Netem.Loss)
+		texts = append(texts, w.Impair.Name+": "+w.step.Text+" on "+w.step.Netdev+" of "+w.step.Host)
+		loss = max(loss, w.Impair.Netem.Loss)
 	}
 	if len(texts) == 0 {
 		return

@@ -81,7 +81,7 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 	}
 	// A port of the workload's block none of its trials takes (the
 	// plan's): open where the workload's ports are; 0, an ephemeral one.
-	l := dataLink{server: w.ServerHost, client: w.ClientHost, port: n.probePort}
+	l := dataLink{server: w.ServerHost, client: w.ClientHost, port: n.ProbePort}
 	if x := cmp.Or(w.ServerDevice, w.DialDevice); x != "" { // a tcp workload's DialDevice: the link it dials
 		info, err := r.env.RXE(x)
 		if err != nil || info.IPv4 == "" {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -43,7 +44,7 @@ func TestOneWorkloadModel(t *testing.T) {
 	w := &lab.Workload{Workload: kinds.Workload{Name: `bw["a"]`, Slug: "bw-a", Index: 3, Tool: "ib_write_bw",
 		Options: kinds.Options{Sizes: []int64{4096}, Iterations: 7, Repeat: 2}},
 		ServerHost: h1, ClientHost: h2, ServerDevice: &lab.Device{Name: "rs"}, ClientDevice: &lab.Device{Name: "rc"}}
-	sw := stepWorkload(w, nil) // RDMA: no dial, the client dials its server rxe
+	sw := stepWorkload(&plan.WorkloadPlan{Workload: w}) // RDMA: no dial, the client dials its server rxe
 	if !reflect.DeepEqual(sw.Workload, w.Workload) {
 		t.Errorf("stepWorkload: shared part %+v, want %+v", sw.Workload, w.Workload)
 	}

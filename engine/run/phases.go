@@ -24,45 +24,16 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// build makes the run's steps from what the plan walks: the hosts it
-// opens agents on, and the rxe devices, workloads, captures and
-// impairments of Plan.Selected, in file order.
-func (r *runner) build() error {
-	sel := r.plan.Selected
-	r.hosts = r.plan.Agents()
-	for _, x := range sel.Devices {
-		r.rxes = append(r.rxes, &steps.Device{Name: x.Name, Type: x.Block, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
-	}
-	for _, wp := range r.plan.Workloads {
-		sw := stepWorkload(wp.Workload, wp.Dial)
-		st, err := steps.NewWorkload(sw)
-		if err != nil {
-			return err
-		}
-		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, step: st, ids: wp.Steps, hosts: wp.Hosts, probePort: wp.ProbePort, done: make(chan struct{})})
-	}
-	for _, wp := range r.plan.Captures {
-		c := wp.Capture
-		r.captures = append(r.captures, &captureWindow{lab: c, startIDs: wp.Start, stopIDs: wp.Stop, file: wp.File, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
-			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes, Window: wp.Window}})
-	}
-	for _, wp := range r.plan.Impairs {
-		im := wp.Impair
-		r.impairs = append(r.impairs, &impairWindow{lab: im, startIDs: wp.Start, stopIDs: wp.Stop, step: &steps.Impair{
-			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
-	}
-	return nil
-}
-
-// stepWorkload resolves a lab workload for the steps package: the shared
+// stepWorkload is the plan's workload for the steps package: the shared
 // part (kinds.Workload) whole, the host and rxe references as names, and
-// for a tcp workload the address its client dials (dial: the plan's
-// lab.ServerDial, resolved once).
-func stepWorkload(w *lab.Workload, dial *lab.Dial) *steps.Workload {
+// for a tcp workload the address its client dials (the plan's Dial,
+// resolved once).
+func stepWorkload(wp *plan.WorkloadPlan) *steps.Workload {
+	w := wp.Workload
 	sw := &steps.Workload{Workload: w.Workload}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
-		if d := dial; d != nil { // tcp; RDMA tools dial their server rxe
+		if d := wp.Dial; d != nil { // tcp; RDMA tools dial their server rxe
 			sw.ServerAddr, sw.DialWhy = d.Addr, d.Why
 			if d.Device != nil {
 				sw.DialDevice = d.Device.Name
@@ -99,8 +70,8 @@ func writeJSON(path string, v any) error {
 func (r *runner) bootVMs(ctx context.Context) error {
 	var vmHosts []*lab.Host
 	for _, h := range r.hosts {
-		if h.VM != nil {
-			vmHosts = append(vmHosts, h)
+		if h.VM {
+			vmHosts = append(vmHosts, h.Ref)
 		}
 	}
 	if len(vmHosts) == 0 {
@@ -177,10 +148,10 @@ func (r *runner) connectAll(ctx context.Context) error {
 		targets[sh.Name] = Target{StateHost: sh}
 	}
 	var failed atomic.Int32
-	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
 		t := targets[h.Name]
-		t.Lab, t.Plan = h, r.plan.HostOf(h)
-		t.LogDir = filepath.Join(r.hostDir(h), "logs")
+		t.Plan = h
+		t.LogDir = filepath.Join(r.hostDir(h.Slug), "logs")
 		t.Sensitive = r.lab.Sensitive
 		start := time.Now()
 		ids := r.plan.IDs(h.Name, "", plan.Connect, plan.ShipAgent)
@@ -247,7 +218,7 @@ func (r *runner) isLost(host string) bool {
 	return r.lost[host] != nil
 }
 
-func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
+func (r *runner) connect(ctx context.Context, h *plan.HostPlan, t Target) error {
 	c, err := r.opts.Connector.Connect(ctx, t, r.runID)
 	if err != nil {
 		return fmt.Errorf("connect to host %q (%s): %w", h.Name, t.Address, err)
@@ -265,7 +236,7 @@ func (r *runner) connect(ctx context.Context, h *lab.Host, t Target) error {
 	r.env.Facts[h.Name] = &f
 	r.mu.Unlock()
 	r.armWatchdog(ctx, h.Name, c) // after facts: an agent stuck from the start is named by facts
-	hd := r.hostDir(h)
+	hd := r.hostDir(h.Slug)
 	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o700); err != nil {
 		return fmt.Errorf("create host folder: %w", err)
 	}
@@ -366,12 +337,11 @@ func (r *runner) apply(ctx context.Context, s steps.Step, host, workload string,
 // captureWindow is a capture and the workloads it covers (none: the whole
 // run).
 type captureWindow struct {
-	lab    *lab.Capture
+	// The plan's capture as it is: its start and stop steps, the file it
+	// makes, the workloads it covers.
+	*plan.WindowPlan
 	step   *steps.Capture
-	during []*workloadNode // from the plan: the workloads its stop waits for
-	file   string          // from the plan: the file it makes (WindowPlan.File)
-
-	startIDs, stopIDs []string // its plan steps
+	during []*workloadNode // the plan's During: the workloads its stop waits for
 
 	mu        sync.Mutex
 	started   bool
@@ -429,7 +399,7 @@ func (c *captureWindow) start(ctx context.Context, r *runner) error {
 		return c.err
 	}
 	c.started = true
-	c.err = r.apply(ctx, c.step, c.step.Host, "", c.startIDs...)
+	c.err = r.apply(ctx, c.step, c.step.Host, "", c.Start...)
 	return c.err
 }
 
@@ -448,7 +418,7 @@ func (c *captureWindow) finished(ctx context.Context, r *runner) {
 func (c *captureWindow) stop(ctx context.Context, r *runner) {
 	start := time.Now()
 	err := c.step.Undo(ctx, r.env)
-	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.stopIDs}
+	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.Stop}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 		r.addErr(&infraError{err})
@@ -458,7 +428,7 @@ func (c *captureWindow) stop(ctx context.Context, r *runner) {
 
 // fetchAll pulls every connected host's work dir into hosts/<slug>/.
 func (r *runner) fetchAll(ctx context.Context) {
-	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
 		r.mu.Lock()
 		_, ok := r.conns[h.Name]
 		_, lost := r.lost[h.Name]
@@ -469,10 +439,10 @@ func (r *runner) fetchAll(ctx context.Context) {
 		// Its captures' files are captures because the plan's capture
 		// steps make them (and the files their stops reported), not by
 		// their names.
-		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
+		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h.Slug)}
 		for _, c := range r.captures {
 			if c.onHost() == h.Name {
-				f.Captures = append(f.Captures, c.file)
+				f.Captures = append(f.Captures, c.File)
 				for _, cf := range c.step.Files {
 					f.Captures = append(f.Captures, cf.Path)
 				}
@@ -510,11 +480,11 @@ func (r *runner) teardown(ctx context.Context) {
 	r.emit(Event{Type: "step.start", Step: "teardown", IDs: ids})
 	r.noteDiscarded() // discard.go
 	for _, n := range r.workloads {
-		if r.allDiscarded(n.hosts) {
+		if r.allDiscarded(n.Hosts) {
 			continue
 		}
 		if err := n.step.Undo(ctx, r.env); err != nil {
-			r.log.Warn("teardown: stop workload processes", "workload", n.lab.Name, "err", err)
+			r.log.Warn("teardown: stop workload processes", "workload", n.Workload.Name, "err", err)
 		}
 	}
 	each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.Device) error {
@@ -558,7 +528,7 @@ func (r *runner) teardown(ctx context.Context) {
 			}
 		}
 	}
-	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
 		r.mu.Lock()
 		c, ok := r.conns[h.Name]
 		_, lost := r.lost[h.Name]

@@ -106,7 +106,7 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 					cgid = "1"
 				}
 				fill := strings.NewReplacer(string(kinds.ServerGID), "1", string(kinds.ClientGID), cgid, string(kinds.PathMTU), "1024", string(kinds.ServerAddr), "10.9.0.1")
-				st, err := steps.NewWorkload(stepWorkload(w, wp.Dial))
+				st, err := steps.NewWorkload(stepWorkload(wp))
 				if err != nil {
 					t.Fatal(err)
 				}

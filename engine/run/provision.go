@@ -13,7 +13,6 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
-	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/provision"
 )
@@ -40,14 +39,10 @@ type StateProvision struct {
 // failure fails that host (a class lab: that student) while the others go
 // on. Hosts that got something read their facts again, for preflight.
 func (r *runner) provisionHosts(ctx context.Context) error {
-	needs := map[string]provision.Need{}
-	for _, n := range provision.Needs(r.plan.Selected) {
-		needs[n.Host.Name] = n
-	}
 	var failed atomic.Int32
 	var errs []error
 	var emu sync.Mutex
-	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *lab.Host) error {
+	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
 		if len(r.plan.IDs(h.Name, "", plan.Provision)) == 0 || r.isLost(h.Name) {
 			return nil
 		}
@@ -58,7 +53,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 		if f == nil || cw == nil {
 			return nil
 		}
-		p := provision.PlanHost(needs[h.Name], f)
+		p := provision.PlanHost(h.Need, f) // what the plan says the host needs
 		if p.Nothing() {
 			// Journaled too, so the report can say the host lacked nothing.
 			r.noteProvision(h.Name, func(sp *StateProvision) {
@@ -78,7 +73,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 		}
 		res := provision.Apply(ctx, cw, p, r.opts.ProvisionOptions)
 		if res.Log != "" {
-			logDir := filepath.Join(r.hostDir(h), "logs")
+			logDir := filepath.Join(r.hostDir(h.Slug), "logs")
 			if err := os.MkdirAll(logDir, 0o700); err == nil {
 				os.WriteFile(filepath.Join(logDir, "provision.log"), []byte(res.Log), 0o600)
 			}
@@ -118,7 +113,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 			r.mu.Lock()
 			r.env.Facts[h.Name] = &nf
 			r.mu.Unlock()
-			writeJSON(filepath.Join(r.hostDir(h), "facts.json"), &nf)
+			writeJSON(filepath.Join(r.hostDir(h.Slug), "facts.json"), &nf)
 		}
 		return nil
 	})

@@ -39,11 +39,11 @@ func (r *runner) writeResults(res *Result) error {
 	}
 	for i, o := range res.Outcomes {
 		n := r.workloads[i]
-		w := results.Workload{Name: n.lab.Name, Tool: n.lab.Tool, Status: o.Status, Error: red.Replace(o.Error)}
+		w := results.Workload{Name: n.Workload.Name, Tool: n.Workload.Tool, Status: o.Status, Error: red.Replace(o.Error)}
 		if w.Status == "" {
 			w.Status = results.StatusSkipped
 		}
-		for _, h := range n.hosts {
+		for _, h := range n.Hosts {
 			w.Hosts = append(w.Hosts, h.Name)
 		}
 		var carries []string
@@ -58,10 +58,10 @@ func (r *runner) writeResults(res *Result) error {
 			}
 		}
 		w.RDMA = strings.Join(carries, " → ")
-		for _, m := range n.lab.Metrics {
+		for _, m := range n.Workload.Metrics {
 			w.Metrics = append(w.Metrics, m.Name)
 		}
-		if g := r.lab.GroupOf(n.lab); g != nil {
+		if g := r.lab.GroupOf(n.Workload); g != nil {
 			w.Group = g.Name
 		}
 		if !o.End.IsZero() {
@@ -86,7 +86,7 @@ func (r *runner) writeResults(res *Result) error {
 			}
 		}
 		w.Captures = r.ownCaptures(n)
-		for _, e := range byWL[n.lab.Name] {
+		for _, e := range byWL[n.Workload.Name] {
 			x := results.Expect{Condition: e.Condition, Message: red.Replace(e.Message), Held: e.Held, Skipped: e.Skipped, Size: e.Size, Error: red.Replace(e.Error)}
 			if e.Got != "" {
 				got := e.Got
@@ -138,8 +138,8 @@ func (r *runner) writeResults(res *Result) error {
 // (labs/lossy.hcl scopes one capture to each loss point).
 func (r *runner) ownCaptures(n *workloadNode) []string {
 	var out []string
-	for _, c := range r.captures {
-		if len(c.during) != 1 || c.during[0] != n {
+	for _, c := range n.captures { // the scoped ones that cover it
+		if len(c.during) != 1 {
 			continue
 		}
 		for _, f := range c.step.Files {

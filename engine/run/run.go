@@ -77,9 +77,9 @@ type Host interface {
 // Target is how to reach one host: from the lab, or from state.json.
 type Target struct {
 	StateHost
-	Lab *lab.Host `json:"-"` // nil when read back from state.json
 	// Plan is how the run's plan resolved the host (address, user, port,
-	// jump): a run connects through it (nil outside a run).
+	// jump, as structure): a run connects through it; nil for a host read
+	// back from state.json (rlab down).
 	Plan *plan.HostPlan `json:"-"`
 	// LogDir, when set, is where the agent's own log (its stderr) goes.
 	LogDir string `json:"-"`
@@ -210,7 +210,7 @@ type runner struct {
 	ev      *events
 	env     *steps.Env
 
-	hosts     []*lab.Host // hosts this run opens an agent on (plan.Agents)
+	hosts     []*plan.HostPlan // hosts this run opens an agent on (plan.Agents)
 	rxes      []*steps.Device
 	captures  []*captureWindow
 	impairs   []*impairWindow // impair.go
@@ -327,7 +327,7 @@ func (r *runner) prepare() error {
 	}
 	st := State{Lab: r.lab.Name, RunID: r.runID, Started: now}
 	for _, h := range r.hosts {
-		st.Hosts = append(st.Hosts, targetOf(h).StateHost)
+		st.Hosts = append(st.Hosts, stateHostOf(h.Ref, 0))
 	}
 	if r.journal, err = newJournal(r.dir, st); err != nil {
 		return err
@@ -452,10 +452,6 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 	return nil
 }
 
-func targetOf(h *lab.Host) Target {
-	return Target{Lab: h, StateHost: stateHostOf(h, 0)}
-}
-
 // stateHostOf is how state.json records a lab host: a lab host as bastion
 // is recorded whole (JumpHost), not flattened to a "user@host:port" string
 // that would lose its own key and jump.
@@ -476,7 +472,8 @@ func stateHostOf(h *lab.Host, depth int) StateHost {
 
 func (r *runner) emit(ev Event) { r.ev.emit(ev) }
 
-func (r *runner) hostDir(h *lab.Host) string { return filepath.Join(r.dir, "hosts", h.Slug) }
+// hostDir is the run directory's folder of the host with this slug.
+func (r *runner) hostDir(slug string) string { return filepath.Join(r.dir, "hosts", slug) }
 
 // addErr records an error as infrastructure (exit 2) or workload (exit 1).
 func (r *runner) addErr(err error) {

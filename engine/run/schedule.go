@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // The run executes engine/plan's DAG; it keeps no ordering of its own.
@@ -37,7 +38,7 @@ var setup = map[plan.Phase]setupPhase{
 }
 
 // schedule takes the plan this run executes (Options.Plan: the run plans
-// nothing itself), builds the run's steps from it and wires its workloads
+// nothing itself), makes the run's steps from it and wires its workloads
 // and its capture and impairment windows to the plan's DAG.
 func (r *runner) schedule() error {
 	p := r.opts.Plan
@@ -53,12 +54,23 @@ func (r *runner) schedule() error {
 		}
 	}
 	r.plan = p
-	if err := r.build(); err != nil {
-		return err
+	// The run's steps, one per thing the plan walks: the hosts it opens
+	// agents on, and the rxe devices, workloads, captures and impairments
+	// of Plan.Selected, in file order; each holds the plan's own value.
+	r.hosts = p.Agents()
+	for _, x := range p.Selected.Devices {
+		r.rxes = append(r.rxes, &steps.Device{Name: x.Name, Type: x.Block, Host: x.Host.Name, Device: x.Device, Netdev: x.Netdev, Port: x.Port, Keep: x.Keep})
 	}
 	nodes := map[*lab.Workload]*workloadNode{}
-	for _, n := range r.workloads {
-		nodes[n.lab] = n
+	for _, wp := range p.Workloads {
+		sw := stepWorkload(wp)
+		st, err := steps.NewWorkload(sw)
+		if err != nil {
+			return err
+		}
+		n := &workloadNode{WorkloadPlan: wp, spec: sw, step: st, done: make(chan struct{})}
+		nodes[wp.Workload] = n
+		r.workloads = append(r.workloads, n)
 	}
 	of := func(ws []*lab.Workload) []*workloadNode {
 		var out []*workloadNode
@@ -67,27 +79,30 @@ func (r *runner) schedule() error {
 		}
 		return out
 	}
-	for i, wp := range p.Workloads {
-		r.workloads[i].deps = of(wp.After)
+	for _, n := range r.workloads {
+		n.deps = of(n.After)
 	}
 	// A scoped window starts before the first workload its stop waits for
 	// and stops after the last; its name keeps its `during` order.
-	for i, wp := range p.Captures {
-		c := r.captures[i]
-		if c.during = of(wp.During); len(c.during) > 0 {
-			c.remaining = len(c.during)
+	for _, wp := range p.Captures {
+		c := wp.Capture
+		w := &captureWindow{WindowPlan: wp, during: of(wp.During), step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
+			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes, Window: wp.Window}}
+		w.remaining = len(w.during)
+		for _, n := range w.during {
+			n.captures = append(n.captures, w) // started in the lab's order of captures
 		}
-		for _, n := range c.during {
-			n.captures = append(n.captures, c) // started in the lab's order of captures
-		}
+		r.captures = append(r.captures, w)
 	}
-	for i, wp := range p.Impairs {
-		w := r.impairs[i]
-		w.during, w.inForce = of(wp.During), of(wp.Covers)
+	for _, wp := range p.Impairs {
+		im := wp.Impair
+		w := &impairWindow{WindowPlan: wp, during: of(wp.During), inForce: of(wp.Covers), step: &steps.Impair{
+			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}}
 		w.remaining = len(w.during)
 		for _, n := range w.during {
 			n.impairs = append(n.impairs, w)
 		}
+		r.impairs = append(r.impairs, w)
 	}
 	return nil
 }

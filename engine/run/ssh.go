@@ -205,8 +205,6 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	switch {
 	case t.Plan != nil && !t.Plan.VM:
 		st = planTarget(t.Plan, s.Identities, 0)
-	case t.Lab != nil && t.Lab.VM == nil:
-		st = HostTarget(t.Lab, s.Identities)
 	default:
 		// A local VM (its endpoint is what the VM engine gave), or a
 		// host read back from state.json.

@@ -48,7 +48,7 @@ func TestHostTarget(t *testing.T) {
 			}
 			// `rlab down` reaches the host from state.json alone, through
 			// the same bastions with the same users and keys as the run.
-			b, err := json.Marshal(targetOf(tt.h).StateHost)
+			b, err := json.Marshal(stateHostOf(tt.h, 0))
 			if err != nil {
 				t.Fatal(err)
 			}

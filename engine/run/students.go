@@ -62,7 +62,7 @@ func (r *runner) studentResults(res *Result) []results.Student {
 	outcome := map[*lab.Workload]*steps.Outcome{}
 	for i, n := range r.workloads {
 		if i < len(res.Outcomes) {
-			outcome[n.lab] = res.Outcomes[i]
+			outcome[n.Workload] = res.Outcomes[i]
 		}
 	}
 	red := newRedactor(r.lab.Sensitive)

@@ -9,23 +9,22 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
 
 // workloadNode is one workload in the run's dependency graph.
 type workloadNode struct {
-	lab       *lab.Workload
-	spec      *steps.Workload
-	step      steps.Step
-	ids       []string         // its plan steps
-	hosts     []*lab.Host      // the hosts of its plan steps (WorkloadPlan.Hosts)
-	probePort int              // where its data link is probed (WorkloadPlan.ProbePort)
-	deps      []*workloadNode  // the workloads its plan steps depend on
-	captures  []*captureWindow // scoped captures that cover it
-	impairs   []*impairWindow  // scoped impairments that cover it (impair.go)
-	done      chan struct{}
+	// The plan's workload as it is: its lab workload, its steps, the
+	// hosts they run on (whose loss skips it) and its probe port.
+	*plan.WorkloadPlan
+	spec     *steps.Workload
+	step     steps.Step
+	deps     []*workloadNode  // the workloads its plan steps depend on (After)
+	captures []*captureWindow // scoped captures that cover it
+	impairs  []*impairWindow  // scoped impairments that cover it (impair.go)
+	done     chan struct{}
 
 	mu      sync.Mutex
 	skipped string // why it did not run
@@ -43,7 +42,7 @@ func (n *workloadNode) outcome() *steps.Outcome {
 		if reason == "" {
 			reason = "not run: the run stopped before its workloads"
 		}
-		o.Workload, o.Tool, o.Status, o.Error = n.lab.Name, n.lab.Tool, steps.StatusSkipped, reason
+		o.Workload, o.Tool, o.Status, o.Error = n.Workload.Name, n.Workload.Tool, steps.StatusSkipped, reason
 	}
 	return o
 }
@@ -68,7 +67,7 @@ func (r *runner) runWorkloads(ctx context.Context) {
 				n.mu.Lock()
 				n.skipped = reason
 				n.mu.Unlock()
-				r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.lab.Name, Status: steps.StatusSkipped, Error: reason})
+				r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.Workload.Name, Status: steps.StatusSkipped, Error: reason})
 				for _, c := range n.captures {
 					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
 					c.finished(cctx, r)
@@ -103,7 +102,7 @@ func (r *runner) skipReason(ctx context.Context, n *workloadNode) string {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, h := range n.hosts {
+	for _, h := range n.Hosts {
 		if err := r.lost[h.Name]; err != nil {
 			return fmt.Sprintf("host %q lost: %v", h.Name, err)
 		}
@@ -137,7 +136,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 		go r.watchLink(wctx, stop, l)
 	}
 	before := r.readCounters(ctx, n, nil)
-	err := r.apply(wctx, n.step, "", n.lab.Name, n.ids...)
+	err := r.apply(wctx, n.step, "", n.Workload.Name, n.Steps...)
 	stop(nil)
 	r.readCounters(ctx, n, before)
 	if err != nil {
@@ -153,13 +152,13 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	if err != nil {
 		uctx, cancel := bounded()
 		if uerr := n.step.Undo(uctx, r.env); uerr != nil {
-			r.log.Warn("stop workload processes", "workload", n.lab.Name, "err", uerr)
+			r.log.Warn("stop workload processes", "workload", n.Workload.Name, "err", uerr)
 			if uctx.Err() != nil {
 				// Its hosts did not answer a stop in time: give up on them
 				// (their sessions are closed, so every later call fails
 				// at once) rather than hang the run.
-				for _, h := range n.hosts {
-					r.abandon(h.Name, fmt.Errorf("host %q did not answer a request to stop workload %q within %s", h.Name, n.lab.Name, 2*steps.UndoTimeout))
+				for _, h := range n.Hosts {
+					r.abandon(h.Name, fmt.Errorf("host %q did not answer a request to stop workload %q within %s", h.Name, n.Workload.Name, 2*steps.UndoTimeout))
 				}
 			}
 		}
@@ -187,12 +186,12 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 func (r *runner) saveDmesg(ctx context.Context, n *workloadNode) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, h := range n.hosts {
-		out, err := steps.DmesgTail(ctx, r.env, h.Name, "dmesg."+n.lab.Slug, 200)
+	for _, h := range n.Hosts {
+		out, err := steps.DmesgTail(ctx, r.env, h.Name, "dmesg."+n.Workload.Slug, 200)
 		if err != nil {
 			out = fmt.Sprintf("(dmesg unavailable: %v)\n", err)
 		}
-		p := filepath.Join(r.hostDir(h), "logs", "dmesg."+n.lab.Slug+".txt")
+		p := filepath.Join(r.hostDir(h.Slug), "logs", "dmesg."+n.Workload.Slug+".txt")
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
 			os.WriteFile(p, []byte(out), 0o600)
 		}

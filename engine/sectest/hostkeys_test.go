@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
@@ -212,10 +213,14 @@ func TestHostKeyPolicy(t *testing.T) {
 func connectHost(t *testing.T, l *lab.Lab, o sshx.Options, vm bool) error {
 	t.Helper()
 	lh := l.Hosts[0]
-	tgt := run.Target{Lab: lh, StateHost: run.StateHost{Name: lh.Name, Slug: lh.Slug, Address: lh.Address, Port: lh.Port,
+	tgt := run.Target{StateHost: run.StateHost{Name: lh.Name, Slug: lh.Slug, Address: lh.Address, Port: lh.Port,
 		User: lh.User, IdentityFile: lh.IdentityFile, KnownHosts: lh.KnownHosts, VM: vm}}
-	if vm {
-		tgt.Lab = nil // a VM host is reached at the endpoint the VM engine gave
+	if !vm { // a VM host is reached at the endpoint the VM engine gave
+		hp, err := plan.HostOf(lh) // as a run's plan resolves it
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgt.Plan = hp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
