@@ -18,8 +18,6 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
-	"github.com/rlab-dev/rlab/engine/provision/needs"
-	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -228,7 +226,7 @@ func (r *runner) connect(ctx context.Context, h *plan.HostPlan, t Target) error 
 	r.conns[h.Name] = cw
 	r.env.Hosts[h.Name] = cw
 	r.mu.Unlock()
-	f, err := rpc.Invoke(ctx, cw, rpc.Facts, r.factsParams())
+	f, err := rpc.Invoke(ctx, cw, rpc.Facts, r.factsReq)
 	if err != nil {
 		return fmt.Errorf("read facts of host %q: %w", h.Name, err)
 	}
@@ -587,10 +585,3 @@ func (r *runner) teardown(ctx context.Context) {
 // inputEnder is a Host whose agent can be told its input ended without
 // waiting for it to exit (teardown; Close then waits).
 type inputEnder interface{ EndInput() }
-
-// factsParams is the run's facts request: the programs every family looks
-// for, and the lab's program packages, whose installed state preflight
-// reads.
-func (r *runner) factsParams() proto.FactsParams {
-	return remote.FactsParams(false, needs.PackageNames(r.lab))
-}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/provision/needs"
+	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -54,6 +56,7 @@ func (r *runner) schedule() error {
 		}
 	}
 	r.plan = p
+	r.factsReq = remote.FactsParams(false, needs.PackageNames(r.lab))
 	// The run's steps, one per thing the plan walks: the hosts it opens
 	// agents on, and the rxe devices, workloads, captures and impairments
 	// of Plan.Selected, in file order; each holds the plan's own value.
