@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/rlab-dev/rlab/engine/rundir"
 )
@@ -25,17 +23,13 @@ import (
 // the workers' summaries merge at the end (Merge, iwarp.Merge,
 // iograph.Merge) into what one Scan would have made.
 
-// splitBatch is one batch of a split scan: decoded by the first worker to
-// reach it, then read by every worker for the packets it owns. Which
-// worker decodes changes nothing but the speed: the one whose flows take
-// less accounting runs ahead and decodes more, so a capture of one flow
-// still shares the decoding.
+// splitBatch is one batch of a split scan: decoded by worker seq%n, then
+// read by every worker for the packets it owns.
 type splitBatch struct {
 	batch
-	n       int     // frames in the batch (frames is empty when read in place)
-	owner   []uint8 // the worker that accounts each packet
-	claimed atomic.Bool
-	refs    atomic.Int32
+	seq   int
+	owner []uint8 // the worker that accounts each packet
+	refs  atomic.Int32
 }
 
 // Source is one capture file of a split scan, opened when the scan reaches it.
@@ -53,24 +47,12 @@ func ReaderSource(r io.Reader) Source {
 }
 
 // FileSource is the Source of the capture file at path; its errors name it
-// as ScanFile's do. A classic pcap file is mapped and read in place (no
-// read copies it, and its records are parsed by the workers); should the
-// file shrink meanwhile, the scan stops with an error.
+// as ScanFile's do.
 func FileSource(path string) Source {
 	return Source{name: path, open: func() (frameFunc, *pcapBlocks, func(), error) {
 		f, err := rundir.OpenFile(path) // a FIFO named *.pcap must not hang
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("read capture: %w", err)
-		}
-		if st, err := f.Stat(); err == nil && st.Size() >= 24 {
-			if data, unmap, ok := mapFile(f, st.Size()); ok {
-				if pb := classicPcap(data); pb != nil {
-					f.Close()
-					pb.mem, pb.release, pb.name = data[24:], unmap, path
-					return nil, pb, func() {}, nil
-				}
-				unmap()
-			}
 		}
 		next, pb, err := openSplit(f)
 		if err != nil {
@@ -103,48 +85,38 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 	}
 	var res ScanResult
 	var readErr error
-	var mapped mappings // the mapped files, unmapped when every worker is done
-	defer mapped.release()
 	go func() { // the reader
-		debug.SetPanicOnFault(true)
 		defer func() {
-			mapped.recover(recover())
 			for _, c := range in {
 				close(c)
 			}
 		}()
-		ord := 0
+		seq, ord := 0, 0
 		for _, src := range sources {
-			if mapped.broken.Load() {
-				return
-			}
 			next, blocks, closeSrc, err := src.open()
 			if err != nil {
 				readErr = err
 				return
 			}
-			if blocks != nil && blocks.release != nil {
-				mapped.add(blocks)
-			}
 			n, done := 0, false
-			for !done && !mapped.broken.Load() {
+			for !done {
 				b := <-free
-				b.arena, b.frames, b.view, b.lazy, b.first = b.arena[:0], b.frames[:0], nil, nil, n+1
+				b.arena, b.frames, b.first, b.seq = b.arena[:0], b.frames[:0], n+1, seq
 				b.done = make(chan struct{})
-				b.claimed.Store(false)
-				var added int
 				var err error
 				if blocks != nil {
-					added, err = blocks.fill(&b.batch)
+					err = blocks.fill(&b.batch)
+					n += len(b.frames)
 				} else {
+					var added int
 					added, err = b.fillFrom(next)
+					n += added
 				}
-				n += added
-				if added > 0 {
+				if len(b.frames) > 0 {
 					b.pkts[0].ord = int64(ord + 1) // the batch's first ord, for its decoder
-					b.n = added
-					ord += added
+					ord += len(b.frames)
 					b.refs.Store(int32(workers))
+					seq++
 					for _, c := range in {
 						c <- b
 					}
@@ -177,9 +149,26 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			debug.SetPanicOnFault(true)
 			for b := range in[w] {
-				splitWork(w, workers, b, &mapped, fn)
+				if b.seq%workers == w {
+					first := b.pkts[0].ord
+					for j, f := range b.frames {
+						p := &b.pkts[j]
+						p.Number, p.Time = b.first+j, f.ts
+						Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, p)
+						p.ord = first + int64(j)
+						b.owner[j] = uint8(flowOwner(p, workers))
+					}
+					close(b.done)
+				} else {
+					<-b.done
+				}
+				own := uint8(w)
+				for j := range b.frames {
+					if b.owner[j] == own {
+						fn(w, &b.pkts[j])
+					}
+				}
 				if b.refs.Add(-1) == 0 {
 					free <- b
 				}
@@ -187,116 +176,7 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 		}()
 	}
 	wg.Wait()
-	if err := mapped.err(); err != nil {
-		return res, err
-	}
 	return res, readErr
-}
-
-// splitWork is worker w's part of batch b: its decoding when w reaches b
-// first, then fn on the packets of the flows w owns. After a fault in a
-// mapped file (mappings.recover) it only keeps the others from waiting.
-func splitWork(w, workers int, b *splitBatch, mapped *mappings, fn func(w int, p *Packet)) {
-	decoding := b.claimed.CompareAndSwap(false, true)
-	defer func() {
-		if decoding { // not closed when decoding faulted
-			close(b.done)
-		}
-		mapped.recover(recover())
-	}()
-	if decoding {
-		first := b.pkts[0].ord
-		switch pb := b.lazy; {
-		case mapped.broken.Load():
-		case pb != nil: // records in place, checked by fillMem: parse and decode them
-			for j, off := 0, 0; j < b.n; j++ {
-				h := b.view[off:]
-				capLen := int(pb.order.Uint32(h[8:]))
-				p := &b.pkts[j]
-				p.Number, p.Time = b.first+j, pb.time(h)
-				Decode(pb.link, h[16:16+capLen:16+capLen], int(pb.order.Uint32(h[12:])), p)
-				p.ord = first + int64(j)
-				b.owner[j] = uint8(flowOwner(p, workers))
-				off += 16 + capLen
-			}
-		default:
-			for j, f := range b.frames {
-				p := &b.pkts[j]
-				p.Number, p.Time = b.first+j, f.ts
-				Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, p)
-				p.ord = first + int64(j)
-				b.owner[j] = uint8(flowOwner(p, workers))
-			}
-		}
-		decoding = false
-		close(b.done)
-	} else {
-		<-b.done
-	}
-	if mapped.broken.Load() {
-		return
-	}
-	own := uint8(w)
-	for j := range b.n {
-		if b.owner[j] == own {
-			fn(w, &b.pkts[j])
-		}
-	}
-}
-
-// mappings are the files a split scan reads in place. A read of one that
-// faults (the file shrank: another program truncated it) panics, with
-// debug.SetPanicOnFault, in the goroutine that read it; recover turns that
-// into the scan's error and every goroutine stops working.
-type mappings struct {
-	mu     sync.Mutex
-	blocks []*pcapBlocks
-	fault  error
-	broken atomic.Bool
-}
-
-func (m *mappings) add(pb *pcapBlocks) {
-	m.mu.Lock()
-	m.blocks = append(m.blocks, pb)
-	m.mu.Unlock()
-}
-
-// recover is called with recover() in a goroutine that may read a mapped
-// file: a fault inside one becomes the scan's error; any other panic goes on.
-func (m *mappings) recover(r any) {
-	if r == nil {
-		return
-	}
-	fe, ok := r.(interface{ Addr() uintptr })
-	if !ok {
-		panic(r)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, pb := range m.blocks {
-		start := uintptr(unsafe.Pointer(unsafe.SliceData(pb.mem)))
-		if a := fe.Addr(); a >= start && a-start < uintptr(len(pb.mem))+4096 {
-			if m.fault == nil {
-				m.fault = fmt.Errorf("read capture %q: the file shrank while it was read", pb.name)
-			}
-			m.broken.Store(true)
-			return
-		}
-	}
-	panic(r)
-}
-
-func (m *mappings) err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.fault
-}
-
-// release unmaps the files, once nothing reads them.
-func (m *mappings) release() {
-	for _, pb := range m.blocks {
-		pb.release()
-	}
 }
 
 // ScanFilesSplit is ScanSplit of the capture files at paths, read in the
