@@ -57,39 +57,43 @@ func openSplit(r io.Reader) (frameFunc, *pcapBlocks, error) {
 	return next, nil, err
 }
 
-// fill puts the next whole records into b (at most batchFrames, and
-// reading on until batchBytes), after the frames numbered before it. err
-// is what frameSource's reader returns at the record after the last one
-// put in: io.EOF at a clean end, io.ErrUnexpectedEOF inside a record, or a
-// bad record's error; nil when there are more.
-func (pb *pcapBlocks) fill(b *batch) error {
+// fill puts the next whole records into b's arena from its start, as
+// the file holds them (header and data): at most batchFrames, and reading
+// on until the arena holds readChunk bytes, so that a batch ends where a
+// read did and only the part of a record after it is carried to the next
+// batch. It returns how many, and what frameSource's reader returns at
+// the record after the last one put in: io.EOF at a clean end,
+// io.ErrUnexpectedEOF inside a record, or a bad record's error; nil when
+// there are more. The worker that decodes the batch parses the records
+// (record); this goroutine only checks them, as gopacket's reader does.
+func (pb *pcapBlocks) fill(b *batch) (int, error) {
 	b.arena = append(b.arena[:0], pb.carry...)
 	pb.carry = pb.carry[:0]
-	off := 0
+	off, n := 0, 0
 	for {
-		for len(b.frames) < batchFrames {
+		for n < batchFrames {
 			rest := b.arena[off:]
 			if len(rest) < 16 {
 				break
 			}
 			capLen, wire := pb.order.Uint32(rest[8:]), pb.order.Uint32(rest[12:])
 			if capLen > snapMax {
-				return fmt.Errorf("capture length exceeds snap length: %d > %d", capLen, snapMax)
+				return n, fmt.Errorf("capture length exceeds snap length: %d > %d", capLen, snapMax)
 			}
 			if capLen > wire {
-				return fmt.Errorf("capture length exceeds original packet length: %d > %d", capLen, wire)
+				return n, fmt.Errorf("capture length exceeds original packet length: %d > %d", capLen, wire)
 			}
 			if len(rest) < 16+int(capLen) {
 				break
 			}
-			ts := time.Unix(int64(pb.order.Uint32(rest[0:])), int64(pb.order.Uint32(rest[4:])*pb.nsf)).UTC()
-			b.frames = append(b.frames, rawFrame{off: off + 16, n: int(capLen), wire: int(wire), link: pb.link, ts: ts})
 			off += 16 + int(capLen)
+			n++
 		}
 		rest := b.arena[off:]
-		if len(b.frames) == batchFrames || len(b.frames) > 0 && len(b.arena) >= batchBytes {
+		if n == batchFrames || n > 0 && len(b.arena) >= readChunk {
 			pb.carry = append(pb.carry, rest...)
-			return nil
+			b.arena = b.arena[:off]
+			return n, nil
 		}
 		if pb.eof {
 			// As gopacket's reader: a record cut inside its header or its
@@ -97,9 +101,9 @@ func (pb *pcapBlocks) fill(b *batch) error {
 			// header reads as a clean end (io.ReadFull of nothing).
 			switch {
 			case len(rest) == 0, len(rest) == 16:
-				return io.EOF
+				return n, io.EOF
 			default:
-				return io.ErrUnexpectedEOF
+				return n, io.ErrUnexpectedEOF
 			}
 		}
 		b.arena = slices.Grow(b.arena, readChunk)
@@ -109,7 +113,15 @@ func (pb *pcapBlocks) fill(b *batch) error {
 		case errors.Is(err, io.EOF):
 			pb.eof = true
 		case err != nil:
-			return err
+			return n, err
 		}
 	}
+}
+
+// record is the frame of the record at the start of h (checked by fill):
+// its captured bytes, time and length on the wire, and the record's length.
+func (pb *pcapBlocks) record(h []byte) (data []byte, ts time.Time, wire, size int) {
+	capLen := int(pb.order.Uint32(h[8:]))
+	ts = time.Unix(int64(pb.order.Uint32(h[0:])), int64(pb.order.Uint32(h[4:])*pb.nsf)).UTC()
+	return h[16 : 16+capLen : 16+capLen], ts, int(pb.order.Uint32(h[12:])), 16 + capLen
 }

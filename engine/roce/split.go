@@ -38,12 +38,17 @@ import (
 // over whole Packets moved ~0.9 GB between the cores for 1.5 M frames.
 type splitBatch struct {
 	batch
-	firstOrd int64     // Packet.Ord of the batch's first frame
-	recs     []liteRec // one per frame
-	full     []Packet  // the frames a liteRec cannot hold (liteRec.full)
-	owner    []uint8   // the worker that accounts each packet
-	claimed  atomic.Bool
-	refs     atomic.Int32
+	firstOrd int64 // Packet.Ord of the batch's first frame
+	n        int   // frames in the batch
+	// blocks, when set, says the arena holds n pcap records as the file
+	// does (pcapBlocks.fill), parsed by the decoding worker; else frames
+	// lists them.
+	blocks  *pcapBlocks
+	recs    []liteRec // one per frame
+	full    []Packet  // the frames a liteRec cannot hold (liteRec.full)
+	owner   []uint8   // the worker that accounts each packet
+	claimed atomic.Bool
+	refs    atomic.Int32
 }
 
 // Source is one capture file of a split scan, opened when the scan reaches it.
@@ -120,17 +125,16 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 				b.done = make(chan struct{})
 				b.claimed.Store(false)
 				var err error
+				b.blocks = blocks
 				if blocks != nil {
-					err = blocks.fill(&b.batch)
-					n += len(b.frames)
+					b.n, err = blocks.fill(&b.batch)
 				} else {
-					var added int
-					added, err = b.fillFrom(next)
-					n += added
+					b.n, err = b.fillFrom(next)
 				}
-				if len(b.frames) > 0 {
+				n += b.n
+				if b.n > 0 {
 					b.firstOrd = int64(ord + 1)
-					ord += len(b.frames)
+					ord += b.n
 					b.refs.Store(int32(workers))
 					for _, c := range in {
 						c <- b
@@ -183,9 +187,17 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 func splitWork(w, workers int, b *splitBatch, dec, own *Packet, fn func(w int, p *Packet)) {
 	if b.claimed.CompareAndSwap(false, true) {
 		b.full = b.full[:0]
-		for j, f := range b.frames {
-			dec.Number, dec.Time = b.first+j, f.ts
-			Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, dec)
+		for j, off := 0, 0; j < b.n; j++ {
+			if pb := b.blocks; pb != nil {
+				data, ts, wire, size := pb.record(b.arena[off:])
+				dec.Number, dec.Time = b.first+j, ts
+				Decode(pb.link, data, wire, dec)
+				off += size
+			} else {
+				f := &b.frames[j]
+				dec.Number, dec.Time = b.first+j, f.ts
+				Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, dec)
+			}
 			dec.ord = b.firstOrd + int64(j)
 			b.owner[j] = uint8(flowOwner(dec, workers))
 			if !b.recs[j].set(dec, b.arena) {
@@ -198,7 +210,7 @@ func splitWork(w, workers int, b *splitBatch, dec, own *Packet, fn func(w int, p
 		<-b.done
 	}
 	me := uint8(w)
-	for j := range b.frames {
+	for j := range b.n {
 		if b.owner[j] != me {
 			continue
 		}
