@@ -181,11 +181,16 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 	return res, readErr
 }
 
-// splitWork is worker w's part of batch b: its decoding when w reaches b
-// first (into dec, then each frame's liteRec), then fn on the packets of
-// the flows w owns, read back into own.
+// splitWork is worker w's part of batch b: when w reaches b first, its
+// decoding (into dec) and fn on w's packets as they are decoded, each
+// other worker's written down as a liteRec; else fn on the packets of the
+// flows w owns, read back into own once b is decoded.
 func splitWork(w, workers int, b *splitBatch, dec, own *Packet, fn func(w int, p *Packet)) {
+	me := uint8(w)
 	if b.claimed.CompareAndSwap(false, true) {
+		// The packets this worker owns go to fn as decoded, in order
+		// (this worker has handed fn every earlier batch's): only the
+		// others' are written down for them.
 		b.full = b.full[:0]
 		for j, off := 0, 0; j < b.n; j++ {
 			if pb := b.blocks; pb != nil {
@@ -199,17 +204,19 @@ func splitWork(w, workers int, b *splitBatch, dec, own *Packet, fn func(w int, p
 				Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, dec)
 			}
 			dec.ord = b.firstOrd + int64(j)
-			b.owner[j] = uint8(flowOwner(dec, workers))
-			if !b.recs[j].set(dec, b.arena) {
+			o := uint8(flowOwner(dec, workers))
+			b.owner[j] = o
+			if o == me {
+				fn(w, dec)
+			} else if !b.recs[j].set(dec, b.arena) {
 				b.full = append(b.full, *dec)
 				b.recs[j].full = int32(len(b.full))
 			}
 		}
 		close(b.done)
-	} else {
-		<-b.done
+		return
 	}
-	me := uint8(w)
+	<-b.done
 	for j := range b.n {
 		if b.owner[j] != me {
 			continue
