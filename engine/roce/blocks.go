@@ -22,17 +22,6 @@ type pcapBlocks struct {
 	link  int
 	carry []byte // the bytes of the next batch's first records
 	eof   bool
-	// mem, when set, is the whole capture after its file header, in
-	// memory (a mapped file): fill cuts it into batches that are views of
-	// it, with no copy, and the worker that decodes a batch parses its
-	// records (splitWork). pos is where the next batch starts; release
-	// unmaps it once the scan is over.
-	mem     []byte
-	pos     int
-	release func()
-	name    string // the mapped file's, for the error when it shrinks
-	touched int    // how far fillMem has touched mem (touch)
-	sum     byte   // what touch read, kept so that the reads stay
 }
 
 // readChunk is how much one read asks for.
@@ -47,151 +36,64 @@ func openSplit(r io.Reader) (frameFunc, *pcapBlocks, error) {
 	hdr := make([]byte, 24)
 	n, _ := io.ReadFull(r, hdr)
 	hdr = hdr[:n]
-	if pb := classicPcap(hdr); pb != nil {
-		pb.r = r
-		return nil, pb, nil
+	if n == 24 {
+		var pb pcapBlocks
+		switch binary.LittleEndian.Uint32(hdr) {
+		case 0xa1b2c3d4:
+			pb.order, pb.nsf = binary.LittleEndian, 1000
+		case 0xd4c3b2a1:
+			pb.order, pb.nsf = binary.BigEndian, 1000
+		case 0xa1b23c4d:
+			pb.order, pb.nsf = binary.LittleEndian, 1
+		case 0x4d3cb2a1:
+			pb.order, pb.nsf = binary.BigEndian, 1
+		}
+		if pb.order != nil && pb.order.Uint16(hdr[4:]) == 2 && pb.order.Uint16(hdr[6:]) == 4 {
+			pb.r, pb.link = r, int(pb.order.Uint32(hdr[20:])&0xffff)
+			return nil, &pb, nil
+		}
 	}
 	next, err := frameSource(io.MultiReader(bytes.NewReader(hdr), r))
 	return next, nil, err
 }
 
-// classicPcap is the block reader of a classic pcap file whose first
-// bytes are hdr, without its reader; nil for another format.
-func classicPcap(hdr []byte) *pcapBlocks {
-	if len(hdr) < 24 {
-		return nil
-	}
-	var pb pcapBlocks
-	switch binary.LittleEndian.Uint32(hdr) {
-	case 0xa1b2c3d4:
-		pb.order, pb.nsf = binary.LittleEndian, 1000
-	case 0xd4c3b2a1:
-		pb.order, pb.nsf = binary.BigEndian, 1000
-	case 0xa1b23c4d:
-		pb.order, pb.nsf = binary.LittleEndian, 1
-	case 0x4d3cb2a1:
-		pb.order, pb.nsf = binary.BigEndian, 1
-	}
-	if pb.order == nil || pb.order.Uint16(hdr[4:]) != 2 || pb.order.Uint16(hdr[6:]) != 4 {
-		return nil
-	}
-	pb.link = int(pb.order.Uint32(hdr[20:]) & 0xffff)
-	return &pb
-}
-
-// memSource is the Source of a capture in memory: a classic pcap is read
-// in place, as a mapped file is (FileSource); any other format as
-// ReaderSource reads it.
-func memSource(data []byte) Source {
-	return Source{open: func() (frameFunc, *pcapBlocks, func(), error) {
-		if pb := classicPcap(data); pb != nil {
-			pb.mem = data[24:]
-			return nil, pb, func() {}, nil
-		}
-		next, err := frameSource(bytes.NewReader(data))
-		return next, nil, func() {}, err
-	}}
-}
-
-// fillMem is fill of a capture in memory: b's records are a view of mem,
-// parsed by the worker that decodes them. It checks every record as fill does, so it stops at
-// the same record with the same error.
-func (pb *pcapBlocks) fillMem(b *batch) (int, error) {
-	start, off, n := pb.pos, pb.pos, 0
-	var err error
-	for n < batchFrames && (n == 0 || off-start < batchBytes) {
-		for off+16 > pb.touched && pb.touched < len(pb.mem) {
-			pb.touch()
-		}
-		rest := pb.mem[off:]
-		if len(rest) < 16 {
-			err = io.ErrUnexpectedEOF
-			if len(rest) == 0 {
-				err = io.EOF
-			}
-			break
-		}
-		capLen, wire := pb.order.Uint32(rest[8:]), pb.order.Uint32(rest[12:])
-		if capLen > snapMax {
-			err = fmt.Errorf("capture length exceeds snap length: %d > %d", capLen, snapMax)
-			break
-		}
-		if capLen > wire {
-			err = fmt.Errorf("capture length exceeds original packet length: %d > %d", capLen, wire)
-			break
-		}
-		if len(rest) < 16+int(capLen) {
-			err = io.ErrUnexpectedEOF
-			if len(rest) == 16 { // as fill: cut right after a header reads as the end
-				err = io.EOF
-			}
-			break
-		}
-		off += 16 + int(capLen)
-		n++
-	}
-	pb.pos = off
-	b.view, b.lazy = pb.mem[start:off], pb
-	return n, err
-}
-
-// touch reads one byte of every cache line of mem's next touchWindow
-// bytes. Walking from record header to record header waits on memory at
-// every step (the next offset is in the header); the independent reads of
-// touch bring the window in at the memory's speed first, and the walk then
-// finds it in the cache: a third of the CPU of the walk alone, and less
-// than read(2) copying the same bytes.
-func (pb *pcapBlocks) touch() {
-	end := min(pb.touched+touchWindow, len(pb.mem))
-	s := pb.sum
-	for i := pb.touched; i < end; i += 64 {
-		s += pb.mem[i]
-	}
-	pb.sum, pb.touched = s, end
-}
-
-const touchWindow = 64 << 10
-
-// time is the time of the record whose header is h.
-func (pb *pcapBlocks) time(h []byte) time.Time {
-	return time.Unix(int64(pb.order.Uint32(h[0:])), int64(pb.order.Uint32(h[4:])*pb.nsf)).UTC()
-}
-
-// fill puts the next whole records into b (at most batchFrames, and
-// reading on until batchBytes), after the frames numbered before it. err
-// is what frameSource's reader returns at the record after the last one
-// put in: io.EOF at a clean end, io.ErrUnexpectedEOF inside a record, or a
-// bad record's error; nil when there are more.
+// fill puts the next whole records into b's arena from its start, as
+// the file holds them (header and data): at most batchFrames, and reading
+// on until the arena holds readChunk bytes, so that a batch ends where a
+// read did and only the part of a record after it is carried to the next
+// batch. It returns how many, and what frameSource's reader returns at
+// the record after the last one put in: io.EOF at a clean end,
+// io.ErrUnexpectedEOF inside a record, or a bad record's error; nil when
+// there are more. The worker that decodes the batch parses the records
+// (record); this goroutine only checks them, as gopacket's reader does.
 func (pb *pcapBlocks) fill(b *batch) (int, error) {
-	if pb.mem != nil {
-		return pb.fillMem(b)
-	}
 	b.arena = append(b.arena[:0], pb.carry...)
 	pb.carry = pb.carry[:0]
-	off := 0
+	off, n := 0, 0
 	for {
-		for len(b.frames) < batchFrames {
+		for n < batchFrames {
 			rest := b.arena[off:]
 			if len(rest) < 16 {
 				break
 			}
 			capLen, wire := pb.order.Uint32(rest[8:]), pb.order.Uint32(rest[12:])
 			if capLen > snapMax {
-				return len(b.frames), fmt.Errorf("capture length exceeds snap length: %d > %d", capLen, snapMax)
+				return n, fmt.Errorf("capture length exceeds snap length: %d > %d", capLen, snapMax)
 			}
 			if capLen > wire {
-				return len(b.frames), fmt.Errorf("capture length exceeds original packet length: %d > %d", capLen, wire)
+				return n, fmt.Errorf("capture length exceeds original packet length: %d > %d", capLen, wire)
 			}
 			if len(rest) < 16+int(capLen) {
 				break
 			}
-			b.frames = append(b.frames, rawFrame{off: off + 16, n: int(capLen), wire: int(wire), link: pb.link, ts: pb.time(rest)})
 			off += 16 + int(capLen)
+			n++
 		}
 		rest := b.arena[off:]
-		if len(b.frames) == batchFrames || len(b.frames) > 0 && len(b.arena) >= batchBytes {
+		if n == batchFrames || n > 0 && len(b.arena) >= readChunk {
 			pb.carry = append(pb.carry, rest...)
-			return len(b.frames), nil
+			b.arena = b.arena[:off]
+			return n, nil
 		}
 		if pb.eof {
 			// As gopacket's reader: a record cut inside its header or its
@@ -199,9 +101,9 @@ func (pb *pcapBlocks) fill(b *batch) (int, error) {
 			// header reads as a clean end (io.ReadFull of nothing).
 			switch {
 			case len(rest) == 0, len(rest) == 16:
-				return len(b.frames), io.EOF
+				return n, io.EOF
 			default:
-				return len(b.frames), io.ErrUnexpectedEOF
+				return n, io.ErrUnexpectedEOF
 			}
 		}
 		b.arena = slices.Grow(b.arena, readChunk)
@@ -211,7 +113,15 @@ func (pb *pcapBlocks) fill(b *batch) (int, error) {
 		case errors.Is(err, io.EOF):
 			pb.eof = true
 		case err != nil:
-			return len(b.frames), err
+			return n, err
 		}
 	}
+}
+
+// record is the frame of the record at the start of h (checked by fill):
+// its captured bytes, time and length on the wire, and the record's length.
+func (pb *pcapBlocks) record(h []byte) (data []byte, ts time.Time, wire, size int) {
+	capLen := int(pb.order.Uint32(h[8:]))
+	ts = time.Unix(int64(pb.order.Uint32(h[0:])), int64(pb.order.Uint32(h[4:])*pb.nsf)).UTC()
+	return h[16 : 16+capLen : 16+capLen], ts, int(pb.order.Uint32(h[12:])), 16 + capLen
 }

@@ -33,14 +33,9 @@ type rawFrame struct {
 type batch struct {
 	arena  []byte
 	frames []rawFrame
-	// view, when lazy is set, holds the batch's records in place (a
-	// capture in memory, pcapBlocks.fillMem) instead of arena, and frames
-	// stays empty: the decoding worker parses the records (splitWork).
-	view  []byte
-	lazy  *pcapBlocks
-	pkts  []Packet
-	first int // number of the first frame
-	done  chan struct{}
+	pkts   []Packet
+	first  int // number of the first frame
+	done   chan struct{}
 }
 
 // fillFrom appends frames read with next until b holds batchFrames frames

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/rlab-dev/rlab/engine/rundir"
@@ -30,10 +31,22 @@ import (
 // worker decodes changes nothing but the speed: the one whose flows take
 // less accounting runs ahead and decodes more, so a capture of one flow
 // still shares the decoding.
+//
+// What the decoding worker leaves for the others is a liteRec per frame
+// (128 bytes), not the 592-byte Packet: the owner, often on the other core,
+// reads it back into a Packet of its own that stays in its cache. Handing
+// over whole Packets moved ~0.9 GB between the cores for 1.5 M frames.
 type splitBatch struct {
 	batch
-	n       int     // frames in the batch (frames is empty when read in place)
-	owner   []uint8 // the worker that accounts each packet
+	firstOrd int64 // Packet.Ord of the batch's first frame
+	n        int   // frames in the batch
+	// blocks, when set, says the arena holds n pcap records as the file
+	// does (pcapBlocks.fill), parsed by the decoding worker; else frames
+	// lists them.
+	blocks  *pcapBlocks
+	recs    []liteRec // one per frame
+	full    []Packet  // the frames a liteRec cannot hold (liteRec.full)
+	owner   []uint8   // the worker that accounts each packet
 	claimed atomic.Bool
 	refs    atomic.Int32
 }
@@ -53,24 +66,12 @@ func ReaderSource(r io.Reader) Source {
 }
 
 // FileSource is the Source of the capture file at path; its errors name it
-// as ScanFile's do. A classic pcap file is mapped and read in place (no
-// read copies it, and its records are parsed by the workers); should the
-// file shrink meanwhile, the scan stops with an error.
+// as ScanFile's do.
 func FileSource(path string) Source {
 	return Source{name: path, open: func() (frameFunc, *pcapBlocks, func(), error) {
 		f, err := rundir.OpenFile(path) // a FIFO named *.pcap must not hang
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("read capture: %w", err)
-		}
-		if st, err := f.Stat(); err == nil && st.Size() >= 24 {
-			if data, unmap, ok := mapFile(f, st.Size()); ok {
-				if pb := classicPcap(data); pb != nil {
-					f.Close()
-					pb.mem, pb.release, pb.name = data[24:], unmap, path
-					return nil, pb, func() {}, nil
-				}
-				unmap()
-			}
 		}
 		next, pb, err := openSplit(f)
 		if err != nil {
@@ -87,15 +88,16 @@ func FileSource(path string) Source {
 // owns, in file order. A RoCEv2 flow (source, destination, destination QP)
 // and a TCP connection (both directions) belong to one worker; every other
 // frame to worker 0. fn must keep what it needs per worker (p and its
-// Payload are valid until fn returns) and must not fail. With an error the
-// frames before it have been handed to fn. workers < 1 means 1.
+// Payload are valid until fn returns), must not change p and must not
+// fail. With an error the frames before it have been handed to fn.
+// workers < 1 means 1.
 func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanResult, error) {
 	workers = max(1, min(workers, 255))
 	depth := 2*workers + 2
 	free := make(chan *splitBatch, depth)
 	for i := 0; i < depth; i++ {
-		free <- &splitBatch{batch: batch{frames: make([]rawFrame, 0, batchFrames), pkts: make([]Packet, batchFrames)},
-			owner: make([]uint8, batchFrames)}
+		free <- &splitBatch{batch: batch{frames: make([]rawFrame, 0, batchFrames)},
+			recs: make([]liteRec, batchFrames), owner: make([]uint8, batchFrames)}
 	}
 	in := make([]chan *splitBatch, workers)
 	for i := range in {
@@ -103,47 +105,36 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 	}
 	var res ScanResult
 	var readErr error
-	var mapped mappings // the mapped files, unmapped when every worker is done
-	defer mapped.release()
 	go func() { // the reader
-		debug.SetPanicOnFault(true)
 		defer func() {
-			mapped.recover(recover())
 			for _, c := range in {
 				close(c)
 			}
 		}()
 		ord := 0
 		for _, src := range sources {
-			if mapped.broken.Load() {
-				return
-			}
 			next, blocks, closeSrc, err := src.open()
 			if err != nil {
 				readErr = err
 				return
 			}
-			if blocks != nil && blocks.release != nil {
-				mapped.add(blocks)
-			}
 			n, done := 0, false
-			for !done && !mapped.broken.Load() {
+			for !done {
 				b := <-free
-				b.arena, b.frames, b.view, b.lazy, b.first = b.arena[:0], b.frames[:0], nil, nil, n+1
+				b.arena, b.frames, b.first = b.arena[:0], b.frames[:0], n+1
 				b.done = make(chan struct{})
 				b.claimed.Store(false)
-				var added int
 				var err error
+				b.blocks = blocks
 				if blocks != nil {
-					added, err = blocks.fill(&b.batch)
+					b.n, err = blocks.fill(&b.batch)
 				} else {
-					added, err = b.fillFrom(next)
+					b.n, err = b.fillFrom(next)
 				}
-				n += added
-				if added > 0 {
-					b.pkts[0].ord = int64(ord + 1) // the batch's first ord, for its decoder
-					b.n = added
-					ord += added
+				n += b.n
+				if b.n > 0 {
+					b.firstOrd = int64(ord + 1)
+					ord += b.n
 					b.refs.Store(int32(workers))
 					for _, c := range in {
 						c <- b
@@ -177,9 +168,9 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			debug.SetPanicOnFault(true)
+			var dec, own Packet // this worker's, in its cache
 			for b := range in[w] {
-				splitWork(w, workers, b, &mapped, fn)
+				splitWork(w, workers, b, &dec, &own, fn)
 				if b.refs.Add(-1) == 0 {
 					free <- b
 				}
@@ -187,117 +178,172 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 		}()
 	}
 	wg.Wait()
-	if err := mapped.err(); err != nil {
-		return res, err
-	}
 	return res, readErr
 }
 
-// splitWork is worker w's part of batch b: its decoding when w reaches b
-// first, then fn on the packets of the flows w owns. After a fault in a
-// mapped file (mappings.recover) it only keeps the others from waiting.
-func splitWork(w, workers int, b *splitBatch, mapped *mappings, fn func(w int, p *Packet)) {
-	decoding := b.claimed.CompareAndSwap(false, true)
-	defer func() {
-		if decoding { // not closed when decoding faulted
-			close(b.done)
-		}
-		mapped.recover(recover())
-	}()
-	if decoding {
-		first := b.pkts[0].ord
-		switch pb := b.lazy; {
-		case mapped.broken.Load():
-		case pb != nil: // records in place, checked by fillMem: parse and decode them
-			for j, off := 0, 0; j < b.n; j++ {
-				h := b.view[off:]
-				capLen := int(pb.order.Uint32(h[8:]))
-				p := &b.pkts[j]
-				p.Number, p.Time = b.first+j, pb.time(h)
-				Decode(pb.link, h[16:16+capLen:16+capLen], int(pb.order.Uint32(h[12:])), p)
-				p.ord = first + int64(j)
-				b.owner[j] = uint8(flowOwner(p, workers))
-				off += 16 + capLen
+// splitWork is worker w's part of batch b: when w reaches b first, its
+// decoding (into dec) and fn on w's packets as they are decoded, each
+// other worker's written down as a liteRec; else fn on the packets of the
+// flows w owns, read back into own once b is decoded.
+func splitWork(w, workers int, b *splitBatch, dec, own *Packet, fn func(w int, p *Packet)) {
+	me := uint8(w)
+	if b.claimed.CompareAndSwap(false, true) {
+		// The packets this worker owns go to fn as decoded, in order
+		// (this worker has handed fn every earlier batch's): only the
+		// others' are written down for them.
+		b.full = b.full[:0]
+		for j, off := 0, 0; j < b.n; j++ {
+			if pb := b.blocks; pb != nil {
+				data, ts, wire, size := pb.record(b.arena[off:])
+				dec.Number, dec.Time = b.first+j, ts
+				Decode(pb.link, data, wire, dec)
+				off += size
+			} else {
+				f := &b.frames[j]
+				dec.Number, dec.Time = b.first+j, f.ts
+				Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, dec)
 			}
-		default:
-			for j, f := range b.frames {
-				p := &b.pkts[j]
-				p.Number, p.Time = b.first+j, f.ts
-				Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, p)
-				p.ord = first + int64(j)
-				b.owner[j] = uint8(flowOwner(p, workers))
+			dec.ord = b.firstOrd + int64(j)
+			o := uint8(flowOwner(dec, workers))
+			b.owner[j] = o
+			if o == me {
+				fn(w, dec)
+			} else if !b.recs[j].set(dec, b.arena) {
+				b.full = append(b.full, *dec)
+				b.recs[j].full = int32(len(b.full))
 			}
 		}
-		decoding = false
 		close(b.done)
-	} else {
-		<-b.done
-	}
-	if mapped.broken.Load() {
 		return
 	}
-	own := uint8(w)
+	<-b.done
 	for j := range b.n {
-		if b.owner[j] == own {
-			fn(w, &b.pkts[j])
+		if b.owner[j] != me {
+			continue
 		}
-	}
-}
-
-// mappings are the files a split scan reads in place. A read of one that
-// faults (the file shrank: another program truncated it) panics, with
-// debug.SetPanicOnFault, in the goroutine that read it; recover turns that
-// into the scan's error and every goroutine stops working.
-type mappings struct {
-	mu     sync.Mutex
-	blocks []*pcapBlocks
-	fault  error
-	broken atomic.Bool
-}
-
-func (m *mappings) add(pb *pcapBlocks) {
-	m.mu.Lock()
-	m.blocks = append(m.blocks, pb)
-	m.mu.Unlock()
-}
-
-// recover is called with recover() in a goroutine that may read a mapped
-// file: a fault inside one becomes the scan's error; any other panic goes on.
-func (m *mappings) recover(r any) {
-	if r == nil {
-		return
-	}
-	fe, ok := r.(interface{ Addr() uintptr })
-	if !ok {
-		panic(r)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, pb := range m.blocks {
-		start := uintptr(unsafe.Pointer(unsafe.SliceData(pb.mem)))
-		if a := fe.Addr(); a >= start && a-start < uintptr(len(pb.mem))+4096 {
-			if m.fault == nil {
-				m.fault = fmt.Errorf("read capture %q: the file shrank while it was read", pb.name)
-			}
-			m.broken.Store(true)
-			return
+		r := &b.recs[j]
+		if r.full != 0 {
+			fn(w, &b.full[r.full-1])
+			continue
 		}
-	}
-	panic(r)
-}
-
-func (m *mappings) err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.fault
-}
-
-// release unmaps the files, once nothing reads them.
-func (m *mappings) release() {
-	for _, pb := range m.blocks {
-		pb.release()
+		r.packet(own, b.first+j, b.firstOrd+int64(j), b.arena)
+		fn(w, own)
 	}
 }
+
+// liteRec is a decoded frame as the worker that decoded it hands it to
+// the one that accounts it (splitWork): every field of the Packet Decode
+// made, in 128 bytes, for the frames that need no more — IPv4 or no
+// address, no extended header but an AETH, not on QP1 (no CM), lengths
+// under 2 GiB. Any other frame goes over whole (full: its index+1 in
+// splitBatch.full).
+type liteRec struct {
+	time                                   time.Time
+	capLen, wireLen, l4Payload, payloadLen int32
+	payOff, payLen                         int32 // Payload in the batch's arena; payLen -1: nil
+	src, dst                               [4]byte
+	tcp                                    TCPHeader
+	bth                                    BTH
+	aeth                                   AETH
+	icrc                                   uint32
+	vlan, srcPort, dstPort                 uint16
+	headers                                Header
+	proto                                  Proto
+	problem                                Problem
+	flags                                  uint8 // lite*
+	full                                   int32
+}
+
+const (
+	liteTruncated = 1 << iota
+	liteHasVLAN
+	liteHasBTH
+	liteHasICRC
+	liteICRCChecked
+	liteICRCValid
+	liteSrc4 // Src is an IPv4 address (else none)
+	liteDst4
+)
+
+// set makes r hold p, whose Payload (if any) lies in arena; false when p
+// is not a frame a liteRec holds.
+func (r *liteRec) set(p *Packet, arena []byte) bool {
+	if p.Headers&^(HdrAETH|HdrCNPPad) != 0 || p.HasBTH && p.BTH.DestQP == 1 ||
+		p.Src.IsValid() && !p.Src.Is4() || p.Dst.IsValid() && !p.Dst.Is4() ||
+		!fits32(p.CapLen) || !fits32(p.WireLen) || !fits32(p.L4Payload) || !fits32(p.PayloadLen) {
+		return false
+	}
+	var f uint8
+	if p.Truncated {
+		f |= liteTruncated
+	}
+	if p.HasVLAN {
+		f |= liteHasVLAN
+	}
+	if p.HasBTH {
+		f |= liteHasBTH
+	}
+	if p.HasICRC {
+		f |= liteHasICRC
+	}
+	if p.ICRCChecked {
+		f |= liteICRCChecked
+	}
+	if p.ICRCValid {
+		f |= liteICRCValid
+	}
+	var src, dst [4]byte
+	if p.Src.IsValid() {
+		f |= liteSrc4
+		src = p.Src.As4()
+	}
+	if p.Dst.IsValid() {
+		f |= liteDst4
+		dst = p.Dst.As4()
+	}
+	payOff, payLen := int32(0), int32(-1)
+	if p.Payload != nil {
+		off := int(uintptr(unsafe.Pointer(unsafe.SliceData(p.Payload))) - uintptr(unsafe.Pointer(unsafe.SliceData(arena))))
+		if off < 0 || off+len(p.Payload) > len(arena) || cap(p.Payload) != len(p.Payload) {
+			return false
+		}
+		payOff, payLen = int32(off), int32(len(p.Payload))
+	}
+	// Field by field: a composite literal would be built aside and copied.
+	r.time, r.capLen, r.wireLen = p.Time, int32(p.CapLen), int32(p.WireLen)
+	r.l4Payload, r.payloadLen, r.payOff, r.payLen = int32(p.L4Payload), int32(p.PayloadLen), payOff, payLen
+	r.src, r.dst, r.tcp, r.bth, r.aeth, r.icrc = src, dst, p.TCP, p.BTH, p.AETH, p.ICRC
+	r.vlan, r.srcPort, r.dstPort, r.headers = p.VLAN, p.SrcPort, p.DstPort, p.Headers
+	r.proto, r.problem, r.flags, r.full = p.Proto, p.Problem, f, 0
+	return true
+}
+
+// packet makes q the Packet r holds, frame number and ord given. Only
+// packet writes q (fn must not change the Packet it is handed), so the
+// fields a liteRec never holds are still zero: it sets the others one by
+// one instead of clearing the whole Packet (a composite literal would
+// build all 592 bytes aside and copy them).
+func (r *liteRec) packet(q *Packet, number int, ord int64, arena []byte) {
+	f := r.flags
+	q.Number, q.Time, q.CapLen, q.WireLen = number, r.time, int(r.capLen), int(r.wireLen)
+	q.Proto, q.Problem, q.Truncated = r.proto, r.problem, f&liteTruncated != 0
+	q.VLAN, q.HasVLAN, q.SrcPort, q.DstPort = r.vlan, f&liteHasVLAN != 0, r.srcPort, r.dstPort
+	q.L4Payload, q.TCP, q.BTH, q.HasBTH = int(r.l4Payload), r.tcp, r.bth, f&liteHasBTH != 0
+	q.Headers, q.AETH, q.PayloadLen, q.ICRC = r.headers, r.aeth, int(r.payloadLen), r.icrc
+	q.HasICRC, q.ICRCChecked, q.ICRCValid, q.ord = f&liteHasICRC != 0, f&liteICRCChecked != 0, f&liteICRCValid != 0, ord
+	q.Src, q.Dst, q.Payload = netip.Addr{}, netip.Addr{}, nil
+	if f&liteSrc4 != 0 {
+		q.Src = netip.AddrFrom4(r.src)
+	}
+	if f&liteDst4 != 0 {
+		q.Dst = netip.AddrFrom4(r.dst)
+	}
+	if r.payLen >= 0 {
+		q.Payload = arena[r.payOff : r.payOff+r.payLen : r.payOff+r.payLen]
+	}
+}
+
+func fits32(n int) bool { return n >= 0 && n <= math.MaxInt32 }
 
 // ScanFilesSplit is ScanSplit of the capture files at paths, read in the
 // order given as one capture; errors name the file as ScanFile's do.
