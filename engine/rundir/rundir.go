@@ -174,3 +174,44 @@ func FileID(path string) ([2]uint64, bool) {
 	}
 	return [2]uint64{uint64(st.Dev), st.Ino}, true
 }
+
+// ErrNotACapture is returned by CheckCapture for a file named like a
+// capture that no capture rlab pulled can be.
+var ErrNotACapture = errors.New("not a capture rlab pulled")
+
+// sparseMin is the size from which CheckCapture asks that a capture take
+// some disk: below it, a sparse file costs its reader little.
+const sparseMin = 16 << 20
+
+// sparseRatio: a capture must take at least 1/sparseRatio of its size on
+// disk. A file system that compresses (ZFS, btrfs) keeps a capture of real
+// traffic within a few times; holes, which read as zeros, take none.
+const sparseRatio = 64
+
+// CheckCapture refuses an open file a run directory names as a capture when
+// reading it would cost far more than the bytes the directory holds (issue
+// 24, attack round 5): a capture is read frame by frame, so the work is the
+// bytes read, and a file may read as many more bytes than it stores. A
+// gzip member (the decoders read gzipped pcap, which rlab's captures never
+// are) inflates up to a thousand times: 1 MB of it is 1 GB of zero-length
+// frames, 9 s of `rlab report`; a sparse file (a tar extracts one from a
+// few bytes) reads its holes as zeros, terabytes of them. f is left at its
+// start.
+func CheckCapture(f *os.File) error {
+	var magic [2]byte
+	n, err := f.ReadAt(magic[:], 0)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		return &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w: it is gzip-compressed, which rlab's captures never are (a gzip member may inflate a thousand times); to read it anyway, name the file itself: rlab pcap FILE", ErrNotACapture)}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Size() >= sparseMin && st.Blocks*512 < fi.Size()/sparseRatio {
+		return &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w: it is sparse (%d bytes, of which %d on disk), which a pulled capture never is (holes read as zeros, without end); to read it anyway, name the file itself: rlab pcap FILE", ErrNotACapture, fi.Size(), st.Blocks*512)}
+	}
+	return nil
+}
