@@ -179,14 +179,9 @@ func FileID(path string) ([2]uint64, bool) {
 // capture that no capture rlab pulled can be.
 var ErrNotACapture = errors.New("not a capture rlab pulled")
 
-// sparseMin is the size from which CheckCapture asks that a capture take
-// some disk: below it, a sparse file costs its reader little.
+// sparseMin is the size from which CheckCapture refuses a capture with a
+// hole: below it, a sparse file costs its reader little.
 const sparseMin = 16 << 20
-
-// sparseRatio: a capture must take at least 1/sparseRatio of its size on
-// disk. A file system that compresses (ZFS, btrfs) keeps a capture of real
-// traffic within a few times; holes, which read as zeros, take none.
-const sparseRatio = 64
 
 // CheckCapture refuses an open file a run directory names as a capture when
 // reading it would cost far more than the bytes the directory holds (issue
@@ -210,8 +205,15 @@ func CheckCapture(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Size() >= sparseMin && st.Blocks*512 < fi.Size()/sparseRatio {
-		return &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w: it is sparse (%d bytes, of which %d on disk), which a pulled capture never is (holes read as zeros, without end); to read it anyway, name the file itself: rlab pcap FILE", ErrNotACapture, fi.Size(), st.Blocks*512)}
+	// The first hole, asked of the file system (SEEK_HOLE: the file's
+	// end when it has none, or when the file system cannot tell), not
+	// its block count, which some file systems (ZFS) update only seconds
+	// after a write.
+	if fi.Size() >= sparseMin {
+		hole, ok := firstHole(f)
+		if ok && hole < fi.Size() {
+			return &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w: it is sparse (%d bytes, a hole from byte %d), which a pulled capture never is (holes read as zeros, without end); to read it anyway, name the file itself: rlab pcap FILE", ErrNotACapture, fi.Size(), hole)}
+		}
 	}
 	return nil
 }
