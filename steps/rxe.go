@@ -148,6 +148,13 @@ func checkDeviceInfo(s *Device, info *proto.DeviceInfo, ensured bool) error {
 	if info.Port < 0 || info.Port > 255 {
 		return bad("port", "not within 0-255", info.Port)
 	}
+	// The pair's smaller active MTU becomes both sides' -m: an IB MTU
+	// (the kernel's enum ib_mtu), or 0 for unknown.
+	switch info.ActiveMTU {
+	case 0, 256, 512, 1024, 2048, 4096:
+	default:
+		return bad("active_mtu", "not an InfiniBand MTU (256, 512, 1024, 2048 or 4096)", info.ActiveMTU)
+	}
 	return nil
 }
 

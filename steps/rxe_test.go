@@ -53,6 +53,9 @@ func TestRXEInfoFromHostChecked(t *testing.T) {
 		{"path as netdev", "rdma", func(i *proto.DeviceInfo) { i.Netdev = "../../etc" }, "netdev"},
 		{"negative gid index", "", func(i *proto.DeviceInfo) { i.GIDIndex = -1 }, "gid_index"},
 		{"huge gid index", "", func(i *proto.DeviceInfo) { i.GIDIndex = 1 << 20 }, "gid_index"},
+		{"honest active MTU", "", func(i *proto.DeviceInfo) { i.ActiveMTU = 4096 }, ""},
+		{"negative active MTU", "", func(i *proto.DeviceInfo) { i.ActiveMTU = -1 }, "active_mtu"},
+		{"active MTU no IB MTU", "", func(i *proto.DeviceInfo) { i.ActiveMTU = 1500 }, "active_mtu"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info := good

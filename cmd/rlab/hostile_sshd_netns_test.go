@@ -207,3 +207,87 @@ workload "on_h1" {
 		})
 	}
 }
+
+// TestInterruptStalledPullNetns: Ctrl-C while h1's bundle pull stalls in
+// sshd (its idle limit two minutes away) ends rlab run within the bound,
+// exit 130, with the run directory complete and h0's results in it (issue
+// 24, attack round 5: the stalled pull took the teardown's whole bound, and
+// rlab stopped at 30 s with no results.json, complete.json or report).
+func TestInterruptStalledPullNetns(t *testing.T) {
+	t.Setenv("RLAB_PERSIST", "")
+	t.Setenv("RLAB_AGENT_TIMEOUT", "")
+	bed := testbed.Start(t, testbed.Options{Hosts: 2})
+	h1 := bed.Host("h1")
+	bed.ForceCommand(t, h1, hostileSSHD("bundle-stall"))
+	labFile := bedLab(t, bed, bed.KnownHosts, `
+workload "on_h0" {
+  tool    = "exec"
+  host    = host.h0
+  command = ["echo", "h0 output"]
+}
+workload "on_h1" {
+  tool    = "exec"
+  host    = host.h1
+  command = ["echo", "h1 output"]
+}
+`)
+	before := bed.Pids(t, h1)
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(rlabBin(t), "run", "--out", dir, labFile)
+	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(90 * time.Second)
+	for stalled := false; !stalled; {
+		for pid, c := range bed.Pids(t, h1) {
+			if _, old := before[pid]; !old && strings.Contains(c, "sleep 100000") {
+				stalled = true
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("rlab ended (%v) before h1's pull stalled\n%s%s", err, stdout.String(), stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("h1's pull never stalled\n%s%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+			t.Errorf("exit %v, want %d\n%s%s", err, exitInterrupted, stdout.String(), stderr.String())
+		}
+		if el := time.Since(start); el > 28*time.Second {
+			t.Errorf("exited %s after the signal, want within the engine's teardown bound", el)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("rlab still runs 60 s after SIGINT\n%s%s", stdout.String(), stderr.String())
+	}
+	r, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatalf("no results after the interrupt: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	for _, w := range r.Workloads {
+		if w.Name == "on_h0" && w.Status != results.StatusOK {
+			t.Errorf("on_h0: %s, want ok", w.Status)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.CompleteFile)); err != nil {
+		t.Errorf("run directory not complete: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "hosts", "h0", "logs", "wl.on_h0.exec.r0.stdout")); err != nil || string(b) != "h0 output\n" {
+		t.Errorf("h0's output: %q, %v", b, err)
+	}
+}

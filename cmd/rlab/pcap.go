@@ -330,6 +330,11 @@ func pcapInputs(cmd *cobra.Command, args []string) ([][]string, error) {
 	// of the reader's is skipped, and said.
 	confined := func(dir, rel string) bool {
 		f, err := rundir.Open(dir, rel)
+		if err == nil {
+			if err = rundir.CheckCapture(f); err != nil {
+				f.Close()
+			}
+		}
 		if err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "pcap: skipped %s: %s\n", termText(filepath.Join(dir, filepath.FromSlash(rel))), termText(confinedErr(err)))
 			return false

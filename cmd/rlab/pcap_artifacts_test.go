@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +86,15 @@ func TestPcapRunConfined(t *testing.T) {
 		{"captures folder named", false, "hosts/server/captures", func(t *testing.T, run string) {
 			must(t, os.Symlink(secret, filepath.Join(run, "hosts", "server", "captures", "cap.leak.pcap")))
 		}},
+		// Not a leak: a gzip member inflates a thousand times (issue 24,
+		// attack round 5); rlab's captures never are gzipped.
+		{"listed capture gzip-compressed", true, "", func(t *testing.T, run string) {
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			zw.Write(whole)
+			zw.Close()
+			must(t, os.WriteFile(filepath.Join(run, "hosts", "server", "captures", "cap.leak.pcap"), gz.Bytes(), 0o600))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(t.TempDir(), "2026-11-27T100000Z")
@@ -110,7 +121,7 @@ func TestPcapRunConfined(t *testing.T) {
 			if n := strings.Count(out, " frames"); n != 1 || !strings.Contains(out, "cap.own.pcap") {
 				t.Errorf("%d summaries, want cap.own.pcap's alone:\n%s", n, out)
 			}
-			if !strings.Contains(out, "leaves the run directory") && !strings.Contains(out, "leaves the folder") {
+			if !strings.Contains(out, "leaves the run directory") && !strings.Contains(out, "leaves the folder") && !strings.Contains(out, "gzip-compressed") {
 				t.Errorf("the capture that leads out is not named as skipped:\n%s", out)
 			}
 		})

@@ -224,7 +224,7 @@ func (b *budget) meterFunc(name string, f function.Function) function.Function {
 // decodedValues is an upper bound on the values a decoder makes of its
 // text, counted in one pass that builds nothing, or 0 for the other
 // functions: every value after a document's first follows one of these
-// bytes (a YAML key and its value share one ':', so twice). A 16 MiB file
+// bytes (a YAML key and its value share one ':' or '?', so twice). A 16 MiB file
 // of "0," made jsondecode take 2.1 GB and two minutes, and csvdecode 7 GB,
 // before the budget saw the result.
 func decodedValues(name string, args []cty.Value) int64 {
@@ -246,7 +246,11 @@ func decodedValues(name string, args []cty.Value) int64 {
 	case "csvdecode":
 		seps = ",\n"
 	case "yamldecode":
-		seps, per = ",:[{-\n*", 2
+		// '?' starts a key without ':' ("? a", its value null), and
+		// YAML breaks lines at \r, NEL, LS and PS too (below): "?\r"
+		// repeated made a million values in 2 MB that no other byte
+		// here counted.
+		seps, per = ",:[{-\n*?\r", 2
 	default:
 		return 0
 	}
@@ -258,6 +262,11 @@ func decodedValues(name string, args []cty.Value) int64 {
 	for i := 0; i < len(s); i++ {
 		if strings.IndexByte(seps, s[i]) >= 0 {
 			n += per
+		}
+	}
+	if name == "yamldecode" {
+		for _, br := range []string{"\u0085", "\u2028", "\u2029"} {
+			n += per * int64(strings.Count(s, br))
 		}
 	}
 	return n

@@ -470,6 +470,7 @@ func (l *loader) decode(files []parsedFile) {
 	l.decodePrograms(byType["program"]) // program.go
 	l.decodeWorkloads(byType["workload"])
 	l.instExpr, l.instCtx = nil, nil
+	l.checkTrials()
 	l.decodeCaptures(byType["capture"])
 	l.instExpr, l.instCtx = nil, nil
 	l.decodeImpairs(byType["impair"]) // impair.go
@@ -499,6 +500,26 @@ func (l *loader) decodeLab(blocks []*hcl.Block, first string) {
 	content := l.unsetNulls(l.content(b.Body, schema), schema, l.baseCtx())
 	if a := content.Attributes["description"]; a != nil {
 		l.lab.Description, _ = l.evalString(a, l.baseCtx())
+	}
+}
+
+// MaxTrials bounds the trials (runs of a tool: each size × each repeat) of
+// all a lab's workloads together. The plan holds each trial's argv and the
+// run its samples: 100,000 sizes × repeat 1,000 (a 589 KB lab, valid by
+// every other rule) took `rlab plan` past 10 GB in a minute. A class of
+// 200 pairs, each sweeping 20 sizes 5 times, is 20,000.
+const MaxTrials = 100_000
+
+// checkTrials refuses a lab whose workloads run more than MaxTrials trials
+// in all, at the workload that passes it.
+func (l *loader) checkTrials() {
+	total := 0
+	for _, w := range l.lab.Workloads {
+		total += max(len(w.Sizes), 1) * max(w.Repeat, 1)
+		if total > MaxTrials {
+			l.errorf(w.Range.Ptr(), "Too many trials", "The lab's workloads run more than %d trials (one per size and repeat of each workload) by this one, %s (%d sizes, repeat %d); rlab holds every trial's command and results. Use fewer sizes or repeats, or split the lab.", MaxTrials, w.Name, len(w.Sizes), max(w.Repeat, 1))
+			return
+		}
 	}
 }
 

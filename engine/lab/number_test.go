@@ -179,3 +179,37 @@ func TestSplitsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestYAMLKeysBounded: a YAML document whose values follow none of the
+// bytes the first count knew (a key opened by '?' without ':', lines broken
+// by \r, NEL, LS or PS) is refused before yaml.v3 builds its tree too
+// (issue 24, attack round 5: replace(format("%04000000d", 0), "0", "?\r"),
+// a 200-byte lab and no data file, took `rlab validate` to 1.5 GB; the
+// string budget allowed five times that).
+func TestYAMLKeysBounded(t *testing.T) {
+	for _, c := range []struct{ name, entry string }{
+		{"question marks and CR", `?\r`},
+		{"question marks and NEL", `?\u0085`},
+		{"question marks and LS", `?\u2028`},
+		{"keys and PS", `? k\u2029`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "lab.hcl")
+			lab := "lab \"n\" {\n  description = \"${length(yamldecode(replace(format(\"%02000000d\", 0), \"0\", \"" + c.entry + "\")))}\"\n}\nhost \"a\" {\n  address = \"192.0.2.1\"\n}\n"
+			must(t, os.WriteFile(p, []byte(lab), 0o644))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, diags := Load([]string{p}, LoadOptions{})
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if !strings.Contains(diagLines(diags), EvalLimitSummary) {
+				t.Errorf("not refused by the budget:\n%s", diagLines(diags))
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; took > 5*time.Second || alloc > 256<<20 {
+				t.Errorf("took %s and %d MiB, want under 5s and 256 MiB", took.Round(time.Millisecond), alloc>>20)
+			}
+		})
+	}
+}

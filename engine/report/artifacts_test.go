@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -243,5 +245,71 @@ func TestLinkedFactsReadOnce(t *testing.T) {
 	}
 	if read > 2 || linked != 50 {
 		t.Errorf("%d hosts' facts read, %d said to be links; want the linked file read once", read, linked)
+	}
+}
+
+// TestInflatingCaptureRefused: a received run directory's capture that
+// reads as far more bytes than it stores is not read (issue 24, attack
+// round 5): a gzip member of zeros after a pcap header (64 KiB that
+// inflate to 64 MiB of zero-length frames; 1 MB of it held `rlab report`
+// 9 s, so the 20 GiB a host may send would take days), and a sparse file
+// (a tar extracts terabytes of holes from a few bytes). The run's own
+// capture is still read, and so is the same gzip file named by
+// SummarizePcap (rlab pcap FILE).
+func TestInflatingCaptureRefused(t *testing.T) {
+	dir := copyDir(t, fixture)
+	r, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := []byte{0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0}
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zw.Write(hdr)
+	zw.Write(make([]byte, 64<<20))
+	zw.Close()
+	bomb := filepath.Join(dir, "hosts/server/captures/cap.bomb.pcap")
+	if err := os.WriteFile(bomb, gz.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sparse := filepath.Join(dir, "hosts/server/captures/cap.sparse.pcap")
+	if err := os.WriteFile(sparse, hdr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"hosts/server/captures/cap.bomb.pcap", "hosts/server/captures/cap.sparse.pcap"} {
+		r.Artifacts = append(r.Artifacts, results.Artifact{Host: "server", Path: p, Type: results.ArtifactCapture})
+	}
+	b, err := results.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, results.ResultsFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range d.Captures {
+		got[c.Name] = c.Error
+		if c.Name == "roce" && c.Packets == 0 {
+			t.Errorf("the run's own capture: no packets read (%s)", c.Error)
+		}
+	}
+	for _, name := range []string{"bomb", "sparse"} {
+		if !strings.Contains(got[name], "not a capture rlab pulled") {
+			t.Errorf("capture %s: error %q, want it refused as not a capture rlab pulled", name, got[name])
+		}
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("report took %s", el)
+	}
+	if st, err := SummarizePcap(bomb); err != nil || st.Summary.Frames == 0 {
+		t.Errorf("the gzip file named itself: %v, want it read", err)
 	}
 }

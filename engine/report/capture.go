@@ -290,7 +290,11 @@ func confined(dir string, links []Link) error {
 		if err != nil {
 			return err
 		}
+		err = rundir.CheckCapture(f)
 		f.Close()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -522,7 +522,9 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	defer cancel()
 	stopAll(tctx, r, undoable(r, r.impairs)) // captures stop everywhere: their files are pulled
 	stopAll(tctx, r, r.captures)
-	r.fetchAll(tctx)
+	fctx, fcancel := r.fetchContext(ctx, tctx)
+	r.fetchAll(fctx)
+	fcancel()
 	res.Outcomes = r.outcomes()
 	res.Expects = r.evalExpects()
 	for _, e := range res.Expects {
@@ -722,6 +724,22 @@ func (r *runner) teardownContext(ctx context.Context) (context.Context, context.
 		}()
 	}
 	return tctx, cancel
+}
+
+// fetchContext is the pulls' context within the teardown's: once ctx
+// ends (Ctrl-C, before or during the pulls) they have half the teardown's
+// bound, so that a host whose pull stalls (sshd keeps a stalled command's
+// channel; its watch closes the connection CancelGrace after the context)
+// leaves the rest of the bound to write the results and undo what the run
+// made. Before, such a pull took the whole bound and the run ended with no
+// results.json (issue 24, attack round 5).
+func (r *runner) fetchContext(ctx, tctx context.Context) (context.Context, context.CancelFunc) {
+	fctx, cancel := context.WithCancel(tctx)
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(r.opts.TeardownTimeout/2, cancel)
+		context.AfterFunc(fctx, func() { t.Stop() })
+	})
+	return fctx, func() { stop(); cancel() }
 }
 
 func (r *runner) outcomes() []*steps.Outcome {

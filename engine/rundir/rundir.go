@@ -174,3 +174,46 @@ func FileID(path string) ([2]uint64, bool) {
 	}
 	return [2]uint64{uint64(st.Dev), st.Ino}, true
 }
+
+// ErrNotACapture is returned by CheckCapture for a file named like a
+// capture that no capture rlab pulled can be.
+var ErrNotACapture = errors.New("not a capture rlab pulled")
+
+// sparseMin is the size from which CheckCapture refuses a capture with a
+// hole: below it, a sparse file costs its reader little.
+const sparseMin = 16 << 20
+
+// CheckCapture refuses an open file a run directory names as a capture when
+// reading it would cost far more than the bytes the directory holds (issue
+// 24, attack round 5): a capture is read frame by frame, so the work is the
+// bytes read, and a file may read as many more bytes than it stores. A
+// gzip member (the decoders read gzipped pcap, which rlab's captures never
+// are) inflates up to a thousand times: 1 MB of it is 1 GB of zero-length
+// frames, 9 s of `rlab report`; a sparse file (a tar extracts one from a
+// few bytes) reads its holes as zeros, terabytes of them. f is left at its
+// start.
+func CheckCapture(f *os.File) error {
+	var magic [2]byte
+	n, err := f.ReadAt(magic[:], 0)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		return &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w: it is gzip-compressed, which rlab's captures never are (a gzip member may inflate a thousand times); to read it anyway, name the file itself: rlab pcap FILE", ErrNotACapture)}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	// The first hole, asked of the file system (SEEK_HOLE: the file's
+	// end when it has none, or when the file system cannot tell), not
+	// its block count, which some file systems (ZFS) update only seconds
+	// after a write.
+	if fi.Size() >= sparseMin {
+		hole, ok := firstHole(f)
+		if ok && hole < fi.Size() {
+			return &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w: it is sparse (%d bytes, a hole from byte %d), which a pulled capture never is (holes read as zeros, without end); to read it anyway, name the file itself: rlab pcap FILE", ErrNotACapture, fi.Size(), hole)}
+		}
+	}
+	return nil
+}
