@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// A two-sided tool's command lines are written once, by its family's argv
-// hook (Argver), and read twice: engine/plan resolves every trial of a
+// A tool's command lines are written once, by its family's argv hook
+// (Argver), and read twice: engine/plan resolves every trial of a
 // workload into the argv its steps will run, and the family's step
 // (steps.NewRDMAPair) builds the argv it runs through the same hook. What
 // only the run can know (a device's GID index, the pair's path MTU, the
@@ -121,16 +121,17 @@ type ArgvIn struct {
 }
 
 // Argver is a family's argv hook: the command lines of the server and
-// the client for one trial. It is pure (no host, no facts): engine/plan
-// calls it with placeholders, the family's step with the values the run
-// found, so the two cannot disagree.
+// the client for one trial. A tool that runs one command on one host
+// (exec, a program on host) has no server: server is nil and client is
+// that command, the side whose end is the workload's end. It is pure (no
+// host, no facts): engine/plan calls it with placeholders, the family's
+// step with the values the run found, so the two cannot disagree.
 type Argver interface {
 	Argv(in ArgvIn) (server, client []string)
 }
 
 // ArgvOf is the argv of one trial of a workload of tool, through the hook
-// of the family that registered it; ok is false when the family has none
-// (a tool that is not one program per side, as exec and program).
+// of the family that registered it; ok is false when the family has none.
 func ArgvOf(in ArgvIn) (server, client []string, ok bool) {
 	k, found := KindOf(in.W.Tool)
 	if !found {

@@ -28,10 +28,10 @@
 // ones and their rules are in kinds/toolopts), engine/lab.BodyDecoder
 // (DecodeWorkload: workload attributes of its own, as program's commands
 // and exec's and program's metric blocks). One ability is defined here,
-// because two layers call it and must agree: Argver (argv.go), a two-sided
-// family's command lines for one trial, pure, which engine/plan resolves
-// into the plan (placeholders for what only the run learns) and the
-// family's step runs (steps.NewRDMAPair, kinds/tcp).
+// because two layers call it and must agree: Argver (argv.go), a family's
+// command lines for one trial, pure, which engine/plan resolves into the
+// plan (placeholders for what only the run learns) and the family's step
+// runs (steps.NewRDMAPair, kinds/tcp, kinds/exec, kinds/program).
 // Code the families share without being one lives under kinds/internal. Registering a family is therefore one line, and a family without
 // a step is caught when a workload names one of its tools (and by
 // builtin's TestEveryKindHasItsAbilities).
