@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -120,6 +121,9 @@ type Env struct {
 
 	mu  sync.Mutex
 	rxe map[string]*proto.DeviceInfo // by rxe reference name, set by RXE.Apply
+	// made is what the steps made in the hosts' work dirs, by host and
+	// path: its artifact kind (Made).
+	made map[string]map[string]string
 
 	memoMu sync.Mutex
 	memo   map[string]*memoEntry
@@ -167,6 +171,29 @@ func (e *Env) SetDevice(name string, info *proto.DeviceInfo) {
 		e.rxe = map[string]*proto.DeviceInfo{}
 	}
 	e.rxe[name] = info
+}
+
+// Made records that a step made the file at path in host's work dir, of
+// kind (results.ArtifactCapture or results.ArtifactLog): the fetch files
+// and masks it by what made it, not by its name (a workload's own x.pcap
+// is a log; a capture is one whatever it is named).
+func (e *Env) Made(host, path, kind string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.made == nil {
+		e.made = map[string]map[string]string{}
+	}
+	if e.made[host] == nil {
+		e.made[host] = map[string]string{}
+	}
+	e.made[host][path] = kind
+}
+
+// MadeOn is what the steps recorded as made on host (Made): path → kind.
+func (e *Env) MadeOn(host string) map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.made[host])
 }
 
 // RXE returns what rxe.ensure reported for an rxe block.

@@ -466,18 +466,9 @@ func (r *runner) fetchAll(ctx context.Context) {
 		if !ok || lost {
 			return nil
 		}
-		// Its captures' files are captures because the plan's capture
-		// steps make them (and the files their stops reported), not by
-		// their names.
+		// Its captures' files are captures because its capture steps
+		// made them (steps.Env.Made), not by their names.
 		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h)}
-		for _, c := range r.captures {
-			if c.onHost() == h.Name {
-				f.Captures = append(f.Captures, c.file)
-				for _, cf := range c.step.Files {
-					f.Captures = append(f.Captures, cf.Path)
-				}
-			}
-		}
 		err := r.apply(ctx, f, h.Name, "", r.plan.IDs(h.Name, "", plan.Fetch)...)
 		if err != nil {
 			r.addErr(&infraError{err})
