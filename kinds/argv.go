@@ -42,7 +42,7 @@ func Int(n int) Value {
 }
 
 // Trial is one run of a workload's tool: one message size × one repeat,
-// the unit a step runs and the plan resolves.
+// what a workload op runs once and the plan resolves.
 type Trial struct {
 	Size   int64 // 0: the tool's default size, or a kind without sizes
 	Repeat int

@@ -10,6 +10,11 @@
 // cmd/rlab (and a test binary's TestMain) calls builtin.Register once; there
 // is no init() registration.
 //
+// Words: a kind is a tool kind, the one value a kinds/<name> package
+// registers (Kind); a family (Family) is a group of its tools one op
+// drives and one parser reads (perftest_bw, perftest_lat); the docs call
+// the package the family's too. Step, op, trial and unit: package steps.
+//
 // The shape is acyclic by construction:
 //
 //	kinds (this package: descriptors and the registry; standard library only)
@@ -21,8 +26,8 @@
 // This package cannot name a step or a parser type (steps and engine/toolout
 // import it), so a Kind carries only its descriptor data (Desc); what else a
 // family does is an ability the layer that needs it defines as a one-method
-// interface, and the family's Kind value implements it: steps.Stepper
-// (NewStep: the family's workload step), toolout.Parser (Parse: its output
+// interface, and the family's Kind value implements it: steps.OpMaker
+// (NewOp: the family's workload step), toolout.Parser (Parse: its output
 // parser), toolopts.Taker (Options: the workload options its tools take
 // beyond the common ones, which engine/lab decodes through it; the shared
 // ones and their rules are in kinds/toolopts), engine/lab.BodyDecoder
@@ -36,7 +41,7 @@
 // a step is caught when a workload names one of its tools (and by
 // builtin's TestEveryKindHasItsAbilities).
 //
-// Adding a family: a package kinds/<name> with its Kind (Desc, NewStep and,
+// Adding a family: a package kinds/<name> with its Kind (Desc, NewOp and,
 // when its output is parsed, Parse) — kinds/tcp is the smallest whole one to
 // copy — its tests (real outputs under testdata/toolout as fixtures, a fuzz
 // target per parser through engine/toolout/tooltest), and one line in
@@ -364,7 +369,7 @@ var helpers = []Program{
 }
 
 // Kind is one tool family as its package registers it. Desc is its data;
-// the abilities the other layers need (steps.Stepper, toolout.Parser) are
+// the abilities the other layers need (steps.OpMaker, toolout.Parser) are
 // methods of the same value, each defined as an interface by the layer that
 // calls it.
 type Kind interface {

@@ -65,7 +65,7 @@ func (s *Capture) Apply(ctx context.Context, env *Env) error {
 	s.started = true
 	s.mu.Unlock()
 	p := proto.CaptureStartParams{Handle: hd, Netdev: s.Netdev, Filter: s.Filter, Snaplen: s.Snaplen, MaxBytes: s.MaxBytes, File: hd + ".pcap"}
-	// The file is a capture because this step makes it (Env.Made), told
+	// The file is a capture because this op makes it (Env.Made), told
 	// before tcpdump starts: a capture whose stop never answers is one too.
 	env.Made(s.Host, p.File, results.ArtifactCapture)
 	st, err := rpc.Invoke(ctx, h, rpc.CaptureStart, p)

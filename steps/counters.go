@@ -52,7 +52,7 @@ func CounterSides(env *Env, w *Workload) []CounterSide {
 				continue
 			}
 			s := CounterSide{Host: e[0]}
-			if info, err := env.RXE(e[1]); err == nil {
+			if info, err := env.Device(e[1]); err == nil {
 				s.RDMA = []string{info.Name}
 				if info.Netdev != "" {
 					s.Netdevs = []string{info.Netdev}

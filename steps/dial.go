@@ -8,7 +8,7 @@ import "fmt"
 // each end reads) share it.
 func DialAddr(env *Env, w *Workload) (string, error) {
 	if w.DialDevice != "" {
-		info, err := env.RXE(w.DialDevice)
+		info, err := env.Device(w.DialDevice)
 		if err != nil {
 			return "", fmt.Errorf("workload %q (tcp): the data link to dial: %w", w.Name, err)
 		}

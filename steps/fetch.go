@@ -36,7 +36,7 @@ const SmallFile = 256 << 10
 
 // Fetch pulls the files in a host's agent work dir into the run directory:
 // the files the host's capture steps made to Dir/captures, everything else
-// to Dir/logs. A file's kind is what the step that made it recorded
+// to Dir/logs. A file's type is what the op that made it recorded
 // (Env.Made: a capture step its file and the files its stop reported, a
 // process its outputs), not its name: a workload's own foo.pcap is one of
 // its logs, and masked as logs are; a capture is one whatever it is named.
@@ -128,9 +128,9 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	// pulled records a pulled file: its size and sha256 as listed and
 	// verified, unless the mask rewrote it on the way (a log: captures
 	// are never rewritten, their records would break).
-	pulled := func(f proto.FileInfo, dir, kind string) {
-		a := results.Artifact{Host: s.Host, Path: dir + "/" + filepath.ToSlash(local(f.Path)), Type: kind}
-		if kind != results.ArtifactLog || !masked(env, f.Path) {
+	pulled := func(f proto.FileInfo, dir, typ string) {
+		a := results.Artifact{Host: s.Host, Path: dir + "/" + filepath.ToSlash(local(f.Path)), Type: typ}
+		if typ != results.ArtifactLog || !masked(env, f.Path) {
 			a.Size, a.SHA256 = f.Size, f.SHA256
 		}
 		s.Pulled = append(s.Pulled, f)
@@ -140,7 +140,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	for _, set := range []struct {
 		files []proto.FileInfo
 		dir   string
-		kind  string
+		typ   string
 	}{{caps, "captures", results.ArtifactCapture}, {logs, "logs", results.ArtifactLog}} {
 		dst := filepath.Join(s.Dir, set.dir)
 		set.files = slices.DeleteFunc(slices.Clone(set.files), func(f proto.FileInfo) bool {
@@ -160,7 +160,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 				continue
 			}
 			pull := p.Pull
-			if rp, ok := h.(RawPuller); ok && set.kind == results.ArtifactCapture {
+			if rp, ok := h.(RawPuller); ok && set.typ == results.ArtifactCapture {
 				pull = rp.PullRaw
 			}
 			if err := pull(ctx, set.files, dst); err != nil {
@@ -168,7 +168,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 				continue
 			}
 			for _, f := range set.files {
-				pulled(f, set.dir, set.kind)
+				pulled(f, set.dir, set.typ)
 			}
 			continue
 		}
@@ -190,7 +190,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			sem = make(chan struct{}, 8)
 		)
 		mask := env.Mask
-		if set.kind == results.ArtifactCapture {
+		if set.typ == results.ArtifactCapture {
 			mask = nil
 		}
 		for _, f := range small {
@@ -205,7 +205,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 					errs = append(errs, fmt.Errorf("fetch %s from host %q: %w", f.Path, s.Host, err))
 					return
 				}
-				pulled(f, set.dir, set.kind)
+				pulled(f, set.dir, set.typ)
 			}()
 		}
 		wg.Wait()

@@ -24,6 +24,12 @@
 // the phases as measured on the demo, each workload at its tool family's
 // pace (kinds.Pace), the longest chain of workloads through the DAG.
 //
+// A step (Step) is one node of the plan: one action on one host; the ops
+// of package steps carry them out (a workload's server and client steps
+// are one op). A step's Action is what plan.json calls its "kind"; in the
+// Go code a kind is only a tool kind (package kinds). Package steps'
+// doc gives every such word its one meaning.
+//
 // It is pure: no I/O, no SSH, no agent. It must not import the run engine.
 //
 // # JSON form
@@ -191,7 +197,7 @@ type Plan struct {
 
 // stepKey finds steps by kind, host and subject.
 type stepKey struct {
-	kind          Action
+	action        Action
 	host, subject string
 }
 

@@ -39,16 +39,16 @@ func (r *runner) build() error {
 		if err != nil {
 			return err
 		}
-		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, step: st, ids: wp.Steps, hosts: wp.Hosts, probePort: wp.ProbePort, done: make(chan struct{})})
+		r.workloads = append(r.workloads, &workloadNode{lab: wp.Workload, spec: sw, op: st, ids: wp.Steps, hosts: wp.Hosts, probePort: wp.ProbePort, done: make(chan struct{})})
 	}
 	for _, wp := range r.plan.Captures {
 		c := wp.Capture
-		r.captures = append(r.captures, &captureWindow{lab: c, startIDs: wp.Start, stopIDs: wp.Stop, file: wp.File, step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
+		r.captures = append(r.captures, &captureWindow{lab: c, startIDs: wp.Start, stopIDs: wp.Stop, file: wp.File, op: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
 			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes, Window: wp.Window}})
 	}
 	for _, wp := range r.plan.Impairs {
 		im := wp.Impair
-		r.impairs = append(r.impairs, &impairWindow{lab: im, startIDs: wp.Start, stopIDs: wp.Stop, step: &steps.Impair{
+		r.impairs = append(r.impairs, &impairWindow{lab: im, startIDs: wp.Start, stopIDs: wp.Stop, op: &steps.Impair{
 			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}})
 	}
 	return nil
@@ -345,7 +345,7 @@ func (r *runner) createDevices(ctx context.Context) error {
 }
 
 // apply runs one step with its events; ids are the plan steps it runs.
-func (r *runner) apply(ctx context.Context, s steps.Step, host, workload string, ids ...string) error {
+func (r *runner) apply(ctx context.Context, s steps.Op, host, workload string, ids ...string) error {
 	start := time.Now()
 	r.emit(Event{Type: "step.start", Step: s.Describe(), Host: host, Workload: workload, IDs: ids})
 	err := s.Apply(ctx, r.env)
@@ -367,7 +367,7 @@ func (r *runner) apply(ctx context.Context, s steps.Step, host, workload string,
 // run).
 type captureWindow struct {
 	lab    *lab.Capture
-	step   *steps.Capture
+	op     *steps.Capture
 	during []*workloadNode // from the plan: the workloads its stop waits for
 	file   string          // from the plan: the file it makes (WindowPlan.File)
 
@@ -389,7 +389,7 @@ type window interface {
 	stop(ctx context.Context, r *runner)
 }
 
-func (c *captureWindow) onHost() string { return c.step.Host }
+func (c *captureWindow) onHost() string { return c.op.Host }
 func (c *captureWindow) whole() bool    { return len(c.during) == 0 }
 
 // startWhole starts the whole-run windows of ws on every host at once (a
@@ -429,7 +429,7 @@ func (c *captureWindow) start(ctx context.Context, r *runner) error {
 		return c.err
 	}
 	c.started = true
-	c.err = r.apply(ctx, c.step, c.step.Host, "", c.startIDs...)
+	c.err = r.apply(ctx, c.op, c.op.Host, "", c.startIDs...)
 	return c.err
 }
 
@@ -447,8 +447,8 @@ func (c *captureWindow) finished(ctx context.Context, r *runner) {
 
 func (c *captureWindow) stop(ctx context.Context, r *runner) {
 	start := time.Now()
-	err := c.step.Undo(ctx, r.env)
-	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.stopIDs}
+	err := c.op.Undo(ctx, r.env)
+	ev := Event{Type: "step.end", Step: "stop " + c.op.Describe(), Host: c.op.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.stopIDs}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 		r.addErr(&infraError{err})
@@ -504,7 +504,7 @@ func (r *runner) teardown(ctx context.Context) {
 		if r.allDiscarded(n.hosts) {
 			continue
 		}
-		if err := n.step.Undo(ctx, r.env); err != nil {
+		if err := n.op.Undo(ctx, r.env); err != nil {
 			r.log.Warn("teardown: stop workload processes", "workload", n.lab.Name, "err", err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 type workloadNode struct {
 	lab       *lab.Workload
 	spec      *steps.Workload
-	step      steps.Step
+	op        steps.Op
 	ids       []string         // its plan steps
 	hosts     []*lab.Host      // the hosts of its plan steps (WorkloadPlan.Hosts)
 	probePort int              // where its data link is probed (WorkloadPlan.ProbePort)
@@ -35,7 +35,7 @@ type workloadNode struct {
 }
 
 func (n *workloadNode) outcome() *steps.Outcome {
-	o := n.step.(steps.Outcomer).Outcome()
+	o := n.op.(steps.Outcomer).Outcome()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if o.Status == "" {
@@ -68,7 +68,7 @@ func (r *runner) runWorkloads(ctx context.Context) {
 				n.mu.Lock()
 				n.skipped = reason
 				n.mu.Unlock()
-				r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.lab.Name, Status: steps.StatusSkipped, Error: reason})
+				r.emit(Event{Type: "step.end", Step: n.op.Describe(), Workload: n.lab.Name, Status: steps.StatusSkipped, Error: reason})
 				for _, c := range n.captures {
 					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
 					c.finished(cctx, r)
@@ -137,7 +137,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 		go r.watchLink(wctx, stop, l)
 	}
 	before := r.readCounters(ctx, n, nil)
-	err := r.apply(wctx, n.step, "", n.lab.Name, n.ids...)
+	err := r.apply(wctx, n.op, "", n.lab.Name, n.ids...)
 	stop(nil)
 	r.readCounters(ctx, n, before)
 	if err != nil {
@@ -152,7 +152,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	}
 	if err != nil {
 		uctx, cancel := bounded()
-		if uerr := n.step.Undo(uctx, r.env); uerr != nil {
+		if uerr := n.op.Undo(uctx, r.env); uerr != nil {
 			r.log.Warn("stop workload processes", "workload", n.lab.Name, "err", uerr)
 			if uctx.Err() != nil {
 				// Its hosts did not answer a stop in time: give up on them
@@ -229,7 +229,7 @@ func (r *runner) readCounters(ctx context.Context, n *workloadNode, before []ste
 		return got
 	}
 	ss, notes := steps.CounterSamples(n.spec, before, got)
-	o := n.step.(steps.Outcomer).Outcome()
+	o := n.op.(steps.Outcomer).Outcome()
 	o.Samples = append(o.Samples, ss...)
 	n.mu.Lock()
 	n.counterNotes = notes

@@ -22,7 +22,7 @@ func TestNewStep(t *testing.T) {
 		{"no host", steps.Workload{Workload: kinds.Workload{Name: "e", Tool: "exec", Options: kinds.Options{Command: []string{"true"}}}}, `workload "e" (exec): no host`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Kind{}.NewStep(&tc.w)
+			s, err := Kind{}.NewOp(&tc.w)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

@@ -19,7 +19,7 @@ type execWorkload struct {
 	procs steps.Procs
 }
 
-func newStep(w *steps.Workload) (steps.Step, error) {
+func newOp(w *steps.Workload) (steps.Op, error) {
 	if len(w.Command) == 0 {
 		return nil, fmt.Errorf("workload %q (exec): empty command", w.Name)
 	}

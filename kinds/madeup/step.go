@@ -9,11 +9,11 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// NewStep is the step of a made-up workload. made_stream is a server/client
+// NewOp is the step of a made-up workload. made_stream is a server/client
 // pair between the workload's two devices, as every RDMA tool's; made_pipe
 // runs its client on the client host. Each client prints what Rate says
 // it measured at each size.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) {
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) {
 	if w.Tool == PipeTool {
 		return &pipe{w: w}, nil
 	}

@@ -1,6 +1,6 @@
 // Package perftest is the perftest tool family: ib_{write,read,send,atomic}_{bw,lat}
 // from the perftest package, between two RDMA devices. It holds their
-// descriptors (Kind.Desc), their step (Kind.NewStep: a server/client pair per
+// descriptors (Kind.Desc), their step (Kind.NewOp: a server/client pair per
 // size and repeat, argv built by Argv) and their output parser (Kind.Parse:
 // the text report and the --out_json file).
 //
@@ -27,8 +27,8 @@ const (
 // Kind is the perftest family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewStep is the step of one perftest workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+// NewOp is the step of one perftest workload.
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // Parse reads one run's text report, or with opts.JSON its --out_json file.
 func (Kind) Parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {

@@ -82,7 +82,7 @@ func TestNewStep(t *testing.T) {
 	pair := steps.Workload{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src,
 		ServerCommand: []string{"./server", kinds.SelfRef("port")}, ClientCommand: []string{"./client", kinds.SelfRef("server_address")}}},
 		ServerHost: "a", ClientHost: "b"}
-	s, err := Kind{}.NewStep(&pair)
+	s, err := Kind{}.NewOp(&pair)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestNewStep(t *testing.T) {
 		{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src}}, Host: "a"},
 		{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src, ServerCommand: []string{"x"}}}, ServerHost: "a", ClientHost: "b"},
 	} {
-		if _, err := (Kind{}).NewStep(&bad); err == nil {
+		if _, err := (Kind{}).NewOp(&bad); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
 	}

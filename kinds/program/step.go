@@ -26,7 +26,7 @@ import (
 // once per run and host (steps.Env.Once), into the agent's work dir under
 // programs/<source hash>-<build hash>; build it there once (or copy an
 // earlier run's build from the host's cache, cache.go); then run each
-// unit (size × repeat): the server first, the client once the server is
+// trial (size × repeat): the server first, the client once the server is
 // ready, or the one command on host. The work dir, and so the source and
 // what the build made, goes when the run ends (engine/run removes it after
 // the fetch, which keeps the build's output in the run's logs/).
@@ -39,7 +39,7 @@ const (
 	// SIGINT has before SIGKILL.
 	serverLinger = 2 * time.Second
 	stopGrace    = 2 * time.Second
-	// readyCap bounds the wait for a server to get ready when the unit's
+	// readyCap bounds the wait for a server to get ready when the trial's
 	// own timeout is longer.
 	readyCap = 2 * time.Minute
 	// errorLines is how many of the compiler's error lines a build
@@ -48,7 +48,7 @@ const (
 )
 
 // BuildTimeout bounds a program's build on a host: the workload's own
-// timeout bounds each unit, not the build before them, and a build that
+// timeout bounds each trial, not the build before them, and a build that
 // never ends (a Makefile that waits, a host whose agent answers its
 // heartbeats but never the wait) must not hold the run for good. The
 // agent kills the build's process group when it passes. A variable for
@@ -61,7 +61,7 @@ type programWorkload struct {
 	procs steps.Procs
 }
 
-func newStep(w *steps.Workload) (steps.Step, error) {
+func newOp(w *steps.Workload) (steps.Op, error) {
 	if w.Program == nil {
 		return nil, fmt.Errorf("workload %q (program): no program block", w.Name)
 	}
@@ -372,7 +372,7 @@ func (s *programWorkload) argvIn(env *steps.Env, u steps.Trial) (kinds.ArgvIn, r
 	}
 	m.Hosts = []string{w.ServerHost, w.ClientHost}
 	if w.ServerDevice != "" {
-		srv, err := env.RXE(w.ServerDevice)
+		srv, err := env.Device(w.ServerDevice)
 		if err != nil {
 			return in, m, fmt.Errorf("workload %q server: %w", w.Name, err)
 		}
@@ -392,7 +392,7 @@ func (s *programWorkload) argvIn(env *steps.Env, u steps.Trial) (kinds.ArgvIn, r
 		m.Extra = map[string]string{"server_addr": addr}
 	}
 	if w.ClientDevice != "" {
-		cli, err := env.RXE(w.ClientDevice)
+		cli, err := env.Device(w.ClientDevice)
 		if err != nil {
 			return in, m, fmt.Errorf("workload %q client: %w", w.Name, err)
 		}
@@ -451,7 +451,7 @@ func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u steps.T
 		ready = &proto.Ready{OutputRegex: w.Ready}
 	}
 	// The agent's answer (not ready, with what the server printed) must
-	// come before the unit's own deadline cuts the call.
+	// come before the trial's own deadline cuts the call.
 	rt := readyCap
 	if r := steps.Remaining(ctx); r > 0 && r-time.Second < rt {
 		rt = max(r-time.Second, r/2)
