@@ -8,7 +8,7 @@ import (
 
 // A tool's command lines are written once, by its family's argv hook
 // (Argver), and read twice: engine/plan resolves every trial of a
-// workload into the argv its steps will run, and the family's step
+// workload into the argv its steps will run, and the family's op
 // (steps.NewRDMAPair) builds the argv it runs through the same hook. What
 // only the run can know (a device's GID index, the pair's path MTU, the
 // server's data address: the device-create steps report them) the plan
@@ -125,7 +125,7 @@ type ArgvIn struct {
 // (exec, a program on host) has no server: server is nil and client is
 // that command, the side whose end is the workload's end. It is pure (no
 // host, no facts): engine/plan calls it with placeholders, the family's
-// step with the values the run found, so the two cannot disagree.
+// op with the values the run found, so the two cannot disagree.
 type Argver interface {
 	Argv(in ArgvIn) (server, client []string)
 }

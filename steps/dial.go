@@ -4,7 +4,7 @@ import "fmt"
 
 // DialAddr is the address a tcp client dials (lab.ServerDial): the IPv4 of
 // the server host's data rxe's netdev, the address the lab gives, or the
-// host's name. The tcp step (kinds/tcp) and CounterSides (which netdev
+// host's name. The tcp op (kinds/tcp) and CounterSides (which netdev
 // each end reads) share it.
 func DialAddr(env *Env, w *Workload) (string, error) {
 	if w.DialDevice != "" {

@@ -37,11 +37,11 @@ const SmallFile = 256 << 10
 // Fetch pulls the files in a host's agent work dir into the run directory:
 // the files the host's capture steps made to Dir/captures, everything else
 // to Dir/logs. A file's type is what the op that made it recorded
-// (Env.Made: a capture step its file and the files its stop reported, a
+// (Env.Made: a capture op its file and the files its stop reported, a
 // process its outputs), not its name: a workload's own foo.pcap is one of
 // its logs, and masked as logs are; a capture is one whatever it is named.
 // A capture's ring files named after its file before its stop renamed them
-// (tcpdump's cap.roce.pcap0) are its too (OfCapture); a file no step
+// (tcpdump's cap.roce.pcap0) are its too (OfCapture); a file no op
 // recorded is a log. Each file is written to .part, checked against the
 // size and sha256 the agent listed, and renamed; a path that would leave
 // the directory is refused.

@@ -221,7 +221,7 @@ type RDMAEnd struct {
 	Size           int64
 }
 
-// NewRDMAPair is the step of a two-sided RDMA tool between the workload's
+// NewRDMAPair is the op of a two-sided RDMA tool between the workload's
 // two rxe devices: every run resolves the devices, its port, its result
 // metadata and its two processes' hosts and handles the same way, and
 // builds both sides' Argv through the family's argv hook (kinds.Argver),

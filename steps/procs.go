@@ -18,7 +18,7 @@ import (
 // finished before it is stopped.
 const serverGrace = 30 * time.Second
 
-// Procs tracks the processes a step started so Undo can stop the ones still
+// Procs tracks the processes an op started so Undo can stop the ones still
 // running.
 type Procs struct {
 	mu      sync.Mutex

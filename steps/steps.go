@@ -30,7 +30,7 @@
 // steps imports agent/proto, agent/rpc (the typed calls; a leaf over
 // agent/proto and the standard library), kinds (the descriptors, not the
 // families) and engine/results only; it must not import the
-// lab model, the SSH layer or the engine, so every step is testable against
+// lab model, the SSH layer or the engine, so every op is testable against
 // an in-process agent.
 package steps
 
@@ -60,7 +60,7 @@ type Op interface {
 	Undo(ctx context.Context, env *Env) error
 }
 
-// Outcomer is a step that measured something (a workload).
+// Outcomer is an op that measured something (a workload).
 type Outcomer interface {
 	Outcome() *Outcome
 }
@@ -254,7 +254,7 @@ func (e *Env) HostFacts(host string) *proto.Facts {
 	return &proto.Facts{}
 }
 
-// Workload is what a workload step needs, resolved from the lab model by the
+// Workload is what a workload op needs, resolved from the lab model by the
 // engine (host and rxe references become names).
 type Workload struct {
 	// Workload is its names, tool and option values as the lab model holds
@@ -354,7 +354,7 @@ func KindNames() []string {
 	return names
 }
 
-// NewWorkload returns the step for w's tool, or an error listing the valid
+// NewWorkload returns the op for w's tool, or an error listing the valid
 // tools.
 func NewWorkload(w *Workload) (Op, error) {
 	k, ok := KindOf(w.Tool)

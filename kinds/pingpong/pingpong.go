@@ -1,6 +1,6 @@
 // Package pingpong is the pingpong tool family: ibv_{rc,uc,ud,srq}_pingpong
 // from rdma-core's ibverbs-utils, between two RDMA devices. It holds their
-// descriptors (Kind.Desc), their step (Kind.NewOp) and their output parser
+// descriptors (Kind.Desc), their op (Kind.NewOp) and their output parser
 // (Kind.Parse: the summary lines).
 //
 // It imports kinds, steps and engine/toolout; kinds/builtin registers it.
@@ -21,7 +21,7 @@ const Family kinds.Family = "pingpong"
 // Kind is the pingpong family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewOp is the step of one pingpong workload.
+// NewOp is the op of one pingpong workload.
 func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // Parse reads one run's output.

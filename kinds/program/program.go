@@ -28,7 +28,7 @@ const Family kinds.Family = "program"
 // Kind is the program family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewOp is the step of one program workload.
+// NewOp is the op of one program workload.
 func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // Compiler is what the hosts need to build a program whatever its own

@@ -22,7 +22,7 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// The program step: ship the program's source to each host it runs on,
+// The program op: ship the program's source to each host it runs on,
 // once per run and host (steps.Env.Once), into the agent's work dir under
 // programs/<source hash>-<build hash>; build it there once (or copy an
 // earlier run's build from the host's cache, cache.go); then run each
@@ -361,7 +361,7 @@ func expand(in kinds.ArgvIn) (server, client []string, err error) {
 
 // argvIn is one trial's kinds.ArgvIn as the run knows it (the ends'
 // devices, the server device's GID index and address, as its
-// device-create step reported them), and the meta of its samples.
+// device-create op reported them), and the meta of its samples.
 func (s *programWorkload) argvIn(env *steps.Env, u steps.Trial) (kinds.ArgvIn, results.Meta, error) {
 	w := s.w
 	in := kinds.ArgvIn{W: &w.Workload, Trial: u, Port: steps.PortFor(w, u.N)}
