@@ -47,3 +47,17 @@ func TestDesc(t *testing.T) {
 		t.Errorf("Desc() = %+v", d)
 	}
 }
+
+// TestArgv: exec's argv hook is the command on its one host, no server,
+// and a copy: what a caller does to it does not change the workload's.
+func TestArgv(t *testing.T) {
+	w := kinds.Workload{Name: "e", Tool: "exec", Options: kinds.Options{Command: []string{"ip", "-br", "addr"}}}
+	s, c := Kind{}.Argv(kinds.ArgvIn{W: &w, Trial: kinds.Trial{Repeat: 1}})
+	if s != nil || strings.Join(c, " ") != "ip -br addr" {
+		t.Fatalf("Argv = %q, %q; want no server, the command", s, c)
+	}
+	c[0] = "rm"
+	if w.Command[0] != "ip" {
+		t.Error("Argv's argv shares the workload's command")
+	}
+}
