@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// A two-sided tool's command lines are written once, by its family's argv
-// hook (Argver), and read twice: engine/plan resolves every trial of a
-// workload into the argv its steps will run, and the family's step
+// A tool's command lines are written once, by its family's argv hook
+// (Argver), and read twice: engine/plan resolves every trial of a
+// workload into the argv its steps will run, and the family's op
 // (steps.NewRDMAPair) builds the argv it runs through the same hook. What
 // only the run can know (a device's GID index, the pair's path MTU, the
 // server's data address: the device-create steps report them) the plan
@@ -42,7 +42,7 @@ func Int(n int) Value {
 }
 
 // Trial is one run of a workload's tool: one message size × one repeat,
-// the unit a step runs and the plan resolves.
+// what a workload op runs once and the plan resolves.
 type Trial struct {
 	Size   int64 // 0: the tool's default size, or a kind without sizes
 	Repeat int
@@ -121,16 +121,17 @@ type ArgvIn struct {
 }
 
 // Argver is a family's argv hook: the command lines of the server and
-// the client for one trial. It is pure (no host, no facts): engine/plan
-// calls it with placeholders, the family's step with the values the run
-// found, so the two cannot disagree.
+// the client for one trial. A tool that runs one command on one host
+// (exec, a program on host) has no server: server is nil and client is
+// that command, the side whose end is the workload's end. It is pure (no
+// host, no facts): engine/plan calls it with placeholders, the family's
+// op with the values the run found, so the two cannot disagree.
 type Argver interface {
 	Argv(in ArgvIn) (server, client []string)
 }
 
 // ArgvOf is the argv of one trial of a workload of tool, through the hook
-// of the family that registered it; ok is false when the family has none
-// (a tool that is not one program per side, as exec and program).
+// of the family that registered it; ok is false when the family has none.
 func ArgvOf(in ArgvIn) (server, client []string, ok bool) {
 	k, found := KindOf(in.W.Tool)
 	if !found {

@@ -4,11 +4,16 @@
 // holds its tools' descriptors (name, whether it is RDMA, its sides, the options it accepts
 // and their rules, its metrics with units, the package that ships it per
 // distribution family, how to ask its version, its report chart and hint),
-// its step and its output parser. It registers ONE value, a Kind, and
+// its op and its output parser. It registers ONE value, a Kind, and
 // kinds/builtin is the one visible file that registers every built-in
 // family, as containerlab's core/register.go registers its node kinds:
 // cmd/rlab (and a test binary's TestMain) calls builtin.Register once; there
 // is no init() registration.
+//
+// Words: a kind is a tool kind, the one value a kinds/<name> package
+// registers (Kind); a family (Family) is a group of its tools one op
+// drives and one parser reads (perftest_bw, perftest_lat); the docs call
+// the package the family's too. Step, op, trial and unit: package steps.
 //
 // The shape is acyclic by construction:
 //
@@ -18,25 +23,25 @@
 //	  ↑ kinds/builtin (registers every family)
 //	  ↑ cmd/rlab
 //
-// This package cannot name a step or a parser type (steps and engine/toolout
+// This package cannot name an op or a parser type (steps and engine/toolout
 // import it), so a Kind carries only its descriptor data (Desc); what else a
 // family does is an ability the layer that needs it defines as a one-method
-// interface, and the family's Kind value implements it: steps.Stepper
-// (NewStep: the family's workload step), toolout.Parser (Parse: its output
+// interface, and the family's Kind value implements it: steps.OpMaker
+// (NewOp: the family's workload op), toolout.Parser (Parse: its output
 // parser), toolopts.Taker (Options: the workload options its tools take
 // beyond the common ones, which engine/lab decodes through it; the shared
 // ones and their rules are in kinds/toolopts), engine/lab.BodyDecoder
 // (DecodeWorkload: workload attributes of its own, as program's commands
 // and exec's and program's metric blocks). One ability is defined here,
-// because two layers call it and must agree: Argver (argv.go), a two-sided
-// family's command lines for one trial, pure, which engine/plan resolves
-// into the plan (placeholders for what only the run learns) and the
-// family's step runs (steps.NewRDMAPair, kinds/tcp).
+// because two layers call it and must agree: Argver (argv.go), a family's
+// command lines for one trial, pure, which engine/plan resolves into the
+// plan (placeholders for what only the run learns) and the family's op
+// runs (steps.NewRDMAPair, kinds/tcp, kinds/exec, kinds/program).
 // Code the families share without being one lives under kinds/internal. Registering a family is therefore one line, and a family without
-// a step is caught when a workload names one of its tools (and by
+// an op is caught when a workload names one of its tools (and by
 // builtin's TestEveryKindHasItsAbilities).
 //
-// Adding a family: a package kinds/<name> with its Kind (Desc, NewStep and,
+// Adding a family: a package kinds/<name> with its Kind (Desc, NewOp and,
 // when its output is parsed, Parse) — kinds/tcp is the smallest whole one to
 // copy — its tests (real outputs under testdata/toolout as fixtures, a fuzz
 // target per parser through engine/toolout/tooltest), and one line in
@@ -93,7 +98,7 @@ func Arrow(tool string, hosts []string) string {
 	return hosts[0] + " → " + hosts[1]
 }
 
-// Family groups the tools of a kind that one step drives and one parser
+// Family groups the tools of a kind that one op drives and one parser
 // reads the same way (perftest has two: bandwidth and latency); its
 // constants live in the kind's package (perftest.BW).
 type Family string
@@ -275,7 +280,7 @@ var Common = func() []string {
 	return ns
 }()
 
-// The metrics every workload records, by name: what a step records them
+// The metrics every workload records, by name: what an op records them
 // under (steps.CommonSamples).
 const (
 	ExitCode = "exit_code"
@@ -364,7 +369,7 @@ var helpers = []Program{
 }
 
 // Kind is one tool family as its package registers it. Desc is its data;
-// the abilities the other layers need (steps.Stepper, toolout.Parser) are
+// the abilities the other layers need (steps.OpMaker, toolout.Parser) are
 // methods of the same value, each defined as an interface by the layer that
 // calls it.
 type Kind interface {

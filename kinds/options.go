@@ -8,7 +8,7 @@ import (
 
 // Options are the values of a workload's options: what the lab file set,
 // checked against its tool's rules (engine/lab for the common ones, the
-// tool's family through kinds/toolopts for the rest), and what its step
+// tool's family through kinds/toolopts for the rest), and what its op
 // kind reads (steps). One type that both models embed. An option several
 // families share is a field here and a toolopts.Option; an option of one
 // family is an Option in its package, stored in Own.
@@ -44,7 +44,7 @@ type Options struct {
 	Needs []string
 
 	// Own are the options only the tool's family takes, by attribute name,
-	// as its own toolopts.Option stored them (SetOwn); only its step reads
+	// as its own toolopts.Option stored them (SetOwn); only its op reads
 	// them. A new option of one family needs no field here.
 	Own map[string]any
 }

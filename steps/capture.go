@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/results"
 )
 
 // Capture runs tcpdump on a host (through the agent, always bounded by
@@ -64,6 +65,9 @@ func (s *Capture) Apply(ctx context.Context, env *Env) error {
 	s.started = true
 	s.mu.Unlock()
 	p := proto.CaptureStartParams{Handle: hd, Netdev: s.Netdev, Filter: s.Filter, Snaplen: s.Snaplen, MaxBytes: s.MaxBytes, File: hd + ".pcap"}
+	// The file is a capture because this op makes it (Env.Made), told
+	// before tcpdump starts: a capture whose stop never answers is one too.
+	env.Made(s.Host, p.File, results.ArtifactCapture)
 	st, err := rpc.Invoke(ctx, h, rpc.CaptureStart, p)
 	if err != nil {
 		return fmt.Errorf("start capture %q on %s of host %q: %w", s.Name, s.Netdev, s.Host, err)
@@ -89,5 +93,8 @@ func (s *Capture) Undo(ctx context.Context, env *Env) error {
 	}
 	s.stopped = true
 	s.Files = res.Files
+	for _, f := range res.Files { // a ring's files, as the stop named them
+		env.Made(s.Host, f.Path, results.ArtifactCapture)
+	}
 	return env.Note(Effect{Host: s.Host, Type: "capture", ID: s.Handle(), Netdev: s.Netdev, Undone: true})
 }

@@ -52,7 +52,7 @@ func CounterSides(env *Env, w *Workload) []CounterSide {
 				continue
 			}
 			s := CounterSide{Host: e[0]}
-			if info, err := env.RXE(e[1]); err == nil {
+			if info, err := env.Device(e[1]); err == nil {
 				s.RDMA = []string{info.Name}
 				if info.Netdev != "" {
 					s.Netdevs = []string{info.Netdev}
@@ -62,7 +62,7 @@ func CounterSides(env *Env, w *Workload) []CounterSide {
 		}
 		return sides
 	}
-	// The address the tcp client dials, by the tcp step's own rule (the
+	// The address the tcp client dials, by the tcp op's own rule (the
 	// IPv4 of the server's data rxe netdev first): each end reads the
 	// netdev its route to that address takes.
 	addr, err := DialAddr(env, w)

@@ -4,11 +4,11 @@ import "fmt"
 
 // DialAddr is the address a tcp client dials (lab.ServerDial): the IPv4 of
 // the server host's data rxe's netdev, the address the lab gives, or the
-// host's name. The tcp step (kinds/tcp) and CounterSides (which netdev
+// host's name. The tcp op (kinds/tcp) and CounterSides (which netdev
 // each end reads) share it.
 func DialAddr(env *Env, w *Workload) (string, error) {
 	if w.DialDevice != "" {
-		info, err := env.RXE(w.DialDevice)
+		info, err := env.Device(w.DialDevice)
 		if err != nil {
 			return "", fmt.Errorf("workload %q (tcp): the data link to dial: %w", w.Name, err)
 		}

@@ -35,20 +35,19 @@ type Puller interface {
 const SmallFile = 256 << 10
 
 // Fetch pulls the files in a host's agent work dir into the run directory:
-// the files of the host's captures (Captures, as the plan named them) to
-// Dir/captures, everything else to Dir/logs. Each file
-// is written to .part, checked against the size and sha256 the agent
-// listed, and renamed; a path that would leave the directory is refused.
+// the files the host's capture steps made to Dir/captures, everything else
+// to Dir/logs. A file's type is what the op that made it recorded
+// (Env.Made: a capture op its file and the files its stop reported, a
+// process its outputs), not its name: a workload's own foo.pcap is one of
+// its logs, and masked as logs are; a capture is one whatever it is named.
+// A capture's ring files named after its file before its stop renamed them
+// (tcpdump's cap.roce.pcap0) are its too (OfCapture); a file no op
+// recorded is a log. Each file is written to .part, checked against the
+// size and sha256 the agent listed, and renamed; a path that would leave
+// the directory is refused.
 type Fetch struct {
 	Host string
 	Dir  string // the host's folder in the run directory: hosts/<slug>
-	// Captures are the files the host's capture steps write, by the
-	// names the plan gave them ("cap.roce.pcap"): a file is a capture
-	// because a capture step makes it, not because of its name (a
-	// workload's own foo.pcap is one of its logs). A ring's files are
-	// named after them (cap.roce.000.pcap, or tcpdump's cap.roce.pcap0
-	// when its stop did not rename them).
-	Captures []string
 
 	// Artifacts are the files pulled, as the run records them
 	// (results.Run.Artifacts), with Path relative to Dir
@@ -79,7 +78,25 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	if err != nil {
 		return fmt.Errorf("list artifacts on host %q: %w", s.Host, err)
 	}
-	listed, left := capFiles(listed, MaxFetchFiles, s.isCapture)
+	made := env.MadeOn(s.Host)
+	var capsMade []string
+	for p, k := range made {
+		if k == results.ArtifactCapture {
+			capsMade = append(capsMade, p)
+		}
+	}
+	isCapture := func(p string) bool {
+		if k, ok := made[p]; ok {
+			return k == results.ArtifactCapture
+		}
+		for _, c := range capsMade {
+			if OfCapture(p, c) {
+				return true
+			}
+		}
+		return false
+	}
+	listed, left := capFiles(listed, MaxFetchFiles, isCapture)
 	// A file lands under its name with the sensitive values masked
 	// (env.MaskName); two paths that mask alike keep the first.
 	local := func(p string) string {
@@ -102,17 +119,18 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		} else {
 			taken[l] = true
 		}
-		if s.isCapture(f.Path) {
+		if isCapture(f.Path) {
 			caps = append(caps, f)
 		} else {
 			logs = append(logs, f)
 		}
 	}
-	// made records a pulled file: its size and sha256 as listed and
-	// verified, unless the mask rewrote it on the way.
-	made := func(f proto.FileInfo, dir, kind string) {
-		a := results.Artifact{Host: s.Host, Path: dir + "/" + filepath.ToSlash(local(f.Path)), Type: kind}
-		if !masked(env, f.Path) {
+	// pulled records a pulled file: its size and sha256 as listed and
+	// verified, unless the mask rewrote it on the way (a log: captures
+	// are never rewritten, their records would break).
+	pulled := func(f proto.FileInfo, dir, typ string) {
+		a := results.Artifact{Host: s.Host, Path: dir + "/" + filepath.ToSlash(local(f.Path)), Type: typ}
+		if typ != results.ArtifactLog || !masked(env, f.Path) {
 			a.Size, a.SHA256 = f.Size, f.SHA256
 		}
 		s.Pulled = append(s.Pulled, f)
@@ -122,7 +140,7 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	for _, set := range []struct {
 		files []proto.FileInfo
 		dir   string
-		kind  string
+		typ   string
 	}{{caps, "captures", results.ArtifactCapture}, {logs, "logs", results.ArtifactLog}} {
 		dst := filepath.Join(s.Dir, set.dir)
 		set.files = slices.DeleteFunc(slices.Clone(set.files), func(f proto.FileInfo) bool {
@@ -141,12 +159,16 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			if len(set.files) == 0 {
 				continue
 			}
-			if err := p.Pull(ctx, set.files, dst); err != nil {
+			pull := p.Pull
+			if rp, ok := h.(RawPuller); ok && set.typ == results.ArtifactCapture {
+				pull = rp.PullRaw
+			}
+			if err := pull(ctx, set.files, dst); err != nil {
 				errs = append(errs, fmt.Errorf("pull %d files from host %q into %s: %w", len(set.files), s.Host, dst, err))
 				continue
 			}
 			for _, f := range set.files {
-				made(f, set.dir, set.kind)
+				pulled(f, set.dir, set.typ)
 			}
 			continue
 		}
@@ -167,19 +189,23 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 			wg  sync.WaitGroup
 			sem = make(chan struct{}, 8)
 		)
+		mask := env.Mask
+		if set.typ == results.ArtifactCapture {
+			mask = nil
+		}
 		for _, f := range small {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				err := readSmall(ctx, h, f, dst, local(f.Path), env.Mask)
+				err := readSmall(ctx, h, f, dst, local(f.Path), mask)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("fetch %s from host %q: %w", f.Path, s.Host, err))
 					return
 				}
-				made(f, set.dir, set.kind)
+				pulled(f, set.dir, set.typ)
 			}()
 		}
 		wg.Wait()
@@ -286,6 +312,14 @@ func hashMaxFor(h Host) int64 {
 	return 0
 }
 
+// RawPuller is a Puller whose Pull may rewrite what it pulls (mask the
+// sensitive values of logs); PullRaw copies files as they are, for the
+// captures, whose binary records a rewrite would break.
+type RawPuller interface {
+	Puller
+	PullRaw(ctx context.Context, files []proto.FileInfo, dstDir string) error
+}
+
 // HashingPuller is a Puller that verifies a file listed without a sha256
 // against the sum the host computes while sending it (engine/remote).
 type HashingPuller interface {
@@ -295,17 +329,6 @@ type HashingPuller interface {
 
 // Undo does nothing: pulled files are the run's record.
 func (s *Fetch) Undo(context.Context, *Env) error { return nil }
-
-// isCapture says whether the work dir file at p is one a capture step of
-// the host makes (Captures): one of its files, or a file of its ring.
-func (s *Fetch) isCapture(p string) bool {
-	for _, c := range s.Captures {
-		if OfCapture(p, c) {
-			return true
-		}
-	}
-	return false
-}
 
 // OfCapture says whether the work dir file at p is the capture file c
 // ("cap.roce.pcap") or one of its ring: named by the agent at stop
@@ -327,14 +350,6 @@ func OfCapture(p, c string) bool {
 		}
 	}
 	return false
-}
-
-// IsCaptureFile says whether a file name is a packet capture's (tcpdump's
-// ring files add a number after .pcap): the rule for a run read back whose
-// files' steps are not known. A fetch asks its steps (Fetch.Captures).
-func IsCaptureFile(p string) bool {
-	b := filepath.Base(p)
-	return strings.HasSuffix(b, ".pcap") || strings.Contains(b, ".pcap") || strings.HasSuffix(b, ".pcapng")
 }
 
 // readSmall fetches one small file with files.read into dst/name.

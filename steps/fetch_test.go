@@ -2,13 +2,21 @@ package steps
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/results"
 )
 
 // listHost answers files.list with a fixed listing and records the list
@@ -44,8 +52,8 @@ func (h hashingHost) HashesWhilePulling() bool { return true }
 
 // Every file, small or big, goes through Pull (so all of them count against
 // the host's byte cap and the small ones come in one bundle), sorted into
-// captures/ (the files of the captures the plan declared, not any *.pcap:
-// own.pcap, which a workload wrote, is a log) and logs/; big files are listed unhashed only for a host whose
+// captures/ (the files the capture steps made and their ring, not any
+// *.pcap: own.pcap, which a workload wrote, is a log) and logs/; big files are listed unhashed only for a host whose
 // pulls check them against the host's own sum.
 func TestFetchPullsEverything(t *testing.T) {
 	files := []proto.FileInfo{
@@ -71,7 +79,8 @@ func TestFetchPullsEverything(t *testing.T) {
 				h = hashingHost{lh}
 			}
 			env := &Env{Hosts: map[string]Host{"h": h}}
-			f := &Fetch{Host: "h", Dir: t.TempDir(), Captures: []string{"cap.w.pcap"}}
+			env.Made("h", "cap.w.pcap", results.ArtifactCapture) // as the capture step records it
+			f := &Fetch{Host: "h", Dir: t.TempDir()}
 			err := f.Apply(context.Background(), env)
 			if err == nil {
 				t.Error("a path leaving the work dir was not reported")
@@ -172,3 +181,130 @@ func TestOfCapture(t *testing.T) {
 		}
 	}
 }
+
+// rawHost is a listHost that can pull files as they are (RawPuller), and
+// records which paths went that way.
+type rawHost struct {
+	*listHost
+	raw []string
+}
+
+func (h *rawHost) PullRaw(ctx context.Context, files []proto.FileInfo, dst string) error {
+	for _, f := range files {
+		h.raw = append(h.raw, f.Path)
+	}
+	return h.Pull(ctx, files, dst)
+}
+
+// readHost answers files.list and files.read from a map of files: a host
+// that cannot pull (in-process test agents).
+type readHost struct{ files map[string]string }
+
+func (h *readHost) Name() string { return "h" }
+
+func (h *readHost) Send(_ context.Context, r *rpc.Request) error {
+	if _, res, ok := rpc.Match(r, rpc.FilesList); ok {
+		for _, p := range slices.Sorted(maps.Keys(h.files)) {
+			sum := sha256.Sum256([]byte(h.files[p]))
+			res.Files = append(res.Files, proto.FileInfo{Path: p, Size: int64(len(h.files[p])), SHA256: hex.EncodeToString(sum[:])})
+		}
+		return nil
+	}
+	if p, res, ok := rpc.Match(r, rpc.FilesRead); ok {
+		res.Data = []byte(h.files[p.Path])
+		return nil
+	}
+	return &proto.Error{Code: "bad_request", Message: "unexpected " + r.Method()}
+}
+
+// TestFetchKindFromStep: a file's kind is what the step that made it
+// recorded (Env.Made), not its name: a capture named wire.dump lands in
+// captures/, is pulled as it is (PullRaw) and keeps its size and sha256; a
+// workload's own.pcap, a process output (its result names it), lands in
+// logs/ and is masked as every log is; a file no step recorded is a log;
+// tcpdump's ring file named after a capture's file is the capture's. The
+// same through Pull (ssh hosts) and files.read (in-process hosts).
+func TestFetchKindFromStep(t *testing.T) {
+	const secret = "s3cr3t"
+	files := map[string]string{
+		"wire.dump":      "pcap bytes " + secret,
+		"wire.dump1":     "ring file",
+		"own.pcap":       "own " + secret,
+		"wl.x.r0.stdout": "out " + secret,
+		"left.txt":       "nobody's",
+	}
+	want := map[string]string{
+		"captures/wire.dump":  results.ArtifactCapture,
+		"captures/wire.dump1": results.ArtifactCapture,
+		"logs/own.pcap":       results.ArtifactLog,
+		"logs/wl.x.r0.stdout": results.ArtifactLog,
+		"logs/left.txt":       results.ArtifactLog,
+	}
+	mask := func(_ string, w io.Writer) io.WriteCloser { return maskWriter{w} }
+	newEnv := func(h Host) *Env {
+		env := &Env{Hosts: map[string]Host{"h": h}, Mask: mask}
+		// What the steps record: the capture step its file, a
+		// process's result its outputs (madeLogs).
+		env.Made("h", "wire.dump", results.ArtifactCapture)
+		madeLogs(env, "h", &proto.ProcResult{StdoutFile: "wl.x.r0.stdout", StderrFile: "own.pcap"})
+		return env
+	}
+	check := func(t *testing.T, f *Fetch) {
+		t.Helper()
+		got := map[string]string{}
+		for _, a := range f.Artifacts {
+			got[a.Path] = a.Type
+			masked := a.Size == 0 && a.SHA256 == ""
+			if masked != (a.Type == results.ArtifactLog) {
+				t.Errorf("%s (%s): size %d sha256 %q: a log is masked (no size, sha256), a capture never", a.Path, a.Type, a.Size, a.SHA256)
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("artifact kinds (-want +got):\n%s", d)
+		}
+	}
+	t.Run("pull", func(t *testing.T) {
+		var listed []proto.FileInfo
+		for _, p := range slices.Sorted(maps.Keys(files)) {
+			listed = append(listed, proto.FileInfo{Path: p, Size: int64(len(files[p])), SHA256: "x"})
+		}
+		h := &rawHost{listHost: &listHost{files: listed, pulls: map[string][]string{}}}
+		f := &Fetch{Host: "h", Dir: t.TempDir()}
+		if err := f.Apply(context.Background(), newEnv(h)); err != nil {
+			t.Fatal(err)
+		}
+		check(t, f)
+		if !slices.Equal(h.raw, []string{"wire.dump", "wire.dump1"}) {
+			t.Errorf("pulled as they are: %q, want the capture's files only", h.raw)
+		}
+	})
+	t.Run("files.read", func(t *testing.T) {
+		dir := t.TempDir()
+		f := &Fetch{Host: "h", Dir: dir}
+		if err := f.Apply(context.Background(), newEnv(&readHost{files: files})); err != nil {
+			t.Fatal(err)
+		}
+		check(t, f)
+		for p := range want {
+			if !strings.Contains(files[filepath.Base(p)], secret) {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), secret) == (want[p] == results.ArtifactLog) {
+				t.Errorf("%s holds %q: a log's secret is masked, a capture's bytes are left as they are", p, b)
+			}
+		}
+	})
+}
+
+// maskWriter replaces the secret of TestFetchKindFromStep.
+type maskWriter struct{ w io.Writer }
+
+func (m maskWriter) Write(b []byte) (int, error) {
+	_, err := m.w.Write([]byte(strings.ReplaceAll(string(b), "s3cr3t", "***")))
+	return len(b), err
+}
+func (m maskWriter) Close() error { return nil }

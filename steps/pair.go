@@ -77,7 +77,7 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u Trial) error {
 		// client; in CI, on the server of an ib_send_bw, whose client
 		// then fails its final exchange): a failure of the measurement,
 		// not of the link or the tool. Once more.
-		env.logger().Warn("the tool could not measure the CPU clock; running this size again", "workload", w.Name, "unit", u.String(), "host", host)
+		env.logger().Warn("the tool could not measure the CPU clock; running this size again", "workload", w.Name, "trial", u.String(), "host", host)
 		env.notify(w.Name, fmt.Sprintf("workload %s: %s: %s could not measure the CPU clock (%q); running it again", w.Name, u, w.Tool, noClockReport))
 		r.Server.Handle += ".again"
 		r.Client.Handle += ".again"
@@ -221,7 +221,7 @@ type RDMAEnd struct {
 	Size           int64
 }
 
-// NewRDMAPair is the step of a two-sided RDMA tool between the workload's
+// NewRDMAPair is the op of a two-sided RDMA tool between the workload's
 // two rxe devices: every run resolves the devices, its port, its result
 // metadata and its two processes' hosts and handles the same way, and
 // builds both sides' Argv through the family's argv hook (kinds.Argver),
@@ -229,7 +229,7 @@ type RDMAEnd struct {
 // differs between the tools: the server's Ready, and anything the hook
 // needs that only the run knows beyond the ends (perftest's JSON report
 // file, in.JSONFile).
-func NewRDMAPair(w *Workload, argv kinds.Argver, sides func(env *Env, r *PairRun, e RDMAEnd, in *kinds.ArgvIn)) Step {
+func NewRDMAPair(w *Workload, argv kinds.Argver, sides func(env *Env, r *PairRun, e RDMAEnd, in *kinds.ArgvIn)) Op {
 	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerDevice, w.ClientDevice)}
 	s.build = func(env *Env, size int64, rep, n int) (*PairRun, error) {
 		srv, cli, mtu, err := rdmaEnds(env, w)
@@ -262,10 +262,10 @@ func ArgvIn(w *Workload, u kinds.Trial, e RDMAEnd, emulated bool) kinds.ArgvIn {
 // rdmaEnds returns the rxe info of both ends of an RDMA workload and the
 // smaller active MTU of the two.
 func rdmaEnds(env *Env, w *Workload) (srv, cli *proto.DeviceInfo, mtu int, err error) {
-	if srv, err = env.RXE(w.ServerDevice); err != nil {
+	if srv, err = env.Device(w.ServerDevice); err != nil {
 		return nil, nil, 0, fmt.Errorf("workload %q server: %w", w.Name, err)
 	}
-	if cli, err = env.RXE(w.ClientDevice); err != nil {
+	if cli, err = env.Device(w.ClientDevice); err != nil {
 		return nil, nil, 0, fmt.Errorf("workload %q client: %w", w.Name, err)
 	}
 	mtu = srv.ActiveMTU

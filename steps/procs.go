@@ -18,7 +18,7 @@ import (
 // finished before it is stopped.
 const serverGrace = 30 * time.Second
 
-// Procs tracks the processes a step started so Undo can stop the ones still
+// Procs tracks the processes an op started so Undo can stop the ones still
 // running.
 type Procs struct {
 	mu      sync.Mutex
@@ -118,7 +118,18 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 	}
 	p.Done(host, hd)
 	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Argv: res.Argv, Undone: true})
+	madeLogs(env, host, &res)
 	return &res, nil
+}
+
+// madeLogs records a process's output files, as its result names them,
+// as logs (Env.Made).
+func madeLogs(env *Env, host string, r *proto.ProcResult) {
+	for _, f := range []string{r.StdoutFile, r.StderrFile} {
+		if f != "" {
+			env.Made(host, f, results.ArtifactLog)
+		}
+	}
 }
 
 func stopProc(ctx context.Context, env *Env, host, hd string) (*proto.ProcResult, error) {
@@ -147,6 +158,7 @@ func stopProcWith(ctx context.Context, env *Env, host, hd string, params proto.P
 		return nil, fmt.Errorf("stop process %q on host %q: %w", hd, host, err)
 	}
 	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Undone: true})
+	madeLogs(env, host, &res)
 	return &res, nil
 }
 

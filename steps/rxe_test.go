@@ -64,7 +64,7 @@ func TestRXEInfoFromHostChecked(t *testing.T) {
 			env := &Env{Hosts: map[string]Host{"srv": h}}
 			s := &Device{Name: "srv_rxe", Host: "srv", Device: "rxe0", Netdev: "eth1", Type: tc.typ, Port: 1}
 			err := s.Apply(context.Background(), env)
-			_, got := env.RXE("srv_rxe")
+			_, got := env.Device("srv_rxe")
 			if tc.bad == "" {
 				if err != nil || got != nil {
 					t.Fatalf("an honest answer refused: %v / %v", err, got)

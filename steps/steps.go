@@ -1,20 +1,36 @@
-// Package steps holds the steps the run engine drives on hosts: RDMA
-// devices, captures and the artifact fetch, and the library every workload
-// step is built from (Workload, Outcome, the trial prologue RunTrials, process
-// tracking Procs/StartProc/WaitProc, the two-sided runner NewRDMAPair). The
-// workload steps themselves live in their tool family's package
-// (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp, kinds/exec,
-// kinds/program),
-// whose registered value implements Stepper; NewWorkload finds a tool's
-// through the kinds registry. Each step is a type behind one small
-// interface (Describe, Apply, Undo); optional abilities are extra one-method
-// interfaces. Steps talk to hosts only through the agent protocol's typed
-// calls (agent/rpc's Method values) via the Host interface defined here.
+// Package steps holds the ops that carry out the plan's steps on hosts:
+// RDMA devices, captures and the artifact fetch, and the library every
+// workload op is built from (Workload, Outcome, the trial prologue
+// RunTrials, process tracking Procs/StartProc/WaitProc, the two-sided
+// runner NewRDMAPair). The workload ops themselves live in their tool
+// kind's package (kinds/perftest, kinds/pingpong, kinds/rping, kinds/tcp,
+// kinds/exec, kinds/program), whose registered value implements OpMaker;
+// NewWorkload finds a tool's through the kinds registry. Each op is a type
+// behind one small interface (Op: Describe, Apply, Undo); optional
+// abilities are extra one-method interfaces. Ops talk to hosts only
+// through the agent protocol's typed calls (agent/rpc's Method values) via
+// the Host interface defined here.
+//
+// Words, one meaning each in rlab's Go code:
+//   - a step is one node of the plan (engine/plan.Step: one action on one
+//     host, an id such as "server/workload-server/bw"; plan.json's steps);
+//   - an op (Op) is the work that carries out one or more steps and undoes
+//     it: a workload's server and client steps are one op, a capture's start
+//     and stop steps one;
+//   - a trial is one run of a workload's tool, one size × one repeat
+//     (kinds.Trial);
+//   - a unit is a unit of measurement (Gb/s, usec);
+//   - a kind is a tool kind, what package kinds registers (kinds.Kind, one
+//     package kinds/<name> each). A lab's blocks have a block type (host,
+//     rxe, siw, rdma, …), a plan step an action, an artifact a type, an
+//     RDMA device a driver. (Wire and file names keep their spelling:
+//     plan.json's "kind" of a step, results.json's "kind" of an artifact,
+//     the "unit" run event.)
 //
 // steps imports agent/proto, agent/rpc (the typed calls; a leaf over
 // agent/proto and the standard library), kinds (the descriptors, not the
 // families) and engine/results only; it must not import the
-// lab model, the SSH layer or the engine, so every step is testable against
+// lab model, the SSH layer or the engine, so every op is testable against
 // an in-process agent.
 package steps
 
@@ -23,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -33,17 +50,17 @@ import (
 	"github.com/rlab-dev/rlab/kinds"
 )
 
-// Step is one piece of work the engine applies on hosts. Undo reverses what
-// Apply did and is idempotent: calling it twice, or after a failed or
-// never-run Apply, is harmless.
-type Step interface {
+// Op is one piece of work the engine applies on hosts, carrying out one or
+// more of the plan's steps. Undo reverses what Apply did and is idempotent:
+// calling it twice, or after a failed or never-run Apply, is harmless.
+type Op interface {
 	// Describe is the one-line text shown in plans, progress and events.
 	Describe() string
 	Apply(ctx context.Context, env *Env) error
 	Undo(ctx context.Context, env *Env) error
 }
 
-// Outcomer is a step that measured something (a workload).
+// Outcomer is an op that measured something (a workload).
 type Outcomer interface {
 	Outcome() *Outcome
 }
@@ -118,8 +135,11 @@ type Env struct {
 	// the host (sensitive values masked); the Puller is given the same.
 	MaskName func(path string) string
 
-	mu  sync.Mutex
-	rxe map[string]*proto.DeviceInfo // by rxe reference name, set by RXE.Apply
+	mu      sync.Mutex
+	devices map[string]*proto.DeviceInfo // by device reference name, set by the device ops (SetDevice)
+	// made is what the steps made in the hosts' work dirs, by host and
+	// path: its artifact type (Made).
+	made map[string]map[string]string
 
 	memoMu sync.Mutex
 	memo   map[string]*memoEntry
@@ -163,17 +183,41 @@ func (e *Env) Host(name string) (Host, error) {
 func (e *Env) SetDevice(name string, info *proto.DeviceInfo) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.rxe == nil {
-		e.rxe = map[string]*proto.DeviceInfo{}
+	if e.devices == nil {
+		e.devices = map[string]*proto.DeviceInfo{}
 	}
-	e.rxe[name] = info
+	e.devices[name] = info
 }
 
-// RXE returns what rxe.ensure reported for an rxe block.
-func (e *Env) RXE(name string) (*proto.DeviceInfo, error) {
+// Made records that an op made the file at path in host's work dir, of
+// type (results.ArtifactCapture or results.ArtifactLog): the fetch files
+// and masks it by what made it, not by its name (a workload's own x.pcap
+// is a log; a capture is one whatever it is named).
+func (e *Env) Made(host, path, typ string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	info, ok := e.rxe[name]
+	if e.made == nil {
+		e.made = map[string]map[string]string{}
+	}
+	if e.made[host] == nil {
+		e.made[host] = map[string]string{}
+	}
+	e.made[host][path] = typ
+}
+
+// MadeOn is what the ops recorded as made on host (Made): path → type.
+func (e *Env) MadeOn(host string) map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.made[host])
+}
+
+// Device returns what the device op reported for a device block (rxe,
+// siw or rdma: rxe.ensure or rdma.use).
+func (e *Env) Device(name string) (*proto.DeviceInfo, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	info, ok := e.devices[name]
 	if !ok {
 		return nil, fmt.Errorf("rxe %q is not ready (its rxe step did not run or failed)", name)
 	}
@@ -210,7 +254,7 @@ func (e *Env) HostFacts(host string) *proto.Facts {
 	return &proto.Facts{}
 }
 
-// Workload is what a workload step needs, resolved from the lab model by the
+// Workload is what a workload op needs, resolved from the lab model by the
 // engine (host and rxe references become names).
 type Workload struct {
 	// Workload is its names, tool and option values as the lab model holds
@@ -282,20 +326,20 @@ type ProcRef struct {
 	Seconds  float64  `json:"seconds"`
 }
 
-// Stepper is what steps asks of a tool family (a kinds.Kind): the step that
+// OpMaker is what steps asks of a tool kind (a kinds.Kind): the op that
 // runs one workload of its tools.
-type Stepper interface {
-	NewStep(w *Workload) (Step, error)
+type OpMaker interface {
+	NewOp(w *Workload) (Op, error)
 }
 
-// KindOf returns the step builder of a tool, if the tool is registered
-// (kinds.Register) and its family builds steps.
-func KindOf(tool string) (Stepper, bool) {
+// KindOf returns the op maker of a tool's kind, if the tool is registered
+// (kinds.Register) and its kind makes ops.
+func KindOf(tool string) (OpMaker, bool) {
 	k, ok := kinds.KindOf(tool)
 	if !ok {
 		return nil, false
 	}
-	s, ok := k.(Stepper)
+	s, ok := k.(OpMaker)
 	return s, ok
 }
 
@@ -310,14 +354,14 @@ func KindNames() []string {
 	return names
 }
 
-// NewWorkload returns the step for w's tool, or an error listing the valid
+// NewWorkload returns the op for w's tool, or an error listing the valid
 // tools.
-func NewWorkload(w *Workload) (Step, error) {
+func NewWorkload(w *Workload) (Op, error) {
 	k, ok := KindOf(w.Tool)
 	if !ok {
 		return nil, fmt.Errorf("workload %q: unknown tool %q (valid: %s)", w.Name, w.Tool, strings.Join(KindNames(), ", "))
 	}
-	return k.NewStep(w)
+	return k.NewOp(w)
 }
 
 // Handle makes an agent Handle for a workload's run, unique per agent.

@@ -471,7 +471,7 @@ const siwNodeDesc = "Software iWARP stack"
 // drivers/infiniband/sw/siw/siw_main.c), so that link alone does not make
 // a device hardware. A device without a bus device that is neither is
 // software of some other kind, reported as siw as before.
-func deviceDriver(dir, nodeType string) (kind, parent string) {
+func deviceDriver(dir, nodeType string) (driver, parent string) {
 	if parent := readSysfs(filepath.Join(dir, "parent")); parent != "" {
 		return "rxe", parent
 	}

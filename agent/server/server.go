@@ -340,12 +340,12 @@ type call struct {
 	id uint64
 }
 
-func (c *call) event(kind string, data any) {
+func (c *call) event(name string, data any) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return
 	}
-	if err := c.s.writeJSON(proto.Event{ID: c.id, Event: kind, Data: raw}); err != nil {
+	if err := c.s.writeJSON(proto.Event{ID: c.id, Event: name, Data: raw}); err != nil {
 		c.s.log.Warn("write event", "id", c.id, "err", err)
 	}
 }

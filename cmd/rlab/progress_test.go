@@ -55,7 +55,7 @@ func TestProgressBar(t *testing.T) {
 	if d := p.running.describe(); !strings.HasPrefix(d, "write_bw: ib_write_bw client on rxe_eth1, sizes 4KiB, 64KiB, 1MiB, 20… (") || !strings.HasSuffix(d, "+1 running") {
 		t.Errorf("description %q", d)
 	}
-	p.event(runengine.Event{Type: runengine.EventUnit, Workload: "write_bw", Message: "size 1MiB, repeat 2 (4/6)"})
+	p.event(runengine.Event{Type: runengine.EventTrial, Workload: "write_bw", Message: "size 1MiB, repeat 2 (4/6)"})
 	if d := p.running.describe(); !strings.HasPrefix(d, "write_bw: size 1MiB, repeat 2 (4/6) (") {
 		t.Errorf("description with a unit under way: %q", d)
 	}

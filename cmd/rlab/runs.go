@@ -29,12 +29,12 @@ type runListing struct {
 
 func newRunsCmd() *cobra.Command {
 	var (
-		asJSON bool
-		last   bool
-		lab    string
-		status string
-		before string
-		kind   string
+		asJSON  bool
+		last    bool
+		lab     string
+		status  string
+		before  string
+		runType string
 	)
 	cmd := &cobra.Command{
 		Use:   "runs [DIR]",
@@ -61,10 +61,10 @@ for them, so a check never becomes a nightly job's baseline.`,
 			if len(runs) == 0 && len(errs) > 0 {
 				return withCode(exitFail, errs[0])
 			}
-			switch kind {
+			switch runType {
 			case "run", "check", "all":
 			default:
-				return withCode(exitFail, fmt.Errorf("--kind %q: want run, check or all", kind))
+				return withCode(exitFail, fmt.Errorf("--kind %q: want run, check or all", runType))
 			}
 			var ref *results.Run
 			if before != "" {
@@ -83,7 +83,7 @@ for them, so a check never becomes a nightly job's baseline.`,
 				if r.Check {
 					k = "check"
 				}
-				if kind != "all" && k != kind {
+				if runType != "all" && k != runType {
 					continue
 				}
 				st := r.Status
@@ -157,7 +157,7 @@ for them, so a check never becomes a nightly job's baseline.`,
 	f.BoolVar(&last, "last", false, "print only the directory of the newest matching run")
 	f.StringVar(&lab, "lab", "", "only runs of this lab")
 	f.StringVar(&status, "status", "", "only runs with this status (ok, failed, error, interrupted, incomplete)")
-	f.StringVar(&kind, "kind", "run", "which run directories: run (whole-lab runs), check (rlab check --validate) or all")
+	f.StringVar(&runType, "kind", "run", "which run directories: run (whole-lab runs), check (rlab check --validate) or all")
 	f.StringVar(&before, "before", "", "only runs that started before the run in `RUN_DIR`")
 	return cmd
 }

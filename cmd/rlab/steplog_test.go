@@ -43,7 +43,7 @@ func TestStepLogLines(t *testing.T) {
 		{"host step failed", 0, runengine.Event{Type: "step.end", Step: "rxe rxe_eth1", Host: "server", Status: "failed", Error: "modprobe: exit 1"},
 			"[00:00:00] FAILED rxe rxe_eth1 on host server: modprobe: exit 1\n"},
 		{"control characters", 0, runengine.Event{Type: "step.end", Workload: "w\x1b[2J", Status: "failed", Error: "bad\x1b[2J\rx"}, `[00:00:00] FAILED workload w\x1b[2J: bad\x1b[2J\rx` + "\n"},
-		{"unit: no line", 0, runengine.Event{Type: runengine.EventUnit, Workload: "w", Message: "repeat 1 (1/1)"}, ""},
+		{"unit: no line", 0, runengine.Event{Type: runengine.EventTrial, Workload: "w", Message: "repeat 1 (1/1)"}, ""},
 		{"run start: no line", 0, runengine.Event{Type: "run.start", Message: "lab x"}, ""},
 	}
 	for _, tc := range tests {
@@ -85,7 +85,7 @@ func TestStepLogBeat(t *testing.T) {
 	l.event(&b, runengine.Event{Type: "step.end", Step: "connect", Status: "ok"})
 	l.event(&b, runengine.Event{Type: "step.start", Workload: "bw", Step: "ib_write_bw bw"})
 	l.event(&b, runengine.Event{Type: "step.start", Workload: "lat", Step: "ib_write_lat lat"})
-	l.event(&b, runengine.Event{Type: runengine.EventUnit, Workload: "bw", Message: "size 64KiB, repeat 1 (2/3)"})
+	l.event(&b, runengine.Event{Type: runengine.EventTrial, Workload: "bw", Message: "size 64KiB, repeat 1 (2/3)"})
 	now = now.Add(95 * time.Second)
 	if got, want := l.beat(), "[00:02:10] still running: workload bw for 1m35s (size 64KiB, repeat 1 (2/3)); workload lat for 1m35s"; got != want {
 		t.Errorf("beat %q, want %q", got, want)
@@ -132,7 +132,7 @@ func TestProgressHeartbeat(t *testing.T) {
 	var buf syncBuffer
 	p := newProgressEvery(&buf, 1, 20*time.Millisecond)
 	p.event(runengine.Event{Type: "step.start", Workload: "long", Step: "exec long on host h0: sleep 300"})
-	p.event(runengine.Event{Type: runengine.EventUnit, Workload: "long", Message: "repeat 1 (1/1)"})
+	p.event(runengine.Event{Type: runengine.EventTrial, Workload: "long", Message: "repeat 1 (1/1)"})
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(buf.String(), "still running") < 2 {
 		if time.Now().After(deadline) {

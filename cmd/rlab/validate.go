@@ -52,12 +52,12 @@ Exit status: 0 valid, 1 invalid.`,
 			}
 			var all hcl.Diagnostics
 			for _, p := range paths {
-				units, diags := lab.Split(p)
+				labs, diags := lab.Split(p)
 				all = append(all, diags...)
 				if !asJSON {
 					writeDiags(cmd.ErrOrStderr(), nil, diags)
 				}
-				for _, u := range units {
+				for _, u := range labs {
 					l, diags := lab.Load(u, opts)
 					if !diags.HasErrors() {
 						diags = append(diags, emptyLab(l, allowEmpty)...)

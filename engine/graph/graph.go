@@ -116,7 +116,7 @@ func FromLab(l *lab.Lab) *Graph {
 		hosts[h] = gh
 		g.Hosts = append(g.Hosts, gh)
 	}
-	rxes := map[*lab.Device]*Device{}
+	devs := map[*lab.Device]*Device{}
 	for _, r := range l.Devices {
 		gh := hosts[r.Host]
 		if gh == nil {
@@ -136,7 +136,7 @@ func FromLab(l *lab.Lab) *Graph {
 		case "rdma":
 			x.Detail = append(x.Detail, fmt.Sprintf("found: port %d; rlab never deletes it", r.Port))
 		}
-		rxes[r] = x
+		devs[r] = x
 	}
 	for _, c := range l.Captures {
 		gh := hosts[c.Host]
@@ -159,8 +159,8 @@ func FromLab(l *lab.Lab) *Graph {
 	}
 	for _, w := range l.Workloads {
 		switch {
-		case w.ClientDevice != nil && w.ServerDevice != nil && rxes[w.ClientDevice] != nil && rxes[w.ServerDevice] != nil:
-			g.Workloads = append(g.Workloads, &Edge{From: rxes[w.ClientDevice].ID, To: rxes[w.ServerDevice].ID, Name: w.Name, Tool: w.Tool, RDMA: true})
+		case w.ClientDevice != nil && w.ServerDevice != nil && devs[w.ClientDevice] != nil && devs[w.ServerDevice] != nil:
+			g.Workloads = append(g.Workloads, &Edge{From: devs[w.ClientDevice].ID, To: devs[w.ServerDevice].ID, Name: w.Name, Tool: w.Tool, RDMA: true})
 		case w.ClientHost != nil && w.ServerHost != nil && hosts[w.ClientHost] != nil && hosts[w.ServerHost] != nil:
 			g.Workloads = append(g.Workloads, &Edge{From: hosts[w.ClientHost].ID, To: hosts[w.ServerHost].ID, Name: w.Name, Tool: w.Tool})
 		case w.Host != nil && hosts[w.Host] != nil:
@@ -297,12 +297,12 @@ func (g *Graph) AddFacts(host string, f *proto.Facts) {
 			parent = "(" + r.Driver + ")"
 		}
 		x := h.moveDevice(r.Name, parent)
-		kind := r.Driver
+		driver := r.Driver
 		if r.Driver == "hw" && r.NodeType == "RNIC" {
-			kind = "hw, iWARP"
+			driver = "hw, iWARP"
 		}
 		if !(r.Driver == "siw" && x.Block == "siw") { // the lab said it already
-			x.Detail = append(x.Detail, kind)
+			x.Detail = append(x.Detail, driver)
 		}
 		if r.NodeGUID != "" {
 			x.Detail = append(x.Detail, "node GUID "+r.NodeGUID)

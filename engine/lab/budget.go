@@ -50,31 +50,31 @@ type budget struct {
 // limitError is the overrun, carried through a function call's error to
 // loader.add, which turns it into EvalLimitSummary.
 type limitError struct {
-	what  string // what needed more than the limit: "join", "a for expression", ...
-	kind  string // "steps" or "bytes"
-	limit int64
-	at    *hcl.Range
+	what    string // what needed more than the limit: "join", "a for expression", ...
+	measure string // "steps" or "bytes"
+	limit   int64
+	at      *hcl.Range
 }
 
 func (e *limitError) Error() string {
-	if e.kind == "number" {
+	if e.measure == "number" {
 		return fmt.Sprintf("%s makes or reads a number past the lab's limit (about 1e±1000, at most %d digits)", e.what, MaxNumberDigits)
 	}
-	return fmt.Sprintf("%s needs more than the lab's evaluation limit of %d %s", e.what, e.limit, e.kind)
+	return fmt.Sprintf("%s needs more than the lab's evaluation limit of %d %s", e.what, e.limit, e.measure)
 }
 
 func (e *limitError) summary() string {
-	if e.kind == "number" {
+	if e.measure == "number" {
 		return NumberLimitSummary
 	}
 	return EvalLimitSummary
 }
 
 func (e *limitError) detail() string {
-	if e.kind == "number" {
+	if e.measure == "number" {
 		return numberDetail(e.what)
 	}
-	if e.kind == "bytes" {
+	if e.measure == "bytes" {
 		return fmt.Sprintf("Evaluating this lab made more than %d MiB of strings (in functions and string templates) when it reached %s. "+
 			"A lab's data is small; a value this large is almost always an unintended join(), format() or template inside a for or over range(). "+
 			"Build smaller values, or produce large data outside the lab and give the host a file to read.", e.limit>>20, e.what)
@@ -100,11 +100,11 @@ func (b *budget) chargeValue(what string, at *hcl.Range, steps, bytes int64, hug
 	}
 	switch {
 	case b.steps+steps > MaxEvalOps:
-		b.spent = &limitError{what: what, kind: "steps", limit: MaxEvalOps, at: at}
+		b.spent = &limitError{what: what, measure: "steps", limit: MaxEvalOps, at: at}
 	case b.bytes+bytes > MaxEvalBytes:
-		b.spent = &limitError{what: what, kind: "bytes", limit: MaxEvalBytes, at: at}
+		b.spent = &limitError{what: what, measure: "bytes", limit: MaxEvalBytes, at: at}
 	case huge:
-		b.spent = &limitError{what: what, kind: "number", limit: MaxNumberExp2, at: at}
+		b.spent = &limitError{what: what, measure: "number", limit: MaxNumberExp2, at: at}
 	default:
 		b.steps += steps
 		b.bytes += bytes

@@ -27,7 +27,7 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 		content := l.content(b.Body, captureSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.workloadObjs
-		sc := &scope{ctx: ctx, where: "a capture block", kinds: []string{"host", "rxe", "siw", "rdma", "workload"}}
+		sc := &scope{ctx: ctx, where: "a capture block", blockTypes: []string{"host", "rxe", "siw", "rdma", "workload"}}
 		for _, in := range l.expand(label, content, sc) {
 			l.enter(in)
 			c := &Capture{Name: in.name, Slug: in.slug, Range: b.DefRange, Snaplen: DefaultSnaplen, MaxBytes: DefaultMaxBytes}

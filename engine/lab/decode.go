@@ -16,7 +16,7 @@ import (
 )
 
 // Expansion (count, for_each) and what every block decoder shares; each
-// block kind has its own file with its schema beside its decoder: hosts.go,
+// block type has its own file with its schema beside its decoder: hosts.go,
 // rxe.go, workload.go (what every workload has), capture.go; a tool's own
 // options are its family's (family.go).
 
@@ -222,8 +222,8 @@ func slugKey(k string) string {
 }
 
 // refObject builds the value a reference like host.server evaluates to.
-func refObject(kind, name string, attrs map[string]cty.Value) cty.Value {
-	m := map[string]cty.Value{"kind": cty.StringVal(kind), "name": cty.StringVal(name)}
+func refObject(blockType, name string, attrs map[string]cty.Value) cty.Value {
+	m := map[string]cty.Value{"kind": cty.StringVal(blockType), "name": cty.StringVal(name)}
 	for k, v := range attrs {
 		m[k] = v
 	}
@@ -264,20 +264,20 @@ func collect(decls map[string]*decl, objs map[string][]keyedObj) cty.Value {
 	return objOrEmpty(out)
 }
 
-// recordKeys notes the instance keys of every block of a kind.
-func (l *loader) recordKeys(kind string, objs map[string][]keyedObj) {
+// recordKeys notes the instance keys of every block of a type.
+func (l *loader) recordKeys(blockType string, objs map[string][]keyedObj) {
 	if l.keys == nil {
 		l.keys = map[string]map[string][]string{}
 	}
 	m := map[string][]string{}
-	for label := range l.decls[kind] {
+	for label := range l.decls[blockType] {
 		ks := []string{}
 		for _, o := range objs[label] {
 			ks = append(ks, o.key)
 		}
 		m[label] = ks
 	}
-	l.keys[kind] = m
+	l.keys[blockType] = m
 }
 
 type keyedObj struct {
@@ -286,38 +286,38 @@ type keyedObj struct {
 }
 
 // resolveRef turns an evaluated reference into the name of an instance of
-// kind, reporting strings, other kinds and whole collections.
-func (l *loader) resolveRef(a *hcl.Attribute, v cty.Value, kind, what string) (string, bool) {
-	return l.resolveRefAt(a.Expr.Range().Ptr(), v, kind, what)
+// blockType, reporting strings, other block types and whole collections.
+func (l *loader) resolveRef(a *hcl.Attribute, v cty.Value, blockType, what string) (string, bool) {
+	return l.resolveRefAt(a.Expr.Range().Ptr(), v, blockType, what)
 }
 
-func (l *loader) resolveRefAt(rng *hcl.Range, v cty.Value, kind, what string) (string, bool) {
+func (l *loader) resolveRefAt(rng *hcl.Range, v cty.Value, blockType, what string) (string, bool) {
 	t := v.Type()
 	if t == cty.String {
-		l.errorf(rng, "Invalid reference", "%s takes a reference such as %s.NAME, not a string. Write %s.%s without quotes.", what, kind, kind, v.AsString())
+		l.errorf(rng, "Invalid reference", "%s takes a reference such as %s.NAME, not a string. Write %s.%s without quotes.", what, blockType, blockType, v.AsString())
 		return "", false
 	}
 	if t.IsObjectType() && t.HasAttribute("kind") && t.HasAttribute("name") {
 		k, n := v.GetAttr("kind"), v.GetAttr("name")
 		if k.Type() == cty.String && n.Type() == cty.String && k.IsKnown() && n.IsKnown() && !k.IsNull() && !n.IsNull() {
-			if k.AsString() != kind {
-				l.errorf(rng, "Wrong kind of reference", "%s needs %s (%s.NAME); this is %s, %s.%s.", what, article2(kind), kind, article2(k.AsString()), k.AsString(), n.AsString())
+			if k.AsString() != blockType {
+				l.errorf(rng, "Wrong kind of reference", "%s needs %s (%s.NAME); this is %s, %s.%s.", what, article2(blockType), blockType, article2(k.AsString()), k.AsString(), n.AsString())
 				return "", false
 			}
 			return n.AsString(), true
 		}
 	}
 	if t.IsObjectType() || t.IsTupleType() {
-		l.errorf(rng, "Missing instance key", "%s needs one %s, but this names all instances of a block with for_each or count. Pick one, like %s.NAME[each.key] or %s.NAME[0].", what, kind, kind, kind)
+		l.errorf(rng, "Missing instance key", "%s needs one %s, but this names all instances of a block with for_each or count. Pick one, like %s.NAME[each.key] or %s.NAME[0].", what, blockType, blockType, blockType)
 		return "", false
 	}
-	l.errorf(rng, "Invalid reference", "%s takes a reference such as %s.NAME; got %s.", what, kind, article(t))
+	l.errorf(rng, "Invalid reference", "%s takes a reference such as %s.NAME; got %s.", what, blockType, article(t))
 	return "", false
 }
 
-func article2(kind string) string {
-	if kind == "rxe" || kind == "rdma" || strings.IndexByte("aeiou", kind[0]) >= 0 { // "an rxe", "an rdma": spoken letter by letter
-		return "an " + kind
+func article2(blockType string) string {
+	if blockType == "rxe" || blockType == "rdma" || strings.IndexByte("aeiou", blockType[0]) >= 0 { // "an rxe", "an rdma": spoken letter by letter
+		return "an " + blockType
 	}
-	return "a " + kind
+	return "a " + blockType
 }

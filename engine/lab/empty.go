@@ -11,9 +11,9 @@ import (
 // instance: an empty map from a terraform output, a student list not
 // filled in, count = 0.
 type EmptyExpansion struct {
-	Kind, Name string    // the block: workload "write_bw"
-	Attr       string    // "for_each" or "count"
-	Range      hcl.Range // the attribute's expression
+	Block, Name string    // the block: workload "write_bw"
+	Attr        string    // "for_each" or "count"
+	Range       hcl.Range // the attribute's expression
 }
 
 // AllowEmptyFlag is the command-line flag that lets a lab, or a --only
@@ -37,11 +37,11 @@ func (l *Lab) NoWorkloads() hcl.Diagnostics {
 			break // the workloads' own for_each is the cause to name
 		}
 		for _, e := range l.EmptyExpansions {
-			if (e.Kind == "workload") != first {
+			if (e.Block == "workload") != first {
 				continue
 			}
 			out = append(out, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Lab has no workloads",
-				Detail:  fmt.Sprintf("The %s of %s %q is empty, so it makes no %s and lab %q has no workload to run. %s", e.Attr, e.Kind, e.Name, e.Kind, l.Name, hint),
+				Detail:  fmt.Sprintf("The %s of %s %q is empty, so it makes no %s and lab %q has no workload to run. %s", e.Attr, e.Block, e.Name, e.Block, l.Name, hint),
 				Subject: e.Range.Ptr()})
 		}
 	}
@@ -54,16 +54,16 @@ func (l *Lab) NoWorkloads() hcl.Diagnostics {
 }
 
 // noteEmpty records that the count or for_each a of block label came out
-// empty (see NoWorkloads); the block's kind is the declared block holding a.
+// empty (see NoWorkloads); the block's type is the declared block holding a.
 func (l *loader) noteEmpty(label string, a *hcl.Attribute) {
 	e := EmptyExpansion{Name: label, Attr: a.Name, Range: a.Expr.Range()}
-	for kind, decls := range l.decls {
+	for blockType, decls := range l.decls {
 		d := decls[label]
 		if d == nil {
 			continue
 		}
 		if b, ok := d.block.Body.(*hclsyntax.Body); ok && b.SrcRange.Filename == e.Range.Filename && b.SrcRange.ContainsOffset(e.Range.Start.Byte) {
-			e.Kind = kind
+			e.Block = blockType
 			break
 		}
 	}

@@ -32,7 +32,7 @@ func UnifiedDiff(name string, a, b []byte) string {
 	const ctx = 3
 	changed := false
 	for i := 0; i < len(ops); {
-		if ops[i].kind == ' ' {
+		if ops[i].mark == ' ' {
 			i++
 			continue
 		}
@@ -41,12 +41,12 @@ func UnifiedDiff(name string, a, b []byte) string {
 		start := max(i-ctx, 0)
 		end := i
 		for end < len(ops) {
-			if ops[end].kind != ' ' {
+			if ops[end].mark != ' ' {
 				end++
 				continue
 			}
 			run := end
-			for run < len(ops) && ops[run].kind == ' ' {
+			for run < len(ops) && ops[run].mark == ' ' {
 				run++
 			}
 			if run == len(ops) || run-end > 2*ctx {
@@ -58,16 +58,16 @@ func UnifiedDiff(name string, a, b []byte) string {
 		ax, bx := ops[start].ai, ops[start].bi
 		an, bn := 0, 0
 		for _, o := range ops[start:end] {
-			if o.kind != '+' {
+			if o.mark != '+' {
 				an++
 			}
-			if o.kind != '-' {
+			if o.mark != '-' {
 				bn++
 			}
 		}
 		fmt.Fprintf(&out, "@@ -%d,%d +%d,%d @@\n", ax+1, an, bx+1, bn)
 		for _, o := range ops[start:end] {
-			out.WriteByte(o.kind)
+			out.WriteByte(o.mark)
 			out.WriteString(o.text)
 			out.WriteByte('\n')
 		}
@@ -80,7 +80,7 @@ func UnifiedDiff(name string, a, b []byte) string {
 }
 
 type diffOp struct {
-	kind   byte // ' ', '-', '+'
+	mark   byte // ' ', '-', '+'
 	text   string
 	ai, bi int // line index in a and b where this op stands
 }

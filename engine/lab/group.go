@@ -35,7 +35,7 @@ func (l *loader) decodeGroups(blocks []*hcl.Block) {
 		content := l.content(b.Body, groupSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.workloadObjs
-		sc := &scope{ctx: ctx, where: "a group block", kinds: []string{"host", "rxe", "workload"}}
+		sc := &scope{ctx: ctx, where: "a group block", blockTypes: []string{"host", "rxe", "workload"}}
 		for _, inst := range l.expand(label, content, sc) {
 			l.enter(inst)
 			g := &Group{Name: inst.name, Slug: inst.slug, Range: b.DefRange}

@@ -203,7 +203,7 @@ func (l *loader) decodeHosts(blocks []*hcl.Block, defaults *sshSettings) {
 			sc := *in.sc
 			sc.ctx = in.sc.ctx.NewChild()
 			sc.ctx.Variables = l.hostObjs
-			sc.kinds = []string{"host"}
+			sc.blockTypes = []string{"host"}
 			var ok bool
 			if v, ok = l.valueOrNull(in.jump, &sc); !ok {
 				in.jump = nil

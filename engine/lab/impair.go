@@ -224,7 +224,7 @@ func (l *loader) decodeImpairs(blocks []*hcl.Block) {
 		content := l.content(b.Body, impairSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.workloadObjs
-		sc := &scope{ctx: ctx, where: "an impair block", kinds: []string{"host", "rxe", "workload"}}
+		sc := &scope{ctx: ctx, where: "an impair block", blockTypes: []string{"host", "rxe", "workload"}}
 		for _, in := range l.expand(label, content, sc) {
 			l.enter(in)
 			im := &Impair{Name: in.name, Slug: in.slug, Range: b.DefRange}

@@ -69,9 +69,9 @@ type loader struct {
 	localSet               map[string]bool // localNames, to look up
 	localNames             []string
 
-	// Declarations by kind and label, for reference checks before evaluation.
+	// Declarations by block type and label, for reference checks before evaluation.
 	decls map[string]map[string]*decl
-	// Instance keys by kind and label, once that kind is expanded.
+	// Instance keys by block type and label, once that type is expanded.
 	keys map[string]map[string][]string
 
 	hostObjs, deviceObjs, workloadObjs map[string]cty.Value
@@ -90,10 +90,10 @@ type loader struct {
 
 // decl is one labelled block before expansion.
 type decl struct {
-	kind, name string
-	block      *hcl.Block
-	repeated   bool // has count or for_each
-	countStyle bool // count (tuple) rather than for_each (object)
+	blockType, name string
+	block           *hcl.Block
+	repeated        bool // has count or for_each
+	countStyle      bool // count (tuple) rather than for_each (object)
 }
 
 func (l *loader) add(d ...*hcl.Diagnostic) {
@@ -574,24 +574,24 @@ func validName(s string) bool { return hclsyntax.ValidIdentifier(s) }
 func (l *loader) declare(byType map[string][]*hcl.Block) {
 	l.decls = map[string]map[string]*decl{}
 	devices := map[string]*decl{} // rxe, siw and rdma labels share one namespace
-	for _, kind := range []string{"host", "rxe", "siw", "rdma", "capture", "workload", "impair", "group", "program"} {
-		l.decls[kind] = map[string]*decl{}
-		for _, b := range byType[kind] {
+	for _, blockType := range []string{"host", "rxe", "siw", "rdma", "capture", "workload", "impair", "group", "program"} {
+		l.decls[blockType] = map[string]*decl{}
+		for _, b := range byType[blockType] {
 			name := b.Labels[0]
 			if !validName(name) {
-				l.errorf(b.LabelRanges[0].Ptr(), "Invalid "+kind+" name", "A %s name must start with a letter or '_' and hold only letters, digits, '_' and '-', so it can be referenced as %s.NAME.", kind, kind)
+				l.errorf(b.LabelRanges[0].Ptr(), "Invalid "+blockType+" name", "A %s name must start with a letter or '_' and hold only letters, digits, '_' and '-', so it can be referenced as %s.NAME.", blockType, blockType)
 				continue
 			}
-			if prev := l.decls[kind][name]; prev != nil {
-				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate "+kind+" "+fmt.Sprintf("%q", name), "A %s named %q is already declared at %s. Names of %s blocks must be unique; rename one of them.", kind, name, prev.block.DefRange, kind)
+			if prev := l.decls[blockType][name]; prev != nil {
+				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate "+blockType+" "+fmt.Sprintf("%q", name), "A %s named %q is already declared at %s. Names of %s blocks must be unique; rename one of them.", blockType, name, prev.block.DefRange, blockType)
 				continue
 			}
-			if prev := devices[name]; prev != nil && prev.kind != kind && slices.Contains(DeviceBlocks, kind) {
-				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate device name "+fmt.Sprintf("%q", name), "%s %q is declared at %s; rxe, siw and rdma blocks share one set of names, so a workload's server and client name one device. Rename one of them.", prev.kind, name, prev.block.DefRange)
+			if prev := devices[name]; prev != nil && prev.blockType != blockType && slices.Contains(DeviceBlocks, blockType) {
+				l.errorf(b.LabelRanges[0].Ptr(), "Duplicate device name "+fmt.Sprintf("%q", name), "%s %q is declared at %s; rxe, siw and rdma blocks share one set of names, so a workload's server and client name one device. Rename one of them.", prev.blockType, name, prev.block.DefRange)
 				continue
 			}
-			d := &decl{kind: kind, name: name, block: b}
-			if slices.Contains(DeviceBlocks, kind) {
+			d := &decl{blockType: blockType, name: name, block: b}
+			if slices.Contains(DeviceBlocks, blockType) {
 				devices[name] = d
 			}
 			content, _, _ := b.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "for_each"}}})
@@ -603,7 +603,7 @@ func (l *loader) declare(byType map[string][]*hcl.Block) {
 					d.repeated, d.countStyle = true, false
 				}
 			}
-			l.decls[kind][name] = d
+			l.decls[blockType][name] = d
 		}
 	}
 }

@@ -18,20 +18,20 @@ import (
 
 // scope says what an expression may refer to besides var, local and path.
 type scope struct {
-	ctx    *hcl.EvalContext
-	where  string   // "a host block", for messages
-	kinds  []string // block kinds whose objects are in scope
-	each   bool
-	count  bool
-	result []string // result.<attr> names, inside expect
+	ctx        *hcl.EvalContext
+	where      string   // "a host block", for messages
+	blockTypes []string // block types whose objects are in scope
+	each       bool
+	count      bool
+	result     []string // result.<attr> names, inside expect
 	// resultAliases maps older result names (bw_avg_gbps) to the metric
 	// they read (bw_avg): accepted, with a warning.
 	resultAliases map[string]string
 }
 
-func (s *scope) allows(kind string) bool {
-	for _, k := range s.kinds {
-		if k == kind {
+func (s *scope) allows(blockType string) bool {
+	for _, k := range s.blockTypes {
+		if k == blockType {
 			return true
 		}
 	}
@@ -172,18 +172,18 @@ var knownRoots = map[string]bool{"var": true, "local": true, "path": true, "each
 // checkKey checks a literal instance key (host.server["ana"], rxe.a[0])
 // against the instances of a block already expanded, so a misspelt student
 // gets a suggestion rather than HCL's bare "Invalid index".
-func (l *loader) checkKey(t hcl.Traversal, kind, label string, d *decl) bool {
+func (l *loader) checkKey(t hcl.Traversal, blockType, label string, d *decl) bool {
 	if len(t) < 3 {
 		return true
 	}
 	idx, ok := t[2].(hcl.TraverseIndex)
-	keys, expanded := l.keys[kind][label]
+	keys, expanded := l.keys[blockType][label]
 	if !ok || !expanded || !idx.Key.IsKnown() || idx.Key.IsNull() {
 		return true
 	}
 	rng := hcl.RangeBetween(t[0].SourceRange(), idx.SrcRange)
 	if !d.repeated {
-		l.errorf(&rng, "Unexpected instance key", "%s.%s has no count or for_each, so it has no instances to index; write %s.%s.", kind, label, kind, label)
+		l.errorf(&rng, "Unexpected instance key", "%s.%s has no count or for_each, so it has no instances to index; write %s.%s.", blockType, label, blockType, label)
 		return false
 	}
 	var key string
@@ -208,16 +208,16 @@ func (l *loader) checkKey(t hcl.Traversal, kind, label string, d *decl) bool {
 	if d.countStyle {
 		how = "count"
 	}
-	l.errorf(&rng, "No such instance", "%s.%s has no instance %q; its %s gives %s.%s", kind, label, key, how, strings.Join(shown, ", "), didYouMean(key, keys))
+	l.errorf(&rng, "No such instance", "%s.%s has no instance %q; its %s gives %s.%s", blockType, label, key, how, strings.Join(shown, ", "), didYouMean(key, keys))
 	return false
 }
 
 func allowedText(sc *scope) string {
-	if len(sc.kinds) == 0 {
+	if len(sc.blockTypes) == 0 {
 		return "Only var, local and path are in scope."
 	}
 	var ks []string
-	for _, k := range sc.kinds {
+	for _, k := range sc.blockTypes {
 		ks = append(ks, k+".NAME")
 	}
 	return "References here may name " + strings.Join(ks, ", ") + "."

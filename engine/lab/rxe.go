@@ -81,23 +81,23 @@ func (l *loader) warnSharedNetdev() {
 	}
 }
 
-func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice map[string]placedDevice) {
+func (l *loader) decodeSoftDevices(blockType string, blocks []*hcl.Block, byDevice map[string]placedDevice) {
 	objs := map[string][]keyedObj{}
 	byNetdev := map[string]placedDevice{}
-	what := kind
+	what := blockType
 	for _, b := range blocks {
 		label := b.Labels[0]
-		if d := l.decls[kind][label]; d == nil || d.block != b {
+		if d := l.decls[blockType][label]; d == nil || d.block != b {
 			continue
 		}
 		blockContent := l.content(b.Body, softDeviceSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.hostObjs
-		sc := &scope{ctx: ctx, where: article2(kind) + " block", kinds: []string{"host"}}
+		sc := &scope{ctx: ctx, where: article2(blockType) + " block", blockTypes: []string{"host"}}
 		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
 			content := l.unsetNulls(blockContent, softDeviceSchema, in.sc.ctx)
-			r := &Device{Name: in.name, Slug: in.slug, Range: b.DefRange, Block: kind, Port: 1}
+			r := &Device{Name: in.name, Slug: in.slug, Range: b.DefRange, Block: blockType, Port: 1}
 			ok := true
 			if a := content.Attributes["host"]; a != nil {
 				if v, vok := l.value(a, in.sc); vok {
@@ -125,7 +125,7 @@ func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice ma
 					l.warnf(netdevRange.Ptr(), "Netdev not on VM", "%s", vmNICs(r.Host, r.Netdev))
 				}
 			}
-			r.Device = kind + "_" + r.Netdev
+			r.Device = blockType + "_" + r.Netdev
 			deviceRange := netdevRange
 			if a := content.Attributes["name"]; a != nil {
 				deviceRange = a.Expr.Range()
@@ -140,22 +140,22 @@ func (l *loader) decodeSoftDevices(kind string, blocks []*hcl.Block, byDevice ma
 				r.Keep, _ = l.boolean(a, in.sc)
 			}
 			if a := content.Attributes["host"]; a != nil {
-				l.needRoot(r.Host, "creating "+article2(kind)+" device", a.Expr.Range())
+				l.needRoot(r.Host, "creating "+article2(blockType)+" device", a.Expr.Range())
 			}
 			if ok && r.Host != nil && r.Netdev != "" {
 				k := r.Host.Name + "\x00" + r.Netdev
 				if prev, dup := byNetdev[k]; dup {
-					l.errorf(&netdevRange, "Duplicate "+what+" for netdev", "%s %s already binds %s on host %s (at %s); a netdev carries one %s device. Reuse %s.%s.", kind, prev.r.Name, r.Netdev, r.Host.Name, prev.rng, kind, kind, prev.r.Name)
+					l.errorf(&netdevRange, "Duplicate "+what+" for netdev", "%s %s already binds %s on host %s (at %s); a netdev carries one %s device. Reuse %s.%s.", blockType, prev.r.Name, r.Netdev, r.Host.Name, prev.rng, blockType, blockType, prev.r.Name)
 				} else {
 					byNetdev[k] = placedDevice{r, netdevRange}
 					l.claimDevice(byDevice, r, deviceRange)
 				}
 			}
-			l.addDevice(kind, label, in.key, r, objs)
+			l.addDevice(blockType, label, in.key, r, objs)
 		}
 	}
-	l.deviceObjs[kind] = collect(l.decls[kind], objs)
-	l.recordKeys(kind, objs)
+	l.deviceObjs[blockType] = collect(l.decls[blockType], objs)
+	l.recordKeys(blockType, objs)
 }
 
 // vmNICs says which data NICs VM host h has, for a netdev that is not one.
@@ -181,14 +181,14 @@ func (l *loader) claimDevice(byDevice map[string]placedDevice, r *Device, rng hc
 	byDevice[dk] = placedDevice{r, rng}
 }
 
-func (l *loader) addDevice(kind, label, key string, r *Device, objs map[string][]keyedObj) {
+func (l *loader) addDevice(blockType, label, key string, r *Device, objs map[string][]keyedObj) {
 	l.deviceByName[r.Name] = r
 	l.lab.Devices = append(l.lab.Devices, r)
 	hostObj := cty.DynamicVal
 	if r.Host != nil {
 		hostObj = l.hostObj(r.Host)
 	}
-	objs[label] = append(objs[label], keyedObj{key, refObject(kind, r.Name, map[string]cty.Value{
+	objs[label] = append(objs[label], keyedObj{key, refObject(blockType, r.Name, map[string]cty.Value{
 		"device": cty.StringVal(r.Device), "netdev": cty.StringVal(r.Netdev), "host": hostObj,
 	})})
 }
@@ -210,7 +210,7 @@ func (l *loader) decodeRDMAs(blocks []*hcl.Block, byDevice map[string]placedDevi
 		blockContent := l.content(b.Body, rdmaSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.hostObjs
-		sc := &scope{ctx: ctx, where: "an rdma block", kinds: []string{"host"}}
+		sc := &scope{ctx: ctx, where: "an rdma block", blockTypes: []string{"host"}}
 		for _, in := range l.expand(label, blockContent, sc) {
 			l.enter(in)
 			content := l.unsetNulls(blockContent, rdmaSchema, in.sc.ctx)

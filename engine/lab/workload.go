@@ -33,7 +33,7 @@ func (l *loader) decodeWorkloads(blocks []*hcl.Block) {
 		content, remain := l.partialContent(b.Body, workloadSchema)
 		ctx := l.baseCtx().NewChild()
 		ctx.Variables = l.deviceObjs
-		sc := &scope{ctx: ctx, where: "a workload block", kinds: []string{"host", "rxe", "siw", "rdma"}}
+		sc := &scope{ctx: ctx, where: "a workload block", blockTypes: []string{"host", "rxe", "siw", "rdma"}}
 		for _, in := range l.expand(label, content, sc) {
 			l.enter(in)
 			w := l.decodeWorkload(b, l.unsetNulls(content, workloadSchema, in.sc.ctx), remain, in)

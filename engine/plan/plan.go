@@ -24,6 +24,12 @@
 // the phases as measured on the demo, each workload at its tool family's
 // pace (kinds.Pace), the longest chain of workloads through the DAG.
 //
+// A step (Step) is one node of the plan: one action on one host; the ops
+// of package steps carry them out (a workload's server and client steps
+// are one op). A step's Action is what plan.json calls its "kind"; in the
+// Go code a kind is only a tool kind (package kinds). Package steps'
+// doc gives every such word its one meaning.
+//
 // It is pure: no I/O, no SSH, no agent. It must not import the run engine.
 //
 // # JSON form
@@ -44,11 +50,13 @@
 //	              "shared_hosts": ["server"]}]   // only when the lab has groups
 //	}
 //
-// trials (argv.go) is on the server and client steps of a two-sided
-// workload (RDMA tools and tcp): each size × repeat with its port and the command that side
-// runs, built by the family's argv hook (kinds.Argver) that the run calls
-// too; {server.gid}, {client.gid}, {mtu} and {server.addr} are filled by
-// the run from what the device-create steps report.
+// trials (argv.go) is on the steps of a workload (its server and client,
+// or its one step on host): each size × repeat with its port and the
+// command that side runs, built by the family's argv hook (kinds.Argver)
+// that the run calls too; {server.gid}, {client.gid}, {mtu} and
+// {server.addr} are filled by the run from what the device-create steps
+// report. build, on a program workload's steps, is the command that
+// builds its program on that host first.
 //
 // steps is in a topological order (every step after the steps it depends
 // on); level is the step's depth in the DAG (0 = no dependencies). A
@@ -107,10 +115,17 @@ type Step struct {
 	Workload *lab.Workload `json:"-"`
 	Impair   *lab.Impair   `json:"-"`
 
-	// Trials are, on the server or client step of a workload whose family
-	// has an argv hook (kinds.Argver), its trials resolved (argv.go): each
-	// size × repeat with its port and the command this side runs.
+	// Trials are, on the server, client or run step of a workload whose
+	// family has an argv hook (kinds.Argver), its trials resolved
+	// (argv.go): each size × repeat with its port and the command this
+	// side runs.
 	Trials []Trial `json:"trials,omitempty"`
+	// Build is, on a step of a program workload whose program block has a
+	// build, the argv that builds it in its folder on this host before
+	// the first trial. A host builds a program once per run (the
+	// workloads after the first reuse it) and not at all when its cache
+	// holds the build (kinds/program).
+	Build []string `json:"build,omitempty"`
 }
 
 // HostPlan is one host's steps in order.
@@ -188,7 +203,7 @@ type Plan struct {
 
 // stepKey finds steps by kind, host and subject.
 type stepKey struct {
-	kind          Action
+	action        Action
 	host, subject string
 }
 
@@ -572,6 +587,8 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 		s.after(ready[w.Host])
 		s.after(before...)
 		s.after(caps...)
+		b.resolveTrials(w, nil, s, lab.Dial{})
+		b.build(w, s)
 		onHost[w.Host] = append(onHost[w.Host], s.ID)
 		return []string{s.ID}
 	}
@@ -604,11 +621,20 @@ func (b *builder) addWorkload(w *lab.Workload, before []string, ready map[*lab.H
 	}
 	cli.after(srv.ID)
 	b.resolveTrials(w, srv, cli, dial)
+	b.build(w, srv)
+	b.build(w, cli)
 	onHost[w.ServerHost] = append(onHost[w.ServerHost], srv.ID, cli.ID)
 	if w.ClientHost != w.ServerHost {
 		onHost[w.ClientHost] = append(onHost[w.ClientHost], cli.ID)
 	}
 	return []string{srv.ID, cli.ID}
+}
+
+// build sets s.Build from w's program block.
+func (b *builder) build(w *lab.Workload, s *Step) {
+	if w.Program != nil && len(w.Program.Build) > 0 {
+		s.Build = slices.Clone(w.Program.Build)
+	}
 }
 
 // order sorts the steps topologically (stable: among ready steps, the one
@@ -723,6 +749,9 @@ func (b *builder) redact() {
 			for j, a := range s.Trials[i].Argv {
 				s.Trials[i].Argv[j] = r.Replace(a)
 			}
+		}
+		for i, a := range s.Build {
+			s.Build[i] = r.Replace(a)
 		}
 	}
 	for _, h := range b.p.Hosts {

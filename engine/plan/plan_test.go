@@ -48,7 +48,7 @@ func golden(t *testing.T, name string, got []byte) {
 // text and JSON and compares with testdata/.
 func TestGolden(t *testing.T) {
 	files, _ := filepath.Glob("../../labs/*.hcl")
-	files = append(files, "../../testdata/labs/valid/for_each_map.hcl", "../../testdata/labs/valid/vars_locals_funcs.hcl", "../../testdata/labs/valid/ssh_forms.hcl", "../../testdata/labs/valid/groups.hcl")
+	files = append(files, "../../testdata/labs/valid/for_each_map.hcl", "../../testdata/labs/valid/vars_locals_funcs.hcl", "../../testdata/labs/valid/ssh_forms.hcl", "../../testdata/labs/valid/groups.hcl", "../../testdata/labs/valid/program.hcl")
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".hcl")
 		t.Run(name, func(t *testing.T) {

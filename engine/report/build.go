@@ -333,7 +333,7 @@ func (b *builder) host(slug string) Host {
 		}
 		h.Tools = append(h.Tools, KV{n, v})
 	}
-	rxeOn := map[string][]string{}
+	devicesOn := map[string][]string{}
 	for _, r := range f.RDMA {
 		d := RDMADev{Name: r.Name, Driver: r.Driver, Parent: r.Parent, NodeGUID: r.NodeGUID}
 		if len(r.Ports) > 0 {
@@ -345,12 +345,12 @@ func (b *builder) host(slug string) Host {
 		}
 		h.RDMA = append(h.RDMA, d)
 		if r.Parent != "" {
-			rxeOn[r.Parent] = append(rxeOn[r.Parent], r.Name)
+			devicesOn[r.Parent] = append(devicesOn[r.Parent], r.Name)
 		}
 	}
 	for _, n := range f.Netdevs {
 		h.Netdevs = append(h.Netdevs, Netdev{Name: n.Name, MTU: n.MTU, State: n.State, MAC: n.MAC,
-			Addrs: strings.Join(n.Addrs, " "), Devices: strings.Join(rxeOn[n.Name], " "),
+			Addrs: strings.Join(n.Addrs, " "), Devices: strings.Join(devicesOn[n.Name], " "),
 			Driver: n.Driver, Speed: linkSpeed(n.SpeedMbps), PCIID: n.PCIID})
 	}
 	return h

@@ -95,7 +95,7 @@ func href(p string) string {
 
 // hint explains a workload family's charts to a reader new to them; the
 // words are the tool descriptor's.
-func hint(kind string) string { return kinds.ChartHint(kind) }
+func hint(chart string) string { return kinds.ChartHint(chart) }
 
 // isNum is true for a cell that reads as a number ("12", "0.5", "20.0 %"),
 // which the table aligns right.

@@ -395,18 +395,18 @@ func stackSection(b *bytes.Buffer, wl Workload, deltas []Sample) {
 		}
 		w("\n")
 	}
-	for _, kind := range []struct{ kind, title string }{
+	for _, section := range []struct{ problem, title string }{
 		{NoteUnreadable, "Could not read"}, {NoteReset, "Reset or wrapped (no delta)"}, {NoteAbsent, "Not on the device"},
 	} {
 		var lines []string
 		for _, n := range wl.CounterNotes {
-			if n.Problem != kind.kind {
+			if n.Problem != section.problem {
 				continue
 			}
 			lines = append(lines, fmt.Sprintf("- %s: %s", mdText(n.What()), mdText(oneLine(n.Reason))))
 		}
 		if len(lines) > 0 {
-			w("%s:\n\n%s\n\n", kind.title, strings.Join(lines, "\n"))
+			w("%s:\n\n%s\n\n", section.title, strings.Join(lines, "\n"))
 		}
 	}
 	w("</details>\n\n")

@@ -28,7 +28,7 @@ import (
 // whole run).
 type impairWindow struct {
 	*plan.WindowPlan // the plan's impairment as it is
-	step             *steps.Impair
+	op             *steps.Impair
 	during           []*workloadNode // the plan's During
 	// inForce are the workloads it is in force during (the plan's
 	// Covers): during, or for a whole-run one those on its host.
@@ -49,7 +49,7 @@ func impairParams(n lab.Netem) proto.ImpairParams {
 	}
 }
 
-func (w *impairWindow) onHost() string { return w.step.Host }
+func (w *impairWindow) onHost() string { return w.op.Host }
 func (w *impairWindow) whole() bool    { return len(w.during) == 0 }
 
 func (w *impairWindow) start(ctx context.Context, r *runner) error {
@@ -59,7 +59,7 @@ func (w *impairWindow) start(ctx context.Context, r *runner) error {
 		return w.err
 	}
 	w.started = true
-	w.err = r.apply(ctx, w.step, w.step.Host, "", w.Start...)
+	w.err = r.apply(ctx, w.op, w.op.Host, "", w.Start...)
 	return w.err
 }
 
@@ -104,8 +104,8 @@ func (w *impairWindow) stop(ctx context.Context, r *runner) {
 		return
 	}
 	start := time.Now()
-	err := w.step.Undo(ctx, r.env) // idempotent
-	ev := Event{Type: "step.end", Step: "remove " + w.step.Describe(), Host: w.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: w.Stop}
+	err := w.op.Undo(ctx, r.env) // idempotent
+	ev := Event{Type: "step.end", Step: "remove " + w.op.Describe(), Host: w.op.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: w.Stop}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 		r.addErr(&infraError{err})
@@ -120,7 +120,7 @@ func (r *runner) skipUnimpaired(ctx context.Context, n *workloadNode, err error)
 	n.mu.Lock()
 	n.skipped = reason
 	n.mu.Unlock()
-	r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.Workload.Name, Status: steps.StatusSkipped, Error: reason})
+	r.emit(Event{Type: "step.end", Step: n.op.Describe(), Workload: n.Workload.Name, Status: steps.StatusSkipped, Error: reason})
 }
 
 // tagImpairs marks the samples of workload n with the impairments that were
@@ -130,10 +130,10 @@ func (r *runner) tagImpairs(n *workloadNode, o *steps.Outcome) {
 	var texts []string
 	loss := -1.0
 	for _, w := range r.impairs {
-		if !w.covers(n) || w.step.Applied() == nil {
+		if !w.covers(n) || w.op.Applied() == nil {
 			continue
 		}
-		texts = append(texts, w.Impair.Name+": "+w.step.Text+" on "+w.step.Netdev+" of "+w.step.Host)
+		texts = append(texts, w.Impair.Name+": "+w.op.Text+" on "+w.op.Netdev+" of "+w.op.Host)
 		loss = max(loss, w.Impair.Netem.Loss)
 	}
 	if len(texts) == 0 {

@@ -83,7 +83,7 @@ func (r *runner) linkOf(n *workloadNode) (dataLink, bool) {
 	// plan's): open where the workload's ports are; 0, an ephemeral one.
 	l := dataLink{server: w.ServerHost, client: w.ClientHost, port: n.ProbePort}
 	if x := cmp.Or(w.ServerDevice, w.DialDevice); x != "" { // a tcp workload's DialDevice: the link it dials
-		info, err := r.env.RXE(x)
+		info, err := r.env.Device(x)
 		if err != nil || info.IPv4 == "" {
 			return dataLink{}, false
 		}

@@ -55,8 +55,8 @@ func (fakeKind) Desc() kinds.Desc {
 		}}
 }
 
-// NewStep is 2. the step.
-func (fakeKind) NewStep(w *steps.Workload) (steps.Step, error) { return &fakePing{w: w}, nil }
+// NewOp is 2. the step.
+func (fakeKind) NewOp(w *steps.Workload) (steps.Op, error) { return &fakePing{w: w}, nil }
 
 // Parse is 3. the parser: "rtt SIZE USEC" lines.
 func (fakeKind) Parse(out []byte, _ toolout.Options) ([]toolout.Row, toolout.Info, error) {

@@ -314,7 +314,7 @@ func (r *runner) createDevices(ctx context.Context) error {
 }
 
 // apply runs one step with its events; ids are the plan steps it runs.
-func (r *runner) apply(ctx context.Context, s steps.Step, host, workload string, ids ...string) error {
+func (r *runner) apply(ctx context.Context, s steps.Op, host, workload string, ids ...string) error {
 	start := time.Now()
 	r.emit(Event{Type: "step.start", Step: s.Describe(), Host: host, Workload: workload, IDs: ids})
 	err := s.Apply(ctx, r.env)
@@ -338,7 +338,7 @@ type captureWindow struct {
 	// The plan's capture as it is: its start and stop steps, the file it
 	// makes, the workloads it covers.
 	*plan.WindowPlan
-	step   *steps.Capture
+	op   *steps.Capture
 	during []*workloadNode // the plan's During: the workloads its stop waits for
 
 	mu        sync.Mutex
@@ -357,7 +357,7 @@ type window interface {
 	stop(ctx context.Context, r *runner)
 }
 
-func (c *captureWindow) onHost() string { return c.step.Host }
+func (c *captureWindow) onHost() string { return c.op.Host }
 func (c *captureWindow) whole() bool    { return len(c.during) == 0 }
 
 // startWhole starts the whole-run windows of ws on every host at once (a
@@ -397,7 +397,7 @@ func (c *captureWindow) start(ctx context.Context, r *runner) error {
 		return c.err
 	}
 	c.started = true
-	c.err = r.apply(ctx, c.step, c.step.Host, "", c.Start...)
+	c.err = r.apply(ctx, c.op, c.op.Host, "", c.Start...)
 	return c.err
 }
 
@@ -415,8 +415,8 @@ func (c *captureWindow) finished(ctx context.Context, r *runner) {
 
 func (c *captureWindow) stop(ctx context.Context, r *runner) {
 	start := time.Now()
-	err := c.step.Undo(ctx, r.env)
-	ev := Event{Type: "step.end", Step: "stop " + c.step.Describe(), Host: c.step.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.Stop}
+	err := c.op.Undo(ctx, r.env)
+	ev := Event{Type: "step.end", Step: "stop " + c.op.Describe(), Host: c.op.Host, Status: "ok", Seconds: time.Since(start).Seconds(), IDs: c.Stop}
 	if err != nil {
 		ev.Status, ev.Error = "failed", err.Error()
 		r.addErr(&infraError{err})
@@ -434,18 +434,9 @@ func (r *runner) fetchAll(ctx context.Context) {
 		if !ok || lost {
 			return nil
 		}
-		// Its captures' files are captures because the plan's capture
-		// steps make them (and the files their stops reported), not by
-		// their names.
+		// Its captures' files are captures because its capture steps
+		// made them (steps.Env.Made), not by their names.
 		f := &steps.Fetch{Host: h.Name, Dir: r.hostDir(h.Slug)}
-		for _, c := range r.captures {
-			if c.onHost() == h.Name {
-				f.Captures = append(f.Captures, c.File)
-				for _, cf := range c.step.Files {
-					f.Captures = append(f.Captures, cf.Path)
-				}
-			}
-		}
 		err := r.apply(ctx, f, h.Name, "", r.plan.IDs(h.Name, "", plan.Fetch)...)
 		if err != nil {
 			r.addErr(&infraError{err})
@@ -481,7 +472,7 @@ func (r *runner) teardown(ctx context.Context) {
 		if r.allDiscarded(n.Hosts) {
 			continue
 		}
-		if err := n.step.Undo(ctx, r.env); err != nil {
+		if err := n.op.Undo(ctx, r.env); err != nil {
 			r.log.Warn("teardown: stop workload processes", "workload", n.Workload.Name, "err", err)
 		}
 	}

@@ -50,14 +50,17 @@ func (h *argvHost) Send(ctx context.Context, r *rpc.Request) error {
 }
 
 // TestPlanArgvIsRunArgv: the argv a plan shows for each trial of every
-// two-sided workload (RDMA and tcp) of the example labs is the argv its step runs,
-// once the placeholders are filled with what the device-create steps
-// reported (GID index, path MTU, server address), on plain and emulated
-// hosts: both come from the family's one argv hook (kinds.Argver).
+// workload (RDMA, tcp, exec, program) of the example labs is the argv its
+// step runs, once the placeholders are filled with what the device-create
+// steps reported (GID index, path MTU, server address), on plain and
+// emulated hosts: both come from the family's one argv hook
+// (kinds.Argver). A program's build is the one the plan shows on each of
+// its steps.
 func TestPlanArgvIsRunArgv(t *testing.T) {
 	files, _ := filepath.Glob("../../labs/*.hcl")
-	files = append(files, "../../testdata/labs/valid/vars_locals_funcs.hcl", "../../testdata/labs/valid/for_each_map.hcl")
-	checked := 0
+	files = append(files, "../../testdata/labs/valid/vars_locals_funcs.hcl", "../../testdata/labs/valid/for_each_map.hcl", "../../testdata/labs/valid/program.hcl")
+	checked, built := 0, 0
+	seen := map[string]bool{} // families checked
 	for _, f := range files {
 		l, diags := lab.Load([]string{f}, lab.LoadOptions{})
 		if diags.HasErrors() {
@@ -78,9 +81,10 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 			for _, wp := range p.Workloads {
 				w := wp.Workload
 				srv, cli := p.Step(wp.Steps[0]), p.Step(wp.Steps[len(wp.Steps)-1])
-				if len(srv.Trials) == 0 {
+				if len(cli.Trials) == 0 {
 					continue
 				}
+				oneHost := w.Host != nil
 				// What the device-create steps report: a GID index, MTU
 				// and address per end, as a run learns them.
 				info := func(d *lab.Device, gid int, addr string) *proto.DeviceInfo {
@@ -90,8 +94,17 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 					}
 					return di
 				}
-				sh, ch := &argvHost{name: w.ServerHost.Name}, &argvHost{name: w.ClientHost.Name}
-				env := &steps.Env{Hosts: map[string]steps.Host{sh.name: sh, ch.name: ch}, Emulation: emu}
+				var env *steps.Env
+				var hosts []*argvHost
+				if oneHost {
+					h := &argvHost{name: w.Host.Name}
+					hosts = []*argvHost{h}
+					env = &steps.Env{Hosts: map[string]steps.Host{h.name: h}, Emulation: emu}
+				} else {
+					sh, ch := &argvHost{name: w.ServerHost.Name}, &argvHost{name: w.ClientHost.Name}
+					hosts = []*argvHost{sh, ch}
+					env = &steps.Env{Hosts: map[string]steps.Host{sh.name: sh, ch.name: ch}, Emulation: emu}
+				}
 				switch {
 				case w.ServerDevice != nil:
 					env.SetDevice(w.ServerDevice.Name, info(w.ServerDevice, 1, "10.9.0.1"))
@@ -106,7 +119,9 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 					cgid = "1"
 				}
 				fill := strings.NewReplacer(string(kinds.ServerGID), "1", string(kinds.ClientGID), cgid, string(kinds.PathMTU), "1024", string(kinds.ServerAddr), "10.9.0.1")
-				st, err := steps.NewWorkload(stepWorkload(wp))
+				sw := stepWorkload(wp)
+				sw.Metrics = nil // this agent prints nothing to read them from
+				st, err := steps.NewWorkload(sw)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,22 +129,61 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 					t.Fatalf("%s %s: %v", f, w.Name, err)
 				}
 				var want, got []string
-				for i := range srv.Trials {
-					want = append(want, fill.Replace(strings.Join(srv.Trials[i].Argv, " ")), fill.Replace(strings.Join(cli.Trials[i].Argv, " ")))
+				// The plan hides sensitive values; what ran is compared as
+				// the plan would show it.
+				redact := lab.Redactor(l.Sensitive)
+				for i := range cli.Trials {
+					if !oneHost {
+						want = append(want, fill.Replace(strings.Join(srv.Trials[i].Argv, " ")))
+					}
+					want = append(want, fill.Replace(strings.Join(cli.Trials[i].Argv, " ")))
 				}
 				// What the step ran, as the results record it.
 				for _, run := range st.(steps.Outcomer).Outcome().Runs {
-					got = append(got, strings.Join(run.Server.Argv, " "), strings.Join(run.Client.Argv, " "))
+					if !oneHost {
+						got = append(got, redact.Replace(strings.Join(run.Server.Argv, " ")))
+					}
+					got = append(got, redact.Replace(strings.Join(run.Client.Argv, " ")))
 				}
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("%s %s (emulated %v): plan argv vs run argv (-plan +run):\n%s", f, w.Name, emulated, d)
+				}
+				// A program's build: what each of its hosts started is
+				// the plan's build of that host's step.
+				for _, h := range hosts {
+					var ran []string
+					for handle, argv := range h.argv {
+						if strings.HasSuffix(handle, ".build") {
+							ran = argv
+						}
+					}
+					var planned []string
+					for _, id := range wp.Steps {
+						if s := p.Step(id); s.Host == h.name {
+							planned = s.Build
+						}
+					}
+					if d := cmp.Diff(planned, ran); d != "" {
+						t.Errorf("%s %s host %s: plan build vs run build (-plan +run):\n%s", f, w.Name, h.name, d)
+					}
+					if ran != nil {
+						built++
+					}
+				}
+				if k, ok := kinds.KindOf(w.Tool); ok {
+					seen[k.Desc().Name] = true
 				}
 				checked++
 			}
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no workload with a resolved argv in the example labs")
+	for _, fam := range []string{"perftest", "pingpong", "rping", "tcp", "exec", "program"} {
+		if !seen[fam] {
+			t.Errorf("no %s workload with a resolved argv in the labs checked", fam)
+		}
 	}
-	t.Logf("%d workloads checked", checked)
+	if built == 0 {
+		t.Error("no program build checked")
+	}
+	t.Logf("%d workloads checked, %d builds", checked, built)
 }

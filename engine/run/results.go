@@ -49,7 +49,7 @@ func (r *runner) writeResults(res *Result) error {
 		var carries []string
 		for _, x := range []string{n.spec.ServerDevice, n.spec.ClientDevice} {
 			if x != "" {
-				if info, err := r.env.RXE(x); err == nil {
+				if info, err := r.env.Device(x); err == nil {
 					w.Devices = append(w.Devices, info.Name)
 					if c := rdmaCarrier(info); c != "" && !slices.Contains(carries, c) {
 						carries = append(carries, c)
@@ -142,8 +142,8 @@ func (r *runner) ownCaptures(n *workloadNode) []string {
 		if len(c.during) != 1 {
 			continue
 		}
-		for _, f := range c.step.Files {
-			if rel, ok := r.pulled[c.step.Host][f.Path]; ok {
+		for _, f := range c.op.Files {
+			if rel, ok := r.pulled[c.op.Host][f.Path]; ok {
 				out = append(out, rel)
 			}
 		}

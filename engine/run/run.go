@@ -350,16 +350,16 @@ func (r *runner) prepare() error {
 		Log:     r.log,
 		Keep:    r.opts.Keep,
 		Notify:  func(w, msg string) { r.emit(Event{Type: EventNotice, Workload: w, Message: msg}) },
-		// The unit (size × repeat) under way, for the live progress.
-		TrialStart: func(w, u string) { r.emit(Event{Type: EventUnit, Workload: w, Message: u}) },
+		// The trial (size × repeat) under way, for the live progress.
+		TrialStart: func(w, u string) { r.emit(Event{Type: EventTrial, Workload: w, Message: u}) },
 		Mask:       pullMask(r.lab.Sensitive),
 		MaskName:   pullName(r.lab.Sensitive),
 	}
 	return nil
 }
 
-// EventUnit is the start of one unit of a workload (one size × repeat).
-const EventUnit = runevent.Trial
+// EventTrial is the start of one trial of a workload (one size × repeat).
+const EventTrial = runevent.Trial
 
 // makeRunDir creates dir, never reusing an existing one: a second run in the
 // same second gets a -2, -3... suffix; an explicit --out (exact) that exists

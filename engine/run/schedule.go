@@ -71,7 +71,7 @@ func (r *runner) schedule() error {
 		if err != nil {
 			return err
 		}
-		n := &workloadNode{WorkloadPlan: wp, spec: sw, step: st, done: make(chan struct{})}
+		n := &workloadNode{WorkloadPlan: wp, spec: sw, op: st, done: make(chan struct{})}
 		nodes[wp.Workload] = n
 		r.workloads = append(r.workloads, n)
 	}
@@ -89,7 +89,7 @@ func (r *runner) schedule() error {
 	// and stops after the last; its name keeps its `during` order.
 	for _, wp := range p.Captures {
 		c := wp.Capture
-		w := &captureWindow{WindowPlan: wp, during: of(wp.During), step: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
+		w := &captureWindow{WindowPlan: wp, during: of(wp.During), op: &steps.Capture{Name: c.Name, Slug: c.Slug, Host: c.Host.Name,
 			Netdev: c.Netdev, Filter: c.Filter, Snaplen: c.Snaplen, MaxBytes: c.MaxBytes, Window: wp.Window}}
 		w.remaining = len(w.during)
 		for _, n := range w.during {
@@ -99,7 +99,7 @@ func (r *runner) schedule() error {
 	}
 	for _, wp := range p.Impairs {
 		im := wp.Impair
-		w := &impairWindow{WindowPlan: wp, during: of(wp.During), inForce: of(wp.Covers), step: &steps.Impair{
+		w := &impairWindow{WindowPlan: wp, during: of(wp.During), inForce: of(wp.Covers), op: &steps.Impair{
 			Name: im.Name, Host: im.Host.Name, Netdev: im.Netdev, Text: im.Netem.String(), Params: impairParams(im.Netem)}}
 		w.remaining = len(w.during)
 		for _, n := range w.during {

@@ -18,7 +18,8 @@ import (
 // with a sensitive -var (real sshd; pulled by the bundle and by SFTP) lands
 // in the run directory with the value masked in its name: no file name, and
 // no byte of report.html, manifest.json or any other file, holds it; the
-// run is complete (its manifest matches the files).
+// run is complete (its manifest matches the files). The workload's own.pcap
+// holding the value is a log (no capture step made it), masked as logs are.
 func TestSensitiveFileNameMaskedNetns(t *testing.T) {
 	_, hosts := netnsBed(t, 1)
 	const token = "TOKENfile42"
@@ -32,7 +33,7 @@ variable "token" {
 workload "out" {
   tool = "exec"
   host = host.h0
-  command = ["sh", "-c", "echo small > small-$1.txt; head -c 2000000 /dev/zero > big-$1.bin; mkdir -p d-$1; echo in > d-$1/f", "sh", var.token]
+  command = ["sh", "-c", "echo small > small-$1.txt; head -c 2000000 /dev/zero > big-$1.bin; mkdir -p d-$1; echo in > d-$1/f; echo $1 > own.pcap", "sh", var.token]
 }`
 	if err := os.WriteFile(filepath.Join(dir, "lab.hcl"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
-	"github.com/rlab-dev/rlab/steps"
 )
 
 // SSHConnector reaches hosts over SSH (engine/sshx), installs the agent when
@@ -299,6 +298,14 @@ func (h *sshHost) Pull(ctx context.Context, files []proto.FileInfo, dst string) 
 	return err
 }
 
+// PullRaw pulls files as they are (steps.RawPuller): captures.
+func (h *sshHost) PullRaw(ctx context.Context, files []proto.FileInfo, dst string) error {
+	o := h.pull
+	o.Filter = nil
+	_, err := h.a.PullWith(ctx, files, dst, o)
+	return err
+}
+
 // HashesWhilePulling: engine/remote checks a file listed without a sha256
 // against the sum the host computes while sending it.
 func (h *sshHost) HashesWhilePulling() bool { return true }
@@ -333,18 +340,17 @@ func (h *sshHost) Close() error {
 	return err
 }
 
-// pullMask masks the sensitive values in every pulled file but captures
-// (whose binary records a rewrite would break): what a workload printed
-// (its argv echoed, a token it was given) never reaches the run directory
-// as it was printed. Nil without sensitive values.
+// pullMask masks the sensitive values in every file pulled through Pull:
+// what a workload printed (its argv echoed, a token it was given) never
+// reaches the run directory as it was printed. The fetch pulls captures
+// (whose binary records a rewrite would break) through PullRaw instead,
+// and tells them by the step that made them, not by their names
+// (steps.Fetch). Nil without sensitive values.
 func pullMask(secrets []string) func(path string, w io.Writer) io.WriteCloser {
 	if len(secrets) == 0 {
 		return nil
 	}
-	return func(p string, w io.Writer) io.WriteCloser {
-		if steps.IsCaptureFile(p) {
-			return nil
-		}
+	return func(_ string, w io.Writer) io.WriteCloser {
 		return lab.MaskWriter(secrets, w)
 	}
 }

@@ -20,7 +20,7 @@ type workloadNode struct {
 	// hosts they run on (whose loss skips it) and its probe port.
 	*plan.WorkloadPlan
 	spec     *steps.Workload
-	step     steps.Step
+	op     steps.Op
 	deps     []*workloadNode  // the workloads its plan steps depend on (After)
 	captures []*captureWindow // scoped captures that cover it
 	impairs  []*impairWindow  // scoped impairments that cover it (impair.go)
@@ -34,7 +34,7 @@ type workloadNode struct {
 }
 
 func (n *workloadNode) outcome() *steps.Outcome {
-	o := n.step.(steps.Outcomer).Outcome()
+	o := n.op.(steps.Outcomer).Outcome()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if o.Status == "" {
@@ -67,7 +67,7 @@ func (r *runner) runWorkloads(ctx context.Context) {
 				n.mu.Lock()
 				n.skipped = reason
 				n.mu.Unlock()
-				r.emit(Event{Type: "step.end", Step: n.step.Describe(), Workload: n.Workload.Name, Status: steps.StatusSkipped, Error: reason})
+				r.emit(Event{Type: "step.end", Step: n.op.Describe(), Workload: n.Workload.Name, Status: steps.StatusSkipped, Error: reason})
 				for _, c := range n.captures {
 					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
 					c.finished(cctx, r)
@@ -136,7 +136,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 		go r.watchLink(wctx, stop, l)
 	}
 	before := r.readCounters(ctx, n, nil)
-	err := r.apply(wctx, n.step, "", n.Workload.Name, n.Steps...)
+	err := r.apply(wctx, n.op, "", n.Workload.Name, n.Steps...)
 	stop(nil)
 	r.readCounters(ctx, n, before)
 	if err != nil {
@@ -151,7 +151,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	}
 	if err != nil {
 		uctx, cancel := bounded()
-		if uerr := n.step.Undo(uctx, r.env); uerr != nil {
+		if uerr := n.op.Undo(uctx, r.env); uerr != nil {
 			r.log.Warn("stop workload processes", "workload", n.Workload.Name, "err", uerr)
 			if uctx.Err() != nil {
 				// Its hosts did not answer a stop in time: give up on them
@@ -228,7 +228,7 @@ func (r *runner) readCounters(ctx context.Context, n *workloadNode, before []ste
 		return got
 	}
 	ss, notes := steps.CounterSamples(n.spec, before, got)
-	o := n.step.(steps.Outcomer).Outcome()
+	o := n.op.(steps.Outcomer).Outcome()
 	o.Samples = append(o.Samples, ss...)
 	n.mu.Lock()
 	n.counterNotes = notes

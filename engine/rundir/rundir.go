@@ -86,7 +86,7 @@ func regular(f *os.File) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(st.Mode()))}
+		return nil, &fs.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w (%s)", ErrNotRegular, modeText(st.Mode()))}
 	}
 	// O_NONBLOCK means nothing for a regular file; clear it anyway so the
 	// descriptor behaves as an ordinary one.
@@ -97,7 +97,7 @@ func regular(f *os.File) (*os.File, error) {
 	return f, nil
 }
 
-func kind(m fs.FileMode) string {
+func modeText(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
 		return "a FIFO"

@@ -216,7 +216,7 @@ type muxDialAnswer struct {
 // as without the mux).
 type muxError struct {
 	Text       string
-	Kind       string `json:",omitempty"` // unknown, changed, revoked
+	Mismatch   string `json:"Kind,omitempty"` // unknown, changed, revoked (the wire keeps its name)
 	Host       string `json:",omitempty"`
 	Addr       string `json:",omitempty"`
 	KnownHosts string `json:",omitempty"`
@@ -240,14 +240,14 @@ func encodeMuxError(err error) []byte {
 	)
 	switch {
 	case errors.As(err, &uk):
-		me.Kind, me.Host, me.Addr, me.KnownHosts, me.ViaJump, me.Key = "unknown", uk.Host, uk.Addr, uk.KnownHosts, uk.ViaJump, uk.Key.Marshal()
+		me.Mismatch, me.Host, me.Addr, me.KnownHosts, me.ViaJump, me.Key = "unknown", uk.Host, uk.Addr, uk.KnownHosts, uk.ViaJump, uk.Key.Marshal()
 	case errors.As(err, &ck):
-		me.Kind, me.Addr, me.Key = "changed", ck.Addr, ck.Key.Marshal()
+		me.Mismatch, me.Addr, me.Key = "changed", ck.Addr, ck.Key.Marshal()
 		for _, k := range ck.Known {
 			me.Known = append(me.Known, muxKnownKey{k.Key.Marshal(), k.Filename, k.Line})
 		}
 	case errors.As(err, &rk):
-		me.Kind, me.Addr, me.Key = "revoked", rk.Addr, rk.Key.Marshal()
+		me.Mismatch, me.Addr, me.Key = "revoked", rk.Addr, rk.Key.Marshal()
 		me.Known = []muxKnownKey{{rk.At.Key.Marshal(), rk.At.Filename, rk.At.Line}}
 	}
 	b, _ := json.Marshal(me)
@@ -280,7 +280,7 @@ func decodeMuxError(b []byte) error {
 			known = append(known, knownhosts.KnownKey{Key: pk, Filename: k.File, Line: k.Line})
 		}
 	}
-	switch me.Kind {
+	switch me.Mismatch {
 	case "unknown":
 		e.cause = &UnknownHostKeyError{Host: me.Host, Addr: me.Addr, Key: key, KnownHosts: me.KnownHosts, ViaJump: me.ViaJump}
 	case "changed":

@@ -25,8 +25,8 @@ func TestEveryKindHasItsAbilities(t *testing.T) {
 		if len(d.Tools) == 0 {
 			t.Errorf("%s: no tools", d.Name)
 		}
-		if _, ok := k.(steps.Stepper); !ok {
-			t.Errorf("%s: no step (steps.Stepper)", d.Name)
+		if _, ok := k.(steps.OpMaker); !ok {
+			t.Errorf("%s: no step (steps.OpMaker)", d.Name)
 		}
 		rdma := false
 		for _, tl := range d.Tools {

@@ -1,7 +1,7 @@
 // Package exec is the exec tool family: one command (an argv, never through
 // a shell) on one host; its exit code and output are kept, not parsed. It
-// holds its descriptor (Kind.Desc), its step (Kind.NewStep) and its metric
-// blocks' decoder (Kind.DecodeWorkload), whose numbers the step reads from
+// holds its descriptor (Kind.Desc), its op (Kind.NewOp) and its metric
+// blocks' decoder (Kind.DecodeWorkload), whose numbers the op reads from
 // the command's output.
 //
 // It imports kinds and steps; kinds/builtin registers it.
@@ -23,8 +23,8 @@ const Family kinds.Family = "exec"
 // Kind is the exec family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewStep is the step of one exec workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+// NewOp is the op of one exec workload.
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // Desc is exec's descriptor: it records only the common metrics.
 func (Kind) Desc() kinds.Desc {

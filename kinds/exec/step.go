@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -18,7 +19,7 @@ type execWorkload struct {
 	procs steps.Procs
 }
 
-func newStep(w *steps.Workload) (steps.Step, error) {
+func newOp(w *steps.Workload) (steps.Op, error) {
 	if len(w.Command) == 0 {
 		return nil, fmt.Errorf("workload %q (exec): empty command", w.Name)
 	}
@@ -26,6 +27,12 @@ func newStep(w *steps.Workload) (steps.Step, error) {
 		return nil, fmt.Errorf("workload %q (exec): no host", w.Name)
 	}
 	return &execWorkload{w: w}, nil
+}
+
+// Argv is exec's argv hook (kinds.Argver): the command as the lab gives
+// it, on one host, so no server.
+func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
+	return nil, append(append([]string{}, in.W.Command...), in.W.Args...)
 }
 
 func (s *execWorkload) Describe() string {
@@ -46,7 +53,8 @@ func (s *execWorkload) Apply(ctx context.Context, env *steps.Env) error {
 
 func (s *execWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
 	w := s.w
-	spec := steps.ProcSpec{Host: w.Host, Handle: steps.Handle(w, "exec", 0, rep), Argv: append(append([]string{}, w.Command...), w.Args...), Role: "command"}
+	_, argv := Kind{}.Argv(kinds.ArgvIn{W: &w.Workload, Trial: kinds.Trial{Repeat: rep}})
+	spec := steps.ProcSpec{Host: w.Host, Handle: steps.Handle(w, "exec", 0, rep), Argv: argv, Role: "command"}
 	if _, err := steps.StartProc(ctx, env, &s.procs, "exec", spec); err != nil {
 		return err
 	}

@@ -9,11 +9,11 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// NewStep is the step of a made-up workload. made_stream is a server/client
+// NewOp is the op of a made-up workload. made_stream is a server/client
 // pair between the workload's two devices, as every RDMA tool's; made_pipe
 // runs its client on the client host. Each client prints what Rate says
 // it measured at each size.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) {
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) {
 	if w.Tool == PipeTool {
 		return &pipe{w: w}, nil
 	}
@@ -45,7 +45,7 @@ func line(tool string, size int64) string {
 	return "made " + strconv.FormatInt(size, 10) + " " + f(gbps) + " " + f(rtt)
 }
 
-// pipe is made_pipe's step: one client process per size and repeat on
+// pipe is made_pipe's op: one client process per size and repeat on
 // the client host, its output parsed into samples.
 type pipe struct {
 	w     *steps.Workload

@@ -1,10 +1,10 @@
 // Package perftest is the perftest tool family: ib_{write,read,send,atomic}_{bw,lat}
 // from the perftest package, between two RDMA devices. It holds their
-// descriptors (Kind.Desc), their step (Kind.NewStep: a server/client pair per
+// descriptors (Kind.Desc), their op (Kind.NewOp: a server/client pair per
 // size and repeat, argv built by Argv) and their output parser (Kind.Parse:
 // the text report and the --out_json file).
 //
-// It imports kinds, steps and engine/toolout (the shared step and parsing
+// It imports kinds, steps and engine/toolout (the shared op and parsing
 // libraries); kinds/builtin registers it. Nothing imports it but
 // kinds/builtin and tests.
 package perftest
@@ -18,7 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// The families of this kind: one step drives both, their tables differ.
+// The families of this kind: one op drives both, their tables differ.
 const (
 	BW  kinds.Family = "perftest_bw"  // ib_*_bw
 	Lat kinds.Family = "perftest_lat" // ib_*_lat
@@ -27,8 +27,8 @@ const (
 // Kind is the perftest family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewStep is the step of one perftest workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+// NewOp is the op of one perftest workload.
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // Parse reads one run's text report, or with opts.JSON its --out_json file.
 func (Kind) Parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {

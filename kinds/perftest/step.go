@@ -14,7 +14,7 @@ import (
 
 // Perftest tools: ib_{write,read,send,atomic}_{bw,lat}.
 
-func newStep(w *steps.Workload) (steps.Step, error) {
+func newOp(w *steps.Workload) (steps.Op, error) {
 	var once sync.Once // the raised QP timeout is said once per workload
 	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd, in *kinds.ArgvIn) {
 		r.Server.Ready = perftestReady(w, e.Port, rdmaCM(*in))

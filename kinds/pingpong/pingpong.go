@@ -1,6 +1,6 @@
 // Package pingpong is the pingpong tool family: ibv_{rc,uc,ud,srq}_pingpong
 // from rdma-core's ibverbs-utils, between two RDMA devices. It holds their
-// descriptors (Kind.Desc), their step (Kind.NewStep) and their output parser
+// descriptors (Kind.Desc), their op (Kind.NewOp) and their output parser
 // (Kind.Parse: the summary lines).
 //
 // It imports kinds, steps and engine/toolout; kinds/builtin registers it.
@@ -21,8 +21,8 @@ const Family kinds.Family = "pingpong"
 // Kind is the pingpong family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewStep is the step of one pingpong workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+// NewOp is the op of one pingpong workload.
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // Parse reads one run's output.
 func (Kind) Parse(stdout []byte, _ toolout.Options) ([]toolout.Row, toolout.Info, error) {

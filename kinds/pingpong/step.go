@@ -10,7 +10,7 @@ import (
 
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.
 
-func newStep(w *steps.Workload) (steps.Step, error) {
+func newOp(w *steps.Workload) (steps.Op, error) {
 	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd, _ *kinds.ArgvIn) {
 		// No option raises its QP timeout (kinds/qptimeout.go): a failure
 		// with retries exhausted on an emulated end says so.

@@ -156,13 +156,13 @@ func decodeNeeds(at *hcl.Attribute, ctx *hcl.EvalContext, diags *hcl.Diagnostics
 }
 
 // refName reads the name from a reference value (KIND.NAME).
-func refName(v cty.Value, kind string) (string, bool) {
+func refName(v cty.Value, blockType string) (string, bool) {
 	t := v.Type()
 	if !t.IsObjectType() || !t.HasAttribute("kind") || !t.HasAttribute("name") {
 		return "", false
 	}
 	k, n := v.GetAttr("kind"), v.GetAttr("name")
-	if k.Type() != cty.String || n.Type() != cty.String || !k.IsKnown() || !n.IsKnown() || k.IsNull() || n.IsNull() || k.AsString() != kind {
+	if k.Type() != cty.String || n.Type() != cty.String || !k.IsKnown() || !n.IsKnown() || k.IsNull() || n.IsNull() || k.AsString() != blockType {
 		return "", false
 	}
 	return n.AsString(), true

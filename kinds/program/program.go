@@ -28,8 +28,8 @@ const Family kinds.Family = "program"
 // Kind is the program family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewStep is the step of one program workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+// NewOp is the op of one program workload.
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // Compiler is what the hosts need to build a program whatever its own
 // packages: gcc (Debian's, RHEL's and SUSE's package of that name), probed

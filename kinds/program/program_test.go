@@ -1,8 +1,11 @@
 package program
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/kinds"
@@ -82,7 +85,7 @@ func TestNewStep(t *testing.T) {
 	pair := steps.Workload{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src,
 		ServerCommand: []string{"./server", kinds.SelfRef("port")}, ClientCommand: []string{"./client", kinds.SelfRef("server_address")}}},
 		ServerHost: "a", ClientHost: "b"}
-	s, err := Kind{}.NewStep(&pair)
+	s, err := Kind{}.NewOp(&pair)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +97,58 @@ func TestNewStep(t *testing.T) {
 		{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src}}, Host: "a"},
 		{Workload: kinds.Workload{Name: "w", Tool: "program", Options: kinds.Options{Program: src, ServerCommand: []string{"x"}}}, ServerHost: "a", ClientHost: "b"},
 	} {
-		if _, err := (Kind{}).NewStep(&bad); err == nil {
+		if _, err := (Kind{}).NewOp(&bad); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
+	}
+}
+
+// TestArgv: program's argv hook fills the lab's commands' self.* for one
+// trial: on host, the command (no server); between server and client,
+// both, with the server's address and GID index as given (the plan's
+// placeholders or the run's values) and the devices' names. A self.* the
+// trial has no value for stays as the lab wrote it in the hook, and expand
+// (what the run executes) refuses that command, naming it.
+func TestArgv(t *testing.T) {
+	self := kinds.SelfRef
+	for _, tc := range []struct {
+		name                string
+		w                   kinds.Workload
+		in                  kinds.ArgvIn
+		wantServer, wantCli []string
+		wantErr             string
+	}{
+		{"on host", kinds.Workload{Name: "a", Options: kinds.Options{Iterations: 10, Command: []string{"./c", self("port"), self("iterations")}}},
+			kinds.ArgvIn{Port: 20020}, nil, []string{"./c", "20020", "10"}, ""},
+		{"pair over rdma", kinds.Workload{Name: "v", Options: kinds.Options{
+			ServerCommand: []string{"./s", self("port"), self("server_device")},
+			ClientCommand: []string{"./c", self("server_address"), "-g" + self("gid_index"), self("client_device"), self("size")}}},
+			kinds.ArgvIn{Port: 20010, Trial: kinds.Trial{Size: 4096}, Addr: kinds.ServerAddr,
+				Server: kinds.End{Device: "rxe_a", GID: kinds.ServerGID}, Client: kinds.End{Device: "rxe_b"}},
+			[]string{"./s", "20010", "rxe_a"}, []string{"./c", "{server.addr}", "-g{server.gid}", "rxe_b", "4096"}, ""},
+		{"no size", kinds.Workload{Name: "n", Options: kinds.Options{
+			ServerCommand: []string{"./s"}, ClientCommand: []string{"./c", self("size")}}},
+			kinds.ArgvIn{Port: 20000, Addr: "10.0.0.1"}, []string{"./s"}, []string{"./c", "${self.size}"}, `workload "n": client_command: self.size has no value`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.W = &tc.w
+			s, c := Kind{}.Argv(tc.in)
+			if d := cmp.Diff(tc.wantServer, s); d != "" {
+				t.Errorf("server (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantCli, c); d != "" {
+				t.Errorf("client (-want +got):\n%s", d)
+			}
+			es, ec, err := expand(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("expand: err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(es, s) || !slices.Equal(ec, c) {
+				t.Errorf("expand = %q, %q, %v; want the hook's", es, ec, err)
+			}
+		})
 	}
 }

@@ -22,11 +22,11 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// The program step: ship the program's source to each host it runs on,
+// The program op: ship the program's source to each host it runs on,
 // once per run and host (steps.Env.Once), into the agent's work dir under
 // programs/<source hash>-<build hash>; build it there once (or copy an
 // earlier run's build from the host's cache, cache.go); then run each
-// unit (size × repeat): the server first, the client once the server is
+// trial (size × repeat): the server first, the client once the server is
 // ready, or the one command on host. The work dir, and so the source and
 // what the build made, goes when the run ends (engine/run removes it after
 // the fetch, which keeps the build's output in the run's logs/).
@@ -39,7 +39,7 @@ const (
 	// SIGINT has before SIGKILL.
 	serverLinger = 2 * time.Second
 	stopGrace    = 2 * time.Second
-	// readyCap bounds the wait for a server to get ready when the unit's
+	// readyCap bounds the wait for a server to get ready when the trial's
 	// own timeout is longer.
 	readyCap = 2 * time.Minute
 	// errorLines is how many of the compiler's error lines a build
@@ -48,7 +48,7 @@ const (
 )
 
 // BuildTimeout bounds a program's build on a host: the workload's own
-// timeout bounds each unit, not the build before them, and a build that
+// timeout bounds each trial, not the build before them, and a build that
 // never ends (a Makefile that waits, a host whose agent answers its
 // heartbeats but never the wait) must not hold the run for good. The
 // agent kills the build's process group when it passes. A variable for
@@ -61,7 +61,7 @@ type programWorkload struct {
 	procs steps.Procs
 }
 
-func newStep(w *steps.Workload) (steps.Step, error) {
+func newOp(w *steps.Workload) (steps.Op, error) {
 	if w.Program == nil {
 		return nil, fmt.Errorf("workload %q (program): no program block", w.Name)
 	}
@@ -292,62 +292,125 @@ func safe(s string) string {
 	}, s)
 }
 
-// selfValues are what self.* holds in one unit.
-func (s *programWorkload) selfValues(env *steps.Env, u steps.Trial) (map[string]string, results.Meta, error) {
-	w := s.w
-	v := map[string]string{"port": strconv.Itoa(steps.PortFor(w, u.N))}
-	m := results.Meta{Workload: w.Name, Tool: w.Tool, Size: u.Size, Iterations: w.Iterations, Repeat: u.Repeat}
-	if u.Size > 0 {
-		v["size"] = strconv.FormatInt(u.Size, 10)
+// Argv is program's argv hook (kinds.Argver): the lab's commands with
+// their self.* filled for one trial (self values). A program on host
+// (command) has no server. A self.* the trial has no value for stays as
+// the lab wrote it (${self.size}); the run refuses that command (expand).
+func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
+	vals := self(in)
+	show := func(argv []string) []string {
+		if len(argv) == 0 {
+			return nil
+		}
+		out, err := kinds.ExpandSelf(argv, vals)
+		if err != nil {
+			return kinds.ShowSelfArgv(argv)
+		}
+		return out
+	}
+	if len(in.W.Command) > 0 {
+		return nil, show(in.W.Command)
+	}
+	return show(in.W.ServerCommand), show(in.W.ClientCommand)
+}
+
+// self is what self.* holds in one trial: its port, size and iterations;
+// between server and client, the server's address (kinds.ArgvIn.Addr),
+// the RDMA devices and the server device's GID index.
+func self(in kinds.ArgvIn) map[string]string {
+	w := in.W
+	v := map[string]string{"port": strconv.Itoa(in.Port)}
+	if in.Trial.Size > 0 {
+		v["size"] = strconv.FormatInt(in.Trial.Size, 10)
 	}
 	if w.Iterations > 0 {
 		v["iterations"] = strconv.FormatInt(w.Iterations, 10)
 	}
+	if len(w.Command) > 0 { // on host
+		return v
+	}
+	v["server_address"] = string(in.Addr)
+	if in.Server.Device != "" {
+		v["server_device"], v["gid_index"] = in.Server.Device, string(in.Server.GID)
+	}
+	if in.Client.Device != "" {
+		v["client_device"] = in.Client.Device
+	}
+	return v
+}
+
+// expand is what the run executes of Argv: the same commands, or an error
+// naming the command with a self.* the trial has no value for.
+func expand(in kinds.ArgvIn) (server, client []string, err error) {
+	vals := self(in)
+	w := in.W
+	if len(w.Command) > 0 {
+		if client, err = kinds.ExpandSelf(w.Command, vals); err != nil {
+			return nil, nil, fmt.Errorf("workload %q: command: %w", w.Name, err)
+		}
+		return nil, client, nil
+	}
+	if server, err = kinds.ExpandSelf(w.ServerCommand, vals); err != nil {
+		return nil, nil, fmt.Errorf("workload %q: server_command: %w", w.Name, err)
+	}
+	if client, err = kinds.ExpandSelf(w.ClientCommand, vals); err != nil {
+		return nil, nil, fmt.Errorf("workload %q: client_command: %w", w.Name, err)
+	}
+	return server, client, nil
+}
+
+// argvIn is one trial's kinds.ArgvIn as the run knows it (the ends'
+// devices, the server device's GID index and address, as its
+// device-create op reported them), and the meta of its samples.
+func (s *programWorkload) argvIn(env *steps.Env, u steps.Trial) (kinds.ArgvIn, results.Meta, error) {
+	w := s.w
+	in := kinds.ArgvIn{W: &w.Workload, Trial: u, Port: steps.PortFor(w, u.N)}
+	m := results.Meta{Workload: w.Name, Tool: w.Tool, Size: u.Size, Iterations: w.Iterations, Repeat: u.Repeat}
 	if w.Host != "" {
 		m.Hosts = []string{w.Host}
-		return v, m, nil
+		return in, m, nil
 	}
 	m.Hosts = []string{w.ServerHost, w.ClientHost}
 	if w.ServerDevice != "" {
-		srv, err := env.RXE(w.ServerDevice)
+		srv, err := env.Device(w.ServerDevice)
 		if err != nil {
-			return nil, m, fmt.Errorf("workload %q server: %w", w.Name, err)
+			return in, m, fmt.Errorf("workload %q server: %w", w.Name, err)
 		}
 		if srv.IPv4 == "" {
-			return nil, m, fmt.Errorf("workload %q: rxe %q on host %q has no IPv4 address on %s for the client to reach", w.Name, srv.Name, w.ServerHost, srv.Netdev)
+			return in, m, fmt.Errorf("workload %q: rxe %q on host %q has no IPv4 address on %s for the client to reach", w.Name, srv.Name, w.ServerHost, srv.Netdev)
 		}
-		v["server_address"], v["server_device"], v["gid_index"] = srv.IPv4, srv.Name, strconv.Itoa(srv.GIDIndex)
+		in.Addr, in.Server = kinds.Value(srv.IPv4), kinds.End{Device: srv.Name, GID: kinds.Value(strconv.Itoa(srv.GIDIndex))}
 		m.Devices = append(m.Devices, srv.Name)
 		gid := srv.GIDIndex
 		m.GIDIndex = &gid
 	} else {
 		addr, err := steps.DialAddr(env, w)
 		if err != nil {
-			return nil, m, err
+			return in, m, err
 		}
-		v["server_address"] = addr
+		in.Addr = kinds.Value(addr)
 		m.Extra = map[string]string{"server_addr": addr}
 	}
 	if w.ClientDevice != "" {
-		cli, err := env.RXE(w.ClientDevice)
+		cli, err := env.Device(w.ClientDevice)
 		if err != nil {
-			return nil, m, fmt.Errorf("workload %q client: %w", w.Name, err)
+			return in, m, fmt.Errorf("workload %q client: %w", w.Name, err)
 		}
-		v["client_device"] = cli.Name
+		in.Client = kinds.End{Device: cli.Name}
 		m.Devices = append(m.Devices, cli.Name)
 	}
-	return v, m, nil
+	return in, m, nil
 }
 
 func (s *programWorkload) runOne(ctx context.Context, env *steps.Env, u steps.Trial, dir string) error {
 	w := s.w
-	vals, meta, err := s.selfValues(env, u)
+	in, meta, err := s.argvIn(env, u)
 	if err != nil {
 		return err
 	}
-	argv, err := kinds.ExpandSelf(w.Command, vals)
+	_, argv, err := expand(in)
 	if err != nil {
-		return fmt.Errorf("workload %q: command: %w", w.Name, err)
+		return err
 	}
 	spec := steps.ProcSpec{Host: w.Host, Handle: steps.Handle(w, "run", u.Size, u.Repeat), Argv: argv, Role: "command", Dir: dir}
 	if _, err := steps.StartProc(ctx, env, &s.procs, "program", spec); err != nil {
@@ -374,25 +437,21 @@ func (s *programWorkload) runOne(ctx context.Context, env *steps.Env, u steps.Tr
 
 func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u steps.Trial, sdir, cdir string) error {
 	w := s.w
-	vals, meta, err := s.selfValues(env, u)
+	in, meta, err := s.argvIn(env, u)
 	if err != nil {
 		return err
 	}
-	sargv, err := kinds.ExpandSelf(w.ServerCommand, vals)
+	sargv, cargv, err := expand(in)
 	if err != nil {
-		return fmt.Errorf("workload %q: server_command: %w", w.Name, err)
+		return err
 	}
-	cargv, err := kinds.ExpandSelf(w.ClientCommand, vals)
-	if err != nil {
-		return fmt.Errorf("workload %q: client_command: %w", w.Name, err)
-	}
-	port := steps.PortFor(w, u.N)
+	port := in.Port
 	ready := &proto.Ready{TCPListen: port, RDMACMListen: port}
 	if w.Ready != "" {
 		ready = &proto.Ready{OutputRegex: w.Ready}
 	}
 	// The agent's answer (not ready, with what the server printed) must
-	// come before the unit's own deadline cuts the call.
+	// come before the trial's own deadline cuts the call.
 	rt := readyCap
 	if r := steps.Remaining(ctx); r > 0 && r-time.Second < rt {
 		rt = max(r-time.Second, r/2)

@@ -1,6 +1,6 @@
 // Package rping is the rping tool family: rping from rdmacm-utils, an RDMA CM
 // connection and ping-pongs of RDMA READ/WRITE between two RDMA devices. It
-// holds its descriptor (Kind.Desc), its step (Kind.NewStep) and its output
+// holds its descriptor (Kind.Desc), its op (Kind.NewOp) and its output
 // parser (Kind.Parse: the "ping data" lines, failures read from stderr).
 //
 // It imports kinds, steps and engine/toolout; kinds/builtin registers it.
@@ -21,8 +21,8 @@ const Family kinds.Family = "rping"
 // Kind is the rping family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewStep is the step of one rping workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+// NewOp is the op of one rping workload.
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // Parse reads one run's output; rping reports its failures on stderr.
 func (Kind) Parse(stdout []byte, opts toolout.Options) ([]toolout.Row, toolout.Info, error) {

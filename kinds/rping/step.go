@@ -17,7 +17,7 @@ import (
 // unbounded rping never ends.
 const rpingDefaultCount = 10
 
-func newStep(w *steps.Workload) (steps.Step, error) {
+func newOp(w *steps.Workload) (steps.Op, error) {
 	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd, _ *kinds.ArgvIn) {
 		// No option raises its QP timeout (kinds/qptimeout.go): a failure
 		// with retries exhausted on an emulated end says so.

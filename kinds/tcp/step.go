@@ -31,7 +31,7 @@ type tcpWorkload struct {
 	retransRead bool
 }
 
-func newStep(w *steps.Workload) (steps.Step, error) {
+func newOp(w *steps.Workload) (steps.Op, error) {
 	if w.ServerAddr == "" && w.ServerHost == "" {
 		return nil, fmt.Errorf("workload %q (tcp): no server host", w.Name)
 	}

@@ -5,7 +5,7 @@
 //   - Kind.Desc is the descriptor: its tool (options it takes, chart) and the
 //     metrics it records, with units; every layer reads these (the lab
 //     checker, the plan, results, the report).
-//   - Kind.NewStep is its step (steps.Stepper): what runs on the hosts.
+//   - Kind.NewOp is its op (steps.OpMaker): what runs on the hosts.
 //   - a family whose output rlab parses also has Kind.Parse
 //     (toolout.Parser); tcp has none, the agent measures it.
 //   - one line in kinds/builtin registers Kind{}.
@@ -27,8 +27,8 @@ const Family kinds.Family = "tcp"
 // Kind is the tcp family; kinds/builtin registers it.
 type Kind struct{}
 
-// NewStep is the step of one tcp workload.
-func (Kind) NewStep(w *steps.Workload) (steps.Step, error) { return newStep(w) }
+// NewOp is the op of one tcp workload.
+func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 
 // mibPerGb converts Gb/s into MiB/s.
 const mibPerGb = 1e9 / 8 / (1 << 20)

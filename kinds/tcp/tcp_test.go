@@ -13,14 +13,14 @@ import (
 // it sends; a tcp workload without a server is refused.
 func TestNewStep(t *testing.T) {
 	w := steps.Workload{Workload: kinds.Workload{Name: "base", Tool: "tcp"}, ServerHost: "a", ClientHost: "b", DialDevice: "ra"}
-	s, err := Kind{}.NewStep(&w)
+	s, err := Kind{}.NewOp(&w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := s.Describe(), "tcp base: host a (server) <- host b (client) at the IPv4 of rxe ra's netdev, 1GiB"; got != want {
 		t.Errorf("Describe() = %q, want %q", got, want)
 	}
-	if _, err := (Kind{}).NewStep(&steps.Workload{Workload: kinds.Workload{Name: "x", Tool: "tcp"}}); err == nil || !strings.Contains(err.Error(), "no server host") {
+	if _, err := (Kind{}).NewOp(&steps.Workload{Workload: kinds.Workload{Name: "x", Tool: "tcp"}}); err == nil || !strings.Contains(err.Error(), "no server host") {
 		t.Errorf("no server: err = %v", err)
 	}
 }

@@ -75,22 +75,22 @@ const SeveralLabsSummary = "Folder holds several labs"
 // their own lab block, like labs/) is an error that lists them, rather than
 // one lab merged from all of them.
 func LoadOne(path string, opts LoadOptions) (*Lab, hcl.Diagnostics) {
-	units, diags := Split(path)
+	labs, diags := Split(path)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	if len(units) != 1 {
-		names := make([]string, len(units))
-		for i, u := range units {
+	if len(labs) != 1 {
+		names := make([]string, len(labs))
+		for i, u := range labs {
 			names[i] = filepath.Base(u[0])
 		}
 		return nil, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  SeveralLabsSummary,
 			Detail: fmt.Sprintf("%s holds %d labs (%s), each file with its own lab block; give one of its files, e.g. %s. (rlab validate checks a folder of labs file by file.)",
-				path, len(units), strings.Join(names, ", "), filepath.Join(path, names[0])),
+				path, len(labs), strings.Join(names, ", "), filepath.Join(path, names[0])),
 		})
 	}
-	l, more := Load(units[0], opts)
+	l, more := Load(labs[0], opts)
 	return l, append(diags, more...)
 }
