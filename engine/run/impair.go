@@ -28,7 +28,7 @@ import (
 // whole run).
 type impairWindow struct {
 	*plan.WindowPlan // the plan's impairment as it is
-	op             *steps.Impair
+	op               *steps.Impair
 	during           []*workloadNode // the plan's During
 	// inForce are the workloads it is in force during (the plan's
 	// Covers): during, or for a whole-run one those on its host.

@@ -338,7 +338,7 @@ type captureWindow struct {
 	// The plan's capture as it is: its start and stop steps, the file it
 	// makes, the workloads it covers.
 	*plan.WindowPlan
-	op   *steps.Capture
+	op     *steps.Capture
 	during []*workloadNode // the plan's During: the workloads its stop waits for
 
 	mu        sync.Mutex

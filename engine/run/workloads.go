@@ -20,7 +20,7 @@ type workloadNode struct {
 	// hosts they run on (whose loss skips it) and its probe port.
 	*plan.WorkloadPlan
 	spec     *steps.Workload
-	op     steps.Op
+	op       steps.Op
 	deps     []*workloadNode  // the workloads its plan steps depend on (After)
 	captures []*captureWindow // scoped captures that cover it
 	impairs  []*impairWindow  // scoped impairments that cover it (impair.go)
