@@ -66,18 +66,7 @@ func TestHostileSSHDNetns(t *testing.T) {
 				bed.PrivateHome(t, h1, nil)
 			}
 			bed.ForceCommand(t, h1, hostileSSHD(tc.mode))
-			labFile := bedLab(t, bed, bed.KnownHosts, `
-workload "on_h0" {
-  tool    = "exec"
-  host    = host.h0
-  command = ["echo", "h0 output"]
-}
-workload "on_h1" {
-  tool    = "exec"
-  host    = host.h1
-  command = ["echo", "h1 output"]
-}
-`)
+			labFile := bedLab(t, bed, bed.KnownHosts, echoOnBothHosts)
 			named := func(s string) bool {
 				if !strings.Contains(s, `host "h1"`) {
 					return false
@@ -133,18 +122,7 @@ func TestInterruptStalledHostNetns(t *testing.T) {
 	h1 := bed.Host("h1")
 	bed.PrivateHome(t, h1, nil)
 	bed.ForceCommand(t, h1, hostileSSHD("install-stall"))
-	labFile := bedLab(t, bed, bed.KnownHosts, `
-workload "on_h0" {
-  tool    = "exec"
-  host    = host.h0
-  command = ["echo", "h0 output"]
-}
-workload "on_h1" {
-  tool    = "exec"
-  host    = host.h1
-  command = ["echo", "h1 output"]
-}
-`)
+	labFile := bedLab(t, bed, bed.KnownHosts, echoOnBothHosts)
 	cases := []struct {
 		name    string
 		signals []syscall.Signal
@@ -219,18 +197,7 @@ func TestInterruptStalledPullNetns(t *testing.T) {
 	bed := testbed.Start(t, testbed.Options{Hosts: 2})
 	h1 := bed.Host("h1")
 	bed.ForceCommand(t, h1, hostileSSHD("bundle-stall"))
-	labFile := bedLab(t, bed, bed.KnownHosts, `
-workload "on_h0" {
-  tool    = "exec"
-  host    = host.h0
-  command = ["echo", "h0 output"]
-}
-workload "on_h1" {
-  tool    = "exec"
-  host    = host.h1
-  command = ["echo", "h1 output"]
-}
-`)
+	labFile := bedLab(t, bed, bed.KnownHosts, echoOnBothHosts)
 	before := bed.Pids(t, h1)
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(rlabBin(t), "run", "--out", dir, labFile)

@@ -56,18 +56,7 @@ func TestStuckHostNetns(t *testing.T) {
 	t.Setenv("RLAB_AGENT_TIMEOUT", "20s")
 	bed := testbed.Start(t, testbed.Options{Hosts: 2})
 	stuckAgent(t, bed, bed.Host("h1"))
-	labFile := bedLab(t, bed, bed.KnownHosts, `
-workload "on_h0" {
-  tool    = "exec"
-  host    = host.h0
-  command = ["echo", "h0 output"]
-}
-workload "on_h1" {
-  tool    = "exec"
-  host    = host.h1
-  command = ["echo", "h1 output"]
-}
-`)
+	labFile := bedLab(t, bed, bed.KnownHosts, echoOnBothHosts)
 	const want = `host "h1": agent did not answer facts within 20s`
 
 	out, stderr, code := runRlabWithin(t, 4*time.Minute, "facts", "-json", labFile)
@@ -105,3 +94,19 @@ workload "on_h1" {
 		t.Errorf("h0's output: %q, %v", b, err)
 	}
 }
+
+// echoOnBothHosts is a bed lab's workloads: one exec on each of h0 and h1,
+// each echoing its host's name (the netns tests of a stuck or hostile h1
+// look for "h0 output" to see the good host's result survive).
+const echoOnBothHosts = `
+workload "on_h0" {
+  tool    = "exec"
+  host    = host.h0
+  command = ["echo", "h0 output"]
+}
+workload "on_h1" {
+  tool    = "exec"
+  host    = host.h1
+  command = ["echo", "h1 output"]
+}
+`
