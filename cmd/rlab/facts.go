@@ -77,7 +77,9 @@ func loadForHosts(cmd *cobra.Command, path string, f *hostFlags) (*lab.Lab, erro
 	if err != nil {
 		return nil, err
 	}
+	guard := guardEval(cmd.ErrOrStderr(), path)
 	l, diags := lab.LoadOne(path, lo)
+	guard.stop()
 	// Facts and check are about the hosts themselves: a host no workload
 	// uses is what they are for (an inventory), not worth a warning each.
 	kept := diags[:0:0]

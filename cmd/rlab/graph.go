@@ -50,7 +50,9 @@ simple built-in layout (hosts side by side, workloads as curves between them).`,
 				}
 				opts.Vars[k] = val
 			}
+			guard := guardEval(cmd.ErrOrStderr(), args[0])
 			g, diags, err := graph.Load(args[0], opts)
+			guard.stop()
 			writeDiags(cmd.ErrOrStderr(), nil, diags)
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("graph: %w", err))

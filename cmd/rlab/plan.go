@@ -68,6 +68,8 @@ before it makes anything, saying which memory or --only would.`,
 			if err != nil {
 				return err
 			}
+			guard := guardEval(cmd.ErrOrStderr(), paths[0]) // load and plan (evalguard.go)
+			defer guard.stop()
 			l, diags := lab.LoadOne(paths[0], opts)
 			if !diags.HasErrors() {
 				diags = append(diags, emptyLab(l, allowEmpty)...)
@@ -77,6 +79,7 @@ before it makes anything, saying which memory or --only would.`,
 				return withCode(exitFail, nil)
 			}
 			p, err := plan.NewWith(l, plan.Options{Provision: prov, Only: only, Emulated: predictEmulated(l)})
+			guard.stop()
 			var se *plan.SelectionError
 			if errors.As(err, &se) {
 				return withCode(exitFail, fmt.Errorf("--only: %w", err))

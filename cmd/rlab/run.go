@@ -118,6 +118,10 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if err != nil {
 		return err
 	}
+	// Load and plan under the evaluation guard (evalguard.go); it ends
+	// before anything connects.
+	guard := guardEval(stderr, path)
+	defer guard.stop()
 	l, diags := lab.LoadOne(path, lo)
 	if !diags.HasErrors() {
 		diags = append(diags, emptyLab(l, f.allowEmpty)...)
@@ -148,6 +152,7 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if err := emptySelection(l, f.only, len(opts.Plan.Selected.Workloads), f.allowEmpty); err != nil {
 		return withCode(exitFail, err)
 	}
+	guard.stop()
 	// A run over hundreds of hosts: a soft memory limit from the host
 	// count (memlimit.go), unless the user set GOMEMLIMIT.
 	setMemoryLimit(len(opts.Plan.Hosts), os.Getenv("GOMEMLIMIT"))

@@ -50,6 +50,7 @@ Exit status: 0 valid, 1 invalid.`,
 			if err != nil {
 				return err
 			}
+			defer guardEval(cmd.ErrOrStderr(), strings.Join(paths, " ")).stop()
 			var all hcl.Diagnostics
 			for _, p := range paths {
 				labs, diags := lab.Split(p)

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// The lab's evaluation is metered step by step (engine/lab's budget), and
+// every attack round so far has found a function or value the meter did
+// not see in time (SECURITY.md 93, 96, 99, 100–102): a lab of a few hundred
+// bytes that takes validate or plan past a gigabyte or past minutes. The
+// guard is the bound behind the meter: while a command loads, evaluates and
+// plans a lab (before it connects to anything), the process may hold at
+// most evalMemory bytes of Go memory and take at most evalTime; past either,
+// rlab says so and exits 1 with nothing connected or written. It bounds
+// what the meter misses; it is not the meter (a lab the meter refuses gets
+// its file:line:col diagnostic, which the guard cannot give).
+const (
+	evalMemory = 1 << 30          // real labs plan in well under 100 MiB (BENCHMARKS.md "Lab evaluation's guard")
+	evalTime   = 30 * time.Second // a lab at the trial bound (100,000) plans in about 2 s at load 15
+	// evalSoft is the Go heap's soft limit while the guard holds: the
+	// collector works hard enough that garbage alone does not reach
+	// evalMemory, so only a live heap that large stops rlab.
+	evalSoft  = 3 * evalMemory / 4
+	evalEvery = 20 * time.Millisecond
+)
+
+// evalGuard watches one evaluation; stop ends the watch (and restores the
+// heap's soft limit). stop may be called more than once.
+type evalGuard struct {
+	stopOnce sync.Once
+	done     chan struct{}
+	finished chan struct{}
+	oldSoft  int64
+}
+
+// guardLimits are a guard's bounds and what it does when one is passed:
+// the command's guard prints to stderr and exits; tests record.
+type guardLimits struct {
+	memory int64
+	time   time.Duration
+	soft   int64
+	over   func(msg string) // called once, from the guard's goroutine
+}
+
+// guardEval starts the guard for the evaluation of lab (a path, for the
+// message) with rlab's bounds: past one, it writes why to w and exits 1.
+func guardEval(w io.Writer, lab string) *evalGuard {
+	return startGuard(lab, guardLimits{
+		memory: evalMemory, time: evalTime, soft: evalSoft,
+		over: func(msg string) {
+			fmt.Fprintln(w, msg)
+			os.Exit(exitFail)
+		},
+	})
+}
+
+func startGuard(lab string, lim guardLimits) *evalGuard {
+	g := &evalGuard{done: make(chan struct{}), finished: make(chan struct{})}
+	g.oldSoft = -1
+	if lim.soft > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		g.oldSoft = debug.SetMemoryLimit(lim.soft)
+	}
+	start := time.Now()
+	go func() {
+		defer close(g.finished)
+		samples := []metrics.Sample{
+			{Name: "/memory/classes/total:bytes"},
+			{Name: "/memory/classes/heap/released:bytes"},
+		}
+		t := time.NewTicker(evalEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-g.done:
+				return
+			case <-t.C:
+			}
+			metrics.Read(samples)
+			held := int64(samples[0].Value.Uint64()) - int64(samples[1].Value.Uint64())
+			took := time.Since(start)
+			switch {
+			case held > lim.memory:
+				lim.over(guardMessage(lab, fmt.Sprintf("held %s of memory (the bound is %s)", mib(held), mib(lim.memory)), took))
+				return
+			case took > lim.time:
+				lim.over(guardMessage(lab, fmt.Sprintf("took longer than %s", lim.time), took))
+				return
+			}
+		}
+	}()
+	return g
+}
+
+// stop ends the watch and waits for the guard's goroutine, so a guard that
+// fired has finished saying so when stop returns.
+func (g *evalGuard) stop() {
+	g.stopOnce.Do(func() {
+		close(g.done)
+		<-g.finished
+		if g.oldSoft >= 0 {
+			debug.SetMemoryLimit(g.oldSoft)
+		}
+	})
+}
+
+func guardMessage(lab string, what string, took time.Duration) string {
+	return fmt.Sprintf("Error: evaluating lab %s %s, %.1f s in; rlab stopped before connecting to any host.\n"+
+		"  A lab this costly to evaluate is refused, whatever it would run. Look for expressions that make\n"+
+		"  large values: for expressions and range() nested in each other, join/format over them, set\n"+
+		"  functions over long lists, regex/regexall over long text, decoders (yamldecode, jsondecode, csvdecode) of large or deeply\n"+
+		"  nested text, and -var-file values; then run rlab validate again.",
+		quoteLab(lab), what, took.Seconds())
+}
+
+func quoteLab(p string) string { return fmt.Sprintf("%q", p) }
