@@ -157,9 +157,16 @@ func stateTargetDepth(h StateHost, identities []string, depth int) (sshx.Target,
 		t.Jump = &j
 		return t, nil
 	}
-	var err error
-	t.Jump, err = jumpChain(h.Jump, t)
-	return t, err
+	hops := h.Hops
+	if hops == nil && h.Jump != "" {
+		// A state.json from before hops were recorded: its jump string.
+		var err error
+		if hops, err = plan.ParseJump(h.Jump); err != nil {
+			return t, fmt.Errorf("host %q: %w", h.Name, err)
+		}
+	}
+	t.Jump = hopChain(hops, t)
+	return t, nil
 }
 
 func identityFiles(file string, identities []string) []string {
@@ -167,15 +174,6 @@ func identityFiles(file string, identities []string) []string {
 		return []string{sshx.ExpandHome(file)}
 	}
 	return identities
-}
-
-// jumpChain parses a jump string for host t (one read back from state.json).
-func jumpChain(spec string, t sshx.Target) (*sshx.Target, error) {
-	hops, err := plan.ParseJump(spec)
-	if err != nil {
-		return nil, err
-	}
-	return hopChain(hops, t), nil
 }
 
 // hopChain is the chain of bastions to host t through hops (the first
