@@ -226,7 +226,7 @@ func (r *runner) connect(ctx context.Context, h *plan.HostPlan, t Target) error 
 	r.conns[h.Name] = cw
 	r.env.Hosts[h.Name] = cw
 	r.mu.Unlock()
-	f, err := rpc.Invoke(ctx, cw, rpc.Facts, r.factsReq)
+	f, err := rpc.Invoke(ctx, cw, rpc.Facts, factsRequest(h))
 	if err != nil {
 		return fmt.Errorf("read facts of host %q: %w", h.Name, err)
 	}

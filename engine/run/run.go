@@ -216,11 +216,7 @@ type runner struct {
 	impairs   []*impairWindow // impair.go
 	workloads []*workloadNode
 	plan      *plan.Plan // of this run: what it executes and plan.json
-	// factsReq is the run's facts request, the same for every host: the
-	// programs every family looks for, and the lab's program packages,
-	// whose installed state preflight reads.
-	factsReq proto.FactsParams
-	vms      VMSet
+	vms       VMSet
 	// discard names the hosts that are local VMs of this run (bootVMs):
 	// stopped and thrown away at teardown, so what the run made inside
 	// them is not undone one by one (discard.go).
