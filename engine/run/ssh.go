@@ -115,10 +115,12 @@ func HostTarget(h *lab.Host, identities []string) sshx.Target {
 }
 
 // planTarget is how a run reaches a host: as its plan resolved it (the
-// address, port and user, the jump string's hops parsed at plan time or
-// the planned lab host it jumps through), parsing nothing again.
+// jump string's hops parsed at plan time or the planned lab host it jumps
+// through), parsing nothing again. The address and user are the lab
+// host's: the plan's own copies show a sensitive value as "(sensitive)".
 func planTarget(hp *plan.HostPlan, identities []string, depth int) sshx.Target {
-	t := sshx.Target{Name: hp.Name, Address: hp.Address, Port: hp.Port, User: hp.User}
+	h := hp.Ref
+	t := sshx.Target{Name: hp.Name, Address: h.Address, Port: h.Port, User: h.User}
 	t.IdentityFiles = identityFiles(hp.Ref.IdentityFile, identities)
 	if hp.Via != nil && depth < maxJumpDepth {
 		j := planTarget(hp.Via, identities, depth+1)

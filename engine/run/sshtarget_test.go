@@ -98,6 +98,46 @@ func TestHostTarget(t *testing.T) {
 	}
 }
 
+// TestPlanTargetSensitive: a host whose address and user come from a
+// sensitive variable is dialled at that address as that user; only the
+// plan's text and plan.json show them redacted.
+func TestPlanTargetSensitive(t *testing.T) {
+	l := loadLab(t, `lab "t" {}
+variable "addr" {
+  type      = string
+  default   = "192.0.2.77"
+  sensitive = true
+}
+variable "login" {
+  type      = string
+  default   = "s3cr3t-user"
+  sensitive = true
+}
+host "a" {
+  address = var.addr
+  user    = var.login
+}
+workload "x" {
+  tool    = "exec"
+  host    = host.a
+  command = ["true"]
+}
+`)
+	p := planned(t, l, plan.Options{})
+	hp := p.Agents()[0]
+	want := sshx.Target{Name: "a", Address: "192.0.2.77", Port: 22, User: "s3cr3t-user"}
+	if d := cmp.Diff(want, planTarget(hp, nil, 0)); d != "" {
+		t.Errorf("the run dials (-want +got):\n%s", d)
+	}
+	js, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(js), "192.0.2.77") || strings.Contains(string(js), "s3cr3t-user") {
+		t.Errorf("plan.json shows a sensitive value: %s", js)
+	}
+}
+
 // hostPlanOf is h as engine/plan resolves it (HostPlan.Hops or Via).
 func hostPlanOf(t *testing.T, h *lab.Host) *plan.HostPlan {
 	hp := &plan.HostPlan{Ref: h, Name: h.Name, Address: h.Address, Port: h.Port, User: h.User, Jump: h.Jump, VM: h.VM != nil}
