@@ -10,10 +10,11 @@
 // cmd/rlab (and a test binary's TestMain) calls builtin.Register once; there
 // is no init() registration.
 //
-// Words: a kind is a tool kind, the one value a kinds/<name> package
-// registers (Kind); a family (Family) is a group of its tools one op
-// drives and one parser reads (perftest_bw, perftest_lat); the docs call
-// the package the family's too. Step, op, trial and unit: package steps.
+// Words: a tool family is a kinds/<family> package; a kind is the one
+// value it registers (Kind); a flavor (Flavor) is a group of a kind's
+// tools that one op drives and one parser reads the same way
+// (perftest_bw, perftest_lat: perftest has two, every other family one).
+// Step, op, trial and unit: package steps.
 //
 // The shape is acyclic by construction:
 //
@@ -98,10 +99,11 @@ func Arrow(tool string, hosts []string) string {
 	return hosts[0] + " → " + hosts[1]
 }
 
-// Family groups the tools of a kind that one op drives and one parser
-// reads the same way (perftest has two: bandwidth and latency); its
-// constants live in the kind's package (perftest.BW).
-type Family string
+// Flavor groups the tools of a kind that one op drives and one parser
+// reads the same way (perftest has two: bandwidth and latency; the other
+// families one each); its constants live in the family's package
+// (perftest.BW, tcp.Flavor). Not a family: that is the package.
+type Flavor string
 
 // Packages names the package that ships a program, per distribution family.
 // Empty: the program is built into the agent. Where the names come from:
@@ -194,7 +196,7 @@ type Tool struct {
 	// View is the tool's part of every view (view.go).
 	View   View
 	Name   string
-	Family Family
+	Flavor Flavor
 	RDMA   bool // server and client are rxe references
 	// OneHost: the tool runs on host (exec); otherwise between server and
 	// client.
@@ -380,7 +382,7 @@ type Kind interface {
 type Desc struct {
 	// Name is the family's package name (perftest, tcp), for messages.
 	Name string
-	// Tools are its tools, each with its Family (a kind may hold several:
+	// Tools are its tools, each with its Flavor (a kind may hold several:
 	// perftest's bandwidth and latency tools).
 	Tools []Tool
 	// Metrics are the metrics its tools record besides the common ones, in

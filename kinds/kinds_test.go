@@ -19,8 +19,8 @@ import (
 // family, and a version taken from another program names one that asks.
 func TestToolsWellFormed(t *testing.T) {
 	for _, tl := range All() {
-		if tl.Family == "" || tl.Chart == "" {
-			t.Errorf("%s: family %q, chart %q: both are needed", tl.Name, tl.Family, tl.Chart)
+		if tl.Flavor == "" || tl.Chart == "" {
+			t.Errorf("%s: flavor %q, chart %q: both are needed", tl.Name, tl.Flavor, tl.Chart)
 		}
 		if tl.Transports == nil && tl.TransportWhy == "" {
 			t.Errorf("%s: fixes its transport but TransportWhy does not say why", tl.Name)

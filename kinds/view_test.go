@@ -214,14 +214,14 @@ func TestEveryMetricShown(t *testing.T) {
 // anchors), a metric is one tool family's throughput on one side only,
 // and every metric a View names is in the vocabulary.
 func TestViewsWellFormed(t *testing.T) {
-	charts := map[string]kinds.Family{}
+	charts := map[string]kinds.Flavor{}
 	thr := map[string]bool{}
 	for _, tl := range kinds.All() {
 		for _, c := range tl.View.Charts {
-			if f, ok := charts[c.ID]; ok && f != tl.Family {
+			if f, ok := charts[c.ID]; ok && f != tl.Flavor {
 				t.Errorf("%s: chart %q is family %s's too", tl.Name, c.ID, f)
 			}
-			charts[c.ID] = tl.Family
+			charts[c.ID] = tl.Flavor
 			if len(c.Series) == 0 {
 				t.Errorf("%s: chart %q has no series", tl.Name, c.ID)
 			}

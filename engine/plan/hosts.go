@@ -11,11 +11,13 @@ import (
 // Hop is one bastion of a host's jump string ("[user@]host[:port][,...]"):
 // parsed once, here, so the run connects through what the plan shows.
 // User "" is the host's own user (unless the user's ssh config says
-// otherwise); Port 0 is the default.
+// otherwise); Port 0 is the default. A run's state.json records a host's
+// hops as they are (engine/run StateHost.Hops), so `rlab down` goes through
+// the same bastions without parsing the string again.
 type Hop struct {
-	User    string
-	Address string
-	Port    int
+	User    string `json:"user,omitempty"`
+	Address string `json:"address"`
+	Port    int    `json:"port,omitempty"`
 }
 
 // ParseJump parses a jump string into its hops, the first the one dialled

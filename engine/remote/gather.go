@@ -18,8 +18,9 @@ import (
 // look for are every registered family's and the helpers (kinds.Programs),
 // so what the agent probes is the controller's descriptor, not compiled into
 // the agent (its hash does not change when a tool's hint does). packages
-// are the lab's program blocks' packages (needs.PackageNames), whose
-// installed state preflight reads.
+// are program blocks' packages, whose installed state preflight reads: a
+// run asks each host about those its plan builds there (engine/run
+// factsRequest), facts and check about the lab's (needs.PackageNames).
 func FactsParams(refresh bool, packages []string) proto.FactsParams {
 	p := proto.FactsParams{Refresh: refresh, Packages: packages}
 	kinds.MustBeRegistered("engine/remote: the programs facts probes")

@@ -10,37 +10,37 @@ import (
 	"github.com/rlab-dev/rlab/kinds/madeup"
 )
 
-// familyShows is what the report shows of each tool family, written out by
+// flavorShows is what the report shows of each tool flavor, written out by
 // hand from the report people read (testdata/report/run's report.html),
 // not from the descriptor: the chart family that picks its hint, whether
 // it runs over RDMA, the charts a workload gets when every metric of its
 // tool has values at two sizes, and its side in RDMA vs TCP and the loss
 // sweep.
-var familyShows = map[kinds.Family]struct {
+var flavorShows = map[kinds.Flavor]struct {
 	kind   string
 	rdma   bool
 	charts []string
 	side   string // "RDMA", "TCP", or "" for neither
 }{
-	kinds.Family("perftest_bw"):  {"bw", true, []string{"Bandwidth vs message size", "Message rate vs message size"}, "RDMA"},
-	kinds.Family("perftest_lat"): {"lat", true, []string{"Latency percentiles by message size"}, ""},
-	kinds.Family("pingpong"):     {"pingpong", true, []string{"Pingpong throughput vs message size"}, ""},
-	kinds.Family("rping"):        {"rping", true, nil, ""},
-	kinds.Family("tcp"):          {"tcp", false, nil, "TCP"},
-	kinds.Family("exec"):         {"exec", false, nil, ""},
-	kinds.Family("program"):      {"exec", false, nil, ""},                                              // its output and its metric blocks, as exec
-	madeup.Family:                {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // kinds/madeup, registered by TestMain
-	madeup.PipeFamily:            {"made_pipe", false, nil, "TCP"},
+	kinds.Flavor("perftest_bw"):  {"bw", true, []string{"Bandwidth vs message size", "Message rate vs message size"}, "RDMA"},
+	kinds.Flavor("perftest_lat"): {"lat", true, []string{"Latency percentiles by message size"}, ""},
+	kinds.Flavor("pingpong"):     {"pingpong", true, []string{"Pingpong throughput vs message size"}, ""},
+	kinds.Flavor("rping"):        {"rping", true, nil, ""},
+	kinds.Flavor("tcp"):          {"tcp", false, nil, "TCP"},
+	kinds.Flavor("exec"):         {"exec", false, nil, ""},
+	kinds.Flavor("program"):      {"exec", false, nil, ""},                                              // its output and its metric blocks, as exec
+	madeup.Flavor:                {"made", true, []string{"Made-up throughput and round trip"}, "RDMA"}, // kinds/madeup, registered by TestMain
+	madeup.PipeFlavor:            {"made_pipe", false, nil, "TCP"},
 }
 
 // TestChartsFollowDescriptor: every tool's report (chart family, RDMA or
-// not, its charts, its side in RDMA vs TCP) is what familyShows says, and
+// not, its charts, its side in RDMA vs TCP) is what flavorShows says, and
 // the families that draw charts explain them.
 func TestChartsFollowDescriptor(t *testing.T) {
 	for _, tl := range kinds.All() {
-		want, ok := familyShows[tl.Family]
+		want, ok := flavorShows[tl.Flavor]
 		if !ok {
-			t.Errorf("%s: family %s is not in familyShows: say what the report shows of it", tl.Name, tl.Family)
+			t.Errorf("%s: flavor %s is not in flavorShows: say what the report shows of it", tl.Name, tl.Flavor)
 			continue
 		}
 		if k := chartFamily(tl.Name); k != want.kind {

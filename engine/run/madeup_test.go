@@ -26,7 +26,7 @@ import (
 // descriptor entry, its step and its parser. Nothing else in rlab is told
 // about it.
 const (
-	madeFamily kinds.Family = "fake_ping"
+	madeFlavor kinds.Flavor = "fake_ping"
 	madeTool   string       = "fake_ping"
 )
 
@@ -45,10 +45,10 @@ func (fakeKind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "fake",
 		Metrics: []kinds.Metric{{Name: "fake_rtt", Unit: "usec", Doc: "made-up round trip"}},
 		Tools: []kinds.Tool{
-			{Name: madeTool, Family: madeFamily,
+			{Name: madeTool, Flavor: madeFlavor,
 				TransportWhy: "fake_ping has no transports", Sizes: true, MaxSize: 4096, Iterations: true,
 				Metrics: []string{"fake_rtt"}, Chart: "fake"},
-			{Name: provTool, Family: madeFamily,
+			{Name: provTool, Flavor: madeFlavor,
 				TransportWhy: "fake_ping has no transports", Sizes: true, MaxSize: 4096, Iterations: true,
 				Metrics: []string{"fake_rtt"}, Chart: "fake",
 				Program: &kinds.Program{Name: "rping", Packages: kinds.Packages{Debian: "rdmacm-utils", RHEL: "librdmacm-utils", SUSE: "librdmacm-utils"}}},

@@ -226,7 +226,7 @@ func (r *runner) connect(ctx context.Context, h *plan.HostPlan, t Target) error 
 	r.conns[h.Name] = cw
 	r.env.Hosts[h.Name] = cw
 	r.mu.Unlock()
-	f, err := rpc.Invoke(ctx, cw, rpc.Facts, r.factsReq)
+	f, err := rpc.Invoke(ctx, cw, rpc.Facts, factsRequest(h))
 	if err != nil {
 		return fmt.Errorf("read facts of host %q: %w", h.Name, err)
 	}
@@ -277,10 +277,14 @@ func (r *runner) preflight(ctx context.Context) error {
 	}
 	if len(r.plan.Students) > 0 {
 		// A class lab goes on with the students whose hosts are fine when
-		// every problem names one of the lab's hosts.
+		// every problem names one of the run's hosts.
+		ours := make(map[string]bool, len(r.hosts))
+		for _, h := range r.hosts {
+			ours[h.Name] = true
+		}
 		byHost := map[string][]preflight.Problem{}
 		for _, p := range probs {
-			if p.Host == "" || r.lab.HostByName(p.Host) == nil {
+			if !ours[p.Host] {
 				byHost = nil
 				break
 			}

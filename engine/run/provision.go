@@ -106,7 +106,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 			// nothing was installed here: the facts said something was
 			// missing, and the package database says it is there (another
 			// host sharing this filesystem installed it meanwhile).
-			nf, err := rpc.Invoke(ctx, cw, rpc.Facts, r.factsReq)
+			nf, err := rpc.Invoke(ctx, cw, rpc.Facts, factsRequest(h))
 			if err != nil {
 				return nil // the lost agent is reported by conn
 			}

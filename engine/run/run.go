@@ -216,11 +216,7 @@ type runner struct {
 	impairs   []*impairWindow // impair.go
 	workloads []*workloadNode
 	plan      *plan.Plan // of this run: what it executes and plan.json
-	// factsReq is the run's facts request, the same for every host: the
-	// programs every family looks for, and the lab's program packages,
-	// whose installed state preflight reads.
-	factsReq proto.FactsParams
-	vms      VMSet
+	vms       VMSet
 	// discard names the hosts that are local VMs of this run (bootVMs):
 	// stopped and thrown away at teardown, so what the run made inside
 	// them is not undone one by one (discard.go).
@@ -331,7 +327,7 @@ func (r *runner) prepare() error {
 	}
 	st := State{Lab: r.lab.Name, RunID: r.runID, Started: now}
 	for _, h := range r.hosts {
-		st.Hosts = append(st.Hosts, stateHostOf(h.Ref, 0))
+		st.Hosts = append(st.Hosts, stateHostOf(h, 0))
 	}
 	if r.journal, err = newJournal(r.dir, st); err != nil {
 		return err
@@ -456,20 +452,21 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 	return nil
 }
 
-// stateHostOf is how state.json records a lab host: a lab host as bastion
-// is recorded whole (JumpHost), not flattened to a "user@host:port" string
-// that would lose its own key and jump.
-func stateHostOf(h *lab.Host, depth int) StateHost {
+// stateHostOf is how state.json records a planned host: how to reach it
+// as the plan resolved it, a lab host as bastion recorded whole (JumpHost,
+// its own user, key and jump), a jump string as its hops (Hops), so down
+// reaches it as the run did and parses nothing. The address, user and
+// files are the lab host's own (the plan's copies are redacted for show).
+func stateHostOf(hp *plan.HostPlan, depth int) StateHost {
+	h := hp.Ref
 	st := StateHost{
 		Name: h.Name, Slug: h.Slug, Address: h.Address, Port: h.Port, User: h.User,
 		IdentityFile: h.IdentityFile, KnownHosts: h.KnownHosts, Become: h.Become, VM: h.VM != nil,
+		Hops: hp.Hops,
 	}
-	switch {
-	case h.JumpHost != nil && depth < maxJumpDepth:
-		j := stateHostOf(h.JumpHost, depth+1)
+	if hp.Via != nil && depth < maxJumpDepth {
+		j := stateHostOf(hp.Via, depth+1)
 		st.JumpHost = &j
-	case h.JumpHost == nil:
-		st.Jump = h.Jump
 	}
 	return st
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
-	"github.com/rlab-dev/rlab/engine/provision/needs"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -39,6 +39,14 @@ var setup = map[plan.Phase]setupPhase{
 	plan.PhaseImpair:    {run: func(r *runner, ctx context.Context) error { return startWhole(ctx, r, r.impairs) }}, // impair.go
 }
 
+// factsRequest is what a run asks host h about: the programs every family
+// looks for, and the packages of the program blocks its plan runs there
+// (HostPlan.Need), whose installed state preflight reads; a run of part of
+// a lab (--only) asks about that part's alone.
+func factsRequest(h *plan.HostPlan) proto.FactsParams {
+	return remote.FactsParams(false, h.Need.PackageNames())
+}
+
 // schedule takes the plan this run executes (Options.Plan: the run plans
 // nothing itself), makes the run's steps from it and wires its workloads
 // and its capture and impairment windows to the plan's DAG.
@@ -56,7 +64,6 @@ func (r *runner) schedule() error {
 		}
 	}
 	r.plan = p
-	r.factsReq = remote.FactsParams(false, needs.PackageNames(r.lab))
 	// The run's steps, one per thing the plan walks: the hosts it opens
 	// agents on, and the rxe devices, workloads, captures and impairments
 	// of Plan.Selected, in file order; each holds the plan's own value.

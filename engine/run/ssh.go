@@ -115,10 +115,12 @@ func HostTarget(h *lab.Host, identities []string) sshx.Target {
 }
 
 // planTarget is how a run reaches a host: as its plan resolved it (the
-// address, port and user, the jump string's hops parsed at plan time or
-// the planned lab host it jumps through), parsing nothing again.
+// jump string's hops parsed at plan time or the planned lab host it jumps
+// through), parsing nothing again. The address and user are the lab
+// host's: the plan's own copies show a sensitive value as "(sensitive)".
 func planTarget(hp *plan.HostPlan, identities []string, depth int) sshx.Target {
-	t := sshx.Target{Name: hp.Name, Address: hp.Address, Port: hp.Port, User: hp.User}
+	h := hp.Ref
+	t := sshx.Target{Name: hp.Name, Address: h.Address, Port: h.Port, User: h.User}
 	t.IdentityFiles = identityFiles(hp.Ref.IdentityFile, identities)
 	if hp.Via != nil && depth < maxJumpDepth {
 		j := planTarget(hp.Via, identities, depth+1)
@@ -157,9 +159,16 @@ func stateTargetDepth(h StateHost, identities []string, depth int) (sshx.Target,
 		t.Jump = &j
 		return t, nil
 	}
-	var err error
-	t.Jump, err = jumpChain(h.Jump, t)
-	return t, err
+	hops := h.Hops
+	if hops == nil && h.Jump != "" {
+		// A state.json from before hops were recorded: its jump string.
+		var err error
+		if hops, err = plan.ParseJump(h.Jump); err != nil {
+			return t, fmt.Errorf("host %q: %w", h.Name, err)
+		}
+	}
+	t.Jump = hopChain(hops, t)
+	return t, nil
 }
 
 func identityFiles(file string, identities []string) []string {
@@ -167,15 +176,6 @@ func identityFiles(file string, identities []string) []string {
 		return []string{sshx.ExpandHome(file)}
 	}
 	return identities
-}
-
-// jumpChain parses a jump string for host t (one read back from state.json).
-func jumpChain(spec string, t sshx.Target) (*sshx.Target, error) {
-	hops, err := plan.ParseJump(spec)
-	if err != nil {
-		return nil, err
-	}
-	return hopChain(hops, t), nil
 }
 
 // hopChain is the chain of bastions to host t through hops (the first

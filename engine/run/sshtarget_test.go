@@ -2,6 +2,7 @@ package run
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,9 +49,12 @@ func TestHostTarget(t *testing.T) {
 			}
 			// `rlab down` reaches the host from state.json alone, through
 			// the same bastions with the same users and keys as the run.
-			b, err := json.Marshal(stateHostOf(tt.h, 0))
+			b, err := json.Marshal(stateHostOf(hostPlanOf(t, tt.h), 0))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if strings.Contains(string(b), `"jump"`) {
+				t.Errorf("state.json flattens the jump to a string down must parse: %s", b)
 			}
 			var sh StateHost
 			if err := json.Unmarshal(b, &sh); err != nil {
@@ -72,9 +76,14 @@ func TestHostTarget(t *testing.T) {
 	}{
 		{"VM: direct whatever the ssh config says", StateHost{Name: "v", Address: "127.0.0.1", Port: 10022, User: "root", IdentityFile: "/vm/id", VM: true, Jump: "ignored"},
 			sshx.Target{Name: "v", Address: "127.0.0.1", Port: 10022, User: "root", IdentityFiles: []string{"/vm/id"}, NoJump: true}},
-		{"state host with a jump", StateHost{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Jump: "ops@10.0.0.1:2222"},
+		{"hops recorded", StateHost{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Hops: []plan.Hop{{User: "ops", Address: "10.0.0.1", Port: 2222}}},
 			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: ids,
 				Jump: &sshx.Target{Name: "bastion 10.0.0.1", Address: "10.0.0.1", Port: 2222, User: "ops", IdentityFiles: ids, NoJump: true}}},
+		// A state.json from before hops were recorded has the jump string.
+		{"older state: jump string", StateHost{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Jump: "ops@10.0.0.1:2222,10.0.0.2"},
+			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: ids,
+				Jump: &sshx.Target{Name: "bastion 10.0.0.2", Address: "10.0.0.2", User: "root", IdentityFiles: ids,
+					Jump: &sshx.Target{Name: "bastion 10.0.0.1", Address: "10.0.0.1", Port: 2222, User: "ops", IdentityFiles: ids, NoJump: true}}}},
 	}
 	for _, tt := range state {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +95,46 @@ func TestHostTarget(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestPlanTargetSensitive: a host whose address and user come from a
+// sensitive variable is dialled at that address as that user; only the
+// plan's text and plan.json show them redacted.
+func TestPlanTargetSensitive(t *testing.T) {
+	l := loadLab(t, `lab "t" {}
+variable "addr" {
+  type      = string
+  default   = "192.0.2.77"
+  sensitive = true
+}
+variable "login" {
+  type      = string
+  default   = "s3cr3t-user"
+  sensitive = true
+}
+host "a" {
+  address = var.addr
+  user    = var.login
+}
+workload "x" {
+  tool    = "exec"
+  host    = host.a
+  command = ["true"]
+}
+`)
+	p := planned(t, l, plan.Options{})
+	hp := p.Agents()[0]
+	want := sshx.Target{Name: "a", Address: "192.0.2.77", Port: 22, User: "s3cr3t-user"}
+	if d := cmp.Diff(want, planTarget(hp, nil, 0)); d != "" {
+		t.Errorf("the run dials (-want +got):\n%s", d)
+	}
+	js, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(js), "192.0.2.77") || strings.Contains(string(js), "s3cr3t-user") {
+		t.Errorf("plan.json shows a sensitive value: %s", js)
 	}
 }
 

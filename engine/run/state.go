@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -52,10 +53,18 @@ type StateHost struct {
 	User         string `json:"user,omitempty"`
 	IdentityFile string `json:"identity_file,omitempty"`
 	KnownHosts   string `json:"known_hosts,omitempty"`
-	Jump         string `json:"jump,omitempty"`
+	// Hops are the bastions of the host's jump string as its plan
+	// resolved them (first dialled first; plan.Hop): `rlab down` goes
+	// through them as the run did, parsing nothing. They are logged into
+	// with this host's user (unless a hop names one) and keys, and checked
+	// against this host's known_hosts.
+	Hops []plan.Hop `json:"hops,omitempty"`
+	// Jump is the jump string of a state.json written before Hops (down
+	// parses it then); never written now.
+	Jump string `json:"jump,omitempty"`
 	// JumpHost is a lab host used as this host's bastion, recorded whole
 	// (its own user, key and jump), so `rlab down` logs into it as the run
-	// did; Jump is then empty. An older state.json has only Jump.
+	// did; Hops are then empty.
 	JumpHost *StateHost `json:"jump_host,omitempty"`
 	Become   bool       `json:"become,omitempty"`
 	VM       bool       `json:"vm,omitempty"`

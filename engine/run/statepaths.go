@@ -102,6 +102,11 @@ func pathsMAC(key []byte, runID string, h StateHost) string {
 	for d, x := 0, &h; x != nil && d <= maxJumpDepth; d, x = d+1, x.JumpHost {
 		fmt.Fprintf(m, "%d\x00%q\x00%t\x00%q\x00%q\x00%q\x00%d\x00%q\x00%q\x00", d, x.Name, x.VM, x.IdentityFile, x.KnownHosts,
 			x.Address, x.Port, x.User, x.Jump)
+		// The bastions the host is reached through (none in a state.json
+		// from before hops were recorded, which hashes as it did).
+		for _, hop := range x.Hops {
+			fmt.Fprintf(m, "hop\x00%q\x00%d\x00%q\x00", hop.Address, hop.Port, hop.User)
+		}
 	}
 	// What the run installed there: down --remove-provisioned removes it
 	// as root, so only as this user's rlab wrote it.

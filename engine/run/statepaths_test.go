@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -64,6 +65,8 @@ func TestDownStatePathsConfined(t *testing.T) {
 			retarget: func(x *StateHost) { x.Address = "198.51.100.7" }, refused: "known_hosts"},
 		{name: "own run re-pointed at another user and port", own: true, p: func(string) paths { return paths{"", otherKey} },
 			retarget: func(x *StateHost) { x.User, x.Port = "root", 2222 }, refused: "identity_file"},
+		{name: "own run given another bastion", own: true, p: func(string) paths { return paths{"", otherKey} },
+			retarget: func(x *StateHost) { x.Hops = []plan.Hop{{User: "ops", Address: "198.51.100.7"}} }, refused: "identity_file"},
 		{name: "own run's bastion re-pointed", own: true, jump: true, p: func(string) paths { return paths{"", otherKey} },
 			retarget: func(x *StateHost) { x.Address = "198.51.100.7" }, refused: "identity_file"},
 		{name: "received: ~/.ssh/known_hosts (the user's own, read only)", p: func(string) paths { return paths{"~/.ssh/known_hosts", ""} }},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -121,5 +123,53 @@ func TestDownKeepsStateSigned(t *testing.T) {
 		if got := stateSigned(readStateKey(false), after); got != own {
 			t.Errorf("state.json after down of an own run %v: signed %v", own, got)
 		}
+	}
+}
+
+// TestDownReadsOlderStateJump: a state.json written by an rlab from before
+// hops were recorded (testdata/state-older-jump.json, made and signed by
+// rlab at b9ade18 with the key below) names a host's bastions as a jump
+// string. Down still acts on it as signed (its outside identity_file
+// included) and reaches the host through the bastions the string names,
+// with the host's user unless a hop names one.
+func TestDownReadsOlderStateJump(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	if err := os.MkdirAll(filepath.Join(cfg, "rlab"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg, "rlab", "state.key"), []byte("rlab test key of an older state!"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "state-older-jump.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"hops"`) || !strings.Contains(string(b), `"jump"`) {
+		t.Fatal("the fixture is not an older state.json (a jump string, no hops)")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, StateFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var asked []Target
+	conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+		asked = append(asked, tg)
+		return nil, errors.New("test: not connecting")
+	})
+	_, err = Down(context.Background(), dir, DownOptions{Connector: conn, Parallel: 1})
+	if len(asked) != 1 || err == nil || !strings.Contains(err.Error(), "test: not connecting") {
+		t.Fatalf("down of an older signed state.json: connect asked %d times: %v", len(asked), err)
+	}
+	got, err := stateTarget(asked[0].StateHost, []string{"/ids/run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := []string{"/nonexistent/id_lab"}
+	want := sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: id,
+		Jump: &sshx.Target{Name: "bastion 10.0.0.2", Address: "10.0.0.2", User: "root", IdentityFiles: id,
+			Jump: &sshx.Target{Name: "bastion 10.0.0.1", Address: "10.0.0.1", Port: 2222, User: "ops", IdentityFiles: id, NoJump: true}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the host of an older state.json (-want +got):\n%s", d)
 	}
 }

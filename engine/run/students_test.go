@@ -516,14 +516,20 @@ func TestValidateReusesRXE(t *testing.T) {
 
 // TestClassIsolation: in a class run, a student whose host fails preflight
 // or whose rxe device cannot be made is failed with that reason (exit 2),
-// and the other students run.
+// and the other students run. A problem that names no host of the run
+// (none, or one --only left out) stops the whole run: nobody's to fail.
 func TestClassIsolation(t *testing.T) {
 	tests := []struct {
 		name      string
 		preflight []preflight.Problem
 		clash     bool // bob's device name is taken on another netdev
 		reason    string
+		whole     bool // the run stops with the preflight's problems
 	}{
+		{name: "preflight of a host outside the run", preflight: []preflight.Problem{{Host: `server["cho"]`, Code: preflight.CodeMissingTool, What: "perftest not installed"}},
+			whole: true, reason: `preflight found 1 problem(s):`},
+		{name: "preflight of no host", preflight: []preflight.Problem{{Code: preflight.CodeMissingTool, What: "no RDMA device"}},
+			whole: true, reason: `preflight found 1 problem(s):`},
 		{name: "preflight", preflight: []preflight.Problem{{Host: `server["bob"]`, Code: preflight.CodeMissingTool, What: "perftest not installed", Fix: "apt install perftest"}},
 			reason: `preflight of host "server[\"bob\"]" found 1 problem(s): host "server[\"bob\"]": perftest not installed`},
 		{name: "rxe", clash: true, reason: `create rxe "rxe_lo" on lo of host "server[\"bob\"]"`},
@@ -540,6 +546,12 @@ func TestClassIsolation(t *testing.T) {
 			})
 			if res.Code != ExitInfra {
 				t.Fatalf("code %d, want %d: %v", res.Code, ExitInfra, res.Err)
+			}
+			if tt.whole {
+				if res.Err == nil || !strings.Contains(res.Err.Error(), tt.reason) {
+					t.Errorf("run error %v, want the preflight's problems (%s)", res.Err, tt.reason)
+				}
+				return
 			}
 			got := map[string]results.Student{}
 			for _, s := range res.Students {

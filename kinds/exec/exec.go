@@ -17,8 +17,8 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// Family is exec's family.
-const Family kinds.Family = "exec"
+// Flavor is the one flavor of exec's tools (kinds.Flavor).
+const Flavor kinds.Flavor = "exec"
 
 // Kind is the exec family; kinds/builtin registers it.
 type Kind struct{}
@@ -29,7 +29,7 @@ func (Kind) NewOp(w *steps.Workload) (steps.Op, error) { return newOp(w) }
 // Desc is exec's descriptor: it records only the common metrics.
 func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "exec",
-		Tools: []kinds.Tool{{Name: "exec", Family: Family, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true, Declared: true},
+		Tools: []kinds.Tool{{Name: "exec", Flavor: Flavor, OneHost: true, TransportWhy: "exec runs a command as given", Chart: "exec", View: kinds.View{Output: true, Declared: true},
 			Pace: kinds.Pace{Start: time.Second, Unknown: "the command's own time, which the lab does not say"}}}}
 }
 

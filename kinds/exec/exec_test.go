@@ -43,7 +43,7 @@ func TestNewStep(t *testing.T) {
 // metrics.
 func TestDesc(t *testing.T) {
 	d := Kind{}.Desc()
-	if len(d.Tools) != 1 || d.Tools[0].Name != "exec" || !d.Tools[0].OneHost || d.Tools[0].Family != Family || len(d.Metrics) != 0 {
+	if len(d.Tools) != 1 || d.Tools[0].Name != "exec" || !d.Tools[0].OneHost || d.Tools[0].Flavor != Flavor || len(d.Metrics) != 0 {
 		t.Errorf("Desc() = %+v", d)
 	}
 }

@@ -31,11 +31,12 @@ import (
 	"github.com/rlab-dev/rlab/kinds/toolopts"
 )
 
-// The made-up family's names, for the tests that look for them in a view.
+// The made-up family's names (its tools, their flavors), for the tests that
+// look for them in a view.
 const (
-	Family     kinds.Family = "made_stream"
+	Flavor     kinds.Flavor = "made_stream"
 	Tool                    = "made_stream"
-	PipeFamily kinds.Family = "made_pipe"
+	PipeFlavor kinds.Flavor = "made_pipe"
 	PipeTool                = "made_pipe"
 	// Gbps is made_stream's throughput (the one RDMA vs TCP, the loss
 	// sweep and alone vs together set beside a baseline's), RTT its round
@@ -59,7 +60,7 @@ func (Kind) Desc() kinds.Desc {
 			{Name: RTT, Unit: "usec", Doc: "made-up round trip"},
 			{Name: PipeGbps, Unit: "Gb/s", HigherIsBetter: true, Doc: "made-up baseline throughput"},
 		},
-		Tools: []kinds.Tool{{Name: Tool, Family: Family, RDMA: true, Data: kinds.DataClient,
+		Tools: []kinds.Tool{{Name: Tool, Flavor: Flavor, RDMA: true, Data: kinds.DataClient,
 			TransportWhy: "made_stream has no transports", Sizes: true,
 			Pace:    kinds.Pace{Start: time.Second, Unknown: "made_stream is made up"},
 			Metrics: []string{Gbps, RTT}, Chart: "made",
@@ -70,7 +71,7 @@ func (Kind) Desc() kinds.Desc {
 					Series: []kinds.Series{{Metric: Gbps, Name: "throughput"}, {Metric: RTT, Name: "rtt"}}}},
 				Throughput: Gbps,
 			}},
-			{Name: PipeTool, Family: PipeFamily, Data: kinds.DataClient,
+			{Name: PipeTool, Flavor: PipeFlavor, Data: kinds.DataClient,
 				TransportWhy: "made_pipe has no transports", Sizes: true,
 				Pace:    kinds.Pace{Start: time.Second, Unknown: "made_pipe is made up"},
 				Metrics: []string{PipeGbps}, Chart: "made_pipe",

@@ -132,7 +132,7 @@ func names() []string {
 	d := madeup.Kind{}.Desc()
 	out := []string{}
 	for _, tl := range d.Tools {
-		out = append(out, tl.Name, string(tl.Family))
+		out = append(out, tl.Name, string(tl.Flavor))
 	}
 	for _, m := range d.Metrics {
 		out = append(out, m.Name)

@@ -18,10 +18,11 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// The families of this kind: one op drives both, their tables differ.
+// The flavors of this kind (kinds.Flavor): one op drives both, their
+// tables differ.
 const (
-	BW  kinds.Family = "perftest_bw"  // ib_*_bw
-	Lat kinds.Family = "perftest_lat" // ib_*_lat
+	BW  kinds.Flavor = "perftest_bw"  // ib_*_bw
+	Lat kinds.Flavor = "perftest_lat" // ib_*_lat
 )
 
 // Kind is the perftest family; kinds/builtin registers it.
@@ -129,7 +130,7 @@ func (Kind) Desc() kinds.Desc {
 			noIWARP = "iWARP has no atomic operations (RFC 5040's RDMAP defines none, and siw reports atomic_cap 0)"
 		}
 		d.Tools = append(d.Tools,
-			kinds.Tool{Name: bw, Family: BW, RDMA: true, Data: bwData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
+			kinds.Tool{Name: bw, Flavor: BW, RDMA: true, Data: bwData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
 				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, QPs: true, Pace: bwPace, ProbedFlags: probed,
 				Metrics: []string{"bw_peak", "bw_avg", "msg_rate"},
 				Program: &kinds.Program{Name: bw, Packages: pkg, Version: ver},
@@ -146,7 +147,7 @@ func (Kind) Desc() kinds.Desc {
 					},
 					Throughput: "bw_avg",
 				}},
-			kinds.Tool{Name: lat, Family: Lat, RDMA: true, Data: latData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
+			kinds.Tool{Name: lat, Flavor: Lat, RDMA: true, Data: latData, Transports: tr, TransportWhy: why, RDMACMFlag: "-R", NoIWARP: noIWARP, QPTimeout: qpt,
 				Sizes: true, FixedSize: fixed, Iterations: true, Duration: true, Pace: latPace, ProbedFlags: probed,
 				Metrics: []string{"lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"},
 				Program: &kinds.Program{Name: lat, Packages: pkg, Version: kinds.Version{From: first}},

@@ -116,7 +116,7 @@ func side(in kinds.ArgvIn, end kinds.End, cm bool, qpt int, serverAddr kinds.Val
 	if cm && t.RDMACMFlag != "" && !argsAskCM(w.Args) {
 		argv = append(argv, t.RDMACMFlag)
 	}
-	if t.Family == BW {
+	if t.Flavor == BW {
 		argv = append(argv, "--report_gbits")
 	}
 	// Atomic tests have a fixed 8-byte message; perftest rejects -s there.

@@ -15,8 +15,8 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// Family is the family of every pingpong tool.
-const Family kinds.Family = "pingpong"
+// Flavor is the flavor of every pingpong tool (kinds.Flavor).
+const Flavor kinds.Flavor = "pingpong"
 
 // Kind is the pingpong family; kinds/builtin registers it.
 type Kind struct{}
@@ -53,7 +53,7 @@ func (Kind) Desc() kinds.Desc {
 			// to RTS (rdma-core libibverbs/examples), with no option.
 			qpt = kinds.QPTimeout{Default: 14, Fixed: name + " sets QP timeout 14 itself and has no option for it; perftest's ib_send_lat takes -u"}
 		}
-		d.Tools = append(d.Tools, kinds.Tool{Name: name, Family: Family, RDMA: true, Data: kinds.DataBoth, FixedTransport: t.transport, TransportWhy: why,
+		d.Tools = append(d.Tools, kinds.Tool{Name: name, Flavor: Flavor, RDMA: true, Data: kinds.DataBoth, FixedTransport: t.transport, TransportWhy: why,
 			NoIWARP: "the pingpong tools connect their QPs themselves (LID, QPN and GID swapped over TCP, then modify to RTR), never through the RDMA CM, which iWARP requires",
 			Sizes:   true, MaxSize: max, Iterations: true, QPTimeout: qpt,
 			// ibv_rc_pingpong's defaults: 1000 iterations of 4096 bytes;

@@ -22,8 +22,8 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// Family is program's family.
-const Family kinds.Family = "program"
+// Flavor is the one flavor of program's tools (kinds.Flavor).
+const Flavor kinds.Flavor = "program"
 
 // Kind is the program family; kinds/builtin registers it.
 type Kind struct{}
@@ -44,7 +44,7 @@ var Compiler = kinds.Program{Name: "gcc", Packages: kinds.Packages{Debian: "gcc"
 func (Kind) Desc() kinds.Desc {
 	c := Compiler
 	return kinds.Desc{Name: "program",
-		Tools: []kinds.Tool{{Name: "program", Family: Family, HostOrPair: true, Data: kinds.DataClient,
+		Tools: []kinds.Tool{{Name: "program", Flavor: Flavor, HostOrPair: true, Data: kinds.DataClient,
 			TransportWhy: "a program chooses its own transport", Sizes: true, Iterations: true,
 			Program: &c, Chart: "exec", View: kinds.View{Output: true, Declared: true},
 			// The build (gcc under TCG: seconds per file) and the server's

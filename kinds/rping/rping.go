@@ -15,8 +15,8 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// Family is rping's family.
-const Family kinds.Family = "rping"
+// Flavor is the one flavor of rping's tools (kinds.Flavor).
+const Flavor kinds.Flavor = "rping"
 
 // Kind is the rping family; kinds/builtin registers it.
 type Kind struct{}
@@ -36,7 +36,7 @@ func (Kind) ReadsStderr() bool { return true }
 func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "rping",
 		Metrics: []kinds.Metric{{Name: "rping_count", Unit: "count", HigherIsBetter: true, Doc: "rping ping-pongs completed"}},
-		Tools: []kinds.Tool{{Name: "rping", Family: Family, RDMA: true, Data: kinds.DataBoth, FixedTransport: "RC", RDMACM: true,
+		Tools: []kinds.Tool{{Name: "rping", Flavor: Flavor, RDMA: true, Data: kinds.DataBoth, FixedTransport: "RC", RDMACM: true,
 			TransportWhy: "rping always uses an RC connection through the RDMA CM",
 			Sizes:        true, Iterations: true,
 			// rlab's default count (step.go); rping's default size is 64 bytes.

@@ -21,8 +21,8 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// Family is tcp's family.
-const Family kinds.Family = "tcp"
+// Flavor is the one flavor of tcp's tools (kinds.Flavor).
+const Flavor kinds.Flavor = "tcp"
 
 // Kind is the tcp family; kinds/builtin registers it.
 type Kind struct{}
@@ -39,7 +39,7 @@ func (Kind) Desc() kinds.Desc {
 	return kinds.Desc{Name: "tcp",
 		Metrics: []kinds.Metric{{Name: "tcp_bw", Unit: "Gb/s", HigherIsBetter: true, Doc: "TCP bulk throughput", Aliases: []kinds.Alias{{Name: "tcp_gbps", Scale: 1}, {Name: "tcp_mibps", Scale: mibPerGb}}}},
 		Retired: map[string]string{"tcp_bw_mib": "tcp_bw"}, // TCP throughput in MiB/s, until November 2026
-		Tools: []kinds.Tool{{Name: "tcp", Family: Family, Data: kinds.DataClient, TransportWhy: "the tcp workload is a TCP stream", Duration: true, Bytes: true,
+		Tools: []kinds.Tool{{Name: "tcp", Flavor: Flavor, Data: kinds.DataClient, TransportWhy: "the tcp workload is a TCP stream", Duration: true, Bytes: true,
 			// A 3 s run took 3.2–4.1 s under TCG (BENCHMARKS.md), which
 			// moved 0.4 Gb/s (testdata's nightly run): 0.25 Gb/s to be safe.
 			Pace:    kinds.Pace{Start: time.Second, Rate: 0.25e9 / 8},

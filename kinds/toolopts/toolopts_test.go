@@ -20,7 +20,7 @@ import (
 type rateKind struct{}
 
 func (rateKind) Desc() kinds.Desc {
-	return kinds.Desc{Name: "rate_fake", Tools: []kinds.Tool{{Name: "rate_fake", Family: "rate_fake", RDMA: true,
+	return kinds.Desc{Name: "rate_fake", Tools: []kinds.Tool{{Name: "rate_fake", Flavor: "rate_fake", RDMA: true,
 		TransportWhy: "rate_fake has no transports", Sizes: true, Metrics: []string{"duration"}}}}
 }
 

@@ -124,9 +124,10 @@ func FamilyOf(id string, idLike []string) string {
 }
 
 // PackageNames are the packages every program block of the lab names, of
-// every distribution family, sorted, each once: what a facts request asks
-// the hosts about (proto.FactsParams.Packages), whose answer preflight
-// reads for the host's own family.
+// every distribution family, sorted, each once: what `rlab facts` and
+// `rlab check`'s host probe ask every host about, having no plan (a run
+// asks each host what its plan needs there: Need.PackageNames), whose
+// answer preflight reads for the host's own family.
 func PackageNames(l *lab.Lab) []string {
 	var out []string
 	for _, p := range l.Programs {
@@ -135,6 +136,23 @@ func PackageNames(l *lab.Lab) []string {
 				if !contains(out, n) {
 					out = append(out, n)
 				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PackageNames are the packages n names (its host's program blocks), of
+// every distribution family, sorted, each once: what a run's facts request
+// asks that host about (proto.FactsParams.Packages); the host's own family
+// decides which preflight reads.
+func (n Need) PackageNames() []string {
+	var out []string
+	for _, ps := range n.Packages {
+		for _, p := range ps {
+			if !contains(out, p) {
+				out = append(out, p)
 			}
 		}
 	}
