@@ -16,21 +16,25 @@ import (
 // in the same place.
 
 // Value is one value of a command line: a resolved value ("3"), a
-// placeholder the run fills ("{mtu}"), or "" when there is none (the
+// placeholder the run fills (PathMTU), or "" when there is none (the
 // option is left out).
 type Value string
 
-// The placeholders of what device-create steps report at run time.
+// The placeholders of what device-create steps report at run time. In an
+// argv a placeholder is its name between two NULs, as a program's self.*
+// is (SelfRef): no argument the kernel passes can hold a NUL, so no
+// literal text of a lab (an awk '{print $1}', an echo {x}) is ever taken
+// for one. Show prints them as {server.gid}; Fill replaces them.
 const (
-	ServerGID  Value = "{server.gid}"  // the server device's GID index
-	ClientGID  Value = "{client.gid}"  // the client device's GID index
-	PathMTU    Value = "{mtu}"         // the smaller active MTU of the two devices
-	ServerAddr Value = "{server.addr}" // the IPv4 address of the server device's netdev (tcp: of the rxe it dials)
+	ServerGID  Value = selfMark + "server.gid" + selfMark  // the server device's GID index
+	ClientGID  Value = selfMark + "client.gid" + selfMark  // the client device's GID index
+	PathMTU    Value = selfMark + "mtu" + selfMark         // the smaller active MTU of the two devices
+	ServerAddr Value = selfMark + "server.addr" + selfMark // the IPv4 address of the server device's netdev (tcp: of the rxe it dials)
 )
 
 // Placeholder reports whether v is a placeholder the run fills.
 func (v Value) Placeholder() bool {
-	return strings.HasPrefix(string(v), "{") && strings.HasSuffix(string(v), "}")
+	return len(v) > 2 && strings.HasPrefix(string(v), selfMark) && strings.HasSuffix(string(v), selfMark)
 }
 
 // Int is n as a Value: "" for 0, which leaves the option out.
@@ -114,10 +118,6 @@ type ArgvIn struct {
 	// Emulated: an end is an emulated (TCG) guest, so a tool that can
 	// raises its RC QP timeout (kinds/qptimeout.go).
 	Emulated bool
-	// JSONFile, when set, is the file perftest writes its JSON report to
-	// (--out_json): the run sets it when the client host's perftest has
-	// the option (its facts), which the plan cannot know.
-	JSONFile string
 }
 
 // Argver is a family's argv hook: the command lines of the server and

@@ -74,7 +74,8 @@ func TestPairClockRetry(t *testing.T) {
 		env := &Env{Hosts: map[string]Host{"h": h}, Notify: func(_, m string) { notices = append(notices, m) }}
 		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{4096}
-		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+			size, rep := u.Size, u.Repeat
 			return &PairRun{
 				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
 				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
@@ -139,7 +140,8 @@ func TestPairKeepsPartialRows(t *testing.T) {
 		env := &Env{Hosts: map[string]Host{"h": h}, Parse: parse}
 		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{2}
-		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+			size, rep := u.Size, u.Repeat
 			return &PairRun{
 				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
 				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
@@ -169,7 +171,8 @@ func TestPairHarmlessExit(t *testing.T) {
 		h := &partialHost{name: "h", exit: 255}
 		env := &Env{Hosts: map[string]Host{"h": h}}
 		w := &Workload{Workload: kinds.Workload{Name: "ping", Slug: "ping", Tool: "rping"}, ServerHost: "h", ClientHost: "h"}
-		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+			size, rep := u.Size, u.Repeat
 			r := &PairRun{
 				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"rping"}, Role: "server"},
 				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"rping", "-c"}, Role: "client"},

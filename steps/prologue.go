@@ -21,6 +21,28 @@ type Trial = kinds.Trial
 // each repeat.
 func Trials(w *Workload, sizes []int64) []Trial { return kinds.Trials(&w.Workload, sizes) }
 
+// RunPlanned runs w's trials through RunTrials: the plan's
+// (Workload.Trials), or, for a workload given without them (an op's own
+// test), each size of sizes × repeat with its port (PortFor) and no argv,
+// which the op then plans itself.
+func RunPlanned(ctx context.Context, env *Env, out *Outcome, w *Workload, sizes []int64, run func(ctx context.Context, u kinds.Planned) error) error {
+	ps := w.Trials
+	if ps == nil {
+		for _, u := range Trials(w, sizes) {
+			ps = append(ps, kinds.Planned{Trial: u, Port: PortFor(w, u.N)})
+		}
+	}
+	us := make([]Trial, len(ps))
+	for i, p := range ps {
+		us[i] = p.Trial
+	}
+	return RunTrials(ctx, env, out, w, us, func(ctx context.Context, u Trial) error {
+		p := ps[u.N]
+		p.Trial = u
+		return run(ctx, p)
+	})
+}
+
 // RunTrials is the prologue every workload kind shares. out is reset and
 // filled with the start, end and status; run appends its records and
 // samples to it.

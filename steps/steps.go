@@ -271,6 +271,12 @@ type Workload struct {
 	// Port is the first of the ports this workload may use (one per run, in
 	// order); 0 lets the engine's PortFor decide.
 	Port int
+
+	// Trials are what its op runs: the plan's trials
+	// (plan.WorkloadPlan.Trials), each with both sides' argv whose
+	// placeholders the op fills from what the run found (kinds.Fill). nil
+	// (an op's own test): the op plans each trial itself the same way.
+	Trials []kinds.Planned
 }
 
 // PortsPerWorkload is how many ports each workload's block holds, from

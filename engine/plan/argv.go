@@ -28,7 +28,8 @@ type Trial struct {
 }
 
 // resolveTrials fills the Trials of a workload's steps through its
-// family's argv hook: the server and client steps of a two-sided one, or
+// family's argv hook (kinds.PlanTrials), and keeps on its client (or
+// one) step what the run executes (WorkloadPlan.Trials): the server and client steps of a two-sided one, or
 // (srv nil) the one step of a workload on one host. dial is where a client
 // without an RDMA device of its server dials (tcp, a program).
 func (b *builder) resolveTrials(w *lab.Workload, srv, cli *Step, dial lab.Dial) {
@@ -68,19 +69,21 @@ func (b *builder) resolveTrials(w *lab.Workload, srv, cli *Step, dial lab.Dial) 
 	if !t.Sizes {
 		sizes = nil
 	}
-	for _, u := range kinds.Trials(&w.Workload, sizes) {
-		in.Trial, in.Port = u, kinds.PortFor(w.Index, 0, u.N)
-		s, c, ok := kinds.ArgvOf(in)
-		if !ok {
-			return
-		}
-		port := in.Port
+	ps, ok := kinds.PlanTrials(in, 0, sizes)
+	if !ok {
+		return
+	}
+	// The run executes these (WorkloadPlan.Trials, with the sensitive
+	// values the lab gives); the steps show them (redact hides those).
+	cli.planned = ps
+	for _, u := range ps {
+		port := u.Port
 		if t.OneHost {
 			port = 0
 		}
 		if srv != nil {
-			srv.Trials = append(srv.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: s})
+			srv.Trials = append(srv.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: kinds.Show(u.Server)})
 		}
-		cli.Trials = append(cli.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: c})
+		cli.Trials = append(cli.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: kinds.Show(u.Client)})
 	}
 }
