@@ -7,13 +7,14 @@ import (
 )
 
 // A tool's command lines are written once, by its family's argv hook
-// (Argver), and read twice: engine/plan resolves every trial of a
-// workload into the argv its steps will run, and the family's op
-// (steps.NewRDMAPair) builds the argv it runs through the same hook. What
-// only the run can know (a device's GID index, the pair's path MTU, the
-// server's data address: the device-create steps report them) the plan
-// shows as a named placeholder ({server.gid}); the run fills the real value
-// in the same place.
+// (Argver), and called once per run: engine/plan resolves every trial of
+// a workload into the argv its steps will run (PlanTrials), and the
+// family's op runs exactly those (steps.Workload.Trials). What only the
+// run can know (a device's GID index, the pair's path MTU, the server's
+// data address: the device-create steps report them) the plan holds as a
+// named placeholder, shown as {server.gid}; the op fills the real value
+// in the same place (Fill, fill.go), and adds only what the plan cannot
+// know at all (perftest: --out_json, per the client host's facts).
 
 // Value is one value of a command line: a resolved value ("3"), a
 // placeholder the run fills (PathMTU), or "" when there is none (the
@@ -124,8 +125,8 @@ type ArgvIn struct {
 // the client for one trial. A tool that runs one command on one host
 // (exec, a program on host) has no server: server is nil and client is
 // that command, the side whose end is the workload's end. It is pure (no
-// host, no facts): engine/plan calls it with placeholders, the family's
-// op with the values the run found, so the two cannot disagree.
+// host, no facts): engine/plan calls it, with placeholders; the family's
+// op runs what it returned with those filled, so the two cannot disagree.
 type Argver interface {
 	Argv(in ArgvIn) (server, client []string)
 }

@@ -56,7 +56,7 @@ func (s *pairWorkload) Undo(ctx context.Context, env *Env) error {
 }
 
 func (s *pairWorkload) Apply(ctx context.Context, env *Env) error {
-	return RunPlanned(ctx, env, &s.out, s.w, sizesOr(s.w), func(ctx context.Context, u kinds.Planned) error {
+	return RunPlanned(ctx, env, &s.out, s.w, func(ctx context.Context, u kinds.Planned) error {
 		return s.run(ctx, env, u)
 	})
 }
@@ -225,18 +225,13 @@ type RDMAEnd struct {
 // argv as engine/plan resolved it through the family's argv hook, with
 // the placeholders filled (kinds.Fill) from what the device-create steps
 // reported. sides adds what only the run knows beyond those values (the
-// server's Ready, perftest's JSON report file). A workload handed without
-// plan trials (an op's own test) is planned here, per trial, through argv
-// (the same hook) with the same placeholders.
-func NewRDMAPair(w *Workload, argv kinds.Argver, sides func(env *Env, r *PairRun, e RDMAEnd)) Op {
+// server's Ready, perftest's JSON report file).
+func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Op {
 	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerDevice, w.ClientDevice)}
 	s.build = func(env *Env, u kinds.Planned) (*PairRun, error) {
 		srv, cli, mtu, err := rdmaEnds(env, w)
 		if err != nil {
 			return nil, err
-		}
-		if w.Trials == nil {
-			u = planRDMA(env, w, argv, u, srv, cli, mtu)
 		}
 		vals := kinds.Values{kinds.ServerGID: strconv.Itoa(srv.GIDIndex), kinds.ClientGID: strconv.Itoa(cli.GIDIndex), kinds.ServerAddr: srv.IPv4}
 		if mtu > 0 {
@@ -255,22 +250,6 @@ func NewRDMAPair(w *Workload, argv kinds.Argver, sides func(env *Env, r *PairRun
 		return r, nil
 	}
 	return s
-}
-
-// planRDMA plans trial u of a workload given without plan trials as
-// engine/plan would: the devices by name, their GID indexes, the MTU and
-// the server's address as placeholders.
-func planRDMA(env *Env, w *Workload, argv kinds.Argver, u kinds.Planned, srv, cli *proto.DeviceInfo, mtu int) kinds.Planned {
-	end := func(d *proto.DeviceInfo, gid kinds.Value) kinds.End {
-		return kinds.End{Device: d.Name, GID: gid, Port: d.Port, Transport: d.Transport}
-	}
-	in := kinds.ArgvIn{W: &w.Workload, Trial: u.Trial, Port: u.Port, Server: end(srv, kinds.ServerGID), Client: end(cli, kinds.ClientGID),
-		Addr: kinds.ServerAddr, Emulated: EmulatedEnd(env, w) != ""}
-	if mtu > 0 {
-		in.MTU = kinds.PathMTU
-	}
-	u.Server, u.Client = argv.Argv(in)
-	return u
 }
 
 // rdmaEnds returns the rxe info of both ends of an RDMA workload and the

@@ -74,6 +74,7 @@ func TestPairClockRetry(t *testing.T) {
 		env := &Env{Hosts: map[string]Host{"h": h}, Notify: func(_, m string) { notices = append(notices, m) }}
 		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{4096}
+		planTrials(w)
 		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
 			size, rep := u.Size, u.Repeat
 			return &PairRun{
@@ -140,6 +141,7 @@ func TestPairKeepsPartialRows(t *testing.T) {
 		env := &Env{Hosts: map[string]Host{"h": h}, Parse: parse}
 		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{2}
+		planTrials(w)
 		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
 			size, rep := u.Size, u.Repeat
 			return &PairRun{
@@ -171,6 +173,7 @@ func TestPairHarmlessExit(t *testing.T) {
 		h := &partialHost{name: "h", exit: 255}
 		env := &Env{Hosts: map[string]Host{"h": h}}
 		w := &Workload{Workload: kinds.Workload{Name: "ping", Slug: "ping", Tool: "rping"}, ServerHost: "h", ClientHost: "h"}
+		planTrials(w)
 		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
 			size, rep := u.Size, u.Repeat
 			r := &PairRun{
@@ -190,5 +193,17 @@ func TestPairHarmlessExit(t *testing.T) {
 		if s.out.Status != want {
 			t.Errorf("harmless %v: status %q (%v), want %q", harmless, s.out.Status, err, want)
 		}
+	}
+}
+
+// planTrials gives w the trials a plan would resolve, without argv (the
+// tests' builders make their own): each size × repeat with its port.
+func planTrials(w *Workload) {
+	sizes := w.Sizes
+	if len(sizes) == 0 {
+		sizes = []int64{0}
+	}
+	for _, u := range Trials(w, sizes) {
+		w.Trials = append(w.Trials, kinds.Planned{Trial: u, Port: PortFor(w, u.N)})
 	}
 }

@@ -21,16 +21,13 @@ type Trial = kinds.Trial
 // each repeat.
 func Trials(w *Workload, sizes []int64) []Trial { return kinds.Trials(&w.Workload, sizes) }
 
-// RunPlanned runs w's trials through RunTrials: the plan's
-// (Workload.Trials), or, for a workload given without them (an op's own
-// test), each size of sizes × repeat with its port (PortFor) and no argv,
-// which the op then plans itself.
-func RunPlanned(ctx context.Context, env *Env, out *Outcome, w *Workload, sizes []int64, run func(ctx context.Context, u kinds.Planned) error) error {
+// RunPlanned runs the plan's trials of w (Workload.Trials) through
+// RunTrials; a workload without them fails, naming it: an op runs what
+// the plan resolved, never argv of its own.
+func RunPlanned(ctx context.Context, env *Env, out *Outcome, w *Workload, run func(ctx context.Context, u kinds.Planned) error) error {
 	ps := w.Trials
 	if ps == nil {
-		for _, u := range Trials(w, sizes) {
-			ps = append(ps, kinds.Planned{Trial: u, Port: PortFor(w, u.N)})
-		}
+		return finish(out, w, errors.New("no planned trials (engine/plan resolves them: WorkloadPlan.Trials)"))
 	}
 	us := make([]Trial, len(ps))
 	for i, p := range ps {

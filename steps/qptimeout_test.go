@@ -136,6 +136,7 @@ func TestPairExplainsRetries(t *testing.T) {
 	env := &Env{Hosts: map[string]Host{"h": h}}
 	w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 	w.Sizes = []int64{65536}
+	planTrials(w)
 	s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
 		size, rep := u.Size, u.Repeat
 		return &PairRun{

@@ -53,9 +53,9 @@
 // trials (argv.go) is on the steps of a workload (its server and client,
 // or its one step on host): each size × repeat with its port and the
 // command that side runs, built by the family's argv hook (kinds.Argver)
-// that the run calls too; {server.gid}, {client.gid}, {mtu} and
-// {server.addr} are filled by the run from what the device-create steps
-// report. build, on a program workload's steps, is the command that
+// and run as it is by the step's op; {server.gid}, {client.gid}, {mtu}
+// and {server.addr} are filled by the run from what the device-create
+// steps report. build, on a program workload's steps, is the command that
 // builds its program on that host first.
 //
 // steps is in a topological order (every step after the steps it depends

@@ -8,7 +8,6 @@ import (
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/provision/needs"
 	"github.com/rlab-dev/rlab/engine/remote"
-	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -67,13 +66,6 @@ func (r *runner) schedule() error {
 	}
 	nodes := map[*lab.Workload]*workloadNode{}
 	for _, wp := range p.Workloads {
-		if k, ok := kinds.KindOf(wp.Workload.Tool); ok && wp.Trials == nil {
-			if _, hook := k.(kinds.Argver); hook {
-				// Its op would plan the trials itself: the run executes
-				// the plan's only.
-				return fmt.Errorf("plan lab %q: workload %q has no resolved trials to run", r.lab.Name, wp.Workload.Name)
-			}
-		}
 		sw := stepWorkload(wp)
 		st, err := steps.NewWorkload(sw)
 		if err != nil {

@@ -46,19 +46,15 @@ func (s *execWorkload) Undo(ctx context.Context, env *steps.Env) error {
 }
 
 func (s *execWorkload) Apply(ctx context.Context, env *steps.Env) error {
-	return steps.RunPlanned(ctx, env, &s.out, s.w, nil, func(ctx context.Context, u kinds.Planned) error {
+	return steps.RunPlanned(ctx, env, &s.out, s.w, func(ctx context.Context, u kinds.Planned) error {
 		return s.run(ctx, env, u)
 	})
 }
 
-// run runs one trial: the plan's command (Workload.Trials; planned here
-// through Argv for a workload given without them), which has no
+// run runs one trial: the plan's command (Workload.Trials), which has no
 // placeholders, filled anyway so that one never reaches the host.
 func (s *execWorkload) run(ctx context.Context, env *steps.Env, u kinds.Planned) error {
 	w, rep := s.w, u.Repeat
-	if w.Trials == nil {
-		_, u.Client = Kind{}.Argv(kinds.ArgvIn{W: &w.Workload, Trial: u.Trial})
-	}
 	argv, err := kinds.Fill(w.Name, u.Client, nil)
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ func (Kind) NewOp(w *steps.Workload) (steps.Op, error) {
 	if w.Tool == PipeTool {
 		return &pipe{w: w}, nil
 	}
-	return steps.NewRDMAPair(w, Kind{}, func(*steps.Env, *steps.PairRun, steps.RDMAEnd) {}), nil
+	return steps.NewRDMAPair(w, func(*steps.Env, *steps.PairRun, steps.RDMAEnd) {}), nil
 }
 
 // Argv is made_stream's argv hook (kinds.Argver): the server waits, the

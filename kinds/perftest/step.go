@@ -18,7 +18,7 @@ import (
 func newOp(w *steps.Workload) (steps.Op, error) {
 	var once sync.Once // the raised QP timeout is said once per workload
 	t, _ := kinds.Lookup(w.Tool)
-	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
+	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
 		// What only the run knows, added to the plan's argv where the
 		// plan could not know it: an rdma block's device found iWARP (-R,
 		// the plan knows siw only), an end whose facts say it is emulated

@@ -111,7 +111,7 @@ func (s *programWorkload) Apply(ctx context.Context, env *steps.Env) error {
 		}
 		dirs[h] = d
 	}
-	return steps.RunPlanned(ctx, env, &s.out, w, w.Sizes, func(ctx context.Context, u kinds.Planned) error {
+	return steps.RunPlanned(ctx, env, &s.out, w, func(ctx context.Context, u kinds.Planned) error {
 		if buildErr != nil {
 			return buildErr
 		}
@@ -333,11 +333,9 @@ func self(in kinds.ArgvIn) map[string]string {
 // prepare is trial u as the run executes it: its planned argv with the
 // placeholders filled (kinds.Fill) from what the device-create steps
 // reported (the server device's GID index and address), and the meta of
-// its samples. A workload given without plan trials (an op's own test) is
-// planned here through Argv with the same placeholders.
+// its samples.
 func (s *programWorkload) prepare(env *steps.Env, u kinds.Planned) (server, client []string, m results.Meta, err error) {
 	w := s.w
-	in := kinds.ArgvIn{W: &w.Workload, Trial: u.Trial, Port: u.Port}
 	vals := kinds.Values{}
 	m = results.Meta{Workload: w.Name, Tool: w.Tool, Size: u.Size, Iterations: w.Iterations, Repeat: u.Repeat}
 	if w.Host != "" {
@@ -353,7 +351,6 @@ func (s *programWorkload) prepare(env *steps.Env, u kinds.Planned) (server, clie
 				return nil, nil, m, fmt.Errorf("workload %q: rxe %q on host %q has no IPv4 address on %s for the client to reach", w.Name, srv.Name, w.ServerHost, srv.Netdev)
 			}
 			vals[kinds.ServerAddr], vals[kinds.ServerGID] = srv.IPv4, strconv.Itoa(srv.GIDIndex)
-			in.Addr, in.Server = kinds.ServerAddr, kinds.End{Device: srv.Name, GID: kinds.ServerGID}
 			m.Devices = append(m.Devices, srv.Name)
 			gid := srv.GIDIndex
 			m.GIDIndex = &gid
@@ -362,7 +359,7 @@ func (s *programWorkload) prepare(env *steps.Env, u kinds.Planned) (server, clie
 			if err != nil {
 				return nil, nil, m, err
 			}
-			vals[kinds.ServerAddr], in.Addr = addr, kinds.Value(addr) // the plan's placeholder when it dials an rxe
+			vals[kinds.ServerAddr] = addr // the plan's placeholder when it dials an rxe
 			m.Extra = map[string]string{"server_addr": addr}
 		}
 		if w.ClientDevice != "" {
@@ -370,12 +367,8 @@ func (s *programWorkload) prepare(env *steps.Env, u kinds.Planned) (server, clie
 			if err != nil {
 				return nil, nil, m, fmt.Errorf("workload %q client: %w", w.Name, err)
 			}
-			in.Client = kinds.End{Device: cli.Name}
 			m.Devices = append(m.Devices, cli.Name)
 		}
-	}
-	if w.Trials == nil {
-		u.Server, u.Client = Kind{}.Argv(in)
 	}
 	if server, err = kinds.Fill(w.Name, u.Server, vals); err != nil {
 		return nil, nil, m, err

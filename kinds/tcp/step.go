@@ -100,7 +100,7 @@ func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
 }
 
 func (s *tcpWorkload) Apply(ctx context.Context, env *steps.Env) error {
-	err := steps.RunPlanned(ctx, env, &s.out, s.w, nil, func(ctx context.Context, u kinds.Planned) error {
+	err := steps.RunPlanned(ctx, env, &s.out, s.w, func(ctx context.Context, u kinds.Planned) error {
 		return s.run(ctx, env, u)
 	})
 	if s.retransRead {
@@ -144,9 +144,6 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u kinds.Planned) 
 	}
 	start := time.Now()
 	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: steps.Millis(steps.Remaining(ctx))}
-	if w.Trials == nil { // an op's own test: planned here as the plan would
-		u.Server, u.Client = Kind{}.Argv(kinds.ArgvIn{W: &w.Workload, Trial: u.Trial, Port: port, Addr: kinds.Value(addr)})
-	}
 	vals := kinds.Values{kinds.ServerAddr: addr}
 	sargv, err := kinds.Fill(w.Name, bound(u.Server, 1, serving.Port), vals)
 	if err != nil {
