@@ -203,7 +203,7 @@ func planTrials(w *Workload) {
 	if len(sizes) == 0 {
 		sizes = []int64{0}
 	}
-	for _, u := range Trials(w, sizes) {
-		w.Trials = append(w.Trials, kinds.Planned{Trial: u, Port: PortFor(w, u.N)})
+	for _, u := range kinds.Trials(&w.Workload, sizes) {
+		w.Trials = append(w.Trials, kinds.Planned{Trial: u, Port: kinds.PortFor(w.Index, 0, u.N)})
 	}
 }

@@ -17,10 +17,6 @@ import (
 // repeat.
 type Trial = kinds.Trial
 
-// Trials lists w's runs in order: each size (sizes nil: one unsized run) ×
-// each repeat.
-func Trials(w *Workload, sizes []int64) []Trial { return kinds.Trials(&w.Workload, sizes) }
-
 // RunPlanned runs the plan's trials of w (Workload.Trials) through
 // RunTrials; a workload without them fails, naming it: an op runs what
 // the plan resolved, never argv of its own.

@@ -211,7 +211,7 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 			// One port per run, the same on both sides.
 			ports := map[string]bool{}
 			for n := range tt.runs {
-				port := fmt.Sprint(steps.PortFor(&w, n))
+				port := fmt.Sprint(kinds.PortFor(w.Index, 0, n))
 				ports[port] = true
 				sa, err1 := os.ReadFile(filepath.Join(argvDir, w.Tool+".server."+port))
 				ca, err2 := os.ReadFile(filepath.Join(argvDir, w.Tool+".client."+port))
@@ -240,7 +240,7 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 func planRDMA(w *steps.Workload, srv, cli string) {
 	in := kinds.ArgvIn{W: &w.Workload, Server: kinds.End{Device: srv, GID: kinds.ServerGID}, Client: kinds.End{Device: cli, GID: kinds.ClientGID},
 		MTU: kinds.PathMTU, Addr: kinds.ServerAddr}
-	w.Trials, _ = kinds.PlanTrials(in, w.Port, w.Sizes)
+	w.Trials, _ = kinds.PlanTrials(in, 0, w.Sizes)
 }
 
 // TestRDMAWorkloadClientFails checks a failing client is reported with its
