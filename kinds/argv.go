@@ -7,30 +7,35 @@ import (
 )
 
 // A tool's command lines are written once, by its family's argv hook
-// (Argver), and read twice: engine/plan resolves every trial of a
-// workload into the argv its steps will run, and the family's op
-// (steps.NewRDMAPair) builds the argv it runs through the same hook. What
-// only the run can know (a device's GID index, the pair's path MTU, the
-// server's data address: the device-create steps report them) the plan
-// shows as a named placeholder ({server.gid}); the run fills the real value
-// in the same place.
+// (Argver), and called once per run: engine/plan resolves every trial of
+// a workload into the argv its steps will run (PlanTrials), and the
+// family's op runs exactly those (steps.Workload.Trials). What only the
+// run can know (a device's GID index, the pair's path MTU, the server's
+// data address: the device-create steps report them) the plan holds as a
+// named placeholder, shown as {server.gid}; the op fills the real value
+// in the same place (Fill, fill.go), and adds only what the plan cannot
+// know at all (perftest: --out_json, per the client host's facts).
 
 // Value is one value of a command line: a resolved value ("3"), a
-// placeholder the run fills ("{mtu}"), or "" when there is none (the
+// placeholder the run fills (PathMTU), or "" when there is none (the
 // option is left out).
 type Value string
 
-// The placeholders of what device-create steps report at run time.
+// The placeholders of what device-create steps report at run time. In an
+// argv a placeholder is its name between two NULs, as a program's self.*
+// is (SelfRef): no argument the kernel passes can hold a NUL, so no
+// literal text of a lab (an awk '{print $1}', an echo {x}) is ever taken
+// for one. Show prints them as {server.gid}; Fill replaces them.
 const (
-	ServerGID  Value = "{server.gid}"  // the server device's GID index
-	ClientGID  Value = "{client.gid}"  // the client device's GID index
-	PathMTU    Value = "{mtu}"         // the smaller active MTU of the two devices
-	ServerAddr Value = "{server.addr}" // the IPv4 address of the server device's netdev (tcp: of the rxe it dials)
+	ServerGID  Value = selfMark + "server.gid" + selfMark  // the server device's GID index
+	ClientGID  Value = selfMark + "client.gid" + selfMark  // the client device's GID index
+	PathMTU    Value = selfMark + "mtu" + selfMark         // the smaller active MTU of the two devices
+	ServerAddr Value = selfMark + "server.addr" + selfMark // the IPv4 address of the server device's netdev (tcp: of the rxe it dials)
 )
 
 // Placeholder reports whether v is a placeholder the run fills.
 func (v Value) Placeholder() bool {
-	return strings.HasPrefix(string(v), "{") && strings.HasSuffix(string(v), "}")
+	return len(v) > 2 && strings.HasPrefix(string(v), selfMark) && strings.HasSuffix(string(v), selfMark)
 }
 
 // Int is n as a Value: "" for 0, which leaves the option out.
@@ -114,18 +119,14 @@ type ArgvIn struct {
 	// Emulated: an end is an emulated (TCG) guest, so a tool that can
 	// raises its RC QP timeout (kinds/qptimeout.go).
 	Emulated bool
-	// JSONFile, when set, is the file perftest writes its JSON report to
-	// (--out_json): the run sets it when the client host's perftest has
-	// the option (its facts), which the plan cannot know.
-	JSONFile string
 }
 
 // Argver is a family's argv hook: the command lines of the server and
 // the client for one trial. A tool that runs one command on one host
 // (exec, a program on host) has no server: server is nil and client is
 // that command, the side whose end is the workload's end. It is pure (no
-// host, no facts): engine/plan calls it with placeholders, the family's
-// op with the values the run found, so the two cannot disagree.
+// host, no facts): engine/plan calls it, with placeholders; the family's
+// op runs what it returned with those filled, so the two cannot disagree.
 type Argver interface {
 	Argv(in ArgvIn) (server, client []string)
 }

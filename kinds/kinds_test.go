@@ -139,3 +139,18 @@ func TestOnePlaceSpellsToolNames(t *testing.T) {
 		t.Errorf("spells a tool name outside the descriptor: %s", o)
 	}
 }
+
+// TestPortFor: trial n of the workload at index takes a port of its block
+// of PortsPerWorkload from BasePort (cycling), or from first when given.
+func TestPortFor(t *testing.T) {
+	for _, tt := range []struct{ index, first, n, want int }{
+		{0, 0, 0, 20000},
+		{3, 0, 1, 20031},
+		{3, 0, 12, 20032},
+		{3, 5201, 0, 5201},
+	} {
+		if got := PortFor(tt.index, tt.first, tt.n); got != tt.want {
+			t.Errorf("PortFor(index %d, first %d, trial %d) = %d, want %d", tt.index, tt.first, tt.n, got, tt.want)
+		}
+	}
+}

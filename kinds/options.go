@@ -126,6 +126,20 @@ func ExpandSelf(argv []string, vals map[string]string) ([]string, error) {
 	return out, nil
 }
 
+// FillSelf fills the SelfRef placeholders of an argv that vals has a
+// value for and leaves the others in place (the run refuses them:
+// Fill).
+func FillSelf(argv []string, vals map[string]string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		for name, v := range vals {
+			a = strings.ReplaceAll(a, SelfRef(name), v)
+		}
+		out[i] = a
+	}
+	return out
+}
+
 // ShowSelf prints an argv with its placeholders as the lab wrote them
 // (${self.port}), for plans and messages.
 func ShowSelf(argv []string) string { return strings.Join(ShowSelfArgv(argv), " ") }

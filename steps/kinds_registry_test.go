@@ -30,21 +30,3 @@ func TestNewWorkloadKinds(t *testing.T) {
 		t.Error("exec without command: no error")
 	}
 }
-
-func TestPortFor(t *testing.T) {
-	tests := []struct {
-		w    Workload
-		n    int
-		want int
-	}{
-		{Workload{Workload: kinds.Workload{Index: 0}}, 0, 20000},
-		{Workload{Workload: kinds.Workload{Index: 3}}, 1, 20031},
-		{Workload{Workload: kinds.Workload{Index: 3}}, 12, 20032},
-		{Workload{Workload: kinds.Workload{Index: 3}, Port: 5201}, 0, 5201},
-	}
-	for _, tt := range tests {
-		if got := PortFor(&tt.w, tt.n); got != tt.want {
-			t.Errorf("PortFor(index %d, port %d, run %d) = %d, want %d", tt.w.Index, tt.w.Port, tt.n, got, tt.want)
-		}
-	}
-}

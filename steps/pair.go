@@ -33,8 +33,8 @@ type PairRun struct {
 	JSONFile, JSONRel string
 }
 
-// pairBuilder builds run n (0-based over sizes × repeats) of a workload.
-type pairBuilder func(env *Env, size int64, repeat, n int) (*PairRun, error)
+// pairBuilder builds one trial of a workload from its planned argv.
+type pairBuilder func(env *Env, u kinds.Planned) (*PairRun, error)
 
 // pairWorkload is the common driver of every two-sided tool (perftest,
 // pingpong, rping): one server/client pair per size × repeat, outputs parsed
@@ -56,16 +56,16 @@ func (s *pairWorkload) Undo(ctx context.Context, env *Env) error {
 }
 
 func (s *pairWorkload) Apply(ctx context.Context, env *Env) error {
-	return RunTrials(ctx, env, &s.out, s.w, Trials(s.w, sizesOr(s.w)), func(ctx context.Context, u Trial) error {
+	return RunPlanned(ctx, env, &s.out, s.w, func(ctx context.Context, u kinds.Planned) error {
 		return s.run(ctx, env, u)
 	})
 }
 
 // run runs one size × repeat: a server/client pair, its output parsed.
-func (s *pairWorkload) run(ctx context.Context, env *Env, u Trial) error {
+func (s *pairWorkload) run(ctx context.Context, env *Env, u kinds.Planned) error {
 	w := s.w
 	size, rep := u.Size, u.Repeat
-	r, err := s.build(env, size, rep, u.N)
+	r, err := s.build(env, u)
 	if err != nil {
 		return err
 	}
@@ -212,51 +212,44 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *PairRun, cr *prot
 	return ss, source, note, nil
 }
 
-// RDMAEnd is what one run of a two-sided RDMA tool builds its commands
-// from: the two rxe devices as their rxe steps reported them, the path MTU
-// of the pair, the run's port and message size.
+// RDMAEnd is what one trial of a two-sided RDMA tool runs with beyond
+// its planned argv: the two devices as their device-create steps reported
+// them, the path MTU of the pair and the trial's port.
 type RDMAEnd struct {
 	Server, Client *proto.DeviceInfo
 	MTU, Port      int
-	Size           int64
 }
 
 // NewRDMAPair is the op of a two-sided RDMA tool between the workload's
-// two rxe devices: every run resolves the devices, its port, its result
-// metadata and its two processes' hosts and handles the same way, and
-// builds both sides' Argv through the family's argv hook (kinds.Argver),
-// the one engine/plan resolves the plan's argv with. sides sets what else
-// differs between the tools: the server's Ready, and anything the hook
-// needs that only the run knows beyond the ends (perftest's JSON report
-// file, in.JSONFile).
-func NewRDMAPair(w *Workload, argv kinds.Argver, sides func(env *Env, r *PairRun, e RDMAEnd, in *kinds.ArgvIn)) Op {
+// two devices. It runs the plan's trials (Workload.Trials): each trial's
+// argv as engine/plan resolved it through the family's argv hook, with
+// the placeholders filled (kinds.Fill) from what the device-create steps
+// reported. sides adds what only the run knows beyond those values (the
+// server's Ready, perftest's JSON report file).
+func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Op {
 	s := &pairWorkload{w: w, desc: fmt.Sprintf("%s %s: rxe %s (server) <- rxe %s (client)", w.Tool, w.Name, w.ServerDevice, w.ClientDevice)}
-	s.build = func(env *Env, size int64, rep, n int) (*PairRun, error) {
+	s.build = func(env *Env, u kinds.Planned) (*PairRun, error) {
 		srv, cli, mtu, err := rdmaEnds(env, w)
 		if err != nil {
 			return nil, err
 		}
-		r := &PairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, size, rep)}
-		r.Server = ProcSpec{Host: w.ServerHost, Handle: Handle(w, "server", size, rep), Role: "server"}
-		r.Client = ProcSpec{Host: w.ClientHost, Handle: Handle(w, "client", size, rep), Role: "client"}
-		e := RDMAEnd{Server: srv, Client: cli, MTU: mtu, Port: PortFor(w, n), Size: size}
-		in := ArgvIn(w, kinds.Trial{Size: size, Repeat: rep, N: n}, e, EmulatedEnd(env, w) != "")
-		sides(env, r, e, &in)
-		r.Server.Argv, r.Client.Argv = argv.Argv(in)
+		vals := kinds.Values{kinds.ServerGID: strconv.Itoa(srv.GIDIndex), kinds.ClientGID: strconv.Itoa(cli.GIDIndex), kinds.ServerAddr: srv.IPv4}
+		if mtu > 0 {
+			vals[kinds.PathMTU] = strconv.Itoa(mtu)
+		}
+		r := &PairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, u.Size, u.Repeat)}
+		r.Server = ProcSpec{Host: w.ServerHost, Handle: Handle(w, "server", u.Size, u.Repeat), Role: "server"}
+		r.Client = ProcSpec{Host: w.ClientHost, Handle: Handle(w, "client", u.Size, u.Repeat), Role: "client"}
+		if r.Server.Argv, err = kinds.Fill(w.Name, u.Server, vals); err != nil {
+			return nil, err
+		}
+		if r.Client.Argv, err = kinds.Fill(w.Name, u.Client, vals); err != nil {
+			return nil, err
+		}
+		sides(env, r, RDMAEnd{Server: srv, Client: cli, MTU: mtu, Port: u.Port})
 		return r, nil
 	}
 	return s
-}
-
-// ArgvIn is what the argv hook of workload w's family is given for trial
-// u: the values the device-create steps reported (e) where the plan has
-// placeholders.
-func ArgvIn(w *Workload, u kinds.Trial, e RDMAEnd, emulated bool) kinds.ArgvIn {
-	end := func(d *proto.DeviceInfo) kinds.End {
-		return kinds.End{Device: d.Name, GID: kinds.Value(strconv.Itoa(d.GIDIndex)), Port: d.Port, Transport: d.Transport}
-	}
-	return kinds.ArgvIn{W: &w.Workload, Trial: u, Port: e.Port, Server: end(e.Server), Client: end(e.Client),
-		MTU: kinds.Int(e.MTU), Addr: kinds.Value(e.Server.IPv4), Emulated: emulated}
 }
 
 // rdmaEnds returns the rxe info of both ends of an RDMA workload and the

@@ -74,7 +74,9 @@ func TestPairClockRetry(t *testing.T) {
 		env := &Env{Hosts: map[string]Host{"h": h}, Notify: func(_, m string) { notices = append(notices, m) }}
 		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{4096}
-		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+		planTrials(w)
+		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+			size, rep := u.Size, u.Repeat
 			return &PairRun{
 				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
 				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
@@ -139,7 +141,9 @@ func TestPairKeepsPartialRows(t *testing.T) {
 		env := &Env{Hosts: map[string]Host{"h": h}, Parse: parse}
 		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 		w.Sizes = []int64{2}
-		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+		planTrials(w)
+		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+			size, rep := u.Size, u.Repeat
 			return &PairRun{
 				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
 				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},
@@ -169,7 +173,9 @@ func TestPairHarmlessExit(t *testing.T) {
 		h := &partialHost{name: "h", exit: 255}
 		env := &Env{Hosts: map[string]Host{"h": h}}
 		w := &Workload{Workload: kinds.Workload{Name: "ping", Slug: "ping", Tool: "rping"}, ServerHost: "h", ClientHost: "h"}
-		s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+		planTrials(w)
+		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+			size, rep := u.Size, u.Repeat
 			r := &PairRun{
 				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"rping"}, Role: "server"},
 				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"rping", "-c"}, Role: "client"},
@@ -187,5 +193,17 @@ func TestPairHarmlessExit(t *testing.T) {
 		if s.out.Status != want {
 			t.Errorf("harmless %v: status %q (%v), want %q", harmless, s.out.Status, err, want)
 		}
+	}
+}
+
+// planTrials gives w the trials a plan would resolve, without argv (the
+// tests' builders make their own): each size × repeat with its port.
+func planTrials(w *Workload) {
+	sizes := w.Sizes
+	if len(sizes) == 0 {
+		sizes = []int64{0}
+	}
+	for _, u := range kinds.Trials(&w.Workload, sizes) {
+		w.Trials = append(w.Trials, kinds.Planned{Trial: u, Port: kinds.PortFor(w.Index, 0, u.N)})
 	}
 }

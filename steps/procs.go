@@ -314,14 +314,6 @@ func CommonSamples(exit int, seconds float64) []results.Sample {
 	}
 }
 
-// sizesOr returns w's sizes or one entry (0 = the tool's default).
-func sizesOr(w *Workload) []int64 {
-	if len(w.Sizes) == 0 {
-		return []int64{0}
-	}
-	return w.Sizes
-}
-
 // UndoTimeout bounds one clean-up call on a host (stopping a process): it
 // runs even after the workload's context ended, but a host that keeps its
 // session up and never answers must not hang the run.

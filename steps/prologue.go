@@ -17,9 +17,24 @@ import (
 // repeat.
 type Trial = kinds.Trial
 
-// Trials lists w's runs in order: each size (sizes nil: one unsized run) ×
-// each repeat.
-func Trials(w *Workload, sizes []int64) []Trial { return kinds.Trials(&w.Workload, sizes) }
+// RunPlanned runs the plan's trials of w (Workload.Trials) through
+// RunTrials; a workload without them fails, naming it: an op runs what
+// the plan resolved, never argv of its own.
+func RunPlanned(ctx context.Context, env *Env, out *Outcome, w *Workload, run func(ctx context.Context, u kinds.Planned) error) error {
+	ps := w.Trials
+	if ps == nil {
+		return finish(out, w, errors.New("no planned trials (engine/plan resolves them: WorkloadPlan.Trials)"))
+	}
+	us := make([]Trial, len(ps))
+	for i, p := range ps {
+		us[i] = p.Trial
+	}
+	return RunTrials(ctx, env, out, w, us, func(ctx context.Context, u Trial) error {
+		p := ps[u.N]
+		p.Trial = u
+		return run(ctx, p)
+	})
+}
 
 // RunTrials is the prologue every workload kind shares. out is reset and
 // filled with the start, end and status; run appends its records and

@@ -77,7 +77,7 @@ func TestRunUnits(t *testing.T) {
 			var out Outcome
 			var ran []string
 			var prevDL time.Time
-			err := RunTrials(context.Background(), env, &out, w, Trials(w, tt.sizes), func(ctx context.Context, u Trial) error {
+			err := RunTrials(context.Background(), env, &out, w, kinds.Trials(&w.Workload, tt.sizes), func(ctx context.Context, u Trial) error {
 				ran = append(ran, u.String())
 				dl, ok := ctx.Deadline()
 				if !ok {
@@ -112,7 +112,7 @@ func TestRunUnits(t *testing.T) {
 			// Each unit is announced as it starts, with its place among all.
 			var want []string
 			for i, r := range tt.ran {
-				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(Trials(w, tt.sizes))))
+				want = append(want, fmt.Sprintf("%s (%d/%d)", r, i+1, len(kinds.Trials(&w.Workload, tt.sizes))))
 			}
 			if diff := cmp.Diff(want, started); diff != "" {
 				t.Errorf("units announced (-want +got):\n%s", diff)
@@ -135,7 +135,7 @@ func TestRunUnitsStoppedRun(t *testing.T) {
 	env := &Env{Notify: func(string, string) { notices++ }}
 	w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "exec", Options: kinds.Options{Timeout: time.Hour}}}
 	var out Outcome
-	err := RunTrials(ctx, env, &out, w, Trials(w, nil), func(ctx context.Context, u Trial) error {
+	err := RunTrials(ctx, env, &out, w, kinds.Trials(&w.Workload, nil), func(ctx context.Context, u Trial) error {
 		cancel()
 		<-ctx.Done()
 		return ctx.Err()

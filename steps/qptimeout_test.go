@@ -136,7 +136,9 @@ func TestPairExplainsRetries(t *testing.T) {
 	env := &Env{Hosts: map[string]Host{"h": h}}
 	w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
 	w.Sizes = []int64{65536}
-	s := &pairWorkload{w: w, build: func(env *Env, size int64, rep, n int) (*PairRun, error) {
+	planTrials(w)
+	s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+		size, rep := u.Size, u.Repeat
 		return &PairRun{
 			Server:    ProcSpec{Host: "h", Handle: Handle(w, "server", size, rep), Argv: []string{"ib_write_bw"}, Role: "server"},
 			Client:    ProcSpec{Host: "h", Handle: Handle(w, "client", size, rep), Argv: []string{"ib_write_bw", "x"}, Role: "client"},

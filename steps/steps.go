@@ -268,21 +268,12 @@ type Workload struct {
 	DialWhy                    string // tcp: where the dialed address comes from, for the plan and results
 	Host                       string // exec
 
-	// Port is the first of the ports this workload may use (one per run, in
-	// order); 0 lets the engine's PortFor decide.
-	Port int
+	// Trials are what its op runs: the plan's trials
+	// (plan.WorkloadPlan.Trials), each with both sides' argv whose
+	// placeholders the op fills from what the run found (kinds.Fill). nil
+	// (an op's own test): the op plans each trial itself the same way.
+	Trials []kinds.Planned
 }
-
-// PortsPerWorkload is how many ports each workload's block holds, from
-// BasePort (kinds.PortFor).
-const (
-	PortsPerWorkload = kinds.PortsPerWorkload
-	BasePort         = kinds.BasePort
-)
-
-// PortFor returns the deterministic port of a workload's run number n
-// (kinds.PortFor: the plan resolves the same).
-func PortFor(w *Workload, n int) int { return kinds.PortFor(w.Index, w.Port, n) }
 
 // Outcome is what one workload did.
 type Outcome struct {

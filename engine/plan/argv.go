@@ -7,7 +7,8 @@ import (
 
 // Trial is one resolved trial of a workload step: one size × one repeat,
 // the port it uses and the argv its side runs, built by the family's argv
-// hook (kinds.Argver), the same function the step calls at run time. What
+// hook (kinds.Argver); the step's op runs exactly this argv
+// (WorkloadPlan.Trials, sensitive values unhidden). What
 // only the run learns from the device-create steps stays a named
 // placeholder: {server.gid}, {client.gid} (GID indexes), {mtu} (the
 // pair's path MTU) and {server.addr} (the IPv4 address of the server
@@ -16,8 +17,12 @@ import (
 // tcp's "argv" is what its agent calls are asked (tcp.serve, tcp.send:
 // the agent runs no program), with the port the plan gives; the server
 // may bind another when that one is taken, and the run records that.
-// perftest's --out_json is added at run time when the client host's
-// perftest has it (its facts). A program's commands have their self.*
+// The run fills each placeholder with a value of its form only (a
+// number, an IP address: kinds.Fill), so no value adds an argument; an
+// unknown or unfilled one stops the workload. perftest's --out_json is
+// added at run time when the client host's perftest has it (its facts),
+// as are -R and a raised QP timeout when the run finds an rdma block's
+// device iWARP or an end emulated that the plan could not know. A program's commands have their self.*
 // filled; they run in the folder the program is built in. A tool that
 // runs on one host only (exec) is given no port.
 type Trial struct {
@@ -28,7 +33,8 @@ type Trial struct {
 }
 
 // resolveTrials fills the Trials of a workload's steps through its
-// family's argv hook: the server and client steps of a two-sided one, or
+// family's argv hook (kinds.PlanTrials), and keeps on its client (or
+// one) step what the run executes (WorkloadPlan.Trials): the server and client steps of a two-sided one, or
 // (srv nil) the one step of a workload on one host. dial is where a client
 // without an RDMA device of its server dials (tcp, a program).
 func (b *builder) resolveTrials(w *lab.Workload, srv, cli *Step, dial lab.Dial) {
@@ -68,19 +74,21 @@ func (b *builder) resolveTrials(w *lab.Workload, srv, cli *Step, dial lab.Dial) 
 	if !t.Sizes {
 		sizes = nil
 	}
-	for _, u := range kinds.Trials(&w.Workload, sizes) {
-		in.Trial, in.Port = u, kinds.PortFor(w.Index, 0, u.N)
-		s, c, ok := kinds.ArgvOf(in)
-		if !ok {
-			return
-		}
-		port := in.Port
+	ps, ok := kinds.PlanTrials(in, 0, sizes)
+	if !ok {
+		return
+	}
+	// The run executes these (WorkloadPlan.Trials, with the sensitive
+	// values the lab gives); the steps show them (redact hides those).
+	cli.planned = ps
+	for _, u := range ps {
+		port := u.Port
 		if t.OneHost {
 			port = 0
 		}
 		if srv != nil {
-			srv.Trials = append(srv.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: s})
+			srv.Trials = append(srv.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: kinds.Show(u.Server)})
 		}
-		cli.Trials = append(cli.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: c})
+		cli.Trials = append(cli.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: kinds.Show(u.Client)})
 	}
 }

@@ -53,9 +53,9 @@
 // trials (argv.go) is on the steps of a workload (its server and client,
 // or its one step on host): each size × repeat with its port and the
 // command that side runs, built by the family's argv hook (kinds.Argver)
-// that the run calls too; {server.gid}, {client.gid}, {mtu} and
-// {server.addr} are filled by the run from what the device-create steps
-// report. build, on a program workload's steps, is the command that
+// and run as it is by the step's op; {server.gid}, {client.gid}, {mtu}
+// and {server.addr} are filled by the run from what the device-create
+// steps report. build, on a program workload's steps, is the command that
 // builds its program on that host first.
 //
 // steps is in a topological order (every step after the steps it depends
@@ -72,6 +72,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/provision/needs"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Action is what a step does.
@@ -120,6 +121,10 @@ type Step struct {
 	// (argv.go): each size × repeat with its port and the command this
 	// side runs.
 	Trials []Trial `json:"trials,omitempty"`
+	// planned is, on a workload's client (or one) step, what its Trials
+	// show before any sensitive value is hidden, with the placeholders
+	// the run fills: WorkloadPlan.Trials.
+	planned []kinds.Planned
 	// Build is, on a step of a program workload whose program block has a
 	// build, the argv that builds it in its folder on this host before
 	// the first trial. A host builds a program once per run (the

@@ -35,6 +35,12 @@ type WorkloadPlan struct {
 	// trials takes: where the run probes its data link while it runs; 0
 	// when its trials take the whole block (the probe then takes any).
 	ProbePort int
+	// Trials are what its op runs, each trial resolved through its
+	// family's argv hook (kinds.PlanTrials): size, repeat, port and both
+	// sides' argv, with the placeholders only the run fills
+	// (kinds.Fill). Its steps' Trials show the same (sensitive values
+	// hidden); nil when the family has no argv hook.
+	Trials []kinds.Planned
 }
 
 // WindowPlan is one selected capture (Capture set) or impairment (Impair
@@ -107,6 +113,9 @@ func (p *Plan) walk() error {
 			}
 			if s.Dial != nil {
 				wp.Dial = s.Dial
+			}
+			if s.planned != nil {
+				wp.Trials = s.planned
 			}
 			for _, d := range s.DependsOn {
 				if dw := p.Step(d).Workload; dw != nil && dw != s.Workload && !slices.Contains(wp.After, dw) {

@@ -18,7 +18,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/rlab-dev/rlab/engine/results"
-	"github.com/rlab-dev/rlab/steps"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // countTCP returns the TCP packets to or from port in a pcap file.
@@ -77,7 +77,7 @@ func TestRunCaptures(t *testing.T) {
 	if _, err := exec.LookPath("tcpdump"); err != nil {
 		t.Skip("tcpdump not installed")
 	}
-	port := steps.BasePort + steps.PortsPerWorkload*1 // workload index 1, first run
+	port := kinds.BasePort + kinds.PortsPerWorkload*1 // workload index 1, first run
 	src := twoHosts + `
 workload "first" {
   tool = "exec"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/engine/plan"
-	"github.com/rlab-dev/rlab/steps"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // TestNetnsGroupIncast: an incast on the netns bed, real sshd, agents and
@@ -19,9 +19,9 @@ import (
 // each on the shared server holds that workload's port and not the other's.
 func TestNetnsGroupIncast(t *testing.T) {
 	_, hosts := netnsBed(t, 3)
-	// Ports: each workload owns a block (steps.PortFor); one repeat each.
-	p1 := steps.BasePort
-	p2 := steps.BasePort + steps.PortsPerWorkload
+	// Ports: each workload owns a block (kinds.PortFor); one repeat each.
+	p1 := kinds.BasePort
+	p2 := kinds.BasePort + kinds.PortsPerWorkload
 	l := loadLab(t, `lab "incast" {}
 `+hosts+`
 workload "from_h1" {

@@ -20,7 +20,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/testbed"
-	"github.com/rlab-dev/rlab/steps"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // netnsBed is a netns sshd bed of n hosts and the lab text of its hosts
@@ -52,7 +52,7 @@ func sshConnector(t *testing.T) *SSHConnector {
 // the real agent, real tcpdump.
 func TestNetnsRun(t *testing.T) {
 	bed, hosts := netnsBed(t, 3)
-	tcpPort := steps.BasePort + steps.PortsPerWorkload*1 // the tcp workload is the second
+	tcpPort := kinds.BasePort + kinds.PortsPerWorkload*1 // the tcp workload is the second
 	base := `lab "netns" {}
 ` + hosts
 

@@ -23,12 +23,13 @@ import (
 )
 
 // stepWorkload is the plan's workload for the steps package: the shared
-// part (kinds.Workload) whole, the host and rxe references as names, and
+// part (kinds.Workload) and the plan's resolved trials (what its op runs,
+// placeholders filled) whole, the host and rxe references as names, and
 // for a tcp workload the address its client dials (the plan's Dial,
 // resolved once).
 func stepWorkload(wp *plan.WorkloadPlan) *steps.Workload {
 	w := wp.Workload
-	sw := &steps.Workload{Workload: w.Workload}
+	sw := &steps.Workload{Workload: w.Workload, Trials: wp.Trials}
 	if w.ServerHost != nil {
 		sw.ServerHost = w.ServerHost.Name
 		if d := wp.Dial; d != nil { // tcp; RDMA tools dial their server rxe

@@ -2,7 +2,9 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,11 +53,12 @@ func (h *argvHost) Send(ctx context.Context, r *rpc.Request) error {
 
 // TestPlanArgvIsRunArgv: the argv a plan shows for each trial of every
 // workload (RDMA, tcp, exec, program) of the example labs is the argv its
-// step runs, once the placeholders are filled with what the device-create
+// op runs, once the placeholders are filled with what the device-create
 // steps reported (GID index, path MTU, server address), on plain and
-// emulated hosts: both come from the family's one argv hook
-// (kinds.Argver). A program's build is the one the plan shows on each of
-// its steps.
+// emulated hosts. The op runs the plan's trials (WorkloadPlan.Trials), not
+// argv of its own: each planned argv is marked here with one more
+// argument, which every run argv must end with. A program's build is the
+// one the plan shows on each of its steps.
 func TestPlanArgvIsRunArgv(t *testing.T) {
 	files, _ := filepath.Glob("../../labs/*.hcl")
 	files = append(files, "../../testdata/labs/valid/vars_locals_funcs.hcl", "../../testdata/labs/valid/for_each_map.hcl", "../../testdata/labs/valid/program.hcl")
@@ -118,9 +121,22 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 				if w.ClientDevice == w.ServerDevice {
 					cgid = "1"
 				}
-				fill := strings.NewReplacer(string(kinds.ServerGID), "1", string(kinds.ClientGID), cgid, string(kinds.PathMTU), "1024", string(kinds.ServerAddr), "10.9.0.1")
+				fill := strings.NewReplacer(kinds.ServerGID.Name(), "1", kinds.ClientGID.Name(), cgid, kinds.PathMTU.Name(), "1024", kinds.ServerAddr.Name(), "10.9.0.1")
 				sw := stepWorkload(wp)
 				sw.Metrics = nil // this agent prints nothing to read them from
+				if len(sw.Trials) != len(cli.Trials) {
+					t.Fatalf("%s %s: the plan shows %d trials, its workload carries %d", f, w.Name, len(cli.Trials), len(sw.Trials))
+				}
+				// The mark: an argument only the plan's trials have.
+				mark := func(i int) string { return fmt.Sprintf("plan-trial-%d", i) }
+				sw.Trials = slices.Clone(sw.Trials)
+				for i := range sw.Trials {
+					u := &sw.Trials[i]
+					if u.Server != nil {
+						u.Server = append(slices.Clone(u.Server), mark(i))
+					}
+					u.Client = append(slices.Clone(u.Client), mark(i))
+				}
 				st, err := steps.NewWorkload(sw)
 				if err != nil {
 					t.Fatal(err)
@@ -134,9 +150,9 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 				redact := lab.Redactor(l.Sensitive)
 				for i := range cli.Trials {
 					if !oneHost {
-						want = append(want, fill.Replace(strings.Join(srv.Trials[i].Argv, " ")))
+						want = append(want, fill.Replace(strings.Join(srv.Trials[i].Argv, " "))+" "+mark(i))
 					}
-					want = append(want, fill.Replace(strings.Join(cli.Trials[i].Argv, " ")))
+					want = append(want, fill.Replace(strings.Join(cli.Trials[i].Argv, " "))+" "+mark(i))
 				}
 				// What the step ran, as the results record it.
 				for _, run := range st.(steps.Outcomer).Outcome().Runs {

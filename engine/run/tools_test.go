@@ -170,6 +170,7 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 			w := tt.w
 			w.Name, w.Slug, w.Index = "w"+fmt.Sprint(i), "w"+fmt.Sprint(i), i
 			w.ServerHost, w.ClientHost, w.ServerDevice, w.ClientDevice = "server", "client", "rxe.s", "rxe.c"
+			planRDMA(&w, "rxe_eth1", "rxe0")
 			st, err := steps.NewWorkload(&w)
 			if err != nil {
 				t.Fatal(err)
@@ -210,7 +211,7 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 			// One port per run, the same on both sides.
 			ports := map[string]bool{}
 			for n := range tt.runs {
-				port := fmt.Sprint(steps.PortFor(&w, n))
+				port := fmt.Sprint(kinds.PortFor(w.Index, 0, n))
 				ports[port] = true
 				sa, err1 := os.ReadFile(filepath.Join(argvDir, w.Tool+".server."+port))
 				ca, err2 := os.ReadFile(filepath.Join(argvDir, w.Tool+".client."+port))
@@ -233,6 +234,15 @@ func TestRDMAWorkloadFlow(t *testing.T) {
 	}
 }
 
+// planRDMA gives w the trials engine/plan resolves for an RDMA workload
+// between devices srv and cli: the devices by name, the rest placeholders
+// the op fills.
+func planRDMA(w *steps.Workload, srv, cli string) {
+	in := kinds.ArgvIn{W: &w.Workload, Server: kinds.End{Device: srv, GID: kinds.ServerGID}, Client: kinds.End{Device: cli, GID: kinds.ClientGID},
+		MTU: kinds.PathMTU, Addr: kinds.ServerAddr}
+	w.Trials, _ = kinds.PlanTrials(in, 0, w.Sizes)
+}
+
 // TestRDMAWorkloadClientFails checks a failing client is reported with its
 // host, command, exit code and stderr, and the waiting server is stopped.
 func TestRDMAWorkloadClientFails(t *testing.T) {
@@ -249,6 +259,7 @@ func TestRDMAWorkloadClientFails(t *testing.T) {
 	// No recorded outputs: both sides connect, then exit 1 naming the
 	// missing file on stderr.
 	t.Setenv("RLAB_FAKE_OUTPUTS", t.TempDir())
+	planRDMA(w, "rxe0", "rxe0")
 	st, _ := steps.NewWorkload(w)
 	err := st.Apply(context.Background(), env)
 	if err == nil || !strings.Contains(err.Error(), `ib_write_bw server on host "server"`) && !strings.Contains(err.Error(), `ib_write_bw client on host "client"`) {

@@ -46,14 +46,19 @@ func (s *execWorkload) Undo(ctx context.Context, env *steps.Env) error {
 }
 
 func (s *execWorkload) Apply(ctx context.Context, env *steps.Env) error {
-	return steps.RunTrials(ctx, env, &s.out, s.w, steps.Trials(s.w, nil), func(ctx context.Context, u steps.Trial) error {
-		return s.run(ctx, env, u.Repeat)
+	return steps.RunPlanned(ctx, env, &s.out, s.w, func(ctx context.Context, u kinds.Planned) error {
+		return s.run(ctx, env, u)
 	})
 }
 
-func (s *execWorkload) run(ctx context.Context, env *steps.Env, rep int) error {
-	w := s.w
-	_, argv := Kind{}.Argv(kinds.ArgvIn{W: &w.Workload, Trial: kinds.Trial{Repeat: rep}})
+// run runs one trial: the plan's command (Workload.Trials), which has no
+// placeholders, filled anyway so that one never reaches the host.
+func (s *execWorkload) run(ctx context.Context, env *steps.Env, u kinds.Planned) error {
+	w, rep := s.w, u.Repeat
+	argv, err := kinds.Fill(w.Name, u.Client, nil)
+	if err != nil {
+		return err
+	}
 	spec := steps.ProcSpec{Host: w.Host, Handle: steps.Handle(w, "exec", 0, rep), Argv: argv, Role: "command"}
 	if _, err := steps.StartProc(ctx, env, &s.procs, "exec", spec); err != nil {
 		return err

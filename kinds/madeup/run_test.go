@@ -63,6 +63,7 @@ func TestMadeUpRunsOnAgents(t *testing.T) {
 			name := fmt.Sprint("made", i)
 			w := steps.Workload{Workload: kinds.Workload{Name: name, Slug: name, Index: i, Tool: tc.tool, Options: kinds.Options{Sizes: []int64{4096, 65536}}},
 				ServerHost: "server", ClientHost: "client", ServerDevice: tc.devices[0], ClientDevice: tc.devices[1]}
+			w.Trials, _ = kinds.PlanTrials(kinds.ArgvIn{W: &w.Workload}, 0, w.Sizes) // as engine/plan resolves them
 			st, err := steps.NewWorkload(&w)
 			if err != nil {
 				t.Fatal(err)

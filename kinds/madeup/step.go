@@ -17,13 +17,14 @@ func (Kind) NewOp(w *steps.Workload) (steps.Op, error) {
 	if w.Tool == PipeTool {
 		return &pipe{w: w}, nil
 	}
-	return steps.NewRDMAPair(w, Kind{}, func(*steps.Env, *steps.PairRun, steps.RDMAEnd, *kinds.ArgvIn) {}), nil
+	return steps.NewRDMAPair(w, func(*steps.Env, *steps.PairRun, steps.RDMAEnd) {}), nil
 }
 
-// Argv is made_stream's argv hook (kinds.Argver): the server waits, the
-// client prints what Rate says at the trial's size.
+// Argv is the made-up tools' argv hook (kinds.Argver): the server waits
+// (made_pipe has none), the client prints what Rate says at the trial's
+// size.
 func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
-	return []string{"true"}, []string{"echo", line(Tool, in.Trial.Size)}
+	return []string{"true"}, []string{"echo", line(in.W.Tool, in.Trial.Size)}
 }
 
 // Rate is what the made-up tools "measure" at a message size: 1 Gb/s per
@@ -63,8 +64,12 @@ func (s *pipe) Undo(ctx context.Context, env *steps.Env) error {
 
 func (s *pipe) Apply(ctx context.Context, env *steps.Env) error {
 	w := s.w
-	return steps.RunTrials(ctx, env, &s.out, w, steps.Trials(w, w.Sizes), func(ctx context.Context, u steps.Trial) error {
-		spec := steps.ProcSpec{Host: w.ClientHost, Handle: steps.Handle(w, "client", u.Size, u.Repeat), Role: "client", Argv: []string{"echo", line(PipeTool, u.Size)}}
+	return steps.RunPlanned(ctx, env, &s.out, w, func(ctx context.Context, u kinds.Planned) error {
+		argv, err := kinds.Fill(w.Name, u.Client, nil) // the plan's client
+		if err != nil {
+			return err
+		}
+		spec := steps.ProcSpec{Host: w.ClientHost, Handle: steps.Handle(w, "client", u.Size, u.Repeat), Role: "client", Argv: argv}
 		if _, err := steps.StartProc(ctx, env, &s.procs, w.Tool, spec); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package perftest
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,18 +17,30 @@ import (
 
 func newOp(w *steps.Workload) (steps.Op, error) {
 	var once sync.Once // the raised QP timeout is said once per workload
-	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd, in *kinds.ArgvIn) {
-		r.Server.Ready = perftestReady(w, e.Port, rdmaCM(*in))
+	t, _ := kinds.Lookup(w.Tool)
+	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
+		// What only the run knows, added to the plan's argv where the
+		// plan could not know it: an rdma block's device found iWARP (-R,
+		// the plan knows siw only), an end whose facts say it is emulated
+		// (the plan knows the local VMs only), the JSON report the client
+		// host's perftest can write (its facts).
+		cm := e.Server.Transport == "iWARP" || e.Client.Transport == "iWARP"
+		if cm && t.RDMACMFlag != "" && !argsAskCM(w.Args) {
+			add(r, t.RDMACMFlag)
+		}
+		r.Server.Ready = perftestReady(w, e.Port, cm)
 		// An emulated end: -u raises the RC QP timeout on both sides
 		// (kinds/qptimeout.go), unless the transport has no ACKs; the
 		// hook (Argv) adds it, this says so once.
-		t, _ := kinds.Lookup(w.Tool)
 		qpt, why := qpTimeout(env, w)
 		r.QPTimeout, r.Emulated = qpt, steps.EmulatedEnd(env, w)
-		if qpt > 0 && env.Notify != nil {
-			once.Do(func() {
-				env.Notify(w.Name, fmt.Sprintf("workload %s: %s QP timeout raised to %s (%s %d): %s", w.Name, w.Tool, kinds.QPTimeoutText(qpt), t.QPTimeout.Flag, qpt, why))
-			})
+		if qpt > 0 {
+			add(r, t.QPTimeout.Flag, strconv.Itoa(qpt))
+			if env.Notify != nil {
+				once.Do(func() {
+					env.Notify(w.Name, fmt.Sprintf("workload %s: %s QP timeout raised to %s (%s %d): %s", w.Name, w.Tool, kinds.QPTimeoutText(qpt), t.QPTimeout.Flag, qpt, why))
+				})
+			}
 		}
 		cf := env.HostFacts(w.ClientHost)
 		if cf.PerftestJSON {
@@ -36,16 +49,34 @@ func newOp(w *steps.Workload) (steps.Op, error) {
 			if cf.WorkDir != "" {
 				r.JSONFile = path.Join(cf.WorkDir, r.JSONRel)
 			}
-			in.JSONFile = r.JSONFile
+			r.Client.Argv = beforeAddr(r.Client.Argv, "--out_json", "--out_json_file="+r.JSONFile)
 		}
 	}), nil
+}
+
+// add gives both sides option opt (a flag and its value) unless the
+// planned argv has it: on the server at the end, on the client before the
+// server's address (its last argument, as side writes it).
+func add(r *steps.PairRun, opt ...string) {
+	if slices.Contains(r.Server.Argv, opt[0]) {
+		return
+	}
+	r.Server.Argv = append(r.Server.Argv, opt...)
+	r.Client.Argv = beforeAddr(r.Client.Argv, opt...)
+}
+
+// beforeAddr is a client argv with opt inserted before its last argument,
+// the server's address.
+func beforeAddr(argv []string, opt ...string) []string {
+	n := len(argv) - 1
+	return slices.Concat(argv[:n:n], opt, argv[n:])
 }
 
 // Argv is perftest's argv hook (kinds.Argver): both sides' commands for
 // one trial, from what the plan resolves or the run found.
 func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
 	cm, qpt := rdmaCM(in), qptFor(in.W, in.Emulated)
-	return side(in, in.Server, cm, qpt, "", ""), side(in, in.Client, cm, qpt, in.Addr, in.JSONFile)
+	return side(in, in.Server, cm, qpt, ""), side(in, in.Client, cm, qpt, in.Addr)
 }
 
 // rdmaCM: iWARP connects QPs only through the RDMA CM, so perftest gets
@@ -98,8 +129,9 @@ func rc(w *kinds.Workload, t kinds.Tool) bool {
 }
 
 // side builds one side's perftest command. serverAddr is "" for the
-// server side; jsonFile, when set, adds --out_json (perftest ≥ 4.5-0.20).
-func side(in kinds.ArgvIn, end kinds.End, cm bool, qpt int, serverAddr kinds.Value, jsonFile string) []string {
+// server side; it is the client's last argument, before which the op adds
+// --out_json (perftest ≥ 4.5-0.20) when the client host's perftest has it.
+func side(in kinds.ArgvIn, end kinds.End, cm bool, qpt int, serverAddr kinds.Value) []string {
 	w := in.W
 	argv := []string{w.Tool,
 		"-d", end.Device,
@@ -138,9 +170,6 @@ func side(in kinds.ArgvIn, end kinds.End, cm bool, qpt int, serverAddr kinds.Val
 		argv = append(argv, t.QPTimeout.Flag, strconv.Itoa(qpt))
 	}
 	argv = append(argv, w.Args...)
-	if jsonFile != "" {
-		argv = append(argv, "--out_json", "--out_json_file="+jsonFile)
-	}
 	if serverAddr != "" {
 		argv = append(argv, string(serverAddr))
 	}

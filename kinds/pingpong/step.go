@@ -11,7 +11,7 @@ import (
 // ibv_{rc,uc,ud,srq}_pingpong from rdma-core's ibverbs-utils.
 
 func newOp(w *steps.Workload) (steps.Op, error) {
-	return steps.NewRDMAPair(w, Kind{}, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd, _ *kinds.ArgvIn) {
+	return steps.NewRDMAPair(w, func(env *steps.Env, r *steps.PairRun, e steps.RDMAEnd) {
 		// No option raises its QP timeout (kinds/qptimeout.go): a failure
 		// with retries exhausted on an emulated end says so.
 		r.Emulated = steps.EmulatedEnd(env, w)

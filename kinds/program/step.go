@@ -111,7 +111,7 @@ func (s *programWorkload) Apply(ctx context.Context, env *steps.Env) error {
 		}
 		dirs[h] = d
 	}
-	return steps.RunTrials(ctx, env, &s.out, w, steps.Trials(w, w.Sizes), func(ctx context.Context, u steps.Trial) error {
+	return steps.RunPlanned(ctx, env, &s.out, w, func(ctx context.Context, u kinds.Planned) error {
 		if buildErr != nil {
 			return buildErr
 		}
@@ -294,24 +294,15 @@ func safe(s string) string {
 
 // Argv is program's argv hook (kinds.Argver): the lab's commands with
 // their self.* filled for one trial (self values). A program on host
-// (command) has no server. A self.* the trial has no value for stays as
-// the lab wrote it (${self.size}); the run refuses that command (expand).
+// (command) has no server. A self.* the trial has no value for stays a
+// placeholder (the plan shows it as the lab wrote it, ${self.size}), which
+// the run refuses to fill (kinds.Fill), naming it.
 func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
 	vals := self(in)
-	show := func(argv []string) []string {
-		if len(argv) == 0 {
-			return nil
-		}
-		out, err := kinds.ExpandSelf(argv, vals)
-		if err != nil {
-			return kinds.ShowSelfArgv(argv)
-		}
-		return out
-	}
 	if len(in.W.Command) > 0 {
-		return nil, show(in.W.Command)
+		return nil, kinds.FillSelf(in.W.Command, vals)
 	}
-	return show(in.W.ServerCommand), show(in.W.ClientCommand)
+	return kinds.FillSelf(in.W.ServerCommand, vals), kinds.FillSelf(in.W.ClientCommand, vals)
 }
 
 // self is what self.* holds in one trial: its port, size and iterations;
@@ -339,76 +330,58 @@ func self(in kinds.ArgvIn) map[string]string {
 	return v
 }
 
-// expand is what the run executes of Argv: the same commands, or an error
-// naming the command with a self.* the trial has no value for.
-func expand(in kinds.ArgvIn) (server, client []string, err error) {
-	vals := self(in)
-	w := in.W
-	if len(w.Command) > 0 {
-		if client, err = kinds.ExpandSelf(w.Command, vals); err != nil {
-			return nil, nil, fmt.Errorf("workload %q: command: %w", w.Name, err)
-		}
-		return nil, client, nil
-	}
-	if server, err = kinds.ExpandSelf(w.ServerCommand, vals); err != nil {
-		return nil, nil, fmt.Errorf("workload %q: server_command: %w", w.Name, err)
-	}
-	if client, err = kinds.ExpandSelf(w.ClientCommand, vals); err != nil {
-		return nil, nil, fmt.Errorf("workload %q: client_command: %w", w.Name, err)
-	}
-	return server, client, nil
-}
-
-// argvIn is one trial's kinds.ArgvIn as the run knows it (the ends'
-// devices, the server device's GID index and address, as its
-// device-create op reported them), and the meta of its samples.
-func (s *programWorkload) argvIn(env *steps.Env, u steps.Trial) (kinds.ArgvIn, results.Meta, error) {
+// prepare is trial u as the run executes it: its planned argv with the
+// placeholders filled (kinds.Fill) from what the device-create steps
+// reported (the server device's GID index and address), and the meta of
+// its samples.
+func (s *programWorkload) prepare(env *steps.Env, u kinds.Planned) (server, client []string, m results.Meta, err error) {
 	w := s.w
-	in := kinds.ArgvIn{W: &w.Workload, Trial: u, Port: steps.PortFor(w, u.N)}
-	m := results.Meta{Workload: w.Name, Tool: w.Tool, Size: u.Size, Iterations: w.Iterations, Repeat: u.Repeat}
+	vals := kinds.Values{}
+	m = results.Meta{Workload: w.Name, Tool: w.Tool, Size: u.Size, Iterations: w.Iterations, Repeat: u.Repeat}
 	if w.Host != "" {
 		m.Hosts = []string{w.Host}
-		return in, m, nil
-	}
-	m.Hosts = []string{w.ServerHost, w.ClientHost}
-	if w.ServerDevice != "" {
-		srv, err := env.Device(w.ServerDevice)
-		if err != nil {
-			return in, m, fmt.Errorf("workload %q server: %w", w.Name, err)
-		}
-		if srv.IPv4 == "" {
-			return in, m, fmt.Errorf("workload %q: rxe %q on host %q has no IPv4 address on %s for the client to reach", w.Name, srv.Name, w.ServerHost, srv.Netdev)
-		}
-		in.Addr, in.Server = kinds.Value(srv.IPv4), kinds.End{Device: srv.Name, GID: kinds.Value(strconv.Itoa(srv.GIDIndex))}
-		m.Devices = append(m.Devices, srv.Name)
-		gid := srv.GIDIndex
-		m.GIDIndex = &gid
 	} else {
-		addr, err := steps.DialAddr(env, w)
-		if err != nil {
-			return in, m, err
+		m.Hosts = []string{w.ServerHost, w.ClientHost}
+		if w.ServerDevice != "" {
+			srv, err := env.Device(w.ServerDevice)
+			if err != nil {
+				return nil, nil, m, fmt.Errorf("workload %q server: %w", w.Name, err)
+			}
+			if srv.IPv4 == "" {
+				return nil, nil, m, fmt.Errorf("workload %q: rxe %q on host %q has no IPv4 address on %s for the client to reach", w.Name, srv.Name, w.ServerHost, srv.Netdev)
+			}
+			vals[kinds.ServerAddr], vals[kinds.ServerGID] = srv.IPv4, strconv.Itoa(srv.GIDIndex)
+			m.Devices = append(m.Devices, srv.Name)
+			gid := srv.GIDIndex
+			m.GIDIndex = &gid
+		} else {
+			addr, err := steps.DialAddr(env, w)
+			if err != nil {
+				return nil, nil, m, err
+			}
+			vals[kinds.ServerAddr] = addr // the plan's placeholder when it dials an rxe
+			m.Extra = map[string]string{"server_addr": addr}
 		}
-		in.Addr = kinds.Value(addr)
-		m.Extra = map[string]string{"server_addr": addr}
-	}
-	if w.ClientDevice != "" {
-		cli, err := env.Device(w.ClientDevice)
-		if err != nil {
-			return in, m, fmt.Errorf("workload %q client: %w", w.Name, err)
+		if w.ClientDevice != "" {
+			cli, err := env.Device(w.ClientDevice)
+			if err != nil {
+				return nil, nil, m, fmt.Errorf("workload %q client: %w", w.Name, err)
+			}
+			m.Devices = append(m.Devices, cli.Name)
 		}
-		in.Client = kinds.End{Device: cli.Name}
-		m.Devices = append(m.Devices, cli.Name)
 	}
-	return in, m, nil
+	if server, err = kinds.Fill(w.Name, u.Server, vals); err != nil {
+		return nil, nil, m, err
+	}
+	if client, err = kinds.Fill(w.Name, u.Client, vals); err != nil {
+		return nil, nil, m, err
+	}
+	return server, client, m, nil
 }
 
-func (s *programWorkload) runOne(ctx context.Context, env *steps.Env, u steps.Trial, dir string) error {
+func (s *programWorkload) runOne(ctx context.Context, env *steps.Env, u kinds.Planned, dir string) error {
 	w := s.w
-	in, meta, err := s.argvIn(env, u)
-	if err != nil {
-		return err
-	}
-	_, argv, err := expand(in)
+	_, argv, meta, err := s.prepare(env, u)
 	if err != nil {
 		return err
 	}
@@ -435,17 +408,13 @@ func (s *programWorkload) runOne(ctx context.Context, env *steps.Env, u steps.Tr
 	return merr
 }
 
-func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u steps.Trial, sdir, cdir string) error {
+func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u kinds.Planned, sdir, cdir string) error {
 	w := s.w
-	in, meta, err := s.argvIn(env, u)
+	sargv, cargv, meta, err := s.prepare(env, u)
 	if err != nil {
 		return err
 	}
-	sargv, cargv, err := expand(in)
-	if err != nil {
-		return err
-	}
-	port := in.Port
+	port := u.Port
 	ready := &proto.Ready{TCPListen: port, RDMACMListen: port}
 	if w.Ready != "" {
 		ready = &proto.Ready{OutputRegex: w.Ready}

@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -88,6 +89,7 @@ func bytesOf(w *kinds.Workload) int64 {
 // Argv is tcp's argv hook (kinds.Argver): what the agent's tcp.serve and
 // tcp.send are asked, written as commands (the agent runs no program):
 // the server's port, and the address, port and amount the client sends.
+// The port is argument 1 of the server's and 2 of the client's (bound).
 func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
 	port := strconv.Itoa(in.Port)
 	amount := strconv.FormatInt(bytesOf(in.W), 10)
@@ -98,7 +100,7 @@ func (Kind) Argv(in kinds.ArgvIn) (server, client []string) {
 }
 
 func (s *tcpWorkload) Apply(ctx context.Context, env *steps.Env) error {
-	err := steps.RunTrials(ctx, env, &s.out, s.w, steps.Trials(s.w, nil), func(ctx context.Context, u steps.Trial) error {
+	err := steps.RunPlanned(ctx, env, &s.out, s.w, func(ctx context.Context, u kinds.Planned) error {
 		return s.run(ctx, env, u)
 	})
 	if s.retransRead {
@@ -113,7 +115,10 @@ func (s *tcpWorkload) Apply(ctx context.Context, env *steps.Env) error {
 	return err
 }
 
-func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u steps.Trial) error {
+// run runs one trial on the plan's port (Workload.Trials); what it
+// records as the two sides' argv is the plan's with the address filled
+// and the port the server bound.
+func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u kinds.Planned) error {
 	w, rep := s.w, u.Repeat
 	srv, err := env.Host(w.ServerHost)
 	if err != nil {
@@ -127,7 +132,7 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u steps.Trial) er
 	if err != nil {
 		return err
 	}
-	port := steps.PortFor(w, u.N)
+	port := u.Port
 	sh, ch := steps.Handle(w, "server", 0, rep), steps.Handle(w, "client", 0, rep)
 	if err := env.Note(steps.Effect{Host: w.ServerHost, Type: "tcp", ID: sh, Pending: true}); err != nil {
 		return err
@@ -139,9 +144,15 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u steps.Trial) er
 	}
 	start := time.Now()
 	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: steps.Millis(steps.Remaining(ctx))}
-	// What the two sides run, as the plan shows it (the hook, Argv), with
-	// the port the server bound.
-	sargv, argv := Kind{}.Argv(kinds.ArgvIn{W: &w.Workload, Trial: u, Port: serving.Port, Addr: kinds.Value(addr)})
+	vals := kinds.Values{kinds.ServerAddr: addr}
+	sargv, err := kinds.Fill(w.Name, bound(u.Server, 1, serving.Port), vals)
+	if err != nil {
+		return err
+	}
+	argv, err := kinds.Fill(w.Name, bound(u.Client, 2, serving.Port), vals)
+	if err != nil {
+		return err
+	}
 	size := s.bytes()
 	if w.Duration > 0 {
 		params.Bytes, params.DurationMs = 0, w.Duration.Milliseconds()
@@ -175,6 +186,17 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u steps.Trial) er
 			"server_addr": addr, "server_addr_from": s.dialFrom(), results.ServerPortExtra: fmt.Sprint(serving.Port)}})
 	s.out.Samples = append(s.out.Samples, ss...)
 	return nil
+}
+
+// bound is a planned argv with the port the server bound in place of the
+// one planned (the agent takes another when that one is busy): argument
+// i, where Argv puts it.
+func bound(argv []string, i, port int) []string {
+	out := slices.Clone(argv)
+	if i < len(out) {
+		out[i] = strconv.Itoa(port)
+	}
+	return out
 }
 
 // Undo waits briefly for servers that never got their transfer so the agent

@@ -1,0 +1,150 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Planned is one trial of a workload as engine/plan resolves it and the
+// family's op runs it: its size and repeat, its port and both sides'
+// argv with the placeholders only the run can fill (ServerGID, ...).
+// Server is nil for a tool that runs one command on one host.
+type Planned struct {
+	Trial
+	Port           int
+	Server, Client []string
+}
+
+// PlanTrials resolves every trial of in.W through its family's argv hook:
+// in holds what is known before the run (device names, placeholders for
+// the rest), and each trial gets its size, repeat and port (PortFor, from
+// first: 0 for the workload's block). ok is false when the family has no
+// hook. sizes nil: one unsized trial per repeat.
+func PlanTrials(in ArgvIn, first int, sizes []int64) (ps []Planned, ok bool) {
+	for _, u := range Trials(in.W, sizes) {
+		in.Trial, in.Port = u, PortFor(in.W.Index, first, u.N)
+		s, c, found := ArgvOf(in)
+		if !found {
+			return nil, false
+		}
+		ps = append(ps, Planned{Trial: u, Port: in.Port, Server: s, Client: c})
+	}
+	return ps, true
+}
+
+// Show is an argv as a plan prints it: a placeholder as {server.gid}, a
+// program's self.* the trial has no value for as the lab wrote it
+// (${self.size}).
+func Show(argv []string) []string {
+	if argv == nil {
+		return nil
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		var b strings.Builder
+		for {
+			j := strings.Index(a, selfMark)
+			if j < 0 {
+				break
+			}
+			k := strings.Index(a[j+1:], selfMark)
+			if k < 0 {
+				break
+			}
+			name := a[j+1 : j+1+k]
+			b.WriteString(a[:j])
+			if strings.HasPrefix(name, "self.") {
+				b.WriteString("${" + name + "}")
+			} else {
+				b.WriteString("{" + name + "}")
+			}
+			a = a[j+1+k+1:]
+		}
+		b.WriteString(a)
+		out[i] = b.String()
+	}
+	return out
+}
+
+// Name is a placeholder as people read it: {server.gid}.
+func (v Value) Name() string { return Show([]string{string(v)})[0] }
+
+// Values are what a run learned for one trial: the value of each
+// placeholder it can fill.
+type Values map[Value]string
+
+// valid says whether v may fill placeholder p: a GID index or an MTU is a
+// decimal number, an address an IP address. Nothing else gets in, so a
+// filled value is never an option ("-R"), never a second placeholder, and
+// the argv keeps its length: a value cannot add an argument.
+func valid(p Value, v string) error {
+	switch p {
+	case ServerGID, ClientGID, PathMTU:
+		if v == "" || strings.Trim(v, "0123456789") != "" {
+			return fmt.Errorf("%q is not a number", v)
+		}
+	case ServerAddr:
+		a, err := netip.ParseAddr(v)
+		if err != nil || a.Zone() != "" {
+			return fmt.Errorf("%q is not an IP address", v)
+		}
+	}
+	return nil
+}
+
+// known reports whether p is a placeholder a run fills.
+func known(p Value) bool {
+	switch p {
+	case ServerGID, ClientGID, PathMTU, ServerAddr:
+		return true
+	}
+	return false
+}
+
+// Fill is argv with each placeholder replaced by its value in vals, or
+// an error naming the workload and the first placeholder that is unknown
+// (no run fills it, or it is broken), has no value in vals, or whose value
+// is not one it may take (valid): such an argv never reaches a tool.
+func Fill(workload string, argv []string, vals Values) ([]string, error) {
+	if argv == nil {
+		return nil, nil
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		var b strings.Builder
+		for {
+			j := strings.Index(a, selfMark)
+			if j < 0 {
+				break
+			}
+			k := strings.Index(a[j+1:], selfMark)
+			if k < 0 {
+				return nil, fmt.Errorf("workload %q: argument %d (%s): a broken placeholder", workload, i, Show([]string{argv[i]})[0])
+			}
+			p := Value(a[j : j+1+k+1])
+			v, ok := vals[p]
+			var err error
+			switch {
+			case strings.HasPrefix(string(p), selfMark+"self."):
+				err = errors.New("it has no value in this trial")
+			case !known(p):
+				err = errors.New("an unknown placeholder: no run fills it")
+			case !ok:
+				err = errors.New("this run found no value for it")
+			default:
+				err = valid(p, v)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("workload %q: placeholder %s in argument %d: %w", workload, p.Name(), i, err)
+			}
+			b.WriteString(a[:j])
+			b.WriteString(v)
+			a = a[j+1+k+1:]
+		}
+		b.WriteString(a)
+		out[i] = b.String()
+	}
+	return out, nil
+}
