@@ -148,3 +148,27 @@ func Fill(workload string, argv []string, vals Values) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Omit drops from argv an option whose value is placeholder p, for a
+// value the run did not find and the tool can do without: perftest's
+// `-m {mtu}` when neither device reported an active MTU runs without -m
+// (perftest then picks the port's MTU itself), as it did before the op
+// ran the plan's argv. A placeholder standing alone drops the option
+// before it too when that begins with "-"; one inside an argument
+// ("--mtu={mtu}") drops that argument.
+func Omit(argv []string, p Value) []string {
+	if argv == nil {
+		return nil
+	}
+	out := make([]string, 0, len(argv))
+	for _, a := range argv {
+		if !strings.Contains(a, string(p)) {
+			out = append(out, a)
+			continue
+		}
+		if n := len(out); a == string(p) && n > 0 && strings.HasPrefix(out[n-1], "-") {
+			out = out[:n-1]
+		}
+	}
+	return out
+}

@@ -127,3 +127,26 @@ func FuzzFill(f *testing.F) {
 		}
 	})
 }
+
+// TestOmit: an option whose value the run did not find goes with its
+// placeholder; everything else stays in order.
+func TestOmit(t *testing.T) {
+	m := string(PathMTU)
+	for _, c := range []struct {
+		name       string
+		argv, want []string
+	}{
+		{"option and value", []string{"ib_write_bw", "-d", "rxe0", "-m", m, "10.0.0.1"}, []string{"ib_write_bw", "-d", "rxe0", "10.0.0.1"}},
+		{"inside an argument", []string{"t", "--mtu=" + m, "-x", "1"}, []string{"t", "-x", "1"}},
+		{"alone, no option before", []string{m, "a"}, []string{"a"}},
+		{"after a non-option", []string{"t", "a", m}, []string{"t", "a"}},
+		{"none", []string{"t", "-m", "1024"}, []string{"t", "-m", "1024"}},
+		{"nil", nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Omit(c.argv, PathMTU); !slices.Equal(got, c.want) {
+				t.Errorf("Omit(%q) = %q, want %q", c.argv, got, c.want)
+			}
+		})
+	}
+}

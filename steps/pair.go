@@ -236,6 +236,8 @@ func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Op {
 		vals := kinds.Values{kinds.ServerGID: strconv.Itoa(srv.GIDIndex), kinds.ClientGID: strconv.Itoa(cli.GIDIndex), kinds.ServerAddr: srv.IPv4}
 		if mtu > 0 {
 			vals[kinds.PathMTU] = strconv.Itoa(mtu)
+		} else { // no device said: the tool picks its own, as before
+			u.Server, u.Client = kinds.Omit(u.Server, kinds.PathMTU), kinds.Omit(u.Client, kinds.PathMTU)
 		}
 		r := &PairRun{Meta: rdmaMeta(env, w, srv, cli, mtu, u.Size, u.Repeat)}
 		r.Server = ProcSpec{Host: w.ServerHost, Handle: Handle(w, "server", u.Size, u.Repeat), Role: "server"}
