@@ -384,12 +384,15 @@ func identityScript(hostname string, macs []string, nets []Network, authorized [
 	// machine-id, and udev derives a virtual netdev's MAC from it
 	// (MACAddressPolicy=persistent): two restored VMs gave a macvlan of the
 	// same name the same MAC, and ARP between them failed. Each VM gets its
-	// own; udevd, which may hold the old one, is restarted.
+	// own; udevd, which may hold the old one, is restarted, without
+	// waiting for it (0.75-2.1 s under TCG, measured): no netdev is made
+	// before the run's connection and facts, seconds later, and one made
+	// while no udevd listens keeps the kernel's random MAC.
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "printf '%%s\\n' %s > /etc/machine-id.rlab\nchmod 0444 /etc/machine-id.rlab\nmv -f /etc/machine-id.rlab /etc/machine-id\nsystemctl try-restart systemd-udevd.service\n", hex.EncodeToString(id))
+	fmt.Fprintf(&b, "printf '%%s\\n' %s > /etc/machine-id.rlab\nchmod 0444 /etc/machine-id.rlab\nmv -f /etc/machine-id.rlab /etc/machine-id\nsystemctl --no-block try-restart systemd-udevd.service\n", hex.EncodeToString(id))
 	h, err := q(hostname)
 	if err != nil {
 		return "", err
@@ -533,9 +536,9 @@ func runIdentity(ctx context.Context, c *ssh.Client, script string) (clockOffset
 	return off, nil
 }
 
-// identify makes a restored guest this run's VM (identityScript), logged in
-// with the snapshot's key, then switches v to the run's login key.
-func (s *Set) identify(ctx context.Context, v *VM, idFile string, login *keyPair) error {
+// identify makes a restored guest this run's VM (identityScript) on c,
+// logged in with the snapshot's key, then switches v to the run's login key.
+func (s *Set) identify(ctx context.Context, v *VM, c *ssh.Client, idFile string, login *keyPair) error {
 	var macs []string
 	for j := range v.Networks {
 		macs = append(macs, mac(v.idx, j+1))
@@ -545,23 +548,18 @@ func (s *Set) identify(ctx context.Context, v *VM, idFile string, login *keyPair
 	if err != nil {
 		return err
 	}
-	c, err := v.Dial(ctx)
-	if err != nil {
-		return err
-	}
 	off, err := runIdentity(ctx, c, script)
-	c.Close()
 	if err != nil {
 		return fmt.Errorf("give the restored guest its identity: %w", err)
 	}
 	s.opts.Logger.Info("restored vm's clock set", "host", v.Name, "was_off", off.Offset.Round(time.Millisecond), "within", off.Within.Round(time.Millisecond))
 	v.IdentityFile = idFile
 	// The run's key now logs in, and only it.
-	c, err = v.Dial(ctx)
+	c2, err := v.Dial(ctx)
 	if err != nil {
 		return fmt.Errorf("log in with the run's key after the restore: %w", err)
 	}
-	c.Close()
+	c2.Close()
 	return nil
 }
 

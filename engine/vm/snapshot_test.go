@@ -34,7 +34,7 @@ func TestIdentityScript(t *testing.T) {
 		"printf '%s\\n' 'ssh-ed25519 AAAA rlab-run' > /root/.ssh/authorized_keys.rlab",
 		"> /dev/urandom",
 		"mv -f /etc/machine-id.rlab /etc/machine-id",
-		"systemctl try-restart systemd-udevd.service",
+		"systemctl --no-block try-restart systemd-udevd.service",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q:\n%s", want, s)
@@ -352,6 +352,10 @@ func TestKeepSnapshot(t *testing.T) {
 		{"login timed out", fmt.Errorf("%w: log in with the run's key after the restore: ssh: handshake failed: %w", errRestoreFailed, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}), true},
 		{"login refused", fmt.Errorf("%w: log in with the run's key after the restore: ssh: handshake failed: %w", errRestoreFailed, errors.New("ssh: unable to authenticate")), false},
 		{"qemu exited, after a timeout", fmt.Errorf("%w: %w (%w)", errRestoreFailed, errGuestDied, os.ErrDeadlineExceeded), false},
+		// resume's errors: a refused state loses the snapshot, a monitor
+		// that did not answer keeps it.
+		{"state refused", fmt.Errorf("%w: %w: %w", errRestoreFailed, errBadRestore, errors.New(`after the restore the guest is "internal-error"`)), false},
+		{"monitor silent", fmt.Errorf("%w: %w", errRestoreFailed, slowGuest{errors.New("qmp: dial unix qmp.sock: i/o timeout")}), true},
 	} {
 		if got := keepSnapshot(tc.err); got != tc.keep {
 			t.Errorf("%s: keep %v, want %v", tc.name, got, tc.keep)
