@@ -384,15 +384,15 @@ func identityScript(hostname string, macs []string, nets []Network, authorized [
 	// machine-id, and udev derives a virtual netdev's MAC from it
 	// (MACAddressPolicy=persistent): two restored VMs gave a macvlan of the
 	// same name the same MAC, and ARP between them failed. Each VM gets its
-	// own; udevd, which may hold the old one, is restarted, without
-	// waiting for it (0.75-2.1 s under TCG, measured): no netdev is made
-	// before the run's connection and facts, seconds later, and one made
-	// while no udevd listens keeps the kernel's random MAC.
+	// own; udevd, which may hold the old one, is restarted. (That takes
+	// 0.75-2.1 s under TCG, measured; not waiting for it saves little, as
+	// its start then takes the guest's one vCPU from the SSH logins that
+	// follow, and would leave a window where udevd has the old id.)
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "printf '%%s\\n' %s > /etc/machine-id.rlab\nchmod 0444 /etc/machine-id.rlab\nmv -f /etc/machine-id.rlab /etc/machine-id\nsystemctl --no-block try-restart systemd-udevd.service\n", hex.EncodeToString(id))
+	fmt.Fprintf(&b, "printf '%%s\\n' %s > /etc/machine-id.rlab\nchmod 0444 /etc/machine-id.rlab\nmv -f /etc/machine-id.rlab /etc/machine-id\nsystemctl try-restart systemd-udevd.service\n", hex.EncodeToString(id))
 	h, err := q(hostname)
 	if err != nil {
 		return "", err

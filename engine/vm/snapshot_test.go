@@ -34,7 +34,7 @@ func TestIdentityScript(t *testing.T) {
 		"printf '%s\\n' 'ssh-ed25519 AAAA rlab-run' > /root/.ssh/authorized_keys.rlab",
 		"> /dev/urandom",
 		"mv -f /etc/machine-id.rlab /etc/machine-id",
-		"systemctl --no-block try-restart systemd-udevd.service",
+		"systemctl try-restart systemd-udevd.service",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q:\n%s", want, s)
