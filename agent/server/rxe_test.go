@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,5 +187,58 @@ func TestRefusedAsRoot(t *testing.T) {
 		if !strings.Contains(got, c.want) || strings.Contains(got, "needs root") {
 			t.Errorf("refusedAsRoot(%s, %q) = %q, want it to say %q", c.typ, c.uevent, got, c.want)
 		}
+	}
+}
+
+// TestFindRoCEv2GID reads GID tables laid out as rxe's (the unused entries
+// all zeros, as sysfs shows them; 100 entries here, rxe has 1024) and finds what RoCEv2GID
+// finds in the whole table read by readRDMAPort; a scan with a gap stops
+// at that many empty entries in a row, and the whole-table scan does not.
+func TestFindRoCEv2GID(t *testing.T) {
+	const zero = "0000:0000:0000:0000:0000:0000:0000:0000"
+	v4 := func(last int) string { return fmt.Sprintf("0000:0000:0000:0000:0000:ffff:0a63:%04x", last) }
+	table := func(set map[int][2]string) map[string]string {
+		files := map[string]string{"state": "4: ACTIVE", "link_layer": "Ethernet"}
+		for i := 0; i < 100; i++ {
+			files[fmt.Sprintf("gids/%d", i)] = zero
+		}
+		for i, g := range set {
+			files[fmt.Sprintf("gids/%d", i)] = g[0]
+			files[fmt.Sprintf("gid_attrs/types/%d", i)] = g[1]
+			files[fmt.Sprintf("gid_attrs/ndevs/%d", i)] = "eth1"
+		}
+		return files
+	}
+	for _, tc := range []struct {
+		name   string
+		gids   map[int][2]string
+		ip     string
+		gap    int
+		want   int // -1: not found
+		direct bool
+	}{
+		{"rxe after restore", map[int][2]string{0: {"fe80:0000:0000:0000:5054:00ff:fe11:0001", "RoCE v2"}, 1: {v4(1), "RoCE v2"}}, "10.99.0.1", gidScanGap, 1, true},
+		{"not yet there", map[int][2]string{0: {"fe80:0000:0000:0000:5054:00ff:fe11:0001", "RoCE v2"}}, "10.99.0.1", gidScanGap, -1, true},
+		{"another address", map[int][2]string{1: {v4(2), "RoCE v2"}}, "10.99.0.1", 0, -1, true},
+		{"v1 before v2", map[int][2]string{2: {v4(1), "IB/RoCE v1"}, 3: {v4(1), "RoCE v2"}}, "10.99.0.1", gidScanGap, 3, true},
+		{"past a gap, whole table", map[int][2]string{0: {v4(9), "RoCE v2"}, 40: {v4(1), "RoCE v2"}}, "10.99.0.1", 0, 40, true},
+		{"past a gap, scan with a gap", map[int][2]string{0: {v4(9), "RoCE v2"}, 40: {v4(1), "RoCE v2"}}, "10.99.0.1", gidScanGap, -1, false},
+		{"a short hole", map[int][2]string{0: {v4(9), "RoCE v2"}, 5: {v4(1), "RoCE v2"}}, "10.99.0.1", gidScanGap, 5, true},
+		{"last entry", map[int][2]string{99: {v4(1), "RoCE v2"}}, "10.99.0.1", 0, 99, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ports", "1")
+			writeTree(t, dir, table(tc.gids))
+			g, ok := findRoCEv2GID(dir, net.ParseIP(tc.ip), tc.gap)
+			if got := map[bool]int{true: g.Index, false: -1}[ok]; got != tc.want {
+				t.Fatalf("findRoCEv2GID(gap %d) = %+v, %v; want index %d", tc.gap, g, ok, tc.want)
+			}
+			// The same answer as RoCEv2GID over the table facts read.
+			p := readRDMAPort(proto.RDMADevice{Driver: "hw"}, dir, 1, true)
+			w, wok := RoCEv2GID(p.GIDs, net.ParseIP(tc.ip))
+			if tc.direct && (wok != ok || ok && w != g) {
+				t.Errorf("findRoCEv2GID = %+v, %v; RoCEv2GID over the whole table = %+v, %v", g, ok, w, wok)
+			}
+		})
 	}
 }

@@ -13,7 +13,8 @@ package vm
 // one SSH session that logs in with the snapshot's login key and checks the
 // snapshot's host key exactly (both made by rlab, kept 0600 in the cache):
 // its data NICs' MAC addresses, MTU and addresses, its hostname, the wall
-// clock from this machine, fresh randomness mixed into the guest's pool (and
+// clock from this machine (measured and set within the exchange's round
+// trip, clockScript), fresh randomness mixed into the guest's pool (and
 // vmgenid, which makes the guest kernel reseed on restore), and the run's own
 // login key as root's only authorized key. Its host key stays the snapshot's:
 // every VM restored from one snapshot has the same host key, pinned exactly
@@ -24,6 +25,8 @@ package vm
 // booted instead, which the progress line says.
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -31,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -361,7 +365,7 @@ func sshRun(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
 // identityScript is what makes a restored guest this run's VM. Every value
 // in it is made by rlab and checked here (MAC from mac(), addresses parsed,
 // hostname from the slug with anything else replaced), and is single-quoted.
-func identityScript(hostname string, macs []string, nets []Network, now time.Time, authorized []byte) (string, error) {
+func identityScript(hostname string, macs []string, nets []Network, authorized []byte) (string, error) {
 	q := func(s string) (string, error) {
 		if strings.ContainsAny(s, "'\\\n\r\x00") {
 			return "", fmt.Errorf("refusing %q in the identity script", s)
@@ -370,7 +374,7 @@ func identityScript(hostname string, macs []string, nets []Network, now time.Tim
 	}
 	var b strings.Builder
 	b.WriteString("set -e\n")
-	fmt.Fprintf(&b, "date -u -s @%d.%09d >/dev/null\n", now.Unix(), now.Nanosecond())
+	b.WriteString(clockScript)
 	seed := make([]byte, 64)
 	if _, err := rand.Read(seed); err != nil {
 		return "", err
@@ -380,7 +384,10 @@ func identityScript(hostname string, macs []string, nets []Network, now time.Tim
 	// machine-id, and udev derives a virtual netdev's MAC from it
 	// (MACAddressPolicy=persistent): two restored VMs gave a macvlan of the
 	// same name the same MAC, and ARP between them failed. Each VM gets its
-	// own; udevd, which may hold the old one, is restarted.
+	// own; udevd, which may hold the old one, is restarted. (That takes
+	// 0.75-2.1 s under TCG, measured; not waiting for it saves little, as
+	// its start then takes the guest's one vCPU from the SSH logins that
+	// follow, and would leave a window where udevd has the old id.)
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return "", err
@@ -419,34 +426,140 @@ func identityScript(hostname string, macs []string, nets []Network, now time.Tim
 	return b.String(), nil
 }
 
-// identify makes a restored guest this run's VM (identityScript), logged in
-// with the snapshot's key, then switches v to the run's login key.
-func (s *Set) identify(ctx context.Context, v *VM, idFile string, login *keyPair) error {
+// The clock of a restored guest is where it was at the save (minutes or
+// days ago), and setting it to a time the host read before the SSH
+// session started left it behind by that session's setup: 1-2 s under
+// TCG on a busy host (the agent's log stamped a step before the host
+// began it). So the host measures the guest's offset the way NTP does,
+// bracketed: it stamps a line it sends, the guest answers with its own
+// clock (bash's $EPOCHREALTIME, no fork), the host stamps the answer; of
+// clockPings exchanges the one with the shortest round trip gives the
+// offset, within half that round trip. The guest then moves its clock by
+// the offset relative to itself (`date -s "+D seconds"` reads the clock
+// when it runs), so the time date(1) takes to start adds no error.
+const clockPings = 3
+
+// clockScript is the guest's side of the exchange (identityScript begins
+// with it).
+var clockScript = fmt.Sprintf(`for i in %s; do IFS= read -r _; echo "rlab-clock ${EPOCHREALTIME:-$(date +%%s.%%N)}"; done
+IFS= read -r d
+date -u -s "$d seconds" >/dev/null
+`, strings.TrimSpace(strings.Repeat("x ", clockPings)))
+
+// clockOffset is how far a guest's clock was from this machine's.
+type clockOffset struct {
+	Offset time.Duration // host minus guest
+	Within time.Duration // half the round trip of the exchange measured
+}
+
+// measureClock runs the host's side of clockScript's pings on the
+// guest's stdin (w) and stdout (r).
+func measureClock(r *bufio.Reader, w io.Writer) (clockOffset, error) {
+	best := clockOffset{Within: -1}
+	for i := 0; i < clockPings; i++ {
+		t1 := time.Now()
+		if _, err := io.WriteString(w, "ping\n"); err != nil {
+			return best, err
+		}
+		line, err := r.ReadString('\n')
+		t4 := time.Now()
+		if err != nil {
+			return best, fmt.Errorf("the guest's clock: %w (read %q)", err, line)
+		}
+		g, err := parseEpoch(strings.TrimPrefix(strings.TrimSpace(line), "rlab-clock "))
+		if err != nil {
+			return best, fmt.Errorf("the guest's clock: %w", err)
+		}
+		half := t4.Sub(t1) / 2
+		if best.Within < 0 || half < best.Within {
+			best = clockOffset{Offset: t1.Add(half).Sub(g), Within: half}
+		}
+	}
+	return best, nil
+}
+
+// parseEpoch reads seconds since the epoch with an optional fraction
+// ("1795823706.287172"), as $EPOCHREALTIME and date +%s.%N print it.
+func parseEpoch(s string) (time.Time, error) {
+	sec, frac, _ := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil || sec == "" || sec[0] == '+' || sec[0] == '-' || len(frac) > 9 {
+		return time.Time{}, fmt.Errorf("not a time: %q", s)
+	}
+	var ns int64
+	if frac != "" {
+		f, err := strconv.ParseUint(frac, 10, 64)
+		if err != nil || frac[0] == '+' {
+			return time.Time{}, fmt.Errorf("not a time: %q", s)
+		}
+		ns = int64(f)
+		for i := len(frac); i < 9; i++ {
+			ns *= 10
+		}
+	}
+	return time.Unix(n, ns), nil
+}
+
+// runIdentity runs identityScript on c: the clock exchange on its stdin and
+// stdout, then the rest.
+func runIdentity(ctx context.Context, c *ssh.Client, script string) (clockOffset, error) {
+	sess, err := c.NewSession()
+	if err != nil {
+		return clockOffset{}, err
+	}
+	defer sess.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	in, err := sess.StdinPipe()
+	if err != nil {
+		return clockOffset{}, err
+	}
+	outp, err := sess.StdoutPipe()
+	if err != nil {
+		return clockOffset{}, err
+	}
+	var stderr bytes.Buffer
+	sess.Stderr = &stderr
+	if err := sess.Start(script); err != nil {
+		return clockOffset{}, err
+	}
+	r := bufio.NewReader(outp)
+	off, cerr := measureClock(r, in)
+	if cerr == nil {
+		_, cerr = fmt.Fprintf(in, "%+.9f\n", off.Offset.Seconds())
+	}
+	in.Close()
+	rest, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err := sess.Wait(); err != nil || cerr != nil {
+		return off, fmt.Errorf("%w: %s", errors.Join(cerr, err), strings.TrimSpace(string(rest)+stderr.String()))
+	}
+	return off, nil
+}
+
+// identify makes a restored guest this run's VM (identityScript) on c,
+// logged in with the snapshot's key, then switches v to the run's login key.
+func (s *Set) identify(ctx context.Context, v *VM, c *ssh.Client, idFile string, login *keyPair) error {
 	var macs []string
 	for j := range v.Networks {
 		macs = append(macs, mac(v.idx, j+1))
 	}
 	hostname := strings.Trim(hostnameBad.ReplaceAllString(v.Slug, "-"), "-")
-	script, err := identityScript(hostname, macs, v.Networks, time.Now(), login.authorizedLine())
+	script, err := identityScript(hostname, macs, v.Networks, login.authorizedLine())
 	if err != nil {
 		return err
 	}
-	c, err := v.Dial(ctx)
+	off, err := runIdentity(ctx, c, script)
 	if err != nil {
-		return err
+		return fmt.Errorf("give the restored guest its identity: %w", err)
 	}
-	out, err := sshRun(ctx, c, script)
-	c.Close()
-	if err != nil {
-		return fmt.Errorf("give the restored guest its identity: %w: %s", err, strings.TrimSpace(out))
-	}
+	s.opts.Logger.Info("restored vm's clock set", "host", v.Name, "was_off", off.Offset.Round(time.Millisecond), "within", off.Within.Round(time.Millisecond))
 	v.IdentityFile = idFile
 	// The run's key now logs in, and only it.
-	c, err = v.Dial(ctx)
+	c2, err := v.Dial(ctx)
 	if err != nil {
 		return fmt.Errorf("log in with the run's key after the restore: %w", err)
 	}
-	c.Close()
+	c2.Close()
 	return nil
 }
 

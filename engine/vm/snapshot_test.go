@@ -1,11 +1,13 @@
 package vm
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,14 +20,13 @@ import (
 // data NIC's MAC, MTU and address, the hostname, the clock and the run's key;
 // a value that could leave its quotes is refused, never run.
 func TestIdentityScript(t *testing.T) {
-	now := time.Unix(1700000000, 5)
 	nets := []Network{{Name: "a", Address: "10.99.0.2/24"}, {Name: "b", MTU: 9000}}
-	s, err := identityScript("client", []string{mac(1, 1), mac(1, 2)}, nets, now, []byte("ssh-ed25519 AAAA rlab-run\n"))
+	s, err := identityScript("client", []string{mac(1, 1), mac(1, 2)}, nets, []byte("ssh-ed25519 AAAA rlab-run\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"date -u -s @1700000000.000000005",
+		clockScript,
 		"hostname 'client'",
 		"ip link set dev eth1 address '52:54:00:11:00:01' mtu 1500 addrgenmode none",
 		"ip addr add 10.99.0.2/24 dev eth1",
@@ -46,7 +47,7 @@ func TestIdentityScript(t *testing.T) {
 		id, _, _ := strings.Cut(rest, " > /etc/machine-id.rlab")
 		return id
 	}
-	s2, err := identityScript("client", []string{mac(1, 1), mac(1, 2)}, nets, now, []byte("ssh-ed25519 AAAA rlab-run\n"))
+	s2, err := identityScript("client", []string{mac(1, 1), mac(1, 2)}, nets, []byte("ssh-ed25519 AAAA rlab-run\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +66,84 @@ func TestIdentityScript(t *testing.T) {
 		{"a", []Network{{Address: "10.0.0.1/24; reboot"}, {}}, "k"},
 		{"a", nets, "k'; reboot; '"},
 	} {
-		if _, err := identityScript(bad.host, []string{mac(1, 1), mac(1, 2)}, bad.nets, now, []byte(bad.ak)); err == nil {
+		if _, err := identityScript(bad.host, []string{mac(1, 1), mac(1, 2)}, bad.nets, []byte(bad.ak)); err == nil {
 			t.Errorf("identityScript(%q, %v, %q) took it", bad.host, bad.nets, bad.ak)
+		}
+	}
+}
+
+// TestMeasureClock runs the guest's side of the clock exchange in real
+// shells on this machine (bash, with $EPOCHREALTIME, and dash, which forks
+// date): both read the host's own clock, so the offset found must be
+// within the exchange's bound of zero; and the line the guest's date(1)
+// gets moves a clock by that offset.
+func TestMeasureClock(t *testing.T) {
+	probe, _, _ := strings.Cut(clockScript, "IFS= read -r d\n")
+	for _, sh := range []string{"bash", "dash"} {
+		t.Run(sh, func(t *testing.T) {
+			p, err := exec.LookPath(sh)
+			if err != nil {
+				t.Skipf("no %s here", sh)
+			}
+			cmd := exec.Command(p, "-c", probe)
+			in, _ := cmd.StdinPipe()
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			off, err := measureClock(bufio.NewReader(out), in)
+			in.Close()
+			if werr := cmd.Wait(); err != nil || werr != nil {
+				t.Fatalf("measureClock: %v; %s: %v", err, sh, werr)
+			}
+			// Both clocks are this machine's: the offset is within the
+			// bound (plus the microsecond $EPOCHREALTIME rounds to).
+			if d := off.Offset.Abs(); off.Within < 0 || d > off.Within+time.Millisecond {
+				t.Errorf("offset %s, within %s: want |offset| <= within", off.Offset, off.Within)
+			}
+			t.Logf("%s: offset %s within %s", sh, off.Offset, off.Within)
+		})
+	}
+	// The guest's date(1) moves its clock by the offset the host sent.
+	if _, err := exec.LookPath("date"); err == nil {
+		for _, d := range []time.Duration{90 * 24 * time.Hour, -1500 * time.Millisecond} {
+			rel := fmt.Sprintf("%+.9f seconds", d.Seconds())
+			before := time.Now()
+			b, err := exec.Command("date", "-u", "-d", rel, "+%s.%N").Output()
+			if err != nil {
+				t.Fatalf("date -d %q: %v", rel, err)
+			}
+			got, err := parseEpoch(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := got.Sub(before.Add(d)); e < 0 || e > time.Second {
+				t.Errorf("date -d %q: %s, want now%+v", rel, got, d)
+			}
+		}
+	}
+}
+
+func TestParseEpoch(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"1795823706.287172", time.Unix(1795823706, 287172000), true},
+		{"1795823706.287172123", time.Unix(1795823706, 287172123), true},
+		{"1795823706", time.Unix(1795823706, 0), true},
+		{"", time.Time{}, false},
+		{"-5.1", time.Time{}, false},
+		{"+5.1", time.Time{}, false},
+		{"5.+1", time.Time{}, false},
+		{"5.1234567890", time.Time{}, false},
+		{"5,1", time.Time{}, false},
+		{"rlab-clock 5.1", time.Time{}, false},
+	} {
+		got, err := parseEpoch(tc.in)
+		if (err == nil) != tc.ok || tc.ok && !got.Equal(tc.want) {
+			t.Errorf("parseEpoch(%q) = %v, %v; want %v ok=%v", tc.in, got, err, tc.want, tc.ok)
 		}
 	}
 }
@@ -151,13 +228,23 @@ func TestE2ERestore(t *testing.T) {
 				if out := g.must(t, ctx, "hostname"); strings.TrimSpace(out) != v.Slug {
 					t.Errorf("%s hostname %q", v.Name, out)
 				}
-				out := g.must(t, ctx, "date", "+%s")
-				var sec int64
-				for _, ch := range strings.TrimSpace(out) {
-					sec = sec*10 + int64(ch-'0')
-				}
-				if d := time.Since(time.Unix(sec, 0)); d > 30*time.Second || d < -30*time.Second {
-					t.Errorf("%s clock is %s off", v.Name, d)
+				// The clock: within 100 ms of this machine's, bracketed
+				// by the exchange that reads it (the guest read its clock
+				// between t1 and t2).
+				for try := 0; try < 3; try++ {
+					t1 := time.Now()
+					out := g.must(t, ctx, "date", "+%s.%N")
+					t2 := time.Now()
+					gt, err := parseEpoch(strings.TrimSpace(out))
+					if err != nil {
+						t.Fatalf("%s date: %v", v.Name, err)
+					}
+					if gt.Before(t1.Add(-100*time.Millisecond)) || gt.After(t2.Add(100*time.Millisecond)) {
+						t.Errorf("%s clock read %s, this machine's was %s to %s: more than 100 ms off", v.Name,
+							gt.Format(time.StampMicro), t1.Format(time.StampMicro), t2.Format(time.StampMicro))
+					}
+					t.Logf("%s clock %+.1f ms from the middle of the %.1f ms it was read in", v.Name,
+						float64(gt.Sub(t1.Add(t2.Sub(t1)/2)))/1e6, float64(t2.Sub(t1))/1e6)
 				}
 				runKey, err := os.ReadFile(v.IdentityFile + ".pub")
 				if err != nil {
@@ -202,7 +289,11 @@ func TestE2ERestore(t *testing.T) {
 				_, _, err := sg.run(ctx, time.Minute, "ibv_rc_pingpong", "-d", "rxe0", "-g", "1", "-n", "100")
 				done <- err
 			}()
-			time.Sleep(2 * time.Second)
+			// Until the server listens (2 s of sleep was not always
+			// enough under TCG on a busy host: "Couldn't connect").
+			if err := sg.waitUntil(ctx, time.Minute, ":18515 ", "ss", "-Hltn"); err != nil {
+				t.Fatal(err)
+			}
 			if out, serr, err := g.run(ctx, time.Minute, "ibv_rc_pingpong", "-d", "rxe0", "-g", "1", "-n", "100", "10.99.0.1"); err != nil {
 				t.Errorf("ibv_rc_pingpong between restored VMs: %v: %s %s", err, out, serr)
 			} else {
@@ -261,6 +352,10 @@ func TestKeepSnapshot(t *testing.T) {
 		{"login timed out", fmt.Errorf("%w: log in with the run's key after the restore: ssh: handshake failed: %w", errRestoreFailed, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}), true},
 		{"login refused", fmt.Errorf("%w: log in with the run's key after the restore: ssh: handshake failed: %w", errRestoreFailed, errors.New("ssh: unable to authenticate")), false},
 		{"qemu exited, after a timeout", fmt.Errorf("%w: %w (%w)", errRestoreFailed, errGuestDied, os.ErrDeadlineExceeded), false},
+		// resume's errors: a refused state loses the snapshot, a monitor
+		// that did not answer keeps it.
+		{"state refused", fmt.Errorf("%w: %w: %w", errRestoreFailed, errBadRestore, errors.New(`after the restore the guest is "internal-error"`)), false},
+		{"monitor silent", fmt.Errorf("%w: %w", errRestoreFailed, slowGuest{errors.New("qmp: dial unix qmp.sock: i/o timeout")}), true},
 	} {
 		if got := keepSnapshot(tc.err); got != tc.keep {
 			t.Errorf("%s: keep %v, want %v", tc.name, got, tc.keep)

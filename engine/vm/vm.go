@@ -304,11 +304,23 @@ func (s *Set) bootWave(ctx context.Context, ms []Machine, lo, hi int, links map[
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.waitSSH(ctx, v, login)
+			if v.snap != nil {
+				if err := s.resume(ctx, v); err != nil {
+					errs[i] = fmt.Errorf("%w: %w", errRestoreFailed, err)
+					return
+				}
+			}
+			// A restored guest is given its identity on the login that
+			// found its sshd up (one SSH handshake less under TCG).
+			var c *ssh.Client
+			c, errs[i] = s.waitSSH(ctx, v, login, v.snap != nil)
 			if errs[i] == nil && v.snap != nil {
-				if err := s.identify(ctx, v, idFile, login); err != nil {
+				if err := s.identify(ctx, v, c, idFile, login); err != nil {
 					errs[i] = fmt.Errorf("%w: %w", errRestoreFailed, err)
 				}
+			}
+			if c != nil {
+				c.Close()
 			}
 			if errs[i] != nil && v.snap != nil && ctx.Err() == nil && !errors.Is(errs[i], errRestoreFailed) {
 				errs[i] = fmt.Errorf("%w: %w", errRestoreFailed, errs[i])
@@ -356,7 +368,7 @@ func (s *Set) bootWave(ctx context.Context, ms []Machine, lo, hi int, links map[
 		if werr := s.writeKnownHosts(); werr != nil {
 			return werr
 		}
-		errs[j] = s.waitSSH(ctx, v, login)
+		_, errs[j] = s.waitSSH(ctx, v, login, false)
 	}
 	return errors.Join(errs...)
 }
@@ -702,34 +714,37 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		return nil, fail("start qemu", lastErr)
 	}
 	if sn != nil {
-		if err := qmpResume(ctx, qmp, v.exited); err != nil {
-			died := v.hasExited() // before stopNow, which reaps it
-			_ = v.stopNow()
-			if ctx.Err() != nil {
-				return nil, fail("restore", err)
-			}
-			b, _ := os.ReadFile(filepath.Join(v.dir, "qemu.stderr"))
-			if !died && !errors.Is(err, errBadRestore) {
-				// QEMU still ran: the saved state was not refused, this
-				// restore only went wrong (a monitor that did not answer on
-				// a busy host). The snapshot is kept: other VMs of the run
-				// may be restoring from it now.
-				s.opts.Logger.Warn("restore failed; booting, the snapshot is kept", "host", m.Name, "snapshot", sn.Dir, "err", err, "stderr", string(b))
-				s.opts.Progress(m.Name, "the restore failed ("+err.Error()+"); booting it instead, the saved guest is kept")
-				return s.start(ctx, m, idx, links, sockDir, login, idFile, false)
-			}
-			s.opts.Logger.Warn("restore failed; removing the snapshot and booting", "host", m.Name, "snapshot", sn.Dir, "err", err, "stderr", string(b))
-			s.opts.Progress(m.Name, "the restore failed ("+err.Error()+"); booting it instead")
-			_ = os.RemoveAll(sn.Dir)
-			return s.start(ctx, m, idx, links, sockDir, login, idFile, false)
-		}
-		s.opts.Progress(m.Name, "restored from a saved guest ("+s.AccelNote+")")
-		s.opts.Logger.Info("vm restored", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "snapshot", sn.Dir)
+		// Resumed by resume, beside the set's other VMs: each reads its
+		// saved state (311 MiB) at the same time.
 		return v, nil
 	}
 	s.opts.Progress(m.Name, "booting ("+s.AccelNote+")")
 	s.opts.Logger.Info("vm started", "host", m.Name, "pid", v.PID, "ssh", v.Addr, "accel", s.Accel, "image", m.Image.Dir, "internet", m.Internet)
 	return v, nil
+}
+
+// resume waits until a restored VM's qemu has read its saved state, then
+// lets the guest run. Its errors say what becomes of the snapshot when the
+// VM is booted instead (bootWave, keepSnapshot): a state QEMU refused, or
+// a qemu that died reading it, removes it; a monitor that did not answer
+// (a busy host) keeps it, as other VMs of the run may be restoring from it.
+func (s *Set) resume(ctx context.Context, v *VM) error {
+	err := qmpResume(ctx, v.state.QMP, v.exited)
+	if err == nil {
+		s.opts.Progress(v.Name, "restored from a saved guest ("+s.AccelNote+")")
+		s.opts.Logger.Info("vm restored", "host", v.Name, "pid", v.PID, "ssh", v.Addr, "snapshot", v.snap.Dir)
+		return nil
+	}
+	died := v.hasExited()
+	if ctx.Err() != nil {
+		return fmt.Errorf("boot vm %q: restore: %w", v.Name, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(v.dir, "qemu.stderr"))
+	err = fmt.Errorf("boot vm %q: restore: %w (qemu stderr: %s)", v.Name, err, strings.TrimSpace(string(b)))
+	if died || errors.Is(err, errBadRestore) {
+		return fmt.Errorf("%w: %w", errBadRestore, err)
+	}
+	return slowGuest{err}
 }
 
 // hasExited reports whether this VM's qemu has been reaped.
@@ -880,7 +895,9 @@ func (v *VM) Dial(ctx context.Context) (*ssh.Client, error) {
 	return ssh.NewClient(conn, chans, reqs), nil
 }
 
-func (s *Set) waitSSH(ctx context.Context, v *VM, login *keyPair) error {
+// waitSSH waits until v's sshd lets the login in. With keep it returns
+// that login, which the caller closes.
+func (s *Set) waitSSH(ctx context.Context, v *VM, login *keyPair, keep bool) (*ssh.Client, error) {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, v.BootTimeout)
 	defer cancel()
@@ -888,29 +905,32 @@ func (s *Set) waitSSH(ctx context.Context, v *VM, login *keyPair) error {
 	for {
 		select {
 		case <-v.exited:
-			return fmt.Errorf("boot vm %q: %w (%v) before sshd answered%s", v.Name, errGuestDied, v.waitErr(), consoleTail(v.Console, 25))
+			return nil, fmt.Errorf("boot vm %q: %w (%v) before sshd answered%s", v.Name, errGuestDied, v.waitErr(), consoleTail(v.Console, 25))
 		default:
 		}
 		c, err := v.Dial(ctx)
 		if err == nil {
-			c.Close()
+			if !keep {
+				c.Close()
+				c = nil
+			}
 			v.BootTime = time.Since(t0)
 			s.opts.Progress(v.Name, "up in "+v.BootTime.Round(100*time.Millisecond).String())
 			s.opts.Logger.Info("vm up", "host", v.Name, "ssh", v.Addr, "boot_time", v.BootTime.Round(time.Millisecond), "accel", s.Accel)
-			return nil
+			return c, nil
 		}
 		var kerr *knownhosts.KeyError
 		if errors.As(err, &kerr) {
 			// The guest presented a key other than the one we gave it: never accept.
-			return fmt.Errorf("boot vm %q: sshd at %s presented an unexpected host key: %w%s", v.Name, v.Addr, err, consoleTail(v.Console, 25))
+			return nil, fmt.Errorf("boot vm %q: sshd at %s presented an unexpected host key: %w%s", v.Name, v.Addr, err, consoleTail(v.Console, 25))
 		}
 		last = err
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return slowGuest{fmt.Errorf("boot vm %q: sshd at %s did not answer within %s (last: %v); console log %s ends:%s", v.Name, v.Addr, v.BootTimeout, last, v.Console, consoleTail(v.Console, 25))}
+				return nil, slowGuest{fmt.Errorf("boot vm %q: sshd at %s did not answer within %s (last: %v); console log %s ends:%s", v.Name, v.Addr, v.BootTimeout, last, v.Console, consoleTail(v.Console, 25))}
 			}
-			return fmt.Errorf("boot vm %q: %w", v.Name, ctx.Err())
+			return nil, fmt.Errorf("boot vm %q: %w", v.Name, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
