@@ -121,8 +121,7 @@ func (s *Server) deviceEnsure(ctx context.Context, c *call, params json.RawMessa
 	ipv4 := firstIPv4(ifc)
 	deadline := time.Now().Add(wait)
 	portDir := filepath.Join(sysClassIB, info.Name, "ports", strconv.Itoa(info.Port))
-	for {
-		// The last look, at the deadline, reads the whole GID table.
+	for first := true; ; first = false {
 		last := time.Now().After(deadline)
 		dev := readRDMADeviceGIDs(info.Name, false)
 		port, ok := portN(dev, info.Port)
@@ -148,11 +147,7 @@ func (s *Server) deviceEnsure(ctx context.Context, c *call, params json.RawMessa
 				info.GIDIndex = -1
 				return info, nil
 			}
-			gap := gidScanGap
-			if last {
-				gap = 0
-			}
-			if g, ok := findRoCEv2GID(portDir, ipv4, gap); ok {
+			if g, ok := findRoCEv2GID(portDir, ipv4, scanGap(info.Created, first, last)); ok {
 				info.GIDIndex, info.GID, info.IPv4 = g.Index, g.GID, ipv4.String()
 				s.log.Info(typ+" ready", "name", info.Name, "gid_index", g.Index, "waited", time.Since(deadline.Add(-wait)).Round(time.Millisecond))
 				return info, nil
@@ -169,6 +164,20 @@ func (s *Server) deviceEnsure(ctx context.Context, c *call, params json.RawMessa
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// scanGap is the gap findRoCEv2GID's scan stops at on one look of the
+// wait: gidScanGap while a device this agent created is awaited (its GIDs
+// fill the lowest free entries), 0 (the whole table) on the last look, and
+// on the first look at a device found on the netdev: one that has lived
+// may have entries past a gap (addresses that came and went), and is
+// usually ready, so one whole read finds it at once instead of at the
+// deadline.
+func scanGap(created, first, last bool) int {
+	if last || first && !created {
+		return 0
+	}
+	return gidScanGap
 }
 
 // gidScanGap is how many empty GID entries in a row end findRoCEv2GID's

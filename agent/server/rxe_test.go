@@ -242,3 +242,24 @@ func TestFindRoCEv2GID(t *testing.T) {
 		})
 	}
 }
+
+// TestScanGap: the wait reads the whole GID table on its last look and on
+// its first look at a device it found (not made), and stops at a gap
+// otherwise.
+func TestScanGap(t *testing.T) {
+	for _, c := range []struct {
+		created, first, last bool
+		want                 int
+	}{
+		{created: true, first: true, want: gidScanGap},
+		{created: true, want: gidScanGap},
+		{created: true, last: true, want: 0},
+		{created: false, first: true, want: 0},
+		{created: false, want: gidScanGap},
+		{created: false, last: true, want: 0},
+	} {
+		if got := scanGap(c.created, c.first, c.last); got != c.want {
+			t.Errorf("scanGap(created %v, first %v, last %v) = %d, want %d", c.created, c.first, c.last, got, c.want)
+		}
+	}
+}

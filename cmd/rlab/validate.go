@@ -50,7 +50,6 @@ Exit status: 0 valid, 1 invalid.`,
 			if err != nil {
 				return err
 			}
-			defer guardEval(cmd.ErrOrStderr(), strings.Join(paths, " ")).stop()
 			var all hcl.Diagnostics
 			for _, p := range paths {
 				labs, diags := lab.Split(p)
@@ -59,7 +58,9 @@ Exit status: 0 valid, 1 invalid.`,
 					writeDiags(cmd.ErrOrStderr(), nil, diags)
 				}
 				for _, u := range labs {
+					guard := guardEval(cmd.ErrOrStderr(), unitName(p, u)) // each lab its own bound (evalguard.go)
 					l, diags := lab.Load(u, opts)
+					guard.stop()
 					if !diags.HasErrors() {
 						diags = append(diags, emptyLab(l, allowEmpty)...)
 					}

@@ -441,7 +441,8 @@ const clockPings = 3
 
 // clockScript is the guest's side of the exchange (identityScript begins
 // with it).
-var clockScript = fmt.Sprintf(`for i in %s; do IFS= read -r _; echo "rlab-clock ${EPOCHREALTIME:-$(date +%%s.%%N)}"; done
+var clockScript = fmt.Sprintf(`LC_ALL=C; export LC_ALL
+for i in %s; do IFS= read -r _; echo "rlab-clock ${EPOCHREALTIME:-$(date +%%s.%%N)}"; done
 IFS= read -r d
 date -u -s "$d seconds" >/dev/null
 `, strings.TrimSpace(strings.Repeat("x ", clockPings)))
@@ -479,9 +480,16 @@ func measureClock(r *bufio.Reader, w io.Writer) (clockOffset, error) {
 }
 
 // parseEpoch reads seconds since the epoch with an optional fraction
-// ("1795823706.287172"), as $EPOCHREALTIME and date +%s.%N print it.
+// ("1795823706.287172"), as $EPOCHREALTIME and date +%s.%N print it. bash
+// writes the fraction after the locale's decimal point, so a comma is
+// read too (clockScript sets LC_ALL=C first; a guest whose shell ignored
+// that still answers in a form read right).
 func parseEpoch(s string) (time.Time, error) {
-	sec, frac, _ := strings.Cut(s, ".")
+	sep := "."
+	if !strings.Contains(s, ".") {
+		sep = ","
+	}
+	sec, frac, _ := strings.Cut(s, sep)
 	n, err := strconv.ParseInt(sec, 10, 64)
 	if err != nil || sec == "" || sec[0] == '+' || sec[0] == '-' || len(frac) > 9 {
 		return time.Time{}, fmt.Errorf("not a time: %q", s)

@@ -138,7 +138,9 @@ func TestParseEpoch(t *testing.T) {
 		{"+5.1", time.Time{}, false},
 		{"5.+1", time.Time{}, false},
 		{"5.1234567890", time.Time{}, false},
-		{"5,1", time.Time{}, false},
+		{"1795823706,287172", time.Unix(1795823706, 287172000), true}, // bash in a comma-decimal locale
+		{"5,1.2", time.Time{}, false},
+		{"5.1,2", time.Time{}, false},
 		{"rlab-clock 5.1", time.Time{}, false},
 	} {
 		got, err := parseEpoch(tc.in)
