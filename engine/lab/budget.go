@@ -57,6 +57,9 @@ type limitError struct {
 }
 
 func (e *limitError) Error() string {
+	if e.measure == "set" {
+		return fmt.Sprintf("%s would make a set of more than %d different values that share a key", e.what, e.limit)
+	}
 	if e.measure == "number" {
 		return fmt.Sprintf("%s makes or reads a number past the lab's limit (about 1e±1000, at most %d digits)", e.what, MaxNumberDigits)
 	}
@@ -64,6 +67,9 @@ func (e *limitError) Error() string {
 }
 
 func (e *limitError) summary() string {
+	if e.measure == "set" {
+		return SetLimitSummary
+	}
 	if e.measure == "number" {
 		return NumberLimitSummary
 	}
@@ -71,6 +77,9 @@ func (e *limitError) summary() string {
 }
 
 func (e *limitError) detail() string {
+	if e.measure == "set" {
+		return setDetail(e.what)
+	}
 	if e.measure == "number" {
 		return numberDetail(e.what)
 	}
@@ -201,6 +210,13 @@ func (b *budget) meterFunc(name string, f function.Function) function.Function {
 			}
 			if err := b.chargeValue(what, nil, steps+1, 0, huge); err != nil {
 				return cty.UnknownVal(retType), err
+			}
+			if most, ok := setMakers[name]; ok {
+				for _, a := range args {
+					if err := b.chargeSet(what, nil, a, most); err != nil {
+						return cty.UnknownVal(retType), err
+					}
+				}
 			}
 			if est := estimateBytes(name, args, bytes); est > 0 {
 				if err := b.charge(what, nil, 0, est); err != nil {
@@ -544,8 +560,24 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	how := m.how
 	if how >= argumentN {
 		how = -1
-		if f, ok := m.b.funcs[m.call()]; ok && numberParam(f, int(m.how-argumentN)) {
+		f, ok := m.b.funcs[m.call()]
+		if ok && numberParam(f, int(m.how-argumentN)) {
 			how = operand
+		}
+		// HCL converts the argument to the parameter's set type
+		// before the call: check it first (sets.go).
+		if ok && setParam(f, int(m.how-argumentN)) {
+			rng := m.SrcRange
+			if err := m.b.chargeSet(m.what, &rng, v, maxSetBucket); err != nil {
+				return cty.DynamicVal, append(diags, err.(*limitError).diagnostic())
+			}
+		}
+	}
+	if m.what == "a conditional" {
+		// Unifying the branches' types can make a set of a list.
+		rng := m.SrcRange
+		if err := m.b.chargeSet(m.what, &rng, v, maxSetBucket); err != nil {
+			return cty.DynamicVal, append(diags, err.(*limitError).diagnostic())
 		}
 	}
 	switch how {

@@ -178,6 +178,11 @@ func (l *loader) convertVar(d *varDecl, v cty.Value, rng *hcl.Range) (cty.Value,
 		l.errorf(rng, NumberLimitSummary, "%s", numberDetail(fmt.Sprintf("the value for variable %q", d.v.Name)))
 		return cty.NilVal, false
 	}
+	if typeHasSet(d.typ) && crowdedDeep(v) {
+		d.invalid = true
+		l.errorf(rng, SetLimitSummary, "%s", setDetail(fmt.Sprintf("the value for variable %q", d.v.Name)))
+		return cty.NilVal, false
+	}
 	cv, err := convert.Convert(v, d.typ)
 	if err == nil && hugeValue(cv, false, MaxEvalOps) {
 		d.invalid = true
