@@ -61,7 +61,7 @@ func (e *limitError) Error() string {
 		return fmt.Sprintf("%s would make a set of more than %d different values that share a key", e.what, e.limit)
 	}
 	if e.measure == "number" {
-		return fmt.Sprintf("%s makes or reads a number past the lab's limit (about 1e±1000, at most %d digits)", e.what, MaxNumberDigits)
+		return fmt.Sprintf("%s makes or reads a number past the lab's limit (about 1e-30 to 1e1000, at most %d digits)", e.what, MaxNumberDigits)
 	}
 	return fmt.Sprintf("%s needs more than the lab's evaluation limit of %d %s", e.what, e.limit, e.measure)
 }
@@ -568,6 +568,10 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		// before the call: check it first (sets.go).
 		if ok && setParam(f, int(m.how-argumentN)) {
 			rng := m.SrcRange
+			if hugeValue(v, false, MaxEvalOps) { // hashing a tiny number is slow too
+				m.b.chargeValue(m.what, &rng, 0, 0, true)
+				return cty.DynamicVal, append(diags, m.b.spent.diagnostic())
+			}
 			if err := m.b.chargeSet(m.what, &rng, v, maxSetBucket); err != nil {
 				return cty.DynamicVal, append(diags, err.(*limitError).diagnostic())
 			}
@@ -576,6 +580,10 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if m.what == "a conditional" {
 		// Unifying the branches' types can make a set of a list.
 		rng := m.SrcRange
+		if hugeValue(v, false, MaxEvalOps) {
+			m.b.chargeValue(m.what, &rng, 0, 0, true)
+			return cty.DynamicVal, append(diags, m.b.spent.diagnostic())
+		}
 		if err := m.b.chargeSet(m.what, &rng, v, maxSetBucket); err != nil {
 			return cty.DynamicVal, append(diags, err.(*limitError).diagnostic())
 		}
