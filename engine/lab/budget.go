@@ -185,6 +185,13 @@ func (b *budget) meterFunc(name string, f function.Function) function.Function {
 			if b.spent != nil {
 				return cty.DynamicPseudoType, nil // Impl answers unknown
 			}
+			// Matching a regular expression costs its program times its
+			// input (regexwork.go), paid before madeValues matches.
+			if n := regexWork(name, args); n > 0 {
+				if err := b.charge(name+"() matching its pattern over its text", nil, n, 0); err != nil {
+					return cty.NilType, err
+				}
+			}
 			// A decoder's result type is built from the whole document
 			// before Impl runs: refuse one that makes more values than
 			// the budget has left by its text, before it is decoded.
