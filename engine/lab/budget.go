@@ -433,6 +433,20 @@ func (b *budget) meterExprs(node hclsyntax.Node) {
 	if node == nil {
 		return
 	}
+	// The lists and objects of a type (object({...}), tuple([...])) are
+	// read as syntax, not evaluated: left as they are.
+	inType := map[hclsyntax.Node]bool{}
+	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		if c, ok := n.(*hclsyntax.FunctionCallExpr); ok && typeConstructors[c.Name] {
+			for _, a := range c.Args {
+				hclsyntax.VisitAll(a, func(n hclsyntax.Node) hcl.Diagnostics {
+					inType[n] = true
+					return nil
+				})
+			}
+		}
+		return nil
+	})
 	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
 		switch e := n.(type) {
 		case *hclsyntax.ForExpr:
@@ -440,6 +454,23 @@ func (b *budget) meterExprs(node hclsyntax.Node) {
 			// Each element it makes, deeply: a body may build a large
 			// value on every iteration.
 			e.ValExpr = b.meter(e.ValExpr, "a for expression", deep)
+		case *hclsyntax.TupleConsExpr:
+			// A list of references shares its elements, so a list of
+			// twice a local of twice a local ... (30 lines) is 2^30
+			// values that a conditional's type unification walks
+			// (hours, 1.9 GB): charge each element deeply where a
+			// list can double (two elements or more).
+			if len(e.Exprs) > 1 && !inType[e] {
+				for i := range e.Exprs {
+					e.Exprs[i] = b.meter(e.Exprs[i], "a list", deep)
+				}
+			}
+		case *hclsyntax.ObjectConsExpr:
+			if len(e.Items) > 1 && !inType[e] {
+				for i := range e.Items {
+					e.Items[i].ValueExpr = b.meter(e.Items[i].ValueExpr, "an object", deep)
+				}
+			}
 		case *hclsyntax.SplatExpr:
 			e.Source = b.meter(e.Source, "a splat expression", elements)
 		case *hclsyntax.TemplateJoinExpr:
@@ -576,11 +607,10 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		if ok && setParam(f, int(m.how-argumentN)) {
 			rng := m.SrcRange
 			if hugeValue(v, false, MaxEvalOps) { // hashing a tiny number is slow too
-				m.b.chargeValue(m.what, &rng, 0, 0, true)
-				return cty.DynamicVal, append(diags, m.b.spent.diagnostic())
+				return cty.DynamicVal, appendLimit(diags, m.b.chargeValue(m.what, &rng, 0, 0, true))
 			}
 			if err := m.b.chargeSet(m.what, &rng, v, maxSetBucket); err != nil {
-				return cty.DynamicVal, append(diags, err.(*limitError).diagnostic())
+				return cty.DynamicVal, appendLimit(diags, err)
 			}
 		}
 	}
@@ -588,11 +618,10 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		// Unifying the branches' types can make a set of a list.
 		rng := m.SrcRange
 		if hugeValue(v, false, MaxEvalOps) {
-			m.b.chargeValue(m.what, &rng, 0, 0, true)
-			return cty.DynamicVal, append(diags, m.b.spent.diagnostic())
+			return cty.DynamicVal, appendLimit(diags, m.b.chargeValue(m.what, &rng, 0, 0, true))
 		}
 		if err := m.b.chargeSet(m.what, &rng, v, maxSetBucket); err != nil {
-			return cty.DynamicVal, append(diags, err.(*limitError).diagnostic())
+			return cty.DynamicVal, appendLimit(diags, err)
 		}
 	}
 	switch how {
@@ -623,6 +652,16 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		return cty.DynamicVal, diags
 	}
 	return v, diags
+}
+
+// appendLimit adds err's diagnostic when it is the overrun (not errSpent,
+// an earlier overrun already reported).
+func appendLimit(diags hcl.Diagnostics, err error) hcl.Diagnostics {
+	var le *limitError
+	if errors.As(err, &le) {
+		diags = append(diags, le.diagnostic())
+	}
+	return diags
 }
 
 func (e *limitError) diagnostic() *hcl.Diagnostic {

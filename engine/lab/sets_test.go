@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +78,37 @@ lab "s" {
 	}
 	if want := "2000 b,a,c 4 2 2"; l.Description != want {
 		t.Errorf("description %q, want %q", l.Description, want)
+	}
+}
+
+// TestSharedValuesBounded: a list or object of references shares its
+// elements, so 30 locals each twice the one before are 2^30 values in a
+// 1 KB lab; a conditional over the last unified their types for hours
+// (1.9 GB in the first minute). Building them is charged now, refused
+// within seconds at the local that passes the budget.
+func TestSharedValuesBounded(t *testing.T) {
+	for _, c := range []struct{ name, double, use string }{
+		{name: "list, conditional", double: "[local.a%d, local.a%d]", use: "true ? local.a30 : local.a30"},
+		{name: "object, conditional", double: "{ x = local.a%d, y = local.a%d }", use: "true ? local.a30 : local.a30"},
+		{name: "list, setunion", double: "[local.a%d, local.a%d]", use: "setunion(local.a30, [])"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString("host \"a\" {\n  address = \"192.0.2.1\"\n}\nlocals {\n  a0 = [1]\n")
+			for i := 1; i <= 30; i++ {
+				fmt.Fprintf(&b, "  a%d = "+c.double+"\n", i, i-1, i-1)
+			}
+			b.WriteString("  c = " + c.use + "\n}\n")
+			p := filepath.Join(t.TempDir(), "lab.hcl")
+			must(t, os.WriteFile(p, []byte(b.String()), 0o644))
+			start := time.Now()
+			_, diags := Load([]string{p}, LoadOptions{})
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %s, want under 5s", took.Round(time.Millisecond))
+			}
+			if !strings.Contains(diagLines(diags), EvalLimitSummary) {
+				t.Errorf("not refused as %q:\n%s", EvalLimitSummary, diagLines(diags))
+			}
+		})
 	}
 }
