@@ -112,3 +112,47 @@ func TestSharedValuesBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestDuringBounded: a capture of 10,000 instances, each during a workload
+// of 5,000 instances (a 700-byte lab), held rlab validate 300 s and 1 GB
+// (every capture kept and walked all 5,000). The pairs are bounded
+// (MaxDuringPairs), refused at the capture that passes the bound.
+func TestDuringBounded(t *testing.T) {
+	lab := `lab "g" {
+  description = "g"
+}
+host "h" {
+  count   = 10000
+  address = cidrhost("10.0.0.0/8", count.index + 1)
+}
+rxe "r" {
+  count  = 10000
+  host   = host.h[count.index]
+  netdev = "eth1"
+}
+workload "w" {
+  count      = 5000
+  tool       = "ib_write_bw"
+  server     = rxe.r[count.index * 2]
+  client     = rxe.r[count.index * 2 + 1]
+  sizes      = ["64KiB"]
+  iterations = 1000
+}
+capture "c" {
+  count  = 10000
+  host   = host.h[count.index]
+  netdev = "eth1"
+  during = [workload.w]
+}
+`
+	p := filepath.Join(t.TempDir(), "lab.hcl")
+	must(t, os.WriteFile(p, []byte(lab), 0o644))
+	start := time.Now()
+	_, diags := Load([]string{p}, LoadOptions{})
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("took %s, want under 20s", took.Round(time.Millisecond))
+	}
+	if got := strings.Count(diagLines(diags), "Too many during workloads"); got != 1 {
+		t.Errorf("%d errors naming the during bound, want 1:\n%.2000s", got, diagLines(diags))
+	}
+}
