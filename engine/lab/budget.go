@@ -57,13 +57,19 @@ type limitError struct {
 }
 
 func (e *limitError) Error() string {
+	if e.measure == "set" {
+		return fmt.Sprintf("%s would make a set of more than %d different values that share a key", e.what, e.limit)
+	}
 	if e.measure == "number" {
-		return fmt.Sprintf("%s makes or reads a number past the lab's limit (about 1e±1000, at most %d digits)", e.what, MaxNumberDigits)
+		return fmt.Sprintf("%s makes or reads a number past the lab's limit (about 1e-30 to 1e1000, at most %d digits)", e.what, MaxNumberDigits)
 	}
 	return fmt.Sprintf("%s needs more than the lab's evaluation limit of %d %s", e.what, e.limit, e.measure)
 }
 
 func (e *limitError) summary() string {
+	if e.measure == "set" {
+		return SetLimitSummary
+	}
 	if e.measure == "number" {
 		return NumberLimitSummary
 	}
@@ -71,6 +77,9 @@ func (e *limitError) summary() string {
 }
 
 func (e *limitError) detail() string {
+	if e.measure == "set" {
+		return setDetail(e.what)
+	}
 	if e.measure == "number" {
 		return numberDetail(e.what)
 	}
@@ -176,6 +185,13 @@ func (b *budget) meterFunc(name string, f function.Function) function.Function {
 			if b.spent != nil {
 				return cty.DynamicPseudoType, nil // Impl answers unknown
 			}
+			// Matching a regular expression costs its program times its
+			// input (regexwork.go), paid before madeValues matches.
+			if n := regexWork(name, args); n > 0 {
+				if err := b.charge(name+"() matching its pattern over its text", nil, n, 0); err != nil {
+					return cty.NilType, err
+				}
+			}
 			// A decoder's result type is built from the whole document
 			// before Impl runs: refuse one that makes more values than
 			// the budget has left by its text, before it is decoded.
@@ -201,6 +217,13 @@ func (b *budget) meterFunc(name string, f function.Function) function.Function {
 			}
 			if err := b.chargeValue(what, nil, steps+1, 0, huge); err != nil {
 				return cty.UnknownVal(retType), err
+			}
+			if most, ok := setMakers[name]; ok {
+				for _, a := range args {
+					if err := b.chargeSet(what, nil, a, most); err != nil {
+						return cty.UnknownVal(retType), err
+					}
+				}
 			}
 			if est := estimateBytes(name, args, bytes); est > 0 {
 				if err := b.charge(what, nil, 0, est); err != nil {
@@ -410,6 +433,20 @@ func (b *budget) meterExprs(node hclsyntax.Node) {
 	if node == nil {
 		return
 	}
+	// The lists and objects of a type (object({...}), tuple([...])) are
+	// read as syntax, not evaluated: left as they are.
+	inType := map[hclsyntax.Node]bool{}
+	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		if c, ok := n.(*hclsyntax.FunctionCallExpr); ok && typeConstructors[c.Name] {
+			for _, a := range c.Args {
+				hclsyntax.VisitAll(a, func(n hclsyntax.Node) hcl.Diagnostics {
+					inType[n] = true
+					return nil
+				})
+			}
+		}
+		return nil
+	})
 	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
 		switch e := n.(type) {
 		case *hclsyntax.ForExpr:
@@ -417,6 +454,23 @@ func (b *budget) meterExprs(node hclsyntax.Node) {
 			// Each element it makes, deeply: a body may build a large
 			// value on every iteration.
 			e.ValExpr = b.meter(e.ValExpr, "a for expression", deep)
+		case *hclsyntax.TupleConsExpr:
+			// A list of references shares its elements, so a list of
+			// twice a local of twice a local ... (30 lines) is 2^30
+			// values that a conditional's type unification walks
+			// (hours, 1.9 GB): charge each element deeply where a
+			// list can double (two elements or more).
+			if len(e.Exprs) > 1 && !inType[e] {
+				for i := range e.Exprs {
+					e.Exprs[i] = b.meter(e.Exprs[i], "a list", deep)
+				}
+			}
+		case *hclsyntax.ObjectConsExpr:
+			if len(e.Items) > 1 && !inType[e] {
+				for i := range e.Items {
+					e.Items[i].ValueExpr = b.meter(e.Items[i].ValueExpr, "an object", deep)
+				}
+			}
 		case *hclsyntax.SplatExpr:
 			e.Source = b.meter(e.Source, "a splat expression", elements)
 		case *hclsyntax.TemplateJoinExpr:
@@ -544,8 +598,30 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	how := m.how
 	if how >= argumentN {
 		how = -1
-		if f, ok := m.b.funcs[m.call()]; ok && numberParam(f, int(m.how-argumentN)) {
+		f, ok := m.b.funcs[m.call()]
+		if ok && numberParam(f, int(m.how-argumentN)) {
 			how = operand
+		}
+		// HCL converts the argument to the parameter's set type
+		// before the call: check it first (sets.go).
+		if ok && setParam(f, int(m.how-argumentN)) {
+			rng := m.SrcRange
+			if hugeValue(v, false, MaxEvalOps) { // hashing a tiny number is slow too
+				return cty.DynamicVal, appendLimit(diags, m.b.chargeValue(m.what, &rng, 0, 0, true))
+			}
+			if err := m.b.chargeSet(m.what, &rng, v, maxSetBucket); err != nil {
+				return cty.DynamicVal, appendLimit(diags, err)
+			}
+		}
+	}
+	if m.what == "a conditional" {
+		// Unifying the branches' types can make a set of a list.
+		rng := m.SrcRange
+		if hugeValue(v, false, MaxEvalOps) {
+			return cty.DynamicVal, appendLimit(diags, m.b.chargeValue(m.what, &rng, 0, 0, true))
+		}
+		if err := m.b.chargeSet(m.what, &rng, v, maxSetBucket); err != nil {
+			return cty.DynamicVal, appendLimit(diags, err)
 		}
 	}
 	switch how {
@@ -576,6 +652,16 @@ func (m *meteredExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		return cty.DynamicVal, diags
 	}
 	return v, diags
+}
+
+// appendLimit adds err's diagnostic when it is the overrun (not errSpent,
+// an earlier overrun already reported).
+func appendLimit(diags hcl.Diagnostics, err error) hcl.Diagnostics {
+	var le *limitError
+	if errors.As(err, &le) {
+		diags = append(diags, le.diagnostic())
+	}
+	return diags
 }
 
 func (e *limitError) diagnostic() *hcl.Diagnostic {

@@ -85,10 +85,18 @@ func (l *loader) decodeCaptures(blocks []*hcl.Block) {
 	}
 }
 
+// MaxDuringPairs bounds the workloads the captures and impairments of one
+// lab name in during, counted once per block instance (a capture of 10,000
+// instances during workload.w of 5,000 is 50 million).
+const MaxDuringPairs = 100_000
+
 // during decodes a list of workloads that scopes a block on host h (a
 // capture, an impairment); a workload not on h is warned about (summary),
 // consequence saying what that means.
 func (l *loader) during(a *hcl.Attribute, sc *scope, h *Host, summary, consequence string) []*Workload {
+	if l.duringPairs > MaxDuringPairs {
+		return nil // reported once; evaluating each further list walks it whole
+	}
 	v, ok := l.value(a, sc)
 	if !ok {
 		return nil
@@ -99,6 +107,18 @@ func (l *loader) during(a *hcl.Attribute, sc *scope, h *Host, summary, consequen
 		return nil
 	}
 	elems := v.AsValueSlice()
+	n := 0
+	for _, e := range elems {
+		if et := e.Type(); (et.IsObjectType() && !et.HasAttribute("kind")) || et.IsTupleType() {
+			n += e.LengthInt()
+		} else {
+			n++
+		}
+	}
+	if l.duringPairs += n; l.duringPairs > MaxDuringPairs {
+		l.errorf(a.Expr.Range().Ptr(), "Too many during workloads", "The lab's captures and impairments name more than %d workloads in during, all together, by this one; rlab keeps every pair (10,000 captures each during 5,000 workloads held rlab validate 211 s and 1 GB). Name the workloads each capture is for, or capture once per host.", MaxDuringPairs)
+		return nil
+	}
 	rs := toolopts.ElemRanges(a.Expr, len(elems))
 	var out []*Workload
 	for i, e := range elems {

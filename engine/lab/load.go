@@ -58,6 +58,10 @@ type loader struct {
 	// every function is metered against it.
 	budget budget
 
+	// duringPairs counts the workloads every capture and impairment
+	// names in during, all blocks together (MaxDuringPairs).
+	duringPairs int
+
 	vars   map[string]cty.Value
 	locals map[string]cty.Value
 	// varObj and localObj are vars and locals as the objects an

@@ -74,7 +74,7 @@ func TestNumbersBounded(t *testing.T) {
 // TestNumbersOrdinary: numbers a lab uses (rates, sizes, tiny fractions)
 // and text with long digit runs that is never a number pass.
 func TestNumbersOrdinary(t *testing.T) {
-	lab := "lab \"n\" {\n  description = \"${1e300} ${-1e-300} ${1e300 * 1e300} ${format(\"%.3f\", 0.5)} ${pow(2, 64)} ${strlen(\"" + strings.Repeat("9", 5000) + "\")}\"\n}\nhost \"a\" {\n  address = \"192.0.2.1\"\n}\n"
+	lab := "lab \"n\" {\n  description = \"${1e300} ${-1e-30} ${1e300 * 1e300} ${format(\"%.3f\", 0.5)} ${pow(2, 64)} ${strlen(\"" + strings.Repeat("9", 5000) + "\")}\"\n}\nhost \"a\" {\n  address = \"192.0.2.1\"\n}\n"
 	p := filepath.Join(t.TempDir(), "lab.hcl")
 	must(t, os.WriteFile(p, []byte(lab), 0o644))
 	l, diags := Load([]string{p}, LoadOptions{})
@@ -209,6 +209,38 @@ func TestYAMLKeysBounded(t *testing.T) {
 			}
 			if alloc := after.TotalAlloc - before.TotalAlloc; took > 5*time.Second || alloc > 256<<20 {
 				t.Errorf("took %s and %d MiB, want under 5s and 256 MiB", took.Round(time.Millisecond), alloc>>20)
+			}
+		})
+	}
+}
+
+// TestTinyNumbersBounded: cty compares two numbers that are not whole by
+// writing both out in full, 3-5 ms each near 1e-999 (50 µs near 1), so
+// 50,000 comparisons inside the evaluation budget held rlab validate
+// 190 s. A number below about 1e-30 is refused where it is born, as
+// a literal, a product, a function's result or a -var.
+func TestTinyNumbersBounded(t *testing.T) {
+	for _, c := range []struct{ name, lab, varFlag string }{
+		{name: "compared literal", lab: "locals {\n  t  = 1.5e-999\n  xs = [for a in range(200) : length([for b in range(250) : b if local.t == 1.50001e-999])]\n}\n"},
+		{name: "compared product", lab: "locals {\n  t  = 1.5e-20 * 1e-20\n  xs = [for a in range(200) : length([for b in range(250) : b if local.t == 1.5e-40])]\n}\n"},
+		{name: "set of products", lab: "locals {\n  s = setunion([1e-20 * 1e-20, 2e-20 * 1e-20], [1])\n}\n"},
+		{name: "function result", lab: "locals {\n  t = pow(10, -40)\n}\n"},
+		{name: "var", lab: "variable \"v\" {\n  type = number\n  default = 1\n}\n", varFlag: "1e-40"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "lab.hcl")
+			must(t, os.WriteFile(p, []byte("host \"a\" {\n  address = \"192.0.2.1\"\n}\n"+c.lab), 0o644))
+			var opts LoadOptions
+			if c.varFlag != "" {
+				opts.Vars = map[string]string{"v": c.varFlag}
+			}
+			start := time.Now()
+			_, diags := Load([]string{p}, opts)
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %s, want under 5s", took.Round(time.Millisecond))
+			}
+			if !strings.Contains(diagLines(diags), NumberLimitSummary) {
+				t.Errorf("not refused as %q:\n%s", NumberLimitSummary, diagLines(diags))
 			}
 		})
 	}

@@ -16,10 +16,16 @@ import (
 // time quadratic in its length (a lab of one 3 MB literal: 65 s). A lab's
 // numbers are sizes, counts, rates and fractions, far inside both.
 const (
-	// MaxNumberExp2 bounds a number's binary exponent either way: about
-	// 1e±1000. A product or quotient of two such numbers (which is not
+	// MaxNumberExp2 bounds a number's binary exponent upward: about
+	// 1e1000 (MinNumberExp2 downward). A product or quotient of two such numbers (which is not
 	// checked again until it is used) still prints in microseconds.
 	MaxNumberExp2 = 3322
+	// MinNumberExp2 bounds how small a number other than zero may be:
+	// about 1e-30. cty compares two numbers that are not whole by
+	// writing both out in full, which near 1e-1000 takes 3-5 ms (50 µs
+	// near 1): 50,000 comparisons of 1.5e-999, a 119-byte lab within the
+	// evaluation budget, held rlab validate 190 s.
+	MinNumberExp2 = -100
 	// MaxNumberDigits bounds a run of digits read as a number (a literal,
 	// a string converted to a number, text jsondecode or yamldecode reads).
 	MaxNumberDigits = 1000
@@ -30,19 +36,19 @@ const (
 const NumberLimitSummary = "Number too large"
 
 func numberDetail(what string) string {
-	return "A lab's numbers must lie within about 1e-1000 and 1e1000 in magnitude, and be written with at most 1000 digits; " + what +
+	return "A lab's numbers must lie within about 1e-30 and 1e1000 in magnitude (or be 0), and be written with at most 1000 digits; " + what +
 		" does not. Written out as text such a number is as long as its exponent (1e300000000 is 300 million digits), and reading many digits takes time that grows with their square. " +
 		"Use a number of the size the lab means."
 }
 
-// hugeFloat says whether f is past MaxNumberExp2 (zero and the infinities
-// print short and are not).
+// hugeFloat says whether f is past MaxNumberExp2 or below MinNumberExp2
+// (zero and the infinities print short and are not).
 func hugeFloat(f *big.Float) bool {
 	if f == nil || f.Sign() == 0 || f.IsInf() {
 		return false
 	}
 	e := f.MantExp(nil)
-	return e > MaxNumberExp2 || e < -MaxNumberExp2
+	return e > MaxNumberExp2 || e < MinNumberExp2
 }
 
 // hugeNumber says whether v is a known number past MaxNumberExp2.

@@ -178,6 +178,11 @@ func (l *loader) convertVar(d *varDecl, v cty.Value, rng *hcl.Range) (cty.Value,
 		l.errorf(rng, NumberLimitSummary, "%s", numberDetail(fmt.Sprintf("the value for variable %q", d.v.Name)))
 		return cty.NilVal, false
 	}
+	if typeHasSet(d.typ) && crowdedDeep(v) {
+		d.invalid = true
+		l.errorf(rng, SetLimitSummary, "%s", setDetail(fmt.Sprintf("the value for variable %q", d.v.Name)))
+		return cty.NilVal, false
+	}
 	cv, err := convert.Convert(v, d.typ)
 	if err == nil && hugeValue(cv, false, MaxEvalOps) {
 		d.invalid = true
@@ -220,6 +225,11 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 		}
 		v = cv
 	default:
+		if tooDeep([]byte(raw)) >= 0 {
+			d.invalid = true
+			l.errorf(nil, "Nesting too deep", "The value %s for variable %q nests brackets, braces and parentheses more than %d levels. Flatten the value.", what, d.v.Name, MaxNesting)
+			return
+		}
 		expr, diags := hclsyntax.ParseExpression([]byte(raw), what, hcl.InitialPos)
 		if diags.HasErrors() {
 			d.invalid = true
@@ -248,6 +258,13 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 	}
 	if len(src) > MaxFileBytes {
 		l.errorf(nil, "Variable file too large", "-var-file %s has more than %d bytes, the bound of a lab file. Keep variables files to values a lab uses; read bulk data in the lab with file() and jsondecode().", path, MaxFileBytes)
+		return
+	}
+	// Both parsers recurse once per bracket: 2 million of them (4 MB)
+	// overflowed the stack, a fatal error after 1-2 GB.
+	if i := tooDeep(src); i >= 0 {
+		r := rangeAt(path, src, i)
+		l.errorf(&r, "Nesting too deep", "Brackets, braces and parentheses nest more than %d levels here in -var-file %s. Flatten the value.", MaxNesting, path)
 		return
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {

@@ -227,3 +227,45 @@ func TestUnitsOfPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestVarFileNestingBounded: the JSON and HCL parsers recurse once per
+// bracket, so a -var-file of 2 million "[" (4 MB, under the file bound)
+// overflowed the stack: a fatal error (not a diagnostic) after 1-2 GB.
+// A -var-file or -var nesting past MaxNesting is refused like a lab file.
+func TestVarFileNestingBounded(t *testing.T) {
+	deep := strings.Repeat("[", 2_000_000) + strings.Repeat("]", 2_000_000)
+	for _, c := range []struct{ name, file, flag string }{
+		{name: "json var-file", file: "v.json", flag: ""},
+		{name: "hcl var-file", file: "v.tfvars"},
+		{name: "var flag", flag: strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "lab.hcl")
+			if err := os.WriteFile(p, []byte("variable \"v\" {\n  type = list(any)\n  default = []\n}\nhost \"a\" {\n  address = \"192.0.2.1\"\n}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var opts LoadOptions
+			switch {
+			case c.file == "v.json":
+				vf := filepath.Join(dir, c.file)
+				if err := os.WriteFile(vf, []byte("{\"v\": "+deep+"}"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				opts.VarFiles = []string{vf}
+			case c.file != "":
+				vf := filepath.Join(dir, c.file)
+				if err := os.WriteFile(vf, []byte("v = "+deep+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				opts.VarFiles = []string{vf}
+			default:
+				opts.Vars = map[string]string{"v": c.flag}
+			}
+			_, diags := Load([]string{p}, opts)
+			if !strings.Contains(diagLines(diags), "Nesting too deep") {
+				t.Errorf("not refused as too deep:\n%s", diagLines(diags))
+			}
+		})
+	}
+}
