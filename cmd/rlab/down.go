@@ -12,6 +12,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/rundir"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -86,15 +87,15 @@ file (--known-hosts, -i), and the packages it lists are never removed.`,
 	return cmd
 }
 
-func readState(dir string) (*runengine.State, error) {
-	b, err := rundir.ReadFile(dir, runengine.StateFile)
+func readState(dir string) (*runstate.State, error) {
+	b, err := rundir.ReadFile(dir, runstate.File)
 	if err != nil {
 		return nil, err
 	}
 	// A received state.json is decoded only within bounds.
-	st, err := runengine.DecodeState(b)
+	st, err := runstate.Decode(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", runengine.StateFile, err)
+		return nil, fmt.Errorf("%s: %w", runstate.File, err)
 	}
 	return st, nil
 }
@@ -104,7 +105,7 @@ func readState(dir string) (*runengine.State, error) {
 // place and why, what was already undone, or that nothing was left.
 // running says which VMs were still up before down (a VM not in it, or
 // false, was already gone: down did not stop it); nil = not known.
-func downListing(before *runengine.State, res *runengine.DownResult, ok, removeProvisioned bool, running map[string]bool) []string {
+func downListing(before *runstate.State, res *runengine.DownResult, ok, removeProvisioned bool, running map[string]bool) []string {
 	var out []string
 	if res != nil {
 		for _, u := range res.Undone {

@@ -3,6 +3,8 @@ package run
 import (
 	"context"
 	"path"
+
+	"github.com/rlab-dev/rlab/engine/runstate"
 )
 
 // removeWorkDir removes a host's work dir for this run once everything in
@@ -42,7 +44,7 @@ func (r *runner) removeWorkDir(ctx context.Context, host string, fetchErr error)
 		return
 	}
 	r.log.Debug("removed the host's work dir", "host", host, "work_dir", wd)
-	r.journal.noteHost(func(st *State) {
+	r.journal.NoteHost(func(st *runstate.State) {
 		for i := range st.Hosts {
 			if st.Hosts[i].Name == host {
 				st.Hosts[i].WorkDirRemoved = true
