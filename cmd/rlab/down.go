@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/agent/dist"
+	"github.com/rlab-dev/rlab/engine/down"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
@@ -68,7 +69,7 @@ file (--known-hosts, -i), and the packages it lists are never removed.`,
 				Identities: identities,
 			}
 			defer conn.Close()
-			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned, TrustState: trustState, KnownHosts: knownHosts, Identities: identities})
+			res, err := down.Run(cmd.Context(), dir, down.Options{Connector: runengine.DownConnector(conn), StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned, TrustState: trustState, KnownHosts: knownHosts, Identities: identities})
 			for _, l := range downListing(before, res, err == nil, removeProvisioned, running) {
 				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
@@ -105,7 +106,7 @@ func readState(dir string) (*runstate.State, error) {
 // place and why, what was already undone, or that nothing was left.
 // running says which VMs were still up before down (a VM not in it, or
 // false, was already gone: down did not stop it); nil = not known.
-func downListing(before *runstate.State, res *runengine.DownResult, ok, removeProvisioned bool, running map[string]bool) []string {
+func downListing(before *runstate.State, res *down.Result, ok, removeProvisioned bool, running map[string]bool) []string {
 	var out []string
 	if res != nil {
 		for _, u := range res.Undone {

@@ -132,33 +132,3 @@ func (r *runner) noteProvision(host string, f func(*runstate.Provision)) {
 		r.addErr(&infraError{fmt.Errorf("journal provisioning of host %q: %w", host, err)})
 	}
 }
-
-// toRemove is what `rlab down --remove-provisioned` removes on h: what
-// this run installed there and has not removed yet.
-func toRemove(h runstate.Host) *runstate.Provision {
-	if p := h.Provision; p != nil && !p.Removed && len(p.Installed) > 0 {
-		return p
-	}
-	return nil
-}
-
-// removeProvisioned removes, through the host's agent, the packages this
-// run installed on h, and journals it.
-func removeProvisioned(ctx context.Context, j *runstate.Journal, c Host, h runstate.Host) (string, error) {
-	p := toRemove(h)
-	if p == nil {
-		return "", nil
-	}
-	r := provision.Remove(ctx, c, h.Name, provision.Family(p.Family), p.Installed, provision.Options{})
-	if r.Err != nil {
-		return "", fmt.Errorf("down: %w", r.Err)
-	}
-	err := j.NoteHost(func(st *runstate.State) {
-		for i := range st.Hosts {
-			if st.Hosts[i].Name == h.Name && st.Hosts[i].Provision != nil {
-				st.Hosts[i].Provision.Removed = true
-			}
-		}
-	})
-	return fmt.Sprintf("%s: packages %s removed", h.Name, strings.Join(p.Installed, " ")), err
-}

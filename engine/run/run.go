@@ -1,12 +1,13 @@
-// Package run is the engine behind `rlab run` and `rlab down`: it executes
+// Package run is the engine behind `rlab run`: it executes
 // engine/plan's plan of a lab (Options.Plan: it plans nothing itself): it
 // boots the local VMs, connects to the agent of every host
 // the plan gives one (Plan.Agents), checks them, creates rxe devices,
 // starts captures, runs the workloads along the plan's DAG, pulls
 // artifacts, evaluates `expect` blocks, writes the run directory and tears
 // down what it created, journaling each side effect first in state.json
-// (engine/runstate owns its format and signing; Down reads it back). It selects, orders and groups nothing itself:
-// --only is the plan's (Plan.Selected), the phases and their order are
+// (engine/runstate owns its format and signing; engine/down, `rlab down`,
+// reads it back, connecting through DownConnector). It selects, orders
+// and groups nothing itself: --only is the plan's (Plan.Selected), the phases and their order are
 // the plan's (plan.Phases), which workload waits for which and what each
 // capture and impairment covers are the plan's (Plan.Workloads, Captures,
 // Impairs), and so are a class lab's students (Plan.Students); schedule.go

@@ -6,11 +6,11 @@
 // bounds (a received run directory may hold anything) and confines the
 // files a state.json names (known_hosts, identity_file).
 //
-// engine/run writes the journal; engine/run's down reads it and journals
+// engine/run writes the journal; engine/down (rlab down) reads it and journals
 // what it undid; engine/report and cmd/rlab read it.
 //
 // It is the file format, its signing and its bounds: it must not import
-// engine/run, rlab down, engine/report, engine/remote or cmd/... (its
+// engine/run, engine/down, engine/report, engine/remote or cmd/... (its
 // imports beyond the standard library: agent/proto, engine/plan,
 // engine/rundir, engine/sshx for ~ in paths, steps for the effects;
 // internal/archtest checks it).

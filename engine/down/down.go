@@ -1,4 +1,4 @@
-package run
+package down
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// DownOptions configure Down.
-type DownOptions struct {
+// Options configure Run.
+type Options struct {
 	Connector Connector
 	// StopVMs stops the VMs recorded in state.json (vm.StopFromState);
 	// idempotent.
@@ -46,21 +46,21 @@ type DownOptions struct {
 }
 
 // ErrStateUnsigned is a state.json down does not act on unless told to
-// (DownOptions.TrustState).
+// (Options.TrustState).
 var ErrStateUnsigned = errors.New("state.json was not written by your rlab (or was changed since)")
 
-// DownResult says what Down did.
-type DownResult struct {
+// Result says what Run did.
+type Result struct {
 	Undone []string // "host: kind id"
 	Left   []string // what down left in place, and why
 	Errors []error
 }
 
-// Down undoes what a run left behind, from its state.json alone (no lab
+// Run undoes what a run left behind, from its state.json alone (no lab
 // file): rxe devices it created and did not keep, processes and captures
 // still running, link impairments (netem) still in force, and its VMs. Running it again is harmless: what is undone
 // is recorded and skipped.
-func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error) {
+func Run(ctx context.Context, dir string, opts Options) (*Result, error) {
 	j, err := runstate.Open(dir)
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 		opts.Now = time.Now
 	}
 	st := j.Snapshot()
-	res := &DownResult{}
+	res := &Result{}
 	pending := map[string][]steps.Effect{}
 	for _, e := range st.Effects {
 		if e.Undone || (e.Type == "rxe" && (!e.Created || e.Keep)) {
@@ -164,8 +164,8 @@ func workDirLeft(h runstate.Host) bool {
 	return h.Connected && h.WorkDir != "" && !h.WorkDirRemoved
 }
 
-func downHost(ctx context.Context, j *runstate.Journal, h runstate.Host, effects []steps.Effect, runID string, opts DownOptions) (undone, left []string, _ error) {
-	c, err := opts.Connector.Connect(ctx, Target{Host: h}, runID+"-down")
+func downHost(ctx context.Context, j *runstate.Journal, h runstate.Host, effects []steps.Effect, runID string, opts Options) (undone, left []string, _ error) {
+	c, err := opts.Connector.Connect(ctx, h, runID+"-down")
 	if err != nil {
 		return nil, nil, fmt.Errorf("down: connect to host %q (%s): %w", h.Name, h.Address, err)
 	}
@@ -328,10 +328,10 @@ func removeOwnWorkDir(ctx context.Context, c Host, downWD, runID string, log *sl
 	}
 }
 
-// alreadyGone ends a DownResult.Undone line whose thing down found gone.
+// alreadyGone ends a Result.Undone line whose thing down found gone.
 const alreadyGone = " (already gone)"
 
-// Notes ending a DownResult.Undone line of a process down did not signal,
+// Notes ending a Result.Undone line of a process down did not signal,
 // or signalled on weaker evidence.
 const (
 	pidReused = " (gone; pid reused by another process, left alone)"

@@ -1,0 +1,41 @@
+package run
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/down"
+	"github.com/rlab-dev/rlab/engine/runstate"
+)
+
+// DownOptions is down.Options with one of the run's connectors, as rlab
+// down wires it (DownConnector): the run's tests undo what they ran.
+type DownOptions struct {
+	Connector         Connector
+	StopVMs           func(ctx context.Context, state []byte) error
+	Parallel          int
+	Log               *slog.Logger
+	Now               func() time.Time
+	RemoveProvisioned bool
+	KnownHosts        []string
+	Identities        []string
+	TrustState        bool
+}
+
+// Down is down.Run through DownConnector.
+func Down(ctx context.Context, dir string, o DownOptions) (*down.Result, error) {
+	d := down.Options{StopVMs: o.StopVMs, Parallel: o.Parallel, Log: o.Log, Now: o.Now,
+		RemoveProvisioned: o.RemoveProvisioned, KnownHosts: o.KnownHosts, Identities: o.Identities, TrustState: o.TrustState}
+	if o.Connector != nil {
+		d.Connector = DownConnector(o.Connector)
+	}
+	return down.Run(ctx, dir, d)
+}
+
+var ErrStateUnsigned = down.ErrStateUnsigned
+
+// workDirLeft says whether the run's work dir may still be on the host.
+func workDirLeft(h runstate.Host) bool {
+	return h.Connected && h.WorkDir != "" && !h.WorkDirRemoved
+}
