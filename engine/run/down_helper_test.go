@@ -2,7 +2,11 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/down"
@@ -38,4 +42,25 @@ var ErrStateUnsigned = down.ErrStateUnsigned
 // workDirLeft says whether the run's work dir may still be on the host.
 func workDirLeft(h runstate.Host) bool {
 	return h.Connected && h.WorkDir != "" && !h.WorkDirRemoved
+}
+
+// editState rewrites dir's state.json as a person would, without rlab.
+func editState(t *testing.T, dir string, f func(*runstate.State)) {
+	t.Helper()
+	p := filepath.Join(dir, runstate.File)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st runstate.State
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	f(&st)
+	if b, err = json.MarshalIndent(&st, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,4 +1,4 @@
-package run
+package down
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestDownStateTmpNotFollowed(t *testing.T) {
 			if err := os.Symlink(victim, filepath.Join(dir, name)); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Down(context.Background(), dir, DownOptions{})
+			res, err := Run(context.Background(), dir, Options{})
 			if b, _ := os.ReadFile(victim); string(b) != was {
 				t.Fatalf("rlab down wrote through %s into a file outside the run directory:\n%s", name, b)
 			}

@@ -1,4 +1,4 @@
-package run
+package down
 
 import (
 	"context"
@@ -122,13 +122,13 @@ func TestDownStatePathsConfined(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var asked []string
-			conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+			conn := connectFunc(func(_ context.Context, tg runstate.Host, _ string) (Host, error) {
 				mu.Lock()
 				asked = append(asked, tg.Name)
 				mu.Unlock()
 				return nil, errors.New("test: not connecting")
 			})
-			_, err := Down(context.Background(), dir, DownOptions{Connector: conn, KnownHosts: tt.flagsKH, Identities: tt.flagsID, TrustState: true})
+			_, err := Run(context.Background(), dir, Options{Connector: conn, KnownHosts: tt.flagsKH, Identities: tt.flagsID, TrustState: true})
 			if tt.refused == "" {
 				if len(asked) != 1 || err == nil || !strings.Contains(err.Error(), "test: not connecting") {
 					t.Fatalf("down refused paths it should use (connect asked for %v): %v", asked, err)
@@ -175,7 +175,7 @@ func TestDownStateFIFO(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Down(context.Background(), dir, DownOptions{})
+		_, err := Run(context.Background(), dir, Options{})
 		done <- err
 	}()
 	select {
@@ -219,11 +219,11 @@ func TestDownRemovesOnlyOwnProvisioned(t *testing.T) {
 				editState(t, dir, func(s *runstate.State) { tt.edit(s.Hosts[0].Provision) })
 			}
 			var asked []string
-			conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+			conn := connectFunc(func(_ context.Context, tg runstate.Host, _ string) (Host, error) {
 				asked = append(asked, tg.Name)
 				return nil, errors.New("test: not connecting")
 			})
-			res, err := Down(context.Background(), dir, DownOptions{Connector: conn, RemoveProvisioned: true, TrustState: true})
+			res, err := Run(context.Background(), dir, Options{Connector: conn, RemoveProvisioned: true, TrustState: true})
 			if tt.removes {
 				if len(asked) != 1 {
 					t.Fatalf("down did not go to remove the run's own packages (asked %v): %v", asked, err)

@@ -1,4 +1,4 @@
-package run
+package down
 
 import (
 	"context"
@@ -57,11 +57,11 @@ func FuzzDownState(f *testing.F) {
 			}
 		}
 		contacted := map[string]bool{}
-		conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+		conn := connectFunc(func(_ context.Context, tg runstate.Host, _ string) (Host, error) {
 			contacted[tg.Name] = true
 			return nil, errors.New("unreachable")
 		})
-		_, err := Down(context.Background(), dir, DownOptions{Connector: conn, Parallel: 1, TrustState: true,
+		_, err := Run(context.Background(), dir, Options{Connector: conn, Parallel: 1, TrustState: true,
 			StopVMs: func(context.Context, []byte) error { return nil }})
 		if !valid && err == nil {
 			t.Error("down accepted a state.json that is not JSON")
