@@ -58,7 +58,7 @@ file (--known-hosts, -i), and the packages it lists are never removed.`,
 					dir = d
 				}
 			}
-			before, _ := readState(dir) // for the listing; Down reports its own read error
+			before, _ := readState(dir) // for the listing; down.Run reports its own read error
 			var running map[string]bool
 			if before != nil {
 				running = runengine.RunningVMs(before.VMs)
@@ -102,7 +102,7 @@ func readState(dir string) (*runstate.State, error) {
 }
 
 // downListing says what rlab down did, from state.json as it was before
-// and Down's result: each thing undone, the VMs stopped, what was left in
+// and down.Run's result: each thing undone, the VMs stopped, what was left in
 // place and why, what was already undone, or that nothing was left.
 // running says which VMs were still up before down (a VM not in it, or
 // false, was already gone: down did not stop it); nil = not known.

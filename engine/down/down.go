@@ -67,7 +67,7 @@ func Run(ctx context.Context, dir string, opts Options) (*Result, error) {
 	}
 	// Whoever can write the run directory can write state.json: its become
 	// flag makes down work as root, its effects name what down stops and
-	// deletes. Down acts on it only as this user's rlab signed it whole,
+	// deletes. Run acts on it only as this user's rlab signed it whole,
 	// and then keeps it signed as it journals what it undid; otherwise
 	// only when the user vouches for it, and then it signs nothing.
 	// (runstate.Open keeps the key only when the file was signed with it.)

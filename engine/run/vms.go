@@ -133,7 +133,7 @@ func (v *vmSet) State() ([]byte, error) { return json.Marshal(v.s.State()) }
 
 func (v *vmSet) Shutdown(ctx context.Context) error { return v.s.Shutdown(ctx) }
 
-// StopVMs stops the VMs a state.json records (for Down).
+// StopVMs stops the VMs a state.json records (for engine/down: Options.StopVMs).
 func StopVMs(ctx context.Context, state []byte) error {
 	var st vm.State
 	if err := json.Unmarshal(state, &st); err != nil {

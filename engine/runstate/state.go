@@ -40,7 +40,7 @@ type State struct {
 	TornDown *time.Time      `json:"torn_down,omitempty"`
 	// MAC vouches that this user's rlab wrote the whole file as it is
 	// (paths.go stateMAC): down acts on a state.json only then, or
-	// when the user says it trusts it (DownOptions.TrustState).
+	// when the user says it trusts it (engine/down Options.TrustState).
 	MAC string `json:"state_mac,omitempty"`
 }
 
