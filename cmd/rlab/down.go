@@ -8,10 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlab-dev/rlab/agent/dist"
+	"github.com/rlab-dev/rlab/engine/down"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/rundir"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -56,7 +58,7 @@ file (--known-hosts, -i), and the packages it lists are never removed.`,
 					dir = d
 				}
 			}
-			before, _ := readState(dir) // for the listing; Down reports its own read error
+			before, _ := readState(dir) // for the listing; down.Run reports its own read error
 			var running map[string]bool
 			if before != nil {
 				running = runengine.RunningVMs(before.VMs)
@@ -67,7 +69,7 @@ file (--known-hosts, -i), and the packages it lists are never removed.`,
 				Identities: identities,
 			}
 			defer conn.Close()
-			res, err := runengine.Down(cmd.Context(), dir, runengine.DownOptions{Connector: conn, StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned, TrustState: trustState, KnownHosts: knownHosts, Identities: identities})
+			res, err := down.Run(cmd.Context(), dir, down.Options{Connector: runengine.DownConnector(conn), StopVMs: runengine.StopVMs, RemoveProvisioned: removeProvisioned, TrustState: trustState, KnownHosts: knownHosts, Identities: identities})
 			for _, l := range downListing(before, res, err == nil, removeProvisioned, running) {
 				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
@@ -86,25 +88,25 @@ file (--known-hosts, -i), and the packages it lists are never removed.`,
 	return cmd
 }
 
-func readState(dir string) (*runengine.State, error) {
-	b, err := rundir.ReadFile(dir, runengine.StateFile)
+func readState(dir string) (*runstate.State, error) {
+	b, err := rundir.ReadFile(dir, runstate.File)
 	if err != nil {
 		return nil, err
 	}
 	// A received state.json is decoded only within bounds.
-	st, err := runengine.DecodeState(b)
+	st, err := runstate.Decode(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", runengine.StateFile, err)
+		return nil, fmt.Errorf("%s: %w", runstate.File, err)
 	}
 	return st, nil
 }
 
 // downListing says what rlab down did, from state.json as it was before
-// and Down's result: each thing undone, the VMs stopped, what was left in
+// and down.Run's result: each thing undone, the VMs stopped, what was left in
 // place and why, what was already undone, or that nothing was left.
 // running says which VMs were still up before down (a VM not in it, or
 // false, was already gone: down did not stop it); nil = not known.
-func downListing(before *runengine.State, res *runengine.DownResult, ok, removeProvisioned bool, running map[string]bool) []string {
+func downListing(before *runstate.State, res *down.Result, ok, removeProvisioned bool, running map[string]bool) []string {
 	var out []string
 	if res != nil {
 		for _, u := range res.Undone {

@@ -10,15 +10,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rlab-dev/rlab/engine/down"
 	runengine "github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
 // TestDownListing: rlab down says what it undid, what it left and why,
 // what was already undone, or that nothing was left.
 func TestDownListing(t *testing.T) {
-	st := &runengine.State{
-		Hosts: []runengine.StateHost{{Name: "server"}, {Name: "client"}, {Name: "vm1", VM: true}},
+	st := &runstate.State{
+		Hosts: []runstate.Host{{Name: "server"}, {Name: "client"}, {Name: "vm1", VM: true}},
 		Effects: []steps.Effect{
 			{Host: "server", Type: "rxe", ID: "rxe_eth1", Created: true},
 			{Host: "server", Type: "rxe", ID: "rxe0"},                                // found
@@ -30,24 +32,24 @@ func TestDownListing(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		before  *runengine.State
-		res     *runengine.DownResult
+		before  *runstate.State
+		res     *down.Result
 		ok      bool
 		running map[string]bool
 		want    []string
 	}{
-		{"undid, left, stopped", st, &runengine.DownResult{Undone: []string{"server: rxe rxe_eth1"}}, true, map[string]bool{"vm1": true}, []string{
+		{"undid, left, stopped", st, &down.Result{Undone: []string{"server: rxe rxe_eth1"}}, true, map[string]bool{"vm1": true}, []string{
 			"undone server: rxe rxe_eth1",
 			"left rxe rxe0 on host server: it was there before the run",
 			"left rxe rxe_eth1 on host client: kept (keep = true or --keep)",
 			"stopped VM vm1",
 			"2 thing(s) already undone (by the run itself or an earlier rlab down)"}},
-		{"VM gone before down", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, true, map[string]bool{}, []string{"VM vm1 already gone"}},
-		{"VM stop failed", &runengine.State{Hosts: st.Hosts, VMs: st.VMs}, &runengine.DownResult{}, false, nil, []string{"nothing was left to undo"}},
-		{"clean run", &runengine.State{Effects: []steps.Effect{{Type: "proc", Undone: true}}}, &runengine.DownResult{}, true, nil,
+		{"VM gone before down", &runstate.State{Hosts: st.Hosts, VMs: st.VMs}, &down.Result{}, true, map[string]bool{}, []string{"VM vm1 already gone"}},
+		{"VM stop failed", &runstate.State{Hosts: st.Hosts, VMs: st.VMs}, &down.Result{}, false, nil, []string{"nothing was left to undo"}},
+		{"clean run", &runstate.State{Effects: []steps.Effect{{Type: "proc", Undone: true}}}, &down.Result{}, true, nil,
 			[]string{"1 thing(s) already undone (by the run itself or an earlier rlab down)"}},
-		{"nothing", &runengine.State{}, &runengine.DownResult{}, true, nil, []string{"nothing was left to undo"}},
-		{"host text", nil, &runengine.DownResult{Undone: []string{"h: proc \x1b[2J"}}, true, nil, []string{`undone h: proc \x1b[2J`}},
+		{"nothing", &runstate.State{}, &down.Result{}, true, nil, []string{"nothing was left to undo"}},
+		{"host text", nil, &down.Result{Undone: []string{"h: proc \x1b[2J"}}, true, nil, []string{`undone h: proc \x1b[2J`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,8 +100,8 @@ func TestRunningVMsGone(t *testing.T) {
 	if d := cmp.Diff(map[string]bool{"vm1": false, "vm2": false}, got); d != "" {
 		t.Errorf("running (-want +got):\n%s", d)
 	}
-	st := &runengine.State{Hosts: []runengine.StateHost{{Name: "vm1", VM: true}}, VMs: state}
-	if d := cmp.Diff([]string{"VM vm1 already gone"}, downListing(st, &runengine.DownResult{}, true, false, got)); d != "" {
+	st := &runstate.State{Hosts: []runstate.Host{{Name: "vm1", VM: true}}, VMs: state}
+	if d := cmp.Diff([]string{"VM vm1 already gone"}, downListing(st, &down.Result{}, true, false, got)); d != "" {
 		t.Errorf("listing (-want +got):\n%s", d)
 	}
 }

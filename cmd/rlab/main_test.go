@@ -14,7 +14,7 @@ import (
 func TestMain(m *testing.M) {
 	builtin.Register()
 	kinds.Register(madeup.Kind{})
-	// The key that signs state.json's paths (engine/run statepaths.go) goes
+	// The key that signs state.json's paths (engine/runstate paths.go) goes
 	// to a config folder of the tests', not the user's.
 	cfg, err := os.MkdirTemp("", "rlab-config-")
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // parsed once, here, so the run connects through what the plan shows.
 // User "" is the host's own user (unless the user's ssh config says
 // otherwise); Port 0 is the default. A run's state.json records a host's
-// hops as they are (engine/run StateHost.Hops), so `rlab down` goes through
+// hops as they are (engine/runstate Host.Hops), so `rlab down` goes through
 // the same bastions without parsing the string again.
 type Hop struct {
 	User    string `json:"user,omitempty"`

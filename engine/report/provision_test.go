@@ -12,7 +12,7 @@ import (
 // provState is state.json as engine/run journals a --provision run: the
 // server lacked perftest, tcpdump and Ubuntu's rxe module and got all but the
 // module (the run was cut short after the install returned no module); the
-// client lacked nothing. Field names are engine/run's StateProvision.
+// client lacked nothing. Field names are engine/runstate's Provision.
 const provState = `{
   "version": 1, "lab": "quickstart", "run_id": "x",
   "hosts": [

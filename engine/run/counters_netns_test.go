@@ -60,7 +60,7 @@ workload "bulk" {
 	// An RDMA device on a kernel without RDMA: said absent, no sample.
 	c := sshConnector(t)
 	hp := planned(t, l, plan.Options{}).HostOf(l.HostByName("h0"))
-	h, err := c.Connect(context.Background(), Target{StateHost: stateHostOf(hp, 0), Plan: hp}, "counters-netns")
+	h, err := c.Connect(context.Background(), Target{Host: stateHostOf(hp, 0), Plan: hp}, "counters-netns")
 	if err != nil {
 		t.Fatal(err)
 	}

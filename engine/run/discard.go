@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/vm"
 )
 
@@ -72,7 +73,7 @@ func (r *runner) noteDiscarded() {
 	if len(r.discard) == 0 {
 		return
 	}
-	st := r.journal.snapshot()
+	st := r.journal.Snapshot()
 	for _, h := range r.hosts {
 		if !r.discard[h.Name] {
 			continue
@@ -95,7 +96,7 @@ func (r *runner) noteDiscarded() {
 
 // leftInside lists what the run made on host that is still in force:
 // "rxe rxe_eth1, netem on eth1, 2 processes".
-func leftInside(st State, host string) string {
+func leftInside(st runstate.State, host string) string {
 	var out []string
 	procs := 0
 	for _, e := range st.Effects {

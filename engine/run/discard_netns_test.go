@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/runstate"
 )
 
 // TestTeardownDiscardsVMNetns: the same teardown over real OpenSSH and the
@@ -43,7 +44,7 @@ workload "on_ssh" {
   command = ["sh", "-c", "echo from ssh; echo left > left.txt"]
 }
 `, h1.Addr, bed.User, bed.KeyFile, bed.KnownHosts))
-	vms := &fakeVMs{accel: "kvm", endpoint: map[string]StateHost{
+	vms := &fakeVMs{accel: "kvm", endpoint: map[string]runstate.Host{
 		"h0": {Address: h0.Addr, Port: 22, User: bed.User, IdentityFile: bed.KeyFile, KnownHosts: bed.KnownHosts},
 	}}
 	start := time.Now()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -24,7 +25,7 @@ type fakeVMs struct {
 	shutdownErr error
 	// endpoint, when set, is where a VM host is reached (a netns host);
 	// else 127.0.0.1:2222, which the pipe bed ignores.
-	endpoint  map[string]StateHost
+	endpoint  map[string]runstate.Host
 	booted    []string
 	shutdowns atomic.Int32
 }
@@ -38,14 +39,14 @@ func (f *fakeVMs) Boot(_ context.Context, hosts []*lab.Host, _ string) (VMSet, e
 
 type fakeVMSet struct{ f *fakeVMs }
 
-func (s *fakeVMSet) Endpoint(host string) (StateHost, bool) {
+func (s *fakeVMSet) Endpoint(host string) (runstate.Host, bool) {
 	if !slices.Contains(s.f.booted, host) {
-		return StateHost{}, false
+		return runstate.Host{}, false
 	}
 	if ep, ok := s.f.endpoint[host]; ok {
 		return ep, true
 	}
-	return StateHost{Address: "127.0.0.1", Port: 2222, User: "root"}, true
+	return runstate.Host{Address: "127.0.0.1", Port: 2222, User: "root"}, true
 }
 func (s *fakeVMSet) State() ([]byte, error) { return []byte(`{"vms":[]}`), nil }
 func (s *fakeVMSet) Shutdown(context.Context) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -38,8 +39,8 @@ func TestDownFromState(t *testing.T) {
 	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
 
 	dir := t.TempDir()
-	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
-		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
+	st := runstate.State{Lab: "t", RunID: "t-1", Started: time.Now(),
+		Hosts: []runstate.Host{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
 		Effects: []steps.Effect{
 			{Host: "a", Type: "proc", ID: "wl.x.server.r0", Argv: []string{"sleep", "300"}, PID: sleeper.Process.Pid},
 			{Host: "a", Type: "proc", ID: "wl.y.server.r0", Argv: []string{"ib_write_bw", "-d", "rxe0"}, PID: bystander.Process.Pid},
@@ -48,7 +49,7 @@ func TestDownFromState(t *testing.T) {
 			{Host: "a", Type: "proc", ID: "done", Argv: []string{"true"}, Undone: true},
 		},
 	}
-	if _, err := newJournal(dir, st); err != nil {
+	if _, err := runstate.Create(dir, st); err != nil {
 		t.Fatal(err)
 	}
 	bed := newPipeBed(t)
@@ -214,15 +215,15 @@ func TestDownSparesReusedPID(t *testing.T) {
 	otherBootID.BootID = "00000000-0000-0000-0000-000000000000"
 
 	dir := t.TempDir()
-	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
-		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
+	st := runstate.State{Lab: "t", RunID: "t-1", Started: time.Now(),
+		Hosts: []runstate.Host{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
 		Effects: []steps.Effect{
 			{Host: "a", Type: "proc", ID: "wl.reused", Argv: []string{"sleep", "300"}, PID: reused.Process.Pid, ProcIdentity: reusedID},
 			{Host: "a", Type: "proc", ID: "wl.ours", Argv: []string{"sleep", "300"}, PID: ours.Process.Pid, ProcIdentity: oursID},
 			{Host: "a", Type: "proc", ID: "wl.otherboot", Argv: []string{"sleep", "300"}, PID: otherBoot.Process.Pid, ProcIdentity: otherBootID},
 		},
 	}
-	if _, err := newJournal(dir, st); err != nil {
+	if _, err := runstate.Create(dir, st); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Down(context.Background(), dir, DownOptions{Connector: newPipeBed(t)})

@@ -12,6 +12,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/runstate"
 )
 
 // fabricKernel stands in for the hosts' RDMA devices: siw and rxe links it
@@ -144,11 +145,11 @@ workload "x" {
 
 	// A run whose teardown never happened: rlab down deletes the siw
 	// device it created, and leaves the found one.
-	j, err := openJournal(out)
+	j, err := runstate.Open(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.update(func(s *State) {
+	if err := j.Update(func(s *runstate.State) {
 		s.TornDown = nil
 		for i := range s.Effects {
 			s.Effects[i].Undone = false

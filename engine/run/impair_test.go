@@ -19,6 +19,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -78,11 +79,11 @@ func (f *fakeNetem) call(host string, req *rpc.Request) (bool, error) {
 }
 
 func (f *fakeNetem) journaled(host, id string) bool {
-	b, err := os.ReadFile(filepath.Join(f.dir, StateFile))
+	b, err := os.ReadFile(filepath.Join(f.dir, runstate.File))
 	if err != nil {
 		return false
 	}
-	var st State
+	var st runstate.State
 	if json.Unmarshal(b, &st) != nil {
 		return false
 	}
@@ -245,14 +246,14 @@ impair "wan" {
 // listed as already gone.
 func TestDownRemovesImpair(t *testing.T) {
 	dir := t.TempDir()
-	st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
-		Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
+	st := runstate.State{Lab: "t", RunID: "t-1", Started: time.Now(),
+		Hosts: []runstate.Host{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}},
 		Effects: []steps.Effect{
 			{Host: "a", Type: "impair", ID: `loss["1"]`, Netdev: "eth1", Pending: true, Detail: "netem loss 1%"},
 			{Host: "a", Type: "impair", ID: "gone", Netdev: "eth2", Detail: "netem loss 5%"},
 		},
 	}
-	if _, err := newJournal(dir, st); err != nil {
+	if _, err := runstate.Create(dir, st); err != nil {
 		t.Fatal(err)
 	}
 	bed := newPipeBed(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlab-dev/rlab/agent/dist"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/testbed"
 )
 
@@ -65,7 +66,7 @@ workload "out" {
 				t.Fatalf("--keep left no work dir to remove: %+v", h)
 			}
 			if tt.older {
-				resignState(t, res.Dir, func(s *State) { s.Hosts[0].Hops, s.Hosts[0].Jump = nil, jump })
+				resignState(t, res.Dir, func(s *runstate.State) { s.Hosts[0].Hops, s.Hosts[0].Jump = nil, jump })
 			}
 			b1, b2 := bed.Logins(t, bed.Bastion), bed.Logins(t, bed.Bastion2)
 			down, err := Down(context.Background(), res.Dir, DownOptions{Connector: sshConnector(t)})
@@ -88,19 +89,15 @@ workload "out" {
 
 // resignState edits a run's state.json and signs it again with this
 // user's key, as the rlab that wrote it would have.
-func resignState(t *testing.T, dir string, f func(*State)) {
+func resignState(t *testing.T, dir string, f func(*runstate.State)) {
 	t.Helper()
-	key := readStateKey(false)
-	if key == nil {
+	if runstate.ReadKey() == nil {
 		t.Fatal("no state key")
 	}
-	editState(t, dir, func(s *State) {
-		f(s)
-		signPaths(key, s)
-		mac, err := stateMAC(key, *s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.MAC = mac
-	})
+	var st runstate.State
+	editState(t, dir, func(s *runstate.State) { f(s); st = *s })
+	// Create signs it as a run's journal does (paths, then the whole file).
+	if _, err := runstate.Create(dir, st); err != nil {
+		t.Fatal(err)
+	}
 }

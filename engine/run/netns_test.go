@@ -18,6 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/testbed"
 	"github.com/rlab-dev/rlab/kinds"
@@ -294,11 +295,11 @@ func killAgentWhenRunning(t *testing.T, dir, host, marker string) {
 	if !waitRunning(marker, 30*time.Second) {
 		return
 	}
-	j, err := openJournal(dir)
+	j, err := runstate.Open(dir)
 	if err != nil {
 		return
 	}
-	for _, h := range j.snapshot().Hosts {
+	for _, h := range j.Snapshot().Hosts {
 		if h.Name == host && h.AgentPID > 0 {
 			syscall.Kill(h.AgentPID, syscall.SIGKILL)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -83,7 +84,7 @@ func (r *runner) bootVMs(ctx context.Context) error {
 	if set != nil {
 		r.vms = set
 		if b, serr := set.State(); serr == nil {
-			r.journal.update(func(st *State) { st.VMs = b })
+			r.journal.Update(func(st *runstate.State) { st.VMs = b })
 		}
 	}
 	if err != nil {
@@ -96,7 +97,7 @@ func (r *runner) bootVMs(ctx context.Context) error {
 		}
 	}
 	r.noteEmulated(set) // discard.go
-	return r.journal.update(func(st *State) {
+	return r.journal.Update(func(st *runstate.State) {
 		for i := range st.Hosts {
 			if ep, ok := set.Endpoint(st.Hosts[i].Name); ok {
 				ep.Name, ep.Slug, ep.VM = st.Hosts[i].Name, st.Hosts[i].Slug, true
@@ -143,8 +144,8 @@ func (c *conn) Pull(ctx context.Context, files []proto.FileInfo, dst string) err
 // class does not stop the other pairs.
 func (r *runner) connectAll(ctx context.Context) error {
 	targets := map[string]Target{}
-	for _, sh := range r.journal.snapshot().Hosts {
-		targets[sh.Name] = Target{StateHost: sh}
+	for _, sh := range r.journal.Snapshot().Hosts {
+		targets[sh.Name] = Target{Host: sh}
 	}
 	var failed atomic.Int32
 	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
@@ -250,7 +251,7 @@ func (r *runner) connect(ctx context.Context, h *plan.HostPlan, t Target) error 
 			start = &id
 		}
 	}
-	return r.journal.noteHost(func(st *State) {
+	return r.journal.NoteHost(func(st *runstate.State) {
 		for i := range st.Hosts {
 			if st.Hosts[i].Name == h.Name {
 				st.Hosts[i].Connected, st.Hosts[i].WorkDir, st.Hosts[i].AgentPID = true, f.WorkDir, pid
@@ -556,7 +557,7 @@ func (r *runner) teardown(ctx context.Context) {
 		}
 	}
 	now := r.opts.Now().UTC()
-	r.journal.update(func(st *State) {
+	r.journal.Update(func(st *runstate.State) {
 		for i := range st.Effects {
 			e := &st.Effects[i]
 			if r.discard[e.Host] {

@@ -15,23 +15,8 @@ import (
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/provision"
+	"github.com/rlab-dev/rlab/engine/runstate"
 )
-
-// StateProvision is what a run's provisioning did on one host, journaled
-// before the install (Packages) and after it (Installed), so `rlab down
-// --remove-provisioned` can remove exactly what this run installed.
-type StateProvision struct {
-	Family   string   `json:"family"`
-	Packages []string `json:"packages"` // planned: what the host lacked
-	// For names, per package, the programs (or module) it was planned for;
-	// Present what the lab needs that the host already had (programs, and
-	// rdma_rxe). The report shows them (engine/report/provision.go).
-	For       map[string][]string `json:"for,omitempty"`
-	Present   []string            `json:"present,omitempty"`
-	Installed []string            `json:"installed,omitempty"` // installed by this run (confirmed by the package database)
-	Done      bool                `json:"done,omitempty"`      // the install call returned
-	Removed   bool                `json:"removed,omitempty"`   // rlab down --remove-provisioned removed them
-}
 
 // provisionHosts installs, on each host the plan provisions (--provision
 // or the lab's provision = true, never in a student check), what the lab needs and the host lacks; a
@@ -56,8 +41,8 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 		p := provision.PlanHost(h.Need, f) // what the plan says the host needs
 		if p.Nothing() {
 			// Journaled too, so the report can say the host lacked nothing.
-			r.noteProvision(h.Name, func(sp *StateProvision) {
-				*sp = StateProvision{Family: string(p.Family), Packages: []string{}, Present: p.Present, Done: true}
+			r.noteProvision(h.Name, func(sp *runstate.Provision) {
+				*sp = runstate.Provision{Family: string(p.Family), Packages: []string{}, Present: p.Present, Done: true}
 			})
 			r.emit(Event{Type: "step.end", Step: "provision", Host: h.Name, Status: "ok", Message: "nothing to install"})
 			return nil
@@ -67,8 +52,8 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 		if p.Err == nil {
 			// Journaled before the install: a run killed half-way still
 			// tells rlab down what it may have installed.
-			r.noteProvision(h.Name, func(sp *StateProvision) {
-				*sp = StateProvision{Family: string(p.Family), Packages: p.Packages, For: p.For, Present: p.Present}
+			r.noteProvision(h.Name, func(sp *runstate.Provision) {
+				*sp = runstate.Provision{Family: string(p.Family), Packages: p.Packages, For: p.For, Present: p.Present}
 			})
 		}
 		res := provision.Apply(ctx, cw, p, r.opts.ProvisionOptions)
@@ -79,7 +64,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 			}
 		}
 		if p.Err == nil {
-			r.noteProvision(h.Name, func(sp *StateProvision) { sp.Installed, sp.Done = res.Installed, true })
+			r.noteProvision(h.Name, func(sp *runstate.Provision) { sp.Installed, sp.Done = res.Installed, true })
 		}
 		ev := Event{Type: "step.end", Step: "provision", Host: h.Name, Status: "ok", Seconds: time.Since(start).Seconds(),
 			Message: "installed " + strings.Join(res.Installed, " ")}
@@ -132,12 +117,12 @@ func isPMInterrupt(err error) bool {
 }
 
 // noteProvision changes a host's provisioning record in state.json.
-func (r *runner) noteProvision(host string, f func(*StateProvision)) {
-	err := r.journal.noteHost(func(st *State) {
+func (r *runner) noteProvision(host string, f func(*runstate.Provision)) {
+	err := r.journal.NoteHost(func(st *runstate.State) {
 		for i := range st.Hosts {
 			if st.Hosts[i].Name == host {
 				if st.Hosts[i].Provision == nil {
-					st.Hosts[i].Provision = &StateProvision{}
+					st.Hosts[i].Provision = &runstate.Provision{}
 				}
 				f(st.Hosts[i].Provision)
 			}
@@ -146,34 +131,4 @@ func (r *runner) noteProvision(host string, f func(*StateProvision)) {
 	if err != nil {
 		r.addErr(&infraError{fmt.Errorf("journal provisioning of host %q: %w", host, err)})
 	}
-}
-
-// toRemove is what `rlab down --remove-provisioned` removes on h: what
-// this run installed there and has not removed yet.
-func toRemove(h StateHost) *StateProvision {
-	if p := h.Provision; p != nil && !p.Removed && len(p.Installed) > 0 {
-		return p
-	}
-	return nil
-}
-
-// removeProvisioned removes, through the host's agent, the packages this
-// run installed on h, and journals it.
-func removeProvisioned(ctx context.Context, j *journal, c Host, h StateHost) (string, error) {
-	p := toRemove(h)
-	if p == nil {
-		return "", nil
-	}
-	r := provision.Remove(ctx, c, h.Name, provision.Family(p.Family), p.Installed, provision.Options{})
-	if r.Err != nil {
-		return "", fmt.Errorf("down: %w", r.Err)
-	}
-	err := j.noteHost(func(st *State) {
-		for i := range st.Hosts {
-			if st.Hosts[i].Name == h.Name && st.Hosts[i].Provision != nil {
-				st.Hosts[i].Provision.Removed = true
-			}
-		}
-	})
-	return fmt.Sprintf("%s: packages %s removed", h.Name, strings.Join(p.Installed, " ")), err
 }

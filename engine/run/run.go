@@ -1,11 +1,13 @@
-// Package run is the engine behind `rlab run` and `rlab down`: it executes
+// Package run is the engine behind `rlab run`: it executes
 // engine/plan's plan of a lab (Options.Plan: it plans nothing itself): it
 // boots the local VMs, connects to the agent of every host
 // the plan gives one (Plan.Agents), checks them, creates rxe devices,
 // starts captures, runs the workloads along the plan's DAG, pulls
 // artifacts, evaluates `expect` blocks, writes the run directory and tears
-// down what it created. It selects, orders and groups nothing itself:
-// --only is the plan's (Plan.Selected), the phases and their order are
+// down what it created, journaling each side effect first in state.json
+// (engine/runstate owns its format and signing; engine/down, `rlab down`,
+// reads it back, connecting through DownConnector). It selects, orders
+// and groups nothing itself: --only is the plan's (Plan.Selected), the phases and their order are
 // the plan's (plan.Phases), which workload waits for which and what each
 // capture and impairment covers are the plan's (Plan.Workloads, Captures,
 // Impairs), and so are a class lab's students (Plan.Students); schedule.go
@@ -49,6 +51,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/runevent"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/steps"
@@ -76,7 +79,7 @@ type Host interface {
 
 // Target is how to reach one host: from the lab, or from state.json.
 type Target struct {
-	StateHost
+	runstate.Host
 	// Plan is how the run's plan resolved the host (address, user, port,
 	// jump, as structure): a run connects through it; nil for a host read
 	// back from state.json (rlab down).
@@ -115,7 +118,7 @@ type vmFitter interface {
 // their shutdown.
 type VMSet interface {
 	// Endpoint returns how to reach the VM of the named host.
-	Endpoint(host string) (StateHost, bool)
+	Endpoint(host string) (runstate.Host, bool)
 	State() ([]byte, error)
 	Shutdown(ctx context.Context) error
 }
@@ -206,7 +209,7 @@ type runner struct {
 	dir     string
 	runID   string
 	log     *slog.Logger
-	journal *journal
+	journal *runstate.Journal
 	ev      *events
 	env     *steps.Env
 
@@ -325,14 +328,14 @@ func (r *runner) prepare() error {
 	if err := writeJSON(filepath.Join(r.dir, "plan.json"), r.plan); err != nil {
 		return err
 	}
-	st := State{Lab: r.lab.Name, RunID: r.runID, Started: now}
+	st := runstate.State{Lab: r.lab.Name, RunID: r.runID, Started: now}
 	for _, h := range r.hosts {
 		st.Hosts = append(st.Hosts, stateHostOf(h, 0))
 	}
-	if r.journal, err = newJournal(r.dir, st); err != nil {
+	if r.journal, err = runstate.Create(r.dir, st); err != nil {
 		return err
 	}
-	r.journal.redact = newRedactor(r.lab.Sensitive)
+	r.journal.SetRedactor(newRedactor(r.lab.Sensitive))
 	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create event log: %w", err)
@@ -457,9 +460,9 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 // its own user, key and jump), a jump string as its hops (Hops), so down
 // reaches it as the run did and parses nothing. The address, user and
 // files are the lab host's own (the plan's copies are redacted for show).
-func stateHostOf(hp *plan.HostPlan, depth int) StateHost {
+func stateHostOf(hp *plan.HostPlan, depth int) runstate.Host {
 	h := hp.Ref
-	st := StateHost{
+	st := runstate.Host{
 		Name: h.Name, Slug: h.Slug, Address: h.Address, Port: h.Port, User: h.User,
 		IdentityFile: h.IdentityFile, KnownHosts: h.KnownHosts, Become: h.Become, VM: h.VM != nil,
 		Hops: hp.Hops,
@@ -581,7 +584,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 		}
 	}
 	fin := r.opts.Now().UTC()
-	if err := r.journal.update(func(st *State) { st.Finished = &fin }); err != nil {
+	if err := r.journal.Update(func(st *runstate.State) { st.Finished = &fin }); err != nil {
 		unwritten = append(unwritten, err)
 	}
 	r.emit(Event{Type: "run.end", Status: statusText(res.Code), Seconds: fin.Sub(r.started).Seconds()})

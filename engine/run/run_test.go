@@ -21,6 +21,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/results/schematest"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -179,13 +180,13 @@ workload "bulk" {
 	}
 }
 
-func readState(t *testing.T, dir string) State {
+func readState(t *testing.T, dir string) runstate.State {
 	t.Helper()
-	j, err := openJournal(dir)
+	j, err := runstate.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return j.snapshot()
+	return j.Snapshot()
 }
 
 func readEvents(t testing.TB, dir string) []Event {
@@ -559,7 +560,7 @@ workload "use" {
 	if res.Code != ExitFailed {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}
-	for _, f := range []string{EventsFile, StateFile, "results.json", "summary.md", "junit.xml", "plan.json"} {
+	for _, f := range []string{EventsFile, runstate.File, "results.json", "summary.md", "junit.xml", "plan.json"} {
 		b, err := os.ReadFile(filepath.Join(res.Dir, f))
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -133,15 +134,15 @@ func planTarget(hp *plan.HostPlan, identities []string, depth int) sshx.Target {
 
 // stateTarget is how a host read back from a run's state.json (or a VM
 // host, whose endpoint the VM engine gave) is reached.
-func stateTarget(h StateHost, identities []string) (sshx.Target, error) {
+func stateTarget(h runstate.Host, identities []string) (sshx.Target, error) {
 	return stateTargetDepth(h, identities, 0)
 }
 
 // maxJumpDepth bounds a chain of lab hosts as bastions (the lab loader
 // refuses a cycle; this bounds what a state.json from elsewhere holds).
-const maxJumpDepth = 8
+const maxJumpDepth = runstate.MaxJumpDepth
 
-func stateTargetDepth(h StateHost, identities []string, depth int) (sshx.Target, error) {
+func stateTargetDepth(h runstate.Host, identities []string, depth int) (sshx.Target, error) {
 	t := sshx.Target{Name: h.Name, Address: h.Address, Port: h.Port, User: h.User}
 	t.IdentityFiles = identityFiles(h.IdentityFile, identities)
 	if h.VM {
@@ -207,7 +208,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	default:
 		// A local VM (its endpoint is what the VM engine gave), or a
 		// host read back from state.json.
-		if st, err = stateTarget(t.StateHost, s.Identities); err != nil {
+		if st, err = stateTarget(t.Host, s.Identities); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -56,7 +57,7 @@ func TestHostTarget(t *testing.T) {
 			if strings.Contains(string(b), `"jump"`) {
 				t.Errorf("state.json flattens the jump to a string down must parse: %s", b)
 			}
-			var sh StateHost
+			var sh runstate.Host
 			if err := json.Unmarshal(b, &sh); err != nil {
 				t.Fatal(err)
 			}
@@ -71,16 +72,16 @@ func TestHostTarget(t *testing.T) {
 	}
 	state := []struct {
 		name string
-		h    StateHost
+		h    runstate.Host
 		want sshx.Target
 	}{
-		{"VM: direct whatever the ssh config says", StateHost{Name: "v", Address: "127.0.0.1", Port: 10022, User: "root", IdentityFile: "/vm/id", VM: true, Jump: "ignored"},
+		{"VM: direct whatever the ssh config says", runstate.Host{Name: "v", Address: "127.0.0.1", Port: 10022, User: "root", IdentityFile: "/vm/id", VM: true, Jump: "ignored"},
 			sshx.Target{Name: "v", Address: "127.0.0.1", Port: 10022, User: "root", IdentityFiles: []string{"/vm/id"}, NoJump: true}},
-		{"hops recorded", StateHost{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Hops: []plan.Hop{{User: "ops", Address: "10.0.0.1", Port: 2222}}},
+		{"hops recorded", runstate.Host{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Hops: []plan.Hop{{User: "ops", Address: "10.0.0.1", Port: 2222}}},
 			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: ids,
 				Jump: &sshx.Target{Name: "bastion 10.0.0.1", Address: "10.0.0.1", Port: 2222, User: "ops", IdentityFiles: ids, NoJump: true}}},
 		// A state.json from before hops were recorded has the jump string.
-		{"older state: jump string", StateHost{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Jump: "ops@10.0.0.1:2222,10.0.0.2"},
+		{"older state: jump string", runstate.Host{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", Jump: "ops@10.0.0.1:2222,10.0.0.2"},
 			sshx.Target{Name: "a", Address: "192.0.2.1", Port: 22, User: "root", IdentityFiles: ids,
 				Jump: &sshx.Target{Name: "bastion 10.0.0.2", Address: "10.0.0.2", User: "root", IdentityFiles: ids,
 					Jump: &sshx.Target{Name: "bastion 10.0.0.1", Address: "10.0.0.1", Port: 2222, User: "ops", IdentityFiles: ids, NoJump: true}}}},

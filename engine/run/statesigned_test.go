@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -24,39 +25,39 @@ import (
 func TestDownStateSignedWhole(t *testing.T) {
 	tests := []struct {
 		name      string
-		edit      func(*State) // nil: the run's own file
-		otherUser bool         // signed by another user's key
-		trust     bool         // rlab down --trust-state
+		edit      func(*runstate.State) // nil: the run's own file
+		otherUser bool                  // signed by another user's key
+		trust     bool                  // rlab down --trust-state
 		refused   bool
 		become    bool // the Target down connects with
 	}{
 		{name: "own run", become: false},
 		{name: "own run with become", edit: nil, become: true},
-		{name: "become set afterwards", edit: func(s *State) { s.Hosts[0].Become = true }, refused: true},
-		{name: "an effect added", edit: func(s *State) {
+		{name: "become set afterwards", edit: func(s *runstate.State) { s.Hosts[0].Become = true }, refused: true},
+		{name: "an effect added", edit: func(s *runstate.State) {
 			s.Effects = append(s.Effects, steps.Effect{Host: "a", Type: "proc", ID: "wl.y", Argv: []string{"sshd"}, PID: 1})
 		}, refused: true},
-		{name: "an effect's pid changed", edit: func(s *State) { s.Effects[0].PID = 1 }, refused: true},
-		{name: "a kept device made pending", edit: func(s *State) { s.Effects[1].Keep = false }, refused: true},
-		{name: "the agent's pid changed", edit: func(s *State) { s.Hosts[0].AgentPID = 1 }, refused: true},
-		{name: "the run ID changed", edit: func(s *State) { s.RunID = "t-2" }, refused: true},
-		{name: "the work dir changed", edit: func(s *State) { s.Hosts[0].WorkDir = "/etc" }, refused: true},
-		{name: "the signature removed", edit: func(s *State) { s.MAC = "" }, refused: true},
+		{name: "an effect's pid changed", edit: func(s *runstate.State) { s.Effects[0].PID = 1 }, refused: true},
+		{name: "a kept device made pending", edit: func(s *runstate.State) { s.Effects[1].Keep = false }, refused: true},
+		{name: "the agent's pid changed", edit: func(s *runstate.State) { s.Hosts[0].AgentPID = 1 }, refused: true},
+		{name: "the run ID changed", edit: func(s *runstate.State) { s.RunID = "t-2" }, refused: true},
+		{name: "the work dir changed", edit: func(s *runstate.State) { s.Hosts[0].WorkDir = "/etc" }, refused: true},
+		{name: "the signature removed", edit: func(s *runstate.State) { s.MAC = "" }, refused: true},
 		{name: "signed by another user's rlab", otherUser: true, refused: true},
-		{name: "become set afterwards, the user trusts it", edit: func(s *State) { s.Hosts[0].Become = true }, trust: true, become: true},
+		{name: "become set afterwards, the user trusts it", edit: func(s *runstate.State) { s.Hosts[0].Become = true }, trust: true, become: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 			dir := t.TempDir()
-			h := StateHost{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true, AgentPID: 1 << 22,
+			h := runstate.Host{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true, AgentPID: 1 << 22,
 				WorkDir: "/tmp/rlab/t-1/a", Become: tt.become && tt.edit == nil}
-			st := State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []StateHost{h},
+			st := runstate.State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []runstate.Host{h},
 				Effects: []steps.Effect{
 					{Host: "a", Type: "proc", ID: "wl.x", Argv: []string{"sleep", "300"}, PID: 1 << 22},
 					{Host: "a", Type: "rxe", ID: "rxe0", Created: true, Keep: true},
 				}}
-			if _, err := newJournal(dir, st); err != nil {
+			if _, err := runstate.Create(dir, st); err != nil {
 				t.Fatal(err)
 			}
 			if tt.otherUser {
@@ -73,7 +74,7 @@ func TestDownStateSignedWhole(t *testing.T) {
 				mu.Unlock()
 				return nil, errors.New("test: not connecting")
 			})
-			before, err := os.ReadFile(filepath.Join(dir, StateFile))
+			before, err := os.ReadFile(filepath.Join(dir, runstate.File))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +86,7 @@ func TestDownStateSignedWhole(t *testing.T) {
 				if !errors.Is(err, ErrStateUnsigned) || !strings.Contains(err.Error(), "rlab down --trust-state "+dir) {
 					t.Errorf("down's error does not refuse the state.json naming the fix: %v", err)
 				}
-				if after, _ := os.ReadFile(filepath.Join(dir, StateFile)); string(after) != string(before) {
+				if after, _ := os.ReadFile(filepath.Join(dir, runstate.File)); string(after) != string(before) {
 					t.Error("down rewrote a state.json it refused")
 				}
 				return
@@ -104,14 +105,14 @@ func TestDownKeepsStateSigned(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	for _, own := range []bool{true, false} {
 		dir := t.TempDir()
-		st := State{Lab: "t", RunID: "t-1", Started: time.Now(),
-			Hosts:   []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22}},
+		st := runstate.State{Lab: "t", RunID: "t-1", Started: time.Now(),
+			Hosts:   []runstate.Host{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22}},
 			Effects: []steps.Effect{{Host: "vm", Type: "proc", ID: "wl.x"}}}
-		if _, err := newJournal(dir, st); err != nil {
+		if _, err := runstate.Create(dir, st); err != nil {
 			t.Fatal(err)
 		}
 		if !own {
-			editState(t, dir, func(s *State) { s.Lab = "received" })
+			editState(t, dir, func(s *runstate.State) { s.Lab = "received" })
 		}
 		if _, err := Down(context.Background(), dir, DownOptions{TrustState: !own}); err != nil {
 			t.Fatalf("down (own %v): %v", own, err)
@@ -120,7 +121,11 @@ func TestDownKeepsStateSigned(t *testing.T) {
 		if after.TornDown == nil {
 			t.Fatalf("down (own %v) did not journal torn_down", own)
 		}
-		if got := stateSigned(readStateKey(false), after); got != own {
+		j, err := runstate.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := j.Signed(); got != own {
 			t.Errorf("state.json after down of an own run %v: signed %v", own, got)
 		}
 	}
@@ -149,7 +154,7 @@ func TestDownReadsOlderStateJump(t *testing.T) {
 		t.Fatal("the fixture is not an older state.json (a jump string, no hops)")
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, StateFile), b, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runstate.File), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var asked []Target
@@ -161,7 +166,7 @@ func TestDownReadsOlderStateJump(t *testing.T) {
 	if len(asked) != 1 || err == nil || !strings.Contains(err.Error(), "test: not connecting") {
 		t.Fatalf("down of an older signed state.json: connect asked %d times: %v", len(asked), err)
 	}
-	got, err := stateTarget(asked[0].StateHost, []string{"/ids/run"})
+	got, err := stateTarget(asked[0].Host, []string{"/ids/run"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/image"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/vm"
 )
 
@@ -109,19 +110,19 @@ func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (
 
 type vmSet struct{ s *vm.Set }
 
-func (v *vmSet) Endpoint(host string) (StateHost, bool) {
+func (v *vmSet) Endpoint(host string) (runstate.Host, bool) {
 	for _, m := range v.s.VMs {
 		if m.Name != host {
 			continue
 		}
 		h, p, err := net.SplitHostPort(m.Addr)
 		if err != nil {
-			return StateHost{}, false
+			return runstate.Host{}, false
 		}
 		port, _ := strconv.Atoi(p)
-		return StateHost{Address: h, Port: port, User: m.User, IdentityFile: m.IdentityFile, KnownHosts: m.KnownHosts}, true
+		return runstate.Host{Address: h, Port: port, User: m.User, IdentityFile: m.IdentityFile, KnownHosts: m.KnownHosts}, true
 	}
-	return StateHost{}, false
+	return runstate.Host{}, false
 }
 
 // Accel is the accelerator the VMs were booted with and what the output
@@ -132,7 +133,7 @@ func (v *vmSet) State() ([]byte, error) { return json.Marshal(v.s.State()) }
 
 func (v *vmSet) Shutdown(ctx context.Context) error { return v.s.Shutdown(ctx) }
 
-// StopVMs stops the VMs a state.json records (for Down).
+// StopVMs stops the VMs a state.json records (for engine/down: Options.StopVMs).
 func StopVMs(ctx context.Context, state []byte) error {
 	var st vm.State
 	if err := json.Unmarshal(state, &st); err != nil {

@@ -2,7 +2,15 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"path"
+	"strings"
+
+	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/down"
+
+	"github.com/rlab-dev/rlab/engine/runstate"
 )
 
 // removeWorkDir removes a host's work dir for this run once everything in
@@ -42,7 +50,7 @@ func (r *runner) removeWorkDir(ctx context.Context, host string, fetchErr error)
 		return
 	}
 	r.log.Debug("removed the host's work dir", "host", host, "work_dir", wd)
-	r.journal.noteHost(func(st *State) {
+	r.journal.NoteHost(func(st *runstate.State) {
 		for i := range st.Hosts {
 			if st.Hosts[i].Name == host {
 				st.Hosts[i].WorkDirRemoved = true
@@ -51,25 +59,30 @@ func (r *runner) removeWorkDir(ctx context.Context, host string, fetchErr error)
 	})
 }
 
-// removeDirScript removes $1 (and $2, its folder, once empty) and prints
-// what it held ("FILES KIB"), or "gone" when there was no $1.
-const removeDirScript = `[ -e "$1" ] || [ -L "$1" ] || { echo gone; exit 0; }
-n=$(find "$1" -type f 2>/dev/null | wc -l); k=$(du -sk -- "$1" 2>/dev/null | cut -f1)
-rm -rf -- "$1" || exit 1
-rmdir -- "$2" 2>/dev/null
-echo "$n $k"`
-
-// runWorkDir is the run's work dir on a host as down may remove it: the
-// recorded one, when it is .../<run id>/<name> in the same runs folder as
-// the down agent's own (.../<run id>-down/<name>, the login user's), never
-// another path a state.json names. ok is false, with why, otherwise.
-func runWorkDir(recorded, downWD, runID string) (string, string) {
-	wd := recorded
-	switch {
-	case !path.IsAbs(wd) || path.Clean(wd) != wd || path.Base(path.Dir(wd)) != runID:
-		return "", "not a work dir of this run (.../" + runID + "/HOST)"
-	case downWD != "" && (path.Dir(path.Dir(wd)) != path.Dir(path.Dir(downWD)) || path.Base(wd) != path.Base(downWD)):
-		return "", "not in the login user's runs folder (" + path.Dir(path.Dir(downWD)) + ")"
+// runArgv runs argv on the host through its agent, as the login user, and
+// returns its stdout and exit code (engine/down has its own, for down's
+// commands).
+func runArgv(ctx context.Context, c Host, hd string, argv []string) (string, int, error) {
+	if _, err := rpc.Invoke(ctx, c, rpc.ProcStart, proto.ProcStartParams{Handle: hd, Argv: argv, TimeoutMs: 20000}); err != nil {
+		return "", 0, fmt.Errorf("run %s on host %q: %w", strings.Join(argv, " "), c.Name(), err)
 	}
-	return wd, ""
+	r, err := rpc.Invoke(ctx, c, rpc.ProcWait, proto.ProcWaitParams{Handle: hd, TimeoutMs: 20000})
+	if err != nil {
+		return "", 0, fmt.Errorf("run %s on host %q: %w", strings.Join(argv, " "), c.Name(), err)
+	}
+	return r.Stdout, r.ExitCode, nil
+}
+
+// DownConnector is c as engine/down connects: a host as state.json
+// recorded it, with no plan (rlab down).
+func DownConnector(c Connector) down.Connector { return downConnector{c} }
+
+type downConnector struct{ c Connector }
+
+func (d downConnector) Connect(ctx context.Context, h runstate.Host, runID string) (down.Host, error) {
+	x, err := d.c.Connect(ctx, Target{Host: h}, runID)
+	if err != nil {
+		return nil, err
+	}
+	return x, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
 	"golang.org/x/crypto/ssh"
@@ -213,7 +214,7 @@ func TestHostKeyPolicy(t *testing.T) {
 func connectHost(t *testing.T, l *lab.Lab, o sshx.Options, vm bool) error {
 	t.Helper()
 	lh := l.Hosts[0]
-	tgt := run.Target{StateHost: run.StateHost{Name: lh.Name, Slug: lh.Slug, Address: lh.Address, Port: lh.Port,
+	tgt := run.Target{Host: runstate.Host{Name: lh.Name, Slug: lh.Slug, Address: lh.Address, Port: lh.Port,
 		User: lh.User, IdentityFile: lh.IdentityFile, KnownHosts: lh.KnownHosts, VM: vm}}
 	if !vm { // a VM host is reached at the endpoint the VM engine gave
 		hp, err := plan.HostOf(lh) // as a run's plan resolves it

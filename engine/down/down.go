@@ -1,4 +1,4 @@
-package run
+package down
 
 import (
 	"context"
@@ -10,15 +10,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// DownOptions configure Down.
-type DownOptions struct {
+// Options configure Run.
+type Options struct {
 	Connector Connector
 	// StopVMs stops the VMs recorded in state.json (vm.StopFromState);
 	// idempotent.
@@ -32,45 +34,45 @@ type DownOptions struct {
 	// KnownHosts and Identities are the files the user names (--known-hosts,
 	// -i): a known_hosts or identity_file a state.json not written by this
 	// user's rlab names outside the run directory is used only when it is
-	// one of them (statepaths.go); ~/.ssh/known_hosts when KnownHosts is empty.
+	// one of them (engine/runstate.CheckPaths); ~/.ssh/known_hosts when KnownHosts is empty.
 	KnownHosts []string
 	Identities []string
 	// TrustState acts on a state.json this user's rlab did not sign (a
 	// received run directory, one edited since, or one from an rlab before
 	// state.json was signed whole): the user vouches for its become flag,
 	// run ID and effects. Its paths and package list are still checked
-	// on their own (statepaths.go).
+	// on their own (engine/runstate.CheckPaths).
 	TrustState bool
 }
 
 // ErrStateUnsigned is a state.json down does not act on unless told to
-// (DownOptions.TrustState).
+// (Options.TrustState).
 var ErrStateUnsigned = errors.New("state.json was not written by your rlab (or was changed since)")
 
-// DownResult says what Down did.
-type DownResult struct {
+// Result says what Run did.
+type Result struct {
 	Undone []string // "host: kind id"
 	Left   []string // what down left in place, and why
 	Errors []error
 }
 
-// Down undoes what a run left behind, from its state.json alone (no lab
+// Run undoes what a run left behind, from its state.json alone (no lab
 // file): rxe devices it created and did not keep, processes and captures
 // still running, link impairments (netem) still in force, and its VMs. Running it again is harmless: what is undone
 // is recorded and skipped.
-func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error) {
-	j, err := openJournal(dir)
+func Run(ctx context.Context, dir string, opts Options) (*Result, error) {
+	j, err := runstate.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	// Whoever can write the run directory can write state.json: its become
 	// flag makes down work as root, its effects name what down stops and
-	// deletes. Down acts on it only as this user's rlab signed it whole,
+	// deletes. Run acts on it only as this user's rlab signed it whole,
 	// and then keeps it signed as it journals what it undid; otherwise
 	// only when the user vouches for it, and then it signs nothing.
-	// (openJournal keeps the key only when the file was signed with it.)
-	key := readStateKey(false)
-	if j.key == nil && !opts.TrustState {
+	// (runstate.Open keeps the key only when the file was signed with it.)
+	key := runstate.ReadKey()
+	if !j.Signed() && !opts.TrustState {
 		return nil, fmt.Errorf("down %s: %w: down acts on no host, process or device it names (its become flag would run as root); if you trust it (a run of yours from an older rlab, or one you received and checked), rlab down --trust-state %s",
 			dir, ErrStateUnsigned, dir)
 	}
@@ -83,8 +85,8 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	st := j.snapshot()
-	res := &DownResult{}
+	st := j.Snapshot()
+	res := &Result{}
 	pending := map[string][]steps.Effect{}
 	for _, e := range st.Effects {
 		if e.Undone || (e.Type == "rxe" && (!e.Created || e.Keep)) {
@@ -92,12 +94,12 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 		}
 		pending[e.Host] = append(pending[e.Host], e)
 	}
-	var hosts []StateHost
+	var hosts []runstate.Host
 	for _, h := range st.Hosts {
 		// Packages are removed only as this user's own rlab journaled them
 		// (signed with the host's entry): a received state.json could list
 		// any package (openssh-server, sudo) for root to remove.
-		if opts.RemoveProvisioned && toRemove(h) != nil && !pathsSigned(key, st.RunID, h) {
+		if opts.RemoveProvisioned && toRemove(h) != nil && !runstate.PathsSigned(key, st.RunID, h) {
 			res.Left = append(res.Left, fmt.Sprintf("left packages %s on host %s: state.json was not written by your rlab (or was changed since), so down removes no package it names; remove them yourself if this run installed them",
 				strings.Join(h.Provision.Installed, " "), h.Name))
 			h.Provision = nil
@@ -115,15 +117,16 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	if len(userKH) == 0 {
 		userKH = []string{"~/.ssh/known_hosts"}
 	}
-	err = each(ctx, hosts, opts.Parallel, func(ctx context.Context, h StateHost) error {
-		if err := checkStatePaths(dir, h, pathsSigned(key, st.RunID, h), userKH, opts.Identities); err != nil {
+	var mu sync.Mutex // res
+	err = each(ctx, hosts, opts.Parallel, func(ctx context.Context, h runstate.Host) error {
+		if err := runstate.CheckPaths(dir, h, runstate.PathsSigned(key, st.RunID, h), userKH, opts.Identities); err != nil {
 			return fmt.Errorf("down: %w", err)
 		}
 		undone, left, err := downHost(ctx, j, h, pending[h.Name], st.RunID, opts)
-		j.mu.Lock()
+		mu.Lock()
 		res.Undone = append(res.Undone, undone...)
 		res.Left = append(res.Left, left...)
-		j.mu.Unlock()
+		mu.Unlock()
 		return err
 	})
 	if err != nil {
@@ -133,7 +136,7 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 		if err := opts.StopVMs(ctx, st.VMs); err != nil {
 			errs = append(errs, fmt.Errorf("stop VMs of run %s: %w", filepath.Base(dir), err))
 		} else {
-			j.update(func(s *State) {
+			j.Update(func(s *runstate.State) {
 				for _, h := range s.Hosts {
 					if !h.VM {
 						continue
@@ -149,7 +152,7 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 	}
 	if len(errs) == 0 {
 		now := opts.Now().UTC()
-		j.update(func(s *State) { s.TornDown = &now })
+		j.Update(func(s *runstate.State) { s.TornDown = &now })
 	}
 	res.Errors = errs
 	return res, errors.Join(errs...)
@@ -157,12 +160,12 @@ func Down(ctx context.Context, dir string, opts DownOptions) (*DownResult, error
 
 // workDirLeft says whether the run's work dir may still be on the host: the
 // agent answered with one and neither the run nor a down removed it.
-func workDirLeft(h StateHost) bool {
+func workDirLeft(h runstate.Host) bool {
 	return h.Connected && h.WorkDir != "" && !h.WorkDirRemoved
 }
 
-func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effect, runID string, opts DownOptions) (undone, left []string, _ error) {
-	c, err := opts.Connector.Connect(ctx, Target{StateHost: h}, runID+"-down")
+func downHost(ctx context.Context, j *runstate.Journal, h runstate.Host, effects []steps.Effect, runID string, opts Options) (undone, left []string, _ error) {
+	c, err := opts.Connector.Connect(ctx, h, runID+"-down")
 	if err != nil {
 		return nil, nil, fmt.Errorf("down: connect to host %q (%s): %w", h.Name, h.Address, err)
 	}
@@ -282,7 +285,7 @@ func downHost(ctx context.Context, j *journal, h StateHost, effects []steps.Effe
 // removeRunWorkDir removes the run's work dir on h as the login user and
 // journals it; it says what it held ("h: work dir PATH (N files, K KiB)"),
 // or, with left, why it was not removed.
-func removeRunWorkDir(ctx context.Context, j *journal, c Host, h StateHost, downWD, runID string) (undone, left string, _ error) {
+func removeRunWorkDir(ctx context.Context, j *runstate.Journal, c Host, h runstate.Host, downWD, runID string) (undone, left string, _ error) {
 	wd, why := runWorkDir(h.WorkDir, downWD, runID)
 	if wd == "" {
 		return "", fmt.Sprintf("left work dir %s on host %s: %s", h.WorkDir, h.Name, why), nil
@@ -304,7 +307,7 @@ func removeRunWorkDir(ctx context.Context, j *journal, c Host, h StateHost, down
 			note = ""
 		}
 	}
-	j.update(func(s *State) {
+	j.Update(func(s *runstate.State) {
 		for i := range s.Hosts {
 			if s.Hosts[i].Name == h.Name {
 				s.Hosts[i].WorkDirRemoved = true
@@ -325,10 +328,10 @@ func removeOwnWorkDir(ctx context.Context, c Host, downWD, runID string, log *sl
 	}
 }
 
-// alreadyGone ends a DownResult.Undone line whose thing down found gone.
+// alreadyGone ends a Result.Undone line whose thing down found gone.
 const alreadyGone = " (already gone)"
 
-// Notes ending a DownResult.Undone line of a process down did not signal,
+// Notes ending a Result.Undone line of a process down did not signal,
 // or signalled on weaker evidence.
 const (
 	pidReused = " (gone; pid reused by another process, left alone)"

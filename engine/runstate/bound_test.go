@@ -1,4 +1,4 @@
-package run
+package runstate
 
 import (
 	"fmt"
@@ -12,28 +12,28 @@ import (
 // TestStateDecodeBounded: a received state.json is decoded only within
 // bounds (issue 24 attack round: 9 MB of empty hosts, "{}", took rlab down
 // to 2.4 GB and 21 s, and it wrote them back as 258 MB): past
-// MaxStateObjects it is refused by name within a few times the file; a
+// MaxObjects it is refused by name within a few times the file; a
 // state at the bound's size in values but few objects is read.
 func TestStateDecodeBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc string
 		refused   bool
 	}{
-		{"empty hosts", `{"lab":"x","hosts":[` + strings.TrimSuffix(strings.Repeat("{},", MaxStateObjects+1), ",") + `]}`, true},
-		{"empty effects", `{"lab":"x","effects":[` + strings.TrimSuffix(strings.Repeat("{},", MaxStateObjects+1), ",") + `]}`, true},
-		{"provision package names", `{"lab":"x","hosts":[{"name":"h","provision":{"for":{` + forNames(MaxStateObjects+1) + `}}}]}`, true},
-		{"provision package names in two hosts", `{"lab":"x","hosts":[{"name":"h","provision":{"for":{` + forNames(MaxStateObjects/2+1) + `}}},{"name":"i","provision":{"FOR":{` + forNames(MaxStateObjects/2+1) + `}}}]}`, true},
+		{"empty hosts", `{"lab":"x","hosts":[` + strings.TrimSuffix(strings.Repeat("{},", MaxObjects+1), ",") + `]}`, true},
+		{"empty effects", `{"lab":"x","effects":[` + strings.TrimSuffix(strings.Repeat("{},", MaxObjects+1), ",") + `]}`, true},
+		{"provision package names", `{"lab":"x","hosts":[{"name":"h","provision":{"for":{` + forNames(MaxObjects+1) + `}}}]}`, true},
+		{"provision package names in two hosts", `{"lab":"x","hosts":[{"name":"h","provision":{"for":{` + forNames(MaxObjects/2+1) + `}}},{"name":"i","provision":{"FOR":{` + forNames(MaxObjects/2+1) + `}}}]}`, true},
 		{"long argv", `{"lab":"x","effects":[{"host":"a","kind":"proc","id":"p","argv":[` + strings.TrimSuffix(strings.Repeat(`"a",`, 1_000_000), ",") + `]}]}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, StateFile), []byte(tc.doc), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, File), []byte(tc.doc), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			var m0, m1 runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&m0)
-			_, err := openJournal(dir)
+			_, err := Open(dir)
 			runtime.ReadMemStats(&m1)
 			if !tc.refused {
 				if err != nil {

@@ -1,4 +1,4 @@
-package run
+package down
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/runstate"
 )
 
 // TestDownStateTmpNotFollowed: rlab down writes state.json through a
@@ -17,11 +19,11 @@ import (
 // through a symlink, and the file outside stays as it was.
 func TestDownStateTmpNotFollowed(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	for _, name := range []string{StateFile + ".tmp"} {
+	for _, name := range []string{runstate.File + ".tmp"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			st := State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []StateHost{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22}}}
-			if _, err := newJournal(dir, st); err != nil {
+			st := runstate.State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []runstate.Host{{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22}}}
+			if _, err := runstate.Create(dir, st); err != nil {
 				t.Fatal(err)
 			}
 			victim := filepath.Join(t.TempDir(), "bashrc")
@@ -32,11 +34,11 @@ func TestDownStateTmpNotFollowed(t *testing.T) {
 			if err := os.Symlink(victim, filepath.Join(dir, name)); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Down(context.Background(), dir, DownOptions{})
+			res, err := Run(context.Background(), dir, Options{})
 			if b, _ := os.ReadFile(victim); string(b) != was {
 				t.Fatalf("rlab down wrote through %s into a file outside the run directory:\n%s", name, b)
 			}
-			b, rerr := os.ReadFile(filepath.Join(dir, StateFile))
+			b, rerr := os.ReadFile(filepath.Join(dir, runstate.File))
 			if err != nil || rerr != nil || len(b) == 0 {
 				t.Fatalf("down of a run with nothing left: %+v, %v (state.json: %v)", res, err, rerr)
 			}

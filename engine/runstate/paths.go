@@ -1,4 +1,4 @@
-package run
+package runstate
 
 import (
 	"crypto/hmac"
@@ -38,6 +38,11 @@ func stateKeyFile() (string, error) {
 }
 
 const stateKeyLen = 32
+
+// ReadKey is this user's state key, nil when there is none or it is not
+// the user's own private regular file: what down checks a host's paths
+// with (PathsSigned), whether or not the whole file was signed with it.
+func ReadKey() []byte { return readStateKey(false) }
 
 // readStateKey reads the user's state key, nil when there is none or it is
 // not the user's own private regular file. create makes one when missing.
@@ -96,10 +101,10 @@ func loadStateKey(p string) []byte {
 // user, jump): a signed entry re-pointed at another host is unsigned (v1
 // bound only the name, so an own run's key could be sent anywhere). It
 // also vouches for the packages the run installed there.
-func pathsMAC(key []byte, runID string, h StateHost) string {
+func pathsMAC(key []byte, runID string, h Host) string {
 	m := hmac.New(sha256.New, key)
 	fmt.Fprintf(m, "rlab state paths v2\x00%s\x00", runID)
-	for d, x := 0, &h; x != nil && d <= maxJumpDepth; d, x = d+1, x.JumpHost {
+	for d, x := 0, &h; x != nil && d <= MaxJumpDepth; d, x = d+1, x.JumpHost {
 		fmt.Fprintf(m, "%d\x00%q\x00%t\x00%q\x00%q\x00%q\x00%d\x00%q\x00%q\x00", d, x.Name, x.VM, x.IdentityFile, x.KnownHosts,
 			x.Address, x.Port, x.User, x.Jump)
 		// The bastions the host is reached through (none in a state.json
@@ -149,8 +154,8 @@ func signPaths(key []byte, st *State) {
 	}
 }
 
-// pathsSigned says whether h's paths were written by this user's rlab.
-func pathsSigned(key []byte, runID string, h StateHost) bool {
+// PathsSigned says whether h's paths were written by this user's rlab.
+func PathsSigned(key []byte, runID string, h Host) bool {
 	if key == nil || h.PathsMAC == "" {
 		return false
 	}
@@ -158,18 +163,18 @@ func pathsSigned(key []byte, runID string, h StateHost) bool {
 	return hmac.Equal([]byte(want), []byte(h.PathsMAC))
 }
 
-// errStatePath is a path of state.json down will not use.
-var errStatePath = errors.New("state.json names a file down will not use")
+// ErrPath is a path of state.json down will not use.
+var ErrPath = errors.New("state.json names a file down will not use")
 
-// checkStatePaths refuses a known_hosts or identity_file that h (or one of
+// CheckPaths refuses a known_hosts or identity_file that h (or one of
 // its bastions) names when its paths are not signed by this user's rlab,
 // the file is outside the run directory dir, and the user does not name
 // the same file (knownHosts, identities).
-func checkStatePaths(dir string, h StateHost, signed bool, knownHosts, identities []string) error {
+func CheckPaths(dir string, h Host, signed bool, knownHosts, identities []string) error {
 	if signed {
 		return nil
 	}
-	for d, x := 0, &h; x != nil && d <= maxJumpDepth; d, x = d+1, x.JumpHost {
+	for d, x := 0, &h; x != nil && d <= MaxJumpDepth; d, x = d+1, x.JumpHost {
 		who := fmt.Sprintf("host %q", h.Name)
 		if x != &h {
 			who = fmt.Sprintf("host %q (its bastion %q)", h.Name, x.Name)
@@ -185,7 +190,7 @@ func checkStatePaths(dir string, h StateHost, signed bool, knownHosts, identitie
 				continue
 			}
 			return fmt.Errorf("%s: %w: its %s %q is outside the run directory, and the run directory was not written by your rlab (or was changed since): a file a received state.json names is used only when you name it too: rlab down %s %s RUN (or remove %q from state.json to use your own)",
-				who, errStatePath, f.field, f.path, f.flag, sshx.ExpandHome(f.path), f.field)
+				who, ErrPath, f.field, f.path, f.flag, sshx.ExpandHome(f.path), f.field)
 		}
 	}
 	return nil

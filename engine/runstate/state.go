@@ -1,4 +1,4 @@
-package run
+package runstate
 
 import (
 	"encoding/json"
@@ -15,15 +15,15 @@ import (
 	"github.com/rlab-dev/rlab/steps"
 )
 
-// StateFile is the journal in a run directory: what the run created where,
+// File is the journal in a run directory: what the run created where,
 // written before each side effect, enough for `rlab down` with no lab file.
-const StateFile = "state.json"
+const File = "state.json"
 
 // What a state.json may hold to be read (a class run's holds some 200,000
 // effects, each a few values).
 const (
-	MaxStateValues  = rundir.StateValues
-	MaxStateObjects = rundir.StateObjects
+	MaxValues  = rundir.StateValues
+	MaxObjects = rundir.StateObjects
 )
 
 // State is the content of state.json.
@@ -32,20 +32,20 @@ type State struct {
 	Lab     string         `json:"lab"`
 	RunID   string         `json:"run_id"`
 	Started time.Time      `json:"started"`
-	Hosts   []StateHost    `json:"hosts"`
+	Hosts   []Host         `json:"hosts"`
 	Effects []steps.Effect `json:"effects"`
 	// VMs is the VM engine's own record (vm.StopFromState reads it).
 	VMs      json.RawMessage `json:"vms,omitempty"`
 	Finished *time.Time      `json:"finished,omitempty"`
 	TornDown *time.Time      `json:"torn_down,omitempty"`
 	// MAC vouches that this user's rlab wrote the whole file as it is
-	// (statepaths.go stateMAC): down acts on a state.json only then, or
-	// when the user says it trusts it (DownOptions.TrustState).
+	// (paths.go stateMAC): down acts on a state.json only then, or
+	// when the user says it trusts it (engine/down Options.TrustState).
 	MAC string `json:"state_mac,omitempty"`
 }
 
-// StateHost is how to reach a host again, and what the run's agent there was.
-type StateHost struct {
+// Host is how to reach a host again, and what the run's agent there was.
+type Host struct {
 	Name         string `json:"name"`
 	Slug         string `json:"slug"`
 	Address      string `json:"address"`
@@ -65,9 +65,9 @@ type StateHost struct {
 	// JumpHost is a lab host used as this host's bastion, recorded whole
 	// (its own user, key and jump), so `rlab down` logs into it as the run
 	// did; Hops are then empty.
-	JumpHost *StateHost `json:"jump_host,omitempty"`
-	Become   bool       `json:"become,omitempty"`
-	VM       bool       `json:"vm,omitempty"`
+	JumpHost *Host `json:"jump_host,omitempty"`
+	Become   bool  `json:"become,omitempty"`
+	VM       bool  `json:"vm,omitempty"`
 	// Connected is set once the agent answered; AgentPID and WorkDir are its.
 	Connected bool   `json:"connected,omitempty"`
 	AgentPID  int    `json:"agent_pid,omitempty"`
@@ -79,19 +79,39 @@ type StateHost struct {
 	// older state.json, or from an older agent).
 	AgentStart *proto.ProcIdentity `json:"agent_start,omitempty"`
 	// Provision is what this run installed there (engine/run/provision.go).
-	Provision *StateProvision `json:"provision,omitempty"`
+	Provision *Provision `json:"provision,omitempty"`
 	// PathsMAC vouches that IdentityFile and KnownHosts (its bastions'
-	// included) were written by this user's rlab (statepaths.go).
+	// included) were written by this user's rlab (paths.go).
 	PathsMAC string `json:"paths_mac,omitempty"`
 }
 
-// journal is the live state.json of a run: every change is written (to a
+// Provision is what a run's provisioning did on one host, journaled
+// before the install (Packages) and after it (Installed), so `rlab down
+// --remove-provisioned` can remove exactly what this run installed.
+type Provision struct {
+	Family   string   `json:"family"`
+	Packages []string `json:"packages"` // planned: what the host lacked
+	// For names, per package, the programs (or module) it was planned for;
+	// Present what the lab needs that the host already had (programs, and
+	// rdma_rxe). The report shows them (engine/report/provision.go).
+	For       map[string][]string `json:"for,omitempty"`
+	Present   []string            `json:"present,omitempty"`
+	Installed []string            `json:"installed,omitempty"` // installed by this run (confirmed by the package database)
+	Done      bool                `json:"done,omitempty"`      // the install call returned
+	Removed   bool                `json:"removed,omitempty"`   // rlab down --remove-provisioned removed them
+}
+
+// MaxJumpDepth bounds a chain of lab hosts as bastions (the lab loader
+// refuses a cycle; this bounds what a state.json from elsewhere holds).
+const MaxJumpDepth = 8
+
+// Journal is the live state.json of a run: every change is written (to a
 // temp file, then renamed) before the call that changes a host returns.
 //
 // Writes are group-committed: a change is applied under mu, then the caller
 // waits for a write that includes it. Many workloads noting at once share
 // one write instead of queueing one each.
-type journal struct {
+type Journal struct {
 	mu     sync.Mutex
 	path   string
 	st     State
@@ -107,13 +127,13 @@ type journal struct {
 	synced  uint64     // changes in the file and fsynced
 }
 
-// DecodeState decodes the text of a state.json, only within bounds: a
+// Decode decodes the text of a state.json, only within bounds: a
 // list of empty objects costs a hundred times its text (3,000,000 "{}"
 // hosts, 9 MB: rlab down took 2.4 GB), and a member of a host's
 // provision.for map ("pkg":null), which CheckObjects does not count, some
 // 20 times (engine/report's reader of state.json checks the same).
-func DecodeState(b []byte) (*State, error) {
-	if err := proto.CheckObjects(b, MaxStateValues, MaxStateObjects); err != nil {
+func Decode(b []byte) (*State, error) {
+	if err := proto.CheckObjects(b, MaxValues, MaxObjects); err != nil {
 		return nil, err
 	}
 	var sk struct {
@@ -124,8 +144,8 @@ func DecodeState(b []byte) (*State, error) {
 	for _, h := range sk.Hosts {
 		n += int(h.Provision.For)
 	}
-	if n > MaxStateObjects {
-		return nil, fmt.Errorf("provision records: more than %d package names: refusing to decode them", MaxStateObjects)
+	if n > MaxObjects {
+		return nil, fmt.Errorf("provision records: more than %d package names: refusing to decode them", MaxObjects)
 	}
 	var st State
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -134,21 +154,25 @@ func DecodeState(b []byte) (*State, error) {
 	return &st, nil
 }
 
-func newJournal(dir string, st State) (*journal, error) {
-	j := &journal{path: filepath.Join(dir, StateFile), st: st, key: readStateKey(true)}
+// Create starts the journal of a run in dir, signed with this user's
+// state key (made when missing), and writes it.
+func Create(dir string, st State) (*Journal, error) {
+	j := &Journal{path: filepath.Join(dir, File), st: st, key: readStateKey(true)}
 	j.st.Version = 1
 	return j, j.change(func(*State) {}, true)
 }
 
-func openJournal(dir string) (*journal, error) {
+// Open reads the journal of a run in dir (rlab down); it stays signed as
+// changed only when it was signed, as read, with this user's key.
+func Open(dir string) (*Journal, error) {
 	// A received run directory's state.json may be a FIFO or a symlink to
 	// /dev/zero: read it confined, regular and bounded.
-	b, err := rundir.ReadFile(dir, StateFile)
+	b, err := rundir.ReadFile(dir, File)
 	if err != nil {
 		return nil, fmt.Errorf("read run state: %w", err)
 	}
-	j := &journal{path: filepath.Join(dir, StateFile)}
-	st, err := DecodeState(b)
+	j := &Journal{path: filepath.Join(dir, File)}
+	st, err := Decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("read run state %s: %w", j.path, err)
 	}
@@ -162,7 +186,7 @@ func openJournal(dir string) (*journal, error) {
 }
 
 // Note implements steps.Journal.
-func (j *journal) Note(e steps.Effect) error {
+func (j *Journal) Note(e steps.Effect) error {
 	j.mu.Lock()
 	if j.redact != nil && len(e.Argv) > 0 {
 		argv := make([]string, len(e.Argv))
@@ -208,17 +232,29 @@ func (j *journal) Note(e steps.Effect) error {
 // This keeps one fsync per workload process off the run's critical path.
 func durable(e steps.Effect) bool { return e.Type == "rxe" }
 
-func (j *journal) update(f func(st *State)) error {
+// SetRedactor makes every later Note replace sensitive values in argv.
+func (j *Journal) SetRedactor(r *strings.Replacer) {
+	j.mu.Lock()
+	j.redact = r
+	j.mu.Unlock()
+}
+
+// Signed says whether the journal is signed: a run's always (when the user
+// has a key), down's only when what it read was signed with this user's key.
+func (j *Journal) Signed() bool { return j.key != nil }
+
+// Update applies f to the state and returns once it is written and synced.
+func (j *Journal) Update(f func(st *State)) error {
 	return j.change(f, true)
 }
 
-// noteHost records what is known of a host once it answered (agent pid,
+// NoteHost records what is known of a host once it answered (agent pid,
 // work dir): written, not synced, like a process effect.
-func (j *journal) noteHost(f func(st *State)) error {
+func (j *Journal) NoteHost(f func(st *State)) error {
 	return j.change(f, false)
 }
 
-func (j *journal) change(f func(st *State), sync bool) error {
+func (j *Journal) change(f func(st *State), sync bool) error {
 	j.mu.Lock()
 	f(&j.st)
 	j.gen++
@@ -229,7 +265,7 @@ func (j *journal) change(f func(st *State), sync bool) error {
 
 // flush returns once the file holds change gen (synced when sync is set),
 // writing it unless a write that started after the change already did.
-func (j *journal) flush(gen uint64, sync bool) error {
+func (j *Journal) flush(gen uint64, sync bool) error {
 	j.wmu.Lock()
 	defer j.wmu.Unlock()
 	if j.written >= gen && (!sync || j.synced >= gen) {
@@ -264,11 +300,12 @@ func (j *journal) flush(gen uint64, sync bool) error {
 	return nil
 }
 
-func (j *journal) snapshot() State {
+// Snapshot is a copy of the state (its hosts and effects lists copied).
+func (j *Journal) Snapshot() State {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	st := j.st
-	st.Hosts = append([]StateHost(nil), j.st.Hosts...)
+	st.Hosts = append([]Host(nil), j.st.Hosts...)
 	st.Effects = append([]steps.Effect(nil), j.st.Effects...)
 	return st
 }
@@ -277,7 +314,7 @@ func (j *journal) snapshot() State {
 // is made anew (O_EXCL, a random name): the run directory may be a received
 // one, and a fixed name opened with O_TRUNC followed a planted symlink to
 // a file of the reader's and overwrote it.
-func (j *journal) write(b []byte, sync bool) error {
+func (j *Journal) write(b []byte, sync bool) error {
 	f, err := os.CreateTemp(filepath.Dir(j.path), "."+filepath.Base(j.path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write run state: %w", err)

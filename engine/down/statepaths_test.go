@@ -1,4 +1,4 @@
-package run
+package down
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -45,7 +46,7 @@ func TestDownStatePathsConfined(t *testing.T) {
 		refused   string // field named in the refusal, "" = connects
 		// retarget: an own (signed) entry whose address, port or user is
 		// edited afterwards: the signed key must not follow it elsewhere.
-		retarget func(*StateHost)
+		retarget func(*runstate.Host)
 	}{
 		{name: "own run keeps its lab's paths", own: true, p: func(string) paths { return paths{plantedKH, otherKey} }},
 		{name: "received: identity_file outside", p: func(string) paths { return paths{"", otherKey} }, refused: "identity_file"},
@@ -62,13 +63,13 @@ func TestDownStatePathsConfined(t *testing.T) {
 			return paths{"", filepath.Join(dir, "vms", "link")}
 		}, refused: "identity_file"},
 		{name: "own run re-pointed at another address", own: true, p: func(string) paths { return paths{plantedKH, otherKey} },
-			retarget: func(x *StateHost) { x.Address = "198.51.100.7" }, refused: "known_hosts"},
+			retarget: func(x *runstate.Host) { x.Address = "198.51.100.7" }, refused: "known_hosts"},
 		{name: "own run re-pointed at another user and port", own: true, p: func(string) paths { return paths{"", otherKey} },
-			retarget: func(x *StateHost) { x.User, x.Port = "root", 2222 }, refused: "identity_file"},
+			retarget: func(x *runstate.Host) { x.User, x.Port = "root", 2222 }, refused: "identity_file"},
 		{name: "own run given another bastion", own: true, p: func(string) paths { return paths{"", otherKey} },
-			retarget: func(x *StateHost) { x.Hops = []plan.Hop{{User: "ops", Address: "198.51.100.7"}} }, refused: "identity_file"},
+			retarget: func(x *runstate.Host) { x.Hops = []plan.Hop{{User: "ops", Address: "198.51.100.7"}} }, refused: "identity_file"},
 		{name: "own run's bastion re-pointed", own: true, jump: true, p: func(string) paths { return paths{"", otherKey} },
-			retarget: func(x *StateHost) { x.Address = "198.51.100.7" }, refused: "identity_file"},
+			retarget: func(x *runstate.Host) { x.Address = "198.51.100.7" }, refused: "identity_file"},
 		{name: "received: ~/.ssh/known_hosts (the user's own, read only)", p: func(string) paths { return paths{"~/.ssh/known_hosts", ""} }},
 	}
 	for _, tt := range tests {
@@ -84,25 +85,25 @@ func TestDownStatePathsConfined(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "vms", "login"), nil, 0o600)
 			os.Symlink(otherKey, filepath.Join(dir, "vms", "link"))
 			p := tt.p(dir)
-			h := StateHost{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}
+			h := runstate.Host{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22, Connected: true}
 			target := &h
 			if tt.jump {
-				h.JumpHost = &StateHost{Name: "bastion", Address: "127.0.0.2", Port: 22}
+				h.JumpHost = &runstate.Host{Name: "bastion", Address: "127.0.0.2", Port: 22}
 				target = h.JumpHost
 			}
 			if tt.own {
 				target.KnownHosts, target.IdentityFile = p.kh, p.id
 			}
-			st := State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []StateHost{h},
+			st := runstate.State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []runstate.Host{h},
 				Effects: []steps.Effect{{Host: "a", Type: "proc", ID: "wl.x", Argv: []string{"sleep", "300"}, PID: 1 << 22}}}
-			if _, err := newJournal(dir, st); err != nil {
+			if _, err := runstate.Create(dir, st); err != nil {
 				t.Fatal(err)
 			}
 			if tt.otherUser {
 				t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // down runs as someone else
 			}
 			if tt.retarget != nil {
-				editState(t, dir, func(s *State) {
+				editState(t, dir, func(s *runstate.State) {
 					x := &s.Hosts[0]
 					if tt.jump {
 						x = x.JumpHost
@@ -111,7 +112,7 @@ func TestDownStatePathsConfined(t *testing.T) {
 				})
 			}
 			if !tt.own {
-				editState(t, dir, func(s *State) {
+				editState(t, dir, func(s *runstate.State) {
 					x := &s.Hosts[0]
 					if tt.jump {
 						x = x.JumpHost
@@ -121,13 +122,13 @@ func TestDownStatePathsConfined(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var asked []string
-			conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+			conn := connectFunc(func(_ context.Context, tg runstate.Host, _ string) (Host, error) {
 				mu.Lock()
 				asked = append(asked, tg.Name)
 				mu.Unlock()
 				return nil, errors.New("test: not connecting")
 			})
-			_, err := Down(context.Background(), dir, DownOptions{Connector: conn, KnownHosts: tt.flagsKH, Identities: tt.flagsID, TrustState: true})
+			_, err := Run(context.Background(), dir, Options{Connector: conn, KnownHosts: tt.flagsKH, Identities: tt.flagsID, TrustState: true})
 			if tt.refused == "" {
 				if len(asked) != 1 || err == nil || !strings.Contains(err.Error(), "test: not connecting") {
 					t.Fatalf("down refused paths it should use (connect asked for %v): %v", asked, err)
@@ -137,7 +138,7 @@ func TestDownStatePathsConfined(t *testing.T) {
 			if len(asked) != 0 {
 				t.Errorf("down connected to %v with a path it must refuse", asked)
 			}
-			if err == nil || !errors.Is(err, errStatePath) || !strings.Contains(err.Error(), "its "+tt.refused) ||
+			if err == nil || !errors.Is(err, runstate.ErrPath) || !strings.Contains(err.Error(), "its "+tt.refused) ||
 				!strings.Contains(err.Error(), "rlab down ") {
 				t.Fatalf("down's error does not refuse the %s naming it and the fix: %v", tt.refused, err)
 			}
@@ -146,14 +147,14 @@ func TestDownStatePathsConfined(t *testing.T) {
 }
 
 // editState rewrites dir's state.json as a person would, without rlab.
-func editState(t *testing.T, dir string, f func(*State)) {
+func editState(t *testing.T, dir string, f func(*runstate.State)) {
 	t.Helper()
-	p := filepath.Join(dir, StateFile)
+	p := filepath.Join(dir, runstate.File)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st State
+	var st runstate.State
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -169,12 +170,12 @@ func editState(t *testing.T, dir string, f func(*State)) {
 // TestDownStateFIFO: a state.json that is a FIFO is refused, not waited on.
 func TestDownStateFIFO(t *testing.T) {
 	dir := t.TempDir()
-	if err := mkfifo(filepath.Join(dir, StateFile)); err != nil {
+	if err := mkfifo(filepath.Join(dir, runstate.File)); err != nil {
 		t.Skip("no mkfifo here:", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Down(context.Background(), dir, DownOptions{})
+		_, err := Run(context.Background(), dir, Options{})
 		done <- err
 	}()
 	select {
@@ -196,33 +197,33 @@ func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
 func TestDownRemovesOnlyOwnProvisioned(t *testing.T) {
 	tests := []struct {
 		name    string
-		edit    func(*StateProvision) // nil: the run's own list
+		edit    func(*runstate.Provision) // nil: the run's own list
 		removes bool
 	}{
 		{name: "own run's packages", removes: true},
-		{name: "a package added to the own list", edit: func(p *StateProvision) { p.Installed = append(p.Installed, "openssh-server") }},
-		{name: "the list replaced", edit: func(p *StateProvision) { p.Installed = []string{"sudo"} }},
-		{name: "another family", edit: func(p *StateProvision) { p.Family = "rhel" }},
+		{name: "a package added to the own list", edit: func(p *runstate.Provision) { p.Installed = append(p.Installed, "openssh-server") }},
+		{name: "the list replaced", edit: func(p *runstate.Provision) { p.Installed = []string{"sudo"} }},
+		{name: "another family", edit: func(p *runstate.Provision) { p.Family = "rhel" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 			dir := t.TempDir()
-			h := StateHost{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22,
-				Provision: &StateProvision{Family: "debian", Packages: []string{"make"}, Installed: []string{"make"}, Done: true}}
-			st := State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []StateHost{h}}
-			if _, err := newJournal(dir, st); err != nil {
+			h := runstate.Host{Name: "a", Slug: "a", Address: "127.0.0.1", Port: 22,
+				Provision: &runstate.Provision{Family: "debian", Packages: []string{"make"}, Installed: []string{"make"}, Done: true}}
+			st := runstate.State{Lab: "t", RunID: "t-1", Started: time.Now(), Hosts: []runstate.Host{h}}
+			if _, err := runstate.Create(dir, st); err != nil {
 				t.Fatal(err)
 			}
 			if tt.edit != nil {
-				editState(t, dir, func(s *State) { tt.edit(s.Hosts[0].Provision) })
+				editState(t, dir, func(s *runstate.State) { tt.edit(s.Hosts[0].Provision) })
 			}
 			var asked []string
-			conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+			conn := connectFunc(func(_ context.Context, tg runstate.Host, _ string) (Host, error) {
 				asked = append(asked, tg.Name)
 				return nil, errors.New("test: not connecting")
 			})
-			res, err := Down(context.Background(), dir, DownOptions{Connector: conn, RemoveProvisioned: true, TrustState: true})
+			res, err := Run(context.Background(), dir, Options{Connector: conn, RemoveProvisioned: true, TrustState: true})
 			if tt.removes {
 				if len(asked) != 1 {
 					t.Fatalf("down did not go to remove the run's own packages (asked %v): %v", asked, err)

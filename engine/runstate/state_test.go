@@ -1,4 +1,4 @@
-package run
+package runstate
 
 import (
 	"encoding/json"
@@ -16,11 +16,11 @@ import (
 // change, even with many workloads noting at once (their writes shared).
 func TestJournalGroupCommit(t *testing.T) {
 	dir := t.TempDir()
-	j, err := newJournal(dir, State{Lab: "t"})
+	j, err := Create(dir, State{Lab: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.redact = newRedactor([]string{"hunter2"})
+	j.SetRedactor(strings.NewReplacer("hunter2", "<redacted>"))
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Add(1)
@@ -35,7 +35,7 @@ func TestJournalGroupCommit(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			b, err := os.ReadFile(filepath.Join(dir, StateFile))
+			b, err := os.ReadFile(filepath.Join(dir, File))
 			if err != nil {
 				t.Error(err)
 				return
@@ -54,14 +54,14 @@ func TestJournalGroupCommit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	b, _ := os.ReadFile(filepath.Join(dir, StateFile))
+	b, _ := os.ReadFile(filepath.Join(dir, File))
 	if strings.Contains(string(b), "hunter2") {
 		t.Error("a sensitive argv value reached state.json")
 	}
 	// A later note keeps what an earlier one knew.
 	j.Note(steps.Effect{Host: "h", Type: "proc", ID: "p1", PID: 42})
 	j.Note(steps.Effect{Host: "h", Type: "proc", ID: "p1", Undone: true})
-	for _, e := range j.snapshot().Effects {
+	for _, e := range j.Snapshot().Effects {
 		if e.ID == "p1" && (e.PID != 42 || len(e.Argv) != 2 || !e.Undone || e.Pending) {
 			t.Errorf("merged effect = %+v", e)
 		}

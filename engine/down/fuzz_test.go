@@ -1,4 +1,4 @@
-package run
+package down
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/steps"
 )
 
 // FuzzDownState feeds Down any state.json: it must never panic, and must
 // contact only hosts that have something of ours to undo.
 func FuzzDownState(f *testing.F) {
-	seed := State{Version: 1, Lab: "t", RunID: "t-1", Started: time.Unix(0, 0),
-		Hosts: []StateHost{{Name: "a", Address: "192.0.2.1", Port: 22}, {Name: "vm", VM: true}},
+	seed := runstate.State{Version: 1, Lab: "t", RunID: "t-1", Started: time.Unix(0, 0),
+		Hosts: []runstate.Host{{Name: "a", Address: "192.0.2.1", Port: 22}, {Name: "vm", VM: true}},
 		Effects: []steps.Effect{
 			{Host: "a", Type: "rxe", ID: "rxe0", Created: true},
 			{Host: "a", Type: "proc", ID: "p", PID: 1, Argv: []string{"x"}},
@@ -31,10 +32,10 @@ func FuzzDownState(f *testing.F) {
 	f.Add([]byte(`not json`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, StateFile), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, runstate.File), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var st State
+		var st runstate.State
 		valid := json.Unmarshal(data, &st) == nil
 		want := map[string]bool{}
 		if valid {
@@ -56,11 +57,11 @@ func FuzzDownState(f *testing.F) {
 			}
 		}
 		contacted := map[string]bool{}
-		conn := ConnectFunc(func(_ context.Context, tg Target, _ string) (Host, error) {
+		conn := connectFunc(func(_ context.Context, tg runstate.Host, _ string) (Host, error) {
 			contacted[tg.Name] = true
 			return nil, errors.New("unreachable")
 		})
-		_, err := Down(context.Background(), dir, DownOptions{Connector: conn, Parallel: 1, TrustState: true,
+		_, err := Run(context.Background(), dir, Options{Connector: conn, Parallel: 1, TrustState: true,
 			StopVMs: func(context.Context, []byte) error { return nil }})
 		if !valid && err == nil {
 			t.Error("down accepted a state.json that is not JSON")
