@@ -22,7 +22,16 @@ type Planned struct {
 // the rest), and each trial gets its size, repeat and port (PortFor, from
 // first: 0 for the workload's block). ok is false when the family has no
 // hook. sizes nil: one unsized trial per repeat.
+// A device's name is held as ServerDev or ClientDev: the run's device
+// may be one the host already had, under its own name (rxe.ensure reuses
+// it), and the plan shows the lab's (ShowAs).
 func PlanTrials(in ArgvIn, first int, sizes []int64) (ps []Planned, ok bool) {
+	if in.Server.Device != "" {
+		in.Server.Device = string(ServerDev)
+	}
+	if in.Client.Device != "" {
+		in.Client.Device = string(ClientDev)
+	}
 	for _, u := range Trials(in.W, sizes) {
 		in.Trial, in.Port = u, PortFor(in.W.Index, first, u.N)
 		s, c, found := ArgvOf(in)
@@ -37,7 +46,11 @@ func PlanTrials(in ArgvIn, first int, sizes []int64) (ps []Planned, ok bool) {
 // Show is an argv as a plan prints it: a placeholder as {server.gid}, a
 // program's self.* the trial has no value for as the lab wrote it
 // (${self.size}).
-func Show(argv []string) []string {
+func Show(argv []string) []string { return ShowAs(argv, nil) }
+
+// ShowAs is Show with the placeholders in names shown as their values: a
+// plan shows ServerDev and ClientDev as the lab's device names.
+func ShowAs(argv []string, names Values) []string {
 	if argv == nil {
 		return nil
 	}
@@ -55,7 +68,9 @@ func Show(argv []string) []string {
 			}
 			name := a[j+1 : j+1+k]
 			b.WriteString(a[:j])
-			if strings.HasPrefix(name, "self.") {
+			if v, ok := names[Value(a[j:j+1+k+1])]; ok {
+				b.WriteString(v)
+			} else if strings.HasPrefix(name, "self.") {
 				b.WriteString("${" + name + "}")
 			} else {
 				b.WriteString("{" + name + "}")
@@ -76,7 +91,8 @@ func (v Value) Name() string { return Show([]string{string(v)})[0] }
 type Values map[Value]string
 
 // valid says whether v may fill placeholder p: a GID index or an MTU is a
-// decimal number, an address an IP address. Nothing else gets in, so a
+// decimal number, an address an IP address, a device a device name
+// (ValidDeviceName). Nothing else gets in, so a
 // filled value is never an option ("-R"), never a second placeholder, and
 // the argv keeps its length: a value cannot add an argument.
 func valid(p Value, v string) error {
@@ -90,14 +106,32 @@ func valid(p Value, v string) error {
 		if err != nil || a.Zone() != "" {
 			return fmt.Errorf("%q is not an IP address", v)
 		}
+	case ServerDev, ClientDev:
+		if !ValidDeviceName(v) {
+			return fmt.Errorf("%q is not an RDMA device name", v)
+		}
 	}
 	return nil
+}
+
+// ValidDeviceName is the lab's rule for RDMA device names (engine/lab's
+// too): 1-63 of A-Z a-z 0-9 _ . -, not starting with -, so no option.
+func ValidDeviceName(n string) bool {
+	if n == "" || len(n) > 63 || n[0] == '-' {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // known reports whether p is a placeholder a run fills.
 func known(p Value) bool {
 	switch p {
-	case ServerGID, ClientGID, PathMTU, ServerAddr:
+	case ServerGID, ClientGID, PathMTU, ServerAddr, ServerDev, ClientDev:
 		return true
 	}
 	return false
