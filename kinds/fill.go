@@ -57,27 +57,19 @@ func ShowAs(argv []string, names Values) []string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
 		var b strings.Builder
-		for {
-			j := strings.Index(a, selfMark)
-			if j < 0 {
-				break
-			}
-			k := strings.Index(a[j+1:], selfMark)
-			if k < 0 {
-				break
-			}
-			name := a[j+1 : j+1+k]
-			b.WriteString(a[:j])
-			if v, ok := names[Value(a[j:j+1+k+1])]; ok {
+		for _, t := range marked(a) {
+			v, named := names[Value(t.text)]
+			switch {
+			case !t.mark:
+				b.WriteString(t.text)
+			case named:
 				b.WriteString(v)
-			} else if strings.HasPrefix(name, "self.") {
-				b.WriteString("${" + name + "}")
-			} else {
-				b.WriteString("{" + name + "}")
+			case strings.HasPrefix(t.ref, "self."):
+				b.WriteString("${" + t.ref + "}")
+			default:
+				b.WriteString("{" + t.ref + "}")
 			}
-			a = a[j+1+k+1:]
 		}
-		b.WriteString(a)
 		out[i] = b.String()
 	}
 	return out
@@ -148,20 +140,19 @@ func Fill(workload string, argv []string, vals Values) ([]string, error) {
 	out := make([]string, len(argv))
 	for i, a := range argv {
 		var b strings.Builder
-		for {
-			j := strings.Index(a, selfMark)
-			if j < 0 {
-				break
-			}
-			k := strings.Index(a[j+1:], selfMark)
-			if k < 0 {
+		for _, t := range marked(a) {
+			if t.broken {
 				return nil, fmt.Errorf("workload %q: argument %d (%s): a broken placeholder", workload, i, Show([]string{argv[i]})[0])
 			}
-			p := Value(a[j : j+1+k+1])
+			if !t.mark {
+				b.WriteString(t.text)
+				continue
+			}
+			p := Value(t.text)
 			v, ok := vals[p]
 			var err error
 			switch {
-			case strings.HasPrefix(string(p), selfMark+"self."):
+			case strings.HasPrefix(t.ref, "self."):
 				err = errors.New("it has no value in this trial")
 			case !known(p):
 				err = errors.New("an unknown placeholder: no run fills it")
@@ -173,11 +164,8 @@ func Fill(workload string, argv []string, vals Values) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("workload %q: placeholder %s in argument %d: %w", workload, p.Name(), i, err)
 			}
-			b.WriteString(a[:j])
 			b.WriteString(v)
-			a = a[j+1+k+1:]
 		}
-		b.WriteString(a)
 		out[i] = b.String()
 	}
 	return out, nil
