@@ -3,7 +3,6 @@ package kinds
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // A tool's command lines are written once, by its family's argv hook
@@ -37,11 +36,6 @@ const (
 	ServerDev Value = selfMark + "server.dev" + selfMark
 	ClientDev Value = selfMark + "client.dev" + selfMark
 )
-
-// Placeholder reports whether v is a placeholder the run fills.
-func (v Value) Placeholder() bool {
-	return len(v) > 2 && strings.HasPrefix(string(v), selfMark) && strings.HasSuffix(string(v), selfMark)
-}
 
 // Int is n as a Value: "" for 0, which leaves the option out.
 func Int(n int) Value {
