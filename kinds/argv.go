@@ -3,7 +3,6 @@ package kinds
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // A tool's command lines are written once, by its family's argv hook
@@ -31,12 +30,12 @@ const (
 	ClientGID  Value = selfMark + "client.gid" + selfMark  // the client device's GID index
 	PathMTU    Value = selfMark + "mtu" + selfMark         // the smaller active MTU of the two devices
 	ServerAddr Value = selfMark + "server.addr" + selfMark // the IPv4 address of the server device's netdev (tcp: of the rxe it dials)
+	// The devices' names on their hosts: the lab's name, or the name of
+	// an rxe or siw already on the netdev that rxe.ensure reuses. A plan
+	// shows the lab's names (ShowAs); the run fills what the host reported.
+	ServerDev Value = selfMark + "server.dev" + selfMark
+	ClientDev Value = selfMark + "client.dev" + selfMark
 )
-
-// Placeholder reports whether v is a placeholder the run fills.
-func (v Value) Placeholder() bool {
-	return len(v) > 2 && strings.HasPrefix(string(v), selfMark) && strings.HasSuffix(string(v), selfMark)
-}
 
 // Int is n as a Value: "" for 0, which leaves the option out.
 func Int(n int) Value {
@@ -97,8 +96,11 @@ func PortFor(index, first, n int) int {
 
 // End is one side of a two-sided RDMA tool as its command names it.
 type End struct {
-	Device string // the device's name on its host (ibdev)
-	GID    Value  // its GID index
+	// Device is the device's name on its host (ibdev); PlanTrials makes
+	// it ServerDev or ClientDev, which the run fills with the name the
+	// host reported.
+	Device string
+	GID    Value // its GID index
 	// Port is the device port (-i), told only when not 1 (an rdma block's
 	// port).
 	Port int

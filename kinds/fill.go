@@ -22,7 +22,16 @@ type Planned struct {
 // the rest), and each trial gets its size, repeat and port (PortFor, from
 // first: 0 for the workload's block). ok is false when the family has no
 // hook. sizes nil: one unsized trial per repeat.
+// A device's name is held as ServerDev or ClientDev: the run's device
+// may be one the host already had, under its own name (rxe.ensure reuses
+// it), and the plan shows the lab's (ShowAs).
 func PlanTrials(in ArgvIn, first int, sizes []int64) (ps []Planned, ok bool) {
+	if in.Server.Device != "" {
+		in.Server.Device = string(ServerDev)
+	}
+	if in.Client.Device != "" {
+		in.Client.Device = string(ClientDev)
+	}
 	for _, u := range Trials(in.W, sizes) {
 		in.Trial, in.Port = u, PortFor(in.W.Index, first, u.N)
 		s, c, found := ArgvOf(in)
@@ -37,32 +46,30 @@ func PlanTrials(in ArgvIn, first int, sizes []int64) (ps []Planned, ok bool) {
 // Show is an argv as a plan prints it: a placeholder as {server.gid}, a
 // program's self.* the trial has no value for as the lab wrote it
 // (${self.size}).
-func Show(argv []string) []string {
+func Show(argv []string) []string { return ShowAs(argv, nil) }
+
+// ShowAs is Show with the placeholders in names shown as their values: a
+// plan shows ServerDev and ClientDev as the lab's device names.
+func ShowAs(argv []string, names Values) []string {
 	if argv == nil {
 		return nil
 	}
 	out := make([]string, len(argv))
 	for i, a := range argv {
 		var b strings.Builder
-		for {
-			j := strings.Index(a, selfMark)
-			if j < 0 {
-				break
+		for _, t := range marked(a) {
+			v, named := names[Value(t.text)]
+			switch {
+			case !t.mark:
+				b.WriteString(t.text)
+			case named:
+				b.WriteString(v)
+			case strings.HasPrefix(t.ref, "self."):
+				b.WriteString("${" + t.ref + "}")
+			default:
+				b.WriteString("{" + t.ref + "}")
 			}
-			k := strings.Index(a[j+1:], selfMark)
-			if k < 0 {
-				break
-			}
-			name := a[j+1 : j+1+k]
-			b.WriteString(a[:j])
-			if strings.HasPrefix(name, "self.") {
-				b.WriteString("${" + name + "}")
-			} else {
-				b.WriteString("{" + name + "}")
-			}
-			a = a[j+1+k+1:]
 		}
-		b.WriteString(a)
 		out[i] = b.String()
 	}
 	return out
@@ -76,7 +83,8 @@ func (v Value) Name() string { return Show([]string{string(v)})[0] }
 type Values map[Value]string
 
 // valid says whether v may fill placeholder p: a GID index or an MTU is a
-// decimal number, an address an IP address. Nothing else gets in, so a
+// decimal number, an address an IP address, a device a device name
+// (ValidDeviceName). Nothing else gets in, so a
 // filled value is never an option ("-R"), never a second placeholder, and
 // the argv keeps its length: a value cannot add an argument.
 func valid(p Value, v string) error {
@@ -90,14 +98,32 @@ func valid(p Value, v string) error {
 		if err != nil || a.Zone() != "" {
 			return fmt.Errorf("%q is not an IP address", v)
 		}
+	case ServerDev, ClientDev:
+		if !ValidDeviceName(v) {
+			return fmt.Errorf("%q is not an RDMA device name", v)
+		}
 	}
 	return nil
+}
+
+// ValidDeviceName is the lab's rule for RDMA device names (engine/lab's
+// too): 1-63 of A-Z a-z 0-9 _ . -, not starting with -, so no option.
+func ValidDeviceName(n string) bool {
+	if n == "" || len(n) > 63 || n[0] == '-' {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // known reports whether p is a placeholder a run fills.
 func known(p Value) bool {
 	switch p {
-	case ServerGID, ClientGID, PathMTU, ServerAddr:
+	case ServerGID, ClientGID, PathMTU, ServerAddr, ServerDev, ClientDev:
 		return true
 	}
 	return false
@@ -114,20 +140,19 @@ func Fill(workload string, argv []string, vals Values) ([]string, error) {
 	out := make([]string, len(argv))
 	for i, a := range argv {
 		var b strings.Builder
-		for {
-			j := strings.Index(a, selfMark)
-			if j < 0 {
-				break
-			}
-			k := strings.Index(a[j+1:], selfMark)
-			if k < 0 {
+		for _, t := range marked(a) {
+			if t.broken {
 				return nil, fmt.Errorf("workload %q: argument %d (%s): a broken placeholder", workload, i, Show([]string{argv[i]})[0])
 			}
-			p := Value(a[j : j+1+k+1])
+			if !t.mark {
+				b.WriteString(t.text)
+				continue
+			}
+			p := Value(t.text)
 			v, ok := vals[p]
 			var err error
 			switch {
-			case strings.HasPrefix(string(p), selfMark+"self."):
+			case strings.HasPrefix(t.ref, "self."):
 				err = errors.New("it has no value in this trial")
 			case !known(p):
 				err = errors.New("an unknown placeholder: no run fills it")
@@ -139,11 +164,8 @@ func Fill(workload string, argv []string, vals Values) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("workload %q: placeholder %s in argument %d: %w", workload, p.Name(), i, err)
 			}
-			b.WriteString(a[:j])
 			b.WriteString(v)
-			a = a[j+1+k+1:]
 		}
-		b.WriteString(a)
 		out[i] = b.String()
 	}
 	return out, nil

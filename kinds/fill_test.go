@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var runValues = Values{ServerGID: "1", ClientGID: "3", PathMTU: "1024", ServerAddr: "10.9.0.1"}
+var runValues = Values{ServerGID: "1", ClientGID: "3", PathMTU: "1024", ServerAddr: "10.9.0.1", ServerDev: "rxe0", ClientDev: "rxe_eth1"}
 
 // TestFill: the run replaces each placeholder of a planned argv with
 // what it found, inside an argument too; literal braces of a lab's own
@@ -24,6 +24,8 @@ func TestFill(t *testing.T) {
 	}{
 		{"perftest client", []string{"ib_write_bw", "-x", string(ClientGID), "-m", string(PathMTU), string(ServerAddr)}, runValues,
 			[]string{"ib_write_bw", "-x", "3", "-m", "1024", "10.9.0.1"}, ""},
+		{"devices, as the hosts reported them", []string{"ibv_rc_pingpong", "-d", string(ClientDev), "--dev=" + string(ServerDev)}, runValues,
+			[]string{"ibv_rc_pingpong", "-d", "rxe_eth1", "--dev=rxe0"}, ""},
 		{"inside an argument", []string{"./c", "--gid=" + string(ServerGID) + "," + string(ClientGID)}, runValues, []string{"./c", "--gid=1,3"}, ""},
 		{"literal braces", []string{"awk", "{print $1}", "{server.gid}", "{}"}, Values{}, []string{"awk", "{print $1}", "{server.gid}", "{}"}, ""},
 		{"nil", nil, runValues, nil, ""},
@@ -58,7 +60,7 @@ func TestFill(t *testing.T) {
 // takes only its own form of value (a number, an IP address), and
 // anything else is refused naming the workload and the placeholder.
 func TestFillNoInjection(t *testing.T) {
-	argv := []string{"ib_write_bw", "-x", string(ServerGID), "-m", string(PathMTU), string(ServerAddr)}
+	argv := []string{"ib_write_bw", "-d", string(ServerDev), "-x", string(ServerGID), "-m", string(PathMTU), "--peer=" + string(ClientDev), string(ServerAddr)}
 	for _, tc := range []struct {
 		p Value
 		v string
@@ -75,6 +77,13 @@ func TestFillNoInjection(t *testing.T) {
 		{ServerGID, string(ServerAddr)},
 		{PathMTU, "1024\x00"},
 		{PathMTU, ""},
+		{ServerDev, "-R"},
+		{ServerDev, "rxe0 -R"},
+		{ServerDev, ""},
+		{ServerDev, strings.Repeat("r", 64)},
+		{ServerDev, "rxe/0"},
+		{ClientDev, string(ServerDev)},
+		{ClientDev, "rxe\n0"},
 	} {
 		vals := Values{}
 		for k, v := range runValues {
@@ -95,10 +104,16 @@ func TestFillNoInjection(t *testing.T) {
 // TestShow: a plan prints placeholders by name, a program's unfilled
 // self.* as the lab wrote it.
 func TestShow(t *testing.T) {
-	got := Show([]string{"x", string(ServerGID), "-g" + string(ClientGID), SelfRef("size"), "{a}"})
-	want := []string{"x", "{server.gid}", "-g{client.gid}", "${self.size}", "{a}"}
+	got := Show([]string{"x", string(ServerGID), "-g" + string(ClientGID), SelfRef("size"), "{a}", string(ServerDev)})
+	want := []string{"x", "{server.gid}", "-g{client.gid}", "${self.size}", "{a}", "{server.dev}"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Show = %q, want %q", got, want)
+	}
+	// A plan shows the lab's device names.
+	got = ShowAs([]string{"-d", string(ServerDev), "--c=" + string(ClientDev), string(ServerGID)}, Values{ServerDev: "rxe_eth1", ClientDev: "rxe_eth2"})
+	want = []string{"-d", "rxe_eth1", "--c=rxe_eth2", "{server.gid}"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ShowAs = %q, want %q", got, want)
 	}
 }
 
@@ -108,9 +123,10 @@ func TestShow(t *testing.T) {
 func FuzzFill(f *testing.F) {
 	f.Add("ib_write_bw\x01-x\x01\x00server.gid\x00\x01{mtu}", "1", "10.0.0.1")
 	f.Add("a\x00mtu\x00b\x01\x00\x00", "-R", "x y")
+	f.Add("-d\x01\x00server.dev\x00\x01\x00client.dev\x00", "rxe0", "-R")
 	f.Fuzz(func(t *testing.T, joined, gid, addr string) {
 		argv := strings.Split(joined, "\x01")
-		got, err := Fill("f", argv, Values{ServerGID: gid, ClientGID: gid, PathMTU: gid, ServerAddr: addr})
+		got, err := Fill("f", argv, Values{ServerGID: gid, ClientGID: gid, PathMTU: gid, ServerAddr: addr, ServerDev: addr, ClientDev: gid})
 		if err != nil {
 			return
 		}

@@ -102,24 +102,20 @@ func ExpandSelf(argv []string, vals map[string]string) ([]string, error) {
 	out := make([]string, len(argv))
 	for i, a := range argv {
 		var b strings.Builder
-		for {
-			j := strings.Index(a, selfMark+"self.")
-			if j < 0 {
-				b.WriteString(a)
-				break
-			}
-			b.WriteString(a[:j])
-			rest := a[j+len(selfMark)+len("self."):]
-			k := strings.Index(rest, selfMark)
-			if k < 0 {
+		for _, t := range marked(a) {
+			name, self := strings.CutPrefix(t.ref, "self.")
+			switch {
+			case t.broken:
 				return nil, fmt.Errorf("argument %d: a broken self placeholder", i)
+			case !t.mark || !self:
+				b.WriteString(t.text)
+			default:
+				v, ok := vals[name]
+				if !ok {
+					return nil, fmt.Errorf("self.%s has no value in this run", name)
+				}
+				b.WriteString(v)
 			}
-			v, ok := vals[rest[:k]]
-			if !ok {
-				return nil, fmt.Errorf("self.%s has no value in this run", rest[:k])
-			}
-			b.WriteString(v)
-			a = rest[k+len(selfMark):]
 		}
 		out[i] = b.String()
 	}
@@ -128,14 +124,21 @@ func ExpandSelf(argv []string, vals map[string]string) ([]string, error) {
 
 // FillSelf fills the SelfRef placeholders of an argv that vals has a
 // value for and leaves the others in place (the run refuses them:
-// Fill).
+// Fill). It reads each argument once, left to right (marked), so a lab's
+// literal text between two references is never taken for one.
 func FillSelf(argv []string, vals map[string]string) []string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
-		for name, v := range vals {
-			a = strings.ReplaceAll(a, SelfRef(name), v)
+		var b strings.Builder
+		for _, t := range marked(a) {
+			name, self := strings.CutPrefix(t.ref, "self.")
+			if v, ok := vals[name]; ok && self && t.mark {
+				b.WriteString(v)
+			} else {
+				b.WriteString(t.text)
+			}
 		}
-		out[i] = a
+		out[i] = b.String()
 	}
 	return out
 }
@@ -144,15 +147,42 @@ func FillSelf(argv []string, vals map[string]string) []string {
 // (${self.port}), for plans and messages.
 func ShowSelf(argv []string) string { return strings.Join(ShowSelfArgv(argv), " ") }
 
-// ShowSelfArgv is ShowSelf element by element.
-func ShowSelfArgv(argv []string) []string {
-	var parts []string
-	for _, a := range argv {
-		a = strings.ReplaceAll(a, selfMark+"self.", "${self.")
-		a = strings.ReplaceAll(a, selfMark, "}")
-		parts = append(parts, a)
+// ShowSelfArgv is ShowSelf element by element (Show).
+func ShowSelfArgv(argv []string) []string { return Show(argv) }
+
+// piece is one piece of an argv element as marked reads it: literal text,
+// or a placeholder (ref: its name between the two marks, "self.port",
+// "server.gid"; text: the placeholder as written, marks and all). broken:
+// a mark with no closing one, and the rest of the element after it (text).
+type piece struct {
+	text, ref string
+	mark      bool // a placeholder (ref may be "": two marks together)
+	broken    bool
+}
+
+// marked splits an argv element into text and placeholders, left to
+// right: each mark opens a placeholder the next one closes. The one
+// reader of the NUL format (Show, Fill, ExpandSelf, FillSelf).
+func marked(a string) []piece {
+	var ts []piece
+	for a != "" {
+		j := strings.Index(a, selfMark)
+		if j < 0 {
+			ts = append(ts, piece{text: a})
+			break
+		}
+		if j > 0 {
+			ts = append(ts, piece{text: a[:j]})
+		}
+		k := strings.Index(a[j+1:], selfMark)
+		if k < 0 {
+			ts = append(ts, piece{text: a[j:], broken: true})
+			break
+		}
+		ts = append(ts, piece{text: a[j : j+1+k+1], ref: a[j+1 : j+1+k], mark: true})
+		a = a[j+1+k+1:]
 	}
-	return parts
+	return ts
 }
 
 // SizeText prints a byte count (a size, bytes, memory) as a lab writes it:

@@ -233,7 +233,8 @@ func NewRDMAPair(w *Workload, sides func(env *Env, r *PairRun, e RDMAEnd)) Op {
 		if err != nil {
 			return nil, err
 		}
-		vals := kinds.Values{kinds.ServerGID: strconv.Itoa(srv.GIDIndex), kinds.ClientGID: strconv.Itoa(cli.GIDIndex), kinds.ServerAddr: srv.IPv4}
+		vals := kinds.Values{kinds.ServerGID: strconv.Itoa(srv.GIDIndex), kinds.ClientGID: strconv.Itoa(cli.GIDIndex), kinds.ServerAddr: srv.IPv4,
+			kinds.ServerDev: srv.Name, kinds.ClientDev: cli.Name}
 		if mtu > 0 {
 			vals[kinds.PathMTU] = strconv.Itoa(mtu)
 		} else { // no device said: the tool picks its own, as before

@@ -29,10 +29,10 @@ func RunPlanned(ctx context.Context, env *Env, out *Outcome, w *Workload, run fu
 	for i, p := range ps {
 		us[i] = p.Trial
 	}
-	return RunTrials(ctx, env, out, w, us, func(ctx context.Context, u Trial) error {
-		p := ps[u.N]
-		p.Trial = u
-		return run(ctx, p)
+	// Each trial runs its own plan, by position: a trial's N numbers its
+	// port and handles, not its place in ps.
+	return runTrials(ctx, env, out, w, us, func(ctx context.Context, i int, _ Trial) error {
+		return run(ctx, ps[i])
 	})
 }
 
@@ -40,13 +40,18 @@ func RunPlanned(ctx context.Context, env *Env, out *Outcome, w *Workload, run fu
 // filled with the start, end and status; run appends its records and
 // samples to it.
 func RunTrials(ctx context.Context, env *Env, out *Outcome, w *Workload, us []Trial, run func(ctx context.Context, u Trial) error) error {
+	return runTrials(ctx, env, out, w, us, func(ctx context.Context, _ int, u Trial) error { return run(ctx, u) })
+}
+
+// runTrials is RunTrials, which tells run each trial's position in us.
+func runTrials(ctx context.Context, env *Env, out *Outcome, w *Workload, us []Trial, run func(ctx context.Context, i int, u Trial) error) error {
 	*out = Outcome{Workload: w.Name, Tool: w.Tool, Start: time.Now()}
 	var err error
 	for i, u := range us {
 		if env.TrialStart != nil {
 			env.TrialStart(w.Name, fmt.Sprintf("%s (%d/%d)", u, i+1, len(us)))
 		}
-		if err = runTrial(ctx, env, w, u, len(us) > 1, run); err != nil {
+		if err = runTrial(ctx, env, w, u, len(us) > 1, func(ctx context.Context, u Trial) error { return run(ctx, i, u) }); err != nil {
 			break
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/kinds"
 )
 
 // Device readies an RDMA device for workloads: it ensures a Soft-RoCE (rxe)
@@ -126,7 +127,7 @@ func checkDeviceInfo(s *Device, info *proto.DeviceInfo, ensured bool) error {
 	switch {
 	case info.Created && s.Device != "" && info.Name != s.Device:
 		return bad("name", fmt.Sprintf("not the device it was asked to create (%q)", s.Device), info.Name)
-	case !validDeviceName(info.Name):
+	case !kinds.ValidDeviceName(info.Name):
 		// A device found on the netdev keeps its own name.
 		return bad("name", "not an RDMA device name (1-63 of A-Z a-z 0-9 _ . -, not starting with -)", info.Name)
 	}
@@ -161,19 +162,6 @@ func checkDeviceInfo(s *Device, info *proto.DeviceInfo, ensured bool) error {
 // maxGIDIndex bounds a GID table index (the kernel's tables are far
 // smaller; a port's table size is a u32 in sysfs, but no device has more).
 const maxGIDIndex = 1 << 16
-
-// validDeviceName is the lab's rule for RDMA device names, and no option.
-func validDeviceName(n string) bool {
-	if n == "" || len(n) > 63 || n[0] == '-' {
-		return false
-	}
-	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // validNetdev is the kernel's dev_valid_name, with control characters
 // refused too (engine/lab and the agent check the same).

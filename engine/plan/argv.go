@@ -10,7 +10,9 @@ import (
 // hook (kinds.Argver); the step's op runs exactly this argv
 // (WorkloadPlan.Trials, sensitive values unhidden). What
 // only the run learns from the device-create steps stays a named
-// placeholder: {server.gid}, {client.gid} (GID indexes), {mtu} (the
+// placeholder: {server.dev}, {client.dev} (the devices' names: a
+// host may have one already on the netdev, which the run reuses under its
+// own name; the plan shows the lab's), {server.gid}, {client.gid} (GID indexes), {mtu} (the
 // pair's path MTU) and {server.addr} (the IPv4 address of the server
 // device's netdev, which a tcp client or a program's self.server_address
 // dials too when its lab dials an rxe).
@@ -81,14 +83,22 @@ func (b *builder) resolveTrials(w *lab.Workload, srv, cli *Step, dial lab.Dial) 
 	// The run executes these (WorkloadPlan.Trials, with the sensitive
 	// values the lab gives); the steps show them (redact hides those).
 	cli.planned = ps
+	// The plan shows the lab's device names; the run uses the hosts'.
+	names := kinds.Values{}
+	if w.ServerDevice != nil {
+		names[kinds.ServerDev] = w.ServerDevice.Device
+	}
+	if w.ClientDevice != nil {
+		names[kinds.ClientDev] = w.ClientDevice.Device
+	}
 	for _, u := range ps {
 		port := u.Port
 		if t.OneHost {
 			port = 0
 		}
 		if srv != nil {
-			srv.Trials = append(srv.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: kinds.Show(u.Server)})
+			srv.Trials = append(srv.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: kinds.ShowAs(u.Server, names)})
 		}
-		cli.Trials = append(cli.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: kinds.Show(u.Client)})
+		cli.Trials = append(cli.Trials, Trial{Size: u.Size, Repeat: u.Repeat, Port: port, Argv: kinds.ShowAs(u.Client, names)})
 	}
 }

@@ -89,9 +89,12 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 				}
 				oneHost := w.Host != nil
 				// What the device-create steps report: a GID index, MTU
-				// and address per end, as a run learns them.
+				// and address per end, as a run learns them, and a name
+				// other than the lab's (the host had one on the netdev,
+				// which rxe.ensure reuses under its own name).
+				reported := func(d *lab.Device) string { return "r" + d.Device }
 				info := func(d *lab.Device, gid int, addr string) *proto.DeviceInfo {
-					di := &proto.DeviceInfo{Name: d.Device, GIDIndex: gid, ActiveMTU: 1024, IPv4: addr, Port: d.Port}
+					di := &proto.DeviceInfo{Name: reported(d), GIDIndex: gid, ActiveMTU: 1024, IPv4: addr, Port: d.Port}
 					if d.IWARP() {
 						di.Transport = "iWARP"
 					}
@@ -122,6 +125,23 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 					cgid = "1"
 				}
 				fill := strings.NewReplacer(kinds.ServerGID.Name(), "1", kinds.ClientGID.Name(), cgid, kinds.PathMTU.Name(), "1024", kinds.ServerAddr.Name(), "10.9.0.1")
+				// The plan shows the lab's device names; the run uses the
+				// names the hosts reported, in the same places.
+				var names []string
+				if w.ServerDevice != nil {
+					names = append(names, w.ServerDevice.Device, reported(w.ServerDevice))
+				}
+				if w.ClientDevice != nil {
+					names = append(names, w.ClientDevice.Device, reported(w.ClientDevice))
+				}
+				devs := strings.NewReplacer(names...)
+				plan := func(argv []string) string {
+					out := make([]string, len(argv))
+					for i, a := range argv {
+						out[i] = fill.Replace(devs.Replace(a))
+					}
+					return strings.Join(out, " ")
+				}
 				sw := stepWorkload(wp)
 				sw.Metrics = nil // this agent prints nothing to read them from
 				if len(sw.Trials) != len(cli.Trials) {
@@ -150,9 +170,9 @@ func TestPlanArgvIsRunArgv(t *testing.T) {
 				redact := lab.Redactor(l.Sensitive)
 				for i := range cli.Trials {
 					if !oneHost {
-						want = append(want, fill.Replace(strings.Join(srv.Trials[i].Argv, " "))+" "+mark(i))
+						want = append(want, plan(srv.Trials[i].Argv)+" "+mark(i))
 					}
-					want = append(want, fill.Replace(strings.Join(cli.Trials[i].Argv, " "))+" "+mark(i))
+					want = append(want, plan(cli.Trials[i].Argv)+" "+mark(i))
 				}
 				// What the step ran, as the results record it.
 				for _, run := range st.(steps.Outcomer).Outcome().Runs {

@@ -52,7 +52,8 @@ func (h *argvHost) Send(ctx context.Context, r *rpc.Request) error {
 func TestRunsPlannedTrials(t *testing.T) {
 	w := &steps.Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw", Options: kinds.Options{Iterations: 10, Sizes: []int64{4096}}},
 		ServerHost: "s", ClientHost: "c", ServerDevice: "ds", ClientDevice: "dc"}
-	// As engine/plan resolves them: devices by name, the rest placeholders.
+	// As engine/plan resolves them: everything the run learns (the
+	// devices' names too) placeholders.
 	in := kinds.ArgvIn{W: &w.Workload, Server: kinds.End{Device: "mlx_s", GID: kinds.ServerGID, Port: 1},
 		Client: kinds.End{Device: "mlx_c", GID: kinds.ClientGID, Port: 1}, MTU: kinds.PathMTU, Addr: kinds.ServerAddr}
 	planned, ok := kinds.PlanTrials(in, 0, w.Sizes)
@@ -60,7 +61,7 @@ func TestRunsPlannedTrials(t *testing.T) {
 		t.Fatalf("planned %v, %v", planned, ok)
 	}
 	filled := func(argv []string) []string {
-		out, err := kinds.Fill("bw", argv, kinds.Values{kinds.ServerGID: "1", kinds.ClientGID: "2", kinds.PathMTU: "1024", kinds.ServerAddr: "10.0.0.1"})
+		out, err := kinds.Fill("bw", argv, kinds.Values{kinds.ServerGID: "1", kinds.ClientGID: "2", kinds.PathMTU: "1024", kinds.ServerAddr: "10.0.0.1", kinds.ServerDev: "mlx_s", kinds.ClientDev: "mlx_c"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,6 +34,13 @@ func newOp(w *steps.Workload) (steps.Op, error) {
 		// hook (Argv) adds it, this says so once.
 		qpt, why := qpTimeout(env, w)
 		r.QPTimeout, r.Emulated = qpt, steps.EmulatedEnd(env, w)
+		if qpt == 0 && t.QPTimeout.Flag != "" && !t.QPTimeout.SetBy(w.Args) {
+			// The plan took an end for an emulated guest that the run's
+			// facts say is not: the run decides, as before the op ran
+			// the plan's argv (the lab's own timeout stays).
+			raised := []string{t.QPTimeout.Flag, strconv.Itoa(kinds.QPTimeoutEmulated)}
+			r.Server.Argv, r.Client.Argv = drop(r.Server.Argv, raised), drop(r.Client.Argv, raised)
+		}
 		if qpt > 0 {
 			add(r, t.QPTimeout.Flag, strconv.Itoa(qpt))
 			if env.Notify != nil {
@@ -63,6 +70,17 @@ func add(r *steps.PairRun, opt ...string) {
 	}
 	r.Server.Argv = append(r.Server.Argv, opt...)
 	r.Client.Argv = beforeAddr(r.Client.Argv, opt...)
+}
+
+// drop is argv without the first occurrence of opt (a flag and its
+// value, next to each other).
+func drop(argv, opt []string) []string {
+	for i := 0; i+len(opt) <= len(argv); i++ {
+		if slices.Equal(argv[i:i+len(opt)], opt) {
+			return slices.Concat(argv[:i:i], argv[i+len(opt):])
+		}
+	}
+	return argv
 }
 
 // beforeAddr is a client argv with opt inserted before its last argument,

@@ -350,7 +350,7 @@ func (s *programWorkload) prepare(env *steps.Env, u kinds.Planned) (server, clie
 			if srv.IPv4 == "" {
 				return nil, nil, m, fmt.Errorf("workload %q: rxe %q on host %q has no IPv4 address on %s for the client to reach", w.Name, srv.Name, w.ServerHost, srv.Netdev)
 			}
-			vals[kinds.ServerAddr], vals[kinds.ServerGID] = srv.IPv4, strconv.Itoa(srv.GIDIndex)
+			vals[kinds.ServerAddr], vals[kinds.ServerGID], vals[kinds.ServerDev] = srv.IPv4, strconv.Itoa(srv.GIDIndex), srv.Name
 			m.Devices = append(m.Devices, srv.Name)
 			gid := srv.GIDIndex
 			m.GIDIndex = &gid
@@ -367,6 +367,7 @@ func (s *programWorkload) prepare(env *steps.Env, u kinds.Planned) (server, clie
 			if err != nil {
 				return nil, nil, m, fmt.Errorf("workload %q client: %w", w.Name, err)
 			}
+			vals[kinds.ClientDev] = cli.Name
 			m.Devices = append(m.Devices, cli.Name)
 		}
 	}

@@ -132,6 +132,17 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u kinds.Planned) 
 	if err != nil {
 		return err
 	}
+	// Filled before the server starts: an unfilled placeholder stops the
+	// workload before any process or listener (SECURITY.md).
+	vals := kinds.Values{kinds.ServerAddr: addr}
+	sfilled, err := kinds.Fill(w.Name, u.Server, vals)
+	if err != nil {
+		return err
+	}
+	cfilled, err := kinds.Fill(w.Name, u.Client, vals)
+	if err != nil {
+		return err
+	}
 	port := u.Port
 	sh, ch := steps.Handle(w, "server", 0, rep), steps.Handle(w, "client", 0, rep)
 	if err := env.Note(steps.Effect{Host: w.ServerHost, Type: "tcp", ID: sh, Pending: true}); err != nil {
@@ -144,15 +155,7 @@ func (s *tcpWorkload) run(ctx context.Context, env *steps.Env, u kinds.Planned) 
 	}
 	start := time.Now()
 	params := proto.TCPSendParams{Handle: ch, Addr: addr, Port: serving.Port, Bytes: s.bytes(), TimeoutMs: steps.Millis(steps.Remaining(ctx))}
-	vals := kinds.Values{kinds.ServerAddr: addr}
-	sargv, err := kinds.Fill(w.Name, bound(u.Server, 1, serving.Port), vals)
-	if err != nil {
-		return err
-	}
-	argv, err := kinds.Fill(w.Name, bound(u.Client, 2, serving.Port), vals)
-	if err != nil {
-		return err
-	}
+	sargv, argv := bound(sfilled, 1, serving.Port), bound(cfilled, 2, serving.Port)
 	size := s.bytes()
 	if w.Duration > 0 {
 		params.Bytes, params.DurationMs = 0, w.Duration.Milliseconds()
