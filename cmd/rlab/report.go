@@ -40,7 +40,11 @@ new manifest; every other entry stays what the run wrote.`,
 			if err != nil {
 				return err
 			}
-			if err := report.Render(dir); err != nil {
+			// The lab under lab/ is loaded under the evaluation guard
+			// (evalguard.go): a received run directory's lab is as
+			// hostile as any lab rlab validate is given.
+			guard := func(lab string) func() { return guardEval(cmd.ErrOrStderr(), lab).stop }
+			if err := report.RenderWith(dir, report.Options{Guard: guard}); err != nil {
 				return withCode(exitFail, fmt.Errorf("report: %w", err))
 			}
 			if _, err := results.Rehash(dir, report.FileName); err != nil {

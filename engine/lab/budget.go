@@ -416,6 +416,11 @@ func estimateBytes(name string, args []cty.Value, argBytes int64) int64 {
 		return n * int64(len(args)) * 8
 	case "jsonencode": // \u escapes
 		return 6 * argBytes
+	case "yamlencode": // every line indented by its depth (SECURITY 110)
+		if len(args) == 0 {
+			return 0
+		}
+		return yamlBytes(args[0])
 	case "upper", "lower", "title", "strrev", "chomp", "trimspace", "trim", "trimprefix", "trimsuffix", "substr", "tostring":
 		return 0
 	}
@@ -694,4 +699,40 @@ func (l *loader) reportBudget() {
 		l.budget.shown = true
 		l.diags = append(l.diags, l.budget.spent.diagnostic())
 	}
+}
+
+// yamlBytes bounds what yamlencode writes for v: each value on a line of
+// its own, indented two spaces a level, quoted and escaped (up to 4 bytes
+// for one). A list nested 3,600 deep around 50,000 numbers is 7 KB of lab
+// and 360 MB of YAML, made in one call before its result was counted
+// (1 GB in validate). It stops once past MaxEvalBytes; the walk is no
+// longer than sizeOf's of the same argument, which the call was charged.
+func yamlBytes(v cty.Value) int64 {
+	var n int64
+	var walk func(v cty.Value, depth int64)
+	walk = func(v cty.Value, depth int64) {
+		if n > MaxEvalBytes {
+			return
+		}
+		v, _ = v.Unmark()
+		n += 2*depth + 16
+		if v.IsNull() || !v.IsKnown() {
+			return
+		}
+		t := v.Type()
+		switch {
+		case t == cty.String:
+			n += 4 * int64(len(v.AsString()))
+		case t.IsListType(), t.IsSetType(), t.IsTupleType(), t.IsMapType(), t.IsObjectType():
+			for it := v.ElementIterator(); it.Next() && n <= MaxEvalBytes; {
+				k, e := it.Element()
+				if k.Type() == cty.String {
+					n += 4 * int64(len(k.AsString())) // a key on its line
+				}
+				walk(e, depth+1)
+			}
+		}
+	}
+	walk(v, 0)
+	return n
 }

@@ -37,6 +37,11 @@ type Options struct {
 	// report loads the copy under lab/, which works unless a variable had
 	// no default.
 	Lab *lab.Lab
+	// Guard, when set, is called before the report loads the copy under
+	// lab/ (Lab nil) and the function it returns once it is loaded: the
+	// command's evaluation guard, so a received run directory's lab is
+	// bounded as rlab validate bounds it (SECURITY 109).
+	Guard func(lab string) (stop func())
 	// After names the files the caller writes once report.html is on disk
 	// (the run's manifest.json, which hashes this page, and complete.json,
 	// which names the manifest): the page lists them as written after it,

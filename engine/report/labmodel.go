@@ -20,7 +20,12 @@ func (b *builder) loadLab() {
 	if !b.hasLabDir() {
 		return
 	}
-	l, diags := lab.Load([]string{filepath.Join(b.dir, "lab")}, lab.LoadOptions{Confined: true})
+	dir := filepath.Join(b.dir, "lab")
+	if b.opts.Guard != nil {
+		stop := b.opts.Guard(dir)
+		defer stop()
+	}
+	l, diags := lab.Load([]string{dir}, lab.LoadOptions{Confined: true})
 	if l != nil && !diags.HasErrors() {
 		b.model = l
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -298,6 +299,42 @@ func TestLinkSpeed(t *testing.T) {
 	}{{-1, ""}, {0, ""}, {100, "100 Mb/s"}, {1000, "1 Gb/s"}, {2500, "2.5 Gb/s"}, {25000, "25 Gb/s"}, {100000, "100 Gb/s"}} {
 		if got := linkSpeed(tc.mbps); got != tc.want {
 			t.Errorf("linkSpeed(%d) = %q, want %q", tc.mbps, got, tc.want)
+		}
+	}
+}
+
+// TestGuardAroundLabLoad: rlab report loads a received run directory's
+// lab under the command's evaluation guard (SECURITY 109): Guard is called
+// with lab/ before the load and its stop after, once; a run's own lab
+// (Options.Lab) is not loaded again, so not guarded.
+func TestGuardAroundLabLoad(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		dir := copyDir(t, fixture)
+		var calls []string
+		opts := Options{NoGraphviz: true, Guard: func(p string) func() {
+			calls = append(calls, "start "+p)
+			return func() { calls = append(calls, "stop") }
+		}}
+		if own {
+			l, diags := lab.Load([]string{filepath.Join(dir, "lab")}, lab.LoadOptions{})
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			opts.Lab = l
+		}
+		d, err := Build(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"start " + filepath.Join(dir, "lab"), "stop"}
+		if own {
+			want = nil
+		}
+		if !slices.Equal(calls, want) {
+			t.Errorf("own lab %t: guard calls %q, want %q", own, calls, want)
+		}
+		if d.Topology == nil || d.Topology.DOT == "" {
+			t.Errorf("own lab %t: no topology: the lab was not loaded", own)
 		}
 	}
 }
