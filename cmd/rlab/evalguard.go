@@ -110,7 +110,7 @@ func (g *evalGuard) stop() {
 }
 
 func guardMessage(lab string, what string, took time.Duration) string {
-	return fmt.Sprintf("Error: evaluating lab %s %s, %.1f s in; rlab stopped before connecting to any host.\n"+
+	return fmt.Sprintf("Error: evaluating lab %s %s, %.1f s in; rlab stopped there, with nothing connected to or run.\n"+
 		"  A lab this costly to evaluate is refused, whatever it would run. Look for expressions that make\n"+
 		"  large values: for expressions and range() nested in each other, join/format over them, set\n"+
 		"  functions over long lists, regex/regexall over long text, decoders (yamldecode, jsondecode, csvdecode) of large or deeply\n"+

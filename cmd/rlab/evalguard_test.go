@@ -98,7 +98,7 @@ func TestEvalGuard(t *testing.T) {
 				}
 				return
 			}
-			for _, want := range []string{c.fires, `evaluating lab "labs/x.hcl"`, "before connecting to any host", "rlab validate again"} {
+			for _, want := range []string{c.fires, `evaluating lab "labs/x.hcl"`, "rlab stopped there, with nothing connected to or run", "rlab validate again"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("message lacks %q:\n%s", want, msg)
 				}
@@ -153,7 +153,7 @@ workload "w" {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 		out, err := cmd.CombinedOutput()
-		if err != nil || strings.Contains(string(out), "stopped before connecting") {
+		if err != nil || strings.Contains(string(out), "rlab stopped there") {
 			t.Errorf("rlab %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
