@@ -197,6 +197,20 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 	b, err := cmd.CombinedOutput()
 	t.Logf("rlab %s (%s):\n%s", strings.Join(append(args, "labs/"+el.name+".hcl"), " "), time.Since(t0).Round(time.Second), b)
+	if err != nil && siwFlake(b) {
+		// A race in the guest kernel's siw (Debian 6.1 under TCG), seen on
+		// the landed tree too (about 1 run in 14): the lab runs once more,
+		// said here, so one kernel flake does not fail the suite.
+		t.Logf("labs/%s.hcl: siw's known race (rping stalled, or rdma_cm refused a listener it showed): running it once more", el.name)
+		out = filepath.Join(dir, "run-again")
+		keepOnFailure(t, out)
+		args[2] = out
+		t0 = time.Now()
+		cmd = exec.CommandContext(ctx, bin, append(args, labFile)...)
+		cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
+		b, err = cmd.CombinedOutput()
+		t.Logf("rlab %s (%s):\n%s", strings.Join(append(args, "labs/"+el.name+".hcl"), " "), time.Since(t0).Round(time.Second), b)
+	}
 	if err != nil {
 		t.Errorf("rlab run labs/%s.hcl: %v", el.name, err)
 	}
@@ -978,5 +992,35 @@ func recordIWARP(t *testing.T, runDir, stem, dst, labName string) {
 			t.Fatal(err)
 		}
 		t.Logf("recorded %s as %s", f, out)
+	}
+}
+
+// siwFlake tells a run that failed only by siw's known race from one that
+// failed: rping over siw stalled to its timeout, or an iWARP perftest
+// client was refused by the rdma_cm listener its server had shown.
+func siwFlake(out []byte) bool {
+	o := string(out)
+	stalled := strings.Contains(o, "TIMED OUT workload rping_iwarp")
+	refused := strings.Contains(o, "FAILED workload write_iwarp") && strings.Contains(o, "Failed to connect through RDMA CM")
+	return stalled || refused
+}
+
+// TestSIWFlake: only siw's two known races are run again; any other
+// failure of the iwarp lab fails the test.
+func TestSIWFlake(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		want bool
+	}{
+		{"[00:05:06] TIMED OUT workload rping_iwarp after 5m0s: workload \"rping_iwarp\" (rping): timed out", true},
+		{"[00:00:09] FAILED workload write_iwarp after 4.1s: ... 10.99.0.1: killed by segmentation fault: Failed to connect through RDMA CM.", true},
+		{"[00:00:09] FAILED workload write_iwarp after 4.1s: ... parse output of ib_write_bw: result table has no rows", false},
+		{"[00:00:09] FAILED workload rping_iwarp after 1s: exit 1", false},
+		{"TIMED OUT workload write_siw after 5m0s", false},
+		{"", false},
+	} {
+		if got := siwFlake([]byte(c.out)); got != c.want {
+			t.Errorf("siwFlake(%q) = %v, want %v", c.out, got, c.want)
+		}
 	}
 }
