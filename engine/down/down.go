@@ -16,6 +16,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/runstate"
+	"github.com/rlab-dev/rlab/internal/fanout"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -118,7 +119,7 @@ func Run(ctx context.Context, dir string, opts Options) (*Result, error) {
 		userKH = []string{"~/.ssh/known_hosts"}
 	}
 	var mu sync.Mutex // res
-	err = each(ctx, hosts, opts.Parallel, func(ctx context.Context, h runstate.Host) error {
+	err = fanout.Each(ctx, hosts, opts.Parallel, func(ctx context.Context, h runstate.Host) error {
 		if err := runstate.CheckPaths(dir, h, runstate.PathsSigned(key, st.RunID, h), userKH, opts.Identities); err != nil {
 			return fmt.Errorf("down: %w", err)
 		}

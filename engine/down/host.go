@@ -2,8 +2,6 @@ package down
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/runstate"
@@ -23,28 +21,4 @@ type Host interface {
 // connects).
 type Connector interface {
 	Connect(ctx context.Context, h runstate.Host, runID string) (Host, error)
-}
-
-// each runs f for every item, at most n at once, and joins their errors;
-// once ctx ends, the items not started fail with its error.
-func each[T any](ctx context.Context, items []T, n int, f func(context.Context, T) error) error {
-	sem := make(chan struct{}, max(n, 1))
-	var wg sync.WaitGroup
-	errs := make([]error, len(items))
-	for i, it := range items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
-			}
-			defer func() { <-sem }()
-			errs[i] = f(ctx, it)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/preflight"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/runstate"
+	"github.com/rlab-dev/rlab/internal/fanout"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -148,7 +149,7 @@ func (r *runner) connectAll(ctx context.Context) error {
 		targets[sh.Name] = Target{Host: sh}
 	}
 	var failed atomic.Int32
-	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
+	fanout.Each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
 		t := targets[h.Name]
 		t.Plan = h
 		t.LogDir = filepath.Join(r.hostDir(h.Slug), "logs")
@@ -305,7 +306,7 @@ func (r *runner) preflight(ctx context.Context) error {
 }
 
 func (r *runner) createDevices(ctx context.Context) error {
-	return each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.Device) error {
+	return fanout.Each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.Device) error {
 		if r.isLost(x.Host) || r.hostProblem(x.Host) != nil {
 			return nil // its workloads are skipped
 		}
@@ -375,7 +376,7 @@ func startWhole[W window](ctx context.Context, r *runner, ws []W) error {
 			whole = append(whole, w)
 		}
 	}
-	return each(ctx, whole, r.opts.Parallel, func(ctx context.Context, w W) error {
+	return fanout.Each(ctx, whole, r.opts.Parallel, func(ctx context.Context, w W) error {
 		if r.hostProblem(w.onHost()) != nil {
 			return nil // its workloads are skipped
 		}
@@ -390,7 +391,7 @@ func startWhole[W window](ctx context.Context, r *runner, ws []W) error {
 
 // stopAll undoes every window of ws still in force (teardown).
 func stopAll[W window](ctx context.Context, r *runner, ws []W) {
-	each(ctx, ws, r.opts.Parallel, func(ctx context.Context, w W) error {
+	fanout.Each(ctx, ws, r.opts.Parallel, func(ctx context.Context, w W) error {
 		w.stop(ctx, r) // idempotent: windows already stopped are no-ops
 		return nil
 	})
@@ -432,7 +433,7 @@ func (c *captureWindow) stop(ctx context.Context, r *runner) {
 
 // fetchAll pulls every connected host's work dir into hosts/<slug>/.
 func (r *runner) fetchAll(ctx context.Context) {
-	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
+	fanout.Each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
 		r.mu.Lock()
 		_, ok := r.conns[h.Name]
 		_, lost := r.lost[h.Name]
@@ -482,7 +483,7 @@ func (r *runner) teardown(ctx context.Context) {
 			r.log.Warn("teardown: stop workload processes", "workload", n.Workload.Name, "err", err)
 		}
 	}
-	each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.Device) error {
+	fanout.Each(ctx, r.rxes, r.opts.Parallel, func(ctx context.Context, x *steps.Device) error {
 		if r.discard[x.Host] {
 			return nil
 		}
@@ -523,7 +524,7 @@ func (r *runner) teardown(ctx context.Context) {
 			}
 		}
 	}
-	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
+	fanout.Each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
 		r.mu.Lock()
 		c, ok := r.conns[h.Name]
 		_, lost := r.lost[h.Name]

@@ -16,6 +16,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/provision"
 	"github.com/rlab-dev/rlab/engine/runstate"
+	"github.com/rlab-dev/rlab/internal/fanout"
 )
 
 // provisionHosts installs, on each host the plan provisions (--provision
@@ -27,7 +28,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 	var failed atomic.Int32
 	var errs []error
 	var emu sync.Mutex
-	each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
+	fanout.Each(ctx, r.hosts, r.opts.Parallel, func(ctx context.Context, h *plan.HostPlan) error {
 		if len(r.plan.IDs(h.Name, "", plan.Provision)) == 0 || r.isLost(h.Name) {
 			return nil
 		}

@@ -751,26 +751,3 @@ func (r *runner) outcomes() []*steps.Outcome {
 	}
 	return out
 }
-
-// each runs f for every item with at most n at once and joins the errors.
-func each[T any](ctx context.Context, items []T, n int, f func(context.Context, T) error) error {
-	sem := make(chan struct{}, max(n, 1))
-	var wg sync.WaitGroup
-	errs := make([]error, len(items))
-	for i, it := range items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
-			}
-			defer func() { <-sem }()
-			errs[i] = f(ctx, it)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}

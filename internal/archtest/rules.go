@@ -103,6 +103,7 @@ var Rules = []Rule{
 	{Pkg: "engine/down", Never: []string{"engine/run", "engine/report", "engine/remote", "engine/vm", "cmd/..."},
 		Why: "rlab down undoes a run from its state.json alone: it executes no plan, and reaches hosts through the connector it is given"},
 	{Pkg: "engine/run", Never: []string{"cmd/..."}, Why: "every behaviour is reachable from a test without the CLI"},
+	{Pkg: "internal/fanout", Only: []string{}, Why: "a leaf the run and rlab down share: the standard library only"},
 	{Pkg: "engine/sectest", ImportedBy: nobody, Why: "the security suite is tests only"},
 	{Pkg: "internal/archtest", ImportedBy: nobody, Why: "the rules are checked, not used"},
 	{Pkg: "kinds/madeup", ImportedBy: nobody, Why: "the made-up family is registered by test builds only; rlab ships without it"},
