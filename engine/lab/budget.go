@@ -45,6 +45,8 @@ type budget struct {
 	// funcs are the functions as defined (meterFuncs): which parameters
 	// read a number, for an argument's check (numbers.go).
 	funcs map[string]function.Function
+	// ops maps each comparison's own == or != (equal.go) to hclsyntax's.
+	ops map[*hclsyntax.Operation]*hclsyntax.Operation
 }
 
 // limitError is the overrun, carried through a function call's error to
@@ -170,6 +172,9 @@ func (b *budget) meterFuncs(fs map[string]function.Function) map[string]function
 		case "try", "can": // they evaluate expressions that are metered themselves
 			out[name] = f
 			continue
+		}
+		if name == "contains" {
+			f = b.containsFunc(f)
 		}
 		out[name] = b.meterFunc(name, f)
 	}
@@ -490,6 +495,7 @@ func (b *budget) meterExprs(node hclsyntax.Node) {
 			if e.Op == hclsyntax.OpEqual || e.Op == hclsyntax.OpNotEqual {
 				e.LHS = b.meter(e.LHS, "a comparison", deep)
 				e.RHS = b.meter(e.RHS, "a comparison", deep)
+				e.Op = b.equalOp(e.Op, e.SrcRange)
 			}
 			if numericOps[e.Op] {
 				e.LHS = b.meter(e.LHS, "an arithmetic operand", operand)

@@ -146,7 +146,7 @@ func (l *loader) checkUnits(expr hcl.Expression, w *Workload, ctx *hcl.EvalConte
 	hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
 		switch x := n.(type) {
 		case *hclsyntax.BinaryOpExpr:
-			if !unitOp(x.Op) {
+			if !unitOp(l.budget.op(x.Op)) {
 				return nil
 			}
 			a, aok := l.exprUnit(x.LHS, w)

@@ -1,0 +1,105 @@
+package lab
+
+import (
+	"math"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// TestFractionComparisonsCheap: comparing fractions (numbers that are not
+// whole) is what labs do in loops, within the evaluation budget; cty
+// compares two of them by writing both out in full (50-150 µs each), so
+// contains() over fractions in a for reached 42 s before the evaluation
+// guard. Each lab here loads, or is refused by the budget, within 3 s.
+func TestFractionComparisonsCheap(t *testing.T) {
+	for _, c := range []struct{ name, lab, want string }{
+		{name: "contains", lab: "locals {\n  xs = [for i in range(540) : i / 7 + 1 / 3]\n  n  = length([for j in range(540) : j if contains(local.xs, j / 7 + 1 / 3 + 1e-9)])\n}\n"},
+		{name: "equal", lab: "locals {\n  t  = 1 / 3\n  xs = [for a in range(90) : length([for b in range(1000) : b if b / 7 == local.t])]\n}\n"},
+		{name: "not equal", lab: "locals {\n  t  = 1 / 3\n  xs = [for a in range(90) : length([for b in range(1000) : b if b / 7 != local.t])]\n}\n"},
+		{name: "lists", lab: "locals {\n  xs = [for i in range(540) : i / 7 + 1 / 3]\n  ys = [for i in range(540) : i / 7 + 1 / 3]\n  n  = length([for j in range(400) : j if local.xs == local.ys])\n}\n"},
+		// 53-bit (pow) beside 512-bit (a quotient): near-equal, so
+		// decided the slow way, and charged for it.
+		{name: "mixed precision", lab: "locals {\n  t  = pow(10, -1)\n  xs = [for a in range(280) : length([for b in range(1000) : b if 1 / 10 == local.t])]\n}\n", want: EvalLimitSummary},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "lab.hcl")
+			must(t, os.WriteFile(p, []byte("lab \"x\" {}\nhost \"a\" {\n  address = \"192.0.2.1\"\n}\n"+c.lab), 0o644))
+			start := time.Now()
+			_, diags := Load([]string{p}, LoadOptions{})
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("took %s, want under 3s", took.Round(time.Millisecond))
+			}
+			got := diagLines(diags)
+			// Loaded, or stopped by the budget (the loops are near it).
+			if c.want == "" && diags.HasErrors() && !strings.Contains(got, EvalLimitSummary) {
+				t.Errorf("refused:\n%s", got)
+			}
+			if c.want != "" && !strings.Contains(got, c.want) {
+				t.Errorf("not refused as %q:\n%s", c.want, got)
+			}
+		})
+	}
+}
+
+// TestNumbersEqualAsCty: the fast comparison gives cty's answer (two
+// numbers are equal when cty would write them out alike) for numbers of
+// the same and of different precisions.
+func TestNumbersEqualAsCty(t *testing.T) {
+	p := func(s string, prec uint) *big.Float {
+		f, _, err := big.ParseFloat(s, 10, prec, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f64 := func(x float64) *big.Float { return new(big.Float).SetFloat64(x) }
+	nums := []*big.Float{
+		p("0", 512), new(big.Float).Neg(p("0", 512)), p("1", 512), p("1", 53), p("-1", 64),
+		p("0.1", 512), p("0.1", 53), f64(0.1), p("0.1000000000000000055511151231257827021181583404541015625", 512),
+		p("0.3333333333333333333333333333333333333", 512), p("0.3333333333333333", 53), f64(1.0 / 3),
+		p("2.5", 512), p("2.5", 53), p("-2.5", 512), p("1e300", 512), p("1e300", 53), p("1.5e-20", 512), p("1.5e-20", 53),
+		f64(math.Inf(1)), f64(math.Inf(-1)), p("12345678901234567890.5", 512), p("12345678901234567890.5", 64),
+		p("7", 512), p("7.000000000000000000000000000000000000001", 512), p("7.000000000000000000000000000000000000001", 53),
+	}
+	for i, x := range nums {
+		for j, y := range nums {
+			want := cty.NumberVal(x).Equals(cty.NumberVal(y)).True()
+			got, slow := numbersEqual(x, y)
+			if slow {
+				continue
+			}
+			if got != want {
+				t.Errorf("%d %s (prec %d) == %d %s (prec %d): got %v, cty says %v", i, x.Text('g', 40), x.Prec(), j, y.Text('g', 40), y.Prec(), got, want)
+			}
+		}
+	}
+	// And values: lists, objects, nulls and unknowns as cty.Equals has them.
+	frac := cty.NumberVal(p("0.1", 512))
+	vals := []cty.Value{
+		frac, cty.NumberVal(p("0.1", 53)), cty.StringVal("a"), cty.NullVal(cty.Number), cty.UnknownVal(cty.Number),
+		cty.ListVal([]cty.Value{frac, frac}), cty.ListVal([]cty.Value{frac, cty.NumberIntVal(1)}), cty.ListValEmpty(cty.Number),
+		cty.TupleVal([]cty.Value{frac, cty.StringVal("x")}), cty.ObjectVal(map[string]cty.Value{"a": frac, "b": cty.True}),
+		cty.ObjectVal(map[string]cty.Value{"a": frac, "b": cty.False}), cty.MapVal(map[string]cty.Value{"a": frac}),
+		cty.MapVal(map[string]cty.Value{"b": frac}), cty.SetVal([]cty.Value{frac}), cty.ListVal([]cty.Value{cty.UnknownVal(cty.Number)}),
+		frac.Mark("sensitive"), cty.DynamicVal,
+	}
+	var b budget
+	for i, x := range vals {
+		for j, y := range vals {
+			want := x.Equals(y)
+			got, err := b.equal(x, y, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.RawEquals(want) {
+				t.Errorf("%d %#v == %d %#v: got %#v, cty says %#v", i, x, j, y, got, want)
+			}
+		}
+	}
+}
