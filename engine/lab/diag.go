@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/rlab-dev/rlab/engine/termsafe"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // SourceFiles returns the sources diagnostics point into, in the form
@@ -121,8 +123,10 @@ func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnos
 		if s := d.Subject; s != nil {
 			old := fmt.Sprintf("  on %s line %d", s.Filename, s.Start.Line)
 			out = strings.Replace(out, old, "  on "+s.String(), 1)
+			var r hcl.Range
+			out, r = clipSource(out, *s, color)
 			if !color {
-				out = addCaret(out, files[s.Filename], *s)
+				out = addCaret(out, files[s.Filename], r)
 			}
 		}
 		if _, err := io.WriteString(w, out); err != nil {
@@ -169,6 +173,99 @@ func safeSources(files map[string]*hcl.File) map[string]*hcl.File {
 		out[termsafe.Line(name)] = &hcl.File{Bytes: b}
 	}
 	return out
+}
+
+// MaxSourceLine bounds, in characters, a source line a diagnostic shows:
+// longer, it shows a window of this many around the range's start, with …
+// where it was cut. A lab of one 4 MB line was printed whole.
+const MaxSourceLine = 160
+
+// Terminal codes hcl's writer puts around the range in colour.
+const (
+	highlightOn  = "\x1b[1;4m"
+	highlightOff = "\x1b[0m"
+)
+
+// clipSource cuts each source line out shows (between the "  on " line and
+// the blank line after it) to MaxSourceLine characters, around the
+// subject's start on its own line (the highlight, in colour), and returns
+// the subject's range with its columns where the cut line has them (for
+// addCaret).
+func clipSource(out string, subject hcl.Range, color bool) (string, hcl.Range) {
+	lines := strings.SplitAfter(out, "\n")
+	in := false
+	for i, ln := range lines {
+		if strings.HasPrefix(ln, "  on ") {
+			in = true
+			continue
+		}
+		if !in {
+			continue
+		}
+		if ln == "\n" || ln == "" {
+			break
+		}
+		colon := strings.Index(ln, ": ")
+		n, err := strconv.Atoi(strings.TrimSpace(ln[:max(colon, 0)]))
+		if colon < 0 || err != nil {
+			continue
+		}
+		prefix, src := ln[:colon+2], strings.TrimSuffix(ln[colon+2:], "\n")
+		// The characters of the line, the highlight taken out.
+		hiStart, hiEnd := -1, -1
+		if color {
+			if a := strings.Index(src, highlightOn); a >= 0 {
+				if b := strings.Index(src[a:], highlightOff); b >= 0 {
+					hiStart = utf8.RuneCountInString(src[:a])
+					hiEnd = hiStart + utf8.RuneCountInString(src[a+len(highlightOn):a+b])
+					src = src[:a] + src[a+len(highlightOn):a+b] + src[a+b+len(highlightOff):]
+				}
+			}
+		}
+		chars := []rune(src)
+		if len(chars) <= MaxSourceLine {
+			continue
+		}
+		at := 0 // the character the window is around
+		switch {
+		case hiStart >= 0:
+			at = hiStart
+		case n == subject.Start.Line:
+			at = subject.Start.Column - 1
+		}
+		from := min(max(at-MaxSourceLine/4, 0), len(chars)-MaxSourceLine)
+		to := from + MaxSourceLine
+		var b strings.Builder
+		b.WriteString(prefix)
+		shift := -from
+		if from > 0 {
+			b.WriteString("…")
+			shift++
+		}
+		for j := from; j < to; j++ {
+			if j == hiStart {
+				b.WriteString(highlightOn)
+			}
+			b.WriteRune(chars[j])
+			if j == hiEnd-1 || (j == to-1 && hiStart <= j && j < hiEnd) {
+				b.WriteString(highlightOff)
+			}
+		}
+		if to < len(chars) {
+			b.WriteString("…")
+		}
+		b.WriteString("\n")
+		lines[i] = b.String()
+		if n == subject.Start.Line {
+			end := subject.End.Column
+			if subject.End.Line != subject.Start.Line || end > to+1 {
+				end = to + 1 // the caret ends where the window does
+			}
+			subject.Start.Column += shift
+			subject.End.Line, subject.End.Column = subject.Start.Line, max(end+shift, subject.Start.Column)
+		}
+	}
+	return strings.Join(lines, ""), subject
 }
 
 // addCaret inserts a marker line under the first source line of the range.
