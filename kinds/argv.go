@@ -80,10 +80,17 @@ func Trials(w *Workload, sizes []int64) []Trial {
 // Ports: each workload owns a block of PortsPerWorkload ports from
 // BasePort, so workloads running at the same time never share one and a
 // capture filter can name it.
-const (
-	PortsPerWorkload = 10
-	BasePort         = 20000
-)
+const PortsPerWorkload = 10
+
+// BasePort is where the first workload's block starts. A variable only so
+// that each test binary that runs workloads on this machine's loopback
+// takes a free block of its own (kinds/kindstest.UseFreePorts): two such
+// binaries at once both listened on 20000 and 20010 ("address already in
+// use"). rlab never changes it.
+var BasePort = DefaultBasePort
+
+// DefaultBasePort is BasePort as rlab runs.
+const DefaultBasePort = 20000
 
 // PortFor is the deterministic port of trial n of a workload at file
 // position index whose ports start at first (0: its block from BasePort).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/kinds/builtin"
+	"github.com/rlab-dev/rlab/kinds/kindstest"
 	"github.com/rlab-dev/rlab/kinds/madeup"
 )
 
@@ -13,6 +14,11 @@ import (
 // one of kinds/madeup, by its one line (madeup_test.go).
 func TestMain(m *testing.M) {
 	builtin.Register()
+	// Its own block of ports: another test binary may run workloads on
+	// this machine's loopback at the same time.
+	if err := kindstest.UseFreePorts(); err != nil {
+		panic(err)
+	}
 	kinds.Register(madeup.Kind{})
 	// The key that signs state.json's paths (engine/runstate paths.go) goes
 	// to a config folder of the tests', not the user's.

@@ -19,6 +19,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/kinds/program"
 )
 
@@ -133,7 +134,7 @@ workload "sized" {
   sizes      = ["4KiB", "8KiB"]
   iterations = 3
   command    = ["echo", "size", "${self.size}", "x", "${self.iterations}", "port", "${self.port}"]
-  metric "echoed" { pattern = "^size (?P<value>[0-9]+) x 3 port 2003[0-9]$" }
+  metric "echoed" { pattern = "^size (?P<value>[0-9]+) x 3 port `+fmt.Sprint((kinds.BasePort+3*kinds.PortsPerWorkload)/10)+`[0-9]$" }
 }
 workload "uptime" {
   tool    = "exec"
@@ -260,7 +261,7 @@ workload "w" {
   client_command = ["./client", self.server_address, "${self.port}"]
   ready          = "a line the server never prints"
   timeout        = "3s"
-}`, []string{`start program server on host "a": ./server`, `ready: its output matching "a line the server never prints")`, "it printed:\nlistening on 20000"}},
+}`, []string{`start program server on host "a": ./server`, `ready: its output matching "a line the server never prints")`, "it printed:\nlistening on " + fmt.Sprint(kinds.BasePort)}},
 		{"client exits 1", `
 workload "w" {
   tool           = "program"

@@ -15,6 +15,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
 	"github.com/rlab-dev/rlab/kinds/builtin"
+	"github.com/rlab-dev/rlab/kinds/kindstest"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -29,6 +30,11 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeTool(filepath.Base(os.Args[0]), os.Args[1:]))
 	}
 	builtin.Register()
+	// Its own block of ports: another test binary may run workloads on
+	// this machine's loopback at the same time.
+	if err := kindstest.UseFreePorts(); err != nil {
+		panic(err)
+	}
 	kinds.Register(fakeKind{}) // madeup_test.go
 	// The key that signs state.json's paths (engine/runstate paths.go) goes
 	// to a config folder of the tests', not the user's.

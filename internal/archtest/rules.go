@@ -106,5 +106,6 @@ var Rules = []Rule{
 	{Pkg: "internal/fanout", Only: []string{}, Why: "a leaf the run and rlab down share: the standard library only"},
 	{Pkg: "engine/sectest", ImportedBy: nobody, Why: "the security suite is tests only"},
 	{Pkg: "internal/archtest", ImportedBy: nobody, Why: "the rules are checked, not used"},
+	{Pkg: "kinds/kindstest", Only: []string{"kinds"}, Why: "a test helper: the kinds' port block and the standard library"},
 	{Pkg: "kinds/madeup", ImportedBy: nobody, Why: "the made-up family is registered by test builds only; rlab ships without it"},
 }

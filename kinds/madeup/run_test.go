@@ -16,6 +16,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/server"
 	"github.com/rlab-dev/rlab/engine/toolout"
 	"github.com/rlab-dev/rlab/kinds"
+	"github.com/rlab-dev/rlab/kinds/kindstest"
 	"github.com/rlab-dev/rlab/kinds/madeup"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -24,6 +25,11 @@ import (
 // packages that show it do (madeup_test.go counts them).
 func TestMain(m *testing.M) {
 	kinds.Register(madeup.Kind{})
+	// Its own block of ports: another test binary may run workloads on
+	// this machine's loopback at the same time.
+	if err := kindstest.UseFreePorts(); err != nil {
+		panic(err)
+	}
 	os.Exit(m.Run())
 }
 
