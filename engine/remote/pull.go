@@ -168,7 +168,8 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 		}
 		sc, err := a.sftpClient()
 		if err != nil {
-			addErrs(err)
+			// The agent's own stream carries them instead.
+			addErrs(a.pullWithoutSFTP(ctx, files, d, land, sums, err)...)
 			return
 		}
 		var fw sync.WaitGroup
@@ -198,6 +199,36 @@ func (a *Agent) PullWith(ctx context.Context, files []proto.FileInfo, dstDir str
 	mu.Lock()
 	defer mu.Unlock()
 	return done, a.pullErr(errs)
+}
+
+// pullWithoutSFTP pulls files SFTP would have carried (it did not start:
+// why) in a bundle, a big file listed without a sha256 checked against the
+// host's sum (sums); a file neither carries is named, with why.
+func (a *Agent) pullWithoutSFTP(ctx context.Context, files []proto.FileInfo, d *dests, land func(int64), sums *hostSums, why error) []error {
+	var send []proto.FileInfo
+	var failed []error
+	for _, f := range files {
+		if f.SHA256 == "" && f.Size > BundleMax && sums != nil {
+			hs, err := sums.get(ctx, f.Path)
+			if err != nil {
+				failed = append(failed, fmt.Errorf("%s: not pulled: %w, and the host gave no sha256 to check a bundle of it by: %w", f.Path, why, err))
+				continue
+			}
+			f.SHA256 = hs.sha
+		}
+		send = append(send, f)
+	}
+	if len(send) == 0 {
+		return failed
+	}
+	_, fallback, e := a.pullBundle(ctx, send, d, land)
+	if fallback {
+		for _, f := range send {
+			failed = append(failed, fmt.Errorf("%s: not pulled: %w, and the agent cannot bundle it", f.Path, why))
+		}
+		return failed
+	}
+	return append(failed, e...)
 }
 
 // pullErr names the host and the first failure, and counts the others.

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"time"
 
 	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -36,19 +38,72 @@ var sftpReadSize int
 
 func (a *Agent) sftpClient() (*sftp.Client, error) {
 	a.sftpOnce.Do(func() {
-		// MaxPacketUnchecked lets File.ReadAt ask for a whole big read in
-		// one request; the client's own WriteTo is never used (it takes a
-		// short read for the end of a chunk).
-		w := a.client.Watch(context.Background(), "start sftp", limitOr(a.opts.CallTimeout, sshx.DefaultOpenTimeout))
-		a.sftp, a.sftpErr = sftp.NewClient(a.client.Client, sftp.MaxPacketUnchecked(sftpBigRead), sftp.UseConcurrentReads(true))
-		if werr := w.Stop(); werr != nil {
-			a.sftpErr = werr
-		}
+		a.sftp, a.sftpErr = a.startSFTP()
 		if a.sftpErr != nil {
 			a.sftpErr = fmt.Errorf("start sftp: %w", a.sftpErr)
 		}
 	})
 	return a.sftp, a.sftpErr
+}
+
+// startSFTP starts the SFTP subsystem in a session of its own. A host
+// whose subsystem does not answer in time (a hung sftp-server) is given up
+// on for SFTP only: the session is closed and left (sshd keeps a session's
+// channel while its process lives, so the read may never end), and the
+// connection stays for the agent and the bundle, which then carry what
+// SFTP would have (PullWith). Closing the connection, as the first
+// version did, lost every later pull from the host, its small files too.
+// A session that does not even open is a host that stalled: the
+// connection is closed, as for every other session.
+func (a *Agent) startSFTP() (*sftp.Client, error) {
+	limit := limitOr(a.opts.CallTimeout, sshx.DefaultOpenTimeout)
+	sess, err := a.client.OpenSession(context.Background(), limit)
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := sess.StdinPipe()
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	stdout, err := sess.StdoutPipe()
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	type started struct {
+		c   *sftp.Client
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		if err := sess.RequestSubsystem("sftp"); err != nil {
+			done <- started{err: err}
+			return
+		}
+		// MaxPacketUnchecked lets File.ReadAt ask for a whole big read
+		// in one request; the client's own WriteTo is never used (it
+		// takes a short read for the end of a chunk).
+		c, err := sftp.NewClientPipe(stdout, stdin, sftp.MaxPacketUnchecked(sftpBigRead), sftp.UseConcurrentReads(true))
+		done <- started{c, err}
+	}()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			sess.Close()
+		}
+		return r.c, r.err
+	case <-t.C:
+		go func() {
+			sess.Close()
+			if r := <-done; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, fmt.Errorf("the host's SFTP subsystem did not answer for %s", rpc.FormatDuration(limit))
+	}
 }
 
 func readSize(sc *sftp.Client) int {
