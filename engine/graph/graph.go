@@ -363,7 +363,16 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	run := IsRunDir(p)
 	src := p
 	if run {
+		// A run directory may be someone else's (SECURITY 150): its lab/
+		// is read as the report reads it, each file regular and inside
+		// it, never through a symlink out (a lab/zz.hcl linked to the
+		// reader's ~/.netrc printed its first line in the diagnostic),
+		// and lab/ itself a folder of the run directory, not a link.
 		src = filepath.Join(p, "lab")
+		if st, err := os.Lstat(src); err == nil && !st.IsDir() {
+			return nil, nil, fmt.Errorf("load lab %s: %w", src, rundir.ErrOutside)
+		}
+		opts.Confined = true
 	}
 	l, diags := lab.LoadOne(src, opts)
 	if l == nil || diags.HasErrors() {

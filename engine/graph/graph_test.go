@@ -348,3 +348,83 @@ func TestSVGWellFormedWithControlFacts(t *testing.T) {
 	}
 	wellFormed("graphviz's SVG", svg.Bytes())
 }
+
+// TestLoadRunDirConfined: a run directory may be someone else's, so its
+// lab/ is read confined, as rlab report reads it (SECURITY 150): a lab file
+// linked to a file of the reader's, or lab/ itself linked to a folder of
+// theirs, is refused without its text being read (before, the first
+// line of the reader's ~/.netrc was printed in the diagnostic).
+func TestLoadRunDirConfined(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "netrc")
+	if err := os.WriteFile(secret, []byte("machine example.com login alice password s3cr3t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "mine.hcl"), []byte("lab \"mine\" {\n  description = \"s3cr3t\"\n}\nhost \"h\" {\n  address = \"192.0.2.1\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(t *testing.T) string {
+		run := t.TempDir()
+		for _, d := range []string{"lab", "hosts"} {
+			if err := os.Mkdir(filepath.Join(run, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src, err := os.ReadFile("../../testdata/report/run/lab/quickstart.hcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(run, "lab", "quickstart.hcl"), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(t *testing.T, run string)
+	}{
+		{"file linked out", func(t *testing.T, run string) {
+			if err := os.Symlink(secret, filepath.Join(run, "lab", "zz.hcl")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"lab linked out", func(t *testing.T, run string) {
+			if err := os.RemoveAll(filepath.Join(run, "lab")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, filepath.Join(run, "lab")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := mk(t)
+			tc.set(t, run)
+			g, diags, err := Load(run, lab.LoadOptions{})
+			if err == nil {
+				t.Fatalf("loaded (%d hosts)", len(g.Hosts))
+			}
+			var b strings.Builder
+			for _, d := range diags {
+				fmt.Fprintf(&b, "%s %s\n", d.Summary, d.Detail)
+				if d.Subject != nil {
+					fmt.Fprintf(&b, "%s\n", d.Subject.Filename)
+				}
+			}
+			b.WriteString(err.Error())
+			if strings.Contains(b.String(), "s3cr3t") {
+				t.Errorf("the reader's file was read:\n%s", b.String())
+			}
+			// What is printed with the source lines, as rlab prints it.
+			var w strings.Builder
+			_ = lab.WriteDiagnostics(&w, lab.SourceFiles(nil, diags), diags, 80, false)
+			if strings.Contains(w.String(), "s3cr3t") {
+				t.Errorf("the reader's file was shown:\n%s", w.String())
+			}
+		})
+	}
+	// The run directory's own lab still loads.
+	if _, diags, err := Load(mk(t), lab.LoadOptions{}); err != nil {
+		t.Fatalf("%v: %v", err, diags)
+	}
+}
