@@ -392,8 +392,14 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 // runDir/hosts/<slug>/facts.json; hosts without one are left as the lab
 // describes them.
 func (g *Graph) AddRunFacts(l *lab.Lab, runDir string) error {
+	// One facts.json under many hosts' names (hard links in a received
+	// run directory) is read once, as the report reads it (SECURITY 154).
+	seen := rundir.Files{}
 	for _, h := range l.Hosts {
 		file := filepath.Join(runDir, "hosts", h.Slug, "facts.json")
+		if !seen.First(file) {
+			continue
+		}
 		b, err := rundir.ReadFile(runDir, filepath.Join("hosts", h.Slug, "facts.json"))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -428,3 +428,49 @@ func TestLoadRunDirConfined(t *testing.T) {
 		t.Fatalf("%v: %v", err, diags)
 	}
 }
+
+// TestAddRunFactsLinked: a received run directory's hosts that share one
+// facts.json (hard links) have it read once (SECURITY 154): every host
+// kept its own copy of the strings before, so a lab of 10,000 hosts
+// over one large file took the machine's memory (here, 20 hosts and a
+// 4 MiB hostname: 20 copies).
+func TestAddRunFactsLinked(t *testing.T) {
+	dir := t.TempDir()
+	src := "lab \"l\" {}\nhost \"h\" {\n  count = 20\n  address = \"192.0.2.1\"\n}\n"
+	l, diags := lab.LoadSource("l.hcl", []byte(src), dir, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	first := ""
+	for _, h := range l.Hosts {
+		d := filepath.Join(dir, "hosts", h.Slug)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if first == "" {
+			first = filepath.Join(d, "facts.json")
+			err = os.WriteFile(first, []byte(`{"hostname":"`+strings.Repeat("n", 4<<20)+`"}`), 0o644)
+		} else {
+			err = os.Link(first, filepath.Join(d, "facts.json"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := FromLab(l)
+	if err := g.AddRunFacts(l, dir); err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, h := range g.Hosts {
+		for _, d := range h.Detail {
+			if strings.Contains(d, "nnnn") {
+				named++
+			}
+		}
+	}
+	if named != 1 {
+		t.Errorf("%d hosts carry the linked facts' hostname, want 1", named)
+	}
+}
