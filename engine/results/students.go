@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
@@ -133,7 +132,7 @@ func WriteStudentsTable(w io.Writer, ss []Student, verbose, all bool) error {
 		rows = ss[:len(ss)-ready]
 	}
 	if len(rows) > 0 {
-		tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+		tw := termsafe.NewTable(&buf, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  STUDENT\tHOSTS\tWORKLOADS\tSTATUS")
 		for _, s := range rows {
 			fmt.Fprintf(tw, "  %s\t%d\t%d ok, %d failed\t%s\n", printable(s.Key), len(s.Hosts), s.OK, s.Failed, printable(s.StatusText()))

@@ -97,3 +97,20 @@ func TestStudentsTableBidi(t *testing.T) {
 		t.Errorf("the key is not shown with each control as '?':\n%q", b.String())
 	}
 }
+
+// TestStudentsTableLongKey: one long student key does not pad every row
+// (SECURITY 156): a 1 MB results.json of one 100 KB key beside 9,990
+// others made rlab show --students print 1 GB with 2.1 GB of memory.
+func TestStudentsTableLongKey(t *testing.T) {
+	ss := []Student{{Key: strings.Repeat("k", 100_000), Status: StudentFailed, Failed: 1}}
+	for i := range 9_990 {
+		ss = append(ss, Student{Key: "s" + strings.Repeat("x", i%7), Status: StudentFailed, Failed: 1})
+	}
+	var b strings.Builder
+	if err := WriteStudentsTable(&b, ss, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > 4<<20 {
+		t.Errorf("%d bytes for %d students", b.Len(), len(ss))
+	}
+}
