@@ -373,6 +373,10 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 			return nil, nil, fmt.Errorf("load lab %s: %w", src, rundir.ErrOutside)
 		}
 		opts.Confined = true
+		// Nor does it get the reader's RLAB_VAR_* environment, kept for
+		// their own labs (SECURITY 157): a -var given for this graph
+		// still counts.
+		opts.Env = nil
 	}
 	l, diags := lab.LoadOne(src, opts)
 	if l == nil || diags.HasErrors() {

@@ -474,3 +474,41 @@ func TestAddRunFactsLinked(t *testing.T) {
 		t.Errorf("%d hosts carry the linked facts' hostname, want 1", named)
 	}
 }
+
+// TestLoadRunDirNoEnv: a received run directory's lab does not read the
+// reader's RLAB_VAR_* environment (SECURITY 157): a lab declaring the
+// variable the reader keeps a token in drew it as a host's address.
+func TestLoadRunDirNoEnv(t *testing.T) {
+	run := t.TempDir()
+	for _, d := range []string{"lab", "hosts"} {
+		if err := os.Mkdir(filepath.Join(run, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := "lab \"l\" {}\nvariable \"token\" {\n  default = \"none\"\n}\nhost \"h\" {\n  address = var.token\n}\n"
+	if err := os.WriteFile(filepath.Join(run, "lab", "l.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"RLAB_VAR_token=s3cr3t-token"}
+	g, diags, err := Load(run, lab.LoadOptions{Env: env})
+	if err != nil {
+		t.Fatalf("%v: %v", err, diags)
+	}
+	var b bytes.Buffer
+	if err := WriteDOT(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "s3cr3t") {
+		t.Errorf("the reader's environment reached the graph of a received run")
+	}
+	// A lab file of the user's own still reads it.
+	g, _, err = Load(filepath.Join(run, "lab", "l.hcl"), lab.LoadOptions{Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	_ = WriteDOT(&b, g)
+	if !strings.Contains(b.String(), "s3cr3t") {
+		t.Errorf("a lab file no longer reads RLAB_VAR_*")
+	}
+}
