@@ -76,7 +76,7 @@ file (--known-hosts, -i), and the packages it lists are never removed.`,
 			if err != nil {
 				return withCode(exitInfra, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s is down\n", dir)
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s is down\n", termText(dir))
 			return nil
 		},
 	}

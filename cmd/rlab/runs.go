@@ -6,7 +6,6 @@ import (
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -130,7 +129,7 @@ for them, so a check never becomes a nightly job's baseline.`,
 				fmt.Fprintf(out, "no runs under %s\n", termText(root))
 				return nil
 			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			tw := termsafe.NewTable(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tSTATUS\tWORKLOADS OK\tHEADLINE")
 			for _, l := range list {
 				dir := l.Dir

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // WriteText writes the run's workloads and the capture's connections
@@ -15,7 +16,7 @@ func WriteText(w io.Writer, r *Run, named []Named, first time.Time) error {
 	b := &strings.Builder{}
 	rel := func(t time.Time) string { return fmt.Sprintf("%.6f", t.Sub(first).Seconds()) }
 	fmt.Fprintf(b, "workloads of the run (windows in seconds since the capture's first frame)\n")
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	tw := termsafe.NewTable(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  workload\ttool\tstart\tend\tQPNs in its output")
 	for _, wl := range r.Workloads {
 		var qs []string
@@ -29,7 +30,7 @@ func WriteText(w io.Writer, r *Run, named []Named, first time.Time) error {
 		fmt.Fprintf(b, "  note: %s\n", n)
 	}
 	fmt.Fprintf(b, "\nconnections by workload\n")
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	tw = termsafe.NewTable(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  transport\tconnection\tpackets\tfirst\tlast\tworkload\tby")
 	unnamed := 0
 	for _, n := range named {

@@ -363,7 +363,20 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	run := IsRunDir(p)
 	src := p
 	if run {
+		// A run directory may be someone else's (SECURITY 150): its lab/
+		// is read as the report reads it, each file regular and inside
+		// it, never through a symlink out (a lab/zz.hcl linked to the
+		// reader's ~/.netrc printed its first line in the diagnostic),
+		// and lab/ itself a folder of the run directory, not a link.
 		src = filepath.Join(p, "lab")
+		if st, err := os.Lstat(src); err == nil && !st.IsDir() {
+			return nil, nil, fmt.Errorf("load lab %s: %w", src, rundir.ErrOutside)
+		}
+		opts.Confined = true
+		// Nor does it get the reader's RLAB_VAR_* environment, kept for
+		// their own labs (SECURITY 157): a -var given for this graph
+		// still counts.
+		opts.Env = nil
 	}
 	l, diags := lab.LoadOne(src, opts)
 	if l == nil || diags.HasErrors() {
@@ -383,8 +396,14 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 // runDir/hosts/<slug>/facts.json; hosts without one are left as the lab
 // describes them.
 func (g *Graph) AddRunFacts(l *lab.Lab, runDir string) error {
+	// One facts.json under many hosts' names (hard links in a received
+	// run directory) is read once, as the report reads it (SECURITY 154).
+	seen := rundir.Files{}
 	for _, h := range l.Hosts {
 		file := filepath.Join(runDir, "hosts", h.Slug, "facts.json")
+		if !seen.First(file) {
+			continue
+		}
 		b, err := rundir.ReadFile(runDir, filepath.Join("hosts", h.Slug, "facts.json"))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

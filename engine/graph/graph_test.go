@@ -348,3 +348,167 @@ func TestSVGWellFormedWithControlFacts(t *testing.T) {
 	}
 	wellFormed("graphviz's SVG", svg.Bytes())
 }
+
+// TestLoadRunDirConfined: a run directory may be someone else's, so its
+// lab/ is read confined, as rlab report reads it (SECURITY 150): a lab file
+// linked to a file of the reader's, or lab/ itself linked to a folder of
+// theirs, is refused without its text being read (before, the first
+// line of the reader's ~/.netrc was printed in the diagnostic).
+func TestLoadRunDirConfined(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "netrc")
+	if err := os.WriteFile(secret, []byte("machine example.com login alice password s3cr3t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "mine.hcl"), []byte("lab \"mine\" {\n  description = \"s3cr3t\"\n}\nhost \"h\" {\n  address = \"192.0.2.1\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(t *testing.T) string {
+		run := t.TempDir()
+		for _, d := range []string{"lab", "hosts"} {
+			if err := os.Mkdir(filepath.Join(run, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src, err := os.ReadFile("../../testdata/report/run/lab/quickstart.hcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(run, "lab", "quickstart.hcl"), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(t *testing.T, run string)
+	}{
+		{"file linked out", func(t *testing.T, run string) {
+			if err := os.Symlink(secret, filepath.Join(run, "lab", "zz.hcl")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"lab linked out", func(t *testing.T, run string) {
+			if err := os.RemoveAll(filepath.Join(run, "lab")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, filepath.Join(run, "lab")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := mk(t)
+			tc.set(t, run)
+			g, diags, err := Load(run, lab.LoadOptions{})
+			if err == nil {
+				t.Fatalf("loaded (%d hosts)", len(g.Hosts))
+			}
+			var b strings.Builder
+			for _, d := range diags {
+				fmt.Fprintf(&b, "%s %s\n", d.Summary, d.Detail)
+				if d.Subject != nil {
+					fmt.Fprintf(&b, "%s\n", d.Subject.Filename)
+				}
+			}
+			b.WriteString(err.Error())
+			if strings.Contains(b.String(), "s3cr3t") {
+				t.Errorf("the reader's file was read:\n%s", b.String())
+			}
+			// What is printed with the source lines, as rlab prints it.
+			var w strings.Builder
+			_ = lab.WriteDiagnostics(&w, lab.SourceFiles(nil, diags), diags, 80, false)
+			if strings.Contains(w.String(), "s3cr3t") {
+				t.Errorf("the reader's file was shown:\n%s", w.String())
+			}
+		})
+	}
+	// The run directory's own lab still loads.
+	if _, diags, err := Load(mk(t), lab.LoadOptions{}); err != nil {
+		t.Fatalf("%v: %v", err, diags)
+	}
+}
+
+// TestAddRunFactsLinked: a received run directory's hosts that share one
+// facts.json (hard links) have it read once (SECURITY 154): every host
+// kept its own copy of the strings before, so a lab of 10,000 hosts
+// over one large file took the machine's memory (here, 20 hosts and a
+// 4 MiB hostname: 20 copies).
+func TestAddRunFactsLinked(t *testing.T) {
+	dir := t.TempDir()
+	src := "lab \"l\" {}\nhost \"h\" {\n  count = 20\n  address = \"192.0.2.1\"\n}\n"
+	l, diags := lab.LoadSource("l.hcl", []byte(src), dir, lab.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	first := ""
+	for _, h := range l.Hosts {
+		d := filepath.Join(dir, "hosts", h.Slug)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if first == "" {
+			first = filepath.Join(d, "facts.json")
+			err = os.WriteFile(first, []byte(`{"hostname":"`+strings.Repeat("n", 4<<20)+`"}`), 0o644)
+		} else {
+			err = os.Link(first, filepath.Join(d, "facts.json"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := FromLab(l)
+	if err := g.AddRunFacts(l, dir); err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, h := range g.Hosts {
+		for _, d := range h.Detail {
+			if strings.Contains(d, "nnnn") {
+				named++
+			}
+		}
+	}
+	if named != 1 {
+		t.Errorf("%d hosts carry the linked facts' hostname, want 1", named)
+	}
+}
+
+// TestLoadRunDirNoEnv: a received run directory's lab does not read the
+// reader's RLAB_VAR_* environment (SECURITY 157): a lab declaring the
+// variable the reader keeps a token in drew it as a host's address.
+func TestLoadRunDirNoEnv(t *testing.T) {
+	run := t.TempDir()
+	for _, d := range []string{"lab", "hosts"} {
+		if err := os.Mkdir(filepath.Join(run, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := "lab \"l\" {}\nvariable \"token\" {\n  default = \"none\"\n}\nhost \"h\" {\n  address = var.token\n}\n"
+	if err := os.WriteFile(filepath.Join(run, "lab", "l.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"RLAB_VAR_token=s3cr3t-token"}
+	g, diags, err := Load(run, lab.LoadOptions{Env: env})
+	if err != nil {
+		t.Fatalf("%v: %v", err, diags)
+	}
+	var b bytes.Buffer
+	if err := WriteDOT(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "s3cr3t") {
+		t.Errorf("the reader's environment reached the graph of a received run")
+	}
+	// A lab file of the user's own still reads it.
+	g, _, err = Load(filepath.Join(run, "lab", "l.hcl"), lab.LoadOptions{Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	_ = WriteDOT(&b, g)
+	if !strings.Contains(b.String(), "s3cr3t") {
+		t.Errorf("a lab file no longer reads RLAB_VAR_*")
+	}
+}

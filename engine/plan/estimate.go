@@ -346,6 +346,10 @@ func (e *Estimate) workloadLines() []workloadLine {
 	return out
 }
 
+// maxEstimateWidth is the widest the estimate's first column is padded
+// to; a longer name is written whole, past it.
+const maxEstimateWidth = 60
+
 // WriteText prints the estimate as `rlab plan` does after the plan.
 func (e *Estimate) WriteText(w io.Writer) error {
 	var b strings.Builder
@@ -358,8 +362,12 @@ func (e *Estimate) WriteText(w io.Writer) error {
 	for _, l := range lines {
 		width = max(width, 2+utf8.RuneCountInString(l.what))
 	}
+	// A lab's for_each key is in its instances' names: one long key must
+	// not pad every line to its length (SECURITY 158: a 100 KB key among
+	// 1,000 instances made 91 MB of estimate).
+	width = min(width, maxEstimateWidth)
 	row := func(what, t, how string) {
-		fmt.Fprintf(&b, "  %s%s  %8s  %s\n", what, strings.Repeat(" ", width-utf8.RuneCountInString(what)), t, how)
+		fmt.Fprintf(&b, "  %s%s  %8s  %s\n", what, strings.Repeat(" ", max(0, width-utf8.RuneCountInString(what))), t, how)
 	}
 	for _, pt := range e.Parts {
 		row(pt.What, pt.Time.Round(time.Second).String(), pt.How)

@@ -363,3 +363,43 @@ workload "big" {
 		t.Errorf("text lacks the warning:\n%s", b.String())
 	}
 }
+
+// TestEstimateLongKeyBounded: one long for_each key does not pad every
+// line of the estimate to its length (SECURITY 158): a 100 KB key among
+// 1,000 instances whose repeats alternate made rlab plan print 91 MB.
+func TestEstimateLongKeyBounded(t *testing.T) {
+	src := `lab "e" {}
+locals {
+  keys = merge({ for i in range(1000) : "k${i}" => i }, { (format("%0100000d", 0)) = 1 })
+}
+host "h" {
+  address = "192.0.2.1"
+  user    = "u"
+}
+workload "w" {
+  for_each = local.keys
+  tool     = "exec"
+  host     = host.h
+  command  = ["sleep", "1"]
+  repeat   = each.value % 2 + 1
+}
+`
+	path := filepath.Join(t.TempDir(), "e.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(load(t, path, lab.LoadOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.Estimate(AccelTCG, nil).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > 1<<20 {
+		t.Errorf("%d bytes of estimate", b.Len())
+	}
+	if !strings.Contains(b.String(), strings.Repeat("0", 100_000)) {
+		t.Errorf("the long instance's name is not written whole")
+	}
+}

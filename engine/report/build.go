@@ -1,10 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/rlab-dev/rlab/engine/rundir"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -182,38 +185,95 @@ func (b *builder) runDoc() *results.Run {
 }
 
 // lab fills the lab's name, description and sources from lab/ (the files
-// as run) and results.json.
+// as run) and results.json. A received run directory's lab/ may hold files
+// of any size, under many names (SECURITY 152): each distinct file is read
+// only as far as it is shown (maxSource), and only a file read whole, of
+// at most maxHeaderBytes, is parsed for its lab block (HCL's syntax tree
+// takes some 270 bytes a byte: an 18 MB file took 4.9 GB).
 func (b *builder) lab(doc *results.Run) {
 	l := &b.d.Lab
 	l.Name, l.Description = doc.Lab, doc.Description
+	if b.model != nil {
+		l.Name = cmp.Or(l.Name, b.model.Name)
+		l.Description = cmp.Or(l.Description, b.model.Description)
+	}
 	l.Sources = []SourceFile{}
+	seen := rundir.Files{}
+	headerBytes := 0
 	for _, f := range b.all {
 		if !strings.HasPrefix(f.Path, "lab/") {
 			continue
 		}
-		data, ok := b.read(f.Path)
+		data, whole, ok := b.readHead(f.Path, maxSource, seen)
 		if !ok {
 			continue
 		}
-		name, desc := labHeader(f.Path, data)
-		if l.Name == "" {
-			l.Name = name
+		if data == nil && !whole {
+			l.Sources = append(l.Sources, SourceFile{Path: f.Path, Text: "(the same file as one above)"})
+			continue
 		}
-		if l.Description == "" {
-			l.Description = desc
+		if whole && (l.Name == "" || l.Description == "") && headerBytes+len(data) <= maxHeaderBytes {
+			headerBytes += len(data)
+			name, desc := labHeader(f.Path, data)
+			if l.Name == "" {
+				l.Name = name
+			}
+			if l.Description == "" {
+				l.Description = desc
+			}
 		}
 		text := string(data)
+		for i := 0; !whole && i < utf8.UTFMax && !utf8.ValidString(text); i++ {
+			text = text[:len(text)-1] // a character the cut split
+		}
 		switch {
 		case !utf8.ValidString(text) || strings.ContainsRune(text, 0):
 			text = "(not text; see the file)"
-		case len(text) > maxSource:
-			text = strings.ToValidUTF8(text[:maxSource], "") + "\n… (cut; see the file)"
+		case !whole:
+			text += "\n… (cut; see the file)"
 		}
 		l.Sources = append(l.Sources, SourceFile{Path: f.Path, Text: text})
 	}
 	if l.Name == "" {
 		l.Name = b.d.RunID
 	}
+}
+
+// maxHeaderBytes bounds the lab/ text parsed for the lab's name and
+// description, all files together: a lab block is near a file's top, and
+// the lab as loaded (b.model) names them when it loads.
+const maxHeaderBytes = 1 << 20
+
+// readHead reads at most n bytes of rel under the run directory, confined
+// as read is; whole says the file had no more. A file seen already (by
+// identity, the open file's) is not read: nil data, not whole.
+func (b *builder) readHead(rel string, n int, seen rundir.Files) (data []byte, whole, ok bool) {
+	f, err := rundir.Open(b.dir, rel)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			b.warn("read %s: %v", rel, err)
+		}
+		return nil, false, false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			id := [2]uint64{uint64(sys.Dev), sys.Ino}
+			if seen[id] {
+				return nil, false, true
+			}
+			seen[id] = true
+		}
+	}
+	data, err = io.ReadAll(io.LimitReader(f, int64(n)+1))
+	if err != nil {
+		b.warn("read %s: %v", rel, err)
+		return nil, false, false
+	}
+	if len(data) > n {
+		return data[:n], false, true
+	}
+	return data, true, true
 }
 
 // labHeader reads `lab "NAME" { description = "..." }` from one lab file.

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/kinds"
@@ -419,7 +418,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	if len(c.Headlines) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := termsafe.NewTable(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "WORKLOAD\tRESULT IN A\tRESULT IN B")
 		for _, h := range c.Headlines {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Line(h.Workload), termsafe.Line(h.A), termsafe.Line(h.B))
@@ -429,7 +428,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := termsafe.NewTable(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tMETRIC\tSIZE\tA\tB\tCHANGE\tLIMIT\tTEST\tRESULT")
 	for _, d := range c.Deltas {
 		size := ""

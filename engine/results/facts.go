@@ -41,12 +41,23 @@ func runHosts(dir string) map[string]*hostFacts {
 		return nil
 	}
 	out := map[string]*hostFacts{}
+	// One facts.json under many hosts' names (hard links, or symlinks
+	// inside the run directory) is read once (SECURITY 154).
+	seen := rundir.Files{}
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
 		}
 		var f hostFacts
-		b, err := rundir.ReadFile(dir, filepath.Join("hosts", e.Name(), "facts.json"))
+		rel := filepath.Join("hosts", e.Name(), "facts.json")
+		if !seen.First(filepath.Join(dir, rel)) {
+			out[e.Name()] = nil
+			continue
+		}
+		b, err := rundir.ReadFile(dir, rel)
+		if err == nil {
+			err = proto.CheckValues(b, proto.MaxValues)
+		}
 		if err != nil || json.Unmarshal(b, &f) != nil {
 			out[e.Name()] = nil
 			continue

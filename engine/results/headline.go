@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/kinds"
@@ -43,7 +42,7 @@ func WriteHeadline(w io.Writer, r *Run) error {
 			}
 		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := termsafe.NewTable(w, 0, 0, 2, ' ', 0)
 	head := "WORKLOAD\tTOOL\tHOSTS\tSTATUS\tRESULT\tEXPECTS"
 	if troubleCol != "" {
 		head += "\tTROUBLE"

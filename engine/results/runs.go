@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/kinds"
 )
 
@@ -21,6 +22,10 @@ func ListRuns(root string) ([]*Run, []error) {
 		errs []error
 	)
 	base := strings.Count(filepath.Clean(root), string(filepath.Separator))
+	// A received folder of runs may name one results.json many times
+	// (hard links; a tar stores each as a header only): each file is read
+	// once, by identity (SECURITY 153).
+	seen := map[[2]uint64]string{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == root {
@@ -43,6 +48,13 @@ func ListRuns(root string) ([]*Run, []error) {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if id, ok := rundir.FileID(filepath.Join(path, ResultsFile)); ok {
+			if other, dup := seen[id]; dup {
+				errs = append(errs, fmt.Errorf("run %s: its %s is the same file as run %s's (a link): not read again", path, ResultsFile, other))
+				return filepath.SkipDir
+			}
+			seen[id] = path
 		}
 		r, err := ReadRun(path)
 		if err != nil {

@@ -7,7 +7,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 // Student is how one student of a class lab ended: a student is a for_each
@@ -131,7 +132,7 @@ func WriteStudentsTable(w io.Writer, ss []Student, verbose, all bool) error {
 		rows = ss[:len(ss)-ready]
 	}
 	if len(rows) > 0 {
-		tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+		tw := termsafe.NewTable(&buf, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  STUDENT\tHOSTS\tWORKLOADS\tSTATUS")
 		for _, s := range rows {
 			fmt.Fprintf(tw, "  %s\t%d\t%d ok, %d failed\t%s\n", printable(s.Key), len(s.Hosts), s.OK, s.Failed, printable(s.StatusText()))
@@ -164,14 +165,22 @@ func printableLines(s string) string {
 }
 
 // printable keeps a user string (a for_each key) from moving the terminal's
-// cursor or breaking the table.
+// cursor, breaking the table or reordering what follows it: every
+// character termsafe escapes (C0, DEL, C1, bidi controls, line separators,
+// invalid UTF-8) becomes '?' (SECURITY 151: a bidi override in a received
+// run's student key was printed raw by rlab show --students).
 func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
+	if termsafe.Line(s) == s {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s { // invalid UTF-8 decodes to U+FFFD, printed as itself
+		if termsafe.Line(string(r)) != string(r) {
+			r = '?'
 		}
-		return r
-	}, s)
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // studentsSection writes the "Students" section of summary.md: the failed

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 func studentsRun() *Run {
@@ -72,5 +74,43 @@ func TestForStudent(t *testing.T) {
 	r.Artifacts = []Artifact{{Host: `server["ana"]`, Path: "hosts/server.ana/captures/cap.c.pcap", Type: ArtifactCapture}}
 	if got := r.ForStudent(r.Students[1]).Artifacts; got != nil {
 		t.Errorf("artifacts of bo|b's run: %v, want none", got)
+	}
+}
+
+// TestStudentsTableBidi: a received run's student key, status and expects
+// reach the terminal with no character termsafe escapes (SECURITY 151): a
+// right-to-left override (U+202E), an isolate and a line separator were
+// printed raw by rlab show --students, reordering the rest of the line.
+func TestStudentsTableBidi(t *testing.T) {
+	const bad = "k\u202eevil\u2067x\u2028y\x1b[2J\u009b1m"
+	got := "v"
+	ss := []Student{{Key: bad, Hosts: []string{"h"}, Workloads: []string{"w"}, Failed: 1, Status: StudentFailed, Reason: bad,
+		FailedExpects: []StudentExpect{{Workload: bad, Expect: Expect{Condition: bad, Message: bad, Value: &got}}}}}
+	var b strings.Builder
+	if err := WriteStudentsTable(&b, ss, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if termsafe.Block(b.String()) != b.String() {
+		t.Errorf("the table holds characters a terminal acts on:\n%q", b.String())
+	}
+	if !strings.Contains(b.String(), "k?evil?x?y?[2J?1m") {
+		t.Errorf("the key is not shown with each control as '?':\n%q", b.String())
+	}
+}
+
+// TestStudentsTableLongKey: one long student key does not pad every row
+// (SECURITY 156): a 1 MB results.json of one 100 KB key beside 9,990
+// others made rlab show --students print 1 GB with 2.1 GB of memory.
+func TestStudentsTableLongKey(t *testing.T) {
+	ss := []Student{{Key: strings.Repeat("k", 100_000), Status: StudentFailed, Failed: 1}}
+	for i := range 9_990 {
+		ss = append(ss, Student{Key: "s" + strings.Repeat("x", i%7), Status: StudentFailed, Failed: 1})
+	}
+	var b strings.Builder
+	if err := WriteStudentsTable(&b, ss, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > 4<<20 {
+		t.Errorf("%d bytes for %d students", b.Len(), len(ss))
 	}
 }

@@ -130,6 +130,13 @@ func splitRow(l string) []string {
 
 var mdAlign = regexp.MustCompile(`^:?-+:?$`)
 
+// maxPadWidth is the widest a column is padded to: a longer cell is
+// written as it is, past its column. Padding every row to the longest cell
+// made a 220 KB summary.md (one 100 KB cell over 20,000 rows) 2 GB of
+// output, 10 GB of memory and a minute of `rlab show` (SECURITY 155); a
+// table is also aligned only while that costs a few times its text.
+const maxPadWidth = 200
+
 func writeTable(out *bytes.Buffer, rows []string) {
 	var cells [][]string
 	var right []bool
@@ -155,13 +162,27 @@ func writeTable(out *bytes.Buffer, rows []string) {
 			if i >= len(width) {
 				width = append(width, 0)
 			}
-			width[i] = max(width[i], utf8.RuneCountInString(c))
+			width[i] = max(width[i], min(utf8.RuneCountInString(c), maxPadWidth))
 		}
+	}
+	// Aligned, the table may be at most a few times its markdown (and a
+	// MiB more): past that, its rows are written unpadded.
+	in, aligned := 0, 0
+	for _, r := range rows {
+		in += len(r) + 1
+	}
+	for _, r := range cells {
+		for i, c := range r {
+			aligned += max(width[i], len(c)) + 2
+		}
+	}
+	if aligned > 4*in+1<<20 {
+		clear(width)
 	}
 	for _, r := range cells {
 		var line strings.Builder
 		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			pad := strings.Repeat(" ", max(0, width[i]-utf8.RuneCountInString(c)))
 			if i > 0 {
 				line.WriteString("  ")
 			}

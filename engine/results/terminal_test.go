@@ -2,6 +2,7 @@ package results
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -88,5 +89,29 @@ func TestTerminalTextFolds(t *testing.T) {
 				t.Errorf("TerminalTextWith(%+v) =\n%q\nwant\n%q", tc.u, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTerminalTableWidthBounded: one long cell does not pad every row of
+// its column to its width (SECURITY 155): a received summary.md of one
+// 100 KB cell over 20,000 rows of two columns was 2 GB of output and
+// 10 GB of memory in rlab show.
+func TestTerminalTableWidthBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("| a | b |\n|---|--:|\n|" + strings.Repeat("x", 100_000) + "|b|\n")
+	for range 20_000 {
+		b.WriteString("|a|b|\n")
+	}
+	out := TerminalTextWith([]byte(b.String()), Unfold{})
+	if len(out) > 2<<20 {
+		t.Fatalf("%d bytes of output from %d of markdown", len(out), b.Len())
+	}
+	if !strings.Contains(string(out), strings.Repeat("x", 100_000)+"  b\n") {
+		t.Errorf("the long cell is not written whole")
+	}
+	// A table within the bound is aligned as before.
+	got := string(TerminalTextWith([]byte("| name | n |\n|---|--:|\n| alpha | 1 |\n| b | 22 |\n"), Unfold{}))
+	if want := "name    n\nalpha   1\nb      22\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
