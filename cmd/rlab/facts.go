@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -119,7 +118,7 @@ func writeFactsJSON(w io.Writer, res []remote.Result) error {
 }
 
 func writeFactsTable(w io.Writer, res []remote.Result) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := termsafe.NewTable(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tKERNEL\tARCH\tPLATFORM\tCPUS\tMEM\tRDMA_RXE\tRDMA DEVICES\tNETDEVS\tTOOLS")
 	var errs []string
 	for _, r := range res {

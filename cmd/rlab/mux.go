@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/sshx"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -65,7 +65,7 @@ func newMuxStatusCmd() *cobra.Command {
 			if len(st.Upstream) == 0 {
 				return nil
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			tw := termsafe.NewTable(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "HOST\tLOGIN\tVIA\tIN USE\tIDLE\tAGENTS KEPT")
 			for _, c := range st.Upstream {
 				via := c.Via

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -227,7 +226,7 @@ func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.O
 }
 
 func writeProvisionTable(w io.Writer, rs []provision.Result) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := termsafe.NewTable(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tFAMILY\tINSTALLED\tSTATUS")
 	var errs []string
 	for _, r := range rs {

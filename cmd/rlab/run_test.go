@@ -289,3 +289,29 @@ func TestVMProgressSaysAccelerator(t *testing.T) {
 		t.Errorf("printed %q, want %q", b.String(), want)
 	}
 }
+
+// TestDownEscapesRunDir: `rlab down` names the run directory it took down
+// as every other command does, with a control character in its name
+// escaped, never written raw to the terminal (issue 24 round 7, low).
+func TestDownEscapesRunDir(t *testing.T) {
+	p := writeLab(t, sshLab(t, 1)+`
+workload "a" {
+  tool = "exec"
+  host = host.h0
+  command = ["true"]
+}`)
+	out := filepath.Join(t.TempDir(), "run\x1b]0;owned\x07")
+	if o, e, c := rlab(t, "run", "--out", out, p); c != exitOK {
+		t.Fatalf("run: exit %d\n%s%s", c, o, e)
+	}
+	o, e, c := rlab(t, "down", out)
+	if c != exitOK {
+		t.Fatalf("down: exit %d\n%s%s", c, o, e)
+	}
+	if strings.ContainsAny(o, "\x1b\x07") {
+		t.Errorf("down wrote a control character raw:\n%q", o)
+	}
+	if !strings.Contains(o, " is down\n") {
+		t.Errorf("down did not say the run is down:\n%q", o)
+	}
+}
