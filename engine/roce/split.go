@@ -256,6 +256,7 @@ func isClosed(c chan struct{}) bool {
 func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, fn func(w int, p *Packet)) {
 	me := uint8(w)
 	b.full = b.full[:0]
+	var memo ownerMemo
 	for j, off := 0, 0; j < b.n; j++ {
 		if pb := b.blocks; pb != nil {
 			data, ts, wire, size := pb.record(b.arena[off:])
@@ -268,7 +269,7 @@ func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, fn fun
 			Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, dec)
 		}
 		dec.ord = b.firstOrd + int64(j)
-		o := uint8(flowOwner(dec, workers))
+		o := uint8(memo.owner(dec, workers))
 		b.owner[j] = o
 		if inline && o == me {
 			fn(w, dec)
@@ -445,6 +446,38 @@ func flowOwner(p *Packet, n int) int {
 	}
 	h ^= h >> 32
 	return int(h % uint64(n))
+}
+
+// ownerMemo is flowOwner of the last flow seen: frames come in runs of
+// one flow, and comparing the key costs less than hashing it.
+type ownerMemo struct {
+	proto      Proto // of the flow held; 0: none
+	qp         uint32
+	sp, dp     uint16
+	src, dst   netip.Addr
+	ownerOfKey int
+}
+
+// owner is flowOwner(p, n), from m when p is of the flow it holds.
+func (m *ownerMemo) owner(p *Packet, n int) int {
+	switch {
+	case n == 1:
+		return 0
+	case p.Proto == ProtoRoCE && p.Problem != ProblemMalformed && p.HasBTH:
+		if m.proto == ProtoRoCE && m.qp == p.BTH.DestQP && m.src == p.Src && m.dst == p.Dst {
+			return m.ownerOfKey
+		}
+		m.proto, m.qp, m.src, m.dst = ProtoRoCE, p.BTH.DestQP, p.Src, p.Dst
+	case p.Proto == ProtoTCP && p.Problem == ProblemNone:
+		if m.proto == ProtoTCP && m.sp == p.SrcPort && m.dp == p.DstPort && m.src == p.Src && m.dst == p.Dst {
+			return m.ownerOfKey
+		}
+		m.proto, m.sp, m.dp, m.src, m.dst = ProtoTCP, p.SrcPort, p.DstPort, p.Src, p.Dst
+	default:
+		return 0
+	}
+	m.ownerOfKey = flowOwner(p, n)
+	return m.ownerOfKey
 }
 
 func mixAddr(h uint64, a netip.Addr) uint64 {
