@@ -18,6 +18,7 @@ import (
 type pcapBlocks struct {
 	r     io.Reader
 	order binary.ByteOrder
+	big   bool   // order is big-endian (u32 reads without the interface call)
 	nsf   uint32 // nanoseconds per unit of the time's fraction
 	link  int
 	carry []byte // the bytes of the next batch's first records
@@ -49,7 +50,7 @@ func openSplit(r io.Reader) (frameFunc, *pcapBlocks, error) {
 			pb.order, pb.nsf = binary.BigEndian, 1
 		}
 		if pb.order != nil && pb.order.Uint16(hdr[4:]) == 2 && pb.order.Uint16(hdr[6:]) == 4 {
-			pb.r, pb.link = r, int(pb.order.Uint32(hdr[20:])&0xffff)
+			pb.r, pb.link, pb.big = r, int(pb.order.Uint32(hdr[20:])&0xffff), pb.order == binary.BigEndian
 			return nil, &pb, nil
 		}
 	}
@@ -76,7 +77,7 @@ func (pb *pcapBlocks) fill(b *batch) (int, error) {
 			if len(rest) < 16 {
 				break
 			}
-			capLen, wire := pb.order.Uint32(rest[8:]), pb.order.Uint32(rest[12:])
+			capLen, wire := pb.u32(rest[8:]), pb.u32(rest[12:])
 			if capLen > snapMax {
 				return n, fmt.Errorf("capture length exceeds snap length: %d > %d", capLen, snapMax)
 			}
@@ -121,7 +122,16 @@ func (pb *pcapBlocks) fill(b *batch) (int, error) {
 // record is the frame of the record at the start of h (checked by fill):
 // its captured bytes, time and length on the wire, and the record's length.
 func (pb *pcapBlocks) record(h []byte) (data []byte, ts time.Time, wire, size int) {
-	capLen := int(pb.order.Uint32(h[8:]))
-	ts = time.Unix(int64(pb.order.Uint32(h[0:])), int64(pb.order.Uint32(h[4:])*pb.nsf)).UTC()
-	return h[16 : 16+capLen : 16+capLen], ts, int(pb.order.Uint32(h[12:])), 16 + capLen
+	capLen := int(pb.u32(h[8:]))
+	ts = time.Unix(int64(pb.u32(h[0:])), int64(pb.u32(h[4:])*pb.nsf)).UTC()
+	return h[16 : 16+capLen : 16+capLen], ts, int(pb.u32(h[12:])), 16 + capLen
+}
+
+// u32 is pb.order.Uint32(b), inlined: through the interface it was a call
+// per field, 4 % of the split scan's CPU.
+func (pb *pcapBlocks) u32(b []byte) uint32 {
+	if pb.big {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
 }

@@ -394,3 +394,84 @@ func TestScanSplitFileShrinks(t *testing.T) {
 		}
 	}
 }
+
+// TestScanSplitDecodesAhead: a worker whose next batch another worker is
+// still decoding decodes a later unclaimed batch meanwhile, hands fn
+// nothing of it yet, and once the first is decoded hands fn its packets
+// of both in file order, as Scan's.
+func TestScanSplitDecodesAhead(t *testing.T) {
+	data := bigCapture(t, false, false)
+	want, _, err := logScan(t, data, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pb, err := openSplit(bytes.NewReader(data))
+	if err != nil || pb == nil {
+		t.Fatal("not a classic pcap", err)
+	}
+	const workers, w = 2, 1
+	batches := make([]*splitBatch, 2)
+	for i := range batches {
+		b := &splitBatch{recs: make([]liteRec, batchFrames), owner: make([]uint8, batchFrames)}
+		b.first, b.done, b.blocks = 1, make(chan struct{}), pb
+		if i > 0 {
+			b.first = batches[0].first + batches[0].n
+		}
+		if b.n, err = pb.fill(&b.batch); err != nil || b.n == 0 {
+			t.Fatalf("batch %d: %d frames, %v", i, b.n, err)
+		}
+		b.firstOrd = int64(b.first)
+		b.refs.Store(1)
+		batches[i] = b
+	}
+	// Batch 0 is claimed by a worker that has not decoded it yet.
+	batches[0].claimed.Store(true)
+	in := make(chan *splitBatch, 2)
+	in <- batches[0]
+	in <- batches[1]
+	close(in)
+	free := make(chan *splitBatch, 2)
+	var got []packetLog
+	fn := func(_ int, p *Packet) {
+		q := *p
+		q.Payload = nil
+		got = append(got, packetLog{q, append([]byte(nil), p.Payload...)})
+	}
+	finished := make(chan struct{})
+	go func() {
+		splitLoop(w, workers, in, free, fn)
+		close(finished)
+	}()
+	select {
+	case <-batches[1].done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("batch 1 not decoded ahead while batch 0 was being decoded")
+	}
+	if len(got) != 0 {
+		t.Fatalf("fn had %d packets before batch 0 was decoded", len(got))
+	}
+	var dec Packet
+	decodeBatch(0, workers, batches[0], false, &dec, func(int, *Packet) { t.Error("fn called for a batch decoded without inline") })
+	<-finished
+	var mine []packetLog
+	for _, pl := range want[:batches[0].n+batches[1].n] {
+		if flowOwner(&pl.P, workers) == w {
+			mine = append(mine, pl)
+		}
+	}
+	if len(mine) == 0 {
+		t.Fatal("worker 1 owns no packet of the first two batches: pick another capture")
+	}
+	for i := range got {
+		got[i].P.ord = 0 // logScan's packets carry none
+	}
+	for i := range mine {
+		mine[i].P.ord = 0
+	}
+	if !reflect.DeepEqual(mine, got) {
+		t.Errorf("worker 1 got %d packets, want Scan's %d of its flows, in order", len(got), len(mine))
+	}
+	if len(free) != 2 {
+		t.Errorf("%d of 2 batches back in the pool", len(free))
+	}
+}
