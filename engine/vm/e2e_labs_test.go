@@ -234,8 +234,70 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 			recordIWARP(t, out, stem, filepath.Join(rec, "testdata/iwarp/recorded"), el.name)
 		}
 	}
+	if len(el.captures) > 0 {
+		checkConnectionsNamed(ctx, t, bin, out)
+	}
 	if el.check != nil {
 		el.check(ctx, t, out, set)
+	}
+}
+
+// checkConnectionsNamed runs `rlab pcap --json RUN` on the run and checks
+// that every connection its captures hold is named by the workload that made
+// it (issue 26 item 2: by a QPN in the tool's output, a tcp server's port or
+// the workload's time window), RoCEv2 and iWARP alike. SSH (port 22), which a
+// jump through the server's data address carries, is no workload's.
+func checkConnectionsNamed(ctx context.Context, t *testing.T, bin, out string) {
+	t.Helper()
+	b, err := exec.CommandContext(ctx, bin, "pcap", "--json", out).Output()
+	if err != nil {
+		t.Errorf("rlab pcap --json %s: %v", out, err)
+		return
+	}
+	type conn struct {
+		Transport  string   `json:"transport"`
+		Connection string   `json:"connection"`
+		Packets    int      `json:"packets"`
+		Workloads  []string `json:"workloads"`
+		By         string   `json:"by"`
+	}
+	type capture struct {
+		File string `json:"file"`
+		Run  *struct {
+			Connections []conn `json:"connections"`
+		} `json:"run"`
+	}
+	var caps []capture
+	if err := json.Unmarshal(b, &caps); err != nil {
+		// One capture is printed as one object.
+		var c capture
+		if err2 := json.Unmarshal(b, &c); err2 != nil {
+			t.Errorf("rlab pcap --json %s: %v", out, err)
+			return
+		}
+		caps = []capture{c}
+	}
+	named, all := 0, 0
+	for _, c := range caps {
+		if c.Run == nil {
+			t.Errorf("%s: rlab pcap read it without its run", c.File)
+			continue
+		}
+		for _, x := range c.Run.Connections {
+			if strings.Contains(x.Connection, ":22 ") || strings.HasSuffix(x.Connection, ":22") {
+				continue
+			}
+			all++
+			if len(x.Workloads) == 0 {
+				t.Errorf("%s: %s %s (%d packets) is named by no workload", filepath.Base(c.File), x.Transport, x.Connection, x.Packets)
+				continue
+			}
+			named++
+		}
+	}
+	t.Logf("rlab pcap named %d of %d connections by workload", named, all)
+	if all == 0 {
+		t.Errorf("rlab pcap %s: no connection in the run's captures", out)
 	}
 }
 
