@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/apparentlymart/go-textseg/v15/textseg"
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -124,7 +125,7 @@ func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnos
 			old := fmt.Sprintf("  on %s line %d", s.Filename, s.Start.Line)
 			out = strings.Replace(out, old, "  on "+s.String(), 1)
 			var r hcl.Range
-			out, r = clipSource(out, *s, color)
+			out, r = clipSource(out, *s, files[s.Filename], color)
 			if !color {
 				out = addCaret(out, files[s.Filename], r)
 			}
@@ -190,8 +191,20 @@ const (
 // the blank line after it) to MaxSourceLine characters, around the
 // subject's start on its own line (the highlight, in colour), and returns
 // the subject's range with its columns where the cut line has them (for
-// addCaret).
-func clipSource(out string, subject hcl.Range, color bool) (string, hcl.Range) {
+// addCaret). The line is cut in code points, found from the subject's byte
+// offset in f (the sources as shown); hcl counts columns in characters as a
+// reader sees them (grapheme clusters: e and a combining accent are one),
+// so a column is never taken for a code point's index.
+func clipSource(out string, subject hcl.Range, f *hcl.File, color bool) (string, hcl.Range) {
+	// The subject's start and end as code point indexes in its line.
+	ri, re := subject.Start.Column-1, -1
+	if f != nil && subject.Start.Byte <= len(f.Bytes) && subject.End.Byte <= len(f.Bytes) && subject.Start.Byte <= subject.End.Byte {
+		ls := bytes.LastIndexByte(f.Bytes[:subject.Start.Byte], '\n') + 1
+		ri = utf8.RuneCount(f.Bytes[ls:subject.Start.Byte])
+		if subject.End.Line == subject.Start.Line {
+			re = ri + utf8.RuneCount(f.Bytes[subject.Start.Byte:subject.End.Byte])
+		}
+	}
 	lines := strings.SplitAfter(out, "\n")
 	in := false
 	for i, ln := range lines {
@@ -231,16 +244,14 @@ func clipSource(out string, subject hcl.Range, color bool) (string, hcl.Range) {
 		case hiStart >= 0:
 			at = hiStart
 		case n == subject.Start.Line:
-			at = subject.Start.Column - 1
+			at = ri
 		}
 		from := min(max(at-MaxSourceLine/4, 0), len(chars)-MaxSourceLine)
 		to := from + MaxSourceLine
 		var b strings.Builder
 		b.WriteString(prefix)
-		shift := -from
 		if from > 0 {
 			b.WriteString("…")
-			shift++
 		}
 		for j := from; j < to; j++ {
 			if j == hiStart {
@@ -257,15 +268,30 @@ func clipSource(out string, subject hcl.Range, color bool) (string, hcl.Range) {
 		b.WriteString("\n")
 		lines[i] = b.String()
 		if n == subject.Start.Line {
-			end := subject.End.Column
-			if subject.End.Line != subject.Start.Line || end > to+1 {
-				end = to + 1 // the caret ends where the window does
+			// Columns in characters as shown, … with them (a window
+			// that starts inside a character joins its rest to …).
+			a := min(max(ri, from), to)
+			e := to // the caret ends where the window does
+			if re >= 0 {
+				e = min(max(re, a), to)
 			}
-			subject.Start.Column += shift
-			subject.End.Line, subject.End.Column = subject.Start.Line, max(end+shift, subject.Start.Column)
+			var shown []rune
+			if from > 0 {
+				shown = append(shown, '…')
+			}
+			shown = append(shown, chars[from:a]...)
+			subject.Start.Column = 1 + graphemes(shown)
+			subject.End.Line, subject.End.Column = subject.Start.Line, 1+graphemes(append(shown, chars[a:e]...))
 		}
 	}
 	return strings.Join(lines, ""), subject
+}
+
+// graphemes counts the characters of rs as a reader sees them, as hcl
+// counts a column.
+func graphemes(rs []rune) int {
+	n, _ := textseg.TokenCount([]byte(string(rs)), textseg.ScanGraphemeClusters)
+	return n
 }
 
 // addCaret inserts a marker line under the first source line of the range.

@@ -30,10 +30,17 @@ func numbersEqual(x, y *big.Float) (eq, slow bool) {
 		return x.IsInf() && y.IsInf(), false
 	case x.IsInt() != y.IsInt():
 		return false, false // cty: only one is whole
-	case x.IsInt() || x.Prec() == y.Prec():
+	case x.IsInt():
+		return x.Cmp(y) == 0, false // cty compares whole numbers as integers
+	case x.Prec() == y.Prec() && (x.Cmp(y) == 0 || x.MinPrec() > 1 && y.MinPrec() > 1):
 		// A shortest decimal text names one value at a precision: two
 		// values of one precision write out alike only when they are
-		// equal (and cty compares whole numbers as integers).
+		// equal. Save a power of two (MinPrec 1): big.Float gives it a
+		// window of half a unit below as above, though the number below
+		// is only half as far, so its text can be its lower neighbour's
+		// (pow(2, -24) and the 53-bit number under it both write out
+		// 0.00000005960464477539062, and cty calls them equal). Those go
+		// by distance below, like two precisions.
 		return x.Cmp(y) == 0, false
 	}
 	// Precisions differ: each text lies within half a unit in the last

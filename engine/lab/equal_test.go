@@ -103,3 +103,41 @@ func TestNumbersEqualAsCty(t *testing.T) {
 		}
 	}
 }
+
+// TestPowerOfTwoBesideItsPredecessorAsCty: big.Float writes a power of two
+// out with a window reaching down to the number below it, so cty calls
+// pow(2, -24) and the 53-bit number just under it equal (their shortest
+// texts are both 0.00000005960464477539062); the fast comparison said they
+// differ, being of one precision. Every == and != in a lab, and
+// contains(), answer as cty.
+func TestPowerOfTwoBesideItsPredecessorAsCty(t *testing.T) {
+	// Each is 2^k beside 2^k minus half its unit in the last place, at
+	// 53 bits (pow) and at 64.
+	for _, c := range []struct {
+		prec uint
+		k    int
+	}{{53, -24}, {53, -25}, {53, -44}, {64, -37}, {53, -1}, {53, 3}} {
+		x := new(big.Float).SetPrec(c.prec).SetMantExp(big.NewFloat(0.5), c.k+1)
+		y := new(big.Float).SetPrec(c.prec).Sub(x, new(big.Float).SetMantExp(big.NewFloat(0.5), c.k-int(c.prec)+1))
+		for _, pair := range [][2]*big.Float{{x, y}, {y, x}} {
+			want := cty.NumberVal(pair[0]).Equals(cty.NumberVal(pair[1])).True()
+			if got, slow := numbersEqual(pair[0], pair[1]); !slow && got != want {
+				t.Errorf("2^%d at %d bits: %s == %s: got %v, cty says %v", c.k, c.prec, pair[0].Text('g', 30), pair[1].Text('g', 30), got, want)
+			}
+		}
+	}
+	for _, c := range []struct{ expr, want string }{
+		{`pow(2, -24) == pow(2, -24) - pow(2, -77)`, "192.0.2.1"},
+		{`pow(2, -24) != pow(2, -24) - pow(2, -77)`, "192.0.2.2"},
+		{`contains([pow(2, -24) - pow(2, -77)], pow(2, -24))`, "192.0.2.1"},
+	} {
+		src := "lab \"x\" {}\nhost \"a\" {\n  address = " + c.expr + " ? \"192.0.2.1\" : \"192.0.2.2\"\n}\n"
+		l, diags := LoadSource("lab.hcl", []byte(src), t.TempDir(), LoadOptions{})
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", c.expr, diagLines(diags))
+		}
+		if got := l.Hosts[0].Address; got != c.want {
+			t.Errorf("%s: address %s, want %s (cty's answer)", c.expr, got, c.want)
+		}
+	}
+}
