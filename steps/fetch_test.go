@@ -308,3 +308,15 @@ func (m maskWriter) Write(b []byte) (int, error) {
 	return len(b), err
 }
 func (m maskWriter) Close() error { return nil }
+
+// TestMadeLogsBounded: the output file names a host's proc.wait answer
+// gives are kept only when they are file names (SECURITY 131): a name of
+// a megabyte was kept for the run with every process.
+func TestMadeLogsBounded(t *testing.T) {
+	env := &Env{}
+	big := strings.Repeat("x", 1<<20)
+	madeLogs(env, "h", &proto.ProcResult{StdoutFile: big + ".stdout", StderrFile: "wl.x.r0.stderr"})
+	if d := cmp.Diff(map[string]string{"wl.x.r0.stderr": results.ArtifactLog}, env.MadeOn("h")); d != "" {
+		t.Errorf("made (-want +got):\n%s", d)
+	}
+}

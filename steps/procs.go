@@ -154,7 +154,10 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 // as logs (Env.Made).
 func madeLogs(env *Env, host string, r *proto.ProcResult) {
 	for _, f := range []string{r.StdoutFile, r.StderrFile} {
-		if f != "" {
+		// The agent names them <handle>.stdout and .stderr: a file name.
+		// A longer one is the host's invention, and was kept for the
+		// run with every process (SECURITY 131).
+		if f != "" && len(f) <= 255 {
 			env.Made(host, f, results.ArtifactLog)
 		}
 	}
