@@ -1,0 +1,93 @@
+package proto
+
+import "fmt"
+
+// The checks rpc.Invoke makes of an answer before any step sees it: a
+// host's answer is bounded by the line (MaxLine) and by MaxValues, but what
+// the controller keeps of it for the rest of the run (state.json, samples,
+// the logs to pull) must be bounded by what an honest host says, or one
+// lying host grows it with every step (SECURITY 131, 133).
+
+// Check says whether id is one a host may report: BootID empty or a boot
+// id as the kernel writes it (a UUID, 36 characters). What a host reports
+// is journaled in state.json with every process it runs and compared by
+// `rlab down`, so a boot id of megabytes (a lying host) grew the journal
+// that is written whole at every step (SECURITY 131). rpc.Invoke calls it
+// on every answer that carries one (ProcStarted, CaptureStarted).
+func (id ProcIdentity) Check() error {
+	if id.BootID == "" || validBootID(id.BootID) {
+		return nil
+	}
+	s := id.BootID
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return fmt.Errorf("boot_id %q (%d bytes) is not a boot id (a UUID)", s, len(id.BootID))
+}
+
+func validBootID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Check says whether r is an answer a host may give: the root qdisc's kind
+// and handle as tc names them, netem's parameters as tc prints them.
+// Journaled with the impairment (steps' Effect.Detail), they were taken
+// at any length up to a whole reply line (SECURITY 131).
+func (r ImpairResult) Check() error {
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"netdev", r.Netdev, 15}, {"qdisc", r.Qdisc, 64}, {"handle", r.Handle, 64}, {"netem", r.Netem, 4096}} {
+		if len(f.v) > f.max {
+			return fmt.Errorf("%s of %d bytes, more than tc ever says (%d)", f.name, len(f.v), f.max)
+		}
+	}
+	return nil
+}
+
+// Check says whether f is an answer a host may give, in what the run
+// journals of it: its work dir, a path (PATH_MAX, 4096 bytes), goes into
+// state.json, which is written whole at every step (SECURITY 131).
+func (f Facts) Check() error {
+	if len(f.WorkDir) > 4096 {
+		return fmt.Errorf("work_dir of %d bytes, longer than a path can be (4096)", len(f.WorkDir))
+	}
+	return nil
+}
+
+// MaxCounters bounds the counters of one counters.read answer: a request
+// names a workload's few devices and netdevs (an mlx5 port has about 150
+// counters, a netdev about 25), and each counter read becomes a sample of
+// the workload, kept for the run.
+const MaxCounters = 4096
+
+// Check says whether c is a reading a host may give: at most MaxCounters
+// values and as many unreadable ones, each reason at most 4 KiB (an
+// error's text).
+func (c Counters) Check() error {
+	if len(c.Values) > MaxCounters || len(c.Unreadable) > MaxCounters {
+		return fmt.Errorf("%d counters and %d unreadable ones, more than %d: more than any request names", len(c.Values), len(c.Unreadable), MaxCounters)
+	}
+	for _, u := range c.Unreadable {
+		if len(u.Reason) > 4096 {
+			return fmt.Errorf("a reason of %d bytes for an unreadable counter", len(u.Reason))
+		}
+	}
+	return nil
+}
