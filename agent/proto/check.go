@@ -91,3 +91,25 @@ func (c Counters) Check() error {
 	}
 	return nil
 }
+
+// MaxCaptureFiles bounds the files of one capture.stop answer: the agent's
+// capture is a ring of 4 files. Each is kept for the run and pulled.
+const MaxCaptureFiles = 64
+
+// Check says whether r is an answer a host may give: at most
+// MaxCaptureFiles files, each path a file name (255 bytes), and tcpdump's
+// report at most OutputLimit.
+func (r CaptureResult) Check() error {
+	if len(r.Files) > MaxCaptureFiles {
+		return fmt.Errorf("%d capture files, more than %d (a ring is 4)", len(r.Files), MaxCaptureFiles)
+	}
+	for _, f := range r.Files {
+		if len(f.Path) > 255 {
+			return fmt.Errorf("a capture file name of %d bytes", len(f.Path))
+		}
+	}
+	if len(r.Stderr) > OutputLimit {
+		return fmt.Errorf("a tcpdump report of %d bytes", len(r.Stderr))
+	}
+	return nil
+}

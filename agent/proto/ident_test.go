@@ -92,6 +92,12 @@ func TestReplyChecks(t *testing.T) {
 		{"impair as tc says it", ImpairResult{Netdev: "eth1", Qdisc: "netem", Handle: "8001:", Netem: "delay 10ms loss 1%"}, true},
 		{"impair netem of megabytes", ImpairResult{Qdisc: "netem", Netem: strings.Repeat("x", 1<<20)}, false},
 		{"impair netdev no netdev", ImpairResult{Netdev: long}, false},
+		{"capture ring", CaptureResult{Files: []FileInfo{{Path: "cap.pcap"}, {Path: "cap.pcap1"}}}, true},
+		{"capture of 100,000 files", CaptureResult{Files: make([]FileInfo, 100_000)}, false},
+		{"capture file name of megabytes", CaptureResult{Files: []FileInfo{{Path: long}}}, false},
+		{"counters honest", Counters{Values: make([]CounterValue, 300)}, true},
+		{"counters past the bound", Counters{Values: make([]CounterValue, MaxCounters+1)}, false},
+		{"counter reason of megabytes", Counters{Unreadable: []CounterUnreadable{{Reason: strings.Repeat("r", 1<<20)}}}, false},
 		{"facts work dir a path", Facts{WorkDir: "/home/u/.cache/rlab/runs/r/h"}, true},
 		{"facts work dir of megabytes", Facts{WorkDir: "/" + strings.Repeat("a", 1<<20)}, false},
 	}
