@@ -113,3 +113,18 @@ func (r CaptureResult) Check() error {
 	}
 	return nil
 }
+
+// Check says whether l is a page of a listing a host may give: each path
+// at most a path's 4096 bytes and each sha256 64 hex digits at most. The
+// listing is kept for the pull (SECURITY 135).
+func (l FilesList) Check() error {
+	if len(l.Root) > 4096 {
+		return fmt.Errorf("a work dir of %d bytes, longer than a path can be", len(l.Root))
+	}
+	for _, f := range l.Files {
+		if len(f.Path) > 4096 || len(f.SHA256) > 64 {
+			return fmt.Errorf("a listed file with a path of %d bytes and a sha256 of %d: longer than a path or a sha256 can be", len(f.Path), len(f.SHA256))
+		}
+	}
+	return nil
+}
