@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/kinds"
 )
@@ -220,4 +222,45 @@ func FuzzCounterSamples(f *testing.F) {
 			}
 		}
 	})
+}
+
+// countersHost answers counters.read with n counters, as many as one
+// reply may hold (proto.MaxValues objects).
+type countersHost struct{ n int }
+
+func (h countersHost) Name() string { return "h" }
+
+func (h countersHost) Send(_ context.Context, r *rpc.Request) error {
+	if _, res, ok := rpc.Match(r, rpc.CountersRead); ok {
+		res.Values = make([]proto.CounterValue, h.n)
+		for i := range res.Values {
+			res.Values[i] = proto.CounterValue{Device: "eth0", Source: "statistics", Name: "c" + strconv.Itoa(i), Value: 1}
+		}
+	}
+	return nil
+}
+
+// TestCountersBounded: a host answering counters.read with as many
+// counters as a reply holds made as many samples of every workload, kept
+// for the run (SECURITY 133: 99,000 counters, 99,000 samples a workload
+// and host); an answer with more than proto.MaxCounters is refused and
+// said, an honest one read.
+func TestCountersBounded(t *testing.T) {
+	w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "ib_write_bw"}}
+	for _, tc := range []struct {
+		n       int
+		samples int
+	}{{99_000, 0}, {proto.MaxCounters + 1, 0}, {300, 300}} {
+		env := &Env{Hosts: map[string]Host{"h": countersHost{tc.n}}}
+		sides := []CounterSide{{Host: "h", Netdevs: []string{"eth0"}}}
+		before := ReadCounters(t.Context(), env, sides)
+		after := ReadCounters(t.Context(), env, sides)
+		ss, notes := CounterSamples(w, before, after)
+		if len(ss) != tc.samples {
+			t.Errorf("%d counters answered: %d samples, want %d", tc.n, len(ss), tc.samples)
+		}
+		if tc.samples == 0 && (len(notes) != 1 || !strings.Contains(notes[0].Reason, "counters")) {
+			t.Errorf("%d counters answered: notes %+v, want one saying the answer was refused", tc.n, notes)
+		}
+	}
 }

@@ -247,21 +247,35 @@ func masked(env *Env, p string) bool {
 // outputs first, and what was left is said.
 const MaxFetchFiles = 100000
 
+// MaxListBytes bounds what the listing of one host's work dir holds, its
+// names and their entries (fileEntryBytes each): a listing comes page by
+// page, each page a reply line, and a host that pages forever with long
+// names was bounded only by the count (4 x MaxFetchFiles), 1.6 GB of
+// 4 KiB names (SECURITY 135). 100,000 files of 100-byte names are 20 MB.
+const MaxListBytes = 64 << 20
+
+// fileEntryBytes is what a listed file costs beside its name.
+const fileEntryBytes = 128
+
 // listAll lists the work dir page by page (proto.FilesListOptions).
 func listAll(ctx context.Context, h Host, hashMax int64) ([]proto.FileInfo, error) {
 	var all []proto.FileInfo
 	after := ""
+	size := 0
 	for {
 		page, err := rpc.Invoke(ctx, h, rpc.FilesList, proto.FilesListOptions{HashMax: hashMax, After: after})
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, page.Files...)
+		for _, f := range page.Files {
+			size += len(f.Path) + fileEntryBytes
+		}
 		if !page.More || len(page.Files) == 0 {
 			return all, nil
 		}
 		next := page.Files[len(page.Files)-1].Path
-		if next <= after || len(all) > 4*MaxFetchFiles {
+		if next <= after || len(all) > 4*MaxFetchFiles || size > MaxListBytes {
 			// A host that pages backwards, or forever: what it gave is
 			// what there is.
 			return all, nil

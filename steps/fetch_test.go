@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -308,3 +310,62 @@ func (m maskWriter) Write(b []byte) (int, error) {
 	return len(b), err
 }
 func (m maskWriter) Close() error { return nil }
+
+// TestMadeLogsBounded: the output file names a host's proc.wait answer
+// gives are kept only when they are file names (SECURITY 131): a name of
+// a megabyte was kept for the run with every process.
+func TestMadeLogsBounded(t *testing.T) {
+	env := &Env{}
+	big := strings.Repeat("x", 1<<20)
+	madeLogs(env, "h", &proto.ProcResult{StdoutFile: big + ".stdout", StderrFile: "wl.x.r0.stderr"})
+	if d := cmp.Diff(map[string]string{"wl.x.r0.stderr": results.ArtifactLog}, env.MadeOn("h")); d != "" {
+		t.Errorf("made (-want +got):\n%s", d)
+	}
+}
+
+// pagingHost answers files.list with page after page, each of one file
+// whose path is pathLen bytes and sorts after the last, and More always.
+type pagingHost struct {
+	pathLen int
+	pages   int
+}
+
+func (h *pagingHost) Name() string { return "h" }
+
+func (h *pagingHost) Send(_ context.Context, r *rpc.Request) error {
+	if _, res, ok := rpc.Match(r, rpc.FilesList); ok {
+		h.pages++
+		p := fmt.Sprintf("%08d", h.pages) + strings.Repeat("x", h.pathLen-8)
+		*res = proto.FilesList{Files: []proto.FileInfo{{Path: p, Size: 1, SHA256: "x"}}, More: true}
+	}
+	return nil
+}
+
+// TestListAllBounded: a host that pages its work dir's listing forever,
+// each page one file of a long name sorting after the last, is listed
+// only up to a bound in bytes (SECURITY 135): before, only the count was
+// bounded (400,000 files), so 8 MiB names took 3 TB, 4 KiB ones 1.6 GB;
+// a page naming a path longer than a path can be is refused.
+func TestListAllBounded(t *testing.T) {
+	for _, tc := range []struct {
+		pathLen int
+		ok      bool
+	}{{4096, true}, {1 << 20, false}} {
+		h := &pagingHost{pathLen: tc.pathLen}
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		files, err := listAll(t.Context(), h, 0)
+		runtime.ReadMemStats(&m1)
+		if (err == nil) != tc.ok {
+			t.Errorf("paths of %d bytes: err %v, want ok %v", tc.pathLen, err, tc.ok)
+		}
+		var n int
+		for _, f := range files {
+			n += len(f.Path)
+		}
+		if n > MaxListBytes+tc.pathLen || m1.TotalAlloc-m0.TotalAlloc > 4*MaxListBytes {
+			t.Errorf("paths of %d bytes: listed %d files, %d bytes of names, allocated %d MiB: want at most %d bytes", tc.pathLen, len(files), n, (m1.TotalAlloc-m0.TotalAlloc)>>20, MaxListBytes)
+		}
+	}
+}

@@ -23,6 +23,33 @@ const serverGrace = 30 * time.Second
 type Procs struct {
 	mu      sync.Mutex
 	running map[[2]string]bool // host, handle
+	// argv is what each process was started with, by host and handle:
+	// its result's argv is this, not what the host says it ran (SECURITY
+	// 131: a host's argv of megabytes was journaled and kept with every
+	// process).
+	argv map[[2]string][]string
+}
+
+// started records h as running with argv.
+func (p *Procs) started(host, h string, argv []string) {
+	p.Add(host, h)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.argv == nil {
+		p.argv = map[[2]string][]string{}
+	}
+	p.argv[[2]string{host, h}] = argv
+}
+
+// ran is the argv h was started with, nil when this Procs did not start
+// it (not ours to know, and not the host's word either).
+func (p *Procs) ran(host, h string) []string {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.argv[[2]string{host, h}]
 }
 
 func (p *Procs) Add(host, h string) {
@@ -55,7 +82,7 @@ func (p *Procs) Running() [][2]string {
 func (p *Procs) StopAll(ctx context.Context, env *Env) error {
 	var errs []error
 	for _, k := range p.Running() {
-		if _, err := stopProc(ctx, env, k[0], k[1]); err != nil {
+		if _, err := stopProc(ctx, env, p, k[0], k[1]); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -91,7 +118,7 @@ func StartProc(ctx context.Context, env *Env, p *Procs, tool string, s ProcSpec)
 	if err := env.Note(Effect{Host: s.Host, Type: "proc", ID: s.Handle, Argv: s.Argv, Pending: true}); err != nil {
 		return nil, err
 	}
-	p.Add(s.Host, s.Handle)
+	p.started(s.Host, s.Handle, s.Argv)
 	params := proto.ProcStartParams{Handle: s.Handle, Argv: s.Argv, Ready: s.Ready, Become: s.Root, TimeoutMs: Millis(Remaining(ctx)), Dir: s.Dir}
 	started, err := rpc.Invoke(ctx, h, rpc.ProcStart, params)
 	if err != nil {
@@ -116,8 +143,9 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 		}
 		return nil, err
 	}
+	res.Argv = p.ran(host, hd)
 	p.Done(host, hd)
-	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Argv: res.Argv, Undone: true})
+	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Undone: true}) // the argv journaled at its start stays
 	madeLogs(env, host, &res)
 	return &res, nil
 }
@@ -126,28 +154,31 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 // as logs (Env.Made).
 func madeLogs(env *Env, host string, r *proto.ProcResult) {
 	for _, f := range []string{r.StdoutFile, r.StderrFile} {
-		if f != "" {
+		// The agent names them <handle>.stdout and .stderr: a file name.
+		// A longer one is the host's invention, and was kept for the
+		// run with every process (SECURITY 131).
+		if f != "" && len(f) <= 255 {
 			env.Made(host, f, results.ArtifactLog)
 		}
 	}
 }
 
-func stopProc(ctx context.Context, env *Env, host, hd string) (*proto.ProcResult, error) {
-	return stopProcWith(ctx, env, host, hd, proto.ProcStopParams{Handle: hd, GraceMs: 2000})
+func stopProc(ctx context.Context, env *Env, p *Procs, host, hd string) (*proto.ProcResult, error) {
+	return stopProcWith(ctx, env, p, host, hd, proto.ProcStopParams{Handle: hd, GraceMs: 2000})
 }
 
 // InterruptProc stops a process still running as a person at its terminal
 // would: SIGINT, then SIGKILL after grace (a tutorial server that waits
 // for Enter or serves forever once its client is done). It is done in p.
 func InterruptProc(ctx context.Context, env *Env, p *Procs, host, hd string, grace time.Duration) (*proto.ProcResult, error) {
-	r, err := stopProcWith(ctx, env, host, hd, proto.ProcStopParams{Handle: hd, GraceMs: Millis(grace), Interrupt: true})
+	r, err := stopProcWith(ctx, env, p, host, hd, proto.ProcStopParams{Handle: hd, GraceMs: Millis(grace), Interrupt: true})
 	if err == nil {
 		p.Done(host, hd)
 	}
 	return r, err
 }
 
-func stopProcWith(ctx context.Context, env *Env, host, hd string, params proto.ProcStopParams) (*proto.ProcResult, error) {
+func stopProcWith(ctx context.Context, env *Env, p *Procs, host, hd string, params proto.ProcStopParams) (*proto.ProcResult, error) {
 	h, err := env.Host(host)
 	if err != nil {
 		return nil, err
@@ -157,6 +188,7 @@ func stopProcWith(ctx context.Context, env *Env, host, hd string, params proto.P
 	if err != nil && !(errors.As(err, &pe) && pe.Code == proto.CodeNotFound) {
 		return nil, fmt.Errorf("stop process %q on host %q: %w", hd, host, err)
 	}
+	res.Argv = p.ran(host, hd)
 	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Undone: true})
 	madeLogs(env, host, &res)
 	return &res, nil
@@ -234,7 +266,7 @@ func runPair(ctx context.Context, env *Env, p *Procs, tool string, srv, cli Proc
 	cancel()
 	if werr != nil || (sr != nil && sr.TimedOut) {
 		uctx, ucancel := undoContext(ctx)
-		sr, _ = stopProc(uctx, env, srv.Host, srv.Handle)
+		sr, _ = stopProc(uctx, env, p, srv.Host, srv.Handle)
 		ucancel()
 		p.Done(srv.Host, srv.Handle)
 	}

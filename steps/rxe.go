@@ -122,7 +122,7 @@ func (s *Device) Undo(ctx context.Context, env *Env) error {
 // answer names those; a found one (rdma.use) names its own netdev.
 func checkDeviceInfo(s *Device, info *proto.DeviceInfo, ensured bool) error {
 	bad := func(field, why string, v any) error {
-		return fmt.Errorf("%s %q on host %q: the host answered %s %q, %s: refusing it (a host's answer reaches other hosts' commands)", s.typ(), s.Device, s.Host, field, fmt.Sprint(v), why)
+		return fmt.Errorf("%s %q on host %q: the host answered %s %.80q, %s: refusing it (a host's answer reaches other hosts' commands)", s.typ(), s.Device, s.Host, field, fmt.Sprint(v), why)
 	}
 	switch {
 	case info.Created && s.Device != "" && info.Name != s.Device:

@@ -56,6 +56,7 @@ func TestRXEInfoFromHostChecked(t *testing.T) {
 		{"honest active MTU", "", func(i *proto.DeviceInfo) { i.ActiveMTU = 4096 }, ""},
 		{"negative active MTU", "", func(i *proto.DeviceInfo) { i.ActiveMTU = -1 }, "active_mtu"},
 		{"active MTU no IB MTU", "", func(i *proto.DeviceInfo) { i.ActiveMTU = 1500 }, "active_mtu"},
+		{"device name of a megabyte", "rdma", func(i *proto.DeviceInfo) { i.Name = strings.Repeat("d", 1<<20) }, "name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info := good
@@ -75,7 +76,10 @@ func TestRXEInfoFromHostChecked(t *testing.T) {
 				t.Fatalf("the host's %s (%+v) was taken for later workloads (apply error %v)", tc.bad, info, err)
 			}
 			if !strings.Contains(err.Error(), `host "srv"`) || !strings.Contains(err.Error(), tc.bad) {
-				t.Errorf("the error names neither the host nor the field %s: %v", tc.bad, err)
+				t.Errorf("the error names neither the host nor the field %s: %.300v", tc.bad, err)
+			}
+			if len(err.Error()) > 1000 {
+				t.Errorf("an error of %d bytes: the host's value quoted unbounded", len(err.Error()))
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -70,4 +71,41 @@ func FuzzParseStatStartTicks(f *testing.F) {
 			t.Fatalf("ParseStatStartTicks(%q) = %d, %v; want %d", stat, got, ok, ticks)
 		}
 	})
+}
+
+// TestReplyChecks: the answers rpc.Invoke refuses (SECURITY 131) and the
+// honest ones it takes.
+func TestReplyChecks(t *testing.T) {
+	long := strings.Repeat("a", 5000)
+	tests := []struct {
+		name string
+		c    interface{ Check() error }
+		ok   bool
+	}{
+		{"boot id of the kernel", ProcIdentity{StartTicks: 1, BootID: "8c1d7f43-6b0e-4d35-9a5e-0f2b7c9d1e23"}, true},
+		{"no boot id (an older agent)", ProcIdentity{}, true},
+		{"boot id of megabytes", ProcIdentity{BootID: strings.Repeat("9", 1<<20)}, false},
+		{"boot id not a uuid", ProcIdentity{BootID: "8c1d7f43-6b0e-4d35-9a5e-0f2b7c9d1e2x"}, false},
+		{"boot id with a newline", ProcIdentity{BootID: "8c1d7f43-6b0e-4d35-9a5e-0f2b7c9d1e2\n"}, false},
+		{"proc started carries it", ProcStarted{ProcIdentity: ProcIdentity{BootID: long}}, false},
+		{"capture started carries it", CaptureStarted{ProcIdentity: ProcIdentity{BootID: long}}, false},
+		{"impair as tc says it", ImpairResult{Netdev: "eth1", Qdisc: "netem", Handle: "8001:", Netem: "delay 10ms loss 1%"}, true},
+		{"impair netem of megabytes", ImpairResult{Qdisc: "netem", Netem: strings.Repeat("x", 1<<20)}, false},
+		{"impair netdev no netdev", ImpairResult{Netdev: long}, false},
+		{"capture ring", CaptureResult{Files: []FileInfo{{Path: "cap.pcap"}, {Path: "cap.pcap1"}}}, true},
+		{"capture of 100,000 files", CaptureResult{Files: make([]FileInfo, 100_000)}, false},
+		{"capture file name of megabytes", CaptureResult{Files: []FileInfo{{Path: long}}}, false},
+		{"counters honest", Counters{Values: make([]CounterValue, 300)}, true},
+		{"counters past the bound", Counters{Values: make([]CounterValue, MaxCounters+1)}, false},
+		{"counter reason of megabytes", Counters{Unreadable: []CounterUnreadable{{Reason: strings.Repeat("r", 1<<20)}}}, false},
+		{"facts work dir a path", Facts{WorkDir: "/home/u/.cache/rlab/runs/r/h"}, true},
+		{"facts work dir of megabytes", Facts{WorkDir: "/" + strings.Repeat("a", 1<<20)}, false},
+	}
+	for _, tt := range tests {
+		if err := tt.c.Check(); (err == nil) != tt.ok {
+			t.Errorf("%s: Check() = %v, want ok %v", tt.name, err, tt.ok)
+		} else if err != nil && len(err.Error()) > 200 {
+			t.Errorf("%s: an error of %d bytes quotes the host's text unbounded", tt.name, len(err.Error()))
+		}
+	}
 }

@@ -350,8 +350,20 @@ func Invoke[P, R any](ctx context.Context, c Caller, m Method[P, R], p P) (R, er
 		params = nil
 	}
 	err := c.Send(ctx, &Request{method: m.Name, params: params, result: &r})
+	if ch, ok := any(&r).(checker); ok && err == nil {
+		if cerr := ch.Check(); cerr != nil {
+			var zero R
+			return zero, fmt.Errorf("%s: the agent's answer is refused: %w", m.Name, cerr)
+		}
+	}
 	return r, err
 }
+
+// checker is an answer that can say whether a host may have sent it
+// (proto.ProcIdentity's boot id, proto.ImpairResult's sizes): Invoke
+// refuses one that fails, whatever Caller delivered it, so no later step
+// journals or shows it (SECURITY 131).
+type checker interface{ Check() error }
 
 // WriteLine sends a raw line (tests of the agent's handling of bad input);
 // a newline is added.

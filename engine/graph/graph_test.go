@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -510,5 +512,56 @@ func TestLoadRunDirNoEnv(t *testing.T) {
 	_ = WriteDOT(&b, g)
 	if !strings.Contains(b.String(), "s3cr3t") {
 		t.Errorf("a lab file no longer reads RLAB_VAR_*")
+	}
+}
+
+// TestManyFactsLinear: a host may report as many netdevs and RDMA devices
+// as one facts reply holds (proto.MaxValues objects), and every run's
+// report places them all (AddRunFacts). Each shape once took quadratic
+// time (SECURITY 130): a device per parent, every device on one parent,
+// every device twice under another driver, the lab's netdev reported again
+// and again. Each must be placed within a few seconds, and the text must be
+// one proto.CheckValues lets through.
+func TestManyFactsLinear(t *testing.T) {
+	const n = 90_000
+	shapes := map[string]func(i int) string{
+		"device per parent": func(i int) string { return fmt.Sprintf(`{"name":"d%d","parent":"p%d"}`, i, i) },
+		"one parent":        func(i int) string { return fmt.Sprintf(`{"name":"d%d","parent":"eth1"}`, i) },
+		"reported twice":    func(i int) string { return fmt.Sprintf(`{"name":"d%d","driver":"%c"}`, i/2, 'a'+byte(i%2)) },
+		"netdev again":      func(i int) string { return fmt.Sprintf(`{"name":"eth1","addrs":["10.0.%d.%d/16"]}`, i/256%256, i%256) },
+	}
+	for name, item := range shapes {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			list, count := "rdma_devices", n
+			if name == "netdev again" {
+				list, count = "netdevs", n/2 // the address is a value too
+			}
+			b.WriteString(`{"` + list + `":[`)
+			for i := range count {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(item(i))
+			}
+			b.WriteString(`]}`)
+			if err := proto.CheckValues([]byte(b.String()), proto.MaxValues); err != nil {
+				t.Fatalf("a host cannot send this shape: %v", err)
+			}
+			var f proto.Facts
+			if err := json.Unmarshal([]byte(b.String()), &f); err != nil {
+				t.Fatal(err)
+			}
+			g := &Graph{Hosts: []*Host{{ID: "h0", Name: "a", Netdevs: []*Netdev{{ID: "h0_n0", Name: "eth1"}, {ID: "h0_n1", Name: "(rxe)", Devices: []*Device{{ID: "h0_n1_r0", Ref: "r", Block: "rdma", Device: "d1"}}}}}}}
+			start := time.Now()
+			g.AddFacts("a", &f)
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("placing %d reported objects took %v, want linear time (under 5 s)", n, d)
+			}
+			var out bytes.Buffer
+			if err := WriteDOT(&out, g); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -267,8 +267,24 @@ func Apply(ctx context.Context, c rpc.Caller, p HostPlan, o Options) Result {
 		}
 		return r
 	}
-	r.Manager, r.Installed, r.Present, r.Modules, r.LockWait, r.Log = res.Manager, res.Installed, res.Present, res.Modules, res.LockWait, res.Log
+	r.Manager, r.LockWait, r.Log = res.Manager, res.LockWait, res.Log
+	r.Installed, r.Present, r.Modules = asked(res.Installed, p.Packages), asked(res.Present, p.Packages), asked(res.Modules, p.Modules)
 	return r
+}
+
+// asked is got without what was not asked for, in got's order, each once.
+// What the host says it installed is journaled (state.json, written whole
+// at every step) and is what `rlab down --remove-provisioned` removes: only
+// what the run asked for is the run's (SECURITY 136: a host's list was
+// taken as it came, up to a reply line).
+func asked(got, want []string) []string {
+	out := []string{}
+	for _, g := range got {
+		if slices.Contains(want, g) && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // Remove removes packages an earlier provision installed (rlab down
@@ -284,7 +300,7 @@ func Remove(ctx context.Context, c rpc.Caller, host string, fam Family, pkgs []s
 		r.Error = r.Err.Error()
 		return r
 	}
-	r.Manager, r.Installed, r.Log = res.Manager, res.Installed, res.Log
+	r.Manager, r.Installed, r.Log = res.Manager, asked(res.Installed, pkgs), res.Log
 	return r
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -410,4 +411,33 @@ func slicesContains(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// liarCaller says it installed what it was asked and more: a package name
+// of a megabyte, and one the run never asked for.
+type liarCaller struct{}
+
+func (liarCaller) Send(ctx context.Context, r *rpc.Request) error {
+	p, res, ok := rpc.Match(r, rpc.Provision)
+	if !ok {
+		return fmt.Errorf("unexpected call %s", r.Method())
+	}
+	more := append(slices.Clone(p.Packages), strings.Repeat("p", 1<<20), "openssh-server", p.Packages[0])
+	*res = proto.ProvisionResult{Manager: "apt-get", Installed: more, Present: more, Modules: append(slices.Clone(p.Modules), "evil")}
+	return nil
+}
+
+// TestApplyTakesOnlyAsked: what a host says it installed, found present or
+// loaded is the run's only as far as the run asked for it (SECURITY 136):
+// the list is journaled and is what down --remove-provisioned removes.
+func TestApplyTakesOnlyAsked(t *testing.T) {
+	r := Apply(context.Background(), liarCaller{}, HostPlan{Host: "h", Family: Debian, Packages: []string{"tcpdump", "perftest"}, Modules: []string{"rdma_rxe"}}, Options{})
+	want := []string{"tcpdump", "perftest"}
+	if !slices.Equal(r.Installed, want) || !slices.Equal(r.Present, want) || !slices.Equal(r.Modules, []string{"rdma_rxe"}) {
+		t.Errorf("installed %.80q present %.80q modules %q: want only what was asked", r.Installed, r.Present, r.Modules)
+	}
+	r = Remove(context.Background(), liarCaller{}, "h", Debian, []string{"tcpdump"}, Options{})
+	if !slices.Equal(r.Installed, []string{"tcpdump"}) {
+		t.Errorf("removed %.80q: want only what was asked", r.Installed)
+	}
 }

@@ -265,6 +265,10 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 		sess.Close()
 		return nil, nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (the cached copy at %s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, inst.Path)}
 	}
+	if err := h.ProcIdentity.Check(); err != nil {
+		sess.Close()
+		return nil, nil, fmt.Errorf("start agent: its hello: %w", err)
+	}
 	a.Hello = h
 	a.rpc = rpc.New(r, a.stdin, rpc.Options{
 		Host:      o.Host,

@@ -28,6 +28,9 @@ type pipeHost struct {
 	hello proto.Hello
 	calls atomic.Int64
 	netem *fakeNetem // impair_test.go: answers impair.* instead of the host's kernel
+	// rewrite, when set, changes each answer the agent gave before the
+	// controller's rpc.Invoke sees it (a host that lies in its replies).
+	rewrite func(req *rpc.Request)
 	// abandoned: the teardown ended the session without the agent's
 	// cleanup (discard_test.go).
 	abandoned atomic.Bool
@@ -59,6 +62,9 @@ func (h *pipeHost) Send(ctx context.Context, req *rpc.Request) error {
 	err := h.c.Send(ctx, req)
 	if _, f, ok := rpc.Match(req, rpc.Facts); ok && h.netem != nil && err == nil {
 		f.NetemModule = "loadable"
+	}
+	if h.rewrite != nil && err == nil {
+		h.rewrite(req)
 	}
 	return err
 }
@@ -113,6 +119,8 @@ type pipeBed struct {
 	lie    map[string]rpctest.Lie
 	client map[string]rpc.Options
 	netem  *fakeNetem // impair_test.go
+	// rewrite, by host name: that host's pipeHost.rewrite.
+	rewrite map[string]func(req *rpc.Request)
 }
 
 func newPipeBed(t testing.TB) *pipeBed {
@@ -125,6 +133,7 @@ func (b *pipeBed) Connect(ctx context.Context, tg Target, runID string) (Host, e
 	}
 	h := startLyingHost(b.t, tg.Name, filepath.Join(b.root, tg.Slug, runID), b.lie[tg.Name], b.client[tg.Name])
 	h.netem = b.netem
+	h.rewrite = b.rewrite[tg.Name]
 	b.mu.Lock()
 	b.all[tg.Name] = h
 	b.mu.Unlock()

@@ -248,7 +248,7 @@ func (r *runner) connect(ctx context.Context, h *plan.HostPlan, t Target) error 
 	var start *proto.ProcIdentity
 	if hp, ok := c.(interface{ Hello() proto.Hello }); ok {
 		pid = hp.Hello().PID
-		if id := hp.Hello().ProcIdentity; id.StartTicks != 0 {
+		if id := hp.Hello().ProcIdentity; id.StartTicks != 0 && id.Check() == nil {
 			start = &id
 		}
 	}

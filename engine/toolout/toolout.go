@@ -112,6 +112,21 @@ type DirectionResult struct {
 // measured by the agent itself; exec output is kept, not read).
 var ErrNoParser = errors.New("no output parser for this tool")
 
+// MaxRows bounds the result rows one run's output may hold: a perftest
+// sweep prints one row per size (23 for -a), the other tools one. The
+// output is the host's, and a host that printed 8 MiB of rows made
+// 215,000 samples of one trial (508 MiB to parse, held for the rest of the
+// run: SECURITY 132). A parser stops at the row past it (TooManyRows).
+const MaxRows = 1000
+
+// ErrTooManyRows marks an output of more than MaxRows result rows.
+var ErrTooManyRows = errors.New("more result rows than any run of the tool prints")
+
+// TooManyRows is the error a parser returns at its row number n > MaxRows.
+func TooManyRows(n int) error {
+	return fmt.Errorf("%w: %d rows, at most %d are read", ErrTooManyRows, n, MaxRows)
+}
+
 // ErrUnusableJSON is returned (wrapped) when a perftest --out_json file cannot
 // be read even leniently; the caller should parse the text report instead.
 var ErrUnusableJSON = errors.New("perftest JSON output unusable")
@@ -179,6 +194,9 @@ func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, er
 	}
 	rows, info, err := p.Parse(stdout, opts)
 	info.Tool = tool
+	if n := len(rows) + len(info.PerDirection); n > MaxRows {
+		rows, info.PerDirection, err = nil, nil, TooManyRows(n) // a parser that did not stop
+	}
 	if sr, ok := p.(StderrReader); len(opts.Stderr) > 0 && !(ok && sr.ReadsStderr()) {
 		info.Warnings = append(info.Warnings, warningLines(opts.Stderr)...)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -480,3 +481,49 @@ func BenchmarkParsePerftestJSONPre2024(b *testing.B) {
 // kinds/perftest does: written out here so the expected figures do not come
 // from the parser under test.
 const mibToGbit = 1048576 * 8 / 1e9
+
+// TestManyRowsRefused: a host's output of rows up to the agent protocol's
+// line (8 MiB) is refused at MaxRows (SECURITY 132: 215,000 samples and
+// 508 MiB allocated for one trial before), within a bounded allocation,
+// and a real sweep still parses.
+func TestManyRowsRefused(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/toolout/world/ib_write_bw.perftest25-header.client.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, " 65536      403504")
+	if i < 0 {
+		t.Fatal("fixture changed: its row is gone")
+	}
+	head, row := s[:i], " 65536      403504           0.00               42.31                0.080701\n"
+	for _, tc := range []struct {
+		name string
+		out  string
+		ok   bool
+	}{
+		{"8 MiB of rows", head + strings.Repeat(row, (8<<20-len(head))/len(row)), false},
+		{"one past the bound", head + strings.Repeat(row, MaxRows+1), false},
+		{"a sweep", head + strings.Repeat(row, 23), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m0, m1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
+			ss, _, err := ParseOutput("ib_write_bw", []byte(tc.out), nil, false)
+			runtime.ReadMemStats(&m1)
+			if tc.ok {
+				if err != nil || len(ss) == 0 {
+					t.Fatalf("a real sweep: %d samples, %v", len(ss), err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrTooManyRows) || len(ss) != 0 {
+				t.Errorf("%d samples, err %v: want none and ErrTooManyRows", len(ss), err)
+			}
+			if a := m1.TotalAlloc - m0.TotalAlloc; a > 64<<20 {
+				t.Errorf("allocated %d MiB parsing it, want it stopped at the bound", a>>20)
+			}
+		})
+	}
+}

@@ -117,6 +117,9 @@ func parsePerftestText(b []byte) ([]toolout.Row, toolout.Info, error) {
 			default:
 				rows = append(rows, r)
 			}
+			if n := len(rows) + len(info.PerDirection); n > toolout.MaxRows {
+				return nil, info, toolout.TooManyRows(n)
+			}
 			continue
 		case strings.HasSuffix(t, " Test") && !strings.Contains(t, ":"):
 			info.Test = t

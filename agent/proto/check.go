@@ -1,0 +1,130 @@
+package proto
+
+import "fmt"
+
+// The checks rpc.Invoke makes of an answer before any step sees it: a
+// host's answer is bounded by the line (MaxLine) and by MaxValues, but what
+// the controller keeps of it for the rest of the run (state.json, samples,
+// the logs to pull) must be bounded by what an honest host says, or one
+// lying host grows it with every step (SECURITY 131, 133).
+
+// Check says whether id is one a host may report: BootID empty or a boot
+// id as the kernel writes it (a UUID, 36 characters). What a host reports
+// is journaled in state.json with every process it runs and compared by
+// `rlab down`, so a boot id of megabytes (a lying host) grew the journal
+// that is written whole at every step (SECURITY 131). rpc.Invoke calls it
+// on every answer that carries one (ProcStarted, CaptureStarted).
+func (id ProcIdentity) Check() error {
+	if id.BootID == "" || validBootID(id.BootID) {
+		return nil
+	}
+	s := id.BootID
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return fmt.Errorf("boot_id %q (%d bytes) is not a boot id (a UUID)", s, len(id.BootID))
+}
+
+func validBootID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Check says whether r is an answer a host may give: the root qdisc's kind
+// and handle as tc names them, netem's parameters as tc prints them.
+// Journaled with the impairment (steps' Effect.Detail), they were taken
+// at any length up to a whole reply line (SECURITY 131).
+func (r ImpairResult) Check() error {
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"netdev", r.Netdev, 15}, {"qdisc", r.Qdisc, 64}, {"handle", r.Handle, 64}, {"netem", r.Netem, 4096}} {
+		if len(f.v) > f.max {
+			return fmt.Errorf("%s of %d bytes, more than tc ever says (%d)", f.name, len(f.v), f.max)
+		}
+	}
+	return nil
+}
+
+// Check says whether f is an answer a host may give, in what the run
+// journals of it: its work dir, a path (PATH_MAX, 4096 bytes), goes into
+// state.json, which is written whole at every step (SECURITY 131).
+func (f Facts) Check() error {
+	if len(f.WorkDir) > 4096 {
+		return fmt.Errorf("work_dir of %d bytes, longer than a path can be (4096)", len(f.WorkDir))
+	}
+	return nil
+}
+
+// MaxCounters bounds the counters of one counters.read answer: a request
+// names a workload's few devices and netdevs (an mlx5 port has about 150
+// counters, a netdev about 25), and each counter read becomes a sample of
+// the workload, kept for the run.
+const MaxCounters = 4096
+
+// Check says whether c is a reading a host may give: at most MaxCounters
+// values and as many unreadable ones, each reason at most 4 KiB (an
+// error's text).
+func (c Counters) Check() error {
+	if len(c.Values) > MaxCounters || len(c.Unreadable) > MaxCounters {
+		return fmt.Errorf("%d counters and %d unreadable ones, more than %d: more than any request names", len(c.Values), len(c.Unreadable), MaxCounters)
+	}
+	for _, u := range c.Unreadable {
+		if len(u.Reason) > 4096 {
+			return fmt.Errorf("a reason of %d bytes for an unreadable counter", len(u.Reason))
+		}
+	}
+	return nil
+}
+
+// MaxCaptureFiles bounds the files of one capture.stop answer: the agent's
+// capture is a ring of 4 files. Each is kept for the run and pulled.
+const MaxCaptureFiles = 64
+
+// Check says whether r is an answer a host may give: at most
+// MaxCaptureFiles files, each path a file name (255 bytes), and tcpdump's
+// report at most OutputLimit.
+func (r CaptureResult) Check() error {
+	if len(r.Files) > MaxCaptureFiles {
+		return fmt.Errorf("%d capture files, more than %d (a ring is 4)", len(r.Files), MaxCaptureFiles)
+	}
+	for _, f := range r.Files {
+		if len(f.Path) > 255 {
+			return fmt.Errorf("a capture file name of %d bytes", len(f.Path))
+		}
+	}
+	if len(r.Stderr) > OutputLimit {
+		return fmt.Errorf("a tcpdump report of %d bytes", len(r.Stderr))
+	}
+	return nil
+}
+
+// Check says whether l is a page of a listing a host may give: each path
+// at most a path's 4096 bytes and each sha256 64 hex digits at most. The
+// listing is kept for the pull (SECURITY 135).
+func (l FilesList) Check() error {
+	if len(l.Root) > 4096 {
+		return fmt.Errorf("a work dir of %d bytes, longer than a path can be", len(l.Root))
+	}
+	for _, f := range l.Files {
+		if len(f.Path) > 4096 || len(f.SHA256) > 64 {
+			return fmt.Errorf("a listed file with a path of %d bytes and a sha256 of %d: longer than a path or a sha256 can be", len(f.Path), len(f.SHA256))
+		}
+	}
+	return nil
+}
