@@ -42,7 +42,8 @@ type StartOptions struct {
 	// Stderr, when set, also receives the agent's stderr (its slog log) as
 	// it comes, e.g. the run's hosts/<name>/logs/agent.log.
 	Stderr io.Writer
-	// HelloTimeout bounds the wait for the hello; default 60s.
+	// HelloTimeout bounds the wait for the hello; default the call
+	// timeout ($RLAB_AGENT_TIMEOUT) when set, else 60s.
 	HelloTimeout time.Duration
 	// CallTimeout, when > 0, replaces every call's own deadline
 	// (rpc.Method.Base: 1 to 10 minutes by method), the heartbeat's, and
@@ -168,14 +169,20 @@ type agentSession interface {
 // the same command (KeptAgents), falling back to an ordinary session when
 // the daemon does not keep agents.
 func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions, cmd string, hashes map[string]bool, keep bool) (*Agent, []byte, error) {
-	if o.HelloTimeout == 0 {
-		o.HelloTimeout = 60 * time.Second
-	}
 	ct, err := callTimeout(o)
 	if err != nil {
 		return nil, nil, err
 	}
 	o.CallTimeout = ct
+	if o.HelloTimeout == 0 {
+		// $RLAB_AGENT_TIMEOUT (or the call timeout) replaces the hello's
+		// limit as it replaces every other wait's (SECURITY 53): rlab down
+		// and check waited the default minute with it set.
+		o.HelloTimeout = 60 * time.Second
+		if ct != 0 {
+			o.HelloTimeout = ct
+		}
+	}
 	if o.Heartbeat == 0 {
 		o.Heartbeat = 15 * time.Second
 	}

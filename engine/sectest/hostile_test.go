@@ -386,3 +386,37 @@ workload "on_good" {
 		})
 	}
 }
+
+// TestHelloTimeoutFromEnv: RLAB_AGENT_TIMEOUT replaces the hello's limit as
+// SECURITY 53 says it replaces every wait's: a host whose agent never
+// greets is named after it, not after the default minute (rlab down and
+// check waited the minute with it set; found in attack round 7).
+func TestHelloTimeoutFromEnv(t *testing.T) {
+	t.Setenv(remote.AgentTimeoutEnv, "2s")
+	h := startHost(t, "evil", helloLiar("silent"))
+	d, err := sshx.NewDialer(sshx.Options{KnownHosts: []string{h.kh}, SSHConfig: "none", AgentSocket: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := d.Dial(ctx, target(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	inst, err := remote.NewAgents(standIns).Install(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	a, err := remote.Start(ctx, c, inst, remote.StartOptions{Host: "evil", RunID: "sectest"})
+	if err == nil {
+		a.Close()
+		t.Fatal("start accepted an agent that never greeted")
+	}
+	if !strings.Contains(err.Error(), "no hello within 2s") {
+		t.Errorf("error %q, want the hello named after RLAB_AGENT_TIMEOUT's 2s (waited %s)", err, time.Since(t0).Round(time.Second))
+	}
+}
