@@ -242,7 +242,7 @@ func (h countersHost) Send(_ context.Context, r *rpc.Request) error {
 
 // TestCountersBounded: a host answering counters.read with as many
 // counters as a reply holds made as many samples of every workload, kept
-// for the run (SECURITY 133: 99,000 counters, 99,000 samples a workload
+// for the run (SECURITY 128: 99,000 counters, 99,000 samples a workload
 // and host); an answer with more than proto.MaxCounters is refused and
 // said, an honest one read.
 func TestCountersBounded(t *testing.T) {

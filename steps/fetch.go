@@ -251,7 +251,7 @@ const MaxFetchFiles = 100000
 // names and their entries (fileEntryBytes each): a listing comes page by
 // page, each page a reply line, and a host that pages forever with long
 // names was bounded only by the count (4 x MaxFetchFiles), 1.6 GB of
-// 4 KiB names (SECURITY 135). 100,000 files of 100-byte names are 20 MB.
+// 4 KiB names (SECURITY 130). 100,000 files of 100-byte names are 20 MB.
 const MaxListBytes = 64 << 20
 
 // fileEntryBytes is what a listed file costs beside its name.

@@ -312,7 +312,7 @@ func (m maskWriter) Write(b []byte) (int, error) {
 func (m maskWriter) Close() error { return nil }
 
 // TestMadeLogsBounded: the output file names a host's proc.wait answer
-// gives are kept only when they are file names (SECURITY 131): a name of
+// gives are kept only when they are file names (SECURITY 126): a name of
 // a megabyte was kept for the run with every process.
 func TestMadeLogsBounded(t *testing.T) {
 	env := &Env{}
@@ -343,7 +343,7 @@ func (h *pagingHost) Send(_ context.Context, r *rpc.Request) error {
 
 // TestListAllBounded: a host that pages its work dir's listing forever,
 // each page one file of a long name sorting after the last, is listed
-// only up to a bound in bytes (SECURITY 135): before, only the count was
+// only up to a bound in bytes (SECURITY 130): before, only the count was
 // bounded (400,000 files), so 8 MiB names took 3 TB, 4 KiB ones 1.6 GB;
 // a page naming a path longer than a path can be is refused.
 func TestListAllBounded(t *testing.T) {

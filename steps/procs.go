@@ -156,7 +156,7 @@ func madeLogs(env *Env, host string, r *proto.ProcResult) {
 	for _, f := range []string{r.StdoutFile, r.StderrFile} {
 		// The agent names them <handle>.stdout and .stderr: a file name.
 		// A longer one is the host's invention, and was kept for the
-		// run with every process (SECURITY 131).
+		// run with every process (SECURITY 126).
 		if f != "" && len(f) <= 255 {
 			env.Made(host, f, results.ArtifactLog)
 		}

@@ -6,13 +6,13 @@ import "fmt"
 // host's answer is bounded by the line (MaxLine) and by MaxValues, but what
 // the controller keeps of it for the rest of the run (state.json, samples,
 // the logs to pull) must be bounded by what an honest host says, or one
-// lying host grows it with every step (SECURITY 131, 133).
+// lying host grows it with every step (SECURITY 126, 128).
 
 // Check says whether id is one a host may report: BootID empty or a boot
 // id as the kernel writes it (a UUID, 36 characters). What a host reports
 // is journaled in state.json with every process it runs and compared by
 // `rlab down`, so a boot id of megabytes (a lying host) grew the journal
-// that is written whole at every step (SECURITY 131). rpc.Invoke calls it
+// that is written whole at every step (SECURITY 126). rpc.Invoke calls it
 // on every answer that carries one (ProcStarted, CaptureStarted).
 func (id ProcIdentity) Check() error {
 	if id.BootID == "" || validBootID(id.BootID) {
@@ -48,7 +48,7 @@ func validBootID(s string) bool {
 // Check says whether r is an answer a host may give: the root qdisc's kind
 // and handle as tc names them, netem's parameters as tc prints them.
 // Journaled with the impairment (steps' Effect.Detail), they were taken
-// at any length up to a whole reply line (SECURITY 131).
+// at any length up to a whole reply line (SECURITY 126).
 func (r ImpairResult) Check() error {
 	for _, f := range []struct {
 		name, v string
@@ -63,7 +63,7 @@ func (r ImpairResult) Check() error {
 
 // Check says whether f is an answer a host may give, in what the run
 // journals of it: its work dir, a path (PATH_MAX, 4096 bytes), goes into
-// state.json, which is written whole at every step (SECURITY 131).
+// state.json, which is written whole at every step (SECURITY 126).
 func (f Facts) Check() error {
 	if len(f.WorkDir) > 4096 {
 		return fmt.Errorf("work_dir of %d bytes, longer than a path can be (4096)", len(f.WorkDir))
@@ -116,7 +116,7 @@ func (r CaptureResult) Check() error {
 
 // Check says whether l is a page of a listing a host may give: each path
 // at most a path's 4096 bytes and each sha256 64 hex digits at most. The
-// listing is kept for the pull (SECURITY 135).
+// listing is kept for the pull (SECURITY 130).
 func (l FilesList) Check() error {
 	if len(l.Root) > 4096 {
 		return fmt.Errorf("a work dir of %d bytes, longer than a path can be", len(l.Root))

@@ -73,7 +73,7 @@ func FuzzParseStatStartTicks(f *testing.F) {
 	})
 }
 
-// TestReplyChecks: the answers rpc.Invoke refuses (SECURITY 131) and the
+// TestReplyChecks: the answers rpc.Invoke refuses (SECURITY 126) and the
 // honest ones it takes.
 func TestReplyChecks(t *testing.T) {
 	long := strings.Repeat("a", 5000)

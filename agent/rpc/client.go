@@ -362,7 +362,7 @@ func Invoke[P, R any](ctx context.Context, c Caller, m Method[P, R], p P) (R, er
 // checker is an answer that can say whether a host may have sent it
 // (proto.ProcIdentity's boot id, proto.ImpairResult's sizes): Invoke
 // refuses one that fails, whatever Caller delivered it, so no later step
-// journals or shows it (SECURITY 131).
+// journals or shows it (SECURITY 126).
 type checker interface{ Check() error }
 
 // WriteLine sends a raw line (tests of the agent's handling of bad input);

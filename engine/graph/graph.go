@@ -198,7 +198,7 @@ func (n *Netdev) rxe(device string) *Device {
 // name without a scan: AddFacts places every netdev and device a host
 // reports, and a host may report 100,000 of them in one facts reply
 // (proto.MaxValues), so a scan of the host's nodes per device took
-// quadratic time (SECURITY 130: 20,000 devices 1.8 s, 100,000 about 45 s
+// quadratic time (SECURITY 125: 20,000 devices 1.8 s, 100,000 about 45 s
 // per host, in the report every run writes).
 type hostIndex struct {
 	h       *Host
@@ -414,7 +414,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	run := IsRunDir(p)
 	src := p
 	if run {
-		// A run directory may be someone else's (SECURITY 150): its lab/
+		// A run directory may be someone else's (SECURITY 115): its lab/
 		// is read as the report reads it, each file regular and inside
 		// it, never through a symlink out (a lab/zz.hcl linked to the
 		// reader's ~/.netrc printed its first line in the diagnostic),
@@ -425,7 +425,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 		}
 		opts.Confined = true
 		// Nor does it get the reader's RLAB_VAR_* environment, kept for
-		// their own labs (SECURITY 157): a -var given for this graph
+		// their own labs (SECURITY 122): a -var given for this graph
 		// still counts.
 		opts.Env = nil
 	}
@@ -448,7 +448,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 // describes them.
 func (g *Graph) AddRunFacts(l *lab.Lab, runDir string) error {
 	// One facts.json under many hosts' names (hard links in a received
-	// run directory) is read once, as the report reads it (SECURITY 154).
+	// run directory) is read once, as the report reads it (SECURITY 119).
 	seen := rundir.Files{}
 	for _, h := range l.Hosts {
 		file := filepath.Join(runDir, "hosts", h.Slug, "facts.json")

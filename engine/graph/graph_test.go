@@ -352,7 +352,7 @@ func TestSVGWellFormedWithControlFacts(t *testing.T) {
 }
 
 // TestLoadRunDirConfined: a run directory may be someone else's, so its
-// lab/ is read confined, as rlab report reads it (SECURITY 150): a lab file
+// lab/ is read confined, as rlab report reads it (SECURITY 115): a lab file
 // linked to a file of the reader's, or lab/ itself linked to a folder of
 // theirs, is refused without its text being read (before, the first
 // line of the reader's ~/.netrc was printed in the diagnostic).
@@ -432,7 +432,7 @@ func TestLoadRunDirConfined(t *testing.T) {
 }
 
 // TestAddRunFactsLinked: a received run directory's hosts that share one
-// facts.json (hard links) have it read once (SECURITY 154): every host
+// facts.json (hard links) have it read once (SECURITY 119): every host
 // kept its own copy of the strings before, so a lab of 10,000 hosts
 // over one large file took the machine's memory (here, 20 hosts and a
 // 4 MiB hostname: 20 copies).
@@ -478,7 +478,7 @@ func TestAddRunFactsLinked(t *testing.T) {
 }
 
 // TestLoadRunDirNoEnv: a received run directory's lab does not read the
-// reader's RLAB_VAR_* environment (SECURITY 157): a lab declaring the
+// reader's RLAB_VAR_* environment (SECURITY 122): a lab declaring the
 // variable the reader keeps a token in drew it as a host's address.
 func TestLoadRunDirNoEnv(t *testing.T) {
 	run := t.TempDir()
@@ -518,7 +518,7 @@ func TestLoadRunDirNoEnv(t *testing.T) {
 // TestManyFactsLinear: a host may report as many netdevs and RDMA devices
 // as one facts reply holds (proto.MaxValues objects), and every run's
 // report places them all (AddRunFacts). Each shape once took quadratic
-// time (SECURITY 130): a device per parent, every device on one parent,
+// time (SECURITY 125): a device per parent, every device on one parent,
 // every device twice under another driver, the lab's netdev reported again
 // and again. Each must be placed within a few seconds, and the text must be
 // one proto.CheckValues lets through.

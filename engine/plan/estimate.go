@@ -363,7 +363,7 @@ func (e *Estimate) WriteText(w io.Writer) error {
 		width = max(width, 2+utf8.RuneCountInString(l.what))
 	}
 	// A lab's for_each key is in its instances' names: one long key must
-	// not pad every line to its length (SECURITY 158: a 100 KB key among
+	// not pad every line to its length (SECURITY 123: a 100 KB key among
 	// 1,000 instances made 91 MB of estimate).
 	width = min(width, maxEstimateWidth)
 	row := func(what, t, how string) {

@@ -365,7 +365,7 @@ workload "big" {
 }
 
 // TestEstimateLongKeyBounded: one long for_each key does not pad every
-// line of the estimate to its length (SECURITY 158): a 100 KB key among
+// line of the estimate to its length (SECURITY 123): a 100 KB key among
 // 1,000 instances whose repeats alternate made rlab plan print 91 MB.
 func TestEstimateLongKeyBounded(t *testing.T) {
 	src := `lab "e" {}

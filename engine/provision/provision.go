@@ -275,7 +275,7 @@ func Apply(ctx context.Context, c rpc.Caller, p HostPlan, o Options) Result {
 // asked is got without what was not asked for, in got's order, each once.
 // What the host says it installed is journaled (state.json, written whole
 // at every step) and is what `rlab down --remove-provisioned` removes: only
-// what the run asked for is the run's (SECURITY 136: a host's list was
+// what the run asked for is the run's (SECURITY 131: a host's list was
 // taken as it came, up to a reply line).
 func asked(got, want []string) []string {
 	out := []string{}

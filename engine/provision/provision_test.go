@@ -428,7 +428,7 @@ func (liarCaller) Send(ctx context.Context, r *rpc.Request) error {
 }
 
 // TestApplyTakesOnlyAsked: what a host says it installed, found present or
-// loaded is the run's only as far as the run asked for it (SECURITY 136):
+// loaded is the run's only as far as the run asked for it (SECURITY 131):
 // the list is journaled and is what down --remove-provisioned removes.
 func TestApplyTakesOnlyAsked(t *testing.T) {
 	r := Apply(context.Background(), liarCaller{}, HostPlan{Host: "h", Family: Debian, Packages: []string{"tcpdump", "perftest"}, Modules: []string{"rdma_rxe"}}, Options{})

@@ -186,7 +186,7 @@ func (b *builder) runDoc() *results.Run {
 
 // lab fills the lab's name, description and sources from lab/ (the files
 // as run) and results.json. A received run directory's lab/ may hold files
-// of any size, under many names (SECURITY 152): each distinct file is read
+// of any size, under many names (SECURITY 117): each distinct file is read
 // only as far as it is shown (maxSource), and only a file read whole, of
 // at most maxHeaderBytes, is parsed for its lab block (HCL's syntax tree
 // takes some 270 bytes a byte: an 18 MB file took 4.9 GB).

@@ -348,7 +348,7 @@ func niceScale(max float64) (float64, []float64) {
 	top := math.Ceil(max/step-1e-9) * step
 	if math.IsInf(top, 0) || math.IsNaN(top) || !(step > 0) {
 		// Near the largest float64 the rounded top overflows to +Inf,
-		// and counting ticks up to it never ended (SECURITY 159: a
+		// and counting ticks up to it never ended (SECURITY 124: a
 		// received results.json's 1.7e308 hung rlab report): the axis
 		// then ends at max itself.
 		return max, []float64{0, max}

@@ -10,7 +10,7 @@ import (
 
 // TestLabSourcesBounded: a received run directory's lab/ files are shown
 // in report.html cut to maxSource, and the lab's name read from them, at a
-// cost bounded by that cut, not by the files (SECURITY 152): each file was
+// cost bounded by that cut, not by the files (SECURITY 117): each file was
 // read whole (up to rundir.MaxFile, 256 MiB) and parsed whole as HCL for its
 // `lab` block, some 270 bytes of memory a byte: an 18 MB lab/x.hcl of
 // `a = 1` lines took rlab report 23 s and 4.9 GB; a file at MaxFile, or the

@@ -10,7 +10,7 @@ import (
 )
 
 // TestNiceScaleHuge: an axis over a value near the largest float64 ends
-// (SECURITY 159): the rounded top overflowed to +Inf and the tick loop
+// (SECURITY 124): the rounded top overflowed to +Inf and the tick loop
 // never did, so a received results.json with a sample of 1.7e308 hung
 // rlab report, its memory growing. Ordinary axes keep their ticks.
 func TestNiceScaleHuge(t *testing.T) {

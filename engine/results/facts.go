@@ -42,7 +42,7 @@ func runHosts(dir string) map[string]*hostFacts {
 	}
 	out := map[string]*hostFacts{}
 	// One facts.json under many hosts' names (hard links, or symlinks
-	// inside the run directory) is read once (SECURITY 154).
+	// inside the run directory) is read once (SECURITY 119).
 	seen := rundir.Files{}
 	for _, e := range ents {
 		if !e.IsDir() {

@@ -12,7 +12,7 @@ import (
 // TestRunHostsLinkedFacts: rlab compare reads every host's facts.json of
 // both runs; a received run directory whose hosts' folders hold one
 // facts.json under many names (hard links) is read once, not once per
-// host (SECURITY 154): each copy's strings were kept, so 20 links to a
+// host (SECURITY 119): each copy's strings were kept, so 20 links to a
 // 16 MiB facts.json made 20 times its memory, and a thousand to a 256 MiB
 // one far more than the machine has.
 func TestRunHostsLinkedFacts(t *testing.T) {

@@ -24,7 +24,7 @@ func ListRuns(root string) ([]*Run, []error) {
 	base := strings.Count(filepath.Clean(root), string(filepath.Separator))
 	// A received folder of runs may name one results.json many times
 	// (hard links; a tar stores each as a header only): each file is read
-	// once, by identity (SECURITY 153).
+	// once, by identity (SECURITY 118).
 	seen := map[[2]uint64]string{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

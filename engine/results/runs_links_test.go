@@ -12,7 +12,7 @@ import (
 
 // TestListRunsLinkedResults: a received folder of runs whose results.json
 // files are one file under many names (hard links: a tar stores each as a
-// header only) is read once, not once per name (SECURITY 153): ten links to
+// header only) is read once, not once per name (SECURITY 118): ten links to
 // a 200 MB results.json took rlab runs 40 s and 3.2 GB, a hundred far more
 // than the machine has. The first run is listed; the others are errors
 // that say why.

@@ -167,7 +167,7 @@ func printableLines(s string) string {
 // printable keeps a user string (a for_each key) from moving the terminal's
 // cursor, breaking the table or reordering what follows it: every
 // character termsafe escapes (C0, DEL, C1, bidi controls, line separators,
-// invalid UTF-8) becomes '?' (SECURITY 151: a bidi override in a received
+// invalid UTF-8) becomes '?' (SECURITY 116: a bidi override in a received
 // run's student key was printed raw by rlab show --students).
 func printable(s string) string {
 	if termsafe.Line(s) == s {

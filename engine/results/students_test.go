@@ -78,7 +78,7 @@ func TestForStudent(t *testing.T) {
 }
 
 // TestStudentsTableBidi: a received run's student key, status and expects
-// reach the terminal with no character termsafe escapes (SECURITY 151): a
+// reach the terminal with no character termsafe escapes (SECURITY 116): a
 // right-to-left override (U+202E), an isolate and a line separator were
 // printed raw by rlab show --students, reordering the rest of the line.
 func TestStudentsTableBidi(t *testing.T) {
@@ -99,7 +99,7 @@ func TestStudentsTableBidi(t *testing.T) {
 }
 
 // TestStudentsTableLongKey: one long student key does not pad every row
-// (SECURITY 156): a 1 MB results.json of one 100 KB key beside 9,990
+// (SECURITY 121): a 1 MB results.json of one 100 KB key beside 9,990
 // others made rlab show --students print 1 GB with 2.1 GB of memory.
 func TestStudentsTableLongKey(t *testing.T) {
 	ss := []Student{{Key: strings.Repeat("k", 100_000), Status: StudentFailed, Failed: 1}}

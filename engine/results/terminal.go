@@ -133,7 +133,7 @@ var mdAlign = regexp.MustCompile(`^:?-+:?$`)
 // maxPadWidth is the widest a column is padded to: a longer cell is
 // written as it is, past its column. Padding every row to the longest cell
 // made a 220 KB summary.md (one 100 KB cell over 20,000 rows) 2 GB of
-// output, 10 GB of memory and a minute of `rlab show` (SECURITY 155); a
+// output, 10 GB of memory and a minute of `rlab show` (SECURITY 120); a
 // table is also aligned only while that costs a few times its text.
 const maxPadWidth = 200
 

@@ -93,7 +93,7 @@ func TestTerminalTextFolds(t *testing.T) {
 }
 
 // TestTerminalTableWidthBounded: one long cell does not pad every row of
-// its column to its width (SECURITY 155): a received summary.md of one
+// its column to its width (SECURITY 120): a received summary.md of one
 // 100 KB cell over 20,000 rows of two columns was 2 GB of output and
 // 10 GB of memory in rlab show.
 func TestTerminalTableWidthBounded(t *testing.T) {

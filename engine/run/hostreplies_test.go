@@ -13,7 +13,7 @@ import (
 
 // TestHostRepliesNotJournaled: what a host answers about a process (its
 // boot id, the argv it says it ran) is not copied into state.json and
-// results.json as it came (SECURITY 131). Before, a host answering every
+// results.json as it came (SECURITY 126). Before, a host answering every
 // proc.start with a 1 MiB boot_id and every proc.wait with a 1 MiB argv
 // grew state.json by 2 MiB a process, and state.json is written whole at
 // every process's start and end: a lab's trials made it gigabytes, written

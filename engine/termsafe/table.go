@@ -11,7 +11,7 @@ import (
 // column's widest and keeps the whole table until Flush, so one long cell
 // over many rows multiplied them: a received results.json of one 100 KB
 // student key beside 10,000 others (1 MB) made `rlab show --students`
-// print 1 GB with 2.1 GB of memory (SECURITY 156).
+// print 1 GB with 2.1 GB of memory (SECURITY 121).
 const MaxCell = 200
 
 // Table is a tabwriter.Writer whose cells are cut to MaxCell runes. Each

@@ -6,7 +6,7 @@ import (
 )
 
 // TestTableCellsCut: a Table cuts each cell to MaxCell runes, so one long
-// cell no longer pads every row of its column (SECURITY 156); short cells
+// cell no longer pads every row of its column (SECURITY 121); short cells
 // are aligned as tabwriter aligns them.
 func TestTableCellsCut(t *testing.T) {
 	var b strings.Builder

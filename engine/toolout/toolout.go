@@ -116,7 +116,7 @@ var ErrNoParser = errors.New("no output parser for this tool")
 // sweep prints one row per size (23 for -a), the other tools one. The
 // output is the host's, and a host that printed 8 MiB of rows made
 // 215,000 samples of one trial (508 MiB to parse, held for the rest of the
-// run: SECURITY 132). A parser stops at the row past it (TooManyRows).
+// run: SECURITY 127). A parser stops at the row past it (TooManyRows).
 const MaxRows = 1000
 
 // ErrTooManyRows marks an output of more than MaxRows result rows.

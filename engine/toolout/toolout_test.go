@@ -483,7 +483,7 @@ func BenchmarkParsePerftestJSONPre2024(b *testing.B) {
 const mibToGbit = 1048576 * 8 / 1e9
 
 // TestManyRowsRefused: a host's output of rows up to the agent protocol's
-// line (8 MiB) is refused at MaxRows (SECURITY 132: 215,000 samples and
+// line (8 MiB) is refused at MaxRows (SECURITY 127: 215,000 samples and
 // 508 MiB allocated for one trial before), within a bounded allocation,
 // and a real sweep still parses.
 func TestManyRowsRefused(t *testing.T) {
