@@ -353,6 +353,15 @@ func exampleLabs() []exampleLab {
 				}
 				checkSamples(t, out, "write_iwarp", "bw_avg")
 				checkSamples(t, out, "rping_iwarp", "rping_count")
+				// Where the agent had to wait for siw's TCP socket after
+				// the cm_id listened (proto.Ready.IWARP), it says so.
+				if b, err := os.ReadFile(filepath.Join(out, "hosts", "server", "logs", "agent.log")); err == nil {
+					for _, l := range strings.Split(string(b), "\n") {
+						if strings.Contains(l, "iwarp: rdma_cm id listened before its TCP socket") {
+							t.Logf("server agent: %s", l)
+						}
+					}
+				}
 				if t.Failed() {
 					logHostLogs(t, out)
 				}

@@ -38,7 +38,7 @@ func TestSIWStallNamed(t *testing.T) {
 		t.Errorf("rxe: %q, want none", got)
 	}
 	got := siwStall(env, w, steps.RDMAEnd{Server: siw, Client: siw})
-	for _, want := range []string{"known stall of siw", "6.1.0-28-amd64", "RDMA Read", "run it again"} {
+	for _, want := range []string{"known stall of siw", "6.1.0-28-amd64", "unread in the server's siw TCP socket", "run it again"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("siw: %q lacks %q", got, want)
 		}
