@@ -40,8 +40,11 @@ func (s *Server) waitReady(ctx context.Context, pr *proc, r *proto.Ready, re *re
 	var check func() bool
 	cm := &cmWait{pid: pr.cmd.Process.Pid, port: r.RDMACMListen, iwarp: r.IWARP}
 	defer func() {
-		if cm.waited > 0 {
+		switch {
+		case cm.waited > 0:
 			s.log.Info("iwarp: rdma_cm id listened before its TCP socket; waited for the socket", "handle", pr.handle, "port", cm.port, "waited", cm.waited.Round(time.Millisecond), "ready", cm.done)
+		case cm.done:
+			s.log.Info("iwarp: rdma_cm id and its TCP socket listen", "handle", pr.handle, "port", cm.port)
 		}
 	}()
 	switch {
@@ -120,7 +123,7 @@ type cmWait struct {
 	iwarp     bool
 	seen      time.Time     // the cm_id first listened, its TCP socket not yet
 	waited    time.Duration // from seen until ready (or until the wait ended)
-	done      bool
+	done      bool          // both listen
 }
 
 func (c *cmWait) ready(ctx context.Context, rdmaPath string) bool {
@@ -132,11 +135,12 @@ func (c *cmWait) ready(ctx context.Context, rdmaPath string) bool {
 		return true
 	}
 	ok := netnsTCPListening(c.pid, c.port)
+	c.done = ok
 	switch {
 	case !ok && c.seen.IsZero():
 		c.seen = time.Now()
 	case !c.seen.IsZero():
-		c.waited, c.done = time.Since(c.seen), ok
+		c.waited = time.Since(c.seen)
 	}
 	return ok
 }
