@@ -47,10 +47,15 @@ func TestWarmScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys, dev, home := filepath.Join(d, "sys"), filepath.Join(d, "dev"), filepath.Join(d, "home")
-	for _, p := range []string{filepath.Join(sys, "vdb"), dev, home} {
+	for _, p := range []string{filepath.Join(sys, "vda"), filepath.Join(sys, "vdb"), dev, home} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// vda is the root disk: an empty serial, no newline, as the guest has
+	// it (a read that fails: the warm-up stopped there under set -e).
+	if err := os.WriteFile(filepath.Join(sys, "vda", "serial"), nil, 0o444); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(sys, "vdb", "serial"), []byte(agentdisk.Serial+"\n"), 0o444); err != nil {
 		t.Fatal(err)
