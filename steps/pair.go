@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -31,6 +32,9 @@ type PairRun struct {
 	// the client's stdout. JSONRel is the same file relative to the agent's
 	// work dir.
 	JSONFile, JSONRel string
+	// Stall, when set, names what a trial that ran into its timeout is
+	// known to be (rping over siw); the timeout error says it first.
+	Stall string
 }
 
 // pairBuilder builds one trial of a workload from its planned argv.
@@ -86,6 +90,9 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u kinds.Planned) error
 	if err != nil {
 		t, _ := kinds.Lookup(w.Tool)
 		err = explainRetries(err, t, r.QPTimeout, r.Emulated, cr, sr)
+		if r.Stall != "" && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%s: %w", r.Stall, err)
+		}
 	}
 	rec := RunRecord{Size: size, Repeat: rep}
 	if sr != nil {

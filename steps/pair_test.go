@@ -2,9 +2,11 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
@@ -205,5 +207,49 @@ func planTrials(w *Workload) {
 	}
 	for _, u := range kinds.Trials(&w.Workload, sizes) {
 		w.Trials = append(w.Trials, kinds.Planned{Trial: u, Port: kinds.PortFor(w.Index, 0, u.N)})
+	}
+}
+
+// stallHost is an agent whose client never exits (rping over siw stalled).
+type stallHost struct{ name string }
+
+func (h *stallHost) Name() string { return h.name }
+
+func (h *stallHost) Send(ctx context.Context, r *rpc.Request) error {
+	if p, res, ok := rpc.Match(r, rpc.ProcStart); ok {
+		*res = proto.ProcStarted{Handle: p.Handle, PID: 1}
+	} else if p, res, ok := rpc.Match(r, rpc.ProcWait); ok {
+		<-ctx.Done()
+		*res = proto.ProcResult{Handle: p.Handle}
+		return ctx.Err()
+	} else if p, res, ok := rpc.Match(r, rpc.ProcStop); ok {
+		*res = proto.ProcResult{Handle: p.Handle, Signal: "killed"}
+	}
+	return nil
+}
+
+// TestPairStallNamed: a trial that runs into its timeout says first what
+// its family knows such a stall to be (PairRun.Stall: rping over siw), and
+// is still a timeout; without Stall the error is as before.
+func TestPairStallNamed(t *testing.T) {
+	for _, stall := range []string{"rping over siw stalled: a known stall", ""} {
+		env := &Env{Hosts: map[string]Host{"h": &stallHost{name: "h"}}}
+		w := &Workload{Workload: kinds.Workload{Name: "ping", Slug: "ping", Tool: "rping"}, ServerHost: "h", ClientHost: "h"}
+		w.Timeout = 50 * time.Millisecond
+		planTrials(w)
+		s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+			return &PairRun{
+				Server: ProcSpec{Host: "h", Handle: Handle(w, "server", u.Size, u.Repeat), Argv: []string{"rping"}, Role: "server"},
+				Client: ProcSpec{Host: "h", Handle: Handle(w, "client", u.Size, u.Repeat), Argv: []string{"rping", "-c"}, Role: "client"},
+				Stall:  stall,
+			}, nil
+		}}
+		err := s.Apply(context.Background(), env)
+		if s.out.Status != StatusTimedOut || !errors.Is(err, ErrTimedOut) {
+			t.Errorf("stall %q: status %q (%v), want a timeout", stall, s.out.Status, err)
+		}
+		if named := err != nil && stall != "" && strings.Contains(err.Error(), stall); named != (stall != "") {
+			t.Errorf("stall %q: error %v: named %v", stall, err, named)
+		}
 	}
 }

@@ -442,12 +442,21 @@ type DeviceDeleteResult struct {
 }
 
 // Ready says how the agent knows a started process is ready. At most one of
-// the fields is set; none means ready once started.
+// the listeners is asked for (program's either-or sets both ports; IWARP
+// qualifies RDMACMListen); none means ready once started.
 type Ready struct {
-	TCPListen    int    `json:"tcp_listen,omitempty"`     // a TCP socket of the process listens on this port
-	RDMACMListen int    `json:"rdma_cm_listen,omitempty"` // an rdma_cm id listens on this port
-	OutputRegex  string `json:"output_regex,omitempty"`   // stdout or stderr matches
-	TimeoutMs    int    `json:"timeout_ms,omitempty"`
+	TCPListen    int `json:"tcp_listen,omitempty"`     // a TCP socket of the process listens on this port
+	RDMACMListen int `json:"rdma_cm_listen,omitempty"` // an rdma_cm id listens on this port
+	// IWARP, with RDMACMListen: the listening device is iWARP (siw), whose
+	// rdma_cm listener is a kernel TCP socket on the same port that can
+	// come up after the cm_id already shows LISTEN (a client then gets
+	// "Connection refused"). Ready only once a TCP socket of any owner
+	// (the kernel's: no process holds it) also listens on that port in the
+	// process's network namespace. An agent older than the field ignores
+	// it and waits for the cm_id alone, as before (the race stays there).
+	IWARP       bool   `json:"iwarp,omitempty"`
+	OutputRegex string `json:"output_regex,omitempty"` // stdout or stderr matches
+	TimeoutMs   int    `json:"timeout_ms,omitempty"`
 }
 
 type ProcStartParams struct {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,6 +58,78 @@ func TestRDMACMListening(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// TestTCPPortListening: iWARP readiness takes a LISTEN socket of any owner,
+// siw's kernel socket included (no process holds it; its inode may be 0).
+func TestTCPPortListening(t *testing.T) {
+	const head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	tests := []struct {
+		name string
+		in   string
+		port int
+		want bool
+	}{
+		{"kernel socket, inode 0", head + "   0: 0A00630A:1C06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, true},
+		{"user socket", head + "   0: 00000000:4853 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 105226 1 0000000074b5de12 100 0 0 10 0\n", 18515, true},
+		{"ipv6 wildcard", head + "   0: 00000000000000000000000000000000:1C06 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0 100 0 0 10 0\n", 7174, true},
+		{"established, not listening", head + "   0: 0A00630A:1C06 0B00630A:D431 01 00000000:00000000 02:0009A2E3 00000000     0        0 0 2 0000000000000000 20 4 1 10 -1\n", 7174, false},
+		{"other port", head + "   0: 0A00630A:1C07 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, false},
+		{"cm_id up, socket not yet (header only)", head, 7174, false},
+		{"empty", "", 7174, false},
+		{"garbage", "   0: 0A00630A 0A\n", 7174, false},
+	}
+	for _, tt := range tests {
+		if got := TCPPortListening([]byte(tt.in), tt.port); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestNetnsTCPListening reads the real /proc/<pid>/net/tcp{,6}: a socket
+// another holder opened counts (the kernel's, for siw), a closed one no longer.
+func TestNetnsTCPListening(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if !netnsTCPListening(os.Getpid(), port) {
+		t.Errorf("port %d listens in this netns, not seen", port)
+	}
+	l.Close()
+	if netnsTCPListening(os.Getpid(), port) {
+		t.Errorf("port %d closed, still seen listening", port)
+	}
+}
+
+func FuzzTCPPortListening(f *testing.F) {
+	for _, p := range []string{"testdata/proc-net-tcp.txt", "testdata/proc-net-tcp6.txt"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, 22)
+	}
+	// Property: a yes needs a line whose state field is 0A (LISTEN) and
+	// whose local address ends in the port in hex, read independently.
+	f.Fuzz(func(t *testing.T, b []byte, port int) {
+		port &= 0xffff
+		if !TCPPortListening(b, port) {
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			fs := strings.Fields(l)
+			if len(fs) < 10 || !strings.EqualFold(fs[3], "0A") && !strings.EqualFold(strings.TrimLeft(fs[3], "0"), "A") {
+				continue
+			}
+			_, ph, ok := strings.Cut(fs[1], ":")
+			if p, err := strconv.ParseUint(ph, 16, 64); ok && err == nil && int(p) == port {
+				return
+			}
+		}
+		t.Fatalf("listening on port %d with no LISTEN line for it:\n%s", port, b)
+	})
 }
 
 func FuzzParseProcNetTCP(f *testing.F) {

@@ -38,6 +38,15 @@ func (s *Server) waitReady(ctx context.Context, pr *proc, r *proto.Ready, re *re
 	defer tick.Stop()
 	var what string
 	var check func() bool
+	cm := &cmWait{pid: pr.cmd.Process.Pid, port: r.RDMACMListen, iwarp: r.IWARP}
+	defer func() {
+		switch {
+		case cm.waited > 0:
+			s.log.Info("iwarp: rdma_cm id listened before its TCP socket; waited for the socket", "handle", pr.handle, "port", cm.port, "waited", cm.waited.Round(time.Millisecond), "ready", cm.done)
+		case cm.done:
+			s.log.Info("iwarp: rdma_cm id and its TCP socket listen", "handle", pr.handle, "port", cm.port)
+		}
+	}()
 	switch {
 	case r.TCPListen != 0 && r.RDMACMListen != 0:
 		// Either: a program whose transport rlab does not know (its
@@ -51,8 +60,7 @@ func (s *Server) waitReady(ctx context.Context, pr *proc, r *proto.Ready, re *re
 			if rerr != nil {
 				return false
 			}
-			out := runQuiet(ctx, rdmaPath, "-j", "res", "show", "cm_id")
-			return RDMACMListening([]byte(out), groupPIDs(pr.cmd.Process.Pid), r.RDMACMListen)
+			return cm.ready(ctx, rdmaPath)
 		}
 	case r.TCPListen != 0:
 		what = fmt.Sprintf("a TCP listener on port %d", r.TCPListen)
@@ -63,10 +71,10 @@ func (s *Server) waitReady(ctx context.Context, pr *proc, r *proto.Ready, re *re
 			return perr(proto.CodeUnsupported, "wait for %q to listen on rdma_cm port %d: %v (install iproute2)", pr.handle, r.RDMACMListen, err)
 		}
 		what = fmt.Sprintf("an rdma_cm listener on port %d", r.RDMACMListen)
-		check = func() bool {
-			out := runQuiet(ctx, rdmaPath, "-j", "res", "show", "cm_id")
-			return RDMACMListening([]byte(out), groupPIDs(pr.cmd.Process.Pid), r.RDMACMListen)
+		if r.IWARP {
+			what += " with its iWARP TCP socket listening"
 		}
+		check = func() bool { return cm.ready(ctx, rdmaPath) }
 	default:
 		what = fmt.Sprintf("output matching %q", re.String())
 		out, errf := pr.handle+".stdout", pr.handle+".stderr"
@@ -102,6 +110,63 @@ func (s *Server) waitReady(ctx context.Context, pr *proc, r *proto.Ready, re *re
 		case <-tick.C:
 		}
 	}
+}
+
+// cmWait is the readiness of an rdma_cm listener: its cm_id in LISTEN and,
+// on iWARP, a TCP socket listening on the same port. siw's listener is a
+// kernel TCP socket (drivers/infiniband/sw/siw/siw_cm.c, siw_create_listen)
+// that has been seen to come up after `rdma res show cm_id` showed the id
+// in LISTEN: a client connecting then (1.6 s later in CI) got "Connection
+// refused" from rdma_cm.
+type cmWait struct {
+	pid, port int
+	iwarp     bool
+	seen      time.Time     // the cm_id first listened, its TCP socket not yet
+	waited    time.Duration // from seen until ready (or until the wait ended)
+	done      bool          // both listen
+}
+
+func (c *cmWait) ready(ctx context.Context, rdmaPath string) bool {
+	out := runQuiet(ctx, rdmaPath, "-j", "res", "show", "cm_id")
+	if !RDMACMListening([]byte(out), groupPIDs(c.pid), c.port) {
+		return false
+	}
+	if !c.iwarp {
+		return true
+	}
+	ok := netnsTCPListening(c.pid, c.port)
+	c.done = ok
+	switch {
+	case !ok && c.seen.IsZero():
+		c.seen = time.Now()
+	case !c.seen.IsZero():
+		c.waited = time.Since(c.seen)
+	}
+	return ok
+}
+
+// netnsTCPListening reports whether any TCP socket (IPv4 or IPv6) in the
+// network namespace of pid listens on port, whoever holds it: siw's is
+// the kernel's.
+func netnsTCPListening(pid, port int) bool {
+	for _, f := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "net", f))
+		if err == nil && TCPPortListening(b, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// TCPPortListening reports whether /proc/net/tcp{,6} text shows a socket
+// in LISTEN on port, of any owner and inode (a kernel socket's may be 0).
+func TCPPortListening(procNetTCP []byte, port int) bool {
+	for _, s := range ParseProcNetTCP(procNetTCP) {
+		if s.State == tcpListen && s.LocalPort == port {
+			return true
+		}
+	}
+	return false
 }
 
 func tailString(s string, n int) string {

@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/image"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
+	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/vm"
 )
@@ -98,7 +100,7 @@ func (v *LocalVMs) Boot(ctx context.Context, hosts []*lab.Host, runDir string) (
 			v.Log.Warn("no agent for the VMs' agent disk; it will be uploaded", "err", err)
 		}
 	}
-	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, PowerdownTimeout: -1, BootWave: v.BootWave, Agent: agent})
+	set, err := vm.Boot(ctx, ms, runDir, vm.Options{Logger: v.Log, Progress: v.Progress, PowerdownTimeout: -1, BootWave: v.BootWave, Agent: agent, WarmAgent: warmRequest()})
 	if err != nil {
 		if set != nil {
 			return &vmSet{set}, err
@@ -155,4 +157,20 @@ func RunningVMs(state []byte) map[string]bool {
 		up[v.Host] = v.Running()
 	}
 	return up
+}
+
+// warmRequest is what the agent in a snapshot's template is asked before
+// the save (vm.Options.WarmAgent): the facts a run asks, so its tool-version
+// cache is warm in every restored VM. Packages are left out: the cache
+// holds tool versions only.
+func warmRequest() []byte {
+	params, err := json.Marshal(remote.FactsParams(false, nil))
+	if err != nil {
+		return nil
+	}
+	b, err := json.Marshal(proto.Request{ID: 1, Method: proto.MethodFacts, Params: params})
+	if err != nil {
+		return nil
+	}
+	return b
 }

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,5 +186,25 @@ workload "x" {
 		if err != nil || !strings.Contains(string(out), filepath.Join(want.image, "root.ext4")) {
 			t.Errorf("host %s: overlay's backing file is not %s: %v %s", h, filepath.Join(want.image, "root.ext4"), err, out)
 		}
+	}
+}
+
+// TestWarmRequest: what a snapshot's template agent is asked is one facts
+// request line with the run's probes, fit for the warm-up's shell quoting
+// (no quote, newline or NUL; engine/vm refuses it otherwise).
+func TestWarmRequest(t *testing.T) {
+	b := warmRequest()
+	var req struct {
+		ID     uint64 `json:"id"`
+		Method string `json:"method"`
+		Params struct {
+			Probe []json.RawMessage `json:"probe"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(b, &req); err != nil || req.ID != 1 || req.Method != "facts" || len(req.Params.Probe) == 0 {
+		t.Fatalf("request %s (%v): want id 1, facts, with probes", b, err)
+	}
+	if strings.ContainsAny(string(b), "'\n\r\x00") {
+		t.Errorf("request has a quote or line break: %s", b)
 	}
 }

@@ -415,6 +415,15 @@ func exampleLabs() []exampleLab {
 				}
 				checkSamples(t, out, "write_iwarp", "bw_avg")
 				checkSamples(t, out, "rping_iwarp", "rping_count")
+				// The agent says it saw siw's TCP socket listen beside the
+				// cm_id, and when it had to wait for it (proto.Ready.IWARP).
+				if b, err := os.ReadFile(filepath.Join(out, "hosts", "server", "logs", "agent.log")); err == nil {
+					for _, l := range strings.Split(string(b), "\n") {
+						if strings.Contains(l, "msg=\"iwarp: ") {
+							t.Logf("server agent: %s", l)
+						}
+					}
+				}
 				if t.Failed() {
 					logHostLogs(t, out)
 				}

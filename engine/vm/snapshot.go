@@ -2,7 +2,9 @@ package vm
 
 // Boot once, restore per run (issue 27). For each (image, QEMU, accelerator,
 // memory, CPUs, number of data NICs) a guest is booted once, left to settle
-// (sshd up, rdma_rxe and siw loaded), paused and its RAM and device state
+// (sshd up, rdma_rxe and siw loaded, no pam_motd; the agent installed from
+// the agent disk and its tool-version cache warmed, warmScript), paused and
+// its RAM and device state
 // saved with QEMU's migration to a file; its disk overlay becomes the
 // read-only backing file of every restored VM's own overlay. A run's VM then
 // starts from that state (`-incoming fd:3`, then `cont`) in seconds instead
@@ -45,13 +47,18 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/rlab-dev/rlab/engine/agentdisk"
 )
 
 // snapshotFormat changes whenever the QEMU command line of a VM changes in a
 // way a saved state depends on (devices, their addresses, the machine type):
 // a state saved by another layout is never restored.
-// 2: the agent disk (agentdisk.go).
-const snapshotFormat = 2
+// 2: the agent disk (agentdisk.go). 3: the template's agent installed and
+// its tool-version cache warmed (warmScript), no pam_motd at login. 4: the
+// same, with a warm-up that works in a real guest (3's stopped at the root
+// disk's empty serial: its snapshots are cold).
+const snapshotFormat = 4
 
 // RestoreEnv, set to "0", boots every VM whatever the options say. By
 // default VMs are restored from saved guests (Options.Boot boots one Set's):
@@ -80,6 +87,10 @@ type snapshotKey struct {
 	CPUs        int    `json:"cpus"`
 	NICs        int    `json:"nics"`     // data NICs
 	Internet    bool   `json:"internet"` // the management NIC's NAT (restrict=off)
+	// Agent is the sha256 of the agent installed and warmed in the
+	// template (Options.WarmAgent), "" when none was: what is on the
+	// saved disk differs with it.
+	Agent string `json:"agent,omitempty"`
 }
 
 func (k snapshotKey) id() string {
@@ -102,6 +113,10 @@ func (s *Set) restoreWanted() bool {
 func (s *Set) keyFor(m Machine) (snapshotKey, error) {
 	k := snapshotKey{Format: snapshotFormat, Image: filepath.Base(m.Image.Dir), Accel: s.Accel,
 		MemoryMiB: m.MemoryBytes >> 20, CPUs: m.CPUs, NICs: len(m.Networks), Internet: m.Internet}
+	if warmScript("/sys/block", "/dev", s.opts.Agent, s.opts.WarmAgent) != "" {
+		sum := sha256.Sum256(s.opts.Agent)
+		k.Agent = hex.EncodeToString(sum[:])
+	}
 	p, err := exec.LookPath(s.opts.QEMU)
 	if err != nil {
 		return k, err
@@ -221,12 +236,27 @@ func (s *Set) buildSnapshot(ctx context.Context, m Machine, k snapshotKey, dir s
 		return nil, err
 	}
 	// Settle: the modules every run loads, then a quiet page cache so the
-	// saved state is small.
-	out, err := sshRun(ctx, c, "modprobe rdma_rxe; modprobe siw; sync; echo 3 > /proc/sys/vm/drop_caches; systemctl is-system-running --wait >/dev/null 2>&1; sync")
-	c.Close()
+	// saved state is small. pam_motd runs /etc/update-motd.d at every SSH
+	// login (0.1-0.2 s each under TCG, measured) to print a motd that
+	// rlab's sessions never show: off in the template.
+	out, err := sshRun(ctx, c, "sed -i 's/^session[[:space:]]*optional[[:space:]]*pam_motd\\.so/#&/' /etc/pam.d/sshd; modprobe rdma_rxe; modprobe siw; sync; echo 3 > /proc/sys/vm/drop_caches; systemctl is-system-running --wait >/dev/null 2>&1; sync")
 	if err != nil {
+		c.Close()
 		return nil, fmt.Errorf("settle the template: %w: %s", err, out)
 	}
+	// Then warm what every run's connection would otherwise pay for in
+	// each restored VM (warmScript), after the page cache was dropped so
+	// the agent's and the tools' pages are saved with the guest; a
+	// warm-up that fails only costs that time.
+	if ws := warmScript("/sys/block", "/dev", s.opts.Agent, s.opts.WarmAgent); ws != "" {
+		tw := time.Now()
+		if out, err := sshRun(ctx, c, ws+"sync\n"); err != nil {
+			s.opts.Logger.Warn("vm snapshot: the agent could not be warmed in the template; restored VMs will read it from the agent disk", "err", err, "out", truncateOut(out))
+		} else {
+			s.opts.Logger.Info("vm snapshot: agent installed and its tool-version cache warmed in the template", "took", time.Since(tw).Round(time.Millisecond))
+		}
+	}
+	c.Close()
 	stateTmp := filepath.Join(work, "state.bin")
 	if err := qmpSave(ctx, v.state.QMP, stateTmp); err != nil {
 		return nil, fmt.Errorf("save the template's state: %w", err)
@@ -261,6 +291,55 @@ func (s *Set) buildSnapshot(ctx context.Context, m Machine, k snapshotKey, dir s
 	}
 	s.opts.Logger.Info("vm snapshot built", "dir", dir, "took", time.Since(t0).Round(time.Millisecond))
 	return loadSnapshot(dir, k)
+}
+
+// carryToolsCache renames the agents' tool-version caches of machine id $o
+// to machine id $n (both 32 hex digits, else nothing is touched), rewriting
+// the id the file holds; symlinks are left alone.
+const carryToolsCache = `case $o in *[!0-9a-f]*|'') o=;; esac
+if [ ${#o} = 32 ]; then for c in "$HOME"/.cache/rlab/agent/*/tools-*-"$o".json; do
+	[ -f "$c" ] && [ ! -L "$c" ] || continue
+	t="${c%-$o.json}-$n.json"
+	(umask 077; sed "s/\"machine_id\":\"$o\"/\"machine_id\":\"$n\"/" "$c" >"$t.rlab") && mv -f "$t.rlab" "$t" && rm -f "$c" || rm -f "$t.rlab"
+done; fi
+`
+
+// warmRunID is the run id the template's agent serves its one request
+// under; its work dir is removed before the save.
+const warmRunID = "rlab-snapshot-warm"
+
+// warmScript installs the agent from the agent disk into its per-hash
+// folder (the same guest function a run's connection uses,
+// engine/agentdisk) and feeds it req, keeping its input open until the
+// answer to request 1 came back (at EOF the agent ends what is in flight),
+// so that the agent leaves its tool-version cache beside itself. "" when
+// there is no agent or no request.
+func warmScript(sysBlock, devDir string, agent, req []byte) string {
+	if len(agent) == 0 || len(req) == 0 || bytes.ContainsAny(req, "'\n\r\x00") {
+		return ""
+	}
+	sum := sha256.Sum256(agent)
+	h := hex.EncodeToString(sum[:])
+	var b strings.Builder
+	// No set -e: the disk reader's own loop meets reads that fail (a root
+	// disk's empty serial) and says itself what went wrong.
+	b.WriteString(agentdisk.GuestFunc(sysBlock, devDir) + "\n")
+	fmt.Fprintf(&b, "h=%s; a=\"$HOME/.cache/rlab/agent/$h/rlab-agent\"\n", h)
+	b.WriteString("rlab_disk || exit 1\n")
+	b.WriteString(`f=$(mktemp -d) && mkfifo -m 600 "$f/in" || exit 1` + "\n")
+	fmt.Fprintf(&b, "\"$a\" serve --run-id %s <\"$f/in\" >\"$f/out\" 2>\"$f/err\" &\np=$!\nexec 3>\"$f/in\"\n", warmRunID)
+	fmt.Fprintf(&b, "printf '%%s\\n' '%s' >&3\n", req)
+	b.WriteString(`i=0; until grep -q -e '^{"id":1,"result"' -e '^{"id":1,"error"' "$f/out"; do i=$((i+1)); [ $i -le 1200 ] || { echo "no answer from the agent"; cat "$f/err"; exit 1; }; sleep 0.1; done` + "\n")
+	b.WriteString(`exec 3>&-; wait $p || true; grep -q '^{"id":1,"result"' "$f/out" || { head -c 2000 "$f/out"; exit 1; }` + "\n")
+	fmt.Fprintf(&b, "rm -rf \"$f\" \"$HOME/.cache/rlab/runs/%s\"; ls \"$(dirname \"$a\")\"\n", warmRunID)
+	return b.String()
+}
+
+func truncateOut(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
 }
 
 // qmpSave pauses the guest and writes its state to path through QEMU's
@@ -392,7 +471,13 @@ func identityScript(hostname string, macs []string, nets []Network, authorized [
 	if _, err := rand.Read(id); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "printf '%%s\\n' %s > /etc/machine-id.rlab\nchmod 0444 /etc/machine-id.rlab\nmv -f /etc/machine-id.rlab /etc/machine-id\nsystemctl try-restart systemd-udevd.service\n", hex.EncodeToString(id))
+	// The agent's tool-version cache, warmed in the template (warmScript),
+	// is keyed by the machine id too (agent/server/factscache.go): it is
+	// carried over to the new one. Sound here: a restored VM has its
+	// template's disk, and each entry still checks its binary's identity.
+	fmt.Fprintf(&b, "n=%s; o=$(cat /etc/machine-id 2>/dev/null || true)\n", hex.EncodeToString(id))
+	b.WriteString(carryToolsCache)
+	b.WriteString("printf '%s\\n' \"$n\" > /etc/machine-id.rlab\nchmod 0444 /etc/machine-id.rlab\nmv -f /etc/machine-id.rlab /etc/machine-id\nsystemctl try-restart systemd-udevd.service\n")
 	h, err := q(hostname)
 	if err != nil {
 		return "", err

@@ -43,8 +43,8 @@ func TestIdentityScript(t *testing.T) {
 	// Each restored guest gets its own machine-id (udev derives virtual
 	// netdevs' MACs from it).
 	idOf := func(script string) string {
-		_, rest, _ := strings.Cut(script, "printf '%s\\n' ")
-		id, _, _ := strings.Cut(rest, " > /etc/machine-id.rlab")
+		_, rest, _ := strings.Cut(script, "\nn=")
+		id, _, _ := strings.Cut(rest, ";")
 		return id
 	}
 	s2, err := identityScript("client", []string{mac(1, 1), mac(1, 2)}, nets, []byte("ssh-ed25519 AAAA rlab-run\n"))
@@ -163,11 +163,22 @@ func TestSnapshotKey(t *testing.T) {
 		"accel":    func() snapshotKey { k := base; k.Accel = "kvm"; return k }(),
 		"format":   func() snapshotKey { k := base; k.Format++; return k }(),
 		"internet": func() snapshotKey { k := base; k.Internet = true; return k }(),
+		"agent":    func() snapshotKey { k := base; k.Agent = "ab12"; return k }(),
+		"agent2":   func() snapshotKey { k := base; k.Agent = "cd34"; return k }(),
 	} {
 		if o, dup := seen[k.id()]; dup {
 			t.Errorf("%s: same id as %s", name, o)
 		}
 		seen[k.id()] = name
+	}
+	// The warmed agent is in the key only when there is one to warm.
+	set := &Set{opts: Options{QEMU: "true", Agent: []byte("agent"), WarmAgent: []byte(`{"id":1,"method":"facts"}`)}}
+	if k, err := set.keyFor(Machine{Image: &image.Image{Dir: "/x/img"}}); err != nil || len(k.Agent) != 64 {
+		t.Errorf("warmed: agent %q (%v), want its sha256", k.Agent, err)
+	}
+	set.opts.WarmAgent = nil
+	if k, err := set.keyFor(Machine{Image: &image.Image{Dir: "/x/img"}}); err != nil || k.Agent != "" {
+		t.Errorf("not warmed: agent %q (%v), want none", k.Agent, err)
 	}
 	// A snapshot.json made for another key is not loaded.
 	dir := t.TempDir()

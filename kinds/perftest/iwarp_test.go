@@ -48,6 +48,14 @@ func TestPerftestOverIWARP(t *testing.T) {
 			if got := perftestReady(w, 20010, tc.cmSide); *got != tc.ready {
 				t.Errorf("ready %+v, want %+v", *got, tc.ready)
 			}
+			// The run's Ready: an iWARP server also waits for siw's TCP
+			// socket (IWARP); rxe and hardware never do.
+			d := &proto.DeviceInfo{Transport: tc.end.Transport}
+			want := tc.ready
+			want.IWARP = tc.end.Transport == "iWARP"
+			if got := serverReady(w, steps.RDMAEnd{Server: d, Client: d, Port: 20010}); *got != want {
+				t.Errorf("run ready %+v, want %+v", *got, want)
+			}
 		})
 	}
 }

@@ -28,7 +28,7 @@ func newOp(w *steps.Workload) (steps.Op, error) {
 		if cm && t.RDMACMFlag != "" && !argsAskCM(w.Args) {
 			add(r, t.RDMACMFlag)
 		}
-		r.Server.Ready = perftestReady(w, e.Port, cm)
+		r.Server.Ready = serverReady(w, e)
 		// An emulated end: -u raises the RC QP timeout on both sides
 		// (kinds/qptimeout.go), unless the transport has no ACKs; the
 		// hook (Argv) adds it, this says so once.
@@ -207,6 +207,16 @@ func perftestReady(w *steps.Workload, port int, cm bool) *proto.Ready {
 		return &proto.Ready{RDMACMListen: port}
 	}
 	return &proto.Ready{TCPListen: port}
+}
+
+// serverReady is the run's Ready for the server of the two ends: through
+// the RDMA CM when an end is iWARP, and then, on an iWARP server, only
+// once siw's TCP socket listens too (proto.Ready.IWARP).
+func serverReady(w *steps.Workload, e steps.RDMAEnd) *proto.Ready {
+	cm := e.Server.Transport == "iWARP" || e.Client.Transport == "iWARP"
+	r := perftestReady(w, e.Port, cm)
+	r.IWARP = r.RDMACMListen != 0 && e.Server.Transport == "iWARP"
+	return r
 }
 
 // argsAskCM reports whether a lab's extra perftest args already ask for the

@@ -417,6 +417,13 @@ func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u kinds.P
 	}
 	port := u.Port
 	ready := &proto.Ready{TCPListen: port, RDMACMListen: port}
+	if w.ServerDevice != "" {
+		// An rdma_cm listener on iWARP is ready once siw's TCP socket
+		// listens too (proto.Ready.IWARP).
+		if d, err := env.Device(w.ServerDevice); err == nil && d.Transport == "iWARP" {
+			ready.IWARP = true
+		}
+	}
 	if w.Ready != "" {
 		ready = &proto.Ready{OutputRegex: w.Ready}
 	}
