@@ -90,7 +90,8 @@ func (s *pairWorkload) run(ctx context.Context, env *Env, u kinds.Planned) error
 	if err != nil {
 		t, _ := kinds.Lookup(w.Tool)
 		err = explainRetries(err, t, r.QPTimeout, r.Emulated, cr, sr)
-		if r.Stall != "" && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		var waited *clientWaitError
+		if r.Stall != "" && errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.As(err, &waited) {
 			err = fmt.Errorf("%s: %w", r.Stall, err)
 		}
 	}

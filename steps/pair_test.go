@@ -211,12 +211,21 @@ func planTrials(w *Workload) {
 }
 
 // stallHost is an agent whose client never exits (rping over siw stalled).
-type stallHost struct{ name string }
+// stallHost: every process starts and is never done; with serverStuck, the
+// server's start (its readiness wait) never answers either.
+type stallHost struct {
+	name        string
+	serverStuck bool
+}
 
 func (h *stallHost) Name() string { return h.name }
 
 func (h *stallHost) Send(ctx context.Context, r *rpc.Request) error {
 	if p, res, ok := rpc.Match(r, rpc.ProcStart); ok {
+		if h.serverStuck && strings.Contains(p.Handle, "server") {
+			<-ctx.Done()
+			return ctx.Err()
+		}
 		*res = proto.ProcStarted{Handle: p.Handle, PID: 1}
 	} else if p, res, ok := rpc.Match(r, rpc.ProcWait); ok {
 		<-ctx.Done()
@@ -228,12 +237,23 @@ func (h *stallHost) Send(ctx context.Context, r *rpc.Request) error {
 	return nil
 }
 
-// TestPairStallNamed: a trial that runs into its timeout says first what
-// its family knows such a stall to be (PairRun.Stall: rping over siw), and
-// is still a timeout; without Stall the error is as before.
+// TestPairStallNamed: a trial that runs into its timeout while both ends
+// run says first what its family knows such a stall to be (PairRun.Stall:
+// rping over siw), and is still a timeout; without Stall the error is as
+// before, and a server whose start never ended (its readiness wait: the
+// client never ran) is no such stall (review finding).
 func TestPairStallNamed(t *testing.T) {
-	for _, stall := range []string{"rping over siw stalled: a known stall", ""} {
-		env := &Env{Hosts: map[string]Host{"h": &stallHost{name: "h"}}}
+	for _, tc := range []struct {
+		stall       string
+		serverStuck bool
+		named       bool
+	}{
+		{"rping over siw stalled: a known stall", false, true},
+		{"", false, false},
+		{"rping over siw stalled: a known stall", true, false},
+	} {
+		stall := tc.stall
+		env := &Env{Hosts: map[string]Host{"h": &stallHost{name: "h", serverStuck: tc.serverStuck}}}
 		w := &Workload{Workload: kinds.Workload{Name: "ping", Slug: "ping", Tool: "rping"}, ServerHost: "h", ClientHost: "h"}
 		w.Timeout = 50 * time.Millisecond
 		planTrials(w)
@@ -248,8 +268,8 @@ func TestPairStallNamed(t *testing.T) {
 		if s.out.Status != StatusTimedOut || !errors.Is(err, ErrTimedOut) {
 			t.Errorf("stall %q: status %q (%v), want a timeout", stall, s.out.Status, err)
 		}
-		if named := err != nil && stall != "" && strings.Contains(err.Error(), stall); named != (stall != "") {
-			t.Errorf("stall %q: error %v: named %v", stall, err, named)
+		if named := err != nil && stall != "" && strings.Contains(err.Error(), stall); named != tc.named {
+			t.Errorf("stall %q, server stuck %v: error %v: named %v, want %v", stall, tc.serverStuck, err, named, tc.named)
 		}
 	}
 }

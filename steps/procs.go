@@ -252,7 +252,7 @@ func runPair(ctx context.Context, env *Env, p *Procs, tool string, srv, cli Proc
 		uctx, cancel := undoContext(ctx)
 		p.StopAll(uctx, env)
 		cancel()
-		return nil, nil, fmt.Errorf("wait for %s client on host %q: %w", tool, cli.Host, err)
+		return nil, nil, &clientWaitError{fmt.Errorf("wait for %s client on host %q: %w", tool, cli.Host, err)}
 	}
 	grace := serverGrace
 	if r := Remaining(ctx); r > 0 && r < grace {
@@ -284,6 +284,15 @@ func runPair(ctx context.Context, env *Env, p *Procs, tool string, srv, cli Proc
 	}
 	return sr, cr, nil
 }
+
+// clientWaitError is runPair's error when both ends started and the wait
+// for the client ended without its result (its timeout, the run's end): a
+// PairRun.Stall is named only for that, never for a server that was not
+// ready or a client that did not start.
+type clientWaitError struct{ err error }
+
+func (e *clientWaitError) Error() string { return e.err.Error() }
+func (e *clientWaitError) Unwrap() error { return e.err }
 
 // FillMeta sets the metadata every sample of a run carries.
 func FillMeta(ss []results.Sample, m results.Meta) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -24,9 +25,32 @@ func TestParseProcNetTCP(t *testing.T) {
    3: 00000000:ZZZZ 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 9 1
    0: 00000000000000000000000000000000:1451 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 555 1 0 100 0 0 10 0
 `
-	want := []TCPSocket{{LocalPort: 0x9ACD, State: 0x0A, Inode: 105226}, {LocalPort: 22, State: 1, Inode: 77}, {LocalPort: 5201, State: 0x0A, Inode: 555}}
-	if d := cmp.Diff(want, ParseProcNetTCP([]byte(in))); d != "" {
+	want := []TCPSocket{
+		{LocalAddr: netip.MustParseAddr("127.0.0.1"), LocalPort: 0x9ACD, State: 0x0A, Inode: 105226},
+		{LocalAddr: netip.MustParseAddr("10.0.0.2"), LocalPort: 22, State: 1, Inode: 77},
+		{LocalAddr: netip.IPv6Unspecified(), LocalPort: 5201, State: 0x0A, Inode: 555},
+	}
+	if d := cmp.Diff(want, ParseProcNetTCP([]byte(in)), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+// TestProcNetAddr: /proc/net/tcp{,6} print each 32-bit word of an address
+// in the host's (little-endian) order.
+func TestProcNetAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"0100007F":                         "127.0.0.1",
+		"0A00630A":                         "10.99.0.10",
+		"00000000":                         "0.0.0.0",
+		"00000000000000000000000001000000": "::1",
+		"000080FE00000000FF0F02A0FE0E0B52": "fe80::a002:fff:520b:efe",
+		"0000000000000000FFFF00000100630A": "::ffff:10.99.0.1",
+		"0A00630":                          "invalid IP",
+		"ZZ00630A":                         "invalid IP",
+	} {
+		if got := procNetAddr(in).String(); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
 	}
 }
 
@@ -60,6 +84,35 @@ func TestRDMACMListening(t *testing.T) {
 	}
 }
 
+// TestRDMACMListener: the listener found names the process that holds it
+// (whose netns siw's socket is looked for in) and its address.
+func TestRDMACMListener(t *testing.T) {
+	sample, err := os.ReadFile("testdata/rdma-res-cm_id.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		out  string
+		pids map[int]bool
+		port int
+		want CMListener
+	}{
+		{"rping on the ipv4 wildcard", string(sample), map[int]bool{4242: true}, 7174, CMListener{PID: 4242, Addr: netip.IPv4Unspecified()}},
+		{"perftest on the ipv6 wildcard", string(sample), map[int]bool{4300: true}, 18515, CMListener{PID: 4300, Addr: netip.IPv6Unspecified()}},
+		{"a forked child holds it", `[{"state":"LISTEN","src-addr":"10.99.0.1:7174","pid":77}]`, map[int]bool{70: true, 77: true}, 7174, CMListener{PID: 77, Addr: netip.MustParseAddr("10.99.0.1")}},
+		{"ipv6 with brackets", `[{"state":"LISTEN","src-addr":"[fe80::1%eth1]:7174","pid":5}]`, nil, 7174, CMListener{PID: 5, Addr: netip.MustParseAddr("fe80::1")}},
+		{"kernel owned, no pid", `[{"state":"LISTEN","src-addr":"0.0.0.0:7000"}]`, nil, 7000, CMListener{Addr: netip.IPv4Unspecified()}},
+		{"pid out of range", `[{"state":"LISTEN","src-port":7000,"pid":1e300}]`, nil, 7000, CMListener{}},
+	}
+	for _, tt := range tests {
+		got, ok := RDMACMListener([]byte(tt.out), tt.pids, tt.port)
+		if !ok || got != tt.want {
+			t.Errorf("%s: got %+v %v, want %+v", tt.name, got, ok, tt.want)
+		}
+	}
+}
+
 // TestTCPPortListening: iWARP readiness takes a LISTEN socket of any owner,
 // siw's kernel socket included (no process holds it; its inode may be 0).
 func TestTCPPortListening(t *testing.T) {
@@ -69,18 +122,28 @@ func TestTCPPortListening(t *testing.T) {
 		in   string
 		port int
 		want bool
+		cm   string // the rdma_cm listener's address; "" none
 	}{
-		{"kernel socket, inode 0", head + "   0: 0A00630A:1C06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, true},
-		{"user socket", head + "   0: 00000000:4853 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 105226 1 0000000074b5de12 100 0 0 10 0\n", 18515, true},
-		{"ipv6 wildcard", head + "   0: 00000000000000000000000000000000:1C06 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0 100 0 0 10 0\n", 7174, true},
-		{"established, not listening", head + "   0: 0A00630A:1C06 0B00630A:D431 01 00000000:00000000 02:0009A2E3 00000000     0        0 0 2 0000000000000000 20 4 1 10 -1\n", 7174, false},
-		{"other port", head + "   0: 0A00630A:1C07 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, false},
-		{"cm_id up, socket not yet (header only)", head, 7174, false},
-		{"empty", "", 7174, false},
-		{"garbage", "   0: 0A00630A 0A\n", 7174, false},
+		{"kernel socket, inode 0", head + "   0: 0A00630A:1C06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, true, ""},
+		{"on the cm_id's address", head + "   0: 0A00630A:1C06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, true, "10.99.0.10"},
+		{"on another address than the cm_id's", head + "   0: 0B00630A:1C06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, false, "10.99.0.10"},
+		{"unrelated loopback listener, cm_id on the wildcard", head + "   0: 0100007F:1C06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n", 7174, false, "0.0.0.0"},
+		{"unrelated loopback listener, cm_id on its address", head + "   0: 0100007F:1C06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n", 7174, false, "10.99.0.10"},
+		{"wildcard socket, cm_id on its address", head + "   0: 00000000:1C06 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, true, "10.99.0.10"},
+		{"user socket", head + "   0: 00000000:4853 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 105226 1 0000000074b5de12 100 0 0 10 0\n", 18515, true, ""},
+		{"ipv6 wildcard", head + "   0: 00000000000000000000000000000000:1C06 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0 100 0 0 10 0\n", 7174, true, ""},
+		{"established, not listening", head + "   0: 0A00630A:1C06 0B00630A:D431 01 00000000:00000000 02:0009A2E3 00000000     0        0 0 2 0000000000000000 20 4 1 10 -1\n", 7174, false, ""},
+		{"other port", head + "   0: 0A00630A:1C07 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 0 1 0000000000000000 100 0 0 10 0\n", 7174, false, ""},
+		{"cm_id up, socket not yet (header only)", head, 7174, false, ""},
+		{"empty", "", 7174, false, ""},
+		{"garbage", "   0: 0A00630A 0A\n", 7174, false, ""},
 	}
 	for _, tt := range tests {
-		if got := TCPPortListening([]byte(tt.in), tt.port); got != tt.want {
+		var cm netip.Addr
+		if tt.cm != "" {
+			cm = netip.MustParseAddr(tt.cm)
+		}
+		if got := TCPPortListening([]byte(tt.in), tt.port, cm); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -94,11 +157,12 @@ func TestNetnsTCPListening(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
-	if !netnsTCPListening(os.Getpid(), port) {
+	lo := netip.MustParseAddr("127.0.0.1")
+	if !netnsTCPListening(os.Getpid(), port, lo) {
 		t.Errorf("port %d listens in this netns, not seen", port)
 	}
 	l.Close()
-	if netnsTCPListening(os.Getpid(), port) {
+	if netnsTCPListening(os.Getpid(), port, lo) {
 		t.Errorf("port %d closed, still seen listening", port)
 	}
 }
@@ -115,7 +179,7 @@ func FuzzTCPPortListening(f *testing.F) {
 	// whose local address ends in the port in hex, read independently.
 	f.Fuzz(func(t *testing.T, b []byte, port int) {
 		port &= 0xffff
-		if !TCPPortListening(b, port) {
+		if !TCPPortListening(b, port, netip.Addr{}) {
 			return
 		}
 		for _, l := range strings.Split(string(b), "\n") {

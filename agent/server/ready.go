@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -128,13 +129,22 @@ type cmWait struct {
 
 func (c *cmWait) ready(ctx context.Context, rdmaPath string) bool {
 	out := runQuiet(ctx, rdmaPath, "-j", "res", "show", "cm_id")
-	if !RDMACMListening([]byte(out), groupPIDs(c.pid), c.port) {
+	l, found := RDMACMListener([]byte(out), groupPIDs(c.pid), c.port)
+	if !found {
 		return false
 	}
 	if !c.iwarp {
 		return true
 	}
-	ok := netnsTCPListening(c.pid, c.port)
+	// The socket is looked for in the netns of the process that holds the
+	// cm_id (a wrapper such as `ip netns exec` or `unshare -n --fork` may
+	// have forked it into another one than the leader's), on the cm_id's
+	// own address or the wildcard.
+	pid := c.pid
+	if l.PID > 0 {
+		pid = l.PID
+	}
+	ok := netnsTCPListening(pid, c.port, l.Addr)
 	c.done = ok
 	switch {
 	case !ok && c.seen.IsZero():
@@ -145,13 +155,13 @@ func (c *cmWait) ready(ctx context.Context, rdmaPath string) bool {
 	return ok
 }
 
-// netnsTCPListening reports whether any TCP socket (IPv4 or IPv6) in the
-// network namespace of pid listens on port, whoever holds it: siw's is
-// the kernel's.
-func netnsTCPListening(pid, port int) bool {
+// netnsTCPListening reports whether a TCP socket (IPv4 or IPv6) in the
+// network namespace of pid listens on port at addr (see TCPPortListening),
+// whoever holds it: siw's is the kernel's.
+func netnsTCPListening(pid, port int, addr netip.Addr) bool {
 	for _, f := range []string{"tcp", "tcp6"} {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "net", f))
-		if err == nil && TCPPortListening(b, port) {
+		if err == nil && TCPPortListening(b, port, addr) {
 			return true
 		}
 	}
@@ -159,10 +169,26 @@ func netnsTCPListening(pid, port int) bool {
 }
 
 // TCPPortListening reports whether /proc/net/tcp{,6} text shows a socket
-// in LISTEN on port, of any owner and inode (a kernel socket's may be 0).
-func TCPPortListening(procNetTCP []byte, port int) bool {
+// in LISTEN on port, of any owner and inode (a kernel socket's may be 0),
+// that a client of the rdma_cm listener at addr reaches: bound to the
+// wildcard, or to addr itself; for a listener on the wildcard (addr
+// unspecified or invalid), to any address but a loopback one (an unrelated
+// 127.0.0.1:port listener is not siw's).
+func TCPPortListening(procNetTCP []byte, port int, addr netip.Addr) bool {
+	addr = addr.Unmap()
 	for _, s := range ParseProcNetTCP(procNetTCP) {
-		if s.State == tcpListen && s.LocalPort == port {
+		if s.State != tcpListen || s.LocalPort != port {
+			continue
+		}
+		local := s.LocalAddr.Unmap()
+		switch {
+		case !local.IsValid() || local.IsUnspecified():
+			return true
+		case addr.IsValid() && !addr.IsUnspecified():
+			if local == addr {
+				return true
+			}
+		case !local.IsLoopback():
 			return true
 		}
 	}
@@ -256,9 +282,31 @@ const tcpListen = 0x0A
 
 // TCPSocket is one line of /proc/net/tcp or tcp6.
 type TCPSocket struct {
+	LocalAddr netip.Addr // invalid when the field is not an address
 	LocalPort int
 	State     int
 	Inode     uint64
+}
+
+// procNetAddr reads the address of a /proc/net/tcp{,6} line: 8 or 32 hex
+// digits, each 32-bit word as the kernel prints it, in the host's byte
+// order (little-endian on every platform rlab's agent is built for).
+func procNetAddr(h string) netip.Addr {
+	if len(h) != 8 && len(h) != 32 {
+		return netip.Addr{}
+	}
+	var b [16]byte
+	for w := 0; w < len(h)/8; w++ {
+		v, err := strconv.ParseUint(h[w*8:w*8+8], 16, 32)
+		if err != nil {
+			return netip.Addr{}
+		}
+		b[w*4], b[w*4+1], b[w*4+2], b[w*4+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	if len(h) == 8 {
+		return netip.AddrFrom4([4]byte(b[:4]))
+	}
+	return netip.AddrFrom16(b)
 }
 
 // ParseProcNetTCP parses /proc/net/tcp{,6}; malformed lines are skipped.
@@ -272,7 +320,7 @@ func ParseProcNetTCP(b []byte) []TCPSocket {
 		if len(f) < 10 || !strings.HasSuffix(f[0], ":") {
 			continue
 		}
-		_, portHex, ok := strings.Cut(f[1], ":")
+		addrHex, portHex, ok := strings.Cut(f[1], ":")
 		if !ok {
 			continue
 		}
@@ -288,7 +336,7 @@ func ParseProcNetTCP(b []byte) []TCPSocket {
 		if err != nil {
 			continue
 		}
-		out = append(out, TCPSocket{LocalPort: int(port), State: int(st), Inode: inode})
+		out = append(out, TCPSocket{LocalAddr: procNetAddr(addrHex), LocalPort: int(port), State: int(st), Inode: inode})
 	}
 	return out
 }
@@ -298,9 +346,22 @@ func ParseProcNetTCP(b []byte) []TCPSocket {
 // entry names none). iproute2 prints the address and port together
 // ("src-addr": "0.0.0.0:7174"); a separate numeric "src-port" is accepted too.
 func RDMACMListening(out []byte, pids map[int]bool, port int) bool {
+	_, ok := RDMACMListener(out, pids, port)
+	return ok
+}
+
+// CMListener is an rdma_cm id in LISTEN: the process that holds it (0 when
+// the entry names none) and its source address (invalid when none).
+type CMListener struct {
+	PID  int
+	Addr netip.Addr
+}
+
+// RDMACMListener is RDMACMListening, with the listener it found.
+func RDMACMListener(out []byte, pids map[int]bool, port int) (CMListener, bool) {
 	var ids []map[string]any
 	if err := json.Unmarshal(bytes.TrimSpace(out), &ids); err != nil {
-		return false
+		return CMListener{}, false
 	}
 	for _, id := range ids {
 		if state, _ := id["state"].(string); state != "LISTEN" {
@@ -309,12 +370,35 @@ func RDMACMListening(out []byte, pids map[int]bool, port int) bool {
 		if cmSrcPort(id) != port {
 			continue
 		}
-		if pid, ok := id["pid"].(float64); ok && pid != 0 && len(pids) > 0 && !pids[int(pid)] {
+		pid, _ := id["pid"].(float64)
+		if pid != 0 && len(pids) > 0 && !pids[int(pid)] {
 			continue
 		}
-		return true
+		l := CMListener{Addr: cmSrcAddr(id)}
+		if pid > 0 && pid < 1<<31 {
+			l.PID = int(pid)
+		}
+		return l, true
 	}
-	return false
+	return CMListener{}, false
+}
+
+// cmSrcAddr is the address of an id's "src-addr" ("10.99.0.1:7174",
+// "[fe80::1]:7174", "0.0.0.0:7174"), invalid when it has none.
+func cmSrcAddr(id map[string]any) netip.Addr {
+	s, _ := id["src-addr"].(string)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().WithZone("")
+	}
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return netip.Addr{}
+	}
+	a, err := netip.ParseAddr(strings.Trim(s[:i], "[]"))
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.WithZone("")
 }
 
 func cmSrcPort(id map[string]any) int {

@@ -55,7 +55,7 @@ func siwStall(env *steps.Env, w *steps.Workload, e steps.RDMAEnd) string {
 	if k := env.HostFacts(w.ServerHost).Kernel; k != "" {
 		kernel = k + "; " + kernel
 	}
-	return fmt.Sprintf("rping over siw stalled: a known stall of siw (soft-iWARP) in the guest kernel (%s), not a fault of the lab: the client's first Send stays unread in the server's siw TCP socket, so the server never issues its RDMA Read; run it again (a shorter workload timeout costs less), or run rping over rxe or on a newer kernel", kernel)
+	return fmt.Sprintf("rping over siw stalled: likely a known stall of siw (soft-iWARP) in the guest kernel (%s), not a fault of the lab, when the client's output stops after its first ping (its first Send stays unread in the server's siw TCP socket, so the server never issues its RDMA Read; the server's last words are \"wait for RDMA_READ_COMPLETE state 10\"); otherwise the count (-C) may need more than the workload's timeout; run it again (a shorter workload timeout costs less), or run rping over rxe or on a newer kernel", kernel)
 }
 
 // Argv is rping's argv hook (kinds.Argver): both sides name the
