@@ -307,7 +307,7 @@ func checkHost(h *lab.Host, n *need, f *proto.Facts) []Problem {
 	for _, name := range wantNd {
 		nd := have[name]
 		if nd == nil {
-			add(CodeNoNetdev, fmt.Sprintf("netdev %s (for %s) not found", name, n.netdevs[name]), "have: %s", strings.Join(names, " "))
+			add(CodeNoNetdev, fmt.Sprintf("netdev %s (for %s) not found", name, n.netdevs[name]), "have: %s", someOf(names, " "))
 			continue
 		}
 		if user, ok := n.ipv4[name]; ok && !hasIPv4(nd.Addrs) {
@@ -381,7 +381,7 @@ func checkFound(h *lab.Host, n *need, f *proto.Facts) []Problem {
 	for _, r := range n.found {
 		d := devs[r.Device]
 		if d == nil {
-			have := strings.Join(names, ", ")
+			have := someOf(names, ", ")
 			if have == "" {
 				have = "none (no RDMA device at all: is the driver loaded?)"
 			}
@@ -484,4 +484,17 @@ func quoteJoin(names []string) string {
 		q[i] = fmt.Sprintf("impair %q", n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// maxListed is how many of a host's names a finding lists: a host reports
+// as many netdevs and devices as its facts hold (tens of thousands from a
+// hostile or odd one), and one finding's line must stay readable.
+const maxListed = 20
+
+// someOf joins at most maxListed names and says how many it left out.
+func someOf(names []string, sep string) string {
+	if len(names) <= maxListed {
+		return strings.Join(names, sep)
+	}
+	return fmt.Sprintf("%s%s… and %d more", strings.Join(names[:maxListed], sep), sep, len(names)-maxListed)
 }

@@ -1,6 +1,8 @@
 package preflight
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -348,5 +350,25 @@ func TestCheckProgramPackages(t *testing.T) {
 				t.Errorf("missing packages (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestFindingListsBounded: a finding names at most maxListed of the
+// netdevs or devices a host reported, and how many more (attack round 7,
+// low: a host reporting 90,000 netdevs made one finding's line a megabyte).
+func TestFindingListsBounded(t *testing.T) {
+	var names []string
+	for i := range 90_000 {
+		names = append(names, fmt.Sprintf("eth%d", i))
+	}
+	got := someOf(names, " ")
+	if len(got) > 400 || !strings.HasSuffix(got, "… and 89980 more") || !strings.HasPrefix(got, "eth0 eth1 ") {
+		t.Errorf("someOf(90,000 names) = %.200q… (%d bytes)", got, len(got))
+	}
+	if got := someOf([]string{"lo", "eth0"}, " "); got != "lo eth0" {
+		t.Errorf("someOf(2 names) = %q", got)
+	}
+	if got := someOf(nil, ", "); got != "" {
+		t.Errorf("someOf(none) = %q", got)
 	}
 }
