@@ -43,6 +43,19 @@ type ganttRow struct {
 // Lines that do not parse are skipped: the log may end mid-line when rlab
 // was killed.
 func parseEvents(b []byte) (rows []ganttRow, total float64) {
+	rows, total, _ = parseEventsBounded(b)
+	return rows, total
+}
+
+// maxParsedRows is how many steps parseEventsBounded keeps: the chart draws
+// maxTimelineRows of them, and a received events.jsonl of millions of steps
+// (139 MB: 22 s and 1 GB before, attack round 7) must not be held whole.
+const maxParsedRows = 10 * maxTimelineRows
+
+// parseEventsBounded is parseEvents keeping the first maxParsedRows steps
+// by when they appear in the file (the run writes it in time order), and
+// counting every step in steps.
+func parseEventsBounded(b []byte) (rows []ganttRow, total float64, steps int) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), maxEventLine)
 	type key struct{ step, host, workload string }
@@ -63,20 +76,28 @@ func parseEvents(b []byte) (rows []ganttRow, total float64) {
 		at := e.Time.Sub(t0).Seconds()
 		switch e.Type {
 		case "step.start":
+			steps++
+			if len(rows) >= maxParsedRows {
+				continue
+			}
 			rows = append(rows, ganttRow{Label: rowLabel(e), Start: at, End: math.NaN(), Status: "running"})
 			open[k] = append(open[k], len(rows)-1)
 		case "step.end":
 			if idx := open[k]; len(idx) > 0 {
 				i := idx[0]
 				open[k] = idx[1:]
+				if len(open[k]) == 0 {
+					delete(open, k)
+				}
 				rows[i].End, rows[i].Status, rows[i].Detail = at, e.Status, e.Error
-			} else { // a skipped workload ends without having started
+			} else if len(rows) < maxParsedRows { // a skipped workload ends without having started
+				steps++
 				rows = append(rows, ganttRow{Label: rowLabel(e), Start: at, End: at, Status: e.Status, Detail: e.Error})
 			}
 		}
 	}
 	if t0.IsZero() {
-		return nil, 0
+		return nil, 0, 0
 	}
 	total = last.Sub(t0).Seconds()
 	for i := range rows {
@@ -86,7 +107,7 @@ func parseEvents(b []byte) (rows []ganttRow, total float64) {
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Start < rows[j].Start })
-	return rows, total
+	return rows, total, steps
 }
 
 func rowLabel(e event) string {
@@ -176,13 +197,13 @@ func (b *builder) timeline() {
 	if !ok {
 		return
 	}
-	rows, total := parseEvents(data)
+	rows, total, steps := parseEventsBounded(data)
 	if len(rows) == 0 {
 		return
 	}
-	if len(rows) > maxTimelineRows {
-		b.d.TimelineNote = fmt.Sprintf("The first %d of %d steps are drawn; events.jsonl has them all.", maxTimelineRows, len(rows))
-		rows = rows[:maxTimelineRows]
+	if steps > maxTimelineRows {
+		b.d.TimelineNote = fmt.Sprintf("The first %d of %d steps are drawn; events.jsonl has them all.", maxTimelineRows, steps)
+		rows = rows[:min(len(rows), maxTimelineRows)]
 	}
 	b.d.Timeline = ganttChart("timeline", "Timeline: every step of the run", rows, total)
 }

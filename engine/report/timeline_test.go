@@ -1,11 +1,14 @@
 package report
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -89,5 +92,28 @@ func TestShortLabel(t *testing.T) {
 		if n := len([]rune(got)); n > ganttLabelMax {
 			t.Errorf("shortLabel(%q) has %d characters, more than the column's %d", tc.in, n, ganttLabelMax)
 		}
+	}
+}
+
+// TestTimelineEventsBounded: a received events.jsonl of many steps keeps
+// only the steps the chart can use, and the note still counts them all
+// (attack round 7, medium: 2 M step.start lines, 139 MB, took the report
+// 22 s and 1 GB, every step held as a row).
+func TestTimelineEventsBounded(t *testing.T) {
+	const n = 200_000
+	var b bytes.Buffer
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		fmt.Fprintf(&b, `{"time":%q,"type":"step.start","step":"s","workload":"w%d"}`+"\n", t0.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), i)
+	}
+	rows, total, steps := parseEventsBounded(b.Bytes())
+	if steps != n || len(rows) > maxParsedRows || len(rows) < maxTimelineRows {
+		t.Errorf("%d steps: kept %d rows, counted %d; want at most %d kept and all counted", n, len(rows), steps, maxParsedRows)
+	}
+	if want := float64(n-1) / 1000; math.Abs(total-want) > 1e-6 {
+		t.Errorf("total %v s, want %v (the last event's time)", total, want)
+	}
+	if rows[0].Label != "workload w0" {
+		t.Errorf("first row %q, want the file's first step", rows[0].Label)
 	}
 }
