@@ -44,10 +44,12 @@ workload "client_kernel" {
 
 // TestE2EAgentDisk runs a lab of two local VMs with the real rlab binary
 // and reads, in events.jsonl, how each host's agent arrived and how long
-// its connect step took: restored and booted VMs take the agent from their
-// agent disk (no upload; a restored guest's page cache holds its template's
-// disk, so this also proves the O_DIRECT read); with RLAB_VM_AGENT_DISK=0
-// the disk is empty and the agent is uploaded, saying why.
+// its connect step took: a booted VM takes the agent from its agent disk
+// (no upload); a restored VM finds it already installed, as its snapshot's
+// template installed it from that disk before the save (vm.Options.
+// WarmAgent: no upload, no disk read; the snapshot key holds the agent's
+// sha256, so it is this build's); with RLAB_VM_AGENT_DISK=0 the disk is
+// empty and the agent is uploaded, saying why.
 func TestE2EAgentDisk(t *testing.T) {
 	bin := e2eBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -61,7 +63,7 @@ func TestE2EAgentDisk(t *testing.T) {
 		name, restore, disk string
 		want                string
 	}{
-		{"restored-disk", "1", "", "agent from the VM's agent disk (no upload)"},
+		{"restored-disk", "1", "", "agent already on the host"},
 		{"restored-upload", "1", "0", "the VM's agent disk did not give it (empty)"},
 		{"booted-disk", "0", "", "agent from the VM's agent disk (no upload)"},
 	} {
