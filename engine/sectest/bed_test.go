@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/server"
@@ -250,4 +251,28 @@ func knownGap(t *testing.T, why string) {
 	if os.Getenv("RLAB_SECTEST_GAPS") != "1" {
 		t.Skip("known gap (SECURITY.md; RLAB_SECTEST_GAPS=1 runs it): " + why)
 	}
+}
+
+// installedOn dials h with its known host key (no ssh config, no agent),
+// installs the stand-in agents there and returns a context of a minute,
+// the connection and the install, all closed when the test ends.
+func installedOn(t *testing.T, h *host) (context.Context, *sshx.Client, *remote.Installed) {
+	t.Helper()
+	d, err := sshx.NewDialer(sshx.Options{KnownHosts: []string{h.kh}, SSHConfig: "none", AgentSocket: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	c, err := d.Dial(ctx, target(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	inst, err := remote.NewAgents(standIns).Install(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, c, inst
 }

@@ -89,22 +89,7 @@ func TestHostileHello(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
 			h := startHost(t, "evil", helloLiar(tc.mode))
-			d, err := sshx.NewDialer(sshx.Options{KnownHosts: []string{h.kh}, SSHConfig: "none", AgentSocket: "none"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			c, err := d.Dial(ctx, target(h))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			inst, err := remote.NewAgents(standIns).Install(ctx, c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ctx, c, inst := installedOn(t, h)
 			a, err := remote.Start(ctx, c, inst, remote.StartOptions{Host: "evil", RunID: "sectest", HelloTimeout: 2 * time.Second})
 			if tc.want == nil {
 				if err != nil {
@@ -394,22 +379,7 @@ workload "on_good" {
 func TestHelloTimeoutFromEnv(t *testing.T) {
 	t.Setenv(remote.AgentTimeoutEnv, "2s")
 	h := startHost(t, "evil", helloLiar("silent"))
-	d, err := sshx.NewDialer(sshx.Options{KnownHosts: []string{h.kh}, SSHConfig: "none", AgentSocket: "none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := d.Dial(ctx, target(h))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	inst, err := remote.NewAgents(standIns).Install(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c, inst := installedOn(t, h)
 	t0 := time.Now()
 	a, err := remote.Start(ctx, c, inst, remote.StartOptions{Host: "evil", RunID: "sectest"})
 	if err == nil {

@@ -233,22 +233,7 @@ rxe "b" {
 // before it touches the kernel or starts anything.
 func TestAgentRefusesBadNames(t *testing.T) {
 	h := startHost(t, "a", nil)
-	d, err := sshx.NewDialer(sshx.Options{KnownHosts: []string{h.kh}, SSHConfig: "none", AgentSocket: "none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := d.Dial(ctx, target(h))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	inst, err := remote.NewAgents(standIns).Install(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c, inst := installedOn(t, h)
 	a, err := remote.Start(ctx, c, inst, remote.StartOptions{Host: "a", RunID: "names"})
 	if err != nil {
 		t.Fatal(err)
