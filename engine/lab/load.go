@@ -111,59 +111,53 @@ func (l *loader) add(d ...*hcl.Diagnostic) {
 			}
 			l.budget.shown = true
 		}
-		suggestFunction(x)
-		suggestVariable(x)
+		suggestSorted(x)
 		l.diags = append(l.diags, x)
 	}
 }
 
-var unknownFuncRe = regexp.MustCompile(`^There is no function named "([^"]*)"\.(?: Did you mean "[^"]*"\?)?$`)
+// hcl's own "did you mean" names the first name within two edits in map
+// order, so one lab was told "pow" on one load and "log" on the next, "ra"
+// was told "rxe" and then "rdma" (both found by FuzzLoad). suggestSorted
+// gives its unknown-function and unknown-variable diagnostics rlab's
+// suggestion instead: the closest name, the first in sorted order of
+// equals. rlab's own "Unknown variable" (refs.go) already suggests that way
+// and says more after it, so the patterns leave it alone.
+var (
+	unknownFuncRe = regexp.MustCompile(`^There is no function named "([^"]*)"\.(?: Did you mean "[^"]*"\?)?$`)
+	unknownVarRe  = regexp.MustCompile(`^There is no variable named "([^"]*)"\.(?: Did you mean "[^"]*"\?)?$`)
+)
 
-// suggestFunction gives a call to an unknown function rlab's "did you
-// mean" (the closest name, the first in sorted order of equals): hclsyntax
-// names the first of the functions within two edits in map order, so one
-// lab was told "pow" on one load and "log" on the next (found by FuzzLoad).
-func suggestFunction(d *hcl.Diagnostic) {
-	if d == nil || d.Summary != "Call to unknown function" || d.EvalContext == nil {
+func suggestSorted(d *hcl.Diagnostic) {
+	if d == nil || d.EvalContext == nil {
 		return
 	}
-	m := unknownFuncRe.FindStringSubmatch(d.Detail)
+	re, what := unknownFuncRe, "function"
+	switch d.Summary {
+	case "Call to unknown function":
+	case "Unknown variable":
+		re, what = unknownVarRe, "variable"
+	default:
+		return
+	}
+	m := re.FindStringSubmatch(d.Detail)
 	if m == nil {
 		return
 	}
 	var names []string
 	for ctx := d.EvalContext; ctx != nil; ctx = ctx.Parent() {
-		for n := range ctx.Functions {
-			names = append(names, n)
+		if what == "function" {
+			for n := range ctx.Functions {
+				names = append(names, n)
+			}
+		} else {
+			for n := range ctx.Variables {
+				names = append(names, n)
+			}
 		}
 	}
 	sort.Strings(names)
-	d.Detail = fmt.Sprintf("There is no function named %q.", m[1]) + didYouMean(m[1], names)
-}
-
-var unknownVarRe = regexp.MustCompile(`^There is no variable named "([^"]*)"\.(?: Did you mean "[^"]*"\?)?$`)
-
-// suggestVariable is suggestFunction for hcl's own "Unknown variable": it
-// too names the first variable within two edits in map order ("ra" was
-// told "rxe" on one load and "rdma" on the next; found by FuzzLoad in CI).
-// rlab's own "Unknown variable" (refs.go) already suggests in sorted order
-// and says more after the suggestion, so the pattern leaves it alone.
-func suggestVariable(d *hcl.Diagnostic) {
-	if d == nil || d.Summary != "Unknown variable" || d.EvalContext == nil {
-		return
-	}
-	m := unknownVarRe.FindStringSubmatch(d.Detail)
-	if m == nil {
-		return
-	}
-	var names []string
-	for ctx := d.EvalContext; ctx != nil; ctx = ctx.Parent() {
-		for n := range ctx.Variables {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	d.Detail = fmt.Sprintf("There is no variable named %q.", m[1]) + didYouMean(m[1], names)
+	d.Detail = fmt.Sprintf("There is no %s named %q.", what, m[1]) + didYouMean(m[1], names)
 }
 
 func (l *loader) errorf(subj *hcl.Range, summary, detail string, args ...any) {
