@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -47,6 +48,11 @@ type budget struct {
 	funcs map[string]function.Function
 	// ops maps each comparison's own == or != (equal.go) to hclsyntax's.
 	ops map[*hclsyntax.Operation]*hclsyntax.Operation
+	// until, when set, ends evaluation by the clock (Lab.EvalUntil): the
+	// expect conditions a run evaluates at its end run after the
+	// evaluation guard of the command has ended.
+	until time.Time
+	limit time.Duration // until's length, for the diagnostic
 }
 
 // limitError is the overrun, carried through a function call's error to
@@ -64,6 +70,9 @@ func (e *limitError) Error() string {
 	}
 	if e.measure == "number" {
 		return fmt.Sprintf("%s makes or reads a number past the lab's limit (about 1e-30 to 1e1000, at most %d digits)", e.what, MaxNumberDigits)
+	}
+	if e.measure == "time" {
+		return fmt.Sprintf("%s was still being evaluated when the run's %d s for its expect conditions ran out", e.what, e.limit)
 	}
 	return fmt.Sprintf("%s needs more than the lab's evaluation limit of %d %s", e.what, e.limit, e.measure)
 }
@@ -85,8 +94,12 @@ func (e *limitError) detail() string {
 	if e.measure == "number" {
 		return numberDetail(e.what)
 	}
+	if e.measure == "time" {
+		return fmt.Sprintf("The run evaluates its expect conditions in at most %d s, and this lab's took longer when it reached %s: this condition and the ones after it are not decided. "+
+			"A condition compares a result with a number; one that loops or calls functions over large values does its work outside the lab.", e.limit, e.what)
+	}
 	if e.measure == "bytes" {
-		return fmt.Sprintf("Evaluating this lab made more than %d MiB of strings (in functions and string templates) when it reached %s. "+
+		return fmt.Sprintf("Evaluating this lab made more than %d MiB of strings (in functions, string templates and the values its blocks hold, each instance its own) when it reached %s. "+
 			"A lab's data is small; a value this large is almost always an unintended join(), format() or template inside a for or over range(). "+
 			"Build smaller values, or produce large data outside the lab and give the host a file to read.", e.limit>>20, e.what)
 	}
@@ -116,6 +129,8 @@ func (b *budget) chargeValue(what string, at *hcl.Range, steps, bytes int64, hug
 		b.spent = &limitError{what: what, measure: "bytes", limit: MaxEvalBytes, at: at}
 	case huge:
 		b.spent = &limitError{what: what, measure: "number", limit: MaxNumberExp2, at: at}
+	case !b.until.IsZero() && time.Now().After(b.until):
+		b.spent = &limitError{what: what, measure: "time", limit: int64(b.limit / time.Second), at: at}
 	default:
 		b.steps += steps
 		b.bytes += bytes
@@ -125,6 +140,37 @@ func (b *budget) chargeValue(what string, at *hcl.Range, steps, bytes int64, hug
 }
 
 var errSpent = errors.New("evaluation stopped at the lab's evaluation limit")
+
+// LimitEvalTime ends, d from now, what is left of evaluating the lab: its
+// expect conditions, which a run evaluates at its end, after the command's
+// evaluation guard (1 GiB, 60 s) has ended. They draw on what the load left
+// of the budget, and a step of it may read a whole string of the lab: a
+// 300-byte lab whose condition loops strlen() over a 12 MiB local, over
+// range(result.repeat * 100000) so that it does not run at load, took
+// 0.75 s an iteration: about 20 hours for the 100,000 the budget allows
+// (SECURITY 180). Past d, the next metered step stops evaluation as the
+// budget does (that condition is not decided, nor any later one: reading
+// result is metered too), so evaluation ends at most one step after d.
+func (l *Lab) LimitEvalTime(d time.Duration) {
+	if l.meter == nil {
+		return
+	}
+	l.meter.until, l.meter.limit = time.Now().Add(d), d
+}
+
+// chargeHeld charges the value a block instance keeps for one of its
+// arguments, by its strings' bytes and a byte for each value (a list of
+// empty strings is still written out a separator a value). Functions and
+// templates pay for what they make, but a reference makes nothing: command
+// = local.cmd in 10,000 instances shared one 1 MiB list that the plan,
+// state.json and each workload's "asked for" text in report.html then
+// wrote out once per instance, 10 GB after the evaluation guard had ended
+// (SECURITY 180). Charged here, what all the lab's blocks hold is within
+// MaxEvalBytes, so everything written out per instance is too.
+func (b *budget) chargeHeld(a *hcl.Attribute, v cty.Value) error {
+	steps, bytes, _ := sizeOf(v, MaxEvalBytes-b.bytes+1)
+	return b.charge(fmt.Sprintf("the value of %s", a.Name), a.Expr.Range().Ptr(), 0, steps+bytes)
+}
 
 // remaining is how many steps are left, the most a size count may walk.
 func (b *budget) remaining() int64 { return MaxEvalOps - b.steps + 1 }

@@ -475,6 +475,7 @@ func rangeAt(name string, src []byte, off int) hcl.Range {
 // declarations; then hosts, rxe, workloads and captures, each evaluated with
 // the objects of the kinds before it in scope.
 func (l *loader) decode(files []parsedFile) {
+	l.lab.meter = &l.budget
 	byType := map[string][]*hcl.Block{}
 	for _, f := range files {
 		content := l.content(f.body, rootSchema)

@@ -49,6 +49,8 @@ type Lab struct {
 	Variables         []*Variable      // declared variables with their final values
 	EmptyExpansions   []EmptyExpansion // count / for_each that made no instance (empty.go)
 	Range             hcl.Range        // the lab block's definition range
+
+	meter *budget // the load's budget, which expect conditions keep drawing on
 }
 
 // Variable is a declared input variable with the value it ended up with.

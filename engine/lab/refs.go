@@ -351,6 +351,12 @@ func (l *loader) valueOrNull(a *hcl.Attribute, sc *scope) (cty.Value, bool) {
 		// required variable).
 		return cty.NilVal, false
 	}
+	// A budget spent earlier has refused the lab already: the value is
+	// kept, so that the rest is checked as before.
+	if le, ok := l.budget.chargeHeld(a, v).(*limitError); ok {
+		l.add(le.diagnostic())
+		return cty.NilVal, false
+	}
 	return v, true
 }
 

@@ -110,6 +110,10 @@ type builder struct {
 	// sums each capture file's analysis (captures): why.go joins them.
 	own  map[string][]string
 	sums map[string]*roce.Summary
+	// redact is redactor()'s, made once: lab.Redactor joins every
+	// sensitive value to find its cached replacer, and a call per workload
+	// and capture file joined them thousands of times.
+	redact *strings.Replacer
 }
 
 func (b *builder) warn(format string, args ...any) {

@@ -34,10 +34,14 @@ func (b *builder) loadLab() {
 // redactor replaces the lab's sensitive values with "(sensitive)", as the
 // run engine does in its own files; nil without a lab model.
 func (b *builder) redactor() *strings.Replacer {
-	if b.model == nil {
-		return strings.NewReplacer()
+	if b.redact == nil {
+		if b.model == nil {
+			b.redact = strings.NewReplacer()
+		} else {
+			b.redact = lab.Redactor(b.model.Sensitive)
+		}
 	}
-	return lab.Redactor(b.model.Sensitive)
+	return b.redact
 }
 
 func (b *builder) hasLabDir() bool {

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -126,7 +127,13 @@ func (r *runner) conditionText(e *lab.Expect) string {
 	return rng.String()
 }
 
+// expectEvalTime bounds the evaluation of all the lab's expect conditions
+// at a run's end, the command's evaluation guard having ended with the
+// load (SECURITY 180): as long as the guard gives the load itself.
+const expectEvalTime = 60 * time.Second
+
 func (r *runner) evalExpects() []ExpectResult {
+	r.lab.LimitEvalTime(expectEvalTime)
 	var out []ExpectResult
 	for _, n := range r.workloads {
 		o := n.outcome()
