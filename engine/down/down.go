@@ -184,8 +184,9 @@ func downHost(ctx context.Context, j *runstate.Journal, h runstate.Host, effects
 	// The run's agent may have undone it all itself, its watchdog fired
 	// (its rlab gone silent): it says so in its work dir.
 	rec := readWatchdog(ctx, c, h.WorkDir)
+	byWatchdog := undoneByWatchdog(rec, effects)
 	mark := func(e steps.Effect, note string) {
-		if note == alreadyGone && undoneByWatchdog(rec, e) {
+		if note == alreadyGone && byWatchdog[watchdogKeyOf(e)] {
 			note = watchdogNote(rec)
 		}
 		e.Undone, e.Pending = true, false

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
@@ -42,19 +41,50 @@ func readWatchdog(ctx context.Context, c Host, workDir string) *proto.WatchdogRe
 	return &rec
 }
 
-// undoneByWatchdog reports whether the record names e as undone.
-func undoneByWatchdog(rec *proto.WatchdogRecord, e steps.Effect) bool {
-	if rec == nil {
-		return false
-	}
+// watchdogKey is what a watchdog record names an effect by: a process by
+// its handle, an rxe device by its name, an impairment by its netdev.
+type watchdogKey struct{ kind, name string }
+
+func watchdogKeyOf(e steps.Effect) watchdogKey {
 	switch e.Type {
 	case "rxe":
-		return slices.Contains(rec.Undone.DevicesDeleted, e.ID)
+		return watchdogKey{"rxe", e.ID}
 	case "impair":
-		return slices.Contains(rec.Undone.ImpairsRemoved, e.Netdev)
+		return watchdogKey{"impair", e.Netdev}
 	default:
-		return slices.Contains(rec.Undone.Stopped, e.ID)
+		return watchdogKey{"proc", e.ID}
 	}
+}
+
+// undoneByWatchdog is the set of the host's effects that the record names as
+// undone, by watchdogKeyOf. Both sides are large and neither is rlab's: the
+// effects come from the run directory's state.json (up to a million
+// objects, rundir.StateObjects) and the record from the host (one answer of
+// up to proto.MaxLine, 8 MiB: some 2 million short names), and looking each
+// effect up in the record's lists cost effects × entries (SECURITY 181). So
+// the effects are indexed once and the record read once: time effects +
+// entries, memory the effects'.
+func undoneByWatchdog(rec *proto.WatchdogRecord, effects []steps.Effect) map[watchdogKey]bool {
+	if rec == nil {
+		return nil
+	}
+	want := make(map[watchdogKey]bool, len(effects))
+	for _, e := range effects {
+		want[watchdogKeyOf(e)] = true
+	}
+	found := map[watchdogKey]bool{}
+	for kind, names := range map[string][]string{
+		"rxe":    rec.Undone.DevicesDeleted,
+		"impair": rec.Undone.ImpairsRemoved,
+		"proc":   rec.Undone.Stopped,
+	} {
+		for _, n := range names {
+			if k := (watchdogKey{kind, n}); want[k] {
+				found[k] = true
+			}
+		}
+	}
+	return found
 }
 
 // removeDirScript removes $1 (and $2, its folder, once empty) and prints
