@@ -186,6 +186,10 @@ func openFiles() []string {
 	return out
 }
 
+// InUse reports whether a process (a running VM's qemu, a build) has a file
+// under dir open: what List marks InUse, for one folder.
+func InUse(dir string) bool { return inUse(openFiles(), dir) }
+
 func inUse(open []string, dir string) bool {
 	for _, p := range open {
 		if strings.HasPrefix(p, dir+"/") {

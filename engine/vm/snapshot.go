@@ -41,6 +41,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,6 +50,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/rlab-dev/rlab/engine/agentdisk"
+	"github.com/rlab-dev/rlab/engine/image"
 )
 
 // snapshotFormat changes whenever the QEMU command line of a VM changes in a
@@ -173,7 +175,72 @@ func (s *Set) snapshotFor(ctx context.Context, m Machine) (*snapshot, error) {
 		return sn, nil
 	}
 	_ = os.RemoveAll(dir)
-	return s.buildSnapshot(ctx, m, k, dir)
+	sn, err := s.buildSnapshot(ctx, m, k, dir)
+	if err != nil {
+		return nil, err
+	}
+	if gone := removeStaleSnapshots(root, k, image.InUse); len(gone) > 0 {
+		s.opts.Logger.Info("vm snapshot: removed this image's snapshots of the same kind made for another agent build (no run restores them again)", "removed", strings.Join(gone, ", "), "kept", filepath.Base(dir))
+	}
+	return sn, nil
+}
+
+// removeStaleSnapshots removes, from an image's snapshots folder root, the
+// snapshots of k's kind (QEMU, accelerator, memory, CPUs, NICs, internet)
+// whose key differs from k only by the agent built into them or an older
+// snapshot format: nothing restores them again once k's is built, and each
+// is about 310 MB (issue 27's leftover; `rlab image prune` removed them only
+// with their image). A snapshot is kept when it is in use (a process has a
+// file of it open: a restored VM's qemu reads its disk as a backing file),
+// when its build lock is held, or when its snapshot.json does not read (a
+// folder rlab did not finish or does not know). It returns the folder names
+// it removed.
+func removeStaleSnapshots(root string, k snapshotKey, inUse func(dir string) bool) []string {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var gone []string
+	for _, e := range ents {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || e.Name() == k.id() || !snapshotIDRe.MatchString(e.Name()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, snapshotMeta))
+		var old snapshotKey
+		if err != nil || json.Unmarshal(b, &old) != nil || old.Format > k.Format {
+			continue
+		}
+		if old.Format, old.Agent = k.Format, k.Agent; old != k {
+			continue // another kind of VM: its labs still restore it
+		}
+		if removeUnlocked(dir, inUse) {
+			gone = append(gone, e.Name())
+		}
+	}
+	return gone
+}
+
+// snapshotIDRe matches a snapshot folder's name (snapshotKey.id).
+var snapshotIDRe = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// removeUnlocked removes a snapshot folder unless its build lock is held
+// (snapshotFor builds under it) or it is in use, holding the lock meanwhile.
+func removeUnlocked(dir string, inUse func(dir string) bool) bool {
+	lf, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return false
+	}
+	defer lf.Close()
+	if syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false
+	}
+	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	if inUse(dir) || os.RemoveAll(dir) != nil {
+		return false
+	}
+	_ = os.Remove(dir + ".lock")
+	return true
 }
 
 const snapshotMeta = "snapshot.json"
