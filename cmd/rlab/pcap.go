@@ -515,7 +515,7 @@ func newRunDoc(r *attrib.Run, named []attrib.Named) *runDoc {
 	if named == nil {
 		named = []attrib.Named{}
 	}
-	return &runDoc{r, named}
+	return &runDoc{r.Listed(), named}
 }
 
 // runOfCapture returns the run directory a capture file sits in

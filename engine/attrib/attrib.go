@@ -188,6 +188,23 @@ func Load(dir string) (*Run, error) {
 	return r, nil
 }
 
+// MaxListed bounds the workloads a capture's summary lists (rlab pcap RUN,
+// its text and -json): the run's workloads are listed again for each
+// capture, and a received run may hold thousands of captures beside
+// thousands of workloads.
+const MaxListed = 1000
+
+// Listed is r with at most MaxListed workloads and a note saying how many
+// were left out, for listing once per capture; r itself when it has no
+// more.
+func (r *Run) Listed() *Run {
+	if len(r.Workloads) <= MaxListed {
+		return r
+	}
+	return &Run{Workloads: r.Workloads[:MaxListed:MaxListed],
+		Notes: append(slices.Clip(r.Notes), fmt.Sprintf("only the first %d of the run's %d workloads are listed", MaxListed, len(r.Workloads)))}
+}
+
 func (r *Run) note(f string, a ...any) {
 	r.Notes = append(r.Notes, termsafe.Line(fmt.Sprintf(f, a...)))
 }

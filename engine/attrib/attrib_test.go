@@ -386,3 +386,34 @@ func TestNameBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestListedBounded: a capture's summary lists at most MaxListed of the
+// run's workloads and says how many it left out, without changing the
+// run; a run with fewer is listed whole. Before, `rlab pcap RUN` listed
+// every workload again for every capture: 1,001 one-packet captures
+// beside 10,000 workloads printed 442 MB of text and 1.6 GB of -json.
+func TestListedBounded(t *testing.T) {
+	t0 := at("2026-01-01T00:00:00Z")
+	r := &Run{Notes: []string{"a note"}}
+	for i := range MaxListed + 5 {
+		r.Workloads = append(r.Workloads, Workload{Name: fmt.Sprintf("w%05d", i), Start: t0, End: t0.Add(time.Second)})
+	}
+	var b strings.Builder
+	if err := WriteText(&b, r, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "\n  w0"); n != MaxListed {
+		t.Errorf("%d workloads listed, want %d", n, MaxListed)
+	}
+	if !strings.Contains(out, fmt.Sprintf("only the first %d of the run's %d workloads are listed", MaxListed, MaxListed+5)) {
+		t.Errorf("no note of the workloads left out:\n%.300s", out[len(out)-300:])
+	}
+	if len(r.Workloads) != MaxListed+5 || len(r.Notes) != 1 {
+		t.Errorf("Listed changed the run: %d workloads, notes %q", len(r.Workloads), r.Notes)
+	}
+	small := &Run{Workloads: r.Workloads[:3]}
+	if small.Listed() != small {
+		t.Errorf("a run of 3 workloads is not listed whole")
+	}
+}
