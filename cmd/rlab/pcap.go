@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +24,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/roce"
 	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/runevent"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
 func newPcapCmd() *cobra.Command {
@@ -108,7 +110,33 @@ SEND) (of one capture).`,
 				return withCode(exitFail, fmt.Errorf("--iograph draws one capture, and %d were given: name one capture's files", len(groups)))
 			}
 			out := bufio.NewWriter(cmd.OutOrStdout())
-			var docs []any
+			// With several captures, -json writes each one's document as it
+			// is made (an array, as json.MarshalIndent writes one), not all
+			// of them at the end: every document carries its run's
+			// workloads, and a received run directory may hold thousands of
+			// captures beside thousands of workloads.
+			docs := 0
+			emit := func(v any) error {
+				if len(groups) == 1 {
+					return writeJSON(out, v)
+				}
+				b, err := json.MarshalIndent(v, "  ", "  ")
+				if err != nil {
+					return err
+				}
+				sep := ",\n  "
+				if docs == 0 {
+					sep = "[\n  "
+				}
+				docs++
+				out.WriteString(sep)
+				_, err = out.Write(termsafe.JSON(b))
+				return err
+			}
+			// Each run directory is read once (attrib.Load reads its
+			// events.jsonl, results.json and tool logs, each up to
+			// rundir.MaxFile), not once per capture in it.
+			runs := map[string]*attrib.Run{}
 			for gi, files := range groups {
 				sum := roce.NewSummary()
 				sum.File = strings.Join(files, " ")
@@ -116,8 +144,11 @@ SEND) (of one capture).`,
 				// has its workloads to be named after.
 				var run *attrib.Run
 				if dir := runOfCapture(files[0]); dir != "" {
-					if run, err = attrib.Load(dir); err != nil {
-						return withCode(exitFail, err)
+					if run = runs[dir]; run == nil {
+						if run, err = loadRun(dir); err != nil {
+							return withCode(exitFail, err)
+						}
+						runs[dir] = run
 					}
 				}
 				keepRoCE, keepIWARP, err := sel.filters(run)
@@ -212,7 +243,7 @@ SEND) (of one capture).`,
 				switch {
 				case asJSON && ladder != nil:
 					// The summary's fields and the ladder's arrows in one object.
-					docs = append(docs, struct {
+					err = emit(struct {
 						*roce.Summary
 						Files  []string         `json:"files"`
 						Ladder []roce.LadderRow `json:"ladder"`
@@ -220,7 +251,7 @@ SEND) (of one capture).`,
 						Run    *runDoc          `json:"run,omitempty"`
 					}{sum, files, ladder.Rows(), iwDoc, newRunDoc(run, named)})
 				case asJSON:
-					docs = append(docs, struct {
+					err = emit(struct {
 						*roce.Summary
 						Files []string  `json:"files"`
 						IWARP *iwarpDoc `json:"iwarp,omitempty"`
@@ -281,15 +312,11 @@ SEND) (of one capture).`,
 					}
 				}
 			}
-			if asJSON {
-				var err error
-				if len(docs) == 1 {
-					err = writeJSON(out, docs[0])
+			if asJSON && len(groups) > 1 {
+				if docs == 0 {
+					out.WriteString("[]\n")
 				} else {
-					err = writeJSON(out, docs)
-				}
-				if err != nil {
-					return withCode(exitFail, fmt.Errorf("write summary: %w", err))
+					out.WriteString("\n]\n")
 				}
 			}
 			return out.Flush()
@@ -470,6 +497,10 @@ type iwarpDoc struct {
 	Ladder []iwarp.LadderRow `json:"ladder,omitempty"`
 }
 
+// loadRun reads a run directory's workloads (a variable for the test that
+// counts the reads).
+var loadRun = attrib.Load
+
 // runDoc is the run part of a capture's JSON summary: its workloads and
 // the capture's connections named after them.
 type runDoc struct {
@@ -484,7 +515,7 @@ func newRunDoc(r *attrib.Run, named []attrib.Named) *runDoc {
 	if named == nil {
 		named = []attrib.Named{}
 	}
-	return &runDoc{r, named}
+	return &runDoc{r.Listed(), named}
 }
 
 // runOfCapture returns the run directory a capture file sits in

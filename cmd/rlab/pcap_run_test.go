@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rlab-dev/rlab/engine/attrib"
 	"github.com/rlab-dev/rlab/engine/roce"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
@@ -259,5 +261,74 @@ func TestPcapHostileRun(t *testing.T) {
 	out, err := runPcap(t, dir)
 	if err != nil || !strings.Contains(out, "note: the run has no events.jsonl") {
 		t.Errorf("without events.jsonl: %v\n%s", err, out)
+	}
+}
+
+// TestPcapRunReadOnce: `rlab pcap RUN` of a run directory with many
+// captures reads the run's workloads (events.jsonl, results.json, the
+// tool logs) once, not once per capture, and -json writes the captures'
+// documents as it goes, still one JSON array. Before, a received run of
+// 1,001 tiny captures beside an events.jsonl of 10,000 workloads (2 MB)
+// read and parsed it 1,001 times: `rlab pcap --json` past 300 s and
+// 2.4 GB (killed), the text past 300 s; each events.jsonl may be 256 MiB.
+func TestPcapRunReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	caps := filepath.Join(dir, "hosts", "server", "captures")
+	if err := os.MkdirAll(caps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"events.jsonl", "results.json"} {
+		b, err := os.ReadFile(filepath.Join(mixedRun, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pcap, err := os.ReadFile(filepath.Join(mixedRun, "hosts/server/captures/cap.all.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(caps, fmt.Sprintf("cap.c%d.pcap", i)), pcap, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loads := 0
+	defer func(f func(string) (*attrib.Run, error)) { loadRun = f }(loadRun)
+	loadRun = func(dir string) (*attrib.Run, error) {
+		loads++
+		return attrib.Load(dir)
+	}
+	for _, args := range [][]string{{dir}, {"--json", dir}} {
+		loads = 0
+		out, err := runPcap(t, args...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if loads != 1 {
+			t.Errorf("rlab pcap %v read the run %d times for %d captures, want once", args, loads, n)
+		}
+		if args[0] != "--json" {
+			continue
+		}
+		var docs []struct {
+			Run struct {
+				Workloads []attrib.Workload `json:"workloads"`
+			} `json:"run"`
+		}
+		if err := json.Unmarshal([]byte(out), &docs); err != nil || len(docs) != n {
+			t.Fatalf("-json: %d documents (%v), want an array of %d:\n%.300s", len(docs), err, n, out)
+		}
+		for _, d := range docs {
+			if len(d.Run.Workloads) != 4 {
+				t.Errorf("-json: a capture with %d workloads of its run, want 4", len(d.Run.Workloads))
+			}
+		}
+		if !strings.HasPrefix(out, "[\n  {\n    \"") || !strings.HasSuffix(out, "}\n]\n") {
+			t.Errorf("-json array not laid out as json.MarshalIndent writes it: %q … %q", out[:20], out[len(out)-20:])
+		}
 	}
 }

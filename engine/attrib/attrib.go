@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/rundir"
@@ -58,6 +59,17 @@ const (
 	// Slack widens a window when no window holds a connection's start:
 	// the capture host's clock and the controller's differ a little.
 	Slack = time.Second
+	// MaxMatchNames bounds the workloads one connection is named after
+	// (Match.Workloads); the others are counted (Match.More). Every
+	// connection of a capture gets its own list, so a received run whose
+	// thousands of workloads all fit every connection's window would
+	// otherwise make a capture's tables hold connections × workloads
+	// names.
+	MaxMatchNames = 16
+	// MaxShownName bounds, in bytes, a workload name as a match or a
+	// window shows it (a longer one is cut and ends in "…"): the names
+	// are repeated per connection and per capture.
+	MaxShownName = 200
 )
 
 // Workload is one workload of the run as attribution needs it.
@@ -174,6 +186,23 @@ func Load(dir string) (*Run, error) {
 	}
 	sort.SliceStable(r.Workloads, func(i, j int) bool { return r.Workloads[i].Start.Before(r.Workloads[j].Start) })
 	return r, nil
+}
+
+// MaxListed bounds the workloads a capture's summary lists (rlab pcap RUN,
+// its text and -json): the run's workloads are listed again for each
+// capture, and a received run may hold thousands of captures beside
+// thousands of workloads.
+const MaxListed = 1000
+
+// Listed is r with at most MaxListed workloads and a note saying how many
+// were left out, for listing once per capture; r itself when it has no
+// more.
+func (r *Run) Listed() *Run {
+	if len(r.Workloads) <= MaxListed {
+		return r
+	}
+	return &Run{Workloads: r.Workloads[:MaxListed:MaxListed],
+		Notes: append(slices.Clip(r.Notes), fmt.Sprintf("only the first %d of the run's %d workloads are listed", MaxListed, len(r.Workloads)))}
 }
 
 func (r *Run) note(f string, a ...any) {
@@ -301,11 +330,14 @@ type Conn struct {
 // Match is the workload a connection is named after, and why.
 type Match struct {
 	// Workloads: one name, several when the evidence fits several (a
-	// parallel group, QP1 carrying many connections' CM), none when none.
+	// parallel group, QP1 carrying many connections' CM), none when none;
+	// at most MaxMatchNames, each cut to MaxShownName bytes.
 	Workloads []string `json:"workloads,omitempty"`
 	// By says how: "QPN 0x00001a in its output", "time window",
 	// "time window ±1s", "" for none.
 	By string `json:"by,omitempty"`
+	// More counts the workloads the evidence fits past MaxMatchNames.
+	More int `json:"more_workloads,omitempty"`
 }
 
 // Name returns the names joined, or "-".
@@ -313,7 +345,42 @@ func (m Match) Name() string {
 	if len(m.Workloads) == 0 {
 		return "-"
 	}
+	if m.More > 0 {
+		return strings.Join(m.Workloads, ", ") + fmt.Sprintf(" and %d more", m.More)
+	}
 	return strings.Join(m.Workloads, ", ")
+}
+
+// matchNames collects a match's names: the first MaxMatchNames, each
+// cut to MaxShownName, and a count of the rest.
+type matchNames struct {
+	names []string
+	more  int
+}
+
+func (m *matchNames) add(name string) {
+	if len(m.names) < MaxMatchNames {
+		m.names = append(m.names, ShownName(name))
+	} else {
+		m.more++
+	}
+}
+
+func (m *matchNames) match(by string) Match {
+	return Match{Workloads: m.names, By: by, More: m.more}
+}
+
+// ShownName is name cut to MaxShownName bytes (on a rune boundary) and
+// "…" when it is longer.
+func ShownName(name string) string {
+	if len(name) <= MaxShownName {
+		return name
+	}
+	i := MaxShownName
+	for i > 0 && !utf8.RuneStart(name[i]) {
+		i--
+	}
+	return name[:i] + "…"
 }
 
 // Name attributes c to the run's workloads.
@@ -354,32 +421,35 @@ func (r *Run) Name(c Conn) Match {
 		by = fmt.Sprintf("port %d in its results", port)
 	}
 	if len(byQP) == 1 {
-		return Match{Workloads: []string{byQP[0].Name}, By: by}
+		return Match{Workloads: []string{ShownName(byQP[0].Name)}, By: by}
 	}
-	pool := r.Workloads
-	if len(byQP) > 1 {
-		pool = make([]Workload, len(byQP))
-		for i, w := range byQP {
-			pool[i] = *w
+	pool := byQP
+	if len(byQP) <= 1 {
+		pool = make([]*Workload, len(r.Workloads))
+		for i := range r.Workloads {
+			pool[i] = &r.Workloads[i]
 		}
 	}
 	for _, slack := range []time.Duration{0, Slack} {
-		var names []string
+		var names matchNames
 		for _, w := range pool {
 			if !start.Before(w.Start.Add(-slack)) && !start.After(w.End.Add(slack)) {
-				names = append(names, w.Name)
+				names.add(w.Name)
 			}
 		}
 		// A long-lived flow (QP1 carries every CM exchange) spans the
-		// windows of several workloads: name each of them.
-		if len(names) > 0 && !c.Last.IsZero() && c.Last.Sub(start) > 0 {
+		// windows of several workloads: name each of them. These start
+		// after start+slack, so none is one of the names above (the
+		// workloads have one name each): no look-up in the names, which
+		// was quadratic in the workloads for every connection.
+		if len(names.names) > 0 && !c.Last.IsZero() && c.Last.Sub(start) > 0 {
 			for _, w := range pool {
-				if w.Start.After(start.Add(slack)) && !w.Start.After(c.Last.Add(slack)) && !contains(names, w.Name) {
-					names = append(names, w.Name)
+				if w.Start.After(start.Add(slack)) && !w.Start.After(c.Last.Add(slack)) {
+					names.add(w.Name)
 				}
 			}
 		}
-		if len(names) > 0 {
+		if len(names.names) > 0 {
 			how := "time window"
 			if slack > 0 {
 				how = fmt.Sprintf("time window ±%s", slack)
@@ -387,15 +457,15 @@ func (r *Run) Name(c Conn) Match {
 			if len(byQP) > 1 {
 				how = by + ", " + how
 			}
-			return Match{Workloads: names, By: how}
+			return names.match(how)
 		}
 	}
 	if len(byQP) > 1 {
-		var names []string
+		var names matchNames
 		for _, w := range byQP {
-			names = append(names, w.Name)
+			names.add(w.Name)
 		}
-		return Match{Workloads: names, By: by + " (no window holds it)"}
+		return names.match(by + " (no window holds it)")
 	}
 	return Match{}
 }
@@ -403,15 +473,6 @@ func (r *Run) Name(c Conn) Match {
 func hasQPN(qs []uint32, q uint32) bool {
 	i := sort.Search(len(qs), func(i int) bool { return qs[i] >= q })
 	return i < len(qs) && qs[i] == q
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Window is a workload's window relative to a capture's first frame, for
@@ -429,7 +490,7 @@ func (r *Run) Windows(first, last time.Time) []Window {
 		if w.End.Before(first) || w.Start.After(last) {
 			continue
 		}
-		out = append(out, Window{Name: w.Name, Start: w.Start.Sub(first), End: w.End.Sub(first)})
+		out = append(out, Window{Name: ShownName(w.Name), Start: w.Start.Sub(first), End: w.End.Sub(first)})
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -79,29 +80,29 @@ func TestName(t *testing.T) {
 		want Match
 	}{
 		{"unique QPN, outside every window", Conn{First: at("2026-01-01T05:00:00Z"), QPNs: []uint32{0x12}},
-			Match{[]string{"b"}, "QPN 0x000012 in its output"}},
+			Match{[]string{"b"}, "QPN 0x000012 in its output", 0}},
 		{"shared QPN, time picks", Conn{First: at("2026-01-01T00:00:12Z"), QPNs: []uint32{0x11}},
-			Match{[]string{"a"}, "QPN 0x000011 in its output, time window"}},
+			Match{[]string{"a"}, "QPN 0x000011 in its output, time window", 0}},
 		{"shared QPN, no window", Conn{First: at("2026-01-01T05:00:00Z"), QPNs: []uint32{0x11}},
-			Match{[]string{"a", "b"}, "QPN 0x000011 in its output (no window holds it)"}},
+			Match{[]string{"a", "b"}, "QPN 0x000011 in its output (no window holds it)", 0}},
 		{"window only", Conn{First: at("2026-01-01T00:01:05Z"), QPNs: []uint32{0x99}},
-			Match{[]string{"d"}, "time window"}},
+			Match{[]string{"d"}, "time window", 0}},
 		{"parallel windows", Conn{First: at("2026-01-01T00:00:26Z")},
-			Match{[]string{"b", "c", "e"}, "time window"}},
+			Match{[]string{"b", "c", "e"}, "time window", 0}},
 		{"port picks in parallel windows", Conn{First: at("2026-01-01T00:00:26Z"), Ports: []uint16{51234, 40003}},
-			Match{[]string{"e"}, "port 40003 in its results"}},
+			Match{[]string{"e"}, "port 40003 in its results", 0}},
 		{"unique port, outside every window", Conn{First: at("2026-01-01T05:00:00Z"), Ports: []uint16{40001, 51234}},
-			Match{[]string{"c"}, "port 40001 in its results"}},
+			Match{[]string{"c"}, "port 40001 in its results", 0}},
 		{"shared port, time picks", Conn{First: at("2026-01-01T00:02:01Z"), Ports: []uint16{51234, 40002}},
-			Match{[]string{"f"}, "port 40002 in its results, time window"}},
+			Match{[]string{"f"}, "port 40002 in its results, time window", 0}},
 		{"port nobody recorded", Conn{First: at("2026-01-01T00:01:05Z"), Ports: []uint16{51234, 18515}},
-			Match{[]string{"d"}, "time window"}},
+			Match{[]string{"d"}, "time window", 0}},
 		{"slack", Conn{First: at("2026-01-01T00:01:10.5Z")},
-			Match{[]string{"d"}, "time window ±1s"}},
+			Match{[]string{"d"}, "time window ±1s", 0}},
 		{"CM began inside, first packet after", Conn{Began: at("2026-01-01T00:00:59.9Z"), First: at("2026-01-01T00:01:12Z")},
-			Match{[]string{"d"}, "time window ±1s"}},
+			Match{[]string{"d"}, "time window ±1s", 0}},
 		{"long-lived QP1 spans several", Conn{First: at("2026-01-01T00:00:11Z"), Last: at("2026-01-01T00:01:01Z"), QPNs: []uint32{1}},
-			Match{[]string{"a", "b", "c", "e", "d"}, "time window"}},
+			Match{[]string{"a", "b", "c", "e", "d"}, "time window", 0}},
 		{"nothing", Conn{First: at("2026-01-01T03:00:00Z")}, Match{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -329,5 +330,90 @@ func TestLoadLogLinkedOften(t *testing.T) {
 	}
 	if len(r.Workloads) != n || took > 5*time.Second {
 		t.Errorf("%d workloads named in %s, want %d within 5s (one 1 MiB log named by %d files)", len(r.Workloads), took.Round(time.Millisecond), n, n)
+	}
+}
+
+// TestNameBounded: a received run whose workloads all fit every
+// connection (thousands of windows holding its start, or starting within
+// a long-lived flow, or sharing its QPN) names each connection after at
+// most MaxMatchNames of them, each cut to MaxShownName bytes, and counts
+// the rest. Before, every connection listed every workload (a capture of
+// 2,000 flows and a run of 2,000 workloads: 50 MB of report.html and
+// 22 s, cubic in the two, through a look-up per name added), and a
+// workload name of a megabyte was repeated whole in each.
+func TestNameBounded(t *testing.T) {
+	const n = 3000
+	t0 := at("2026-01-01T00:00:00Z")
+	long := strings.Repeat("é", 1<<19) // a megabyte, cut on a rune boundary
+	r := &Run{}
+	for i := range n {
+		name := fmt.Sprintf("w%05d", i)
+		if i < 2*MaxMatchNames {
+			name += long // the names listed
+		}
+		w := Workload{Name: name, Start: t0.Add(time.Duration(i+1) * time.Millisecond), End: t0.Add(time.Hour), QPNs: []uint32{0x11}}
+		if i == 0 {
+			w.Start = t0
+		}
+		r.Workloads = append(r.Workloads, w)
+	}
+	for _, tc := range []struct {
+		name string
+		c    Conn
+	}{
+		{"long-lived flow over every window", Conn{First: t0, Last: t0.Add(time.Minute)}},
+		{"every window holds it", Conn{First: t0.Add(time.Minute)}},
+		{"every workload printed its QPN", Conn{First: t0.Add(2 * time.Hour), QPNs: []uint32{0x11}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := r.Name(tc.c)
+			if len(m.Workloads) != MaxMatchNames || m.More != n-MaxMatchNames {
+				t.Fatalf("%d names and %d more, want %d and %d", len(m.Workloads), m.More, MaxMatchNames, n-MaxMatchNames)
+			}
+			for _, w := range m.Workloads {
+				if len(w) > MaxShownName+len("…") || !strings.HasSuffix(w, "…") || !strings.HasPrefix(w, "w0") || !utf8.ValidString(w) {
+					t.Fatalf("name of %d bytes shown: %.40q…", len(w), w)
+				}
+			}
+			if got := m.Name(); len(got) > MaxMatchNames*(MaxShownName+5)+40 || !strings.HasSuffix(got, fmt.Sprintf(" and %d more", n-MaxMatchNames)) {
+				t.Errorf("Name() is %d bytes, ending %q", len(got), got[max(0, len(got)-40):])
+			}
+		})
+	}
+	for _, w := range r.Windows(t0, t0.Add(time.Minute)) {
+		if len(w.Name) > MaxShownName+len("…") {
+			t.Fatalf("window of a %d-byte name", len(w.Name))
+		}
+	}
+}
+
+// TestListedBounded: a capture's summary lists at most MaxListed of the
+// run's workloads and says how many it left out, without changing the
+// run; a run with fewer is listed whole. Before, `rlab pcap RUN` listed
+// every workload again for every capture: 1,001 one-packet captures
+// beside 10,000 workloads printed 442 MB of text and 1.6 GB of -json.
+func TestListedBounded(t *testing.T) {
+	t0 := at("2026-01-01T00:00:00Z")
+	r := &Run{Notes: []string{"a note"}}
+	for i := range MaxListed + 5 {
+		r.Workloads = append(r.Workloads, Workload{Name: fmt.Sprintf("w%05d", i), Start: t0, End: t0.Add(time.Second)})
+	}
+	var b strings.Builder
+	if err := WriteText(&b, r, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "\n  w0"); n != MaxListed {
+		t.Errorf("%d workloads listed, want %d", n, MaxListed)
+	}
+	if !strings.Contains(out, fmt.Sprintf("only the first %d of the run's %d workloads are listed", MaxListed, MaxListed+5)) {
+		t.Errorf("no note of the workloads left out:\n%.300s", out[len(out)-300:])
+	}
+	if len(r.Workloads) != MaxListed+5 || len(r.Notes) != 1 {
+		t.Errorf("Listed changed the run: %d workloads, notes %q", len(r.Workloads), r.Notes)
+	}
+	small := &Run{Workloads: r.Workloads[:3]}
+	if small.Listed() != small {
+		t.Errorf("a run of 3 workloads is not listed whole")
 	}
 }

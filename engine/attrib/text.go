@@ -13,6 +13,8 @@ import (
 // named after them, times in seconds since first (the capture's first
 // frame). Every name was made safe to print when it was read.
 func WriteText(w io.Writer, r *Run, named []Named, first time.Time) error {
+	all := r
+	r = r.Listed()
 	b := &strings.Builder{}
 	rel := func(t time.Time) string { return fmt.Sprintf("%.6f", t.Sub(first).Seconds()) }
 	fmt.Fprintf(b, "workloads of the run (windows in seconds since the capture's first frame)\n")
@@ -40,7 +42,7 @@ func WriteText(w io.Writer, r *Run, named []Named, first time.Time) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\n", n.Transport, n.Conn, n.Packets, rel(n.First), rel(n.Last), n.Name(), dash(n.By))
 	}
 	tw.Flush()
-	outside := len(named) > 0 && len(r.Workloads) > 0 && len(r.Windows(first, lastOf(named))) == 0
+	outside := len(named) > 0 && len(all.Workloads) > 0 && len(all.Windows(first, lastOf(named))) == 0
 	if unnamed > 0 {
 		fmt.Fprintf(b, "  %d connections fall in no workload's window and carry no QPN a tool printed\n", unnamed)
 	}

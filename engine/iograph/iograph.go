@@ -43,6 +43,16 @@ type Mark struct {
 // timestamp cannot make it allocate without end.
 const MaxBuckets = 1 << 20
 
+// maxDense bounds the intervals a Builder holds per series: past it, every
+// ten are summed into one (the graph's interval grows tenfold), as the
+// report and the SVG would merge them anyway to draw at most 1,000 and
+// 2,000 points (so at least 2,000 remain). A builder held up to MaxBuckets
+// per series (8 MiB each) however few frames it was given, and the report
+// reads its captures on every core, each split over every core: two
+// frames 29 hours apart made a 57 KB capture take 250 MB, and eight such
+// captures 5.4 GB on eight cores (cores squared). Now at most 160 KB.
+const maxDense = 20_000
+
 // Series names, in legend order.
 const (
 	SeriesRoCE   = "RoCEv2"
@@ -80,6 +90,7 @@ var classSeries = [...]int{
 // Builder accumulates frames into a Graph.
 type Builder struct {
 	interval time.Duration
+	scale    int64 // base intervals per held interval: 1, 10, 100, ... (0: 1)
 	start    int64 // ns
 	started  bool
 	bytes    [nSeries][]int64
@@ -137,7 +148,10 @@ func (b *Builder) add(t, n int64, s1, s2 int) {
 			b.dropped++
 			return
 		}
-		i = int(i64)
+		for i64/b.step() >= maxDense {
+			b.coarsen(10)
+		}
+		i = int(i64 / b.step())
 	}
 	for _, s := range [2]int{s1, s2} {
 		if s < 0 {
@@ -152,15 +166,36 @@ func (b *Builder) add(t, n int64, s1, s2 int) {
 	}
 }
 
+// step is how many base intervals one held interval spans.
+func (b *Builder) step() int64 { return max(b.scale, 1) }
+
+// coarsen sums every n held intervals into one.
+func (b *Builder) coarsen(n int64) {
+	if n <= 1 {
+		return
+	}
+	for s, old := range b.bytes {
+		if len(old) == 0 {
+			continue
+		}
+		nw := make([]int64, (int64(len(old))+n-1)/n)
+		for i, v := range old {
+			nw[int64(i)/n] += v
+		}
+		b.bytes[s] = nw
+	}
+	b.scale = b.step() * n
+}
+
 // Graph returns the graph so far: every series with at least one packet,
 // all of the same length, in bits per second.
 func (b *Builder) Graph() *Graph {
-	g := &Graph{Start: time.Unix(0, b.start).UTC(), Interval: b.interval, Dropped: b.dropped}
+	g := &Graph{Start: time.Unix(0, b.start).UTC(), Interval: b.interval * time.Duration(b.step()), Dropped: b.dropped}
 	n := 0
 	for s := range b.bytes {
 		n = max(n, len(b.bytes[s]))
 	}
-	perSec := 8 / b.interval.Seconds()
+	perSec := 8 / g.Interval.Seconds()
 	for s := 0; s < nSeries; s++ {
 		if b.packets[s] == 0 {
 			continue
@@ -186,15 +221,19 @@ func (b *Builder) SetStart(t time.Time) { b.start, b.started = t.UnixNano(), tru
 func Merge(parts []*Builder) *Builder {
 	m := &Builder{interval: parts[0].interval}
 	for _, p := range parts {
+		m.scale = max(m.step(), p.step()) // each a power of ten
+	}
+	for _, p := range parts {
 		if p.started && !m.started {
 			m.start, m.started = p.start, true
 		}
+		n := m.step() / p.step()
 		for s := range p.bytes {
-			if len(m.bytes[s]) < len(p.bytes[s]) {
-				m.bytes[s] = append(m.bytes[s], make([]int64, len(p.bytes[s])-len(m.bytes[s]))...)
+			if l := (len(p.bytes[s]) + int(n) - 1) / int(n); len(m.bytes[s]) < l {
+				m.bytes[s] = append(m.bytes[s], make([]int64, l-len(m.bytes[s]))...)
 			}
 			for i, v := range p.bytes[s] {
-				m.bytes[s][i] += v
+				m.bytes[s][int64(i)/n] += v
 			}
 			m.packets[s] += p.packets[s]
 			m.total[s] += p.total[s]

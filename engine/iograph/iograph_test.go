@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,6 +149,76 @@ func TestNiceScale(t *testing.T) {
 		step, top := niceScale(tc.v)
 		if diff := step/tc.step - 1; diff > 1e-9 || diff < -1e-9 || top/tc.top-1 > 1e-9 || top/tc.top-1 < -1e-9 {
 			t.Errorf("niceScale(%v) = %v, %v; want %v, %v", tc.v, step, top, tc.step, tc.top)
+		}
+	}
+}
+
+// TestBuilderBoundedOverWideSpan: a builder holds at most maxDense
+// intervals per series whatever span its frames cover (past it every ten
+// are summed into one, the graph's interval ten times wider), and the
+// graph is what summing the fine intervals gives; builders of a split
+// scan that coarsened differently merge into the graph of one builder
+// over every frame. Before, two FPDUs MaxBuckets-1 intervals apart made
+// each series hold 1,048,576 intervals (8 MiB; 5.4 GB over a report's
+// captures and cores).
+func TestBuilderBoundedOverWideSpan(t *testing.T) {
+	iv := 100 * time.Millisecond
+	t0 := time.Unix(1764111782, 0)
+	at := func(i int64) time.Time { return t0.Add(time.Duration(i) * iv) }
+
+	b := NewBuilder(iv)
+	for _, op := range []string{SeriesWrite, SeriesRead, SeriesSend} {
+		b.AddIWARP(at(0), 100, op)
+		b.AddIWARP(at(MaxBuckets-1), 100, op)
+	}
+	for s, held := range b.bytes {
+		if len(held) > maxDense {
+			t.Errorf("series %s holds %d intervals, want at most %d", seriesNames[s], len(held), maxDense)
+		}
+	}
+	g := b.Graph()
+	if g.Interval != 100*iv {
+		t.Errorf("interval %v, want %v", g.Interval, 100*iv)
+	}
+	for _, s := range g.Series {
+		want := int64(200) // two FPDUs of its operation
+		if s.Name == SeriesIWARP {
+			want = 600
+		}
+		if s.Bytes != want || len(s.BPS) != (MaxBuckets-1)/100+1 || s.BPS[0] == 0 || s.BPS[len(s.BPS)-1] == 0 {
+			t.Errorf("series %s: %d bytes over %d intervals", s.Name, s.Bytes, len(s.BPS))
+		}
+	}
+
+	// Frames over 50,000 intervals: the graph sums them per 10.
+	const span = 50_000
+	one, early, late := NewBuilder(iv), NewBuilder(iv), NewBuilder(iv)
+	early.SetStart(t0)
+	late.SetStart(t0)
+	want := make([]float64, span/10)
+	for i := int64(0); i < span; i += 7 {
+		n := int(i%13) + 1
+		one.AddIWARP(at(i), n, SeriesSend)
+		if i < 1000 {
+			early.AddIWARP(at(i), n, SeriesSend)
+		} else {
+			late.AddIWARP(at(i), n, SeriesSend)
+		}
+		want[i/10] += float64(n) * 8 / (10 * iv).Seconds()
+	}
+	for name, g := range map[string]*Graph{"one builder": one.Graph(), "merged": Merge([]*Builder{early, late}).Graph()} {
+		if g.Interval != 10*iv {
+			t.Errorf("%s: interval %v, want %v", name, g.Interval, 10*iv)
+		}
+		for _, s := range g.Series {
+			if len(s.BPS) != len(want) {
+				t.Fatalf("%s: series %s of %d intervals, want %d", name, s.Name, len(s.BPS), len(want))
+			}
+			for i := range want {
+				if math.Abs(s.BPS[i]-want[i]) > 1e-6 {
+					t.Fatalf("%s: series %s interval %d: %v b/s, want %v", name, s.Name, i, s.BPS[i], want[i])
+				}
+			}
 		}
 	}
 }

@@ -445,7 +445,12 @@ func captureSection(name, host string, link Link, st *CaptureStats, run *attrib.
 		}
 		c.IOGraph = lineChart("cap-"+anchorSafe(host+"-"+name), "IO graph: throughput per "+iv.String(), "time since first packet [ms]", "Mb/s", false, in)
 		if run != nil && len(series[0].BPS) > 1 {
-			markWindows(c.IOGraph, run.Windows(s.First, s.Last), float64(len(series[0].BPS)-1)*iv.Seconds()*1000)
+			ws := run.Windows(s.First, s.Last)
+			if len(ws) > maxMarks {
+				c.Notes = append(c.Notes, fmt.Sprintf("the IO graph marks the windows of the first %d workloads of %d", maxMarks, len(ws)))
+				ws = ws[:maxMarks]
+			}
+			markWindows(c.IOGraph, ws, float64(len(series[0].BPS)-1)*iv.Seconds()*1000)
 		}
 		if g.Dropped > 0 {
 			c.Notes = append(c.Notes, fmt.Sprintf("%d frames left out of the IO graph (timestamps far after the first)", g.Dropped))
@@ -472,6 +477,11 @@ func addWorkload(t *Table, i int, name string) {
 		}
 	}
 }
+
+// maxMarks bounds the workloads' windows one IO graph marks: each is a
+// band and a label on a plot some 600 px wide, and a received run may name
+// thousands of workloads, repeated for each of its captures.
+const maxMarks = 100
 
 // markWindows draws the workloads' windows on an IO graph whose x axis
 // runs from 0 to xmax ms.
