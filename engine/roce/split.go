@@ -45,7 +45,7 @@ type splitBatch struct {
 	// lists them.
 	blocks  *pcapBlocks
 	recs    []liteRec // one per frame
-	full    []Packet  // the frames a liteRec cannot hold (liteFull)
+	full    []Packet  // the frames a liteRec cannot hold (liteRec.full)
 	owner   []uint8   // the worker that accounts each packet
 	claimed atomic.Bool
 	refs    atomic.Int32
@@ -274,8 +274,8 @@ func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, fn fun
 		if inline && o == me {
 			fn(w, dec)
 		} else if !b.recs[j].set(dec, b.arena) {
-			b.recs[j].setFull(len(b.full))
 			b.full = append(b.full, *dec)
+			b.recs[j].full = int32(len(b.full))
 		}
 	}
 	close(b.done)
@@ -290,8 +290,8 @@ func accountBatch(w int, b *splitBatch, own *Packet, fn func(w int, p *Packet)) 
 			continue
 		}
 		r := &b.recs[j]
-		if r.flags&liteFull != 0 {
-			fn(w, &b.full[r.payOff])
+		if r.full != 0 {
+			fn(w, &b.full[r.full-1])
 			continue
 		}
 		r.packet(own, b.first+j, b.firstOrd+int64(j), b.arena)
@@ -301,58 +301,36 @@ func accountBatch(w int, b *splitBatch, own *Packet, fn func(w int, p *Packet)) 
 
 // liteRec is a decoded frame as the worker that decoded it hands it to
 // the one that accounts it (splitWork): every field of the Packet Decode
-// made, in one 64-byte cache line, for the frames that need no more —
-// IPv4 or no address, no extended header but an AETH, not on QP1 (no CM),
-// a time in UTC from 1970 to 2106 (a classic pcap's), lengths under 64
-// KiB. Any other frame goes over whole (liteFull: its index in
-// splitBatch.full in payOff). One line, not two: writing a record and
-// reading it back on the other core each wait for its lines to move
-// between the caches, and that wait was most of the hand-over's cost
-// (BENCHMARKS.md, "One cache line per frame handed over").
+// made, in 128 bytes, for the frames that need no more — IPv4 or no
+// address, no extended header but an AETH, not on QP1 (no CM), lengths
+// under 2 GiB. Any other frame goes over whole (full: its index+1 in
+// splitBatch.full).
 type liteRec struct {
-	sec, nsec                                      uint32 // Time
-	payOff                                         int32  // Payload in the batch's arena; liteFull: the index in full
-	capLen, wireLen, l4Payload, payloadLen, payLen uint16
-	vlan, srcPort, dstPort                         uint16
-	src, dst                                       [4]byte
-	// liteTCP: TCP's Seq, Ack, Window | Flags<<16, 0; else the ICRC,
-	// BTH.DestQP, BTH.PSN, AETH.MSN (the other group is zero: checked).
-	w                              [4]uint32
-	pkey                           uint16
-	headers                        Header
-	opcode, bthBits, tverPad, res7 uint8 // bthBits: lite*BTH; tverPad: TVer<<2 | Pad
-	syndrome                       uint8
-	kind                           uint8 // Proto | Problem<<2 | liteTruncated, liteHasVLAN, liteHasBTH
-	flags                          uint8 // lite*
-	_                              uint8
+	time                                   time.Time
+	capLen, wireLen, l4Payload, payloadLen int32
+	payOff, payLen                         int32 // Payload in the batch's arena; payLen -1: nil
+	src, dst                               [4]byte
+	tcp                                    TCPHeader
+	bth                                    BTH
+	aeth                                   AETH
+	icrc                                   uint32
+	vlan, srcPort, dstPort                 uint16
+	headers                                Header
+	proto                                  Proto
+	problem                                Problem
+	flags                                  uint8 // lite*
+	full                                   int32
 }
 
-// liteRec.kind's flags, above the Proto (2 bits) and the Problem (3 bits).
 const (
-	liteTruncated = 1 << (5 + iota)
+	liteTruncated = 1 << iota
 	liteHasVLAN
 	liteHasBTH
-)
-
-// liteRec.flags.
-const (
-	liteHasICRC = 1 << iota
+	liteHasICRC
 	liteICRCChecked
 	liteICRCValid
 	liteSrc4 // Src is an IPv4 address (else none)
 	liteDst4
-	litePayload // Payload is not nil
-	liteTCP     // w holds the TCP header
-	liteFull    // the frame is in splitBatch.full
-)
-
-// liteRec.bthBits.
-const (
-	liteSE = 1 << iota
-	liteMigReq
-	liteFECN
-	liteBECN
-	liteAckReq
 )
 
 // set makes r hold p, whose Payload (if any) lies in arena; false when p
@@ -360,24 +338,18 @@ const (
 func (r *liteRec) set(p *Packet, arena []byte) bool {
 	if p.Headers&^(HdrAETH|HdrCNPPad) != 0 || p.HasBTH && p.BTH.DestQP == 1 ||
 		p.Src.IsValid() && !p.Src.Is4() || p.Dst.IsValid() && !p.Dst.Is4() ||
-		!fits16(p.CapLen) || !fits16(p.WireLen) || !fits16(p.L4Payload) || !fits16(p.PayloadLen) ||
-		p.BTH.Pad > 3 || p.BTH.TVer > 15 || p.Proto > 3 || p.Problem > 7 {
+		!fits32(p.CapLen) || !fits32(p.WireLen) || !fits32(p.L4Payload) || !fits32(p.PayloadLen) {
 		return false
 	}
-	sec, nsec := p.Time.Unix(), p.Time.Nanosecond()
-	if sec < 0 || sec > math.MaxUint32 || time.Unix(sec, int64(nsec)).UTC() != p.Time {
-		return false
-	}
-	var w [4]uint32
 	var f uint8
-	if p.TCP != (TCPHeader{}) {
-		if p.BTH != (BTH{}) || p.AETH != (AETH{}) || p.ICRC != 0 {
-			return false
-		}
-		f |= liteTCP
-		w = [4]uint32{p.TCP.Seq, p.TCP.Ack, uint32(p.TCP.Window) | uint32(p.TCP.Flags)<<16, 0}
-	} else {
-		w = [4]uint32{p.ICRC, p.BTH.DestQP, p.BTH.PSN, p.AETH.MSN}
+	if p.Truncated {
+		f |= liteTruncated
+	}
+	if p.HasVLAN {
+		f |= liteHasVLAN
+	}
+	if p.HasBTH {
+		f |= liteHasBTH
 	}
 	if p.HasICRC {
 		f |= liteHasICRC
@@ -397,53 +369,22 @@ func (r *liteRec) set(p *Packet, arena []byte) bool {
 		f |= liteDst4
 		dst = p.Dst.As4()
 	}
-	payOff, payLen := int32(0), uint16(0)
+	payOff, payLen := int32(0), int32(-1)
 	if p.Payload != nil {
 		off := int(uintptr(unsafe.Pointer(unsafe.SliceData(p.Payload))) - uintptr(unsafe.Pointer(unsafe.SliceData(arena))))
-		if off < 0 || off+len(p.Payload) > len(arena) || cap(p.Payload) != len(p.Payload) ||
-			!fits32(off) || !fits16(len(p.Payload)) {
+		if off < 0 || off+len(p.Payload) > len(arena) || cap(p.Payload) != len(p.Payload) {
 			return false
 		}
-		f |= litePayload
-		payOff, payLen = int32(off), uint16(len(p.Payload))
-	}
-	k := uint8(p.Proto) | uint8(p.Problem)<<2
-	if p.Truncated {
-		k |= liteTruncated
-	}
-	if p.HasVLAN {
-		k |= liteHasVLAN
-	}
-	if p.HasBTH {
-		k |= liteHasBTH
-	}
-	var bb uint8
-	if p.BTH.SE {
-		bb |= liteSE
-	}
-	if p.BTH.MigReq {
-		bb |= liteMigReq
-	}
-	if p.BTH.FECN {
-		bb |= liteFECN
-	}
-	if p.BTH.BECN {
-		bb |= liteBECN
-	}
-	if p.BTH.AckReq {
-		bb |= liteAckReq
+		payOff, payLen = int32(off), int32(len(p.Payload))
 	}
 	// Field by field: a composite literal would be built aside and copied.
-	r.sec, r.nsec, r.payOff = uint32(sec), uint32(nsec), payOff
-	r.capLen, r.wireLen, r.l4Payload, r.payloadLen, r.payLen = uint16(p.CapLen), uint16(p.WireLen), uint16(p.L4Payload), uint16(p.PayloadLen), payLen
-	r.vlan, r.srcPort, r.dstPort, r.src, r.dst, r.w = p.VLAN, p.SrcPort, p.DstPort, src, dst, w
-	r.pkey, r.headers, r.opcode, r.bthBits = p.BTH.PKey, p.Headers, p.BTH.Opcode, bb
-	r.tverPad, r.res7, r.syndrome, r.kind, r.flags = p.BTH.TVer<<2|p.BTH.Pad, p.BTH.Reserved7, p.AETH.Syndrome, k, f
+	r.time, r.capLen, r.wireLen = p.Time, int32(p.CapLen), int32(p.WireLen)
+	r.l4Payload, r.payloadLen, r.payOff, r.payLen = int32(p.L4Payload), int32(p.PayloadLen), payOff, payLen
+	r.src, r.dst, r.tcp, r.bth, r.aeth, r.icrc = src, dst, p.TCP, p.BTH, p.AETH, p.ICRC
+	r.vlan, r.srcPort, r.dstPort, r.headers = p.VLAN, p.SrcPort, p.DstPort, p.Headers
+	r.proto, r.problem, r.flags, r.full = p.Proto, p.Problem, f, 0
 	return true
 }
-
-// setFull marks r as the frame at index i of splitBatch.full.
-func (r *liteRec) setFull(i int) { r.flags, r.payOff = liteFull, int32(i) }
 
 // packet makes q the Packet r holds, frame number and ord given. Only
 // packet writes q (fn must not change the Packet it is handed), so the
@@ -451,21 +392,12 @@ func (r *liteRec) setFull(i int) { r.flags, r.payOff = liteFull, int32(i) }
 // one instead of clearing the whole Packet (a composite literal would
 // build all 592 bytes aside and copy them).
 func (r *liteRec) packet(q *Packet, number int, ord int64, arena []byte) {
-	f, k, bb := r.flags, r.kind, r.bthBits
-	q.Number, q.Time, q.CapLen, q.WireLen = number, time.Unix(int64(r.sec), int64(r.nsec)).UTC(), int(r.capLen), int(r.wireLen)
-	q.Proto, q.Problem, q.Truncated = Proto(k&3), Problem(k>>2&7), k&liteTruncated != 0
-	q.VLAN, q.HasVLAN, q.SrcPort, q.DstPort = r.vlan, k&liteHasVLAN != 0, r.srcPort, r.dstPort
-	q.L4Payload, q.HasBTH, q.Headers, q.PayloadLen = int(r.l4Payload), k&liteHasBTH != 0, r.headers, int(r.payloadLen)
-	if f&liteTCP != 0 {
-		q.TCP = TCPHeader{Seq: r.w[0], Ack: r.w[1], Window: uint16(r.w[2]), Flags: uint8(r.w[2] >> 16)}
-		q.BTH, q.AETH, q.ICRC = BTH{}, AETH{}, 0
-	} else {
-		q.TCP = TCPHeader{}
-		q.BTH = BTH{Opcode: r.opcode, SE: bb&liteSE != 0, MigReq: bb&liteMigReq != 0, Pad: r.tverPad & 3, TVer: r.tverPad >> 2,
-			PKey: r.pkey, FECN: bb&liteFECN != 0, BECN: bb&liteBECN != 0, DestQP: r.w[1], AckReq: bb&liteAckReq != 0,
-			PSN: r.w[2], Reserved7: r.res7}
-		q.AETH, q.ICRC = AETH{Syndrome: r.syndrome, MSN: r.w[3]}, r.w[0]
-	}
+	f := r.flags
+	q.Number, q.Time, q.CapLen, q.WireLen = number, r.time, int(r.capLen), int(r.wireLen)
+	q.Proto, q.Problem, q.Truncated = r.proto, r.problem, f&liteTruncated != 0
+	q.VLAN, q.HasVLAN, q.SrcPort, q.DstPort = r.vlan, f&liteHasVLAN != 0, r.srcPort, r.dstPort
+	q.L4Payload, q.TCP, q.BTH, q.HasBTH = int(r.l4Payload), r.tcp, r.bth, f&liteHasBTH != 0
+	q.Headers, q.AETH, q.PayloadLen, q.ICRC = r.headers, r.aeth, int(r.payloadLen), r.icrc
 	q.HasICRC, q.ICRCChecked, q.ICRCValid, q.ord = f&liteHasICRC != 0, f&liteICRCChecked != 0, f&liteICRCValid != 0, ord
 	q.Src, q.Dst, q.Payload = netip.Addr{}, netip.Addr{}, nil
 	if f&liteSrc4 != 0 {
@@ -474,13 +406,10 @@ func (r *liteRec) packet(q *Packet, number int, ord int64, arena []byte) {
 	if f&liteDst4 != 0 {
 		q.Dst = netip.AddrFrom4(r.dst)
 	}
-	if f&litePayload != 0 {
-		end := int(r.payOff) + int(r.payLen)
-		q.Payload = arena[r.payOff:end:end]
+	if r.payLen >= 0 {
+		q.Payload = arena[r.payOff : r.payOff+r.payLen : r.payOff+r.payLen]
 	}
 }
-
-func fits16(n int) bool { return n >= 0 && n <= math.MaxUint16 }
 
 func fits32(n int) bool { return n >= 0 && n <= math.MaxInt32 }
 
