@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/rlab-dev/rlab/kinds/builtin"
@@ -50,6 +51,17 @@ func main() {
 	if f, every := os.Getenv("RLAB_MEMPROFILE"), os.Getenv("RLAB_MEMPROFILE_EVERY"); f != "" && every != "" {
 		if d, err := time.ParseDuration(every); err == nil && d > 0 {
 			go heapProfiles(f, d)
+		}
+	}
+	// RLAB_TRACE=FILE writes an execution trace of the command (`go tool
+	// trace FILE`: which goroutine ran on which core, and when a core sat
+	// idle), for the same benchmarks.
+	if f := os.Getenv("RLAB_TRACE"); f != "" {
+		if out, err := os.Create(f); err == nil && trace.Start(out) == nil {
+			code := run(os.Args[1:])
+			trace.Stop()
+			out.Close()
+			os.Exit(code)
 		}
 	}
 	if f := os.Getenv("RLAB_CPUPROFILE"); f != "" {

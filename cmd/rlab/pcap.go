@@ -190,7 +190,7 @@ SEND) (of one capture).`,
 				// core reads the capture (report.AnalyzeSplit); the merge
 				// makes what one pass makes.
 				var split *report.Analysis
-				if workers := runtime.GOMAXPROCS(0); flowN == 0 && workers > 1 {
+				if workers := splitWorkers(); flowN == 0 && workers > 0 {
 					var iv time.Duration
 					if graph != nil {
 						iv = interval
@@ -335,6 +335,21 @@ SEND) (of one capture).`,
 	f.StringVar(&svgPath, "iograph", "", "write an IO graph (SVG) to this file")
 	f.DurationVar(&interval, "interval", 100*time.Millisecond, "IO graph bucket width")
 	return cmd
+}
+
+// splitWorkers is how many workers read a capture split by flow
+// (report.AnalyzeSplit), 0 for the sequential reader: every core when
+// there are several. RLAB_PCAP_SPLIT=1 takes the split scan on one core
+// too, with one worker, for bench/pcap/cores.sh: its reader costs less
+// CPU than the sequential one (gopacket's pcapgo), so 2 workers against 1
+// is what the second core gives, apart from what the reader saves
+// (BENCHMARKS.md, "Why 2 cores cost less CPU than one").
+func splitWorkers() int {
+	n := runtime.GOMAXPROCS(0)
+	if n < 2 && os.Getenv("RLAB_PCAP_SPLIT") != "1" {
+		return 0
+	}
+	return n
 }
 
 // pcapInputs turns pcap's arguments into captures, each the list of its
