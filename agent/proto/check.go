@@ -1,6 +1,9 @@
 package proto
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // The checks rpc.Invoke makes of an answer before any step sees it: a
 // host's answer is bounded by the line (MaxLine) and by MaxValues, but what
@@ -127,4 +130,63 @@ func (l FilesList) Check() error {
 		}
 	}
 	return nil
+}
+
+// The bounds of an error a host answers with (Bounded). The shipped agent's
+// messages are a sentence, its commands an argv of a few names and its
+// stderr a tail of at most 4 KiB.
+const (
+	MaxErrorMessage = 4096
+	MaxErrorCommand = 16 << 10 // the argv's bytes in all
+	MaxErrorStderr  = 16 << 10 // its last bytes are kept
+)
+
+// Bounded returns e with each field cut to what an agent's error ever
+// holds: the code to 64 bytes, the message to its first MaxErrorMessage
+// bytes, the command to its first arguments within MaxErrorCommand bytes
+// and the stderr to its last MaxErrorStderr bytes, each cut said so.
+// Every step that fails on a host keeps the error's text for the run (its
+// event, the workload's error in results.json, junit.xml, summary.md, the
+// report, the terminal), so a host answering each call with a message of
+// megabytes grew all of them by that much per failed step (SECURITY 136).
+// rpc.Pending.Wait calls it on every error answer.
+func (e *Error) Bounded() *Error {
+	if e == nil {
+		return nil
+	}
+	b := *e
+	b.Code = cutHead(b.Code, 64)
+	b.Message = cutHead(b.Message, MaxErrorMessage)
+	if len(b.Stderr) > MaxErrorStderr {
+		s := b.Stderr[len(b.Stderr)-MaxErrorStderr:]
+		for i := 0; i < 4 && len(s) > 0 && !utf8.RuneStart(s[0]); i++ {
+			s = s[1:]
+		}
+		b.Stderr = fmt.Sprintf("(first %d bytes cut) ", len(b.Stderr)-len(s)) + s
+	}
+	n := 0
+	for i, a := range b.Command {
+		if n+len(a) > MaxErrorCommand {
+			b.Command = append(b.Command[:i:i], cutHead(a, max(MaxErrorCommand-n, 0)))
+			if more := len(e.Command) - i - 1; more > 0 {
+				b.Command = append(b.Command, fmt.Sprintf("(%d more arguments cut)", more))
+			}
+			break
+		}
+		n += len(a)
+	}
+	return &b
+}
+
+// cutHead cuts s to its first n bytes (on a rune's start) and says how
+// long it was.
+func cutHead(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("… (%d bytes in all)", len(s))
 }
