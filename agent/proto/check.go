@@ -67,12 +67,26 @@ func (r ImpairResult) Check() error {
 // Check says whether f is an answer a host may give, in what the run
 // journals of it: its work dir, a path (PATH_MAX, 4096 bytes), goes into
 // state.json, which is written whole at every step (SECURITY 126).
+//
+// A tool's version is copied into every sample of each workload that runs
+// the tool (results.Meta.ToolVersion), so it is at most MaxToolVersion
+// bytes: a version of 8 MiB made one perftest trial's 80 samples 640 MiB
+// of results.json and 2.7 GB to encode (SECURITY 138). Honest versions are
+// a few digits and dots ("6.22", "11.4.0"); its path is a path.
 func (f Facts) Check() error {
 	if len(f.WorkDir) > 4096 {
 		return fmt.Errorf("work_dir of %d bytes, longer than a path can be (4096)", len(f.WorkDir))
 	}
+	for name, t := range f.Tools {
+		if len(t.Version) > MaxToolVersion || len(t.Path) > 4096 || len(name) > 255 {
+			return fmt.Errorf("tool %.64q: a name of %d bytes, a path of %d and a version of %d: longer than a file name (255), a path (4096) or a version (%d) can be", name, len(name), len(t.Path), len(t.Version), MaxToolVersion)
+		}
+	}
 	return nil
 }
+
+// MaxToolVersion bounds a tool's version in a facts answer.
+const MaxToolVersion = 256
 
 // MaxCounters bounds the counters of one counters.read answer: a request
 // names a workload's few devices and netdevs (an mlx5 port has about 150
