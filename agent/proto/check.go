@@ -204,3 +204,16 @@ func cutHead(s string, n int) string {
 	}
 	return s[:i] + fmt.Sprintf("… (%d bytes in all)", len(s))
 }
+
+// Check says whether r is an answer a host may give: its signal is a
+// signal's name as Go writes it ("killed", "signal 34", "user defined
+// signal 1"), at most 64 bytes. A failed process's error says it ("killed
+// by …"), and the error is kept for the run: a megabyte signal made each
+// failed trial's error a megabyte (SECURITY 143). Its argv and output file
+// names are the controller's own or cut where they are kept (126).
+func (r ProcResult) Check() error {
+	if len(r.Signal) > 64 {
+		return fmt.Errorf("a signal of %d bytes (%.64q…): no signal's name is that long", len(r.Signal), r.Signal)
+	}
+	return nil
+}

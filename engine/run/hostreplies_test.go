@@ -41,6 +41,16 @@ func TestHostRepliesNotJournaled(t *testing.T) {
 				res.WorkDir = "/" + big
 			}
 		}, "skipped"},
+		{"handle", func(req *rpc.Request) {
+			if _, res, ok := rpc.Match(req, rpc.ProcWait); ok {
+				res.Handle = big
+			}
+		}, "ok"},
+		{"signal", func(req *rpc.Request) {
+			if _, res, ok := rpc.Match(req, rpc.ProcWait); ok {
+				res.Signal = big
+			}
+		}, "failed"},
 		{"tool version", func(req *rpc.Request) {
 			if _, res, ok := rpc.Match(req, rpc.Facts); ok {
 				res.Tools = proto.Tools{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: big}}
