@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// maxDmesgLine bounds each kernel log line DmesgTail keeps.
+const maxDmesgLine = 2048
+
 // DmesgTail runs `dmesg` on a host through the agent and returns its last n
 // lines: saved next to a hung workload, since a stuck RDMA tool is usually
 // explained by the kernel (rxe warnings, OOM, soft lockups).
@@ -30,6 +33,14 @@ func DmesgTail(ctx context.Context, env *Env, host, hd string, n int) (string, e
 	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
+	}
+	// A kernel line is at most about 1 KiB (printk's LOG_LINE_MAX); the
+	// output is the host's, and a line of megabytes was kept whole
+	// (SECURITY 144).
+	for i, l := range lines {
+		if len(l) > maxDmesgLine {
+			lines[i] = strings.ToValidUTF8(l[:maxDmesgLine], "") + "…"
+		}
 	}
 	return strings.Join(lines, "\n") + "\n", nil
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
@@ -33,6 +34,20 @@ type Puller interface {
 // (files.read). A host that can pull gets every file through Pull: the
 // small ones in one bundle, the big ones by SFTP (engine/remote).
 const SmallFile = 256 << 10
+
+// FetchBase and FetchRate bound one host's fetch as a whole: its listing
+// within FetchBase, its pulls within FetchBase and a second more for each
+// FetchRate bytes listed (a 1 GiB capture: 30 + 34 minutes; the 20 GiB
+// cap: under 12 hours). Each wait of a pull ends after a silence (2
+// minutes without a byte, each files.list page its own deadline), but a
+// host that sends a byte a minute, or answers each page of its listing
+// just before its deadline, kept `rlab run` in its fetch for good
+// (SECURITY 140). Past the bound the step fails naming the host, and its
+// connection is closed (sshx.Watch: the step's context ended).
+var (
+	FetchBase       = 30 * time.Minute
+	FetchRate int64 = 512 << 10 // bytes a second
+)
 
 // Fetch pulls the files in a host's agent work dir into the run directory:
 // the files the host's capture steps made to Dir/captures, everything else
@@ -74,8 +89,13 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 	// Big files are listed without their sha256: the host computes it
 	// while it sends them (engine/remote Pull), instead of reading every
 	// capture twice. Files up to SmallFile always carry theirs.
-	listed, err := listAll(ctx, h, hashMaxFor(h))
+	lctx, lcancel := context.WithTimeout(ctx, FetchBase)
+	listed, err := listAll(lctx, h, hashMaxFor(h))
+	lcancel()
 	if err != nil {
+		if lctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("list artifacts on host %q: not done within %s, the most a listing may take: %w", s.Host, rpc.FormatDuration(FetchBase), err)
+		}
 		return fmt.Errorf("list artifacts on host %q: %w", s.Host, err)
 	}
 	made := env.MadeOn(s.Host)
@@ -136,6 +156,15 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		s.Pulled = append(s.Pulled, f)
 		s.Artifacts = append(s.Artifacts, a)
 	}
+	var total int64
+	for _, f := range append(slices.Clip(caps), logs...) {
+		total = min(total+min(max(f.Size, 0), 1<<50), 1<<50) // a host's sizes: no overflow
+	}
+	bound := FetchBase + time.Duration(total/FetchRate)*time.Second
+	pctx, pcancel := context.WithTimeout(ctx, bound)
+	defer pcancel()
+	outer := ctx
+	ctx = pctx
 	var errs []error
 	for _, set := range []struct {
 		files []proto.FileInfo
@@ -212,6 +241,9 @@ func (s *Fetch) Apply(ctx context.Context, env *Env) error {
 		if len(big) > 0 {
 			errs = append(errs, fmt.Errorf("fetch artifacts of host %q: this connection cannot pull files (%d over %d bytes)", s.Host, len(big), SmallFile))
 		}
+	}
+	if pctx.Err() != nil && outer.Err() == nil && len(errs) > 0 {
+		errs = append([]error{fmt.Errorf("host %q: its %d bytes of artifacts were not pulled within %s (%s, and a second for each %d KiB): a host this slow is cut off", s.Host, total, rpc.FormatDuration(bound), rpc.FormatDuration(FetchBase), FetchRate>>10)}, errs...)
 	}
 	if len(alike) > 0 {
 		errs = append(errs, fmt.Errorf("host %q: %d files were not pulled: with the sensitive values masked, their names are another file's (%s)", s.Host, len(alike), strings.Join(alike[:min(3, len(alike))], ", ")))

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -367,5 +368,69 @@ func TestListAllBounded(t *testing.T) {
 		if n > MaxListBytes+tc.pathLen || m1.TotalAlloc-m0.TotalAlloc > 4*MaxListBytes {
 			t.Errorf("paths of %d bytes: listed %d files, %d bytes of names, allocated %d MiB: want at most %d bytes", tc.pathLen, len(files), n, (m1.TotalAlloc-m0.TotalAlloc)>>20, MaxListBytes)
 		}
+	}
+}
+
+// dripHost lists its work dir slowly (each files.list page after delay,
+// one new file each, More always) or, with pages 1, lists one file of
+// size bytes and then pulls it a byte at a time: its Pull only returns
+// when its context ends.
+type dripHost struct {
+	delay time.Duration
+	pages int
+	size  int64
+	n     int
+}
+
+func (h *dripHost) Name() string { return "h" }
+
+func (h *dripHost) Send(ctx context.Context, r *rpc.Request) error {
+	if _, res, ok := rpc.Match(r, rpc.FilesList); ok {
+		select {
+		case <-time.After(h.delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		h.n++
+		*res = proto.FilesList{Files: []proto.FileInfo{{Path: fmt.Sprintf("f%08d", h.n), Size: h.size, SHA256: "x"}}, More: h.pages == 0 || h.n < h.pages}
+	}
+	return nil
+}
+
+func (h *dripHost) Pull(ctx context.Context, _ []proto.FileInfo, _ string) error {
+	<-ctx.Done() // a byte now and then: never idle, never done
+	return ctx.Err()
+}
+
+// TestFetchEnds: a host's fetch as a whole is bounded (SECURITY 140): a
+// host that answers each page of its listing just before its deadline
+// (here 20 ms), or that sends its files a byte a minute, held the fetch,
+// and `rlab run`, for good (400,000 pages, or the 20 GiB cap at a byte a
+// minute). The step now fails naming the host past FetchBase (and a
+// second a FetchRate bytes for the pull).
+func TestFetchEnds(t *testing.T) {
+	defer func(b time.Duration, r int64) { FetchBase, FetchRate = b, r }(FetchBase, FetchRate)
+	FetchBase, FetchRate = 300*time.Millisecond, 1<<30
+	for _, tc := range []struct {
+		name string
+		h    *dripHost
+		want string
+	}{
+		{"listing page by page", &dripHost{delay: 20 * time.Millisecond}, "not done within"},
+		{"pull byte by byte", &dripHost{pages: 1, size: 1 << 20}, "were not pulled within"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &Env{Hosts: map[string]Host{"h": tc.h}}
+			done := make(chan error, 1)
+			go func() { done <- (&Fetch{Host: "h", Dir: t.TempDir()}).Apply(t.Context(), env) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), `host "h"`) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("fetch: %v, want it cut off naming the host (%q)", err, tc.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the fetch of a dripping host did not end within 20s (%d pages)", tc.h.n)
+			}
+		})
 	}
 }

@@ -1,6 +1,9 @@
 package proto
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // The checks rpc.Invoke makes of an answer before any step sees it: a
 // host's answer is bounded by the line (MaxLine) and by MaxValues, but what
@@ -64,12 +67,26 @@ func (r ImpairResult) Check() error {
 // Check says whether f is an answer a host may give, in what the run
 // journals of it: its work dir, a path (PATH_MAX, 4096 bytes), goes into
 // state.json, which is written whole at every step (SECURITY 126).
+//
+// A tool's version is copied into every sample of each workload that runs
+// the tool (results.Meta.ToolVersion), so it is at most MaxToolVersion
+// bytes: a version of 8 MiB made one perftest trial's 80 samples 640 MiB
+// of results.json and 2.7 GB to encode (SECURITY 138). Honest versions are
+// a few digits and dots ("6.22", "11.4.0"); its path is a path.
 func (f Facts) Check() error {
 	if len(f.WorkDir) > 4096 {
 		return fmt.Errorf("work_dir of %d bytes, longer than a path can be (4096)", len(f.WorkDir))
 	}
+	for name, t := range f.Tools {
+		if len(t.Version) > MaxToolVersion || len(t.Path) > 4096 || len(name) > 255 {
+			return fmt.Errorf("tool %.64q: a name of %d bytes, a path of %d and a version of %d: longer than a file name (255), a path (4096) or a version (%d) can be", name, len(name), len(t.Path), len(t.Version), MaxToolVersion)
+		}
+	}
 	return nil
 }
+
+// MaxToolVersion bounds a tool's version in a facts answer.
+const MaxToolVersion = 256
 
 // MaxCounters bounds the counters of one counters.read answer: a request
 // names a workload's few devices and netdevs (an mlx5 port has about 150
@@ -125,6 +142,78 @@ func (l FilesList) Check() error {
 		if len(f.Path) > 4096 || len(f.SHA256) > 64 {
 			return fmt.Errorf("a listed file with a path of %d bytes and a sha256 of %d: longer than a path or a sha256 can be", len(f.Path), len(f.SHA256))
 		}
+	}
+	return nil
+}
+
+// The bounds of an error a host answers with (Bounded). The shipped agent's
+// messages are a sentence, its commands an argv of a few names and its
+// stderr a tail of at most 4 KiB.
+const (
+	MaxErrorMessage = 4096
+	MaxErrorCommand = 16 << 10 // the argv's bytes in all
+	MaxErrorStderr  = 16 << 10 // its last bytes are kept
+)
+
+// Bounded returns e with each field cut to what an agent's error ever
+// holds: the code to 64 bytes, the message to its first MaxErrorMessage
+// bytes, the command to its first arguments within MaxErrorCommand bytes
+// and the stderr to its last MaxErrorStderr bytes, each cut said so.
+// Every step that fails on a host keeps the error's text for the run (its
+// event, the workload's error in results.json, junit.xml, summary.md, the
+// report, the terminal), so a host answering each call with a message of
+// megabytes grew all of them by that much per failed step (SECURITY 136).
+// rpc.Pending.Wait calls it on every error answer.
+func (e *Error) Bounded() *Error {
+	if e == nil {
+		return nil
+	}
+	b := *e
+	b.Code = cutHead(b.Code, 64)
+	b.Message = cutHead(b.Message, MaxErrorMessage)
+	if len(b.Stderr) > MaxErrorStderr {
+		s := b.Stderr[len(b.Stderr)-MaxErrorStderr:]
+		for i := 0; i < 4 && len(s) > 0 && !utf8.RuneStart(s[0]); i++ {
+			s = s[1:]
+		}
+		b.Stderr = fmt.Sprintf("(first %d bytes cut) ", len(b.Stderr)-len(s)) + s
+	}
+	n := 0
+	for i, a := range b.Command {
+		if n+len(a) > MaxErrorCommand {
+			b.Command = append(b.Command[:i:i], cutHead(a, max(MaxErrorCommand-n, 0)))
+			if more := len(e.Command) - i - 1; more > 0 {
+				b.Command = append(b.Command, fmt.Sprintf("(%d more arguments cut)", more))
+			}
+			break
+		}
+		n += len(a)
+	}
+	return &b
+}
+
+// cutHead cuts s to its first n bytes (on a rune's start) and says how
+// long it was.
+func cutHead(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("… (%d bytes in all)", len(s))
+}
+
+// Check says whether r is an answer a host may give: its signal is a
+// signal's name as Go writes it ("killed", "signal 34", "user defined
+// signal 1"), at most 64 bytes. A failed process's error says it ("killed
+// by …"), and the error is kept for the run: a megabyte signal made each
+// failed trial's error a megabyte (SECURITY 143). Its argv and output file
+// names are the controller's own or cut where they are kept (126).
+func (r ProcResult) Check() error {
+	if len(r.Signal) > 64 {
+		return fmt.Errorf("a signal of %d bytes (%.64q…): no signal's name is that long", len(r.Signal), r.Signal)
 	}
 	return nil
 }

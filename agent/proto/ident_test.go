@@ -100,6 +100,12 @@ func TestReplyChecks(t *testing.T) {
 		{"counter reason of megabytes", Counters{Unreadable: []CounterUnreadable{{Reason: strings.Repeat("r", 1<<20)}}}, false},
 		{"facts work dir a path", Facts{WorkDir: "/home/u/.cache/rlab/runs/r/h"}, true},
 		{"facts work dir of megabytes", Facts{WorkDir: "/" + strings.Repeat("a", 1<<20)}, false},
+		{"proc result killed", ProcResult{ExitCode: -1, Signal: "killed"}, true},
+		{"proc result signal of megabytes", ProcResult{ExitCode: -1, Signal: strings.Repeat("k", 1<<20)}, false},
+		{"facts tool versions", Facts{Tools: map[string]Tool{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: "6.22"}, "gcc": {Path: "/usr/bin/gcc", Version: "12.2.0"}}}, true},
+		{"facts tool version of megabytes", Facts{Tools: map[string]Tool{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: strings.Repeat("6.", 1<<19)}}}, false},
+		{"facts tool version past the bound", Facts{Tools: map[string]Tool{"gcc": {Version: strings.Repeat("1", MaxToolVersion+1)}}}, false},
+		{"facts tool path of megabytes", Facts{Tools: map[string]Tool{"gcc": {Path: "/" + strings.Repeat("a", 1<<20)}}}, false},
 	}
 	for _, tt := range tests {
 		if err := tt.c.Check(); (err == nil) != tt.ok {

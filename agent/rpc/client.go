@@ -259,7 +259,8 @@ func (p *Pending) Wait(ctx context.Context, result any) error {
 		return p.err
 	}
 	if p.env.Error != nil {
-		return &CallError{Host: c.o.Host, Method: p.Method, Err: p.env.Error}
+		// Bounded: every step keeps an error's text for the run (SECURITY 136).
+		return &CallError{Host: c.o.Host, Method: p.Method, Err: p.env.Error.Bounded()}
 	}
 	if result != nil {
 		// A reply's text is bounded (MaxLine), what decoding it builds is

@@ -382,6 +382,13 @@ func (a *Agents) install(ctx context.Context, c *sshx.Client, force bool, limit 
 // connection closed) and the error says at which step.
 func (a *Agents) installProbed(ctx context.Context, c *sshx.Client, p *probe, force bool, limit time.Duration) (*Installed, error) {
 	limit = limitOr(limit, sshIdle)
+	// The install as a whole has installWhole limits: each wait ends
+	// after a silence, and a host that prints a byte or takes a piece of
+	// the upload just inside each one kept the connect for good
+	// (SECURITY 141). Its end closes the connection (sshx.Watch).
+	whole := installWhole * limit
+	ctx, cancel := context.WithTimeoutCause(ctx, whole, fmt.Errorf("the agent's install took more than %s in all, the most it may (%d times the limit on each wait)", sshx.FormatLimit(whole), installWhole))
+	defer cancel()
 	if p != nil {
 		inst, b, err := a.plan(p, force)
 		if err != nil || b == nil {
@@ -491,7 +498,7 @@ func uploadSFTP(ctx context.Context, c *sshx.Client, dir, final string, data []b
 		}
 		sc.Remove(tmp)
 		if ctx.Err() != nil {
-			return n, fmt.Errorf("upload interrupted after %d of %d bytes: %w", n, len(data), ctx.Err())
+			return n, fmt.Errorf("upload interrupted after %d of %d bytes: %w", n, len(data), context.Cause(ctx))
 		}
 		return n, err
 	}

@@ -157,7 +157,7 @@ func (a *Agents) installGzip(ctx context.Context, c *sshx.Client, p *probe, forc
 	}
 	switch serr := w.Err(); {
 	case serr != nil && ctx.Err() != nil:
-		return fail(fmt.Errorf("upload interrupted after %d of %d bytes: %w", cw.n, len(gz), ctx.Err()))
+		return fail(fmt.Errorf("upload interrupted after %d of %d bytes: %w", cw.n, len(gz), context.Cause(ctx)))
 	case serr != nil:
 		return fail(fmt.Errorf("after %d of %d bytes sent: %w", cw.n, len(gz), serr))
 	case status == "ok":

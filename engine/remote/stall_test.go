@@ -101,3 +101,41 @@ func TestCloseSFTPBounded(t *testing.T) {
 		t.Errorf("returned after %s, before the reader could end by itself", el)
 	}
 }
+
+// TestInstallDripEnds: a host whose install session prints a byte now and
+// then, each inside the limit on silence, is cut off once the install has
+// taken installWhole limits in all (SECURITY 141): each byte renewed the
+// limit, and 256 KiB of output allowed at a byte a second kept Open for
+// three days (a byte a minute: half a year). Its end closes the session
+// (this server then ends it; with OpenSSH the connection is closed
+// CancelGrace later, as at Ctrl-C: TestInterruptStalledHostNetns).
+func TestInstallDripEnds(t *testing.T) {
+	home := t.TempDir()
+	shell := sshtest.ShellHandler(home)
+	drip := func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+		if !strings.Contains(cmd, "read -r op h") { // not the install's session
+			return shell(cmd, stdin, stdout, stderr)
+		}
+		for {
+			if _, err := stdout.Write([]byte(" ")); err != nil {
+				return 1
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	h := newHostWith(t, home, drip)
+	ag := agentsOf(fakeAgent(t))
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := ag.Open(context.Background(), h.c, StartOptions{Host: "h", RunID: "r1", CallTimeout: time.Second})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "took more than 10s in all") {
+			t.Errorf("err %v, want the install cut off after 10s in all", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("Open still waits after 40s on a host that drips its output")
+	}
+}

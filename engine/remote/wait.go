@@ -18,6 +18,9 @@ const (
 	// sshIdle bounds the silence of the install's session (probe,
 	// upload, verify), of the SFTP install and of a command's output.
 	sshIdle = 60 * time.Second
+	// installWhole bounds the agent's install in all, in limits on one
+	// wait (10 minutes by default: a 4 MB gzip'd agent at 7 KB/s).
+	installWhole = 10
 	// outputMax bounds the stdout of a command run for its output (the
 	// SFTP install's hash check prints one line).
 	outputMax = 64 << 10

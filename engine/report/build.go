@@ -402,8 +402,20 @@ func (b *builder) host(slug string) Host {
 		}
 		h.Tools = append(h.Tools, KV{n, v})
 	}
+	// A host's facts may name 25,000 netdevs and as many devices on one of
+	// them (a facts answer holds up to proto.MaxValues objects): each
+	// netdev's row named every device on its name, 25,000 times 25,000
+	// names, gigabytes for one host (SECURITY 142). The rows are cut to
+	// maxFactRows and the names a row lists to maxRowNames; facts.json,
+	// linked, holds them all.
+	if n := len(f.RDMA) - maxFactRows; n > 0 {
+		h.Errors = append(h.Errors, fmt.Sprintf("%d RDMA devices, %d more than shown (all in facts.json)", len(f.RDMA), n))
+	}
+	if n := len(f.Netdevs) - maxFactRows; n > 0 {
+		h.Errors = append(h.Errors, fmt.Sprintf("%d netdevs, %d more than shown (all in facts.json)", len(f.Netdevs), n))
+	}
 	devicesOn := map[string][]string{}
-	for _, r := range f.RDMA {
+	for _, r := range f.RDMA[:min(len(f.RDMA), maxFactRows)] {
 		d := RDMADev{Name: r.Name, Driver: r.Driver, Parent: r.Parent, NodeGUID: r.NodeGUID}
 		if len(r.Ports) > 0 {
 			p := r.Ports[0]
@@ -417,12 +429,27 @@ func (b *builder) host(slug string) Host {
 			devicesOn[r.Parent] = append(devicesOn[r.Parent], r.Name)
 		}
 	}
-	for _, n := range f.Netdevs {
+	for _, n := range f.Netdevs[:min(len(f.Netdevs), maxFactRows)] {
 		h.Netdevs = append(h.Netdevs, Netdev{Name: n.Name, MTU: n.MTU, State: n.State, MAC: n.MAC,
-			Addrs: strings.Join(n.Addrs, " "), Devices: strings.Join(devicesOn[n.Name], " "),
+			Addrs: joinSome(n.Addrs), Devices: joinSome(devicesOn[n.Name]),
 			Driver: n.Driver, Speed: linkSpeed(n.SpeedMbps), PCIID: n.PCIID})
 	}
 	return h
+}
+
+// maxFactRows bounds the netdevs and the RDMA devices a host's section
+// lists, and maxRowNames the names one of its cells joins.
+const (
+	maxFactRows = 1000
+	maxRowNames = 20
+)
+
+// joinSome joins at most maxRowNames of ss, saying how many it left out.
+func joinSome(ss []string) string {
+	if len(ss) <= maxRowNames {
+		return strings.Join(ss, " ")
+	}
+	return strings.Join(ss[:maxRowNames], " ") + fmt.Sprintf(" and %d more", len(ss)-maxRowNames)
 }
 
 func nonEmpty(ss ...string) []string {

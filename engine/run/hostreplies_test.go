@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/runstate"
@@ -38,6 +39,21 @@ func TestHostRepliesNotJournaled(t *testing.T) {
 		{"work dir", func(req *rpc.Request) {
 			if _, res, ok := rpc.Match(req, rpc.Facts); ok {
 				res.WorkDir = "/" + big
+			}
+		}, "skipped"},
+		{"handle", func(req *rpc.Request) {
+			if _, res, ok := rpc.Match(req, rpc.ProcWait); ok {
+				res.Handle = big
+			}
+		}, "ok"},
+		{"signal", func(req *rpc.Request) {
+			if _, res, ok := rpc.Match(req, rpc.ProcWait); ok {
+				res.Signal = big
+			}
+		}, "failed"},
+		{"tool version", func(req *rpc.Request) {
+			if _, res, ok := rpc.Match(req, rpc.Facts); ok {
+				res.Tools = proto.Tools{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: big}}
 			}
 		}, "skipped"},
 	}

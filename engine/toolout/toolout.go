@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/kinds"
@@ -119,6 +120,28 @@ var ErrNoParser = errors.New("no output parser for this tool")
 // run: SECURITY 127). A parser stops at the row past it (TooManyRows).
 const MaxRows = 1000
 
+// MaxInfoValue bounds each text the tool states about its run (Info's
+// device, transport, connection type, link type, title, GIDs): perftest
+// prints "RC" and "mlx5_0", a GID is at most 47 characters. The value is
+// copied into every sample of the trial (Meta.Transport, Meta.Devices),
+// so a header line of a megabyte made each of a trial's up to 3,000
+// samples a megabyte in results.json (SECURITY 137). A longer value is
+// cut, the cut marked with "…".
+const MaxInfoValue = 128
+
+// bound cuts Info's texts to MaxInfoValue bytes each.
+func (i *Info) bound() {
+	for _, f := range []*string{&i.Source, &i.Test, &i.Device, &i.Transport, &i.Connection, &i.LinkType, &i.DataExchg, &i.BWUnit, &i.LocalGID, &i.RemoteGID} {
+		if len(*f) > MaxInfoValue {
+			c := MaxInfoValue
+			for c > 0 && !utf8.RuneStart((*f)[c]) {
+				c--
+			}
+			*f = (*f)[:c] + "…"
+		}
+	}
+}
+
 // ErrTooManyRows marks an output of more than MaxRows result rows.
 var ErrTooManyRows = errors.New("more result rows than any run of the tool prints")
 
@@ -194,6 +217,7 @@ func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, er
 	}
 	rows, info, err := p.Parse(stdout, opts)
 	info.Tool = tool
+	info.bound()
 	if n := len(rows) + len(info.PerDirection); n > MaxRows {
 		rows, info.PerDirection, err = nil, nil, TooManyRows(n) // a parser that did not stop
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -523,6 +524,48 @@ func TestManyRowsRefused(t *testing.T) {
 			}
 			if a := m1.TotalAlloc - m0.TotalAlloc; a > 64<<20 {
 				t.Errorf("allocated %d MiB parsing it, want it stopped at the bound", a>>20)
+			}
+		})
+	}
+}
+
+// TestInfoValuesBounded: what a tool states about its run in its header
+// (its connection type, device) is copied into every sample of the trial,
+// so a header value of megabytes made each sample that large in
+// results.json (SECURITY 137: 23 rows, 69 samples, 8 MiB each). Each is
+// cut to MaxInfoValue bytes; an honest header is kept as printed.
+func TestInfoValuesBounded(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/toolout/world/ib_write_bw.perftest25-header.client.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, " 65536      403504")
+	if i < 0 || !strings.Contains(s, "Connection type : RC") {
+		t.Fatal("fixture changed: its row or connection type is gone")
+	}
+	head, row := s[:i], " 65536      403504           0.00               42.31                0.080701\n"
+	sweep := strings.Repeat(row, 23)
+	for _, tc := range []struct {
+		name, out, want string
+	}{
+		{"honest", head + sweep, "RC"},
+		{"connection type of 4 MiB", strings.Replace(head, "Connection type : RC", "Connection type : "+strings.Repeat("é", 2<<20), 1) + sweep, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss, info, err := Parse("ib_write_bw", []byte(tc.out), Options{ReportGbits: true})
+			if err != nil || len(ss) == 0 {
+				t.Fatalf("%d samples, %v", len(ss), err)
+			}
+			if tc.want != "" && info.Connection != tc.want {
+				t.Errorf("connection %q, want %q", info.Connection, tc.want)
+			}
+			if len(info.Connection) > MaxInfoValue+len("…") || !utf8.ValidString(info.Connection) {
+				t.Errorf("connection of %d bytes (valid UTF-8 %v), want at most %d", len(info.Connection), utf8.ValidString(info.Connection), MaxInfoValue)
+			}
+			j, _ := json.Marshal(ss)
+			if len(j) > 256<<10 {
+				t.Errorf("%d samples are %d bytes of JSON: the header was copied into each", len(ss), len(j))
 			}
 		})
 	}

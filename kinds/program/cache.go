@@ -138,7 +138,13 @@ func runCacheScript(ctx context.Context, env *steps.Env, host, handle, script st
 		out = out[i+1:]
 	}
 	if r.ExitCode != 0 || r.Signal != "" || r.TimedOut {
-		return out, fmt.Errorf("exit %d%s: %s", r.ExitCode, r.Signal, strings.TrimSpace(r.Stderr))
+		// The last lines of its stderr: the host's, kept in the error
+		// (SECURITY 139).
+		st := strings.TrimSpace(r.Stderr)
+		if len(st) > 2000 {
+			st = "…" + strings.ToValidUTF8(st[len(st)-2000:], "")
+		}
+		return cutLine(out), fmt.Errorf("exit %d%s: %s", r.ExitCode, r.Signal, st)
 	}
 	return out, nil
 }

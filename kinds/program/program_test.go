@@ -3,6 +3,7 @@ package program
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -73,6 +74,24 @@ func TestBuildError(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBuildErrorBounded: a build's output is the host's, and its error
+// is kept for the run (results.json, the report, the terminal): five
+// error lines of a megabyte each made it 5 MB (SECURITY 139). Each line
+// it quotes is cut to maxErrorLine bytes, on a rune's start.
+func TestBuildErrorBounded(t *testing.T) {
+	line := "x.c:1:1: error: " + strings.Repeat("é", 1<<19)
+	for _, out := range []string{strings.Repeat(line+"\n", 5), strings.Repeat(strings.Repeat("ü", 1<<19)+"\n", 8)} {
+		r := proto.ProcResult{Argv: []string{"make"}, ExitCode: 2, StdoutFile: "b.stdout", StderrFile: "b.stderr", Stderr: out}
+		err := BuildError("tut", "a", &r).Error()
+		if len(err) > 8<<10 || !utf8.ValidString(err) {
+			t.Errorf("a build error of %d bytes (valid UTF-8 %v) from %d bytes of output", len(err), utf8.ValidString(err), len(out))
+		}
+		if !strings.Contains(err, "logs/b.stderr") {
+			t.Errorf("%.300q: does not say where the whole output is", err)
+		}
 	}
 }
 

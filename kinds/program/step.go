@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
@@ -206,6 +207,7 @@ func firstErrors(out string) string {
 		if l == "" {
 			continue
 		}
+		l = cutLine(l)
 		all = append(all, l)
 		if strings.Contains(strings.ToLower(l), "error") && len(errs) < errorLines {
 			errs = append(errs, l)
@@ -218,6 +220,25 @@ func firstErrors(out string) string {
 		errs = all
 	}
 	return "  " + strings.Join(errs, "\n  ")
+}
+
+// maxErrorLine bounds each line of a build's output that its error quotes
+// (a compiler's error line is a path and a sentence): the output is the
+// host's, and the error is kept for the run (results.json, the report, the
+// terminal), so five lines of a megabyte each made a build's error 5 MB
+// (SECURITY 139). The whole output is in the run's logs.
+const maxErrorLine = 512
+
+// cutLine cuts l to maxErrorLine bytes on a rune's start, marking the cut.
+func cutLine(l string) string {
+	if len(l) <= maxErrorLine {
+		return l
+	}
+	i := maxErrorLine
+	for i > 0 && !utf8.RuneStart(l[i]) {
+		i--
+	}
+	return l[:i] + fmt.Sprintf("… (%d bytes)", len(l))
 }
 
 // upload writes every file of the source under dir on the host, in parts

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,15 +24,28 @@ import (
 )
 
 // Lie says what the agent does with its answer to a call of method:
-// Answer, Mute (never answers) or Flood (streams log events for the call
-// forever instead of answering).
+// Answer, Mute (never answers), Flood (streams log events for the call
+// forever instead of answering) or HugeError (answers with an error whose
+// message, command and stderr are each about a megabyte).
 type Lie func(method string) string
 
 const (
 	Answer = ""
 	Mute   = "mute"
 	Flood  = "flood"
+	// HugeError: a host whose every error is as long as a reply line
+	// allows, in every field the controller shows (SECURITY 136).
+	HugeError = "huge-error"
 )
+
+func hugeError(id uint64) []byte {
+	big := strings.Repeat("E", 1<<20)
+	b, _ := json.Marshal(proto.Envelope{ID: id, Error: &proto.Error{
+		Code: proto.CodeInternal, Message: big, ExitCode: 1, Stderr: big,
+		Command: strings.Split(strings.Repeat("arg ", 1<<18), " "),
+	}})
+	return append(b, '\n')
+}
 
 // Agent is an in-process agent and its client.
 type Agent struct {
@@ -100,6 +114,8 @@ func Start(t testing.TB, so server.Options, o rpc.Options, lie Lie) *Agent {
 				switch lie(m) {
 				case Mute:
 					continue
+				case HugeError:
+					line = hugeError(env.ID)
 				case Flood:
 					ev, _ := json.Marshal(proto.Event{ID: env.ID, Event: proto.EventLog, Data: json.RawMessage(`{"msg":"still going"}`)})
 					ev = append(ev, '\n')
