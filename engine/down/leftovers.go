@@ -61,7 +61,7 @@ func watchdogKeyOf(e steps.Effect) watchdogKey {
 // effects come from the run directory's state.json (up to a million
 // objects, rundir.StateObjects) and the record from the host (one answer of
 // up to proto.MaxLine, 8 MiB: some 2 million short names), and looking each
-// effect up in the record's lists cost effects × entries (SECURITY 181). So
+// effect up in the record's lists cost effects × entries (SECURITY 149). So
 // the effects are indexed once and the record read once: time effects +
 // entries, memory the effects'.
 func undoneByWatchdog(rec *proto.WatchdogRecord, effects []steps.Effect) map[watchdogKey]bool {

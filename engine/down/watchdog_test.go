@@ -55,7 +55,7 @@ func TestUndoneByWatchdogAsBefore(t *testing.T) {
 // about 2 million names), are matched in one pass each. The lookup per
 // effect took effects × entries: 1,000 effects against 2 million names
 // 25 s (on a loaded machine), so these about 7 hours; now under a second
-// (SECURITY 181).
+// (SECURITY 149).
 func TestUndoneByWatchdogAtBounds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a million effects and two million names")

@@ -148,7 +148,7 @@ var errSpent = errors.New("evaluation stopped at the lab's evaluation limit")
 // 300-byte lab whose condition loops strlen() over a 12 MiB local, over
 // range(result.repeat * 100000) so that it does not run at load, took
 // 0.75 s an iteration: about 20 hours for the 100,000 the budget allows
-// (SECURITY 180). Past d, the next metered step stops evaluation as the
+// (SECURITY 148). Past d, the next metered step stops evaluation as the
 // budget does (that condition is not decided, nor any later one: reading
 // result is metered too), so evaluation ends at most one step after d.
 func (l *Lab) LimitEvalTime(d time.Duration) {
@@ -165,7 +165,7 @@ func (l *Lab) LimitEvalTime(d time.Duration) {
 // = local.cmd in 10,000 instances shared one 1 MiB list that the plan,
 // state.json and each workload's "asked for" text in report.html then
 // wrote out once per instance, 10 GB after the evaluation guard had ended
-// (SECURITY 180). Charged here, what all the lab's blocks hold is within
+// (SECURITY 148). Charged here, what all the lab's blocks hold is within
 // MaxEvalBytes, so everything written out per instance is too.
 func (b *budget) chargeHeld(a *hcl.Attribute, v cty.Value) error {
 	steps, bytes, _ := sizeOf(v, MaxEvalBytes-b.bytes+1)

@@ -10,7 +10,7 @@ import (
 )
 
 // TestHeldValuesCharged: what a block instance holds is charged per
-// instance, references included (SECURITY 180). command = local.cmd, a
+// instance, references included (SECURITY 148). command = local.cmd, a
 // 1 MiB list made once, in 100 workloads loaded before (100 MiB of
 // "asked for" text in report.html, 10 GB for 10,000 instances, written
 // after the evaluation guard); now the lab is refused at the value of

@@ -129,7 +129,7 @@ func (r *runner) conditionText(e *lab.Expect) string {
 
 // expectEvalTime bounds the evaluation of all the lab's expect conditions
 // at a run's end, the command's evaluation guard having ended with the
-// load (SECURITY 180): as long as the guard gives the load itself.
+// load (SECURITY 148): as long as the guard gives the load itself.
 const expectEvalTime = 60 * time.Second
 
 func (r *runner) evalExpects() []ExpectResult {
