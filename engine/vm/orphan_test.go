@@ -34,8 +34,15 @@ func TestMain(m *testing.M) {
 				if a == "-qmp" && i+1 < len(os.Args) {
 					net.Listen("unix", strings.TrimPrefix(strings.SplitN(os.Args[i+1], ",", 2)[0], "unix:"))
 				}
-				if a == "-serial" && i+1 < len(os.Args) {
-					os.WriteFile(strings.TrimPrefix(os.Args[i+1], "file:"), []byte("Kernel panic\n"), 0o600)
+				if sock := consoleSockArg(os.Args, i); sock != "" {
+					if l, err := net.Listen("unix", sock); err == nil {
+						go func() {
+							if c, err := l.Accept(); err == nil {
+								c.Write([]byte("Kernel panic\n"))
+								c.Close()
+							}
+						}()
+					}
 				}
 			}
 			time.Sleep(time.Second)
@@ -49,6 +56,15 @@ func TestMain(m *testing.M) {
 	}
 	builtin.Register() // the built-in tool families, as cmd/rlab registers them
 	os.Exit(m.Run())
+}
+
+// consoleSockArg is the path of the serial socket when args[i] is the
+// -chardev of consoleArgs, else "".
+func consoleSockArg(args []string, i int) string {
+	if args[i] != "-chardev" || i+1 >= len(args) || !strings.HasPrefix(args[i+1], "socket,id=console,path=") {
+		return ""
+	}
+	return strings.SplitN(strings.TrimPrefix(args[i+1], "socket,id=console,path="), ",", 2)[0]
 }
 
 func fakeQEMU() {

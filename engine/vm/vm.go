@@ -125,14 +125,16 @@ type VM struct {
 	BootTime     time.Duration // qemu start to sshd accepting our key
 	PID          int
 
-	dir    string
-	idx    int       // position in the set: its MACs
-	snap   *snapshot // restored from it; nil when booted
-	state  VMState
-	cmd    *exec.Cmd
-	exited chan struct{}
-	waitMu sync.Mutex
-	waitEr error
+	dir  string
+	idx  int       // position in the set: its MACs
+	snap *snapshot // restored from it; nil when booted
+	// consoleSock is qemu's serial port, copied into Console (console.go).
+	consoleSock string
+	state       VMState
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	waitMu      sync.Mutex
+	waitEr      error
 }
 
 // Set is the VMs of one run.
@@ -629,6 +631,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		sockBase = dir
 	}
 	qmp := filepath.Join(sockBase, "qmp.sock")
+	v.consoleSock = filepath.Join(sockBase, "console.sock")
 	pidFile := filepath.Join(dir, "qemu.pid")
 
 	hostname := strings.Trim(hostnameBad.ReplaceAllString(m.Slug, "-"), "-")
@@ -636,7 +639,6 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		"-name", "rlab-" + m.Slug,
 		"-accel", s.Accel, "-machine", "pc", "-smp", strconv.Itoa(m.CPUs), "-m", strconv.FormatInt(m.MemoryBytes>>20, 10),
 		"-nodefaults", "-no-user-config", "-display", "none",
-		"-serial", "file:" + v.Console,
 		"-qmp", "unix:" + optPath(qmp) + ",server=on,wait=off",
 		"-pidfile", pidFile,
 		"-kernel", m.Image.Kernel, "-initrd", m.Image.Initrd,
@@ -659,6 +661,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwHostKeyPub + ",file=" + optPath(hkFile+".pub"),
 		"-fw_cfg", "name=" + image.FwCfgPrefix + image.FwAuthorizedKeys + ",file=" + optPath(akFile),
 	}
+	args = append(args, consoleArgs(v.consoleSock)...)
 	if s.Accel == AccelKVM {
 		args = append(args, "-cpu", "host")
 	} else {
@@ -809,9 +812,18 @@ func (s *Set) exec(v *VM, args []string, pidFile, qmp string, incoming *os.File)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if _, err := os.Stat(qmp); err == nil {
-			return nil
+			break
 		}
 	}
+	if v.consoleSock == "" {
+		return nil
+	}
+	_ = os.Remove(v.Console) // a port-taken retry's
+	go func(exited <-chan struct{}) {
+		if err := copyConsole(v.consoleSock, v.Console, consoleCap, exited); err != nil {
+			s.opts.Logger.Warn("vm console not kept", "host", v.Name, "err", err)
+		}
+	}(v.exited)
 	return nil
 }
 
