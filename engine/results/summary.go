@@ -2,8 +2,10 @@ package results
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -159,6 +161,14 @@ func compactSections(b *bytes.Buffer, r *Run) {
 			}
 		}
 		sortMetrics(metrics)
+		held := 0
+		for _, wl := range wls {
+			held += len(byWL[wl.Name])
+		}
+		if len(wls)*len(metrics) > maxPivotCells(held) {
+			// Mostly empty columns: each workload's figures in one cell.
+			metrics = nil
+		}
 		impaired := false
 		for _, wl := range wls {
 			impaired = impaired || impairs[wl.Name] != ""
@@ -171,7 +181,11 @@ func compactSections(b *bytes.Buffer, r *Run) {
 		for _, m := range metrics {
 			w(" %s |", m) // cells carry their recorded units
 		}
-		w("\n|---|---|---|---|%s---:|%s\n", strings.Repeat("---|", btoi(impaired)), strings.Repeat("---:|", len(metrics)))
+		listed := metrics == nil && len(units) > 0
+		if listed {
+			w(" figures |")
+		}
+		w("\n|---|---|---|---|%s---:|%s%s\n", strings.Repeat("---|", btoi(impaired)), strings.Repeat("---:|", len(metrics)), strings.Repeat("---|", btoi(listed)))
 		for _, wl := range wls {
 			pick := map[string]Agg{}
 			var size int64 = -1
@@ -203,6 +217,15 @@ func compactSections(b *bytes.Buffer, r *Run) {
 				} else {
 					w(" |")
 				}
+			}
+			if listed {
+				var figs []string
+				for _, a := range byWL[wl.Name] {
+					if a.Size == size && !kinds.IsCommon(a.Metric) {
+						figs = append(figs, a.Metric+" "+HumanValue(a.Median, a.Unit))
+					}
+				}
+				w(" %s |", mdCell(strings.Join(figs, "; ")))
 			}
 			w("\n")
 		}
@@ -475,46 +498,102 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 	for _, a := range aggs {
 		n = max(n, a.N)
 	}
-	head, sep := "|", "|"
+	if len(sizes)*len(metrics) > maxPivotCells(len(aggs)) {
+		metricList(b, aggs, hasSize, n > 1)
+		return
+	}
+	// Builders: a line of one cell a metric, appended to a string, copied
+	// itself once a metric.
+	var head, sep strings.Builder
+	head.WriteString("|")
+	sep.WriteString("|")
 	if hasSize {
-		head += " size |"
-		sep += "---:|"
+		head.WriteString(" size |")
+		sep.WriteString("---:|")
 	}
 	// Each column in its metric's recorded unit, as every view prints it.
 	for _, m := range metrics {
-		head += fmt.Sprintf(" %s (%s) |", m, units[m])
-		sep += "---:|"
+		fmt.Fprintf(&head, " %s (%s) |", m, units[m])
+		sep.WriteString("---:|")
 	}
 	if n > 1 {
-		head += " repeats |"
-		sep += "---:|"
+		head.WriteString(" repeats |")
+		sep.WriteString("---:|")
 	}
-	fmt.Fprintf(b, "%s\n%s\n", head, sep)
+	fmt.Fprintf(b, "%s\n%s\n", head.String(), sep.String())
 	for _, s := range sizes {
-		line := "|"
+		b.WriteString("|")
 		if hasSize {
-			line += " " + HumanSize(s) + " |"
+			b.WriteString(" " + HumanSize(s) + " |")
 		}
 		reps := 0
 		for _, m := range metrics {
 			a, ok := cell[s][m]
 			if !ok {
-				line += " |"
+				b.WriteString(" |")
 				continue
 			}
 			reps = max(reps, a.N)
-			v := FormatValue(a.Median)
-			if a.N > 1 && a.Min != a.Max {
-				v += fmt.Sprintf(" (%s–%s)", FormatValue(a.Min), FormatValue(a.Max))
-			}
-			line += " " + v + " |"
+			b.WriteString(" " + aggCell(a) + " |")
 		}
 		if n > 1 {
-			line += fmt.Sprintf(" %d |", reps)
+			fmt.Fprintf(b, " %d |", reps)
 		}
-		fmt.Fprintf(b, "%s\n", line)
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "\n")
+}
+
+// aggCell is a metric's cell: its median, and its range over repeats.
+func aggCell(a Agg) string {
+	v := FormatValue(a.Median)
+	if a.N > 1 && a.Min != a.Max {
+		v += fmt.Sprintf(" (%s–%s)", FormatValue(a.Min), FormatValue(a.Max))
+	}
+	return v
+}
+
+// maxPivotCells is the most cells a table that pivots n values by two of
+// their fields (message size and metric, workload and metric) may have:
+// a run fills its tables or nearly, but a received results.json whose
+// samples each have a metric and a size (or a workload) of their own made
+// n squared cells: 5,000 samples (660 KB) kept rlab show past a minute,
+// 20,000 workloads of a metric each (4 MB) made 800 MB of summary with
+// 2.2 GB of memory, and results.Decode takes 500,000 samples (found in
+// round 9's attack). Past it, the values are listed one a row.
+func maxPivotCells(n int) int { return 4*n + 10_000 }
+
+// metricList is metricTable's table when a pivot would be mostly empty:
+// a row per size and metric, sizes in order.
+func metricList(b *bytes.Buffer, aggs []Agg, hasSize, repeats bool) {
+	sorted := slices.Clone(aggs)
+	slices.SortStableFunc(sorted, func(x, y Agg) int { return cmp.Compare(x.Size, y.Size) })
+	var head, sep strings.Builder
+	head.WriteString("|")
+	sep.WriteString("|")
+	if hasSize {
+		head.WriteString(" size |")
+		sep.WriteString("---:|")
+	}
+	head.WriteString(" metric | value |")
+	sep.WriteString("---|---:|")
+	if repeats {
+		head.WriteString(" repeats |")
+		sep.WriteString("---:|")
+	}
+	fmt.Fprintf(b, "%s\n%s\n", head.String(), sep.String())
+	for _, a := range sorted {
+		b.WriteString("|")
+		if hasSize {
+			fmt.Fprintf(b, " %s |", HumanSize(a.Size))
+		}
+		fmt.Fprintf(b, " %s (%s) | %s |", mdCell(a.Metric), mdCell(a.Unit), aggCell(a))
+		if repeats {
+			fmt.Fprintf(b, " %d |", a.N)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 // rdmaVsTCP puts the throughput of every RDMA bandwidth workload (its

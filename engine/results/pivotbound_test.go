@@ -1,0 +1,69 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestSummaryPivotBounded: summary.md's tables pivot values by size and
+// metric (a workload's section) and by workload and metric (a tool's table
+// from 16 workloads); a received results.json whose samples each have a
+// metric of their own cannot make them n squared cells, and a run's filled
+// sweep is pivoted as before (round 9's attack).
+func TestSummaryPivotBounded(t *testing.T) {
+	sample := func(wl, metric string, size int64) Sample {
+		return Sample{Metric: metric, Value: 1.5, Unit: "Gb/s", Meta: Meta{Workload: wl, Tool: "ib_write_bw", Size: size, Hosts: []string{"a", "b"}}}
+	}
+	wl := func(name string) Workload {
+		return Workload{Name: name, Tool: "ib_write_bw", Status: StatusOK, Hosts: []string{"a", "b"}}
+	}
+	sizes := &Run{Lab: "x", Workloads: []Workload{wl("w")}}
+	for i := range 3000 {
+		sizes.Samples = append(sizes.Samples, sample("w", fmt.Sprintf("m%d", i), int64(i+1)))
+	}
+	workloads := &Run{Lab: "x"}
+	for i := range 3000 {
+		name := fmt.Sprintf("w%d", i)
+		workloads.Workloads = append(workloads.Workloads, wl(name))
+		workloads.Samples = append(workloads.Samples, sample(name, fmt.Sprintf("m%d", i), 4096))
+	}
+	sweep := &Run{Lab: "x"}
+	for i := range 20 {
+		name := fmt.Sprintf("w%d", i)
+		sweep.Workloads = append(sweep.Workloads, wl(name))
+		for _, size := range []int64{4096, 65536} {
+			sweep.Samples = append(sweep.Samples, sample(name, "bw_avg", size), sample(name, "bw_peak", size))
+		}
+	}
+	small := &Run{Lab: "x", Workloads: []Workload{wl("w")}, Samples: append([]Sample(nil), sweep.Samples[:4]...)}
+	for i := range small.Samples {
+		small.Samples[i].Meta.Workload = "w"
+	}
+	for _, tc := range []struct {
+		name    string
+		run     *Run
+		pivoted string // a header every pivoted table has
+		values  int    // values shown at least
+	}{
+		{"a metric and a size a sample", sizes, "", 3000},
+		{"a metric a workload", workloads, "", 3000},
+		// The compact table shows the largest size.
+		{"a filled sweep, compact", sweep, "| bw_peak | bw_avg |", 40},
+		{"a filled sweep, one workload", small, "| bw_peak (Gb/s) | bw_avg (Gb/s) |", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			md := Summary(tc.run, "")
+			if most := 200*len(tc.run.Samples) + 64<<10; len(md) > most {
+				t.Fatalf("%d samples made %d bytes of summary, want at most %d", len(tc.run.Samples), len(md), most)
+			}
+			if tc.pivoted != "" && !strings.Contains(string(md), tc.pivoted) {
+				t.Errorf("summary has no %q:\n%s", tc.pivoted, md)
+			}
+			// Every value is still shown.
+			if got := strings.Count(string(md), "1.5"); got < tc.values {
+				t.Errorf("%d values shown, want %d:\n%.2000s", got, tc.values, md)
+			}
+		})
+	}
+}
