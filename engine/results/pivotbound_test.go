@@ -67,3 +67,24 @@ func TestSummaryPivotBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryWorkloadNamedAgain: a received results.json that names one
+// workload again and again cannot make summary.md list all its figures once
+// a name (20,000 names over 500,000 samples were 10^10), nor walk every
+// sample once a workload for its counters (round 9's attack).
+func TestSummaryWorkloadNamedAgain(t *testing.T) {
+	r := &Run{Lab: "x"}
+	for range 2000 {
+		r.Workloads = append(r.Workloads, Workload{Name: "w", Tool: "ib_write_bw", Status: StatusOK})
+	}
+	for i := range 2000 {
+		r.Samples = append(r.Samples, Sample{Metric: fmt.Sprintf("m%d", i), Value: 1.5, Unit: "Gb/s", Meta: Meta{Workload: "w", Tool: "ib_write_bw", Size: 4096}})
+	}
+	md := Summary(r, "")
+	if most := 200*len(r.Samples) + 64<<10; len(md) > most {
+		t.Fatalf("one workload named 2,000 times over 2,000 samples: %d bytes of summary, want at most %d", len(md), most)
+	}
+	if got := strings.Count(string(md), "| w |"); got != 1 {
+		t.Errorf("workload w has %d rows, want 1", got)
+	}
+}

@@ -128,7 +128,16 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	}
 	var tools []string
 	byTool := map[string][]Workload{}
+	// A workload named again (a run's are not; a received results.json's
+	// may be) is listed once: each row reads every figure of its name, so
+	// 20,000 workloads of one name over 500,000 samples made 10^10 (round
+	// 9's attack).
+	listed := map[string]bool{}
 	for _, wl := range r.Workloads {
+		if listed[wl.Name] {
+			continue
+		}
+		listed[wl.Name] = true
 		if _, ok := byTool[wl.Tool]; !ok {
 			tools = append(tools, wl.Tool)
 		}
@@ -181,11 +190,11 @@ func compactSections(b *bytes.Buffer, r *Run) {
 		for _, m := range metrics {
 			w(" %s |", m) // cells carry their recorded units
 		}
-		listed := metrics == nil && len(units) > 0
-		if listed {
+		figures := metrics == nil && len(units) > 0
+		if figures {
 			w(" figures |")
 		}
-		w("\n|---|---|---|---|%s---:|%s%s\n", strings.Repeat("---|", btoi(impaired)), strings.Repeat("---:|", len(metrics)), strings.Repeat("---|", btoi(listed)))
+		w("\n|---|---|---|---|%s---:|%s%s\n", strings.Repeat("---|", btoi(impaired)), strings.Repeat("---:|", len(metrics)), strings.Repeat("---|", btoi(figures)))
 		for _, wl := range wls {
 			pick := map[string]Agg{}
 			var size int64 = -1
@@ -218,7 +227,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 					w(" |")
 				}
 			}
-			if listed {
+			if figures {
 				var figs []string
 				for _, a := range byWL[wl.Name] {
 					if a.Size == size && !kinds.IsCommon(a.Metric) {
@@ -253,9 +262,20 @@ func compactSections(b *bytes.Buffer, r *Run) {
 	// The kernel's trouble counters that moved (retransmissions, sequence
 	// errors, drops), one line per workload; the deltas are in results.json.
 	var trouble []string
+	counters := map[string][]Sample{} // by workload: one pass, not one a workload
+	for _, s := range r.Samples {
+		if IsCounter(s) {
+			counters[s.Meta.Workload] = append(counters[s.Meta.Workload], s)
+		}
+	}
+	clear(listed)
 	for _, wl := range r.Workloads {
+		if listed[wl.Name] {
+			continue
+		}
+		listed[wl.Name] = true
 		var parts []string
-		for _, s := range CounterDeltas(r.Samples, wl.Name) {
+		for _, s := range CounterDeltas(counters[wl.Name], wl.Name) {
 			if c, ok := CounterByName(s.Metric); ok && c.Class == CounterTrouble && s.Value > 0 {
 				parts = append(parts, fmt.Sprintf("%s %s `%s` %s", mdText(strings.Join(s.Meta.Hosts, ",")), mdText(strings.Join(s.Meta.Devices, ",")), mdCode(s.Metric), FormatValue(s.Value)))
 			}
