@@ -115,3 +115,53 @@ type hcl2Result struct {
 	held  bool
 	diags string
 }
+
+// TestConditionTextCharged: the source text of an expect condition is
+// written out for each instance (results.json, report.html), so it is
+// charged per instance like a held value (SECURITY 180): a 1 MiB comment
+// inside the condition in 100 workloads is refused at the condition's
+// text (10,000 such instances loaded from a 1 MiB lab before: 10 GB of
+// text); 40 load, their conditions' text within MaxEvalBytes.
+func TestConditionTextCharged(t *testing.T) {
+	for _, tc := range []struct {
+		n       int
+		refused bool
+	}{{40, false}, {100, true}} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			src := fmt.Sprintf(`lab "cond" {}
+host "h" {
+  address = "192.0.2.1"
+}
+workload "w" {
+  for_each = toset([for i in range(%d) : tostring(i)])
+  tool     = "exec"
+  host     = host.h
+  command  = ["true"]
+  expect {
+    condition = (result.exit_code == 0 /* %s */)
+  }
+}
+`, tc.n, strings.Repeat("x", 1<<20))
+			l, diags := LoadSource("cond.hcl", []byte(src), t.TempDir(), LoadOptions{})
+			if tc.refused {
+				if !diags.HasErrors() || !strings.Contains(diags.Error(), EvalLimitSummary) || !strings.Contains(diags.Error(), "the text of condition") {
+					t.Fatalf("diagnostics %v: want %q at the text of condition", diags, EvalLimitSummary)
+				}
+				return
+			}
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			var text int64
+			for _, w := range l.Workloads {
+				for _, e := range w.Expects {
+					r := e.Condition.Range()
+					text += int64(r.End.Byte - r.Start.Byte)
+				}
+			}
+			if len(l.Workloads) != tc.n || text > MaxEvalBytes {
+				t.Errorf("%d workloads with %d bytes of condition text: want %d within %d", len(l.Workloads), text, tc.n, MaxEvalBytes)
+			}
+		})
+	}
+}

@@ -248,6 +248,18 @@ func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
 		attrs = append(attrs, a)
 	}
 	e := &Expect{Condition: ca.Expr, Range: b.DefRange, ctx: sc.ctx, attrs: attrs}
+	// The run writes the condition's source text for each instance and
+	// size (results.json, report.html, the terminal), and a comment inside
+	// it is text too: (result.exit_code == 0 /* 1 MiB */) in 10,000
+	// instances loaded from a 1 MiB lab and was 10 GB of text to write
+	// after the evaluation guard. Charged as a value the instance holds
+	// (chargeHeld, SECURITY 180).
+	if rng := ca.Expr.Range(); rng.End.Byte > rng.Start.Byte {
+		if le, ok := l.budget.charge("the text of condition", rng.Ptr(), 0, int64(rng.End.Byte-rng.Start.Byte)).(*limitError); ok {
+			l.add(le.diagnostic())
+			return nil
+		}
+	}
 	if a := content.Attributes["message"]; a != nil {
 		e.Message, _ = l.str(a, sc)
 	}

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -113,7 +114,8 @@ type builder struct {
 	// redact is redactor()'s, made once: lab.Redactor joins every
 	// sensitive value to find its cached replacer, and a call per workload
 	// and capture file joined them thousands of times.
-	redact *strings.Replacer
+	redact     *strings.Replacer
+	redactOnce sync.Once
 }
 
 func (b *builder) warn(format string, args ...any) {

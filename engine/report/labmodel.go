@@ -33,14 +33,16 @@ func (b *builder) loadLab() {
 
 // redactor replaces the lab's sensitive values with "(sensitive)", as the
 // run engine does in its own files; nil without a lab model.
+// Made once (redactOnce): the captures' goroutines ask for it together
+// (captures), and in a run directory without its lab nothing asked before.
 func (b *builder) redactor() *strings.Replacer {
-	if b.redact == nil {
+	b.redactOnce.Do(func() {
 		if b.model == nil {
 			b.redact = strings.NewReplacer()
 		} else {
 			b.redact = lab.Redactor(b.model.Sensitive)
 		}
-	}
+	})
 	return b.redact
 }
 

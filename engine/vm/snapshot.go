@@ -75,6 +75,7 @@ type snapshot struct {
 	Login   string // private login key (0600); .pub beside it
 	HostKey ssh.PublicKey
 	Key     snapshotKey
+	hold    *os.File // its lock file, held shared until release (holdSnapshot)
 }
 
 // snapshotKey is everything a saved state depends on.
@@ -151,12 +152,57 @@ func (s *Set) snapshotFor(ctx context.Context, m Machine) (*snapshot, error) {
 		return nil, err
 	}
 	dir := filepath.Join(root, k.id())
-	if sn, err := loadSnapshot(dir, k); err == nil {
+	if sn, err := holdSnapshot(dir, k); err == nil {
 		return sn, nil
 	}
+	if err := s.buildUnderLock(ctx, m, k, root, dir); err != nil {
+		return nil, err
+	}
+	return holdSnapshot(dir, k)
+}
+
+// holdSnapshot loads the snapshot in dir holding its lock file shared
+// until sn.release: from the moment a VM is to restore from it until its
+// qemu has its files open (from then on image.InUse sees them), so that
+// removeStaleSnapshots in an rlab built with another agent, which takes
+// the lock exclusive, leaves it alone. Unheld, that gap (the login key
+// read, the overlay made on its disk, qemu started) let another rlab
+// remove the snapshot and the VM's start failed ("create overlay",
+// "open the saved state"). A snapshot being built or removed (its lock
+// held exclusive) is not held and reads as not there; it is loaded only
+// once held, as a remover removes the folder before its lock file.
+func holdSnapshot(dir string, k snapshotKey) (*snapshot, error) {
 	lf, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("hold snapshot %s: it is being built or removed: %w", dir, err)
+	}
+	sn, err := loadSnapshot(dir, k)
+	if err != nil {
+		lf.Close()
+		return nil, err
+	}
+	sn.hold = lf
+	return sn, nil
+}
+
+// release ends holdSnapshot's hold (closing the lock file unlocks it).
+func (sn *snapshot) release() {
+	if sn != nil && sn.hold != nil {
+		_ = sn.hold.Close()
+		sn.hold = nil
+	}
+}
+
+// buildUnderLock builds the snapshot of k in dir under its lock, unless
+// another rlab did meanwhile; then removes the image's stale snapshots.
+func (s *Set) buildUnderLock(ctx context.Context, m Machine, k snapshotKey, root, dir string) error {
+	lf, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
 	}
 	defer lf.Close()
 	for {
@@ -166,23 +212,22 @@ func (s *Set) snapshotFor(ctx context.Context, m Machine) (*snapshot, error) {
 		s.opts.Progress(m.Name, "waiting for another rlab building the same VM snapshot")
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
 	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
-	if sn, err := loadSnapshot(dir, k); err == nil {
-		return sn, nil
+	if _, err := loadSnapshot(dir, k); err == nil {
+		return nil
 	}
 	_ = os.RemoveAll(dir)
-	sn, err := s.buildSnapshot(ctx, m, k, dir)
-	if err != nil {
-		return nil, err
+	if _, err := s.buildSnapshot(ctx, m, k, dir); err != nil {
+		return err
 	}
 	if gone := removeStaleSnapshots(root, k, image.InUse); len(gone) > 0 {
 		s.opts.Logger.Info("vm snapshot: removed this image's snapshots of the same kind made for another agent build (no run restores them again)", "removed", strings.Join(gone, ", "), "kept", filepath.Base(dir))
 	}
-	return sn, nil
+	return nil
 }
 
 // removeStaleSnapshots removes, from an image's snapshots folder root, the

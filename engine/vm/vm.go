@@ -316,7 +316,9 @@ func (s *Set) bootWave(ctx context.Context, ms []Machine, lo, hi int, links map[
 		go func() {
 			defer wg.Done()
 			if v.snap != nil {
-				if err := s.resume(ctx, v); err != nil {
+				err := s.resume(ctx, v)
+				v.snap.release() // its files are open now, or not needed
+				if err != nil {
 					errs[i] = fmt.Errorf("%w: %w", errRestoreFailed, err)
 					return
 				}
@@ -558,6 +560,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	}
 	fail := func(what string, err error) error { return fmt.Errorf("boot vm %q: %s: %w", m.Name, what, err) }
 	var sn *snapshot
+	resumeHolds := false // sn's hold passed on to resume
 	if restore && m.Image.Packages["iproute2"] == "" {
 		// The identity of a restored guest is given with ip(8); an image
 		// without iproute2 (the minimal one) is booted.
@@ -574,6 +577,14 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 			s.opts.Progress(m.Name, "no snapshot to restore ("+err.Error()+"); booting")
 			sn = nil
 		}
+		// Held until qemu has read the saved state (Boot's resume: its
+		// files are open, and image.InUse keeps another rlab from
+		// removing them) or the start failed (holdSnapshot).
+		defer func() {
+			if !resumeHolds {
+				sn.release()
+			}
+		}()
 	}
 	dir := filepath.Join(s.Dir, m.Slug)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -728,6 +739,7 @@ func (s *Set) start(ctx context.Context, m Machine, idx int, links map[string]*l
 	if sn != nil {
 		// Resumed by resume, beside the set's other VMs: each reads its
 		// saved state (311 MiB) at the same time.
+		resumeHolds = true
 		return v, nil
 	}
 	s.opts.Progress(m.Name, "booting ("+s.AccelNote+")")
