@@ -37,16 +37,23 @@ const SmallFile = 256 << 10
 
 // FetchBase and FetchRate bound one host's fetch as a whole: its listing
 // within FetchBase, its pulls within FetchBase and a second more for each
-// FetchRate bytes listed (a 1 GiB capture: 30 + 34 minutes; the 20 GiB
-// cap: under 12 hours). Each wait of a pull ends after a silence (2
+// FetchRate bytes listed (a 1 GiB capture: 30 + 137 minutes; the 20 GiB
+// cap: under 46 hours). Each wait of a pull ends after a silence (2
 // minutes without a byte, each files.list page its own deadline), but a
 // host that sends a byte a minute, or answers each page of its listing
 // just before its deadline, kept `rlab run` in its fetch for good
 // (SECURITY 140). Past the bound the step fails naming the host, and its
 // connection is closed (sshx.Watch: the step's context ended).
+//
+// The rate is per host and its clock runs while the host waits for one
+// of the process's copy slots (remote's bigCopies) and shares the
+// controller's link with the other hosts fetching at once (up to
+// --parallel, 64): 128 KiB/s is 1 Mbit/s a host, so 64 hosts at once
+// behind a 100 Mbit/s link are not cut (512 KiB/s cut the last of 64
+// hosts of 600 MB captures each there).
 var (
 	FetchBase       = 30 * time.Minute
-	FetchRate int64 = 512 << 10 // bytes a second
+	FetchRate int64 = 128 << 10 // bytes a second
 )
 
 // Fetch pulls the files in a host's agent work dir into the run directory:

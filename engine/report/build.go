@@ -411,10 +411,10 @@ func (b *builder) host(slug string) Host {
 	// maxFactRows and the names a row lists to maxRowNames; facts.json,
 	// linked, holds them all.
 	if n := len(f.RDMA) - maxFactRows; n > 0 {
-		h.Errors = append(h.Errors, fmt.Sprintf("%d RDMA devices, %d more than shown (all in facts.json)", len(f.RDMA), n))
+		h.Notes = append(h.Notes, fmt.Sprintf("%d RDMA devices, %d more than shown (all in facts.json)", len(f.RDMA), n))
 	}
 	if n := len(f.Netdevs) - maxFactRows; n > 0 {
-		h.Errors = append(h.Errors, fmt.Sprintf("%d netdevs, %d more than shown (all in facts.json)", len(f.Netdevs), n))
+		h.Notes = append(h.Notes, fmt.Sprintf("%d netdevs, %d more than shown (all in facts.json)", len(f.Netdevs), n))
 	}
 	devicesOn := map[string][]string{}
 	for _, r := range f.RDMA[:min(len(f.RDMA), maxFactRows)] {

@@ -78,8 +78,12 @@ type Host struct {
 	Netdevs        []Netdev  `json:"netdevs,omitempty"`
 	RDMA           []RDMADev `json:"rdma,omitempty"`
 	Errors         []string  `json:"errors,omitempty"`
-	FactsLink      string    `json:"facts_link,omitempty"`
-	Memlock        string    `json:"memlock,omitempty"`
+	// Notes say what the report left out of a healthy host's facts (the
+	// rows past maxFactRows): not errors, so a class report still folds
+	// the host among its ready students.
+	Notes     []string `json:"notes,omitempty"`
+	FactsLink string   `json:"facts_link,omitempty"`
+	Memlock   string   `json:"memlock,omitempty"`
 	// Provision is what this run's provisioning did there (provision.go);
 	// nil when the run did not provision the host.
 	Provision *Provision `json:"provision,omitempty"`
