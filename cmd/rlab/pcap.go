@@ -530,7 +530,16 @@ func newRunDoc(r *attrib.Run, named []attrib.Named) *runDoc {
 	if named == nil {
 		named = []attrib.Named{}
 	}
-	return &runDoc{r.Listed(), named}
+	var first, last time.Time
+	for i, n := range named {
+		if i == 0 || n.First.Before(first) {
+			first = n.First
+		}
+		if n.Last.After(last) {
+			last = n.Last
+		}
+	}
+	return &runDoc{r.Listed(first, last), named}
 }
 
 // runOfCapture returns the run directory a capture file sits in

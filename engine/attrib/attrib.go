@@ -196,13 +196,40 @@ const MaxListed = 1000
 
 // Listed is r with at most MaxListed workloads and a note saying how many
 // were left out, for listing once per capture; r itself when it has no
-// more.
-func (r *Run) Listed() *Run {
+// more. The workloads whose windows overlap the capture's span (first to
+// last; zero times: unknown) are kept before any other, so a capture of a
+// student past the thousandth of a class run still lists its own
+// workloads; those kept stay in the run's order.
+func (r *Run) Listed(first, last time.Time) *Run {
 	if len(r.Workloads) <= MaxListed {
 		return r
 	}
-	return &Run{Workloads: r.Workloads[:MaxListed:MaxListed],
-		Notes: append(slices.Clip(r.Notes), fmt.Sprintf("only the first %d of the run's %d workloads are listed", MaxListed, len(r.Workloads)))}
+	keep := make([]bool, len(r.Workloads))
+	n := 0
+	if !first.IsZero() && !last.IsZero() {
+		for i, w := range r.Workloads {
+			if n < MaxListed && !w.End.Before(first) && !w.Start.After(last) {
+				keep[i], n = true, n+1
+			}
+		}
+	}
+	for i := range r.Workloads {
+		if n < MaxListed && !keep[i] {
+			keep[i], n = true, n+1
+		}
+	}
+	ws := make([]Workload, 0, MaxListed)
+	for i, w := range r.Workloads {
+		if keep[i] {
+			ws = append(ws, w)
+		}
+	}
+	what := "the first ones"
+	if !first.IsZero() && !last.IsZero() {
+		what = "those in the capture's span first"
+	}
+	return &Run{Workloads: ws,
+		Notes: append(slices.Clip(r.Notes), fmt.Sprintf("only %d of the run's %d workloads are listed (%s)", MaxListed, len(r.Workloads), what))}
 }
 
 func (r *Run) note(f string, a ...any) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -406,14 +407,51 @@ func TestListedBounded(t *testing.T) {
 	if n := strings.Count(out, "\n  w0"); n != MaxListed {
 		t.Errorf("%d workloads listed, want %d", n, MaxListed)
 	}
-	if !strings.Contains(out, fmt.Sprintf("only the first %d of the run's %d workloads are listed", MaxListed, MaxListed+5)) {
+	if !strings.Contains(out, fmt.Sprintf("only %d of the run's %d workloads are listed (the first ones)", MaxListed, MaxListed+5)) {
 		t.Errorf("no note of the workloads left out:\n%.300s", out[len(out)-300:])
 	}
 	if len(r.Workloads) != MaxListed+5 || len(r.Notes) != 1 {
 		t.Errorf("Listed changed the run: %d workloads, notes %q", len(r.Workloads), r.Notes)
 	}
 	small := &Run{Workloads: r.Workloads[:3]}
-	if small.Listed() != small {
+	if small.Listed(time.Time{}, time.Time{}) != small {
 		t.Errorf("a run of 3 workloads is not listed whole")
+	}
+}
+
+// TestListedCaptureSpanFirst: past MaxListed, the workloads whose windows
+// overlap the capture are listed before the first others (a class run of
+// 1,000 students has 3,000 workloads: student 900's capture must list
+// student 900's), in the run's order. Before, the first 1,000 were listed
+// whatever the capture.
+func TestListedCaptureSpanFirst(t *testing.T) {
+	t0 := at("2026-01-01T00:00:00Z")
+	r := &Run{}
+	for i := range 3000 {
+		s := t0.Add(time.Duration(i) * time.Second)
+		r.Workloads = append(r.Workloads, Workload{Name: fmt.Sprintf("w%05d", i), Start: s, End: s.Add(time.Second / 2)})
+	}
+	first, last := t0.Add(2700*time.Second), t0.Add(2702*time.Second+time.Second/4)
+	l := r.Listed(first, last)
+	if len(l.Workloads) != MaxListed {
+		t.Fatalf("%d listed, want %d", len(l.Workloads), MaxListed)
+	}
+	var names []string
+	for _, w := range l.Workloads {
+		names = append(names, w.Name)
+	}
+	for _, want := range []string{"w02700", "w02701", "w02702", "w00000", "w00996"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s not listed", want)
+		}
+	}
+	if slices.Contains(names, "w00997") || slices.Contains(names, "w02703") {
+		t.Errorf("more than the span's three and the first 997 listed")
+	}
+	if !slices.IsSorted(names) {
+		t.Errorf("not in the run's order")
+	}
+	if !strings.Contains(strings.Join(l.Notes, "\n"), "those in the capture's span first") {
+		t.Errorf("notes %q", l.Notes)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // frame). Every name was made safe to print when it was read.
 func WriteText(w io.Writer, r *Run, named []Named, first time.Time) error {
 	all := r
-	r = r.Listed()
+	r = r.Listed(first, lastOf(named))
 	b := &strings.Builder{}
 	rel := func(t time.Time) string { return fmt.Sprintf("%.6f", t.Sub(first).Seconds()) }
 	fmt.Fprintf(b, "workloads of the run (windows in seconds since the capture's first frame)\n")
