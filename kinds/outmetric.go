@@ -62,7 +62,10 @@ func CompileOutputMetric(pattern string) (*regexp.Regexp, error) {
 // lines) and how many lines matched. No matching line is an error naming
 // the metric and its pattern: a number the lab asked for is missing, so the
 // workload fails rather than reporting nothing. A `value` that is no
-// number is an error naming the line.
+// number is an error naming the line, quoted up to 512 characters (the
+// value 128): the output is the host's, up to a reply line, and the error
+// is the trial's, kept for the run (SECURITY 152; a line of a megabyte
+// made each failed trial's error two).
 func ReadOutputMetric(m OutputMetric, out []byte) (float64, int, error) {
 	re, err := CompileOutputMetric(m.Pattern)
 	if err != nil {
@@ -89,7 +92,7 @@ func ReadOutputMetric(m OutputMetric, out []byte) (float64, int, error) {
 		s := strings.TrimSpace(string(line[sm[2*vi]:sm[2*vi+1]]))
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return 0, matched, fmt.Errorf("metric %q: pattern %q matched %q, whose value %q is not a number", m.Name, m.Pattern, string(line), s)
+			return 0, matched, fmt.Errorf("metric %q: pattern %q matched %.512q, whose value %.128q is not a number", m.Name, m.Pattern, line, s)
 		}
 		value, badLine = v, ""
 	}
@@ -99,7 +102,7 @@ func ReadOutputMetric(m OutputMetric, out []byte) (float64, int, error) {
 	case vi < 0:
 		return float64(matched), matched, nil
 	case badLine != "":
-		return 0, matched, fmt.Errorf("metric %q: pattern %q matched %q without its value group", m.Name, m.Pattern, badLine)
+		return 0, matched, fmt.Errorf("metric %q: pattern %q matched %.512q without its value group", m.Name, m.Pattern, badLine)
 	}
 	return value, matched, nil
 }

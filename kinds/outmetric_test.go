@@ -92,3 +92,27 @@ func FuzzReadOutputMetric(f *testing.F) {
 		}
 	})
 }
+
+// TestReadOutputMetricErrorBounded: the output is the host's (up to a reply
+// line, 8 MiB) and a failed metric's error is the trial's, kept for the
+// run; the line it names and the value are quoted bounded (SECURITY 152:
+// a line of a megabyte made a 2 MB error before).
+func TestReadOutputMetricErrorBounded(t *testing.T) {
+	mib := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		name, pattern, out, want string
+	}{
+		{"not a number", `^rate: (?P<value>.*)$`, "rate: " + mib + "\n", "is not a number"},
+		{"value group unmatched", `^rate(?P<value>:\d+)?`, "rate" + mib + "\n", "without its value group"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ReadOutputMetric(OutputMetric{Name: "m", Pattern: tc.pattern}, []byte(tc.out))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %.200v, want %q", err, tc.want)
+			}
+			if n := len(err.Error()); n > 4096 {
+				t.Errorf("an error of %d bytes, want at most 4 KiB", n)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
@@ -126,8 +127,11 @@ type counterID struct {
 func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Sample, []results.CounterNote) {
 	var ss []results.Sample
 	var notes []results.CounterNote
+	hostStart := 0 // the first note of the host read last
 	for i, a := range after {
 		host := a.Host
+		notes = boundCounterNotes(notes, hostStart)
+		hostStart = len(notes)
 		var b CounterReading
 		if i < len(before) {
 			b = before[i]
@@ -202,8 +206,30 @@ func CounterSamples(w *Workload, before, after []CounterReading) ([]results.Samp
 				Meta: results.Meta{Workload: w.Name, Tool: w.Tool, Hosts: []string{host}, Devices: []string{v.Device}, Extra: extra}})
 		}
 	}
+	notes = boundCounterNotes(notes, hostStart)
 	sort.SliceStable(notes, func(i, j int) bool { return notes[i].Host < notes[j].Host })
 	return ss, notes
+}
+
+// boundCounterNotes bounds the notes of one host, notes[from:]: each
+// reason cut to MaxCounterReason bytes and, past MaxCounterNotes, the rest
+// counted in one note (SECURITY 153).
+func boundCounterNotes(notes []results.CounterNote, from int) []results.CounterNote {
+	for i := from; i < len(notes); i++ {
+		if r := notes[i].Reason; len(r) > MaxCounterReason {
+			c := MaxCounterReason
+			for c > 0 && !utf8.RuneStart(r[c]) {
+				c--
+			}
+			notes[i].Reason = strings.Clone(r[:c]) + "…" // not the whole reason behind it
+		}
+	}
+	if more := len(notes) - from - MaxCounterNotes; more > 0 {
+		host := notes[from].Host
+		notes = append(notes[:from+MaxCounterNotes:from+MaxCounterNotes], results.CounterNote{Host: host, Problem: results.NoteUnreadable,
+			Reason: fmt.Sprintf("and %d more counters of this host not read, absent or reset (notes past %d are left out)", more, MaxCounterNotes)})
+	}
+	return notes
 }
 
 // plainName: 1-64 of [A-Za-z0-9] and the given punctuation, as the kernel
@@ -239,3 +265,16 @@ func hostText(s, punct string) string {
 	}
 	return fmt.Sprintf("%.80q", s)
 }
+
+// MaxCounterNotes bounds the notes one host's counters make of a workload
+// (unreadable, absent, reset), and MaxCounterReason each note's reason: a
+// counters.read answer may name proto.MaxCounters unreadable counters with
+// a 4 KiB reason each (as much as a reply line holds), before and after
+// the workload, and every note is kept for the run (results.json,
+// summary.md): about 16 MB a workload and host (SECURITY 153). An honest
+// reading has a few: a folder the device lacks, a file the driver refuses.
+// Past the bound one note counts the rest.
+const (
+	MaxCounterNotes  = 100
+	MaxCounterReason = 512
+)

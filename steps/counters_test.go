@@ -264,3 +264,63 @@ func TestCountersBounded(t *testing.T) {
 		}
 	}
 }
+
+// reasonsHost answers each counters.read with n unreadable counters, each
+// with a reason of size bytes, named anew at each call.
+type reasonsHost struct {
+	n, size int
+	calls   *int
+}
+
+func (h reasonsHost) Name() string { return "h" }
+
+func (h reasonsHost) Send(_ context.Context, r *rpc.Request) error {
+	if _, res, ok := rpc.Match(r, rpc.CountersRead); ok {
+		*h.calls++
+		res.Unreadable = make([]proto.CounterUnreadable, h.n)
+		for i := range res.Unreadable {
+			res.Unreadable[i] = proto.CounterUnreadable{Device: "eth0", Source: "statistics",
+				Name: "c" + strconv.Itoa(*h.calls) + "_" + strconv.Itoa(i), Reason: strings.Repeat("r", h.size)}
+		}
+	}
+	return nil
+}
+
+// TestCounterNotesBounded: each unreadable counter a host names before and
+// after a workload became a note of the workload, its reason whole, kept for
+// the run (results.json, summary.md): proto.MaxCounters entries with 4 KiB
+// reasons fill a reply line, so every workload kept about 16 MB of notes
+// per host (SECURITY 153). A host's notes are now at most MaxCounterNotes
+// a workload, each reason at most MaxCounterReason bytes, the rest counted;
+// an honest reading's notes are kept as they were.
+func TestCounterNotesBounded(t *testing.T) {
+	w := &Workload{Workload: kinds.Workload{Name: "w", Tool: "ib_write_bw"}}
+	for _, tc := range []struct {
+		name    string
+		n, size int
+		notes   int
+	}{
+		{"a reply line of reasons", 1900, 4000, MaxCounterNotes + 1},
+		{"many short ones", proto.MaxCounters, 10, MaxCounterNotes + 1},
+		{"an honest reading", 3, 60, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls int
+			env := &Env{Hosts: map[string]Host{"h": reasonsHost{tc.n, tc.size, &calls}}}
+			sides := []CounterSide{{Host: "h", Netdevs: []string{"eth0"}}}
+			before := ReadCounters(t.Context(), env, sides)
+			after := ReadCounters(t.Context(), env, sides)
+			_, notes := CounterSamples(w, before, after)
+			j, _ := json.Marshal(notes)
+			if len(notes) != tc.notes {
+				t.Errorf("%d notes, want %d", len(notes), tc.notes)
+			}
+			if len(j) > 256<<10 {
+				t.Errorf("%d notes are %d bytes of JSON, kept for the run", len(notes), len(j))
+			}
+			if tc.notes > MaxCounterNotes && !strings.Contains(notes[len(notes)-1].Reason, "more") {
+				t.Errorf("the last note %.200v does not count the rest", notes[len(notes)-1])
+			}
+		})
+	}
+}

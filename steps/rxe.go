@@ -149,6 +149,16 @@ func checkDeviceInfo(s *Device, info *proto.DeviceInfo, ensured bool) error {
 	if info.Port < 0 || info.Port > 255 {
 		return bad("port", "not within 0-255", info.Port)
 	}
+	// The transport and driver are copied into every workload of the
+	// device (results.Workload.RDMA: results.json, summary.md, the
+	// report), so one answer of megabytes grew each of them by that much
+	// (SECURITY 155). The agent says "RoCE", "InfiniBand", "iWARP" or
+	// "unspecified", and "rxe", "siw" or "hw".
+	for _, f := range []struct{ field, v string }{{"transport", info.Transport}, {"kind", info.Driver}} {
+		if f.v != "" && !plainName(f.v, "_.-") || len(f.v) > 32 {
+			return bad(f.field, "not a transport or driver's name (1-32 of A-Z a-z 0-9 _ . -)", f.v)
+		}
+	}
 	// The pair's smaller active MTU becomes both sides' -m: an IB MTU
 	// (the kernel's enum ib_mtu), or 0 for unknown.
 	switch info.ActiveMTU {

@@ -57,6 +57,10 @@ func TestRXEInfoFromHostChecked(t *testing.T) {
 		{"negative active MTU", "", func(i *proto.DeviceInfo) { i.ActiveMTU = -1 }, "active_mtu"},
 		{"active MTU no IB MTU", "", func(i *proto.DeviceInfo) { i.ActiveMTU = 1500 }, "active_mtu"},
 		{"device name of a megabyte", "rdma", func(i *proto.DeviceInfo) { i.Name = strings.Repeat("d", 1<<20) }, "name"},
+		{"honest transport and driver", "rdma", func(i *proto.DeviceInfo) { i.Transport, i.Driver = "InfiniBand", "hw" }, ""},
+		{"transport of a megabyte", "", func(i *proto.DeviceInfo) { i.Transport = strings.Repeat("t", 1<<20) }, "transport"},
+		{"driver of a megabyte", "rdma", func(i *proto.DeviceInfo) { i.Driver = strings.Repeat("d", 1<<20) }, "kind"},
+		{"driver with escapes", "", func(i *proto.DeviceInfo) { i.Driver = "rxe\x1b]0;owned\x07" }, "kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info := good

@@ -68,7 +68,7 @@ func (r ImpairResult) Check() error {
 // journals of it: its work dir, a path (PATH_MAX, 4096 bytes), goes into
 // state.json, which is written whole at every step (SECURITY 126).
 //
-// A tool's version is copied into every sample of each workload that runs
+// A tool's version (printable text) is copied into every sample of each workload that runs
 // the tool (results.Meta.ToolVersion), so it is at most MaxToolVersion
 // bytes: a version of 8 MiB made one perftest trial's 80 samples 640 MiB
 // of results.json and 2.7 GB to encode (SECURITY 138). Honest versions are
@@ -81,8 +81,26 @@ func (f Facts) Check() error {
 		if len(t.Version) > MaxToolVersion || len(t.Path) > 4096 || len(name) > 255 {
 			return fmt.Errorf("tool %.64q: a name of %d bytes, a path of %d and a version of %d: longer than a file name (255), a path (4096) or a version (%d) can be", name, len(name), len(t.Path), len(t.Version), MaxToolVersion)
 		}
+		if !printable(t.Version) {
+			return fmt.Errorf("tool %.64q: a version %.64q that is not printable text", name, t.Version)
+		}
 	}
 	return nil
+}
+
+// printable says s is valid UTF-8 without control characters: a tool's
+// version is a match of its own --version output ("6.22"), and it is
+// copied into every sample and printed by `rlab compare` (SECURITY 154).
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return false
+		}
+	}
+	return true
 }
 
 // MaxToolVersion bounds a tool's version in a facts answer.

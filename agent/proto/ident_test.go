@@ -106,6 +106,8 @@ func TestReplyChecks(t *testing.T) {
 		{"facts tool version of megabytes", Facts{Tools: map[string]Tool{"ib_write_bw": {Path: "/usr/bin/ib_write_bw", Version: strings.Repeat("6.", 1<<19)}}}, false},
 		{"facts tool version past the bound", Facts{Tools: map[string]Tool{"gcc": {Version: strings.Repeat("1", MaxToolVersion+1)}}}, false},
 		{"facts tool path of megabytes", Facts{Tools: map[string]Tool{"gcc": {Path: "/" + strings.Repeat("a", 1<<20)}}}, false},
+		{"facts tool version with escapes", Facts{Tools: map[string]Tool{"ib_write_bw": {Version: "6.10\x1b]0;owned\x07"}}}, false},
+		{"facts tool version not UTF-8", Facts{Tools: map[string]Tool{"ib_write_bw": {Version: "6.\xff"}}}, false},
 	}
 	for _, tt := range tests {
 		if err := tt.c.Check(); (err == nil) != tt.ok {

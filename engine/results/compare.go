@@ -414,7 +414,9 @@ func repeatWarnings(ds []Delta) []string {
 func (c *Comparison) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n", refName(c.A), c.A.Status, refName(c.B), c.B.Status)
 	for _, m := range c.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", m)
+		// Warnings quote what hosts said (versions, kernels): never raw
+		// on a terminal (SECURITY 154).
+		fmt.Fprintf(w, "warning: %s\n", termsafe.Line(m))
 	}
 	fmt.Fprintln(w)
 	if len(c.Headlines) > 0 {

@@ -434,3 +434,28 @@ func TestCompareOwnMetrics(t *testing.T) {
 		t.Errorf("no direction: deltas %+v folded %v", c.Deltas, c.Folded)
 	}
 }
+
+// TestCompareToolVersionTerminalSafe: a tool's version is what a host's
+// facts answer said, copied into every sample (Meta.ToolVersion), and
+// `rlab compare` of two runs without their hosts' facts (results.json
+// files copied apart) printed it in a warning as it came: a host's escape
+// sequences reached the terminal (SECURITY 154). It is quoted now, and
+// every warning line is made terminal-safe.
+func TestCompareToolVersionTerminalSafe(t *testing.T) {
+	run := func(version string) *Run {
+		return &Run{Lab: "l", Status: "ok", Dir: t.TempDir(), Samples: []Sample{
+			{Metric: "bw_avg", Value: 1, Unit: "Gb/s", Meta: Meta{Workload: "w", Tool: "ib_write_bw", ToolVersion: version}},
+		}}
+	}
+	c := Compare(run("6.10\x1b]0;owned\x07\x1b[2J"), run("6.15"), CompareOptions{})
+	var buf bytes.Buffer
+	if err := c.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "tool version") {
+		t.Fatalf("no tool version warning:\n%s", buf.String())
+	}
+	if strings.ContainsAny(buf.String(), "\x1b\x07") {
+		t.Errorf("the host's escape sequences were printed raw:\n%q", buf.String())
+	}
+}

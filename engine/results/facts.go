@@ -112,7 +112,7 @@ func runWarnings(a, b *Run) []string {
 	va, vb := toolVersions(a), toolVersions(b)
 	for _, wl := range sortedKeys(va) {
 		if v, ok := vb[wl]; ok && v != va[wl] && (len(ha) == 0 || len(hb) == 0) {
-			w = append(w, fmt.Sprintf("workload %q: tool version %s in A, %s in B", wl, va[wl], v))
+			w = append(w, fmt.Sprintf("workload %q: tool version %s in A, %s in B", wl, factText(va[wl]), factText(v)))
 		}
 	}
 	return w

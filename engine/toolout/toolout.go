@@ -216,6 +216,7 @@ func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, er
 		return nil, Info{Tool: tool}, fmt.Errorf("parse output of %s: %w", what(tool, opts), ErrNoParser)
 	}
 	rows, info, err := p.Parse(stdout, opts)
+	err = boundError(err)
 	info.Tool = tool
 	info.bound()
 	if n := len(rows) + len(info.PerDirection); n > MaxRows {
@@ -239,6 +240,65 @@ func Parse(tool string, stdout []byte, opts Options) ([]results.Sample, Info, er
 		return nil, info, fmt.Errorf("parse output of %s: %w", what(tool, opts), err)
 	}
 	return toSamples(tool, rows, info, opts), info, nil
+}
+
+// MaxErrorText bounds the text of a parser's error: a parser that fails
+// quotes the lines of the output that say why (three error lines, the
+// first lines it did not read, every warning of a table it could not keep),
+// and the output is the host's, up to a reply line (8 MiB). The error is
+// the trial's and kept for the run (its event, results.json, junit.xml,
+// summary.md, report.html, the terminal's line), so lines of a megabyte
+// made each failed trial's error megabytes (SECURITY 151), as an agent's
+// error did before rpc bounded it (136). The tool's whole output stays in
+// the run's logs.
+const MaxErrorText = 4096
+
+// boundError returns err with its text cut to MaxErrorText bytes, still
+// matching the errors Parse's callers test for (errors.Is ErrTooManyRows,
+// ErrUnusableJSON, ErrNoParser; errors.As *PartialError, its reason cut
+// too). The long text is dropped, not kept behind the cut one.
+func boundError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var kept []error
+	var partial *PartialError
+	if errors.As(err, &partial) {
+		partial.Reason = cutText(partial.Reason, MaxErrorText)
+		kept = append(kept, partial)
+	}
+	msg := err.Error()
+	if len(msg) <= MaxErrorText {
+		return err
+	}
+	for _, e := range []error{ErrTooManyRows, ErrUnusableJSON, ErrNoParser} {
+		if errors.Is(err, e) {
+			kept = append(kept, e)
+		}
+	}
+	return &cutError{msg: cutText(msg, MaxErrorText), errs: kept}
+}
+
+// cutError is a parser's error whose text was cut (boundError).
+type cutError struct {
+	msg  string
+	errs []error
+}
+
+func (e *cutError) Error() string   { return e.msg }
+func (e *cutError) Unwrap() []error { return e.errs }
+
+// cutText cuts s to its first n bytes on a rune's start and says how long
+// it was.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("… (%d bytes in all; the tool's output is in the run's logs)", len(s))
 }
 
 // PartialError is a parser's word that a tool printed rows of results and

@@ -570,3 +570,54 @@ func TestInfoValuesBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestParseErrorBounded: a tool's output is the host's (up to a reply line,
+// 8 MiB), and a parser that fails quotes the lines that say why; the error
+// is the trial's, kept for the run (its event, results.json, junit.xml,
+// summary.md, report.html, the terminal's line) like an agent's error
+// (SECURITY 136). Lines of megabytes made each failed trial's error
+// megabytes. Whatever the parser, Parse's error is at most MaxErrorText
+// bytes, and still says what failed and wraps what it wrapped.
+func TestParseErrorBounded(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/toolout/world/ib_write_bw.perftest25-header.client.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, " 65536      403504")
+	if i < 0 {
+		t.Fatal("fixture changed: its row is gone")
+	}
+	head, row := s[:i], " 65536      403504           0.00               42.31                0.080701\n"
+	mib := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		name, tool, out, stderr string
+		want                    string // in the error
+		partial                 bool
+	}{
+		{"perftest: error lines of a megabyte", "ib_write_bw", strings.Repeat("error "+mib+"\n", 3), "", "no result table", false},
+		{"perftest: unread lines of a megabyte", "ib_write_bw", strings.Repeat("unread "+mib+"\n", 4), "", "no result table", false},
+		{"perftest: a failure of megabytes after rows", "ib_write_bw", head + row + strings.Repeat("Completion with error "+mib+"\n", 3), "", "the tool failed after 1 result rows", true},
+		{"pingpong: error lines of a megabyte", "ibv_rc_pingpong", strings.Repeat("failed "+mib+"\n", 3), "", "summary lines", false},
+		{"rping: error lines of a megabyte", "rping", "", strings.Repeat("rdma_connect error "+mib+"\n", 3), "rping failed", false},
+		{"perftest: an honest failure", "ib_write_bw", "Couldn't connect to 10.0.0.2:18515\n", "", "Couldn't connect to 10.0.0.2:18515", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Parse(tc.tool, []byte(tc.out), Options{ReportGbits: true, Stderr: []byte(tc.stderr)})
+			if err == nil {
+				t.Fatal("parsed, want an error")
+			}
+			msg := err.Error()
+			if len(msg) > MaxErrorText+200 || !utf8.ValidString(msg) {
+				t.Errorf("an error of %d bytes (valid UTF-8 %v), want at most %d", len(msg), utf8.ValidString(msg), MaxErrorText)
+			}
+			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, tc.tool) {
+				t.Errorf("error %.300q does not say %q of %s", msg, tc.want, tc.tool)
+			}
+			var p *PartialError
+			if errors.As(err, &p) != tc.partial {
+				t.Errorf("errors.As PartialError %v, want %v", !tc.partial, tc.partial)
+			}
+		})
+	}
+}
