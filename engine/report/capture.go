@@ -116,14 +116,16 @@ type Analysis struct {
 }
 
 // AnalyzeSplit reads the files of one capture on workers goroutines
-// (roce.ScanFilesSplit): each worker keeps a summary, an iWARP analyzer and
-// an IO graph (bins of iv; 0: no graph) of the flows it owns, and they are
-// merged at the end into what one pass over every frame in file order
+// (roce.ScanSplitSummaries): each worker keeps a summary and an IO graph
+// (bins of iv; 0: no graph) of the frames it decodes, with the
+// order-dependent part of the summary and the iWARP analysis of the flows
+// it owns, and they are merged at the end into what one pass over every frame in file order
 // makes. finishIntoGraph says whether the FPDUs the iWARP analyses give up
 // at the end are drawn, as when the one-pass caller finishes its analyzer
 // before taking the graph. ok is false when the parts cannot be merged
 // (roce.Merge, iwarp.Merge): read the capture on one core instead.
 func AnalyzeSplit(files []string, workers int, iv time.Duration, finishIntoGraph bool) (a *Analysis, ok bool, err error) {
+	workers = max(1, min(workers, 255)) // as roce.ScanSplitSummaries takes
 	sums := make([]*roce.Summary, workers)
 	iws := make([]*iwarp.Analyzer, workers)
 	var gs []*iograph.Builder
@@ -145,13 +147,18 @@ func AnalyzeSplit(files []string, workers int, iv time.Duration, finishIntoGraph
 			iws[w] = iwarp.NewAnalyzer()
 		}
 	}
-	res, err := roce.ScanFilesSplit(files, workers, func(w int, p *roce.Packet) {
-		sums[w].Add(p)
-		iws[w].Add(p)
-		if gs != nil {
-			gs[w].Add(p)
-		}
-	})
+	sources := make([]roce.Source, len(files))
+	for i, f := range files {
+		sources[i] = roce.FileSource(f)
+	}
+	// The IO graph's bins add up in any order: drawn by the worker that
+	// decodes each frame. The iWARP analyses reassemble their TCP streams
+	// in order: on the worker that owns each connection.
+	var each func(w int, p *roce.Packet)
+	if gs != nil {
+		each = func(w int, p *roce.Packet) { gs[w].Add(p) }
+	}
+	res, err := roce.ScanSplitSummaries(sources, sums, each, func(w int, p *roce.Packet) { iws[w].Add(p) })
 	if err != nil {
 		return nil, false, err
 	}

@@ -44,9 +44,14 @@ type splitBatch struct {
 	// does (pcapBlocks.fill), parsed by the decoding worker; else frames
 	// lists them.
 	blocks  *pcapBlocks
-	recs    []liteRec // one per frame
-	full    []Packet  // the frames a liteRec cannot hold (liteRec.full)
-	owner   []uint8   // the worker that accounts each packet
+	recs []liteRec // the frames handed over whole, by index in the batch
+	full []Packet  // the frames a liteRec cannot hold (liteRec.full)
+	// hand lists what the owners of the frames' flows must see of the
+	// frames (all but those the decoding worker owned and did inline),
+	// in file order; keys are the RoCEv2 flows of handRecs that carry
+	// only a PSN.
+	hand    []handRec
+	keys    []FlowKey
 	claimed atomic.Bool
 	refs    atomic.Int32
 }
@@ -82,6 +87,29 @@ func FileSource(path string) Source {
 	}}
 }
 
+// handRec is one frame a worker hands to the owner of its flow (owner):
+// the index j of the frame in its batch and, for a RoCEv2 request whose
+// PSN is all the owner needs (Summary.ordered), the PSN and its flow (key:
+// index in splitBatch.keys); key -1 says the whole frame is in recs[j].
+// One list for all owners, each reading it through: appending to a local
+// slice costs less than to one of several in the batch.
+type handRec struct {
+	j     int32
+	key   int32
+	psn   uint32
+	owner uint8
+}
+
+// splitCfg is what a split scan does with the frames: all, ScanSplit's
+// fn, on the owner of every frame's flow; or (ScanSplitSummaries) the
+// counts of every frame into the summary of the worker that decodes it,
+// each on that worker too, and the order-dependent rest on the owner.
+type splitCfg struct {
+	all       func(w int, p *Packet)
+	sums      []*Summary
+	each, tcp func(w int, p *Packet)
+}
+
 // ScanSplit reads the sources one after another as one capture (Packet.Ord
 // counts across them, Number restarts at each) and calls fn on workers
 // goroutines at once: fn(w, p) with every packet p of the flows worker w
@@ -92,12 +120,32 @@ func FileSource(path string) Source {
 // fail. With an error the frames before it have been handed to fn.
 // workers < 1 means 1.
 func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanResult, error) {
+	return scanSplit(sources, workers, &splitCfg{all: fn})
+}
+
+// ScanSplitSummaries reads the sources as ScanSplit does, on len(sums)
+// workers (at most 255), but hands over between them only what must be
+// seen in a flow's order. Worker w counts every frame it decodes into
+// sums[w], whatever its flow (Summary.count: totals, the flow's and the
+// opcode's counts, NAKs), and calls each(w, p) with it (nil: not at all):
+// on one worker these frames come in file order, across workers in any.
+// The worker that owns a flow does the rest of Summary.Add for it in file
+// order (Summary.ordered: the PSNs of its requests, its CM messages), with
+// a record of a few bytes per request when another worker decoded it, and
+// calls tcp(w, p) (nil: not at all) with every TCP frame without a problem
+// of the connections it owns, in file order. Merge makes the summary one
+// Add of every frame would have made from sums.
+func ScanSplitSummaries(sources []Source, sums []*Summary, each, tcp func(w int, p *Packet)) (ScanResult, error) {
+	return scanSplit(sources, len(sums), &splitCfg{sums: sums, each: each, tcp: tcp})
+}
+
+func scanSplit(sources []Source, workers int, cfg *splitCfg) (ScanResult, error) {
 	workers = max(1, min(workers, 255))
 	depth := 2*workers + 2
 	free := make(chan *splitBatch, depth)
 	for i := 0; i < depth; i++ {
 		free <- &splitBatch{batch: batch{frames: make([]rawFrame, 0, batchFrames)},
-			recs: make([]liteRec, batchFrames), owner: make([]uint8, batchFrames)}
+			recs: make([]liteRec, batchFrames)}
 	}
 	in := make([]chan *splitBatch, workers)
 	for i := range in {
@@ -168,7 +216,7 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			splitLoop(w, workers, in[w], free, fn)
+			splitLoop(w, workers, in[w], free, cfg)
 		}()
 	}
 	wg.Wait()
@@ -184,7 +232,7 @@ func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanRe
 // that neither core waits while there is a batch to decode. (Waiting is
 // dear: the idle core's scheduler spins and sleeps in the kernel to steal
 // the woken goroutine, 10-16 % of the CPU of 2 cores.)
-func splitLoop(w, workers int, in <-chan *splitBatch, free chan<- *splitBatch, fn func(w int, p *Packet)) {
+func splitLoop(w, workers int, in <-chan *splitBatch, free chan<- *splitBatch, cfg *splitCfg) {
 	var dec, own Packet // this worker's, in its cache
 	var queue []*splitBatch
 	open := true
@@ -202,9 +250,9 @@ func splitLoop(w, workers int, in <-chan *splitBatch, free chan<- *splitBatch, f
 		b := queue[0]
 		switch {
 		case b.claimed.CompareAndSwap(false, true):
-			decodeBatch(w, workers, b, true, &dec, fn)
+			decodeBatch(w, workers, b, true, &dec, cfg)
 		case isClosed(b.done):
-			accountBatch(w, b, &own, fn)
+			accountBatch(w, b, &own, cfg)
 		default:
 			// Another worker decodes b: decode a later batch meanwhile.
 			for open {
@@ -223,7 +271,7 @@ func splitLoop(w, workers int, in <-chan *splitBatch, free chan<- *splitBatch, f
 			ahead := false
 			for _, nb := range queue[1:] {
 				if nb.claimed.CompareAndSwap(false, true) {
-					decodeBatch(w, workers, nb, false, &dec, fn)
+					decodeBatch(w, workers, nb, false, &dec, cfg)
 					ahead = true
 					break
 				}
@@ -250,13 +298,18 @@ func isClosed(c chan struct{}) bool {
 	}
 }
 
-// decodeBatch decodes b (into dec): with inline, fn on w's packets as
-// they are decoded and each other worker's written down as a liteRec;
-// without, every packet written down.
-func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, fn func(w int, p *Packet)) {
-	me := uint8(w)
-	b.full = b.full[:0]
+// decodeBatch decodes b (into dec): with inline, what w owns of each
+// frame done as it is decoded and what other workers own written down
+// for them (b.hand); without, all of it written down.
+func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, cfg *splitCfg) {
+	b.full, b.keys = b.full[:0], b.keys[:0]
+	hand := b.hand[:0]
 	var memo ownerMemo
+	var keyFlow *Flow // the flow of b.keys' last
+	var sum *Summary
+	if cfg.sums != nil {
+		sum = cfg.sums[w]
+	}
 	for j, off := 0, 0; j < b.n; j++ {
 		if pb := b.blocks; pb != nil {
 			data, ts, wire, size := pb.record(b.arena[off:])
@@ -269,33 +322,89 @@ func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, fn fun
 			Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, dec)
 		}
 		dec.ord = b.firstOrd + int64(j)
-		o := uint8(memo.owner(dec, workers))
-		b.owner[j] = o
-		if inline && o == me {
-			fn(w, dec)
-		} else if !b.recs[j].set(dec, b.arena) {
-			b.full = append(b.full, *dec)
-			b.recs[j].full = int32(len(b.full))
+		o := memo.owner(dec, workers)
+		mine := inline && o == w
+		if cfg.all != nil {
+			if mine {
+				cfg.all(w, dec)
+			} else {
+				hand = b.handFull(hand, o, j, dec)
+			}
+			continue
+		}
+		f := sum.count(dec)
+		if cfg.each != nil {
+			cfg.each(w, dec)
+		}
+		switch {
+		case f != nil: // RoCEv2 with a BTH: its PSN and CM message in flow order
+			cm := dec.CM.Attr != 0
+			switch {
+			case !cm && !psnOrdered(dec):
+			case mine:
+				sum.ordered(dec, f)
+			case cm:
+				hand = b.handFull(hand, o, j, dec)
+			default:
+				if f != keyFlow {
+					b.keys = append(b.keys, FlowKey{f.Src, f.Dst, f.DestQP})
+					keyFlow = f
+				}
+				hand = append(hand, handRec{j: int32(j), key: int32(len(b.keys) - 1), psn: dec.BTH.PSN, owner: uint8(o)})
+			}
+		case cfg.tcp != nil && dec.Proto == ProtoTCP && dec.Problem == ProblemNone:
+			if mine {
+				cfg.tcp(w, dec)
+			} else {
+				hand = b.handFull(hand, o, j, dec)
+			}
 		}
 	}
+	b.hand = hand
 	close(b.done)
 }
 
-// accountBatch is fn on the packets of the flows w owns in b, decoded
-// (by another worker, or by w ahead of its turn), read back into own.
-func accountBatch(w int, b *splitBatch, own *Packet, fn func(w int, p *Packet)) {
+// handFull hands frame j, decoded in p, whole to worker o: hand with it.
+func (b *splitBatch) handFull(hand []handRec, o, j int, p *Packet) []handRec {
+	if !b.recs[j].set(p, b.arena) {
+		b.full = append(b.full, *p)
+		b.recs[j].full = int32(len(b.full))
+	}
+	return append(hand, handRec{j: int32(j), key: -1, owner: uint8(o)})
+}
+
+// accountBatch does what w owns of the frames of b that another worker
+// decoded (or w ahead of its turn): whole frames read back into own.
+func accountBatch(w int, b *splitBatch, own *Packet, cfg *splitCfg) {
+	var sum *Summary
+	if cfg.sums != nil {
+		sum = cfg.sums[w]
+	}
 	me := uint8(w)
-	for j := range b.n {
-		if b.owner[j] != me {
+	for i := range b.hand {
+		h := &b.hand[i]
+		if h.owner != me {
 			continue
 		}
-		r := &b.recs[j]
-		if r.full != 0 {
-			fn(w, &b.full[r.full-1])
+		if h.key >= 0 {
+			sum.flow(b.keys[h.key], time.Time{}).trackPSN(h.psn)
 			continue
 		}
-		r.packet(own, b.first+j, b.firstOrd+int64(j), b.arena)
-		fn(w, own)
+		j := int(h.j)
+		p := own
+		if r := &b.recs[j]; r.full != 0 {
+			p = &b.full[r.full-1]
+		} else {
+			r.packet(own, b.first+j, b.firstOrd+int64(j), b.arena)
+		}
+		switch {
+		case cfg.all != nil:
+			cfg.all(w, p)
+		case p.Proto == ProtoTCP:
+			cfg.tcp(w, p)
+		default:
+			sum.ordered(p, sum.flow(FlowKey{p.Src, p.Dst, p.BTH.DestQP}, p.Time))
+		}
 	}
 }
 

@@ -412,7 +412,7 @@ func TestScanSplitDecodesAhead(t *testing.T) {
 	const workers, w = 2, 1
 	batches := make([]*splitBatch, 2)
 	for i := range batches {
-		b := &splitBatch{recs: make([]liteRec, batchFrames), owner: make([]uint8, batchFrames)}
+		b := &splitBatch{recs: make([]liteRec, batchFrames)}
 		b.first, b.done, b.blocks = 1, make(chan struct{}), pb
 		if i > 0 {
 			b.first = batches[0].first + batches[0].n
@@ -439,7 +439,7 @@ func TestScanSplitDecodesAhead(t *testing.T) {
 	}
 	finished := make(chan struct{})
 	go func() {
-		splitLoop(w, workers, in, free, fn)
+		splitLoop(w, workers, in, free, &splitCfg{all: fn})
 		close(finished)
 	}()
 	select {
@@ -451,7 +451,7 @@ func TestScanSplitDecodesAhead(t *testing.T) {
 		t.Fatalf("fn had %d packets before batch 0 was decoded", len(got))
 	}
 	var dec Packet
-	decodeBatch(0, workers, batches[0], false, &dec, func(int, *Packet) { t.Error("fn called for a batch decoded without inline") })
+	decodeBatch(0, workers, batches[0], false, &dec, &splitCfg{all: func(int, *Packet) { t.Error("fn called for a batch decoded without inline") }})
 	<-finished
 	var mine []packetLog
 	for _, pl := range want[:batches[0].n+batches[1].n] {
