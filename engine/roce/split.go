@@ -43,17 +43,16 @@ type splitBatch struct {
 	// blocks, when set, says the arena holds n pcap records as the file
 	// does (pcapBlocks.fill), parsed by the decoding worker; else frames
 	// lists them.
-	blocks  *pcapBlocks
-	recs []liteRec // the frames handed over whole, by index in the batch
-	full []Packet  // the frames a liteRec cannot hold (liteRec.full)
+	blocks *pcapBlocks
+	recs   []liteRec // the frames handed over whole, by index in the batch
+	full   []Packet  // the frames a liteRec cannot hold (liteRec.full)
 	// hand lists what the owners of the frames' flows must see of the
 	// frames (all but those the decoding worker owned and did inline),
 	// in file order; keys are the RoCEv2 flows of handRecs that carry
 	// only a PSN.
-	hand    []handRec
-	keys    []FlowKey
-	claimed atomic.Bool
-	refs    atomic.Int32
+	hand []handRec
+	keys []FlowKey
+	refs atomic.Int32
 }
 
 // Source is one capture file of a split scan, opened when the scan reaches it.
@@ -142,150 +141,209 @@ func ScanSplitSummaries(sources []Source, sums []*Summary, each, tcp func(w int,
 func scanSplit(sources []Source, workers int, cfg *splitCfg) (ScanResult, error) {
 	workers = max(1, min(workers, 255))
 	depth := 2*workers + 2
-	free := make(chan *splitBatch, depth)
+	rd := &splitReader{sources: sources, free: make(chan *splitBatch, depth), in: make([]chan *splitBatch, workers)}
 	for i := 0; i < depth; i++ {
-		free <- &splitBatch{batch: batch{frames: make([]rawFrame, 0, batchFrames)},
+		rd.free <- &splitBatch{batch: batch{frames: make([]rawFrame, 0, batchFrames)},
 			recs: make([]liteRec, batchFrames)}
 	}
-	in := make([]chan *splitBatch, workers)
-	for i := range in {
-		in[i] = make(chan *splitBatch, depth)
+	for i := range rd.in {
+		rd.in[i] = make(chan *splitBatch, depth) // never full: depth batches in all
 	}
-	var res ScanResult
-	var readErr error
-	go func() { // the reader
-		defer func() {
-			for _, c := range in {
-				close(c)
-			}
-		}()
-		ord := 0
-		for _, src := range sources {
-			next, blocks, closeSrc, err := src.open()
-			if err != nil {
-				readErr = err
-				return
-			}
-			n, done := 0, false
-			for !done {
-				b := <-free
-				b.arena, b.frames, b.first = b.arena[:0], b.frames[:0], n+1
-				b.done = make(chan struct{})
-				b.claimed.Store(false)
-				var err error
-				b.blocks = blocks
-				if blocks != nil {
-					b.n, err = blocks.fill(&b.batch)
-				} else {
-					b.n, err = b.fillFrom(next)
-				}
-				n += b.n
-				if b.n > 0 {
-					b.firstOrd = int64(ord + 1)
-					ord += b.n
-					b.refs.Store(int32(workers))
-					for _, c := range in {
-						c <- b
-					}
-				} else {
-					free <- b
-				}
-				if err != nil {
-					done = true
-					switch {
-					case err == io.EOF:
-					case errors.Is(err, io.ErrUnexpectedEOF):
-						res.CutShort = true
-					default:
-						readErr = fmt.Errorf("frame %d: %w", n+1, err)
-					}
-				}
-			}
-			closeSrc()
-			res.Frames += n
-			if readErr != nil {
-				if src.name != "" {
-					readErr = fmt.Errorf("read capture %q: %w", src.name, readErr)
-				}
-				return
-			}
-		}
-	}()
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			splitLoop(w, workers, in[w], free, cfg)
+			splitLoop(w, workers, rd, cfg)
 		}()
 	}
 	wg.Wait()
-	return res, readErr
+	if rd.closeSrc != nil {
+		rd.closeSrc() // a worker stopped early cannot leave it open
+	}
+	return rd.res, rd.err
 }
 
-// splitLoop is worker w of a split scan: the batches of in, in file order.
-// At the front of its queue, a batch no worker has claimed is decoded
-// here, and w's own packets go to fn as they are decoded (w has handed fn
-// every earlier batch's). A batch another worker is still decoding is not
-// waited for while a later one is unclaimed: w decodes that one ahead,
-// every packet written down (its own too, for when w reaches it), so
-// that neither core waits while there is a batch to decode. (Waiting is
-// dear: the idle core's scheduler spins and sleeps in the kernel to steal
-// the woken goroutine, 10-16 % of the CPU of 2 cores.)
-func splitLoop(w, workers int, in <-chan *splitBatch, free chan<- *splitBatch, cfg *splitCfg) {
-	var dec, own Packet // this worker's, in its cache
-	var queue []*splitBatch
-	open := true
-	for {
-		if len(queue) == 0 {
-			if !open {
-				return
-			}
-			b, ok := <-in
-			if !ok {
-				return
-			}
-			queue = append(queue, b)
-		}
-		b := queue[0]
-		switch {
-		case b.claimed.CompareAndSwap(false, true):
-			decodeBatch(w, workers, b, true, &dec, cfg)
-		case isClosed(b.done):
-			accountBatch(w, b, &own, cfg)
-		default:
-			// Another worker decodes b: decode a later batch meanwhile.
-			for open {
-				select {
-				case nb, ok := <-in:
-					if !ok {
-						open = false
-						break
-					}
-					queue = append(queue, nb)
-					continue
-				default:
-				}
+// splitReader is the capture of a split scan, read a batch at a time by
+// the worker that will decode the batch: the bytes a read brings into a
+// core's cache are decoded there, not on the core of a reader goroutine
+// (reading on another core cost about a quarter more CPU on 2 cores:
+// every line of the file crossed between the cores). mu orders the reads
+// and what they publish: every batch goes to every worker's in, in file
+// order. Whoever holds mu never waits.
+type splitReader struct {
+	mu       sync.Mutex
+	sources  []Source
+	src      int // the source being read, or the next to open
+	next     frameFunc
+	blocks   *pcapBlocks
+	closeSrc func() // of the open source; nil: none open
+	n        int    // frames read of the open source
+	ord      int
+	finished bool        // in are closed
+	over     atomic.Bool // finished, for reading without mu
+	res      ScanResult
+	err      error
+	free     chan *splitBatch
+	in       []chan *splitBatch
+}
+
+// read fills b with the next frames of the capture and hands it to every
+// worker (ok), or at the end closes the workers' in and says !ok (b not
+// used). Call it with mu held.
+func (rd *splitReader) read(b *splitBatch) (ok bool) {
+	for !rd.finished {
+		if rd.closeSrc == nil {
+			if rd.src == len(rd.sources) {
+				rd.finish()
 				break
 			}
-			ahead := false
-			for _, nb := range queue[1:] {
-				if nb.claimed.CompareAndSwap(false, true) {
-					decodeBatch(w, workers, nb, false, &dec, cfg)
-					ahead = true
-					break
+			var err error
+			rd.next, rd.blocks, rd.closeSrc, err = rd.sources[rd.src].open()
+			if err != nil {
+				rd.closeSrc, rd.err = nil, err
+				rd.finish()
+				break
+			}
+			rd.n = 0
+		}
+		b.arena, b.frames, b.first = b.arena[:0], b.frames[:0], rd.n+1
+		var err error
+		b.blocks = rd.blocks
+		if rd.blocks != nil {
+			b.n, err = rd.blocks.fill(&b.batch)
+		} else {
+			b.n, err = b.fillFrom(rd.next)
+		}
+		rd.n += b.n
+		if err != nil {
+			switch {
+			case err == io.EOF:
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				rd.res.CutShort = true
+			default:
+				rd.err = fmt.Errorf("frame %d: %w", rd.n+1, err)
+				if name := rd.sources[rd.src].name; name != "" {
+					rd.err = fmt.Errorf("read capture %q: %w", name, rd.err)
 				}
 			}
-			if !ahead {
-				<-b.done
+			rd.closeSrc()
+			rd.closeSrc = nil
+			rd.res.Frames += rd.n
+			rd.src++
+			if rd.err != nil {
+				rd.src = len(rd.sources) // the frames before it are handed out, no more
+			}
+		}
+		if b.n > 0 {
+			b.firstOrd = int64(rd.ord + 1)
+			rd.ord += b.n
+			b.done = make(chan struct{})
+			b.refs.Store(int32(len(rd.in)))
+			for _, c := range rd.in {
+				c <- b
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// finish closes the workers' in: no batch comes after.
+func (rd *splitReader) finish() {
+	rd.finished = true
+	rd.over.Store(true)
+	for _, c := range rd.in {
+		close(c)
+	}
+}
+
+// splitLoop is worker w of a split scan: the batches of its in, in file
+// order, each accounted (accountBatch) once decoded. When the batch at
+// the front of its queue is not decoded yet (another worker reads and
+// decodes it) or there is none, w reads the next batch itself and decodes
+// it: as it is decoded, what w owns of it is done at once when w has
+// accounted every earlier batch (inline), else written down for when w
+// reaches it. So neither core waits while there is a batch to read.
+// (Waiting is dear: the idle core's scheduler spins and sleeps in the
+// kernel to steal the woken goroutine.)
+func splitLoop(w, workers int, rd *splitReader, cfg *splitCfg) {
+	var dec, own Packet // this worker's, in its cache
+	var queue []*splitBatch
+	in := rd.in[w]
+	open := true
+	take := func(nb *splitBatch, ok bool) {
+		if ok {
+			queue = append(queue, nb)
+		} else {
+			open = false
+		}
+	}
+	drain := func() {
+		for open {
+			select {
+			case nb, ok := <-in:
+				take(nb, ok)
+				continue
+			default:
+			}
+			return
+		}
+	}
+	for {
+		drain()
+		if len(queue) > 0 && isClosed(queue[0].done) {
+			b := queue[0]
+			accountBatch(w, b, &own, cfg)
+			queue[0] = nil
+			queue = queue[1:]
+			if b.refs.Add(-1) == 0 {
+				rd.free <- b
 			}
 			continue
 		}
-		queue[0] = nil
-		queue = queue[1:]
-		if b.refs.Add(-1) == 0 {
-			free <- b
+		if !open && len(queue) == 0 {
+			return
 		}
+		// Nothing to account yet: read and decode the next batch, given
+		// a free one; else wait for one of these.
+		var fb *splitBatch
+		var free <-chan *splitBatch
+		if !rd.over.Load() {
+			free = rd.free
+		}
+		select {
+		case fb = <-free:
+		default:
+		}
+		if fb == nil {
+			var front <-chan struct{}
+			if len(queue) > 0 {
+				front = queue[0].done
+			}
+			var inc <-chan *splitBatch
+			if open {
+				inc = in
+			}
+			select {
+			case <-front:
+				continue
+			case nb, ok := <-inc:
+				take(nb, ok)
+				continue
+			case fb = <-free:
+			}
+		}
+		rd.mu.Lock()
+		drain() // every batch read before this one
+		inline := len(queue) == 0
+		ok := rd.read(fb)
+		rd.mu.Unlock()
+		if !ok {
+			rd.free <- fb
+			continue
+		}
+		decodeBatch(w, workers, fb, inline, &dec, cfg)
 	}
 }
 
@@ -322,10 +380,8 @@ func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, cfg *s
 			Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, dec)
 		}
 		dec.ord = b.firstOrd + int64(j)
-		o := memo.owner(dec, workers)
-		mine := inline && o == w
 		if cfg.all != nil {
-			if mine {
+			if o := memo.owner(dec, workers); inline && o == w {
 				cfg.all(w, dec)
 			} else {
 				hand = b.handFull(hand, o, j, dec)
@@ -338,6 +394,13 @@ func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, cfg *s
 		}
 		switch {
 		case f != nil: // RoCEv2 with a BTH: its PSN and CM message in flow order
+			// The flow's owner, kept in w's Flow: the frames of a
+			// conversation's two directions come in turn.
+			if f.owner == 0 {
+				f.owner = flowOwner(dec, workers) + 1
+			}
+			o := f.owner - 1
+			mine := inline && o == w
 			cm := dec.CM.Attr != 0
 			switch {
 			case !cm && !psnOrdered(dec):
@@ -353,7 +416,7 @@ func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, cfg *s
 				hand = append(hand, handRec{j: int32(j), key: int32(len(b.keys) - 1), psn: dec.BTH.PSN, owner: uint8(o)})
 			}
 		case cfg.tcp != nil && dec.Proto == ProtoTCP && dec.Problem == ProblemNone:
-			if mine {
+			if o := memo.owner(dec, workers); inline && o == w {
 				cfg.tcp(w, dec)
 			} else {
 				hand = b.handFull(hand, o, j, dec)

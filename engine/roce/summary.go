@@ -60,11 +60,12 @@ type Flow struct {
 	NAKCodes map[uint8]int64 `json:"nak_codes,omitempty"`
 	Ops      []*OpStats      `json:"opcodes"`
 
-	opIdx    [256]uint16 // index+1 into Ops
-	maxPSN   uint32
-	havePSN  bool
+	opIdx   [256]uint16 // index+1 into Ops
+	maxPSN  uint32
+	havePSN bool
 	// Packet.Ord of the flow's first and last packet, for Merge
 	firstOrd, lastOrd int64
+	owner             int // flowOwner+1 in a split scan's summary; 0: not yet
 }
 
 // CMEvent is one Communication Manager message: the control plane.
@@ -160,13 +161,13 @@ type Summary struct {
 	CM        []CMEvent  `json:"cm,omitempty"`
 	CMDropped int64      `json:"cm_not_listed,omitempty"`
 
-	flows   map[FlowKey]*Flow
+	flows map[FlowKey]*Flow
 	// recent are the flows of the last frames, most recent first: a
 	// capture's frames come in runs of one conversation, often its two
 	// directions in turn (requests and their ACKs), and comparing keys
 	// costs less than the map.
 	recent [2]recentFlow
-	ops     [256]*OpStats
+	ops    [256]*OpStats
 
 	firstOrd, lastOrd int64 // Packet.Ord of First and Last, for Merge
 }
