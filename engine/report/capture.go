@@ -53,7 +53,7 @@ func SummarizePcaps(files []string) (*CaptureStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st == nil { // one core, or more connections than a split can merge
+	if st == nil { // more connections than a split can merge
 		s := roce.NewSummary()
 		g := iograph.NewBuilder(iv)
 		iw := iwarpFeeding(g)
@@ -90,16 +90,12 @@ func SummarizePcaps(files []string) (*CaptureStats, error) {
 	return st, nil
 }
 
-// summarizeSplit is SummarizePcaps' first pass on every core (AnalyzeSplit;
-// the IO graph drawn before the iWARP analysis gives up its open holes, as
-// the one-core pass draws it): nil when there is one core or the split
-// cannot be merged.
+// summarizeSplit is SummarizePcaps' first pass, split by flow over every
+// core, one worker on one core (AnalyzeSplit; the IO graph drawn before
+// the iWARP analysis gives up its open holes, as the one-pass reader
+// draws it): nil when the split cannot be merged.
 func summarizeSplit(files []string, iv time.Duration) (*CaptureStats, error) {
-	workers := runtime.GOMAXPROCS(0)
-	if workers < 2 {
-		return nil, nil
-	}
-	a, ok, err := AnalyzeSplit(files, workers, iv, false)
+	a, ok, err := AnalyzeSplit(files, runtime.GOMAXPROCS(0), iv, false)
 	if err != nil || !ok {
 		return nil, err
 	}
