@@ -174,7 +174,7 @@ func TestScanSplitSameAsScan(t *testing.T) {
 
 // FuzzScanSplit: on any bytes, ScanSplit hands out Scan's packets and
 // error, and the merged summary is Scan's (or says it cannot merge, only
-// past MaxFlows).
+// past MaxFlows), and so is ScanSplitSummaries' on 3 workers.
 func FuzzScanSplit(f *testing.F) {
 	for _, g := range []string{"../../testdata/pcap/*.pcap*", "../../testdata/iwarp/*.pcap"} {
 		m, _ := filepath.Glob(g)
@@ -204,6 +204,21 @@ func FuzzScanSplit(f *testing.F) {
 		}
 		if a, b := summaryJSON(t, wsum), summaryJSON(t, sum); a != b {
 			t.Fatalf("merged summary differs:\nScan  %s\nSplit %s", a, b)
+		}
+		// And counting where decoded (ScanSplitSummaries): the same summary.
+		sums := []*Summary{NewSummary(), NewSummary(), NewSummary()}
+		res, err = ScanSplitSummaries([]Source{ReaderSource(bytes.NewReader(data))}, sums, nil, nil)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || res != wres {
+			t.Fatalf("ScanSplitSummaries %+v %v, Scan %+v %v", res, err, wres, werr)
+		}
+		if sum, ok := Merge(sums); ok {
+			sum.CutShort = res.CutShort
+			sum.Finish()
+			if a, b := summaryJSON(t, wsum), summaryJSON(t, sum); a != b {
+				t.Fatalf("ScanSplitSummaries: merged summary differs:\nScan  %s\nSplit %s", a, b)
+			}
+		} else if len(wsum.Flows) < MaxFlows {
+			t.Fatalf("ScanSplitSummaries: %d flows did not merge", len(wsum.Flows))
 		}
 	})
 }
