@@ -20,22 +20,24 @@ import (
 // two cores gains (BENCHMARKS.md, "pcap on every core"). What a summary
 // keeps in order is per flow (a RoCE flow's highest PSN, a TCP stream's
 // reassembly); the rest are counts, sums and time bins that add up in any
-// order. So ScanSplit decodes each batch on one worker, as ScanParallel
-// does, and then every worker accounts the packets of the flows it owns,
-// batch after batch: a flow's packets reach one worker in file order, and
-// the workers' summaries merge at the end (Merge, iwarp.Merge,
-// iograph.Merge) into what one Scan would have made.
+// order. So in a split scan the workers take turns reading batches, each
+// decodes the batch it read, and then every worker accounts the packets of
+// the flows it owns, batch after batch: a flow's packets reach one worker
+// in file order, and the workers' summaries merge at the end (Merge,
+// iwarp.Merge, iograph.Merge) into what one Scan would have made.
+// ScanSplitSummaries goes further: the decoding worker counts every frame
+// itself, and only what needs the flow's order crosses to the owner.
 
-// splitBatch is one batch of a split scan: decoded by the first worker to
-// reach it, then read by every worker for the packets it owns. Which
-// worker decodes changes nothing but the speed: the one whose flows take
-// less accounting runs ahead and decodes more, so a capture of one flow
-// still shares the decoding.
+// splitBatch is one batch of a split scan: read and decoded by the worker
+// that took it from the pool, then read by every worker for what it owns.
+// Which worker decodes changes nothing but the speed: the one whose flows
+// take less accounting runs ahead and decodes more, so a capture of one
+// flow still shares the decoding.
 //
-// What the decoding worker leaves for the others is a liteRec per frame
-// (128 bytes), not the 592-byte Packet: the owner, often on the other core,
-// reads it back into a Packet of its own that stays in its cache. Handing
-// over whole Packets moved ~0.9 GB between the cores for 1.5 M frames.
+// A frame that must cross whole goes as a liteRec (128 bytes), not the
+// 592-byte Packet: the owner, often on the other core, reads it back into
+// a Packet of its own that stays in its cache. Handing over whole Packets
+// moved ~0.9 GB between the cores for 1.5 M frames.
 type splitBatch struct {
 	batch
 	firstOrd int64 // Packet.Ord of the batch's first frame
