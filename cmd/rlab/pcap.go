@@ -338,19 +338,21 @@ SEND) (of one capture).`,
 }
 
 // splitWorkers is how many workers read a capture split by flow
-// (report.AnalyzeSplit), 0 for the sequential reader: every core when
-// there are several. RLAB_PCAP_SPLIT=1 takes the split scan on one core
-// too, with one worker, for bench/pcap/cores.sh: its reader costs less
-// CPU than the sequential one (gopacket's pcapgo), so 2 workers against 1
-// is what the second core gives, apart from what the reader saves
-// (BENCHMARKS.md, "Why 2 cores cost less CPU than one").
+// (report.AnalyzeSplit): one per core, one on one core too, where the
+// split scan's reader costs less CPU than the sequential one (gopacket's
+// pcapgo) for the same output (BENCHMARKS.md, "Why 2 cores cost less CPU
+// than one"); 0, the sequential reader, only when a test asks for it
+// (pcapSequential).
 func splitWorkers() int {
-	n := runtime.GOMAXPROCS(0)
-	if n < 2 && os.Getenv("RLAB_PCAP_SPLIT") != "1" {
+	if pcapSequential {
 		return 0
 	}
-	return n
+	return max(1, runtime.GOMAXPROCS(0))
 }
+
+// pcapSequential makes rlab pcap read every capture with the sequential
+// reader, for tests that compare the split scan with it.
+var pcapSequential bool
 
 // pcapInputs turns pcap's arguments into captures, each the list of its
 // files: files as given (a ring's files grouped), a folder's capture

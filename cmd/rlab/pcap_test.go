@@ -325,51 +325,42 @@ func TestPcapPublicIWARP(t *testing.T) {
 	}
 }
 
-// TestPcapSplitOnOneCore checks RLAB_PCAP_SPLIT=1 (bench/pcap/cores.sh)
-// takes the split scan on one core, and that it prints what the
-// sequential reader prints.
+// TestPcapSplitOnOneCore checks rlab pcap takes the split scan on one
+// core as on two, and that on either it prints what the sequential reader
+// prints (the text, the JSON, the IO graph).
 func TestPcapSplitOnOneCore(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	tests := []struct {
-		procs int
-		env   string
-		want  int
-	}{
-		{1, "", 0},
-		{1, "0", 0},
-		{1, "1", 1},
-		{2, "", 2},
-		{2, "1", 2},
-	}
-	for _, tc := range tests {
-		runtime.GOMAXPROCS(tc.procs)
-		t.Setenv("RLAB_PCAP_SPLIT", tc.env)
-		if got := splitWorkers(); got != tc.want {
-			t.Errorf("GOMAXPROCS=%d RLAB_PCAP_SPLIT=%q: %d split workers, want %d", tc.procs, tc.env, got, tc.want)
+	for _, procs := range []int{1, 2} {
+		runtime.GOMAXPROCS(procs)
+		if got := splitWorkers(); got != procs {
+			t.Errorf("GOMAXPROCS=%d: %d split workers, want %d", procs, got, procs)
 		}
 	}
-	runtime.GOMAXPROCS(1)
 	svg := filepath.Join(t.TempDir(), "io.svg")
-	for _, f := range []string{pcapFixture, "../../testdata/iwarp/iwarp-mpav2-crc.pcap", "../../testdata/pcap/synth-vlan-ipv6-tcp.pcap"} {
-		var outs [2]string
-		var graphs [2][]byte
-		for i, env := range []string{"", "1"} {
-			t.Setenv("RLAB_PCAP_SPLIT", env)
-			out, err := runPcap(t, f, "--json", "--iograph", svg, "--interval", "1ms")
-			if err != nil {
-				t.Fatal(err)
+	for _, procs := range []int{1, 2} {
+		runtime.GOMAXPROCS(procs)
+		for _, f := range []string{pcapFixture, "../../testdata/iwarp/iwarp-mpav2-crc.pcap", "../../testdata/pcap/synth-vlan-ipv6-tcp.pcap"} {
+			var outs [2]string
+			var graphs [2][]byte
+			for i, seq := range []bool{true, false} {
+				pcapSequential = seq
+				out, err := runPcap(t, f, "--json", "--iograph", svg, "--interval", "1ms")
+				if err != nil {
+					t.Fatal(err)
+				}
+				text, err := runPcap(t, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs[i] = out + text
+				if graphs[i], err = os.ReadFile(svg); err != nil {
+					t.Fatal(err)
+				}
 			}
-			text, err := runPcap(t, f)
-			if err != nil {
-				t.Fatal(err)
+			pcapSequential = false
+			if outs[0] != outs[1] || !bytes.Equal(graphs[0], graphs[1]) {
+				t.Errorf("%s, GOMAXPROCS=%d: the split scan prints other than the sequential reader:\n%s\n---\n%s", f, procs, outs[0], outs[1])
 			}
-			outs[i] = out + text
-			if graphs[i], err = os.ReadFile(svg); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if outs[0] != outs[1] || !bytes.Equal(graphs[0], graphs[1]) {
-			t.Errorf("%s: the split scan on one core prints other than the sequential reader:\n%s\n---\n%s", f, outs[0], outs[1])
 		}
 	}
 }

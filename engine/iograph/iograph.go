@@ -7,6 +7,7 @@
 package iograph
 
 import (
+	"math"
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/roce"
@@ -97,6 +98,11 @@ type Builder struct {
 	packets  [nSeries]int64
 	total    [nSeries]int64
 	dropped  int64
+	// [lo, hi) are the times (ns) of held interval at, the last one
+	// added to: frames come in time order, and comparing costs less
+	// than the two or three divisions that find an interval.
+	lo, hi int64
+	at     int
 }
 
 // NewBuilder returns a Builder with buckets of the given width.
@@ -142,7 +148,11 @@ func (b *Builder) add(t, n int64, s1, s2 int) {
 		b.start, b.started = t, true
 	}
 	i := 0
-	if t > b.start {
+	switch {
+	case t <= b.start:
+	case t >= b.lo && t < b.hi:
+		i = b.at
+	default:
 		i64 := (t - b.start) / int64(b.interval)
 		if i64 >= MaxBuckets {
 			b.dropped++
@@ -152,6 +162,12 @@ func (b *Builder) add(t, n int64, s1, s2 int) {
 			b.coarsen(10)
 		}
 		i = int(i64 / b.step())
+		span := int64(b.interval) * b.step()
+		b.lo, b.at = b.start+int64(i)*span, i
+		b.hi = satAdd(b.lo, span)
+		if b.interval <= math.MaxInt64/MaxBuckets {
+			b.hi = min(b.hi, satAdd(b.start, MaxBuckets*int64(b.interval))) // past it a frame is dropped
+		}
 	}
 	for _, s := range [2]int{s1, s2} {
 		if s < 0 {
@@ -164,6 +180,14 @@ func (b *Builder) add(t, n int64, s1, s2 int) {
 		b.packets[s]++
 		b.total[s] += n
 	}
+}
+
+// satAdd is a+b (b >= 0), at most math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // step is how many base intervals one held interval spans.
@@ -185,6 +209,7 @@ func (b *Builder) coarsen(n int64) {
 		b.bytes[s] = nw
 	}
 	b.scale = b.step() * n
+	b.lo, b.hi = 0, 0 // the intervals changed
 }
 
 // Graph returns the graph so far: every series with at least one packet,
@@ -214,7 +239,9 @@ func (b *Builder) Graph() *Graph {
 // (roce.ScanSplit) all start where one builder over every frame in file
 // order would have, so that Merge only adds their intervals up. Call it
 // before the first Add.
-func (b *Builder) SetStart(t time.Time) { b.start, b.started = t.UnixNano(), true }
+func (b *Builder) SetStart(t time.Time) {
+	b.start, b.started, b.lo, b.hi = t.UnixNano(), true, 0, 0
+}
 
 // Merge is the builder of every frame and FPDU the parts were given, the
 // parts having the same interval and start (SetStart).

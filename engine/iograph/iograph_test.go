@@ -222,3 +222,43 @@ func TestBuilderBoundedOverWideSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestIntervalCacheSameAsDividing: frames in time order, out of it, before
+// the start, past MaxBuckets and across the coarsening of the intervals
+// land in the same intervals with the builder's cached interval bounds as
+// when every frame's interval is found by dividing (the cache cleared
+// before each), for small and huge intervals.
+func TestIntervalCacheSameAsDividing(t *testing.T) {
+	for _, iv := range []time.Duration{time.Microsecond, time.Millisecond, time.Second, 1 << 50} {
+		cached, divided := NewBuilder(iv), NewBuilder(iv)
+		t0 := time.Unix(1_800_000_000, 0)
+		at := t0
+		var seed uint64 = 7
+		for i := 0; i < 200_000; i++ {
+			seed = seed*6364136223846793005 + 1442695040888963407
+			r := seed >> 33
+			switch r % 100 {
+			case 0:
+				at = t0.Add(-time.Duration(r%1000) * iv) // before the start
+			case 1:
+				at = t0.Add(time.Duration(MaxBuckets+int64(r%5)-2) * iv) // at the end
+			case 2:
+				at = at.Add(-time.Duration(r%3) * iv) // back
+			case 3:
+				at = at.Add(time.Duration(r%50_000) * iv) // ahead: the intervals coarsen
+			case 4, 5: // on the next held interval's first nanosecond, or the last before it
+				span := iv * time.Duration(cached.step())
+				at = t0.Add((at.Sub(t0)/span+1)*span - time.Duration(r%100/5%2))
+			default:
+				at = at.Add(time.Duration(r % uint64(max(iv/3, 1))))
+			}
+			cached.AddIWARP(at, int(r%1500), SeriesWrite)
+			divided.lo, divided.hi = 0, 0
+			divided.AddIWARP(at, int(r%1500), SeriesWrite)
+		}
+		small := iv <= time.Second // the huge one: no frame is past MaxBuckets intervals
+		if d := cmp.Diff(divided.Graph(), cached.Graph()); d != "" || small && (cached.dropped == 0 || cached.step() == 1) {
+			t.Errorf("interval %s: dropped %d, step %d, graphs differ (-dividing +cached):\n%s", iv, cached.dropped, cached.step(), d)
+		}
+	}
+}

@@ -53,7 +53,7 @@ func SummarizePcaps(files []string) (*CaptureStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st == nil { // one core, or more connections than a split can merge
+	if st == nil { // more connections than a split can merge
 		s := roce.NewSummary()
 		g := iograph.NewBuilder(iv)
 		iw := iwarpFeeding(g)
@@ -90,16 +90,12 @@ func SummarizePcaps(files []string) (*CaptureStats, error) {
 	return st, nil
 }
 
-// summarizeSplit is SummarizePcaps' first pass on every core (AnalyzeSplit;
-// the IO graph drawn before the iWARP analysis gives up its open holes, as
-// the one-core pass draws it): nil when there is one core or the split
-// cannot be merged.
+// summarizeSplit is SummarizePcaps' first pass, split by flow over every
+// core, one worker on one core (AnalyzeSplit; the IO graph drawn before
+// the iWARP analysis gives up its open holes, as the one-pass reader
+// draws it): nil when the split cannot be merged.
 func summarizeSplit(files []string, iv time.Duration) (*CaptureStats, error) {
-	workers := runtime.GOMAXPROCS(0)
-	if workers < 2 {
-		return nil, nil
-	}
-	a, ok, err := AnalyzeSplit(files, workers, iv, false)
+	a, ok, err := AnalyzeSplit(files, runtime.GOMAXPROCS(0), iv, false)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -116,14 +112,16 @@ type Analysis struct {
 }
 
 // AnalyzeSplit reads the files of one capture on workers goroutines
-// (roce.ScanFilesSplit): each worker keeps a summary, an iWARP analyzer and
-// an IO graph (bins of iv; 0: no graph) of the flows it owns, and they are
-// merged at the end into what one pass over every frame in file order
+// (roce.ScanSplitSummaries): each worker keeps a summary and an IO graph
+// (bins of iv; 0: no graph) of the frames it decodes, with the
+// order-dependent part of the summary and the iWARP analysis of the flows
+// it owns, and they are merged at the end into what one pass over every frame in file order
 // makes. finishIntoGraph says whether the FPDUs the iWARP analyses give up
 // at the end are drawn, as when the one-pass caller finishes its analyzer
 // before taking the graph. ok is false when the parts cannot be merged
 // (roce.Merge, iwarp.Merge): read the capture on one core instead.
 func AnalyzeSplit(files []string, workers int, iv time.Duration, finishIntoGraph bool) (a *Analysis, ok bool, err error) {
+	workers = max(1, min(workers, 255)) // as roce.ScanSplitSummaries takes
 	sums := make([]*roce.Summary, workers)
 	iws := make([]*iwarp.Analyzer, workers)
 	var gs []*iograph.Builder
@@ -145,13 +143,18 @@ func AnalyzeSplit(files []string, workers int, iv time.Duration, finishIntoGraph
 			iws[w] = iwarp.NewAnalyzer()
 		}
 	}
-	res, err := roce.ScanFilesSplit(files, workers, func(w int, p *roce.Packet) {
-		sums[w].Add(p)
-		iws[w].Add(p)
-		if gs != nil {
-			gs[w].Add(p)
-		}
-	})
+	sources := make([]roce.Source, len(files))
+	for i, f := range files {
+		sources[i] = roce.FileSource(f)
+	}
+	// The IO graph's bins add up in any order: drawn by the worker that
+	// decodes each frame. The iWARP analyses reassemble their TCP streams
+	// in order: on the worker that owns each connection.
+	var each func(w int, p *roce.Packet)
+	if gs != nil {
+		each = func(w int, p *roce.Packet) { gs[w].Add(p) }
+	}
+	res, err := roce.ScanSplitSummaries(sources, sums, each, func(w int, p *roce.Packet) { iws[w].Add(p) })
 	if err != nil {
 		return nil, false, err
 	}

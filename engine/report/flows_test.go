@@ -66,12 +66,12 @@ func writeCapture(t *testing.T, dir, name string, frames [][]byte) string {
 }
 
 // TestAnalyzeSplitFlows: on made captures of many batches, shaped to test
-// the split by flow at its ends, AnalyzeSplit on 1, 2 and 5 workers makes
+// the split by flow at its ends, AnalyzeSplit on 1, 2, 3, 5 and 7 workers makes
 // byte for byte what one pass makes (summaries, iWARP analysis, IO graph):
 // one RoCEv2 flow (every packet on one worker; the others only decode),
 // one TCP connection carrying iWARP (the siw recording's over and over), and
-// many flows (400 RoCEv2 QPs from 4 hosts and 60 TCP connections,
-// interleaved at random).
+// many flows (400 RoCEv2 QPs from 4 hosts, their PSNs now and then going
+// back as a resend does, and 60 TCP connections, interleaved at random).
 func TestAnalyzeSplitFlows(t *testing.T) {
 	var roceFrame []byte
 	for _, f := range readFrames(t, "../../testdata/pcap/roce-ib_write_bw-10x4KiB.pcap") {
@@ -135,6 +135,9 @@ func TestAnalyzeSplitFlows(t *testing.T) {
 		qp := uint32(rng.IntN(400))
 		many = append(many, roce(byte(qp%4), qp, psn[qp]))
 		psn[qp] += uint32(1 + rng.IntN(2)) // now and then one missing
+		if rng.IntN(10) == 0 {
+			psn[qp] -= 3 // a resend: Retransmits, in the flow's order
+		}
 	}
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -144,7 +147,7 @@ func TestAnalyzeSplitFlows(t *testing.T) {
 		files := []string{writeCapture(t, dir, c.name+".pcap", c.frames)}
 		for _, fin := range []bool{false, true} {
 			want := analysisText(t, onePass(t, files, time.Millisecond, fin))
-			for _, w := range []int{1, 2, 5} {
+			for _, w := range []int{1, 2, 3, 5, 7} {
 				a, ok, err := AnalyzeSplit(files, w, time.Millisecond, fin)
 				if err != nil || !ok {
 					t.Fatalf("%s workers %d: %v %v", c.name, w, ok, err)
@@ -156,10 +159,13 @@ func TestAnalyzeSplitFlows(t *testing.T) {
 		}
 		// The captures are what their names say.
 		a, _, _ := AnalyzeSplit(files, 2, 0, false)
-		flows, conns := len(a.Summary.Flows), a.IWARP.TCPConns
-		if shape := fmt.Sprintf("%d flows, %d connections", flows, conns); c.name == "one-roce-flow" && (flows != 1 || conns != 0) ||
+		flows, conns, resent := len(a.Summary.Flows), a.IWARP.TCPConns, int64(0)
+		for _, f := range a.Summary.Flows {
+			resent += f.Retransmits
+		}
+		if shape := fmt.Sprintf("%d flows, %d connections, %d resent", flows, conns, resent); c.name == "one-roce-flow" && (flows != 1 || conns != 0) ||
 			c.name == "one-tcp-connection" && (flows != 0 || conns != 1 || len(a.IWARP.Conns) != 1) ||
-			c.name == "many-flows" && (flows < 300 || conns < 30) {
+			c.name == "many-flows" && (flows < 300 || conns < 30 || resent < 100) {
 			t.Errorf("%s: %s", c.name, shape)
 		}
 	}

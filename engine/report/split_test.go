@@ -67,7 +67,7 @@ func analysisText(t *testing.T, a *Analysis) string {
 // TestAnalyzeSplitSameAsOnePass: on every capture of the project's
 // testdata (the siw recordings, the report and attribution runs, the
 // RoCEv2 ones) and on a ring of files read as one capture, AnalyzeSplit on
-// 1, 2 and 5 workers makes byte for byte the summaries, iWARP analysis and
+// 1, 2, 3, 5 and 7 workers makes byte for byte the summaries, iWARP analysis and
 // IO graph (both ways of drawing the FPDUs given up at the end) that one
 // pass over every frame makes.
 func TestAnalyzeSplitSameAsOnePass(t *testing.T) {
@@ -89,7 +89,7 @@ func TestAnalyzeSplitSameAsOnePass(t *testing.T) {
 		for _, fin := range []bool{false, true} {
 			for _, iv := range []time.Duration{time.Millisecond, 100 * time.Millisecond} {
 				want := analysisText(t, onePass(t, files, iv, fin))
-				for _, w := range []int{1, 2, 5} {
+				for _, w := range []int{1, 2, 3, 5, 7} {
 					a, ok, err := AnalyzeSplit(files, w, iv, fin)
 					if err != nil || !ok {
 						t.Fatalf("%v workers %d: %v %v", files, w, ok, err)

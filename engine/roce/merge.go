@@ -3,28 +3,40 @@ package roce
 import "sort"
 
 // Merge is the Summary one Add of every packet in file order would have
-// made, from the summaries of a split scan (ScanSplit: each RoCEv2 flow's
-// packets in one part, in order). ok is false when the parts cannot say
-// it: more than MaxFlows flows, whose overflow line depends on the order
-// of packets across flows (then scan again on one core). Call Finish on
-// the result, not on the parts.
+// made, from the summaries of a split scan (ScanSplit, ScanSplitSummaries):
+// each part counted the frames its worker decoded (Summary.count), of any
+// flow, and a flow's order-dependent part (its PSNs, CM messages) is in
+// the part of the worker that owns it, so the parts of one flow are added
+// up here. ok is false when the parts cannot say it: more than MaxFlows
+// flows, whose overflow line depends on the order of packets across flows
+// (then scan again on one core). Call Finish on the result, not on the
+// parts.
 func Merge(parts []*Summary) (s *Summary, ok bool) {
 	s = NewSummary()
-	nFlows := 0
 	for _, p := range parts {
 		if p.Overflow != nil {
 			return nil, false
 		}
-		nFlows += len(p.Flows)
-	}
-	if nFlows > MaxFlows {
-		return nil, false
-	}
-	if nFlows > 0 {
-		s.Flows = make([]*Flow, 0, nFlows) // nil when none, as Add leaves it
 	}
 	var cmTotal int64
 	for _, p := range parts {
+		for _, f := range p.Flows {
+			k := FlowKey{f.Src, f.Dst, f.DestQP}
+			m := s.flows[k]
+			if m == nil {
+				if len(s.flows) >= MaxFlows {
+					return nil, false
+				}
+				m = &Flow{Src: f.Src, Dst: f.Dst, DestQP: f.DestQP}
+				s.flows[k] = m
+				s.Flows = append(s.Flows, m)
+			}
+			mergeFlow(m, f)
+		}
+		// Each part kept the first maxCMEvents of its own messages, so
+		// the first maxCMEvents of all are among them.
+		s.CM = append(s.CM, p.CM...)
+		cmTotal += int64(len(p.CM)) + p.CMDropped
 		if p.Frames == 0 {
 			continue
 		}
@@ -49,19 +61,11 @@ func Merge(parts []*Summary) (s *Summary, ok bool) {
 		s.ICRCChecked += p.ICRCChecked
 		s.ICRCBad += p.ICRCBad
 		s.CutShort = s.CutShort || p.CutShort
-		for k, f := range p.flows {
-			s.flows[k] = f
-		}
-		s.Flows = append(s.Flows, p.Flows...)
 		for op, o := range p.ops {
 			if o != nil {
 				s.ops[op] = mergeOp(s.ops[op], o)
 			}
 		}
-		// Each part kept the first maxCMEvents of its own messages, so
-		// the first maxCMEvents of all are among them.
-		s.CM = append(s.CM, p.CM...)
-		cmTotal += int64(len(p.CM)) + p.CMDropped
 	}
 	sort.Slice(s.Flows, func(i, j int) bool { return s.Flows[i].firstOrd < s.Flows[j].firstOrd })
 	sort.SliceStable(s.CM, func(i, j int) bool { return s.CM[i].ord < s.CM[j].ord })
@@ -73,6 +77,43 @@ func Merge(parts []*Summary) (s *Summary, ok bool) {
 		s.CM = nil
 	}
 	return s, true
+}
+
+// mergeFlow adds b, one part's share of a flow, to m: its counts, First
+// and Last by Packet.Ord, and its opcodes. A part with no packet of the
+// flow (its owner, given only PSNs decoded elsewhere) adds only those.
+func mergeFlow(m, b *Flow) {
+	m.Retransmits += b.Retransmits
+	if b.Packets == 0 {
+		return
+	}
+	if m.Packets == 0 || b.firstOrd < m.firstOrd {
+		m.First, m.firstOrd = b.First, b.firstOrd
+	}
+	if m.Packets == 0 || b.lastOrd > m.lastOrd {
+		m.Last, m.lastOrd = b.Last, b.lastOrd
+	}
+	m.Packets += b.Packets
+	m.Bytes += b.Bytes
+	m.PayloadBytes += b.PayloadBytes
+	m.NAKs += b.NAKs
+	m.RNRNAKs += b.RNRNAKs
+	m.CNPs += b.CNPs
+	m.ECN += b.ECN
+	for c, n := range b.NAKCodes {
+		if m.NAKCodes == nil {
+			m.NAKCodes = map[uint8]int64{}
+		}
+		m.NAKCodes[c] += n
+	}
+	for _, o := range b.Ops {
+		if i := m.opIdx[o.Opcode]; i != 0 {
+			mergeOp(m.Ops[i-1], o)
+			continue
+		}
+		m.Ops = append(m.Ops, mergeOp(nil, o))
+		m.opIdx[o.Opcode] = uint16(len(m.Ops))
+	}
 }
 
 // mergeOp adds b's packets to a (nil: none yet), keeping First and Last of

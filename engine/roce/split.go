@@ -20,22 +20,24 @@ import (
 // two cores gains (BENCHMARKS.md, "pcap on every core"). What a summary
 // keeps in order is per flow (a RoCE flow's highest PSN, a TCP stream's
 // reassembly); the rest are counts, sums and time bins that add up in any
-// order. So ScanSplit decodes each batch on one worker, as ScanParallel
-// does, and then every worker accounts the packets of the flows it owns,
-// batch after batch: a flow's packets reach one worker in file order, and
-// the workers' summaries merge at the end (Merge, iwarp.Merge,
-// iograph.Merge) into what one Scan would have made.
+// order. So in a split scan the workers take turns reading batches, each
+// decodes the batch it read, and then every worker accounts the packets of
+// the flows it owns, batch after batch: a flow's packets reach one worker
+// in file order, and the workers' summaries merge at the end (Merge,
+// iwarp.Merge, iograph.Merge) into what one Scan would have made.
+// ScanSplitSummaries goes further: the decoding worker counts every frame
+// itself, and only what needs the flow's order crosses to the owner.
 
-// splitBatch is one batch of a split scan: decoded by the first worker to
-// reach it, then read by every worker for the packets it owns. Which
-// worker decodes changes nothing but the speed: the one whose flows take
-// less accounting runs ahead and decodes more, so a capture of one flow
-// still shares the decoding.
+// splitBatch is one batch of a split scan: read and decoded by the worker
+// that took it from the pool, then read by every worker for what it owns.
+// Which worker decodes changes nothing but the speed: the one whose flows
+// take less accounting runs ahead and decodes more, so a capture of one
+// flow still shares the decoding.
 //
-// What the decoding worker leaves for the others is a liteRec per frame
-// (128 bytes), not the 592-byte Packet: the owner, often on the other core,
-// reads it back into a Packet of its own that stays in its cache. Handing
-// over whole Packets moved ~0.9 GB between the cores for 1.5 M frames.
+// A frame that must cross whole goes as a liteRec (128 bytes), not the
+// 592-byte Packet: the owner, often on the other core, reads it back into
+// a Packet of its own that stays in its cache. Handing over whole Packets
+// moved ~0.9 GB between the cores for 1.5 M frames.
 type splitBatch struct {
 	batch
 	firstOrd int64 // Packet.Ord of the batch's first frame
@@ -43,12 +45,16 @@ type splitBatch struct {
 	// blocks, when set, says the arena holds n pcap records as the file
 	// does (pcapBlocks.fill), parsed by the decoding worker; else frames
 	// lists them.
-	blocks  *pcapBlocks
-	recs    []liteRec // one per frame
-	full    []Packet  // the frames a liteRec cannot hold (liteRec.full)
-	owner   []uint8   // the worker that accounts each packet
-	claimed atomic.Bool
-	refs    atomic.Int32
+	blocks *pcapBlocks
+	recs   []liteRec // the frames handed over whole, by index in the batch
+	full   []Packet  // the frames a liteRec cannot hold (liteRec.full)
+	// hand lists what the owners of the frames' flows must see of the
+	// frames (all but those the decoding worker owned and did inline),
+	// in file order; keys are the RoCEv2 flows of handRecs that carry
+	// only a PSN.
+	hand []handRec
+	keys []FlowKey
+	refs atomic.Int32
 }
 
 // Source is one capture file of a split scan, opened when the scan reaches it.
@@ -82,6 +88,29 @@ func FileSource(path string) Source {
 	}}
 }
 
+// handRec is one frame a worker hands to the owner of its flow (owner):
+// the index j of the frame in its batch and, for a RoCEv2 request whose
+// PSN is all the owner needs (Summary.ordered), the PSN and its flow (key:
+// index in splitBatch.keys); key -1 says the whole frame is in recs[j].
+// One list for all owners, each reading it through: appending to a local
+// slice costs less than to one of several in the batch.
+type handRec struct {
+	j     int32
+	key   int32
+	psn   uint32
+	owner uint8
+}
+
+// splitCfg is what a split scan does with the frames: all, ScanSplit's
+// fn, on the owner of every frame's flow; or (ScanSplitSummaries) the
+// counts of every frame into the summary of the worker that decodes it,
+// each on that worker too, and the order-dependent rest on the owner.
+type splitCfg struct {
+	all       func(w int, p *Packet)
+	sums      []*Summary
+	each, tcp func(w int, p *Packet)
+}
+
 // ScanSplit reads the sources one after another as one capture (Packet.Ord
 // counts across them, Number restarts at each) and calls fn on workers
 // goroutines at once: fn(w, p) with every packet p of the flows worker w
@@ -92,152 +121,231 @@ func FileSource(path string) Source {
 // fail. With an error the frames before it have been handed to fn.
 // workers < 1 means 1.
 func ScanSplit(sources []Source, workers int, fn func(w int, p *Packet)) (ScanResult, error) {
+	return scanSplit(sources, workers, &splitCfg{all: fn})
+}
+
+// ScanSplitSummaries reads the sources as ScanSplit does, on len(sums)
+// workers (at most 255), but hands over between them only what must be
+// seen in a flow's order. Worker w counts every frame it decodes into
+// sums[w], whatever its flow (Summary.count: totals, the flow's and the
+// opcode's counts, NAKs), and calls each(w, p) with it (nil: not at all):
+// on one worker these frames come in file order, across workers in any.
+// The worker that owns a flow does the rest of Summary.Add for it in file
+// order (Summary.ordered: the PSNs of its requests, its CM messages), with
+// a record of a few bytes per request when another worker decoded it, and
+// calls tcp(w, p) (nil: not at all) with every TCP frame without a problem
+// of the connections it owns, in file order. Merge makes the summary one
+// Add of every frame would have made from sums.
+func ScanSplitSummaries(sources []Source, sums []*Summary, each, tcp func(w int, p *Packet)) (ScanResult, error) {
+	return scanSplit(sources, len(sums), &splitCfg{sums: sums, each: each, tcp: tcp})
+}
+
+func scanSplit(sources []Source, workers int, cfg *splitCfg) (ScanResult, error) {
 	workers = max(1, min(workers, 255))
 	depth := 2*workers + 2
-	free := make(chan *splitBatch, depth)
+	rd := &splitReader{sources: sources, free: make(chan *splitBatch, depth), in: make([]chan *splitBatch, workers)}
 	for i := 0; i < depth; i++ {
-		free <- &splitBatch{batch: batch{frames: make([]rawFrame, 0, batchFrames)},
-			recs: make([]liteRec, batchFrames), owner: make([]uint8, batchFrames)}
+		rd.free <- &splitBatch{batch: batch{frames: make([]rawFrame, 0, batchFrames)},
+			recs: make([]liteRec, batchFrames)}
 	}
-	in := make([]chan *splitBatch, workers)
-	for i := range in {
-		in[i] = make(chan *splitBatch, depth)
+	for i := range rd.in {
+		rd.in[i] = make(chan *splitBatch, depth) // never full: depth batches in all
 	}
-	var res ScanResult
-	var readErr error
-	go func() { // the reader
-		defer func() {
-			for _, c := range in {
-				close(c)
-			}
-		}()
-		ord := 0
-		for _, src := range sources {
-			next, blocks, closeSrc, err := src.open()
-			if err != nil {
-				readErr = err
-				return
-			}
-			n, done := 0, false
-			for !done {
-				b := <-free
-				b.arena, b.frames, b.first = b.arena[:0], b.frames[:0], n+1
-				b.done = make(chan struct{})
-				b.claimed.Store(false)
-				var err error
-				b.blocks = blocks
-				if blocks != nil {
-					b.n, err = blocks.fill(&b.batch)
-				} else {
-					b.n, err = b.fillFrom(next)
-				}
-				n += b.n
-				if b.n > 0 {
-					b.firstOrd = int64(ord + 1)
-					ord += b.n
-					b.refs.Store(int32(workers))
-					for _, c := range in {
-						c <- b
-					}
-				} else {
-					free <- b
-				}
-				if err != nil {
-					done = true
-					switch {
-					case err == io.EOF:
-					case errors.Is(err, io.ErrUnexpectedEOF):
-						res.CutShort = true
-					default:
-						readErr = fmt.Errorf("frame %d: %w", n+1, err)
-					}
-				}
-			}
-			closeSrc()
-			res.Frames += n
-			if readErr != nil {
-				if src.name != "" {
-					readErr = fmt.Errorf("read capture %q: %w", src.name, readErr)
-				}
-				return
-			}
-		}
-	}()
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			splitLoop(w, workers, in[w], free, fn)
+			splitLoop(w, workers, rd, cfg)
 		}()
 	}
 	wg.Wait()
-	return res, readErr
+	if rd.closeSrc != nil {
+		rd.closeSrc() // a worker stopped early cannot leave it open
+	}
+	return rd.res, rd.err
 }
 
-// splitLoop is worker w of a split scan: the batches of in, in file order.
-// At the front of its queue, a batch no worker has claimed is decoded
-// here, and w's own packets go to fn as they are decoded (w has handed fn
-// every earlier batch's). A batch another worker is still decoding is not
-// waited for while a later one is unclaimed: w decodes that one ahead,
-// every packet written down (its own too, for when w reaches it), so
-// that neither core waits while there is a batch to decode. (Waiting is
-// dear: the idle core's scheduler spins and sleeps in the kernel to steal
-// the woken goroutine, 10-16 % of the CPU of 2 cores.)
-func splitLoop(w, workers int, in <-chan *splitBatch, free chan<- *splitBatch, fn func(w int, p *Packet)) {
-	var dec, own Packet // this worker's, in its cache
-	var queue []*splitBatch
-	open := true
-	for {
-		if len(queue) == 0 {
-			if !open {
-				return
-			}
-			b, ok := <-in
-			if !ok {
-				return
-			}
-			queue = append(queue, b)
-		}
-		b := queue[0]
-		switch {
-		case b.claimed.CompareAndSwap(false, true):
-			decodeBatch(w, workers, b, true, &dec, fn)
-		case isClosed(b.done):
-			accountBatch(w, b, &own, fn)
-		default:
-			// Another worker decodes b: decode a later batch meanwhile.
-			for open {
-				select {
-				case nb, ok := <-in:
-					if !ok {
-						open = false
-						break
-					}
-					queue = append(queue, nb)
-					continue
-				default:
-				}
+// splitReader is the capture of a split scan, read a batch at a time by
+// the worker that will decode the batch: the bytes a read brings into a
+// core's cache are decoded there, not on the core of a reader goroutine
+// (reading on another core cost about a quarter more CPU on 2 cores:
+// every line of the file crossed between the cores). mu orders the reads
+// and what they publish: every batch goes to every worker's in, in file
+// order. Whoever holds mu never waits.
+type splitReader struct {
+	mu       sync.Mutex
+	sources  []Source
+	src      int // the source being read, or the next to open
+	next     frameFunc
+	blocks   *pcapBlocks
+	closeSrc func() // of the open source; nil: none open
+	n        int    // frames read of the open source
+	ord      int
+	finished bool        // in are closed
+	over     atomic.Bool // finished, for reading without mu
+	res      ScanResult
+	err      error
+	free     chan *splitBatch
+	in       []chan *splitBatch
+}
+
+// read fills b with the next frames of the capture and hands it to every
+// worker (ok), or at the end closes the workers' in and says !ok (b not
+// used). Call it with mu held.
+func (rd *splitReader) read(b *splitBatch) (ok bool) {
+	for !rd.finished {
+		if rd.closeSrc == nil {
+			if rd.src == len(rd.sources) {
+				rd.finish()
 				break
 			}
-			ahead := false
-			for _, nb := range queue[1:] {
-				if nb.claimed.CompareAndSwap(false, true) {
-					decodeBatch(w, workers, nb, false, &dec, fn)
-					ahead = true
-					break
+			var err error
+			rd.next, rd.blocks, rd.closeSrc, err = rd.sources[rd.src].open()
+			if err != nil {
+				rd.closeSrc, rd.err = nil, err
+				rd.finish()
+				break
+			}
+			rd.n = 0
+		}
+		b.arena, b.frames, b.first = b.arena[:0], b.frames[:0], rd.n+1
+		var err error
+		b.blocks = rd.blocks
+		if rd.blocks != nil {
+			b.n, err = rd.blocks.fill(&b.batch)
+		} else {
+			b.n, err = b.fillFrom(rd.next)
+		}
+		rd.n += b.n
+		if err != nil {
+			switch {
+			case err == io.EOF:
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				rd.res.CutShort = true
+			default:
+				rd.err = fmt.Errorf("frame %d: %w", rd.n+1, err)
+				if name := rd.sources[rd.src].name; name != "" {
+					rd.err = fmt.Errorf("read capture %q: %w", name, rd.err)
 				}
 			}
-			if !ahead {
-				<-b.done
+			rd.closeSrc()
+			rd.closeSrc = nil
+			rd.res.Frames += rd.n
+			rd.src++
+			if rd.err != nil {
+				rd.src = len(rd.sources) // the frames before it are handed out, no more
+			}
+		}
+		if b.n > 0 {
+			b.firstOrd = int64(rd.ord + 1)
+			rd.ord += b.n
+			b.done = make(chan struct{})
+			b.refs.Store(int32(len(rd.in)))
+			for _, c := range rd.in {
+				c <- b
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// finish closes the workers' in: no batch comes after.
+func (rd *splitReader) finish() {
+	rd.finished = true
+	rd.over.Store(true)
+	for _, c := range rd.in {
+		close(c)
+	}
+}
+
+// splitLoop is worker w of a split scan: the batches of its in, in file
+// order, each accounted (accountBatch) once decoded. When the batch at
+// the front of its queue is not decoded yet (another worker reads and
+// decodes it) or there is none, w reads the next batch itself and decodes
+// it: as it is decoded, what w owns of it is done at once when w has
+// accounted every earlier batch (inline), else written down for when w
+// reaches it. So neither core waits while there is a batch to read.
+// (Waiting is dear: the idle core's scheduler spins and sleeps in the
+// kernel to steal the woken goroutine.)
+func splitLoop(w, workers int, rd *splitReader, cfg *splitCfg) {
+	var dec, own Packet // this worker's, in its cache
+	var queue []*splitBatch
+	in := rd.in[w]
+	open := true
+	take := func(nb *splitBatch, ok bool) {
+		if ok {
+			queue = append(queue, nb)
+		} else {
+			open = false
+		}
+	}
+	drain := func() {
+		for open {
+			select {
+			case nb, ok := <-in:
+				take(nb, ok)
+				continue
+			default:
+			}
+			return
+		}
+	}
+	for {
+		drain()
+		if len(queue) > 0 && isClosed(queue[0].done) {
+			b := queue[0]
+			accountBatch(w, b, &own, cfg)
+			queue[0] = nil
+			queue = queue[1:]
+			if b.refs.Add(-1) == 0 {
+				rd.free <- b
 			}
 			continue
 		}
-		queue[0] = nil
-		queue = queue[1:]
-		if b.refs.Add(-1) == 0 {
-			free <- b
+		if !open && len(queue) == 0 {
+			return
 		}
+		// Nothing to account yet: read and decode the next batch, given
+		// a free one; else wait for one of these.
+		var fb *splitBatch
+		var free <-chan *splitBatch
+		if !rd.over.Load() {
+			free = rd.free
+		}
+		select {
+		case fb = <-free:
+		default:
+		}
+		if fb == nil {
+			var front <-chan struct{}
+			if len(queue) > 0 {
+				front = queue[0].done
+			}
+			var inc <-chan *splitBatch
+			if open {
+				inc = in
+			}
+			select {
+			case <-front:
+				continue
+			case nb, ok := <-inc:
+				take(nb, ok)
+				continue
+			case fb = <-free:
+			}
+		}
+		rd.mu.Lock()
+		drain() // every batch read before this one
+		inline := len(queue) == 0
+		ok := rd.read(fb)
+		rd.mu.Unlock()
+		if !ok {
+			rd.free <- fb
+			continue
+		}
+		decodeBatch(w, workers, fb, inline, &dec, cfg)
 	}
 }
 
@@ -250,13 +358,18 @@ func isClosed(c chan struct{}) bool {
 	}
 }
 
-// decodeBatch decodes b (into dec): with inline, fn on w's packets as
-// they are decoded and each other worker's written down as a liteRec;
-// without, every packet written down.
-func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, fn func(w int, p *Packet)) {
-	me := uint8(w)
-	b.full = b.full[:0]
+// decodeBatch decodes b (into dec): with inline, what w owns of each
+// frame done as it is decoded and what other workers own written down
+// for them (b.hand); without, all of it written down.
+func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, cfg *splitCfg) {
+	b.full, b.keys = b.full[:0], b.keys[:0]
+	hand := b.hand[:0]
 	var memo ownerMemo
+	var keyFlow *Flow // the flow of b.keys' last
+	var sum *Summary
+	if cfg.sums != nil {
+		sum = cfg.sums[w]
+	}
 	for j, off := 0, 0; j < b.n; j++ {
 		if pb := b.blocks; pb != nil {
 			data, ts, wire, size := pb.record(b.arena[off:])
@@ -269,33 +382,94 @@ func decodeBatch(w, workers int, b *splitBatch, inline bool, dec *Packet, fn fun
 			Decode(f.link, b.arena[f.off:f.off+f.n:f.off+f.n], f.wire, dec)
 		}
 		dec.ord = b.firstOrd + int64(j)
-		o := uint8(memo.owner(dec, workers))
-		b.owner[j] = o
-		if inline && o == me {
-			fn(w, dec)
-		} else if !b.recs[j].set(dec, b.arena) {
-			b.full = append(b.full, *dec)
-			b.recs[j].full = int32(len(b.full))
+		if cfg.all != nil {
+			if o := memo.owner(dec, workers); inline && o == w {
+				cfg.all(w, dec)
+			} else {
+				hand = b.handFull(hand, o, j, dec)
+			}
+			continue
+		}
+		f := sum.count(dec)
+		if cfg.each != nil {
+			cfg.each(w, dec)
+		}
+		switch {
+		case f != nil: // RoCEv2 with a BTH: its PSN and CM message in flow order
+			// The flow's owner, kept in w's Flow: the frames of a
+			// conversation's two directions come in turn.
+			if f.owner == 0 {
+				f.owner = flowOwner(dec, workers) + 1
+			}
+			o := f.owner - 1
+			mine := inline && o == w
+			cm := dec.CM.Attr != 0
+			switch {
+			case !cm && !psnOrdered(dec):
+			case mine:
+				sum.ordered(dec, f)
+			case cm:
+				hand = b.handFull(hand, o, j, dec)
+			default:
+				if f != keyFlow {
+					b.keys = append(b.keys, FlowKey{f.Src, f.Dst, f.DestQP})
+					keyFlow = f
+				}
+				hand = append(hand, handRec{j: int32(j), key: int32(len(b.keys) - 1), psn: dec.BTH.PSN, owner: uint8(o)})
+			}
+		case cfg.tcp != nil && dec.Proto == ProtoTCP && dec.Problem == ProblemNone:
+			if o := memo.owner(dec, workers); inline && o == w {
+				cfg.tcp(w, dec)
+			} else {
+				hand = b.handFull(hand, o, j, dec)
+			}
 		}
 	}
+	b.hand = hand
 	close(b.done)
 }
 
-// accountBatch is fn on the packets of the flows w owns in b, decoded
-// (by another worker, or by w ahead of its turn), read back into own.
-func accountBatch(w int, b *splitBatch, own *Packet, fn func(w int, p *Packet)) {
+// handFull hands frame j, decoded in p, whole to worker o: hand with it.
+func (b *splitBatch) handFull(hand []handRec, o, j int, p *Packet) []handRec {
+	if !b.recs[j].set(p, b.arena) {
+		b.full = append(b.full, *p)
+		b.recs[j].full = int32(len(b.full))
+	}
+	return append(hand, handRec{j: int32(j), key: -1, owner: uint8(o)})
+}
+
+// accountBatch does what w owns of the frames of b that another worker
+// decoded (or w ahead of its turn): whole frames read back into own.
+func accountBatch(w int, b *splitBatch, own *Packet, cfg *splitCfg) {
+	var sum *Summary
+	if cfg.sums != nil {
+		sum = cfg.sums[w]
+	}
 	me := uint8(w)
-	for j := range b.n {
-		if b.owner[j] != me {
+	for i := range b.hand {
+		h := &b.hand[i]
+		if h.owner != me {
 			continue
 		}
-		r := &b.recs[j]
-		if r.full != 0 {
-			fn(w, &b.full[r.full-1])
+		if h.key >= 0 {
+			sum.flow(b.keys[h.key], time.Time{}).trackPSN(h.psn)
 			continue
 		}
-		r.packet(own, b.first+j, b.firstOrd+int64(j), b.arena)
-		fn(w, own)
+		j := int(h.j)
+		p := own
+		if r := &b.recs[j]; r.full != 0 {
+			p = &b.full[r.full-1]
+		} else {
+			r.packet(own, b.first+j, b.firstOrd+int64(j), b.arena)
+		}
+		switch {
+		case cfg.all != nil:
+			cfg.all(w, p)
+		case p.Proto == ProtoTCP:
+			cfg.tcp(w, p)
+		default:
+			sum.ordered(p, sum.flow(FlowKey{p.Src, p.Dst, p.BTH.DestQP}, p.Time))
+		}
 	}
 }
 

@@ -174,7 +174,7 @@ func TestScanSplitSameAsScan(t *testing.T) {
 
 // FuzzScanSplit: on any bytes, ScanSplit hands out Scan's packets and
 // error, and the merged summary is Scan's (or says it cannot merge, only
-// past MaxFlows).
+// past MaxFlows), and so is ScanSplitSummaries' on 3 workers.
 func FuzzScanSplit(f *testing.F) {
 	for _, g := range []string{"../../testdata/pcap/*.pcap*", "../../testdata/iwarp/*.pcap"} {
 		m, _ := filepath.Glob(g)
@@ -204,6 +204,21 @@ func FuzzScanSplit(f *testing.F) {
 		}
 		if a, b := summaryJSON(t, wsum), summaryJSON(t, sum); a != b {
 			t.Fatalf("merged summary differs:\nScan  %s\nSplit %s", a, b)
+		}
+		// And counting where decoded (ScanSplitSummaries): the same summary.
+		sums := []*Summary{NewSummary(), NewSummary(), NewSummary()}
+		res, err = ScanSplitSummaries([]Source{ReaderSource(bytes.NewReader(data))}, sums, nil, nil)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || res != wres {
+			t.Fatalf("ScanSplitSummaries %+v %v, Scan %+v %v", res, err, wres, werr)
+		}
+		if sum, ok := Merge(sums); ok {
+			sum.CutShort = res.CutShort
+			sum.Finish()
+			if a, b := summaryJSON(t, wsum), summaryJSON(t, sum); a != b {
+				t.Fatalf("ScanSplitSummaries: merged summary differs:\nScan  %s\nSplit %s", a, b)
+			}
+		} else if len(wsum.Flows) < MaxFlows {
+			t.Fatalf("ScanSplitSummaries: %d flows did not merge", len(wsum.Flows))
 		}
 	})
 }
@@ -396,65 +411,87 @@ func TestScanSplitFileShrinks(t *testing.T) {
 }
 
 // TestScanSplitDecodesAhead: a worker whose next batch another worker is
-// still decoding decodes a later unclaimed batch meanwhile, hands fn
+// still decoding reads and decodes the batch after it meanwhile, hands fn
 // nothing of it yet, and once the first is decoded hands fn its packets
 // of both in file order, as Scan's.
 func TestScanSplitDecodesAhead(t *testing.T) {
 	data := bigCapture(t, false, false)
-	want, _, err := logScan(t, data, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Cut data after its first two batches: the scan ends there.
 	_, pb, err := openSplit(bytes.NewReader(data))
 	if err != nil || pb == nil {
 		t.Fatal("not a classic pcap", err)
 	}
-	const workers, w = 2, 1
-	batches := make([]*splitBatch, 2)
-	for i := range batches {
-		b := &splitBatch{recs: make([]liteRec, batchFrames), owner: make([]uint8, batchFrames)}
-		b.first, b.done, b.blocks = 1, make(chan struct{}), pb
-		if i > 0 {
-			b.first = batches[0].first + batches[0].n
+	end, sizes := 24, [2]int{}
+	for i := range sizes {
+		var b batch
+		if sizes[i], err = pb.fill(&b); err != nil || sizes[i] == 0 {
+			t.Fatalf("batch %d: %d frames, %v", i, sizes[i], err)
 		}
-		if b.n, err = pb.fill(&b.batch); err != nil || b.n == 0 {
-			t.Fatalf("batch %d: %d frames, %v", i, b.n, err)
-		}
-		b.firstOrd = int64(b.first)
-		b.refs.Store(1)
-		batches[i] = b
+		end += len(b.arena)
 	}
-	// Batch 0 is claimed by a worker that has not decoded it yet.
-	batches[0].claimed.Store(true)
-	in := make(chan *splitBatch, 2)
-	in <- batches[0]
-	in <- batches[1]
-	close(in)
-	free := make(chan *splitBatch, 2)
+	data = data[:end]
+	want, _, err := logScan(t, data, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, w = 2, 1
+	rd := &splitReader{sources: []Source{ReaderSource(bytes.NewReader(data))}, free: make(chan *splitBatch, 6),
+		in: []chan *splitBatch{make(chan *splitBatch, 6), make(chan *splitBatch, 6)}}
+	for range 6 {
+		rd.free <- &splitBatch{recs: make([]liteRec, batchFrames)}
+	}
+	// Worker 0 reads batch 0 and has not decoded it yet.
+	b0 := <-rd.free
+	if !rd.read(b0) || b0.n != sizes[0] {
+		t.Fatalf("batch 0: %d frames, want %d", b0.n, sizes[0])
+	}
 	var got []packetLog
-	fn := func(_ int, p *Packet) {
+	fn := func(w int, p *Packet) {
+		if w != 1 {
+			return
+		}
 		q := *p
 		q.Payload = nil
 		got = append(got, packetLog{q, append([]byte(nil), p.Payload...)})
 	}
 	finished := make(chan struct{})
 	go func() {
-		splitLoop(w, workers, in, free, fn)
+		splitLoop(w, workers, rd, &splitCfg{all: fn})
 		close(finished)
 	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rd.free) != 4 || len(rd.in[0]) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("batch 1 not read while batch 0 was being decoded")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var b1 *splitBatch
+	for i := range 2 {
+		if b := <-rd.in[0]; i == 1 {
+			b1 = b
+		}
+	}
 	select {
-	case <-batches[1].done:
+	case <-b1.done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("batch 1 not decoded ahead while batch 0 was being decoded")
 	}
 	if len(got) != 0 {
 		t.Fatalf("fn had %d packets before batch 0 was decoded", len(got))
 	}
-	var dec Packet
-	decodeBatch(0, workers, batches[0], false, &dec, func(int, *Packet) { t.Error("fn called for a batch decoded without inline") })
+	var dec, own Packet
+	cfg := &splitCfg{all: func(int, *Packet) { t.Error("fn called for a batch decoded without inline") }}
+	decodeBatch(0, workers, b0, false, &dec, cfg)
+	for _, b := range []*splitBatch{b0, b1} {
+		accountBatch(0, b, &own, &splitCfg{all: fn})
+		if b.refs.Add(-1) == 0 {
+			rd.free <- b
+		}
+	}
 	<-finished
 	var mine []packetLog
-	for _, pl := range want[:batches[0].n+batches[1].n] {
+	for _, pl := range want {
 		if flowOwner(&pl.P, workers) == w {
 			mine = append(mine, pl)
 		}
@@ -471,7 +508,184 @@ func TestScanSplitDecodesAhead(t *testing.T) {
 	if !reflect.DeepEqual(mine, got) {
 		t.Errorf("worker 1 got %d packets, want Scan's %d of its flows, in order", len(got), len(mine))
 	}
-	if len(free) != 2 {
-		t.Errorf("%d of 2 batches back in the pool", len(free))
+	if len(rd.free) != 6 {
+		t.Errorf("%d of 6 batches back in the pool", len(rd.free))
 	}
+}
+
+// resendCapture is frames of two RoCEv2 conversations and a TCP connection
+// in turn over many batches: WRITEs whose PSNs now and then go back (a
+// go-back-N resend), their ACKs and NAKs, in the recorded capture's bytes.
+func resendCapture(t *testing.T) []byte {
+	var write, ack []byte
+	for _, f := range frames(t, "../../testdata/pcap/recorded/rdma-write-10x4KiB.pcap") {
+		var p Packet
+		Decode(1, f, len(f), &p)
+		switch {
+		case p.Proto != ProtoRoCE || !p.HasBTH || p.Headers&^(HdrAETH|HdrRETH) != 0:
+		case write == nil && opTable[p.BTH.Opcode].request:
+			write = f
+		case ack == nil && p.Headers&HdrAETH != 0:
+			ack = f
+		}
+	}
+	var tcp [][]byte
+	for _, f := range frames(t, "../../testdata/iwarp/recorded/transports-server-siw-0.pcap") {
+		var p Packet
+		if Decode(1, f, len(f), &p); p.Proto == ProtoTCP && p.Problem == ProblemNone {
+			tcp = append(tcp, f)
+		}
+	}
+	if write == nil || ack == nil || len(tcp) == 0 {
+		t.Fatal("no WRITE, ACK or TCP frame in the recordings")
+	}
+	var buf bytes.Buffer
+	w := pcapgo.NewWriter(&buf)
+	if err := w.WriteFileHeader(1<<18, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	bth := func(f []byte) []byte { return f[14+20+8:] } // plain IPv4 and UDP
+	rng := rand.New(rand.NewPCG(5, 6))
+	psn := [2]uint32{}
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := 0; i < 6000; i++ {
+		var f []byte
+		switch c := i % 2; {
+		case i%3 == 2:
+			f = tcp[i%len(tcp)]
+		case rng.IntN(4) == 0:
+			f = append([]byte(nil), ack...)
+			b := bth(f)
+			b[7] ^= byte(c) // the other conversation's QP
+			if rng.IntN(8) == 0 {
+				b[12] = 0x60 | byte(rng.IntN(3)) // a NAK, of code 0 to 2
+			}
+		default:
+			f = append([]byte(nil), write...)
+			b := bth(f)
+			b[7] ^= byte(c)
+			if rng.IntN(10) == 0 {
+				psn[c] -= uint32(rng.IntN(40)) // back: a resend
+			}
+			psn[c] = (psn[c] + 1) & 0xffffff
+			b[9], b[10], b[11] = byte(psn[c]>>16), byte(psn[c]>>8), byte(psn[c])
+		}
+		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * time.Microsecond), CaptureLength: len(f), Length: len(f)}
+		if err := w.WritePacket(ci, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// TestScanSplitSummariesSameAsAdd: on every capture of the project's
+// testdata, on bigCapture and on resendCapture (two conversations of
+// go-back-N resends and NAKs, their frames in turn over many batches, and
+// a TCP connection), ScanSplitSummaries on 1, 2, 3 and 7 workers, merged,
+// prints and marshals byte for byte as one Summary.Add of every frame in
+// file order: a count lost or doubled in the merge, or a flow's PSNs
+// compared out of order (by the worker that decoded them rather than the
+// owner), shows. Each hands every frame once, in file order on each
+// worker; tcp every TCP frame once, a connection's in order on one worker.
+func TestScanSplitSummariesSameAsAdd(t *testing.T) {
+	var files []string
+	for _, g := range []string{"../../testdata/pcap/*.pcap*", "../../testdata/pcap/recorded/*.pcap", "../../testdata/iwarp/*.pcap",
+		"../../testdata/iwarp/recorded/*.pcap*", "../../testdata/report/*/hosts/*/captures/*.pcap*",
+		"../../testdata/attrib/*/hosts/*/captures/*.pcap*"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	type capture struct {
+		name string
+		data []byte
+	}
+	var captures []capture
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		captures = append(captures, capture{filepath.Base(f), data})
+	}
+	captures = append(captures, capture{"big", bigCapture(t, false, false)}, capture{"resends", resendCapture(t)})
+	for _, c := range captures {
+		want, wres, werr := oneSummary(c.data)
+		if c.name == "resends" {
+			if r := want.Flows[0].Retransmits + want.Flows[1].Retransmits; len(want.Flows) != 4 || r < 50 {
+				t.Fatalf("resends: %d flows, %d resent", len(want.Flows), r)
+			}
+		}
+		for _, w := range []int{1, 2, 3, 7} {
+			name := fmt.Sprintf("%s workers %d", c.name, w)
+			sums := make([]*Summary, w)
+			for i := range sums {
+				sums[i] = NewSummary()
+			}
+			each := make([][]int64, w)
+			tcp := make([][]packetLog, w)
+			res, err := ScanSplitSummaries([]Source{ReaderSource(bytes.NewReader(c.data))}, sums,
+				func(w int, p *Packet) { each[w] = append(each[w], p.ord) },
+				func(w int, p *Packet) {
+					q := *p
+					q.Payload = nil
+					tcp[w] = append(tcp[w], packetLog{q, nil})
+				})
+			if fmt.Sprint(err) != fmt.Sprint(werr) || res != wres {
+				t.Errorf("%s: %+v %v, Scan's %+v %v", name, res, err, wres, werr)
+			}
+			var ords []int64
+			for w, e := range each {
+				if !slices.IsSorted(e) {
+					t.Errorf("%s: worker %d was handed frames out of file order", name, w)
+				}
+				ords = append(ords, e...)
+			}
+			slices.Sort(ords)
+			for i, o := range ords {
+				if o != int64(i+1) {
+					t.Errorf("%s: each was handed frame %d as the %dth", name, o, i+1)
+					break
+				}
+			}
+			owner, n := map[string]int{}, int64(0)
+			for w, l := range tcp {
+				for i, pl := range l {
+					k := flowName(&pl.P)
+					if o, ok := owner[k]; ok && o != w || i > 0 && l[i-1].P.ord >= pl.P.ord {
+						t.Errorf("%s: TCP connection %s on workers %d and %d, or out of order", name, k, o, w)
+					}
+					owner[k] = w
+					n++
+				}
+			}
+			if n != want.TCPPackets-countTCPProblems(t, c.data) {
+				t.Errorf("%s: tcp was handed %d frames, want %d", name, n, want.TCPPackets)
+			}
+			s, ok := Merge(sums)
+			if !ok {
+				t.Errorf("%s: the summaries did not merge", name)
+				continue
+			}
+			s.CutShort = res.CutShort
+			s.Finish()
+			if a, b := summaryJSON(t, want), summaryJSON(t, s); a != b {
+				t.Errorf("%s: merged summary differs:\nAdd   %s\nSplit %s", name, a, b)
+			}
+		}
+	}
+}
+
+// countTCPProblems is how many TCP frames of data have a problem (tcp is
+// not handed those).
+func countTCPProblems(t *testing.T, data []byte) int64 {
+	var n int64
+	if _, err := Scan(bytes.NewReader(data), func(p *Packet) error {
+		if p.Proto == ProtoTCP && p.Problem != ProblemNone {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

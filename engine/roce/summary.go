@@ -60,10 +60,12 @@ type Flow struct {
 	NAKCodes map[uint8]int64 `json:"nak_codes,omitempty"`
 	Ops      []*OpStats      `json:"opcodes"`
 
-	opIdx    [256]uint16 // index+1 into Ops
-	maxPSN   uint32
-	havePSN  bool
-	firstOrd int64 // Packet.Ord of the flow's first packet, for Merge
+	opIdx   [256]uint16 // index+1 into Ops
+	maxPSN  uint32
+	havePSN bool
+	// Packet.Ord of the flow's first and last packet, for Merge
+	firstOrd, lastOrd int64
+	owner             int // flowOwner+1 in a split scan's summary; 0: not yet
 }
 
 // CMEvent is one Communication Manager message: the control plane.
@@ -159,10 +161,13 @@ type Summary struct {
 	CM        []CMEvent  `json:"cm,omitempty"`
 	CMDropped int64      `json:"cm_not_listed,omitempty"`
 
-	flows   map[FlowKey]*Flow
-	last    *Flow
-	lastKey FlowKey
-	ops     [256]*OpStats
+	flows map[FlowKey]*Flow
+	// recent are the flows of the last frames, most recent first: a
+	// capture's frames come in runs of one conversation, often its two
+	// directions in turn (requests and their ACKs), and comparing keys
+	// costs less than the map.
+	recent [2]recentFlow
+	ops    [256]*OpStats
 
 	firstOrd, lastOrd int64 // Packet.Ord of First and Last, for Merge
 }
@@ -172,6 +177,19 @@ func NewSummary() *Summary { return &Summary{flows: map[FlowKey]*Flow{}} }
 
 // Add accounts one decoded frame.
 func (s *Summary) Add(p *Packet) {
+	if f := s.count(p); f != nil {
+		s.ordered(p, f)
+	}
+}
+
+// count is the part of Add that adds up in any order (a split scan's
+// worker does it for every frame it decodes, into its own summary, and
+// Merge adds the parts, a flow's too): the frame's counts, its flow's and
+// its opcode's. First and Last are of the first and the last frame
+// counted, which is file order on one worker (splitLoop claims batches in
+// file order). It returns the frame's flow when the frame has a BTH, for
+// ordered; nil else.
+func (s *Summary) count(p *Packet) *Flow {
 	if s.Frames == 0 {
 		s.First, s.firstOrd = p.Time, p.ord
 	}
@@ -195,10 +213,10 @@ func (s *Summary) Add(p *Packet) {
 	case ProtoTCP:
 		s.TCPPackets++
 		s.TCPBytes += int64(p.WireLen)
-		return
+		return nil
 	case ProtoOther:
 		s.Other++
-		return
+		return nil
 	}
 	s.RoCEPackets++
 	s.RoCEBytes += int64(p.WireLen)
@@ -209,30 +227,16 @@ func (s *Summary) Add(p *Packet) {
 		}
 	}
 	if p.Problem == ProblemMalformed || !p.HasBTH {
-		return // no BTH to account by
+		return nil // no BTH to account by
 	}
-	k := FlowKey{p.Src, p.Dst, p.BTH.DestQP}
-	f := s.last
-	if f == nil || k != s.lastKey {
-		f = s.flows[k]
-		if f == nil && len(s.flows) >= MaxFlows {
-			// Garbage on port 4791 (or a huge class lab) must not grow
-			// the summary without end: the rest share one line.
-			if s.Overflow == nil {
-				s.Overflow = &Flow{First: p.Time}
-			}
-			f = s.Overflow
-		} else if f == nil {
-			f = &Flow{Src: p.Src, Dst: p.Dst, DestQP: p.BTH.DestQP, First: p.Time, firstOrd: p.ord}
-			s.flows[k] = f
-			s.Flows = append(s.Flows, f)
-		}
-		s.last, s.lastKey = f, k
+	f := s.flow(FlowKey{p.Src, p.Dst, p.BTH.DestQP}, p.Time)
+	if f.Packets == 0 {
+		f.First, f.firstOrd = p.Time, p.ord
 	}
 	f.Packets++
 	f.Bytes += int64(p.WireLen)
 	f.PayloadBytes += int64(p.PayloadLen)
-	f.Last = p.Time
+	f.Last, f.lastOrd = p.Time, p.ord
 	op := p.BTH.Opcode
 	i := f.opIdx[op]
 	if i == 0 {
@@ -252,20 +256,8 @@ func (s *Summary) Add(p *Packet) {
 	if p.BTH.FECN {
 		f.ECN++
 	}
-	info := &opTable[op]
-	switch {
-	case info.Class == ClassCNP:
+	if opTable[op].Class == ClassCNP {
 		f.CNPs++
-	case info.request && info.Transport != UD:
-		psn := p.BTH.PSN
-		if f.havePSN {
-			d := (psn - f.maxPSN) & 0xffffff
-			if d == 0 || d >= 1<<23 {
-				f.Retransmits++
-				break
-			}
-		}
-		f.maxPSN, f.havePSN = psn, true
 	}
 	if p.Headers&HdrAETH != 0 {
 		switch p.AETH.Kind() {
@@ -279,21 +271,94 @@ func (s *Summary) Add(p *Packet) {
 			f.NAKCodes[p.AETH.Value()]++
 		}
 	}
+	return f
+}
+
+// flow is the Flow of k, made when new, or the Overflow line past
+// MaxFlows (made at t).
+func (s *Summary) flow(k FlowKey, t time.Time) *Flow {
+	if r := &s.recent[0]; r.f != nil && r.k.is(&k) {
+		return r.f
+	}
+	if r := &s.recent[1]; r.f != nil && r.k.is(&k) {
+		s.recent[0], s.recent[1] = *r, s.recent[0]
+		return s.recent[0].f
+	}
+	f := s.flows[k]
+	if f == nil && len(s.flows) >= MaxFlows {
+		// Garbage on port 4791 (or a huge class lab) must not grow
+		// the summary without end: the rest share one line.
+		if s.Overflow == nil {
+			s.Overflow = &Flow{First: t}
+		}
+		f = s.Overflow
+	} else if f == nil {
+		f = &Flow{Src: k.Src, Dst: k.Dst, DestQP: k.DestQP}
+		s.flows[k] = f
+		s.Flows = append(s.Flows, f)
+	}
+	s.recent[1], s.recent[0] = s.recent[0], recentFlow{k, f}
+	return f
+}
+
+type recentFlow struct {
+	k FlowKey
+	f *Flow
+}
+
+// is says k == *o, field by field: == on the struct calls memequal.
+func (k *FlowKey) is(o *FlowKey) bool {
+	return k.DestQP == o.DestQP && k.Src == o.Src && k.Dst == o.Dst
+}
+
+// psnOrdered says whether the PSN of p (a frame with a BTH) is one that
+// ordered compares with its flow's highest: a request on a connected QP.
+func psnOrdered(p *Packet) bool {
+	info := &opTable[p.BTH.Opcode]
+	return info.Class != ClassCNP && info.request && info.Transport != UD
+}
+
+// ordered is the part of Add that must see a flow's frames in file order,
+// for the frame p of flow f: a request's PSN against the highest before it
+// (Retransmits), and a CM message into the control-plane list. A split
+// scan does it on the worker that owns the flow.
+func (s *Summary) ordered(p *Packet, f *Flow) {
+	if psnOrdered(p) {
+		f.trackPSN(p.BTH.PSN)
+	}
 	if p.CM.Attr != 0 {
-		if len(s.CM) >= maxCMEvents {
-			s.CMDropped++
+		s.addCM(p)
+	}
+}
+
+// trackPSN counts psn as resent unless it is after the highest PSN of
+// the flow's requests so far.
+func (f *Flow) trackPSN(psn uint32) {
+	if f.havePSN {
+		d := (psn - f.maxPSN) & 0xffffff
+		if d == 0 || d >= 1<<23 {
+			f.Retransmits++
 			return
 		}
-		c := &p.CM
-		e := CMEvent{Number: p.Number, Time: p.Time, Src: p.Src, Dst: p.Dst, Message: c.Name(),
-			LocalCommID: c.LocalCommID, RemoteCommID: c.RemoteCommID, StartPSN: c.StartPSN,
-			Port: c.Port(), Reason: c.Reason, QPN: c.LocalQPN, Truncated: c.Partial, ord: p.ord}
-		if c.Attr == CMDreq {
-			e.QPN = c.RemoteQPN
-		}
-		e.cmPrivate(c)
-		s.CM = append(s.CM, e)
 	}
+	f.maxPSN, f.havePSN = psn, true
+}
+
+// addCM lists the CM message of p (or counts it past maxCMEvents).
+func (s *Summary) addCM(p *Packet) {
+	if len(s.CM) >= maxCMEvents {
+		s.CMDropped++
+		return
+	}
+	c := &p.CM
+	e := CMEvent{Number: p.Number, Time: p.Time, Src: p.Src, Dst: p.Dst, Message: c.Name(),
+		LocalCommID: c.LocalCommID, RemoteCommID: c.RemoteCommID, StartPSN: c.StartPSN,
+		Port: c.Port(), Reason: c.Reason, QPN: c.LocalQPN, Truncated: c.Partial, ord: p.ord}
+	if c.Attr == CMDreq {
+		e.QPN = c.RemoteQPN
+	}
+	e.cmPrivate(c)
+	s.CM = append(s.CM, e)
 }
 
 // Finish sorts the per-opcode lists; call it once after the last Add.
