@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 )
@@ -151,18 +153,26 @@ func TestTCPPortListening(t *testing.T) {
 
 // TestNetnsTCPListening reads the real /proc/<pid>/net/tcp{,6}: a socket
 // another holder opened counts (the kernel's, for siw), a closed one no longer.
+// The pid is this thread's (locked): /proc/<pid>/net is the netns of that
+// task, and with RLAB_NETNS=1 an earlier test of this package may have left
+// the process's main thread in a namespace of its own (enterNetns: a thread
+// that entered one is never given back), so the process's pid would read
+// another netns than the one this thread's socket is in (CI, 2026-11-28).
 func TestNetnsTCPListening(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self := unix.Gettid()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	lo := netip.MustParseAddr("127.0.0.1")
-	if !netnsTCPListening(os.Getpid(), port, lo) {
+	if !netnsTCPListening(self, port, lo) {
 		t.Errorf("port %d listens in this netns, not seen", port)
 	}
 	l.Close()
-	if netnsTCPListening(os.Getpid(), port, lo) {
+	if netnsTCPListening(self, port, lo) {
 		t.Errorf("port %d closed, still seen listening", port)
 	}
 }
