@@ -42,6 +42,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -185,6 +186,9 @@ func holdSnapshot(dir string, k snapshotKey) (*snapshot, error) {
 		lf.Close()
 		return nil, err
 	}
+	// Its last restore, which removeStaleSnapshots keeps the most recent by.
+	now := time.Now()
+	_ = os.Chtimes(filepath.Join(dir, snapshotMeta), now, now)
 	sn.hold = lf
 	return sn, nil
 }
@@ -224,43 +228,82 @@ func (s *Set) buildUnderLock(ctx context.Context, m Machine, k snapshotKey, root
 	if _, err := s.buildSnapshot(ctx, m, k, dir); err != nil {
 		return err
 	}
-	if gone := removeStaleSnapshots(root, k, image.InUse); len(gone) > 0 {
-		s.opts.Logger.Info("vm snapshot: removed this image's snapshots of the same kind made for another agent build (no run restores them again)", "removed", strings.Join(gone, ", "), "kept", filepath.Base(dir))
+	if gone := removeStaleSnapshots(root, k, keepOtherBuilds, image.InUse); len(gone) > 0 {
+		s.opts.Logger.Info("vm snapshot: removed this image's snapshots of the same kind made for older agent builds (least recently restored) or an older format", "removed", strings.Join(gone, ", "), "kept", filepath.Base(dir))
 	}
 	return nil
 }
 
+// keepOtherBuilds is how many snapshots of one kind made for other agent
+// builds outlive the build of a new one: the most recently restored. Two
+// rlab builds in turn on one cache (go test's binaries and bin/rlab in
+// make test-vm; an installed rlab and a development build) each restore
+// their own; with none kept, each switch removed the other's and the next
+// run of it rebuilt it (one boot, about a minute under TCG: CI's VM stage
+// built 3752d8eaba7542c5 three times in 30 minutes).
+const keepOtherBuilds = 2
+
 // removeStaleSnapshots removes, from an image's snapshots folder root, the
 // snapshots of k's kind (QEMU, accelerator, memory, CPUs, NICs, internet)
-// whose key differs from k only by the agent built into them or an older
-// snapshot format: nothing restores them again once k's is built, and each
-// is about 310 MB (issue 27's leftover; `rlab image prune` removed them only
-// with their image). A snapshot is kept when it is in use (a process has a
-// file of it open: a restored VM's qemu reads its disk as a backing file),
-// when its build lock is held, or when its snapshot.json does not read (a
-// folder rlab did not finish or does not know). It returns the folder names
-// it removed.
-func removeStaleSnapshots(root string, k snapshotKey, inUse func(dir string) bool) []string {
+// made for an older snapshot format, which nothing restores again, and
+// those made for another agent build past the keep most recently restored
+// (snapshot.json's mtime, which holdSnapshot sets at each restore): each
+// is about 310 MB (issue 27's leftover; `rlab image prune` removed them
+// only with their image). A snapshot is kept when it is in use (a process
+// has a file of it open: a restored VM's qemu reads its disk as a backing
+// file), when its build lock is held, or when its snapshot.json does not
+// read (a folder rlab did not finish or does not know). It returns the
+// folder names it removed.
+func removeStaleSnapshots(root string, k snapshotKey, keep int, inUse func(dir string) bool) []string {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return nil
 	}
-	var gone []string
+	type other struct {
+		dir  string
+		used time.Time
+	}
+	var older, builds []other
 	for _, e := range ents {
 		dir := filepath.Join(root, e.Name())
 		if !e.IsDir() || e.Name() == k.id() || !snapshotIDRe.MatchString(e.Name()) {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, snapshotMeta))
+		meta := filepath.Join(dir, snapshotMeta)
+		b, err := os.ReadFile(meta)
 		var old snapshotKey
 		if err != nil || json.Unmarshal(b, &old) != nil || old.Format > k.Format {
 			continue
 		}
+		format := old.Format
 		if old.Format, old.Agent = k.Format, k.Agent; old != k {
 			continue // another kind of VM: its labs still restore it
 		}
-		if removeUnlocked(dir, inUse) {
-			gone = append(gone, e.Name())
+		o := other{dir: dir}
+		if fi, err := os.Stat(meta); err == nil {
+			o.used = fi.ModTime()
+		}
+		if format < k.Format {
+			older = append(older, o)
+		} else {
+			builds = append(builds, o)
+		}
+	}
+	// Most recently restored first; a tie in name order, so that which
+	// ones go does not depend on the directory's order.
+	slices.SortFunc(builds, func(a, b other) int {
+		if c := b.used.Compare(a.used); c != 0 {
+			return c
+		}
+		return strings.Compare(a.dir, b.dir)
+	})
+	if keep > len(builds) {
+		keep = len(builds)
+	}
+	var gone []string
+	for _, o := range append(older, builds[keep:]...) {
+		if removeUnlocked(o.dir, inUse) {
+			gone = append(gone, filepath.Base(o.dir))
 		}
 	}
 	return gone

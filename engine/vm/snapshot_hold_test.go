@@ -49,14 +49,14 @@ func TestRestoreHoldsSnapshot(t *testing.T) {
 	other := k
 	other.Agent = "ffff"
 	nobodyHasItOpen := func(string) bool { return false }
-	if gone := removeStaleSnapshots(root, other, nobodyHasItOpen); len(gone) != 0 {
+	if gone := removeStaleSnapshots(root, other, 0, nobodyHasItOpen); len(gone) != 0 {
 		t.Errorf("removed %v while a VM was starting from it", gone)
 	}
 	if _, err := os.Stat(sn.Disk); err != nil {
 		t.Fatalf("the disk the VM restores from: %v", err)
 	}
 	sn.release()
-	if gone := removeStaleSnapshots(root, other, nobodyHasItOpen); len(gone) != 1 || gone[0] != k.id() {
+	if gone := removeStaleSnapshots(root, other, 0, nobodyHasItOpen); len(gone) != 1 || gone[0] != k.id() {
 		t.Errorf("released: removed %v, want %s", gone, k.id())
 	}
 	// Being removed (its lock held exclusive), it is not restored from.
