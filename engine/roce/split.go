@@ -468,6 +468,10 @@ func accountBatch(w int, b *splitBatch, own, seg *Packet, cfg *splitCfg) {
 		sum = cfg.sums[w]
 	}
 	me := uint8(w)
+	// The flow of the last PSN record: a batch's records come in runs of
+	// one flow (b.keys has one entry a run), and a pointer to a Flow
+	// stays valid (Summary.flows holds pointers).
+	lastKey, lastFlow := int32(-1), (*Flow)(nil)
 	for i := range b.hand {
 		h := &b.hand[i]
 		if h.owner != me {
@@ -481,7 +485,10 @@ func accountBatch(w int, b *splitBatch, own, seg *Packet, cfg *splitCfg) {
 			cfg.tcp(w, seg)
 			continue
 		default:
-			sum.flow(b.keys[h.key], time.Time{}).trackPSN(h.psn)
+			if h.key != lastKey {
+				lastKey, lastFlow = h.key, sum.flow(b.keys[h.key], time.Time{})
+			}
+			lastFlow.trackPSN(h.psn)
 			continue
 		}
 		p := own
