@@ -11,6 +11,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+
+	"github.com/rlab-dev/rlab/engine/iwarp"
 )
 
 // readFrames is every frame of a classic pcap file.
@@ -40,7 +42,21 @@ func plainIPv4(f []byte, proto byte) bool {
 	return len(f) > 14+20+20 && f[12] == 0x08 && f[13] == 0 && f[14] == 0x45 && f[23] == proto
 }
 
-// writeCapture writes frames as a classic pcap at dir/name, 10 µs apart.
+// ipChecksum sets the checksum of IPv4 header h.
+func ipChecksum(h []byte) {
+	h[10], h[11] = 0, 0
+	var sum uint32
+	for i := 0; i < len(h); i += 2 {
+		sum += uint32(h[i])<<8 | uint32(h[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	h[10], h[11] = byte(^sum>>8), byte(^sum)
+}
+
+// writeCapture writes frames as a classic pcap at dir/name, 10 µs apart,
+// each as long on the wire as its IPv4 header says.
 func writeCapture(t *testing.T, dir, name string, frames [][]byte) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
@@ -54,7 +70,11 @@ func writeCapture(t *testing.T, dir, name string, frames [][]byte) string {
 	}
 	t0 := time.Unix(1_800_000_000, 0)
 	for i, f := range frames {
-		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * 10 * time.Microsecond), CaptureLength: len(f), Length: len(f)}
+		wire := len(f)
+		if len(f) >= 14+20 && f[12] == 0x08 && f[13] == 0 {
+			wire = max(wire, 14+(int(f[16])<<8|int(f[17]))) // a frame the recording's snaplen cut
+		}
+		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * 10 * time.Microsecond), CaptureLength: len(f), Length: wire}
 		if err := w.WritePacket(ci, f); err != nil {
 			t.Fatal(err)
 		}
@@ -139,11 +159,57 @@ func TestAnalyzeSplitFlows(t *testing.T) {
 			psn[qp] -= 3 // a resend: Retransmits, in the flow's order
 		}
 	}
+	// Six copies of the siw connection (other addresses), three of them
+	// with their payload zeroed (plain TCP: no MPA frame, no FPDU), each
+	// with segments swapped (out of order) and resent later, interleaved
+	// at random: segments decoded by one worker for a connection another
+	// owns, iWARP and not, in and out of order.
+	var streams [][]byte
+	var conns [6][][]byte
+	for k := range conns {
+		last := map[byte]int{} // a direction's last data segment, by index in conns[k]
+		count := map[byte]int{}
+		for _, f := range conn {
+			f = append([]byte(nil), f...)
+			f[14+15] += byte(k + 1) // both ends' addresses: still one connection
+			f[14+19] += byte(k + 1)
+			ipChecksum(f[14 : 14+20])
+			thl := int(f[14+20+12]>>4) * 4
+			data := 14 + (int(f[16])<<8 | int(f[17])) - (14 + 20 + thl)
+			if k%2 == 1 {
+				clear(f[min(len(f), 14+20+thl):min(len(f), 14+20+thl+data)]) // the captured part
+			}
+			conns[k] = append(conns[k], f)
+			if data == 0 {
+				continue
+			}
+			n, dir := len(conns[k])-1, f[14+21] // by the source port's low byte
+			switch count[dir]++; {
+			case count[dir] < 6: // the MPA handshake as it came
+			case count[dir]%5 == 2: // ahead of the one before it
+				conns[k][n], conns[k][last[dir]] = conns[k][last[dir]], conns[k][n]
+			case count[dir]%9 == 4: // sent again
+				conns[k] = append(conns[k], f)
+			}
+			last[dir] = n
+		}
+	}
+	for left := true; left; {
+		left = false
+		for _, k := range rng.Perm(len(conns)) {
+			if len(conns[k]) > 0 {
+				n := min(len(conns[k]), 1+rng.IntN(4))
+				streams = append(streams, conns[k][:n]...)
+				conns[k] = conns[k][n:]
+				left = true
+			}
+		}
+	}
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name   string
 		frames [][]byte
-	}{{"one-roce-flow", one}, {"one-tcp-connection", stream}, {"many-flows", many}} {
+	}{{"one-roce-flow", one}, {"one-tcp-connection", stream}, {"many-flows", many}, {"tcp-streams", streams}} {
 		files := []string{writeCapture(t, dir, c.name+".pcap", c.frames)}
 		for _, fin := range []bool{false, true} {
 			want := analysisText(t, onePass(t, files, time.Millisecond, fin))
@@ -163,10 +229,23 @@ func TestAnalyzeSplitFlows(t *testing.T) {
 		for _, f := range a.Summary.Flows {
 			resent += f.Retransmits
 		}
-		if shape := fmt.Sprintf("%d flows, %d connections, %d resent", flows, conns, resent); c.name == "one-roce-flow" && (flows != 1 || conns != 0) ||
+		var segResent, segOOO int64
+		for _, cs := range [][]*iwarp.Conn{a.IWARP.Conns, a.IWARP.TCP} {
+			for _, cn := range cs {
+				for _, d := range cn.Dirs {
+					segResent += d.Retransmits
+					segOOO += d.OutOfOrder
+				}
+			}
+		}
+		if shape := fmt.Sprintf("%d flows, %d connections (%d iWARP), %d resent, %d segments resent, %d out of order", flows, conns,
+			len(a.IWARP.Conns), resent, segResent, segOOO); c.name == "one-roce-flow" && (flows != 1 || conns != 0) ||
 			c.name == "one-tcp-connection" && (flows != 0 || conns != 1 || len(a.IWARP.Conns) != 1) ||
-			c.name == "many-flows" && (flows < 300 || conns < 30 || resent < 100) {
+			c.name == "many-flows" && (flows < 300 || conns < 30 || resent < 100) ||
+			c.name == "tcp-streams" && (flows != 0 || conns != 6 || len(a.IWARP.Conns) != 3 || segResent < 30 || segOOO < 30) {
 			t.Errorf("%s: %s", c.name, shape)
+		} else {
+			t.Logf("%s: %d frames, %s", c.name, len(c.frames), shape)
 		}
 	}
 }

@@ -480,11 +480,11 @@ func TestScanSplitDecodesAhead(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("fn had %d packets before batch 0 was decoded", len(got))
 	}
-	var dec, own Packet
+	var dec, own, seg Packet
 	cfg := &splitCfg{all: func(int, *Packet) { t.Error("fn called for a batch decoded without inline") }}
 	decodeBatch(0, workers, b0, false, &dec, cfg)
 	for _, b := range []*splitBatch{b0, b1} {
-		accountBatch(0, b, &own, &splitCfg{all: fn})
+		accountBatch(0, b, &own, &seg, &splitCfg{all: fn})
 		if b.refs.Add(-1) == 0 {
 			rd.free <- b
 		}
@@ -610,6 +610,13 @@ func TestScanSplitSummariesSameAsAdd(t *testing.T) {
 	captures = append(captures, capture{"big", bigCapture(t, false, false)}, capture{"resends", resendCapture(t)})
 	for _, c := range captures {
 		want, wres, werr := oneSummary(c.data)
+		wantSegs := map[int64]string{} // by Packet.ord, as Scan decodes them
+		Scan(bytes.NewReader(c.data), func(p *Packet) error {
+			if p.Proto == ProtoTCP && p.Problem == ProblemNone {
+				wantSegs[p.ord] = tcpSegView(p)
+			}
+			return nil
+		})
 		if c.name == "resends" {
 			if r := want.Flows[0].Retransmits + want.Flows[1].Retransmits; len(want.Flows) != 4 || r < 50 {
 				t.Fatalf("resends: %d flows, %d resent", len(want.Flows), r)
@@ -623,12 +630,17 @@ func TestScanSplitSummariesSameAsAdd(t *testing.T) {
 			}
 			each := make([][]int64, w)
 			tcp := make([][]packetLog, w)
+			segs := make([]map[int64]string, w)
+			for i := range segs {
+				segs[i] = map[int64]string{}
+			}
 			res, err := ScanSplitSummaries([]Source{ReaderSource(bytes.NewReader(c.data))}, sums,
 				func(w int, p *Packet) { each[w] = append(each[w], p.ord) },
 				func(w int, p *Packet) {
 					q := *p
 					q.Payload = nil
 					tcp[w] = append(tcp[w], packetLog{q, nil})
+					segs[w][p.ord] = tcpSegView(p)
 				})
 			if fmt.Sprint(err) != fmt.Sprint(werr) || res != wres {
 				t.Errorf("%s: %+v %v, Scan's %+v %v", name, res, err, wres, werr)
@@ -661,6 +673,13 @@ func TestScanSplitSummariesSameAsAdd(t *testing.T) {
 			if n != want.TCPPackets-countTCPProblems(t, c.data) {
 				t.Errorf("%s: tcp was handed %d frames, want %d", name, n, want.TCPPackets)
 			}
+			for _, m := range segs {
+				for ord, got := range m {
+					if want := wantSegs[ord]; got != want {
+						t.Errorf("%s: tcp was handed frame %d as\n%s\nwant\n%s", name, ord, got, want)
+					}
+				}
+			}
 			s, ok := Merge(sums)
 			if !ok {
 				t.Errorf("%s: the summaries did not merge", name)
@@ -673,6 +692,13 @@ func TestScanSplitSummariesSameAsAdd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tcpSegView is what ScanSplitSummaries promises tcp of a TCP segment,
+// printed.
+func tcpSegView(p *Packet) string {
+	return fmt.Sprintf("%d %d %s %d %v %v %s:%d > %s:%d %d %+v %q", p.Number, p.Ord(), p.Time, p.WireLen, p.Proto, p.Problem,
+		p.Src, p.SrcPort, p.Dst, p.DstPort, p.L4Payload, p.TCP, p.Payload)
 }
 
 // countTCPProblems is how many TCP frames of data have a problem (tcp is
