@@ -19,3 +19,14 @@ func writeJSON(w io.Writer, v any) error {
 	_, err = w.Write(append(termsafe.JSON(b), '\n'))
 	return err
 }
+
+// termsafeJSONWriter escapes each Write with termsafe.JSON: the writer
+// must hand it whole JSON values or punctuation, never part of a string.
+type termsafeJSONWriter struct{ w io.Writer }
+
+func (t termsafeJSONWriter) Write(b []byte) (int, error) {
+	if _, err := t.w.Write(termsafe.JSON(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

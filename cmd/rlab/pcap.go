@@ -137,7 +137,8 @@ SEND) (of one capture).`,
 			// events.jsonl, results.json and tool logs, each up to
 			// rundir.MaxFile), not once per capture in it.
 			runs := map[string]*attrib.Run{}
-			for gi, files := range groups {
+			one := func(gi int, files []string) error {
+				var err error
 				sum := roce.NewSummary()
 				sum.File = strings.Join(files, " ")
 				// A capture inside a run directory (hosts/H/captures/)
@@ -311,6 +312,28 @@ SEND) (of one capture).`,
 						return withCode(exitFail, err)
 					}
 				}
+				return nil
+			}
+			for gi, files := range groups {
+				err := one(gi, files)
+				if err == nil {
+					continue
+				}
+				// What was written stays written, and the document stays
+				// one: with several captures, -json ends its array with the
+				// failed capture's files and error, and closes it.
+				if asJSON && len(groups) > 1 {
+					if eerr := emit(struct {
+						Files []string `json:"files"`
+						Error string   `json:"error"`
+					}{files, err.Error()}); eerr == nil {
+						out.WriteString("\n]\n")
+					}
+				}
+				if ferr := out.Flush(); ferr != nil {
+					return withCode(exitFail, ferr)
+				}
+				return err
 			}
 			if asJSON && len(groups) > 1 {
 				if docs == 0 {
@@ -323,7 +346,7 @@ SEND) (of one capture).`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&asJSON, "json", false, "print the summary as JSON (an array when there are several captures)")
+	f.BoolVar(&asJSON, "json", false, "print the summary as JSON (an array when there are several captures, ended by {files, error} at one that cannot be read)")
 	f.IntVar(&flowN, "flow", 0, "draw a ladder diagram of the first N packets (--flow alone: 20)")
 	f.Lookup("flow").NoOptDefVal = "20"
 	f.StringVar(&sel.qp, "qp", "", "the ladder shows this connection's QPs only: QPN[,QPN] (hex 0x11 or decimal; both ends' when they differ)")

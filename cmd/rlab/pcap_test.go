@@ -364,3 +364,44 @@ func TestPcapSplitOnOneCore(t *testing.T) {
 		}
 	}
 }
+
+// TestPcapJSONFailedCapture: with several captures, -json writes each
+// one's document as it is made; a later capture that cannot be read left
+// the array cut where the buffer had last been written (8,192 bytes of
+// three documents: no JSON). The array now ends with the failed capture's
+// files and error and is closed; the error is on stderr and the exit code
+// is not 0.
+func TestPcapJSONFailedCapture(t *testing.T) {
+	dir := t.TempDir()
+	whole, err := os.ReadFile(pcapFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for i := range 3 {
+		f := filepath.Join(dir, fmt.Sprintf("good%d.pcap", i))
+		if err := os.WriteFile(f, whole, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, f)
+	}
+	bad := filepath.Join(dir, "bad.pcap")
+	if err := os.WriteFile(bad, []byte("not a capture, not a capture, not a capture"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := execute(t, newRootCmd(), append([]string{"pcap", "--json"}, append(args, bad)...)...)
+	if code == exitOK || !strings.Contains(errOut, "bad.pcap") {
+		t.Errorf("exit %d, stderr %q: want a failure naming bad.pcap", code, errOut)
+	}
+	var docs []struct {
+		Frames int      `json:"frames"`
+		Files  []string `json:"files"`
+		Error  string   `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &docs); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v (%d bytes, ending %q)", err, len(out), out[max(0, len(out)-80):])
+	}
+	if len(docs) != 4 || docs[0].Frames != 50 || docs[3].Error == "" || len(docs[3].Files) != 1 || docs[3].Files[0] != bad {
+		t.Errorf("documents %+v: want the 3 captures and the failed one's files and error", docs)
+	}
+}

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"encoding/json"
+	"bufio"
 	"errors"
 	"fmt"
-	"github.com/rlab-dev/rlab/engine/termsafe"
 
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
@@ -100,12 +99,14 @@ before it makes anything, saying which memory or --only would.`,
 				}
 			}
 			if asJSON {
-				b, err := json.MarshalIndent(p, "", "  ")
-				if err != nil {
+				// Streamed a step and a trial at a time, each piece made
+				// terminal-safe on its own (plan.WriteJSON writes whole
+				// values): the plan at the trial bound is 80 MiB of JSON.
+				out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+				if err := p.WriteJSON(termsafeJSONWriter{out}); err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", termsafe.JSON(b))
-				return err
+				return out.Flush()
 			}
 			if err := p.WriteText(cmd.OutOrStdout()); err != nil {
 				return err

@@ -159,6 +159,7 @@ func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.O
 	}
 	var mu sync.Mutex
 	byHost := map[string]provision.Result{}
+	var logErrs []error
 	say := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -170,6 +171,10 @@ func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.O
 			say("host %s: installing %s (%s)", host, strings.Join(p.Packages, " "), p.Family)
 		}
 		r := provision.Apply(ctx, a.RPC(), p, o)
+		// The package manager's output (up to a reply line, 8 MiB) goes to
+		// the host's provision.log now: what is kept of a host until all
+		// are done is what the table and provision.json show.
+		werr := writeProvisionLog(dir, l.HostByName(host), &r)
 		switch {
 		case r.Err != nil:
 			say("host %s: FAILED: %s", host, firstLineOf(r.Err.Error()))
@@ -180,6 +185,9 @@ func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.O
 		}
 		mu.Lock()
 		byHost[host] = r
+		if werr != nil {
+			logErrs = append(logErrs, werr)
+		}
 		mu.Unlock()
 	}
 	defer func() { f.then = nil }()
@@ -203,17 +211,10 @@ func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.O
 				r.Error = r.Err.Error()
 			}
 		}
-		if r.Log != "" {
-			h := l.HostByName(g.Name)
-			logDir := filepath.Join(dir, "hosts", h.Slug, "logs")
-			if err := os.MkdirAll(logDir, 0o700); err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(filepath.Join(logDir, "provision.log"), []byte(r.Log), 0o600); err != nil {
-				return nil, err
-			}
-		}
 		out = append(out, r)
+	}
+	if err := errors.Join(logErrs...); err != nil {
+		return nil, err
 	}
 	b, err := json.MarshalIndent(map[string]any{"lab": l.Name, "hosts": out}, "", "  ")
 	if err != nil {
@@ -223,6 +224,23 @@ func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.O
 		return nil, fmt.Errorf("write provision.json: %w", err)
 	}
 	return out, nil
+}
+
+// writeProvisionLog writes r.Log to the host's provision.log under dir and
+// drops it from r.
+func writeProvisionLog(dir string, h *lab.Host, r *provision.Result) error {
+	if r.Log == "" || h == nil {
+		return nil
+	}
+	logDir := filepath.Join(dir, "hosts", h.Slug, "logs")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return fmt.Errorf("write provision.log of host %q: %w", h.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(logDir, "provision.log"), []byte(r.Log), 0o600); err != nil {
+		return fmt.Errorf("write provision.log of host %q: %w", h.Name, err)
+	}
+	r.Log = ""
+	return nil
 }
 
 func writeProvisionTable(w io.Writer, rs []provision.Result) {

@@ -20,6 +20,9 @@ perftest versions, netdevs, rxe devices with GIDs and MTU), each workload's
 numbers as tables and charts (bandwidth and message rate against message size,
 latency percentiles), RDMA beside TCP, each capture's opcode summary,
 connections and IO graph, the expect results, and links to the raw outputs.
+The first 256 captures are analysed; past them the page says how many more
+there are (rlab pcap reads any of them), so the page and the memory it takes
+stay bounded.
 
 The page is one self-contained file (inline CSS and SVG, no JavaScript, nothing
 fetched from the network): open it in any browser, mail it, attach it to CI.

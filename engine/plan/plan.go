@@ -581,6 +581,9 @@ func NewWith(whole *lab.Lab, o Options) (*Plan, error) {
 	if err := b.p.walk(); err != nil {
 		return nil, err
 	}
+	if err := b.p.checkTrialBytes(); err != nil {
+		return nil, err
+	}
 	return b.p, nil
 }
 

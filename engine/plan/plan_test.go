@@ -67,6 +67,14 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, name+".json", append(js, '\n'))
+			// WriteJSON streams what MarshalIndent makes in one piece.
+			var streamed bytes.Buffer
+			if err := p.WriteJSON(&streamed); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(string(js)+"\n", streamed.String()); d != "" {
+				t.Errorf("WriteJSON differs from MarshalIndent (-want +got):\n%s", d)
+			}
 		})
 	}
 }

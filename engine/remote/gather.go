@@ -59,7 +59,9 @@ type GatherOptions struct {
 	CallTimeout time.Duration
 	// Then, when set, is called with each host's agent and facts while the
 	// agent is still open (rlab provision installs through it); the host's
-	// Result stays as the facts left it.
+	// Result then keeps no facts: Then had them, and a host's facts may
+	// hold strings up to a reply line (8 MiB) each, kept for every host
+	// until the last is done.
 	Then func(ctx context.Context, host string, a *Agent, f *proto.Facts)
 }
 
@@ -157,6 +159,7 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			r.Facts = &f
 			if o.Then != nil {
 				o.Then(ctx, r.Name, a, &f)
+				r.Facts = nil
 			}
 			return nil
 		}()

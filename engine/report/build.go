@@ -26,7 +26,6 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
-	"github.com/rlab-dev/rlab/engine/roce"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/kinds"
 )
@@ -108,9 +107,11 @@ type builder struct {
 	model   *lab.Lab // the lab as run, when it loads on its own
 	doc     *results.Run
 	// own is each workload's captures scoped to it alone (results.json),
-	// sums each capture file's analysis (captures): why.go joins them.
-	own  map[string][]string
-	sums map[string]*roce.Summary
+	// wire is each capture file's analysis, as much of it as why.go
+	// joins (captures); notAnalysed the capture files past maxCaptures.
+	own         map[string][]string
+	wire        map[string]*wireSum
+	notAnalysed map[string]bool
 	// redact is redactor()'s, made once: lab.Redactor joins every
 	// sensitive value to find its cached replacer, and a call per workload
 	// and capture file joined them thousands of times.

@@ -617,8 +617,21 @@ func (b *builder) captures() {
 	if err != nil || len(run.Workloads) == 0 {
 		run = nil
 	}
+	// Each capture's section (its tables, IO graph and notes) is held until
+	// the page is written: past maxCaptures the rest are named, not read.
+	b.notAnalysed = map[string]bool{}
+	if len(jobs) > maxCaptures {
+		for _, j := range jobs[maxCaptures:] {
+			for _, l := range j.links {
+				b.notAnalysed[l.Path] = true
+			}
+		}
+		b.d.CapturesNote = fmt.Sprintf("This report analyses the first %d captures of %d; the other %d are listed under Raw outputs, and rlab pcap reads any of them (given the run directory, all of them, one after another).",
+			maxCaptures, len(jobs), len(jobs)-maxCaptures)
+		jobs = jobs[:maxCaptures]
+	}
 	b.d.Captures = make([]Capture, len(jobs))
-	sums := make([]*roce.Summary, len(jobs))
+	wire := make([]*wireSum, len(jobs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
@@ -646,7 +659,7 @@ func (b *builder) captures() {
 					Error:   fmt.Sprintf("read capture %s: %v", j.links[0].Path, err)}
 				return
 			}
-			sums[i] = st.Summary
+			wire[i] = wireOfSummary(st.Summary)
 			b.d.Captures[i] = captureSection(j.name, j.host, j.links[0], st, run)
 			if len(j.links) > 1 {
 				var names []string
@@ -660,16 +673,24 @@ func (b *builder) captures() {
 		}()
 	}
 	wg.Wait()
-	b.sums = map[string]*roce.Summary{}
+	b.wire = map[string]*wireSum{}
 	for i, j := range jobs {
-		if sums[i] == nil {
+		if wire[i] == nil {
 			continue
 		}
 		for _, l := range j.links {
-			b.sums[l.Path] = sums[i]
+			b.wire[l.Path] = wire[i]
 		}
 	}
 }
+
+// maxCaptures bounds the captures one report analyses. Each analysed
+// capture's section stays in memory until the page is written (some 24 KB
+// for a capture of one connection, more with many) and adds as much to
+// report.html: 1,001 captures in a received run directory held 170 MB and
+// made a 21 MB page. 256 is a class of 200 students with a capture each,
+// and more than a page is read for.
+const maxCaptures = 256
 
 // nakCodeText words NAK counts by code as " (name ×n, ...)", sorted, or ""
 // when there are none: a connection's row and a workload's wire analysis

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -262,5 +264,46 @@ func TestCaptureSectionIWARP(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "SEND,TCP,iWARP" && got != "READ,SEND,TCP,iWARP" {
 		t.Errorf("IO graph series %s, want SEND (and READ), TCP, iWARP", got)
+	}
+}
+
+// TestCapturesBounded: a run directory with more captures than a report
+// analyses gets the first maxCaptures analysed and one note naming the
+// rest, so what a report holds and writes does not grow with the number
+// of capture files (1,001 captures: 170 MB and a 21 MB page before).
+func TestCapturesBounded(t *testing.T) {
+	dir := copyDir(t, fixture)
+	capDir := filepath.Join(dir, "hosts/server/captures")
+	data, err := os.ReadFile(filepath.Join(capDir, "cap.roce.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxCaptures + 1 { // with cap.roce.pcap: 2 past the bound
+		if err := os.WriteFile(filepath.Join(capDir, fmt.Sprintf("cap.r%d.pcap", i)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Captures) != maxCaptures {
+		t.Errorf("%d captures analysed, want the first %d", len(d.Captures), maxCaptures)
+	}
+	for i, c := range d.Captures {
+		if c.Packets == 0 || c.Error != "" {
+			t.Fatalf("capture %d (%s): %d packets, error %q: want it analysed", i, c.Name, c.Packets, c.Error)
+		}
+	}
+	want := fmt.Sprintf("the first %d captures of %d; the other 2", maxCaptures, maxCaptures+2)
+	if !strings.Contains(d.CapturesNote, want) {
+		t.Errorf("captures note %q, want it to say %q", d.CapturesNote, want)
+	}
+	var page bytes.Buffer
+	if err := Write(&page, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), want) {
+		t.Errorf("report.html does not say %q", want)
 	}
 }

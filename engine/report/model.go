@@ -21,7 +21,8 @@ type Data struct {
 	Compare      *Compare     `json:"compare,omitempty"`    // RDMA vs TCP; nil without both
 	LossSweep    *Compare     `json:"loss_sweep,omitempty"` // throughput vs loss (loss.go); nil without two loss points
 	Captures     []Capture    `json:"captures"`
-	Timeline     *Chart       `json:"timeline,omitempty"` // steps over time, from events.jsonl
+	CapturesNote string       `json:"captures_note,omitempty"` // the captures past maxCaptures, not analysed
+	Timeline     *Chart       `json:"timeline,omitempty"`      // steps over time, from events.jsonl
 	TimelineNote string       `json:"timeline_note,omitempty"`
 	Expects      ExpectTotals `json:"expect_totals"`
 	Problems     []Problem    `json:"problems,omitempty"` // what needs a reader's eye first

@@ -37,31 +37,46 @@ type wireSum struct {
 	codes                                    map[uint8]int64
 }
 
+// wireOfSummary keeps of a capture's summary what the workloads' "why"
+// reads, so a report does not hold every capture's summary (flows, CM
+// messages, per-flow maps) until the end.
+func wireOfSummary(s *roce.Summary) *wireSum {
+	w := &wireSum{files: 1, packets: s.RoCEPackets, codes: map[uint8]int64{}}
+	flows := s.Flows
+	if s.Overflow != nil {
+		flows = append(flows[:len(flows):len(flows)], s.Overflow)
+	}
+	for _, fl := range flows {
+		w.retrans += fl.Retransmits
+		w.naks += fl.NAKs
+		w.rnr += fl.RNRNAKs
+		w.cnps += fl.CNPs
+		for c, n := range fl.NAKCodes {
+			w.codes[c] += n
+		}
+	}
+	return w
+}
+
 // wireOf sums the analysis of the given capture files (a ring's files share
-// one summary, counted once); ok is false when none was read.
+// one analysis, counted once); ok is false when none was read.
 func (b *builder) wireOf(files []string) (wireSum, bool) {
 	w := wireSum{codes: map[uint8]int64{}}
-	seen := map[*roce.Summary]bool{}
+	seen := map[*wireSum]bool{}
 	for _, f := range files {
-		s := b.sums[f]
+		s := b.wire[f]
 		if s == nil || seen[s] {
 			continue
 		}
 		seen[s] = true
-		w.files++
-		w.packets += s.RoCEPackets
-		flows := s.Flows
-		if s.Overflow != nil {
-			flows = append(flows[:len(flows):len(flows)], s.Overflow)
-		}
-		for _, fl := range flows {
-			w.retrans += fl.Retransmits
-			w.naks += fl.NAKs
-			w.rnr += fl.RNRNAKs
-			w.cnps += fl.CNPs
-			for c, n := range fl.NAKCodes {
-				w.codes[c] += n
-			}
+		w.files += s.files
+		w.packets += s.packets
+		w.retrans += s.retrans
+		w.naks += s.naks
+		w.rnr += s.rnr
+		w.cnps += s.cnps
+		for c, n := range s.codes {
+			w.codes[c] += n
 		}
 	}
 	return w, w.files > 0
@@ -138,6 +153,8 @@ func (b *builder) why() {
 		case ok:
 			y.Wire = ws.String()
 			y.Retransmits, y.NAKs = &ws.retrans, &ws.naks
+		case len(b.own[w.Name]) > 0 && b.notAnalysed[b.own[w.Name][0]]:
+			y.Wire = fmt.Sprintf("its captures are past the %d this report analyses (see Captures)", maxCaptures)
 		case len(b.own[w.Name]) > 0:
 			y.Wire = "its captures could not be read (see Captures)"
 		}

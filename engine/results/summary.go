@@ -522,25 +522,12 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 		metricList(b, aggs, hasSize, n > 1)
 		return
 	}
-	// Builders: a line of one cell a metric, appended to a string, copied
-	// itself once a metric.
-	var head, sep strings.Builder
-	head.WriteString("|")
-	sep.WriteString("|")
-	if hasSize {
-		head.WriteString(" size |")
-		sep.WriteString("---:|")
-	}
 	// Each column in its metric's recorded unit, as every view prints it.
-	for _, m := range metrics {
-		fmt.Fprintf(&head, " %s (%s) |", m, units[m])
-		sep.WriteString("---:|")
+	heads, aligns := make([]string, len(metrics)), make([]string, len(metrics))
+	for i, m := range metrics {
+		heads[i], aligns[i] = fmt.Sprintf("%s (%s)", m, units[m]), "---:"
 	}
-	if n > 1 {
-		head.WriteString(" repeats |")
-		sep.WriteString("---:|")
-	}
-	fmt.Fprintf(b, "%s\n%s\n", head.String(), sep.String())
+	writeTableHead(b, hasSize, n > 1, heads, aligns)
 	for _, s := range sizes {
 		b.WriteString("|")
 		if hasSize {
@@ -562,6 +549,30 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "\n")
+}
+
+// writeTableHead writes the header and separator lines of a table of
+// aggregates: a size column first when hasSize, then a column for each of
+// heads (aligned as aligns says, "---:" right), then a repeats column
+// when repeats. Builders: a line of one cell a metric, appended to a
+// string, copied itself once a metric.
+func writeTableHead(b *bytes.Buffer, hasSize, repeats bool, heads, aligns []string) {
+	var head, sep strings.Builder
+	head.WriteString("|")
+	sep.WriteString("|")
+	if hasSize {
+		head.WriteString(" size |")
+		sep.WriteString("---:|")
+	}
+	for i, h := range heads {
+		head.WriteString(" " + h + " |")
+		sep.WriteString(aligns[i] + "|")
+	}
+	if repeats {
+		head.WriteString(" repeats |")
+		sep.WriteString("---:|")
+	}
+	fmt.Fprintf(b, "%s\n%s\n", head.String(), sep.String())
 }
 
 // aggCell is a metric's cell: its median, and its range over repeats.
@@ -588,20 +599,7 @@ func maxPivotCells(n int) int { return 4*n + 10_000 }
 func metricList(b *bytes.Buffer, aggs []Agg, hasSize, repeats bool) {
 	sorted := slices.Clone(aggs)
 	slices.SortStableFunc(sorted, func(x, y Agg) int { return cmp.Compare(x.Size, y.Size) })
-	var head, sep strings.Builder
-	head.WriteString("|")
-	sep.WriteString("|")
-	if hasSize {
-		head.WriteString(" size |")
-		sep.WriteString("---:|")
-	}
-	head.WriteString(" metric | value |")
-	sep.WriteString("---|---:|")
-	if repeats {
-		head.WriteString(" repeats |")
-		sep.WriteString("---:|")
-	}
-	fmt.Fprintf(b, "%s\n%s\n", head.String(), sep.String())
+	writeTableHead(b, hasSize, repeats, []string{"metric", "value"}, []string{"---", "---:"})
 	for _, a := range sorted {
 		b.WriteString("|")
 		if hasSize {

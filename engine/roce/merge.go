@@ -1,6 +1,9 @@
 package roce
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // Merge is the Summary one Add of every packet in file order would have
 // made, from the summaries of a split scan (ScanSplit, ScanSplitSummaries):
@@ -40,12 +43,7 @@ func Merge(parts []*Summary) (s *Summary, ok bool) {
 		if p.Frames == 0 {
 			continue
 		}
-		if s.Frames == 0 || p.firstOrd < s.firstOrd {
-			s.First, s.firstOrd = p.First, p.firstOrd
-		}
-		if s.Frames == 0 || p.lastOrd > s.lastOrd {
-			s.Last, s.lastOrd = p.Last, p.lastOrd
-		}
+		widenSpan(s.Frames == 0, &s.First, &s.firstOrd, &s.Last, &s.lastOrd, p.First, p.firstOrd, p.Last, p.lastOrd)
 		s.Frames += p.Frames
 		s.Bytes += p.Bytes
 		s.RoCEPackets += p.RoCEPackets
@@ -87,12 +85,7 @@ func mergeFlow(m, b *Flow) {
 	if b.Packets == 0 {
 		return
 	}
-	if m.Packets == 0 || b.firstOrd < m.firstOrd {
-		m.First, m.firstOrd = b.First, b.firstOrd
-	}
-	if m.Packets == 0 || b.lastOrd > m.lastOrd {
-		m.Last, m.lastOrd = b.Last, b.lastOrd
-	}
+	widenSpan(m.Packets == 0, &m.First, &m.firstOrd, &m.Last, &m.lastOrd, b.First, b.firstOrd, b.Last, b.lastOrd)
 	m.Packets += b.Packets
 	m.Bytes += b.Bytes
 	m.PayloadBytes += b.PayloadBytes
@@ -123,14 +116,22 @@ func mergeOp(a, b *OpStats) *OpStats {
 		c := *b
 		return &c
 	}
-	if b.firstOrd < a.firstOrd {
-		a.First, a.firstOrd = b.First, b.firstOrd
-	}
-	if b.lastOrd > a.lastOrd {
-		a.Last, a.lastOrd = b.Last, b.lastOrd
-	}
+	widenSpan(false, &a.First, &a.firstOrd, &a.Last, &a.lastOrd, b.First, b.firstOrd, b.Last, b.lastOrd)
 	a.Packets += b.Packets
 	a.Bytes += b.Bytes
 	a.PayloadBytes += b.PayloadBytes
 	return a
+}
+
+// widenSpan keeps, of a merged span (first and last, with their
+// Packet.Ord) and a part's, the earlier first and the later last by
+// Packet.Ord; empty says the merged one has none yet: the part's is taken.
+func widenSpan(empty bool, first *time.Time, firstOrd *int64, last *time.Time, lastOrd *int64,
+	partFirst time.Time, partFirstOrd int64, partLast time.Time, partLastOrd int64) {
+	if empty || partFirstOrd < *firstOrd {
+		*first, *firstOrd = partFirst, partFirstOrd
+	}
+	if empty || partLastOrd > *lastOrd {
+		*last, *lastOrd = partLast, partLastOrd
+	}
 }

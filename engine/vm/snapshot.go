@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -173,13 +174,12 @@ func (s *Set) snapshotFor(ctx context.Context, m Machine) (*snapshot, error) {
 // held exclusive) is not held and reads as not there; it is loaded only
 // once held, as a remover removes the folder before its lock file.
 func holdSnapshot(dir string, k snapshotKey) (*snapshot, error) {
-	lf, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		lf.Close()
+	lf, err := lockPath(dir+".lock", syscall.LOCK_SH)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("hold snapshot %s: it is being built or removed: %w", dir, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hold snapshot %s: %w", dir, err)
 	}
 	sn, err := loadSnapshot(dir, k)
 	if err != nil {
@@ -204,14 +204,14 @@ func (sn *snapshot) release() {
 // buildUnderLock builds the snapshot of k in dir under its lock, unless
 // another rlab did meanwhile; then removes the image's stale snapshots.
 func (s *Set) buildUnderLock(ctx context.Context, m Machine, k snapshotKey, root, dir string) error {
-	lf, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lf.Close()
+	var lf *os.File
 	for {
-		if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		var err error
+		if lf, err = lockPath(dir+".lock", syscall.LOCK_EX); err == nil {
 			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock snapshot %s: %w", dir, err)
 		}
 		s.opts.Progress(m.Name, "waiting for another rlab building the same VM snapshot")
 		select {
@@ -220,7 +220,7 @@ func (s *Set) buildUnderLock(ctx context.Context, m Machine, k snapshotKey, root
 		case <-time.After(time.Second):
 		}
 	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	defer lf.Close() // unlocks
 	if _, err := loadSnapshot(dir, k); err == nil {
 		return nil
 	}
@@ -314,22 +314,69 @@ var snapshotIDRe = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 // removeUnlocked removes a snapshot folder unless its build lock is held
 // (snapshotFor builds under it) or it is in use, holding the lock meanwhile.
+//
+// It unlinks the lock file while it holds it, which is safe only because
+// every locker goes through lockPath: without its check, a builder that
+// had opened the lock file before the unlink locked the unlinked file
+// after it, and a third rlab then opened a new file at the path and held
+// "the same" lock at once (see lockPath).
 func removeUnlocked(dir string, inUse func(dir string) bool) bool {
-	lf, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	lf, err := lockPath(dir+".lock", syscall.LOCK_EX)
 	if err != nil {
 		return false
 	}
-	defer lf.Close()
-	if syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		return false
-	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	defer lf.Close() // unlocks
 	if inUse(dir) || os.RemoveAll(dir) != nil {
 		return false
 	}
 	_ = os.Remove(dir + ".lock")
 	return true
 }
+
+// lockPath takes a flock (how: LOCK_SH or LOCK_EX; never waits: held
+// elsewhere is EWOULDBLOCK) on the file at path, made when missing, and
+// returns it open; closing it unlocks. The lock is taken on an open file,
+// but what others find is the path, and removeUnlocked unlinks the path
+// while it holds the lock. Unchecked, three rlab of two agent builds
+// could interleave so: (1) A, building snapshot D, opens D.lock (inode 1);
+// (2) B, built with another agent, removes D as stale: locks inode 1,
+// removes D, unlinks D.lock, unlocks; (3) A locks inode 1, unlinked, and
+// builds D for minutes; (4) C, of A's build, opens D.lock, a new inode 2,
+// and locks it at once: C removes A's half-built D and builds its own (or
+// a second B removes the D a VM of A's is restoring from). So once locked,
+// the file must still be the one at path; if it is not, the lock is
+// dropped and taken again on what the path names now.
+func lockPath(path string, how int) (*os.File, error) {
+	for {
+		lf, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if lockOpened != nil {
+			lockOpened(path)
+		}
+		if err := syscall.Flock(int(lf.Fd()), how|syscall.LOCK_NB); err != nil {
+			lf.Close()
+			return nil, err
+		}
+		held, err1 := lf.Stat()
+		named, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(held, named) {
+			return lf, nil
+		}
+		lf.Close()
+		if err1 != nil {
+			return nil, err1
+		}
+		if err2 != nil && !errors.Is(err2, fs.ErrNotExist) {
+			return nil, err2
+		}
+	}
+}
+
+// lockOpened, when set (tests), runs between lockPath's open and its lock:
+// where another process may unlink the file.
+var lockOpened func(path string)
 
 const snapshotMeta = "snapshot.json"
 
