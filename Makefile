@@ -50,11 +50,15 @@ test-unit: agent ## unit tests only (fast, no root)
 
 # The netns tests run with a home of their own: a test that records a host
 # key where the user's default known_hosts is (accept-new writes only there)
-# must never leave the bed's throwaway keys in the real ~/.ssh.
+# must never leave the bed's throwaway keys in the real ~/.ssh. Go's caches
+# stay the user's: they are read before HOME changes (read on the command
+# line that sets HOME, they were the new home's, empty, and the run below
+# downloaded every module and compiled everything again, one at a time).
 test-netns: build ## every unit test plus the integration tests on network-namespace hosts with real sshd (root)
 	$(GO) test -count=1 -run '^$$' ./... >/dev/null # compile every test binary in parallel first; the run below is -p 1
 	home=$$(mktemp -d /tmp/rlab-test-home.XXXXXX) && \
-	HOME=$$home GOCACHE=$$($(GO) env GOCACHE) GOMODCACHE=$$($(GO) env GOMODCACHE) GOPATH=$$($(GO) env GOPATH) \
+	gocache=$$($(GO) env GOCACHE) && gomodcache=$$($(GO) env GOMODCACHE) && gopath=$$($(GO) env GOPATH) && \
+	HOME=$$home GOCACHE=$$gocache GOMODCACHE=$$gomodcache GOPATH=$$gopath \
 	RLAB_NETNS=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 20m ./...; \
 	rc=$$?; rm -rf "$$home"; exit $$rc
 

@@ -287,7 +287,11 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 // stopping; it is caught up when captured + dropped reaches received.
 func (s *Server) drainCapture(cp *capture) {
 	wd, errPath := cp.pr.wd, cp.pr.handle+".stderr"
-	deadline := time.Now().Add(captureDrainMax)
+	drain := captureDrainMax
+	if s.opts.CaptureDrain > 0 {
+		drain = s.opts.CaptureDrain
+	}
+	deadline := time.Now().Add(drain)
 	for time.Now().Before(deadline) && !cp.pr.finished() {
 		before := wd.size(errPath)
 		if err := syscall.Kill(cp.pr.cmd.Process.Pid, syscall.SIGUSR1); err != nil {
@@ -317,7 +321,7 @@ func (s *Server) drainCapture(cp *capture) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !cp.pr.finished() {
-		s.log.Warn("capture: tcpdump still behind after draining; stopping", "handle", cp.handle, "waited", captureDrainMax)
+		s.log.Warn("capture: tcpdump still behind after draining; stopping", "handle", cp.handle, "waited", drain)
 	}
 }
 

@@ -72,6 +72,9 @@ type Options struct {
 	// StopGrace is how long a child gets between SIGTERM and SIGKILL when the
 	// agent shuts down; 0 means 3s.
 	StopGrace time.Duration
+	// CaptureDrain bounds the wait, as a capture stops, for tcpdump to
+	// write every packet the kernel handed it (drainCapture); 0 means 5s.
+	CaptureDrain time.Duration
 
 	// hostile, when set (only from this package's tests, or through
 	// EnableHostile in binaries built with -tags rlabhostile for the

@@ -15,7 +15,9 @@ import (
 // still removes h0's work dir (round 7: the host side during down).
 func TestDownStalledHostNetns(t *testing.T) {
 	t.Setenv("RLAB_PERSIST", "")
-	t.Setenv("RLAB_AGENT_TIMEOUT", "20s")
+	// down waits this limit out for h1's hello (20s made the test 22 s of
+	// CI); 10s still leaves the run and h0 ten idle seconds per wait.
+	t.Setenv("RLAB_AGENT_TIMEOUT", "10s")
 	bed := testbed.Start(t, testbed.Options{Hosts: 2})
 	h1 := bed.Host("h1")
 	labFile := bedLab(t, bed, bed.KnownHosts, echoOnBothHosts)

@@ -47,16 +47,19 @@ exec bash -c "$c"
 //     its idle limit closed the session, which ends no read with sshd).
 func TestHostileSSHDNetns(t *testing.T) {
 	t.Setenv("RLAB_PERSIST", "")
-	t.Setenv("RLAB_AGENT_TIMEOUT", "20s")
+	// The stalls are waited out at this limit: twice for install-stall
+	// (facts, then run), once for bundle-stall. 20s made the test 65 s of
+	// CI; 10s still leaves the honest host's steps ten idle seconds.
+	t.Setenv("RLAB_AGENT_TIMEOUT", "10s")
 	cases := []struct {
 		mode  string
 		cold  bool     // h1 has its own, empty home (no cached agent)
 		want  []string // in the run's output, with host "h1"
 		facts bool     // rlab facts too
 	}{
-		{"install-stall", true, []string{"install agent", "no progress for 20s"}, true},
+		{"install-stall", true, []string{"install agent", "no progress for 10s"}, true},
 		{"hash-yes", true, []string{"verify", "printed more than 64.0 KiB"}, true},
-		{"bundle-stall", false, []string{"bundle", "sent nothing for 20s"}, false},
+		{"bundle-stall", false, []string{"bundle", "sent nothing for 10s"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {

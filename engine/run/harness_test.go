@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
@@ -45,7 +46,11 @@ func startPipeHost(t testing.TB, name, workDir string) *pipeHost {
 func startLyingHost(t testing.TB, name, workDir string, lie rpctest.Lie, o rpc.Options) *pipeHost {
 	t.Helper()
 	o.Host = name
-	a := rpctest.Start(t, server.Options{WorkDir: workDir, Version: "test"}, o, lie)
+	// A capture on lo never looks caught up to the drain (tcpdump counts
+	// each packet there twice as received, once sent and once received, and
+	// captures it once), so each stop waited out the whole drain, 5 s: a
+	// capture's stop is still a drain, and the traffic here is small.
+	a := rpctest.Start(t, server.Options{WorkDir: workDir, Version: "test", CaptureDrain: 500 * time.Millisecond}, o, lie)
 	return &pipeHost{name: name, a: a, c: a.Client, hello: a.Hello}
 }
 

@@ -89,7 +89,7 @@ func (r *runner) finishImpairs(ctx context.Context, n *workloadNode) {
 		last := w.remaining == 0
 		w.mu.Unlock()
 		if last {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.StopTimeout)
 			w.stop(cctx, r)
 			cancel()
 		}

@@ -159,6 +159,12 @@ type Options struct {
 	OnEvent func(Event)
 	// TeardownTimeout bounds the teardown after a cancel (default 30s).
 	TeardownTimeout time.Duration
+	// StopTimeout bounds each clean-up of a workload, a capture or an
+	// impairment once it has ended (stopping its processes; default
+	// 2*steps.UndoTimeout), and the reading of a timed-out workload's
+	// dmesg (30s when longer): a host that keeps its session up and never
+	// answers is given up on past it. Tests of such hosts shorten it.
+	StopTimeout time.Duration
 	// Hard, when closed (a second Ctrl-C), stops the teardown at once.
 	Hard <-chan struct{}
 	// NoReport skips report.html (engine/report).
@@ -254,6 +260,9 @@ func Run(ctx context.Context, l *lab.Lab, opts Options) *Result {
 	}
 	if opts.TeardownTimeout <= 0 {
 		opts.TeardownTimeout = 30 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 2 * steps.UndoTimeout
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

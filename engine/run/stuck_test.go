@@ -30,7 +30,9 @@ func runStuck(t *testing.T, src string, stuck string, lie rpctest.Lie) (*Result,
 	p, out := planned(t, l, plan.Options{}), filepath.Join(t.TempDir(), "run")
 	done := make(chan *Result, 1)
 	go func() {
-		done <- Run(context.Background(), l, Options{Plan: p, Connector: bed, NoReport: true, Out: out, TeardownTimeout: 10 * time.Second})
+		// StopTimeout: the stop of a timed-out workload and its dmesg
+		// wait for the stuck host that long (40 s and 20 s by default).
+		done <- Run(context.Background(), l, Options{Plan: p, Connector: bed, NoReport: true, Out: out, TeardownTimeout: 10 * time.Second, StopTimeout: 5 * time.Second})
 	}()
 	select {
 	case res := <-done:

@@ -69,7 +69,7 @@ func (r *runner) runWorkloads(ctx context.Context) {
 				n.mu.Unlock()
 				r.emit(Event{Type: "step.end", Step: n.op.Describe(), Workload: n.Workload.Name, Status: steps.StatusSkipped, Error: reason})
 				for _, c := range n.captures {
-					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
+					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.StopTimeout)
 					c.finished(cctx, r)
 					cancel()
 				}
@@ -118,7 +118,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	if err := r.applyImpairs(ctx, n); err != nil {
 		r.skipUnimpaired(ctx, n, err)
 		for _, c := range n.captures {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.StopTimeout)
 			c.finished(cctx, r)
 			cancel()
 		}
@@ -147,7 +147,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	// Clean-up runs even when ctx has ended, but each part is bounded: a host
 	// that keeps its session up and never answers must not hang the run.
 	bounded := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), 2*steps.UndoTimeout)
+		return context.WithTimeout(context.WithoutCancel(ctx), r.opts.StopTimeout)
 	}
 	if err != nil {
 		uctx, cancel := bounded()
@@ -158,7 +158,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 				// (their sessions are closed, so every later call fails
 				// at once) rather than hang the run.
 				for _, h := range n.Hosts {
-					r.abandon(h.Name, fmt.Errorf("host %q did not answer a request to stop workload %q within %s", h.Name, n.Workload.Name, 2*steps.UndoTimeout))
+					r.abandon(h.Name, fmt.Errorf("host %q did not answer a request to stop workload %q within %s", h.Name, n.Workload.Name, r.opts.StopTimeout))
 				}
 			}
 		}
@@ -184,7 +184,7 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 // saveDmesg keeps the kernel log tail of a hung workload's hosts in
 // hosts/<slug>/logs/dmesg.<workload>.txt.
 func (r *runner) saveDmesg(ctx context.Context, n *workloadNode) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, min(30*time.Second, r.opts.StopTimeout))
 	defer cancel()
 	for _, h := range n.Hosts {
 		out, err := steps.DmesgTail(ctx, r.env, h.Name, "dmesg."+n.Workload.Slug, 200)

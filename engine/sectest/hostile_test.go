@@ -269,6 +269,15 @@ func TestHostileHostDuringRun(t *testing.T) {
 		maxHeap      uint64   // bound on the controller's heap in use (0: not checked)
 		gap          string   // a known gap (SECURITY.md): skipped unless RLAB_SECTEST_GAPS=1
 		callTimeout  string   // RLAB_AGENT_TIMEOUT for the run ("" the defaults)
+		// waitTimeout (RLAB_AGENT_TIMEOUT, for a case named without it) and
+		// stopTimeout (run.Options.StopTimeout) shorten the waits of a run
+		// against a host that never answers, past the workload's 5 s
+		// timeout: the unanswered proc.wait until its call's deadline (80 s
+		// by default) and each stop of the workload (40 s). The same waits
+		// end the run, in 10 s rather than 100 s (more than half of this
+		// package's time in CI).
+		waitTimeout string
+		stopTimeout time.Duration
 	}{
 		{mode: "mute", method: proto.MethodFacts, want: []string{`host "evil": agent did not answer facts within 5s`}, callTimeout: "5s"},
 		{mode: "endless", method: proto.MethodFacts, want: []string{`host "evil": agent did not answer facts within 5s`}, callTimeout: "5s", maxHeap: 128 << 20},
@@ -276,8 +285,8 @@ func TestHostileHostDuringRun(t *testing.T) {
 		{mode: "endless", method: proto.MethodFilesList, want: []string{`host "evil": agent did not answer files.list within 5s`}, callTimeout: "5s", maxHeap: 128 << 20},
 		{mode: "malformed", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "malformed line from agent"}},
 		{mode: "huge-line", method: proto.MethodProcWait, want: []string{`agent on host "evil" lost`, "line longer than"}, maxHeap: 128 << 20},
-		{mode: "endless", method: proto.MethodProcWait, want: []string{`workload "on_evil"`, "timed out"}, maxHeap: 128 << 20},
-		{mode: "stuck", method: proto.MethodProcWait, want: []string{`"evil"`}},
+		{mode: "endless", method: proto.MethodProcWait, want: []string{`workload "on_evil"`, "timed out"}, maxHeap: 128 << 20, waitTimeout: "5s", stopTimeout: 5 * time.Second},
+		{mode: "stuck", method: proto.MethodProcWait, want: []string{`host "evil" did not answer a request to stop workload "on_evil" within 5s`}, stopTimeout: 5 * time.Second},
 		{mode: "traversal", method: proto.MethodFilesList, want: []string{`host "evil" reported files outside its work dir`, "escape-rel"}},
 		{mode: "symlink", method: proto.MethodFilesList, want: []string{`host "evil"`, "evil.stdout"}}, // refused by the SFTP pull (not a regular file) or by the agent's os.Root (files.read)
 		{mode: "lying-size", method: proto.MethodFilesList, want: []string{`host "evil"`, "the agent listed 1099511627776 bytes"}},
@@ -293,6 +302,9 @@ func TestHostileHostDuringRun(t *testing.T) {
 			}
 			if tc.callTimeout != "" {
 				t.Setenv("RLAB_AGENT_TIMEOUT", tc.callTimeout)
+			}
+			if tc.waitTimeout != "" {
+				t.Setenv("RLAB_AGENT_TIMEOUT", tc.waitTimeout)
 			}
 			base := t.TempDir()
 			outside := filepath.Join(base, "outside")
@@ -321,7 +333,7 @@ workload "on_good" {
 			p, conn := planOf(t, l), connector(t, sshx.Options{})
 			done := make(chan *run.Result, 1)
 			go func() {
-				done <- run.Run(context.Background(), l, run.Options{Plan: p, Connector: conn, Out: filepath.Join(runs, "r"), TeardownTimeout: 20 * time.Second})
+				done <- run.Run(context.Background(), l, run.Options{Plan: p, Connector: conn, Out: filepath.Join(runs, "r"), TeardownTimeout: 20 * time.Second, StopTimeout: tc.stopTimeout})
 			}()
 			var res *run.Result
 			select {
