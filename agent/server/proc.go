@@ -115,9 +115,19 @@ func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, reg
 // work dir ("" for the work dir): a program's ./server runs where it was
 // built.
 func (s *Server) startProcIn(handle string, argv, env []string, timeoutMs int, register, asOwner bool, dir string) (*proc, error) {
+	return s.startProcAt(handle, argv, env, timeoutMs, register, asOwner, dir, nil)
+}
+
+// startProcAt is startProcIn in the folder at (its output files there, and
+// its working directory) instead of the work dir, when at is not nil.
+func (s *Server) startProcAt(handle string, argv, env []string, timeoutMs int, register, asOwner bool, dir string, at *workDir) (*proc, error) {
 	s.mu.Lock()
 	closing, wd := s.closing, s.wd
 	s.mu.Unlock()
+	cgPath := wd.path // names its cgroup: the run's, wherever it runs
+	if at != nil {
+		wd = at
+	}
 	if closing {
 		return nil, errClosing(proto.MethodProcStart)
 	}
@@ -174,7 +184,7 @@ func (s *Server) startProcIn(handle string, argv, env []string, timeoutMs int, r
 	// SIGKILL from the kernel should the agent itself be killed (-9) before
 	// it can clean up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if pr.cg = cgroups.make(s.cgroupUID(), wd.path, handle); pr.cg != nil {
+	if pr.cg = cgroups.make(s.cgroupUID(), cgPath, handle); pr.cg != nil {
 		// Born in its cgroup: whatever it forks, setsid or not, is there.
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, pr.cg.fd()
 	}
