@@ -101,19 +101,14 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 	return st, nil
 }
 
-// startProc starts argv (never through a shell) with output to
+// startProcIn starts argv (never through a shell) with output to
 // <handle>.stdout/.stderr in the work dir and, when register is set, records
-// it under handle for proc.wait/proc.stop.
+// it under handle for proc.wait/proc.stop; its working directory is dir, a
+// folder of the work dir ("" for the work dir): a program's ./server runs
+// where it was built.
 // asOwner: when the agent runs as root on behalf of a user (become), the
 // process runs as that user unless it asked for root (ProcStartParams.Become):
 // privilege only for the steps that need it.
-func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, register, asOwner bool) (*proc, error) {
-	return s.startProcIn(handle, argv, env, timeoutMs, register, asOwner, "")
-}
-
-// startProcIn is startProc with the working directory dir, a folder of the
-// work dir ("" for the work dir): a program's ./server runs where it was
-// built.
 func (s *Server) startProcIn(handle string, argv, env []string, timeoutMs int, register, asOwner bool, dir string) (*proc, error) {
 	return s.startProcAt(handle, argv, env, timeoutMs, register, asOwner, dir, nil)
 }
