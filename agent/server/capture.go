@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +37,11 @@ type capture struct {
 	handle string
 	file   string // base name in the work dir
 	pr     *proc
+	// ring, for a root agent working for a user, is the folder tcpdump
+	// writes in (captureFolder), and home the work dir its files are moved
+	// to when it stops; nil: tcpdump writes in the work dir.
+	ring *captureRingDir
+	home *workDir
 
 	once sync.Once
 	res  proto.CaptureResult
@@ -153,13 +160,26 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 		zuser = z
 	}
 	argv := tcpdumpArgv(tcpdump, p, zuser)
-	pr, err := s.startProc(p.Handle+".tcpdump", argv, nil, 0, false, false)
+	var ring *captureRingDir
+	if o := s.opts.Owner; o != nil && o.UID != 0 && os.Geteuid() == 0 {
+		if ring, err = newCaptureRingDir(wd, p.Handle); err != nil {
+			unreserve()
+			return nil, perr(proto.CodeInternal, "capture %q: %v", p.Handle, err)
+		}
+	}
+	var at *workDir
+	if ring != nil {
+		at = ring.wd
+	}
+	pr, err := s.startProcAt(p.Handle+".tcpdump", argv, nil, 0, false, false, "", at)
 	if err != nil {
+		ring.remove(wd)
 		unreserve()
 		return nil, err
 	}
 	if err := s.waitReady(ctx, pr, &proto.Ready{OutputRegex: tcpdumpReady.String()}, tcpdumpReady); err != nil {
 		pr.stop(s.opts.StopGrace)
+		ring.remove(wd)
 		unreserve()
 		if pe, ok := err.(*proto.Error); ok && pe.Code == proto.CodeCommand {
 			if strings.Contains(pe.Stderr, "ermission") || strings.Contains(pe.Stderr, "not permitted") {
@@ -170,7 +190,7 @@ func (s *Server) captureStart(ctx context.Context, c *call, params json.RawMessa
 		}
 		return nil, err
 	}
-	cp := &capture{handle: p.Handle, file: p.File, pr: pr}
+	cp := &capture{handle: p.Handle, file: p.File, pr: pr, ring: ring, home: wd}
 	s.mu.Lock()
 	s.captures[p.Handle] = cp
 	s.mu.Unlock()
@@ -262,6 +282,12 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 		names, err := captureFiles(wd.root, cp.file)
 		if err == nil {
 			names, err = nameRing(wd.root, cp.file, names)
+		}
+		if err == nil && cp.ring != nil {
+			// Out of the folder only root reaches, into the work dir.
+			err = cp.ring.moveOut(cp.home, append(names, cp.pr.handle+".stdout", cp.pr.handle+".stderr"))
+			cp.ring.remove(cp.home)
+			wd = cp.home
 		}
 		if err != nil {
 			cp.err = perr(proto.CodeInternal, "capture %q: list files: %v", cp.handle, err)
@@ -420,4 +446,110 @@ func captureFiles(dir *os.Root, base string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// captureRingDir is the folder tcpdump writes its ring in for a root agent
+// working for a user: <work dir>/.capture-<handle>.<n>/ring, the outer
+// folder root's and 0700, ring the user's. tcpdump drops to the user (-Z)
+// and then opens its files by name, following a symlink; a tcpdump built
+// with libcap-ng (Fedora, RHEL and their rebuilds) opens each file of the
+// ring with CAP_DAC_OVERRIDE raised again, so in a folder the user can
+// write in, a symlink the user put at the next file's name (.pcap1 ->
+// /root/.ssh/authorized_keys) had it truncated and filled with packets the
+// user sends. Nobody but root reaches ring by path: its parent lets only
+// root search it, and tcpdump, as its working directory, holds it by the
+// descriptor (its /proc/<pid>/cwd is closed to the user: it changed uid).
+type captureRingDir struct {
+	name  string   // the outer folder's name in the work dir
+	outer *os.File // the outer folder, root's
+	wd    *workDir // ring
+}
+
+var captureRingSeq atomic.Uint64
+
+// newCaptureRingDir makes handle's ring folder in wd.
+func newCaptureRingDir(wd *workDir, handle string) (*captureRingDir, error) {
+	name := fmt.Sprintf(".capture-%s.%d.%d", handle, os.Getpid(), captureRingSeq.Add(1))
+	if err := wd.root.Mkdir(name, 0o700); err != nil {
+		return nil, fmt.Errorf("make the capture's folder: %w", rootErr(err))
+	}
+	r := &captureRingDir{name: name}
+	outer, err := wd.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		wd.root.Remove(name)
+		return nil, fmt.Errorf("open the capture's folder: %w", rootErr(err))
+	}
+	r.outer = outer
+	var st unix.Stat_t
+	if err := unix.Fstat(int(outer.Fd()), &st); err != nil || int(st.Uid) != os.Geteuid() {
+		// The user removed it and made one of theirs in its place.
+		outer.Close()
+		return nil, fmt.Errorf("the capture's folder %q was replaced after it was made: refusing it", name)
+	}
+	if err := unix.Fchmod(int(outer.Fd()), 0o700); err != nil {
+		r.remove(wd)
+		return nil, fmt.Errorf("chmod the capture's folder: %w", err)
+	}
+	if err := unix.Mkdirat(int(outer.Fd()), "ring", 0o700); err != nil {
+		r.remove(wd)
+		return nil, fmt.Errorf("make the capture's ring folder: %w", err)
+	}
+	fd, err := unix.Openat(int(outer.Fd()), "ring", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		r.remove(wd)
+		return nil, fmt.Errorf("open the capture's ring folder: %w", err)
+	}
+	ring := &workDir{path: filepath.Join(wd.path, name, "ring"), dir: os.NewFile(uintptr(fd), "ring"), owner: wd.owner}
+	if err := unix.Fstat(fd, &st); err != nil {
+		ring.close()
+		r.remove(wd)
+		return nil, fmt.Errorf("stat the capture's ring folder: %w", err)
+	}
+	ring.dev, ring.ino = uint64(st.Dev), st.Ino
+	if o := wd.owner; o != nil {
+		if err := unix.Fchown(fd, o.UID, o.GID); err != nil {
+			ring.close()
+			r.remove(wd)
+			return nil, fmt.Errorf("chown the capture's ring folder: %w", err)
+		}
+	}
+	if ring.root, err = os.OpenRoot(ring.fdPath()); err != nil {
+		ring.close()
+		r.remove(wd)
+		return nil, fmt.Errorf("open the capture's ring folder: %w", err)
+	}
+	r.wd = ring
+	return r, nil
+}
+
+// moveOut renames the files names of the ring folder into the work dir
+// home, each under its name (replacing a file of that name there, never
+// following one). A name the ring does not hold is skipped.
+func (r *captureRingDir) moveOut(home *workDir, names []string) error {
+	for _, n := range names {
+		err := unix.Renameat(int(r.wd.dir.Fd()), n, int(home.dir.Fd()), n)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("move %q into the work dir: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// remove deletes the ring folder and its outer folder (what tcpdump left
+// in ring first: its files were moved out, or the capture failed).
+func (r *captureRingDir) remove(home *workDir) {
+	if r == nil {
+		return
+	}
+	if r.wd != nil {
+		if ents, err := fs.ReadDir(r.wd.root.FS(), "."); err == nil {
+			for _, e := range ents {
+				r.wd.root.Remove(e.Name())
+			}
+		}
+		r.wd.close()
+		unix.Unlinkat(int(r.outer.Fd()), "ring", unix.AT_REMOVEDIR)
+	}
+	r.outer.Close()
+	home.root.Remove(r.name)
 }

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -73,7 +74,16 @@ func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (an
 			return nil, perr(proto.CodeBadRequest, "%s: package name %q is not one", proto.MethodFacts, n)
 		}
 	}
-	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh, probes: probes})
+	// The probes are the controller's to name, program and arguments (a
+	// tool family's `--version`), so a root agent working for a user runs
+	// them as that user, as it runs workloads: with SECURITY.md's sudoers
+	// rule the user can speak to the agent directly, and a probe of
+	// `sh -c ...` ran as root.
+	cred, home, err := s.ownerCredential()
+	if err != nil {
+		return nil, perr(proto.CodeInternal, "%s: %v", proto.MethodFacts, err)
+	}
+	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh, probes: probes, cred: cred, home: home})
 	f.ProcTracking = trackingMode() // cgroup.go, reaper.go
 	f.PackageDB, f.Packages = installedPackages(ctx, p.Packages)
 	return f, nil
@@ -111,6 +121,10 @@ type toolsOptions struct {
 	cacheDir string    // where the cache file lives; "" keeps none
 	refresh  bool      // ask every tool again and rewrite the cache
 	probes   *probeSet // what to look for; nil: proto.DefaultProbes
+	// cred, when set, is who runs the probes (the owner a root agent
+	// works for), with HOME set to home.
+	cred *syscall.Credential
+	home string
 }
 
 // collectFactsOpt reads everything proto.Facts holds. It never fails: what
@@ -723,7 +737,7 @@ func collectToolsOpt(ctx context.Context, o toolsOptions) (map[string]proto.Tool
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, _, err := runCmd(ctx, path, args...)
+			out, _, err := runCmdAs(ctx, o.cred, o.home, path, args...)
 			mu.Lock()
 			defer mu.Unlock()
 			if ctx.Err() != nil {
@@ -940,7 +954,17 @@ func runQuiet(ctx context.Context, path string, args ...string) string {
 // runCmd runs path with args (no shell) and returns its combined output
 // (the first 64 KiB) and exit code.
 func runCmd(ctx context.Context, path string, args ...string) (string, int, error) {
+	return runCmdAs(ctx, nil, "", path, args...)
+}
+
+// runCmdAs is runCmd as the user cred names (nil: the agent's own), with
+// HOME set to home.
+func runCmdAs(ctx context.Context, cred *syscall.Credential, home, path string, args ...string) (string, int, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Env = append(os.Environ(), "HOME="+home)
+	}
 	buf := limitedBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	cmd.WaitDelay = time.Second

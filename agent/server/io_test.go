@@ -405,3 +405,44 @@ func TestWorkDirsMadeAsOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPServeOnlyWhereOwnerCould: a root agent working for a user listens
+// only on ports that user could (found in attack round 10: the login user,
+// speaking to the agent through the sudoers rule, had root listen on a
+// privileged port, holding it against the host's own service); port 0 and
+// unprivileged ports are served as before.
+func TestTCPServeOnlyWhereOwnerCould(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	start := unprivilegedPortStart()
+	if start <= 1 {
+		t.Skipf("every port is unprivileged here (ip_unprivileged_port_start %d)", start)
+	}
+	// A privileged port free now (the test binds it as root first).
+	port := 0
+	for p := start - 1; p > start-200 && p > 0; p-- {
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			ln.Close()
+			port = p
+			break
+		}
+	}
+	if port == 0 {
+		t.Skip("no free privileged port")
+	}
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "w"), Owner: &Owner{UID: 65534, GID: 65534}})
+	var res proto.TCPServing
+	pe := c.call(proto.MethodTCPServe, proto.TCPServeParams{Handle: "low", Addr: "127.0.0.1", Port: port}, &res)
+	if pe == nil || pe.Code != proto.CodePermission {
+		t.Errorf("tcp.serve on privileged port %d for uid 65534: %v (serving %d), want a permission error", port, pe, res.Port)
+	}
+	if pe := c.call(proto.MethodTCPServe, proto.TCPServeParams{Handle: "any", Addr: "127.0.0.1"}, &res); pe != nil || res.Port < start {
+		t.Errorf("tcp.serve on any port: %v (port %d)", pe, res.Port)
+	}
+}

@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -70,5 +73,57 @@ func TestProbeListFollowed(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"sh"}) {
 		t.Errorf("found %v, want [sh]", got)
+	}
+}
+
+// TestProbesRunAsOwner: a root agent working for a user runs the version
+// probes a facts request names as that user. The request names the program
+// and its arguments, and with SECURITY.md's sudoers rule the login user can
+// send it: a probe of `sh -c ...` ran as root (found in attack round 10,
+// high). Each probe here reports the uid it ran as.
+func TestProbesRunAsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to drop privileges")
+	}
+	const uid, gid = 65534, 65534 // nobody
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "w"), Owner: &Owner{UID: uid, GID: gid}})
+	for _, tc := range []struct {
+		name  string
+		probe proto.Probe
+	}{
+		{"version args", proto.Probe{Name: "sh", Args: []string{"-c", "echo uid=$(id -u)"}, Pattern: `uid=(\d+)`}},
+		{"perftest help", proto.Probe{Name: "sh", PerftestHelp: true, HelpFlags: []string{"--uid-65534"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := proto.FactsParams{Refresh: true, Probe: []proto.Probe{tc.probe}}
+			if tc.probe.PerftestHelp {
+				// sh --help is no usage text; put the uid where the
+				// options are read from: a script named sh in PATH.
+				bin := t.TempDir()
+				os.Chmod(filepath.Dir(bin), 0o711)
+				os.Chmod(bin, 0o755)
+				script := "#!/bin/sh\necho \"  --uid-$(id -u)   the uid\"\n"
+				if err := os.WriteFile(filepath.Join(bin, "sh"), []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+			}
+			var f proto.Facts
+			c.mustCall(proto.MethodFacts, p, &f)
+			if tc.probe.PerftestHelp {
+				if !slices.Contains(f.PerftestFlags, "--uid-65534") {
+					t.Errorf("--help ran as another uid than the owner's: flags %v", f.PerftestFlags)
+				}
+				return
+			}
+			if got := f.Tools["sh"].Version; got != strconv.Itoa(uid) {
+				t.Errorf("the probe ran as uid %q, want the owner's %d", got, uid)
+			}
+		})
 	}
 }

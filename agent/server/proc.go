@@ -101,23 +101,28 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 	return st, nil
 }
 
-// startProc starts argv (never through a shell) with output to
+// startProcIn starts argv (never through a shell) with output to
 // <handle>.stdout/.stderr in the work dir and, when register is set, records
-// it under handle for proc.wait/proc.stop.
+// it under handle for proc.wait/proc.stop; its working directory is dir, a
+// folder of the work dir ("" for the work dir): a program's ./server runs
+// where it was built.
 // asOwner: when the agent runs as root on behalf of a user (become), the
 // process runs as that user unless it asked for root (ProcStartParams.Become):
 // privilege only for the steps that need it.
-func (s *Server) startProc(handle string, argv, env []string, timeoutMs int, register, asOwner bool) (*proc, error) {
-	return s.startProcIn(handle, argv, env, timeoutMs, register, asOwner, "")
+func (s *Server) startProcIn(handle string, argv, env []string, timeoutMs int, register, asOwner bool, dir string) (*proc, error) {
+	return s.startProcAt(handle, argv, env, timeoutMs, register, asOwner, dir, nil)
 }
 
-// startProcIn is startProc with the working directory dir, a folder of the
-// work dir ("" for the work dir): a program's ./server runs where it was
-// built.
-func (s *Server) startProcIn(handle string, argv, env []string, timeoutMs int, register, asOwner bool, dir string) (*proc, error) {
+// startProcAt is startProcIn in the folder at (its output files there, and
+// its working directory) instead of the work dir, when at is not nil.
+func (s *Server) startProcAt(handle string, argv, env []string, timeoutMs int, register, asOwner bool, dir string, at *workDir) (*proc, error) {
 	s.mu.Lock()
 	closing, wd := s.closing, s.wd
 	s.mu.Unlock()
+	cgPath := wd.path // names its cgroup: the run's, wherever it runs
+	if at != nil {
+		wd = at
+	}
 	if closing {
 		return nil, errClosing(proto.MethodProcStart)
 	}
@@ -174,7 +179,7 @@ func (s *Server) startProcIn(handle string, argv, env []string, timeoutMs int, r
 	// SIGKILL from the kernel should the agent itself be killed (-9) before
 	// it can clean up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if pr.cg = cgroups.make(s.cgroupUID(), wd.path, handle); pr.cg != nil {
+	if pr.cg = cgroups.make(s.cgroupUID(), cgPath, handle); pr.cg != nil {
 		// Born in its cgroup: whatever it forks, setsid or not, is there.
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, pr.cg.fd()
 	}

@@ -40,6 +40,24 @@ type Owner struct {
 	UID, GID int
 }
 
+// RootPATH is the PATH of a root agent working for a user: the folders
+// sudo's usual secure_path names, root's alone.
+const RootPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// PinRootPATH sets the process's PATH to RootPATH when the agent is root
+// working for the user o, and says whether it did. sudo without secure_path
+// (Arch Linux's default sudoers) hands the command the user's own PATH, and
+// the agent finds by PATH what it runs as root (tcpdump, rdma, modprobe,
+// dmesg, the package manager): with ~/bin first in it, the user's own
+// `dmesg` ran as root.
+func PinRootPATH(o *Owner) bool {
+	if o == nil || o.UID == 0 || os.Geteuid() != 0 {
+		return false
+	}
+	os.Setenv("PATH", RootPATH)
+	return true
+}
+
 // ParseOwner parses "UID:GID".
 func ParseOwner(s string) (*Owner, error) {
 	u, g, ok := strings.Cut(s, ":")

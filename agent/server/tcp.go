@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,13 @@ func (s *Server) tcpServe(ctx context.Context, c *call, params json.RawMessage) 
 	}
 	if p.Port < 0 || p.Port > 65535 {
 		return nil, perr(proto.CodeBadRequest, "tcp.serve %q: port %d out of range", p.Handle, p.Port)
+	}
+	if o := s.opts.Owner; o != nil && o.UID != 0 && os.Geteuid() == 0 && p.Port != 0 && p.Port < unprivilegedPortStart() {
+		// A root agent working for a user listens only where the user
+		// could: with the sudoers rule the user speaks to the agent, and
+		// root's listener on 80 or 443 holds the port against the host's
+		// own service.
+		return nil, perr(proto.CodePermission, "tcp.serve %q: port %d is below %d (net.ipv4.ip_unprivileged_port_start): a root agent working for uid %d listens only where that user could", p.Handle, p.Port, unprivilegedPortStart(), o.UID)
 	}
 	s.mu.Lock()
 	_, dup := s.tcps[p.Handle]
@@ -297,4 +305,19 @@ func (s *Server) sendErr(ctx context.Context, p proto.TCPSendParams, addr, what 
 		return perr(proto.CodeTimeout, "tcp.send %q to %s: %s: timed out after %d ms", p.Handle, addr, what, p.TimeoutMs)
 	}
 	return perr(proto.CodeCommand, "tcp.send %q to %s: %s: %v", p.Handle, addr, what, err)
+}
+
+// unprivilegedPortStart is the lowest port a process without
+// CAP_NET_BIND_SERVICE may listen on in the agent's network namespace
+// (1024 when the kernel does not say).
+func unprivilegedPortStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+	if err != nil {
+		return 1024
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 {
+		return 1024
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,5 +215,64 @@ func TestToolsCacheNotThroughSymlink(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(real, "tools.json")); fi == nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("tools.json: %v, want mode 0600", fi)
+	}
+}
+
+// TestCaptureRingOutOfUsersReach: a root agent working for a user has
+// tcpdump write its ring in a folder the user cannot reach by path, so the
+// user can put no symlink at the name of the ring's next file. tcpdump
+// opens that file after dropping to the user, following a symlink, and a
+// tcpdump built with libcap-ng (Fedora, RHEL) raises CAP_DAC_OVERRIDE for
+// each open of the ring: a symlink at lo.pcap1 to /root/.ssh/authorized_keys
+// had root's file truncated and filled with the user's packets (found in
+// attack round 10, high, from tcpdump's source). The user, as themselves,
+// tries to put that symlink in tcpdump's working directory while it runs.
+func TestCaptureRingOutOfUsersReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for tcpdump")
+	}
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("needs tcpdump")
+	}
+	const uid = 65534
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "authorized_keys") // root's
+	if err := os.WriteFile(target, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(base, "w")
+	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: uid}})
+	var started proto.CaptureStarted
+	c.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "lo", Netdev: "lo", Filter: "tcp port 1", MaxBytes: 4 << 20}, &started)
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", started.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := exec.Command("ln", "-s", target, filepath.Join(cwd, "lo.pcap1"))
+	ln.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if out, err := ln.CombinedOutput(); err == nil {
+		t.Errorf("the user put a symlink in tcpdump's working directory %s (%s)", cwd, out)
+	}
+	var res proto.CaptureResult
+	c.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "lo"}, &res)
+	if len(res.Files) != 1 || res.Files[0].Path != "lo.pcap" {
+		t.Fatalf("capture files %+v; want lo.pcap", res.Files)
+	}
+	fi, err := os.Lstat(filepath.Join(wd, "lo.pcap"))
+	if err != nil {
+		t.Fatalf("lo.pcap is not in the work dir: %v", err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || fi.Mode().Perm() != 0o600 {
+		t.Errorf("lo.pcap: uid %d mode %v, want %d and 0600", st.Uid, fi.Mode().Perm(), uid)
+	}
+	ents, _ := os.ReadDir(wd)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".capture-") {
+			t.Errorf("the capture's folder %s is left in the work dir", e.Name())
+		}
 	}
 }

@@ -109,6 +109,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		opts.Owner = o
+		server.PinRootPATH(o)
 	}
 	if err := testHooks(&opts); err != nil {
 		fmt.Fprintln(stderr, "rlab-agent serve:", err)

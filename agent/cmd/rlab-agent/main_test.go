@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -71,5 +73,68 @@ func TestServe(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "msg=serving") {
 		t.Errorf("no log on stderr: %q", errb.String())
+	}
+}
+
+// TestRootPATHPinned: a root agent working for a user finds what it runs as
+// root in root's folders, never in a PATH it was started with: sudo without
+// secure_path (Arch Linux's default) passes the user's PATH, and the user's
+// own dmesg first in it ran as root (found in attack round 10, high).
+func TestRootPATHPinned(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	const uid = 65534
+	bin := t.TempDir()
+	os.Chmod(filepath.Dir(bin), 0o711)
+	os.Chmod(bin, 0o755)
+	marker := filepath.Join(t.TempDir(), "ran-as-root")
+	fake := "#!/bin/sh\nid -u > " + marker + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "dmesg"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errb bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"serve", "--run-id", "r1", "--work-dir", filepath.Join(base, "w"), "--owner", "65534:65534"}, inR, outW, &errb)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, proto.MaxLine)
+	// answer reads lines up to the response to id.
+	answer := func(id uint64) proto.Response {
+		for lines.Scan() {
+			var r proto.Response
+			if json.Unmarshal(lines.Bytes(), &r) == nil && r.ID == id && (r.Result != nil || r.Error != nil) {
+				return r
+			}
+		}
+		t.Fatalf("no answer to request %d: %v; stderr %s", id, lines.Err(), errb.String())
+		return proto.Response{}
+	}
+	if !lines.Scan() { // the hello, written before any request is read
+		t.Fatalf("no hello: %v; stderr %s", lines.Err(), errb.String())
+	}
+	io.WriteString(inW, `{"id":1,"method":"proc.start","params":{"handle":"d","argv":["dmesg"],"become":true}}`+"\n")
+	if r := answer(1); r.Error != nil {
+		t.Fatalf("proc.start of dmesg as root: %v", r.Error)
+	}
+	io.WriteString(inW, `{"id":2,"method":"proc.wait","params":{"handle":"d"}}`+"\n")
+	answer(2)
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	if c := <-code; c != 0 {
+		t.Fatalf("serve exit %d: %s", c, errb.String())
+	}
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("the dmesg first in the agent's PATH ran (as uid %s), not root's", strings.TrimSpace(string(b)))
 	}
 }
