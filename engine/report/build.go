@@ -114,7 +114,7 @@ type builder struct {
 	// redact is redactor()'s, made once: lab.Redactor joins every
 	// sensitive value to find its cached replacer, and a call per workload
 	// and capture file joined them thousands of times.
-	redact     *strings.Replacer
+	redact     *lab.Replacer
 	redactOnce sync.Once
 }
 
