@@ -221,3 +221,23 @@ func (r *Replacer) Replace(s string) string {
 	out.WriteString(s[last:])
 	return out.String()
 }
+
+// SafeCut is the largest c <= cut such that no form starting before c in s
+// ends after it: s[:c] can be replaced now, and a form cut across c is
+// whole in what comes next (MaskWriter). It reads s near cut once, in
+// time linear in the longest form and how far c moves.
+func (r *Replacer) SafeCut(s string, cut int) int {
+	if r == nil || r.maxLen <= 1 {
+		return cut
+	}
+	// A form straddling cut starts after cut-maxLen; the automaton's state
+	// at p is exact when read from p+maxLen or the text's end.
+	n := int32(0)
+	for p := min(len(s), cut+r.maxLen-1) - 1; p >= 0 && p > cut-r.maxLen; p-- {
+		n = r.step(n, s[p])
+		if p < cut && p+int(r.best[n]) > cut {
+			cut = p
+		}
+	}
+	return cut
+}
