@@ -170,8 +170,9 @@ func (r *Replacer) step(n int32, c byte) int32 {
 }
 
 // replaceBlock is how many bytes of text Replace looks at for matches at
-// once; a match may reach past the block, so each block is read with
-// maxLen-1 bytes after it: at most twice the text in all.
+// once (or the longest form's length, if more); a match may reach past the
+// block, so each block is read with maxLen-1 bytes after it: at most twice
+// the text in all.
 const replaceBlock = 64 << 10
 
 // Replace returns s with every form replaced.
@@ -184,8 +185,9 @@ func (r *Replacer) Replace(s string) string {
 	next := 0 // the scan resumes here (after a replaced form)
 	type match struct{ at, n int32 }
 	var found []match
-	for a := 0; a < len(s); a += replaceBlock {
-		b := min(len(s), a+replaceBlock)
+	blk := max(replaceBlock, r.maxLen) // so that blocks are read at most twice
+	for a := 0; a < len(s); a += blk {
+		b := min(len(s), a+blk)
 		e := min(len(s), b+r.maxLen-1)
 		// Longest form starting at each i in [a, b), backwards: the
 		// automaton's state at i depends on s[i:i+maxLen] only, which

@@ -42,6 +42,7 @@ func TestReplacerAsStringsReplacer(t *testing.T) {
 		{[]string{"", "s"}, "sss"},
 		{[]string{"long" + strings.Repeat("-", 100), "g-"}, strings.Repeat("long"+strings.Repeat("-", 100), 3000)},
 		{[]string{"ab", "b"}, strings.Repeat("a", replaceBlock-1) + "b" + strings.Repeat("ab", replaceBlock)},
+		{[]string{strings.Repeat("x", replaceBlock+7) + "y", "xy"}, strings.Repeat("x", 3*replaceBlock) + "y" + strings.Repeat("x", replaceBlock) + "yxy"},
 	}
 	for _, tt := range tests {
 		want := stringsReplacerOf(tt.forms, "(sensitive)").Replace(tt.in)
