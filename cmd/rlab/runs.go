@@ -95,13 +95,8 @@ for them, so a check never becomes a nightly job's baseline.`,
 				if ref != nil && (!r.Started.Before(ref.Started) || sameDir(r.Dir, ref.Dir)) {
 					continue
 				}
-				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Type: k, Status: st, Workloads: len(r.Workloads), Headline: results.Headline(r)}
+				l := runListing{Dir: r.Dir, Lab: r.Lab, ID: r.ID, Type: k, Status: st, Workloads: r.Listed, OK: r.ListedOK, Headline: r.Glance}
 				l.Started = r.Started.UTC()
-				for _, w := range r.Workloads {
-					if w.Status == results.StatusOK {
-						l.OK++
-					}
-				}
 				list = append(list, l)
 			}
 			out := cmd.OutOrStdout()

@@ -477,7 +477,7 @@ func (g *Graph) AddRunFacts(l *lab.Lab, runDir string) error {
 
 // Redact replaces every sensitive value in g's labels (r from the lab's
 // sensitive variables), so a drawing never shows a secret.
-func (g *Graph) Redact(r *strings.Replacer) {
+func (g *Graph) Redact(r *lab.Replacer) {
 	all := func(ss []string) {
 		for i := range ss {
 			ss[i] = r.Replace(ss[i])

@@ -21,7 +21,10 @@ import (
 // and each of those applied twice (a Go-quoted argv inside a JSON error,
 // a JSON line inside a quoted log value). A value is replaced whole, longest
 // form first, so a secret holding another is not half replaced.
-func Redactor(secrets []string) *strings.Replacer {
+//
+// It is a Replacer, linear in the text whatever the values are (SECURITY
+// 180); strings.Replacer was not.
+func Redactor(secrets []string) *Replacer {
 	// A run asks for its lab's redactor many times (events, state, each
 	// host's agent.log, results); a class lab's hundreds of values take
 	// milliseconds to build: the last one is kept.
@@ -37,17 +40,12 @@ func Redactor(secrets []string) *strings.Replacer {
 
 var (
 	lastMu  sync.Mutex
-	last    *strings.Replacer
+	last    *Replacer
 	lastKey string
 )
 
-func buildRedactor(secrets []string) *strings.Replacer {
-	forms := redactForms(secrets)
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, "(sensitive)")
-	}
-	return strings.NewReplacer(pairs...)
+func buildRedactor(secrets []string) *Replacer {
+	return NewReplacer(redactForms(secrets), "(sensitive)")
 }
 
 // redactForms is every form of every secret Redactor matches, longest
@@ -85,19 +83,18 @@ func redactForms(secrets []string) []string {
 // form's length (less one) until the next write or Close, which flushes.
 // Nil when there are no secrets. Close does not close w.
 func MaskWriter(secrets []string, w io.Writer) io.WriteCloser {
-	forms := redactForms(secrets)
-	if len(forms) == 0 {
+	r := Redactor(secrets)
+	if r.maxLen == 0 {
 		return nil
 	}
-	return &maskWriter{w: w, r: Redactor(secrets), forms: forms, keep: len(forms[0]) - 1}
+	return &maskWriter{w: w, r: r, keep: r.maxLen - 1}
 }
 
 type maskWriter struct {
-	w     io.Writer
-	r     *strings.Replacer
-	forms []string // longest first
-	keep  int      // bytes a match may still need after the last write
-	buf   []byte
+	w    io.Writer
+	r    *Replacer
+	keep int // bytes a match may still need after the last write
+	buf  []byte
 }
 
 // flushAt is how much the buffer holds before the safe part is written.
@@ -110,30 +107,10 @@ func (m *maskWriter) Write(p []byte) (int, error) {
 	}
 	// Write all but the last keep bytes, unless a form starts before the
 	// cut and ends after it: then cut where it starts, so it is replaced
-	// whole next time.
-	cut := len(m.buf) - m.keep
-	for moved := true; moved; {
-		moved = false
-		from := max(0, cut-m.keep)
-		win := string(m.buf[from:])
-		for _, f := range m.forms {
-			for i := 0; ; {
-				j := strings.Index(win[i:], f)
-				if j < 0 {
-					break
-				}
-				at := from + i + j
-				if at >= cut {
-					break
-				}
-				if at+len(f) > cut {
-					cut, moved = at, true
-					break
-				}
-				i += j + 1
-			}
-		}
-	}
+	// whole next time. The Replacer finds that cut in one pass; a search
+	// of the window for each form took a second a flush with thousands of
+	// forms beside a long one (SECURITY 182).
+	cut := m.r.SafeCut(string(m.buf), len(m.buf)-m.keep)
 	if _, err := io.WriteString(m.w, m.r.Replace(string(m.buf[:cut]))); err != nil {
 		return len(p), err
 	}

@@ -149,6 +149,7 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 		l.setRaw(d, l.opts.Vars[k], "var", "-var "+k)
 	}
 
+	sensitive := 0 // bytes of l.lab.Sensitive
 	for _, name := range order {
 		d := decls[name]
 		if d.v.Source == "" && !d.hasDefault && !d.invalid {
@@ -161,7 +162,15 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 		l.vars[name] = d.v.Value
 		l.lab.Variables = append(l.lab.Variables, d.v)
 		if d.v.Sensitive && d.v.Value.IsWhollyKnown() {
-			l.lab.Sensitive = append(l.lab.Sensitive, leafStrings(d.v.Value)...)
+			vals := leafStrings(d.v.Value)
+			for _, v := range vals {
+				sensitive += len(v)
+			}
+			if sensitive > MaxSensitiveBytes {
+				l.errorf(d.v.Range.Ptr(), "Sensitive values too large", "The lab's sensitive values, this variable's included, hold more than %d bytes together. rlab looks for each of them, in every encoding it writes, in everything it stores or shows, and the matcher grows with them (a 5 MB value held rlab report for minutes in 10 GB). A password, a token or a key is a few kilobytes: keep large data out of sensitive variables, in a file the host reads.", MaxSensitiveBytes)
+			} else {
+				l.lab.Sensitive = append(l.lab.Sensitive, vals...)
+			}
 		}
 	}
 	for _, name := range order {
@@ -426,6 +435,15 @@ func (l *loader) checkValidations(d *varDecl) {
 		}
 	}
 }
+
+// MaxSensitiveBytes bounds a lab's sensitive values together (SECURITY
+// 181): each is matched in about 50 encodings (redactForms), and the
+// matcher's size and build time grow with them all, where a received run
+// directory's lab chooses them (a 5 MB default of "<", whose encodings
+// are up to nine times as long, took rlab report 600 MB with
+// strings.Replacer, past 10 GB with the linear Replacer). Passwords,
+// tokens and keys, a few kilobytes each, fit many times over.
+const MaxSensitiveBytes = 32 << 10
 
 // leafStrings lists the string forms of every primitive in v, for redaction.
 func leafStrings(v cty.Value) []string {

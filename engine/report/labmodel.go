@@ -35,10 +35,10 @@ func (b *builder) loadLab() {
 // run engine does in its own files; nil without a lab model.
 // Made once (redactOnce): the captures' goroutines ask for it together
 // (captures), and in a run directory without its lab nothing asked before.
-func (b *builder) redactor() *strings.Replacer {
+func (b *builder) redactor() *lab.Replacer {
 	b.redactOnce.Do(func() {
 		if b.model == nil {
-			b.redact = strings.NewReplacer()
+			b.redact = lab.NewReplacer(nil, "")
 		} else {
 			b.redact = lab.Redactor(b.model.Sensitive)
 		}

@@ -276,7 +276,14 @@ func TestListRunsAndHeadline(t *testing.T) {
 	if d := cmp.Diff(want, ids); d != "" {
 		t.Errorf("ListRuns (-want +got):\n%s", d)
 	}
-	h := Headline(runs[0])
+	full, err := ReadRun(runs[0].Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(Headline(full), runs[0].Glance); d != "" {
+		t.Errorf("the listing's headline is not the run's (-run +listed):\n%s", d)
+	}
+	h := runs[0].Glance
 	wantH := []string{"write_bw 0.0755 Gb/s", "write_lat 658.4 usec typ", "tcp_1g 0.42 Gb/s"}
 	if d := cmp.Diff(wantH, h); d != "" {
 		t.Errorf("Headline (-want +got):\n%s", d)

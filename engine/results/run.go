@@ -59,6 +59,11 @@ type Run struct {
 	// complete (a full disk, a controller killed while writing); empty when
 	// it is, or when the run is older than the marker.
 	Incomplete string `json:"-"`
+	// Glance, Listed and ListedOK are set by ListRuns, which keeps of a
+	// run only what a listing shows (SECURITY 183): Headline's figures,
+	// how many workloads it has and how many of them are ok.
+	Glance           []string `json:"-"`
+	Listed, ListedOK int      `json:"-"`
 }
 
 // SchemaVersion is the version of Run this package writes: 2 since host

@@ -14,7 +14,7 @@ import (
 
 // ListRuns finds the run directories under root (a directory holding
 // results.json, at most three levels down: runs/<lab>/<timestamp>/) and reads
-// them, oldest first. Directories whose results.json cannot be read are
+// them, oldest first, keeping of each what a listing shows (listed). Directories whose results.json cannot be read are
 // returned as errors beside the runs that could.
 func ListRuns(root string) ([]*Run, []error) {
 	var (
@@ -60,7 +60,12 @@ func ListRuns(root string) ([]*Run, []error) {
 		if err != nil {
 			errs = append(errs, err)
 		} else {
-			runs = append(runs, r)
+			// Listed runs keep their headline, not their samples, nor
+			// anything else of a size with them (SECURITY 183): every run
+			// of the folder is held until the listing ends, and 100 run
+			// directories of a 5.6 MB results.json each (562 MB) held 3
+			// GB; a folder of received runs has as many as it likes.
+			runs = append(runs, listed(r))
 		}
 		return filepath.SkipDir // a run directory holds no other runs
 	})
@@ -74,6 +79,21 @@ func ListRuns(root string) ([]*Run, []error) {
 		return runs[i].Dir < runs[j].Dir
 	})
 	return runs, errs
+}
+
+// listed is what a listing keeps of r: its names (cut to a KiB, copied
+// from the document), status, times and Glance, Listed and ListedOK.
+func listed(r *Run) *Run {
+	short := func(s string) string { return strings.Clone(s[:min(len(s), 1<<10)]) }
+	l := &Run{Schema: r.Schema, Lab: short(r.Lab), ID: short(r.ID), Dir: r.Dir, Started: r.Started, Finished: r.Finished,
+		Duration: r.Duration, Status: short(r.Status), Check: r.Check, CompleteMarker: r.CompleteMarker,
+		Incomplete: short(r.Incomplete), Glance: Headline(r), Listed: len(r.Workloads)}
+	for _, w := range r.Workloads {
+		if w.Status == StatusOK {
+			l.ListedOK++
+		}
+	}
+	return l
 }
 
 // Headline picks a run's figures worth a glance, one per workload that has

@@ -3,7 +3,6 @@ package run
 import (
 	"encoding/json"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,14 +25,14 @@ const EventNotice = runevent.Notice
 type events struct {
 	mu     sync.Mutex
 	f      *os.File
-	redact *strings.Replacer
+	redact *lab.Replacer
 	notify func(Event)
 	err    error // the first write that failed
 }
 
 // newRedactor matches each secret in every encoding the run writes
 // (lab.Redactor).
-func newRedactor(secrets []string) *strings.Replacer { return lab.Redactor(secrets) }
+func newRedactor(secrets []string) *lab.Replacer { return lab.Redactor(secrets) }
 
 func (e *events) emit(ev Event) {
 	if e == nil {

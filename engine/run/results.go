@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/steps"
 )
@@ -152,7 +153,7 @@ func (r *runner) ownCaptures(n *workloadNode) []string {
 }
 
 // redactAll is lines with the lab's sensitive values redacted.
-func redactAll(red *strings.Replacer, lines []string) []string {
+func redactAll(red *lab.Replacer, lines []string) []string {
 	if len(lines) == 0 {
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -378,7 +377,7 @@ type redactingWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	c       io.Closer
-	r       *strings.Replacer
+	r       *lab.Replacer
 	buf     []byte
 	max     int64
 	written int64

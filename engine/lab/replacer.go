@@ -1,0 +1,245 @@
+package lab
+
+import (
+	"slices"
+	"strings"
+)
+
+// Replacer replaces every occurrence of a set of strings (a lab's
+// sensitive values in all their forms, redactForms) with one replacement,
+// as strings.NewReplacer does with the forms given longest first: scanning
+// left to right, the longest form that starts at a position is replaced and
+// the scan goes on after it. It takes time linear in the text, whatever the
+// forms are. strings.Replacer walks its trie from every position of the
+// text as deep as the text follows it, so forms that share long prefixes
+// (the sensitive values " b", "  b", …, a space more each) made each byte
+// of a text cost as many steps as the longest form: a 283-byte lab whose
+// sensitive default was 3,000 such values held `rlab report` of a received
+// run directory 48 s on a 1 MB argument, an hour on the 64 MiB a lab may
+// make (SECURITY 180).
+//
+// It finds, for each position, the longest form starting there with an
+// Aho-Corasick automaton of the reversed forms run backwards over the text:
+// the automaton's state after reading s[i:] backwards is the longest
+// reversed prefix of s[i:] in the trie, and best[state] the longest form
+// among its suffixes in the trie's sense, that is the longest form that
+// s[i:] begins with. A Replacer is safe for concurrent use.
+type Replacer struct {
+	with   string
+	maxLen int // longest form
+	// The trie of the reversed forms, node 0 the root: a node's children
+	// are edges[first[n]:first[n+1]] (labels in label), sorted by label.
+	first []int32
+	label []byte
+	child []int32
+	fail  []int32
+	best  []int32 // length of the longest form that is a suffix of the node's string; 0: none
+	root  [256]int32
+}
+
+// NewReplacer builds a Replacer of forms (empty ones ignored) by with.
+func NewReplacer(forms []string, with string) *Replacer {
+	r := &Replacer{with: with}
+	// Build the trie as linked lists (first child, next sibling: 9 bytes a
+	// node; a map took 130), then lay it out flat in breadth-first order
+	// so that a node's children are contiguous and sorted.
+	kid, sib := []int32{-1}, []int32{-1}
+	lab := []byte{0}
+	terminal := []int32{0} // per node: the form ending there, its length; 0 none
+	for _, f := range forms {
+		if f == "" {
+			continue
+		}
+		r.maxLen = max(r.maxLen, len(f))
+		n := int32(0)
+		for i := len(f) - 1; i >= 0; i-- {
+			c := kid[n]
+			for c >= 0 && lab[c] != f[i] {
+				c = sib[c]
+			}
+			if c < 0 {
+				c = int32(len(kid))
+				kid, sib, lab, terminal = append(kid, -1), append(sib, kid[n]), append(lab, f[i]), append(terminal, 0)
+				kid[n] = c
+			}
+			n = c
+		}
+		terminal[n] = int32(len(f))
+	}
+	count := len(kid)
+	order := make([]int32, 0, count) // new id -> old id
+	newID := make([]int32, count)
+	order = append(order, 0)
+	var l []int32
+	for i := 0; i < len(order); i++ {
+		l = l[:0]
+		for c := kid[order[i]]; c >= 0; c = sib[c] {
+			l = append(l, c)
+		}
+		slices.SortFunc(l, func(a, b int32) int { return int(lab[a]) - int(lab[b]) })
+		for _, c := range l {
+			newID[c] = int32(len(order))
+			order = append(order, c)
+		}
+	}
+	r.first = make([]int32, count+1)
+	r.label = make([]byte, 0, count-1)
+	r.child = make([]int32, 0, count-1)
+	r.best = make([]int32, count)
+	r.fail = make([]int32, count)
+	// New node n's children are the new ids of old's, which breadth-first
+	// numbering made consecutive, in the order of their labels.
+	for n, old := range order {
+		r.first[n] = int32(len(r.label))
+		r.best[n] = terminal[old]
+		l = l[:0]
+		for c := kid[old]; c >= 0; c = sib[c] {
+			l = append(l, newID[c])
+		}
+		slices.Sort(l)
+		for _, c := range l {
+			r.label = append(r.label, lab[order[c]])
+			r.child = append(r.child, c)
+		}
+	}
+	r.first[count] = int32(len(r.label))
+	// The root's transitions for every byte (a miss stays at the root).
+	for i := r.first[0]; i < r.first[1]; i++ {
+		r.root[r.label[i]] = r.child[i]
+	}
+	// Failure links and best, breadth first (node ids are BFS order, so a
+	// node's failure target, shallower, is done before it).
+	for n := int32(0); n < int32(count); n++ {
+		for i := r.first[n]; i < r.first[n+1]; i++ {
+			c, v := r.label[i], r.child[i]
+			if n == 0 {
+				r.fail[v] = 0
+			} else {
+				r.fail[v] = r.step(r.fail[n], c)
+			}
+			if r.best[v] == 0 {
+				r.best[v] = r.best[r.fail[v]]
+			}
+		}
+	}
+	return r
+}
+
+// edge is n's child by c, or -1.
+func (r *Replacer) edge(n int32, c byte) int32 {
+	if n == 0 {
+		if t := r.root[c]; t != 0 {
+			return t
+		}
+		return -1
+	}
+	lo, hi := r.first[n], r.first[n+1]
+	if hi-lo <= 8 {
+		for i := lo; i < hi; i++ {
+			if r.label[i] == c {
+				return r.child[i]
+			}
+		}
+		return -1
+	}
+	for lo < hi {
+		m := int32(uint32(lo+hi) >> 1)
+		switch {
+		case r.label[m] == c:
+			return r.child[m]
+		case r.label[m] < c:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return -1
+}
+
+// step is the automaton's move from n on c, following failure links.
+func (r *Replacer) step(n int32, c byte) int32 {
+	for {
+		if t := r.edge(n, c); t >= 0 {
+			return t
+		}
+		if n == 0 {
+			return 0
+		}
+		n = r.fail[n]
+	}
+}
+
+// replaceBlock is how many bytes of text Replace looks at for matches at
+// once (or the longest form's length, if more); a match may reach past the
+// block, so each block is read with maxLen-1 bytes after it: at most twice
+// the text in all.
+const replaceBlock = 64 << 10
+
+// Replace returns s with every form replaced.
+func (r *Replacer) Replace(s string) string {
+	if r == nil || r.maxLen == 0 || len(s) == 0 {
+		return s
+	}
+	var out *strings.Builder
+	last := 0 // s[:last] is written to out (or needs no change)
+	next := 0 // the scan resumes here (after a replaced form)
+	type match struct{ at, n int32 }
+	var found []match
+	blk := max(replaceBlock, r.maxLen) // so that blocks are read at most twice
+	for a := 0; a < len(s); a += blk {
+		b := min(len(s), a+blk)
+		e := min(len(s), b+r.maxLen-1)
+		// Longest form starting at each i in [a, b), backwards: the
+		// automaton's state at i depends on s[i:i+maxLen] only, which
+		// [a, e) holds for every i below b.
+		found = found[:0]
+		n := int32(0)
+		for i := e - 1; i >= a; i-- {
+			n = r.step(n, s[i])
+			if i < b && r.best[n] > 0 {
+				found = append(found, match{int32(i - a), r.best[n]})
+			}
+		}
+		// Left to right: the longest form at each position not inside an
+		// earlier replaced one.
+		for k := len(found) - 1; k >= 0; k-- {
+			at := a + int(found[k].at)
+			if at < next {
+				continue
+			}
+			if out == nil {
+				out = &strings.Builder{}
+				out.Grow(len(s))
+			}
+			out.WriteString(s[last:at])
+			out.WriteString(r.with)
+			next = at + int(found[k].n)
+			last = next
+		}
+	}
+	if out == nil {
+		return s
+	}
+	out.WriteString(s[last:])
+	return out.String()
+}
+
+// SafeCut is the largest c <= cut such that no form starting before c in s
+// ends after it: s[:c] can be replaced now, and a form cut across c is
+// whole in what comes next (MaskWriter). It reads s near cut once, in
+// time linear in the longest form and how far c moves.
+func (r *Replacer) SafeCut(s string, cut int) int {
+	if r == nil || r.maxLen <= 1 {
+		return cut
+	}
+	// A form straddling cut starts after cut-maxLen; the automaton's state
+	// at p is exact when read from p+maxLen or the text's end.
+	n := int32(0)
+	for p := min(len(s), cut+r.maxLen-1) - 1; p >= 0 && p > cut-r.maxLen; p-- {
+		n = r.step(n, s[p])
+		if p < cut && p+int(r.best[n]) > cut {
+			cut = p
+		}
+	}
+	return cut
+}

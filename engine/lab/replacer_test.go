@@ -1,0 +1,214 @@
+package lab
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stringsReplacerOf is what Redactor was before SECURITY 180: a
+// strings.Replacer of the forms, longest first.
+func stringsReplacerOf(forms []string, with string) *strings.Replacer {
+	sorted := append([]string(nil), forms...)
+	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	var pairs []string
+	seen := map[string]bool{}
+	for _, f := range sorted {
+		if f != "" && !seen[f] {
+			seen[f] = true
+			pairs = append(pairs, f, with)
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// TestReplacerAsStringsReplacer: the linear Replacer replaces exactly what
+// strings.Replacer of the same forms, longest first, replaced: leftmost,
+// then longest, without overlaps, across its block boundaries too.
+func TestReplacerAsStringsReplacer(t *testing.T) {
+	tests := []struct {
+		forms []string
+		in    string
+	}{
+		{[]string{"hunter2"}, "pw=hunter2 and hunter2hunter2"},
+		{[]string{"ab", "abcd", "bcx"}, "abcx abcd abc"},
+		{[]string{"a", "aa", "aaa"}, "aaaaaaa b aa"},
+		{[]string{"ab", "b", "bcd"}, "abcd bcd"},
+		{[]string{"x"}, ""},
+		{nil, "nothing"},
+		{[]string{"", "s"}, "sss"},
+		{[]string{"long" + strings.Repeat("-", 100), "g-"}, strings.Repeat("long"+strings.Repeat("-", 100), 3000)},
+		{[]string{"ab", "b"}, strings.Repeat("a", replaceBlock-1) + "b" + strings.Repeat("ab", replaceBlock)},
+		{[]string{strings.Repeat("x", replaceBlock+7) + "y", "xy"}, strings.Repeat("x", 3*replaceBlock) + "y" + strings.Repeat("x", replaceBlock) + "yxy"},
+	}
+	for _, tt := range tests {
+		want := stringsReplacerOf(tt.forms, "(sensitive)").Replace(tt.in)
+		if got := NewReplacer(tt.forms, "(sensitive)").Replace(tt.in); got != want {
+			t.Errorf("forms %q on %.60q: got %.80q, want %.80q", tt.forms, tt.in, got, want)
+		}
+	}
+	rnd := rand.New(rand.NewSource(1))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "abc"[rnd.Intn(3)]
+		}
+		return string(b)
+	}
+	for i := 0; i < 3000; i++ {
+		var forms []string
+		for k := rnd.Intn(6); k >= 0; k-- {
+			forms = append(forms, word(1+rnd.Intn(5)))
+		}
+		in := word(rnd.Intn(60))
+		want := stringsReplacerOf(forms, "#").Replace(in)
+		if got := NewReplacer(forms, "#").Replace(in); got != want {
+			t.Fatalf("forms %q on %q: got %q, want %q", forms, in, got, want)
+		}
+	}
+}
+
+// TestRedactorLinear: the time to redact a text does not grow with the
+// sensitive values' shapes (found in attack round 10, high: 3,000 values
+// " b", "  b", … made strings.Replacer walk 3,000 steps a byte: 1 MiB of
+// spaces took 41 s, `rlab report` of a received run directory an hour).
+// The bound is a thousand times what it takes; before, it took minutes.
+func TestRedactorLinear(t *testing.T) {
+	var secrets []string
+	for k := 1; k <= 3000; k++ {
+		secrets = append(secrets, strings.Repeat(" ", k)+"b")
+	}
+	secrets = append(secrets, strings.Repeat("a", 200_000)+"b") // one long value: strings.Replacer compared it at every position
+	r := Redactor(secrets)
+	text := strings.Repeat(" ", 4<<20) + strings.Repeat("a", 4<<20)
+	done := make(chan string, 1)
+	go func() { done <- r.Replace(text) }()
+	select {
+	case out := <-done:
+		if out != text {
+			t.Errorf("a text without a sensitive value changed")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("redacting 8 MiB against 3,000 nested values took over 60 s")
+	}
+	if got := r.Replace(strings.Repeat(" ", 10) + "b!"); got != "(sensitive)!" {
+		t.Errorf("the longest value at a position is not the one replaced: %q", got)
+	}
+}
+
+// TestSensitiveBounded: a lab's sensitive values are at most
+// MaxSensitiveBytes together, from defaults and -var alike (found in attack
+// round 10: a received run directory's lab chose them, and a 5 MB default
+// of "<" took rlab report 600 MB and 12 s to build its redactor; every
+// size loaded before).
+func TestSensitiveBounded(t *testing.T) {
+	const lab = `lab "s" {}
+variable "a" {
+  sensitive = true
+  default   = %s
+}
+variable "b" {
+  sensitive = true
+  default   = "tok"
+}
+host "h" {
+  address = "192.0.2.1"
+}
+`
+	for _, tc := range []struct {
+		name, def string
+		vars      map[string]string
+		refused   bool
+	}{
+		{"a key", `"` + strings.Repeat("k", 4000) + `"`, nil, false},
+		{"at the bound", fmt.Sprintf(`format("%%%ds", "")`, MaxSensitiveBytes-3), nil, false},
+		{"one value past it", `replace(format("%5000000s", ""), " ", "<")`, nil, true},
+		{"many small values", `[for i in range(1000) : format("%100s", i)]`, nil, true},
+		{"a -var past it", `"x"`, map[string]string{"b": strings.Repeat("v", MaxSensitiveBytes)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, diags := LoadSource("s.hcl", []byte(fmt.Sprintf(lab, tc.def)), t.TempDir(), LoadOptions{Vars: tc.vars})
+			if tc.refused {
+				if !diags.HasErrors() || !strings.Contains(diags.Error(), "Sensitive values too large") {
+					t.Fatalf("diagnostics %v: want the sensitive values refused", diags)
+				}
+				return
+			}
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if len(l.Sensitive) != 2 {
+				t.Errorf("sensitive values %d, want 2", len(l.Sensitive))
+			}
+		})
+	}
+}
+
+// TestMaskWriterLinear: a stream is masked in time linear in it whatever
+// the sensitive values are (found in attack round 10, medium: each flush
+// searched its window once per form, and 5,000 three-byte values beside
+// one of 16,000 "<" (about 31,000 forms, the longest 150 KB) made each
+// 64 KiB of a workload's output cost a second of the controller's CPU).
+// The bound is twenty times what it takes; 16 MiB took past a minute
+// before.
+func TestMaskWriterLinear(t *testing.T) {
+	var secrets []string
+	for a := byte('!'); a <= '~' && len(secrets) < 5000; a++ {
+		for b := byte('!'); b <= '~' && len(secrets) < 5000; b++ {
+			secrets = append(secrets, string([]byte{a, b, '<'}))
+		}
+	}
+	secrets = append(secrets, strings.Repeat("<", 16000))
+	var out strings.Builder
+	w := MaskWriter(secrets, &out)
+	chunk := []byte(strings.Repeat(`!!!"`, 16<<10))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 256 {
+			w.Write(chunk)
+		}
+		w.Write([]byte("!#<"))
+		w.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("masking 16 MiB against %d values took over 30 s", len(secrets))
+	}
+	if want := 256*len(chunk) + len("(sensitive)"); out.Len() != want || !strings.HasSuffix(out.String(), "(sensitive)") {
+		t.Errorf("masked output of %d bytes ending %q, want %d ending (sensitive)", out.Len(), out.String()[max(0, out.Len()-20):], want)
+	}
+}
+
+// FuzzReplacer: the linear Replacer's output is strings.Replacer's of the
+// same forms, longest first, and SafeCut leaves no form across its cut.
+func FuzzReplacer(f *testing.F) {
+	f.Add("abcx abcd abc", "ab", "abcd", "bcx", 5)
+	f.Add("aaaaaaa", "a", "aa", "aaa", 3)
+	f.Fuzz(func(t *testing.T, text, a, b, c string, cut int) {
+		if len(text) > 1<<12 {
+			return
+		}
+		forms := []string{a, b, c}
+		r := NewReplacer(forms, "#")
+		if got, want := r.Replace(text), stringsReplacerOf(forms, "#").Replace(text); got != want {
+			t.Fatalf("forms %q on %q: got %q, want %q", forms, text, got, want)
+		}
+		cut = abs(cut) % (len(text) + 1)
+		at := r.SafeCut(text, cut)
+		if at > cut || at < 0 {
+			t.Fatalf("SafeCut(%q, %d) = %d", text, cut, at)
+		}
+		for _, f := range forms {
+			for i := 0; f != "" && i < at; i++ {
+				if strings.HasPrefix(text[i:], f) && i+len(f) > at {
+					t.Fatalf("form %q at %d crosses the cut %d (asked %d)", f, i, at, cut)
+				}
+			}
+		}
+	})
+}
