@@ -38,8 +38,9 @@ type capture struct {
 	file   string // base name in the work dir
 	pr     *proc
 	// ring, for a root agent working for a user, is the folder tcpdump
-	// writes in (captureFolder), and home the work dir its files are moved
-	// to when it stops; nil: tcpdump writes in the work dir.
+	// writes in (captureRingDir), and home the work dir its files are moved
+	// to when it stops; nil: tcpdump writes in the work dir, or its files
+	// were moved out (set under Server.mu, which cleanup reads it under).
 	ring *captureRingDir
 	home *workDir
 
@@ -265,13 +266,15 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 	}
 	cp.once.Do(func() {
 		pid := cp.pr.cmd.Process.Pid
-		s.drainCapture(cp)
-		_ = syscall.Kill(pid, syscall.SIGINT)
-		select {
-		case <-cp.pr.done:
-		case <-time.After(captureStopTimeout):
-			killGroup(pid, syscall.SIGKILL)
-			<-cp.pr.done
+		if !cp.pr.finished() { // reaped: its pid may be another's now
+			s.drainCapture(cp)
+			_ = syscall.Kill(pid, syscall.SIGINT)
+			select {
+			case <-cp.pr.done:
+			case <-time.After(captureStopTimeout):
+				killGroup(pid, syscall.SIGKILL)
+				<-cp.pr.done
+			}
 		}
 		res := cp.pr.result()
 		cp.res = proto.CaptureResult{Handle: cp.handle, Files: []proto.FileInfo{}, Stderr: tailString(res.Stderr, 4096)}
@@ -288,6 +291,9 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 			err = cp.ring.moveOut(cp.home, append(names, cp.pr.handle+".stdout", cp.pr.handle+".stderr"))
 			cp.ring.remove(cp.home)
 			wd = cp.home
+			s.mu.Lock() // cleanup reads it: nothing left to move out
+			cp.ring = nil
+			s.mu.Unlock()
 		}
 		if err != nil {
 			cp.err = perr(proto.CodeInternal, "capture %q: list files: %v", cp.handle, err)

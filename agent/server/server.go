@@ -516,9 +516,18 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 		}
 	}
 	caps := make([]*capture, 0, len(s.captures))
+	// ended: captures whose tcpdump ended on its own, nobody stopping
+	// them, with their files still in a ring folder (captureRingDir), root's
+	// and 0700: stopCapture moves them out, or the user could neither read
+	// them nor remove the work dir. They were not running: not Stopped.
+	var ended []*capture
 	for _, c := range s.captures {
-		if c.pr != nil && !c.pr.finished() {
+		switch {
+		case c.pr == nil:
+		case !c.pr.finished():
 			caps = append(caps, c)
+		case c.ring != nil:
+			ended = append(ended, c)
 		}
 	}
 	tcps := make([]*tcpServer, 0, len(s.tcps))
@@ -557,6 +566,17 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 			rmu.Lock()
 			res.Stopped = append(res.Stopped, c.handle)
 			rmu.Unlock()
+		}()
+	}
+	for _, c := range ended {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.stopCapture(c); err != nil {
+				rmu.Lock()
+				res.Errors = append(res.Errors, err.Error())
+				rmu.Unlock()
+			}
 		}()
 	}
 	for _, t := range tcps {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 )
@@ -274,5 +275,53 @@ func TestCaptureRingOutOfUsersReach(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".capture-") {
 			t.Errorf("the capture's folder %s is left in the work dir", e.Name())
 		}
+	}
+}
+
+// TestCaptureRingMovedOutWhenTcpdumpEnded: a capture whose tcpdump ended
+// on its own (killed, its netdev gone) and that nobody stopped still has
+// its files moved out of the root-only ring folder when the agent ends:
+// the agent's cleanup stopped only captures still running, so the folder
+// (root's, 0700, the ring inside) stayed in the work dir, its files out of
+// the user's reach and the run's `rm -rf` of the work dir, as the user,
+// failed on it.
+func TestCaptureRingMovedOutWhenTcpdumpEnded(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for tcpdump")
+	}
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("needs tcpdump")
+	}
+	const uid = 65534
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(base, "w")
+	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: uid}})
+	var started proto.CaptureStarted
+	c.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "lo", Netdev: "lo", Filter: "tcp port 1", MaxBytes: 4 << 20}, &started)
+	if err := syscall.Kill(started.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The agent reaps it; then it ends (stdin closed) without capture.stop.
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", started.PID)); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.close()
+	ents, _ := os.ReadDir(wd)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".capture-") {
+			t.Errorf("the capture's folder %s is left in the work dir", e.Name())
+		}
+	}
+	rm := exec.Command("rm", "-rf", "--", wd)
+	rm.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if out, err := rm.CombinedOutput(); err != nil {
+		t.Errorf("the user's rm -rf of the work dir: %v: %s", err, out)
 	}
 }
