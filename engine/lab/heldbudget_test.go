@@ -118,7 +118,7 @@ type hcl2Result struct {
 
 // TestConditionTextCharged: the source text of an expect condition is
 // written out for each instance (results.json, report.html), so it is
-// charged per instance like a held value (SECURITY 180): a 1 MiB comment
+// charged per instance like a held value (SECURITY 163): a 1 MiB comment
 // inside the condition in 100 workloads is refused at the condition's
 // text (10,000 such instances loaded from a 1 MiB lab before: 10 GB of
 // text); 40 load, their conditions' text within MaxEvalBytes.

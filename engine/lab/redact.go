@@ -109,7 +109,7 @@ func (m *maskWriter) Write(p []byte) (int, error) {
 	// cut and ends after it: then cut where it starts, so it is replaced
 	// whole next time. The Replacer finds that cut in one pass; a search
 	// of the window for each form took a second a flush with thousands of
-	// forms beside a long one (SECURITY 182).
+	// forms beside a long one (SECURITY 165).
 	cut := m.r.SafeCut(string(m.buf), len(m.buf)-m.keep)
 	if _, err := io.WriteString(m.w, m.r.Replace(string(m.buf[:cut]))); err != nil {
 		return len(p), err

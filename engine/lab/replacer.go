@@ -16,7 +16,7 @@ import (
 // of a text cost as many steps as the longest form: a 283-byte lab whose
 // sensitive default was 3,000 such values held `rlab report` of a received
 // run directory 48 s on a 1 MB argument, an hour on the 64 MiB a lab may
-// make (SECURITY 180).
+// make (SECURITY 163).
 //
 // It finds, for each position, the longest form starting there with an
 // Aho-Corasick automaton of the reversed forms run backwards over the text:

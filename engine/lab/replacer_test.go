@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// stringsReplacerOf is what Redactor was before SECURITY 180: a
+// stringsReplacerOf is what Redactor was before SECURITY 163: a
 // strings.Replacer of the forms, longest first.
 func stringsReplacerOf(forms []string, with string) *strings.Replacer {
 	sorted := append([]string(nil), forms...)

@@ -253,7 +253,7 @@ func (l *loader) decodeExpect(b *hcl.Block, w *Workload, sc *scope) *Expect {
 	// it is text too: (result.exit_code == 0 /* 1 MiB */) in 10,000
 	// instances loaded from a 1 MiB lab and was 10 GB of text to write
 	// after the evaluation guard. Charged as a value the instance holds
-	// (chargeHeld, SECURITY 180).
+	// (chargeHeld, SECURITY 163).
 	if rng := ca.Expr.Range(); rng.End.Byte > rng.Start.Byte {
 		if le, ok := l.budget.charge("the text of condition", rng.Ptr(), 0, int64(rng.End.Byte-rng.Start.Byte)).(*limitError); ok {
 			l.add(le.diagnostic())

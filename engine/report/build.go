@@ -775,7 +775,7 @@ func sampleTable(samples []results.Sample, slack *int) Table {
 // s, the 500,000 results.Decode takes far past any machine (found in round
 // 9's attack). The slack was per table, so 500 workloads of 100 such
 // samples each (5.8 MB) made 5 million cells again: 98 s, 780 MB and a 53
-// MB report.html, ten times that at Decode's bound (SECURITY 181).
+// MB report.html, ten times that at Decode's bound (SECURITY 164).
 const maxPivotSlack = 10_000
 
 // sampleList is the samples one a row (size, repeat, metric, value), in

@@ -60,7 +60,7 @@ type Run struct {
 	// it is, or when the run is older than the marker.
 	Incomplete string `json:"-"`
 	// Glance, Listed and ListedOK are set by ListRuns, which keeps of a
-	// run only what a listing shows (SECURITY 183): Headline's figures,
+	// run only what a listing shows (SECURITY 166): Headline's figures,
 	// how many workloads it has and how many of them are ok.
 	Glance           []string `json:"-"`
 	Listed, ListedOK int      `json:"-"`

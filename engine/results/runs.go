@@ -61,7 +61,7 @@ func ListRuns(root string) ([]*Run, []error) {
 			errs = append(errs, err)
 		} else {
 			// Listed runs keep their headline, not their samples, nor
-			// anything else of a size with them (SECURITY 183): every run
+			// anything else of a size with them (SECURITY 166): every run
 			// of the folder is held until the listing ends, and 100 run
 			// directories of a 5.6 MB results.json each (562 MB) held 3
 			// GB; a folder of received runs has as many as it likes.
