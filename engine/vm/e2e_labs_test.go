@@ -197,12 +197,14 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 	b, err := cmd.CombinedOutput()
 	t.Logf("rlab %s (%s):\n%s", strings.Join(append(args, "labs/"+el.name+".hcl"), " "), time.Since(t0).Round(time.Second), b)
-	if err != nil && siwFlake(b) {
+	for again := 1; again <= siwReruns && err != nil && siwFlake(b); again++ {
 		// A race in the guest kernel's siw (Debian 6.1 under TCG), seen on
-		// the landed tree too (about 1 run in 14): the lab runs once more,
-		// said here, so one kernel flake does not fail the suite.
-		t.Logf("labs/%s.hcl: siw's known race (rping stalled, or rdma_cm refused a listener it showed): running it once more", el.name)
-		out = filepath.Join(dir, "run-again")
+		// the landed tree too (about 1 run in 14, and twice in a row in
+		// the CI run of 2026-11-28 12:03 at load 4-6): the lab runs again,
+		// said here, so the kernel's flake does not fail the suite. Any
+		// other failure, or a stall every time, still does.
+		t.Logf("labs/%s.hcl: siw's known race (rping stalled, or rdma_cm refused a listener it showed): running it again (%d of %d)", el.name, again, siwReruns)
+		out = filepath.Join(dir, fmt.Sprintf("run-again-%d", again))
 		keepOnFailure(t, out)
 		args[2] = out
 		t0 = time.Now()
@@ -1065,6 +1067,10 @@ func recordIWARP(t *testing.T, runDir, stem, dst, labName string) {
 		t.Logf("recorded %s as %s", f, out)
 	}
 }
+
+// siwReruns is how many times a lab that failed only by siw's known race
+// (siwFlake) runs again on the same VMs.
+const siwReruns = 2
 
 // siwFlake tells a run that failed only by siw's known race from one that
 // failed: rping over siw stalled to its timeout, or an iWARP perftest
