@@ -224,6 +224,16 @@ func (r *Replacer) Replace(s string) string {
 	return out.String()
 }
 
+// Longest is the length of the longest form, 0 when there is none: a
+// writer that replaces a stream in pieces holds back Longest()-1 bytes
+// and cuts where SafeCut says (MaskWriter, engine/run's agent.log).
+func (r *Replacer) Longest() int {
+	if r == nil {
+		return 0
+	}
+	return r.maxLen
+}
+
 // SafeCut is the largest c <= cut such that no form starting before c in s
 // ends after it: s[:c] can be replaced now, and a form cut across c is
 // whole in what comes next (MaskWriter). It reads s near cut once, in
