@@ -578,6 +578,12 @@ func readInFolder(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 }
 
+// ReadLabFile reads a lab file as Load reads one found in a folder: a
+// regular file within its folder (no symlink out of it, no FIFO or
+// device), at most MaxFileBytes+1 bytes. rlab fmt reads the files it
+// rewrites so.
+func ReadLabFile(path string) ([]byte, error) { return readInFolder(path) }
+
 // symlinkToRegular reports whether path is a symlink to a regular file: a
 // lab file named directly is read within its folder then, while one that
 // is a pipe (<(cmd), /dev/fd/N) is read as it is.
