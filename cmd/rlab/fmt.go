@@ -42,9 +42,14 @@ the files it changed.
 			var diags hcl.Diagnostics
 			unformatted := 0
 			for _, f := range files {
-				src, err := os.ReadFile(f)
+				// As validate reads it: a course repository's folder
+				// may hold a FIFO named *.hcl (read for good), a
+				// symlink to /dev/zero, or one to a file of yours
+				// outside it (printed by -diff, copied in by the write).
+				src, err := lab.ReadLabFile(f)
 				if err != nil {
-					return withCode(exitFail, fmt.Errorf("fmt %s: %w", f, err))
+					diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read lab file", Detail: fmt.Sprintf("Could not read %s: %s.", f, err)})
+					continue
 				}
 				out, d := lab.Format(f, src)
 				diags = append(diags, d...)

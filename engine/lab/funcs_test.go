@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -70,5 +71,66 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLabFilesConfined: the lab's own files stay in its folder as file()'s
+// do (found in attack round 11, high: a course repository's labs/x.hcl, or
+// one *.hcl of a lab folder, was a symlink to any file of the reader's, and
+// the parse error validate, plan and graph print showed its lines: the
+// token of ~/.git-credentials, or /proc/self/environ's first variable). A
+// symlink that stays in the folder is still read, and so is a pipe named
+// directly.
+func TestLabFilesConfined(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "lab")
+	must(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+	secret := filepath.Join(base, "git-credentials")
+	must(t, os.WriteFile(secret, []byte("https://alice:ghp_CANARY123@example.com\n"), 0o600))
+	main := "lab \"l\" {}\nhost \"a\" {\n  address = \"10.0.0.1\"\n}\nworkload \"w\" {\n  tool = \"exec\"\n  host = host.a\n  command = [\"true\"]\n}\n"
+	must(t, os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(main), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "sub", "more.txt"), []byte("variable \"x\" {\n  default = 1\n}\n"), 0o644))
+	must(t, os.Symlink(secret, filepath.Join(dir, "evil.hcl")))
+	inside := filepath.Join(base, "inside")
+	must(t, os.MkdirAll(inside, 0o755))
+	must(t, os.WriteFile(filepath.Join(inside, "main.hcl"), []byte(main), 0o644))
+	must(t, os.Symlink("sub/more.txt", filepath.Join(inside, "more.hcl")))
+	must(t, os.MkdirAll(filepath.Join(inside, "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(inside, "sub", "more.txt"), []byte("variable \"x\" {\n  default = 1\n}\n"), 0o644))
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		ok    bool
+	}{
+		{"a folder with a symlink out", []string{dir}, false},
+		{"the symlink named directly", []string{filepath.Join(dir, "evil.hcl")}, false},
+		{"a folder with a symlink inside", []string{inside}, true},
+		{"a symlink inside named directly", []string{filepath.Join(inside, "more.hcl"), filepath.Join(inside, "main.hcl")}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, diags := Load(tc.paths, LoadOptions{})
+			var text strings.Builder
+			wr := hcl.NewDiagnosticTextWriter(&text, SourceFiles(l, diags), 100, false)
+			wr.WriteDiagnostics(diags)
+			for _, d := range diags {
+				text.WriteString(d.Summary + " " + d.Detail + "\n")
+			}
+			if strings.Contains(text.String(), "CANARY") {
+				t.Fatalf("the file outside the lab's folder was shown:\n%s", text.String())
+			}
+			if l != nil {
+				for n, b := range l.Files {
+					if strings.Contains(string(b), "CANARY") {
+						t.Fatalf("the file outside the lab's folder was read as %s", n)
+					}
+				}
+			}
+			if got := !diags.HasErrors(); got != tc.ok {
+				t.Fatalf("loaded without errors: %v, want %v:\n%s", got, tc.ok, text.String())
+			}
+			if !tc.ok && !strings.Contains(text.String(), "symlink out of the lab's folder") {
+				t.Errorf("the error does not say why:\n%s", text.String())
+			}
+		})
 	}
 }

@@ -321,12 +321,17 @@ func (l *loader) readFiles(paths []string) []parsedFile {
 		// A file named directly may be a pipe (<(cmd)); one found in a
 		// folder must be a regular file: a FIFO named *.hcl hung the load,
 		// a symlink to /dev/zero took all memory. Both read bounded.
+		//
+		// And a file of the lab stays in its folder, as file()'s do
+		// (promise 38): a course repository's labs/x.hcl could be a
+		// symlink to ~/.git-credentials or /proc/self/environ, and the
+		// parse error of validate, plan or graph showed its lines.
 		read := readBounded
 		switch {
 		case l.opts.Confined:
 			read = rundir.ReadPath
-		case inFolder[n]:
-			read = readRegularBounded
+		case inFolder[n] || symlinkToRegular(n):
+			read = readInFolder
 		}
 		src, err := read(n)
 		if err != nil {

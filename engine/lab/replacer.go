@@ -224,22 +224,55 @@ func (r *Replacer) Replace(s string) string {
 	return out.String()
 }
 
-// SafeCut is the largest c <= cut such that no form starting before c in s
-// ends after it: s[:c] can be replaced now, and a form cut across c is
-// whole in what comes next (MaskWriter). It reads s near cut once, in
-// time linear in the longest form and how far c moves.
+// Longest is the length of the longest form, 0 when there is none: a
+// writer that replaces a stream in pieces holds back Longest()-1 bytes
+// and cuts where SafeCut says (MaskWriter, engine/run's agent.log).
+func (r *Replacer) Longest() int {
+	if r == nil {
+		return 0
+	}
+	return r.maxLen
+}
+
+// SafeCut is where a writer that replaces a stream in pieces may cut s at
+// or before cut (MaskWriter, engine/run's agent.log): replacing s[:c] now
+// and the rest with what follows gives what replacing the whole gives. It
+// is cut, unless a form that Replace, scanning s from its start, replaces
+// starts before cut and ends after it: then that form's start. s must
+// start where such a scan starts afresh (the stream's start, a line's, or
+// an earlier cut of SafeCut's), and hold the longest form's length less one
+// after cut (or end the stream), so that the longest form at each position
+// before cut is known. It reads s up to there once.
+//
+// Only the forms Replace takes count. Counting every form that crossed the
+// cut, overlapping ones (a value like "8080" in "808080…", or any value
+// whose last byte is its first, printed in a chain) moved the cut back one
+// form at a time to the start: the writer held the whole stream and each
+// write read it all again (SECURITY 173).
 func (r *Replacer) SafeCut(s string, cut int) int {
 	if r == nil || r.maxLen <= 1 {
 		return cut
 	}
-	// A form straddling cut starts after cut-maxLen; the automaton's state
-	// at p is exact when read from p+maxLen or the text's end.
+	// The longest form at each position below cut, found backwards as
+	// Replace finds them; then Replace's choice, left to right.
+	var found []int32 // pairs of position, length; positions descending
 	n := int32(0)
-	for p := min(len(s), cut+r.maxLen-1) - 1; p >= 0 && p > cut-r.maxLen; p-- {
-		n = r.step(n, s[p])
-		if p < cut && p+int(r.best[n]) > cut {
-			cut = p
+	for i := min(len(s), cut+r.maxLen-1) - 1; i >= 0; i-- {
+		n = r.step(n, s[i])
+		if i < cut && r.best[n] > 0 {
+			found = append(found, int32(i), r.best[n])
 		}
+	}
+	next := 0
+	for k := len(found) - 2; k >= 0; k -= 2 {
+		at, l := int(found[k]), int(found[k+1])
+		if at < next {
+			continue
+		}
+		if at+l > cut {
+			return at
+		}
+		next = at + l
 	}
 	return cut
 }

@@ -552,6 +552,50 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) {
 	}
 }
 
+// readInFolder reads a lab file as readRegularBounded does, within its
+// folder: opened through an os.Root of the folder, so a symlink (or ..)
+// that leads out of it is refused, naming the way out.
+func readInFolder(path string) ([]byte, error) {
+	dir := filepath.Dir(path)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(filepath.Base(path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if strings.Contains(err.Error(), "escapes") {
+			return nil, fmt.Errorf("it is a symlink out of the lab's folder %s: rlab reads a lab's files only within its folder, as file() does (a lab from a course repository could name any file of yours); copy the file into the folder", dir)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+}
+
+// ReadLabFile reads a lab file as Load reads one found in a folder: a
+// regular file within its folder (no symlink out of it, no FIFO or
+// device), at most MaxFileBytes+1 bytes. rlab fmt reads the files it
+// rewrites so.
+func ReadLabFile(path string) ([]byte, error) { return readInFolder(path) }
+
+// symlinkToRegular reports whether path is a symlink to a regular file: a
+// lab file named directly is read within its folder then, while one that
+// is a pipe (<(cmd), /dev/fd/N) is read as it is.
+func symlinkToRegular(path string) bool {
+	lst, err := os.Lstat(path)
+	if err != nil || lst.Mode()&os.ModeSymlink == 0 {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
 // readRegularBounded is readBounded for a file that must be a regular file:
 // opened non-blocking (a FIFO does not wait for a writer), then checked.
 func readRegularBounded(path string) ([]byte, error) {

@@ -35,3 +35,31 @@ func TestAgentLogRedactedAndBounded(t *testing.T) {
 		t.Errorf("%d bytes of log kept, want at most 100", n)
 	}
 }
+
+// TestAgentLogLongLineRedacted: a line of the agent's log longer than the
+// 64 KiB a line is held for is written in pieces, and a sensitive value cut
+// across two pieces is still replaced (found in attack round 11: the piece
+// was written up to the end of what had arrived, so a value cut there was
+// written as its two halves, one after the other: whole in agent.log). The
+// agent logs a workload's argv on one line; an argv of 6,000 copies of a
+// sensitive value, arriving in the 32 KiB reads io.Copy makes of the SSH
+// channel, had copies cut at each flush.
+func TestAgentLogLongLineRedacted(t *testing.T) {
+	const secret = "hunter2-0123456789abcdef"
+	line := "level=INFO msg=started argv=\"[sh -c x" + strings.Repeat(" "+secret, 6000) + "]\"\n"
+	for _, chunk := range []int{32 << 10, 32<<10 + 7, 4093, 1} {
+		var out bytes.Buffer
+		rw := &redactingWriter{w: &out, c: io.NopCloser(nil), r: newRedactor([]string{secret})}
+		for p := 0; p < len(line); p += chunk {
+			rw.Write([]byte(line[p:min(len(line), p+chunk)]))
+		}
+		rw.Close()
+		got := out.String()
+		if n := strings.Count(got, secret); n > 0 {
+			t.Errorf("writes of %d bytes: the value is in agent.log %d times", chunk, n)
+		}
+		if want := strings.ReplaceAll(line, secret, "(sensitive)"); got != want {
+			t.Errorf("writes of %d bytes: agent.log is not the line redacted whole (%d bytes, want %d)", chunk, len(got), len(want))
+		}
+	}
+}

@@ -415,9 +415,14 @@ func (rw *redactingWriter) Write(p []byte) (int, error) {
 		}
 		rw.buf = rw.buf[i+1:]
 	}
-	if len(rw.buf) > 64<<10 { // a line this long is flushed as it is, redacted
-		err := rw.out(rw.r.Replace(string(rw.buf)))
-		rw.buf = rw.buf[:0]
+	// A line this long is written in pieces, redacted, as lab.MaskWriter
+	// writes a stream: all but what a sensitive value cut at the end may
+	// still need, and never through a value. Written up to its end, a
+	// value cut there went out as its two halves, whole in the file.
+	if keep := max(0, rw.r.Longest()-1); len(rw.buf) > 64<<10+keep {
+		cut := rw.r.SafeCut(string(rw.buf), len(rw.buf)-keep)
+		err := rw.out(rw.r.Replace(string(rw.buf[:cut])))
+		rw.buf = append(rw.buf[:0], rw.buf[cut:]...)
 		return len(p), err
 	}
 	return len(p), nil

@@ -229,3 +229,43 @@ workload "echo_token" {
 		t.Errorf("the plan does not mark the redacted value:\n%s", planText.Bytes())
 	}
 }
+
+// TestSecretsNeverLeakLongArgv: a sensitive value in a line of the agent's
+// log past 64 KiB is masked in agent.log (found in attack round 11, high:
+// the agent logs a workload's argv on one line, and the controller wrote a
+// line that long as far as it had arrived over SSH, so a value cut there
+// went out as its two halves, whole in the file: twice, for this argv of
+// 6,000 copies of the value).
+func TestSecretsNeverLeakLongArgv(t *testing.T) {
+	tokenID := canary("TOKEN")
+	a := startHost(t, "a", nil)
+	src := `lab "secrets" {}
+variable "token" {
+  type      = string
+  sensitive = true
+}
+` + a.hcl() + `
+workload "long" {
+  tool    = "exec"
+  host    = host.a
+  command = concat(["true"], flatten([for i in range(1000) : [var.token, var.token, var.token, var.token, var.token, var.token]]))
+}
+`
+	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"token": tokenID}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res := runLab(ctx, t, l, run.Options{
+		Connector: connector(t, sshx.Options{}),
+		Out:       filepath.Join(t.TempDir(), "run"),
+	})
+	b, err := os.ReadFile(filepath.Join(res.Dir, "hosts", "a", "logs", "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte(tokenID)); n > 0 {
+		t.Errorf("agent.log holds the sensitive value %d times", n)
+	}
+	if n := bytes.Count(b, []byte("(sensitive)")); n < 6000 {
+		t.Errorf("agent.log masks the value %d times, want the argv's 6,000 (is the started line logged?)", n)
+	}
+}
