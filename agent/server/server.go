@@ -553,29 +553,19 @@ func (s *Server) cleanup(ctx context.Context, keep []string) proto.CleanupResult
 			}
 		}()
 	}
-	for _, c := range caps {
+	for i, c := range append(caps, ended...) {
+		running := i < len(caps) // an ended one is not listed as Stopped
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.stopCapture(c); err != nil {
-				rmu.Lock()
-				res.Errors = append(res.Errors, err.Error())
-				rmu.Unlock()
-				return
-			}
+			_, err := s.stopCapture(c)
 			rmu.Lock()
-			res.Stopped = append(res.Stopped, c.handle)
-			rmu.Unlock()
-		}()
-	}
-	for _, c := range ended {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := s.stopCapture(c); err != nil {
-				rmu.Lock()
+			defer rmu.Unlock()
+			switch {
+			case err != nil:
 				res.Errors = append(res.Errors, err.Error())
-				rmu.Unlock()
+			case running:
+				res.Stopped = append(res.Stopped, c.handle)
 			}
 		}()
 	}

@@ -570,12 +570,7 @@ func readInFolder(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	}
-	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	return readOpenRegular(f)
 }
 
 // ReadLabFile reads a lab file as Load reads one found in a folder: a
@@ -604,6 +599,12 @@ func readRegularBounded(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readOpenRegular(f)
+}
+
+// readOpenRegular reads f, opened non-blocking, if it is a regular file:
+// at most MaxFileBytes+1 bytes.
+func readOpenRegular(f *os.File) ([]byte, error) {
 	if st, err := f.Stat(); err != nil {
 		return nil, err
 	} else if !st.Mode().IsRegular() {

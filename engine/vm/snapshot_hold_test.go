@@ -2,13 +2,9 @@ package vm
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/rlab-dev/rlab/engine/image"
 )
@@ -28,18 +24,7 @@ func TestRestoreHoldsSnapshot(t *testing.T) {
 	must(t, err)
 	root := filepath.Join(m.Image.Dir, "snapshots")
 	dir := filepath.Join(root, k.id())
-	must(t, os.MkdirAll(dir, 0o700))
-	for _, f := range []string{"disk.qcow2", "state.bin", "login"} {
-		must(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o600))
-	}
-	pub, _, err := ed25519.GenerateKey(nil)
-	must(t, err)
-	sp, err := ssh.NewPublicKey(pub)
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, "host_key.pub"), ssh.MarshalAuthorizedKey(sp), 0o600))
-	b, err := json.Marshal(k)
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, snapshotMeta), b, 0o600))
+	writeSnapshot(t, dir, k)
 
 	sn, err := s.snapshotFor(context.Background(), m)
 	if err != nil {
