@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/rlab-dev/rlab/agent/proto"
 )
 
-// SystemAgentDir is the folder a root-owned copy of the agent is installed
-// under, one folder per build: SystemAgentDir/<sha256>/rlab-agent. The
-// sudoers rule for become names a file there (SECURITY.md, "Running as
-// non-root: sudoers"); engine/remote starts it when it is there.
-const SystemAgentDir = "/usr/local/libexec/rlab/agent"
+// SystemAgentDir is proto.SystemAgentDir, the root-owned install the
+// refusals name.
+const SystemAgentDir = proto.SystemAgentDir
 
 // selfExe is the running executable as the kernel names it; a variable so
 // tests can point it elsewhere.
