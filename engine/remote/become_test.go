@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rlab-dev/rlab/agent/server"
 )
 
 // TestBecomeScript runs the shell that starts the agent as root for a login
@@ -119,5 +121,14 @@ func TestWarmScriptBecome(t *testing.T) {
 	}
 	if plain := warmScript(cands, StartOptions{Host: "h"}, "r1"); strings.Contains(plain, "sudo") || strings.Contains(plain, "libexec") {
 		t.Errorf("script without become names sudo or the root-owned copy:\n%s", plain)
+	}
+}
+
+// TestUnsafeExecutableText: the agent's refusal is recognised by its text
+// (explained: no reinstall loop; explainStart names the fix), which must
+// be the agent's own.
+func TestUnsafeExecutableText(t *testing.T) {
+	if unsafeExecutable != server.ErrUnsafeExecutable.Error() {
+		t.Errorf("engine/remote looks for %q, the agent says %q", unsafeExecutable, server.ErrUnsafeExecutable)
 	}
 }
