@@ -292,7 +292,12 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 	}
 	if !hashes[h.Hash] {
 		sess.Close()
-		return nil, nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (the cached copy at %s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, inst.Path)}
+		where := "the cached copy at " + inst.Path
+		if o.Become {
+			// It may have run from the root-owned copy (becomeScript).
+			where += " or the root-owned one under " + proto.SystemAgentDir
+		}
+		return nil, nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (%s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, where)}
 	}
 	if err := h.ProcIdentity.Check(); err != nil {
 		sess.Close()
