@@ -122,6 +122,11 @@ func TestWarmScriptBecome(t *testing.T) {
 	if plain := warmScript(cands, StartOptions{Host: "h"}, "r1"); strings.Contains(plain, "sudo") || strings.Contains(plain, "libexec") {
 		t.Errorf("script without become names sudo or the root-owned copy:\n%s", plain)
 	}
+	for _, o := range []StartOptions{{Host: "h"}, {Host: "h", Become: true}, {Host: "h", Become: true, AgentDisk: true}} {
+		if out, err := exec.Command("sh", "-n", "-c", warmScript(cands, o, "r1")).CombinedOutput(); err != nil {
+			t.Errorf("%+v: sh -n: %v: %s", o, err, out)
+		}
+	}
 }
 
 // TestUnsafeExecutableText: the agent's refusal is recognised by its text
