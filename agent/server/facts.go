@@ -83,7 +83,18 @@ func (s *Server) facts(ctx context.Context, c *call, params json.RawMessage) (an
 	if err != nil {
 		return nil, perr(proto.CodeInternal, "%s: %v", proto.MethodFacts, err)
 	}
-	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: agentCacheDir(), refresh: p.Refresh, probes: probes, cred: cred, home: home})
+	// No tool-version cache for root working for a user: the probes ran
+	// as the user, and the cache, keyed by the effective uid (root), is
+	// no place for one user's answers. (Such an agent runs only from
+	// root's folders, CheckRootExecutable, so the cache could not be in
+	// the user's reach anyway; attack round 11's medium wrote it by path
+	// in the user's ~/.cache/rlab/agent, which the user can swap for a
+	// symlink into root's.)
+	cacheDir := agentCacheDir()
+	if cred != nil {
+		cacheDir = ""
+	}
+	f := collectFactsOpt(ctx, s.opts.WorkDir, toolsOptions{cacheDir: cacheDir, refresh: p.Refresh, probes: probes, cred: cred, home: home})
 	f.ProcTracking = trackingMode() // cgroup.go, reaper.go
 	f.PackageDB, f.Packages = installedPackages(ctx, p.Packages)
 	return f, nil

@@ -127,3 +127,39 @@ func TestProbesRunAsOwner(t *testing.T) {
 		})
 	}
 }
+
+// TestNoToolCacheForOwner: a root agent working for a user neither writes
+// nor reads the tool-version cache: its probes run as the user, and the
+// cache (keyed by the effective uid, root) is written by path (attack round
+// 11, medium: the user swapped ~/.cache/rlab/agent for a symlink into
+// root's between the probes and the write). It writes no tools-* file; the
+// same agent as root alone does (else the test proves nothing).
+func TestNoToolCacheForOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to drop privileges")
+	}
+	const uid, gid = 65534, 65534
+	cdir := t.TempDir()
+	old := agentCacheDir
+	agentCacheDir = func() string { return cdir }
+	t.Cleanup(func() { agentCacheDir = old })
+	probe := proto.Probe{Name: "sh", Args: []string{"-c", "echo v=42"}, Pattern: `v=(\d+)`}
+	for _, owner := range []*Owner{{UID: uid, GID: gid}, nil} {
+		base := t.TempDir()
+		os.Chmod(filepath.Dir(base), 0o711)
+		os.Chown(base, uid, gid)
+		c, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "w"), Owner: owner})
+		var f proto.Facts
+		c.mustCall(proto.MethodFacts, proto.FactsParams{Probe: []proto.Probe{probe}}, &f)
+		ents, _ := filepath.Glob(filepath.Join(cdir, "tools-*"))
+		if owner != nil && len(ents) != 0 {
+			t.Errorf("root working for uid %d wrote the tool-version cache: %v", uid, ents)
+		}
+		if owner == nil && len(ents) == 0 {
+			t.Errorf("root alone wrote no tool-version cache in %s: the test proves nothing", cdir)
+		}
+		if f.Tools["sh"].Version != "42" {
+			t.Errorf("owner %v: sh version %q, want 42", owner, f.Tools["sh"].Version)
+		}
+	}
+}

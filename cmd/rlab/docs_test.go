@@ -200,6 +200,8 @@ var optionProofs = map[string]string{
 	"graph --output":              "cmd/rlab.TestGraphCmd",
 	"graph --var":                 "cmd/rlab.TestGraphCmd",
 	"image build --force":         "cmd/rlab.TestImageBuildFlags",
+	"agent export --arch":         "cmd/rlab.TestAgentExport",
+	"agent export --output":       "cmd/rlab.TestAgentExport",
 	"image list --dir":            "cmd/rlab.TestImageListPrune",
 	"image prune --dir":           "cmd/rlab.TestImageListPrune",
 	"image prune --dry-run":       "cmd/rlab.TestImageListPrune",

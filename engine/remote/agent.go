@@ -139,16 +139,38 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 		// must not share a work dir.
 		o.WorkDir = path.Join(inst.Home, ".cache", "rlab", "runs", o.RunID, SafeName(o.Host))
 	}
-	argv := []string{"exec"}
+	args := " serve --run-id " + o.RunID + " --work-dir " + shellQuote(o.WorkDir)
+	cmd := "exec " + shellQuote(inst.Path) + args
 	if o.Become && inst.UID != 0 {
-		argv = append(argv, "sudo", "-n", "--")
+		cmd = becomeScript(shellQuote(proto.SystemAgentPath(inst.Hash)), shellQuote(inst.Path), args, fmt.Sprintf("%d:%d", inst.UID, inst.GID))
 	}
-	argv = append(argv, shellQuote(inst.Path), "serve", "--run-id", o.RunID, "--work-dir", shellQuote(o.WorkDir))
-	if o.Become && inst.UID != 0 {
-		argv = append(argv, "--owner", fmt.Sprintf("%d:%d", inst.UID, inst.GID))
-	}
-	a, _, err := startCmd(ctx, c, inst, o, strings.Join(argv, " "), map[string]bool{inst.Hash: true})
+	a, _, err := startCmd(ctx, c, inst, o, cmd, map[string]bool{inst.Hash: true})
 	return a, err
+}
+
+// becomeScript is the shell that starts the agent as root for a login user
+// that is not root (become): sys is the root-owned copy of the build
+// (proto.SystemAgentPath, quoted or a shell expression), cache the user's
+// copy, args the serve arguments (with a leading space), owner the user's
+// UID:GID (or a shell expression giving it).
+//
+// The sudoers rule names the root-owned copy (SECURITY 176): the user's
+// own copy is theirs to rewrite between sudo's digest check and its exec,
+// and a root agent working for a user refuses to run from it. When the
+// root-owned copy is not there and sudo lets the user install it (cloud
+// images' default users have NOPASSWD: ALL, root already), it is installed
+// from the user's copy first, through a temp name and a rename so a
+// partial copy never has the name; a user sudo refuses that (a rule for
+// the agent alone) goes on to start the user's copy, whose refusal (sudo's
+// or the agent's) is the error, naming the fix. Each sudo is -n: never a
+// password prompt.
+func becomeScript(sys, cache, args, owner string) string {
+	return `s=` + sys + `; ` +
+		`[ -f "$s" ] || { sudo -n -- install -d -o root -g root -m 0755 "${s%/*}" && ` +
+		`sudo -n -- install -o root -g root -m 0755 ` + cache + ` "$s.part" && ` +
+		`sudo -n -- mv -f "$s.part" "$s"; } </dev/null >/dev/null 2>&1; ` +
+		`if [ -f "$s" ]; then exec sudo -n -- "$s"` + args + ` --owner ` + owner + `; fi; ` +
+		`exec sudo -n -- ` + cache + args + ` --owner ` + owner
 }
 
 // startCmd runs cmd as the agent's session and reads its hello, which must
@@ -270,7 +292,12 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 	}
 	if !hashes[h.Hash] {
 		sess.Close()
-		return nil, nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (the cached copy at %s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, inst.Path)}
+		where := "the cached copy at " + inst.Path
+		if o.Become {
+			// It may have run from the root-owned copy (becomeScript).
+			where += " or the root-owned one under " + proto.SystemAgentDir
+		}
+		return nil, nil, &staleError{fmt.Errorf("start agent: it reports build hash %q, but we installed %s (%s is not what we shipped)", truncate(h.Hash, 64), inst.Hash, where)}
 	}
 	if err := h.ProcIdentity.Check(); err != nil {
 		sess.Close()
@@ -305,19 +332,26 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 func (a *Agent) explainStart(err error) error {
 	st := a.stderr.String()
 	switch {
-	case strings.Contains(st, "a password is required"), strings.Contains(st, "a terminal is required"):
-		return fmt.Errorf("sudo -n refused to run the agent as root without a password (become = true): give the user passwordless sudo for the agent (NOPASSWD), log in as root, or set become = false: %w", err)
+	case strings.Contains(st, "a password is required"), strings.Contains(st, "a terminal is required"), strings.Contains(st, "is not allowed to execute"):
+		return fmt.Errorf("sudo -n refused to run the agent as root without a password (become = true): install the root-owned agent (`rlab agent export` prints how: install -D -o root -g root -m 0755 FILE %s/<sha256>/rlab-agent) and allow that path, never the user's ~/.cache copy, with NOPASSWD in sudoers (SECURITY.md, \"Running as non-root: sudoers\"); or log in as root, or set become = false: %w", proto.SystemAgentDir, err)
+	case strings.Contains(st, unsafeExecutable):
+		return fmt.Errorf("the agent refused to run as root for the login user (become = true) from a file or folder someone other than root can write: install the root-owned agent (`rlab agent export` prints how) and name it in sudoers instead (SECURITY.md, \"Running as non-root: sudoers\"): %w", err)
 	case strings.Contains(st, "No space left"), strings.Contains(st, "no space left"):
 		return fmt.Errorf("the host's disk is full: %w", err)
 	}
 	return err
 }
 
+// unsafeExecutable is what a root agent working for a user says when it
+// refuses to run from a file the user can change (agent/server
+// ErrUnsafeExecutable; SECURITY 176).
+const unsafeExecutable = "unsafe executable for a root agent"
+
 // explained reports whether stderr shows a cause that reinstalling the
-// agent cannot fix (sudo, disk).
+// agent cannot fix (sudo, disk, an agent refusing its own install).
 func (a *Agent) explained() bool {
 	st := a.stderr.String()
-	for _, s := range []string{"a password is required", "a terminal is required", "No space left", "no space left", "sudo:"} {
+	for _, s := range []string{"a password is required", "a terminal is required", "No space left", "no space left", "sudo:", unsafeExecutable} {
 		if strings.Contains(st, s) {
 			return true
 		}
@@ -388,13 +422,12 @@ func (ag *Agents) startInstalled(ctx context.Context, c *sshx.Client, inst *Inst
 // should go the install path (agent not cached, or not the right build);
 // probed is then what the host's probe said, when it printed one.
 func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions) (a *Agent, inst *Installed, probed *probe, ok bool, err error) {
-	type cand struct{ arch, hash string }
-	var cands []cand
+	var cands []warmCand
 	hashes := map[string]bool{}
 	arches := map[string]string{}
 	for _, arch := range []string{"amd64", "arm64"} {
 		if b := ag.bin(arch); b.err == nil {
-			cands = append(cands, cand{arch, b.hash})
+			cands = append(cands, warmCand{arch, b.hash})
 			hashes[b.hash] = true
 			arches[b.hash] = arch
 		}
@@ -406,46 +439,7 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 	for _, cd := range cands {
 		hs = append(hs, cd.hash)
 	}
-	// Only hex hashes, the validated run id and SafeName reach the
-	// shell.
-	// Every fork in this script is paid on every host of every run (about
-	// a millisecond each on a busy 2-core machine), so it forks nothing on
-	// the warm path when the login shell is bash: $HOSTTYPE and $EUID are
-	// bash's own; other shells fall back to uname and id. A wrong guess
-	// costs only time: an agent of another arch or a corrupt copy does not
-	// start with our hash, and Open goes the probe-and-install path. The
-	// file is only tested to be executable: installs rename a verified
-	// copy into place, and the hello's self-hash is the check.
-	script := func(runID string) string {
-		var sb strings.Builder
-		sb.WriteString(`case "${HOSTTYPE:-$(uname -m)}" in`)
-		for _, cd := range cands {
-			pat := "x86_64|amd64"
-			if cd.arch == "arm64" {
-				pat = "aarch64|arm64"
-			}
-			fmt.Fprintf(&sb, " %s) h=%s;;", pat, cd.hash)
-		}
-		sb.WriteString(` *) h=;; esac; a="$HOME/` + CacheDir + `/$h/rlab-agent"; `)
-		if o.AgentDisk {
-			// Not cached (a fresh VM never has it): from the disk, in
-			// this session, else on to the probe and an upload.
-			sb.WriteString(`if [ -n "$h" ] && { [ -f "$a" ] && [ -x "$a" ] || rlab_disk; }; then `)
-		} else {
-			sb.WriteString(`if [ -n "$h" ] && [ -f "$a" ] && [ -x "$a" ]; then `)
-		}
-		serve := `"$a" serve --run-id ` + runID + ` --work-dir "$HOME/.cache/rlab/runs/` + runID + "/" + SafeName(o.Host) + `"`
-		if o.Become {
-			sb.WriteString(`if [ "${EUID:-$(id -u)}" = 0 ]; then exec ` + serve + `; fi; exec sudo -n -- ` + serve + ` --owner "$(id -u):$(id -g)"; fi; `)
-		} else {
-			sb.WriteString(`exec ` + serve + `; fi; `)
-		}
-		sb.WriteString(probeCmd(hs))
-		if o.AgentDisk {
-			return agentdisk.GuestFunc(agentDiskSys, agentDiskDev) + "; " + sb.String()
-		}
-		return sb.String()
-	}
+	script := func(runID string) string { return warmScript(cands, o, runID) }
 	fake := &Installed{Hash: strings.Join(hs, " or "), Path: "$HOME/" + CacheDir + "/<hash>/rlab-agent"}
 	// A kept agent starts for no run in particular (keptRunID) and is
 	// leased for ours; one that cannot be leased (an agent from before
@@ -490,6 +484,64 @@ func (ag *Agents) fastStart(ctx context.Context, c *sshx.Client, o StartOptions)
 		return nil, nil, nil, false, nil // the cached copy is not our build: install
 	}
 	return nil, nil, nil, true, err
+}
+
+// warmCand is an agent build the warm start may find cached: its arch and
+// sha256.
+type warmCand struct{ arch, hash string }
+
+// warmScript is the warm start's shell for the builds cands.
+// Only hex hashes, the validated run id and SafeName reach the
+// shell.
+// Every fork in this script is paid on every host of every run (about
+// a millisecond each on a busy 2-core machine), so it forks nothing on
+// the warm path when the login shell is bash: $HOSTTYPE and $EUID are
+// bash's own; other shells fall back to uname and id. A wrong guess
+// costs only time: an agent of another arch or a corrupt copy does not
+// start with our hash, and Open goes the probe-and-install path. The
+// file is only tested to be executable: installs rename a verified
+// copy into place, and the hello's self-hash is the check.
+func warmScript(cands []warmCand, o StartOptions, runID string) string {
+	hs := make([]string, 0, len(cands))
+	for _, cd := range cands {
+		hs = append(hs, cd.hash)
+	}
+	var sb strings.Builder
+	sb.WriteString(`case "${HOSTTYPE:-$(uname -m)}" in`)
+	for _, cd := range cands {
+		pat := "x86_64|amd64"
+		if cd.arch == "arm64" {
+			pat = "aarch64|arm64"
+		}
+		fmt.Fprintf(&sb, " %s) h=%s;;", pat, cd.hash)
+	}
+	sb.WriteString(` *) h=;; esac; a="$HOME/` + CacheDir + `/$h/rlab-agent"; `)
+	cached := `{ [ -f "$a" ] && [ -x "$a" ]; }`
+	if o.Become {
+		// A login that is not root starts the root-owned copy when
+		// it is there (becomeScript): nothing to upload for it.
+		sb.WriteString(`s="` + proto.SystemAgentDir + `/$h/rlab-agent"; `)
+		cached += ` || { [ "${EUID:-$(id -u)}" != 0 ] && [ -f "$s" ]; }`
+	}
+	if o.AgentDisk {
+		// Not cached (a fresh VM never has it): from the disk, in
+		// this session, else on to the probe and an upload.
+		cached += ` || rlab_disk`
+	}
+	sb.WriteString(`if [ -n "$h" ] && { ` + cached + `; }; then `)
+	args := ` serve --run-id ` + runID + ` --work-dir "$HOME/.cache/rlab/runs/` + runID + "/" + SafeName(o.Host) + `"`
+	serve := `"$a"` + args
+	if o.Become {
+		sb.WriteString(`if [ "${EUID:-$(id -u)}" = 0 ]; then exec ` + serve + `; fi; ` +
+			becomeScript(`"$s"`, `"$a"`, args, `"$(id -u):$(id -g)"`) + `; fi; `)
+	} else {
+		sb.WriteString(`exec ` + serve + `; fi; `)
+	}
+	sb.WriteString(probeCmd(hs))
+	if o.AgentDisk {
+		return agentdisk.GuestFunc(agentDiskSys, agentDiskDev) + "; " + sb.String()
+	}
+	return sb.String()
 }
 
 func (a *Agent) stderrNote() string {

@@ -182,7 +182,7 @@ func TestGatherFaultsNetns(t *testing.T) {
 		"h3": nil,
 		"h4": {`host "h4"`, "install agent", "no space left"},
 		"h5": {`host "h5"`, `login as "nosuchuser" refused`},
-		"h6": {`host "h6"`, "sudo -n refused", "passwordless sudo"},
+		"h6": {`host "h6"`, "sudo -n refused", "/usr/local/libexec/rlab/agent/<sha256>/rlab-agent", "rlab agent export"},
 		"h7": {`host "h7"`, "unknown host key", "--accept-new-host-keys", "SHA256:"},
 		"h8": {`host "h8"`, "HOST KEY CHANGED"},
 		"b0": nil,

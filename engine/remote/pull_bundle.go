@@ -47,7 +47,13 @@ func (a *Agent) bundleSession(ctx context.Context, req proto.BundleRequest) (ses
 	}
 	// Only the agent's path (our hash under the host's home) and the work
 	// dir its hello reported reach the remote shell, quoted.
+	// With become the agent may run from its root-owned copy alone (no
+	// upload for it, SECURITY 176): the bundle runs from there, as the
+	// user, when the user's copy is not there.
 	cmd := "exec " + shellQuote(a.Installed.Path) + " " + proto.BundleCommand + " --work-dir " + shellQuote(a.Hello.WorkDir)
+	if a.opts.Become && a.Installed.Hash != "" {
+		cmd = "b=" + shellQuote(a.Installed.Path) + "; [ -x \"$b\" ] || b=" + shellQuote(proto.SystemAgentPath(a.Installed.Hash)) + "; exec \"$b\" " + proto.BundleCommand + " --work-dir " + shellQuote(a.Hello.WorkDir)
+	}
 	if err := a.client.Start(ctx, sess, cmd, limit); err != nil {
 		sess.Close()
 		return nil, nil, nil, false, stalled(err)

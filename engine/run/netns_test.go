@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/dist"
+	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
 	"github.com/rlab-dev/rlab/engine/results"
@@ -258,6 +259,16 @@ workload "other" {
 	t.Run("disk full on one host", func(t *testing.T) {
 		h2 := bed.Host("h2")
 		bed.FullDisk(t, h2, 512)
+		// The agent must be uploaded for the disk to stop it: without
+		// this, the root-owned copy an earlier become run installed
+		// (SECURITY 176) starts with nothing uploaded, and preflight,
+		// finding the disk full, stops the whole run before h1's
+		// workload.
+		for _, pf := range dist.Platforms {
+			if _, sum, _, err := dist.Packed(pf[0], pf[1]); err == nil {
+				os.RemoveAll(filepath.Dir(proto.SystemAgentPath(sum)))
+			}
+		}
 		defer func() {
 			os.Remove(filepath.Join(bed.Dir, h2.Name, "disk-kb"))
 			bed.StartSSHD(t, h2)

@@ -68,6 +68,7 @@ type Bed struct {
 	Home       string  // the login user's home, shared by all hosts (as NFS)
 	script     string
 	lock       *os.File
+	idx        int
 }
 
 // Script is the path of netns.sh (found from this source file, so tests of
@@ -122,7 +123,7 @@ func Up(dir string, o Options) (*Bed, error) {
 			return nil, err
 		}
 		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			idx, b.lock = i, f
+			idx, b.lock, b.idx = i, f, i
 			break
 		}
 		f.Close()
@@ -449,4 +450,42 @@ func (b *Bed) Blackhole(t testing.TB, h *Host) (restore func()) {
 	restore = func() { once.Do(func() { exec.Command("ip", "link", "set", dev, "up").Run() }) }
 	t.Cleanup(restore)
 	return restore
+}
+
+// SudoRule adds rule, one sudoers line, until the test ends (checked with
+// visudo first). The bed's users have NOPASSWD: ALL (User) and a sudo that
+// asks for a password (UserNoSudo): a rule for the agent alone is tested
+// by giving it to UserNoSudo. The file sorts after the bed's own, so its
+// rule is the last match for what it names, and wins.
+func (b *Bed) SudoRule(t testing.TB, rule string) {
+	t.Helper()
+	tmp := filepath.Join(b.Dir, "sudoers-rule")
+	if err := os.WriteFile(tmp, []byte(rule+"\n"), 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("visudo", "-c", "-f", tmp).CombinedOutput(); err != nil {
+		t.Fatalf("sudoers rule %q: visudo: %v: %s", rule, err, out)
+	}
+	f := fmt.Sprintf("/etc/sudoers.d/rlab-testbed-rule-%d", b.idx)
+	if err := os.WriteFile(f, []byte(rule+"\n"), 0o440); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(f) })
+}
+
+// UID returns the uid and gid of one of the bed's users.
+func UID(t testing.TB, user string) (int, int) {
+	t.Helper()
+	out, err := exec.Command("id", "-u", user).Output()
+	if err != nil {
+		t.Fatalf("id -u %s: %v", user, err)
+	}
+	gout, err := exec.Command("id", "-g", user).Output()
+	if err != nil {
+		t.Fatalf("id -g %s: %v", user, err)
+	}
+	var uid, gid int
+	fmt.Sscan(string(out), &uid)
+	fmt.Sscan(string(gout), &gid)
+	return uid, gid
 }

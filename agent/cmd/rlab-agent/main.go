@@ -32,6 +32,10 @@ var version = "dev"
 // rlabhostile, see hostile.go) set it.
 var testHooks = func(*server.Options) error { return nil }
 
+// checkExecutable is server.CheckRootExecutable; tests that run serve as
+// root from a test binary in /tmp replace it.
+var checkExecutable = server.CheckRootExecutable
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -109,7 +113,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		opts.Owner = o
-		server.PinRootPATH(o)
+		// Root working for a user: before anything else is done as
+		// root, an agent started by a sudoers rule naming a file the
+		// user can change is refused (SECURITY 176).
+		if server.PinRootPATH(o) {
+			if err := checkExecutable(); err != nil {
+				fmt.Fprintln(stderr, "rlab-agent serve:", err)
+				return 1
+			}
+		}
 	}
 	if err := testHooks(&opts); err != nil {
 		fmt.Fprintln(stderr, "rlab-agent serve:", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/agent/server"
 )
 
 func TestVersion(t *testing.T) {
@@ -84,6 +85,10 @@ func TestRootPATHPinned(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
+	// The test binary runs from /tmp, which the agent refuses for root
+	// working for a user (TestServeRefusesUnsafeExecutable).
+	checkExecutable = func() error { return nil }
+	t.Cleanup(func() { checkExecutable = server.CheckRootExecutable })
 	const uid = 65534
 	bin := t.TempDir()
 	os.Chmod(filepath.Dir(bin), 0o711)
@@ -136,5 +141,43 @@ func TestRootPATHPinned(t *testing.T) {
 	}
 	if b, err := os.ReadFile(marker); err == nil {
 		t.Errorf("the dmesg first in the agent's PATH ran (as uid %s), not root's", strings.TrimSpace(string(b)))
+	}
+}
+
+// TestServeRefusesUnsafeExecutable: serve as root for a user (--owner)
+// checks the real /proc/self/exe, this test binary under /tmp (mode 1777),
+// and refuses before the hello or any work dir, saying why and what to do
+// (SECURITY 176). As root for root (no --owner) it serves.
+func TestServeRefusesUnsafeExecutable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if err := server.CheckRootExecutable(); err == nil {
+		t.Skip("this test binary is in root's folders: nothing to refuse")
+	}
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(base, "w")
+	var out, errb bytes.Buffer
+	code := run([]string{"serve", "--run-id", "r1", "--work-dir", wd, "--owner", "65534:65534"}, strings.NewReader(""), &out, &errb)
+	if code != 1 || out.Len() != 0 {
+		t.Fatalf("serve --owner from %s: exit %d, stdout %q; want exit 1 and no hello", os.Args[0], code, out.String())
+	}
+	for _, want := range []string{"unsafe executable for a root agent", "is writable by its group or others", server.SystemAgentDir, "SECURITY.md"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr %q does not say %q", errb.String(), want)
+		}
+	}
+	if _, err := os.Lstat(wd); err == nil {
+		t.Errorf("the refused agent made its work dir %s", wd)
+	}
+	// Root for root: nothing to check, it serves.
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"serve", "--run-id", "r1", "--work-dir", filepath.Join(t.TempDir(), "w")}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), `"hash"`) {
+		t.Errorf("serve as root without --owner: exit %d, stdout %q, stderr %s", code, out.String(), errb.String())
 	}
 }
