@@ -87,7 +87,7 @@ func MaskWriter(secrets []string, w io.Writer) io.WriteCloser {
 	if r.maxLen == 0 {
 		return nil
 	}
-	return &maskWriter{w: w, r: r, keep: r.maxLen - 1}
+	return &maskWriter{w: w, r: r, keep: r.maxLen - 1, next: flushAt + r.maxLen - 1}
 }
 
 type maskWriter struct {
@@ -95,6 +95,11 @@ type maskWriter struct {
 	r    *Replacer
 	keep int // bytes a match may still need after the last write
 	buf  []byte
+	// next is the buffer's length at which it is flushed again: flushAt
+	// more than it kept, so that each flush, which reads the buffer, has
+	// flushAt new bytes to read (SECURITY 178).
+	next    int
+	flushes int // for tests
 }
 
 // flushAt is how much the buffer holds before the safe part is written.
@@ -102,9 +107,10 @@ const flushAt = 64 << 10
 
 func (m *maskWriter) Write(p []byte) (int, error) {
 	m.buf = append(m.buf, p...)
-	if len(m.buf) < flushAt+m.keep {
+	if len(m.buf) < m.next {
 		return len(p), nil
 	}
+	m.flushes++
 	// Write all but the last keep bytes, unless a form starts before the
 	// cut and ends after it: then cut where it starts, so it is replaced
 	// whole next time. The Replacer finds that cut in one pass; a search
@@ -115,6 +121,11 @@ func (m *maskWriter) Write(p []byte) (int, error) {
 		return len(p), err
 	}
 	m.buf = append(m.buf[:0], m.buf[cut:]...)
+	// What was kept (up to the longest form twice, when one crossed the
+	// cut) is read again at the next flush: not before flushAt more. A
+	// kept part past flushAt+keep made every write flush, reading it all,
+	// and a host writing a few bytes at a time cost a form's length each.
+	m.next = max(flushAt+m.keep, len(m.buf)+flushAt)
 	return len(p), nil
 }
 

@@ -63,3 +63,36 @@ func TestAgentLogLongLineRedacted(t *testing.T) {
 		}
 	}
 }
+
+// countingWriter counts the writes made to it (io.WriteString's too: it
+// has no WriteString of its own).
+type countingWriter struct {
+	buf    bytes.Buffer
+	writes int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.writes++; return c.buf.Write(p) }
+
+// TestAgentLogFewBytesAtATime: a long line of the agent's log arriving a
+// few bytes at a time is cut into pieces of at least 64 KiB, whatever the
+// longest sensitive form (found in attack round 11: with a form past 64 KiB
+// kept back, every write cut a piece again, reading all that was kept).
+// The pieces are counted, not timed.
+func TestAgentLogFewBytesAtATime(t *testing.T) {
+	secret := strings.Repeat("<", 30000)
+	// Its longest form (HTML, then JSON with Go's escaping): 270 KB.
+	form := strings.Repeat(`\u0026lt;`, 30000)
+	line := "level=INFO msg=started argv=\"[" + strings.Repeat(form+" x ", 4) + "]\"\n"
+	var out countingWriter
+	rw := &redactingWriter{w: &out, c: io.NopCloser(nil), r: newRedactor([]string{secret})}
+	for p := 0; p < len(line); p += 16 {
+		rw.Write([]byte(line[p:min(len(line), p+16)]))
+	}
+	rw.Close()
+	if most := 2*len(line)/(64<<10) + 2; out.writes > most {
+		t.Errorf("a %d-byte line written 16 bytes at a time went out in %d pieces, want at most %d", len(line), out.writes, most)
+	}
+	if want := strings.ReplaceAll(line, form, "(sensitive)"); out.buf.String() != want {
+		t.Errorf("agent.log is not the line redacted whole (%d bytes, want %d)", out.buf.Len(), len(want))
+	}
+}

@@ -379,6 +379,7 @@ type redactingWriter struct {
 	c       io.Closer
 	r       *lab.Replacer
 	buf     []byte
+	kept    int // what the last cut of a long line left in buf
 	max     int64
 	written int64
 	dropped int64
@@ -404,25 +405,32 @@ func (rw *redactingWriter) out(s string) error {
 func (rw *redactingWriter) Write(p []byte) (int, error) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
+	// Only the new bytes are looked at for a newline: a host writing its
+	// stderr a byte at a time had the whole held line searched each time.
+	from := len(rw.buf)
 	rw.buf = append(rw.buf, p...)
 	for {
-		i := bytes.IndexByte(rw.buf, '\n')
+		i := bytes.IndexByte(rw.buf[from:], '\n')
 		if i < 0 {
 			break
 		}
+		i += from
 		if err := rw.out(rw.r.Replace(string(rw.buf[:i+1]))); err != nil {
 			return len(p), err
 		}
-		rw.buf = rw.buf[i+1:]
+		rw.buf, rw.kept, from = rw.buf[i+1:], 0, 0
 	}
 	// A line this long is written in pieces, redacted, as lab.MaskWriter
 	// writes a stream: all but what a sensitive value cut at the end may
 	// still need, and never through a value. Written up to its end, a
 	// value cut there went out as its two halves, whole in the file.
-	if keep := max(0, rw.r.Longest()-1); len(rw.buf) > 64<<10+keep {
+	// A piece is cut only when 64 KiB more than was kept has come, so
+	// that each cut, which reads the buffer, has that much new to read.
+	if keep := max(0, rw.r.Longest()-1); len(rw.buf) > max(64<<10+keep, rw.kept+64<<10) {
 		cut := rw.r.SafeCut(string(rw.buf), len(rw.buf)-keep)
 		err := rw.out(rw.r.Replace(string(rw.buf[:cut])))
 		rw.buf = append(rw.buf[:0], rw.buf[cut:]...)
+		rw.kept = len(rw.buf)
 		return len(p), err
 	}
 	return len(p), nil
