@@ -59,11 +59,11 @@ test-netns: build ## every unit test plus the integration tests on network-names
 	home=$$(mktemp -d /tmp/rlab-test-home.XXXXXX) && \
 	gocache=$$($(GO) env GOCACHE) && gomodcache=$$($(GO) env GOMODCACHE) && gopath=$$($(GO) env GOPATH) && \
 	HOME=$$home GOCACHE=$$gocache GOMODCACHE=$$gomodcache GOPATH=$$gopath \
-	RLAB_NETNS=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 20m ./...; \
+	RLAB_NETNS=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab ./testdata/test-summary.sh $(GO) test -count=1 -p 1 -timeout 20m ./...; \
 	rc=$$?; rm -rf "$$home"; exit $$rc
 
 test-vm: build ## real Soft-RoCE end to end in two QEMU VMs (root; builds the image once)
-	RLAB_VM_E2E=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab $(GO) test -count=1 -p 1 -timeout 40m -run 'E2E' -v ./agent/e2e/... ./engine/vm/...
+	RLAB_VM_E2E=1 RLAB_BIN=$(CURDIR)/$(BIN)/rlab ./testdata/test-summary.sh $(GO) test -count=1 -p 1 -timeout 40m -run 'E2E' -v ./agent/e2e/... ./engine/vm/...
 
 fuzz-smoke: agent ## run every fuzz target briefly (the lab parser for 60 s)
 	./testdata/fuzz-smoke.sh

@@ -57,15 +57,18 @@ while read -r pkg dir files; do
     # The flags go test -fuzz gives the binary (its default -timeout too).
     if ! (cd "$dir" && "$bin" -test.paniconexit0 -test.timeout=10m0s -test.run='^$' -test.fuzz="^${f}\$" \
       -test.fuzztime="$t" -test.fuzzminimizetime=5s -test.fuzzcachedir="$cache/$pkg") >"$out" 2>&1; then
-      cat "$out"
       # The fuzz engine sometimes reports its own deadline ("context deadline
       # exceeded") when -fuzztime ends mid-input on a loaded machine (a race
       # in its coordinator, go.dev/issue/75804, fixed in Go 1.27; this module
       # is on 1.26; seen here at 90 s as at 5 s); a
       # real finding always writes its failing input. Anything else fails.
       if grep -q "Failing input written to\|panic:" "$out" || ! grep -q "context deadline exceeded" "$out"; then
+        cat "$out"
         exit 1
       fi
+      # Not a finding: its "--- FAIL:" line is renamed, so what reads the log
+      # for failed tests (CI's summary) does not list a target that passed.
+      sed 's/^--- FAIL: /--- fuzz engine deadline, not a failure: /' "$out"
       echo "fuzz $pkg $f: the engine's own deadline at the end of -fuzztime, no failing input: not a finding"
     fi
   done
