@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,7 +69,7 @@ func TestE2EAgentDisk(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
 			keepOnFailure(t, out)
-			cmd := exec.CommandContext(ctx, bin, "run", "--out", out, labFile)
+			cmd := rlabCommand(ctx, t, rlabLimit, bin, "run", "--out", out, labFile)
 			cmd.Env = append(os.Environ(), RestoreEnv+"="+tt.restore, AgentDiskEnv+"="+tt.disk)
 			t0 := time.Now()
 			b, err := cmd.CombinedOutput()

@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ func TestE2EClassVMs(t *testing.T) {
 	root := e2eImage(ctx, t)
 	out := filepath.Join(t.TempDir(), "run")
 	keepOnFailure(t, out)
-	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, "-var", `students=["ana","bo"]`, filepath.Join("labs", "class-vms.hcl"))
+	cmd := rlabCommand(ctx, t, rlabLimit, bin, "run", "--out", out, "-var", `students=["ana","bo"]`, filepath.Join("labs", "class-vms.hcl"))
 	cmd.Dir = root
 	// The four VMs are restored from a saved guest (RLAB_VM_RESTORE=1; the
 	// snapshot TestE2ERestore builds fits them): four TCG boots at once on

@@ -133,7 +133,7 @@ workload "ud_iwarp" {
 				args = append(args, "-var", v)
 			}
 			t0 := time.Now()
-			cmd := exec.CommandContext(ctx, bin, append(args, labFile)...)
+			cmd := rlabCommand(ctx, t, rlabLimit, bin, append(args, labFile)...)
 			cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 			b, err := cmd.CombinedOutput()
 			t.Logf("rlab %s (%s):\n%s", strings.Join(args, " "), time.Since(t0).Round(time.Second), b)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,4 +181,59 @@ func keepOnFailure(t *testing.T, out string) {
 		}
 		t.Logf("the failed run's directory is kept in %s", dst)
 	})
+}
+
+// rlabLimit bounds one rlab command of a VM test: the longest seen in make
+// test-vm is about 4 minutes (a lab of several workloads under TCG).
+const rlabLimit = 10 * time.Minute
+
+// rlabCommand is exec.CommandContext for the rlab binary, bounded by limit
+// as well as ctx. A command past its end gets SIGQUIT first, so the Go
+// runtime prints every goroutine of the rlab that hung into its output,
+// which the test logs; SIGKILL follows 30 s later. A hang of rlab itself
+// then fails its test with the stack that shows where, instead of running
+// into go test's -timeout for the whole package (stop 35: a VM test hung
+// 22 minutes and the log held only the test binary's own goroutines).
+func rlabCommand(ctx context.Context, t *testing.T, limit time.Duration, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Cancel = func() error {
+		if ctx.Err() == context.DeadlineExceeded {
+			t.Logf("rlab %s: still running after %s: SIGQUIT for its goroutines", strings.Join(args, " "), limit)
+		}
+		return cmd.Process.Signal(syscall.SIGQUIT)
+	}
+	cmd.WaitDelay = 30 * time.Second
+	return cmd
+}
+
+// TestRlabCommandQuitsAHang: a command past rlabCommand's limit is sent
+// SIGQUIT, so a Go program's output ends with its goroutines (where it
+// hung), and it is gone well before ctx's own end. The hanging program is
+// this test binary itself, run as TestRlabCommandHangs; ctx alone would
+// end it only after 5 minutes, with SIGQUIT too, but no log line.
+func TestRlabCommandQuitsAHang(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := rlabCommand(ctx, t, 2*time.Second, os.Args[0], "-test.run=^TestRlabCommandHangs$")
+	cmd.Env = append(os.Environ(), "RLAB_TEST_HANG=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("a hanging command ended well: %s", out)
+	}
+	for _, want := range []string{"SIGQUIT", "goroutine ", "TestRlabCommandHangs"} { // the runtime's dump
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestRlabCommandHangs hangs when TestRlabCommandQuitsAHang runs it.
+func TestRlabCommandHangs(t *testing.T) {
+	if os.Getenv("RLAB_TEST_HANG") != "1" {
+		t.Skip("run by TestRlabCommandQuitsAHang")
+	}
+	select {}
 }

@@ -201,7 +201,7 @@ func testImpairInterrupt(ctx context.Context, t *testing.T, bin, root string, se
 		}
 
 		down := func(what string) string {
-			cmd := exec.CommandContext(ctx, bin, "down", out)
+			cmd := rlabCommand(ctx, t, rlabLimit, bin, "down", out)
 			cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 			b, err := cmd.CombinedOutput()
 			t.Logf("rlab down (%s): %v\n%s", what, err, b)

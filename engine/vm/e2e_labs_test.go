@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -193,7 +192,7 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 		args = append(args, "-var", v)
 	}
 	t0 := time.Now()
-	cmd := exec.CommandContext(ctx, bin, append(args, labFile)...)
+	cmd := rlabCommand(ctx, t, rlabLimit, bin, append(args, labFile)...)
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 	b, err := cmd.CombinedOutput()
 	t.Logf("rlab %s (%s):\n%s", strings.Join(append(args, "labs/"+el.name+".hcl"), " "), time.Since(t0).Round(time.Second), b)
@@ -208,7 +207,7 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 		keepOnFailure(t, out)
 		args[2] = out
 		t0 = time.Now()
-		cmd = exec.CommandContext(ctx, bin, append(args, labFile)...)
+		cmd = rlabCommand(ctx, t, rlabLimit, bin, append(args, labFile)...)
 		cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 		b, err = cmd.CombinedOutput()
 		t.Logf("rlab %s (%s):\n%s", strings.Join(append(args, "labs/"+el.name+".hcl"), " "), time.Since(t0).Round(time.Second), b)
@@ -251,7 +250,7 @@ func runExampleLab(ctx context.Context, t *testing.T, bin, root string, set *Set
 // jump through the server's data address carries, is no workload's.
 func checkConnectionsNamed(ctx context.Context, t *testing.T, bin, out string) {
 	t.Helper()
-	b, err := exec.CommandContext(ctx, bin, "pcap", "--json", out).Output()
+	b, err := rlabCommand(ctx, t, rlabLimit, bin, "pcap", "--json", out).Output()
 	if err != nil {
 		t.Errorf("rlab pcap --json %s: %v", out, err)
 		return

@@ -52,7 +52,7 @@ workload "next" {
 	}
 	out := filepath.Join(dir, "run")
 	defer cli.run(context.WithoutCancel(ctx), time.Minute, "ip", "link", "set", "eth1", "up")
-	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, labFile)
+	cmd := rlabCommand(ctx, t, 5*time.Minute, bin, "run", "--out", out, labFile)
 	var outBuf strings.Builder
 	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
 	if err := cmd.Start(); err != nil {

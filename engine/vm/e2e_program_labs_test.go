@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -47,7 +46,7 @@ func TestE2EProgramLabs(t *testing.T) {
 				args = append(args, "-var", v)
 			}
 			args = append(args, filepath.Join("labs", "programs", tc.lab+".hcl"))
-			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd := rlabCommand(ctx, t, rlabLimit, bin, args...)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), RestoreEnv+"=1", "SSH_AUTH_SOCK=")
 			t0 := time.Now()
@@ -98,7 +97,7 @@ func TestE2EProgramLabs(t *testing.T) {
 				t.Logf("bulk WRITE %.2f MiB/s", got["mibps"])
 			}
 			if tc.lab == "write-read" {
-				pc := exec.CommandContext(ctx, bin, "pcap", out)
+				pc := rlabCommand(ctx, t, rlabLimit, bin, "pcap", out)
 				pb, err := pc.CombinedOutput()
 				t.Logf("rlab pcap:\n%s", pb)
 				if err != nil {

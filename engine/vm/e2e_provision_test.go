@@ -113,7 +113,7 @@ func TestE2EProvision(t *testing.T) {
 	}
 	rlab := func(t *testing.T, args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd := rlabCommand(ctx, t, rlabLimit, bin, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 		var stderr strings.Builder

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -137,7 +136,7 @@ func runOnRing(ctx context.Context, t *testing.T, bin string, set *Set, name str
 	for _, v := range vars {
 		args = append(args, "-var", v)
 	}
-	cmd := exec.CommandContext(ctx, bin, append(args, labFile)...)
+	cmd := rlabCommand(ctx, t, rlabLimit, bin, append(args, labFile)...)
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 	b, err := cmd.CombinedOutput()
 	t.Logf("rlab run labs/%s.hcl in %s:\n%s", name, time.Since(t0).Round(time.Second), b)

@@ -74,7 +74,7 @@ func TestE2ERlabRun(t *testing.T) {
 		t.Run(tt.lab, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
 			keepOnFailure(t, out)
-			cmd := exec.CommandContext(ctx, bin, "run", "--out", out, filepath.Join("labs", tt.lab+".hcl"))
+			cmd := rlabCommand(ctx, t, rlabLimit, bin, "run", "--out", out, filepath.Join("labs", tt.lab+".hcl"))
 			cmd.Dir = root
 			b, err := cmd.CombinedOutput()
 			t.Logf("rlab run labs/%s.hcl:\n%s", tt.lab, b)

@@ -504,7 +504,7 @@ workload "write_lat" {
 	}
 	out := filepath.Join(dir, "run")
 	keepOnFailure(t, out)
-	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, labFile)
+	cmd := rlabCommand(ctx, t, rlabLimit, bin, "run", "--out", out, labFile)
 	// RLAB_VM_TOP=1: sample the guests' busiest processes during the run,
 	// to see what besides the tool takes the guests' one vCPU.
 	stopTop := make(chan struct{})

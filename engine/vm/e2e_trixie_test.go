@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,7 +84,7 @@ func TestE2ETrixieWriteImm(t *testing.T) {
 	}
 	out := filepath.Join(dir, "run")
 	keepOnFailure(t, out)
-	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, labPath)
+	cmd := rlabCommand(ctx, t, rlabLimit, bin, "run", "--out", out, labPath)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
 	t1 := time.Now()
@@ -96,7 +95,7 @@ func TestE2ETrixieWriteImm(t *testing.T) {
 		t.Fatalf("rlab run: %v", err)
 	}
 	checkResults(t, out)
-	pb, err := exec.CommandContext(ctx, bin, "pcap", "--json", out).Output()
+	pb, err := rlabCommand(ctx, t, rlabLimit, bin, "pcap", "--json", out).Output()
 	if err != nil {
 		t.Fatalf("rlab pcap --json: %v\n%s", err, pb)
 	}
