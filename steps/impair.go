@@ -81,6 +81,9 @@ func (s *Impair) Undo(ctx context.Context, env *Env) error {
 	s.removed = true
 	e := s.effect()
 	e.Undone, e.Detail = true, fmt.Sprintf("removed, root qdisc now %s %s", res.Qdisc, res.Handle)
+	if res.GSO != "" {
+		e.Detail += ", " + res.GSO
+	}
 	if s.Result != nil {
 		e.Detail = appliedDetail(s.Result) + "; " + e.Detail
 	}
@@ -97,5 +100,9 @@ func (s *Impair) Applied() *proto.ImpairResult {
 // appliedDetail is the root qdisc as the agent read it back after applying,
 // e.g. "applied netem 524c: loss 1%".
 func appliedDetail(r *proto.ImpairResult) string {
-	return fmt.Sprintf("applied %s %s %s", r.Qdisc, r.Handle, r.Netem)
+	d := fmt.Sprintf("applied %s %s %s", r.Qdisc, r.Handle, r.Netem)
+	if r.GSO != "" {
+		d += "; " + r.GSO
+	}
+	return d
 }

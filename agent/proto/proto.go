@@ -743,6 +743,11 @@ type ImpairResult struct {
 	Handle  string `json:"handle"`            // e.g. "5241:"
 	Netem   string `json:"netem,omitempty"`   // netem's parameters as read back, tc's words
 	Removed bool   `json:"removed,omitempty"` // impair.remove: a netem of rlab's was deleted
+	// GSO says what the call did to the netdev's gso_max_segs, when it did
+	// or could not: 1 while a netem that decides per packet is in force, so
+	// it decides per packet and not per GSO burst; the netdev's own value
+	// again at removal (empty: nothing to say).
+	GSO string `json:"gso,omitempty"`
 }
 
 // MethodProvision installs packages with the host's own package manager:

@@ -32,15 +32,31 @@ import (
 //   - removes only a netem under its own handle, which gives the netdev its
 //     kernel default qdisc back;
 //   - removes every netem it set when its controller releases it or goes
-//     away (cleanup), as it deletes its rxe devices.
+//     away (cleanup), as it deletes its rxe devices;
+//   - while a netem that drops, duplicates, corrupts or reorders packets is
+//     in force, sends each packet on its own (gso_max_segs 1) and gives
+//     the netdev its own gso_max_segs back with the netem's removal.
+//
+// netem acts on what the stack hands the qdisc, and with GSO a TCP sender
+// hands it bursts of up to 64 KiB as one skb: "loss 1%" then drops 1 % of
+// the bursts, far fewer than 1 % of the packets, while rxe's UDP packets
+// (no GSO) lose 1 % each. Measured in make test-vm's lossy lab: 7.8 MB of
+// TCP at "1 %" lost not one packet in one run (tcpi_total_retrans 0), and
+// 68–284 resent segments in others, a handful of bursts each. netem's
+// own segmentation of GSO skbs happens only for corrupt
+// (linux net/sched/sch_netem.c). gso_max_segs is read by a socket when it
+// connects, so it is set before the point's workload starts, as the impair
+// step is.
 
 // impairHandle is the handle of rlab's netem root qdisc ("524c:", "RL").
 var impairHandle = netlink.MakeHandle(0x524c, 0)
 
-// impairs is what netem this agent set: netdev -> impair id.
+// impairs is what netem this agent set: netdev -> impair id, and the
+// gso_max_segs each netdev had when this agent first put a netem on it.
 type impairs struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu  sync.Mutex
+	m   map[string]string
+	gso map[string]uint32
 }
 
 func (s *Server) impairApply(ctx context.Context, c *call, params json.RawMessage) (any, error) {
@@ -64,17 +80,21 @@ func (s *Server) impairApply(ctx context.Context, c *call, params json.RawMessag
 			return nil, err
 		}
 	}
-	res, err := applyNetem(&netlink.Handle{}, p)
+	s.imp.mu.Lock()
+	own := s.imp.gso[p.Netdev]
+	s.imp.mu.Unlock()
+	res, own, err := applyNetem(&netlink.Handle{}, p, own)
 	if err != nil {
 		return nil, err
 	}
 	s.imp.mu.Lock()
 	if s.imp.m == nil {
-		s.imp.m = map[string]string{}
+		s.imp.m, s.imp.gso = map[string]string{}, map[string]uint32{}
 	}
 	s.imp.m[p.Netdev] = p.ID
+	s.imp.gso[p.Netdev] = own
 	s.imp.mu.Unlock()
-	s.log.Info("impair applied", "id", p.ID, "netdev", p.Netdev, "netem", res.Netem)
+	s.log.Info("impair applied", "id", p.ID, "netdev", p.Netdev, "netem", res.Netem, "gso", res.GSO)
 	return res, nil
 }
 
@@ -83,12 +103,16 @@ func (s *Server) impairRemove(ctx context.Context, c *call, params json.RawMessa
 	if err := decode(proto.MethodImpairRemove, params, &p); err != nil {
 		return nil, err
 	}
-	res, err := removeNetem(&netlink.Handle{}, p.Netdev)
+	s.imp.mu.Lock()
+	was := s.imp.gso[p.Netdev]
+	s.imp.mu.Unlock()
+	res, err := removeNetem(&netlink.Handle{}, p.Netdev, was)
 	if err != nil {
 		return nil, err
 	}
 	s.imp.mu.Lock()
 	delete(s.imp.m, p.Netdev)
+	delete(s.imp.gso, p.Netdev)
 	s.imp.mu.Unlock()
 	return res, nil
 }
@@ -104,12 +128,16 @@ func (s *Server) removeImpairs() (removed, errs []string) {
 	s.imp.mu.Unlock()
 	sort.Strings(netdevs)
 	for _, nd := range netdevs {
-		if _, err := removeNetem(&netlink.Handle{}, nd); err != nil {
+		s.imp.mu.Lock()
+		was := s.imp.gso[nd]
+		s.imp.mu.Unlock()
+		if _, err := removeNetem(&netlink.Handle{}, nd, was); err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
 		s.imp.mu.Lock()
 		delete(s.imp.m, nd)
+		delete(s.imp.gso, nd)
 		s.imp.mu.Unlock()
 		removed = append(removed, nd)
 	}
@@ -215,34 +243,105 @@ func netlinkErr(what string, err error) error {
 }
 
 // applyNetem puts netem with p's parameters as link's root qdisc, unless a
-// root qdisc rlab did not set is there.
-func applyNetem(h *netlink.Handle, p proto.ImpairParams) (*proto.ImpairResult, error) {
+// root qdisc rlab did not set is there. own is the netdev's gso_max_segs
+// as this agent first found it (0: not yet touched); the value to give
+// back at removal is returned with the result (setGSO).
+func applyNetem(h *netlink.Handle, p proto.ImpairParams, own uint32) (*proto.ImpairResult, uint32, error) {
+	was := own
 	if err := checkImpairParams(p); err != nil {
-		return nil, err
+		return nil, was, err
 	}
 	what := fmt.Sprintf("impair %s: netem on %s", p.ID, p.Netdev)
 	link, err := h.LinkByName(p.Netdev)
 	if err != nil {
-		return nil, perr(proto.CodeNotFound, "%s: netdev %s: %v", what, p.Netdev, err)
+		return nil, was, perr(proto.CodeNotFound, "%s: netdev %s: %v", what, p.Netdev, err)
 	}
 	root, err := rootQdisc(h, link)
 	if err != nil {
-		return nil, netlinkErr(what+": list qdiscs", err)
+		return nil, was, netlinkErr(what+": list qdiscs", err)
 	}
 	if root != nil && root.Attrs().Handle != 0 && root.Attrs().Handle != impairHandle {
-		return nil, perr(proto.CodeQdiscBusy, "%s: netdev %s already has a root qdisc %s %s that rlab did not set; rlab does not replace it. Remove it (tc qdisc del dev %s root) or impair another netdev",
+		return nil, was, perr(proto.CodeQdiscBusy, "%s: netdev %s already has a root qdisc %s %s that rlab did not set; rlab does not replace it. Remove it (tc qdisc del dev %s root) or impair another netdev",
 			what, p.Netdev, root.Type(), handleText(root.Attrs().Handle), p.Netdev)
 	}
 	q := netlink.NewNetem(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: impairHandle, Parent: netlink.HANDLE_ROOT}, netemAttrs(p))
 	if err := h.QdiscReplace(q); err != nil {
-		return nil, netlinkErr(what, err)
+		return nil, was, netlinkErr(what, err)
 	}
-	return readRoot(h, link, p.Netdev)
+	ours := root != nil && root.Attrs().Handle == impairHandle
+	gso, was := setGSO(h, link, perPacket(p), ours, own)
+	res, err := readRoot(h, link, p.Netdev)
+	if err != nil {
+		return nil, was, err
+	}
+	res.GSO = gso
+	return res, was, nil
+}
+
+// perPacket reports whether p has netem decide packet by packet (loss,
+// duplicate, corrupt, reorder), which GSO bursts would make per burst.
+func perPacket(p proto.ImpairParams) bool {
+	return p.Loss > 0 || p.Duplicate > 0 || p.Corrupt > 0 || p.Reorder > 0
+}
+
+// setGSO gives link gso_max_segs 1 while a per-packet netem is in force,
+// and its own value back when the next netem is not per-packet. ours: the
+// netem replaced was rlab's; own: the netdev's own value as this agent
+// first found it (0: this agent has not touched the netdev yet). It
+// returns what to say of GSO in the result and the netdev's own value, to
+// give back at removal. A kernel that will not set it (older ones set
+// gso_max_segs only when a link is made) keeps GSO, and the result says
+// so: the loss is then per burst.
+func setGSO(h *netlink.Handle, link netlink.Link, perPacket, ours bool, own uint32) (string, uint32) {
+	cur := link.Attrs().GSOMaxSegs
+	if own == 0 {
+		own = cur
+		if ours && cur == 1 {
+			// rlab's netem, left by an agent that is gone, lowered it:
+			// the netdev's own value is the kernel's default.
+			own = defaultGSOSegs(link)
+		}
+	}
+	lowered := fmt.Sprintf("gso_max_segs 1 (was %d): each packet on its own while netem decides per packet", own)
+	if own == 1 {
+		lowered = "gso_max_segs 1 (the netdev's own)"
+	}
+	want := own
+	if perPacket {
+		want = 1
+	}
+	if cur == want {
+		if perPacket {
+			return lowered, own
+		}
+		return "", own
+	}
+	if err := h.LinkSetGSOMaxSegs(link, int(want)); err != nil {
+		if perPacket {
+			return fmt.Sprintf("gso_max_segs %d kept (the kernel refused 1: %v): netem decides per GSO burst of up to %d packets, not per packet", cur, err, cur), own
+		}
+		return fmt.Sprintf("gso_max_segs %d: give back %d: %v", cur, own, err), own
+	}
+	if perPacket {
+		return lowered, own
+	}
+	return fmt.Sprintf("gso_max_segs %d again", own), own
+}
+
+// defaultGSOSegs is the gso_max_segs a netdev has from the kernel: 65535
+// (GSO_MAX_SEGS), or its driver's lower TSO limit.
+func defaultGSOSegs(link netlink.Link) uint32 {
+	if t := link.Attrs().TSOMaxSegs; t > 0 && t < 65535 {
+		return t
+	}
+	return 65535
 }
 
 // removeNetem deletes link's root qdisc if it is rlab's netem; anything
-// else is left alone (Removed false).
-func removeNetem(h *netlink.Handle, netdev string) (*proto.ImpairResult, error) {
+// else is left alone (Removed false). With it, the netdev gets back its own
+// gso_max_segs, was (0: unknown to this agent; a netem of rlab's left by an
+// agent that is gone, with gso_max_segs 1, gives the kernel's default).
+func removeNetem(h *netlink.Handle, netdev string, was uint32) (*proto.ImpairResult, error) {
 	what := fmt.Sprintf("remove impairment from %s", netdev)
 	link, err := h.LinkByName(netdev)
 	if err != nil {
@@ -262,12 +361,22 @@ func removeNetem(h *netlink.Handle, netdev string) (*proto.ImpairResult, error) 
 			return nil, netlinkErr(what, err)
 		}
 		removed = true
+		if was == 0 && link.Attrs().GSOMaxSegs == 1 {
+			was = defaultGSOSegs(link)
+		}
+	}
+	gso := ""
+	if was != 0 && link.Attrs().GSOMaxSegs != was {
+		if err := h.LinkSetGSOMaxSegs(link, int(was)); err != nil {
+			return nil, netlinkErr(fmt.Sprintf("%s: give gso_max_segs %d back", what, was), err)
+		}
+		gso = fmt.Sprintf("gso_max_segs %d again", was)
 	}
 	res, err := readRoot(h, link, netdev)
 	if err != nil {
 		return nil, err
 	}
-	res.Removed = removed
+	res.Removed, res.GSO = removed, gso
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -99,21 +100,22 @@ func TestImpairNetlink(t *testing.T) {
 	if err := h.QdiscAdd(htb); err != nil {
 		t.Fatalf("add htb: %v", err)
 	}
-	_, err := applyNetem(h, proto.ImpairParams{ID: "x", Netdev: "veth1", Loss: 1})
+	_, _, err := applyNetem(h, proto.ImpairParams{ID: "x", Netdev: "veth1", Loss: 1}, 0)
 	if code(err) != proto.CodeQdiscBusy || !strings.Contains(err.Error(), "root qdisc htb 1:") || !strings.Contains(err.Error(), "rlab does not replace it") {
 		t.Errorf("apply over htb: %v, want %s naming htb 1:", err, proto.CodeQdiscBusy)
 	}
 	if got := rootOf(t, h, "veth1"); got != "htb 1:" {
 		t.Errorf("veth1 root after a refused apply = %q, want htb 1: untouched", got)
 	}
-	res, err := removeNetem(h, "veth1")
+	res, err := removeNetem(h, "veth1", 0)
 	if err != nil || res.Removed || rootOf(t, h, "veth1") != "htb 1:" {
 		t.Errorf("remove on htb = %+v, %v; root %q: want nothing removed", res, err, rootOf(t, h, "veth1"))
 	}
 
 	// veth0: the kernel's default qdisc.
 	before := rootOf(t, h, "veth0")
-	res, err = applyNetem(h, proto.ImpairParams{ID: `loss["1"]`, Netdev: "veth0", Loss: 1, DelayUs: 2000})
+	gsoBefore := gsoSegs(t, h, "veth0")
+	res, own, err := applyNetem(h, proto.ImpairParams{ID: `loss["1"]`, Netdev: "veth0", Loss: 1, DelayUs: 2000}, 0)
 	if err != nil {
 		if code(err) != proto.CodeUnsupported || !strings.Contains(err.Error(), "sch_netem") {
 			t.Fatalf("apply on a kernel without netem: %v, want %s naming sch_netem", err, proto.CodeUnsupported)
@@ -122,18 +124,94 @@ func TestImpairNetlink(t *testing.T) {
 		if got := rootOf(t, h, "veth0"); got != before {
 			t.Errorf("veth0 root after a failed apply = %q, want %q", got, before)
 		}
+		if got := gsoSegs(t, h, "veth0"); got != gsoBefore {
+			t.Errorf("veth0 gso_max_segs after a failed apply = %d, want %d", got, gsoBefore)
+		}
 		return
 	}
 	if res.Qdisc != "netem" || res.Handle != "524c:" || !strings.Contains(res.Netem, "loss 1%") {
 		t.Errorf("apply read back %+v, want netem 524c: with loss 1%%", res)
 	}
-	// A sweep's next point replaces rlab's own netem.
-	if res, err = applyNetem(h, proto.ImpairParams{ID: `loss["5"]`, Netdev: "veth0", Loss: 5}); err != nil || !strings.Contains(res.Netem, "loss 5%") {
-		t.Errorf("re-apply: %+v, %v", res, err)
+	if got := gsoSegs(t, h, "veth0"); got != 1 || own != gsoBefore {
+		t.Errorf("under loss: gso_max_segs %d, own %d; want 1, own %d", got, own, gsoBefore)
 	}
-	res, err = removeNetem(h, "veth0")
+	// A sweep's next point replaces rlab's own netem.
+	if res, own, err = applyNetem(h, proto.ImpairParams{ID: `loss["5"]`, Netdev: "veth0", Loss: 5}, own); err != nil || !strings.Contains(res.Netem, "loss 5%") || own != gsoBefore {
+		t.Errorf("re-apply: %+v, own %d, %v", res, own, err)
+	}
+	res, err = removeNetem(h, "veth0", own)
 	if err != nil || !res.Removed || res.Qdisc == "netem" {
 		t.Errorf("remove = %+v, %v; want removed, default qdisc back", res, err)
+	}
+	if got := gsoSegs(t, h, "veth0"); got != gsoBefore {
+		t.Errorf("after remove: gso_max_segs %d, want %d back", got, gsoBefore)
+	}
+}
+
+func gsoSegs(t *testing.T, h *netlink.Handle, netdev string) uint32 {
+	t.Helper()
+	l, err := h.LinkByName(netdev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Attrs().GSOMaxSegs
+}
+
+// TestGSOPerPacket: while a netem that decides per packet (loss,
+// duplicate, corrupt, reorder) is in force the netdev sends each packet on
+// its own (gso_max_segs 1), so "loss 1%" is 1 % of packets and not of GSO
+// bursts; a delay-only netem and the removal give the netdev its own value
+// back. Real netlink on a veth pair (this machine's kernel has no netem,
+// so setGSO and removeNetem's give-back are driven directly; the VM bed's
+// lossy lab runs them with netem).
+func TestGSOPerPacket(t *testing.T) {
+	h := netnsHandle(t)
+	link := func() netlink.Link {
+		l, err := h.LinkByName("veth0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	own0 := gsoSegs(t, h, "veth0")
+	if own0 <= 1 {
+		t.Skipf("veth0 has gso_max_segs %d: nothing to lower", own0)
+	}
+	for _, tt := range []struct {
+		name      string
+		perPacket bool
+		want      uint32
+		say       string
+	}{
+		{"loss", true, 1, fmt.Sprintf("gso_max_segs 1 (was %d)", own0)},
+		{"loss again (a sweep's next point)", true, 1, fmt.Sprintf("gso_max_segs 1 (was %d)", own0)},
+		{"delay only", false, own0, fmt.Sprintf("gso_max_segs %d again", own0)},
+		{"delay only again", false, own0, ""},
+		{"corrupt", true, 1, "gso_max_segs 1"},
+	} {
+		say, own := setGSO(h, link(), tt.perPacket, true, own0)
+		if got := gsoSegs(t, h, "veth0"); got != tt.want || own != own0 {
+			t.Errorf("%s: gso_max_segs %d, own %d; want %d, own %d", tt.name, got, own, tt.want, own0)
+		}
+		if tt.say == "" && say != "" || !strings.HasPrefix(say, tt.say) {
+			t.Errorf("%s: says %q, want %q", tt.name, say, tt.say)
+		}
+	}
+	// No netem to remove (this kernel's), but the netdev's own value
+	// comes back all the same.
+	res, err := removeNetem(h, "veth0", own0)
+	if err != nil || res.GSO != fmt.Sprintf("gso_max_segs %d again", own0) {
+		t.Errorf("remove = %+v, %v", res, err)
+	}
+	if got := gsoSegs(t, h, "veth0"); got != own0 {
+		t.Errorf("after remove: gso_max_segs %d, want %d", got, own0)
+	}
+	// A netdev this agent never lowered is left as it is.
+	if err := h.LinkSetGSOMaxSegs(link(), 7); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := removeNetem(h, "veth0", 0); err != nil || res.GSO != "" || gsoSegs(t, h, "veth0") != 7 {
+		t.Errorf("remove on a netdev never lowered: %+v, %v, gso_max_segs %d; want 7 untouched", res, err, gsoSegs(t, h, "veth0"))
 	}
 }
 
@@ -145,7 +223,7 @@ func TestImpairParamsRefused(t *testing.T) {
 		{Netdev: "eth1", JitterUs: 10},
 		{Netdev: "eth1", Reorder: 10},
 	} {
-		if _, err := applyNetem(&netlink.Handle{}, p); code(err) != proto.CodeBadRequest {
+		if _, _, err := applyNetem(&netlink.Handle{}, p, 0); code(err) != proto.CodeBadRequest {
 			t.Errorf("applyNetem(%+v) = %v, want %s", p, err, proto.CodeBadRequest)
 		}
 	}
