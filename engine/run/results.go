@@ -25,12 +25,14 @@ import (
 // writeResults writes results.json, summary.md and junit.xml.
 func (r *runner) writeResults(res *Result) error {
 	fin := r.opts.Now()
+	red := newRedactor(r.lab.Sensitive)
+	// The description is an expression of the lab's: "… ${var.token}"
+	// went raw to results.json, summary.md, report.html and rlab show.
 	doc := &results.Run{
-		Lab: r.lab.Name, Description: r.lab.Description, ID: filepath.Base(r.dir),
+		Lab: r.lab.Name, Description: red.Replace(r.lab.Description), ID: filepath.Base(r.dir),
 		Started: r.started.UTC(), Finished: fin.UTC(), Duration: fin.Sub(r.started).Seconds(),
 		Status: statusText(res.Code), Check: r.plan.Check,
 	}
-	red := newRedactor(r.lab.Sensitive)
 	if res.Err != nil {
 		doc.Error = red.Replace(res.Err.Error())
 	}
