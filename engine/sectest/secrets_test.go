@@ -87,6 +87,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// match it as written in every encoding. The canary part is what is
 	// searched for, so a value escaped in any way is still found.
 	tokenID := canary("TOKEN")
+	defaultID := canary("DEFAULT")
 	token := tokenID + `<a&b>"c\d'e` + "\tf\x1b"
 	sockDir := filepath.Join(t.TempDir(), canary("SOCKDIR"))
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
@@ -116,11 +117,18 @@ variable "token" {
   type      = string
   sensitive = true
 }
+# A sensitive default is the lab's own text: lab/ and the report's copy of
+# the lab's files held it raw (attack round 12), the README says redacted.
+variable "pw" {
+  type      = string
+  sensitive = true
+  default   = "` + defaultID + `"
+}
 ` + hostBlock + `
 workload "use_token" {
   tool    = "exec"
   host    = host.a
-  command = ["true", "--token", var.token]
+  command = ["true", "--token", var.token, "--pw", var.pw]
 }
 workload "fail_with_token" {
   tool    = "exec"
@@ -137,7 +145,7 @@ workload "echo_token" {
 }
 `
 	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"token": token}})
-	secrets := map[string]string{"passphrase": passphrase, "sensitive -var": tokenID, "agent socket": sock, "socket folder": filepath.Base(sockDir), "private key": keyLine}
+	secrets := map[string]string{"passphrase": passphrase, "sensitive -var": tokenID, "sensitive default": defaultID, "agent socket": sock, "socket folder": filepath.Base(sockDir), "private key": keyLine}
 
 	var logBuf bytes.Buffer
 	var evMu sync.Mutex
