@@ -281,3 +281,62 @@ workload "long" {
 		t.Errorf("agent.log masks the value %d times, want the argv's 6,000 (is the started line logged?)", n)
 	}
 }
+
+// TestSecretsNeverLeakCutTail: a failed workload's error quotes the last
+// 2,000 bytes of its stderr (a build error each line up to 512 bytes), and
+// a sensitive value the cut fell inside kept its last part, which the
+// run's redactor, given the cut text, no longer matched (found in attack
+// round 12: `curl -v` printing a token, then 2 KB more, and failing, left
+// the token's end in results.json, events.jsonl, junit.xml, summary.md,
+// report.html and the run's error). The tails are masked before anything
+// cuts them.
+func TestSecretsNeverLeakCutTail(t *testing.T) {
+	tokenID := canary("TOKEN")
+	end := tokenID[len(tokenID)-12:] // what the cut kept: the random hex
+	a := startHost(t, "a", nil)
+	src := `lab "secrets" {}
+variable "token" {
+  type      = string
+  sensitive = true
+}
+` + a.hcl() + `
+workload "cut" {
+  tool    = "exec"
+  host    = host.a
+  command = ["sh", "-c", "printf 'auth failed for %s' \"$1\" >&2; head -c 1988 /dev/zero | tr '\\0' y >&2; exit 3", "x", var.token]
+}
+`
+	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"token": tokenID}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res := runLab(ctx, t, l, run.Options{
+		Connector: connector(t, sshx.Options{}),
+		Out:       filepath.Join(t.TempDir(), "run"),
+	})
+	if res.Code != run.ExitFailed || res.Err == nil {
+		t.Fatalf("code %d, want 1 (the workload fails on purpose): %v", res.Code, res.Err)
+	}
+	if err := report.Render(res.Dir); err != nil {
+		t.Fatalf("render report: %v", err)
+	}
+	texts := map[string][]byte{"run error": []byte(res.Err.Error())}
+	for _, o := range res.Outcomes {
+		texts["status line of "+o.Workload] = []byte(o.Error)
+	}
+	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(res.Dir, p)
+			texts[rel] = b
+		}
+		return nil
+	})
+	if !strings.Contains(res.Err.Error(), "yyyy") {
+		t.Errorf("the run's error does not quote the stderr's tail: %v", res.Err)
+	}
+	for name, b := range texts {
+		if bytes.Contains(b, []byte(end)) {
+			t.Errorf("%s holds the sensitive value's last 12 bytes", name)
+		}
+	}
+}
