@@ -130,6 +130,17 @@ workload "use_token" {
   host    = host.a
   command = ["true", "--token", var.token, "--pw", var.pw]
 }
+workload "unit_with_token" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", "value=5"]
+  # A metric's unit is an expression too (attack round 12: it went to
+  # results.json, summary.md, junit.xml and report.html raw).
+  metric "value" {
+    pattern = "value=([0-9]+)"
+    unit    = "u${var.token}"
+  }
+}
 workload "fail_with_token" {
   tool    = "exec"
   host    = host.a
