@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -147,7 +148,32 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 	p.Done(host, hd)
 	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Undone: true}) // the argv journaled at its start stays
 	madeLogs(env, host, &res)
+	maskOutputs(env, &res)
 	return &res, nil
+}
+
+// maskOutputs masks the sensitive values in a process's output tails as its
+// pulled files are masked (Env.Mask), before anything cuts them: an error
+// quotes the last 2,000 bytes of stderr (ProcError), a build error each
+// line up to 512 bytes, and a value the cut fell inside kept its other
+// part, which the run's redactor, given the cut text later, did not match.
+func maskOutputs(env *Env, r *proto.ProcResult) {
+	if env.Mask == nil {
+		return
+	}
+	for _, s := range []*string{&r.Stdout, &r.Stderr} {
+		if *s == "" {
+			continue
+		}
+		var b strings.Builder
+		w := env.Mask("", &b)
+		if w == nil {
+			return
+		}
+		io.WriteString(w, *s)
+		w.Close()
+		*s = b.String()
+	}
 }
 
 // madeLogs records a process's output files, as its result names them,
@@ -191,6 +217,7 @@ func stopProcWith(ctx context.Context, env *Env, p *Procs, host, hd string, para
 	res.Argv = p.ran(host, hd)
 	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Undone: true})
 	madeLogs(env, host, &res)
+	maskOutputs(env, &res)
 	return &res, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -57,9 +58,13 @@ the files it changed.
 					continue
 				}
 				unformatted++
-				fmt.Fprintln(cmd.OutOrStdout(), f)
+				// A course repository's file names and lines reach
+				// the terminal: escaped (an OSC in a comment set the
+				// window title, CSI 2J cleared the screen).
+				name := termsafe.Line(f)
+				fmt.Fprintln(cmd.OutOrStdout(), name)
 				if diff {
-					fmt.Fprint(cmd.OutOrStdout(), lab.UnifiedDiff(f, src, out))
+					fmt.Fprint(cmd.OutOrStdout(), termsafe.Block(lab.UnifiedDiff(name, src, out)))
 				}
 				if !check {
 					if err := writeSame(f, out); err != nil {

@@ -151,8 +151,30 @@ func (h *hostFlags) gather(ctx context.Context, l *lab.Lab, stderr io.Writer) ([
 		}
 		out = append(out, byName[host.Name])
 	}
+	// A host's error names how it was reached (user@address:port, the
+	// key file, the jump): a sensitive value there is redacted, as rlab
+	// run's status lines and the plan show it. facts, check and
+	// provision printed it raw (and provision.json kept it).
+	red := lab.Redactor(l.Sensitive)
+	for i := range out {
+		if e := out[i].Err; e != nil {
+			if msg := red.Replace(e.Error()); msg != e.Error() {
+				out[i].Err = &redactedError{msg: msg, err: e}
+			}
+		}
+	}
 	return out, st, nil
 }
+
+// redactedError is an error with the lab's sensitive values redacted from
+// its text; errors.As still finds what it wraps.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // hostBar shows connecting/shipping progress on a terminal only.
 type hostBar struct {

@@ -240,13 +240,24 @@ func TestPlaceHosts(t *testing.T) {
 
 func TestLoadRedactsSensitive(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "l.hcl")
-	src := "lab \"v\" {}\nvariable \"token\" {\n  type = string\n  sensitive = true\n}\nhost \"a\" { address = \"${var.token}.example.org\" }\n"
+	// The login user is the value too, and an rxe without become makes a
+	// warning that quotes it ("logs in as %q"): rlab graph printed it raw
+	// (attack round 12), while validate and plan redact their diagnostics.
+	src := "lab \"v\" {}\nvariable \"token\" {\n  type = string\n  sensitive = true\n}\nhost \"a\" {\n  address = \"${var.token}.example.org\"\n  user = var.token\n}\nrxe \"a\" {\n  host = host.a\n  netdev = \"eth1\"\n}\n"
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	g, diags, err := Load(file, lab.LoadOptions{Vars: map[string]string{"token": "s3cr3tZZ"}})
 	if err != nil {
 		t.Fatalf("%v: %v", err, diags)
+	}
+	if len(diags) == 0 {
+		t.Fatal("no warning: the lab no longer makes the one that quotes the login user")
+	}
+	for _, d := range diags {
+		if strings.Contains(d.Summary+d.Detail, "s3cr3tZZ") {
+			t.Errorf("a diagnostic shows the sensitive value: %s: %s", d.Summary, d.Detail)
+		}
 	}
 	var b bytes.Buffer
 	if err := WriteDOT(&b, g); err != nil {

@@ -25,12 +25,14 @@ import (
 // writeResults writes results.json, summary.md and junit.xml.
 func (r *runner) writeResults(res *Result) error {
 	fin := r.opts.Now()
+	red := newRedactor(r.lab.Sensitive)
+	// The description is an expression of the lab's: "… ${var.token}"
+	// went raw to results.json, summary.md, report.html and rlab show.
 	doc := &results.Run{
-		Lab: r.lab.Name, Description: r.lab.Description, ID: filepath.Base(r.dir),
+		Lab: r.lab.Name, Description: red.Replace(r.lab.Description), ID: filepath.Base(r.dir),
 		Started: r.started.UTC(), Finished: fin.UTC(), Duration: fin.Sub(r.started).Seconds(),
 		Status: statusText(res.Code), Check: r.plan.Check,
 	}
-	red := newRedactor(r.lab.Sensitive)
 	if res.Err != nil {
 		doc.Error = red.Replace(res.Err.Error())
 	}
@@ -107,6 +109,7 @@ func (r *runner) writeResults(res *Result) error {
 	if doc.Samples == nil {
 		doc.Samples = []results.Sample{}
 	}
+	redactSamples(red, doc.Samples)
 	doc.Artifacts = slices.Clone(r.artifacts)
 	slices.SortFunc(doc.Artifacts, func(a, b results.Artifact) int { return strings.Compare(a.Path, b.Path) })
 	doc.Platforms = platforms(doc, r.env.Facts)
@@ -150,6 +153,27 @@ func (r *runner) ownCaptures(n *workloadNode) []string {
 		}
 	}
 	return out
+}
+
+// redactSamples redacts what of a sample a lab's expression may have made:
+// a metric block's unit ("u${var.token}" went raw to results.json,
+// summary.md, junit.xml and report.html) and the texts of Meta.Extra. An
+// Extra map may be shared by samples: each gets its own.
+func redactSamples(red *lab.Replacer, samples []results.Sample) {
+	if red.Longest() == 0 {
+		return
+	}
+	for i := range samples {
+		s := &samples[i]
+		s.Unit = red.Replace(s.Unit)
+		if len(s.Meta.Extra) > 0 {
+			extra := make(map[string]string, len(s.Meta.Extra))
+			for k, v := range s.Meta.Extra {
+				extra[red.Replace(k)] = red.Replace(v)
+			}
+			s.Meta.Extra = extra
+		}
+	}
 }
 
 // redactAll is lines with the lab's sensitive values redacted.

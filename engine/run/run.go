@@ -446,6 +446,9 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// "The lab files as run (sensitive values redacted)": a sensitive
+	// default is the lab's own text, and the report shows these files.
+	red := newRedactor(l.Sensitive)
 	for _, n := range names {
 		rel := filepath.Base(n)
 		if l.Dir != "" {
@@ -457,7 +460,7 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
-		if err := os.WriteFile(p, l.Files[n], 0o600); err != nil {
+		if err := os.WriteFile(p, []byte(red.Replace(string(l.Files[n]))), 0o600); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
 	}

@@ -87,6 +87,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// match it as written in every encoding. The canary part is what is
 	// searched for, so a value escaped in any way is still found.
 	tokenID := canary("TOKEN")
+	defaultID := canary("DEFAULT")
 	token := tokenID + `<a&b>"c\d'e` + "\tf\x1b"
 	sockDir := filepath.Join(t.TempDir(), canary("SOCKDIR"))
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
@@ -107,16 +108,38 @@ func TestSecretsNeverLeak(t *testing.T) {
 	keyLine := pemLines[len(pemLines)/2]
 
 	hostBlock := strings.Replace(a.hcl(), a.srv.KeyFile, keyFile, 1)
-	src := `lab "secrets" {}
+	// The lab's description names the value too (attack round 12: it
+	// went to results.json, summary.md, report.html and rlab show raw).
+	src := `lab "secrets" {
+  description = "a lab that uses ${var.token}"
+}
 variable "token" {
   type      = string
   sensitive = true
+}
+# A sensitive default is the lab's own text: lab/ and the report's copy of
+# the lab's files held it raw (attack round 12), the README says redacted.
+variable "pw" {
+  type      = string
+  sensitive = true
+  default   = "` + defaultID + `"
 }
 ` + hostBlock + `
 workload "use_token" {
   tool    = "exec"
   host    = host.a
-  command = ["true", "--token", var.token]
+  command = ["true", "--token", var.token, "--pw", var.pw]
+}
+workload "unit_with_token" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", "value=5"]
+  # A metric's unit is an expression too (attack round 12: it went to
+  # results.json, summary.md, junit.xml and report.html raw).
+  metric "value" {
+    pattern = "value=([0-9]+)"
+    unit    = "u${var.token}"
+  }
 }
 workload "fail_with_token" {
   tool    = "exec"
@@ -133,7 +156,7 @@ workload "echo_token" {
 }
 `
 	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"token": token}})
-	secrets := map[string]string{"passphrase": passphrase, "sensitive -var": tokenID, "agent socket": sock, "socket folder": filepath.Base(sockDir), "private key": keyLine}
+	secrets := map[string]string{"passphrase": passphrase, "sensitive -var": tokenID, "sensitive default": defaultID, "agent socket": sock, "socket folder": filepath.Base(sockDir), "private key": keyLine}
 
 	var logBuf bytes.Buffer
 	var evMu sync.Mutex
@@ -267,5 +290,64 @@ workload "long" {
 	}
 	if n := bytes.Count(b, []byte("(sensitive)")); n < 6000 {
 		t.Errorf("agent.log masks the value %d times, want the argv's 6,000 (is the started line logged?)", n)
+	}
+}
+
+// TestSecretsNeverLeakCutTail: a failed workload's error quotes the last
+// 2,000 bytes of its stderr (a build error each line up to 512 bytes), and
+// a sensitive value the cut fell inside kept its last part, which the
+// run's redactor, given the cut text, no longer matched (found in attack
+// round 12: `curl -v` printing a token, then 2 KB more, and failing, left
+// the token's end in results.json, events.jsonl, junit.xml, summary.md,
+// report.html and the run's error). The tails are masked before anything
+// cuts them.
+func TestSecretsNeverLeakCutTail(t *testing.T) {
+	tokenID := canary("TOKEN")
+	end := tokenID[len(tokenID)-12:] // what the cut kept: the random hex
+	a := startHost(t, "a", nil)
+	src := `lab "secrets" {}
+variable "token" {
+  type      = string
+  sensitive = true
+}
+` + a.hcl() + `
+workload "cut" {
+  tool    = "exec"
+  host    = host.a
+  command = ["sh", "-c", "printf 'auth failed for %s' \"$1\" >&2; head -c 1988 /dev/zero | tr '\\0' y >&2; exit 3", "x", var.token]
+}
+`
+	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"token": tokenID}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res := runLab(ctx, t, l, run.Options{
+		Connector: connector(t, sshx.Options{}),
+		Out:       filepath.Join(t.TempDir(), "run"),
+	})
+	if res.Code != run.ExitFailed || res.Err == nil {
+		t.Fatalf("code %d, want 1 (the workload fails on purpose): %v", res.Code, res.Err)
+	}
+	if err := report.Render(res.Dir); err != nil {
+		t.Fatalf("render report: %v", err)
+	}
+	texts := map[string][]byte{"run error": []byte(res.Err.Error())}
+	for _, o := range res.Outcomes {
+		texts["status line of "+o.Workload] = []byte(o.Error)
+	}
+	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(res.Dir, p)
+			texts[rel] = b
+		}
+		return nil
+	})
+	if !strings.Contains(res.Err.Error(), "yyyy") {
+		t.Errorf("the run's error does not quote the stderr's tail: %v", res.Err)
+	}
+	for name, b := range texts {
+		if bytes.Contains(b, []byte(end)) {
+			t.Errorf("%s holds the sensitive value's last 12 bytes", name)
+		}
 	}
 }
