@@ -726,6 +726,10 @@ type ImpairParams struct {
 	Reorder   float64 `json:"reorder,omitempty"`
 	Corrupt   float64 `json:"corrupt,omitempty"`
 	RateBytes uint64  `json:"rate_bytes,omitempty"`
+	// PerPacket: the lab set loss, duplicate, reorder or corrupt, even to
+	// 0 %; the agent sends each packet on its own (gso_max_segs 1) while
+	// this netem is in force, as it does for any of them above 0.
+	PerPacket bool `json:"per_packet,omitempty"`
 }
 
 // ImpairRemoveParams name the netdev whose netem (set by rlab) to remove.

@@ -281,7 +281,7 @@ func applyNetem(h *netlink.Handle, p proto.ImpairParams, own uint32) (*proto.Imp
 // perPacket reports whether p has netem decide packet by packet (loss,
 // duplicate, corrupt, reorder), which GSO bursts would make per burst.
 func perPacket(p proto.ImpairParams) bool {
-	return p.Loss > 0 || p.Duplicate > 0 || p.Corrupt > 0 || p.Reorder > 0
+	return p.PerPacket || p.Loss > 0 || p.Duplicate > 0 || p.Corrupt > 0 || p.Reorder > 0
 }
 
 // setGSO gives link gso_max_segs 1 while a per-packet netem is in force,

@@ -35,6 +35,12 @@ type Netem struct {
 	Loss, Duplicate, Reorder, Corrupt float64
 	// RateBytes is the rate limit in bytes per second (tc's unit inside).
 	RateBytes uint64
+	// PerPacket: loss, duplicate, reorder or corrupt is set, even to 0 %.
+	// The agent then sends each packet on its own (gso_max_segs 1) so
+	// netem decides per packet, at every point of a sweep alike: a 0 %
+	// point with GSO and lossy points without it would compare more than
+	// the loss.
+	PerPacket bool
 }
 
 // String is the impairment as tc would write its netem options, e.g.
@@ -51,7 +57,7 @@ func (n Netem) String() string {
 		parts = append(parts, name+" "+strconv.FormatFloat(v, 'f', -1, 64)+"%")
 	}
 	// A sweep's baseline point ("loss 0%") is shown as such, not as "".
-	if n.Loss > 0 || n == (Netem{}) {
+	if bare := (Netem{PerPacket: n.PerPacket}); n.Loss > 0 || n == bare {
 		pct("loss", n.Loss)
 	}
 	if n.Duplicate > 0 {
@@ -279,6 +285,11 @@ func (l *loader) decodeImpairs(blocks []*hcl.Block) {
 			pct("duplicate", &im.Netem.Duplicate)
 			pct("reorder", &im.Netem.Reorder)
 			pct("corrupt", &im.Netem.Corrupt)
+			for _, name := range []string{"loss", "duplicate", "reorder", "corrupt"} {
+				if attrs[name] != nil {
+					im.Netem.PerPacket = true
+				}
+			}
 			if a := attrs["rate"]; a != nil {
 				if s, ok := l.str(a, in.sc); ok {
 					if v, err := ParseRate(s); err != nil {

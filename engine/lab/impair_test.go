@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -137,16 +138,59 @@ func TestImpairDecode(t *testing.T) {
 		got = append(got, r)
 	}
 	want := []row{
-		{Name: `loss["0"]`, Host: "client", Netdev: "eth1", Text: "loss 0%", During: []string{`bw["0"]`}},
-		{Name: `loss["1"]`, Host: "client", Netdev: "eth1", Text: "loss 1%", Netem: Netem{Loss: 1}, During: []string{`bw["1"]`}},
-		{Name: `loss["5"]`, Host: "client", Netdev: "eth1", Text: "loss 5%", Netem: Netem{Loss: 5}, During: []string{`bw["5"]`}},
+		// A 0 % point is per packet as the lossy ones are (loss is set).
+		{Name: `loss["0"]`, Host: "client", Netdev: "eth1", Text: "loss 0%", Netem: Netem{PerPacket: true}, During: []string{`bw["0"]`}},
+		{Name: `loss["1"]`, Host: "client", Netdev: "eth1", Text: "loss 1%", Netem: Netem{Loss: 1, PerPacket: true}, During: []string{`bw["1"]`}},
+		{Name: `loss["5"]`, Host: "client", Netdev: "eth1", Text: "loss 5%", Netem: Netem{Loss: 5, PerPacket: true}, During: []string{`bw["5"]`}},
 		{Name: "wan", Host: "server", Netdev: "eth1", Text: "delay 2ms 500us loss 0.1% duplicate 1% reorder 25% corrupt 0.01% rate 100Mbit",
-			Netem: Netem{Delay: 2 * time.Millisecond, Jitter: 500 * time.Microsecond, Loss: 0.1, Duplicate: 1, Reorder: 25, Corrupt: 0.01, RateBytes: 12_500_000}},
+			Netem: Netem{Delay: 2 * time.Millisecond, Jitter: 500 * time.Microsecond, Loss: 0.1, Duplicate: 1, Reorder: 25, Corrupt: 0.01, RateBytes: 12_500_000, PerPacket: true}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("impairments (-want +got):\n%s", d)
 	}
 	if ims := l.ImpairsOf(l.WorkloadByName(`bw["1"]`)); len(ims) != 2 || ims[0].Name != `loss["1"]` || ims[1].Name != "wan" {
 		t.Errorf("ImpairsOf(bw[1]) = %v, want loss[1] and the whole-run wan", ims)
+	}
+}
+
+// TestNetemPerPacket: an impairment is per packet when the lab sets loss,
+// duplicate, reorder or corrupt, even to 0 % (a sweep's 0 % point sends
+// as its lossy points do); delay, jitter and rate alone are not.
+func TestNetemPerPacket(t *testing.T) {
+	for _, tt := range []struct {
+		attrs string
+		want  bool
+	}{
+		{`loss = "0%"`, true},
+		{`loss = "1%"`, true},
+		{`duplicate = "0%"`, true},
+		{"delay = \"10ms\"\n  reorder = \"0%\"", true},
+		{`corrupt = "0.1%"`, true},
+		{`delay = "10ms"`, false},
+		{"delay = \"10ms\"\n  jitter = \"1ms\"", false},
+		{`rate = "100Mbit"`, false},
+	} {
+		src := `lab "x" {}
+host "h" {
+  address = "192.0.2.1"
+}
+impair "i" {
+  host   = host.h
+  netdev = "eth1"
+  ` + tt.attrs + `
+}
+`
+		dir := t.TempDir()
+		f := filepath.Join(dir, "x.hcl")
+		if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, diags := Load([]string{f}, LoadOptions{})
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", tt.attrs, diags.Error())
+		}
+		if got := l.Impairs[0].Netem.PerPacket; got != tt.want {
+			t.Errorf("%s: PerPacket %v, want %v", tt.attrs, got, tt.want)
+		}
 	}
 }

@@ -46,6 +46,7 @@ func impairParams(n lab.Netem) proto.ImpairParams {
 	return proto.ImpairParams{
 		DelayUs: uint32(n.Delay / time.Microsecond), JitterUs: uint32(n.Jitter / time.Microsecond),
 		Loss: n.Loss, Duplicate: n.Duplicate, Reorder: n.Reorder, Corrupt: n.Corrupt, RateBytes: n.RateBytes,
+		PerPacket: n.PerPacket,
 	}
 }
 

@@ -305,7 +305,7 @@ impair "wan" {
 	if res.Code != ExitOK {
 		t.Fatalf("code %d: %v", res.Code, res.Err)
 	}
-	want := proto.ImpairParams{ID: "wan", Netdev: "lo", DelayUs: 2000, JitterUs: 500, Loss: 0.1, Duplicate: 1, Reorder: 25, Corrupt: 0.01, RateBytes: 12_500_000}
+	want := proto.ImpairParams{ID: "wan", Netdev: "lo", DelayUs: 2000, JitterUs: 500, Loss: 0.1, Duplicate: 1, Reorder: 25, Corrupt: 0.01, RateBytes: 12_500_000, PerPacket: true}
 	if d := cmp.Diff(want, fn.params["wan"]); d != "" {
 		t.Errorf("impair.apply params (-want +got):\n%s", d)
 	}
