@@ -24,6 +24,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,8 +45,8 @@ type Owner struct {
 // sudo's usual secure_path names, root's alone.
 const RootPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// PinRootPATH sets the process's PATH to RootPATH when the agent is root
-// working for the user o, and says whether it did. sudo without secure_path
+// PinRootPATH sets the process's PATH to RootPATH, and HOME to root's home,
+// when the agent is root working for the user o, and says whether it did. sudo without secure_path
 // (Arch Linux's default sudoers) hands the command the user's own PATH, and
 // the agent finds by PATH what it runs as root (tcpdump, rdma, modprobe,
 // dmesg, the package manager): with ~/bin first in it, the user's own
@@ -55,7 +56,22 @@ func PinRootPATH(o *Owner) bool {
 		return false
 	}
 	os.Setenv("PATH", RootPATH)
+	// HOME too: a sudo that keeps it (Ubuntu's before 19.10, or
+	// env_keep += HOME) hands the agent the user's, and what it runs as
+	// root reads its settings there: dpkg, under provision's apt-get,
+	// ran the `pre-invoke` hook of the user's ~/.dpkg.cfg as root
+	// (attack round 12, high); rpm reads ~/.rpmmacros. The owner's own
+	// processes get the owner's HOME (startProc, runCmdAs).
+	os.Setenv("HOME", rootHome())
 	return true
+}
+
+// rootHome is root's home folder from the user database, else /root.
+func rootHome() string {
+	if u, err := user.LookupId("0"); err == nil && filepath.IsAbs(u.HomeDir) {
+		return u.HomeDir
+	}
+	return "/root"
 }
 
 // ParseOwner parses "UID:GID".
