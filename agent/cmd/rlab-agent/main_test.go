@@ -195,6 +195,9 @@ func TestServeRefusesSudoArgInjection(t *testing.T) {
 	}
 	checkExecutable = func() error { return nil } // the test binary runs from /tmp
 	t.Cleanup(func() { checkExecutable = server.CheckRootExecutable })
+	// serve in the rule's form pins PATH and HOME (server.PinRootPATH).
+	t.Setenv("PATH", os.Getenv("PATH"))
+	t.Setenv("HOME", os.Getenv("HOME"))
 	base := t.TempDir()
 	os.Chmod(filepath.Dir(base), 0o711)
 	if err := os.Chown(base, 65534, 65534); err != nil {
