@@ -89,6 +89,7 @@ func TestRootPATHPinned(t *testing.T) {
 	// working for a user (TestServeRefusesUnsafeExecutable).
 	checkExecutable = func() error { return nil }
 	t.Cleanup(func() { checkExecutable = server.CheckRootExecutable })
+	keepEnv(t) // serve --owner pins the environment (server.PinRootPATH)
 	const uid = 65534
 	bin := t.TempDir()
 	os.Chmod(filepath.Dir(bin), 0o711)
@@ -155,6 +156,7 @@ func TestServeRefusesUnsafeExecutable(t *testing.T) {
 	if err := server.CheckRootExecutable(); err == nil {
 		t.Skip("this test binary is in root's folders: nothing to refuse")
 	}
+	keepEnv(t) // serve --owner pins the environment (server.PinRootPATH)
 	base := t.TempDir()
 	os.Chmod(filepath.Dir(base), 0o711)
 	if err := os.Chown(base, 65534, 65534); err != nil {
@@ -195,9 +197,7 @@ func TestServeRefusesSudoArgInjection(t *testing.T) {
 	}
 	checkExecutable = func() error { return nil } // the test binary runs from /tmp
 	t.Cleanup(func() { checkExecutable = server.CheckRootExecutable })
-	// serve in the rule's form pins PATH and HOME (server.PinRootPATH).
-	t.Setenv("PATH", os.Getenv("PATH"))
-	t.Setenv("HOME", os.Getenv("HOME"))
+	keepEnv(t) // serve in the rule's form pins the environment (server.PinRootPATH)
 	base := t.TempDir()
 	os.Chmod(filepath.Dir(base), 0o711)
 	if err := os.Chown(base, 65534, 65534); err != nil {
@@ -251,4 +251,18 @@ func TestServeRefusesSudoArgInjection(t *testing.T) {
 	if code := run([]string{"serve", "--run-id", "x", "--work-dir", filepath.Join(base, "y"), "--owner", "65534:65534"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), `"hash"`) {
 		t.Errorf("serve in the rule's form: exit %d, stdout %q, stderr %s", code, out.String(), errb.String())
 	}
+}
+
+// keepEnv restores the whole environment after the test: serve as root
+// for a user drops what server.PinRootPATH does not keep from this test
+// process's.
+func keepEnv(t *testing.T) {
+	saved := os.Environ()
+	t.Cleanup(func() {
+		os.Clearenv()
+		for _, kv := range saved {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
+	})
 }
