@@ -56,9 +56,8 @@ var pkgNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+_-]*$`)
 // for a root agent is where the login user ran sudo), and install it without
 // a signature (dnf's localpkg_gpgcheck is off by default), its scriptlets as
 // root (attack round 12, high); zypper reads such a name as a file too.
-// apt-get takes a file
-// only from a path starting with '/' or '.', which pkgNameRE refuses; ".deb"
-// is refused all the same.
+// apt-get takes a file only from a path starting with '/' or '.', which
+// pkgNameRE refuses; ".deb" is refused all the same.
 func packageFile(name string) bool {
 	l := strings.ToLower(name)
 	return strings.HasSuffix(l, ".rpm") || strings.HasSuffix(l, ".deb")
