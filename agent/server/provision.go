@@ -50,6 +50,19 @@ const (
 // space, nothing a manager would read as something else.
 var pkgNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+_-]*$`)
 
+// packageFile reports whether a package manager would take name for a file
+// rather than a package of the repositories: dnf and yum read any argument
+// ending in ".rpm" as a file (relative to their working directory, which
+// for a root agent is where the login user ran sudo), and install it without
+// a signature (dnf's localpkg_gpgcheck is off by default), its scriptlets as
+// root (attack round 12, high); zypper reads such a name as a file too.
+// apt-get takes a file only from a path starting with '/' or '.', which
+// pkgNameRE refuses; ".deb" is refused all the same.
+func packageFile(name string) bool {
+	l := strings.ToLower(name)
+	return strings.HasSuffix(l, ".rpm") || strings.HasSuffix(l, ".deb")
+}
+
 // pkgManager is one distribution family's package manager.
 type pkgManager struct {
 	name    string
@@ -292,6 +305,9 @@ func (s *Server) provision(ctx context.Context, c *call, params json.RawMessage)
 	for _, n := range append(slices.Clone(p.Packages), p.Modules...) {
 		if !pkgNameRE.MatchString(n) || len(n) > 200 {
 			return nil, perr(proto.CodeBadRequest, "provision: %q is not a package or module name", n)
+		}
+		if packageFile(n) {
+			return nil, perr(proto.CodeBadRequest, "provision: %q names a package file, not a package of the host's repositories: refusing it", n)
 		}
 	}
 	// Root first: nothing has changed yet.
@@ -582,6 +598,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func runManager(ctx context.Context, argv, env []string, grace time.Duration, log *provLog) (string, int, bool, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
+	// Not the agent's working directory: a root agent's is where the
+	// login user ran sudo, and a manager may read a relative name there.
+	cmd.Dir = "/"
 	buf := &limitedBuffer{max: provisionLogMax}
 	w := &teeLog{buf: buf, log: log}
 	cmd.Stdout, cmd.Stderr = w, w

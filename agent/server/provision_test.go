@@ -193,6 +193,15 @@ func TestProvisionFake(t *testing.T) {
 			wantCode: proto.CodePermission, wantMsg: []string{"needs root", "uid 1000", "become = true"}, noCalls: true},
 		{name: "option as package refused", pkgs: []string{"-oAPT::Get::Something=1"},
 			wantCode: proto.CodeBadRequest, noCalls: true},
+		// dnf, yum and zypper install an argument ending in .rpm as a
+		// file of their working directory, unsigned, its scriptlets as
+		// root (attack round 12, high).
+		{name: "rpm file as package refused", pkgs: []string{"evil.rpm"},
+			wantCode: proto.CodeBadRequest, wantMsg: []string{"package file"}, noCalls: true},
+		{name: "RPM file in capitals refused", pkgs: []string{"perftest", "Evil.RPM"},
+			wantCode: proto.CodeBadRequest, wantMsg: []string{"package file"}, noCalls: true},
+		{name: "deb file as package refused", pkgs: []string{"evil.deb"},
+			wantCode: proto.CodeBadRequest, wantMsg: []string{"package file"}, noCalls: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, srv := fakePkgHost(t)
@@ -533,5 +542,20 @@ func TestProvisionRPMFamilies(t *testing.T) {
 				t.Errorf("calls %q: want install, %q, install", lines, tc.update)
 			}
 		})
+	}
+}
+
+// TestProvisionManagerCwd: the package manager runs in /, not in the agent's
+// working directory, which for a root agent is where the login user ran
+// sudo: dnf, yum and zypper read an argument ending in .rpm as a file
+// there (attack round 12, high).
+func TestProvisionManagerCwd(t *testing.T) {
+	t.Chdir(t.TempDir()) // as sudo leaves the agent in the user's folder
+	out, _, _, err := runManager(context.Background(), []string{"/bin/pwd"}, nil, time.Second, &provLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out); got != "/" {
+		t.Errorf("the package manager ran in %q; want /", got)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,8 +45,9 @@ type Owner struct {
 // sudo's usual secure_path names, root's alone.
 const RootPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// PinRootPATH sets the process's PATH to RootPATH when the agent is root
-// working for the user o, and says whether it did. sudo without secure_path
+// PinRootPATH sets the process's PATH to RootPATH, HOME to root's home and
+// drops the rest of the environment but locale and terminal names, when the
+// agent is root working for the user o, and says whether it did. sudo without secure_path
 // (Arch Linux's default sudoers) hands the command the user's own PATH, and
 // the agent finds by PATH what it runs as root (tcpdump, rdma, modprobe,
 // dmesg, the package manager): with ~/bin first in it, the user's own
@@ -54,8 +56,41 @@ func PinRootPATH(o *Owner) bool {
 	if o == nil || o.UID == 0 || os.Geteuid() != 0 {
 		return false
 	}
+	// What the agent runs as root inherits its environment, and what
+	// sudo kept of the user's is the user's to choose: a sudo keeping
+	// HOME (Ubuntu's before 19.10, or env_keep += HOME) had dpkg, under
+	// provision's apt-get, run the `pre-invoke` hook of the user's
+	// ~/.dpkg.cfg as root, and one keeping APT_CONFIG (or MODPROBE_OPTIONS,
+	// TC_LIB_DIR, ...) the user's own settings (attack round 12, high).
+	// Only locale and terminal names stay (sudo checks those), and the
+	// agent's own RLAB_ test switches; HOME is root's. The owner's own
+	// processes get the owner's HOME (startProc, runCmdAs).
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !keepForRoot(k) {
+			os.Unsetenv(k)
+		}
+	}
 	os.Setenv("PATH", RootPATH)
+	os.Setenv("HOME", rootHome())
 	return true
+}
+
+// keepForRoot says whether a root agent working for a user keeps the
+// variable name of the environment sudo gave it.
+func keepForRoot(name string) bool {
+	switch name {
+	case "LANG", "LANGUAGE", "TERM", "TZ", "COLORTERM":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "RLAB_")
+}
+
+// rootHome is root's home folder from the user database, else /root.
+func rootHome() string {
+	if u, err := user.LookupId("0"); err == nil && filepath.IsAbs(u.HomeDir) {
+		return u.HomeDir
+	}
+	return "/root"
 }
 
 // ParseOwner parses "UID:GID".

@@ -19,7 +19,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
+	"unicode"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/server"
@@ -35,6 +37,13 @@ var testHooks = func(*server.Options) error { return nil }
 // checkExecutable is server.CheckRootExecutable; tests that run serve as
 // root from a test binary in /tmp replace it.
 var checkExecutable = server.CheckRootExecutable
+
+// geteuid and getenv are os.Geteuid and os.Getenv; tests replace them to
+// play a root agent started by sudo.
+var (
+	geteuid = os.Geteuid
+	getenv  = os.Getenv
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -74,6 +83,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if err := checkRootArgs(args); err != nil {
+		fmt.Fprintln(stderr, "rlab-agent serve:", err)
+		return 2
+	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	runID := fs.String("run-id", "", "run id; names the default work dir")
@@ -113,6 +126,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		opts.Owner = o
+	}
+	if err := checkSudoOwner(opts.Owner); err != nil {
+		fmt.Fprintln(stderr, "rlab-agent serve:", err)
+		return 2
+	}
+	if opts.Owner != nil {
+		o := opts.Owner
 		// Root working for a user: before anything else is done as
 		// root, an agent started by a sudoers rule naming a file the
 		// user can change is refused (SECURITY 176).
@@ -154,4 +174,46 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// checkRootArgs refuses, for a root agent, an argument holding whitespace or
+// a control character. sudo matches a rule's arguments against the command's
+// arguments joined by spaces, and the rule's `*` after --work-dir matches
+// anything: the single argument `--work-dir "/home/alice/.cache/rlab/runs/x
+// --owner 1000:1000"` passed the rule SECURITY.md gives and left the agent
+// with no --owner, root working for root, so every workload the login user
+// asked for ran as root (attack round 12, high). With no space inside an
+// argument the words sudo matched are the arguments the agent parses, so the
+// rule's last words `--owner UID:GID` are the owner it runs for.
+func checkRootArgs(args []string) error {
+	if geteuid() != 0 {
+		return nil
+	}
+	for _, a := range args {
+		for _, r := range a {
+			if unicode.IsSpace(r) || unicode.IsControl(r) {
+				return fmt.Errorf("argument %q holds whitespace or a control character: refusing to run as root with it, since a sudoers rule matches arguments joined by spaces and it could hide an option from the rule", a)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSudoOwner refuses a root agent that sudo started for a user other
+// than root (SUDO_UID, which sudo sets itself) unless it works for that
+// user: --owner given, naming SUDO_UID. Any sudoers rule for rlab names
+// --owner (SECURITY.md, "Running as non-root: sudoers"); an agent started
+// without one would run the user's workloads as root.
+func checkSudoOwner(owner *server.Owner) error {
+	su := getenv("SUDO_UID")
+	if geteuid() != 0 || su == "" || su == "0" {
+		return nil
+	}
+	if owner == nil {
+		return fmt.Errorf("started by sudo for uid %s without --owner: refusing to run that user's workloads as root (a sudoers rule for rlab names --owner UID:GID)", su)
+	}
+	if strconv.Itoa(owner.UID) != su {
+		return fmt.Errorf("started by sudo for uid %s with --owner %d:%d: refusing to work as root for another user than the one sudo started it for", su, owner.UID, owner.GID)
+	}
+	return nil
 }

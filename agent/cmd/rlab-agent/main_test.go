@@ -89,6 +89,7 @@ func TestRootPATHPinned(t *testing.T) {
 	// working for a user (TestServeRefusesUnsafeExecutable).
 	checkExecutable = func() error { return nil }
 	t.Cleanup(func() { checkExecutable = server.CheckRootExecutable })
+	keepEnv(t) // serve --owner pins the environment (server.PinRootPATH)
 	const uid = 65534
 	bin := t.TempDir()
 	os.Chmod(filepath.Dir(bin), 0o711)
@@ -155,6 +156,7 @@ func TestServeRefusesUnsafeExecutable(t *testing.T) {
 	if err := server.CheckRootExecutable(); err == nil {
 		t.Skip("this test binary is in root's folders: nothing to refuse")
 	}
+	keepEnv(t) // serve --owner pins the environment (server.PinRootPATH)
 	base := t.TempDir()
 	os.Chmod(filepath.Dir(base), 0o711)
 	if err := os.Chown(base, 65534, 65534); err != nil {
@@ -180,4 +182,87 @@ func TestServeRefusesUnsafeExecutable(t *testing.T) {
 	if code := run([]string{"serve", "--run-id", "r1", "--work-dir", filepath.Join(t.TempDir(), "w")}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), `"hash"`) {
 		t.Errorf("serve as root without --owner: exit %d, stdout %q, stderr %s", code, out.String(), errb.String())
 	}
+}
+
+// TestServeRefusesSudoArgInjection: sudo matches a rule's arguments against
+// the command's arguments joined by spaces, so with SECURITY.md's rule
+// (`--work-dir /home/alice/.cache/rlab/runs/* --owner 1000\:1000`) the one
+// argument `--work-dir "…/runs/y --owner 1000:1000"` passed it and the
+// agent ran as root with no owner: every workload as root (attack round 12,
+// high). A root agent now refuses an argument with whitespace, and one that
+// sudo started for a user refuses to run without --owner naming that user.
+func TestServeRefusesSudoArgInjection(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the agent must really be root to be refused as root)")
+	}
+	checkExecutable = func() error { return nil } // the test binary runs from /tmp
+	t.Cleanup(func() { checkExecutable = server.CheckRootExecutable })
+	keepEnv(t) // serve in the rule's form pins the environment (server.PinRootPATH)
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		sudoUID string
+		args    []string
+		want    string // in stderr
+	}{
+		{"owner hidden in the work dir", "65534", []string{"--run-id", "x", "--work-dir", filepath.Join(base, "y --owner 65534:65534")}, "whitespace"},
+		{"owner hidden, no sudo", "", []string{"--run-id", "x", "--work-dir", filepath.Join(base, "y --owner 65534:65534")}, "whitespace"},
+		{"tab in the work dir", "65534", []string{"--run-id", "x", "--work-dir", filepath.Join(base, "y\t"), "--owner", "65534:65534"}, "whitespace"},
+		{"newline in an argument", "65534", []string{"--run-id", "x", "--log-level", "info\n", "--work-dir", filepath.Join(base, "y"), "--owner", "65534:65534"}, "whitespace"},
+		{"sudo without --owner", "65534", []string{"--run-id", "x", "--work-dir", filepath.Join(base, "y")}, "without --owner"},
+		{"sudo for another owner", "65534", []string{"--run-id", "x", "--work-dir", filepath.Join(base, "y"), "--owner", "0:0"}, "another user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv = func(k string) string {
+				if k == "SUDO_UID" {
+					return tc.sudoUID
+				}
+				return os.Getenv(k)
+			}
+			t.Cleanup(func() { getenv = os.Getenv })
+			var out, errb bytes.Buffer
+			code := run(append([]string{"serve"}, tc.args...), strings.NewReader(""), &out, &errb)
+			if code != 2 || out.Len() != 0 {
+				t.Errorf("serve %q: exit %d, stdout %q; want exit 2 and no hello", tc.args, code, out.String())
+			}
+			if !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("stderr %q does not say %q", errb.String(), tc.want)
+			}
+			entries, _ := os.ReadDir(base)
+			for _, e := range entries {
+				t.Errorf("the refused agent made %s in %s", e.Name(), base)
+				os.RemoveAll(filepath.Join(base, e.Name()))
+			}
+		})
+	}
+	// The rule's own form, started by sudo for that user, serves.
+	getenv = func(k string) string {
+		if k == "SUDO_UID" {
+			return "65534"
+		}
+		return os.Getenv(k)
+	}
+	t.Cleanup(func() { getenv = os.Getenv })
+	var out, errb bytes.Buffer
+	if code := run([]string{"serve", "--run-id", "x", "--work-dir", filepath.Join(base, "y"), "--owner", "65534:65534"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), `"hash"`) {
+		t.Errorf("serve in the rule's form: exit %d, stdout %q, stderr %s", code, out.String(), errb.String())
+	}
+}
+
+// keepEnv restores the whole environment after the test: serve as root
+// for a user drops what server.PinRootPATH does not keep from this test
+// process's.
+func keepEnv(t *testing.T) {
+	saved := os.Environ()
+	t.Cleanup(func() {
+		os.Clearenv()
+		for _, kv := range saved {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
+	})
 }
