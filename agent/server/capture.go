@@ -559,3 +559,136 @@ func (r *captureRingDir) remove(home *workDir) {
 	r.outer.Close()
 	home.root.Remove(r.name)
 }
+
+// captureRingName is a captureRingDir's name: handle, the making agent's
+// pid and a sequence number.
+var captureRingName = regexp.MustCompile(`^\.capture-.+\.([0-9]+)\.[0-9]+$`)
+
+// sweepCaptureRingDirs removes the capture folders (captureRingDir) an
+// agent of run killed with SIGKILL left in that run's work dir, a sibling
+// of this agent's (.../runs/<run>/<host>; rlab down's agent is
+// .../runs/<run>-down/<host>). They are root's and 0700, so `rlab down`,
+// removing the work dir as the login user, failed on them; only a root
+// agent can remove them, and it is the one down already asks to clean up.
+// A folder is removed only when it is provably one of them: a folder
+// named so, root's and 0700, whose maker is not a live agent, holding at
+// most a folder "ring" of the owner's with no folders in it. Everything is
+// reached by descriptor from the work dir opened as openWorkDir opens it
+// (the owner's, not a symlink), so a path the user swaps leads nowhere else.
+func (s *Server) sweepCaptureRingDirs(run string) error {
+	o := s.opts.Owner
+	if o == nil || o.UID == 0 || os.Geteuid() != 0 {
+		return nil // only a root agent working for a user makes them
+	}
+	base, leaf, ok := runsBase(s.workDir().path)
+	if !ok || ValidRunID(run) != nil {
+		return nil
+	}
+	path := filepath.Join(base, run, leaf)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	wd, err := openWorkDir(path, o)
+	if err != nil {
+		return fmt.Errorf("remove stale capture folders: %w", err)
+	}
+	defer wd.close()
+	names, err := wd.dir.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("remove stale capture folders: list work dir %q: %w", path, err)
+	}
+	var errs []error
+	for _, n := range names {
+		m := captureRingName.FindStringSubmatch(n)
+		if m == nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(m[1]); err == nil && liveAgent(pid) {
+			continue // its agent may still be capturing
+		}
+		if err := removeStaleRing(wd, n); err != nil {
+			errs = append(errs, fmt.Errorf("remove stale capture folder %q in %q: %w", n, path, err))
+		} else {
+			s.log.Info("removed a stale capture folder", "work_dir", path, "folder", n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// liveAgent reports whether pid is a live process of this program's name
+// (an agent that may still be capturing in its folder).
+func liveAgent(pid int) bool {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return false
+	}
+	self, err := os.ReadFile("/proc/self/comm")
+	return err != nil || string(comm) == string(self)
+}
+
+// removeStaleRing removes the capture folder name of wd when it is one
+// (see sweepCaptureRingDirs); anything else is left as it is, said in the
+// error.
+func removeStaleRing(wd *workDir, name string) error {
+	fd, err := unix.Openat(int(wd.dir.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	outer := os.NewFile(uintptr(fd), name)
+	defer outer.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat: %w", err)
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o7777 != 0o700 {
+		return fmt.Errorf("uid %d mode %o: not a capture folder of a root agent, left alone", st.Uid, st.Mode&0o7777)
+	}
+	names, err := outer.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	for _, n := range names {
+		if n != "ring" {
+			return fmt.Errorf("holds %q, not only ring: left alone", n)
+		}
+		if err := removeStaleRingFiles(fd, wd.owner); err != nil {
+			return err
+		}
+	}
+	if err := unix.Unlinkat(int(wd.dir.Fd()), name, unix.AT_REMOVEDIR); err != nil {
+		return fmt.Errorf("remove: %w", err)
+	}
+	return nil
+}
+
+// removeStaleRingFiles removes the folder ring of the capture folder
+// outer: the owner's, holding only what tcpdump writes (no folders).
+func removeStaleRingFiles(outer int, owner *Owner) error {
+	fd, err := unix.Openat(outer, "ring", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open ring: %w", err)
+	}
+	ring := os.NewFile(uintptr(fd), "ring")
+	defer ring.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat ring: %w", err)
+	}
+	if int(st.Uid) != owner.UID {
+		return fmt.Errorf("ring is uid %d's, not the owner's: left alone", st.Uid)
+	}
+	names, err := ring.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("list ring: %w", err)
+	}
+	for _, n := range names {
+		// Unlinking a name never follows it; a folder is not tcpdump's.
+		if err := unix.Unlinkat(fd, n, 0); err != nil {
+			return fmt.Errorf("remove ring/%s: %w", n, err)
+		}
+	}
+	if err := unix.Unlinkat(outer, "ring", unix.AT_REMOVEDIR); err != nil {
+		return fmt.Errorf("remove ring: %w", err)
+	}
+	return nil
+}

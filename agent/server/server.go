@@ -499,6 +499,9 @@ func (s *Server) cleanupMethod(ctx context.Context, c *call, params json.RawMess
 		if err := s.killRun(p.Run); err != nil { // cgroup.go
 			res.Errors = append(res.Errors, err.Error())
 		}
+		if err := s.sweepCaptureRingDirs(p.Run); err != nil { // capture.go
+			res.Errors = append(res.Errors, err.Error())
+		}
 	}
 	return res, nil
 }
