@@ -47,6 +47,9 @@ type capture struct {
 	once sync.Once
 	res  proto.CaptureResult
 	err  error
+	// counterReads is how many times drainCapture read tcpdump's
+	// counters as it stopped (tests count them: work, not time).
+	counterReads int
 }
 
 var tcpdumpReady = regexp.MustCompile(`listening on `)
@@ -267,7 +270,7 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 	cp.once.Do(func() {
 		pid := cp.pr.cmd.Process.Pid
 		if !cp.pr.finished() { // reaped: its pid may be another's now
-			s.drainCapture(cp)
+			cp.counterReads = s.drainCapture(cp)
 			_ = syscall.Kill(pid, syscall.SIGINT)
 			select {
 			case <-cp.pr.done:
@@ -316,19 +319,29 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 // drainCapture waits until tcpdump has written every packet the kernel
 // handed it: SIGINT makes tcpdump drop what is still queued, and a loaded
 // host lets it fall behind. SIGUSR1 makes tcpdump print its counters without
-// stopping; it is caught up when captured + dropped reaches received.
-func (s *Server) drainCapture(cp *capture) {
+// stopping; it is caught up when captured + dropped reaches received, or
+// when no counter moved from one reading to the next: on lo, and on "any"
+// for loopback traffic, the kernel counts each packet as received twice
+// (as sent and as received) and libpcap drops the sent copy, so 5 packets
+// read "5 captured, 10 received" for good, and every capture on lo waited
+// the whole drain (5 s). A tcpdump still behind (immediate mode: the
+// packets are its to read) writes some between two readings, 50 ms apart
+// and more, as it is running: it answered the first. It returns how many
+// readings it took.
+func (s *Server) drainCapture(cp *capture) (reads int) {
 	wd, errPath := cp.pr.wd, cp.pr.handle+".stderr"
 	drain := captureDrainMax
 	if s.opts.CaptureDrain > 0 {
 		drain = s.opts.CaptureDrain
 	}
 	deadline := time.Now().Add(drain)
+	var last *TcpdumpStats
 	for time.Now().Before(deadline) && !cp.pr.finished() {
 		before := wd.size(errPath)
 		if err := syscall.Kill(cp.pr.cmd.Process.Pid, syscall.SIGUSR1); err != nil {
-			return
+			return reads
 		}
+		reads++
 		// Wait for the whole counters block (its last line names drops).
 		var st TcpdumpStats
 		ok := false
@@ -344,17 +357,19 @@ func (s *Server) drainCapture(cp *capture) {
 		}
 		if !ok {
 			s.log.Warn("capture: no counters from tcpdump on SIGUSR1; stopping without draining", "handle", cp.handle)
-			return
+			return reads
 		}
-		if st.Captured+st.Dropped >= st.Received {
-			return
+		if st.Captured+st.Dropped >= st.Received || last != nil && *last == st {
+			return reads
 		}
+		last = &st
 		s.log.Debug("capture draining", "handle", cp.handle, "captured", st.Captured, "received", st.Received)
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !cp.pr.finished() {
 		s.log.Warn("capture: tcpdump still behind after draining; stopping", "handle", cp.handle, "waited", drain)
 	}
+	return reads
 }
 
 // TcpdumpStats are the counters tcpdump prints on SIGUSR1 (one line:
