@@ -146,9 +146,18 @@ func (s *Server) startProcAt(handle string, argv, env []string, timeoutMs int, r
 		}
 	}
 
+	// The owner's workloads run as the owner, with the owner's PATH; what
+	// runs as root, with root's (PinRootPATH).
+	drop := asOwner && s.dropsToOwner()
 	path := argv[0]
 	if !strings.Contains(path, "/") {
-		p, err := lookTool(path)
+		var p string
+		var err error
+		if drop {
+			p, err = lookOwnerTool(path, s.opts.Owner)
+		} else {
+			p, err = lookTool(path)
+		}
 		if err != nil {
 			unreserve()
 			return nil, perr(proto.CodeNotFound, "start %q: %v", argv[0], err)
@@ -173,7 +182,11 @@ func (s *Server) startProcAt(handle string, argv, env []string, timeoutMs int, r
 	if dir != "" {
 		cmd.Dir = filepath.Join(cmd.Dir, dir)
 	}
-	cmd.Env = append(os.Environ(), env...)
+	base := os.Environ()
+	if drop {
+		base = withPATH(base, workloadPATH())
+	}
+	cmd.Env = append(base, env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Own process group, so stop and timeout reach whatever it forks; and
 	// SIGKILL from the kernel should the agent itself be killed (-9) before

@@ -44,18 +44,40 @@ type Owner struct {
 // sudo's usual secure_path names, root's alone.
 const RootPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// UserPATH is the PATH of the owner's workloads when the agent was started
+// with none (login.defs' ENV_PATH for users).
+const UserPATH = "/usr/local/bin:/usr/bin:/bin"
+
+// ownerPATH is the PATH the owner's workloads get from a root agent working
+// for a user: the one it was started with, which PinRootPATH replaced for
+// what the agent runs as root ("" when it did not: the process's own).
+var ownerPATH string
+
 // PinRootPATH sets the process's PATH to RootPATH when the agent is root
 // working for the user o, and says whether it did. sudo without secure_path
 // (Arch Linux's default sudoers) hands the command the user's own PATH, and
 // the agent finds by PATH what it runs as root (tcpdump, rdma, modprobe,
 // dmesg, the package manager): with ~/bin first in it, the user's own
-// `dmesg` ran as root.
+// `dmesg` ran as root. The PATH it replaces stays the owner's workloads'
+// (workloadPATH): they run as the user, who chose it.
 func PinRootPATH(o *Owner) bool {
 	if o == nil || o.UID == 0 || os.Geteuid() != 0 {
 		return false
 	}
+	ownerPATH = os.Getenv("PATH")
+	if ownerPATH == "" {
+		ownerPATH = UserPATH
+	}
 	os.Setenv("PATH", RootPATH)
 	return true
+}
+
+// workloadPATH is the PATH of the owner's workloads (ownerPATH).
+func workloadPATH() string {
+	if ownerPATH != "" {
+		return ownerPATH
+	}
+	return os.Getenv("PATH")
 }
 
 // ParseOwner parses "UID:GID".
