@@ -351,10 +351,19 @@ func TestOwnerWorkloadsKeepOwnersPATH(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A folder of root's the owner cannot search: root does not look in
-	// it for the owner.
+	// A folder of root's the owner cannot search (root's group can): root
+	// does not look in it for the owner. An agent sudo starts has root's
+	// group 0 among its groups (initgroups); this test may have none.
+	groups, err := syscall.Getgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setgroups([]int{0}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Setgroups(groups) })
 	private := t.TempDir()
-	if err := os.Chmod(private, 0o700); err != nil {
+	if err := os.Chmod(private, 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(private, "roots-own"), []byte("#!/bin/sh\n"), 0o755); err != nil {

@@ -96,15 +96,30 @@ func mkdirAllOwned(dir string, owner *Owner) error {
 // the folder is the owner's as it is made, and the owner's own permissions
 // decide whether it can be.
 func mkdirAs(d string, owner *Owner) error {
-	return asOwnerFS(owner, fmt.Sprintf("create %q", d), func() error { return os.Mkdir(d, 0o700) })
+	return asOwnerFS(owner, nil, fmt.Sprintf("create %q", d), func() error { return os.Mkdir(d, 0o700) })
 }
 
 // asOwnerFS runs f with the owner's filesystem uid and gid (setfsuid and
 // setfsgid apply to this thread only, so it is locked for the while; a
 // filesystem uid other than 0 also drops root's file capabilities): what
-// f does to files, the owner's permissions decide. what names it in errors.
-func asOwnerFS(owner *Owner, what string, f func() error) error {
+// f does to files, the owner's permissions decide. With groups, the
+// thread's supplementary groups are those (the raw setgroups is the
+// thread's too) instead of root's, whose group 0 would open folders of
+// group root to f. what names it in errors.
+func asOwnerFS(owner *Owner, groups []int, what string, f func() error) error {
 	runtime.LockOSThread()
+	var was []int
+	if groups != nil {
+		var err error
+		if was, err = unix.Getgroups(); err == nil {
+			err = unix.Setgroups(groups)
+		}
+		if err != nil {
+			unix.Setgroups(was)
+			runtime.UnlockOSThread()
+			return fmt.Errorf("%s as uid %d: set its groups: %w", what, owner.UID, err)
+		}
+	}
 	gid, _ := unix.SetfsgidRetGid(owner.GID)
 	uid, _ := unix.SetfsuidRetUid(owner.UID)
 	now, _ := unix.SetfsuidRetUid(-1)
@@ -121,6 +136,9 @@ func asOwnerFS(owner *Owner, what string, f func() error) error {
 		// than run others with the owner's file permissions.
 		return fmt.Errorf("%s: could not restore the filesystem uid %d", what, uid)
 	}
+	if groups != nil && unix.Setgroups(was) != nil {
+		return fmt.Errorf("%s: could not restore the groups", what) // locked, as above
+	}
 	runtime.UnlockOSThread()
 	return err
 }
@@ -130,10 +148,14 @@ func asOwnerFS(owner *Owner, what string, f func() error) error {
 // extraToolDirs, as lookTool does, each candidate looked at with the
 // owner's filesystem uid (asOwnerFS), so root neither finds a program the
 // owner could not run nor says what a folder the owner cannot search holds.
-func lookOwnerTool(name string, owner *Owner) (string, error) {
+func lookOwnerTool(name string, owner *Owner, groups []uint32) (string, error) {
 	dirs := append(filepath.SplitList(workloadPATH()), extraToolDirs...)
+	gs := []int{owner.GID}
+	for _, g := range groups {
+		gs = append(gs, int(g))
+	}
 	found := ""
-	err := asOwnerFS(owner, fmt.Sprintf("find %q", name), func() error {
+	err := asOwnerFS(owner, gs, fmt.Sprintf("find %q", name), func() error {
 		for _, d := range dirs {
 			if !filepath.IsAbs(d) {
 				continue // relative to the agent's folder, not the user's
