@@ -692,7 +692,8 @@ type CleanupParams struct {
 	Keep []string `json:"keep,omitempty"`
 	// Run, when set (rlab down), also ends what is left in the workload
 	// cgroups of that run id (of the agent's user): what an agent killed
-	// before its cleanup left behind.
+	// before its cleanup left behind; a root agent working for a user also
+	// removes the capture folders such an agent left in that run's work dir.
 	Run string `json:"run,omitempty"`
 }
 

@@ -47,6 +47,9 @@ type capture struct {
 	once sync.Once
 	res  proto.CaptureResult
 	err  error
+	// counterReads is how many times drainCapture read tcpdump's
+	// counters as it stopped (tests count them: work, not time).
+	counterReads int
 }
 
 var tcpdumpReady = regexp.MustCompile(`listening on `)
@@ -267,7 +270,7 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 	cp.once.Do(func() {
 		pid := cp.pr.cmd.Process.Pid
 		if !cp.pr.finished() { // reaped: its pid may be another's now
-			s.drainCapture(cp)
+			cp.counterReads = s.drainCapture(cp)
 			_ = syscall.Kill(pid, syscall.SIGINT)
 			select {
 			case <-cp.pr.done:
@@ -316,19 +319,29 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 // drainCapture waits until tcpdump has written every packet the kernel
 // handed it: SIGINT makes tcpdump drop what is still queued, and a loaded
 // host lets it fall behind. SIGUSR1 makes tcpdump print its counters without
-// stopping; it is caught up when captured + dropped reaches received.
-func (s *Server) drainCapture(cp *capture) {
+// stopping; it is caught up when captured + dropped reaches received, or
+// when no counter moved from one reading to the next: on lo, and on "any"
+// for loopback traffic, the kernel counts each packet as received twice
+// (as sent and as received) and libpcap drops the sent copy, so 5 packets
+// read "5 captured, 10 received" for good, and every capture on lo waited
+// the whole drain (5 s). A tcpdump still behind (immediate mode: the
+// packets are its to read) writes some between two readings, 50 ms apart
+// and more, as it is running: it answered the first. It returns how many
+// readings it took.
+func (s *Server) drainCapture(cp *capture) (reads int) {
 	wd, errPath := cp.pr.wd, cp.pr.handle+".stderr"
 	drain := captureDrainMax
 	if s.opts.CaptureDrain > 0 {
 		drain = s.opts.CaptureDrain
 	}
 	deadline := time.Now().Add(drain)
+	var last *TcpdumpStats
 	for time.Now().Before(deadline) && !cp.pr.finished() {
 		before := wd.size(errPath)
 		if err := syscall.Kill(cp.pr.cmd.Process.Pid, syscall.SIGUSR1); err != nil {
-			return
+			return reads
 		}
+		reads++
 		// Wait for the whole counters block (its last line names drops).
 		var st TcpdumpStats
 		ok := false
@@ -344,17 +357,19 @@ func (s *Server) drainCapture(cp *capture) {
 		}
 		if !ok {
 			s.log.Warn("capture: no counters from tcpdump on SIGUSR1; stopping without draining", "handle", cp.handle)
-			return
+			return reads
 		}
-		if st.Captured+st.Dropped >= st.Received {
-			return
+		if st.Captured+st.Dropped >= st.Received || last != nil && *last == st {
+			return reads
 		}
+		last = &st
 		s.log.Debug("capture draining", "handle", cp.handle, "captured", st.Captured, "received", st.Received)
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !cp.pr.finished() {
 		s.log.Warn("capture: tcpdump still behind after draining; stopping", "handle", cp.handle, "waited", drain)
 	}
+	return reads
 }
 
 // TcpdumpStats are the counters tcpdump prints on SIGUSR1 (one line:
@@ -558,4 +573,137 @@ func (r *captureRingDir) remove(home *workDir) {
 	}
 	r.outer.Close()
 	home.root.Remove(r.name)
+}
+
+// captureRingName is a captureRingDir's name: handle, the making agent's
+// pid and a sequence number.
+var captureRingName = regexp.MustCompile(`^\.capture-.+\.([0-9]+)\.[0-9]+$`)
+
+// sweepCaptureRingDirs removes the capture folders (captureRingDir) an
+// agent of run killed with SIGKILL left in that run's work dir, a sibling
+// of this agent's (.../runs/<run>/<host>; rlab down's agent is
+// .../runs/<run>-down/<host>). They are root's and 0700, so `rlab down`,
+// removing the work dir as the login user, failed on them; only a root
+// agent can remove them, and it is the one down already asks to clean up.
+// A folder is removed only when it is provably one of them: a folder
+// named so, root's and 0700, whose maker is not a live agent, holding at
+// most a folder "ring" of the owner's with no folders in it. Everything is
+// reached by descriptor from the work dir opened as openWorkDir opens it
+// (the owner's, not a symlink), so a path the user swaps leads nowhere else.
+func (s *Server) sweepCaptureRingDirs(run string) error {
+	o := s.opts.Owner
+	if o == nil || o.UID == 0 || os.Geteuid() != 0 {
+		return nil // only a root agent working for a user makes them
+	}
+	base, leaf, ok := runsBase(s.workDir().path)
+	if !ok || ValidRunID(run) != nil {
+		return nil
+	}
+	path := filepath.Join(base, run, leaf)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	wd, err := openWorkDir(path, o)
+	if err != nil {
+		return fmt.Errorf("remove stale capture folders: %w", err)
+	}
+	defer wd.close()
+	names, err := wd.dir.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("remove stale capture folders: list work dir %q: %w", path, err)
+	}
+	var errs []error
+	for _, n := range names {
+		m := captureRingName.FindStringSubmatch(n)
+		if m == nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(m[1]); err == nil && liveAgent(pid) {
+			continue // its agent may still be capturing
+		}
+		if err := removeStaleRing(wd, n); err != nil {
+			errs = append(errs, fmt.Errorf("remove stale capture folder %q in %q: %w", n, path, err))
+		} else {
+			s.log.Info("removed a stale capture folder", "work_dir", path, "folder", n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// liveAgent reports whether pid is a live process of this program's name
+// (an agent that may still be capturing in its folder).
+func liveAgent(pid int) bool {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return false
+	}
+	self, err := os.ReadFile("/proc/self/comm")
+	return err != nil || string(comm) == string(self)
+}
+
+// removeStaleRing removes the capture folder name of wd when it is one
+// (see sweepCaptureRingDirs); anything else is left as it is, said in the
+// error.
+func removeStaleRing(wd *workDir, name string) error {
+	fd, err := unix.Openat(int(wd.dir.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	outer := os.NewFile(uintptr(fd), name)
+	defer outer.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat: %w", err)
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o7777 != 0o700 {
+		return fmt.Errorf("uid %d mode %o: not a capture folder of a root agent, left alone", st.Uid, st.Mode&0o7777)
+	}
+	names, err := outer.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	for _, n := range names {
+		if n != "ring" {
+			return fmt.Errorf("holds %q, not only ring: left alone", n)
+		}
+		if err := removeStaleRingFiles(fd, wd.owner); err != nil {
+			return err
+		}
+	}
+	if err := unix.Unlinkat(int(wd.dir.Fd()), name, unix.AT_REMOVEDIR); err != nil {
+		return fmt.Errorf("remove: %w", err)
+	}
+	return nil
+}
+
+// removeStaleRingFiles removes the folder ring of the capture folder
+// outer: the owner's, holding only what tcpdump writes (no folders).
+func removeStaleRingFiles(outer int, owner *Owner) error {
+	fd, err := unix.Openat(outer, "ring", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open ring: %w", err)
+	}
+	ring := os.NewFile(uintptr(fd), "ring")
+	defer ring.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat ring: %w", err)
+	}
+	if int(st.Uid) != owner.UID {
+		return fmt.Errorf("ring is uid %d's, not the owner's: left alone", st.Uid)
+	}
+	names, err := ring.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("list ring: %w", err)
+	}
+	for _, n := range names {
+		// Unlinking a name never follows it; a folder is not tcpdump's.
+		if err := unix.Unlinkat(fd, n, 0); err != nil {
+			return fmt.Errorf("remove ring/%s: %w", n, err)
+		}
+	}
+	if err := unix.Unlinkat(outer, "ring", unix.AT_REMOVEDIR); err != nil {
+		return fmt.Errorf("remove ring: %w", err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -319,5 +320,57 @@ func TestTcpdumpArgv(t *testing.T) {
 	p.Filter = ""
 	if got := tcpdumpArgv("tcpdump", p, ""); slices.Contains(got, "--") || slices.Contains(got, "-Z") {
 		t.Errorf("no filter, not root: %q", got)
+	}
+}
+
+// TestCaptureStopOnLoopbackDoesNotWaitDrain: on lo, and on "any" for
+// loopback traffic, tcpdump's counters never balance (the kernel counts each
+// packet as sent and as received, libpcap keeps one: "5 captured, 10
+// received"), and the drain waited its whole limit on every stop. It ends
+// once no counter moves between two readings, with every packet written.
+// Readings are counted, not seconds: the drain is 20 s here, at least 20
+// readings when it runs out.
+func TestCaptureStopOnLoopbackDoesNotWaitDrain(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for tcpdump")
+	}
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("needs tcpdump")
+	}
+	const packets = 5
+	for _, netdev := range []string{"lo", "any"} {
+		t.Run(netdev, func(t *testing.T) {
+			c, srv := startAgent(t, Options{CaptureDrain: 20 * time.Second})
+			ln, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			port := ln.LocalAddr().(*net.UDPAddr).Port
+			c.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "c", Netdev: netdev, Filter: fmt.Sprintf("udp port %d", port), MaxBytes: 4 << 20}, nil)
+			conn, err := net.Dial("udp", ln.LocalAddr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range packets {
+				conn.Write([]byte("hi"))
+			}
+			conn.Close()
+			start := time.Now()
+			var res proto.CaptureResult
+			c.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "c"}, &res)
+			srv.mu.Lock()
+			reads := srv.captures["c"].counterReads
+			srv.mu.Unlock()
+			t.Logf("capture.stop on %s: %d counter readings, %s", netdev, reads, time.Since(start).Round(time.Millisecond))
+			if res.Captured != packets {
+				t.Errorf("captured %d packets, want %d (stderr %q)", res.Captured, packets, res.Stderr)
+			}
+			// One reading, one to see nothing moved, and one for each
+			// packet tcpdump may still write.
+			if most := 2 + packets; reads > most {
+				t.Errorf("the drain read tcpdump's counters %d times, want at most %d", reads, most)
+			}
+		})
 	}
 }

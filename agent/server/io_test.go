@@ -325,6 +325,101 @@ func TestWorkloadsRunAsOwner(t *testing.T) {
 	}
 }
 
+// TestOwnerWorkloadsKeepOwnersPATH: a root agent working for a user pins
+// root's PATH for what it runs as root (PinRootPATH, SECURITY 161), and the
+// owner's workloads, which run as the owner, keep the PATH the agent was
+// started with: they got root's, so a program in the user's own folder was
+// not found and every workload saw root's folders. What keeps root (dmesg)
+// is still root's.
+func TestOwnerWorkloadsKeepOwnersPATH(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to drop privileges")
+	}
+	const uid, gid = 65534, 65534
+	bin := t.TempDir()
+	for _, d := range []string{filepath.Dir(bin), bin} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marker := filepath.Join(t.TempDir(), "users-dmesg-ran")
+	for name, script := range map[string]string{
+		"mytool": "#!/bin/sh\necho \"$PATH\"\n",
+		"dmesg":  "#!/bin/sh\nid -u > " + marker + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A folder of root's the owner cannot search (root's group can): root
+	// does not look in it for the owner. An agent sudo starts has root's
+	// group 0 among its groups (initgroups); this test may have none.
+	groups, err := syscall.Getgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setgroups([]int{0}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Setgroups(groups) })
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(private, "roots-own"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	userPATH := bin + ":" + private + ":/usr/bin:/bin"
+	t.Setenv("PATH", userPATH) // what sudo without secure_path hands on
+	t.Cleanup(func() { ownerPATH = "" })
+	owner := &Owner{UID: uid, GID: gid}
+	if !PinRootPATH(owner) {
+		t.Fatal("PinRootPATH did not pin as root for uid 65534")
+	}
+	base := t.TempDir()
+	if err := os.Chown(base, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "r1"), Owner: owner})
+	for _, tc := range []struct {
+		name   string
+		argv   []string
+		become bool
+		stdout string // "": not checked
+		code   string // the error proc.start answers
+	}{
+		{"owners-program-by-name", []string{"mytool"}, false, userPATH, ""},
+		{"owners-PATH", []string{"sh", "-c", "echo $PATH"}, false, userPATH, ""},
+		{"roots-dmesg", []string{"dmesg"}, true, "", ""},
+		{"in-a-folder-the-owner-cannot-search", []string{"roots-own"}, false, "", proto.CodeNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.name
+			e := c.call(proto.MethodProcStart, proto.ProcStartParams{Handle: h, Argv: tc.argv, Become: tc.become}, nil)
+			if tc.code != "" {
+				if e == nil || e.Code != tc.code {
+					t.Errorf("proc.start %q: %v, want %s", tc.argv, e, tc.code)
+				}
+				return
+			}
+			if e != nil {
+				t.Fatalf("proc.start %q: %v", tc.argv, e)
+			}
+			var res proto.ProcResult
+			c.mustCall(proto.MethodProcWait, proto.ProcWaitParams{Handle: h}, &res)
+			if got := strings.TrimSpace(res.Stdout); tc.stdout != "" && got != tc.stdout {
+				t.Errorf("%q printed PATH %q (stderr %q), want %q", tc.argv, got, res.Stderr, tc.stdout)
+			}
+		})
+	}
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("the dmesg in the owner's PATH ran (as uid %s), not root's", strings.TrimSpace(string(b)))
+	}
+	if got := os.Getenv("PATH"); got != RootPATH {
+		t.Errorf("the agent's own PATH is %q, want root's %q", got, RootPATH)
+	}
+}
+
 // TestRootOnlyForFixedCommands: a root agent working for a user keeps root
 // only for the fixed commands the engine needs (dmesg), never for what a lab
 // names, and never with environment a user chose (LD_PRELOAD).

@@ -92,37 +92,117 @@ func mkdirAllOwned(dir string, owner *Owner) error {
 	return nil
 }
 
-// mkdirAs makes folder d (0700) with the owner's filesystem uid and gid
-// (setfsuid/setfsgid apply to this thread only, so it is locked for the
-// while): the folder is the owner's as it is made, and the owner's own
-// permissions decide whether it can be.
+// mkdirAs makes folder d (0700) with the owner's filesystem uid and gid:
+// the folder is the owner's as it is made, and the owner's own permissions
+// decide whether it can be.
 func mkdirAs(d string, owner *Owner) error {
+	return asOwnerFS(owner, nil, fmt.Sprintf("create %q", d), func() error { return os.Mkdir(d, 0o700) })
+}
+
+// asOwnerFS runs f with the owner's filesystem uid and gid (setfsuid and
+// setfsgid apply to this thread only, so it is locked for the while; a
+// filesystem uid other than 0 also drops root's file capabilities): what
+// f does to files, the owner's permissions decide. With groups, the
+// thread's supplementary groups are those (the raw setgroups is the
+// thread's too) instead of root's, whose group 0 would open folders of
+// group root to f. what names it in errors.
+func asOwnerFS(owner *Owner, groups []int, what string, f func() error) error {
 	runtime.LockOSThread()
+	var was []int
+	if groups != nil {
+		var err error
+		if was, err = unix.Getgroups(); err == nil {
+			err = unix.Setgroups(groups)
+		}
+		if err != nil {
+			unix.Setgroups(was)
+			runtime.UnlockOSThread()
+			return fmt.Errorf("%s as uid %d: set its groups: %w", what, owner.UID, err)
+		}
+	}
 	gid, _ := unix.SetfsgidRetGid(owner.GID)
 	uid, _ := unix.SetfsuidRetUid(owner.UID)
 	now, _ := unix.SetfsuidRetUid(-1)
 	var err error
 	if now != owner.UID {
-		err = fmt.Errorf("create %q as uid %d: setfsuid did not take", d, owner.UID)
+		err = fmt.Errorf("%s as uid %d: setfsuid did not take", what, owner.UID)
 	} else {
-		err = os.Mkdir(d, 0o700)
+		err = f()
 	}
 	unix.SetfsuidRetUid(uid)
 	unix.SetfsgidRetGid(gid)
 	if back, _ := unix.SetfsuidRetUid(-1); back != uid {
 		// Leave the thread locked: Go ends it with this goroutine rather
 		// than run others with the owner's file permissions.
-		return fmt.Errorf("create %q: could not restore the filesystem uid %d", d, uid)
+		return fmt.Errorf("%s: could not restore the filesystem uid %d", what, uid)
+	}
+	if groups != nil && unix.Setgroups(was) != nil {
+		return fmt.Errorf("%s: could not restore the groups", what) // locked, as above
 	}
 	runtime.UnlockOSThread()
 	return err
+}
+
+// lookOwnerTool finds the program name of one of the owner's workloads as
+// the owner would: in the owner's PATH (workloadPATH), then in
+// extraToolDirs, as lookTool does, each candidate looked at with the
+// owner's filesystem uid (asOwnerFS), so root neither finds a program the
+// owner could not run nor says what a folder the owner cannot search holds.
+func lookOwnerTool(name string, owner *Owner, groups []uint32) (string, error) {
+	dirs := append(filepath.SplitList(workloadPATH()), extraToolDirs...)
+	gs := []int{owner.GID}
+	for _, g := range groups {
+		gs = append(gs, int(g))
+	}
+	found := ""
+	err := asOwnerFS(owner, gs, fmt.Sprintf("find %q", name), func() error {
+		for _, d := range dirs {
+			if !filepath.IsAbs(d) {
+				continue // relative to the agent's folder, not the user's
+			}
+			p := filepath.Join(d, name)
+			var st unix.Stat_t
+			if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				continue
+			}
+			if unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS) == nil {
+				found = p
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if found == "" {
+		return "", fmt.Errorf("%s not found in the owner's PATH (%s) or %s", name, workloadPATH(), strings.Join(extraToolDirs, ":"))
+	}
+	return found, nil
+}
+
+// withPATH is env with its PATH set to path.
+func withPATH(env []string, path string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, e := range env {
+		if !strings.HasPrefix(e, "PATH=") {
+			out = append(out, e)
+		}
+	}
+	return append(out, "PATH="+path)
+}
+
+// dropsToOwner reports whether workloads run as the owner, not as the
+// agent: it is root working for a user (--owner).
+func (s *Server) dropsToOwner() bool {
+	return s.opts.Owner != nil && os.Geteuid() == 0 && s.opts.Owner.UID != 0
 }
 
 // ownerCredential is the credential workloads run with when the agent is root
 // working for a user (--owner): that user's uid, gid and groups. It returns
 // nil when there is nothing to drop (no owner, or not root).
 func (s *Server) ownerCredential() (*syscall.Credential, string, error) {
-	if s.opts.Owner == nil || os.Geteuid() != 0 || s.opts.Owner.UID == 0 {
+	if !s.dropsToOwner() {
 		return nil, "", nil
 	}
 	o := s.opts.Owner

@@ -146,9 +146,26 @@ func (s *Server) startProcAt(handle string, argv, env []string, timeoutMs int, r
 		}
 	}
 
+	// The owner's workloads run as the owner, with the owner's PATH; what
+	// runs as root, with root's (PinRootPATH).
+	var cred *syscall.Credential
+	home := ""
+	if asOwner {
+		var err error
+		if cred, home, err = s.ownerCredential(); err != nil {
+			unreserve()
+			return nil, perr(proto.CodeInternal, "start %q: %v", argv[0], err)
+		}
+	}
 	path := argv[0]
 	if !strings.Contains(path, "/") {
-		p, err := lookTool(path)
+		var p string
+		var err error
+		if cred != nil {
+			p, err = lookOwnerTool(path, s.opts.Owner, cred.Groups)
+		} else {
+			p, err = lookTool(path)
+		}
 		if err != nil {
 			unreserve()
 			return nil, perr(proto.CodeNotFound, "start %q: %v", argv[0], err)
@@ -173,7 +190,11 @@ func (s *Server) startProcAt(handle string, argv, env []string, timeoutMs int, r
 	if dir != "" {
 		cmd.Dir = filepath.Join(cmd.Dir, dir)
 	}
-	cmd.Env = append(os.Environ(), env...)
+	base := os.Environ()
+	if cred != nil {
+		base = withPATH(base, workloadPATH())
+	}
+	cmd.Env = append(base, env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Own process group, so stop and timeout reach whatever it forks; and
 	// SIGKILL from the kernel should the agent itself be killed (-9) before
@@ -183,18 +204,9 @@ func (s *Server) startProcAt(handle string, argv, env []string, timeoutMs int, r
 		// Born in its cgroup: whatever it forks, setsid or not, is there.
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, pr.cg.fd()
 	}
-	if asOwner {
-		cred, home, cerr := s.ownerCredential()
-		if cerr != nil {
-			stdout.Close()
-			stderr.Close()
-			unreserve()
-			return nil, perr(proto.CodeInternal, "start %q: %v", argv[0], cerr)
-		}
-		if cred != nil {
-			cmd.SysProcAttr.Credential = cred
-			cmd.Env = append(cmd.Env, "HOME="+home)
-		}
+	if cred != nil {
+		cmd.SysProcAttr.Credential = cred
+		cmd.Env = append(cmd.Env, "HOME="+home)
 	}
 	leadersMu.RLock() // reaper.go: the reaper must not take this child from its Wait
 	defer leadersMu.RUnlock()

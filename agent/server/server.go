@@ -45,16 +45,30 @@ type Owner struct {
 // sudo's usual secure_path names, root's alone.
 const RootPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// UserPATH is the PATH of the owner's workloads when the agent was started
+// with none (login.defs' ENV_PATH for users).
+const UserPATH = "/usr/local/bin:/usr/bin:/bin"
+
+// ownerPATH is the PATH the owner's workloads get from a root agent working
+// for a user: the one it was started with, which PinRootPATH replaced for
+// what the agent runs as root ("" when it did not: the process's own).
+var ownerPATH string
+
 // PinRootPATH sets the process's PATH to RootPATH, HOME to root's home and
 // drops the rest of the environment but locale and terminal names, when the
 // agent is root working for the user o, and says whether it did. sudo without secure_path
 // (Arch Linux's default sudoers) hands the command the user's own PATH, and
 // the agent finds by PATH what it runs as root (tcpdump, rdma, modprobe,
 // dmesg, the package manager): with ~/bin first in it, the user's own
-// `dmesg` ran as root.
+// `dmesg` ran as root. The PATH it replaces stays the owner's workloads'
+// (workloadPATH): they run as the user, who chose it.
 func PinRootPATH(o *Owner) bool {
 	if o == nil || o.UID == 0 || os.Geteuid() != 0 {
 		return false
+	}
+	ownerPATH = os.Getenv("PATH")
+	if ownerPATH == "" {
+		ownerPATH = UserPATH
 	}
 	// What the agent runs as root inherits its environment, and what
 	// sudo kept of the user's is the user's to choose: a sudo keeping
@@ -64,7 +78,8 @@ func PinRootPATH(o *Owner) bool {
 	// TC_LIB_DIR, ...) the user's own settings (attack round 12, high).
 	// Only locale and terminal names stay (sudo checks those), and the
 	// agent's own RLAB_ test switches; HOME is root's. The owner's own
-	// processes get the owner's HOME (startProc, runCmdAs).
+	// processes get the owner's HOME (startProc, runCmdAs) and the PATH
+	// the agent was started with (workloadPATH).
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !keepForRoot(k) {
 			os.Unsetenv(k)
@@ -91,6 +106,14 @@ func rootHome() string {
 		return u.HomeDir
 	}
 	return "/root"
+}
+
+// workloadPATH is the PATH of the owner's workloads (ownerPATH).
+func workloadPATH() string {
+	if ownerPATH != "" {
+		return ownerPATH
+	}
+	return os.Getenv("PATH")
 }
 
 // ParseOwner parses "UID:GID".
@@ -532,6 +555,9 @@ func (s *Server) cleanupMethod(ctx context.Context, c *call, params json.RawMess
 	res := s.cleanup(ctx, p.Keep)
 	if p.Run != "" {
 		if err := s.killRun(p.Run); err != nil { // cgroup.go
+			res.Errors = append(res.Errors, err.Error())
+		}
+		if err := s.sweepCaptureRingDirs(p.Run); err != nil { // capture.go
 			res.Errors = append(res.Errors, err.Error())
 		}
 	}

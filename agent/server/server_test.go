@@ -41,7 +41,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	case "serve":
-		srv, err := New(Options{WorkDir: os.Getenv("RLAB_TEST_WORKDIR"), Version: "helper"})
+		opts := Options{WorkDir: os.Getenv("RLAB_TEST_WORKDIR"), Version: "helper"}
+		if o := os.Getenv("RLAB_TEST_OWNER"); o != "" { // a root agent working for uid:gid o
+			var own Owner
+			fmt.Sscanf(o, "%d:%d", &own.UID, &own.GID)
+			opts.Owner = &own
+		}
+		srv, err := New(opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)

@@ -325,3 +325,75 @@ func TestCaptureRingMovedOutWhenTcpdumpEnded(t *testing.T) {
 		t.Errorf("the user's rm -rf of the work dir: %v: %s", err, out)
 	}
 }
+
+// TestDownCleanupRemovesKilledAgentsCaptureFolder: a root agent working for
+// a user, killed with SIGKILL during a capture, leaves its capture folder
+// (root's, 0700) in the run's work dir, and the user's rm -rf of the work
+// dir (what rlab down runs) failed on it. rlab down's own agent, root for
+// the same user in the sibling .../<run>-down/<host>, removes it when asked
+// to clean up the run; a root folder of another shape stays.
+func TestDownCleanupRemovesKilledAgentsCaptureFolder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for tcpdump")
+	}
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("needs tcpdump")
+	}
+	const uid = 65534
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(base, "r1", "h0")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	t.Setenv("RLAB_TEST_OWNER", "65534:65534") // the helper's environment
+	in, out, done := helperServe(t, cmd, wd)
+	c := newClient(t, in, out, done)
+	var started proto.CaptureStarted
+	c.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "lo", Netdev: "lo", Filter: "tcp port 1", MaxBytes: 4 << 20}, &started)
+	cmd.Process.Kill()
+	done <- <-done // reaped; c's cleanup reads it again
+	// tcpdump changed uid and lost its parent-death signal: down kills it
+	// by its recorded pid.
+	syscall.Kill(started.PID, syscall.SIGKILL)
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", started.PID)); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	left := func() (n []string) {
+		ents, _ := os.ReadDir(wd)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".capture-") {
+				n = append(n, e.Name())
+			}
+		}
+		return n
+	}
+	if len(left()) != 1 {
+		t.Fatalf("capture folders in the killed agent's work dir: %q; want its one", left())
+	}
+	// Root's, but not a capture folder: a ring of root's.
+	other := filepath.Join(wd, ".capture-x.1.1")
+	if err := os.MkdirAll(filepath.Join(other, "ring"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	dc, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "r1-down", "h0"), Owner: &Owner{UID: uid, GID: uid}})
+	var res proto.CleanupResult
+	dc.mustCall(proto.MethodCleanup, proto.CleanupParams{Run: "r1"}, &res)
+	if got := left(); len(got) != 1 || got[0] != ".capture-x.1.1" {
+		t.Errorf("capture folders after down's cleanup: %q; want only .capture-x.1.1 (its ring is root's)", got)
+	}
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "ring is uid 0's") {
+		t.Errorf("cleanup errors %q; want one saying .capture-x.1.1's ring is root's", res.Errors)
+	}
+	os.RemoveAll(other)
+	rm := exec.Command("rm", "-rf", "--", wd)
+	rm.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if out, err := rm.CombinedOutput(); err != nil {
+		t.Errorf("the user's rm -rf of the work dir after down's cleanup: %v: %s", err, out)
+	}
+}

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -114,15 +115,38 @@ func Prune(dir string, all, dryRun bool) ([]Cached, error) {
 			continue
 		}
 		if !dryRun {
-			if err := os.RemoveAll(c.Dir); err != nil {
+			if err := remove(dir, c); err != nil {
 				errs = append(errs, fmt.Errorf("prune image %s: %w", c.Name, err))
 				continue
 			}
-			_ = os.Remove(filepath.Join(dir, "."+c.Name+".lock"))
 		}
 		gone = append(gone, c)
 	}
 	return gone, errors.Join(errs...)
+}
+
+// remove removes c's folder and, for an image, its build lock, holding
+// that lock (lockFile): a build of it (Ensure) holds the lock until it is
+// done and is left to finish, and the lock file is unlinked only by its
+// holder, so a builder that opened it just before cannot go on to lock the
+// unlinked file while the next builder locks a new one (SECURITY 192).
+func remove(dir string, c Cached) error {
+	if _, build := buildPID(c.Name); build {
+		return os.RemoveAll(c.Dir)
+	}
+	path := filepath.Join(dir, "."+c.Name+".lock")
+	lock, err := lockFile(context.Background(), path, false)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return errors.New("a build of it is running: left as it is")
+	}
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer lock.Close()
+	if err := os.RemoveAll(c.Dir); err != nil {
+		return err
+	}
+	return os.Remove(path)
 }
 
 // recipeOfName is the recipe this rlab builds for a cache folder's

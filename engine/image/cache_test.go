@@ -2,10 +2,12 @@ package image
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -180,5 +182,59 @@ func TestCacheOfAnotherUser(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(mine, "photos")); err != nil {
 		t.Errorf("prune removed a folder rlab did not make: %v", err)
+	}
+}
+
+// TestPruneLockSurvivesRemoval: prune unlinks an image's build lock only
+// while it holds it, and a builder holds the lock only once the file it
+// locked is still the one the path names (engine/vm's snapshot locks do
+// the same, SECURITY 170). Before, prune unlinked .NAME.lock without
+// holding it: (1) A, about to build, opens it; (2) prune removes the image
+// folder and unlinks the lock; (3) A locks the unlinked file and builds;
+// (4) C opens a new .NAME.lock and locks it at once, a second build of the
+// same image into the same folder, and a second prune removes A's.
+func TestPruneLockSurvivesRemoval(t *testing.T) {
+	dir := t.TempDir()
+	old := "debian-bookworm-0123456789abcdef"
+	img := filepath.Join(dir, old)
+	if err := os.MkdirAll(img, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, "."+old+".lock")
+	pruned := false
+	lockOpened = func(string) {
+		if pruned {
+			return
+		}
+		pruned = true // B, between A's open and A's lock
+		gone, err := Prune(dir, false, false)
+		if err != nil || len(gone) != 1 || gone[0].Name != old {
+			t.Errorf("B's prune: %v, %v; want %s gone", gone, err, old)
+		}
+	}
+	a, err := lockFile(context.Background(), lock, false) // A: about to build
+	lockOpened = nil
+	if err != nil {
+		t.Fatalf("A's build lock: %v", err)
+	}
+	defer a.Close()
+	if !pruned {
+		t.Fatal("B never ran")
+	}
+	if err := os.MkdirAll(img, 0o755); err != nil { // A builds
+		t.Fatal(err)
+	}
+	if c, err := lockFile(context.Background(), lock, false); err == nil {
+		c.Close()
+		t.Error("C took the build lock A holds")
+	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Errorf("C's build lock: %v, want EWOULDBLOCK", err)
+	}
+	gone, err := Prune(dir, false, false)
+	if len(gone) != 0 || err == nil || !strings.Contains(err.Error(), "a build of it is running") {
+		t.Errorf("D's prune during A's build: gone %v, %v; want nothing gone and the build named", gone, err)
+	}
+	if _, err := os.Stat(img); err != nil {
+		t.Errorf("A's image folder: %v", err)
 	}
 }

@@ -378,14 +378,11 @@ func Ensure(ctx context.Context, r Recipe, opts Options) (*Image, error) {
 		return nil, fmt.Errorf("build image %s: %w", r.Name(), err)
 	}
 	// One build per recipe at a time; a second caller waits and then finds it.
-	lock, err := os.OpenFile(filepath.Join(opts.Dir, "."+r.Name()+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := lockFile(ctx, filepath.Join(opts.Dir, "."+r.Name()+".lock"), true)
 	if err != nil {
-		return nil, fmt.Errorf("build image %s: %w", r.Name(), err)
-	}
-	defer lock.Close()
-	if err := flock(ctx, lock); err != nil {
 		return nil, fmt.Errorf("build image %s: wait for another build: %w", r.Name(), err)
 	}
+	defer lock.Close()
 	if !opts.Force {
 		if im, err := Lookup(opts.Dir, r); err == nil {
 			return im, nil
@@ -394,11 +391,50 @@ func Ensure(ctx context.Context, r Recipe, opts Options) (*Image, error) {
 	return build(ctx, r, opts)
 }
 
-func flock(ctx context.Context, f *os.File) error {
+// lockFile locks path (a build's .NAME.lock, made when missing)
+// exclusively, waiting for it until ctx ends when wait, else failing with
+// EWOULDBLOCK, and returns it once the file it holds is still the one path
+// names: prune unlinks the lock file while it holds it, so a builder that
+// opened the file before the unlink and locked it after would hold a file
+// no later builder opens, and two builds of one image would run at once.
+// The check after locking is engine/vm's lockPath's (SECURITY 170).
+func lockFile(ctx context.Context, path string, wait bool) (*os.File, error) {
+	for {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if lockOpened != nil {
+			lockOpened(path)
+		}
+		if err := flock(ctx, f, wait); err != nil {
+			f.Close()
+			return nil, err
+		}
+		held, err1 := f.Stat()
+		named, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(held, named) {
+			return f, nil
+		}
+		f.Close()
+		if err1 != nil {
+			return nil, err1
+		}
+		if err2 != nil && !errors.Is(err2, fs.ErrNotExist) {
+			return nil, err2
+		}
+	}
+}
+
+// lockOpened, when set (tests), runs between lockFile's open and its lock:
+// where a prune may unlink the file.
+var lockOpened func(path string)
+
+func flock(ctx context.Context, f *os.File, wait bool) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return nil
+		if err == nil || !wait {
+			return err
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			return err

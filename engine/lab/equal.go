@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"math/big"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -14,6 +15,11 @@ import (
 // that only cty can decide (numbersEqual): each writes both numbers out in
 // full, 50-150 µs, so 300,000 steps allow about 3,000 of them.
 const slowCompareSteps = 100
+
+// comparisons counts, for all Loads, the pairs of known numbers equal
+// compared and those of them it left to cty (the slow way, charged):
+// tests count the work, not the time it takes on a busy machine.
+var comparisons struct{ numbers, byCty atomic.Int64 }
 
 // numbersEqual decides x == y as cty does (two numbers are equal when
 // their shortest decimal texts are, -0 being 0) without writing them out:
@@ -78,11 +84,13 @@ func (b *budget) knownEqual(x, y cty.Value, at *hcl.Range) (eq, ok bool, err err
 	}
 	switch {
 	case ty == cty.Number:
+		comparisons.numbers.Add(1)
 		xf, yf := x.AsBigFloat(), y.AsBigFloat()
 		eq, slow := numbersEqual(xf, yf)
 		if !slow {
 			return eq, true, nil
 		}
+		comparisons.byCty.Add(1)
 		if b != nil {
 			if err := b.charge("a comparison of two numbers", at, slowCompareSteps, 0); err != nil {
 				return false, false, err

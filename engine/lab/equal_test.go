@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -16,24 +15,39 @@ import (
 // whole) is what labs do in loops, within the evaluation budget; cty
 // compares two of them by writing both out in full (50-150 µs each), so
 // contains() over fractions in a for reached 42 s before the evaluation
-// guard. Each lab here loads, or is refused by the budget, within 3 s.
+// guard. Each lab here loads, or is refused by the budget, with its
+// comparisons decided by numbersEqual, none by cty: the work is counted
+// (comparisons), not timed. Comparisons that bypass equal (hcl's own ==,
+// stdlib's contains) count none; a pair only cty decides is charged, so at
+// most the budget's worth of them run.
 func TestFractionComparisonsCheap(t *testing.T) {
-	for _, c := range []struct{ name, lab, want string }{
-		{name: "contains", lab: "locals {\n  xs = [for i in range(540) : i / 7 + 1 / 3]\n  n  = length([for j in range(540) : j if contains(local.xs, j / 7 + 1 / 3 + 1e-9)])\n}\n"},
-		{name: "equal", lab: "locals {\n  t  = 1 / 3\n  xs = [for a in range(90) : length([for b in range(1000) : b if b / 7 == local.t])]\n}\n"},
-		{name: "not equal", lab: "locals {\n  t  = 1 / 3\n  xs = [for a in range(90) : length([for b in range(1000) : b if b / 7 != local.t])]\n}\n"},
-		{name: "lists", lab: "locals {\n  xs = [for i in range(540) : i / 7 + 1 / 3]\n  ys = [for i in range(540) : i / 7 + 1 / 3]\n  n  = length([for j in range(400) : j if local.xs == local.ys])\n}\n"},
+	noCty := int64(0)
+	charged := int64(MaxEvalOps/slowCompareSteps + 1)
+	for _, c := range []struct {
+		name, lab, want string
+		byCty           int64 // pairs left to cty, at most
+	}{
+		{name: "contains", byCty: noCty, lab: "locals {\n  xs = [for i in range(540) : i / 7 + 1 / 3]\n  n  = length([for j in range(540) : j if contains(local.xs, j / 7 + 1 / 3 + 1e-9)])\n}\n"},
+		{name: "equal", byCty: noCty, lab: "locals {\n  t  = 1 / 3\n  xs = [for a in range(90) : length([for b in range(1000) : b if b / 7 == local.t])]\n}\n"},
+		{name: "not equal", byCty: noCty, lab: "locals {\n  t  = 1 / 3\n  xs = [for a in range(90) : length([for b in range(1000) : b if b / 7 != local.t])]\n}\n"},
+		{name: "lists", byCty: noCty, lab: "locals {\n  xs = [for i in range(540) : i / 7 + 1 / 3]\n  ys = [for i in range(540) : i / 7 + 1 / 3]\n  n  = length([for j in range(400) : j if local.xs == local.ys])\n}\n"},
 		// 53-bit (pow) beside 512-bit (a quotient): near-equal, so
 		// decided the slow way, and charged for it.
-		{name: "mixed precision", lab: "locals {\n  t  = pow(10, -1)\n  xs = [for a in range(280) : length([for b in range(1000) : b if 1 / 10 == local.t])]\n}\n", want: EvalLimitSummary},
+		{name: "mixed precision", byCty: charged, lab: "locals {\n  t  = pow(10, -1)\n  xs = [for a in range(280) : length([for b in range(1000) : b if 1 / 10 == local.t])]\n}\n", want: EvalLimitSummary},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "lab.hcl")
 			must(t, os.WriteFile(p, []byte("lab \"x\" {}\nhost \"a\" {\n  address = \"192.0.2.1\"\n}\n"+c.lab), 0o644))
-			start := time.Now()
+			n0, c0 := comparisons.numbers.Load(), comparisons.byCty.Load()
 			_, diags := Load([]string{p}, LoadOptions{})
-			if took := time.Since(start); took > 3*time.Second {
-				t.Errorf("took %s, want under 3s", took.Round(time.Millisecond))
+			n, byCty := comparisons.numbers.Load()-n0, comparisons.byCty.Load()-c0
+			// Each lab compares thousands of pairs before it ends
+			// or the budget stops it.
+			if n < 2000 {
+				t.Errorf("equal compared %d pairs of numbers, want thousands: the lab's comparisons went around it", n)
+			}
+			if byCty > c.byCty {
+				t.Errorf("%d of %d pairs were left to cty, want at most %d", byCty, n, c.byCty)
 			}
 			got := diagLines(diags)
 			// Loaded, or stopped by the budget (the loops are near it).

@@ -117,9 +117,9 @@ type builder struct {
 	// and capture file joined them thousands of times.
 	redact     *lab.Replacer
 	redactOnce sync.Once
-	// pivotSlack is what is left of the cells past four a sample that
-	// the report's tables may hold together (sampleTable).
-	pivotSlack int
+	// pivot is what is left of the cells past four a sample that the
+	// report's tables may hold together (sampleTable).
+	pivot *results.PivotBudget
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -518,7 +518,7 @@ func (b *builder) workloads(doc *results.Run) {
 		docs[w.Name] = w
 		b.own[w.Name] = w.Captures
 	}
-	b.pivotSlack = maxPivotSlack
+	b.pivot = results.NewPivotBudget()
 	for i, name := range order {
 		wd := docs[name]
 		w := b.workload(i, name, wd, byName[name])
@@ -589,7 +589,7 @@ func (b *builder) workload(i int, name string, wd results.Workload, samples []re
 	w.Trouble = results.TroubleText(samples, name)
 	samples = results.Measures(samples)
 	w.Result = results.KeyNumbers(results.Workload{Name: name, Tool: w.Tool, Parse: wd.Parse, Metrics: wd.Metrics}, results.Aggregate(samples))
-	w.Table = sampleTable(samples, &b.pivotSlack)
+	w.Table = sampleTable(samples, b.pivot)
 	w.Charts = workloadCharts(w.Anchor, samples)
 	parseNotes(&w, wd)
 	w.Links = b.workloadLinks(name, wd)
@@ -673,7 +673,7 @@ type key struct {
 
 // sampleTable pivots samples into rows (size, repeat) and one column per
 // metric, in the order of results.Metrics().
-func sampleTable(samples []results.Sample, slack *int) Table {
+func sampleTable(samples []results.Sample, pivot *results.PivotBudget) Table {
 	t := Table{Columns: []string{}, Rows: [][]string{}}
 	if len(samples) == 0 {
 		return t
@@ -714,11 +714,8 @@ func sampleTable(samples []results.Sample, slack *int) Table {
 	}
 	sort.Strings(other)
 	cols = append(cols, other...)
-	if extra := len(keys)*len(cols) - 4*len(samples); extra > 0 {
-		if extra > *slack {
-			return sampleList(samples, hasSize)
-		}
-		*slack -= extra
+	if !pivot.Fits(len(keys)*len(cols), len(samples)) {
+		return sampleList(samples, hasSize)
 	}
 	if hasSize {
 		t.Columns = append(t.Columns, "size")
@@ -767,16 +764,13 @@ func sampleTable(samples []results.Sample, slack *int) Table {
 }
 
 // sampleTable lays n samples out in at most 4n cells, and the tables of a
-// report together in at most maxPivotSlack more: a run's samples fill
-// their table (every metric at every size and repeat) or nearly, but a
-// received results.json whose samples each have a metric and a size of
-// their own made one row and one column a sample, n squared cells: 5,000
-// samples (660 KB) made a 226 MB report.html with 2.2 GB of memory in 135
-// s, the 500,000 results.Decode takes far past any machine (found in round
-// 9's attack). The slack was per table, so 500 workloads of 100 such
-// samples each (5.8 MB) made 5 million cells again: 98 s, 780 MB and a 53
-// MB report.html, ten times that at Decode's bound (SECURITY 164).
-const maxPivotSlack = 10_000
+// report together in at most results.MaxPivotSlack more (the summary's
+// rule): a received results.json whose samples each have a metric and a
+// size of their own made one row and one column a sample, n squared cells:
+// 5,000 samples (660 KB) made a 226 MB report.html with 2.2 GB of memory in
+// 135 s (found in round 9's attack); with the slack per table, 500
+// workloads of 100 such samples each (5.8 MB) made 5 million cells again:
+// 98 s, 780 MB and a 53 MB report.html (SECURITY 164).
 
 // sampleList is the samples one a row (size, repeat, metric, value), in
 // the order results.json holds them: sampleTable's layout when the pivot

@@ -35,12 +35,11 @@ func TestSampleTableBounded(t *testing.T) {
 		maxCells int
 		pivoted  bool
 	}{
-		{"a metric and a size a sample", sparse, 4*3000 + maxPivotSlack, false},
+		{"a metric and a size a sample", sparse, 4*3000 + results.MaxPivotSlack, false},
 		{"a filled sweep", sweep, 4 * 12, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			slack := maxPivotSlack
-			tb := sampleTable(tc.samples, &slack)
+			tb := sampleTable(tc.samples, results.NewPivotBudget())
 			cells := 0
 			for _, r := range tb.Rows {
 				cells += len(r)
@@ -108,7 +107,7 @@ func TestSampleTablesBoundedTogether(t *testing.T) {
 			cells += len(row)
 		}
 	}
-	if most := 2 * (4*workloads*each + maxPivotSlack); cells > most {
+	if most := 2 * (4*workloads*each + results.MaxPivotSlack); cells > most {
 		t.Errorf("%d workloads of %d samples made %d cells (rows and raw), want at most %d", workloads, each, cells, most)
 	}
 }

@@ -88,3 +88,52 @@ func TestSummaryWorkloadNamedAgain(t *testing.T) {
 		t.Errorf("workload w has %d rows, want 1", got)
 	}
 }
+
+// TestSummaryTablesBoundedTogether: the cells summary.md's tables hold past
+// four a value are the summary's, shared by its tables in order, as the
+// report's are (SECURITY 164): per table, many tables of 100 values each
+// with a metric and a size of their own (a workload's host pairs, or a
+// compact table per tool) were 10,000 cells each, and 500,000 samples made
+// rlab show take 72 s and 2 GB for 309 MB of text.
+func TestSummaryTablesBoundedTogether(t *testing.T) {
+	const each = 100
+	sections := &Run{Lab: "x"} // under compactAt: a section per workload
+	for w := range 15 {
+		name := fmt.Sprintf("w%d", w)
+		sections.Workloads = append(sections.Workloads, Workload{Name: name, Tool: "ib_write_bw", Status: StatusOK})
+		for g := range 8 {
+			for i := range each {
+				sections.Samples = append(sections.Samples, Sample{Metric: fmt.Sprintf("m%d", i), Value: 1.5, Unit: "Gb/s",
+					Meta: Meta{Workload: name, Tool: "ib_write_bw", Size: int64(i + 1), Hosts: []string{"a", fmt.Sprintf("b%d", g)}}})
+			}
+		}
+	}
+	tools := &Run{Lab: "x"} // compact: a table per tool
+	for tl := range 50 {
+		tool := fmt.Sprintf("tool%d", tl)
+		for i := range each {
+			name := fmt.Sprintf("w%d.%d", tl, i)
+			tools.Workloads = append(tools.Workloads, Workload{Name: name, Tool: tool, Status: StatusOK})
+			tools.Samples = append(tools.Samples, Sample{Metric: fmt.Sprintf("m%d", i), Value: 1.5, Unit: "Gb/s", Meta: Meta{Workload: name, Tool: tool, Size: 4096}})
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		run  *Run
+	}{
+		{"host pairs of 15 workloads", sections},
+		{"50 tools of 100 workloads", tools},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			md := Summary(tc.run, "")
+			// A cell is a '|' (and the row's last); a row of a list or of
+			// a table per tool is under 10.
+			if cells, most := strings.Count(string(md), "|"), 10*len(tc.run.Samples)+MaxPivotSlack; cells > most {
+				t.Fatalf("%d samples made %d cells of summary, want at most %d", len(tc.run.Samples), cells, most)
+			}
+			if got := strings.Count(string(md), "1.5"); got < len(tc.run.Samples) {
+				t.Errorf("%d values shown, want %d", got, len(tc.run.Samples))
+			}
+		})
+	}
+}

@@ -57,7 +57,7 @@ func Summary(r *Run, dir string) []byte {
 	}
 
 	if len(r.Workloads) >= compactAt {
-		compactSections(&b, r)
+		compactSections(&b, r, NewPivotBudget())
 		return b.Bytes()
 	}
 	aggs := Aggregate(Measures(r.Samples))
@@ -92,9 +92,10 @@ func Summary(r *Run, dir string) []byte {
 
 	seen := map[string]bool{}
 	impairs := Impairments(r.Samples)
+	pivot := NewPivotBudget()
 	for _, wl := range r.Workloads {
 		seen[wl.Name] = true
-		workloadSection(&b, wl, byWL[wl.Name], impairs[wl.Name])
+		workloadSection(&b, wl, byWL[wl.Name], impairs[wl.Name], pivot)
 		stackSection(&b, wl, CounterDeltas(r.Samples, wl.Name))
 	}
 	// samples of workloads the run did not list (should not happen, but a
@@ -102,7 +103,7 @@ func Summary(r *Run, dir string) []byte {
 	for _, a := range aggs {
 		if !seen[a.Workload] {
 			seen[a.Workload] = true
-			workloadSection(&b, Workload{Name: a.Workload, Tool: a.Tool}, byWL[a.Workload], impairs[a.Workload])
+			workloadSection(&b, Workload{Name: a.Workload, Tool: a.Tool}, byWL[a.Workload], impairs[a.Workload], pivot)
 		}
 	}
 	rdmaVsTCP(&b, r, aggs)
@@ -119,7 +120,7 @@ const compactAt = 16
 // workload with its status, expects and headline figures (medians at the
 // largest message size, or the smallest for latency tools), then the
 // problems in full.
-func compactSections(b *bytes.Buffer, r *Run) {
+func compactSections(b *bytes.Buffer, r *Run, pivot *PivotBudget) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	aggs := Aggregate(Measures(r.Samples))
 	byWL := map[string][]Agg{}
@@ -174,7 +175,7 @@ func compactSections(b *bytes.Buffer, r *Run) {
 		for _, wl := range wls {
 			held += len(byWL[wl.Name])
 		}
-		if len(wls)*len(metrics) > maxPivotCells(held) {
+		if !pivot.Fits(len(wls)*len(metrics), held) {
 			// Mostly empty columns: each workload's figures in one cell.
 			metrics = nil
 		}
@@ -329,7 +330,7 @@ func sortMetrics(names []string) {
 	}
 }
 
-func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg, impair string) {
+func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg, impair string, pivot *PivotBudget) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	w("## %s (%s)\n\n", mdText(wl.Name), mdText(wl.Tool))
 	if impair != "" {
@@ -358,7 +359,7 @@ func workloadSection(b *bytes.Buffer, wl Workload, aggs []Agg, impair string) {
 		if len(groups) > 1 && g[0].Hosts != "" {
 			w("Hosts %s:\n\n", mdText(strings.ReplaceAll(g[0].Hosts, ",", " → ")))
 		}
-		metricTable(b, g)
+		metricTable(b, g, pivot)
 	}
 	if len(aggs) == 0 && len(wl.Expects) == 0 {
 		w("No samples.\n\n")
@@ -496,7 +497,7 @@ func parseSection(b *bytes.Buffer, wl Workload) {
 
 // metricTable prints one row per size and one column per metric (medians),
 // with the repeat count and, for the headline metric, the spread.
-func metricTable(b *bytes.Buffer, aggs []Agg) {
+func metricTable(b *bytes.Buffer, aggs []Agg, pivot *PivotBudget) {
 	var metrics []string
 	units := map[string]string{}
 	var sizes []int64
@@ -518,7 +519,7 @@ func metricTable(b *bytes.Buffer, aggs []Agg) {
 	for _, a := range aggs {
 		n = max(n, a.N)
 	}
-	if len(sizes)*len(metrics) > maxPivotCells(len(aggs)) {
+	if !pivot.Fits(len(sizes)*len(metrics), len(aggs)) {
 		metricList(b, aggs, hasSize, n > 1)
 		return
 	}
@@ -584,15 +585,41 @@ func aggCell(a Agg) string {
 	return v
 }
 
-// maxPivotCells is the most cells a table that pivots n values by two of
-// their fields (message size and metric, workload and metric) may have:
-// a run fills its tables or nearly, but a received results.json whose
-// samples each have a metric and a size (or a workload) of their own made
-// n squared cells: 5,000 samples (660 KB) kept rlab show past a minute,
-// 20,000 workloads of a metric each (4 MB) made 800 MB of summary with
-// 2.2 GB of memory, and results.Decode takes 500,000 samples (found in
-// round 9's attack). Past it, the values are listed one a row.
-func maxPivotCells(n int) int { return 4*n + 10_000 }
+// MaxPivotSlack is how many cells the tables of one output (a summary, a
+// report) that pivot values by two of their fields (message size and
+// metric, workload and metric) hold together past four a value: a run
+// fills its tables or nearly, but a received results.json whose samples
+// each have a metric and a size (or a workload) of their own made n
+// squared cells: 5,000 samples (660 KB) kept rlab show past a minute,
+// 20,000 workloads of a metric each (4 MB) made 800 MB of summary with 2.2
+// GB of memory, and results.Decode takes 500,000 samples (found in round
+// 9's attack). The slack was per table, so many tables of 100 such values
+// each (host pairs of a workload, workloads of a report) made millions of
+// cells again: 500,000 samples in 5,000 tables took rlab show 72 s and 2
+// GB (SECURITY 164 and 201). Past it, a table lists its values one a row.
+const MaxPivotSlack = 10_000
+
+// PivotBudget is what is left of MaxPivotSlack for the tables of one
+// output, shared by them in order.
+type PivotBudget struct{ left int }
+
+// NewPivotBudget is the budget of one output.
+func NewPivotBudget() *PivotBudget { return &PivotBudget{left: MaxPivotSlack} }
+
+// Fits reports whether a table of cells cells laying out n values may be
+// pivoted, and takes from the budget what it holds past four cells a value
+// when it may.
+func (p *PivotBudget) Fits(cells, n int) bool {
+	extra := cells - 4*n
+	if extra <= 0 {
+		return true
+	}
+	if extra > p.left {
+		return false
+	}
+	p.left -= extra
+	return true
+}
 
 // metricList is metricTable's table when a pivot would be mostly empty:
 // a row per size and metric, sizes in order.
