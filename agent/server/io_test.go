@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -370,8 +371,8 @@ func TestOwnerWorkloadsKeepOwnersPATH(t *testing.T) {
 		t.Fatal(err)
 	}
 	userPATH := bin + ":" + private + ":/usr/bin:/bin"
+	keepEnv(t)                 // PinRootPATH clears the environment: later tests get it back
 	t.Setenv("PATH", userPATH) // what sudo without secure_path hands on
-	t.Cleanup(func() { ownerPATH = "" })
 	owner := &Owner{UID: uid, GID: gid}
 	if !PinRootPATH(owner) {
 		t.Fatal("PinRootPATH did not pin as root for uid 65534")
@@ -392,6 +393,9 @@ func TestOwnerWorkloadsKeepOwnersPATH(t *testing.T) {
 		{"owners-PATH", []string{"sh", "-c", "echo $PATH"}, false, userPATH, ""},
 		{"roots-dmesg", []string{"dmesg"}, true, "", ""},
 		{"in-a-folder-the-owner-cannot-search", []string{"roots-own"}, false, "", proto.CodeNotFound},
+		// The owner's login names, as ssh and sudo -u give them (the
+		// agent's environment keeps none of sudo's): nobody's.
+		{"owners-login-env", []string{"sh", "-c", "echo $USER $LOGNAME $HOME ${SHELL:+shell}"}, false, ownerWords(t, uid), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.name
@@ -539,5 +543,31 @@ func TestTCPServeOnlyWhereOwnerCould(t *testing.T) {
 	}
 	if pe := c.call(proto.MethodTCPServe, proto.TCPServeParams{Handle: "any", Addr: "127.0.0.1"}, &res); pe != nil || res.Port < start {
 		t.Errorf("tcp.serve on any port: %v (port %d)", pe, res.Port)
+	}
+}
+
+// ownerWords is what `echo $USER $LOGNAME $HOME ${SHELL:+shell}` prints for
+// uid from the user database.
+func ownerWords(t *testing.T, uid int) string {
+	t.Helper()
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		t.Skipf("uid %d: %v", uid, err)
+	}
+	return u.Username + " " + u.Username + " " + u.HomeDir + " shell"
+}
+
+// TestLoginShell reads a user's shell from a passwd file, /bin/sh when it
+// names none.
+func TestLoginShell(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(f, []byte("root:x:0:0:root:/root:/bin/bash\nana:x:1000:1000:Ana,,,:/home/ana:/usr/bin/zsh\nbo:x:1001:1001::/home/bo:\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nodd:x:1\n"), 0o644)
+	for name, want := range map[string]string{"ana": "/usr/bin/zsh", "root": "/bin/bash", "bo": "/bin/sh", "nobody": "/usr/sbin/nologin", "odd": "/bin/sh", "zed": "/bin/sh"} {
+		if got := loginShell(f, name); got != want {
+			t.Errorf("loginShell(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if got := loginShell(filepath.Join(t.TempDir(), "none"), "ana"); got != "/bin/sh" {
+		t.Errorf("no passwd file: %q, want /bin/sh", got)
 	}
 }

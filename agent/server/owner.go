@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/user"
@@ -201,6 +202,44 @@ func (s *Server) dropsToOwner() bool {
 // ownerCredential is the credential workloads run with when the agent is root
 // working for a user (--owner): that user's uid, gid and groups. It returns
 // nil when there is nothing to drop (no owner, or not root).
+// ownerLoginEnv is the owner's USER, LOGNAME and SHELL, as a login over
+// ssh and `sudo -u` give them: a root agent working for a user keeps none
+// of the environment sudo gave it (PinRootPATH), and a workload's script
+// using $USER got nothing (under set -u, an exit). None when the user
+// database does not know the uid.
+func ownerLoginEnv(uid int) []string {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil || u.Username == "" {
+		return nil
+	}
+	return []string{"USER=" + u.Username, "LOGNAME=" + u.Username, "SHELL=" + loginShell(passwdFile, u.Username)}
+}
+
+// passwdFile is where loginShell reads; tests point it elsewhere.
+var passwdFile = "/etc/passwd"
+
+// loginShell is name's shell in the passwd file (its first 4 MiB), or
+// /bin/sh when it names none (a user from another database, or an empty
+// field, which login(1) also takes as /bin/sh).
+func loginShell(passwd, name string) string {
+	f, err := os.Open(passwd)
+	if err != nil {
+		return "/bin/sh"
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 4<<20))
+	for line := range strings.SplitSeq(string(b), "\n") {
+		fields := strings.Split(line, ":")
+		if len(fields) == 7 && fields[0] == name {
+			if sh := strings.TrimSpace(fields[6]); filepath.IsAbs(sh) {
+				return sh
+			}
+			break
+		}
+	}
+	return "/bin/sh"
+}
+
 func (s *Server) ownerCredential() (*syscall.Credential, string, error) {
 	if !s.dropsToOwner() {
 		return nil, "", nil

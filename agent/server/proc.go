@@ -192,7 +192,7 @@ func (s *Server) startProcAt(handle string, argv, env []string, timeoutMs int, r
 	}
 	base := os.Environ()
 	if cred != nil {
-		base = withPATH(base, workloadPATH())
+		base = append(withPATH(base, workloadPATH()), ownerLoginEnv(int(cred.Uid))...)
 	}
 	cmd.Env = append(base, env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr

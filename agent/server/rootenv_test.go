@@ -77,6 +77,7 @@ func TestRootChildrenEnvironment(t *testing.T) {
 func keepEnv(t *testing.T) {
 	saved := os.Environ()
 	t.Cleanup(func() {
+		ownerPATH = "" // PinRootPATH's, which later tests must not inherit
 		os.Clearenv()
 		for _, kv := range saved {
 			k, v, _ := strings.Cut(kv, "=")

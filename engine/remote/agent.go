@@ -159,16 +159,19 @@ func Start(ctx context.Context, c *sshx.Client, inst *Installed, o StartOptions)
 // and a root agent working for a user refuses to run from it. When the
 // root-owned copy is not there and sudo lets the user install it (cloud
 // images' default users have NOPASSWD: ALL, root already), it is installed
-// from the user's copy first, through a temp name and a rename so a
-// partial copy never has the name; a user sudo refuses that (a rule for
+// from the user's copy first, through a temp name of its own ($$: hosts
+// sharing a filesystem start at once, and with one shared temp name one
+// starter renamed another's half-written copy into place, which then
+// stayed) and a rename, so a partial copy never has the name; a user sudo
+// refuses that (a rule for
 // the agent alone) goes on to start the user's copy, whose refusal (sudo's
 // or the agent's) is the error, naming the fix. Each sudo is -n: never a
 // password prompt.
 func becomeScript(sys, cache, args, owner string) string {
 	return `s=` + sys + `; ` +
-		`[ -f "$s" ] || { sudo -n -- install -d -o root -g root -m 0755 "${s%/*}" && ` +
-		`sudo -n -- install -o root -g root -m 0755 ` + cache + ` "$s.part" && ` +
-		`sudo -n -- mv -f "$s.part" "$s"; } </dev/null >/dev/null 2>&1; ` +
+		`[ -f "$s" ] || { p="$s.part.$$"; sudo -n -- install -d -o root -g root -m 0755 "${s%/*}" && ` +
+		`{ sudo -n -- install -o root -g root -m 0755 ` + cache + ` "$p" && ` +
+		`sudo -n -- mv -f "$p" "$s" || sudo -n -- rm -f "$p"; }; } </dev/null >/dev/null 2>&1; ` +
 		`if [ -f "$s" ]; then exec sudo -n -- "$s"` + args + ` --owner ` + owner + `; fi; ` +
 		`exec sudo -n -- ` + cache + args + ` --owner ` + owner
 }

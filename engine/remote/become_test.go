@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -92,10 +94,66 @@ func TestBecomeScript(t *testing.T) {
 			} else if _, err := os.Lstat(sys); err == nil {
 				t.Errorf("%s exists after sudo refused the install", sys)
 			}
-			if _, err := os.Lstat(sys + ".part"); err == nil {
-				t.Errorf("%s.part left behind", sys)
+			if left, _ := filepath.Glob(sys + ".part*"); len(left) > 0 {
+				t.Errorf("temp copies left behind: %v", left)
 			}
 		})
+	}
+}
+
+// TestBecomeScriptConcurrentInstall: starters of hosts sharing a
+// filesystem run becomeScript at once, each installing the root-owned copy;
+// every one must exec a whole copy. With one temp name for all, one starter
+// renamed another's half-written copy into place (the review measured 2
+// partial execs in 20 pairs) and a starter killed mid-copy left it there
+// for good. The stand-in agent is 4 MiB and prints its own size.
+func TestBecomeScriptConcurrentInstall(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the stand-in sudo runs install -o root")
+	}
+	if _, err := exec.LookPath("install"); err != nil {
+		t.Skip("no install(1)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	if err := os.WriteFile(filepath.Join(bin, "sudo"), []byte("#!/bin/sh\nshift 2\nexec \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache", "rlab-agent")
+	os.MkdirAll(filepath.Dir(cache), 0o755)
+	agent := "#!/bin/sh\nwc -c < \"$0\"\nexit 0\n#" + strings.Repeat("x", 4<<20) + "\n"
+	if err := os.WriteFile(cache, []byte(agent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 5; round++ {
+		sys := filepath.Join(dir, "libexec", strconv.Itoa(round), "rlab-agent")
+		script := becomeScript(shellQuote(sys), shellQuote(cache), " serve", "1:1")
+		const n = 6
+		outs := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cmd := exec.Command("sh", "-c", script)
+				cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+				out, err := cmd.CombinedOutput()
+				outs[i] = strings.TrimSpace(string(out))
+				if err != nil {
+					outs[i] += " (" + err.Error() + ")"
+				}
+			}()
+		}
+		wg.Wait()
+		for i, o := range outs {
+			if o != strconv.Itoa(len(agent)) {
+				t.Errorf("round %d, starter %d: the agent it ran says %q, want its whole size %d", round, i, o, len(agent))
+			}
+		}
+		if left, _ := filepath.Glob(sys + ".part*"); len(left) > 0 {
+			t.Errorf("round %d: temp copies left behind: %v", round, left)
+		}
 	}
 }
 

@@ -596,7 +596,7 @@ func aggCell(a Agg) string {
 // 9's attack). The slack was per table, so many tables of 100 such values
 // each (host pairs of a workload, workloads of a report) made millions of
 // cells again: 500,000 samples in 5,000 tables took rlab show 72 s and 2
-// GB (SECURITY 164 and 201). Past it, a table lists its values one a row.
+// GB (SECURITY 164 and 190). Past it, a table lists its values one a row.
 const MaxPivotSlack = 10_000
 
 // PivotBudget is what is left of MaxPivotSlack for the tables of one
