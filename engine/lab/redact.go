@@ -170,3 +170,20 @@ func Redact(l *Lab) func(string) string {
 	}
 	return Redactor(l.Sensitive).Replace
 }
+
+// ErrorMask masks the sensitive values in the text of an error an agent
+// answers with before it is cut (rpc.Options.Mask, SECURITY 190); a tail
+// the agent cut loses what starts it as the end of a value
+// (Replacer.ReplaceTail). Nil without sensitive values.
+func ErrorMask(secrets []string) func(s string, tail bool) string {
+	if len(secrets) == 0 {
+		return nil
+	}
+	red := Redactor(secrets)
+	return func(s string, tail bool) string {
+		if tail {
+			return red.ReplaceTail(s)
+		}
+		return red.Replace(s)
+	}
+}

@@ -34,6 +34,7 @@ type Replacer struct {
 	child []int32
 	fail  []int32
 	best  []int32 // length of the longest form that is a suffix of the node's string; 0: none
+	depth []int32 // length of the node's string
 	root  [256]int32
 }
 
@@ -87,6 +88,7 @@ func NewReplacer(forms []string, with string) *Replacer {
 	r.child = make([]int32, 0, count-1)
 	r.best = make([]int32, count)
 	r.fail = make([]int32, count)
+	r.depth = make([]int32, count)
 	// New node n's children are the new ids of old's, which breadth-first
 	// numbering made consecutive, in the order of their labels.
 	for n, old := range order {
@@ -100,6 +102,7 @@ func NewReplacer(forms []string, with string) *Replacer {
 		for _, c := range l {
 			r.label = append(r.label, lab[order[c]])
 			r.child = append(r.child, c)
+			r.depth[c] = r.depth[n] + 1 // a parent comes first in BFS order
 		}
 	}
 	r.first[count] = int32(len(r.label))
@@ -176,13 +179,46 @@ func (r *Replacer) step(n int32, c byte) int32 {
 const replaceBlock = 64 << 10
 
 // Replace returns s with every form replaced.
-func (r *Replacer) Replace(s string) string {
+func (r *Replacer) Replace(s string) string { return r.replace(s, 0) }
+
+// ReplaceTail is Replace for the end of a longer text, cut off before it
+// (an output tail a host kept, an error's stderr tail): a form the cut fell
+// inside left its end at s's start, which Replace no longer matches
+// (SECURITY 190). The longest start of s that ends a form, if any, is
+// replaced too, and with it any form Replace would take that starts in it
+// and reaches past it. A start that ends a form by chance (a value ending
+// in "ed", a text starting "ed") is replaced as well: what a cut text loses
+// is a few bytes at the cut, never part of a value.
+func (r *Replacer) ReplaceTail(s string) string {
+	if r == nil || r.maxLen == 0 || len(s) == 0 {
+		return s
+	}
+	// The automaton's state after reading s[:e] backwards is the longest
+	// s[:j] whose reverse is in the trie: the longest start of s that ends
+	// a form (a whole form included: Replace would take it anyway).
+	n := int32(0)
+	for i := min(len(s), r.maxLen) - 1; i >= 0; i-- {
+		n = r.step(n, s[i])
+	}
+	return r.replace(s, int(r.depth[n]))
+}
+
+// replace is Replace with s[:pre] replaced as a form is, and every form
+// that starts inside s[:pre] and ends after it replaced with it.
+func (r *Replacer) replace(s string, pre int) string {
 	if r == nil || r.maxLen == 0 || len(s) == 0 {
 		return s
 	}
 	var out *strings.Builder
 	last := 0 // s[:last] is written to out (or needs no change)
 	next := 0 // the scan resumes here (after a replaced form)
+	merge := pre > 0
+	if merge {
+		out = &strings.Builder{}
+		out.Grow(len(s))
+		out.WriteString(r.with)
+		last, next = pre, pre
+	}
 	type match struct{ at, n int32 }
 	var found []match
 	blk := max(replaceBlock, r.maxLen) // so that blocks are read at most twice
@@ -205,8 +241,13 @@ func (r *Replacer) Replace(s string) string {
 		for k := len(found) - 1; k >= 0; k-- {
 			at := a + int(found[k].at)
 			if at < next {
+				if merge && at+int(found[k].n) > next {
+					next = at + int(found[k].n) // the masked start grows
+					last = next
+				}
 				continue
 			}
+			merge = false
 			if out == nil {
 				out = &strings.Builder{}
 				out.Grow(len(s))

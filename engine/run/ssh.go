@@ -216,7 +216,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 		return nil, err
 	}
 	// A local VM has the agent on its agent disk (LocalVMs.Agent).
-	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep, AgentDisk: t.VM}
+	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep, AgentDisk: t.VM, Mask: lab.ErrorMask(t.Sensitive)}
 	var logf *redactingWriter
 	if t.LogDir != "" {
 		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); ferr == nil {
@@ -353,6 +353,15 @@ func pullMask(secrets []string) func(path string, w io.Writer) io.WriteCloser {
 	return func(_ string, w io.Writer) io.WriteCloser {
 		return lab.MaskWriter(secrets, w)
 	}
+}
+
+// tailMask masks the sensitive values in a process's output tail the agent
+// cut (steps.Env.MaskTail). Nil without sensitive values.
+func tailMask(secrets []string) func(string) string {
+	if len(secrets) == 0 {
+		return nil
+	}
+	return lab.Redactor(secrets).ReplaceTail
 }
 
 // pullName masks the sensitive values in a pulled file's name (a workload
