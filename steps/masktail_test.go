@@ -13,13 +13,13 @@ import (
 // (Truncated: it keeps the last proto.OutputLimit bytes) may start with
 // the end of a sensitive value, which masking the tail as a whole did not
 // match (found in attack round 12, high, with proto.Error's cuts): a
-// truncated result goes through Env.MaskTail (lab.Replacer.ReplaceTail).
+// truncated result goes through Env.MaskCut (lab.Replacer.ReplaceCut).
 func TestMaskOutputsTruncated(t *testing.T) {
 	const secret = "CANARY-TOKEN-0123456789ab"
 	red := lab.Redactor([]string{secret})
 	env := &Env{
-		Mask:     func(_ string, w io.Writer) io.WriteCloser { return lab.MaskWriter([]string{secret}, w) },
-		MaskTail: red.ReplaceTail,
+		Mask:    func(_ string, w io.Writer) io.WriteCloser { return lab.MaskWriter([]string{secret}, w) },
+		MaskCut: red.ReplaceCut,
 	}
 	for _, tc := range []struct {
 		name      string

@@ -160,10 +160,10 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 //
 // The agent keeps each output's last bytes (proto.OutputLimit, halved until
 // the result fits a line): a truncated result's tails may start with the
-// end of a value, which only MaskTail masks (SECURITY 190).
+// end of a value, which only MaskCut masks (SECURITY 190).
 func maskOutputs(env *Env, r *proto.ProcResult) {
-	if r.Truncated && env.MaskTail != nil {
-		r.Stdout, r.Stderr = env.MaskTail(r.Stdout), env.MaskTail(r.Stderr)
+	if r.Truncated && env.MaskCut != nil {
+		r.Stdout, r.Stderr = env.MaskCut(r.Stdout, true, false), env.MaskCut(r.Stderr, true, false)
 		return
 	}
 	if env.Mask == nil {

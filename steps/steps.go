@@ -134,10 +134,11 @@ type Env struct {
 	// MaskName, when set, is the name a pulled file gets from its path on
 	// the host (sensitive values masked); the Puller is given the same.
 	MaskName func(path string) string
-	// MaskTail, when set, masks the sensitive values in the end of a text
-	// whose start was cut off (a process's output tail the agent cut), the
-	// end of a value at its start too (SECURITY 190).
-	MaskTail func(s string) string
+	// MaskCut, when set, masks the sensitive values in a text a host cut
+	// before it (start: a process's output tail) or after it (end: a
+	// file's first bytes), the end of a value at its start and the start
+	// of one at its end too (SECURITY 190).
+	MaskCut func(s string, start, end bool) string
 
 	mu      sync.Mutex
 	devices map[string]*proto.DeviceInfo // by device reference name, set by the device ops (SetDevice)

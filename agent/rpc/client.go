@@ -124,10 +124,11 @@ type Options struct {
 	HeartbeatTimeout time.Duration
 	// Mask, when set, masks the sensitive values in an error's text before
 	// Bounded cuts it (SECURITY 190): a value the cut fell inside kept a
-	// part the run's redactor, given the cut text, no longer matched. tail
-	// says the text may be the end of a longer one the agent cut (a stderr
-	// tail), so its start may be the end of a value.
-	Mask func(s string, tail bool) string
+	// part the run's redactor, given the cut text, no longer matched. cut
+	// says the text may be part of a longer one the agent cut (a stderr's
+	// tail or head), so it may start with a value's end or end with a
+	// value's start.
+	Mask func(s string, cut bool) string
 }
 
 // Client is the controller's end of one agent.
@@ -282,7 +283,7 @@ func (p *Pending) Wait(ctx context.Context, result any) error {
 }
 
 // maskError is e with its text masked by mask (Options.Mask), when set.
-func maskError(e *proto.Error, mask func(string, bool) string) *proto.Error {
+func maskError(e *proto.Error, mask func(s string, cut bool) string) *proto.Error {
 	if mask == nil {
 		return e
 	}

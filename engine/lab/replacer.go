@@ -2,6 +2,7 @@ package lab
 
 import (
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -26,7 +27,8 @@ import (
 // s[i:] begins with. A Replacer is safe for concurrent use.
 type Replacer struct {
 	with   string
-	maxLen int // longest form
+	maxLen int      // longest form
+	sorted []string // the forms, sorted (ReplaceHead)
 	// The trie of the reversed forms, node 0 the root: a node's children
 	// are edges[first[n]:first[n+1]] (labels in label), sorted by label.
 	first []int32
@@ -41,6 +43,13 @@ type Replacer struct {
 // NewReplacer builds a Replacer of forms (empty ones ignored) by with.
 func NewReplacer(forms []string, with string) *Replacer {
 	r := &Replacer{with: with}
+	for _, f := range forms {
+		if f != "" {
+			r.sorted = append(r.sorted, f)
+		}
+	}
+	slices.Sort(r.sorted)
+	r.sorted = slices.Compact(r.sorted)
 	// Build the trie as linked lists (first child, next sibling: 9 bytes a
 	// node; a map took 130), then lay it out flat in breadth-first order
 	// so that a node's children are contiguous and sorted.
@@ -201,6 +210,60 @@ func (r *Replacer) ReplaceTail(s string) string {
 		n = r.step(n, s[i])
 	}
 	return r.replace(s, int(r.depth[n]))
+}
+
+// ReplaceHead is Replace for the start of a longer text, cut off after it
+// (the first bytes of a file or of a command's output a host kept): a
+// form the cut fell inside left its start at s's end. The longest end of
+// s that starts a form is replaced too, and with it any form Replace
+// would take that reaches into it (SECURITY 190).
+func (r *Replacer) ReplaceHead(s string) string { return r.ReplaceCut(s, false, true) }
+
+// ReplaceCut is Replace for a text that may have been cut before it
+// (start: ReplaceTail) and after it (end: ReplaceHead).
+func (r *Replacer) ReplaceCut(s string, start, end bool) string {
+	if r == nil || r.maxLen == 0 || len(s) == 0 {
+		return s
+	}
+	if start && end && len(s) < r.maxLen {
+		// Cut at both ends, s may lie inside one value.
+		for _, f := range r.sorted {
+			if strings.Contains(f, s) {
+				return r.with
+			}
+		}
+	}
+	k := len(s)
+	if end {
+		k = r.startsForm(s)
+	}
+	if k == len(s) {
+		if start {
+			return r.ReplaceTail(s)
+		}
+		return r.Replace(s)
+	}
+	// A form Replace takes that starts before k and reaches past it
+	// goes too: s ends the text, so SafeCut knows every form there.
+	c := r.SafeCut(s, k)
+	if start {
+		return r.ReplaceTail(s[:c]) + r.with
+	}
+	return r.Replace(s[:c]) + r.with
+}
+
+// startsForm is where the longest end of s that is the start of a form
+// (a proper one: a whole form Replace takes) begins, len(s) if none. It
+// looks up at most the longest form's length of ends, each by binary
+// search in the sorted forms.
+func (r *Replacer) startsForm(s string) int {
+	for k := max(0, len(s)-r.maxLen+1); k < len(s); k++ {
+		p := s[k:]
+		if i := sort.SearchStrings(r.sorted, p); i < len(r.sorted) && strings.HasPrefix(r.sorted[i], p) {
+			return k
+		}
+	}
+	return len(s)
 }
 
 // replace is Replace with s[:pre] replaced as a form is, and every form

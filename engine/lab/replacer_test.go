@@ -323,3 +323,54 @@ func TestReplaceTail(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceHead: the start of a text cut inside a sensitive value (a
+// file's first bytes a host read) keeps no part of it, and a text cut at
+// both ends neither (found in attack round 12, high, with ReplaceTail's).
+// Values of XYZ in texts of abc, cut at every byte.
+func TestReplaceHead(t *testing.T) {
+	tests := []struct {
+		forms   []string
+		in, out string
+	}{
+		{[]string{"hunter2"}, "failed for hunt", "failed for #"},
+		{[]string{"hunter2"}, "hunter2 then hu", "# then #"},
+		{[]string{"hunter2"}, "no value", "no value"},
+		{[]string{"XYZsecret", "cXY"}, "abcXYZsec", "ab#"}, // cXY reaches into the cut value
+		{nil, "hunt", "hunt"},
+	}
+	for _, tt := range tests {
+		if got := NewReplacer(tt.forms, "#").ReplaceHead(tt.in); got != tt.out {
+			t.Errorf("forms %q on %q: got %q, want %q", tt.forms, tt.in, got, tt.out)
+		}
+	}
+	rnd := rand.New(rand.NewSource(2))
+	word := func(letters string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[rnd.Intn(len(letters))]
+		}
+		return string(b)
+	}
+	for i := 0; i < 1000; i++ {
+		var forms []string
+		for k := rnd.Intn(4); k >= 0; k-- {
+			forms = append(forms, word("XYZ", 1+rnd.Intn(8)))
+		}
+		in := word("abc", rnd.Intn(10))
+		for k := rnd.Intn(4); k >= 0; k-- {
+			in += forms[rnd.Intn(len(forms))] + word("abc", 1+rnd.Intn(10))
+		}
+		r := NewReplacer(forms, "#")
+		for c := 0; c <= len(in); c++ {
+			if got := r.ReplaceHead(in[:c]); strings.ContainsAny(got, "XYZ") {
+				t.Fatalf("forms %q on %q cut at %d: %q", forms, in, c, got)
+			}
+			for d := c; d <= len(in); d += 3 {
+				if got := r.ReplaceCut(in[c:d], true, true); strings.ContainsAny(got, "XYZ") {
+					t.Fatalf("forms %q on %q cut to [%d:%d]: %q", forms, in, c, d, got)
+				}
+			}
+		}
+	}
+}

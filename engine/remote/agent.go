@@ -44,7 +44,7 @@ type StartOptions struct {
 	Stderr io.Writer
 	// Mask, when set, masks the sensitive values in the errors the agent
 	// answers with before they are cut (rpc.Options.Mask).
-	Mask func(s string, tail bool) string
+	Mask func(s string, cut bool) string
 	// HelloTimeout bounds the wait for the hello; default the call
 	// timeout ($RLAB_AGENT_TIMEOUT) when set, else 60s.
 	HelloTimeout time.Duration

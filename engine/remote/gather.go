@@ -65,7 +65,7 @@ type GatherOptions struct {
 	Then func(ctx context.Context, host string, a *Agent, f *proto.Facts)
 	// Mask masks the sensitive values in the errors agents answer with
 	// before they are cut (StartOptions.Mask).
-	Mask func(s string, tail bool) string
+	Mask func(s string, cut bool) string
 }
 
 // Result is one host's facts, or why there are none.

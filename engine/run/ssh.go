@@ -355,15 +355,6 @@ func pullMask(secrets []string) func(path string, w io.Writer) io.WriteCloser {
 	}
 }
 
-// tailMask masks the sensitive values in a process's output tail the agent
-// cut (steps.Env.MaskTail). Nil without sensitive values.
-func tailMask(secrets []string) func(string) string {
-	if len(secrets) == 0 {
-		return nil
-	}
-	return lab.Redactor(secrets).ReplaceTail
-}
-
 // pullName masks the sensitive values in a pulled file's name (a workload
 // that named its output after a token): the run directory's file names,
 // manifest.json and report.html list them. Nil without sensitive values.

@@ -22,16 +22,17 @@ import (
 // TestSecretsNeverLeakAgentCuts: an error a host answers with is cut to
 // its first 4 KiB of message, 16 KiB of command and last 16 KiB of stderr
 // (proto.Error.Bounded), and a stderr the agent sends is often a tail it
-// cut itself (a start error's last 4 KiB): a sensitive value a cut fell
+// cut itself (a start error's last 4 KiB), or a head (provision's first 64 KiB): a sensitive value a cut fell
 // inside kept a part the run's redactor, given the cut text, no longer
 // matched (found in attack round 12, high). Here the host answers each of
-// two proc.start calls with such an error, as an agent whose process
+// three proc.start calls with such an error, as an agent whose process
 // printed the value and failed does: a value straddling the message's,
-// the command's and the stderr's cut, then a stderr starting with the end
-// of a value. No part of the value is left anywhere: the run's error, the
+// the command's and the stderr's cut, a stderr starting with the end of a
+// value (a tail the agent kept), one ending with a value's start (a
+// head). No part of the value is left anywhere: the run's error, the
 // status lines, every file of the run directory and its report.
 func TestSecretsNeverLeakAgentCuts(t *testing.T) {
-	tokenID := canary("TOKEN") // CANARY-TOKEN- and 12 hex digits
+	tokenID := canary("TOKEN")                 // CANARY-TOKEN- and 12 hex digits
 	head, tail := tokenID[13:19], tokenID[19:] // what a cut keeps of it
 	pad := func(n int) string { return strings.Repeat("y", n) }
 	errs := []proto.Error{{
@@ -46,6 +47,12 @@ func TestSecretsNeverLeakAgentCuts(t *testing.T) {
 		Command:  []string{"sh", "-c", "x"},
 		ExitCode: 3,
 		Stderr:   tail + " (the end of a value the agent's 4 KiB tail cut)",
+	}, {
+		Code:     proto.CodeCommand,
+		Message:  "provision: exited with code 3",
+		Command:  []string{"sh", "-c", "x"},
+		ExitCode: 3,
+		Stderr:   "(the start of a value the agent's 64 KiB head cut) " + tokenID[:19],
 	}}
 	var calls atomic.Int32
 	liar := func(w0 io.Writer, _ string, req *requests) io.Writer {
@@ -79,6 +86,11 @@ workload "cut2" {
   host    = host.a
   command = ["echo", var.token]
 }
+workload "cut3" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", var.token]
+}
 `
 	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"token": tokenID}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -90,8 +102,8 @@ workload "cut2" {
 	if res.Code != run.ExitFailed || res.Err == nil {
 		t.Fatalf("code %d, want 1 (the host fails each start): %v", res.Code, res.Err)
 	}
-	if n := calls.Load(); n < 2 {
-		t.Fatalf("%d proc.start calls answered with the error, want 2 or more", n)
+	if n := calls.Load(); n < 3 {
+		t.Fatalf("%d proc.start calls answered with the error, want 3 or more", n)
 	}
 	if err := report.Render(res.Dir); err != nil {
 		t.Fatalf("render report: %v", err)
@@ -108,8 +120,10 @@ workload "cut2" {
 		}
 		return nil
 	})
-	if !strings.Contains(string(texts["results.json"]), "yyyy") || !strings.Contains(string(texts["results.json"]), "the agent's 4 KiB tail cut") {
-		t.Errorf("results.json does not quote the host's errors")
+	for _, q := range []string{"yyyy", "the agent's 4 KiB tail cut", "the agent's 64 KiB head cut"} {
+		if !strings.Contains(string(texts["results.json"]), q) {
+			t.Errorf("results.json does not quote the host's error holding %q", q)
+		}
 	}
 	for name, b := range texts {
 		for _, part := range []string{head, tail} {
