@@ -157,7 +157,15 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 // quotes the last 2,000 bytes of stderr (ProcError), a build error each
 // line up to 512 bytes, and a value the cut fell inside kept its other
 // part, which the run's redactor, given the cut text later, did not match.
+//
+// The agent keeps each output's last bytes (proto.OutputLimit, halved until
+// the result fits a line): a truncated result's tails may start with the
+// end of a value, which only MaskCut masks (SECURITY 195).
 func maskOutputs(env *Env, r *proto.ProcResult) {
+	if r.Truncated && env.MaskCut != nil {
+		r.Stdout, r.Stderr = env.MaskCut(r.Stdout, true, false), env.MaskCut(r.Stderr, true, false)
+		return
+	}
 	if env.Mask == nil {
 		return
 	}

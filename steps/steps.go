@@ -134,6 +134,11 @@ type Env struct {
 	// MaskName, when set, is the name a pulled file gets from its path on
 	// the host (sensitive values masked); the Puller is given the same.
 	MaskName func(path string) string
+	// MaskCut, when set, masks the sensitive values in a text a host cut
+	// before it (start: a process's output tail) or after it (end: a
+	// file's first bytes), the end of a value at its start and the start
+	// of one at its end too (SECURITY 195).
+	MaskCut func(s string, start, end bool) string
 
 	mu      sync.Mutex
 	devices map[string]*proto.DeviceInfo // by device reference name, set by the device ops (SetDevice)

@@ -122,6 +122,13 @@ type Options struct {
 	// HeartbeatTimeout, when > 0, is a heartbeat ping's deadline (else
 	// Timeout's, else ping's Base).
 	HeartbeatTimeout time.Duration
+	// Mask, when set, masks the sensitive values in an error's text before
+	// Bounded cuts it (SECURITY 195): a value the cut fell inside kept a
+	// part the run's redactor, given the cut text, no longer matched. cut
+	// says the text may be part of a longer one the agent cut (a stderr's
+	// tail or head), so it may start with a value's end or end with a
+	// value's start.
+	Mask func(s string, cut bool) string
 }
 
 // Client is the controller's end of one agent.
@@ -260,7 +267,7 @@ func (p *Pending) Wait(ctx context.Context, result any) error {
 	}
 	if p.env.Error != nil {
 		// Bounded: every step keeps an error's text for the run (SECURITY 136).
-		return &CallError{Host: c.o.Host, Method: p.Method, Err: p.env.Error.Bounded()}
+		return &CallError{Host: c.o.Host, Method: p.Method, Err: maskError(p.env.Error, c.o.Mask).Bounded()}
 	}
 	if result != nil {
 		// A reply's text is bounded (MaxLine), what decoding it builds is
@@ -273,6 +280,23 @@ func (p *Pending) Wait(ctx context.Context, result any) error {
 		}
 	}
 	return nil
+}
+
+// maskError is e with its text masked by mask (Options.Mask), when set.
+func maskError(e *proto.Error, mask func(s string, cut bool) string) *proto.Error {
+	if mask == nil {
+		return e
+	}
+	m := *e
+	m.Code, m.Message, m.Stderr = mask(m.Code, false), mask(m.Message, false), mask(m.Stderr, true)
+	m.Command = make([]string, len(e.Command))
+	for i, a := range e.Command {
+		m.Command[i] = mask(a, false)
+	}
+	if e.Command == nil {
+		m.Command = nil
+	}
+	return &m
 }
 
 // Do sends one call by name and waits for its answer: the raw path, for

@@ -129,6 +129,8 @@ func (h *hostFlags) gather(ctx context.Context, l *lab.Lab, stderr io.Writer) ([
 		RefreshFacts: h.refresh,
 		Packages:     needs.PackageNames(l),
 		Then:         h.then,
+		// Masked before an error is cut (SECURITY 195), redacted after.
+		Mask: lab.ErrorMask(l.Sensitive),
 	})
 	bar.finish()
 	if err != nil {

@@ -29,9 +29,11 @@ func SourceFiles(l *Lab, diags hcl.Diagnostics) map[string]*hcl.File {
 		if d.Subject == nil || out[d.Subject.Filename] != nil {
 			continue
 		}
-		// Checked on the open file (readRegularBounded), not by name first:
-		// a file swapped for a FIFO between the two would hang the print.
-		if b, err := readRegularBounded(d.Subject.Filename); err == nil && len(b) <= MaxFileBytes {
+		// Checked on the open file (readInFolder), not by name first: a
+		// file swapped for a FIFO between the two would hang the print,
+		// and one swapped for a symlink out of its folder would show
+		// what it names (SECURITY 174, 192).
+		if b, err := readInFolder(d.Subject.Filename); err == nil && len(b) <= MaxFileBytes {
 			out[d.Subject.Filename] = &hcl.File{Bytes: b}
 		}
 	}

@@ -134,3 +134,58 @@ func TestLabFilesConfined(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitConfined: Split reads a folder's *.hcl files within the folder,
+// as Load does (SECURITY 174): a symlink out of it, to a file outside
+// holding one lab block, made a folder of one lab two (found in attack
+// round 12, low: Split read any file the symlink named, and whether it
+// parsed with one lab block changed what validate said). A symlink that
+// stays inside still counts.
+func TestSplitConfined(t *testing.T) {
+	base := t.TempDir()
+	one := "lab \"l\" {}\n"
+	outside := filepath.Join(base, "outside.hcl")
+	must(t, os.WriteFile(outside, []byte(one), 0o600))
+	out := filepath.Join(base, "out")
+	in := filepath.Join(base, "in")
+	for _, d := range []string{out, in, filepath.Join(in, "sub")} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(out, "main.hcl"), []byte(one), 0o644))
+	must(t, os.Symlink(outside, filepath.Join(out, "evil.hcl")))
+	must(t, os.WriteFile(filepath.Join(in, "main.hcl"), []byte(one), 0o644))
+	must(t, os.WriteFile(filepath.Join(in, "sub", "other.txt"), []byte(one), 0o644))
+	must(t, os.Symlink("sub/other.txt", filepath.Join(in, "other.hcl")))
+	for _, tc := range []struct {
+		dir  string
+		labs int
+	}{
+		{out, 1}, // the folder as one lab: Load refuses the symlink, naming it
+		{in, 2},
+	} {
+		labs, diags := Split(tc.dir)
+		if diags.HasErrors() || len(labs) != tc.labs {
+			t.Errorf("Split(%s) = %q, %v; want %d labs", filepath.Base(tc.dir), labs, diags, tc.labs)
+		}
+	}
+}
+
+// TestSourceFilesConfined: the files a failed Load's diagnostics name are
+// read again within their folder too: one swapped for a symlink out of it
+// after Load read it (or a diagnostic naming such a symlink) showed the
+// outside file's lines (found in attack round 12 with Split, low).
+func TestSourceFilesConfined(t *testing.T) {
+	base := t.TempDir()
+	secret := filepath.Join(base, "git-credentials")
+	must(t, os.WriteFile(secret, []byte("https://alice:ghp_CANARY123@example.com\n"), 0o600))
+	dir := filepath.Join(base, "lab")
+	must(t, os.MkdirAll(dir, 0o755))
+	evil := filepath.Join(dir, "main.hcl")
+	must(t, os.Symlink(secret, evil))
+	diags := hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Bad", Subject: &hcl.Range{Filename: evil, Start: hcl.InitialPos, End: hcl.Pos{Line: 1, Column: 5, Byte: 4}}}}
+	for n, f := range SourceFiles(nil, diags) {
+		if strings.Contains(string(f.Bytes), "CANARY") {
+			t.Errorf("%s was read from outside the lab's folder", n)
+		}
+	}
+}

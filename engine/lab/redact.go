@@ -170,3 +170,26 @@ func Redact(l *Lab) func(string) string {
 	}
 	return Redactor(l.Sensitive).Replace
 }
+
+// ErrorMask masks the sensitive values in the text of an error an agent
+// answers with before it is cut (rpc.Options.Mask, SECURITY 195); a text
+// the agent cut (a stderr's tail or head) loses a value's end at its
+// start and a value's start at its end (Replacer.ReplaceCut). Nil without
+// sensitive values.
+func ErrorMask(secrets []string) func(s string, cut bool) string {
+	if len(secrets) == 0 {
+		return nil
+	}
+	red := Redactor(secrets)
+	return func(s string, cut bool) string { return red.ReplaceCut(s, cut, cut) }
+}
+
+// CutMask masks the sensitive values in a text a host cut before it
+// (start) or after it (end): steps.Env.MaskCut. Nil without sensitive
+// values.
+func CutMask(secrets []string) func(s string, start, end bool) string {
+	if len(secrets) == 0 {
+		return nil
+	}
+	return Redactor(secrets).ReplaceCut
+}

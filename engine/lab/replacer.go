@@ -2,6 +2,7 @@ package lab
 
 import (
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -26,7 +27,8 @@ import (
 // s[i:] begins with. A Replacer is safe for concurrent use.
 type Replacer struct {
 	with   string
-	maxLen int // longest form
+	maxLen int      // longest form
+	sorted []string // the forms, sorted (ReplaceHead)
 	// The trie of the reversed forms, node 0 the root: a node's children
 	// are edges[first[n]:first[n+1]] (labels in label), sorted by label.
 	first []int32
@@ -34,12 +36,20 @@ type Replacer struct {
 	child []int32
 	fail  []int32
 	best  []int32 // length of the longest form that is a suffix of the node's string; 0: none
+	depth []int32 // length of the node's string
 	root  [256]int32
 }
 
 // NewReplacer builds a Replacer of forms (empty ones ignored) by with.
 func NewReplacer(forms []string, with string) *Replacer {
 	r := &Replacer{with: with}
+	for _, f := range forms {
+		if f != "" {
+			r.sorted = append(r.sorted, f)
+		}
+	}
+	slices.Sort(r.sorted)
+	r.sorted = slices.Compact(r.sorted)
 	// Build the trie as linked lists (first child, next sibling: 9 bytes a
 	// node; a map took 130), then lay it out flat in breadth-first order
 	// so that a node's children are contiguous and sorted.
@@ -87,6 +97,7 @@ func NewReplacer(forms []string, with string) *Replacer {
 	r.child = make([]int32, 0, count-1)
 	r.best = make([]int32, count)
 	r.fail = make([]int32, count)
+	r.depth = make([]int32, count)
 	// New node n's children are the new ids of old's, which breadth-first
 	// numbering made consecutive, in the order of their labels.
 	for n, old := range order {
@@ -100,6 +111,7 @@ func NewReplacer(forms []string, with string) *Replacer {
 		for _, c := range l {
 			r.label = append(r.label, lab[order[c]])
 			r.child = append(r.child, c)
+			r.depth[c] = r.depth[n] + 1 // a parent comes first in BFS order
 		}
 	}
 	r.first[count] = int32(len(r.label))
@@ -176,13 +188,100 @@ func (r *Replacer) step(n int32, c byte) int32 {
 const replaceBlock = 64 << 10
 
 // Replace returns s with every form replaced.
-func (r *Replacer) Replace(s string) string {
+func (r *Replacer) Replace(s string) string { return r.replace(s, 0) }
+
+// ReplaceTail is Replace for the end of a longer text, cut off before it
+// (an output tail a host kept, an error's stderr tail): a form the cut fell
+// inside left its end at s's start, which Replace no longer matches
+// (SECURITY 195). The longest start of s that ends a form, if any, is
+// replaced too, and with it any form Replace would take that starts in it
+// and reaches past it. A start that ends a form by chance (a value ending
+// in "ed", a text starting "ed") is replaced as well: what a cut text loses
+// is a few bytes at the cut, never part of a value.
+func (r *Replacer) ReplaceTail(s string) string {
+	if r == nil || r.maxLen == 0 || len(s) == 0 {
+		return s
+	}
+	// The automaton's state after reading s[:e] backwards is the longest
+	// s[:j] whose reverse is in the trie: the longest start of s that ends
+	// a form (a whole form included: Replace would take it anyway).
+	n := int32(0)
+	for i := min(len(s), r.maxLen) - 1; i >= 0; i-- {
+		n = r.step(n, s[i])
+	}
+	return r.replace(s, int(r.depth[n]))
+}
+
+// ReplaceHead is Replace for the start of a longer text, cut off after it
+// (the first bytes of a file or of a command's output a host kept): a
+// form the cut fell inside left its start at s's end. The longest end of
+// s that starts a form is replaced too, and with it any form Replace
+// would take that reaches into it (SECURITY 195).
+func (r *Replacer) ReplaceHead(s string) string { return r.ReplaceCut(s, false, true) }
+
+// ReplaceCut is Replace for a text that may have been cut before it
+// (start: ReplaceTail) and after it (end: ReplaceHead).
+func (r *Replacer) ReplaceCut(s string, start, end bool) string {
+	if r == nil || r.maxLen == 0 || len(s) == 0 {
+		return s
+	}
+	if start && end && len(s) < r.maxLen {
+		// Cut at both ends, s may lie inside one value.
+		for _, f := range r.sorted {
+			if strings.Contains(f, s) {
+				return r.with
+			}
+		}
+	}
+	k := len(s)
+	if end {
+		k = r.startsForm(s)
+	}
+	if k == len(s) {
+		if start {
+			return r.ReplaceTail(s)
+		}
+		return r.Replace(s)
+	}
+	// A form Replace takes that starts before k and reaches past it
+	// goes too: s ends the text, so SafeCut knows every form there.
+	c := r.SafeCut(s, k)
+	if start {
+		return r.ReplaceTail(s[:c]) + r.with
+	}
+	return r.Replace(s[:c]) + r.with
+}
+
+// startsForm is where the longest end of s that is the start of a form
+// (a proper one: a whole form Replace takes) begins, len(s) if none. It
+// looks up at most the longest form's length of ends, each by binary
+// search in the sorted forms.
+func (r *Replacer) startsForm(s string) int {
+	for k := max(0, len(s)-r.maxLen+1); k < len(s); k++ {
+		p := s[k:]
+		if i := sort.SearchStrings(r.sorted, p); i < len(r.sorted) && strings.HasPrefix(r.sorted[i], p) {
+			return k
+		}
+	}
+	return len(s)
+}
+
+// replace is Replace with s[:pre] replaced as a form is, and every form
+// that starts inside s[:pre] and ends after it replaced with it.
+func (r *Replacer) replace(s string, pre int) string {
 	if r == nil || r.maxLen == 0 || len(s) == 0 {
 		return s
 	}
 	var out *strings.Builder
 	last := 0 // s[:last] is written to out (or needs no change)
 	next := 0 // the scan resumes here (after a replaced form)
+	merge := pre > 0
+	if merge {
+		out = &strings.Builder{}
+		out.Grow(len(s))
+		out.WriteString(r.with)
+		last, next = pre, pre
+	}
 	type match struct{ at, n int32 }
 	var found []match
 	blk := max(replaceBlock, r.maxLen) // so that blocks are read at most twice
@@ -205,8 +304,13 @@ func (r *Replacer) Replace(s string) string {
 		for k := len(found) - 1; k >= 0; k-- {
 			at := a + int(found[k].at)
 			if at < next {
+				if merge && at+int(found[k].n) > next {
+					next = at + int(found[k].n) // the masked start grows
+					last = next
+				}
 				continue
 			}
+			merge = false
 			if out == nil {
 				out = &strings.Builder{}
 				out.Grow(len(s))

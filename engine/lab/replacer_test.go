@@ -270,3 +270,107 @@ func TestMaskWriterFewBytesAtATime(t *testing.T) {
 		t.Errorf("masked stream differs from the redacted whole")
 	}
 }
+
+// TestReplaceTail: the end of a text cut inside a sensitive value keeps no
+// part of it (found in attack round 12, high: a host's stderr tail cut
+// inside a token kept the token's end, which Replace no longer matched).
+// Values of the letters XYZ in texts of abc, cut at every byte: no X, Y
+// or Z is left; a start that merely ends a value is replaced too, and a
+// value that starts in the replaced start and reaches past it with it.
+func TestReplaceTail(t *testing.T) {
+	tests := []struct {
+		forms   []string
+		in, out string
+	}{
+		{[]string{"hunter2"}, "er2 failed", "# failed"},
+		{[]string{"hunter2"}, "2 failed, hunter2", "# failed, #"},
+		{[]string{"hunter2"}, "no value", "no value"},
+		{[]string{"hunter2"}, "hunter2", "#"},
+		{[]string{"abXY", "XYZsecret"}, "XYZsecret tail", "# tail"}, // XY ends one, XYZsecret starts in it
+		{[]string{"ab", "bcd"}, "bcd", "#"},
+		{nil, "er2", "er2"},
+		{[]string{"x"}, "", ""},
+	}
+	for _, tt := range tests {
+		if got := NewReplacer(tt.forms, "#").ReplaceTail(tt.in); got != tt.out {
+			t.Errorf("forms %q on %q: got %q, want %q", tt.forms, tt.in, got, tt.out)
+		}
+	}
+	rnd := rand.New(rand.NewSource(1))
+	word := func(letters string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[rnd.Intn(len(letters))]
+		}
+		return string(b)
+	}
+	for i := 0; i < 2000; i++ {
+		var forms []string
+		for k := rnd.Intn(4); k >= 0; k-- {
+			forms = append(forms, word("XYZ", 1+rnd.Intn(8)))
+		}
+		// Copies apart (Replace leaves part of overlapping ones: "XYY"
+		// of the values XY and YY keeps a Y, cut or not).
+		in := word("abc", rnd.Intn(10))
+		for k := rnd.Intn(4); k >= 0; k-- {
+			in += forms[rnd.Intn(len(forms))] + word("abc", 1+rnd.Intn(10))
+		}
+		r := NewReplacer(forms, "#")
+		for c := 0; c <= len(in); c++ {
+			if got := r.ReplaceTail(in[c:]); strings.ContainsAny(got, "XYZ") {
+				t.Fatalf("forms %q on %q cut at %d: %q", forms, in, c, got)
+			}
+		}
+	}
+}
+
+// TestReplaceHead: the start of a text cut inside a sensitive value (a
+// file's first bytes a host read) keeps no part of it, and a text cut at
+// both ends neither (found in attack round 12, high, with ReplaceTail's).
+// Values of XYZ in texts of abc, cut at every byte.
+func TestReplaceHead(t *testing.T) {
+	tests := []struct {
+		forms   []string
+		in, out string
+	}{
+		{[]string{"hunter2"}, "failed for hunt", "failed for #"},
+		{[]string{"hunter2"}, "hunter2 then hu", "# then #"},
+		{[]string{"hunter2"}, "no value", "no value"},
+		{[]string{"XYZsecret", "cXY"}, "abcXYZsec", "ab#"}, // cXY reaches into the cut value
+		{nil, "hunt", "hunt"},
+	}
+	for _, tt := range tests {
+		if got := NewReplacer(tt.forms, "#").ReplaceHead(tt.in); got != tt.out {
+			t.Errorf("forms %q on %q: got %q, want %q", tt.forms, tt.in, got, tt.out)
+		}
+	}
+	rnd := rand.New(rand.NewSource(2))
+	word := func(letters string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[rnd.Intn(len(letters))]
+		}
+		return string(b)
+	}
+	for i := 0; i < 1000; i++ {
+		var forms []string
+		for k := rnd.Intn(4); k >= 0; k-- {
+			forms = append(forms, word("XYZ", 1+rnd.Intn(8)))
+		}
+		in := word("abc", rnd.Intn(10))
+		for k := rnd.Intn(4); k >= 0; k-- {
+			in += forms[rnd.Intn(len(forms))] + word("abc", 1+rnd.Intn(10))
+		}
+		r := NewReplacer(forms, "#")
+		for c := 0; c <= len(in); c++ {
+			if got := r.ReplaceHead(in[:c]); strings.ContainsAny(got, "XYZ") {
+				t.Fatalf("forms %q on %q cut at %d: %q", forms, in, c, got)
+			}
+			for d := c; d <= len(in); d += 3 {
+				if got := r.ReplaceCut(in[c:d], true, true); strings.ContainsAny(got, "XYZ") {
+					t.Fatalf("forms %q on %q cut to [%d:%d]: %q", forms, in, c, d, got)
+				}
+			}
+		}
+	}
+}

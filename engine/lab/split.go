@@ -46,9 +46,13 @@ func Split(path string) ([][]string, hcl.Diagnostics) {
 }
 
 // labBlocks counts the top-level lab blocks of a file (-1 if it does not
-// parse; Load reports why).
+// parse or cannot be read; Load reports why).
 func labBlocks(path string) int {
-	src, err := readRegularBounded(path) // a FIFO named *.hcl must not hang validate
+	// Read as Load reads a file it found in a folder (readInFolder): a
+	// FIFO named *.hcl must not hang validate, and a symlink out of the
+	// folder is not read (SECURITY 174, 192), so the folder stays one lab
+	// and Load refuses the symlink, naming it.
+	src, err := readInFolder(path)
 	if err != nil || len(src) > MaxFileBytes || tooDeep(src) >= 0 {
 		return -1
 	}

@@ -552,7 +552,8 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) {
 	}
 }
 
-// readInFolder reads a lab file as readRegularBounded does, within its
+// readInFolder reads a lab file that must be a regular file, opened
+// non-blocking (a FIFO does not wait for a writer) and checked, within its
 // folder: opened through an os.Root of the folder, so a symlink (or ..)
 // that leads out of it is refused, naming the way out.
 func readInFolder(path string) ([]byte, error) {
@@ -589,17 +590,6 @@ func symlinkToRegular(path string) bool {
 	}
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
-}
-
-// readRegularBounded is readBounded for a file that must be a regular file:
-// opened non-blocking (a FIFO does not wait for a writer), then checked.
-func readRegularBounded(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readOpenRegular(f)
 }
 
 // readOpenRegular reads f, opened non-blocking, if it is a regular file:

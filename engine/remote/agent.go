@@ -42,6 +42,9 @@ type StartOptions struct {
 	// Stderr, when set, also receives the agent's stderr (its slog log) as
 	// it comes, e.g. the run's hosts/<name>/logs/agent.log.
 	Stderr io.Writer
+	// Mask, when set, masks the sensitive values in the errors the agent
+	// answers with before they are cut (rpc.Options.Mask).
+	Mask func(s string, cut bool) string
 	// HelloTimeout bounds the wait for the hello; default the call
 	// timeout ($RLAB_AGENT_TIMEOUT) when set, else 60s.
 	HelloTimeout time.Duration
@@ -313,6 +316,7 @@ func startOn(ctx context.Context, c *sshx.Client, inst *Installed, o StartOption
 		Note:      a.stderrNote,
 		Timeout:   o.CallTimeout,
 		Heartbeat: max(o.Heartbeat, 0),
+		Mask:      o.Mask,
 		// A broken stream is not recoverable: end the session, and let
 		// it end (bounded) so the agent's stderr is complete for the
 		// error.

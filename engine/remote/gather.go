@@ -63,6 +63,9 @@ type GatherOptions struct {
 	// hold strings up to a reply line (8 MiB) each, kept for every host
 	// until the last is done.
 	Then func(ctx context.Context, host string, a *Agent, f *proto.Facts)
+	// Mask masks the sensitive values in the errors agents answer with
+	// before they are cut (StartOptions.Mask).
+	Mask func(s string, cut bool) string
 }
 
 // Result is one host's facts, or why there are none.
@@ -141,7 +144,7 @@ func Gather(ctx context.Context, specs []Spec, o GatherOptions) ([]Result, Gathe
 			}
 			defer c.Close()
 			progress(r.Name, "connected")
-			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become, Keep: true, CallTimeout: o.CallTimeout})
+			a, inst, err := o.Agents.Open(ctx, c, StartOptions{Host: r.Name, RunID: o.RunID, Become: s.Become, Keep: true, CallTimeout: o.CallTimeout, Mask: o.Mask})
 			if inst != nil {
 				r.Sent = inst.Sent
 				sent.Add(inst.Sent)

@@ -118,8 +118,10 @@ type builder struct {
 	redact     *lab.Replacer
 	redactOnce sync.Once
 	// pivot is what is left of the cells past four a sample that the
-	// report's tables may hold together (sampleTable).
-	pivot *results.PivotBudget
+	// report's tables may hold together (sampleTable); expectsLeft what is
+	// left of the expects its workloads may show (maxExpects).
+	pivot       *results.PivotBudget
+	expectsLeft int
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -519,6 +521,7 @@ func (b *builder) workloads(doc *results.Run) {
 		b.own[w.Name] = w.Captures
 	}
 	b.pivot = results.NewPivotBudget()
+	b.expectsLeft = maxExpects
 	for i, name := range order {
 		wd := docs[name]
 		w := b.workload(i, name, wd, byName[name])
@@ -541,6 +544,9 @@ func (b *builder) workloads(doc *results.Run) {
 				}
 				b.d.Problems = append(b.d.Problems, Problem{w.Anchor, what, detail})
 			}
+		}
+		if w.ExpectsMoreFailed > 0 {
+			b.d.Problems = append(b.d.Problems, Problem{w.Anchor, fmt.Sprintf("workload %s: %d more expects did not hold", w.Name, w.ExpectsMoreFailed), fmt.Sprintf("not shown: the report shows at most %d expects (results.json has them all)", maxExpects)})
 		}
 	}
 }
@@ -570,6 +576,21 @@ func (b *builder) workload(i int, name string, wd results.Workload, samples []re
 		}
 	}
 	for _, e := range wd.Expects {
+		if b.expectsLeft == 0 {
+			// Counted, not shown (maxExpects).
+			w.ExpectsMore++
+			switch {
+			case e.Held && e.Error == "":
+				b.d.Expects.Held++
+			case e.Skipped:
+				b.d.Expects.Skipped++
+			default:
+				b.d.Expects.Failed++
+				w.ExpectsMoreFailed++
+			}
+			continue
+		}
+		b.expectsLeft--
 		x := Expect{Condition: e.Condition, Message: e.Message, Held: e.Held && e.Error == "", Skipped: e.Skipped, Where: expectWhere(e), Error: e.Error}
 		if e.Value != nil {
 			x.Value = *e.Value
@@ -771,6 +792,17 @@ func sampleTable(samples []results.Sample, pivot *results.PivotBudget) Table {
 // 135 s (found in round 9's attack); with the slack per table, 500
 // workloads of 100 such samples each (5.8 MB) made 5 million cells again:
 // 98 s, 780 MB and a 53 MB report.html (SECURITY 164).
+
+// maxExpects is how many expects the report's workloads show together,
+// in order; past it each workload says how many more it has (and how many
+// of those did not hold), and the totals count them all, as sampleTable's
+// cells are bounded for the report together (results.PivotBudget). A lab has a
+// few expects a workload, each checked at each size or repeat, but a
+// received results.json is anyone's: 200,000 expects (38 MB) took `rlab
+// report` 10.7 s and 311 MB and made a 57 MB report.html, each shown three
+// times (the overview's dots, the workload's table, a problem when it did
+// not hold) (SECURITY 196).
+const maxExpects = 5_000
 
 // sampleList is the samples one a row (size, repeat, metric, value), in
 // the order results.json holds them: sampleTable's layout when the pivot

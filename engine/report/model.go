@@ -137,6 +137,10 @@ type Workload struct {
 	Status      string   `json:"status,omitempty"`
 	Error       string   `json:"error,omitempty"`
 	Expects     []Expect `json:"expects,omitempty"`
+	// ExpectsMore is how many expects past the report's bound are not
+	// shown (maxExpects), ExpectsMoreFailed how many of them did not hold.
+	ExpectsMore       int `json:"expects_more,omitempty"`
+	ExpectsMoreFailed int `json:"expects_more_failed,omitempty"`
 	// Result is its headline, as the run's table, summary.md and
 	// compare print it (its tool's View; results.KeyNumbers), Trouble the
 	// kernel's trouble counters that moved (results.TroubleText).

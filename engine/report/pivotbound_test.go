@@ -111,3 +111,55 @@ func TestSampleTablesBoundedTogether(t *testing.T) {
 		t.Errorf("%d workloads of %d samples made %d cells (rows and raw), want at most %d", workloads, each, cells, most)
 	}
 }
+
+// TestExpectsBoundedTogether: the report shows at most maxExpects expects
+// together, each workload past it saying how many more it has and how
+// many of those did not hold, and the totals count them all (found in
+// attack round 12, medium: 200,000 expects in a received results.json
+// made `rlab report` take 10.7 s and 311 MB and write a 57 MB
+// report.html). Here 20 workloads of 1,000: all 20,000 shown before.
+func TestExpectsBoundedTogether(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
+	r := &results.Run{Schema: results.SchemaVersion, Lab: "expects", ID: "2026-11-28T040000Z", Started: start, Finished: start.Add(time.Minute), Status: results.RunFailed}
+	const workloads, each = 20, 1000
+	for w := range workloads {
+		wl := results.Workload{Name: fmt.Sprintf("w%d", w), Tool: "exec", Status: results.StatusOK}
+		for i := range each {
+			wl.Expects = append(wl.Expects, results.Expect{Condition: fmt.Sprintf("bw_avg_gbps > %d", i), Held: i%2 == 0, Size: int64(i + 1)})
+		}
+		r.Workloads = append(r.Workloads, wl)
+	}
+	if err := results.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(dir, Options{NoGraphviz: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown, more, moreFailed := 0, 0, 0
+	for _, w := range d.Workloads {
+		shown += len(w.Expects)
+		more += w.ExpectsMore
+		moreFailed += w.ExpectsMoreFailed
+	}
+	if shown > maxExpects || shown == workloads*each {
+		t.Errorf("%d expects shown, want at most %d", shown, maxExpects)
+	}
+	if shown+more != workloads*each || moreFailed != more/2 {
+		t.Errorf("%d shown and %d more (%d of them failed), want %d in all (half failed)", shown, more, moreFailed, workloads*each)
+	}
+	if got := d.Expects.Held + d.Expects.Failed; got != workloads*each || d.Expects.Failed != workloads*each/2 {
+		t.Errorf("totals %+v, want all %d counted", d.Expects, workloads*each)
+	}
+	if len(d.Problems) > maxExpects+workloads {
+		t.Errorf("%d problems listed, want at most %d", len(d.Problems), maxExpects+workloads)
+	}
+	var html strings.Builder
+	if err := Write(&html, d); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d more expects not shown (%d did not hold)", each, each/2); !strings.Contains(html.String(), want) {
+		t.Errorf("report.html does not say %q", want)
+	}
+}

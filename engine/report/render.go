@@ -31,6 +31,7 @@ var tmpl = sync.OnceValue(func() *template.Template {
 		"statusClass": statusClass,
 		"num":         isNum,
 		"hint":        hint,
+		"maxExpects":  func() int { return maxExpects },
 		"cell":        cell,
 		"cell1":       cell1,
 	}).ParseFS(reporttmpl.FS, "report.html.tmpl"))

@@ -362,6 +362,7 @@ func (r *runner) prepare() error {
 		TrialStart: func(w, u string) { r.emit(Event{Type: EventTrial, Workload: w, Message: u}) },
 		Mask:       pullMask(r.lab.Sensitive),
 		MaskName:   pullName(r.lab.Sensitive),
+		MaskCut:    lab.CutMask(r.lab.Sensitive),
 	}
 	return nil
 }

@@ -216,7 +216,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 		return nil, err
 	}
 	// A local VM has the agent on its agent disk (LocalVMs.Agent).
-	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep, AgentDisk: t.VM}
+	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep, AgentDisk: t.VM, Mask: lab.ErrorMask(t.Sensitive)}
 	var logf *redactingWriter
 	if t.LogDir != "" {
 		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); ferr == nil {

@@ -550,7 +550,14 @@ func printed(ctx context.Context, env *steps.Env, p steps.ProcSpec) string {
 		if err != nil {
 			continue
 		}
-		if t := strings.TrimSpace(string(d.Data)); t != "" {
+		t := string(d.Data)
+		if env.MaskCut != nil {
+			// Masked before the cut below, and d.Data may be the first
+			// bytes of a longer file, ending with a value's start
+			// (SECURITY 195).
+			t = env.MaskCut(t, false, d.Truncated)
+		}
+		if t = strings.TrimSpace(t); t != "" {
 			if len(t) > 600 {
 				t = "…" + t[len(t)-600:]
 			}
