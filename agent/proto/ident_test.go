@@ -92,6 +92,8 @@ func TestReplyChecks(t *testing.T) {
 		{"impair as tc says it", ImpairResult{Netdev: "eth1", Qdisc: "netem", Handle: "8001:", Netem: "delay 10ms loss 1%"}, true},
 		{"impair netem of megabytes", ImpairResult{Qdisc: "netem", Netem: strings.Repeat("x", 1<<20)}, false},
 		{"impair netdev no netdev", ImpairResult{Netdev: long}, false},
+		{"impair gso as the agent says it", ImpairResult{Qdisc: "netem", Netem: "loss 1%", GSO: "gso_max_segs 1 (was 65535): each packet on its own while netem decides per packet"}, true},
+		{"impair gso of megabytes", ImpairResult{Qdisc: "netem", GSO: strings.Repeat("x", 1<<20)}, false},
 		{"capture ring", CaptureResult{Files: []FileInfo{{Path: "cap.pcap"}, {Path: "cap.pcap1"}}}, true},
 		{"capture of 100,000 files", CaptureResult{Files: make([]FileInfo, 100_000)}, false},
 		{"capture file name of megabytes", CaptureResult{Files: []FileInfo{{Path: long}}}, false},
