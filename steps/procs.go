@@ -170,18 +170,25 @@ func maskOutputs(env *Env, r *proto.ProcResult) {
 		return
 	}
 	for _, s := range []*string{&r.Stdout, &r.Stderr} {
-		if *s == "" {
-			continue
-		}
-		var b strings.Builder
-		w := env.Mask("", &b)
-		if w == nil {
-			return
-		}
-		io.WriteString(w, *s)
-		w.Close()
-		*s = b.String()
+		*s = MaskText(env, *s)
 	}
+}
+
+// MaskText is s with the run's sensitive values masked as a pulled file's
+// are (Env.Mask): for output read from a host whole, before anything cuts
+// it.
+func MaskText(env *Env, s string) string {
+	if env.Mask == nil || s == "" {
+		return s
+	}
+	var b strings.Builder
+	w := env.Mask("", &b)
+	if w == nil {
+		return s
+	}
+	io.WriteString(w, s)
+	w.Close()
+	return b.String()
 }
 
 // madeLogs records a process's output files, as its result names them,

@@ -87,7 +87,24 @@ func writeDiags(w io.Writer, l *lab.Lab, diags hcl.Diagnostics) {
 		}
 		color = os.Getenv("NO_COLOR") == ""
 	}
+	writeDiagsAs(w, l, diags, width, color)
+}
+
+// writeDiagsAs is writeDiags at a given width (0: no wrapping) and colour.
+// Each diagnostic's texts are redacted before they are written, not only
+// the output after: on a terminal hcl wraps a detail at its width, and a
+// sensitive value with a space in it ("cannot convert \"correct horse
+// battery staple\" to number") was split over two lines the output's
+// redactor no longer matched.
+func writeDiagsAs(w io.Writer, l *lab.Lab, diags hcl.Diagnostics, width uint, color bool) {
+	red := lab.Redact(l)
+	safe := make(hcl.Diagnostics, len(diags))
+	for i, d := range diags {
+		c := *d
+		c.Summary, c.Detail = red(d.Summary), red(d.Detail)
+		safe[i] = &c
+	}
 	var buf strings.Builder
-	_ = lab.WriteDiagnostics(&buf, lab.SourceFiles(l, diags), diags, width, color)
-	io.WriteString(w, lab.Redact(l)(buf.String()))
+	_ = lab.WriteDiagnostics(&buf, lab.SourceFiles(l, safe), safe, width, color)
+	io.WriteString(w, red(buf.String()))
 }

@@ -546,18 +546,22 @@ func printed(ctx context.Context, env *steps.Env, p steps.ProcSpec) string {
 	defer cancel()
 	var out []string
 	for _, f := range []string{p.Handle + ".stdout", p.Handle + ".stderr"} {
-		d, err := rpc.Invoke(rctx, h, rpc.FilesRead, proto.FilesReadParams{Path: f, MaxBytes: 4096})
+		// Read whole and masked before it is cut (as a process's result
+		// is, steps.WaitProc): the first 4,096 bytes were read raw and
+		// their last 600 quoted, and a sensitive value either cut fell
+		// inside kept its other part in the error, which the run's
+		// redactor, given the cut text, did not match (attack round 13).
+		// An output longer than a read is not quoted: any cut of it
+		// could fall inside a value.
+		d, err := rpc.Invoke(rctx, h, rpc.FilesRead, proto.FilesReadParams{Path: f, MaxBytes: proto.OutputLimit})
 		if err != nil {
 			continue
 		}
-		t := string(d.Data)
-		if env.MaskCut != nil {
-			// Masked before the cut below, and d.Data may be the first
-			// bytes of a longer file, ending with a value's start
-			// (SECURITY 195).
-			t = env.MaskCut(t, false, d.Truncated)
+		if d.Truncated || int64(len(d.Data)) < d.Size {
+			out = append(out, fmt.Sprintf("(%d bytes; the run's logs have them)", d.Size))
+			continue
 		}
-		if t = strings.TrimSpace(t); t != "" {
+		if t := strings.TrimSpace(steps.MaskText(env, string(d.Data))); t != "" {
 			if len(t) > 600 {
 				t = "…" + t[len(t)-600:]
 			}

@@ -1,0 +1,91 @@
+package sectest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/report"
+	"github.com/rlab-dev/rlab/engine/run"
+	"github.com/rlab-dev/rlab/engine/sshx"
+)
+
+// TestSecretsNeverLeakProgramNotReady: a program's server that never gets
+// ready is named in the error with what it printed, and that was the first
+// 4,096 bytes of its output read raw from the host, cut to their last 600:
+// a sensitive value the read's end fell inside kept its first part, which
+// the run's redactor, given the cut text, no longer matched (found in
+// attack round 13: 20 bytes of the value in results.json, events.jsonl,
+// junit.xml, report.html, the run's error and its status line). The
+// output is now read whole and masked before it is cut.
+func TestSecretsNeverLeakProgramNotReady(t *testing.T) {
+	tokenID := canary("TOKEN")
+	head := tokenID[:20]
+	a := startHost(t, "a", nil)
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "srv"), 0o755)
+	// 4,070 bytes and "token ", then the token: the first 4,096 bytes end 20 bytes into it.
+	os.WriteFile(filepath.Join(dir, "srv", "server.sh"), []byte("head -c 4069 /dev/zero | tr '\\0' x; echo; printf 'token %s\\n' \"$1\"; exit 1\n"), 0o644)
+	src := `lab "secrets" {}
+variable "token" {
+  type      = string
+  sensitive = true
+}
+` + a.hcl() + `
+program "p" {
+  source = "srv"
+}
+workload "w" {
+  tool           = "program"
+  program        = program.p
+  server         = host.a
+  client         = host.a
+  server_command = ["sh", "server.sh", var.token]
+  client_command = ["true"]
+  ready          = "never-printed"
+}
+`
+	p := filepath.Join(dir, "lab.hcl")
+	os.WriteFile(p, []byte(src), 0o644)
+	l, diags := lab.Load([]string{p}, lab.LoadOptions{Vars: map[string]string{"token": tokenID}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res := runLab(ctx, t, l, run.Options{Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "run")})
+	if res.Code != run.ExitFailed || res.Err == nil {
+		t.Fatalf("code %d, want 1 (the server exits before it is ready): %v", res.Code, res.Err)
+	}
+	if err := report.Render(res.Dir); err != nil {
+		t.Fatalf("render report: %v", err)
+	}
+	texts := map[string][]byte{}
+	texts["run error"] = []byte(res.Err.Error())
+	for _, o := range res.Outcomes {
+		texts["status line of "+o.Workload] = []byte(o.Error)
+	}
+	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(res.Dir, p)
+			texts[rel] = b
+		}
+		return nil
+	})
+	for name, b := range texts {
+		if n := bytes.Count(b, []byte(head)); n > 0 {
+			i := bytes.Index(b, []byte(head))
+			t.Errorf("%s holds the sensitive value's first 20 bytes %d times: %q", name, n, b[max(0, i-60):min(len(b), i+40)])
+		}
+	}
+	// What it printed is still quoted, masked.
+	if e := res.Err.Error(); !strings.Contains(e, "it printed:") || !strings.Contains(e, "token (sensitive)") {
+		t.Errorf("the error does not quote the server's output, masked: %q", e[max(0, len(e)-200):])
+	}
+}
