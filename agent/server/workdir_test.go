@@ -143,18 +143,8 @@ func TestCaptureUserIsOwner(t *testing.T) {
 // work dir's path is swapped while it runs; stopping it finds, renames and
 // hashes the files there.
 func TestCaptureInHeldWorkDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for tcpdump")
-	}
-	if _, err := exec.LookPath("tcpdump"); err != nil {
-		t.Skip("needs tcpdump")
-	}
 	const uid = 65534
-	base := t.TempDir()
-	os.Chmod(filepath.Dir(base), 0o711)
-	if err := os.Chown(base, uid, uid); err != nil {
-		t.Fatal(err)
-	}
+	base := ownedCaptureBase(t, uid)
 	wd, moved, other := filepath.Join(base, "w"), filepath.Join(base, "w.moved"), filepath.Join(base, "etc")
 	if err := os.Mkdir(other, 0o755); err != nil {
 		t.Fatal(err)
@@ -229,18 +219,8 @@ func TestToolsCacheNotThroughSymlink(t *testing.T) {
 // attack round 10, high, from tcpdump's source). The user, as themselves,
 // tries to put that symlink in tcpdump's working directory while it runs.
 func TestCaptureRingOutOfUsersReach(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for tcpdump")
-	}
-	if _, err := exec.LookPath("tcpdump"); err != nil {
-		t.Skip("needs tcpdump")
-	}
 	const uid = 65534
-	base := t.TempDir()
-	os.Chmod(filepath.Dir(base), 0o711)
-	if err := os.Chown(base, uid, uid); err != nil {
-		t.Fatal(err)
-	}
+	base := ownedCaptureBase(t, uid)
 	target := filepath.Join(t.TempDir(), "authorized_keys") // root's
 	if err := os.WriteFile(target, []byte("root's\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -286,18 +266,8 @@ func TestCaptureRingOutOfUsersReach(t *testing.T) {
 // the user's reach and the run's `rm -rf` of the work dir, as the user,
 // failed on it.
 func TestCaptureRingMovedOutWhenTcpdumpEnded(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for tcpdump")
-	}
-	if _, err := exec.LookPath("tcpdump"); err != nil {
-		t.Skip("needs tcpdump")
-	}
 	const uid = 65534
-	base := t.TempDir()
-	os.Chmod(filepath.Dir(base), 0o711)
-	if err := os.Chown(base, uid, uid); err != nil {
-		t.Fatal(err)
-	}
+	base := ownedCaptureBase(t, uid)
 	wd := filepath.Join(base, "w")
 	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: uid}})
 	var started proto.CaptureStarted
@@ -333,18 +303,8 @@ func TestCaptureRingMovedOutWhenTcpdumpEnded(t *testing.T) {
 // the same user in the sibling .../<run>-down/<host>, removes it when asked
 // to clean up the run; a root folder of another shape stays.
 func TestDownCleanupRemovesKilledAgentsCaptureFolder(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for tcpdump")
-	}
-	if _, err := exec.LookPath("tcpdump"); err != nil {
-		t.Skip("needs tcpdump")
-	}
 	const uid = 65534
-	base := t.TempDir()
-	os.Chmod(filepath.Dir(base), 0o711)
-	if err := os.Chown(base, uid, uid); err != nil {
-		t.Fatal(err)
-	}
+	base := ownedCaptureBase(t, uid)
 	wd := filepath.Join(base, "r1", "h0")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	t.Setenv("RLAB_TEST_OWNER", "65534:65534") // the helper's environment
@@ -396,4 +356,23 @@ func TestDownCleanupRemovesKilledAgentsCaptureFolder(t *testing.T) {
 	if out, err := rm.CombinedOutput(); err != nil {
 		t.Errorf("the user's rm -rf of the work dir after down's cleanup: %v: %s", err, out)
 	}
+}
+
+// ownedCaptureBase skips a test without root or tcpdump, and makes a folder
+// uid owns (its parent searchable) for a capture by a root agent working
+// for uid.
+func ownedCaptureBase(t *testing.T, uid int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for tcpdump")
+	}
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("needs tcpdump")
+	}
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return base
 }

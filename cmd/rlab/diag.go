@@ -97,14 +97,8 @@ func writeDiags(w io.Writer, l *lab.Lab, diags hcl.Diagnostics) {
 // battery staple\" to number") was split over two lines the output's
 // redactor no longer matched.
 func writeDiagsAs(w io.Writer, l *lab.Lab, diags hcl.Diagnostics, width uint, color bool) {
-	red := lab.Redact(l)
-	safe := make(hcl.Diagnostics, len(diags))
-	for i, d := range diags {
-		c := *d
-		c.Summary, c.Detail = red(d.Summary), red(d.Detail)
-		safe[i] = &c
-	}
+	safe := lab.RedactDiags(l, diags)
 	var buf strings.Builder
 	_ = lab.WriteDiagnostics(&buf, lab.SourceFiles(l, safe), safe, width, color)
-	io.WriteString(w, red(buf.String()))
+	io.WriteString(w, lab.Redact(l)(buf.String()))
 }

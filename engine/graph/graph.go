@@ -430,7 +430,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 		opts.Env = nil
 	}
 	l, diags := lab.LoadOne(src, opts)
-	diags = redactDiags(l, diags)
+	diags = lab.RedactDiags(l, diags) // as validate and plan print theirs
 	if l == nil || diags.HasErrors() {
 		return nil, diags, fmt.Errorf("load lab %s: the lab has errors", src)
 	}
@@ -442,20 +442,6 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	}
 	g.Redact(lab.Redactor(l.Sensitive))
 	return g, diags, nil
-}
-
-// redactDiags is diags with the lab's sensitive values redacted, as
-// validate and plan print theirs: a warning quotes a value ("this host logs
-// in as %q"), and rlab graph printed it as it was.
-func redactDiags(l *lab.Lab, diags hcl.Diagnostics) hcl.Diagnostics {
-	redact := lab.Redact(l)
-	out := make(hcl.Diagnostics, len(diags))
-	for i, d := range diags {
-		c := *d
-		c.Summary, c.Detail = redact(d.Summary), redact(d.Detail)
-		out[i] = &c
-	}
-	return out
 }
 
 // AddRunFacts adds the facts a run recorded for each host of l under

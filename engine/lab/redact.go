@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/hashicorp/hcl/v2"
 	"html"
 	"io"
 	"sort"
@@ -169,6 +170,22 @@ func Redact(l *Lab) func(string) string {
 		return func(s string) string { return s }
 	}
 	return Redactor(l.Sensitive).Replace
+}
+
+// RedactDiags is diags with l's sensitive values redacted in each summary
+// and detail, before anything writes them: a warning quotes a value ("this
+// host logs in as %q"), and on a terminal hcl wraps a detail at its width,
+// which split a value with a space in it over two lines that a redactor of
+// the written output no longer matched.
+func RedactDiags(l *Lab, diags hcl.Diagnostics) hcl.Diagnostics {
+	red := Redact(l)
+	out := make(hcl.Diagnostics, len(diags))
+	for i, d := range diags {
+		c := *d
+		c.Summary, c.Detail = red(d.Summary), red(d.Detail)
+		out[i] = &c
+	}
+	return out
 }
 
 // ErrorMask masks the sensitive values in the text of an error an agent

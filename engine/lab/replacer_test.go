@@ -296,32 +296,14 @@ func TestReplaceTail(t *testing.T) {
 			t.Errorf("forms %q on %q: got %q, want %q", tt.forms, tt.in, got, tt.out)
 		}
 	}
-	rnd := rand.New(rand.NewSource(1))
-	word := func(letters string, n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = letters[rnd.Intn(len(letters))]
-		}
-		return string(b)
-	}
-	for i := 0; i < 2000; i++ {
-		var forms []string
-		for k := rnd.Intn(4); k >= 0; k-- {
-			forms = append(forms, word("XYZ", 1+rnd.Intn(8)))
-		}
-		// Copies apart (Replace leaves part of overlapping ones: "XYY"
-		// of the values XY and YY keeps a Y, cut or not).
-		in := word("abc", rnd.Intn(10))
-		for k := rnd.Intn(4); k >= 0; k-- {
-			in += forms[rnd.Intn(len(forms))] + word("abc", 1+rnd.Intn(10))
-		}
+	cutCorpus(1, 2000, func(forms []string, in string) {
 		r := NewReplacer(forms, "#")
 		for c := 0; c <= len(in); c++ {
 			if got := r.ReplaceTail(in[c:]); strings.ContainsAny(got, "XYZ") {
 				t.Fatalf("forms %q on %q cut at %d: %q", forms, in, c, got)
 			}
 		}
-	}
+	})
 }
 
 // TestReplaceHead: the start of a text cut inside a sensitive value (a
@@ -344,23 +326,7 @@ func TestReplaceHead(t *testing.T) {
 			t.Errorf("forms %q on %q: got %q, want %q", tt.forms, tt.in, got, tt.out)
 		}
 	}
-	rnd := rand.New(rand.NewSource(2))
-	word := func(letters string, n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = letters[rnd.Intn(len(letters))]
-		}
-		return string(b)
-	}
-	for i := 0; i < 1000; i++ {
-		var forms []string
-		for k := rnd.Intn(4); k >= 0; k-- {
-			forms = append(forms, word("XYZ", 1+rnd.Intn(8)))
-		}
-		in := word("abc", rnd.Intn(10))
-		for k := rnd.Intn(4); k >= 0; k-- {
-			in += forms[rnd.Intn(len(forms))] + word("abc", 1+rnd.Intn(10))
-		}
+	cutCorpus(2, 1000, func(forms []string, in string) {
 		r := NewReplacer(forms, "#")
 		for c := 0; c <= len(in); c++ {
 			if got := r.ReplaceHead(in[:c]); strings.ContainsAny(got, "XYZ") {
@@ -372,5 +338,31 @@ func TestReplaceHead(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// cutCorpus calls fn n times with random values of XYZ (1 to 4 of them)
+// and a text of abc holding copies of them apart (Replace leaves part of
+// overlapping ones: "XYY" of the values XY and YY keeps a Y, cut or not),
+// from seed.
+func cutCorpus(seed int64, n int, fn func(forms []string, in string)) {
+	rnd := rand.New(rand.NewSource(seed))
+	word := func(letters string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[rnd.Intn(len(letters))]
+		}
+		return string(b)
+	}
+	for i := 0; i < n; i++ {
+		var forms []string
+		for k := rnd.Intn(4); k >= 0; k-- {
+			forms = append(forms, word("XYZ", 1+rnd.Intn(8)))
+		}
+		in := word("abc", rnd.Intn(10))
+		for k := rnd.Intn(4); k >= 0; k-- {
+			in += forms[rnd.Intn(len(forms))] + word("abc", 1+rnd.Intn(10))
+		}
+		fn(forms, in)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
 	"github.com/rlab-dev/rlab/engine/sshx/sshtest"
@@ -176,6 +177,32 @@ func runLab(ctx context.Context, t *testing.T, l *lab.Lab, opts run.Options) *ru
 	t.Helper()
 	opts.Plan = planOf(t, l)
 	return run.Run(ctx, l, opts)
+}
+
+// runTexts is every text a person or a tool reads of the run res: its
+// report rendered, then every regular file of its directory (by path), the
+// run's error and each workload's status line.
+func runTexts(t *testing.T, res *run.Result) map[string][]byte {
+	t.Helper()
+	if err := report.Render(res.Dir); err != nil {
+		t.Fatalf("render report: %v", err)
+	}
+	texts := map[string][]byte{}
+	if res.Err != nil {
+		texts["run error"] = []byte(res.Err.Error())
+	}
+	for _, o := range res.Outcomes {
+		texts["status line of "+o.Workload] = []byte(o.Error)
+	}
+	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(res.Dir, p)
+			texts[rel] = b
+		}
+		return nil
+	})
+	return texts
 }
 
 // planOf is l's plan as `rlab run` makes it (no --only).

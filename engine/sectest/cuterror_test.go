@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
-	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
@@ -105,21 +103,7 @@ workload "cut3" {
 	if n := calls.Load(); n < 3 {
 		t.Fatalf("%d proc.start calls answered with the error, want 3 or more", n)
 	}
-	if err := report.Render(res.Dir); err != nil {
-		t.Fatalf("render report: %v", err)
-	}
-	texts := map[string][]byte{"run error": []byte(res.Err.Error())}
-	for _, o := range res.Outcomes {
-		texts["status line of "+o.Workload] = []byte(o.Error)
-	}
-	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			b, _ := os.ReadFile(p)
-			rel, _ := filepath.Rel(res.Dir, p)
-			texts[rel] = b
-		}
-		return nil
-	})
+	texts := runTexts(t, res)
 	for _, q := range []string{"yyyy", "the agent's 4 KiB tail cut", "the agent's 64 KiB head cut"} {
 		if !strings.Contains(string(texts["results.json"]), q) {
 			t.Errorf("results.json does not quote the host's error holding %q", q)

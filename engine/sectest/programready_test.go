@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/lab"
-	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
@@ -85,22 +84,7 @@ workload "w" {
 	if res.Code != run.ExitFailed || res.Err == nil {
 		t.Fatalf("code %d, want 1 (the server exits before it is ready): %v", res.Code, res.Err)
 	}
-	if err := report.Render(res.Dir); err != nil {
-		t.Fatalf("render report: %v", err)
-	}
-	texts := map[string][]byte{}
-	texts["run error"] = []byte(res.Err.Error())
-	for _, o := range res.Outcomes {
-		texts["status line of "+o.Workload] = []byte(o.Error)
-	}
-	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			b, _ := os.ReadFile(p)
-			rel, _ := filepath.Rel(res.Dir, p)
-			texts[rel] = b
-		}
-		return nil
-	})
+	texts := runTexts(t, res)
 	for name, b := range texts {
 		if n := bytes.Count(b, []byte(head)); n > 0 {
 			i := bytes.Index(b, []byte(head))

@@ -327,21 +327,7 @@ workload "cut" {
 	if res.Code != run.ExitFailed || res.Err == nil {
 		t.Fatalf("code %d, want 1 (the workload fails on purpose): %v", res.Code, res.Err)
 	}
-	if err := report.Render(res.Dir); err != nil {
-		t.Fatalf("render report: %v", err)
-	}
-	texts := map[string][]byte{"run error": []byte(res.Err.Error())}
-	for _, o := range res.Outcomes {
-		texts["status line of "+o.Workload] = []byte(o.Error)
-	}
-	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			b, _ := os.ReadFile(p)
-			rel, _ := filepath.Rel(res.Dir, p)
-			texts[rel] = b
-		}
-		return nil
-	})
+	texts := runTexts(t, res)
 	if !strings.Contains(res.Err.Error(), "yyyy") {
 		t.Errorf("the run's error does not quote the stderr's tail: %v", res.Err)
 	}
