@@ -179,6 +179,15 @@ func runLab(ctx context.Context, t *testing.T, l *lab.Lab, opts run.Options) *ru
 	return run.Run(ctx, l, opts)
 }
 
+// tokenLab starts a lab with the sensitive variable token, as a user's
+// lab holding a secret does; its hosts and workloads follow.
+const tokenLab = `lab "secrets" {}
+variable "token" {
+  type      = string
+  sensitive = true
+}
+`
+
 // runTexts is every text a person or a tool reads of the run res: its
 // report rendered, then every regular file of its directory (by path), the
 // run's error and each workload's status line.

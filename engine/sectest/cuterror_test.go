@@ -68,12 +68,7 @@ func TestSecretsNeverLeakAgentCuts(t *testing.T) {
 		}}
 	}
 	a := startHost(t, "a", liar)
-	src := `lab "secrets" {}
-variable "token" {
-  type      = string
-  sensitive = true
-}
-` + a.hcl() + `
+	src := tokenLab + a.hcl() + `
 workload "cut1" {
   tool    = "exec"
   host    = host.a

@@ -53,12 +53,7 @@ func programNotReady(t *testing.T, tokenID, script, part, quoted string) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "srv"), 0o755)
 	os.WriteFile(filepath.Join(dir, "srv", "server.sh"), []byte(script), 0o644)
-	src := `lab "secrets" {}
-variable "token" {
-  type      = string
-  sensitive = true
-}
-` + a.hcl() + `
+	src := tokenLab + a.hcl() + `
 program "p" {
   source = "srv"
 }

@@ -262,12 +262,7 @@ workload "echo_token" {
 func TestSecretsNeverLeakLongArgv(t *testing.T) {
 	tokenID := canary("TOKEN")
 	a := startHost(t, "a", nil)
-	src := `lab "secrets" {}
-variable "token" {
-  type      = string
-  sensitive = true
-}
-` + a.hcl() + `
+	src := tokenLab + a.hcl() + `
 workload "long" {
   tool    = "exec"
   host    = host.a
@@ -305,12 +300,7 @@ func TestSecretsNeverLeakCutTail(t *testing.T) {
 	tokenID := canary("TOKEN")
 	end := tokenID[len(tokenID)-12:] // what the cut kept: the random hex
 	a := startHost(t, "a", nil)
-	src := `lab "secrets" {}
-variable "token" {
-  type      = string
-  sensitive = true
-}
-` + a.hcl() + `
+	src := tokenLab + a.hcl() + `
 workload "cut" {
   tool    = "exec"
   host    = host.a
