@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/preflight"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -80,7 +81,7 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 				}
 				facts[r.Name] = r.Facts
 			}
-			problems := preflight.Check(l, facts)
+			problems := checkProblems(l, facts)
 			w := cmd.OutOrStdout()
 			if asJSON {
 				if unreach == nil {
@@ -134,4 +135,9 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 	cmd.Flags().StringVar(&rf.out, "out", "", "with --validate: the check's run directory (default runs/<lab>/check-<UTC timestamp>)")
 	allowEmptyFlag(cmd.Flags(), &rf.allowEmpty)
 	return cmd
+}
+
+// checkProblems is what preflight finds on the hosts, as check prints it.
+func checkProblems(l *lab.Lab, facts map[string]*proto.Facts) []preflight.Problem {
+	return preflight.Check(l, facts)
 }
