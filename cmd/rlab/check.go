@@ -137,7 +137,17 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 	return cmd
 }
 
-// checkProblems is what preflight finds on the hosts, as check prints it.
+// checkProblems is what preflight finds on the hosts, as check prints it,
+// with the lab's sensitive values redacted: a finding quotes the lab (an
+// rxe's name) and the host's facts (its login user, its work dir), and
+// with user = var.login check printed the value (attack round 14); rlab
+// run's error holds the same findings redacted.
 func checkProblems(l *lab.Lab, facts map[string]*proto.Facts) []preflight.Problem {
-	return preflight.Check(l, facts)
+	problems := preflight.Check(l, facts)
+	red := lab.Redact(l)
+	for i := range problems {
+		p := &problems[i]
+		p.Host, p.What, p.Fix = red(p.Host), red(p.What), red(p.Fix)
+	}
+	return problems
 }
