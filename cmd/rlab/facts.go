@@ -50,6 +50,7 @@ Exit status: 0 every host answered; 2 some host could not be reached.`,
 			if err != nil {
 				return withCode(exitInfra, err)
 			}
+			res = shownFacts(l, res)
 			if asJSON {
 				err = writeFactsJSON(cmd.OutOrStdout(), res)
 			} else {
@@ -202,4 +203,9 @@ func iec(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// shownFacts is res as rlab facts prints it.
+func shownFacts(l *lab.Lab, res []remote.Result) []remote.Result {
+	return res
 }
