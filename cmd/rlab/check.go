@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/preflight"
 	runengine "github.com/rlab-dev/rlab/engine/run"
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -80,7 +81,7 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 				}
 				facts[r.Name] = r.Facts
 			}
-			problems := preflight.Check(l, facts)
+			problems := checkProblems(l, facts)
 			w := cmd.OutOrStdout()
 			if asJSON {
 				if unreach == nil {
@@ -134,4 +135,19 @@ Exit status with --validate: 0 every selected student passes; 1 one fails;
 	cmd.Flags().StringVar(&rf.out, "out", "", "with --validate: the check's run directory (default runs/<lab>/check-<UTC timestamp>)")
 	allowEmptyFlag(cmd.Flags(), &rf.allowEmpty)
 	return cmd
+}
+
+// checkProblems is what preflight finds on the hosts, as check prints it,
+// with the lab's sensitive values redacted: a finding quotes the lab (an
+// rxe's name) and the host's facts (its login user, its work dir), and
+// with user = var.login check printed the value (attack round 14); rlab
+// run's error holds the same findings redacted.
+func checkProblems(l *lab.Lab, facts map[string]*proto.Facts) []preflight.Problem {
+	problems := preflight.Check(l, facts)
+	red := lab.Redact(l)
+	for i := range problems {
+		p := &problems[i]
+		p.Host, p.What, p.Fix = red(p.Host), red(p.What), red(p.Fix)
+	}
+	return problems
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -50,6 +53,7 @@ Exit status: 0 every host answered; 2 some host could not be reached.`,
 			if err != nil {
 				return withCode(exitInfra, err)
 			}
+			res = shownFacts(l, res)
 			if asJSON {
 				err = writeFactsJSON(cmd.OutOrStdout(), res)
 			} else {
@@ -202,4 +206,58 @@ func iec(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// shownFacts is res as rlab facts prints it: each host's facts with the
+// lab's sensitive values redacted in every text (a copy; numbers kept).
+// The facts name the login user, the work dir under that user's home and
+// the RDMA devices, and with user = var.login facts printed the value
+// (attack round 14).
+func shownFacts(l *lab.Lab, res []remote.Result) []remote.Result {
+	if l == nil || len(l.Sensitive) == 0 {
+		return res
+	}
+	red := lab.Redactor(l.Sensitive)
+	out := slices.Clone(res)
+	for i := range out {
+		if out[i].Facts == nil {
+			continue
+		}
+		b, err := json.Marshal(out[i].Facts)
+		if err != nil {
+			continue
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil {
+			continue
+		}
+		b, err = json.Marshal(redactTexts(red, v))
+		var f proto.Facts
+		if err != nil || json.Unmarshal(b, &f) != nil {
+			continue
+		}
+		out[i].Facts = &f
+	}
+	return out
+}
+
+// redactTexts is a decoded JSON value with every string redacted.
+func redactTexts(red *lab.Replacer, v any) any {
+	switch x := v.(type) {
+	case string:
+		return red.Replace(x)
+	case []any:
+		for i := range x {
+			x[i] = redactTexts(red, x[i])
+		}
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[red.Replace(k)] = redactTexts(red, e)
+		}
+		return m
+	}
+	return v
 }

@@ -430,6 +430,13 @@ func (l *loader) decodeVM(b *hcl.Block, sc *scope) *VM {
 			l.errorf(nameRange.Ptr(), "Invalid network name", "%q is not a network name: 1 to 48 letters, digits, '_', '.' or '-', starting with a letter or digit (it names the network's sockets in the run folder). From a for_each key that may hold other characters, write e.g. name = \"pair-${replace(each.key, \"/[^a-zA-Z0-9]/\", \"-\")}\".", name)
 			continue
 		}
+		// The name names files in the run folder (engine/vm: the
+		// network's sockets, vm/net-NAME.switch.json), where a mask would
+		// part networks the lab joined: refused, as a for_each key is.
+		if l.sensitive(name) {
+			l.errorf(nameRange.Ptr(), "Sensitive value in a network name", "A network's name names its sockets and its switch's record in the run folder (vm/net-NAME.*), where the value cannot be masked. Name the network by something that is not secret (a for_each key, a label).")
+			continue
+		}
 		if prev, ok := seen[name]; ok {
 			l.errorf(nameRange.Ptr(), "Duplicate network", "This VM already joins network %q at %s; a VM has one NIC per network.", name, prev)
 			continue

@@ -342,8 +342,17 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		if diags.HasErrors() {
 			continue
 		}
-		if cv, ok := l.convertVar(d, v, a.Expr.Range().Ptr()); ok {
-			d.v.Value, d.v.Source, d.valueRange = cv, "var-file", a.Expr.Range().Ptr()
+		// A sensitive value's diagnostics point at its declaration, not
+		// at the file: its source lines hold the value as written, which
+		// the output's redactor misses when a long line is cut, a heredoc
+		// is shown a line at a time, or the value is not of the type and
+		// never became sensitive (attack round 14).
+		rng := a.Expr.Range().Ptr()
+		if d.v.Sensitive {
+			rng = nil
+		}
+		if cv, ok := l.convertVar(d, v, rng); ok {
+			d.v.Value, d.v.Source, d.valueRange = cv, "var-file", rng
 		}
 	}
 	l.warnUndeclared(path, undeclared, first, decls)

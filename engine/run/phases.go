@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,6 +66,49 @@ func writeJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
+}
+
+// writeFacts writes a host's facts with the lab's sensitive values
+// redacted: the host names its login user (user = var.login), its work
+// dir under that user's home and its RDMA devices (one an rdma block
+// names by a sensitive value), and facts.json kept them as they came
+// (attack round 14). Every text of the JSON is redacted, keys included;
+// numbers stay numbers. The run keeps using the facts as they came.
+func (r *runner) writeFacts(path string, f *proto.Facts) error {
+	red := newRedactor(r.lab.Sensitive)
+	if red.Longest() == 0 {
+		return writeJSON(path, f)
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return writeJSON(path, redactJSON(red, v))
+}
+
+// redactJSON is a decoded JSON value with every string redacted.
+func redactJSON(red *lab.Replacer, v any) any {
+	switch x := v.(type) {
+	case string:
+		return red.Replace(x)
+	case []any:
+		for i := range x {
+			x[i] = redactJSON(red, x[i])
+		}
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[red.Replace(k)] = redactJSON(red, e)
+		}
+		return m
+	}
+	return v
 }
 
 // bootVMs starts the lab's local VM hosts and points their targets at them.
@@ -241,7 +285,7 @@ func (r *runner) connect(ctx context.Context, h *plan.HostPlan, t Target) error 
 	if err := os.MkdirAll(filepath.Join(hd, "logs"), 0o700); err != nil {
 		return fmt.Errorf("create host folder: %w", err)
 	}
-	if err := writeJSON(filepath.Join(hd, "facts.json"), &f); err != nil {
+	if err := r.writeFacts(filepath.Join(hd, "facts.json"), &f); err != nil {
 		return err
 	}
 	pid := 0

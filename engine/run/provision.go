@@ -99,7 +99,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 			r.mu.Lock()
 			r.env.Facts[h.Name] = &nf
 			r.mu.Unlock()
-			writeJSON(filepath.Join(r.hostDir(h.Slug), "facts.json"), &nf)
+			r.writeFacts(filepath.Join(r.hostDir(h.Slug), "facts.json"), &nf)
 		}
 		return nil
 	})

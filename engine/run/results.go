@@ -60,7 +60,9 @@ func (r *runner) writeResults(res *Result) error {
 				}
 			}
 		}
-		w.RDMA = strings.Join(carries, " → ")
+		// A device's name is the lab's expression (rxe name = var.token).
+		w.Devices = redactAll(red, w.Devices)
+		w.RDMA = red.Replace(strings.Join(carries, " → "))
 		for _, m := range n.Workload.Metrics {
 			w.Metrics = append(w.Metrics, m.Name)
 		}
@@ -157,8 +159,9 @@ func (r *runner) ownCaptures(n *workloadNode) []string {
 
 // redactSamples redacts what of a sample a lab's expression may have made:
 // a metric block's unit ("u${var.token}" went raw to results.json,
-// summary.md, junit.xml and report.html) and the texts of Meta.Extra. An
-// Extra map may be shared by samples: each gets its own.
+// summary.md, junit.xml and report.html), the devices (an rxe block's
+// name, attack round 14) and the texts of Meta.Extra. An Extra map and a
+// Devices slice may be shared by samples: each gets its own.
 func redactSamples(red *lab.Replacer, samples []results.Sample) {
 	if red.Longest() == 0 {
 		return
@@ -166,6 +169,7 @@ func redactSamples(red *lab.Replacer, samples []results.Sample) {
 	for i := range samples {
 		s := &samples[i]
 		s.Unit = red.Replace(s.Unit)
+		s.Meta.Devices = redactAll(red, s.Meta.Devices)
 		if len(s.Meta.Extra) > 0 {
 			extra := make(map[string]string, len(s.Meta.Extra))
 			for k, v := range s.Meta.Extra {

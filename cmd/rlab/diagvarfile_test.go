@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+)
+
+// TestDiagsShowNoVarFileSecret: a diagnostic about a sensitive variable's
+// value from a -var-file quoted the variables file's source lines, which
+// hold the value as the user wrote it (attack round 14). The output's
+// redactor missed it three ways: a line past lab.MaxSourceLine is cut
+// around the value's start, leaving its first 150 characters (a JWT);
+// a heredoc (a PEM key) is printed a line at a time, the value split by
+// line numbers; and a value that is not of the variable's type never
+// became a sensitive value at all (`-var` says "(sensitive)" there). The
+// lab chooses the type and a validation rule that fails for any real
+// token, so `rlab validate -var-file secrets.tfvars LAB` of a lab from a
+// course repository printed the user's secret.
+func TestDiagsShowNoVarFileSecret(t *testing.T) {
+	jwt := "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + strings.Repeat("eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6", 4) + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+	pemLines := []string{"-----BEGIN OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", "QyNTUxOQAAACCpZ6rQd4N1XPCq2Z7lEZWkMmQeH0f6ffU3TzBLRsFKbwAAAJgJbcFeCW3B", "-----END OPENSSH PRIVATE KEY-----"}
+	lab1 := `lab "x" {}
+variable "token" {
+  type      = string
+  sensitive = true
+  validation {
+    condition     = strlen(var.token) < 10
+    error_message = "The token is too long."
+  }
+}
+variable "pin" {
+  type      = number
+  sensitive = true
+}
+host "a" { address = "127.0.0.1" }
+workload "w" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", var.token, var.pin]
+}
+`
+	for _, tc := range []struct {
+		name, varFile string
+		parts         []string // none of them may be printed
+	}{
+		{"long value cut", "token = \"" + jwt + "\"\npin = 424242\n", []string{jwt[:40], jwt[40:80], jwt[80:120]}},
+		{"heredoc", "token = <<EOT\n" + strings.Join(pemLines, "\n") + "\nEOT\npin = 424242\n", pemLines[1:3]},
+		{"indented heredoc", "token = <<-EOT\n    " + strings.Join(pemLines, "\n    ") + "\n    EOT\npin = 424242\n", pemLines[1:3]},
+		{"not the variable's type", "token = \"short\"\npin = \"83x91-SECRETPIN\"\n", []string{"SECRETPIN"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "lab.hcl"), []byte(lab1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			vf := filepath.Join(dir, "secrets.tfvars")
+			if err := os.WriteFile(vf, []byte(tc.varFile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l, diags := lab.Load([]string{filepath.Join(dir, "lab.hcl")}, lab.LoadOptions{VarFiles: []string{vf}})
+			if !diags.HasErrors() {
+				t.Fatal("the lab loaded: want an error about the variable's value")
+			}
+			for _, width := range []uint{0, 80} {
+				for _, color := range []bool{false, true} {
+					var b strings.Builder
+					writeDiagsAs(&b, l, diags, width, color)
+					out := b.String()
+					for _, p := range tc.parts {
+						if strings.Contains(out, p) {
+							t.Errorf("width %d, colour %v: part of the sensitive value printed (%q):\n%s", width, color, p, out)
+						}
+					}
+					if !strings.Contains(out, "Invalid value for variable") {
+						t.Errorf("width %d, colour %v: no error about the value:\n%s", width, color, out)
+					}
+				}
+			}
+		})
+	}
+}
