@@ -15,14 +15,17 @@ import (
 // (goroutines blocked on a host); a second one exits 130 at once (issue 24:
 // it used to close a channel the blocked goroutines never looked at).
 func TestOnInterrupt(t *testing.T) {
+	// No clock is read: the second signal's case gives the teardown an
+	// hour, so only an exit that does not wait for it ends within the 5 s
+	// guard; the first signal's gives it 300 ms, which must end it.
 	cases := []struct {
 		name    string
 		signals []os.Signal
-		want    string // in stderr
-		within  time.Duration
+		bound   time.Duration // the teardown's
+		want    string        // in stderr
 	}{
-		{"second signal exits at once", []os.Signal{os.Interrupt, os.Interrupt}, "again: stopping at once", 100 * time.Millisecond},
-		{"first signal is bounded", []os.Signal{syscall.SIGTERM}, "teardown did not end within 300ms", time.Second},
+		{"second signal exits at once", []os.Signal{os.Interrupt, os.Interrupt}, time.Hour, "again: stopping at once"},
+		{"first signal is bounded", []os.Signal{syscall.SIGTERM}, 300 * time.Millisecond, "teardown did not end within 300ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -32,8 +35,7 @@ func TestOnInterrupt(t *testing.T) {
 			w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return stderr.Write(p) })
 			exited := make(chan int, 2)
 			stopped := make(chan os.Signal, 1)
-			go onInterrupt(sigs, w, 300*time.Millisecond, func(s os.Signal) { stopped <- s }, func(code int) { exited <- code })
-			start := time.Now()
+			go onInterrupt(sigs, w, tc.bound, func(s os.Signal) { stopped <- s }, func(code int) { exited <- code })
 			for _, s := range tc.signals {
 				sigs <- s
 			}
@@ -41,9 +43,6 @@ func TestOnInterrupt(t *testing.T) {
 			case code := <-exited:
 				if code != exitInterrupted {
 					t.Errorf("exit %d, want %d", code, exitInterrupted)
-				}
-				if el := time.Since(start); el > tc.within {
-					t.Errorf("exited after %s, want within %s", el, tc.within)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("never exited")
@@ -53,7 +52,7 @@ func TestOnInterrupt(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if !strings.Contains(stderr.String(), "tearing down (at most 300ms") || !strings.Contains(stderr.String(), tc.want) {
+			if !strings.Contains(stderr.String(), "tearing down (at most ") || !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("stderr %q, want %q", stderr.String(), tc.want)
 			}
 		})
