@@ -76,9 +76,18 @@ func (r ImpairResult) Check() error {
 // bytes: a version of 8 MiB made one perftest trial's 80 samples 640 MiB
 // of results.json and 2.7 GB to encode (SECURITY 138). Honest versions are
 // a few digits and dots ("6.22", "11.4.0"); its path is a path.
+//
+// The kernel (uname -r) is named in the error of every rping workload
+// over an iWARP device that runs into its timeout (kinds/rping siwStall),
+// so it is at most MaxKernel bytes, the utsname's release field: a
+// kernel of 7 MiB made two such workloads a 184 MB run directory
+// (attack round 14, host side).
 func (f Facts) Check() error {
 	if len(f.WorkDir) > 4096 {
 		return fmt.Errorf("work_dir of %d bytes, longer than a path can be (4096)", len(f.WorkDir))
+	}
+	if len(f.Kernel) > MaxKernel {
+		return fmt.Errorf("kernel %.64q… of %d bytes, longer than uname -r can say (%d)", f.Kernel, len(f.Kernel), MaxKernel)
 	}
 	for name, t := range f.Tools {
 		if len(t.Version) > MaxToolVersion || len(t.Path) > 4096 || len(name) > 255 {
@@ -108,6 +117,10 @@ func printable(s string) bool {
 
 // MaxToolVersion bounds a tool's version in a facts answer.
 const MaxToolVersion = 256
+
+// MaxKernel bounds a facts answer's kernel: the utsname's release field
+// holds 64 bytes and a NUL.
+const MaxKernel = 64
 
 // MaxCounters bounds the counters of one counters.read answer: a request
 // names a workload's few devices and netdevs (an mlx5 port has about 150
