@@ -144,7 +144,10 @@ func WaitProc(ctx context.Context, env *Env, p *Procs, host, hd string, timeout 
 		}
 		return nil, err
 	}
-	res.Argv = p.ran(host, hd)
+	// The argv and handle are the controller's own: the host's answer
+	// of them is not taken, since a trial's record keeps them for the
+	// run (a 7 MiB handle a trial held 280 MiB after 40 repeats).
+	res.Argv, res.Handle = p.ran(host, hd), hd
 	p.Done(host, hd)
 	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Undone: true}) // the argv journaled at its start stays
 	madeLogs(env, host, &res)
@@ -230,6 +233,9 @@ func stopProcWith(ctx context.Context, env *Env, p *Procs, host, hd string, para
 		return nil, fmt.Errorf("stop process %q on host %q: %w", hd, host, err)
 	}
 	res.Argv = p.ran(host, hd)
+	if err == nil {
+		res.Handle = hd // the controller's own (WaitProc); "" when the host had no such process
+	}
 	_ = env.Note(Effect{Host: host, Type: "proc", ID: hd, Undone: true})
 	madeLogs(env, host, &res)
 	maskOutputs(env, &res)

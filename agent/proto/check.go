@@ -76,9 +76,27 @@ func (r ImpairResult) Check() error {
 // bytes: a version of 8 MiB made one perftest trial's 80 samples 640 MiB
 // of results.json and 2.7 GB to encode (SECURITY 138). Honest versions are
 // a few digits and dots ("6.22", "11.4.0"); its path is a path.
+//
+// The kernel (uname -r) is named in the error of every rping workload
+// over an iWARP device that runs into its timeout (kinds/rping siwStall),
+// so it is at most MaxKernel bytes, the utsname's release field: a
+// kernel of 7 MiB made two such workloads a 184 MB run directory
+// (attack round 14, host side).
 func (f Facts) Check() error {
 	if len(f.WorkDir) > 4096 {
 		return fmt.Errorf("work_dir of %d bytes, longer than a path can be (4096)", len(f.WorkDir))
+	}
+	if len(f.Kernel) > MaxKernel {
+		return fmt.Errorf("kernel %.64q… of %d bytes, longer than uname -r can say (%d)", f.Kernel, len(f.Kernel), MaxKernel)
+	}
+	for _, nd := range f.Netdevs {
+		// engine/run's data link names the server's netdev holding its
+		// address in the skip reason of every later workload of a pair
+		// whose link is down: a 7 MiB name made 6 tcp workloads a 250 MB
+		// run directory in 12 s (attack round 14, host side).
+		if len(nd.Name) > MaxNetdevName {
+			return fmt.Errorf("a netdev name %.64q… of %d bytes, longer than the kernel's (%d)", nd.Name, len(nd.Name), MaxNetdevName)
+		}
 	}
 	for name, t := range f.Tools {
 		if len(t.Version) > MaxToolVersion || len(t.Path) > 4096 || len(name) > 255 {
@@ -108,6 +126,14 @@ func printable(s string) bool {
 
 // MaxToolVersion bounds a tool's version in a facts answer.
 const MaxToolVersion = 256
+
+// MaxKernel bounds a facts answer's kernel: the utsname's release field
+// holds 64 bytes and a NUL.
+const MaxKernel = 64
+
+// MaxNetdevName bounds a netdev's name in a facts answer: the kernel's
+// IFNAMSIZ is 16 bytes with the NUL.
+const MaxNetdevName = 15
 
 // MaxCounters bounds the counters of one counters.read answer: a request
 // names a workload's few devices and netdevs (an mlx5 port has about 150
