@@ -12,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,6 +179,69 @@ func runLab(ctx context.Context, t *testing.T, l *lab.Lab, opts run.Options) *ru
 	t.Helper()
 	opts.Plan = planOf(t, l)
 	return run.Run(ctx, l, opts)
+}
+
+// runWatched runs l on the in-process bed as the hostile-answer tests do
+// (a 20 s teardown bound) and returns the result with the controller's
+// heap peak over the run, sampled every 50 ms, and how long it took.
+func runWatched(t *testing.T, l *lab.Lab) (*run.Result, uint64, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			peak.Store(max(peak.Load(), m.HeapAlloc))
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res := runLab(ctx, t, l, run.Options{
+		Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "r"), TeardownTimeout: 20 * time.Second,
+	})
+	close(done)
+	<-sampled
+	return res, peak.Load(), time.Since(start)
+}
+
+// checkAnswerNotCopied checks that a run given a host's oversized answer
+// (what names it) kept it nowhere: the run directory within 1 MiB (files
+// past 1 MiB logged), each workload's error and the run's within 64 KiB,
+// and the run ended with an error.
+func checkAnswerNotCopied(t *testing.T, res *run.Result, what string) {
+	t.Helper()
+	total := int64(0)
+	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			fi, _ := d.Info()
+			total += fi.Size()
+			if rel, _ := filepath.Rel(res.Dir, p); fi.Size() > 1<<20 {
+				t.Logf("%10d %s", fi.Size(), rel)
+			}
+		}
+		return nil
+	})
+	t.Logf("run directory: %d bytes", total)
+	if total > 1<<20 {
+		t.Errorf("the run directory holds %d bytes: %s was copied into it", total, what)
+	}
+	for _, o := range res.Outcomes {
+		if len(o.Error) > 64<<10 {
+			t.Errorf("workload %s: an error of %d bytes (%.200s…)", o.Workload, len(o.Error), o.Error)
+		}
+	}
+	if res.Err == nil || len(res.Err.Error()) > 64<<10 {
+		t.Errorf("run error of %d bytes, want the facts refused, said briefly", len(fmt.Sprint(res.Err)))
+	}
 }
 
 // tokenLab starts a lab with the sensitive variable token, as a user's

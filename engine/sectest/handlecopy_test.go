@@ -1,11 +1,9 @@
 package sectest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
-	"github.com/rlab-dev/rlab/engine/run"
-	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
 // handleLiar answers every proc.wait with a handle of n bytes.
@@ -54,27 +50,7 @@ workload "e" {
   repeat  = 12
 }
 `, lab.LoadOptions{})
-	start := time.Now()
-	var peak uint64
-	done := make(chan struct{})
-	go func() {
-		var m runtime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapAlloc)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res := runLab(ctx, t, l, run.Options{
-		Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "r"), TeardownTimeout: 20 * time.Second,
-	})
-	close(done)
+	res, peak, took := runWatched(t, l)
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -86,7 +62,7 @@ workload "e" {
 			}
 		}
 	}
-	t.Logf("code %d in %v, heap peak %d MiB, after GC %d MiB; handles held %d bytes; err %.200s", res.Code, time.Since(start).Round(time.Millisecond), peak>>20, m.HeapAlloc>>20, held, fmt.Sprint(res.Err))
+	t.Logf("code %d in %v, heap peak %d MiB, after GC %d MiB; handles held %d bytes; err %.200s", res.Code, took.Round(time.Millisecond), peak>>20, m.HeapAlloc>>20, held, fmt.Sprint(res.Err))
 	if held > 64<<10 {
 		t.Errorf("the run's records hold %d bytes of handles the host answered with", held)
 	}

@@ -1,21 +1,15 @@
 package sectest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/engine/lab"
-	"github.com/rlab-dev/rlab/engine/run"
-	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
 // kernelLiar says its kernel (uname -r) is kernel, that it has rping and a
@@ -94,48 +88,7 @@ rxe "d" {
   netdev = "lo"
 }
 `+ws.String(), lab.LoadOptions{})
-	start := time.Now()
-	var peak uint64
-	done := make(chan struct{})
-	go func() {
-		var m runtime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapAlloc)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res := runLab(ctx, t, l, run.Options{
-		Connector: connector(t, sshx.Options{}), Out: filepath.Join(t.TempDir(), "r"), TeardownTimeout: 20 * time.Second,
-	})
-	close(done)
-	t.Logf("code %d in %v, heap peak %d MiB; run error %d bytes: %.600s", res.Code, time.Since(start).Round(time.Millisecond), peak>>20, len(fmt.Sprint(res.Err)), fmt.Sprint(res.Err))
-	total := int64(0)
-	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			fi, _ := d.Info()
-			total += fi.Size()
-			rel, _ := filepath.Rel(res.Dir, p)
-			t.Logf("%10d %s", fi.Size(), rel)
-		}
-		return nil
-	})
-	t.Logf("run directory: %d bytes", total)
-	if total > 1<<20 {
-		t.Errorf("the run directory holds %d bytes: the host's kernel was copied into it", total)
-	}
-	for _, o := range res.Outcomes {
-		if len(o.Error) > 64<<10 {
-			t.Errorf("workload %s: an error of %d bytes (%.200s…)", o.Workload, len(o.Error), o.Error)
-		}
-	}
-	if res.Err == nil || len(res.Err.Error()) > 64<<10 {
-		t.Errorf("run error of %d bytes, want the facts refused, said briefly", len(fmt.Sprint(res.Err)))
-	}
+	res, peak, took := runWatched(t, l)
+	t.Logf("code %d in %v, heap peak %d MiB; run error %d bytes: %.600s", res.Code, took.Round(time.Millisecond), peak>>20, len(fmt.Sprint(res.Err)), fmt.Sprint(res.Err))
+	checkAnswerNotCopied(t, res, "the host's kernel")
 }
