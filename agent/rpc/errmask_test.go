@@ -41,23 +41,9 @@ func TestErrorMaskedBeforeCut(t *testing.T) {
 		{"masked", func(s string, _ bool) string { return strings.ReplaceAll(s, secret, "(sensitive)") }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reqR, reqW := io.Pipe()
-			repR, repW := io.Pipe()
-			t.Cleanup(func() { reqR.Close(); repW.Close() })
-			go func() {
-				sc := bufio.NewScanner(reqR)
-				sc.Buffer(make([]byte, 64<<10), proto.MaxLine)
-				for sc.Scan() {
-					var req proto.Request
-					if json.Unmarshal(sc.Bytes(), &req) != nil {
-						continue
-					}
-					b, _ := json.Marshal(proto.Envelope{ID: req.ID, Error: &e})
-					if _, err := repW.Write(append(b, '\n')); err != nil {
-						return
-					}
-				}
-			}()
+			reqW, repR := answerEach(t, func(req proto.Request) proto.Envelope {
+				return proto.Envelope{ID: req.ID, Error: &e}
+			})
 			c := rpc.New(repR, reqW, rpc.Options{Host: "h1", Timeout: 30 * time.Second, Mask: tc.mask})
 			_, err := rpc.Invoke(context.Background(), c, rpc.Facts, proto.FactsParams{})
 			var pe *proto.Error
@@ -71,4 +57,28 @@ func TestErrorMaskedBeforeCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answerEach is a fake agent: it answers each request the client writes to
+// reqW with the envelope answer makes of it, on repR, until the test ends.
+func answerEach(t *testing.T, answer func(proto.Request) proto.Envelope) (reqW io.WriteCloser, repR io.Reader) {
+	t.Helper()
+	reqR, reqW := io.Pipe()
+	repR, repW := io.Pipe()
+	t.Cleanup(func() { reqR.Close(); repW.Close() })
+	go func() {
+		sc := bufio.NewScanner(reqR)
+		sc.Buffer(make([]byte, 64<<10), proto.MaxLine)
+		for sc.Scan() {
+			var req proto.Request
+			if json.Unmarshal(sc.Bytes(), &req) != nil {
+				continue
+			}
+			b, _ := json.Marshal(answer(req))
+			if _, err := repW.Write(append(b, '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	return reqW, repR
 }

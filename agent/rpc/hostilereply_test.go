@@ -1,10 +1,8 @@
 package rpc_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -30,24 +28,10 @@ func TestReplyOfEmptyObjectsRefused(t *testing.T) {
 		{"half the bound", proto.MaxValues / 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reqR, reqW := io.Pipe()
-			repR, repW := io.Pipe()
-			t.Cleanup(func() { reqR.Close(); repW.Close() })
-			go func() {
-				sc := bufio.NewScanner(reqR)
-				sc.Buffer(make([]byte, 64<<10), proto.MaxLine)
-				for sc.Scan() {
-					var req proto.Request
-					if json.Unmarshal(sc.Bytes(), &req) != nil {
-						continue
-					}
-					res := `{"hostname":"h","netdevs":[` + strings.TrimSuffix(strings.Repeat("{},", tc.n), ",") + `]}`
-					b, _ := json.Marshal(proto.Envelope{ID: req.ID, Result: json.RawMessage(res)})
-					if _, err := repW.Write(append(b, '\n')); err != nil {
-						return
-					}
-				}
-			}()
+			reqW, repR := answerEach(t, func(req proto.Request) proto.Envelope {
+				res := `{"hostname":"h","netdevs":[` + strings.TrimSuffix(strings.Repeat("{},", tc.n), ",") + `]}`
+				return proto.Envelope{ID: req.ID, Result: json.RawMessage(res)}
+			})
 			c := rpc.New(repR, reqW, rpc.Options{Host: "h1", Timeout: 30 * time.Second})
 			var m0, m1 runtime.MemStats
 			runtime.GC()
