@@ -233,7 +233,7 @@ func shownFacts(l *lab.Lab, res []remote.Result) []remote.Result {
 		if dec.Decode(&v) != nil {
 			continue
 		}
-		b, err = json.Marshal(redactTexts(red, v))
+		b, err = json.Marshal(lab.RedactJSON(red, v))
 		var f proto.Facts
 		if err != nil || json.Unmarshal(b, &f) != nil {
 			continue
@@ -241,23 +241,4 @@ func shownFacts(l *lab.Lab, res []remote.Result) []remote.Result {
 		out[i].Facts = &f
 	}
 	return out
-}
-
-// redactTexts is a decoded JSON value with every string redacted.
-func redactTexts(red *lab.Replacer, v any) any {
-	switch x := v.(type) {
-	case string:
-		return red.Replace(x)
-	case []any:
-		for i := range x {
-			x[i] = redactTexts(red, x[i])
-		}
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[red.Replace(k)] = redactTexts(red, e)
-		}
-		return m
-	}
-	return v
 }

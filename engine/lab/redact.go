@@ -172,6 +172,27 @@ func Redact(l *Lab) func(string) string {
 	return Redactor(l.Sensitive).Replace
 }
 
+// RedactJSON is a decoded JSON value (any, []any, map[string]any, as
+// encoding/json decodes into an any) with every string in it, keys
+// included, redacted by red; maps are copied, slices changed in place.
+func RedactJSON(red *Replacer, v any) any {
+	switch x := v.(type) {
+	case string:
+		return red.Replace(x)
+	case []any:
+		for i := range x {
+			x[i] = RedactJSON(red, x[i])
+		}
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[red.Replace(k)] = RedactJSON(red, e)
+		}
+		return m
+	}
+	return v
+}
+
 // RedactDiags is diags with l's sensitive values redacted in each summary
 // and detail, before anything writes them: a warning quotes a value ("this
 // host logs in as %q"), and on a terminal hcl wraps a detail at its width,

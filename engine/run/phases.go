@@ -89,26 +89,7 @@ func (r *runner) writeFacts(path string, f *proto.Facts) error {
 	if err := dec.Decode(&v); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	return writeJSON(path, redactJSON(red, v))
-}
-
-// redactJSON is a decoded JSON value with every string redacted.
-func redactJSON(red *lab.Replacer, v any) any {
-	switch x := v.(type) {
-	case string:
-		return red.Replace(x)
-	case []any:
-		for i := range x {
-			x[i] = redactJSON(red, x[i])
-		}
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[red.Replace(k)] = redactJSON(red, e)
-		}
-		return m
-	}
-	return v
+	return writeJSON(path, lab.RedactJSON(red, v))
 }
 
 // bootVMs starts the lab's local VM hosts and points their targets at them.
