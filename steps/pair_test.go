@@ -3,6 +3,9 @@ package steps
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,20 @@ import (
 	"github.com/rlab-dev/rlab/kinds"
 )
 
+// againIndex is the try a handle belongs to: 0 for the first, N for a
+// handle ending in ".againN" (".again" is 1).
+func againIndex(hd string) int {
+	_, tail, ok := strings.Cut(hd, ".again")
+	if !ok {
+		return 0
+	}
+	if tail == "" {
+		return 1
+	}
+	n, _ := strconv.Atoi(tail)
+	return n
+}
+
 // clockHost is an agent whose perftest client fails its first run the way
 // perftest does when its CPU clock sample is too noisy on a loaded host.
 type clockHost struct {
@@ -21,6 +38,7 @@ type clockHost struct {
 	mu      sync.Mutex
 	started []string
 	fail    int    // runs left to fail
+	tries   int    // runs that fail, as set
 	role    string // the end that fails: "client" or "server"
 }
 
@@ -35,7 +53,7 @@ func (h *clockHost) Send(ctx context.Context, r *rpc.Request) error {
 		case strings.Contains(hd, h.role) && h.fail > 0:
 			h.fail--
 			res.ExitCode, res.Stderr = 1, "Correlation coefficient r^2: 0.193283 < 0.9\nCan't produce a report\n"
-		case h.role == "server" && strings.Contains(hd, "client") && !strings.HasSuffix(hd, ".again"):
+		case h.role == "server" && strings.Contains(hd, "client") && againIndex(hd) < h.tries:
 			// The client of a server that could not report fails its
 			// final exchange (perftest's ethernet_read_keys).
 			res.ExitCode, res.Stderr = 1, "ethernet_read_keys: Couldn't read remote address\n Unable to read from socket/rdma_cm\n"
@@ -54,24 +72,29 @@ func (h *clockHost) Send(ctx context.Context, r *rpc.Request) error {
 }
 
 // TestPairClockRetry: a size whose perftest could not measure the CPU clock
-// ("Can't produce a report") is run once more under new handles and the
-// workload passes; a second such failure fails it. Either end may be the
-// one that cannot report: a server that cannot also fails its client's
-// final exchange, and the run is still taken again.
+// ("Can't produce a report") is run again under new handles, up to
+// clockRetries times, and the workload passes once a try reports; a
+// failure on every try fails it. Either end may be the one that cannot
+// report: a server that cannot also fails its client's final exchange, and
+// the run is still taken again. A failure of another kind is not retried.
 func TestPairClockRetry(t *testing.T) {
+	defer func(p time.Duration) { clockPause = p }(clockPause)
+	clockPause = 0
 	for _, tt := range []struct {
 		role    string
 		fails   int
 		status  string
-		started int
+		handles []string // the client's handles, in order
 	}{
-		{role: "client", fails: 1, status: StatusOK, started: 4},
-		{role: "client", fails: 2, status: StatusFailed, started: 4},
-		{role: "client", fails: 0, status: StatusOK, started: 2},
-		{role: "server", fails: 1, status: StatusOK, started: 4},
-		{role: "server", fails: 2, status: StatusFailed, started: 4},
+		{role: "client", fails: 0, status: StatusOK, handles: []string{""}},
+		{role: "client", fails: 1, status: StatusOK, handles: []string{"", ".again"}},
+		{role: "client", fails: 2, status: StatusOK, handles: []string{"", ".again", ".again2"}},
+		{role: "client", fails: 3, status: StatusOK, handles: []string{"", ".again", ".again2", ".again3"}},
+		{role: "client", fails: 4, status: StatusFailed, handles: []string{"", ".again", ".again2", ".again3"}},
+		{role: "server", fails: 1, status: StatusOK, handles: []string{"", ".again"}},
+		{role: "server", fails: 4, status: StatusFailed, handles: []string{"", ".again", ".again2", ".again3"}},
 	} {
-		h := &clockHost{name: "h", fail: tt.fails, role: tt.role}
+		h := &clockHost{name: "h", fail: tt.fails, tries: tt.fails, role: tt.role}
 		var notices []string
 		env := &Env{Hosts: map[string]Host{"h": h}, Notify: func(_, m string) { notices = append(notices, m) }}
 		w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "h", ClientHost: "h"}
@@ -85,14 +108,25 @@ func TestPairClockRetry(t *testing.T) {
 			}, nil
 		}}
 		err := s.Apply(context.Background(), env)
+		name := fmt.Sprintf("%s, %d failures", tt.role, tt.fails)
 		if s.out.Status != tt.status {
-			t.Errorf("%s, %d failures: status %q (%v), want %q", tt.role, tt.fails, s.out.Status, err, tt.status)
+			t.Errorf("%s: status %q (%v), want %q", name, s.out.Status, err, tt.status)
 		}
-		if len(h.started) != tt.started {
-			t.Errorf("%d failures: started %q, want %d processes", tt.fails, h.started, tt.started)
+		base := Handle(w, "client", 4096, 0)
+		var clients []string
+		for _, hd := range h.started {
+			if strings.Contains(hd, "client") {
+				clients = append(clients, strings.TrimPrefix(hd, base))
+			}
 		}
-		if tt.fails > 0 && (len(h.started) < 4 || !strings.HasSuffix(h.started[2], ".again") || len(notices) != 1) {
-			t.Errorf("%d failures: started %q, notices %q: want the size run again under new handles, said once", tt.fails, h.started, notices)
+		if !slices.Equal(clients, tt.handles) || len(h.started) != 2*len(tt.handles) {
+			t.Errorf("%s: started %q, want a pair under each client handle suffix %q", name, h.started, tt.handles)
+		}
+		if len(notices) != len(tt.handles)-1 {
+			t.Errorf("%s: notices %q, want one per retry", name, notices)
+		}
+		if tt.status == StatusFailed && tt.role == "client" && (err == nil || !strings.Contains(err.Error(), noClockReport)) {
+			t.Errorf("%s: error %v, want the tool's last words", name, err)
 		}
 	}
 }
