@@ -19,6 +19,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/rundir"
 )
 
 // Puller is a Host that can copy files from its agent's work dir into a
@@ -431,8 +432,19 @@ func readSmall(ctx context.Context, h Host, f proto.FileInfo, dst, name string, 
 			data = b.Bytes()
 		}
 	}
-	if err := os.WriteFile(p+".part", data, 0o600); err != nil {
+	// data is the host's bytes, masked above for a text (mask): a capture
+	// is kept as it was (rundir.CreateRaw says why).
+	out, err := rundir.CreateRaw(p + ".part")
+	if err != nil {
 		return err
 	}
-	return os.Rename(p+".part", p)
+	_, err = out.Write(data)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p + ".part")
+		return err
+	}
+	return rundir.Rename(p+".part", p)
 }

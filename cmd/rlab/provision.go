@@ -18,6 +18,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/provision"
 	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/spf13/cobra"
 )
@@ -153,6 +154,11 @@ func (p *provisionFlags) register(fs interface {
 // lacks something, has its agent install it; one result per host in lab
 // order. The per-host logs and provision.json go to dir.
 func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.Options, dir string, stderr io.Writer) ([]provision.Result, error) {
+	if len(l.Sensitive) > 0 {
+		// provision.json and each provision.log go through rundir's one
+		// writer, masked (SECURITY 209).
+		defer rundir.Mask(dir, lab.Redactor(l.Sensitive))()
+	}
 	needs := map[string]provision.Need{}
 	for _, n := range provision.Needs(l) {
 		needs[n.Host.Name] = n
@@ -220,7 +226,7 @@ func provisionHosts(ctx context.Context, l *lab.Lab, f *hostFlags, o provision.O
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "provision.json"), append(b, '\n'), 0o600); err != nil {
+	if err := rundir.WriteFile(filepath.Join(dir, "provision.json"), append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("write provision.json: %w", err)
 	}
 	return out, nil
@@ -236,7 +242,7 @@ func writeProvisionLog(dir string, h *lab.Host, r *provision.Result) error {
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return fmt.Errorf("write provision.log of host %q: %w", h.Name, err)
 	}
-	if err := os.WriteFile(filepath.Join(logDir, "provision.log"), []byte(r.Log), 0o600); err != nil {
+	if err := rundir.WriteFile(filepath.Join(logDir, "provision.log"), []byte(r.Log)); err != nil {
 		return fmt.Errorf("write provision.log of host %q: %w", h.Name, err)
 	}
 	r.Log = ""

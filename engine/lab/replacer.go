@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -380,3 +381,18 @@ func (r *Replacer) SafeCut(s string, cut int) int {
 	}
 	return cut
 }
+
+// Writer masks a stream written to w in pieces as MaskWriter does (a value
+// cut across two writes included); Close flushes and does not close w. It
+// makes a Replacer an engine/rundir Masker, the one writer of a run
+// directory.
+func (r *Replacer) Writer(w io.Writer) io.WriteCloser {
+	if r == nil || r.maxLen == 0 {
+		return nopCloser{w}
+	}
+	return &maskWriter{w: w, r: r, keep: r.maxLen - 1, next: flushAt + r.maxLen - 1}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/rundir"
 )
 
 // bundleEntryOverhead bounds what one entry adds to the stream besides its
@@ -126,7 +127,7 @@ func (d *dests) write(f proto.FileInfo, r io.Reader, hdr *tar.Header, land func(
 		os.Remove(part)
 		return n, fmt.Errorf("%s: %w", f.Path, err)
 	}
-	if err := os.Rename(part, dst); err != nil {
+	if err := rundir.Rename(part, dst); err != nil {
 		os.Remove(part)
 		return n, fmt.Errorf("%s: %w", f.Path, err)
 	}

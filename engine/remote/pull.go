@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/rlab-dev/rlab/agent/proto"
+	"github.com/rlab-dev/rlab/engine/rundir"
 )
 
 // DefaultMaxPullBytes is the default cap on the bytes pulled from one host
@@ -474,7 +475,7 @@ func (d *dests) prepare(p string) (string, error) {
 
 // createPart creates a .part file, never through a symlink.
 func createPart(p string) (*os.File, error) {
-	return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	return rundir.CreateRaw(p)
 }
 
 // sortedBySize returns files biggest first (big files start early).

@@ -15,6 +15,7 @@ import (
 	"github.com/pkg/sftp"
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
 
@@ -188,7 +189,7 @@ func (a *Agent) pullSFTP(ctx context.Context, sc *sftp.Client, f proto.FileInfo,
 		err = verify(f, n, hex.EncodeToString(h.Sum(nil)), hostSize)
 	}
 	if err == nil {
-		err = os.Rename(part, dst)
+		err = rundir.Rename(part, dst)
 	}
 	if err != nil {
 		os.Remove(part)

@@ -6,12 +6,12 @@ import (
 	"html/template"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/kinds"
 	reporttmpl "github.com/rlab-dev/rlab/templates/report"
 )
@@ -55,26 +55,7 @@ func RenderWith(runDir string, opts Options) error {
 	// Write beside, then rename: a reader never sees half a report, and a
 	// failed render leaves the previous one in place.
 	dst := filepath.Join(runDir, FileName)
-	tmp, err := os.CreateTemp(runDir, ".report-*.html")
-	if err != nil {
-		return fmt.Errorf("write report in %q: %w", runDir, err)
-	}
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write report %q: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		os.Remove(tmp.Name())
+	if err := rundir.WriteFile(dst, buf.Bytes()); err != nil {
 		return fmt.Errorf("write report %q: %w", dst, err)
 	}
 	return nil

@@ -419,49 +419,10 @@ func writeAtomic(path string, b []byte) error {
 	return nil
 }
 
-// WriteFileSynced writes b to path through a temporary name, synced before
-// the rename and the folder synced after it, so path is either whole or
-// absent after a crash; a failed write leaves no temporary file (0600, as
-// every file of a run directory).
-func WriteFileSynced(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return SyncDir(filepath.Dir(path))
-}
+// WriteFileSynced writes b to path through rundir.WriteFile, the one
+// writer of a run directory: masked, synced, whole or absent after a crash,
+// 0600.
+func WriteFileSynced(path string, b []byte) error { return rundir.WriteFile(path, b) }
 
 // SyncDir syncs a folder, so the names in it survive a crash.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func SyncDir(dir string) error { return rundir.SyncDir(dir) }

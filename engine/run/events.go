@@ -2,11 +2,11 @@ package run
 
 import (
 	"encoding/json"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/runevent"
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
@@ -24,7 +24,7 @@ const EventNotice = runevent.Notice
 // events appends events to events.jsonl with every sensitive value redacted.
 type events struct {
 	mu     sync.Mutex
-	f      *os.File
+	f      *rundir.File
 	redact *lab.Replacer
 	notify func(Event)
 	err    error // the first write that failed

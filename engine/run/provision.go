@@ -15,6 +15,7 @@ import (
 	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/provision"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/internal/fanout"
 )
@@ -61,7 +62,7 @@ func (r *runner) provisionHosts(ctx context.Context) error {
 		if res.Log != "" {
 			logDir := filepath.Join(r.hostDir(h.Slug), "logs")
 			if err := os.MkdirAll(logDir, 0o700); err == nil {
-				os.WriteFile(filepath.Join(logDir, "provision.log"), []byte(res.Log), 0o600)
+				rundir.WriteFile(filepath.Join(logDir, "provision.log"), []byte(res.Log))
 			}
 		}
 		if p.Err == nil {

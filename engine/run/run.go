@@ -50,6 +50,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/provision"
 	"github.com/rlab-dev/rlab/engine/report"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/runevent"
 	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/termsafe"
@@ -250,6 +251,7 @@ type runner struct {
 	artifacts []results.Artifact
 
 	dirLock *os.File // holds dir while the run writes it (makeRunDir)
+	unmask  func()   // ends rundir's masking of dir (rundir.Mask)
 }
 
 // Run executes a lab and returns the run's result; it never panics on host
@@ -328,6 +330,11 @@ func (r *runner) prepare() error {
 		return err
 	}
 	r.dir, r.dirLock = made, lock
+	// Every file written into the run directory from here on is masked
+	// by rundir's one writer (SECURITY 209), whichever package writes it.
+	if len(r.lab.Sensitive) > 0 {
+		r.unmask = rundir.Mask(r.dir, newRedactor(r.lab.Sensitive))
+	}
 	var rnd [3]byte
 	rand.Read(rnd[:])
 	r.runID = slugify(r.lab.Name) + "-" + stamp + "-" + hex.EncodeToString(rnd[:])
@@ -345,7 +352,7 @@ func (r *runner) prepare() error {
 		return err
 	}
 	r.journal.SetRedactor(newRedactor(r.lab.Sensitive))
-	f, err := os.OpenFile(filepath.Join(r.dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := rundir.Create(filepath.Join(r.dir, EventsFile), rundir.New)
 	if err != nil {
 		return fmt.Errorf("create event log: %w", err)
 	}
@@ -431,6 +438,10 @@ func lockDir(d string) (*os.File, error) {
 
 // unlockDir lets go of the run directory (makeRunDir).
 func (r *runner) unlockDir() {
+	if r.unmask != nil {
+		r.unmask()
+		r.unmask = nil
+	}
 	if r.dirLock != nil {
 		r.dirLock.Close()
 		r.dirLock = nil
@@ -461,7 +472,7 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
-		if err := os.WriteFile(p, []byte(red.Replace(string(l.Files[n]))), 0o600); err != nil {
+		if err := rundir.WriteFile(p, []byte(red.Replace(string(l.Files[n])))); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
 	}

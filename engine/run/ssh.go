@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/rlab-dev/rlab/engine/lab"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/remote"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/engine/runstate"
 	"github.com/rlab-dev/rlab/engine/sshx"
 )
@@ -219,7 +219,7 @@ func (s *SSHConnector) Connect(ctx context.Context, t Target, runID string) (Hos
 	so := remote.StartOptions{Host: t.Name, RunID: runID, Become: t.Become, Keep: s.Keep, AgentDisk: t.VM, Mask: lab.ErrorMask(t.Sensitive)}
 	var logf *redactingWriter
 	if t.LogDir != "" {
-		if f, ferr := os.OpenFile(filepath.Join(t.LogDir, "agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); ferr == nil {
+		if f, ferr := rundir.Create(filepath.Join(t.LogDir, "agent.log"), rundir.Append); ferr == nil {
 			logf = &redactingWriter{w: f, c: f, r: newRedactor(t.Sensitive)}
 			so.Stderr = logf
 		}

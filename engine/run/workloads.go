@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
+	"github.com/rlab-dev/rlab/engine/rundir"
 	"github.com/rlab-dev/rlab/steps"
 )
 
@@ -193,7 +194,7 @@ func (r *runner) saveDmesg(ctx context.Context, n *workloadNode) {
 		}
 		p := filepath.Join(r.hostDir(h.Slug), "logs", "dmesg."+n.Workload.Slug+".txt")
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
-			os.WriteFile(p, []byte(out), 0o600)
+			rundir.WriteFile(p, []byte(out))
 		}
 	}
 }

@@ -3,7 +3,6 @@ package runstate
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -314,29 +313,7 @@ func (j *Journal) Snapshot() State {
 // one, and a fixed name opened with O_TRUNC followed a planted symlink to
 // a file of the reader's and overwrote it.
 func (j *Journal) write(b []byte, sync bool) error {
-	f, err := os.CreateTemp(filepath.Dir(j.path), "."+filepath.Base(j.path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write run state: %w", err)
-	}
-	tmp := f.Name()
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write run state: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil && sync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write run state %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, j.path); err != nil {
-		os.Remove(tmp)
+	if err := rundir.Write(j.path, append(b, '\n'), sync); err != nil {
 		return fmt.Errorf("write run state: %w", err)
 	}
 	return nil
