@@ -29,7 +29,8 @@
 //
 // steps imports agent/proto, agent/rpc (the typed calls; a leaf over
 // agent/proto and the standard library), kinds (the descriptors, not the
-// families) and engine/results only; it must not import the
+// families), engine/results and engine/rundir (the run directory's one
+// writer, a standard-library leaf) only; it must not import the
 // lab model, the SSH layer or the engine, so every op is testable against
 // an in-process agent.
 package steps

@@ -91,7 +91,7 @@ var Rules = []Rule{
 	// Reaching hosts.
 	{Pkg: "engine/sshx", Never: []string{"engine/lab", "engine/remote", "agent/..."}, Why: "SSH knows nothing of labs or agents"},
 	{Pkg: "engine/remote", Never: []string{"engine/lab", "engine/plan", "engine/run", "steps"}, Why: "shipping and speaking to the agent knows nothing of labs"},
-	{Pkg: "steps", Only: []string{"agent/proto", "agent/rpc", "kinds", "engine/results"},
+	{Pkg: "steps", Only: []string{"agent/proto", "agent/rpc", "kinds", "engine/results", "engine/rundir"},
 		Never: []string{"engine/lab", "engine/sshx/...", "engine/remote", "engine/run", "golang.org/x/crypto/ssh"},
 		Why:   "every step is testable against an in-process agent"},
 	{Pkg: "engine/image", Never: []string{"engine/vm", "engine/sshx/...", "engine/remote", "agent/rpc", "agent/server", "golang.org/x/crypto/ssh", "github.com/pkg/sftp"},

@@ -1,0 +1,159 @@
+package rundir_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlab-dev/rlab/engine/lab"
+	"github.com/rlab-dev/rlab/engine/rundir"
+)
+
+// TestWriterMasks: every way into a run directory (WriteFile, Create,
+// CreateStream) masks the registered run's sensitive values; a JSON file
+// stays the JSON it was when a value holds JSON's own syntax; CreateRaw
+// and an unregistered directory are written as given.
+func TestWriterMasks(t *testing.T) {
+	const tok = "s3cr3t-TOKEN"
+	const syntax = `","` // a value that spans two JSON literals when encoded
+	const slash = `ab\`  // a value ending in a backslash (an escape's start)
+	dir := t.TempDir()
+	defer rundir.Mask(dir, lab.Redactor([]string{tok, syntax, slash}))()
+	other := t.TempDir()
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	sub := filepath.Join(dir, "hosts", "a", "logs")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("text", func(t *testing.T) {
+		p := filepath.Join(sub, "dmesg.txt")
+		if err := rundir.WriteFile(p, []byte("login "+tok+" ok\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(p); got != "login (sensitive) ok\n" {
+			t.Errorf("got %q", got)
+		}
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+			t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		v := map[string]any{"a": []string{"x", "y"}, "b": "Bearer " + tok, tok: 1, "c": `x"` + slash + `"y`, "d": "<" + tok + ">"}
+		b, _ := json.Marshal(v) // compact: ["x","y"] holds the value `","`
+		p := filepath.Join(dir, "results.json")
+		if err := rundir.WriteFile(p, b); err != nil {
+			t.Fatal(err)
+		}
+		got := read(p)
+		var back map[string]any
+		if err := json.Unmarshal([]byte(got), &back); err != nil {
+			t.Fatalf("not JSON after masking: %v\n%s", err, got)
+		}
+		for _, s := range []string{tok, `x"ab\\`} {
+			if strings.Contains(got, s) {
+				t.Errorf("%q left in %s", s, got)
+			}
+		}
+		if back["b"] != "Bearer (sensitive)" || back["(sensitive)"] != 1.0 || back["d"] != "<(sensitive)>" {
+			t.Errorf("got %v", back)
+		}
+		if a, _ := back["a"].([]any); len(a) != 2 {
+			t.Errorf("a %v: the value %q changed the document", back["a"], syntax)
+		}
+	})
+	t.Run("records", func(t *testing.T) {
+		p := filepath.Join(dir, "events.jsonl")
+		f, err := rundir.Create(p, rundir.New)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte(`{"msg":"` + tok + `"}` + "\n"))
+		if got := read(p); got != `{"msg":"(sensitive)"}`+"\n" {
+			t.Errorf("a record is on disk masked at once, got %q", got)
+		}
+		f.Close()
+	})
+	t.Run("stream", func(t *testing.T) {
+		p := filepath.Join(sub, "wl.out")
+		w, err := rundir.CreateStream(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte("a s3cr"))
+		w.Write([]byte("3t-TOKEN b"))
+		w.Close()
+		if got := read(p); got != "a (sensitive) b" {
+			t.Errorf("a value cut across writes: got %q", got)
+		}
+	})
+	t.Run("raw", func(t *testing.T) {
+		p := filepath.Join(dir, "c.pcap")
+		f, err := rundir.CreateRaw(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte(tok))
+		f.Close()
+		if got := read(p); got != tok {
+			t.Errorf("a capture is kept as it is, got %q", got)
+		}
+	})
+	t.Run("unregistered", func(t *testing.T) {
+		p := filepath.Join(other, "x.txt")
+		if err := rundir.WriteFile(p, []byte(tok)); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(p); got != tok {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+// BenchmarkRunDirWrite is what the writer costs on a big file of a run
+// with sensitive values: a results.json-like JSON with no value in it
+// (the common case: one pass) and with one value in every record (each
+// literal masked), against the bytes written unmasked.
+func BenchmarkRunDirWrite(b *testing.B) {
+	const tok = "s3cr3t-TOKEN"
+	var clean, dirty strings.Builder
+	clean.WriteString("[")
+	dirty.WriteString("[")
+	for i := range 200_000 {
+		if i > 0 {
+			clean.WriteString(",")
+			dirty.WriteString(",")
+		}
+		clean.WriteString(`{"workload":"tcp-bw","device":"rxe0","value":12345.678,"unit":"Gbit/s"}`)
+		dirty.WriteString(`{"workload":"tcp-bw","device":"rxe-` + tok + `","value":12345.678,"unit":"Gbit/s"}`)
+	}
+	clean.WriteString("]")
+	dirty.WriteString("]")
+	for _, c := range []struct {
+		name string
+		mask bool
+		data string
+	}{{"unmasked", false, clean.String()}, {"masked-clean", true, clean.String()}, {"masked-dirty", true, dirty.String()}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			if c.mask {
+				defer rundir.Mask(dir, lab.Redactor([]string{tok, "other-secret"}))()
+			}
+			p := filepath.Join(dir, "results.json")
+			b.SetBytes(int64(len(c.data)))
+			for b.Loop() {
+				if err := rundir.Write(p, []byte(c.data), false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
