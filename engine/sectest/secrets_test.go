@@ -154,6 +154,33 @@ workload "echo_token" {
   # logs/wl.*, the failure's stderr tail, everything shown.
   command = ["sh", "-c", "printf 'token=%s\\n' \"$1\"; head -c 200000 /dev/zero | tr '\\0' x; printf '%s' \"$1\"; printf '%s' \"$1\" >&2; exit 4", "x", var.token]
 }
+workload "expect_token" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", "value=5"]
+  metric "value" { pattern = "value=([0-9]+)" }
+  # An expect's message is the lab's text (issue 24: one writer masks
+  # every file of the run directory, whatever string reaches it).
+  expect {
+    condition = result.value > 6
+    message   = "want more than ${var.token}"
+  }
+}
+workload "kmsg_token" {
+  tool    = "exec"
+  host    = host.a
+  timeout = "2s"
+  # A host's own text holding the value: the kernel log a timed-out
+  # workload's dmesg.*.txt keeps (written raw before issue 24's writer).
+  command = ["sh", "-c", "echo \"rlab-sectest $1\" > /dev/kmsg 2>/dev/null; sleep 20", "x", var.token]
+}
+workload "file_token" {
+  tool    = "exec"
+  host    = host.a
+  # A file a workload writes, named by and holding the value: pulled
+  # into the run directory, listed in manifest.json and report.html.
+  command = ["sh", "-c", "printf 'in a file %s' \"$1\" > \"out-$1.txt\"", "x", var.token]
+}
 `
 	l := writeLab(t, src, lab.LoadOptions{Vars: map[string]string{"token": token}})
 	secrets := map[string]string{"passphrase": passphrase, "sensitive -var": tokenID, "sensitive default": defaultID, "agent socket": sock, "socket folder": filepath.Base(sockDir), "private key": keyLine}
@@ -219,6 +246,29 @@ workload "echo_token" {
 		if _, ok := texts[f]; !ok {
 			t.Errorf("run directory has no %s to check", f)
 		}
+	}
+	// The lab's strings placed for the one writer reached the files,
+	// masked: the expect's message, the pulled file's name and text.
+	if !bytes.Contains(texts["results.json"], []byte("want more than (sensitive)")) {
+		t.Errorf("results.json does not hold the expect's message, masked")
+	}
+	var pulled bool
+	for name, b := range texts {
+		if strings.HasSuffix(name, "out-(sensitive).txt") && string(b) == "in a file (sensitive)" {
+			pulled = true
+		}
+	}
+	if os.Geteuid() == 0 {
+		var kept bool
+		for name, b := range texts {
+			kept = kept || strings.Contains(name, "dmesg.kmsg_token") && bytes.Contains(b, []byte("rlab-sectest (sensitive)"))
+		}
+		if !kept {
+			t.Errorf("no dmesg.kmsg_token.txt holds the kernel's line, masked")
+		}
+	}
+	if !pulled {
+		t.Errorf("the run directory has no out-(sensitive).txt holding the masked text")
 	}
 	// What a workload printed is masked as it is pulled, not dropped: the
 	// echoing workload's stdout is all there but the value.
