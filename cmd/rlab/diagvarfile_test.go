@@ -83,3 +83,75 @@ workload "w" {
 		})
 	}
 }
+
+// TestDiagsShowNoDefaultSecret: a sensitive variable's default, written as
+// a heredoc or on a line past lab.MaxSourceLine, was shown by a
+// diagnostic's source lines a line at a time or cut (SECURITY's Known
+// gaps, attack round 14), and a -var-file line of a variable the lab does
+// not declare was quoted whole by the "undeclared variable" warning
+// (attack round 13). The default is blanked in the sources diagnostics
+// quote (lab.Lab.Source); the warning shows its position, not the line.
+func TestDiagsShowNoDefaultSecret(t *testing.T) {
+	jwt := "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + strings.Repeat("eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6", 5) + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+	pem := []string{"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", "QyNTUxOQAAACCpZ6rQd4N1XPCq2Z7lEZWkMmQeH0f6ffU3TzBLRsFKbwAAAJgJbcFeCW3B"}
+	lab1 := func(def string) string {
+		return `lab "x" {}
+variable "token" {
+  type      = string
+  sensitive = true
+  default   = ` + def + `
+  validation {
+    condition     = strlen(var.token) < 10
+    error_message = "The token is too long."
+  }
+}
+host "a" { address = "127.0.0.1" }
+workload "w" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", var.token]
+}
+`
+	}
+	for _, tc := range []struct {
+		name, lab, varFile string
+		parts              []string // none of them may be printed
+		want               string   // what is printed
+	}{
+		{"default on a long line", lab1(`"` + jwt + `"`), "", []string{jwt[:40], jwt[40:80], jwt[80:120], jwt[len(jwt)-30:]}, "Invalid value for variable"},
+		{"default as a heredoc", lab1("<<-EOT\n    " + strings.Join(pem, "\n    ") + "\n    EOT"), "", pem, "Invalid value for variable"},
+		{"undeclared in a var-file", lab1(`"short"`), "tokne = \"CANARY-undeclared-value\"\n", []string{"CANARY-undeclared-value"}, "secrets.tfvars:1,1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "lab.hcl"), []byte(tc.lab), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var opts lab.LoadOptions
+			if tc.varFile != "" {
+				vf := filepath.Join(dir, "secrets.tfvars")
+				if err := os.WriteFile(vf, []byte(tc.varFile), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				opts.VarFiles = []string{vf}
+			}
+			l, diags := lab.Load([]string{filepath.Join(dir, "lab.hcl")}, opts)
+			if len(diags) == 0 {
+				t.Fatal("no diagnostic")
+			}
+			for _, width := range []uint{0, 80} {
+				var b strings.Builder
+				writeDiagsAs(&b, l, diags, width, false)
+				out := b.String()
+				for _, p := range tc.parts {
+					if strings.Contains(out, p) {
+						t.Errorf("width %d: part of the value printed (%q):\n%s", width, p, out)
+					}
+				}
+				if !strings.Contains(out, tc.want) {
+					t.Errorf("width %d: no %q:\n%s", width, tc.want, out)
+				}
+			}
+		})
+	}
+}

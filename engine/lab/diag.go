@@ -15,18 +15,32 @@ import (
 	"github.com/rlab-dev/rlab/engine/termsafe"
 )
 
+// NoSource is the Extra of a diagnostic whose subject's file is not
+// quoted (a -var-file's line of an undeclared variable, which holds its
+// value): SourceFiles leaves that file out, so the diagnostic shows its
+// position without source lines.
+type NoSource struct{}
+
 // SourceFiles returns the sources diagnostics point into, in the form
 // hcl.NewDiagnosticTextWriter wants: the loaded files when l is not nil,
-// else the files named by the diagnostics (read again, within MaxFileBytes).
+// else the files named by the diagnostics (read again, within MaxFileBytes),
+// but for a NoSource diagnostic's; each with its sensitive defaults blanked
+// (Lab.Source).
 func SourceFiles(l *Lab, diags hcl.Diagnostics) map[string]*hcl.File {
 	out := map[string]*hcl.File{}
 	if l != nil {
-		for n, b := range l.Files {
-			out[n] = &hcl.File{Bytes: b}
+		for n := range l.Files {
+			out[n] = &hcl.File{Bytes: l.Source(n)}
+		}
+	}
+	skip := map[string]bool{}
+	for _, d := range diags {
+		if _, ok := d.Extra.(NoSource); ok && d.Subject != nil {
+			skip[d.Subject.Filename] = true
 		}
 	}
 	for _, d := range diags {
-		if d.Subject == nil || out[d.Subject.Filename] != nil {
+		if d.Subject == nil || out[d.Subject.Filename] != nil || skip[d.Subject.Filename] {
 			continue
 		}
 		// Checked on the open file (readInFolder), not by name first: a
@@ -327,6 +341,31 @@ func addCaret(out string, f *hcl.File, r hcl.Range) string {
 		}
 		marker := strings.Repeat(" ", len(prefix)) + pad.String() + "^" + strings.Repeat("~", n-1) + "\n"
 		return strings.Join(lines[:i+1], "") + marker + strings.Join(lines[i+1:], "")
+	}
+	return out
+}
+
+// Source is the lab file name as loaded, with each of l.Hidden (a
+// sensitive variable's default) blanked: every byte but a line break is
+// a '*', so that lines and columns stay where they were.
+func (l *Lab) Source(name string) []byte {
+	b := l.Files[name]
+	var out []byte
+	for _, r := range l.Hidden {
+		if r.Filename != name || r.Start.Byte < 0 || r.End.Byte > len(b) || r.Start.Byte >= r.End.Byte {
+			continue
+		}
+		if out == nil {
+			out = append([]byte(nil), b...)
+		}
+		for i := r.Start.Byte; i < r.End.Byte; i++ {
+			if out[i] != '\n' && out[i] != '\r' {
+				out[i] = '*'
+			}
+		}
+	}
+	if out == nil {
+		return b
 	}
 	return out
 }

@@ -49,6 +49,12 @@ type Lab struct {
 	Variables         []*Variable      // declared variables with their final values
 	EmptyExpansions   []EmptyExpansion // count / for_each that made no instance (empty.go)
 	Range             hcl.Range        // the lab block's definition range
+	// Hidden are the default expressions of sensitive variables in Files:
+	// Source blanks them, so a diagnostic's source lines and the run's
+	// copy of the lab never show a default as written (a heredoc a line
+	// at a time, a long line cut around it), which no redactor of the
+	// value matches.
+	Hidden []hcl.Range
 
 	meter *budget // the load's budget, which expect conditions keep drawing on
 }

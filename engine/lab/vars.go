@@ -104,6 +104,9 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) {
 			d.v.Sensitive, _ = l.evalBool(a, &hcl.EvalContext{Functions: l.funcs})
 		}
 		if a := content.Attributes["default"]; a != nil {
+			if d.v.Sensitive {
+				l.lab.Hidden = append(l.lab.Hidden, a.Expr.Range())
+			}
 			d.hasDefault = true // even when invalid: its error is reported
 			v, diags := a.Expr.Value(&hcl.EvalContext{Functions: l.funcs})
 			l.add(diags...)
@@ -391,7 +394,11 @@ func (l *loader) warnUndeclared(path string, names []string, subj *hcl.Range, de
 			fmt.Fprintf(&b, "\n  and %d more", len(names)-maxUndeclaredNamed)
 		}
 	}
-	l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable", Subject: subj, Detail: b.String()})
+	// The warning names the file, line and column of the first value,
+	// never its source line: that line holds the value, which may be a
+	// secret the lab does not declare (it never became sensitive).
+	// Terraform's warning quotes it; rlab's shows the position only.
+	l.add(&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable", Subject: subj, Detail: b.String(), Extra: NoSource{}})
 }
 
 var validationSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{

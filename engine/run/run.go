@@ -472,7 +472,7 @@ func writeLabFiles(dir string, l *lab.Lab) error {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
-		if err := rundir.WriteFile(p, []byte(red.Replace(string(l.Files[n])))); err != nil {
+		if err := rundir.WriteFile(p, []byte(red.Replace(string(l.Source(n))))); err != nil {
 			return fmt.Errorf("save lab file %s: %w", n, err)
 		}
 	}
