@@ -211,7 +211,14 @@ func (s *pairWorkload) parse(ctx context.Context, env *Env, r *PairRun, cr *prot
 		if err != nil {
 			return nil, "", none, fmt.Errorf("read %s JSON report %q on host %q: %w", s.w.Tool, r.JSONRel, r.Client.Host, err)
 		}
+		// Masked before the parser sees it, as the client's stdout is
+		// (maskOutputs): a parse error quotes the report's text, cut.
 		data, source = fd.Data, "json"
+		if fd.Truncated && env.MaskCut != nil {
+			data = []byte(env.MaskCut(string(data), false, true))
+		} else {
+			data = []byte(MaskText(env, string(data)))
+		}
 	}
 	ss, note, err := env.Parse(s.w.Tool, data, []byte(cr.Stderr), source == "json")
 	if err != nil && source == "json" {
