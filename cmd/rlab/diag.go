@@ -81,7 +81,7 @@ func writeDiags(w io.Writer, l *lab.Lab, diags hcl.Diagnostics) {
 		return
 	}
 	width, color := uint(0), false
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
 			width = uint(cols)
 		}

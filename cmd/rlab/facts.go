@@ -92,6 +92,7 @@ func loadForHosts(cmd *cobra.Command, path string, f *hostFlags) (*lab.Lab, erro
 		}
 	}
 	diags = kept
+	maskOutput(cmd, l)
 	writeDiags(cmd.ErrOrStderr(), l, diags)
 	if diags.HasErrors() || l == nil {
 		return nil, withCode(exitFail, fmt.Errorf("lab %s is not valid", path))

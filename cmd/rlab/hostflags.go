@@ -185,7 +185,7 @@ type hostBar struct {
 }
 
 func newHostBar(w io.Writer, n int) *hostBar {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	if !ok || !term.IsTerminal(int(f.Fd())) || n == 0 {
 		return &hostBar{}
 	}

@@ -23,6 +23,7 @@ func rlab(t *testing.T, args ...string) (string, string, int) {
 	root.SetErr(&errb)
 	root.SetArgs(args)
 	err := root.Execute()
+	flushOutputs()
 	code := exitOK
 	if err != nil {
 		code = exitFail

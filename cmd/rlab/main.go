@@ -106,14 +106,17 @@ func run(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	err := root.Execute()
+	flushOutputs()
 	if err == nil {
 		return exitOK
 	}
+	stderr, flush := maskedStderr(os.Stderr)
+	defer flush()
 	var ee *exitError
 	if errors.As(err, &ee) {
-		printErrors(os.Stderr, "Error: ", ee.err)
+		printErrors(stderr, "Error: ", ee.err)
 		return ee.code
 	}
-	printErrors(os.Stderr, "Error: ", err)
+	printErrors(stderr, "Error: ", err)
 	return exitFail
 }

@@ -73,6 +73,7 @@ before it makes anything, saying which memory or --only would.`,
 			if !diags.HasErrors() {
 				diags = append(diags, emptyLab(l, allowEmpty)...)
 			}
+			maskOutput(cmd, l)
 			writeDiags(cmd.ErrOrStderr(), l, diags)
 			if diags.HasErrors() {
 				return withCode(exitFail, nil)

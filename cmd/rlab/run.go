@@ -126,6 +126,8 @@ func execLab(cmd *cobra.Command, path string, f *runFlags, validate, asJSON bool
 	if !diags.HasErrors() {
 		diags = append(diags, emptyLab(l, f.allowEmpty)...)
 	}
+	maskOutput(cmd, l)
+	stderr = cmd.ErrOrStderr()
 	writeDiags(stderr, l, diags)
 	if diags.HasErrors() || l == nil {
 		return withCode(exitFail, fmt.Errorf("lab %s is not valid", path))

@@ -61,6 +61,7 @@ Exit status: 0 valid, 1 invalid.`,
 					guard := guardEval(cmd.ErrOrStderr(), unitName(p, u)) // each lab its own bound (evalguard.go)
 					l, diags := lab.Load(u, opts)
 					guard.stop()
+					maskOutput(cmd, l)
 					if !diags.HasErrors() {
 						diags = append(diags, emptyLab(l, allowEmpty)...)
 					}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Replacer replaces every occurrence of a set of strings (a lab's
@@ -396,3 +397,63 @@ func (r *Replacer) Writer(w io.Writer) io.WriteCloser {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// TermWriter writes what it is given to w with every sensitive value
+// masked, at once: it holds back only an end of what it was given that may
+// be the start of a value (a value cut across two writes, or a line
+// break inside a value: a PEM key), until the next write shows what
+// follows or Flush. A terminal's output is never held longer, so a
+// progress bar that redraws a line with '\r' shows each frame when it is
+// written. Nil r: w's writes pass through. Safe for concurrent use.
+type TermWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	r   *Replacer
+	buf []byte
+}
+
+// TermWriter is a TermWriter of w (engine/lab's: cmd/rlab's stdout and
+// stderr once a command has loaded its lab).
+func (r *Replacer) TermWriter(w io.Writer) *TermWriter { return &TermWriter{w: w, r: r} }
+
+func (t *TermWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.r == nil || t.r.maxLen == 0 {
+		return t.w.Write(p)
+	}
+	t.buf = append(t.buf, p...)
+	s := string(t.buf)
+	// Every form that starts before k lies inside s or cannot match (s[j:]
+	// starts no form for j < k): SafeCut knows them all.
+	c := t.r.SafeCut(s, t.r.startsForm(s))
+	if c > 0 {
+		if _, err := io.WriteString(t.w, t.r.Replace(s[:c])); err != nil {
+			return len(p), err
+		}
+		t.buf = append(t.buf[:0], s[c:]...)
+	}
+	return len(p), nil
+}
+
+// Flush writes what was held back, masked.
+func (t *TermWriter) Flush() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.buf) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(t.w, t.r.Replace(string(t.buf)))
+	t.buf = t.buf[:0]
+	return err
+}
+
+// Fd is the descriptor of the file written to, for a terminal check (not
+// a descriptor if w is not a file): cmd/rlab draws a progress bar and wraps
+// diagnostics only on a terminal.
+func (t *TermWriter) Fd() uintptr {
+	if f, ok := t.w.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
+}
