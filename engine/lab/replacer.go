@@ -40,6 +40,9 @@ type Replacer struct {
 	best  []int32 // length of the longest form that is a suffix of the node's string; 0: none
 	depth []int32 // length of the node's string
 	root  [256]int32
+	// anchors, when set (Redactor), are strings every form holds one of:
+	// a text holding none is returned by Replace at once.
+	anchors []string
 }
 
 // NewReplacer builds a Replacer of forms (empty ones ignored) by with.
@@ -190,7 +193,21 @@ func (r *Replacer) step(n int32, c byte) int32 {
 const replaceBlock = 64 << 10
 
 // Replace returns s with every form replaced.
-func (r *Replacer) Replace(s string) string { return r.replace(s, 0) }
+func (r *Replacer) Replace(s string) string {
+	if r != nil && r.anchors != nil && !r.holdsAnchor(s) {
+		return s
+	}
+	return r.replace(s, 0)
+}
+
+func (r *Replacer) holdsAnchor(s string) bool {
+	for _, a := range r.anchors {
+		if strings.Contains(s, a) {
+			return true
+		}
+	}
+	return false
+}
 
 // ReplaceTail is Replace for the end of a longer text, cut off before it
 // (an output tail a host kept, an error's stderr tail): a form the cut fell
