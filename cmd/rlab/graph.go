@@ -56,9 +56,10 @@ dot gets 60 s to lay a graph out; a larger one is drawn with the simple layout
 				opts.Vars[k] = val
 			}
 			guard := guardEval(cmd.ErrOrStderr(), args[0])
-			g, diags, err := graph.Load(args[0], opts)
+			g, l, diags, err := graph.LoadLab(args[0], opts)
 			guard.stop()
-			writeDiags(cmd.ErrOrStderr(), nil, diags)
+			maskOutput(cmd, l)
+			writeDiags(cmd.ErrOrStderr(), l, diags)
 			if err != nil {
 				return withCode(exitFail, fmt.Errorf("graph: %w", err))
 			}

@@ -411,6 +411,14 @@ func IsRunDir(p string) bool {
 // then the lab is the copy under lab/ and every hosts/<slug>/facts.json
 // adds what the hosts reported. Sensitive variables' values are redacted.
 func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
+	g, _, diags, err := LoadLab(p, opts)
+	return g, diags, err
+}
+
+// LoadLab is Load that also returns the lab it loaded (nil if it did not
+// load), whose sensitive values mask what `rlab graph` prints (SECURITY
+// 210) and whose sources its diagnostics quote.
+func LoadLab(p string, opts lab.LoadOptions) (*Graph, *lab.Lab, hcl.Diagnostics, error) {
 	run := IsRunDir(p)
 	src := p
 	if run {
@@ -421,7 +429,7 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 		// and lab/ itself a folder of the run directory, not a link.
 		src = filepath.Join(p, "lab")
 		if st, err := os.Lstat(src); err == nil && !st.IsDir() {
-			return nil, nil, fmt.Errorf("load lab %s: %w", src, rundir.ErrOutside)
+			return nil, nil, nil, fmt.Errorf("load lab %s: %w", src, rundir.ErrOutside)
 		}
 		opts.Confined = true
 		// Nor does it get the reader's RLAB_VAR_* environment, kept for
@@ -432,16 +440,16 @@ func Load(p string, opts lab.LoadOptions) (*Graph, hcl.Diagnostics, error) {
 	l, diags := lab.LoadOne(src, opts)
 	diags = lab.RedactDiags(l, diags) // as validate and plan print theirs
 	if l == nil || diags.HasErrors() {
-		return nil, diags, fmt.Errorf("load lab %s: the lab has errors", src)
+		return nil, l, diags, fmt.Errorf("load lab %s: the lab has errors", src)
 	}
 	g := FromLab(l)
 	if run {
 		if err := g.AddRunFacts(l, p); err != nil {
-			return nil, diags, err
+			return nil, l, diags, err
 		}
 	}
 	g.Redact(lab.Redactor(l.Sensitive))
-	return g, diags, nil
+	return g, l, diags, nil
 }
 
 // AddRunFacts adds the facts a run recorded for each host of l under
