@@ -9,6 +9,9 @@
 // with O_NONBLOCK so that a FIFO returns at once; they then take only a
 // regular file. ReadFile reads at most a size bound.
 //
+// It is also the one writer of a run directory (write.go): every file a
+// run writes there is masked by the run's sensitive values on its way.
+//
 // It is a leaf: it must not import any other rlab package (internal/archtest
 // checks it).
 package rundir

@@ -57,7 +57,7 @@ var Rules = []Rule{
 	{Pkg: "engine/termsafe", Only: stdOnly, Why: "a leaf every layer that shows host text uses"},
 	{Pkg: "engine/runevent", Only: stdOnly, Why: "the event log's one line type, read by what shows progress without the executor"},
 	{Pkg: "engine/agentdisk", Only: stdOnly, Why: "the agent disk's format is shared by the VMs that attach it and the shipping that reads it in the guest"},
-	{Pkg: "engine/rundir", Only: stdOnly, Why: "a leaf every reader of a received run directory uses"},
+	{Pkg: "engine/rundir", Only: stdOnly, Why: "a leaf every reader of a received run directory, and every writer of a run directory, uses"},
 	{Pkg: "engine/testbed", Only: stdOnly, Why: "every package's tests may use it"},
 	{Pkg: "templates", Only: stdOnly, Why: "starter labs are data embedded in rlab"},
 	{Pkg: "templates/report", Only: stdOnly, ImportedBy: []string{"engine/report"}, Why: "engine/report parses and executes the report templates; nothing else should"},
