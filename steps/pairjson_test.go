@@ -81,5 +81,8 @@ type maskTo struct {
 	f func(string) string
 }
 
-func (m *maskTo) Write(p []byte) (int, error) { io.WriteString(m.w, m.f(string(p))); return len(p), nil }
-func (m *maskTo) Close() error                { return nil }
+func (m *maskTo) Write(p []byte) (int, error) {
+	io.WriteString(m.w, m.f(string(p)))
+	return len(p), nil
+}
+func (m *maskTo) Close() error { return nil }
