@@ -59,7 +59,7 @@ func (s *Impair) Apply(ctx context.Context, env *Env) error {
 	s.Result = &res
 	s.mu.Unlock()
 	e = s.effect()
-	e.Detail = appliedDetail(&res)
+	e.Detail, e.GSOOwn = appliedDetail(&res), res.GSOOwn
 	return env.Note(e)
 }
 

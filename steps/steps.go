@@ -90,6 +90,10 @@ type Effect struct {
 	Pending bool     `json:"pending,omitempty"` // about to happen
 	Undone  bool     `json:"undone,omitempty"`  // reversed or ended
 	Detail  string   `json:"detail,omitempty"`  // impair: the netem asked for, then the root qdisc read back
+	// impair: the netdev's own gso_max_segs as the agent found it before
+	// it set 1 (proto.ImpairResult.GSOOwn), which `rlab down` gives back
+	// when the run's agent was killed; 0: not known.
+	GSOOwn uint32 `json:"gso_own,omitempty"`
 
 	// proc, capture: the process's start time and boot (empty from an older
 	// agent or state.json); `rlab down` signals PID only while it is them.

@@ -736,6 +736,12 @@ type ImpairParams struct {
 // ImpairRemoveParams name the netdev whose netem (set by rlab) to remove.
 type ImpairRemoveParams struct {
 	Netdev string `json:"netdev"`
+	// GSOOwn is the netdev's own gso_max_segs as the run's agent reported
+	// it (ImpairResult.GSOOwn, journaled): `rlab down` passes it, and an
+	// agent that did not set the netem (the run's was killed) gives it
+	// back when it finds rlab's netem with gso_max_segs 1. 0: not known,
+	// the kernel's default is given back.
+	GSOOwn uint32 `json:"gso_own,omitempty"`
 }
 
 // ImpairResult says what the netdev's root qdisc is after the call, read
@@ -753,6 +759,11 @@ type ImpairResult struct {
 	// it decides per packet and not per GSO burst; the netdev's own value
 	// again at removal (empty: nothing to say).
 	GSO string `json:"gso,omitempty"`
+	// GSOOwn is the netdev's own gso_max_segs as the agent found it before
+	// its first netem on it, which it gives back at removal (impair.apply;
+	// 0: not known). The run journals it for `rlab down`
+	// (ImpairRemoveParams.GSOOwn).
+	GSOOwn uint32 `json:"gso_own,omitempty"`
 }
 
 // MethodProvision installs packages with the host's own package manager:

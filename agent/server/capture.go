@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -511,6 +512,12 @@ func newCaptureRingDir(wd *workDir, handle string) (*captureRingDir, error) {
 		r.remove(wd)
 		return nil, fmt.Errorf("chmod the capture's folder: %w", err)
 	}
+	// Who made it, by more than the pid in its name, which the user can
+	// rename: written before ring, so a folder with a ring always says.
+	if err := writeRingMaker(int(outer.Fd())); err != nil {
+		r.remove(wd)
+		return nil, err
+	}
 	if err := unix.Mkdirat(int(outer.Fd()), "ring", 0o700); err != nil {
 		r.remove(wd)
 		return nil, fmt.Errorf("make the capture's ring folder: %w", err)
@@ -571,6 +578,9 @@ func (r *captureRingDir) remove(home *workDir) {
 		r.wd.close()
 		unix.Unlinkat(int(r.outer.Fd()), "ring", unix.AT_REMOVEDIR)
 	}
+	// Empty, the folder is the user's to remove even when they renamed it
+	// (the name below is then another's, or none).
+	unix.Unlinkat(int(r.outer.Fd()), ringMakerFile, 0)
 	r.outer.Close()
 	home.root.Remove(r.name)
 }
@@ -578,6 +588,53 @@ func (r *captureRingDir) remove(home *workDir) {
 // captureRingName is a captureRingDir's name: handle, the making agent's
 // pid and a sequence number.
 var captureRingName = regexp.MustCompile(`^\.capture-.+\.([0-9]+)\.[0-9]+$`)
+
+// ringMakerFile, in a captureRingDir's outer folder (root's, 0700: the user
+// can neither write nor replace it), names the agent that made the folder:
+// its pid, start time in clock ticks since boot and boot id, as
+// proto.ProcIdentity tells a process from a later one reusing its pid. The
+// folder's name has the pid too, but the user owns the work dir and can
+// rename the folder: renamed to a dead pid, a live capture's folder was
+// removed by down's cleanup (attack round 13).
+const ringMakerFile = "agent"
+
+// writeRingMaker writes ringMakerFile into the outer folder outer.
+func writeRingMaker(outer int) error {
+	id := procIdentity(os.Getpid())
+	if id.StartTicks == 0 {
+		return fmt.Errorf("make the capture's folder: cannot read this agent's start time in /proc")
+	}
+	fd, err := unix.Openat(outer, ringMakerFile, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("make the capture's folder: write %s: %w", ringMakerFile, err)
+	}
+	f := os.NewFile(uintptr(fd), ringMakerFile)
+	_, err = fmt.Fprintf(f, "%d %d %s\n", os.Getpid(), id.StartTicks, id.BootID)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("make the capture's folder: write %s: %w", ringMakerFile, err)
+	}
+	return nil
+}
+
+// ringMakerLive reports whether the agent ringMakerFile b names is still
+// running: the same pid, started at the same tick, in this boot. A record
+// that does not parse names no live agent.
+func ringMakerLive(b []byte) bool {
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		return false
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	start, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return false
+	}
+	now := procIdentity(pid)
+	return now.StartTicks == start && now.BootID == f[2]
+}
 
 // sweepCaptureRingDirs removes the capture folders (captureRingDir) an
 // agent of run killed with SIGKILL left in that run's work dir, a sibling
@@ -618,12 +675,12 @@ func (s *Server) sweepCaptureRingDirs(run string) error {
 		if m == nil {
 			continue
 		}
-		if pid, err := strconv.Atoi(m[1]); err == nil && liveAgent(pid) {
-			continue // its agent may still be capturing
-		}
-		if err := removeStaleRing(wd, n); err != nil {
+		pid, _ := strconv.Atoi(m[1])
+		removed, err := removeStaleRing(wd, n, pid)
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("remove stale capture folder %q in %q: %w", n, path, err))
-		} else {
+		case removed:
 			s.log.Info("removed a stale capture folder", "work_dir", path, "folder", n)
 		}
 	}
@@ -641,39 +698,94 @@ func liveAgent(pid int) bool {
 	return err != nil || string(comm) == string(self)
 }
 
-// removeStaleRing removes the capture folder name of wd when it is one
-// (see sweepCaptureRingDirs); anything else is left as it is, said in the
-// error.
-func removeStaleRing(wd *workDir, name string) error {
+// removeStaleRing removes the capture folder name of wd when it is one of
+// a dead agent (see sweepCaptureRingDirs) and says whether it did; a live
+// agent's is left as it is, anything else too, said in the error. Its maker
+// is the one its ringMakerFile names; a folder without one (made by an
+// agent before that file) is judged by namePID, the pid in its name, and
+// one with neither that file nor ring is the user's to remove (empty, or
+// an agent is making it).
+func removeStaleRing(wd *workDir, name string, namePID int) (bool, error) {
 	fd, err := unix.Openat(int(wd.dir.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("open: %w", err)
+		return false, fmt.Errorf("open: %w", err)
 	}
 	outer := os.NewFile(uintptr(fd), name)
 	defer outer.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("stat: %w", err)
+		return false, fmt.Errorf("stat: %w", err)
 	}
 	if int(st.Uid) != os.Geteuid() || st.Mode&0o7777 != 0o700 {
-		return fmt.Errorf("uid %d mode %o: not a capture folder of a root agent, left alone", st.Uid, st.Mode&0o7777)
+		return false, fmt.Errorf("uid %d mode %o: not a capture folder of a root agent, left alone", st.Uid, st.Mode&0o7777)
 	}
 	names, err := outer.Readdirnames(-1)
 	if err != nil {
-		return fmt.Errorf("list: %w", err)
+		return false, fmt.Errorf("list: %w", err)
 	}
+	hasMaker, hasRing := false, false
 	for _, n := range names {
-		if n != "ring" {
-			return fmt.Errorf("holds %q, not only ring: left alone", n)
+		switch n {
+		case ringMakerFile:
+			hasMaker = true
+		case "ring":
+			hasRing = true
+		default:
+			return false, fmt.Errorf("holds %q, not only ring and %s: left alone", n, ringMakerFile)
 		}
+	}
+	switch {
+	case hasMaker:
+		b, err := readRingMaker(fd)
+		if err != nil {
+			return false, err
+		}
+		if ringMakerLive(b) {
+			return false, nil // its agent may still be capturing
+		}
+	case !hasRing:
+		return false, nil
+	case liveAgent(namePID):
+		return false, nil
+	}
+	if hasRing {
 		if err := removeStaleRingFiles(fd, wd.owner); err != nil {
-			return err
+			return false, err
+		}
+	}
+	if hasMaker {
+		if err := unix.Unlinkat(fd, ringMakerFile, 0); err != nil {
+			return false, fmt.Errorf("remove %s: %w", ringMakerFile, err)
 		}
 	}
 	if err := unix.Unlinkat(int(wd.dir.Fd()), name, unix.AT_REMOVEDIR); err != nil {
-		return fmt.Errorf("remove: %w", err)
+		return false, fmt.Errorf("remove: %w", err)
 	}
-	return nil
+	return true, nil
+}
+
+// readRingMaker reads the ringMakerFile of the capture folder outer, a
+// regular file of root's no longer than a record.
+func readRingMaker(outer int) ([]byte, error) {
+	fd, err := unix.Openat(outer, ringMakerFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", ringMakerFile, err)
+	}
+	f := os.NewFile(uintptr(fd), ringMakerFile)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", ringMakerFile, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("%s is not a file of root's: left alone", ringMakerFile)
+	}
+	b := make([]byte, 128)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", ringMakerFile, err)
+	}
+	return b[:n], nil
 }
 
 // removeStaleRingFiles removes the folder ring of the capture folder

@@ -94,6 +94,7 @@ func (s *Server) impairApply(ctx context.Context, c *call, params json.RawMessag
 	s.imp.m[p.Netdev] = p.ID
 	s.imp.gso[p.Netdev] = own
 	s.imp.mu.Unlock()
+	res.GSOOwn = own
 	s.log.Info("impair applied", "id", p.ID, "netdev", p.Netdev, "netem", res.Netem, "gso", res.GSO)
 	return res, nil
 }
@@ -106,7 +107,7 @@ func (s *Server) impairRemove(ctx context.Context, c *call, params json.RawMessa
 	s.imp.mu.Lock()
 	was := s.imp.gso[p.Netdev]
 	s.imp.mu.Unlock()
-	res, err := removeNetem(&netlink.Handle{}, p.Netdev, was)
+	res, err := removeNetem(&netlink.Handle{}, p.Netdev, was, p.GSOOwn)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func (s *Server) removeImpairs() (removed, errs []string) {
 		s.imp.mu.Lock()
 		was := s.imp.gso[nd]
 		s.imp.mu.Unlock()
-		if _, err := removeNetem(&netlink.Handle{}, nd, was); err != nil {
+		if _, err := removeNetem(&netlink.Handle{}, nd, was, 0); err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
@@ -337,11 +338,25 @@ func defaultGSOSegs(link netlink.Link) uint32 {
 	return 65535
 }
 
+// leftGSOSegs is the gso_max_segs to give back to link, found with rlab's
+// netem and gso_max_segs 1 by an agent that did not set them (the run's was
+// killed: `rlab down`): journaled, the netdev's own value as the run's agent
+// reported it (ImpairResult.GSOOwn), when it is one the kernel gives a
+// netdev (1 to defaultGSOSegs); else the kernel's default. The default
+// alone undid a lower value an admin had set (attack rounds 13, 14).
+func leftGSOSegs(link netlink.Link, journaled uint32) uint32 {
+	if def := defaultGSOSegs(link); journaled >= 1 && journaled <= def {
+		return journaled
+	}
+	return defaultGSOSegs(link)
+}
+
 // removeNetem deletes link's root qdisc if it is rlab's netem; anything
 // else is left alone (Removed false). With it, the netdev gets back its own
 // gso_max_segs, was (0: unknown to this agent; a netem of rlab's left by an
-// agent that is gone, with gso_max_segs 1, gives the kernel's default).
-func removeNetem(h *netlink.Handle, netdev string, was uint32) (*proto.ImpairResult, error) {
+// agent that is gone, with gso_max_segs 1, gives back leftGSOSegs of the
+// value that agent reported, journaled, else the kernel's default).
+func removeNetem(h *netlink.Handle, netdev string, was, journaled uint32) (*proto.ImpairResult, error) {
 	what := fmt.Sprintf("remove impairment from %s", netdev)
 	link, err := h.LinkByName(netdev)
 	if err != nil {
@@ -362,7 +377,7 @@ func removeNetem(h *netlink.Handle, netdev string, was uint32) (*proto.ImpairRes
 		}
 		removed = true
 		if was == 0 && link.Attrs().GSOMaxSegs == 1 {
-			was = defaultGSOSegs(link)
+			was = leftGSOSegs(link, journaled)
 		}
 	}
 	gso := ""

@@ -107,7 +107,7 @@ func TestImpairNetlink(t *testing.T) {
 	if got := rootOf(t, h, "veth1"); got != "htb 1:" {
 		t.Errorf("veth1 root after a refused apply = %q, want htb 1: untouched", got)
 	}
-	res, err := removeNetem(h, "veth1", 0)
+	res, err := removeNetem(h, "veth1", 0, 0)
 	if err != nil || res.Removed || rootOf(t, h, "veth1") != "htb 1:" {
 		t.Errorf("remove on htb = %+v, %v; root %q: want nothing removed", res, err, rootOf(t, h, "veth1"))
 	}
@@ -139,7 +139,7 @@ func TestImpairNetlink(t *testing.T) {
 	if res, own, err = applyNetem(h, proto.ImpairParams{ID: `loss["5"]`, Netdev: "veth0", Loss: 5}, own); err != nil || !strings.Contains(res.Netem, "loss 5%") || own != gsoBefore {
 		t.Errorf("re-apply: %+v, own %d, %v", res, own, err)
 	}
-	res, err = removeNetem(h, "veth0", own)
+	res, err = removeNetem(h, "veth0", own, 0)
 	if err != nil || !res.Removed || res.Qdisc == "netem" {
 		t.Errorf("remove = %+v, %v; want removed, default qdisc back", res, err)
 	}
@@ -199,7 +199,7 @@ func TestGSOPerPacket(t *testing.T) {
 	}
 	// No netem to remove (this kernel's), but the netdev's own value
 	// comes back all the same.
-	res, err := removeNetem(h, "veth0", own0)
+	res, err := removeNetem(h, "veth0", own0, 0)
 	if err != nil || res.GSO != fmt.Sprintf("gso_max_segs %d again", own0) {
 		t.Errorf("remove = %+v, %v", res, err)
 	}
@@ -210,7 +210,7 @@ func TestGSOPerPacket(t *testing.T) {
 	if err := h.LinkSetGSOMaxSegs(link(), 7); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := removeNetem(h, "veth0", 0); err != nil || res.GSO != "" || gsoSegs(t, h, "veth0") != 7 {
+	if res, err := removeNetem(h, "veth0", 0, 0); err != nil || res.GSO != "" || gsoSegs(t, h, "veth0") != 7 {
 		t.Errorf("remove on a netdev never lowered: %+v, %v, gso_max_segs %d; want 7 untouched", res, err, gsoSegs(t, h, "veth0"))
 	}
 }
@@ -288,5 +288,32 @@ func TestNetemAttrs(t *testing.T) {
 	want := netlink.NetemQdiscAttrs{Latency: 2000, Jitter: 500, Loss: 0.1, Duplicate: 1, ReorderProb: 25, CorruptProb: 0.01, Rate64: 12_500_000}
 	if got != want {
 		t.Errorf("netemAttrs = %+v, want %+v", got, want)
+	}
+}
+
+// TestLeftGSOSegs: an agent that finds rlab's netem with gso_max_segs 1 and
+// did not set it (`rlab down` after a killed agent) gives back the value the
+// run's agent found, as down passes it from the journal, when it is one the
+// kernel gives a netdev; else the kernel's default. It gave the default
+// always, over a lower value an admin had set (attack rounds 13, 14).
+func TestLeftGSOSegs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		tsoMax    uint32 // the driver's TSO limit (0: none)
+		journaled uint32
+		want      uint32
+	}{
+		{"an admin's lower value", 0, 7, 7},
+		{"the netdev's own 1", 0, 1, 1},
+		{"not journaled", 0, 0, 65535},
+		{"the kernel's default", 0, 65535, 65535},
+		{"above GSO_MAX_SEGS", 0, 1 << 20, 65535},
+		{"within the driver's limit", 100, 64, 64},
+		{"above the driver's limit", 100, 200, 100},
+	} {
+		link := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "x", TSOMaxSegs: tc.tsoMax}}
+		if got := leftGSOSegs(link, tc.journaled); got != tc.want {
+			t.Errorf("%s: leftGSOSegs(TSO max %d, journaled %d) = %d, want %d", tc.name, tc.tsoMax, tc.journaled, got, tc.want)
+		}
 	}
 }

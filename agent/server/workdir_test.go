@@ -358,6 +358,64 @@ func TestDownCleanupRemovesKilledAgentsCaptureFolder(t *testing.T) {
 	}
 }
 
+// TestDownCleanupKeepsLiveCaptureRenamed: down's agent tells a live
+// agent's capture folder from a killed one's by what the folder holds, not
+// by the pid in its name, which the login user can rename (the work dir is
+// theirs): renamed to a dead pid (.capture-lo.0.1), a live agent's capture
+// folder was removed by the cleanup, what tcpdump wrote in it with it, and
+// the capture's stop failed (attack round 13). Now the folder stays, the
+// stop moves out the capture's file, and leaves nothing the user cannot
+// remove.
+func TestDownCleanupKeepsLiveCaptureRenamed(t *testing.T) {
+	const uid = 65534
+	base := ownedCaptureBase(t, uid)
+	wd := filepath.Join(base, "r1", "h0")
+	c, _ := startAgent(t, Options{WorkDir: wd, Owner: &Owner{UID: uid, GID: uid}})
+	var started proto.CaptureStarted
+	c.mustCall(proto.MethodCaptureStart, proto.CaptureStartParams{Handle: "lo", Netdev: "lo", Filter: "udp port 9", MaxBytes: 4 << 20}, &started)
+	ents, _ := os.ReadDir(wd)
+	var live string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".capture-") {
+			live = e.Name()
+		}
+	}
+	if live == "" {
+		t.Fatalf("no capture folder in %s", wd)
+	}
+	// The user renames it to a pid no agent has.
+	renamed := filepath.Join(wd, ".capture-lo.0.1")
+	mv := exec.Command("mv", "-T", "--", filepath.Join(wd, live), renamed)
+	mv.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if out, err := mv.CombinedOutput(); err != nil {
+		t.Fatalf("the user's mv of the capture folder: %v: %s", err, out)
+	}
+	dc, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "r1-down", "h0"), Owner: &Owner{UID: uid, GID: uid}})
+	var res proto.CleanupResult
+	dc.mustCall(proto.MethodCleanup, proto.CleanupParams{Run: "r1"}, &res)
+	if _, err := os.Lstat(renamed); err != nil {
+		t.Errorf("down's cleanup removed a live capture's folder renamed to a dead pid: %v", err)
+	}
+	if len(res.Errors) != 0 {
+		t.Errorf("cleanup errors %q; want none (a live capture is not an error)", res.Errors)
+	}
+	// Its stop moves out what tcpdump wrote (down's cleanup also ended the
+	// run's processes, tcpdump among them).
+	var stopped proto.CaptureResult
+	c.mustCall(proto.MethodCaptureStop, proto.CaptureStopParams{Handle: "lo"}, &stopped)
+	if len(stopped.Files) != 1 || stopped.Files[0].Path != "lo.pcap" {
+		t.Errorf("the capture's stop after down's cleanup: %+v, want its file lo.pcap", stopped)
+	}
+	if _, err := os.Lstat(filepath.Join(wd, "lo.pcap")); err != nil {
+		t.Errorf("the capture's file is not in the work dir: %v", err)
+	}
+	rm := exec.Command("rm", "-rf", "--", wd)
+	rm.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if out, err := rm.CombinedOutput(); err != nil {
+		t.Errorf("the user's rm -rf of the work dir after the stop: %v: %s", err, out)
+	}
+}
+
 // ownedCaptureBase skips a test without root or tcpdump, and makes a folder
 // uid owns (its parent searchable) for a capture by a root agent working
 // for uid.

@@ -222,7 +222,9 @@ func downHost(ctx context.Context, j *runstate.Journal, h runstate.Host, effects
 			// Removes only rlab's netem (by its handle): a qdisc someone set
 			// since is left alone. Several impairments of one netdev are one
 			// removal; the others find nothing left.
-			r, err := rpc.Invoke(ctx, c, rpc.ImpairRemove, proto.ImpairRemoveParams{Netdev: e.Netdev})
+			// The netdev's own gso_max_segs, as the run's agent found it,
+			// comes back with it (not the kernel's default).
+			r, err := rpc.Invoke(ctx, c, rpc.ImpairRemove, proto.ImpairRemoveParams{Netdev: e.Netdev, GSOOwn: e.GSOOwn})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("down: remove impairment %s from %s on host %q: %w", e.ID, e.Netdev, h.Name, err))
 				continue

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/rlab-dev/rlab/engine/rundir"
+	"github.com/rlab-dev/rlab/engine/termsafe"
 	"github.com/rlab-dev/rlab/kinds"
 	reporttmpl "github.com/rlab-dev/rlab/templates/report"
 )
@@ -61,9 +62,24 @@ func RenderWith(runDir string, opts Options) error {
 	return nil
 }
 
-// Write executes the report template for d.
+// Write executes the report template for d, and writes the page through
+// termsafe's one rule for text from a host, a lab or a received run
+// directory, as the terminal and summary.md get it: html/template escapes
+// markup but keeps ESC, BEL, C1 and bidi controls as they are, so a page
+// saved as text, or its source read with cat or less, wrote a host's
+// escapes to the terminal (attack round 14). The template itself holds none
+// of them, so only the texts it shows change; CR LF becomes LF first, which
+// an HTML parser does anyway (a lab's source written on Windows).
 func Write(w io.Writer, d *Data) error {
-	if err := tmpl().Execute(w, d); err != nil {
+	var buf strings.Builder
+	if err := tmpl().Execute(&buf, d); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	page := buf.String()
+	if !termsafe.Safe(page) {
+		page = termsafe.Block(strings.ReplaceAll(page, "\r\n", "\n"))
+	}
+	if _, err := io.WriteString(w, page); err != nil {
 		return fmt.Errorf("render report: %w", err)
 	}
 	return nil

@@ -37,7 +37,9 @@ type fakeNetem struct {
 	params map[string]proto.ImpairParams
 	// applied, when set, is called after each apply (outside the lock).
 	applied func()
-	t       testing.TB
+	// gsoOwn is the netdev's own gso_max_segs each apply answers with.
+	gsoOwn uint32
+	t      testing.TB
 }
 
 func newFakeNetem(t testing.TB, dir string) *fakeNetem {
@@ -60,7 +62,7 @@ func (f *fakeNetem) call(host string, req *rpc.Request) (bool, error) {
 			return true, err
 		}
 		f.root[host+"/"+p.Netdev] = fmt.Sprintf("netem loss %g%%", p.Loss)
-		*res = proto.ImpairResult{Netdev: p.Netdev, Qdisc: "netem", Handle: "524c:", Netem: fmt.Sprintf("loss %g%%", p.Loss)}
+		*res = proto.ImpairResult{Netdev: p.Netdev, Qdisc: "netem", Handle: "524c:", Netem: fmt.Sprintf("loss %g%%", p.Loss), GSOOwn: f.gsoOwn}
 		return true, nil
 	}
 	if p, res, ok := rpc.Match(req, rpc.ImpairRemove); ok {
@@ -274,6 +276,42 @@ func TestDownRemovesImpair(t *testing.T) {
 	for _, e := range readState(t, dir).Effects {
 		if !e.Undone {
 			t.Errorf("effect after down: %+v, want undone", e)
+		}
+	}
+}
+
+// TestImpairJournalsGSOOwn: the run journals, with each impairment, the
+// netdev's own gso_max_segs as its agent answered it (found before it set
+// 1), so `rlab down` after a killed agent gives that back and not the
+// kernel's default (engine/down TestDownGivesBackJournaledGSO); a later
+// note of the same impairment (its removal) keeps it.
+func TestImpairJournalsGSOOwn(t *testing.T) {
+	var mid []steps.Effect // the journal as the second point is applied
+	res, netem := runImpaired(t, lossSweep, func(dir string) *fakeNetem {
+		f := newFakeNetem(t, dir)
+		f.gsoOwn = 7
+		f.applied = func() {
+			if len(f.calls()) == 3 { // apply 0, remove, apply 5
+				mid = readState(t, dir).Effects
+			}
+		}
+		return f
+	})
+	if res.Err != nil {
+		t.Fatalf("run: %v (calls %q)", res.Err, netem.calls())
+	}
+	got := map[string]uint32{}
+	for _, e := range mid {
+		if e.Type == "impair" {
+			got[e.ID] = e.GSOOwn
+		}
+	}
+	if got[`loss["0"]`] != 7 {
+		t.Errorf("journaled gso_own by impairment while the sweep ran: %v; want 7 for each applied", got)
+	}
+	for _, e := range readState(t, res.Dir).Effects {
+		if e.Type == "impair" && e.GSOOwn != 7 {
+			t.Errorf("effect after the run: %+v, want gso_own 7 kept", e)
 		}
 	}
 }

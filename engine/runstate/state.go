@@ -207,6 +207,9 @@ func (j *Journal) Note(e steps.Effect) error {
 			if e.Netdev == "" {
 				e.Netdev = o.Netdev
 			}
+			if e.GSOOwn == 0 {
+				e.GSOOwn = o.GSOOwn
+			}
 			e.Created = e.Created || o.Created
 			e.Keep = e.Keep || o.Keep
 			*o = e

@@ -100,6 +100,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlab-agent serve: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	if err := checkRuleArgs(args, fs); err != nil {
+		fmt.Fprintln(stderr, "rlab-agent serve:", err)
+		return 2
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		fmt.Fprintf(stderr, "rlab-agent serve: --log-level %q: %v\n", *level, err)
@@ -195,6 +199,52 @@ func checkRootArgs(args []string) error {
 				return fmt.Errorf("argument %q holds whitespace or a control character: refusing to run as root with it, since a sudoers rule matches arguments joined by spaces and it could hide an option from the rule", a)
 			}
 		}
+	}
+	return nil
+}
+
+// ruleArgs are the words of the documented sudoers rule after `serve`, in
+// their order, each followed by its value (SECURITY.md, "Running as
+// non-root: sudoers"); the controller passes them so (engine/remote's
+// Start and becomeScript).
+var ruleArgs = []string{"--run-id", "--work-dir", "--owner"}
+
+// checkRuleArgs refuses, for a root agent working for a user (--owner given,
+// or started by sudo for a user other than root), any arguments but the
+// rule's: `--run-id ID --work-dir DIR --owner UID:GID`, in that order, each
+// once. sudo's `*` spans whole words, so the login user could insert options
+// between the rule's words (`--run-id x --log-level debug --work-dir …`,
+// attack round 14) or name one twice; the agent, not the rule, holds the
+// line. It names the first argument that is not the rule's.
+func checkRuleArgs(args []string, fs *flag.FlagSet) error {
+	if geteuid() != 0 {
+		return nil
+	}
+	forUser := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "owner" {
+			forUser = true
+		}
+	})
+	if su := getenv("SUDO_UID"); su != "" && su != "0" {
+		forUser = true
+	}
+	if !forUser {
+		return nil
+	}
+	const form = "a root agent working for a user takes exactly the sudoers rule's arguments, `serve --run-id ID --work-dir DIR --owner UID:GID`, in that order, each once"
+	for i, name := range ruleArgs {
+		switch {
+		case 2*i >= len(args):
+			return fmt.Errorf("started without %s: refusing to run; %s", name, form)
+		case args[2*i] != name:
+			return fmt.Errorf("argument %q where the rule has %s: refusing it; %s", args[2*i], name, form)
+		case 2*i+1 >= len(args):
+			return fmt.Errorf("%s has no value: %s", name, form)
+		}
+	}
+	if len(args) > 2*len(ruleArgs) {
+		return fmt.Errorf("argument %q after the rule's last: refusing it; %s", args[2*len(ruleArgs)], form)
 	}
 	return nil
 }

@@ -253,6 +253,91 @@ func TestServeRefusesSudoArgInjection(t *testing.T) {
 	}
 }
 
+// TestServeTakesOnlyTheRulesArguments: sudo's `*` in the documented rule
+// spans whole words, so the login user could insert options between the
+// rule's words (`--run-id x --log-level debug --work-dir …`) and the root
+// agent served (attack round 14). A root agent working for a user now takes
+// exactly the rule's arguments, `--run-id ID --work-dir DIR --owner
+// UID:GID`, in that order, each once, and refuses anything else before its
+// hello and before any work dir, naming the argument it refused.
+func TestServeTakesOnlyTheRulesArguments(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the agent must really be root to be refused as root)")
+	}
+	checkExecutable = func() error { return nil } // the test binary runs from /tmp
+	t.Cleanup(func() { checkExecutable = server.CheckRootExecutable })
+	keepEnv(t) // serve in the rule's form pins the environment (server.PinRootPATH)
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(base, "y")
+	for _, tc := range []struct {
+		name    string
+		sudoUID string // "" for root started without sudo
+		args    []string
+		want    string // in stderr
+	}{
+		{"an option inserted", "65534", []string{"--run-id", "x", "--log-level", "debug", "--work-dir", wd, "--owner", "65534:65534"}, `"--log-level"`},
+		{"an option inserted, no sudo", "", []string{"--run-id", "x", "--log-level", "debug", "--work-dir", wd, "--owner", "65534:65534"}, `"--log-level"`},
+		{"an option appended", "65534", []string{"--run-id", "x", "--work-dir", wd, "--owner", "65534:65534", "--log-level", "debug"}, `"--log-level"`},
+		{"run id twice", "65534", []string{"--run-id", "x", "--run-id", "z", "--work-dir", wd, "--owner", "65534:65534"}, `"--run-id"`},
+		{"owner twice", "", []string{"--run-id", "x", "--work-dir", wd, "--owner", "0:0", "--owner", "65534:65534"}, `"--owner"`},
+		{"another order", "65534", []string{"--work-dir", wd, "--run-id", "x", "--owner", "65534:65534"}, `"--work-dir"`},
+		{"flag=value", "65534", []string{"--run-id=x", "--work-dir", wd, "--owner", "65534:65534"}, `"--run-id=x"`},
+		{"single dash", "65534", []string{"-run-id", "x", "--work-dir", wd, "--owner", "65534:65534"}, `"-run-id"`},
+		{"no work dir", "65534", []string{"--run-id", "x", "--owner", "65534:65534"}, `"--owner"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv = func(k string) string {
+				if k == "SUDO_UID" {
+					return tc.sudoUID
+				}
+				return os.Getenv(k)
+			}
+			t.Cleanup(func() { getenv = os.Getenv })
+			var out, errb bytes.Buffer
+			code := run(append([]string{"serve"}, tc.args...), strings.NewReader(""), &out, &errb)
+			if code != 2 || out.Len() != 0 {
+				t.Errorf("serve %q: exit %d, stdout %q; want exit 2 and no hello", tc.args, code, out.String())
+			}
+			for _, want := range []string{tc.want, "--run-id ID --work-dir DIR --owner UID:GID"} {
+				if !strings.Contains(errb.String(), want) {
+					t.Errorf("stderr %q does not say %q", errb.String(), want)
+				}
+			}
+			entries, _ := os.ReadDir(base)
+			for _, e := range entries {
+				t.Errorf("the refused agent made %s in %s", e.Name(), base)
+				os.RemoveAll(filepath.Join(base, e.Name()))
+			}
+		})
+	}
+	// The rule's own form serves, with sudo and without; root for root
+	// (no --owner, no sudo for a user) takes its options as before.
+	for _, tc := range []struct {
+		sudoUID string
+		args    []string
+	}{
+		{"65534", []string{"--run-id", "x", "--work-dir", wd, "--owner", "65534:65534"}},
+		{"", []string{"--run-id", "x", "--work-dir", wd, "--owner", "65534:65534"}},
+		{"", []string{"--run-id", "x", "--log-level", "debug", "--work-dir", filepath.Join(t.TempDir(), "w")}},
+	} {
+		getenv = func(k string) string {
+			if k == "SUDO_UID" {
+				return tc.sudoUID
+			}
+			return os.Getenv(k)
+		}
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"serve"}, tc.args...), strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), `"hash"`) {
+			t.Errorf("serve %q (SUDO_UID %q): exit %d, stdout %q, stderr %s", tc.args, tc.sudoUID, code, out.String(), errb.String())
+		}
+		getenv = os.Getenv
+	}
+}
+
 // keepEnv restores the whole environment after the test: serve as root
 // for a user drops what server.PinRootPATH does not keep from this test
 // process's.
