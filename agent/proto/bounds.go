@@ -208,12 +208,19 @@ func (e *BoundError) Error() string {
 // (TestEveryReplyFieldBounded keeps that from happening). Values of other
 // packages' types are not looked at.
 func CheckBounds(v any) error {
-	return checkValue(reflect.ValueOf(v), "")
+	return checkValue(reflect.ValueOf(v), "", true)
+}
+
+// checkBounds is CheckBounds for the Check methods, which cut nothing: a
+// field marked Cut is the decoder's to cut (rpc.Pending.Wait), and v may
+// share its slices with the caller's answer.
+func checkBounds(v any) error {
+	return checkValue(reflect.ValueOf(v), "", false)
 }
 
 var protoPkg = reflect.TypeFor[Bound]().PkgPath()
 
-func checkValue(v reflect.Value, path string) error {
+func checkValue(v reflect.Value, path string, cut bool) error {
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		if v.IsNil() {
 			return nil
@@ -231,7 +238,7 @@ func checkValue(v reflect.Value, path string) error {
 		}
 		fv := v.Field(i)
 		if sf.Anonymous {
-			if err := checkValue(fv, path); err != nil {
+			if err := checkValue(fv, path, cut); err != nil {
 				return err
 			}
 			continue
@@ -240,7 +247,7 @@ func checkValue(v reflect.Value, path string) error {
 		if path != "" {
 			name = path + "." + name
 		}
-		if err := checkField(fv, t.Name()+"."+sf.Name, name); err != nil {
+		if err := checkField(fv, t.Name()+"."+sf.Name, name, cut); err != nil {
 			return err
 		}
 	}
@@ -275,7 +282,7 @@ func NeedsElem(t reflect.Type) bool {
 	return false
 }
 
-func checkField(fv reflect.Value, key, name string) error {
+func checkField(fv reflect.Value, key, name string, cut bool) error {
 	for fv.Kind() == reflect.Pointer {
 		if fv.IsNil() {
 			return nil
@@ -284,7 +291,7 @@ func checkField(fv reflect.Value, key, name string) error {
 	}
 	if !NeedsBound(fv.Type()) {
 		if fv.Kind() == reflect.Struct {
-			return checkValue(fv, name)
+			return checkValue(fv, name, cut)
 		}
 		return nil
 	}
@@ -304,10 +311,12 @@ func checkField(fv reflect.Value, key, name string) error {
 	switch fv.Kind() {
 	case reflect.String:
 		if n := fv.Len(); n > b.Max {
-			if !b.Cut || !fv.CanSet() {
+			switch {
+			case !b.Cut || cut && !fv.CanSet():
 				return over(name, n, false)
+			case cut:
+				fv.SetString(cutHead(fv.String(), b.Max))
 			}
-			fv.SetString(cutHead(fv.String(), b.Max))
 		}
 	case reflect.Slice, reflect.Array, reflect.Map:
 		if n := fv.Len(); n > b.Max {
@@ -321,7 +330,7 @@ func checkField(fv reflect.Value, key, name string) error {
 				if k.Kind() == reflect.String && k.Len() > b.Elem {
 					return over(name+" (a key)", k.Len(), true)
 				}
-				if err := checkValue(it.Value(), name+"["+strconv.Quote(cutHead(k.String(), 32))+"]"); err != nil {
+				if err := checkValue(it.Value(), name+"["+strconv.Quote(cutHead(k.String(), 32))+"]", cut); err != nil {
 					return err
 				}
 			}
@@ -331,15 +340,17 @@ func checkField(fv reflect.Value, key, name string) error {
 			for i := 0; i < fv.Len(); i++ {
 				e := fv.Index(i)
 				if n := e.Len(); n > b.Elem {
-					if !b.Cut || !e.CanSet() {
+					switch {
+					case !b.Cut || cut && !e.CanSet():
 						return over(name+"["+strconv.Itoa(i)+"]", n, true)
+					case cut:
+						e.SetString(cutHead(e.String(), b.Elem))
 					}
-					e.SetString(cutHead(e.String(), b.Elem))
 				}
 			}
 		default:
 			for i := 0; i < fv.Len(); i++ {
-				if err := checkValue(fv.Index(i), name+"["+strconv.Itoa(i)+"]"); err != nil {
+				if err := checkValue(fv.Index(i), name+"["+strconv.Itoa(i)+"]", cut); err != nil {
 					return err
 				}
 			}
