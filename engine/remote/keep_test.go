@@ -475,3 +475,35 @@ func TestKeptAgentLeaseElsewhereRefused(t *testing.T) {
 		})
 	}
 }
+
+// A kept agent whose lease answer holds a work dir longer than a path
+// (PATH_MAX) is refused by the answer's bound (proto.Bounds), and the
+// error does not quote it: the refusal above quoted the whole answer, up to
+// a reply line's 8 MiB in one error (attack round 13, low).
+func TestKeptAgentLeaseDirBounded(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{4096, "moved to work dir"},                              // a path: the usual refusal, quoting at most 4 KiB
+		{8<<20 - 100, "work_dir: 8388508 bytes, more than 4096"}, // refused by its bound
+	} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			b := newKeptBed(t, fmt.Sprintf("FAKE_LEASE_DIR_BYTES=%d", tc.n))
+			b.use(t)
+			c, err := b.d.Dial(context.Background(), b.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			a, _, err := b.agents.Open(context.Background(), c, StartOptions{Host: "h", RunID: "r1", Keep: true})
+			if err == nil {
+				a.Close()
+				t.Fatalf("Open: a work dir of %d bytes accepted", tc.n)
+			}
+			if s := err.Error(); !strings.Contains(s, tc.want) || len(s) > 16<<10 {
+				t.Errorf("Open: an error of %d bytes (%.300s), want one under 16 KiB saying %q", len(s), s, tc.want)
+			}
+		})
+	}
+}
