@@ -507,3 +507,33 @@ func TestKeptAgentLeaseDirBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseAnswerBounded: what a kept agent's release answer says is
+// logged by the mux daemon: an error of a reply line's size is cut to its
+// bound (proto.Bounds, 4 KiB), thousands of them to a few, and a field
+// past its bound refuses the answer; an honest answer's error is kept.
+func TestReleaseAnswerBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		res    proto.CleanupResult
+		want   string
+		maxLen int
+	}{
+		{"honest", proto.CleanupResult{Errors: []string{`delete rxe "rxe0": busy`}}, `release: delete rxe "rxe0": busy`, 100},
+		{"an error of 8 MiB", proto.CleanupResult{Errors: []string{strings.Repeat("e", 8<<20-100)}}, "bytes in all)", 5 << 10},
+		{"4096 errors of 2 KiB", proto.CleanupResult{Errors: strings.Split(strings.Repeat(strings.Repeat("e", 2000)+"\n", 4096), "\n")[:4096]}, "(4092 more)", 10 << 10},
+		{"a handle past a file name", proto.CleanupResult{Stopped: []string{strings.Repeat("h", 8<<20-100)}}, "stopped[0]: 8388508 bytes, more than 255", 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := json.Marshal(tc.res)
+			line, _ := json.Marshal(proto.Envelope{ID: 7, Result: res})
+			perr, ok := releaseAnswer(line, 7)
+			if !ok || perr == nil {
+				t.Fatalf("releaseAnswer = %v, %v: want an error", perr, ok)
+			}
+			if !strings.Contains(perr.Message, tc.want) || len(perr.Message) > tc.maxLen {
+				t.Errorf("message of %d bytes (%.200s…), want at most %d saying %q", len(perr.Message), perr.Message, tc.maxLen, tc.want)
+			}
+		})
+	}
+}
