@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Bound is the most one field of a host's answer may hold: for a string or
@@ -208,19 +209,71 @@ func (e *BoundError) Error() string {
 // (TestEveryReplyFieldBounded keeps that from happening). Values of other
 // packages' types are not looked at.
 func CheckBounds(v any) error {
-	return checkValue(reflect.ValueOf(v), "", true)
+	return checkValue(reflect.ValueOf(v), true)
 }
 
 // checkBounds is CheckBounds for the Check methods, which cut nothing: a
 // field marked Cut is the decoder's to cut (rpc.Pending.Wait), and v may
 // share its slices with the caller's answer.
 func checkBounds(v any) error {
-	return checkValue(reflect.ValueOf(v), "", false)
+	return checkValue(reflect.ValueOf(v), false)
 }
 
 var protoPkg = reflect.TypeFor[Bound]().PkgPath()
 
-func checkValue(v reflect.Value, path string, cut bool) error {
+// fieldInfo is what checkValue needs of one exported field, worked out
+// once per type (typeFields): a page of 10,000 listed files is checked
+// without a string built or a map looked up per file.
+type fieldInfo struct {
+	index    int
+	embedded bool
+	name     string // in JSON
+	key      string // in Bounds
+	bound    Bound
+	declared bool // Bounds has key
+}
+
+var fieldCache sync.Map // reflect.Type -> []fieldInfo
+
+func typeFields(t reflect.Type) []fieldInfo {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]fieldInfo)
+	}
+	var fs []fieldInfo
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		key := t.Name() + "." + sf.Name
+		b, ok := Bounds[key]
+		fs = append(fs, fieldInfo{index: i, embedded: sf.Anonymous, name: jsonName(sf), key: key, bound: b, declared: ok})
+	}
+	fieldCache.Store(t, fs)
+	return fs
+}
+
+// under puts the error's field under seg, the field or element holding
+// it: the path is built on the way back up, only for an answer refused.
+func (e *BoundError) under(seg string) {
+	switch {
+	case e.Field == "":
+		e.Field = seg
+	case e.Field[0] == '[' || e.Field[0] == ' ':
+		e.Field = seg + e.Field
+	default:
+		e.Field = seg + "." + e.Field
+	}
+}
+
+func under(err error, seg string) error {
+	if be, ok := err.(*BoundError); ok {
+		be.under(seg)
+	}
+	return err
+}
+
+func checkValue(v reflect.Value, cut bool) error {
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		if v.IsNil() {
 			return nil
@@ -230,25 +283,16 @@ func checkValue(v reflect.Value, path string, cut bool) error {
 	if v.Kind() != reflect.Struct || v.Type().PkgPath() != protoPkg {
 		return nil
 	}
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			continue
-		}
-		fv := v.Field(i)
-		if sf.Anonymous {
-			if err := checkValue(fv, path, cut); err != nil {
+	for _, f := range typeFields(v.Type()) {
+		fv := v.Field(f.index)
+		if f.embedded {
+			if err := checkValue(fv, cut); err != nil {
 				return err
 			}
 			continue
 		}
-		name := jsonName(sf)
-		if path != "" {
-			name = path + "." + name
-		}
-		if err := checkField(fv, t.Name()+"."+sf.Name, name, cut); err != nil {
-			return err
+		if err := checkField(fv, &f, cut); err != nil {
+			return under(err, f.name)
 		}
 	}
 	return nil
@@ -282,7 +326,9 @@ func NeedsElem(t reflect.Type) bool {
 	return false
 }
 
-func checkField(fv reflect.Value, key, name string, cut bool) error {
+// checkField checks one field's value fv; an error's Field is relative to
+// it (empty: the field itself).
+func checkField(fv reflect.Value, f *fieldInfo, cut bool) error {
 	for fv.Kind() == reflect.Pointer {
 		if fv.IsNil() {
 			return nil
@@ -291,16 +337,16 @@ func checkField(fv reflect.Value, key, name string, cut bool) error {
 	}
 	if !NeedsBound(fv.Type()) {
 		if fv.Kind() == reflect.Struct {
-			return checkValue(fv, name, cut)
+			return checkValue(fv, cut)
 		}
 		return nil
 	}
-	b, ok := Bounds[key]
-	if !ok {
-		return &BoundError{Field: name}
+	if !f.declared {
+		return &BoundError{}
 	}
+	b := f.bound
 	over := func(field string, n int, elem bool) error {
-		e := &BoundError{Field: field, Key: key, Len: n, Unit: "bytes", Max: b.Max, Why: b.Why}
+		e := &BoundError{Field: field, Key: f.key, Len: n, Unit: "bytes", Max: b.Max, Why: b.Why}
 		if elem {
 			e.Max = b.Elem
 		} else if k := fv.Kind(); k == reflect.Map || k != reflect.String && fv.Type().Elem().Kind() != reflect.Uint8 {
@@ -313,14 +359,14 @@ func checkField(fv reflect.Value, key, name string, cut bool) error {
 		if n := fv.Len(); n > b.Max {
 			switch {
 			case !b.Cut || cut && !fv.CanSet():
-				return over(name, n, false)
+				return over("", n, false)
 			case cut:
 				fv.SetString(cutHead(fv.String(), b.Max))
 			}
 		}
 	case reflect.Slice, reflect.Array, reflect.Map:
 		if n := fv.Len(); n > b.Max {
-			return over(name, n, false)
+			return over("", n, false)
 		}
 		switch {
 		case fv.Kind() == reflect.Map:
@@ -328,10 +374,10 @@ func checkField(fv reflect.Value, key, name string, cut bool) error {
 			for it.Next() {
 				k := it.Key()
 				if k.Kind() == reflect.String && k.Len() > b.Elem {
-					return over(name+" (a key)", k.Len(), true)
+					return over(" (a key)", k.Len(), true)
 				}
-				if err := checkValue(it.Value(), name+"["+strconv.Quote(cutHead(k.String(), 32))+"]", cut); err != nil {
-					return err
+				if err := checkValue(it.Value(), cut); err != nil {
+					return under(err, "["+strconv.Quote(cutHead(k.String(), 32))+"]")
 				}
 			}
 		case fv.Type().Elem().Kind() == reflect.Uint8:
@@ -342,7 +388,7 @@ func checkField(fv reflect.Value, key, name string, cut bool) error {
 				if n := e.Len(); n > b.Elem {
 					switch {
 					case !b.Cut || cut && !e.CanSet():
-						return over(name+"["+strconv.Itoa(i)+"]", n, true)
+						return over("["+strconv.Itoa(i)+"]", n, true)
 					case cut:
 						e.SetString(cutHead(e.String(), b.Elem))
 					}
@@ -350,8 +396,8 @@ func checkField(fv reflect.Value, key, name string, cut bool) error {
 			}
 		default:
 			for i := 0; i < fv.Len(); i++ {
-				if err := checkValue(fv.Index(i), name+"["+strconv.Itoa(i)+"]", cut); err != nil {
-					return err
+				if err := checkValue(fv.Index(i), cut); err != nil {
+					return under(err, "["+strconv.Itoa(i)+"]")
 				}
 			}
 		}
