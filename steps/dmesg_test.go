@@ -26,6 +26,8 @@ func (h *dmesgHost) Send(_ context.Context, r *rpc.Request) error {
 // TestDmesgTailBounded: the kernel log tail kept beside a hung workload
 // keeps its last lines, each at most maxDmesgLine bytes (SECURITY 144: 8
 // lines of a megabyte were kept whole); honest lines are kept as printed.
+// The output is at most proto.OutputLimit (an answer past it is refused
+// where it is decoded, proto.Bounds): 8 lines of 128 KiB fill it.
 func TestDmesgTailBounded(t *testing.T) {
 	honest := "[    1.0] rdma_rxe: loaded\n[    2.0] rxe0: port 1 ACTIVE\n"
 	for _, tc := range []struct {
@@ -33,7 +35,7 @@ func TestDmesgTailBounded(t *testing.T) {
 		max       int
 	}{
 		{"honest", honest, len(honest)},
-		{"lines of a megabyte", strings.Repeat(strings.Repeat("k", 1<<20)+"\n", 8), 8 * (maxDmesgLine + 8)},
+		{"lines of 128 KiB", strings.Repeat(strings.Repeat("k", proto.OutputLimit/8-1)+"\n", 8), 8 * (maxDmesgLine + 8)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := &Env{Hosts: map[string]Host{"h": &dmesgHost{out: tc.out}}}

@@ -55,17 +55,9 @@ func validBootID(s string) bool {
 // at any length up to a whole reply line (SECURITY 126); gso, added later,
 // was again (attack round 13: 8 impairments answered with 8 MiB each made
 // state.json 134 MB, rewritten at every step).
-func (r ImpairResult) Check() error {
-	for _, f := range []struct {
-		name, v string
-		max     int
-	}{{"netdev", r.Netdev, 15}, {"qdisc", r.Qdisc, 64}, {"handle", r.Handle, 64}, {"netem", r.Netem, 4096}, {"gso", r.GSO, 4096}} {
-		if len(f.v) > f.max {
-			return fmt.Errorf("%s of %d bytes, more than tc or the agent ever says (%d)", f.name, len(f.v), f.max)
-		}
-	}
-	return nil
-}
+//
+// The sizes are Bounds' (ImpairResult.*), as for every answer.
+func (r ImpairResult) Check() error { return checkBounds(&r) }
 
 // Check says whether f is an answer a host may give, in what the run
 // journals of it: its work dir, a path (PATH_MAX, 4096 bytes), goes into
@@ -82,26 +74,19 @@ func (r ImpairResult) Check() error {
 // so it is at most MaxKernel bytes, the utsname's release field: a
 // kernel of 7 MiB made two such workloads a 184 MB run directory
 // (attack round 14, host side).
+//
+// A netdev's name: engine/run's data link names the server's netdev
+// holding its address in the skip reason of every later workload of a
+// pair whose link is down: a 7 MiB name made 6 tcp workloads a 250 MB run
+// directory in 12 s (attack round 14, host side).
+//
+// The sizes are Bounds' (Facts.*, Netdev.*, Tool.* ...), as for every
+// answer; Check adds that a version is printable.
 func (f Facts) Check() error {
-	if len(f.WorkDir) > 4096 {
-		return fmt.Errorf("work_dir of %d bytes, longer than a path can be (4096)", len(f.WorkDir))
-	}
-	if len(f.Kernel) > MaxKernel {
-		return fmt.Errorf("kernel %.64q… of %d bytes, longer than uname -r can say (%d)", f.Kernel, len(f.Kernel), MaxKernel)
-	}
-	for _, nd := range f.Netdevs {
-		// engine/run's data link names the server's netdev holding its
-		// address in the skip reason of every later workload of a pair
-		// whose link is down: a 7 MiB name made 6 tcp workloads a 250 MB
-		// run directory in 12 s (attack round 14, host side).
-		if len(nd.Name) > MaxNetdevName {
-			return fmt.Errorf("a netdev name %.64q… of %d bytes, longer than the kernel's (%d)", nd.Name, len(nd.Name), MaxNetdevName)
-		}
+	if err := checkBounds(&f); err != nil {
+		return err
 	}
 	for name, t := range f.Tools {
-		if len(t.Version) > MaxToolVersion || len(t.Path) > 4096 || len(name) > 255 {
-			return fmt.Errorf("tool %.64q: a name of %d bytes, a path of %d and a version of %d: longer than a file name (255), a path (4096) or a version (%d) can be", name, len(name), len(t.Path), len(t.Version), MaxToolVersion)
-		}
 		if !printable(t.Version) {
 			return fmt.Errorf("tool %.64q: a version %.64q that is not printable text", name, t.Version)
 		}
@@ -144,17 +129,7 @@ const MaxCounters = 4096
 // Check says whether c is a reading a host may give: at most MaxCounters
 // values and as many unreadable ones, each reason at most 4 KiB (an
 // error's text).
-func (c Counters) Check() error {
-	if len(c.Values) > MaxCounters || len(c.Unreadable) > MaxCounters {
-		return fmt.Errorf("%d counters and %d unreadable ones, more than %d: more than any request names", len(c.Values), len(c.Unreadable), MaxCounters)
-	}
-	for _, u := range c.Unreadable {
-		if len(u.Reason) > 4096 {
-			return fmt.Errorf("a reason of %d bytes for an unreadable counter", len(u.Reason))
-		}
-	}
-	return nil
-}
+func (c Counters) Check() error { return checkBounds(&c) }
 
 // MaxCaptureFiles bounds the files of one capture.stop answer: the agent's
 // capture is a ring of 4 files. Each is kept for the run and pulled.
@@ -164,16 +139,15 @@ const MaxCaptureFiles = 64
 // MaxCaptureFiles files, each path a file name (255 bytes), and tcpdump's
 // report at most OutputLimit.
 func (r CaptureResult) Check() error {
-	if len(r.Files) > MaxCaptureFiles {
-		return fmt.Errorf("%d capture files, more than %d (a ring is 4)", len(r.Files), MaxCaptureFiles)
+	if err := checkBounds(&r); err != nil {
+		return err
 	}
-	for _, f := range r.Files {
-		if len(f.Path) > 255 {
-			return fmt.Errorf("a capture file name of %d bytes", len(f.Path))
+	for i, f := range r.Files {
+		// A capture file is a file name of the work dir (roce.pcap1);
+		// FileInfo's bound is a path's.
+		if len(f.Path) > nameMax {
+			return &BoundError{Field: fmt.Sprintf("files[%d].path", i), Key: "FileInfo.Path", Len: len(f.Path), Unit: "bytes", Max: nameMax, Why: "a capture's file, a file name (NAME_MAX)"}
 		}
-	}
-	if len(r.Stderr) > OutputLimit {
-		return fmt.Errorf("a tcpdump report of %d bytes", len(r.Stderr))
 	}
 	return nil
 }
@@ -181,17 +155,7 @@ func (r CaptureResult) Check() error {
 // Check says whether l is a page of a listing a host may give: each path
 // at most a path's 4096 bytes and each sha256 64 hex digits at most. The
 // listing is kept for the pull (SECURITY 130).
-func (l FilesList) Check() error {
-	if len(l.Root) > 4096 {
-		return fmt.Errorf("a work dir of %d bytes, longer than a path can be", len(l.Root))
-	}
-	for _, f := range l.Files {
-		if len(f.Path) > 4096 || len(f.SHA256) > 64 {
-			return fmt.Errorf("a listed file with a path of %d bytes and a sha256 of %d: longer than a path or a sha256 can be", len(f.Path), len(f.SHA256))
-		}
-	}
-	return nil
-}
+func (l FilesList) Check() error { return checkBounds(&l) }
 
 // The bounds of an error a host answers with (Bounded). The shipped agent's
 // messages are a sentence, its commands an argv of a few names and its
@@ -258,9 +222,4 @@ func cutHead(s string, n int) string {
 // by …"), and the error is kept for the run: a megabyte signal made each
 // failed trial's error a megabyte (SECURITY 143). Its argv and output file
 // names are the controller's own or cut where they are kept (126).
-func (r ProcResult) Check() error {
-	if len(r.Signal) > 64 {
-		return fmt.Errorf("a signal of %d bytes (%.64q…): no signal's name is that long", len(r.Signal), r.Signal)
-	}
-	return nil
-}
+func (r ProcResult) Check() error { return checkBounds(&r) }

@@ -278,6 +278,12 @@ func (p *Pending) Wait(ctx context.Context, result any) error {
 		if err := json.Unmarshal(p.env.Result, result); err != nil {
 			return fmt.Errorf("host %q: %s: decode result: %w", c.o.Host, p.Method, err)
 		}
+		// Each field within its bound (proto.Bounds): what a run keeps,
+		// copies per workload, stores or prints of a host's answer is no
+		// larger than the real thing can be (issue 24).
+		if err := proto.CheckBounds(result); err != nil {
+			return fmt.Errorf("host %q: %s: the agent's answer is refused: %w", c.o.Host, p.Method, err)
+		}
 	}
 	return nil
 }

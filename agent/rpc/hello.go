@@ -32,6 +32,11 @@ func ReadHello(r *bufio.Reader, maxJunk int) (proto.Hello, []byte, error) {
 		if bytes.HasPrefix(trimmed, []byte("{")) {
 			var h proto.Hello
 			if json.Unmarshal(trimmed, &h) == nil && h.Magic == proto.Magic {
+				// Its work dir, version and boot id are kept for the run
+				// and quoted in errors: each within its bound.
+				if err := proto.CheckBounds(&h); err != nil {
+					return proto.Hello{}, junk, fmt.Errorf("its hello is refused: %w", err)
+				}
 				return h, junk, nil
 			}
 		}

@@ -17,7 +17,8 @@ import (
 // of empty netdevs ("{},": 3 bytes each, about 780 once decoded) took the
 // controller about 2 GB per host (issue 24 attack round). Past
 // proto.MaxValues the call fails naming the host and method, within an
-// allocation of a few times the line; a reply at half the bound decodes.
+// allocation of a few times the line; a reply of as many netdevs as facts
+// may list (proto.Bounds) decodes.
 func TestReplyOfEmptyObjectsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -25,7 +26,9 @@ func TestReplyOfEmptyObjectsRefused(t *testing.T) {
 		refused bool
 	}{
 		{"past the bound", 2_000_000, true},
-		{"half the bound", proto.MaxValues / 2, false},
+		// As many netdevs as a facts answer may list (proto.Bounds), less
+		// than MaxValues: decoded.
+		{"at the netdevs' bound", proto.Bounds["Facts.Netdevs"].Max, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reqW, repR := answerEach(t, func(req proto.Request) proto.Envelope {

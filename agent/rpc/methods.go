@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"encoding/json"
+	"reflect"
 	"time"
 
 	"github.com/rlab-dev/rlab/agent/proto"
@@ -35,8 +36,12 @@ type limit struct {
 
 var limits = map[string]limit{}
 
+// results is each method's result type, by name (ResultTypes).
+var results = map[string]reflect.Type{}
+
 func def[P, R any](name string, base time.Duration, own func(P) (time.Duration, bool)) Method[P, R] {
 	m := Method[P, R]{Name: name, Base: base, own: own}
+	results[name] = reflect.TypeFor[R]()
 	limits[name] = limit{base: base, own: func(params any) (time.Duration, bool) {
 		if own == nil {
 			return 0, false
@@ -162,6 +167,16 @@ func Methods() []string {
 	out := make([]string, 0, len(limits))
 	for n := range limits {
 		out = append(out, n)
+	}
+	return out
+}
+
+// ResultTypes maps every method's name to its result type: the answers a
+// host sends, each of whose fields has a bound (proto.Bounds).
+func ResultTypes() map[string]reflect.Type {
+	out := make(map[string]reflect.Type, len(results))
+	for n, t := range results {
+		out[n] = t
 	}
 	return out
 }

@@ -361,6 +361,14 @@ func releaseAnswer(line []byte, id uint64) (*proto.Error, bool) {
 	if err := json.Unmarshal(env.Result, &res); err != nil {
 		return &proto.Error{Code: proto.CodeInternal, Message: "release: " + err.Error()}, true
 	}
+	// The mux daemon logs what it says: each field within its bound
+	// (proto.Bounds), an error's text cut to 4 KiB.
+	if err := proto.CheckBounds(&res); err != nil {
+		return &proto.Error{Code: proto.CodeInternal, Message: "release: the agent's answer is refused: " + err.Error()}, true
+	}
+	if len(res.Errors) > 4 {
+		res.Errors = append(res.Errors[:4:4], fmt.Sprintf("(%d more)", len(res.Errors)-4))
+	}
 	if len(res.Errors) > 0 {
 		return &proto.Error{Code: proto.CodeInternal, Message: "release: " + strings.Join(res.Errors, "; ")}, true
 	}

@@ -475,3 +475,65 @@ func TestKeptAgentLeaseElsewhereRefused(t *testing.T) {
 		})
 	}
 }
+
+// A kept agent whose lease answer holds a work dir longer than a path
+// (PATH_MAX) is refused by the answer's bound (proto.Bounds), and the
+// error does not quote it: the refusal above quoted the whole answer, up to
+// a reply line's 8 MiB in one error (attack round 13, low).
+func TestKeptAgentLeaseDirBounded(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{4096, "moved to work dir"},                              // a path: the usual refusal, quoting at most 4 KiB
+		{8<<20 - 100, "work_dir: 8388508 bytes, more than 4096"}, // refused by its bound
+	} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			b := newKeptBed(t, fmt.Sprintf("FAKE_LEASE_DIR_BYTES=%d", tc.n))
+			b.use(t)
+			c, err := b.d.Dial(context.Background(), b.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			a, _, err := b.agents.Open(context.Background(), c, StartOptions{Host: "h", RunID: "r1", Keep: true})
+			if err == nil {
+				a.Close()
+				t.Fatalf("Open: a work dir of %d bytes accepted", tc.n)
+			}
+			if s := err.Error(); !strings.Contains(s, tc.want) || len(s) > 16<<10 {
+				t.Errorf("Open: an error of %d bytes (%.300s), want one under 16 KiB saying %q", len(s), s, tc.want)
+			}
+		})
+	}
+}
+
+// TestReleaseAnswerBounded: what a kept agent's release answer says is
+// logged by the mux daemon: an error of a reply line's size is cut to its
+// bound (proto.Bounds, 4 KiB), thousands of them to a few, and a field
+// past its bound refuses the answer; an honest answer's error is kept.
+func TestReleaseAnswerBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		res    proto.CleanupResult
+		want   string
+		maxLen int
+	}{
+		{"honest", proto.CleanupResult{Errors: []string{`delete rxe "rxe0": busy`}}, `release: delete rxe "rxe0": busy`, 100},
+		{"an error of 8 MiB", proto.CleanupResult{Errors: []string{strings.Repeat("e", 8<<20-100)}}, "bytes in all)", 5 << 10},
+		{"4096 errors of 2 KiB", proto.CleanupResult{Errors: strings.Split(strings.Repeat(strings.Repeat("e", 2000)+"\n", 4096), "\n")[:4096]}, "(4092 more)", 10 << 10},
+		{"a handle past a file name", proto.CleanupResult{Stopped: []string{strings.Repeat("h", 8<<20-100)}}, "stopped[0]: 8388508 bytes, more than 255", 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := json.Marshal(tc.res)
+			line, _ := json.Marshal(proto.Envelope{ID: 7, Result: res})
+			perr, ok := releaseAnswer(line, 7)
+			if !ok || perr == nil {
+				t.Fatalf("releaseAnswer = %v, %v: want an error", perr, ok)
+			}
+			if !strings.Contains(perr.Message, tc.want) || len(perr.Message) > tc.maxLen {
+				t.Errorf("message of %d bytes (%.200s…), want at most %d saying %q", len(perr.Message), perr.Message, tc.maxLen, tc.want)
+			}
+		})
+	}
+}

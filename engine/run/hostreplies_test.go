@@ -31,9 +31,11 @@ func TestHostRepliesNotJournaled(t *testing.T) {
 				res.BootID = big
 			}
 		}, "failed"},
+		// An argument at its bound (MAX_ARG_STRLEN, proto.Bounds): taken,
+		// not journaled; 8 of them would be 1 MiB.
 		{"argv", func(req *rpc.Request) {
 			if _, res, ok := rpc.Match(req, rpc.ProcWait); ok {
-				res.Argv = []string{"true", big}
+				res.Argv = []string{"true", big[:proto.Bounds["ProcResult.Argv"].Elem]}
 			}
 		}, "ok"},
 		{"work dir", func(req *rpc.Request) {
@@ -41,11 +43,13 @@ func TestHostRepliesNotJournaled(t *testing.T) {
 				res.WorkDir = "/" + big
 			}
 		}, "skipped"},
+		// Past a file name's 255 bytes: the answer is refused
+		// (proto.Bounds); steps TestProcResultHandleIsOurs has one at it.
 		{"handle", func(req *rpc.Request) {
 			if _, res, ok := rpc.Match(req, rpc.ProcWait); ok {
 				res.Handle = big
 			}
-		}, "ok"},
+		}, "failed"},
 		{"signal", func(req *rpc.Request) {
 			if _, res, ok := rpc.Match(req, rpc.ProcWait); ok {
 				res.Signal = big

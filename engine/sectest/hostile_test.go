@@ -83,7 +83,8 @@ func TestHostileHello(t *testing.T) {
 		{"bad-magic", []string{"no hello within"}}, // not a hello: skipped like a banner line
 		{"wrong-proto", []string{"protocol 999", "speaks 1"}},
 		{"wrong-hash", []string{"build hash", strings.Repeat("0", 64), "we installed"}},
-		{"hash-injection", []string{"build hash", "we installed"}},
+		// Past a sha256's 64 bytes: the hello's bound refuses it (proto.Bounds).
+		{"hash-injection", []string{"its hello is refused", "hash: 4000 bytes, more than 64"}},
 		{"silent", []string{"no hello within"}},
 	}
 	for _, tc := range tests {

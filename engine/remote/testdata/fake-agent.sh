@@ -8,7 +8,7 @@
 # the work dir <runs base>/<run id>/<host leaf> of its start work dir, only
 # as the first request after its start or a release (else busy; unknown, as
 # agents from before leases, with FAKE_NO_LEASE=1; FAKE_LEASE_DIR when
-# set). With FAKE_MARK=FILE it
+# set; a path of FAKE_LEASE_DIR_BYTES bytes when that is). With FAKE_MARK=FILE it
 # creates FILE once its hello is written.
 # $1=serve $2=--run-id $3=ID $4=--work-dir $5=DIR
 echo "Welcome to the lab host (login script noise)"
@@ -17,6 +17,7 @@ h=$(sha256sum "$0" | cut -d' ' -f1)
 echo "fake agent log line on stderr" >&2
 printf '{"magic":"rlab-agent","proto":1,"hash":"%s","version":"fake","pid":%d,"work_dir":"%s"}\n' "$h" $$ "$5"
 [ -n "$FAKE_MARK" ] && : > "$FAKE_MARK"
+[ -n "$FAKE_LEASE_DIR_BYTES" ] && FAKE_LEASE_DIR="/$(head -c "$((FAKE_LEASE_DIR_BYTES - 1))" /dev/zero | tr '\0' x)"
 used=0
 while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
