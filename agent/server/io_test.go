@@ -292,6 +292,53 @@ func TestOwnerWorkDirRefused(t *testing.T) {
 	}
 }
 
+// TestOwnerWorkDirBehindClosedFolder (attack round 15, host side): a root
+// agent working for a user takes only a work dir the user could reach
+// themselves. The sudoers rule's `*` matches ".." and the user owns the
+// folders a symlink of theirs may lead through, and the agent checked only
+// the last folder's owner (its ".." check ran on a path filepath.Abs had
+// already cleaned): `--work-dir ~/.cache/rlab/runs/../../../../root/x/inner`,
+// or ~/.cache/rlab/runs/lnk/inner with lnk -> /root/x, gave the user
+// files.list, files.read and files.write as root in a folder of theirs
+// under one they cannot search (cat: Permission denied).
+func TestOwnerWorkDirBehindClosedFolder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	const uid, gid = 65534, 65534
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} { // as a home directory's parents are
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := filepath.Join(base, "home")
+	closed := filepath.Join(base, "closed") // root's, 0700: the user cannot search it
+	inner := filepath.Join(closed, "inner") // the user's
+	for _, d := range []string{home, closed, inner} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{home, inner} {
+		if err := os.Chown(d, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(closed, filepath.Join(home, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	for _, wd := range []string{
+		home + "/../closed/inner", // ".." through the rule's *, not cleaned away
+		filepath.Join(home, "lnk", "inner"),
+		filepath.Join(home, "lnk", "inner", "new"), // to be made there
+	} {
+		if _, err := New(Options{WorkDir: wd, Hash: "h", Owner: &Owner{UID: uid, GID: gid}}); err == nil {
+			t.Errorf("New(work dir %s) accepted: the user cannot search %s", wd, closed)
+		}
+	}
+}
+
 // TestWorkloadsRunAsOwner: a root agent working for a user runs workloads as
 // that user; only a process that asks for root (Become) keeps it.
 func TestWorkloadsRunAsOwner(t *testing.T) {
