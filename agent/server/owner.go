@@ -144,6 +144,22 @@ func asOwnerFS(owner *Owner, groups []int, what string, f func() error) error {
 	return err
 }
 
+// ownerGroups are the groups the owner's file access goes by (asOwnerFS):
+// its gid and the groups the user database gives it, never root's.
+func ownerGroups(o *Owner) []int {
+	gs := []int{o.GID}
+	if u, err := user.LookupId(strconv.Itoa(o.UID)); err == nil {
+		if gids, err := u.GroupIds(); err == nil {
+			for _, g := range gids {
+				if n, err := strconv.Atoi(g); err == nil && n != o.GID {
+					gs = append(gs, n)
+				}
+			}
+		}
+	}
+	return gs
+}
+
 // lookOwnerTool finds the program name of one of the owner's workloads as
 // the owner would: in the owner's PATH (workloadPATH), then in
 // extraToolDirs, as lookTool does, each candidate looked at with the

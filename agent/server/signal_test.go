@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -156,7 +157,9 @@ func TestProcSignal(t *testing.T) {
 // ownedTempDir is a fresh folder owned by uid, for an agent working for it.
 func ownedTempDir(t *testing.T, uid int) string {
 	d := t.TempDir()
-	os.Chmod(d, 0o755)
+	for _, p := range []string{filepath.Dir(d), d} { // the user reaches it, as a home's parents let them
+		os.Chmod(p, 0o755)
+	}
 	wd := d + "/wd"
 	if err := os.Mkdir(wd, 0o700); err != nil {
 		t.Fatal(err)

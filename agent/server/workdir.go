@@ -47,10 +47,26 @@ type workDir struct {
 // group to the owner's through the open handle.
 func openWorkDir(path string, owner *Owner) (*workDir, error) {
 	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		return err
-	})
+	open := func() error {
+		return ignoringEINTR(func() (err error) {
+			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			return err
+		})
+	}
+	var err error
+	if owner != nil && owner.UID != 0 && os.Geteuid() == 0 {
+		// The path is resolved with the user's own search permissions:
+		// the folder's owner alone does not say the user could reach it
+		// (sudo's * matches "..", and a symlink of the user's may lead
+		// through a folder of root's), and root would open theirs behind
+		// a folder they cannot search (attack round 15).
+		err = asOwnerFS(owner, ownerGroups(owner), fmt.Sprintf("open work dir %q", path), open)
+		if errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("open work dir %q as uid %d: %w: a root agent working for a user takes only a folder that user can reach", path, owner.UID, err)
+		}
+	} else {
+		err = open()
+	}
 	if err != nil {
 		var st unix.Stat_t
 		if unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
