@@ -262,6 +262,7 @@ func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage
 		if err := f.Chown(s.opts.Owner.UID, s.opts.Owner.GID); err != nil {
 			return nil, perr(proto.CodeInternal, "files.write %q: chown: %v", p.Path, err)
 		}
+		wd.forget(f)
 	}
 	if !p.Append || p.Mode != 0 { // a later part keeps the first part's mode
 		if err := f.Chmod(mode); err != nil {

@@ -106,6 +106,44 @@ func TestRenamedIntoWorkDir(t *testing.T) {
 			t.Errorf("the agent's own file: uid %d mode %o, want the user's, 0600", st.Uid, fi.Mode().Perm())
 		}
 	})
+	t.Run("a file given to the user is no longer one the agent made", func(t *testing.T) {
+		// Else, once the user removes it, a new file of root's that gets
+		// its inode number passes for the agent's own (agentMade): the
+		// user appended to a root agent's capture record that way (attack
+		// round 15). Each way the agent gives a file away forgets it.
+		made := func(name string) bool {
+			fi, err := os.Stat(filepath.Join(wd, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.made[[2]uint64{uint64(st.Dev), st.Ino}]
+		}
+		f, err := w.create("given.log", owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if made("given.log") {
+			t.Error("create for the user: the file is still listed as the agent's")
+		}
+		f, err = w.createNew("owned.pcap", 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !made("owned.pcap") {
+			t.Fatal("createNew: the agent's new file is not listed as its own")
+		}
+		if err := w.own("owned.pcap", owner); err != nil {
+			t.Fatal(err)
+		}
+		if made("owned.pcap") {
+			t.Error("own: the file given to the user is still listed as the agent's")
+		}
+	})
 	t.Run("a folder's chown goes through the open folder", func(t *testing.T) {
 		p := renameIn(t, "dir")
 		if err := w.ownMadeDir("dir", owner); err == nil {

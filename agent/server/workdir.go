@@ -169,6 +169,7 @@ func (w *workDir) create(name string, owner *Owner) (*os.File, error) {
 			f.Close()
 			return nil, fmt.Errorf("chown %q to %d:%d: %w", name, owner.UID, owner.GID, err)
 		}
+		w.forget(f)
 	}
 	return f, nil
 }
@@ -197,6 +198,24 @@ func (w *workDir) createNew(name string, mode fs.FileMode) (*os.File, error) {
 		}
 	}
 	return f, nil
+}
+
+// forget drops the open file fi, just given to the user, from the files
+// this agent made: from then on it is the user's by its owner, and the
+// user may remove it, after which a new file of root's (a capture's
+// record, another run's output) may get its inode number and would pass
+// for one the agent made (attack round 15: appended to and given to the
+// user, 2 tries of 2).
+func (w *workDir) forget(f *os.File) {
+	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		w.mu.Lock()
+		delete(w.made, [2]uint64{uint64(st.Dev), st.Ino})
+		w.mu.Unlock()
+	}
 }
 
 // agentMade says whether the open file fi is one this agent created in the
@@ -268,6 +287,7 @@ func (w *workDir) own(name string, owner *Owner) error {
 	if err := f.Chown(owner.UID, owner.GID); err != nil {
 		return fmt.Errorf("chown %q to %d:%d: %w", name, owner.UID, owner.GID, err)
 	}
+	w.forget(f)
 	return nil
 }
 
