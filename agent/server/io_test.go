@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -617,4 +619,72 @@ func TestLoginShell(t *testing.T) {
 	if got := loginShell(filepath.Join(t.TempDir(), "none"), "ana"); got != "/bin/sh" {
 		t.Errorf("no passwd file: %q, want /bin/sh", got)
 	}
+}
+
+// TestTCPSocketsAreTheOwners: a root agent working for a user makes the
+// sockets of tcp.send and tcp.serve with the user's filesystem ids, so the
+// kernel counts them as the user's (/proc/net/tcp's uid, what iptables'
+// owner match reads): a firewall rule that filters by user holds for the
+// user's transfers. tcp.send connected as uid 0 before (attack round 15).
+func TestTCPSocketsAreTheOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	const uid = 65534
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o711)
+	if err := os.Chown(base, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startAgent(t, Options{WorkDir: filepath.Join(base, "w"), Owner: &Owner{UID: uid, GID: uid}})
+	var serving proto.TCPServing
+	c.mustCall(proto.MethodTCPServe, proto.TCPServeParams{Handle: "rx", Addr: "127.0.0.1"}, &serving)
+	if got := procNetTCPUID(serving.Port, "0A"); got != uid {
+		t.Errorf("tcp.serve's listener on port %d is uid %d's, want %d's", serving.Port, got, uid)
+	}
+	// The receiver's side of tcp.send: a listener of the test's, which
+	// reads the sender's socket owner while the connection is up.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sender := make(chan int, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			sender <- -1
+			return
+		}
+		defer conn.Close()
+		sender <- procNetTCPUID(conn.RemoteAddr().(*net.TCPAddr).Port, "01")
+		io.Copy(io.Discard, conn)
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], 1)
+		conn.Write(n[:])
+	}()
+	c.mustCall(proto.MethodTCPSend, proto.TCPSendParams{Handle: "tx", Addr: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, Bytes: 1, TimeoutMs: 10000}, nil)
+	if got := <-sender; got != uid {
+		t.Errorf("tcp.send's socket is uid %d's, want %d's", got, uid)
+	}
+}
+
+// procNetTCPUID is the uid /proc/net/tcp gives the socket whose local port
+// is port, in state st (0A listening, 01 established); -1 when none, -2
+// when the file cannot be read.
+func procNetTCPUID(port int, st string) int {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return -2
+	}
+	want := fmt.Sprintf(":%04X", port)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 7 && strings.HasSuffix(f[1], want) && f[3] == st {
+			if n, err := strconv.Atoi(f[7]); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }

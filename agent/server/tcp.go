@@ -64,7 +64,11 @@ func (s *Server) tcpServe(ctx context.Context, c *call, params json.RawMessage) 
 		return nil, perr(proto.CodeExists, "tcp.serve: handle %q already in use", p.Handle)
 	}
 	addr := net.JoinHostPort(p.Addr, strconv.Itoa(p.Port))
-	ln, err := net.Listen("tcp", addr)
+	var ln net.Listener
+	err := s.asOwnerSocket("tcp.serve", func() (err error) {
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
 	if err != nil {
 		return nil, perr(proto.CodeCommand, "tcp.serve %q: listen on %s: %v", p.Handle, addr, err)
 	}
@@ -206,6 +210,24 @@ func (s *Server) tcpWait(ctx context.Context, c *call, params json.RawMessage) (
 	return t.res, nil
 }
 
+// asOwnerSocket runs f, which makes a socket, with the owner's filesystem
+// ids when a root agent works for a user: a socket is its maker's by its
+// inode and its file's credentials (/proc/net/tcp's uid; iptables' owner
+// match), so a firewall rule that filters by user holds for the user's
+// transfers (attack round 15: tcp.send connected as uid 0). f makes the
+// socket in this goroutine, on the thread asOwnerFS holds.
+func (s *Server) asOwnerSocket(what string, f func() error) error {
+	o := s.opts.Owner
+	if o == nil || o.UID == 0 || os.Geteuid() != 0 {
+		return f()
+	}
+	var ferr error
+	if err := asOwnerFS(o, nil, what, func() error { ferr = f(); return nil }); err != nil {
+		return err
+	}
+	return ferr
+}
+
 func (s *Server) tcpSend(ctx context.Context, c *call, params json.RawMessage) (any, error) {
 	var p proto.TCPSendParams
 	if err := decode(proto.MethodTCPSend, params, &p); err != nil {
@@ -221,8 +243,14 @@ func (s *Server) tcpSend(ctx context.Context, c *call, params json.RawMessage) (
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMs)*time.Millisecond)
 		defer cancel()
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	// No parallel fallback dial (happy eyeballs), whose racers make their
+	// sockets in goroutines of their own, outside asOwnerSocket's thread.
+	d := net.Dialer{FallbackDelay: -1}
+	var conn net.Conn
+	err := s.asOwnerSocket("tcp.send", func() (err error) {
+		conn, err = d.DialContext(ctx, "tcp", addr)
+		return err
+	})
 	if err != nil {
 		return nil, perr(proto.CodeCommand, "tcp.send %q: connect to %s: %v", p.Handle, addr, err)
 	}
