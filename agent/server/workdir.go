@@ -87,6 +87,15 @@ func openWorkDir(path string, owner *Owner) (*workDir, error) {
 	if owner != nil && int(st.Uid) != owner.UID {
 		return fail(fmt.Errorf("the work dir %q opened belongs to uid %d, not to the owner uid %d: refusing to take it over for the owner", path, st.Uid, owner.UID))
 	}
+	if owner != nil {
+		var sfs unix.Statfs_t
+		if err := unix.Fstatfs(fd, &sfs); err != nil {
+			return fail(fmt.Errorf("statfs work dir %q: %w", path, err))
+		}
+		if name, bad := kernelFS[int64(sfs.Type)]; bad {
+			return fail(fmt.Errorf("the work dir %q is on a %s filesystem: a root agent working for a user takes no folder of the kernel's, where its writes are requests the kernel grants by the writer's credentials (a cgroup's cgroup.procs moves any process)", path, name))
+		}
+	}
 	// Mkdir honours umask; the work dir must be exactly 0700.
 	if st.Mode&0o7777 != 0o700 {
 		if err := unix.Fchmod(fd, 0o700); err != nil {
@@ -112,6 +121,33 @@ func openWorkDir(path string, owner *Owner) (*workDir, error) {
 		return fail(fmt.Errorf("open work dir %q: /proc/self/fd/%d is not the folder opened (no /proc?)", path, fd))
 	}
 	return w, nil
+}
+
+// kernelFS are the filesystems, by statfs magic, whose files are requests
+// to the kernel rather than data: a user owns folders there (systemd
+// delegates user@UID.service's cgroup to its user; /proc/PID is the
+// process owner's), and a root agent's write to a file the user owns there
+// is checked by the kernel as root's: cgroup.procs moved any process into
+// the user's cgroup, to be frozen or killed (attack round 16). A work dir
+// is a folder of files; none of these is one.
+var kernelFS = map[int64]string{
+	unix.CGROUP2_SUPER_MAGIC: "cgroup2",
+	unix.CGROUP_SUPER_MAGIC:  "cgroup",
+	unix.PROC_SUPER_MAGIC:    "proc",
+	unix.SYSFS_MAGIC:         "sysfs",
+	unix.BPF_FS_MAGIC:        "bpf",
+	unix.DEBUGFS_MAGIC:       "debugfs",
+	unix.TRACEFS_MAGIC:       "tracefs",
+	unix.SECURITYFS_MAGIC:    "securityfs",
+	unix.SELINUX_MAGIC:       "selinuxfs",
+	unix.SMACK_MAGIC:         "smackfs",
+	0x62656570:               "configfs", // CONFIGFS_MAGIC, not in x/sys
+	unix.PSTOREFS_MAGIC:      "pstore",
+	unix.EFIVARFS_MAGIC:      "efivarfs",
+	unix.DEVPTS_SUPER_MAGIC:  "devpts",
+	unix.BINFMTFS_MAGIC:      "binfmt_misc",
+	0x65735543:               "fusectl", // FUSE_CTL_SUPER_MAGIC, not in x/sys
+	unix.NSFS_MAGIC:          "nsfs",
 }
 
 // fdPath names the held folder for a path-taking interface (the working
