@@ -97,7 +97,7 @@ func mkdirAllOwned(dir string, owner *Owner) error {
 // the folder is the owner's as it is made, and the owner's own permissions
 // decide whether it can be.
 func mkdirAs(d string, owner *Owner) error {
-	return asOwnerFS(owner, nil, fmt.Sprintf("create %q", d), func() error { return os.Mkdir(d, 0o700) })
+	return asOwnerFS(owner, ownerGroups(owner), fmt.Sprintf("create %q", d), func() error { return os.Mkdir(d, 0o700) })
 }
 
 // asOwnerFS runs f with the owner's filesystem uid and gid (setfsuid and
