@@ -126,7 +126,10 @@ func MarshalJSONResult(diags hcl.Diagnostics) ([]byte, error) {
 // range's columns); without colour the whole output is escaped again.
 func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, width uint, color bool) error {
 	files = safeSources(files)
-	for _, d := range diags {
+	for i, d := range diags {
+		if i == MaxShownDiagnostics {
+			return writeNotShown(w, diags[i:])
+		}
 		d = safeDiag(d)
 		var buf bytes.Buffer
 		hw := hcl.NewDiagnosticTextWriter(&buf, files, width, color)
@@ -151,6 +154,38 @@ func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnos
 		}
 	}
 	return nil
+}
+
+// MaxShownDiagnostics bounds the diagnostics WriteDiagnostics shows; the
+// rest are counted in one line. hcl's writer finds a diagnostic's source
+// lines by scanning its whole file from the start, so each one shown costs
+// the file's length: a lab of many small mistakes took time quadratic in
+// its size to print (`x{}` 4,000 times, 16 KB, held `rlab validate` 53 s;
+// the 4 MiB a lab file may hold, weeks).
+const MaxShownDiagnostics = 100
+
+// writeNotShown writes the line that counts the diagnostics not shown.
+func writeNotShown(w io.Writer, rest hcl.Diagnostics) error {
+	errs := 0
+	for _, d := range rest {
+		if d.Severity == hcl.DiagError {
+			errs++
+		}
+	}
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{errs, "error"}, {len(rest) - errs, "warning"}} {
+		switch {
+		case c.n == 1:
+			parts = append(parts, "1 more "+c.what)
+		case c.n > 1:
+			parts = append(parts, fmt.Sprintf("%d more %ss", c.n, c.what))
+		}
+	}
+	_, err := fmt.Fprintf(w, "%s not shown: the first %d diagnostics are above (rlab validate -json lists every one).\n\n", strings.Join(parts, " and "), MaxShownDiagnostics)
+	return err
 }
 
 // safeDiag is d with its texts and file names escaped for a terminal.
