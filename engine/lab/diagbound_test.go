@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -50,6 +51,47 @@ func TestWriteDiagnosticsBounded(t *testing.T) {
 		}
 		if want := "200 more errors not shown"; !strings.Contains(out, want) {
 			t.Errorf("colour %v: the output does not say %q; its end:\n%s", color, want, out[max(0, len(out)-300):])
+		}
+	}
+}
+
+// TestWriteDiagnosticScansItsLinesOnly: hcl's writer scans a diagnostic's
+// whole file from the start to find its source lines, allocating for each
+// line, so one diagnostic at the end of a long file cost the file: a 4 MB
+// lab of two million comment lines and then 100 mistakes held `rlab
+// validate` over 10 minutes (attack round 15), MaxShownDiagnostics or not.
+// The writer is given the diagnostic's own lines: its allocations do not
+// grow with the lines before them. The text is as before (line numbers
+// included).
+func TestWriteDiagnosticScansItsLinesOnly(t *testing.T) {
+	for _, pre := range []int{0, 200000} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "lab.hcl")
+		src := "lab \"u\" {}\n" + strings.Repeat("#\n", pre) + "x{}\nhost \"h\" {\n  address = 1 + \"a\"\n}\n"
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, diags := Load([]string{p}, LoadOptions{})
+		if len(diags) == 0 {
+			t.Fatal("no diagnostics")
+		}
+		files := SourceFiles(l, diags)
+		var out string
+		allocs := testing.AllocsPerRun(1, func() {
+			var b strings.Builder
+			WriteDiagnostics(&b, files, diags, 0, false)
+			out = b.String()
+		})
+		if pre > 0 && allocs > 20000 {
+			t.Errorf("%d lines before the diagnostics: %.0f allocations to write them, want them not to grow with those lines", pre, allocs)
+		}
+		for _, want := range []string{
+			fmt.Sprintf("on %s:%d,1-2:\n%4d: x{}\n%s^\n", p, pre+2, pre+2, strings.Repeat(" ", len(fmt.Sprintf("%4d: ", pre+2)))),
+			fmt.Sprintf("on %s:%d,17-20:\n%4d:   address = 1 + \"a\"\n", p, pre+4, pre+4),
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%d lines before: output lacks %q:\n%s", pre, want, out)
+			}
 		}
 	}
 }
