@@ -113,6 +113,16 @@ func Write(path string, b []byte, sync bool) error {
 	return replace(path, b, sync)
 }
 
+// WriteUnmasked is Write without the masking, for the one file that must
+// hold the run's values as they are: state.json, whose host user, address
+// and rxe devices `rlab down` acts on, and whose signature (runstate's
+// HMAC) covers the bytes as the run wrote them; masked after signing, down
+// refused the user's own run ("not written by your rlab", attack round
+// 15). runstate redacts what down does not need (argv) before signing.
+func WriteUnmasked(path string, b []byte, sync bool) error {
+	return replace(path, b, sync)
+}
+
 func replace(path string, b []byte, sync bool) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -172,7 +182,7 @@ func maskJSON(m Masker, b []byte) []byte {
 	}
 	var out strings.Builder
 	out.Grow(len(s))
-	last := 0
+	last, broken := 0, false
 	for i := 0; i < len(s); i++ {
 		if s[i] != '"' {
 			continue
@@ -185,7 +195,8 @@ func maskJSON(m Masker, b []byte) []byte {
 			j++
 		}
 		if j >= len(s) {
-			break // not JSON: the rest is masked as text below
+			broken = true // not JSON: the rest is masked as text below
+			break
 		}
 		lit := s[i+1 : j]
 		if masked := m.Replace(lit); masked != lit {
@@ -202,7 +213,16 @@ func maskJSON(m Masker, b []byte) []byte {
 		}
 		i = j
 	}
-	out.WriteString(m.Replace(s[last:]))
+	if broken {
+		out.WriteString(m.Replace(s[last:]))
+	} else {
+		// Outside its literals a JSON document holds numbers, true, false,
+		// null and punctuation: a value masked there (a sensitive "1", or
+		// `","` spanning two literals) broke the document or changed what
+		// it says (attack round 15). A sensitive number is kept as the
+		// number it is, as lab.RedactJSON keeps it.
+		out.WriteString(s[last:])
+	}
 	return []byte(out.String())
 }
 

@@ -70,6 +70,25 @@ func TestWriterMasks(t *testing.T) {
 			t.Errorf("a %v: the value %q changed the document", back["a"], syntax)
 		}
 	})
+	t.Run("json outside its literals", func(t *testing.T) {
+		// A value met only outside the literals (a number, or `","`
+		// spanning two of them) is not masked there: masking it broke the
+		// document or changed what it says (attack round 15).
+		num := t.TempDir()
+		defer rundir.Mask(num, lab.Redactor([]string{"65536", syntax}))()
+		for _, doc := range []string{
+			`{"size":65536,"list":["a","b"]}`,
+			`{"list":["a","b"],"n":[1,65536]}`,
+		} {
+			p := filepath.Join(num, "results.json")
+			if err := rundir.WriteFile(p, []byte(doc)); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(p); got != doc {
+				t.Errorf("%s written as %s", doc, got)
+			}
+		}
+	})
 	t.Run("records", func(t *testing.T) {
 		p := filepath.Join(dir, "events.jsonl")
 		f, err := rundir.Create(p, rundir.New)

@@ -316,7 +316,7 @@ func (j *Journal) Snapshot() State {
 // one, and a fixed name opened with O_TRUNC followed a planted symlink to
 // a file of the reader's and overwrote it.
 func (j *Journal) write(b []byte, sync bool) error {
-	if err := rundir.Write(j.path, append(b, '\n'), sync); err != nil {
+	if err := rundir.WriteUnmasked(j.path, append(b, '\n'), sync); err != nil {
 		return fmt.Errorf("write run state: %w", err)
 	}
 	return nil
