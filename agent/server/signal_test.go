@@ -155,7 +155,7 @@ func TestProcSignal(t *testing.T) {
 }
 
 // ownedTempDir is a fresh folder owned by uid, for an agent working for it.
-func ownedTempDir(t *testing.T, uid int) string {
+func ownedTempDir(t testing.TB, uid int) string {
 	d := t.TempDir()
 	for _, p := range []string{filepath.Dir(d), d} { // the user reaches it, as a home's parents let them
 		os.Chmod(p, 0o755)
