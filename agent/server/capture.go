@@ -304,8 +304,12 @@ func (s *Server) stopCapture(cp *capture) (proto.CaptureResult, error) {
 			return
 		}
 		for _, n := range names {
+			// own stays root's (SECURITY 231's exception): it gives the
+			// user what root made in its capture folder, and only a file
+			// that is the user's already or one root made (agentMade).
 			_ = wd.own(n, s.opts.Owner)
-			fi, err := fileInfo(wd.root, wd.owner, n)
+			var fi proto.FileInfo
+			err := wd.asUser("capture "+cp.handle, func() (err error) { fi, err = fileInfo(wd.root, wd.owner, n); return err })
 			if err != nil {
 				cp.err = perr(proto.CodeInternal, "capture %q: %v", cp.handle, err)
 				return

@@ -39,6 +39,16 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 	if err := wd.check(proto.MethodFilesList); err != nil {
 		return nil, err
 	}
+	var res any
+	err := wd.asUser(proto.MethodFilesList, func() (err error) {
+		res, err = filesListIn(ctx, wd, p, dir)
+		return err
+	})
+	return res, asUserErr(proto.MethodFilesList, err)
+}
+
+// filesListIn is files.list's walk and hashing, run as the user (asUser).
+func filesListIn(ctx context.Context, wd *workDir, p proto.FilesListOptions, dir string) (any, error) {
 	root := wd.root
 	if dir != "." {
 		// Confirm the start is a real directory inside the root (not a
@@ -61,6 +71,15 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 	}
 	var all []entry
 	err := fs.WalkDir(root.FS(), filepath.ToSlash(dir), func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrPermission) && p != filepath.ToSlash(dir) {
+			// A folder the user cannot read (a running capture's, root's)
+			// is not theirs to list: passed over, as their own ls would
+			// say it and go on.
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -92,8 +111,8 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 		if info, err := e.d.Info(); err == nil && hashMax > 0 && info.Size() > hashMax {
 			// Big: the pull asks for its sum while it copies.
 			fi = info
-		} else if fi, sum, err = hashRootFile(root, wd.owner, e.path); errors.Is(err, errNotUsers) {
-			continue // not the user's: a root agent lists it not (usersFile)
+		} else if fi, sum, err = hashRootFile(root, wd.owner, e.path); errors.Is(err, errNotUsers) || errors.Is(err, fs.ErrPermission) {
+			continue // not the user's (usersFile), or not one they may read: a root agent lists it not
 		} else if err != nil {
 			return nil, perr(proto.CodeInternal, "files.list %q: %v", p.Dir, rootErr(err))
 		}
@@ -108,6 +127,17 @@ func (s *Server) filesList(ctx context.Context, c *call, params json.RawMessage)
 		budget -= 6*len(e.path) + 160
 	}
 	return res, nil
+}
+
+// asUserErr is err of a call run as the user (asUser): the call's own
+// error as it is, or an internal one when the agent could not take the
+// user's filesystem identity.
+func asUserErr(method string, err error) error {
+	var pe *proto.Error
+	if err == nil || errors.As(err, &pe) {
+		return err
+	}
+	return perr(proto.CodeInternal, "%s: %v", method, err)
 }
 
 func rootErr(err error) error {
@@ -169,6 +199,16 @@ func (s *Server) filesRead(ctx context.Context, c *call, params json.RawMessage)
 	if err := wd.check(proto.MethodFilesRead); err != nil {
 		return nil, err
 	}
+	var res any
+	err := wd.asUser(proto.MethodFilesRead, func() (err error) {
+		res, err = filesReadIn(wd, p, max)
+		return err
+	})
+	return res, asUserErr(proto.MethodFilesRead, err)
+}
+
+// filesReadIn is files.read's open and read, run as the user (asUser).
+func filesReadIn(wd *workDir, p proto.FilesReadParams, max int64) (any, error) {
 	f, err := wd.root.OpenFile(p.Path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -215,6 +255,18 @@ func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage
 	if err := wd.check(proto.MethodFilesWrite); err != nil {
 		return nil, err
 	}
+	var res any
+	err := wd.asUser(proto.MethodFilesWrite, func() (err error) {
+		res, err = s.filesWriteIn(wd, p)
+		return err
+	})
+	return res, asUserErr(proto.MethodFilesWrite, err)
+}
+
+// filesWriteIn is files.write's file work, run as the user (asUser): the
+// folders and the file it makes are the user's as they are made, and
+// what it opens the kernel lets the user open.
+func (s *Server) filesWriteIn(wd *workDir, p proto.FilesWriteParams) (any, error) {
 	rel := filepath.Clean(p.Path)
 	if dir := filepath.Dir(rel); dir != "." {
 		parts := strings.Split(dir, string(filepath.Separator))
@@ -224,7 +276,7 @@ func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage
 			if err != nil && !errors.Is(err, fs.ErrExist) {
 				return nil, perr(proto.CodeInternal, "files.write %q: make folder %q: %v", p.Path, d, rootErr(err))
 			}
-			if err == nil && s.opts.Owner != nil {
+			if err == nil && s.opts.Owner != nil && wd.as == nil {
 				if err := wd.ownMadeDir(d, s.opts.Owner); err != nil {
 					return nil, perr(proto.CodeInternal, "files.write %q: chown folder %q: %v", p.Path, d, rootErr(err))
 				}
@@ -258,7 +310,7 @@ func (s *Server) filesWrite(ctx context.Context, c *call, params json.RawMessage
 		// one name): not a root file the user renamed in between parts.
 		return nil, perr(proto.CodePermission, "files.write: %v", usersFile(fi, s.opts.Owner, p.Path))
 	}
-	if s.opts.Owner != nil {
+	if s.opts.Owner != nil && wd.as == nil {
 		if err := f.Chown(s.opts.Owner.UID, s.opts.Owner.GID); err != nil {
 			return nil, perr(proto.CodeInternal, "files.write %q: chown: %v", p.Path, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +85,9 @@ func (s *Server) procStart(ctx context.Context, c *call, params json.RawMessage)
 		if !filepath.IsLocal(p.Dir) {
 			return nil, perr(proto.CodeBadRequest, "proc.start %q: dir %q is not inside the work dir", p.Handle, p.Dir)
 		}
-		if fi, err := s.workDir().root.Stat(p.Dir); err != nil || !fi.IsDir() {
+		var fi fs.FileInfo
+		wd := s.workDir()
+		if err := wd.asUser("proc.start", func() (err error) { fi, err = wd.root.Stat(p.Dir); return err }); err != nil || !fi.IsDir() {
 			return nil, perr(proto.CodeBadRequest, "proc.start %q: dir %q is no folder of the work dir", p.Handle, p.Dir)
 		}
 	}

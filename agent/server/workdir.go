@@ -33,6 +33,13 @@ type workDir struct {
 	// owner is the user a root agent works for (nil: the agent is the
 	// user): files of the folder it opens must be that user's (usersFile).
 	owner *Owner
+	// as is the owner when the agent is root working for them (nil
+	// otherwise, and for the capture's ring folder, root's): every file
+	// operation on the user's behalf runs with their filesystem uid, gid
+	// and groups (asUser), so the kernel judges each open as the user's
+	// own, whatever the path leads to (issue 24).
+	as     *Owner
+	groups []int
 	// made holds the files this agent created there (device and inode,
 	// from the open file): the only root-owned files it gives to the
 	// owner. "Root's with one name" was not enough: the user can rename a
@@ -54,13 +61,15 @@ func openWorkDir(path string, owner *Owner) (*workDir, error) {
 		})
 	}
 	var err error
+	var groups []int
 	if owner != nil && owner.UID != 0 && os.Geteuid() == 0 {
+		groups = ownerGroups(owner)
 		// The path is resolved with the user's own search permissions:
 		// the folder's owner alone does not say the user could reach it
 		// (sudo's * matches "..", and a symlink of the user's may lead
 		// through a folder of root's), and root would open theirs behind
 		// a folder they cannot search (attack round 15).
-		err = asOwnerFS(owner, ownerGroups(owner), fmt.Sprintf("open work dir %q", path), open)
+		err = asOwnerFS(owner, groups, fmt.Sprintf("open work dir %q", path), open)
 		if errors.Is(err, unix.EACCES) {
 			return nil, fmt.Errorf("open work dir %q as uid %d: %w: a root agent working for a user takes only a folder that user can reach", path, owner.UID, err)
 		}
@@ -76,6 +85,9 @@ func openWorkDir(path string, owner *Owner) (*workDir, error) {
 	}
 	dir := os.NewFile(uintptr(fd), path)
 	w := &workDir{path: path, dir: dir, owner: owner}
+	if groups != nil {
+		w.as, w.groups = owner, groups
+	}
 	fail := func(err error) (*workDir, error) {
 		w.close()
 		return nil, err
@@ -190,17 +202,39 @@ func (w *workDir) check(method string) error {
 	return perr(proto.CodePermission, "%s: the work dir %q was replaced after the agent opened it (it is now %s): refusing to follow it", method, w.path, now)
 }
 
+// asUser runs f, which works on the user's files through w, with the
+// user's filesystem uid, gid and groups when the agent is root working for
+// them (w.as): what f opens, makes, lists or removes, the kernel allows as
+// it would the user, so a path the user points somewhere they cannot go
+// (a symlink, a hard link, a file of a delegated cgroup whose write is
+// judged by credentials) is refused them. f must do its file work in the
+// calling goroutine (os.Root's calls do); its error is returned as is.
+func (w *workDir) asUser(what string, f func() error) error {
+	if w == nil || w.as == nil {
+		return f()
+	}
+	return asOwnerFS(w.as, w.groups, what, f)
+}
+
 // create creates a new 0600 file in the work dir, owned by owner when set;
 // a symlink is followed only inside the work dir. An existing file of that
 // name is removed first, never opened: it may be a hard link the user put
 // there to a file that is not theirs (usersFile), which root would
 // truncate and chown for them.
+//
+// With w.as (root working for the user) it is made as the user, theirs
+// from its first instant: no chown. Without (the capture's ring folder,
+// root's), root makes it and chowns it.
 func (w *workDir) create(name string, owner *Owner) (*os.File, error) {
-	f, err := w.createNew(name, 0o600)
+	var f *os.File
+	err := w.asUser(fmt.Sprintf("create %q", name), func() (err error) {
+		f, err = w.createNew(name, 0o600)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if owner != nil {
+	if owner != nil && w.as == nil {
 		if err := f.Chown(owner.UID, owner.GID); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("chown %q to %d:%d: %w", name, owner.UID, owner.GID, err)
@@ -223,8 +257,11 @@ func (w *workDir) createNew(name string, mode fs.FileMode) (*os.File, error) {
 	if err != nil {
 		return nil, rootErr(err)
 	}
+	// Only root's own files are recorded (agentMade): one made as the
+	// user (asUser) is theirs, and its inode, once they remove it, may be
+	// a file of root's next.
 	if fi, err := f.Stat(); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == 0 {
 			w.mu.Lock()
 			if w.made == nil {
 				w.made = map[[2]uint64]bool{}
@@ -355,7 +392,11 @@ var errNotUsers = errors.New("refusing to touch it as root")
 // whether it was longer.
 func (w *workDir) readTail(name string, max int64) (string, bool) {
 	// O_NONBLOCK: a FIFO put in a file's place must not hang the agent.
-	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	var f *os.File
+	err := w.asUser(fmt.Sprintf("read %q", name), func() (err error) {
+		f, err = w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		return err
+	})
 	if err != nil {
 		return "", false
 	}
@@ -377,7 +418,8 @@ func (w *workDir) readTail(name string, max int64) (string, bool) {
 
 // size is a file's size in the work dir, 0 when it has none.
 func (w *workDir) size(name string) int64 {
-	fi, err := w.root.Lstat(name)
+	var fi fs.FileInfo
+	err := w.asUser(fmt.Sprintf("stat %q", name), func() (err error) { fi, err = w.root.Lstat(name); return err })
 	if err != nil {
 		return 0
 	}
