@@ -45,3 +45,23 @@ func BenchmarkFilesAsOwner(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAsUser is asUser's own cost around nothing: the locked thread
+// and the setgroups/setfsgid/setfsuid calls and their undoing, what each
+// file call of a root agent working for a user pays.
+func BenchmarkAsUser(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: a root agent working for a user")
+	}
+	const nobody = 65534
+	w, err := openWorkDir(ownedTempDir(b, nobody), &Owner{UID: nobody, GID: nobody})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.close()
+	for b.Loop() {
+		if err := w.asUser("nothing", func() error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
