@@ -194,6 +194,12 @@ func window(files map[string]*hcl.File, d *hcl.Diagnostic) (map[string]*hcl.File
 	return map[string]*hcl.File{d.Subject.Filename: {Bytes: b[from:to]}}, &c, bytes.Count(b[:from], []byte{'\n'})
 }
 
+// MaxSnippetLines bounds the source lines a diagnostic shows: hcl's
+// writer prints every line of its subject and context, and one template's
+// context is the whole template, so 100 mistakes at the head of a long
+// heredoc printed it 100 times (attack round 16).
+const MaxSnippetLines = 12
+
 // renumber adds n to the line numbers of the source lines hcl's writer
 // printed (each "%4d: ", between the "  on " line and the blank line
 // after it).
