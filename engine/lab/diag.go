@@ -176,10 +176,19 @@ func window(files map[string]*hcl.File, d *hcl.Diagnostic) (map[string]*hcl.File
 	if snip.Start.Byte < 0 || snip.Start.Byte > snip.End.Byte || snip.End.Byte > len(b) {
 		return files, d, 0
 	}
-	from, to := bytes.LastIndexByte(b[:snip.Start.Byte], '\n')+1, len(b)
-	if i := bytes.IndexByte(b[snip.End.Byte:], '\n'); i >= 0 {
-		to = snip.End.Byte + i + 1
+	from, to := lineSpan(b, snip)
+	c := *d
+	if d.Context != nil && !fewLines(b[from:to]) {
+		// A context of many lines (hcl gives every mistake in a
+		// template the whole template) is left out: the subject's
+		// lines are shown.
+		snip, c.Context = *d.Subject, nil
+		if snip.Start.Byte < 0 || snip.Start.Byte > snip.End.Byte || snip.End.Byte > len(b) {
+			return files, d, 0
+		}
+		from, to = lineSpan(b, snip)
 	}
+	to = from + cutLines(b[from:to], MaxSnippetLines)
 	move := func(r *hcl.Range) *hcl.Range {
 		if r == nil {
 			return nil
@@ -189,9 +198,40 @@ func window(files map[string]*hcl.File, d *hcl.Diagnostic) (map[string]*hcl.File
 		m.End.Byte -= from
 		return &m
 	}
-	c := *d
-	c.Subject, c.Context = move(d.Subject), move(d.Context)
+	c.Subject, c.Context = move(c.Subject), move(c.Context)
 	return map[string]*hcl.File{d.Subject.Filename: {Bytes: b[from:to]}}, &c, bytes.Count(b[:from], []byte{'\n'})
+}
+
+// MaxSnippetLines bounds the source lines a diagnostic shows: hcl's
+// writer prints every line of its subject and context, and one template's
+// context is the whole template, so 100 mistakes at the head of a long
+// heredoc printed it 100 times (attack round 16).
+const MaxSnippetLines = 12
+
+// lineSpan is where the lines holding r start and end in b.
+func lineSpan(b []byte, r hcl.Range) (from, to int) {
+	from, to = bytes.LastIndexByte(b[:r.Start.Byte], '\n')+1, len(b)
+	if i := bytes.IndexByte(b[r.End.Byte:], '\n'); i >= 0 {
+		to = r.End.Byte + i + 1
+	}
+	return from, to
+}
+
+// fewLines reports whether b holds at most MaxSnippetLines lines.
+func fewLines(b []byte) bool { return cutLines(b, MaxSnippetLines) == len(b) }
+
+// cutLines is the length of b's first n lines (all of b if it has fewer),
+// found without reading past them.
+func cutLines(b []byte, n int) int {
+	at := 0
+	for range n {
+		i := bytes.IndexByte(b[at:], '\n')
+		if i < 0 {
+			return len(b)
+		}
+		at += i + 1
+	}
+	return at
 }
 
 // renumber adds n to the line numbers of the source lines hcl's writer

@@ -95,3 +95,43 @@ func TestWriteDiagnosticScansItsLinesOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteDiagnosticShowsFewLines: hcl's writer prints every line of a
+// diagnostic's context, and hcl gives each mistake in a template the whole
+// template as context, so 100 mistakes at the head of a long heredoc
+// printed the heredoc 100 times (attack round 16: an 80 KB lab of 100
+// `${[]}` and 40,000 lines made `rlab validate` print 4 million lines,
+// 35 MB, in 25 s; the 4 MiB a lab may hold, about 20 minutes and 1.7 GB).
+// A diagnostic shows at most MaxSnippetLines source lines. (The filler's
+// interpolations keep it under MaxLiteralRun.)
+func TestWriteDiagnosticShowsFewLines(t *testing.T) {
+	const bad, filler = 100, 2000
+	dir := t.TempDir()
+	p := filepath.Join(dir, "lab.hcl")
+	src := "lab \"t\" {}\nhost \"a\" { address = \"10.0.0.1\" }\nworkload \"w\" {\n  tool = \"exec\"\n  host = host.a\n  command = [\"echo\", <<EOT\n" +
+		strings.Repeat("${[]}\n", bad) + strings.Repeat("x${\"\"}\n", filler) + "EOT\n  ]\n}\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, diags := Load([]string{p}, LoadOptions{})
+	if len(diags) < bad {
+		t.Fatalf("the lab gave %d diagnostics, want at least %d: %v", len(diags), bad, diags)
+	}
+	for _, color := range []bool{false, true} {
+		var b strings.Builder
+		if err := WriteDiagnostics(&b, SourceFiles(l, diags), diags, 0, color); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		lines := len(regexp.MustCompile(`(?m)^ *[0-9]+: `).FindAllString(out, -1))
+		if want := MaxShownDiagnostics * MaxSnippetLines; lines > want {
+			t.Errorf("colour %v: %d source lines shown for %d diagnostics, want at most %d", color, lines, min(len(diags), MaxShownDiagnostics), want)
+		}
+		// Each still shows its own line, numbered as in the file.
+		for _, want := range []string{"\n   7: ", fmt.Sprintf("\n%4d: ", 6+bad)} {
+			if !strings.Contains(out, want) {
+				t.Errorf("colour %v: output lacks %q", color, want)
+			}
+		}
+	}
+}

@@ -381,6 +381,10 @@ func (l *loader) parse(name string, src []byte) *parsedFile {
 		l.errorf(r, NumberLimitSummary, "%s", numberDetail("this number"))
 		return nil
 	}
+	if r := LongLiteralRun(name, src); r != nil {
+		l.errorf(r, LiteralRunSummary, "A template here has more than %d literal parts one after another (lines of a heredoc, or pieces a string's $${ or %%%%{ cuts it into), which hcl's parser takes time quadratic in. Read long text with file().", MaxLiteralRun)
+		return nil
+	}
 	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	if diags.HasErrors() {
 		for _, d := range diags {

@@ -291,6 +291,12 @@ func (b *builder) readHead(rel string, n int, seen rundir.Files) (data []byte, w
 // labHeader reads `lab "NAME" { description = "..." }` from one lab file.
 // Only literal values are taken: the report has no variables to evaluate.
 func labHeader(filename string, src []byte) (name, desc string) {
+	// Outside the evaluation guard: a template hcl takes quadratic time
+	// in (a received lab/ file of 60 KB held rlab report 12 s) is not
+	// parsed (attack round 16).
+	if lab.LongLiteralRun(filename, src) != nil {
+		return "", ""
+	}
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() || f == nil {
 		return "", ""
