@@ -242,6 +242,16 @@ func renumber(out string, n int) string {
 		return out
 	}
 	lines := strings.SplitAfter(out, "\n")
+	sourceLines(lines, func(i, k int, rest string) {
+		lines[i] = fmt.Sprintf("%4d: ", k+n) + rest
+	})
+	return strings.Join(lines, "")
+}
+
+// sourceLines calls f for each source line hcl's writer printed in lines
+// (each "%4d: " line between the "  on " line and the blank line after
+// it): its index, its number, and the text after the number's ": ".
+func sourceLines(lines []string, f func(i, n int, rest string)) {
 	in := false
 	for i, ln := range lines {
 		if strings.HasPrefix(ln, "  on ") {
@@ -258,11 +268,10 @@ func renumber(out string, n int) string {
 		if colon < 0 {
 			continue
 		}
-		if k, err := strconv.Atoi(strings.TrimSpace(ln[:colon])); err == nil {
-			lines[i] = fmt.Sprintf("%4d: ", k+n) + ln[colon+2:]
+		if n, err := strconv.Atoi(strings.TrimSpace(ln[:colon])); err == nil {
+			f(i, n, ln[colon+2:])
 		}
 	}
-	return strings.Join(lines, "")
 }
 
 // MaxShownDiagnostics bounds the diagnostics WriteDiagnostics shows; the
@@ -366,24 +375,8 @@ func clipSource(out string, subject hcl.Range, f *hcl.File, color bool) (string,
 		}
 	}
 	lines := strings.SplitAfter(out, "\n")
-	in := false
-	for i, ln := range lines {
-		if strings.HasPrefix(ln, "  on ") {
-			in = true
-			continue
-		}
-		if !in {
-			continue
-		}
-		if ln == "\n" || ln == "" {
-			break
-		}
-		colon := strings.Index(ln, ": ")
-		n, err := strconv.Atoi(strings.TrimSpace(ln[:max(colon, 0)]))
-		if colon < 0 || err != nil {
-			continue
-		}
-		prefix, src := ln[:colon+2], strings.TrimSuffix(ln[colon+2:], "\n")
+	sourceLines(lines, func(i, n int, rest string) {
+		prefix, src := lines[i][:len(lines[i])-len(rest)], strings.TrimSuffix(rest, "\n")
 		// The characters of the line, the highlight taken out.
 		hiStart, hiEnd := -1, -1
 		if color {
@@ -397,7 +390,7 @@ func clipSource(out string, subject hcl.Range, f *hcl.File, color bool) (string,
 		}
 		chars := []rune(src)
 		if len(chars) <= MaxSourceLine {
-			continue
+			return
 		}
 		at := 0 // the character the window is around
 		switch {
@@ -443,7 +436,7 @@ func clipSource(out string, subject hcl.Range, f *hcl.File, color bool) (string,
 			subject.Start.Column = 1 + graphemes(shown)
 			subject.End.Line, subject.End.Column = subject.Start.Line, 1+graphemes(append(shown, chars[a:e]...))
 		}
-	}
+	})
 	return strings.Join(lines, ""), subject
 }
 
