@@ -9,12 +9,19 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
+
+// hasDotDot says whether path has a ".." element. Look before
+// filepath.Abs or Join, which clean it away: sudo's * matches it.
+func hasDotDot(path string) bool {
+	return slices.Contains(strings.Split(filepath.ToSlash(path), "/"), "..")
+}
 
 // mkdirAllOwned is os.MkdirAll(dir, 0700) that also chowns every directory
 // it creates to owner, so a root agent working for a user leaves nothing the
@@ -26,12 +33,8 @@ import (
 // (say a symlinked ~/.cache pointing into /etc). Otherwise a sudoers rule for
 // the agent would let a user take over any folder.
 func mkdirAllOwned(dir string, owner *Owner) error {
-	if owner != nil {
-		for _, e := range strings.Split(filepath.ToSlash(dir), "/") {
-			if e == ".." {
-				return fmt.Errorf("work dir %q: refusing a path with \"..\" in it", dir)
-			}
-		}
+	if owner != nil && hasDotDot(dir) {
+		return fmt.Errorf("work dir %q: refusing a path with \"..\" in it", dir)
 	}
 	var created []string
 	for d := dir; ; d = filepath.Dir(d) {

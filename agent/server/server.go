@@ -217,14 +217,10 @@ func New(opts Options) (*Server, error) {
 	if opts.WorkDir == "" {
 		return nil, errors.New("new agent server: no work dir")
 	}
-	if opts.Owner != nil {
+	if opts.Owner != nil && hasDotDot(opts.WorkDir) {
 		// Before Abs, which cleans ".." away (mkdirAllOwned's check of it
-		// then never saw one): sudo's * matches it.
-		for _, e := range strings.Split(filepath.ToSlash(opts.WorkDir), "/") {
-			if e == ".." {
-				return nil, fmt.Errorf("new agent server: work dir %q: refusing a path with \"..\" in it", opts.WorkDir)
-			}
-		}
+		// then never saw one).
+		return nil, fmt.Errorf("new agent server: work dir %q: refusing a path with \"..\" in it", opts.WorkDir)
 	}
 	wd, err := filepath.Abs(opts.WorkDir)
 	if err != nil {
