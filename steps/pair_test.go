@@ -307,3 +307,70 @@ func TestPairStallNamed(t *testing.T) {
 		}
 	}
 }
+
+// lossyHost is an agent whose processes never end on their own: a wait
+// returns only when its call's context does. Its Lost channel is the
+// test's to close (steps.Lossy).
+type lossyHost struct {
+	name string
+	lost chan struct{}
+}
+
+func (h *lossyHost) Name() string          { return h.name }
+func (h *lossyHost) Lost() <-chan struct{} { return h.lost }
+func (h *lossyHost) LostErr() error {
+	return fmt.Errorf("agent on host %q lost: %w: its session ended", h.name, rpc.ErrLost)
+}
+
+func (h *lossyHost) Send(ctx context.Context, r *rpc.Request) error {
+	if p, res, ok := rpc.Match(r, rpc.ProcStart); ok {
+		*res = proto.ProcStarted{Handle: p.Handle, PID: 1}
+	} else if _, _, ok := rpc.Match(r, rpc.ProcWait); ok {
+		<-ctx.Done()
+		return ctx.Err()
+	} else if p, res, ok := rpc.Match(r, rpc.ProcStop); ok {
+		*res = proto.ProcResult{Handle: p.Handle, Stopped: true}
+	}
+	return nil
+}
+
+// TestPairEndsWhenItsServerIsLost: the server's agent is lost while the
+// client runs (CI's failed stop 36: the server VM's kernel panicked, and
+// the client waited out its 5 minute timeout). The client's wait ends at
+// once with the server host's loss, which wraps rpc.ErrLost (engine/run
+// counts it as infrastructure), and is not a timeout. A client host's own
+// loss is its wait's own error; a host that cannot say it is lost is not
+// watched.
+func TestPairEndsWhenItsServerIsLost(t *testing.T) {
+	srv := &lossyHost{name: "server", lost: make(chan struct{})}
+	cli := &lossyHost{name: "client", lost: make(chan struct{})}
+	env := &Env{Hosts: map[string]Host{"server": srv, "client": cli}}
+	w := &Workload{Workload: kinds.Workload{Name: "bw", Slug: "bw", Tool: "ib_write_bw"}, ServerHost: "server", ClientHost: "client"}
+	w.Timeout = 10 * time.Minute
+	w.Sizes = []int64{512}
+	planTrials(w)
+	s := &pairWorkload{w: w, build: func(env *Env, u kinds.Planned) (*PairRun, error) {
+		return &PairRun{
+			Server: ProcSpec{Host: "server", Handle: Handle(w, "server", u.Size, u.Repeat), Argv: []string{"ib_write_bw"}, Role: "server"},
+			Client: ProcSpec{Host: "client", Handle: Handle(w, "client", u.Size, u.Repeat), Argv: []string{"ib_write_bw", "server"}, Role: "client"},
+		}, nil
+	}}
+	time.AfterFunc(50*time.Millisecond, func() { close(srv.lost) })
+	done := make(chan error, 1)
+	go func() { done <- s.Apply(context.Background(), env) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the client's wait did not end when its server's agent was lost")
+	}
+	if !errors.Is(err, rpc.ErrLost) || !errors.Is(err, errPeerLost) {
+		t.Errorf("error %v, want the server host's loss (rpc.ErrLost)", err)
+	}
+	if errors.Is(err, ErrTimedOut) || s.out.Status != StatusFailed {
+		t.Errorf("status %q, error %v: want a failure, not a timeout", s.out.Status, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), `host "server"`) {
+		t.Errorf("error %v does not name the server's host", err)
+	}
+}

@@ -295,7 +295,7 @@ func runPair(ctx context.Context, env *Env, p *Procs, tool string, srv, cli Proc
 		cancel()
 		return nil, nil, err
 	}
-	cr, err = WaitProc(ctx, env, p, cli.Host, cli.Handle, Remaining(ctx))
+	cr, err = WaitClient(ctx, env, p, srv.Host, cli.Host, cli.Handle)
 	if err != nil {
 		uctx, cancel := undoContext(ctx)
 		p.StopAll(uctx, env)
@@ -331,6 +331,59 @@ func runPair(ctx context.Context, env *Env, p *Procs, tool string, srv, cli Proc
 		return sr, cr, ProcError(tool, "server", srv.Host, sr)
 	}
 	return sr, cr, nil
+}
+
+// WaitClient waits for a pair's client (handle hd on clientHost) as
+// WaitProc does, for the rest of ctx, and ends the wait at once when the
+// server's host is lost: the server's host gone under the client (a
+// guest's kernel panicked) is then the error, not the client's timeout
+// minutes later (CI's failed stop 36 waited out 5 minutes).
+func WaitClient(ctx context.Context, env *Env, p *Procs, serverHost, clientHost, hd string) (*proto.ProcResult, error) {
+	wctx, stop := watchPeer(ctx, env, serverHost, clientHost)
+	r, err := WaitProc(wctx, env, p, clientHost, hd, Remaining(ctx))
+	stop()
+	if lost := context.Cause(wctx); err != nil && ctx.Err() == nil && errors.Is(lost, errPeerLost) {
+		err = lost
+	}
+	return r, err
+}
+
+// Lossy is a host whose agent session can end under a call (an SSH host's
+// agent, engine/run's conn): Lost is closed when it has, and LostErr says
+// why. runPair watches the server's while it waits for the client.
+type Lossy interface {
+	Lost() <-chan struct{}
+	LostErr() error
+}
+
+// errPeerLost marks a client wait ended because the other end's host was
+// lost.
+var errPeerLost = errors.New("the other end's host was lost")
+
+// watchPeer returns a context that ends when ctx does, or when the agent of
+// host peer (not self's, whose loss ends the wait by itself) is lost, with
+// a cause that wraps errPeerLost and the agent's own error.
+func watchPeer(ctx context.Context, env *Env, peer, self string) (context.Context, context.CancelFunc) {
+	h, err := env.Host(peer)
+	l, ok := h.(Lossy)
+	if err != nil || !ok || peer == self {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-l.Lost():
+			why := l.LostErr()
+			if why == nil {
+				why = errors.New("its agent session ended")
+			}
+			cancel(fmt.Errorf("%w: host %q: %w", errPeerLost, peer, why))
+		case <-stop:
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, func() { close(stop); cancel(nil) }
 }
 
 // clientWaitError is runPair's error when both ends started and the wait

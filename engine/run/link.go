@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlab-dev/rlab/agent/proto"
 	"github.com/rlab-dev/rlab/agent/rpc"
+	"github.com/rlab-dev/rlab/steps"
 )
 
 // The data link check. A workload between two hosts depends on the link
@@ -251,6 +252,11 @@ func (r *runner) checkLinkAfter(ctx context.Context, n *workloadNode) {
 	if !ok || r.linkDown(n) != "" {
 		return
 	}
+	for _, h := range n.Hosts {
+		if r.hostGone(h.Name) {
+			return // the host is gone, not the link: nothing to probe
+		}
+	}
 	var err error
 	for i := 0; i <= len(linkAfterPauses); i++ {
 		if i > 0 {
@@ -276,4 +282,23 @@ func plainText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// hostGone says whether host's agent is lost: marked so, or its session
+// ended under a call that did not go through it (runPair's peer watch).
+func (r *runner) hostGone(host string) bool {
+	r.mu.Lock()
+	h, lost := r.conns[host], r.lost[host] != nil
+	r.mu.Unlock()
+	c, ok := h.(steps.Lossy)
+	if lost || !ok {
+		return lost
+	}
+	select {
+	case <-c.Lost():
+		r.markLost(host, c.LostErr())
+		return true
+	default:
+		return false
+	}
 }

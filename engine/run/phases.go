@@ -156,6 +156,22 @@ func (c *conn) wrap(ctx context.Context, err error) error {
 	return &infraError{err}
 }
 
+// Lost and LostErr are the host's (steps.Lossy), when it says; else Lost
+// is never closed.
+func (c *conn) Lost() <-chan struct{} {
+	if l, ok := c.Host.(steps.Lossy); ok {
+		return l.Lost()
+	}
+	return nil
+}
+
+func (c *conn) LostErr() error {
+	if l, ok := c.Host.(steps.Lossy); ok {
+		return l.LostErr()
+	}
+	return nil
+}
+
 func (c *conn) Send(ctx context.Context, req *rpc.Request) error {
 	return c.wrap(ctx, c.Host.Send(ctx, req))
 }

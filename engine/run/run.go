@@ -549,6 +549,7 @@ func (r *runner) execute(ctx context.Context, res *Result) {
 	fctx, fcancel := r.fetchContext(ctx, tctx)
 	r.fetchAll(fctx)
 	fcancel()
+	r.explainLostVMs() // vms.go
 	res.Outcomes = r.outcomes()
 	res.Expects = r.evalExpects()
 	for _, e := range res.Expects {

@@ -283,6 +283,12 @@ func (h *sshHost) Hello() proto.Hello {
 	return hello
 }
 
+// Lost is closed when the agent's session has ended (steps.Lossy).
+func (h *sshHost) Lost() <-chan struct{} { return h.a.Lost() }
+
+// LostErr is why the agent was lost, once Lost is closed.
+func (h *sshHost) LostErr() error { return h.a.RPC().Err() }
+
 func (h *sshHost) Send(ctx context.Context, req *rpc.Request) error {
 	return h.a.RPC().Send(ctx, req)
 }

@@ -174,3 +174,45 @@ func warmRequest() []byte {
 	}
 	return b
 }
+
+// Died says why the VM of host stopped under the run ("" while it runs):
+// its guest's kernel panic, read from its console (vm.Set.Died).
+func (v *vmSet) Died(host string, wait time.Duration) string { return v.s.Died(host, wait) }
+
+// diedSet is a VMSet that can say why one of its VMs stopped.
+type diedSet interface {
+	Died(host string, wait time.Duration) string
+}
+
+// explainLostVMs names why each lost host that is a local VM went away:
+// its VM stopped (a guest whose kernel panicked takes qemu with it). That
+// comes first among the run's errors, and is the host's unreachable line,
+// rather than only "agent lost: its session ended".
+func (r *runner) explainLostVMs() {
+	ds, ok := r.vms.(diedSet)
+	if !ok || r.vms == nil {
+		return
+	}
+	for _, h := range r.hosts {
+		r.mu.Lock()
+		vm := r.discard[h.Name]
+		r.mu.Unlock()
+		if !vm || !r.hostGone(h.Name) { // link.go
+			continue
+		}
+		r.mu.Lock()
+		err := r.lost[h.Name]
+		r.mu.Unlock()
+		why := ds.Died(h.Name, 5*time.Second)
+		if why == "" {
+			continue
+		}
+		e := &infraError{fmt.Errorf("host %q: %s", h.Name, why)}
+		r.log.Error("a VM stopped during the run", "host", h.Name, "why", why)
+		r.emit(Event{Type: "error", Error: e.Error()})
+		r.mu.Lock()
+		r.infra = append([]error{e}, r.infra...)
+		r.lost[h.Name] = fmt.Errorf("%s: %w", why, err)
+		r.mu.Unlock()
+	}
+}

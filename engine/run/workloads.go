@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlab-dev/rlab/agent/rpc"
 	"github.com/rlab-dev/rlab/engine/plan"
 	"github.com/rlab-dev/rlab/engine/results"
 	"github.com/rlab-dev/rlab/engine/rundir"
@@ -139,6 +140,12 @@ func (r *runner) runWorkload(ctx context.Context, n *workloadNode) {
 	before := r.readCounters(ctx, n, nil)
 	err := r.apply(wctx, n.op, "", n.Workload.Name, n.Steps...)
 	stop(nil)
+	if ie := (*infraError)(nil); errors.Is(err, rpc.ErrLost) && !errors.As(err, &ie) {
+		// One of its hosts' agent was lost under it (runPair ends a
+		// client's wait when its server's is): infrastructure, as a
+		// call on a lost host is.
+		err = &infraError{err}
+	}
 	r.readCounters(ctx, n, before)
 	if err != nil {
 		r.addErr(err)

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,16 +83,28 @@ func TestE2ETrixieWriteImm(t *testing.T) {
 	if err := os.WriteFile(labPath, []byte(trixieImmLab), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "run")
-	keepOnFailure(t, out)
-	cmd := rlabCommand(ctx, t, rlabLimit, bin, "run", "--out", out, labPath)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
-	t1 := time.Now()
-	b, err := cmd.CombinedOutput()
-	t.Logf("rlab run (%s):\n%s", time.Since(t1).Round(time.Second), b)
-	checkNoQEMU(t, out)
-	if err != nil {
+	var out string
+	for try := 1; ; try++ {
+		out = filepath.Join(dir, fmt.Sprintf("run%d", try))
+		keepOnFailure(t, out)
+		cmd := rlabCommand(ctx, t, rlabLimit, bin, "run", "--out", out, labPath)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK=")
+		t1 := time.Now()
+		b, err := cmd.CombinedOutput()
+		t.Logf("rlab run (%s):\n%s", time.Since(t1).Round(time.Second), b)
+		checkNoQEMU(t, out)
+		if err == nil {
+			break
+		}
+		if try == 1 && rxePanicked(string(b)) {
+			// Debian trixie's kernel (6.12.118) double-faulted in
+			// rdma_rxe's receiver under this workload in CI's stop 36:
+			// a bug of the guest's kernel, which rlab names (its VM
+			// stopped, the panic quoted). Once more, on fresh VMs.
+			t.Logf("the guest's rdma_rxe panicked (a kernel bug, named by rlab above): running the lab once more")
+			continue
+		}
 		t.Fatalf("rlab run: %v", err)
 	}
 	checkResults(t, out)
@@ -127,4 +140,10 @@ func TestE2ETrixieWriteImm(t *testing.T) {
 	if imm == 0 {
 		t.Errorf("rlab pcap counts no RDMA WRITE Only with Immediate in the capture of ib_write_bw --write_with_imm")
 	}
+}
+
+// rxePanicked says whether rlab's output names a VM that stopped because
+// its guest's kernel panicked in rdma_rxe.
+func rxePanicked(out string) bool {
+	return strings.Contains(out, "its VM stopped") && strings.Contains(out, "the guest's kernel panicked") && strings.Contains(out, "[rdma_rxe]")
 }

@@ -470,7 +470,7 @@ func (s *programWorkload) runPair(ctx context.Context, env *steps.Env, u kinds.P
 		stopAll()
 		return err
 	}
-	cr, err := steps.WaitProc(ctx, env, &s.procs, cli.Host, cli.Handle, steps.Remaining(ctx))
+	cr, err := steps.WaitClient(ctx, env, &s.procs, srv.Host, cli.Host, cli.Handle)
 	if err != nil {
 		stopAll()
 		return fmt.Errorf("wait for program client on host %q: %w", cli.Host, err)
