@@ -27,7 +27,7 @@ import (
 // capabilities (CAP_SETUID, CAP_SETFCAP, CAP_SYS_ADMIN: setfsuid clears
 // only the filesystem ones), and the user became uid 0 of the host
 // (attack round 17, host side, high: /etc/shadow read, a root file made in
-// /etc, with the realDir agent under sudo and the documented rule).
+// /etc, with the real agent under sudo and the documented rule).
 func TestOwnerWorkDirInUsersMountNSRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a root agent working for a user")
