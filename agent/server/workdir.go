@@ -107,6 +107,9 @@ func openWorkDir(path string, owner *Owner) (*workDir, error) {
 		if name, bad := kernelFS[int64(sfs.Type)]; bad {
 			return fail(fmt.Errorf("the work dir %q is on a %s filesystem: a root agent working for a user takes no folder of the kernel's, where its writes are requests the kernel grants by the writer's credentials (a cgroup's cgroup.procs moves any process)", path, name))
 		}
+		if err := inOwnMountNS(fd); err != nil {
+			return fail(fmt.Errorf("the work dir %q: %w", path, err))
+		}
 	}
 	// Mkdir honours umask; the work dir must be exactly 0700.
 	if st.Mode&0o7777 != 0o700 {
@@ -133,6 +136,43 @@ func openWorkDir(path string, owner *Owner) (*workDir, error) {
 		return fail(fmt.Errorf("open work dir %q: /proc/self/fd/%d is not the folder opened (no /proc?)", path, fd))
 	}
 	return w, nil
+}
+
+// inOwnMountNS refuses a work dir, by its open descriptor, whose mount is
+// not one of this agent's mount namespace: a path through a magic link
+// (/proc/PID/root of the user's process) leads into a mount namespace of
+// the user's own (an unprivileged user namespace), where they mount what
+// they like inside the work dir at any time (/proc bound there), and
+// os.Root crosses mounts. Root's writes there, as the user's filesystem
+// uid but with root's other capabilities, are kernel requests: a user
+// namespace's uid_map took "0 0 4294967295" and the user became uid 0 of
+// the host (attack round 17). In the agent's own namespace the user
+// mounts nothing but FUSE, which root is not let into. Mount ids are
+// unique across namespaces: one not in /proc/self/mountinfo is another's.
+func inOwnMountNS(fd int) error {
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", fd))
+	if err != nil {
+		return fmt.Errorf("read its mount id: %w", err)
+	}
+	var id string
+	for _, l := range strings.Split(string(info), "\n") {
+		if v, ok := strings.CutPrefix(l, "mnt_id:"); ok {
+			id = strings.TrimSpace(v)
+		}
+	}
+	if id == "" {
+		return errors.New("read its mount id: no mnt_id in fdinfo")
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read the agent's mounts: %w", err)
+	}
+	for _, l := range strings.Split(string(mounts), "\n") {
+		if f, _, _ := strings.Cut(l, " "); f == id {
+			return nil
+		}
+	}
+	return fmt.Errorf("its mount (id %s) is not in the agent's mount namespace (reached through a /proc/PID/root of another namespace?): a root agent working for a user takes only a folder of its own namespace, where the user cannot mount under it", id)
 }
 
 // kernelFS are the filesystems, by statfs magic, whose files are requests
