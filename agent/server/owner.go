@@ -104,9 +104,9 @@ func mkdirAs(d string, owner *Owner) error {
 }
 
 // asOwnerFS runs f with the owner's filesystem uid and gid (setfsuid and
-// setfsgid apply to this thread only, so it is locked for the while; a
-// filesystem uid other than 0 also drops root's file capabilities): what
-// f does to files, the owner's permissions decide. With groups, the
+// setfsgid apply to this thread only, so it is locked for the while), and
+// none of root's capabilities in effect on the thread (dropEffectiveCaps):
+// what f does to files, the owner's permissions decide. With groups, the
 // thread's supplementary groups are those (the raw setgroups is the
 // thread's too) instead of root's, whose group 0 would open folders of
 // group root to f. what names it in errors.
@@ -127,11 +127,20 @@ func asOwnerFS(owner *Owner, groups []int, what string, f func() error) error {
 	gid, _ := unix.SetfsgidRetGid(owner.GID)
 	uid, _ := unix.SetfsuidRetUid(owner.UID)
 	now, _ := unix.SetfsuidRetUid(-1)
+	caps, cerr := dropEffectiveCaps()
 	var err error
-	if now != owner.UID {
+	switch {
+	case now != owner.UID:
 		err = fmt.Errorf("%s as uid %d: setfsuid did not take", what, owner.UID)
-	} else {
+	case cerr != nil:
+		err = fmt.Errorf("%s as uid %d: drop root's capabilities: %w", what, owner.UID, cerr)
+	default:
 		err = f()
+	}
+	if caps != nil && unix.Capset(&caps.hdr, &caps.data[0]) != nil {
+		// Locked, as below: a thread without root's capabilities is
+		// not one to run other goroutines on.
+		return fmt.Errorf("%s: could not restore the agent's capabilities", what)
 	}
 	unix.SetfsuidRetUid(uid)
 	unix.SetfsgidRetGid(gid)
@@ -145,6 +154,34 @@ func asOwnerFS(owner *Owner, groups []int, what string, f func() error) error {
 	}
 	runtime.UnlockOSThread()
 	return err
+}
+
+// threadCaps is a thread's capability sets as capget gave them.
+type threadCaps struct {
+	hdr  unix.CapUserHeader
+	data [2]unix.CapUserData
+}
+
+// dropEffectiveCaps clears this thread's effective capabilities (capset
+// with pid 0 is the calling thread's), keeping the permitted set so they
+// can be raised again, and returns what they were. A filesystem uid other
+// than the root's drops only the file capabilities (DAC, FOWNER, ...);
+// the kernel judges some writes by the opener's other capabilities: a
+// user namespace's uid_map by CAP_SETUID (attack round 17, host side: as
+// the user, files.write set one to "0 0 4294967295" and the user became
+// the host's root), cgroup and fusectl files by CAP_SYS_ADMIN. With none
+// in effect, what the agent opens for the user is judged as the user's.
+func dropEffectiveCaps() (*threadCaps, error) {
+	c := &threadCaps{hdr: unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}}
+	if err := unix.Capget(&c.hdr, &c.data[0]); err != nil {
+		return nil, err
+	}
+	none := *c
+	none.data[0].Effective, none.data[1].Effective = 0, 0
+	if err := unix.Capset(&none.hdr, &none.data[0]); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // ownerGroups are the groups the owner's file access goes by (asOwnerFS):
