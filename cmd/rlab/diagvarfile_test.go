@@ -184,7 +184,7 @@ workload "w" {
 		{"two values on a line", "token = \"" + secret + "\" pin = 1\n", "secrets.tfvars:1,"},
 		{"string left open", "token = \"" + secret + "\n", "secrets.tfvars:1,"},
 		{"duplicate entry", "token = \"a\"\ntoken = \"" + secret + "\"\n", "secrets.tfvars:2,"},
-		{"heredoc left open", "token = <<EOT\n" + secret + "\n", "secrets.tfvars:1,"},
+		{"heredoc left open", "token = <<EOT\n" + secret + "\n", "secrets.tfvars:3,"},
 		{"not a value", "token = \"" + secret + "\" + nope\n", "secrets.tfvars:1,"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
