@@ -8,8 +8,10 @@ package lab
 // about 100 bytes for each token, with the parser's and hclwrite's work
 // after it in proportion, so a 4 MiB file of empty lines (4 million
 // tokens) took rlab fmt 15 s and 1.9 GB (attack round 16). At the bound,
-// the worst file formats in about a second and 100 MB; the labs of this
-// repository have at most a few thousand.
+// the costliest file found (62,000 one-line attributes, 250 KB) formats
+// in 4.3 s and 210 MB and validates in 2.3 s and 165 MB on two busy cores;
+// 10,000 hosts written out, a block each, are 180,000 pieces, and the
+// labs of this repository at most 1,177.
 const MaxTokens = 250_000
 
 // TokensSummary is the summary of the diagnostic for a file past

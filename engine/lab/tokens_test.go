@@ -23,7 +23,7 @@ func TestManyTokensRefused(t *testing.T) {
 		name, src string
 		line      int // of the diagnostic
 	}{
-		{"empty lines", "lab \"t\" {}\n" + strings.Repeat("\n", MaxTokens), MaxTokens},
+		{"empty lines", "lab \"t\" {}\n" + strings.Repeat("\n", MaxTokens+1), MaxTokens - 5}, // the first line is 7 pieces
 		{"heredocs under the literal bound", "lab \"t\" {}\nlocals {\n" + strings.Repeat(heredoc, MaxTokens/MaxLiteralRun+1) + "}\n", 0},
 		{"one long list", "lab \"t\" {}\nlocals {\n  l = [" + strings.Repeat("1,", MaxTokens/2) + "]\n}\n", 3},
 		{"numbers and minus signs", "lab \"t\" {}\nlocals {\n  n = " + strings.Repeat("1-", MaxTokens/2) + "1\n}\n", 3},
