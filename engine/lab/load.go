@@ -372,14 +372,14 @@ func (l *loader) parse(name string, src []byte) *parsedFile {
 		l.errorf(&r, "Invalid UTF-8", "Lab files must be UTF-8; the byte 0x%02x here is not. Re-save the file as UTF-8.", src[i])
 		return nil
 	}
-	if i := tooManyTokens(src); i >= 0 {
-		r := rangeAt(name, src, i)
-		l.errorf(&r, TokensSummary, "%s", tokensDetail(name))
-		return nil
-	}
 	if i := tooDeep(src); i >= 0 {
 		r := rangeAt(name, src, i)
 		l.errorf(&r, "Nesting too deep", "Brackets, braces and parentheses nest more than %d levels here. Flatten the expression, or use locals.", MaxNesting)
+		return nil
+	}
+	if i := tooManyTokens(src); i >= 0 {
+		r := rangeAt(name, src, i)
+		l.errorf(&r, TokensSummary, "%s", tokensDetail(name))
 		return nil
 	}
 	if r := longNumberLiteral(name, src); r != nil {

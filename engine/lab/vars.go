@@ -277,16 +277,16 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		l.errorf(nil, "Variable file too large", "-var-file %s has more than %d bytes, the bound of a lab file. Keep variables files to values a lab uses; read bulk data in the lab with file() and jsondecode().", path, MaxFileBytes)
 		return
 	}
-	if i := tooManyTokens(src); i >= 0 {
-		r := rangeAt(path, src, i)
-		l.errorf(&r, TokensSummary, "%s", tokensDetail("-var-file "+path))
-		return
-	}
 	// Both parsers recurse once per bracket: 2 million of them (4 MB)
 	// overflowed the stack, a fatal error after 1-2 GB.
 	if i := tooDeep(src); i >= 0 {
 		r := rangeAt(path, src, i)
 		l.errorf(&r, "Nesting too deep", "Brackets, braces and parentheses nest more than %d levels here in -var-file %s. Flatten the value.", MaxNesting, path)
+		return
+	}
+	if i := tooManyTokens(src); i >= 0 {
+		r := rangeAt(path, src, i)
+		l.errorf(&r, TokensSummary, "%s", tokensDetail("-var-file "+path))
 		return
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
