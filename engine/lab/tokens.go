@@ -1,6 +1,6 @@
 package lab
 
-// MaxTokens bounds the pieces of one lab (or -var-file) file: words
+// MaxTokens bounds the pieces of one lab (or HCL -var-file) file: words
 // (runs of ASCII letters, digits and _), other characters, and line ends;
 // blanks do not count. It bounds hcl's tokens: a word is at most two of
 // them (1e5e5 is a number and a name), every other token at least one

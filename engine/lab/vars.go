@@ -284,11 +284,6 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		l.errorf(&r, "Nesting too deep", "Brackets, braces and parentheses nest more than %d levels here in -var-file %s. Flatten the value.", MaxNesting, path)
 		return
 	}
-	if i := tooManyTokens(src); i >= 0 {
-		r := rangeAt(path, src, i)
-		l.errorf(&r, TokensSummary, "%s", tokensDetail("-var-file "+path))
-		return
-	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		if jsonLongDigits(src) {
 			l.errorf(nil, NumberLimitSummary, "%s", numberDetail("-var-file "+path))
@@ -317,6 +312,13 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		}
 		sort.Strings(undeclared)
 		l.warnUndeclared(path, undeclared, nil, decls)
+		return
+	}
+	// As a lab file: hcl lexes it whole first (a JSON one is decoded as
+	// jsondecode of a lab's file() is, without hcl's lexer).
+	if i := tooManyTokens(src); i >= 0 {
+		r := rangeAt(path, src, i)
+		l.errorf(&r, TokensSummary, "%s", tokensDetail("-var-file "+path))
 		return
 	}
 	if r := longNumberLiteral(path, src); r != nil {
