@@ -1,5 +1,7 @@
 package lab
 
+import "fmt"
+
 // MaxTokens bounds the pieces of one lab (or HCL -var-file) file: words
 // (runs of ASCII letters, digits and _), other characters, and line ends;
 // blanks do not count. It bounds hcl's tokens: a word is at most two of
@@ -20,7 +22,7 @@ const TokensSummary = "Lab file too long"
 
 // tokensDetail is that diagnostic's detail; what names the file.
 func tokensDetail(what string) string {
-	return "A lab file may have at most 250,000 pieces (words, numbers, symbols and line ends; blanks do not count), and " + what + " has more by here: reading one costs time and memory in proportion to them. Split the lab into files of a folder, or read bulk data with file() and jsondecode()."
+	return fmt.Sprintf("A lab file may have at most %d pieces (words, numbers, symbols and line ends; blanks do not count), and %s has more by here: reading one costs time and memory in proportion to them. Split the lab into files of a folder, or read bulk data with file() and jsondecode().", MaxTokens, what)
 }
 
 // tooManyTokens is the offset in src of the piece past MaxTokens, or -1.
