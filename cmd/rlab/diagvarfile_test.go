@@ -155,3 +155,62 @@ workload "w" {
 		})
 	}
 }
+
+// TestVarFileSyntaxErrorShowsNoLine: a -var-file that does not parse got
+// its diagnostic with the file's source lines, as Terraform prints it, so
+// a typo on the line of a secret (a quote left open, a missing newline
+// between two values, a duplicate entry, an unfinished heredoc) showed the
+// secret on the terminal (issue 24's open medium, attack round 15). A
+// variables file's diagnostics show its position, summary and detail, and
+// none of its lines.
+func TestVarFileSyntaxErrorShowsNoLine(t *testing.T) {
+	const secret = "CANARY-s3cr3t-v4lue"
+	lab1 := `lab "x" {}
+variable "token" {
+  type      = string
+  sensitive = true
+}
+host "a" { address = "127.0.0.1" }
+workload "w" {
+  tool    = "exec"
+  host    = host.a
+  command = ["echo", var.token]
+}
+`
+	for _, tc := range []struct {
+		name, varFile, want string
+	}{
+		{"typo after the value", "token = \"" + secret + "\" x\n", "secrets.tfvars:1,"},
+		{"two values on a line", "token = \"" + secret + "\" pin = 1\n", "secrets.tfvars:1,"},
+		{"string left open", "token = \"" + secret + "\n", "secrets.tfvars:1,"},
+		{"duplicate entry", "token = \"a\"\ntoken = \"" + secret + "\"\n", "secrets.tfvars:2,"},
+		{"heredoc left open", "token = <<EOT\n" + secret + "\n", "secrets.tfvars:3,"},
+		{"not a value", "token = \"" + secret + "\" + nope\n", "secrets.tfvars:1,"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "lab.hcl"), []byte(lab1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			vf := filepath.Join(dir, "secrets.tfvars")
+			if err := os.WriteFile(vf, []byte(tc.varFile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l, diags := lab.Load([]string{filepath.Join(dir, "lab.hcl")}, lab.LoadOptions{VarFiles: []string{vf}})
+			if !diags.HasErrors() {
+				t.Fatal("the lab loaded: want an error about the variables file")
+			}
+			for _, width := range []uint{0, 80} {
+				var b strings.Builder
+				writeDiagsAs(&b, l, diags, width, false)
+				out := b.String()
+				if strings.Contains(out, secret) || strings.Contains(out, "CANARY") {
+					t.Errorf("width %d: the variables file's line printed:\n%s", width, out)
+				}
+				if !strings.Contains(out, tc.want) {
+					t.Errorf("width %d: no position %q:\n%s", width, tc.want, out)
+				}
+			}
+		})
+	}
+}

@@ -6,8 +6,11 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/rlab-dev/rlab/engine/lab"
 )
 
 // The lab's evaluation is metered step by step (engine/lab's budget), and
@@ -46,6 +49,9 @@ type guardLimits struct {
 	time   time.Duration
 	soft   int64
 	over   func(msg string) // called once, from the guard's goroutine
+	// say makes the message from what was passed and when (guardMessage
+	// when nil; fmtGuardMessage for rlab fmt).
+	say func(lab, what string, took time.Duration) string
 }
 
 // guardEval starts the guard for the evaluation of lab (a path, for the
@@ -60,7 +66,27 @@ func guardEval(w io.Writer, lab string) *evalGuard {
 	})
 }
 
+// guardFmt starts the guard for rlab fmt of paths, once for the whole
+// command: fmt evaluates nothing, but lexes and rewrites whole files, and
+// ran without any bound (attack round 16: a folder of 4 MiB files took a
+// minute and 2 GB each). Its message speaks of formatting.
+var fmtGuard = guardFmt // tests see that fmt starts it
+
+func guardFmt(w io.Writer, paths []string) *evalGuard {
+	return startGuard(strings.Join(paths, " "), guardLimits{
+		memory: evalMemory, time: evalTime, soft: evalSoft,
+		say: fmtGuardMessage,
+		over: func(msg string) {
+			fmt.Fprintln(w, msg)
+			os.Exit(exitFail)
+		},
+	})
+}
+
 func startGuard(lab string, lim guardLimits) *evalGuard {
+	if lim.say == nil {
+		lim.say = guardMessage
+	}
 	g := &evalGuard{done: make(chan struct{}), finished: make(chan struct{})}
 	g.oldSoft = -1
 	if lim.soft > 0 && os.Getenv("GOMEMLIMIT") == "" {
@@ -86,10 +112,10 @@ func startGuard(lab string, lim guardLimits) *evalGuard {
 			took := time.Since(start)
 			switch {
 			case held > lim.memory:
-				lim.over(guardMessage(lab, fmt.Sprintf("held %s of memory (the bound is %s)", mib(held), mib(lim.memory)), took))
+				lim.over(lim.say(lab, fmt.Sprintf("held %s of memory (the bound is %s)", mib(held), mib(lim.memory)), took))
 				return
 			case took > lim.time:
-				lim.over(guardMessage(lab, fmt.Sprintf("took longer than %s", lim.time), took))
+				lim.over(lim.say(lab, fmt.Sprintf("took longer than %s", lim.time), took))
 				return
 			}
 		}
@@ -109,13 +135,23 @@ func (g *evalGuard) stop() {
 	})
 }
 
-func guardMessage(lab string, what string, took time.Duration) string {
+func guardMessage(name string, what string, took time.Duration) string {
 	return fmt.Sprintf("Error: evaluating lab %s %s, %.1f s in; rlab stopped there, with nothing connected to or run.\n"+
-		"  A lab this costly to evaluate is refused, whatever it would run. Look for expressions that make\n"+
-		"  large values: for expressions and range() nested in each other, join/format over them, set\n"+
-		"  functions over long lists, regex/regexall over long text, decoders (yamldecode, jsondecode, csvdecode) of large or deeply\n"+
-		"  nested text, and -var-file values; then run rlab validate again.",
-		quoteLab(lab), what, took.Seconds())
+		"  A lab this costly to load and evaluate is refused, whatever it would run. rlab cannot tell which part\n"+
+		"  cost it: look at the size of the lab's files (each may hold %d pieces: words, symbols, line ends)\n"+
+		"  and -var-files, and at expressions that make large values: for expressions and range() nested in\n"+
+		"  each other, join/format over them, set functions over long lists, regex/regexall over long text,\n"+
+		"  decoders (yamldecode, jsondecode, csvdecode) of large or deeply nested text; then run rlab validate again.",
+		quoteLab(name), what, took.Seconds(), lab.MaxTokens)
+}
+
+// fmtGuardMessage is the guard's message for rlab fmt of paths.
+func fmtGuardMessage(paths string, what string, took time.Duration) string {
+	return fmt.Sprintf("Error: formatting %s %s, %.1f s in; rlab fmt stopped there: files it named above are\n"+
+		"  formatted (unless -check), the rest are as they were. Formatting costs time and memory in proportion\n"+
+		"  to a file's pieces (words, symbols, line ends; a lab file may hold %d, past which fmt says\n"+
+		"  %q at once): format fewer or smaller files at a time.",
+		quoteLab(paths), what, took.Seconds(), lab.MaxTokens, lab.TokensSummary)
 }
 
 func quoteLab(p string) string { return fmt.Sprintf("%q", p) }

@@ -36,6 +36,12 @@ the files it changed.
 			if len(paths) == 0 {
 				paths = []string{"."}
 			}
+			// fmt evaluates nothing, but lexes and rewrites whole
+			// files: bounded as a lab's evaluation is, once for the
+			// command (evalguard.go; each file is bounded first by
+			// lab.MaxTokens, with its position).
+			guard := fmtGuard(cmd.ErrOrStderr(), paths)
+			defer guard.stop()
 			files, err := hclFiles(paths)
 			if err != nil {
 				return withCode(exitFail, err)

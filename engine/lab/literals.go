@@ -19,7 +19,14 @@ const LiteralRunSummary = "Template too long"
 
 // LongLiteralRun is the range of the literal part where a run passes
 // MaxLiteralRun in src, or nil; it reads src's tokens only (linear time).
+// It lexes src only within MaxTokens: past that, the range is the piece
+// past the bound (so the callers that parse a file outside Load, a
+// folder's split and the report's lab-name lookup, hold that bound too).
 func LongLiteralRun(name string, src []byte) *hcl.Range {
+	if i := tooManyTokens(src); i >= 0 {
+		r := rangeAt(name, src, i)
+		return &r
+	}
 	toks, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
 	run := 0
 	for _, t := range toks {

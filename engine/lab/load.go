@@ -377,6 +377,11 @@ func (l *loader) parse(name string, src []byte) *parsedFile {
 		l.errorf(&r, "Nesting too deep", "Brackets, braces and parentheses nest more than %d levels here. Flatten the expression, or use locals.", MaxNesting)
 		return nil
 	}
+	if i := tooManyTokens(src); i >= 0 {
+		r := rangeAt(name, src, i)
+		l.errorf(&r, TokensSummary, "%s", tokensDetail(name))
+		return nil
+	}
 	if r := longNumberLiteral(name, src); r != nil {
 		l.errorf(r, NumberLimitSummary, "%s", numberDetail("this number"))
 		return nil

@@ -263,6 +263,11 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 }
 
 func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
+	// A variables file holds secrets as the user wrote them, and a typo
+	// on a secret's line (a quote left open, two values on a line) made
+	// a syntax error that quoted the line: its diagnostics give the
+	// position, summary and detail, never its lines (attack round 15).
+	defer l.hideSource(path, len(l.diags))
 	src, err := readBounded(path)
 	if err != nil {
 		l.errorf(nil, "Cannot read variable file", "Could not read -var-file %s: %s.", path, err)
@@ -307,6 +312,13 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		}
 		sort.Strings(undeclared)
 		l.warnUndeclared(path, undeclared, nil, decls)
+		return
+	}
+	// As a lab file: hcl lexes it whole first (a JSON one is decoded as
+	// jsondecode of a lab's file() is, without hcl's lexer).
+	if i := tooManyTokens(src); i >= 0 {
+		r := rangeAt(path, src, i)
+		l.errorf(&r, TokensSummary, "%s", tokensDetail("-var-file "+path))
 		return
 	}
 	if r := longNumberLiteral(path, src); r != nil {
@@ -617,4 +629,14 @@ func readOpenRegular(f *os.File) ([]byte, error) {
 		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
 	}
 	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+}
+
+// hideSource marks the diagnostics from the from'th on whose subject is in
+// file as NoSource, so they are printed without file's lines.
+func (l *loader) hideSource(file string, from int) {
+	for _, d := range l.diags[min(from, len(l.diags)):] {
+		if d.Subject != nil && d.Subject.Filename == file {
+			d.Extra = NoSource{}
+		}
+	}
 }
