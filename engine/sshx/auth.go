@@ -89,17 +89,48 @@ func (a *auth) fileSigner(path string) fileSigner {
 
 // methods returns the auth methods for one host and the notes to add to an
 // authentication failure.
-func (a *auth) methods(identities []string) ([]ssh.AuthMethod, []string, error) {
+func (a *auth) methods(identities []string, identitiesOnly bool) ([]ssh.AuthMethod, []string, error) {
+	signers, notes, err := a.signers(identities, identitiesOnly)
+	if err != nil {
+		return nil, notes, err
+	}
+	return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, notes, nil
+}
+
+// signers are the keys offered to one host, in order: ssh-agent's, then
+// the identity files'. With identitiesOnly (ssh config's IdentitiesOnly
+// yes, as OpenSSH) only the identity files' keys are offered: an agent key
+// is kept only when it is one of them (an encrypted file's key that
+// ssh-add loaded, known by the file's public key, FILE.pub), so a host
+// does not learn every key the user's agent holds (each one offered is
+// shown to the host, which can tie the user to accounts elsewhere).
+func (a *auth) signers(identities []string, identitiesOnly bool) ([]ssh.Signer, []string, error) {
 	var signers []ssh.Signer
 	var notes []string
 	ak, err := a.agentSigners()
 	if err != nil {
 		notes = append(notes, err.Error())
 	}
+	if identitiesOnly && len(ak) > 0 {
+		want := map[string]bool{}
+		for _, p := range identities {
+			if pk := a.identityPublicKey(p); pk != nil {
+				want[string(pk.Marshal())] = true
+			}
+		}
+		var kept []ssh.Signer
+		for _, k := range ak {
+			if want[string(k.PublicKey().Marshal())] {
+				kept = append(kept, k)
+			}
+		}
+		notes = append(notes, fmt.Sprintf("IdentitiesOnly: %d of ssh-agent's %d key(s) are identity files' and offered", len(kept), len(ak)))
+		ak = kept
+	}
 	signers = append(signers, ak...)
 	if a.agentSock == "" {
 		notes = append(notes, "SSH_AUTH_SOCK is not set (no ssh-agent)")
-	} else if err == nil {
+	} else if err == nil && !identitiesOnly {
 		notes = append(notes, fmt.Sprintf("ssh-agent offered %d key(s)", len(ak)))
 	}
 	for _, p := range identities {
@@ -114,5 +145,23 @@ func (a *auth) methods(identities []string) ([]ssh.AuthMethod, []string, error) 
 	if len(signers) == 0 {
 		return nil, notes, fmt.Errorf("no SSH key to log in with: %s", strings.Join(notes, "; "))
 	}
-	return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, notes, nil
+	return signers, notes, nil
+}
+
+// identityPublicKey is the public key of identity file path: its private
+// key's, or, for one rlab cannot read (encrypted), that of path.pub; nil
+// when neither gives one.
+func (a *auth) identityPublicKey(path string) ssh.PublicKey {
+	if fs := a.fileSigner(path); fs.signer != nil {
+		return fs.signer.PublicKey()
+	}
+	b, err := readCapped(path+".pub", maxIdentityBytes, "public key file")
+	if err != nil {
+		return nil
+	}
+	pk, _, _, _, err := ssh.ParseAuthorizedKey(b)
+	if err != nil {
+		return nil
+	}
+	return pk
 }

@@ -17,7 +17,7 @@ import (
 
 // Target is one host to reach. Empty fields are filled from the user's
 // ~/.ssh/config (Host aliases, HostName, User, Port, IdentityFile,
-// ProxyJump), then from defaults; fields set here win.
+// IdentitiesOnly, ProxyJump), then from defaults; fields set here win.
 type Target struct {
 	Name          string   // the host's name in the lab, for messages
 	Address       string   // host name, IP or ~/.ssh/config alias
@@ -74,7 +74,9 @@ type resolved struct {
 	port       int
 	user       string
 	identities []string
-	jump       *resolved
+	// identitiesOnly: ssh config's IdentitiesOnly yes (auth.signers).
+	identitiesOnly bool
+	jump           *resolved
 }
 
 func (r *resolved) addr() string { return net.JoinHostPort(r.host, strconv.Itoa(r.port)) }
@@ -210,6 +212,7 @@ func (d *Dialer) resolve(t *Target, depth int) (*resolved, error) {
 	if len(r.identities) == 0 {
 		r.identities = defaultIdentities()
 	}
+	r.identitiesOnly = strings.EqualFold(cfg.get(alias, "IdentitiesOnly"), "yes")
 	jump := t.Jump
 	if jump == nil && !t.NoJump {
 		j, err := ParseJump(cfg.get(alias, "ProxyJump"))

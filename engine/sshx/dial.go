@@ -287,7 +287,7 @@ func (d *Dialer) dial(ctx context.Context, r *resolved) (*Client, error) {
 		}
 		via = b
 	}
-	methods, notes, err := d.auth.methods(r.identities)
+	methods, notes, err := d.auth.methods(r.identities, r.identitiesOnly)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s@%s: %w", r.user, r.addr(), err)
 	}
