@@ -103,14 +103,15 @@ func TestWriteDiagnosticScansItsLinesOnly(t *testing.T) {
 // printed the heredoc 100 times (attack round 16: an 80 KB lab of 100
 // `${[]}` and 40,000 lines made `rlab validate` print 4 million lines,
 // 35 MB, in 25 s; the 4 MiB a lab may hold, about 20 minutes and 1.7 GB).
-// A diagnostic shows at most MaxSnippetLines source lines. (The filler's
-// interpolations keep it under MaxLiteralRun.)
+// A diagnostic shows at most MaxSnippetLines source lines. (Each filler
+// line starts with an interpolation, so no literal part follows another
+// and the heredoc stays under MaxLiteralRun.)
 func TestWriteDiagnosticShowsFewLines(t *testing.T) {
 	const bad, filler = 100, 2000
 	dir := t.TempDir()
 	p := filepath.Join(dir, "lab.hcl")
 	src := "lab \"t\" {}\nhost \"a\" { address = \"10.0.0.1\" }\nworkload \"w\" {\n  tool = \"exec\"\n  host = host.a\n  command = [\"echo\", <<EOT\n" +
-		strings.Repeat("${[]}\n", bad) + strings.Repeat("x${\"\"}\n", filler) + "EOT\n  ]\n}\n"
+		strings.Repeat("${[]}\n", bad) + strings.Repeat("${\"\"}x\n", filler) + "EOT\n  ]\n}\n"
 	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,17 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// MaxLiteralRun bounds the literal parts one after another in a template
-// (a heredoc's lines, the pieces a quoted string's `$${` and `%%{` cut it
-// into). hcl's parser melds them one at a time, copying every part after
-// each, so a run of n costs time quadratic in n: 100,000 (a 100 KB
-// heredoc of empty lines) took 33 s in rlab fmt (attack round 16). At the
+// MaxLiteralRun bounds the literal parts of one template that follow
+// another literal part (a heredoc's lines, the pieces a quoted string's
+// `$${` and `%%{` cut it into): a template reaching it is refused, so a
+// single run of more than MaxLiteralRun parts is, and so are many shorter
+// runs with interpolations between. hcl's parser melds each such part into
+// the one before it, copying every part after it in the template, so n of
+// them cost time quadratic in n: 100,000 (a 100 KB heredoc of empty lines) took
+// 33 s in rlab fmt (attack round 16). They are counted per template, not
+// per run: an interpolation between two runs does not end the cost, as
+// every meld still copies the whole rest of the template (attack round 17:
+// `${1}` every 999 lines of a 100 KB heredoc took 17 s in rlab fmt). At the
 // bound, a lab of 4 MiB of such heredocs parses in seconds.
 const MaxLiteralRun = 1000
 
@@ -17,27 +23,52 @@ const MaxLiteralRun = 1000
 // MaxLiteralRun.
 const LiteralRunSummary = "Template too long"
 
-// LongLiteralRun is the range of the literal part where a run passes
-// MaxLiteralRun in src, or nil; it reads src's tokens only (linear time).
-// It lexes src only within MaxTokens: past that, the range is the piece
-// past the bound (so the callers that parse a file outside Load, a
-// folder's split and the report's lab-name lookup, hold that bound too).
+// LongLiteralRun is the range of the literal part where a template's
+// literal parts that follow a literal part reach MaxLiteralRun in src, or
+// nil; it reads src's tokens only (linear time). It lexes src only within
+// MaxTokens: past that, the range is the piece past the bound (so the
+// callers that parse a file outside Load, a folder's split and the
+// report's lab-name lookup, hold that bound too).
 func LongLiteralRun(name string, src []byte) *hcl.Range {
 	if i := tooManyTokens(src); i >= 0 {
 		r := rangeAt(name, src, i)
 		return &r
 	}
 	toks, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
-	run := 0
+	// One frame a template open here (templates nest through their
+	// interpolations): its melds so far, and whether its last part was
+	// a literal.
+	type frame struct {
+		melds   int
+		literal bool
+	}
+	var open []frame
 	for _, t := range toks {
-		if t.Type != hclsyntax.TokenStringLit && t.Type != hclsyntax.TokenQuotedLit {
-			run = 0
+		switch t.Type {
+		case hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
+			open = append(open, frame{})
+			continue
+		case hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
 			continue
 		}
-		if run++; run > MaxLiteralRun {
-			r := t.Range
-			return &r
+		if len(open) == 0 {
+			continue
 		}
+		top := &open[len(open)-1]
+		if t.Type != hclsyntax.TokenStringLit && t.Type != hclsyntax.TokenQuotedLit {
+			top.literal = false
+			continue
+		}
+		if top.literal {
+			if top.melds++; top.melds >= MaxLiteralRun {
+				r := t.Range
+				return &r
+			}
+		}
+		top.literal = true
 	}
 	return nil
 }

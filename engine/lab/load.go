@@ -387,7 +387,7 @@ func (l *loader) parse(name string, src []byte) *parsedFile {
 		return nil
 	}
 	if r := LongLiteralRun(name, src); r != nil {
-		l.errorf(r, LiteralRunSummary, "A template here has more than %d literal parts one after another (lines of a heredoc, or pieces a string's $${ or %%%%{ cuts it into), which hcl's parser takes time quadratic in. Read long text with file().", MaxLiteralRun)
+		l.errorf(r, LiteralRunSummary, "A template here has %d literal parts that each follow another (lines of a heredoc, or pieces a string's $${ or %%%%{ cuts it into; interpolations between them do not end the count), which hcl's parser takes time quadratic in. Read long text with file().", MaxLiteralRun)
 		return nil
 	}
 	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
