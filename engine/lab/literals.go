@@ -72,3 +72,44 @@ func LongLiteralRun(name string, src []byte) *hcl.Range {
 	}
 	return nil
 }
+
+// UnarySummary is the summary of the diagnostic for a chain of unary
+// operators past MaxNesting.
+const UnarySummary = "Operators too deep"
+
+// longUnaryChain is the range of the unary operator (`!`, `-`) where more
+// than MaxNesting of them stand in a row in src, or nil; it reads src's
+// tokens only. hcl's parser recurses once per such operator, and tooDeep
+// counts only brackets: 250 KB of `!` took rlab validate, fmt and report to
+// Go's 1 GB stack limit, a fatal error no recover catches (attack round
+// 17, labs). Lines between them do not end the chain.
+func longUnaryChain(name string, src []byte) *hcl.Range {
+	if tooManyTokens(src) >= 0 {
+		return nil // refused as too long before this matters
+	}
+	toks, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
+	run := 0
+	for _, t := range toks {
+		switch t.Type {
+		case hclsyntax.TokenBang, hclsyntax.TokenMinus:
+			if run++; run > MaxNesting {
+				r := t.Range
+				return &r
+			}
+		case hclsyntax.TokenNewline:
+		default:
+			run = 0
+		}
+	}
+	return nil
+}
+
+// Unparsable says whether rlab refuses to hand src to hcl's parser at all
+// (and where): too large, nested too deep, too many pieces, a template or
+// an operator chain hcl takes quadratic time or unbounded stack in. Load
+// gives each its own diagnostic; the callers that parse a file outside
+// Load (a folder's split, rlab report's lab-name lookup) ask this, so they
+// hold the same bounds.
+func Unparsable(name string, src []byte) bool {
+	return len(src) > MaxFileBytes || tooDeep(src) >= 0 || LongLiteralRun(name, src) != nil || longUnaryChain(name, src) != nil
+}

@@ -57,3 +57,53 @@ func TestLongLiteralRunRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestUnaryChainRefused: more than MaxNesting `!` or `-` in a row (lines
+// between them too) is refused before hcl parses it, with its own
+// diagnostic, by Load, Format, a -var-file and Unparsable (a folder's
+// split, rlab report's lab-name lookup). 250 KB of `!` took hcl's parser
+// to Go's stack limit, a fatal error (attack round 17, labs). A chain at
+// the bound, and `--` in strings and comments, pass.
+func TestUnaryChainRefused(t *testing.T) {
+	for name, chain := range map[string]string{
+		"bang":       strings.Repeat("!", MaxNesting+1) + "true",
+		"minus":      strings.Repeat("-", MaxNesting+1) + "1",
+		"mixed":      strings.Repeat("!-", MaxNesting/2+1) + "1",
+		"over lines": strings.Repeat("!\n", MaxNesting+1) + "true",
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := "lab \"t\" {}\nlocals {\n  x = (" + chain + ")\n}\n"
+			dir := t.TempDir()
+			p := filepath.Join(dir, "lab.hcl")
+			if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, diags := Load([]string{p}, LoadOptions{}); !diags.HasErrors() || diags[0].Summary != UnarySummary {
+				t.Errorf("Load: %v, want %q", diags, UnarySummary)
+			}
+			if _, diags := Format(p, []byte(src)); !diags.HasErrors() || diags[0].Summary != UnarySummary {
+				t.Errorf("Format: %v, want %q", diags, UnarySummary)
+			}
+			if !Unparsable(p, []byte(src)) {
+				t.Error("Unparsable: false")
+			}
+			vf := filepath.Join(dir, "v.hcl")
+			if err := os.WriteFile(vf, []byte("x = ("+chain+")\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ok := filepath.Join(dir, "ok.hcl")
+			os.WriteFile(ok, []byte("lab \"t\" {}\nvariable \"x\" {\n  default = 1\n}\n"), 0o644)
+			if _, diags := Load([]string{ok}, LoadOptions{VarFiles: []string{vf}}); !diags.HasErrors() || diags[0].Summary != UnarySummary {
+				t.Errorf("-var-file: %v, want %q", diags, UnarySummary)
+			}
+		})
+	}
+	for name, ok := range map[string]string{
+		"at the bound": "lab \"t\" {}\nlocals {\n  x = (" + strings.Repeat("!", MaxNesting) + "true)\n}\n",
+		"dashes":       "# " + strings.Repeat("-", 400) + "\nlab \"t\" {}\nlocals {\n  x = \"" + strings.Repeat("-", 400) + "\"\n}\n",
+	} {
+		if r := longUnaryChain(name, []byte(ok)); r != nil {
+			t.Errorf("%s: refused at %v", name, r)
+		}
+	}
+}

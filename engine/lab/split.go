@@ -53,7 +53,7 @@ func labBlocks(path string) int {
 	// folder is not read (SECURITY 174, 192), so the folder stays one lab
 	// and Load refuses the symlink, naming it.
 	src, err := readInFolder(path)
-	if err != nil || len(src) > MaxFileBytes || tooDeep(src) >= 0 || LongLiteralRun(path, src) != nil {
+	if err != nil || Unparsable(path, src) {
 		return -1
 	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)

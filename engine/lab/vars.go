@@ -237,9 +237,9 @@ func (l *loader) setRaw(d *varDecl, raw, source, what string) {
 		}
 		v = cv
 	default:
-		if tooDeep([]byte(raw)) >= 0 {
+		if tooDeep([]byte(raw)) >= 0 || longUnaryChain(what, []byte(raw)) != nil {
 			d.invalid = true
-			l.errorf(nil, "Nesting too deep", "The value %s for variable %q nests brackets, braces and parentheses more than %d levels. Flatten the value.", what, d.v.Name, MaxNesting)
+			l.errorf(nil, "Nesting too deep", "The value %s for variable %q nests brackets, braces, parentheses or unary operators more than %d levels. Flatten the value.", what, d.v.Name, MaxNesting)
 			return
 		}
 		expr, diags := hclsyntax.ParseExpression([]byte(raw), what, hcl.InitialPos)
@@ -323,6 +323,14 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 	}
 	if r := longNumberLiteral(path, src); r != nil {
 		l.errorf(r, NumberLimitSummary, "%s", numberDetail("this number"))
+		return
+	}
+	if r := longUnaryChain(path, src); r != nil {
+		l.errorf(r, UnarySummary, "More than %d unary operators (! and -) stand in a row here in -var-file %s; hcl's parser goes one level deeper for each.", MaxNesting, path)
+		return
+	}
+	if r := LongLiteralRun(path, src); r != nil {
+		l.errorf(r, LiteralRunSummary, "A template here in -var-file %s has %d literal parts that each follow another, which hcl's parser takes time quadratic in. Keep long text out of variables files.", path, MaxLiteralRun)
 		return
 	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)

@@ -291,10 +291,12 @@ func (b *builder) readHead(rel string, n int, seen rundir.Files) (data []byte, w
 // labHeader reads `lab "NAME" { description = "..." }` from one lab file.
 // Only literal values are taken: the report has no variables to evaluate.
 func labHeader(filename string, src []byte) (name, desc string) {
-	// Outside the evaluation guard: a template hcl takes quadratic time
-	// in (a received lab/ file of 60 KB held rlab report 12 s) is not
-	// parsed (attack round 16).
-	if lab.LongLiteralRun(filename, src) != nil {
+	// Outside the evaluation guard: what Load refuses to parse is not
+	// parsed here either: a template hcl takes quadratic time in (a
+	// received lab/ file of 60 KB held rlab report 12 s, attack round
+	// 16), brackets or unary operators nested past Go's stack (250 KB
+	// of `[` or `!` crashed rlab report, attack round 17).
+	if lab.Unparsable(filename, src) {
 		return "", ""
 	}
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
