@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -673,8 +674,16 @@ func TestTCPSocketsAreTheOwners(t *testing.T) {
 // is port, in state st (0A listening), or in any state but listening when
 // st is "" (a sender that has sent its bytes may be past established:
 // FIN_WAIT); -1 when none, -2 when the file cannot be read.
+//
+// It reads this thread's view (/proc/thread-self/net, the thread locked),
+// not the process's: /proc/net is the netns of the main thread, which an
+// earlier test of this package may have left in a namespace of its own
+// with RLAB_NETNS=1 (enterNetns; TestNetnsTCPListening says the same), and
+// the agent's sockets are in the netns of the threads that made them.
 func procNetTCPUID(port int, st string) int {
-	b, err := os.ReadFile("/proc/net/tcp")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b, err := os.ReadFile("/proc/thread-self/net/tcp")
 	if err != nil {
 		return -2
 	}
