@@ -96,7 +96,8 @@ func MaskText(path, s string) string {
 // or absent after a crash and a planted symlink at path is replaced, not
 // followed; mode 0600, as every file of a run directory. A .json file is
 // masked inside its string literals only (maskJSON), so it stays the JSON
-// it was; any other file as text.
+// it was; an .html file in its text and quoted attribute values only
+// (maskHTML); any other file as text.
 func WriteFile(path string, b []byte) error { return Write(path, b, true) }
 
 // Write is WriteFile, synced only if sync: a file rewritten often (the
@@ -104,9 +105,12 @@ func WriteFile(path string, b []byte) error { return Write(path, b, true) }
 // next write.
 func Write(path string, b []byte, sync bool) error {
 	if m := maskerFor(path); m != nil {
-		if strings.HasSuffix(path, ".json") {
+		switch {
+		case strings.HasSuffix(path, ".json"):
 			b = maskJSON(m, b)
-		} else {
+		case strings.HasSuffix(path, ".html"):
+			b = maskHTML(m, b)
+		default:
 			b = []byte(m.Replace(string(b)))
 		}
 	}
@@ -222,6 +226,56 @@ func maskJSON(m Masker, b []byte) []byte {
 		// it says (attack round 15). A sensitive number is kept as the
 		// number it is, as lab.RedactJSON keeps it.
 		out.WriteString(s[last:])
+	}
+	return []byte(out.String())
+}
+
+// maskHTML masks an HTML document (report.html, from html/template) in its
+// text and the values of its quoted attributes, leaving its tags as they
+// are. html/template escapes <, >, " and ' in what it writes, so they
+// stand raw only in the template's own markup, where no value is; masked
+// as text, a lab's sensitive value `"` stripped every attribute's quotes,
+// and the rest of a title attribute holding a metric's unit became
+// attributes of its own, an onmouseover handler among them (attack round
+// 18, labs, high).
+func maskHTML(m Masker, b []byte) []byte {
+	s := string(b)
+	if m.Replace(s) == s {
+		return b
+	}
+	var out strings.Builder
+	out.Grow(len(s))
+	i := 0
+	for i < len(s) {
+		lt := strings.IndexByte(s[i:], '<')
+		if lt < 0 {
+			out.WriteString(m.Replace(s[i:]))
+			break
+		}
+		out.WriteString(m.Replace(s[i : i+lt]))
+		i += lt
+		// A tag, to its '>' outside quotes: its quoted values are masked.
+		for i < len(s) && s[i] != '>' {
+			q := s[i]
+			if q != '"' && q != '\'' {
+				out.WriteByte(q)
+				i++
+				continue
+			}
+			end := strings.IndexByte(s[i+1:], q)
+			if end < 0 {
+				out.WriteString(m.Replace(s[i:])) // not HTML: the rest as text
+				return []byte(out.String())
+			}
+			out.WriteByte(q)
+			out.WriteString(m.Replace(s[i+1 : i+1+end]))
+			out.WriteByte(q)
+			i += end + 2
+		}
+		if i < len(s) {
+			out.WriteByte('>')
+			i++
+		}
 	}
 	return []byte(out.String())
 }

@@ -176,3 +176,35 @@ func BenchmarkRunDirWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestHTMLMarkupKept: a report.html is masked in its text and quoted
+// attribute values only, never in its markup. A lab's sensitive value `"`
+// masked as text stripped every attribute's quotes, and a lab's metric
+// unit in a title attribute became attributes of its own: report.html
+// held `<td ... title=(sensitive)1 u onmouseover=alert(3) v(sensitive)>`,
+// a handler the page runs (attack round 18, labs, high).
+func TestHTMLMarkupKept(t *testing.T) {
+	const tok = "s3cr3t-TOKEN"
+	for _, markup := range []string{`"`, `" onmouseover=`, `td`, `<td`, `title=`, `>`} {
+		t.Run(markup, func(t *testing.T) {
+			dir := t.TempDir()
+			defer rundir.Mask(dir, lab.Redactor([]string{tok, markup}))()
+			doc := `<table><tr><td class="n" title="1 u onmouseover=alert(3) v ` + tok + `">` + tok + ` &#34;x&#34; td</td></tr></table>`
+			p := filepath.Join(dir, "report.html")
+			if err := rundir.WriteFile(p, []byte(doc)); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(b)
+			if !strings.Contains(got, `<td class="n" title="1 u onmouseover=alert(3) v (sensitive)">`) {
+				t.Errorf("the td tag's markup changed: %s", got)
+			}
+			if strings.Contains(got, tok) {
+				t.Errorf("the value is not masked: %s", got)
+			}
+		})
+	}
+}
