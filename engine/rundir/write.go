@@ -96,8 +96,8 @@ func MaskText(path, s string) string {
 // or absent after a crash and a planted symlink at path is replaced, not
 // followed; mode 0600, as every file of a run directory. A .json file is
 // masked inside its string literals only (maskJSON), so it stays the JSON
-// it was; an .html file in its text and quoted attribute values only
-// (maskHTML); any other file as text.
+// it was; an .html or .xml file in its text and quoted attribute values
+// only (maskHTML); any other file as text.
 func WriteFile(path string, b []byte) error { return Write(path, b, true) }
 
 // Write is WriteFile, synced only if sync: a file rewritten often (the
@@ -108,7 +108,9 @@ func Write(path string, b []byte, sync bool) error {
 		switch {
 		case strings.HasSuffix(path, ".json"):
 			b = maskJSON(m, b)
-		case strings.HasSuffix(path, ".html"):
+		case strings.HasSuffix(path, ".html"), strings.HasSuffix(path, ".xml"):
+			// junit.xml is encoding/xml's, which escapes <, >, & and
+			// both quotes in every value too: the same markup rule.
 			b = maskHTML(m, b)
 		default:
 			b = []byte(m.Replace(string(b)))

@@ -2,6 +2,8 @@ package rundir_test
 
 import (
 	"encoding/json"
+	"encoding/xml"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,6 +206,58 @@ func TestHTMLMarkupKept(t *testing.T) {
 			}
 			if strings.Contains(got, tok) {
 				t.Errorf("the value is not masked: %s", got)
+			}
+		})
+	}
+}
+
+// TestXMLMarkupKept: junit.xml is masked as report.html is, in its text and
+// quoted values only: a lab's sensitive value `"` masked as text made its
+// XML declaration `<?xml version=(sensitive)1.0(sensitive)…`, which an XML
+// reader (expat) refuses, so a CI system lost the results (attack round
+// 18, labs, medium).
+func TestXMLMarkupKept(t *testing.T) {
+	const tok = "s3cr3t-TOKEN"
+	for _, markup := range []string{`"`, `testcase`, `<testcase`, `name=`, `>`, `?>`} {
+		t.Run(markup, func(t *testing.T) {
+			dir := t.TempDir()
+			defer rundir.Mask(dir, lab.Redactor([]string{tok, markup}))()
+			x := struct {
+				XMLName xml.Name `xml:"testsuite"`
+				Cases   []struct {
+					Name string `xml:"name,attr"`
+					Text string `xml:",chardata"`
+				} `xml:"testcase"`
+			}{}
+			x.Cases = append(x.Cases, struct {
+				Name string `xml:"name,attr"`
+				Text string `xml:",chardata"`
+			}{Name: `w "quoted" ` + tok, Text: `out <` + tok + `> "x"`})
+			body, err := xml.Marshal(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := append([]byte(xml.Header), body...)
+			p := filepath.Join(dir, "junit.xml")
+			if err := rundir.WriteFile(p, doc); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), tok) {
+				t.Errorf("the value is not masked: %s", b)
+			}
+			d := xml.NewDecoder(strings.NewReader(string(b)))
+			for {
+				_, err := d.Token()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("junit.xml is no longer XML: %v: %s", err, b)
+				}
 			}
 		})
 	}
