@@ -215,10 +215,13 @@ func TestHTMLMarkupKept(t *testing.T) {
 // quoted values only: a lab's sensitive value `"` masked as text made its
 // XML declaration `<?xml version=(sensitive)1.0(sensitive)…`, which an XML
 // reader (expat) refuses, so a CI system lost the results (attack round
-// 18, labs, medium).
+// 18, labs, medium); a value inside a character reference (&#34;) or the
+// declaration's did the same (round 19).
 func TestXMLMarkupKept(t *testing.T) {
 	const tok = "s3cr3t-TOKEN"
-	for _, markup := range []string{`"`, `testcase`, `<testcase`, `name=`, `>`, `?>`} {
+	for _, markup := range []string{`"`, `testcase`, `<testcase`, `name=`, `>`, `?>`,
+		// Round 19: character references and the declaration's values.
+		`34`, `;`, `amp;`, `lt;`, `#34;`, `&#`, `1.0`, `UTF-8`} {
 		t.Run(markup, func(t *testing.T) {
 			dir := t.TempDir()
 			defer rundir.Mask(dir, lab.Redactor([]string{tok, markup}))()
