@@ -25,15 +25,28 @@ const LiteralRunSummary = "Template too long"
 
 // LongLiteralRun is the range of the literal part where a template's
 // literal parts that follow a literal part reach MaxLiteralRun in src, or
-// nil; it reads src's tokens only (linear time). It lexes src only within
-// MaxTokens: past that, the range is the piece past the bound (so the
-// callers that parse a file outside Load, a folder's split and the
-// report's lab-name lookup, hold that bound too).
+// nil; it reads src's tokens only (linear time), and only within
+// MaxTokens: past that, the range is the piece past the bound.
 func LongLiteralRun(name string, src []byte) *hcl.Range {
 	if i := tooManyTokens(src); i >= 0 {
 		r := rangeAt(name, src, i)
 		return &r
 	}
+	return lexHazards(name, src).literal
+}
+
+// hazards are what the token checks find in a file that hcl's parser must
+// not be given, each the first of its kind (nil: none): a number literal
+// longer than MaxNumberDigits (numbers.go), more than MaxNesting unary
+// operators in a row, a template reaching MaxLiteralRun melds.
+type hazards struct {
+	number, unary, literal *hcl.Range
+}
+
+// lexHazards lexes src once for every token check; callers bound src by
+// MaxTokens first (tooManyTokens), as lexing costs in proportion to it.
+func lexHazards(name string, src []byte) hazards {
+	var h hazards
 	toks, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
 	// One frame a template open here (templates nest through their
 	// interpolations): its melds so far, and whether its last part was
@@ -43,7 +56,22 @@ func LongLiteralRun(name string, src []byte) *hcl.Range {
 		literal bool
 	}
 	var open []frame
+	unary := 0
 	for _, t := range toks {
+		switch t.Type {
+		case hclsyntax.TokenBang, hclsyntax.TokenMinus:
+			// hcl's parser recurses once per unary operator; lines
+			// between them do not end the chain.
+			if unary++; unary > MaxNesting && h.unary == nil {
+				h.unary = t.Range.Ptr()
+			}
+		case hclsyntax.TokenNewline:
+		default:
+			unary = 0
+		}
+		if t.Type == hclsyntax.TokenNumberLit && h.number == nil && longDigits(string(t.Bytes)) {
+			h.number = t.Range.Ptr()
+		}
 		switch t.Type {
 		case hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
 			open = append(open, frame{})
@@ -54,7 +82,7 @@ func LongLiteralRun(name string, src []byte) *hcl.Range {
 			}
 			continue
 		}
-		if len(open) == 0 {
+		if len(open) == 0 || h.literal != nil {
 			continue
 		}
 		top := &open[len(open)-1]
@@ -64,13 +92,12 @@ func LongLiteralRun(name string, src []byte) *hcl.Range {
 		}
 		if top.literal {
 			if top.melds++; top.melds >= MaxLiteralRun {
-				r := t.Range
-				return &r
+				h.literal = t.Range.Ptr()
 			}
 		}
 		top.literal = true
 	}
-	return nil
+	return h
 }
 
 // UnarySummary is the summary of the diagnostic for a chain of unary
@@ -87,29 +114,19 @@ func longUnaryChain(name string, src []byte) *hcl.Range {
 	if tooManyTokens(src) >= 0 {
 		return nil // refused as too long before this matters
 	}
-	toks, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
-	run := 0
-	for _, t := range toks {
-		switch t.Type {
-		case hclsyntax.TokenBang, hclsyntax.TokenMinus:
-			if run++; run > MaxNesting {
-				r := t.Range
-				return &r
-			}
-		case hclsyntax.TokenNewline:
-		default:
-			run = 0
-		}
-	}
-	return nil
+	return lexHazards(name, src).unary
 }
 
-// Unparsable says whether rlab refuses to hand src to hcl's parser at all
-// (and where): too large, nested too deep, too many pieces, a template or
-// an operator chain hcl takes quadratic time or unbounded stack in. Load
+// Unparsable says whether rlab refuses to hand src to hcl's parser at all:
+// too large, nested too deep, too many pieces, a number, template or
+// operator chain hcl takes quadratic time or unbounded stack in. Load
 // gives each its own diagnostic; the callers that parse a file outside
 // Load (a folder's split, rlab report's lab-name lookup) ask this, so they
 // hold the same bounds.
 func Unparsable(name string, src []byte) bool {
-	return len(src) > MaxFileBytes || tooDeep(src) >= 0 || LongLiteralRun(name, src) != nil || longUnaryChain(name, src) != nil
+	if len(src) > MaxFileBytes || tooDeep(src) >= 0 || tooManyTokens(src) >= 0 {
+		return true
+	}
+	h := lexHazards(name, src)
+	return h.number != nil || h.unary != nil || h.literal != nil
 }

@@ -382,15 +382,16 @@ func (l *loader) parse(name string, src []byte) *parsedFile {
 		l.errorf(&r, TokensSummary, "%s", tokensDetail(name))
 		return nil
 	}
-	if r := longNumberLiteral(name, src); r != nil {
+	hz := lexHazards(name, src)
+	if r := hz.number; r != nil {
 		l.errorf(r, NumberLimitSummary, "%s", numberDetail("this number"))
 		return nil
 	}
-	if r := longUnaryChain(name, src); r != nil {
+	if r := hz.unary; r != nil {
 		l.errorf(r, UnarySummary, "More than %d unary operators (! and -) stand in a row here; hcl's parser goes one level deeper for each. Write the expression without them.", MaxNesting)
 		return nil
 	}
-	if r := LongLiteralRun(name, src); r != nil {
+	if r := hz.literal; r != nil {
 		l.errorf(r, LiteralRunSummary, "A template here has %d literal parts that each follow another (lines of a heredoc, or pieces a string's $${ or %%%%{ cuts it into; interpolations between them do not end the count), which hcl's parser takes time quadratic in. Read long text with file().", MaxLiteralRun)
 		return nil
 	}

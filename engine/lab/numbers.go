@@ -3,8 +3,6 @@ package lab
 import (
 	"math/big"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -120,21 +118,6 @@ func hugeValue(v cty.Value, text bool, limit int64) bool {
 		return false
 	}
 	return walk(v)
-}
-
-// longNumberLiteral returns the range of the first number literal in an
-// HCL source that is longer than MaxNumberDigits (checked by the lexer,
-// before the parser reads it as a number, which takes time quadratic in
-// its length), or nil.
-func longNumberLiteral(name string, src []byte) *hcl.Range {
-	toks, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
-	for _, t := range toks {
-		if t.Type == hclsyntax.TokenNumberLit && longDigits(string(t.Bytes)) {
-			r := t.Range
-			return &r
-		}
-	}
-	return nil
 }
 
 // jsonLongDigits says whether JSON text holds a run of more than

@@ -321,15 +321,16 @@ func (l *loader) readVarFile(path string, decls map[string]*varDecl) {
 		l.errorf(&r, TokensSummary, "%s", tokensDetail("-var-file "+path))
 		return
 	}
-	if r := longNumberLiteral(path, src); r != nil {
+	hz := lexHazards(path, src)
+	if r := hz.number; r != nil {
 		l.errorf(r, NumberLimitSummary, "%s", numberDetail("this number"))
 		return
 	}
-	if r := longUnaryChain(path, src); r != nil {
+	if r := hz.unary; r != nil {
 		l.errorf(r, UnarySummary, "More than %d unary operators (! and -) stand in a row here in -var-file %s; hcl's parser goes one level deeper for each.", MaxNesting, path)
 		return
 	}
-	if r := LongLiteralRun(path, src); r != nil {
+	if r := hz.literal; r != nil {
 		l.errorf(r, LiteralRunSummary, "A template here in -var-file %s has %d literal parts that each follow another, which hcl's parser takes time quadratic in. Keep long text out of variables files.", path, MaxLiteralRun)
 		return
 	}

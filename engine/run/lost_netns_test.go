@@ -27,7 +27,7 @@ import (
 // timeout (CI's failed stop 36 waited out 5 minutes for a client whose
 // server VM was gone).
 func TestNetnsServerLostEndsItsClient(t *testing.T) {
-	bed, hosts := netnsBed(t, 2)
+	_, hosts := netnsBed(t, 2)
 	const timeout = 4 * time.Minute
 	l := programLabWith(t, "lab \"lost\" {}\n"+hosts+`
 program "pingpair" {
@@ -86,7 +86,6 @@ workload "hang" {
 	start := time.Now()
 	res := runPlanned(context.Background(), t, l, plan.Options{}, Options{Connector: sshConnector(t), Out: out, NoReport: true, OnEvent: kill})
 	took := time.Since(start)
-	_ = bed
 	if killed.IsZero() {
 		t.Fatalf("h0's agent was not killed: code %d, %v", res.Code, res.Err)
 	}

@@ -45,15 +45,6 @@ func (s *Set) Died(host string, wait time.Duration) string {
 	return ""
 }
 
-// consoleLines returns the last n lines of a console log (its last 64 KiB).
-func consoleLines(path string, n int) []string {
-	t := strings.TrimPrefix(consoleTail(path, n), "\n    ")
-	if t == "" {
-		return nil
-	}
-	return strings.Split(t, "\n    ")
-}
-
 var (
 	// kmsgStamp is the kernel's time stamp at a console line's start.
 	kmsgStamp = regexp.MustCompile(`^\s*\[\s*\d+\.\d+\]\s?`)

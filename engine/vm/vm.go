@@ -971,9 +971,19 @@ func (s *Set) waitSSH(ctx context.Context, v *VM, login *keyPair, keep bool) (*s
 
 // consoleTail returns the last n lines of the console log, indented.
 func consoleTail(path string, n int) string {
+	lines := consoleLines(path, n)
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n    " + strings.Join(lines, "\n    ")
+}
+
+// consoleLines returns the last n lines of a console log (read from its
+// last 64 KiB), without their carriage returns.
+func consoleLines(path string, n int) []string {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Size() > 64<<10 {
@@ -988,10 +998,7 @@ func consoleTail(path string, n int) string {
 			lines = lines[1:]
 		}
 	}
-	if len(lines) == 0 {
-		return ""
-	}
-	return "\n    " + strings.Join(lines, "\n    ")
+	return lines
 }
 
 // State returns the record StopFromState needs.
